@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages boost-c needs when any is missing (as root), or prints
+# the exact apt-get line (not root). `--bench` adds PyTorch for the comparison benchmark.
+set -euo pipefail
+pkgs=(build-essential pkg-config libopenmpi-dev openmpi-bin libopenblas-dev libfyaml-dev
+      libhdf5-dev hdf5-tools libsqlite3-dev sqlite3 bible-kjv
+      python3-numpy python3-h5py python3-matplotlib)
+[ "${1:-}" = "--bench" ] && pkgs+=(python3-torch)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+    echo "installing missing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+    echo "error: missing Debian packages. Run as root:" >&2
+    echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 2
+fi

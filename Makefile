@@ -1,0 +1,72 @@
+# boost-c — build, test, run experiments.  `make help` lists the targets.
+#
+# Sources are discovered by wildcard: every src/<concern>/*.c is part of the engine
+# library, every src/tools/<name>.c is a binary build/<name>, every tests/test_<x>.c
+# is a test binary build/test_<x>. Adding a file needs no Makefile edit.
+
+CC       := mpicc
+OPT      ?= -O3 -march=native
+CFLAGS   ?= $(OPT) -std=c11 -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unused-parameter -g
+PKG_CFLAGS := $(shell pkg-config --cflags openblas libfyaml sqlite3 hdf5 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs openblas libfyaml sqlite3 hdf5 2>/dev/null)
+LDLIBS   := $(PKG_LIBS) -lm
+BUILD    := build
+PYTHON   := /usr/bin/python3
+
+LIB_SRC  := $(filter-out src/tools/%,$(wildcard src/*/*.c))
+LIB_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
+TOOLS    := $(patsubst src/tools/%.c,$(BUILD)/%,$(wildcard src/tools/*.c))
+TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
+HEADERS  := $(wildcard src/*/*.h) $(wildcard tests/*.h)
+DEPS_STAMP := $(BUILD)/.deps-ok
+
+EXP      ?= quickstart
+CONFIG   ?= experiments/$(EXP).yaml
+
+.PHONY: all deps test exp train info bench help clean data
+all: $(TOOLS) $(TESTS)
+
+help:
+	@echo "make deps            install missing Debian packages (as root) or print the apt-get line"
+	@echo "make                 build the engine, tools and tests into build/"
+	@echo "make test            build and run the whole test suite"
+	@echo "make exp EXP=name    run experiments/<name>.yaml (default: quickstart)"
+	@echo "make info PRESET=cola-60m LINEAR=cola   parameter count and FLOPs per token"
+	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU)"
+
+# Packages are checked (dpkg) on every build; installed only if something is missing.
+$(DEPS_STAMP): .ci/deps.sh
+	@bash .ci/deps.sh
+	@mkdir -p $(BUILD) && touch $@
+deps:
+	@bash .ci/deps.sh
+
+$(BUILD)/obj/%.o: src/%.c $(HEADERS) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(BUILD)/libboost.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%: src/tools/%.c $(BUILD)/libboost.a $(HEADERS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $< $(BUILD)/libboost.a $(LDLIBS) -o $@
+
+$(BUILD)/test_%: tests/test_%.c $(BUILD)/libboost.a $(HEADERS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc $< $(BUILD)/libboost.a $(LDLIBS) -o $@
+
+test: all
+	@bash tests/run.sh
+
+exp: all
+	$(BUILD)/train $(CONFIG) $(SET)
+
+info: all
+	$(BUILD)/info $(if $(PRESET),--preset $(PRESET)) $(if $(LINEAR),--linear $(LINEAR)) $(ARGS)
+
+bench: all
+	@bash .ci/deps.sh --bench
+	@bash src/tools/bench.sh
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,38 @@
+// check.h — error handling for every library call and every bad input.
+//
+// Style (from llm.c): a failed call prints file:line, the call, and the library's
+// own error text, then exits non-zero. Input errors (config, data file, checkpoint,
+// command line) go through die_input() which names the file and what was expected.
+#pragma once
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Exit codes: 1 = internal/library failure, 2 = bad user input.
+#define EXIT_INTERNAL 1
+#define EXIT_BAD_INPUT 2
+
+__attribute__((noreturn, format(printf, 3, 4)))
+void die_at(const char *file, int line, const char *fmt, ...);
+// Bad user input: "error: <fmt>" (+ optional hint line), exit 2.
+__attribute__((noreturn, format(printf, 1, 2)))
+void die_input(const char *fmt, ...);
+__attribute__((noreturn, format(printf, 2, 3)))
+void die_input_hint(const char *hint, const char *fmt, ...);
+
+#define DIE(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
+// errno-setting calls (fopen, fwrite, rename, ...): condition true = failure.
+#define CHECK_ERRNO(cond, what) \
+    do { if (cond) die_at(__FILE__, __LINE__, "%s failed: %s", (what), strerror(errno)); } while (0)
+#define CHECK(cond, ...) do { if (!(cond)) die_at(__FILE__, __LINE__, __VA_ARGS__); } while (0)
+
+void *xmalloc(size_t n);           // malloc that never returns NULL
+void *xcalloc(size_t n, size_t sz);
+void *xaligned_alloc(size_t n);    // 64-byte aligned, zeroed; free() with free()
+char *xstrdup(const char *s);
+// snprintf that dies on truncation (paths, names).
+__attribute__((format(printf, 3, 4)))
+void xsnprintf(char *buf, size_t n, const char *fmt, ...);

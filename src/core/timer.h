@@ -1,0 +1,8 @@
+#pragma once
+#include <time.h>
+// Monotonic wall clock in seconds.
+static inline double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,33 @@
+// testlib.h — a minimal test harness. Each tests/test_*.c defines TEST(name) functions
+// and a main() that calls RUN(name) for each. Output per test: "PASS name" or
+// "FAIL name: reason"; tests/run.sh counts them and prints "N passed, N failed".
+#pragma once
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern int tl_failed_current;
+extern int tl_n_pass, tl_n_fail;
+
+#define TEST(name) static void test_##name(void)
+#define RUN(name) do { tl_failed_current = 0; test_##name(); \
+    if (tl_failed_current) { tl_n_fail++; } else { tl_n_pass++; printf("PASS %s\n", #name); } \
+    fflush(stdout); } while (0)
+// Record a failure (first one per test is printed as the FAIL line; later ones as detail).
+#define EXPECT(cond, ...) do { if (!(cond)) { \
+    if (!tl_failed_current) printf("FAIL %s: ", __func__ + 5); else printf("  also: "); \
+    printf(__VA_ARGS__); printf("  [%s:%d]\n", __FILE__, __LINE__); tl_failed_current = 1; } } while (0)
+#define TL_MAIN_DEFS int tl_failed_current = 0, tl_n_pass = 0, tl_n_fail = 0;
+#define TL_EXIT() return tl_n_fail ? 1 : 0
+
+// max_i |a_i - b_i| / (atol + rtol*|b_i|)  <= 1 means "close".
+static inline double tl_close_ratio(const float *a, const float *b, size_t n, double atol, double rtol, size_t *worst) {
+    double r = 0; size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - (double)b[i]) / (atol + rtol * fabs((double)b[i]));
+        if (!(e <= r)) { r = e; w = i; }   // NaN-safe: NaN makes it the worst
+    }
+    if (worst) *worst = w;
+    return r;
+}
