@@ -9,6 +9,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "../config/config.h"
 
 // ---- byte-level BPE --------------------------------------------------------------
@@ -38,6 +39,18 @@ int32_t *tokenizer_encode(const Tokenizer *t, const uint8_t *text, size_t n, siz
 // Returns malloc'd bytes (not NUL-terminated), *n_out set.
 uint8_t *tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, size_t *n_out);
 
+// Pre-tokenizer: end (exclusive) of the chunk that starts at text[i] (i < n). Chunks:
+// [' ']letters (letters = A-Z a-z and every byte >= 0x80, so UTF-8 words stay whole),
+// digit runs, [' ']punctuation runs (anything else, control bytes and NUL included),
+// whitespace runs (a final ' ' before a word/punctuation is left to prefix it). No
+// chunk is longer than BPE_MAX_CHUNK bytes, so no token is either.
+#define BPE_MAX_CHUNK 256
+size_t bpe_chunk_end(const uint8_t *text, size_t n, size_t i);
+// Vocabulary size from a tokenizer file's header, fully validated like tokenizer_load.
+int tokenizer_file_vocab(const char *path);
+// Fast 64-bit content hash (not cryptographic); used for cache keys.
+uint64_t data_hash_bytes(const void *p, size_t n, uint64_t seed);
+
 // ---- token shards ------------------------------------------------------------------
 // File: 64-byte little-endian header then tokens.
 //   magic "BOOSTTOK" | u32 version (1) | u32 vocab_size | u64 n_tokens |
@@ -58,6 +71,10 @@ void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_
 // was expected, hint how to rebuild (`make data` / delete the cache dir), exit 2.
 void shard_open(TokenShard *s, const char *path);
 void shard_close(TokenShard *s);
+// Crash-safe file writing: atomic_open creates "<path>.tmp.<pid>" (name put in tmp);
+// atomic_commit flushes, fsyncs, closes and renames it over path.
+FILE *atomic_open(const char *path, char *tmp, size_t tmp_cap);
+void atomic_commit(FILE *f, const char *tmp, const char *path);
 static inline int32_t shard_token(const TokenShard *s, uint64_t i) {
     if (s->token_bytes == 2) return ((const uint16_t *)s->tokens)[i];
     return (int32_t)((const uint32_t *)s->tokens)[i];
@@ -90,11 +107,19 @@ typedef struct {
     int T;
 } DataLoader;
 
-// Opens both shards; dies (exit 2) if their vocab differs from the tokenizer's or
-// exceeds model_vocab, or they are shorter than T+1 tokens.
+// Opens both shards; dies (exit 2) if their vocab differs from the tokenizer's (or
+// from p->vocab_size when there is no tokenizer, i.e. synthetic data) or exceeds
+// model_vocab, or the train shard is shorter than T+1 tokens, or the val shard is
+// non-empty but shorter than T+1 tokens (an empty val shard = val_fraction 0: no
+// validation; loader_val_batch then dies, check loader_has_val first).
 void loader_open(DataLoader *l, const PreparedData *p, int T, int model_vocab, uint64_t seed);
 void loader_close(DataLoader *l);
 // inputs/targets [B,T] for global training samples first_sample .. first_sample+B-1.
 void loader_train_batch(const DataLoader *l, uint64_t first_sample, int B, int32_t *inputs, int32_t *targets);
 // inputs/targets [B,T] for validation windows first_window .. first_window+B-1.
 void loader_val_batch(const DataLoader *l, uint64_t first_window, int B, int32_t *inputs, int32_t *targets);
+// Start of training sample k: splitmix64(splitmix64(seed) ^ splitmix64(k)) mod (n_tokens - T).
+uint64_t loader_sample_offset(uint64_t seed, uint64_t k, uint64_t n_tokens, int T);
+// Number of distinct validation windows ((n_val - 1) / T; 0 when there is no val shard).
+uint64_t loader_val_windows(const DataLoader *l);
+static inline int loader_has_val(const DataLoader *l) { return loader_val_windows(l) > 0; }

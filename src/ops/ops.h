@@ -16,6 +16,12 @@ void matmul_forward(float *y, const float *x, const float *W, int N, int din, in
 void matmul_backward(float *dx, float *dW, const float *dy, const float *x, const float *W,
                      int N, int din, int dout);
 
+// Transposed-weight variants (ops/matmul_t.c), Wt [dout,din] — the tied LM head:
+// y[N,dout] (+)= x[N,din] @ Wt^T ; dx[N,din] += dy @ Wt ; dWt[dout,din] += dy^T @ x
+void matmul_forward_wt(float *y, const float *x, const float *Wt, int N, int din, int dout, int accumulate);
+void matmul_backward_wt(float *dx, float *dWt, const float *dy, const float *x, const float *Wt,
+                        int N, int din, int dout);
+
 // ---- RMSNorm (ops/rmsnorm.c) -------------------------------------------------
 // y[N,d] = x / sqrt(mean(x^2) + eps) * gamma[d];  rstd[N] saved for backward.
 void rmsnorm_forward(float *y, float *rstd, const float *x, const float *gamma, int N, int d, float eps);

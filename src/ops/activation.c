@@ -1,0 +1,57 @@
+// activation.c — SiLU, the SwiGLU gate product and the residual add. Pure elementwise,
+// memory-bound: one OpenMP+SIMD loop each (static schedule: results never depend on timing).
+#include "ops.h"
+#include "fastmath.h"
+
+// fast_expf (not libm expf) so the loops vectorise: the MLP gate is N*d_ff wide.
+static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
+
+// y[n] = x * sigmoid(x); x[n]
+void silu_forward(float *y, const float *x, size_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] = x[i] * sigmoidf_(x[i]);
+}
+
+// dx[n] += dy * silu'(x), silu'(x) = s * (1 + x * (1 - s)); dy[n], x[n]
+void silu_backward(float *dx, const float *dy, const float *x, size_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float s = sigmoidf_(x[i]);
+        dx[i] += dy[i] * s * (1.0f + x[i] * (1.0f - s));
+    }
+}
+
+// z[n] = act(g) * u with act = silu (gate_silu) or identity (CoLA's only_lr_act); g[n], u[n]
+void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate_silu) {
+    if (gate_silu) {
+        #pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++) z[i] = g[i] * sigmoidf_(g[i]) * u[i];
+    } else {
+        #pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++) z[i] = g[i] * u[i];
+    }
+}
+
+// dg[n] += dz * u * act'(g), du[n] += dz * act(g); dz[n], g[n], u[n]. Either grad may be NULL.
+void swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu) {
+    if (gate_silu) {
+        #pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++) {
+            float s = sigmoidf_(g[i]);
+            if (dg) dg[i] += dz[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+            if (du) du[i] += dz[i] * g[i] * s;
+        }
+    } else {
+        #pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++) {
+            if (dg) dg[i] += dz[i] * u[i];
+            if (du) du[i] += dz[i] * g[i];
+        }
+    }
+}
+
+// x[n] += y[n]
+void add_inplace(float *x, const float *y, size_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}

@@ -1,0 +1,52 @@
+#include <cblas.h>
+#include <math.h>
+#include "optim.h"
+#include "../core/check.h"
+#include "../core/timer.h"
+#include "../ops/ops.h"
+
+double lr_at(const TrainConfig *tc, int step) {
+    if (tc->warmup_steps > 0 && step < tc->warmup_steps)
+        return tc->lr * (double)(step + 1) / tc->warmup_steps;
+    int decay_steps = tc->steps - tc->warmup_steps;
+    if (decay_steps <= 1) return tc->lr;
+    double progress = (double)(step - tc->warmup_steps) / (double)(decay_steps - 1);  // 0..1
+    if (progress > 1) progress = 1;
+    double min_lr = tc->lr * tc->min_lr_ratio;
+    return min_lr + 0.5 * (tc->lr - min_lr) * (1.0 + cos(M_PI * progress));
+}
+
+double clip_grad_norm(Model *mdl, double clip) {
+    double norm = sqrt(sumsq(mdl->grads, mdl->table.n_params));
+    if (clip > 0 && norm > clip) scale_inplace(mdl->grads, (float)(clip / norm), mdl->table.n_params);
+    return norm;
+}
+
+void adamw_step(Model *mdl, const TrainConfig *tc, double lr, int t) {
+    const ParamTable *tab = &mdl->table;
+    for (int i = 0; i < tab->n_specs; i++) {
+        const ParamSpec *s = &tab->specs[i];
+        float wd = s->decay ? (float)tc->weight_decay : 0.0f;
+        adamw_update(mdl->params + s->offset, mdl->grads + s->offset, mdl->m + s->offset,
+                     mdl->v + s->offset, s->numel, (float)lr, (float)tc->beta1, (float)tc->beta2,
+                     (float)tc->adam_eps, wd, t);
+    }
+}
+
+double measure_sgemm_peak_gflops(void) {
+    const int n = 2048;
+    float *a = xaligned_alloc((size_t)n * n * sizeof(float));
+    float *b = xaligned_alloc((size_t)n * n * sizeof(float));
+    float *c = xaligned_alloc((size_t)n * n * sizeof(float));
+    for (size_t i = 0; i < (size_t)n * n; i++) { a[i] = (float)(i % 7) * 0.1f; b[i] = (float)(i % 5) * 0.1f; }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);  // warm-up
+    double best = 1e30;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now_seconds();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        double dt = now_seconds() - t0;
+        if (dt < best) best = dt;
+    }
+    free(a); free(b); free(c);
+    return 2.0 * n * n * (double)n / best * 1e-9;
+}

@@ -1,0 +1,40 @@
+// trainer.h — the training state and one optimizer step, separate from the run loop so
+// that loggers (stdout, SQLite), checkpoints and dumps hook in around it.
+#pragma once
+#include "../config/config.h"
+#include "../data/data.h"
+#include "../model/model.h"
+
+typedef struct {
+    int step;                  // 1-based optimizer step just completed
+    double loss;               // mean training loss over the step's micro-batches
+    double lr;
+    double grad_norm;          // global norm before clipping
+    double seconds;            // wall time of the step (forward, backward, optimizer)
+    double tokens_per_s;
+    double mfu;                // achieved FLOP/s / measured sgemm peak
+    int64_t tokens_seen;       // after this step
+} StepMetrics;
+
+typedef struct {
+    Config cfg;
+    Model model;
+    DataLoader loader;
+    PreparedData data;
+    int step;                  // optimizer steps completed
+    int64_t tokens_seen;
+    uint64_t samples_seen;     // global training samples consumed (the loader position)
+    int32_t *inputs, *targets; // [B,T] staging
+    double peak_gflops;        // measured at init
+    double flops_per_token;    // training FLOPs per token (config/model_train_flops_per_token)
+} Trainer;
+
+// Prepares data (cached), builds and initialises the model, measures the sgemm peak.
+void trainer_init(Trainer *tr, const Config *cfg);
+void trainer_free(Trainer *tr);
+// One optimizer step over train.grad_accum micro-batches.
+StepMetrics trainer_step(Trainer *tr);
+// Mean loss over train.val_batches validation micro-batches (no gradient).
+double trainer_validate(Trainer *tr);
+// Set OpenMP and OpenBLAS thread counts (0 = all cores); returns the count used.
+int set_threads(int threads);
