@@ -8,17 +8,18 @@
 #include <string.h>
 
 extern int tl_failed_current;
+extern const char *tl_current;   // name of the running test
 extern int tl_n_pass, tl_n_fail;
 
 #define TEST(name) static void test_##name(void)
-#define RUN(name) do { tl_failed_current = 0; test_##name(); \
+#define RUN(name) do { tl_failed_current = 0; tl_current = #name; test_##name(); \
     if (tl_failed_current) { tl_n_fail++; } else { tl_n_pass++; printf("PASS %s\n", #name); } \
     fflush(stdout); } while (0)
 // Record a failure (first one per test is printed as the FAIL line; later ones as detail).
 #define EXPECT(cond, ...) do { if (!(cond)) { \
-    if (!tl_failed_current) printf("FAIL %s: ", __func__ + 5); else printf("  also: "); \
+    if (!tl_failed_current) printf("FAIL %s: ", tl_current); else printf("  also: "); \
     printf(__VA_ARGS__); printf("  [%s:%d]\n", __FILE__, __LINE__); tl_failed_current = 1; } } while (0)
-#define TL_MAIN_DEFS int tl_failed_current = 0, tl_n_pass = 0, tl_n_fail = 0;
+#define TL_MAIN_DEFS int tl_failed_current = 0, tl_n_pass = 0, tl_n_fail = 0; const char *tl_current = "";
 #define TL_EXIT() return tl_n_fail ? 1 : 0
 
 // max_i |a_i - b_i| / (atol + rtol*|b_i|)  <= 1 means "close".

@@ -1,20 +1,30 @@
 #include "check.h"
 
-void die_at(const char *file, int line, const char *fmt, ...) {
+static DieHook die_hook = NULL;
+void set_die_hook(DieHook hook) { die_hook = hook; }
+
+// Print "<prefix><message>" to stderr, run the hook once, exit.
+__attribute__((noreturn)) static void finish(const char *prefix, const char *msg, const char *hint, int code) {
     fflush(stdout);
-    fprintf(stderr, "fatal: %s:%d: ", file, line);
-    va_list ap; va_start(ap, fmt); vfprintf(stderr, fmt, ap); va_end(ap);
-    fputc('\n', stderr);
-    exit(EXIT_INTERNAL);
+    fprintf(stderr, "%s%s\n", prefix, msg);
+    if (hint) fprintf(stderr, "hint: %s\n", hint);
+    DieHook h = die_hook;
+    die_hook = NULL;               // a failure inside the hook must not recurse
+    if (h) h(msg, code);
+    exit(code);
 }
 
-static void vdie_input(const char *hint, const char *fmt, va_list ap) {
-    fflush(stdout);
-    fputs("error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    if (hint) fprintf(stderr, "hint: %s\n", hint);
-    exit(EXIT_BAD_INPUT);
+void die_at(const char *file, int line, const char *fmt, ...) {
+    char msg[2048];
+    int k = snprintf(msg, sizeof msg, "%s:%d: ", file, line);
+    va_list ap; va_start(ap, fmt); vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap); va_end(ap);
+    finish("fatal: ", msg, NULL, EXIT_INTERNAL);
+}
+
+__attribute__((noreturn)) static void vdie_input(const char *hint, const char *fmt, va_list ap) {
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    finish("error: ", msg, hint, EXIT_BAD_INPUT);
 }
 void die_input(const char *fmt, ...) { va_list ap; va_start(ap, fmt); vdie_input(NULL, fmt, ap); }
 void die_input_hint(const char *hint, const char *fmt, ...) { va_list ap; va_start(ap, fmt); vdie_input(hint, fmt, ap); }

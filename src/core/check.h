@@ -29,6 +29,12 @@ void die_input_hint(const char *hint, const char *fmt, ...);
     do { if (cond) die_at(__FILE__, __LINE__, "%s failed: %s", (what), strerror(errno)); } while (0)
 #define CHECK(cond, ...) do { if (!(cond)) die_at(__FILE__, __LINE__, __VA_ARGS__); } while (0)
 
+// A process that owns results (the trainer with an open run database) registers a hook
+// that runs before any die_* exit with the message text, to record the failure and
+// flush what was logged. The hook must not call die_* itself.
+typedef void (*DieHook)(const char *message, int exit_code);
+void set_die_hook(DieHook hook);
+
 void *xmalloc(size_t n);           // malloc that never returns NULL
 void *xcalloc(size_t n, size_t sz);
 void *xaligned_alloc(size_t n);    // 64-byte aligned, zeroed; free() with free()

@@ -22,7 +22,7 @@ void trainer_init(Trainer *tr, const Config *cfg) {
     dataset_prepare(&tr->cfg.data, mc->vocab_size, tc->seed, &tr->data);
     loader_open(&tr->loader, &tr->data, mc->seq_len, mc->vocab_size, tc->seed);
     model_init(&tr->model, mc, tc->batch_size, mc->seq_len, tc->seed);
-    size_t n = (size_t)tc->batch_size * mc->seq_len;
+    size_t n = (size_t)tc->grad_accum * tc->batch_size * mc->seq_len;
     tr->inputs = xmalloc(n * sizeof(int32_t));
     tr->targets = xmalloc(n * sizeof(int32_t));
     tr->peak_gflops = measure_sgemm_peak_gflops();
@@ -43,13 +43,15 @@ StepMetrics trainer_step(Trainer *tr) {
     model_zero_grads(mdl);
     double loss = 0;
     for (int k = 0; k < K; k++) {
-        loader_train_batch(&tr->loader, tr->samples_seen, B, tr->inputs, tr->targets);
+        int32_t *in = tr->inputs + (size_t)k * mdl->N, *tg = tr->targets + (size_t)k * mdl->N;
+        loader_train_batch(&tr->loader, tr->samples_seen, B, in, tg);
         tr->samples_seen += (uint64_t)B;
-        loss += model_forward(mdl, tr->inputs, tr->targets);
+        loss += model_forward(mdl, in, tg);
         model_backward(mdl, 1.0f / (float)(K * mdl->N));   // gradient of the step's mean loss
     }
     StepMetrics sm = {0};
     sm.loss = loss / K;
+    if (tr->before_update) tr->before_update(tr->hook_ctx, tr, sm.loss);
     sm.grad_norm = clip_grad_norm(mdl, tc->grad_clip);
     sm.lr = lr_at(tc, tr->step);
     tr->step++;

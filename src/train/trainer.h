@@ -16,7 +16,7 @@ typedef struct {
     int64_t tokens_seen;       // after this step
 } StepMetrics;
 
-typedef struct {
+typedef struct Trainer {
     Config cfg;
     Model model;
     DataLoader loader;
@@ -24,7 +24,12 @@ typedef struct {
     int step;                  // optimizer steps completed
     int64_t tokens_seen;
     uint64_t samples_seen;     // global training samples consumed (the loader position)
-    int32_t *inputs, *targets; // [B,T] staging
+    int32_t *inputs, *targets; // [K*B,T] staging: every micro-batch of the current step
+    // Called once per step after all gradients are in and BEFORE clipping and the
+    // update (params = the weights this step's forward used; grads = d mean loss).
+    // Step dumps hook in here. NULL = none.
+    void (*before_update)(void *ctx, struct Trainer *tr, double mean_loss);
+    void *hook_ctx;
     double peak_gflops;        // measured at init
     double flops_per_token;    // training FLOPs per token (config/model_train_flops_per_token)
 } Trainer;
