@@ -39,7 +39,7 @@ TEST(param_table_matches_closed_form) {
             cfg.model.linear = (LinearKind)k;
             if (k == LINEAR_DENSE) cfg.model.rank_attn = cfg.model.rank_mlp = 0;
             config_finalize(&cfg);
-            ParamTable t; param_table_build(&t, &cfg.model);
+            ParamTable t; param_table_build(&t, &cfg.model, NULL);
             int64_t sum = 0;
             for (int j = 0; j < t.n_specs; j++) sum += (int64_t)t.specs[j].numel;
             int64_t want = model_param_count(&cfg.model);

@@ -1,22 +1,20 @@
-// model.c — allocation and the single-process forward/backward drivers.
+// model.c — allocation, the embedding, LM head and loss, and the stage drivers that
+// run a pipeline stage's blocks forward and backward for one micro-batch.
 //
 // Block (paper notes §1), x the residual stream [N,d], N = B*T tokens:
 //   a = RMSNorm(x)                      q,k,v = lin(a); RoPE(q,k)
 //   y = causal_attention(q,k,v)         x_mid = x + lin_o(y)
 //   m = RMSNorm(x_mid)                  g,u = lin_gate(m), lin_up(m)
 //   gu = (SiLU(g) or g) * u             x_out = x_mid + lin_down(gu)
-// lin(x) is x@W (dense), σ(x@A)@B (cola, σ = SiLU) or (x@A)@B (svd).
-#include "model.h"
+// lin(x) is x@W (dense), σ(x@A)@B (cola, σ = SiLU) or (x@A)@B (svd). The blocks of each
+// tensor-parallel scheme live in layer_<scheme>.c with their collectives in plain sight.
+#include <math.h>
+#include "model_internal.h"
 #include "../core/check.h"
 #include "../ops/ops.h"
 
-static int kv_dim(const ModelConfig *c) { return c->n_kv_heads * (c->d_model / c->n_heads); }
-static int is_lowrank(const ModelConfig *c) { return c->linear != LINEAR_DENSE; }
-// SiLU on the gate: always for dense and svd; for cola unless only_lr_act.
-static int gate_silu(const ModelConfig *c) { return c->linear != LINEAR_COLA || !c->only_lr_act; }
-
 // ---------------------------------------------------------------------------------
-// Activation carving: one buffer, two passes (count with base == NULL, then assign).
+// Carving: one buffer per family, two passes (count with base == NULL, then assign).
 typedef struct { float *base; size_t off; } Carve;
 static float *carve(Carve *cv, size_t n) {
     float *p = cv->base ? cv->base + cv->off : NULL;
@@ -30,60 +28,76 @@ static LowRankActs carve_lowrank(Carve *cv, const ModelConfig *c, int N, int r) 
     a.z = c->linear == LINEAR_COLA ? carve(cv, (size_t)N * r) : a.h;  // svd: z aliases h
     return a;
 }
-static void carve_acts(Carve *cv, Acts *A, const ModelConfig *c, int B, int T) {
-    size_t N = (size_t)B * T, d = c->d_model, kvd = kv_dim(c), ff = c->d_ff;
-    // token ids live in the float buffer as int32 (same size, 16-aligned)
-    A->inputs = (int32_t *)carve(cv, N);
+static void carve_acts(Carve *cv, Acts *A, const ModelConfig *c, const Layout *L, int B, int T) {
+    size_t N = (size_t)B * T, dr = L->d_res, d = c->d_model;
+    A->inputs = (int32_t *)carve(cv, N);     // int32 ids live in the float family (same size)
     A->targets = (int32_t *)carve(cv, N);
-    for (int l = 0; l < c->n_layers; l++) {
+    for (int l = 0; l < L->layer_end - L->layer_begin; l++) {
         LayerActs la;
-        la.x = carve(cv, N * d);
-        la.a = carve(cv, N * d); la.rstd1 = carve(cv, N);
-        la.lq = carve_lowrank(cv, c, N, c->rank_attn);
-        la.lk = carve_lowrank(cv, c, N, c->rank_attn);
-        la.lv = carve_lowrank(cv, c, N, c->rank_attn);
-        la.q = carve(cv, N * d); la.k = carve(cv, N * kvd); la.v = carve(cv, N * kvd);
-        la.att = carve(cv, (size_t)B * c->n_heads * T * T);
-        la.y = carve(cv, N * d);
-        la.lo = carve_lowrank(cv, c, N, c->rank_attn);
-        la.x_mid = carve(cv, N * d);
-        la.m = carve(cv, N * d); la.rstd2 = carve(cv, N);
-        la.lg = carve_lowrank(cv, c, N, c->rank_mlp);
-        la.lu = carve_lowrank(cv, c, N, c->rank_mlp);
-        la.g = carve(cv, N * ff); la.u = carve(cv, N * ff); la.gu = carve(cv, N * ff);
-        la.ld = carve_lowrank(cv, c, N, c->rank_mlp);
+        la.x = carve(cv, N * dr);
+        la.a = carve(cv, N * dr); la.rstd1 = carve(cv, N);
+        la.lq = carve_lowrank(cv, c, N, L->ra);
+        la.lk = carve_lowrank(cv, c, N, L->ra);
+        la.lv = carve_lowrank(cv, c, N, L->ra);
+        la.q = carve(cv, N * L->dq); la.k = carve(cv, N * L->dkv); la.v = carve(cv, N * L->dkv);
+        la.att = carve(cv, (size_t)B * L->H * T * T);
+        la.y = carve(cv, N * L->dq);
+        la.lo = carve_lowrank(cv, c, N, L->ra);
+        la.x_mid = carve(cv, N * dr);
+        la.m = carve(cv, N * dr); la.rstd2 = carve(cv, N);
+        la.lg = carve_lowrank(cv, c, N, L->rm);
+        la.lu = carve_lowrank(cv, c, N, L->rm);
+        la.g = carve(cv, N * L->dff); la.u = carve(cv, N * L->dff); la.gu = carve(cv, N * L->dff);
+        la.ld = carve_lowrank(cv, c, N, L->rm);
         if (cv->base) A->layers[l] = la;
     }
-    A->x_final = carve(cv, N * d);
-    A->xf = carve(cv, N * d); A->rstdf = carve(cv, N);
-    A->logits = carve(cv, N * (size_t)c->vocab_size);
-    A->losses = carve(cv, N);
+    A->x_final = carve(cv, N * dr);
+    if (L->last_stage) {
+        A->xf = carve(cv, N * d); A->rstdf = carve(cv, N);
+        A->logits = carve(cv, N * (size_t)L->V);
+        A->losses = carve(cv, N);
+    }
+}
+static void carve_scratch(Carve *cv, Scratch *s, const ModelConfig *c, const Layout *L, int N) {
+    size_t dr = L->d_res, d = c->d_model;
+    size_t r = L->ra > L->rm ? L->ra : L->rm;
+    s->dx = carve(cv, N * dr); s->da = carve(cv, N * (dr > d ? dr : d));
+    s->dq = carve(cv, N * L->dq); s->dk = carve(cv, N * L->dkv); s->dv = carve(cv, N * L->dkv);
+    s->dy = carve(cv, N * L->dq);
+    s->dg = carve(cv, N * L->dff); s->du = carve(cv, N * L->dff); s->dgu = carve(cv, N * L->dff);
+    s->dz = carve(cv, N * r); s->dh = carve(cv, N * r);
+    s->row_max = carve(cv, N);
+    s->sumexp = (double *)carve(cv, 2 * (size_t)N);
+    s->target_logit = (double *)carve(cv, 2 * (size_t)N);
 }
 
-// Backward scratch: gradients of one layer's activations (reused layer by layer).
-typedef struct {
-    float *dx;           // [N,d] running gradient of the residual stream
-    float *da;           // [N,d] gradient of a normed input (a, m or xf)
-    float *dq, *dk, *dv; // [N,d], [N,kvd], [N,kvd]
-    float *dy;           // [N,d]
-    float *dg, *du, *dgu;// [N,d_ff]
-    float *dz, *dh;      // [N,r_max] low-rank inner gradients
-} Scratch;
-static void carve_scratch(Carve *cv, Scratch *s, const ModelConfig *c, int N) {
-    size_t d = c->d_model, kvd = kv_dim(c), ff = c->d_ff;
-    size_t r = c->rank_attn > c->rank_mlp ? c->rank_attn : c->rank_mlp;
-    s->dx = carve(cv, N * d); s->da = carve(cv, N * d);
-    s->dq = carve(cv, N * d); s->dk = carve(cv, N * kvd); s->dv = carve(cv, N * kvd);
-    s->dy = carve(cv, N * d);
-    s->dg = carve(cv, N * ff); s->du = carve(cv, N * ff); s->dgu = carve(cv, N * ff);
-    s->dz = carve(cv, N * r); s->dh = carve(cv, N * r);
+void scratch_view(const Model *mdl, Scratch *s) {
+    Carve cv = { .base = mdl->scratch, .off = 0 };
+    carve_scratch(&cv, s, &mdl->cfg, &mdl->lay, mdl->N);
 }
+
+// ---------------------------------------------------------------------------------
+static Comm local_comm;   // the 1x1x1 grid of a single process (no MPI calls)
 
 void model_init(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed) {
+    // A virtual 1x1x1 grid: every group has one member, so no collective is ever
+    // issued (and none counted); no MPI needed.
+    if (!local_comm.world) comm_init_virtual(&local_comm, 1, 1, 1);
+    model_init_parallel(mdl, cfg, B, T, seed, &local_comm, TP_MEGATRON, 1);
+}
+
+void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed,
+                         Comm *comm, TPScheme scheme, int n_slots) {
     memset(mdl, 0, sizeof *mdl);
     mdl->cfg = *cfg; mdl->B = B; mdl->T = T; mdl->N = B * T;
+    mdl->comm = comm;
+    if (comm->n_layers < cfg->n_layers) comm_set_n_layers(comm, cfg->n_layers);
     CHECK(T <= cfg->seq_len, "micro-batch length %d exceeds model.seq_len %d", T, cfg->seq_len);
-    param_table_build(&mdl->table, cfg);
+    char msg[512];
+    if (!layout_make(&mdl->lay, cfg, scheme, comm->tp, comm->tp_rank, comm->pp, comm->pp_rank, msg, sizeof msg))
+        die_input("impossible layout: %s", msg);
+    const Layout *L = &mdl->lay;
+    param_table_build(&mdl->table, cfg, L);
     size_t np = mdl->table.n_params;
     mdl->params = xaligned_alloc(np * sizeof(float));
     mdl->grads = xaligned_alloc(np * sizeof(float));
@@ -91,21 +105,27 @@ void model_init(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed)
     mdl->v = xaligned_alloc(np * sizeof(float));
     mdl->bytes_params = mdl->bytes_grads = np * sizeof(float);
     mdl->bytes_optim = 2 * np * sizeof(float);
-    mdl->w.layers = xcalloc((size_t)cfg->n_layers, sizeof(LayerW));
-    mdl->dw.layers = xcalloc((size_t)cfg->n_layers, sizeof(LayerW));
-    model_bind(&mdl->w, cfg, &mdl->table, mdl->params);
-    model_bind(&mdl->dw, cfg, &mdl->table, mdl->grads);
+    int n_local = L->layer_end - L->layer_begin;
+    mdl->w.layers = xcalloc((size_t)n_local, sizeof(LayerW));
+    mdl->dw.layers = xcalloc((size_t)n_local, sizeof(LayerW));
+    model_bind(&mdl->w, cfg, L, &mdl->table, mdl->params);
+    model_bind(&mdl->dw, cfg, L, &mdl->table, mdl->grads);
 
-    mdl->acts.layers = xcalloc((size_t)cfg->n_layers, sizeof(LayerActs));
+    mdl->n_slots = n_slots < 1 ? 1 : n_slots;
+    mdl->slots = xcalloc((size_t)mdl->n_slots, sizeof(Acts));
     Carve cv = {0};
-    carve_acts(&cv, &mdl->acts, cfg, B, T);
+    for (int s = 0; s < mdl->n_slots; s++) carve_acts(&cv, &mdl->slots[s], cfg, L, B, T);
     mdl->act_floats = cv.off;
     mdl->act_memory = xaligned_alloc(cv.off * sizeof(float));
     cv = (Carve){ .base = mdl->act_memory, .off = 0 };
-    carve_acts(&cv, &mdl->acts, cfg, B, T);
+    for (int s = 0; s < mdl->n_slots; s++) {
+        mdl->slots[s].layers = xcalloc((size_t)(n_local ? n_local : 1), sizeof(LayerActs));
+        carve_acts(&cv, &mdl->slots[s], cfg, L, B, T);
+    }
+    mdl->acts = mdl->slots[0];
 
     Scratch s; cv = (Carve){0};
-    carve_scratch(&cv, &s, cfg, mdl->N);
+    carve_scratch(&cv, &s, cfg, L, mdl->N);
     mdl->scratch_floats = cv.off;
     mdl->scratch = xaligned_alloc(cv.off * sizeof(float));
     mdl->bytes_acts = (mdl->act_floats + mdl->scratch_floats) * sizeof(float);
@@ -114,7 +134,9 @@ void model_init(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed)
 
 void model_free(Model *mdl) {
     free(mdl->params); free(mdl->grads); free(mdl->m); free(mdl->v);
-    free(mdl->w.layers); free(mdl->dw.layers); free(mdl->acts.layers);
+    free(mdl->w.layers); free(mdl->dw.layers);
+    for (int s = 0; s < mdl->n_slots; s++) free(mdl->slots[s].layers);
+    free(mdl->slots);
     free(mdl->act_memory); free(mdl->scratch);
     param_table_free(&mdl->table);
     memset(mdl, 0, sizeof *mdl);
@@ -123,22 +145,17 @@ void model_free(Model *mdl) {
 void model_zero_grads(Model *mdl) { memset(mdl->grads, 0, mdl->table.n_params * sizeof(float)); }
 
 // ---------------------------------------------------------------------------------
-// One linear of the configured kind. Single-process: no communication here; the
-// tensor-parallel layer drivers place their collectives around the factors explicitly.
-
-// y[N,dout] = lin(x[N,din])
-static void linear_forward(const ModelConfig *c, float *y, LowRankActs *la, const float *x,
-                           const LinearW *w, int N, int din, int dout, int r) {
+void linear_forward(const ModelConfig *c, float *y, LowRankActs *la, const float *x,
+                    const LinearW *w, int N, int din, int dout, int r) {
     if (!is_lowrank(c)) { matmul_forward(y, x, w->W, N, din, dout, 0); return; }
     matmul_forward(la->h, x, w->A, N, din, r, 0);                 // h = x@A   [N,r]
     if (c->linear == LINEAR_COLA) silu_forward(la->z, la->h, (size_t)N * r);  // z = σ(h)
     matmul_forward(y, la->z, w->B, N, r, dout, 0);                // y = z@B   [N,dout]
 }
 
-// dx[N,din] += ..., dw += ...; dz, dh: scratch [N,r]
-static void linear_backward(const ModelConfig *c, float *dx, LinearW *dw, const float *dy,
-                            const float *x, const LowRankActs *la, const LinearW *w,
-                            int N, int din, int dout, int r, float *dz, float *dh) {
+void linear_backward(const ModelConfig *c, float *dx, LinearW *dw, const float *dy,
+                     const float *x, const LowRankActs *la, const LinearW *w,
+                     int N, int din, int dout, int r, float *dz, float *dh) {
     if (!is_lowrank(c)) { matmul_backward(dx, dw->W, dy, x, w->W, N, din, dout); return; }
     size_t nr = (size_t)N * r;
     memset(dz, 0, nr * sizeof(float));
@@ -152,100 +169,108 @@ static void linear_backward(const ModelConfig *c, float *dx, LinearW *dw, const 
     matmul_backward(dx, dw->A, dpre, x, w->A, N, din, r);         // dx += dh@A^T, dA += x^T dh
 }
 
-// LM head: logits[N,V] = xf[N,d] @ head, head = lm_head [d,V] or embed^T (tied).
-static void head_forward(const Model *mdl, float *logits, const float *xf) {
-    const ModelConfig *c = &mdl->cfg;
-    if (mdl->w.lm_head) matmul_forward(logits, xf, mdl->w.lm_head, mdl->N, c->d_model, c->vocab_size, 0);
-    else matmul_forward_wt(logits, xf, mdl->w.embed, mdl->N, c->d_model, c->vocab_size, 0);
+// ---------------------------------------------------------------------------------
+// Embedding (vocab-parallel over TP): out[N,d] = E[tokens]. Each rank looks up the rows
+// it holds (zeros elsewhere) and the TP all-reduce assembles the full vectors.
+static void embed_forward(Model *mdl, float *out, const int32_t *tokens) {
+    const Layout *L = &mdl->lay;
+    int N = mdl->N, d = mdl->cfg.d_model;
+    if (L->tp == 1) { embedding_forward(out, tokens, mdl->w.embed, N, d); return; }
+    embedding_forward_shard(out, tokens, mdl->w.embed, N, d, L->v0, L->V);
+    comm_all_reduce(mdl->comm, GROUP_TP, out, (size_t)N * d, PHASE_FORWARD, -1);
 }
-static void head_backward(Model *mdl, float *dxf, const float *dlogits, const float *xf) {
-    const ModelConfig *c = &mdl->cfg;
-    if (mdl->w.lm_head) matmul_backward(dxf, mdl->dw.lm_head, dlogits, xf, mdl->w.lm_head, mdl->N, c->d_model, c->vocab_size);
-    else matmul_backward_wt(dxf, mdl->dw.embed, dlogits, xf, mdl->w.embed, mdl->N, c->d_model, c->vocab_size);
+// dE[local rows] += dout (dout [N,d] is replicated on the TP ranks: no collective).
+static void embed_backward(Model *mdl, const float *dout, const int32_t *tokens) {
+    const Layout *L = &mdl->lay;
+    int N = mdl->N, d = mdl->cfg.d_model;
+    if (L->tp == 1) { embedding_backward(mdl->dw.embed, dout, tokens, N, d); return; }
+    embedding_backward_shard(mdl->dw.embed, dout, tokens, N, d, L->v0, L->V);
+}
+
+// LM head and loss (vocab-parallel over TP): logits_i = xf @ H_i [N, V/tp] with
+// H = lm_head [d,V] (column block) or E^T (tied: E's row block). Returns the sum of
+// token losses. Three small all-reduces per micro-batch when tp > 1 (Megatron):
+// the row max, the sum of exponentials and the target logit.
+static double head_loss_forward(Model *mdl, Acts *A) {
+    const Layout *L = &mdl->lay;
+    int N = mdl->N, d = mdl->cfg.d_model;
+    if (mdl->w.lm_head) matmul_forward(A->logits, A->xf, mdl->w.lm_head, N, d, L->V, 0);
+    else matmul_forward_wt(A->logits, A->xf, mdl->w.embed, N, d, L->V, 0);
+    if (L->tp == 1)
+        return crossentropy_forward_backward(NULL, A->losses, A->logits, A->targets, N, L->V, 0.0f);
+    Scratch s; scratch_view(mdl, &s);
+    xent_shard_max(s.row_max, A->logits, N, L->V);
+    comm_all_reduce_max(mdl->comm, GROUP_TP, s.row_max, (size_t)N, PHASE_FORWARD, -1);
+    xent_shard_sums(s.sumexp, s.target_logit, A->logits, s.row_max, A->targets, N, L->V, L->v0);
+    comm_all_reduce_f64(mdl->comm, GROUP_TP, s.sumexp, (size_t)N, PHASE_FORWARD, -1);
+    comm_all_reduce_f64(mdl->comm, GROUP_TP, s.target_logit, (size_t)N, PHASE_FORWARD, -1);
+    double sum = 0;
+    for (int n = 0; n < N; n++) {
+        double loss = log(s.sumexp[n]) + (double)s.row_max[n] - s.target_logit[n];
+        A->losses[n] = (float)loss;
+        sum += loss;
+    }
+    return sum;
+}
+
+// dlogits (in place of the logits) -> dxf[N,d] (+=) and the head's weight gradient.
+// The head is column-parallel: its input gradient is a partial sum over the vocab
+// shards, completed by the f-operator's backward all-reduce.
+static void head_loss_backward(Model *mdl, Acts *A, float *dxf, float loss_scale) {
+    const Layout *L = &mdl->lay;
+    int N = mdl->N, d = mdl->cfg.d_model;
+    if (L->tp == 1) {
+        crossentropy_forward_backward(A->logits, A->losses, A->logits, A->targets, N, L->V, loss_scale);
+    } else {
+        Scratch s; scratch_view(mdl, &s);   // row_max/sumexp still hold the forward's values
+        xent_shard_grad(A->logits, A->logits, s.row_max, s.sumexp, A->targets, N, L->V, L->v0, loss_scale);
+    }
+    if (mdl->w.lm_head) matmul_backward(dxf, mdl->dw.lm_head, A->logits, A->xf, mdl->w.lm_head, N, d, L->V);
+    else matmul_backward_wt(dxf, mdl->dw.embed, A->logits, A->xf, mdl->w.embed, N, d, L->V);
+    comm_all_reduce(mdl->comm, GROUP_TP, dxf, (size_t)N * d, PHASE_BACKWARD, -1);   // f backward
 }
 
 // ---------------------------------------------------------------------------------
-double model_forward(Model *mdl, const int32_t *inputs, const int32_t *targets) {
+float *model_stage_input(Model *mdl, int slot) { return mdl->slots[slot].layers[0].x; }
+float *model_stage_output(Model *mdl, int slot) { return mdl->slots[slot].x_final; }
+float *model_stage_grad(Model *mdl) { return mdl->scratch; /* Scratch.dx is carved first */ }
+
+double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const int32_t *targets) {
     const ModelConfig *c = &mdl->cfg;
-    Acts *A = &mdl->acts;
-    int B = mdl->B, T = mdl->T, N = mdl->N, d = c->d_model, H = c->n_heads, Hkv = c->n_kv_heads;
-    int hd = d / H, kvd = kv_dim(c), ff = c->d_ff, ra = c->rank_attn, rm = c->rank_mlp;
-    size_t Nd = (size_t)N * d;
+    const Layout *L = &mdl->lay;
+    Acts *A = &mdl->slots[slot];
+    int N = mdl->N, n_local = L->layer_end - L->layer_begin;
     memcpy(A->inputs, inputs, (size_t)N * sizeof(int32_t));
     memcpy(A->targets, targets, (size_t)N * sizeof(int32_t));
-
-    embedding_forward(A->layers[0].x, inputs, mdl->w.embed, N, d);            // x = E[tokens]
-    for (int l = 0; l < c->n_layers; l++) {
-        LayerW *w = &mdl->w.layers[l];
-        LayerActs *la = &A->layers[l];
-        float *x_out = l + 1 < c->n_layers ? A->layers[l + 1].x : A->x_final;
-        // attention
-        rmsnorm_forward(la->a, la->rstd1, la->x, w->input_norm, N, d, c->norm_eps);
-        linear_forward(c, la->q, &la->lq, la->a, &w->q, N, d, d, ra);
-        linear_forward(c, la->k, &la->lk, la->a, &w->k, N, d, kvd, ra);
-        linear_forward(c, la->v, &la->lv, la->a, &w->v, N, d, kvd, ra);
-        rope_forward(la->q, B, T, H, hd, c->rope_theta);
-        rope_forward(la->k, B, T, Hkv, hd, c->rope_theta);
-        attention_forward(la->y, la->att, la->q, la->k, la->v, B, T, H, Hkv, hd);
-        linear_forward(c, la->x_mid, &la->lo, la->y, &w->o, N, d, d, ra);     // x_mid = o(y)
-        add_inplace(la->x_mid, la->x, Nd);                                     //       + x
-        // MLP
-        rmsnorm_forward(la->m, la->rstd2, la->x_mid, w->post_attn_norm, N, d, c->norm_eps);
-        linear_forward(c, la->g, &la->lg, la->m, &w->gate, N, d, ff, rm);
-        linear_forward(c, la->u, &la->lu, la->m, &w->up, N, d, ff, rm);
-        swiglu_forward(la->gu, la->g, la->u, (size_t)N * ff, gate_silu(c));
-        linear_forward(c, x_out, &la->ld, la->gu, &w->down, N, ff, d, rm);    // x_out = down(gu)
-        add_inplace(x_out, la->x_mid, Nd);                                     //       + x_mid
+    if (L->first_stage) embed_forward(mdl, A->layers[0].x, inputs);     // x = E[tokens]
+    for (int l = 0; l < n_local; l++) {
+        float *x_out = l + 1 < n_local ? A->layers[l + 1].x : A->x_final;
+        megatron_layer_forward(mdl, &A->layers[l], l, x_out);
     }
-    rmsnorm_forward(A->xf, A->rstdf, A->x_final, mdl->w.final_norm, N, d, c->norm_eps);
-    head_forward(mdl, A->logits, A->xf);
-    double sum = crossentropy_forward_backward(NULL, A->losses, A->logits, targets, N, c->vocab_size, 0.0f);
-    return sum / N;
+    if (!L->last_stage) return 0.0;
+    rmsnorm_forward(A->xf, A->rstdf, A->x_final, mdl->w.final_norm, N, c->d_model, c->norm_eps);
+    return head_loss_forward(mdl, A);
 }
 
-void model_backward(Model *mdl, float loss_scale) {
+void model_stage_backward(Model *mdl, int slot, float loss_scale) {
     const ModelConfig *c = &mdl->cfg;
-    Acts *A = &mdl->acts;
-    int B = mdl->B, T = mdl->T, N = mdl->N, d = c->d_model, H = c->n_heads, Hkv = c->n_kv_heads;
-    int hd = d / H, kvd = kv_dim(c), ff = c->d_ff, ra = c->rank_attn, rm = c->rank_mlp;
-    size_t Nd = (size_t)N * d;
-    Scratch s; Carve cv = { .base = mdl->scratch, .off = 0 };
-    carve_scratch(&cv, &s, c, N);
-
-    // loss -> logits (in place) -> final norm -> residual gradient s.dx
-    crossentropy_forward_backward(A->logits, A->losses, A->logits, A->targets, N, c->vocab_size, loss_scale);
-    memset(s.da, 0, Nd * sizeof(float));
-    head_backward(mdl, s.da, A->logits, A->xf);
-    memset(s.dx, 0, Nd * sizeof(float));
-    rmsnorm_backward(s.dx, mdl->dw.final_norm, s.da, A->x_final, mdl->w.final_norm, A->rstdf, N, d);
-
-    for (int l = c->n_layers - 1; l >= 0; l--) {
-        LayerW *w = &mdl->w.layers[l], *dw = &mdl->dw.layers[l];
-        LayerActs *la = &A->layers[l];
-        // MLP: s.dx is d(x_out); the residual passes it through to x_mid unchanged.
-        memset(s.dgu, 0, (size_t)N * ff * sizeof(float));
-        linear_backward(c, s.dgu, &dw->down, s.dx, la->gu, &la->ld, &w->down, N, ff, d, rm, s.dz, s.dh);
-        memset(s.dg, 0, (size_t)N * ff * sizeof(float));
-        memset(s.du, 0, (size_t)N * ff * sizeof(float));
-        swiglu_backward(s.dg, s.du, s.dgu, la->g, la->u, (size_t)N * ff, gate_silu(c));
-        memset(s.da, 0, Nd * sizeof(float));
-        linear_backward(c, s.da, &dw->gate, s.dg, la->m, &la->lg, &w->gate, N, d, ff, rm, s.dz, s.dh);
-        linear_backward(c, s.da, &dw->up, s.du, la->m, &la->lu, &w->up, N, d, ff, rm, s.dz, s.dh);
-        rmsnorm_backward(s.dx, dw->post_attn_norm, s.da, la->x_mid, w->post_attn_norm, la->rstd2, N, d);
-        // attention: s.dx is now d(x_mid)
-        memset(s.dy, 0, Nd * sizeof(float));
-        linear_backward(c, s.dy, &dw->o, s.dx, la->y, &la->lo, &w->o, N, d, d, ra, s.dz, s.dh);
-        memset(s.dq, 0, Nd * sizeof(float));
-        memset(s.dk, 0, (size_t)N * kvd * sizeof(float));
-        memset(s.dv, 0, (size_t)N * kvd * sizeof(float));
-        attention_backward(s.dq, s.dk, s.dv, s.dy, la->q, la->k, la->v, la->att, B, T, H, Hkv, hd);
-        rope_backward(s.dq, B, T, H, hd, c->rope_theta);
-        rope_backward(s.dk, B, T, Hkv, hd, c->rope_theta);
-        memset(s.da, 0, Nd * sizeof(float));
-        linear_backward(c, s.da, &dw->q, s.dq, la->a, &la->lq, &w->q, N, d, d, ra, s.dz, s.dh);
-        linear_backward(c, s.da, &dw->k, s.dk, la->a, &la->lk, &w->k, N, d, kvd, ra, s.dz, s.dh);
-        linear_backward(c, s.da, &dw->v, s.dv, la->a, &la->lv, &w->v, N, d, kvd, ra, s.dz, s.dh);
-        rmsnorm_backward(s.dx, dw->input_norm, s.da, la->x, w->input_norm, la->rstd1, N, d);
+    const Layout *L = &mdl->lay;
+    Acts *A = &mdl->slots[slot];
+    int N = mdl->N, d = c->d_model, n_local = L->layer_end - L->layer_begin;
+    Scratch s; scratch_view(mdl, &s);
+    if (L->last_stage) {
+        // loss -> logits (in place) -> final norm -> residual gradient s.dx
+        memset(s.da, 0, (size_t)N * d * sizeof(float));
+        head_loss_backward(mdl, A, s.da, loss_scale);
+        memset(s.dx, 0, (size_t)N * L->d_res * sizeof(float));
+        rmsnorm_backward(s.dx, mdl->dw.final_norm, s.da, A->x_final, mdl->w.final_norm, A->rstdf, N, d);
     }
-    embedding_backward(mdl->dw.embed, s.dx, A->inputs, N, d);
+    for (int l = n_local - 1; l >= 0; l--) megatron_layer_backward(mdl, &A->layers[l], l, &s);
+    if (L->first_stage) embed_backward(mdl, s.dx, A->inputs);
 }
+
+double model_forward(Model *mdl, const int32_t *inputs, const int32_t *targets) {
+    return model_stage_forward(mdl, 0, inputs, targets) / mdl->N;
+}
+
+void model_backward(Model *mdl, float loss_scale) { model_stage_backward(mdl, 0, loss_scale); }

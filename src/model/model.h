@@ -18,23 +18,53 @@
 
 #define PARAM_NAME_MAX 96
 
+struct Comm;
+
 typedef enum { INIT_NORMAL = 0, INIT_ONES = 1 } InitKind;
+
+// How a tensor is split over the TP ranks: not at all, along its rows (d_in of a
+// linear, the vocabulary of the embedding) or along its columns (d_out).
+typedef enum { SHARD_NONE = 0, SHARD_ROWS = 1, SHARD_COLS = 2 } ShardDim;
+
+// Tensor-parallel scheme. MEGATRON is "FullRank-TP" for dense models (column-parallel
+// q,k,v,gate,up; row-parallel o,down) and the paper's "Vanilla-TP" for low-rank models
+// (every A column-parallel over r, every B row-parallel over r, an all-reduce after each
+// B). BTP is bottleneck-aware TP (paper notes §3). At tp = 1 all compute the same thing.
+typedef enum { TP_MEGATRON = 0, TP_BTP = 1 } TPScheme;
 
 typedef struct {
     char name[PARAM_NAME_MAX]; // HDF5-style path: model/layers/<i>/attn/q/A
     int ndim;                  // 1 (norm gains) or 2
-    int64_t rows, cols;        // full shape; 1-D tensors have rows = 1
+    int64_t rows, cols;        // FULL shape; 1-D tensors have rows = 1
+    ShardDim shard;            // how this rank's piece is cut from the full tensor
+    int64_t local_rows, local_cols, row0, col0; // this rank's block [row0.., col0..]
     size_t offset;             // offset (floats) in every tensor family
-    size_t numel;
+    size_t numel;              // local_rows * local_cols
+    int tp_replicated;         // identical copy on every TP rank (count once in norms)
     int decay;                 // AdamW weight decay applies (2-D matrices)
     InitKind init;
     float init_std;
 } ParamSpec;
 
+// This rank's place in the grid and the local widths of every activation. At
+// tp = pp = 1 every local width is the full one.
+typedef struct {
+    TPScheme scheme;
+    int tp, tp_rank, pp, pp_rank;
+    int layer_begin, layer_end;  // layers held by this pipeline stage [begin, end)
+    int first_stage, last_stage; // holds the embedding / the final norm, head and loss
+    int d_res;                   // residual stream width here (d; d/tp under BTP)
+    int H, Hkv;                  // attention heads computed here
+    int dq, dkv;                 // width of q and of k, v here (H*hd, Hkv*hd)
+    int dff;                     // width of g, u here
+    int ra, rm;                  // bottleneck width here (r/tp under Vanilla-TP)
+    int V, v0;                   // vocabulary rows held here [v0, v0+V)
+} Layout;
+
 typedef struct {
     ParamSpec *specs;
     int n_specs;
-    size_t n_params;           // total floats
+    size_t n_params;           // total floats (local)
 } ParamTable;
 
 // A linear's weights inside one family: dense uses W [din,dout]; low-rank A [din,r], B [r,dout].
@@ -83,29 +113,57 @@ typedef struct {
 typedef struct {
     ModelConfig cfg;
     int B, T, N;               // micro-batch shape the activations are sized for
+    Layout lay;
+    struct Comm *comm;         // process groups and the accounted collectives
     ParamTable table;
     float *params, *grads, *m, *v;     // each [n_params]; one allocation per family
     ModelW w, dw;              // views into params / grads
-    Acts acts;
+    Acts acts;                 // activations of micro-batch slot 0 (== slots[0])
+    Acts *slots;               // [n_slots] one per micro-batch in flight (pipeline 1F1B)
+    int n_slots;
     float *act_memory; size_t act_floats;
     float *scratch; size_t scratch_floats;  // backward working set (one layer)
     size_t bytes_params, bytes_grads, bytes_optim, bytes_acts; // per-category accounting
 } Model;
 
-// Build the parameter table for cfg (no allocation of weights).
-void param_table_build(ParamTable *t, const ModelConfig *cfg);
+// The layout of rank (tp_rank, pp_rank) in a tp x pp grid under `scheme`. Returns 0
+// and writes a message naming the key and the divisibility that fails, if impossible.
+int layout_make(Layout *lay, const ModelConfig *cfg, TPScheme scheme, int tp, int tp_rank,
+                int pp, int pp_rank, char *msg, size_t msg_len);
+// Build the parameter table for cfg (no allocation of weights). lay NULL = single process.
+void param_table_build(ParamTable *t, const ModelConfig *cfg, const Layout *lay);
 void param_table_free(ParamTable *t);
 const ParamSpec *param_find(const ParamTable *t, const char *name);
 // Point the views of `w` into the family buffer `base`.
-void model_bind(ModelW *w, const ModelConfig *cfg, const ParamTable *t, float *base);
+void model_bind(ModelW *w, const ModelConfig *cfg, const Layout *lay, const ParamTable *t, float *base);
 
 // Allocate everything for micro-batches of B sequences of length T, and initialise
-// the weights from `seed` (layout-independent).
+// the weights from `seed` (layout-independent). Single process.
 void model_init(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed);
+// The same for this rank of `comm`'s grid under `scheme` (B is this rank's micro-batch).
+// n_slots: micro-batches whose activations are kept at once (pipeline: min(pp - stage, M)).
+void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed,
+                         struct Comm *comm, TPScheme scheme, int n_slots);
 void model_free(Model *mdl);
 // Re-draw every parameter from seed (what model_init does).
 void model_init_weights(Model *mdl, uint64_t seed);
 
+// ---- pipeline-stage interface (one micro-batch in activation slot `slot`) ----------
+// Forward of this stage's layers. First stage: embeds `inputs`; other stages read their
+// input from model_stage_input(slot) (the previous stage's output, received there).
+// Last stage: computes the loss and returns the SUM of the N token losses (0 elsewhere);
+// other stages leave their output in model_stage_output(slot).
+double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const int32_t *targets);
+float *model_stage_input(Model *mdl, int slot);    // [N, d_res]
+float *model_stage_output(Model *mdl, int slot);   // [N, d_res]
+// Backward of this stage for `slot`, accumulating into grads. Last stage: from the loss
+// (gradient of loss_scale * sum of token losses). Other stages: from the gradient of
+// the stage output, which the caller has put into model_stage_grad(). Afterwards (not
+// first stage) model_stage_grad() holds the gradient of the stage input, to send back.
+void model_stage_backward(Model *mdl, int slot, float loss_scale);
+float *model_stage_grad(Model *mdl);               // [N, d_res]
+
+// Single-stage convenience (slot 0):
 // Forward over inputs/targets [B,T] (copied into acts). Returns the mean loss over
 // the B*T tokens (double). Keeps what backward needs.
 double model_forward(Model *mdl, const int32_t *inputs, const int32_t *targets);

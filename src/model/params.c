@@ -1,4 +1,5 @@
-// params.c — the parameter table: names, full shapes, offsets, init and decay rules.
+// params.c — the parameter table: names, full shapes, this rank's shard, offsets,
+// init and decay rules; and the layout (local widths) of a rank in the grid.
 //
 // One enumeration (walk_params) defines the order of tensors; it both fills the table
 // and binds views, so the two can never disagree.
@@ -7,16 +8,73 @@
 #include "../core/check.h"
 #include "../core/rng.h"
 
+static int divides(int a, int b) { return a > 0 && b % a == 0; }
+
+int layout_make(Layout *lay, const ModelConfig *c, TPScheme scheme, int tp, int tp_rank,
+                int pp, int pp_rank, char *msg, size_t n) {
+    memset(lay, 0, sizeof *lay);
+    int lowrank = c->linear != LINEAR_DENSE;
+    int hd = c->d_model / c->n_heads;
+    msg[0] = 0;
+#define REFUSE(...) do { snprintf(msg, n, __VA_ARGS__); return 0; } while (0)
+    if (scheme == TP_BTP && !lowrank)
+        REFUSE("bottleneck-aware TP (boost.btp) needs a low-rank model (model.linear cola or svd), not dense");
+    if (!divides(pp, c->n_layers))
+        REFUSE("model.n_layers = %d is not divisible by parallel.pp = %d", c->n_layers, pp);
+    if (tp > 1) {
+        if (!divides(tp, c->n_heads)) REFUSE("model.n_heads = %d is not divisible by parallel.tp = %d", c->n_heads, tp);
+        if (!divides(tp, c->n_kv_heads)) REFUSE("model.n_kv_heads = %d is not divisible by parallel.tp = %d", c->n_kv_heads, tp);
+        if (!divides(tp, c->d_model)) REFUSE("model.d_model = %d is not divisible by parallel.tp = %d", c->d_model, tp);
+        if (!divides(tp, c->d_ff)) REFUSE("model.d_ff = %d is not divisible by parallel.tp = %d", c->d_ff, tp);
+        if (!divides(tp, c->vocab_size)) REFUSE("model.vocab_size = %d is not divisible by parallel.tp = %d (vocab-parallel embedding and LM head)", c->vocab_size, tp);
+        if (lowrank && scheme == TP_MEGATRON) {
+            if (!divides(tp, c->rank_attn)) REFUSE("model.rank_attn = %d is not divisible by parallel.tp = %d (Vanilla-TP splits r; bottleneck-aware TP does not need this)", c->rank_attn, tp);
+            if (!divides(tp, c->rank_mlp)) REFUSE("model.rank_mlp = %d is not divisible by parallel.tp = %d (Vanilla-TP splits r; bottleneck-aware TP does not need this)", c->rank_mlp, tp);
+        }
+    }
+    if (pp > 1 && c->tie_embeddings)
+        REFUSE("model.tie_embeddings with parallel.pp = %d is not supported: the embedding (first stage) and LM head (last stage) would live on different stages", pp);
+#undef REFUSE
+    lay->scheme = scheme; lay->tp = tp; lay->tp_rank = tp_rank; lay->pp = pp; lay->pp_rank = pp_rank;
+    int per_stage = c->n_layers / pp;
+    lay->layer_begin = pp_rank * per_stage; lay->layer_end = lay->layer_begin + per_stage;
+    lay->first_stage = pp_rank == 0; lay->last_stage = pp_rank == pp - 1;
+    lay->V = c->vocab_size / tp; lay->v0 = tp_rank * lay->V;
+    if (!lowrank) {                       // FullRank-TP: heads and d_ff split, residual full
+        lay->d_res = c->d_model;
+        lay->H = c->n_heads / tp; lay->Hkv = c->n_kv_heads / tp;
+        lay->dff = c->d_ff / tp;
+    } else if (scheme == TP_MEGATRON) {   // Vanilla-TP: r split, everything else replicated
+        lay->d_res = c->d_model;
+        lay->H = c->n_heads; lay->Hkv = c->n_kv_heads;
+        lay->dff = c->d_ff;
+        lay->ra = c->rank_attn / tp; lay->rm = c->rank_mlp / tp;
+    } else {                              // BTP: residual, heads and d_ff split, r full
+        lay->d_res = c->d_model / tp;
+        lay->H = c->n_heads / tp; lay->Hkv = c->n_kv_heads / tp;
+        lay->dff = c->d_ff / tp;
+        lay->ra = c->rank_attn; lay->rm = c->rank_mlp;
+    }
+    lay->dq = lay->H * hd; lay->dkv = lay->Hkv * hd;
+    return 1;
+}
+
 typedef struct {
     ParamTable *t;     // when non-NULL: append specs
     float *base;       // when non-NULL: return base + offset for views
     size_t offset;
     const ModelConfig *cfg;
+    const Layout *lay;
 } Walk;
 
-static float *take(Walk *wk, const char *name, int ndim, int64_t rows, int64_t cols,
+static float *take(Walk *wk, const char *name, int ndim, int64_t rows, int64_t cols, ShardDim shard,
                    int decay, InitKind init, float std) {
-    size_t numel = (size_t)rows * (size_t)cols;
+    int tp = wk->lay->tp, r = wk->lay->tp_rank;
+    int64_t lr = rows, lc = cols, r0 = 0, c0 = 0;
+    if (tp == 1) shard = SHARD_NONE;
+    if (shard == SHARD_ROWS) { CHECK(rows % tp == 0, "%s: %lld rows over tp %d", name, (long long)rows, tp); lr = rows / tp; r0 = r * lr; }
+    if (shard == SHARD_COLS) { CHECK(cols % tp == 0, "%s: %lld cols over tp %d", name, (long long)cols, tp); lc = cols / tp; c0 = r * lc; }
+    size_t numel = (size_t)lr * (size_t)lc;
     if (wk->t) {
         ParamTable *t = wk->t;
         t->specs = realloc(t->specs, sizeof(ParamSpec) * (size_t)(t->n_specs + 1));
@@ -25,6 +83,8 @@ static float *take(Walk *wk, const char *name, int ndim, int64_t rows, int64_t c
         memset(s, 0, sizeof *s);
         xsnprintf(s->name, sizeof s->name, "%s", name);
         s->ndim = ndim; s->rows = rows; s->cols = cols;
+        s->shard = shard; s->local_rows = lr; s->local_cols = lc; s->row0 = r0; s->col0 = c0;
+        s->tp_replicated = shard == SHARD_NONE && tp > 1;
         s->offset = wk->offset; s->numel = numel;
         s->decay = decay; s->init = init; s->init_std = std;
     }
@@ -37,57 +97,79 @@ static float *take(Walk *wk, const char *name, int ndim, int64_t rows, int64_t c
 // CoLA init: every entry of A and B ~ N(0,1) * r^(-1/4) * (d_in + d_out)^(-1/4), with
 // d_in/d_out those of the dense layer being replaced (paper notes §1). Dense linears
 // use N(0, 0.02), the LLaMA/HF `initializer_range`.
-static LinearW take_linear(Walk *wk, const char *prefix, int din, int dout, int rank) {
+//
+// Sharding: `col_parallel` says whether the dense layer is column-parallel (q,k,v,
+// gate,up) or row-parallel (o,down) in Megatron; low-rank factors follow the scheme:
+// Vanilla-TP splits A's columns and B's rows (over r); BTP splits A's rows (d_in) and
+// B's columns (d_out), never r.
+static LinearW take_linear(Walk *wk, const char *prefix, int din, int dout, int rank, int col_parallel) {
     LinearW lw = {0};
     char name[PARAM_NAME_MAX];
     if (wk->cfg->linear == LINEAR_DENSE) {
         xsnprintf(name, sizeof name, "%s/W", prefix);
-        lw.W = take(wk, name, 2, din, dout, 1, INIT_NORMAL, 0.02f);
+        lw.W = take(wk, name, 2, din, dout, col_parallel ? SHARD_COLS : SHARD_ROWS, 1, INIT_NORMAL, 0.02f);
     } else {
+        int btp = wk->lay->scheme == TP_BTP;
         float std = (float)(pow((double)rank, -0.25) * pow((double)(din + dout), -0.25));
         xsnprintf(name, sizeof name, "%s/A", prefix);
-        lw.A = take(wk, name, 2, din, rank, 1, INIT_NORMAL, std);
+        lw.A = take(wk, name, 2, din, rank, btp ? SHARD_ROWS : SHARD_COLS, 1, INIT_NORMAL, std);
         xsnprintf(name, sizeof name, "%s/B", prefix);
-        lw.B = take(wk, name, 2, rank, dout, 1, INIT_NORMAL, std);
+        lw.B = take(wk, name, 2, rank, dout, btp ? SHARD_COLS : SHARD_ROWS, 1, INIT_NORMAL, std);
     }
     return lw;
 }
 
 static void walk_params(Walk *wk, ModelW *w) {
     const ModelConfig *c = wk->cfg;
+    const Layout *lay = wk->lay;
     int d = c->d_model, hd = d / c->n_heads, kvd = c->n_kv_heads * hd;
+    // Norm gains are sharded with the residual stream under BTP, replicated otherwise.
+    ShardDim norm_shard = lay->scheme == TP_BTP ? SHARD_COLS : SHARD_NONE;
     char name[PARAM_NAME_MAX];
-    float *embed = take(wk, "model/embed_tokens", 2, c->vocab_size, d, 1, INIT_NORMAL, c->embed_std);
-    if (w) { w->embed = embed; }
-    for (int l = 0; l < c->n_layers; l++) {
+    if (lay->first_stage || c->tie_embeddings) {   // vocab-parallel rows
+        float *embed = take(wk, "model/embed_tokens", 2, c->vocab_size, d, SHARD_ROWS, 1, INIT_NORMAL, c->embed_std);
+        if (w) w->embed = embed;
+    }
+    for (int l = lay->layer_begin; l < lay->layer_end; l++) {
         LayerW lw;
         xsnprintf(name, sizeof name, "model/layers/%d/input_norm", l);
-        lw.input_norm = take(wk, name, 1, 1, d, 0, INIT_ONES, 0);
+        lw.input_norm = take(wk, name, 1, 1, d, norm_shard, 0, INIT_ONES, 0);
         xsnprintf(name, sizeof name, "model/layers/%d/post_attn_norm", l);
-        lw.post_attn_norm = take(wk, name, 1, 1, d, 0, INIT_ONES, 0);
+        lw.post_attn_norm = take(wk, name, 1, 1, d, norm_shard, 0, INIT_ONES, 0);
         char pre[PARAM_NAME_MAX];
-#define LIN(field, group, proj, din, dout, r) \
+#define LIN(field, group, proj, din, dout, r, colpar) \
         xsnprintf(pre, sizeof pre, "model/layers/%d/" group "/" proj, l); \
-        lw.field = take_linear(wk, pre, din, dout, r);
-        LIN(q, "attn", "q", d, d, c->rank_attn)
-        LIN(k, "attn", "k", d, kvd, c->rank_attn)
-        LIN(v, "attn", "v", d, kvd, c->rank_attn)
-        LIN(o, "attn", "o", d, d, c->rank_attn)
-        LIN(gate, "mlp", "gate", d, c->d_ff, c->rank_mlp)
-        LIN(up, "mlp", "up", d, c->d_ff, c->rank_mlp)
-        LIN(down, "mlp", "down", c->d_ff, d, c->rank_mlp)
+        lw.field = take_linear(wk, pre, din, dout, r, colpar);
+        LIN(q, "attn", "q", d, d, c->rank_attn, 1)
+        LIN(k, "attn", "k", d, kvd, c->rank_attn, 1)
+        LIN(v, "attn", "v", d, kvd, c->rank_attn, 1)
+        LIN(o, "attn", "o", d, d, c->rank_attn, 0)
+        LIN(gate, "mlp", "gate", d, c->d_ff, c->rank_mlp, 1)
+        LIN(up, "mlp", "up", d, c->d_ff, c->rank_mlp, 1)
+        LIN(down, "mlp", "down", c->d_ff, d, c->rank_mlp, 0)
 #undef LIN
-        if (w) w->layers[l] = lw;
+        if (w) w->layers[l - lay->layer_begin] = lw;
     }
-    float *fn = take(wk, "model/final_norm", 1, 1, d, 0, INIT_ONES, 0);
-    float *head = NULL;
-    if (!c->tie_embeddings) head = take(wk, "model/lm_head", 2, d, c->vocab_size, 1, INIT_NORMAL, c->embed_std);
-    if (w) { w->final_norm = fn; w->lm_head = head; }
+    if (lay->last_stage) {
+        // The final norm sees the all-gathered full hidden vector under BTP: replicated.
+        float *fn = take(wk, "model/final_norm", 1, 1, d, SHARD_NONE, 0, INIT_ONES, 0);
+        float *head = NULL;
+        if (!c->tie_embeddings) head = take(wk, "model/lm_head", 2, d, c->vocab_size, SHARD_COLS, 1, INIT_NORMAL, c->embed_std);
+        if (w) { w->final_norm = fn; w->lm_head = head; }
+    }
 }
 
-void param_table_build(ParamTable *t, const ModelConfig *cfg) {
+static Layout single_layout(const ModelConfig *cfg) {
+    Layout lay; char msg[256];
+    CHECK(layout_make(&lay, cfg, TP_MEGATRON, 1, 0, 1, 0, msg, sizeof msg), "%s", msg);
+    return lay;
+}
+
+void param_table_build(ParamTable *t, const ModelConfig *cfg, const Layout *lay) {
+    Layout single;
+    if (!lay) { single = single_layout(cfg); lay = &single; }
     memset(t, 0, sizeof *t);
-    Walk wk = { .t = t, .base = NULL, .offset = 0, .cfg = cfg };
+    Walk wk = { .t = t, .base = NULL, .offset = 0, .cfg = cfg, .lay = lay };
     walk_params(&wk, NULL);
     t->n_params = wk.offset;
 }
@@ -100,8 +182,10 @@ const ParamSpec *param_find(const ParamTable *t, const char *name) {
     return NULL;
 }
 
-void model_bind(ModelW *w, const ModelConfig *cfg, const ParamTable *t, float *base) {
-    Walk wk = { .t = NULL, .base = base, .offset = 0, .cfg = cfg };
+void model_bind(ModelW *w, const ModelConfig *cfg, const Layout *lay, const ParamTable *t, float *base) {
+    Layout single;
+    if (!lay) { single = single_layout(cfg); lay = &single; }
+    Walk wk = { .t = NULL, .base = base, .offset = 0, .cfg = cfg, .lay = lay };
     walk_params(&wk, w);
     CHECK(wk.offset == t->n_params, "parameter table and binding disagree");
 }
@@ -114,10 +198,17 @@ void model_init_weights(Model *mdl, uint64_t seed) {
         float *p = mdl->params + s->offset;
         if (s->init == INIT_ONES) {
             for (size_t j = 0; j < s->numel; j++) p[j] = 1.0f;
+            continue;
+        }
+        // Element (i,j) of the full tensor is normal_at(seed(name), i*cols + j): this
+        // rank draws exactly the indices of its block, so every layout starts equal.
+        uint64_t sd = seed_for_name(seed, s->name);
+        if (s->local_cols == s->cols) {   // whole rows: the block is contiguous in the full tensor
+            fill_normal(p, s->numel, sd, (uint64_t)(s->row0 * s->cols), s->init_std);
         } else {
-            // Element j of the full tensor is normal_at(seed(name), j): a shard that
-            // holds rows/cols [a,b) draws exactly those indices.
-            fill_normal(p, s->numel, seed_for_name(seed, s->name), 0, s->init_std);
+            for (int64_t r = 0; r < s->local_rows; r++)
+                fill_normal(p + r * s->local_cols, (size_t)s->local_cols, sd,
+                            (uint64_t)((s->row0 + r) * s->cols + s->col0), s->init_std);
         }
     }
 }

@@ -72,6 +72,17 @@ void embedding_backward(float *dwte, const float *dout, const int32_t *tokens, i
 double crossentropy_forward_backward(float *dlogits, float *losses, const float *logits,
                                      const int32_t *targets, int N, int V, float dscale);
 
+// ---- vocabulary-parallel pieces (ops/vocab_parallel.c) --------------------------
+// Each TP rank holds vocabulary rows/columns [v0, v0+V); the collectives between the
+// pieces are the caller's (see model.c).
+void embedding_forward_shard(float *out, const int32_t *tokens, const float *wte_local, int N, int d, int v0, int V);
+void embedding_backward_shard(float *dwte_local, const float *dout, const int32_t *tokens, int N, int d, int v0, int V);
+void xent_shard_max(float *row_max, const float *logits, int N, int V);
+void xent_shard_sums(double *sumexp, double *target_logit, const float *logits, const float *row_max,
+                     const int32_t *targets, int N, int V, int v0);
+void xent_shard_grad(float *dlogits, const float *logits, const float *row_max, const double *sumexp,
+                     const int32_t *targets, int N, int V, int v0, float scale);
+
 // ---- AdamW (ops/adamw.c) -----------------------------------------------------
 // Decoupled weight decay: p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p); t is the
 // 1-based step for bias correction. grad is read-only.

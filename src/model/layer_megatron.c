@@ -1,0 +1,110 @@
+// layer_megatron.c — one transformer block under Megatron-style tensor parallelism:
+//
+//  * dense model = "FullRank-TP": q,k,v,gate,up column-parallel (local heads, local
+//    d_ff), o and down row-parallel. Per block: 2 all-reduces of [N,d] forward (after o
+//    and down: the g operator) and 2 backward (input gradients of the column-parallel
+//    groups qkv and gate/up: the f operator).
+//  * low-rank model = the paper's "Vanilla-TP" baseline: each factor pair is its own
+//    Megatron pair — A column-parallel over r, σ on the r/tp slice, B row-parallel over
+//    r, and an all-reduce of B's full-width output. Forward: 7 all-reduces (q,k,v,o of
+//    width d / kv_dim, gate and up of width d_ff, down of width d). Backward: 4 (the
+//    input gradients of the fused q/k/v A's, of o's A, of the fused gate/up A's, of
+//    down's A). The attention core and g*u run replicated on every TP rank, as in the
+//    authors' baseline.
+// Megatron's conjugate operators appear below by name:
+//   f = identity forward / all-reduce backward   (input of a column-parallel layer)
+//   g = all-reduce forward / identity backward   (output of a row-parallel layer)
+// At tp = 1 every collective is a no-op on a group of one and is not counted.
+#include "model_internal.h"
+#include "../ops/ops.h"
+
+static void g_forward(Model *mdl, float *buf, size_t n, int layer) {
+    comm_all_reduce(mdl->comm, GROUP_TP, buf, n, PHASE_FORWARD, layer);
+}
+static void f_backward(Model *mdl, float *buf, size_t n, int layer) {
+    comm_all_reduce(mdl->comm, GROUP_TP, buf, n, PHASE_BACKWARD, layer);
+}
+
+void megatron_layer_forward(Model *mdl, LayerActs *la, int l, float *x_out) {
+    const ModelConfig *c = &mdl->cfg;
+    const Layout *L = &mdl->lay;
+    LayerW *w = &mdl->w.layers[l];
+    int gl = L->layer_begin + l;                  // global layer index (accounting)
+    int B = mdl->B, T = mdl->T, N = mdl->N, d = c->d_model, hd = d / c->n_heads;
+    int lr = is_lowrank(c);
+    size_t Nd = (size_t)N * d;
+
+    // ---- attention -------------------------------------------------------------------
+    rmsnorm_forward(la->a, la->rstd1, la->x, w->input_norm, N, d, c->norm_eps);
+    // f(a): identity forward. Dense: q,k,v of the local heads. Low-rank: full-width
+    // partial sums over the r/tp slice, completed by g.
+    linear_forward(c, la->q, &la->lq, la->a, &w->q, N, d, L->dq, L->ra);
+    linear_forward(c, la->k, &la->lk, la->a, &w->k, N, d, L->dkv, L->ra);
+    linear_forward(c, la->v, &la->lv, la->a, &w->v, N, d, L->dkv, L->ra);
+    if (lr) {
+        g_forward(mdl, la->q, (size_t)N * L->dq, gl);
+        g_forward(mdl, la->k, (size_t)N * L->dkv, gl);
+        g_forward(mdl, la->v, (size_t)N * L->dkv, gl);
+    }
+    rope_forward(la->q, B, T, L->H, hd, c->rope_theta);
+    rope_forward(la->k, B, T, L->Hkv, hd, c->rope_theta);
+    attention_forward(la->y, la->att, la->q, la->k, la->v, B, T, L->H, L->Hkv, hd);
+    // o: dense row-parallel over the local heads; low-rank A_o column-parallel over r.
+    linear_forward(c, la->x_mid, &la->lo, la->y, &w->o, N, L->dq, d, L->ra);
+    g_forward(mdl, la->x_mid, Nd, gl);            // full o output
+    add_inplace(la->x_mid, la->x, Nd);            // x_mid = x + o(y)
+
+    // ---- MLP -----------------------------------------------------------------------
+    rmsnorm_forward(la->m, la->rstd2, la->x_mid, w->post_attn_norm, N, d, c->norm_eps);
+    linear_forward(c, la->g, &la->lg, la->m, &w->gate, N, d, L->dff, L->rm);
+    linear_forward(c, la->u, &la->lu, la->m, &w->up, N, d, L->dff, L->rm);
+    if (lr) {
+        g_forward(mdl, la->g, (size_t)N * L->dff, gl);
+        g_forward(mdl, la->u, (size_t)N * L->dff, gl);
+    }
+    swiglu_forward(la->gu, la->g, la->u, (size_t)N * L->dff, gate_silu(c));
+    linear_forward(c, x_out, &la->ld, la->gu, &w->down, N, L->dff, d, L->rm);
+    g_forward(mdl, x_out, Nd, gl);                // full down output
+    add_inplace(x_out, la->x_mid, Nd);            // x_out = x_mid + down(gu)
+}
+
+// On entry s->dx = d(x_out); on exit s->dx = d(x) (the block input).
+void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
+    const ModelConfig *c = &mdl->cfg;
+    const Layout *L = &mdl->lay;
+    LayerW *w = &mdl->w.layers[l], *dw = &mdl->dw.layers[l];
+    int gl = L->layer_begin + l;
+    int B = mdl->B, T = mdl->T, N = mdl->N, d = c->d_model, hd = d / c->n_heads;
+    int lr = is_lowrank(c);
+    size_t Nd = (size_t)N * d, Nff = (size_t)N * L->dff;
+
+    // ---- MLP: s->dx passes through the residual to x_mid unchanged ------------------
+    memset(s->dgu, 0, Nff * sizeof(float));
+    linear_backward(c, s->dgu, &dw->down, s->dx, la->gu, &la->ld, &w->down, N, L->dff, d, L->rm, s->dz, s->dh);
+    if (lr) f_backward(mdl, s->dgu, Nff, gl);     // A_down's input gradient (partial over r)
+    memset(s->dg, 0, Nff * sizeof(float));
+    memset(s->du, 0, Nff * sizeof(float));
+    swiglu_backward(s->dg, s->du, s->dgu, la->g, la->u, Nff, gate_silu(c));
+    memset(s->da, 0, Nd * sizeof(float));
+    linear_backward(c, s->da, &dw->gate, s->dg, la->m, &la->lg, &w->gate, N, d, L->dff, L->rm, s->dz, s->dh);
+    linear_backward(c, s->da, &dw->up, s->du, la->m, &la->lu, &w->up, N, d, L->dff, L->rm, s->dz, s->dh);
+    f_backward(mdl, s->da, Nd, gl);               // gate/up input gradient (fused)
+    rmsnorm_backward(s->dx, dw->post_attn_norm, s->da, la->x_mid, w->post_attn_norm, la->rstd2, N, d);
+
+    // ---- attention: s->dx is now d(x_mid) --------------------------------------------
+    memset(s->dy, 0, (size_t)N * L->dq * sizeof(float));
+    linear_backward(c, s->dy, &dw->o, s->dx, la->y, &la->lo, &w->o, N, L->dq, d, L->ra, s->dz, s->dh);
+    if (lr) f_backward(mdl, s->dy, (size_t)N * L->dq, gl);   // A_o's input gradient
+    memset(s->dq, 0, (size_t)N * L->dq * sizeof(float));
+    memset(s->dk, 0, (size_t)N * L->dkv * sizeof(float));
+    memset(s->dv, 0, (size_t)N * L->dkv * sizeof(float));
+    attention_backward(s->dq, s->dk, s->dv, s->dy, la->q, la->k, la->v, la->att, B, T, L->H, L->Hkv, hd);
+    rope_backward(s->dq, B, T, L->H, hd, c->rope_theta);
+    rope_backward(s->dk, B, T, L->Hkv, hd, c->rope_theta);
+    memset(s->da, 0, Nd * sizeof(float));
+    linear_backward(c, s->da, &dw->q, s->dq, la->a, &la->lq, &w->q, N, d, L->dq, L->ra, s->dz, s->dh);
+    linear_backward(c, s->da, &dw->k, s->dk, la->a, &la->lk, &w->k, N, d, L->dkv, L->ra, s->dz, s->dh);
+    linear_backward(c, s->da, &dw->v, s->dv, la->a, &la->lv, &w->v, N, d, L->dkv, L->ra, s->dz, s->dh);
+    f_backward(mdl, s->da, Nd, gl);               // q/k/v input gradient (fused)
+    rmsnorm_backward(s->dx, dw->input_norm, s->da, la->x, w->input_norm, la->rstd1, N, d);
+}
