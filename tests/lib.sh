@@ -2,7 +2,7 @@
 # "PASS name" or "FAIL name: reason"; tests/run.sh counts them.
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=$ROOT/build
+BUILD=${BUILD:-$ROOT/build}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 

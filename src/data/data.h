@@ -68,7 +68,7 @@ typedef struct {
 void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_size);
 // Validates magic, version, token width, file size against n_tokens, every token < vocab
 // (sampled check is not enough: all are checked once). Errors name the file, say what
-// was expected, hint how to rebuild (`make data` / delete the cache dir), exit 2.
+// was expected, hint how to rebuild (delete the cache dir / build/prepare), exit 2.
 void shard_open(TokenShard *s, const char *path);
 void shard_close(TokenShard *s);
 // Crash-safe file writing: atomic_open creates "<path>.tmp.<pid>" (name put in tmp);

@@ -32,20 +32,36 @@ void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate
     }
 }
 
-// dg[n] += dz * u * act'(g), du[n] += dz * act(g); dz[n], g[n], u[n]. Either grad may be NULL.
+// dg[n] += dz * u * act'(g), du[n] += dz * act(g); dz[n], g[n], u[n]. Either grad may be
+// NULL. The NULL tests stay outside the loops so that every loop vectorises.
 void swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu) {
-    if (gate_silu) {
+    if (gate_silu && dg && du) {
         #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) {
             float s = sigmoidf_(g[i]);
-            if (dg) dg[i] += dz[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
-            if (du) du[i] += dz[i] * g[i] * s;
+            dg[i] += dz[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+            du[i] += dz[i] * g[i] * s;
+        }
+    } else if (gate_silu) {
+        if (dg) {
+            #pragma omp parallel for simd schedule(static)
+            for (size_t i = 0; i < n; i++) {
+                float s = sigmoidf_(g[i]);
+                dg[i] += dz[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+            }
+        }
+        if (du) {
+            #pragma omp parallel for simd schedule(static)
+            for (size_t i = 0; i < n; i++) du[i] += dz[i] * g[i] * sigmoidf_(g[i]);
         }
     } else {
-        #pragma omp parallel for simd schedule(static)
-        for (size_t i = 0; i < n; i++) {
-            if (dg) dg[i] += dz[i] * u[i];
-            if (du) du[i] += dz[i] * g[i];
+        if (dg) {
+            #pragma omp parallel for simd schedule(static)
+            for (size_t i = 0; i < n; i++) dg[i] += dz[i] * u[i];
+        }
+        if (du) {
+            #pragma omp parallel for simd schedule(static)
+            for (size_t i = 0; i < n; i++) du[i] += dz[i] * g[i];
         }
     }
 }

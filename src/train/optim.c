@@ -4,6 +4,7 @@
 #include "../core/check.h"
 #include "../core/timer.h"
 #include "../ops/ops.h"
+#include "../parallel/comm.h"
 
 double lr_at(const TrainConfig *tc, int step) {
     if (tc->warmup_steps > 0 && step < tc->warmup_steps)
@@ -17,7 +18,18 @@ double lr_at(const TrainConfig *tc, int step) {
 }
 
 double clip_grad_norm(Model *mdl, double clip) {
-    double norm = sqrt(sumsq(mdl->grads, mdl->table.n_params));
+    // Sum of squares of the FULL model: sharded tensors add up over TP and PP;
+    // a tensor replicated on the TP ranks is counted once (weight 1/tp on each).
+    const ParamTable *t = &mdl->table;
+    double ss = 0;
+    for (int i = 0; i < t->n_specs; i++) {
+        const ParamSpec *s = &t->specs[i];
+        double part = sumsq(mdl->grads + s->offset, s->numel);
+        ss += s->tp_replicated ? part / mdl->lay.tp : part;
+    }
+    comm_all_reduce_f64(mdl->comm, GROUP_TP, &ss, 1, PHASE_OPTIMIZER, -1);
+    comm_all_reduce_f64(mdl->comm, GROUP_PP, &ss, 1, PHASE_OPTIMIZER, -1);
+    double norm = sqrt(ss);
     if (clip > 0 && norm > clip) scale_inplace(mdl->grads, (float)(clip / norm), mdl->table.n_params);
     return norm;
 }

@@ -7,7 +7,8 @@
 // lr for 0-based optimizer step `step`: linear warm-up from lr/warmup to lr over
 // `warmup_steps`, then cosine decay to lr*min_lr_ratio at the last step.
 double lr_at(const TrainConfig *tc, int step);
-// Global L2 norm of all gradients (double accumulation); if clip > 0 and the norm
+// Global L2 norm of all gradients of the whole model (over TP and PP ranks; double
+// accumulation); if clip > 0 and the norm
 // exceeds it, scales the gradients by clip/norm. Returns the norm BEFORE clipping.
 double clip_grad_norm(Model *mdl, double clip);
 // One AdamW step (1-based step t for bias correction). Weight decay only on tensors

@@ -1,0 +1,133 @@
+// shard.c — token shards: 64-byte header + uint16/uint32 tokens, written atomically,
+// opened with mmap and validated in full (docs/data-format.md).
+#include "data.h"
+#include "../core/check.h"
+#include <fcntl.h>
+#include <libgen.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SHARD_MAGIC "BOOSTTOK"
+#define SHARD_VERSION 1u
+#define SHARD_HEADER 64
+
+static void put_u32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static void put_u64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static uint32_t get_u32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = v << 8 | p[i]; return v; }
+static uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
+
+FILE *atomic_open(const char *path, char *tmp, size_t tmp_cap) {
+    xsnprintf(tmp, tmp_cap, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    CHECK_ERRNO(!f, tmp);
+    return f;
+}
+
+void atomic_commit(FILE *f, const char *tmp, const char *path) {
+    CHECK_ERRNO(fflush(f) != 0, tmp);
+    CHECK_ERRNO(fsync(fileno(f)) != 0, tmp);
+    CHECK_ERRNO(fclose(f) != 0, tmp);
+    CHECK_ERRNO(rename(tmp, path) != 0, path);
+    // make the rename itself durable
+    char dir[1100];
+    xsnprintf(dir, sizeof dir, "%s", path);
+    int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) { fsync(fd); CHECK_ERRNO(close(fd) != 0, "close"); }
+}
+
+void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_size) {
+    CHECK(vocab_size >= 1, "shard_write %s: vocab_size %d", path, vocab_size);
+    int width = vocab_size <= 65536 ? 2 : 4;
+    uint8_t hdr[SHARD_HEADER] = {0};
+    memcpy(hdr, SHARD_MAGIC, 8);
+    put_u32(hdr + 8, SHARD_VERSION);
+    put_u32(hdr + 12, (uint32_t)vocab_size);
+    put_u64(hdr + 16, n);
+    put_u32(hdr + 24, (uint32_t)width);
+    put_u32(hdr + 28, 0);
+    put_u64(hdr + 32, SHARD_HEADER);
+    char tmp[1200];
+    FILE *f = atomic_open(path, tmp, sizeof tmp);
+    CHECK_ERRNO(fwrite(hdr, 1, SHARD_HEADER, f) != SHARD_HEADER, tmp);
+    enum { BLK = 1 << 16 };
+    uint8_t *buf = xmalloc((size_t)BLK * 4);
+    for (uint64_t i = 0; i < n; i += BLK) {
+        size_t m = n - i < BLK ? (size_t)(n - i) : BLK;
+        for (size_t k = 0; k < m; k++) {
+            int32_t t = tokens[i + k];
+            CHECK(t >= 0 && t < vocab_size, "shard_write %s: token %d at %llu outside [0, %d)",
+                  path, t, (unsigned long long)(i + k), vocab_size);
+            if (width == 2) { buf[2 * k] = (uint8_t)t; buf[2 * k + 1] = (uint8_t)(t >> 8); }
+            else put_u32(buf + 4 * k, (uint32_t)t);
+        }
+        CHECK_ERRNO(fwrite(buf, (size_t)width, m, f) != m, tmp);
+    }
+    free(buf);
+    atomic_commit(f, tmp, path);
+}
+
+__attribute__((noreturn, format(printf, 2, 3)))
+static void bad_shard(const char *path, const char *fmt, ...) {
+    fflush(stdout);
+    fprintf(stderr, "error: %s: ", path);
+    va_list ap; va_start(ap, fmt); vfprintf(stderr, fmt, ap); va_end(ap);
+    fputc('\n', stderr);
+    char dir[1100];
+    xsnprintf(dir, sizeof dir, "%s", path);
+    fprintf(stderr, "hint: the shard is damaged or from another version; delete its cache directory "
+                    "(rm -rf %s) and rerun build/prepare --dataset NAME --vocab N (or the training run) "
+                    "to rebuild it\n", dirname(dir));
+    exit(EXIT_BAD_INPUT);
+}
+
+void shard_open(TokenShard *s, const char *path) {
+    memset(s, 0, sizeof *s);
+    xsnprintf(s->path, sizeof s->path, "%s", path);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        die_input_hint("run build/prepare --dataset NAME --vocab N (or the training run) to create it",
+                       "%s: cannot open token shard: %s", path, strerror(errno));
+    struct stat st;
+    CHECK_ERRNO(fstat(fd, &st) != 0, path);
+    uint64_t size = (uint64_t)st.st_size;
+    if (size < SHARD_HEADER)
+        bad_shard(path, "file is %llu bytes, shorter than the %d-byte header; expected a BOOSTTOK token shard",
+                  (unsigned long long)size, SHARD_HEADER);
+    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    CHECK_ERRNO(map == MAP_FAILED, path);
+    CHECK_ERRNO(close(fd) != 0, path);
+    const uint8_t *h = map;
+    if (memcmp(h, SHARD_MAGIC, 8) != 0)
+        bad_shard(path, "not a token shard: magic is \"%.8s\", expected \"" SHARD_MAGIC "\"", (const char *)h);
+    uint32_t ver = get_u32(h + 8), vocab = get_u32(h + 12), width = get_u32(h + 24);
+    uint64_t n = get_u64(h + 16), hb = get_u64(h + 32);
+    if (ver != SHARD_VERSION) bad_shard(path, "shard format version %u, expected %u", ver, SHARD_VERSION);
+    if (hb != SHARD_HEADER) bad_shard(path, "header_bytes %llu, expected %d", (unsigned long long)hb, SHARD_HEADER);
+    if (vocab < 1 || vocab > (uint32_t)INT32_MAX) bad_shard(path, "vocab_size %u, expected 1..%d", vocab, INT32_MAX);
+    uint32_t want_w = vocab <= 65536 ? 2 : 4;
+    if (width != want_w)
+        bad_shard(path, "token width %u bytes, expected %u for vocab_size %u", width, want_w, vocab);
+    if (n > (UINT64_MAX - SHARD_HEADER) / width || size != SHARD_HEADER + n * width)
+        bad_shard(path, "file is %llu bytes, expected %d + %llu tokens x %u bytes = %llu (truncated or padded)",
+                  (unsigned long long)size, SHARD_HEADER, (unsigned long long)n, width,
+                  (unsigned long long)(SHARD_HEADER + n * width));
+    s->vocab_size = (int)vocab;
+    s->n_tokens = n;
+    s->token_bytes = (int)width;
+    s->tokens = h + SHARD_HEADER;
+    s->map = map; s->map_len = (size_t)size;
+    // every token < vocab (one parallel pass, first bad position reported)
+    uint64_t bad = UINT64_MAX;
+    #pragma omp parallel for schedule(static) reduction(min:bad)
+    for (uint64_t i = 0; i < n; i++)
+        if ((uint32_t)shard_token(s, i) >= vocab && i < bad) bad = i;
+    if (bad != UINT64_MAX)
+        bad_shard(path, "token %u at position %llu is out of range; expected every token < vocab_size %u",
+                  (uint32_t)shard_token(s, bad), (unsigned long long)bad, vocab);
+}
+
+void shard_close(TokenShard *s) {
+    if (s->map) CHECK_ERRNO(munmap(s->map, s->map_len) != 0, s->path);
+    memset(s, 0, sizeof *s);
+}

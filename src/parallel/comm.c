@@ -1,0 +1,240 @@
+// comm.c — the accounting front end of the communication interface. Each operation:
+// validates its arguments, handles the size-1 group (local no-op, not counted) and the
+// account-only mode (counted, no data moved), otherwise times the backend call and counts it.
+// Conventions: comm.h header comment and docs/parallelism.md.
+#include "comm.h"
+
+static const char *const kind_names[COMM_KIND_COUNT] = {
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "barrier" };
+static const char *const phase_names[PHASE_COUNT] = {
+    "forward", "backward", "recompute", "optimizer", "pipeline", "other" };
+static const char *const group_names[GROUP_COUNT] = { "tp", "dp", "pp", "world" };
+
+const char *comm_kind_name(CommKind k) { return (unsigned)k < COMM_KIND_COUNT ? kind_names[k] : "?"; }
+const char *comm_phase_name(CommPhase p) { return (unsigned)p < PHASE_COUNT ? phase_names[p] : "?"; }
+const char *comm_group_name(CommGroup g) { return (unsigned)g < GROUP_COUNT ? group_names[g] : "?"; }
+size_t comm_dtype_size(CommDtype t) {
+    switch (t) {
+    case DTYPE_F32: return sizeof(float);
+    case DTYPE_F64: return sizeof(double);
+    case DTYPE_I32: return sizeof(int32_t);
+    case DTYPE_U8:  return 1;
+    default: DIE("comm: unknown dtype %d", (int)t);
+    }
+}
+// Bytes accounted per element: floats may be accounted at another width (bf16: 2).
+static size_t acct_size(const Comm *c, CommDtype t) {
+    return t == DTYPE_F32 && c->account_float_bytes > 0 ? (size_t)c->account_float_bytes : comm_dtype_size(t);
+}
+
+// ---- the table: [kind][phase][group][layer + 1] ----
+static size_t n_rows_per_key(const Comm *c) { return (size_t)c->n_layers + 1; }
+static size_t table_len(const Comm *c) {
+    return (size_t)COMM_KIND_COUNT * PHASE_COUNT * GROUP_COUNT * n_rows_per_key(c);
+}
+static size_t cell_index(const Comm *c, int k, int p, int g, int layer) {
+    return (((size_t)k * PHASE_COUNT + (size_t)p) * GROUP_COUNT + (size_t)g) * n_rows_per_key(c) + (size_t)(layer + 1);
+}
+
+void comm_set_n_layers(Comm *c, int n_layers) {
+    CHECK(n_layers >= 0, "comm_set_n_layers: n_layers = %d < 0", n_layers);
+    free(c->stats);
+    c->n_layers = n_layers;
+    c->stats = xcalloc(table_len(c), sizeof *c->stats);
+}
+void comm_stats_reset(Comm *c) { memset(c->stats, 0, table_len(c) * sizeof *c->stats); }
+
+// Argument checks shared by every operation (internal errors: the model code is wrong).
+static void check_call(const Comm *c, const char *what, CommGroup g, CommPhase phase, int layer) {
+    CHECK(c->stats, "%s: the Comm was not initialised (comm_init / comm_init_virtual)", what);
+    CHECK((unsigned)g < GROUP_COUNT, "%s: group %d is not a CommGroup", what, (int)g);
+    CHECK((unsigned)phase < PHASE_COUNT, "%s: phase %d is not a CommPhase", what, (int)phase);
+    CHECK(layer >= -1 && layer < c->n_layers, "%s: layer %d outside [-1, %d): size the table with "
+          "comm_set_n_layers(c, n_layers) after comm_init", what, layer, c->n_layers);
+}
+
+static void count(Comm *c, CommKind k, CommPhase phase, CommGroup g, int layer, size_t elements,
+                  size_t elem_bytes, double seconds) {
+    CommStat *s = &c->stats[cell_index(c, k, phase, g, layer)];
+    s->calls += 1;
+    s->elements += elements;
+    s->bytes += (uint64_t)elements * elem_bytes;
+    s->seconds += seconds;
+}
+
+// 1 = move data through the backend (timed); 0 = no backend call (account-only).
+static int live(const Comm *c) {
+    CHECK(c->account_only || !c->is_virtual, "comm: a virtual grid has no processes behind its groups of "
+          "size > 1: account_only must stay 1");
+    return !c->account_only;
+}
+// The local semantics of a size-1 all-gather / reduce-scatter: out = in. Done in every mode
+// (it is not communication; a single process relies on it), skipped for NULL buffers.
+static void local_copy(float *out, const float *in, size_t n) {
+    if (in && out && in != out && n) memmove(out, in, n * sizeof *out);
+}
+static double wtime(const Comm *c) { return c->is_virtual || c->account_only ? 0.0 : MPI_Wtime(); }
+
+void comm_all_reduce_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
+                        CommPhase phase, int layer) {
+    check_call(c, "comm_all_reduce", g, phase, layer);
+    if (c->size[g] == 1) return;
+    double t0 = wtime(c);
+    if (live(c)) c->backend->all_reduce(c, g, buf, n, t, op);
+    count(c, COMM_ALL_REDUCE, phase, g, layer, n, acct_size(c, t), wtime(c) - t0);
+}
+void comm_all_reduce(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer) {
+    comm_all_reduce_ex(c, g, buf, n, DTYPE_F32, OP_SUM, phase, layer);
+}
+void comm_all_reduce_max(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer) {
+    comm_all_reduce_ex(c, g, buf, n, DTYPE_F32, OP_MAX, phase, layer);
+}
+void comm_all_reduce_f64(Comm *c, CommGroup g, double *buf, size_t n, CommPhase phase, int layer) {
+    comm_all_reduce_ex(c, g, buf, n, DTYPE_F64, OP_SUM, phase, layer);
+}
+void comm_all_reduce_max_f64(Comm *c, CommGroup g, double *buf, size_t n, CommPhase phase, int layer) {
+    comm_all_reduce_ex(c, g, buf, n, DTYPE_F64, OP_MAX, phase, layer);
+}
+
+void comm_all_gather(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
+                     CommPhase phase, int layer) {
+    check_call(c, "comm_all_gather", g, phase, layer);
+    size_t gs = (size_t)c->size[g];
+    if (gs == 1) { local_copy(out, in, n_chunk); return; }
+    double t0 = wtime(c);
+    if (live(c)) c->backend->all_gather(c, g, in, out, n_chunk, DTYPE_F32);
+    count(c, COMM_ALL_GATHER, phase, g, layer, n_chunk * gs, acct_size(c, DTYPE_F32), wtime(c) - t0);
+}
+
+void comm_all_gather_cols(Comm *c, CommGroup g, const float *in, float *out, size_t rows,
+                          size_t cols_local, CommPhase phase, int layer) {
+    check_call(c, "comm_all_gather_cols", g, phase, layer);
+    size_t gs = (size_t)c->size[g], blk = rows * cols_local;
+    if (gs == 1) { local_copy(out, in, blk); return; }
+    double t0 = wtime(c);
+    if (live(c)) {
+        // gbuf [g, rows, cols_local] ← all-gather of the contiguous blocks, then place them
+        size_t need = gs * blk * sizeof(float);
+        if (need > c->gbuf_bytes) { free(c->gbuf); c->gbuf = xmalloc(need); c->gbuf_bytes = need; }
+        float *tmp = c->gbuf;
+        c->backend->all_gather(c, g, in, tmp, blk, DTYPE_F32);
+        size_t cols = gs * cols_local;
+        for (size_t i = 0; i < gs; i++)
+            for (size_t r = 0; r < rows; r++)
+                memcpy(out + r * cols + i * cols_local, tmp + i * blk + r * cols_local, cols_local * sizeof *out);
+    }
+    count(c, COMM_ALL_GATHER, phase, g, layer, blk * gs, acct_size(c, DTYPE_F32), wtime(c) - t0);
+}
+
+void comm_reduce_scatter(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
+                         CommPhase phase, int layer) {
+    check_call(c, "comm_reduce_scatter", g, phase, layer);
+    size_t gs = (size_t)c->size[g];
+    if (gs == 1) { local_copy(out, in, n_chunk); return; }
+    double t0 = wtime(c);
+    if (live(c)) c->backend->reduce_scatter(c, g, in, out, n_chunk, DTYPE_F32, OP_SUM);
+    count(c, COMM_REDUCE_SCATTER, phase, g, layer, n_chunk * gs, acct_size(c, DTYPE_F32), wtime(c) - t0);
+}
+
+void comm_broadcast_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
+                       CommPhase phase, int layer) {
+    check_call(c, "comm_broadcast", g, phase, layer);
+    CHECK(root >= 0 && root < c->size[g], "comm_broadcast: root %d outside the %s group of size %d",
+          root, comm_group_name(g), c->size[g]);
+    if (c->size[g] == 1) return;
+    double t0 = wtime(c);
+    if (live(c)) c->backend->broadcast(c, g, buf, n, t, root);
+    count(c, COMM_BROADCAST, phase, g, layer, n, acct_size(c, t), wtime(c) - t0);
+}
+void comm_broadcast(Comm *c, CommGroup g, float *buf, size_t n, int root, CommPhase phase, int layer) {
+    comm_broadcast_ex(c, g, buf, n, DTYPE_F32, root, phase, layer);
+}
+
+static void check_peer(const Comm *c, const char *what, CommGroup g, int peer, int tag) {
+    CHECK(peer >= 0 && peer < c->size[g] && peer != c->grank[g],
+          "%s: peer %d is not another rank of the %s group (size %d, this rank %d)",
+          what, peer, comm_group_name(g), c->size[g], c->grank[g]);
+    CHECK(tag >= 0 && tag <= 32767, "%s: tag %d outside [0, 32767]", what, tag);
+}
+
+void comm_send(Comm *c, CommGroup g, const float *buf, size_t n, int peer, int tag,
+               CommPhase phase, int layer) {
+    check_call(c, "comm_send", g, phase, layer);
+    check_peer(c, "comm_send", g, peer, tag);
+    double t0 = wtime(c);
+    if (live(c)) c->backend->send(c, g, buf, n, DTYPE_F32, peer, tag);
+    count(c, COMM_SEND, phase, g, layer, n, acct_size(c, DTYPE_F32), wtime(c) - t0);
+}
+
+void comm_recv(Comm *c, CommGroup g, float *buf, size_t n, int peer, int tag,
+               CommPhase phase, int layer) {
+    check_call(c, "comm_recv", g, phase, layer);
+    check_peer(c, "comm_recv", g, peer, tag);
+    double t0 = wtime(c);
+    if (live(c)) c->backend->recv(c, g, buf, n, DTYPE_F32, peer, tag);
+    count(c, COMM_RECV, phase, g, layer, n, acct_size(c, DTYPE_F32), wtime(c) - t0);
+}
+
+void comm_sendrecv(Comm *c, CommGroup g, const float *sendbuf, size_t n_send, int dest, int send_tag,
+                   float *recvbuf, size_t n_recv, int src, int recv_tag, CommPhase phase, int layer) {
+    check_call(c, "comm_sendrecv", g, phase, layer);
+    check_peer(c, "comm_sendrecv", g, dest, send_tag);
+    check_peer(c, "comm_sendrecv", g, src, recv_tag);
+    double t0 = wtime(c);
+    if (live(c)) c->backend->sendrecv(c, g, sendbuf, n_send, dest, send_tag, recvbuf, n_recv, src, recv_tag, DTYPE_F32);
+    double dt = wtime(c) - t0;
+    // One exchange: its time is booked on the send row, the recv row gets the call and volume.
+    count(c, COMM_SEND, phase, g, layer, n_send, acct_size(c, DTYPE_F32), dt);
+    count(c, COMM_RECV, phase, g, layer, n_recv, acct_size(c, DTYPE_F32), 0.0);
+}
+
+void comm_barrier(Comm *c, CommGroup g, CommPhase phase, int layer) {
+    check_call(c, "comm_barrier", g, phase, layer);
+    if (c->size[g] == 1) return;
+    double t0 = wtime(c);
+    if (live(c)) c->backend->barrier(c, g);
+    count(c, COMM_BARRIER, phase, g, layer, 0, 0, wtime(c) - t0);
+}
+
+// ---- queries ----
+static int matches(int want, int v) { return want == COMM_ANY || want == v; }
+
+CommStat comm_stats_sum(const Comm *c, int kind, int phase, int group, int layer) {
+    CommStat t = {0};
+    for (int k = 0; k < COMM_KIND_COUNT; k++) if (matches(kind, k))
+    for (int p = 0; p < PHASE_COUNT; p++) if (matches(phase, p))
+    for (int g = 0; g < GROUP_COUNT; g++) if (matches(group, g))
+    for (int l = -1; l < c->n_layers; l++) if (matches(layer, l)) {
+        const CommStat *s = &c->stats[cell_index(c, k, p, g, l)];
+        t.calls += s->calls; t.elements += s->elements; t.bytes += s->bytes; t.seconds += s->seconds;
+    }
+    return t;
+}
+
+int comm_stats_next(const Comm *c, int *cursor, CommStatRow *row) {
+    size_t n = table_len(c), per = n_rows_per_key(c);
+    for (size_t i = (size_t)*cursor; i < n; i++) {
+        if (!c->stats[i].calls) continue;
+        size_t key = i / per;
+        row->layer = (int)(i % per) - 1;
+        row->group = (CommGroup)(key % GROUP_COUNT);
+        row->phase = (CommPhase)(key / GROUP_COUNT % PHASE_COUNT);
+        row->kind = (CommKind)(key / GROUP_COUNT / PHASE_COUNT);
+        row->s = c->stats[i];
+        *cursor = (int)(i + 1);
+        return 1;
+    }
+    *cursor = (int)n;
+    return 0;
+}
+
+void comm_stats_print(const Comm *c, FILE *f) {
+    fprintf(f, "%-15s %-10s %-6s %5s %10s %14s %16s %12s\n",
+            "kind", "phase", "group", "layer", "calls", "elements", "bytes", "seconds");
+    int it = 0; CommStatRow r;
+    while (comm_stats_next(c, &it, &r))
+        fprintf(f, "%-15s %-10s %-6s %5d %10llu %14llu %16llu %12.6f\n", comm_kind_name(r.kind),
+                comm_phase_name(r.phase), comm_group_name(r.group), r.layer,
+                (unsigned long long)r.s.calls, (unsigned long long)r.s.elements,
+                (unsigned long long)r.s.bytes, r.s.seconds);
+}

@@ -1,0 +1,166 @@
+// comm.h — the process grid (TP × PP × DP) and the one communication interface of the
+// engine. Every collective and point-to-point call names its group, the training phase and
+// the layer it serves, and is accounted per (kind, phase, group, layer): calls, elements,
+// bytes, seconds. docs/parallelism.md states the conventions; in short:
+//
+//   rank layout   world_rank = tp_rank + tp·(dp_rank + dp·pp_rank)   (TP fastest, then DP, PP)
+//   elements      the length of the logical buffer of the operation on this rank:
+//                   all-reduce: n (the buffer)          all-gather: n_chunk·g (the full output)
+//                   reduce-scatter: n_chunk·g (input)   broadcast: n (root and receivers)
+//                   send / recv: n                      barrier: 0
+//   bytes         elements × element size (float: c->account_float_bytes, default 4;
+//                 double 8; int32 4; byte 1)
+//   seconds       MPI_Wtime around the call (0 in account-only mode)
+//   size-1 group  the operation is a local no-op (all-gather/reduce-scatter copy in → out,
+//                 in every mode, skipped for NULL buffers) and is NOT counted: no
+//                 communication happens.
+//   account-only  c->account_only = 1: every call on a group of size > 1 is counted exactly
+//                 as it would be, and no data moves: those buffers are neither read nor
+//                 written (they may be NULL).
+//
+// Backend seam: the accounting front end (comm.c) calls a CommBackend table of function
+// pointers (comm_mpi.c today). An NCCL backend is a second table; the grid and the
+// communicators stay MPI (NCCL's unique id travels by MPI_Bcast on each group).
+#pragma once
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "../core/check.h"
+#include "schedule.h"   // the pipeline schedule types travel with the grid
+
+// Every MPI call goes through CHECK_MPI: file:line, the call, MPI's own error text, exit 1.
+// comm_init sets MPI_ERRORS_RETURN on the world communicator so errors reach this check.
+#define CHECK_MPI(call) do { int rc_mpi_ = (call); if (rc_mpi_ != MPI_SUCCESS) { \
+    char es_mpi_[MPI_MAX_ERROR_STRING]; int el_mpi_ = 0; MPI_Error_string(rc_mpi_, es_mpi_, &el_mpi_); \
+    die_at(__FILE__, __LINE__, "%s failed: %s", #call, es_mpi_); } } while (0)
+
+typedef enum { GROUP_TP, GROUP_DP, GROUP_PP, GROUP_WORLD, GROUP_COUNT } CommGroup;
+typedef enum { PHASE_FORWARD, PHASE_BACKWARD, PHASE_RECOMPUTE, PHASE_OPTIMIZER, PHASE_PIPELINE,
+               PHASE_OTHER, PHASE_COUNT } CommPhase;
+typedef enum { COMM_ALL_REDUCE, COMM_ALL_GATHER, COMM_REDUCE_SCATTER, COMM_BROADCAST, COMM_SEND,
+               COMM_RECV, COMM_BARRIER, COMM_KIND_COUNT } CommKind;
+typedef enum { DTYPE_F32, DTYPE_F64, DTYPE_I32, DTYPE_U8, DTYPE_COUNT } CommDtype;
+typedef enum { OP_SUM, OP_MAX, OP_MIN } CommOp;
+
+// Wildcard for comm_stats_sum (kind, phase, group or layer).
+#define COMM_ANY (-2)
+
+typedef struct { uint64_t calls, elements, bytes; double seconds; } CommStat;
+// One exported row (SQLite comm table: run_id, step, kind, phase, [group,] layer, calls,
+// elements, bytes, seconds — run_id and step are the caller's).
+typedef struct { CommKind kind; CommPhase phase; CommGroup group; int layer; CommStat s; } CommStatRow;
+
+typedef struct Comm Comm;
+
+// Backend: called only for groups of size > 1 and never in account-only mode. Peers and
+// roots are ranks inside the group. Element counts are size_t; a backend with a smaller
+// native count (MPI's int) splits the message itself.
+typedef struct CommBackend {
+    const char *name;
+    void (*all_reduce)(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op);
+    // in == out + group_rank·n_chunk means "in place"
+    void (*all_gather)(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t);
+    // in == out means "in place": out holds the g·n_chunk input, its first n_chunk get the result
+    void (*reduce_scatter)(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t, CommOp op);
+    void (*broadcast)(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root);
+    void (*send)(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag);
+    void (*recv)(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag);
+    void (*sendrecv)(Comm *c, CommGroup g, const void *sbuf, size_t ns, int dest, int stag,
+                     void *rbuf, size_t nr, int src, int rtag, CommDtype t);
+    void (*barrier)(Comm *c, CommGroup g);
+} CommBackend;
+extern const CommBackend comm_backend_mpi;
+
+struct Comm {
+    int tp, pp, dp, world;            // grid; world = tp·pp·dp
+    int rank;                         // world rank
+    int tp_rank, dp_rank, pp_rank;    // coordinates
+    int pp_prev, pp_next;             // world ranks of the neighbouring stages (same tp, dp); -1 at the ends
+    int size[GROUP_COUNT];            // group sizes: tp, dp, pp, world
+    int grank[GROUP_COUNT];           // this rank inside each group: tp_rank, dp_rank, pp_rank, rank
+    int is_virtual;                   // comm_init_virtual: no MPI at all, account_only forced
+    int account_only;                 // count every call, move no data
+    int account_float_bytes;          // bytes accounted per float element (4; 2 to account as bf16)
+    size_t mpi_max_count;             // largest count per MPI call (INT_MAX; tests lower it)
+    MPI_Comm mpi[GROUP_COUNT];        // split communicators (world is a dup of MPI_COMM_WORLD)
+    const CommBackend *backend;
+    void *scratch; size_t scratch_bytes;   // the backend's (chunked collectives)
+    void *gbuf; size_t gbuf_bytes;         // comm_all_gather_cols' staging buffer
+    int n_layers;                     // accounting table rows: layers -1 .. n_layers-1
+    CommStat *stats;                  // [kind][phase][group][n_layers + 1]
+};
+
+// ---- process grid (grid.c) ----
+// Pure: 0 if tp, pp, dp ≥ 1 and tp·pp·dp == world (world ≤ 0: only the factors are checked);
+// else 1 and a one-line reason in msg ("the process grid tp×pp×dp = 2×1×2 = 4 needs 4 ranks,
+// but mpirun started 3").
+int grid_check(int tp, int pp, int dp, int world, char *msg, size_t n);
+static inline int grid_world_rank(int tp, int dp, int tp_rank, int dp_rank, int pp_rank) {
+    return tp_rank + tp * (dp_rank + dp * pp_rank);
+}
+void grid_coords(int tp, int dp, int world_rank, int *tp_rank, int *dp_rank, int *pp_rank);
+
+// After MPI_Init (the caller initialises and finalises MPI). A world size ≠ tp·pp·dp is bad
+// input: rank 0 prints the error and a launch hint, every rank finalises MPI and exits 2.
+void comm_init(Comm *c, int tp, int pp, int dp);
+// No MPI: a grid seen from world rank 0 whose groups pretend to have their configured sizes;
+// account_only is set and must stay set (a call that would move data on a group of size > 1
+// dies). For computing paper-scale communication tables. comm_init_virtual(c, 1, 1, 1) is
+// also the single-process grid: every group has size 1, every call is local and uncounted.
+void comm_init_virtual(Comm *c, int tp, int pp, int dp);
+// Size the accounting table for layers -1 .. n_layers-1 (zeroes it). comm_init sizes it for
+// layer -1 only; a call naming a layer outside the table is an internal error.
+void comm_set_n_layers(Comm *c, int n_layers);
+void comm_free(Comm *c);          // frees communicators and tables; does not finalise MPI
+
+// ---- operations (comm.c). Floats unless the name says otherwise. ----
+void comm_all_reduce(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer);      // sum
+void comm_all_reduce_max(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer);
+void comm_all_reduce_f64(Comm *c, CommGroup g, double *buf, size_t n, CommPhase phase, int layer); // sum
+void comm_all_reduce_max_f64(Comm *c, CommGroup g, double *buf, size_t n, CommPhase phase, int layer);
+void comm_all_reduce_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
+                        CommPhase phase, int layer);
+// in [n_chunk] → out [g·n_chunk], chunk of group rank i at out + i·n_chunk.
+// in may be out + group_rank·n_chunk (in place); otherwise in and out must not overlap.
+void comm_all_gather(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
+                     CommPhase phase, int layer);
+// Gather along the last dim: in [rows, cols_local] (this rank's column block) →
+// out [rows, g·cols_local], row-major, where group rank i's block occupies columns
+// [i·cols_local, (i+1)·cols_local). One all-gather into scratch [g, rows, cols_local], then a
+// local transpose of the blocks. Counted as one all-gather of rows·cols_local·g elements.
+void comm_all_gather_cols(Comm *c, CommGroup g, const float *in, float *out, size_t rows,
+                          size_t cols_local, CommPhase phase, int layer);
+// in [g·n_chunk] → out [n_chunk] = Σ over the group of chunk group_rank of everyone's input.
+// in == out allowed (result in out's first n_chunk); otherwise they must not overlap.
+void comm_reduce_scatter(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
+                         CommPhase phase, int layer);
+void comm_broadcast(Comm *c, CommGroup g, float *buf, size_t n, int root, CommPhase phase, int layer);
+void comm_broadcast_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
+                       CommPhase phase, int layer);
+// Blocking point to point; peer is a rank inside group g; 0 ≤ tag ≤ 32767.
+void comm_send(Comm *c, CommGroup g, const float *buf, size_t n, int peer, int tag,
+               CommPhase phase, int layer);
+void comm_recv(Comm *c, CommGroup g, float *buf, size_t n, int peer, int tag,
+               CommPhase phase, int layer);
+// Send to dest and receive from src at once (a deadlock-free exchange: the pipeline's
+// send-forward/receive-backward). Each half has its own tag, as in MPI_Sendrecv: the
+// peer's matching halves use the same tags (pipeline: activations PIPE_TAG_FWD, gradients
+// PIPE_TAG_BWD, whether sent alone or in an exchange). Counted as one send (n_send; the
+// exchange's seconds go here) and one recv (n_recv).
+void comm_sendrecv(Comm *c, CommGroup g, const float *sendbuf, size_t n_send, int dest, int send_tag,
+                   float *recvbuf, size_t n_recv, int src, int recv_tag, CommPhase phase, int layer);
+void comm_barrier(Comm *c, CommGroup g, CommPhase phase, int layer);
+
+// ---- accounting ----
+void comm_stats_reset(Comm *c);
+// One cell, or a sum over any argument given as COMM_ANY (layer: -1 is a real row).
+CommStat comm_stats_sum(const Comm *c, int kind, int phase, int group, int layer);
+// Iterate the non-zero rows (calls > 0) in table order:
+//   int it = 0; CommStatRow r; while (comm_stats_next(c, &it, &r)) { ... }
+int comm_stats_next(const Comm *c, int *cursor, CommStatRow *row);
+void comm_stats_print(const Comm *c, FILE *f);   // the non-zero rows as an aligned table
+const char *comm_kind_name(CommKind k);     // "all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "barrier"
+const char *comm_phase_name(CommPhase p);   // "forward", "backward", "recompute", "optimizer", "pipeline", "other"
+const char *comm_group_name(CommGroup g);   // "tp", "dp", "pp", "world"
+size_t comm_dtype_size(CommDtype t);        // true in-memory size (4, 8, 4, 1)

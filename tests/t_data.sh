@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# t_data.sh — build/prepare end to end: prepare + cache, and every damaged/bad input
+# gives its clear message and exit 2 (corrupt shards and tokenizers, vocabulary
+# mismatch, missing files, unknown dataset, offline download, missing `bible`, bad args).
+source "$(dirname "$0")/lib.sh"
+P=$BUILD/prepare
+C=$TMP/cache
+if [ ! -x "$P" ]; then fail t_data "$P not built (run make)"; exit 1; fi
+
+# a small corpus: Genesis 1-10 (or generated text when bible-kjv is missing)
+bible -f Gen1:1-Gen10:32 >"$TMP/corpus.txt" 2>/dev/null ||
+    for i in $(seq 1 2000); do echo "line $i of some text, with words and more words"; done >"$TMP/corpus.txt"
+
+out=$("$P" --dataset "text:$TMP/corpus.txt" --vocab 300 --cache-dir "$C" --val-fraction 0.1 2>"$TMP/err")
+D=$(awk '$1 == "dir" {print $2}' <<<"$out")
+if [ -n "$D" ] && [ -f "$D/prepared.ok" ] && [ -f "$D/train.tok" ] && [ -f "$D/val.tok" ] && [ -f "$D/tokenizer.bin" ]; then
+    pass prepare_text
+else
+    fail prepare_text "no prepared dir; stdout: $out; stderr: $(tail -3 "$TMP/err")"; exit 1
+fi
+case "$D" in "$C"/text-corpus.txt-v300-????????) pass cache_dir_name ;; *) fail cache_dir_name "$D" ;; esac
+
+"$P" --dataset "text:$TMP/corpus.txt" --vocab 300 --cache-dir "$C" --val-fraction 0.1 >/dev/null 2>"$TMP/err"
+if grep -q "using cached" "$TMP/err"; then pass cache_reused; else fail cache_reused "$(head -2 "$TMP/err")"; fi
+rm "$D/prepared.ok"
+"$P" --dataset "text:$TMP/corpus.txt" --vocab 300 --cache-dir "$C" --val-fraction 0.1 >/dev/null 2>"$TMP/err"
+if grep -q "preparing" "$TMP/err" && [ -f "$D/prepared.ok" ]; then pass half_prepared_rebuilt; else fail half_prepared_rebuilt "$(head -2 "$TMP/err")"; fi
+
+expect_ok check_ok "$P" --check "$D" --seq-len 32
+ids=$("$P" --encode "$D/tokenizer.bin" "In the beginning, 123 Ωmega!" 2>/dev/null)
+back=$("$P" --decode "$D/tokenizer.bin" $ids 2>/dev/null)
+if [ "$back" = "In the beginning, 123 Ωmega!" ]; then pass encode_decode_cli; else fail encode_decode_cli "got '$back' from ids '$ids'"; fi
+
+# damaged copies of the prepared directory
+damaged() { rm -rf "$TMP/bad"; cp -r "$D" "$TMP/bad"; }
+patch_bytes() { printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
+
+damaged; truncate -s -1 "$TMP/bad/train.tok"
+expect_error shard_truncated "(truncated or padded)" 2 "$P" --check "$TMP/bad"
+expect_error shard_truncated_hint "hint: the shard is damaged" 2 "$P" --check "$TMP/bad"
+damaged; truncate -s 10 "$TMP/bad/val.tok"
+expect_error shard_shorter_than_header "shorter than the 64-byte header" 2 "$P" --check "$TMP/bad"
+damaged; patch_bytes "$TMP/bad/train.tok" 0 'BOOSTXXX'
+expect_error shard_wrong_magic 'magic is "BOOSTXXX", expected "BOOSTTOK"' 2 "$P" --check "$TMP/bad"
+damaged; patch_bytes "$TMP/bad/train.tok" 8 '\002'
+expect_error shard_wrong_version "shard format version 2, expected 1" 2 "$P" --check "$TMP/bad"
+damaged; patch_bytes "$TMP/bad/train.tok" 24 '\004'
+expect_error shard_wrong_width "token width 4 bytes, expected 2" 2 "$P" --check "$TMP/bad"
+damaged; patch_bytes "$TMP/bad/val.tok" 70 '\377\377'
+expect_error shard_token_out_of_range "token 65535 at position 3 is out of range" 2 "$P" --check "$TMP/bad"
+
+# vocabulary mismatch: a shard from a 320-token tokenizer next to the 300-token one
+out=$("$P" --dataset "text:$TMP/corpus.txt" --vocab 320 --cache-dir "$C" --val-fraction 0.1 2>/dev/null)
+D320=$(awk '$1 == "dir" {print $2}' <<<"$out")
+damaged; cp "$D320/train.tok" "$TMP/bad/train.tok"
+expect_error vocab_mismatch "vocabulary mismatch: shard $TMP/bad/train.tok has vocab 320, tokenizer $TMP/bad/tokenizer.bin has 300" 2 "$P" --check "$TMP/bad"
+expect_error vocab_exceeds_model "has vocab 300 but model.vocab_size is 299" 2 "$P" --check "$D" --model-vocab 299
+expect_error seq_len_too_long "too short for one training window" 2 "$P" --check "$D" --seq-len 1000000
+
+# damaged tokenizers
+damaged; truncate -s -4 "$TMP/bad/tokenizer.bin"
+expect_error tokenizer_truncated "tokenizer.bin: file is" 2 "$P" --check "$TMP/bad"
+expect_error tokenizer_hint "to rebuild it" 2 "$P" --check "$TMP/bad"
+damaged; patch_bytes "$TMP/bad/tokenizer.bin" 0 'GPT2BPE!'
+expect_error tokenizer_wrong_magic 'expected "BOOSTBPE"' 2 "$P" --encode "$TMP/bad/tokenizer.bin" "hi"
+damaged; patch_bytes "$TMP/bad/tokenizer.bin" 8 '\007'
+expect_error tokenizer_wrong_version "tokenizer format version 7, expected 1" 2 "$P" --check "$TMP/bad"
+damaged; patch_bytes "$TMP/bad/tokenizer.bin" 20 '\000\001\000\000'
+expect_error tokenizer_bad_merge "merge 0 = (256, " 2 "$P" --check "$TMP/bad"
+expect_error decode_out_of_range "outside the tokenizer's vocabulary" 2 "$P" --decode "$D/tokenizer.bin" 300
+
+# bad datasets and arguments
+expect_error missing_text_file "cannot read $TMP/nope.txt" 2 "$P" --dataset "text:$TMP/nope.txt" --vocab 300 --cache-dir "$C"
+: >"$TMP/empty.txt"
+expect_error empty_text_file "is empty" 2 "$P" --dataset "text:$TMP/empty.txt" --vocab 300 --cache-dir "$C"
+expect_error unknown_dataset 'unknown dataset "wikitext"' 2 "$P" --dataset wikitext --vocab 300 --cache-dir "$C"
+expect_error unknown_dataset_hint "kjv, tinyshakespeare, synthetic, text:PATH" 2 "$P" --dataset wikitext --vocab 300 --cache-dir "$C"
+expect_error tinyshakespeare_offline "could not download tinyshakespeare from http://127.0.0.1:9/input.txt (no network?)" 2 \
+    env BOOST_TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt "$P" --dataset tinyshakespeare --vocab 300 --cache-dir "$TMP/c2"
+expect_error tinyshakespeare_offline_hint "put the file at $TMP/c2/downloads/tinyshakespeare.txt, or use data.dataset: text:PATH" 2 \
+    env BOOST_TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt "$P" --dataset tinyshakespeare --vocab 300 --cache-dir "$TMP/c2"
+mkdir -p "$TMP/emptybin"
+expect_error kjv_without_bible "apt-get install bible-kjv" 2 env PATH="$TMP/emptybin" "$P" --dataset kjv --vocab 300 --cache-dir "$C"
+expect_error vocab_too_small "expected 256.." 2 "$P" --dataset "text:$TMP/corpus.txt" --vocab 100 --cache-dir "$C"
+expect_error vocab_not_a_number "--vocab expects an integer" 2 "$P" --dataset kjv --vocab lots
+expect_error val_fraction_range "data.val_fraction must be in [0, 1)" 2 "$P" --dataset "text:$TMP/corpus.txt" --vocab 300 --val-fraction 1.5 --cache-dir "$C"
+expect_error unknown_option 'unknown option "--vocabulary"' 2 "$P" --dataset kjv --vocabulary 300
+expect_error no_arguments "usage:" 2 "$P"
+
+# synthetic: no tokenizer, 32-bit tokens for a 70000-token vocabulary
+out=$("$P" --dataset synthetic --vocab 70000 --synthetic-tokens 20000 --cache-dir "$C" 2>/dev/null)
+DS=$(awk '$1 == "dir" {print $2}' <<<"$out")
+if [ -n "$DS" ] && [ ! -e "$DS/tokenizer.bin" ] && [ "$(stat -c %s "$DS/train.tok")" = $((64 + 4 * 19000)) ]; then
+    pass synthetic_32bit
+else
+    fail synthetic_32bit "dir '$DS'; $out"
+fi
+expect_ok synthetic_check "$P" --check "$DS" --model-vocab 70000

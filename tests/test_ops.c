@@ -1,0 +1,694 @@
+// test_ops.c — every op in src/ops: finite-difference gradient checks of each backward
+// against its forward, naive references, accumulation, aliasing, determinism, and guard
+// regions around every output (ggml-style: a write one element out of bounds fails).
+//
+// Finite differences: the objective is L = sum(out * w) with fixed random w, so dL/dout = w
+// is what we feed to backward. The forward runs in fp32 but L is summed in double.
+// Central differences with eps = 1e-3 have truncation error O(eps^2 * f''') ~ 1e-6
+// (inputs are O(1)), but the fp32 forward rounds each output by ~6e-8 relative, and that
+// noise is divided by 2*eps: ~3e-5 * sqrt(#outputs) * |out| in the difference quotient,
+// i.e. up to a few 1e-4 here. Hence |g_fd - g| <= atol + rtol*|g| with atol = 1e-3
+// (noise floor) and rtol = 1e-2 (relative noise on large gradients); a wrong formula
+// (missing term, wrong sign, wrong index) is off by O(1) and fails by orders of magnitude.
+#include <stdint.h>
+#include <omp.h>
+#include "testlib.h"
+#include "ops/ops.h"
+#include "ops/fastmath.h"
+#include "core/rng.h"
+
+TL_MAIN_DEFS
+
+#define FD_EPS 1e-3
+#define FD_ATOL 1e-3
+#define FD_RTOL 1e-2
+
+// ---- guarded buffers -----------------------------------------------------------------
+// Every buffer has GUARD floats on each side holding a sentinel bit pattern (a NaN that
+// no op produces). gcheck() verifies all live buffers; gfree_all() releases them.
+#define GUARD 16
+#define MAXBUF 256
+static const uint32_t SENTINEL = 0x7fa5a5a5u;
+static float *g_bufs[MAXBUF]; static size_t g_lens[MAXBUF]; static int g_nbuf;
+
+static float sentinel_f(void) { float f; memcpy(&f, &SENTINEL, 4); return f; }
+static float *galloc(size_t n) {
+    if (g_nbuf == MAXBUF) { fprintf(stderr, "test_ops: too many buffers\n"); exit(1); }
+    float *base = malloc(sizeof(float) * (n + 2 * GUARD));
+    float s = sentinel_f();
+    for (size_t i = 0; i < n + 2 * GUARD; i++) base[i] = s;
+    g_bufs[g_nbuf] = base; g_lens[g_nbuf++] = n;
+    return base + GUARD;
+}
+// 1 if every guard of every live buffer is intact.
+static int gcheck(void) {
+    for (int b = 0; b < g_nbuf; b++) {
+        const float *base = g_bufs[b]; size_t n = g_lens[b];
+        for (size_t i = 0; i < GUARD; i++) {
+            if (memcmp(&base[i], &SENTINEL, 4) || memcmp(&base[GUARD + n + i], &SENTINEL, 4)) return 0;
+        }
+    }
+    return 1;
+}
+static void gfree_all(void) { for (int b = 0; b < g_nbuf; b++) free(g_bufs[b]); g_nbuf = 0; }
+
+static Rng g_rng = { 12345 };
+// Uniform in [-a, a).
+static float *grand(size_t n, float a) {
+    float *p = galloc(n);
+    for (size_t i = 0; i < n; i++) p[i] = (2.0f * rng_uniform(&g_rng) - 1.0f) * a;
+    return p;
+}
+static float *gzeros(size_t n) { float *p = galloc(n); memset(p, 0, sizeof(float) * n); return p; }
+static float *gcopy(const float *src, size_t n) { float *p = galloc(n); memcpy(p, src, sizeof(float) * n); return p; }
+static double dot_d(const float *a, const float *w, size_t n) {
+    double s = 0; for (size_t i = 0; i < n; i++) s += (double)a[i] * w[i]; return s;
+}
+
+// ---- finite-difference driver --------------------------------------------------------
+// f(ctx) runs the forward on the current inputs and returns L in double.
+typedef double (*ObjFn)(void *ctx);
+// Perturbs each x[i], compares the central difference with g[i]. Returns the worst
+// |fd - g| / (atol + rtol*|g|) (<= 1 passes) and describes the worst element in msg.
+static double fd_check(ObjFn f, void *ctx, float *x, const float *g, size_t n, char *msg, size_t msglen) {
+    double worst = 0;
+    snprintf(msg, msglen, "ok");
+    for (size_t i = 0; i < n; i++) {
+        float x0 = x[i];
+        float xp = (float)(x0 + FD_EPS), xm = (float)(x0 - FD_EPS);
+        x[i] = xp; double lp = f(ctx);
+        x[i] = xm; double lm = f(ctx);
+        x[i] = x0;
+        double fd = (lp - lm) / ((double)xp - (double)xm);   // the step fp32 actually took
+        double r = fabs(fd - g[i]) / (FD_ATOL + FD_RTOL * fabs(g[i]));
+        if (!(r <= worst)) {
+            worst = r;
+            snprintf(msg, msglen, "element %zu: fd %.6g vs backward %.6g", i, fd, (double)g[i]);
+        }
+    }
+    return worst;
+}
+#define FD_EXPECT(what, f, ctx, x, g, n) do { char m_[200]; \
+    double r_ = fd_check((f), (ctx), (x), (g), (n), m_, sizeof m_); \
+    EXPECT(r_ <= 1.0, "%s: gradient mismatch (ratio %.3g): %s", (what), r_, m_); } while (0)
+#define GUARDS_EXPECT() EXPECT(gcheck(), "a guard region was overwritten")
+
+// max |a-b| / (atol + rtol*|b|) <= 1
+#define CLOSE_EXPECT(what, a, b, n, atol, rtol) do { size_t w_; \
+    double r_ = tl_close_ratio((a), (b), (n), (atol), (rtol), &w_); \
+    EXPECT(r_ <= 1.0, "%s: mismatch ratio %.3g at %zu: %.8g vs %.8g", (what), r_, w_, \
+           (double)(a)[w_], (double)(b)[w_]); } while (0)
+#define SAME_EXPECT(what, a, b, n) \
+    EXPECT(memcmp((a), (b), sizeof(float) * (n)) == 0, "%s: results differ bitwise", (what))
+
+// ====================================================================================
+// matmul
+typedef struct { float *y, *x, *W, *w; int N, din, dout, wt; } MatCtx;
+static double mat_obj(void *p) {
+    MatCtx *c = p;
+    if (c->wt) matmul_forward_wt(c->y, c->x, c->W, c->N, c->din, c->dout, 0);
+    else matmul_forward(c->y, c->x, c->W, c->N, c->din, c->dout, 0);
+    return dot_d(c->y, c->w, (size_t)c->N * c->dout);
+}
+// y[N,dout] = x @ W in double; W is [din,dout] or (wt) [dout,din]
+static void mat_ref(float *y, const float *x, const float *W, int N, int din, int dout, int wt) {
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < dout; o++) {
+            double s = 0;
+            for (int i = 0; i < din; i++) s += (double)x[n * din + i] * (wt ? W[o * din + i] : W[i * dout + o]);
+            y[n * dout + o] = (float)s;
+        }
+}
+
+TEST(matmul_matches_naive) {
+    int shapes[][3] = { {5, 7, 3}, {37, 19, 23}, {64, 130, 70} };
+    for (int s = 0; s < 3; s++)
+        for (int wt = 0; wt < 2; wt++) {
+            int N = shapes[s][0], din = shapes[s][1], dout = shapes[s][2];
+            float *x = grand((size_t)N * din, 1), *W = grand((size_t)din * dout, 1);
+            float *y = galloc((size_t)N * dout), *r = galloc((size_t)N * dout);
+            if (wt) matmul_forward_wt(y, x, W, N, din, dout, 0); else matmul_forward(y, x, W, N, din, dout, 0);
+            mat_ref(r, x, W, N, din, dout, wt);
+            CLOSE_EXPECT(wt ? "matmul_wt" : "matmul", y, r, (size_t)N * dout, 1e-5, 1e-5);
+            // accumulate = 1 adds onto y
+            if (wt) matmul_forward_wt(y, x, W, N, din, dout, 1); else matmul_forward(y, x, W, N, din, dout, 1);
+            for (size_t i = 0; i < (size_t)N * dout; i++) r[i] *= 2;
+            CLOSE_EXPECT("matmul accumulate=1", y, r, (size_t)N * dout, 1e-5, 1e-5);
+        }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+TEST(matmul_gradcheck) {
+    for (int wt = 0; wt < 2; wt++) {
+        MatCtx c = { .N = 5, .din = 7, .dout = 3, .wt = wt };
+        c.x = grand(35, 1); c.W = grand(21, 1); c.y = galloc(15); c.w = grand(15, 1);
+        float *dx = gzeros(35), *dW = gzeros(21);
+        if (wt) matmul_backward_wt(dx, dW, c.w, c.x, c.W, 5, 7, 3); else matmul_backward(dx, dW, c.w, c.x, c.W, 5, 7, 3);
+        FD_EXPECT(wt ? "matmul_wt dx" : "matmul dx", mat_obj, &c, c.x, dx, 35);
+        FD_EXPECT(wt ? "matmul_wt dW" : "matmul dW", mat_obj, &c, c.W, dW, 21);
+        // NULL skips that gradient
+        float *dx2 = gzeros(35), *dW2 = gzeros(21);
+        if (wt) { matmul_backward_wt(dx2, NULL, c.w, c.x, c.W, 5, 7, 3); matmul_backward_wt(NULL, dW2, c.w, c.x, c.W, 5, 7, 3); }
+        else { matmul_backward(dx2, NULL, c.w, c.x, c.W, 5, 7, 3); matmul_backward(NULL, dW2, c.w, c.x, c.W, 5, 7, 3); }
+        SAME_EXPECT("matmul dx alone", dx2, dx, 35);
+        SAME_EXPECT("matmul dW alone", dW2, dW, 21);
+    }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// ====================================================================================
+// RMSNorm
+typedef struct { float *y, *rstd, *x, *gamma, *w; int N, d; float eps; } RmsCtx;
+static double rms_obj(void *p) {
+    RmsCtx *c = p;
+    rmsnorm_forward(c->y, c->rstd, c->x, c->gamma, c->N, c->d, c->eps);
+    return dot_d(c->y, c->w, (size_t)c->N * c->d);
+}
+
+TEST(rmsnorm_forward_reference) {
+    int N = 7, d = 13; float eps = 1e-5f;
+    float *x = grand(N * d, 2), *gamma = grand(d, 1.5f), *y = galloc(N * d), *rstd = galloc(N), *ref = galloc(N * d);
+    rmsnorm_forward(y, rstd, x, gamma, N, d, eps);
+    for (int n = 0; n < N; n++) {
+        double ss = 0; for (int j = 0; j < d; j++) ss += (double)x[n * d + j] * x[n * d + j];
+        double r = 1.0 / sqrt(ss / d + eps);
+        EXPECT(fabs(rstd[n] - r) <= 1e-6 * r, "rstd[%d] %.8g vs %.8g", n, rstd[n], r);
+        for (int j = 0; j < d; j++) ref[n * d + j] = (float)(x[n * d + j] * r * gamma[j]);
+    }
+    CLOSE_EXPECT("rmsnorm y", y, ref, N * d, 1e-6, 1e-5);
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+TEST(rmsnorm_gradcheck) {
+    int shapes[][2] = { {7, 13}, {3, 70} };   // d=70 spans two dgamma column blocks
+    for (int s = 0; s < 2; s++) {
+        RmsCtx c = { .N = shapes[s][0], .d = shapes[s][1], .eps = 1e-5f };
+        size_t nd = (size_t)c.N * c.d;
+        c.x = grand(nd, 2); c.gamma = grand(c.d, 1.5f); c.y = galloc(nd); c.rstd = galloc(c.N); c.w = grand(nd, 1);
+        rms_obj(&c);
+        float *dx = gzeros(nd), *dg = gzeros(c.d);
+        rmsnorm_backward(dx, dg, c.w, c.x, c.gamma, c.rstd, c.N, c.d);
+        FD_EXPECT("rmsnorm dx", rms_obj, &c, c.x, dx, nd);
+        FD_EXPECT("rmsnorm dgamma", rms_obj, &c, c.gamma, dg, c.d);
+    }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// ====================================================================================
+// activations
+typedef struct { float *z, *g, *u, *w; size_t n; int mode; } ActCtx;   // mode: 0 silu, 1 swiglu, 2 g*u
+static double act_obj(void *p) {
+    ActCtx *c = p;
+    if (c->mode == 0) silu_forward(c->z, c->g, c->n);
+    else swiglu_forward(c->z, c->g, c->u, c->n, c->mode == 1);
+    return dot_d(c->z, c->w, c->n);
+}
+
+TEST(activation_forward_reference) {
+    size_t n = 1000;
+    float *g = grand(n, 12), *u = grand(n, 2), *z = galloc(n), *ref = galloc(n);
+    g[0] = -100.0f; g[1] = 100.0f; g[2] = 0.0f;    // saturated ends of the sigmoid
+    silu_forward(z, g, n);
+    for (size_t i = 0; i < n; i++) ref[i] = (float)(g[i] / (1.0 + exp(-(double)g[i])));
+    CLOSE_EXPECT("silu", z, ref, n, 1e-7, 1e-6);
+    swiglu_forward(z, g, u, n, 1);
+    for (size_t i = 0; i < n; i++) ref[i] = (float)(g[i] / (1.0 + exp(-(double)g[i])) * u[i]);
+    CLOSE_EXPECT("swiglu silu", z, ref, n, 1e-7, 1e-6);
+    swiglu_forward(z, g, u, n, 0);
+    for (size_t i = 0; i < n; i++) ref[i] = g[i] * u[i];
+    SAME_EXPECT("swiglu plain", z, ref, n);
+    float *x = gcopy(g, n);
+    add_inplace(x, u, n);
+    for (size_t i = 0; i < n; i++) ref[i] = g[i] + u[i];
+    SAME_EXPECT("add_inplace", x, ref, n);
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+TEST(activation_gradcheck) {
+    size_t n = 13;
+    for (int mode = 0; mode < 3; mode++) {
+        ActCtx c = { .n = n, .mode = mode };
+        c.g = grand(n, 4); c.u = grand(n, 2); c.z = galloc(n); c.w = grand(n, 1);
+        float *dg = gzeros(n), *du = gzeros(n);
+        if (mode == 0) silu_backward(dg, c.w, c.g, n);
+        else swiglu_backward(dg, du, c.w, c.g, c.u, n, mode == 1);
+        const char *name = mode == 0 ? "silu dx" : mode == 1 ? "swiglu(silu) dg" : "swiglu(plain) dg";
+        FD_EXPECT(name, act_obj, &c, c.g, dg, n);
+        if (mode) {
+            FD_EXPECT(mode == 1 ? "swiglu(silu) du" : "swiglu(plain) du", act_obj, &c, c.u, du, n);
+            // one gradient at a time (NULL other) gives the same values
+            float *dg2 = gzeros(n), *du2 = gzeros(n);
+            swiglu_backward(dg2, NULL, c.w, c.g, c.u, n, mode == 1);
+            swiglu_backward(NULL, du2, c.w, c.g, c.u, n, mode == 1);
+            CLOSE_EXPECT("swiglu dg alone", dg2, dg, n, 1e-7, 1e-6);
+            CLOSE_EXPECT("swiglu du alone", du2, du, n, 1e-7, 1e-6);
+        }
+    }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// ====================================================================================
+// RoPE
+typedef struct { float *x, *buf, *w; int B, T, H, hd; float theta; } RopeCtx;
+static double rope_obj(void *p) {
+    RopeCtx *c = p;
+    size_t n = (size_t)c->B * c->T * c->H * c->hd;
+    memcpy(c->buf, c->x, sizeof(float) * n);
+    rope_forward(c->buf, c->B, c->T, c->H, c->hd, c->theta);
+    return dot_d(c->buf, c->w, n);
+}
+// Double-precision reference of the documented formula.
+static void rope_ref(float *y, const float *x, int B, int T, int H, int hd, double theta) {
+    int half = hd / 2;
+    for (int b = 0; b < B; b++) for (int t = 0; t < T; t++) for (int h = 0; h < H; h++) {
+        size_t o = (((size_t)b * T + t) * H + h) * hd;
+        for (int i = 0; i < half; i++) {
+            double a = t * pow(theta, -2.0 * i / hd), x0 = x[o + i], x1 = x[o + i + half];
+            y[o + i] = (float)(x0 * cos(a) - x1 * sin(a));
+            y[o + i + half] = (float)(x0 * sin(a) + x1 * cos(a));
+        }
+    }
+}
+
+TEST(rope_reference_and_identity) {
+    // T=4096: angles up to ~4096 rad, where an fp32 angle would be visibly off.
+    int cases[][4] = { {2, 5, 3, 6}, {1, 4096, 2, 64} };
+    for (int s = 0; s < 2; s++) {
+        int B = cases[s][0], T = cases[s][1], H = cases[s][2], hd = cases[s][3];
+        size_t n = (size_t)B * T * H * hd;
+        float *x = grand(n, 1), *y = gcopy(x, n), *ref = galloc(n);
+        rope_forward(y, B, T, H, hd, 10000.0f);
+        rope_ref(ref, x, B, T, H, hd, 10000.0);
+        CLOSE_EXPECT("rope vs double reference", y, ref, n, 2e-6, 1e-5);
+        rope_backward(y, B, T, H, hd, 10000.0f);    // inverse rotation
+        CLOSE_EXPECT("rope_backward(rope_forward(x)) == x", y, x, n, 2e-6, 1e-5);
+    }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+TEST(rope_gradcheck) {
+    float thetas[] = { 10000.0f, 3.0f };   // small theta: large angles even at T=5
+    for (int s = 0; s < 2; s++) {
+        RopeCtx c = { .B = 2, .T = 5, .H = 3, .hd = 6, .theta = thetas[s] };
+        size_t n = 2 * 5 * 3 * 6;
+        c.x = grand(n, 1); c.buf = galloc(n); c.w = grand(n, 1);
+        float *dx = gcopy(c.w, n);
+        rope_backward(dx, c.B, c.T, c.H, c.hd, c.theta);   // in place: dL/dx from dL/dy
+        FD_EXPECT("rope dx", rope_obj, &c, c.x, dx, n);
+    }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// ====================================================================================
+// attention
+typedef struct { float *out, *att, *q, *k, *v, *w; int B, T, H, Hkv, hd; } AttCtx;
+static double att_obj(void *p) {
+    AttCtx *c = p;
+    attention_forward(c->out, c->att, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
+    return dot_d(c->out, c->w, (size_t)c->B * c->T * c->H * c->hd);
+}
+
+// Naive double-precision attention forward and backward (per element, straight from
+// the definitions) — independent of the blocked sgemm implementation.
+static void att_ref(float *out, float *att, float *dq, float *dk, float *dv, const float *dout,
+                    const float *q, const float *k, const float *v, int B, int T, int H, int Hkv, int hd) {
+    int G = H / Hkv; double sc = 1.0 / sqrt((double)hd);
+    double *P = malloc(sizeof(double) * T * T), *dP = malloc(sizeof(double) * T * T);
+    for (int b = 0; b < B; b++) for (int h = 0; h < H; h++) {
+        int kh = h / G;
+        #define Q_(t, i) q[(((size_t)b * T + (t)) * H + h) * hd + (i)]
+        #define K_(t, i) k[(((size_t)b * T + (t)) * Hkv + kh) * hd + (i)]
+        #define V_(t, i) v[(((size_t)b * T + (t)) * Hkv + kh) * hd + (i)]
+        #define DO_(t, i) dout[(((size_t)b * T + (t)) * H + h) * hd + (i)]
+        for (int t = 0; t < T; t++) {
+            double mx = -1e300;
+            for (int s = 0; s <= t; s++) {
+                double a = 0; for (int i = 0; i < hd; i++) a += (double)Q_(t, i) * K_(s, i);
+                P[t * T + s] = a * sc; if (a * sc > mx) mx = a * sc;
+            }
+            double sum = 0;
+            for (int s = 0; s <= t; s++) { P[t * T + s] = exp(P[t * T + s] - mx); sum += P[t * T + s]; }
+            for (int s = 0; s < T; s++) {
+                P[t * T + s] = s <= t ? P[t * T + s] / sum : 0.0;
+                att[(((size_t)b * H + h) * T + t) * T + s] = (float)P[t * T + s];
+            }
+            for (int i = 0; i < hd; i++) {
+                double o = 0; for (int s = 0; s <= t; s++) o += P[t * T + s] * V_(s, i);
+                out[(((size_t)b * T + t) * H + h) * hd + i] = (float)o;
+            }
+        }
+        if (!dq) continue;
+        for (int t = 0; t < T; t++) {
+            double rd = 0;
+            for (int s = 0; s <= t; s++) {
+                double a = 0; for (int i = 0; i < hd; i++) a += (double)DO_(t, i) * V_(s, i);
+                dP[t * T + s] = a; rd += a * P[t * T + s];
+            }
+            for (int s = 0; s <= t; s++) {
+                double ds = P[t * T + s] * (dP[t * T + s] - rd) * sc;
+                for (int i = 0; i < hd; i++) {
+                    dq[(((size_t)b * T + t) * H + h) * hd + i] += (float)(ds * K_(s, i));
+                    dk[(((size_t)b * T + s) * Hkv + kh) * hd + i] += (float)(ds * Q_(t, i));
+                    dv[(((size_t)b * T + s) * Hkv + kh) * hd + i] += (float)(P[t * T + s] * DO_(t, i));
+                }
+            }
+        }
+        #undef Q_
+        #undef K_
+        #undef V_
+        #undef DO_
+    }
+    free(P); free(dP);
+}
+
+TEST(attention_matches_naive) {
+    // T=150 spans three causal row blocks (the last one ragged); B*H >= threads takes the
+    // OpenMP-over-heads path, B=1,H=Hkv=1 the serial path with threaded sgemm.
+    int cases[][5] = { {2, 150, 4, 2, 8}, {1, 150, 1, 1, 16}, {2, 5, 3, 1, 6}, {3, 64, 2, 2, 4} };
+    for (int s = 0; s < 4; s++) {
+        int B = cases[s][0], T = cases[s][1], H = cases[s][2], Hkv = cases[s][3], hd = cases[s][4];
+        size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T * T;
+        float *q = grand(nq, 1.5f), *k = grand(nk, 1.5f), *v = grand(nk, 1), *dout = grand(nq, 1);
+        float *out = galloc(nq), *att = galloc(na), *rout = galloc(nq), *ratt = galloc(na);
+        float *dq = gzeros(nq), *dk = gzeros(nk), *dv = gzeros(nk);
+        float *rdq = gzeros(nq), *rdk = gzeros(nk), *rdv = gzeros(nk);
+        attention_forward(out, att, q, k, v, B, T, H, Hkv, hd);
+        attention_backward(dq, dk, dv, dout, q, k, v, att, B, T, H, Hkv, hd);
+        att_ref(rout, ratt, rdq, rdk, rdv, dout, q, k, v, B, T, H, Hkv, hd);
+        CLOSE_EXPECT("attention out", out, rout, nq, 1e-5, 1e-4);
+        CLOSE_EXPECT("attention att", att, ratt, na, 1e-6, 1e-4);
+        CLOSE_EXPECT("attention dq", dq, rdq, nq, 1e-5, 1e-4);
+        CLOSE_EXPECT("attention dk", dk, rdk, nk, 1e-5, 1e-4);
+        CLOSE_EXPECT("attention dv", dv, rdv, nk, 1e-5, 1e-4);
+        int upper_zero = 1;
+        for (int bh = 0; bh < B * H; bh++) for (int t = 0; t < T; t++) for (int u = t + 1; u < T; u++)
+            if (att[((size_t)bh * T + t) * T + u] != 0.0f) upper_zero = 0;
+        EXPECT(upper_zero, "att above the diagonal is not exactly 0");
+        GUARDS_EXPECT();
+        gfree_all();
+    }
+}
+
+TEST(attention_gradcheck) {
+    // odd shapes, grouped KV (H=3, Hkv=1), plain MHA, and T=70 > one causal block.
+    int cases[][5] = { {2, 5, 3, 1, 6}, {1, 7, 2, 2, 4}, {1, 70, 2, 1, 4} };
+    for (int s = 0; s < 3; s++) {
+        AttCtx c = { .B = cases[s][0], .T = cases[s][1], .H = cases[s][2], .Hkv = cases[s][3], .hd = cases[s][4] };
+        size_t nq = (size_t)c.B * c.T * c.H * c.hd, nk = (size_t)c.B * c.T * c.Hkv * c.hd;
+        c.q = grand(nq, 1.5f); c.k = grand(nk, 1.5f); c.v = grand(nk, 1); c.w = grand(nq, 1);
+        c.out = galloc(nq); c.att = galloc((size_t)c.B * c.H * c.T * c.T);
+        att_obj(&c);
+        float *dq = gzeros(nq), *dk = gzeros(nk), *dv = gzeros(nk);
+        attention_backward(dq, dk, dv, c.w, c.q, c.k, c.v, c.att, c.B, c.T, c.H, c.Hkv, c.hd);
+        FD_EXPECT("attention dq", att_obj, &c, c.q, dq, nq);
+        FD_EXPECT("attention dk", att_obj, &c, c.k, dk, nk);
+        FD_EXPECT("attention dv", att_obj, &c, c.v, dv, nk);
+    }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// ====================================================================================
+// embedding
+typedef struct { float *out, *wte, *w; const int32_t *tok; int N, d; } EmbCtx;
+static double emb_obj(void *p) {
+    EmbCtx *c = p;
+    embedding_forward(c->out, c->tok, c->wte, c->N, c->d);
+    return dot_d(c->out, c->w, (size_t)c->N * c->d);
+}
+
+TEST(embedding_forward_and_gradcheck) {
+    int32_t tok[9] = { 3, 0, 3, 4, 1, 3, 0, 2, 4 };   // repeats: the scatter-add must sum them
+    int ds[] = { 13, 45 };                             // 45 spans two column blocks
+    for (int s = 0; s < 2; s++) {
+        int V = 5, N = 9, d = ds[s];
+        EmbCtx c = { .tok = tok, .N = N, .d = d };
+        c.wte = grand((size_t)V * d, 1); c.out = galloc((size_t)N * d); c.w = grand((size_t)N * d, 1);
+        emb_obj(&c);
+        int ok = 1;
+        for (int i = 0; i < N; i++) if (memcmp(c.out + i * d, c.wte + tok[i] * d, sizeof(float) * d)) ok = 0;
+        EXPECT(ok, "embedding_forward did not copy the rows");
+        float *dw = gzeros((size_t)V * d);
+        embedding_backward(dw, c.w, tok, N, d);
+        FD_EXPECT("embedding dwte", emb_obj, &c, c.wte, dw, (size_t)V * d);
+    }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// ====================================================================================
+// cross-entropy
+typedef struct { float *logits, *losses; const int32_t *tgt; int N, V; float dscale; } CeCtx;
+static double ce_obj(void *p) {
+    CeCtx *c = p;
+    return c->dscale * crossentropy_forward_backward(NULL, c->losses, c->logits, c->tgt, c->N, c->V, 0.0f);
+}
+
+TEST(crossentropy_gradcheck) {
+    int32_t tgt[4] = { 2, 10, 0, 7 };
+    CeCtx c = { .tgt = tgt, .N = 4, .V = 11, .dscale = 0.7f };
+    c.logits = grand(44, 3); c.losses = galloc(4);
+    float *dl = galloc(44);
+    crossentropy_forward_backward(dl, c.losses, c.logits, tgt, 4, 11, c.dscale);
+    FD_EXPECT("crossentropy dlogits", ce_obj, &c, c.logits, dl, 44);
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+TEST(crossentropy_reference_and_inplace) {
+    // V=32000 with large logits: exercises the exp range and the long double sums.
+    int N = 5, V = 32000;
+    int32_t tgt[5] = { 0, 31999, 17, 12345, 500 };
+    float *logits = grand((size_t)N * V, 20), *losses = galloc(N), *dl = galloc((size_t)N * V);
+    float *rl = galloc(N), *rdl = galloc((size_t)N * V);
+    logits[3 * V + 17] = 200.0f;   // one dominant logit (all other exps underflow)
+    float dscale = 1.0f / N;
+    double tot = crossentropy_forward_backward(dl, losses, logits, tgt, N, V, dscale);
+    double rtot = 0;
+    for (int n = 0; n < N; n++) {
+        const float *x = logits + (size_t)n * V;
+        double mx = -1e300, s = 0;
+        for (int j = 0; j < V; j++) if (x[j] > mx) mx = x[j];
+        for (int j = 0; j < V; j++) s += exp(x[j] - mx);
+        double lse = mx + log(s);
+        rl[n] = (float)(lse - x[tgt[n]]); rtot += lse - x[tgt[n]];
+        for (int j = 0; j < V; j++) rdl[(size_t)n * V + j] = (float)(dscale * (exp(x[j] - lse) - (j == tgt[n])));
+    }
+    CLOSE_EXPECT("crossentropy losses", losses, rl, N, 1e-5, 1e-6);
+    EXPECT(fabs(tot - rtot) <= 1e-5 * (1 + fabs(rtot)), "loss sum %.10g vs %.10g", tot, rtot);
+    CLOSE_EXPECT("crossentropy dlogits", dl, rdl, (size_t)N * V, 1e-9, 1e-5);
+    // in place (dlogits == logits) gives the same bits; loss-only mode gives the same losses
+    float *inplace = gcopy(logits, (size_t)N * V), *l2 = galloc(N), *l3 = galloc(N);
+    double tot2 = crossentropy_forward_backward(inplace, l2, inplace, tgt, N, V, dscale);
+    SAME_EXPECT("in-place dlogits", inplace, dl, (size_t)N * V);
+    SAME_EXPECT("in-place losses", l2, losses, N);
+    EXPECT(tot2 == tot, "in-place loss sum differs");
+    double tot3 = crossentropy_forward_backward(NULL, l3, logits, tgt, N, V, 0.0f);
+    SAME_EXPECT("loss-only losses", l3, losses, N);
+    EXPECT(tot3 == tot, "loss-only sum differs");
+    EXPECT(crossentropy_forward_backward(NULL, NULL, logits, tgt, N, V, 0.0f) == tot, "losses=NULL sum differs");
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// ====================================================================================
+// AdamW and the norm helpers
+TEST(adamw_matches_scalar_reference) {
+    size_t n = 37;
+    float lr = 1e-2f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f;
+    float *p = grand(n, 1), *m = gzeros(n), *v = gzeros(n);
+    double *rp = malloc(sizeof(double) * n), *rm = calloc(n, sizeof(double)), *rv = calloc(n, sizeof(double));
+    for (size_t i = 0; i < n; i++) rp[i] = p[i];
+    for (int t = 1; t <= 3; t++) {
+        float *g = grand(n, 1);
+        float *gsave = gcopy(g, n);
+        adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, t);
+        SAME_EXPECT("adamw leaves grad untouched", g, gsave, n);
+        for (size_t i = 0; i < n; i++) {   // the formula in ops.h, in double
+            rm[i] = b1 * rm[i] + (1.0 - b1) * g[i];
+            rv[i] = b2 * rv[i] + (1.0 - b2) * (double)g[i] * g[i];
+            double mh = rm[i] / (1.0 - pow(b1, t)), vh = rv[i] / (1.0 - pow(b2, t));
+            rp[i] -= lr * (mh / (sqrt(vh) + eps) + wd * rp[i]);
+        }
+    }
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs(p[i] - rp[i]) / (1e-6 + 1e-5 * fabs(rp[i]));
+        if (e > worst) worst = e;
+        e = fabs(m[i] - rm[i]) / (1e-7 + 1e-5 * fabs(rm[i])); if (e > worst) worst = e;
+        e = fabs(v[i] - rv[i]) / (1e-9 + 1e-5 * fabs(rv[i])); if (e > worst) worst = e;
+    }
+    EXPECT(worst <= 1.0, "adamw differs from the reference (ratio %.3g)", worst);
+    free(rp); free(rm); free(rv);
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+TEST(sumsq_and_scale) {
+    size_t n = 2 * 65536 + 17;   // straddles the fixed reduction chunks
+    float *x = grand(n, 3);
+    double ref = 0; for (size_t i = 0; i < n; i++) ref += (double)x[i] * x[i];
+    double s = sumsq(x, n);
+    EXPECT(fabs(s - ref) <= 1e-12 * ref, "sumsq %.15g vs %.15g", s, ref);
+    EXPECT(sumsq(x, 0) == 0.0, "sumsq of nothing");
+    float *y = gcopy(x, n), *ry = galloc(n);
+    scale_inplace(y, 0.37f, n);
+    for (size_t i = 0; i < n; i++) ry[i] = x[i] * 0.37f;
+    SAME_EXPECT("scale_inplace", y, ry, n);
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+TEST(fast_expf_accuracy) {
+    double worst = 0;
+    for (int i = 0; i <= 2000000; i++) {
+        float x = -87.0f + 175.0f * (float)i / 2000000.0f;
+        double e = exp((double)x), r = fabs(fast_expf(x) - e) / e;
+        if (r > worst) worst = r;
+    }
+    EXPECT(worst < 2e-7, "fast_expf max relative error %.3g", worst);
+    EXPECT(isnan(fast_expf(NAN)), "NaN must propagate");
+    EXPECT(fast_expf(-INFINITY) < 1.2e-38f && fast_expf(-1000.0f) >= 0.0f, "large negative -> ~0");
+    EXPECT(fast_expf(0.0f) == 1.0f, "exp(0) = %.9g", fast_expf(0.0f));
+}
+
+// ====================================================================================
+// every backward accumulates: from G0, one call gives G0 + g; from 0, two calls give 2g.
+// Returns the worst closeness ratio over the given gradient buffers.
+typedef void (*BwdFn)(float **grads, void *ctx);
+static double accum_ratio(BwdFn f, void *ctx, int ng, const size_t *sizes) {
+    float *g1[8], *g2[8], *g0[8], *gacc[8];
+    for (int i = 0; i < ng; i++) {
+        g1[i] = gzeros(sizes[i]); g2[i] = gzeros(sizes[i]);
+        g0[i] = grand(sizes[i], 1); gacc[i] = gcopy(g0[i], sizes[i]);
+    }
+    f(g1, ctx);                  // g
+    f(g2, ctx); f(g2, ctx);      // 2g
+    f(gacc, ctx);                // G0 + g
+    double worst = 0;
+    for (int i = 0; i < ng; i++) {
+        for (size_t j = 0; j < sizes[i]; j++) {
+            double twice = 2.0 * g1[i][j], plus = (double)g0[i][j] + g1[i][j];
+            double e1 = fabs(g2[i][j] - twice) / (1e-6 + 1e-5 * fabs(twice));
+            double e2 = fabs(gacc[i][j] - plus) / (1e-6 + 1e-5 * fabs(plus));
+            if (!(e1 <= worst)) worst = e1;
+            if (!(e2 <= worst)) worst = e2;
+        }
+    }
+    return worst;
+}
+typedef struct { const float *a, *b, *c, *d, *e; const int32_t *tok; int i0, i1, i2, i3, i4; } AnyCtx;
+static void bw_matmul(float **g, void *p) { AnyCtx *c = p; matmul_backward(g[0], g[1], c->a, c->b, c->c, c->i0, c->i1, c->i2); }
+static void bw_matmul_wt(float **g, void *p) { AnyCtx *c = p; matmul_backward_wt(g[0], g[1], c->a, c->b, c->c, c->i0, c->i1, c->i2); }
+static void bw_rms(float **g, void *p) { AnyCtx *c = p; rmsnorm_backward(g[0], g[1], c->a, c->b, c->c, c->d, c->i0, c->i1); }
+static void bw_silu(float **g, void *p) { AnyCtx *c = p; silu_backward(g[0], c->a, c->b, (size_t)c->i0); }
+static void bw_swiglu(float **g, void *p) { AnyCtx *c = p; swiglu_backward(g[0], g[1], c->a, c->b, c->c, (size_t)c->i0, c->i1); }
+static void bw_att(float **g, void *p) { AnyCtx *c = p;
+    attention_backward(g[0], g[1], g[2], c->a, c->b, c->c, c->d, c->e, c->i0, c->i1, c->i2, c->i3, c->i4); }
+static void bw_emb(float **g, void *p) { AnyCtx *c = p; embedding_backward(g[0], c->a, c->tok, c->i0, c->i1); }
+
+TEST(backward_accumulates) {
+    double r;
+    {   int N = 37, din = 19, dout = 23;
+        AnyCtx c = { grand((size_t)N * dout, 1), grand((size_t)N * din, 1), grand((size_t)din * dout, 1), 0, 0, 0, N, din, dout, 0, 0 };
+        size_t sz[2] = { (size_t)N * din, (size_t)din * dout };
+        r = accum_ratio(bw_matmul, &c, 2, sz); EXPECT(r <= 1, "matmul_backward (ratio %.3g)", r);
+        r = accum_ratio(bw_matmul_wt, &c, 2, sz); EXPECT(r <= 1, "matmul_backward_wt (ratio %.3g)", r); }
+    {   int N = 7, d = 70;
+        float *x = grand(N * d, 2), *gm = grand(d, 1), *y = galloc(N * d), *rs = galloc(N);
+        rmsnorm_forward(y, rs, x, gm, N, d, 1e-5f);
+        AnyCtx c = { grand(N * d, 1), x, gm, rs, 0, 0, N, d, 0, 0, 0 };
+        size_t sz[2] = { (size_t)N * d, (size_t)d };
+        r = accum_ratio(bw_rms, &c, 2, sz); EXPECT(r <= 1, "rmsnorm_backward (ratio %.3g)", r); }
+    {   int n = 1001;
+        AnyCtx c = { grand(n, 1), grand(n, 4), grand(n, 2), 0, 0, 0, n, 1, 0, 0, 0 };
+        size_t sz[2] = { (size_t)n, (size_t)n };
+        r = accum_ratio(bw_silu, &c, 1, sz); EXPECT(r <= 1, "silu_backward (ratio %.3g)", r);
+        r = accum_ratio(bw_swiglu, &c, 2, sz); EXPECT(r <= 1, "swiglu_backward silu (ratio %.3g)", r);
+        c.i1 = 0; r = accum_ratio(bw_swiglu, &c, 2, sz); EXPECT(r <= 1, "swiglu_backward plain (ratio %.3g)", r); }
+    {   int B = 2, T = 70, H = 4, Hkv = 2, hd = 8;
+        size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
+        float *q = grand(nq, 1), *k = grand(nk, 1), *v = grand(nk, 1), *o = galloc(nq), *att = galloc((size_t)B * H * T * T);
+        attention_forward(o, att, q, k, v, B, T, H, Hkv, hd);
+        AnyCtx c = { grand(nq, 1), q, k, v, att, 0, B, T, H, Hkv, hd };
+        size_t sz[3] = { nq, nk, nk };
+        r = accum_ratio(bw_att, &c, 3, sz); EXPECT(r <= 1, "attention_backward (ratio %.3g)", r); }
+    {   int32_t tok[9] = { 3, 0, 3, 4, 1, 3, 0, 2, 4 };
+        int N = 9, d = 45;
+        AnyCtx c = { grand(N * d, 1), 0, 0, 0, 0, tok, N, d, 0, 0, 0 };
+        size_t sz[1] = { (size_t)5 * d };
+        r = accum_ratio(bw_emb, &c, 1, sz); EXPECT(r <= 1, "embedding_backward (ratio %.3g)", r); }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// ====================================================================================
+// determinism: the same call twice gives identical bits (shapes large enough that every
+// op actually splits work across the OpenMP threads).
+TEST(deterministic) {
+    {   int N = 64, d = 300; size_t nd = (size_t)N * d;
+        float *x = grand(nd, 2), *gm = grand(d, 1), *dy = grand(nd, 1);
+        float *y1 = galloc(nd), *y2 = galloc(nd), *r1 = galloc(N), *r2 = galloc(N);
+        float *dx1 = gzeros(nd), *dx2 = gzeros(nd), *dg1 = gzeros(d), *dg2 = gzeros(d);
+        rmsnorm_forward(y1, r1, x, gm, N, d, 1e-6f); rmsnorm_forward(y2, r2, x, gm, N, d, 1e-6f);
+        rmsnorm_backward(dx1, dg1, dy, x, gm, r1, N, d); rmsnorm_backward(dx2, dg2, dy, x, gm, r2, N, d);
+        SAME_EXPECT("rmsnorm y", y1, y2, nd); SAME_EXPECT("rmsnorm dx", dx1, dx2, nd); SAME_EXPECT("rmsnorm dgamma", dg1, dg2, d); }
+    {   int B = 2, T = 150, H = 4, Hkv = 2, hd = 16;
+        size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T * T;
+        float *q = grand(nq, 1), *k = grand(nk, 1), *v = grand(nk, 1), *dout = grand(nq, 1);
+        float *o1 = galloc(nq), *o2 = galloc(nq), *a1 = galloc(na), *a2 = galloc(na);
+        float *dq1 = gzeros(nq), *dq2 = gzeros(nq), *dk1 = gzeros(nk), *dk2 = gzeros(nk), *dv1 = gzeros(nk), *dv2 = gzeros(nk);
+        attention_forward(o1, a1, q, k, v, B, T, H, Hkv, hd); attention_forward(o2, a2, q, k, v, B, T, H, Hkv, hd);
+        attention_backward(dq1, dk1, dv1, dout, q, k, v, a1, B, T, H, Hkv, hd);
+        attention_backward(dq2, dk2, dv2, dout, q, k, v, a2, B, T, H, Hkv, hd);
+        SAME_EXPECT("attention out", o1, o2, nq); SAME_EXPECT("attention att", a1, a2, na);
+        SAME_EXPECT("attention dq", dq1, dq2, nq); SAME_EXPECT("attention dk", dk1, dk2, nk); SAME_EXPECT("attention dv", dv1, dv2, nk); }
+    {   int N = 64, V = 1000; size_t nv = (size_t)N * V;
+        int32_t tgt[64]; for (int i = 0; i < N; i++) tgt[i] = (i * 37) % V;
+        float *lg = grand(nv, 5), *d1 = galloc(nv), *d2 = galloc(nv), *l1 = galloc(N), *l2 = galloc(N);
+        double s1 = crossentropy_forward_backward(d1, l1, lg, tgt, N, V, 0.5f);
+        double s2 = crossentropy_forward_backward(d2, l2, lg, tgt, N, V, 0.5f);
+        EXPECT(s1 == s2, "crossentropy loss sum"); SAME_EXPECT("crossentropy dlogits", d1, d2, nv); SAME_EXPECT("crossentropy losses", l1, l2, N); }
+    {   int N = 300, d = 100; int32_t tok[300]; for (int i = 0; i < N; i++) tok[i] = (i * i) % 7;
+        float *dout = grand((size_t)N * d, 1), *w1 = gzeros(7 * d), *w2 = gzeros(7 * d);
+        embedding_backward(w1, dout, tok, N, d); embedding_backward(w2, dout, tok, N, d);
+        SAME_EXPECT("embedding dwte", w1, w2, 7 * d); }
+    {   size_t n = 300001; float *x = grand(n, 1);
+        EXPECT(sumsq(x, n) == sumsq(x, n), "sumsq");
+        float *g = grand(n, 1), *p1 = grand(n, 1), *p2 = gcopy(p1, n), *m1 = gzeros(n), *m2 = gzeros(n), *v1 = gzeros(n), *v2 = gzeros(n);
+        adamw_update(p1, g, m1, v1, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1);
+        adamw_update(p2, g, m2, v2, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1);
+        SAME_EXPECT("adamw param", p1, p2, n); }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+int main(void) {
+    RUN(matmul_matches_naive);
+    RUN(matmul_gradcheck);
+    RUN(rmsnorm_forward_reference);
+    RUN(rmsnorm_gradcheck);
+    RUN(activation_forward_reference);
+    RUN(activation_gradcheck);
+    RUN(rope_reference_and_identity);
+    RUN(rope_gradcheck);
+    RUN(attention_matches_naive);
+    RUN(attention_gradcheck);
+    RUN(embedding_forward_and_gradcheck);
+    RUN(crossentropy_gradcheck);
+    RUN(crossentropy_reference_and_inplace);
+    RUN(adamw_matches_scalar_reference);
+    RUN(sumsq_and_scale);
+    RUN(fast_expf_accuracy);
+    RUN(backward_accumulates);
+    RUN(deterministic);
+    TL_EXIT();
+}
