@@ -64,9 +64,18 @@ exp: all
 info: all
 	$(BUILD)/info $(if $(PRESET),--preset $(PRESET)) $(if $(LINEAR),--linear $(LINEAR)) $(ARGS)
 
-bench: all
+# Throughput: build/bench (C engine) then the same step in PyTorch, side by side.
+# BENCH_ARGS is passed to both (docs/benchmarks.md).
+BENCH_ARGS ?= --preset cola-60m --seq 256 --batch 4 --steps 6 --warmup 2
+bench: $(BUILD)/bench
 	@bash .ci/deps.sh --bench
-	@bash src/tools/bench.sh
+	$(BUILD)/bench $(BENCH_ARGS) --json $(BUILD)/bench.json
+	$(PYTHON) analysis/torch_bench.py $(BENCH_ARGS) --compare $(BUILD)/bench.json
+
+# Loss curves of the latest run of each variant of EXP from runs/boost.db.
+.PHONY: figures
+figures:
+	$(PYTHON) analysis/plot_losses.py $(EXP) --db runs/boost.db --out analysis/figures
 
 clean:
 	rm -rf $(BUILD)

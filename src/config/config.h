@@ -9,6 +9,10 @@
 
 typedef enum { LINEAR_DENSE = 0, LINEAR_COLA = 1, LINEAR_SVD = 2 } LinearKind;
 
+// Upper bound on the number of schema keys (all sections together); config.c
+// static-asserts it. Raise it when the schema grows past it.
+#define CONFIG_MAX_KEYS 192
+
 typedef struct {
     char preset[64];        // preset that filled the shape ("" = none); explicit keys override it
     LinearKind linear;      // dense | cola | svd
@@ -53,22 +57,51 @@ typedef struct {
     int threads;            // OpenMP/BLAS threads; 0 = all cores
 } TrainConfig;
 
+// Process grid (docs/parallelism.md): world = tp * pp * dp ranks, TP varies fastest.
+typedef struct {
+    int tp;                 // tensor-parallel ranks
+    int pp;                 // pipeline stages (model.n_layers split evenly)
+    int dp;                 // data-parallel replicas (train.batch_size split evenly)
+    int micro_batches;      // micro-batches per optimizer step: the same number as
+                            // train.grad_accum (set either; both set and different = error)
+} ParallelConfig;
+
+// Where results go and what is saved (docs/database.md, docs/checkpoint-format.md).
+typedef struct {
+    char db[1024];          // SQLite run registry
+    char checkpoint_dir[1024]; // checkpoints/<run uid>/step_<N>.h5
+    int checkpoint_every;   // steps between checkpoints (0 = only the final one)
+    int keep_last;          // complete checkpoints kept per run
+    char dump_steps[256];   // comma-separated steps that write a step dump ("" = none)
+    int dump_activations;   // step dumps also hold /activations
+    int flush_every;        // metrics are written to SQLite every N steps (and at exit)
+} RunConfig;
+
 typedef struct {
     ModelConfig model;
     DataConfig data;
     TrainConfig train;
+    ParallelConfig parallel;
+    RunConfig run;
     char source_path[1024]; // manifest file this came from ("" = defaults only)
+    // ---- added by the config layer (bookkeeping, not YAML keys) ----
+    char variant[128];      // manifest variant this config belongs to ("" = none)
+    unsigned char key_set[CONFIG_MAX_KEYS]; // [schema index] 1 = set explicitly (file/--set), not by default/preset
 } Config;
 
 // Defaults for everything (a tiny CoLA model on kjv).
 void config_defaults(Config *c);
 // Parse a YAML file into c (on top of what is there). Any error: message naming the
-// file, line, key and what was expected, then exit(2).
+// file, line, key and what was expected, then exit(2). The file may be a manifest
+// (manifest.h): `extends` is followed; `variants` are validated but not applied (use
+// manifest_load for them). Sets c->source_path.
 void config_load_file(Config *c, const char *path);
 // Apply one "dotted.key=value" override (value parsed as YAML scalar). Errors exit(2).
 void config_set_override(Config *c, const char *assignment);
-// Derive defaults (ranks = d_model/4 when unset, n_kv_heads = n_heads, ...) and check
-// cross-field constraints (d_model % n_heads, n_heads % n_kv_heads, even head_dim, ...).
+// Derive defaults (ranks = d_model/4 when unset, 0 for dense; n_kv_heads = n_heads when
+// unset or when n_heads was set explicitly without it) and check cross-field constraints
+// (d_model % n_heads, n_heads % n_kv_heads, even head_dim, no explicit ranks for dense,
+// only_lr_act only for cola, warmup <= steps, every value in range). Idempotent.
 void config_finalize(Config *c);
 // Print the resolved configuration as an aligned key/value table.
 void config_print_table(const Config *c, FILE *f);
@@ -90,3 +123,63 @@ int64_t model_param_count(const ModelConfig *m);
 // Training FLOPs per token: 6 * (matmul parameters incl. LM head) + 12 * L * T * d
 // (attention scores and weighted sum, forward+backward, full TxT as in PaLM/Chinchilla).
 double model_train_flops_per_token(const ModelConfig *m);
+
+// Parameters of the embedding table plus the (untied) LM head; "non-embedding" parameters
+// are model_param_count() minus this.
+int64_t model_embedding_param_count(const ModelConfig *m);
+
+// ---- the schema: one row per YAML key; it drives validation, the printed table, the
+// JSON, `info --keys-markdown` and docs/configuration.md. To add a key: add the field to
+// the struct above and one row to the table in config.c (a new section: also a new
+// member of Config; the section name is the row's `section`).
+typedef enum {
+    CK_INT,      // int
+    CK_INT64,    // int64_t
+    CK_UINT64,   // uint64_t
+    CK_FLOAT,    // float
+    CK_DOUBLE,   // double
+    CK_BOOL,     // int, 0/1; YAML true/false
+    CK_ENUM,     // int (an enum), YAML name from enum_names[value]
+    CK_STRING,   // char[size]
+    CK_PRESET,   // model.preset: applies the preset's shape when set
+} ConfigKeyType;
+
+enum {
+    CKF_MIN = 1, CKF_MAX = 2,            // range bounds present
+    CKF_MIN_EXCL = 4, CKF_MAX_EXCL = 8,  // ... and exclusive
+    CKF_NONEMPTY = 16,                   // strings: must not be empty
+    CKF_FIRST = 32,                      // applied before the other keys of a file
+};
+
+typedef struct {
+    const char *section, *key;     // "model", "d_model" -> YAML model.d_model
+    ConfigKeyType type;
+    size_t offset, size;           // offsetof(Config, ...), sizeof the field
+    double min, max;               // with CKF_MIN / CKF_MAX
+    unsigned flags;
+    const char *const *enum_names; // CK_ENUM: NULL-terminated, indexed by value
+    // Extra validation of strings: NULL if fine, else the "expected ..." text (static).
+    // It must return that text for any invalid value: it is also called with "\x01" to
+    // describe the key in messages and docs.
+    const char *(*check)(const char *value);
+    const char *help;
+} ConfigKey;
+
+const ConfigKey *config_schema(int *n_keys);
+int config_key_index(const char *dotted);                 // -1 if unknown
+int config_key_was_set(const Config *c, const char *dotted); // explicitly set?
+// Set one key from its YAML scalar text (is_null: the YAML value was empty/null).
+// `where` prefixes every message ("FILE:LINE", "--set k=v"). Errors exit(2).
+void config_set_key(Config *c, const char *dotted, const char *text, int is_null, const char *where);
+// The key's current value as text ("512", "cola", "true", "3e-4"); buf >= 64 bytes.
+void config_format_value(const Config *c, const ConfigKey *k, char *buf, size_t n);
+// "an integer >= 1", "one of dense, cola, svd", ... (what the key accepts).
+void config_describe_key(const ConfigKey *k, char *buf, size_t n);
+// Closest known name to `name` among `candidates` (NULL-terminated), or NULL if none is
+// close (edit distance on the whole dotted name, or on the last component).
+const char *config_suggest(const char *name, const char *const *candidates);
+// NULL-terminated list of all dotted keys ("model.preset", ...).
+const char *const *config_key_names(void);
+// Dies with "unknown key 'X'; did you mean 'Y'?" (extra = more candidates, may be NULL).
+__attribute__((noreturn))
+void config_die_unknown_key(const char *where, const char *key, const char *const *extra);

@@ -132,6 +132,23 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     model_init_weights(mdl, seed);
 }
 
+void model_init_state_only(Model *mdl, const ModelConfig *cfg) {
+    memset(mdl, 0, sizeof *mdl);
+    mdl->cfg = *cfg;
+    char msg[256];
+    CHECK(layout_make(&mdl->lay, cfg, TP_MEGATRON, 1, 0, 1, 0, msg, sizeof msg), "%s", msg);
+    param_table_build(&mdl->table, cfg, &mdl->lay);
+    size_t np = mdl->table.n_params;
+    mdl->params = xaligned_alloc(np * sizeof(float));
+    mdl->grads = xaligned_alloc(np * sizeof(float));
+    mdl->m = xaligned_alloc(np * sizeof(float));
+    mdl->v = xaligned_alloc(np * sizeof(float));
+    mdl->w.layers = xcalloc((size_t)cfg->n_layers, sizeof(LayerW));
+    mdl->dw.layers = xcalloc((size_t)cfg->n_layers, sizeof(LayerW));
+    model_bind(&mdl->w, cfg, &mdl->lay, &mdl->table, mdl->params);
+    model_bind(&mdl->dw, cfg, &mdl->lay, &mdl->table, mdl->grads);
+}
+
 void model_free(Model *mdl) {
     free(mdl->params); free(mdl->grads); free(mdl->m); free(mdl->v);
     free(mdl->w.layers); free(mdl->dw.layers);

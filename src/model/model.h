@@ -145,6 +145,10 @@ void model_init(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed)
 void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed,
                          struct Comm *comm, TPScheme scheme, int n_slots);
 void model_free(Model *mdl);
+// Only the unsharded single-process table and the params/grads/m/v families (no
+// activations, not initialised): the full model state that checkpoints and step dumps
+// hold, assembled from (or scattered to) the ranks of a parallel run.
+void model_init_state_only(Model *mdl, const ModelConfig *cfg);
 // Re-draw every parameter from seed (what model_init does).
 void model_init_weights(Model *mdl, uint64_t seed);
 

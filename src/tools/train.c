@@ -1,58 +1,73 @@
-// train — train a model from a configuration file.
-//   build/train CONFIG.yaml [--set key=value]... [--steps N]
-// Prints the resolved configuration, one line per step, periodic validation loss.
-#include <math.h>
+// train — train one variant of a manifest (or a plain configuration file).
+//   build/train FILE.yaml [--variant NAME] [--set key=value]... [--resume] [--no-db]
+// Single process, or under mpirun with parallel.tp * pp * dp ranks. Prints the resolved
+// configuration, one line per step, validation losses; records the run in run.db.
+#include <mpi.h>
+#include <omp.h>
 #include <stdio.h>
-#include "../config/config.h"
+#include "../config/manifest.h"
 #include "../core/check.h"
+#include "../core/env.h"
+#include "../parallel/comm.h"
+#include "../train/run.h"
 #include "../train/trainer.h"
 
 static void usage(void) {
-    fprintf(stderr, "usage: train CONFIG.yaml [--set key=value]...\n");
+    fprintf(stderr, "usage: train FILE.yaml [--variant NAME] [--set key=value]... [--resume] [--no-db]\n");
     exit(EXIT_BAD_INPUT);
 }
 
+// Ranks sharing this node, so that train.threads = 0 divides the cores among them.
+static int ranks_on_node(void) {
+    MPI_Comm node;
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    int n; CHECK_MPI(MPI_Comm_size(node, &n));
+    CHECK_MPI(MPI_Comm_free(&node));
+    return n;
+}
+
 int main(int argc, char **argv) {
-    Config cfg;
-    config_defaults(&cfg);
-    const char *path = NULL;
-    // overrides apply after the file whatever their position on the command line
+    ensure_passive_omp(argv);
+    RunOptions opt; memset(&opt, 0, sizeof opt);
+    opt.use_db = 1; opt.variant_name = "";
     const char **sets = xcalloc((size_t)argc, sizeof(char *)); int n_sets = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--set") == 0) {
+        if (!strcmp(argv[i], "--set")) {
             if (i + 1 >= argc) die_input("--set needs key=value");
             sets[n_sets++] = argv[++i];
-        } else if (strncmp(argv[i], "--set=", 6) == 0) {
-            sets[n_sets++] = argv[i] + 6;
-        } else if (argv[i][0] == '-') {
-            die_input("unknown option '%s' (expected --set key=value)", argv[i]);
-        } else if (!path) {
-            path = argv[i];
-        } else usage();
+        } else if (!strncmp(argv[i], "--set=", 6)) sets[n_sets++] = argv[i] + 6;
+        else if (!strcmp(argv[i], "--variant")) {
+            if (i + 1 >= argc) die_input("--variant needs a name");
+            opt.variant_name = argv[++i];
+        } else if (!strcmp(argv[i], "--resume")) opt.resume = 1;
+        else if (!strcmp(argv[i], "--no-db")) opt.use_db = 0;
+        else if (argv[i][0] == '-') die_input("unknown option '%s' (expected --variant, --set, --resume, --no-db)", argv[i]);
+        else if (!opt.config_path) opt.config_path = argv[i];
+        else usage();
     }
-    if (!path) usage();
-    config_load_file(&cfg, path);
-    for (int i = 0; i < n_sets; i++) config_set_override(&cfg, sets[i]);
-    config_finalize(&cfg);
+    if (!opt.config_path) usage();
+    // Parse before MPI: a bad manifest is reported once per rank but costs nothing.
+    Manifest *man = manifest_load_with(opt.config_path, sets, n_sets);
+    const ManifestVariant *var = manifest_variant(man, opt.variant_name);
+    opt.manifest = man;
+    opt.cfg = var->config;
+    xsnprintf(opt.cfg.variant, sizeof opt.cfg.variant, "%s", var->name);
     free(sets);
-    config_print_table(&cfg, stdout);
 
-    Trainer tr;
-    trainer_init(&tr, &cfg);
-    const Model *m = &tr.model;
-    printf("parameters %.3fM | train FLOPs/token %.4g | sgemm peak %.1f GFLOP/s | data %s (vocab %d)\n",
-           m->table.n_params / 1e6, tr.flops_per_token, tr.peak_gflops, tr.data.dir, tr.data.vocab_size);
-    const TrainConfig *tc = &cfg.train;
-    for (int s = 0; s < tc->steps; s++) {
-        StepMetrics sm = trainer_step(&tr);
-        if (!isfinite(sm.loss)) die_input("loss is %f at step %d: training diverged (lower train.lr?)", sm.loss, sm.step);
-        if (sm.step % tc->log_every == 0 || sm.step == 1 || sm.step == tc->steps)
-            printf("step %5d/%d | loss %.4f | lr %.3e | norm %7.3f | %8.1f ms | %9.0f tok/s | MFU %5.1f%%\n",
-                   sm.step, tc->steps, sm.loss, sm.lr, sm.grad_norm, sm.seconds * 1e3, sm.tokens_per_s, 100 * sm.mfu);
-        if ((tc->val_every > 0 && sm.step % tc->val_every == 0) || sm.step == tc->steps)
-            printf("val   %5d | loss %.4f\n", sm.step, trainer_validate(&tr));
-        fflush(stdout);
+    CHECK_MPI(MPI_Init(&argc, &argv));
+    const ParallelConfig *pc = &opt.cfg.parallel;
+    Comm comm;
+    comm_init(&comm, pc->tp, pc->pp, pc->dp);
+    int threads = opt.cfg.train.threads;
+    if (threads == 0) {
+        threads = omp_get_num_procs() / ranks_on_node();
+        if (threads < 1) threads = 1;
     }
-    trainer_free(&tr);
-    return 0;
+    set_threads(threads);
+    opt.cfg.train.threads = threads;
+    int rc = run_training(&opt, &comm);
+    comm_free(&comm);
+    manifest_free(man);
+    CHECK_MPI(MPI_Finalize());
+    return rc;
 }

@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""torch_bench.py — the same training step as build/bench, in PyTorch (CPU, float32).
+
+    /usr/bin/python3 analysis/torch_bench.py [--preset cola-60m] [--seq 256] [--batch 4]
+        [--steps 6] [--warmup 2] [--linears dense,cola,svd] [--threads 2]
+        [--json OUT.json] [--compare BENCH.json]
+
+For each linear kind: the model of analysis/torch_model.py (same shapes, same maths as the
+engine), random tokens, and one timed step = zero grads + forward + backward (mean
+cross-entropy) + global grad-norm clip + AdamW (decay on 2-D tensors only) — what
+build/bench times. The first --warmup steps are dropped; ms/step is the mean of the rest.
+--compare reads build/bench's --json output and prints both engines side by side.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch
+
+from torch_model import PRESETS, BoostModel, ModelConfig, train_flops_per_token
+
+
+def bench_kind(kind, args):
+    shape = dict(PRESETS[args.preset])
+    shape["seq_len"] = args.seq  # as build/bench: FLOPs per token use this T
+    if args.only_lr_act is not None:
+        shape["only_lr_act"] = args.only_lr_act
+    if args.tied is not None:
+        shape["tie_embeddings"] = args.tied
+    cfg = ModelConfig(linear=kind, **shape)
+    model = BoostModel(cfg, dtype=torch.float32, seed=42)
+    opt = torch.optim.AdamW(model.decay_groups(0.01), lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
+    gen = torch.Generator().manual_seed(1234)
+    n_params = sum(p.numel() for p in model.parameters())
+    times, losses = [], []
+    for step in range(args.warmup + args.steps):
+        x = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), generator=gen)
+        y = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), generator=gen)
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=False)
+        loss = model.loss(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        dt = time.perf_counter() - t0
+        losses.append(float(loss))
+        if step >= args.warmup:
+            times.append(dt)
+    ms = 1e3 * sum(times) / len(times)
+    tokens = args.batch * args.seq
+    return {"kind": kind, "params": n_params, "flops_per_token": train_flops_per_token(cfg, args.seq),
+            "ms_per_step": ms, "tokens_per_s": tokens / (ms / 1e3), "first_loss": losses[0],
+            "last_loss": losses[-1]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description="PyTorch reference timing of the boost-c training step")
+    ap.add_argument("--preset", default="cola-60m", choices=sorted(PRESETS))
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--linears", default="dense,cola,svd")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--only-lr-act", type=int, default=None, dest="only_lr_act", help="override the preset's")
+    ap.add_argument("--tied", type=int, default=None, help="override the preset's tie_embeddings")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--compare", help="build/bench --json output to print side by side")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+
+    print(f"PyTorch {torch.__version__} | {torch.get_num_threads()} threads | preset {args.preset} "
+          f"| batch {args.batch} x seq {args.seq} | {args.steps} timed steps after {args.warmup} warm-up")
+    res = []
+    for kind in args.linears.split(","):
+        r = bench_kind(kind.strip(), args)
+        res.append(r)
+    dense = next((r for r in res if r["kind"] == "dense"), None)
+    print(f"{'kind':<6} {'params':>9} {'GFLOP/tok':>10} {'ms/step':>9} {'tokens/s':>9} {'speed-up':>9}")
+    for r in res:
+        su = dense["ms_per_step"] / r["ms_per_step"] if dense else float("nan")
+        print(f"{r['kind']:<6} {r['params'] / 1e6:8.2f}M {r['flops_per_token'] / 1e9:10.4f} "
+              f"{r['ms_per_step']:9.1f} {r['tokens_per_s']:9.0f} {su:8.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"engine": "pytorch", "torch": torch.__version__, "threads": args.threads,
+                       "preset": args.preset, "batch": args.batch, "seq": args.seq, "results": res}, f, indent=1)
+
+    if args.compare:
+        with open(args.compare) as f:
+            cb = json.load(f)
+        c = {r["kind"]: r for r in cb["results"]}
+        print()
+        print(f"side by side (tokens/s, {args.preset}, batch {args.batch} x {args.seq}, {args.threads} threads)")
+        print(f"{'kind':<6} {'boost-c':>9} {'PyTorch':>9} {'boost-c/PyTorch':>16} {'boost-c MFU':>12}")
+        for r in res:
+            cr = c.get(r["kind"])
+            if not cr:
+                continue
+            print(f"{r['kind']:<6} {cr['tokens_per_s']:9.0f} {r['tokens_per_s']:9.0f} "
+                  f"{cr['tokens_per_s'] / r['tokens_per_s']:15.2f}x {100 * cr['mfu']:11.1f}%")
+
+
+if __name__ == "__main__":
+    main()

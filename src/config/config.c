@@ -1,0 +1,780 @@
+// config.c — the schema table, defaults, scalar parsing/validation, --set overrides,
+// finalize (derived defaults + cross-field checks), table/JSON output, and the
+// closed-form parameter and FLOP counts. YAML files and manifests: manifest.c.
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/check.h"
+
+// ---------------------------------------------------------------------------------
+// Schema
+// ---------------------------------------------------------------------------------
+
+static const char *const linear_names[] = {"dense", "cola", "svd", NULL};
+
+// data.dataset: a known corpus name or text:PATH. Extend this list with new corpora.
+static const char *const dataset_names[] = {"kjv", "synthetic", "tinyshakespeare", NULL};
+static const char *check_dataset(const char *v) {
+    for (int i = 0; dataset_names[i]; i++)
+        if (!strcmp(v, dataset_names[i])) return NULL;
+    if (!strncmp(v, "text:", 5) && v[5]) return NULL;
+    return "one of kjv, synthetic, tinyshakespeare, text:PATH";
+}
+
+// run.dump_steps: "" or comma-separated positive integers ("1,10,100").
+static const char *check_step_list(const char *v) {
+    const char *p = v;
+    while (*p) {
+        if (!isdigit((unsigned char)*p)) return "comma-separated positive step numbers, e.g. \"1,100\"";
+        long x = strtol(p, (char **)&p, 10);
+        if (x < 1) return "comma-separated positive step numbers, e.g. \"1,100\"";
+        while (*p == ' ') p++;
+        if (*p == ',') { p++; while (*p == ' ') p++; if (!*p) return "comma-separated positive step numbers, e.g. \"1,100\""; }
+        else if (*p) return "comma-separated positive step numbers, e.g. \"1,100\"";
+    }
+    return NULL;
+}
+
+#define F(sec, fld) offsetof(Config, sec.fld), sizeof(((Config *)0)->sec.fld)
+#define GE(x) (x), 0, CKF_MIN
+#define GT(x) (x), 0, CKF_MIN | CKF_MIN_EXCL
+#define ANY 0, 0, 0
+#define IN(a, b) (a), (b), CKF_MIN | CKF_MAX                       // [a, b]
+#define IN_HALFOPEN(a, b) (a), (b), CKF_MIN | CKF_MAX | CKF_MAX_EXCL // [a, b)
+#define IN_OPEN(a, b) (a), (b), CKF_MIN | CKF_MAX | CKF_MIN_EXCL | CKF_MAX_EXCL
+
+static const ConfigKey SCHEMA[] = {
+    // ---- model ----
+    {"model", "preset", CK_PRESET, F(model, preset), 0, 0, CKF_FIRST, NULL, NULL,
+     "named shape (cola-60m ... boost-30b, tiny, tiny-odd); applied before the other model keys of the same file, which override it"},
+    {"model", "linear", CK_ENUM, F(model, linear), ANY, linear_names, NULL,
+     "linear layers: dense (full rank), cola (SiLU bottleneck), svd (plain low rank)"},
+    {"model", "vocab_size", CK_INT, F(model, vocab_size), GE(2), NULL, NULL,
+     "embedding rows; also the BPE vocabulary size trained for the dataset"},
+    {"model", "n_layers", CK_INT, F(model, n_layers), GE(1), NULL, NULL, "transformer blocks"},
+    {"model", "d_model", CK_INT, F(model, d_model), GE(2), NULL, NULL, "residual width d"},
+    {"model", "n_heads", CK_INT, F(model, n_heads), GE(1), NULL, NULL,
+     "attention heads; d_model/n_heads must be an even integer (RoPE)"},
+    {"model", "n_kv_heads", CK_INT, F(model, n_kv_heads), GE(1), NULL, NULL,
+     "key/value heads (grouped-query attention); must divide n_heads; unless set itself, equals n_heads whenever n_heads is set"},
+    {"model", "d_ff", CK_INT, F(model, d_ff), GE(1), NULL, NULL, "MLP hidden width (SwiGLU)"},
+    {"model", "rank_attn", CK_INT, F(model, rank_attn), GE(1), NULL, NULL,
+     "cola/svd: rank r of q,k,v,o (default d_model/4); an error for dense"},
+    {"model", "rank_mlp", CK_INT, F(model, rank_mlp), GE(1), NULL, NULL,
+     "cola/svd: rank r of gate,up,down (default d_model/4); an error for dense"},
+    {"model", "seq_len", CK_INT, F(model, seq_len), GE(1), NULL, NULL, "training context length T"},
+    {"model", "tie_embeddings", CK_BOOL, F(model, tie_embeddings), ANY, NULL, NULL,
+     "true: LM head = embedding^T (BOOST configs); false: separate LM head (CoLA)"},
+    {"model", "only_lr_act", CK_BOOL, F(model, only_lr_act), ANY, NULL, NULL,
+     "cola only: true = z = g*u (SiLU only in the bottlenecks); false = SiLU(g)*u (CoLA 60M/130M)"},
+    {"model", "norm_eps", CK_FLOAT, F(model, norm_eps), GT(0), NULL, NULL, "RMSNorm epsilon"},
+    {"model", "rope_theta", CK_FLOAT, F(model, rope_theta), GT(0), NULL, NULL, "RoPE base"},
+    {"model", "embed_std", CK_FLOAT, F(model, embed_std), GT(0), NULL, NULL,
+     "init std of the embedding and LM head"},
+    // ---- data ----
+    {"data", "dataset", CK_STRING, F(data, dataset), 0, 0, CKF_NONEMPTY, NULL, check_dataset,
+     "corpus: a built-in name, or text:PATH for a UTF-8 text file"},
+    {"data", "cache_dir", CK_STRING, F(data, cache_dir), 0, 0, CKF_NONEMPTY, NULL, NULL,
+     "where prepared tokenizers and token shards are cached"},
+    {"data", "val_fraction", CK_DOUBLE, F(data, val_fraction), IN_OPEN(0, 0.5), NULL, NULL,
+     "tail fraction of the corpus held out for validation"},
+    {"data", "synthetic_tokens", CK_INT64, F(data, synthetic_tokens), GE(1), NULL, NULL,
+     "size of the synthetic corpus (data.dataset: synthetic)"},
+    // ---- train ----
+    {"train", "seed", CK_UINT64, F(train, seed), ANY, NULL, NULL, "base seed (init, data order)"},
+    {"train", "batch_size", CK_INT, F(train, batch_size), GE(1), NULL, NULL, "sequences per micro-batch"},
+    {"train", "grad_accum", CK_INT, F(train, grad_accum), GE(1), NULL, NULL, "micro-batches per optimizer step"},
+    {"train", "steps", CK_INT, F(train, steps), GE(1), NULL, NULL, "optimizer steps"},
+    {"train", "lr", CK_DOUBLE, F(train, lr), GT(0), NULL, NULL, "peak learning rate"},
+    {"train", "min_lr_ratio", CK_DOUBLE, F(train, min_lr_ratio), IN(0, 1), NULL, NULL,
+     "cosine decays to lr * min_lr_ratio"},
+    {"train", "warmup_steps", CK_INT, F(train, warmup_steps), GE(0), NULL, NULL,
+     "linear warm-up from 0 (<= steps)"},
+    {"train", "weight_decay", CK_DOUBLE, F(train, weight_decay), GE(0), NULL, NULL,
+     "decoupled AdamW weight decay (2-D weights only)"},
+    {"train", "beta1", CK_DOUBLE, F(train, beta1), IN_HALFOPEN(0, 1), NULL, NULL, "AdamW beta1"},
+    {"train", "beta2", CK_DOUBLE, F(train, beta2), IN_HALFOPEN(0, 1), NULL, NULL, "AdamW beta2"},
+    {"train", "adam_eps", CK_DOUBLE, F(train, adam_eps), GT(0), NULL, NULL, "AdamW epsilon"},
+    {"train", "grad_clip", CK_DOUBLE, F(train, grad_clip), GE(0), NULL, NULL,
+     "global L2 gradient-norm clip (0 = off)"},
+    {"train", "val_every", CK_INT, F(train, val_every), GE(0), NULL, NULL,
+     "validate every N steps (0 = only at the end)"},
+    {"train", "val_batches", CK_INT, F(train, val_batches), GE(1), NULL, NULL, "micro-batches per validation"},
+    {"train", "log_every", CK_INT, F(train, log_every), GE(1), NULL, NULL, "print a step line every N steps"},
+    {"train", "threads", CK_INT, F(train, threads), GE(0), NULL, NULL,
+     "OpenMP/BLAS threads per process (0 = the cores divided among the ranks on the node)"},
+    // ---- parallel ----
+    {"parallel", "tp", CK_INT, F(parallel, tp), GE(1), NULL, NULL, "tensor-parallel ranks (varies fastest)"},
+    {"parallel", "pp", CK_INT, F(parallel, pp), GE(1), NULL, NULL, "pipeline stages (1F1B schedule)"},
+    {"parallel", "dp", CK_INT, F(parallel, dp), GE(1), NULL, NULL, "data-parallel replicas"},
+    {"parallel", "micro_batches", CK_INT, F(parallel, micro_batches), GE(1), NULL, NULL,
+     "micro-batches per optimizer step (same as train.grad_accum; set one of them)"},
+    // ---- run ----
+    {"run", "db", CK_STRING, F(run, db), 0, 0, CKF_NONEMPTY, NULL, NULL, "SQLite run registry"},
+    {"run", "checkpoint_dir", CK_STRING, F(run, checkpoint_dir), 0, 0, CKF_NONEMPTY, NULL, NULL,
+     "checkpoints go to <checkpoint_dir>/<run uid>/step_<N>.h5"},
+    {"run", "checkpoint_every", CK_INT, F(run, checkpoint_every), GE(0), NULL, NULL,
+     "steps between checkpoints (0 = only at the end)"},
+    {"run", "keep_last", CK_INT, F(run, keep_last), GE(1), NULL, NULL, "complete checkpoints kept per run"},
+    {"run", "dump_steps", CK_STRING, F(run, dump_steps), 0, 0, 0, NULL, check_step_list,
+     "steps that write a step dump (HDF5 with weights, batch, loss, gradients), e.g. \"1,100\""},
+    {"run", "dump_activations", CK_BOOL, F(run, dump_activations), ANY, NULL, NULL,
+     "step dumps also hold the activations of the last micro-batch"},
+    {"run", "flush_every", CK_INT, F(run, flush_every), GE(1), NULL, NULL,
+     "steps between SQLite writes (metrics are buffered in between)"},
+};
+#define N_SCHEMA ((int)(sizeof SCHEMA / sizeof SCHEMA[0]))
+_Static_assert(sizeof SCHEMA / sizeof SCHEMA[0] <= CONFIG_MAX_KEYS, "raise CONFIG_MAX_KEYS");
+
+const ConfigKey *config_schema(int *n_keys) {
+    if (n_keys) *n_keys = N_SCHEMA;
+    return SCHEMA;
+}
+
+static char key_name_buf[N_SCHEMA][96];
+static const char *key_name_ptrs[N_SCHEMA + 1];
+const char *const *config_key_names(void) {
+    if (!key_name_ptrs[0]) {
+        for (int i = 0; i < N_SCHEMA; i++) {
+            xsnprintf(key_name_buf[i], sizeof key_name_buf[i], "%s.%s", SCHEMA[i].section, SCHEMA[i].key);
+            key_name_ptrs[i] = key_name_buf[i];
+        }
+        key_name_ptrs[N_SCHEMA] = NULL;
+    }
+    return key_name_ptrs;
+}
+
+int config_key_index(const char *dotted) {
+    const char *dot = strchr(dotted, '.');
+    if (!dot) return -1;
+    size_t ls = (size_t)(dot - dotted);
+    for (int i = 0; i < N_SCHEMA; i++)
+        if (strlen(SCHEMA[i].section) == ls && !strncmp(SCHEMA[i].section, dotted, ls) &&
+            !strcmp(SCHEMA[i].key, dot + 1))
+            return i;
+    return -1;
+}
+
+int config_key_was_set(const Config *c, const char *dotted) {
+    int i = config_key_index(dotted);
+    CHECK(i >= 0, "config_key_was_set: no key '%s'", dotted);
+    return c->key_set[i];
+}
+
+const char *linear_kind_name(LinearKind k) {
+    return (k >= LINEAR_DENSE && k <= LINEAR_SVD) ? linear_names[k] : "?";
+}
+
+// ---------------------------------------------------------------------------------
+// Defaults
+// ---------------------------------------------------------------------------------
+
+void config_defaults(Config *c) {
+    memset(c, 0, sizeof *c);
+    ModelConfig *m = &c->model;
+    CHECK(preset_apply("tiny", m), "preset 'tiny' missing");
+    m->preset[0] = 0;            // the shape of `tiny`, but no preset named
+    m->rank_attn = m->rank_mlp = 0; // unset: d_model/4 at finalize (16 for the tiny shape)
+    m->linear = LINEAR_COLA;
+    m->norm_eps = 1e-6f;
+    m->rope_theta = 10000.0f;
+    m->embed_std = 0.02f;
+    m->only_lr_act = 1;
+    m->tie_embeddings = 0;
+
+    DataConfig *d = &c->data;
+    xsnprintf(d->dataset, sizeof d->dataset, "kjv");
+    xsnprintf(d->cache_dir, sizeof d->cache_dir, "datasets/cache");
+    d->val_fraction = 0.05;
+    d->synthetic_tokens = 2000000;
+
+    TrainConfig *t = &c->train;
+    t->seed = 42;
+    t->batch_size = 8;
+    t->grad_accum = 1;
+    t->steps = 100;
+    t->lr = 3e-3;
+    t->min_lr_ratio = 0.1;
+    t->warmup_steps = 10;
+    t->weight_decay = 0.01;
+    t->beta1 = 0.9;
+    t->beta2 = 0.999;
+    t->adam_eps = 1e-8;
+    t->grad_clip = 0.5;
+    t->val_every = 0;
+    t->val_batches = 4;
+    t->log_every = 1;
+    t->threads = 0;
+
+    ParallelConfig *pc = &c->parallel;
+    pc->tp = pc->pp = pc->dp = 1;
+    pc->micro_batches = 1;
+
+    RunConfig *r = &c->run;
+    xsnprintf(r->db, sizeof r->db, "runs/boost.db");
+    xsnprintf(r->checkpoint_dir, sizeof r->checkpoint_dir, "checkpoints");
+    r->checkpoint_every = 0;
+    r->keep_last = 2;
+    r->dump_steps[0] = 0;
+    r->dump_activations = 0;
+    r->flush_every = 10;
+}
+
+// ---------------------------------------------------------------------------------
+// Suggestions (optimal-string-alignment edit distance: a transposition costs 1)
+// ---------------------------------------------------------------------------------
+
+static int osa_distance(const char *a, const char *b) {
+    int n = (int)strlen(a), m = (int)strlen(b);
+    if (n > 120 || m > 120) return 1000;
+    int d[122][122];
+    for (int i = 0; i <= n; i++) d[i][0] = i;
+    for (int j = 0; j <= m; j++) d[0][j] = j;
+    for (int i = 1; i <= n; i++)
+        for (int j = 1; j <= m; j++) {
+            int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            int v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v) v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[n][m];
+}
+
+static const char *leaf(const char *s) {
+    const char *p = strrchr(s, '.');
+    return p ? p + 1 : s;
+}
+
+const char *config_suggest(const char *name, const char *const *candidates) {
+    const char *best = NULL;
+    int best_score = 1 << 30;
+    const char *ln = leaf(name);
+    for (int i = 0; candidates && candidates[i]; i++) {
+        const char *c = candidates[i];
+        int s = osa_distance(name, c);
+        // the right key in the wrong section ("model.lr" -> "train.lr"), or a typo in the leaf
+        int sl = osa_distance(ln, leaf(c)) + (strcmp(name, ln) ? 1 : 0);
+        if (sl < s) s = sl;
+        if (s < best_score) { best_score = s; best = c; }
+    }
+    int len = (int)strlen(ln);
+    int limit = len <= 4 ? 1 : len / 3 > 2 ? len / 3 : 2;
+    return best && best_score <= limit ? best : NULL;
+}
+
+void config_die_unknown_key(const char *where, const char *key, const char *const *extra) {
+    const char *all[CONFIG_MAX_KEYS + 64];
+    int n = 0;
+    for (const char *const *k = config_key_names(); *k; k++) all[n++] = *k;
+    for (int i = 0; extra && extra[i] && n < CONFIG_MAX_KEYS + 63; i++) all[n++] = extra[i];
+    all[n] = NULL;
+    const char *s = config_suggest(key, all);
+    const char *hint = "the valid keys are listed in docs/configuration.md (or run: build/info --keys-markdown)";
+    if (s) die_input_hint(hint, "%s: unknown key '%s'; did you mean '%s'?", where, key, s);
+    die_input_hint(hint, "%s: unknown key '%s'", where, key);
+}
+
+// ---------------------------------------------------------------------------------
+// Scalar parsing
+// ---------------------------------------------------------------------------------
+
+static void fmt_num(double x, char *buf, size_t n) {
+    if (x == floor(x) && fabs(x) < 1e15) snprintf(buf, n, "%.0f", x);
+    else snprintf(buf, n, "%g", x);
+}
+
+void config_describe_key(const ConfigKey *k, char *buf, size_t n) {
+    const char *what = "a number";
+    switch (k->type) {
+    case CK_BOOL: snprintf(buf, n, "true or false"); return;
+    case CK_ENUM: {
+        size_t used = (size_t)snprintf(buf, n, "one of ");
+        for (int i = 0; k->enum_names[i] && used < n; i++)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", k->enum_names[i]);
+        return;
+    }
+    case CK_PRESET: {
+        size_t used = (size_t)snprintf(buf, n, "a preset name (");
+        const char *const *p = preset_names();
+        for (int i = 0; p[i] && used < n; i++) used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", p[i]);
+        if (used < n) snprintf(buf + used, n - used, ")");
+        return;
+    }
+    case CK_STRING: {
+        const char *c = k->check ? k->check("\x01") : NULL;
+        if (c) snprintf(buf, n, "%s", c);
+        else snprintf(buf, n, "%s", (k->flags & CKF_NONEMPTY) ? "a non-empty string" : "a string");
+        return;
+    }
+    case CK_INT: case CK_INT64: what = "an integer"; break;
+    case CK_UINT64: snprintf(buf, n, "a non-negative integer"); return;
+    case CK_FLOAT: case CK_DOUBLE: what = "a number"; break;
+    }
+    char a[32], b[32];
+    fmt_num(k->min, a, sizeof a);
+    fmt_num(k->max, b, sizeof b);
+    unsigned f = k->flags;
+    if ((f & CKF_MIN) && (f & CKF_MAX))
+        snprintf(buf, n, "%s in %c%s, %s%c", what, (f & CKF_MIN_EXCL) ? '(' : '[', a, b, (f & CKF_MAX_EXCL) ? ')' : ']');
+    else if (f & CKF_MIN) snprintf(buf, n, "%s %s %s", what, (f & CKF_MIN_EXCL) ? ">" : ">=", a);
+    else if (f & CKF_MAX) snprintf(buf, n, "%s %s %s", what, (f & CKF_MAX_EXCL) ? "<" : "<=", b);
+    else snprintf(buf, n, "%s", what);
+}
+
+static int in_range(const ConfigKey *k, double x) {
+    if (k->flags & CKF_MIN) { if ((k->flags & CKF_MIN_EXCL) ? !(x > k->min) : !(x >= k->min)) return 0; }
+    if (k->flags & CKF_MAX) { if ((k->flags & CKF_MAX_EXCL) ? !(x < k->max) : !(x <= k->max)) return 0; }
+    return 1;
+}
+
+// Integer in YAML form: [+-]digits (underscores allowed between digits), 0x.., 0o..,
+// or a float literal that is exactly an integer (2e6). Result: sign and magnitude.
+static int parse_integer(const char *s, int *neg_out, uint64_t *mag_out) {
+    char buf[128];
+    size_t j = 0;
+    for (size_t i = 0; s[i]; i++) {
+        if (s[i] == '_' && i > 0 && isxdigit((unsigned char)s[i - 1]) && isxdigit((unsigned char)s[i + 1])) continue;
+        if (j + 1 >= sizeof buf) return 0;
+        buf[j++] = s[i];
+    }
+    buf[j] = 0;
+    if (!buf[0]) return 0;
+    const char *p = buf;
+    int neg = 0;
+    if (*p == '+' || *p == '-') { neg = *p == '-'; p++; }
+    if (!*p) return 0;
+    int base = 10;
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) { base = 16; p += 2; }
+    else if (p[0] == '0' && p[1] == 'o') { base = 8; p += 2; }
+    int all_digits = *p != 0;
+    for (const char *q = p; *q; q++)
+        if (!(base == 16 ? isxdigit((unsigned char)*q) : (*q >= '0' && *q <= (base == 8 ? '7' : '9')))) all_digits = 0;
+    if (all_digits) {
+        errno = 0;
+        unsigned long long v = strtoull(p, NULL, base);
+        if (errno == ERANGE) return 0;
+        *neg_out = neg && v != 0;
+        *mag_out = v;
+        return 1;
+    }
+    if (base != 10 || !strpbrk(buf, "eE.") || strpbrk(buf, "xXpP")) return 0;
+    char *end;
+    errno = 0;
+    double d = strtod(buf, &end);
+    if (*end || errno == ERANGE || !isfinite(d) || d != floor(d) || fabs(d) >= 1.8e19) return 0;
+    *neg_out = d < 0;
+    *mag_out = (uint64_t)fabs(d);
+    return 1;
+}
+
+static int parse_real(const char *s, double *out) {
+    if (!*s || isspace((unsigned char)*s) || strpbrk(s, "xXpP")) return 0;
+    char *end;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (*end || !isfinite(d)) return 0;
+    if (errno == ERANGE && d != 0) return 0;
+    *out = d;
+    return 1;
+}
+
+static int parse_bool(const char *s, int *out) {
+    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE")) { *out = 1; return 1; }
+    if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE")) { *out = 0; return 1; }
+    return 0;
+}
+
+// Keys a preset writes (cleared from key_set when a preset is applied).
+static const char *const preset_keys[] = {
+    "model.vocab_size", "model.n_layers", "model.d_model", "model.n_heads", "model.n_kv_heads",
+    "model.d_ff", "model.rank_attn", "model.rank_mlp", "model.seq_len", "model.tie_embeddings",
+    "model.only_lr_act", NULL};
+
+__attribute__((noreturn)) static void die_value(const char *where, const ConfigKey *k, const char *text, int is_null) {
+    char want[512];
+    config_describe_key(k, want, sizeof want);
+    if (is_null) die_input("%s: %s.%s: expected %s, got an empty value", where, k->section, k->key, want);
+    die_input("%s: %s.%s: expected %s, got '%s'", where, k->section, k->key, want, text);
+}
+
+void config_set_key(Config *c, const char *dotted, const char *text, int is_null, const char *where) {
+    int idx = config_key_index(dotted);
+    if (idx < 0) config_die_unknown_key(where, dotted, NULL);
+    const ConfigKey *k = &SCHEMA[idx];
+    void *p = (char *)c + k->offset;
+    if (is_null || !text) die_value(where, k, "", 1);
+    int neg;
+    uint64_t mag;
+    double dv;
+    int bv;
+    switch (k->type) {
+    case CK_INT:
+        if (!parse_integer(text, &neg, &mag) || mag > (neg ? 2147483648ULL : 2147483647ULL) ||
+            !in_range(k, neg ? -(double)mag : (double)mag))
+            die_value(where, k, text, 0);
+        *(int *)p = neg ? (int)(-(int64_t)mag) : (int)mag;
+        break;
+    case CK_INT64:
+        if (!parse_integer(text, &neg, &mag) || mag > (neg ? 9223372036854775808ULL : 9223372036854775807ULL) ||
+            !in_range(k, neg ? -(double)mag : (double)mag))
+            die_value(where, k, text, 0);
+        *(int64_t *)p = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+        break;
+    case CK_UINT64:
+        if (!parse_integer(text, &neg, &mag) || neg) die_value(where, k, text, 0);
+        *(uint64_t *)p = mag;
+        break;
+    case CK_FLOAT:
+        if (!parse_real(text, &dv) || !in_range(k, dv) || fabs(dv) > 3.4e38) die_value(where, k, text, 0);
+        *(float *)p = (float)dv;
+        break;
+    case CK_DOUBLE:
+        if (!parse_real(text, &dv) || !in_range(k, dv)) die_value(where, k, text, 0);
+        *(double *)p = dv;
+        break;
+    case CK_BOOL:
+        if (!parse_bool(text, &bv)) die_value(where, k, text, 0);
+        *(int *)p = bv;
+        break;
+    case CK_ENUM: {
+        int found = -1;
+        for (int i = 0; k->enum_names[i]; i++)
+            if (!strcmp(text, k->enum_names[i])) found = i;
+        if (found < 0) die_value(where, k, text, 0);
+        *(int *)p = found;
+        break;
+    }
+    case CK_STRING: {
+        if ((k->flags & CKF_NONEMPTY) && !*text) die_value(where, k, text, 0);
+        if (k->check && k->check(text)) die_value(where, k, text, 0);
+        if (strlen(text) >= k->size)
+            die_input("%s: %s.%s: value longer than %zu characters", where, k->section, k->key, k->size - 1);
+        memcpy(p, text, strlen(text) + 1);
+        break;
+    }
+    case CK_PRESET: {
+        if (!*text) {  // preset: "" = none (leaves the shape as it is)
+            c->model.preset[0] = 0;
+            break;
+        }
+        ModelConfig tmp = c->model;
+        if (!preset_apply(text, &tmp)) {
+            const char *s = config_suggest(text, preset_names());
+            char known[512] = "known presets: ";
+            size_t used = strlen(known);
+            for (const char *const *q = preset_names(); *q && used < sizeof known; q++)
+                used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", q == preset_names() ? "" : ", ", *q);
+            if (s) die_input_hint(known, "%s: model.preset: unknown preset '%s'; did you mean '%s'?", where, text, s);
+            die_input_hint(known, "%s: model.preset: unknown preset '%s'", where, text);
+        }
+        c->model = tmp;
+        for (int i = 0; preset_keys[i]; i++) c->key_set[config_key_index(preset_keys[i])] = 0;
+        break;
+    }
+    }
+    c->key_set[idx] = 1;
+}
+
+void config_set_override(Config *c, const char *assignment) {
+    char where[600];
+    snprintf(where, sizeof where, "--set %s", assignment);
+    const char *eq = strchr(assignment, '=');
+    if (!eq || eq == assignment)
+        die_input_hint("example: --set train.lr=3e-4", "--set expects KEY=VALUE, got '%s'", assignment);
+    char key[256];
+    size_t kl = (size_t)(eq - assignment);
+    if (kl >= sizeof key) die_input("%s: key too long", where);
+    memcpy(key, assignment, kl);
+    key[kl] = 0;
+    // trim spaces around the key
+    char *ks = key;
+    while (isspace((unsigned char)*ks)) ks++;
+    for (char *e = ks + strlen(ks); e > ks && isspace((unsigned char)e[-1]);) *--e = 0;
+    const char *v = eq + 1;
+    while (isspace((unsigned char)*v)) v++;
+    char val[1200];
+    snprintf(val, sizeof val, "%s", v);
+    for (char *e = val + strlen(val); e > val && isspace((unsigned char)e[-1]);) *--e = 0;
+    // YAML scalar: quoted strings lose their quotes; plain null words are null.
+    int is_null = !*val || !strcmp(val, "~") || !strcmp(val, "null") || !strcmp(val, "Null") || !strcmp(val, "NULL");
+    size_t vl = strlen(val);
+    if (vl >= 2 && ((val[0] == '\'' && val[vl - 1] == '\'') || (val[0] == '"' && val[vl - 1] == '"'))) {
+        memmove(val, val + 1, vl - 2);
+        val[vl - 2] = 0;
+        is_null = 0;
+    }
+    if (config_key_index(ks) < 0) config_die_unknown_key(where, ks, NULL);
+    config_set_key(c, ks, val, is_null, where);
+}
+
+// ---------------------------------------------------------------------------------
+// Finalize
+// ---------------------------------------------------------------------------------
+
+static void ctx_prefix(const Config *c, char *buf, size_t n) {
+    buf[0] = 0;
+    int has_variant = c->variant[0] && strcmp(c->variant, "default");
+    if (c->source_path[0] && has_variant) snprintf(buf, n, "%s (variant '%s'): ", c->source_path, c->variant);
+    else if (c->source_path[0]) snprintf(buf, n, "%s: ", c->source_path);
+    else if (has_variant) snprintf(buf, n, "variant '%s': ", c->variant);
+}
+
+void config_finalize(Config *c) {
+    char pre[1300];
+    ctx_prefix(c, pre, sizeof pre);
+    ModelConfig *m = &c->model;
+    // every value within its schema range (catches code that filled the struct directly)
+    for (int i = 0; i < N_SCHEMA; i++) {
+        const ConfigKey *k = &SCHEMA[i];
+        const void *p = (const char *)c + k->offset;
+        double x;
+        char want[512], got[64];
+        switch (k->type) {
+        case CK_INT: x = *(const int *)p; break;
+        case CK_INT64: x = (double)*(const int64_t *)p; break;
+        case CK_FLOAT: x = *(const float *)p; break;
+        case CK_DOUBLE: x = *(const double *)p; break;
+        case CK_BOOL:
+            if (*(const int *)p != 0 && *(const int *)p != 1)
+                die_input("%s%s.%s = %d: expected true or false", pre, k->section, k->key, *(const int *)p);
+            continue;
+        case CK_ENUM: {
+            int v = *(const int *)p, nn = 0;
+            while (k->enum_names[nn]) nn++;
+            if (v < 0 || v >= nn) die_input("%s%s.%s = %d: not a valid value", pre, k->section, k->key, v);
+            continue;
+        }
+        case CK_STRING: {
+            const char *s = p;
+            config_describe_key(k, want, sizeof want);
+            if (!memchr(s, 0, k->size)) die_input("%s%s.%s: not terminated", pre, k->section, k->key);
+            if (((k->flags & CKF_NONEMPTY) && !*s) || (k->check && k->check(s)))
+                die_input("%s%s.%s = '%s': expected %s", pre, k->section, k->key, s, want);
+            continue;
+        }
+        case CK_PRESET: {
+            ModelConfig tmp;
+            if (((const char *)p)[0] && !preset_apply(p, &tmp))
+                die_input("%smodel.preset: unknown preset '%s'", pre, (const char *)p);
+            continue;
+        }
+        default: continue;
+        }
+        // rank_attn/rank_mlp/n_kv_heads may still be 0 (= unset) here
+        if (x == 0 && (k->offset == offsetof(Config, model.rank_attn) || k->offset == offsetof(Config, model.rank_mlp) ||
+                       k->offset == offsetof(Config, model.n_kv_heads)))
+            continue;
+        if (!isfinite(x) || !in_range(k, x)) {
+            config_describe_key(k, want, sizeof want);
+            config_format_value(c, k, got, sizeof got);
+            die_input("%s%s.%s = %s: expected %s", pre, k->section, k->key, got, want);
+        }
+    }
+
+    // n_kv_heads follows n_heads unless it was set itself: unset (0), or n_heads was set
+    // explicitly while n_kv_heads still holds the default's/preset's value
+    if (m->n_kv_heads == 0 ||
+        (c->key_set[config_key_index("model.n_heads")] && !c->key_set[config_key_index("model.n_kv_heads")]))
+        m->n_kv_heads = m->n_heads;
+    if (m->d_model % m->n_heads)
+        die_input("%smodel.d_model = %d is not divisible by model.n_heads = %d", pre, m->d_model, m->n_heads);
+    if ((m->d_model / m->n_heads) % 2)
+        die_input("%shead dimension model.d_model / model.n_heads = %d / %d = %d must be even (RoPE rotates pairs)",
+                  pre, m->d_model, m->n_heads, m->d_model / m->n_heads);
+    if (m->n_kv_heads > m->n_heads || m->n_heads % m->n_kv_heads)
+        die_input("%smodel.n_heads = %d is not a multiple of model.n_kv_heads = %d", pre, m->n_heads, m->n_kv_heads);
+
+    // parallel.micro_batches and train.grad_accum name one number
+    int idx_mb = config_key_index("parallel.micro_batches"), idx_ga = config_key_index("train.grad_accum");
+    if (c->key_set[idx_mb] && c->key_set[idx_ga] && c->parallel.micro_batches != c->train.grad_accum)
+        die_input("%sparallel.micro_batches = %d and train.grad_accum = %d disagree: they are the same number (micro-batches per optimizer step); set one",
+                  pre, c->parallel.micro_batches, c->train.grad_accum);
+    if (c->key_set[idx_mb]) c->train.grad_accum = c->parallel.micro_batches;
+    c->parallel.micro_batches = c->train.grad_accum;
+    if (c->train.batch_size % c->parallel.dp)
+        die_input("%strain.batch_size = %d is not divisible by parallel.dp = %d (each replica takes batch_size/dp sequences of every micro-batch)",
+                  pre, c->train.batch_size, c->parallel.dp);
+
+    int idx_ra = config_key_index("model.rank_attn"), idx_rm = config_key_index("model.rank_mlp");
+    if (m->linear == LINEAR_DENSE) {
+        if (c->key_set[idx_ra] || c->key_set[idx_rm])
+            die_input_hint("set the ranks only where model.linear is cola or svd (e.g. in those variants)",
+                           "%smodel.%s is set but model.linear is dense (dense layers have no rank)", pre,
+                           c->key_set[idx_ra] ? "rank_attn" : "rank_mlp");
+        m->rank_attn = m->rank_mlp = 0;
+    } else {
+        if (m->rank_attn == 0) m->rank_attn = m->d_model / 4;
+        if (m->rank_mlp == 0) m->rank_mlp = m->d_model / 4;
+        if (m->rank_attn < 1 || m->rank_mlp < 1)
+            die_input("%smodel.rank_attn = %d, model.rank_mlp = %d: ranks must be >= 1 for model.linear %s", pre,
+                      m->rank_attn, m->rank_mlp, linear_kind_name(m->linear));
+    }
+    if (m->linear != LINEAR_COLA && c->key_set[config_key_index("model.only_lr_act")])
+        die_input_hint("remove it, or set it only where model.linear is cola",
+                       "%smodel.only_lr_act applies only to model.linear: cola (this is %s)", pre, linear_kind_name(m->linear));
+
+    TrainConfig *t = &c->train;
+    if (t->warmup_steps > t->steps)
+        die_input("%strain.warmup_steps = %d exceeds train.steps = %d", pre, t->warmup_steps, t->steps);
+}
+
+// ---------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------
+
+// Shortest decimal text that reads back to the same float/double.
+static void fmt_real(double x, int is_float, char *buf, size_t n) {
+    for (int prec = is_float ? 6 : 15; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, x);
+        if (is_float ? (strtof(buf, NULL) == (float)x) : (strtod(buf, NULL) == x)) break;
+    }
+    // make integers look like numbers of the float kind ("10000" stays; fine for YAML/JSON)
+}
+
+void config_format_value(const Config *c, const ConfigKey *k, char *buf, size_t n) {
+    const void *p = (const char *)c + k->offset;
+    switch (k->type) {
+    case CK_INT: snprintf(buf, n, "%d", *(const int *)p); break;
+    case CK_INT64: snprintf(buf, n, "%" PRId64, *(const int64_t *)p); break;
+    case CK_UINT64: snprintf(buf, n, "%" PRIu64, *(const uint64_t *)p); break;
+    case CK_FLOAT: fmt_real(*(const float *)p, 1, buf, n); break;
+    case CK_DOUBLE: fmt_real(*(const double *)p, 0, buf, n); break;
+    case CK_BOOL: snprintf(buf, n, "%s", *(const int *)p ? "true" : "false"); break;
+    case CK_ENUM: {
+        int v = *(const int *)p, nn = 0;
+        while (k->enum_names[nn]) nn++;
+        snprintf(buf, n, "%s", v >= 0 && v < nn ? k->enum_names[v] : "?");
+        break;
+    }
+    case CK_STRING: case CK_PRESET: snprintf(buf, n, "%s", (const char *)p); break;
+    }
+}
+
+void config_print_table(const Config *c, FILE *f) {
+    int w = 0;
+    const char *const *names = config_key_names();
+    for (int i = 0; i < N_SCHEMA; i++)
+        if ((int)strlen(names[i]) > w) w = (int)strlen(names[i]);
+    if (c->source_path[0]) fprintf(f, "%-*s  %s\n", w, "(source)", c->source_path);
+    if (c->variant[0]) fprintf(f, "%-*s  %s\n", w, "(variant)", c->variant);
+    for (int i = 0; i < N_SCHEMA; i++) {
+        char v[1100];
+        config_format_value(c, &SCHEMA[i], v, sizeof v);
+        if ((SCHEMA[i].type == CK_STRING || SCHEMA[i].type == CK_PRESET) && !v[0]) snprintf(v, sizeof v, "\"\"");
+        fprintf(f, "%-*s  %s\n", w, names[i], v);
+    }
+}
+
+static void json_str(char **buf, size_t *len, size_t *cap, const char *s);
+static void jcat(char **buf, size_t *len, size_t *cap, const char *s) {
+    size_t l = strlen(s);
+    if (*len + l + 1 > *cap) {
+        while (*len + l + 1 > *cap) *cap = *cap ? *cap * 2 : 1024;
+        char *nb = xmalloc(*cap);
+        if (*buf) memcpy(nb, *buf, *len);
+        free(*buf);
+        *buf = nb;
+    }
+    memcpy(*buf + *len, s, l + 1);
+    *len += l;
+}
+static void json_str(char **buf, size_t *len, size_t *cap, const char *s) {
+    jcat(buf, len, cap, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char e[8];
+        if (*p == '"' || *p == '\\') { e[0] = '\\'; e[1] = (char)*p; e[2] = 0; }
+        else if (*p < 0x20) snprintf(e, sizeof e, "\\u%04x", *p);
+        else { e[0] = (char)*p; e[1] = 0; }
+        jcat(buf, len, cap, e);
+    }
+    jcat(buf, len, cap, "\"");
+}
+
+char *config_to_json(const Config *c) {
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    jcat(&buf, &len, &cap, "{");
+    const char *cur = NULL;
+    for (int i = 0; i < N_SCHEMA; i++) {
+        const ConfigKey *k = &SCHEMA[i];
+        if (!cur || strcmp(cur, k->section)) {
+            jcat(&buf, &len, &cap, cur ? "}, " : "");
+            json_str(&buf, &len, &cap, k->section);
+            jcat(&buf, &len, &cap, ": {");
+            cur = k->section;
+        } else {
+            jcat(&buf, &len, &cap, ", ");
+        }
+        json_str(&buf, &len, &cap, k->key);
+        jcat(&buf, &len, &cap, ": ");
+        char v[1100];
+        config_format_value(c, k, v, sizeof v);
+        if (k->type == CK_STRING || k->type == CK_PRESET || k->type == CK_ENUM) json_str(&buf, &len, &cap, v);
+        else jcat(&buf, &len, &cap, v);
+    }
+    jcat(&buf, &len, &cap, cur ? "}}" : "}");
+    return buf;
+}
+
+// ---------------------------------------------------------------------------------
+// Closed-form sizes
+// ---------------------------------------------------------------------------------
+//
+// Notation: L layers, d = d_model, h heads, g = n_kv_heads, hd = d/h, kv = g*hd,
+// f = d_ff, V = vocab, T = seq_len, ra/rm = ranks of attention/MLP linears.
+// One linear d_in -> d_out:  lin = d_in*d_out (dense)  or  r*(d_in + d_out) (cola/svd:
+// A [d_in, r] and B [r, d_out]; SiLU and biases add no parameters).
+// Per layer:  q lin(d,d) + k lin(d,kv) + v lin(d,kv) + o lin(d,d)          (attention)
+//           + gate lin(d,f) + up lin(d,f) + down lin(f,d)                 (SwiGLU MLP)
+//           + 2d                                                           (two RMSNorm gains)
+// Model:      L * per_layer + d (final norm) + V*d (embedding) + [V*d LM head unless tied].
+//
+// Training FLOPs per token (Kaplan/Chinchilla/PaLM accounting): a matmul with P weights
+// costs 2P FLOPs per token forward and 4P backward (input grad + weight grad) = 6P.
+// P counts every matmul weight: the 7 linears of every layer (with low-rank layers, the
+// factor sizes r*(d_in+d_out) — the FLOPs of the two thin GEMMs) and the LM head d*V
+// (counted even when tied: the matmul still happens). The embedding lookup is a gather
+// (no FLOPs); norms, RoPE, SiLU, softmax are elementwise and ignored. Attention adds per
+// layer, per token: scores Q K^T 2*T*d and weighted sum P V 2*T*d forward (full TxT,
+// no causal halving, as in PaLM), x3 for forward+backward = 12*T*d.
+//   flops/token = 6 * (L * linears_per_layer + d*V) + 12 * L * T * d.
+
+static int64_t lin(int64_t din, int64_t dout, int64_t r, int dense) {
+    return dense ? din * dout : r * (din + dout);
+}
+
+static int64_t layer_linear_params(const ModelConfig *m) {
+    int dense = m->linear == LINEAR_DENSE;
+    int64_t d = m->d_model, f = m->d_ff;
+    int64_t g = m->n_kv_heads ? m->n_kv_heads : m->n_heads;
+    int64_t kv = g * (d / m->n_heads);
+    int64_t ra = m->rank_attn ? m->rank_attn : d / 4, rm = m->rank_mlp ? m->rank_mlp : d / 4;
+    int64_t attn = lin(d, d, ra, dense) + 2 * lin(d, kv, ra, dense) + lin(d, d, ra, dense);
+    int64_t mlp = 2 * lin(d, f, rm, dense) + lin(f, d, rm, dense);
+    return attn + mlp;
+}
+
+int64_t model_embedding_param_count(const ModelConfig *m) {
+    int64_t vd = (int64_t)m->vocab_size * m->d_model;
+    return m->tie_embeddings ? vd : 2 * vd;
+}
+
+int64_t model_param_count(const ModelConfig *m) {
+    int64_t d = m->d_model;
+    return (int64_t)m->n_layers * (layer_linear_params(m) + 2 * d) + d + model_embedding_param_count(m);
+}
+
+double model_train_flops_per_token(const ModelConfig *m) {
+    double matmul = (double)m->n_layers * (double)layer_linear_params(m) + (double)m->d_model * m->vocab_size;
+    return 6.0 * matmul + 12.0 * m->n_layers * (double)m->seq_len * m->d_model;
+}

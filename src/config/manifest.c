@@ -1,0 +1,677 @@
+// manifest.c — YAML files (libfyaml) -> a small tree with file/line on every node ->
+// validated application onto a Config through the schema (config.c). Manifests add
+// `extends` (a chain of files, applied parent first), `variants` (named or grid) and
+// meta keys. config_load_file() is the same machinery for one Config.
+//
+// Layering: defaults <- farthest parent <- ... <- the file <- variant <- --set.
+// Within one layer `model.preset` is applied first, then every other key in file order;
+// a later layer overrides an earlier one key by key. For plain keys this is exactly a
+// deep merge of the files (child keys override parent keys, mappings merge recursively);
+// for model.preset it means a preset set in a later layer replaces the shape keys of
+// earlier layers, while keys next to it in its own layer override the preset.
+#include "manifest.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libfyaml.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../core/check.h"
+
+// ---------------------------------------------------------------------------------
+// Arena: every node and string of one load lives here; freed in one go.
+// ---------------------------------------------------------------------------------
+
+typedef struct Block { struct Block *next; } Block;
+typedef struct {
+    Block *blocks;
+} Arena;
+
+static void *aalloc(Arena *a, size_t n) {
+    Block *b = xcalloc(1, sizeof(Block) + n + 16);
+    b->next = a->blocks;
+    a->blocks = b;
+    return (char *)b + sizeof(Block) + (16 - sizeof(Block) % 16) % 16;
+}
+static char *astrndup(Arena *a, const char *s, size_t n) {
+    char *p = aalloc(a, n + 1);
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+static char *astrdup(Arena *a, const char *s) { return astrndup(a, s, strlen(s)); }
+static void afree(Arena *a) {
+    for (Block *b = a->blocks, *nx; b; b = nx) { nx = b->next; free(b); }
+    a->blocks = NULL;
+}
+
+// ---------------------------------------------------------------------------------
+// Tree
+// ---------------------------------------------------------------------------------
+
+enum { YN_NULL, YN_SCALAR, YN_MAP, YN_SEQ };
+typedef struct YNode YNode;
+typedef struct {
+    const char *key;  // map entries; NULL for sequence items
+    int line;         // line of the key (1-based)
+    YNode *val;
+} YEntry;
+struct YNode {
+    int kind;
+    const char *text;     // YN_SCALAR
+    const char *file;
+    int line;             // 1-based
+    int n, cap;
+    YEntry *e;
+};
+
+static const char *kind_name(const YNode *y) {
+    switch (y->kind) {
+    case YN_MAP: return "a mapping";
+    case YN_SEQ: return "a list";
+    case YN_NULL: return "an empty value";
+    default: return "a scalar";
+    }
+}
+
+static void push_entry(Arena *a, YNode *y, const char *key, int line, YNode *val) {
+    if (y->n == y->cap) {
+        int nc = y->cap ? y->cap * 2 : 8;
+        YEntry *ne = aalloc(a, sizeof(YEntry) * (size_t)nc);
+        if (y->n) memcpy(ne, y->e, sizeof(YEntry) * (size_t)y->n);
+        y->e = ne;
+        y->cap = nc;
+    }
+    y->e[y->n++] = (YEntry){key, line, val};
+}
+
+static const YEntry *map_find(const YNode *y, const char *key) {
+    if (!y || y->kind != YN_MAP) return NULL;
+    for (int i = 0; i < y->n; i++)
+        if (!strcmp(y->e[i].key, key)) return &y->e[i];
+    return NULL;
+}
+
+static int token_line(struct fy_node *fn) {
+    struct fy_token *t = fy_node_get_scalar_token(fn);
+    const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
+    return m ? m->line + 1 : 0;
+}
+
+static int is_null_word(const char *s) {
+    return !strcmp(s, "") || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
+}
+
+static YNode *convert(Arena *a, struct fy_node *fn, const char *file, int line) {
+    YNode *y = aalloc(a, sizeof *y);
+    y->file = file;
+    y->line = line;
+    if (!fn || fy_node_is_null(fn)) { y->kind = YN_NULL; return y; }
+    if (fy_node_is_scalar(fn)) {
+        size_t n = 0;
+        const char *s = fy_node_get_scalar(fn, &n);
+        int l = token_line(fn);
+        if (l) y->line = l;
+        y->text = astrndup(a, s ? s : "", s ? n : 0);
+        y->kind = (fy_node_get_style(fn) == FYNS_PLAIN && is_null_word(y->text)) ? YN_NULL : YN_SCALAR;
+        return y;
+    }
+    if (fy_node_is_sequence(fn)) {
+        y->kind = YN_SEQ;
+        void *it = NULL;
+        struct fy_node *item;
+        while ((item = fy_node_sequence_iterate(fn, &it))) {
+            YNode *v = convert(a, item, file, line);
+            push_entry(a, y, NULL, v->line, v);
+        }
+        return y;
+    }
+    y->kind = YN_MAP;
+    void *it = NULL;
+    struct fy_node_pair *pair;
+    while ((pair = fy_node_mapping_iterate(fn, &it))) {
+        struct fy_node *k = fy_node_pair_key(pair), *v = fy_node_pair_value(pair);
+        int kl = k ? token_line(k) : 0;
+        if (!kl) kl = line;
+        if (!k || !fy_node_is_scalar(k))
+            die_input("%s:%d: mapping keys must be plain names (got a %s key)", file, kl,
+                      k && fy_node_is_sequence(k) ? "list" : k ? "mapping" : "null");
+        size_t n = 0;
+        const char *ks = fy_node_get_scalar(k, &n);
+        const char *key = astrndup(a, ks ? ks : "", ks ? n : 0);
+        push_entry(a, y, key, kl, convert(a, v, file, kl));
+    }
+    return y;
+}
+
+// Parse a file into a tree. The file's bytes are hashed into sha_out.
+static YNode *parse_file(Arena *a, const char *path, char sha_out[65]) {
+    FILE *f = fopen(path, "rb");
+    if (!f) die_input("cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) die_input("'%s' is a directory, not a YAML file", path);
+    size_t cap = 4096, len = 0;
+    char *buf = xmalloc(cap);
+    size_t k;
+    while ((k = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += k;
+        if (len == cap) {
+            char *nb = xmalloc(cap * 2);
+            memcpy(nb, buf, len);
+            free(buf);
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (ferror(f)) die_input("cannot read '%s': %s", path, strerror(errno));
+    fclose(f);
+    sha256_hex(buf, len, sha_out);
+
+    const char *file = astrdup(a, path);
+    struct fy_diag_cfg dc;
+    fy_diag_cfg_default(&dc);
+    dc.fp = NULL;
+    dc.colorize = false;
+    struct fy_diag *diag = fy_diag_create(&dc);
+    CHECK(diag, "fy_diag_create failed");
+    fy_diag_set_collect_errors(diag, true);
+    struct fy_parse_cfg pc = {0};
+    pc.flags = FYPCF_QUIET;
+    pc.diag = diag;
+    struct fy_document *doc = len ? fy_document_build_from_string(&pc, buf, len) : NULL;
+    int resolve_failed = doc && fy_document_resolve(doc) != 0;
+    if ((len && !doc) || resolve_failed || fy_diag_got_error(diag)) {
+        void *it = NULL;
+        struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
+        if (e) die_input("%s:%d: YAML syntax error: %s (column %d)", file, e->line > 0 ? e->line : 1,
+                         e->msg ? e->msg : "?", e->column);
+        die_input("%s: YAML syntax error%s", file, resolve_failed ? " (bad alias or merge key)" : "");
+    }
+    YNode *root;
+    struct fy_node *r = doc ? fy_document_root(doc) : NULL;
+    root = convert(a, r, file, 1);
+    if (root->kind == YN_NULL) root->kind = YN_MAP;  // empty file = empty mapping
+    if (root->kind != YN_MAP)
+        die_input("%s:%d: expected a mapping at the top level (model:, data:, train:, ...), got %s", file, root->line,
+                  kind_name(root));
+    if (doc) fy_document_destroy(doc);
+    fy_diag_destroy(diag);
+    free(buf);
+    return root;
+}
+
+// ---------------------------------------------------------------------------------
+// Applying a tree onto a Config
+// ---------------------------------------------------------------------------------
+
+static const char *const META_KEYS[] = {"manifest_version", "name", "version", "description", "extends", "variants", NULL};
+
+static int is_meta(const char *k) {
+    for (int i = 0; META_KEYS[i]; i++)
+        if (!strcmp(k, META_KEYS[i])) return 1;
+    return 0;
+}
+
+// Section names of the schema plus the meta keys: extra candidates for suggestions.
+static const char *const *toplevel_candidates(void) {
+    static const char *c[64];
+    if (!c[0]) {
+        int n = 0, nk;
+        const ConfigKey *s = config_schema(&nk);
+        for (int i = 0; META_KEYS[i]; i++) c[n++] = META_KEYS[i];
+        for (int i = 0; i < nk && n < 63; i++) {
+            int seen = 0;
+            for (int j = 0; j < n; j++) seen |= !strcmp(c[j], s[i].section);
+            if (!seen) c[n++] = s[i].section;
+        }
+        c[n] = NULL;
+    }
+    return c;
+}
+
+static void where_of(char *buf, size_t n, const char *file, int line, const char *variant) {
+    if (variant) snprintf(buf, n, "%s:%d: variant '%s'", file, line, variant);
+    else snprintf(buf, n, "%s:%d", file, line);
+}
+
+// Walk a mapping; `path` is the dotted prefix ("" at the top). pass 0: validate all
+// names and apply CKF_FIRST keys; pass 1: apply the other keys.
+static void apply_map(Config *c, const YNode *map, const char *path, int pass, int allow_meta, const char *variant) {
+    int nk;
+    const ConfigKey *schema = config_schema(&nk);
+    for (int i = 0; i < map->n; i++) {
+        const YEntry *e = &map->e[i];
+        char full[512], where[1400];
+        if (path[0]) snprintf(full, sizeof full, "%s.%s", path, e->key);
+        else snprintf(full, sizeof full, "%s", e->key);
+        if (!path[0] && allow_meta && is_meta(e->key)) continue;
+        int idx = config_key_index(full);
+        const YNode *v = e->val;
+        if (idx >= 0) {
+            int first = (schema[idx].flags & CKF_FIRST) != 0;
+            if (v->kind == YN_MAP || v->kind == YN_SEQ) {
+                char want[512];
+                where_of(where, sizeof where, v->file, e->line, variant);
+                config_describe_key(&schema[idx], want, sizeof want);
+                die_input("%s: %s: expected %s, got %s", where, full, want, kind_name(v));
+            }
+            if (pass == (first ? 0 : 1)) {
+                where_of(where, sizeof where, v->file, v->kind == YN_SCALAR ? v->line : e->line, variant);
+                config_set_key(c, full, v->text, v->kind == YN_NULL, where);
+            }
+            continue;
+        }
+        // not a key: a section (or a dotted prefix of keys) holding a mapping
+        int known_prefix = 0;
+        size_t fl = strlen(full);
+        for (const char *const *k = config_key_names(); *k; k++)
+            if (!strncmp(*k, full, fl) && (*k)[fl] == '.') known_prefix = 1;
+        where_of(where, sizeof where, v->file, e->line, variant);
+        if (!known_prefix) config_die_unknown_key(where, full, path[0] ? NULL : toplevel_candidates());
+        if (v->kind == YN_NULL) continue;
+        if (v->kind != YN_MAP)
+            die_input("%s: '%s' must be a mapping of keys (%s.KEY: value), got %s%s%s%s", where, full, full, kind_name(v),
+                      v->text ? " '" : "", v->text ? v->text : "", v->text ? "'" : "");
+        apply_map(c, v, full, pass, 0, variant);
+    }
+}
+
+static void apply_layer(Config *c, const YNode *root, int allow_meta, const char *variant) {
+    apply_map(c, root, "", 0, allow_meta, variant);
+    apply_map(c, root, "", 1, allow_meta, variant);
+}
+
+// ---------------------------------------------------------------------------------
+// Files, meta keys and extends
+// ---------------------------------------------------------------------------------
+
+#define MAX_CHAIN 32
+typedef struct {
+    Arena arena;
+    int n;                          // files in the chain: [0] = the file, [n-1] = farthest parent
+    YNode *root[MAX_CHAIN];
+    const char *path[MAX_CHAIN];    // as displayed in messages
+    char *real[MAX_CHAIN];          // realpath, for cycle detection
+    char sha[MAX_CHAIN][65];
+} Chain;
+
+static const char *path_stem(const char *path, char *buf, size_t n) {
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    snprintf(buf, n, "%s", b);
+    size_t l = strlen(buf);
+    if (l > 5 && !strcmp(buf + l - 5, ".yaml")) buf[l - 5] = 0;
+    else if (l > 4 && !strcmp(buf + l - 4, ".yml")) buf[l - 4] = 0;
+    return buf;
+}
+
+static const YNode *meta_scalar(const YNode *root, const char *key, const char *file, int *line_out) {
+    const YEntry *e = map_find(root, key);
+    if (!e) return NULL;
+    if (line_out) *line_out = e->line;
+    if (e->val->kind != YN_SCALAR)
+        die_input("%s:%d: %s: expected a single value (string or number), got %s", file, e->line, key, kind_name(e->val));
+    return e->val;
+}
+
+// Checks of one file's own meta keys (manifest_version, name, version, description).
+static void check_meta(const YNode *root, const char *file) {
+    int line = 0;
+    const YNode *v = meta_scalar(root, "manifest_version", file, &line);
+    if (v) {
+        char *end;
+        errno = 0;
+        long mv = strtol(v->text, &end, 10);
+        if (!v->text[0] || *end || errno || mv < 1)
+            die_input("%s:%d: manifest_version: expected an integer >= 1, got '%s'", file, line, v->text);
+        if (mv > MANIFEST_VERSION)
+            die_input_hint("or lower manifest_version if the file uses no newer features",
+                           "%s:%d: manifest_version %ld is newer than this engine supports (%d); update boost-c", file,
+                           line, mv, MANIFEST_VERSION);
+    }
+    v = meta_scalar(root, "name", file, &line);
+    if (v) {
+        char stem[256];
+        path_stem(file, stem, sizeof stem);
+        if (strcmp(v->text, stem))
+            die_input_hint("rename the file or the name so that they agree",
+                           "%s:%d: name '%s' must equal the file name stem '%s'", file, line, v->text, stem);
+    }
+    v = meta_scalar(root, "version", file, &line);
+    if (v && strlen(v->text) >= 128) die_input("%s:%d: version: longer than 127 characters", file, line);
+    meta_scalar(root, "description", file, &line);
+    const YEntry *ve = map_find(root, "variants");
+    if (ve && ve->val->kind != YN_MAP && ve->val->kind != YN_NULL)
+        die_input("%s:%d: variants: expected a mapping (NAME: {overrides}) or grid: {KEY: [values]}, got %s", file,
+                  ve->line, kind_name(ve->val));
+}
+
+static int is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int has_yaml_suffix(const char *p) {
+    size_t l = strlen(p);
+    return (l > 5 && !strcmp(p + l - 5, ".yaml")) || (l > 4 && !strcmp(p + l - 4, ".yml"));
+}
+
+// Candidates for `extends: p` of `file`: p itself if absolute; next to the file; under
+// the nearest ancestor directory called experiments/; under ./experiments/.
+static const char *resolve_extends(Arena *a, const char *file, int line, const char *p) {
+    char cands[8][PATH_MAX + 8];
+    int nc = 0;
+    if (p[0] == '/') {
+        snprintf(cands[nc++], sizeof cands[0], "%s", p);
+    } else {
+        const char *slash = strrchr(file, '/');
+        if (slash) snprintf(cands[nc++], sizeof cands[0], "%.*s/%s", (int)(slash - file), file, p);
+        else snprintf(cands[nc++], sizeof cands[0], "%s", p);
+        char real[PATH_MAX];
+        if (realpath(file, real)) {
+            char *s;
+            while ((s = strrchr(real, '/')) && s != real) {
+                *s = 0;
+                const char *base = strrchr(real, '/');
+                if (base && !strcmp(base + 1, "experiments")) {
+                    snprintf(cands[nc++], sizeof cands[0], "%s/%s", real, p);
+                    break;
+                }
+            }
+        }
+        snprintf(cands[nc++], sizeof cands[0], "experiments/%s", p);
+    }
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < nc; i++) {
+            char c[PATH_MAX + 16];
+            if (pass == 1 && has_yaml_suffix(p)) continue;
+            size_t l = strnlen(cands[i], sizeof cands[0] - 1);
+            memcpy(c, cands[i], l);
+            c[l] = 0;
+            if (pass == 1) strcat(c, ".yaml");
+            if (is_file(c)) return astrdup(a, c);
+        }
+    char looked[4 * PATH_MAX] = "";
+    size_t used = 0;
+    for (int i = 0; i < nc && used < sizeof looked; i++)
+        used += (size_t)snprintf(looked + used, sizeof looked - used, "%s%s", i ? ", " : "", cands[i]);
+    die_input("%s:%d: extends: cannot find '%s' (looked for %s)", file, line, p, looked);
+}
+
+static void load_chain(Chain *ch, const char *path) {
+    memset(ch, 0, sizeof *ch);
+    const char *cur = path;
+    for (;;) {
+        if (ch->n == MAX_CHAIN) die_input("%s: extends chain longer than %d files", path, MAX_CHAIN);
+        char real[PATH_MAX];
+        if (!realpath(cur, real)) {
+            if (ch->n == 0) die_input("cannot open '%s': %s", cur, strerror(errno));
+            snprintf(real, sizeof real, "%s", cur);
+        }
+        int i = ch->n++;
+        ch->path[i] = astrdup(&ch->arena, cur);
+        ch->real[i] = astrdup(&ch->arena, real);
+        ch->root[i] = parse_file(&ch->arena, cur, ch->sha[i]);
+        check_meta(ch->root[i], ch->path[i]);
+        const YEntry *ext = map_find(ch->root[i], "extends");
+        if (!ext) break;
+        if (ext->val->kind != YN_SCALAR || !ext->val->text[0])
+            die_input("%s:%d: extends: expected the path of another manifest, got %s", ch->path[i], ext->line,
+                      kind_name(ext->val));
+        const char *next = resolve_extends(&ch->arena, ch->path[i], ext->line, ext->val->text);
+        char nreal[PATH_MAX];
+        if (realpath(next, nreal)) {
+            for (int j = 0; j <= i; j++)
+                if (!strcmp(ch->real[j], nreal)) {
+                    char cyc[8192];
+                    size_t used = 0;
+                    for (int q = j; q <= i && used < sizeof cyc; q++)
+                        used += (size_t)snprintf(cyc + used, sizeof cyc - used, "%s -> ", ch->path[q]);
+                    if (used < sizeof cyc) snprintf(cyc + used, sizeof cyc - used, "%s", next);
+                    die_input("%s:%d: extends cycle: %s", ch->path[i], ext->line, cyc);
+                }
+        }
+        cur = next;
+    }
+}
+
+// Layers onto c: farthest parent first.
+static void apply_chain(Config *c, const Chain *ch) {
+    for (int i = ch->n - 1; i >= 0; i--) apply_layer(c, ch->root[i], 1, NULL);
+}
+
+// The nearest file of the chain that has `key` (meta keys inherit through extends).
+static const YEntry *chain_find(const Chain *ch, const char *key, const char **file) {
+    for (int i = 0; i < ch->n; i++) {
+        const YEntry *e = map_find(ch->root[i], key);
+        if (e) {
+            if (file) *file = ch->path[i];
+            return e;
+        }
+    }
+    return NULL;
+}
+
+// ---------------------------------------------------------------------------------
+// Variants
+// ---------------------------------------------------------------------------------
+
+typedef struct {
+    char name[256];
+    YNode *override;  // mapping of (dotted or nested) keys; NULL = none
+} VariantSpec;
+
+#define MAX_VARIANTS 4096
+
+static int name_char_ok(char ch) {
+    return isalnum((unsigned char)ch) || strchr("._-+=,@%:", ch);
+}
+
+static void sanitize(char *s) {
+    for (; *s; s++)
+        if (!name_char_ok(*s)) *s = '_';
+}
+
+static VariantSpec *expand_variants(Chain *ch, int *n_out) {
+    const char *file = ch->path[0];
+    const YEntry *ve = chain_find(ch, "variants", &file);
+    VariantSpec *vs;
+    if (!ve || ve->val->kind == YN_NULL || ve->val->n == 0) {
+        vs = xcalloc(1, sizeof *vs);
+        snprintf(vs[0].name, sizeof vs[0].name, "default");
+        *n_out = 1;
+        return vs;
+    }
+    const YNode *v = ve->val;
+    const YEntry *grid = map_find(v, "grid");
+    if (grid) {
+        if (v->n != 1)
+            die_input("%s:%d: variants: use either named variants or grid, not both", file, grid->line);
+        const YNode *g = grid->val;
+        if (g->kind != YN_MAP || g->n == 0)
+            die_input("%s:%d: variants.grid: expected a mapping KEY: [values, ...], got %s", file, grid->line, kind_name(g));
+        long total = 1;
+        for (int i = 0; i < g->n; i++) {
+            const YEntry *e = &g->e[i];
+            char where[1200];
+            snprintf(where, sizeof where, "%s:%d: variants.grid", file, e->line);
+            if (config_key_index(e->key) < 0) config_die_unknown_key(where, e->key, NULL);
+            if (e->val->kind != YN_SEQ || e->val->n == 0)
+                die_input("%s: %s: expected a non-empty list of values, e.g. [1, 2], got %s", where, e->key,
+                          kind_name(e->val));
+            for (int j = 0; j < e->val->n; j++)
+                if (e->val->e[j].val->kind != YN_SCALAR)
+                    die_input("%s:%d: variants.grid: %s: list items must be single values, got %s", file,
+                              e->val->e[j].val->line, e->key, kind_name(e->val->e[j].val));
+            total *= e->val->n;
+            if (total > MAX_VARIANTS)
+                die_input("%s:%d: variants.grid: more than %d combinations", file, grid->line, MAX_VARIANTS);
+        }
+        vs = xcalloc((size_t)total, sizeof *vs);
+        Arena *a = &ch->arena;  // nodes of generated overrides live in the chain's arena
+        for (long t = 0; t < total; t++) {
+            long rem = t;
+            int idx[64];
+            // first key varies slowest
+            for (int i = g->n - 1; i >= 0; i--) {
+                idx[i] = (int)(rem % g->e[i].val->n);
+                rem /= g->e[i].val->n;
+            }
+            YNode *ov = aalloc(a, sizeof *ov);
+            ov->kind = YN_MAP;
+            ov->file = file;
+            ov->line = grid->line;
+            char name[1024] = "";
+            size_t used = 0;
+            for (int i = 0; i < g->n; i++) {
+                const YEntry *e = &g->e[i];
+                const YNode *item = e->val->e[idx[i]].val;
+                push_entry(a, ov, e->key, item->line, (YNode *)item);
+                // short name = last component, unless another grid key has the same one
+                const char *lf = strrchr(e->key, '.');
+                lf = lf ? lf + 1 : e->key;
+                for (int j = 0; j < g->n; j++) {
+                    const char *lj = strrchr(g->e[j].key, '.');
+                    lj = lj ? lj + 1 : g->e[j].key;
+                    if (j != i && !strcmp(lj, lf)) lf = e->key;
+                }
+                char val[256];
+                snprintf(val, sizeof val, "%s", item->text);
+                sanitize(val);
+                used += (size_t)snprintf(name + used, sizeof name - used, "%s%s=%s", i ? "," : "", lf, val);
+                if (used >= sizeof name) used = sizeof name - 1;
+            }
+            if (strlen(name) >= sizeof vs[t].name)
+                die_input("%s:%d: variants.grid: generated variant name too long: '%.80s...'", file, grid->line, name);
+            memcpy(vs[t].name, name, strlen(name) + 1);
+            vs[t].override = ov;
+        }
+        *n_out = (int)total;
+    } else {
+        if (v->n > MAX_VARIANTS) die_input("%s:%d: variants: more than %d", file, ve->line, MAX_VARIANTS);
+        vs = xcalloc((size_t)v->n, sizeof *vs);
+        for (int i = 0; i < v->n; i++) {
+            const YEntry *e = &v->e[i];
+            if (!e->key[0] || strlen(e->key) >= sizeof vs[i].name)
+                die_input("%s:%d: variants: a variant name must have 1 to 255 characters", file, e->line);
+            for (const char *p = e->key; *p; p++)
+                if (!name_char_ok(*p))
+                    die_input("%s:%d: variants: name '%s' has the character '%c'; use letters, digits and ._-+=,@%%:",
+                              file, e->line, e->key, *p);
+            if (e->val->kind != YN_MAP && e->val->kind != YN_NULL)
+                die_input("%s:%d: variant '%s': expected a mapping of overrides (KEY: value), got %s", file, e->line,
+                          e->key, kind_name(e->val));
+            snprintf(vs[i].name, sizeof vs[i].name, "%s", e->key);
+            vs[i].override = e->val->kind == YN_MAP ? e->val : NULL;
+        }
+        *n_out = v->n;
+    }
+    for (int i = 0; i < *n_out; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(vs[i].name, vs[j].name))
+                die_input("%s:%d: variants: two variants are named '%s'", file, ve->line, vs[i].name);
+    return vs;
+}
+
+// ---------------------------------------------------------------------------------
+// Public API
+// ---------------------------------------------------------------------------------
+
+void config_load_file(Config *c, const char *path) {
+    Chain ch;
+    load_chain(&ch, path);
+    apply_chain(c, &ch);
+    // validate the variants (names, keys, values) without using them: the whole file is
+    // checked even by tools that take only the base configuration
+    int nv;
+    VariantSpec *vs = expand_variants(&ch, &nv);
+    for (int i = 0; i < nv; i++)
+        if (vs[i].override) {
+            Config scratch = *c;
+            apply_layer(&scratch, vs[i].override, 0, vs[i].name);
+        }
+    free(vs);
+    xsnprintf(c->source_path, sizeof c->source_path, "%s", path);
+    afree(&ch.arena);
+}
+
+Manifest *manifest_load(const char *path) { return manifest_load_with(path, NULL, 0); }
+
+Manifest *manifest_load_with(const char *path, const char *const *overrides, int n_overrides) {
+    Chain ch;
+    load_chain(&ch, path);
+    Manifest *m = xcalloc(1, sizeof *m);
+    xsnprintf(m->path, sizeof m->path, "%s", path);
+    memcpy(m->sha256, ch.sha[0], 65);
+    m->n_sources = ch.n;
+    m->sources = xcalloc((size_t)ch.n, sizeof *m->sources);
+    for (int i = 0; i < ch.n; i++) {
+        xsnprintf(m->sources[i].path, sizeof m->sources[i].path, "%s", ch.path[i]);
+        memcpy(m->sources[i].sha256, ch.sha[i], 65);
+    }
+    // meta: name and version from this file; description inherits; manifest_version of this file
+    const YEntry *e = map_find(ch.root[0], "name");
+    if (e) xsnprintf(m->name, sizeof m->name, "%s", e->val->text);
+    else path_stem(path, m->name, sizeof m->name);
+    e = map_find(ch.root[0], "version");
+    if (e) xsnprintf(m->version, sizeof m->version, "%s", e->val->text);
+    e = chain_find(&ch, "description", NULL);
+    if (e) snprintf(m->description, sizeof m->description, "%s", e->val->text);
+    e = map_find(ch.root[0], "manifest_version");
+    m->manifest_version = e ? atoi(e->val->text) : MANIFEST_VERSION;
+
+    // base layers first on their own: an error there is reported without a variant name
+    Config base;
+    config_defaults(&base);
+    apply_chain(&base, &ch);
+
+    int nv;
+    VariantSpec *vs = expand_variants(&ch, &nv);
+    m->n_variants = nv;
+    m->variants = xcalloc((size_t)nv, sizeof *m->variants);
+    for (int i = 0; i < nv; i++) {
+        ManifestVariant *v = &m->variants[i];
+        snprintf(v->name, sizeof v->name, "%s", vs[i].name);
+        Config *c = &v->config;
+        *c = base;
+        if (vs[i].override) apply_layer(c, vs[i].override, 0, vs[i].name);
+        xsnprintf(c->source_path, sizeof c->source_path, "%s", path);
+        xsnprintf(c->variant, sizeof c->variant, "%s", vs[i].name);
+        for (int k = 0; k < n_overrides; k++) config_set_override(c, overrides[k]);
+        config_finalize(c);
+    }
+    free(vs);
+    afree(&ch.arena);
+    return m;
+}
+
+const ManifestVariant *manifest_variant(const Manifest *m, const char *name) {
+    if (!name || !name[0]) {
+        if (m->n_variants == 1) return &m->variants[0];
+    } else {
+        for (int i = 0; i < m->n_variants; i++)
+            if (!strcmp(m->variants[i].name, name)) return &m->variants[i];
+    }
+    char list[4096] = "";
+    size_t used = 0;
+    for (int i = 0; i < m->n_variants && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", m->variants[i].name);
+    if (!name || !name[0])
+        die_input_hint(list, "%s has %d variants; choose one (--variant NAME)", m->path, m->n_variants);
+    const char **names = xcalloc((size_t)m->n_variants + 1, sizeof *names);
+    for (int i = 0; i < m->n_variants; i++) names[i] = m->variants[i].name;
+    const char *s = config_suggest(name, names);
+    if (s) die_input_hint(list, "%s: no variant '%s'; did you mean '%s'?", m->path, name, s);
+    die_input_hint(list, "%s: no variant '%s'", m->path, name);
+}
+
+void manifest_free(Manifest *m) {
+    if (!m) return;
+    free(m->sources);
+    free(m->variants);
+    free(m);
+}

@@ -1,0 +1,20 @@
+// dump.h — step dumps: one self-contained HDF5 file with everything needed to replay
+// or cross-check one optimizer step elsewhere (e.g. against a PyTorch reference):
+// the weights the step's forward used, its whole batch, its mean loss, the gradients
+// of that loss before clipping, and optionally the activations of the last
+// micro-batch. Layout: docs/checkpoint-format.md ("Step dumps").
+#pragma once
+#include <stdint.h>
+#include "../model/model.h"
+
+#define DUMP_FORMAT "boost-c step dump"
+#define DUMP_FORMAT_VERSION 1
+
+// Call after the step's backward passes and BEFORE clipping and the optimizer update.
+//   inputs/targets: the step's K micro-batches, [rows = K*B, T] row-major;
+//   loss: mean loss of the step; config_json: resolved configuration (may be NULL);
+//   with_activations: also write /activations (m->acts holds the LAST micro-batch).
+// Written atomically (path.tmp, fsync, rename), parent directory created.
+void dump_write(const char *path, const Model *m, int64_t step, const char *config_json,
+                const int32_t *inputs, const int32_t *targets, int rows, int T,
+                double loss, int with_activations);

@@ -1,0 +1,241 @@
+// info — model shapes, parameter counts and training FLOPs per token, from a preset, a
+// manifest, or --set overrides; the schema as markdown (docs/configuration.md).
+//
+//   build/info --preset cola-60m --linear cola
+//   build/info --config experiments/quickstart.yaml [--variant NAME] [--set train.lr=1e-3]
+//   build/info --all                 every preset x {dense, cola, svd}
+//   build/info --keys-markdown       the schema table of docs/configuration.md
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../config/config.h"
+#include "../config/manifest.h"
+#include "../core/check.h"
+
+static const char *USAGE =
+    "usage: info [--preset NAME] [--linear dense|cola|svd] [--config FILE [--variant NAME]]\n"
+    "            [--set KEY=VALUE]... [--print-config] [--json]\n"
+    "       info --all [--set KEY=VALUE]...\n"
+    "       info --keys-markdown";
+
+static void group(int64_t x, char *buf, size_t n) {  // 12345678 -> "12,345,678"
+    char raw[32];
+    snprintf(raw, sizeof raw, "%lld", (long long)(x < 0 ? -x : x));
+    size_t l = strlen(raw), j = 0;
+    char out[48];
+    if (x < 0) out[j++] = '-';
+    for (size_t i = 0; i < l; i++) {
+        out[j++] = raw[i];
+        if ((l - i - 1) % 3 == 0 && i + 1 < l) out[j++] = ',';
+    }
+    out[j] = 0;
+    snprintf(buf, n, "%s", out);
+}
+
+static void human(double x, char *buf, size_t n) {
+    if (x >= 1e9) snprintf(buf, n, "%.2f B", x / 1e9);
+    else if (x >= 1e6) snprintf(buf, n, "%.2f M", x / 1e6);
+    else if (x >= 1e3) snprintf(buf, n, "%.2f K", x / 1e3);
+    else snprintf(buf, n, "%.0f", x);
+}
+
+static void row(const char *name, int64_t din, int64_t dout, int rank, int dense) {
+    int64_t p = dense ? din * dout : (int64_t)rank * (din + dout);
+    char ps[32];
+    group(p, ps, sizeof ps);
+    if (dense) printf("  %-10s %7lld %7lld %7s %16s\n", name, (long long)din, (long long)dout, "-", ps);
+    else printf("  %-10s %7lld %7lld %7d %16s\n", name, (long long)din, (long long)dout, rank, ps);
+}
+
+static void report(const Config *c, const char *title) {
+    const ModelConfig *m = &c->model;
+    int dense = m->linear == LINEAR_DENSE;
+    int hd = m->d_model / m->n_heads, kv = m->n_kv_heads * hd;
+    if (title) printf("== %s ==\n", title);
+    printf("model    %s, linear %s%s\n", m->preset[0] ? m->preset : "(no preset)", linear_kind_name(m->linear),
+           m->linear == LINEAR_COLA ? (m->only_lr_act ? " (only_lr_act: z = g*u)" : " (only_lr_act false: z = SiLU(g)*u)") : "");
+    printf("shape    layers %d, d_model %d, heads %d (kv %d, head_dim %d), d_ff %d", m->n_layers, m->d_model, m->n_heads,
+           m->n_kv_heads, hd, m->d_ff);
+    if (!dense) printf(", rank attn %d / mlp %d", m->rank_attn, m->rank_mlp);
+    printf(", seq_len %d, vocab %d, %s embeddings\n\n", m->seq_len, m->vocab_size, m->tie_embeddings ? "tied" : "untied");
+
+    printf("  %-10s %7s %7s %7s %16s\n", "per layer", "d_in", "d_out", "rank", "params");
+    row("attn.q", m->d_model, m->d_model, m->rank_attn, dense);
+    row("attn.k", m->d_model, kv, m->rank_attn, dense);
+    row("attn.v", m->d_model, kv, m->rank_attn, dense);
+    row("attn.o", m->d_model, m->d_model, m->rank_attn, dense);
+    row("mlp.gate", m->d_model, m->d_ff, m->rank_mlp, dense);
+    row("mlp.up", m->d_model, m->d_ff, m->rank_mlp, dense);
+    row("mlp.down", m->d_ff, m->d_model, m->rank_mlp, dense);
+    char s[32], h[32];
+    group(2LL * m->d_model, s, sizeof s);
+    printf("  %-10s %7s %7s %7s %16s\n", "norms", "2 x d", "", "", s);
+
+    int64_t total = model_param_count(m), emb = model_embedding_param_count(m);
+    int64_t vd = (int64_t)m->vocab_size * m->d_model;
+    int64_t per_layer = (total - emb - m->d_model) / m->n_layers;
+    group(per_layer, s, sizeof s);
+    printf("  %-10s %7s %7s %7s %16s   x %d layers\n\n", "layer", "", "", "", s, m->n_layers);
+
+    group(total, s, sizeof s);
+    human((double)total, h, sizeof h);
+    printf("parameters              %16s  (%s)\n", s, h);
+    group(vd, s, sizeof s);
+    printf("  embedding             %16s  (%d x %d)\n", s, m->vocab_size, m->d_model);
+    if (m->tie_embeddings) printf("  lm_head               %16s  (tied to the embedding)\n", "0");
+    else printf("  lm_head               %16s  (%d x %d)\n", s, m->d_model, m->vocab_size);
+    group(total - emb, s, sizeof s);
+    human((double)(total - emb), h, sizeof h);
+    printf("  non-embedding         %16s  (%s: layers + final norm)\n", s, h);
+
+    double f = model_train_flops_per_token(m);
+    double attn = 12.0 * m->n_layers * (double)m->seq_len * m->d_model;
+    printf("train FLOPs per token   %16.4e  (6 x matmul params incl. lm_head %.4e + attention 12*L*T*d %.4e)\n", f,
+           f - attn, attn);
+    printf("train FLOPs per step    %16.4e  (%d x %d x %d tokens)\n",
+           f * c->train.batch_size * c->train.grad_accum * m->seq_len, c->train.batch_size, c->train.grad_accum, m->seq_len);
+}
+
+static void all_table(const char *const *sets, int n_sets) {
+    printf("%-10s %-6s %14s %14s %14s %10s %10s\n", "preset", "linear", "params", "non-embedding", "FLOPs/token",
+           "p/dense", "F/dense");
+    for (const char *const *p = preset_names(); *p; p++) {
+        double dense_p = 0, dense_f = 0;
+        for (int lk = LINEAR_DENSE; lk <= LINEAR_SVD; lk++) {
+            Config c;
+            config_defaults(&c);
+            char a[128];
+            snprintf(a, sizeof a, "model.preset=%s", *p);
+            config_set_override(&c, a);
+            snprintf(a, sizeof a, "model.linear=%s", linear_kind_name((LinearKind)lk));
+            config_set_override(&c, a);
+            for (int i = 0; i < n_sets; i++) config_set_override(&c, sets[i]);
+            config_finalize(&c);
+            double tp = (double)model_param_count(&c.model);
+            double ne = tp - (double)model_embedding_param_count(&c.model);
+            double fl = model_train_flops_per_token(&c.model);
+            if (lk == LINEAR_DENSE) { dense_p = tp; dense_f = fl; }
+            char ts[32], ns[32];
+            human(tp, ts, sizeof ts);
+            human(ne, ns, sizeof ns);
+            printf("%-10s %-6s %14s %14s %14.4e %10.3f %10.3f\n", *p, linear_kind_name((LinearKind)lk), ts, ns, fl,
+                   tp / dense_p, fl / dense_f);
+        }
+    }
+    printf("(p/dense, F/dense: params and FLOPs relative to the dense model of the same preset)\n");
+}
+
+static void md_cell(const char *s) {  // a table cell: escape the column separator
+    for (; *s; s++) {
+        if (*s == '|') putchar('\\');
+        putchar(*s);
+    }
+}
+
+static void keys_markdown(void) {
+    Config d;
+    config_defaults(&d);
+    int n;
+    const ConfigKey *s = config_schema(&n);
+    printf("| key | type | default | accepted values | description |\n");
+    printf("|---|---|---|---|---|\n");
+    for (int i = 0; i < n; i++) {
+        const ConfigKey *k = &s[i];
+        const char *type = "";
+        switch (k->type) {
+        case CK_INT: case CK_INT64: case CK_UINT64: type = "integer"; break;
+        case CK_FLOAT: case CK_DOUBLE: type = "number"; break;
+        case CK_BOOL: type = "boolean"; break;
+        case CK_ENUM: type = "enum"; break;
+        case CK_STRING: case CK_PRESET: type = "string"; break;
+        }
+        char def[1100], want[600];
+        config_format_value(&d, k, def, sizeof def);
+        config_describe_key(k, want, sizeof want);
+        if (!strcmp(k->section, "model") && (!strcmp(k->key, "rank_attn") || !strcmp(k->key, "rank_mlp")))
+            snprintf(def, sizeof def, "d_model/4");
+        if (!strcmp(k->section, "model") && !strcmp(k->key, "n_kv_heads") && d.model.n_kv_heads == 0)
+            snprintf(def, sizeof def, "n_heads");
+        printf("| `%s.%s` | %s | %s%s%s | ", k->section, k->key, type, def[0] ? "`" : "", def[0] ? def : "\"\"",
+               def[0] ? "`" : "");
+        md_cell(want);
+        printf(" | ");
+        md_cell(k->help);
+        printf(" |\n");
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *config_path = NULL, *variant = NULL;
+    const char **sets = xcalloc((size_t)argc + 1, sizeof *sets);
+    int n_sets = 0, all = 0, md = 0, print_cfg = 0, json = 0;
+    char **owned = xcalloc((size_t)argc + 1, sizeof *owned);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_val = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { puts(USAGE); return 0; }
+        else if (!strcmp(a, "--all")) all = 1;
+        else if (!strcmp(a, "--keys-markdown")) md = 1;
+        else if (!strcmp(a, "--print-config")) print_cfg = 1;
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--preset") || !strcmp(a, "--linear")) {
+            if (!has_val) die_input_hint(USAGE, "info: %s needs a value", a);
+            size_t n = strlen(argv[i + 1]) + 32;
+            owned[i] = xmalloc(n);
+            snprintf(owned[i], n, "model.%s=%s", a + 2, argv[i + 1]);
+            sets[n_sets++] = owned[i];
+            i++;
+        } else if (!strcmp(a, "--set")) {
+            if (!has_val) die_input_hint(USAGE, "info: --set needs KEY=VALUE");
+            sets[n_sets++] = argv[++i];
+        } else if (!strcmp(a, "--config")) {
+            if (!has_val) die_input_hint(USAGE, "info: --config needs a file");
+            config_path = argv[++i];
+        } else if (!strcmp(a, "--variant")) {
+            if (!has_val) die_input_hint(USAGE, "info: --variant needs a name");
+            variant = argv[++i];
+        } else {
+            die_input_hint(USAGE, "info: unknown argument '%s'", a);
+        }
+    }
+    if (variant && !config_path) die_input_hint(USAGE, "info: --variant needs --config FILE");
+    if (all && config_path) die_input_hint(USAGE, "info: --all takes no --config");
+    if (md) {
+        keys_markdown();
+    } else if (all) {
+        all_table(sets, n_sets);
+    } else if (config_path) {
+        Manifest *m = manifest_load_with(config_path, sets, n_sets);
+        if (variant) (void)manifest_variant(m, variant);  // unknown name -> error listing the names
+        printf("manifest %s (name %s%s%s, manifest_version %d, sha256 %.16s..., %d variant%s)\n", m->path, m->name,
+               m->version[0] ? ", version " : "", m->version, m->manifest_version, m->sha256, m->n_variants,
+               m->n_variants == 1 ? "" : "s");
+        for (int i = 1; i < m->n_sources; i++) printf("  extends %s (sha256 %.16s...)\n", m->sources[i].path, m->sources[i].sha256);
+        if (m->description[0]) printf("  %s\n", m->description);
+        printf("\n");
+        for (int i = 0; i < m->n_variants; i++) {
+            const ManifestVariant *v = &m->variants[i];
+            if (variant && strcmp(v->name, variant)) continue;
+            if (json) { char *j = config_to_json(&v->config); printf("%s\n", j); free(j); continue; }
+            report(&v->config, v->name);
+            if (print_cfg) { printf("\n"); config_print_table(&v->config, stdout); }
+            printf("\n");
+        }
+        manifest_free(m);
+    } else {
+        Config c;
+        config_defaults(&c);
+        for (int i = 0; i < n_sets; i++) config_set_override(&c, sets[i]);
+        config_finalize(&c);
+        if (json) { char *j = config_to_json(&c); printf("%s\n", j); free(j); }
+        else {
+            report(&c, NULL);
+            if (print_cfg) { printf("\n"); config_print_table(&c, stdout); }
+        }
+    }
+    for (int i = 0; i < argc; i++) free(owned[i]);
+    free(owned);
+    free(sets);
+    return 0;
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# t_config.sh — configuration errors through build/info: every bad input exits 2 with a
+# message naming the file, line and key; plus the good paths of the info tool.
+source "$(dirname "$0")/lib.sh"
+INFO=$BUILD/info
+if [ ! -x "$INFO" ]; then fail t_config "no $INFO (run make first)"; exit 0; fi
+cd "$ROOT"
+
+y() { printf '%b' "$2" > "$TMP/$1.yaml"; }  # y NAME 'yaml text' -> $TMP/NAME.yaml
+
+# ---- values and keys ------------------------------------------------------------------
+y unknown 'model:\n  d_modle: 64\n'
+expect_error unknown_key_suggestion "unknown.yaml:2: unknown key 'model.d_modle'; did you mean 'model.d_model'?" 2 \
+    "$INFO" --config "$TMP/unknown.yaml"
+y section 'modle:\n  d_model: 64\n'
+expect_error unknown_section "section.yaml:1: unknown key 'modle'; did you mean 'model'?" 2 "$INFO" --config "$TMP/section.yaml"
+y wrongsec 'model:\n  lr: 0.1\n'
+expect_error key_in_wrong_section "unknown key 'model.lr'; did you mean 'train.lr'?" 2 "$INFO" --config "$TMP/wrongsec.yaml"
+y dotted 'train.lrr: 0.1\n'
+expect_error unknown_dotted_key "dotted.yaml:1: unknown key 'train.lrr'; did you mean 'train.lr'?" 2 "$INFO" --config "$TMP/dotted.yaml"
+y type 'model:\n  n_layers: abc\n'
+expect_error wrong_type "type.yaml:2: model.n_layers: expected an integer >= 1, got 'abc'" 2 "$INFO" --config "$TMP/type.yaml"
+y float_int 'train:\n  steps: 1.5\n'
+expect_error float_for_integer "train.steps: expected an integer >= 1, got '1.5'" 2 "$INFO" --config "$TMP/float_int.yaml"
+y range 'train:\n  lr: -1\n'
+expect_error out_of_range "range.yaml:2: train.lr: expected a number > 0, got '-1'" 2 "$INFO" --config "$TMP/range.yaml"
+y valfrac 'data:\n  val_fraction: 0.5\n'
+expect_error val_fraction_range "data.val_fraction: expected a number in (0, 0.5), got '0.5'" 2 "$INFO" --config "$TMP/valfrac.yaml"
+y enum 'model:\n  linear: lora\n'
+expect_error bad_enum "enum.yaml:2: model.linear: expected one of dense, cola, svd, got 'lora'" 2 "$INFO" --config "$TMP/enum.yaml"
+y bool 'model:\n  tie_embeddings: yes\n'
+expect_error bad_bool "model.tie_embeddings: expected true or false, got 'yes'" 2 "$INFO" --config "$TMP/bool.yaml"
+y dataset 'data:\n  dataset: c4\n'
+expect_error bad_dataset "data.dataset: expected one of kjv, synthetic, tinyshakespeare, text:PATH, got 'c4'" 2 \
+    "$INFO" --config "$TMP/dataset.yaml"
+y empty_val 'train:\n  lr:\n'
+expect_error empty_value "empty_val.yaml:2: train.lr: expected a number > 0, got an empty value" 2 "$INFO" --config "$TMP/empty_val.yaml"
+y mapval 'model:\n  d_model: {a: 1}\n'
+expect_error mapping_for_scalar "model.d_model: expected an integer >= 2, got a mapping" 2 "$INFO" --config "$TMP/mapval.yaml"
+y scalarsec 'model: 5\n'
+expect_error scalar_section "'model' must be a mapping of keys" 2 "$INFO" --config "$TMP/scalarsec.yaml"
+y toplist '- 1\n- 2\n'
+expect_error top_level_list "expected a mapping at the top level" 2 "$INFO" --config "$TMP/toplist.yaml"
+
+# ---- YAML syntax ------------------------------------------------------------------------
+y syntax 'model:\n  d_model: 64\n  n_layers: [1, 2\ntrain:\n  lr: 1\n'
+expect_error yaml_syntax "syntax.yaml:" 2 "$INFO" --config "$TMP/syntax.yaml"
+expect_error yaml_syntax_text "YAML syntax error" 2 "$INFO" --config "$TMP/syntax.yaml"
+y dup 'train:\n  lr: 1e-3\n  lr: 2e-3\n'
+expect_error duplicate_key "dup.yaml:3: YAML syntax error: duplicate key" 2 "$INFO" --config "$TMP/dup.yaml"
+expect_error missing_file "cannot open '$TMP/nope.yaml'" 2 "$INFO" --config "$TMP/nope.yaml"
+
+# ---- presets and finalize checks ---------------------------------------------------------
+y preset 'model:\n  preset: cola-60\n'
+expect_error unknown_preset "preset.yaml:2: model.preset: unknown preset 'cola-60'; did you mean 'cola-60m'?" 2 \
+    "$INFO" --config "$TMP/preset.yaml"
+expect_error unknown_preset_flag "unknown preset 'gpt2'" 2 "$INFO" --preset gpt2
+y heads 'model:\n  d_model: 96\n  n_heads: 5\n'
+expect_error heads_divide "model.d_model = 96 is not divisible by model.n_heads = 5" 2 "$INFO" --config "$TMP/heads.yaml"
+y headdim 'model:\n  d_model: 60\n  n_heads: 4\n'
+expect_error head_dim_even "must be even" 2 "$INFO" --config "$TMP/headdim.yaml"
+y kv 'model:\n  n_heads: 4\n  n_kv_heads: 3\n'
+expect_error kv_heads_divide "model.n_heads = 4 is not a multiple of model.n_kv_heads = 3" 2 "$INFO" --config "$TMP/kv.yaml"
+y dense_rank 'model:\n  linear: dense\n  rank_attn: 8\n'
+expect_error rank_for_dense "model.rank_attn is set but model.linear is dense" 2 "$INFO" --config "$TMP/dense_rank.yaml"
+y olr 'model:\n  linear: svd\n  only_lr_act: false\n'
+expect_error only_lr_act_non_cola "model.only_lr_act applies only to model.linear: cola (this is svd)" 2 "$INFO" --config "$TMP/olr.yaml"
+y warmup 'train:\n  steps: 10\n  warmup_steps: 20\n'
+expect_error warmup_gt_steps "train.warmup_steps = 20 exceeds train.steps = 10" 2 "$INFO" --config "$TMP/warmup.yaml"
+
+# ---- manifests --------------------------------------------------------------------------
+y newer 'manifest_version: 2\nname: newer\n'
+expect_error newer_manifest_version "newer.yaml:1: manifest_version 2 is newer than this engine supports (1); update boost-c" 2 \
+    "$INFO" --config "$TMP/newer.yaml"
+y badname 'manifest_version: 1\nname: other\n'
+expect_error name_must_match_stem "name 'other' must equal the file name stem 'badname'" 2 "$INFO" --config "$TMP/badname.yaml"
+y cyc_a 'extends: cyc_b.yaml\n'
+y cyc_b 'extends: cyc_a\n'
+expect_error extends_cycle "extends cycle: $TMP/cyc_a.yaml -> $TMP/cyc_b.yaml -> $TMP/cyc_a.yaml" 2 "$INFO" --config "$TMP/cyc_a.yaml"
+y self 'extends: self.yaml\n'
+expect_error extends_self "extends cycle" 2 "$INFO" --config "$TMP/self.yaml"
+y orphan 'manifest_version: 1\nextends: base/missing.yaml\n'
+expect_error extends_missing "orphan.yaml:2: extends: cannot find 'base/missing.yaml'" 2 "$INFO" --config "$TMP/orphan.yaml"
+y parent_bad 'model:\n  n_layers: zero\n'
+y child_ok 'extends: parent_bad.yaml\n'
+expect_error error_in_parent_names_parent "parent_bad.yaml:2: model.n_layers: expected an integer >= 1, got 'zero'" 2 \
+    "$INFO" --config "$TMP/child_ok.yaml"
+y vkey 'variants:\n  a: {train.lr: 1e-3}\n  b:\n    model.d_modle: 64\n'
+expect_error variant_unknown_key "vkey.yaml:4: variant 'b': unknown key 'model.d_modle'; did you mean 'model.d_model'?" 2 \
+    "$INFO" --config "$TMP/vkey.yaml"
+y vval 'variants:\n  fast:\n    train:\n      lr: fast\n'
+expect_error variant_bad_value "vval.yaml:4: variant 'fast': train.lr: expected a number > 0, got 'fast'" 2 "$INFO" --config "$TMP/vval.yaml"
+y vfin 'model:\n  rank_attn: 8\nvariants:\n  d: {model.linear: dense}\n  c: {}\n'
+expect_error variant_finalize_names_variant "vfin.yaml (variant 'd'): model.rank_attn is set but model.linear is dense" 2 \
+    "$INFO" --config "$TMP/vfin.yaml"
+y gridkey 'variants:\n  grid:\n    train.lrr: [1, 2]\n'
+expect_error grid_unknown_key "gridkey.yaml:3: variants.grid: unknown key 'train.lrr'; did you mean 'train.lr'?" 2 \
+    "$INFO" --config "$TMP/gridkey.yaml"
+y gridval 'variants:\n  grid:\n    train.lr: 0.1\n'
+expect_error grid_needs_list "variants.grid: train.lr: expected a non-empty list of values" 2 "$INFO" --config "$TMP/gridval.yaml"
+y gridmix 'variants:\n  grid:\n    train.lr: [0.1]\n  other: {}\n'
+expect_error grid_and_named "use either named variants or grid, not both" 2 "$INFO" --config "$TMP/gridmix.yaml"
+y gridbad 'variants:\n  grid:\n    model.linear: [dense, lora]\n'
+expect_error grid_bad_value "variant 'linear=lora': model.linear: expected one of dense, cola, svd, got 'lora'" 2 \
+    "$INFO" --config "$TMP/gridbad.yaml"
+y twovar 'variants:\n  a: {}\n  b: {}\n'
+expect_error unknown_variant "no variant 'c'" 2 "$INFO" --config "$TMP/twovar.yaml" --variant c
+
+# ---- --set and the command line -----------------------------------------------------------
+expect_error set_bad_value "--set train.lr=abc: train.lr: expected a number > 0, got 'abc'" 2 "$INFO" --set train.lr=abc
+expect_error set_unknown_key "--set train.lrr=1: unknown key 'train.lrr'; did you mean 'train.lr'?" 2 "$INFO" --set train.lrr=1
+expect_error set_no_equals "--set expects KEY=VALUE, got 'train.lr'" 2 "$INFO" --set train.lr
+expect_error set_on_manifest "--set model.n_layers=0: model.n_layers: expected an integer >= 1, got '0'" 2 \
+    "$INFO" --config experiments/quickstart.yaml --set model.n_layers=0
+expect_error bad_linear_flag "model.linear: expected one of dense, cola, svd, got 'lora'" 2 "$INFO" --linear lora
+expect_error unknown_argument "info: unknown argument '--bogus'" 2 "$INFO" --bogus
+
+# ---- good paths -------------------------------------------------------------------------
+out=$("$INFO" --preset cola-60m --linear cola 2>&1)
+if grep -q "42,770,944" <<<"$out" && grep -q "1.7085e+08" <<<"$out"; then pass info_cola60m
+else fail info_cola60m "expected 42,770,944 params and 1.7085e+08 FLOPs/token; got: $(echo "$out" | grep -E 'param|FLOPs' | head -3)"; fi
+out=$("$INFO" --preset cola-60m --linear dense 2>&1)
+if grep -q "58,073,600" <<<"$out"; then pass info_cola60m_dense; else fail info_cola60m_dense "$(echo "$out" | grep param)"; fi
+all=$("$INFO" --all 2>&1)
+nd=$(grep -cE '^[a-z0-9-]+ +dense ' <<<"$all"); nc=$(grep -cE '^[a-z0-9-]+ +cola ' <<<"$all"); ns=$(grep -cE '^[a-z0-9-]+ +svd ' <<<"$all")
+[ "$nd" -ge 12 ] && [ "$nd" -eq "$nc" ] && [ "$nd" -eq "$ns" ] && pass info_all || fail info_all "rows dense $nd cola $nc svd $ns"
+expect_ok quickstart_loads "$INFO" --config experiments/quickstart.yaml
+for f in experiments/*.yaml experiments/*/*.yaml; do
+    [ -f "$f" ] || continue
+    expect_ok "manifest_ok_$(basename "$f" .yaml)" "$INFO" --config "$f"
+done
+y grid3 'variants:\n  grid:\n    model.linear: [dense, cola]\n    train.lr: [0.001, 0.003]\n'
+out=$("$INFO" --config "$TMP/grid3.yaml" 2>&1)
+if [ "$(grep -c '^== linear=' <<<"$out")" -eq 4 ] && grep -q '^== linear=cola,lr=0.003 ==' <<<"$out"; then pass grid_variants_listed
+else fail grid_variants_listed "$(grep '^==' <<<"$out" | tr '\n' ' ')"; fi
+json=$("$INFO" --preset tiny --json)
+if /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["model"]["preset"]=="tiny" and d["train"]["seed"]==42' "$json" 2>/dev/null
+then pass config_json_parses; else fail config_json_parses "$json"; fi
+# docs/configuration.md carries the generated key table verbatim
+if [ -f docs/configuration.md ]; then
+    doc=$(sed -n '/<!-- keys:begin/,/<!-- keys:end/p' docs/configuration.md | sed '1d;$d')
+    if [ "$doc" == "$("$INFO" --keys-markdown)" ]; then pass docs_keys_in_sync
+    else fail docs_keys_in_sync "docs/configuration.md differs from 'build/info --keys-markdown'; regenerate it"; fi
+else fail docs_keys_in_sync "docs/configuration.md missing"; fi

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# t_store.sh — step dumps and checkpoints as other tools see them: the documented
+# names, shapes and dtypes read back with h5py (analysis/read_dump.py) and h5ls/h5dump.
+source "$(dirname "$0")/lib.sh"
+BIN=${STORE_TEST_BIN:-$BUILD/test_store}
+[ -x "$BIN" ] || { fail t_store "$BIN not built (make)"; exit 1; }
+PY=/usr/bin/python3
+cd "$ROOT"
+
+for kind in cola svd dense; do
+    D=$TMP/dump_$kind.h5
+    if ! out=$("$BIN" --write-dump "$D" $kind 2>&1); then fail "dump_write_$kind" "$out"; continue; fi
+    expect_ok "dump_h5py_layout_$kind" $PY analysis/read_dump.py "$D" --quiet
+done
+
+# h5ls sees the documented paths, shapes and types
+D=$TMP/dump_cola.h5
+ls_out=$(h5ls -r "$D" 2>&1 | tr -s ' ')   # columns are padded: squeeze the blanks
+ok=1
+for want in "/model/layers/1/attn/q/A Dataset {32, 8}" "/grads/layers/0/mlp/down/B Dataset {8, 32}" \
+            "/batch/inputs Dataset {4, 8}" "/activations/layers/0/gate_z Dataset {16, 8}" "/loss Dataset {SCALAR}" \
+            "/model/final_norm Dataset {32}"; do
+    grep -qF "$want" <<<"$ls_out" || { fail dump_h5ls "missing '$want'"; ok=0; }
+done
+[ $ok = 1 ] && pass dump_h5ls
+if h5dump -a /format "$D" | grep -q '"boost-c step dump"' && h5dump -a /format_version "$D" | grep -q '(0): 1'; then
+    pass dump_h5dump_attrs
+else fail dump_h5dump_attrs "$(h5dump -A -N / "$D" | head -20)"; fi
+
+# read_dump.py catches a violation (a float64 tensor, a missing one)
+$PY - "$D" "$TMP/bad.h5" <<'PY'
+import shutil, sys, h5py, numpy as np
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "r+") as f:
+    x = f["model/final_norm"][()]; del f["model/final_norm"]; f["model/final_norm"] = x.astype(np.float64)
+    del f["grads/layers/0/attn/k/A"]
+PY
+out=$($PY analysis/read_dump.py "$TMP/bad.h5" --quiet 2>&1); rc=$?
+if [ $rc = 1 ] && grep -q "final_norm has dtype float64" <<<"$out" && grep -q "grads/layers/0/attn/k/A missing" <<<"$out"; then
+    pass dump_reader_detects_violations
+else fail dump_reader_detects_violations "rc $rc: $out"; fi
+
+# checkpoint: names, shapes, dtypes and attributes with h5py, the 5-line recipe of the doc
+C=$TMP/ckpt/step_3.h5
+if out=$("$BIN" --write-checkpoint "$C" cola 2>&1); then
+    [ ! -e "$C.tmp" ] && pass ckpt_no_tmp_left || fail ckpt_no_tmp_left "$C.tmp exists"
+    expect_ok ckpt_h5py_layout $PY - "$C" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    a = f.attrs
+    assert a["format"] == "boost-c checkpoint" and a["format_version"] == 1, dict(a)
+    assert (a["step"], a["tokens_seen"], a["samples_seen"], a["seed"]) == (3, 48, 6, 1), dict(a)
+    assert a["manifest"] == "name: demo\n" and a["config"] == "{}" and a["git_commit"] == "unknown"
+    assert f["optimizer"].attrs["step"] == 3
+    names = []
+    f["model"].visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+    assert len(names) == 1 + 2 * (2 + 7 * 2) + 1 + 1, names     # embed, 2 layers, final_norm, lm_head
+    for n in names:
+        p, m, v = f["model/" + n], f["optimizer/m/" + n], f["optimizer/v/" + n]
+        assert p.dtype == m.dtype == v.dtype == np.float32 and p.shape == m.shape == v.shape, n
+    assert f["model/layers/0/attn/q/A"].shape == (32, 8) and f["model/layers/0/attn/k/B"].shape == (8, 16)
+    assert f["model/layers/1/mlp/down/A"].shape == (48, 8) and f["model/lm_head"].shape == (32, 64)
+    assert f["model/layers/0/input_norm"].shape == (32,) and np.all(f["model/layers/0/input_norm"][()] == 1)
+PY
+    grep -qF "/optimizer/v/layers/1/mlp/gate/B Dataset {8, 48}" <<<"$(h5ls -r "$C" | tr -s ' ')" && pass ckpt_h5ls \
+        || fail ckpt_h5ls "$(h5ls -r "$C" | head)"
+else
+    fail ckpt_write "$out"
+fi

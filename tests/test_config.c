@@ -1,0 +1,441 @@
+// test_config.c — configuration: presets and closed-form sizes (hand-derived numbers),
+// finalize defaults, overrides, YAML loading, manifests (extends, variants, grid), SHA-256.
+// Error paths (exit 2 + message) are covered by tests/t_config.sh.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "config/manifest.h"
+#include "testlib.h"
+
+TL_MAIN_DEFS
+
+static char tmpdir[256];
+
+static void write_file(const char *rel, const char *text) {
+    char path[512], cmd[700];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
+    if (system(cmd) != 0) { fprintf(stderr, "%s failed\n", cmd); exit(1); }
+    FILE *f = fopen(path, "w");
+    if (!f) { perror(path); exit(1); }
+    fputs(text, f);
+    fclose(f);
+}
+static const char *tpath(const char *rel) {
+    static char buf[8][512];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, rel);
+    return buf[k];
+}
+
+static Config preset_cfg(const char *preset, const char *linear) {
+    Config c;
+    config_defaults(&c);
+    char a[128];
+    snprintf(a, sizeof a, "model.preset=%s", preset);
+    config_set_override(&c, a);
+    snprintf(a, sizeof a, "model.linear=%s", linear);
+    config_set_override(&c, a);
+    config_finalize(&c);
+    return c;
+}
+
+// ---- SHA-256 -----------------------------------------------------------------------
+
+TEST(sha256_vectors) {
+    // FIPS 180-2 appendix B vectors, plus block-boundary lengths (reference: Python hashlib).
+    struct { const char *msg; const char *hex; } v[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+         "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char h[65];
+        sha256_hex(v[i].msg, strlen(v[i].msg), h);
+        EXPECT(!strcmp(h, v[i].hex), "sha256('%.20s...') = %s, want %s", v[i].msg, h, v[i].hex);
+    }
+    struct { int n; const char *hex; } x[] = {
+        {55, "d5e285683cd4efc02d021a5c62014694958901005d6f71e89e0989fac77e4072"},
+        {56, "04c26261370ee7541549d16dee320c723e3fd14671e66a099afe0a377c16888e"},
+        {64, "7ce100971f64e7001e8fe5a51973ecdfe1ced42befe7ee8d5fd6219506b5393c"},
+    };
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) {
+        char buf[64], h[65];
+        memset(buf, 'x', sizeof buf);
+        sha256_hex(buf, (size_t)x[i].n, h);
+        EXPECT(!strcmp(h, x[i].hex), "sha256('x' * %d) = %s", x[i].n, h);
+    }
+    // one million 'a', fed in uneven pieces through the incremental API
+    Sha256 s;
+    sha256_init(&s);
+    static char a[1000000];
+    memset(a, 'a', sizeof a);
+    size_t off = 0, step = 1;
+    while (off < sizeof a) {
+        size_t n = step < sizeof a - off ? step : sizeof a - off;
+        sha256_update(&s, a + off, n);
+        off += n;
+        step = step * 3 + 1;
+        if (step > 100000) step = 7;
+    }
+    uint8_t d[32];
+    sha256_final(&s, d);
+    char h[65];
+    for (int i = 0; i < 32; i++) sprintf(h + 2 * i, "%02x", d[i]);
+    EXPECT(!strcmp(h, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"), "million a: %s", h);
+    // file hash == in-memory hash
+    write_file("hash.txt", "abc");
+    char fh[65];
+    EXPECT(sha256_file_hex(tpath("hash.txt"), fh) == 0 && !strcmp(fh, v[1].hex), "sha256_file_hex: %s", fh);
+    EXPECT(sha256_file_hex(tpath("nonexistent"), fh) == -1, "missing file must return -1");
+}
+
+// ---- presets and closed-form sizes --------------------------------------------------
+
+TEST(param_count_cola60m) {
+    // cola-60m: L=8, d=512, h=8 (MHA, so k/v are 512 wide), d_ff=1376, V=32000, untied, r=128.
+    // dense, per layer:
+    //   attention q,k,v,o  4 * 512*512              = 1,048,576
+    //   MLP gate,up,down   3 * 512*1376             = 2,113,536
+    //   2 RMSNorm gains    2 * 512                  =     1,024
+    //   layer                                        = 3,163,136;  x 8 = 25,305,088
+    //   final norm 512; embedding 32000*512 = 16,384,000; LM head another 16,384,000
+    //   total = 25,305,088 + 512 + 32,768,000 = 58,073,600
+    Config c = preset_cfg("cola-60m", "dense");
+    EXPECT(model_param_count(&c.model) == 58073600LL, "dense cola-60m: %lld", (long long)model_param_count(&c.model));
+    EXPECT(model_embedding_param_count(&c.model) == 32768000LL, "embedding+head");
+    EXPECT(c.model.rank_attn == 0 && c.model.rank_mlp == 0, "dense: ranks zeroed (%d %d)", c.model.rank_attn, c.model.rank_mlp);
+    // cola (and svd: same factor sizes), per layer:
+    //   attention 4 * 128*(512+512)                  =   524,288
+    //   MLP       3 * 128*(512+1376)                 =   724,992
+    //   norms                                        =     1,024
+    //   layer                                        = 1,250,304;  x 8 = 10,002,432
+    //   total = 10,002,432 + 512 + 32,768,000 = 42,770,944  (the CoLA paper's "43M")
+    c = preset_cfg("cola-60m", "cola");
+    EXPECT(model_param_count(&c.model) == 42770944LL, "cola cola-60m: %lld", (long long)model_param_count(&c.model));
+    EXPECT(c.model.only_lr_act == 0, "cola-60m uses only_lr_act=false");
+    c = preset_cfg("cola-60m", "svd");
+    EXPECT(model_param_count(&c.model) == 42770944LL, "svd cola-60m: %lld", (long long)model_param_count(&c.model));
+}
+
+TEST(param_count_tiny_odd_gqa) {
+    // tiny-odd: L=3, d=48, h=3, kv=1 -> head_dim 16, k/v width 16; d_ff=70; V=300; untied.
+    // dense layer: q 48*48=2304, k 48*16=768, v 768, o 2304 (6144); gate,up,down 3*48*70=10080;
+    //   norms 96 -> 16,320; x3 = 48,960; + final 48 + 2*300*48 = 28,800 -> 77,808
+    Config c = preset_cfg("tiny-odd", "dense");
+    EXPECT(model_param_count(&c.model) == 77808, "dense tiny-odd: %lld", (long long)model_param_count(&c.model));
+    // cola, r_attn=11, r_mlp=7: q 11*96=1056, k 11*64=704, v 704, o 1056 (3520);
+    //   gate,up,down 3 * 7*(48+70) = 2478; norms 96 -> 6,094; x3 = 18,282; + 48 + 28,800 -> 47,130
+    c = preset_cfg("tiny-odd", "cola");
+    EXPECT(c.model.rank_attn == 11 && c.model.rank_mlp == 7, "tiny-odd ranks %d %d", c.model.rank_attn, c.model.rank_mlp);
+    EXPECT(model_param_count(&c.model) == 47130, "cola tiny-odd: %lld", (long long)model_param_count(&c.model));
+}
+
+TEST(param_count_llama7b) {
+    // boost-7b dense = the LLaMA-7B shape: 32 x (4*4096^2 + 3*4096*11008 + 2*4096) + 4096
+    //   + 32000*4096 (tied) = 32 * 202,383,360 + 4096 + 131,072,000 = 6,607,343,616
+    Config c = preset_cfg("boost-7b", "dense");
+    EXPECT(c.model.tie_embeddings == 1, "BOOST presets tie embeddings");
+    EXPECT(model_param_count(&c.model) == 6607343616LL, "boost-7b dense: %lld", (long long)model_param_count(&c.model));
+    // untied it is the familiar LLaMA-7B 6,738,415,616 (cola-7b has the same shape, untied)
+    c = preset_cfg("cola-7b", "dense");
+    EXPECT(model_param_count(&c.model) == 6738415616LL, "cola-7b dense: %lld", (long long)model_param_count(&c.model));
+}
+
+TEST(preset_shapes) {
+    struct { const char *p; int L, d, h, ff, r, T; } v[] = {
+        {"cola-60m", 8, 512, 8, 1376, 128, 256},     {"cola-130m", 12, 768, 12, 2048, 256, 256},
+        {"cola-350m", 24, 1024, 16, 2736, 256, 256}, {"cola-1b", 24, 2048, 32, 5461, 512, 256},
+        {"cola-7b", 32, 4096, 32, 11008, 1024, 256}, {"boost-1b", 24, 2048, 32, 5472, 512, 4096},
+        {"boost-3b", 28, 3072, 24, 8192, 768, 4096}, {"boost-7b", 32, 4096, 32, 11008, 1024, 4096},
+        {"boost-13b", 40, 5120, 40, 13824, 1280, 4096}, {"boost-30b", 36, 8192, 64, 22016, 2048, 4096},
+        {"tiny", 2, 64, 4, 172, 16, 32},             {"tiny-odd", 3, 48, 3, 70, 11, 13},
+    };
+    int n = 0;
+    for (const char *const *p = preset_names(); *p; p++) n++;
+    EXPECT(n == (int)(sizeof v / sizeof v[0]), "%d presets", n);
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        Config c = preset_cfg(v[i].p, "cola");
+        ModelConfig *m = &c.model;
+        EXPECT(!strcmp(m->preset, v[i].p), "%s: preset name '%s'", v[i].p, m->preset);
+        EXPECT(m->n_layers == v[i].L && m->d_model == v[i].d && m->n_heads == v[i].h && m->d_ff == v[i].ff &&
+                   m->rank_attn == v[i].r && m->seq_len == v[i].T,
+               "%s: %d %d %d %d %d %d", v[i].p, m->n_layers, m->d_model, m->n_heads, m->d_ff, m->rank_attn, m->seq_len);
+        if (strncmp(v[i].p, "tiny", 4))
+            EXPECT(m->vocab_size == 32000 && m->n_kv_heads == m->n_heads, "%s vocab/kv", v[i].p);
+    }
+    Config c = preset_cfg("tiny", "cola");
+    EXPECT(c.model.vocab_size == 512 && c.model.n_kv_heads == 2, "tiny vocab %d kv %d", c.model.vocab_size, c.model.n_kv_heads);
+    ModelConfig m;
+    EXPECT(!preset_apply("cola-6m", &m), "unknown preset must return 0");
+}
+
+TEST(flops_formula) {
+    // 6 * (matmul weights incl. LM head) + 12 * L * T * d
+    // cola-60m dense: matmuls 8*(1,048,576 + 2,113,536) + 512*32000 = 25,296,896 + 16,384,000
+    //   = 41,680,896 -> x6 = 250,085,376; attention 12*8*256*512 = 12,582,912 -> 262,668,288
+    Config c = preset_cfg("cola-60m", "dense");
+    EXPECT(model_train_flops_per_token(&c.model) == 262668288.0, "dense: %.0f", model_train_flops_per_token(&c.model));
+    // cola: matmuls 8*(524,288 + 724,992) + 16,384,000 = 26,378,240 -> x6 = 158,269,440 + 12,582,912
+    c = preset_cfg("cola-60m", "cola");
+    EXPECT(model_train_flops_per_token(&c.model) == 170852352.0, "cola: %.0f", model_train_flops_per_token(&c.model));
+    // tying the embeddings removes parameters but not the LM-head matmul
+    Config t = c;
+    t.model.tie_embeddings = 1;
+    EXPECT(model_train_flops_per_token(&t.model) == model_train_flops_per_token(&c.model), "tied flops differ");
+    EXPECT(model_param_count(&c.model) - model_param_count(&t.model) == 512LL * 32000, "tied params");
+    // the attention term is linear in T
+    Config u = c;
+    u.model.seq_len *= 2;
+    EXPECT(model_train_flops_per_token(&u.model) - model_train_flops_per_token(&c.model) == 12.0 * 8 * 256 * 512,
+           "attention term");
+}
+
+// ---- defaults, finalize, overrides -------------------------------------------------
+
+TEST(defaults_and_finalize) {
+    Config c;
+    config_defaults(&c);
+    EXPECT(c.model.preset[0] == 0 && c.model.linear == LINEAR_COLA && c.model.vocab_size == 512, "defaults");
+    EXPECT(c.model.rank_attn == 0, "rank unset before finalize");
+    EXPECT(!strcmp(c.data.dataset, "kjv") && !strcmp(c.data.cache_dir, "datasets/cache"), "data defaults");
+    EXPECT(c.train.seed == 42 && c.train.lr == 3e-3 && c.train.grad_clip == 0.5 && c.train.steps == 100, "train defaults");
+    config_finalize(&c);
+    EXPECT(c.model.rank_attn == 16 && c.model.rank_mlp == 16, "ranks = d_model/4: %d %d", c.model.rank_attn, c.model.rank_mlp);
+    EXPECT(c.model.n_kv_heads == 2, "kv heads of the tiny shape");
+    config_finalize(&c);  // idempotent
+    EXPECT(c.model.rank_attn == 16, "finalize twice");
+
+    config_defaults(&c);
+    config_set_override(&c, "model.d_model=128");
+    c.model.n_kv_heads = 0;  // unset
+    config_finalize(&c);
+    EXPECT(c.model.rank_attn == 32 && c.model.n_kv_heads == 4, "rank %d kv %d", c.model.rank_attn, c.model.n_kv_heads);
+    EXPECT(config_key_was_set(&c, "model.d_model") && !config_key_was_set(&c, "model.rank_attn"), "key_set tracking");
+    // n_kv_heads follows an explicitly set n_heads unless it is set itself
+    config_defaults(&c);
+    config_set_override(&c, "model.n_heads=8");
+    config_finalize(&c);
+    EXPECT(c.model.n_kv_heads == 8, "kv follows n_heads: %d", c.model.n_kv_heads);
+    config_defaults(&c);
+    config_set_override(&c, "model.n_heads=8");
+    config_set_override(&c, "model.n_kv_heads=2");
+    config_finalize(&c);
+    EXPECT(c.model.n_kv_heads == 2, "explicit kv: %d", c.model.n_kv_heads);
+}
+
+TEST(overrides) {
+    Config c;
+    config_defaults(&c);
+    config_set_override(&c, "train.lr=3e-4");
+    config_set_override(&c, "train.seed=18446744073709551615");
+    config_set_override(&c, "model.tie_embeddings=true");
+    config_set_override(&c, "model.linear=svd");
+    config_set_override(&c, "data.dataset='text:/tmp/a b.txt'");
+    config_set_override(&c, " data.synthetic_tokens = 2e6 ");
+    config_set_override(&c, "train.steps=1_000");
+    config_set_override(&c, "model.norm_eps=1e-5");
+    EXPECT(c.train.lr == 3e-4, "lr %g", c.train.lr);
+    EXPECT(c.train.seed == UINT64_MAX, "seed");
+    EXPECT(c.model.tie_embeddings == 1 && c.model.linear == LINEAR_SVD, "bool/enum");
+    EXPECT(!strcmp(c.data.dataset, "text:/tmp/a b.txt"), "quoted string '%s'", c.data.dataset);
+    EXPECT(c.data.synthetic_tokens == 2000000, "2e6 as integer: %lld", (long long)c.data.synthetic_tokens);
+    EXPECT(c.train.steps == 1000, "underscores");
+    EXPECT(c.model.norm_eps == 1e-5f, "float");
+    // a preset given later replaces the shape, and resets "explicitly set" for its keys
+    config_set_override(&c, "model.rank_attn=8");
+    config_set_override(&c, "model.preset=cola-60m");
+    EXPECT(c.model.d_model == 512 && c.model.rank_attn == 128 && !config_key_was_set(&c, "model.rank_attn"), "preset");
+    config_set_override(&c, "model.linear=dense");
+    config_finalize(&c);  // no error: the rank came from the preset
+    EXPECT(c.model.rank_attn == 0, "dense ranks");
+    char v[64];
+    int n;
+    const ConfigKey *s = config_schema(&n);
+    config_format_value(&c, &s[config_key_index("model.norm_eps")], v, sizeof v);
+    EXPECT(!strcmp(v, "1e-05"), "shortest float text '%s'", v);
+    config_format_value(&c, &s[config_key_index("train.lr")], v, sizeof v);
+    EXPECT(!strcmp(v, "0.0003"), "shortest double text '%s'", v);
+}
+
+TEST(suggest) {
+    const char *const *k = config_key_names();
+    const char *s = config_suggest("model.d_modle", k);
+    EXPECT(s && !strcmp(s, "model.d_model"), "d_modle -> %s", s ? s : "NULL");
+    s = config_suggest("model.lr", k);
+    EXPECT(s && !strcmp(s, "train.lr"), "model.lr -> %s", s ? s : "NULL");
+    s = config_suggest("trian.steps", k);
+    EXPECT(s && !strcmp(s, "train.steps"), "trian.steps -> %s", s ? s : "NULL");
+    s = config_suggest("model.completely_different", k);
+    EXPECT(!s, "no suggestion expected, got %s", s ? s : "NULL");
+    EXPECT(config_key_index("train.lr") >= 0 && config_key_index("train.lrr") < 0 && config_key_index("train") < 0, "index");
+}
+
+TEST(json_and_table) {
+    Config c = preset_cfg("tiny", "cola");
+    char *j = config_to_json(&c);
+    EXPECT(j[0] == '{' && j[strlen(j) - 1] == '}', "json braces");
+    EXPECT(strstr(j, "\"model\": {\"preset\": \"tiny\", \"linear\": \"cola\"") != NULL, "json model: %.80s", j);
+    EXPECT(strstr(j, "\"norm_eps\": 1e-06") && strstr(j, "\"tie_embeddings\": false") && strstr(j, "\"seed\": 42"),
+           "json values: %s", j);
+    EXPECT(strstr(j, "\"data\": {\"dataset\": \"kjv\"") && strstr(j, "\"train\": {"), "json sections");
+    free(j);
+    char buf[8192];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    config_print_table(&c, f);
+    fclose(f);
+    EXPECT(strstr(buf, "model.d_model") && strstr(buf, "train.lr "), "table");
+}
+
+// ---- YAML files and manifests -------------------------------------------------------
+
+TEST(load_file_preset_first) {
+    // model.preset is applied before the other keys of the file, whatever the order
+    write_file("plain.yaml",
+               "model:\n  d_model: 96\n  preset: tiny-odd\n  n_heads: 6\n"
+               "train:\n  lr: 1e-3\n  steps: 20\n  warmup_steps: 2\n"
+               "data.val_fraction: 0.1\n");
+    Config c;
+    config_defaults(&c);
+    config_load_file(&c, tpath("plain.yaml"));
+    config_finalize(&c);
+    EXPECT(c.model.d_model == 96 && c.model.n_heads == 6 && c.model.n_layers == 3 && c.model.d_ff == 70,
+           "preset then keys: d %d h %d L %d", c.model.d_model, c.model.n_heads, c.model.n_layers);
+    EXPECT(!strcmp(c.model.preset, "tiny-odd"), "preset recorded");
+    EXPECT(c.train.lr == 1e-3 && c.train.steps == 20 && c.data.val_fraction == 0.1, "other keys");
+    EXPECT(!strcmp(c.source_path, tpath("plain.yaml")), "source_path '%s'", c.source_path);
+    // --set after the file: later keys override
+    config_set_override(&c, "model.d_model=48");
+    config_set_override(&c, "model.n_heads=3");
+    config_finalize(&c);
+    EXPECT(c.model.d_model == 48, "override after file");
+    // an empty file is an empty configuration
+    write_file("empty.yaml", "");
+    config_defaults(&c);
+    config_load_file(&c, tpath("empty.yaml"));
+    config_finalize(&c);
+    EXPECT(c.model.d_model == 64, "empty file");
+}
+
+TEST(manifest_extends_deep_merge) {
+    write_file("experiments/base/parent.yaml",
+               "manifest_version: 1\nname: parent\nversion: 1\ndescription: the parent\n"
+               "model:\n  d_model: 96\n  n_heads: 4\n  n_kv_heads: 2\n  n_layers: 5\n"
+               "train:\n  lr: 1e-3\n  steps: 50\n  warmup_steps: 5\n");
+    // `extends` found through the ancestor experiments/ directory
+    write_file("experiments/study/child.yaml",
+               "manifest_version: 1\nname: child\nversion: 2b\nextends: base/parent.yaml\n"
+               "model:\n  n_layers: 3\ntrain:\n  lr: 2e-3\n");
+    Manifest *m = manifest_load(tpath("experiments/study/child.yaml"));
+    EXPECT(m->n_variants == 1 && !strcmp(m->variants[0].name, "default"), "one default variant");
+    EXPECT(!strcmp(m->name, "child") && !strcmp(m->version, "2b") && m->manifest_version == 1, "meta %s %s", m->name, m->version);
+    EXPECT(!strcmp(m->description, "the parent"), "description inherits: '%s'", m->description);
+    EXPECT(m->n_sources == 2, "sources %d", m->n_sources);
+    char h[65];
+    sha256_file_hex(tpath("experiments/study/child.yaml"), h);
+    EXPECT(!strcmp(m->sha256, h) && !strcmp(m->sources[0].sha256, h), "sha256 of the file");
+    if (m->n_sources == 2) {
+        sha256_file_hex(tpath("experiments/base/parent.yaml"), h);
+        EXPECT(!strcmp(m->sources[1].sha256, h), "parent sha");
+    }
+    const Config *c = &manifest_variant(m, NULL)->config;
+    EXPECT(c->model.d_model == 96 && c->model.n_heads == 4 && c->model.n_layers == 3, "merged model d %d h %d L %d",
+           c->model.d_model, c->model.n_heads, c->model.n_layers);
+    EXPECT(c->train.lr == 2e-3 && c->train.steps == 50 && c->train.warmup_steps == 5, "merged train");
+    EXPECT(c->model.rank_attn == 24, "finalized: rank = 96/4, got %d", c->model.rank_attn);
+    EXPECT(!strcmp(c->source_path, tpath("experiments/study/child.yaml")), "source_path");
+    manifest_free(m);
+
+    // a preset in the child replaces the parent's shape keys; the child's own keys win over it
+    write_file("experiments/study/child2.yaml",
+               "extends: ../base/parent.yaml\nmodel:\n  n_layers: 7\n  preset: tiny\n");
+    m = manifest_load(tpath("experiments/study/child2.yaml"));
+    c = &m->variants[0].config;
+    EXPECT(!strcmp(m->name, "child2"), "name defaults to the stem");
+    EXPECT(c->model.d_model == 64 && c->model.n_layers == 7 && c->train.steps == 50, "preset layer: d %d L %d",
+           c->model.d_model, c->model.n_layers);
+    manifest_free(m);
+    // three levels, nested mapping merge two deep
+    write_file("experiments/study/grandchild.yaml", "extends: child\ntrain: {steps: 60}\n");
+    m = manifest_load(tpath("experiments/study/grandchild.yaml"));
+    c = &m->variants[0].config;
+    EXPECT(m->n_sources == 3 && c->train.steps == 60 && c->train.lr == 2e-3 && c->model.d_model == 96, "3 levels");
+    manifest_free(m);
+}
+
+TEST(manifest_named_variants) {
+    write_file("named.yaml",
+               "manifest_version: 1\nname: named\n"
+               "model: {d_model: 64, n_layers: 2}\n"
+               "train: {steps: 10, warmup_steps: 1}\n"
+               "variants:\n"
+               "  small: {model.rank_attn: 8, train.lr: 1e-3}\n"
+               "  big:\n    model:\n      rank_attn: 32\n      rank_mlp: 24\n"
+               "  base:\n"
+               "  dense: {model.linear: dense}\n");
+    const char *sets[] = {"train.steps=12"};
+    Manifest *m = manifest_load_with(tpath("named.yaml"), sets, 1);
+    EXPECT(m->n_variants == 4, "4 variants, got %d", m->n_variants);
+    if (m->n_variants == 4) {
+        EXPECT(!strcmp(m->variants[0].name, "small") && !strcmp(m->variants[1].name, "big") &&
+                   !strcmp(m->variants[2].name, "base") && !strcmp(m->variants[3].name, "dense"),
+               "names in file order");
+        const Config *s = &manifest_variant(m, "small")->config, *b = &manifest_variant(m, "big")->config;
+        const Config *z = &manifest_variant(m, "base")->config, *d = &manifest_variant(m, "dense")->config;
+        EXPECT(s->model.rank_attn == 8 && s->model.rank_mlp == 16 && s->train.lr == 1e-3, "small");
+        EXPECT(b->model.rank_attn == 32 && b->model.rank_mlp == 24 && b->train.lr == 3e-3, "big");
+        EXPECT(z->model.rank_attn == 16, "base");
+        EXPECT(d->model.linear == LINEAR_DENSE && d->model.rank_attn == 0, "dense");
+        EXPECT(s->train.steps == 12 && d->train.steps == 12, "--set applies to every variant");
+        EXPECT(!strcmp(s->variant, "small"), "Config.variant");
+    }
+    manifest_free(m);
+}
+
+TEST(manifest_grid) {
+    write_file("grid.yaml",
+               "name: grid\ntrain: {steps: 10, warmup_steps: 0}\n"
+               "variants:\n  grid:\n    model.linear: [dense, cola]\n    train.lr: [0.001, 0.003, 1e-2]\n");
+    Manifest *m = manifest_load(tpath("grid.yaml"));
+    EXPECT(m->n_variants == 6, "2 x 3 = 6 variants, got %d", m->n_variants);
+    const char *want[] = {"linear=dense,lr=0.001", "linear=dense,lr=0.003", "linear=dense,lr=1e-2",
+                          "linear=cola,lr=0.001",  "linear=cola,lr=0.003",  "linear=cola,lr=1e-2"};
+    double lr[] = {0.001, 0.003, 1e-2};
+    for (int i = 0; i < 6 && i < m->n_variants; i++) {
+        const ManifestVariant *v = &m->variants[i];
+        EXPECT(!strcmp(v->name, want[i]), "variant %d: '%s', want '%s'", i, v->name, want[i]);
+        EXPECT(v->config.model.linear == (i < 3 ? LINEAR_DENSE : LINEAR_COLA) && v->config.train.lr == lr[i % 3],
+               "variant %d values", i);
+    }
+    manifest_free(m);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_config.XXXXXX");
+    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    RUN(sha256_vectors);
+    RUN(param_count_cola60m);
+    RUN(param_count_tiny_odd_gqa);
+    RUN(param_count_llama7b);
+    RUN(preset_shapes);
+    RUN(flops_formula);
+    RUN(defaults_and_finalize);
+    RUN(overrides);
+    RUN(suggest);
+    RUN(json_and_table);
+    RUN(load_file_preset_first);
+    RUN(manifest_extends_deep_merge);
+    RUN(manifest_named_variants);
+    RUN(manifest_grid);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd)) {}
+    TL_EXIT();
+}

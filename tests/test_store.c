@@ -1,0 +1,512 @@
+// test_store.c — the run database (schema round trip, re-logged steps, resume, stale
+// runs, schema version refusal, logging cost), checkpoints (bit-exact round trip for
+// dense/cola/svd and tied, refusal of another model, crash leftovers, pruning) and
+// step dumps.
+//
+// Also a helper for tests/t_store.sh:
+//   test_store --write-dump PATH [dense|cola|svd]   write a step dump of a tiny model
+//   test_store --write-checkpoint PATH [dense|cola|svd]
+#include <hdf5.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "testlib.h"
+#include "../src/core/check.h"
+#include "../src/core/rng.h"
+#include "../src/model/model.h"
+#include "../src/store/checkpoint.h"
+#include "../src/store/db.h"
+#include "../src/store/dump.h"
+TL_MAIN_DEFS
+
+static char TMPDIR_[256];
+
+static double now_s(void) { struct timeval tv; gettimeofday(&tv, NULL); return tv.tv_sec + tv.tv_usec * 1e-6; }
+
+static ModelConfig tiny_cfg(LinearKind kind, int tied, int rank) {
+    ModelConfig c = {0};
+    c.linear = kind;
+    c.vocab_size = 64; c.n_layers = 2; c.d_model = 32; c.n_heads = 4; c.n_kv_heads = 2;
+    c.d_ff = 48; c.rank_attn = rank; c.rank_mlp = rank; c.seq_len = 8;
+    if (kind == LINEAR_DENSE) c.rank_attn = c.rank_mlp = 0;
+    c.tie_embeddings = tied;
+    c.only_lr_act = 1; c.norm_eps = 1e-6f; c.rope_theta = 10000.0f; c.embed_std = 0.02f;
+    return c;
+}
+
+static LinearKind parse_kind(const char *s) {
+    if (!s || strcmp(s, "cola") == 0) return LINEAR_COLA;
+    if (strcmp(s, "dense") == 0) return LINEAR_DENSE;
+    if (strcmp(s, "svd") == 0) return LINEAR_SVD;
+    die_input("unknown linear kind '%s' (expected dense, cola or svd)", s);
+}
+
+// Fill a family with a recognisable pattern over the tensors (padding stays 0).
+static void fill_family(const Model *m, float *base, uint64_t seed) {
+    for (int i = 0; i < m->table.n_specs; i++) {
+        const ParamSpec *s = &m->table.specs[i];
+        fill_normal(base + s->offset, s->numel, seed + (uint64_t)i, 0, 1.0f);
+    }
+}
+
+// Run fn(arg) in a child with stderr captured; returns its exit status (128+sig if killed).
+static int in_child(void (*fn)(void *), void *arg, char *err, size_t n) {
+    char path[300];
+    snprintf(path, sizeof path, "%s/child_stderr.txt", TMPDIR_);
+    fflush(stdout); fflush(stderr);
+    pid_t p = fork();
+    if (p == 0) {
+        if (!freopen(path, "w", stderr)) _exit(99);
+        fn(arg);
+        fflush(stderr);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    err[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) { size_t k = fread(err, 1, n - 1, f); err[k] = 0; fclose(f); }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void tmp_path(char *buf, size_t n, const char *name) {
+    if ((size_t)snprintf(buf, n, "%s/%s", TMPDIR_, name) >= n) { fprintf(stderr, "path too long\n"); exit(1); }
+}
+
+// ---- run database -----------------------------------------------------------------
+static sqlite3 *raw_open(const char *path) {
+    sqlite3 *s = NULL;
+    if (sqlite3_open(path, &s) != SQLITE_OK) { fprintf(stderr, "raw open %s failed\n", path); exit(1); }
+    return s;
+}
+// First column of the first row as text ("" if none / NULL).
+static void q_text(sqlite3 *s, const char *sql, char *out, size_t n) {
+    sqlite3_stmt *st = NULL;
+    out[0] = 0;
+    if (sqlite3_prepare_v2(s, sql, -1, &st, NULL) != SQLITE_OK) { snprintf(out, n, "SQL ERROR: %s", sqlite3_errmsg(s)); return; }
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) snprintf(out, n, "%s", sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+}
+static double q_num(sqlite3 *s, const char *sql) {
+    char t[256]; q_text(s, sql, t, sizeof t);
+    return t[0] ? atof(t) : NAN;
+}
+
+static RunInfo make_info(const char *exp, const char *variant, const char *uid) {
+    RunInfo ri;
+    memset(&ri, 0, sizeof ri);
+    runinfo_host_facts(&ri);
+    snprintf(ri.uid, sizeof ri.uid, "%s", uid);
+    snprintf(ri.experiment, sizeof ri.experiment, "%s", exp);
+    snprintf(ri.variant, sizeof ri.variant, "%s", variant);
+    snprintf(ri.manifest_path, sizeof ri.manifest_path, "experiments/%s.yaml", exp);
+    snprintf(ri.manifest_version, sizeof ri.manifest_version, "3");
+    snprintf(ri.manifest_sha256, sizeof ri.manifest_sha256, "%064d", 1);
+    ri.config_json = "{\"model\": {\"linear\": \"cola\"}}";
+    ri.tp = ri.pp = ri.dp = ri.world_size = 1;
+    ri.params = 12345; ri.flops_per_token = 6e5; ri.peak_gflops = 100;
+    return ri;
+}
+
+static StepMetrics mk_step(int step, double loss) {
+    StepMetrics sm = {0};
+    sm.step = step; sm.loss = loss; sm.lr = 1e-3; sm.grad_norm = 0.5;
+    sm.seconds = step == 1 ? 1.0 : 0.1; sm.tokens_per_s = 1000.0 / sm.seconds; sm.mfu = 0.1;
+    sm.tokens_seen = 100LL * step;
+    return sm;
+}
+
+TEST(db_schema_round_trip) {
+    char path[300]; tmp_path(path, sizeof path, "db/sub/runs.db");   // parent directories created
+    RunDB *db = rundb_open(path);
+    RunInfo ri = make_info("exp1", "cola", "exp1.cola.20240101-000000.1");
+    int64_t run = rundb_begin_run(db, &ri);
+    for (int s = 1; s <= 5; s++) { StepMetrics sm = mk_step(s, 5.0 - s * 0.5); rundb_log_step(db, run, &sm); }
+    rundb_log_val(db, run, 5, 500, 2.75);
+    rundb_log_comm(db, run, 5, "all_reduce", "backward", -1, 3, 1000, 4000, 0.01);
+    rundb_log_comm(db, run, 5, "all_gather", "forward", 1, 2, 500, 2000, 0.02);
+    rundb_set_memory(db, run, "parameters", 1 << 20);
+    rundb_set_memory(db, run, "peak_rss", 50 << 20);
+    rundb_event(db, run, 5, "checkpoint", "checkpoints/x/step_5.h5");
+    rundb_flush(db);
+    rundb_end_run(db, run, "completed", NULL);
+
+    sqlite3 *s = raw_open(path);
+    char t[1024];
+    EXPECT(q_num(s, "PRAGMA user_version") == 1, "user_version");
+    q_text(s, "PRAGMA journal_mode", t, sizeof t); EXPECT(strcmp(t, "wal") == 0, "journal_mode %s", t);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM steps") == 5, "steps");
+    EXPECT(q_num(s, "SELECT loss FROM steps WHERE step=3") == 3.5, "loss of step 3");
+    EXPECT(q_num(s, "SELECT tokens_seen FROM steps WHERE step=4") == 400, "tokens_seen");
+    EXPECT(q_num(s, "SELECT loss FROM validation WHERE step=5") == 2.75, "val");
+    EXPECT(q_num(s, "SELECT SUM(bytes) FROM comm") == 6000, "comm");
+    EXPECT(q_num(s, "SELECT layer FROM comm WHERE kind='all_reduce'") == -1, "comm layer");
+    EXPECT(q_num(s, "SELECT bytes FROM memory WHERE category='peak_rss'") == 50 << 20, "memory");
+    q_text(s, "SELECT kind || ':' || detail FROM events", t, sizeof t);
+    EXPECT(strcmp(t, "checkpoint:checkpoints/x/step_5.h5") == 0, "event %s", t);
+    q_text(s, "SELECT status FROM runs", t, sizeof t); EXPECT(strcmp(t, "completed") == 0, "status %s", t);
+    q_text(s, "SELECT ended_at FROM runs", t, sizeof t); EXPECT(strlen(t) == 24 && t[23] == 'Z', "ended_at '%s'", t);
+    q_text(s, "SELECT uid || '|' || experiment || '|' || variant || '|' || manifest_version FROM runs", t, sizeof t);
+    EXPECT(strcmp(t, "exp1.cola.20240101-000000.1|exp1|cola|3") == 0, "identity %s", t);
+    q_text(s, "SELECT library_versions FROM runs", t, sizeof t);
+    EXPECT(strstr(t, "\"hdf5\": \"1.") && strstr(t, "\"sqlite\": \"3.") && strstr(t, "\"openblas\"") &&
+           strstr(t, "\"libfyaml\"") && strstr(t, "\"mpi\""), "library_versions %s", t);
+    q_text(s, "SELECT json_extract(library_versions, '$.sqlite') FROM runs", t, sizeof t);
+    EXPECT(strcmp(t, sqlite3_libversion()) == 0, "library_versions is not valid JSON: %s", t);
+    q_text(s, "SELECT host || '|' || pid || '|' || cpu_model || '|' || compiler FROM runs", t, sizeof t);
+    EXPECT(strstr(t, "|gcc ") || strstr(t, "|clang "), "host facts %s", t);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM runs WHERE git_commit IS NOT NULL AND gpu_model IS NOT NULL") == 1, "git/gpu");
+    // constraints hold in the file, not only in C
+    EXPECT(sqlite3_exec(s, "UPDATE runs SET status='bogus'", NULL, NULL, NULL) == SQLITE_CONSTRAINT, "status CHECK");
+    sqlite3_close(s);
+
+    VariantSummary *vs = NULL;
+    int n = rundb_compare(db, "exp1", &vs);
+    EXPECT(n == 1, "compare rows %d", n);
+    if (n == 1) {
+        EXPECT(vs[0].steps == 5 && vs[0].final_loss == 2.5 && vs[0].val_loss == 2.75, "summary losses");
+        EXPECT(fabs(vs[0].ms_per_step - 100.0) < 1e-9, "ms/step %g (first step excluded)", vs[0].ms_per_step);
+        EXPECT(fabs(vs[0].tokens_per_s - 10000.0) < 1e-6, "tok/s %g", vs[0].tokens_per_s);
+        EXPECT(vs[0].peak_memory == 50 << 20 && vs[0].comm_bytes == 6000, "memory/comm");
+        EXPECT(strcmp(vs[0].status, "completed") == 0, "status");
+    }
+    free(vs);
+    rundb_close(db);
+}
+
+TEST(db_relogged_steps_replace_and_resume) {
+    char path[300]; tmp_path(path, sizeof path, "replace.db");
+    RunDB *db = rundb_open(path);
+    RunInfo ri = make_info("exp2", "dense", "exp2.dense.x");
+    int64_t run = rundb_begin_run(db, &ri);
+    for (int s = 1; s <= 4; s++) { StepMetrics sm = mk_step(s, 10 + s); rundb_log_step(db, run, &sm); }
+    rundb_log_val(db, run, 4, 400, 9.0);
+    rundb_flush(db);
+    StepMetrics again = mk_step(3, 1.25);          // the same step logged again
+    rundb_log_step(db, run, &again);
+    rundb_flush(db);
+    sqlite3 *s = raw_open(path);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM steps WHERE step=3") == 1, "duplicate step row");
+    EXPECT(q_num(s, "SELECT loss FROM steps WHERE step=3") == 1.25, "step 3 not replaced");
+    rundb_end_run(db, run, "failed", "loss is nan");
+    char t[256];
+    q_text(s, "SELECT status || '|' || error FROM runs", t, sizeof t);
+    EXPECT(strcmp(t, "failed|loss is nan") == 0, "failed: %s", t);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM events WHERE kind='error'") == 1, "error event");
+    rundb_resume_run(db, run, 2);                   // continue from the checkpoint at step 2
+    q_text(s, "SELECT status || '|' || resumed_count || '|' || COALESCE(error, 'null') || '|' || COALESCE(ended_at, 'null') FROM runs", t, sizeof t);
+    EXPECT(strcmp(t, "running|1|null|null") == 0, "resumed: %s", t);
+    EXPECT(q_num(s, "SELECT MAX(step) FROM steps") == 2, "steps after the checkpoint kept");
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM validation") == 0, "validation after the checkpoint kept");
+    EXPECT(q_num(s, "SELECT step FROM events WHERE kind='resumed'") == 2, "resumed event");
+    RunRow rr;
+    EXPECT(rundb_latest_run(db, "exp2", "dense", &rr) == 1 && rr.id == run && rr.resumed_count == 1 && rr.last_step == 2,
+           "latest_run");
+    EXPECT(rundb_latest_run(db, "exp2", "nope", &rr) == 0, "latest_run of an unknown variant");
+    sqlite3_close(s);
+    rundb_close(db);
+}
+
+TEST(db_manifest_conflicts) {
+    char path[300]; tmp_path(path, sizeof path, "conflicts.db");
+    RunDB *db = rundb_open(path);
+    RunInfo a = make_info("exp3", "v", "exp3.a");
+    int64_t ra = rundb_begin_run(db, &a);
+    rundb_end_run(db, ra, "completed", NULL);
+    RunInfo b = make_info("exp3", "v", "exp3.b");
+    snprintf(b.manifest_sha256, sizeof b.manifest_sha256, "%064d", 2);   // edited, same version
+    rundb_begin_run(db, &b);
+    RunRow first;
+    char sha1[65]; snprintf(sha1, sizeof sha1, "%064d", 1);
+    EXPECT(rundb_manifest_conflicts(db, "exp3", "3", sha1, &first) == 1 && strcmp(first.uid, "exp3.b") == 0, "conflict with b");
+    EXPECT(rundb_manifest_conflicts(db, "exp3", "4", sha1, NULL) == 0, "other version");
+    rundb_close(db);
+}
+
+TEST(db_stale_runs_become_interrupted) {
+    char path[300]; tmp_path(path, sizeof path, "stale.db");
+    RunDB *db = rundb_open(path);
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);                                    // a pid that no longer exists
+    RunInfo a = make_info("exp4", "dead", "exp4.dead"); a.pid = (int)dead;
+    RunInfo b = make_info("exp4", "alive", "exp4.alive");      // this process
+    RunInfo c = make_info("exp4", "old-remote", "exp4.old"); snprintf(c.host, sizeof c.host, "some-other-host");
+    RunInfo d = make_info("exp4", "new-remote", "exp4.new"); snprintf(d.host, sizeof d.host, "some-other-host");
+    int64_t ia = rundb_begin_run(db, &a), ib = rundb_begin_run(db, &b), ic = rundb_begin_run(db, &c), id = rundb_begin_run(db, &d);
+    sqlite3 *s = raw_open(path);
+    char sql[256];
+    snprintf(sql, sizeof sql, "UPDATE runs SET started_at='2000-01-01T00:00:00.000Z' WHERE id=%lld", (long long)ic);
+    sqlite3_exec(s, sql, NULL, NULL, NULL);
+    int n = rundb_mark_stale(db);
+    EXPECT(n == 2, "marked %d, expected 2", n);
+    char t[512];
+    snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id=%lld", (long long)ia); q_text(s, sql, t, sizeof t);
+    EXPECT(strcmp(t, "interrupted") == 0, "dead pid: %s", t);
+    snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id=%lld", (long long)ib); q_text(s, sql, t, sizeof t);
+    EXPECT(strcmp(t, "running") == 0, "live pid: %s", t);
+    snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id=%lld", (long long)ic); q_text(s, sql, t, sizeof t);
+    EXPECT(strcmp(t, "interrupted") == 0, "old remote: %s", t);
+    snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id=%lld", (long long)id); q_text(s, sql, t, sizeof t);
+    EXPECT(strcmp(t, "running") == 0, "recent remote: %s", t);
+    snprintf(sql, sizeof sql, "SELECT detail FROM events WHERE kind='interrupted' AND run_id=%lld", (long long)ia);
+    q_text(s, sql, t, sizeof t);
+    EXPECT(strstr(t, "is gone") != NULL, "event detail '%s'", t);
+    EXPECT(rundb_mark_stale(db) == 0, "second pass marks again");
+    sqlite3_close(s);
+    rundb_close(db);
+}
+
+static void open_db_child(void *arg) { rundb_open((const char *)arg); }
+
+TEST(db_newer_schema_refused) {
+    char path[300], err[4096]; tmp_path(path, sizeof path, "newer.db");
+    sqlite3 *s = raw_open(path);
+    sqlite3_exec(s, "CREATE TABLE runs(id INTEGER PRIMARY KEY); PRAGMA user_version=2;", NULL, NULL, NULL);
+    sqlite3_close(s);
+    int rc = in_child(open_db_child, path, err, sizeof err);
+    EXPECT(rc == 2, "exit %d", rc);
+    EXPECT(strstr(err, "newer.db: run database schema version 2 is newer than this build supports (1)") != NULL, "stderr: %s", err);
+
+    tmp_path(path, sizeof path, "garbage.db");
+    FILE *f = fopen(path, "w"); for (int i = 0; i < 200; i++) fputs("not sqlite at all ", f); fclose(f);
+    rc = in_child(open_db_child, path, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "garbage.db: not a run database"), "garbage: exit %d, stderr: %s", rc, err);
+}
+
+// Logging cost per step: log + flush every 10 steps (a 50-layer run would also log a
+// few comm rows per step; steps alone are what every run logs).
+TEST(db_logging_cost) {
+    char path[300]; tmp_path(path, sizeof path, "cost.db");
+    RunDB *db = rundb_open(path);
+    RunInfo ri = make_info("exp5", "v", "exp5.v");
+    int64_t run = rundb_begin_run(db, &ri);
+    const int n = 20000, every = 10;
+    double t0 = now_s();
+    for (int s = 1; s <= n; s++) {
+        StepMetrics sm = mk_step(s, 1.0 / s);
+        rundb_log_step(db, run, &sm);
+        if (s % every == 0) rundb_flush(db);
+    }
+    double per10 = (now_s() - t0) / n;
+    t0 = now_s();
+    for (int s = 1; s <= n; s++) {
+        StepMetrics sm = mk_step(s, 2.0 / s);
+        rundb_log_step(db, run, &sm);
+        if (s % 100 == 0) rundb_flush(db);
+    }
+    double per100 = (now_s() - t0) / n;
+    rundb_close(db);
+    printf("INFO run-db logging cost per step: %.1f us (flush every 10 steps), %.1f us (every 100)\n", per10 * 1e6, per100 * 1e6);
+    EXPECT(per10 < 1e-3, "logging costs %.1f us per step", per10 * 1e6);
+}
+
+// ---- checkpoints --------------------------------------------------------------------
+static void ckpt_round_trip(LinearKind kind, int tied, const char *label) {
+    ModelConfig c = tiny_cfg(kind, tied, 8);
+    Model a, b;
+    model_init(&a, &c, 1, c.seq_len, 1);
+    fill_family(&a, a.m, 100); fill_family(&a, a.v, 200);
+    char path[300], name[64];
+    snprintf(name, sizeof name, "rt_%s/step_7.h5", label);
+    tmp_path(path, sizeof path, name);
+    CheckpointMeta meta = { .step = 7, .tokens_seen = 7 * 64, .samples_seen = 56, .seed = 1, .adam_t = 7,
+                            .manifest = "name: x\nversion: 1\n", .config_json = "{\"a\": 1}", .git_commit = "abc123" };
+    checkpoint_write(path, &a, &meta);
+    char tmp[320]; snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    EXPECT(access(tmp, F_OK) != 0, "%s: .tmp left behind", label);
+    model_init(&b, &c, 1, c.seq_len, 2);
+    EXPECT(memcmp(a.params, b.params, a.table.n_params * 4) != 0, "%s: seeds give equal params", label);
+    CheckpointMeta got;
+    checkpoint_read(path, &b, &got);
+    size_t bytes = a.table.n_params * sizeof(float);
+    EXPECT(memcmp(a.params, b.params, bytes) == 0, "%s: params differ", label);
+    EXPECT(memcmp(a.m, b.m, bytes) == 0, "%s: m differs", label);
+    EXPECT(memcmp(a.v, b.v, bytes) == 0, "%s: v differs", label);
+    EXPECT(got.step == 7 && got.tokens_seen == 448 && got.samples_seen == 56 && got.seed == 1 && got.adam_t == 7,
+           "%s: meta numbers", label);
+    EXPECT(strcmp(got.manifest, meta.manifest) == 0 && strcmp(got.config_json, meta.config_json) == 0 &&
+           strcmp(got.git_commit, "abc123") == 0, "%s: meta text", label);
+    checkpoint_meta_free(&got);
+    model_free(&a); model_free(&b);
+}
+TEST(ckpt_round_trip_dense) { ckpt_round_trip(LINEAR_DENSE, 0, "dense"); }
+TEST(ckpt_round_trip_cola) { ckpt_round_trip(LINEAR_COLA, 0, "cola"); }
+TEST(ckpt_round_trip_svd) { ckpt_round_trip(LINEAR_SVD, 0, "svd"); }
+TEST(ckpt_round_trip_cola_tied) { ckpt_round_trip(LINEAR_COLA, 1, "cola_tied"); }
+TEST(ckpt_round_trip_dense_tied) { ckpt_round_trip(LINEAR_DENSE, 1, "dense_tied"); }
+
+// The model is built in the parent: OpenMP (used by the init) must not run in a forked child.
+typedef struct { const char *path; Model m; } ReadArg;
+static void read_child(void *p) { ReadArg *a = p; checkpoint_read(a->path, &a->m, NULL); }
+static void read_arg_model(ReadArg *ra, ModelConfig c) {
+    if (ra->m.params) model_free(&ra->m);
+    model_init(&ra->m, &c, 1, c.seq_len, 3);
+}
+
+TEST(ckpt_refuses_another_model) {
+    ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 8);
+    Model a; model_init(&a, &c, 1, c.seq_len, 1);
+    char path[300], err[4096];
+    tmp_path(path, sizeof path, "refuse/step_50.h5");
+    CheckpointMeta meta = { .step = 50 };
+    checkpoint_write(path, &a, &meta);
+    model_free(&a);
+
+    ReadArg ra = { .path = path };
+    read_arg_model(&ra, tiny_cfg(LINEAR_COLA, 0, 4));        // another rank
+    int rc = in_child(read_child, &ra, err, sizeof err);
+    char want[512];
+    snprintf(want, sizeof want, "error: %s: /model/layers/0/attn/q/A has shape [32,8] but the configuration expects [32,4]: "
+             "the model changed; resuming with a different model is refused", path);
+    EXPECT(rc == 2 && strstr(err, want), "rank: exit %d, stderr: %s", rc, err);
+
+    read_arg_model(&ra, tiny_cfg(LINEAR_DENSE, 0, 8));       // dense model, low-rank checkpoint
+    rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "/model/layers/0/attn/q/W is missing but the configuration expects it with shape [32,32]"),
+           "dense: exit %d, stderr: %s", rc, err);
+
+    read_arg_model(&ra, tiny_cfg(LINEAR_COLA, 1, 8));        // tied model: the checkpoint's lm_head is extra
+    rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "/model/lm_head (shape [32,64]) is not part of the configured model"),
+           "tied: exit %d, stderr: %s", rc, err);
+
+    char bad[300]; tmp_path(bad, sizeof bad, "refuse/not_hdf5.h5");
+    FILE *f = fopen(bad, "w"); fputs("hello", f); fclose(f);
+    ra.path = bad; read_arg_model(&ra, c);
+    rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "not_hdf5.h5: not a readable HDF5 file"), "garbage: exit %d, stderr: %s", rc, err);
+    model_free(&ra.m);
+}
+
+static void copy_prefix(const char *from, const char *to, long bytes) {
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    char buf[4096]; long left = bytes;
+    while (left > 0) {
+        size_t k = fread(buf, 1, left < (long)sizeof buf ? (size_t)left : sizeof buf, a);
+        if (k == 0) break;
+        fwrite(buf, 1, k, b); left -= (long)k;
+    }
+    fclose(a); fclose(b);
+}
+
+TEST(ckpt_killed_midway_latest_is_older_good_one) {
+    ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 8);
+    Model a; model_init(&a, &c, 1, c.seq_len, 1);
+    char dir[300], p10[400], p20[400], p30[400], p40[400], p50[400];
+    tmp_path(dir, sizeof dir, "killed");
+    checkpoint_path(p10, sizeof p10, dir, 10);
+    CheckpointMeta meta = { .step = 10 };
+    checkpoint_write(p10, &a, &meta);
+    struct stat st; stat(p10, &st);
+    checkpoint_path(p20, sizeof p20, dir, 20); copy_prefix(p10, p20, st.st_size / 2);        // truncated final name
+    snprintf(p30, sizeof p30, "%s/step_30.h5.tmp", dir); copy_prefix(p10, p30, st.st_size / 3); // writer killed
+    checkpoint_path(p40, sizeof p40, dir, 40);
+    FILE *f = fopen(p40, "wb"); for (int i = 0; i < 4096; i++) fputc(i * 7 & 0xff, f); fclose(f);  // corrupt
+    meta.step = 49;                                                                          // name/step mismatch
+    checkpoint_path(p50, sizeof p50, dir, 50); checkpoint_write(p50, &a, &meta);
+    char got[1024] = ""; int64_t step = -1;
+    int found = checkpoint_latest(dir, got, sizeof got, &step);
+    EXPECT(found && step == 10 && strcmp(got, p10) == 0, "latest = %s (step %lld)", got, (long long)step);
+    CheckpointEntry *list; int n = checkpoint_list(dir, &list);
+    EXPECT(n == 1 && list[0].step == 10, "list has %d entries", n);
+    free(list);
+    char empty[300]; tmp_path(empty, sizeof empty, "does-not-exist");
+    EXPECT(checkpoint_latest(empty, got, sizeof got, &step) == 0, "missing dir");
+    model_free(&a);
+}
+
+TEST(ckpt_prune_keeps_last_k) {
+    ModelConfig c = tiny_cfg(LINEAR_SVD, 1, 4);
+    Model a; model_init(&a, &c, 1, c.seq_len, 1);
+    char dir[300], p[400];
+    tmp_path(dir, sizeof dir, "prune");
+    for (int s = 1; s <= 5; s++) {
+        CheckpointMeta meta = { .step = s * 10 };
+        checkpoint_path(p, sizeof p, dir, s * 10);
+        checkpoint_write(p, &a, &meta);
+    }
+    snprintf(p, sizeof p, "%s/step_20.h5.tmp", dir); FILE *f = fopen(p, "w"); fputs("x", f); fclose(f);
+    snprintf(p, sizeof p, "%s/step_60.h5.tmp", dir); f = fopen(p, "w"); fputs("x", f); fclose(f);  // newer: may be in progress
+    int removed = checkpoint_prune(dir, 2);
+    EXPECT(removed == 4, "removed %d, expected 4 (steps 10,20,30 and step_20.h5.tmp)", removed);
+    CheckpointEntry *list; int n = checkpoint_list(dir, &list);
+    EXPECT(n == 2 && list[0].step == 40 && list[1].step == 50, "kept %d", n);
+    free(list);
+    EXPECT(access(p, F_OK) == 0, "a newer .tmp was removed");
+    EXPECT(checkpoint_prune(dir, 2) == 0, "second prune removed something");
+    model_free(&a);
+}
+
+// ---- dumps --------------------------------------------------------------------------
+// One optimizer step of K=2 micro-batches on a tiny model, dumped before the update.
+static void write_demo_dump(const char *path, LinearKind kind) {
+    ModelConfig c = tiny_cfg(kind, 0, 8);
+    int B = 2, T = c.seq_len, K = 2;
+    Model m; model_init(&m, &c, B, T, 5);
+    int rows = K * B;
+    int32_t *in = xmalloc(sizeof(int32_t) * rows * T), *tg = xmalloc(sizeof(int32_t) * rows * T);
+    Rng r = { 9 };
+    for (int i = 0; i < rows * T; i++) { in[i] = (int32_t)(rng_next(&r) % 64); tg[i] = (int32_t)(rng_next(&r) % 64); }
+    model_zero_grads(&m);
+    double loss = 0;
+    for (int k = 0; k < K; k++) {
+        loss += model_forward(&m, in + (size_t)k * B * T, tg + (size_t)k * B * T);
+        model_backward(&m, 1.0f / (float)(K * m.N));
+    }
+    dump_write(path, &m, 1, "{\"model\": {\"linear\": \"test\"}}", in, tg, rows, T, loss / K, 1);
+    free(in); free(tg);
+    model_free(&m);
+}
+
+TEST(dump_write_reads_back) {
+    char path[300]; tmp_path(path, sizeof path, "dumps/step_1.h5");
+    write_demo_dump(path, LINEAR_COLA);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    EXPECT(f >= 0, "open");
+    if (f < 0) return;
+    double loss = 0;
+    hid_t d = H5Dopen2(f, "/loss", H5P_DEFAULT);
+    H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &loss);
+    H5Dclose(d);
+    EXPECT(loss > 3.5 && loss < 4.8, "loss %g (ln 64 = 4.16)", loss);
+    EXPECT(H5Lexists(f, "/activations/layers/1/down_z", H5P_DEFAULT) > 0, "down_z missing");
+    EXPECT(H5Lexists(f, "/grads/layers/1/mlp/down/B", H5P_DEFAULT) > 0, "grad missing");
+    H5Fclose(f);
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 3 && strcmp(argv[1], "--write-dump") == 0) { write_demo_dump(argv[2], parse_kind(argc > 3 ? argv[3] : NULL)); return 0; }
+    if (argc >= 3 && strcmp(argv[1], "--write-checkpoint") == 0) {
+        ModelConfig c = tiny_cfg(parse_kind(argc > 3 ? argv[3] : NULL), 0, 8);
+        Model m; model_init(&m, &c, 1, c.seq_len, 1);
+        CheckpointMeta meta = { .step = 3, .tokens_seen = 3 * 16, .samples_seen = 6, .seed = 1, .adam_t = 3,
+                                .manifest = "name: demo\n", .config_json = "{}", .git_commit = "unknown" };
+        checkpoint_write(argv[2], &m, &meta);
+        model_free(&m);
+        return 0;
+    }
+    snprintf(TMPDIR_, sizeof TMPDIR_, "/tmp/test_store.XXXXXX");
+    if (!mkdtemp(TMPDIR_)) { perror("mkdtemp"); return 1; }
+    RUN(db_schema_round_trip);
+    RUN(db_relogged_steps_replace_and_resume);
+    RUN(db_manifest_conflicts);
+    RUN(db_stale_runs_become_interrupted);
+    RUN(db_newer_schema_refused);
+    RUN(db_logging_cost);
+    RUN(ckpt_round_trip_dense);
+    RUN(ckpt_round_trip_cola);
+    RUN(ckpt_round_trip_svd);
+    RUN(ckpt_round_trip_cola_tied);
+    RUN(ckpt_round_trip_dense_tied);
+    RUN(ckpt_refuses_another_model);
+    RUN(ckpt_killed_midway_latest_is_older_good_one);
+    RUN(ckpt_prune_keeps_last_k);
+    RUN(dump_write_reads_back);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", TMPDIR_);
+    if (!tl_n_fail && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", TMPDIR_);
+    TL_EXIT();
+}
