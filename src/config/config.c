@@ -28,9 +28,16 @@ static const char *check_dataset(const char *v) {
     return "one of kjv, synthetic, tinyshakespeare, text:PATH";
 }
 
-// run.dump_steps: "" or comma-separated positive integers ("1,10,100").
+// run.dump_steps: "" or comma-separated positive integers ("1,10,100"; "[1,10]" too).
 static const char *check_step_list(const char *v) {
     const char *p = v;
+    size_t n = strlen(v);
+    if (n && v[0] == '[') {
+        if (v[n - 1] != ']') return "comma-separated positive step numbers, e.g. \"1,100\"";
+        char inner[256];
+        xsnprintf(inner, sizeof inner, "%.*s", (int)(n - 2), v + 1);
+        return check_step_list(inner);
+    }
     while (*p) {
         if (!isdigit((unsigned char)*p)) return "comma-separated positive step numbers, e.g. \"1,100\"";
         long x = strtol(p, (char **)&p, 10);
@@ -127,6 +134,8 @@ static const ConfigKey SCHEMA[] = {
      "steps that write a step dump (HDF5 with weights, batch, loss, gradients), e.g. \"1,100\""},
     {"run", "dump_activations", CK_BOOL, F(run, dump_activations), ANY, NULL, NULL,
      "step dumps also hold the activations of the last micro-batch"},
+    {"run", "dump_dir", CK_STRING, F(run, dump_dir), 0, 0, 0, NULL, NULL,
+     "folder for step dumps (empty: <checkpoint_dir>/<run uid>/dumps)"},
     {"run", "flush_every", CK_INT, F(run, flush_every), GE(1), NULL, NULL,
      "steps between SQLite writes (metrics are buffered in between)"},
 };

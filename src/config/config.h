@@ -74,6 +74,7 @@ typedef struct {
     int keep_last;          // complete checkpoints kept per run
     char dump_steps[256];   // comma-separated steps that write a step dump ("" = none)
     int dump_activations;   // step dumps also hold /activations
+    char dump_dir[1024];    // where step dumps go ("" = <checkpoint_dir>/<run uid>/dumps)
     int flush_every;        // metrics are written to SQLite every N steps (and at exit)
 } RunConfig;
 

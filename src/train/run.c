@@ -42,7 +42,8 @@ void model_signature(const Config *c, char *buf, size_t n) {
 // Steps listed in run.dump_steps.
 static int is_dump_step(const char *list, int step) {
     const char *p = list;
-    while (*p) {
+    if (*p == '[') p++;
+    while (*p && *p != ']') {
         char *end; long x = strtol(p, &end, 10);
         if (x == step) return 1;
         p = end; while (*p == ',' || *p == ' ') p++;
@@ -70,6 +71,12 @@ static char *read_text_file(const char *path) {
     return s;
 }
 
+// <run.dump_dir or <checkpoint dir>/<uid>/dumps>/step_<N>.h5
+static void dump_path(char *buf, size_t n, const RunCtx *ctx, const Config *cfg, int step) {
+    if (cfg->run.dump_dir[0]) xsnprintf(buf, n, "%s/step_%d.h5", cfg->run.dump_dir, step);
+    else xsnprintf(buf, n, "%s/dumps/step_%d.h5", ctx->ckpt_dir, step);
+}
+
 // Step dump hook (before clipping and the update): the weights this step used, its
 // whole batch (rebuilt from the stateless loader on rank 0), the mean loss and the
 // gradients of that loss, unsharded.
@@ -82,7 +89,7 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     int B = cfg->train.batch_size, K = cfg->train.grad_accum, T = tr->model.T;
     if (c->world == 1) {
         char path[1500];
-        xsnprintf(path, sizeof path, "%s/dumps/step_%d.h5", ctx->ckpt_dir, step);
+        dump_path(path, sizeof path, ctx, cfg, step);
         dump_write(path, &tr->model, step, ctx->config_json, tr->inputs, tr->targets, K * B, T, loss,
                    cfg->run.dump_activations);
         if (g_db) rundb_event(g_db, g_run_id, step, "dump", path);
@@ -96,7 +103,7 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     for (int k = 0; k < K; k++)
         loader_train_batch(&tr->loader, first + (uint64_t)k * B, B, in + (size_t)k * B * T, tg + (size_t)k * B * T);
     char path[1500];
-    xsnprintf(path, sizeof path, "%s/dumps/step_%d.h5", ctx->ckpt_dir, step);
+    dump_path(path, sizeof path, ctx, cfg, step);
     dump_write(path, ctx->full, step, ctx->config_json, in, tg, K * B, T, loss, 0);
     if (g_db) rundb_event(g_db, g_run_id, step, "dump", path);
     free(in); free(tg);
