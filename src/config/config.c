@@ -123,6 +123,17 @@ static const ConfigKey SCHEMA[] = {
     {"parallel", "dp", CK_INT, F(parallel, dp), GE(1), NULL, NULL, "data-parallel replicas"},
     {"parallel", "micro_batches", CK_INT, F(parallel, micro_batches), GE(1), NULL, NULL,
      "micro-batches per optimizer step (same as train.grad_accum; set one of them)"},
+    // ---- boost ----
+    {"boost", "btp", CK_BOOL, F(boost, btp), ANY, NULL, NULL,
+     "bottleneck-aware tensor parallelism (needs model.linear cola or svd)"},
+    {"boost", "online_rmsnorm", CK_BOOL, F(boost, online_rmsnorm), ANY, NULL, NULL,
+     "RMSNorm statistics travel in the bottleneck all-reduce (with boost.btp)"},
+    {"boost", "grouping", CK_BOOL, F(boost, grouping), ANY, NULL, NULL,
+     "group A_q|A_k|A_v and A_gate|A_up into one GEMM and one all-reduce; batch the B's"},
+    {"boost", "lowrank_ckpt", CK_BOOL, F(boost, lowrank_ckpt), ANY, NULL, NULL,
+     "low-rank activation checkpointing: keep the bottleneck activations, recompute in backward"},
+    {"boost", "full_recompute", CK_BOOL, F(boost, full_recompute), ANY, NULL, NULL,
+     "baseline checkpointing: keep block inputs, recompute whole blocks (replays collectives)"},
     // ---- run ----
     {"run", "db", CK_STRING, F(run, db), 0, 0, CKF_NONEMPTY, NULL, NULL, "SQLite run registry"},
     {"run", "checkpoint_dir", CK_STRING, F(run, checkpoint_dir), 0, 0, CKF_NONEMPTY, NULL, NULL,
@@ -602,6 +613,14 @@ void config_finalize(Config *c) {
                   pre, m->d_model, m->n_heads, m->d_model / m->n_heads);
     if (m->n_kv_heads > m->n_heads || m->n_heads % m->n_kv_heads)
         die_input("%smodel.n_heads = %d is not a multiple of model.n_kv_heads = %d", pre, m->n_heads, m->n_kv_heads);
+
+    if (c->boost.btp && m->linear == LINEAR_DENSE)
+        die_input_hint("use model.linear: cola or svd, or boost.btp: false (FullRank-TP)",
+                       "%sboost.btp needs a low-rank model: model.linear is dense", pre);
+    if (c->boost.lowrank_ckpt && c->boost.full_recompute)
+        die_input("%sboost.lowrank_ckpt and boost.full_recompute are two checkpointing schemes; choose one", pre);
+    if (c->boost.lowrank_ckpt && m->linear == LINEAR_DENSE)
+        die_input("%sboost.lowrank_ckpt needs a low-rank model (its checkpoints are the bottleneck activations); model.linear is dense", pre);
 
     // parallel.micro_batches and train.grad_accum name one number
     int idx_mb = config_key_index("parallel.micro_batches"), idx_ga = config_key_index("train.grad_accum");

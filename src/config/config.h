@@ -66,6 +66,17 @@ typedef struct {
                             // train.grad_accum (set either; both set and different = error)
 } ParallelConfig;
 
+// The four BOOST techniques (paper notes §3-§6), each a switch, plus the baseline
+// full-layer recomputation. docs/boost.md says what each does and how combinations fall
+// back where a technique has no meaning (e.g. online RMSNorm without BTP).
+typedef struct {
+    int btp;                // bottleneck-aware tensor parallelism (low-rank models)
+    int online_rmsnorm;     // norm statistics ride in the bottleneck all-reduce (BTP)
+    int grouping;           // A_q|A_k|A_v and A_gate|A_up as one GEMM + one all-reduce (BTP)
+    int lowrank_ckpt;       // keep only bottleneck activations; recompute chunks in backward
+    int full_recompute;     // baseline: keep block inputs only; recompute whole blocks
+} BoostConfig;
+
 // Where results go and what is saved (docs/database.md, docs/checkpoint-format.md).
 typedef struct {
     char db[1024];          // SQLite run registry
@@ -83,6 +94,7 @@ typedef struct {
     DataConfig data;
     TrainConfig train;
     ParallelConfig parallel;
+    BoostConfig boost;
     RunConfig run;
     char source_path[1024]; // manifest file this came from ("" = defaults only)
     // ---- added by the config layer (bookkeeping, not YAML keys) ----

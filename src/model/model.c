@@ -83,12 +83,14 @@ void model_init(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed)
     // A virtual 1x1x1 grid: every group has one member, so no collective is ever
     // issued (and none counted); no MPI needed.
     if (!local_comm.world) comm_init_virtual(&local_comm, 1, 1, 1);
-    model_init_parallel(mdl, cfg, B, T, seed, &local_comm, TP_MEGATRON, 1);
+    model_init_parallel(mdl, cfg, B, T, seed, &local_comm, NULL, 1);
 }
 
 void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed,
-                         Comm *comm, TPScheme scheme, int n_slots) {
+                         Comm *comm, const BoostConfig *boost, int n_slots) {
     memset(mdl, 0, sizeof *mdl);
+    if (boost) mdl->boost = *boost;
+    TPScheme scheme = mdl->boost.btp ? TP_BTP : TP_MEGATRON;
     mdl->cfg = *cfg; mdl->B = B; mdl->T = T; mdl->N = B * T;
     mdl->comm = comm;
     if (comm->n_layers < cfg->n_layers) comm_set_n_layers(comm, cfg->n_layers);

@@ -114,6 +114,7 @@ typedef struct {
     ModelConfig cfg;
     int B, T, N;               // micro-batch shape the activations are sized for
     Layout lay;
+    BoostConfig boost;         // which BOOST techniques are on
     struct Comm *comm;         // process groups and the accounted collectives
     ParamTable table;
     float *params, *grads, *m, *v;     // each [n_params]; one allocation per family
@@ -140,10 +141,11 @@ void model_bind(ModelW *w, const ModelConfig *cfg, const Layout *lay, const Para
 // Allocate everything for micro-batches of B sequences of length T, and initialise
 // the weights from `seed` (layout-independent). Single process.
 void model_init(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed);
-// The same for this rank of `comm`'s grid under `scheme` (B is this rank's micro-batch).
+// The same for this rank of `comm`'s grid with the BOOST switches `boost` (NULL = all
+// off; boost->btp selects TP_BTP, else TP_MEGATRON). B is this rank's micro-batch.
 // n_slots: micro-batches whose activations are kept at once (pipeline: min(pp - stage, M)).
 void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed,
-                         struct Comm *comm, TPScheme scheme, int n_slots);
+                         struct Comm *comm, const BoostConfig *boost, int n_slots);
 void model_free(Model *mdl);
 // Only the unsharded single-process table and the params/grads/m/v families (no
 // activations, not initialised): the full model state that checkpoints and step dumps

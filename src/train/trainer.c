@@ -45,7 +45,7 @@ void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
         tr->n_pipe_actions = schedule_actions(tr->pipe_steps, n, comm->pp_rank, comm->pp, 1, tr->pipe_actions);
         n_slots = schedule_max_in_flight(tr->pipe_steps, n);
     }
-    model_init_parallel(&tr->model, mc, tr->B_local, mc->seq_len, tc->seed, comm, TP_MEGATRON, n_slots);
+    model_init_parallel(&tr->model, mc, tr->B_local, mc->seq_len, tc->seed, comm, &tr->cfg.boost, n_slots);
     size_t n = (size_t)K * tr->B_local * mc->seq_len;
     tr->inputs = xmalloc(n * sizeof(int32_t));
     tr->targets = xmalloc(n * sizeof(int32_t));
