@@ -21,7 +21,6 @@ HEADERS  := $(wildcard src/*/*.h) $(wildcard tests/*.h)
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 EXP      ?= quickstart
-CONFIG   ?= experiments/$(EXP).yaml
 
 .PHONY: all deps test exp train info bench help clean data
 all: $(TOOLS) $(TESTS)
@@ -58,8 +57,11 @@ $(BUILD)/test_%: tests/test_%.c $(BUILD)/libboost.a $(HEADERS)
 test: all
 	@bash tests/run.sh
 
+# make exp EXP=name [VARIANT=v] [RESUME=1] [DRY_RUN=1] [SET="k=v k2=v2"]
 exp: all
-	$(BUILD)/train $(CONFIG) $(SET)
+	@OMP_WAIT_POLICY=passive $(BUILD)/exp $(EXP) $(if $(VARIANT),--variant $(VARIANT)) \
+	  $(if $(filter 1,$(RESUME)),--resume) $(if $(filter 1,$(DRY_RUN)),--dry-run) \
+	  $(foreach s,$(SET),--set $(s))
 
 info: all
 	$(BUILD)/info $(if $(PRESET),--preset $(PRESET)) $(if $(LINEAR),--linear $(LINEAR)) $(ARGS)

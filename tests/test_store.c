@@ -125,8 +125,8 @@ TEST(db_schema_round_trip) {
     int64_t run = rundb_begin_run(db, &ri);
     for (int s = 1; s <= 5; s++) { StepMetrics sm = mk_step(s, 5.0 - s * 0.5); rundb_log_step(db, run, &sm); }
     rundb_log_val(db, run, 5, 500, 2.75);
-    rundb_log_comm(db, run, 5, "all_reduce", "backward", -1, 3, 1000, 4000, 0.01);
-    rundb_log_comm(db, run, 5, "all_gather", "forward", 1, 2, 500, 2000, 0.02);
+    rundb_log_comm(db, run, 5, "all_reduce", "backward", "tp", -1, 3, 1000, 4000, 0.01);
+    rundb_log_comm(db, run, 5, "all_gather", "forward", "tp", 1, 2, 500, 2000, 0.02);
     rundb_set_memory(db, run, "parameters", 1 << 20);
     rundb_set_memory(db, run, "peak_rss", 50 << 20);
     rundb_event(db, run, 5, "checkpoint", "checkpoints/x/step_5.h5");

@@ -78,13 +78,14 @@ static const char *SCHEMA_SQL =
 "  run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
 "  step     INTEGER NOT NULL,\n"
 "  kind     TEXT NOT NULL CHECK (kind IN ('all_reduce','all_gather','reduce_scatter','broadcast','send','recv','barrier')),\n"
-"  phase    TEXT NOT NULL CHECK (phase IN ('forward','backward','recompute','optimizer','pipeline')),\n"
+"  phase    TEXT NOT NULL CHECK (phase IN ('forward','backward','recompute','optimizer','pipeline','other')),\n"
+"  grp      TEXT NOT NULL CHECK (grp IN ('tp','dp','pp','world')),\n"
 "  layer    INTEGER NOT NULL DEFAULT -1,\n"
 "  calls    INTEGER NOT NULL,\n"
 "  elements INTEGER NOT NULL,\n"
 "  bytes    INTEGER NOT NULL,\n"
 "  seconds  REAL,\n"
-"  PRIMARY KEY (run_id, step, kind, phase, layer)\n"
+"  PRIMARY KEY (run_id, step, kind, phase, grp, layer)\n"
 ") WITHOUT ROWID;\n"
 "CREATE TABLE IF NOT EXISTS memory (\n"
 "  run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
@@ -105,7 +106,7 @@ static const char *SCHEMA_SQL =
 // ---------------------------------------------------------------------------------
 typedef struct { int64_t run; StepMetrics sm; } StepRow;
 typedef struct { int64_t run; int step; int64_t tokens; double loss; } ValRow;
-typedef struct { int64_t run; int step; const char *kind, *phase; int layer; int64_t calls, elements, bytes; double seconds; } CommRow;
+typedef struct { int64_t run; int step; const char *kind, *phase, *group; int layer; int64_t calls, elements, bytes; double seconds; } CommRow;
 typedef struct { int64_t run; const char *category; int64_t bytes; } MemRow;
 typedef struct { int64_t run; int step; char at[32]; const char *kind; char *detail; } EventRow;
 
@@ -241,8 +242,8 @@ RunDB *rundb_open(const char *path) {
     db->ins_step = prep(db, "INSERT OR REPLACE INTO steps(run_id, step, tokens_seen, loss, lr, grad_norm, step_seconds, "
                             "tokens_per_s, mfu) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)", P);
     db->ins_val = prep(db, "INSERT OR REPLACE INTO validation(run_id, step, tokens_seen, loss) VALUES (?1,?2,?3,?4)", P);
-    db->ins_comm = prep(db, "INSERT OR REPLACE INTO comm(run_id, step, kind, phase, layer, calls, elements, bytes, seconds) "
-                            "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)", P);
+    db->ins_comm = prep(db, "INSERT OR REPLACE INTO comm(run_id, step, kind, phase, layer, calls, elements, bytes, seconds, grp) "
+                            "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)", P);
     db->ins_mem = prep(db, "INSERT OR REPLACE INTO memory(run_id, category, bytes) VALUES (?1,?2,?3)", P);
     db->ins_event = prep(db, "INSERT INTO events(run_id, step, at, kind, detail) VALUES (?1,?2,?3,?4,?5)", P);
     return db;
@@ -288,7 +289,7 @@ static void write_buffers(RunDB *db) {
         const CommRow *r = &db->comms.v[i]; sqlite3_stmt *st = db->ins_comm;
         b_i64(db, st, 1, r->run); b_i64(db, st, 2, r->step); b_text(db, st, 3, r->kind); b_text(db, st, 4, r->phase);
         b_i64(db, st, 5, r->layer); b_i64(db, st, 6, r->calls); b_i64(db, st, 7, r->elements);
-        b_i64(db, st, 8, r->bytes); b_dbl(db, st, 9, r->seconds);
+        b_i64(db, st, 8, r->bytes); b_dbl(db, st, 9, r->seconds); b_text(db, st, 10, r->group);
         run_done(db, st, "inserting a comm row");
     }
     for (int i = 0; i < db->mems.n; i++) {
@@ -334,15 +335,17 @@ static const char *one_of(const char *what, const char *s, const char *const *na
     DIE("run database: unknown %s '%s'", what, s);
 }
 static const char *const COMM_KINDS[] = { "all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "barrier", NULL };
-static const char *const COMM_PHASES[] = { "forward", "backward", "recompute", "optimizer", "pipeline", NULL };
+static const char *const COMM_PHASES[] = { "forward", "backward", "recompute", "optimizer", "pipeline", "other", NULL };
+static const char *const COMM_GROUPS[] = { "tp", "dp", "pp", "world", NULL };
 static const char *const MEM_CATS[] = { "parameters", "gradients", "optimizer", "activations", "peak_rss", NULL };
 static const char *const EVENT_KINDS[] = { "checkpoint", "resumed", "error", "interrupted", "dump", "config_change", NULL };
 static const char *const END_STATUS[] = { "completed", "failed", "interrupted", NULL };
 
-void rundb_log_comm(RunDB *db, int64_t run, int step, const char *kind, const char *phase, int layer,
-                    int64_t calls, int64_t elements, int64_t bytes, double seconds) {
+void rundb_log_comm(RunDB *db, int64_t run, int step, const char *kind, const char *phase, const char *group,
+                    int layer, int64_t calls, int64_t elements, int64_t bytes, double seconds) {
     CommRow *r = VEC_PUSH(db->comms);
     r->run = run; r->step = step; r->layer = layer;
+    r->group = one_of("comm group", group, COMM_GROUPS);
     r->kind = one_of("comm kind", kind, COMM_KINDS);
     r->phase = one_of("comm phase", phase, COMM_PHASES);
     r->calls = calls; r->elements = elements; r->bytes = bytes; r->seconds = seconds;

@@ -58,9 +58,10 @@ int64_t rundb_begin_run(RunDB *db, const RunInfo *ri);
 void rundb_log_step(RunDB *db, int64_t run, const StepMetrics *sm);
 void rundb_log_val(RunDB *db, int64_t run, int step, int64_t tokens_seen, double loss);
 // kind: all_reduce|all_gather|reduce_scatter|broadcast|send|recv|barrier;
-// phase: forward|backward|recompute|optimizer|pipeline; layer -1 = not layer-specific.
-void rundb_log_comm(RunDB *db, int64_t run, int step, const char *kind, const char *phase, int layer,
-                    int64_t calls, int64_t elements, int64_t bytes, double seconds);
+// phase: forward|backward|recompute|optimizer|pipeline|other; group: tp|dp|pp|world
+// (the process group the collective ran over); layer -1 = not layer-specific.
+void rundb_log_comm(RunDB *db, int64_t run, int step, const char *kind, const char *phase, const char *group,
+                    int layer, int64_t calls, int64_t elements, int64_t bytes, double seconds);
 // category: parameters|gradients|optimizer|activations|peak_rss
 void rundb_set_memory(RunDB *db, int64_t run, const char *category, int64_t bytes);
 // kind: checkpoint|resumed|error|interrupted|dump|config_change; step -1 = none (NULL).

@@ -135,11 +135,8 @@ static void broadcast_text(Comm *c, char *buf, size_t n) {
 static void log_comm_rows(Trainer *tr, int step) {
     int it = 0; CommStatRow r;
     while (comm_stats_next(tr->comm, &it, &r)) {
-        char kind[64];
-        // the group is part of the kind's name where it is not TP ("all_reduce@dp")
-        if (r.group == GROUP_TP) xsnprintf(kind, sizeof kind, "%s", comm_kind_name(r.kind));
-        else xsnprintf(kind, sizeof kind, "%s@%s", comm_kind_name(r.kind), comm_group_name(r.group));
-        rundb_log_comm(g_db, g_run_id, step, kind, comm_phase_name(r.phase), r.layer,
+        rundb_log_comm(g_db, g_run_id, step, comm_kind_name(r.kind), comm_phase_name(r.phase),
+                       comm_group_name(r.group), r.layer,
                        (int64_t)r.s.calls, (int64_t)r.s.elements, (int64_t)r.s.bytes, r.s.seconds);
     }
 }
