@@ -432,6 +432,8 @@ void config_set_key(Config *c, const char *dotted, const char *text, int is_null
     if (idx < 0) config_die_unknown_key(where, dotted, NULL);
     const ConfigKey *k = &SCHEMA[idx];
     void *p = (char *)c + k->offset;
+    // An empty value clears a string key that may be empty (run.dump_steps=, ...).
+    if ((is_null || !text) && k->type == CK_STRING && !(k->flags & CKF_NONEMPTY)) { text = ""; is_null = 0; }
     if (is_null || !text) die_value(where, k, "", 1);
     int neg;
     uint64_t mag;

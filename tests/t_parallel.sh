@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Parallel engine vs the single-process run (issue: distributed training).
+# For dense, cola and svd: after one optimizer step (2 micro-batches) at tp=2, tp=4,
+# pp=2, dp=2, tp2xpp2 and tp2xdp2 the loss, every gradient (step dump at step 1) and
+# every updated weight and AdamW moment (checkpoint after step 1) equal the
+# single-process run. Tolerance per tensor: max|a-b| <= 1e-6 + 1e-4*max|b| for the loss,
+# gradients and moments — the layouts sum the same fp32 terms in a different order
+# (all-reduce partial sums, split vocabularies, split batches). Updated weights get an
+# absolute 2e-5 = 2e-3*lr: AdamW's first step moves a weight by lr*g/(|g|+eps), which
+# for gradients near eps = 1e-8 turns a 1e-11 rounding difference of g into ~1e-3*lr.
+# Also: exact per-layer communication volumes vs the paper's formulas, impossible layouts
+# refused before any work, a 50-step tp=2 loss curve on the tp=1 curve, and a run saved
+# at tp=2 resumed at tp=1 with the same weights.
+source "$(dirname "$0")/lib.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMP_NUM_THREADS=1
+PY=/usr/bin/python3
+CMP="$PY $ROOT/analysis/compare_h5.py"
+
+make_cfg() {  # $1 = linear kind
+    cat > "$TMP/$1.yaml" <<YAML
+model: {linear: $1, vocab_size: 256, n_layers: 2, d_model: 32, n_heads: 4, n_kv_heads: 4, d_ff: 48, seq_len: 16}
+data: {dataset: kjv, cache_dir: $TMP/cache}
+train: {batch_size: 4, grad_accum: 2, steps: 1, lr: 1e-2, warmup_steps: 0, threads: 1, val_batches: 1}
+run: {dump_steps: "1"}
+YAML
+    [ "$1" != dense ] && sed -i 's/seq_len: 16}/seq_len: 16, rank_attn: 8, rank_mlp: 8}/' "$TMP/$1.yaml"
+}
+
+# run_layout KIND NAME TP PP DP [extra --set ...]
+run_layout() {
+    local kind=$1 name=$2 tp=$3 pp=$4 dp=$5; shift 5
+    local n=$((tp * pp * dp)) out="$TMP/$kind-$name"
+    timeout 120 mpirun -np $n "$BUILD/train" "$TMP/$kind.yaml" --no-db \
+        --set parallel.tp=$tp --set parallel.pp=$pp --set parallel.dp=$dp \
+        --set run.dump_dir="$out/dump" --set run.checkpoint_dir="$out/ckpt" "$@" >"$out.log" 2>&1
+}
+
+for kind in dense cola svd; do
+    make_cfg $kind
+    if ! run_layout $kind single 1 1 1; then fail "${kind}_single_run" "$(tail -3 "$TMP/$kind-single.log")"; continue; fi
+    ref_dump="$TMP/$kind-single/dump/step_1.h5"
+    ref_ckpt=$(ls "$TMP"/$kind-single/ckpt/*/step_1.h5)
+    for layout in "tp2 2 1 1" "tp4 4 1 1" "pp2 1 2 1" "dp2 1 1 2" "tp2pp2 2 2 1" "tp2dp2 2 1 2"; do
+        set -- $layout
+        name=$1
+        if ! run_layout $kind $name $2 $3 $4; then fail "${kind}_${name}_matches_single" "run failed: $(tail -3 "$TMP/$kind-$name.log")"; continue; fi
+        r1=$($CMP "$TMP/$kind-$name/dump/step_1.h5" "$ref_dump" --groups model,grads,loss --atol 1e-6 --rtol 1e-4 2>&1)
+        ck=$(ls "$TMP"/$kind-$name/ckpt/*/step_1.h5)
+        r2=$($CMP "$ck" "$ref_ckpt" --groups optimizer --atol 1e-6 --rtol 1e-4 2>&1 &&
+             $CMP "$ck" "$ref_ckpt" --groups model --atol 2e-5 --rtol 0 2>&1)
+        if [ $? -eq 0 ] && grep -q " 0 beyond" <<<"$r1"; then pass "${kind}_${name}_matches_single"
+        else fail "${kind}_${name}_matches_single" "$(echo "$r1"; echo "$r2" | tail -3)"; fi
+    done
+done
+
+# ---- exact communication volumes (per layer, per optimizer step of K=2 micro-batches) --
+# tokens per micro-batch b*s = 4*16 = 64, d = 32, d_ff = 48, K = 2
+db_layout() {  # KIND TP -> one run recorded in $TMP/comm-KIND-TP.db
+    local kind=$1 tp=$2
+    timeout 120 mpirun -np $tp "$BUILD/train" "$TMP/$kind.yaml" --set parallel.tp=$tp --set run.dump_steps= \
+        --set run.db="$TMP/comm-$kind-$tp.db" --set run.checkpoint_dir="$TMP/ck-comm" >"$TMP/comm-$kind-$tp.log" 2>&1
+}
+q() { sqlite3 "$1" "$2"; }
+check_volume() {  # NAME DB PHASE CALLS ELEMENTS
+    local got=$(q "$2" "SELECT calls || ' ' || elements FROM comm WHERE step=1 AND kind='all_reduce' AND grp='tp' AND phase='$3' AND layer=1")
+    if [ "$got" = "$4 $5" ]; then pass "$1"; else fail "$1" "layer 1 $3: got calls/elements '$got', expected '$4 $5'"; fi
+}
+for tp in 2 4; do
+    K=2; BS=64; D=32; FF=48
+    if db_layout dense $tp; then
+        # FullRank-TP: 2 all-reduces of b*s*d forward and 2 backward per micro-batch
+        check_volume fullrank_tp${tp}_forward "$TMP/comm-dense-$tp.db" forward $((2*K)) $((K*2*BS*D))
+        check_volume fullrank_tp${tp}_backward "$TMP/comm-dense-$tp.db" backward $((2*K)) $((K*2*BS*D))
+    else fail fullrank_tp${tp}_run "$(tail -3 "$TMP/comm-dense-$tp.log")"; fi
+    if db_layout cola $tp; then
+        # Vanilla-TP: 7 all-reduces of b*s*(5d + 2 d_ff) forward, 4 of b*s*(3d + d_ff) backward
+        check_volume vanilla_tp${tp}_forward "$TMP/comm-cola-$tp.db" forward $((7*K)) $((K*BS*(5*D+2*FF)))
+        check_volume vanilla_tp${tp}_backward "$TMP/comm-cola-$tp.db" backward $((4*K)) $((K*BS*(3*D+FF)))
+    else fail vanilla_tp${tp}_run "$(tail -3 "$TMP/comm-cola-$tp.log")"; fi
+done
+
+# ---- impossible layouts are refused before any work -------------------------------------
+refuse() {  # NAME "message part" NP sets...
+    local name=$1 want=$2 np=$3; shift 3
+    local sets=()
+    for s in "$@"; do sets+=(--set "$s"); done
+    expect_error "$name" "$want" 2 timeout 60 mpirun -np $np "$BUILD/train" "$TMP/cola.yaml" --no-db "${sets[@]}"
+}
+refuse refuse_heads "model.n_heads = 4 is not divisible by parallel.tp = 3" 3 parallel.tp=3
+refuse refuse_kv_heads "model.n_kv_heads = 2 is not divisible by parallel.tp = 4" 4 parallel.tp=4 model.n_kv_heads=2
+refuse refuse_d_ff "model.d_ff = 50 is not divisible by parallel.tp = 4" 4 parallel.tp=4 model.d_ff=50
+refuse refuse_layers "model.n_layers = 2 is not divisible by parallel.pp = 4" 4 parallel.pp=4
+refuse refuse_world "needs 4 ranks, but mpirun started 2" 2 parallel.tp=2 parallel.dp=2
+refuse refuse_vanilla_rank "model.rank_attn = 6 is not divisible by parallel.tp = 4" 4 parallel.tp=4 model.rank_attn=6
+
+# ---- a 50-step loss curve at tp=2 lies on the tp=1 curve ---------------------------------
+curve() {  # TP -> DB
+    timeout 180 mpirun -np $1 "$BUILD/train" "$TMP/cola.yaml" --set parallel.tp=$1 --set run.dump_steps= \
+        --set train.steps=50 --set train.lr=3e-3 --set train.warmup_steps=5 --set train.grad_accum=1 \
+        --set run.db="$TMP/curve-$1.db" --set run.checkpoint_dir="$TMP/ck-curve" >"$TMP/curve-$1.log" 2>&1
+}
+if curve 1 && curve 2; then
+    sqlite3 "$TMP/curve-1.db" "SELECT step, loss FROM steps ORDER BY step" >"$TMP/c1"
+    sqlite3 "$TMP/curve-2.db" "SELECT step, loss FROM steps ORDER BY step" >"$TMP/c2"
+    res=$(paste -d'|' "$TMP/c1" "$TMP/c2" | awk -F'|' '{d=$2-$4; if (d<0) d=-d; if (d>m) m=d; n++} END {printf "%d %.3g", n, m}')
+    set -- $res
+    # fp32 reduction order differs; over 50 steps the curves may drift by rounding only
+    if [ "$1" = 50 ] && awk -v m="$2" 'BEGIN{exit !(m < 2e-3)}'; then pass tp2_loss_curve_on_tp1_curve
+    else fail tp2_loss_curve_on_tp1_curve "steps $1, max |loss diff| $2"; fi
+    first=$(head -1 "$TMP/c1" | cut -d'|' -f2); last=$(tail -1 "$TMP/c1" | cut -d'|' -f2)
+    if awk -v a="$first" -v b="$last" 'BEGIN{exit !(b < a - 0.5)}'; then pass tp1_curve_falls
+    else fail tp1_curve_falls "loss $first -> $last"; fi
+else fail tp2_loss_curve_on_tp1_curve "runs failed: $(tail -2 "$TMP/curve-2.log")"; fi
+
+# ---- a checkpoint saved at tp=2 resumes at tp=1 with the same weights ----------------------
+# (the tp2 cola run above wrote its unsharded checkpoint after step 1)
+ck=$(ls "$TMP"/cola-tp2/ckpt/*/step_1.h5 2>/dev/null | head -1)
+if [ -n "$ck" ]; then
+    # resume needs a run record: re-create the layout change through the database
+    timeout 120 mpirun -np 2 "$BUILD/train" "$TMP/cola.yaml" --set parallel.tp=2 --set run.dump_steps= \
+        --set run.db="$TMP/lay.db" --set run.checkpoint_dir="$TMP/ck-lay" --set run.checkpoint_every=1 >"$TMP/lay1.log" 2>&1
+    timeout 120 "$BUILD/train" "$TMP/cola.yaml" --resume --set train.steps=2 --set run.dump_steps=2 \
+        --set run.dump_dir="$TMP/lay-dump" --set run.db="$TMP/lay.db" --set run.checkpoint_dir="$TMP/ck-lay" >"$TMP/lay2.log" 2>&1
+    saved=$(ls "$TMP"/ck-lay/*/step_1.h5 | head -1)
+    if [ -f "$TMP/lay-dump/step_2.h5" ] && grep -q "resumed" "$TMP/lay2.log" &&
+       $CMP "$TMP/lay-dump/step_2.h5" "$saved" --groups model --exact >"$TMP/lay.cmp" 2>&1; then
+        pass resume_tp2_checkpoint_at_tp1
+    else fail resume_tp2_checkpoint_at_tp1 "$(tail -3 "$TMP/lay2.log"; cat "$TMP/lay.cmp" 2>/dev/null | tail -2)"; fi
+else fail resume_tp2_checkpoint_at_tp1 "no tp2 checkpoint"; fi
