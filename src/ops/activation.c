@@ -8,12 +8,14 @@ static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
 
 // y[n] = x * sigmoid(x); x[n]
 void silu_forward(float *y, const float *x, size_t n) {
+    if (ops_dry_run) return;   // accounting mode: no math
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) y[i] = x[i] * sigmoidf_(x[i]);
 }
 
 // dx[n] += dy * silu'(x), silu'(x) = s * (1 + x * (1 - s)); dy[n], x[n]
 void silu_backward(float *dx, const float *dy, const float *x, size_t n) {
+    if (ops_dry_run) return;   // accounting mode: no math
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
         float s = sigmoidf_(x[i]);
@@ -23,6 +25,7 @@ void silu_backward(float *dx, const float *dy, const float *x, size_t n) {
 
 // z[n] = act(g) * u with act = silu (gate_silu) or identity (CoLA's only_lr_act); g[n], u[n]
 void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate_silu) {
+    if (ops_dry_run) return;   // accounting mode: no math
     if (gate_silu) {
         #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) z[i] = g[i] * sigmoidf_(g[i]) * u[i];
@@ -35,6 +38,7 @@ void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate
 // dg[n] += dz * u * act'(g), du[n] += dz * act(g); dz[n], g[n], u[n]. Either grad may be
 // NULL. The NULL tests stay outside the loops so that every loop vectorises.
 void swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu) {
+    if (ops_dry_run) return;   // accounting mode: no math
     if (gate_silu && dg && du) {
         #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) {
@@ -68,6 +72,7 @@ void swiglu_backward(float *dg, float *du, const float *dz, const float *g, cons
 
 // x[n] += y[n]
 void add_inplace(float *x, const float *y, size_t n) {
+    if (ops_dry_run) return;   // accounting mode: no math
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }

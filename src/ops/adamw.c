@@ -10,6 +10,7 @@
 // beta2 = 0.999 and small t, 1 - beta2^t in fp32 loses several digits.
 void adamw_update(float *param, const float *grad, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int t) {
+    if (ops_dry_run) return;   // accounting mode: no math
     CHECK(t >= 1, "adamw: step t=%d must be >= 1", t);
     float bc1 = (float)(1.0 / (1.0 - pow((double)beta1, t)));
     float bc2 = (float)(1.0 / (1.0 - pow((double)beta2, t)));
@@ -50,6 +51,7 @@ double sumsq(const float *x, size_t n) {
 
 // x[n] *= s
 void scale_inplace(float *x, float s, size_t n) {
+    if (ops_dry_run) return;   // accounting mode: no math
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }

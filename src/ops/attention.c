@@ -133,6 +133,7 @@ static void att_bwd_task(int task, float *dq, float *dk, float *dv, const float 
 // out[B,T,H,hd], att[B,H,T,T]; q[B,T,H,hd], k,v[B,T,Hkv,hd]
 void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
                        int B, int T, int H, int Hkv, int hd) {
+    if (ops_dry_run) return;   // accounting mode: no math
     CHECK(Hkv > 0 && H % Hkv == 0, "attention: n_heads %d not a multiple of n_kv_heads %d", H, Hkv);
     AttShape s = { T, hd, H * hd, Hkv * hd, (float)(1.0 / sqrt((double)hd)) };
     int ntask = B * H, nthr = omp_get_max_threads();   // team size read before touching OpenBLAS
@@ -150,6 +151,7 @@ void attention_forward(float *out, float *att, const float *q, const float *k, c
 void attention_backward(float *dq, float *dk, float *dv, const float *dout,
                         const float *q, const float *k, const float *v, const float *att,
                         int B, int T, int H, int Hkv, int hd) {
+    if (ops_dry_run) return;   // accounting mode: no math
     CHECK(Hkv > 0 && H % Hkv == 0, "attention: n_heads %d not a multiple of n_kv_heads %d", H, Hkv);
     AttShape s = { T, hd, H * hd, Hkv * hd, (float)(1.0 / sqrt((double)hd)) };
     int ntask = B * Hkv, nthr = omp_get_max_threads();

@@ -13,6 +13,7 @@
 // may == logits). Returns sum of losses.
 double crossentropy_forward_backward(float *dlogits, float *losses, const float *logits,
                                      const int32_t *targets, int N, int V, float dscale) {
+    if (ops_dry_run) return 0;   // accounting mode: no math
     for (int n = 0; n < N; n++)
         CHECK(targets[n] >= 0 && targets[n] < V, "crossentropy: target %d at row %d outside [0,%d)", targets[n], n, V);
     float *row_loss = losses ? losses : xmalloc(sizeof(float) * (N > 0 ? N : 1));

@@ -6,6 +6,7 @@
 // out[N,d] = wte[tokens[i], :]; tokens[N], wte[V,d] (V unknown here: ids are checked >= 0,
 // the data loader guarantees < V)
 void embedding_forward(float *out, const int32_t *tokens, const float *wte, int N, int d) {
+    if (ops_dry_run) return;   // accounting mode: no math
     for (int i = 0; i < N; i++) CHECK(tokens[i] >= 0, "embedding: negative token id %d at %d", tokens[i], i);
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++)
@@ -20,6 +21,7 @@ void embedding_forward(float *out, const int32_t *tokens, const float *wte, int 
 
 // dwte[V,d] += scatter-add of dout[N,d] at rows tokens[N]
 void embedding_backward(float *dwte, const float *dout, const int32_t *tokens, int N, int d) {
+    if (ops_dry_run) return;   // accounting mode: no math
     int nblk = (d + EMB_COLBLK - 1) / EMB_COLBLK;
     #pragma omp parallel for schedule(static)
     for (int b = 0; b < nblk; b++) {

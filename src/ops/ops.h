@@ -9,6 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Accounting mode (build/bench_comm): when set, every op returns at once without
+// touching memory, so the model drivers can run their control flow — and issue their
+// accounted collectives — at paper scale without buffers and without the math.
+extern int ops_dry_run;
+
 // ---- matmul (ops/matmul.c) --------------------------------------------------
 // y[N,dout] = x[N,din] @ W[din,dout]   (accumulate=1: y += ...)
 void matmul_forward(float *y, const float *x, const float *W, int N, int din, int dout, int accumulate);

@@ -23,6 +23,7 @@ static float *rope_table(int T, int hd, float theta) {
 // x[B,T,H,hd] in place; dir = +1 rotates by +angle (forward), -1 by -angle (backward:
 // the Jacobian of a rotation is the rotation, its transpose the inverse rotation).
 static void rope_apply(float *x, int B, int T, int H, int hd, float theta, float dir) {
+    if (ops_dry_run) return;   // accounting mode: no math
     CHECK(hd % 2 == 0, "rope: head_dim %d must be even", hd);
     int half = hd / 2;
     float *cs = rope_table(T, hd, theta);

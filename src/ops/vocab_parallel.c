@@ -12,6 +12,7 @@
 // out[N,d] = wte_local[tokens[i]-v0] if tokens[i] in [v0,v0+V), else 0
 void embedding_forward_shard(float *out, const int32_t *tokens, const float *wte_local,
                              int N, int d, int v0, int V) {
+    if (ops_dry_run) return;   // accounting mode: no math
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         int t = tokens[i] - v0;
@@ -24,6 +25,7 @@ void embedding_forward_shard(float *out, const int32_t *tokens, const float *wte
 // (deterministic, see embedding.c).
 void embedding_backward_shard(float *dwte_local, const float *dout, const int32_t *tokens,
                               int N, int d, int v0, int V) {
+    if (ops_dry_run) return;   // accounting mode: no math
     int nblk = (d + 31) / 32;
     #pragma omp parallel for schedule(static)
     for (int b = 0; b < nblk; b++) {
@@ -40,6 +42,7 @@ void embedding_backward_shard(float *dwte_local, const float *dout, const int32_
 
 // row_max[N] = max_j logits[n, j] over the local columns (logits [N,V])
 void xent_shard_max(float *row_max, const float *logits, int N, int V) {
+    if (ops_dry_run) return;   // accounting mode: no math
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *x = logits + (size_t)n * V;
@@ -53,6 +56,7 @@ void xent_shard_max(float *row_max, const float *logits, int N, int V) {
 // target_logit[N] = logits[n, target - v0] if the target is local, else 0.
 void xent_shard_sums(double *sumexp, double *target_logit, const float *logits, const float *row_max,
                      const int32_t *targets, int N, int V, int v0) {
+    if (ops_dry_run) return;   // accounting mode: no math
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *x = logits + (size_t)n * V;
@@ -68,6 +72,7 @@ void xent_shard_sums(double *sumexp, double *target_logit, const float *logits, 
 // dlogits[N,V] = scale * (softmax - onehot) over the local columns, in place allowed.
 void xent_shard_grad(float *dlogits, const float *logits, const float *row_max, const double *sumexp,
                      const int32_t *targets, int N, int V, int v0, float scale) {
+    if (ops_dry_run) return;   // accounting mode: no math
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *x = logits + (size_t)n * V;
