@@ -147,6 +147,8 @@ static const ConfigKey SCHEMA[] = {
      "step dumps also hold the activations of the last micro-batch"},
     {"run", "dump_dir", CK_STRING, F(run, dump_dir), 0, 0, 0, NULL, NULL,
      "folder for step dumps (empty: <checkpoint_dir>/<run uid>/dumps)"},
+    {"run", "on_demand", CK_BOOL, F(run, on_demand), ANY, NULL, NULL,
+     "make exp runs this variant only when it is named (VARIANT=...), e.g. paper-scale GPU variants"},
     {"run", "flush_every", CK_INT, F(run, flush_every), GE(1), NULL, NULL,
      "steps between SQLite writes (metrics are buffered in between)"},
 };

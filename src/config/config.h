@@ -87,6 +87,8 @@ typedef struct {
     int dump_activations;   // step dumps also hold /activations
     char dump_dir[1024];    // where step dumps go ("" = <checkpoint_dir>/<run uid>/dumps)
     int flush_every;        // metrics are written to SQLite every N steps (and at exit)
+    int on_demand;          // make exp runs this variant only when named (VARIANT=...):
+                            // paper-scale GPU variants kept in CPU manifests
 } RunConfig;
 
 typedef struct {

@@ -128,6 +128,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < man->n_variants; i++) {
         const ManifestVariant *v = &man->variants[i];
         if (only && *only && strcmp(v->name, only)) continue;
+        if ((!only || !*only) && v->config.run.on_demand) {
+            printf("\n== variant %s: on demand only (make exp EXP=%s VARIANT=%s) ==\n", v->name, man->name, v->name);
+            continue;
+        }
         const ParallelConfig *pc = &v->config.parallel;
         int world = pc->tp * pc->pp * pc->dp;
         char np[16]; snprintf(np, sizeof np, "%d", world);
