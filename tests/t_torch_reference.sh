@@ -64,11 +64,12 @@ if [ $rc -eq 1 ] && grep -q "$bad .*FAIL" <<<"$out"; then pass verify_dump_detec
 else fail verify_dump_detects_corrupt_gradient "exit $rc; output: $(echo "$out" | tail -3)"; fi
 
 # ---- 2. the engine's step dumps ---------------------------------------------------------
-TRAIN=$BUILD/train
-if [ ! -x "$TRAIN" ] || [ ! -x "$BUILD/info" ]; then
+BIN=${TEST_BUILD:-$BUILD}     # TEST_BUILD: another build folder (make BUILD=...)
+TRAIN=$BIN/train
+if [ ! -x "$TRAIN" ] || [ ! -x "$BIN/info" ]; then
     fail engine_step_dumps "build/train or build/info not built (run make)"; exit 0
 fi
-keys=$("$BUILD/info" --keys-markdown 2>/dev/null)
+keys=$("$BIN/info" --keys-markdown 2>/dev/null)
 if ! grep -q 'dump_steps' <<<"$keys"; then
     echo "SKIP engine step dumps: no *.dump_steps key in 'info --keys-markdown' yet"
     exit 0
@@ -93,6 +94,10 @@ train:
   val_batches: 1
   threads: 2
 EOF
+# keep the run registry and checkpoints out of the repository (runs/)
+runsets=()
+grep -q '`run\.db`' <<<"$keys" && runsets+=(--set "run.db=$TMP/boost.db")
+grep -q '`run\.checkpoint_dir`' <<<"$keys" && runsets+=(--set "run.checkpoint_dir=$TMP/ckpt")
 # name | overrides
 variants=(
     "dense|model.linear=dense"
@@ -105,7 +110,7 @@ for v in "${variants[@]}"; do
     dir=$TMP/dump_$name
     args=()
     for s in $sets; do args+=(--set "$s"); done
-    if ! out=$("$TRAIN" "$TMP/ref.yaml" "${args[@]}" --set "$dsec.dump_steps=[1,3]" --set "$dsec.dump_dir=$dir" 2>&1); then
+    if ! out=$("$TRAIN" "$TMP/ref.yaml" "${runsets[@]}" "${args[@]}" --set "$dsec.dump_steps=1,3" --set "$dsec.dump_dir=$dir" 2>&1); then
         fail "engine_dump_$name" "train exited non-zero: $(echo "$out" | tail -3)"; continue
     fi
     dumps=$(find "$dir" -name '*.h5' 2>/dev/null | sort)

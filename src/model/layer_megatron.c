@@ -18,8 +18,10 @@
 #include "model_internal.h"
 #include "../ops/ops.h"
 
+// Forward collectives use mdl->fwd_phase: PHASE_FORWARD, or PHASE_RECOMPUTE while
+// boost.full_recompute replays the block in backward (model.c).
 static void g_forward(Model *mdl, float *buf, size_t n, int layer) {
-    comm_all_reduce(mdl->comm, GROUP_TP, buf, n, PHASE_FORWARD, layer);
+    comm_all_reduce(mdl->comm, GROUP_TP, buf, n, (CommPhase)mdl->fwd_phase, layer);
 }
 static void f_backward(Model *mdl, float *buf, size_t n, int layer) {
     comm_all_reduce(mdl->comm, GROUP_TP, buf, n, PHASE_BACKWARD, layer);
@@ -79,29 +81,29 @@ void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
     size_t Nd = (size_t)N * d, Nff = (size_t)N * L->dff;
 
     // ---- MLP: s->dx passes through the residual to x_mid unchanged ------------------
-    memset(s->dgu, 0, Nff * sizeof(float));
+    zero_f(s->dgu, Nff);
     linear_backward(c, s->dgu, &dw->down, s->dx, la->gu, &la->ld, &w->down, N, L->dff, d, L->rm, s->dz, s->dh);
     if (lr) f_backward(mdl, s->dgu, Nff, gl);     // A_down's input gradient (partial over r)
-    memset(s->dg, 0, Nff * sizeof(float));
-    memset(s->du, 0, Nff * sizeof(float));
+    zero_f(s->dg, Nff);
+    zero_f(s->du, Nff);
     swiglu_backward(s->dg, s->du, s->dgu, la->g, la->u, Nff, gate_silu(c));
-    memset(s->da, 0, Nd * sizeof(float));
+    zero_f(s->da, Nd);
     linear_backward(c, s->da, &dw->gate, s->dg, la->m, &la->lg, &w->gate, N, d, L->dff, L->rm, s->dz, s->dh);
     linear_backward(c, s->da, &dw->up, s->du, la->m, &la->lu, &w->up, N, d, L->dff, L->rm, s->dz, s->dh);
     f_backward(mdl, s->da, Nd, gl);               // gate/up input gradient (fused)
     rmsnorm_backward(s->dx, dw->post_attn_norm, s->da, la->x_mid, w->post_attn_norm, la->rstd2, N, d);
 
     // ---- attention: s->dx is now d(x_mid) --------------------------------------------
-    memset(s->dy, 0, (size_t)N * L->dq * sizeof(float));
+    zero_f(s->dy, (size_t)N * L->dq);
     linear_backward(c, s->dy, &dw->o, s->dx, la->y, &la->lo, &w->o, N, L->dq, d, L->ra, s->dz, s->dh);
     if (lr) f_backward(mdl, s->dy, (size_t)N * L->dq, gl);   // A_o's input gradient
-    memset(s->dq, 0, (size_t)N * L->dq * sizeof(float));
-    memset(s->dk, 0, (size_t)N * L->dkv * sizeof(float));
-    memset(s->dv, 0, (size_t)N * L->dkv * sizeof(float));
+    zero_f(s->dq, (size_t)N * L->dq);
+    zero_f(s->dk, (size_t)N * L->dkv);
+    zero_f(s->dv, (size_t)N * L->dkv);
     attention_backward(s->dq, s->dk, s->dv, s->dy, la->q, la->k, la->v, la->att, B, T, L->H, L->Hkv, hd);
     rope_backward(s->dq, B, T, L->H, hd, c->rope_theta);
     rope_backward(s->dk, B, T, L->Hkv, hd, c->rope_theta);
-    memset(s->da, 0, Nd * sizeof(float));
+    zero_f(s->da, Nd);
     linear_backward(c, s->da, &dw->q, s->dq, la->a, &la->lq, &w->q, N, d, L->dq, L->ra, s->dz, s->dh);
     linear_backward(c, s->da, &dw->k, s->dk, la->a, &la->lk, &w->k, N, d, L->dkv, L->ra, s->dz, s->dh);
     linear_backward(c, s->da, &dw->v, s->dv, la->a, &la->lv, &w->v, N, d, L->dkv, L->ra, s->dz, s->dh);

@@ -7,7 +7,12 @@
 //   m = RMSNorm(x_mid)                  g,u = lin_gate(m), lin_up(m)
 //   gu = (SiLU(g) or g) * u             x_out = x_mid + lin_down(gu)
 // lin(x) is x@W (dense), σ(x@A)@B (cola, σ = SiLU) or (x@A)@B (svd). The blocks of each
-// tensor-parallel scheme live in layer_<scheme>.c with their collectives in plain sight.
+// tensor-parallel scheme live in layer_<scheme>.c with their collectives in plain sight:
+// layer_megatron.c (FullRank-TP / Vanilla-TP), layer_btp.c (bottleneck-aware TP, whose
+// residual stream is a d/tp column slice: the embedding output is sliced and the last
+// block's output all-gathered here). Activation checkpointing (mdl->ckpt, docs/boost.md)
+// decides what each layer keeps (carve_acts) and, for CKPT_FULL, replays each block's
+// forward before its backward (model_stage_backward).
 #include <math.h>
 #include "model_internal.h"
 #include "../core/check.h"
@@ -28,39 +33,112 @@ static LowRankActs carve_lowrank(Carve *cv, const ModelConfig *c, int N, int r) 
     a.z = c->linear == LINEAR_COLA ? carve(cv, (size_t)N * r) : a.h;  // svd: z aliases h
     return a;
 }
-static void carve_acts(Carve *cv, Acts *A, const ModelConfig *c, const Layout *L, int B, int T) {
-    size_t N = (size_t)B * T, dr = L->d_res, d = c->d_model;
+// One layer's activations, everything kept (CKPT_NONE; also the one-block working set of
+// CKPT_FULL), for this layout's scheme.
+static void carve_layer(Carve *cv, LayerActs *la, const Model *mdl) {
+    const ModelConfig *c = &mdl->cfg;
+    const Layout *L = &mdl->lay;
+    size_t N = (size_t)mdl->N, dr = L->d_res;
+    int cola = c->linear == LINEAR_COLA;
+    memset(la, 0, sizeof *la);
+    la->x = carve(cv, N * dr);
+    if (L->scheme == TP_BTP) {
+        Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
+        la->pqkv = carve(cv, bq.size); la->zqkv = cola ? carve(cv, bq.size) : la->pqkv;
+        la->q = carve(cv, N * L->dq); la->k = carve(cv, N * L->dkv); la->v = carve(cv, N * L->dkv);
+        la->att = carve(cv, (size_t)mdl->B * L->H * mdl->T * mdl->T);
+        la->y = carve(cv, N * L->dq);
+        la->po = carve(cv, bo.size); la->zo = cola ? carve(cv, bo.size) : la->po;
+        la->x_mid = carve(cv, N * dr);
+        la->pgu = carve(cv, bg.size); la->zgu = cola ? carve(cv, bg.size) : la->pgu;
+        la->g = carve(cv, N * L->dff); la->u = carve(cv, N * L->dff); la->gu = carve(cv, N * L->dff);
+        la->pd = carve(cv, bd.size); la->zd = cola ? carve(cv, bd.size) : la->pd;
+        return;
+    }
+    la->a = carve(cv, N * dr); la->rstd1 = carve(cv, N);
+    la->lq = carve_lowrank(cv, c, N, L->ra);
+    la->lk = carve_lowrank(cv, c, N, L->ra);
+    la->lv = carve_lowrank(cv, c, N, L->ra);
+    la->q = carve(cv, N * L->dq); la->k = carve(cv, N * L->dkv); la->v = carve(cv, N * L->dkv);
+    la->att = carve(cv, (size_t)mdl->B * L->H * mdl->T * mdl->T);
+    la->y = carve(cv, N * L->dq);
+    la->lo = carve_lowrank(cv, c, N, L->ra);
+    la->x_mid = carve(cv, N * dr);
+    la->m = carve(cv, N * dr); la->rstd2 = carve(cv, N);
+    la->lg = carve_lowrank(cv, c, N, L->rm);
+    la->lu = carve_lowrank(cv, c, N, L->rm);
+    la->g = carve(cv, N * L->dff); la->u = carve(cv, N * L->dff); la->gu = carve(cv, N * L->dff);
+    la->ld = carve_lowrank(cv, c, N, L->rm);
+}
+
+// CKPT_LOWRANK working set, shared by every layer and slot: σ(P_o), σ(P_d) (cola), and
+// one region holding either chunk 1's interior (σ(P_qkv), q, k, v, att, y) or chunk 3's
+// (σ(P_gu), g, u, gu) — never alive at once, forward or backward (docs/boost.md).
+static void carve_lowrank_work(Carve *cv, LayerActs *w, const Model *mdl) {
+    const Layout *L = &mdl->lay;
+    size_t N = (size_t)mdl->N;
+    int cola = mdl->cfg.linear == LINEAR_COLA;
+    memset(w, 0, sizeof *w);
+    if (cola) { w->zo = carve(cv, bn_o(mdl).size); w->zd = carve(cv, bn_down(mdl).size); }
+    size_t start = cv->off;
+    if (cola) w->zqkv = carve(cv, bn_qkv(mdl).size);
+    w->q = carve(cv, N * L->dq); w->k = carve(cv, N * L->dkv); w->v = carve(cv, N * L->dkv);
+    w->att = carve(cv, (size_t)mdl->B * L->H * mdl->T * mdl->T);
+    w->y = carve(cv, N * L->dq);
+    size_t attn_end = cv->off;
+    cv->off = start;
+    if (cola) w->zgu = carve(cv, bn_gu(mdl).size);
+    w->g = carve(cv, N * L->dff); w->u = carve(cv, N * L->dff); w->gu = carve(cv, N * L->dff);
+    if (cv->off < attn_end) cv->off = attn_end;
+}
+
+// One micro-batch slot: what each layer keeps under mdl->ckpt (the rest of its LayerActs
+// points into mdl->work), the stage output, and on the last stage the head's buffers.
+static void carve_acts(Carve *cv, Acts *A, const Model *mdl) {
+    const ModelConfig *c = &mdl->cfg;
+    const Layout *L = &mdl->lay;
+    size_t N = (size_t)mdl->N, dr = L->d_res, d = c->d_model;
     A->inputs = (int32_t *)carve(cv, N);     // int32 ids live in the float family (same size)
     A->targets = (int32_t *)carve(cv, N);
     for (int l = 0; l < L->layer_end - L->layer_begin; l++) {
         LayerActs la;
-        la.x = carve(cv, N * dr);
-        la.a = carve(cv, N * dr); la.rstd1 = carve(cv, N);
-        la.lq = carve_lowrank(cv, c, N, L->ra);
-        la.lk = carve_lowrank(cv, c, N, L->ra);
-        la.lv = carve_lowrank(cv, c, N, L->ra);
-        la.q = carve(cv, N * L->dq); la.k = carve(cv, N * L->dkv); la.v = carve(cv, N * L->dkv);
-        la.att = carve(cv, (size_t)B * L->H * T * T);
-        la.y = carve(cv, N * L->dq);
-        la.lo = carve_lowrank(cv, c, N, L->ra);
-        la.x_mid = carve(cv, N * dr);
-        la.m = carve(cv, N * dr); la.rstd2 = carve(cv, N);
-        la.lg = carve_lowrank(cv, c, N, L->rm);
-        la.lu = carve_lowrank(cv, c, N, L->rm);
-        la.g = carve(cv, N * L->dff); la.u = carve(cv, N * L->dff); la.gu = carve(cv, N * L->dff);
-        la.ld = carve_lowrank(cv, c, N, L->rm);
-        if (cv->base) A->layers[l] = la;
+        if (mdl->ckpt == CKPT_NONE) {
+            carve_layer(cv, &la, mdl);
+        } else if (mdl->ckpt == CKPT_FULL) {         // the block input only
+            la = mdl->work;
+            la.x = carve(cv, N * dr);
+        } else {                                     // CKPT_LOWRANK: 2 residual slices + 4 bottlenecks
+            la = mdl->work;
+            la.x = carve(cv, N * dr);
+            la.pqkv = carve(cv, bn_qkv(mdl).size);
+            la.po = carve(cv, bn_o(mdl).size);
+            la.x_mid = carve(cv, N * dr);
+            la.pgu = carve(cv, bn_gu(mdl).size);
+            la.pd = carve(cv, bn_down(mdl).size);
+            if (c->linear != LINEAR_COLA) { la.zqkv = la.pqkv; la.zo = la.po; la.zgu = la.pgu; la.zd = la.pd; }
+        }
+        A->layers[l] = la;
     }
     A->x_final = carve(cv, N * dr);
     if (L->last_stage) {
+        A->x_full = L->scheme == TP_BTP && L->tp > 1 ? carve(cv, N * d) : A->x_final;
         A->xf = carve(cv, N * d); A->rstdf = carve(cv, N);
         A->logits = carve(cv, N * (size_t)L->V);
         A->losses = carve(cv, N);
     }
 }
+
+// The whole activation family: the shared working set, then the slots.
+static void carve_all(Carve *cv, Model *mdl) {
+    if (mdl->ckpt == CKPT_FULL) carve_layer(cv, &mdl->work, mdl);
+    else if (mdl->ckpt == CKPT_LOWRANK) carve_lowrank_work(cv, &mdl->work, mdl);
+    for (int s = 0; s < mdl->n_slots; s++) carve_acts(cv, &mdl->slots[s], mdl);
+}
+
 static void carve_scratch(Carve *cv, Scratch *s, const ModelConfig *c, const Layout *L, int N) {
     size_t dr = L->d_res, d = c->d_model;
     size_t r = L->ra > L->rm ? L->ra : L->rm;
+    memset(s, 0, sizeof *s);
     s->dx = carve(cv, N * dr); s->da = carve(cv, N * (dr > d ? dr : d));
     s->dq = carve(cv, N * L->dq); s->dk = carve(cv, N * L->dkv); s->dv = carve(cv, N * L->dkv);
     s->dy = carve(cv, N * L->dq);
@@ -69,6 +147,13 @@ static void carve_scratch(Carve *cv, Scratch *s, const ModelConfig *c, const Lay
     s->row_max = carve(cv, N);
     s->sumexp = (double *)carve(cv, 2 * (size_t)N);
     s->target_logit = (double *)carve(cv, 2 * (size_t)N);
+    if (L->scheme == TP_BTP) {
+        size_t gr = 3 * (size_t)L->ra > 2 * (size_t)L->rm ? 3 * (size_t)L->ra : 2 * (size_t)L->rm;
+        s->xn = carve(cv, N * dr);
+        s->acat = carve(cv, dr * gr); s->dacat = carve(cv, dr * gr);
+        s->dzb = carve(cv, N * gr + N); s->dpb = carve(cv, N * gr + N);   // ≥ every btp_bn size
+        s->dfull = carve(cv, N * d);
+    }
 }
 
 void scratch_view(const Model *mdl, Scratch *s) {
@@ -101,10 +186,14 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     const Layout *L = &mdl->lay;
     param_table_build(&mdl->table, cfg, L);
     size_t np = mdl->table.n_params;
-    mdl->params = xaligned_alloc(np * sizeof(float));
-    mdl->grads = xaligned_alloc(np * sizeof(float));
-    mdl->m = xaligned_alloc(np * sizeof(float));
-    mdl->v = xaligned_alloc(np * sizeof(float));
+    // Accounting mode (ops_dry_run): sizes and views only; every buffer stays NULL.
+    int dry = ops_dry_run;
+    if (!dry) {
+        mdl->params = xaligned_alloc(np * sizeof(float));
+        mdl->grads = xaligned_alloc(np * sizeof(float));
+        mdl->m = xaligned_alloc(np * sizeof(float));
+        mdl->v = xaligned_alloc(np * sizeof(float));
+    }
     mdl->bytes_params = mdl->bytes_grads = np * sizeof(float);
     mdl->bytes_optim = 2 * np * sizeof(float);
     int n_local = L->layer_end - L->layer_begin;
@@ -113,25 +202,29 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     model_bind(&mdl->w, cfg, L, &mdl->table, mdl->params);
     model_bind(&mdl->dw, cfg, L, &mdl->table, mdl->grads);
 
+    // Checkpointing in effect: full_recompute (any scheme) wins over lowrank_ckpt, which
+    // needs BTP's bottlenecks and otherwise falls back to keeping everything.
+    mdl->ckpt = mdl->boost.full_recompute ? CKPT_FULL
+              : mdl->boost.lowrank_ckpt && scheme == TP_BTP ? CKPT_LOWRANK : CKPT_NONE;
+    mdl->fwd_phase = PHASE_FORWARD;
     mdl->n_slots = n_slots < 1 ? 1 : n_slots;
     mdl->slots = xcalloc((size_t)mdl->n_slots, sizeof(Acts));
-    Carve cv = {0};
-    for (int s = 0; s < mdl->n_slots; s++) carve_acts(&cv, &mdl->slots[s], cfg, L, B, T);
-    mdl->act_floats = cv.off;
-    mdl->act_memory = xaligned_alloc(cv.off * sizeof(float));
-    cv = (Carve){ .base = mdl->act_memory, .off = 0 };
-    for (int s = 0; s < mdl->n_slots; s++) {
+    for (int s = 0; s < mdl->n_slots; s++)
         mdl->slots[s].layers = xcalloc((size_t)(n_local ? n_local : 1), sizeof(LayerActs));
-        carve_acts(&cv, &mdl->slots[s], cfg, L, B, T);
-    }
+    Carve cv = {0};
+    carve_all(&cv, mdl);                        // count
+    mdl->act_floats = cv.off;
+    mdl->act_memory = dry ? NULL : xaligned_alloc(cv.off * sizeof(float));
+    cv = (Carve){ .base = mdl->act_memory, .off = 0 };
+    carve_all(&cv, mdl);                        // assign
     mdl->acts = mdl->slots[0];
 
     Scratch s; cv = (Carve){0};
     carve_scratch(&cv, &s, cfg, L, mdl->N);
     mdl->scratch_floats = cv.off;
-    mdl->scratch = xaligned_alloc(cv.off * sizeof(float));
+    mdl->scratch = dry ? NULL : xaligned_alloc(cv.off * sizeof(float));
     mdl->bytes_acts = (mdl->act_floats + mdl->scratch_floats) * sizeof(float);
-    model_init_weights(mdl, seed);
+    if (!dry) model_init_weights(mdl, seed);
 }
 
 void model_init_state_only(Model *mdl, const ModelConfig *cfg) {
@@ -161,7 +254,7 @@ void model_free(Model *mdl) {
     memset(mdl, 0, sizeof *mdl);
 }
 
-void model_zero_grads(Model *mdl) { memset(mdl->grads, 0, mdl->table.n_params * sizeof(float)); }
+void model_zero_grads(Model *mdl) { zero_f(mdl->grads, mdl->table.n_params); }
 
 // ---------------------------------------------------------------------------------
 void linear_forward(const ModelConfig *c, float *y, LowRankActs *la, const float *x,
@@ -177,11 +270,11 @@ void linear_backward(const ModelConfig *c, float *dx, LinearW *dw, const float *
                      int N, int din, int dout, int r, float *dz, float *dh) {
     if (!is_lowrank(c)) { matmul_backward(dx, dw->W, dy, x, w->W, N, din, dout); return; }
     size_t nr = (size_t)N * r;
-    memset(dz, 0, nr * sizeof(float));
+    zero_f(dz, nr);
     matmul_backward(dz, dw->B, dy, la->z, w->B, N, r, dout);     // dz = dy@B^T, dB += z^T dy
     const float *dpre = dz;
     if (c->linear == LINEAR_COLA) {
-        memset(dh, 0, nr * sizeof(float));
+        zero_f(dh, nr);
         silu_backward(dh, dz, la->h, nr);                          // dh = dz * σ'(h)
         dpre = dh;
     }
@@ -224,7 +317,7 @@ static double head_loss_forward(Model *mdl, Acts *A) {
     comm_all_reduce_f64(mdl->comm, GROUP_TP, s.sumexp, (size_t)N, PHASE_FORWARD, -1);
     comm_all_reduce_f64(mdl->comm, GROUP_TP, s.target_logit, (size_t)N, PHASE_FORWARD, -1);
     double sum = 0;
-    for (int n = 0; n < N; n++) {
+    for (int n = 0; n < N && !ops_dry_run; n++) {
         double loss = log(s.sumexp[n]) + (double)s.row_max[n] - s.target_logit[n];
         A->losses[n] = (float)loss;
         sum += loss;
@@ -254,20 +347,49 @@ float *model_stage_input(Model *mdl, int slot) { return mdl->slots[slot].layers[
 float *model_stage_output(Model *mdl, int slot) { return mdl->slots[slot].x_final; }
 float *model_stage_grad(Model *mdl) { return mdl->scratch; /* Scratch.dx is carved first */ }
 
+// The residual is column-sharded under BTP with tp > 1: the embedding's full [N,d] output
+// is cut to this rank's d/tp columns, and the last block's slices are all-gathered before
+// the (replicated) final norm.
+static int btp_sharded(const Layout *L) { return L->scheme == TP_BTP && L->tp > 1; }
+static void copy_cols(float *dst, int ldd, const float *src, int lds, int N, int cols) {
+    for (int n = 0; n < N; n++) copy_f(dst + (size_t)n * ldd, src + (size_t)n * lds, (size_t)cols);
+}
+
+static void layer_forward(Model *mdl, LayerActs *la, int l, float *x_out) {
+    if (mdl->lay.scheme == TP_BTP) btp_layer_forward(mdl, la, l, x_out);
+    else megatron_layer_forward(mdl, la, l, x_out);
+}
+static void layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
+    if (mdl->lay.scheme == TP_BTP) btp_layer_backward(mdl, la, l, s);
+    else megatron_layer_backward(mdl, la, l, s);
+}
+
 double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const int32_t *targets) {
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
     Acts *A = &mdl->slots[slot];
-    int N = mdl->N, n_local = L->layer_end - L->layer_begin;
-    memcpy(A->inputs, inputs, (size_t)N * sizeof(int32_t));
-    memcpy(A->targets, targets, (size_t)N * sizeof(int32_t));
-    if (L->first_stage) embed_forward(mdl, A->layers[0].x, inputs);     // x = E[tokens]
+    int N = mdl->N, d = c->d_model, dr = L->d_res, n_local = L->layer_end - L->layer_begin;
+    if (!ops_dry_run) {
+        memcpy(A->inputs, inputs, (size_t)N * sizeof(int32_t));
+        memcpy(A->targets, targets, (size_t)N * sizeof(int32_t));
+    }
+    if (L->first_stage) {                                    // x = E[tokens]
+        if (btp_sharded(L)) {
+            Scratch s; scratch_view(mdl, &s);
+            embed_forward(mdl, s.dfull, inputs);             // [N,d] (vocab-parallel + AR)
+            copy_cols(A->layers[0].x, dr, s.dfull + (size_t)L->tp_rank * dr, d, N, dr);
+        } else {
+            embed_forward(mdl, A->layers[0].x, inputs);
+        }
+    }
     for (int l = 0; l < n_local; l++) {
         float *x_out = l + 1 < n_local ? A->layers[l + 1].x : A->x_final;
-        megatron_layer_forward(mdl, &A->layers[l], l, x_out);
+        layer_forward(mdl, &A->layers[l], l, x_out);
     }
     if (!L->last_stage) return 0.0;
-    rmsnorm_forward(A->xf, A->rstdf, A->x_final, mdl->w.final_norm, N, c->d_model, c->norm_eps);
+    if (btp_sharded(L))   // the hidden slices -> [N,d] for the replicated final norm
+        comm_all_gather_cols(mdl->comm, GROUP_TP, A->x_final, A->x_full, (size_t)N, (size_t)dr, PHASE_FORWARD, -1);
+    rmsnorm_forward(A->xf, A->rstdf, A->x_full, mdl->w.final_norm, N, d, c->norm_eps);
     return head_loss_forward(mdl, A);
 }
 
@@ -275,17 +397,41 @@ void model_stage_backward(Model *mdl, int slot, float loss_scale) {
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
     Acts *A = &mdl->slots[slot];
-    int N = mdl->N, d = c->d_model, n_local = L->layer_end - L->layer_begin;
+    int N = mdl->N, d = c->d_model, dr = L->d_res, n_local = L->layer_end - L->layer_begin;
     Scratch s; scratch_view(mdl, &s);
     if (L->last_stage) {
         // loss -> logits (in place) -> final norm -> residual gradient s.dx
-        memset(s.da, 0, (size_t)N * d * sizeof(float));
+        zero_f(s.da, (size_t)N * d);
         head_loss_backward(mdl, A, s.da, loss_scale);
-        memset(s.dx, 0, (size_t)N * L->d_res * sizeof(float));
-        rmsnorm_backward(s.dx, mdl->dw.final_norm, s.da, A->x_final, mdl->w.final_norm, A->rstdf, N, d);
+        if (btp_sharded(L)) {   // d(x_full) is replicated: keep this rank's column slice
+            zero_f(s.dfull, (size_t)N * d);
+            rmsnorm_backward(s.dfull, mdl->dw.final_norm, s.da, A->x_full, mdl->w.final_norm, A->rstdf, N, d);
+            copy_cols(s.dx, dr, s.dfull + (size_t)L->tp_rank * dr, d, N, dr);
+        } else {
+            zero_f(s.dx, (size_t)N * dr);
+            rmsnorm_backward(s.dx, mdl->dw.final_norm, s.da, A->x_final, mdl->w.final_norm, A->rstdf, N, d);
+        }
     }
-    for (int l = n_local - 1; l >= 0; l--) megatron_layer_backward(mdl, &A->layers[l], l, &s);
-    if (L->first_stage) embed_backward(mdl, s.dx, A->inputs);
+    for (int l = n_local - 1; l >= 0; l--) {
+        LayerActs *la = &A->layers[l];
+        if (mdl->ckpt == CKPT_FULL) {
+            // Replay the block's forward from its kept input into the shared one-block
+            // working set (its output goes to the working set's own x, unused otherwise);
+            // its collectives are counted under PHASE_RECOMPUTE.
+            mdl->fwd_phase = PHASE_RECOMPUTE;
+            layer_forward(mdl, la, l, mdl->work.x);
+            mdl->fwd_phase = PHASE_FORWARD;
+        }
+        layer_backward(mdl, la, l, &s);
+    }
+    if (L->first_stage) {
+        if (btp_sharded(L)) {   // the slice gradient -> [N,d], then the local vocab rows
+            comm_all_gather_cols(mdl->comm, GROUP_TP, s.dx, s.dfull, (size_t)N, (size_t)dr, PHASE_BACKWARD, -1);
+            embed_backward(mdl, s.dfull, A->inputs);
+        } else {
+            embed_backward(mdl, s.dx, A->inputs);
+        }
+    }
 }
 
 double model_forward(Model *mdl, const int32_t *inputs, const int32_t *targets) {

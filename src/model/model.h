@@ -99,22 +99,39 @@ typedef struct {
     LowRankActs lg, lu, ld;
     float *g, *u;              // [N,d_ff]
     float *gu;                 // [N,d_ff]      (SiLU(g) or g) * u
+    // Bottleneck-aware TP only (layer_btp.c; a, m, rstd*, l* unused there): the four
+    // bottleneck buffers after their all-reduce — p pre-σ, z = σ(p) (z == p for svd) — in
+    // the layout of btp_bn() (model_internal.h): q|k|v and gate|up grouped [N,G·r] or as
+    // G blocks [N,r], the full-row Σx² of the norm input [N] after the q|k|v, gate|up payload.
+    float *pqkv, *zqkv, *po, *zo, *pgu, *zgu, *pd, *zd;
 } LayerActs;
 
 typedef struct {
     int32_t *inputs, *targets; // [N]
     LayerActs *layers;         // [L]
-    float *x_final;            // [N,d] output of the last block
+    float *x_final;            // [N,d_res] output of the last block
+    float *x_full;             // [N,d] x_final all-gathered (BTP, tp > 1; else == x_final)
     float *xf, *rstdf;         // [N,d], [N]   final RMSNorm
     float *logits;             // [N,V] (overwritten in place by dlogits in backward)
     float *losses;             // [N]
 } Acts;
 
+// Activation checkpointing in effect (docs/boost.md): CKPT_LOWRANK keeps per layer the
+// bottleneck buffers p (7·N·r + 2·N statistics) and the residual slices x, x_mid, and
+// recomputes each chunk's interior in backward with no collective (BTP only);
+// CKPT_FULL keeps each block's input only and replays the whole block (collectives
+// included, counted under PHASE_RECOMPUTE) before its backward (any scheme).
+typedef enum { CKPT_NONE = 0, CKPT_LOWRANK = 1, CKPT_FULL = 2 } CkptMode;
+
 typedef struct {
     ModelConfig cfg;
     int B, T, N;               // micro-batch shape the activations are sized for
     Layout lay;
-    BoostConfig boost;         // which BOOST techniques are on
+    BoostConfig boost;         // which BOOST techniques are on (as requested)
+    CkptMode ckpt;             // checkpointing in effect (boost switches after fall-backs)
+    int fwd_phase;             // CommPhase of a block forward's collectives: PHASE_FORWARD,
+                               // PHASE_RECOMPUTE while CKPT_FULL replays it in backward
+    LayerActs work;            // CKPT_*: the working set shared by every layer and slot
     struct Comm *comm;         // process groups and the accounted collectives
     ParamTable table;
     float *params, *grads, *m, *v;     // each [n_params]; one allocation per family
@@ -123,7 +140,8 @@ typedef struct {
     Acts *slots;               // [n_slots] one per micro-batch in flight (pipeline 1F1B)
     int n_slots;
     float *act_memory; size_t act_floats;
-    float *scratch; size_t scratch_floats;  // backward working set (one layer)
+    float *scratch; size_t scratch_floats;  // backward working set (one layer; BTP: also
+                                            // the forward's normed input and A concatenation)
     size_t bytes_params, bytes_grads, bytes_optim, bytes_acts; // per-category accounting
 } Model;
 

@@ -22,6 +22,7 @@
 // equal the real step's (checked, printed) — that guards the replay against drifting
 // from model.c. Per op the minimum over the R replays is reported (other processes on
 // the machine only add time). GEMM rows show achieved GFLOP/s and % of the sgemm peak.
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,9 +348,12 @@ static void json_write(const char *path, const KindResult *res, int n, const Con
                        int steps, int warmup, int threads, double peak) {
     FILE *f = fopen(path, "w");
     CHECK_ERRNO(!f, path);
+    const char *wp = getenv("OMP_WAIT_POLICY");
     fprintf(f, "{\"engine\": \"boost-c\", \"preset\": \"%s\", \"batch\": %d, \"seq\": %d, \"steps\": %d, "
-               "\"warmup\": %d, \"threads\": %d, \"peak_gflops\": %.3f, \"results\": [\n",
-            base->model.preset, batch, base->model.seq_len, steps, warmup, threads, peak);
+               "\"warmup\": %d, \"threads\": %d, \"peak_gflops\": %.3f, \"openblas_parallel\": %d, "
+               "\"omp_wait_policy\": \"%s\", \"results\": [\n",
+            base->model.preset, batch, base->model.seq_len, steps, warmup, threads, peak,
+            openblas_get_parallel(), wp ? wp : "");
     for (int i = 0; i < n; i++) {
         const KindResult *R = &res[i];
         fprintf(f, "  {\"kind\": \"%s\", \"params\": %lld, \"flops_per_token\": %.6g, \"ms_per_step\": %.4f, "
@@ -433,6 +437,13 @@ int main(int argc, char **argv) {
            "%d timed steps after %d warm-up | %d threads | sgemm peak (first) %.1f GFLOP/s\n",
            preset, m0->n_layers, m0->d_model, m0->n_heads, m0->n_kv_heads, m0->d_ff, m0->vocab_size,
            batch, seq, batch * seq, steps, warmup, threads, peak);
+    // Threading setup: libgomp's wait policy and OpenBLAS's threading model decide how the
+    // two thread pools share the cores (docs/benchmarks.md) — record them with the numbers.
+    int par = openblas_get_parallel();
+    const char *wp = getenv("OMP_WAIT_POLICY");
+    printf("threading | OpenBLAS %s (%s, core %s) | OMP_WAIT_POLICY=%s\n", openblas_get_config(),
+           par == 0 ? "sequential" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "?",
+           openblas_get_corename(), wp ? wp : "(unset)");
     fflush(stdout);
 
     KindResult res[8];

@@ -1,0 +1,327 @@
+// test_btp.c — bottleneck-aware tensor parallelism and the BOOST techniques on top of it
+// (docs/boost.md): for cola and svd, every combination of (btp, online_rmsnorm,
+// grouping, lowrank_ckpt), and full_recompute with btp on and off, the loss and every
+// gradient equal those of the single-process model (model_init, same seed, computed on
+// rank 0 — the model test_model checks against finite differences), and the per-layer
+// collectives are exactly the ones docs/boost.md tabulates. Also: GQA, CoLA's SiLU gate,
+// tied embeddings, the activation memory formulas, and the checkpointing fall-backs.
+//
+// Run directly (a 1-rank grid) or under mpirun with the grid as arguments:
+//   mpirun -np 4 --oversubscribe build/test_btp 2 2      (tp pp; default: world 1)
+// Every rank checks its own results; after each test rank 0 prints the AND over all ranks
+// ("PASS name" / "FAIL name: ...") and failing ranks print details ("  rank r: ...") to
+// stderr. tests/t_btp.sh runs the grids 1×1, 2×1, 4×1 and 2×2 (tp×pp).
+//
+// Tolerance, per tensor: max|a − b| ≤ 1e-5 + 1e-4·max|b| (b = single process); loss:
+// |a − b| ≤ 1e-5·|b|. The parallel layouts add the same fp32 terms in a different order
+// (partial sums over d/tp rows reduced by the all-reduce, the online norm's local rescale
+// and its undoing, Σ dP·P in place of Σ da·a), each a few ulp (~1e-7 relative) per op,
+// compounded over ~10 ops per layer; scaling by the tensor's largest entry keeps entries
+// that are themselves near zero (sums of cancelling terms) from failing on absolute noise.
+// Measured worst case is printed by t_btp.sh's verbose mode (BTP_VERBOSE=1).
+#include <math.h>
+#include "testlib.h"
+#include "../src/config/config.h"
+#include "../src/core/rng.h"
+#include "../src/model/model.h"
+#include "../src/parallel/comm.h"
+#include "../src/train/state_io.h"
+TL_MAIN_DEFS
+
+static Comm G;
+static int my_rank, n_ranks, n_details, verbose;
+static double worst_ratio;   // largest tolerance ratio seen (1 = at the limit)
+
+#define CK(cond, ...) do { if (!(cond)) { tl_failed_current = 1; if (n_details++ < 8) { \
+    fprintf(stderr, "  rank %d: %s: ", my_rank, __func__); fprintf(stderr, __VA_ARGS__); \
+    fprintf(stderr, "  [%s:%d]\n", __FILE__, __LINE__); } } } while (0)
+
+#define RUN_ALL(name) do { tl_failed_current = 0; n_details = 0; test_##name(); \
+    int f_[2] = { tl_failed_current, tl_failed_current ? my_rank : n_ranks }, s_[2]; \
+    CHECK_MPI(MPI_Allreduce(&f_[0], &s_[0], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD)); \
+    CHECK_MPI(MPI_Allreduce(&f_[1], &s_[1], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD)); \
+    if (s_[0]) tl_n_fail++; else tl_n_pass++; \
+    if (my_rank == 0) { if (s_[0]) printf("FAIL %s: failed on %d of %d ranks (first: rank %d; details on stderr)\n", \
+        #name, s_[0], n_ranks, s_[1]); else printf("PASS %s\n", #name); fflush(stdout); } } while (0)
+
+enum { B_ = 2, T_ = 8, N_ = B_ * T_ };
+static const uint64_t SEED = 11;
+
+static ModelConfig tiny_cfg(LinearKind kind, int kv_heads) {
+    ModelConfig c = {0};
+    c.linear = kind;
+    c.vocab_size = 64; c.n_layers = 2; c.d_model = 32; c.n_heads = 4; c.n_kv_heads = kv_heads;
+    c.d_ff = 48; c.rank_attn = 8; c.rank_mlp = 8; c.seq_len = T_;
+    c.only_lr_act = 1; c.norm_eps = 1e-6f; c.rope_theta = 10000.0f; c.embed_std = 0.02f;
+    return c;
+}
+
+// Non-trivial norm gains, a pure function of (name, index in the full tensor), so every
+// layout holds the same values: γ = 1 + 0.3·N(0,1).
+static void perturb_norms(Model *m) {
+    for (int i = 0; i < m->table.n_specs; i++) {
+        const ParamSpec *s = &m->table.specs[i];
+        if (s->init != INIT_ONES) continue;
+        float *p = m->params + s->offset;
+        fill_normal(p, s->numel, seed_for_name(99, s->name), (uint64_t)s->col0, 0.3f);
+        for (size_t j = 0; j < s->numel; j++) p[j] += 1.0f;
+    }
+}
+
+static void batch(int32_t *in, int32_t *tg) {
+    Rng r = { 3 };
+    for (int i = 0; i < N_; i++) { in[i] = (int32_t)(rng_next(&r) % 64); tg[i] = (int32_t)(rng_next(&r) % 64); }
+}
+
+// The single-process reference (rank 0 only): loss and gradients of the mean token loss.
+typedef struct { ModelConfig cfg; double loss; float *grads; size_t n; Model m; } Ref;
+static void ref_make(Ref *r, const ModelConfig *cfg) {
+    memset(r, 0, sizeof *r);
+    r->cfg = *cfg;
+    if (my_rank != 0) return;
+    int32_t in[N_], tg[N_]; batch(in, tg);
+    model_init(&r->m, cfg, B_, T_, SEED);
+    perturb_norms(&r->m);
+    model_zero_grads(&r->m);
+    r->loss = model_forward(&r->m, in, tg);
+    model_backward(&r->m, 1.0f / N_);
+}
+static void ref_free(Ref *r) { if (my_rank == 0) model_free(&r->m); }
+
+// One forward + backward of the parallel model (pp stages driven in sequence with raw
+// MPI so the accounting only holds the model's own collectives). Returns the mean loss
+// (on every rank).
+static double run_parallel(Model *m) {
+    int32_t in[N_], tg[N_]; batch(in, tg);
+    size_t n_act = (size_t)m->N * m->lay.d_res;
+    MPI_Comm pp = G.mpi[GROUP_PP];
+    double loss = 0;
+    model_zero_grads(m);
+    if (!m->lay.first_stage)
+        CHECK_MPI(MPI_Recv(model_stage_input(m, 0), (int)n_act, MPI_FLOAT, G.pp_rank - 1, 1, pp, MPI_STATUS_IGNORE));
+    loss = model_stage_forward(m, 0, in, tg);
+    if (!m->lay.last_stage) {
+        CHECK_MPI(MPI_Send(model_stage_output(m, 0), (int)n_act, MPI_FLOAT, G.pp_rank + 1, 1, pp));
+        CHECK_MPI(MPI_Recv(model_stage_grad(m), (int)n_act, MPI_FLOAT, G.pp_rank + 1, 2, pp, MPI_STATUS_IGNORE));
+    }
+    model_stage_backward(m, 0, 1.0f / N_);
+    if (!m->lay.first_stage)
+        CHECK_MPI(MPI_Send(model_stage_grad(m), (int)n_act, MPI_FLOAT, G.pp_rank - 1, 2, pp));
+    double mine = (m->lay.last_stage && G.tp_rank == 0) ? loss / N_ : 0.0, sum = 0;
+    CHECK_MPI(MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    return sum;
+}
+
+// Per-layer expectations of docs/boost.md (TP all-reduces; tp > 1).
+static void check_comm(const Model *m, const char *label) {
+    const ModelConfig *c = &m->cfg;
+    const Layout *L = &m->lay;
+    const BoostConfig *b = &m->boost;
+    uint64_t N = (uint64_t)m->N, d = c->d_model, kvd = (uint64_t)c->n_kv_heads * (d / c->n_heads);
+    uint64_t ra = c->rank_attn, rm = c->rank_mlp;
+    if (L->tp == 1) {
+        CommStat t = comm_stats_sum(&G, COMM_ANY, COMM_ANY, GROUP_TP, COMM_ANY);
+        CK(t.calls == 0, "%s: %llu TP calls at tp = 1", label, (unsigned long long)t.calls);
+        return;
+    }
+    uint64_t fc, fe, bc, be;
+    if (L->scheme == TP_BTP) {
+        fc = (b->grouping ? 4 : 7) + (b->online_rmsnorm ? 0 : 2);
+        fe = 4 * N * ra + 3 * N * rm + 2 * N;
+        bc = b->grouping ? 4 : 7;
+        be = 4 * N * ra + 3 * N * rm;
+    } else {   // Vanilla-TP
+        fc = 7; fe = N * (3 * d + 2 * kvd + 2 * (uint64_t)c->d_ff);
+        bc = 4; be = N * (3 * d + (uint64_t)c->d_ff);
+    }
+    uint64_t rc = m->ckpt == CKPT_FULL ? fc : 0, re = m->ckpt == CKPT_FULL ? fe : 0;
+    for (int l = L->layer_begin; l < L->layer_end; l++) {
+        CommStat f = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, l);
+        CommStat k = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_BACKWARD, GROUP_TP, l);
+        CommStat r = comm_stats_sum(&G, COMM_ANY, PHASE_RECOMPUTE, COMM_ANY, l);
+        CommStat any = comm_stats_sum(&G, COMM_ANY, COMM_ANY, COMM_ANY, l);
+        CK(f.calls == fc && f.elements == fe, "%s layer %d forward: %llu calls %llu elements, expected %llu %llu",
+           label, l, (unsigned long long)f.calls, (unsigned long long)f.elements, (unsigned long long)fc, (unsigned long long)fe);
+        CK(k.calls == bc && k.elements == be, "%s layer %d backward: %llu calls %llu elements, expected %llu %llu",
+           label, l, (unsigned long long)k.calls, (unsigned long long)k.elements, (unsigned long long)bc, (unsigned long long)be);
+        CK(r.calls == rc && r.elements == re, "%s layer %d recompute: %llu calls %llu elements, expected %llu %llu",
+           label, l, (unsigned long long)r.calls, (unsigned long long)r.elements, (unsigned long long)rc, (unsigned long long)re);
+        CK(any.calls == f.calls + k.calls + r.calls, "%s layer %d: other collectives (%llu calls in all)",
+           label, l, (unsigned long long)any.calls);
+    }
+    // layer -1: embedding, final-norm gather, vocab-parallel head and loss
+    int g = L->scheme == TP_BTP;
+    uint64_t want_fc = 0, want_fe = 0, want_bc = 0, want_be = 0, gfc = 0, gbc = 0;
+    if (L->first_stage) { want_fc += 1; want_fe += N * d; gbc += g; }
+    if (L->last_stage) { want_fc += 3; want_fe += 3 * N; want_bc += 1; want_be += N * d; gfc += g; }
+    CommStat f = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, -1);
+    CommStat k = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_BACKWARD, GROUP_TP, -1);
+    CommStat gf = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_FORWARD, GROUP_TP, -1);
+    CommStat gb = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_BACKWARD, GROUP_TP, -1);
+    CK(f.calls == want_fc && f.elements == want_fe && k.calls == want_bc && k.elements == want_be,
+       "%s layer -1 all-reduce: fwd %llu/%llu bwd %llu/%llu, expected %llu/%llu %llu/%llu", label,
+       (unsigned long long)f.calls, (unsigned long long)f.elements, (unsigned long long)k.calls,
+       (unsigned long long)k.elements, (unsigned long long)want_fc, (unsigned long long)want_fe,
+       (unsigned long long)want_bc, (unsigned long long)want_be);
+    CK(gf.calls == gfc && gf.elements == gfc * N * d && gb.calls == gbc && gb.elements == gbc * N * d,
+       "%s layer -1 all-gather: fwd %llu bwd %llu calls, expected %llu %llu", label,
+       (unsigned long long)gf.calls, (unsigned long long)gb.calls, (unsigned long long)gfc, (unsigned long long)gbc);
+}
+
+// Build the parallel model for `bc`, run it, compare with the reference, check the comm.
+static void run_case(const Ref *ref, BoostConfig bc, const char *label) {
+    Model m;
+    model_init_parallel(&m, &ref->cfg, B_, T_, SEED, &G, &bc, 1);
+    perturb_norms(&m);
+    comm_stats_reset(&G);
+    double loss = run_parallel(&m);
+    check_comm(&m, label);
+    if (verbose && my_rank == 0) {   // layer 0's TP all-reduces: calls/elements per phase
+        CommStat f = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 0);
+        CommStat k = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_BACKWARD, GROUP_TP, 0);
+        CommStat r = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_RECOMPUTE, GROUP_TP, 0);
+        fprintf(stderr, "  %-62s fwd %2llu/%5llu bwd %2llu/%5llu recompute %2llu/%5llu\n", label,
+                (unsigned long long)f.calls, (unsigned long long)f.elements, (unsigned long long)k.calls,
+                (unsigned long long)k.elements, (unsigned long long)r.calls, (unsigned long long)r.elements);
+    }
+    Model full; memset(&full, 0, sizeof full);
+    if (my_rank == 0) model_init_state_only(&full, &ref->cfg);
+    state_gather(&m, my_rank == 0 ? &full : NULL, STATE_GRADS);
+    if (my_rank == 0) {
+        CK(fabs(loss - ref->loss) <= 1e-5 * fabs(ref->loss), "%s: loss %.9g vs %.9g", label, loss, ref->loss);
+        int bad = 0;
+        for (int i = 0; i < full.table.n_specs; i++) {
+            const ParamSpec *s = &full.table.specs[i];
+            const ParamSpec *rs = param_find(&ref->m.table, s->name);
+            const float *a = full.grads + s->offset, *b = ref->m.grads + rs->offset;
+            double mx = 0; for (size_t j = 0; j < s->numel; j++) mx = fmax(mx, fabs(b[j]));
+            size_t w;
+            double ratio = tl_close_ratio(a, b, s->numel, 1e-5 + 1e-4 * mx, 0.0, &w);
+            if (ratio > worst_ratio) worst_ratio = ratio;
+            if (!(ratio <= 1.0) && bad++ < 4)
+                CK(0, "%s: %s[%zu] = %.8g vs %.8g (max|ref| %.3g)", label, s->name, w, a[w], b[w], mx);
+        }
+        model_free(&full);
+    }
+    comm_stats_reset(&G);
+    model_free(&m);
+}
+
+static BoostConfig boost_of(int btp, int online, int grouping, int lowrank, int full) {
+    BoostConfig b = { .btp = btp, .online_rmsnorm = online, .grouping = grouping,
+                      .lowrank_ckpt = lowrank, .full_recompute = full };
+    return b;
+}
+static void label_of(char *buf, size_t n, const char *kind, BoostConfig b) {
+    snprintf(buf, n, "%s btp=%d online=%d grouping=%d lowrank=%d full=%d tp=%d pp=%d", kind, b.btp,
+             b.online_rmsnorm, b.grouping, b.lowrank_ckpt, b.full_recompute, G.tp, G.pp);
+}
+
+// All 16 combinations of the four BOOST switches.
+static void matrix(LinearKind kind) {
+    Ref ref; ModelConfig c = tiny_cfg(kind, 4); ref_make(&ref, &c);
+    for (int mask = 0; mask < 16; mask++) {
+        BoostConfig b = boost_of(mask & 1, (mask >> 1) & 1, (mask >> 2) & 1, (mask >> 3) & 1, 0);
+        char label[160]; label_of(label, sizeof label, linear_kind_name(kind), b);
+        run_case(&ref, b, label);
+    }
+    ref_free(&ref);
+}
+TEST(cola_all_combinations) { matrix(LINEAR_COLA); }
+TEST(svd_all_combinations) { matrix(LINEAR_SVD); }
+
+// The baseline full-layer recompute under BTP (grouped online and plain sync) and under
+// Vanilla-TP: same gradients; its recompute replays exactly the forward's collectives.
+TEST(full_recompute) {
+    for (int k = 1; k <= 2; k++) {
+        Ref ref; ModelConfig c = tiny_cfg((LinearKind)k, 4); ref_make(&ref, &c);
+        BoostConfig cases[4] = { boost_of(1, 1, 1, 0, 1), boost_of(1, 0, 0, 0, 1), boost_of(0, 0, 0, 0, 1),
+                                 boost_of(1, 1, 1, 1, 1) };   // both switches: full_recompute wins
+        for (int i = 0; i < 4; i++) {
+            char label[160]; label_of(label, sizeof label, linear_kind_name((LinearKind)k), cases[i]);
+            run_case(&ref, cases[i], label);
+        }
+        ref_free(&ref);
+    }
+}
+
+// GQA (2 kv heads: one per rank at tp = 2), CoLA's SiLU gate (only_lr_act = 0), tied
+// embeddings (pp = 1 only), each with BTP and every technique on and off.
+TEST(gqa_silu_gate_tied) {
+    for (int v = 0; v < 3; v++) {
+        ModelConfig c = tiny_cfg(LINEAR_COLA, v == 0 ? 2 : 4);
+        if (v == 0 && c.n_kv_heads % G.tp) continue;
+        if (v == 1) c.only_lr_act = 0;
+        if (v == 2) { if (G.pp > 1) continue; c.tie_embeddings = 1; }
+        Ref ref; ref_make(&ref, &c);
+        const char *name = v == 0 ? "cola gqa" : v == 1 ? "cola silu-gate" : "cola tied";
+        BoostConfig cases[3] = { boost_of(1, 1, 1, 1, 0), boost_of(1, 0, 0, 0, 0), boost_of(1, 1, 0, 1, 0) };
+        for (int i = 0; i < 3; i++) {
+            char label[160]; label_of(label, sizeof label, name, cases[i]);
+            run_case(&ref, cases[i], label);
+        }
+        ref_free(&ref);
+    }
+}
+
+// mdl->ckpt after the fall-backs, and bytes_acts vs the formulas of docs/boost.md.
+static size_t R16(size_t n) { return (n + 15) / 16 * 16; }
+TEST(activation_memory) {
+    for (int k = 1; k <= 2; k++) {
+        ModelConfig c = tiny_cfg((LinearKind)k, 4);
+        int cola = k == LINEAR_COLA;
+        Model none, low, full, vlow;
+        BoostConfig bn = boost_of(1, 1, 1, 0, 0), bl = boost_of(1, 1, 1, 1, 0), bf = boost_of(1, 1, 1, 0, 1);
+        BoostConfig bv = boost_of(0, 1, 1, 1, 0);   // lowrank_ckpt without BTP: falls back
+        model_init_parallel(&none, &c, B_, T_, SEED, &G, &bn, 1);
+        model_init_parallel(&low, &c, B_, T_, SEED, &G, &bl, 1);
+        model_init_parallel(&full, &c, B_, T_, SEED, &G, &bf, 1);
+        model_init_parallel(&vlow, &c, B_, T_, SEED, &G, &bv, 1);
+        CK(none.ckpt == CKPT_NONE && low.ckpt == CKPT_LOWRANK && full.ckpt == CKPT_FULL && vlow.ckpt == CKPT_NONE,
+           "ckpt modes %d %d %d %d", none.ckpt, low.ckpt, full.ckpt, vlow.ckpt);
+        const Layout *L = &low.lay;
+        size_t N = N_, dr = L->d_res, d = c.d_model, ra = L->ra, rm = L->rm, nl = L->layer_end - L->layer_begin;
+        size_t io = 2 * R16(N) + R16(N * dr);   // token ids, stage output
+        size_t head = L->last_stage ? (L->tp > 1 ? R16(N * d) : 0) + R16(N * d) + 2 * R16(N) + R16(N * L->V) : 0;
+        size_t kept = 2 * R16(N * dr) + R16(3 * N * ra + N) + R16(N * ra) + R16(2 * N * rm + N) + R16(N * rm);
+        size_t attn = (cola ? R16(3 * N * ra + N) : 0) + 2 * R16(N * L->dq) + 2 * R16(N * L->dkv) + R16((size_t)B_ * L->H * T_ * T_);
+        size_t mlp = (cola ? R16(2 * N * rm + N) : 0) + 3 * R16(N * L->dff);
+        size_t work = (cola ? R16(N * ra) + R16(N * rm) : 0) + (attn > mlp ? attn : mlp);
+        CK(low.act_floats == io + head + nl * kept + work, "%s lowrank: %zu floats, formula %zu",
+           linear_kind_name(k), low.act_floats, io + head + nl * kept + work);
+        // per layer at most 7·N·r bottleneck + 2·N·d/tp residual + 2·N statistics (+ padding)
+        CK(kept <= 4 * N * ra + 3 * N * rm + 2 * N * dr + 2 * N + 6 * 15, "kept per layer %zu", kept);
+        size_t layer_full = (none.act_floats - io - head) / nl;   // one whole layer
+        CK(full.act_floats == io + head + nl * R16(N * dr) + layer_full, "%s full: %zu floats, formula %zu",
+           linear_kind_name(k), full.act_floats, io + head + nl * R16(N * dr) + layer_full);
+        CK(low.act_floats < none.act_floats, "lowrank %zu floats not below none %zu", low.act_floats, none.act_floats);
+        Model *ms[4] = { &none, &low, &full, &vlow };
+        for (int i = 0; i < 4; i++)
+            CK(ms[i]->bytes_acts == (ms[i]->act_floats + ms[i]->scratch_floats) * sizeof(float), "bytes_acts");
+        if (verbose && my_rank == 0)
+            fprintf(stderr, "  %s acts floats (tp %d): none %zu lowrank %zu full %zu (scratch %zu)\n", linear_kind_name(k),
+                    L->tp, none.act_floats, low.act_floats, full.act_floats, low.scratch_floats);
+        model_free(&none); model_free(&low); model_free(&full); model_free(&vlow);
+    }
+}
+
+int main(int argc, char **argv) {
+    CHECK_MPI(MPI_Init(&argc, &argv));
+    CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &my_rank));
+    CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &n_ranks));
+    int tp = n_ranks, pp = 1;
+    if (argc == 3) { tp = atoi(argv[1]); pp = atoi(argv[2]); }
+    else if (argc != 1) die_input("usage: test_btp [tp pp]");
+    verbose = getenv("BTP_VERBOSE") != NULL;
+    comm_init(&G, tp, pp, 1);
+    comm_set_n_layers(&G, 2);
+    RUN_ALL(cola_all_combinations);
+    RUN_ALL(svd_all_combinations);
+    RUN_ALL(full_recompute);
+    RUN_ALL(gqa_silu_gate_tied);
+    RUN_ALL(activation_memory);
+    if (verbose && my_rank == 0) fprintf(stderr, "  worst gradient tolerance ratio (tp %d pp %d): %.3g\n", tp, pp, worst_ratio);
+    comm_free(&G);
+    CHECK_MPI(MPI_Finalize());
+    TL_EXIT();
+}
