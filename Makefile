@@ -22,7 +22,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 
 EXP      ?= quickstart
 
-.PHONY: all deps test exp train info bench help clean data
+.PHONY: all deps test exp info bench help clean
 all: $(TOOLS) $(TESTS)
 
 help:
@@ -31,7 +31,10 @@ help:
 	@echo "make test            build and run the whole test suite"
 	@echo "make exp EXP=name    run experiments/<name>.yaml (default: quickstart)"
 	@echo "make info PRESET=cola-60m LINEAR=cola   parameter count and FLOPs per token"
-	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU)"
+	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU), vs PyTorch"
+	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
+	@echo "make figures EXP=x   loss curves and ablation panels of experiment x (analysis/figures/)"
+	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 
 # Packages are checked (dpkg) on every build; installed only if something is missing.
 $(DEPS_STAMP): .ci/deps.sh
@@ -74,10 +77,24 @@ bench: $(BUILD)/bench
 	$(BUILD)/bench $(BENCH_ARGS) --json $(BUILD)/bench.json
 	$(PYTHON) analysis/torch_bench.py $(BENCH_ARGS) --compare $(BUILD)/bench.json
 
-# Loss curves of the latest run of each variant of EXP from runs/boost.db.
-.PHONY: figures
+# Figures of EXP from runs/boost.db: loss curves of the latest run of each variant, and the
+# ablation panels (step time compute/communication, bytes moved, memory, loss parity).
+.PHONY: figures bench-comm docs-keys
 figures:
 	$(PYTHON) analysis/plot_losses.py $(EXP) --db runs/boost.db --out analysis/figures
+	$(PYTHON) analysis/plot_ablation.py $(EXP) --db runs/boost.db --out analysis/figures
+
+# Per-layer TP communication of FullRank-TP, Vanilla-TP and BTP: at the paper's 7B shape by
+# accounting (no math), then measured on a small model at tp = 2 and 4 (docs/benchmarks.md).
+bench-comm: all
+	$(BUILD)/bench_comm $(BENCH_COMM_ARGS)
+	@bash src/tools/bench_comm_measured.sh
+
+# Regenerate the key table of docs/configuration.md from the schema.
+docs-keys: all
+	@awk -v keys="$$($(BUILD)/info --keys-markdown)" \
+	  '/<!-- keys:begin/ {print; print keys; skip=1; next} /<!-- keys:end/ {skip=0} !skip' \
+	  docs/configuration.md > $(BUILD)/configuration.md && mv $(BUILD)/configuration.md docs/configuration.md
 
 clean:
 	rm -rf $(BUILD)

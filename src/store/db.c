@@ -591,6 +591,8 @@ int rundb_compare(RunDB *db, const char *experiment, VariantSummary **out) {
         s->peak_memory = isnan(mem) ? 0 : (int64_t)mem;
         double comm = q_run_double(db, "SELECT COALESCE(SUM(bytes), 0) FROM comm WHERE run_id=?1", id);
         s->comm_bytes = isnan(comm) ? 0 : (int64_t)comm;
+        double calls = q_run_double(db, "SELECT COALESCE(SUM(calls), 0) FROM comm WHERE run_id=?1", id);
+        s->comm_calls = isnan(calls) ? 0 : (int64_t)calls;
     }
     *out = rows.v;
     return rows.n;

@@ -110,6 +110,7 @@ typedef struct {
     double tokens_per_s;         // mean, same steps
     int64_t peak_memory;         // bytes: peak_rss if recorded, else the sum of the categories (0: none)
     int64_t comm_bytes;          // total bytes over all comm rows
+    int64_t comm_calls;          // total collective calls over all comm rows
 } VariantSummary;
 // One row per variant of `experiment` (its latest run), in order of each variant's
 // first run. Returns the count; *out malloc'd (free it).

@@ -58,17 +58,17 @@ static void print_comparison(const char *db_path, const char *experiment) {
     RunDB *db = rundb_open(db_path);
     VariantSummary *vs = NULL;
     int n = rundb_compare(db, experiment, &vs);
-    printf("\n%s — latest run of each variant (%s)\n", experiment, db_path);
-    printf("%-28s %-11s %6s %10s %10s %10s %11s %11s %12s\n", "variant", "status", "steps", "loss",
-           "val loss", "ms/step", "tokens/s", "peak mem", "comm bytes");
+    printf("\n%s — latest run of each variant (%s); comm = all collectives of the run\n", experiment, db_path);
+    printf("%-28s %-11s %6s %10s %10s %10s %11s %11s %12s %10s\n", "variant", "status", "steps", "loss",
+           "val loss", "ms/step", "tokens/s", "peak mem", "comm bytes", "comm calls");
     for (int i = 0; i < n; i++) {
         char mem[32], comm[32], val[32], loss[32];
         human_bytes(mem, sizeof mem, (double)vs[i].peak_memory);
         human_bytes(comm, sizeof comm, (double)vs[i].comm_bytes);
         snprintf(loss, sizeof loss, isnan(vs[i].final_loss) ? "-" : "%.4f", vs[i].final_loss);
         snprintf(val, sizeof val, isnan(vs[i].val_loss) ? "-" : "%.4f", vs[i].val_loss);
-        printf("%-28s %-11s %6d %10s %10s %10.1f %11.0f %11s %12s\n", vs[i].variant, vs[i].status, vs[i].steps,
-               loss, val, vs[i].ms_per_step, vs[i].tokens_per_s, mem, comm);
+        printf("%-28s %-11s %6d %10s %10s %10.1f %11.0f %11s %12s %10lld\n", vs[i].variant, vs[i].status, vs[i].steps,
+               loss, val, vs[i].ms_per_step, vs[i].tokens_per_s, mem, comm, (long long)vs[i].comm_calls);
     }
     free(vs);
     rundb_close(db);
