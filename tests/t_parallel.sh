@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Parallel engine vs the single-process run (issue: distributed training).
 # For dense, cola and svd: after one optimizer step (2 micro-batches) at tp=2, tp=4,
-# pp=2, dp=2, tp2xpp2 and tp2xdp2 the loss, every gradient (step dump at step 1) and
+# pp=2, dp=2, tp2xpp2, tp2xdp2 and dp=2 with ZeRO-1 the loss, every gradient (step dump at step 1) and
 # every updated weight and AdamW moment (checkpoint after step 1) equal the
 # single-process run. Tolerance per tensor: max|a-b| <= 1e-6 + 1e-4*max|b| for the loss,
 # gradients and moments — the layouts sum the same fp32 terms in a different order
@@ -41,10 +41,12 @@ for kind in dense cola svd; do
     if ! run_layout $kind single 1 1 1; then fail "${kind}_single_run" "$(tail -3 "$TMP/$kind-single.log")"; continue; fi
     ref_dump="$TMP/$kind-single/dump/step_1.h5"
     ref_ckpt=$(ls "$TMP"/$kind-single/ckpt/*/step_1.h5)
-    for layout in "tp2 2 1 1" "tp4 4 1 1" "pp2 1 2 1" "dp2 1 1 2" "tp2pp2 2 2 1" "tp2dp2 2 1 2"; do
+    for layout in "tp2 2 1 1" "tp4 4 1 1" "pp2 1 2 1" "dp2 1 1 2" "tp2pp2 2 2 1" "tp2dp2 2 1 2" "dp2zero1 1 1 2 z"; do
         set -- $layout
         name=$1
-        if ! run_layout $kind $name $2 $3 $4; then fail "${kind}_${name}_matches_single" "run failed: $(tail -3 "$TMP/$kind-$name.log")"; continue; fi
+        extra=()
+        [ "${5:-}" = z ] && extra=(--set parallel.zero1=true)
+        if ! run_layout $kind $name $2 $3 $4 "${extra[@]}"; then fail "${kind}_${name}_matches_single" "run failed: $(tail -3 "$TMP/$kind-$name.log")"; continue; fi
         r1=$($CMP "$TMP/$kind-$name/dump/step_1.h5" "$ref_dump" --groups model,grads,loss --atol 1e-6 --rtol 1e-4 2>&1)
         ck=$(ls "$TMP"/$kind-$name/ckpt/*/step_1.h5)
         r2=$($CMP "$ck" "$ref_ckpt" --groups optimizer --atol 1e-6 --rtol 1e-4 2>&1 &&
@@ -128,3 +130,19 @@ if [ -n "$ck" ]; then
         pass resume_tp2_checkpoint_at_tp1
     else fail resume_tp2_checkpoint_at_tp1 "$(tail -3 "$TMP/lay2.log"; cat "$TMP/lay.cmp" 2>/dev/null | tail -2)"; fi
 else fail resume_tp2_checkpoint_at_tp1 "no tp2 checkpoint"; fi
+
+# ---- ZeRO-1: half the optimizer memory per rank, the same training -----------------------
+zrun() {  # NAME extra-sets...
+    local name=$1; shift
+    timeout 120 mpirun -np 2 "$BUILD/train" "$TMP/cola.yaml" --set parallel.dp=2 --set run.dump_steps= \
+        --set train.steps=4 --set run.db="$TMP/zero-$name.db" --set run.checkpoint_dir="$TMP/ck-zero-$name" "$@" >"$TMP/zero-$name.log" 2>&1
+}
+if zrun plain && zrun zero1 --set parallel.zero1=true; then
+    lp=$(sqlite3 "$TMP/zero-plain.db" "SELECT group_concat(printf('%.6f', loss), ' ') FROM steps")
+    lz=$(sqlite3 "$TMP/zero-zero1.db" "SELECT group_concat(printf('%.6f', loss), ' ') FROM steps")
+    op=$(sqlite3 "$TMP/zero-plain.db" "SELECT bytes FROM memory WHERE category='optimizer'")
+    oz=$(sqlite3 "$TMP/zero-zero1.db" "SELECT bytes FROM memory WHERE category='optimizer'")
+    rs=$(sqlite3 "$TMP/zero-zero1.db" "SELECT count(*) FROM comm WHERE kind='reduce_scatter' AND grp='dp' AND step=2")
+    if [ "$lp" = "$lz" ] && [ $((oz * 2)) -le $((op + 64)) ] && [ "$rs" = 1 ]; then pass zero1_same_losses_half_optimizer_memory
+    else fail zero1_same_losses_half_optimizer_memory "losses '$lp' vs '$lz'; optimizer bytes $op vs $oz; reduce-scatter rows $rs"; fi
+else fail zero1_same_losses_half_optimizer_memory "$(tail -3 "$TMP/zero-zero1.log")"; fi

@@ -49,6 +49,20 @@ static const char *check_step_list(const char *v) {
     return NULL;
 }
 
+int config_step_listed(const char *list, int step) {
+    const char *p = list;
+    if (*p == '[') p++;
+    while (*p && *p != ']') {
+        char *end;
+        long x = strtol(p, &end, 10);
+        if (end == p) return 0;
+        if (x == step) return 1;
+        p = end;
+        while (*p == ',' || *p == ' ') p++;
+    }
+    return 0;
+}
+
 #define F(sec, fld) offsetof(Config, sec.fld), sizeof(((Config *)0)->sec.fld)
 #define GE(x) (x), 0, CKF_MIN
 #define GT(x) (x), 0, CKF_MIN | CKF_MIN_EXCL
@@ -123,6 +137,8 @@ static const ConfigKey SCHEMA[] = {
     {"parallel", "dp", CK_INT, F(parallel, dp), GE(1), NULL, NULL, "data-parallel replicas"},
     {"parallel", "micro_batches", CK_INT, F(parallel, micro_batches), GE(1), NULL, NULL,
      "micro-batches per optimizer step (same as train.grad_accum; set one of them)"},
+    {"parallel", "zero1", CK_BOOL, F(parallel, zero1), ANY, NULL, NULL,
+     "ZeRO-1: shard the AdamW state over the dp ranks (reduce-scatter gradients, all-gather weights)"},
     // ---- boost ----
     {"boost", "btp", CK_BOOL, F(boost, btp), ANY, NULL, NULL,
      "bottleneck-aware tensor parallelism (needs model.linear cola or svd)"},

@@ -64,6 +64,7 @@ typedef struct {
     int dp;                 // data-parallel replicas (train.batch_size split evenly)
     int micro_batches;      // micro-batches per optimizer step: the same number as
                             // train.grad_accum (set either; both set and different = error)
+    int zero1;              // ZeRO-1: AdamW state sharded over the dp ranks (no effect at dp = 1)
 } ParallelConfig;
 
 // The four BOOST techniques (paper notes §3-§6), each a switch, plus the baseline
@@ -131,6 +132,8 @@ int preset_apply(const char *name, ModelConfig *m);
 const char *const *preset_names(void);
 
 const char *linear_kind_name(LinearKind k);
+// Is `step` in a run.dump_steps list ("1,10" or "[1,10]")?
+int config_step_listed(const char *list, int step);
 
 // Closed-form sizes from the paper notes (independent of the parameter table, so a
 // test can check one against the other).

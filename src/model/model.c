@@ -196,6 +196,8 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     }
     mdl->bytes_params = mdl->bytes_grads = np * sizeof(float);
     mdl->bytes_optim = 2 * np * sizeof(float);
+    mdl->n_alloc = mdl->opt_len = np;
+    mdl->opt_offset = 0;
     int n_local = L->layer_end - L->layer_begin;
     mdl->w.layers = xcalloc((size_t)n_local, sizeof(LayerW));
     mdl->dw.layers = xcalloc((size_t)n_local, sizeof(LayerW));
@@ -242,6 +244,29 @@ void model_init_state_only(Model *mdl, const ModelConfig *cfg) {
     mdl->dw.layers = xcalloc((size_t)cfg->n_layers, sizeof(LayerW));
     model_bind(&mdl->w, cfg, &mdl->lay, &mdl->table, mdl->params);
     model_bind(&mdl->dw, cfg, &mdl->lay, &mdl->table, mdl->grads);
+}
+
+void model_shard_optimizer(Model *mdl, int parts, int index) {
+    if (parts <= 1) return;
+    size_t np = mdl->table.n_params;
+    size_t shard = ((np + (size_t)parts - 1) / (size_t)parts + 15) / 16 * 16;
+    size_t n_alloc = shard * (size_t)parts;
+    // params/grads grow to parts x shard (the padding stays zero) so that the
+    // reduce-scatter and all-gather move equal chunks.
+    float *p = xaligned_alloc(n_alloc * sizeof(float)), *g = xaligned_alloc(n_alloc * sizeof(float));
+    memcpy(p, mdl->params, np * sizeof(float));
+    memcpy(g, mdl->grads, np * sizeof(float));
+    free(mdl->params); free(mdl->grads); free(mdl->m); free(mdl->v);
+    mdl->params = p; mdl->grads = g;
+    mdl->m = xaligned_alloc(shard * sizeof(float));
+    mdl->v = xaligned_alloc(shard * sizeof(float));
+    mdl->n_alloc = n_alloc;
+    mdl->opt_offset = (size_t)index * shard;
+    mdl->opt_len = shard;
+    mdl->bytes_params = mdl->bytes_grads = n_alloc * sizeof(float);
+    mdl->bytes_optim = 2 * shard * sizeof(float);
+    model_bind(&mdl->w, &mdl->cfg, &mdl->lay, &mdl->table, mdl->params);
+    model_bind(&mdl->dw, &mdl->cfg, &mdl->lay, &mdl->table, mdl->grads);
 }
 
 void model_free(Model *mdl) {

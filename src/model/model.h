@@ -134,7 +134,11 @@ typedef struct {
     LayerActs work;            // CKPT_*: the working set shared by every layer and slot
     struct Comm *comm;         // process groups and the accounted collectives
     ParamTable table;
-    float *params, *grads, *m, *v;     // each [n_params]; one allocation per family
+    float *params, *grads;     // each [n_alloc >= n_params]; one allocation per family
+    float *m, *v;              // AdamW moments of the optimizer range: [opt_len]
+    size_t n_alloc;            // padded family length (n_params, or ZeRO-1 shards x dp)
+    size_t opt_offset, opt_len;// the flat range of params this rank's optimizer updates
+                               // (everything, or its ZeRO-1 shard)
     ModelW w, dw;              // views into params / grads
     Acts acts;                 // activations of micro-batch slot 0 (== slots[0])
     Acts *slots;               // [n_slots] one per micro-batch in flight (pipeline 1F1B)
@@ -165,6 +169,9 @@ void model_init(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed)
 void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed,
                          struct Comm *comm, const BoostConfig *boost, int n_slots);
 void model_free(Model *mdl);
+// ZeRO-1: this rank's optimizer owns shard `index` of `parts` equal slices of the flat
+// parameter span (params/grads padded to parts x shard); m and v shrink to the shard.
+void model_shard_optimizer(Model *mdl, int parts, int index);
 // Only the unsharded single-process table and the params/grads/m/v families (no
 // activations, not initialised): the full model state that checkpoints and step dumps
 // hold, assembled from (or scattered to) the ranks of a parallel run.

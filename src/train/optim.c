@@ -17,20 +17,33 @@ double lr_at(const TrainConfig *tc, int step) {
     return min_lr + 0.5 * (tc->lr - min_lr) * (1.0 + cos(M_PI * progress));
 }
 
+// The part [lo, hi) of tensor s inside this rank's optimizer range (empty: lo >= hi).
+static void opt_part(const Model *mdl, const ParamSpec *s, size_t *lo, size_t *hi) {
+    size_t a = mdl->opt_offset, b = mdl->opt_offset + mdl->opt_len;
+    *lo = s->offset > a ? s->offset : a;
+    *hi = s->offset + s->numel < b ? s->offset + s->numel : b;
+}
+
 double clip_grad_norm(Model *mdl, double clip) {
-    // Sum of squares of the FULL model: sharded tensors add up over TP and PP;
-    // a tensor replicated on the TP ranks is counted once (weight 1/tp on each).
+    // Sum of squares of the FULL model: sharded tensors add up over TP and PP (and over
+    // the ZeRO-1 shards of DP); a tensor replicated on the TP ranks is counted once
+    // (weight 1/tp on each).
     const ParamTable *t = &mdl->table;
     double ss = 0;
     for (int i = 0; i < t->n_specs; i++) {
         const ParamSpec *s = &t->specs[i];
-        double part = sumsq(mdl->grads + s->offset, s->numel);
+        size_t lo, hi;
+        opt_part(mdl, s, &lo, &hi);
+        if (lo >= hi) continue;
+        double part = sumsq(mdl->grads + lo, hi - lo);
         ss += s->tp_replicated ? part / mdl->lay.tp : part;
     }
     comm_all_reduce_f64(mdl->comm, GROUP_TP, &ss, 1, PHASE_OPTIMIZER, -1);
     comm_all_reduce_f64(mdl->comm, GROUP_PP, &ss, 1, PHASE_OPTIMIZER, -1);
+    if (mdl->opt_len < mdl->table.n_params)   // ZeRO-1: each DP rank holds one shard
+        comm_all_reduce_f64(mdl->comm, GROUP_DP, &ss, 1, PHASE_OPTIMIZER, -1);
     double norm = sqrt(ss);
-    if (clip > 0 && norm > clip) scale_inplace(mdl->grads, (float)(clip / norm), mdl->table.n_params);
+    if (clip > 0 && norm > clip) scale_inplace(mdl->grads + mdl->opt_offset, (float)(clip / norm), mdl->opt_len);
     return norm;
 }
 
@@ -38,10 +51,13 @@ void adamw_step(Model *mdl, const TrainConfig *tc, double lr, int t) {
     const ParamTable *tab = &mdl->table;
     for (int i = 0; i < tab->n_specs; i++) {
         const ParamSpec *s = &tab->specs[i];
+        size_t lo, hi;
+        opt_part(mdl, s, &lo, &hi);
+        if (lo >= hi) continue;
         float wd = s->decay ? (float)tc->weight_decay : 0.0f;
-        adamw_update(mdl->params + s->offset, mdl->grads + s->offset, mdl->m + s->offset,
-                     mdl->v + s->offset, s->numel, (float)lr, (float)tc->beta1, (float)tc->beta2,
-                     (float)tc->adam_eps, wd, t);
+        size_t o = lo - mdl->opt_offset;    // m, v cover the optimizer range only
+        adamw_update(mdl->params + lo, mdl->grads + lo, mdl->m + o, mdl->v + o, hi - lo, (float)lr,
+                     (float)tc->beta1, (float)tc->beta2, (float)tc->adam_eps, wd, t);
     }
 }
 

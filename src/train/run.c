@@ -39,18 +39,6 @@ void model_signature(const Config *c, char *buf, size_t n) {
     }
 }
 
-// Steps listed in run.dump_steps.
-static int is_dump_step(const char *list, int step) {
-    const char *p = list;
-    if (*p == '[') p++;
-    while (*p && *p != ']') {
-        char *end; long x = strtol(p, &end, 10);
-        if (x == step) return 1;
-        p = end; while (*p == ',' || *p == ' ') p++;
-    }
-    return 0;
-}
-
 typedef struct {
     const RunOptions *opt;
     char uid[256];
@@ -84,7 +72,7 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     RunCtx *ctx = vctx;
     const Config *cfg = &tr->cfg;
     int step = tr->step + 1;
-    if (!is_dump_step(cfg->run.dump_steps, step)) return;
+    if (!config_step_listed(cfg->run.dump_steps, step)) return;
     Comm *c = tr->comm;
     int B = cfg->train.batch_size, K = cfg->train.grad_accum, T = tr->model.T;
     if (c->world == 1) {
@@ -112,7 +100,12 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
 static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     Comm *c = tr->comm;
     Model *src = &tr->model;
-    if (c->world > 1) { state_gather(&tr->model, ctx->full, STATE_PARAMS | STATE_OPTIM); src = ctx->full; }
+    if (c->world > 1) {
+        zero1_optim_begin(&tr->model, 1);
+        state_gather(&tr->model, ctx->full, STATE_PARAMS | STATE_OPTIM);
+        zero1_optim_end(&tr->model);
+        src = ctx->full;
+    }
     if (c->rank != 0) return;
     CheckpointMeta meta = {0};
     meta.step = tr->step; meta.tokens_seen = tr->tokens_seen; meta.samples_seen = tr->samples_seen;
@@ -221,7 +214,9 @@ int run_training(const RunOptions *opt, Comm *comm) {
             }
         }
         (void)sig_ckpt;
+        zero1_optim_begin(&tr.model, 0);
         state_scatter(&tr.model, &full, STATE_PARAMS | STATE_OPTIM);
+        zero1_optim_end(&tr.model);
         tr.step = (int)meta.step; tr.tokens_seen = meta.tokens_seen; tr.samples_seen = meta.samples_seen;
         if (root) {
             printf("resumed %s from %s (step %lld)\n", ctx.uid, resume_path, (long long)meta.step);

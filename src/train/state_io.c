@@ -75,3 +75,27 @@ void state_scatter(Model *local, const Model *full, int families) {
         for (int f = 0; f < nf; f++) block_copy(ff[f] + fs->offset, fl[f] + s->offset, s, 0);
     }
 }
+
+// Saved shard pointers while whole-span m, v are swapped in.
+static float *zero_m, *zero_v;
+
+void zero1_optim_begin(Model *local, int assemble) {
+    if (local->opt_len == local->n_alloc) return;        // not sharded
+    float *m = xaligned_alloc(local->n_alloc * sizeof(float));
+    float *v = xaligned_alloc(local->n_alloc * sizeof(float));
+    if (assemble) {
+        comm_all_gather(local->comm, GROUP_DP, local->m, m, local->opt_len, PHASE_OTHER, -1);
+        comm_all_gather(local->comm, GROUP_DP, local->v, v, local->opt_len, PHASE_OTHER, -1);
+    }
+    zero_m = local->m; zero_v = local->v;
+    local->m = m; local->v = v;
+}
+
+void zero1_optim_end(Model *local) {
+    if (!zero_m) return;
+    memcpy(zero_m, local->m + local->opt_offset, local->opt_len * sizeof(float));
+    memcpy(zero_v, local->v + local->opt_offset, local->opt_len * sizeof(float));
+    free(local->m); free(local->v);
+    local->m = zero_m; local->v = zero_v;
+    zero_m = zero_v = NULL;
+}

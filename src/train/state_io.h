@@ -13,3 +13,10 @@ enum { STATE_PARAMS = 1, STATE_GRADS = 2, STATE_OPTIM = 4 };
 void state_gather(Model *local, Model *full, int families);
 // Copy this rank's blocks out of a full state (every rank holds `full`).
 void state_scatter(Model *local, const Model *full, int families);
+
+// ZeRO-1 keeps only this rank's shard of AdamW's m and v. These two bracket a
+// state_gather/state_scatter of STATE_OPTIM: `begin` swaps in whole-span m, v (assembled
+// from the DP shards when `assemble`), `end` keeps this rank's shard of them and swaps
+// back. No-ops without sharding.
+void zero1_optim_begin(Model *local, int assemble);
+void zero1_optim_end(Model *local);

@@ -46,6 +46,8 @@ void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
         n_slots = schedule_max_in_flight(tr->pipe_steps, n);
     }
     model_init_parallel(&tr->model, mc, tr->B_local, mc->seq_len, tc->seed, comm, &tr->cfg.boost, n_slots);
+    tr->zero1 = tr->cfg.parallel.zero1 && comm->dp > 1;
+    if (tr->zero1) model_shard_optimizer(&tr->model, comm->dp, comm->dp_rank);
     size_t n = (size_t)K * tr->B_local * mc->seq_len;
     tr->inputs = xmalloc(n * sizeof(int32_t));
     tr->targets = xmalloc(n * sizeof(int32_t));
@@ -135,8 +137,16 @@ StepMetrics trainer_step(Trainer *tr) {
     comm_all_reduce_f64(c, GROUP_PP, &loss_sum, 1, PHASE_OTHER, -1);
     comm_all_reduce_f64(c, GROUP_DP, &loss_sum, 1, PHASE_OTHER, -1);
     // Data parallel: every rank's gradient is of (its tokens' loss sum)/n_tokens, so the
-    // sum over DP is the gradient of the step's mean loss.
-    comm_all_reduce(c, GROUP_DP, mdl->grads, mdl->table.n_params, PHASE_OPTIMIZER, -1);
+    // sum over DP is the gradient of the step's mean loss. ZeRO-1 needs only this rank's
+    // shard of it (reduce-scatter), except when a step dump wants the whole gradient.
+    int dump_step = tr->before_update && config_step_listed(tr->cfg.run.dump_steps, tr->step + 1);
+    if (tr->zero1 && !dump_step) {
+        comm_reduce_scatter(c, GROUP_DP, mdl->grads, mdl->grads, mdl->opt_len, PHASE_OPTIMIZER, -1);
+        if (mdl->opt_offset)   // the shard arrives at the front of the buffer
+            memmove(mdl->grads + mdl->opt_offset, mdl->grads, mdl->opt_len * sizeof(float));
+    } else {
+        comm_all_reduce(c, GROUP_DP, mdl->grads, tr->zero1 ? mdl->n_alloc : mdl->table.n_params, PHASE_OPTIMIZER, -1);
+    }
     tr->samples_seen += (uint64_t)K * B;
 
     StepMetrics sm = {0};
@@ -151,6 +161,8 @@ StepMetrics trainer_step(Trainer *tr) {
     sm.lr = lr_at(tc, tr->step);
     tr->step++;
     adamw_step(mdl, tc, sm.lr, tr->step);
+    if (tr->zero1)   // every DP rank updated its shard; assemble the full weights again
+        comm_all_gather(c, GROUP_DP, mdl->params + mdl->opt_offset, mdl->params, mdl->opt_len, PHASE_OPTIMIZER, -1);
     sm.seconds = now_seconds() - t0 - t_hook;
     tr->tokens_seen += (int64_t)n_tokens;
     sm.step = tr->step;

@@ -33,6 +33,7 @@ typedef struct Trainer {
     int64_t tokens_seen;
     uint64_t samples_seen;     // global training samples consumed (the loader position)
     int B_local;               // sequences per micro-batch on this DP rank
+    int zero1;                 // AdamW state sharded over DP (parallel.zero1 with dp > 1)
     int32_t *inputs, *targets; // [K*B_local,T] staging: every micro-batch of the current step
     PipeStep *pipe_steps; PipeAction *pipe_actions; int n_pipe_actions;
     // Called once per step after all gradients are in and BEFORE clipping and the
