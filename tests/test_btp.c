@@ -21,6 +21,7 @@
 // Measured worst case is printed by t_btp.sh's verbose mode (BTP_VERBOSE=1).
 #include <math.h>
 #include "testlib.h"
+#include "mpitestlib.h"
 #include "../src/config/config.h"
 #include "../src/core/rng.h"
 #include "../src/model/model.h"
@@ -29,20 +30,10 @@
 TL_MAIN_DEFS
 
 static Comm G;
-static int my_rank, n_ranks, n_details, verbose;
+int my_rank, n_ranks, n_details;
+static int verbose;
 static double worst_ratio;   // largest tolerance ratio seen (1 = at the limit)
 
-#define CK(cond, ...) do { if (!(cond)) { tl_failed_current = 1; if (n_details++ < 8) { \
-    fprintf(stderr, "  rank %d: %s: ", my_rank, __func__); fprintf(stderr, __VA_ARGS__); \
-    fprintf(stderr, "  [%s:%d]\n", __FILE__, __LINE__); } } } while (0)
-
-#define RUN_ALL(name) do { tl_failed_current = 0; n_details = 0; test_##name(); \
-    int f_[2] = { tl_failed_current, tl_failed_current ? my_rank : n_ranks }, s_[2]; \
-    CHECK_MPI(MPI_Allreduce(&f_[0], &s_[0], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD)); \
-    CHECK_MPI(MPI_Allreduce(&f_[1], &s_[1], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD)); \
-    if (s_[0]) tl_n_fail++; else tl_n_pass++; \
-    if (my_rank == 0) { if (s_[0]) printf("FAIL %s: failed on %d of %d ranks (first: rank %d; details on stderr)\n", \
-        #name, s_[0], n_ranks, s_[1]); else printf("PASS %s\n", #name); fflush(stdout); } } while (0)
 
 enum { B_ = 2, T_ = 8, N_ = B_ * T_ };
 static const uint64_t SEED = 11;

@@ -8,25 +8,15 @@
 // stderr. tests/t_comm.sh runs the grids 1×1×1 2×1×1 4×1×1 2×2×1 2×1×2 1×2×2.
 #include <math.h>
 #include "testlib.h"
+#define MPI_TL_MAX_DETAILS 6
+#include "mpitestlib.h"
 #include "../src/parallel/comm.h"
 #include "../src/parallel/schedule.h"
 TL_MAIN_DEFS
 
 static Comm G;
-static int my_rank, n_ranks, n_details;
+int my_rank, n_ranks, n_details;
 
-#define CK(cond, ...) do { if (!(cond)) { tl_failed_current = 1; if (n_details++ < 6) { \
-    fprintf(stderr, "  rank %d: %s: ", my_rank, __func__); fprintf(stderr, __VA_ARGS__); \
-    fprintf(stderr, "  [%s:%d]\n", __FILE__, __LINE__); } } } while (0)
-
-// Run a test on every rank; rank 0 reports the AND (raw MPI: the accounting stays untouched).
-#define RUN_ALL(name) do { tl_failed_current = 0; n_details = 0; test_##name(); \
-    int f_[2] = { tl_failed_current, tl_failed_current ? my_rank : n_ranks }, s_[2]; \
-    CHECK_MPI(MPI_Allreduce(&f_[0], &s_[0], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD)); \
-    CHECK_MPI(MPI_Allreduce(&f_[1], &s_[1], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD)); \
-    if (s_[0]) tl_n_fail++; else tl_n_pass++; \
-    if (my_rank == 0) { if (s_[0]) printf("FAIL %s: failed on %d of %d ranks (first: rank %d; details on stderr)\n", \
-        #name, s_[0], n_ranks, s_[1]); else printf("PASS %s\n", #name); fflush(stdout); } } while (0)
 
 // ---- helpers ----
 // World rank of member i of group g, as seen from this rank (the TP-fastest layout).
