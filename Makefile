@@ -70,12 +70,13 @@ info: all
 	$(BUILD)/info $(if $(PRESET),--preset $(PRESET)) $(if $(LINEAR),--linear $(LINEAR)) $(ARGS)
 
 # Throughput: build/bench (C engine) then the same step in PyTorch, side by side.
-# BENCH_ARGS is passed to both (docs/benchmarks.md).
+# BENCH_ARGS is passed to both (docs/benchmarks.md). Both run with passive OpenMP waiting,
+# the engine's own setting (src/core/env.h) and PyTorch's best on this machine.
 BENCH_ARGS ?= --preset cola-60m --seq 256 --batch 4 --steps 6 --warmup 2
 bench: $(BUILD)/bench
 	@bash .ci/deps.sh --bench
-	$(BUILD)/bench $(BENCH_ARGS) --json $(BUILD)/bench.json
-	$(PYTHON) analysis/torch_bench.py $(BENCH_ARGS) --compare $(BUILD)/bench.json
+	OMP_WAIT_POLICY=passive $(BUILD)/bench $(BENCH_ARGS) --json $(BUILD)/bench.json
+	OMP_WAIT_POLICY=passive $(PYTHON) analysis/torch_bench.py $(BENCH_ARGS) --compare $(BUILD)/bench.json
 
 # Figures of EXP from runs/boost.db: loss curves of the latest run of each variant, and the
 # ablation panels (step time compute/communication, bytes moved, memory, loss parity).

@@ -76,6 +76,8 @@ def main():
 
     print(f"PyTorch {torch.__version__} | {torch.get_num_threads()} threads | preset {args.preset} "
           f"| batch {args.batch} x seq {args.seq} | {args.steps} timed steps after {args.warmup} warm-up")
+    print(f"threading | OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')} | "
+          f"torch intra-op threads {torch.get_num_threads()} (OpenMP) | BLAS: the system libblas.so.3")
     res = []
     for kind in args.linears.split(","):
         r = bench_kind(kind.strip(), args)
@@ -83,12 +85,13 @@ def main():
     dense = next((r for r in res if r["kind"] == "dense"), None)
     print(f"{'kind':<6} {'params':>9} {'GFLOP/tok':>10} {'ms/step':>9} {'tokens/s':>9} {'speed-up':>9}")
     for r in res:
-        su = dense["ms_per_step"] / r["ms_per_step"] if dense else float("nan")
+        su = f"{dense['ms_per_step'] / r['ms_per_step']:.2f}x" if dense else "-"
         print(f"{r['kind']:<6} {r['params'] / 1e6:8.2f}M {r['flops_per_token'] / 1e9:10.4f} "
-              f"{r['ms_per_step']:9.1f} {r['tokens_per_s']:9.0f} {su:8.2f}x")
+              f"{r['ms_per_step']:9.1f} {r['tokens_per_s']:9.0f} {su:>9}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"engine": "pytorch", "torch": torch.__version__, "threads": args.threads,
+                       "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
                        "preset": args.preset, "batch": args.batch, "seq": args.seq, "results": res}, f, indent=1)
 
     if args.compare:

@@ -4,6 +4,8 @@
 set -u
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+# OpenMP threads that spin-wait starve OpenBLAS's threads on a small machine (core/env.h)
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 pass=0; fail=0; failed_names=()
 log=$(mktemp)
 run_one() {  # $1 = label, rest = command

@@ -29,6 +29,7 @@
 #include <string.h>
 #include "../config/config.h"
 #include "../core/check.h"
+#include "../core/env.h"
 #include "../core/rng.h"
 #include "../core/timer.h"
 #include "../model/model.h"
@@ -374,6 +375,7 @@ static void json_write(const char *path, const KindResult *res, int n, const Con
 }
 
 int main(int argc, char **argv) {
+    ensure_passive_omp(argv);   // see core/env.h: OpenMP spin-waiting starves OpenBLAS
     const char *preset = "cola-60m", *linears = "dense,cola,svd", *json = NULL;
     int seq = 256, batch = 4, steps = 6, warmup = 2, threads = 0, profile = 3;
     const char **sets = xcalloc((size_t)argc, sizeof(char *));
