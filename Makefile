@@ -47,6 +47,11 @@ $(BUILD)/obj/%.o: src/%.c $(HEADERS) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
+# The run registry records the exact compiler flags of the build.
+BUILD_FLAGS := $(strip $(CFLAGS))
+$(BUILD)/obj/store/db.o: CFLAGS += -DBOOST_CFLAGS='"$(BUILD_FLAGS)"'
+
+
 $(BUILD)/libboost.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
