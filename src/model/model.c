@@ -162,13 +162,9 @@ void scratch_view(const Model *mdl, Scratch *s) {
 }
 
 // ---------------------------------------------------------------------------------
-static Comm local_comm;   // the 1x1x1 grid of a single process (no MPI calls)
 
 void model_init(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed) {
-    // A virtual 1x1x1 grid: every group has one member, so no collective is ever
-    // issued (and none counted); no MPI needed.
-    if (!local_comm.world) comm_init_virtual(&local_comm, 1, 1, 1);
-    model_init_parallel(mdl, cfg, B, T, seed, &local_comm, NULL, 1);
+    model_init_parallel(mdl, cfg, B, T, seed, comm_single(), NULL, 1);
 }
 
 void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed,

@@ -36,6 +36,12 @@ static size_t cell_index(const Comm *c, int k, int p, int g, int layer) {
     return (((size_t)k * PHASE_COUNT + (size_t)p) * GROUP_COUNT + (size_t)g) * n_rows_per_key(c) + (size_t)(layer + 1);
 }
 
+Comm *comm_single(void) {
+    static Comm single;
+    if (!single.world) comm_init_virtual(&single, 1, 1, 1);
+    return &single;
+}
+
 void comm_set_n_layers(Comm *c, int n_layers) {
     CHECK(n_layers >= 0, "comm_set_n_layers: n_layers = %d < 0", n_layers);
     free(c->stats);

@@ -111,6 +111,9 @@ void comm_init(Comm *c, int tp, int pp, int dp);
 void comm_init_virtual(Comm *c, int tp, int pp, int dp);
 // Size the accounting table for layers -1 .. n_layers-1 (zeroes it). comm_init sizes it for
 // layer -1 only; a call naming a layer outside the table is an internal error.
+// The grid of a single process: a virtual 1×1×1 grid shared by everything that runs
+// without MPI (every group has one member, so no collective is issued or counted).
+Comm *comm_single(void);
 void comm_set_n_layers(Comm *c, int n_layers);
 void comm_free(Comm *c);          // frees communicators and tables; does not finalise MPI
 

@@ -26,16 +26,23 @@ static void on_die(const char *message, int code) {
 }
 static void on_signal(int sig) { g_stop_signal = sig; }
 
-void model_signature(const Config *c, char *buf, size_t n) {
+// Refuse a checkpoint written by another model: every `"key": value` of our model
+// section (the preset name aside) must appear in the checkpoint's model section.
+static void check_same_model(const char *path, const Config *cfg, const char *ckpt_json) {
+    const char *ms = ckpt_json ? strstr(ckpt_json, "\"model\": {") : NULL;
+    if (!ms) return;
+    const char *me = strchr(ms, '}');
     int nk; const ConfigKey *keys = config_schema(&nk);
-    size_t len = 0; buf[0] = 0;
     for (int i = 0; i < nk; i++) {
         if (strcmp(keys[i].section, "model") || !strcmp(keys[i].key, "preset")) continue;
-        char v[1100];
-        config_format_value(c, &keys[i], v, sizeof v);
-        int k = snprintf(buf + len, n - len, "%s%s=%s", len ? " " : "", keys[i].key, v);
-        CHECK(k >= 0 && (size_t)k < n - len, "model signature too long");
-        len += (size_t)k;
+        char v[1100], want[1300];
+        config_format_value(cfg, &keys[i], v, sizeof v);
+        int quoted = keys[i].type == CK_STRING || keys[i].type == CK_ENUM;
+        xsnprintf(want, sizeof want, quoted ? "\"%s\": \"%s\"" : "\"%s\": %s", keys[i].key, v);
+        const char *hit = strstr(ms, want);
+        if (!hit || hit > me)
+            die_input("RESUME: %s was written by a different model (model.%s is now %s); resuming with a different model is refused",
+                      path, keys[i].key, v);
     }
 }
 
@@ -46,14 +53,19 @@ typedef struct {
     char *config_json;
     char *manifest_text;
     Model *full;               // rank 0: the unsharded state (checkpoints, dumps)
+    RunInfo facts;             // rank 0: host, libraries, git commit (collected once)
 } RunCtx;
 
+// The manifest's text, stored in every checkpoint (it was just parsed, so it exists).
 static char *read_text_file(const char *path) {
     FILE *f = fopen(path, "rb");
-    if (!f) return xstrdup("");
-    fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET);
+    CHECK_ERRNO(!f, path);
+    CHECK_ERRNO(fseek(f, 0, SEEK_END) != 0, path);
+    long n = ftell(f);
+    CHECK_ERRNO(n < 0 || fseek(f, 0, SEEK_SET) != 0, path);
     char *s = xmalloc((size_t)n + 1);
     size_t got = fread(s, 1, (size_t)n, f);
+    CHECK(got == (size_t)n, "%s: read %zu of %ld bytes", path, got, n);
     s[got] = 0;
     fclose(f);
     return s;
@@ -111,8 +123,7 @@ static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     meta.step = tr->step; meta.tokens_seen = tr->tokens_seen; meta.samples_seen = tr->samples_seen;
     meta.seed = tr->cfg.train.seed; meta.adam_t = tr->step;
     meta.manifest = ctx->manifest_text; meta.config_json = ctx->config_json;
-    RunInfo facts = {0}; runinfo_host_facts(&facts);
-    meta.git_commit = facts.git_commit;
+    meta.git_commit = ctx->facts.git_commit;
     char path[1500];
     checkpoint_path(path, sizeof path, ctx->ckpt_dir, tr->step);
     checkpoint_write(path, src, &meta);
@@ -148,6 +159,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
     int64_t resume_step = 0;
     if (root) {
         config_print_table(cfg, stdout);
+        runinfo_host_facts(&ctx.facts);
         if (opt->use_db) {
             g_db = rundb_open(cfg->run.db);
             rundb_mark_stale(g_db);
@@ -191,29 +203,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
         Model full; model_init_state_only(&full, &cfg->model);
         CheckpointMeta meta;
         checkpoint_read(resume_path, &full, &meta);
-        Config old = *cfg;     // the checkpoint's model section must equal ours
-        char sig_now[4096], sig_ckpt[4096];
-        model_signature(cfg, sig_now, sizeof sig_now);
-        (void)old;
-        const char *ms = meta.config_json ? strstr(meta.config_json, "\"model\": {") : NULL;
-        // Compare key by key: every `"key": value` of our model section must appear in
-        // the checkpoint's model section.
-        int nk; const ConfigKey *keys = config_schema(&nk);
-        if (ms) {
-            const char *me = strchr(ms, '}');
-            for (int i = 0; i < nk; i++) {
-                if (strcmp(keys[i].section, "model") || !strcmp(keys[i].key, "preset")) continue;
-                char v[1100], want[1300];
-                config_format_value(cfg, &keys[i], v, sizeof v);
-                int quoted = keys[i].type == CK_STRING || keys[i].type == CK_ENUM;
-                xsnprintf(want, sizeof want, quoted ? "\"%s\": \"%s\"" : "\"%s\": %s", keys[i].key, v);
-                const char *hit = strstr(ms, want);
-                if (!hit || hit > me)
-                    die_input("RESUME: %s was written by a different model (model.%s is now %s); resuming with a different model is refused",
-                              resume_path, keys[i].key, v);
-            }
-        }
-        (void)sig_ckpt;
+        check_same_model(resume_path, cfg, meta.config_json);
         zero1_optim_begin(&tr.model, 0);
         state_scatter(&tr.model, &full, STATE_PARAMS | STATE_OPTIM);
         zero1_optim_end(&tr.model);
@@ -232,8 +222,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
 
     // ---- the run row -----------------------------------------------------------------
     if (root && g_db && !resume_path[0]) {
-        RunInfo ri; memset(&ri, 0, sizeof ri);
-        runinfo_host_facts(&ri);
+        RunInfo ri = ctx.facts;
         xsnprintf(ri.uid, sizeof ri.uid, "%s", ctx.uid);
         xsnprintf(ri.experiment, sizeof ri.experiment, "%s", experiment);
         xsnprintf(ri.variant, sizeof ri.variant, "%s", variant);

@@ -16,6 +16,3 @@ typedef struct {
 
 // Runs on every rank of comm's grid; rank 0 prints and records. Returns the exit code.
 int run_training(const RunOptions *opt, Comm *comm);
-// A canonical text of the model section (every model key except the preset name):
-// two configurations can share checkpoints iff their signatures are equal.
-void model_signature(const Config *c, char *buf, size_t n);

@@ -15,15 +15,10 @@ int set_threads(int threads) {
     return threads;
 }
 
-static Comm single_comm;
-
 void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
     memset(tr, 0, sizeof *tr);
     tr->cfg = *cfg;
-    if (!comm) {
-        if (!single_comm.world) comm_init_virtual(&single_comm, 1, 1, 1);
-        comm = &single_comm;
-    }
+    if (!comm) comm = comm_single();
     tr->comm = comm;
     const ModelConfig *mc = &tr->cfg.model;
     const TrainConfig *tc = &tr->cfg.train;
