@@ -7,9 +7,13 @@
 CC       := mpicc
 OPT      ?= -O3 -march=native
 CFLAGS   ?= $(OPT) -std=c11 -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unused-parameter -g
-PKG_CFLAGS := $(shell pkg-config --cflags openblas libfyaml sqlite3 hdf5 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs openblas libfyaml sqlite3 hdf5 2>/dev/null)
-LDLIBS   := $(PKG_LIBS) -lm
+# pkg-config is asked lazily, the first time a recipe needs it: by then $(DEPS_STAMP) has
+# installed the packages (a ':=' here ran before the install on a fresh machine and the
+# first build failed with "hdf5.h: No such file"). The $(eval) memoises the answer.
+PKG_MODULES := openblas libfyaml sqlite3 hdf5
+PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKG_MODULES)))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs $(PKG_MODULES)))$(PKG_LIBS)
+LDLIBS   = $(PKG_LIBS) -lm
 BUILD    := build
 PYTHON   := /usr/bin/python3
 
@@ -21,6 +25,12 @@ HEADERS  := $(wildcard src/*/*.h) $(wildcard tests/*.h)
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 EXP      ?= quickstart
+
+# User variables (EXP, VARIANT, SET, ...) reach the shell as single-quoted words of their
+# RAW text ($(value ...): make does not expand them either), so no value can run a
+# command: `make exp 'EXP=$$(touch x)'` names an experiment called "$$(touch x)".
+shq  = '$(subst ','\'',$(1))'
+qvar = $(call shq,$(value $(1)))
 
 .PHONY: all deps test exp info bench help clean
 all: $(TOOLS) $(TESTS)
@@ -67,12 +77,12 @@ test: all
 
 # make exp EXP=name [VARIANT=v] [RESUME=1] [DRY_RUN=1] [SET="k=v k2=v2"]
 exp: all
-	@OMP_WAIT_POLICY=passive $(BUILD)/exp $(EXP) $(if $(VARIANT),--variant $(VARIANT)) \
-	  $(if $(filter 1,$(RESUME)),--resume) $(if $(filter 1,$(DRY_RUN)),--dry-run) \
-	  $(foreach s,$(SET),--set $(s))
+	@OMP_WAIT_POLICY=passive $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
+	  $(if $(filter 1,$(value RESUME)),--resume) $(if $(filter 1,$(value DRY_RUN)),--dry-run) \
+	  $(foreach s,$(value SET),--set $(call shq,$(s)))
 
 info: all
-	$(BUILD)/info $(if $(PRESET),--preset $(PRESET)) $(if $(LINEAR),--linear $(LINEAR)) $(ARGS)
+	$(BUILD)/info $(if $(value PRESET),--preset $(call qvar,PRESET)) $(if $(value LINEAR),--linear $(call qvar,LINEAR)) $(foreach a,$(value ARGS),$(call shq,$(a)))
 
 # Throughput: build/bench (C engine) then the same step in PyTorch, side by side.
 # BENCH_ARGS is passed to both (docs/benchmarks.md). Both run with passive OpenMP waiting,
@@ -80,20 +90,20 @@ info: all
 BENCH_ARGS ?= --preset cola-60m --seq 256 --batch 4 --steps 6 --warmup 2
 bench: $(BUILD)/bench
 	@bash .ci/deps.sh --bench
-	OMP_WAIT_POLICY=passive $(BUILD)/bench $(BENCH_ARGS) --json $(BUILD)/bench.json
-	OMP_WAIT_POLICY=passive $(PYTHON) analysis/torch_bench.py $(BENCH_ARGS) --compare $(BUILD)/bench.json
+	OMP_WAIT_POLICY=passive $(BUILD)/bench $(foreach a,$(value BENCH_ARGS),$(call shq,$(a))) --json $(BUILD)/bench.json
+	OMP_WAIT_POLICY=passive $(PYTHON) analysis/torch_bench.py $(foreach a,$(value BENCH_ARGS),$(call shq,$(a))) --compare $(BUILD)/bench.json
 
 # Figures of EXP from runs/boost.db: loss curves of the latest run of each variant, and the
 # ablation panels (step time compute/communication, bytes moved, memory, loss parity).
 .PHONY: figures bench-comm docs-keys
 figures:
-	$(PYTHON) analysis/plot_losses.py $(EXP) --db runs/boost.db --out analysis/figures
-	$(PYTHON) analysis/plot_ablation.py $(EXP) --db runs/boost.db --out analysis/figures
+	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures
+	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures
 
 # Per-layer TP communication of FullRank-TP, Vanilla-TP and BTP: at the paper's 7B shape by
 # accounting (no math), then measured on a small model at tp = 2 and 4 (docs/benchmarks.md).
 bench-comm: all
-	$(BUILD)/bench_comm $(BENCH_COMM_ARGS)
+	$(BUILD)/bench_comm $(foreach a,$(value BENCH_COMM_ARGS),$(call shq,$(a)))
 	@bash src/tools/bench_comm_measured.sh
 
 # Regenerate the key table of docs/configuration.md from the schema.

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Make passes user variables to the shell as quoted raw text: payloads that would run a
+# command if pasted into the recipe run nothing (issue: shell injection through make).
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+probe() {   # NAME, then make arguments; the payloads try to create files in $TMP
+    local name=$1; shift
+    make -s "$@" >"$TMP/$name.log" 2>&1
+    local made; made=$(ls "$TMP"/hit-* 2>/dev/null)
+    if [ -z "$made" ]; then pass "$name"; else fail "$name" "payload ran: $made"; rm -f "$TMP"/hit-*; fi
+}
+probe make_exp_dollar_paren exp "EXP=\$\$(touch $TMP/hit-1)"
+probe make_exp_backticks exp "EXP=\`touch $TMP/hit-2\`"
+probe make_variant_semicolon exp EXP=quickstart "VARIANT=x; touch $TMP/hit-3 #"
+probe make_exp_single_quote exp "EXP=a'b; touch $TMP/hit-4; '"
+probe make_set_payload exp EXP=quickstart DRY_RUN=1 "SET=train.steps=1 \$\$(touch $TMP/hit-5) ;touch $TMP/hit-6"
+probe make_figures_payload figures "EXP=x; touch $TMP/hit-7"
+probe make_info_payload info "PRESET=tiny; touch $TMP/hit-8"
+# ... and the payload arrives as one literal word
+grep -qF "no experiment '\$\$(touch $TMP/hit-1)'" "$TMP/make_exp_dollar_paren.log" && pass make_exp_literal_name \
+    || fail make_exp_literal_name "$(head -2 "$TMP/make_exp_dollar_paren.log")"
+grep -qF "no variant 'x; touch $TMP/hit-3 #'" "$TMP/make_variant_semicolon.log" && pass make_variant_literal_name \
+    || fail make_variant_literal_name "$(head -2 "$TMP/make_variant_semicolon.log")"
