@@ -175,8 +175,8 @@ static void run_case(const Ref *ref, BoostConfig bc, const char *label) {
                 (unsigned long long)f.calls, (unsigned long long)f.elements, (unsigned long long)k.calls,
                 (unsigned long long)k.elements, (unsigned long long)r.calls, (unsigned long long)r.elements);
     }
-    Model full; memset(&full, 0, sizeof full);
-    if (my_rank == 0) model_init_state_only(&full, &ref->cfg);
+    ModelState full; memset(&full, 0, sizeof full);
+    if (my_rank == 0) model_state_init(&full, &ref->cfg, STATE_GRADS);
     state_gather(&m, my_rank == 0 ? &full : NULL, STATE_GRADS);
     if (my_rank == 0) {
         CK(fabs(loss - ref->loss) <= 1e-5 * fabs(ref->loss), "%s: loss %.9g vs %.9g", label, loss, ref->loss);
@@ -192,7 +192,7 @@ static void run_case(const Ref *ref, BoostConfig bc, const char *label) {
             if (!(ratio <= 1.0) && bad++ < 4)
                 CK(0, "%s: %s[%zu] = %.8g vs %.8g (max|ref| %.3g)", label, s->name, w, a[w], b[w], mx);
         }
-        model_free(&full);
+        model_state_free(&full);
     }
     comm_stats_reset(&G);
     model_free(&m);

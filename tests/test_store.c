@@ -16,6 +16,8 @@
 #include "../src/core/check.h"
 #include "../src/core/rng.h"
 #include "../src/model/model.h"
+#include "../src/model/state.h"
+#include "../src/train/state_io.h"
 #include "../src/store/checkpoint.h"
 #include "../src/store/db.h"
 #include "../src/store/dump.h"
@@ -44,11 +46,17 @@ static LinearKind parse_kind(const char *s) {
 }
 
 // Fill a family with a recognisable pattern over the tensors (padding stays 0).
-static void fill_family(const Model *m, float *base, uint64_t seed) {
+static void fill_family(const ModelState *m, float *base, uint64_t seed) {
     for (int i = 0; i < m->table.n_specs; i++) {
         const ParamSpec *s = &m->table.specs[i];
         fill_normal(base + s->offset, s->numel, seed + (uint64_t)i, 0, 1.0f);
     }
+}
+
+// The unsharded state of a tiny model with the initial weights of `seed`, m and v zero.
+static void state_make(ModelState *s, ModelConfig c, uint64_t seed) {
+    model_state_init(s, &c, STATE_ALL);
+    model_state_init_weights(s, seed);
 }
 
 // Run fn(arg) in a child with stderr captured; returns its exit status (128+sig if killed).
@@ -306,8 +314,8 @@ TEST(db_logging_cost) {
 // ---- checkpoints --------------------------------------------------------------------
 static void ckpt_round_trip(LinearKind kind, int tied, const char *label) {
     ModelConfig c = tiny_cfg(kind, tied, 8);
-    Model a, b;
-    model_init(&a, &c, 1, c.seq_len, 1);
+    ModelState a, b;
+    state_make(&a, c, 1);
     fill_family(&a, a.m, 100); fill_family(&a, a.v, 200);
     char path[300], name[64];
     snprintf(name, sizeof name, "rt_%s/step_7.h5", label);
@@ -317,7 +325,7 @@ static void ckpt_round_trip(LinearKind kind, int tied, const char *label) {
     checkpoint_write(path, &a, &meta);
     char tmp[320]; snprintf(tmp, sizeof tmp, "%s.tmp", path);
     EXPECT(access(tmp, F_OK) != 0, "%s: .tmp left behind", label);
-    model_init(&b, &c, 1, c.seq_len, 2);
+    state_make(&b, c, 2);
     EXPECT(memcmp(a.params, b.params, a.table.n_params * 4) != 0, "%s: seeds give equal params", label);
     CheckpointMeta got;
     checkpoint_read(path, &b, &got);
@@ -330,7 +338,7 @@ static void ckpt_round_trip(LinearKind kind, int tied, const char *label) {
     EXPECT(strcmp(got.manifest, meta.manifest) == 0 && strcmp(got.config_json, meta.config_json) == 0 &&
            strcmp(got.git_commit, "abc123") == 0, "%s: meta text", label);
     checkpoint_meta_free(&got);
-    model_free(&a); model_free(&b);
+    model_state_free(&a); model_state_free(&b);
 }
 TEST(ckpt_round_trip_dense) { ckpt_round_trip(LINEAR_DENSE, 0, "dense"); }
 TEST(ckpt_round_trip_cola) { ckpt_round_trip(LINEAR_COLA, 0, "cola"); }
@@ -339,21 +347,21 @@ TEST(ckpt_round_trip_cola_tied) { ckpt_round_trip(LINEAR_COLA, 1, "cola_tied"); 
 TEST(ckpt_round_trip_dense_tied) { ckpt_round_trip(LINEAR_DENSE, 1, "dense_tied"); }
 
 // The model is built in the parent: OpenMP (used by the init) must not run in a forked child.
-typedef struct { const char *path; Model m; } ReadArg;
+typedef struct { const char *path; ModelState m; } ReadArg;
 static void read_child(void *p) { ReadArg *a = p; checkpoint_read(a->path, &a->m, NULL); }
 static void read_arg_model(ReadArg *ra, ModelConfig c) {
-    if (ra->m.params) model_free(&ra->m);
-    model_init(&ra->m, &c, 1, c.seq_len, 3);
+    if (ra->m.params) model_state_free(&ra->m);
+    state_make(&ra->m, c, 3);
 }
 
 TEST(ckpt_refuses_another_model) {
     ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 8);
-    Model a; model_init(&a, &c, 1, c.seq_len, 1);
+    ModelState a; state_make(&a, c, 1);
     char path[300], err[4096];
     tmp_path(path, sizeof path, "refuse/step_50.h5");
     CheckpointMeta meta = { .step = 50 };
     checkpoint_write(path, &a, &meta);
-    model_free(&a);
+    model_state_free(&a);
 
     ReadArg ra = { .path = path };
     read_arg_model(&ra, tiny_cfg(LINEAR_COLA, 0, 4));        // another rank
@@ -378,7 +386,7 @@ TEST(ckpt_refuses_another_model) {
     ra.path = bad; read_arg_model(&ra, c);
     rc = in_child(read_child, &ra, err, sizeof err);
     EXPECT(rc == 2 && strstr(err, "not_hdf5.h5: not a readable HDF5 file"), "garbage: exit %d, stderr: %s", rc, err);
-    model_free(&ra.m);
+    model_state_free(&ra.m);
 }
 
 static void copy_prefix(const char *from, const char *to, long bytes) {
@@ -394,7 +402,7 @@ static void copy_prefix(const char *from, const char *to, long bytes) {
 
 TEST(ckpt_killed_midway_latest_is_older_good_one) {
     ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 8);
-    Model a; model_init(&a, &c, 1, c.seq_len, 1);
+    ModelState a; state_make(&a, c, 1);
     char dir[300], p10[400], p20[400], p30[400], p40[400], p50[400];
     tmp_path(dir, sizeof dir, "killed");
     checkpoint_path(p10, sizeof p10, dir, 10);
@@ -415,12 +423,12 @@ TEST(ckpt_killed_midway_latest_is_older_good_one) {
     free(list);
     char empty[300]; tmp_path(empty, sizeof empty, "does-not-exist");
     EXPECT(checkpoint_latest(empty, got, sizeof got, &step) == 0, "missing dir");
-    model_free(&a);
+    model_state_free(&a);
 }
 
 TEST(ckpt_prune_keeps_last_k) {
     ModelConfig c = tiny_cfg(LINEAR_SVD, 1, 4);
-    Model a; model_init(&a, &c, 1, c.seq_len, 1);
+    ModelState a; state_make(&a, c, 1);
     char dir[300], p[400];
     tmp_path(dir, sizeof dir, "prune");
     for (int s = 1; s <= 5; s++) {
@@ -437,7 +445,7 @@ TEST(ckpt_prune_keeps_last_k) {
     free(list);
     EXPECT(access(p, F_OK) == 0, "a newer .tmp was removed");
     EXPECT(checkpoint_prune(dir, 2) == 0, "second prune removed something");
-    model_free(&a);
+    model_state_free(&a);
 }
 
 // ---- dumps --------------------------------------------------------------------------
@@ -456,8 +464,12 @@ static void write_demo_dump(const char *path, LinearKind kind) {
         loss += model_forward(&m, in + (size_t)k * B * T, tg + (size_t)k * B * T);
         model_backward(&m, 1.0f / (float)(K * m.N));
     }
-    dump_write(path, &m, 1, "{\"model\": {\"linear\": \"test\"}}", in, tg, rows, T, loss / K, 1);
+    ModelState full;
+    model_state_init(&full, &c, STATE_PARAMS | STATE_GRADS);
+    state_gather(&m, &full, STATE_PARAMS | STATE_GRADS);
+    dump_write(path, &full, &m, 1, "{\"model\": {\"linear\": \"test\"}}", in, tg, rows, T, loss / K);
     free(in); free(tg);
+    model_state_free(&full);
     model_free(&m);
 }
 
@@ -481,11 +493,11 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "--write-dump") == 0) { write_demo_dump(argv[2], parse_kind(argc > 3 ? argv[3] : NULL)); return 0; }
     if (argc >= 3 && strcmp(argv[1], "--write-checkpoint") == 0) {
         ModelConfig c = tiny_cfg(parse_kind(argc > 3 ? argv[3] : NULL), 0, 8);
-        Model m; model_init(&m, &c, 1, c.seq_len, 1);
+        ModelState m; state_make(&m, c, 1);
         CheckpointMeta meta = { .step = 3, .tokens_seen = 3 * 16, .samples_seen = 6, .seed = 1, .adam_t = 3,
                                 .manifest = "name: demo\n", .config_json = "{}", .git_commit = "unknown" };
         checkpoint_write(argv[2], &m, &meta);
-        model_free(&m);
+        model_state_free(&m);
         return 0;
     }
     snprintf(TMPDIR_, sizeof TMPDIR_, "/tmp/test_store.XXXXXX");

@@ -225,23 +225,6 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     if (!dry) model_init_weights(mdl, seed);
 }
 
-void model_init_state_only(Model *mdl, const ModelConfig *cfg) {
-    memset(mdl, 0, sizeof *mdl);
-    mdl->cfg = *cfg;
-    char msg[256];
-    CHECK(layout_make(&mdl->lay, cfg, TP_MEGATRON, 1, 0, 1, 0, msg, sizeof msg), "%s", msg);
-    param_table_build(&mdl->table, cfg, &mdl->lay);
-    size_t np = mdl->table.n_params;
-    mdl->params = xaligned_alloc(np * sizeof(float));
-    mdl->grads = xaligned_alloc(np * sizeof(float));
-    mdl->m = xaligned_alloc(np * sizeof(float));
-    mdl->v = xaligned_alloc(np * sizeof(float));
-    mdl->w.layers = xcalloc((size_t)cfg->n_layers, sizeof(LayerW));
-    mdl->dw.layers = xcalloc((size_t)cfg->n_layers, sizeof(LayerW));
-    model_bind(&mdl->w, cfg, &mdl->lay, &mdl->table, mdl->params);
-    model_bind(&mdl->dw, cfg, &mdl->lay, &mdl->table, mdl->grads);
-}
-
 void model_shard_optimizer(Model *mdl, int parts, int index) {
     if (parts <= 1) return;
     size_t np = mdl->table.n_params;
@@ -274,6 +257,8 @@ void model_free(Model *mdl) {
     param_table_free(&mdl->table);
     memset(mdl, 0, sizeof *mdl);
 }
+
+void model_init_weights(Model *mdl, uint64_t seed) { param_table_init_weights(&mdl->table, mdl->params, seed); }
 
 void model_zero_grads(Model *mdl) { zero_f(mdl->grads, mdl->table.n_params); }
 

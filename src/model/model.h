@@ -172,10 +172,9 @@ void model_free(Model *mdl);
 // ZeRO-1: this rank's optimizer owns shard `index` of `parts` equal slices of the flat
 // parameter span (params/grads padded to parts x shard); m and v shrink to the shard.
 void model_shard_optimizer(Model *mdl, int parts, int index);
-// Only the unsharded single-process table and the params/grads/m/v families (no
-// activations, not initialised): the full model state that checkpoints and step dumps
-// hold, assembled from (or scattered to) the ranks of a parallel run.
-void model_init_state_only(Model *mdl, const ModelConfig *cfg);
+// params[t->n_params] (host fp32) = the initial weights of `seed` for the blocks of table t:
+// element (i, j) of a full tensor is a pure function of (seed, name, i·cols + j).
+void param_table_init_weights(const ParamTable *t, float *params, uint64_t seed);
 // Re-draw every parameter from seed (what model_init does).
 void model_init_weights(Model *mdl, uint64_t seed);
 

@@ -190,12 +190,11 @@ void model_bind(ModelW *w, const ModelConfig *cfg, const Layout *lay, const Para
     CHECK(wk.offset == t->n_params, "parameter table and binding disagree");
 }
 
-void model_init_weights(Model *mdl, uint64_t seed) {
-    const ParamTable *t = &mdl->table;
-    memset(mdl->params, 0, t->n_params * sizeof(float));  // padding between tensors stays 0
+void param_table_init_weights(const ParamTable *t, float *params, uint64_t seed) {
+    memset(params, 0, t->n_params * sizeof(float));  // padding between tensors stays 0
     for (int i = 0; i < t->n_specs; i++) {
         const ParamSpec *s = &t->specs[i];
-        float *p = mdl->params + s->offset;
+        float *p = params + s->offset;
         if (s->init == INIT_ONES) {
             for (size_t j = 0; j < s->numel; j++) p[j] = 1.0f;
             continue;

@@ -19,7 +19,7 @@ static void family_path(char *buf, size_t n, const char *fam, const char *name) 
     else xsnprintf(buf, n, "/optimizer/%s/%s", fam, strip_model(name));
 }
 
-static void write_family(hid_t f, const Model *m, const char *fam, const float *base) {
+static void write_family(hid_t f, const ModelState *m, const char *fam, const float *base) {
     char path[256];
     for (int i = 0; i < m->table.n_specs; i++) {
         const ParamSpec *s = &m->table.specs[i];
@@ -29,7 +29,7 @@ static void write_family(hid_t f, const Model *m, const char *fam, const float *
     }
 }
 
-void checkpoint_write(const char *path, const Model *m, const CheckpointMeta *meta) {
+void checkpoint_write(const char *path, const ModelState *m, const CheckpointMeta *meta) {
     char tmp[1100], now[32];
     xsnprintf(tmp, sizeof tmp, "%s.tmp", path);
     hid_t f = h5_create(tmp);
@@ -125,7 +125,7 @@ static void spec_dims(const ParamSpec *s, int *ndim, hsize_t dims[2]) {
 #define REFUSED "the model changed; resuming with a different model is refused"
 
 // Validate every tensor of family `fam` against m's table; mark found entries used.
-static void validate_family(const char *file, DsList *L, unsigned char *used, const Model *m, const char *fam) {
+static void validate_family(const char *file, DsList *L, unsigned char *used, const ModelState *m, const char *fam) {
     char path[256], want[64], got[64];
     for (int i = 0; i < m->table.n_specs; i++) {
         const ParamSpec *s = &m->table.specs[i];
@@ -150,7 +150,7 @@ static void validate_family(const char *file, DsList *L, unsigned char *used, co
     }
 }
 
-static void read_family(hid_t f, const Model *m, const char *fam, float *base) {
+static void read_family(hid_t f, const ModelState *m, const char *fam, float *base) {
     char path[256];
     for (int i = 0; i < m->table.n_specs; i++) {
         const ParamSpec *s = &m->table.specs[i];
@@ -183,7 +183,7 @@ static void check_format(const char *path, hid_t f) {
         die_input("%s: format_version is %" PRId64 " but this build reads format_version %d", path, v, CHECKPOINT_FORMAT_VERSION);
 }
 
-void checkpoint_read(const char *path, Model *m, CheckpointMeta *out) {
+void checkpoint_read(const char *path, ModelState *m, CheckpointMeta *out) {
     if (access(path, R_OK) != 0) die_input("%s: cannot read the checkpoint: %s", path, strerror(errno));
     hid_t f = open_quiet(path);
     if (f < 0) die_input("%s: not a readable HDF5 file (truncated or corrupt?)", path);

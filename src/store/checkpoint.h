@@ -8,7 +8,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "../model/model.h"
+#include "../model/state.h"
 
 #define CHECKPOINT_FORMAT "boost-c checkpoint"
 #define CHECKPOINT_FORMAT_VERSION 1
@@ -26,14 +26,15 @@ typedef struct {
     char *git_commit;
 } CheckpointMeta;
 
-// Write m's parameters, m and v families and `meta` to `path` (atomically, see above).
+// Write the params, m and v families of the unsharded state `s` and `meta` to `path`
+// (atomically, see above).
 // Creates the parent directory.
-void checkpoint_write(const char *path, const Model *m, const CheckpointMeta *meta);
-// Load a checkpoint into m (which must already be built for the configuration being
-// resumed). Refuses (exit 2, naming the file and the dataset) a file that is not a
+void checkpoint_write(const char *path, const ModelState *s, const CheckpointMeta *meta);
+// Load a checkpoint into s (built with model_state_init(..., STATE_PARAMS | STATE_OPTIM)
+// for the configuration being resumed). Refuses (exit 2, naming the file and the dataset) a file that is not a
 // boost-c checkpoint of format_version 1, a missing tensor, a tensor of another shape
 // or type, or a model tensor the configuration does not have. `out` may be NULL.
-void checkpoint_read(const char *path, Model *m, CheckpointMeta *out);
+void checkpoint_read(const char *path, ModelState *s, CheckpointMeta *out);
 void checkpoint_meta_free(CheckpointMeta *meta);
 
 // "<dir>/step_<step>.h5"

@@ -4,7 +4,7 @@
 #include "util.h"
 #include "../core/check.h"
 
-static void write_params(hid_t f, const Model *m, const char *prefix, const float *base) {
+static void write_params(hid_t f, const ModelState *m, const char *prefix, const float *base) {
     char path[256];
     for (int i = 0; i < m->table.n_specs; i++) {
         const ParamSpec *s = &m->table.specs[i];
@@ -70,9 +70,9 @@ static void write_activations(hid_t f, const Model *m, int rows) {
     h5_write(f, "/activations/losses", 1, N, 0, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, m->acts.losses);
 }
 
-void dump_write(const char *path, const Model *m, int64_t step, const char *config_json,
-                const int32_t *inputs, const int32_t *targets, int rows, int T,
-                double loss, int with_activations) {
+void dump_write(const char *path, const ModelState *m, const Model *acts, int64_t step,
+                const char *config_json, const int32_t *inputs, const int32_t *targets, int rows, int T,
+                double loss) {
     CHECK(rows >= 1 && T >= 1, "dump_write: bad batch shape [%d,%d]", rows, T);
     char tmp[1100], now[32];
     xsnprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -88,6 +88,6 @@ void dump_write(const char *path, const Model *m, int64_t step, const char *conf
     h5_write(f, "/batch/inputs", 2, rows, T, H5T_STD_I32LE, H5T_NATIVE_INT32, inputs);
     h5_write(f, "/batch/targets", 2, rows, T, H5T_STD_I32LE, H5T_NATIVE_INT32, targets);
     h5_write(f, "/loss", 0, 0, 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &loss);
-    if (with_activations) write_activations(f, m, rows);
+    if (acts) write_activations(f, acts, rows);
     h5_close_commit(f, tmp, path);
 }

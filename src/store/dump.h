@@ -5,7 +5,7 @@
 // micro-batch. Layout: docs/checkpoint-format.md ("Step dumps").
 #pragma once
 #include <stdint.h>
-#include "../model/model.h"
+#include "../model/state.h"
 
 #define DUMP_FORMAT "boost-c step dump"
 #define DUMP_FORMAT_VERSION 1
@@ -13,8 +13,10 @@
 // Call after the step's backward passes and BEFORE clipping and the optimizer update.
 //   inputs/targets: the step's K micro-batches, [rows = K*B, T] row-major;
 //   loss: mean loss of the step; config_json: resolved configuration (may be NULL);
-//   with_activations: also write /activations (m->acts holds the LAST micro-batch).
+//   s: the unsharded weights the step used and the gradients (STATE_PARAMS | STATE_GRADS);
+//   acts: NULL, or the single-process model whose slot 0 holds the LAST micro-batch's
+//   activations (host back end): they go to /activations.
 // Written atomically (path.tmp, fsync, rename), parent directory created.
-void dump_write(const char *path, const Model *m, int64_t step, const char *config_json,
-                const int32_t *inputs, const int32_t *targets, int rows, int T,
-                double loss, int with_activations);
+void dump_write(const char *path, const ModelState *s, const Model *acts, int64_t step,
+                const char *config_json, const int32_t *inputs, const int32_t *targets, int rows, int T,
+                double loss);

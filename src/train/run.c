@@ -52,7 +52,7 @@ typedef struct {
     char ckpt_dir[1300];
     char *config_json;
     char *manifest_text;
-    Model *full;               // rank 0: the unsharded state (checkpoints, dumps)
+    ModelState *full;          // rank 0: the unsharded state (checkpoints, dumps)
     RunInfo facts;             // rank 0: host, libraries, git commit (collected once)
 } RunCtx;
 
@@ -87,37 +87,31 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     if (!config_step_listed(cfg->run.dump_steps, step)) return;
     Comm *c = tr->comm;
     int B = cfg->train.batch_size, K = cfg->train.grad_accum, T = tr->model.T;
-    if (c->world == 1) {
-        char path[1500];
-        dump_path(path, sizeof path, ctx, cfg, step);
-        dump_write(path, &tr->model, step, ctx->config_json, tr->inputs, tr->targets, K * B, T, loss,
-                   cfg->run.dump_activations);
+    state_gather(&tr->model, ctx->full, STATE_PARAMS | STATE_GRADS);
+    if (c->rank != 0) return;
+    char path[1500];
+    dump_path(path, sizeof path, ctx, cfg, step);
+    if (c->world == 1) {   // the batch is this process's own; activations only here
+        dump_write(path, ctx->full, cfg->run.dump_activations ? &tr->model : NULL, step, ctx->config_json,
+                   tr->inputs, tr->targets, K * B, T, loss);
         if (g_db) rundb_event(g_db, g_run_id, step, "dump", path);
         return;
     }
-    state_gather(&tr->model, ctx->full, STATE_PARAMS | STATE_GRADS);
-    if (c->rank != 0) return;
     size_t n = (size_t)K * B * T;
     int32_t *in = xmalloc(n * sizeof(int32_t)), *tg = xmalloc(n * sizeof(int32_t));
     uint64_t first = tr->samples_seen - (uint64_t)K * B;     // the step's first sample
     for (int k = 0; k < K; k++)
         loader_train_batch(&tr->loader, first + (uint64_t)k * B, B, in + (size_t)k * B * T, tg + (size_t)k * B * T);
-    char path[1500];
-    dump_path(path, sizeof path, ctx, cfg, step);
-    dump_write(path, ctx->full, step, ctx->config_json, in, tg, K * B, T, loss, 0);
+    dump_write(path, ctx->full, NULL, step, ctx->config_json, in, tg, K * B, T, loss);
     if (g_db) rundb_event(g_db, g_run_id, step, "dump", path);
     free(in); free(tg);
 }
 
 static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     Comm *c = tr->comm;
-    Model *src = &tr->model;
-    if (c->world > 1) {
-        zero1_optim_begin(&tr->model, 1);
-        state_gather(&tr->model, ctx->full, STATE_PARAMS | STATE_OPTIM);
-        zero1_optim_end(&tr->model);
-        src = ctx->full;
-    }
+    zero1_optim_begin(&tr->model, 1);
+    state_gather(&tr->model, ctx->full, STATE_PARAMS | STATE_OPTIM);
+    zero1_optim_end(&tr->model);
     if (c->rank != 0) return;
     CheckpointMeta meta = {0};
     meta.step = tr->step; meta.tokens_seen = tr->tokens_seen; meta.samples_seen = tr->samples_seen;
@@ -126,7 +120,7 @@ static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     meta.git_commit = ctx->facts.git_commit;
     char path[1500];
     checkpoint_path(path, sizeof path, ctx->ckpt_dir, tr->step);
-    checkpoint_write(path, src, &meta);
+    checkpoint_write(path, ctx->full, &meta);
     checkpoint_prune(ctx->ckpt_dir, tr->cfg.run.keep_last);
     if (g_db) { rundb_event(g_db, g_run_id, tr->step, "checkpoint", path); rundb_flush(g_db); }
 }
@@ -190,9 +184,9 @@ int run_training(const RunOptions *opt, Comm *comm) {
 
     Trainer tr;
     trainer_init(&tr, cfg, comm);
-    if (comm->world > 1 && root) {
-        ctx.full = xcalloc(1, sizeof(Model));
-        model_init_state_only(ctx.full, &cfg->model);
+    if (root) {
+        ctx.full = xcalloc(1, sizeof(ModelState));
+        model_state_init(ctx.full, &cfg->model, STATE_ALL);
     }
     if (cfg->run.dump_steps[0]) { tr.before_update = dump_hook; tr.hook_ctx = &ctx; }
     if (cfg->run.dump_activations && comm->world > 1)
@@ -200,7 +194,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
 
     // ---- resume: every rank reads the unsharded checkpoint and keeps its blocks -------
     if (resume_path[0]) {
-        Model full; model_init_state_only(&full, &cfg->model);
+        ModelState full; model_state_init(&full, &cfg->model, STATE_PARAMS | STATE_OPTIM);
         CheckpointMeta meta;
         checkpoint_read(resume_path, &full, &meta);
         check_same_model(resume_path, cfg, meta.config_json);
@@ -217,7 +211,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
             }
         }
         checkpoint_meta_free(&meta);
-        model_free(&full);
+        model_state_free(&full);
     }
 
     // ---- the run row -----------------------------------------------------------------
@@ -297,7 +291,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
         g_db = NULL;
     }
     set_die_hook(NULL);
-    if (ctx.full) { model_free(ctx.full); free(ctx.full); }
+    if (ctx.full) { model_state_free(ctx.full); free(ctx.full); }
     trainer_free(&tr);
     free(ctx.config_json); free(ctx.manifest_text);
     return exit_code;

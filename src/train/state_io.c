@@ -17,7 +17,7 @@ static void block_copy(float *full, float *local, const ParamSpec *s, int to_ful
     }
 }
 
-static int n_families(int families, float *fam_local[3], float *fam_full[3], Model *local, Model *full) {
+static int n_families(int families, float *fam_local[4], float *fam_full[4], Model *local, const ModelState *full) {
     int n = 0;
     if (families & STATE_PARAMS) { fam_local[n] = local->params; fam_full[n] = full ? full->params : NULL; n++; }
     if (families & STATE_GRADS) { fam_local[n] = local->grads; fam_full[n] = full ? full->grads : NULL; n++; }
@@ -28,7 +28,7 @@ static int n_families(int families, float *fam_local[3], float *fam_full[3], Mod
     return n;
 }
 
-void state_gather(Model *local, Model *full, int families) {
+void state_gather(Model *local, ModelState *full, int families) {
     Comm *c = local->comm;
     float *fl[4], *ff[4];
     int nf = n_families(families, fl, ff, local, full);
@@ -64,9 +64,9 @@ void state_gather(Model *local, Model *full, int families) {
     }
 }
 
-void state_scatter(Model *local, const Model *full, int families) {
+void state_scatter(Model *local, const ModelState *full, int families) {
     float *fl[4], *ff[4];
-    int nf = n_families(families, fl, ff, local, (Model *)full);
+    int nf = n_families(families, fl, ff, local, full);
     const ParamTable *t = &local->table;
     for (int i = 0; i < t->n_specs; i++) {
         const ParamSpec *s = &t->specs[i];

@@ -1,0 +1,212 @@
+// backend.h — a back end is an op table plus a context (ggml's seam, llm.c's style).
+//
+// The model drivers (src/model/) and the optimizer are written once against the op front
+// ends of backend/ops.h; the same driver runs on
+//   cpu   the fp32 reference (OpenBLAS + OpenMP; backend/cpu/), or bf16 storage with fp32
+//         math (every op rounds its outputs to bf16 where the GPU kernels do): the CPU
+//         check of the bf16 path;
+//   dry   the accounting back end: no memory is touched and no math is done, but every op
+//         is reported with its FLOPs and bytes, and every allocation is counted (the
+//         memory report, bench_comm, the simulator) — backend/dry.c;
+//   cuda  cuBLASLt + hand-written kernels, fp32 (TF32 optional) or bf16 (backend/cuda/).
+//
+// Tensors are untyped pointers into buffers of the back end's compute dtype `dtype`
+// (weights as the model sees them, activations, gradients); statistics (RMSNorm rstd,
+// attention log-sum-exp, cross-entropy maxima) are always fp32, token ids int32, and a few
+// reductions double, as each signature says. Element offsets inside a tensor go through
+// bk_at() so that the driver code is the same for 4- and 2-byte elements.
+//
+// Every op call goes through backend/ops.c, which builds an OpInfo (name, class, FLOPs,
+// bytes, GEMM shape, the phase and layer labels the driver set with bk_label) and hands it
+// to an optional observer before and after the implementation runs: the timing wrapper
+// (backend/timing.c) and the dry back end's records are such observers. So a per-op
+// profile of the real drivers needs no second copy of the model's op sequence.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "../core/phase.h"
+
+typedef enum { DT_F32 = 0, DT_BF16 = 1, DT_F64 = 2, DT_I32 = 3, DT_COUNT } DType;
+size_t dtype_size(DType t);
+const char *dtype_name(DType t);          // "fp32", "bf16", "fp64", "int32"
+
+// What an allocation is for: the memory report's columns.
+typedef enum {
+    MEM_PARAMS,      // the weights the model computes with (compute dtype)
+    MEM_GRADS,       // their gradients (compute dtype)
+    MEM_OPTIM,       // fp32 master weights (bf16 runs) and AdamW m, v
+    MEM_ACTS,        // activations kept for backward, all micro-batch slots
+    MEM_WORK,        // working set: checkpoint recompute buffers, backward scratch, op workspaces
+    MEM_COMM,        // communication staging
+    MEM_COUNT
+} MemCategory;
+const char *mem_category_name(MemCategory c);   // "params", "grads", ...
+
+typedef enum { TR_N = 0, TR_T = 1 } Trans;
+
+// Class of an op, for the performance model: GEMMs are timed from a GEMM efficiency table,
+// attention from its FLOPs at attention efficiency, everything else from bytes/bandwidth.
+typedef enum { OPC_GEMM, OPC_ATTENTION, OPC_MEMORY, OPC_TRANSFER, OPC_COUNT } OpClass;
+
+typedef struct {
+    const char *name;      // op name: "gemm", "rmsnorm_forward", "attention_backward", ...
+    OpClass cls;
+    double flops;          // floating-point operations (2·M·N·K for a GEMM)
+    double bytes;          // bytes read + written, at the dtypes involved
+    int M, N, K;           // GEMM shape (0 for other ops); a GEMM group reports its first
+    int count;             // GEMMs in a group (1 otherwise)
+    Phase phase;           // labels from bk_label()
+    int layer;             // global layer index, -1 = embedding / head / optimizer
+    DType dtype;
+} OpInfo;
+
+typedef struct {
+    void (*begin)(void *ctx, const OpInfo *op);   // may be NULL
+    void (*end)(void *ctx, const OpInfo *op);     // may be NULL
+} OpObserver;
+
+typedef struct Backend Backend;
+
+// One GEMM, row-major, cblas_sgemm's convention: C[M,N] = alpha·op(A)·op(B) + beta·C with
+// op(A) [M,K] (A stored [M,K] with TR_N, [K,M] with TR_T), op(B) [K,N]; lda, ldb, ldc are
+// row strides in elements. Accumulation is fp32 for every dtype.
+typedef struct {
+    Trans ta, tb;
+    int M, N, K;
+    float alpha;
+    const void *A; int lda;
+    const void *B; int ldb;
+    float beta;
+    void *C; int ldc;
+} GemmArgs;
+
+// A bottleneck buffer of G ≤ 3 slots of width r for N tokens (BTP, docs/boost.md): slot j,
+// row n starts at element off[j] + n·ld. Grouped: [N, G·r] (ld = G·r, off[j] = j·r);
+// ungrouped: G blocks [N, r] (ld = r).
+typedef struct { int N, G, r, ld; size_t off[3]; } SlotView;
+
+// One tensor of a multi-tensor optimizer launch. master: fp32 weights the update is applied
+// to; grad: compute dtype; m, v: fp32 moments; param: the compute-dtype copy written after
+// the update (NULL when master is itself the parameter, i.e. fp32 runs); n elements.
+typedef struct {
+    float *master;
+    const void *grad;
+    float *m, *v;
+    void *param;
+    size_t n;
+    float weight_decay;
+} AdamWSpan;
+
+typedef struct { float lr, beta1, beta2, eps; int t; } AdamWHyper;
+
+// The implementation table. Every entry takes the context first; the front ends in
+// backend/ops.h state the shapes. An entry may be NULL only in the dry back end.
+typedef struct BackendOps {
+    // ---- buffers ----
+    void *(*alloc)(Backend *b, size_t bytes);                    // zeroed, 64-byte aligned
+    void (*free)(Backend *b, void *p);
+    void (*zero)(Backend *b, void *p, size_t bytes);
+    void (*copy)(Backend *b, void *dst, const void *src, size_t bytes);        // within the back end
+    void (*copy2d)(Backend *b, void *dst, size_t dpitch, const void *src, size_t spitch,
+                   size_t width, size_t rows);                                // bytes
+    void (*to_host)(Backend *b, void *host, const void *src, size_t bytes);
+    void (*from_host)(Backend *b, void *dst, const void *host, size_t bytes);
+    void (*sync)(Backend *b);
+    void (*cast)(Backend *b, void *dst, DType dt, const void *src, DType st, size_t n);
+    void (*add2d)(Backend *b, void *dst, size_t ldd, const void *src, size_t lds, int rows, int cols);
+    // ---- matrix products ----
+    void (*gemm)(Backend *b, const GemmArgs *g);
+    void (*gemm_group)(Backend *b, int count, const GemmArgs *g);
+    // ---- normalisation ----
+    void (*rmsnorm_forward)(Backend *b, void *y, float *rstd, const void *x, const void *gamma,
+                            int N, int d, float eps);
+    void (*rmsnorm_backward)(Backend *b, void *dx, void *dgamma, const void *dy, const void *x,
+                             const void *gamma, const float *rstd, int N, int d);
+    void (*rowsumsq)(Backend *b, void *S, const void *x, int N, int d);
+    void (*rownorm)(Backend *b, void *y, const void *x, const void *gamma, const void *S,
+                    int N, int d, int width, float eps);
+    void (*scale_rows)(Backend *b, void *P, const SlotView *v, const void *S, int width,
+                       float eps, int power);
+    void (*rowdot)(Backend *b, float *dot, const void *X, const void *Y, const SlotView *v);
+    void (*sharded_rmsnorm_backward)(Backend *b, void *dx, void *dgamma, const void *da,
+                                     const void *x, const void *gamma, const void *S,
+                                     const float *dot, int N, int d, int d_full, float eps);
+    // ---- elementwise ----
+    void (*silu_forward)(Backend *b, void *y, const void *x, size_t n);
+    void (*silu_backward)(Backend *b, void *dx, const void *dy, const void *x, size_t n);
+    void (*swiglu_forward)(Backend *b, void *z, const void *g, const void *u, size_t n, int gate_silu);
+    void (*swiglu_backward)(Backend *b, void *dg, void *du, const void *dz, const void *g,
+                            const void *u, size_t n, int gate_silu);
+    void (*add)(Backend *b, void *x, const void *y, size_t n);
+    void (*scale)(Backend *b, void *x, float s, size_t n);
+    // ---- attention ----
+    void (*rope)(Backend *b, void *x, int B, int T, int H, int hd, float theta, int inverse);
+    void (*attention_forward)(Backend *b, void *out, float *lse, const void *q, const void *k,
+                              const void *v, int B, int T, int H, int Hkv, int hd);
+    void (*attention_backward)(Backend *b, void *dq, void *dk, void *dv, const void *dout,
+                               const void *out, const void *q, const void *k, const void *v,
+                               const float *lse, int B, int T, int H, int Hkv, int hd);
+    // ---- embedding, loss ----
+    void (*embedding_forward)(Backend *b, void *out, const int32_t *tokens, const void *wte,
+                              int N, int d, int v0, int V);
+    void (*embedding_backward)(Backend *b, void *dwte, const void *dout, const int32_t *tokens,
+                               int N, int d, int v0, int V);
+    void (*xent_forward)(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
+                         const int32_t *targets, int N, int V, int v0);
+    void (*xent_rescale)(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
+    double (*xent_loss)(Backend *b, float *losses, const double *sumexp, const float *gmax,
+                        const double *tlogit, int N);
+    void (*xent_backward)(Backend *b, void *dlogits, const void *logits, const float *gmax,
+                          const double *sumexp, const int32_t *targets, int N, int V, int v0,
+                          float scale);
+    // ---- optimizer ----
+    double (*sumsq_multi)(Backend *b, int n, const void *const *x, const size_t *len, const double *w);
+    void (*adamw_multi)(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h);
+} BackendOps;
+
+struct Backend {
+    const BackendOps *ops;
+    const char *name;          // "cpu", "dry", "cuda"
+    DType dtype;               // compute dtype of weights, activations and gradients
+    int dry;                   // 1: no memory, no math (the front ends call no entry but alloc)
+    int device_memory;         // 1: buffers are not host-addressable (to_host/from_host needed)
+    int tf32;                  // cuda fp32: let cuBLAS use TF32 tensor cores
+    void *impl;                // the back end's private state (handles, streams, workspaces)
+    // labels for OpInfo (bk_label)
+    Phase phase;
+    int layer;
+    // observer (timing wrapper, dry records); NULL = none
+    const OpObserver *obs;
+    void *obs_ctx;
+    // memory accounting: bytes currently allocated per category, and the peak of the total
+    size_t mem[MEM_COUNT];
+    size_t mem_total, mem_peak;
+};
+
+// ---- construction ---------------------------------------------------------------------
+// The CPU back end in `dtype` (DT_F32: the reference; DT_BF16: bf16 storage, fp32 math).
+Backend *backend_cpu(DType dtype);
+// The accounting back end: every allocation returns NULL and is counted at dtype's size.
+Backend *backend_dry(DType dtype);
+// The CUDA back end on `device` (-1: the local rank's device, CUDA_VISIBLE_DEVICES order).
+// Returns NULL and writes a one-line reason into why (no CUDA in this build, no device,
+// driver too old) — the caller decides whether that is an error or a skipped test.
+Backend *backend_cuda(DType dtype, int device, char *why, size_t why_len);
+// By name: "cpu" | "dry" | "cuda"; NULL + reason as above, or an unknown name.
+Backend *backend_create(const char *name, DType dtype, char *why, size_t why_len);
+void backend_free(Backend *b);
+// Is a CUDA device usable from this process? 0 and a reason otherwise (no build, no GPU).
+int backend_cuda_available(char *why, size_t why_len);
+
+// ---- buffers (all counted in b->mem) ---------------------------------------------------
+void *bk_alloc(Backend *b, size_t n, DType t, MemCategory cat);   // n elements, zeroed
+void bk_free(Backend *b, void *p, size_t n, DType t, MemCategory cat);
+// Pointer to element i of a tensor of dtype t (NULL stays NULL: the dry back end).
+static inline void *bk_at_t(void *p, size_t i, DType t) {
+    static const unsigned char sz[] = { 4, 2, 8, 4 };
+    return p ? (void *)((char *)p + i * sz[t]) : NULL;
+}
+// ... of the back end's compute dtype.
+static inline void *bk_at(const Backend *b, const void *p, size_t i) { return bk_at_t((void *)p, i, b->dtype); }
+static inline void bk_label(Backend *b, Phase phase, int layer) { b->phase = phase; b->layer = layer; }
+void bk_observe(Backend *b, const OpObserver *obs, void *ctx);
