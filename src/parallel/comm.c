@@ -66,6 +66,10 @@ static void count(Comm *c, CommKind k, CommPhase phase, CommGroup g, int layer, 
     s->elements += elements;
     s->bytes += (uint64_t)elements * elem_bytes;
     s->seconds += seconds;
+    if (c->observer) {
+        CommRecord r = { k, phase, g, layer, c->size[g], elements, (uint64_t)elements * elem_bytes };
+        c->observer(c->observer_ctx, &r);
+    }
 }
 
 // 1 = move data through the backend (timed); 0 = no backend call (account-only).

@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "../core/check.h"
+#include "../core/phase.h"
 #include "schedule.h"   // the pipeline schedule types travel with the grid
 
 // Every MPI call goes through CHECK_MPI: file:line, the call, MPI's own error text, exit 1.
@@ -36,8 +37,7 @@
     die_at(__FILE__, __LINE__, "%s failed: %s", #call, es_mpi_); } } while (0)
 
 typedef enum { GROUP_TP, GROUP_DP, GROUP_PP, GROUP_WORLD, GROUP_COUNT } CommGroup;
-typedef enum { PHASE_FORWARD, PHASE_BACKWARD, PHASE_RECOMPUTE, PHASE_OPTIMIZER, PHASE_PIPELINE,
-               PHASE_OTHER, PHASE_COUNT } CommPhase;
+typedef Phase CommPhase;   // core/phase.h: forward, backward, recompute, optimizer, pipeline, other
 typedef enum { COMM_ALL_REDUCE, COMM_ALL_GATHER, COMM_REDUCE_SCATTER, COMM_BROADCAST, COMM_SEND,
                COMM_RECV, COMM_BARRIER, COMM_KIND_COUNT } CommKind;
 typedef enum { DTYPE_F32, DTYPE_F64, DTYPE_I32, DTYPE_U8, DTYPE_COUNT } CommDtype;
@@ -52,6 +52,15 @@ typedef struct { uint64_t calls, elements, bytes; double seconds; } CommStat;
 typedef struct { CommKind kind; CommPhase phase; CommGroup group; int layer; CommStat s; } CommStatRow;
 
 typedef struct Comm Comm;
+
+// One accounted call, as the observer sees it (the simulator's trace): the group's size and
+// the bytes at the accounted element size. A sendrecv exchange is two records (send, recv).
+typedef struct {
+    CommKind kind; CommPhase phase; CommGroup group; int layer;
+    int group_size;
+    uint64_t elements, bytes;
+} CommRecord;
+typedef void (*CommObserver)(void *ctx, const CommRecord *r);
 
 // Backend: called only for groups of size > 1 and never in account-only mode. Peers and
 // roots are ranks inside the group. Element counts are size_t; a backend with a smaller
@@ -89,6 +98,8 @@ struct Comm {
     void *gbuf; size_t gbuf_bytes;         // comm_all_gather_cols' staging buffer
     int n_layers;                     // accounting table rows: layers -1 .. n_layers-1
     CommStat *stats;                  // [kind][phase][group][n_layers + 1]
+    CommObserver observer;            // called for every accounted call (NULL = none)
+    void *observer_ctx;
 };
 
 // ---- process grid (grid.c) ----
