@@ -19,6 +19,7 @@ size_t comm_dtype_size(CommDtype t) {
     case DTYPE_F64: return sizeof(double);
     case DTYPE_I32: return sizeof(int32_t);
     case DTYPE_U8:  return 1;
+    case DTYPE_BF16: return 2;
     default: DIE("comm: unknown dtype %d", (int)t);
     }
 }

@@ -40,7 +40,9 @@ typedef enum { GROUP_TP, GROUP_DP, GROUP_PP, GROUP_WORLD, GROUP_COUNT } CommGrou
 typedef Phase CommPhase;   // core/phase.h: forward, backward, recompute, optimizer, pipeline, other
 typedef enum { COMM_ALL_REDUCE, COMM_ALL_GATHER, COMM_REDUCE_SCATTER, COMM_BROADCAST, COMM_SEND,
                COMM_RECV, COMM_BARRIER, COMM_KIND_COUNT } CommKind;
-typedef enum { DTYPE_F32, DTYPE_F64, DTYPE_I32, DTYPE_U8, DTYPE_COUNT } CommDtype;
+// DTYPE_BF16: bfloat16 payloads of bf16 runs (sums are formed in fp32 and rounded once per
+// reduction step, as NCCL does; the MPI back end uses a user-defined op).
+typedef enum { DTYPE_F32, DTYPE_F64, DTYPE_I32, DTYPE_U8, DTYPE_BF16, DTYPE_COUNT } CommDtype;
 typedef enum { OP_SUM, OP_MAX, OP_MIN } CommOp;
 
 // Wildcard for comm_stats_sum (kind, phase, group or layer).
@@ -177,4 +179,4 @@ void comm_stats_print(const Comm *c, FILE *f);   // the non-zero rows as an alig
 const char *comm_kind_name(CommKind k);     // "all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "barrier"
 const char *comm_phase_name(CommPhase p);   // "forward", "backward", "recompute", "optimizer", "pipeline", "other"
 const char *comm_group_name(CommGroup g);   // "tp", "dp", "pp", "world"
-size_t comm_dtype_size(CommDtype t);        // true in-memory size (4, 8, 4, 1)
+size_t comm_dtype_size(CommDtype t);        // true in-memory size (4, 8, 4, 1, 2)
