@@ -1,11 +1,28 @@
 // cuda_backend.h — what the CUDA back end exposes beyond the op table (backend.h), for the
 // NCCL communication back end and the tools: its device and its compute stream. Plain C;
 // the stream is returned as void* (a cudaStream_t) so that C files need no CUDA header.
+//
+// backend_cuda() and backend_cuda_available() themselves are declared in backend.h. In a
+// build without CUDA (CUDA=0 or no nvcc) src/backend/cuda/none/backend_cuda_none.c
+// provides them: they return NULL / 0 with the reason "built without CUDA (CUDA=0 or no
+// nvcc)", and the functions below are never reached (there is no CUDA Backend to pass).
 #pragma once
 #include "../backend.h"
 
 // The CUDA device index b runs on (b made by backend_cuda).
 int backend_cuda_device(const Backend *b);
+// The device's name ("NVIDIA H200", ...), for reports.
+const char *backend_cuda_device_name(const Backend *b);
 // The stream every op of b is queued on (cudaStream_t). Collectives on b's buffers must be
 // ordered on it (NCCL: pass it to ncclAllReduce etc.).
 void *backend_cuda_stream(const Backend *b);
+
+// Releases everything backend_cuda() made (stream, cuBLAS handles, workspaces, staging
+// buffers) after waiting for the queued work, and b itself. backend_free() calls this for
+// a back end named "cuda". Buffers allocated through bk_alloc must be freed before.
+void backend_cuda_free(Backend *b);
+
+// Device time on b's stream, measured with CUDA events: start records an event; stop
+// records a second one, waits for it and returns the milliseconds between the two.
+void backend_cuda_timer_start(Backend *b);
+double backend_cuda_timer_stop(Backend *b);
