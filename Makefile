@@ -1,7 +1,7 @@
 # boost-c — build, test, run experiments.  `make help` lists the targets.
 #
-# Sources are discovered by wildcard: every src/<concern>/*.c is part of the engine
-# library, every src/tools/<name>.c is a binary build/<name>, every tests/test_<x>.c
+# Sources are discovered by wildcard: every src/<concern>/*.c and src/<concern>/<part>/*.c
+# (the back ends: src/backend/cpu/) is part of the engine library, every src/tools/<name>.c is a binary build/<name>, every tests/test_<x>.c
 # is a test binary build/test_<x>. Adding a file needs no Makefile edit.
 
 CC       := mpicc
@@ -17,11 +17,11 @@ LDLIBS   = $(PKG_LIBS) -lm
 BUILD    := build
 PYTHON   := /usr/bin/python3
 
-LIB_SRC  := $(filter-out src/tools/%,$(wildcard src/*/*.c))
+LIB_SRC  := $(filter-out src/tools/%,$(wildcard src/*/*.c src/*/*/*.c))
 LIB_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 TOOLS    := $(patsubst src/tools/%.c,$(BUILD)/%,$(wildcard src/tools/*.c))
 TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
-HEADERS  := $(wildcard src/*/*.h) $(wildcard tests/*.h)
+HEADERS  := $(wildcard src/*/*.h src/*/*/*.h) $(wildcard tests/*.h)
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 EXP      ?= quickstart
