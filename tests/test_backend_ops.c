@@ -23,8 +23,8 @@
 //       use TF32), measured with CUDA events over N repetitions (default 5, after one warm-up
 //       call) at model-like shapes, written as JSON (one record per op, shape, dtype: ms,
 //       FLOPs and bytes from the op front end's OpInfo) for the performance model's
-//       calibration; a table is printed too. Without a CUDA device it prints
-//       "SKIP backend_ops_timing: <reason>" and writes {"skipped": "<reason>"}.
+//       calibration; a table is printed too. Without a CUDA device (or in a build without
+//       CUDA) it prints "SKIP backend_ops_timing: <reason>" and writes {"skipped": "<reason>"}.
 //   --only SUBSTRING   restrict any mode to the cases whose name contains it
 //   --list             print the case names and limits, run nothing
 //
@@ -49,6 +49,14 @@
 #include "backend/ops.h"
 #include "backend/cuda/cuda_backend.h"
 #include "core/rng.h"
+
+// build/emu/test_backend_ops_emu (make cuda-emu-test) links the CUDA back end compiled against
+// the CPU emulator (src/backend/cuda/emu/): its targets are named emu-cuda-*.
+#ifdef BACKEND_OPS_EMU
+#define CUDA_NAME "emu-cuda"
+#else
+#define CUDA_NAME "cuda"
+#endif
 
 // ---- bf16 on the host (round to nearest even) ----------------------------------------------
 static uint16_t f2bf(float f) {
@@ -746,7 +754,7 @@ static void print_table(const char *title, const char *const *rows, double (*err
 
 static int run_tests(int table_only, int case_table) {
     build_test_cases();
-    Target t[NTARGET] = { { "cuda-fp32", NULL, "" }, { "cuda-bf16", NULL, "" }, { "cpu-bf16", NULL, "" } };
+    Target t[NTARGET] = { { CUDA_NAME "-fp32", NULL, "" }, { CUDA_NAME "-bf16", NULL, "" }, { "cpu-bf16", NULL, "" } };
     t[0].b = backend_cuda(DT_F32, -1, t[0].why, sizeof t[0].why);
     if (t[0].b) t[0].b->tf32 = 0;           // exact fp32 GEMMs for the comparison
     t[1].b = backend_cuda(DT_BF16, -1, t[1].why, sizeof t[1].why);
@@ -841,6 +849,7 @@ static int run_tests(int table_only, int case_table) {
 // ---- timing mode ------------------------------------------------------------------------------------
 // Model-like shapes: the token count N = B·T, model width d, bottleneck rank r, MLP width,
 // vocabulary, heads and head dimension.
+#ifdef BOOST_CUDA
 typedef struct { const char *name; int B, T, d, r, dff, V, H, hd; } Size;
 static const Size SIZES[] = {
     { "small", 1, 2048, 1024, 256, 2736, 32000, 16, 64 },
@@ -895,17 +904,25 @@ static void *upload_drawn(Backend *b, const Arg *a, uint64_t seed, DevBuf *d) {
 typedef struct { OpInfo last; int seen; } Capture;
 static void capture_end(void *ctx, const OpInfo *op) { Capture *c = ctx; c->last = *op; c->seen = 1; }
 
+#endif
+
+static int skip_timing(FILE *f, const char *why) {
+    printf("SKIP backend_ops_timing: %s\n", why);
+    fprintf(f, "{\"skipped\": \"%s\"}\n", why);
+    fclose(f);
+    return 0;
+}
+
 static int run_timing(const char *path, const char *sizes, int reps, int tf32) {
     FILE *f = fopen(path, "w");
     if (!f) { fprintf(stderr, "error: cannot write %s\n", path); return 2; }
+#ifndef BOOST_CUDA
+    (void)sizes; (void)reps; (void)tf32;
+    return skip_timing(f, "built without CUDA (CUDA=0 or no nvcc)");
+#else
     char why[256];
     Backend *bk[2] = { backend_cuda(DT_BF16, -1, why, sizeof why), NULL };
-    if (!bk[0]) {
-        printf("SKIP backend_ops_timing: %s\n", why);
-        fprintf(f, "{\"skipped\": \"%s\"}\n", why);
-        fclose(f);
-        return 0;
-    }
+    if (!bk[0]) return skip_timing(f, why);
     bk[1] = backend_cuda(DT_F32, -1, why, sizeof why);
     if (!bk[1]) { fprintf(stderr, "error: cuda fp32 back end: %s\n", why); return 1; }
     bk[1]->tf32 = tf32;
@@ -955,6 +972,7 @@ static int run_timing(const char *path, const char *sizes, int reps, int tf32) {
     backend_free(bk[1]);
     printf("wrote %s\n", path);
     return 0;
+#endif
 }
 
 int main(int argc, char **argv) {

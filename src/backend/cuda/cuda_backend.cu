@@ -128,12 +128,14 @@ void *cuda_upload_table(Backend *b, const void *host, size_t bytes) {
     return dev;
 }
 
+static void cu_destroy(Backend *b);
+
 // ---- the op table -----------------------------------------------------------------------------
 static const BackendOps cuda_ops = {
     // buffers
     .alloc = cu_alloc, .free = cu_free, .zero = cu_zero, .copy = cu_copy, .copy2d = cu_copy2d,
     .to_host = cu_to_host, .from_host = cu_from_host, .sync = cu_sync, .cast = cuda_cast,
-    .add2d = cuda_add2d,
+    .add2d = cuda_add2d, .destroy = cu_destroy,
     // matrix products
     .gemm = cuda_gemm, .gemm_group = cuda_gemm_group,
     // normalisation
@@ -261,8 +263,9 @@ extern "C" Backend *backend_cuda(DType dtype, int device, char *why, size_t why_
     return b;
 }
 
-extern "C" void backend_cuda_free(Backend *b) {
-    if (!b) return;
+// The op table's destroy: releases everything backend_cuda() made (after the queued work);
+// backend_free() then frees b. Buffers from bk_alloc must have been freed before.
+static void cu_destroy(Backend *b) {
     CudaImpl *im = impl_of(b);
     CUDA_CHECK(cudaSetDevice(im->device));
     CUDA_CHECK(cudaStreamSynchronize(im->stream));
@@ -284,7 +287,7 @@ extern "C" void backend_cuda_free(Backend *b) {
     CUDA_CHECK(cudaFree(im->lt_ws));
     CUDA_CHECK(cudaStreamDestroy(im->stream));
     free(im);
-    free(b);
+    b->impl = NULL;
 }
 
 extern "C" int backend_cuda_device(const Backend *b) { return ((const CudaImpl *)b->impl)->device; }

@@ -2,10 +2,11 @@
 // NCCL communication back end and the tools: its device and its compute stream. Plain C;
 // the stream is returned as void* (a cudaStream_t) so that C files need no CUDA header.
 //
-// backend_cuda() and backend_cuda_available() themselves are declared in backend.h. In a
-// build without CUDA (CUDA=0 or no nvcc) src/backend/cuda/none/backend_cuda_none.c
-// provides them: they return NULL / 0 with the reason "built without CUDA (CUDA=0 or no
-// nvcc)", and the functions below are never reached (there is no CUDA Backend to pass).
+// backend_cuda() and backend_cuda_available() themselves are declared in backend.h. When the
+// CUDA back end is not built (CUDA=0 or no nvcc), src/backend/no_cuda.c provides those two
+// (NULL / 0 with the reason), and nothing here exists: code that calls these functions is
+// compiled only where BOOST_CUDA is defined (mk/cuda.mk defines it for every C file of a
+// CUDA build).
 #pragma once
 #include "../backend.h"
 
@@ -16,11 +17,6 @@ const char *backend_cuda_device_name(const Backend *b);
 // The stream every op of b is queued on (cudaStream_t). Collectives on b's buffers must be
 // ordered on it (NCCL: pass it to ncclAllReduce etc.).
 void *backend_cuda_stream(const Backend *b);
-
-// Releases everything backend_cuda() made (stream, cuBLAS handles, workspaces, staging
-// buffers) after waiting for the queued work, and b itself. backend_free() calls this for
-// a back end named "cuda". Buffers allocated through bk_alloc must be freed before.
-void backend_cuda_free(Backend *b);
 
 // Device time on b's stream, measured with CUDA events: start records an event; stop
 // records a second one, waits for it and returns the milliseconds between the two.

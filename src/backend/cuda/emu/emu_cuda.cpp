@@ -58,44 +58,56 @@ void run_grid(dim3 g, dim3 b, size_t smem, const void *kernel, const std::functi
         set_error(cudaErrorInvalidValue, msg);
         return;
     }
-    for (unsigned bz = 0; bz < g.z; bz++)
-        for (unsigned by = 0; by < g.y; by++)
-            for (unsigned bx = 0; bx < g.x; bx++) {
-                Block blk;
-                blk.bar = new std::barrier<>((std::ptrdiff_t)nt);
-                int nw = (int)((nt + 31) / 32);
-                for (int w = 0; w < nw; w++) {
-                    blk.size[w] = (int)std::min(32u, nt - 32u * (unsigned)w);
-                    blk.warp_bar[w] = new std::barrier<>(blk.size[w]);
-                    blk.live[w] = blk.size[w];
-                }
-                size_t dyn_bytes = (smem + 127) / 128 * 128;
-                blk.dyn = dyn_bytes ? (unsigned char *)aligned_alloc(128, dyn_bytes) : NULL;
-                if (blk.dyn) memset(blk.dyn, 0xFF, dyn_bytes);      // NaN until written
-                std::vector<std::thread> th;
-                th.reserve(nt);
-                for (unsigned t = 0; t < nt; t++) {
-                    th.emplace_back([&, t]() {
-                        threadIdx = dim3(t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
-                        blockIdx = dim3(bx, by, bz);
-                        blockDim = b;
-                        gridDim = g;
-                        t_block = &blk;
-                        t_warp = (int)(t / 32);
-                        t_lane = (int)(t % 32);
-                        body();
-                        blk.live[t_warp]--;                 // an exited thread leaves the barriers
-                        blk.warp_bar[t_warp]->arrive_and_drop();
-                        blk.bar->arrive_and_drop();
-                    });
-                }
-                for (auto &x : th) x.join();
-                for (int w = 0; w < nw; w++) delete blk.warp_bar[w];
-                delete blk.bar;
-                free(blk.dyn);
+    // One OS thread per CUDA thread of a block, reused for every block of the launch: thread 0
+    // makes each block's barriers between two launch-wide barriers.
+    size_t nblocks = (size_t)g.x * g.y * g.z;
+    size_t dyn_bytes = (smem + 127) / 128 * 128;
+    int nw = (int)((nt + 31) / 32);
+    Block blk;
+    blk.dyn = dyn_bytes ? (unsigned char *)aligned_alloc(128, dyn_bytes) : NULL;
+    auto setup = [&]() {
+        blk.bar = new std::barrier<>((std::ptrdiff_t)nt);
+        for (int w = 0; w < nw; w++) {
+            blk.size[w] = (int)std::min(32u, nt - 32u * (unsigned)w);
+            blk.warp_bar[w] = new std::barrier<>(blk.size[w]);
+            blk.live[w] = blk.size[w];
+        }
+        if (blk.dyn) memset(blk.dyn, 0xFF, dyn_bytes);        // NaN until written
+    };
+    auto teardown = [&]() {
+        for (int w = 0; w < nw; w++) delete blk.warp_bar[w];
+        delete blk.bar;
+    };
+    setup();
+    std::barrier<> between((std::ptrdiff_t)nt);
+    std::vector<std::thread> th;
+    th.reserve(nt);
+    for (unsigned t = 0; t < nt; t++) {
+        th.emplace_back([&, t]() {
+            threadIdx = dim3(t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
+            blockDim = b;
+            gridDim = g;
+            t_block = &blk;
+            t_warp = (int)(t / 32);
+            t_lane = (int)(t % 32);
+            for (size_t bi = 0; bi < nblocks; bi++) {
+                blockIdx = dim3((unsigned)(bi % g.x), (unsigned)((bi / g.x) % g.y), (unsigned)(bi / ((size_t)g.x * g.y)));
+                body();
+                blk.live[t_warp]--;                     // an exited thread leaves the barriers
+                blk.warp_bar[t_warp]->arrive_and_drop();
+                blk.bar->arrive_and_drop();
+                between.arrive_and_wait();              // every thread is done with this block
+                if (t == 0) { teardown(); if (bi + 1 < nblocks) setup(); }
+                between.arrive_and_wait();              // the next block's barriers exist
             }
+        });
+    }
+    for (auto &x : th) x.join();
+    free(blk.dyn);
 }
 }   // namespace emu
+
+void __threadfence() { std::lock_guard<std::mutex> g(emu::mu); }
 
 unsigned atomicAdd(unsigned *p, unsigned v) {
     std::lock_guard<std::mutex> g(emu::mu);

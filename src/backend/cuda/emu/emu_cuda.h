@@ -14,9 +14,10 @@
 //     0xFF bytes (NaN as float and bf16), so reading shared memory that the kernel never
 //     wrote shows up as NaN; a launch asking for more than 48 KiB fails unless
 //     cudaFuncSetAttribute raised the kernel's limit, and more than an A100's 163 KiB fails;
-//   * wmma fragments hold the whole 16x16 tile in every lane; loads check the 256-bit
-//     alignment and ldm rules; mma accumulates in fp32; a store is done by lane 0 (other
-//     lanes see it only after a __syncwarp, as on the GPU);
+//   * wmma fragments hold the whole 16x16 tile in every lane; loads, stores and mma first
+//     wait for every lane of the warp (CUDA: "waits until all warp lanes have arrived");
+//     loads check the 256-bit alignment and ldm rules; mma accumulates in fp32; a store is
+//     done by lane 0 (other lanes see it only after a __syncwarp, as on the GPU);
 //   * cuBLASLt / cuBLAS GEMMs are a plain fp32-accumulating loop that first checks that the
 //     layouts agree with the operation (and each pointer with the alignment the heuristic
 //     was promised); TF32 compute rounds the inputs to TF32;
@@ -122,8 +123,9 @@ static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 3
     return r;
 }
 unsigned atomicAdd(unsigned *p, unsigned v);
-static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-template <typename T> static inline T __ldcg(const T *p) { std::atomic_thread_fence(std::memory_order_seq_cst); return *p; }
+// (a lock, not std::atomic_thread_fence, which ThreadSanitizer does not model)
+void __threadfence();
+template <typename T> static inline T __ldcg(const T *p) { __threadfence(); return *p; }
 template <typename A, typename B> static inline auto min(A a, B b) { return a < b ? a : b; }
 template <typename A, typename B> static inline auto max(A a, B b) { return a < b ? b : a; }
 
@@ -191,6 +193,7 @@ struct fragment { float x[16][16]; };
 static inline float as_float(float v) { return v; }
 static inline float as_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 static inline void check_ptr(const void *p, unsigned ldm, size_t esize, const char *what) {
+    __syncwarp();                 // every lane has arrived
     if ((uintptr_t)p % 32) emu::fail("wmma::%s: pointer %p is not 256-bit aligned", what, p);
     if ((ldm * esize) % 16) emu::fail("wmma::%s: ldm %u is not a multiple of 16 bytes", what, ldm);
 }
@@ -212,6 +215,7 @@ static inline void fill_fragment(fragment<accumulator, 16, 16, 16, float> &f, fl
 template <typename T, typename LA, typename LB>
 static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d, const fragment<matrix_a, 16, 16, 16, T, LA> &a,
                             const fragment<matrix_b, 16, 16, 16, T, LB> &b, const fragment<accumulator, 16, 16, 16, float> &c) {
+    __syncwarp();
     float out[16][16];
     for (int i = 0; i < 16; i++)
         for (int j = 0; j < 16; j++) {
