@@ -49,10 +49,12 @@ typedef struct {
     void *carry;         // [N, 4·lra + 3·lrm] dL/dZ of the previous layer's latents (message
                          // layout), right after dx: the stage gradient carries it back
     void *zprev;         // [N, 4·lra + 3·lrm] Z_{l-1} recomputed from U_{l-1} (CKPT_LOWRANK)
-    void *luh, *lduh;    // [lax_scratch] Û = LN(U) recomputed, dÛ
-    void *lz, *lp;       // [lax_scratch] Vanilla-TP: the gathered dZ; BTP: P = U − g(Z_prev)
-    void *lg;            // [N, max(r_a, r_m)] one gate's output g(Z_prev)
-    float *lmean, *lrstd; // [3·N] f32 LayerNorm statistics of the chunk at hand
+    // one chunk each (BTP: the largest bottleneck; Vanilla-TP: [N, r] of one projection):
+    void *luh, *lduh;    // Û = LN(U) recomputed, dÛ (lax_norm: layernorm)
+    void *lp;            // BTP: P = U − g(Z_prev); Vanilla-TP: dU
+    void *lz;            // Vanilla-TP: the all-gathered dZ
+    void *lg;            // BTP: [N, max(r_a, r_m)] one gate's output g(Z_prev)
+    float *lmean, *lrstd; // [3·N] f32 LayerNorm statistics of the chunk at hand (layernorm)
 } Scratch;
 
 // Carving a family buffer in bytes: two passes (count with base == NULL, then assign).

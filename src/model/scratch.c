@@ -29,13 +29,16 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
         s->dfull = carve(cv, N * d, t);
     }
     if (nlat) {   // LaX (lax.c): the crossing's recompute and backward on full-width latents
-        size_t ra = (size_t)c->rank_attn, rm = (size_t)c->rank_mlp;
-        size_t big = N * (3 * ra > 2 * rm ? 3 * ra : 2 * rm) + N;   // ≥ every btp_bn size and [N, r]
+        size_t ra = (size_t)c->rank_attn, rm = (size_t)c->rank_mlp, r = ra > rm ? ra : rm;
+        // a chunk's buffer: BTP's largest bottleneck, Vanilla-TP's one projection [N, r]
+        size_t chunk = L->scheme == TP_BTP ? N * (3 * ra > 2 * rm ? 3 * ra : 2 * rm) + N : N * r;
+        int ln = c->lax_norm == LAX_NORM_LAYERNORM;
         if (mdl->ckpt == CKPT_LOWRANK) s->zprev = carve(cv, nlat, t);
-        s->luh = carve(cv, big, t); s->lduh = carve(cv, big, t);
-        s->lz = carve(cv, big, t); s->lp = carve(cv, big, t);
-        s->lg = carve(cv, N * (ra > rm ? ra : rm), t);
-        s->lmean = carve(cv, 3 * N, DT_F32); s->lrstd = carve(cv, 3 * N, DT_F32);
+        if (ln) { s->luh = carve(cv, chunk, t); s->lduh = carve(cv, chunk, t); }
+        s->lp = carve(cv, chunk, t);
+        if (L->scheme == TP_BTP) s->lg = carve(cv, N * r, t);
+        else s->lz = carve(cv, chunk, t);
+        if (ln) { s->lmean = carve(cv, 3 * N, DT_F32); s->lrstd = carve(cv, 3 * N, DT_F32); }
     }
     return cv->off;
 }
