@@ -416,6 +416,38 @@ static double call_adamw(Backend *b, void *const *p, const Case *c) {
     return 0;
 }
 
+// LaX's crossing ops (docs/lax.md §3), on strided views: i = {N, r, ld}
+// p = x, gamma, beta, y, mean, rstd  (f = {eps})
+static double call_ln_fwd(Backend *b, void *const *p, const Case *c) {
+    op_layernorm_forward(b, p[3], c->i[2], p[4], p[5], p[0], c->i[2], p[1], p[2], c->i[0], c->i[1], c->f[0]);
+    return 0;
+}
+// p = dy, x, mean, rstd, gamma, dx, dgamma, dbeta
+static double call_ln_bwd(Backend *b, void *const *p, const Case *c) {
+    op_layernorm_backward(b, p[5], c->i[2], p[6], p[7], p[0], c->i[2], p[1], c->i[2], p[2], p[3], p[4], c->i[0], c->i[1]);
+    return 0;
+}
+// p = z, W, bias, out
+static double call_dense_fwd(Backend *b, void *const *p, const Case *c) {
+    op_dense_gate_forward(b, p[3], c->i[2], p[0], c->i[2], p[1], p[2], c->i[0], c->i[1]);
+    return 0;
+}
+// p = dout, z, W, dz, dW, dbias
+static double call_dense_bwd(Backend *b, void *const *p, const Case *c) {
+    op_dense_gate_backward(b, p[3], c->i[2], p[4], p[5], p[0], c->i[2], p[1], c->i[2], p[2], c->i[0], c->i[1]);
+    return 0;
+}
+// i = {N, r1, r2, ld}: p = z, G1, G2, out
+static double call_kron_fwd(Backend *b, void *const *p, const Case *c) {
+    op_kron_gate_forward(b, p[3], c->i[3], p[0], c->i[3], p[1], p[2], c->i[0], c->i[1], c->i[2]);
+    return 0;
+}
+// p = dout, z, G1, G2, dz, dG1, dG2
+static double call_kron_bwd(Backend *b, void *const *p, const Case *c) {
+    op_kron_gate_backward(b, p[4], c->i[3], p[5], p[6], p[0], c->i[3], p[1], c->i[3], p[2], p[3], c->i[0], c->i[1], c->i[2]);
+    return 0;
+}
+
 // ---- preparations (test mode): inputs that must be consistent with others ----------------------
 static Arg *arg_named(Case *c, const char *name) {
     for (int i = 0; i < c->na; i++) if (!strcmp(c->a[i].name, name)) return &c->a[i];
@@ -448,6 +480,20 @@ static void prep_attention(Case *c, Backend *ref) {
     for (size_t i = 0; i < f.a[3].n; i++) out[i] = as_kind(K_T, r.v[3][i]);
     for (size_t i = 0; i < f.a[4].n; i++) lse[i] = as_kind(K_F32, r.v[4][i]);
     free_result(&r);
+}
+// mean, rstd of x's rows (LayerNorm over r, on the strided view)
+static void prep_ln(Case *c, Backend *ref) {
+    (void)ref;
+    int N = c->i[0], r = c->i[1], ld = c->i[2];
+    const double *x = arg_named(c, "x")->h;
+    double *mu = given(arg_named(c, "mean")), *rs = given(arg_named(c, "rstd"));
+    for (int n = 0; n < N; n++) {
+        double m = 0, v = 0;
+        for (int j = 0; j < r; j++) m += x[(size_t)n * ld + j];
+        m /= r;
+        for (int j = 0; j < r; j++) v += (x[(size_t)n * ld + j] - m) * (x[(size_t)n * ld + j] - m);
+        mu[n] = (float)m; rs[n] = (float)(1.0 / sqrt(v / r + c->f[0]));
+    }
 }
 // gmax ≥ the local row max (other ranks may hold larger logits), sumexp = Σ_local exp(x −
 // gmax) + the other ranks' share
@@ -693,6 +739,65 @@ static void case_optimizer(const size_t *sizes, int n) {
     c->f[0] = 1e-3f; c->f[1] = 0.9f; c->f[2] = 0.95f; c->f[3] = 1e-8f;
 }
 
+// LaX's crossing: row width r inside rows of ld (the bottleneck buffers are strided views).
+static void case_lax(int N, int r, int ld, int r1, int r2) {
+    size_t n = (size_t)(N - 1) * ld + r;
+    Case *c = new_case("layernorm_forward", call_ln_fwd, TOL_RED, "layernorm_forward N=%d r=%d ld=%d", N, r, ld);
+    in_(c, "x", K_T, n, -2, 2);
+    in_(c, "gamma", K_T, (size_t)r, 0.5, 1.5);
+    in_(c, "beta", K_T, (size_t)r, -0.5, 0.5);
+    io_(c, "y", K_T, n, -1, 1);                 // the columns between rows must stay untouched
+    out_(c, "mean", K_F32, (size_t)N);
+    out_(c, "rstd", K_F32, (size_t)N);
+    c->i[0] = N; c->i[1] = r; c->i[2] = ld; c->f[0] = 1e-6f;
+
+    c = new_case("layernorm_backward", call_ln_bwd, TOL_RED, "layernorm_backward N=%d r=%d ld=%d", N, r, ld);
+    in_(c, "dy", K_T, n, -1, 1);
+    in_(c, "x", K_T, n, -2, 2);
+    arg(c, "mean", K_F32, (size_t)N, 0, G_GIVEN, -1, 1);
+    arg(c, "rstd", K_F32, (size_t)N, 0, G_GIVEN, 0.5, 2);
+    in_(c, "gamma", K_T, (size_t)r, 0.5, 1.5);
+    io_(c, "dx", K_T, n, -0.5, 0.5);
+    io_(c, "dgamma", K_T, (size_t)r, -0.5, 0.5);
+    io_(c, "dbeta", K_T, (size_t)r, -0.5, 0.5);
+    c->i[0] = N; c->i[1] = r; c->i[2] = ld; c->f[0] = 1e-6f;
+    c->prep = prep_ln;
+
+    c = new_case("dense_gate_forward", call_dense_fwd, TOL_RED, "dense_gate_forward N=%d r=%d ld=%d", N, r, ld);
+    in_(c, "z", K_T, n, -1, 1);
+    in_(c, "W", K_T, (size_t)r * r, -0.2, 0.2);
+    in_(c, "bias", K_T, (size_t)r, -0.5, 0.5);
+    io_(c, "out", K_T, n, -1, 1);
+    c->i[0] = N; c->i[1] = r; c->i[2] = ld;
+
+    c = new_case("dense_gate_backward", call_dense_bwd, TOL_RED, "dense_gate_backward N=%d r=%d ld=%d", N, r, ld);
+    in_(c, "dout", K_T, n, -1, 1);
+    in_(c, "z", K_T, n, -1, 1);
+    in_(c, "W", K_T, (size_t)r * r, -0.2, 0.2);
+    io_(c, "dz", K_T, n, -0.5, 0.5);
+    io_(c, "dW", K_T, (size_t)r * r, -0.5, 0.5);
+    io_(c, "dbias", K_T, (size_t)r, -0.5, 0.5);
+    c->i[0] = N; c->i[1] = r; c->i[2] = ld;
+
+    size_t nk = (size_t)(N - 1) * ld + (size_t)r1 * r2;
+    c = new_case("kron_gate_forward", call_kron_fwd, TOL_RED, "kron_gate_forward N=%d r=%dx%d ld=%d", N, r1, r2, ld);
+    in_(c, "z", K_T, nk, -1, 1);
+    in_(c, "G1", K_T, (size_t)r1 * r1, -0.5, 0.5);
+    in_(c, "G2", K_T, (size_t)r2 * r2, -0.5, 0.5);
+    io_(c, "out", K_T, nk, -1, 1);
+    c->i[0] = N; c->i[1] = r1; c->i[2] = r2; c->i[3] = ld;
+
+    c = new_case("kron_gate_backward", call_kron_bwd, TOL_RED, "kron_gate_backward N=%d r=%dx%d ld=%d", N, r1, r2, ld);
+    in_(c, "dout", K_T, nk, -1, 1);
+    in_(c, "z", K_T, nk, -1, 1);
+    in_(c, "G1", K_T, (size_t)r1 * r1, -0.5, 0.5);
+    in_(c, "G2", K_T, (size_t)r2 * r2, -0.5, 0.5);
+    io_(c, "dz", K_T, nk, -0.5, 0.5);
+    io_(c, "dG1", K_T, (size_t)r1 * r1, -0.5, 0.5);
+    io_(c, "dG2", K_T, (size_t)r2 * r2, -0.5, 0.5);
+    c->i[0] = N; c->i[1] = r1; c->i[2] = r2; c->i[3] = ld;
+}
+
 // The test mode's cases: small odd shapes.
 static void build_test_cases(void) {
     case_buffers();
@@ -721,6 +826,8 @@ static void build_test_cases(void) {
     case_vocab(53, 37, 100, 60, 250, 29, 301, 50);
     static const size_t sizes[5] = { 1, 17, 40000, 1000, 333 };
     case_optimizer(sizes, 5);
+    case_lax(37, 15, 45, 3, 5);      // a grouped [N, 3r] bottleneck's slot, r = 15 = 3 x 5
+    case_lax(130, 24, 24, 4, 6);
 }
 
 // ---- test mode ---------------------------------------------------------------------------------------

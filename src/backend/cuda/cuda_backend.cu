@@ -6,6 +6,7 @@
 // Ops return as soon as their work is queued, except those that hand a value to the host
 // (to_host, xent_loss, sumsq_multi), which wait for the stream.
 #include "cuda_common.cuh"
+#include "lax_kernels.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +156,10 @@ static const BackendOps cuda_ops = {
     .xent_backward = cuda_xent_backward,
     // optimizer
     .sumsq_multi = cuda_sumsq_multi, .adamw_multi = cuda_adamw_multi,
+    // LaX's crossing (lax_kernels.cu)
+    .layernorm_forward = cuda_lax_layernorm_forward, .layernorm_backward = cuda_lax_layernorm_backward,
+    .dense_gate_forward = cuda_lax_dense_gate_forward, .dense_gate_backward = cuda_lax_dense_gate_backward,
+    .kron_gate_forward = cuda_lax_kron_gate_forward, .kron_gate_backward = cuda_lax_kron_gate_backward,
 };
 
 // ---- construction ---------------------------------------------------------------------------
