@@ -59,7 +59,7 @@ $(BUILD)/obj/%.o: src/%.c $(HEADERS) | $(DEPS_STAMP)
 
 # The run registry records the exact compiler flags of the build.
 BUILD_FLAGS := $(strip $(CFLAGS))
-$(BUILD)/obj/store/db.o: CFLAGS += -DBOOST_CFLAGS='"$(BUILD_FLAGS)"'
+$(BUILD)/obj/store/host.o: CFLAGS += -DBOOST_CFLAGS='"$(BUILD_FLAGS)"'
 
 
 $(BUILD)/libboost.a: $(LIB_OBJ)

@@ -8,20 +8,10 @@
 //   pipeline stage runs the K micro-batches through the 1F1B schedule.
 #pragma once
 #include "../config/config.h"
+#include "../core/metrics.h"   // StepMetrics
 #include "../data/data.h"
 #include "../model/model.h"
 #include "../parallel/comm.h"
-
-typedef struct {
-    int step;                  // 1-based optimizer step just completed
-    double loss;               // mean training loss over the step's tokens (all ranks)
-    double lr;
-    double grad_norm;          // global norm before clipping
-    double seconds;            // wall time of the step (forward, backward, optimizer)
-    double tokens_per_s;
-    double mfu;                // achieved FLOP/s / (measured sgemm peak x ranks)
-    int64_t tokens_seen;       // after this step
-} StepMetrics;
 
 typedef struct Trainer {
     Config cfg;
