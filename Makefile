@@ -39,11 +39,14 @@ help:
 	@echo "make deps            install missing Debian packages (as root) or print the apt-get line"
 	@echo "make                 build the engine, tools and tests into build/"
 	@echo "make test            build and run the whole test suite"
-	@echo "make exp EXP=name    run experiments/<name>.yaml (default: quickstart)"
+	@echo "make exp EXP=name    run experiments/<name>.yaml as one launch (default: quickstart);"
+	@echo "                     VARIANT=v  SET=\"k=v ...\"  REPEAT=n (interleaved repeats)  DRY_RUN=1"
+	@echo "make exp EXP=name RESUME=1 [LAUNCH=id]   continue a launch (interrupted or failed runs)"
+	@echo "make exp EXP=name SUMMARY=1 [LAUNCH=id]  the comparison table of a launch (default: the latest)"
 	@echo "make info PRESET=cola-60m LINEAR=cola   parameter count and FLOPs per token"
 	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU), vs PyTorch"
 	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
-	@echo "make figures EXP=x   loss curves and ablation panels of experiment x (analysis/figures/)"
+	@echo "make figures EXP=x [LAUNCH=id]   loss curves and ablation panels of a launch of x (analysis/figures/)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 
 # Packages are checked (dpkg) on every build; installed only if something is missing.
@@ -75,10 +78,14 @@ $(BUILD)/test_%: tests/test_%.c $(BUILD)/libboost.a $(HEADERS)
 test: all
 	@bash tests/run.sh
 
-# make exp EXP=name [VARIANT=v] [RESUME=1] [DRY_RUN=1] [SET="k=v k2=v2"]
+# make exp EXP=name [VARIANT=v] [SET="k=v k2=v2"] [REPEAT=n] [DRY_RUN=1]   a new launch
+#          EXP=name RESUME=1 [LAUNCH=id] [SET=...]   continue a launch (the latest by default)
+#          EXP=name SUMMARY=1 [LAUNCH=id]            the comparison table of a launch
 exp: all
 	@OMP_WAIT_POLICY=passive $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
 	  $(if $(filter 1,$(value RESUME)),--resume) $(if $(filter 1,$(value DRY_RUN)),--dry-run) \
+	  $(if $(filter 1,$(value SUMMARY)),--summary) \
+	  $(if $(value REPEAT),--repeat $(call qvar,REPEAT)) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
 	  $(foreach s,$(value SET),--set $(call shq,$(s)))
 
 info: all
@@ -93,12 +100,13 @@ bench: $(BUILD)/bench
 	OMP_WAIT_POLICY=passive $(BUILD)/bench $(foreach a,$(value BENCH_ARGS),$(call shq,$(a))) --json $(BUILD)/bench.json
 	OMP_WAIT_POLICY=passive $(PYTHON) analysis/torch_bench.py $(foreach a,$(value BENCH_ARGS),$(call shq,$(a))) --compare $(BUILD)/bench.json
 
-# Figures of EXP from runs/boost.db: loss curves of the latest run of each variant, and the
-# ablation panels (step time compute/communication, bytes moved, memory, loss parity).
+# Figures of EXP from runs/boost.db, from the runs of one launch (the latest, or LAUNCH=id):
+# loss curves with their differences, and the ablation panels (step time compute/comm with
+# spread, collective calls, bytes per layer and embedding/head, memory, loss parity).
 .PHONY: figures bench-comm docs-keys
 figures:
-	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures
-	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures
+	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
+	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
 
 # Per-layer TP communication of FullRank-TP, Vanilla-TP and BTP: at the paper's 7B shape by
 # accounting (no math), then measured on a small model at tp = 2 and 4 (docs/benchmarks.md).
