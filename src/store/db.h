@@ -192,8 +192,9 @@ int rundb_manifest_conflicts(RunDB *db, const char *experiment, const char *expe
                              const char *sha256, RunRow *first);
 // The training loss logged at `step` of a run (NAN if absent).
 double rundb_step_loss(RunDB *db, int64_t run, int step);
-// The value of one configuration key ("model.d_model") in two runs' recorded
-// configurations, as text ("" if absent): 1 if they differ, else 0.
+// The value of one configuration key ("model.d_model") in the configurations two runs
+// ran with (a resume that changed it: its config_change event's), as text ("" if
+// absent): 1 if they differ, else 0.
 int rundb_config_differs(RunDB *db, int64_t run_a, int64_t run_b, const char *dotted_key,
                          char *value_a, char *value_b, size_t n);
 

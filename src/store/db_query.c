@@ -143,9 +143,12 @@ int rundb_config_differs(RunDB *db, int64_t run_a, int64_t run_b, const char *do
                          char *value_a, char *value_b, size_t n) {
     char path[300];
     xsnprintf(path, sizeof path, "$.%s", dotted_key);
-    sqlite3_stmt *st = db_prep(db, "SELECT json_extract(a.config_json, ?3), json_extract(b.config_json, ?3), "
-                                   "json_extract(a.config_json, ?3) IS NOT json_extract(b.config_json, ?3) "
-                                   "FROM runs a, runs b WHERE a.id=?1 AND b.id=?2");
+    // the configuration in effect: after a resume that changed it, the last config_change's
+    sqlite3_stmt *st = db_prep(db,
+        "WITH cfg(id, json) AS (SELECT id, COALESCE((SELECT detail FROM events e WHERE e.run_id = runs.id AND "
+        "e.kind = 'config_change' ORDER BY e.id DESC LIMIT 1), config_json) FROM runs WHERE id IN (?1, ?2)) "
+        "SELECT json_extract(a.json, ?3), json_extract(b.json, ?3), json_extract(a.json, ?3) IS NOT json_extract(b.json, ?3) "
+        "FROM cfg a, cfg b WHERE a.id=?1 AND b.id=?2");
     db_bind_i64(db, st, 1, run_a); db_bind_i64(db, st, 2, run_b); db_bind_text(db, st, 3, path);
     int differs = 0;
     value_a[0] = value_b[0] = 0;

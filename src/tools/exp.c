@@ -404,8 +404,8 @@ int main(int argc, char **argv) {
     int failures = 0, completed = 0, planned = 0;
     const ManifestVariant *base = NULL;
     int mpirun_checked = 0;
-    char peak_s[32], launch_s[32];
-    snprintf(peak_s, sizeof peak_s, "%.6g", peak);
+    char peak_s[40], launch_s[32];
+    snprintf(peak_s, sizeof peak_s, "%.17g", peak);   // exact: runs record the launch's peak
     snprintf(launch_s, sizeof launch_s, "%lld", (long long)launch.id);
     for (int r = 0; r < repeat && !g_stop; r++) {
         for (int i = 0; i < man->n_variants && !g_stop; i++) {
