@@ -17,6 +17,7 @@
 #include "../core/check.h"
 #include "../core/fs.h"
 #include "../core/env.h"
+#include "../store/checkpoint.h"
 #include "../store/db.h"
 #include "../store/host.h"
 #include "../train/optim.h"
@@ -184,7 +185,7 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         printf("\n%s — no launch recorded: the latest run of each variant (runs made by hand; they may differ in settings)\n",
                experiment);
     }
-    printf("%-28s %5s %6s %9s %9s %9s %17s %10s %6s %10s %11s %8s\n", "variant", "runs", "steps", "loss", "val loss",
+    printf("%-28s %5s %6s %9s %9s %9s %21s %10s %6s %10s %11s %8s\n", "variant", "runs", "steps", "loss", "val loss",
            "ms/step", "spread", "tokens/s", "MFU", "peak mem", "comm/step", "calls");
     int spread_runs = 0, spread_steps = 0;
     for (int i = 0; i < n; i++) {
@@ -202,7 +203,7 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         if (s->n_completed > 1) spread_runs = 1; else if (!isnan(s->ms_lo)) spread_steps = 1;
         snprintf(runs_col, sizeof runs_col, "%d/%d", s->n_completed, s->n_runs);
         if (s->n_completed == 0) { snprintf(mem, sizeof mem, "-"); snprintf(comm, sizeof comm, "-"); }
-        printf("%-28s %5s %6d %9s %9s %9s %17s %10s %6s %10s %11s %8lld\n", s->variant, runs_col, s->steps, loss, val, ms,
+        printf("%-28s %5s %6d %9s %9s %9s %21s %10s %6s %10s %11s %8lld\n", s->variant, runs_col, s->steps, loss, val, ms,
                spread, tps, mfu, mem, comm, (long long)s->comm_calls);
     }
     printf("runs: completed/total (only completed runs enter the numbers). ms/step: median step time after warm-up\n"
@@ -423,6 +424,17 @@ int main(int argc, char **argv) {
             snprintf(rep_s, sizeof rep_s, "%d", r);
             RunRow prior;
             int have_prior = resume && rundb_launch_run(db, launch.id, v->name, r, &prior);
+            if (have_prior && strcmp(prior.status, "completed")) {
+                // a run stopped before its first checkpoint has nothing to resume from: it starts again
+                char dir[1400], ck[1500];
+                int64_t ck_step;
+                snprintf(dir, sizeof dir, "%s/%s", v->config.run.checkpoint_dir, prior.uid);
+                if (!checkpoint_latest(dir, ck, sizeof ck, &ck_step)) {
+                    printf("\n== variant %s, repeat %d/%d: run %lld (%s) is %s without a checkpoint: it starts again ==\n",
+                           v->name, r + 1, repeat, (long long)prior.id, prior.uid, prior.status);
+                    have_prior = 0;
+                }
+            }
             if (have_prior && !strcmp(prior.status, "completed") && prior.last_step >= v->config.train.steps) {
                 printf("\n== variant %s, repeat %d/%d: run %lld (%s) already completed its %d steps: nothing to do ==\n",
                        v->name, r + 1, repeat, (long long)prior.id, prior.uid, prior.last_step);

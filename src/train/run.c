@@ -27,17 +27,23 @@ static int g_rank, g_world;
 
 // A fatal error on any rank records the run 'failed' with that rank's message (the first
 // failure wins: rundb_end_run keeps an earlier 'failed').
+// Before the run is registered nothing is recorded; the empty folders made for a new run
+// are removed again (rmdir: only if still empty).
+static char g_new_dirs[2][1400];
 static void on_die(const char *message, int code) {
     if (g_rank == 0 && g_db && g_run_id) {
         stop_clear_run();
         char msg[2600];
         snprintf(msg, sizeof msg, g_world > 1 ? "rank 0: %s" : "%s", message);
+        rundb_set_patience(g_db, 2000, 30);   // a dying process does not wait 10 minutes for a lock
         rundb_end_run(g_db, g_run_id, "failed", msg);
         rundb_close(g_db);
         g_db = NULL;
     } else {
         stop_record_failure(message);
     }
+    if (!g_run_id)
+        for (int i = 1; i >= 0; i--) if (g_new_dirs[i][0]) rmdir(g_new_dirs[i]);
 }
 
 // ---- fault injection (tests; run.h) ------------------------------------------------------
@@ -306,6 +312,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
     int root = comm->rank == 0;
     g_rank = comm->rank; g_world = comm->world;
     RunCtx ctx = { .opt = opt, .launch_id = opt->launch_id };
+    set_die_hook(on_die);
     ctx.faults = parse_faults();
     ctx.config_json = config_to_json(cfg);
     ctx.manifest_text = fs_read_text(opt->config_path);   // stored in every checkpoint
@@ -352,16 +359,19 @@ int run_training(const RunOptions *opt, Comm *comm) {
             xsnprintf(ctx.uid, sizeof ctx.uid, "%s.%s.%s.%d", experiment, variant, stamp, (int)getpid());
             xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
             ensure_writable_dir(ctx.ckpt_dir, "run.checkpoint_dir");
+            xsnprintf(g_new_dirs[0], sizeof g_new_dirs[0], "%s", ctx.ckpt_dir);
             lock_run_dir(ctx.ckpt_dir, ctx.uid);
         }
         if (!noop && cfg->run.dump_steps[0]) {
             char dd[1400];
             dump_dir(dd, sizeof dd, &ctx, cfg);
             ensure_writable_dir(dd, cfg->run.dump_dir[0] ? "run.dump_dir" : "run.checkpoint_dir");
+            if (!resume_run) xsnprintf(g_new_dirs[1], sizeof g_new_dirs[1], "%s", dd);
         }
     }
     broadcast_bytes(comm, &noop, sizeof noop);
     if (noop) {
+        set_die_hook(NULL);
         if (g_db) rundb_close(g_db);
         g_db = NULL;
         free(ctx.config_json); free(ctx.manifest_text);
@@ -438,7 +448,6 @@ int run_training(const RunOptions *opt, Comm *comm) {
     broadcast_bytes(comm, &ctx.launch_id, sizeof ctx.launch_id);
     resume_command(resume_cmd, sizeof resume_cmd, opt, ctx.launch_id, experiment, variant, ctx.uid, comm->world);
     stop_set_run(opt->use_db && run_id ? cfg->run.db : "", run_id, comm->rank, comm->world, resume_cmd);
-    set_die_hook(on_die);
     if (root) {
         char in_launch[64] = "";
         if (ctx.launch_id) snprintf(in_launch, sizeof in_launch, ", launch %lld", (long long)ctx.launch_id);
