@@ -140,7 +140,8 @@ int rundb_flush_wait(RunDB *db, double patience_s);
 // Flush, then the end of a run: status ('completed'|'failed'|'interrupted'|'diverged'),
 // ended_at := now, error := error (NULL ok). 'failed', 'interrupted' and 'diverged' also
 // log an event of that kind ('failed' as 'error'). A run already 'failed' keeps its
-// status and first message (the first failure of any rank is the cause).
+// status and first message (the first failure of any rank is the cause); 'interrupted'
+// replaces only 'running' (a signal thread may have recorded it already).
 // Returns 0, or 1 if the database could not be written within the patience.
 int rundb_end_run(RunDB *db, int64_t run, const char *status, const char *error);
 // From any process (another rank, a signal thread): open `path`, set the run's status
@@ -169,6 +170,7 @@ typedef struct {
     int last_step;               // highest logged step (0 if none)
     int64_t launch_id;           // 0 = none
     int repeat_index;
+    double peak_gflops;          // the peak its MFU is relative to (host peak x hosts; NAN: none)
 } RunRow;
 // Latest run (by started_at, then id) of (experiment, variant): 1 and *out, or 0.
 int rundb_latest_run(RunDB *db, const char *experiment, const char *variant, RunRow *out);

@@ -11,7 +11,7 @@
 // Runs
 
 #define RUNROW_COLS "id, uid, experiment, variant, status, experiment_version, manifest_sha256, started_at, resumed_count, " \
-                    "(SELECT COALESCE(MAX(step), 0) FROM steps WHERE run_id = runs.id), COALESCE(launch_id, 0), repeat_index"
+                    "(SELECT COALESCE(MAX(step), 0) FROM steps WHERE run_id = runs.id), COALESCE(launch_id, 0), repeat_index, peak_gflops"
 static void read_runrow(sqlite3_stmt *st, RunRow *r) {
     memset(r, 0, sizeof *r);
     r->id = sqlite3_column_int64(st, 0);
@@ -26,6 +26,7 @@ static void read_runrow(sqlite3_stmt *st, RunRow *r) {
     r->last_step = sqlite3_column_int(st, 9);
     r->launch_id = sqlite3_column_int64(st, 10);
     r->repeat_index = sqlite3_column_int(st, 11);
+    r->peak_gflops = db_col_dbl(st, 12);
 }
 
 // First row of a run query with text parameters ?1, ?2 (NULL = unbound).
@@ -96,9 +97,9 @@ int rundb_peek_run(const char *path, const char *experiment, const char *variant
     sqlite3_finalize(st);
     const char *sql = uid && uid[0]
         ? (v2 ? "SELECT " RUNROW_COLS ", overrides FROM runs WHERE uid=?1"
-              : "SELECT id, uid, experiment, variant, status, manifest_version, manifest_sha256, started_at, resumed_count, 0, 0, 0, '[]' FROM runs WHERE uid=?1")
+              : "SELECT id, uid, experiment, variant, status, manifest_version, manifest_sha256, started_at, resumed_count, 0, 0, 0, peak_gflops, '[]' FROM runs WHERE uid=?1")
         : (v2 ? "SELECT " RUNROW_COLS ", overrides FROM runs WHERE experiment=?1 AND variant=?2 ORDER BY started_at DESC, id DESC LIMIT 1"
-              : "SELECT id, uid, experiment, variant, status, manifest_version, manifest_sha256, started_at, resumed_count, 0, 0, 0, '[]' "
+              : "SELECT id, uid, experiment, variant, status, manifest_version, manifest_sha256, started_at, resumed_count, 0, 0, 0, peak_gflops, '[]' "
                 "FROM runs WHERE experiment=?1 AND variant=?2 ORDER BY started_at DESC, id DESC LIMIT 1");
     int found = 0;
     if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
@@ -107,7 +108,7 @@ int rundb_peek_run(const char *path, const char *experiment, const char *variant
         if (sqlite3_step(st) == SQLITE_ROW) {
             found = 1;
             read_runrow(st, out);
-            *n_overrides = db_json_strings(h, (const char *)sqlite3_column_text(st, 12), overrides);
+            *n_overrides = db_json_strings(h, (const char *)sqlite3_column_text(st, 13), overrides);
         }
     }
     sqlite3_finalize(st);

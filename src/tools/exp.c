@@ -457,6 +457,7 @@ int main(int argc, char **argv) {
             if (have_prior) {
                 snprintf(resume_arg, sizeof resume_arg, "--resume=%s", prior.uid);
                 args_push(&cmd, resume_arg);
+                args_push(&cmd, "--peak-gflops"); args_push(&cmd, peak_s);   // the launch's one peak, again
                 for (int s = 0; s < n_sets; s++) { args_push(&cmd, "--set"); args_push(&cmd, sets[s]); }   // new ones only: train adds the stored
             } else {
                 for (int s = 0; s < n_all; s++) { args_push(&cmd, "--set"); args_push(&cmd, all_sets[s]); }

@@ -223,13 +223,13 @@ static void log_comm_rows(Trainer *tr, int step) {
     }
 }
 
-// The sgemm peak of this host with all its cores: the launch's (measured once by exp),
-// or measured here by rank 0 while the other ranks wait without spinning (a busy wait
-// would take the cores being measured).
-static double host_peak_gflops(const RunOptions *opt, Comm *comm) {
+// The sgemm peak of this host with all its cores: the launch's (measured once by exp), a
+// resumed run's own, or measured here by rank 0 while the other ranks wait without
+// spinning (a busy wait would take the cores being measured).
+static double host_peak_gflops(const RunOptions *opt, Comm *comm, double resumed_peak) {
     if (opt->peak_gflops > 0) return opt->peak_gflops;
-    double peak = 0;
-    if (comm->rank == 0) {
+    double peak = resumed_peak;   // rank 0: a resumed run keeps the peak it started with
+    if (comm->rank == 0 && !(peak > 0)) {
         int threads = opt->cfg.train.threads;
         set_threads(0);
         peak = measure_sgemm_peak_gflops();
@@ -322,6 +322,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
     // ---- decide the run: new, or resume one (rank 0) -----------------------------------
     char resume_path[1500] = "";
     int64_t resume_step = 0, resume_run = 0;
+    double resumed_peak = 0;
     int noop = 0;
     if (root) {
         if (opt->print_config) config_print_table(cfg, stdout);
@@ -352,6 +353,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
                               ctx.uid, ctx.ckpt_dir);
                 resume_run = row.id;
                 ctx.launch_id = row.launch_id;
+                resumed_peak = row.peak_gflops;   // host peak x hosts (divided below)
             }
         } else {
             char stamp[32]; time_t now = time(NULL); struct tm tmv; gmtime_r(&now, &tmv);
@@ -381,9 +383,9 @@ int run_training(const RunOptions *opt, Comm *comm) {
     broadcast_bytes(comm, ctx.ckpt_dir, sizeof ctx.ckpt_dir);
     broadcast_bytes(comm, resume_path, sizeof resume_path);
 
-    double host_peak = host_peak_gflops(opt, comm);
     int ranks_per_host = opt->ranks_per_host > 0 ? opt->ranks_per_host : 1;
     int hosts = comm->world / ranks_per_host > 0 ? comm->world / ranks_per_host : 1;
+    double host_peak = host_peak_gflops(opt, comm, resumed_peak / hosts);
     Trainer tr;
     trainer_init(&tr, cfg, comm);
     tr.peak_gflops = host_peak / ranks_per_host;     // per process: MFU = achieved / (peak x hosts)
