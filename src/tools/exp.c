@@ -511,8 +511,13 @@ int main(int argc, char **argv) {
     printf("  query:           sqlite3 -header -column %s \"SELECT * FROM run_summary WHERE launch_id = %lld\"\n",
            db_path, (long long)launch.id);
     if (g_stop) {
-        if (in_experiments) printf("interrupted: resume with  make exp EXP=%s RESUME=1 LAUNCH=%lld\n", man->name, (long long)launch.id);
-        else printf("interrupted: resume with  %s %s --resume --launch %lld\n", argv[0], path, (long long)launch.id);
+        // the launch keeps its overrides, except the one that says where it is recorded
+        const char *db_set = NULL;
+        for (int i = 0; i < n_all; i++) if (!strncmp(all_sets[i], "run.db=", 7)) db_set = all_sets[i];
+        if (in_experiments) printf("interrupted: resume with  make exp EXP=%s RESUME=1 LAUNCH=%lld%s%s%s\n", man->name,
+                                   (long long)launch.id, db_set ? " SET='" : "", db_set ? db_set : "", db_set ? "'" : "");
+        else printf("interrupted: resume with  %s %s --resume --launch %lld%s%s%s\n", argv[0], path, (long long)launch.id,
+                    db_set ? " --set '" : "", db_set ? db_set : "", db_set ? "'" : "");
     }
     free(runs);
     rundb_close(db);

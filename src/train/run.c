@@ -269,16 +269,21 @@ static void resume_command(char *buf, size_t n, const RunOptions *opt, int64_t l
     char expected[600];
     snprintf(expected, sizeof expected, "experiments/%s.yaml", experiment);
     if (launch_id > 0) {
+        // The launch keeps its overrides, except the one that says where it is recorded.
+        const char *db_set = NULL;
+        for (int i = 0; i < opt->n_overrides; i++) if (!strncmp(opt->overrides[i], "run.db=", 7)) db_set = opt->overrides[i];
         char id[32];
         snprintf(id, sizeof id, "%lld", (long long)launch_id);
         if (!strcmp(opt->config_path, expected)) {
-            char e[300];
+            char e[1200];
             snprintf(e, sizeof e, "EXP=%s", experiment);
             append_word(buf, n, "make"); append_word(buf, n, "exp"); append_word(buf, n, e);
             append_word(buf, n, "RESUME=1"); snprintf(e, sizeof e, "LAUNCH=%s", id); append_word(buf, n, e);
+            if (db_set) { snprintf(e, sizeof e, "SET=%s", db_set); append_word(buf, n, e); }
         } else {
             append_word(buf, n, "build/exp"); append_word(buf, n, opt->config_path);
             append_word(buf, n, "--resume"); append_word(buf, n, "--launch"); append_word(buf, n, id);
+            if (db_set) { append_word(buf, n, "--set"); append_word(buf, n, db_set); }
         }
         return;
     }
