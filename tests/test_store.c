@@ -118,7 +118,7 @@ static RunInfo make_info(const char *exp, const char *variant, const char *uid) 
     snprintf(ri.experiment, sizeof ri.experiment, "%s", exp);
     snprintf(ri.variant, sizeof ri.variant, "%s", variant);
     snprintf(ri.manifest_path, sizeof ri.manifest_path, "experiments/%s.yaml", exp);
-    snprintf(ri.manifest_version, sizeof ri.manifest_version, "3");
+    snprintf(ri.experiment_version, sizeof ri.experiment_version, "3");
     snprintf(ri.manifest_sha256, sizeof ri.manifest_sha256, "%064d", 1);
     ri.config_json = "{\"model\": {\"linear\": \"cola\"}}";
     ri.tp = ri.pp = ri.dp = ri.world_size = 1;
@@ -151,7 +151,7 @@ TEST(db_schema_round_trip) {
 
     sqlite3 *s = raw_open(path);
     char t[1024];
-    EXPECT(q_num(s, "PRAGMA user_version") == 1, "user_version");
+    EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
     q_text(s, "PRAGMA journal_mode", t, sizeof t); EXPECT(strcmp(t, "wal") == 0, "journal_mode %s", t);
     EXPECT(q_num(s, "SELECT COUNT(*) FROM steps") == 5, "steps");
     EXPECT(q_num(s, "SELECT loss FROM steps WHERE step=3") == 3.5, "loss of step 3");
@@ -164,7 +164,7 @@ TEST(db_schema_round_trip) {
     EXPECT(strcmp(t, "checkpoint:checkpoints/x/step_5.h5") == 0, "event %s", t);
     q_text(s, "SELECT status FROM runs", t, sizeof t); EXPECT(strcmp(t, "completed") == 0, "status %s", t);
     q_text(s, "SELECT ended_at FROM runs", t, sizeof t); EXPECT(strlen(t) == 24 && t[23] == 'Z', "ended_at '%s'", t);
-    q_text(s, "SELECT uid || '|' || experiment || '|' || variant || '|' || manifest_version FROM runs", t, sizeof t);
+    q_text(s, "SELECT uid || '|' || experiment || '|' || variant || '|' || experiment_version FROM runs", t, sizeof t);
     EXPECT(strcmp(t, "exp1.cola.20240101-000000.1|exp1|cola|3") == 0, "identity %s", t);
     q_text(s, "SELECT library_versions FROM runs", t, sizeof t);
     EXPECT(strstr(t, "\"hdf5\": \"1.") && strstr(t, "\"sqlite\": \"3.") && strstr(t, "\"openblas\"") &&
@@ -211,7 +211,7 @@ TEST(db_relogged_steps_replace_and_resume) {
     q_text(s, "SELECT status || '|' || error FROM runs", t, sizeof t);
     EXPECT(strcmp(t, "failed|loss is nan") == 0, "failed: %s", t);
     EXPECT(q_num(s, "SELECT COUNT(*) FROM events WHERE kind='error'") == 1, "error event");
-    rundb_resume_run(db, run, 2);                   // continue from the checkpoint at step 2
+    rundb_resume_run(db, run, 2, NULL, 0);                   // continue from the checkpoint at step 2
     q_text(s, "SELECT status || '|' || resumed_count || '|' || COALESCE(error, 'null') || '|' || COALESCE(ended_at, 'null') FROM runs", t, sizeof t);
     EXPECT(strcmp(t, "running|1|null|null") == 0, "resumed: %s", t);
     EXPECT(q_num(s, "SELECT MAX(step) FROM steps") == 2, "steps after the checkpoint kept");
@@ -280,11 +280,11 @@ static void open_db_child(void *arg) { rundb_open((const char *)arg); }
 TEST(db_newer_schema_refused) {
     char path[300], err[4096]; tmp_path(path, sizeof path, "newer.db");
     sqlite3 *s = raw_open(path);
-    sqlite3_exec(s, "CREATE TABLE runs(id INTEGER PRIMARY KEY); PRAGMA user_version=2;", NULL, NULL, NULL);
+    sqlite3_exec(s, "CREATE TABLE runs(id INTEGER PRIMARY KEY); PRAGMA user_version=3;", NULL, NULL, NULL);
     sqlite3_close(s);
     int rc = in_child(open_db_child, path, err, sizeof err);
     EXPECT(rc == 2, "exit %d", rc);
-    EXPECT(strstr(err, "newer.db: run database schema version 2 is newer than this build supports (1)") != NULL, "stderr: %s", err);
+    EXPECT(strstr(err, "newer.db: run database schema version 3 is newer than this build supports (2)") != NULL, "stderr: %s", err);
 
     tmp_path(path, sizeof path, "garbage.db");
     FILE *f = fopen(path, "w"); for (int i = 0; i < 200; i++) fputs("not sqlite at all ", f); fclose(f);
