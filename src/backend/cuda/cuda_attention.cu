@@ -432,21 +432,12 @@ __global__ void __launch_bounds__(128) attn_bwd_q_kernel(T *dq, const T *q, cons
 constexpr size_t A100_SMEM_MAX = 166912;
 
 // ---- launchers -----------------------------------------------------------------------------------------
-template <typename K>
-static void set_smem(Backend *b, K kernel, size_t bytes, const char *what) {
-    CudaImpl *im = impl_of(b);
-    if ((int)bytes > im->smem_optin)
-        die_at(__FILE__, __LINE__, "%s needs %zu bytes of shared memory per block; device %d (%s) allows %d",
-               what, bytes, im->device, im->prop.name, im->smem_optin);
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-}
-
 template <typename T, int HDP>
 static void fwd_launch(Backend *b, T *out, float *lse, const T *q, const T *k, const T *v,
                        int B, int T_, int H, int Hkv, int hd, float scale) {
     typedef FwdCfg<T, HDP> C;
     static_assert(C::SMEM <= A100_SMEM_MAX, "attention forward tiles exceed an A100's shared memory");
-    set_smem(b, attn_fwd_kernel<T, HDP>, C::SMEM, "attention_forward");
+    cuda_set_smem(b, attn_fwd_kernel<T, HDP>, C::SMEM, "attention_forward");
     dim3 grid((unsigned)((T_ + C::BR - 1) / C::BR), (unsigned)(B * H));
     LAUNCH(grid, 32 * C::NW, C::SMEM, stream_of(b), attn_fwd_kernel<T, HDP>)(out, lse, q, k, v, T_, H, Hkv, hd, scale);
     LAUNCH_CHECK();
@@ -459,8 +450,8 @@ static void bwd_launch(Backend *b, T *dq, T *dk, T *dv, const T *dout, const T *
     typedef BwdQCfg<T, HDP> CQ;
     static_assert(CKV::SMEM <= A100_SMEM_MAX, "attention dK/dV tiles exceed an A100's shared memory");
     static_assert(CQ::SMEM <= A100_SMEM_MAX, "attention dQ tiles exceed an A100's shared memory");
-    set_smem(b, attn_bwd_kv_kernel<T, HDP>, CKV::SMEM, "attention_backward (dK, dV)");
-    set_smem(b, attn_bwd_q_kernel<T, HDP>, CQ::SMEM, "attention_backward (dQ)");
+    cuda_set_smem(b, attn_bwd_kv_kernel<T, HDP>, CKV::SMEM, "attention_backward (dK, dV)");
+    cuda_set_smem(b, attn_bwd_q_kernel<T, HDP>, CQ::SMEM, "attention_backward (dQ)");
     dim3 gkv((unsigned)((T_ + CKV::BK - 1) / CKV::BK), (unsigned)(B * Hkv));
     LAUNCH(gkv, 32 * CKV::NW, CKV::SMEM, stream_of(b), attn_bwd_kv_kernel<T, HDP>)(dk, dv, q, k, v, dout, lse, D, T_, H, Hkv, hd, scale);
     LAUNCH_CHECK();

@@ -44,6 +44,7 @@ enum {
     SCR_ROWS,       // per-row fp32 factors (rstd from S, ...)
     SCR_ATT_D,      // attention backward: D = rowsum(dout ⊙ out) [B,H,T]
     SCR_SORT,       // embedding backward: keys, positions and CUB's temporary storage
+    SCR_PRODUCT,    // an fp32 GEMM product added into a compute-dtype output by a second kernel (LaX's dense gate)
     SCR_COUNT
 };
 
@@ -103,6 +104,17 @@ template <> __device__ __forceinline__ bf16 stf<bf16>(float x) { return __float2
 #define DYN_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
 #endif
 
+// Raises `kernel`'s dynamic shared memory limit to `bytes` (launches above 48 KiB need it);
+// more than the device allows is an error naming `what`.
+template <typename K>
+static void cuda_set_smem(Backend *b, K kernel, size_t bytes, const char *what) {
+    CudaImpl *im = impl_of(b);
+    if ((int)bytes > im->smem_optin)
+        die_at(__FILE__, __LINE__, "%s needs %zu bytes of shared memory per block; device %d (%s) allows %d",
+               what, bytes, im->device, im->prop.name, im->smem_optin);
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+}
+
 // Launch helper: kernel<T> for the back end's dtype. Usage:
 //   DISPATCH(b->dtype, T, (my_kernel<T><<<g, t, 0, s>>>(...)));
 #define DISPATCH(dtype, T, ...) do { \
@@ -149,6 +161,9 @@ __device__ __forceinline__ double block_sum_d(double v, double *sh) {
 void cuda_gemm(Backend *b, const GemmArgs *g);
 void cuda_gemm_group(Backend *b, int count, const GemmArgs *g);
 void cuda_gemm_free_plans(CudaImpl *im);
+// g->C is fp32 (A, B in the compute dtype): a product that a kernel then adds into a
+// compute-dtype output with one rounding (LaX's dense gate)
+void cuda_gemm_f32out(Backend *b, const GemmArgs *g);
 // cuda_norm.cu
 void cuda_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps);
 void cuda_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x,

@@ -1,4 +1,5 @@
-// cuda_gemm.cu — the back end's one GEMM through cuBLASLt, and the GEMM group.
+// cuda_gemm.cu — the back end's one GEMM through cuBLASLt, the GEMM group, and cuda_gemm_f32out
+// (an fp32 product of compute-dtype operands, through cublasGemmEx).
 //
 // Row-major (cblas) to column-major (cuBLAS): a row-major X [r, c] with row stride ld is
 // the column-major X^T [c, r] with leading dimension ld. So C = op(A)·op(B) (row-major) is
@@ -128,19 +129,26 @@ static void check_args(const GemmArgs *g) {
           g->lda, g->ldb, g->ldc, g->M, g->N, g->K, (int)g->ta, (int)g->tb);
 }
 
-// cublasGemmEx: shapes without an Lt algorithm, and K = 0 (C = beta·C).
-static void gemm_ex(Backend *b, const GemmArgs *g) {
+// cublasGemmEx: shapes without an Lt algorithm, K = 0 (C = beta·C), and fp32 products of
+// compute-dtype operands; C has type ct.
+static void gemm_ex(Backend *b, const GemmArgs *g, cudaDataType_t ct) {
     CudaImpl *im = impl_of(b);
     cudaDataType_t dt = data_type(b->dtype);
     CUBLAS_CHECK(cublasGemmEx(im->blas, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N, g->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                               g->N, g->M, g->K, &g->alpha, g->B, dt, g->ldb, g->A, dt, g->lda,
-                              &g->beta, g->C, dt, g->ldc, compute_type(b), CUBLAS_GEMM_DEFAULT));
+                              &g->beta, g->C, ct, g->ldc, compute_type(b), CUBLAS_GEMM_DEFAULT));
+}
+
+void cuda_gemm_f32out(Backend *b, const GemmArgs *g) {
+    check_args(g);
+    if (g->M == 0 || g->N == 0) return;
+    gemm_ex(b, g, CUDA_R_32F);
 }
 
 void cuda_gemm(Backend *b, const GemmArgs *g) {
     check_args(g);
     if (g->M == 0 || g->N == 0) return;
-    if (g->K == 0) { gemm_ex(b, g); return; }
+    if (g->K == 0) { gemm_ex(b, g, data_type(b->dtype)); return; }
     CudaImpl *im = impl_of(b);
     GemmKey k;
     memset(&k, 0, sizeof k);                       // the key is compared bytewise
@@ -149,7 +157,7 @@ void cuda_gemm(Backend *b, const GemmArgs *g) {
     k.dtype = b->dtype; k.tf32 = b->dtype == DT_F32 && b->tf32;
     k.align_a = alignment(g->A); k.align_b = alignment(g->B); k.align_c = alignment(g->C);
     GemmPlan *p = plan_for(b, &k);
-    if (!p->has_algo) { gemm_ex(b, g); return; }
+    if (!p->has_algo) { gemm_ex(b, g, data_type(b->dtype)); return; }
     CUBLAS_CHECK(cublasLtMatmul(im->lt, p->desc, &g->alpha, g->B, p->la, g->A, p->lb, &g->beta,
                                 g->C, p->lc, g->C, p->lc, &p->algo, im->lt_ws, im->lt_ws_size, im->stream));
 }
