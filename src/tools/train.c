@@ -2,6 +2,8 @@
 //   build/train FILE.yaml [--variant NAME] [--set key=value]... [--resume] [--no-db]
 // Single process, or under mpirun with parallel.tp * pp * dp ranks. Prints the resolved
 // configuration, one line per step, validation losses; records the run in run.db.
+// Started without an MPI launcher and with tp·pp·dp = 1, it never initialises MPI (a
+// machine without Open MPI's runtime, docs/gpu.md): the grid is the single-process one.
 #include <mpi.h>
 #include <omp.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../parallel/comm.h"
+#include "../parallel/gpu_setup.h"
 #include "../train/run.h"
 #include "../train/trainer.h"
 
@@ -54,13 +57,18 @@ int main(int argc, char **argv) {
     xsnprintf(opt.cfg.variant, sizeof opt.cfg.variant, "%s", var->name);
     free(sets);
 
-    CHECK_MPI(MPI_Init(&argc, &argv));
     const ParallelConfig *pc = &opt.cfg.parallel;
+    int use_mpi = launched_by_mpi() || (long long)pc->tp * pc->pp * pc->dp != 1;
     Comm comm;
-    comm_init(&comm, pc->tp, pc->pp, pc->dp);
+    if (use_mpi) {
+        CHECK_MPI(MPI_Init(&argc, &argv));
+        comm_init(&comm, pc->tp, pc->pp, pc->dp);
+    } else {
+        comm_init_virtual(&comm, 1, 1, 1);   // every group has one member: nothing to send
+    }
     int threads = opt.cfg.train.threads;
     if (threads == 0) {
-        threads = omp_get_num_procs() / ranks_on_node();
+        threads = omp_get_num_procs() / (use_mpi ? ranks_on_node() : 1);
         if (threads < 1) threads = 1;
     }
     set_threads(threads);
@@ -68,6 +76,6 @@ int main(int argc, char **argv) {
     int rc = run_training(&opt, &comm);
     comm_free(&comm);
     manifest_free(man);
-    CHECK_MPI(MPI_Finalize());
+    if (use_mpi) CHECK_MPI(MPI_Finalize());
     return rc;
 }
