@@ -78,7 +78,7 @@ step no_dev_packages 0 "dpkg-query -W -f='\${Package}\n' | grep -E '^(libhdf5|li
 step no_driver 0 "ls /usr/lib/x86_64-linux-gnu/libcuda.so* 2>/dev/null; test \$? != 0 && echo 'no libcuda (no NVIDIA driver): no GPU here'" "no libcuda"
 step ldd_all_resolved 0 ". ./env.sh && for b in bin/* ompi/bin/*; do ldd \$b | grep -q 'not found' && { echo \"\$b:\"; ldd \$b | grep 'not found'; exit 1; }; done; echo \"every library of \$(ls bin ompi/bin | wc -l) binaries found; LD_LIBRARY_PATH=\$LD_LIBRARY_PATH\"" "every library"
 step info_all 0 "build/info --all" "boost-1b"
-step train_cpu_no_mpirun 0 "build/train /opt/tiny.yaml --no-db" "step +3/3 \\| loss"
+step train_cpu_no_mpirun 0 "set -o pipefail; build/train /opt/tiny.yaml --no-db 2>&1 | grep -E '^(data|run|step|val) '" "step +3/3 \\| loss"
 step gpu_probe_says_no 1 "build/gpu_probe" "usable: no"
 if [ -x "$BUNDLE/bin/test_backend_ops" ]; then
     step op_test_skips 0 "build/test_backend_ops; echo \"skipped: \$(build/test_backend_ops | grep -c '^SKIP ')\"" "^SKIP "
@@ -86,7 +86,7 @@ else
     echo; echo "### op_test_skips"; echo "    (no test_backend_ops in this bundle: the CUDA op test is not on this branch yet)"
 fi
 step mpirun_comm_device 0 "build/mpirun -np 2 build/test_comm_device 2 1 1" "PASS nccl_switch_refuses_cleanly"
-step mpirun_train_tp2 0 "build/mpirun -np 2 build/train /opt/tiny.yaml --no-db --set parallel.tp=2" "step +3/3 \\| loss"
+step mpirun_train_tp2 0 "set -o pipefail; build/mpirun -np 2 build/train /opt/tiny.yaml --no-db --set parallel.tp=2 2>&1 | grep -E '^(run|step|val) '" "step +3/3 \\| loss"
 step gpu_check_without_gpu 0 "tests/gpu/gpu-check.sh --out /tmp/gpu-check" "no GPU"
 
 echo

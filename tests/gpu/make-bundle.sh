@@ -76,8 +76,15 @@ if [ -n "$ompi_pkglib" ] && [ -d "$ompi_pkglib" ] && command -v orterun >/dev/nu
         if grep -qE 'libibverbs|libucp|libuct|libucs|libfabric|libpsm|librdmacm|liboshmem|libcuda\.so' <<<"$deps"; then continue; fi
         cp "$comp" "$OUT/ompi/$rel_pkglib/"
     done
+    # PMIx's own plugins (compression, resource managers), found by env.sh's component path
+    pmix_lib=$(readlink -f "$(ldd "$OUT/lib/libopen-pal.so.40" "$OUT/lib/libpmix.so.2" 2>/dev/null | awk '$1 == "libpmix.so.2" {print $3; exit}')" 2>/dev/null || true)
+    [ -n "$pmix_lib" ] || pmix_lib=$(readlink -f "$(ldconfig -p | awk '/libpmix.so.2 / {print $NF; exit}')" 2>/dev/null || true)
+    if [ -n "$pmix_lib" ] && [ -d "$(dirname "$pmix_lib")/pmix" ]; then
+        mkdir -p "$OUT/ompi/pmix"
+        cp "$(dirname "$pmix_lib")"/pmix/*.so "$OUT/ompi/pmix/"
+    fi
     strip --strip-debug "$OUT"/ompi/bin/* "$OUT/ompi/$rel_pkglib"/*.so
-    copy_deps "$OUT"/ompi/bin/* "$OUT/ompi/$rel_pkglib"/*.so
+    copy_deps "$OUT"/ompi/bin/* "$OUT/ompi/$rel_pkglib"/*.so $(ls "$OUT"/ompi/pmix/*.so 2>/dev/null)
     ompi_note="Open MPI $(ompi_info --version 2>/dev/null | head -1 | awk '{print $NF}')"
 else
     echo "note: Open MPI's ompi_info/orterun not found: the bundle has no mpirun (the tp 2 checks will skip)"
@@ -118,10 +125,11 @@ if [ -z "${BOOST_BUNDLE_ENV:-}" ]; then
     cuda_dirs=$(boost_cuda_dirs)
     export LD_LIBRARY_PATH="$BUNDLE/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     if [ -d "$BUNDLE/ompi" ]; then
-        export OPAL_PREFIX="$BUNDLE/ompi"
+        export OPAL_PREFIX="$BUNDLE/ompi" PMIX_MCA_mca_base_component_path="$BUNDLE/ompi/pmix"
         export PATH="$BUNDLE/build:$BUNDLE/ompi/bin:$PATH"
         # one node: shared memory and TCP only; root is allowed (the device machine runs as root)
-        export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_osc=pt2pt
+        # (plm isolated: mpirun starts the ranks itself, no ssh needed on a single node)
+        export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_osc=pt2pt OMPI_MCA_plm=isolated
         export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
     else
         export PATH="$BUNDLE/build:$PATH"
