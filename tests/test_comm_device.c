@@ -257,6 +257,24 @@ TEST(device_buffers_split_messages) {
     comm_set_device(&G, NULL, NULL, NULL);
 }
 
+// The staging path with the CPU back end's own buffer ops (backend/cpu/) in the device's
+// place: its memory is host memory, marked device memory here so that the MPI back end
+// stages through its to_host/from_host and the front end copies with its copy/copy2d;
+// the gather buffer is counted in its memory as communication staging and given back.
+TEST(cpu_backend_as_device) {
+    Backend *cpu = backend_cpu(DT_F32);
+    Backend as_dev = *cpu;
+    as_dev.device_memory = 1;
+    key = 0;                          // plain host buffers for up()/down()
+    comm_set_device(&G, &as_dev, pinned_alloc, pinned_free);
+    check_device_collectives(&G);
+    if (n_ranks > 1) CK(as_dev.mem[MEM_COMM] > 0, "the gather buffer was not counted as MEM_COMM");
+    comm_set_device(&G, NULL, NULL, NULL);
+    CK(as_dev.mem[MEM_COMM] == 0, "MEM_COMM %zu bytes after comm_set_device(NULL)", as_dev.mem[MEM_COMM]);
+    key = 0x5A;
+    backend_free(cpu);
+}
+
 // Device buffers change nothing in the accounting: the same calls on host buffers and on
 // device buffers give the same table (calls, elements, bytes).
 TEST(device_accounting_identical) {
@@ -346,6 +364,7 @@ int main(int argc, char **argv) {
     RUN_ALL(bf16_reduce_rounds_fp32_result);
     RUN_ALL(device_buffers_staged);
     RUN_ALL(device_buffers_split_messages);
+    RUN_ALL(cpu_backend_as_device);
     RUN_ALL(device_accounting_identical);
     RUN_ALL(device_timing_hooks);
     RUN_ALL(nccl_switch_refuses_cleanly);

@@ -66,7 +66,7 @@ static int on_device(const Comm *c) { return c->device && c->device->device_memo
 void comm_set_device(Comm *c, struct Backend *b, void *(*host_alloc)(size_t), void (*host_free)(void *)) {
     comm_flush_timing(c);
     if (c->gbuf) {
-        if (on_device(c)) c->device->ops->free(c->device, c->gbuf); else free(c->gbuf);
+        if (on_device(c)) bk_free(c->device, c->gbuf, c->gbuf_bytes / 4, DT_F32, MEM_COMM); else free(c->gbuf);
     }
     c->gbuf = NULL; c->gbuf_bytes = 0;
     for (int i = 0; i < 2; i++) {
@@ -113,10 +113,10 @@ static int live(const Comm *c) {
 }
 // The local semantics of a size-1 all-gather / reduce-scatter: out = in. Done in every mode
 // (it is not communication; a single process relies on it), skipped for NULL buffers.
-static void local_copy(Comm *c, float *out, const float *in, size_t n) {
+static void local_copy(Comm *c, void *out, const void *in, size_t n, CommDtype t) {
     if (!in || !out || in == out || !n) return;
-    if (on_device(c)) c->device->ops->copy(c->device, out, in, n * sizeof *out);
-    else memmove(out, in, n * sizeof *out);
+    if (on_device(c)) c->device->ops->copy(c->device, out, in, n * comm_dtype_size(t));
+    else memmove(out, in, n * comm_dtype_size(t));
 }
 
 // Timing of one call: MPI_Wtime around it, or the back end's device timing (the call's
@@ -139,7 +139,8 @@ void comm_all_reduce_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, 
     if (c->size[g] == 1) return;
     double t0 = timer_start(c);
     if (live(c)) c->backend->all_reduce(c, g, buf, n, t, op);
-    count(c, COMM_ALL_REDUCE, phase, g, layer, n, acct_size(c, t), timer_stop(c, t0, COMM_ALL_REDUCE, phase, g, layer));
+    count(c, COMM_ALL_REDUCE, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, t0, COMM_ALL_REDUCE, phase, g, layer));
 }
 void comm_all_reduce(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer) {
     comm_all_reduce_ex(c, g, buf, n, DTYPE_F32, OP_SUM, phase, layer);
@@ -154,56 +155,71 @@ void comm_all_reduce_max_f64(Comm *c, CommGroup g, double *buf, size_t n, CommPh
     comm_all_reduce_ex(c, g, buf, n, DTYPE_F64, OP_MAX, phase, layer);
 }
 
-void comm_all_gather(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
-                     CommPhase phase, int layer) {
+void comm_all_gather_ex(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                        CommPhase phase, int layer) {
     check_call(c, "comm_all_gather", g, phase, layer);
     size_t gs = (size_t)c->size[g];
-    if (gs == 1) { local_copy(c, out, in, n_chunk); return; }
+    if (gs == 1) { local_copy(c, out, in, n_chunk, t); return; }
     double t0 = timer_start(c);
-    if (live(c)) c->backend->all_gather(c, g, in, out, n_chunk, DTYPE_F32);
-    count(c, COMM_ALL_GATHER, phase, g, layer, n_chunk * gs, acct_size(c, DTYPE_F32),
+    if (live(c)) c->backend->all_gather(c, g, in, out, n_chunk, t);
+    count(c, COMM_ALL_GATHER, phase, g, layer, n_chunk * gs, acct_size(c, t),
           timer_stop(c, t0, COMM_ALL_GATHER, phase, g, layer));
 }
+void comm_all_gather(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
+                     CommPhase phase, int layer) {
+    comm_all_gather_ex(c, g, in, out, n_chunk, DTYPE_F32, phase, layer);
+}
 
-void comm_all_gather_cols(Comm *c, CommGroup g, const float *in, float *out, size_t rows,
-                          size_t cols_local, CommPhase phase, int layer) {
+void comm_all_gather_cols_ex(Comm *c, CommGroup g, const void *in, void *out, size_t rows,
+                             size_t cols_local, CommDtype t, CommPhase phase, int layer) {
     check_call(c, "comm_all_gather_cols", g, phase, layer);
-    size_t gs = (size_t)c->size[g], blk = rows * cols_local;
-    if (gs == 1) { local_copy(c, out, in, blk); return; }
+    size_t gs = (size_t)c->size[g], blk = rows * cols_local, es = comm_dtype_size(t);
+    if (gs == 1) { local_copy(c, out, in, blk, t); return; }
     double t0 = timer_start(c);
     if (live(c)) {
         // gbuf [g, rows, cols_local] ← all-gather of the contiguous blocks, then place them
         // (on a device: gbuf is device memory and the placement a strided device copy)
-        size_t need = gs * blk * sizeof(float), cols = gs * cols_local, es = sizeof(float);
+        size_t need = gs * blk * es, cols = gs * cols_local;
         Backend *b = on_device(c) ? c->device : NULL;
         if (need > c->gbuf_bytes) {
-            if (b) { if (c->gbuf) b->ops->free(b, c->gbuf); c->gbuf = b->ops->alloc(b, need); }
-            else { free(c->gbuf); c->gbuf = xmalloc(need); }
+            if (b) {   // counted in the back end's memory as communication staging (4-byte units)
+                if (c->gbuf) bk_free(b, c->gbuf, c->gbuf_bytes / 4, DT_F32, MEM_COMM);
+                need = (need + 3) / 4 * 4;
+                c->gbuf = bk_alloc(b, need / 4, DT_F32, MEM_COMM);
+            } else { free(c->gbuf); c->gbuf = xmalloc(need); }
             c->gbuf_bytes = need;
         }
-        float *tmp = c->gbuf;
-        c->backend->all_gather(c, g, in, tmp, blk, DTYPE_F32);
+        char *tmp = c->gbuf;
+        c->backend->all_gather(c, g, in, tmp, blk, t);
         for (size_t i = 0; i < gs; i++) {
-            if (b) b->ops->copy2d(b, out + i * cols_local, cols * es, tmp + i * blk, cols_local * es,
-                                  cols_local * es, rows);
+            if (b) b->ops->copy2d(b, (char *)out + i * cols_local * es, cols * es, tmp + i * blk * es,
+                                  cols_local * es, cols_local * es, rows);
             else
                 for (size_t r = 0; r < rows; r++)
-                    memcpy(out + r * cols + i * cols_local, tmp + i * blk + r * cols_local, cols_local * es);
+                    memcpy((char *)out + (r * cols + i * cols_local) * es, tmp + (i * blk + r * cols_local) * es, cols_local * es);
         }
     }
-    count(c, COMM_ALL_GATHER, phase, g, layer, blk * gs, acct_size(c, DTYPE_F32),
+    count(c, COMM_ALL_GATHER, phase, g, layer, blk * gs, acct_size(c, t),
           timer_stop(c, t0, COMM_ALL_GATHER, phase, g, layer));
 }
+void comm_all_gather_cols(Comm *c, CommGroup g, const float *in, float *out, size_t rows,
+                          size_t cols_local, CommPhase phase, int layer) {
+    comm_all_gather_cols_ex(c, g, in, out, rows, cols_local, DTYPE_F32, phase, layer);
+}
 
-void comm_reduce_scatter(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
-                         CommPhase phase, int layer) {
+void comm_reduce_scatter_ex(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                            CommPhase phase, int layer) {
     check_call(c, "comm_reduce_scatter", g, phase, layer);
     size_t gs = (size_t)c->size[g];
-    if (gs == 1) { local_copy(c, out, in, n_chunk); return; }
+    if (gs == 1) { local_copy(c, out, in, n_chunk, t); return; }
     double t0 = timer_start(c);
-    if (live(c)) c->backend->reduce_scatter(c, g, in, out, n_chunk, DTYPE_F32, OP_SUM);
-    count(c, COMM_REDUCE_SCATTER, phase, g, layer, n_chunk * gs, acct_size(c, DTYPE_F32),
+    if (live(c)) c->backend->reduce_scatter(c, g, in, out, n_chunk, t, OP_SUM);
+    count(c, COMM_REDUCE_SCATTER, phase, g, layer, n_chunk * gs, acct_size(c, t),
           timer_stop(c, t0, COMM_REDUCE_SCATTER, phase, g, layer));
+}
+void comm_reduce_scatter(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
+                         CommPhase phase, int layer) {
+    comm_reduce_scatter_ex(c, g, in, out, n_chunk, DTYPE_F32, phase, layer);
 }
 
 void comm_broadcast_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
@@ -214,7 +230,8 @@ void comm_broadcast_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, i
     if (c->size[g] == 1) return;
     double t0 = timer_start(c);
     if (live(c)) c->backend->broadcast(c, g, buf, n, t, root);
-    count(c, COMM_BROADCAST, phase, g, layer, n, acct_size(c, t), timer_stop(c, t0, COMM_BROADCAST, phase, g, layer));
+    count(c, COMM_BROADCAST, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, t0, COMM_BROADCAST, phase, g, layer));
 }
 void comm_broadcast(Comm *c, CommGroup g, float *buf, size_t n, int root, CommPhase phase, int layer) {
     comm_broadcast_ex(c, g, buf, n, DTYPE_F32, root, phase, layer);
@@ -227,35 +244,50 @@ static void check_peer(const Comm *c, const char *what, CommGroup g, int peer, i
     CHECK(tag >= 0 && tag <= 32767, "%s: tag %d outside [0, 32767]", what, tag);
 }
 
-void comm_send(Comm *c, CommGroup g, const float *buf, size_t n, int peer, int tag,
-               CommPhase phase, int layer) {
+void comm_send_ex(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
+                  CommPhase phase, int layer) {
     check_call(c, "comm_send", g, phase, layer);
     check_peer(c, "comm_send", g, peer, tag);
     double t0 = timer_start(c);
-    if (live(c)) c->backend->send(c, g, buf, n, DTYPE_F32, peer, tag);
-    count(c, COMM_SEND, phase, g, layer, n, acct_size(c, DTYPE_F32), timer_stop(c, t0, COMM_SEND, phase, g, layer));
+    if (live(c)) c->backend->send(c, g, buf, n, t, peer, tag);
+    count(c, COMM_SEND, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, t0, COMM_SEND, phase, g, layer));
+}
+void comm_send(Comm *c, CommGroup g, const float *buf, size_t n, int peer, int tag,
+               CommPhase phase, int layer) {
+    comm_send_ex(c, g, buf, n, DTYPE_F32, peer, tag, phase, layer);
 }
 
-void comm_recv(Comm *c, CommGroup g, float *buf, size_t n, int peer, int tag,
-               CommPhase phase, int layer) {
+void comm_recv_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
+                  CommPhase phase, int layer) {
     check_call(c, "comm_recv", g, phase, layer);
     check_peer(c, "comm_recv", g, peer, tag);
     double t0 = timer_start(c);
-    if (live(c)) c->backend->recv(c, g, buf, n, DTYPE_F32, peer, tag);
-    count(c, COMM_RECV, phase, g, layer, n, acct_size(c, DTYPE_F32), timer_stop(c, t0, COMM_RECV, phase, g, layer));
+    if (live(c)) c->backend->recv(c, g, buf, n, t, peer, tag);
+    count(c, COMM_RECV, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, t0, COMM_RECV, phase, g, layer));
+}
+void comm_recv(Comm *c, CommGroup g, float *buf, size_t n, int peer, int tag,
+               CommPhase phase, int layer) {
+    comm_recv_ex(c, g, buf, n, DTYPE_F32, peer, tag, phase, layer);
 }
 
-void comm_sendrecv(Comm *c, CommGroup g, const float *sendbuf, size_t n_send, int dest, int send_tag,
-                   float *recvbuf, size_t n_recv, int src, int recv_tag, CommPhase phase, int layer) {
+void comm_sendrecv_ex(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, int dest, int send_tag,
+                      void *recvbuf, size_t n_recv, int src, int recv_tag, CommDtype t,
+                      CommPhase phase, int layer) {
     check_call(c, "comm_sendrecv", g, phase, layer);
     check_peer(c, "comm_sendrecv", g, dest, send_tag);
     check_peer(c, "comm_sendrecv", g, src, recv_tag);
     double t0 = timer_start(c);
-    if (live(c)) c->backend->sendrecv(c, g, sendbuf, n_send, dest, send_tag, recvbuf, n_recv, src, recv_tag, DTYPE_F32);
+    if (live(c)) c->backend->sendrecv(c, g, sendbuf, n_send, dest, send_tag, recvbuf, n_recv, src, recv_tag, t);
     double dt = timer_stop(c, t0, COMM_SEND, phase, g, layer);
     // One exchange: its time is booked on the send row, the recv row gets the call and volume.
-    count(c, COMM_SEND, phase, g, layer, n_send, acct_size(c, DTYPE_F32), dt);
-    count(c, COMM_RECV, phase, g, layer, n_recv, acct_size(c, DTYPE_F32), 0.0);
+    count(c, COMM_SEND, phase, g, layer, n_send, acct_size(c, t), dt);
+    count(c, COMM_RECV, phase, g, layer, n_recv, acct_size(c, t), 0.0);
+}
+void comm_sendrecv(Comm *c, CommGroup g, const float *sendbuf, size_t n_send, int dest, int send_tag,
+                   float *recvbuf, size_t n_recv, int src, int recv_tag, CommPhase phase, int layer) {
+    comm_sendrecv_ex(c, g, sendbuf, n_send, dest, send_tag, recvbuf, n_recv, src, recv_tag, DTYPE_F32, phase, layer);
 }
 
 void comm_barrier(Comm *c, CommGroup g, CommPhase phase, int layer) {
@@ -263,7 +295,8 @@ void comm_barrier(Comm *c, CommGroup g, CommPhase phase, int layer) {
     if (c->size[g] == 1) return;
     double t0 = timer_start(c);
     if (live(c)) c->backend->barrier(c, g);
-    count(c, COMM_BARRIER, phase, g, layer, 0, 0, timer_stop(c, t0, COMM_BARRIER, phase, g, layer));
+    count(c, COMM_BARRIER, phase, g, layer, 0, 0,
+          timer_stop(c, t0, COMM_BARRIER, phase, g, layer));
 }
 
 // ---- queries ----

@@ -13,17 +13,9 @@
 #include <math.h>
 #include "comm.h"
 #include "../backend/backend.h"
+#include "../backend/bf16.h"
 
-// ---- bf16 reductions ----
-static float bf16_to_f32(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, sizeof f); return f;
-}
-static uint16_t f32_to_bf16(float f) {   // round to nearest even; NaN stays a (quiet) NaN
-    uint32_t u; memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
+// ---- bf16 reductions (bf16.h: round to nearest even, as the GPU kernels) ----
 void comm_bf16_reduce(const uint16_t *in, uint16_t *inout, size_t n, CommOp op) {
     for (size_t i = 0; i < n; i++) {
         float a = bf16_to_f32(in[i]), b = bf16_to_f32(inout[i]), r;
@@ -33,7 +25,7 @@ void comm_bf16_reduce(const uint16_t *in, uint16_t *inout, size_t n, CommOp op) 
         case OP_MIN: r = isnan(a) || isnan(b) ? NAN : (a < b ? a : b); break;
         default: DIE("comm: unknown reduction op %d", (int)op);
         }
-        inout[i] = f32_to_bf16(r);
+        inout[i] = bf16_from_f32(r);
     }
 }
 // MPI_User_function signatures (commutative ops on MPI_UINT16_T words).
