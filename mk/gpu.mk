@@ -3,19 +3,21 @@
 # without the -dev packages (docs/gpu.md). Included by the Makefile; the CUDA kernels
 # themselves are built by mk/cuda.mk.
 #
-# CUDA is on when nvcc is found (CUDA=0 turns it off). The NCCL back end talks to the CUDA
-# back end's stream, so it is built with CUDA only when that back end's sources exist.
+# The NCCL back end talks to the CUDA back end's stream, so it is built with CUDA exactly
+# when that back end is: mk/cuda.mk's nvcc detection (CUDA_NVCC) where that file is part of
+# the build, else nvcc at $(NVCC) with the back end's sources present; CUDA=0 turns it off.
+# Recursive (=) and read only by recipes and link lines, so nothing runs while the
+# Makefile is parsed (see the pkg-config comment in the Makefile).
 CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
-CUDA      ?= $(if $(wildcard $(NVCC)),1,0)
-GPU_CUDA  := $(if $(and $(filter 1,$(CUDA)),$(wildcard src/backend/cuda/*.cu)),1,0)
-# How the CUDA runtime is linked (shared by default; mk/cuda.mk may set it first).
+GPU_CUDA   = $(if $(filter 0,$(CUDA)),,$(if $(wildcard src/backend/cuda/*.cu),$(if $(CUDA_NVCC)$(wildcard $(NVCC)),1)))
+# How the CUDA runtime is linked (shared; mk/cuda.mk links the same).
 CUDA_RT_LIBS ?= -lcudart
 
-ifeq ($(GPU_CUDA),1)
-$(BUILD)/obj/parallel/comm_nccl.o $(BUILD)/obj/parallel/gpu_setup.o: CFLAGS += -DBOOST_CUDA -isystem $(CUDA_HOME)/include
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl $(CUDA_RT_LIBS)
-endif
+$(BUILD)/obj/parallel/comm_nccl.o $(BUILD)/obj/parallel/gpu_setup.o: \
+    override CFLAGS += $(if $(GPU_CUDA),-DBOOST_CUDA -isystem $(CUDA_HOME)/include)
+LDLIBS += $(if $(GPU_CUDA),-L$(CUDA_HOME)/lib64 -Wl$(comma)-rpath$(comma)$(CUDA_HOME)/lib64 -lnccl $(CUDA_RT_LIBS))
+comma := ,
 
 .PHONY: gpu-check gpu-bundle gpu-bundle-check
 # The device check for a machine with one NVIDIA GPU (at most 8 minutes): op table, parity,
@@ -37,6 +39,7 @@ gpu-bundle-check: gpu-bundle
 	@bash tests/gpu/bundle-check.sh build/gpu-bundle
 
 # build/gpu_probe: is a CUDA device usable from this build (tests/gpu/gpu_probe.c)?
-all: $(BUILD)/gpu_probe
-$(BUILD)/gpu_probe: tests/gpu/gpu_probe.c $(BUILD)/libboost.a $(HEADERS)
-	$(CC) $(CFLAGS) $(if $(filter 1,$(GPU_CUDA)),-DBOOST_CUDA) $(PKG_CFLAGS) $< $(BUILD)/libboost.a $(LDLIBS) -o $@
+# build/attention_bench: boost-c's flash attention timed at one shape (tests/gpu/attention_bench.c).
+all: $(BUILD)/gpu_probe $(BUILD)/attention_bench
+$(BUILD)/gpu_probe $(BUILD)/attention_bench: $(BUILD)/%: tests/gpu/%.c $(BUILD)/libboost.a $(HEADERS)
+	$(CC) $(CFLAGS) $(if $(GPU_CUDA),-DBOOST_CUDA) $(PKG_CFLAGS) $< $(BUILD)/libboost.a $(LDLIBS) -o $@

@@ -4,8 +4,8 @@
 #   calls MPI_Init (a preloaded MPI_Init that exits 99 proves it), and does call it under
 #   a launcher or with a larger grid.
 #   Where a CUDA device is usable from this build (build/gpu_probe): the parity checks of
-#   tests/gpu/checks.sh — one step CUDA fp32 vs CPU fp32, bf16 within its bounds, the 16
-#   BOOST switch combinations at tp 2 on one GPU vs tp 1, a 200-step bf16 curve vs fp32.
+#   tests/gpu/checks.sh — one step CUDA fp32 vs CPU fp32, bf16 within its bounds, the BOOST
+#   switch combinations at tp 2 on one GPU vs tp 1, a 200-step bf16 curve vs fp32.
 #   Elsewhere each of them prints "SKIP name: no GPU (<why>)": skipped, never passed.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT/tests/gpu/checks.sh"
@@ -44,7 +44,7 @@ gpu_check_names() {
     local k m
     for k in dense cola svd; do echo gpu_step_fp32_$k; done
     for k in dense cola svd; do echo gpu_step_bf16_${k}_loss; echo gpu_step_bf16_${k}_grads; done
-    for m in $(seq 0 15); do echo "gpu_switches_tp2_btp$((m & 1))_orms$(((m >> 1) & 1))_grp$(((m >> 2) & 1))_lrc$(((m >> 3) & 1))"; done
+    for m in $(gpu_switch_cases); do echo "gpu_switches_tp2_$m"; done
     echo gpu_bf16_curve
 }
 if [ "$GPU_DEVICE" = cuda ]; then

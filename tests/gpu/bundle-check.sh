@@ -80,6 +80,8 @@ step ldd_all_resolved 0 ". ./env.sh && for b in bin/* ompi/bin/*; do ldd \$b | g
 step info_all 0 "build/info --all" "boost-1b"
 step train_cpu_no_mpirun 0 "set -o pipefail; build/train /opt/tiny.yaml --no-db 2>&1 | grep -E '^(data|run|step|val) '" "step +3/3 \\| loss"
 step gpu_probe_says_no 1 "build/gpu_probe" "usable: no"
+step attention_bench_skips 0 "build/attention_bench" "^SKIP attention_bench"
+step attention_bench_on_cpu 0 "build/attention_bench --device cpu --precision fp32 --shape 1 4 256 32 --kv-heads 2 --reps 2" "forward\\+backward"
 if [ -x "$BUNDLE/bin/test_backend_ops" ]; then
     step op_test_skips 0 "build/test_backend_ops; echo \"skipped: \$(build/test_backend_ops | grep -c '^SKIP ')\"" "^SKIP "
 else

@@ -8,18 +8,24 @@
 #                            loss, every gradient and the weights, per tensor
 #                            max|a-b| <= 1e-7 + 1e-4·max|b| (step dump, compare_h5.py)
 #   gpu_step_bf16_<kind>     the same step in bf16 (fp32 master weights) against CPU fp32:
-#                            loss within 1e-2·|loss|, every gradient within 5e-2·max|g|
-#   gpu_switches_tp2_<combo> the 16 combinations of boost.btp, online_rmsnorm, grouping and
-#                            lowrank_ckpt at tp 2, two ranks on ONE GPU (NCCL refuses that,
-#                            so they go through the MPI back end with host staging), each
-#                            against tp 1 on the GPU: loss and gradients within
-#                            1e-6 + 1e-4·max|b| (the tolerance of the CPU parallel tests)
+#                            loss within 1e-2·|loss|, every gradient within 1e-1·max|g|
+#                            (twice the worst the CPU bf16 back end, which rounds where the
+#                            GPU kernels do, shows on these shapes: 4.4 % for svd)
+#   gpu_switches_tp2_<case>  the BOOST switches at tp 2, two ranks on ONE GPU (NCCL refuses
+#                            that, so they go through the MPI back end with host staging):
+#                            btp off, and btp on with every combination of online_rmsnorm,
+#                            grouping and lowrank_ckpt, and SyncRMSNorm's bottleneck backward
+#                            where it applies (13 cases: the configuration refuses the other
+#                            7 of the 16 combinations, which would do nothing), each against
+#                            tp 1 on the GPU: loss and gradients within 1e-6 + 1e-4·max|b|
+#                            (the tolerance of the CPU parallel tests)
 #   gpu_bf16_curve           200 steps of bf16 and of fp32 on the same data: the loss,
 #                            averaged over each window of 10 steps after the first 20,
 #                            within 2 % of fp32's
 #
-# BOOST_GPU_TEST_DEVICE=cpu runs the same scripts on the CPU (both precisions fp32): only
-# to debug the scripts' plumbing on a machine without a GPU; t_gpu.sh never sets it.
+# BOOST_GPU_TEST_DEVICE=cpu runs the same scripts with the CPU back ends in the GPU's place
+# (fp32 then equals the reference exactly; bf16 is the CPU bf16 back end, which rounds where
+# the GPU kernels do): to debug the scripts without a GPU; t_gpu.sh never sets it.
 
 GPU_DEVICE=${BOOST_GPU_TEST_DEVICE:-cuda}
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root)
@@ -45,10 +51,10 @@ gpu_python() {
     return 1
 }
 
-# The --set arguments that put a run on the device under test in a precision (none in
-# plumbing mode: the defaults are the CPU in fp32, which the reference runs use too).
+# The --set arguments that put a run on the device under test in a precision (the
+# reference runs take the defaults: the CPU in fp32).
 dev_args() {  # PRECISION
-    [ "$GPU_DEVICE" = cpu ] || echo "--set run.device=$GPU_DEVICE --set train.precision=$1"
+    echo "--set run.device=$GPU_DEVICE --set train.precision=$1"
 }
 
 # A tiny configuration (the CPU parallel tests' shape): 2 layers, d 32, one optimizer step
@@ -110,28 +116,49 @@ check_step_bf16() {
         if ! gpu_train gpu16-$kind 1 "$TMP/$kind.yaml" $(dev_args bf16); then gpu_run_failed gpu_step_bf16_$kind gpu16-$kind; continue; fi
         local d="$TMP/gpu16-$kind/dump/step_1.h5" r="$TMP/cpu-$kind/dump/step_1.h5"
         gpu_compare gpu_step_bf16_${kind}_loss "$d" "$r" loss 0 1e-2
-        gpu_compare gpu_step_bf16_${kind}_grads "$d" "$r" grads 1e-7 5e-2
+        gpu_compare gpu_step_bf16_${kind}_grads "$d" "$r" grads 1e-7 1e-1
     done
+}
+
+# The switch configurations a manifest accepts at tp 2 (config refuses the 7 of the 16
+# combinations that turn on online_rmsnorm, grouping or lowrank_ckpt without btp: they
+# would do nothing, the model ignores them; test_btp runs all 16 at the model level), plus
+# SyncRMSNorm's second backward form where it applies: 13 runs, each name saying its switches.
+gpu_switch_cases() {
+    local m btp orms grp lrc
+    echo "btp0_orms0_grp0_lrc0"
+    for m in $(seq 0 7); do
+        orms=$(( m & 1 )); grp=$(( (m >> 1) & 1 )); lrc=$(( (m >> 2) & 1 ))
+        echo "btp1_orms${orms}_grp${grp}_lrc${lrc}"
+        [ "$orms" = 0 ] && echo "btp1_orms0_grp${grp}_lrc${lrc}_syncbwd"
+    done
+}
+gpu_switch_args() {  # CASE → the --set arguments
+    local c=$1 tf
+    tf() { [ "$1" = 1 ] && echo true || echo false; }
+    echo "--set boost.btp=$(tf "${c:3:1}") --set boost.online_rmsnorm=$(tf "${c:9:1}")" \
+         "--set boost.grouping=$(tf "${c:14:1}") --set boost.lowrank_ckpt=$(tf "${c:19:1}")" \
+         "$([ "${c%_syncbwd}" != "$c" ] && echo --set boost.sync_norm_backward=bottleneck)"
 }
 
 check_switches_tp2() {
     if ! command -v mpirun >/dev/null 2>&1; then
-        skip gpu_switches_tp2 "mpirun not found (the bundle's bin/ has one; or apt-get install openmpi-bin)"; return
+        local c
+        for c in $(gpu_switch_cases); do
+            skip "gpu_switches_tp2_$c" "mpirun not found (the bundle's build/ has one; or apt-get install openmpi-bin)"
+        done
+        return
     fi
     gpu_tiny_cfg cola "$TMP/sw.yaml"
     if ! gpu_train sw-tp1 1 "$TMP/sw.yaml" $(dev_args fp32); then gpu_run_failed gpu_switches_tp2 sw-tp1; return; fi
-    local m btp orms grp lrc name
-    for m in $(seq 0 15); do
-        btp=$(( m & 1 )); orms=$(( (m >> 1) & 1 )); grp=$(( (m >> 2) & 1 )); lrc=$(( (m >> 3) & 1 ))
-        name="gpu_switches_tp2_btp${btp}_orms${orms}_grp${grp}_lrc${lrc}"
+    local c name
+    for c in $(gpu_switch_cases); do
+        name="gpu_switches_tp2_$c"
         gpu_out_of_time "$name" && continue
-        tf() { [ "$1" = 1 ] && echo true || echo false; }
-        if ! gpu_train sw-$m 2 "$TMP/sw.yaml" $(dev_args fp32) --set parallel.tp=2 \
-                --set boost.btp=$(tf $btp) --set boost.online_rmsnorm=$(tf $orms) \
-                --set boost.grouping=$(tf $grp) --set boost.lowrank_ckpt=$(tf $lrc); then
-            gpu_run_failed "$name" sw-$m; continue
+        if ! gpu_train "sw-$c" 2 "$TMP/sw.yaml" $(dev_args fp32) --set parallel.tp=2 $(gpu_switch_args "$c"); then
+            gpu_run_failed "$name" "sw-$c"; continue
         fi
-        gpu_compare "$name" "$TMP/sw-$m/dump/step_1.h5" "$TMP/sw-tp1/dump/step_1.h5" grads,loss 1e-6 1e-4
+        gpu_compare "$name" "$TMP/sw-$c/dump/step_1.h5" "$TMP/sw-tp1/dump/step_1.h5" grads,loss 1e-6 1e-4
     done
 }
 

@@ -5,18 +5,20 @@
 # elapsed time and is skipped (said so, never guessed) when the budget is spent.
 #
 #   1 machine      build/gpu_probe, nvidia-smi; no usable GPU: says why and stops (exit 0)
-#   2 ops          the op table: every op CPU against CUDA, fp32 and bf16 (test_backend_ops)
+#   2 ops          the op table: every op CPU against CUDA, fp32 and bf16 (test_backend_ops --table)
 #   3 parity       one step CUDA fp32 vs CPU fp32, bf16 within bounds, 16 BOOST switch
 #                  combinations at tp 2 on one GPU vs tp 1 (tests/gpu/checks.sh)
 #   4 curve        200 steps bf16 vs fp32
 #   5 boost-c      tokens/s and MFU of dense, cola, svd at boost-1b, s 2048, bf16
 #   6 pytorch      the same step in PyTorch, eager and torch.compile (analysis/torch_gpu_bench.py)
-#   7 attention    causal attention forward+backward at s 4096: boost-c's kernel vs SDPA
+#   7 timing       every op's device time at the 1B shapes for the performance model
+#                  (test_backend_ops --json: DIR/gpu-ops.json), and causal attention
+#                  forward+backward at s 4096: boost-c's kernel (attention_bench) vs SDPA
 #   8 summary      the throughput table against the issue's targets
 # BOOST_GPU_TEST_DEVICE=cpu (tests/gpu/checks.sh) runs every section on the CPU, only to
 # debug this script without a GPU (with TP_PRESET=tiny TP_SEQ=32 for a small shape).
 # Writes DIR/gpu-check.json (every number above), DIR/gpu-ops.json (per-op times for the
-# performance model, when build/gpu_bench exists), DIR/gpu-check.log (the full output).
+# performance model), DIR/torch*.json (PyTorch's), DIR/gpu-check.log (the full output).
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --out) OUTDIR=$2; shift 2 ;;
         --budget) BUDGET=$2; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "gpu-check: unknown argument '$1' (--out DIR, --budget SECONDS)" >&2; exit 2 ;;
     esac
 done
@@ -77,7 +79,7 @@ section_end
 if [ $probe_rc -ne 0 ] && [ "$GPU_DEVICE" = cuda ]; then
     echo
     echo "gpu-check: no GPU ($(sed -n 's/^usable: no: //p' <<<"$probe")): nothing to measure; every section skipped."
-    for s in ops parity curve boost-c pytorch attention; do skip "gpu_check_$s" "no GPU"; done
+    for s in ops parity curve boost-c pytorch timing; do skip "gpu_check_$s" "no GPU"; done
     exit 0
 fi
 [ -n "$GPU_PY" ] || echo "note: no python3 with h5py and numpy: the parity comparisons will fail"
@@ -85,7 +87,7 @@ fi
 # ---- 2 op table ------------------------------------------------------------------------
 if section ops 45; then
     if [ -x "$BUILD/test_backend_ops" ]; then
-        timeout $(( GPU_DEADLINE - $(date +%s) )) "$BUILD/test_backend_ops" ${OPS_ARGS:-} > "$OUTDIR/ops.txt" 2>&1; rc=$?
+        timeout $(( GPU_DEADLINE - $(date +%s) )) "$BUILD/test_backend_ops" ${OPS_ARGS:---table} > "$OUTDIR/ops.txt" 2>&1; rc=$?
         cat "$OUTDIR/ops.txt"
         echo "op test: exit $rc, $(grep -c '^PASS ' "$OUTDIR/ops.txt") passed, $(grep -c '^FAIL ' "$OUTDIR/ops.txt") failed, $(grep -c '^SKIP ' "$OUTDIR/ops.txt") skipped"
     else
@@ -95,7 +97,7 @@ else skip gpu_check_ops "budget spent"; fi
 section_end
 
 # ---- 3 parity --------------------------------------------------------------------------
-if section parity 140; then
+if section parity 135; then
     check_step_fp32 | tee "$TMP/parity.txt"
     check_step_bf16 | tee -a "$TMP/parity.txt"
     check_switches_tp2 | tee -a "$TMP/parity.txt"
@@ -161,7 +163,7 @@ else skip gpu_check_boostc "budget spent"; fi
 section_end
 
 # ---- 6 PyTorch eager and torch.compile ----------------------------------------------------
-if section pytorch 130; then
+if section pytorch 120; then
     PYTHONUNBUFFERED=1 timeout $(( GPU_DEADLINE - $(date +%s) + 5 )) "$PY" "$ROOT/analysis/torch_gpu_bench.py" \
         --preset "$TP_PRESET" --seq "$TP_SEQ" --batch "$TP_BATCH" --precision bf16 --modes eager,compile \
         --steps $MEAS --warmup $WARM $([ "$GPU_DEVICE" = cuda ] && echo --gemm) --device "$([ "$GPU_DEVICE" = cpu ] && echo cpu || echo cuda)" --budget $(( GPU_DEADLINE - $(date +%s) - 15 )) \
@@ -169,24 +171,28 @@ if section pytorch 130; then
 else skip gpu_check_pytorch "budget spent"; fi
 section_end
 
-# ---- 7 attention: flash attention vs SDPA at s 4096 ------------------------------------------
-if section attention 25; then
-    if [ -x "$BUILD/gpu_bench" ]; then
-        timeout 20 "$BUILD/gpu_bench" --attention 2 32 4096 64 --json "$OUTDIR/gpu-ops.json" 2>&1 | tee "$TMP/attn-boostc.txt"
+# ---- 7 per-op times, flash attention vs SDPA ----------------------------------------------
+if section timing 45; then
+    if [ -x "$BUILD/test_backend_ops" ]; then
+        timeout 25 "$BUILD/test_backend_ops" --json "$OUTDIR/gpu-ops.json" --sizes "${OPS_SIZES:-1b}" 2>&1 | tail -40
     else
-        skip gpu_check_attention_boostc "$BUILD/gpu_bench not in this build (it needs the CUDA back end's op table)"
+        skip gpu_check_op_times "$BUILD/test_backend_ops not in this build"
     fi
+    dev=$([ "$GPU_DEVICE" = cpu ] && echo cpu || echo cuda)
+    timeout 15 "$BUILD/attention_bench" --device "$dev" --precision bf16 --shape ${ATTN_SHAPE:-2 32 4096 64} \
+        --json "$OUTDIR/attention.json" 2>&1
     PYTHONUNBUFFERED=1 timeout 20 "$PY" "$ROOT/analysis/torch_gpu_bench.py" --modes "" --attention \
-        --attn-shape ${ATTN_SHAPE:-2 32 4096 64} --device "$([ "$GPU_DEVICE" = cpu ] && echo cpu || echo cuda)" --precision bf16 --json "$OUTDIR/torch-attention.json" || echo "torch attention: exit $?"
-else skip gpu_check_attention "budget spent"; fi
+        --attn-shape ${ATTN_SHAPE:-2 32 4096 64} --device "$dev" --precision bf16 --json "$OUTDIR/torch-attention.json" \
+        || echo "torch attention: exit $?"
+else skip gpu_check_timing "budget spent"; fi
 section_end
 
 # ---- 8 summary -----------------------------------------------------------------------------
 echo
 echo "== summary ($TP_PRESET, batch $TP_BATCH x seq $TP_SEQ, bf16, $GPU_NAME; targets from the CUDA issue)"
-"$PY" - "$TMP/boostc.txt" "$OUTDIR/torch.json" "$OUTDIR/gpu-ops.json" "$OUTDIR/torch-attention.json" "$PEAK" <<'PY'
+"$PY" - "$TMP/boostc.txt" "$OUTDIR/torch.json" "$OUTDIR/attention.json" "$OUTDIR/torch-attention.json" "$PEAK" <<'PY'
 import json, os, sys
-bc_path, torch_path, ops_path, attn_path, peak = sys.argv[1:6]
+bc_path, torch_path, battn_path, attn_path, peak = sys.argv[1:6]
 peak = float(peak)
 bc = {}
 if os.path.exists(bc_path):
@@ -220,10 +226,8 @@ d = bc.get("dense")
 dm = d["toks"] * d["fpt"] / (peak * 1e12) if d and peak else None
 target("dense MFU >= 50%", dm >= 0.5 if dm is not None else None, f"{100 * dm:.1f}%" if dm is not None else "missing")
 fa = sd = None
-if os.path.exists(ops_path):
-    for op in json.load(open(ops_path)).get("ops", []):
-        if op.get("name") == "attention_forward_backward":
-            fa = op.get("ms")
+if os.path.exists(battn_path):
+    fa = json.load(open(battn_path)).get("ms_forward_backward")
 if os.path.exists(attn_path):
     sd = json.load(open(attn_path)).get("attention", {}).get("ms_forward_backward")
 target("flash attention fwd+bwd <= 1.5x SDPA at s 4096", fa <= 1.5 * sd if fa and sd else None,
@@ -235,7 +239,8 @@ PY
 import json, os, sys
 rows, outdir, total, gpu = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 out = {"gpu": gpu, "wall_s": total, "boost_c": [json.loads(l) for l in open(rows) if l.strip()]}
-for name, key in (("torch.json", "pytorch"), ("torch-attention.json", "pytorch_attention"), ("gpu-ops.json", "ops")):
+for name, key in (("torch.json", "pytorch"), ("torch-attention.json", "pytorch_attention"),
+                  ("attention.json", "attention"), ("gpu-ops.json", "ops")):
     p = os.path.join(outdir, name)
     if os.path.exists(p):
         out[key] = json.load(open(p))
@@ -244,5 +249,5 @@ out["checks"] = [l for l in log if l.startswith(("PASS ", "FAIL ", "SKIP "))]
 json.dump(out, open(os.path.join(outdir, "gpu-check.json"), "w"), indent=1)
 PY
 echo
-echo "sections: $(for s in machine ops parity curve boost-c pytorch attention; do printf '%s %ss  ' "$s" "${SEC_S[$s]:-0}"; done)"
+echo "sections: $(for s in machine ops parity curve boost-c pytorch timing; do printf '%s %ss  ' "$s" "${SEC_S[$s]:-0}"; done)"
 echo "gpu-check: $(elapsed) s of the ${BUDGET} s budget; $(grep -c '^PASS ' "$OUTDIR/gpu-check.log") passed, $(grep -c '^FAIL ' "$OUTDIR/gpu-check.log") failed, $(grep -c '^SKIP ' "$OUTDIR/gpu-check.log") skipped; files in $OUTDIR"

@@ -24,7 +24,7 @@ OUT=$(cd "$OUT" && pwd)
 # ---- binaries ----
 bins=()
 for f in "$ROOT"/src/tools/*.c; do bins+=("$(basename "$f" .c)"); done
-bins+=(gpu_probe test_backend_ops test_comm_device)
+bins+=(gpu_probe attention_bench test_backend_ops test_comm_device)
 for b in "${bins[@]}"; do
     [ -x "$BUILD_DIR/$b" ] || { [ "$b" = test_backend_ops ] && { echo "note: $BUILD_DIR/test_backend_ops not built (no op test in this tree)"; continue; }; echo "make-bundle: $BUILD_DIR/$b missing" >&2; exit 1; }
     cp "$BUILD_DIR/$b" "$OUT/bin/$b"
