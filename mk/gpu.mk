@@ -26,7 +26,7 @@ comma := ,
 gpu-check: all
 	@bash tests/gpu/gpu-check.sh
 
-# build/gpu-bundle/ and build/gpu-bundle.tar.gz: the binaries, built for a portable x86-64
+# build/gpu-bundle/ and build/gpu-bundle.tar.xz: the binaries, built for a portable x86-64
 # (no -march=native), with the shared libraries a bare Debian 12 + NVIDIA driver lacks,
 # behind a wrapper that sets LD_LIBRARY_PATH (tests/gpu/make-bundle.sh).
 GPU_BUNDLE_OPT ?= -O3 -march=x86-64-v3

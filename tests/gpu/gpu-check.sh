@@ -73,7 +73,8 @@ echo "gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname); $( [ -f "$ROOT/BU
 probe=$("$BUILD/gpu_probe" 2>&1); probe_rc=$?
 echo "$probe"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/nvidia-smi: /'
-"$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' 2>&1 | sed 's/^/python: /'
+"$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' 2>/dev/null |
+    sed 's/^/python: /' | grep . || echo "python: no PyTorch in $(command -v "$PY" || echo "$PY") (the pytorch section will say so)"
 GPU_NAME=$(sed -nE 's/^  0: ([^,]*),.*/\1/p' <<<"$probe")
 section_end
 if [ $probe_rc -ne 0 ] && [ "$GPU_DEVICE" = cuda ]; then

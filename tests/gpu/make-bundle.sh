@@ -4,7 +4,7 @@
 # Open MPI's runtime (mpirun for the one-GPU tp 2 checks), the GPU check scripts and a
 # text corpus: everything make gpu-check needs on a machine that has the CUDA libraries
 # and PyTorch but none of HDF5, SQLite, libfyaml, OpenBLAS or Open MPI (docs/gpu.md).
-# `make gpu-bundle` calls it; it writes OUT_DIR/ and OUT_DIR.tar.gz and prints the sizes.
+# `make gpu-bundle` calls it; it writes OUT_DIR/ and OUT_DIR.tar.xz and prints the sizes.
 #
 # Not bundled, found on the target at run time (env.sh): glibc, libstdc++ and libgcc_s
 # (in every Debian/Ubuntu base), the NVIDIA driver (libcuda), and cuBLAS/cuBLASLt/NCCL —
@@ -17,14 +17,14 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD_DIR=$(cd "$1" && pwd)
 OUT=$2
 LIMIT_MIB=64
-rm -rf "$OUT" "$OUT.tar.gz"
+rm -rf "$OUT" "$OUT.tar.xz"
 mkdir -p "$OUT"/{bin,lib,build,tests/gpu,analysis,data}
 OUT=$(cd "$OUT" && pwd)
 
 # ---- binaries ----
-bins=()
-for f in "$ROOT"/src/tools/*.c; do bins+=("$(basename "$f" .c)"); done
-bins+=(gpu_probe attention_bench test_backend_ops test_comm_device)
+# What a GPU machine runs: training and experiments, the model facts, the checks. (The CPU
+# benchmarks bench and bench_comm stay home: each binary carries the CUDA kernels.)
+bins=(train exp prepare info gpu_probe attention_bench test_backend_ops test_comm_device)
 for b in "${bins[@]}"; do
     [ -x "$BUILD_DIR/$b" ] || { [ "$b" = test_backend_ops ] && { echo "note: $BUILD_DIR/test_backend_ops not built (no op test in this tree)"; continue; }; echo "make-bundle: $BUILD_DIR/$b missing" >&2; exit 1; }
     cp "$BUILD_DIR/$b" "$OUT/bin/$b"
@@ -172,10 +172,12 @@ if command -v bible >/dev/null 2>&1; then bible -f Gen1:1-Rev22:21 > "$OUT/data/
 } > "$OUT/BUNDLE"
 
 # The tarball is what travels to a GPU machine (at most 64 MiB with the working tree);
-# unpacked, OpenBLAS alone is 36 MB (every CPU's kernels), so the folder is larger.
-tar -C "$(dirname "$OUT")" -czf "$OUT.tar.gz" "$(basename "$OUT")"
-dir_kib=$(du -sk "$OUT" | cut -f1); tar_kib=$(du -k "$OUT.tar.gz" | cut -f1)
+# unpacked, OpenBLAS alone is 36 MB (every CPU's kernels), so the folder is larger. xz with
+# a 64 MiB window: every binary links the same CUDA kernels (fatbins of several MB), which
+# the window stores once.
+XZ_OPT=-9e tar -C "$(dirname "$OUT")" -cJf "$OUT.tar.xz" "$(basename "$OUT")"
+dir_kib=$(du -sk "$OUT" | cut -f1); tar_kib=$(du -k "$OUT.tar.xz" | cut -f1)
 kib() { du -sk "$1" 2>/dev/null | cut -f1; }
 echo "bundle: $OUT: $((dir_kib / 1024)) MiB unpacked (bin $(kib "$OUT/bin") KiB, lib $(kib "$OUT/lib") KiB in $(ls "$OUT/lib" | wc -l) libraries of which OpenBLAS $(kib "$OUT/lib/libopenblas.so.0") KiB, Open MPI runtime $(kib "$OUT/ompi") KiB, data $(kib "$OUT/data") KiB)"
-echo "tarball: $OUT.tar.gz: $tar_kib KiB ($((tar_kib / 1024)) MiB; limit $LIMIT_MIB MiB)"
+echo "tarball: $OUT.tar.xz: $tar_kib KiB ($((tar_kib / 1024)) MiB; limit $LIMIT_MIB MiB)"
 if [ "$tar_kib" -gt $((LIMIT_MIB * 1024)) ]; then echo "make-bundle: the tarball is over $LIMIT_MIB MiB" >&2; exit 1; fi
