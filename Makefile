@@ -125,3 +125,5 @@ docs-keys: all
 
 clean:
 	rm -rf $(BUILD)
+
+include mk/cuda.mk   # the CUDA back end: built when nvcc is found, CUDA=0 skips it

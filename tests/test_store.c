@@ -1,11 +1,11 @@
 // test_store.c — the run database (schema round trip, re-logged steps, resume, stale
 // runs, schema version refusal, logging cost), checkpoints (bit-exact round trip for
-// dense/cola/svd and tied, refusal of another model, crash leftovers, pruning) and
+// dense/cola/svd/lax and tied, refusal of another model, crash leftovers, pruning) and
 // step dumps.
 //
 // Also a helper for tests/t_store.sh:
-//   test_store --write-dump PATH [dense|cola|svd]   write a step dump of a tiny model
-//   test_store --write-checkpoint PATH [dense|cola|svd]
+//   test_store --write-dump PATH [dense|cola|svd|lax|lax-svd-dense]   a step dump of a tiny model
+//   test_store --write-checkpoint PATH [dense|cola|svd|lax|lax-svd-dense]
 #include <hdf5.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -35,6 +35,7 @@ static ModelConfig tiny_cfg(LinearKind kind, int tied, int rank) {
     if (kind == LINEAR_DENSE) c.rank_attn = c.rank_mlp = 0;
     c.tie_embeddings = tied;
     c.only_lr_act = 1; c.norm_eps = 1e-6f; c.rope_theta = 10000.0f; c.embed_std = 0.02f;
+    c.lax_gate = LAX_GATE_KRON;   // LaX defaults (cola base, LayerNorm: the zero values)
     return c;
 }
 
@@ -42,7 +43,14 @@ static LinearKind parse_kind(const char *s) {
     if (!s || strcmp(s, "cola") == 0) return LINEAR_COLA;
     if (strcmp(s, "dense") == 0) return LINEAR_DENSE;
     if (strcmp(s, "svd") == 0) return LINEAR_SVD;
-    die_input("unknown linear kind '%s' (expected dense, cola or svd)", s);
+    if (strncmp(s, "lax", 3) == 0) return LINEAR_LAX;
+    die_input("unknown linear kind '%s' (expected dense, cola, svd, lax or lax-svd-dense)", s);
+}
+// "lax" = the LaX defaults; "lax-svd-dense" = the svd base with the dense gate and no norm
+static ModelConfig demo_cfg(const char *s, int rank) {
+    ModelConfig c = tiny_cfg(parse_kind(s), 0, rank);
+    if (s && !strcmp(s, "lax-svd-dense")) { c.lax_base = LAX_BASE_SVD; c.lax_gate = LAX_GATE_DENSE; c.lax_norm = LAX_NORM_NONE; }
+    return c;
 }
 
 // Fill a family with a recognisable pattern over the tensors (padding stays 0).
@@ -345,6 +353,7 @@ TEST(ckpt_round_trip_cola) { ckpt_round_trip(LINEAR_COLA, 0, "cola"); }
 TEST(ckpt_round_trip_svd) { ckpt_round_trip(LINEAR_SVD, 0, "svd"); }
 TEST(ckpt_round_trip_cola_tied) { ckpt_round_trip(LINEAR_COLA, 1, "cola_tied"); }
 TEST(ckpt_round_trip_dense_tied) { ckpt_round_trip(LINEAR_DENSE, 1, "dense_tied"); }
+TEST(ckpt_round_trip_lax) { ckpt_round_trip(LINEAR_LAX, 0, "lax"); }
 
 // The model is built in the parent: OpenMP (used by the init) must not run in a forked child.
 typedef struct { const char *path; ModelState m; } ReadArg;
@@ -450,8 +459,7 @@ TEST(ckpt_prune_keeps_last_k) {
 
 // ---- dumps --------------------------------------------------------------------------
 // One optimizer step of K=2 micro-batches on a tiny model, dumped before the update.
-static void write_demo_dump(const char *path, LinearKind kind) {
-    ModelConfig c = tiny_cfg(kind, 0, 8);
+static void write_demo_dump(const char *path, ModelConfig c) {
     int B = 2, T = c.seq_len, K = 2;
     Model m; model_init(&m, &c, B, T, 5);
     int rows = K * B;
@@ -467,7 +475,14 @@ static void write_demo_dump(const char *path, LinearKind kind) {
     ModelState full;
     model_state_init(&full, &c, STATE_PARAMS | STATE_GRADS);
     state_gather_model(&m, &full, STATE_PARAMS | STATE_GRADS);
-    dump_write(path, &full, &m, 1, "{\"model\": {\"linear\": \"test\"}}", in, tg, rows, T, loss / K);
+    // the model section analysis/read_dump.py needs (LaX: the crossing's form, for its checks)
+    static const char *const base[] = { "cola", "svd" }, *const gate[] = { "identity", "dense", "kron" },
+                             *const norm[] = { "layernorm", "none" };
+    char json[400];
+    snprintf(json, sizeof json, "{\"model\": {\"linear\": \"%s\", \"lax_base\": \"%s\", \"lax_gate\": \"%s\", "
+             "\"lax_norm\": \"%s\", \"norm_eps\": %g, \"only_lr_act\": %s}}", linear_kind_name(c.linear), base[c.lax_base],
+             gate[c.lax_gate], norm[c.lax_norm], (double)c.norm_eps, c.only_lr_act ? "true" : "false");
+    dump_write(path, &full, &m, 1, json, in, tg, rows, T, loss / K);
     free(in); free(tg);
     model_state_free(&full);
     model_free(&m);
@@ -475,7 +490,7 @@ static void write_demo_dump(const char *path, LinearKind kind) {
 
 TEST(dump_write_reads_back) {
     char path[300]; tmp_path(path, sizeof path, "dumps/step_1.h5");
-    write_demo_dump(path, LINEAR_COLA);
+    write_demo_dump(path, tiny_cfg(LINEAR_COLA, 0, 8));
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     EXPECT(f >= 0, "open");
     if (f < 0) return;
@@ -490,9 +505,9 @@ TEST(dump_write_reads_back) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 3 && strcmp(argv[1], "--write-dump") == 0) { write_demo_dump(argv[2], parse_kind(argc > 3 ? argv[3] : NULL)); return 0; }
+    if (argc >= 3 && strcmp(argv[1], "--write-dump") == 0) { write_demo_dump(argv[2], demo_cfg(argc > 3 ? argv[3] : NULL, 8)); return 0; }
     if (argc >= 3 && strcmp(argv[1], "--write-checkpoint") == 0) {
-        ModelConfig c = tiny_cfg(parse_kind(argc > 3 ? argv[3] : NULL), 0, 8);
+        ModelConfig c = demo_cfg(argc > 3 ? argv[3] : NULL, 8);
         ModelState m; state_make(&m, c, 1);
         CheckpointMeta meta = { .step = 3, .tokens_seen = 3 * 16, .samples_seen = 6, .seed = 1, .adam_t = 3,
                                 .manifest = "name: demo\n", .config_json = "{}", .git_commit = "unknown" };
@@ -513,6 +528,7 @@ int main(int argc, char **argv) {
     RUN(ckpt_round_trip_svd);
     RUN(ckpt_round_trip_cola_tied);
     RUN(ckpt_round_trip_dense_tied);
+    RUN(ckpt_round_trip_lax);
     RUN(ckpt_refuses_another_model);
     RUN(ckpt_killed_midway_latest_is_older_good_one);
     RUN(ckpt_prune_keeps_last_k);

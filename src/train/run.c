@@ -40,9 +40,18 @@ static void check_same_model(const char *path, const Config *cfg, const char *ck
         int quoted = keys[i].type == CK_STRING || keys[i].type == CK_ENUM;
         xsnprintf(want, sizeof want, quoted ? "\"%s\": \"%s\"" : "\"%s\": %s", keys[i].key, v);
         const char *hit = strstr(ms, want);
-        if (!hit || hit > me)
+        if (!hit || hit > me) {
+            // A key the checkpoint's engine did not have yet (model.lax_*): the same model if
+            // this run keeps the key's default, which is what that engine built.
+            char name[160], dv[1100];
+            xsnprintf(name, sizeof name, "\"%s\":", keys[i].key);
+            const char *k = strstr(ms, name);
+            Config d; config_defaults(&d);
+            config_format_value(&d, &keys[i], dv, sizeof dv);
+            if ((!k || k > me) && !strcmp(v, dv)) continue;
             die_input("RESUME: %s was written by a different model (model.%s is now %s); resuming with a different model is refused",
                       path, keys[i].key, v);
+        }
     }
 }
 
