@@ -26,6 +26,9 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 
 EXP      ?= quickstart
 
+# The GPU run path: NCCL back end, placement, gpu-check, gpu-bundle (mk/gpu.mk).
+include mk/gpu.mk
+
 # User variables (EXP, VARIANT, SET, ...) reach the shell as single-quoted words of their
 # RAW text ($(value ...): make does not expand them either), so no value can run a
 # command: `make exp 'EXP=$$(touch x)'` names an experiment called "$$(touch x)".

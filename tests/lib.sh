@@ -1,5 +1,6 @@
 # tests/lib.sh — helpers for shell tests (tests/t_*.sh). Each check prints
-# "PASS name" or "FAIL name: reason"; tests/run.sh counts them.
+# "PASS name", "FAIL name: reason" or, when it cannot run on this machine (no GPU, say),
+# "SKIP name: reason"; tests/run.sh counts them (a skip is never a pass).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
@@ -8,6 +9,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
+skip() { echo "SKIP $1: $2"; }
 
 # expect_error NAME "substring of stderr" EXPECTED_EXIT command...
 # The command must exit with EXPECTED_EXIT and print the substring on stderr.
@@ -25,4 +27,26 @@ expect_ok() {
     local name=$1; shift
     local out
     if out=$("$@" 2>&1); then pass "$name"; else fail "$name" "exit $?: $(echo "$out" | tail -3)"; fi
+}
+
+# mpi_grids LABEL BIN N_TESTS GRID...: run BIN under mpirun once per grid "AxBxC" (its
+# factors are BIN's arguments, their product the number of ranks); rank 0 of BIN prints a
+# PASS/FAIL line per test (mpitestlib.h). One line per grid here: PASS when BIN exits 0
+# with N_TESTS passes and no failure, else FAIL with the failing tests and ranks' details.
+mpi_grids() {
+    local label=$1 bin=$2 n_tests=$3; shift 3
+    local grid np rc npass nfail
+    for grid in "$@"; do
+        np=1; for f in ${grid//x/ }; do np=$((np * f)); done
+        # timeout: a deadlocked exchange must fail the test, not hang the suite
+        timeout 120 mpirun --oversubscribe --allow-run-as-root -np "$np" "$bin" ${grid//x/ } >"$TMP/out" 2>"$TMP/err"; rc=$?
+        npass=$(grep -c '^PASS ' "$TMP/out"); nfail=$(grep -c '^FAIL ' "$TMP/out")
+        if [ "$rc" -eq 0 ] && [ "$nfail" -eq 0 ] && [ "$npass" -eq "$n_tests" ]; then
+            pass "${label}_grid_${grid} ($npass tests on $np ranks)"
+        else
+            fail "${label}_grid_${grid}" "exit $rc, $npass/$n_tests passed, $nfail failed"
+            grep '^FAIL ' "$TMP/out" | sed 's/^FAIL /  also: /'
+            grep -E '^  rank |fatal|error|Segmentation' "$TMP/err" | head -8 | sed 's/^ */  also: /'
+        fi
+    done
 }

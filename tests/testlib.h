@@ -1,6 +1,8 @@
 // testlib.h — a minimal test harness. Each tests/test_*.c defines TEST(name) functions
-// and a main() that calls RUN(name) for each. Output per test: "PASS name" or
-// "FAIL name: reason"; tests/run.sh counts them and prints "N passed, N failed".
+// and a main() that calls RUN(name) for each. Output per test: "PASS name",
+// "FAIL name: reason", or "SKIP name: reason" for a test that cannot run on this machine
+// (SKIP_TEST inside the test, then return); tests/run.sh counts them and prints
+// "N passed, N failed" (skips counted apart, never as passes).
 #pragma once
 #include <math.h>
 #include <stdio.h>
@@ -9,17 +11,24 @@
 
 extern int tl_failed_current;
 extern const char *tl_current;   // name of the running test
-extern int tl_n_pass, tl_n_fail;
+extern int tl_n_pass, tl_n_fail, tl_n_skip;
+extern int tl_skipped_current;
 
 #define TEST(name) static void test_##name(void)
-#define RUN(name) do { tl_failed_current = 0; tl_current = #name; test_##name(); \
-    if (tl_failed_current) { tl_n_fail++; } else { tl_n_pass++; printf("PASS %s\n", #name); } \
+#define RUN(name) do { tl_failed_current = 0; tl_skipped_current = 0; tl_current = #name; test_##name(); \
+    if (tl_failed_current) { tl_n_fail++; } else if (tl_skipped_current) { tl_n_skip++; } \
+    else { tl_n_pass++; printf("PASS %s\n", #name); } \
     fflush(stdout); } while (0)
+// Mark the running test as skipped and say why ("SKIP name: no GPU (...)"); the test then
+// returns. A test that already failed stays failed.
+#define SKIP_TEST(...) do { if (!tl_failed_current && !tl_skipped_current) { \
+    printf("SKIP %s: ", tl_current); printf(__VA_ARGS__); printf("\n"); } tl_skipped_current = 1; } while (0)
 // Record a failure (first one per test is printed as the FAIL line; later ones as detail).
 #define EXPECT(cond, ...) do { if (!(cond)) { \
     if (!tl_failed_current) printf("FAIL %s: ", tl_current); else printf("  also: "); \
     printf(__VA_ARGS__); printf("  [%s:%d]\n", __FILE__, __LINE__); tl_failed_current = 1; } } while (0)
-#define TL_MAIN_DEFS int tl_failed_current = 0, tl_n_pass = 0, tl_n_fail = 0; const char *tl_current = "";
+#define TL_MAIN_DEFS int tl_failed_current = 0, tl_skipped_current = 0, tl_n_pass = 0, tl_n_fail = 0, \
+    tl_n_skip = 0; const char *tl_current = "";
 #define TL_EXIT() return tl_n_fail ? 1 : 0
 
 // max_i |a_i - b_i| / (atol + rtol*|b_i|)  <= 1 means "close".

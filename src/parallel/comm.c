@@ -3,6 +3,7 @@
 // account-only mode (counted, no data moved), otherwise times the backend call and counts it.
 // Conventions: comm.h header comment and docs/parallelism.md.
 #include "comm.h"
+#include "../backend/backend.h"
 
 static const char *const kind_names[COMM_KIND_COUNT] = {
     "all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "barrier" };
@@ -43,13 +44,44 @@ Comm *comm_single(void) {
     return &single;
 }
 
+void comm_flush_timing(Comm *c) {
+    if (c->backend && c->backend->time_flush) c->backend->time_flush(c);
+}
+
 void comm_set_n_layers(Comm *c, int n_layers) {
     CHECK(n_layers >= 0, "comm_set_n_layers: n_layers = %d < 0", n_layers);
+    comm_flush_timing(c);   // pending timings name cells of the old table
     free(c->stats);
     c->n_layers = n_layers;
     c->stats = xcalloc(table_len(c), sizeof *c->stats);
 }
-void comm_stats_reset(Comm *c) { memset(c->stats, 0, table_len(c) * sizeof *c->stats); }
+void comm_stats_reset(Comm *c) {
+    comm_flush_timing(c);
+    memset(c->stats, 0, table_len(c) * sizeof *c->stats);
+}
+
+// Buffers on a device back end: the staging and gather buffers made for the previous
+// placement are released, the next call makes them where they now belong.
+static int on_device(const Comm *c) { return c->device && c->device->device_memory; }
+void comm_set_device(Comm *c, struct Backend *b, void *(*host_alloc)(size_t), void (*host_free)(void *)) {
+    comm_flush_timing(c);
+    if (c->gbuf) {
+        if (on_device(c)) bk_free(c->device, c->gbuf, c->gbuf_bytes / 4, DT_F32, MEM_COMM); else free(c->gbuf);
+    }
+    c->gbuf = NULL; c->gbuf_bytes = 0;
+    for (int i = 0; i < 2; i++) {
+        if (c->stage[i]) { if (c->host_free) c->host_free(c->stage[i]); else free(c->stage[i]); }
+        c->stage[i] = NULL; c->stage_bytes[i] = 0;
+    }
+    CHECK(!b || b->ops, "comm_set_device: back end '%s' has no op table", b->name ? b->name : "?");
+    CHECK(!b || !b->device_memory || (b->ops->alloc && b->ops->free && b->ops->copy && b->ops->copy2d &&
+          b->ops->to_host && b->ops->from_host && b->ops->sync),
+          "comm_set_device: back end '%s' lacks a buffer op the staging needs", b->name ? b->name : "?");
+    CHECK(!host_alloc == !host_free, "comm_set_device: host_alloc and host_free come together");
+    c->device = b;
+    c->host_alloc = host_alloc;
+    c->host_free = host_free;
+}
 
 // Argument checks shared by every operation (internal errors: the model code is wrong).
 static void check_call(const Comm *c, const char *what, CommGroup g, CommPhase phase, int layer) {
@@ -81,18 +113,34 @@ static int live(const Comm *c) {
 }
 // The local semantics of a size-1 all-gather / reduce-scatter: out = in. Done in every mode
 // (it is not communication; a single process relies on it), skipped for NULL buffers.
-static void local_copy(void *out, const void *in, size_t n, CommDtype t) {
-    if (in && out && in != out && n) memmove(out, in, n * comm_dtype_size(t));
+static void local_copy(Comm *c, void *out, const void *in, size_t n, CommDtype t) {
+    if (!in || !out || in == out || !n) return;
+    if (on_device(c)) c->device->ops->copy(c->device, out, in, n * comm_dtype_size(t));
+    else memmove(out, in, n * comm_dtype_size(t));
 }
-static double wtime(const Comm *c) { return c->is_virtual || c->account_only ? 0.0 : MPI_Wtime(); }
+
+// Timing of one call: MPI_Wtime around it, or the back end's device timing (the call's
+// seconds then reach its row through time_end/time_flush, and count() adds 0 here).
+// Nothing is timed in account-only mode.
+static double timer_start(Comm *c) {
+    if (c->is_virtual || c->account_only) return 0.0;
+    if (c->backend->time_begin) { c->backend->time_begin(c); return 0.0; }
+    return MPI_Wtime();
+}
+static double timer_stop(Comm *c, double t0, CommKind k, CommPhase phase, CommGroup g, int layer) {
+    if (c->is_virtual || c->account_only) return 0.0;
+    if (c->backend->time_end) { c->backend->time_end(c, cell_index(c, k, phase, g, layer)); return 0.0; }
+    return MPI_Wtime() - t0;
+}
 
 void comm_all_reduce_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
                         CommPhase phase, int layer) {
     check_call(c, "comm_all_reduce", g, phase, layer);
     if (c->size[g] == 1) return;
-    double t0 = wtime(c);
+    double t0 = timer_start(c);
     if (live(c)) c->backend->all_reduce(c, g, buf, n, t, op);
-    count(c, COMM_ALL_REDUCE, phase, g, layer, n, acct_size(c, t), wtime(c) - t0);
+    count(c, COMM_ALL_REDUCE, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, t0, COMM_ALL_REDUCE, phase, g, layer));
 }
 void comm_all_reduce(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer) {
     comm_all_reduce_ex(c, g, buf, n, DTYPE_F32, OP_SUM, phase, layer);
@@ -111,10 +159,11 @@ void comm_all_gather_ex(Comm *c, CommGroup g, const void *in, void *out, size_t 
                         CommPhase phase, int layer) {
     check_call(c, "comm_all_gather", g, phase, layer);
     size_t gs = (size_t)c->size[g];
-    if (gs == 1) { local_copy(out, in, n_chunk, t); return; }
-    double t0 = wtime(c);
+    if (gs == 1) { local_copy(c, out, in, n_chunk, t); return; }
+    double t0 = timer_start(c);
     if (live(c)) c->backend->all_gather(c, g, in, out, n_chunk, t);
-    count(c, COMM_ALL_GATHER, phase, g, layer, n_chunk * gs, acct_size(c, t), wtime(c) - t0);
+    count(c, COMM_ALL_GATHER, phase, g, layer, n_chunk * gs, acct_size(c, t),
+          timer_stop(c, t0, COMM_ALL_GATHER, phase, g, layer));
 }
 void comm_all_gather(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
                      CommPhase phase, int layer) {
@@ -125,20 +174,33 @@ void comm_all_gather_cols_ex(Comm *c, CommGroup g, const void *in, void *out, si
                              size_t cols_local, CommDtype t, CommPhase phase, int layer) {
     check_call(c, "comm_all_gather_cols", g, phase, layer);
     size_t gs = (size_t)c->size[g], blk = rows * cols_local, es = comm_dtype_size(t);
-    if (gs == 1) { local_copy(out, in, blk, t); return; }
-    double t0 = wtime(c);
+    if (gs == 1) { local_copy(c, out, in, blk, t); return; }
+    double t0 = timer_start(c);
     if (live(c)) {
         // gbuf [g, rows, cols_local] ← all-gather of the contiguous blocks, then place them
-        size_t need = gs * blk * es;
-        if (need > c->gbuf_bytes) { free(c->gbuf); c->gbuf = xmalloc(need); c->gbuf_bytes = need; }
+        // (on a device: gbuf is device memory and the placement a strided device copy)
+        size_t need = gs * blk * es, cols = gs * cols_local;
+        Backend *b = on_device(c) ? c->device : NULL;
+        if (need > c->gbuf_bytes) {
+            if (b) {   // counted in the back end's memory as communication staging (4-byte units)
+                if (c->gbuf) bk_free(b, c->gbuf, c->gbuf_bytes / 4, DT_F32, MEM_COMM);
+                need = (need + 3) / 4 * 4;
+                c->gbuf = bk_alloc(b, need / 4, DT_F32, MEM_COMM);
+            } else { free(c->gbuf); c->gbuf = xmalloc(need); }
+            c->gbuf_bytes = need;
+        }
         char *tmp = c->gbuf;
         c->backend->all_gather(c, g, in, tmp, blk, t);
-        size_t cols = gs * cols_local;
-        for (size_t i = 0; i < gs; i++)
-            for (size_t r = 0; r < rows; r++)
-                memcpy((char *)out + (r * cols + i * cols_local) * es, tmp + (i * blk + r * cols_local) * es, cols_local * es);
+        for (size_t i = 0; i < gs; i++) {
+            if (b) b->ops->copy2d(b, (char *)out + i * cols_local * es, cols * es, tmp + i * blk * es,
+                                  cols_local * es, cols_local * es, rows);
+            else
+                for (size_t r = 0; r < rows; r++)
+                    memcpy((char *)out + (r * cols + i * cols_local) * es, tmp + (i * blk + r * cols_local) * es, cols_local * es);
+        }
     }
-    count(c, COMM_ALL_GATHER, phase, g, layer, blk * gs, acct_size(c, t), wtime(c) - t0);
+    count(c, COMM_ALL_GATHER, phase, g, layer, blk * gs, acct_size(c, t),
+          timer_stop(c, t0, COMM_ALL_GATHER, phase, g, layer));
 }
 void comm_all_gather_cols(Comm *c, CommGroup g, const float *in, float *out, size_t rows,
                           size_t cols_local, CommPhase phase, int layer) {
@@ -149,10 +211,11 @@ void comm_reduce_scatter_ex(Comm *c, CommGroup g, const void *in, void *out, siz
                             CommPhase phase, int layer) {
     check_call(c, "comm_reduce_scatter", g, phase, layer);
     size_t gs = (size_t)c->size[g];
-    if (gs == 1) { local_copy(out, in, n_chunk, t); return; }
-    double t0 = wtime(c);
+    if (gs == 1) { local_copy(c, out, in, n_chunk, t); return; }
+    double t0 = timer_start(c);
     if (live(c)) c->backend->reduce_scatter(c, g, in, out, n_chunk, t, OP_SUM);
-    count(c, COMM_REDUCE_SCATTER, phase, g, layer, n_chunk * gs, acct_size(c, t), wtime(c) - t0);
+    count(c, COMM_REDUCE_SCATTER, phase, g, layer, n_chunk * gs, acct_size(c, t),
+          timer_stop(c, t0, COMM_REDUCE_SCATTER, phase, g, layer));
 }
 void comm_reduce_scatter(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
                          CommPhase phase, int layer) {
@@ -165,9 +228,10 @@ void comm_broadcast_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, i
     CHECK(root >= 0 && root < c->size[g], "comm_broadcast: root %d outside the %s group of size %d",
           root, comm_group_name(g), c->size[g]);
     if (c->size[g] == 1) return;
-    double t0 = wtime(c);
+    double t0 = timer_start(c);
     if (live(c)) c->backend->broadcast(c, g, buf, n, t, root);
-    count(c, COMM_BROADCAST, phase, g, layer, n, acct_size(c, t), wtime(c) - t0);
+    count(c, COMM_BROADCAST, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, t0, COMM_BROADCAST, phase, g, layer));
 }
 void comm_broadcast(Comm *c, CommGroup g, float *buf, size_t n, int root, CommPhase phase, int layer) {
     comm_broadcast_ex(c, g, buf, n, DTYPE_F32, root, phase, layer);
@@ -184,9 +248,10 @@ void comm_send_ex(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, 
                   CommPhase phase, int layer) {
     check_call(c, "comm_send", g, phase, layer);
     check_peer(c, "comm_send", g, peer, tag);
-    double t0 = wtime(c);
+    double t0 = timer_start(c);
     if (live(c)) c->backend->send(c, g, buf, n, t, peer, tag);
-    count(c, COMM_SEND, phase, g, layer, n, acct_size(c, t), wtime(c) - t0);
+    count(c, COMM_SEND, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, t0, COMM_SEND, phase, g, layer));
 }
 void comm_send(Comm *c, CommGroup g, const float *buf, size_t n, int peer, int tag,
                CommPhase phase, int layer) {
@@ -197,9 +262,10 @@ void comm_recv_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int pe
                   CommPhase phase, int layer) {
     check_call(c, "comm_recv", g, phase, layer);
     check_peer(c, "comm_recv", g, peer, tag);
-    double t0 = wtime(c);
+    double t0 = timer_start(c);
     if (live(c)) c->backend->recv(c, g, buf, n, t, peer, tag);
-    count(c, COMM_RECV, phase, g, layer, n, acct_size(c, t), wtime(c) - t0);
+    count(c, COMM_RECV, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, t0, COMM_RECV, phase, g, layer));
 }
 void comm_recv(Comm *c, CommGroup g, float *buf, size_t n, int peer, int tag,
                CommPhase phase, int layer) {
@@ -212,9 +278,9 @@ void comm_sendrecv_ex(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, 
     check_call(c, "comm_sendrecv", g, phase, layer);
     check_peer(c, "comm_sendrecv", g, dest, send_tag);
     check_peer(c, "comm_sendrecv", g, src, recv_tag);
-    double t0 = wtime(c);
+    double t0 = timer_start(c);
     if (live(c)) c->backend->sendrecv(c, g, sendbuf, n_send, dest, send_tag, recvbuf, n_recv, src, recv_tag, t);
-    double dt = wtime(c) - t0;
+    double dt = timer_stop(c, t0, COMM_SEND, phase, g, layer);
     // One exchange: its time is booked on the send row, the recv row gets the call and volume.
     count(c, COMM_SEND, phase, g, layer, n_send, acct_size(c, t), dt);
     count(c, COMM_RECV, phase, g, layer, n_recv, acct_size(c, t), 0.0);
@@ -227,15 +293,19 @@ void comm_sendrecv(Comm *c, CommGroup g, const float *sendbuf, size_t n_send, in
 void comm_barrier(Comm *c, CommGroup g, CommPhase phase, int layer) {
     check_call(c, "comm_barrier", g, phase, layer);
     if (c->size[g] == 1) return;
-    double t0 = wtime(c);
+    double t0 = timer_start(c);
     if (live(c)) c->backend->barrier(c, g);
-    count(c, COMM_BARRIER, phase, g, layer, 0, 0, wtime(c) - t0);
+    count(c, COMM_BARRIER, phase, g, layer, 0, 0,
+          timer_stop(c, t0, COMM_BARRIER, phase, g, layer));
 }
 
 // ---- queries ----
 static int matches(int want, int v) { return want == COMM_ANY || want == v; }
 
+// The queries first resolve pending device timings: that completes the measurement of
+// calls already made and changes nothing else, so they keep their const signatures.
 CommStat comm_stats_sum(const Comm *c, int kind, int phase, int group, int layer) {
+    comm_flush_timing((Comm *)c);
     CommStat t = {0};
     for (int k = 0; k < COMM_KIND_COUNT; k++) if (matches(kind, k))
     for (int p = 0; p < PHASE_COUNT; p++) if (matches(phase, p))
@@ -248,6 +318,7 @@ CommStat comm_stats_sum(const Comm *c, int kind, int phase, int group, int layer
 }
 
 int comm_stats_next(const Comm *c, int *cursor, CommStatRow *row) {
+    if (*cursor == 0) comm_flush_timing((Comm *)c);
     size_t n = table_len(c), per = n_rows_per_key(c);
     for (size_t i = (size_t)*cursor; i < n; i++) {
         if (!c->stats[i].calls) continue;

@@ -10,7 +10,8 @@
 //                   send / recv: n                      barrier: 0
 //   bytes         elements × element size (float: c->account_float_bytes, default 4;
 //                 double 8; int32 4; byte 1)
-//   seconds       MPI_Wtime around the call (0 in account-only mode)
+//   seconds       MPI_Wtime around the call, or CUDA events around it on the stream (NCCL);
+//                 0 in account-only mode
 //   size-1 group  the operation is a local no-op (all-gather/reduce-scatter copy in → out,
 //                 in every mode, skipped for NULL buffers) and is NOT counted: no
 //                 communication happens.
@@ -19,8 +20,21 @@
 //                 written (they may be NULL).
 //
 // Backend seam: the accounting front end (comm.c) calls a CommBackend table of function
-// pointers (comm_mpi.c today). An NCCL backend is a second table; the grid and the
-// communicators stay MPI (NCCL's unique id travels by MPI_Bcast on each group).
+// pointers: comm_mpi.c (host buffers, or device buffers staged through page-locked host
+// memory) and comm_nccl.c (device buffers, on the CUDA back end's compute stream). The
+// grid and the communicators stay MPI (NCCL's unique id travels by MPI_Bcast on each
+// group). docs/gpu.md says which is chosen when.
+//
+// Device buffers: comm_set_device tells the Comm that the buffers of its operations live
+// on a back end (backend/backend.h). On one whose memory the host cannot address
+// (b->device_memory), the MPI back end copies to host scratch, calls MPI and copies back,
+// and the front end's local copies (size-1 groups, comm_all_gather_cols' placement) go
+// through the back end's copy ops. Accounting is the same whichever back end moves data.
+//
+// Timing: the front end times each call with MPI_Wtime around the back end's call, unless
+// the back end has time_begin/time_end (NCCL: CUDA events on the stream, since the call
+// only enqueues work); then the back end adds the seconds to the call's row itself, once
+// the events have completed (comm_flush_timing, called by every query of the table).
 #pragma once
 #include <mpi.h>
 #include <stddef.h>
@@ -53,6 +67,7 @@ typedef struct { uint64_t calls, elements, bytes; double seconds; } CommStat;
 typedef struct { CommKind kind; CommPhase phase; CommGroup group; int layer; CommStat s; } CommStatRow;
 
 typedef struct Comm Comm;
+struct Backend;   // backend/backend.h
 
 // One accounted call, as the observer sees it (the simulator's trace): the group's size and
 // the bytes at the accounted element size. A sendrecv exchange is two records (send, recv).
@@ -79,6 +94,14 @@ typedef struct CommBackend {
     void (*sendrecv)(Comm *c, CommGroup g, const void *sbuf, size_t ns, int dest, int stag,
                      void *rbuf, size_t nr, int src, int rtag, CommDtype t);
     void (*barrier)(Comm *c, CommGroup g);
+    // Optional (NULL: the front end times with MPI_Wtime). time_begin before the call;
+    // time_end after it with the index of the table cell the call is counted in
+    // (c->stats[cell]); the back end adds the call's seconds to c->stats[cell].seconds by
+    // the next time_flush at the latest (which may wait for the device).
+    void (*time_begin)(Comm *c);
+    void (*time_end)(Comm *c, size_t cell);
+    void (*time_flush)(Comm *c);
+    void (*destroy)(Comm *c);       // frees c->backend_state (comm_free); NULL: nothing to free
 } CommBackend;
 extern const CommBackend comm_backend_mpi;
 
@@ -95,8 +118,15 @@ struct Comm {
     size_t mpi_max_count;             // largest count per MPI call (INT_MAX; tests lower it)
     MPI_Comm mpi[GROUP_COUNT];        // split communicators (world is a dup of MPI_COMM_WORLD)
     const CommBackend *backend;
+    void *backend_state;              // the backend's own (NCCL communicators, events)
     void *scratch; size_t scratch_bytes;   // the backend's (chunked collectives)
-    void *gbuf; size_t gbuf_bytes;         // comm_all_gather_cols' staging buffer
+    void *gbuf; size_t gbuf_bytes;         // comm_all_gather_cols' staging buffer (on the device, if any)
+    // comm_set_device: the back end the buffers live on (NULL: host memory), and the
+    // page-locked host memory the MPI back end stages device buffers through.
+    struct Backend *device;
+    void *(*host_alloc)(size_t bytes);     // NULL: malloc
+    void (*host_free)(void *p);
+    void *stage[2]; size_t stage_bytes[2];
     int n_layers;                     // accounting table rows: layers -1 .. n_layers-1
     CommStat *stats;                  // [kind][phase][group][n_layers + 1]
     CommObserver observer;            // called for every accounted call (NULL = none)
@@ -112,6 +142,15 @@ static inline int grid_world_rank(int tp, int dp, int tp_rank, int dp_rank, int 
     return tp_rank + tp * (dp_rank + dp * pp_rank);
 }
 void grid_coords(int tp, int dp, int world_rank, int *tp_rank, int *dp_rank, int *pp_rank);
+// The world rank of member i of group g, as seen from this rank (the TP-fastest layout).
+static inline int grid_member(const Comm *c, CommGroup g, int i) {
+    switch (g) {
+    case GROUP_TP: return grid_world_rank(c->tp, c->dp, i, c->dp_rank, c->pp_rank);
+    case GROUP_DP: return grid_world_rank(c->tp, c->dp, c->tp_rank, i, c->pp_rank);
+    case GROUP_PP: return grid_world_rank(c->tp, c->dp, c->tp_rank, c->dp_rank, i);
+    default: return i;
+    }
+}
 
 // After MPI_Init (the caller initialises and finalises MPI). A world size ≠ tp·pp·dp is bad
 // input: rank 0 prints the error and a launch hint, every rank finalises MPI and exits 2.
@@ -133,6 +172,20 @@ void comm_set_n_layers(Comm *c, int n_layers);
 void comm_free(Comm *c);          // frees communicators and tables; does not finalise MPI
 // The ranks of this run sharing this node (1 on a virtual grid). Collective over the world.
 int comm_ranks_on_node(const Comm *c);
+// The buffers of every later operation live on back end b (NULL: host memory again).
+// host_alloc/host_free: page-locked host memory for the MPI back end's staging (NULL:
+// malloc/free). Call before the first operation that uses such buffers, on every rank.
+void comm_set_device(Comm *c, struct Backend *b, void *(*host_alloc)(size_t), void (*host_free)(void *));
+// Switch to the NCCL back end (comm_nccl.c) for buffers on the CUDA back end b: one NCCL
+// communicator per group of size > 1 (tp, dp, pp, world), created from a unique id that
+// group rank 0 broadcasts over MPI; every call is queued on b's compute stream and timed
+// with CUDA events. Collective over the world (every rank calls it). Returns 0, or 1 and
+// a one-line reason in why when any rank cannot (built without CUDA, a virtual grid, b not
+// a CUDA back end, two ranks on one GPU — NCCL refuses that), in which case no rank
+// switches and the Comm keeps the MPI back end (with staging, after comm_set_device).
+int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len);
+// Resolve pending device timings into the table (waits for the timed calls to finish).
+void comm_flush_timing(Comm *c);
 
 // ---- operations (comm.c). Floats unless the name says otherwise. ----
 void comm_all_reduce(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer);      // sum
@@ -199,3 +252,8 @@ const char *comm_kind_name(CommKind k);     // "all_reduce", "all_gather", "redu
 const char *comm_phase_name(CommPhase p);   // "forward", "backward", "recompute", "optimizer", "pipeline", "other"
 const char *comm_group_name(CommGroup g);   // "tp", "dp", "pp", "world"
 size_t comm_dtype_size(CommDtype t);        // true in-memory size (4, 8, 4, 1, 2)
+
+// The reduction of bf16 payloads that the MPI back end's user-defined MPI_Ops apply:
+// inout[i] = bf16(op(float(in[i]), float(inout[i]))), the fp32 result rounded to nearest
+// even (NaN stays NaN). Exposed for the tests.
+void comm_bf16_reduce(const uint16_t *in, uint16_t *inout, size_t n, CommOp op);

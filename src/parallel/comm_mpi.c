@@ -2,7 +2,44 @@
 // Called by the accounting front end (comm.c) only for groups of size > 1 and never in
 // account-only mode. MPI counts are int: a message longer than c->mpi_max_count elements is
 // split into several MPI calls (still one accounted call). Every MPI call is CHECK_MPI'd.
+//
+// Two additions for the GPU path (docs/gpu.md):
+//   - bf16 payloads travel as 16-bit words and are reduced by user-defined MPI_Ops that
+//     form each sum (max, min) in fp32 and round it to bf16 once per reduction step, as
+//     NCCL does (the CPU bf16 back end uses them too);
+//   - buffers on a device back end (comm_set_device, b->device_memory) are staged: copied
+//     to page-locked host scratch, handed to MPI, copied back. That is how several ranks
+//     sharing one GPU communicate (NCCL refuses two ranks on one device).
+#include <math.h>
 #include "comm.h"
+#include "../backend/backend.h"
+#include "../backend/bf16.h"
+
+// ---- bf16 reductions (bf16.h: round to nearest even, as the GPU kernels) ----
+void comm_bf16_reduce(const uint16_t *in, uint16_t *inout, size_t n, CommOp op) {
+    for (size_t i = 0; i < n; i++) {
+        float a = bf16_to_f32(in[i]), b = bf16_to_f32(inout[i]), r;
+        switch (op) {
+        case OP_SUM: r = a + b; break;
+        case OP_MAX: r = isnan(a) || isnan(b) ? NAN : (a > b ? a : b); break;
+        case OP_MIN: r = isnan(a) || isnan(b) ? NAN : (a < b ? a : b); break;
+        default: DIE("comm: unknown reduction op %d", (int)op);
+        }
+        inout[i] = bf16_from_f32(r);
+    }
+}
+// MPI_User_function signatures (commutative ops on MPI_UINT16_T words).
+static void bf16_sum_fn(void *in, void *inout, int *len, MPI_Datatype *t) { (void)t; comm_bf16_reduce(in, inout, (size_t)*len, OP_SUM); }
+static void bf16_max_fn(void *in, void *inout, int *len, MPI_Datatype *t) { (void)t; comm_bf16_reduce(in, inout, (size_t)*len, OP_MAX); }
+static void bf16_min_fn(void *in, void *inout, int *len, MPI_Datatype *t) { (void)t; comm_bf16_reduce(in, inout, (size_t)*len, OP_MIN); }
+// Created at the first bf16 reduction (MPI is initialised by then); MPI_Finalize frees them.
+static MPI_Op bf16_op(CommOp op) {
+    static MPI_Op ops[3] = { MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL };
+    static MPI_User_function *const fns[3] = { bf16_sum_fn, bf16_max_fn, bf16_min_fn };
+    CHECK((unsigned)op < 3, "comm: unknown reduction op %d", (int)op);
+    if (ops[op] == MPI_OP_NULL) CHECK_MPI(MPI_Op_create(fns[op], 1, &ops[op]));
+    return ops[op];
+}
 
 static MPI_Datatype mpi_type(CommDtype t) {
     switch (t) {
@@ -10,10 +47,12 @@ static MPI_Datatype mpi_type(CommDtype t) {
     case DTYPE_F64: return MPI_DOUBLE;
     case DTYPE_I32: return MPI_INT32_T;
     case DTYPE_U8:  return MPI_UNSIGNED_CHAR;
+    case DTYPE_BF16: return MPI_UINT16_T;   // reduced by bf16_op
     default: DIE("comm: unknown dtype %d", (int)t);
     }
 }
-static MPI_Op mpi_op(CommOp op) {
+static MPI_Op mpi_op(CommOp op, CommDtype t) {
+    if (t == DTYPE_BF16) return bf16_op(op);
     switch (op) {
     case OP_SUM: return MPI_SUM;
     case OP_MAX: return MPI_MAX;
@@ -33,16 +72,16 @@ static void *scratch(Comm *c, size_t bytes) {
     return c->scratch;
 }
 
-static void mpi_all_reduce(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op) {
+static void host_all_reduce(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op) {
     size_t es = comm_dtype_size(t), mc = max_count(c);
     for (size_t off = 0; off < n || off == 0; off += mc) {   // n == 0: one empty call
         size_t k = n - off < mc ? n - off : mc;
-        CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * es, (int)k, mpi_type(t), mpi_op(op), c->mpi[g]));
+        CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * es, (int)k, mpi_type(t), mpi_op(op, t), c->mpi[g]));
         if (n == 0) break;
     }
 }
 
-static void mpi_all_gather(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t) {
+static void host_all_gather(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t) {
     size_t es = comm_dtype_size(t), mc = max_count(c), gs = (size_t)c->size[g], me = (size_t)c->grank[g];
     int in_place = (const char *)in == (const char *)out + me * n_chunk * es;
     if (n_chunk * gs <= mc) {
@@ -63,11 +102,11 @@ static void mpi_all_gather(Comm *c, CommGroup g, const void *in, void *out, size
     }
 }
 
-static void mpi_reduce_scatter(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t, CommOp op) {
+static void host_reduce_scatter(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t, CommOp op) {
     size_t es = comm_dtype_size(t), mc = max_count(c), gs = (size_t)c->size[g];
     if (n_chunk * gs <= mc) {
         CHECK_MPI(MPI_Reduce_scatter_block(in == out ? MPI_IN_PLACE : in, out, (int)n_chunk,
-                                           mpi_type(t), mpi_op(op), c->mpi[g]));
+                                           mpi_type(t), mpi_op(op, t), c->mpi[g]));
         return;
     }
     // Pieces of p elements: pack piece j of every block into scratch [g, p], reduce-scatter
@@ -79,12 +118,12 @@ static void mpi_reduce_scatter(Comm *c, CommGroup g, const void *in, void *out, 
         size_t k = n_chunk - off < p ? n_chunk - off : p;
         for (size_t i = 0; i < gs; i++)
             memcpy(s + i * k * es, (const char *)in + (i * n_chunk + off) * es, k * es);
-        CHECK_MPI(MPI_Reduce_scatter_block(MPI_IN_PLACE, s, (int)k, mpi_type(t), mpi_op(op), c->mpi[g]));
+        CHECK_MPI(MPI_Reduce_scatter_block(MPI_IN_PLACE, s, (int)k, mpi_type(t), mpi_op(op, t), c->mpi[g]));
         memcpy((char *)out + off * es, s, k * es);
     }
 }
 
-static void mpi_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root) {
+static void host_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root) {
     size_t es = comm_dtype_size(t), mc = max_count(c);
     for (size_t off = 0; off < n || off == 0; off += mc) {
         size_t k = n - off < mc ? n - off : mc;
@@ -95,7 +134,7 @@ static void mpi_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t
 
 // Pieces of one message travel in order: MPI does not overtake between the same
 // (source, tag, communicator).
-static void mpi_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag) {
+static void host_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag) {
     size_t es = comm_dtype_size(t), mc = max_count(c);
     for (size_t off = 0; off < n || off == 0; off += mc) {
         size_t k = n - off < mc ? n - off : mc;
@@ -104,7 +143,7 @@ static void mpi_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype 
     }
 }
 
-static void mpi_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag) {
+static void host_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag) {
     size_t es = comm_dtype_size(t), mc = max_count(c);
     for (size_t off = 0; off < n || off == 0; off += mc) {
         size_t k = n - off < mc ? n - off : mc;
@@ -120,7 +159,7 @@ static void mpi_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int
 
 // Both directions at once. Long messages go as pieces of mpi_max_count elements (the same
 // limit on every rank, so the pieces pair up).
-static void mpi_sendrecv(Comm *c, CommGroup g, const void *sbuf, size_t ns, int dest, int stag,
+static void host_sendrecv(Comm *c, CommGroup g, const void *sbuf, size_t ns, int dest, int stag,
                          void *rbuf, size_t nr, int src, int rtag, CommDtype t) {
     size_t es = comm_dtype_size(t), mc = max_count(c);
     if (ns <= mc && nr <= mc) {
@@ -146,6 +185,96 @@ static void mpi_sendrecv(Comm *c, CommGroup g, const void *sbuf, size_t ns, int 
                             stag, c->mpi[g], &req[q++]));
     CHECK_MPI(MPI_Waitall((int)q, req, MPI_STATUSES_IGNORE));
     free(req);
+}
+
+// ---- staging of device buffers ----
+// Host scratch slot i of at least `bytes` (page-locked when comm_set_device gave an allocator).
+static void *stage_buf(Comm *c, int i, size_t bytes) {
+    if (bytes > c->stage_bytes[i]) {
+        if (c->stage[i]) { if (c->host_free) c->host_free(c->stage[i]); else free(c->stage[i]); }
+        c->stage[i] = c->host_alloc ? c->host_alloc(bytes) : xmalloc(bytes);
+        CHECK(c->stage[i], "comm: could not allocate %zu bytes of page-locked staging memory", bytes);
+        c->stage_bytes[i] = bytes;
+    }
+    return c->stage[i];
+}
+static Backend *staging(const Comm *c) { return c->device && c->device->device_memory ? c->device : NULL; }
+// dev → host slot i; the host may read it on return.
+static void *to_host(Comm *c, Backend *b, int i, const void *dev, size_t bytes) {
+    void *h = stage_buf(c, i, bytes);
+    if (bytes) { b->ops->to_host(b, h, dev, bytes); b->ops->sync(b); }
+    return h;
+}
+// host → dev; complete on return (the slot may be reused at once).
+static void from_host(Backend *b, void *dev, const void *h, size_t bytes) {
+    if (bytes) { b->ops->from_host(b, dev, h, bytes); b->ops->sync(b); }
+}
+
+static void mpi_all_reduce(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op) {
+    Backend *b = staging(c);
+    if (!b) { host_all_reduce(c, g, buf, n, t, op); return; }
+    size_t bytes = n * comm_dtype_size(t);
+    void *h = to_host(c, b, 0, buf, bytes);
+    host_all_reduce(c, g, h, n, t, op);
+    from_host(b, buf, h, bytes);
+}
+
+static void mpi_all_gather(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t) {
+    Backend *b = staging(c);
+    if (!b) { host_all_gather(c, g, in, out, n_chunk, t); return; }
+    size_t es = comm_dtype_size(t), chunk = n_chunk * es, gs = (size_t)c->size[g], me = (size_t)c->grank[g];
+    char *h_out = stage_buf(c, 1, gs * chunk);
+    if ((const char *)in == (const char *)out + me * chunk) {   // in place: only this rank's chunk goes up
+        if (chunk) { b->ops->to_host(b, h_out + me * chunk, in, chunk); b->ops->sync(b); }
+        host_all_gather(c, g, h_out + me * chunk, h_out, n_chunk, t);
+    } else {
+        host_all_gather(c, g, to_host(c, b, 0, in, chunk), h_out, n_chunk, t);
+    }
+    from_host(b, out, h_out, gs * chunk);
+}
+
+static void mpi_reduce_scatter(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t, CommOp op) {
+    Backend *b = staging(c);
+    if (!b) { host_reduce_scatter(c, g, in, out, n_chunk, t, op); return; }
+    size_t chunk = n_chunk * comm_dtype_size(t), gs = (size_t)c->size[g];
+    void *h_in = to_host(c, b, 0, in, gs * chunk);
+    void *h_out = in == out ? h_in : stage_buf(c, 1, chunk);   // keeps the in-place form
+    host_reduce_scatter(c, g, h_in, h_out, n_chunk, t, op);
+    from_host(b, out, h_out, chunk);
+}
+
+static void mpi_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root) {
+    Backend *b = staging(c);
+    if (!b) { host_broadcast(c, g, buf, n, t, root); return; }
+    size_t bytes = n * comm_dtype_size(t);
+    void *h = c->grank[g] == root ? to_host(c, b, 0, buf, bytes) : stage_buf(c, 0, bytes);
+    host_broadcast(c, g, h, n, t, root);
+    if (c->grank[g] != root) from_host(b, buf, h, bytes);
+}
+
+static void mpi_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag) {
+    Backend *b = staging(c);
+    if (!b) { host_send(c, g, buf, n, t, peer, tag); return; }
+    host_send(c, g, to_host(c, b, 0, buf, n * comm_dtype_size(t)), n, t, peer, tag);
+}
+
+static void mpi_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag) {
+    Backend *b = staging(c);
+    if (!b) { host_recv(c, g, buf, n, t, peer, tag); return; }
+    size_t bytes = n * comm_dtype_size(t);
+    void *h = stage_buf(c, 0, bytes);
+    host_recv(c, g, h, n, t, peer, tag);
+    from_host(b, buf, h, bytes);
+}
+
+static void mpi_sendrecv(Comm *c, CommGroup g, const void *sbuf, size_t ns, int dest, int stag,
+                         void *rbuf, size_t nr, int src, int rtag, CommDtype t) {
+    Backend *b = staging(c);
+    if (!b) { host_sendrecv(c, g, sbuf, ns, dest, stag, rbuf, nr, src, rtag, t); return; }
+    size_t es = comm_dtype_size(t);
+    void *hs = to_host(c, b, 0, sbuf, ns * es), *hr = stage_buf(c, 1, nr * es);
+    host_sendrecv(c, g, hs, ns, dest, stag, hr, nr, src, rtag, t);
+    from_host(b, rbuf, hr, nr * es);
 }
 
 static void mpi_barrier(Comm *c, CommGroup g) {

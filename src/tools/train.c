@@ -2,6 +2,8 @@
 // Single process, or under mpirun with parallel.tp * pp * dp ranks. Prints the resolved
 // configuration, one line per step, validation losses; records the run in run.db.
 // `train --help` prints the options; exit codes: src/train/run.h.
+// Started without an MPI launcher and with tp·pp·dp = 1, it never initialises MPI (a
+// machine without Open MPI's runtime, docs/gpu.md): the grid is the single-process one.
 #include <mpi.h>
 #include <omp.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../parallel/comm.h"
+#include "../parallel/gpu_setup.h"
 #include "../store/db.h"
 #include "../train/run.h"
 #include "../train/stop.h"
@@ -38,14 +41,6 @@ static const char *USAGE =
 
 static void usage_error(const char *what) { die_input_hint(USAGE, "train: %s", what); }
 
-// Ranks sharing this node, so that train.threads = 0 divides the cores among them.
-static int ranks_on_node(void) {
-    MPI_Comm node;
-    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    int n; CHECK_MPI(MPI_Comm_size(node, &n));
-    CHECK_MPI(MPI_Comm_free(&node));
-    return n;
-}
 
 static double parse_number(const char *opt, const char *s, double lo) {
     char *end = NULL;
@@ -126,11 +121,16 @@ int main(int argc, char **argv) {
     xsnprintf(opt.cfg.variant, sizeof opt.cfg.variant, "%s", var->name);
     opt.overrides = effective; opt.n_overrides = n_effective;
 
-    CHECK_MPI(MPI_Init(&argc, &argv));
     const ParallelConfig *pc = &opt.cfg.parallel;
+    int use_mpi = launched_by_mpi() || (long long)pc->tp * pc->pp * pc->dp != 1;
     Comm comm;
-    comm_init(&comm, pc->tp, pc->pp, pc->dp);
-    opt.ranks_per_host = ranks_on_node();
+    if (use_mpi) {
+        CHECK_MPI(MPI_Init(&argc, &argv));
+        comm_init(&comm, pc->tp, pc->pp, pc->dp);
+    } else {
+        comm_init_virtual(&comm, 1, 1, 1);   // every group has one member: nothing to send
+    }
+    opt.ranks_per_host = comm_ranks_on_node(&comm);
     int threads = opt.cfg.train.threads;
     if (threads == 0) {
         threads = omp_get_num_procs() / opt.ranks_per_host;
@@ -144,6 +144,6 @@ int main(int argc, char **argv) {
     if (effective != sets) free(effective);
     rundb_free_strings(stored, n_stored);
     free(sets);
-    CHECK_MPI(MPI_Finalize());
+    if (use_mpi) CHECK_MPI(MPI_Finalize());
     return rc;
 }

@@ -1,0 +1,326 @@
+// comm_nccl.c — the NCCL back end of the communication interface (CommBackend, comm.h),
+// for buffers on the CUDA back end: every call is queued on that back end's compute
+// stream, so a collective is ordered after the kernels that produced its buffer and before
+// those that read it, and the host does not wait (except at a barrier).
+//
+//   communicators  one per group of size > 1 (tp, dp, pp, world), created in that order on
+//                  every rank from a unique id that group rank 0 broadcasts over the
+//                  group's MPI communicator (the groups of one kind partition the world,
+//                  so the blocking inits cannot deadlock)
+//   timing         CUDA events around each call on the stream (time_begin/time_end); the
+//                  elapsed times reach the accounting table at the next query
+//                  (time_flush), which waits for the events, so the training loop is not
+//                  serialised by the measurement
+//   p2p            ncclSend/ncclRecv; an exchange (the 1F1B send-forward/receive-backward)
+//                  is one ncclGroupStart/End. NCCL has no tags: messages between two ranks
+//                  match in the order they are posted, which the pipeline schedule fixes
+//                  (tests/test_comm.c's schedule simulation)
+//   barrier        an all-reduce of one int, then a stream synchronise
+//
+// Every CUDA and NCCL call is checked (the library's error string, and NCCL's last error
+// detail). Built only with CUDA (mk/gpu.mk defines BOOST_CUDA); otherwise comm_use_nccl
+// says "built without CUDA". Which back end a run uses: gpu_setup (gpu_setup.h), docs/gpu.md.
+#include "comm.h"
+#include "../backend/backend.h"
+
+#ifdef BOOST_CUDA
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include "../backend/cuda/cuda_backend.h"
+
+#define CHECK_CUDA(call) do { cudaError_t e_cu_ = (call); if (e_cu_ != cudaSuccess) \
+    die_at(__FILE__, __LINE__, "%s failed: %s (%s)", #call, cudaGetErrorString(e_cu_), cudaGetErrorName(e_cu_)); } while (0)
+#define CHECK_NCCL(call) do { ncclResult_t e_nc_ = (call); if (e_nc_ != ncclSuccess) { \
+    const char *d_nc_ = ncclGetLastError(NULL); \
+    die_at(__FILE__, __LINE__, "%s failed: %s%s%s", #call, ncclGetErrorString(e_nc_), \
+           d_nc_ && *d_nc_ ? ": " : "", d_nc_ ? d_nc_ : ""); } } while (0)
+
+typedef struct { cudaEvent_t start, stop; size_t cell; } PendingTiming;
+
+typedef struct {
+    ncclComm_t comm[GROUP_COUNT];   // NULL for groups of size 1 (never called)
+    cudaStream_t stream;            // the CUDA back end's compute stream
+    int device;
+    int *barrier_word;              // device int for the barrier's all-reduce
+    cudaEvent_t open_start;         // the running call's start (time_begin → time_end)
+    PendingTiming *pending; int n_pending, cap_pending;
+    cudaEvent_t *pool; int n_pool, cap_pool;   // idle events
+} NcclState;
+
+static NcclState *state(Comm *c) { return (NcclState *)c->backend_state; }
+
+static ncclDataType_t nccl_type(CommDtype t) {
+    switch (t) {
+    case DTYPE_F32:  return ncclFloat32;
+    case DTYPE_F64:  return ncclFloat64;
+    case DTYPE_I32:  return ncclInt32;
+    case DTYPE_U8:   return ncclUint8;
+    case DTYPE_BF16: return ncclBfloat16;
+    default: DIE("comm: unknown dtype %d", (int)t);
+    }
+}
+static ncclRedOp_t nccl_op(CommOp op) {
+    switch (op) {
+    case OP_SUM: return ncclSum;
+    case OP_MAX: return ncclMax;
+    case OP_MIN: return ncclMin;
+    default: DIE("comm: unknown reduction op %d", (int)op);
+    }
+}
+static ncclComm_t group_comm(Comm *c, CommGroup g) {
+    ncclComm_t nc = state(c)->comm[g];
+    CHECK(nc, "comm (nccl): no communicator for the %s group (size %d)", comm_group_name(g), c->size[g]);
+    return nc;
+}
+
+// ---- operations (all on the compute stream; zero-length messages move nothing) ----
+static void nccl_all_reduce(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op) {
+    if (!n) return;
+    CHECK_NCCL(ncclAllReduce(buf, buf, n, nccl_type(t), nccl_op(op), group_comm(c, g), state(c)->stream));
+}
+
+// NCCL's in-place all-gather is ours: in == out + rank·n_chunk.
+static void nccl_all_gather(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t) {
+    if (!n_chunk) return;
+    CHECK_NCCL(ncclAllGather(in, out, n_chunk, nccl_type(t), group_comm(c, g), state(c)->stream));
+}
+
+// Ours "in place" (in == out) leaves the result at out's start; NCCL's leaves it at
+// out + rank·n_chunk, so other ranks than 0 move it down afterwards (disjoint ranges).
+static void nccl_reduce_scatter(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t, CommOp op) {
+    if (!n_chunk) return;
+    NcclState *s = state(c);
+    size_t chunk = n_chunk * comm_dtype_size(t), me = (size_t)c->grank[g];
+    if (in == out && me > 0) {
+        char *mine = (char *)out + me * chunk;
+        CHECK_NCCL(ncclReduceScatter(in, mine, n_chunk, nccl_type(t), nccl_op(op), group_comm(c, g), s->stream));
+        CHECK_CUDA(cudaMemcpyAsync(out, mine, chunk, cudaMemcpyDeviceToDevice, s->stream));
+        return;
+    }
+    CHECK_NCCL(ncclReduceScatter(in, out, n_chunk, nccl_type(t), nccl_op(op), group_comm(c, g), s->stream));
+}
+
+static void nccl_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root) {
+    if (!n) return;
+    CHECK_NCCL(ncclBroadcast(buf, buf, n, nccl_type(t), root, group_comm(c, g), state(c)->stream));
+}
+
+static void nccl_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag) {
+    (void)tag;   // no tags in NCCL: order of posting matches sends to receives
+    if (!n) return;
+    CHECK_NCCL(ncclSend(buf, n, nccl_type(t), peer, group_comm(c, g), state(c)->stream));
+}
+
+static void nccl_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag) {
+    (void)tag;
+    if (!n) return;
+    CHECK_NCCL(ncclRecv(buf, n, nccl_type(t), peer, group_comm(c, g), state(c)->stream));
+}
+
+// Both directions in one group: neither waits for the other (no deadlock whatever the
+// peer's order), as MPI_Sendrecv.
+static void nccl_sendrecv(Comm *c, CommGroup g, const void *sbuf, size_t ns, int dest, int stag,
+                          void *rbuf, size_t nr, int src, int rtag, CommDtype t) {
+    (void)stag; (void)rtag;
+    NcclState *s = state(c);
+    ncclComm_t nc = group_comm(c, g);
+    CHECK_NCCL(ncclGroupStart());
+    if (ns) CHECK_NCCL(ncclSend(sbuf, ns, nccl_type(t), dest, nc, s->stream));
+    if (nr) CHECK_NCCL(ncclRecv(rbuf, nr, nccl_type(t), src, nc, s->stream));
+    CHECK_NCCL(ncclGroupEnd());
+}
+
+static void nccl_barrier(Comm *c, CommGroup g) {
+    NcclState *s = state(c);
+    CHECK_NCCL(ncclAllReduce(s->barrier_word, s->barrier_word, 1, ncclInt32, ncclSum, group_comm(c, g), s->stream));
+    CHECK_CUDA(cudaStreamSynchronize(s->stream));
+}
+
+// ---- timing with CUDA events ----
+static cudaEvent_t event_get(NcclState *s) {
+    if (s->n_pool) return s->pool[--s->n_pool];
+    cudaEvent_t e;
+    CHECK_CUDA(cudaEventCreate(&e));
+    return e;
+}
+static void event_put(NcclState *s, cudaEvent_t e) {
+    if (s->n_pool == s->cap_pool) {
+        s->cap_pool = s->cap_pool ? 2 * s->cap_pool : 64;
+        cudaEvent_t *p = realloc(s->pool, (size_t)s->cap_pool * sizeof *p);
+        CHECK(p, "comm (nccl): out of memory for %d events", s->cap_pool);
+        s->pool = p;
+    }
+    s->pool[s->n_pool++] = e;
+}
+
+// A flush waits for the device; bound the pending list so a long run without queries
+// keeps a bounded number of events alive (a flush every 4096 calls).
+#define MAX_PENDING 4096
+
+static void nccl_time_flush(Comm *c) {
+    NcclState *s = state(c);
+    if (!s) return;
+    for (int i = 0; i < s->n_pending; i++) {
+        PendingTiming *p = &s->pending[i];
+        float ms = 0;
+        CHECK_CUDA(cudaEventSynchronize(p->stop));
+        CHECK_CUDA(cudaEventElapsedTime(&ms, p->start, p->stop));
+        c->stats[p->cell].seconds += ms * 1e-3;
+        event_put(s, p->start);
+        event_put(s, p->stop);
+    }
+    s->n_pending = 0;
+    // A communicator that failed asynchronously (a peer died, a network error) says so here.
+    for (int g = 0; g < GROUP_COUNT; g++) {
+        if (!s->comm[g]) continue;
+        ncclResult_t ae = ncclSuccess;
+        CHECK_NCCL(ncclCommGetAsyncError(s->comm[g], &ae));
+        CHECK(ae == ncclSuccess, "comm (nccl): the %s communicator failed: %s: %s", comm_group_name((CommGroup)g),
+              ncclGetErrorString(ae), ncclGetLastError(s->comm[g]));
+    }
+}
+
+static void nccl_time_begin(Comm *c) {
+    NcclState *s = state(c);
+    s->open_start = event_get(s);
+    CHECK_CUDA(cudaEventRecord(s->open_start, s->stream));
+}
+
+static void nccl_time_end(Comm *c, size_t cell) {
+    NcclState *s = state(c);
+    if (s->n_pending == MAX_PENDING) nccl_time_flush(c);
+    if (s->n_pending == s->cap_pending) {
+        s->cap_pending = s->cap_pending ? 2 * s->cap_pending : 256;
+        PendingTiming *p = realloc(s->pending, (size_t)s->cap_pending * sizeof *p);
+        CHECK(p, "comm (nccl): out of memory for %d pending timings", s->cap_pending);
+        s->pending = p;
+    }
+    PendingTiming *p = &s->pending[s->n_pending++];
+    p->start = s->open_start;
+    p->stop = event_get(s);
+    p->cell = cell;
+    CHECK_CUDA(cudaEventRecord(p->stop, s->stream));
+}
+
+static void nccl_destroy(Comm *c) {
+    NcclState *s = state(c);
+    if (!s) return;
+    nccl_time_flush(c);
+    CHECK_CUDA(cudaStreamSynchronize(s->stream));
+    for (int g = 0; g < GROUP_COUNT; g++)
+        if (s->comm[g]) {
+            CHECK_NCCL(ncclCommFinalize(s->comm[g]));   // flushes what was issued
+            CHECK_NCCL(ncclCommDestroy(s->comm[g]));
+        }
+    for (int i = 0; i < s->n_pool; i++) CHECK_CUDA(cudaEventDestroy(s->pool[i]));
+    CHECK_CUDA(cudaFree(s->barrier_word));
+    free(s->pool); free(s->pending); free(s);
+    c->backend_state = NULL;
+    c->backend = &comm_backend_mpi;
+}
+
+static const CommBackend comm_backend_nccl = {
+    .name = "nccl",
+    .all_reduce = nccl_all_reduce,
+    .all_gather = nccl_all_gather,
+    .reduce_scatter = nccl_reduce_scatter,
+    .broadcast = nccl_broadcast,
+    .send = nccl_send,
+    .recv = nccl_recv,
+    .sendrecv = nccl_sendrecv,
+    .barrier = nccl_barrier,
+    .time_begin = nccl_time_begin,
+    .time_end = nccl_time_end,
+    .time_flush = nccl_time_flush,
+    .destroy = nccl_destroy,
+};
+
+// This rank's reason not to use NCCL, or "" (local checks, then the one-GPU-per-rank rule).
+static void local_reason(Comm *c, Backend *b, char *why, size_t n) {
+    why[0] = 0;
+    if (c->is_virtual) { snprintf(why, n, "the grid is virtual (no MPI processes behind it)"); return; }
+    if (!b || !b->name || strcmp(b->name, "cuda") != 0) {
+        snprintf(why, n, "the buffers are not on the CUDA back end (back end '%s')", b && b->name ? b->name : "none");
+        return;
+    }
+    int version = 0;
+    ncclResult_t r = ncclGetVersion(&version);
+    if (r != ncclSuccess) snprintf(why, n, "NCCL is not usable: %s", ncclGetErrorString(r));
+}
+
+// World ranks that share this rank's GPU (by UUID, so CUDA_VISIBLE_DEVICES renumbering and
+// several nodes are handled): the first such other rank, or -1.
+static int rank_sharing_gpu(Comm *c, int device) {
+    struct cudaDeviceProp prop;
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+    char *all = xmalloc((size_t)c->world * 16);
+    CHECK_MPI(MPI_Allgather(prop.uuid.bytes, 16, MPI_BYTE, all, 16, MPI_BYTE, c->mpi[GROUP_WORLD]));
+    int other = -1;
+    for (int r = 0; r < c->world && other < 0; r++)
+        if (r != c->rank && !memcmp(all + (size_t)r * 16, prop.uuid.bytes, 16)) other = r;
+    free(all);
+    return other;
+}
+
+int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len) {
+    char mine[256];
+    local_reason(c, b, mine, sizeof mine);
+    if (c->is_virtual) { snprintf(why, why_len, "%s", mine); return 1; }   // no MPI to agree over
+    int device = mine[0] ? -1 : backend_cuda_device(b);
+    if (!mine[0]) {
+        CHECK_CUDA(cudaSetDevice(device));
+    }
+    // The rule needs every rank's GPU, so every rank takes part even after a local refusal.
+    int ok_local = !mine[0];
+    int all_ok = 0;
+    CHECK_MPI(MPI_Allreduce(&ok_local, &all_ok, 1, MPI_INT, MPI_MIN, c->mpi[GROUP_WORLD]));
+    if (all_ok) {
+        int other = rank_sharing_gpu(c, device);
+        if (other >= 0)
+            snprintf(mine, sizeof mine, "world ranks %d and %d share one GPU (device %d of rank %d); NCCL needs "
+                     "one GPU per rank, so the ranks communicate through MPI with host staging",
+                     c->rank < other ? c->rank : other, c->rank < other ? other : c->rank, device, c->rank);
+    }
+    // Agree: the lowest rank with a reason tells everyone.
+    int first = mine[0] ? c->rank : c->world, first_all = 0;
+    CHECK_MPI(MPI_Allreduce(&first, &first_all, 1, MPI_INT, MPI_MIN, c->mpi[GROUP_WORLD]));
+    if (first_all < c->world) {
+        char reason[256];
+        memcpy(reason, mine, sizeof reason);
+        CHECK_MPI(MPI_Bcast(reason, (int)sizeof reason, MPI_CHAR, first_all, c->mpi[GROUP_WORLD]));
+        reason[sizeof reason - 1] = 0;
+        snprintf(why, why_len, "rank %d: %s", first_all, reason);
+        return 1;
+    }
+
+    NcclState *s = xcalloc(1, sizeof *s);
+    s->device = device;
+    s->stream = (cudaStream_t)backend_cuda_stream(b);
+    CHECK_CUDA(cudaMalloc((void **)&s->barrier_word, sizeof(int)));
+    CHECK_CUDA(cudaMemsetAsync(s->barrier_word, 0, sizeof(int), s->stream));
+    static const CommGroup order[] = { GROUP_TP, GROUP_DP, GROUP_PP, GROUP_WORLD };
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+        CommGroup g = order[i];
+        if (c->size[g] < 2) continue;
+        ncclUniqueId id;
+        memset(&id, 0, sizeof id);
+        if (c->grank[g] == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+        CHECK_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, c->mpi[g]));
+        CHECK_NCCL(ncclCommInitRank(&s->comm[g], c->size[g], id, c->grank[g]));
+    }
+    if (c->device != b) comm_set_device(c, b, c->host_alloc, c->host_free);
+    c->backend_state = s;
+    c->backend = &comm_backend_nccl;
+    if (why && why_len) why[0] = 0;
+    return 0;
+}
+
+#else   // no CUDA in this build
+
+int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len) {
+    (void)c; (void)b;
+    snprintf(why, why_len, "built without CUDA (this build has no CUDA back end; docs/gpu.md says how to build it)");
+    return 1;
+}
+
+#endif

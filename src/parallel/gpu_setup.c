@@ -1,0 +1,159 @@
+// gpu_setup.c — launcher detection, one GPU per rank, and the choice between NCCL and MPI
+// with staging (gpu_setup.h). The CUDA parts are built only with CUDA (BOOST_CUDA, from
+// mk/gpu.mk); without it there are no devices and page-locked memory is plain malloc.
+#include <stdlib.h>
+#include "gpu_setup.h"
+#include "../backend/backend.h"
+
+#ifdef BOOST_CUDA
+#include <cuda_runtime.h>
+#define CHECK_CUDA(call) do { cudaError_t e_cu_ = (call); if (e_cu_ != cudaSuccess) \
+    die_at(__FILE__, __LINE__, "%s failed: %s (%s)", #call, cudaGetErrorString(e_cu_), cudaGetErrorName(e_cu_)); } while (0)
+#endif
+
+// Variables that the common launchers set in every process they start.
+static const char *const launcher_vars[] = {
+    "OMPI_COMM_WORLD_SIZE",    // Open MPI mpirun / mpiexec (4.x, and 5.x's prterun)
+    "PMIX_RANK",               // PMIx: Open MPI 5, srun --mpi=pmix
+    "PMI_RANK", "PMI_SIZE",    // MPICH / Intel MPI hydra, srun --mpi=pmi2
+    "MV2_COMM_WORLD_RANK",     // MVAPICH2
+};
+int launched_by_mpi(void) {
+    for (size_t i = 0; i < sizeof launcher_vars / sizeof *launcher_vars; i++) {
+        const char *v = getenv(launcher_vars[i]);
+        if (v && *v) return 1;
+    }
+    return 0;
+}
+
+static int env_int(const char *name, int *out) {
+    const char *v = getenv(name);
+    if (!v || !*v) return 0;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || x < 0 || x > (1 << 24)) return 0;
+    *out = (int)x;
+    return 1;
+}
+
+void gpu_local_rank(int *local_rank, int *local_ranks) {
+    int inited = 0, finalized = 0;
+    CHECK_MPI(MPI_Initialized(&inited));
+    if (inited) CHECK_MPI(MPI_Finalized(&finalized));
+    if (inited && !finalized) {
+        MPI_Comm node;
+        CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+        CHECK_MPI(MPI_Comm_rank(node, local_rank));
+        CHECK_MPI(MPI_Comm_size(node, local_ranks));
+        CHECK_MPI(MPI_Comm_free(&node));
+        return;
+    }
+    static const char *const pairs[][2] = {
+        { "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE" },
+        { "MPI_LOCALRANKID", "MPI_LOCALNRANKS" },
+        { "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE" },
+        { "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE" },
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        int r, n;
+        if (env_int(pairs[i][0], &r)) {
+            if (!env_int(pairs[i][1], &n) || n <= r) n = r + 1;
+            *local_rank = r; *local_ranks = n;
+            return;
+        }
+    }
+    *local_rank = 0; *local_ranks = 1;
+}
+
+int gpu_device_count(char *why, size_t why_len) {
+    if (why && why_len) why[0] = 0;
+#ifdef BOOST_CUDA
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        if (why) snprintf(why, why_len, "no usable CUDA device: %s", cudaGetErrorString(e));
+        (void)cudaGetLastError();   // clear the sticky-free error so later calls start clean
+        return 0;
+    }
+    if (n == 0 && why) snprintf(why, why_len, "no CUDA device visible (CUDA_VISIBLE_DEVICES=%s)",
+                                getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+    return n;
+#else
+    if (why) snprintf(why, why_len, "built without CUDA (this build has no CUDA back end; docs/gpu.md says how to build it)");
+    return 0;
+#endif
+}
+
+void gpu_device_describe(int device, char *out, size_t n) {
+#ifdef BOOST_CUDA
+    struct cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceProperties(&prop, device);
+    if (e != cudaSuccess) { snprintf(out, n, "device %d: %s", device, cudaGetErrorString(e)); (void)cudaGetLastError(); return; }
+    snprintf(out, n, "%s, sm_%d%d, %.1f GiB, %d SMs", prop.name, prop.major, prop.minor,
+             (double)prop.totalGlobalMem / (1024.0 * 1024 * 1024), prop.multiProcessorCount);
+#else
+    snprintf(out, n, "device %d: built without CUDA", device);
+#endif
+}
+
+int gpu_place(GpuPlacement *p, char *why, size_t why_len) {
+    memset(p, 0, sizeof *p);
+    p->device = -1;
+    gpu_local_rank(&p->local_rank, &p->local_ranks);
+    p->n_devices = gpu_device_count(why, why_len);
+    if (p->n_devices <= 0) return 1;
+    p->device = p->local_rank % p->n_devices;
+    p->shares_device = p->local_ranks > p->n_devices;
+    return 0;
+}
+
+void gpu_setup(Comm *c, struct Backend *b, GpuPlacement *p) {
+    comm_set_device(c, b, gpu_host_alloc, gpu_host_free);
+    p->nccl = 0;
+    p->comm_note[0] = 0;
+    if (c->is_virtual) {   // a single process: no communication at all
+        snprintf(p->comm_note, sizeof p->comm_note, "single process, no communication");
+        return;
+    }
+    const char *force = getenv("BOOST_COMM");
+    if (force && *force && strcmp(force, "mpi") != 0 && strcmp(force, "nccl") != 0)
+        die_input_hint("unset it, or set it to mpi or nccl", "BOOST_COMM=%s is not a communication back end", force);
+    if (force && !strcmp(force, "mpi")) {
+        snprintf(p->comm_note, sizeof p->comm_note, "BOOST_COMM=mpi: MPI with host staging");
+        return;
+    }
+    char why[256];
+    if (comm_use_nccl(c, b, why, sizeof why) == 0) { p->nccl = 1; return; }
+    if (force && !strcmp(force, "nccl"))   // asked for explicitly: not having it is an error
+        die_input_hint("unset BOOST_COMM to fall back to MPI with host staging", "BOOST_COMM=nccl, but NCCL cannot be used: %s", why);
+    snprintf(p->comm_note, sizeof p->comm_note, "MPI with host staging: %s", why);
+}
+
+void gpu_placement_print(const GpuPlacement *p, const Comm *c, FILE *f) {
+    fprintf(f, "gpu: rank %d (local %d of %d) on device %d of %d%s; comm: %s%s%s\n", c->rank, p->local_rank,
+            p->local_ranks, p->device, p->n_devices, p->shares_device ? " (shared with other ranks)" : "",
+            p->nccl ? "nccl" : (c->backend ? c->backend->name : "none"), p->comm_note[0] ? " — " : "", p->comm_note);
+}
+
+// One allocator for the whole process, decided at the first call: page-locked if a CUDA
+// device is present, else malloc (so gpu_host_free knows which free to call).
+static int host_pinned = -1;
+void *gpu_host_alloc(size_t bytes) {
+    if (host_pinned < 0) host_pinned = gpu_device_count(NULL, 0) > 0;
+    if (!bytes) bytes = 1;
+#ifdef BOOST_CUDA
+    if (host_pinned) {
+        void *p = NULL;
+        CHECK_CUDA(cudaMallocHost(&p, bytes));
+        return p;
+    }
+#endif
+    return xmalloc(bytes);
+}
+void gpu_host_free(void *p) {
+    if (!p) return;
+#ifdef BOOST_CUDA
+    if (host_pinned > 0) { CHECK_CUDA(cudaFreeHost(p)); return; }
+#endif
+    free(p);
+}

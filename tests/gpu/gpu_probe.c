@@ -1,0 +1,31 @@
+// gpu_probe — can this build use a GPU here? Prints what it found and exits 0 if a CUDA
+// device is usable, 1 if not (the first line after "usable: no" says why). The GPU tests
+// and make gpu-check ask it before they run anything (tests/t_gpu.sh).
+//   build/gpu_probe            the facts, then "usable: yes" or "usable: no: <reason>"
+//   build/gpu_probe --reason   only the reason (empty when usable)
+#include <stdio.h>
+#include <string.h>
+#include "../../src/parallel/gpu_setup.h"
+
+int main(int argc, char **argv) {
+    int reason_only = argc > 1 && !strcmp(argv[1], "--reason");
+    char why[256] = "";
+    GpuPlacement gp;
+    int rc = gpu_place(&gp, why, sizeof why);
+    if (reason_only) { if (rc) printf("%s\n", why); return rc ? 1 : 0; }
+#ifdef BOOST_CUDA
+    printf("cuda build: yes\n");
+#else
+    printf("cuda build: no\n");
+#endif
+    printf("launcher: %s; local rank %d of %d\n", launched_by_mpi() ? "MPI" : "none", gp.local_rank, gp.local_ranks);
+    printf("devices: %d\n", gp.n_devices);
+    for (int d = 0; d < gp.n_devices; d++) {
+        char desc[256];
+        gpu_device_describe(d, desc, sizeof desc);
+        printf("  %d: %s\n", d, desc);
+    }
+    if (rc) printf("usable: no: %s\n", why);
+    else printf("usable: yes (this rank takes device %d%s)\n", gp.device, gp.shares_device ? ", shared" : "");
+    return rc ? 1 : 0;
+}
