@@ -1,7 +1,7 @@
 # boost-c — build, test, run experiments.  `make help` lists the targets.
 #
-# Sources are discovered by wildcard: every src/<concern>/*.c is part of the engine
-# library, every src/tools/<name>.c is a binary build/<name>, every tests/test_<x>.c
+# Sources are discovered by wildcard: every src/<concern>/*.c and src/<concern>/<part>/*.c
+# (the back ends: src/backend/cpu/) is part of the engine library, every src/tools/<name>.c is a binary build/<name>, every tests/test_<x>.c
 # is a test binary build/test_<x>. Adding a file needs no Makefile edit.
 
 CC       := mpicc
@@ -17,11 +17,11 @@ LDLIBS   = $(PKG_LIBS) -lm
 BUILD    := build
 PYTHON   := /usr/bin/python3
 
-LIB_SRC  := $(filter-out src/tools/%,$(wildcard src/*/*.c))
+LIB_SRC  := $(filter-out src/tools/%,$(wildcard src/*/*.c src/*/*/*.c))
 LIB_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 TOOLS    := $(patsubst src/tools/%.c,$(BUILD)/%,$(wildcard src/tools/*.c))
 TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
-HEADERS  := $(wildcard src/*/*.h) $(wildcard tests/*.h)
+HEADERS  := $(wildcard src/*/*.h src/*/*/*.h) $(wildcard tests/*.h)
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 EXP      ?= quickstart
@@ -41,7 +41,8 @@ help:
 	@echo "make test            build and run the whole test suite"
 	@echo "make exp EXP=name    run experiments/<name>.yaml (default: quickstart)"
 	@echo "make info PRESET=cola-60m LINEAR=cola   parameter count and FLOPs per token"
-	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU), vs PyTorch"
+	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU), paired with PyTorch (REPEAT=3)"
+	@echo "make bench-scaling   tokens/s, MFU and memory against size, sequence length, threads and tp"
 	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
 	@echo "make figures EXP=x   loss curves and ablation panels of experiment x (analysis/figures/)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
@@ -84,27 +85,34 @@ exp: all
 info: all
 	$(BUILD)/info $(if $(value PRESET),--preset $(call qvar,PRESET)) $(if $(value LINEAR),--linear $(call qvar,LINEAR)) $(foreach a,$(value ARGS),$(call shq,$(a)))
 
-# Throughput: build/bench (C engine) then the same step in PyTorch, side by side.
-# BENCH_ARGS is passed to both (docs/benchmarks.md). Both run with passive OpenMP waiting,
-# the engine's own setting (src/core/env.h) and PyTorch's best on this machine.
+# Throughput: build/bench (C engine) and the same step in PyTorch, interleaved E P E P ...
+# REPEAT times (medians, min-max, ratio of medians, load and sgemm peak before and after),
+# then the engine's per-op profile. BENCH_ARGS is passed to both (docs/benchmarks.md). Both
+# run with passive OpenMP waiting, the engine's own setting (src/core/env.h) and PyTorch's
+# best on this machine.
 BENCH_ARGS ?= --preset cola-60m --seq 256 --batch 4 --steps 6 --warmup 2
+REPEAT ?= 3
 bench: $(BUILD)/bench
 	@bash .ci/deps.sh --bench
-	OMP_WAIT_POLICY=passive $(BUILD)/bench $(foreach a,$(value BENCH_ARGS),$(call shq,$(a))) --json $(BUILD)/bench.json
-	OMP_WAIT_POLICY=passive $(PYTHON) analysis/torch_bench.py $(foreach a,$(value BENCH_ARGS),$(call shq,$(a))) --compare $(BUILD)/bench.json
+	$(PYTHON) analysis/bench_paired.py --repeat $(call qvar,REPEAT) --profile -- $(foreach a,$(value BENCH_ARGS),$(call shq,$(a)))
+
+# How cost grows with the work: size, sequence length, threads, tp (docs/benchmarks.md).
+bench-scaling: all
+	$(PYTHON) analysis/bench_scaling.py
 
 # Figures of EXP from runs/boost.db: loss curves of the latest run of each variant, and the
 # ablation panels (step time compute/communication, bytes moved, memory, loss parity).
-.PHONY: figures bench-comm docs-keys
+.PHONY: figures bench-comm bench-scaling docs-keys
 figures:
 	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures
 	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures
 
 # Per-layer TP communication of FullRank-TP, Vanilla-TP and BTP: at the paper's 7B shape by
-# accounting (no math), then measured on a small model at tp = 2 and 4 (docs/benchmarks.md).
+# accounting (no math), then measured on a small model at tp = 2 and 4, the schemes
+# interleaved REPEAT times (docs/benchmarks.md).
 bench-comm: all
 	$(BUILD)/bench_comm $(foreach a,$(value BENCH_COMM_ARGS),$(call shq,$(a)))
-	@bash src/tools/bench_comm_measured.sh
+	$(PYTHON) analysis/bench_comm_measured.py --repeat $(call qvar,REPEAT)
 
 # Regenerate the key table of docs/configuration.md from the schema.
 docs-keys: all

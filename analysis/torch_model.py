@@ -18,6 +18,11 @@ Same maths as src/model/model.c (row-vector form, y = x @ W, W stored [d_in, d_o
     lin(x) = x @ W                         dense
            = SiLU(x @ A) @ B               cola
            = (x @ A) @ B                   svd
+           = σ(N(x @ A + g(z_prev))) @ B   lax (docs/lax.md): latent crossing on a cola or svd
+                                           base; z_prev = the latent σ(...) of the SAME projection
+                                           in the previous layer (none in layer 0), g the gate
+                                           (identity | dense z@W+b | kron z@(G1⊗G2)), N a LayerNorm
+                                           over r (or none), σ = SiLU (cola base) or identity (svd)
     RoPE: non-interleaved halves, pair (i, i + hd/2), angle t * theta^(-2i/hd).
 
 Parameters carry exactly the engine's names (= HDF5 paths): "model/embed_tokens",
@@ -35,7 +40,10 @@ from dataclasses import dataclass, fields
 import torch
 import torch.nn.functional as F
 
-LINEAR_KINDS = ("dense", "cola", "svd")
+LINEAR_KINDS = ("dense", "cola", "svd", "lax")
+LAX_BASES = ("cola", "svd")                   # model.lax_base: the low-rank layer LaX crosses
+LAX_GATES = ("identity", "dense", "kron")     # model.lax_gate: g(z_prev)
+LAX_NORMS = ("layernorm", "none")             # model.lax_norm: N() after the crossing sum
 
 
 @dataclass
@@ -55,12 +63,20 @@ class ModelConfig:
     norm_eps: float = 1e-6
     rope_theta: float = 10000.0
     embed_std: float = 0.02
+    lax_base: str = "cola"       # LaX only (docs/lax.md); defaults = the authors' LaX-CoLA configs
+    lax_gate: str = "kron"
+    lax_norm: str = "layernorm"
 
     def __post_init__(self):
-        if isinstance(self.linear, int):        # an enum value (0 dense, 1 cola, 2 svd)
+        if isinstance(self.linear, int):        # an enum value (0 dense, 1 cola, 2 svd, 3 lax)
             self.linear = LINEAR_KINDS[self.linear]
         self.linear = str(self.linear).lower()
         assert self.linear in LINEAR_KINDS, f"unknown linear kind {self.linear!r}"
+        for name, kinds in (("lax_base", LAX_BASES), ("lax_gate", LAX_GATES), ("lax_norm", LAX_NORMS)):
+            v = getattr(self, name)
+            v = kinds[v] if isinstance(v, int) else str(v).lower()
+            assert v in kinds, f"unknown {name} {v!r} (one of {', '.join(kinds)})"
+            setattr(self, name, v)
         if not self.n_kv_heads:
             self.n_kv_heads = self.n_heads
         if not self.rank_attn:
@@ -79,6 +95,11 @@ class ModelConfig:
     @property
     def kv_dim(self):
         return self.n_kv_heads * self.head_dim
+
+    @property
+    def latent_act(self):
+        """True when the bottleneck has SiLU: cola, or lax on a cola base."""
+        return self.linear == "cola" or (self.linear == "lax" and self.lax_base == "cola")
 
     @classmethod
     def from_dict(cls, d):
@@ -117,8 +138,33 @@ def linear_shapes(cfg):
             ("mlp", "down", ff, d, rm)]
 
 
+def kron_factors(r):
+    """(r1, r2) with r1 * r2 = r, r1 <= r2 and r2 - r1 smallest: r1 = the largest divisor of r
+    not above sqrt(r) (the authors' most_balanced_factor_pair; a prime r gives (1, r))."""
+    r1 = max(k for k in range(1, int(math.isqrt(r)) + 1) if r % k == 0)
+    return r1, r // r1
+
+
+def lax_specs(cfg, pre, r):
+    """LaX tensors of one crossing (layers >= 1), in table order: gate, then norm.
+    Init (the authors' code, docs/lax.md §4): dense W ~ N(0, 0.02), b = 0; kron factors
+    U(-sqrt(6/S), sqrt(6/S)) for an S x S factor (kaiming_uniform); LayerNorm gamma = 1, beta = 0."""
+    specs = []
+    if cfg.lax_gate == "dense":
+        specs.append((f"{pre}/lax_gate/W", (r, r), 0.02, True))
+        specs.append((f"{pre}/lax_gate/b", (r,), "zeros", False))
+    elif cfg.lax_gate == "kron":
+        for name, s in zip(("G1", "G2"), kron_factors(r)):
+            specs.append((f"{pre}/lax_gate/{name}", (s, s), ("uniform", math.sqrt(6.0 / s)), True))
+    if cfg.lax_norm == "layernorm":
+        specs.append((f"{pre}/lax_norm/gamma", (r,), None, False))
+        specs.append((f"{pre}/lax_norm/beta", (r,), "zeros", False))
+    return specs
+
+
 def param_specs(cfg):
-    """[(name, shape, init_std or None for ones, decay)] in the engine's table order."""
+    """[(name, shape, init, decay)] in the engine's table order. init: a float = normal std,
+    None = ones, "zeros", or ("uniform", bound) = U(-bound, bound)."""
     specs = [("model/embed_tokens", (cfg.vocab_size, cfg.d_model), cfg.embed_std, True)]
     for layer in range(cfg.n_layers):
         p = f"model/layers/{layer}"
@@ -128,21 +174,39 @@ def param_specs(cfg):
             pre = f"{p}/{group}/{proj}"
             if cfg.linear == "dense":
                 specs.append((f"{pre}/W", (din, dout), 0.02, True))
-            else:  # CoLA init: r^(-1/4) (d_in + d_out)^(-1/4) for A and B
+            else:  # CoLA init: r^(-1/4) (d_in + d_out)^(-1/4) for A and B (cola, svd, lax)
                 std = r ** -0.25 * (din + dout) ** -0.25
                 specs.append((f"{pre}/A", (din, r), std, True))
                 specs.append((f"{pre}/B", (r, dout), std, True))
+                if cfg.linear == "lax" and layer > 0:   # layer 0 has no predecessor: no crossing
+                    specs.extend(lax_specs(cfg, pre, r))
     specs.append(("model/final_norm", (cfg.d_model,), None, False))
     if not cfg.tie_embeddings:
         specs.append(("model/lm_head", (cfg.d_model, cfg.vocab_size), cfg.embed_std, True))
     return specs
 
 
+def lax_gate_macs(cfg, r):
+    """Multiply-adds per token of one gate g(z), z of width r: identity 0, dense r*r,
+    kron r*(r1 + r2) (z as [r1, r2]: one [r1,r2]@[r2,r2] and one [r1,r1]^T@[r1,r2] product)."""
+    if cfg.lax_gate == "dense":
+        return r * r
+    if cfg.lax_gate == "kron":
+        r1, r2 = kron_factors(r)
+        return r * (r1 + r2)
+    return 0
+
+
 def matmul_param_count(cfg):
-    """Parameters that take part in matrix products (all linears + LM head; tied head counted)."""
+    """Multiply-adds per token of all matrix products except attention (all linears + LM head;
+    tied head counted). For dense/cola/svd this is the number of matmul weights; LaX adds its
+    gates' MACs (L-1 crossings per projection; a kron gate has r1^2 + r2^2 weights but
+    r (r1 + r2) MACs)."""
     n = cfg.d_model * cfg.vocab_size  # LM head (tied or not, it is a d x V product)
     for _, _, din, dout, r in linear_shapes(cfg):
         n += cfg.n_layers * (din * dout if cfg.linear == "dense" else r * (din + dout))
+        if cfg.linear == "lax":
+            n += (cfg.n_layers - 1) * lax_gate_macs(cfg, r)
     return n
 
 
@@ -177,11 +241,15 @@ class BoostModel(torch.nn.Module):
         self.cfg = cfg
         gen = torch.Generator().manual_seed(seed)
         self._names = []
-        for name, shape, std, _ in param_specs(cfg):
-            if std is None:
+        for name, shape, init, _ in param_specs(cfg):
+            if init is None:
                 t = torch.ones(shape, dtype=torch.float64)
+            elif init == "zeros":
+                t = torch.zeros(shape, dtype=torch.float64)
+            elif isinstance(init, tuple):    # ("uniform", bound)
+                t = (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * init[1]
             else:
-                t = torch.randn(shape, generator=gen, dtype=torch.float64) * std
+                t = torch.randn(shape, generator=gen, dtype=torch.float64) * init
             self.register_parameter(self._key(name), torch.nn.Parameter(t.to(dtype=dtype, device=device)))
             self._names.append(name)
         self._decay = {name: decay for name, _, _, decay in param_specs(cfg)}
@@ -224,14 +292,45 @@ class BoostModel(torch.nn.Module):
         return missing
 
     # ---- forward -------------------------------------------------------------------
-    def linear(self, x, prefix):
+    def linear(self, x, prefix, latents=None):
+        """One linear. LaX: `latents` maps "attn/q" ... "mlp/down" to the previous layer's
+        latent z of that projection; it is read (crossing) and replaced by this layer's z."""
         kind = self.cfg.linear
         if kind == "dense":
             return x @ self.param(prefix + "/W")
         h = x @ self.param(prefix + "/A")
-        if kind == "cola":
+        if kind == "lax":
+            assert latents is not None, "lax: pass the dict of previous latents (forward() does)"
+            key = prefix.split("/", 3)[3]                  # "model/layers/3/attn/q" -> "attn/q"
+            if key in latents:                             # layer >= 1: cross with z_prev
+                h = self.lax_cross(h, latents[key], prefix)
+        if self.cfg.latent_act:
             h = F.silu(h)
+        if kind == "lax":
+            latents[key] = h
         return h @ self.param(prefix + "/B")
+
+    def lax_gate(self, z, prefix):
+        """g(z), z [..., r]: identity, dense z @ W + b, or kron z @ (G1 ⊗ G2) computed as
+        G1^T · Z · G2 on z viewed as Z [r1, r2] (row-major, index = i*r2 + j)."""
+        gate = self.cfg.lax_gate
+        if gate == "identity":
+            return z
+        if gate == "dense":
+            return z @ self.param(prefix + "/lax_gate/W") + self.param(prefix + "/lax_gate/b")
+        g1, g2 = self.param(prefix + "/lax_gate/G1"), self.param(prefix + "/lax_gate/G2")
+        zz = z.reshape(*z.shape[:-1], g1.shape[0], g2.shape[0])
+        return (g1.t() @ zz @ g2).reshape(z.shape)
+
+    def lax_cross(self, h, z_prev, prefix):
+        """u = h + g(z_prev), then LayerNorm over r (biased variance, eps inside the sqrt)."""
+        u = h + self.lax_gate(z_prev, prefix)
+        if self.cfg.lax_norm == "none":
+            return u
+        mu = u.mean(-1, keepdim=True)
+        var = ((u - mu) ** 2).mean(-1, keepdim=True)
+        xhat = (u - mu) / torch.sqrt(var + self.cfg.norm_eps)
+        return xhat * self.param(prefix + "/lax_norm/gamma") + self.param(prefix + "/lax_norm/beta")
 
     def attention(self, q, k, v):
         """q [B,T,H,hd], k,v [B,T,Hkv,hd] -> [B,T,H*hd], causal."""
@@ -255,19 +354,20 @@ class BoostModel(torch.nn.Module):
         emb = self.param("model/embed_tokens")
         cos, sin = rope_cos_sin(T, hd, c.rope_theta, emb.dtype, emb.device)
         x = emb[tokens.long()]
-        gate_silu = not (c.linear == "cola" and c.only_lr_act)
+        gate_silu = not (c.latent_act and c.only_lr_act)
+        lat = {}        # LaX: each projection's latent z of the previous layer
         for layer in range(c.n_layers):
             p = f"model/layers/{layer}"
             a = rmsnorm(x, self.param(p + "/input_norm"), c.norm_eps)
-            q = rope(self.linear(a, p + "/attn/q").view(B, T, H, hd), cos, sin)
-            k = rope(self.linear(a, p + "/attn/k").view(B, T, Hkv, hd), cos, sin)
-            v = self.linear(a, p + "/attn/v").view(B, T, Hkv, hd)
-            x = x + self.linear(self.attention(q, k, v), p + "/attn/o")
+            q = rope(self.linear(a, p + "/attn/q", lat).view(B, T, H, hd), cos, sin)
+            k = rope(self.linear(a, p + "/attn/k", lat).view(B, T, Hkv, hd), cos, sin)
+            v = self.linear(a, p + "/attn/v", lat).view(B, T, Hkv, hd)
+            x = x + self.linear(self.attention(q, k, v), p + "/attn/o", lat)
             m = rmsnorm(x, self.param(p + "/post_attn_norm"), c.norm_eps)
-            g = self.linear(m, p + "/mlp/gate")
-            u = self.linear(m, p + "/mlp/up")
+            g = self.linear(m, p + "/mlp/gate", lat)
+            u = self.linear(m, p + "/mlp/up", lat)
             z = (F.silu(g) if gate_silu else g) * u
-            x = x + self.linear(z, p + "/mlp/down")
+            x = x + self.linear(z, p + "/mlp/down", lat)
         xf = rmsnorm(x, self.param("model/final_norm"), c.norm_eps)
         if c.tie_embeddings:
             return xf @ emb.t()

@@ -77,6 +77,30 @@ def read_dump(path):
     return conf, model, inputs, targets, loss, grads, step
 
 
+def write_reference_dump(path, model, inputs, targets, corrupt=None):
+    """Write a step dump of `model` (a torch_model.BoostModel) on one batch, in the format
+    read_dump() reads: the self-checks of this script (tests/t_torch_reference.sh,
+    analysis/lax_selftest.py). corrupt: a parameter name whose first gradient entry is moved
+    by 1% of the tensor's scale (the check must then fail and name it)."""
+    for p in model.parameters():
+        p.grad = None
+    loss = model.loss(inputs, targets)
+    loss.backward()
+    with h5py.File(path, "w") as f:
+        f.attrs["format"] = "boost-c step dump"
+        f.attrs["config"] = json.dumps({"model": dict(model.cfg.__dict__), "train": {}, "data": {}})
+        f.attrs["step"] = 1
+        for name, p in model.named_engine_parameters():
+            f[name] = p.detach().numpy()
+            g = p.grad.numpy().copy() if p.grad is not None else np.zeros(tuple(p.shape), np.float32)
+            if name == corrupt:
+                g.reshape(-1)[0] += 0.01 * np.abs(g).max() + 1e-4
+            f["grads/" + name[len("model/"):]] = g
+        f["batch/inputs"] = inputs.numpy().astype(np.int32)
+        f["batch/targets"] = targets.numpy().astype(np.int32)
+        f["loss"] = np.float64(loss.item())
+
+
 def verify(path, quiet=False):
     conf, model, inputs, targets, loss_c, grads_c, step = read_dump(path)
     c = model.cfg
@@ -89,7 +113,8 @@ def verify(path, quiet=False):
     loss_t_tensor.backward()
     loss_t = float(loss_t_tensor)
 
-    print(f"{path}: step {step if step is not None else '?'} | {c.linear} L{c.n_layers} d{c.d_model} "
+    kind = c.linear if c.linear != "lax" else f"lax({c.lax_base},{c.lax_gate},{c.lax_norm})"
+    print(f"{path}: step {step if step is not None else '?'} | {kind} L{c.n_layers} d{c.d_model} "
           f"H{c.n_heads}/{c.n_kv_heads} ff{c.d_ff} r{c.rank_attn}/{c.rank_mlp} V{c.vocab_size} "
           f"tied={int(c.tie_embeddings)} only_lr_act={int(c.only_lr_act)} | batch {inputs.shape[0]}x{inputs.shape[1]}")
     failures = 0

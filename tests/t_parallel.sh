@@ -6,8 +6,11 @@
 # single-process run. Tolerance per tensor: max|a-b| <= 1e-6 + 1e-4*max|b| for the loss,
 # gradients and moments — the layouts sum the same fp32 terms in a different order
 # (all-reduce partial sums, split vocabularies, split batches). Updated weights get an
-# absolute 2e-5 = 2e-3*lr: AdamW's first step moves a weight by lr*g/(|g|+eps), which
-# for gradients near eps = 1e-8 turns a 1e-11 rounding difference of g into ~1e-3*lr.
+# absolute 1e-4 = 1e-2*lr: AdamW's first step moves a weight by lr*g/(|g|+eps), whose
+# slope lr*eps/(|g|+eps)^2 is 2.5e6*lr at |g| = eps = 1e-8, so a gradient rounding
+# difference of 4e-11 (far inside the gradient tolerance above) moves such a weight by
+# 1e-4*lr... up to 1e-2*lr for the handful of gradients within a few eps of 0 (seen:
+# 2.1e-5 on one element of 12k). A wrong update is off by ~lr = 1e-2, 100x the bound.
 # Also: exact per-layer communication volumes vs the paper's formulas, impossible layouts
 # refused before any work, a 50-step tp=2 loss curve on the tp=1 curve, and a run saved
 # at tp=2 resumed at tp=1 with the same weights.
@@ -50,7 +53,7 @@ for kind in dense cola svd; do
         r1=$($CMP "$TMP/$kind-$name/dump/step_1.h5" "$ref_dump" --groups model,grads,loss --atol 1e-6 --rtol 1e-4 2>&1)
         ck=$(ls "$TMP"/$kind-$name/ckpt/*/step_1.h5)
         r2=$($CMP "$ck" "$ref_ckpt" --groups optimizer --atol 1e-6 --rtol 1e-4 2>&1 &&
-             $CMP "$ck" "$ref_ckpt" --groups model --atol 2e-5 --rtol 0 2>&1)
+             $CMP "$ck" "$ref_ckpt" --groups model --atol 1e-4 --rtol 0 2>&1)
         if [ $? -eq 0 ] && grep -q " 0 beyond" <<<"$r1"; then pass "${kind}_${name}_matches_single"
         else fail "${kind}_${name}_matches_single" "$(echo "$r1"; echo "$r2" | tail -3)"; fi
     done

@@ -22,10 +22,11 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 # ---- 1. verify_dump.py on dumps written by the torch model itself --------------------
 cat >"$TMP/mkdump.py" <<'EOF'
-import json, sys
-import h5py, numpy as np, torch
+import sys
+import torch
 sys.path.insert(0, "analysis")
 from torch_model import BoostModel, ModelConfig
+from verify_dump import write_reference_dump
 out, linear, tied, kv, corrupt = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 cfg = ModelConfig(linear=linear, vocab_size=97, n_layers=2, d_model=32, n_heads=4, n_kv_heads=kv, d_ff=48,
                   rank_attn=8, rank_mlp=12, seq_len=16, tie_embeddings=bool(tied), only_lr_act=linear == "cola")
@@ -33,21 +34,7 @@ model = BoostModel(cfg, dtype=torch.float32, seed=1)
 gen = torch.Generator().manual_seed(2)
 x = torch.randint(0, 97, (3, 16), generator=gen)
 y = torch.randint(0, 97, (3, 16), generator=gen)
-loss = model.loss(x, y)
-loss.backward()
-with h5py.File(out, "w") as f:
-    f.attrs["format"] = "boost-c step dump"
-    f.attrs["config"] = json.dumps({"model": dict(cfg.__dict__), "train": {}, "data": {}})
-    f.attrs["step"] = 1
-    for name, p in model.named_engine_parameters():
-        f[name] = p.detach().numpy()
-        g = p.grad.numpy().copy()
-        if name == corrupt:
-            g.reshape(-1)[0] += 0.01 * np.abs(g).max() + 1e-4
-        f["grads/" + name[len("model/"):]] = g
-    f["batch/inputs"] = x.numpy().astype(np.int32)
-    f["batch/targets"] = y.numpy().astype(np.int32)
-    f["loss"] = np.float64(loss.item())
+write_reference_dump(out, model, x, y, corrupt)
 EOF
 for spec in "dense 0 4" "cola 0 4" "svd 0 4" "cola 1 2"; do
     set -- $spec

@@ -53,7 +53,7 @@ static void perturb_norms(Model *m) {
     for (int i = 0; i < m->table.n_specs; i++) {
         const ParamSpec *s = &m->table.specs[i];
         if (s->init != INIT_ONES) continue;
-        float *p = m->params + s->offset;
+        float *p = (float *)m->params + s->offset;
         fill_normal(p, s->numel, seed_for_name(99, s->name), (uint64_t)s->col0, 0.3f);
         for (size_t j = 0; j < s->numel; j++) p[j] += 1.0f;
     }
@@ -117,10 +117,12 @@ static void check_comm(const Model *m, const char *label) {
     }
     uint64_t fc, fe, bc, be;
     if (L->scheme == TP_BTP) {
+        // SyncRMSNorm in the authors' form also all-reduces Σ da·a [N] before each norm's backward
+        int sync_ar = !b->online_rmsnorm && b->sync_norm_backward == SYNC_NORM_BWD_ALLREDUCE;
         fc = (b->grouping ? 4 : 7) + (b->online_rmsnorm ? 0 : 2);
         fe = 4 * N * ra + 3 * N * rm + 2 * N;
-        bc = b->grouping ? 4 : 7;
-        be = 4 * N * ra + 3 * N * rm;
+        bc = (b->grouping ? 4 : 7) + (sync_ar ? 2 : 0);
+        be = 4 * N * ra + 3 * N * rm + (sync_ar ? 2 * N : 0);
     } else {   // Vanilla-TP
         fc = 7; fe = N * (3 * d + 2 * kvd + 2 * (uint64_t)c->d_ff);
         bc = 4; be = N * (3 * d + (uint64_t)c->d_ff);
@@ -162,7 +164,7 @@ static void check_comm(const Model *m, const char *label) {
 // Build the parallel model for `bc`, run it, compare with the reference, check the comm.
 static void run_case(const Ref *ref, BoostConfig bc, const char *label) {
     Model m;
-    model_init_parallel(&m, &ref->cfg, B_, T_, SEED, &G, &bc, 1);
+    model_init_parallel(&m, &ref->cfg, B_, T_, SEED, &G, &bc, 1, NULL, 1);
     perturb_norms(&m);
     comm_stats_reset(&G);
     double loss = run_parallel(&m);
@@ -177,14 +179,14 @@ static void run_case(const Ref *ref, BoostConfig bc, const char *label) {
     }
     ModelState full; memset(&full, 0, sizeof full);
     if (my_rank == 0) model_state_init(&full, &ref->cfg, STATE_GRADS);
-    state_gather(&m, my_rank == 0 ? &full : NULL, STATE_GRADS);
+    state_gather_model(&m, my_rank == 0 ? &full : NULL, STATE_GRADS);
     if (my_rank == 0) {
         CK(fabs(loss - ref->loss) <= 1e-5 * fabs(ref->loss), "%s: loss %.9g vs %.9g", label, loss, ref->loss);
         int bad = 0;
         for (int i = 0; i < full.table.n_specs; i++) {
             const ParamSpec *s = &full.table.specs[i];
             const ParamSpec *rs = param_find(&ref->m.table, s->name);
-            const float *a = full.grads + s->offset, *b = ref->m.grads + rs->offset;
+            const float *a = full.grads + s->offset, *b = (const float *)ref->m.grads + rs->offset;
             double mx = 0; for (size_t j = 0; j < s->numel; j++) mx = fmax(mx, fabs(b[j]));
             size_t w;
             double ratio = tl_close_ratio(a, b, s->numel, 1e-5 + 1e-4 * mx, 0.0, &w);
@@ -204,17 +206,25 @@ static BoostConfig boost_of(int btp, int online, int grouping, int lowrank, int 
     return b;
 }
 static void label_of(char *buf, size_t n, const char *kind, BoostConfig b) {
-    snprintf(buf, n, "%s btp=%d online=%d grouping=%d lowrank=%d full=%d tp=%d pp=%d", kind, b.btp,
-             b.online_rmsnorm, b.grouping, b.lowrank_ckpt, b.full_recompute, G.tp, G.pp);
+    snprintf(buf, n, "%s btp=%d online=%d grouping=%d lowrank=%d full=%d%s tp=%d pp=%d", kind, b.btp,
+             b.online_rmsnorm, b.grouping, b.lowrank_ckpt, b.full_recompute,
+             b.sync_norm_backward == SYNC_NORM_BWD_BOTTLENECK ? " sync-bwd=bottleneck" : "", G.tp, G.pp);
 }
 
-// All 16 combinations of the four BOOST switches.
+// All 16 combinations of the four BOOST switches (the model ignores the three that need BTP
+// when it is off; config_finalize refuses them in manifests), and SyncRMSNorm's two
+// backward forms (the authors' all-reduce, the default, and the bottleneck's Σ dP·P).
 static void matrix(LinearKind kind) {
     Ref ref; ModelConfig c = tiny_cfg(kind, 4); ref_make(&ref, &c);
     for (int mask = 0; mask < 16; mask++) {
         BoostConfig b = boost_of(mask & 1, (mask >> 1) & 1, (mask >> 2) & 1, (mask >> 3) & 1, 0);
         char label[160]; label_of(label, sizeof label, linear_kind_name(kind), b);
         run_case(&ref, b, label);
+        if (b.btp && !b.online_rmsnorm) {
+            b.sync_norm_backward = SYNC_NORM_BWD_BOTTLENECK;
+            label_of(label, sizeof label, linear_kind_name(kind), b);
+            run_case(&ref, b, label);
+        }
     }
     ref_free(&ref);
 }
@@ -261,13 +271,15 @@ TEST(activation_memory) {
     for (int k = 1; k <= 2; k++) {
         ModelConfig c = tiny_cfg((LinearKind)k, 4);
         int cola = k == LINEAR_COLA;
-        Model none, low, full, vlow;
+        Model none, low, full, vlow, vnone;
         BoostConfig bn = boost_of(1, 1, 1, 0, 0), bl = boost_of(1, 1, 1, 1, 0), bf = boost_of(1, 1, 1, 0, 1);
         BoostConfig bv = boost_of(0, 1, 1, 1, 0);   // lowrank_ckpt without BTP: falls back
-        model_init_parallel(&none, &c, B_, T_, SEED, &G, &bn, 1);
-        model_init_parallel(&low, &c, B_, T_, SEED, &G, &bl, 1);
-        model_init_parallel(&full, &c, B_, T_, SEED, &G, &bf, 1);
-        model_init_parallel(&vlow, &c, B_, T_, SEED, &G, &bv, 1);
+        model_init_parallel(&none, &c, B_, T_, SEED, &G, &bn, 1, NULL, 1);
+        model_init_parallel(&low, &c, B_, T_, SEED, &G, &bl, 1, NULL, 1);
+        model_init_parallel(&full, &c, B_, T_, SEED, &G, &bf, 1, NULL, 1);
+        model_init_parallel(&vlow, &c, B_, T_, SEED, &G, &bv, 1, NULL, 1);
+        BoostConfig b0 = boost_of(0, 0, 0, 0, 0);
+        model_init_parallel(&vnone, &c, B_, T_, SEED, &G, &b0, 1, NULL, 1);
         CK(none.ckpt == CKPT_NONE && low.ckpt == CKPT_LOWRANK && full.ckpt == CKPT_FULL && vlow.ckpt == CKPT_NONE,
            "ckpt modes %d %d %d %d", none.ckpt, low.ckpt, full.ckpt, vlow.ckpt);
         const Layout *L = &low.lay;
@@ -275,24 +287,24 @@ TEST(activation_memory) {
         size_t io = 2 * R16(N) + R16(N * dr);   // token ids, stage output
         size_t head = L->last_stage ? (L->tp > 1 ? R16(N * d) : 0) + R16(N * d) + 2 * R16(N) + R16(N * L->V) : 0;
         size_t kept = 2 * R16(N * dr) + R16(3 * N * ra + N) + R16(N * ra) + R16(2 * N * rm + N) + R16(N * rm);
-        size_t attn = (cola ? R16(3 * N * ra + N) : 0) + 2 * R16(N * L->dq) + 2 * R16(N * L->dkv) + R16((size_t)B_ * L->H * T_ * T_);
+        size_t attn = (cola ? R16(3 * N * ra + N) : 0) + 2 * R16(N * L->dq) + 2 * R16(N * L->dkv) + R16((size_t)B_ * L->H * T_);   // lse, not T×T
         size_t mlp = (cola ? R16(2 * N * rm + N) : 0) + 3 * R16(N * L->dff);
         size_t work = (cola ? R16(N * ra) + R16(N * rm) : 0) + (attn > mlp ? attn : mlp);
-        CK(low.act_floats == io + head + nl * kept + work, "%s lowrank: %zu floats, formula %zu",
-           linear_kind_name(k), low.act_floats, io + head + nl * kept + work);
+        size_t low_f = low.act_bytes / 4, none_f = none.act_bytes / 4, full_f = full.act_bytes / 4;
+        CK(low_f == io + head + nl * kept + work, "%s lowrank: %zu floats, formula %zu",
+           linear_kind_name(k), low_f, io + head + nl * kept + work);
         // per layer at most 7·N·r bottleneck + 2·N·d/tp residual + 2·N statistics (+ padding)
         CK(kept <= 4 * N * ra + 3 * N * rm + 2 * N * dr + 2 * N + 6 * 15, "kept per layer %zu", kept);
-        size_t layer_full = (none.act_floats - io - head) / nl;   // one whole layer
-        CK(full.act_floats == io + head + nl * R16(N * dr) + layer_full, "%s full: %zu floats, formula %zu",
-           linear_kind_name(k), full.act_floats, io + head + nl * R16(N * dr) + layer_full);
-        CK(low.act_floats < none.act_floats, "lowrank %zu floats not below none %zu", low.act_floats, none.act_floats);
-        Model *ms[4] = { &none, &low, &full, &vlow };
-        for (int i = 0; i < 4; i++)
-            CK(ms[i]->bytes_acts == (ms[i]->act_floats + ms[i]->scratch_floats) * sizeof(float), "bytes_acts");
+        size_t layer_full = (none_f - io - head) / nl;   // one whole layer
+        CK(full_f == io + head + nl * R16(N * dr) + layer_full, "%s full: %zu floats, formula %zu",
+           linear_kind_name(k), full_f, io + head + nl * R16(N * dr) + layer_full);
+        CK(low_f < none_f, "lowrank %zu floats not below none %zu", low_f, none_f);
+        CK(vlow.act_bytes == vnone.act_bytes, "lowrank_ckpt without BTP: %zu bytes, not those of no checkpointing %zu",
+           vlow.act_bytes, vnone.act_bytes);
         if (verbose && my_rank == 0)
             fprintf(stderr, "  %s acts floats (tp %d): none %zu lowrank %zu full %zu (scratch %zu)\n", linear_kind_name(k),
-                    L->tp, none.act_floats, low.act_floats, full.act_floats, low.scratch_floats);
-        model_free(&none); model_free(&low); model_free(&full); model_free(&vlow);
+                    L->tp, none_f, low_f, full_f, low.scratch_bytes / 4);
+        model_free(&none); model_free(&low); model_free(&full); model_free(&vlow); model_free(&vnone);
     }
 }
 

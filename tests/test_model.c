@@ -60,8 +60,8 @@ TEST(init_is_layout_independent) {
     if (s) {
         float slice[16];
         fill_normal(slice, 16, seed_for_name(42, s->name), 24, s->init_std);
-        EXPECT(memcmp(slice, m.params + s->offset + 24, sizeof slice) == 0, "slice differs");
-        double sq = 0; for (size_t j = 0; j < s->numel; j++) sq += (double)m.params[s->offset + j] * m.params[s->offset + j];
+        EXPECT(memcmp(slice, ((float *)m.params) + s->offset + 24, sizeof slice) == 0, "slice differs");
+        double sq = 0; for (size_t j = 0; j < s->numel; j++) sq += (double)((float *)m.params)[s->offset + j] * ((float *)m.params)[s->offset + j];
         double std = sqrt(sq / s->numel);
         EXPECT(fabs(std - s->init_std) < 0.15 * s->init_std, "std %g vs %g", std, s->init_std);
     }
@@ -84,8 +84,8 @@ static void check_grads(LinearKind kind, int odd, int tied, int only_lr_act, con
     // make the norms non-trivial so their gradients are exercised
     for (int i = 0; i < m.table.n_specs; i++) {
         const ParamSpec *s = &m.table.specs[i];
-        if (s->init == INIT_ONES) fill_normal(m.params + s->offset, s->numel, 99 + i, 0, 0.3f);
-        if (s->init == INIT_ONES) for (size_t j = 0; j < s->numel; j++) m.params[s->offset + j] += 1.0f;
+        if (s->init == INIT_ONES) fill_normal(((float *)m.params) + s->offset, s->numel, 99 + i, 0, 0.3f);
+        if (s->init == INIT_ONES) for (size_t j = 0; j < s->numel; j++) ((float *)m.params)[s->offset + j] += 1.0f;
     }
     int32_t in[64], tg[64];
     random_batch(in, tg, N, c.vocab_size, 3);
@@ -95,7 +95,7 @@ static void check_grads(LinearKind kind, int odd, int tied, int only_lr_act, con
     int bad = 0;
     for (int i = 0; i < m.table.n_specs; i++) {
         const ParamSpec *s = &m.table.specs[i];
-        float *p = m.params + s->offset;
+        float *p = ((float *)m.params) + s->offset;
         float *save = malloc(s->numel * sizeof(float));
         float *u = malloc(s->numel * sizeof(float));
         memcpy(save, p, s->numel * sizeof(float));
@@ -104,7 +104,7 @@ static void check_grads(LinearKind kind, int odd, int tied, int only_lr_act, con
         if (eps < 1e-5f) eps = 1e-5f;
         fill_normal(u, s->numel, 1234 + i, 0, 1.0f);
         double an = 0;
-        for (size_t j = 0; j < s->numel; j++) an += (double)m.grads[s->offset + j] * u[j];
+        for (size_t j = 0; j < s->numel; j++) an += (double)((float *)m.grads)[s->offset + j] * u[j];
         for (size_t j = 0; j < s->numel; j++) p[j] = save[j] + eps * u[j];
         double lp = model_forward(&m, in, tg);
         for (size_t j = 0; j < s->numel; j++) p[j] = save[j] - eps * u[j];
@@ -137,12 +137,12 @@ TEST(initial_loss_and_determinism) {
     model_zero_grads(&m);
     double l1 = model_forward(&m, in, tg); model_backward(&m, 1.0f / N);
     float *g1 = malloc(m.table.n_params * sizeof(float));
-    memcpy(g1, m.grads, m.table.n_params * sizeof(float));
+    memcpy(g1, ((float *)m.grads), m.table.n_params * sizeof(float));
     model_zero_grads(&m);
     double l2 = model_forward(&m, in, tg); model_backward(&m, 1.0f / N);
     EXPECT(fabs(l1 - log((double)c.vocab_size)) < 0.2, "initial loss %g vs ln V %g", l1, log((double)c.vocab_size));
     EXPECT(l1 == l2, "loss not bit-identical: %.17g vs %.17g", l1, l2);
-    EXPECT(memcmp(g1, m.grads, m.table.n_params * sizeof(float)) == 0, "gradients not bit-identical");
+    EXPECT(memcmp(g1, ((float *)m.grads), m.table.n_params * sizeof(float)) == 0, "gradients not bit-identical");
     free(g1); model_free(&m);
 }
 

@@ -1,6 +1,7 @@
-// test_ops.c — every op in src/ops: finite-difference gradient checks of each backward
-// against its forward, naive references, accumulation, aliasing, determinism, and guard
-// regions around every output (ggml-style: a write one element out of bounds fails).
+// test_ops.c — every fp32 kernel of the CPU back end (src/backend/cpu/) and the GEMM of its
+// op table: finite-difference gradient checks of each backward against its forward, naive
+// references, accumulation, aliasing, determinism, and guard regions around every output
+// (ggml-style: a write one element out of bounds fails).
 //
 // Finite differences: the objective is L = sum(out * w) with fixed random w, so dL/dout = w
 // is what we feed to backward. The forward runs in fp32 but L is summed in double.
@@ -13,8 +14,9 @@
 #include <stdint.h>
 #include <omp.h>
 #include "testlib.h"
-#include "ops/ops.h"
-#include "ops/fastmath.h"
+#include "backend/ops.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/fastmath.h"
 #include "core/rng.h"
 
 TL_MAIN_DEFS
@@ -32,7 +34,7 @@ static const uint32_t SENTINEL = 0x7fa5a5a5u;
 static float *g_bufs[MAXBUF]; static size_t g_lens[MAXBUF]; static int g_nbuf;
 
 static float sentinel_f(void) { float f; memcpy(&f, &SENTINEL, 4); return f; }
-static float *galloc(size_t n) {
+__attribute__((noinline)) static float *galloc(size_t n) {
     if (g_nbuf == MAXBUF) { fprintf(stderr, "test_ops: too many buffers\n"); exit(1); }
     float *base = malloc(sizeof(float) * (n + 2 * GUARD));
     float s = sentinel_f();
@@ -102,58 +104,63 @@ static double fd_check(ObjFn f, void *ctx, float *x, const float *g, size_t n, c
     EXPECT(memcmp((a), (b), sizeof(float) * (n)) == 0, "%s: results differ bitwise", (what))
 
 // ====================================================================================
-// matmul
-typedef struct { float *y, *x, *W, *w; int N, din, dout, wt; } MatCtx;
-static double mat_obj(void *p) {
-    MatCtx *c = p;
-    if (c->wt) matmul_forward_wt(c->y, c->x, c->W, c->N, c->din, c->dout, 0);
-    else matmul_forward(c->y, c->x, c->W, c->N, c->din, c->dout, 0);
-    return dot_d(c->y, c->w, (size_t)c->N * c->dout);
-}
-// y[N,dout] = x @ W in double; W is [din,dout] or (wt) [dout,din]
-static void mat_ref(float *y, const float *x, const float *W, int N, int din, int dout, int wt) {
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < dout; o++) {
-            double s = 0;
-            for (int i = 0; i < din; i++) s += (double)x[n * din + i] * (wt ? W[o * din + i] : W[i * dout + o]);
-            y[n * dout + o] = (float)s;
+// GEMM (the op table's gemm on the CPU back end: cblas_sgemm's row-major convention)
+static Backend *cpu;
+// C[M,N] = alpha·op(A)·op(B) + beta·C in double, op(A) [M,K]
+static void gemm_ref(float *C, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, int ldc) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+            C[i * ldc + j] = (float)(alpha * acc + beta * C[i * ldc + j]);
         }
 }
 
-TEST(matmul_matches_naive) {
+TEST(gemm_matches_naive) {
+    // every transpose combination, leading dimensions wider than the rows, alpha and beta,
+    // odd sizes; then the same GEMMs as one op_gemm_group
     int shapes[][3] = { {5, 7, 3}, {37, 19, 23}, {64, 130, 70} };
     for (int s = 0; s < 3; s++)
-        for (int wt = 0; wt < 2; wt++) {
-            int N = shapes[s][0], din = shapes[s][1], dout = shapes[s][2];
-            float *x = grand((size_t)N * din, 1), *W = grand((size_t)din * dout, 1);
-            float *y = galloc((size_t)N * dout), *r = galloc((size_t)N * dout);
-            if (wt) matmul_forward_wt(y, x, W, N, din, dout, 0); else matmul_forward(y, x, W, N, din, dout, 0);
-            mat_ref(r, x, W, N, din, dout, wt);
-            CLOSE_EXPECT(wt ? "matmul_wt" : "matmul", y, r, (size_t)N * dout, 1e-5, 1e-5);
-            // accumulate = 1 adds onto y
-            if (wt) matmul_forward_wt(y, x, W, N, din, dout, 1); else matmul_forward(y, x, W, N, din, dout, 1);
-            for (size_t i = 0; i < (size_t)N * dout; i++) r[i] *= 2;
-            CLOSE_EXPECT("matmul accumulate=1", y, r, (size_t)N * dout, 1e-5, 1e-5);
+        for (int tr = 0; tr < 4; tr++) {
+            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ta = tr & 1, tb = tr >> 1;
+            int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 1, ldc = N + 2;
+            float *A = grand((size_t)(ta ? K : M) * lda, 1), *B = grand((size_t)(tb ? N : K) * ldb, 1);
+            float *C = grand((size_t)M * ldc, 1), *R = gcopy(C, (size_t)M * ldc);
+            op_gemm(cpu, ta ? TR_T : TR_N, tb ? TR_T : TR_N, M, N, K, 0.5f, A, lda, B, ldb, 0.25f, C, ldc);
+            gemm_ref(R, ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 0.25f, ldc);
+            char what[64]; snprintf(what, sizeof what, "gemm %dx%dx%d ta=%d tb=%d", M, N, K, ta, tb);
+            CLOSE_EXPECT(what, C, R, (size_t)M * ldc, 1e-5, 1e-5);   // padding columns too: untouched
+            float *C2 = grand((size_t)M * ldc, 1), *R2 = gcopy(C2, (size_t)M * ldc);
+            GemmArgs g[2] = { { ta ? TR_T : TR_N, tb ? TR_T : TR_N, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C2, ldc },
+                              { ta ? TR_T : TR_N, tb ? TR_T : TR_N, M, N, K, 0.5f, A, lda, B, ldb, 0.25f, R2, ldc } };
+            float *X = gcopy(C2, (size_t)M * ldc), *Y = gcopy(R2, (size_t)M * ldc);
+            op_gemm_group(cpu, 2, g);
+            gemm_ref(X, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, ldc);
+            gemm_ref(Y, ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 0.25f, ldc);
+            CLOSE_EXPECT("gemm_group[0]", C2, X, (size_t)M * ldc, 1e-5, 1e-5);
+            CLOSE_EXPECT("gemm_group[1]", R2, Y, (size_t)M * ldc, 1e-5, 1e-5);
         }
     GUARDS_EXPECT();
     gfree_all();
 }
 
-TEST(matmul_gradcheck) {
-    for (int wt = 0; wt < 2; wt++) {
-        MatCtx c = { .N = 5, .din = 7, .dout = 3, .wt = wt };
-        c.x = grand(35, 1); c.W = grand(21, 1); c.y = galloc(15); c.w = grand(15, 1);
-        float *dx = gzeros(35), *dW = gzeros(21);
-        if (wt) matmul_backward_wt(dx, dW, c.w, c.x, c.W, 5, 7, 3); else matmul_backward(dx, dW, c.w, c.x, c.W, 5, 7, 3);
-        FD_EXPECT(wt ? "matmul_wt dx" : "matmul dx", mat_obj, &c, c.x, dx, 35);
-        FD_EXPECT(wt ? "matmul_wt dW" : "matmul dW", mat_obj, &c, c.W, dW, 21);
-        // NULL skips that gradient
-        float *dx2 = gzeros(35), *dW2 = gzeros(21);
-        if (wt) { matmul_backward_wt(dx2, NULL, c.w, c.x, c.W, 5, 7, 3); matmul_backward_wt(NULL, dW2, c.w, c.x, c.W, 5, 7, 3); }
-        else { matmul_backward(dx2, NULL, c.w, c.x, c.W, 5, 7, 3); matmul_backward(NULL, dW2, c.w, c.x, c.W, 5, 7, 3); }
-        SAME_EXPECT("matmul dx alone", dx2, dx, 35);
-        SAME_EXPECT("matmul dW alone", dW2, dW, 21);
-    }
+// y = x @ W (W [din,dout]) and its backward as the model writes them: dx += dy W^T, dW += x^T dy.
+typedef struct { float *y, *x, *W, *w; int N, din, dout; } MatCtx;
+static double mat_obj(void *p) {
+    MatCtx *c = p;
+    op_gemm(cpu, TR_N, TR_N, c->N, c->dout, c->din, 1.0f, c->x, c->din, c->W, c->dout, 0.0f, c->y, c->dout);
+    return dot_d(c->y, c->w, (size_t)c->N * c->dout);
+}
+TEST(gemm_gradcheck) {
+    MatCtx c = { .N = 5, .din = 7, .dout = 3 };
+    c.x = grand(35, 1); c.W = grand(21, 1); c.y = galloc(15); c.w = grand(15, 1);
+    float *dx = gzeros(35), *dW = gzeros(21);
+    op_gemm(cpu, TR_N, TR_T, 5, 7, 3, 1.0f, c.w, 3, c.W, 3, 1.0f, dx, 7);
+    op_gemm(cpu, TR_T, TR_N, 7, 3, 5, 1.0f, c.x, 7, c.w, 3, 1.0f, dW, 3);
+    FD_EXPECT("gemm dx", mat_obj, &c, c.x, dx, 35);
+    FD_EXPECT("gemm dW", mat_obj, &c, c.W, dW, 21);
     GUARDS_EXPECT();
     gfree_all();
 }
@@ -193,6 +200,86 @@ TEST(rmsnorm_gradcheck) {
         rmsnorm_backward(dx, dg, c.w, c.x, c.gamma, c.rstd, c.N, c.d);
         FD_EXPECT("rmsnorm dx", rms_obj, &c, c.x, dx, nd);
         FD_EXPECT("rmsnorm dgamma", rms_obj, &c, c.gamma, dg, c.d);
+    }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// ====================================================================================
+// RMSNorm of a column-sharded residual (BTP): rowsumsq, rownorm, scale_rows, rowdot and
+// sharded_rmsnorm_backward.
+TEST(sharded_rmsnorm_equals_rmsnorm) {
+    // Two column shards of x with S = S0 + S1 (the all-reduce) normalised with the full
+    // width give the full row's RMSNorm; online: ŷ with the local width, then ×rms_local
+    // and ÷rms_full (scale_rows) gives the same as normalising with the full statistic.
+    int N = 9, d = 26, h = 13; float eps = 1e-5f;
+    float *x = grand((size_t)N * d, 2), *gamma = grand(d, 1.5f), *y = galloc((size_t)N * d), *rstd = galloc(N);
+    rmsnorm_forward(y, rstd, x, gamma, N, d, eps);
+    float *x0 = galloc((size_t)N * h), *x1 = galloc((size_t)N * h), *S0 = galloc(N), *S1 = galloc(N), *S = galloc(N);
+    for (int n = 0; n < N; n++) { memcpy(x0 + n * h, x + n * d, 4 * h); memcpy(x1 + n * h, x + n * d + h, 4 * h); }
+    rowsumsq(S0, x0, N, h); rowsumsq(S1, x1, N, h);
+    for (int n = 0; n < N; n++) {
+        S[n] = S0[n] + S1[n];
+        double ss = 0; for (int j = 0; j < d; j++) ss += (double)x[n * d + j] * x[n * d + j];
+        EXPECT(fabs(S[n] - ss) <= 1e-5 * ss, "rowsumsq row %d: %.8g vs %.8g", n, S[n], ss);
+    }
+    float *y0 = galloc((size_t)N * h), *y1 = galloc((size_t)N * h), *got = galloc((size_t)N * d);
+    rownorm(y0, x0, gamma, S, N, h, d, eps); rownorm(y1, x1, gamma + h, S, N, h, d, eps);
+    for (int n = 0; n < N; n++) { memcpy(got + n * d, y0 + n * h, 4 * h); memcpy(got + n * d + h, y1 + n * h, 4 * h); }
+    CLOSE_EXPECT("sync: shards normalised with the full statistic", got, y, (size_t)N * d, 1e-6, 1e-5);
+    // online steps 2-3, 5, 7 on one shard, as a G = 2 bottleneck of r = h/2 (two slots)
+    rownorm(y0, x0, gamma, S0, N, h, h, eps);                      // local scale
+    SlotView v = { .N = N, .G = 2, .r = 6, .ld = 13, .off = { 0, 6 } };  // 12 of 13 columns as 2 slots
+    float *P = gcopy(y0, (size_t)N * h);
+    scale_rows(P, &v, S0, h, eps, +1);
+    scale_rows(P, &v, S, d, eps, -1);
+    float *want = galloc((size_t)N * h);
+    rownorm(want, x0, gamma, S, N, h, d, eps);
+    int ok = 1;
+    for (int n = 0; n < N; n++) {
+        for (int k = 0; k < 12; k++) if (fabs(P[n * h + k] - want[n * h + k]) > 1e-6 + 1e-5 * fabs(want[n * h + k])) ok = 0;
+        if (P[n * h + 12] != y0[n * h + 12]) ok = 0;   // column 12 is outside the view: untouched
+    }
+    EXPECT(ok, "online: scale_rows(+1 local, -1 full) differs from normalising with the full statistic");
+    // rowdot over two slots of the view
+    float *dot = galloc(N), *Q = grand((size_t)N * h, 1);
+    rowdot(dot, P, Q, &v);
+    for (int n = 0; n < N; n++) {
+        double r = 0; for (int k = 0; k < 12; k++) r += (double)P[n * h + k] * Q[n * h + k];
+        EXPECT(fabs(dot[n] - r) <= 1e-6 + 1e-5 * fabs(r), "rowdot row %d: %.8g vs %.8g", n, dot[n], r);
+    }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// L = Σ w·a with a = x·γ/sqrt(Σx²/d + eps) over the full row (one shard = the whole row):
+// sharded_rmsnorm_backward with dot = Σ da·a must be its gradient.
+typedef struct { float *x, *gamma, *S, *a, *w; int N, d; float eps; } ShCtx;
+static double sh_obj(void *p) {
+    ShCtx *c = p;
+    rowsumsq(c->S, c->x, c->N, c->d);
+    rownorm(c->a, c->x, c->gamma, c->S, c->N, c->d, c->d, c->eps);
+    return dot_d(c->a, c->w, (size_t)c->N * c->d);
+}
+TEST(sharded_rmsnorm_gradcheck) {
+    int shapes[][2] = { {7, 13}, {3, 70} };   // d=70 spans two dgamma column blocks
+    for (int s = 0; s < 2; s++) {
+        ShCtx c = { .N = shapes[s][0], .d = shapes[s][1], .eps = 1e-5f };
+        size_t nd = (size_t)c.N * c.d;
+        c.x = grand(nd, 2); c.gamma = grand(c.d, 1.5f); c.S = galloc(c.N); c.a = galloc(nd); c.w = grand(nd, 1);
+        sh_obj(&c);
+        float *dot = galloc(c.N), *dx = gzeros(nd), *dg = gzeros(c.d);
+        SlotView row = { .N = c.N, .G = 1, .r = c.d, .ld = c.d };
+        rowdot(dot, c.w, c.a, &row);
+        sharded_rmsnorm_backward(dx, dg, c.w, c.x, c.gamma, c.S, dot, c.N, c.d, c.d, c.eps);
+        FD_EXPECT("sharded rmsnorm dx", sh_obj, &c, c.x, dx, nd);
+        FD_EXPECT("sharded rmsnorm dgamma", sh_obj, &c, c.gamma, dg, c.d);
+        // and it is RMSNorm's own backward
+        float *rstd = galloc(c.N), *y = galloc(nd), *rdx = gzeros(nd), *rdg = gzeros(c.d);
+        rmsnorm_forward(y, rstd, c.x, c.gamma, c.N, c.d, c.eps);
+        rmsnorm_backward(rdx, rdg, c.w, c.x, c.gamma, rstd, c.N, c.d);
+        CLOSE_EXPECT("sharded vs full rmsnorm dx", dx, rdx, nd, 1e-6, 1e-4);
+        CLOSE_EXPECT("sharded vs full rmsnorm dgamma", dg, rdg, c.d, 1e-6, 1e-4);
     }
     GUARDS_EXPECT();
     gfree_all();
@@ -309,16 +396,17 @@ TEST(rope_gradcheck) {
 
 // ====================================================================================
 // attention
-typedef struct { float *out, *att, *q, *k, *v, *w; int B, T, H, Hkv, hd; } AttCtx;
+typedef struct { float *out, *lse, *q, *k, *v, *w; int B, T, H, Hkv, hd; } AttCtx;
 static double att_obj(void *p) {
     AttCtx *c = p;
-    attention_forward(c->out, c->att, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
+    attention_forward(c->out, c->lse, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
     return dot_d(c->out, c->w, (size_t)c->B * c->T * c->H * c->hd);
 }
 
 // Naive double-precision attention forward and backward (per element, straight from
-// the definitions) — independent of the blocked sgemm implementation.
-static void att_ref(float *out, float *att, float *dq, float *dk, float *dv, const float *dout,
+// the definitions, the probabilities materialised) — independent of the tiled flash kernel.
+// lse[B,H,T] = log Σ_s exp(scale·q·k) of each query row.
+static void att_ref(float *out, float *lse, float *dq, float *dk, float *dv, const float *dout,
                     const float *q, const float *k, const float *v, int B, int T, int H, int Hkv, int hd) {
     int G = H / Hkv; double sc = 1.0 / sqrt((double)hd);
     double *P = malloc(sizeof(double) * T * T), *dP = malloc(sizeof(double) * T * T);
@@ -336,10 +424,8 @@ static void att_ref(float *out, float *att, float *dq, float *dk, float *dv, con
             }
             double sum = 0;
             for (int s = 0; s <= t; s++) { P[t * T + s] = exp(P[t * T + s] - mx); sum += P[t * T + s]; }
-            for (int s = 0; s < T; s++) {
-                P[t * T + s] = s <= t ? P[t * T + s] / sum : 0.0;
-                att[(((size_t)b * H + h) * T + t) * T + s] = (float)P[t * T + s];
-            }
+            for (int s = 0; s < T; s++) P[t * T + s] = s <= t ? P[t * T + s] / sum : 0.0;
+            lse[((size_t)b * H + h) * T + t] = (float)(mx + log(sum));
             for (int i = 0; i < hd; i++) {
                 double o = 0; for (int s = 0; s <= t; s++) o += P[t * T + s] * V_(s, i);
                 out[(((size_t)b * T + t) * H + h) * hd + i] = (float)o;
@@ -370,44 +456,44 @@ static void att_ref(float *out, float *att, float *dq, float *dk, float *dv, con
 }
 
 TEST(attention_matches_naive) {
-    // T=150 spans three causal row blocks (the last one ragged); B*H >= threads takes the
-    // OpenMP-over-heads path, B=1,H=Hkv=1 the serial path with threaded sgemm.
-    int cases[][5] = { {2, 150, 4, 2, 8}, {1, 150, 1, 1, 16}, {2, 5, 3, 1, 6}, {3, 64, 2, 2, 4} };
-    for (int s = 0; s < 4; s++) {
+    // T=150 spans three query blocks (the last ragged); T=300 and 600 span two and three key
+    // tiles (ATT_BK = 256: the online softmax re-bases its running sums); B*H >= threads takes
+    // the OpenMP-over-heads path, B=1,H=Hkv=1 the serial path with threaded sgemm.
+    int cases[][5] = { {2, 150, 4, 2, 8}, {1, 150, 1, 1, 16}, {2, 5, 3, 1, 6}, {3, 64, 2, 2, 4},
+                       {1, 300, 2, 1, 8}, {1, 600, 1, 1, 4} };
+    for (int s = 0; s < 6; s++) {
         int B = cases[s][0], T = cases[s][1], H = cases[s][2], Hkv = cases[s][3], hd = cases[s][4];
-        size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T * T;
+        size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, nl = (size_t)B * H * T;
         float *q = grand(nq, 1.5f), *k = grand(nk, 1.5f), *v = grand(nk, 1), *dout = grand(nq, 1);
-        float *out = galloc(nq), *att = galloc(na), *rout = galloc(nq), *ratt = galloc(na);
+        float *out = galloc(nq), *lse = galloc(nl), *rout = galloc(nq), *rlse = galloc(nl);
         float *dq = gzeros(nq), *dk = gzeros(nk), *dv = gzeros(nk);
         float *rdq = gzeros(nq), *rdk = gzeros(nk), *rdv = gzeros(nk);
-        attention_forward(out, att, q, k, v, B, T, H, Hkv, hd);
-        attention_backward(dq, dk, dv, dout, q, k, v, att, B, T, H, Hkv, hd);
-        att_ref(rout, ratt, rdq, rdk, rdv, dout, q, k, v, B, T, H, Hkv, hd);
-        CLOSE_EXPECT("attention out", out, rout, nq, 1e-5, 1e-4);
-        CLOSE_EXPECT("attention att", att, ratt, na, 1e-6, 1e-4);
-        CLOSE_EXPECT("attention dq", dq, rdq, nq, 1e-5, 1e-4);
-        CLOSE_EXPECT("attention dk", dk, rdk, nk, 1e-5, 1e-4);
-        CLOSE_EXPECT("attention dv", dv, rdv, nk, 1e-5, 1e-4);
-        int upper_zero = 1;
-        for (int bh = 0; bh < B * H; bh++) for (int t = 0; t < T; t++) for (int u = t + 1; u < T; u++)
-            if (att[((size_t)bh * T + t) * T + u] != 0.0f) upper_zero = 0;
-        EXPECT(upper_zero, "att above the diagonal is not exactly 0");
+        attention_forward(out, lse, q, k, v, B, T, H, Hkv, hd);
+        attention_backward(dq, dk, dv, dout, out, q, k, v, lse, B, T, H, Hkv, hd);
+        att_ref(rout, rlse, rdq, rdk, rdv, dout, q, k, v, B, T, H, Hkv, hd);
+        char what[80];
+        snprintf(what, sizeof what, "attention T=%d out", T); CLOSE_EXPECT(what, out, rout, nq, 1e-5, 1e-4);
+        snprintf(what, sizeof what, "attention T=%d lse", T); CLOSE_EXPECT(what, lse, rlse, nl, 1e-5, 1e-5);
+        snprintf(what, sizeof what, "attention T=%d dq", T); CLOSE_EXPECT(what, dq, rdq, nq, 1e-5, 1e-4);
+        snprintf(what, sizeof what, "attention T=%d dk", T); CLOSE_EXPECT(what, dk, rdk, nk, 1e-5, 1e-4);
+        snprintf(what, sizeof what, "attention T=%d dv", T); CLOSE_EXPECT(what, dv, rdv, nk, 1e-5, 1e-4);
         GUARDS_EXPECT();
         gfree_all();
     }
 }
 
 TEST(attention_gradcheck) {
-    // odd shapes, grouped KV (H=3, Hkv=1), plain MHA, and T=70 > one causal block.
-    int cases[][5] = { {2, 5, 3, 1, 6}, {1, 7, 2, 2, 4}, {1, 70, 2, 1, 4} };
-    for (int s = 0; s < 3; s++) {
+    // odd shapes, grouped KV (H=3, Hkv=1), plain MHA, T=70 > one query block, and T=260 > one
+    // key tile (the rescaled running sums are differentiated through too).
+    int cases[][5] = { {2, 5, 3, 1, 6}, {1, 7, 2, 2, 4}, {1, 70, 2, 1, 4}, {1, 260, 1, 1, 2} };
+    for (int s = 0; s < 4; s++) {
         AttCtx c = { .B = cases[s][0], .T = cases[s][1], .H = cases[s][2], .Hkv = cases[s][3], .hd = cases[s][4] };
         size_t nq = (size_t)c.B * c.T * c.H * c.hd, nk = (size_t)c.B * c.T * c.Hkv * c.hd;
         c.q = grand(nq, 1.5f); c.k = grand(nk, 1.5f); c.v = grand(nk, 1); c.w = grand(nq, 1);
-        c.out = galloc(nq); c.att = galloc((size_t)c.B * c.H * c.T * c.T);
+        c.out = galloc(nq); c.lse = galloc((size_t)c.B * c.H * c.T);
         att_obj(&c);
         float *dq = gzeros(nq), *dk = gzeros(nk), *dv = gzeros(nk);
-        attention_backward(dq, dk, dv, c.w, c.q, c.k, c.v, c.att, c.B, c.T, c.H, c.Hkv, c.hd);
+        attention_backward(dq, dk, dv, c.w, c.out, c.q, c.k, c.v, c.lse, c.B, c.T, c.H, c.Hkv, c.hd);
         FD_EXPECT("attention dq", att_obj, &c, c.q, dq, nq);
         FD_EXPECT("attention dk", att_obj, &c, c.k, dk, nk);
         FD_EXPECT("attention dv", att_obj, &c, c.v, dv, nk);
@@ -421,7 +507,7 @@ TEST(attention_gradcheck) {
 typedef struct { float *out, *wte, *w; const int32_t *tok; int N, d; } EmbCtx;
 static double emb_obj(void *p) {
     EmbCtx *c = p;
-    embedding_forward(c->out, c->tok, c->wte, c->N, c->d);
+    embedding_forward_shard(c->out, c->tok, c->wte, c->N, c->d, 0, 5);
     return dot_d(c->out, c->w, (size_t)c->N * c->d);
 }
 
@@ -437,64 +523,103 @@ TEST(embedding_forward_and_gradcheck) {
         for (int i = 0; i < N; i++) if (memcmp(c.out + i * d, c.wte + tok[i] * d, sizeof(float) * d)) ok = 0;
         EXPECT(ok, "embedding_forward did not copy the rows");
         float *dw = gzeros((size_t)V * d);
-        embedding_backward(dw, c.w, tok, N, d);
+        embedding_backward_shard(dw, c.w, tok, N, d, 0, V);
         FD_EXPECT("embedding dwte", emb_obj, &c, c.wte, dw, (size_t)V * d);
+        // a shard of rows [2, 4): its rows, zeros for the other tokens; gradient only there
+        float *part = galloc((size_t)N * d), *dpart = gzeros((size_t)2 * d);
+        embedding_forward_shard(part, tok, c.wte + 2 * d, N, d, 2, 2);
+        embedding_backward_shard(dpart, c.w, tok, N, d, 2, 2);
+        int okp = 1;
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < d; j++)
+                if (part[i * d + j] != (tok[i] >= 2 && tok[i] < 4 ? c.wte[tok[i] * d + j] : 0.0f)) okp = 0;
+        EXPECT(okp, "embedding shard rows");
+        SAME_EXPECT("embedding shard gradient = rows 2..3 of the full one", dpart, dw + 2 * d, (size_t)2 * d);
     }
     GUARDS_EXPECT();
     gfree_all();
 }
 
 // ====================================================================================
-// cross-entropy
-typedef struct { float *logits, *losses; const int32_t *tgt; int N, V; float dscale; } CeCtx;
+// cross-entropy (the vocabulary-parallel pieces; one shard = the whole vocabulary)
+typedef struct { float *logits, *losses, *lmax; double *sumexp, *tlogit; const int32_t *tgt; int N, V; float dscale; } CeCtx;
 static double ce_obj(void *p) {
     CeCtx *c = p;
-    return c->dscale * crossentropy_forward_backward(NULL, c->losses, c->logits, c->tgt, c->N, c->V, 0.0f);
+    xent_forward(c->lmax, c->sumexp, c->tlogit, c->logits, c->tgt, c->N, c->V, 0);
+    return c->dscale * xent_loss(c->losses, c->sumexp, c->lmax, c->tlogit, c->N);
+}
+static void ce_alloc(CeCtx *c) {
+    c->losses = galloc(c->N); c->lmax = galloc(c->N);
+    c->sumexp = malloc(sizeof(double) * c->N); c->tlogit = malloc(sizeof(double) * c->N);
 }
 
 TEST(crossentropy_gradcheck) {
     int32_t tgt[4] = { 2, 10, 0, 7 };
     CeCtx c = { .tgt = tgt, .N = 4, .V = 11, .dscale = 0.7f };
-    c.logits = grand(44, 3); c.losses = galloc(4);
+    c.logits = grand(44, 3); ce_alloc(&c);
+    ce_obj(&c);
     float *dl = galloc(44);
-    crossentropy_forward_backward(dl, c.losses, c.logits, tgt, 4, 11, c.dscale);
+    xent_backward(dl, c.logits, c.lmax, c.sumexp, tgt, 4, 11, 0, c.dscale);
     FD_EXPECT("crossentropy dlogits", ce_obj, &c, c.logits, dl, 44);
+    free(c.sumexp); free(c.tlogit);
     GUARDS_EXPECT();
     gfree_all();
 }
 
-TEST(crossentropy_reference_and_inplace) {
+TEST(crossentropy_reference_inplace_and_shards) {
     // V=32000 with large logits: exercises the exp range and the long double sums.
     int N = 5, V = 32000;
     int32_t tgt[5] = { 0, 31999, 17, 12345, 500 };
-    float *logits = grand((size_t)N * V, 20), *losses = galloc(N), *dl = galloc((size_t)N * V);
-    float *rl = galloc(N), *rdl = galloc((size_t)N * V);
-    logits[3 * V + 17] = 200.0f;   // one dominant logit (all other exps underflow)
-    float dscale = 1.0f / N;
-    double tot = crossentropy_forward_backward(dl, losses, logits, tgt, N, V, dscale);
+    CeCtx c = { .tgt = tgt, .N = N, .V = V };
+    c.logits = grand((size_t)N * V, 20); ce_alloc(&c);
+    c.logits[3 * V + 17] = 200.0f;   // one dominant logit (all other exps underflow)
+    float dscale = 1.0f / N, *dl = galloc((size_t)N * V), *rl = galloc(N), *rdl = galloc((size_t)N * V);
+    xent_forward(c.lmax, c.sumexp, c.tlogit, c.logits, tgt, N, V, 0);
+    double tot = xent_loss(c.losses, c.sumexp, c.lmax, c.tlogit, N);
+    xent_backward(dl, c.logits, c.lmax, c.sumexp, tgt, N, V, 0, dscale);
     double rtot = 0;
     for (int n = 0; n < N; n++) {
-        const float *x = logits + (size_t)n * V;
-        double mx = -1e300, s = 0;
+        const float *x = c.logits + (size_t)n * V;
+        double mx = -1e300, sm = 0;
         for (int j = 0; j < V; j++) if (x[j] > mx) mx = x[j];
-        for (int j = 0; j < V; j++) s += exp(x[j] - mx);
-        double lse = mx + log(s);
+        for (int j = 0; j < V; j++) sm += exp(x[j] - mx);
+        double lse = mx + log(sm);
         rl[n] = (float)(lse - x[tgt[n]]); rtot += lse - x[tgt[n]];
         for (int j = 0; j < V; j++) rdl[(size_t)n * V + j] = (float)(dscale * (exp(x[j] - lse) - (j == tgt[n])));
     }
-    CLOSE_EXPECT("crossentropy losses", losses, rl, N, 1e-5, 1e-6);
+    CLOSE_EXPECT("crossentropy losses", c.losses, rl, N, 1e-5, 1e-6);
     EXPECT(fabs(tot - rtot) <= 1e-5 * (1 + fabs(rtot)), "loss sum %.10g vs %.10g", tot, rtot);
     CLOSE_EXPECT("crossentropy dlogits", dl, rdl, (size_t)N * V, 1e-9, 1e-5);
-    // in place (dlogits == logits) gives the same bits; loss-only mode gives the same losses
-    float *inplace = gcopy(logits, (size_t)N * V), *l2 = galloc(N), *l3 = galloc(N);
-    double tot2 = crossentropy_forward_backward(inplace, l2, inplace, tgt, N, V, dscale);
+    // in place (dlogits == logits) gives the same bits
+    float *inplace = gcopy(c.logits, (size_t)N * V);
+    xent_backward(inplace, inplace, c.lmax, c.sumexp, tgt, N, V, 0, dscale);
     SAME_EXPECT("in-place dlogits", inplace, dl, (size_t)N * V);
-    SAME_EXPECT("in-place losses", l2, losses, N);
-    EXPECT(tot2 == tot, "in-place loss sum differs");
-    double tot3 = crossentropy_forward_backward(NULL, l3, logits, tgt, N, V, 0.0f);
-    SAME_EXPECT("loss-only losses", l3, losses, N);
-    EXPECT(tot3 == tot, "loss-only sum differs");
-    EXPECT(crossentropy_forward_backward(NULL, NULL, logits, tgt, N, V, 0.0f) == tot, "losses=NULL sum differs");
+    // two vocabulary shards [0, 12000) and [12000, 32000), combined as the TP all-reduces
+    // do (max; sums re-based on the global max; target logits summed): the same losses
+    int V0 = 12000, V1 = V - V0;
+    float *L0 = galloc((size_t)N * V0), *L1 = galloc((size_t)N * V1), *m0 = galloc(N), *m1 = galloc(N), *g = galloc(N);
+    for (int n = 0; n < N; n++) {
+        memcpy(L0 + (size_t)n * V0, c.logits + (size_t)n * V, 4 * (size_t)V0);
+        memcpy(L1 + (size_t)n * V1, c.logits + (size_t)n * V + V0, 4 * (size_t)V1);
+    }
+    double s0[5], s1[5], t0[5], t1[5];
+    xent_forward(m0, s0, t0, L0, tgt, N, V0, 0);
+    xent_forward(m1, s1, t1, L1, tgt, N, V1, V0);
+    for (int n = 0; n < N; n++) g[n] = m0[n] > m1[n] ? m0[n] : m1[n];
+    xent_rescale(s0, m0, g, N); xent_rescale(s1, m1, g, N);
+    for (int n = 0; n < N; n++) { s0[n] += s1[n]; t0[n] += t1[n]; }
+    float *sl = galloc(N);
+    double stot = xent_loss(sl, s0, g, t0, N);
+    CLOSE_EXPECT("two shards: losses", sl, c.losses, N, 1e-6, 1e-6);
+    EXPECT(fabs(stot - tot) <= 1e-6 * fabs(tot), "two shards: sum %.10g vs %.10g", stot, tot);
+    float *d1 = galloc((size_t)N * V1);
+    xent_backward(d1, L1, g, s0, tgt, N, V1, V0, dscale);
+    int okd = 1;
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < V1; j++)
+            if (fabs(d1[(size_t)n * V1 + j] - dl[(size_t)n * V + V0 + j]) > 1e-9 + 1e-5 * fabs(dl[(size_t)n * V + V0 + j])) okd = 0;
+    EXPECT(okd, "two shards: the second shard's dlogits differ from the full ones");
+    free(c.sumexp); free(c.tlogit);
     GUARDS_EXPECT();
     gfree_all();
 }
@@ -586,22 +711,23 @@ static double accum_ratio(BwdFn f, void *ctx, int ng, const size_t *sizes) {
     return worst;
 }
 typedef struct { const float *a, *b, *c, *d, *e; const int32_t *tok; int i0, i1, i2, i3, i4; } AnyCtx;
-static void bw_matmul(float **g, void *p) { AnyCtx *c = p; matmul_backward(g[0], g[1], c->a, c->b, c->c, c->i0, c->i1, c->i2); }
-static void bw_matmul_wt(float **g, void *p) { AnyCtx *c = p; matmul_backward_wt(g[0], g[1], c->a, c->b, c->c, c->i0, c->i1, c->i2); }
+static const float *g_att_lse;   // the forward's lse for bw_att
+static void bw_sharded(float **g, void *p) { AnyCtx *c = p;
+    sharded_rmsnorm_backward(g[0], g[1], c->a, c->b, c->c, c->d, c->e, c->i0, c->i1, c->i2, 1e-5f); }
 static void bw_rms(float **g, void *p) { AnyCtx *c = p; rmsnorm_backward(g[0], g[1], c->a, c->b, c->c, c->d, c->i0, c->i1); }
 static void bw_silu(float **g, void *p) { AnyCtx *c = p; silu_backward(g[0], c->a, c->b, (size_t)c->i0); }
 static void bw_swiglu(float **g, void *p) { AnyCtx *c = p; swiglu_backward(g[0], g[1], c->a, c->b, c->c, (size_t)c->i0, c->i1); }
 static void bw_att(float **g, void *p) { AnyCtx *c = p;
-    attention_backward(g[0], g[1], g[2], c->a, c->b, c->c, c->d, c->e, c->i0, c->i1, c->i2, c->i3, c->i4); }
-static void bw_emb(float **g, void *p) { AnyCtx *c = p; embedding_backward(g[0], c->a, c->tok, c->i0, c->i1); }
+    attention_backward(g[0], g[1], g[2], c->a, c->e, c->b, c->c, c->d, g_att_lse, c->i0, c->i1, c->i2, c->i3, c->i4); }
+static void bw_emb(float **g, void *p) { AnyCtx *c = p; embedding_backward_shard(g[0], c->a, c->tok, c->i0, c->i1, 0, 5); }
 
 TEST(backward_accumulates) {
     double r;
-    {   int N = 37, din = 19, dout = 23;
-        AnyCtx c = { grand((size_t)N * dout, 1), grand((size_t)N * din, 1), grand((size_t)din * dout, 1), 0, 0, 0, N, din, dout, 0, 0 };
-        size_t sz[2] = { (size_t)N * din, (size_t)din * dout };
-        r = accum_ratio(bw_matmul, &c, 2, sz); EXPECT(r <= 1, "matmul_backward (ratio %.3g)", r);
-        r = accum_ratio(bw_matmul_wt, &c, 2, sz); EXPECT(r <= 1, "matmul_backward_wt (ratio %.3g)", r); }
+    {   int N = 7, d = 70;   // sharded: one shard of d = 70 of a row of d_full = 140
+        float *S = galloc(N); for (int n = 0; n < N; n++) S[n] = 50.0f + n;
+        AnyCtx c = { grand(N * d, 1), grand(N * d, 2), grand(d, 1), S, grand(N, 3), 0, N, d, 140, 0, 0 };
+        size_t sz[2] = { (size_t)N * d, (size_t)d };
+        r = accum_ratio(bw_sharded, &c, 2, sz); EXPECT(r <= 1, "sharded_rmsnorm_backward (ratio %.3g)", r); }
     {   int N = 7, d = 70;
         float *x = grand(N * d, 2), *gm = grand(d, 1), *y = galloc(N * d), *rs = galloc(N);
         rmsnorm_forward(y, rs, x, gm, N, d, 1e-5f);
@@ -616,9 +742,10 @@ TEST(backward_accumulates) {
         c.i1 = 0; r = accum_ratio(bw_swiglu, &c, 2, sz); EXPECT(r <= 1, "swiglu_backward plain (ratio %.3g)", r); }
     {   int B = 2, T = 70, H = 4, Hkv = 2, hd = 8;
         size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
-        float *q = grand(nq, 1), *k = grand(nk, 1), *v = grand(nk, 1), *o = galloc(nq), *att = galloc((size_t)B * H * T * T);
-        attention_forward(o, att, q, k, v, B, T, H, Hkv, hd);
-        AnyCtx c = { grand(nq, 1), q, k, v, att, 0, B, T, H, Hkv, hd };
+        float *q = grand(nq, 1), *k = grand(nk, 1), *v = grand(nk, 1), *o = galloc(nq), *lse = galloc((size_t)B * H * T);
+        attention_forward(o, lse, q, k, v, B, T, H, Hkv, hd);
+        g_att_lse = lse;
+        AnyCtx c = { grand(nq, 1), q, k, v, o, 0, B, T, H, Hkv, hd };
         size_t sz[3] = { nq, nk, nk };
         r = accum_ratio(bw_att, &c, 3, sz); EXPECT(r <= 1, "attention_backward (ratio %.3g)", r); }
     {   int32_t tok[9] = { 3, 0, 3, 4, 1, 3, 0, 2, 4 };
@@ -641,25 +768,28 @@ TEST(deterministic) {
         rmsnorm_forward(y1, r1, x, gm, N, d, 1e-6f); rmsnorm_forward(y2, r2, x, gm, N, d, 1e-6f);
         rmsnorm_backward(dx1, dg1, dy, x, gm, r1, N, d); rmsnorm_backward(dx2, dg2, dy, x, gm, r2, N, d);
         SAME_EXPECT("rmsnorm y", y1, y2, nd); SAME_EXPECT("rmsnorm dx", dx1, dx2, nd); SAME_EXPECT("rmsnorm dgamma", dg1, dg2, d); }
-    {   int B = 2, T = 150, H = 4, Hkv = 2, hd = 16;
-        size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T * T;
+    {   int B = 2, T = 300, H = 4, Hkv = 2, hd = 16;
+        size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T;
         float *q = grand(nq, 1), *k = grand(nk, 1), *v = grand(nk, 1), *dout = grand(nq, 1);
         float *o1 = galloc(nq), *o2 = galloc(nq), *a1 = galloc(na), *a2 = galloc(na);
         float *dq1 = gzeros(nq), *dq2 = gzeros(nq), *dk1 = gzeros(nk), *dk2 = gzeros(nk), *dv1 = gzeros(nk), *dv2 = gzeros(nk);
         attention_forward(o1, a1, q, k, v, B, T, H, Hkv, hd); attention_forward(o2, a2, q, k, v, B, T, H, Hkv, hd);
-        attention_backward(dq1, dk1, dv1, dout, q, k, v, a1, B, T, H, Hkv, hd);
-        attention_backward(dq2, dk2, dv2, dout, q, k, v, a2, B, T, H, Hkv, hd);
-        SAME_EXPECT("attention out", o1, o2, nq); SAME_EXPECT("attention att", a1, a2, na);
+        attention_backward(dq1, dk1, dv1, dout, o1, q, k, v, a1, B, T, H, Hkv, hd);
+        attention_backward(dq2, dk2, dv2, dout, o2, q, k, v, a2, B, T, H, Hkv, hd);
+        SAME_EXPECT("attention out", o1, o2, nq); SAME_EXPECT("attention lse", a1, a2, na);
         SAME_EXPECT("attention dq", dq1, dq2, nq); SAME_EXPECT("attention dk", dk1, dk2, nk); SAME_EXPECT("attention dv", dv1, dv2, nk); }
     {   int N = 64, V = 1000; size_t nv = (size_t)N * V;
         int32_t tgt[64]; for (int i = 0; i < N; i++) tgt[i] = (i * 37) % V;
-        float *lg = grand(nv, 5), *d1 = galloc(nv), *d2 = galloc(nv), *l1 = galloc(N), *l2 = galloc(N);
-        double s1 = crossentropy_forward_backward(d1, l1, lg, tgt, N, V, 0.5f);
-        double s2 = crossentropy_forward_backward(d2, l2, lg, tgt, N, V, 0.5f);
+        float *lg = grand(nv, 5), *d1 = galloc(nv), *d2 = galloc(nv), *l1 = galloc(N), *l2 = galloc(N), *mx = galloc(N);
+        double se[64], tl[64];
+        xent_forward(mx, se, tl, lg, tgt, N, V, 0);
+        double s1 = xent_loss(l1, se, mx, tl, N), s2 = xent_loss(l2, se, mx, tl, N);
+        xent_backward(d1, lg, mx, se, tgt, N, V, 0, 0.5f);
+        xent_backward(d2, lg, mx, se, tgt, N, V, 0, 0.5f);
         EXPECT(s1 == s2, "crossentropy loss sum"); SAME_EXPECT("crossentropy dlogits", d1, d2, nv); SAME_EXPECT("crossentropy losses", l1, l2, N); }
     {   int N = 300, d = 100; int32_t tok[300]; for (int i = 0; i < N; i++) tok[i] = (i * i) % 7;
         float *dout = grand((size_t)N * d, 1), *w1 = gzeros(7 * d), *w2 = gzeros(7 * d);
-        embedding_backward(w1, dout, tok, N, d); embedding_backward(w2, dout, tok, N, d);
+        embedding_backward_shard(w1, dout, tok, N, d, 0, 7); embedding_backward_shard(w2, dout, tok, N, d, 0, 7);
         SAME_EXPECT("embedding dwte", w1, w2, 7 * d); }
     {   size_t n = 300001; float *x = grand(n, 1);
         EXPECT(sumsq(x, n) == sumsq(x, n), "sumsq");
@@ -672,10 +802,13 @@ TEST(deterministic) {
 }
 
 int main(void) {
-    RUN(matmul_matches_naive);
-    RUN(matmul_gradcheck);
+    cpu = backend_cpu(DT_F32);
+    RUN(gemm_matches_naive);
+    RUN(gemm_gradcheck);
     RUN(rmsnorm_forward_reference);
     RUN(rmsnorm_gradcheck);
+    RUN(sharded_rmsnorm_equals_rmsnorm);
+    RUN(sharded_rmsnorm_gradcheck);
     RUN(activation_forward_reference);
     RUN(activation_gradcheck);
     RUN(rope_reference_and_identity);
@@ -684,7 +817,7 @@ int main(void) {
     RUN(attention_gradcheck);
     RUN(embedding_forward_and_gradcheck);
     RUN(crossentropy_gradcheck);
-    RUN(crossentropy_reference_and_inplace);
+    RUN(crossentropy_reference_inplace_and_shards);
     RUN(adamw_matches_scalar_reference);
     RUN(sumsq_and_scale);
     RUN(fast_expf_accuracy);

@@ -466,7 +466,7 @@ static void write_demo_dump(const char *path, LinearKind kind) {
     }
     ModelState full;
     model_state_init(&full, &c, STATE_PARAMS | STATE_GRADS);
-    state_gather(&m, &full, STATE_PARAMS | STATE_GRADS);
+    state_gather_model(&m, &full, STATE_PARAMS | STATE_GRADS);
     dump_write(path, &full, &m, 1, "{\"model\": {\"linear\": \"test\"}}", in, tg, rows, T, loss / K);
     free(in); free(tg);
     model_state_free(&full);

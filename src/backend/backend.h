@@ -114,6 +114,7 @@ typedef struct BackendOps {
     void (*sync)(Backend *b);
     void (*cast)(Backend *b, void *dst, DType dt, const void *src, DType st, size_t n);
     void (*add2d)(Backend *b, void *dst, size_t ldd, const void *src, size_t lds, int rows, int cols);
+    void (*destroy)(Backend *b);          // release handles, streams, workspaces and b->impl (may be NULL)
     // ---- matrix products ----
     void (*gemm)(Backend *b, const GemmArgs *g);
     void (*gemm_group)(Backend *b, int count, const GemmArgs *g);
@@ -210,3 +211,7 @@ static inline void *bk_at_t(void *p, size_t i, DType t) {
 static inline void *bk_at(const Backend *b, const void *p, size_t i) { return bk_at_t((void *)p, i, b->dtype); }
 static inline void bk_label(Backend *b, Phase phase, int layer) { b->phase = phase; b->layer = layer; }
 void bk_observe(Backend *b, const OpObserver *obs, void *ctx);
+
+// Best-of-3 GFLOP/s of a 2048³ fp32 sgemm on this CPU with the current thread count: the
+// "peak" that CPU MFU is measured against (backend/cpu/peak.c; 0.4 s).
+double measure_sgemm_peak_gflops(void);

@@ -18,6 +18,9 @@
 // ---------------------------------------------------------------------------------
 
 static const char *const linear_names[] = {"dense", "cola", "svd", NULL};
+static const char *const precision_names[] = {"fp32", "bf16", NULL};
+static const char *const device_names[] = {"cpu", "cuda", NULL};
+static const char *const sync_norm_backward_names[] = {"allreduce", "bottleneck", NULL};
 
 // data.dataset: a known corpus name or text:PATH. Extend this list with new corpora.
 static const char *const dataset_names[] = {"kjv", "synthetic", "tinyshakespeare", NULL};
@@ -131,6 +134,8 @@ static const ConfigKey SCHEMA[] = {
     {"train", "log_every", CK_INT, F(train, log_every), GE(1), NULL, NULL, "print a step line every N steps"},
     {"train", "threads", CK_INT, F(train, threads), GE(0), NULL, NULL,
      "OpenMP/BLAS threads per process (0 = the cores divided among the ranks on the node)"},
+    {"train", "precision", CK_ENUM, F(train, precision), ANY, precision_names, NULL,
+     "dtype of weights, activations and gradients: fp32, or bf16 with fp32 master weights and optimizer state (docs/gpu.md)"},
     // ---- parallel ----
     {"parallel", "tp", CK_INT, F(parallel, tp), GE(1), NULL, NULL, "tensor-parallel ranks (varies fastest)"},
     {"parallel", "pp", CK_INT, F(parallel, pp), GE(1), NULL, NULL, "pipeline stages (1F1B schedule)"},
@@ -150,6 +155,8 @@ static const ConfigKey SCHEMA[] = {
      "low-rank activation checkpointing: keep the bottleneck activations, recompute in backward"},
     {"boost", "full_recompute", CK_BOOL, F(boost, full_recompute), ANY, NULL, NULL,
      "baseline checkpointing: keep block inputs, recompute whole blocks (replays collectives)"},
+    {"boost", "sync_norm_backward", CK_ENUM, F(boost, sync_norm_backward), ANY, sync_norm_backward_names, NULL,
+     "SyncRMSNorm's backward (boost.btp without boost.online_rmsnorm): allreduce = the authors' all-reduce of the local Σ da·a (2 more collectives per layer); bottleneck = from the replicated bottleneck gradient, no collective"},
     // ---- run ----
     {"run", "db", CK_STRING, F(run, db), 0, 0, CKF_NONEMPTY, NULL, NULL, "SQLite run registry"},
     {"run", "checkpoint_dir", CK_STRING, F(run, checkpoint_dir), 0, 0, CKF_NONEMPTY, NULL, NULL,
@@ -167,6 +174,8 @@ static const ConfigKey SCHEMA[] = {
      "make exp runs this variant only when it is named (VARIANT=...), e.g. paper-scale GPU variants"},
     {"run", "flush_every", CK_INT, F(run, flush_every), GE(1), NULL, NULL,
      "steps between SQLite writes (metrics are buffered in between)"},
+    {"run", "device", CK_ENUM, F(run, device), ANY, device_names, NULL,
+     "where the ops run: cpu (OpenBLAS/OpenMP), or cuda (one GPU per rank; docs/gpu.md)"},
 };
 #define N_SCHEMA ((int)(sizeof SCHEMA / sizeof SCHEMA[0]))
 _Static_assert(sizeof SCHEMA / sizeof SCHEMA[0] <= CONFIG_MAX_KEYS, "raise CONFIG_MAX_KEYS");
@@ -641,6 +650,19 @@ void config_finalize(Config *c) {
         die_input("%sboost.lowrank_ckpt and boost.full_recompute are two checkpointing schemes; choose one", pre);
     if (c->boost.lowrank_ckpt && m->linear == LINEAR_DENSE)
         die_input("%sboost.lowrank_ckpt needs a low-rank model (its checkpoints are the bottleneck activations); model.linear is dense", pre);
+    // A switch that would do nothing is refused: the run would be recorded with a technique
+    // that did not run (docs/boost.md, "Switches and their combinations").
+    static const char *const needs_btp[] = { "online_rmsnorm", "grouping", "lowrank_ckpt" };
+    const int needs_btp_on[] = { c->boost.online_rmsnorm, c->boost.grouping, c->boost.lowrank_ckpt };
+    for (int i = 0; i < 3; i++)
+        if (needs_btp_on[i] && !c->boost.btp) {
+            char hint[160];
+            xsnprintf(hint, sizeof hint, "set boost.btp: true, or boost.%s: false (e.g. in the Vanilla-TP variant)", needs_btp[i]);
+            die_input_hint(hint, "%sboost.%s acts on BTP's bottlenecks and does nothing without boost.btp", pre, needs_btp[i]);
+        }
+    if (c->key_set[config_key_index("boost.sync_norm_backward")] && (!c->boost.btp || c->boost.online_rmsnorm))
+        die_input("%sboost.sync_norm_backward chooses SyncRMSNorm's backward; it has no effect %s", pre,
+                  !c->boost.btp ? "without boost.btp" : "with boost.online_rmsnorm (whose backward needs no collective)");
 
     // parallel.micro_batches and train.grad_accum name one number
     int idx_mb = config_key_index("parallel.micro_batches"), idx_ga = config_key_index("train.grad_accum");

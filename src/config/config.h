@@ -8,6 +8,15 @@
 #include <stdio.h>
 
 typedef enum { LINEAR_DENSE = 0, LINEAR_COLA = 1, LINEAR_SVD = 2 } LinearKind;
+// train.precision: the dtype of weights, activations and gradients (fp32 master weights and
+// optimizer state either way).
+typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1 } Precision;
+// run.device: where the ops run (one GPU per rank for cuda).
+typedef enum { DEVICE_CPU = 0, DEVICE_CUDA = 1 } Device;
+// boost.sync_norm_backward: how SyncRMSNorm (BTP without online RMSNorm) forms the backward's
+// full-row term Σ da·a: the authors' all-reduce of the local sums (2 more collectives per
+// layer), or from the replicated bottleneck gradient (Σ dP·P, no collective).
+typedef enum { SYNC_NORM_BWD_ALLREDUCE = 0, SYNC_NORM_BWD_BOTTLENECK = 1 } SyncNormBackward;
 
 // Upper bound on the number of schema keys (all sections together); config.c
 // static-asserts it. Raise it when the schema grows past it.
@@ -55,6 +64,7 @@ typedef struct {
     int val_batches;        // micro-batches per validation
     int log_every;          // print a step line every N steps
     int threads;            // OpenMP/BLAS threads; 0 = all cores
+    int precision;          // Precision: fp32 | bf16
 } TrainConfig;
 
 // Process grid (docs/parallelism.md): world = tp * pp * dp ranks, TP varies fastest.
@@ -76,6 +86,7 @@ typedef struct {
     int grouping;           // A_q|A_k|A_v and A_gate|A_up as one GEMM + one all-reduce (BTP)
     int lowrank_ckpt;       // keep only bottleneck activations; recompute chunks in backward
     int full_recompute;     // baseline: keep block inputs only; recompute whole blocks
+    int sync_norm_backward; // SyncNormBackward (SyncRMSNorm only): allreduce (authors') | bottleneck
 } BoostConfig;
 
 // Where results go and what is saved (docs/database.md, docs/checkpoint-format.md).
@@ -90,6 +101,7 @@ typedef struct {
     int flush_every;        // metrics are written to SQLite every N steps (and at exit)
     int on_demand;          // make exp runs this variant only when named (VARIANT=...):
                             // paper-scale GPU variants kept in CPU manifests
+    int device;             // Device: cpu | cuda
 } RunConfig;
 
 typedef struct {

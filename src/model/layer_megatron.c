@@ -16,18 +16,14 @@
 //   g = all-reduce forward / identity backward   (output of a row-parallel layer)
 // At tp = 1 every collective is a no-op on a group of one and is not counted.
 #include "model_internal.h"
-#include "../ops/ops.h"
 
 // Forward collectives use mdl->fwd_phase: PHASE_FORWARD, or PHASE_RECOMPUTE while
 // boost.full_recompute replays the block in backward (model.c).
-static void g_forward(Model *mdl, float *buf, size_t n, int layer) {
-    comm_all_reduce(mdl->comm, GROUP_TP, buf, n, (CommPhase)mdl->fwd_phase, layer);
-}
-static void f_backward(Model *mdl, float *buf, size_t n, int layer) {
-    comm_all_reduce(mdl->comm, GROUP_TP, buf, n, PHASE_BACKWARD, layer);
-}
+static void g_forward(Model *mdl, void *buf, size_t n, int layer) { tp_all_reduce(mdl, buf, n, mdl->fwd_phase, layer); }
+static void f_backward(Model *mdl, void *buf, size_t n, int layer) { tp_all_reduce(mdl, buf, n, PHASE_BACKWARD, layer); }
 
-void megatron_layer_forward(Model *mdl, LayerActs *la, int l, float *x_out) {
+void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out) {
+    Backend *bk = mdl->bk;
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
     LayerW *w = &mdl->w.layers[l];
@@ -37,41 +33,42 @@ void megatron_layer_forward(Model *mdl, LayerActs *la, int l, float *x_out) {
     size_t Nd = (size_t)N * d;
 
     // ---- attention -------------------------------------------------------------------
-    rmsnorm_forward(la->a, la->rstd1, la->x, w->input_norm, N, d, c->norm_eps);
+    op_rmsnorm_forward(bk, la->a, la->rstd1, la->x, w->input_norm, N, d, c->norm_eps);
     // f(a): identity forward. Dense: q,k,v of the local heads. Low-rank: full-width
     // partial sums over the r/tp slice, completed by g.
-    linear_forward(c, la->q, &la->lq, la->a, &w->q, N, d, L->dq, L->ra);
-    linear_forward(c, la->k, &la->lk, la->a, &w->k, N, d, L->dkv, L->ra);
-    linear_forward(c, la->v, &la->lv, la->a, &w->v, N, d, L->dkv, L->ra);
+    linear_forward(mdl, la->q, &la->lq, la->a, &w->q, N, d, L->dq, L->ra);
+    linear_forward(mdl, la->k, &la->lk, la->a, &w->k, N, d, L->dkv, L->ra);
+    linear_forward(mdl, la->v, &la->lv, la->a, &w->v, N, d, L->dkv, L->ra);
     if (lr) {
         g_forward(mdl, la->q, (size_t)N * L->dq, gl);
         g_forward(mdl, la->k, (size_t)N * L->dkv, gl);
         g_forward(mdl, la->v, (size_t)N * L->dkv, gl);
     }
-    rope_forward(la->q, B, T, L->H, hd, c->rope_theta);
-    rope_forward(la->k, B, T, L->Hkv, hd, c->rope_theta);
-    attention_forward(la->y, la->att, la->q, la->k, la->v, B, T, L->H, L->Hkv, hd);
+    op_rope_forward(bk, la->q, B, T, L->H, hd, c->rope_theta);
+    op_rope_forward(bk, la->k, B, T, L->Hkv, hd, c->rope_theta);
+    op_attention_forward(bk, la->y, la->lse, la->q, la->k, la->v, B, T, L->H, L->Hkv, hd);
     // o: dense row-parallel over the local heads; low-rank A_o column-parallel over r.
-    linear_forward(c, la->x_mid, &la->lo, la->y, &w->o, N, L->dq, d, L->ra);
+    linear_forward(mdl, la->x_mid, &la->lo, la->y, &w->o, N, L->dq, d, L->ra);
     g_forward(mdl, la->x_mid, Nd, gl);            // full o output
-    add_inplace(la->x_mid, la->x, Nd);            // x_mid = x + o(y)
+    op_add(bk, la->x_mid, la->x, Nd);            // x_mid = x + o(y)
 
     // ---- MLP -----------------------------------------------------------------------
-    rmsnorm_forward(la->m, la->rstd2, la->x_mid, w->post_attn_norm, N, d, c->norm_eps);
-    linear_forward(c, la->g, &la->lg, la->m, &w->gate, N, d, L->dff, L->rm);
-    linear_forward(c, la->u, &la->lu, la->m, &w->up, N, d, L->dff, L->rm);
+    op_rmsnorm_forward(bk, la->m, la->rstd2, la->x_mid, w->post_attn_norm, N, d, c->norm_eps);
+    linear_forward(mdl, la->g, &la->lg, la->m, &w->gate, N, d, L->dff, L->rm);
+    linear_forward(mdl, la->u, &la->lu, la->m, &w->up, N, d, L->dff, L->rm);
     if (lr) {
         g_forward(mdl, la->g, (size_t)N * L->dff, gl);
         g_forward(mdl, la->u, (size_t)N * L->dff, gl);
     }
-    swiglu_forward(la->gu, la->g, la->u, (size_t)N * L->dff, gate_silu(c));
-    linear_forward(c, x_out, &la->ld, la->gu, &w->down, N, L->dff, d, L->rm);
+    op_swiglu_forward(bk, la->gu, la->g, la->u, (size_t)N * L->dff, gate_silu(c));
+    linear_forward(mdl, x_out, &la->ld, la->gu, &w->down, N, L->dff, d, L->rm);
     g_forward(mdl, x_out, Nd, gl);                // full down output
-    add_inplace(x_out, la->x_mid, Nd);            // x_out = x_mid + down(gu)
+    op_add(bk, x_out, la->x_mid, Nd);            // x_out = x_mid + down(gu)
 }
 
 // On entry s->dx = d(x_out); on exit s->dx = d(x) (the block input).
 void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
+    Backend *bk = mdl->bk;
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
     LayerW *w = &mdl->w.layers[l], *dw = &mdl->dw.layers[l];
@@ -81,32 +78,32 @@ void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
     size_t Nd = (size_t)N * d, Nff = (size_t)N * L->dff;
 
     // ---- MLP: s->dx passes through the residual to x_mid unchanged ------------------
-    zero_f(s->dgu, Nff);
-    linear_backward(c, s->dgu, &dw->down, s->dx, la->gu, &la->ld, &w->down, N, L->dff, d, L->rm, s->dz, s->dh);
+    zero_t(mdl, s->dgu, Nff);
+    linear_backward(mdl, s->dgu, &dw->down, s->dx, la->gu, &la->ld, &w->down, N, L->dff, d, L->rm, s->dz, s->dh);
     if (lr) f_backward(mdl, s->dgu, Nff, gl);     // A_down's input gradient (partial over r)
-    zero_f(s->dg, Nff);
-    zero_f(s->du, Nff);
-    swiglu_backward(s->dg, s->du, s->dgu, la->g, la->u, Nff, gate_silu(c));
-    zero_f(s->da, Nd);
-    linear_backward(c, s->da, &dw->gate, s->dg, la->m, &la->lg, &w->gate, N, d, L->dff, L->rm, s->dz, s->dh);
-    linear_backward(c, s->da, &dw->up, s->du, la->m, &la->lu, &w->up, N, d, L->dff, L->rm, s->dz, s->dh);
+    zero_t(mdl, s->dg, Nff);
+    zero_t(mdl, s->du, Nff);
+    op_swiglu_backward(bk, s->dg, s->du, s->dgu, la->g, la->u, Nff, gate_silu(c));
+    zero_t(mdl, s->da, Nd);
+    linear_backward(mdl, s->da, &dw->gate, s->dg, la->m, &la->lg, &w->gate, N, d, L->dff, L->rm, s->dz, s->dh);
+    linear_backward(mdl, s->da, &dw->up, s->du, la->m, &la->lu, &w->up, N, d, L->dff, L->rm, s->dz, s->dh);
     f_backward(mdl, s->da, Nd, gl);               // gate/up input gradient (fused)
-    rmsnorm_backward(s->dx, dw->post_attn_norm, s->da, la->x_mid, w->post_attn_norm, la->rstd2, N, d);
+    op_rmsnorm_backward(bk, s->dx, dw->post_attn_norm, s->da, la->x_mid, w->post_attn_norm, la->rstd2, N, d);
 
     // ---- attention: s->dx is now d(x_mid) --------------------------------------------
-    zero_f(s->dy, (size_t)N * L->dq);
-    linear_backward(c, s->dy, &dw->o, s->dx, la->y, &la->lo, &w->o, N, L->dq, d, L->ra, s->dz, s->dh);
+    zero_t(mdl, s->dy, (size_t)N * L->dq);
+    linear_backward(mdl, s->dy, &dw->o, s->dx, la->y, &la->lo, &w->o, N, L->dq, d, L->ra, s->dz, s->dh);
     if (lr) f_backward(mdl, s->dy, (size_t)N * L->dq, gl);   // A_o's input gradient
-    zero_f(s->dq, (size_t)N * L->dq);
-    zero_f(s->dk, (size_t)N * L->dkv);
-    zero_f(s->dv, (size_t)N * L->dkv);
-    attention_backward(s->dq, s->dk, s->dv, s->dy, la->q, la->k, la->v, la->att, B, T, L->H, L->Hkv, hd);
-    rope_backward(s->dq, B, T, L->H, hd, c->rope_theta);
-    rope_backward(s->dk, B, T, L->Hkv, hd, c->rope_theta);
-    zero_f(s->da, Nd);
-    linear_backward(c, s->da, &dw->q, s->dq, la->a, &la->lq, &w->q, N, d, L->dq, L->ra, s->dz, s->dh);
-    linear_backward(c, s->da, &dw->k, s->dk, la->a, &la->lk, &w->k, N, d, L->dkv, L->ra, s->dz, s->dh);
-    linear_backward(c, s->da, &dw->v, s->dv, la->a, &la->lv, &w->v, N, d, L->dkv, L->ra, s->dz, s->dh);
+    zero_t(mdl, s->dq, (size_t)N * L->dq);
+    zero_t(mdl, s->dk, (size_t)N * L->dkv);
+    zero_t(mdl, s->dv, (size_t)N * L->dkv);
+    op_attention_backward(bk, s->dq, s->dk, s->dv, s->dy, la->y, la->q, la->k, la->v, la->lse, B, T, L->H, L->Hkv, hd);
+    op_rope_backward(bk, s->dq, B, T, L->H, hd, c->rope_theta);
+    op_rope_backward(bk, s->dk, B, T, L->Hkv, hd, c->rope_theta);
+    zero_t(mdl, s->da, Nd);
+    linear_backward(mdl, s->da, &dw->q, s->dq, la->a, &la->lq, &w->q, N, d, L->dq, L->ra, s->dz, s->dh);
+    linear_backward(mdl, s->da, &dw->k, s->dk, la->a, &la->lk, &w->k, N, d, L->dkv, L->ra, s->dz, s->dh);
+    linear_backward(mdl, s->da, &dw->v, s->dv, la->a, &la->lv, &w->v, N, d, L->dkv, L->ra, s->dz, s->dh);
     f_backward(mdl, s->da, Nd, gl);               // q/k/v input gradient (fused)
-    rmsnorm_backward(s->dx, dw->input_norm, s->da, la->x, w->input_norm, la->rstd1, N, d);
+    op_rmsnorm_backward(bk, s->dx, dw->input_norm, s->da, la->x, w->input_norm, la->rstd1, N, d);
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../config/config.h"
+#include "../backend/backend.h"
 
 #define PARAM_NAME_MAX 96
 
@@ -68,52 +69,56 @@ typedef struct {
 } ParamTable;
 
 // A linear's weights inside one family: dense uses W [din,dout]; low-rank A [din,r], B [r,dout].
-typedef struct { float *W, *A, *B; } LinearW;
+// Pointers into a back end's buffers of its compute dtype (void: fp32 or bf16).
+typedef struct { void *W, *A, *B; } LinearW;
 
 typedef struct {
-    float *input_norm;         // [d]
-    float *post_attn_norm;     // [d]
+    void *input_norm;          // [d]
+    void *post_attn_norm;      // [d]
     LinearW q, k, v, o;        // q: d->d, k,v: d->kv_dim, o: d->d
     LinearW gate, up, down;    // gate,up: d->d_ff, down: d_ff->d
 } LayerW;
 
 typedef struct {
-    float *embed;              // [V,d]
+    void *embed;               // [V,d]
     LayerW *layers;            // [L]
-    float *final_norm;         // [d]
-    float *lm_head;            // [d,V]; NULL when tied (embed^T is used)
+    void *final_norm;          // [d]
+    void *lm_head;             // [d,V]; NULL when tied (embed^T is used)
 } ModelW;
 
 // A low-rank linear's saved activations: h = x@A [N,r]; z = σ(h) [N,r] (z == h for svd).
-typedef struct { float *h, *z; } LowRankActs;
+typedef struct { void *h, *z; } LowRankActs;
 
+// One block's activations (compute dtype unless marked f32). Which of them a layer keeps
+// depends on the checkpointing in effect (CkptMode); the rest point into the shared working
+// set Model.work.
 typedef struct {
-    float *x;                  // [N,d] block input (residual stream)
-    float *a, *rstd1;          // [N,d], [N]   input RMSNorm
+    void *x;                   // [N,d_res] block input (residual stream)
+    void *a; float *rstd1;     // [N,d], [N] f32  input RMSNorm
     LowRankActs lq, lk, lv, lo;
-    float *q, *k, *v;          // [N,d], [N,kvd], [N,kvd] after RoPE (q, k)
-    float *att;                // [B,H,T,T]     softmax probabilities
-    float *y;                  // [N,d]         attention output (pre o-projection)
-    float *x_mid;              // [N,d]         residual after attention
-    float *m, *rstd2;          // [N,d], [N]   post-attention RMSNorm
+    void *q, *k, *v;           // [N,dq], [N,dkv], [N,dkv] after RoPE (q, k)
+    float *lse;                // [B,H,T] f32   attention row log-sum-exp (flash attention)
+    void *y;                   // [N,dq]        attention output (pre o-projection)
+    void *x_mid;               // [N,d_res]     residual after attention
+    void *m; float *rstd2;     // [N,d], [N] f32  post-attention RMSNorm
     LowRankActs lg, lu, ld;
-    float *g, *u;              // [N,d_ff]
-    float *gu;                 // [N,d_ff]      (SiLU(g) or g) * u
+    void *g, *u;               // [N,d_ff]
+    void *gu;                  // [N,d_ff]      (SiLU(g) or g) * u
     // Bottleneck-aware TP only (layer_btp.c; a, m, rstd*, l* unused there): the four
     // bottleneck buffers after their all-reduce — p pre-σ, z = σ(p) (z == p for svd) — in
     // the layout of btp_bn() (model_internal.h): q|k|v and gate|up grouped [N,G·r] or as
     // G blocks [N,r], the full-row Σx² of the norm input [N] after the q|k|v, gate|up payload.
-    float *pqkv, *zqkv, *po, *zo, *pgu, *zgu, *pd, *zd;
+    void *pqkv, *zqkv, *po, *zo, *pgu, *zgu, *pd, *zd;
 } LayerActs;
 
 typedef struct {
-    int32_t *inputs, *targets; // [N]
+    int32_t *inputs, *targets; // [N] token ids (the back end's memory)
     LayerActs *layers;         // [L]
-    float *x_final;            // [N,d_res] output of the last block
-    float *x_full;             // [N,d] x_final all-gathered (BTP, tp > 1; else == x_final)
-    float *xf, *rstdf;         // [N,d], [N]   final RMSNorm
-    float *logits;             // [N,V] (overwritten in place by dlogits in backward)
-    float *losses;             // [N]
+    void *x_final;             // [N,d_res] output of the last block
+    void *x_full;              // [N,d] x_final all-gathered (BTP, tp > 1; else == x_final)
+    void *xf; float *rstdf;    // [N,d], [N] f32  final RMSNorm
+    void *logits;              // [N,V] (overwritten in place by dlogits in backward)
+    float *losses;             // [N] f32
 } Acts;
 
 // Activation checkpointing in effect (docs/boost.md): CKPT_LOWRANK keeps per layer the
@@ -123,30 +128,31 @@ typedef struct {
 // included, counted under PHASE_RECOMPUTE) before its backward (any scheme).
 typedef enum { CKPT_NONE = 0, CKPT_LOWRANK = 1, CKPT_FULL = 2 } CkptMode;
 
+// Parameters, gradients and activations of this rank's part of the model, in the buffers
+// of one back end. The optimizer state (fp32 master weights, AdamW m and v, ZeRO-1 shards)
+// is the optimizer's (train/optimizer.h).
 typedef struct {
     ModelConfig cfg;
     int B, T, N;               // micro-batch shape the activations are sized for
     Layout lay;
     BoostConfig boost;         // which BOOST techniques are on (as requested)
     CkptMode ckpt;             // checkpointing in effect (boost switches after fall-backs)
-    int fwd_phase;             // CommPhase of a block forward's collectives: PHASE_FORWARD,
+    int fwd_phase;             // Phase of a block forward's collectives and ops: PHASE_FORWARD,
                                // PHASE_RECOMPUTE while CKPT_FULL replays it in backward
     LayerActs work;            // CKPT_*: the working set shared by every layer and slot
+    Backend *bk;               // where the buffers live and the ops run
+    int comm_dtype;            // CommDtype of the activation collectives (the compute dtype)
     struct Comm *comm;         // process groups and the accounted collectives
     ParamTable table;
-    float *params, *grads;     // each [n_alloc >= n_params]; one allocation per family
-    float *m, *v;              // AdamW moments of the optimizer range: [opt_len]
+    void *params, *grads;      // each [n_alloc >= n_params] of the compute dtype; one allocation per family
     size_t n_alloc;            // padded family length (n_params, or ZeRO-1 shards x dp)
-    size_t opt_offset, opt_len;// the flat range of params this rank's optimizer updates
-                               // (everything, or its ZeRO-1 shard)
     ModelW w, dw;              // views into params / grads
     Acts acts;                 // activations of micro-batch slot 0 (== slots[0])
     Acts *slots;               // [n_slots] one per micro-batch in flight (pipeline 1F1B)
     int n_slots;
-    float *act_memory; size_t act_floats;
-    float *scratch; size_t scratch_floats;  // backward working set (one layer; BTP: also
+    void *act_memory; size_t act_bytes;
+    void *scratch; size_t scratch_bytes;    // backward working set (one layer; BTP: also
                                             // the forward's normed input and A concatenation)
-    size_t bytes_params, bytes_grads, bytes_optim, bytes_acts; // per-category accounting
 } Model;
 
 // The layout of rank (tp_rank, pp_rank) in a tp x pp grid under `scheme`. Returns 0
@@ -157,41 +163,51 @@ int layout_make(Layout *lay, const ModelConfig *cfg, TPScheme scheme, int tp, in
 void param_table_build(ParamTable *t, const ModelConfig *cfg, const Layout *lay);
 void param_table_free(ParamTable *t);
 const ParamSpec *param_find(const ParamTable *t, const char *name);
-// Point the views of `w` into the family buffer `base`.
-void model_bind(ModelW *w, const ModelConfig *cfg, const Layout *lay, const ParamTable *t, float *base);
+// Point the views of `w` into the family buffer `base` (elements of `dtype`).
+void model_bind(ModelW *w, const ModelConfig *cfg, const Layout *lay, const ParamTable *t, void *base, DType dtype);
 
-// Allocate everything for micro-batches of B sequences of length T, and initialise
-// the weights from `seed` (layout-independent). Single process.
+// Allocate everything for micro-batches of B sequences of length T on the default CPU fp32
+// back end, and initialise the weights from `seed` (layout-independent). Single process.
 void model_init(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed);
 // The same for this rank of `comm`'s grid with the BOOST switches `boost` (NULL = all
-// off; boost->btp selects TP_BTP, else TP_MEGATRON). B is this rank's micro-batch.
-// n_slots: micro-batches whose activations are kept at once (pipeline: min(pp - stage, M)).
+// off; boost->btp selects TP_BTP, else TP_MEGATRON) on back end `bk` (NULL = the default CPU
+// fp32 one). B is this rank's micro-batch. n_slots: micro-batches whose activations are kept
+// at once (pipeline: min(pp - stage, M)). family_parts > 1 pads the parameter and gradient
+// families to family_parts equal slices (ZeRO-1 over that many DP ranks).
 void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint64_t seed,
-                         struct Comm *comm, const BoostConfig *boost, int n_slots);
+                         struct Comm *comm, const BoostConfig *boost, int n_slots, Backend *bk,
+                         int family_parts);
 void model_free(Model *mdl);
-// ZeRO-1: this rank's optimizer owns shard `index` of `parts` equal slices of the flat
-// parameter span (params/grads padded to parts x shard); m and v shrink to the shard.
-void model_shard_optimizer(Model *mdl, int parts, int index);
+// The process-wide CPU fp32 back end that model_init and a NULL bk use.
+Backend *backend_default(void);
+// params = host[n_params] (fp32, this rank's table order), converted to the compute dtype.
+void model_set_params(Model *mdl, const float *host);
+// host[n_params] (fp32) = params, resp. grads.
+void model_get_params(const Model *mdl, float *host);
+void model_get_grads(const Model *mdl, float *host);
+// Re-draw every parameter from seed (what model_init does).
+void model_init_weights(Model *mdl, uint64_t seed);
 // params[t->n_params] (host fp32) = the initial weights of `seed` for the blocks of table t:
 // element (i, j) of a full tensor is a pure function of (seed, name, i·cols + j).
 void param_table_init_weights(const ParamTable *t, float *params, uint64_t seed);
-// Re-draw every parameter from seed (what model_init does).
-void model_init_weights(Model *mdl, uint64_t seed);
+// Family padding for ZeRO-1: n_params rounded up to parts equal slices of 16-element multiples.
+size_t model_family_len(size_t n_params, int parts);
 
 // ---- pipeline-stage interface (one micro-batch in activation slot `slot`) ----------
-// Forward of this stage's layers. First stage: embeds `inputs`; other stages read their
-// input from model_stage_input(slot) (the previous stage's output, received there).
+// Forward of this stage's layers. First stage: embeds `inputs` (host token ids [N]); other
+// stages read their input from model_stage_input(slot) (the previous stage's output,
+// received there). `targets` (host [N]) are needed on the last stage.
 // Last stage: computes the loss and returns the SUM of the N token losses (0 elsewhere);
 // other stages leave their output in model_stage_output(slot).
 double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const int32_t *targets);
-float *model_stage_input(Model *mdl, int slot);    // [N, d_res]
-float *model_stage_output(Model *mdl, int slot);   // [N, d_res]
+void *model_stage_input(Model *mdl, int slot);     // [N, d_res] compute dtype
+void *model_stage_output(Model *mdl, int slot);    // [N, d_res]
 // Backward of this stage for `slot`, accumulating into grads. Last stage: from the loss
 // (gradient of loss_scale * sum of token losses). Other stages: from the gradient of
 // the stage output, which the caller has put into model_stage_grad(). Afterwards (not
 // first stage) model_stage_grad() holds the gradient of the stage input, to send back.
 void model_stage_backward(Model *mdl, int slot, float loss_scale);
-float *model_stage_grad(Model *mdl);               // [N, d_res]
+void *model_stage_grad(Model *mdl);                // [N, d_res]
 
 // Single-stage convenience (slot 0):
 // Forward over inputs/targets [B,T] (copied into acts). Returns the mean loss over

@@ -1,46 +1,80 @@
-// model_internal.h — pieces shared by the model's drivers (model.c and the per-scheme
-// layer drivers). Not part of the public interface.
+// model_internal.h — pieces shared by the model's drivers (model.c, head.c and the per-scheme
+// layer drivers). Not part of the public interface. The drivers hold no BLAS call, no OpenMP
+// pragma and no loop over activations: every piece of math is an op of backend/ops.h, every
+// piece of communication a named collective of parallel/comm.h.
 #pragma once
 #include "model.h"
+#include "../backend/ops.h"
 #include "../parallel/comm.h"
-#include "../ops/ops.h"
 
-// The drivers' own memory work, skipped in accounting mode (ops_dry_run: no buffers
-// exist; only the control flow and its accounted collectives run).
-static inline void zero_f(float *p, size_t n) { if (!ops_dry_run) memset(p, 0, n * sizeof(float)); }
-static inline void copy_f(float *dst, const float *src, size_t n) { if (!ops_dry_run) memcpy(dst, src, n * sizeof(float)); }
+// Element i of a compute-dtype tensor of this model (NULL stays NULL on the dry back end).
+static inline void *at(const Model *m, const void *p, size_t i) { return bk_at(m->bk, p, i); }
+static inline void zero_t(const Model *m, void *p, size_t n) { bk_zero(m->bk, p, n, m->bk->dtype); }
+static inline void copy_t(const Model *m, void *dst, const void *src, size_t n) { bk_copy(m->bk, dst, src, n, m->bk->dtype); }
+
+// The all-reduce (sum) of an activation buffer over the TP group, in the compute dtype.
+static inline void tp_all_reduce(Model *m, void *buf, size_t n, int phase, int layer) {
+    comm_all_reduce_ex(m->comm, GROUP_TP, buf, n, (CommDtype)m->comm_dtype, OP_SUM, (CommPhase)phase, layer);
+}
+
+// Products of a linear layer, y = x @ W with W [din, dout] (row-major, as the paper notes):
+// y[N,dout] (beta 1: +=) x[N,din] @ W[din,dout]
+static inline void mm_forward(Model *m, void *y, const void *x, const void *W, int N, int din, int dout, float beta) {
+    op_gemm(m->bk, TR_N, TR_N, N, dout, din, 1.0f, x, din, W, dout, beta, y, dout);
+}
+// dx[N,din] += dy[N,dout] @ W^T ; dW[din,dout] += x^T @ dy  (either may be NULL: skipped)
+static inline void mm_backward(Model *m, void *dx, void *dW, const void *dy, const void *x, const void *W,
+                               int N, int din, int dout) {
+    if (dx) op_gemm(m->bk, TR_N, TR_T, N, din, dout, 1.0f, dy, dout, W, dout, 1.0f, dx, din);
+    if (dW) op_gemm(m->bk, TR_T, TR_N, din, dout, N, 1.0f, x, din, dy, dout, 1.0f, dW, dout);
+}
 
 // Backward working set of one layer (reused layer by layer), carved from mdl->scratch.
 typedef struct {
-    float *dx;           // [N,d_res] running gradient of the residual stream (stage grad)
-    float *da;           // [N,d_res] gradient of a normed input (a, m); also [N,d] xf
-    float *dq, *dk, *dv; // [N,dq], [N,dkv], [N,dkv]
-    float *dy;           // [N,dq]
-    float *dg, *du, *dgu;// [N,dff]
-    float *dz, *dh;      // [N,r_max] low-rank inner gradients
-    float *row_max;      // [N]   vocab-parallel cross-entropy statistics
-    double *sumexp, *target_logit; // [N]
+    void *dx;            // [N,d_res] running gradient of the residual stream (stage grad)
+    void *da;            // [N,d_res] gradient of a normed input (a, m); also [N,d] xf
+    void *dq, *dk, *dv;  // [N,dq], [N,dkv], [N,dkv]
+    void *dy;            // [N,dq]
+    void *dg, *du, *dgu; // [N,dff]
+    void *dz, *dh;       // [N,r_max] low-rank inner gradients
+    float *lmax, *gmax;  // [N] f32 vocab-parallel cross-entropy: local and global row maxima
+    double *sumexp, *tlogit; // [N] f64
+    float *dot;          // [N] f32 BTP norm backward: Σ dP·P over the bottleneck
     // BTP only (NULL otherwise):
-    float *xn;           // [N,d_res] normed input of a row-parallel A (forward and backward)
-    float *acat, *dacat; // [d_res, max(3·ra, 2·rm)] grouped A_q|A_k|A_v or A_gate|A_up, its gradient
-    float *dzb, *dpb;    // btp_bn size: gradient of a bottleneck's σ output and of its input
-    float *dfull;        // [N,d] full-width embedding output / d(x_full) (tp > 1)
+    void *xn;            // [N,d_res] normed input of a row-parallel A (forward and backward)
+    void *acat, *dacat;  // [d_res, max(3·ra, 2·rm)] grouped A_q|A_k|A_v or A_gate|A_up, its gradient
+    void *dzb, *dpb;     // btp_bn size: gradient of a bottleneck's σ output and of its input
+    void *dfull;         // [N,d] full-width embedding output / d(x_full) (tp > 1)
 } Scratch;
 
+// Carving a family buffer in bytes: two passes (count with base == NULL, then assign).
+// Every tensor starts on a 64-byte boundary.
+typedef struct { void *base; size_t off; } Carve;
+static inline void *carve(Carve *cv, size_t n, DType t) {
+    void *p = cv->base ? (char *)cv->base + cv->off : NULL;
+    cv->off += (n * dtype_size(t) + 63) / 64 * 64;
+    return p;
+}
+
+// scratch.c: the views of mdl->scratch, and its size (count with base NULL).
+void scratch_view(const Model *mdl, Scratch *s);
+size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl);
+
 // The layout of one BTP bottleneck buffer of G slots of width r (q|k|v: G = 3, gate|up:
-// G = 2, o and down: G = 1) for N tokens. Slot j, row n starts at off[j] + n·ld.
+// G = 2, o and down: G = 1) for N tokens: a SlotView (slot j, row n at off[j] + n·ld).
 //   grouped:   [N, G·r] row-major (ld = G·r, off[j] = j·r): one GEMM, one all-reduce;
 //   ungrouped: G blocks [N, r] (ld = r), one all-reduce each.
 // With stat, the per-token statistic [N] (Σx² of the norm input) sits at `stat`, right
 // after the payload when grouped and right after slot 0 when not, so that one all-reduce
-// of a contiguous range carries payload and statistic (online RMSNorm).
-typedef struct { int N, G, r, ld, grouped; size_t off[3], stat, size; } Bn;
+// of a contiguous range carries payload and statistic (online RMSNorm). Offsets are in
+// elements of the compute dtype.
+typedef struct { SlotView v; int grouped; size_t stat, size; } Bn;
 static inline Bn btp_bn(int N, int G, int r, int grouped, int with_stat) {
-    Bn b = { .N = N, .G = G, .r = r, .grouped = grouped || G == 1 };
+    Bn b = { .v = { .N = N, .G = G, .r = r }, .grouped = grouped || G == 1 };
     size_t nr = (size_t)N * r, ns = with_stat ? (size_t)N : 0;
-    b.ld = b.grouped ? G * r : r;
+    b.v.ld = b.grouped ? G * r : r;
     for (int j = 0; j < G; j++)
-        b.off[j] = b.grouped ? (size_t)j * r : (j == 0 ? 0 : nr + ns + (size_t)(j - 1) * nr);
+        b.v.off[j] = b.grouped ? (size_t)j * r : (j == 0 ? 0 : nr + ns + (size_t)(j - 1) * nr);
     b.stat = b.grouped ? (size_t)G * nr : nr;
     b.size = (size_t)G * nr + ns;
     return b;
@@ -50,27 +84,31 @@ static inline Bn bn_o(const Model *m) { return btp_bn(m->N, 1, m->lay.ra, 1, 0);
 static inline Bn bn_gu(const Model *m) { return btp_bn(m->N, 2, m->lay.rm, m->boost.grouping, 1); }
 static inline Bn bn_down(const Model *m) { return btp_bn(m->N, 1, m->lay.rm, 1, 0); }
 
-void scratch_view(const Model *mdl, Scratch *s);
-
 static inline int is_lowrank(const ModelConfig *c) { return c->linear != LINEAR_DENSE; }
 // SiLU on the gate: always for dense and svd; for cola unless only_lr_act.
 static inline int gate_silu(const ModelConfig *c) { return c->linear != LINEAR_COLA || !c->only_lr_act; }
 
-// One linear's local math on this rank's factors, no communication:
+// linear.c — one linear's local math on this rank's factors, no communication:
 // y[N,dout] = x[N,din] @ W, or σ(x @ A) @ B with the bottleneck width r.
-void linear_forward(const ModelConfig *c, float *y, LowRankActs *la, const float *x,
-                    const LinearW *w, int N, int din, int dout, int r);
+void linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w,
+                    int N, int din, int dout, int r);
 // dx[N,din] += ..., dw += ...; dz, dh: scratch [N,r]
-void linear_backward(const ModelConfig *c, float *dx, LinearW *dw, const float *dy,
-                     const float *x, const LowRankActs *la, const LinearW *w,
-                     int N, int din, int dout, int r, float *dz, float *dh);
+void linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
+                     const LinearW *w, int N, int din, int dout, int r, void *dz, void *dh);
+
+// head.c — the vocabulary-parallel embedding, LM head and loss (tp > 1: Megatron's
+// collectives; BTP: the residual's column slice and the all-gather of the last layer).
+void embed_forward(Model *mdl, void *x0, const int32_t *tokens);          // x0 [N,d_res]
+void embed_backward(Model *mdl, void *dx0, const int32_t *tokens);        // dx0 [N,d_res]
+double head_loss_forward(Model *mdl, Acts *A);                           // Σ token losses
+void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s); // -> s->dx
 
 // Megatron FullRank-TP (dense) / Vanilla-TP (low-rank) block; l is the local layer index.
-void megatron_layer_forward(Model *mdl, LayerActs *la, int l, float *x_out);
+void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out);
 void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s);
 
 // Bottleneck-aware TP block (layer_btp.c): same contract. The forward's collectives use
 // mdl->fwd_phase; under CKPT_LOWRANK the backward recomputes each chunk's interior from
 // the kept bottleneck buffers first (no collective).
-void btp_layer_forward(Model *mdl, LayerActs *la, int l, float *x_out);
+void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out);
 void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s);

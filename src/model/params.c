@@ -61,13 +61,14 @@ int layout_make(Layout *lay, const ModelConfig *c, TPScheme scheme, int tp, int 
 
 typedef struct {
     ParamTable *t;     // when non-NULL: append specs
-    float *base;       // when non-NULL: return base + offset for views
+    void *base;        // when non-NULL: return base + offset (elements of dtype) for views
+    DType dtype;
     size_t offset;
     const ModelConfig *cfg;
     const Layout *lay;
 } Walk;
 
-static float *take(Walk *wk, const char *name, int ndim, int64_t rows, int64_t cols, ShardDim shard,
+static void *take(Walk *wk, const char *name, int ndim, int64_t rows, int64_t cols, ShardDim shard,
                    int decay, InitKind init, float std) {
     int tp = wk->lay->tp, r = wk->lay->tp_rank;
     int64_t lr = rows, lc = cols, r0 = 0, c0 = 0;
@@ -88,7 +89,7 @@ static float *take(Walk *wk, const char *name, int ndim, int64_t rows, int64_t c
         s->offset = wk->offset; s->numel = numel;
         s->decay = decay; s->init = init; s->init_std = std;
     }
-    float *p = wk->base ? wk->base + wk->offset : NULL;
+    void *p = bk_at_t(wk->base, wk->offset, wk->dtype);
     // Keep every tensor 16-float (64-byte) aligned inside its family.
     wk->offset += (numel + 15) / 16 * 16;
     return p;
@@ -127,7 +128,7 @@ static void walk_params(Walk *wk, ModelW *w) {
     ShardDim norm_shard = lay->scheme == TP_BTP ? SHARD_COLS : SHARD_NONE;
     char name[PARAM_NAME_MAX];
     if (lay->first_stage || c->tie_embeddings) {   // vocab-parallel rows
-        float *embed = take(wk, "model/embed_tokens", 2, c->vocab_size, d, SHARD_ROWS, 1, INIT_NORMAL, c->embed_std);
+        void *embed = take(wk, "model/embed_tokens", 2, c->vocab_size, d, SHARD_ROWS, 1, INIT_NORMAL, c->embed_std);
         if (w) w->embed = embed;
     }
     for (int l = lay->layer_begin; l < lay->layer_end; l++) {
@@ -152,8 +153,8 @@ static void walk_params(Walk *wk, ModelW *w) {
     }
     if (lay->last_stage) {
         // The final norm sees the all-gathered full hidden vector under BTP: replicated.
-        float *fn = take(wk, "model/final_norm", 1, 1, d, SHARD_NONE, 0, INIT_ONES, 0);
-        float *head = NULL;
+        void *fn = take(wk, "model/final_norm", 1, 1, d, SHARD_NONE, 0, INIT_ONES, 0);
+        void *head = NULL;
         if (!c->tie_embeddings) head = take(wk, "model/lm_head", 2, d, c->vocab_size, SHARD_COLS, 1, INIT_NORMAL, c->embed_std);
         if (w) { w->final_norm = fn; w->lm_head = head; }
     }
@@ -182,10 +183,10 @@ const ParamSpec *param_find(const ParamTable *t, const char *name) {
     return NULL;
 }
 
-void model_bind(ModelW *w, const ModelConfig *cfg, const Layout *lay, const ParamTable *t, float *base) {
+void model_bind(ModelW *w, const ModelConfig *cfg, const Layout *lay, const ParamTable *t, void *base, DType dtype) {
     Layout single;
     if (!lay) { single = single_layout(cfg); lay = &single; }
-    Walk wk = { .t = NULL, .base = base, .offset = 0, .cfg = cfg, .lay = lay };
+    Walk wk = { .t = NULL, .base = base, .dtype = dtype, .offset = 0, .cfg = cfg, .lay = lay };
     walk_params(&wk, w);
     CHECK(wk.offset == t->n_params, "parameter table and binding disagree");
 }

@@ -81,8 +81,8 @@ static int live(const Comm *c) {
 }
 // The local semantics of a size-1 all-gather / reduce-scatter: out = in. Done in every mode
 // (it is not communication; a single process relies on it), skipped for NULL buffers.
-static void local_copy(float *out, const float *in, size_t n) {
-    if (in && out && in != out && n) memmove(out, in, n * sizeof *out);
+static void local_copy(void *out, const void *in, size_t n, CommDtype t) {
+    if (in && out && in != out && n) memmove(out, in, n * comm_dtype_size(t));
 }
 static double wtime(const Comm *c) { return c->is_virtual || c->account_only ? 0.0 : MPI_Wtime(); }
 
@@ -107,44 +107,56 @@ void comm_all_reduce_max_f64(Comm *c, CommGroup g, double *buf, size_t n, CommPh
     comm_all_reduce_ex(c, g, buf, n, DTYPE_F64, OP_MAX, phase, layer);
 }
 
-void comm_all_gather(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
-                     CommPhase phase, int layer) {
+void comm_all_gather_ex(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                        CommPhase phase, int layer) {
     check_call(c, "comm_all_gather", g, phase, layer);
     size_t gs = (size_t)c->size[g];
-    if (gs == 1) { local_copy(out, in, n_chunk); return; }
+    if (gs == 1) { local_copy(out, in, n_chunk, t); return; }
     double t0 = wtime(c);
-    if (live(c)) c->backend->all_gather(c, g, in, out, n_chunk, DTYPE_F32);
-    count(c, COMM_ALL_GATHER, phase, g, layer, n_chunk * gs, acct_size(c, DTYPE_F32), wtime(c) - t0);
+    if (live(c)) c->backend->all_gather(c, g, in, out, n_chunk, t);
+    count(c, COMM_ALL_GATHER, phase, g, layer, n_chunk * gs, acct_size(c, t), wtime(c) - t0);
+}
+void comm_all_gather(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
+                     CommPhase phase, int layer) {
+    comm_all_gather_ex(c, g, in, out, n_chunk, DTYPE_F32, phase, layer);
 }
 
-void comm_all_gather_cols(Comm *c, CommGroup g, const float *in, float *out, size_t rows,
-                          size_t cols_local, CommPhase phase, int layer) {
+void comm_all_gather_cols_ex(Comm *c, CommGroup g, const void *in, void *out, size_t rows,
+                             size_t cols_local, CommDtype t, CommPhase phase, int layer) {
     check_call(c, "comm_all_gather_cols", g, phase, layer);
-    size_t gs = (size_t)c->size[g], blk = rows * cols_local;
-    if (gs == 1) { local_copy(out, in, blk); return; }
+    size_t gs = (size_t)c->size[g], blk = rows * cols_local, es = comm_dtype_size(t);
+    if (gs == 1) { local_copy(out, in, blk, t); return; }
     double t0 = wtime(c);
     if (live(c)) {
         // gbuf [g, rows, cols_local] ← all-gather of the contiguous blocks, then place them
-        size_t need = gs * blk * sizeof(float);
+        size_t need = gs * blk * es;
         if (need > c->gbuf_bytes) { free(c->gbuf); c->gbuf = xmalloc(need); c->gbuf_bytes = need; }
-        float *tmp = c->gbuf;
-        c->backend->all_gather(c, g, in, tmp, blk, DTYPE_F32);
+        char *tmp = c->gbuf;
+        c->backend->all_gather(c, g, in, tmp, blk, t);
         size_t cols = gs * cols_local;
         for (size_t i = 0; i < gs; i++)
             for (size_t r = 0; r < rows; r++)
-                memcpy(out + r * cols + i * cols_local, tmp + i * blk + r * cols_local, cols_local * sizeof *out);
+                memcpy((char *)out + (r * cols + i * cols_local) * es, tmp + (i * blk + r * cols_local) * es, cols_local * es);
     }
-    count(c, COMM_ALL_GATHER, phase, g, layer, blk * gs, acct_size(c, DTYPE_F32), wtime(c) - t0);
+    count(c, COMM_ALL_GATHER, phase, g, layer, blk * gs, acct_size(c, t), wtime(c) - t0);
+}
+void comm_all_gather_cols(Comm *c, CommGroup g, const float *in, float *out, size_t rows,
+                          size_t cols_local, CommPhase phase, int layer) {
+    comm_all_gather_cols_ex(c, g, in, out, rows, cols_local, DTYPE_F32, phase, layer);
 }
 
-void comm_reduce_scatter(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
-                         CommPhase phase, int layer) {
+void comm_reduce_scatter_ex(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                            CommPhase phase, int layer) {
     check_call(c, "comm_reduce_scatter", g, phase, layer);
     size_t gs = (size_t)c->size[g];
-    if (gs == 1) { local_copy(out, in, n_chunk); return; }
+    if (gs == 1) { local_copy(out, in, n_chunk, t); return; }
     double t0 = wtime(c);
-    if (live(c)) c->backend->reduce_scatter(c, g, in, out, n_chunk, DTYPE_F32, OP_SUM);
-    count(c, COMM_REDUCE_SCATTER, phase, g, layer, n_chunk * gs, acct_size(c, DTYPE_F32), wtime(c) - t0);
+    if (live(c)) c->backend->reduce_scatter(c, g, in, out, n_chunk, t, OP_SUM);
+    count(c, COMM_REDUCE_SCATTER, phase, g, layer, n_chunk * gs, acct_size(c, t), wtime(c) - t0);
+}
+void comm_reduce_scatter(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
+                         CommPhase phase, int layer) {
+    comm_reduce_scatter_ex(c, g, in, out, n_chunk, DTYPE_F32, phase, layer);
 }
 
 void comm_broadcast_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
@@ -168,35 +180,48 @@ static void check_peer(const Comm *c, const char *what, CommGroup g, int peer, i
     CHECK(tag >= 0 && tag <= 32767, "%s: tag %d outside [0, 32767]", what, tag);
 }
 
-void comm_send(Comm *c, CommGroup g, const float *buf, size_t n, int peer, int tag,
-               CommPhase phase, int layer) {
+void comm_send_ex(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
+                  CommPhase phase, int layer) {
     check_call(c, "comm_send", g, phase, layer);
     check_peer(c, "comm_send", g, peer, tag);
     double t0 = wtime(c);
-    if (live(c)) c->backend->send(c, g, buf, n, DTYPE_F32, peer, tag);
-    count(c, COMM_SEND, phase, g, layer, n, acct_size(c, DTYPE_F32), wtime(c) - t0);
+    if (live(c)) c->backend->send(c, g, buf, n, t, peer, tag);
+    count(c, COMM_SEND, phase, g, layer, n, acct_size(c, t), wtime(c) - t0);
+}
+void comm_send(Comm *c, CommGroup g, const float *buf, size_t n, int peer, int tag,
+               CommPhase phase, int layer) {
+    comm_send_ex(c, g, buf, n, DTYPE_F32, peer, tag, phase, layer);
 }
 
-void comm_recv(Comm *c, CommGroup g, float *buf, size_t n, int peer, int tag,
-               CommPhase phase, int layer) {
+void comm_recv_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
+                  CommPhase phase, int layer) {
     check_call(c, "comm_recv", g, phase, layer);
     check_peer(c, "comm_recv", g, peer, tag);
     double t0 = wtime(c);
-    if (live(c)) c->backend->recv(c, g, buf, n, DTYPE_F32, peer, tag);
-    count(c, COMM_RECV, phase, g, layer, n, acct_size(c, DTYPE_F32), wtime(c) - t0);
+    if (live(c)) c->backend->recv(c, g, buf, n, t, peer, tag);
+    count(c, COMM_RECV, phase, g, layer, n, acct_size(c, t), wtime(c) - t0);
+}
+void comm_recv(Comm *c, CommGroup g, float *buf, size_t n, int peer, int tag,
+               CommPhase phase, int layer) {
+    comm_recv_ex(c, g, buf, n, DTYPE_F32, peer, tag, phase, layer);
 }
 
-void comm_sendrecv(Comm *c, CommGroup g, const float *sendbuf, size_t n_send, int dest, int send_tag,
-                   float *recvbuf, size_t n_recv, int src, int recv_tag, CommPhase phase, int layer) {
+void comm_sendrecv_ex(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, int dest, int send_tag,
+                      void *recvbuf, size_t n_recv, int src, int recv_tag, CommDtype t,
+                      CommPhase phase, int layer) {
     check_call(c, "comm_sendrecv", g, phase, layer);
     check_peer(c, "comm_sendrecv", g, dest, send_tag);
     check_peer(c, "comm_sendrecv", g, src, recv_tag);
     double t0 = wtime(c);
-    if (live(c)) c->backend->sendrecv(c, g, sendbuf, n_send, dest, send_tag, recvbuf, n_recv, src, recv_tag, DTYPE_F32);
+    if (live(c)) c->backend->sendrecv(c, g, sendbuf, n_send, dest, send_tag, recvbuf, n_recv, src, recv_tag, t);
     double dt = wtime(c) - t0;
     // One exchange: its time is booked on the send row, the recv row gets the call and volume.
-    count(c, COMM_SEND, phase, g, layer, n_send, acct_size(c, DTYPE_F32), dt);
-    count(c, COMM_RECV, phase, g, layer, n_recv, acct_size(c, DTYPE_F32), 0.0);
+    count(c, COMM_SEND, phase, g, layer, n_send, acct_size(c, t), dt);
+    count(c, COMM_RECV, phase, g, layer, n_recv, acct_size(c, t), 0.0);
+}
+void comm_sendrecv(Comm *c, CommGroup g, const float *sendbuf, size_t n_send, int dest, int send_tag,
+                   float *recvbuf, size_t n_recv, int src, int recv_tag, CommPhase phase, int layer) {
+    comm_sendrecv_ex(c, g, sendbuf, n_send, dest, send_tag, recvbuf, n_recv, src, recv_tag, DTYPE_F32, phase, layer);
 }
 
 void comm_barrier(Comm *c, CommGroup g, CommPhase phase, int layer) {

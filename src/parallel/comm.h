@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include "../core/check.h"
 #include "../core/phase.h"
-#include "schedule.h"   // the pipeline schedule types travel with the grid
 
 // Every MPI call goes through CHECK_MPI: file:line, the call, MPI's own error text, exit 1.
 // comm_init sets MPI_ERRORS_RETURN on the world communicator so errors reach this check.
@@ -122,6 +121,9 @@ void comm_init(Comm *c, int tp, int pp, int dp);
 // dies). For computing paper-scale communication tables. comm_init_virtual(c, 1, 1, 1) is
 // also the single-process grid: every group has size 1, every call is local and uncounted.
 void comm_init_virtual(Comm *c, int tp, int pp, int dp);
+// The same grid seen from `world_rank` (its tp/dp/pp coordinates): the memory report and the
+// simulator look at each pipeline stage this way.
+void comm_init_virtual_at(Comm *c, int tp, int pp, int dp, int world_rank);
 // Size the accounting table for layers -1 .. n_layers-1 (zeroes it). comm_init sizes it for
 // layer -1 only; a call naming a layer outside the table is an internal error.
 // The grid of a single process: a virtual 1×1×1 grid shared by everything that runs
@@ -129,6 +131,8 @@ void comm_init_virtual(Comm *c, int tp, int pp, int dp);
 Comm *comm_single(void);
 void comm_set_n_layers(Comm *c, int n_layers);
 void comm_free(Comm *c);          // frees communicators and tables; does not finalise MPI
+// The ranks of this run sharing this node (1 on a virtual grid). Collective over the world.
+int comm_ranks_on_node(const Comm *c);
 
 // ---- operations (comm.c). Floats unless the name says otherwise. ----
 void comm_all_reduce(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer);      // sum
@@ -167,6 +171,21 @@ void comm_recv(Comm *c, CommGroup g, float *buf, size_t n, int peer, int tag,
 void comm_sendrecv(Comm *c, CommGroup g, const float *sendbuf, size_t n_send, int dest, int send_tag,
                    float *recvbuf, size_t n_recv, int src, int recv_tag, CommPhase phase, int layer);
 void comm_barrier(Comm *c, CommGroup g, CommPhase phase, int layer);
+// The same operations on buffers of any CommDtype (the float versions above are these with
+// DTYPE_F32): activations and gradients of bf16 runs travel as DTYPE_BF16.
+void comm_all_gather_ex(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                        CommPhase phase, int layer);
+void comm_all_gather_cols_ex(Comm *c, CommGroup g, const void *in, void *out, size_t rows,
+                             size_t cols_local, CommDtype t, CommPhase phase, int layer);
+void comm_reduce_scatter_ex(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                            CommPhase phase, int layer);
+void comm_send_ex(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
+                  CommPhase phase, int layer);
+void comm_recv_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
+                  CommPhase phase, int layer);
+void comm_sendrecv_ex(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, int dest, int send_tag,
+                      void *recvbuf, size_t n_recv, int src, int recv_tag, CommDtype t,
+                      CommPhase phase, int layer);
 
 // ---- accounting ----
 void comm_stats_reset(Comm *c);

@@ -99,15 +99,18 @@ void comm_init(Comm *c, int tp, int pp, int dp) {
     }
 }
 
-void comm_init_virtual(Comm *c, int tp, int pp, int dp) {
+void comm_init_virtual_at(Comm *c, int tp, int pp, int dp, int world_rank) {
     memset(c, 0, sizeof *c);
     char msg[512];
     if (grid_check(tp, pp, dp, 0, msg, sizeof msg)) die_input("%s", msg);
-    grid_fill(c, tp, pp, dp, 0);
+    CHECK(world_rank >= 0 && world_rank < tp * pp * dp, "comm_init_virtual_at: rank %d outside a grid of %d",
+          world_rank, tp * pp * dp);
+    grid_fill(c, tp, pp, dp, world_rank);
     c->is_virtual = 1;
     c->account_only = 1;
     c->backend = NULL;
 }
+void comm_init_virtual(Comm *c, int tp, int pp, int dp) { comm_init_virtual_at(c, tp, pp, dp, 0); }
 
 void comm_free(Comm *c) {
     int finalized = 0;
@@ -119,4 +122,13 @@ void comm_free(Comm *c) {
     free(c->gbuf);
     memset(c, 0, sizeof *c);
     for (int g = 0; g < GROUP_COUNT; g++) c->mpi[g] = MPI_COMM_NULL;
+}
+
+int comm_ranks_on_node(const Comm *c) {
+    if (c->is_virtual) return 1;
+    MPI_Comm node;
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    int n; CHECK_MPI(MPI_Comm_size(node, &n));
+    CHECK_MPI(MPI_Comm_free(&node));
+    return n;
 }

@@ -9,7 +9,7 @@
 #include "../config/config.h"
 #include "../core/check.h"
 #include "../model/model.h"
-#include "../ops/ops.h"
+#include "../backend/backend.h"
 #include "../parallel/comm.h"
 
 typedef struct {
@@ -25,8 +25,9 @@ static LayerComm account(const ModelConfig *base, const Scheme *s, int tp, int B
     mc.linear = s->linear;
     Comm comm;
     comm_init_virtual(&comm, tp, 1, 1);
+    Backend *dry = backend_dry(DT_BF16);   // the paper's dtype: bytes below are bf16
     Model m;
-    model_init_parallel(&m, &mc, B, T, 0, &comm, &s->boost, 1);
+    model_init_parallel(&m, &mc, B, T, 0, &comm, &s->boost, 1, dry, 1);
     comm_stats_reset(&comm);
     model_stage_forward(&m, 0, NULL, NULL);
     model_stage_backward(&m, 0, 1.0f);
@@ -35,6 +36,7 @@ static LayerComm account(const ModelConfig *base, const Scheme *s, int tp, int B
     lc.bwd = comm_stats_sum(&comm, COMM_ANY, PHASE_BACKWARD, GROUP_TP, layer);
     lc.rec = comm_stats_sum(&comm, COMM_ANY, PHASE_RECOMPUTE, GROUP_TP, layer);
     model_free(&m);
+    backend_free(dry);
     comm_free(&comm);
     return lc;
 }
@@ -60,7 +62,6 @@ int main(int argc, char **argv) {
     config_finalize(&cfg);
     const ModelConfig *mc = &cfg.model;
     if (layer < 0 || layer >= mc->n_layers) die_input("--layer %d outside 0..%d", layer, mc->n_layers - 1);
-    ops_dry_run = 1;
 
     const Scheme schemes[] = {
         { "FullRank-TP (dense)", LINEAR_DENSE, {0} },

@@ -12,6 +12,7 @@
 #include "../config/manifest.h"
 #include "../core/check.h"
 #include "../store/db.h"
+#include "../train/trainer.h"
 
 static void usage(void) {
     fprintf(stderr, "usage: exp NAME|PATH [--variant V] [--resume] [--dry-run] [--set key=value]...\n");
@@ -142,7 +143,12 @@ int main(int argc, char **argv) {
         for (int j = 0; cmd[j]; j++) printf(" %s", cmd[j]);
         printf("\n");
         fflush(stdout);
-        if (dry) { config_print_table(&v->config, stdout); continue; }
+        if (dry) {   // the configuration and the memory per rank (dry back end: nothing allocated)
+            config_print_table(&v->config, stdout);
+            printf("\n");
+            trainer_memory_print(&v->config, stdout);
+            continue;
+        }
         int rc = run_command(cmd);
         if (rc != 0) { fprintf(stderr, "variant %s failed (exit %d)\n", v->name, rc); failures++; }
     }

@@ -5,6 +5,8 @@
 //   build/info --config experiments/quickstart.yaml [--variant NAME] [--set train.lr=1e-3]
 //   build/info --all                 every preset x {dense, cola, svd}
 //   build/info --keys-markdown       the schema table of docs/configuration.md
+//   build/info ... --memory          also the memory per rank (a dry run of the model and optimizer)
+//   build/info --memory-table        the memory of the BOOST paper's shapes (docs/boost.md)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +14,14 @@
 #include "../config/config.h"
 #include "../config/manifest.h"
 #include "../core/check.h"
+#include "../train/trainer.h"
 
 static const char *USAGE =
     "usage: info [--preset NAME] [--linear dense|cola|svd] [--config FILE [--variant NAME]]\n"
-    "            [--set KEY=VALUE]... [--print-config] [--json]\n"
+    "            [--set KEY=VALUE]... [--print-config] [--json] [--memory]\n"
     "       info --all [--set KEY=VALUE]...\n"
-    "       info --keys-markdown";
+    "       info --keys-markdown\n"
+    "       info --memory-table";
 
 static void group(int64_t x, char *buf, size_t n) {  // 12345678 -> "12,345,678"
     char raw[32];
@@ -166,10 +170,53 @@ static void keys_markdown(void) {
     }
 }
 
+// docs/boost.md's table: the paper's shapes and layouts (paper notes §7: b 4, s 4096,
+// tp ≤ 4, pp across nodes; micro-batches per step = pp), CoLA with BTP + online RMSNorm +
+// grouping, per checkpointing scheme: the largest rank's peak in bf16 and fp32. The BOOST
+// presets tie the embeddings; with pp > 1 they are untied (embedding and head on different stages).
+static void memory_table(void) {
+    static const struct { const char *preset; int tp, pp; } rows[] = {
+        { "boost-1b", 1, 1 }, { "boost-3b", 2, 1 }, { "boost-7b", 4, 1 }, { "boost-13b", 4, 2 }, { "boost-30b", 4, 4 } };
+    static const char *const ck[3] = { "none", "low-rank", "full recompute" };
+    printf("| model | tp × pp | checkpointing | params+grads+optimizer GiB (bf16) | activations + working set GiB (bf16) | peak GiB bf16 | peak GiB fp32 |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < 5; i++)
+        for (int c = 0; c < 3; c++) {
+            Config cfg;
+            config_defaults(&cfg);
+            char kv[96];
+            snprintf(kv, sizeof kv, "model.preset=%s", rows[i].preset); config_set_override(&cfg, kv);
+            const char *sets[] = { "model.linear=cola", "model.seq_len=4096", "train.batch_size=4", "boost.btp=true",
+                                   "boost.online_rmsnorm=true", "boost.grouping=true", "data.dataset=synthetic",
+                                   "train.warmup_steps=0" };
+            for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) config_set_override(&cfg, sets[k]);
+            snprintf(kv, sizeof kv, "parallel.tp=%d", rows[i].tp); config_set_override(&cfg, kv);
+            snprintf(kv, sizeof kv, "parallel.pp=%d", rows[i].pp); config_set_override(&cfg, kv);
+            snprintf(kv, sizeof kv, "train.grad_accum=%d", rows[i].pp); config_set_override(&cfg, kv);
+            if (rows[i].pp > 1) config_set_override(&cfg, "model.tie_embeddings=false");   // the stages cannot share them
+            if (c == 1) config_set_override(&cfg, "boost.lowrank_ckpt=true");
+            if (c == 2) config_set_override(&cfg, "boost.full_recompute=true");
+            config_finalize(&cfg);
+            MemReport best[2];
+            memset(best, 0, sizeof best);
+            for (int s = 0; s < rows[i].pp; s++)
+                for (int k = 0; k < 2; k++) {
+                    MemReport r;
+                    trainer_memory_report(&cfg, grid_world_rank(rows[i].tp, 1, 0, 0, s), k ? DT_F32 : DT_BF16, &r);
+                    if (r.total > best[k].total) best[k] = r;
+                }
+            const MemReport *b = &best[0];
+            double state = b->bytes[MEM_PARAMS] + b->bytes[MEM_GRADS] + b->bytes[MEM_OPTIM];
+            double acts = b->bytes[MEM_ACTS] + b->bytes[MEM_WORK] + b->bytes[MEM_COMM];
+            printf("| %s | %d × %d | %s | %.1f | %.1f | %.1f | %.1f |\n", rows[i].preset, rows[i].tp, rows[i].pp, ck[c],
+                   state / 1073741824.0, acts / 1073741824.0, b->total / 1073741824.0, best[1].total / 1073741824.0);
+        }
+}
+
 int main(int argc, char **argv) {
     const char *config_path = NULL, *variant = NULL;
     const char **sets = xcalloc((size_t)argc + 1, sizeof *sets);
-    int n_sets = 0, all = 0, md = 0, print_cfg = 0, json = 0;
+    int n_sets = 0, all = 0, md = 0, print_cfg = 0, json = 0, memory = 0, mem_table = 0;
     char **owned = xcalloc((size_t)argc + 1, sizeof *owned);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -179,6 +226,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--keys-markdown")) md = 1;
         else if (!strcmp(a, "--print-config")) print_cfg = 1;
         else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--memory")) memory = 1;
+        else if (!strcmp(a, "--memory-table")) mem_table = 1;
         else if (!strcmp(a, "--preset") || !strcmp(a, "--linear")) {
             if (!has_val) die_input_hint(USAGE, "info: %s needs a value", a);
             size_t n = strlen(argv[i + 1]) + 32;
@@ -201,7 +250,9 @@ int main(int argc, char **argv) {
     }
     if (variant && !config_path) die_input_hint(USAGE, "info: --variant needs --config FILE");
     if (all && config_path) die_input_hint(USAGE, "info: --all takes no --config");
-    if (md) {
+    if (mem_table) {
+        memory_table();
+    } else if (md) {
         keys_markdown();
     } else if (all) {
         all_table(sets, n_sets);
@@ -219,6 +270,7 @@ int main(int argc, char **argv) {
             if (variant && strcmp(v->name, variant)) continue;
             if (json) { char *j = config_to_json(&v->config); printf("%s\n", j); free(j); continue; }
             report(&v->config, v->name);
+            if (memory) { printf("\n"); trainer_memory_print(&v->config, stdout); }
             if (print_cfg) { printf("\n"); config_print_table(&v->config, stdout); }
             printf("\n");
         }
@@ -231,6 +283,7 @@ int main(int argc, char **argv) {
         if (json) { char *j = config_to_json(&c); printf("%s\n", j); free(j); }
         else {
             report(&c, NULL);
+            if (memory) { printf("\n"); trainer_memory_print(&c, stdout); }
             if (print_cfg) { printf("\n"); config_print_table(&c, stdout); }
         }
     }

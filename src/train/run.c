@@ -87,7 +87,7 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     if (!config_step_listed(cfg->run.dump_steps, step)) return;
     Comm *c = tr->comm;
     int B = cfg->train.batch_size, K = cfg->train.grad_accum, T = tr->model.T;
-    state_gather(&tr->model, ctx->full, STATE_PARAMS | STATE_GRADS);
+    trainer_gather_state(tr, ctx->full, STATE_PARAMS | STATE_GRADS);
     if (c->rank != 0) return;
     char path[1500];
     dump_path(path, sizeof path, ctx, cfg, step);
@@ -109,9 +109,7 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
 
 static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     Comm *c = tr->comm;
-    zero1_optim_begin(&tr->model, 1);
-    state_gather(&tr->model, ctx->full, STATE_PARAMS | STATE_OPTIM);
-    zero1_optim_end(&tr->model);
+    trainer_gather_state(tr, ctx->full, STATE_PARAMS | STATE_OPTIM);
     if (c->rank != 0) return;
     CheckpointMeta meta = {0};
     meta.step = tr->step; meta.tokens_seen = tr->tokens_seen; meta.samples_seen = tr->samples_seen;
@@ -184,6 +182,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
 
     Trainer tr;
     trainer_init(&tr, cfg, comm);
+    tr.peak_gflops = measure_sgemm_peak_gflops();   // MFU's denominator: this rank's sgemm peak
     if (root) {
         ctx.full = xcalloc(1, sizeof(ModelState));
         model_state_init(ctx.full, &cfg->model, STATE_ALL);
@@ -198,9 +197,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
         CheckpointMeta meta;
         checkpoint_read(resume_path, &full, &meta);
         check_same_model(resume_path, cfg, meta.config_json);
-        zero1_optim_begin(&tr.model, 0);
-        state_scatter(&tr.model, &full, STATE_PARAMS | STATE_OPTIM);
-        zero1_optim_end(&tr.model);
+        trainer_scatter_state(&tr, &full);
         tr.step = (int)meta.step; tr.tokens_seen = meta.tokens_seen; tr.samples_seen = meta.samples_seen;
         if (root) {
             printf("resumed %s from %s (step %lld)\n", ctx.uid, resume_path, (long long)meta.step);
@@ -279,8 +276,9 @@ int run_training(const RunOptions *opt, Comm *comm) {
     }
 
     // ---- memory and the end of the run -----------------------------------------------
-    double mem[5] = { (double)tr.model.bytes_params, (double)tr.model.bytes_grads, (double)tr.model.bytes_optim,
-                      (double)tr.model.bytes_acts, 0 };
+    const size_t *bm = tr.bk->mem;
+    double mem[5] = { (double)bm[MEM_PARAMS], (double)bm[MEM_GRADS], (double)bm[MEM_OPTIM],
+                      (double)(bm[MEM_ACTS] + bm[MEM_WORK]), 0 };
     struct rusage ru; getrusage(RUSAGE_SELF, &ru); mem[4] = (double)ru.ru_maxrss * 1024.0;
     comm_all_reduce_max_f64(comm, GROUP_WORLD, mem, 5, PHASE_OTHER, -1);   // the largest rank
     if (root && g_db) {

@@ -17,7 +17,8 @@ static void block_copy(float *full, float *local, const ParamSpec *s, int to_ful
     }
 }
 
-static int n_families(int families, float *fam_local[4], float *fam_full[4], Model *local, const ModelState *full) {
+static int n_families(int families, float *fam_local[4], float *fam_full[4], const StateArrays *local,
+                      const ModelState *full) {
     int n = 0;
     if (families & STATE_PARAMS) { fam_local[n] = local->params; fam_full[n] = full ? full->params : NULL; n++; }
     if (families & STATE_GRADS) { fam_local[n] = local->grads; fam_full[n] = full ? full->grads : NULL; n++; }
@@ -25,29 +26,30 @@ static int n_families(int families, float *fam_local[4], float *fam_full[4], Mod
         fam_local[n] = local->m; fam_full[n] = full ? full->m : NULL; n++;
         fam_local[n] = local->v; fam_full[n] = full ? full->v : NULL; n++;
     }
+    for (int f = 0; f < n; f++) CHECK(fam_local[f], "state_io: a requested family has no local array");
     return n;
 }
 
-void state_gather(Model *local, ModelState *full, int families) {
-    Comm *c = local->comm;
+void state_gather(Comm *c, const ModelConfig *cfg, TPScheme scheme, const ParamTable *lt,
+                  const StateArrays *local, ModelState *full, int families) {
     float *fl[4], *ff[4];
     int nf = n_families(families, fl, ff, local, full);
     if (c->rank != 0) {
         if (c->dp_rank != 0) return;   // replica 0 holds everything; others are copies
-        const ParamTable *t = &local->table;
-        for (int i = 0; i < t->n_specs; i++)
+        for (int i = 0; i < lt->n_specs; i++)
             for (int f = 0; f < nf; f++)
-                comm_send(c, GROUP_WORLD, fl[f] + t->specs[i].offset, t->specs[i].numel, 0, 100 + f, PHASE_OTHER, -1);
+                comm_send(c, GROUP_WORLD, fl[f] + lt->specs[i].offset, lt->specs[i].numel, 0, 100 + f, PHASE_OTHER, -1);
         return;
     }
     CHECK(full, "state_gather: rank 0 needs the full state");
+    for (int f = 0; f < nf; f++) CHECK(ff[f], "state_gather: the full state lacks a requested family");
     for (int pp_rank = 0; pp_rank < c->pp; pp_rank++) {
         for (int tp_rank = 0; tp_rank < c->tp; tp_rank++) {
             int peer = grid_world_rank(c->tp, c->dp, tp_rank, 0, pp_rank);
             Layout lay; ParamTable t; char msg[512];
-            CHECK(layout_make(&lay, &local->cfg, local->lay.scheme, c->tp, tp_rank, c->pp, pp_rank, msg, sizeof msg), "%s", msg);
-            param_table_build(&t, &local->cfg, &lay);
-            float *buf = peer == 0 ? NULL : xmalloc(t.n_params * sizeof(float));
+            CHECK(layout_make(&lay, cfg, scheme, c->tp, tp_rank, c->pp, pp_rank, msg, sizeof msg), "%s", msg);
+            param_table_build(&t, cfg, &lay);
+            float *buf = peer == 0 ? NULL : xmalloc(t.n_params * sizeof(float) + 4);
             for (int i = 0; i < t.n_specs; i++) {
                 const ParamSpec *s = &t.specs[i];
                 const ParamSpec *fs = param_find(&full->table, s->name);
@@ -64,10 +66,9 @@ void state_gather(Model *local, ModelState *full, int families) {
     }
 }
 
-void state_scatter(Model *local, const ModelState *full, int families) {
+void state_scatter(const ParamTable *t, StateArrays *local, const ModelState *full, int families) {
     float *fl[4], *ff[4];
     int nf = n_families(families, fl, ff, local, full);
-    const ParamTable *t = &local->table;
     for (int i = 0; i < t->n_specs; i++) {
         const ParamSpec *s = &t->specs[i];
         const ParamSpec *fs = param_find(&full->table, s->name);
@@ -76,26 +77,12 @@ void state_scatter(Model *local, const ModelState *full, int families) {
     }
 }
 
-// Saved shard pointers while whole-span m, v are swapped in.
-static float *zero_m, *zero_v;
-
-void zero1_optim_begin(Model *local, int assemble) {
-    if (local->opt_len == local->n_alloc) return;        // not sharded
-    float *m = xaligned_alloc(local->n_alloc * sizeof(float));
-    float *v = xaligned_alloc(local->n_alloc * sizeof(float));
-    if (assemble) {
-        comm_all_gather(local->comm, GROUP_DP, local->m, m, local->opt_len, PHASE_OTHER, -1);
-        comm_all_gather(local->comm, GROUP_DP, local->v, v, local->opt_len, PHASE_OTHER, -1);
-    }
-    zero_m = local->m; zero_v = local->v;
-    local->m = m; local->v = v;
-}
-
-void zero1_optim_end(Model *local) {
-    if (!zero_m) return;
-    memcpy(zero_m, local->m + local->opt_offset, local->opt_len * sizeof(float));
-    memcpy(zero_v, local->v + local->opt_offset, local->opt_len * sizeof(float));
-    free(local->m); free(local->v);
-    local->m = zero_m; local->v = zero_v;
-    zero_m = zero_v = NULL;
+void state_gather_model(Model *m, ModelState *full, int families) {
+    CHECK(!(families & STATE_OPTIM), "state_gather_model: a Model holds no optimizer state");
+    size_t bytes = m->table.n_params * sizeof(float) + 4;
+    StateArrays a = {0};
+    if (families & STATE_PARAMS) { a.params = xmalloc(bytes); model_get_params(m, a.params); }
+    if (families & STATE_GRADS) { a.grads = xmalloc(bytes); model_get_grads(m, a.grads); }
+    state_gather(m->comm, &m->cfg, m->lay.scheme, &m->table, &a, full, families);
+    free(a.params); free(a.grads);
 }

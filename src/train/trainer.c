@@ -1,10 +1,12 @@
+// trainer.c — one optimizer step over the process grid (see trainer.h).
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include "trainer.h"
-#include "optim.h"
+#include "state_io.h"
+#include "../backend/ops.h"
 #include "../core/check.h"
 #include "../core/timer.h"
-#include "../parallel/schedule.h"
 
 extern void openblas_set_num_threads(int);
 
@@ -13,6 +15,113 @@ int set_threads(int threads) {
     omp_set_num_threads(threads);
     openblas_set_num_threads(threads);
     return threads;
+}
+
+static DType run_dtype(const Config *cfg) { return cfg->train.precision == PRECISION_BF16 ? DT_BF16 : DT_F32; }
+
+Backend *trainer_backend(const Config *cfg) {
+    DType dt = run_dtype(cfg);
+    if (cfg->run.device == DEVICE_CPU) return backend_cpu(dt);
+    char why[256] = "";
+    Backend *b = backend_cuda(dt, -1, why, sizeof why);
+    if (!b) die_input_hint("set run.device: cpu, or build and run where a GPU and CUDA are present (docs/gpu.md)",
+                           "run.device is cuda but the CUDA back end is not available: %s", why);
+    return b;
+}
+
+// Micro-batches whose activations a stage keeps at once: the 1F1B schedule's in-flight count.
+static int stage_slots(const Config *cfg, int pp_rank) {
+    int K = cfg->train.grad_accum, pp = cfg->parallel.pp;
+    if (pp == 1) return 1;
+    PipeStep *steps = xcalloc((size_t)2 * K, sizeof(PipeStep));
+    int n = schedule_steps(SCHED_1F1B, pp_rank, pp, K, steps);
+    int slots = schedule_max_in_flight(steps, n);
+    free(steps);
+    return slots;
+}
+
+// This rank's model and optimizer on `bk` (the real one, or the dry one of the memory report).
+static void build_rank(Model *m, Optimizer *o, const Config *cfg, Comm *comm, Backend *bk, int zero1) {
+    int B_local = cfg->train.batch_size / comm->dp;
+    model_init_parallel(m, &cfg->model, B_local, cfg->model.seq_len, cfg->train.seed, comm, &cfg->boost,
+                        stage_slots(cfg, comm->pp_rank), bk, zero1 ? comm->dp : 1);
+    optimizer_init(o, m, zero1);
+}
+
+void trainer_memory_report(const Config *cfg, int rank, DType dt, MemReport *r) {
+    const ParallelConfig *pc = &cfg->parallel;
+    Comm c;
+    comm_init_virtual_at(&c, pc->tp, pc->pp, pc->dp, rank);
+    Backend *bk = backend_dry(dt);
+    Model m; Optimizer o;
+    build_rank(&m, &o, cfg, &c, bk, pc->zero1 && pc->dp > 1);
+    // The communication staging the run allocates: the all-gather of the last layer's
+    // column slices under BTP (tp > 1, last stage).
+    if (m.lay.scheme == TP_BTP && pc->tp > 1 && m.lay.last_stage)
+        bk_alloc(bk, (size_t)m.N * cfg->model.d_model, dt, MEM_COMM);
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < MEM_COUNT; i++) r->bytes[i] = (double)bk->mem[i];
+    r->total = (double)bk->mem_peak;
+    optimizer_free(&o);
+    model_free(&m);
+    backend_free(bk);
+    comm_free(&c);
+}
+
+static void print_report_row(FILE *f, const char *label, const MemReport *r) {
+    fprintf(f, "%-22s", label);
+    for (int i = 0; i < MEM_COUNT; i++) fprintf(f, " %10.3f", r->bytes[i] / 1073741824.0);
+    fprintf(f, " %10.3f\n", r->total / 1073741824.0);
+}
+
+double trainer_memory_print(const Config *cfg, FILE *f) {
+    const ParallelConfig *pc = &cfg->parallel;
+    DType own = run_dtype(cfg);
+    double worst = 0;
+    fprintf(f, "memory per rank, GiB (dry run of the model and optimizer; per pipeline stage; b %d/dp, s %d)\n",
+            cfg->train.batch_size, cfg->model.seq_len);
+    fprintf(f, "%-22s", "stage, dtype");
+    for (int i = 0; i < MEM_COUNT; i++) fprintf(f, " %10s", mem_category_name((MemCategory)i));
+    fprintf(f, " %10s\n", "peak");
+    DType dts[2] = { DT_F32, DT_BF16 };
+    for (int k = 0; k < 2; k++) {
+        for (int s = 0; s < pc->pp; s++) {
+            MemReport r;
+            trainer_memory_report(cfg, grid_world_rank(pc->tp, pc->dp, 0, 0, s), dts[k], &r);
+            char label[64];
+            snprintf(label, sizeof label, "stage %d, %s%s", s, dtype_name(dts[k]), dts[k] == own ? " (run)" : "");
+            print_report_row(f, label, &r);
+            if (dts[k] == own && r.total > worst) worst = r.total;
+        }
+    }
+    return worst;
+}
+
+// Bytes this process may use: the machine's available memory divided among the ranks on the
+// node (CPU), or the device's free memory (a back end that reports it).
+static double available_bytes(Comm *comm, Backend *bk) {
+    if (bk->device_memory) return -1;   // the device back end checks its own allocations
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[256]; double kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    fclose(f);
+    if (kb < 0) return -1;
+    return kb * 1024.0 / comm_ranks_on_node(comm);
+}
+
+static void check_memory_fits(const Config *cfg, Comm *comm, Backend *bk) {
+    MemReport r;
+    trainer_memory_report(cfg, comm->rank, bk->dtype, &r);
+    double avail = available_bytes(comm, bk);
+    if (avail < 0 || r.total <= avail) return;
+    fprintf(stderr, "This run needs %.2f GiB on rank %d but %.2f GiB are available to each rank here:\n",
+            r.total / 1073741824.0, comm->rank, avail / 1073741824.0);
+    trainer_memory_print(cfg, stderr);
+    die_input_hint("lower train.batch_size, raise parallel.tp/pp, or turn on boost.lowrank_ckpt / boost.full_recompute",
+                   "the model, optimizer and activations of this run do not fit this machine's memory (%.2f GiB needed per rank, %.2f GiB available)",
+                   r.total / 1073741824.0, avail / 1073741824.0);
 }
 
 void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
@@ -26,32 +135,33 @@ void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
         die_input("train.batch_size = %d is not divisible by parallel.dp = %d (each data-parallel rank takes batch_size/dp sequences of every micro-batch)",
                   tc->batch_size, comm->dp);
     tr->B_local = tc->batch_size / comm->dp;
+    tr->bk = trainer_backend(&tr->cfg);
+    check_memory_fits(&tr->cfg, comm, tr->bk);
     // Every rank prepares through the cache; rank 0 first so the others only read it.
     if (comm->rank == 0) dataset_prepare(&tr->cfg.data, mc->vocab_size, tc->seed, &tr->data);
     if (comm->world > 1) comm_barrier(comm, GROUP_WORLD, PHASE_OTHER, -1);
     if (comm->rank != 0) dataset_prepare(&tr->cfg.data, mc->vocab_size, tc->seed, &tr->data);
     loader_open(&tr->loader, &tr->data, mc->seq_len, mc->vocab_size, tc->seed);
 
-    int K = tc->grad_accum, n_slots = 1;
+    int K = tc->grad_accum;
     if (comm->pp > 1) {
         tr->pipe_steps = xcalloc((size_t)2 * K, sizeof(PipeStep));
         int n = schedule_steps(SCHED_1F1B, comm->pp_rank, comm->pp, K, tr->pipe_steps);
         tr->pipe_actions = xcalloc((size_t)SCHEDULE_MAX_ACTIONS(n), sizeof(PipeAction));
         tr->n_pipe_actions = schedule_actions(tr->pipe_steps, n, comm->pp_rank, comm->pp, 1, tr->pipe_actions);
-        n_slots = schedule_max_in_flight(tr->pipe_steps, n);
     }
-    model_init_parallel(&tr->model, mc, tr->B_local, mc->seq_len, tc->seed, comm, &tr->cfg.boost, n_slots);
     tr->zero1 = tr->cfg.parallel.zero1 && comm->dp > 1;
-    if (tr->zero1) model_shard_optimizer(&tr->model, comm->dp, comm->dp_rank);
+    build_rank(&tr->model, &tr->opt, &tr->cfg, comm, tr->bk, tr->zero1);
     size_t n = (size_t)K * tr->B_local * mc->seq_len;
     tr->inputs = xmalloc(n * sizeof(int32_t));
     tr->targets = xmalloc(n * sizeof(int32_t));
-    tr->peak_gflops = measure_sgemm_peak_gflops();
     tr->flops_per_token = model_train_flops_per_token(mc);
 }
 
 void trainer_free(Trainer *tr) {
+    optimizer_free(&tr->opt);
     model_free(&tr->model);
+    backend_free(tr->bk);
     loader_close(&tr->loader);
     free(tr->inputs); free(tr->targets);
     free(tr->pipe_steps); free(tr->pipe_actions);
@@ -62,8 +172,8 @@ static int32_t *mb_inputs(Trainer *tr, int k) { return tr->inputs + (size_t)k * 
 static int32_t *mb_targets(Trainer *tr, int k) { return tr->targets + (size_t)k * tr->model.N; }
 
 // Runs the K micro-batches through this stage: forward and backward, with the pipeline
-// sends/receives of the 1F1B schedule between stages. Returns the sum of token losses
-// computed here (non-zero on the last stage only).
+// sends/receives of the 1F1B schedule between stages (activations in the compute dtype).
+// Returns the sum of token losses computed here (non-zero on the last stage only).
 static double run_micro_batches(Trainer *tr, float scale) {
     Model *mdl = &tr->model;
     Comm *c = tr->comm;
@@ -77,6 +187,7 @@ static double run_micro_batches(Trainer *tr, float scale) {
         return loss_sum;
     }
     size_t n_act = (size_t)mdl->N * mdl->lay.d_res;   // one micro-batch's residual slice
+    CommDtype t = (CommDtype)mdl->comm_dtype;
     int prev = c->pp_rank - 1, next = c->pp_rank + 1;
     for (int i = 0; i < tr->n_pipe_actions; i++) {
         const PipeAction *a = &tr->pipe_actions[i];
@@ -89,25 +200,25 @@ static double run_micro_batches(Trainer *tr, float scale) {
             model_stage_backward(mdl, slot, scale);
             break;
         case PA_RECV_FWD:
-            comm_recv(c, GROUP_PP, model_stage_input(mdl, slot), n_act, prev, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            comm_recv_ex(c, GROUP_PP, model_stage_input(mdl, slot), n_act, t, prev, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
             break;
         case PA_SEND_FWD:
-            comm_send(c, GROUP_PP, model_stage_output(mdl, slot), n_act, next, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            comm_send_ex(c, GROUP_PP, model_stage_output(mdl, slot), n_act, t, next, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
             break;
         case PA_RECV_BWD:
-            comm_recv(c, GROUP_PP, model_stage_grad(mdl), n_act, next, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
+            comm_recv_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, t, next, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
             break;
         case PA_SEND_BWD:
-            comm_send(c, GROUP_PP, model_stage_grad(mdl), n_act, prev, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
+            comm_send_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, t, prev, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
             break;
         case PA_SEND_FWD_RECV_BWD:   // the gradient arrives in the stage-gradient buffer
-            comm_sendrecv(c, GROUP_PP, model_stage_output(mdl, slot), n_act, next, PIPE_TAG_FWD,
-                          model_stage_grad(mdl), n_act, next, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
+            comm_sendrecv_ex(c, GROUP_PP, model_stage_output(mdl, slot), n_act, next, PIPE_TAG_FWD,
+                             model_stage_grad(mdl), n_act, next, PIPE_TAG_BWD, t, PHASE_PIPELINE, -1);
             break;
         case PA_SEND_BWD_RECV_FWD:
-            comm_sendrecv(c, GROUP_PP, model_stage_grad(mdl), n_act, prev, PIPE_TAG_BWD,
-                          model_stage_input(mdl, a->mb_recv % mdl->n_slots), n_act, prev,
-                          PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            comm_sendrecv_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, prev, PIPE_TAG_BWD,
+                             model_stage_input(mdl, a->mb_recv % mdl->n_slots), n_act, prev,
+                             PIPE_TAG_FWD, t, PHASE_PIPELINE, -1);
             break;
         }
     }
@@ -133,15 +244,9 @@ StepMetrics trainer_step(Trainer *tr) {
     comm_all_reduce_f64(c, GROUP_DP, &loss_sum, 1, PHASE_OTHER, -1);
     // Data parallel: every rank's gradient is of (its tokens' loss sum)/n_tokens, so the
     // sum over DP is the gradient of the step's mean loss. ZeRO-1 needs only this rank's
-    // shard of it (reduce-scatter), except when a step dump wants the whole gradient.
+    // slice of it, except when a step dump wants the whole gradient.
     int dump_step = tr->before_update && config_step_listed(tr->cfg.run.dump_steps, tr->step + 1);
-    if (tr->zero1 && !dump_step) {
-        comm_reduce_scatter(c, GROUP_DP, mdl->grads, mdl->grads, mdl->opt_len, PHASE_OPTIMIZER, -1);
-        if (mdl->opt_offset)   // the shard arrives at the front of the buffer
-            memmove(mdl->grads + mdl->opt_offset, mdl->grads, mdl->opt_len * sizeof(float));
-    } else {
-        comm_all_reduce(c, GROUP_DP, mdl->grads, tr->zero1 ? mdl->n_alloc : mdl->table.n_params, PHASE_OPTIMIZER, -1);
-    }
+    optimizer_reduce_grads(&tr->opt, mdl, dump_step);
     tr->samples_seen += (uint64_t)K * B;
 
     StepMetrics sm = {0};
@@ -152,18 +257,17 @@ StepMetrics trainer_step(Trainer *tr) {
         tr->before_update(tr->hook_ctx, tr, sm.loss);
         t_hook = now_seconds() - th;
     }
-    sm.grad_norm = clip_grad_norm(mdl, tc->grad_clip);
+    sm.grad_norm = optimizer_clip(&tr->opt, mdl, tc->grad_clip);
     sm.lr = lr_at(tc, tr->step);
     tr->step++;
-    adamw_step(mdl, tc, sm.lr, tr->step);
-    if (tr->zero1)   // every DP rank updated its shard; assemble the full weights again
-        comm_all_gather(c, GROUP_DP, mdl->params + mdl->opt_offset, mdl->params, mdl->opt_len, PHASE_OPTIMIZER, -1);
+    optimizer_step(&tr->opt, mdl, tc, sm.lr, tr->step);
+    bk_sync(tr->bk);
     sm.seconds = now_seconds() - t0 - t_hook;
     tr->tokens_seen += (int64_t)n_tokens;
     sm.step = tr->step;
     sm.tokens_seen = tr->tokens_seen;
     sm.tokens_per_s = n_tokens / sm.seconds;
-    sm.mfu = sm.tokens_per_s * tr->flops_per_token / (tr->peak_gflops * 1e9 * c->world);
+    sm.mfu = tr->peak_gflops > 0 ? sm.tokens_per_s * tr->flops_per_token / (tr->peak_gflops * 1e9 * c->world) : 0;
     return sm;
 }
 
@@ -176,16 +280,41 @@ double trainer_validate(Trainer *tr) {
     // along the pipeline stage by stage.
     double sum = 0;
     size_t n_act = (size_t)mdl->N * mdl->lay.d_res;
+    CommDtype t = (CommDtype)mdl->comm_dtype;
     for (int i = 0; i < tc->val_batches; i++) {
         loader_val_batch(&tr->loader, (uint64_t)i * tc->batch_size + (uint64_t)c->dp_rank * tr->B_local,
                          tr->B_local, tr->inputs, tr->targets);
         if (!mdl->lay.first_stage)
-            comm_recv(c, GROUP_PP, model_stage_input(mdl, 0), n_act, c->pp_rank - 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
+            comm_recv_ex(c, GROUP_PP, model_stage_input(mdl, 0), n_act, t, c->pp_rank - 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
         sum += model_stage_forward(mdl, 0, tr->inputs, tr->targets);
         if (!mdl->lay.last_stage)
-            comm_send(c, GROUP_PP, model_stage_output(mdl, 0), n_act, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
+            comm_send_ex(c, GROUP_PP, model_stage_output(mdl, 0), n_act, t, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
     }
     comm_all_reduce_f64(c, GROUP_PP, &sum, 1, PHASE_OTHER, -1);
     comm_all_reduce_f64(c, GROUP_DP, &sum, 1, PHASE_OTHER, -1);
     return sum / ((double)tc->val_batches * tc->batch_size * mdl->T);
+}
+
+// ---- the state of checkpoints and dumps ------------------------------------------------------
+static float *host_family(size_t n) { return xaligned_alloc(n * sizeof(float) + 64); }
+
+void trainer_gather_state(Trainer *tr, ModelState *full, int families) {
+    Model *m = &tr->model;
+    size_t n = m->table.n_params;
+    StateArrays a = {0};
+    if (families & STATE_PARAMS) a.params = host_family(n);
+    if (families & STATE_GRADS) { a.grads = host_family(n); model_get_grads(m, a.grads); }
+    if (families & STATE_OPTIM) { a.m = host_family(n); a.v = host_family(n); }
+    optimizer_state_to_host(&tr->opt, m, a.params, a.m, a.v);   // collective over DP (ZeRO-1)
+    state_gather(tr->comm, &m->cfg, m->lay.scheme, &m->table, &a, full, families);
+    free(a.params); free(a.grads); free(a.m); free(a.v);
+}
+
+void trainer_scatter_state(Trainer *tr, const ModelState *full) {
+    Model *m = &tr->model;
+    size_t n = m->table.n_params;
+    StateArrays a = { .params = host_family(n), .m = host_family(n), .v = host_family(n) };
+    state_scatter(&m->table, &a, full, STATE_PARAMS | STATE_OPTIM);
+    optimizer_state_from_host(&tr->opt, m, a.params, a.m, a.v);
+    free(a.params); free(a.m); free(a.v);
 }

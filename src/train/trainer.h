@@ -10,7 +10,10 @@
 #include "../config/config.h"
 #include "../data/data.h"
 #include "../model/model.h"
+#include "../model/state.h"
 #include "../parallel/comm.h"
+#include "../parallel/schedule.h"
+#include "optimizer.h"
 
 typedef struct {
     int step;                  // 1-based optimizer step just completed
@@ -19,14 +22,16 @@ typedef struct {
     double grad_norm;          // global norm before clipping
     double seconds;            // wall time of the step (forward, backward, optimizer)
     double tokens_per_s;
-    double mfu;                // achieved FLOP/s / (measured sgemm peak x ranks)
+    double mfu;                // achieved FLOP/s / (peak_gflops x ranks); 0 when no peak is set
     int64_t tokens_seen;       // after this step
 } StepMetrics;
 
 typedef struct Trainer {
     Config cfg;
     Comm *comm;                // the process grid (a virtual 1x1x1 one for a single process)
+    Backend *bk;               // where this rank's model runs (run.device, train.precision)
     Model model;
+    Optimizer opt;
     DataLoader loader;
     PreparedData data;
     int step;                  // optimizer steps completed
@@ -41,12 +46,17 @@ typedef struct Trainer {
     // Step dumps hook in here. NULL = none.
     void (*before_update)(void *ctx, struct Trainer *tr, double mean_loss);
     void *hook_ctx;
-    double peak_gflops;        // measured at init (this process)
+    double peak_gflops;        // per rank, for MFU: set by the caller (the launch's measured
+                               // peak); 0 = no MFU
     double flops_per_token;    // training FLOPs per token (config/model_train_flops_per_token)
 } Trainer;
 
-// Prepares data (cached), builds and initialises this rank's part of the model,
-// measures the sgemm peak. comm NULL = single process.
+// The back end of run.device and train.precision (cpu fp32/bf16, or cuda); dies with a
+// clear message when it is not available (no CUDA build, no GPU).
+Backend *trainer_backend(const Config *cfg);
+// Prepares data (cached), refuses a run whose memory (trainer_memory_report) cannot fit this
+// machine before allocating anything, then builds and initialises this rank's part of the
+// model and its optimizer. comm NULL = single process.
 void trainer_init(Trainer *tr, const Config *cfg, Comm *comm);
 void trainer_free(Trainer *tr);
 // One optimizer step over train.grad_accum micro-batches.
@@ -55,3 +65,22 @@ StepMetrics trainer_step(Trainer *tr);
 double trainer_validate(Trainer *tr);
 // Set OpenMP and OpenBLAS thread counts (0 = all cores); returns the count used.
 int set_threads(int threads);
+
+// The unsharded state (STATE_* families: params = the fp32 master weights, grads, AdamW m
+// and v) assembled on world rank 0 into `full` (other ranks pass NULL). Collective.
+void trainer_gather_state(Trainer *tr, ModelState *full, int families);
+// Every rank takes its blocks of the master weights, parameters, m and v from `full`
+// (held by every rank).
+void trainer_scatter_state(Trainer *tr, const ModelState *full);
+
+// ---- memory (built on the dry back end: nothing is allocated) ----------------------------
+typedef struct {
+    double bytes[MEM_COUNT];   // per category (backend.h MemCategory)
+    double total;              // everything this rank allocates at once: its peak working set
+} MemReport;
+// The memory of world rank `rank`'s part of the run described by cfg, in dtype dt.
+void trainer_memory_report(const Config *cfg, int rank, DType dt, MemReport *r);
+// A table per pipeline stage (tp rank 0, dp rank 0 of each: the other ranks of a stage hold
+// the same shapes up to a vocabulary row) in fp32 and bf16; returns the largest total of
+// the run's own dtype.
+double trainer_memory_print(const Config *cfg, FILE *f);

@@ -2,8 +2,8 @@
 // element i of the first half pairs with element i + hd/2, rotated by
 // angle = t * theta^(-2i/hd). The cos/sin table is built per call in double: at
 // t ~ 4096 an fp32 angle would already be off by ~2e-4 rad.
-#include "ops.h"
-#include "../core/check.h"
+#include "kernels.h"
+#include "../../core/check.h"
 #include <math.h>
 
 // cs[T, hd/2, 2] = (cos, sin) of t * theta^(-2i/hd)
@@ -23,7 +23,6 @@ static float *rope_table(int T, int hd, float theta) {
 // x[B,T,H,hd] in place; dir = +1 rotates by +angle (forward), -1 by -angle (backward:
 // the Jacobian of a rotation is the rotation, its transpose the inverse rotation).
 static void rope_apply(float *x, int B, int T, int H, int hd, float theta, float dir) {
-    if (ops_dry_run) return;   // accounting mode: no math
     CHECK(hd % 2 == 0, "rope: head_dim %d must be even", hd);
     int half = hd / 2;
     float *cs = rope_table(T, hd, theta);

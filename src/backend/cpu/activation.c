@@ -1,6 +1,6 @@
 // activation.c — SiLU, the SwiGLU gate product and the residual add. Pure elementwise,
 // memory-bound: one OpenMP+SIMD loop each (static schedule: results never depend on timing).
-#include "ops.h"
+#include "kernels.h"
 #include "fastmath.h"
 
 // fast_expf (not libm expf) so the loops vectorise: the MLP gate is N*d_ff wide.
@@ -8,14 +8,12 @@ static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
 
 // y[n] = x * sigmoid(x); x[n]
 void silu_forward(float *y, const float *x, size_t n) {
-    if (ops_dry_run) return;   // accounting mode: no math
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) y[i] = x[i] * sigmoidf_(x[i]);
 }
 
 // dx[n] += dy * silu'(x), silu'(x) = s * (1 + x * (1 - s)); dy[n], x[n]
 void silu_backward(float *dx, const float *dy, const float *x, size_t n) {
-    if (ops_dry_run) return;   // accounting mode: no math
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
         float s = sigmoidf_(x[i]);
@@ -25,7 +23,6 @@ void silu_backward(float *dx, const float *dy, const float *x, size_t n) {
 
 // z[n] = act(g) * u with act = silu (gate_silu) or identity (CoLA's only_lr_act); g[n], u[n]
 void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate_silu) {
-    if (ops_dry_run) return;   // accounting mode: no math
     if (gate_silu) {
         #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) z[i] = g[i] * sigmoidf_(g[i]) * u[i];
@@ -38,7 +35,6 @@ void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate
 // dg[n] += dz * u * act'(g), du[n] += dz * act(g); dz[n], g[n], u[n]. Either grad may be
 // NULL. The NULL tests stay outside the loops so that every loop vectorises.
 void swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu) {
-    if (ops_dry_run) return;   // accounting mode: no math
     if (gate_silu && dg && du) {
         #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) {
@@ -72,7 +68,17 @@ void swiglu_backward(float *dg, float *du, const float *dz, const float *g, cons
 
 // x[n] += y[n]
 void add_inplace(float *x, const float *y, size_t n) {
-    if (ops_dry_run) return;   // accounting mode: no math
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+// dst[rows,cols] (row stride ldd) += src[rows,cols] (row stride lds)
+void add2d(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols) {
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < rows; i++) {
+        float *d = dst + (size_t)i * ldd;
+        const float *s = src + (size_t)i * lds;
+        #pragma omp simd
+        for (int j = 0; j < cols; j++) d[j] += s[j];
+    }
 }

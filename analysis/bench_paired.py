@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""bench_paired.py — boost-c against PyTorch, measured side by side: `make bench`.
+
+    /usr/bin/python3 analysis/bench_paired.py [--repeat 3] [--out build/bench-paired.json]
+        [--profile] -- BENCH_ARGS...
+
+A benchmark whose two sides are not measured at the same moment cannot be quoted on a shared
+machine, so the engine (build/bench) and PyTorch (analysis/torch_bench.py) run interleaved,
+E P E P ..., --repeat times, with the same arguments (shape, steps, threads) and the same
+OpenMP wait policy (passive: the engine's own setting and PyTorch's best here). Around the
+whole series it records the load average and the sgemm peak (build/bench --peak-only) before
+and after. Per kind it reports the median and min-max of each engine's tokens/s and the ratio
+of the medians; MFU uses the largest peak measured. With --profile the engine's per-op profile
+of the real drivers follows (build/bench --profile 3, one run).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = "/usr/bin/python3"
+
+
+def run(cmd, env):
+    t0 = time.time()
+    p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit(f"bench_paired: {' '.join(cmd)} failed (exit {p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return p.stdout, time.time() - t0
+
+
+def peak(env, threads):
+    out, _ = run(["build/bench", "--peak-only"] + (["--threads", str(threads)] if threads else []), env)
+    return json.loads(out)["peak_gflops"]
+
+
+def arg_value(args, name, default):
+    return args[args.index(name) + 1] if name in args else default
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", default="build/bench-paired.json")
+    ap.add_argument("--profile", action="store_true", help="also print the engine's per-op profile (one run)")
+    ap.add_argument("bench_args", nargs="*", help="arguments for both build/bench and torch_bench.py")
+    a = ap.parse_args()
+    if a.repeat < 1:
+        sys.exit("bench_paired: --repeat must be >= 1")
+    env = dict(os.environ, OMP_WAIT_POLICY="passive")
+    threads = int(arg_value(a.bench_args, "--threads", 0)) or os.cpu_count()
+    bargs = [x for x in a.bench_args]
+    targs = [x for x in a.bench_args if x != "--threads"]
+    if "--threads" in a.bench_args:   # torch_bench takes --threads too; keep one copy
+        i = a.bench_args.index("--threads")
+        targs = a.bench_args[:i] + a.bench_args[i + 2:]
+    targs += ["--threads", str(threads)]
+
+    load0 = os.getloadavg()
+    peak0 = peak(env, threads)
+    tmp = tempfile.mkdtemp(prefix="bench-paired.")
+    eng, tor = {}, {}
+    order = []
+    for r in range(a.repeat):
+        for who in ("boost-c", "pytorch"):
+            js = os.path.join(tmp, f"{who}-{r}.json")
+            if who == "boost-c":
+                cmd = ["build/bench"] + bargs + ["--no-profile", "--no-switches", "--json", js]
+            else:
+                cmd = [PY, "analysis/torch_bench.py"] + targs + ["--json", js]
+            _, secs = run(cmd, env)
+            order.append(f"{who}#{r + 1} {secs:.0f}s (load {os.getloadavg()[0]:.1f})")
+            with open(js) as f:
+                res = json.load(f)
+            for x in res["results"]:
+                (eng if who == "boost-c" else tor).setdefault(x["kind"], []).append(x)
+            print(f"  {order[-1]}", file=sys.stderr, flush=True)
+    peak1 = peak(env, threads)
+    load1 = os.getloadavg()
+    pk = max(peak0, peak1)
+
+    def med(xs):
+        return statistics.median(xs)
+
+    rows = []
+    for kind in eng:
+        e = [x["tokens_per_s"] for x in eng[kind]]
+        t = [x["tokens_per_s"] for x in tor.get(kind, [])]
+        fpt = eng[kind][0]["flops_per_token"]
+        rows.append({"kind": kind, "engine_tokens_per_s": e, "pytorch_tokens_per_s": t,
+                     "engine_median": med(e), "pytorch_median": med(t) if t else None,
+                     "ratio_of_medians": med(e) / med(t) if t else None,
+                     "engine_mfu_median": med(e) * fpt / (pk * 1e9),
+                     "engine_ms_median": med([x["ms_per_step"] for x in eng[kind]]),
+                     "mem_peak_bytes": eng[kind][0].get("mem_peak_bytes")})
+    shape = " ".join(a.bench_args)
+    print(f"\nboost-c vs PyTorch, interleaved E P x {a.repeat} | {shape} | {threads} threads, OMP_WAIT_POLICY=passive")
+    print(f"load average before {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} | "
+          f"sgemm peak before {peak0:.1f}, after {peak1:.1f} GFLOP/s (MFU uses {pk:.1f})")
+    print("\n| kind | boost-c tokens/s median (min–max) | PyTorch tokens/s median (min–max) | ratio of medians | boost-c MFU | boost-c ms/step |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        e, t = r["engine_tokens_per_s"], r["pytorch_tokens_per_s"]
+        ts = f"{r['pytorch_median']:.0f} ({min(t):.0f}–{max(t):.0f})" if t else "-"
+        ratio = f"{r['ratio_of_medians']:.2f}x" if t else "-"
+        print(f"| {r['kind']} | {r['engine_median']:.0f} ({min(e):.0f}–{max(e):.0f}) | {ts} | {ratio} | "
+              f"{100 * r['engine_mfu_median']:.1f}% | {r['engine_ms_median']:.0f} |")
+    out = {"args": a.bench_args, "repeat": a.repeat, "threads": threads, "load_before": load0, "load_after": load1,
+           "peak_before": peak0, "peak_after": peak1, "order": order, "rows": rows,
+           "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)), exist_ok=True)
+    with open(os.path.join(ROOT, a.out), "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"\nwrote {a.out}")
+    if a.profile:
+        prof, _ = run(["build/bench"] + bargs + ["--steps", "1", "--warmup", "1", "--profile", "3"], env)
+        i = prof.find("per-op time")
+        print("\n" + prof[i:] if i >= 0 else prof)
+
+
+if __name__ == "__main__":
+    main()

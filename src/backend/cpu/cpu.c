@@ -1,0 +1,151 @@
+// cpu.c — the CPU back end's op table in fp32: the reference every other back end is tested
+// against. Buffers are host memory; every entry forwards to a kernel of kernels.h.
+#include <cblas.h>
+#include <string.h>
+#include "cpu.h"
+#include "kernels.h"
+#include "../bf16.h"
+#include "../../core/check.h"
+
+// ---- buffers (shared with the bf16 table: cpu.h) ---------------------------------------
+void *cpu_alloc(Backend *b, size_t bytes) { (void)b; return xaligned_alloc(bytes); }
+void cpu_free(Backend *b, void *p) { (void)b; free(p); }
+void cpu_zero(Backend *b, void *p, size_t bytes) { (void)b; memset(p, 0, bytes); }
+void cpu_copy(Backend *b, void *dst, const void *src, size_t bytes) { (void)b; memmove(dst, src, bytes); }
+void cpu_copy2d(Backend *b, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows) {
+    (void)b;
+    for (size_t r = 0; r < rows; r++) memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+}
+void cpu_sync(Backend *b) { (void)b; }
+
+void cpu_cast(Backend *b, void *dst, DType dt, const void *src, DType st, size_t n) {
+    (void)b;
+    if (dt == st) { memmove(dst, src, n * dtype_size(dt)); return; }
+    if (dt == DT_BF16 && st == DT_F32) {
+        bf16 *d = dst; const float *s = src;
+        #pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) d[i] = bf16_from_f32(s[i]);
+        return;
+    }
+    if (dt == DT_F32 && st == DT_BF16) {
+        float *d = dst; const bf16 *s = src;
+        #pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) d[i] = bf16_to_f32(s[i]);
+        return;
+    }
+    DIE("cast from %s to %s is not supported", dtype_name(st), dtype_name(dt));
+}
+
+void cpu_sgemm(const GemmArgs *g) {
+    cblas_sgemm(CblasRowMajor, g->ta == TR_T ? CblasTrans : CblasNoTrans, g->tb == TR_T ? CblasTrans : CblasNoTrans,
+                g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta, g->C, g->ldc);
+}
+
+// ---- fp32 entries ------------------------------------------------------------------------
+static void f_add2d(Backend *b, void *dst, size_t ldd, const void *src, size_t lds, int rows, int cols) {
+    (void)b; add2d(dst, ldd, src, lds, rows, cols);
+}
+static void f_gemm(Backend *b, const GemmArgs *g) { (void)b; cpu_sgemm(g); }
+static void f_gemm_group(Backend *b, int count, const GemmArgs *g) { (void)b; for (int i = 0; i < count; i++) cpu_sgemm(&g[i]); }
+static void f_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps) {
+    (void)b; rmsnorm_forward(y, rstd, x, gamma, N, d, eps);
+}
+static void f_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x, const void *gamma,
+                               const float *rstd, int N, int d) {
+    (void)b; rmsnorm_backward(dx, dgamma, dy, x, gamma, rstd, N, d);
+}
+static void f_rowsumsq(Backend *b, void *S, const void *x, int N, int d) { (void)b; rowsumsq(S, x, N, d); }
+static void f_rownorm(Backend *b, void *y, const void *x, const void *gamma, const void *S, int N, int d, int width, float eps) {
+    (void)b; rownorm(y, x, gamma, S, N, d, width, eps);
+}
+static void f_scale_rows(Backend *b, void *P, const SlotView *v, const void *S, int width, float eps, int power) {
+    (void)b; scale_rows(P, v, S, width, eps, power);
+}
+static void f_rowdot(Backend *b, float *dot, const void *X, const void *Y, const SlotView *v) { (void)b; rowdot(dot, X, Y, v); }
+static void f_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *da, const void *x, const void *gamma,
+                                       const void *S, const float *dot, int N, int d, int d_full, float eps) {
+    (void)b; sharded_rmsnorm_backward(dx, dgamma, da, x, gamma, S, dot, N, d, d_full, eps);
+}
+static void f_silu_forward(Backend *b, void *y, const void *x, size_t n) { (void)b; silu_forward(y, x, n); }
+static void f_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) { (void)b; silu_backward(dx, dy, x, n); }
+static void f_swiglu_forward(Backend *b, void *z, const void *g, const void *u, size_t n, int gs) { (void)b; swiglu_forward(z, g, u, n, gs); }
+static void f_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u, size_t n, int gs) {
+    (void)b; swiglu_backward(dg, du, dz, g, u, n, gs);
+}
+static void f_add(Backend *b, void *x, const void *y, size_t n) { (void)b; add_inplace(x, y, n); }
+static void f_scale(Backend *b, void *x, float s, size_t n) { (void)b; scale_inplace(x, s, n); }
+static void f_rope(Backend *b, void *x, int B, int T, int H, int hd, float theta, int inverse) {
+    (void)b;
+    if (inverse) rope_backward(x, B, T, H, hd, theta);
+    else rope_forward(x, B, T, H, hd, theta);
+}
+static void f_attention_forward(Backend *b, void *out, float *lse, const void *q, const void *k, const void *v,
+                                int B, int T, int H, int Hkv, int hd) {
+    (void)b; attention_forward(out, lse, q, k, v, B, T, H, Hkv, hd);
+}
+static void f_attention_backward(Backend *b, void *dq, void *dk, void *dv, const void *dout, const void *out,
+                                 const void *q, const void *k, const void *v, const float *lse,
+                                 int B, int T, int H, int Hkv, int hd) {
+    (void)b; attention_backward(dq, dk, dv, dout, out, q, k, v, lse, B, T, H, Hkv, hd);
+}
+static void f_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V) {
+    (void)b; embedding_forward_shard(out, tokens, wte, N, d, v0, V);
+}
+static void f_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V) {
+    (void)b; embedding_backward_shard(dwte, dout, tokens, N, d, v0, V);
+}
+static void f_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
+                           const int32_t *targets, int N, int V, int v0) {
+    (void)b; xent_forward(lmax, sumexp, tlogit, logits, targets, N, V, v0);
+}
+void cpu_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N) {
+    (void)b; xent_rescale(sumexp, lmax, gmax, N);
+}
+double cpu_xent_loss(Backend *b, float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N) {
+    (void)b; return xent_loss(losses, sumexp, gmax, tlogit, N);
+}
+static void f_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
+                            const int32_t *targets, int N, int V, int v0, float scale) {
+    (void)b; xent_backward(dlogits, logits, gmax, sumexp, targets, N, V, v0, scale);
+}
+static double f_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w) {
+    (void)b;
+    double total = 0;
+    for (int i = 0; i < n; i++) total += w[i] * sumsq(x[i], len[i]);
+    return total;
+}
+static void f_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHyper *h) {
+    (void)b;
+    for (int i = 0; i < n; i++) {
+        CHECK(s[i].param == NULL, "cpu fp32: the master weights are the parameters (param must be NULL)");
+        adamw_update(s[i].master, s[i].grad, s[i].m, s[i].v, s[i].n, h->lr, h->beta1, h->beta2, h->eps,
+                     s[i].weight_decay, h->t);
+    }
+}
+
+static const BackendOps cpu_f32_ops = {
+    .alloc = cpu_alloc, .free = cpu_free, .zero = cpu_zero, .copy = cpu_copy, .copy2d = cpu_copy2d,
+    .to_host = cpu_copy, .from_host = cpu_copy, .sync = cpu_sync, .cast = cpu_cast, .add2d = f_add2d,
+    .gemm = f_gemm, .gemm_group = f_gemm_group,
+    .rmsnorm_forward = f_rmsnorm_forward, .rmsnorm_backward = f_rmsnorm_backward,
+    .rowsumsq = f_rowsumsq, .rownorm = f_rownorm, .scale_rows = f_scale_rows, .rowdot = f_rowdot,
+    .sharded_rmsnorm_backward = f_sharded_rmsnorm_backward,
+    .silu_forward = f_silu_forward, .silu_backward = f_silu_backward,
+    .swiglu_forward = f_swiglu_forward, .swiglu_backward = f_swiglu_backward,
+    .add = f_add, .scale = f_scale, .rope = f_rope,
+    .attention_forward = f_attention_forward, .attention_backward = f_attention_backward,
+    .embedding_forward = f_embedding_forward, .embedding_backward = f_embedding_backward,
+    .xent_forward = f_xent_forward, .xent_rescale = cpu_xent_rescale, .xent_loss = cpu_xent_loss,
+    .xent_backward = f_xent_backward,
+    .sumsq_multi = f_sumsq_multi, .adamw_multi = f_adamw_multi,
+};
+
+Backend *backend_cpu(DType dtype) {
+    CHECK(dtype == DT_F32 || dtype == DT_BF16, "the CPU back end computes in fp32 or bf16, not %s", dtype_name(dtype));
+    Backend *b = xcalloc(1, sizeof *b);
+    b->ops = dtype == DT_F32 ? &cpu_f32_ops : &cpu_bf16_ops;
+    b->name = "cpu";
+    b->dtype = dtype;
+    b->layer = -1;
+    return b;
+}

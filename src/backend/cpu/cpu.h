@@ -1,0 +1,17 @@
+// cpu.h — pieces shared by the CPU back end's fp32 table (cpu.c) and its bf16 table
+// (cpu_bf16.c). Internal to src/backend/cpu.
+#pragma once
+#include "../backend.h"
+
+void *cpu_alloc(Backend *b, size_t bytes);
+void cpu_free(Backend *b, void *p);
+void cpu_zero(Backend *b, void *p, size_t bytes);
+void cpu_copy(Backend *b, void *dst, const void *src, size_t bytes);
+void cpu_copy2d(Backend *b, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows);
+void cpu_sync(Backend *b);
+void cpu_cast(Backend *b, void *dst, DType dt, const void *src, DType st, size_t n);
+void cpu_sgemm(const GemmArgs *g);
+void cpu_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
+double cpu_xent_loss(Backend *b, float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N);
+
+extern const BackendOps cpu_bf16_ops;

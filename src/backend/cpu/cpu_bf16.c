@@ -1,0 +1,244 @@
+// cpu_bf16.c — the CPU back end with bf16 storage: every compute-dtype tensor is bf16 in
+// memory; each op widens its inputs to fp32, runs the fp32 kernel (fp32 math, fp32 GEMM
+// accumulation) and rounds its outputs to bf16 once, as the CUDA kernels do. Statistics
+// (rstd, lse, maxima, dot) stay fp32; an accumulating output (+=) is read, summed in fp32 and
+// rounded once per op. It is the CPU check of the bf16 path: the drivers' dtype handling,
+// the master-weight optimizer and the bf16 communication, with no GPU. It is slow (every op
+// copies its operands) and meant for tests and small runs.
+#include <string.h>
+#include "cpu.h"
+#include "kernels.h"
+#include "../bf16.h"
+#include "../../core/check.h"
+
+// fp32 copy of n bf16 elements (NULL stays NULL)
+static float *up(const void *p, size_t n) {
+    if (!p) return NULL;
+    float *f = xmalloc((n ? n : 1) * sizeof(float));
+    const bf16 *h = p;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) f[i] = bf16_to_f32(h[i]);
+    return f;
+}
+// p[n] = bf16(f[n]); frees f
+static void down(void *p, float *f, size_t n) {
+    if (!p) { free(f); return; }
+    bf16 *h = p;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) h[i] = bf16_from_f32(f[i]);
+    free(f);
+}
+// Elements spanned by a [rows, cols] block with row stride ld (the rows in between are
+// converted up and back unchanged: bf16 -> fp32 -> bf16 is exact).
+static size_t span(size_t rows, size_t cols, size_t ld) { return rows ? (rows - 1) * ld + cols : 0; }
+static size_t view_span(const SlotView *v) {
+    size_t s = 0;
+    for (int j = 0; j < v->G; j++) {
+        size_t e = v->off[j] + span((size_t)v->N, (size_t)v->r, (size_t)v->ld);
+        if (e > s) s = e;
+    }
+    return s;
+}
+
+static void h_add2d(Backend *b, void *dst, size_t ldd, const void *src, size_t lds, int rows, int cols) {
+    (void)b;
+    size_t nd = span((size_t)rows, (size_t)cols, ldd), ns = span((size_t)rows, (size_t)cols, lds);
+    float *d = up(dst, nd), *s = up(src, ns);
+    add2d(d, ldd, s, lds, rows, cols);
+    down(dst, d, nd); free(s);
+}
+
+static void gemm_one(const GemmArgs *g) {
+    size_t na = g->ta == TR_N ? span((size_t)g->M, (size_t)g->K, (size_t)g->lda) : span((size_t)g->K, (size_t)g->M, (size_t)g->lda);
+    size_t nb = g->tb == TR_N ? span((size_t)g->K, (size_t)g->N, (size_t)g->ldb) : span((size_t)g->N, (size_t)g->K, (size_t)g->ldb);
+    size_t nc = span((size_t)g->M, (size_t)g->N, (size_t)g->ldc);
+    GemmArgs f = *g;
+    float *A = up(g->A, na), *B = up(g->B, nb), *C = up(g->C, nc);
+    f.A = A; f.B = B; f.C = C;
+    cpu_sgemm(&f);
+    down(g->C, C, nc); free(A); free(B);
+}
+static void h_gemm(Backend *b, const GemmArgs *g) { (void)b; gemm_one(g); }
+static void h_gemm_group(Backend *b, int count, const GemmArgs *g) { (void)b; for (int i = 0; i < count; i++) gemm_one(&g[i]); }
+
+static void h_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps) {
+    (void)b;
+    size_t n = (size_t)N * d;
+    float *fx = up(x, n), *fg = up(gamma, (size_t)d), *fy = xmalloc(n * sizeof(float) + 4);
+    rmsnorm_forward(fy, rstd, fx, fg, N, d, eps);
+    down(y, fy, n); free(fx); free(fg);
+}
+static void h_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x, const void *gamma,
+                               const float *rstd, int N, int d) {
+    (void)b;
+    size_t n = (size_t)N * d;
+    float *fdx = up(dx, n), *fdg = up(dgamma, (size_t)d), *fdy = up(dy, n), *fx = up(x, n), *fg = up(gamma, (size_t)d);
+    rmsnorm_backward(fdx, fdg, fdy, fx, fg, rstd, N, d);
+    down(dx, fdx, n); down(dgamma, fdg, (size_t)d); free(fdy); free(fx); free(fg);
+}
+static void h_rowsumsq(Backend *b, void *S, const void *x, int N, int d) {
+    (void)b;
+    float *fx = up(x, (size_t)N * d), *fs = xmalloc((size_t)N * sizeof(float) + 4);
+    rowsumsq(fs, fx, N, d);
+    down(S, fs, (size_t)N); free(fx);
+}
+static void h_rownorm(Backend *b, void *y, const void *x, const void *gamma, const void *S, int N, int d, int width, float eps) {
+    (void)b;
+    size_t n = (size_t)N * d;
+    float *fx = up(x, n), *fg = up(gamma, (size_t)d), *fs = up(S, (size_t)N), *fy = xmalloc(n * sizeof(float) + 4);
+    rownorm(fy, fx, fg, fs, N, d, width, eps);
+    down(y, fy, n); free(fx); free(fg); free(fs);
+}
+static void h_scale_rows(Backend *b, void *P, const SlotView *v, const void *S, int width, float eps, int power) {
+    (void)b;
+    size_t n = view_span(v);
+    float *fp = up(P, n), *fs = up(S, (size_t)v->N);
+    scale_rows(fp, v, fs, width, eps, power);
+    down(P, fp, n); free(fs);
+}
+static void h_rowdot(Backend *b, float *dot, const void *X, const void *Y, const SlotView *v) {
+    (void)b;
+    size_t n = view_span(v);
+    float *fx = up(X, n), *fy = up(Y, n);
+    rowdot(dot, fx, fy, v);
+    free(fx); free(fy);
+}
+static void h_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *da, const void *x, const void *gamma,
+                                       const void *S, const float *dot, int N, int d, int d_full, float eps) {
+    (void)b;
+    size_t n = (size_t)N * d;
+    float *fdx = up(dx, n), *fdg = up(dgamma, (size_t)d), *fda = up(da, n), *fx = up(x, n), *fg = up(gamma, (size_t)d),
+          *fs = up(S, (size_t)N);
+    sharded_rmsnorm_backward(fdx, fdg, fda, fx, fg, fs, dot, N, d, d_full, eps);
+    down(dx, fdx, n); down(dgamma, fdg, (size_t)d); free(fda); free(fx); free(fg); free(fs);
+}
+static void h_silu_forward(Backend *b, void *y, const void *x, size_t n) {
+    (void)b;
+    float *fx = up(x, n), *fy = xmalloc(n * sizeof(float) + 4);
+    silu_forward(fy, fx, n);
+    down(y, fy, n); free(fx);
+}
+static void h_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) {
+    (void)b;
+    float *fdx = up(dx, n), *fdy = up(dy, n), *fx = up(x, n);
+    silu_backward(fdx, fdy, fx, n);
+    down(dx, fdx, n); free(fdy); free(fx);
+}
+static void h_swiglu_forward(Backend *b, void *z, const void *g, const void *u, size_t n, int gs) {
+    (void)b;
+    float *fg = up(g, n), *fu = up(u, n), *fz = xmalloc(n * sizeof(float) + 4);
+    swiglu_forward(fz, fg, fu, n, gs);
+    down(z, fz, n); free(fg); free(fu);
+}
+static void h_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u, size_t n, int gs) {
+    (void)b;
+    float *fdg = up(dg, n), *fdu = up(du, n), *fdz = up(dz, n), *fg = up(g, n), *fu = up(u, n);
+    swiglu_backward(fdg, fdu, fdz, fg, fu, n, gs);
+    down(dg, fdg, n); down(du, fdu, n); free(fdz); free(fg); free(fu);
+}
+static void h_add(Backend *b, void *x, const void *y, size_t n) {
+    (void)b;
+    float *fx = up(x, n), *fy = up(y, n);
+    add_inplace(fx, fy, n);
+    down(x, fx, n); free(fy);
+}
+static void h_scale(Backend *b, void *x, float s, size_t n) {
+    (void)b;
+    float *fx = up(x, n);
+    scale_inplace(fx, s, n);
+    down(x, fx, n);
+}
+static void h_rope(Backend *b, void *x, int B, int T, int H, int hd, float theta, int inverse) {
+    (void)b;
+    size_t n = (size_t)B * T * H * hd;
+    float *fx = up(x, n);
+    if (inverse) rope_backward(fx, B, T, H, hd, theta);
+    else rope_forward(fx, B, T, H, hd, theta);
+    down(x, fx, n);
+}
+static void h_attention_forward(Backend *b, void *out, float *lse, const void *q, const void *k, const void *v,
+                                int B, int T, int H, int Hkv, int hd) {
+    (void)b;
+    size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
+    float *fq = up(q, nq), *fk = up(k, nk), *fv = up(v, nk), *fo = xmalloc(nq * sizeof(float) + 4);
+    attention_forward(fo, lse, fq, fk, fv, B, T, H, Hkv, hd);
+    down(out, fo, nq); free(fq); free(fk); free(fv);
+}
+static void h_attention_backward(Backend *b, void *dq, void *dk, void *dv, const void *dout, const void *out,
+                                 const void *q, const void *k, const void *v, const float *lse,
+                                 int B, int T, int H, int Hkv, int hd) {
+    (void)b;
+    size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
+    float *fdq = up(dq, nq), *fdk = up(dk, nk), *fdv = up(dv, nk), *fdo = up(dout, nq), *fo = up(out, nq),
+          *fq = up(q, nq), *fk = up(k, nk), *fv = up(v, nk);
+    attention_backward(fdq, fdk, fdv, fdo, fo, fq, fk, fv, lse, B, T, H, Hkv, hd);
+    down(dq, fdq, nq); down(dk, fdk, nk); down(dv, fdv, nk);
+    free(fdo); free(fo); free(fq); free(fk); free(fv);
+}
+static void h_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V) {
+    (void)b;
+    size_t n = (size_t)N * d;
+    float *fw = up(wte, (size_t)V * d), *fo = xmalloc(n * sizeof(float) + 4);
+    embedding_forward_shard(fo, tokens, fw, N, d, v0, V);
+    down(out, fo, n); free(fw);
+}
+static void h_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V) {
+    (void)b;
+    size_t nw = (size_t)V * d;
+    float *fdw = up(dwte, nw), *fdo = up(dout, (size_t)N * d);
+    embedding_backward_shard(fdw, fdo, tokens, N, d, v0, V);
+    down(dwte, fdw, nw); free(fdo);
+}
+static void h_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
+                           const int32_t *targets, int N, int V, int v0) {
+    (void)b;
+    float *fl = up(logits, (size_t)N * V);
+    xent_forward(lmax, sumexp, tlogit, fl, targets, N, V, v0);
+    free(fl);
+}
+static void h_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
+                            const int32_t *targets, int N, int V, int v0, float scale) {
+    (void)b;
+    size_t n = (size_t)N * V;
+    float *fl = up(logits, n);
+    xent_backward(fl, fl, gmax, sumexp, targets, N, V, v0, scale);   // in place on the fp32 copy
+    down(dlogits, fl, n);
+}
+static double h_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w) {
+    (void)b;
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        float *f = up(x[i], len[i]);
+        total += w[i] * sumsq(f, len[i]);
+        free(f);
+    }
+    return total;
+}
+static void h_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHyper *h) {
+    (void)b;
+    for (int i = 0; i < n; i++) {
+        CHECK(s[i].param, "cpu bf16: the update must write the bf16 parameter copy");
+        float *g = up(s[i].grad, s[i].n);
+        adamw_update(s[i].master, g, s[i].m, s[i].v, s[i].n, h->lr, h->beta1, h->beta2, h->eps, s[i].weight_decay, h->t);
+        free(g);
+        bf16 *p = s[i].param;
+        for (size_t j = 0; j < s[i].n; j++) p[j] = bf16_from_f32(s[i].master[j]);
+    }
+}
+
+const BackendOps cpu_bf16_ops = {
+    .alloc = cpu_alloc, .free = cpu_free, .zero = cpu_zero, .copy = cpu_copy, .copy2d = cpu_copy2d,
+    .to_host = cpu_copy, .from_host = cpu_copy, .sync = cpu_sync, .cast = cpu_cast, .add2d = h_add2d,
+    .gemm = h_gemm, .gemm_group = h_gemm_group,
+    .rmsnorm_forward = h_rmsnorm_forward, .rmsnorm_backward = h_rmsnorm_backward,
+    .rowsumsq = h_rowsumsq, .rownorm = h_rownorm, .scale_rows = h_scale_rows, .rowdot = h_rowdot,
+    .sharded_rmsnorm_backward = h_sharded_rmsnorm_backward,
+    .silu_forward = h_silu_forward, .silu_backward = h_silu_backward,
+    .swiglu_forward = h_swiglu_forward, .swiglu_backward = h_swiglu_backward,
+    .add = h_add, .scale = h_scale, .rope = h_rope,
+    .attention_forward = h_attention_forward, .attention_backward = h_attention_backward,
+    .embedding_forward = h_embedding_forward, .embedding_backward = h_embedding_backward,
+    .xent_forward = h_xent_forward, .xent_rescale = cpu_xent_rescale, .xent_loss = cpu_xent_loss,
+    .xent_backward = h_xent_backward,
+    .sumsq_multi = h_sumsq_multi, .adamw_multi = h_adamw_multi,
+};

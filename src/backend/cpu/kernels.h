@@ -1,0 +1,93 @@
+// kernels.h — the CPU back end's fp32 kernels: free functions on raw float pointers
+// (OpenBLAS sgemm for products, OpenMP for the rest). backend/cpu/cpu.c binds them into the
+// op table; backend/cpu/cpu_bf16.c wraps them for bf16 storage. The model never calls these
+// directly: it calls the op front ends of backend/ops.h.
+//
+// Conventions (row-vector form): N = tokens (B·T), linear weights [d_in, d_out].
+// Every *_backward ACCUMULATES (+=) into its gradients; the caller zeroes them. Shapes of
+// every pointer are in the comment above each function. Every reduction has a fixed order
+// (no float atomics, no order-dependent OpenMP reductions): results are bit-identical for
+// any thread count.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "../backend.h"
+
+// ---- RMSNorm over full rows (rmsnorm.c) ----------------------------------------------
+// y[N,d] = x / sqrt(mean(x^2) + eps) * gamma[d];  rstd[N] saved for backward.
+void rmsnorm_forward(float *y, float *rstd, const float *x, const float *gamma, int N, int d, float eps);
+// dx[N,d] += ..., dgamma[d] += ... (either may be NULL)
+void rmsnorm_backward(float *dx, float *dgamma, const float *dy, const float *x, const float *gamma,
+                      const float *rstd, int N, int d);
+
+// ---- RMSNorm of a column-sharded residual (rmsnorm_sharded.c; BTP, docs/boost.md) -------
+// S[N] = Σ_j x[n,j]² (double accumulation); x[N,d]
+void rowsumsq(float *S, const float *x, int N, int d);
+// y[N,d] = x·gamma / sqrt(S/width + eps); S[N], gamma[d]
+void rownorm(float *y, const float *x, const float *gamma, const float *S, int N, int d, int width, float eps);
+// Payload rows of the bottleneck view v in P: row n *= sqrt(S[n]/width + eps)^power (power ±1)
+void scale_rows(float *P, const SlotView *v, const float *S, int width, float eps, int power);
+// dot[N] = Σ_slots Σ_k X·Y over the view v (double accumulation)
+void rowdot(float *dot, const float *X, const float *Y, const SlotView *v);
+// rstd = 1/sqrt(S/d_full + eps), c = dot/d_full:
+// dx[N,d] += rstd·(gamma⊙da − x·rstd·c);  dgamma[d] += Σ_n da⊙x·rstd
+void sharded_rmsnorm_backward(float *dx, float *dgamma, const float *da, const float *x, const float *gamma,
+                              const float *S, const float *dot, int N, int d, int d_full, float eps);
+
+// ---- elementwise (activation.c) -------------------------------------------------------
+// y[n] = silu(x) = x * sigmoid(x)
+void silu_forward(float *y, const float *x, size_t n);
+// dx[n] += dy * silu'(x)
+void silu_backward(float *dx, const float *dy, const float *x, size_t n);
+// z[n] = (gate_silu ? silu(g) : g) * u
+void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate_silu);
+// dg[n] += ..., du[n] += ... (either may be NULL)
+void swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu);
+// x[n] += y[n]
+void add_inplace(float *x, const float *y, size_t n);
+// x[n] *= s
+void scale_inplace(float *x, float s, size_t n);
+// dst[rows,cols] (ldd) += src[rows,cols] (lds)
+void add2d(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols);
+
+// ---- RoPE (rope.c) --------------------------------------------------------------------
+// x[B,T,H,hd] rotated in place; non-interleaved halves: pairs (i, i+hd/2),
+// angle = t * theta^(-2i/hd) for position t in 0..T-1.
+void rope_forward(float *x, int B, int T, int H, int hd, float theta);
+// Gradient of rope: rotate dx[B,T,H,hd] in place by the opposite angle.
+void rope_backward(float *dx, int B, int T, int H, int hd, float theta);
+
+// ---- causal flash attention with grouped KV heads (attention.c) -----------------------
+// q[B,T,H,hd], k,v[B,T,Hkv,hd] (H % Hkv == 0; head h uses kv head h/(H/Hkv)), scale
+// 1/sqrt(hd). out[B,T,H,hd]; lse[B,H,T] = log Σ_j exp(score) of each query row (saved).
+void attention_forward(float *out, float *lse, const float *q, const float *k, const float *v,
+                       int B, int T, int H, int Hkv, int hd);
+// dq[B,T,H,hd] +=, dk,dv[B,T,Hkv,hd] +=; the probabilities are recomputed from lse.
+void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
+                        const float *q, const float *k, const float *v, const float *lse,
+                        int B, int T, int H, int Hkv, int hd);
+
+// ---- vocabulary-parallel embedding and cross-entropy (vocab_parallel.c) ---------------
+// Each TP rank holds vocabulary rows/columns [v0, v0+V); v0 = 0, V = vocab is the whole.
+// out[N,d] = wte_local[tokens[i]-v0] if tokens[i] in [v0,v0+V), else 0
+void embedding_forward_shard(float *out, const int32_t *tokens, const float *wte_local, int N, int d, int v0, int V);
+// dwte_local[V,d] += dout rows of tokens in range (column blocks: deterministic)
+void embedding_backward_shard(float *dwte_local, const float *dout, const int32_t *tokens, int N, int d, int v0, int V);
+// lmax[N] = local row max, sumexp[N] = Σ exp(x - lmax), tlogit[N] = x[target-v0] or 0; logits[N,V]
+void xent_forward(float *lmax, double *sumexp, double *tlogit, const float *logits, const int32_t *targets,
+                  int N, int V, int v0);
+// sumexp[n] *= exp(lmax[n] - gmax[n])
+void xent_rescale(double *sumexp, const float *lmax, const float *gmax, int N);
+// losses[N] = log(sumexp) + gmax - tlogit; returns their sum (double, row order)
+double xent_loss(float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N);
+// dlogits[N,V] = scale * (softmax - onehot(target)) over the local columns (may alias logits)
+void xent_backward(float *dlogits, const float *logits, const float *gmax, const double *sumexp,
+                   const int32_t *targets, int N, int V, int v0, float scale);
+
+// ---- optimizer (adamw.c) ----------------------------------------------------------------
+// Decoupled weight decay: p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p); t is the
+// 1-based step for bias correction (in double). grad is read-only.
+void adamw_update(float *param, const float *grad, float *m, float *v, size_t n,
+                  float lr, float beta1, float beta2, float eps, float wd, int t);
+// Sum of squares in double (fixed chunks: bit-identical for any thread count).
+double sumsq(const float *x, size_t n);

@@ -1,0 +1,115 @@
+// head.c — the ends of the model: the vocabulary-parallel embedding (first stage) and the
+// final norm, LM head and cross-entropy (last stage), with Megatron's collectives in plain
+// sight. Under BTP with tp > 1 the residual stream is a d/tp column slice: the embedding's
+// full [N,d] output is cut to this rank's columns, and the last block's slices are
+// all-gathered before the (replicated) final norm.
+#include "model_internal.h"
+
+static int btp_sharded(const Layout *L) { return L->scheme == TP_BTP && L->tp > 1; }
+
+// Embedding (vocab-parallel over TP): out[N,d] = E[tokens]. Each rank looks up the rows it
+// holds (zeros elsewhere) and the TP all-reduce assembles the full vectors.
+static void embed_full(Model *mdl, void *out, const int32_t *tokens) {
+    const Layout *L = &mdl->lay;
+    int N = mdl->N, d = mdl->cfg.d_model;
+    op_embedding_forward(mdl->bk, out, tokens, mdl->w.embed, N, d, L->v0, L->V);
+    tp_all_reduce(mdl, out, (size_t)N * d, PHASE_FORWARD, -1);
+}
+
+// x0[N,d_res] = the embedding of tokens[N] (this rank's columns under BTP).
+void embed_forward(Model *mdl, void *x0, const int32_t *tokens) {
+    const Layout *L = &mdl->lay;
+    int N = mdl->N, d = mdl->cfg.d_model, dr = L->d_res;
+    bk_label(mdl->bk, PHASE_FORWARD, -1);
+    if (!btp_sharded(L)) { embed_full(mdl, x0, tokens); return; }
+    Scratch s; scratch_view(mdl, &s);
+    embed_full(mdl, s.dfull, tokens);                                    // [N,d]
+    bk_copy2d(mdl->bk, x0, (size_t)dr, at(mdl, s.dfull, (size_t)L->tp_rank * dr), (size_t)d,
+              (size_t)N, (size_t)dr, mdl->bk->dtype);
+}
+
+// dE[local rows] += the gradient of the embedding output. Under BTP the slices are
+// all-gathered first; otherwise dx0 is replicated on the TP ranks: no collective.
+void embed_backward(Model *mdl, void *dx0, const int32_t *tokens) {
+    const Layout *L = &mdl->lay;
+    int N = mdl->N, d = mdl->cfg.d_model, dr = L->d_res;
+    bk_label(mdl->bk, PHASE_BACKWARD, -1);
+    const void *dfull = dx0;
+    if (btp_sharded(L)) {
+        Scratch s; scratch_view(mdl, &s);
+        comm_all_gather_cols_ex(mdl->comm, GROUP_TP, dx0, s.dfull, (size_t)N, (size_t)dr,
+                                (CommDtype)mdl->comm_dtype, PHASE_BACKWARD, -1);
+        dfull = s.dfull;
+    }
+    op_embedding_backward(mdl->bk, mdl->dw.embed, dfull, tokens, N, d, L->v0, L->V);
+}
+
+// logits_i = xf @ H_i [N, V/tp] with H = lm_head [d,V] (column block) or E^T (tied: E's
+// row block).
+static void head_logits(Model *mdl, Acts *A) {
+    const Layout *L = &mdl->lay;
+    int N = mdl->N, d = mdl->cfg.d_model;
+    if (mdl->w.lm_head) mm_forward(mdl, A->logits, A->xf, mdl->w.lm_head, N, d, L->V, 0.0f);
+    else op_gemm(mdl->bk, TR_N, TR_T, N, L->V, d, 1.0f, A->xf, d, mdl->w.embed, d, 0.0f, A->logits, L->V);
+}
+
+// The all-gather (BTP), final norm, head and loss of one micro-batch. Returns the sum of
+// token losses. Three small all-reduces when tp > 1 (Megatron): the row max, the sum of
+// exponentials (re-based on the global max) and the target logit. The statistics stay in
+// the scratch for head_loss_backward: on the last stage the 1F1B schedule runs a
+// micro-batch's backward right after its forward.
+double head_loss_forward(Model *mdl, Acts *A) {
+    const ModelConfig *c = &mdl->cfg;
+    const Layout *L = &mdl->lay;
+    Backend *bk = mdl->bk;
+    int N = mdl->N, d = c->d_model;
+    bk_label(bk, PHASE_FORWARD, -1);
+    if (btp_sharded(L))   // the hidden slices -> [N,d] for the replicated final norm
+        comm_all_gather_cols_ex(mdl->comm, GROUP_TP, A->x_final, A->x_full, (size_t)N, (size_t)L->d_res,
+                                (CommDtype)mdl->comm_dtype, PHASE_FORWARD, -1);
+    op_rmsnorm_forward(bk, A->xf, A->rstdf, A->x_full, mdl->w.final_norm, N, d, c->norm_eps);
+    head_logits(mdl, A);
+    Scratch s; scratch_view(mdl, &s);
+    op_xent_forward(bk, s.lmax, s.sumexp, s.tlogit, A->logits, A->targets, N, L->V, L->v0);
+    const float *gmax = s.lmax;
+    if (L->tp > 1) {
+        bk_copy(bk, s.gmax, s.lmax, (size_t)N, DT_F32);
+        comm_all_reduce_ex(mdl->comm, GROUP_TP, s.gmax, (size_t)N, DTYPE_F32, OP_MAX, PHASE_FORWARD, -1);
+        op_xent_rescale(bk, s.sumexp, s.lmax, s.gmax, N);
+        comm_all_reduce_f64(mdl->comm, GROUP_TP, s.sumexp, (size_t)N, PHASE_FORWARD, -1);
+        comm_all_reduce_f64(mdl->comm, GROUP_TP, s.tlogit, (size_t)N, PHASE_FORWARD, -1);
+        gmax = s.gmax;
+    }
+    return op_xent_loss(bk, A->losses, s.sumexp, gmax, s.tlogit, N);
+}
+
+// The gradient of loss_scale · Σ token losses, from the logits (in place) back through the
+// head and the final norm into s->dx [N,d_res]. The head is column-parallel: its input
+// gradient is a partial sum over the vocab shards, completed by the f-operator's backward
+// all-reduce.
+void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s) {
+    const ModelConfig *c = &mdl->cfg;
+    const Layout *L = &mdl->lay;
+    Backend *bk = mdl->bk;
+    int N = mdl->N, d = c->d_model, dr = L->d_res;
+    bk_label(bk, PHASE_BACKWARD, -1);
+    const float *gmax = L->tp > 1 ? s->gmax : s->lmax;
+    op_xent_backward(bk, A->logits, A->logits, gmax, s->sumexp, A->targets, N, L->V, L->v0, loss_scale);
+    zero_t(mdl, s->da, (size_t)N * d);
+    if (mdl->w.lm_head) {
+        mm_backward(mdl, s->da, mdl->dw.lm_head, A->logits, A->xf, mdl->w.lm_head, N, d, L->V);
+    } else {   // tied: dxf += dlogits @ E, dE += dlogits^T @ xf
+        op_gemm(bk, TR_N, TR_N, N, d, L->V, 1.0f, A->logits, L->V, mdl->w.embed, d, 1.0f, s->da, d);
+        op_gemm(bk, TR_T, TR_N, L->V, d, N, 1.0f, A->logits, L->V, A->xf, d, 1.0f, mdl->dw.embed, d);
+    }
+    tp_all_reduce(mdl, s->da, (size_t)N * d, PHASE_BACKWARD, -1);        // f backward
+    if (btp_sharded(L)) {   // d(x_full) is replicated: keep this rank's column slice
+        zero_t(mdl, s->dfull, (size_t)N * d);
+        op_rmsnorm_backward(bk, s->dfull, mdl->dw.final_norm, s->da, A->x_full, mdl->w.final_norm, A->rstdf, N, d);
+        bk_copy2d(bk, s->dx, (size_t)dr, at(mdl, s->dfull, (size_t)L->tp_rank * dr), (size_t)d,
+                  (size_t)N, (size_t)dr, bk->dtype);
+    } else {
+        zero_t(mdl, s->dx, (size_t)N * dr);
+        op_rmsnorm_backward(bk, s->dx, mdl->dw.final_norm, s->da, A->x_final, mdl->w.final_norm, A->rstdf, N, d);
+    }
+}

@@ -1,0 +1,34 @@
+// scratch.c — the backward working set of one layer (Scratch, model_internal.h): carved from
+// one buffer, reused layer by layer and micro-batch by micro-batch.
+#include "model_internal.h"
+
+size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
+    const ModelConfig *c = &mdl->cfg;
+    const Layout *L = &mdl->lay;
+    DType t = mdl->bk->dtype;
+    size_t N = (size_t)mdl->N, dr = L->d_res, d = c->d_model;
+    size_t r = L->ra > L->rm ? L->ra : L->rm;
+    memset(s, 0, sizeof *s);
+    s->dx = carve(cv, N * dr, t);            // first: the stage gradient (model_stage_grad)
+    s->da = carve(cv, N * (dr > d ? dr : d), t);
+    s->dq = carve(cv, N * L->dq, t); s->dk = carve(cv, N * L->dkv, t); s->dv = carve(cv, N * L->dkv, t);
+    s->dy = carve(cv, N * L->dq, t);
+    s->dg = carve(cv, N * L->dff, t); s->du = carve(cv, N * L->dff, t); s->dgu = carve(cv, N * L->dff, t);
+    s->dz = carve(cv, N * r, t); s->dh = carve(cv, N * r, t);
+    s->lmax = carve(cv, N, DT_F32); s->gmax = carve(cv, N, DT_F32);
+    s->sumexp = carve(cv, N, DT_F64); s->tlogit = carve(cv, N, DT_F64);
+    s->dot = carve(cv, N, DT_F32);
+    if (L->scheme == TP_BTP) {
+        size_t gr = 3 * (size_t)L->ra > 2 * (size_t)L->rm ? 3 * (size_t)L->ra : 2 * (size_t)L->rm;
+        s->xn = carve(cv, N * dr, t);
+        s->acat = carve(cv, dr * gr, t); s->dacat = carve(cv, dr * gr, t);
+        s->dzb = carve(cv, N * gr + N, t); s->dpb = carve(cv, N * gr + N, t);   // ≥ every btp_bn size
+        s->dfull = carve(cv, N * d, t);
+    }
+    return cv->off;
+}
+
+void scratch_view(const Model *mdl, Scratch *s) {
+    Carve cv = { .base = mdl->scratch, .off = 0 };
+    scratch_carve(&cv, s, mdl);
+}

@@ -1,0 +1,160 @@
+// optimizer.c — see optimizer.h.
+#include <math.h>
+#include "optimizer.h"
+#include "../backend/ops.h"
+#include "../core/check.h"
+
+double lr_at(const TrainConfig *tc, int step) {
+    if (tc->warmup_steps > 0 && step < tc->warmup_steps)
+        return tc->lr * (double)(step + 1) / tc->warmup_steps;
+    int decay_steps = tc->steps - tc->warmup_steps;
+    if (decay_steps <= 1) return tc->lr;
+    double progress = (double)(step - tc->warmup_steps) / (double)(decay_steps - 1);  // 0..1
+    if (progress > 1) progress = 1;
+    double min_lr = tc->lr * tc->min_lr_ratio;
+    return min_lr + 0.5 * (tc->lr - min_lr) * (1.0 + cos(M_PI * progress));
+}
+
+static CommDtype comm_dtype_of(DType t) { return t == DT_BF16 ? DTYPE_BF16 : DTYPE_F32; }
+
+void optimizer_init(Optimizer *o, Model *mdl, int zero1) {
+    memset(o, 0, sizeof *o);
+    Comm *c = mdl->comm;
+    o->bk = mdl->bk; o->comm = c; o->table = &mdl->table; o->tp = mdl->lay.tp;
+    o->mixed = mdl->bk->dtype != DT_F32;
+    o->zero1 = zero1 && c->dp > 1;
+    o->n_params = mdl->table.n_params; o->n_alloc = mdl->n_alloc;
+    if (o->zero1) {
+        CHECK(o->n_alloc == model_family_len(o->n_params, c->dp),
+              "optimizer: ZeRO-1 over %d ranks needs the model built with family_parts = %d", c->dp, c->dp);
+        o->shard_len = o->n_alloc / (size_t)c->dp;
+        o->shard_off = (size_t)c->dp_rank * o->shard_len;
+    } else {
+        o->shard_off = 0; o->shard_len = o->n_params;
+    }
+    // The tensors' parts inside [shard_off, shard_off + shard_len): the spans of one launch.
+    const ParamTable *t = o->table;
+    o->spans = xcalloc((size_t)t->n_specs + 1, sizeof *o->spans);
+    for (int i = 0; i < t->n_specs; i++) {
+        const ParamSpec *s = &t->specs[i];
+        size_t lo = s->offset > o->shard_off ? s->offset : o->shard_off;
+        size_t hi = s->offset + s->numel < o->shard_off + o->shard_len ? s->offset + s->numel : o->shard_off + o->shard_len;
+        if (lo >= hi) continue;
+        o->spans[o->n_spans].off = lo; o->spans[o->n_spans].n = hi - lo;
+        o->spans[o->n_spans].decay = s->decay;
+        o->spans[o->n_spans].norm_weight = s->tp_replicated ? 1.0 / o->tp : 1.0;
+        o->n_spans++;
+    }
+    if (o->mixed) {
+        o->master = bk_alloc(o->bk, o->shard_len, DT_F32, MEM_OPTIM);
+        bk_cast(o->bk, o->master, DT_F32, bk_at(o->bk, mdl->params, o->shard_off), o->bk->dtype, o->shard_len);
+    } else {
+        o->master = bk_at_t(mdl->params, o->shard_off, DT_F32);
+    }
+    o->m = bk_alloc(o->bk, o->shard_len, DT_F32, MEM_OPTIM);
+    o->v = bk_alloc(o->bk, o->shard_len, DT_F32, MEM_OPTIM);
+}
+
+void optimizer_free(Optimizer *o) {
+    if (o->mixed) bk_free(o->bk, o->master, o->shard_len, DT_F32, MEM_OPTIM);
+    bk_free(o->bk, o->m, o->shard_len, DT_F32, MEM_OPTIM);
+    bk_free(o->bk, o->v, o->shard_len, DT_F32, MEM_OPTIM);
+    free(o->spans);
+    memset(o, 0, sizeof *o);
+}
+
+void optimizer_reduce_grads(Optimizer *o, Model *mdl, int want_full) {
+    Comm *c = o->comm;
+    CommDtype ct = comm_dtype_of(o->bk->dtype);
+    if (o->zero1 && !want_full) {
+        comm_reduce_scatter_ex(c, GROUP_DP, mdl->grads, mdl->grads, o->shard_len, ct, PHASE_OPTIMIZER, -1);
+        if (o->shard_off)   // the slice arrives at the front of the buffer (disjoint: off >= len)
+            bk_copy(o->bk, bk_at(o->bk, mdl->grads, o->shard_off), mdl->grads, o->shard_len, o->bk->dtype);
+    } else {
+        comm_all_reduce_ex(c, GROUP_DP, mdl->grads, o->zero1 ? o->n_alloc : o->n_params, ct, OP_SUM, PHASE_OPTIMIZER, -1);
+    }
+}
+
+double optimizer_clip(Optimizer *o, Model *mdl, double clip) {
+    bk_label(o->bk, PHASE_OPTIMIZER, -1);
+    int n = o->n_spans;
+    const void **x = xcalloc((size_t)n + 1, sizeof *x);
+    size_t *len = xcalloc((size_t)n + 1, sizeof *len);
+    double *w = xcalloc((size_t)n + 1, sizeof *w);
+    for (int i = 0; i < n; i++) {
+        x[i] = bk_at(o->bk, mdl->grads, o->spans[i].off);
+        len[i] = o->spans[i].n;
+        w[i] = o->spans[i].norm_weight;
+    }
+    double ss = op_sumsq_multi(o->bk, n, x, len, w);
+    free(x); free(len); free(w);
+    // Sum of squares of the FULL model: sharded tensors add up over TP and PP (and over the
+    // ZeRO-1 slices of DP); a tensor replicated on the TP ranks is counted once.
+    comm_all_reduce_f64(o->comm, GROUP_TP, &ss, 1, PHASE_OPTIMIZER, -1);
+    comm_all_reduce_f64(o->comm, GROUP_PP, &ss, 1, PHASE_OPTIMIZER, -1);
+    if (o->zero1) comm_all_reduce_f64(o->comm, GROUP_DP, &ss, 1, PHASE_OPTIMIZER, -1);
+    double norm = sqrt(ss);
+    if (clip > 0 && norm > clip)
+        op_scale(o->bk, bk_at(o->bk, mdl->grads, o->shard_off), (float)(clip / norm), o->shard_len);
+    return norm;
+}
+
+void optimizer_step(Optimizer *o, Model *mdl, const TrainConfig *tc, double lr, int t) {
+    bk_label(o->bk, PHASE_OPTIMIZER, -1);
+    AdamWSpan *sp = xcalloc((size_t)o->n_spans + 1, sizeof *sp);
+    for (int i = 0; i < o->n_spans; i++) {
+        size_t off = o->spans[i].off, rel = off - o->shard_off;
+        sp[i] = (AdamWSpan){ .master = o->master + (o->master ? rel : 0),
+                             .grad = bk_at(o->bk, mdl->grads, off),
+                             .m = o->m + (o->m ? rel : 0), .v = o->v + (o->v ? rel : 0),
+                             .param = o->mixed ? bk_at(o->bk, mdl->params, off) : NULL,
+                             .n = o->spans[i].n,
+                             .weight_decay = o->spans[i].decay ? (float)tc->weight_decay : 0.0f };
+        if (o->bk->dry) sp[i].master = sp[i].m = sp[i].v = NULL;
+    }
+    AdamWHyper h = { (float)lr, (float)tc->beta1, (float)tc->beta2, (float)tc->adam_eps, t };
+    op_adamw_multi(o->bk, o->n_spans, sp, &h);
+    free(sp);
+    if (o->zero1)   // every DP rank updated its slice; assemble the full parameters again
+        comm_all_gather_ex(o->comm, GROUP_DP, bk_at(o->bk, mdl->params, o->shard_off), mdl->params,
+                           o->shard_len, comm_dtype_of(o->bk->dtype), PHASE_OPTIMIZER, -1);
+}
+
+// dst_host[n_params] = the full span of a [shard_len] fp32 family (assembled over DP under
+// ZeRO-1 through a temporary of the padded length).
+static void family_to_host(Optimizer *o, const float *fam, float *dst_host) {
+    if (!dst_host) return;
+    if (!o->zero1) { bk_to_host(o->bk, dst_host, fam, o->n_params, DT_F32); return; }
+    float *full = bk_alloc(o->bk, o->n_alloc, DT_F32, MEM_WORK);
+    comm_all_gather_ex(o->comm, GROUP_DP, fam, full, o->shard_len, DTYPE_F32, PHASE_OTHER, -1);
+    bk_to_host(o->bk, dst_host, full, o->n_params, DT_F32);
+    bk_free(o->bk, full, o->n_alloc, DT_F32, MEM_WORK);
+}
+
+void optimizer_state_to_host(Optimizer *o, Model *mdl, float *params, float *m, float *v) {
+    if (params) {
+        if (o->mixed) family_to_host(o, o->master, params);
+        else bk_to_host(o->bk, params, mdl->params, o->n_params, DT_F32);   // complete after each step
+    }
+    family_to_host(o, o->m, m);
+    family_to_host(o, o->v, v);
+}
+
+// fam[shard_len] (fp32, the back end's) = this rank's slice of host[n_params]; the padding
+// beyond n_params stays zero.
+static void family_from_host(Optimizer *o, float *fam, const float *host) {
+    if (!host) return;
+    size_t n = o->shard_off >= o->n_params ? 0
+             : (o->shard_off + o->shard_len <= o->n_params ? o->shard_len : o->n_params - o->shard_off);
+    bk_zero(o->bk, fam, o->shard_len, DT_F32);
+    if (n) bk_from_host(o->bk, fam, host + o->shard_off, n, DT_F32);
+}
+
+void optimizer_state_from_host(Optimizer *o, Model *mdl, const float *params, const float *m, const float *v) {
+    if (params) {
+        model_set_params(mdl, params);
+        if (o->mixed) family_from_host(o, o->master, params);
+    }
+    family_from_host(o, o->m, m);
+    family_from_host(o, o->v, v);
+}
