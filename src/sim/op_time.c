@@ -36,15 +36,15 @@ static double table_rate(const HwGemm *g, double M, double N, double K) {
     return exp(acc);
 }
 
-double sim_gemm_rate(const HwProfile *hw, Precision p, double M, double N, double K, int count) {
+double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count) {
     const HwGemm *g = &hw->gemm[p];
-    CHECK(g->present, "profile %s has no gemm.%s model", hw->name, precision_name(p));
+    CHECK(g->present, "profile %s has no gemm.%s model", hw->name, sim_precision_name(p));
     if (g->model == GEMM_TABLE) return table_rate(g, M, N, K);
     // a batched group fills the processors with count × the tiles of one GEMM
-    return hw->peak_flops[p] * g->eff_core * profile_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count);
+    return hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count);
 }
 
-double sim_gemm_time(const HwProfile *hw, Precision p, double M, double N, double K, int count,
+double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,
                      double flops, double bytes) {
     if (!(flops > 0) || M <= 0 || N <= 0 || K <= 0) return hw->op_overhead_s;
     double t = flops / sim_gemm_rate(hw, p, M, N, K, count);
@@ -55,14 +55,14 @@ double sim_gemm_time(const HwProfile *hw, Precision p, double M, double N, doubl
     return t + hw->op_overhead_s;
 }
 
-double sim_op_time(const HwProfile *hw, Precision p, const OpInfo *op) {
+double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op) {
     double mem = op->bytes / (hw->memory_bandwidth * hw->memory_efficiency);
     switch (op->cls) {
     case OPC_GEMM:
         return sim_gemm_time(hw, p, op->M, op->N, op->K, op->count, op->flops, op->bytes);
     case OPC_ATTENTION: {
         const HwAttention *a = &hw->attention[p];
-        CHECK(a->present, "profile %s has no attention.%s efficiency", hw->name, precision_name(p));
+        CHECK(a->present, "profile %s has no attention.%s efficiency", hw->name, sim_precision_name(p));
         double eff = op->name && strstr(op->name, "backward") ? a->backward : a->forward;
         double t = op->flops / (hw->peak_flops[p] * eff);
         return (t > mem ? t : mem) + hw->op_overhead_s;

@@ -49,6 +49,8 @@ double sim_pipeline(const SimPipeIn *in, SimStageTime *out, char *msg, size_t ms
         st[p].acts = xcalloc((size_t)SCHEDULE_MAX_ACTIONS(n), sizeof(PipeAction));
         st[p].n_acts = schedule_actions(steps, n, p, P, 1, st[p].acts);
         memset(&out[p], 0, sizeof out[p]);
+        st[p].clock = in->head ? in->head[p] : 0;
+        out[p].busy_s = st[p].clock;
     }
     free(steps);
     double result = -1;

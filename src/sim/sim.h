@@ -1,5 +1,5 @@
 // sim.h — the performance model: op and collective traces of the real drivers (OpInfo,
-// CommRecord) turned into time with a hardware profile (profile.h), and the 1F1B pipeline
+// CommRecord) turned into time with a hardware profile (hardware.h), and the 1F1B pipeline
 // schedule turned into a step time. docs/performance-model.md states every equation and
 // where each profile number comes from. In short:
 //
@@ -26,17 +26,17 @@
 // There is no overlap of communication with computation in this engine (nor in the paper's
 // BTP code): every collective is exposed, and the model says so by adding it.
 #pragma once
-#include "profile.h"
+#include "hardware.h"
 
 // ---- op time (op_time.c) --------------------------------------------------------------------
 // FLOP/s a GEMM of this shape reaches before the memory bound (roofline: peak·eff_core·q;
 // table: interpolated). count > 1: a batched group of `count` such GEMMs in one launch.
-double sim_gemm_rate(const HwProfile *hw, Precision p, double M, double N, double K, int count);
+double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count);
 // Seconds of one GEMM launch doing `flops` with `bytes` of memory traffic.
-double sim_gemm_time(const HwProfile *hw, Precision p, double M, double N, double K, int count,
+double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,
                      double flops, double bytes);
-// Seconds of one traced op (any class). The profile must cover p (profile_check_precision).
-double sim_op_time(const HwProfile *hw, Precision p, const OpInfo *op);
+// Seconds of one traced op (any class). The profile must cover p (hw_check_precision).
+double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op);
 
 // ---- collectives (collective.c) -------------------------------------------------------------
 // Where a group's ranks sit: n ranks over n_nodes nodes, at most per_node on one node.
@@ -66,6 +66,7 @@ typedef struct {
     double comm_s;        // collectives (TP, DP, world); all exposed
     double p2p_bytes;     // pipeline sends (PHASE_PIPELINE send records): priced by the pipeline
     double flops;         // traced op FLOPs (recompute included: hardware FLOPs)
+    double gemm_flops;    // of which GEMMs
     long n_ops, n_calls;
 } SimCost;
 
@@ -73,7 +74,7 @@ typedef struct {
 // rank of the grid. Spans: sim_tracer_take returns the cost since the last take.
 typedef struct {
     const HwProfile *hw;
-    Precision prec;
+    SimPrecision prec;
     SimPlacement place[GROUP_COUNT];
     SimCost cur, total;
     int n_layers;                              // per-layer tables: layers -1 .. n_layers-1
@@ -82,7 +83,7 @@ typedef struct {
     double comm_group_s[PHASE_COUNT][GROUP_COUNT];
 } SimTracer;
 
-void sim_tracer_init(SimTracer *t, const HwProfile *hw, Precision prec, int tp, int dp, int pp,
+void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int tp, int dp, int pp,
                      int tp_rank, int dp_rank, int pp_rank, int n_layers);
 void sim_tracer_free(SimTracer *t);
 void sim_tracer_op(void *ctx, const OpInfo *op);            // OpObserver.end
@@ -96,18 +97,20 @@ double sim_tracer_layer_comm(const SimTracer *t, Phase ph, int layer);
 // One step of P stages and M micro-batches under the fused 1F1B schedule. fwd[p][m], bwd[p][m]:
 // seconds of stage p's forward / backward of micro-batch m (compute and their collectives);
 // xfer_fwd[p], xfer_bwd[p] (p < P−1): seconds of one activation transfer p → p+1 and one
-// gradient transfer p+1 → p; tail[p]: seconds after the stage's last backward (gradient
-// reduction, optimizer). A transfer completes when both ends have reached it plus its
+// gradient transfer p+1 → p; head[p]: seconds before the stage's first action (zeroing the
+// gradients); tail[p]: seconds after its last backward (gradient reduction, optimizer); head
+// and tail may be NULL. A transfer completes when both ends have reached it plus its
 // duration (blocking sends, as the trainer's MPI exchanges).
 typedef struct {
     int n_stages, n_micro;
     const double *const *fwd, *const *bwd;
     const double *xfer_fwd, *xfer_bwd;
     const double *tail;
+    const double *head;
 } SimPipeIn;
 typedef struct {
     double end_s;       // when the stage finished, tail included
-    double busy_s;      // compute actions + tail
+    double busy_s;      // compute actions + head + tail
     double xfer_s;      // transfer durations of its communication actions
     double wait_s;      // idle: waiting for a peer, and after its end until the step's end
 } SimStageTime;

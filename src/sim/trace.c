@@ -5,7 +5,7 @@
 #include "../core/check.h"
 #include "sim.h"
 
-void sim_tracer_init(SimTracer *t, const HwProfile *hw, Precision prec, int tp, int dp, int pp,
+void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int tp, int dp, int pp,
                      int tp_rank, int dp_rank, int pp_rank, int n_layers) {
     memset(t, 0, sizeof *t);
     t->hw = hw;
@@ -35,6 +35,7 @@ void sim_tracer_op(void *ctx, const OpInfo *op) {
     double s = sim_op_time(t->hw, t->prec, op);
     t->cur.compute_s += s;
     t->cur.flops += op->flops;
+    if (op->cls == OPC_GEMM) t->cur.gemm_flops += op->flops;
     t->cur.n_ops++;
     t->layer_compute[layer_slot(t, op->phase, op->layer)] += s;
     CHECK((unsigned)op->cls < OPC_COUNT, "sim tracer: op class %d", (int)op->cls);
@@ -65,6 +66,7 @@ SimCost sim_tracer_take(SimTracer *t) {
     t->total.comm_s += c.comm_s;
     t->total.p2p_bytes += c.p2p_bytes;
     t->total.flops += c.flops;
+    t->total.gemm_flops += c.gemm_flops;
     t->total.n_ops += c.n_ops;
     t->total.n_calls += c.n_calls;
     memset(&t->cur, 0, sizeof t->cur);

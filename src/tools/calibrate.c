@@ -3,13 +3,16 @@
 //   build/calibrate [--out experiments/hardware/cpu-local.yaml] [--ranks 2,4] [--quick]
 //
 // Measures, printing each table as it goes:
-//   1. sgemm (OpenBLAS, row-major NN, all cores) on a grid of shapes M × N × K, the skinny
-//      low-rank ones included (N or K = 16 … 64): the profile's GEMM table;
-//   2. the engine's sgemm peak (optim.h: best-of-3 2048³, what the trainer's MFU uses);
-//   3. memory bandwidth: a STREAM-style triad a = b + s·c over 3 × 64 MiB (all cores);
-//   4. the engine's causal attention forward and backward (ops/attention.c) at two
-//      recipe-sized shapes, as a fraction of the sgemm peak (FLOPs counted with
-//      FlashAttention-2's convention, docs/performance-model.md);
+//   1. GEMMs through the engine's CPU fp32 back end (op_gemm: OpenBLAS sgemm, row-major NN,
+//      all cores) on a grid of shapes M × N × K, the skinny low-rank ones included (N or K
+//      = 16 … 64): the profile's GEMM table;
+//   2. the engine's sgemm peak (measure_sgemm_peak_gflops: best-of-3 2048³, what the
+//      trainer's MFU uses);
+//   3. memory bandwidth: the engine's op_add (x += y) over 2 × 64 MiB, bytes as its OpInfo
+//      counts them (2 reads + 1 write);
+//   4. the engine's causal flash attention (op_attention_forward/backward) at two
+//      recipe-sized shapes, as a fraction of the sgemm peak, FLOPs as its OpInfo counts
+//      them (FlashAttention-2's convention, docs/performance-model.md);
 //   5. the engine's MPI collectives (parallel/comm.h: all-reduce, all-gather,
 //      reduce-scatter, sendrecv) at 2 and 4 ranks (4 oversubscribed on this 2-core
 //      machine) over message sizes 4 B … 16 MiB — each rank count in a child
@@ -29,24 +32,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../backend/ops.h"
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../core/timer.h"
-#include "../ops/ops.h"
 #include "../parallel/comm.h"
-#include "../sim/profile.h"
-#include "../train/optim.h"
+#include "../sim/hardware.h"
 
 // ---- helpers --------------------------------------------------------------------------------
-
-static float *rand_buf(size_t n, unsigned seed) {
-    float *p = xaligned_alloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        p[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
-    }
-    return p;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -61,39 +54,70 @@ static void load_average(double la[3]) {
     if (getloadavg(la, 3) != 3) la[0] = la[1] = la[2] = -1;
 }
 
-// ---- 1. sgemm grid --------------------------------------------------------------------------
+// ---- timing the engine's ops ------------------------------------------------------------------
+// An op observer that times each op between its begin and end (the CPU back end runs ops
+// synchronously) and keeps the OpInfo's own FLOPs and bytes: so every rate below is counted
+// exactly as the simulator's traces count it.
+typedef struct { double t0, seconds, flops, bytes; } OpTimer;
+static void timer_begin(void *ctx, const OpInfo *op) { (void)op; ((OpTimer *)ctx)->t0 = now_seconds(); }
+static void timer_end(void *ctx, const OpInfo *op) {
+    OpTimer *t = ctx;
+    t->seconds = now_seconds() - t->t0;
+    t->flops = op->flops;
+    t->bytes = op->bytes;
+}
+static const OpObserver op_timer = { timer_begin, timer_end };
 
-// Seconds of one C[M,N] = A[M,K] B[K,N]: the best of >= 3 timed repetitions, each repeating
-// the call enough times to last >= 2 ms (small shapes), after one warm-up call. The best,
-// because other processes on a shared machine only ever add time.
-static double time_sgemm(int M, int N, int K, double min_total) {
-    float *A = rand_buf((size_t)M * K, 1), *B = rand_buf((size_t)K * N, 2), *C = xaligned_alloc((size_t)M * N * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
-    double t0 = now_seconds();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
-    double one = now_seconds() - t0;
-    int inner = one > 0 ? (int)ceil(2e-3 / one) : 1000;
+static float *rand_host(size_t n, unsigned seed) {
+    float *p = xaligned_alloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
+    }
+    return p;
+}
+// n random fp32 elements in a buffer of back end b.
+static void *rand_buf(Backend *b, size_t n, unsigned seed) {
+    void *d = bk_alloc(b, n, DT_F32, MEM_WORK);
+    float *h = rand_host(n, seed);
+    bk_from_host(b, d, h, n, DT_F32);
+    free(h);
+    return d;
+}
+
+// ---- 1. GEMM grid ---------------------------------------------------------------------------
+
+// Seconds of one C[M,N] = A[M,K] B[K,N] (op_gemm): the best of >= 3 timed repetitions (more
+// until min_total seconds are spent, at most 64) after a warm-up. Small shapes repeat the call
+// so that a repetition lasts >= 2 ms. The best, because other processes on a shared machine
+// only ever add time.
+static double time_gemm(Backend *b, int M, int N, int K, double min_total) {
+    void *A = rand_buf(b, (size_t)M * K, 1), *B = rand_buf(b, (size_t)K * N, 2), *C = bk_alloc(b, (size_t)M * N, DT_F32, MEM_WORK);
+    OpTimer t = { 0 };
+    bk_observe(b, &op_timer, &t);
+    op_gemm(b, TR_N, TR_N, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
+    int inner = t.seconds > 0 ? (int)ceil(2e-3 / t.seconds) : 1000;
     if (inner < 1) inner = 1;
     if (inner > 10000) inner = 10000;
-    double per[64];
-    int reps = 0;
-    double spent = 0;
-    while (reps < 64 && (reps < 3 || spent < min_total)) {
-        t0 = now_seconds();
-        for (int i = 0; i < inner; i++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
-        double dt = now_seconds() - t0;
-        spent += dt;
-        per[reps++] = dt / inner;
+    double best = INFINITY, spent = 0;
+    for (int reps = 0; reps < 64 && (reps < 3 || spent < min_total); reps++) {
+        double sum = 0;
+        for (int i = 0; i < inner; i++) {
+            op_gemm(b, TR_N, TR_N, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
+            sum += t.seconds;
+        }
+        spent += sum;
+        if (sum / inner < best) best = sum / inner;
     }
-    free(A); free(B); free(C);
-    double best = per[0];
-    for (int r = 1; r < reps; r++)
-        if (per[r] < best) best = per[r];
+    bk_observe(b, NULL, NULL);
+    bk_free(b, A, (size_t)M * K, DT_F32, MEM_WORK);
+    bk_free(b, B, (size_t)K * N, DT_F32, MEM_WORK);
+    bk_free(b, C, (size_t)M * N, DT_F32, MEM_WORK);
     return best;
 }
 
-static void measure_gemm(HwGemm *g, const int *Ms, int nM, const int *Ns, int nN, const int *Ks, int nK, double min_total) {
+static void measure_gemm(Backend *b, HwGemm *g, const int *Ms, int nM, const int *Ns, int nN, const int *Ks, int nK,
+                         double min_total) {
     g->present = 1;
     g->model = GEMM_TABLE;
     g->nM = nM; g->nN = nN; g->nK = nK;
@@ -101,17 +125,16 @@ static void measure_gemm(HwGemm *g, const int *Ms, int nM, const int *Ns, int nN
     g->Ns = xcalloc((size_t)nN, sizeof(int)); memcpy(g->Ns, Ns, sizeof(int) * (size_t)nN);
     g->Ks = xcalloc((size_t)nK, sizeof(int)); memcpy(g->Ks, Ks, sizeof(int) * (size_t)nK);
     g->rate = xcalloc((size_t)(nM * nN * nK), sizeof(double));
-    printf("\n1. sgemm GFLOP/s (row-major NN, %d threads), rows M x N, columns K\n", omp_get_max_threads());
+    printf("\n1. GEMM GFLOP/s (op_gemm, fp32, row-major NN, %d threads), rows M x N, columns K\n", omp_get_max_threads());
     for (int a = 0; a < nM; a++) {
         printf("%6s %6s", "M", "N");
         for (int k = 0; k < nK; k++) printf("  K=%-6d", Ks[k]);
         printf("\n");
-        for (int b = 0; b < nN; b++) {
-            printf("%6d %6d", Ms[a], Ns[b]);
+        for (int n = 0; n < nN; n++) {
+            printf("%6d %6d", Ms[a], Ns[n]);
             for (int k = 0; k < nK; k++) {
-                double s = time_sgemm(Ms[a], Ns[b], Ks[k], min_total);
-                double r = 2.0 * Ms[a] * Ns[b] * Ks[k] / s;
-                g->rate[((size_t)a * nN + b) * nK + k] = r;
+                double r = 2.0 * Ms[a] * Ns[n] * Ks[k] / time_gemm(b, Ms[a], Ns[n], Ks[k], min_total);
+                g->rate[((size_t)a * nN + n) * nK + k] = r;
                 printf("  %8.2f", r / 1e9);
                 fflush(stdout);
             }
@@ -122,46 +145,46 @@ static void measure_gemm(HwGemm *g, const int *Ms, int nM, const int *Ns, int nN
 
 // ---- 3. memory bandwidth --------------------------------------------------------------------
 
-static double measure_triad(size_t n, int reps) {
-    float *a = xaligned_alloc(n * sizeof(float)), *b = rand_buf(n, 3), *c = rand_buf(n, 4);
-    double best = 1e30;
+// Bytes/s of op_add (x[n] += y[n]) as its OpInfo counts the bytes; the best pass after the
+// first (which faults the pages in).
+static double measure_bandwidth(Backend *b, size_t n, int reps) {
+    void *x = rand_buf(b, n, 3), *y = rand_buf(b, n, 4);
+    OpTimer t = { 0 };
+    bk_observe(b, &op_timer, &t);
+    double best = 0;
     for (int r = 0; r < reps + 1; r++) {
-        double t0 = now_seconds();
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++) a[i] = b[i] + 0.5f * c[i];
-        double dt = now_seconds() - t0;
-        if (r > 0 && dt < best) best = dt;   // the first pass faults the pages in
+        op_add(b, x, y, n);
+        if (r > 0 && t.bytes / t.seconds > best) best = t.bytes / t.seconds;
     }
-    volatile float sink = a[n / 3];
-    (void)sink;
-    free(a); free(b); free(c);
-    return 3.0 * sizeof(float) * n / best;   // STREAM counts 2 reads + 1 write
+    bk_observe(b, NULL, NULL);
+    bk_free(b, x, n, DT_F32, MEM_WORK);
+    bk_free(b, y, n, DT_F32, MEM_WORK);
+    return best;
 }
 
 // ---- 4. attention ---------------------------------------------------------------------------
 
-// FlashAttention-2's FLOP convention: forward 4·B·T²·hd·H / 2 (causal), backward 2.5× that.
-static void measure_attention(int B, int T, int H, int hd, double *fwd_rate, double *bwd_rate) {
-    size_t nq = (size_t)B * T * H * hd;
-    float *q = rand_buf(nq, 5), *k = rand_buf(nq, 6), *v = rand_buf(nq, 7), *out = xaligned_alloc(nq * 4);
-    float *att = xaligned_alloc((size_t)B * H * T * T * 4), *dout = rand_buf(nq, 8);
-    float *dq = xaligned_alloc(nq * 4), *dk = xaligned_alloc(nq * 4), *dv = xaligned_alloc(nq * 4);
-    double f = 4.0 * B * (double)T * T * hd * H / 2, tf[7], tb[7];
-    attention_forward(out, att, q, k, v, B, T, H, H, hd);   // warm-up
-    attention_backward(dq, dk, dv, dout, q, k, v, att, B, T, H, H, hd);
-    for (int r = 0; r < 7; r++) {
-        double t0 = now_seconds();
-        attention_forward(out, att, q, k, v, B, T, H, H, hd);
-        double t1 = now_seconds();
-        attention_backward(dq, dk, dv, dout, q, k, v, att, B, T, H, H, hd);
-        tf[r] = t1 - t0;
-        tb[r] = now_seconds() - t1;
+// FLOP/s of the engine's causal attention, forward and backward, FLOPs as the ops report them
+// (FlashAttention-2's convention); the best of 7 calls each after a warm-up.
+static void measure_attention(Backend *b, int B, int T, int H, int hd, double *fwd_rate, double *bwd_rate) {
+    size_t nq = (size_t)B * T * H * hd, nl = (size_t)B * H * T;
+    void *q = rand_buf(b, nq, 5), *k = rand_buf(b, nq, 6), *v = rand_buf(b, nq, 7), *dout = rand_buf(b, nq, 8);
+    void *out = bk_alloc(b, nq, DT_F32, MEM_WORK), *dq = bk_alloc(b, nq, DT_F32, MEM_WORK);
+    void *dk = bk_alloc(b, nq, DT_F32, MEM_WORK), *dv = bk_alloc(b, nq, DT_F32, MEM_WORK);
+    float *lse = bk_alloc(b, nl, DT_F32, MEM_WORK);
+    OpTimer t = { 0 };
+    bk_observe(b, &op_timer, &t);
+    *fwd_rate = *bwd_rate = 0;
+    for (int r = 0; r < 8; r++) {   // r = 0: warm-up
+        op_attention_forward(b, out, lse, q, k, v, B, T, H, H, hd);
+        if (r > 0 && t.flops / t.seconds > *fwd_rate) *fwd_rate = t.flops / t.seconds;
+        op_attention_backward(b, dq, dk, dv, dout, out, q, k, v, lse, B, T, H, H, hd);
+        if (r > 0 && t.flops / t.seconds > *bwd_rate) *bwd_rate = t.flops / t.seconds;
     }
-    qsort(tf, 7, sizeof *tf, cmp_double);   // the best of 7 (see time_sgemm)
-    qsort(tb, 7, sizeof *tb, cmp_double);
-    *fwd_rate = f / tf[0];
-    *bwd_rate = 2.5 * f / tb[0];
-    free(q); free(k); free(v); free(out); free(att); free(dout); free(dq); free(dk); free(dv);
+    bk_observe(b, NULL, NULL);
+    void *bufs[] = { q, k, v, dout, out, dq, dk, dv };
+    for (int i = 0; i < 8; i++) bk_free(b, bufs[i], nq, DT_F32, MEM_WORK);
+    bk_free(b, lse, nl, DT_F32, MEM_WORK);
 }
 
 // ---- 5. collectives: the MPI worker ---------------------------------------------------------
@@ -197,7 +220,7 @@ static int mpi_worker(int argc, char **argv, const char *path) {
         CHECK_ERRNO(!f, path);
     }
     size_t max_bytes = (size_t)16 << 20;
-    float *buf = rand_buf(max_bytes / 4, 9), *out = xaligned_alloc(max_bytes);
+    float *buf = rand_host(max_bytes / 4, 9), *out = xaligned_alloc(max_bytes);
     for (int k = 0; k < K_N; k++)
         for (size_t S = 4 * (size_t)world; S <= max_bytes; S *= 4) {
             // Every call is timed on its own between barriers, and the time of a call is the
@@ -259,101 +282,132 @@ static int run_worker(int n, const char *out_path) {
 }
 
 // ---- the α-β fit ----------------------------------------------------------------------------
+//
+// Per collective and rank count n, t(S) = α_n + bus(S)/β_n with bus(S) the bytes on the bus
+// (sim.h: S·2(n−1)/n for all-reduce, S·(n−1)/n for reduce-scatter and all-gather, S for a
+// send) is fitted in log space — minimising Σ log²(model/measured), which treats a model
+// twice too fast and twice too slow alike (a least-squares fit on relative error does not,
+// and sides with the fast points) — by Gauss-Newton from a relative least-squares start.
+// Points more than max(3× the median, 50%) off are then left out and the fit redone once:
+// a call descheduled by other processes is an outlier of the machine's load. The profile
+// takes busbw per rank count ({2: β_2, 4: β_4}: an oversubscribed machine is not one link
+// speed) and the latencies base + steps·hop through α_2 and α_4 (steps: 2(n−1) for
+// all-reduce, n−1 for reduce-scatter and all-gather; a send has one step at every n, so its
+// latency is all base).
 
 typedef struct { int kind, n; double bytes, t; int used; } Meas;   // used: kept by the fit
 
-// Ring steps and bus factor of kind k on n ranks (sim.h); p2p: one step, the whole message.
-static void kind_terms(int k, int n, double S, double *steps, double *bus_bytes) {
-    if (k == K_AR) { *steps = 2.0 * (n - 1); *bus_bytes = S * 2.0 * (n - 1) / n; }
-    else if (k == K_P2P) { *steps = 1; *bus_bytes = S; }
-    else { *steps = n - 1.0; *bus_bytes = S * (n - 1.0) / n; }
+static double ring_steps(int k, int n) { return k == K_AR ? 2.0 * (n - 1) : k == K_P2P ? 1.0 : n - 1.0; }
+static double bus_bytes(int k, int n, double S) {
+    return k == K_AR ? S * 2.0 * (n - 1) / n : k == K_P2P ? S : S * (n - 1.0) / n;
 }
 
-// Weighted least squares t ≈ x0 + steps·x1 + bus·x2 on relative error, over the free
-// unknowns of `mask` (bit j: x_j free, else 0); returns the weighted residual or inf when
-// the solution is infeasible (x < 0, or x2 <= 0).
-static double fit_mask(const Meas *m, int nm, int k, unsigned mask, double x[3]) {
-    double A[3][3] = { { 0 } }, r[3] = { 0 };
-    int idx[3], nf = 0;
-    for (int j = 0; j < 3; j++)
-        if (mask & (1u << j)) idx[nf++] = j;
+// Fit α, g = 1/β of the used points of (k, n); returns 0 when there are too few points.
+static int fit_alpha_beta(const Meas *m, int nm, int k, int n, double *alpha, double *g) {
+    // start: weighted least squares on relative error, closed form for 2 unknowns
+    double a11 = 0, a12 = 0, a22 = 0, r1 = 0, r2 = 0;
+    int cnt = 0;
     for (int i = 0; i < nm; i++) {
-        if (m[i].kind != k || !m[i].used) continue;
-        double row[3], w = 1.0 / m[i].t;
-        kind_terms(k, m[i].n, m[i].bytes, &row[1], &row[2]);
-        row[0] = 1;
-        for (int a = 0; a < nf; a++) {
-            r[a] += w * w * row[idx[a]] * m[i].t;
-            for (int b = 0; b < nf; b++) A[a][b] += w * w * row[idx[a]] * row[idx[b]];
+        if (m[i].kind != k || m[i].n != n || !m[i].used) continue;
+        double w = 1.0 / (m[i].t * m[i].t), x = bus_bytes(k, n, m[i].bytes);
+        a11 += w; a12 += w * x; a22 += w * x * x; r1 += w * m[i].t; r2 += w * x * m[i].t;
+        cnt++;
+    }
+    if (cnt < 2) return 0;
+    double det = a11 * a22 - a12 * a12;
+    double al = det != 0 ? (r1 * a22 - r2 * a12) / det : r1 / a11, gg = det != 0 ? (a11 * r2 - a12 * r1) / det : 0;
+    if (al < 1e-9) al = 1e-9;
+    if (gg < 1e-15) gg = 1e-15;
+    // Gauss-Newton on r_i = log(α + x_i g) − log t_i, with step halving; α, g kept > 0
+    for (int it = 0; it < 50; it++) {
+        double j11 = 0, j12 = 0, j22 = 0, b1 = 0, b2 = 0, cost = 0;
+        for (int i = 0; i < nm; i++) {
+            if (m[i].kind != k || m[i].n != n || !m[i].used) continue;
+            double x = bus_bytes(k, n, m[i].bytes), mod = al + x * gg, r = log(mod / m[i].t);
+            double da = 1 / mod, dg = x / mod;
+            j11 += da * da; j12 += da * dg; j22 += dg * dg; b1 += da * r; b2 += dg * r; cost += r * r;
         }
-    }
-    // Gaussian elimination with partial pivoting on the nf×nf system
-    for (int c = 0; c < nf; c++) {
-        int piv = c;
-        for (int i = c + 1; i < nf; i++)
-            if (fabs(A[i][c]) > fabs(A[piv][c])) piv = i;
-        if (fabs(A[piv][c]) < 1e-300) return INFINITY;
-        for (int j = 0; j < nf; j++) { double t = A[c][j]; A[c][j] = A[piv][j]; A[piv][j] = t; }
-        double t = r[c]; r[c] = r[piv]; r[piv] = t;
-        for (int i = c + 1; i < nf; i++) {
-            double fct = A[i][c] / A[c][c];
-            for (int j = c; j < nf; j++) A[i][j] -= fct * A[c][j];
-            r[i] -= fct * r[c];
+        double d = j11 * j22 - j12 * j12;
+        if (!(fabs(d) > 0)) break;
+        double sa = -(b1 * j22 - b2 * j12) / d, sg = -(j11 * b2 - j12 * b1) / d;
+        double step = 1;
+        for (int h = 0; h < 30; h++, step /= 2) {
+            double na = al + step * sa, ng = gg + step * sg;
+            if (na <= 0 || ng <= 0) continue;
+            double c2 = 0;
+            for (int i = 0; i < nm; i++) {
+                if (m[i].kind != k || m[i].n != n || !m[i].used) continue;
+                double r = log((na + bus_bytes(k, n, m[i].bytes) * ng) / m[i].t);
+                c2 += r * r;
+            }
+            if (c2 < cost) { al = na; gg = ng; break; }
         }
+        if (step < 1e-8) break;
     }
-    double sol[3] = { 0, 0, 0 };
-    for (int c = nf - 1; c >= 0; c--) {
-        double s = r[c];
-        for (int j = c + 1; j < nf; j++) s -= A[c][j] * sol[j];
-        sol[c] = s / A[c][c];
-    }
-    x[0] = x[1] = x[2] = 0;
-    for (int a = 0; a < nf; a++) x[idx[a]] = sol[a];
-    if (x[0] < 0 || x[1] < 0 || !(x[2] > 0)) return INFINITY;
-    double res = 0;
+    *alpha = al;
+    *g = gg;
+    return 1;
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+// The rank counts measured (ascending, distinct), at most 8.
+static int rank_counts(const Meas *m, int nm, int *ns) {
+    int k = 0;
     for (int i = 0; i < nm; i++) {
-        if (m[i].kind != k || !m[i].used) continue;
-        double st, bb;
-        kind_terms(k, m[i].n, m[i].bytes, &st, &bb);
-        double e = (x[0] + st * x[1] + bb * x[2] - m[i].t) / m[i].t;
-        res += e * e;
+        int j = 0;
+        while (j < k && ns[j] != m[i].n) j++;
+        if (j == k && k < 8) ns[k++] = m[i].n;
     }
-    return res;
+    qsort(ns, (size_t)k, sizeof *ns, cmp_int);
+    return k;
 }
 
 static double model_time(const HwCollCost *c, const Meas *m) {
-    double st, bb;
-    kind_terms(m->kind, m->n, m->bytes, &st, &bb);
-    return c->base_s + st * c->hop_s + bb / c->bw[0];
+    return c->base_s + ring_steps(m->kind, m->n) * c->hop_s + bus_bytes(m->kind, m->n, m->bytes) / hw_busbw(c, m->n);
 }
 
-// Best feasible fit; p2p has one step at every n, so its base and per-step latency are one
-// number: its hop is fixed at 0. Timings on a shared machine have outliers (a rank
-// descheduled in the middle of a call): after a first fit, points more than 3× the median
-// relative error off (and more than 30%) are dropped and the fit is redone once.
 static void fit_kind(Meas *m, int nm, int k, HwCollCost *out) {
+    int ns[8], nn = rank_counts(m, nm, ns);
+    double alpha[8];
     for (int pass = 0; pass < 2; pass++) {
-        double best = INFINITY, x[3], bx[3] = { 0, 0, 0 };
-        for (unsigned mask = 4; mask < 8; mask++) {      // x2 (1/busbw) is always free
-            if (k == K_P2P && (mask & 2)) continue;
-            double r = fit_mask(m, nm, k, mask, x);
-            if (r < best) { best = r; memcpy(bx, x, sizeof bx); }
+        out->n_bw = 0;
+        for (int j = 0; j < nn; j++) {
+            double g;
+            CHECK(fit_alpha_beta(m, nm, k, ns[j], &alpha[j], &g), "calibrate: too few points for %s at %d ranks", kind_names[k], ns[j]);
+            out->bw_n[out->n_bw] = nn > 1 ? ns[j] : 0;
+            out->bw[out->n_bw++] = 1.0 / g;
         }
-        CHECK(isfinite(best), "calibrate: no feasible α-β fit for %s", kind_names[k]);
-        out->base_s = bx[0];
-        out->hop_s = bx[1];
-        out->n_bw = 1;
-        out->bw_n[0] = 0;
-        out->bw[0] = 1.0 / bx[2];
+        // latencies: α_n = base + steps(n)·hop through the measured rank counts (least
+        // squares when more than two), both >= 0; a send's is all base
+        out->hop_s = 0;
+        out->base_s = alpha[0];
+        if (nn > 1 && k != K_P2P) {
+            double sx = 0, sy = 0, sxx = 0, sxy = 0;
+            for (int j = 0; j < nn; j++) {
+                double x = ring_steps(k, ns[j]);
+                sx += x; sy += alpha[j]; sxx += x * x; sxy += x * alpha[j];
+            }
+            double hop = (nn * sxy - sx * sy) / (nn * sxx - sx * sx);
+            if (hop < 0) hop = 0;
+            double base = (sy - hop * sx) / nn;
+            if (base < 0) { base = 0; hop = sxy / sxx; }
+            out->base_s = base;
+            out->hop_s = hop;
+        } else if (nn > 1) {
+            double sum = 0;
+            for (int j = 0; j < nn; j++) sum += alpha[j];
+            out->base_s = sum / nn;
+        }
         if (pass) break;
         double err[4096];
         int n = 0;
         for (int i = 0; i < nm; i++)
-            if (m[i].kind == k) err[n++] = fabs(model_time(out, &m[i]) - m[i].t) / m[i].t;
+            if (m[i].kind == k) err[n++] = fabs(log(model_time(out, &m[i]) / m[i].t));
         double lim = 3 * median(err, n);
-        if (lim < 0.3) lim = 0.3;
+        if (lim < log(1.5)) lim = log(1.5);
         for (int i = 0; i < nm; i++)
-            if (m[i].kind == k && fabs(model_time(out, &m[i]) - m[i].t) / m[i].t > lim) m[i].used = 0;
+            if (m[i].kind == k && fabs(log(model_time(out, &m[i]) / m[i].t)) > lim) m[i].used = 0;
     }
 }
 
@@ -418,7 +472,7 @@ int main(int argc, char **argv) {
 
     HwProfile p;
     memset(&p, 0, sizeof p);
-    // the profile's name is its file stem (profile_load checks it)
+    // the profile's name is its file stem (hw_load checks it)
     const char *base = strrchr(out_path, '/');
     base = base ? base + 1 : out_path;
     size_t stem = strlen(base);
@@ -427,37 +481,39 @@ int main(int argc, char **argv) {
     snprintf(p.device, sizeof p.device, "%.100s (%ld cores)", cpu, cores);
     snprintf(p.description, sizeof p.description, "this machine (%s), measured by build/calibrate on %s", host, date);
 
-    // 1. sgemm grid: M = tokens of a micro-batch, N and K down to the bottleneck widths
+    Backend *bk = backend_cpu(DT_F32);
+    // 1. GEMM grid: M = tokens of a micro-batch, N and K down to the bottleneck widths
     static const int Ms[] = { 64, 256, 1024, 4096 }, Ns[] = { 16, 64, 256, 1024, 4096 }, Ks[] = { 16, 64, 256, 1024, 4096 };
     static const int qMs[] = { 256, 2048 }, qNs[] = { 16, 1024 }, qKs[] = { 16, 1024 };
-    if (quick) measure_gemm(&p.gemm[PREC_FP32], qMs, 2, qNs, 2, qKs, 2, 0.005);
-    else measure_gemm(&p.gemm[PREC_FP32], Ms, 4, Ns, 5, Ks, 5, 0.02);
+    if (quick) measure_gemm(bk, &p.gemm[SP_FP32], qMs, 2, qNs, 2, qKs, 2, 0.005);
+    else measure_gemm(bk, &p.gemm[SP_FP32], Ms, 4, Ns, 5, Ks, 5, 0.02);
     // 2. the engine's peak
     double peak = measure_sgemm_peak_gflops() * 1e9;
-    p.peak_flops[PREC_FP32] = peak;
+    p.peak_flops[SP_FP32] = peak;
     printf("\n2. sgemm peak (best-of-3 2048^3, the trainer's MFU reference): %.2f GFLOP/s\n", peak / 1e9);
     // 3. memory bandwidth
-    double bw = measure_triad((size_t)16 << 20, quick ? 2 : 5);
+    double bw = measure_bandwidth(bk, (size_t)16 << 20, quick ? 2 : 5);
     p.memory_bandwidth = bw;
     p.memory_efficiency = 1.0;
     p.host_bandwidth = bw;   // "host" and device memory are the same memory here
     p.memory_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    printf("\n3. memory bandwidth (triad, 3 x 64 MiB, %d threads): %.2f GB/s\n", omp_get_max_threads(), bw / 1e9);
+    printf("\n3. memory bandwidth (op_add, 2 x 64 MiB, %d threads): %.2f GB/s\n", omp_get_max_threads(), bw / 1e9);
     // 4. attention
     static const int shapes[2][4] = { { 8, 128, 2, 32 }, { 4, 256, 4, 32 } };
     double ef = 0, eb = 0;
-    printf("\n4. attention (engine ops, causal, FA2 FLOP convention) as a fraction of the sgemm peak\n");
+    printf("\n4. attention (the engine's causal flash attention, FLOPs as its ops count them) over the sgemm peak\n");
     printf("   %4s %5s %3s %4s  %12s %12s\n", "B", "T", "H", "hd", "fwd GFLOP/s", "bwd GFLOP/s");
     for (int s = 0; s < 2; s++) {
         double rf, rb;
-        measure_attention(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], &rf, &rb);
+        measure_attention(bk, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], &rf, &rb);
         printf("   %4d %5d %3d %4d  %12.2f %12.2f\n", shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], rf / 1e9, rb / 1e9);
         ef += rf / peak / 2;
         eb += rb / peak / 2;
     }
-    p.attention[PREC_FP32] = (HwAttention){ 1, ef > 1 ? 1 : ef, eb > 1 ? 1 : eb };
-    printf("   efficiency (mean of the shapes): forward %.3f, backward %.3f\n", p.attention[PREC_FP32].forward,
-           p.attention[PREC_FP32].backward);
+    backend_free(bk);
+    p.attention[SP_FP32] = (HwAttention){ 1, ef > 1 ? 1 : ef, eb > 1 ? 1 : eb };
+    printf("   efficiency (mean of the shapes): forward %.3f, backward %.3f\n", p.attention[SP_FP32].forward,
+           p.attention[SP_FP32].backward);
 
     // 5. collectives
     Meas *meas = xcalloc(4096, sizeof *meas);
@@ -488,10 +544,12 @@ int main(int argc, char **argv) {
     HwLink *l = &p.link[HW_INTRA];
     l->present = 1;
     for (int k = 0; k < K_N; k++) fit_kind(meas, nm, k, &l->coll[k]);
-    printf("\n   fitted: t = base + steps·hop + bytes·f/busbw (steps, f: docs/performance-model.md)\n");
-    for (int k = 0; k < K_N; k++)
-        printf("   %-15s base %8.2f us  hop %8.2f us  busbw %8.3f GB/s\n", kind_names[k], l->coll[k].base_s * 1e6,
-               l->coll[k].hop_s * 1e6, l->coll[k].bw[0] / 1e9);
+    printf("\n   fitted: t = base + steps·hop + bytes·f/busbw(n) (steps, f: docs/performance-model.md)\n");
+    for (int k = 0; k < K_N; k++) {
+        printf("   %-15s base %8.2f us  hop %8.2f us  busbw", kind_names[k], l->coll[k].base_s * 1e6, l->coll[k].hop_s * 1e6);
+        for (int j = 0; j < l->coll[k].n_bw; j++) printf("  %d ranks %.3f GB/s", l->coll[k].bw_n[j], l->coll[k].bw[j] / 1e9);
+        printf("\n");
+    }
     printf("\n   %-15s %5s %10s %12s %12s %8s\n", "collective", "ranks", "bytes", "measured us", "model us", "error");
     double errs[4096];
     int ne = 0, dropped = 0;
@@ -513,7 +571,7 @@ int main(int argc, char **argv) {
     printf("\nload average after: %.2f %.2f %.2f; calibration took %.0f s\n", la1[0], la1[1], la1[2], took);
 
     // write the profile
-    char header[2048], c_peak[256], c_gemm[512], c_mem[256], c_att[512], c_links[1024];
+    char header[2048], c_links[1024];
     snprintf(header, sizeof header,
              "cpu-local: THIS machine, measured by build/calibrate (src/tools/calibrate.c). Do not edit by\n"
              "hand: rerun `build/calibrate` (about a minute and a half) to refresh it.\n"
@@ -523,26 +581,32 @@ int main(int argc, char **argv) {
              "timings are not properties of the code)\n"
              "calibration took %.0f s", date, host, cpu, cores, omp_get_max_threads(), la0[0], la0[1], la0[2],
              la1[0], la1[1], la1[2], took);
-    snprintf(c_peak, sizeof c_peak, "peak: the engine's sgemm peak (train/optim.c measure_sgemm_peak_gflops: best-of-3 2048^3),\n"
-             "the reference of the trainer's MFU; no nominal CPU peak is assumed");
-    snprintf(c_gemm, sizeof c_gemm, "gemm: measured cblas_sgemm (row-major, no transpose) FLOP/s on the grid, the best of >= 3\n"
-             "timed repetitions after a warm-up; the model interpolates in log2(M, N, K) and clamps outside.\n"
-             "Transposed operands (backward GEMMs) are priced with the same table.");
-    snprintf(c_mem, sizeof c_mem, "memory: STREAM-style triad (a = b + s*c, 3 x 64 MiB, best of the passes after the first),\n"
-             "bytes counted as 2 reads + 1 write; memory_bytes = physical memory of the machine");
-    snprintf(c_att, sizeof c_att, "attention: the engine's ops/attention.c forward and backward at B,T,H,hd = 8,128,2,32 and\n"
-             "4,256,4,32 (best of 7 calls each); FLOPs with FlashAttention-2's convention (4*B*T^2*hd*H/2\n"
-             "causal forward, x2.5 backward) over the sgemm peak, mean of the two shapes");
+    const char *c_peak =
+        "peak: the engine's sgemm peak (backend/cpu/peak.c measure_sgemm_peak_gflops: best-of-3 2048^3),\n"
+        "the reference of the trainer's MFU; no nominal CPU peak is assumed";
+    const char *c_gemm =
+        "gemm: measured op_gemm (CPU fp32 back end: OpenBLAS sgemm, row-major, no transpose) FLOP/s on\n"
+        "the grid, the best of >= 3 timed repetitions after a warm-up; the model interpolates in\n"
+        "log2(M, N, K) and clamps outside. Transposed operands (backward GEMMs) are priced with the same table.";
+    const char *c_mem =
+        "memory: the engine's op_add (x += y, 2 x 64 MiB; the best pass after the first), bytes as\n"
+        "its OpInfo counts them (2 reads + 1 write); memory_bytes = physical memory of the machine";
+    const char *c_att =
+        "attention: the engine's flash attention (op_attention_forward/backward) at B,T,H,hd =\n"
+        "8,128,2,32 and 4,256,4,32 (best of 7 calls each); FLOPs as the ops count them (FlashAttention-2's\n"
+        "convention: 2*2*hd per causal (query, key) pair forward, 2.5x backward) over the sgemm peak,\n"
+        "mean of the two shapes";
     char rank_list[64] = "";
     for (int r = 0; r < n_ranks; r++)
         snprintf(rank_list + strlen(rank_list), sizeof rank_list - strlen(rank_list), "%s%d", r ? (r == n_ranks - 1 ? " and " : ", ") : "", ranks[r]);
     snprintf(c_links, sizeof c_links, "links: the engine's MPI collectives (parallel/comm_mpi.c, shared memory) at %s ranks on this\n"
              "%ld-core machine (more ranks than cores oversubscribe it); sizes 4 B .. 16 MiB; per size the\n"
-             "best of 10-300 calls, each timed between barriers (the slowest rank's time). Fit by least\n"
-             "squares on relative error; error over all points median %.1f%%, max %.1f%% (%d outliers left\n"
-             "out of the fit). p2p is a sendrecv exchange (both directions at once); its per-step latency\n"
-             "is folded into base_s", rank_list, cores, 100 * med, 100 * mx, dropped);
-    const char *comments[PW_COUNT] = { c_peak, c_gemm, c_mem, c_att, c_links };
+             "best of 10-300 calls, each timed between barriers (the slowest rank's time). Per rank count\n"
+             "alpha + bytes/busbw fitted in log space (busbw per rank count), base and hop through the\n"
+             "alphas; model error over all points median %.1f%%, max %.1f%% (%d outliers left out of the\n"
+             "fit). p2p is a sendrecv exchange (both directions at once); its latency is all base_s",
+             rank_list, cores, 100 * med, 100 * mx, dropped);
+    const char *comments[HW_SEC_COUNT] = { c_peak, c_gemm, c_mem, c_att, c_links };
     // Validate before replacing the old profile: write a copy under a temporary directory
     // (its file name must be the profile's name), load it, then write the real file via
     // a temporary name and rename.
@@ -554,18 +618,18 @@ int main(int argc, char **argv) {
     for (int t = 0; t < 2; t++) {
         FILE *f = fopen(targets[t], "w");
         if (!f) die_input("cannot write %s: %s", targets[t], strerror(errno));
-        profile_write_yaml(f, &p, header, comments);
+        hw_write_yaml(f, &p, header, comments);
         CHECK_ERRNO(fclose(f) != 0, targets[t]);
         if (t == 0) {
             HwProfile check;
             char err[1024];
-            if (profile_load(check_path, &check, err, sizeof err)) DIE("calibrate wrote a profile that does not load: %s", err);
-            profile_free(&check);
+            if (hw_load(check_path, &check, err, sizeof err)) DIE("calibrate wrote a profile that does not load: %s", err);
+            hw_free(&check);
             CHECK_ERRNO(unlink(check_path) != 0 || rmdir(dir) != 0, "removing the check copy");
         }
     }
     CHECK_ERRNO(rename(tmp_out, out_path) != 0, "rename");
     printf("wrote %s\n", out_path);
-    profile_free(&p);
+    hw_free(&p);
     return 0;
 }

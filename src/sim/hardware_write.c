@@ -1,9 +1,9 @@
-// profile_write.c — a profile back to YAML (build/calibrate writes cpu-local.yaml with it).
-// The output reads back with profile_load to the same numbers (to the 6 significant digits
+// hardware_write.c — a profile back to YAML (build/calibrate writes cpu-local.yaml with it).
+// The output reads back with hw_load to the same numbers (to the 6 significant digits
 // written; tests/test_sim.c checks the round trip).
 #include <string.h>
 
-#include "profile.h"
+#include "hardware.h"
 
 static void comment_lines(FILE *f, const char *text, const char *indent) {
     if (!text) return;
@@ -27,29 +27,29 @@ static void quoted(FILE *f, const char *s) {
 
 static const char *section(const char *const *comments, int k) { return comments ? comments[k] : NULL; }
 
-void profile_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *const *comments) {
+void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *const *comments) {
     static const char *const links[HW_LINK_COUNT] = { "intra_node", "inter_node" };
     static const char *const algos[] = { "ring", "tree", "auto" };
     comment_lines(f, header, "");
-    fprintf(f, "profile_version: %d\nname: %s\ndescription: ", PROFILE_VERSION, p->name);
+    fprintf(f, "profile_version: %d\nname: %s\ndescription: ", HW_PROFILE_VERSION, p->name);
     quoted(f, p->description);
     fprintf(f, "\ndevice: ");
     quoted(f, p->device);
     fprintf(f, "\nranks_per_node: %d\n", p->ranks_per_node);
-    comment_lines(f, section(comments, PW_MEMORY), "");
+    comment_lines(f, section(comments, HW_SEC_MEMORY), "");
     fprintf(f, "memory_bytes: %.6g\nmemory_bandwidth: %.6g\nmemory_efficiency: %.6g\nhost_bandwidth: %.6g\n"
                "op_overhead_s: %.6g\nsm_count: %d\n",
             p->memory_bytes, p->memory_bandwidth, p->memory_efficiency, p->host_bandwidth, p->op_overhead_s, p->sm_count);
-    comment_lines(f, section(comments, PW_PEAK), "");
+    comment_lines(f, section(comments, HW_SEC_PEAK), "");
     fprintf(f, "peak_flops:\n");
-    for (int i = 0; i < PREC_COUNT; i++)
-        if (p->peak_flops[i] > 0) fprintf(f, "  %s: %.6g\n", precision_name((Precision)i), p->peak_flops[i]);
-    comment_lines(f, section(comments, PW_GEMM), "");
+    for (int i = 0; i < SP_COUNT; i++)
+        if (p->peak_flops[i] > 0) fprintf(f, "  %s: %.6g\n", sim_precision_name((SimPrecision)i), p->peak_flops[i]);
+    comment_lines(f, section(comments, HW_SEC_GEMM), "");
     fprintf(f, "gemm:\n");
-    for (int i = 0; i < PREC_COUNT; i++) {
+    for (int i = 0; i < SP_COUNT; i++) {
         const HwGemm *g = &p->gemm[i];
         if (!g->present) continue;
-        fprintf(f, "  %s:\n", precision_name((Precision)i));
+        fprintf(f, "  %s:\n", sim_precision_name((SimPrecision)i));
         if (g->model == GEMM_ROOFLINE) {
             fprintf(f, "    model: roofline\n    tile: [%d, %d]\n    mamf: %.6g\n    mamf_shape: [%d, %d, %d]\n",
                     g->tile_m, g->tile_n, g->mamf, g->mamf_M, g->mamf_N, g->mamf_K);
@@ -62,14 +62,14 @@ void profile_write_yaml(FILE *f, const HwProfile *p, const char *header, const c
                     fprintf(f, "      - [%d, %d, %d, %.6g]\n", g->Ms[a], g->Ns[b], g->Ks[k],
                             g->rate[((size_t)a * g->nN + b) * g->nK + k]);
     }
-    comment_lines(f, section(comments, PW_ATTENTION), "");
+    comment_lines(f, section(comments, HW_SEC_ATTENTION), "");
     fprintf(f, "attention:\n");
-    for (int i = 0; i < PREC_COUNT; i++)
+    for (int i = 0; i < SP_COUNT; i++)
         if (p->attention[i].present)
-            fprintf(f, "  %s: {forward: %.6g, backward: %.6g}\n", precision_name((Precision)i),
+            fprintf(f, "  %s: {forward: %.6g, backward: %.6g}\n", sim_precision_name((SimPrecision)i),
                     p->attention[i].forward, p->attention[i].backward);
     fprintf(f, "all_reduce_algorithm: %s\n", algos[p->all_reduce_algorithm]);
-    comment_lines(f, section(comments, PW_LINKS), "");
+    comment_lines(f, section(comments, HW_SEC_LINKS), "");
     fprintf(f, "links:%s\n", p->link[HW_INTRA].present || p->link[HW_INTER].present ? "" : " {}");
     for (int l = 0; l < HW_LINK_COUNT; l++) {
         const HwLink *k = &p->link[l];

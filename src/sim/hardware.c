@@ -1,8 +1,8 @@
-// profile.c — loading and validating hardware profiles (profile.h). The YAML is walked
+// hardware.c — loading and validating hardware profiles (hardware.h). The YAML is walked
 // directly with libfyaml; every value is checked for type and range, every mapping for
 // unknown and missing keys, and each message names FILE:LINE. A failure unwinds with
-// longjmp to profile_load, which frees what was built and returns the message.
-#include "profile.h"
+// longjmp to hw_load, which frees what was built and returns the message.
+#include "hardware.h"
 
 #include <libfyaml.h>
 #include <math.h>
@@ -15,20 +15,20 @@
 #include "../core/check.h"
 
 // NULL-terminated name lists: YAML keys, in enum order.
-static const char *const prec_names[PREC_COUNT + 1] = { "fp32", "tf32", "bf16", NULL };
+static const char *const prec_names[SP_COUNT + 1] = { "fp32", "tf32", "bf16", NULL };
 static const char *const coll_names[HW_COLL_COUNT + 1] = { "all_reduce", "all_gather", "reduce_scatter", "p2p", NULL };
 static const char *const link_names[HW_LINK_COUNT + 1] = { "intra_node", "inter_node", NULL };
 
-const char *precision_name(Precision p) { return (unsigned)p < PREC_COUNT ? prec_names[p] : "?"; }
+const char *sim_precision_name(SimPrecision p) { return (unsigned)p < SP_COUNT ? prec_names[p] : "?"; }
 const char *hw_coll_name(HwColl k) { return (unsigned)k < HW_COLL_COUNT ? coll_names[k] : "?"; }
 
-Precision precision_of(DType dt, int tf32) {
-    if (dt == DT_BF16) return PREC_BF16;
+SimPrecision sim_precision_of(DType dt, int tf32) {
+    if (dt == DT_BF16) return SP_BF16;
     CHECK(dt == DT_F32, "no GEMM precision for compute dtype %d (fp32 or bf16 expected)", (int)dt);
-    return tf32 ? PREC_TF32 : PREC_FP32;
+    return tf32 ? SP_TF32 : SP_FP32;
 }
 
-double profile_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count) {
+double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count) {
     if (sm_count <= 0 || tile_m <= 0 || tile_n <= 0 || M <= 0 || N <= 0) return 1.0;
     double n = count > 1 ? count : 1;
     double tiles = n * ceil(M / tile_m) * ceil(N / tile_n);
@@ -185,13 +185,13 @@ static void int_list(Ctx *c, struct fy_node *map, int line, const char *what, co
 // ---- sections ------------------------------------------------------------------------------
 
 static int prec_index(const char *name) {
-    for (int i = 0; i < PREC_COUNT; i++)
+    for (int i = 0; i < SP_COUNT; i++)
         if (!strcmp(prec_names[i], name)) return i;
     return -1;
 }
 
 // Iterate a mapping whose keys are precisions; calls fn for each.
-typedef void (*PrecFn)(Ctx *c, HwProfile *p, Precision prec, struct fy_node *val, int line, const char *where);
+typedef void (*PrecFn)(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where);
 static void each_precision(Ctx *c, HwProfile *p, struct fy_node *map, int line, const char *section, PrecFn fn) {
     expect_map(c, map, line, section);
     check_keys(c, map, line, section, prec_names, NULL);
@@ -204,13 +204,13 @@ static void each_precision(Ctx *c, HwProfile *p, struct fy_node *map, int line, 
         snprintf(key, sizeof key, "%.*s", (int)(len < 15 ? len : 15), k);
         char where[64];
         snprintf(where, sizeof where, "%s.%s", section, key);
-        fn(c, p, (Precision)prec_index(key), fy_node_pair_value(pair), node_line(fy_node_pair_key(pair), line), where);
+        fn(c, p, (SimPrecision)prec_index(key), fy_node_pair_value(pair), node_line(fy_node_pair_key(pair), line), where);
     }
 }
 
-static double elem_bytes(Precision p) { return p == PREC_BF16 ? 2.0 : 4.0; }
+static double elem_bytes(SimPrecision p) { return p == SP_BF16 ? 2.0 : 4.0; }
 
-static void parse_peak(Ctx *c, HwProfile *p, Precision prec, struct fy_node *val, int line, const char *where) {
+static void parse_peak(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
     p->peak_flops[prec] = num_node(c, val, node_line(val, line), where, 0, 1, 1e20);
 }
 
@@ -275,7 +275,7 @@ static void parse_table(Ctx *c, HwGemm *g, struct fy_node *map, int line, const 
     if (dup >= 0) fail(c, kl, "%s.points: the shape %d×%d×%d appears twice", where, dM, dN, dK);
 }
 
-static void parse_gemm(Ctx *c, HwProfile *p, Precision prec, struct fy_node *val, int line, const char *where) {
+static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
     static const char *const models[] = { "roofline", "table", NULL };
     static const char *const roof_keys[] = { "model", "tile", "mamf", "mamf_shape", NULL };
     static const char *const table_keys[] = { "model", "points", NULL };
@@ -303,7 +303,7 @@ static void parse_gemm(Ctx *c, HwProfile *p, Precision prec, struct fy_node *val
     // Pin the compute efficiency so that the curve gives mamf at its shape; the shape must
     // be compute-bound there, else no efficiency reproduces the measurement.
     double M = g->mamf_M, N = g->mamf_N, K = g->mamf_K;
-    double q = profile_wave_quantization(p->sm_count, g->tile_m, g->tile_n, M, N, 1);
+    double q = hw_wave_quantization(p->sm_count, g->tile_m, g->tile_n, M, N, 1);
     double t_meas = 2 * M * N * K / g->mamf;
     double t_mem = elem_bytes(prec) * (M * K + K * N + M * N) / (p->memory_bandwidth * p->memory_efficiency);
     if (t_mem > t_meas)
@@ -315,7 +315,7 @@ static void parse_gemm(Ctx *c, HwProfile *p, Precision prec, struct fy_node *val
              where, g->mamf_M, g->mamf_N, g->mamf_K, g->eff_core, q);
 }
 
-static void parse_attention(Ctx *c, HwProfile *p, Precision prec, struct fy_node *val, int line, const char *where) {
+static void parse_attention(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
     static const char *const keys[] = { "forward", "backward", NULL };
     expect_map(c, val, line, where);
     check_keys(c, val, line, where, keys, keys);
@@ -399,8 +399,8 @@ static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
     expect_map(c, root, 1, "the top level");
     check_keys(c, root, 1, "the top level", keys, keys);
     int v = int_key(c, root, 1, "", "profile_version", 1, 1 << 30);
-    if (v != PROFILE_VERSION)
-        fail(c, key_line(root, "profile_version", 1), "profile_version %d: this engine reads version %d", v, PROFILE_VERSION);
+    if (v != HW_PROFILE_VERSION)
+        fail(c, key_line(root, "profile_version", 1), "profile_version %d: this engine reads version %d", v, HW_PROFILE_VERSION);
     str_key(c, root, 1, "name", p->name, sizeof p->name, 1);
     // the name must be the file stem, so that --hardware NAME finds this file
     const char *base = strrchr(p->path, '/');
@@ -442,7 +442,7 @@ static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
         fail(c, key_line(links, "intra_node", ll), "links.intra_node: ranks_per_node is 1, a node has no intra-node link");
 }
 
-int profile_load(const char *path, HwProfile *p, char *err, size_t err_len) {
+int hw_load(const char *path, HwProfile *p, char *err, size_t err_len) {
     memset(p, 0, sizeof *p);
     snprintf(p->path, sizeof p->path, "%s", path);
     Ctx c = { .file = path, .err = err, .err_len = err_len };
@@ -458,7 +458,7 @@ int profile_load(const char *path, HwProfile *p, char *err, size_t err_len) {
     if (setjmp(c.jb)) {
         if (doc) fy_document_destroy(doc);
         fy_diag_destroy(diag);
-        profile_free(p);
+        hw_free(p);
         return 1;
     }
     FILE *f = fopen(path, "rb");
@@ -476,18 +476,18 @@ int profile_load(const char *path, HwProfile *p, char *err, size_t err_len) {
     return 0;
 }
 
-void profile_load_or_die(const char *name_or_path, const char *dir, HwProfile *p) {
+void hw_load_or_die(const char *name_or_path, const char *dir, HwProfile *p) {
     char path[1024], err[1024];
     size_t n = strlen(name_or_path);
     int is_path = strchr(name_or_path, '/') || (n > 5 && !strcmp(name_or_path + n - 5, ".yaml"));
     if (is_path) xsnprintf(path, sizeof path, "%s", name_or_path);
     else xsnprintf(path, sizeof path, "%s/%s.yaml", dir, name_or_path);
-    if (profile_load(path, p, err, sizeof err))
+    if (hw_load(path, p, err, sizeof err))
         die_input_hint("the hardware profiles are experiments/hardware/*.yaml (docs/performance-model.md)", "%s", err);
 }
 
-void profile_free(HwProfile *p) {
-    for (int i = 0; i < PREC_COUNT; i++) {
+void hw_free(HwProfile *p) {
+    for (int i = 0; i < SP_COUNT; i++) {
         HwGemm *g = &p->gemm[i];
         free(g->Ms); free(g->Ns); free(g->Ks); free(g->rate);
         g->Ms = g->Ns = g->Ks = NULL;
@@ -495,8 +495,8 @@ void profile_free(HwProfile *p) {
     }
 }
 
-int profile_check_precision(const HwProfile *p, Precision prec, char *why, size_t n) {
-    const char *pn = precision_name(prec);
+int hw_check_precision(const HwProfile *p, SimPrecision prec, char *why, size_t n) {
+    const char *pn = sim_precision_name(prec);
     if (!(p->peak_flops[prec] > 0)) { snprintf(why, n, "profile %s has no peak_flops.%s", p->name, pn); return 1; }
     if (!p->gemm[prec].present) { snprintf(why, n, "profile %s has no gemm.%s model", p->name, pn); return 1; }
     if (!p->attention[prec].present) { snprintf(why, n, "profile %s has no attention.%s efficiency", p->name, pn); return 1; }

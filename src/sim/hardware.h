@@ -1,7 +1,7 @@
-// profile.h — a hardware profile of the performance model: what one device computes, how
+// hardware.h — a hardware profile of the performance model: what one device computes, how
 // fast its memory is, and what a collective costs on the links between devices.
 // Profiles are YAML files under experiments/hardware/ (docs/performance-model.md explains
-// every key and its source). profile_load() validates a file strictly: an unknown key, a
+// every key and its source). hw_load() validates a file strictly: an unknown key, a
 // missing key, a wrong type or a value out of range is refused with "FILE:LINE: ..." — the
 // manifest rules (src/config) applied to a second file format.
 //
@@ -36,13 +36,13 @@
 #include "../backend/backend.h"
 #include "../parallel/comm.h"
 
-#define PROFILE_VERSION 1
+#define HW_PROFILE_VERSION 1
 
 // The arithmetic a GEMM or an attention kernel runs at. TF32 is fp32 storage with
 // tensor-core math (Backend.tf32); it has its own peak.
-typedef enum { PREC_FP32, PREC_TF32, PREC_BF16, PREC_COUNT } Precision;
-const char *precision_name(Precision p);                 // "fp32", "tf32", "bf16"
-Precision precision_of(DType dt, int tf32);              // DT_F32 (+tf32), DT_BF16; dies otherwise
+typedef enum { SP_FP32, SP_TF32, SP_BF16, SP_COUNT } SimPrecision;
+const char *sim_precision_name(SimPrecision p);                 // "fp32", "tf32", "bf16"
+SimPrecision sim_precision_of(DType dt, int tf32);              // DT_F32 (+tf32), DT_BF16; dies otherwise
 
 // Collective kinds the profile prices (broadcast and barrier are derived, see sim.h).
 typedef enum { HW_ALL_REDUCE, HW_ALL_GATHER, HW_REDUCE_SCATTER, HW_P2P, HW_COLL_COUNT } HwColl;
@@ -107,28 +107,28 @@ typedef struct {
     double memory_bytes;
     double memory_bandwidth, memory_efficiency, host_bandwidth, op_overhead_s;
     int sm_count;
-    double peak_flops[PREC_COUNT];          // 0 = not given
-    HwGemm gemm[PREC_COUNT];
-    HwAttention attention[PREC_COUNT];
+    double peak_flops[SP_COUNT];          // 0 = not given
+    HwGemm gemm[SP_COUNT];
+    HwAttention attention[SP_COUNT];
     AllReduceAlgo all_reduce_algorithm;
     HwLink link[HW_LINK_COUNT];
 } HwProfile;
 
 // Load and validate; 0 on success, else 1 with "FILE:LINE: what is wrong" in err.
-int profile_load(const char *path, HwProfile *p, char *err, size_t err_len);
+int hw_load(const char *path, HwProfile *p, char *err, size_t err_len);
 // Load by name (experiments/hardware/<name>.yaml under dir) or path; bad input dies (exit 2).
-void profile_load_or_die(const char *name_or_path, const char *dir, HwProfile *p);
-void profile_free(HwProfile *p);
+void hw_load_or_die(const char *name_or_path, const char *dir, HwProfile *p);
+void hw_free(HwProfile *p);
 // Can this profile price a run at precision p (peak, GEMM model, attention efficiency)?
 // 0 = yes, else 1 and the reason.
-int profile_check_precision(const HwProfile *p, Precision prec, char *why, size_t n);
+int hw_check_precision(const HwProfile *p, SimPrecision prec, char *why, size_t n);
 
 // Wave-quantization factor of `count` M×N outputs (one launch) in tile_m×tile_n tiles over
 // sm_count processors: useful tile area / (waves · sm_count · tile area), in (0, 1]; 1 when
 // sm_count is 0 (NVIDIA's "Matrix Multiplication Background" guide: tile and wave quantization).
-double profile_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count);
+double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count);
 
 // Write a profile as YAML (calibrate). `header` goes first as comment lines (may be NULL);
 // comments[k] (may be NULL) annotate the sections: "peak", "gemm", "memory", "links".
-void profile_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *const *section_comments);
-enum { PW_PEAK, PW_GEMM, PW_MEMORY, PW_ATTENTION, PW_LINKS, PW_COUNT };
+void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *const *section_comments);
+enum { HW_SEC_PEAK, HW_SEC_GEMM, HW_SEC_MEMORY, HW_SEC_ATTENTION, HW_SEC_LINKS, HW_SEC_COUNT };
