@@ -39,12 +39,15 @@ help:
 	@echo "make deps            install missing Debian packages (as root) or print the apt-get line"
 	@echo "make                 build the engine, tools and tests into build/"
 	@echo "make test            build and run the whole test suite"
-	@echo "make exp EXP=name    run experiments/<name>.yaml (default: quickstart)"
+	@echo "make exp EXP=name    run experiments/<name>.yaml as one launch (default: quickstart);"
+	@echo "                     VARIANT=v  SET=\"k=v ...\"  REPEAT=n (interleaved repeats)  DRY_RUN=1"
+	@echo "make exp EXP=name RESUME=1 [LAUNCH=id]   continue a launch (interrupted or failed runs)"
+	@echo "make exp EXP=name SUMMARY=1 [LAUNCH=id]  the comparison table of a launch (default: the latest)"
 	@echo "make info PRESET=cola-60m LINEAR=cola   parameter count and FLOPs per token"
 	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU), paired with PyTorch (REPEAT=3)"
 	@echo "make bench-scaling   tokens/s, MFU and memory against size, sequence length, threads and tp"
 	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
-	@echo "make figures EXP=x   loss curves and ablation panels of experiment x (analysis/figures/)"
+	@echo "make figures EXP=x [LAUNCH=id]   loss curves and ablation panels of a launch of x (analysis/figures/)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 
 # Packages are checked (dpkg) on every build; installed only if something is missing.
@@ -60,7 +63,7 @@ $(BUILD)/obj/%.o: src/%.c $(HEADERS) | $(DEPS_STAMP)
 
 # The run registry records the exact compiler flags of the build.
 BUILD_FLAGS := $(strip $(CFLAGS))
-$(BUILD)/obj/store/db.o: CFLAGS += -DBOOST_CFLAGS='"$(BUILD_FLAGS)"'
+$(BUILD)/obj/store/host.o: CFLAGS += -DBOOST_CFLAGS='"$(BUILD_FLAGS)"'
 
 
 $(BUILD)/libboost.a: $(LIB_OBJ)
@@ -76,10 +79,14 @@ $(BUILD)/test_%: tests/test_%.c $(BUILD)/libboost.a $(HEADERS)
 test: all
 	@bash tests/run.sh
 
-# make exp EXP=name [VARIANT=v] [RESUME=1] [DRY_RUN=1] [SET="k=v k2=v2"]
+# make exp EXP=name [VARIANT=v] [SET="k=v k2=v2"] [REPEAT=n] [DRY_RUN=1]   a new launch
+#          EXP=name RESUME=1 [LAUNCH=id] [SET=...]   continue a launch (the latest by default)
+#          EXP=name SUMMARY=1 [LAUNCH=id]            the comparison table of a launch
 exp: all
 	@OMP_WAIT_POLICY=passive $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
 	  $(if $(filter 1,$(value RESUME)),--resume) $(if $(filter 1,$(value DRY_RUN)),--dry-run) \
+	  $(if $(filter 1,$(value SUMMARY)),--summary) \
+	  $(if $(value REPEAT),--repeat $(call qvar,REPEAT)) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
 	  $(foreach s,$(value SET),--set $(call shq,$(s)))
 
 info: all
@@ -91,28 +98,30 @@ info: all
 # run with passive OpenMP waiting, the engine's own setting (src/core/env.h) and PyTorch's
 # best on this machine.
 BENCH_ARGS ?= --preset cola-60m --seq 256 --batch 4 --steps 6 --warmup 2
-REPEAT ?= 3
+# REPEAT (default 3 here; `make exp` runs once unless it is set) is passed as raw text.
+bench_repeat = $(if $(value REPEAT),$(call qvar,REPEAT),3)
 bench: $(BUILD)/bench
 	@bash .ci/deps.sh --bench
-	$(PYTHON) analysis/bench_paired.py --repeat $(call qvar,REPEAT) --profile -- $(foreach a,$(value BENCH_ARGS),$(call shq,$(a)))
+	$(PYTHON) analysis/bench_paired.py --repeat $(bench_repeat) --profile -- $(foreach a,$(value BENCH_ARGS),$(call shq,$(a)))
 
 # How cost grows with the work: size, sequence length, threads, tp (docs/benchmarks.md).
 bench-scaling: all
 	$(PYTHON) analysis/bench_scaling.py
 
-# Figures of EXP from runs/boost.db: loss curves of the latest run of each variant, and the
-# ablation panels (step time compute/communication, bytes moved, memory, loss parity).
+# Figures of EXP from runs/boost.db, from the runs of one launch (the latest, or LAUNCH=id):
+# loss curves with their differences, and the ablation panels (step time compute/comm with
+# spread, collective calls, bytes per layer and embedding/head, memory, loss parity).
 .PHONY: figures bench-comm bench-scaling docs-keys
 figures:
-	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures
-	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures
+	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
+	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
 
 # Per-layer TP communication of FullRank-TP, Vanilla-TP and BTP: at the paper's 7B shape by
 # accounting (no math), then measured on a small model at tp = 2 and 4, the schemes
 # interleaved REPEAT times (docs/benchmarks.md).
 bench-comm: all
 	$(BUILD)/bench_comm $(foreach a,$(value BENCH_COMM_ARGS),$(call shq,$(a)))
-	$(PYTHON) analysis/bench_comm_measured.py --repeat $(call qvar,REPEAT)
+	$(PYTHON) analysis/bench_comm_measured.py --repeat $(bench_repeat)
 
 # Regenerate the key table of docs/configuration.md from the schema.
 docs-keys: all
@@ -122,3 +131,5 @@ docs-keys: all
 
 clean:
 	rm -rf $(BUILD)
+
+include mk/cuda.mk   # the CUDA back end: built when nvcc is found, CUDA=0 skips it

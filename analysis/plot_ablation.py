@@ -1,109 +1,187 @@
 #!/usr/bin/python3
-"""plot_ablation.py EXPERIMENT [--db runs/boost.db] [--out analysis/figures]
+"""plot_ablation.py EXPERIMENT [--db runs/boost.db] [--launch ID] [--out analysis/figures]
 
-The ablation figure of one experiment (make figures EXP=name): for the latest run of each
-variant, four panels from the run database —
-  1. step time split into communication (sum of the collectives' seconds per step, all
-     groups) and the rest (compute), mean over the steps after the first;
-  2. bytes moved per step, split by phase (forward / backward / recompute / optimizer /
-     pipeline / other);
-  3. memory per category (parameters, gradients, optimizer, activations, peak RSS);
-  4. loss parity: each variant's training loss minus the first variant's, per step.
-Writes <out>/<experiment>_ablation.png and prints the numbers it plotted. Exit 2 with a
-clear message when the database or the experiment is missing.
+The ablation figure of one launch of an experiment (make figures EXP=name [LAUNCH=id]),
+from its completed runs, into <out>/<experiment>_ablation.png:
+  1. step time: the median step time after warm-up split into communication (the
+     collectives' seconds of the step, rank 0) and the rest (compute); the error bar is the
+     spread: min..max of the run medians over the repeats (REPEAT >= 2), else the 10th..90th
+     percentile of the single run's steps;
+  2. collective calls per step by phase (rank 0), with the largest rank's total per step
+     as a marker (pipeline stages other than rank 0 included: comm_ranks);
+  3. bytes per step by phase: the transformer layers (solid) kept apart from layer -1
+     (hatched: embedding, LM head and loss, DP gradient sync, pipeline transfers), so that
+     BOOST's doubled embedding/head traffic does not hide its smaller per-layer traffic;
+  4. memory: parameters, gradients, optimizer state and activations stacked (the largest
+     rank's), the peak resident set as a line over the bar;
+  5. loss parity: each variant's training loss minus its same-architecture baseline (the
+     first earlier variant with the same model section: BOOST - Vanilla-TP, never - dense).
+The caption names the model, the layout, the host and the launch. Prints the numbers it
+plotted. Exit 2 with a clear message when the database, the experiment or the launch is missing.
 """
 import argparse
 import os
-import sqlite3
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plot_common as pc  # noqa: E402
 
-def die(msg):
-    sys.stderr.write(f"plot_ablation: {msg}\n")
-    sys.exit(2)
+PROG = "plot_ablation"
+MEM_PARTS = ["parameters", "gradients", "optimizer", "activations"]
+
+
+def variant_numbers(con, runs):
+    """The plotted numbers of one variant from its completed runs."""
+    step_ms, comm_ms = [], []
+    for r in runs:
+        st = pc.steps_of(con, r["id"])
+        t = pc.timed(st)
+        comm_s = dict(con.execute("SELECT step, SUM(seconds) FROM comm WHERE run_id = ? GROUP BY step", (r["id"],)).fetchall())
+        step_ms.append([1e3 * s["step_seconds"] for s in t if s["step_seconds"] is not None])
+        comm_ms.append([1e3 * (comm_s.get(s["step"]) or 0.0) for s in t])
+    med, lo, hi = pc.median_and_spread(step_ms)
+    cmed, _, _ = pc.median_and_spread(comm_ms)
+    r = runs[0]
+    nsteps = con.execute("SELECT COUNT(DISTINCT step) FROM comm WHERE run_id = ?", (r["id"],)).fetchone()[0] or 1
+    calls = dict(con.execute("SELECT phase, SUM(calls) FROM comm WHERE run_id = ? GROUP BY phase", (r["id"],)).fetchall())
+    layer_bytes = dict(con.execute("SELECT phase, SUM(bytes) FROM comm WHERE run_id = ? AND layer >= 0 GROUP BY phase", (r["id"],)).fetchall())
+    head_bytes = dict(con.execute("SELECT phase, SUM(bytes) FROM comm WHERE run_id = ? AND layer < 0 GROUP BY phase", (r["id"],)).fetchall())
+    max_rank_calls = con.execute("SELECT MAX(c) FROM (SELECT rank, AVG(calls) AS c FROM comm_ranks WHERE run_id = ? GROUP BY rank)",
+                                 (r["id"],)).fetchone()[0] or 0
+    mem = dict(con.execute("SELECT category, bytes FROM memory WHERE run_id = ?", (r["id"],)).fetchall())
+    loss = {s["step"]: s["loss"] for s in pc.steps_of(con, r["id"])}
+    return dict(run=r["id"], n=len(runs), step_ms=med, lo=lo, hi=hi, comm_ms=min(cmed, med) if med == med else 0.0,
+                calls={p: (calls.get(p) or 0) / nsteps for p in pc.PHASES}, max_rank_calls=max_rank_calls,
+                layer_bytes={p: (layer_bytes.get(p) or 0) / nsteps for p in pc.PHASES},
+                head_bytes={p: (head_bytes.get(p) or 0) / nsteps for p in pc.PHASES},
+                mem={c: mem.get(c) or 0 for c in MEM_PARTS + ["peak_rss"]}, loss=loss)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("experiment")
-    ap.add_argument("--db", default="runs/boost.db")
-    ap.add_argument("--out", default="analysis/figures")
+    ap = argparse.ArgumentParser(description="ablation panels of a launch: time, calls, bytes, memory, loss parity")
+    pc.add_arguments(ap)
     args = ap.parse_args()
-    if not os.path.exists(args.db):
-        die(f"no run database at {args.db} (run an experiment first: make exp EXP={args.experiment})")
-    con = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
-    runs = con.execute("SELECT variant, MAX(id) FROM runs WHERE experiment = ? GROUP BY variant "
-                       "ORDER BY MIN(id)", (args.experiment,)).fetchall()
-    if not runs:
-        die(f"no runs of experiment '{args.experiment}' in {args.db}")
-
-    phases = ["forward", "backward", "recompute", "optimizer", "pipeline", "other"]
-    cats = ["parameters", "gradients", "optimizer", "activations", "peak_rss"]
-    rows = []
-    for variant, rid in runs:
-        steps = con.execute("SELECT step, step_seconds, loss FROM steps WHERE run_id = ? ORDER BY step", (rid,)).fetchall()
-        if not steps:
-            continue
-        comm_s = dict(con.execute("SELECT step, SUM(seconds) FROM comm WHERE run_id = ? GROUP BY step", (rid,)).fetchall())
-        timed = steps[1:] if len(steps) > 1 else steps
-        step_ms = 1e3 * sum(s[1] for s in timed) / len(timed)
-        comm_ms = 1e3 * sum(comm_s.get(s[0], 0.0) or 0.0 for s in timed) / len(timed)
-        nsteps = len(steps)
-        by_phase = dict(con.execute("SELECT phase, SUM(bytes) FROM comm WHERE run_id = ? GROUP BY phase", (rid,)).fetchall())
-        mem = dict(con.execute("SELECT category, bytes FROM memory WHERE run_id = ?", (rid,)).fetchall())
-        rows.append(dict(variant=variant, run=rid, step_ms=step_ms, comm_ms=min(comm_ms, step_ms),
-                         bytes={p: (by_phase.get(p, 0) or 0) / nsteps for p in phases},
-                         mem={c: mem.get(c, 0) or 0 for c in cats},
-                         loss={s[0]: s[2] for s in steps}))
-    if not rows:
-        die(f"the runs of '{args.experiment}' logged no steps")
+    con = pc.open_db(PROG, args.db, args.experiment)
+    launch, runs = pc.select_runs(PROG, con, args.experiment, args.launch)
+    variants = pc.by_variant(runs)
+    base = pc.same_architecture_baseline(variants)
+    rows = {v: variant_numbers(con, rs) for v, rs in variants.items()}
+    names = list(rows)
+    x = list(range(len(names)))
 
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [r["variant"] for r in rows]
-    x = range(len(rows))
-    fig, ax = plt.subplots(2, 2, figsize=(13, 9))
-    a = ax[0][0]
-    comp = [r["step_ms"] - r["comm_ms"] for r in rows]
-    comm = [r["comm_ms"] for r in rows]
-    a.bar(x, comp, label="compute (step − communication)")
-    a.bar(x, comm, bottom=comp, label="communication")
-    a.set_xticks(list(x), names, rotation=20, ha="right"); a.set_ylabel("ms per step"); a.legend(); a.set_title("step time")
-    a = ax[0][1]
-    bottom = [0.0] * len(rows)
-    for p in phases:
-        vals = [r["bytes"][p] / 2**20 for r in rows]
+    fig, axes = plt.subplots(2, 3, figsize=(17, 10))
+    phase_colors = {p: f"C{i}" for i, p in enumerate(pc.PHASES)}
+
+    # 1. step time with spread
+    a = axes[0][0]
+    comp = [rows[v]["step_ms"] - rows[v]["comm_ms"] for v in names]
+    comm = [rows[v]["comm_ms"] for v in names]
+    a.bar(x, comp, color="0.65", label="compute (step − communication)")
+    a.bar(x, comm, bottom=comp, color="C3", label="communication")
+    err = [[rows[v]["step_ms"] - rows[v]["lo"] for v in names], [rows[v]["hi"] - rows[v]["step_ms"] for v in names]]
+    a.errorbar(x, [rows[v]["step_ms"] for v in names], yerr=err, fmt="none", ecolor="k", capsize=5, lw=1.2,
+               label="spread (repeats min–max, else p10–p90)")
+    a.set_xticks(x, names, rotation=20, ha="right"); a.set_ylabel("median ms per step after warm-up")
+    a.set_ylim(0, 1.35 * max([rows[v]["hi"] for v in names if rows[v]["hi"] == rows[v]["hi"]] or [1]))
+    a.set_title("step time"); a.legend(fontsize=7, loc="upper left")
+
+    # 2. collective calls per step
+    a = axes[0][1]
+    bottom = [0.0] * len(names)
+    for p in pc.PHASES:
+        vals = [rows[v]["calls"][p] for v in names]
         if any(vals):
-            a.bar(x, vals, bottom=bottom, label=p)
-            bottom = [b + v for b, v in zip(bottom, vals)]
-    a.set_xticks(list(x), names, rotation=20, ha="right"); a.set_ylabel("MiB per step (rank 0's view)")
-    a.legend(); a.set_title("bytes moved by collectives")
-    a = ax[1][0]
-    w = 0.8 / len(cats)
-    for j, c in enumerate(cats):
-        a.bar([i + j * w for i in x], [r["mem"][c] / 2**20 for r in rows], width=w, label=c)
-    a.set_xticks([i + 0.4 - w / 2 for i in x], names, rotation=20, ha="right"); a.set_ylabel("MiB (largest rank)")
-    a.legend(fontsize=8); a.set_title("memory")
-    a = ax[1][1]
-    ref = rows[0]["loss"]
-    for r in rows[1:]:
-        common = sorted(set(ref) & set(r["loss"]))
-        a.plot(common, [r["loss"][s] - ref[s] for s in common], label=f"{r['variant']} − {rows[0]['variant']}")
-    a.axhline(0, color="k", lw=0.5); a.set_xlabel("step"); a.set_ylabel("training loss difference")
-    a.set_title("loss parity"); a.legend(fontsize=8)
-    fig.suptitle(f"{args.experiment}: latest run of each variant ({args.db})")
-    fig.tight_layout()
+            a.bar(x, vals, bottom=bottom, color=phase_colors[p], label=p)
+            bottom = [b + c for b, c in zip(bottom, vals)]
+    a.plot(x, [rows[v]["max_rank_calls"] for v in names], "kx", ms=9, mew=2, linestyle="none", label="largest rank, all phases")
+    a.set_xticks(x, names, rotation=20, ha="right"); a.set_ylabel("collective calls per step (rank 0)")
+    a.set_ylim(0, 1.3 * max([max(b, rows[v]["max_rank_calls"]) for b, v in zip(bottom, names)] or [1]) or 1)
+    a.set_title("collective calls"); a.legend(fontsize=7, loc="upper left", ncol=2)
+
+    # 3. bytes per step: transformer layers vs layer -1
+    a = axes[0][2]
+    w = 0.38
+    for k, (key, hatch, label) in enumerate((("layer_bytes", None, "transformer layers"), ("head_bytes", "//", "layer −1"))):
+        bottom = [0.0] * len(names)
+        for p in pc.PHASES:
+            vals = [rows[v][key][p] / 2**20 for v in names]
+            if any(vals):
+                a.bar([i + (k - 0.5) * w for i in x], vals, width=w, bottom=bottom, color=phase_colors[p], hatch=hatch,
+                      edgecolor="k" if hatch else None, lw=0.3, label=f"{p} ({label})")
+                bottom = [b + c for b, c in zip(bottom, vals)]
+    a.set_xticks([i + d for i in x for d in (-w / 2, w / 2)], ["layers", "−1"] * len(names), fontsize=7)
+    for i, v in enumerate(names):   # the variant under its pair of bars
+        a.text(i, -0.09, v, ha="center", va="top", fontsize=9, rotation=0, transform=a.get_xaxis_transform())
+    a.set_ylabel("MiB per step (rank 0)")
+    tallest = max([sum(rows[v][k].values()) for v in names for k in ("layer_bytes", "head_bytes")] or [0]) / 2**20
+    a.set_ylim(0, 1.35 * tallest or 1)
+    a.set_title("bytes moved: transformer layers (solid) | layer −1: embedding, head, sync (hatched)", fontsize=9)
+    a.legend(fontsize=6, ncol=2)
+
+    # 4. memory: parts stacked, peak as a line
+    a = axes[1][0]
+    bottom = [0.0] * len(names)
+    for j, c in enumerate(MEM_PARTS):
+        vals = [rows[v]["mem"][c] / 2**20 for v in names]
+        a.bar(x, vals, bottom=bottom, color=f"C{j}", label=c)
+        bottom = [b + c2 for b, c2 in zip(bottom, vals)]
+    for i, v in enumerate(names):
+        peak = rows[v]["mem"]["peak_rss"] / 2**20
+        a.hlines(peak, i - 0.45, i + 0.45, colors="k", lw=2, label="peak resident set" if i == 0 else None)
+    a.set_xticks(x, names, rotation=20, ha="right"); a.set_ylabel("MiB (largest rank)")
+    a.set_ylim(0, 1.3 * max(max(rows[v]["mem"]["peak_rss"] for v in names), max(bottom)) / 2**20 or 1)
+    a.set_title("memory: parts stacked, peak as a line"); a.legend(fontsize=7, loc="upper left", ncol=3)
+
+    # 5. loss parity against the same-architecture baseline
+    a = axes[1][1]
+    parity = []
+    for i, v in enumerate(names):
+        ref = base[v]
+        if ref is None:
+            continue
+        mine, theirs = rows[v]["loss"], rows[ref]["loss"]
+        common = [s for s in sorted(mine) if s in theirs and mine[s] is not None and theirs[s] is not None]
+        if not common:
+            continue
+        s = pc.style(i)
+        d = [mine[k] - theirs[k] for k in common]
+        a.plot(common, d, color=s["color"], marker=s["marker"], linestyle=s["linestyle"], markersize=3,
+               markevery=pc.markevery(i, len(names), len(common)), label=f"{v} − {ref}")
+        parity.append((v, ref, max(abs(t) for t in d)))
+    a.axhline(0, color="k", lw=0.5)
+    a.set_xlabel("step"); a.set_ylabel("training loss difference")
+    a.set_title("loss parity against the same-architecture baseline")
+    if parity:
+        a.legend(fontsize=8)
+    else:
+        a.text(0.5, 0.5, "no two variants share an architecture", ha="center", va="center", transform=a.transAxes)
+    alone = pc.without_partner(variants)
+    if alone and len(alone) < len(names):
+        a.text(0.01, 0.01, "no other variant of the same architecture: " + ", ".join(alone), fontsize=7, transform=a.transAxes)
+
+    axes[1][2].axis("off")
+    lines = [f"{'variant':<22} {'runs':>4} {'ms/step':>9} {'spread':>15} {'calls':>6} {'MiB lay':>8} {'MiB −1':>7}"]
+    for v in names:
+        r = rows[v]
+        lines.append(f"{v[:22]:<22} {r['n']:>4} {r['step_ms']:9.1f} {r['lo']:7.1f}–{r['hi']:<7.1f} "
+                     f"{sum(r['calls'].values()):6.0f} {sum(r['layer_bytes'].values()) / 2**20:8.2f} "
+                     f"{sum(r['head_bytes'].values()) / 2**20:7.2f}")
+    axes[1][2].text(0, 1, "\n".join(lines), family="monospace", fontsize=7, va="top")
+
+    title = f"{args.experiment}: " + (f"launch {launch['id']}" if launch else "latest run of each variant")
+    fig.suptitle(title)
+    fig.text(0.01, 0.005, pc.caption(args.experiment, launch, runs), fontsize=7, wrap=True, va="bottom")
+    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"{args.experiment}_ablation.png")
     fig.savefig(path, dpi=110)
-    print(f"{'variant':28s} {'run':>5s} {'ms/step':>9s} {'comm ms':>9s} {'MiB/step':>9s} {'act MiB':>9s} {'max|Δloss|':>11s}")
-    for r in rows:
-        common = set(ref) & set(r["loss"])
-        dl = max((abs(r["loss"][s] - ref[s]) for s in common), default=0.0)
-        print(f"{r['variant']:28s} {r['run']:5d} {r['step_ms']:9.1f} {r['comm_ms']:9.2f} "
-              f"{sum(r['bytes'].values()) / 2**20:9.2f} {r['mem']['activations'] / 2**20:9.1f} {dl:11.2e}")
+    print("\n".join(lines))
+    for v, ref, m in parity:
+        print(f"{v} vs {ref}: max |Δloss| {m:.3g}")
     print(f"wrote {path}")
 
 

@@ -6,10 +6,13 @@ documented layout (docs/checkpoint-format.md, "Step dumps") and print a summary.
 
 Exit 0 if the file follows the contract, 1 (listing every violation) otherwise.
 Checks: root attributes; every /model tensor float32 with the shapes implied by the
-embedding and the linears (dense W [din,dout] or low-rank A [din,r] + B [r,dout]);
+embedding and the linears (dense W [din,dout] or low-rank A [din,r] + B [r,dout]; LaX: the
+crossing's tensors of docs/lax.md §4 in layers >= 1, from the config's lax_gate/lax_norm);
 /grads mirrors /model; /batch int32 [rows,T] with token ids < V; /loss a finite float64
 scalar; /activations (if present) shapes, layer-0 x == embed[tokens of the last
-micro-batch] exactly, and bottleneck h == a @ A (z == SiLU(h) for CoLA).
+micro-batch] exactly, and bottleneck h == a @ A (z == SiLU(h) for CoLA). LaX: in layer 0 the
+same; in layers >= 1 h is U = a @ A + g(z_prev) (z_prev: the same projection's z in the layer
+before) and z == σ(LN(h)) (σ = SiLU on the cola base; no LN with lax_norm none).
 """
 import json
 import sys
@@ -19,6 +22,47 @@ import numpy as np
 
 PROJ = {"attn": ["q", "k", "v", "o"], "mlp": ["gate", "up", "down"]}
 BOTTLENECK_INPUT = {"q": "a", "k": "a", "v": "a", "o": "y", "gate": "m", "up": "m", "down": "gu"}
+
+
+def kron_factors(r):
+    """(r1, r2), r1 = the largest divisor of r not above sqrt(r) (docs/lax.md §3)."""
+    r1 = max(k for k in range(1, int(np.sqrt(r)) + 1) if r % k == 0)
+    return r1, r // r1
+
+
+def lax_tensors(m, r):
+    """{name: shape} of one crossing of width r (docs/lax.md §4), m = the config's model section."""
+    t = {}
+    if m.get("lax_gate", "kron") == "dense":
+        t.update({"lax_gate/W": (r, r), "lax_gate/b": (r,)})
+    elif m.get("lax_gate", "kron") == "kron":
+        r1, r2 = kron_factors(r)
+        t.update({"lax_gate/G1": (r1, r1), "lax_gate/G2": (r2, r2)})
+    if m.get("lax_norm", "layernorm") == "layernorm":
+        t.update({"lax_norm/gamma": (r,), "lax_norm/beta": (r,)})
+    return t
+
+
+def lax_gate(m, f, base, z):
+    """g(z) with the tensors under /model/<base>/ (float64)."""
+    g = m.get("lax_gate", "kron")
+    if g == "identity":
+        return z
+    if g == "dense":
+        return z @ f[f"model/{base}/lax_gate/W"][()].astype(np.float64) + f[f"model/{base}/lax_gate/b"][()]
+    G1, G2 = (f[f"model/{base}/lax_gate/{k}"][()].astype(np.float64) for k in ("G1", "G2"))
+    zz = z.reshape(z.shape[0], G1.shape[0], G2.shape[0])
+    return np.einsum("ik,nij,jl->nkl", G1, zz, G2).reshape(z.shape)
+
+
+def lax_latent(m, f, base, u, cross):
+    """z = σ(LN(u)) (no LN in layer 0 or with lax_norm none; σ = SiLU on the cola base)."""
+    if cross and m.get("lax_norm", "layernorm") == "layernorm":
+        mu = u.mean(1, keepdims=True)
+        var = ((u - mu) ** 2).mean(1, keepdims=True)
+        u = (u - mu) / np.sqrt(var + float(m.get("norm_eps", 1e-6)))
+        u = u * f[f"model/{base}/lax_norm/gamma"][()] + f[f"model/{base}/lax_norm/beta"][()]
+    return u / (1 + np.exp(-u)) if m.get("lax_base", "cola") == "cola" else u
 
 
 def main(argv):
@@ -40,10 +84,13 @@ def main(argv):
         if "step" not in a or not np.issubdtype(np.asarray(a["step"]).dtype, np.integer):
             err("root attribute step (integer) missing")
         cfg = a.get("config", "")
+        mcfg = {}
         try:
-            json.loads(cfg) if cfg else None
+            conf = json.loads(cfg) if cfg else {}
+            mcfg = conf.get("model", conf) if isinstance(conf, dict) else {}
         except ValueError as e:
             err(f"root attribute config is not JSON: {e}")
+        lax = mcfg.get("linear") == "lax"
 
         def ds(name, shape, dtype):
             if name not in f or not isinstance(f[name], h5py.Dataset):
@@ -86,6 +133,9 @@ def main(argv):
                         ranks[p] = r
                         expected[base + "/A"] = (din, r)
                         expected[base + "/B"] = (r, dout)
+                        if lax and l >= 1:
+                            for name, shape in lax_tensors(mcfg, r).items():
+                                expected[f"{base}/{name}"] = shape
                     else:
                         expected[base + "/W"] = (din, dout)
         for fam in ("model", "grads"):
@@ -109,7 +159,8 @@ def main(argv):
         if loss is not None and not np.isfinite(loss):
             err(f"/loss is {loss}")
 
-        summary = {"V": V, "d": d, "L": L, "kv_dim": kvd, "d_ff": ff, "linear": "low-rank" if lowrank else "dense",
+        kind = "dense" if not lowrank else ("lax" if lax else "low-rank")
+        summary = {"V": V, "d": d, "L": L, "kv_dim": kvd, "d_ff": ff, "linear": kind,
                    "ranks": ranks, "tied": "lm_head" not in f["model"], "batch": [rows, T],
                    "loss": float(loss) if loss is not None else None, "step": int(a.get("step", -1))}
 
@@ -120,7 +171,7 @@ def main(argv):
             N = B * Ta
             if Ta != T or first + B != rows:
                 err(f"/activations attrs B={B} T={Ta} first_row={first} do not match /batch [{rows},{T}]")
-            cola = lowrank and "activations/layers/0/q_z" in f
+            cola = lowrank and not lax and "activations/layers/0/q_z" in f
             shapes = {"x": d, "a": d, "q": d, "k": kvd, "v": kvd, "y": d, "x_mid": d, "m": d, "g": ff, "u": ff, "gu": ff}
             for l in range(L):
                 base = f"activations/layers/{l}"
@@ -130,8 +181,22 @@ def main(argv):
                     for p in dims:
                         h = ds(f"{base}/{p}_h", (N, ranks[p]), np.float32)
                         x_in = f[f"{base}/{BOTTLENECK_INPUT[p]}"][()]
-                        A = f[f"model/layers/{l}/{'attn' if p in PROJ['attn'] else 'mlp'}/{p}/A"][()]
+                        mbase = f"layers/{l}/{'attn' if p in PROJ['attn'] else 'mlp'}/{p}"
+                        A = f[f"model/{mbase}/A"][()]
                         want = x_in.astype(np.float64) @ A.astype(np.float64)
+                        if lax:   # U = a @ A + g(z_prev); z = σ(LN(U)) (stored unless it is U itself)
+                            zname = f"{base}/{p}_z"
+                            zp = f"activations/layers/{l - 1}/{p}_" + ("z" if f"activations/layers/{l - 1}/{p}_z" in f else "h")
+                            if l >= 1:
+                                want = want + lax_gate(mcfg, f, mbase, f[zp][()].astype(np.float64))
+                            if h is not None and not np.allclose(h, want, rtol=1e-3, atol=1e-4):
+                                err(f"/{base}/{p}_h != {BOTTLENECK_INPUT[p]} @ A + g(z_prev) (max diff {np.abs(h - want).max():.3g})")
+                            if h is not None and zname in f:
+                                z = ds(zname, (N, ranks[p]), np.float32)
+                                zw = lax_latent(mcfg, f, mbase, h.astype(np.float64), l >= 1)
+                                if not np.allclose(z, zw, rtol=1e-3, atol=1e-4):
+                                    err(f"/{zname} != σ(LN({p}_h)) (max diff {np.abs(z - zw).max():.3g})")
+                            continue
                         if h is not None and not np.allclose(h, want, rtol=1e-3, atol=1e-5):
                             err(f"/{base}/{p}_h != {BOTTLENECK_INPUT[p]} @ A (max diff {np.abs(h - want).max():.3g})")
                         if cola:

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # t_btp.sh — bottleneck-aware TP and the BOOST techniques (build/test_btp, docs/boost.md)
 # under mpirun on the grids 1×1 2×1 4×1 2×2 (tp×pp): loss and every gradient equal the
-# single-process model for cola and svd and all 16 switch combinations, plus
-# full_recompute, GQA, the SiLU gate and tied embeddings; exact per-layer collectives;
-# the activation-memory formulas. Rank 0 prints one PASS/FAIL line per test (the AND over
+# single-process model for cola, svd and LaX (both bases) and all 16 switch combinations,
+# plus full_recompute, LaX's gate/norm forms, GQA, the SiLU gate and tied embeddings; exact
+# per-layer collectives (LaX: Vanilla-TP's all-gathers, none more under BTP, none in the
+# low-rank recompute) and pipeline message sizes; the activation-memory formulas. Rank 0 prints one PASS/FAIL line per test (the AND over
 # all ranks); this script prints one line per grid. BTP_VERBOSE=1 also prints each case's
 # layer-0 all-reduce calls/elements and the worst tolerance ratio (on stderr).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

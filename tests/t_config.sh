@@ -27,7 +27,7 @@ expect_error out_of_range "range.yaml:2: train.lr: expected a number > 0, got '-
 y valfrac 'data:\n  val_fraction: 0.5\n'
 expect_error val_fraction_range "data.val_fraction: expected a number in (0, 0.5), got '0.5'" 2 "$INFO" --config "$TMP/valfrac.yaml"
 y enum 'model:\n  linear: lora\n'
-expect_error bad_enum "enum.yaml:2: model.linear: expected one of dense, cola, svd, got 'lora'" 2 "$INFO" --config "$TMP/enum.yaml"
+expect_error bad_enum "enum.yaml:2: model.linear: expected one of dense, cola, svd, lax, got 'lora'" 2 "$INFO" --config "$TMP/enum.yaml"
 y bool 'model:\n  tie_embeddings: yes\n'
 expect_error bad_bool "model.tie_embeddings: expected true or false, got 'yes'" 2 "$INFO" --config "$TMP/bool.yaml"
 y dataset 'data:\n  dataset: c4\n'
@@ -64,7 +64,18 @@ expect_error kv_heads_divide "model.n_heads = 4 is not a multiple of model.n_kv_
 y dense_rank 'model:\n  linear: dense\n  rank_attn: 8\n'
 expect_error rank_for_dense "model.rank_attn is set but model.linear is dense" 2 "$INFO" --config "$TMP/dense_rank.yaml"
 y olr 'model:\n  linear: svd\n  only_lr_act: false\n'
-expect_error only_lr_act_non_cola "model.only_lr_act applies only to model.linear: cola (this is svd)" 2 "$INFO" --config "$TMP/olr.yaml"
+expect_error only_lr_act_non_cola "model.only_lr_act applies only to model.linear: cola or lax on the cola base (this is svd)" 2 "$INFO" --config "$TMP/olr.yaml"
+# LaX (docs/lax.md §2): its keys only with model.linear: lax; only_lr_act only on the cola base
+y laxkey 'model:\n  linear: cola\n  lax_gate: dense\n'
+expect_error lax_key_without_lax "model.lax_gate applies only to model.linear: lax (this is cola)" 2 "$INFO" --config "$TMP/laxkey.yaml"
+y laxolr 'model:\n  linear: lax\n  lax_base: svd\n  only_lr_act: true\n'
+expect_error only_lr_act_lax_svd "model.only_lr_act applies only to model.linear: cola or lax on the cola base (this is lax with model.lax_base: svd)" 2 "$INFO" --config "$TMP/laxolr.yaml"
+expect_error lax_bad_gate "model.lax_gate: expected one of identity, dense, kron, got 'diag'" 2 "$INFO" --set model.linear=lax --set model.lax_gate=diag
+y laxok 'model:\n  preset: cola-60m\n  linear: lax\n  only_lr_act: false\n'
+out=$("$INFO" --config "$TMP/laxok.yaml" 2>&1)
+if grep -q "42,799,168" <<<"$out" && grep -q "1.7176e+08" <<<"$out" && grep -q "LaX base cola, gate kron, norm layernorm" <<<"$out"
+then pass info_lax_cola60m
+else fail info_lax_cola60m "expected 42,799,168 params and 1.7176e+08 FLOPs/token (docs/lax.md §5); got: $(echo "$out" | grep -E 'param|FLOPs|LaX' | head -4)"; fi
 y warmup 'train:\n  steps: 10\n  warmup_steps: 20\n'
 expect_error warmup_gt_steps "train.warmup_steps = 20 exceeds train.steps = 10" 2 "$INFO" --config "$TMP/warmup.yaml"
 
@@ -101,7 +112,7 @@ expect_error grid_needs_list "variants.grid: train.lr: expected a non-empty list
 y gridmix 'variants:\n  grid:\n    train.lr: [0.1]\n  other: {}\n'
 expect_error grid_and_named "use either named variants or grid, not both" 2 "$INFO" --config "$TMP/gridmix.yaml"
 y gridbad 'variants:\n  grid:\n    model.linear: [dense, lora]\n'
-expect_error grid_bad_value "variant 'linear=lora': model.linear: expected one of dense, cola, svd, got 'lora'" 2 \
+expect_error grid_bad_value "variant 'linear=lora': model.linear: expected one of dense, cola, svd, lax, got 'lora'" 2 \
     "$INFO" --config "$TMP/gridbad.yaml"
 y twovar 'variants:\n  a: {}\n  b: {}\n'
 expect_error unknown_variant "no variant 'c'" 2 "$INFO" --config "$TMP/twovar.yaml" --variant c
@@ -112,7 +123,7 @@ expect_error set_unknown_key "--set train.lrr=1: unknown key 'train.lrr'; did yo
 expect_error set_no_equals "--set expects KEY=VALUE, got 'train.lr'" 2 "$INFO" --set train.lr
 expect_error set_on_manifest "--set model.n_layers=0: model.n_layers: expected an integer >= 1, got '0'" 2 \
     "$INFO" --config experiments/quickstart.yaml --set model.n_layers=0
-expect_error bad_linear_flag "model.linear: expected one of dense, cola, svd, got 'lora'" 2 "$INFO" --linear lora
+expect_error bad_linear_flag "model.linear: expected one of dense, cola, svd, lax, got 'lora'" 2 "$INFO" --linear lora
 expect_error unknown_argument "info: unknown argument '--bogus'" 2 "$INFO" --bogus
 
 # ---- good paths -------------------------------------------------------------------------
@@ -123,7 +134,8 @@ out=$("$INFO" --preset cola-60m --linear dense 2>&1)
 if grep -q "58,073,600" <<<"$out"; then pass info_cola60m_dense; else fail info_cola60m_dense "$(echo "$out" | grep param)"; fi
 all=$("$INFO" --all 2>&1)
 nd=$(grep -cE '^[a-z0-9-]+ +dense ' <<<"$all"); nc=$(grep -cE '^[a-z0-9-]+ +cola ' <<<"$all"); ns=$(grep -cE '^[a-z0-9-]+ +svd ' <<<"$all")
-[ "$nd" -ge 12 ] && [ "$nd" -eq "$nc" ] && [ "$nd" -eq "$ns" ] && pass info_all || fail info_all "rows dense $nd cola $nc svd $ns"
+nl=$(grep -cE '^[a-z0-9-]+ +lax ' <<<"$all")
+[ "$nd" -ge 12 ] && [ "$nd" -eq "$nc" ] && [ "$nd" -eq "$ns" ] && [ "$nd" -eq "$nl" ] && pass info_all || fail info_all "rows dense $nd cola $nc svd $ns lax $nl"
 expect_ok quickstart_loads "$INFO" --config experiments/quickstart.yaml
 for f in experiments/*.yaml experiments/*/*.yaml; do
     [ -f "$f" ] || continue

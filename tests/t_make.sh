@@ -14,6 +14,8 @@ probe make_exp_backticks exp "EXP=\`touch $TMP/hit-2\`"
 probe make_variant_semicolon exp EXP=quickstart "VARIANT=x; touch $TMP/hit-3 #"
 probe make_exp_single_quote exp "EXP=a'b; touch $TMP/hit-4; '"
 probe make_set_payload exp EXP=quickstart DRY_RUN=1 "SET=train.steps=1 \$\$(touch $TMP/hit-5) ;touch $TMP/hit-6"
+probe make_repeat_payload exp EXP=quickstart DRY_RUN=1 "REPEAT=2; touch $TMP/hit-9"
+probe make_launch_payload exp EXP=quickstart SUMMARY=1 "LAUNCH=\$\$(touch $TMP/hit-10)"
 probe make_figures_payload figures "EXP=x; touch $TMP/hit-7"
 probe make_info_payload info "PRESET=tiny; touch $TMP/hit-8"
 # ... and the payload arrives as one literal word

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Parallel engine vs the single-process run (issue: distributed training).
-# For dense, cola and svd: after one optimizer step (2 micro-batches) at tp=2, tp=4,
+# For dense, cola and svd (and LaX on a smaller set of layouts, docs/lax.md §9): after one optimizer step (2 micro-batches) at tp=2, tp=4,
 # pp=2, dp=2, tp2xpp2, tp2xdp2 and dp=2 with ZeRO-1 the loss, every gradient (step dump at step 1) and
 # every updated weight and AdamW moment (checkpoint after step 1) equal the
 # single-process run. Tolerance per tensor: max|a-b| <= 1e-6 + 1e-4*max|b| for the loss,
@@ -39,25 +39,53 @@ run_layout() {
         --set run.dump_dir="$out/dump" --set run.checkpoint_dir="$out/ckpt" "$@" >"$out.log" 2>&1
 }
 
+# vs_single KIND NAME TP PP DP [--set ...]: the run against KIND's single-process run (step
+# dump: loss, weights, gradients; checkpoint after the step: AdamW moments, updated weights)
+vs_single() {
+    local kind=$1 name=$2; shift 2
+    local ref_dump="$TMP/$kind-single/dump/step_1.h5" ref_ckpt r1 r2 ck
+    ref_ckpt=$(ls "$TMP"/$kind-single/ckpt/*/step_1.h5 2>/dev/null)
+    if ! run_layout $kind $name "$@"; then fail "${kind}_${name}_matches_single" "run failed: $(tail -3 "$TMP/$kind-$name.log")"; return; fi
+    r1=$($CMP "$TMP/$kind-$name/dump/step_1.h5" "$ref_dump" --groups model,grads,loss --atol 1e-6 --rtol 1e-4 2>&1)
+    ck=$(ls "$TMP"/$kind-$name/ckpt/*/step_1.h5)
+    r2=$($CMP "$ck" "$ref_ckpt" --groups optimizer --atol 1e-6 --rtol 1e-4 2>&1 &&
+         $CMP "$ck" "$ref_ckpt" --groups model --atol 1e-4 --rtol 0 2>&1)
+    if [ $? -eq 0 ] && grep -q " 0 beyond" <<<"$r1"; then pass "${kind}_${name}_matches_single"
+    else fail "${kind}_${name}_matches_single" "$(echo "$r1"; echo "$r2" | tail -3)"; fi
+}
+
 for kind in dense cola svd; do
     make_cfg $kind
     if ! run_layout $kind single 1 1 1; then fail "${kind}_single_run" "$(tail -3 "$TMP/$kind-single.log")"; continue; fi
-    ref_dump="$TMP/$kind-single/dump/step_1.h5"
-    ref_ckpt=$(ls "$TMP"/$kind-single/ckpt/*/step_1.h5)
     for layout in "tp2 2 1 1" "tp4 4 1 1" "pp2 1 2 1" "dp2 1 1 2" "tp2pp2 2 2 1" "tp2dp2 2 1 2" "dp2zero1 1 1 2 z"; do
         set -- $layout
-        name=$1
         extra=()
         [ "${5:-}" = z ] && extra=(--set parallel.zero1=true)
-        if ! run_layout $kind $name $2 $3 $4 "${extra[@]}"; then fail "${kind}_${name}_matches_single" "run failed: $(tail -3 "$TMP/$kind-$name.log")"; continue; fi
-        r1=$($CMP "$TMP/$kind-$name/dump/step_1.h5" "$ref_dump" --groups model,grads,loss --atol 1e-6 --rtol 1e-4 2>&1)
-        ck=$(ls "$TMP"/$kind-$name/ckpt/*/step_1.h5)
-        r2=$($CMP "$ck" "$ref_ckpt" --groups optimizer --atol 1e-6 --rtol 1e-4 2>&1 &&
-             $CMP "$ck" "$ref_ckpt" --groups model --atol 1e-4 --rtol 0 2>&1)
-        if [ $? -eq 0 ] && grep -q " 0 beyond" <<<"$r1"; then pass "${kind}_${name}_matches_single"
-        else fail "${kind}_${name}_matches_single" "$(echo "$r1"; echo "$r2" | tail -3)"; fi
+        vs_single $kind "$1" "$2" "$3" "$4" "${extra[@]}"
     done
 done
+
+# ---- LaX (docs/lax.md §6, §9): the same parity under Vanilla-TP (the default gate and norm:
+# case (b), the gathered latent chain), pipeline stages (the latents travel with the
+# activations; pp 3 on three layers puts two micro-batches in flight on the middle stage,
+# each with its received latents), ZeRO-1, and BTP with every switch / full recompute --------
+make_cfg lax
+sed 's/n_layers: 2/n_layers: 3/' "$TMP/lax.yaml" > "$TMP/lax3.yaml"
+BTP_ALL=(--set boost.btp=true --set boost.online_rmsnorm=true --set boost.grouping=true --set boost.lowrank_ckpt=true)
+if run_layout lax single 1 1 1 && run_layout lax3 single 1 1 1; then
+    vs_single lax tp2 2 1 1
+    vs_single lax pp2 1 2 1
+    vs_single lax tp2pp2 2 2 1
+    vs_single lax dp2zero1 1 1 2 --set parallel.zero1=true
+    vs_single lax btp_all_tp2pp2 2 2 1 "${BTP_ALL[@]}"
+    vs_single lax btp_full_recompute_tp2 2 1 1 --set boost.btp=true --set boost.full_recompute=true
+    vs_single lax3 pp3 1 3 1
+    vs_single lax3 btp_all_pp3 1 3 1 "${BTP_ALL[@]}"
+else fail lax_single_run "$(tail -3 "$TMP/lax-single.log" "$TMP/lax3-single.log")"; fi
+# Vanilla-TP case (a): the svd base with the identity gate and no norm crosses column slices
+sed 's/linear: lax,/linear: lax, lax_base: svd, lax_gate: identity, lax_norm: none,/' "$TMP/lax.yaml" > "$TMP/laxa.yaml"
+if run_layout laxa single 1 1 1; then vs_single laxa tp2pp2 2 2 1
+else fail laxa_single_run "$(tail -3 "$TMP/laxa-single.log")"; fi
 
 # ---- exact communication volumes (per layer, per optimizer step of K=2 micro-batches) --
 # tokens per micro-batch b*s = 4*16 = 64, d = 32, d_ff = 48, K = 2
@@ -84,6 +112,40 @@ for tp in 2 4; do
         check_volume vanilla_tp${tp}_backward "$TMP/comm-cola-$tp.db" backward $((4*K)) $((K*BS*(3*D+FF)))
     else fail vanilla_tp${tp}_run "$(tail -3 "$TMP/comm-cola-$tp.log")"; fi
 done
+# LaX (docs/lax.md §6.2, §6.6), ranks r = 8: under Vanilla-TP the all-reduces stay those of
+# cola, and layer 1 adds 7 all-gathers of the full latents b*s*(4r+3r) forward and backward,
+# layer 0 none backward. Through the pipeline (rank 0 = stage 0, per step of K micro-batches)
+# each message carries the residual and the latents: BTP tp2pp2 b*s*(d/2) + b*s*7r each way;
+# Vanilla-TP pp2 b*s*d + b*s*7r.
+check_gather() {  # NAME DB PHASE LAYER CALLS ELEMENTS
+    local got=$(q "$2" "SELECT ifnull(sum(calls), 0) || ' ' || ifnull(sum(elements), 0) FROM comm WHERE step=1 AND kind='all_gather' AND grp='tp' AND phase='$3' AND layer=$4")
+    if [ "$got" = "$5 $6" ]; then pass "$1"; else fail "$1" "layer $4 $3 all-gathers: got calls/elements '$got', expected '$5 $6'"; fi
+}
+check_pipe() {  # NAME DB KIND ELEMENTS
+    local got=$(q "$2" "SELECT ifnull(sum(elements), 0) FROM comm WHERE step=1 AND kind='$3' AND phase='pipeline'")
+    if [ "$got" = "$4" ]; then pass "$1"; else fail "$1" "stage 0 pipeline $3: got $got elements, expected $4"; fi
+}
+K=2; BS=64; D=32; FF=48; LAT=$((BS*(4*8+3*8)))
+if db_layout lax 2; then
+    check_volume lax_vanilla_tp2_forward "$TMP/comm-lax-2.db" forward $((7*K)) $((K*BS*(5*D+2*FF)))
+    check_volume lax_vanilla_tp2_backward "$TMP/comm-lax-2.db" backward $((4*K)) $((K*BS*(3*D+FF)))
+    check_gather lax_vanilla_tp2_gathers_forward "$TMP/comm-lax-2.db" forward 1 $((7*K)) $((K*LAT))
+    check_gather lax_vanilla_tp2_gathers_backward "$TMP/comm-lax-2.db" backward 1 $((7*K)) $((K*LAT))
+    check_gather lax_vanilla_tp2_layer0_no_gather_backward "$TMP/comm-lax-2.db" backward 0 0 0
+else fail lax_vanilla_tp2_run "$(tail -3 "$TMP/comm-lax-2.log")"; fi
+pipe_db() {  # NAME NP sets... -> $TMP/pipe-NAME.db
+    local name=$1 np=$2; shift 2
+    timeout 120 mpirun -np $np "$BUILD/train" "$TMP/lax.yaml" --set run.dump_steps= "$@" \
+        --set run.db="$TMP/pipe-$name.db" --set run.checkpoint_dir="$TMP/ck-pipe" >"$TMP/pipe-$name.log" 2>&1
+}
+if pipe_db btp 4 --set parallel.tp=2 --set parallel.pp=2 "${BTP_ALL[@]}"; then
+    check_pipe lax_btp_tp2pp2_pipeline_send "$TMP/pipe-btp.db" send $((K*(BS*D/2 + LAT)))
+    check_pipe lax_btp_tp2pp2_pipeline_recv "$TMP/pipe-btp.db" recv $((K*(BS*D/2 + LAT)))
+    check_gather lax_btp_no_gather "$TMP/pipe-btp.db" forward 0 0 0
+else fail lax_btp_pipeline_run "$(tail -3 "$TMP/pipe-btp.log")"; fi
+if pipe_db vanilla 2 --set parallel.pp=2; then
+    check_pipe lax_vanilla_pp2_pipeline_send "$TMP/pipe-vanilla.db" send $((K*(BS*D + LAT)))
+else fail lax_vanilla_pipeline_run "$(tail -3 "$TMP/pipe-vanilla.log")"; fi
 
 # ---- impossible layouts are refused before any work -------------------------------------
 refuse() {  # NAME "message part" NP sets...
@@ -125,7 +187,8 @@ if [ -n "$ck" ]; then
     # resume needs a run record: re-create the layout change through the database
     timeout 120 mpirun -np 2 "$BUILD/train" "$TMP/cola.yaml" --set parallel.tp=2 --set run.dump_steps= \
         --set run.db="$TMP/lay.db" --set run.checkpoint_dir="$TMP/ck-lay" --set run.checkpoint_every=1 >"$TMP/lay1.log" 2>&1
-    timeout 120 "$BUILD/train" "$TMP/cola.yaml" --resume --set train.steps=2 --set run.dump_steps=2 \
+    # (a resume re-applies the run's stored overrides: the new layout is named explicitly)
+    timeout 120 "$BUILD/train" "$TMP/cola.yaml" --resume --set parallel.tp=1 --set train.steps=2 --set run.dump_steps=2 \
         --set run.dump_dir="$TMP/lay-dump" --set run.db="$TMP/lay.db" --set run.checkpoint_dir="$TMP/ck-lay" >"$TMP/lay2.log" 2>&1
     saved=$(ls "$TMP"/ck-lay/*/step_1.h5 | head -1)
     if [ -f "$TMP/lay-dump/step_2.h5" ] && grep -q "resumed" "$TMP/lay2.log" &&

@@ -7,7 +7,7 @@ BIN=${STORE_TEST_BIN:-$BUILD/test_store}
 PY=/usr/bin/python3
 cd "$ROOT"
 
-for kind in cola svd dense; do
+for kind in cola svd dense lax lax-svd-dense; do
     D=$TMP/dump_$kind.h5
     if ! out=$("$BIN" --write-dump "$D" $kind 2>&1); then fail "dump_write_$kind" "$out"; continue; fi
     expect_ok "dump_h5py_layout_$kind" $PY analysis/read_dump.py "$D" --quiet
@@ -39,6 +39,20 @@ out=$($PY analysis/read_dump.py "$TMP/bad.h5" --quiet 2>&1); rc=$?
 if [ $rc = 1 ] && grep -q "final_norm has dtype float64" <<<"$out" && grep -q "grads/layers/0/attn/k/A missing" <<<"$out"; then
     pass dump_reader_detects_violations
 else fail dump_reader_detects_violations "rc $rc: $out"; fi
+
+# LaX (docs/lax.md): read_dump.py recomputes the crossing from the dumped activations, so a
+# changed kron factor breaks h = a @ A + g(z_prev) and a changed LayerNorm gain z = σ(LN(h))
+$PY - "$TMP/dump_lax.h5" "$TMP/bad_lax.h5" <<'PY'
+import shutil, sys, h5py
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "r+") as f:
+    g = f["model/layers/1/mlp/up/lax_norm/gamma"]; x = g[()]; x[3] += 0.5; g[...] = x
+    G = f["model/layers/1/attn/k/lax_gate/G2"]; y = G[()]; y[0, 1] += 0.5; G[...] = y
+PY
+out=$($PY analysis/read_dump.py "$TMP/bad_lax.h5" --quiet 2>&1); rc=$?
+if [ $rc = 1 ] && grep -q "layers/1/k_h != a @ A + g(z_prev)" <<<"$out" && grep -q "layers/1/up_z != σ(LN(up_h))" <<<"$out"; then
+    pass dump_reader_checks_lax_crossing
+else fail dump_reader_checks_lax_crossing "rc $rc: $out"; fi
 
 # checkpoint: names, shapes, dtypes and attributes with h5py, the 5-line recipe of the doc
 C=$TMP/ckpt/step_3.h5

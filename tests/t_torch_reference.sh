@@ -5,8 +5,9 @@
 # 1. verify_dump.py itself: step dumps written by the torch model (fp32) for dense, cola,
 #    svd and a tied + GQA cola variant must pass; the same dump with one gradient entry
 #    perturbed by 1% of the tensor's scale must fail (exit 1) and name that tensor.
-# 2. The engine: tiny trainings (dense, cola, svd, cola tied + GQA 4:2, grad_accum 2) with
-#    step dumps at step 1 (initial weights) and step 3 (after two AdamW updates), each
+# 2. The engine: tiny trainings (dense, cola, svd, cola tied + GQA 4:2, LaX in three forms,
+#    grad_accum 2) with step dumps at step 1 (initial weights) and step 3 (after two AdamW
+#    updates), each
 #    checked by verify_dump.py: loss and every gradient tensor within the fp32-vs-float64
 #    tolerances documented there.
 # Needs /usr/bin/python3 with python3-torch and python3-h5py; without them it prints
@@ -91,6 +92,11 @@ variants=(
     "cola|model.linear=cola"
     "svd|model.linear=svd"
     "cola_tied_gqa_silu|model.linear=cola model.tie_embeddings=true model.only_lr_act=false model.n_heads=4 model.n_kv_heads=2"
+    # LaX (docs/lax.md §9): the defaults (cola base, kron gate, LayerNorm), the svd base with the
+    # dense gate, and the bare crossing (identity gate, no norm)
+    "lax|model.linear=lax"
+    "lax_svd_dense|model.linear=lax model.lax_base=svd model.lax_gate=dense"
+    "lax_identity_none|model.linear=lax model.lax_gate=identity model.lax_norm=none"
 )
 for v in "${variants[@]}"; do
     name=${v%%|*}; sets=${v#*|}

@@ -108,6 +108,7 @@ static ModelConfig tiny(LinearKind k) {
     c.linear = k; c.vocab_size = 64; c.n_layers = 2; c.d_model = 32; c.n_heads = 4; c.n_kv_heads = 2;
     c.d_ff = 48; c.rank_attn = k == LINEAR_DENSE ? 0 : 8; c.rank_mlp = c.rank_attn; c.seq_len = 16;
     c.only_lr_act = 1; c.norm_eps = 1e-6f; c.rope_theta = 10000.0f; c.embed_std = 0.02f;
+    c.lax_gate = LAX_GATE_KRON;   // LaX defaults (cola base, LayerNorm: the zero values)
     return c;
 }
 static void batch(int32_t *in, int32_t *tg, int n) {
@@ -119,7 +120,7 @@ static void batch(int32_t *in, int32_t *tg, int n) {
 // collectives and the same op sequence (names, shapes) as the real model at tp 1 plus the
 // layout's: here just that the run completes and its records are consistent.
 TEST(model_on_the_dry_backend) {
-    for (int k = 1; k <= 2; k++) {
+    for (int k = 1; k <= 3; k++) {   // cola, svd, LaX (defaults)
         Comm c; comm_init_virtual(&c, 4, 1, 1);
         Backend *dry = backend_dry(DT_F32);
         OpProfile p; op_profile_attach(&p, dry, 0, 0);
@@ -155,8 +156,9 @@ TEST(model_on_the_dry_backend) {
 // parameters are their rounding. (docs/gpu.md states the bounds; the CUDA path is checked
 // against the same numbers.)
 TEST(bf16_step_tracks_fp32) {
-    for (int k = 0; k <= 2; k++) {
+    for (int k = 0; k <= 3; k++) {   // dense, cola, svd, LaX (defaults: cola base, kron gate, LayerNorm)
         ModelConfig cfg = tiny((LinearKind)k);
+        cfg.lax_gate = LAX_GATE_KRON;
         cfg.d_model = 128; cfg.d_ff = 192;
         if (k) cfg.rank_attn = cfg.rank_mlp = 32;
         Backend *b32 = backend_cpu(DT_F32), *b16 = backend_cpu(DT_BF16);

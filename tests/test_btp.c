@@ -5,6 +5,11 @@
 // rank 0 — the model test_model checks against finite differences), and the per-layer
 // collectives are exactly the ones docs/boost.md tabulates. Also: GQA, CoLA's SiLU gate,
 // tied embeddings, the activation memory formulas, and the checkpointing fall-backs.
+// LaX (docs/lax.md §6, §9) on both bases with the default kron gate and LayerNorm, in the same
+// matrix, and with the identity gate and no norm (Vanilla-TP case (a)): parity; exact
+// per-layer collectives (BTP: unchanged; Vanilla-TP case (b): +7 all-gathers of N·(4r_a+3r_m)
+// forward and in layers ≥ 1 backward; case (a): none); 0 recompute collectives under
+// low-rank checkpointing; the pipeline message = residual + latents.
 //
 // Run directly (a 1-rank grid) or under mpirun with the grid as arguments:
 //   mpirun -np 4 --oversubscribe build/test_btp 2 2      (tp pp; default: world 1)
@@ -41,6 +46,7 @@ static const uint64_t SEED = 11;
 static ModelConfig tiny_cfg(LinearKind kind, int kv_heads) {
     ModelConfig c = {0};
     c.linear = kind;
+    c.lax_gate = LAX_GATE_KRON;   // LaX defaults: cola base, kron gate, LayerNorm
     c.vocab_size = 64; c.n_layers = 2; c.d_model = 32; c.n_heads = 4; c.n_kv_heads = kv_heads;
     c.d_ff = 48; c.rank_attn = 8; c.rank_mlp = 8; c.seq_len = T_;
     c.only_lr_act = 1; c.norm_eps = 1e-6f; c.rope_theta = 10000.0f; c.embed_std = 0.02f;
@@ -48,15 +54,25 @@ static ModelConfig tiny_cfg(LinearKind kind, int kv_heads) {
 }
 
 // Non-trivial norm gains, a pure function of (name, index in the full tensor), so every
-// layout holds the same values: γ = 1 + 0.3·N(0,1).
+// layout holds the same values: γ = 1 + 0.3·N(0,1); LaX's zero-initialised β and b likewise
+// 0.3·N(0,1).
 static void perturb_norms(Model *m) {
     for (int i = 0; i < m->table.n_specs; i++) {
         const ParamSpec *s = &m->table.specs[i];
-        if (s->init != INIT_ONES) continue;
+        if (s->init != INIT_ONES && s->init != INIT_ZEROS) continue;
         float *p = (float *)m->params + s->offset;
         fill_normal(p, s->numel, seed_for_name(99, s->name), (uint64_t)s->col0, 0.3f);
-        for (size_t j = 0; j < s->numel; j++) p[j] += 1.0f;
+        if (s->init == INIT_ONES) for (size_t j = 0; j < s->numel; j++) p[j] += 1.0f;
     }
+}
+// A short name of the model kind for labels: "cola", "lax-svd", "lax-cola identity/none".
+static const char *kind_label(const ModelConfig *c, char *buf, size_t n) {
+    static const char *const gate[] = { "identity", "dense", "kron" }, *const norm[] = { "layernorm", "none" };
+    if (c->linear != LINEAR_LAX) snprintf(buf, n, "%s", linear_kind_name(c->linear));
+    else if (c->lax_gate == LAX_GATE_KRON && c->lax_norm == LAX_NORM_LAYERNORM)
+        snprintf(buf, n, "lax-%s", c->lax_base ? "svd" : "cola");
+    else snprintf(buf, n, "lax-%s %s/%s", c->lax_base ? "svd" : "cola", gate[c->lax_gate], norm[c->lax_norm]);
+    return buf;
 }
 
 static void batch(int32_t *in, int32_t *tg) {
@@ -84,7 +100,7 @@ static void ref_free(Ref *r) { if (my_rank == 0) model_free(&r->m); }
 // (on every rank).
 static double run_parallel(Model *m) {
     int32_t in[N_], tg[N_]; batch(in, tg);
-    size_t n_act = (size_t)m->N * m->lay.d_res;
+    size_t n_act = model_stage_elems(m);   // residual (+ LaX latents / their gradient)
     MPI_Comm pp = G.mpi[GROUP_PP];
     double loss = 0;
     model_zero_grads(m);
@@ -127,19 +143,30 @@ static void check_comm(const Model *m, const char *label) {
         fc = 7; fe = N * (3 * d + 2 * kvd + 2 * (uint64_t)c->d_ff);
         bc = 4; be = N * (3 * d + (uint64_t)c->d_ff);
     }
-    uint64_t rc = m->ckpt == CKPT_FULL ? fc : 0, re = m->ckpt == CKPT_FULL ? fe : 0;
+    // LaX under Vanilla-TP case (b) (docs/lax.md §6.2): all-gathers of the latents' full width,
+    // 7 forward in every layer (L ≥ 2), 7 backward in layers ≥ 1; under BTP and case (a) none.
+    uint64_t lat = N * (4 * ra + 3 * rm);
     for (int l = L->layer_begin; l < L->layer_end; l++) {
+        uint64_t gfc = L->lax_gathered ? 7 : 0, gbc = L->lax_gathered && l >= 1 ? 7 : 0;
+        uint64_t rc = m->ckpt == CKPT_FULL ? fc + gfc : 0, re = m->ckpt == CKPT_FULL ? fe + gfc * lat / 7 : 0;
         CommStat f = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, l);
         CommStat k = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_BACKWARD, GROUP_TP, l);
+        CommStat gf = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_FORWARD, GROUP_TP, l);
+        CommStat gb = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_BACKWARD, GROUP_TP, l);
         CommStat r = comm_stats_sum(&G, COMM_ANY, PHASE_RECOMPUTE, COMM_ANY, l);
         CommStat any = comm_stats_sum(&G, COMM_ANY, COMM_ANY, COMM_ANY, l);
         CK(f.calls == fc && f.elements == fe, "%s layer %d forward: %llu calls %llu elements, expected %llu %llu",
            label, l, (unsigned long long)f.calls, (unsigned long long)f.elements, (unsigned long long)fc, (unsigned long long)fe);
         CK(k.calls == bc && k.elements == be, "%s layer %d backward: %llu calls %llu elements, expected %llu %llu",
            label, l, (unsigned long long)k.calls, (unsigned long long)k.elements, (unsigned long long)bc, (unsigned long long)be);
+        CK(gf.calls == gfc && gf.elements == gfc * lat / 7 && gb.calls == gbc && gb.elements == gbc * lat / 7,
+           "%s layer %d all-gathers: forward %llu/%llu backward %llu/%llu, expected %llu/%llu %llu/%llu", label, l,
+           (unsigned long long)gf.calls, (unsigned long long)gf.elements, (unsigned long long)gb.calls,
+           (unsigned long long)gb.elements, (unsigned long long)gfc, (unsigned long long)(gfc * lat / 7),
+           (unsigned long long)gbc, (unsigned long long)(gbc * lat / 7));
         CK(r.calls == rc && r.elements == re, "%s layer %d recompute: %llu calls %llu elements, expected %llu %llu",
            label, l, (unsigned long long)r.calls, (unsigned long long)r.elements, (unsigned long long)rc, (unsigned long long)re);
-        CK(any.calls == f.calls + k.calls + r.calls, "%s layer %d: other collectives (%llu calls in all)",
+        CK(any.calls == f.calls + k.calls + gf.calls + gb.calls + r.calls, "%s layer %d: other collectives (%llu calls in all)",
            label, l, (unsigned long long)any.calls);
     }
     // layer -1: embedding, final-norm gather, vocab-parallel head and loss
@@ -169,6 +196,12 @@ static void run_case(const Ref *ref, BoostConfig bc, const char *label) {
     comm_stats_reset(&G);
     double loss = run_parallel(&m);
     check_comm(&m, label);
+    if (ref->cfg.linear == LINEAR_LAX) {   // the pipeline message: residual slice + latents (docs/lax.md §6.6)
+        const Layout *L = &m.lay;
+        int sliced = !L->lax_gathered && L->scheme == TP_MEGATRON;
+        size_t want = (size_t)N_ * L->d_res + (size_t)N_ * (4 * 8 + 3 * 8) / (sliced ? L->tp : 1);
+        CK(model_stage_elems(&m) == want, "%s: pipeline message %zu elements, expected %zu", label, model_stage_elems(&m), want);
+    }
     if (verbose && my_rank == 0) {   // layer 0's TP all-reduces: calls/elements per phase
         CommStat f = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 0);
         CommStat k = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_BACKWARD, GROUP_TP, 0);
@@ -205,7 +238,7 @@ static BoostConfig boost_of(int btp, int online, int grouping, int lowrank, int 
                       .lowrank_ckpt = lowrank, .full_recompute = full };
     return b;
 }
-static void label_of(char *buf, size_t n, const char *kind, BoostConfig b) {
+static void label_of(char *buf, size_t n, const char *kind, BoostConfig b) {   // kind: kind_label()
     snprintf(buf, n, "%s btp=%d online=%d grouping=%d lowrank=%d full=%d%s tp=%d pp=%d", kind, b.btp,
              b.online_rmsnorm, b.grouping, b.lowrank_ckpt, b.full_recompute,
              b.sync_norm_backward == SYNC_NORM_BWD_BOTTLENECK ? " sync-bwd=bottleneck" : "", G.tp, G.pp);
@@ -214,32 +247,62 @@ static void label_of(char *buf, size_t n, const char *kind, BoostConfig b) {
 // All 16 combinations of the four BOOST switches (the model ignores the three that need BTP
 // when it is off; config_finalize refuses them in manifests), and SyncRMSNorm's two
 // backward forms (the authors' all-reduce, the default, and the bottleneck's Σ dP·P).
-static void matrix(LinearKind kind) {
-    Ref ref; ModelConfig c = tiny_cfg(kind, 4); ref_make(&ref, &c);
+static void matrix_cfg(ModelConfig c) {
+    Ref ref; ref_make(&ref, &c);
+    char kind[64]; kind_label(&c, kind, sizeof kind);
     for (int mask = 0; mask < 16; mask++) {
         BoostConfig b = boost_of(mask & 1, (mask >> 1) & 1, (mask >> 2) & 1, (mask >> 3) & 1, 0);
-        char label[160]; label_of(label, sizeof label, linear_kind_name(kind), b);
+        char label[160]; label_of(label, sizeof label, kind, b);
         run_case(&ref, b, label);
         if (b.btp && !b.online_rmsnorm) {
             b.sync_norm_backward = SYNC_NORM_BWD_BOTTLENECK;
-            label_of(label, sizeof label, linear_kind_name(kind), b);
+            label_of(label, sizeof label, kind, b);
             run_case(&ref, b, label);
         }
     }
     ref_free(&ref);
 }
+static void matrix(LinearKind kind) { matrix_cfg(tiny_cfg(kind, 4)); }
 TEST(cola_all_combinations) { matrix(LINEAR_COLA); }
 TEST(svd_all_combinations) { matrix(LINEAR_SVD); }
+// LaX on both bases with the defaults (kron gate, LayerNorm): every combination as for cola
+TEST(lax_all_combinations) {
+    ModelConfig c = tiny_cfg(LINEAR_LAX, 4);
+    matrix_cfg(c);
+    c.lax_base = LAX_BASE_SVD;
+    matrix_cfg(c);
+}
+// The slice-local crossing of Vanilla-TP case (a) (identity gate, no norm), the dense gate, and
+// the mixed forms, under Vanilla-TP and BTP with and without full recompute and low-rank
+// checkpointing.
+TEST(lax_gate_norm_forms) {
+    int forms[][3] = { {LAX_BASE_COLA, LAX_GATE_IDENTITY, LAX_NORM_NONE}, {LAX_BASE_SVD, LAX_GATE_IDENTITY, LAX_NORM_NONE},
+                       {LAX_BASE_SVD, LAX_GATE_DENSE, LAX_NORM_NONE}, {LAX_BASE_COLA, LAX_GATE_IDENTITY, LAX_NORM_LAYERNORM} };
+    BoostConfig cases[5] = { boost_of(0, 0, 0, 0, 0), boost_of(0, 0, 0, 0, 1), boost_of(1, 1, 1, 1, 0),
+                             boost_of(1, 0, 0, 0, 1), boost_of(1, 1, 0, 0, 0) };
+    for (int f = 0; f < 4; f++) {
+        ModelConfig c = tiny_cfg(LINEAR_LAX, 4);
+        c.lax_base = forms[f][0]; c.lax_gate = forms[f][1]; c.lax_norm = forms[f][2];
+        Ref ref; ref_make(&ref, &c);
+        char kind[64]; kind_label(&c, kind, sizeof kind);
+        for (int i = 0; i < 5; i++) {
+            char label[160]; label_of(label, sizeof label, kind, cases[i]);
+            run_case(&ref, cases[i], label);
+        }
+        ref_free(&ref);
+    }
+}
 
 // The baseline full-layer recompute under BTP (grouped online and plain sync) and under
 // Vanilla-TP: same gradients; its recompute replays exactly the forward's collectives.
 TEST(full_recompute) {
-    for (int k = 1; k <= 2; k++) {
+    for (int k = 1; k <= 3; k++) {   // cola, svd, LaX (defaults): LinearKind 1, 2, 3
         Ref ref; ModelConfig c = tiny_cfg((LinearKind)k, 4); ref_make(&ref, &c);
         BoostConfig cases[4] = { boost_of(1, 1, 1, 0, 1), boost_of(1, 0, 0, 0, 1), boost_of(0, 0, 0, 0, 1),
                                  boost_of(1, 1, 1, 1, 1) };   // both switches: full_recompute wins
+        char kind[64]; kind_label(&c, kind, sizeof kind);
         for (int i = 0; i < 4; i++) {
-            char label[160]; label_of(label, sizeof label, linear_kind_name((LinearKind)k), cases[i]);
+            char label[160]; label_of(label, sizeof label, kind, cases[i]);
             run_case(&ref, cases[i], label);
         }
         ref_free(&ref);
@@ -265,12 +328,17 @@ TEST(gqa_silu_gate_tied) {
     }
 }
 
-// mdl->ckpt after the fall-backs, and bytes_acts vs the formulas of docs/boost.md.
+// mdl->ckpt after the fall-backs, and bytes_acts vs the formulas of docs/boost.md; for LaX
+// (docs/lax.md §7) those plus: the latents in the stage messages (layer 0's input of a stage
+// p > 0, the stage output of p < pp−1), the forward latent buffer of CKPT_LOWRANK, each layer's
+// incoming latents under CKPT_FULL, and with no checkpointing exactly cola's bytes per layer
+// (U replaces P in place; the LayerNorm statistics are recomputed in the scratch).
 static size_t R16(size_t n) { return (n + 15) / 16 * 16; }
 TEST(activation_memory) {
-    for (int k = 1; k <= 2; k++) {
+    size_t cola_layer = 0;
+    for (int k = 1; k <= 3; k++) {   // cola, svd, LaX (cola base, kron, LayerNorm)
         ModelConfig c = tiny_cfg((LinearKind)k, 4);
-        int cola = k == LINEAR_COLA;
+        int cola = k != LINEAR_SVD, lax = k == LINEAR_LAX;
         Model none, low, full, vlow, vnone;
         BoostConfig bn = boost_of(1, 1, 1, 0, 0), bl = boost_of(1, 1, 1, 1, 0), bf = boost_of(1, 1, 1, 0, 1);
         BoostConfig bv = boost_of(0, 1, 1, 1, 0);   // lowrank_ckpt without BTP: falls back
@@ -284,25 +352,32 @@ TEST(activation_memory) {
            "ckpt modes %d %d %d %d", none.ckpt, low.ckpt, full.ckpt, vlow.ckpt);
         const Layout *L = &low.lay;
         size_t N = N_, dr = L->d_res, d = c.d_model, ra = L->ra, rm = L->rm, nl = L->layer_end - L->layer_begin;
-        size_t io = 2 * R16(N) + R16(N * dr);   // token ids, stage output
+        size_t lat = lax ? N * (4 * ra + 3 * rm) : 0, msg = L->pp > 1 ? lat : 0;   // BTP: full-width latents
+        size_t io = 2 * R16(N) + R16(N * dr + (L->last_stage ? 0 : msg));   // token ids, stage output (+ latents)
+        size_t x0 = L->first_stage ? 0 : R16(N * dr + msg) - R16(N * dr);   // layer 0's input carries latents
         size_t head = L->last_stage ? (L->tp > 1 ? R16(N * d) : 0) + R16(N * d) + 2 * R16(N) + R16(N * L->V) : 0;
         size_t kept = 2 * R16(N * dr) + R16(3 * N * ra + N) + R16(N * ra) + R16(2 * N * rm + N) + R16(N * rm);
         size_t attn = (cola ? R16(3 * N * ra + N) : 0) + 2 * R16(N * L->dq) + 2 * R16(N * L->dkv) + R16((size_t)B_ * L->H * T_);   // lse, not T×T
         size_t mlp = (cola ? R16(2 * N * rm + N) : 0) + 3 * R16(N * L->dff);
-        size_t work = (cola ? R16(N * ra) + R16(N * rm) : 0) + (attn > mlp ? attn : mlp);
+        size_t work = (lax ? R16(lat) : 0) + (cola ? R16(N * ra) + R16(N * rm) : 0) + (attn > mlp ? attn : mlp);
         size_t low_f = low.act_bytes / 4, none_f = none.act_bytes / 4, full_f = full.act_bytes / 4;
-        CK(low_f == io + head + nl * kept + work, "%s lowrank: %zu floats, formula %zu",
-           linear_kind_name(k), low_f, io + head + nl * kept + work);
+        const char *kn = linear_kind_name(k);
+        CK(low_f == io + head + nl * kept + x0 + work, "%s lowrank: %zu floats, formula %zu", kn, low_f,
+           io + head + nl * kept + x0 + work);
         // per layer at most 7·N·r bottleneck + 2·N·d/tp residual + 2·N statistics (+ padding)
         CK(kept <= 4 * N * ra + 3 * N * rm + 2 * N * dr + 2 * N + 6 * 15, "kept per layer %zu", kept);
-        size_t layer_full = (none_f - io - head) / nl;   // one whole layer
-        CK(full_f == io + head + nl * R16(N * dr) + layer_full, "%s full: %zu floats, formula %zu",
-           linear_kind_name(k), full_f, io + head + nl * R16(N * dr) + layer_full);
+        size_t layer_full = (none_f - io - head - x0) / nl;   // one whole layer
+        CK((none_f - io - head - x0) % nl == 0, "%s none: %zu floats are not %zu equal layers", kn, none_f, nl);
+        if (k == LINEAR_COLA) cola_layer = layer_full;
+        if (lax) CK(layer_full == cola_layer, "lax none: %zu floats per layer, cola %zu", layer_full, cola_layer);
+        size_t zin = lax ? (nl - 1) * R16(lat) : 0;            // CKPT_FULL: layers l ≥ 1 keep their incoming latents
+        CK(full_f == io + head + nl * R16(N * dr) + x0 + zin + layer_full, "%s full: %zu floats, formula %zu", kn, full_f,
+           io + head + nl * R16(N * dr) + x0 + zin + layer_full);
         CK(low_f < none_f, "lowrank %zu floats not below none %zu", low_f, none_f);
         CK(vlow.act_bytes == vnone.act_bytes, "lowrank_ckpt without BTP: %zu bytes, not those of no checkpointing %zu",
            vlow.act_bytes, vnone.act_bytes);
         if (verbose && my_rank == 0)
-            fprintf(stderr, "  %s acts floats (tp %d): none %zu lowrank %zu full %zu (scratch %zu)\n", linear_kind_name(k),
+            fprintf(stderr, "  %s acts floats (tp %d): none %zu lowrank %zu full %zu (scratch %zu)\n", kn,
                     L->tp, none_f, low_f, full_f, low.scratch_bytes / 4);
         model_free(&none); model_free(&low); model_free(&full); model_free(&vlow); model_free(&vnone);
     }
@@ -320,6 +395,8 @@ int main(int argc, char **argv) {
     comm_set_n_layers(&G, 2);
     RUN_ALL(cola_all_combinations);
     RUN_ALL(svd_all_combinations);
+    RUN_ALL(lax_all_combinations);
+    RUN_ALL(lax_gate_norm_forms);
     RUN_ALL(full_recompute);
     RUN_ALL(gqa_silu_gate_tied);
     RUN_ALL(activation_memory);

@@ -198,6 +198,61 @@ TEST(flops_formula) {
            "attention term");
 }
 
+
+// LaX (docs/lax.md §4-§5): params(lax) = params(base) + (L−1)·(4·X(r_a) + 3·X(r_m)) and
+// flops(lax) = flops(base) + 6·(L−1)·(4·M(r_a) + 3·M(r_m)); the worked numbers of the doc's
+// table (cola-60m: r 128, kron (8, 16); boost-7b: r 1024, kron (32, 32)). By hand, for the
+// default kron + layernorm: cola-60m X(128) = 8² + 16² + 2·128 = 576 and 7·7·576 = 28,224
+// parameters, M(128) = 128·24 = 3,072 and 6·7·7·3,072 = 903,168 FLOPs/token.
+TEST(lax_counts_worked_numbers) {
+    struct { const char *preset, *gate, *norm; int64_t params; double flops; } v[] = {
+        {"cola-60m", "identity", "layernorm", 42783488LL, 170852352.0},
+        {"cola-60m", "identity", "none", 42770944LL, 170852352.0},
+        {"cola-60m", "dense", "layernorm", 43592576LL, 175669248.0},
+        {"cola-60m", "dense", "none", 43580032LL, 175669248.0},
+        {"cola-60m", "kron", "layernorm", 42799168LL, 171755520.0},
+        {"cola-60m", "kron", "none", 42786624LL, 171755520.0},
+        {"boost-7b", "identity", "layernorm", 2690308096LL, 22580035584.0},
+        {"boost-7b", "identity", "none", 2689863680LL, 22580035584.0},
+        {"boost-7b", "dense", "layernorm", 2918071296LL, 23945281536.0},
+        {"boost-7b", "dense", "none", 2917626880LL, 23945281536.0},
+        {"boost-7b", "kron", "layernorm", 2690752512LL, 22665363456.0},
+        {"boost-7b", "kron", "none", 2690308096LL, 22665363456.0},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        Config c;
+        config_defaults(&c);
+        char a[128];
+        snprintf(a, sizeof a, "model.preset=%s", v[i].preset); config_set_override(&c, a);
+        config_set_override(&c, "model.linear=lax");
+        snprintf(a, sizeof a, "model.lax_gate=%s", v[i].gate); config_set_override(&c, a);
+        snprintf(a, sizeof a, "model.lax_norm=%s", v[i].norm); config_set_override(&c, a);
+        config_finalize(&c);
+        EXPECT(model_param_count(&c.model) == v[i].params && model_train_flops_per_token(&c.model) == v[i].flops,
+               "%s lax %s %s: %lld params, %.0f FLOPs/token; the doc says %lld, %.0f", v[i].preset, v[i].gate, v[i].norm,
+               (long long)model_param_count(&c.model), model_train_flops_per_token(&c.model), (long long)v[i].params,
+               v[i].flops);
+        // the svd base has the same counts (σ and the base change no shape)
+        config_set_override(&c, "model.lax_base=svd");
+        config_finalize(&c);
+        EXPECT(model_param_count(&c.model) == v[i].params, "%s lax svd base: %lld", v[i].preset,
+               (long long)model_param_count(&c.model));
+    }
+    // the defaults are the authors' (cola base, kron gate, LayerNorm); a single layer has no crossing
+    Config c = preset_cfg("cola-60m", "lax");
+    EXPECT(c.model.lax_base == LAX_BASE_COLA && c.model.lax_gate == LAX_GATE_KRON && c.model.lax_norm == LAX_NORM_LAYERNORM,
+           "lax defaults %d %d %d", c.model.lax_base, c.model.lax_gate, c.model.lax_norm);
+    EXPECT(model_param_count(&c.model) == 42799168LL, "cola-60m lax defaults: %lld", (long long)model_param_count(&c.model));
+    c.model.n_layers = 1;
+    Config base = c; base.model.linear = LINEAR_COLA;
+    EXPECT(model_param_count(&c.model) == model_param_count(&base.model) &&
+           model_train_flops_per_token(&c.model) == model_train_flops_per_token(&base.model), "L = 1: no crossing");
+    char *json = config_to_json(&c);
+    EXPECT(strstr(json, "\"linear\": \"lax\"") && strstr(json, "\"lax_base\": \"cola\"") &&
+           strstr(json, "\"lax_gate\": \"kron\"") && strstr(json, "\"lax_norm\": \"layernorm\""), "JSON: %s", json);
+    free(json);
+}
+
 // ---- defaults, finalize, overrides -------------------------------------------------
 
 TEST(defaults_and_finalize) {
@@ -426,6 +481,7 @@ int main(void) {
     RUN(param_count_llama7b);
     RUN(preset_shapes);
     RUN(flops_formula);
+    RUN(lax_counts_worked_numbers);
     RUN(defaults_and_finalize);
     RUN(overrides);
     RUN(suggest);

@@ -1,6 +1,7 @@
 // test_model.c — whole-model properties: parameter table vs closed-form counts,
 // layout-independent init, gradients of every tensor vs finite differences (dense,
-// cola, svd; MHA and GQA; tied and untied; odd shapes), determinism.
+// cola, svd and LaX on either base with every gate and norm; MHA and GQA; tied and untied;
+// odd shapes), determinism.
 #include "testlib.h"
 #include "../src/config/config.h"
 #include "../src/core/rng.h"
@@ -19,6 +20,7 @@ static ModelConfig small_cfg(LinearKind kind, int odd) {
     }
     if (kind == LINEAR_DENSE) c.rank_attn = c.rank_mlp = 0;
     c.only_lr_act = 1; c.norm_eps = 1e-6f; c.rope_theta = 10000.0f; c.embed_std = 0.02f;
+    c.lax_gate = LAX_GATE_KRON;   // LaX defaults (cola base, LayerNorm: the zero values)
     return c;
 }
 
@@ -32,19 +34,22 @@ static void random_batch(int32_t *in, int32_t *tg, int n, int V, uint64_t seed) 
 TEST(param_table_matches_closed_form) {
     const char *const *names = preset_names();
     for (int i = 0; names[i]; i++) {
-        for (int k = 0; k < 3; k++) {
+        // dense, cola, svd, then lax with every gate × norm (k = 3 .. 8)
+        for (int k = 0; k < 9; k++) {
             Config cfg; config_defaults(&cfg);
             cfg.model.rank_attn = cfg.model.rank_mlp = 0;
             EXPECT(preset_apply(names[i], &cfg.model), "preset %s unknown", names[i]);
-            cfg.model.linear = (LinearKind)k;
+            cfg.model.linear = (LinearKind)(k < 3 ? k : LINEAR_LAX);
+            if (k >= 3) { cfg.model.lax_gate = (k - 3) / 2; cfg.model.lax_norm = (k - 3) % 2; }
             if (k == LINEAR_DENSE) cfg.model.rank_attn = cfg.model.rank_mlp = 0;
             config_finalize(&cfg);
             ParamTable t; param_table_build(&t, &cfg.model, NULL);
             int64_t sum = 0;
             for (int j = 0; j < t.n_specs; j++) sum += (int64_t)t.specs[j].numel;
             int64_t want = model_param_count(&cfg.model);
-            EXPECT(sum == want, "%s/%s: table %lld vs formula %lld", names[i], linear_kind_name(k),
-                   (long long)sum, (long long)want);
+            EXPECT(sum == want, "%s/%s gate %d norm %d: table %lld vs formula %lld", names[i],
+                   linear_kind_name(cfg.model.linear), cfg.model.lax_gate, cfg.model.lax_norm, (long long)sum,
+                   (long long)want);
             param_table_free(&t);
         }
     }
@@ -68,6 +73,52 @@ TEST(init_is_layout_independent) {
     model_free(&m);
 }
 
+// The LaX tensors (docs/lax.md §4): names and order after each projection's A and B in layers
+// ≥ 1 only, shapes (kron (r1, r2) of r = 8 is (2, 4); of the prime 7, (1, 7)), init kinds and
+// decay, replicated over TP; the kron factors drawn from U(±sqrt(6/S)) by name and index.
+TEST(lax_parameter_table) {
+    ModelConfig c = small_cfg(LINEAR_LAX, 1);   // ranks 7 (attn) and 5 (mlp): prime
+    c.lax_gate = LAX_GATE_KRON; c.lax_norm = LAX_NORM_LAYERNORM;
+    ParamTable t; param_table_build(&t, &c, NULL);
+    EXPECT(param_find(&t, "model/layers/0/attn/q/lax_gate/G1") == NULL, "layer 0 has a crossing");
+    const ParamSpec *B = param_find(&t, "model/layers/1/attn/q/B"), *g1 = param_find(&t, "model/layers/1/attn/q/lax_gate/G1");
+    const ParamSpec *g2 = param_find(&t, "model/layers/1/attn/q/lax_gate/G2"), *ga = param_find(&t, "model/layers/1/attn/q/lax_norm/gamma");
+    const ParamSpec *be = param_find(&t, "model/layers/1/mlp/down/lax_norm/beta");
+    EXPECT(B && g1 && g2 && ga && be, "LaX tensors missing");
+    if (B && g1 && g2 && ga && be) {
+        EXPECT(g1 == B + 1 && g2 == B + 2 && ga == B + 3 && (ga + 2)->name[0] && strstr((ga + 2)->name, "attn/k/A"),
+               "order: %s, %s, %s, then %s", g1->name, g2->name, ga->name, (ga + 2)->name);
+        EXPECT(g1->rows == 1 && g1->cols == 1 && g2->rows == 7 && g2->cols == 7 && ga->ndim == 1 && ga->cols == 7 &&
+               be->cols == 5, "shapes: G1 %lldx%lld G2 %lldx%lld gamma %lld beta %lld", (long long)g1->rows,
+               (long long)g1->cols, (long long)g2->rows, (long long)g2->cols, (long long)ga->cols, (long long)be->cols);
+        EXPECT(g1->init == INIT_UNIFORM && fabs(g2->init_std - sqrt(6.0 / 7)) < 1e-6 && g1->decay && g2->decay &&
+               ga->init == INIT_ONES && !ga->decay && be->init == INIT_ZEROS && !be->decay, "init/decay kinds");
+        float *p = calloc(t.n_params, sizeof(float));
+        param_table_init_weights(&t, p, 42);
+        int ok = 1;
+        for (int64_t j = 0; j < 49; j++) {
+            double want = g2->init_std * (2.0 * uniform_at(seed_for_name(42, g2->name), (uint64_t)j) - 1.0);
+            if (p[g2->offset + j] != (float)want || fabs(p[g2->offset + j]) > g2->init_std) ok = 0;
+        }
+        for (int64_t j = 0; j < 5; j++) if (p[be->offset + j] != 0.0f || p[ga->offset + j] != 1.0f) ok = 0;
+        EXPECT(ok, "kron/LayerNorm initial values");
+        free(p);
+    }
+    param_table_free(&t);
+    c.lax_gate = LAX_GATE_DENSE; c.lax_norm = LAX_NORM_NONE;
+    param_table_build(&t, &c, NULL);
+    const ParamSpec *W = param_find(&t, "model/layers/1/mlp/gate/lax_gate/W"), *b = param_find(&t, "model/layers/1/mlp/gate/lax_gate/b");
+    EXPECT(W && b && W->rows == 5 && W->cols == 5 && W->init == INIT_NORMAL && fabsf(W->init_std - 0.02f) < 1e-7f &&
+           b->init == INIT_ZEROS && !b->decay && !param_find(&t, "model/layers/1/mlp/gate/lax_norm/gamma"),
+           "dense gate without norm");
+    param_table_free(&t);
+    int r1, r2, want[][3] = { {128, 8, 16}, {256, 16, 16}, {1024, 32, 32}, {1280, 32, 40}, {11, 1, 11}, {12, 3, 4} };
+    for (int i = 0; i < 6; i++) {
+        lax_kron_factors(want[i][0], &r1, &r2);
+        EXPECT(r1 == want[i][1] && r2 == want[i][2], "kron factors of %d: (%d, %d)", want[i][0], r1, r2);
+    }
+}
+
 // Directional finite differences, one tensor at a time: for a random direction u that
 // is non-zero only in tensor P, (L(p+εu) - L(p-εu)) / 2ε must equal <dL/dP, u>.
 // The loss is a double sum of fp32 token losses; with ε = 1e-3 and |u| entries O(1),
@@ -76,15 +127,13 @@ TEST(init_is_layout_independent) {
 // (ε = 5e-3·rms): the embedding (std 0.02) feeds an RMSNorm that divides by ~0.02, so a
 // fixed ε = 1e-3 would be a 5% perturbation there and curvature would dominate.
 // Tolerance: |fd - an| <= 2e-3 + 2e-2*|an|.
-static void check_grads(LinearKind kind, int odd, int tied, int only_lr_act, const char *label) {
-    ModelConfig c = small_cfg(kind, odd);
-    c.tie_embeddings = tied; c.only_lr_act = only_lr_act;
+static void check_grads_cfg(ModelConfig c, const char *label, double eps_rel) {
     int B = 2, T = c.seq_len, N = B * T;
     Model m; model_init(&m, &c, B, T, 7);
-    // make the norms non-trivial so their gradients are exercised
+    // make the norms (and LaX's zero-initialised biases) non-trivial so their gradients are exercised
     for (int i = 0; i < m.table.n_specs; i++) {
         const ParamSpec *s = &m.table.specs[i];
-        if (s->init == INIT_ONES) fill_normal(((float *)m.params) + s->offset, s->numel, 99 + i, 0, 0.3f);
+        if (s->init == INIT_ONES || s->init == INIT_ZEROS) fill_normal(((float *)m.params) + s->offset, s->numel, 99 + i, 0, 0.3f);
         if (s->init == INIT_ONES) for (size_t j = 0; j < s->numel; j++) ((float *)m.params)[s->offset + j] += 1.0f;
     }
     int32_t in[64], tg[64];
@@ -100,7 +149,7 @@ static void check_grads(LinearKind kind, int odd, int tied, int only_lr_act, con
         float *u = malloc(s->numel * sizeof(float));
         memcpy(save, p, s->numel * sizeof(float));
         double ms = 0; for (size_t j = 0; j < s->numel; j++) ms += (double)save[j] * save[j];
-        float eps = (float)(5e-3 * sqrt(ms / s->numel));
+        float eps = (float)(eps_rel * sqrt(ms / s->numel));
         if (eps < 1e-5f) eps = 1e-5f;
         fill_normal(u, s->numel, 1234 + i, 0, 1.0f);
         double an = 0;
@@ -118,6 +167,27 @@ static void check_grads(LinearKind kind, int odd, int tied, int only_lr_act, con
     }
     model_free(&m);
 }
+static void check_grads(LinearKind kind, int odd, int tied, int only_lr_act, const char *label) {
+    ModelConfig c = small_cfg(kind, odd);
+    c.tie_embeddings = tied; c.only_lr_act = only_lr_act;
+    check_grads_cfg(c, label, 5e-3);
+}
+// LaX: three layers, so that layer 1 both receives a carry (from layer 2) and sends one
+// (to layer 0), for every base × gate × norm (rank 8: kron (2, 4)). ε = 1e-3·rms: the crossing chain makes the
+// loss more curved in the early layers' tensors (each latent passes the later layers' gates,
+// kron entries up to ±1.7, and LayerNorms), and at 5e-3·rms the O(ε²) term of the central
+// difference reached 5 % on a few layer-0 tensors; at 2e-3 and 1e-3 every tensor passes.
+static void check_grads_lax(int base) {
+    for (int g = 0; g < 3; g++)
+        for (int nrm = 0; nrm < 2; nrm++) {
+            ModelConfig c = small_cfg(LINEAR_LAX, 0);
+            c.n_layers = 3; c.lax_base = base; c.lax_gate = g; c.lax_norm = nrm;
+            c.only_lr_act = base == LAX_BASE_COLA;
+            char label[96];
+            snprintf(label, sizeof label, "lax base %s gate %d norm %d", base ? "svd" : "cola", g, nrm);
+            check_grads_cfg(c, label, 1e-3);
+        }
+}
 
 TEST(grad_dense) { check_grads(LINEAR_DENSE, 0, 0, 1, "dense"); }
 TEST(grad_cola) { check_grads(LINEAR_COLA, 0, 0, 1, "cola"); }
@@ -126,6 +196,20 @@ TEST(grad_svd) { check_grads(LINEAR_SVD, 0, 0, 1, "svd"); }
 TEST(grad_dense_odd_tied) { check_grads(LINEAR_DENSE, 1, 1, 1, "dense odd tied"); }
 TEST(grad_cola_odd) { check_grads(LINEAR_COLA, 1, 0, 1, "cola odd"); }
 TEST(grad_svd_odd_tied) { check_grads(LINEAR_SVD, 1, 1, 1, "svd odd tied"); }
+TEST(grad_lax_cola) { check_grads_lax(LAX_BASE_COLA); }
+TEST(grad_lax_svd) { check_grads_lax(LAX_BASE_SVD); }
+TEST(grad_lax_odd) {   // prime ranks (kron (1, 7), (1, 5)): the defaults on cola, the dense gate on svd
+    ModelConfig c = small_cfg(LINEAR_LAX, 1);
+    c.n_layers = 3;
+    check_grads_cfg(c, "lax odd cola kron layernorm", 1e-3);
+    c.lax_base = LAX_BASE_SVD; c.lax_gate = LAX_GATE_DENSE; c.lax_norm = LAX_NORM_NONE;
+    check_grads_cfg(c, "lax odd svd dense none", 1e-3);
+}
+TEST(grad_lax_silu_gate_tied) {   // only_lr_act = 0 (SiLU on the MLP gate), tied embeddings, GQA
+    ModelConfig c = small_cfg(LINEAR_LAX, 0);
+    c.n_layers = 3; c.only_lr_act = 0; c.tie_embeddings = 1;
+    check_grads_cfg(c, "lax silu-gate tied", 1e-3);
+}
 
 // A fresh model's loss is close to ln(V) (near-uniform predictions at init), and two
 // identical forward/backward passes give bit-identical loss and gradients.
@@ -156,6 +240,11 @@ int main(void) {
     RUN(grad_dense_odd_tied);
     RUN(grad_cola_odd);
     RUN(grad_svd_odd_tied);
+    RUN(lax_parameter_table);
+    RUN(grad_lax_cola);
+    RUN(grad_lax_svd);
+    RUN(grad_lax_odd);
+    RUN(grad_lax_silu_gate_tied);
     RUN(initial_loss_and_determinism);
     TL_EXIT();
 }

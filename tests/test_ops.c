@@ -685,6 +685,202 @@ TEST(fast_expf_accuracy) {
     EXPECT(fast_expf(0.0f) == 1.0f, "exp(0) = %.9g", fast_expf(0.0f));
 }
 
+
+// ====================================================================================
+// LaX latent crossing (lax.c; docs/lax.md §3): LayerNorm over r, dense gate, kron gate, each on
+// strided row views (ld > r: the slots of a grouped bottleneck); the padding columns between
+// rows must stay untouched.
+// Naive double LayerNorm of row n of a strided view.
+static void ln_ref(float *y, int ldy, const float *x, int ldx, const float *g, const float *b, int N, int r, float eps) {
+    for (int n = 0; n < N; n++) {
+        double mu = 0, v = 0;
+        for (int j = 0; j < r; j++) mu += x[n * ldx + j];
+        mu /= r;
+        for (int j = 0; j < r; j++) v += (x[n * ldx + j] - mu) * (x[n * ldx + j] - mu);
+        double rs = 1.0 / sqrt(v / r + eps);
+        for (int j = 0; j < r; j++) y[n * ldy + j] = (float)((x[n * ldx + j] - mu) * rs * g[j] + b[j]);
+    }
+}
+TEST(lax_layernorm_forward_reference) {
+    int N = 7, r = 13, ldx = 16, ldy = 15; float eps = 1e-5f;
+    float *x = grand((size_t)N * ldx, 2), *g = grand(r, 1.5f), *b = grand(r, 1);
+    for (int n = 0; n < N; n++) x[n * ldx] += 3.0f;   // a mean far from 0
+    float *y = grand((size_t)N * ldy, 1), *ref = gcopy(y, (size_t)N * ldy), *mean = galloc(N), *rstd = galloc(N);
+    layernorm_forward(y, ldy, mean, rstd, x, ldx, g, b, N, r, eps);
+    ln_ref(ref, ldy, x, ldx, g, b, N, r, eps);
+    CLOSE_EXPECT("layernorm y (padding untouched)", y, ref, (size_t)N * ldy, 1e-6, 1e-5);
+    // in place (y = x, same ld) gives the same values
+    float *xi = gcopy(x, (size_t)N * ldx), *m2 = galloc(N), *r2 = galloc(N), *ri = gcopy(x, (size_t)N * ldx);
+    layernorm_forward(xi, ldx, m2, r2, xi, ldx, g, b, N, r, eps);
+    ln_ref(ri, ldx, x, ldx, g, b, N, r, eps);
+    CLOSE_EXPECT("layernorm in place", xi, ri, (size_t)N * ldx, 1e-6, 1e-5);
+    SAME_EXPECT("layernorm statistics in place", m2, mean, N);
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// L = Σ w·LN(x) over the view
+typedef struct { float *y, *mean, *rstd, *x, *g, *b, *w; int N, r, ldx, ldy; } LnCtx;
+static double ln_obj(void *p) {
+    LnCtx *c = p;
+    layernorm_forward(c->y, c->ldy, c->mean, c->rstd, c->x, c->ldx, c->g, c->b, c->N, c->r, 1e-5f);
+    return dot_d(c->y, c->w, (size_t)c->N * c->ldy);
+}
+TEST(lax_layernorm_gradcheck) {
+    int shapes[][3] = { {7, 13, 17}, {3, 70, 70} };   // r = 70 spans two dgamma column blocks
+    for (int s = 0; s < 2; s++) {
+        LnCtx c = { .N = shapes[s][0], .r = shapes[s][1], .ldx = shapes[s][2], .ldy = shapes[s][1] + 2 };
+        size_t nx = (size_t)c.N * c.ldx, ny = (size_t)c.N * c.ldy;
+        c.x = grand(nx, 2); c.g = grand(c.r, 1.5f); c.b = grand(c.r, 1); c.y = gzeros(ny); c.w = grand(ny, 1);
+        c.mean = galloc(c.N); c.rstd = galloc(c.N);
+        for (int n = 0; n < c.N; n++) for (int j = c.r; j < c.ldy; j++) c.w[n * c.ldy + j] = 0;   // padding: no loss
+        ln_obj(&c);
+        float *dx = gzeros(nx), *dg = gzeros(c.r), *db = gzeros(c.r);
+        layernorm_backward(dx, c.ldx, dg, db, c.w, c.ldy, c.x, c.ldx, c.mean, c.rstd, c.g, c.N, c.r);
+        FD_EXPECT("layernorm dx", ln_obj, &c, c.x, dx, nx);
+        FD_EXPECT("layernorm dgamma", ln_obj, &c, c.g, dg, c.r);
+        FD_EXPECT("layernorm dbeta", ln_obj, &c, c.b, db, c.r);
+    }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// L = Σ w·(out0 + g(z)): the gates accumulate into out
+typedef struct { float *out, *out0, *z, *W, *bias, *G1, *G2, *w; int N, r1, r2, ldo, ldz, kron; } GateCtx;
+static double gate_obj(void *p) {
+    GateCtx *c = p;
+    size_t no = (size_t)c->N * c->ldo;
+    memcpy(c->out, c->out0, no * sizeof(float));
+    int r = c->r1 * c->r2;
+    if (c->kron) kron_gate_forward(c->out, c->ldo, c->z, c->ldz, c->G1, c->G2, c->N, c->r1, c->r2);
+    else dense_gate_forward(c->out, c->ldo, c->z, c->ldz, c->W, c->bias, c->N, r);
+    return dot_d(c->out, c->w, no);
+}
+static GateCtx gate_ctx(int N, int r1, int r2, int kron) {
+    int r = r1 * r2;
+    GateCtx c = { .N = N, .r1 = r1, .r2 = r2, .ldo = r + 3, .ldz = r + 1, .kron = kron };
+    size_t no = (size_t)N * c.ldo;
+    c.out = galloc(no); c.out0 = grand(no, 1); c.z = grand((size_t)N * c.ldz, 1); c.w = grand(no, 1);
+    c.W = grand((size_t)r * r, 0.5f); c.bias = grand(r, 1); c.G1 = grand((size_t)r1 * r1, 1); c.G2 = grand((size_t)r2 * r2, 1);
+    for (int n = 0; n < N; n++) for (int j = r; j < c.ldo; j++) c.w[n * c.ldo + j] = 0;
+    return c;
+}
+TEST(lax_gates_forward_reference) {
+    // kron: out += z @ (G1 ⊗ G2) with the r×r Kronecker product formed explicitly,
+    // (G1 ⊗ G2)[i·r2 + j, k·r2 + l] = G1[i,k]·G2[j,l]; dense: out += z @ W + b
+    int shapes[][2] = { {3, 5}, {1, 7}, {4, 4} };
+    for (int s = 0; s < 3; s++)
+        for (int kron = 0; kron < 2; kron++) {
+            int N = 6, r1 = shapes[s][0], r2 = shapes[s][1], r = r1 * r2;
+            GateCtx c = gate_ctx(N, r1, r2, kron);
+            gate_obj(&c);
+            float *M = galloc((size_t)r * r), *ref = gcopy(c.out0, (size_t)N * c.ldo);
+            for (int a = 0; a < r; a++)
+                for (int b = 0; b < r; b++)
+                    M[a * r + b] = kron ? c.G1[(a / r2) * r1 + b / r2] * c.G2[(a % r2) * r2 + b % r2] : c.W[a * r + b];
+            for (int n = 0; n < N; n++)
+                for (int b = 0; b < r; b++) {
+                    double acc = kron ? 0.0 : c.bias[b];
+                    for (int a = 0; a < r; a++) acc += (double)c.z[n * c.ldz + a] * M[a * r + b];
+                    ref[n * c.ldo + b] = (float)(ref[n * c.ldo + b] + acc);
+                }
+            char what[64]; snprintf(what, sizeof what, "%s gate r1 %d r2 %d", kron ? "kron" : "dense", r1, r2);
+            CLOSE_EXPECT(what, c.out, ref, (size_t)N * c.ldo, 1e-5, 1e-5);
+        }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+TEST(lax_gates_gradcheck) {
+    int shapes[][2] = { {3, 5}, {1, 7}, {2, 2} };
+    for (int s = 0; s < 3; s++)
+        for (int kron = 0; kron < 2; kron++) {
+            int N = 5, r1 = shapes[s][0], r2 = shapes[s][1], r = r1 * r2;
+            GateCtx c = gate_ctx(N, r1, r2, kron);
+            size_t nz = (size_t)N * c.ldz;
+            float *dz = gzeros(nz);
+            char what[64];
+            if (kron) {
+                float *d1 = gzeros((size_t)r1 * r1), *d2 = gzeros((size_t)r2 * r2);
+                kron_gate_backward(dz, c.ldz, d1, d2, c.w, c.ldo, c.z, c.ldz, c.G1, c.G2, N, r1, r2);
+                snprintf(what, sizeof what, "kron (%d, %d) dG1", r1, r2); FD_EXPECT(what, gate_obj, &c, c.G1, d1, (size_t)r1 * r1);
+                snprintf(what, sizeof what, "kron (%d, %d) dG2", r1, r2); FD_EXPECT(what, gate_obj, &c, c.G2, d2, (size_t)r2 * r2);
+            } else {
+                float *dW = gzeros((size_t)r * r), *db = gzeros(r);
+                dense_gate_backward(dz, c.ldz, dW, db, c.w, c.ldo, c.z, c.ldz, c.W, N, r);
+                snprintf(what, sizeof what, "dense r %d dW", r); FD_EXPECT(what, gate_obj, &c, c.W, dW, (size_t)r * r);
+                snprintf(what, sizeof what, "dense r %d db", r); FD_EXPECT(what, gate_obj, &c, c.bias, db, r);
+            }
+            snprintf(what, sizeof what, "%s (%d, %d) dz", kron ? "kron" : "dense", r1, r2);
+            FD_EXPECT(what, gate_obj, &c, c.z, dz, nz);
+        }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// The same ops through the bf16 CPU back end's table (bf16 storage, fp32 math, one rounding
+// per output): within bf16's resolution (2^-8 relative) of the fp32 results, padding untouched.
+static void to_bf16(Backend *b16, void *dst, const float *src, size_t n) { bk_cast(b16, dst, DT_BF16, src, DT_F32, n); }
+static float *from_bf16(Backend *b16, const void *src, size_t n) {
+    float *f = galloc(n); bk_cast(b16, f, DT_F32, src, DT_BF16, n); return f;
+}
+TEST(lax_ops_bf16_table) {
+    Backend *b16 = backend_cpu(DT_BF16);
+    int N = 9, r1 = 3, r2 = 4, r = 12, ld = 15;
+    size_t nv = (size_t)N * ld;
+    float *x = grand(nv, 2), *g = grand(r, 1.5f), *b = grand(r, 1), *dy = grand(nv, 1), *G1 = grand(9, 1), *G2 = grand(16, 1);
+    float *W = grand((size_t)r * r, 0.5f);
+    // round every input to bf16 first, so that both back ends see the same values
+    uint16_t *hx = malloc(nv * 2), *hg = malloc(r * 2), *hb = malloc(r * 2), *hdy = malloc(nv * 2), *h1 = malloc(18),
+             *h2 = malloc(32), *hw = malloc((size_t)r * r * 2);
+    to_bf16(b16, hx, x, nv); to_bf16(b16, hg, g, r); to_bf16(b16, hb, b, r); to_bf16(b16, hdy, dy, nv);
+    to_bf16(b16, h1, G1, 9); to_bf16(b16, h2, G2, 16); to_bf16(b16, hw, W, (size_t)r * r);
+    x = from_bf16(b16, hx, nv); g = from_bf16(b16, hg, r); b = from_bf16(b16, hb, r); dy = from_bf16(b16, hdy, nv);
+    G1 = from_bf16(b16, h1, 9); G2 = from_bf16(b16, h2, 16); W = from_bf16(b16, hw, (size_t)r * r);
+    float *m32 = galloc(N), *s32 = galloc(N), *m16 = galloc(N), *s16 = galloc(N);
+    // LayerNorm forward and backward
+    float *y = gcopy(dy, nv); uint16_t *hy = malloc(nv * 2); to_bf16(b16, hy, y, nv);
+    op_layernorm_forward(cpu, y, ld, m32, s32, x, ld, g, b, N, r, 1e-5f);
+    op_layernorm_forward(b16, hy, ld, m16, s16, hx, ld, hg, hb, N, r, 1e-5f);
+    CLOSE_EXPECT("bf16 layernorm y", from_bf16(b16, hy, nv), y, nv, 1e-2, 1e-2);
+    CLOSE_EXPECT("bf16 layernorm statistics", m16, m32, N, 1e-6, 1e-5);
+    float *dx = gzeros(nv), *dg = gzeros(r), *db = gzeros(r);
+    uint16_t *hdx = calloc(nv, 2), *hdg = calloc(r, 2), *hdb = calloc(r, 2);
+    op_layernorm_backward(cpu, dx, ld, dg, db, dy, ld, x, ld, m32, s32, g, N, r);
+    op_layernorm_backward(b16, hdx, ld, hdg, hdb, hdy, ld, hx, ld, m32, s32, hg, N, r);
+    CLOSE_EXPECT("bf16 layernorm dx", from_bf16(b16, hdx, nv), dx, nv, 3e-2, 1e-2);
+    CLOSE_EXPECT("bf16 layernorm dgamma", from_bf16(b16, hdg, r), dg, r, 3e-2, 1e-2);
+    CLOSE_EXPECT("bf16 layernorm dbeta", from_bf16(b16, hdb, r), db, r, 3e-2, 1e-2);
+    // kron and dense gates, forward and backward
+    for (int kron = 0; kron < 2; kron++) {
+        float *o = gcopy(dy, nv), *dz = gzeros(nv), *d1 = gzeros(kron ? 9 : (size_t)r * r), *d2 = gzeros(kron ? 16 : r);
+        uint16_t *ho = malloc(nv * 2), *hdz = calloc(nv, 2), *hd1 = calloc((size_t)r * r, 2), *hd2 = calloc(r + 16, 2);
+        to_bf16(b16, ho, o, nv);
+        if (kron) {
+            op_kron_gate_forward(cpu, o, ld, x, ld, G1, G2, N, r1, r2);
+            op_kron_gate_forward(b16, ho, ld, hx, ld, h1, h2, N, r1, r2);
+            op_kron_gate_backward(cpu, dz, ld, d1, d2, dy, ld, x, ld, G1, G2, N, r1, r2);
+            op_kron_gate_backward(b16, hdz, ld, hd1, hd2, hdy, ld, hx, ld, h1, h2, N, r1, r2);
+        } else {
+            op_dense_gate_forward(cpu, o, ld, x, ld, W, b, N, r);
+            op_dense_gate_forward(b16, ho, ld, hx, ld, hw, hb, N, r);
+            op_dense_gate_backward(cpu, dz, ld, d1, d2, dy, ld, x, ld, W, N, r);
+            op_dense_gate_backward(b16, hdz, ld, hd1, hd2, hdy, ld, hx, ld, hw, N, r);
+        }
+        const char *k = kron ? "kron" : "dense";
+        char what[64];
+        snprintf(what, sizeof what, "bf16 %s gate out", k); CLOSE_EXPECT(what, from_bf16(b16, ho, nv), o, nv, 5e-2, 1e-2);
+        snprintf(what, sizeof what, "bf16 %s gate dz", k); CLOSE_EXPECT(what, from_bf16(b16, hdz, nv), dz, nv, 5e-2, 1e-2);
+        size_t n1 = kron ? 9 : (size_t)r * r, n2 = kron ? 16 : r;
+        snprintf(what, sizeof what, "bf16 %s gate dparam 1", k); CLOSE_EXPECT(what, from_bf16(b16, hd1, n1), d1, n1, 1e-1, 1e-2);
+        snprintf(what, sizeof what, "bf16 %s gate dparam 2", k); CLOSE_EXPECT(what, from_bf16(b16, hd2, n2), d2, n2, 1e-1, 1e-2);
+        free(ho); free(hdz); free(hd1); free(hd2);
+    }
+    free(hx); free(hg); free(hb); free(hdy); free(h1); free(h2); free(hw); free(hy); free(hdx); free(hdg); free(hdb);
+    backend_free(b16);
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
 // ====================================================================================
 // every backward accumulates: from G0, one call gives G0 + g; from 0, two calls give 2g.
 // Returns the worst closeness ratio over the given gradient buffers.
@@ -720,6 +916,12 @@ static void bw_swiglu(float **g, void *p) { AnyCtx *c = p; swiglu_backward(g[0],
 static void bw_att(float **g, void *p) { AnyCtx *c = p;
     attention_backward(g[0], g[1], g[2], c->a, c->e, c->b, c->c, c->d, g_att_lse, c->i0, c->i1, c->i2, c->i3, c->i4); }
 static void bw_emb(float **g, void *p) { AnyCtx *c = p; embedding_backward_shard(g[0], c->a, c->tok, c->i0, c->i1, 0, 5); }
+static void bw_ln(float **g, void *p) { AnyCtx *c = p;   // [N, i1] views with ld i2
+    layernorm_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->d, c->e, c->c, c->i0, c->i1); }
+static void bw_kron(float **g, void *p) { AnyCtx *c = p;   // G1 = c, G2 = d; (r1, r2) = (i1, i3)
+    kron_gate_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->c, c->d, c->i0, c->i1, c->i3); }
+static void bw_dense(float **g, void *p) { AnyCtx *c = p;
+    dense_gate_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->c, c->i0, c->i1); }
 
 TEST(backward_accumulates) {
     double r;
@@ -753,6 +955,20 @@ TEST(backward_accumulates) {
         AnyCtx c = { grand(N * d, 1), 0, 0, 0, 0, tok, N, d, 0, 0, 0 };
         size_t sz[1] = { (size_t)5 * d };
         r = accum_ratio(bw_emb, &c, 1, sz); EXPECT(r <= 1, "embedding_backward (ratio %.3g)", r); }
+    {   int N = 9, w = 70, ld = 73;   // LaX: strided views, two dgamma column blocks
+        float *x = grand((size_t)N * ld, 2), *g = grand(w, 1), *b = grand(w, 1), *mean = galloc(N), *rstd = galloc(N);
+        float *y = galloc((size_t)N * ld);
+        layernorm_forward(y, ld, mean, rstd, x, ld, g, b, N, w, 1e-5f);
+        AnyCtx c = { grand((size_t)N * ld, 1), x, g, mean, rstd, 0, N, w, ld, 0, 0 };
+        size_t sz[3] = { (size_t)N * ld, (size_t)w, (size_t)w };
+        r = accum_ratio(bw_ln, &c, 3, sz); EXPECT(r <= 1, "layernorm_backward (ratio %.3g)", r); }
+    {   int N = 9, r1 = 3, r2 = 5, ld = 17;
+        AnyCtx c = { grand((size_t)N * ld, 1), grand((size_t)N * ld, 1), grand(9, 1), grand(25, 1), 0, 0, N, r1, ld, r2, 0 };
+        size_t sz[3] = { (size_t)N * ld, 9, 25 };
+        r = accum_ratio(bw_kron, &c, 3, sz); EXPECT(r <= 1, "kron_gate_backward (ratio %.3g)", r);
+        AnyCtx dc = { grand((size_t)N * ld, 1), grand((size_t)N * ld, 1), grand(225, 1), 0, 0, 0, N, 15, ld, 0, 0 };
+        size_t dsz[3] = { (size_t)N * ld, 225, 15 };
+        r = accum_ratio(bw_dense, &dc, 3, dsz); EXPECT(r <= 1, "dense_gate_backward (ratio %.3g)", r); }
     GUARDS_EXPECT();
     gfree_all();
 }
@@ -797,6 +1013,26 @@ TEST(deterministic) {
         adamw_update(p1, g, m1, v1, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1);
         adamw_update(p2, g, m2, v2, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1);
         SAME_EXPECT("adamw param", p1, p2, n); }
+    {   // LaX: the LayerNorm and kron-gate reductions are bit-identical for 1 and 2 threads
+        int N = 257, r1 = 8, r2 = 16, w = 128, nth = omp_get_max_threads();
+        size_t nv = (size_t)N * w;
+        float *x = grand(nv, 2), *g = grand(w, 1), *b = grand(w, 1), *dy = grand(nv, 1), *G1 = grand(64, 1), *G2 = grand(256, 1);
+        float *res[2][7];
+        for (int t = 0; t < 2; t++) {
+            omp_set_num_threads(t == 0 ? 1 : 2);
+            float *y = galloc(nv), *m = galloc(N), *rs = galloc(N), *dx = gzeros(nv), *dg = gzeros(w), *db = gzeros(w);
+            float *o = gzeros(nv), *dz = gzeros(nv), *d1 = gzeros(64), *d2 = gzeros(256);
+            layernorm_forward(y, w, m, rs, x, w, g, b, N, w, 1e-6f);
+            layernorm_backward(dx, w, dg, db, dy, w, x, w, m, rs, g, N, w);
+            kron_gate_forward(o, w, x, w, G1, G2, N, r1, r2);
+            kron_gate_backward(dz, w, d1, d2, dy, w, x, w, G1, G2, N, r1, r2);
+            float *all[7] = { y, dx, dg, o, dz, d1, d2 };
+            memcpy(res[t], all, sizeof all);
+        }
+        omp_set_num_threads(nth);
+        size_t len[7] = { nv, nv, (size_t)w, nv, nv, 64, 256 };
+        const char *nm[7] = { "layernorm y", "layernorm dx", "layernorm dgamma", "kron out", "kron dz", "kron dG1", "kron dG2" };
+        for (int i = 0; i < 7; i++) SAME_EXPECT(nm[i], res[0][i], res[1][i], len[i]); }
     GUARDS_EXPECT();
     gfree_all();
 }
@@ -821,6 +1057,11 @@ int main(void) {
     RUN(adamw_matches_scalar_reference);
     RUN(sumsq_and_scale);
     RUN(fast_expf_accuracy);
+    RUN(lax_layernorm_forward_reference);
+    RUN(lax_layernorm_gradcheck);
+    RUN(lax_gates_forward_reference);
+    RUN(lax_gates_gradcheck);
+    RUN(lax_ops_bf16_table);
     RUN(backward_accumulates);
     RUN(deterministic);
     TL_EXIT();

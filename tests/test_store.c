@@ -1,11 +1,11 @@
 // test_store.c — the run database (schema round trip, re-logged steps, resume, stale
 // runs, schema version refusal, logging cost), checkpoints (bit-exact round trip for
-// dense/cola/svd and tied, refusal of another model, crash leftovers, pruning) and
+// dense/cola/svd/lax and tied, refusal of another model, crash leftovers, pruning) and
 // step dumps.
 //
 // Also a helper for tests/t_store.sh:
-//   test_store --write-dump PATH [dense|cola|svd]   write a step dump of a tiny model
-//   test_store --write-checkpoint PATH [dense|cola|svd]
+//   test_store --write-dump PATH [dense|cola|svd|lax|lax-svd-dense]   a step dump of a tiny model
+//   test_store --write-checkpoint PATH [dense|cola|svd|lax|lax-svd-dense]
 #include <hdf5.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -35,6 +35,7 @@ static ModelConfig tiny_cfg(LinearKind kind, int tied, int rank) {
     if (kind == LINEAR_DENSE) c.rank_attn = c.rank_mlp = 0;
     c.tie_embeddings = tied;
     c.only_lr_act = 1; c.norm_eps = 1e-6f; c.rope_theta = 10000.0f; c.embed_std = 0.02f;
+    c.lax_gate = LAX_GATE_KRON;   // LaX defaults (cola base, LayerNorm: the zero values)
     return c;
 }
 
@@ -42,7 +43,14 @@ static LinearKind parse_kind(const char *s) {
     if (!s || strcmp(s, "cola") == 0) return LINEAR_COLA;
     if (strcmp(s, "dense") == 0) return LINEAR_DENSE;
     if (strcmp(s, "svd") == 0) return LINEAR_SVD;
-    die_input("unknown linear kind '%s' (expected dense, cola or svd)", s);
+    if (strncmp(s, "lax", 3) == 0) return LINEAR_LAX;
+    die_input("unknown linear kind '%s' (expected dense, cola, svd, lax or lax-svd-dense)", s);
+}
+// "lax" = the LaX defaults; "lax-svd-dense" = the svd base with the dense gate and no norm
+static ModelConfig demo_cfg(const char *s, int rank) {
+    ModelConfig c = tiny_cfg(parse_kind(s), 0, rank);
+    if (s && !strcmp(s, "lax-svd-dense")) { c.lax_base = LAX_BASE_SVD; c.lax_gate = LAX_GATE_DENSE; c.lax_norm = LAX_NORM_NONE; }
+    return c;
 }
 
 // Fill a family with a recognisable pattern over the tensors (padding stays 0).
@@ -110,7 +118,7 @@ static RunInfo make_info(const char *exp, const char *variant, const char *uid) 
     snprintf(ri.experiment, sizeof ri.experiment, "%s", exp);
     snprintf(ri.variant, sizeof ri.variant, "%s", variant);
     snprintf(ri.manifest_path, sizeof ri.manifest_path, "experiments/%s.yaml", exp);
-    snprintf(ri.manifest_version, sizeof ri.manifest_version, "3");
+    snprintf(ri.experiment_version, sizeof ri.experiment_version, "3");
     snprintf(ri.manifest_sha256, sizeof ri.manifest_sha256, "%064d", 1);
     ri.config_json = "{\"model\": {\"linear\": \"cola\"}}";
     ri.tp = ri.pp = ri.dp = ri.world_size = 1;
@@ -143,7 +151,7 @@ TEST(db_schema_round_trip) {
 
     sqlite3 *s = raw_open(path);
     char t[1024];
-    EXPECT(q_num(s, "PRAGMA user_version") == 1, "user_version");
+    EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
     q_text(s, "PRAGMA journal_mode", t, sizeof t); EXPECT(strcmp(t, "wal") == 0, "journal_mode %s", t);
     EXPECT(q_num(s, "SELECT COUNT(*) FROM steps") == 5, "steps");
     EXPECT(q_num(s, "SELECT loss FROM steps WHERE step=3") == 3.5, "loss of step 3");
@@ -156,7 +164,7 @@ TEST(db_schema_round_trip) {
     EXPECT(strcmp(t, "checkpoint:checkpoints/x/step_5.h5") == 0, "event %s", t);
     q_text(s, "SELECT status FROM runs", t, sizeof t); EXPECT(strcmp(t, "completed") == 0, "status %s", t);
     q_text(s, "SELECT ended_at FROM runs", t, sizeof t); EXPECT(strlen(t) == 24 && t[23] == 'Z', "ended_at '%s'", t);
-    q_text(s, "SELECT uid || '|' || experiment || '|' || variant || '|' || manifest_version FROM runs", t, sizeof t);
+    q_text(s, "SELECT uid || '|' || experiment || '|' || variant || '|' || experiment_version FROM runs", t, sizeof t);
     EXPECT(strcmp(t, "exp1.cola.20240101-000000.1|exp1|cola|3") == 0, "identity %s", t);
     q_text(s, "SELECT library_versions FROM runs", t, sizeof t);
     EXPECT(strstr(t, "\"hdf5\": \"1.") && strstr(t, "\"sqlite\": \"3.") && strstr(t, "\"openblas\"") &&
@@ -203,7 +211,7 @@ TEST(db_relogged_steps_replace_and_resume) {
     q_text(s, "SELECT status || '|' || error FROM runs", t, sizeof t);
     EXPECT(strcmp(t, "failed|loss is nan") == 0, "failed: %s", t);
     EXPECT(q_num(s, "SELECT COUNT(*) FROM events WHERE kind='error'") == 1, "error event");
-    rundb_resume_run(db, run, 2);                   // continue from the checkpoint at step 2
+    rundb_resume_run(db, run, 2, NULL, 0);                   // continue from the checkpoint at step 2
     q_text(s, "SELECT status || '|' || resumed_count || '|' || COALESCE(error, 'null') || '|' || COALESCE(ended_at, 'null') FROM runs", t, sizeof t);
     EXPECT(strcmp(t, "running|1|null|null") == 0, "resumed: %s", t);
     EXPECT(q_num(s, "SELECT MAX(step) FROM steps") == 2, "steps after the checkpoint kept");
@@ -272,11 +280,11 @@ static void open_db_child(void *arg) { rundb_open((const char *)arg); }
 TEST(db_newer_schema_refused) {
     char path[300], err[4096]; tmp_path(path, sizeof path, "newer.db");
     sqlite3 *s = raw_open(path);
-    sqlite3_exec(s, "CREATE TABLE runs(id INTEGER PRIMARY KEY); PRAGMA user_version=2;", NULL, NULL, NULL);
+    sqlite3_exec(s, "CREATE TABLE runs(id INTEGER PRIMARY KEY); PRAGMA user_version=3;", NULL, NULL, NULL);
     sqlite3_close(s);
     int rc = in_child(open_db_child, path, err, sizeof err);
     EXPECT(rc == 2, "exit %d", rc);
-    EXPECT(strstr(err, "newer.db: run database schema version 2 is newer than this build supports (1)") != NULL, "stderr: %s", err);
+    EXPECT(strstr(err, "newer.db: run database schema version 3 is newer than this build supports (2)") != NULL, "stderr: %s", err);
 
     tmp_path(path, sizeof path, "garbage.db");
     FILE *f = fopen(path, "w"); for (int i = 0; i < 200; i++) fputs("not sqlite at all ", f); fclose(f);
@@ -345,6 +353,7 @@ TEST(ckpt_round_trip_cola) { ckpt_round_trip(LINEAR_COLA, 0, "cola"); }
 TEST(ckpt_round_trip_svd) { ckpt_round_trip(LINEAR_SVD, 0, "svd"); }
 TEST(ckpt_round_trip_cola_tied) { ckpt_round_trip(LINEAR_COLA, 1, "cola_tied"); }
 TEST(ckpt_round_trip_dense_tied) { ckpt_round_trip(LINEAR_DENSE, 1, "dense_tied"); }
+TEST(ckpt_round_trip_lax) { ckpt_round_trip(LINEAR_LAX, 0, "lax"); }
 
 // The model is built in the parent: OpenMP (used by the init) must not run in a forked child.
 typedef struct { const char *path; ModelState m; } ReadArg;
@@ -450,8 +459,7 @@ TEST(ckpt_prune_keeps_last_k) {
 
 // ---- dumps --------------------------------------------------------------------------
 // One optimizer step of K=2 micro-batches on a tiny model, dumped before the update.
-static void write_demo_dump(const char *path, LinearKind kind) {
-    ModelConfig c = tiny_cfg(kind, 0, 8);
+static void write_demo_dump(const char *path, ModelConfig c) {
     int B = 2, T = c.seq_len, K = 2;
     Model m; model_init(&m, &c, B, T, 5);
     int rows = K * B;
@@ -467,7 +475,14 @@ static void write_demo_dump(const char *path, LinearKind kind) {
     ModelState full;
     model_state_init(&full, &c, STATE_PARAMS | STATE_GRADS);
     state_gather_model(&m, &full, STATE_PARAMS | STATE_GRADS);
-    dump_write(path, &full, &m, 1, "{\"model\": {\"linear\": \"test\"}}", in, tg, rows, T, loss / K);
+    // the model section analysis/read_dump.py needs (LaX: the crossing's form, for its checks)
+    static const char *const base[] = { "cola", "svd" }, *const gate[] = { "identity", "dense", "kron" },
+                             *const norm[] = { "layernorm", "none" };
+    char json[400];
+    snprintf(json, sizeof json, "{\"model\": {\"linear\": \"%s\", \"lax_base\": \"%s\", \"lax_gate\": \"%s\", "
+             "\"lax_norm\": \"%s\", \"norm_eps\": %g, \"only_lr_act\": %s}}", linear_kind_name(c.linear), base[c.lax_base],
+             gate[c.lax_gate], norm[c.lax_norm], (double)c.norm_eps, c.only_lr_act ? "true" : "false");
+    dump_write(path, &full, &m, 1, json, in, tg, rows, T, loss / K);
     free(in); free(tg);
     model_state_free(&full);
     model_free(&m);
@@ -475,7 +490,7 @@ static void write_demo_dump(const char *path, LinearKind kind) {
 
 TEST(dump_write_reads_back) {
     char path[300]; tmp_path(path, sizeof path, "dumps/step_1.h5");
-    write_demo_dump(path, LINEAR_COLA);
+    write_demo_dump(path, tiny_cfg(LINEAR_COLA, 0, 8));
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     EXPECT(f >= 0, "open");
     if (f < 0) return;
@@ -490,9 +505,9 @@ TEST(dump_write_reads_back) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 3 && strcmp(argv[1], "--write-dump") == 0) { write_demo_dump(argv[2], parse_kind(argc > 3 ? argv[3] : NULL)); return 0; }
+    if (argc >= 3 && strcmp(argv[1], "--write-dump") == 0) { write_demo_dump(argv[2], demo_cfg(argc > 3 ? argv[3] : NULL, 8)); return 0; }
     if (argc >= 3 && strcmp(argv[1], "--write-checkpoint") == 0) {
-        ModelConfig c = tiny_cfg(parse_kind(argc > 3 ? argv[3] : NULL), 0, 8);
+        ModelConfig c = demo_cfg(argc > 3 ? argv[3] : NULL, 8);
         ModelState m; state_make(&m, c, 1);
         CheckpointMeta meta = { .step = 3, .tokens_seen = 3 * 16, .samples_seen = 6, .seed = 1, .adam_t = 3,
                                 .manifest = "name: demo\n", .config_json = "{}", .git_commit = "unknown" };
@@ -513,6 +528,7 @@ int main(int argc, char **argv) {
     RUN(ckpt_round_trip_svd);
     RUN(ckpt_round_trip_cola_tied);
     RUN(ckpt_round_trip_dense_tied);
+    RUN(ckpt_round_trip_lax);
     RUN(ckpt_refuses_another_model);
     RUN(ckpt_killed_midway_latest_is_older_good_one);
     RUN(ckpt_prune_keeps_last_k);

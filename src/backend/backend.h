@@ -163,6 +163,20 @@ typedef struct BackendOps {
     // ---- optimizer ----
     double (*sumsq_multi)(Backend *b, int n, const void *const *x, const size_t *len, const double *w);
     void (*adamw_multi)(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h);
+    // ---- LaX latent crossing (docs/lax.md §3; strided [N, r] views, ld in elements) ----
+    void (*layernorm_forward)(Backend *b, void *y, int ldy, float *mean, float *rstd, const void *x, int ldx,
+                              const void *gamma, const void *beta, int N, int r, float eps);
+    void (*layernorm_backward)(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
+                               const void *x, int ldx, const float *mean, const float *rstd, const void *gamma,
+                               int N, int r);
+    void (*dense_gate_forward)(Backend *b, void *out, int ldo, const void *z, int ldz, const void *W,
+                               const void *bias, int N, int r);
+    void (*dense_gate_backward)(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
+                                const void *z, int ldz, const void *W, int N, int r);
+    void (*kron_gate_forward)(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1,
+                              const void *G2, int N, int r1, int r2);
+    void (*kron_gate_backward)(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
+                               const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2);
 } BackendOps;
 
 struct Backend {

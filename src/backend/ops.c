@@ -269,3 +269,73 @@ void op_adamw_multi(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper 
     if (!b->dry && n) b->ops->adamw_multi(b, n, spans, h);
     end(b, &i);
 }
+
+// ---- LaX latent crossing ---------------------------------------------------------------------
+// A back end whose table predates LaX (or is still being written) refuses by name instead of
+// calling through NULL.
+static void need(const Backend *b, int present, const char *op) {
+    CHECK(present, "the %s back end (%s) has no %s op: LaX (docs/lax.md) needs it", b->name, dtype_name(b->dtype), op);
+}
+void op_layernorm_forward(Backend *b, void *y, int ldy, float *mean, float *rstd, const void *x, int ldx,
+                          const void *gamma, const void *beta, int N, int r, float eps) {
+    double n = (double)N * r;
+    OpInfo i = mk(b, "layernorm_forward", OPC_MEMORY, 8.0 * n, es(b) * (2.0 * n + 2.0 * r) + 8.0 * N);
+    begin(b, &i);
+    if (!b->dry) { need(b, b->ops->layernorm_forward != NULL, "layernorm_forward");
+                   b->ops->layernorm_forward(b, y, ldy, mean, rstd, x, ldx, gamma, beta, N, r, eps); }
+    end(b, &i);
+}
+void op_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
+                           const void *x, int ldx, const float *mean, const float *rstd, const void *gamma, int N, int r) {
+    double n = (double)N * r;
+    OpInfo i = mk(b, "layernorm_backward", OPC_MEMORY, 14.0 * n, es(b) * (4.0 * n + 5.0 * r) + 8.0 * N);
+    begin(b, &i);
+    if (!b->dry) { need(b, b->ops->layernorm_backward != NULL, "layernorm_backward");
+                   b->ops->layernorm_backward(b, dx, lddx, dgamma, dbeta, dy, lddy, x, ldx, mean, rstd, gamma, N, r); }
+    end(b, &i);
+}
+void op_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *W, const void *bias,
+                           int N, int r) {
+    double n = (double)N * r;
+    OpInfo i = mk(b, "dense_gate_forward", OPC_GEMM, 2.0 * n * r + n, es(b) * (3.0 * n + (double)r * r + r));
+    i.M = N; i.N = r; i.K = r;
+    begin(b, &i);
+    if (!b->dry) { need(b, b->ops->dense_gate_forward != NULL, "dense_gate_forward");
+                   b->ops->dense_gate_forward(b, out, ldo, z, ldz, W, bias, N, r); }
+    end(b, &i);
+}
+void op_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
+                            const void *z, int ldz, const void *W, int N, int r) {
+    double n = (double)N * r;
+    OpInfo i = mk(b, "dense_gate_backward", OPC_GEMM, 4.0 * n * r + n,
+                  es(b) * (5.0 * n + 3.0 * (double)r * r + 2.0 * r));
+    i.M = N; i.N = r; i.K = r; i.count = 2;
+    begin(b, &i);
+    if (!b->dry) { need(b, b->ops->dense_gate_backward != NULL, "dense_gate_backward");
+                   b->ops->dense_gate_backward(b, dz, lddz, dW, dbias, dout, lddo, z, ldz, W, N, r); }
+    end(b, &i);
+}
+// The kron gate's cost is that of its GEMM plan (docs/lax.md §3): forward [N·r1, r2]·[r2, r2]
+// and [N·r2, r1]·[r1, r1]; backward re-forms T and adds dT, dz, dG1, dG2 (five products).
+void op_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1, const void *G2,
+                          int N, int r1, int r2) {
+    double n = (double)N * r1 * r2;
+    OpInfo i = mk(b, "kron_gate_forward", OPC_GEMM, 2.0 * n * (r1 + r2),
+                  es(b) * (3.0 * n + (double)r1 * r1 + (double)r2 * r2));
+    i.M = N * r1; i.N = r2; i.K = r2; i.count = 2;
+    begin(b, &i);
+    if (!b->dry) { need(b, b->ops->kron_gate_forward != NULL, "kron_gate_forward");
+                   b->ops->kron_gate_forward(b, out, ldo, z, ldz, G1, G2, N, r1, r2); }
+    end(b, &i);
+}
+void op_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
+                           const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2) {
+    double n = (double)N * r1 * r2;
+    OpInfo i = mk(b, "kron_gate_backward", OPC_GEMM, 2.0 * n * (2.0 * r1 + 3.0 * r2),
+                  es(b) * (4.0 * n + 2.0 * ((double)r1 * r1 + (double)r2 * r2)));
+    i.M = N * r1; i.N = r2; i.K = r2; i.count = 5;
+    begin(b, &i);
+    if (!b->dry) { need(b, b->ops->kron_gate_backward != NULL, "kron_gate_backward");
+                   b->ops->kron_gate_backward(b, dz, lddz, dG1, dG2, dout, lddo, z, ldz, G1, G2, N, r1, r2); }
+    end(b, &i);
+}

@@ -112,3 +112,29 @@ void op_xent_backward(Backend *b, void *dlogits, const void *logits, const float
 double op_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w);
 // AdamW (decoupled weight decay, bias corrections in double) on n tensors (one launch)
 void op_adamw_multi(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h);
+
+// ---- LaX latent crossing (docs/lax.md §3) ----------------------------------------------------
+// Strided row views: row n of a [N, r] view starts at element n·ld (a slot of a grouped BTP
+// bottleneck [N, G·r] has ld = G·r). Statistics mean, rstd are f32 [N].
+// LayerNorm over r: y = (x − μ)·rstd ⊙ gamma + beta, μ and the biased variance of each row,
+// rstd = 1/sqrt(var + eps). y may be x (same ld). gamma, beta [r]
+void op_layernorm_forward(Backend *b, void *y, int ldy, float *mean, float *rstd, const void *x, int ldx,
+                          const void *gamma, const void *beta, int N, int r, float eps);
+// x̂ = (x − μ)·rstd, h = dy ⊙ gamma: dx += rstd·(h − mean_r(h) − x̂·mean_r(h ⊙ x̂)),
+// dgamma[r] += Σ_n dy ⊙ x̂, dbeta[r] += Σ_n dy (any output may be NULL)
+void op_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
+                           const void *x, int ldx, const float *mean, const float *rstd, const void *gamma, int N, int r);
+// Dense gate: out[N,r] += z[N,r] @ W[r,r] + bias[r]
+void op_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *W, const void *bias,
+                           int N, int r);
+// dz[N,r] += dout @ Wᵀ, dW[r,r] += zᵀ dout, dbias[r] += Σ_n dout (any output may be NULL)
+void op_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
+                            const void *z, int ldz, const void *W, int N, int r);
+// Kronecker gate: out[N, r1·r2] += z @ (G1 ⊗ G2) with G1 [r1,r1], G2 [r2,r2]: per token, z
+// viewed row-major as Z [r1, r2], out += vec(G1ᵀ·Z·G2) (two small products; no r×r matrix)
+void op_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1, const void *G2,
+                          int N, int r1, int r2);
+// Per token, dO = dout as [r1, r2], T = Z·G2, dT = G1·dO: dz += dT·G2ᵀ, dG1 += Σ_n T·dOᵀ,
+// dG2 += Σ_n Zᵀ·dT (any output may be NULL)
+void op_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
+                           const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2);

@@ -17,7 +17,10 @@
 // Schema
 // ---------------------------------------------------------------------------------
 
-static const char *const linear_names[] = {"dense", "cola", "svd", NULL};
+static const char *const linear_names[] = {"dense", "cola", "svd", "lax", NULL};
+static const char *const lax_base_names[] = {"cola", "svd", NULL};
+static const char *const lax_gate_names[] = {"identity", "dense", "kron", NULL};
+static const char *const lax_norm_names[] = {"layernorm", "none", NULL};
 static const char *const precision_names[] = {"fp32", "bf16", NULL};
 static const char *const device_names[] = {"cpu", "cuda", NULL};
 static const char *const sync_norm_backward_names[] = {"allreduce", "bottleneck", NULL};
@@ -79,7 +82,7 @@ static const ConfigKey SCHEMA[] = {
     {"model", "preset", CK_PRESET, F(model, preset), 0, 0, CKF_FIRST, NULL, NULL,
      "named shape (cola-60m ... boost-30b, tiny, tiny-odd); applied before the other model keys of the same file, which override it"},
     {"model", "linear", CK_ENUM, F(model, linear), ANY, linear_names, NULL,
-     "linear layers: dense (full rank), cola (SiLU bottleneck), svd (plain low rank)"},
+     "linear layers: dense (full rank), cola (SiLU bottleneck), svd (plain low rank), lax (latent crossing on a cola or svd base, docs/lax.md)"},
     {"model", "vocab_size", CK_INT, F(model, vocab_size), GE(2), NULL, NULL,
      "embedding rows; also the BPE vocabulary size trained for the dataset"},
     {"model", "n_layers", CK_INT, F(model, n_layers), GE(1), NULL, NULL, "transformer blocks"},
@@ -90,18 +93,24 @@ static const ConfigKey SCHEMA[] = {
      "key/value heads (grouped-query attention); must divide n_heads; unless set itself, equals n_heads whenever n_heads is set"},
     {"model", "d_ff", CK_INT, F(model, d_ff), GE(1), NULL, NULL, "MLP hidden width (SwiGLU)"},
     {"model", "rank_attn", CK_INT, F(model, rank_attn), GE(1), NULL, NULL,
-     "cola/svd: rank r of q,k,v,o (default d_model/4); an error for dense"},
+     "cola/svd/lax: rank r of q,k,v,o (default d_model/4); an error for dense"},
     {"model", "rank_mlp", CK_INT, F(model, rank_mlp), GE(1), NULL, NULL,
-     "cola/svd: rank r of gate,up,down (default d_model/4); an error for dense"},
+     "cola/svd/lax: rank r of gate,up,down (default d_model/4); an error for dense"},
     {"model", "seq_len", CK_INT, F(model, seq_len), GE(1), NULL, NULL, "training context length T"},
     {"model", "tie_embeddings", CK_BOOL, F(model, tie_embeddings), ANY, NULL, NULL,
      "true: LM head = embedding^T (BOOST configs); false: separate LM head (CoLA)"},
     {"model", "only_lr_act", CK_BOOL, F(model, only_lr_act), ANY, NULL, NULL,
-     "cola only: true = z = g*u (SiLU only in the bottlenecks); false = SiLU(g)*u (CoLA 60M/130M)"},
+     "cola (and lax on the cola base) only: true = z = g*u (SiLU only in the bottlenecks); false = SiLU(g)*u (CoLA 60M/130M)"},
     {"model", "norm_eps", CK_FLOAT, F(model, norm_eps), GT(0), NULL, NULL, "RMSNorm epsilon"},
     {"model", "rope_theta", CK_FLOAT, F(model, rope_theta), GT(0), NULL, NULL, "RoPE base"},
     {"model", "embed_std", CK_FLOAT, F(model, embed_std), GT(0), NULL, NULL,
      "init std of the embedding and LM head"},
+    {"model", "lax_base", CK_ENUM, F(model, lax_base), ANY, lax_base_names, NULL,
+     "lax only: the low-rank layer being crossed, cola (SiLU latent) or svd (plain); docs/lax.md"},
+    {"model", "lax_gate", CK_ENUM, F(model, lax_gate), ANY, lax_gate_names, NULL,
+     "lax only: g(z_prev) = z (identity), z @ W + b (dense), or z @ (G1 ⊗ G2) (kron, the authors' default)"},
+    {"model", "lax_norm", CK_ENUM, F(model, lax_norm), ANY, lax_norm_names, NULL,
+     "lax only: a LayerNorm over r after the crossing sum (layernorm, the authors' default) or none"},
     // ---- data ----
     {"data", "dataset", CK_STRING, F(data, dataset), 0, 0, CKF_NONEMPTY, NULL, check_dataset,
      "corpus: a built-in name, or text:PATH for a UTF-8 text file"},
@@ -216,7 +225,7 @@ int config_key_was_set(const Config *c, const char *dotted) {
 }
 
 const char *linear_kind_name(LinearKind k) {
-    return (k >= LINEAR_DENSE && k <= LINEAR_SVD) ? linear_names[k] : "?";
+    return (k >= LINEAR_DENSE && k <= LINEAR_LAX) ? linear_names[k] : "?";
 }
 
 // ---------------------------------------------------------------------------------
@@ -235,6 +244,9 @@ void config_defaults(Config *c) {
     m->embed_std = 0.02f;
     m->only_lr_act = 1;
     m->tie_embeddings = 0;
+    m->lax_base = LAX_BASE_COLA;   // the authors' LaX-CoLA configs (docs/lax.md §1)
+    m->lax_gate = LAX_GATE_KRON;
+    m->lax_norm = LAX_NORM_LAYERNORM;
 
     DataConfig *d = &c->data;
     xsnprintf(d->dataset, sizeof d->dataset, "kjv");
@@ -578,6 +590,18 @@ static void ctx_prefix(const Config *c, char *buf, size_t n) {
     else if (has_variant) snprintf(buf, n, "variant '%s': ", c->variant);
 }
 
+// LaX keys (docs/lax.md §2): meaningful only with model.linear: lax. The rank rules are those
+// of cola/svd (above); BTP and Vanilla-TP both accept lax (layout_make keeps Vanilla-TP's
+// tp | r); FullRank-TP is model.linear: dense, which has no latent to cross.
+static void config_check_lax(const Config *c, const char *pre) {
+    static const char *const keys[] = { "model.lax_base", "model.lax_gate", "model.lax_norm" };
+    if (c->model.linear == LINEAR_LAX) return;
+    for (int i = 0; i < 3; i++)
+        if (c->key_set[config_key_index(keys[i])])
+            die_input_hint("remove it, or set model.linear: lax (e.g. in the LaX variant only)",
+                           "%s%s applies only to model.linear: lax (this is %s)", pre, keys[i], linear_kind_name(c->model.linear));
+}
+
 void config_finalize(Config *c) {
     char pre[1300];
     ctx_prefix(c, pre, sizeof pre);
@@ -689,9 +713,11 @@ void config_finalize(Config *c) {
             die_input("%smodel.rank_attn = %d, model.rank_mlp = %d: ranks must be >= 1 for model.linear %s", pre,
                       m->rank_attn, m->rank_mlp, linear_kind_name(m->linear));
     }
-    if (m->linear != LINEAR_COLA && c->key_set[config_key_index("model.only_lr_act")])
-        die_input_hint("remove it, or set it only where model.linear is cola",
-                       "%smodel.only_lr_act applies only to model.linear: cola (this is %s)", pre, linear_kind_name(m->linear));
+    if (!latent_silu(m) && c->key_set[config_key_index("model.only_lr_act")])
+        die_input_hint("remove it, or set it only where model.linear is cola (or lax with model.lax_base: cola)",
+                       "%smodel.only_lr_act applies only to model.linear: cola or lax on the cola base (this is %s%s)", pre,
+                       linear_kind_name(m->linear), m->linear == LINEAR_LAX ? " with model.lax_base: svd" : "");
+    config_check_lax(c, pre);
 
     TrainConfig *t = &c->train;
     if (t->warmup_steps > t->steps)
@@ -839,12 +865,58 @@ int64_t model_embedding_param_count(const ModelConfig *m) {
     return m->tie_embeddings ? vd : 2 * vd;
 }
 
+// LaX (docs/lax.md §4-§5): layers 1 .. L-1 add to each of their 7 projections a crossing of
+// that projection's width r (r_a for q,k,v,o; r_m for gate,up,down), layer 0 none:
+//   params += (L-1)·(4·X(r_a) + 3·X(r_m)),  X(r) = gate(r) + norm(r)
+//     gate: identity 0 | dense r² + r | kron r1² + r2²      norm: layernorm 2r | none 0
+//   flops/token += 6·(L-1)·(4·M(r_a) + 3·M(r_m)),  M(r) = gate MACs per token:
+//     identity 0 | dense r² | kron r·(r1 + r2)   (two products on z viewed as [r1, r2])
+// The kron gate has r1² + r2² weights but r·(r1 + r2) MACs, so here "6 × matmul weights"
+// becomes "6 × MACs". The LayerNorm, bias, sum and σ are elementwise: not counted.
+void lax_kron_factors(int r, int *r1, int *r2) {
+    int a = 1;
+    for (int k = 1; (int64_t)k * k <= r; k++)
+        if (r % k == 0) a = k;
+    *r1 = a;
+    *r2 = r / a;
+}
+
+int64_t lax_crossing_params(const ModelConfig *m, int64_t r) {
+    int64_t g = 0;
+    if (m->lax_gate == LAX_GATE_DENSE) g = r * r + r;
+    else if (m->lax_gate == LAX_GATE_KRON) {
+        int r1, r2;
+        lax_kron_factors((int)r, &r1, &r2);
+        g = (int64_t)r1 * r1 + (int64_t)r2 * r2;
+    }
+    return g + (m->lax_norm == LAX_NORM_LAYERNORM ? 2 * r : 0);
+}
+
+int64_t lax_crossing_macs(const ModelConfig *m, int64_t r) {
+    if (m->lax_gate == LAX_GATE_DENSE) return r * r;
+    if (m->lax_gate == LAX_GATE_KRON) {
+        int r1, r2;
+        lax_kron_factors((int)r, &r1, &r2);
+        return r * (r1 + r2);
+    }
+    return 0;
+}
+
+// Σ over the L-1 crossing layers of f(r) for the 7 projections (0 unless lax).
+static int64_t lax_total(const ModelConfig *m, int64_t (*f)(const ModelConfig *, int64_t)) {
+    if (m->linear != LINEAR_LAX || m->n_layers < 2) return 0;
+    int64_t ra = m->rank_attn ? m->rank_attn : m->d_model / 4, rm = m->rank_mlp ? m->rank_mlp : m->d_model / 4;
+    return (int64_t)(m->n_layers - 1) * (4 * f(m, ra) + 3 * f(m, rm));
+}
+
 int64_t model_param_count(const ModelConfig *m) {
     int64_t d = m->d_model;
-    return (int64_t)m->n_layers * (layer_linear_params(m) + 2 * d) + d + model_embedding_param_count(m);
+    return (int64_t)m->n_layers * (layer_linear_params(m) + 2 * d) + d + model_embedding_param_count(m) +
+           lax_total(m, lax_crossing_params);
 }
 
 double model_train_flops_per_token(const ModelConfig *m) {
-    double matmul = (double)m->n_layers * (double)layer_linear_params(m) + (double)m->d_model * m->vocab_size;
+    double matmul = (double)m->n_layers * (double)layer_linear_params(m) + (double)m->d_model * m->vocab_size +
+                    (double)lax_total(m, lax_crossing_macs);
     return 6.0 * matmul + 12.0 * m->n_layers * (double)m->seq_len * m->d_model;
 }

@@ -7,7 +7,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum { LINEAR_DENSE = 0, LINEAR_COLA = 1, LINEAR_SVD = 2 } LinearKind;
+typedef enum { LINEAR_DENSE = 0, LINEAR_COLA = 1, LINEAR_SVD = 2, LINEAR_LAX = 3 } LinearKind;
+// LaX (latent crossing, docs/lax.md): each low-rank layer adds a gated copy of the same
+// projection's latent of the previous layer to its own before the up-projection.
+// model.lax_base: the low-rank layer being crossed (σ = SiLU for cola, identity for svd).
+typedef enum { LAX_BASE_COLA = 0, LAX_BASE_SVD = 1 } LaxBase;
+// model.lax_gate: g(z_prev) = z | z @ W + b | z @ (G1 ⊗ G2)
+typedef enum { LAX_GATE_IDENTITY = 0, LAX_GATE_DENSE = 1, LAX_GATE_KRON = 2 } LaxGate;
+// model.lax_norm: a LayerNorm over r after the crossing sum, or none
+typedef enum { LAX_NORM_LAYERNORM = 0, LAX_NORM_NONE = 1 } LaxNorm;
 // train.precision: the dtype of weights, activations and gradients (fp32 master weights and
 // optimizer state either way).
 typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1 } Precision;
@@ -24,7 +32,7 @@ typedef enum { SYNC_NORM_BWD_ALLREDUCE = 0, SYNC_NORM_BWD_BOTTLENECK = 1 } SyncN
 
 typedef struct {
     char preset[64];        // preset that filled the shape ("" = none); explicit keys override it
-    LinearKind linear;      // dense | cola | svd
+    LinearKind linear;      // dense | cola | svd | lax
     int vocab_size;         // embedding rows; must be >= the tokenizer's vocabulary
     int n_layers;
     int d_model;
@@ -40,6 +48,9 @@ typedef struct {
     float norm_eps;         // RMSNorm epsilon (1e-6)
     float rope_theta;       // 10000
     float embed_std;        // std of embedding and LM head init (0.02)
+    int lax_base;           // LaxBase (lax only; default cola)
+    int lax_gate;           // LaxGate (lax only; default kron)
+    int lax_norm;           // LaxNorm (lax only; default layernorm)
 } ModelConfig;
 
 typedef struct {
@@ -157,6 +168,17 @@ double model_train_flops_per_token(const ModelConfig *m);
 // Parameters of the embedding table plus the (untied) LM head; "non-embedding" parameters
 // are model_param_count() minus this.
 int64_t model_embedding_param_count(const ModelConfig *m);
+
+// LaX (docs/lax.md §4, §5). The kron gate's factor pair of a width r: r1·r2 = r, r1 the
+// largest divisor of r not above sqrt(r) (128 -> 8, 16; a prime r -> 1, r).
+void lax_kron_factors(int r, int *r1, int *r2);
+// Parameters of one crossing of width r (gate + norm) and its gate's multiply-adds per token.
+int64_t lax_crossing_params(const ModelConfig *m, int64_t r);
+int64_t lax_crossing_macs(const ModelConfig *m, int64_t r);
+// Has the low-rank bottleneck an activation σ = SiLU? cola, and lax on the cola base.
+static inline int latent_silu(const ModelConfig *m) {
+    return m->linear == LINEAR_COLA || (m->linear == LINEAR_LAX && m->lax_base == LAX_BASE_COLA);
+}
 
 // ---- the schema: one row per YAML key; it drives validation, the printed table, the
 // JSON, `info --keys-markdown` and docs/configuration.md. To add a key: add the field to

@@ -37,6 +37,13 @@
 //
 // The norm pieces (rowsumsq, rownorm, scale_rows, rowdot, sharded_rmsnorm_backward) are ops
 // of backend/ops.h: backend/cpu/rmsnorm_sharded.c states their arithmetic.
+//
+// LaX (docs/lax.md §6.3): after each bottleneck all-reduce P is full and replicated, and so is
+// the previous layer's latent, so the crossing U = P + g(Z_prev), the LayerNorm over r and σ
+// run locally on every rank (bn_latent_forward): no collective more, forward or backward. In
+// backward the carry dL/dZ is added after the dZ all-reduce (it is replicated), and the norm
+// backward's c-term gets P back as U − g(Z_prev) (bn_p). Under CKPT_LOWRANK the kept
+// bottleneck buffers hold U, from which Z (and the previous layer's Z) are recomputed locally.
 #include "model_internal.h"
 
 // ---- bottleneck buffers (layout: btp_bn) ---------------------------------------------
@@ -73,6 +80,45 @@ static void bn_all_reduce(Model *mdl, const Bn *b, void *buf, int with_stat, int
     if (b->grouped) { tp_all_reduce(mdl, buf, (size_t)b->v.G * nr + ns, phase, gl); return; }
     for (int j = 0; j < b->v.G; j++)
         tp_all_reduce(mdl, at(mdl, buf, b->v.off[j]), nr + (j == 0 ? ns : 0), phase, gl);
+}
+
+// ---- LaX hooks (lax.c): identities for cola and svd --------------------------------------
+// Z from the all-reduced P: σ(P); LaX: the crossing U = P + g(Z_prev) in place (layers ≥ 1),
+// Z = σ(LN(U)), and Z also into `out` (the next stage's or the next layer's latents).
+static void bn_latent_forward(Model *mdl, const Bn *b, int p0, void *Z, void *P, LinearW *const *W, int gl,
+                              const Lat *prev, const Lat *out) {
+    if (!is_lax(&mdl->cfg)) { bn_act_forward(mdl, b, Z, P); return; }
+    Slots U = slots_of(P, &b->v), Zs = slots_of(Z, &b->v);
+    const Slots *Zp = z_own(&mdl->cfg) ? &Zs : &U;
+    if (gl >= 1) lax_cross_add(mdl, &U, W, prev, p0);
+    lax_latent(mdl, Zp, &U, W, gl >= 1);
+    lat_store(mdl, out, Zp, p0);
+}
+// The same from a kept bottleneck (CKPT_LOWRANK recompute; LaX: it holds U): Z = σ(LN(U)).
+static void bn_latent_recompute(Model *mdl, const Bn *b, void *Z, void *U, LinearW *const *W, int gl) {
+    if (!is_lax(&mdl->cfg)) { bn_act_forward(mdl, b, Z, U); return; }
+    Slots Us = slots_of(U, &b->v), Zs = slots_of(Z, &b->v);
+    lax_latent(mdl, z_own(&mdl->cfg) ? &Zs : &Us, &Us, W, gl >= 1);
+}
+// dP from the all-reduced dZ: dZ ⊙ σ'(P); LaX: dZ += the carry first (replicated, so after
+// the all-reduce), then the latent's and the crossing's backward, which leaves dL/dZ_prev in
+// the carry. Returns dP, laid out like the bottleneck.
+static void *bn_latent_backward(Model *mdl, const Bn *b, int p0, void *dZ, void *U, LinearW *const *W,
+                                LinearW *const *dW, int gl, const Lat *prev, Scratch *s) {
+    if (!is_lax(&mdl->cfg)) return bn_act_backward(mdl, b, s->dpb, dZ, U);
+    Lat carry = lat_message(mdl, s->carry);
+    Slots dZs = slots_of(dZ, &b->v), Us = slots_of(U, &b->v);
+    for (int j = 0; j < b->v.G; j++)
+        bk_add2d(mdl->bk, slot_at(mdl, &dZs, j), (size_t)b->v.ld, carry.z[p0 + j], (size_t)carry.ld[p0 + j], b->v.N, b->v.r);
+    return lax_latent_backward(mdl, s->dpb, &dZs, &Us, W, dW, gl >= 1, prev, &carry, p0).base;
+}
+// The bottleneck P = RMSNorm(x) @ A that norm_down_backward's c-term needs: the kept buffer
+// itself, or with LaX in layers ≥ 1 U − g(Z_prev) (one subtraction: fp32 rounding only).
+static const void *bn_p(Model *mdl, const Bn *b, int p0, void *U, LinearW *const *W, int gl, const Lat *prev,
+                        Scratch *s) {
+    if (!is_lax(&mdl->cfg) || gl < 1) return U;
+    Slots Us = slots_of(U, &b->v);
+    return lax_p_from_u(mdl, s->lp, b->size, &Us, W, prev, p0).base;
 }
 
 // Concatenate the local A's [dr, r] of a group into acat [dr, G·r] (grouping).
@@ -174,14 +220,13 @@ static void up_backward(Model *mdl, const Bn *b, void *dZ, const void *Z, Linear
 }
 
 // ---- chunk interiors (forward, and the recompute of CKPT_LOWRANK) ----------------------
-// Chunk 1 (from P_qkv): σ, B_q|B_k|B_v on the local heads, RoPE, causal attention -> y.
+// Chunk 1 (from Z_qkv): B_q|B_k|B_v on the local heads, RoPE, causal attention -> y.
 static void attn_chunk(Model *mdl, LayerActs *la, LayerW *w) {
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
     Backend *bk = mdl->bk;
     int B = mdl->B, T = mdl->T, hd = c->d_model / c->n_heads;
     Bn b = bn_qkv(mdl);
-    bn_act_forward(mdl, &b, la->zqkv, la->pqkv);
     LinearW *W[3] = { &w->q, &w->k, &w->v };
     void *out[3] = { la->q, la->k, la->v };
     int dout[3] = { L->dq, L->dkv, L->dkv };
@@ -190,11 +235,10 @@ static void attn_chunk(Model *mdl, LayerActs *la, LayerW *w) {
     op_rope_forward(bk, la->k, B, T, L->Hkv, hd, c->rope_theta);
     op_attention_forward(bk, la->y, la->lse, la->q, la->k, la->v, B, T, L->H, L->Hkv, hd);
 }
-// Chunk 3 (from P_gu): σ, B_gate|B_up over the local d_ff, g*u.
+// Chunk 3 (from Z_gu): B_gate|B_up over the local d_ff, g*u.
 static void mlp_chunk(Model *mdl, LayerActs *la, LayerW *w) {
     const Layout *L = &mdl->lay;
     Bn b = bn_gu(mdl);
-    bn_act_forward(mdl, &b, la->zgu, la->pgu);
     LinearW *W[2] = { &w->gate, &w->up };
     void *out[2] = { la->g, la->u };
     int dout[2] = { L->dff, L->dff };
@@ -202,7 +246,7 @@ static void mlp_chunk(Model *mdl, LayerActs *la, LayerW *w) {
     op_swiglu_forward(mdl->bk, la->gu, la->g, la->u, (size_t)mdl->N * L->dff, gate_silu(&mdl->cfg));
 }
 
-void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out) {
+void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat *prev, const Lat *out) {
     const Layout *L = &mdl->lay;
     LayerW *w = &mdl->w.layers[l];
     int gl = L->layer_begin + l;                  // global layer index (accounting)
@@ -214,26 +258,30 @@ void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out) {
     // ---- attention ------------------------------------------------------------------
     LinearW *Aqkv[3] = { &w->q, &w->k, &w->v };
     norm_down_forward(mdl, &bq, la->pqkv, la->x, w->input_norm, Aqkv, gl, &s);  // (1) AR [N,3r] (+S)
+    bn_latent_forward(mdl, &bq, LX_Q, la->zqkv, la->pqkv, Aqkv, gl, prev, out);
     attn_chunk(mdl, la, w);
     mm_forward(mdl, la->po, la->y, w->o.A, N, L->dq, L->ra, 0.0f);  // A_o row-parallel (local heads)
     bn_all_reduce(mdl, &bo, la->po, 0, ph, gl);                     // (2) AR [N,r]
-    bn_act_forward(mdl, &bo, la->zo, la->po);
+    LinearW *Ao[1] = { &w->o };
+    bn_latent_forward(mdl, &bo, LX_O, la->zo, la->po, Ao, gl, prev, out);
     copy_t(mdl, la->x_mid, la->x, Nr);
     mm_forward(mdl, la->x_mid, la->zo, w->o.B, N, L->ra, dr, 1.0f); // x_mid = x + σ(P_o) @ B_o (slice)
 
     // ---- MLP ------------------------------------------------------------------------
     LinearW *Agu[2] = { &w->gate, &w->up };
     norm_down_forward(mdl, &bg, la->pgu, la->x_mid, w->post_attn_norm, Agu, gl, &s); // (3) AR [N,2r] (+S)
+    bn_latent_forward(mdl, &bg, LX_GATE, la->zgu, la->pgu, Agu, gl, prev, out);
     mlp_chunk(mdl, la, w);
     mm_forward(mdl, la->pd, la->gu, w->down.A, N, L->dff, L->rm, 0.0f); // A_down row-parallel (local d_ff)
     bn_all_reduce(mdl, &bd, la->pd, 0, ph, gl);                     // (4) AR [N,r]
-    bn_act_forward(mdl, &bd, la->zd, la->pd);
+    LinearW *Ad[1] = { &w->down };
+    bn_latent_forward(mdl, &bd, LX_DOWN, la->zd, la->pd, Ad, gl, prev, out);
     copy_t(mdl, x_out, la->x_mid, Nr);
     mm_forward(mdl, x_out, la->zd, w->down.B, N, L->rm, dr, 1.0f);  // x_out = x_mid + σ(P_d) @ B_down
 }
 
 // On entry s->dx = d(x_out) [N,d_res]; on exit s->dx = d(x).
-void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
+void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat *prev) {
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
     Backend *bk = mdl->bk;
@@ -244,53 +292,52 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
     Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
     size_t Nff = (size_t)N * L->dff;
     void *dP;
+    LinearW *Wqkv[3] = { &w->q, &w->k, &w->v }, *Wo[1] = { &w->o }, *Wgu[2] = { &w->gate, &w->up }, *Wd[1] = { &w->down };
+    LinearW *dWqkv[3] = { &dw->q, &dw->k, &dw->v }, *dWo[1] = { &dw->o }, *dWgu[2] = { &dw->gate, &dw->up },
+            *dWd[1] = { &dw->down };
 
     // ---- MLP: s->dx is d(x_out), and d(x_mid) before the norm path is added -----------
     if (recompute) {                              // chunks 3 and 4 from P_gu, P_d
         bk_label(bk, PHASE_RECOMPUTE, gl);
-        bn_act_forward(mdl, &bd, la->zd, la->pd);
+        bn_latent_recompute(mdl, &bd, la->zd, la->pd, Wd, gl);
+        bn_latent_recompute(mdl, &bg, la->zgu, la->pgu, Wgu, gl);
         mlp_chunk(mdl, la, w);
         bk_label(bk, PHASE_BACKWARD, gl);
     }
     {   // B_down: dZ_d = d(x_out) @ B_down^T, partial over this rank's residual columns
-        LinearW *W[1] = { &w->down }, *dW[1] = { &dw->down };
         void *dout[1] = { s->dx }; int wd[1] = { dr };
-        up_backward(mdl, &bd, s->dzb, la->zd, W, dW, dout, wd);
+        up_backward(mdl, &bd, s->dzb, la->zd, Wd, dWd, dout, wd);
     }
     bn_all_reduce(mdl, &bd, s->dzb, 0, PHASE_BACKWARD, gl);        // (4') AR dZ_d [N,r]
-    dP = bn_act_backward(mdl, &bd, s->dpb, s->dzb, la->pd);
+    dP = bn_latent_backward(mdl, &bd, LX_DOWN, s->dzb, la->pd, Wd, dWd, gl, prev, s);
     zero_t(mdl, s->dgu, Nff);
     mm_backward(mdl, s->dgu, dw->down.A, dP, la->gu, w->down.A, N, L->dff, L->rm);  // A_down: local
     zero_t(mdl, s->dg, Nff);
     zero_t(mdl, s->du, Nff);
     op_swiglu_backward(bk, s->dg, s->du, s->dgu, la->g, la->u, Nff, gate_silu(c));
     {
-        LinearW *W[2] = { &w->gate, &w->up }, *dW[2] = { &dw->gate, &dw->up };
         void *dout[2] = { s->dg, s->du }; int wd[2] = { L->dff, L->dff };
-        up_backward(mdl, &bg, s->dzb, la->zgu, W, dW, dout, wd);
+        up_backward(mdl, &bg, s->dzb, la->zgu, Wgu, dWgu, dout, wd);
     }
     bn_all_reduce(mdl, &bg, s->dzb, 0, PHASE_BACKWARD, gl);        // (3') AR dZ_gu [N,2r] or 2×[N,r]
-    dP = bn_act_backward(mdl, &bg, s->dpb, s->dzb, la->pgu);
-    {
-        LinearW *A[2] = { &w->gate, &w->up }, *dA[2] = { &dw->gate, &dw->up };
-        norm_down_backward(mdl, &bg, la->pgu, dP, la->x_mid, w->post_attn_norm, A, dA,
-                           dw->post_attn_norm, s->dx, gl, s);      // s->dx = d(x_mid)
-    }
+    dP = bn_latent_backward(mdl, &bg, LX_GATE, s->dzb, la->pgu, Wgu, dWgu, gl, prev, s);
+    norm_down_backward(mdl, &bg, bn_p(mdl, &bg, LX_GATE, la->pgu, Wgu, gl, prev, s), dP, la->x_mid,
+                       w->post_attn_norm, Wgu, dWgu, dw->post_attn_norm, s->dx, gl, s);   // s->dx = d(x_mid)
 
     // ---- attention ------------------------------------------------------------------
     if (recompute) {                              // chunks 2 and 1 from P_o, P_qkv
         bk_label(bk, PHASE_RECOMPUTE, gl);
-        bn_act_forward(mdl, &bo, la->zo, la->po);
+        bn_latent_recompute(mdl, &bo, la->zo, la->po, Wo, gl);
+        bn_latent_recompute(mdl, &bq, la->zqkv, la->pqkv, Wqkv, gl);
         attn_chunk(mdl, la, w);
         bk_label(bk, PHASE_BACKWARD, gl);
     }
     {
-        LinearW *W[1] = { &w->o }, *dW[1] = { &dw->o };
         void *dout[1] = { s->dx }; int wd[1] = { dr };
-        up_backward(mdl, &bo, s->dzb, la->zo, W, dW, dout, wd);
+        up_backward(mdl, &bo, s->dzb, la->zo, Wo, dWo, dout, wd);
     }
     bn_all_reduce(mdl, &bo, s->dzb, 0, PHASE_BACKWARD, gl);        // (2') AR dZ_o [N,r]
-    dP = bn_act_backward(mdl, &bo, s->dpb, s->dzb, la->po);
+    dP = bn_latent_backward(mdl, &bo, LX_O, s->dzb, la->po, Wo, dWo, gl, prev, s);
     zero_t(mdl, s->dy, (size_t)N * L->dq);
     mm_backward(mdl, s->dy, dw->o.A, dP, la->y, w->o.A, N, L->dq, L->ra);  // A_o: local
     zero_t(mdl, s->dq, (size_t)N * L->dq);
@@ -300,15 +347,24 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
     op_rope_backward(bk, s->dq, B, T, L->H, hd, c->rope_theta);
     op_rope_backward(bk, s->dk, B, T, L->Hkv, hd, c->rope_theta);
     {
-        LinearW *W[3] = { &w->q, &w->k, &w->v }, *dW[3] = { &dw->q, &dw->k, &dw->v };
         void *dout[3] = { s->dq, s->dk, s->dv }; int wd[3] = { L->dq, L->dkv, L->dkv };
-        up_backward(mdl, &bq, s->dzb, la->zqkv, W, dW, dout, wd);
+        up_backward(mdl, &bq, s->dzb, la->zqkv, Wqkv, dWqkv, dout, wd);
     }
     bn_all_reduce(mdl, &bq, s->dzb, 0, PHASE_BACKWARD, gl);        // (1') AR dZ_qkv [N,3r] or 3×[N,r]
-    dP = bn_act_backward(mdl, &bq, s->dpb, s->dzb, la->pqkv);
-    {
-        LinearW *A[3] = { &w->q, &w->k, &w->v }, *dA[3] = { &dw->q, &dw->k, &dw->v };
-        norm_down_backward(mdl, &bq, la->pqkv, dP, la->x, w->input_norm, A, dA,
-                           dw->input_norm, s->dx, gl, s);          // s->dx = d(x)
+    dP = bn_latent_backward(mdl, &bq, LX_Q, s->dzb, la->pqkv, Wqkv, dWqkv, gl, prev, s);
+    norm_down_backward(mdl, &bq, bn_p(mdl, &bq, LX_Q, la->pqkv, Wqkv, gl, prev, s), dP, la->x, w->input_norm,
+                       Wqkv, dWqkv, dw->input_norm, s->dx, gl, s);   // s->dx = d(x)
+}
+
+void btp_latents_recompute(Model *mdl, LayerActs *la, int l, const Lat *dst) {
+    LayerW *w = &mdl->w.layers[l];
+    int gl = mdl->lay.layer_begin + l;
+    Bn b[4] = { bn_qkv(mdl), bn_o(mdl), bn_gu(mdl), bn_down(mdl) };
+    void *U[4] = { la->pqkv, la->po, la->pgu, la->pd };
+    int p0[4] = { LX_Q, LX_O, LX_GATE, LX_DOWN };
+    LinearW *W[4][3] = { { &w->q, &w->k, &w->v }, { &w->o }, { &w->gate, &w->up }, { &w->down } };
+    for (int c = 0; c < 4; c++) {
+        Slots Us = slots_of(U[c], &b[c].v), Z = lat_slots(mdl, dst, p0[c], b[c].v.G, b[c].v.r);
+        lax_latent(mdl, &Z, &Us, W[c], gl >= 1);
     }
 }

@@ -15,6 +15,11 @@
 //   f = identity forward / all-reduce backward   (input of a column-parallel layer)
 //   g = all-reduce forward / identity backward   (output of a row-parallel layer)
 // At tp = 1 every collective is a no-op on a group of one and is not counted.
+//
+// LaX (docs/lax.md §6.2): each projection's latent crosses with the previous layer's
+// (lax.c). Slice-local (identity gate, no norm): no collective more. Otherwise one all-gather
+// of P [N, r] per projection forward (gather_fwd; global layer 0 only when L ≥ 2) and one of
+// dZ backward in layers ≥ 1 (split_fwd), inside lax_linear_*.
 #include "model_internal.h"
 
 // Forward collectives use mdl->fwd_phase: PHASE_FORWARD, or PHASE_RECOMPUTE while
@@ -22,7 +27,23 @@
 static void g_forward(Model *mdl, void *buf, size_t n, int layer) { tp_all_reduce(mdl, buf, n, mdl->fwd_phase, layer); }
 static void f_backward(Model *mdl, void *buf, size_t n, int layer) { tp_all_reduce(mdl, buf, n, PHASE_BACKWARD, layer); }
 
-void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out) {
+// One projection: the plain low-rank/dense linear, or the LaX one (p: its index LX_*).
+static void lin_forward(Model *mdl, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout,
+                        int r, int p, int gl, const Lat *prev, const Lat *out) {
+    if (is_lax(&mdl->cfg)) lax_linear_forward(mdl, y, la, x, w, din, dout, p, gl, prev, out);
+    else linear_forward(mdl, y, la, x, w, mdl->N, din, dout, r);
+}
+static void lin_backward(Model *mdl, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
+                         const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, Scratch *s) {
+    if (is_lax(&mdl->cfg)) {
+        Lat carry = lat_message(mdl, s->carry);
+        lax_linear_backward(mdl, dx, dw, dy, x, la, w, din, dout, p, gl, prev, &carry);
+    } else {
+        linear_backward(mdl, dx, dw, dy, x, la, w, mdl->N, din, dout, r, s->dz, s->dh);
+    }
+}
+
+void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat *prev, const Lat *out) {
     Backend *bk = mdl->bk;
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
@@ -36,9 +57,9 @@ void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out) {
     op_rmsnorm_forward(bk, la->a, la->rstd1, la->x, w->input_norm, N, d, c->norm_eps);
     // f(a): identity forward. Dense: q,k,v of the local heads. Low-rank: full-width
     // partial sums over the r/tp slice, completed by g.
-    linear_forward(mdl, la->q, &la->lq, la->a, &w->q, N, d, L->dq, L->ra);
-    linear_forward(mdl, la->k, &la->lk, la->a, &w->k, N, d, L->dkv, L->ra);
-    linear_forward(mdl, la->v, &la->lv, la->a, &w->v, N, d, L->dkv, L->ra);
+    lin_forward(mdl, la->q, &la->lq, la->a, &w->q, d, L->dq, L->ra, LX_Q, gl, prev, out);
+    lin_forward(mdl, la->k, &la->lk, la->a, &w->k, d, L->dkv, L->ra, LX_K, gl, prev, out);
+    lin_forward(mdl, la->v, &la->lv, la->a, &w->v, d, L->dkv, L->ra, LX_V, gl, prev, out);
     if (lr) {
         g_forward(mdl, la->q, (size_t)N * L->dq, gl);
         g_forward(mdl, la->k, (size_t)N * L->dkv, gl);
@@ -48,26 +69,26 @@ void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out) {
     op_rope_forward(bk, la->k, B, T, L->Hkv, hd, c->rope_theta);
     op_attention_forward(bk, la->y, la->lse, la->q, la->k, la->v, B, T, L->H, L->Hkv, hd);
     // o: dense row-parallel over the local heads; low-rank A_o column-parallel over r.
-    linear_forward(mdl, la->x_mid, &la->lo, la->y, &w->o, N, L->dq, d, L->ra);
+    lin_forward(mdl, la->x_mid, &la->lo, la->y, &w->o, L->dq, d, L->ra, LX_O, gl, prev, out);
     g_forward(mdl, la->x_mid, Nd, gl);            // full o output
     op_add(bk, la->x_mid, la->x, Nd);            // x_mid = x + o(y)
 
     // ---- MLP -----------------------------------------------------------------------
     op_rmsnorm_forward(bk, la->m, la->rstd2, la->x_mid, w->post_attn_norm, N, d, c->norm_eps);
-    linear_forward(mdl, la->g, &la->lg, la->m, &w->gate, N, d, L->dff, L->rm);
-    linear_forward(mdl, la->u, &la->lu, la->m, &w->up, N, d, L->dff, L->rm);
+    lin_forward(mdl, la->g, &la->lg, la->m, &w->gate, d, L->dff, L->rm, LX_GATE, gl, prev, out);
+    lin_forward(mdl, la->u, &la->lu, la->m, &w->up, d, L->dff, L->rm, LX_UP, gl, prev, out);
     if (lr) {
         g_forward(mdl, la->g, (size_t)N * L->dff, gl);
         g_forward(mdl, la->u, (size_t)N * L->dff, gl);
     }
     op_swiglu_forward(bk, la->gu, la->g, la->u, (size_t)N * L->dff, gate_silu(c));
-    linear_forward(mdl, x_out, &la->ld, la->gu, &w->down, N, L->dff, d, L->rm);
+    lin_forward(mdl, x_out, &la->ld, la->gu, &w->down, L->dff, d, L->rm, LX_DOWN, gl, prev, out);
     g_forward(mdl, x_out, Nd, gl);                // full down output
     op_add(bk, x_out, la->x_mid, Nd);            // x_out = x_mid + down(gu)
 }
 
 // On entry s->dx = d(x_out); on exit s->dx = d(x) (the block input).
-void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
+void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat *prev) {
     Backend *bk = mdl->bk;
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
@@ -79,20 +100,20 @@ void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
 
     // ---- MLP: s->dx passes through the residual to x_mid unchanged ------------------
     zero_t(mdl, s->dgu, Nff);
-    linear_backward(mdl, s->dgu, &dw->down, s->dx, la->gu, &la->ld, &w->down, N, L->dff, d, L->rm, s->dz, s->dh);
+    lin_backward(mdl, s->dgu, &dw->down, s->dx, la->gu, &la->ld, &w->down, L->dff, d, L->rm, LX_DOWN, gl, prev, s);
     if (lr) f_backward(mdl, s->dgu, Nff, gl);     // A_down's input gradient (partial over r)
     zero_t(mdl, s->dg, Nff);
     zero_t(mdl, s->du, Nff);
     op_swiglu_backward(bk, s->dg, s->du, s->dgu, la->g, la->u, Nff, gate_silu(c));
     zero_t(mdl, s->da, Nd);
-    linear_backward(mdl, s->da, &dw->gate, s->dg, la->m, &la->lg, &w->gate, N, d, L->dff, L->rm, s->dz, s->dh);
-    linear_backward(mdl, s->da, &dw->up, s->du, la->m, &la->lu, &w->up, N, d, L->dff, L->rm, s->dz, s->dh);
+    lin_backward(mdl, s->da, &dw->gate, s->dg, la->m, &la->lg, &w->gate, d, L->dff, L->rm, LX_GATE, gl, prev, s);
+    lin_backward(mdl, s->da, &dw->up, s->du, la->m, &la->lu, &w->up, d, L->dff, L->rm, LX_UP, gl, prev, s);
     f_backward(mdl, s->da, Nd, gl);               // gate/up input gradient (fused)
     op_rmsnorm_backward(bk, s->dx, dw->post_attn_norm, s->da, la->x_mid, w->post_attn_norm, la->rstd2, N, d);
 
     // ---- attention: s->dx is now d(x_mid) --------------------------------------------
     zero_t(mdl, s->dy, (size_t)N * L->dq);
-    linear_backward(mdl, s->dy, &dw->o, s->dx, la->y, &la->lo, &w->o, N, L->dq, d, L->ra, s->dz, s->dh);
+    lin_backward(mdl, s->dy, &dw->o, s->dx, la->y, &la->lo, &w->o, L->dq, d, L->ra, LX_O, gl, prev, s);
     if (lr) f_backward(mdl, s->dy, (size_t)N * L->dq, gl);   // A_o's input gradient
     zero_t(mdl, s->dq, (size_t)N * L->dq);
     zero_t(mdl, s->dk, (size_t)N * L->dkv);
@@ -101,9 +122,9 @@ void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
     op_rope_backward(bk, s->dq, B, T, L->H, hd, c->rope_theta);
     op_rope_backward(bk, s->dk, B, T, L->Hkv, hd, c->rope_theta);
     zero_t(mdl, s->da, Nd);
-    linear_backward(mdl, s->da, &dw->q, s->dq, la->a, &la->lq, &w->q, N, d, L->dq, L->ra, s->dz, s->dh);
-    linear_backward(mdl, s->da, &dw->k, s->dk, la->a, &la->lk, &w->k, N, d, L->dkv, L->ra, s->dz, s->dh);
-    linear_backward(mdl, s->da, &dw->v, s->dv, la->a, &la->lv, &w->v, N, d, L->dkv, L->ra, s->dz, s->dh);
+    lin_backward(mdl, s->da, &dw->q, s->dq, la->a, &la->lq, &w->q, d, L->dq, L->ra, LX_Q, gl, prev, s);
+    lin_backward(mdl, s->da, &dw->k, s->dk, la->a, &la->lk, &w->k, d, L->dkv, L->ra, LX_K, gl, prev, s);
+    lin_backward(mdl, s->da, &dw->v, s->dv, la->a, &la->lv, &w->v, d, L->dkv, L->ra, LX_V, gl, prev, s);
     f_backward(mdl, s->da, Nd, gl);               // q/k/v input gradient (fused)
     op_rmsnorm_backward(bk, s->dx, dw->input_norm, s->da, la->x, w->input_norm, la->rstd1, N, d);
 }

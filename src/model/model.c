@@ -6,7 +6,9 @@
 //   y = causal_attention(q,k,v)         x_mid = x + lin_o(y)
 //   m = RMSNorm(x_mid)                  g,u = lin_gate(m), lin_up(m)
 //   gu = (SiLU(g) or g) * u             x_out = x_mid + lin_down(gu)
-// lin(x) is x@W (dense), σ(x@A)@B (cola, σ = SiLU) or (x@A)@B (svd). The blocks of each
+// lin(x) is x@W (dense), σ(x@A)@B (cola, σ = SiLU), (x@A)@B (svd) or, with LaX, σ(LN(x@A +
+// g(z_prev)))@B where z_prev is the same projection's latent in the previous layer (lax.c,
+// docs/lax.md: the latents flow layer to layer and stage to stage). The blocks of each
 // tensor-parallel scheme live in layer_<scheme>.c with their collectives in plain sight:
 // layer_megatron.c (FullRank-TP / Vanilla-TP), layer_btp.c (bottleneck-aware TP). The
 // embedding, final norm, head and loss are in head.c. Activation checkpointing (mdl->ckpt,
@@ -23,22 +25,22 @@ static LowRankActs carve_lowrank(Carve *cv, const Model *mdl, int r) {
     if (!is_lowrank(c)) return a;
     DType t = mdl->bk->dtype;
     a.h = carve(cv, (size_t)mdl->N * r, t);
-    a.z = c->linear == LINEAR_COLA ? carve(cv, (size_t)mdl->N * r, t) : a.h;  // svd: z aliases h
+    a.z = z_own(c) ? carve(cv, (size_t)mdl->N * r, t) : a.h;  // svd: z aliases h
     return a;
 }
 static float *carve_lse(Carve *cv, const Model *mdl) {
     return carve(cv, (size_t)mdl->B * mdl->lay.H * mdl->T, DT_F32);
 }
-// One layer's activations, everything kept (CKPT_NONE; also the one-block working set of
-// CKPT_FULL), for this layout's scheme.
+// One layer's activations but its input x, everything kept (CKPT_NONE; also the one-block
+// working set of CKPT_FULL), for this layout's scheme.
 static void carve_layer(Carve *cv, LayerActs *la, const Model *mdl) {
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
     DType t = mdl->bk->dtype;
     size_t N = (size_t)mdl->N, dr = L->d_res;
-    int cola = c->linear == LINEAR_COLA;
+    int cola = z_own(c);          // z has its own buffer (cola; LaX but svd without a norm)
+    int ra = is_lax(c) ? L->lra : L->ra, rm = is_lax(c) ? L->lrm : L->rm;   // latent widths
     memset(la, 0, sizeof *la);
-    la->x = carve(cv, N * dr, t);
     if (L->scheme == TP_BTP) {
         Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
         la->pqkv = carve(cv, bq.size, t); la->zqkv = cola ? carve(cv, bq.size, t) : la->pqkv;
@@ -53,30 +55,33 @@ static void carve_layer(Carve *cv, LayerActs *la, const Model *mdl) {
         return;
     }
     la->a = carve(cv, N * dr, t); la->rstd1 = carve(cv, N, DT_F32);
-    la->lq = carve_lowrank(cv, mdl, L->ra);
-    la->lk = carve_lowrank(cv, mdl, L->ra);
-    la->lv = carve_lowrank(cv, mdl, L->ra);
+    la->lq = carve_lowrank(cv, mdl, ra);
+    la->lk = carve_lowrank(cv, mdl, ra);
+    la->lv = carve_lowrank(cv, mdl, ra);
     la->q = carve(cv, N * L->dq, t); la->k = carve(cv, N * L->dkv, t); la->v = carve(cv, N * L->dkv, t);
     la->lse = carve_lse(cv, mdl);
     la->y = carve(cv, N * L->dq, t);
-    la->lo = carve_lowrank(cv, mdl, L->ra);
+    la->lo = carve_lowrank(cv, mdl, ra);
     la->x_mid = carve(cv, N * dr, t);
     la->m = carve(cv, N * dr, t); la->rstd2 = carve(cv, N, DT_F32);
-    la->lg = carve_lowrank(cv, mdl, L->rm);
-    la->lu = carve_lowrank(cv, mdl, L->rm);
+    la->lg = carve_lowrank(cv, mdl, rm);
+    la->lu = carve_lowrank(cv, mdl, rm);
     la->g = carve(cv, N * L->dff, t); la->u = carve(cv, N * L->dff, t); la->gu = carve(cv, N * L->dff, t);
-    la->ld = carve_lowrank(cv, mdl, L->rm);
+    la->ld = carve_lowrank(cv, mdl, rm);
 }
 
 // CKPT_LOWRANK working set, shared by every layer and slot: σ(P_o), σ(P_d) (cola), and
 // one region holding either chunk 1's interior (σ(P_qkv), q, k, v, lse, y) or chunk 3's
-// (σ(P_gu), g, u, gu) — never alive at once, forward or backward (docs/boost.md).
+// (σ(P_gu), g, u, gu) — never alive at once, forward or backward (docs/boost.md). LaX: also
+// the forward latent buffer zin [N, 4·r_a + 3·r_m], which each layer reads (its Z_prev) before
+// it writes its own Z there (docs/lax.md §6.4).
 static void carve_lowrank_work(Carve *cv, LayerActs *w, const Model *mdl) {
     const Layout *L = &mdl->lay;
     DType t = mdl->bk->dtype;
     size_t N = (size_t)mdl->N;
-    int cola = mdl->cfg.linear == LINEAR_COLA;
+    int cola = z_own(&mdl->cfg);
     memset(w, 0, sizeof *w);
+    if (is_lax(&mdl->cfg)) w->zin = carve(cv, lax_elems(mdl), t);
     if (cola) { w->zo = carve(cv, bn_o(mdl).size, t); w->zd = carve(cv, bn_down(mdl).size, t); }
     size_t start = cv->off;
     if (cola) w->zqkv = carve(cv, bn_qkv(mdl).size, t);
@@ -99,26 +104,34 @@ static void carve_acts(Carve *cv, Acts *A, const Model *mdl) {
     size_t N = (size_t)mdl->N, dr = L->d_res, d = c->d_model;
     A->inputs = carve(cv, N, DT_I32);
     A->targets = carve(cv, N, DT_I32);
+    // LaX: a stage's input and output messages carry the latents right after the residual
+    size_t nlat = is_lax(c) && L->pp > 1 ? lax_elems(mdl) : 0;
+    A->lat_in = A->lat_out = NULL;
     for (int l = 0; l < L->layer_end - L->layer_begin; l++) {
         LayerActs la;
+        int gl = L->layer_begin + l;
+        void *x = carve(cv, N * dr + (l == 0 && !L->first_stage ? nlat : 0), t);
+        if (l == 0 && nlat && !L->first_stage) A->lat_in = at(mdl, x, N * dr);
         if (mdl->ckpt == CKPT_NONE) {
             carve_layer(cv, &la, mdl);
-        } else if (mdl->ckpt == CKPT_FULL) {         // the block input only
+        } else if (mdl->ckpt == CKPT_FULL) {         // the block input only (LaX: and its incoming latents)
             la = mdl->work;
-            la.x = carve(cv, N * dr, t);
+            la.zin = !is_lax(c) || gl == 0 ? NULL : l == 0 ? A->lat_in : carve(cv, lax_elems(mdl), t);
         } else {                                     // CKPT_LOWRANK: 2 residual slices + 4 bottlenecks
             la = mdl->work;
-            la.x = carve(cv, N * dr, t);
+            la.zin = NULL;
             la.pqkv = carve(cv, bn_qkv(mdl).size, t);
             la.po = carve(cv, bn_o(mdl).size, t);
             la.x_mid = carve(cv, N * dr, t);
             la.pgu = carve(cv, bn_gu(mdl).size, t);
             la.pd = carve(cv, bn_down(mdl).size, t);
-            if (c->linear != LINEAR_COLA) { la.zqkv = la.pqkv; la.zo = la.po; la.zgu = la.pgu; la.zd = la.pd; }
+            if (!z_own(c)) { la.zqkv = la.pqkv; la.zo = la.po; la.zgu = la.pgu; la.zd = la.pd; }
         }
+        la.x = x;
         A->layers[l] = la;
     }
-    A->x_final = carve(cv, N * dr, t);
+    A->x_final = carve(cv, N * dr + (!L->last_stage ? nlat : 0), t);
+    if (nlat && !L->last_stage) A->lat_out = at(mdl, A->x_final, N * dr);
     if (L->last_stage) {
         A->x_full = L->scheme == TP_BTP && L->tp > 1 ? carve(cv, N * d, t) : A->x_final;
         A->xf = carve(cv, N * d, t); A->rstdf = carve(cv, N, DT_F32);
@@ -129,7 +142,10 @@ static void carve_acts(Carve *cv, Acts *A, const Model *mdl) {
 
 // The whole activation family: the shared working set, then the slots.
 static void carve_all(Carve *cv, Model *mdl) {
-    if (mdl->ckpt == CKPT_FULL) carve_layer(cv, &mdl->work, mdl);
+    if (mdl->ckpt == CKPT_FULL) {
+        carve_layer(cv, &mdl->work, mdl);
+        mdl->work.x = carve(cv, (size_t)mdl->N * mdl->lay.d_res, mdl->bk->dtype);   // the replay's output
+    }
     else if (mdl->ckpt == CKPT_LOWRANK) carve_lowrank_work(cv, &mdl->work, mdl);
     for (int s = 0; s < mdl->n_slots; s++) carve_acts(cv, &mdl->slots[s], mdl);
 }
@@ -252,17 +268,72 @@ void model_zero_grads(Model *mdl) { zero_t(mdl, mdl->grads, mdl->n_alloc); }
 // ---------------------------------------------------------------------------------
 void *model_stage_input(Model *mdl, int slot) { return mdl->slots[slot].layers[0].x; }
 void *model_stage_output(Model *mdl, int slot) { return mdl->slots[slot].x_final; }
-void *model_stage_grad(Model *mdl) { return mdl->scratch; /* Scratch.dx is carved first */ }
-
-static void layer_forward(Model *mdl, LayerActs *la, int l, void *x_out) {
-    bk_label(mdl->bk, (Phase)mdl->fwd_phase, mdl->lay.layer_begin + l);
-    if (mdl->lay.scheme == TP_BTP) btp_layer_forward(mdl, la, l, x_out);
-    else megatron_layer_forward(mdl, la, l, x_out);
+void *model_stage_grad(Model *mdl) { return mdl->scratch; /* Scratch.dx (+ carry) is carved first */ }
+size_t model_stage_elems(const Model *mdl) {
+    return (size_t)mdl->N * mdl->lay.d_res + (is_lax(&mdl->cfg) ? lax_elems(mdl) : 0);
 }
-static void layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s) {
+
+// ---- LaX: where each layer's latents come from and go (docs/lax.md §6.4-§6.6) -----------
+// Views of layer la's own latents Z (CKPT_NONE keeps them).
+static Lat lat_of_layer(const Model *mdl, const LayerActs *la) {
+    Lat t;
+    if (mdl->lay.scheme == TP_BTP) {
+        Bn b[4] = { bn_qkv(mdl), bn_o(mdl), bn_gu(mdl), bn_down(mdl) };
+        void *z[4] = { la->zqkv, la->zo, la->zgu, la->zd };
+        for (int c = 0, p = 0; c < 4; c++)
+            for (int j = 0; j < b[c].v.G; j++, p++) { t.z[p] = at(mdl, z[c], b[c].v.off[j]); t.ld[p] = b[c].v.ld; }
+    } else {
+        const LowRankActs *a[LX_N] = { &la->lq, &la->lk, &la->lv, &la->lo, &la->lg, &la->lu, &la->ld };
+        for (int p = 0; p < LX_N; p++) { t.z[p] = a[p]->z; t.ld[p] = lax_width(&mdl->lay, p); }
+    }
+    return t;
+}
+// The latents local layer l crosses with: none in global layer 0; the received ones in a
+// stage's first layer; else layer l−1's — kept (CKPT_NONE), kept as layer l's input (CKPT_FULL),
+// or, under CKPT_LOWRANK, the forward latent buffer (forward) or recomputed from layer l−1's
+// kept U into the scratch (backward: local ops, no collective).
+static const Lat *lat_prev(Model *mdl, Acts *A, int l, int backward, Lat *buf) {
+    if (!is_lax(&mdl->cfg) || mdl->lay.layer_begin + l == 0) return NULL;
+    if (l == 0) *buf = lat_message(mdl, A->lat_in);
+    else if (mdl->ckpt == CKPT_FULL) *buf = lat_message(mdl, A->layers[l].zin);
+    else if (mdl->ckpt == CKPT_NONE) *buf = lat_of_layer(mdl, &A->layers[l - 1]);
+    else if (!backward) *buf = lat_message(mdl, mdl->work.zin);
+    else {
+        Scratch s; scratch_view(mdl, &s);
+        *buf = lat_message(mdl, s.zprev);
+        bk_label(mdl->bk, PHASE_RECOMPUTE, mdl->lay.layer_begin + l);
+        btp_latents_recompute(mdl, &A->layers[l - 1], l - 1, buf);
+    }
+    return buf;
+}
+// Where local layer l's latents go besides its own buffers: the stage's outgoing message
+// (last layer), the next layer's kept input (CKPT_FULL) or the forward latent buffer
+// (CKPT_LOWRANK). Nowhere in a replay (CKPT_FULL's recompute: they are already there).
+static const Lat *lat_next(Model *mdl, Acts *A, int l, Lat *buf) {
+    const Layout *L = &mdl->lay;
+    if (!is_lax(&mdl->cfg) || mdl->fwd_phase == PHASE_RECOMPUTE) return NULL;
+    if (l == L->layer_end - L->layer_begin - 1) {
+        if (L->last_stage) return NULL;
+        *buf = lat_message(mdl, A->lat_out);
+    } else if (mdl->ckpt == CKPT_FULL) *buf = lat_message(mdl, A->layers[l + 1].zin);
+    else if (mdl->ckpt == CKPT_LOWRANK) *buf = lat_message(mdl, mdl->work.zin);
+    else return NULL;
+    return buf;
+}
+
+static void layer_forward(Model *mdl, Acts *A, int l, LayerActs *la, void *x_out) {
+    Lat pb, ob;
+    const Lat *prev = lat_prev(mdl, A, l, 0, &pb), *out = lat_next(mdl, A, l, &ob);
+    bk_label(mdl->bk, (Phase)mdl->fwd_phase, mdl->lay.layer_begin + l);
+    if (mdl->lay.scheme == TP_BTP) btp_layer_forward(mdl, la, l, x_out, prev, out);
+    else megatron_layer_forward(mdl, la, l, x_out, prev, out);
+}
+static void layer_backward(Model *mdl, Acts *A, int l, Scratch *s) {
+    Lat pb;
+    const Lat *prev = lat_prev(mdl, A, l, 1, &pb);
     bk_label(mdl->bk, PHASE_BACKWARD, mdl->lay.layer_begin + l);
-    if (mdl->lay.scheme == TP_BTP) btp_layer_backward(mdl, la, l, s);
-    else megatron_layer_backward(mdl, la, l, s);
+    if (mdl->lay.scheme == TP_BTP) btp_layer_backward(mdl, &A->layers[l], l, s, prev);
+    else megatron_layer_backward(mdl, &A->layers[l], l, s, prev);
 }
 
 double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const int32_t *targets) {
@@ -275,7 +346,7 @@ double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const in
     if (L->first_stage) embed_forward(mdl, A->layers[0].x, A->inputs);   // x = E[tokens]
     for (int l = 0; l < n_local; l++) {
         void *x_out = l + 1 < n_local ? A->layers[l + 1].x : A->x_final;
-        layer_forward(mdl, &A->layers[l], l, x_out);
+        layer_forward(mdl, A, l, &A->layers[l], x_out);
     }
     if (!L->last_stage) return 0.0;
     return head_loss_forward(mdl, A);
@@ -286,18 +357,21 @@ void model_stage_backward(Model *mdl, int slot, float loss_scale) {
     Acts *A = &mdl->slots[slot];
     int n_local = L->layer_end - L->layer_begin;
     Scratch s; scratch_view(mdl, &s);
-    if (L->last_stage) head_loss_backward(mdl, A, loss_scale, &s);   // loss -> s.dx
+    if (L->last_stage) {
+        head_loss_backward(mdl, A, loss_scale, &s);                  // loss -> s.dx
+        if (is_lax(&mdl->cfg)) zero_t(mdl, s.carry, lax_elems(mdl)); // no layer after the last one
+    }
     for (int l = n_local - 1; l >= 0; l--) {
         LayerActs *la = &A->layers[l];
         if (mdl->ckpt == CKPT_FULL) {
-            // Replay the block's forward from its kept input into the shared one-block
-            // working set (its output goes to the working set's own x, unused otherwise);
-            // its ops and collectives are counted under PHASE_RECOMPUTE.
+            // Replay the block's forward from its kept input (LaX: and incoming latents) into
+            // the shared one-block working set (its output goes to the working set's own x,
+            // unused otherwise); its ops and collectives are counted under PHASE_RECOMPUTE.
             mdl->fwd_phase = PHASE_RECOMPUTE;
-            layer_forward(mdl, la, l, mdl->work.x);
+            layer_forward(mdl, A, l, la, mdl->work.x);
             mdl->fwd_phase = PHASE_FORWARD;
         }
-        layer_backward(mdl, la, l, &s);
+        layer_backward(mdl, A, l, &s);
     }
     if (L->first_stage) embed_backward(mdl, s.dx, A->inputs);
 }

@@ -1,4 +1,4 @@
-// model.h — the LLaMA decoder (dense, CoLA, SVD) as a parameter table, activation
+// model.h — the LLaMA decoder (dense, CoLA, SVD, LaX) as a parameter table, activation
 // buffers and hand-written forward/backward drivers.
 //
 // Memory follows llm.c: ONE allocation per tensor family — parameters, gradients,
@@ -21,7 +21,8 @@
 
 struct Comm;
 
-typedef enum { INIT_NORMAL = 0, INIT_ONES = 1 } InitKind;
+// INIT_NORMAL: init_std·N(0,1); INIT_UNIFORM: init_std·U(−1, 1) (init_std is the bound).
+typedef enum { INIT_NORMAL = 0, INIT_ONES = 1, INIT_ZEROS = 2, INIT_UNIFORM = 3 } InitKind;
 
 // How a tensor is split over the TP ranks: not at all, along its rows (d_in of a
 // linear, the vocabulary of the embedding) or along its columns (d_out).
@@ -60,6 +61,11 @@ typedef struct {
     int dff;                     // width of g, u here
     int ra, rm;                  // bottleneck width here (r/tp under Vanilla-TP)
     int V, v0;                   // vocabulary rows held here [v0, v0+V)
+    // LaX (docs/lax.md §6): width of the latents Z held here per projection (0 unless lax):
+    // BTP r (replicated); Vanilla-TP r/tp when the crossing is slice-local (identity gate, no
+    // norm; or a single layer), else r (the latent chain is gathered and replicated).
+    int lra, lrm;
+    int lax_gathered;            // Vanilla-TP LaX case (b): P all-gathered, Z replicated
 } Layout;
 
 typedef struct {
@@ -68,9 +74,14 @@ typedef struct {
     size_t n_params;           // total floats (local)
 } ParamTable;
 
-// A linear's weights inside one family: dense uses W [din,dout]; low-rank A [din,r], B [r,dout].
-// Pointers into a back end's buffers of its compute dtype (void: fp32 or bf16).
-typedef struct { void *W, *A, *B; } LinearW;
+// LaX crossing weights of one projection in a layer ≥ 1 (docs/lax.md §4; NULL when absent):
+// dense gate W [r,r], b [r]; kron gate G1 [r1,r1], G2 [r2,r2]; LayerNorm gamma, beta [r].
+typedef struct { void *W, *b, *G1, *G2, *gamma, *beta; } LaxW;
+
+// A linear's weights inside one family: dense uses W [din,dout]; low-rank A [din,r], B [r,dout];
+// LaX adds its crossing x. Pointers into a back end's buffers of its compute dtype (void: fp32
+// or bf16).
+typedef struct { void *W, *A, *B; LaxW x; } LinearW;
 
 typedef struct {
     void *input_norm;          // [d]
@@ -87,6 +98,8 @@ typedef struct {
 } ModelW;
 
 // A low-rank linear's saved activations: h = x@A [N,r]; z = σ(h) [N,r] (z == h for svd).
+// LaX (layer_megatron.c): h = U = x@A + g(z_prev) (x@A in layer 0; all-gathered to the full
+// r in case (b)), z = σ(LN(U)), of width Layout.lra / lrm.
 typedef struct { void *h, *z; } LowRankActs;
 
 // One block's activations (compute dtype unless marked f32). Which of them a layer keeps
@@ -109,6 +122,10 @@ typedef struct {
     // the layout of btp_bn() (model_internal.h): q|k|v and gate|up grouped [N,G·r] or as
     // G blocks [N,r], the full-row Σx² of the norm input [N] after the q|k|v, gate|up payload.
     void *pqkv, *zqkv, *po, *zo, *pgu, *zgu, *pd, *zd;
+    // LaX (docs/lax.md §6): the p buffers hold U = P + g(Z_prev) after the crossing (P itself
+    // in layer 0); z = σ(LN(U)) always has its own buffer. Under CKPT_FULL each layer also keeps
+    // its incoming latents zin [N, 4·lra + 3·lrm] (the message layout of model_stage_input).
+    void *zin;
 } LayerActs;
 
 typedef struct {
@@ -119,6 +136,11 @@ typedef struct {
     void *xf; float *rstdf;    // [N,d], [N] f32  final RMSNorm
     void *logits;              // [N,V] (overwritten in place by dlogits in backward)
     float *losses;             // [N] f32
+    // LaX with pipeline stages: the latents that travel with the residual (docs/lax.md §6.6),
+    // [N, 4·lra + 3·lrm] as Z_q|Z_k|Z_v|Z_o|Z_gate|Z_up|Z_down, each [N, lr] row-major, right
+    // after the residual in one message: lat_in follows layers[0].x (received, kept for the
+    // backward), lat_out follows x_final (sent). NULL when not lax or at the pipeline's ends.
+    void *lat_in, *lat_out;
 } Acts;
 
 // Activation checkpointing in effect (docs/boost.md): CKPT_LOWRANK keeps per layer the
@@ -200,14 +222,18 @@ size_t model_family_len(size_t n_params, int parts);
 // Last stage: computes the loss and returns the SUM of the N token losses (0 elsewhere);
 // other stages leave their output in model_stage_output(slot).
 double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const int32_t *targets);
-void *model_stage_input(Model *mdl, int slot);     // [N, d_res] compute dtype
-void *model_stage_output(Model *mdl, int slot);    // [N, d_res]
+void *model_stage_input(Model *mdl, int slot);     // [N, d_res] compute dtype (+ LaX latents)
+void *model_stage_output(Model *mdl, int slot);    // [N, d_res] (+ LaX latents)
+// Elements of one pipeline message (activation forward, gradient backward) in the compute
+// dtype: N·d_res, plus N·(4·lra + 3·lrm) for LaX's latents (forward) and their gradient (the
+// carry, backward) — docs/lax.md §6.6.
+size_t model_stage_elems(const Model *mdl);
 // Backward of this stage for `slot`, accumulating into grads. Last stage: from the loss
 // (gradient of loss_scale * sum of token losses). Other stages: from the gradient of
 // the stage output, which the caller has put into model_stage_grad(). Afterwards (not
 // first stage) model_stage_grad() holds the gradient of the stage input, to send back.
 void model_stage_backward(Model *mdl, int slot, float loss_scale);
-void *model_stage_grad(Model *mdl);                // [N, d_res]
+void *model_stage_grad(Model *mdl);                // [N, d_res] (+ LaX carry)
 
 // Single-stage convenience (slot 0):
 // Forward over inputs/targets [B,T] (copied into acts). Returns the mean loss over

@@ -45,6 +45,16 @@ typedef struct {
     void *acat, *dacat;  // [d_res, max(3·ra, 2·rm)] grouped A_q|A_k|A_v or A_gate|A_up, its gradient
     void *dzb, *dpb;     // btp_bn size: gradient of a bottleneck's σ output and of its input
     void *dfull;         // [N,d] full-width embedding output / d(x_full) (tp > 1)
+    // LaX only (NULL otherwise; docs/lax.md §6-§7):
+    void *carry;         // [N, 4·lra + 3·lrm] dL/dZ of the previous layer's latents (message
+                         // layout), right after dx: the stage gradient carries it back
+    void *zprev;         // [N, 4·lra + 3·lrm] Z_{l-1} recomputed from U_{l-1} (CKPT_LOWRANK)
+    // one chunk each (BTP: the largest bottleneck; Vanilla-TP: [N, r] of one projection):
+    void *luh, *lduh;    // Û = LN(U) recomputed, dÛ (lax_norm: layernorm)
+    void *lp;            // BTP: P = U − g(Z_prev); Vanilla-TP: dU
+    void *lz;            // Vanilla-TP: the all-gathered dZ
+    void *lg;            // BTP: [N, max(r_a, r_m)] one gate's output g(Z_prev)
+    float *lmean, *lrstd; // [3·N] f32 LayerNorm statistics of the chunk at hand (layernorm)
 } Scratch;
 
 // Carving a family buffer in bytes: two passes (count with base == NULL, then assign).
@@ -85,8 +95,55 @@ static inline Bn bn_gu(const Model *m) { return btp_bn(m->N, 2, m->lay.rm, m->bo
 static inline Bn bn_down(const Model *m) { return btp_bn(m->N, 1, m->lay.rm, 1, 0); }
 
 static inline int is_lowrank(const ModelConfig *c) { return c->linear != LINEAR_DENSE; }
-// SiLU on the gate: always for dense and svd; for cola unless only_lr_act.
-static inline int gate_silu(const ModelConfig *c) { return c->linear != LINEAR_COLA || !c->only_lr_act; }
+// SiLU on the gate: always for dense, svd and lax on the svd base; for cola (and lax on the
+// cola base) unless only_lr_act.
+static inline int gate_silu(const ModelConfig *c) { return !latent_silu(c) || !c->only_lr_act; }
+static inline int is_lax(const ModelConfig *c) { return c->linear == LINEAR_LAX; }
+// Does the latent z = σ(N(u)) need a buffer of its own, or is it the bottleneck buffer itself
+// (svd, and lax on the svd base without a norm)?
+static inline int z_own(const ModelConfig *c) {
+    return latent_silu(c) || (is_lax(c) && c->lax_norm == LAX_NORM_LAYERNORM);
+}
+
+// ---- LaX latent crossing (lax.c; docs/lax.md) -------------------------------------------------
+// The seven projections of a block, in the order of the pipeline message and of the carry.
+enum { LX_Q, LX_K, LX_V, LX_O, LX_GATE, LX_UP, LX_DOWN, LX_N };
+// Latent width held here of projection p (Layout.lra for q,k,v,o; lrm for gate,up,down).
+static inline int lax_width(const Layout *L, int p) { return p < LX_GATE ? L->lra : L->lrm; }
+// Elements of one micro-batch's latents on this rank: N·(4·lra + 3·lrm).
+static inline size_t lax_elems(const Model *m) { return (size_t)m->N * (4 * (size_t)m->lay.lra + 3 * (size_t)m->lay.lrm); }
+// Per projection: where its latent (or its gradient) is, [N, width] with row stride ld.
+typedef struct { void *z[LX_N]; int ld[LX_N]; } Lat;
+// G ≤ 3 slot views [N, r] of one buffer (a bottleneck chunk): slot j at base + off[j], rows ld apart.
+typedef struct { int G, N, r, ld; void *base; size_t off[3]; } Slots;
+static inline void *slot_at(const Model *m, const Slots *s, int j) { return at(m, s->base, s->off[j]); }
+static inline Slots slots_of(void *base, const SlotView *v) {
+    Slots s = { .G = v->G, .N = v->N, .r = v->r, .ld = v->ld, .base = base };
+    for (int j = 0; j < v->G; j++) s.off[j] = v->off[j];
+    return s;
+}
+static inline Slots slots_like(const Slots *s, void *base) { Slots t = *s; t.base = base; return t; }
+// The message layout at base (NULL: no latents): Z_q|Z_k|...|Z_down, each [N, width] row-major.
+Lat lat_message(const Model *m, void *base);
+// Slots p0 .. p0+G-1 of a Lat whose slots are consecutive blocks of one buffer (a message).
+Slots lat_slots(const Model *m, const Lat *lat, int p0, int G, int r);
+// dst[p0 + j] = Z slot j (dst NULL pointers: nothing)
+void lat_store(Model *m, const Lat *dst, const Slots *Z, int p0);
+// U_j += g_j(prev[p0 + j]) for the G slots (layers ≥ 1)
+void lax_cross_add(Model *m, const Slots *U, LinearW *const *w, const Lat *prev, int p0);
+// Z = σ(N(U)): N the LayerNorm when `cross` (layer ≥ 1) and lax_norm is layernorm (statistics
+// into the scratch), σ = SiLU on the cola base. Z == U (the same Slots) means Z is U's buffer:
+// allowed only where σ and N are identities (nothing to do).
+void lax_latent(Model *m, const Slots *Z, const Slots *U, LinearW *const *w, int cross);
+// Backward of lax_latent and of the crossing, given dZ (the whole gradient of Z: B's part
+// plus the carry): recomputes Û, returns the slots of dP = dU (dU_buf's, laid out like U, or
+// dZ's/the scratch's where no copy is needed), accumulates the gate and norm gradients into
+// dw and, when `cross`, overwrites the carry's slots p0.. with dL/dZ_prev.
+Slots lax_latent_backward(Model *m, void *dU_buf, const Slots *dZ, const Slots *U, LinearW *const *w,
+                          LinearW *const *dw, int cross, const Lat *prev, const Lat *carry, int p0);
+// P = U − g(Z_prev) into P_buf (laid out like U; the whole `n` elements of U are copied first,
+// statistic slots included): the bottleneck before the crossing, for BTP's norm backward.
+Slots lax_p_from_u(Model *m, void *P_buf, size_t n, const Slots *U, LinearW *const *w, const Lat *prev, int p0);
 
 // linear.c — one linear's local math on this rank's factors, no communication:
 // y[N,dout] = x[N,din] @ W, or σ(x @ A) @ B with the bottleneck width r.
@@ -95,6 +152,14 @@ void linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const Lin
 // dx[N,din] += ..., dw += ...; dz, dh: scratch [N,r]
 void linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                      const LinearW *w, int N, int din, int dout, int r, void *dz, void *dh);
+// The same for a LaX projection p of global layer gl under Vanilla-TP (lax.c; docs/lax.md
+// §6.2): in case (b) the all-gather of P (forward) and of dZ (backward) are inside, named
+// gather_fwd and split_fwd there. prev: the previous layer's latents (gl ≥ 1); out: where Z
+// also goes (NULL pointers: nowhere); carry: the latents' gradient, read and overwritten.
+void lax_linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout,
+                        int p, int gl, const Lat *prev, const Lat *out);
+void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
+                         const LinearW *w, int din, int dout, int p, int gl, const Lat *prev, const Lat *carry);
 
 // head.c — the vocabulary-parallel embedding, LM head and loss (tp > 1: Megatron's
 // collectives; BTP: the residual's column slice and the all-gather of the last layer).
@@ -104,11 +169,15 @@ double head_loss_forward(Model *mdl, Acts *A);                           // Σ t
 void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s); // -> s->dx
 
 // Megatron FullRank-TP (dense) / Vanilla-TP (low-rank) block; l is the local layer index.
-void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out);
-void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s);
+// LaX: prev = the latents this layer crosses with (NULL in global layer 0), out = where its
+// own latents also go (NULL: nowhere); the backward reads and rewrites s->carry.
+void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat *prev, const Lat *out);
+void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat *prev);
 
 // Bottleneck-aware TP block (layer_btp.c): same contract. The forward's collectives use
 // mdl->fwd_phase; under CKPT_LOWRANK the backward recomputes each chunk's interior from
 // the kept bottleneck buffers first (no collective).
-void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out);
-void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s);
+void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat *prev, const Lat *out);
+void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat *prev);
+// CKPT_LOWRANK with LaX: Z of layer l (local) recomputed from its kept U into dst (no collective).
+void btp_latents_recompute(Model *mdl, LayerActs *la, int l, const Lat *dst);

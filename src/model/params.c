@@ -18,7 +18,7 @@ int layout_make(Layout *lay, const ModelConfig *c, TPScheme scheme, int tp, int 
     msg[0] = 0;
 #define REFUSE(...) do { snprintf(msg, n, __VA_ARGS__); return 0; } while (0)
     if (scheme == TP_BTP && !lowrank)
-        REFUSE("bottleneck-aware TP (boost.btp) needs a low-rank model (model.linear cola or svd), not dense");
+        REFUSE("bottleneck-aware TP (boost.btp) needs a low-rank model (model.linear cola, svd or lax), not dense");
     if (!divides(pp, c->n_layers))
         REFUSE("model.n_layers = %d is not divisible by parallel.pp = %d", c->n_layers, pp);
     if (tp > 1) {
@@ -56,6 +56,12 @@ int layout_make(Layout *lay, const ModelConfig *c, TPScheme scheme, int tp, int 
         lay->ra = c->rank_attn; lay->rm = c->rank_mlp;
     }
     lay->dq = lay->H * hd; lay->dkv = lay->Hkv * hd;
+    if (c->linear == LINEAR_LAX) {        // the width of the latent chain held here (docs/lax.md §6)
+        int sliced = (c->lax_gate == LAX_GATE_IDENTITY && c->lax_norm == LAX_NORM_NONE) || c->n_layers < 2;
+        lay->lax_gathered = scheme == TP_MEGATRON && !sliced;
+        lay->lra = scheme == TP_MEGATRON && sliced ? lay->ra : c->rank_attn;
+        lay->lrm = scheme == TP_MEGATRON && sliced ? lay->rm : c->rank_mlp;
+    }
     return 1;
 }
 
@@ -103,7 +109,38 @@ static void *take(Walk *wk, const char *name, int ndim, int64_t rows, int64_t co
 // gate,up) or row-parallel (o,down) in Megatron; low-rank factors follow the scheme:
 // Vanilla-TP splits A's columns and B's rows (over r); BTP splits A's rows (d_in) and
 // B's columns (d_out), never r.
-static LinearW take_linear(Walk *wk, const char *prefix, int din, int dout, int rank, int col_parallel) {
+//
+// LaX (docs/lax.md §4): in layers ≥ 1 each projection's crossing follows its A and B — the
+// gate (dense W [r,r] ~ N(0, 0.02²) and b = 0, or kron G1 [r1,r1], G2 [r2,r2] ~ U(±sqrt(6/S))
+// for an S×S factor, the authors' kaiming_uniform), then the LayerNorm (gamma = 1, beta = 0).
+// All replicated over TP (every rank crosses the full latent): SHARD_NONE. Decay: 2-D only.
+static LaxW take_lax(Walk *wk, const char *prefix, int rank) {
+    const ModelConfig *c = wk->cfg;
+    LaxW x = {0};
+    char name[PARAM_NAME_MAX];
+    if (c->lax_gate == LAX_GATE_DENSE) {
+        xsnprintf(name, sizeof name, "%s/lax_gate/W", prefix);
+        x.W = take(wk, name, 2, rank, rank, SHARD_NONE, 1, INIT_NORMAL, 0.02f);
+        xsnprintf(name, sizeof name, "%s/lax_gate/b", prefix);
+        x.b = take(wk, name, 1, 1, rank, SHARD_NONE, 0, INIT_ZEROS, 0);
+    } else if (c->lax_gate == LAX_GATE_KRON) {
+        int r1, r2;
+        lax_kron_factors(rank, &r1, &r2);
+        xsnprintf(name, sizeof name, "%s/lax_gate/G1", prefix);
+        x.G1 = take(wk, name, 2, r1, r1, SHARD_NONE, 1, INIT_UNIFORM, (float)sqrt(6.0 / r1));
+        xsnprintf(name, sizeof name, "%s/lax_gate/G2", prefix);
+        x.G2 = take(wk, name, 2, r2, r2, SHARD_NONE, 1, INIT_UNIFORM, (float)sqrt(6.0 / r2));
+    }
+    if (c->lax_norm == LAX_NORM_LAYERNORM) {
+        xsnprintf(name, sizeof name, "%s/lax_norm/gamma", prefix);
+        x.gamma = take(wk, name, 1, 1, rank, SHARD_NONE, 0, INIT_ONES, 0);
+        xsnprintf(name, sizeof name, "%s/lax_norm/beta", prefix);
+        x.beta = take(wk, name, 1, 1, rank, SHARD_NONE, 0, INIT_ZEROS, 0);
+    }
+    return x;
+}
+
+static LinearW take_linear(Walk *wk, const char *prefix, int din, int dout, int rank, int col_parallel, int layer) {
     LinearW lw = {0};
     char name[PARAM_NAME_MAX];
     if (wk->cfg->linear == LINEAR_DENSE) {
@@ -116,6 +153,7 @@ static LinearW take_linear(Walk *wk, const char *prefix, int din, int dout, int 
         lw.A = take(wk, name, 2, din, rank, btp ? SHARD_ROWS : SHARD_COLS, 1, INIT_NORMAL, std);
         xsnprintf(name, sizeof name, "%s/B", prefix);
         lw.B = take(wk, name, 2, rank, dout, btp ? SHARD_COLS : SHARD_ROWS, 1, INIT_NORMAL, std);
+        if (wk->cfg->linear == LINEAR_LAX && layer >= 1) lw.x = take_lax(wk, prefix, rank);
     }
     return lw;
 }
@@ -140,7 +178,7 @@ static void walk_params(Walk *wk, ModelW *w) {
         char pre[PARAM_NAME_MAX];
 #define LIN(field, group, proj, din, dout, r, colpar) \
         xsnprintf(pre, sizeof pre, "model/layers/%d/" group "/" proj, l); \
-        lw.field = take_linear(wk, pre, din, dout, r, colpar);
+        lw.field = take_linear(wk, pre, din, dout, r, colpar, l);
         LIN(q, "attn", "q", d, d, c->rank_attn, 1)
         LIN(k, "attn", "k", d, kvd, c->rank_attn, 1)
         LIN(v, "attn", "v", d, kvd, c->rank_attn, 1)
@@ -200,9 +238,19 @@ void param_table_init_weights(const ParamTable *t, float *params, uint64_t seed)
             for (size_t j = 0; j < s->numel; j++) p[j] = 1.0f;
             continue;
         }
-        // Element (i,j) of the full tensor is normal_at(seed(name), i*cols + j): this
-        // rank draws exactly the indices of its block, so every layout starts equal.
+        if (s->init == INIT_ZEROS) continue;   // already zero
+        // Element (i,j) of the full tensor is normal_at(seed(name), i*cols + j) (uniform_at
+        // for INIT_UNIFORM): this rank draws exactly the indices of its block, so every
+        // layout starts equal.
         uint64_t sd = seed_for_name(seed, s->name);
+        if (s->init == INIT_UNIFORM) {
+            for (int64_t r = 0; r < s->local_rows; r++)
+                for (int64_t j = 0; j < s->local_cols; j++) {
+                    uint64_t idx = (uint64_t)((s->row0 + r) * s->cols + s->col0 + j);
+                    p[r * s->local_cols + j] = (float)(s->init_std * (2.0 * uniform_at(sd, idx) - 1.0));
+                }
+            continue;
+        }
         if (s->local_cols == s->cols) {   // whole rows: the block is contiguous in the full tensor
             fill_normal(p, s->numel, sd, (uint64_t)(s->row0 * s->cols), s->init_std);
         } else {

@@ -9,7 +9,10 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
     size_t N = (size_t)mdl->N, dr = L->d_res, d = c->d_model;
     size_t r = L->ra > L->rm ? L->ra : L->rm;
     memset(s, 0, sizeof *s);
-    s->dx = carve(cv, N * dr, t);            // first: the stage gradient (model_stage_grad)
+    // first: the stage gradient (model_stage_grad); LaX: the carry right after it (one message)
+    size_t nlat = is_lax(c) ? lax_elems(mdl) : 0;
+    s->dx = carve(cv, N * dr + nlat, t);
+    if (nlat) s->carry = at(mdl, s->dx, N * dr);
     s->da = carve(cv, N * (dr > d ? dr : d), t);
     s->dq = carve(cv, N * L->dq, t); s->dk = carve(cv, N * L->dkv, t); s->dv = carve(cv, N * L->dkv, t);
     s->dy = carve(cv, N * L->dq, t);
@@ -24,6 +27,18 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
         s->acat = carve(cv, dr * gr, t); s->dacat = carve(cv, dr * gr, t);
         s->dzb = carve(cv, N * gr + N, t); s->dpb = carve(cv, N * gr + N, t);   // ≥ every btp_bn size
         s->dfull = carve(cv, N * d, t);
+    }
+    if (nlat) {   // LaX (lax.c): the crossing's recompute and backward on full-width latents
+        size_t ra = (size_t)c->rank_attn, rm = (size_t)c->rank_mlp, r = ra > rm ? ra : rm;
+        // a chunk's buffer: BTP's largest bottleneck, Vanilla-TP's one projection [N, r]
+        size_t chunk = L->scheme == TP_BTP ? N * (3 * ra > 2 * rm ? 3 * ra : 2 * rm) + N : N * r;
+        int ln = c->lax_norm == LAX_NORM_LAYERNORM;
+        if (mdl->ckpt == CKPT_LOWRANK) s->zprev = carve(cv, nlat, t);
+        if (ln) { s->luh = carve(cv, chunk, t); s->lduh = carve(cv, chunk, t); }
+        s->lp = carve(cv, chunk, t);
+        if (L->scheme == TP_BTP) s->lg = carve(cv, N * r, t);
+        else s->lz = carve(cv, chunk, t);
+        if (ln) { s->lmean = carve(cv, 3 * N, DT_F32); s->lrstd = carve(cv, 3 * N, DT_F32); }
     }
     return cv->off;
 }

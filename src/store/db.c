@@ -1,148 +1,24 @@
-// db.c — see db.h and docs/database.md.
-#include "db.h"
+// db.c — opening the run database, its helpers, buffered logging and writes that retry
+// instead of dying (see db.h and docs/database.md). The lifecycle of launches and runs is
+// in db_lifecycle.c.
+#include "db_internal.h"
 
-#include <glob.h>
-#include <inttypes.h>
 #include <math.h>
-#include <signal.h>
-#include <sqlite3.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <hdf5.h>
-#include <libfyaml.h>
-#include <mpi.h>
-
 #include "util.h"
 #include "../core/check.h"
-
-extern char *openblas_get_config(void);
-
-// ---------------------------------------------------------------------------------
-// Schema (docs/database.md shows the same statements).
-static const char *SCHEMA_SQL =
-"CREATE TABLE IF NOT EXISTS runs (\n"
-"  id               INTEGER PRIMARY KEY,\n"
-"  uid              TEXT NOT NULL UNIQUE,\n"
-"  experiment       TEXT NOT NULL,\n"
-"  variant          TEXT NOT NULL,\n"
-"  manifest_path    TEXT,\n"
-"  manifest_version TEXT,\n"
-"  manifest_sha256  TEXT,\n"
-"  config_json      TEXT,\n"
-"  git_commit       TEXT,\n"
-"  git_dirty        INTEGER,\n"
-"  host             TEXT,\n"
-"  pid              INTEGER,\n"
-"  cpu_model        TEXT,\n"
-"  gpu_model        TEXT,\n"
-"  compiler         TEXT,\n"
-"  cflags           TEXT,\n"
-"  library_versions TEXT,\n"
-"  tp               INTEGER NOT NULL DEFAULT 1,\n"
-"  pp               INTEGER NOT NULL DEFAULT 1,\n"
-"  dp               INTEGER NOT NULL DEFAULT 1,\n"
-"  world_size       INTEGER NOT NULL DEFAULT 1,\n"
-"  status           TEXT NOT NULL CHECK (status IN ('running','completed','failed','interrupted')),\n"
-"  started_at       TEXT NOT NULL,\n"
-"  ended_at         TEXT,\n"
-"  error            TEXT,\n"
-"  resumed_count    INTEGER NOT NULL DEFAULT 0,\n"
-"  params           INTEGER,\n"
-"  flops_per_token  REAL,\n"
-"  peak_gflops      REAL\n"
-");\n"
-"CREATE INDEX IF NOT EXISTS runs_by_variant ON runs(experiment, variant, started_at);\n"
-"CREATE INDEX IF NOT EXISTS runs_by_status ON runs(status);\n"
-"CREATE TABLE IF NOT EXISTS steps (\n"
-"  run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
-"  step         INTEGER NOT NULL,\n"
-"  tokens_seen  INTEGER NOT NULL,\n"
-"  loss         REAL,\n"
-"  lr           REAL,\n"
-"  grad_norm    REAL,\n"
-"  step_seconds REAL,\n"
-"  tokens_per_s REAL,\n"
-"  mfu          REAL,\n"
-"  PRIMARY KEY (run_id, step)\n"
-") WITHOUT ROWID;\n"
-"CREATE TABLE IF NOT EXISTS validation (\n"
-"  run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
-"  step        INTEGER NOT NULL,\n"
-"  tokens_seen INTEGER NOT NULL,\n"
-"  loss        REAL,\n"
-"  PRIMARY KEY (run_id, step)\n"
-") WITHOUT ROWID;\n"
-"CREATE TABLE IF NOT EXISTS comm (\n"
-"  run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
-"  step     INTEGER NOT NULL,\n"
-"  kind     TEXT NOT NULL CHECK (kind IN ('all_reduce','all_gather','reduce_scatter','broadcast','send','recv','barrier')),\n"
-"  phase    TEXT NOT NULL CHECK (phase IN ('forward','backward','recompute','optimizer','pipeline','other')),\n"
-"  grp      TEXT NOT NULL CHECK (grp IN ('tp','dp','pp','world')),\n"
-"  layer    INTEGER NOT NULL DEFAULT -1,\n"
-"  calls    INTEGER NOT NULL,\n"
-"  elements INTEGER NOT NULL,\n"
-"  bytes    INTEGER NOT NULL,\n"
-"  seconds  REAL,\n"
-"  PRIMARY KEY (run_id, step, kind, phase, grp, layer)\n"
-") WITHOUT ROWID;\n"
-"CREATE TABLE IF NOT EXISTS memory (\n"
-"  run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
-"  category TEXT NOT NULL CHECK (category IN ('parameters','gradients','optimizer','activations','peak_rss')),\n"
-"  bytes    INTEGER NOT NULL,\n"
-"  PRIMARY KEY (run_id, category)\n"
-") WITHOUT ROWID;\n"
-"CREATE TABLE IF NOT EXISTS events (\n"
-"  id     INTEGER PRIMARY KEY,\n"
-"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
-"  step   INTEGER,\n"
-"  at     TEXT NOT NULL,\n"
-"  kind   TEXT NOT NULL CHECK (kind IN ('checkpoint','resumed','error','interrupted','dump','config_change')),\n"
-"  detail TEXT\n"
-");\n"
-"CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, id);\n";
+#include "../core/fs.h"
+#include "../core/timer.h"
 
 // ---------------------------------------------------------------------------------
-typedef struct { int64_t run; StepMetrics sm; } StepRow;
-typedef struct { int64_t run; int step; int64_t tokens; double loss; } ValRow;
-typedef struct { int64_t run; int step; const char *kind, *phase, *group; int layer; int64_t calls, elements, bytes; double seconds; } CommRow;
-typedef struct { int64_t run; const char *category; int64_t bytes; } MemRow;
-typedef struct { int64_t run; int step; char at[32]; const char *kind; char *detail; } EventRow;
+// Helpers shared with db_query.c (db_internal.h)
 
-#define VEC(T) struct { T *v; int n, cap; }
-// Appends one (uninitialised) element; returns the possibly moved array.
-static void *vec_grow(void *v, int *n, int *cap, size_t elt) {
-    if (*n == *cap) {
-        *cap = *cap ? 2 * *cap : 64;
-        v = realloc(v, elt * (size_t)*cap);
-        CHECK(v, "out of memory growing a run-database buffer");
-    }
-    (*n)++;
-    return v;
-}
-#define VEC_PUSH(vec) ((vec).v = vec_grow((vec).v, &(vec).n, &(vec).cap, sizeof *(vec).v), &(vec).v[(vec).n - 1])
-
-struct RunDB {
-    sqlite3 *db;
-    char path[1024];
-    sqlite3_stmt *ins_step, *ins_val, *ins_comm, *ins_mem, *ins_event;
-    VEC(StepRow) steps;
-    VEC(ValRow) vals;
-    VEC(CommRow) comms;
-    VEC(MemRow) mems;
-    VEC(EventRow) events;
-};
-
-// Automatic flush when this many rows are buffered (the caller normally flushes sooner).
-#define AUTO_FLUSH_ROWS 65536
-
-__attribute__((noreturn))
-static void sql_die(RunDB *db, int rc, const char *what, const char *file, int line) {
+void db_die(RunDB *db, int rc, const char *what, const char *file, int line) {
     die_at(file, line, "%s: %s failed: %s (%s)", db->path, what,
            db->db ? sqlite3_errmsg(db->db) : "no connection", sqlite3_errstr(rc));
 }
-#define SQL_OK(db, call, what) do { int rc_ = (call); if (rc_ != SQLITE_OK) sql_die((db), rc_, (what), __FILE__, __LINE__); } while (0)
 
 static void exec_sql(RunDB *db, const char *sql) {
     char *err = NULL;
@@ -153,44 +29,279 @@ static void exec_sql(RunDB *db, const char *sql) {
     }
 }
 
-static sqlite3_stmt *prep(RunDB *db, const char *sql, unsigned flags) {
+sqlite3_stmt *db_prep(RunDB *db, const char *sql) {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v3(db->db, sql, -1, flags, &st, NULL);
+    int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) die_at(__FILE__, __LINE__, "%s: preparing SQL failed: %s in: %.200s", db->path, sqlite3_errmsg(db->db), sql);
+    return st;
+}
+static sqlite3_stmt *prep_persistent(RunDB *db, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v3(db->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
     if (rc != SQLITE_OK) die_at(__FILE__, __LINE__, "%s: preparing SQL failed: %s in: %.200s", db->path, sqlite3_errmsg(db->db), sql);
     return st;
 }
 
-// Run a statement that returns no rows, then reset it for reuse.
-static void run_done(RunDB *db, sqlite3_stmt *st, const char *what) {
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE) sql_die(db, rc, what, __FILE__, __LINE__);
-    SQL_OK(db, sqlite3_reset(st), what);
-    SQL_OK(db, sqlite3_clear_bindings(st), what);
-}
-// Next row: 1, or 0 at the end.
-static int next_row(RunDB *db, sqlite3_stmt *st, const char *what) {
+int db_next_row(RunDB *db, sqlite3_stmt *st, const char *what) {
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) return 1;
-    if (rc != SQLITE_DONE) sql_die(db, rc, what, __FILE__, __LINE__);
+    if (rc != SQLITE_DONE) db_die(db, rc, what, __FILE__, __LINE__);
     return 0;
 }
+void db_finalize(RunDB *db, sqlite3_stmt *st) { DB_OK(db, sqlite3_finalize(st), "finalizing a statement"); }
 
-static void b_text(RunDB *db, sqlite3_stmt *st, int i, const char *s) {
-    SQL_OK(db, s ? sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i), "binding text");
+void db_bind_text(RunDB *db, sqlite3_stmt *st, int i, const char *s) {
+    DB_OK(db, s ? sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i), "binding text");
 }
-static void b_i64(RunDB *db, sqlite3_stmt *st, int i, int64_t v) { SQL_OK(db, sqlite3_bind_int64(st, i, v), "binding an integer"); }
-static void b_dbl(RunDB *db, sqlite3_stmt *st, int i, double v) { SQL_OK(db, sqlite3_bind_double(st, i, v), "binding a real"); } // NaN -> NULL
-static void b_null(RunDB *db, sqlite3_stmt *st, int i) { SQL_OK(db, sqlite3_bind_null(st, i), "binding NULL"); }
+void db_bind_i64(RunDB *db, sqlite3_stmt *st, int i, int64_t v) { DB_OK(db, sqlite3_bind_int64(st, i, v), "binding an integer"); }
+void db_bind_dbl(RunDB *db, sqlite3_stmt *st, int i, double v) { DB_OK(db, sqlite3_bind_double(st, i, v), "binding a real"); }
+void db_bind_null(RunDB *db, sqlite3_stmt *st, int i) { DB_OK(db, sqlite3_bind_null(st, i), "binding NULL"); }
 
-static void col_text(sqlite3_stmt *st, int i, char *buf, size_t n) {
+void db_col_text(sqlite3_stmt *st, int i, char *buf, size_t n) {
     const unsigned char *t = sqlite3_column_text(st, i);
     snprintf(buf, n, "%s", t ? (const char *)t : "");
 }
-static double col_dbl(sqlite3_stmt *st, int i) {
+double db_col_dbl(sqlite3_stmt *st, int i) {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
 }
 
-static int user_version(RunDB *db, int *notadb) {
+char *db_json_array(RunDB *db, const char *const *list, int n) {
+    char *json = xstrdup("[]");
+    sqlite3_stmt *st = db_prep(db, "SELECT json_insert(?1, '$[#]', ?2)");
+    for (int i = 0; i < n; i++) {
+        db_bind_text(db, st, 1, json);
+        db_bind_text(db, st, 2, list[i]);
+        CHECK(db_next_row(db, st, "building a JSON array"), "json_insert returned no row");
+        free(json);
+        json = xstrdup((const char *)sqlite3_column_text(st, 0));
+        DB_OK(db, sqlite3_reset(st), "resetting");
+    }
+    db_finalize(db, st);
+    return json;
+}
+
+int db_json_strings(sqlite3 *h, const char *json, char ***out) {
+    *out = NULL;
+    sqlite3_stmt *st = NULL;
+    if (!json || sqlite3_prepare_v2(h, "SELECT value FROM json_each(?1)", -1, &st, NULL) != SQLITE_OK) return 0;
+    sqlite3_bind_text(st, 1, json, -1, SQLITE_TRANSIENT);
+    int n = 0, cap = 0;
+    char **v = NULL;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (n == cap) { cap = cap ? 2 * cap : 8; v = realloc(v, (size_t)cap * sizeof *v); CHECK(v, "out of memory"); }
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        v[n++] = xstrdup(t ? (const char *)t : "");
+    }
+    sqlite3_finalize(st);
+    *out = v;
+    return n;
+}
+
+void rundb_free_strings(char **list, int n) {
+    for (int i = 0; i < n; i++) free(list[i]);
+    free(list);
+}
+
+struct sqlite3 *rundb_handle(RunDB *db) { return db->db; }
+const char *rundb_path(const RunDB *db) { return db->path; }
+
+// ---------------------------------------------------------------------------------
+// Buffered rows
+
+typedef struct { int64_t run; StepMetrics sm; } StepRow;
+typedef struct { int64_t run; int step; int64_t tokens; double loss; } ValRow;
+typedef struct { int64_t run; int step; const char *kind, *phase, *group; int layer; int64_t calls, elements, bytes; double seconds; } CommRow;
+typedef struct { int64_t run; int step, rank, tp, pp, dp; int64_t calls, elements, bytes; double seconds; } CommRankRow;
+typedef struct { int64_t run; const char *category; int64_t bytes; } MemRow;
+typedef struct { int64_t run; int step; char at[32]; const char *kind; char *detail; } EventRow;
+
+// Appends one (uninitialised) element; returns the possibly moved array.
+void *vec_grow(void *v, int *n, int *cap, size_t elt) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        v = realloc(v, elt * (size_t)*cap);
+        CHECK(v, "out of memory growing a run-database buffer");
+    }
+    (*n)++;
+    return v;
+}
+
+struct RunDBBuffers {
+    VEC(StepRow) steps;
+    VEC(ValRow) vals;
+    VEC(CommRow) comms;
+    VEC(CommRankRow) ranks;
+    VEC(MemRow) mems;
+    VEC(EventRow) events;
+};
+
+// Automatic flush attempt when this many rows are buffered (the caller normally flushes sooner).
+#define AUTO_FLUSH_ROWS 65536
+
+int n_buffered(const RunDB *db) {
+    const struct RunDBBuffers *b = db->buf;
+    return b->steps.n + b->vals.n + b->comms.n + b->ranks.n + b->mems.n + b->events.n;
+}
+
+// ---------------------------------------------------------------------------------
+// Writes that may fail without killing anything: every function below returns an
+// SQLite result code instead of dying, and the transaction wrapper rolls back.
+
+// Step a write statement to completion and reset it.
+int step_done(sqlite3_stmt *st) {
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+void bind_text(sqlite3_stmt *st, int i, const char *s) {
+    if (s) sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT); else sqlite3_bind_null(st, i);
+}
+
+// The buffered rows, inside the caller's transaction. The buffers are emptied only
+// after the transaction commits (empty_buffers), so a failure loses nothing.
+int write_buffers(RunDB *db, void *unused) {
+    struct RunDBBuffers *b = db->buf;
+    for (int i = 0; i < b->steps.n; i++) {
+        const StepRow *r = &b->steps.v[i]; sqlite3_stmt *st = db->ins_step;
+        sqlite3_bind_int64(st, 1, r->run); sqlite3_bind_int64(st, 2, r->sm.step); sqlite3_bind_int64(st, 3, r->sm.tokens_seen);
+        sqlite3_bind_double(st, 4, r->sm.loss); sqlite3_bind_double(st, 5, r->sm.lr); sqlite3_bind_double(st, 6, r->sm.grad_norm);
+        sqlite3_bind_double(st, 7, r->sm.seconds); sqlite3_bind_double(st, 8, r->sm.tokens_per_s); sqlite3_bind_double(st, 9, r->sm.mfu);
+        TRY(step_done(st));
+    }
+    for (int i = 0; i < b->vals.n; i++) {
+        const ValRow *r = &b->vals.v[i]; sqlite3_stmt *st = db->ins_val;
+        sqlite3_bind_int64(st, 1, r->run); sqlite3_bind_int64(st, 2, r->step); sqlite3_bind_int64(st, 3, r->tokens);
+        sqlite3_bind_double(st, 4, r->loss);
+        TRY(step_done(st));
+    }
+    for (int i = 0; i < b->comms.n; i++) {
+        const CommRow *r = &b->comms.v[i]; sqlite3_stmt *st = db->ins_comm;
+        sqlite3_bind_int64(st, 1, r->run); sqlite3_bind_int64(st, 2, r->step); bind_text(st, 3, r->kind); bind_text(st, 4, r->phase);
+        sqlite3_bind_int64(st, 5, r->layer); sqlite3_bind_int64(st, 6, r->calls); sqlite3_bind_int64(st, 7, r->elements);
+        sqlite3_bind_int64(st, 8, r->bytes); sqlite3_bind_double(st, 9, r->seconds); bind_text(st, 10, r->group);
+        TRY(step_done(st));
+    }
+    for (int i = 0; i < b->ranks.n; i++) {
+        const CommRankRow *r = &b->ranks.v[i]; sqlite3_stmt *st = db->ins_comm_rank;
+        sqlite3_bind_int64(st, 1, r->run); sqlite3_bind_int64(st, 2, r->step); sqlite3_bind_int64(st, 3, r->rank);
+        sqlite3_bind_int64(st, 4, r->tp); sqlite3_bind_int64(st, 5, r->pp); sqlite3_bind_int64(st, 6, r->dp);
+        sqlite3_bind_int64(st, 7, r->calls); sqlite3_bind_int64(st, 8, r->elements); sqlite3_bind_int64(st, 9, r->bytes);
+        sqlite3_bind_double(st, 10, r->seconds);
+        TRY(step_done(st));
+    }
+    for (int i = 0; i < b->mems.n; i++) {
+        const MemRow *r = &b->mems.v[i]; sqlite3_stmt *st = db->ins_mem;
+        sqlite3_bind_int64(st, 1, r->run); bind_text(st, 2, r->category); sqlite3_bind_int64(st, 3, r->bytes);
+        TRY(step_done(st));
+    }
+    for (int i = 0; i < b->events.n; i++) {
+        const EventRow *r = &b->events.v[i]; sqlite3_stmt *st = db->ins_event;
+        sqlite3_bind_int64(st, 1, r->run);
+        if (r->step >= 0) sqlite3_bind_int64(st, 2, r->step); else sqlite3_bind_null(st, 2);
+        bind_text(st, 3, r->at); bind_text(st, 4, r->kind); bind_text(st, 5, r->detail);
+        TRY(step_done(st));
+    }
+    return SQLITE_OK;
+}
+
+void empty_buffers(RunDB *db) {
+    struct RunDBBuffers *b = db->buf;
+    for (int i = 0; i < b->events.n; i++) free(b->events.v[i].detail);
+    b->steps.n = b->vals.n = b->comms.n = b->ranks.n = b->mems.n = b->events.n = 0;
+}
+
+// One write transaction: BEGIN IMMEDIATE, body, COMMIT. On failure: ROLLBACK, the
+// message in db->last_error, and the result code.
+static int tx_once(RunDB *db, TxBody body, void *arg) {
+    int rc = sqlite3_exec(db->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = body(db, arg);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(db->last_error, sizeof db->last_error, "%s (%s)", sqlite3_errmsg(db->db), sqlite3_errstr(rc));
+        if (!sqlite3_get_autocommit(db->db)) sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    return rc;
+}
+
+static int is_busy(int rc) { rc &= 0xff; return rc == SQLITE_BUSY || rc == SQLITE_LOCKED; }
+
+static void sleep_s(double s) {
+    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+// tx_once until it succeeds: a busy database for up to `patience_s`, any other failure
+// (full disk, I/O error, damaged file) 3 times a second apart. Warns on stderr before
+// each wait of more than a second. Returns the last result code.
+int tx_retry(RunDB *db, TxBody body, void *arg, double patience_s, const char *what) {
+    double t0 = now_seconds(), wait = 0.05;
+    int other_failures = 0;
+    for (;;) {
+        int rc = tx_once(db, body, arg);
+        if (rc == SQLITE_OK) return rc;
+        double waited = now_seconds() - t0;
+        if (!is_busy(rc) && ++other_failures >= 3) return rc;
+        if (is_busy(rc) && waited >= patience_s) return rc;
+        if (!is_busy(rc)) wait = 1.0;
+        if (wait >= 1.0)
+            fprintf(stderr, "warning: run database %s: %s: %s; retrying in %.0f s (waited %.0f s)\n",
+                    db->path, what, db->last_error, wait, waited);
+        sleep_s(wait);
+        wait = fmin(2 * wait, 30.0);
+    }
+}
+
+static int flush_body(RunDB *db, void *arg) { return write_buffers(db, arg); }
+
+// A flush attempt now; on failure the rows stay and the back-off grows (1 s .. 60 s).
+static int flush_now(RunDB *db) {
+    int n = n_buffered(db);
+    int rc = tx_once(db, flush_body, NULL);
+    double now = now_seconds();
+    if (rc == SQLITE_OK) {
+        if (db->failing)
+            fprintf(stderr, "note: run database %s is writable again after %.0f s; %d buffered rows written\n",
+                    db->path, now - db->fail_since, n);
+        empty_buffers(db);
+        db->failing = 0;
+        return 0;
+    }
+    if (!db->failing) {
+        db->failing = 1; db->fail_since = now; db->backoff = 1.0; db->last_warned = now;
+        fprintf(stderr, "warning: run database %s: writing %d rows failed: %s; they stay in memory and are retried "
+                "(training continues)\n", db->path, n, db->last_error);
+    } else {
+        db->backoff = fmin(2 * db->backoff, 60.0);
+        if (now - db->last_warned >= 60.0) {
+            db->last_warned = now;
+            fprintf(stderr, "warning: run database %s still failing after %.0f s: %s; %d rows in memory\n",
+                    db->path, now - db->fail_since, db->last_error, n);
+        }
+    }
+    db->next_try = now + db->backoff;
+    return 1;
+}
+
+int rundb_flush(RunDB *db) {
+    if (n_buffered(db) == 0) return 0;
+    if (db->failing && now_seconds() < db->next_try) return 1;   // backing off
+    return flush_now(db);
+}
+
+int rundb_flush_wait(RunDB *db, double patience_s) {
+    if (n_buffered(db) == 0) return 0;
+    int rc = tx_retry(db, flush_body, NULL, patience_s, "writing buffered rows");
+    if (rc == SQLITE_OK) { empty_buffers(db); db->failing = 0; return 0; }
+    return flush_now(db);   // records the failure streak (and warns once)
+}
+
+static void maybe_autoflush(RunDB *db) { if (n_buffered(db) >= AUTO_FLUSH_ROWS) rundb_flush(db); }
+
+// ---------------------------------------------------------------------------------
+// Open and close
+
+static int user_version(RunDB *db, int *bad_rc) {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db->db, "PRAGMA user_version", -1, &st, NULL);
     if (rc == SQLITE_OK) {
@@ -198,139 +309,136 @@ static int user_version(RunDB *db, int *notadb) {
         if (rc == SQLITE_ROW) { int v = sqlite3_column_int(st, 0); sqlite3_finalize(st); return v; }
     }
     sqlite3_finalize(st);
-    if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT) { *notadb = rc; return -1; }
-    sql_die(db, rc, "reading PRAGMA user_version", __FILE__, __LINE__);
+    *bad_rc = rc;
+    return -1;
 }
 
-static int version_or_die(RunDB *db) {
-    int notadb = 0, v = user_version(db, &notadb);
-    if (v < 0)
-        die_input("%s: not a run database: %s (%s); move it away or choose another database path",
-                  db->path, sqlite3_errmsg(db->db), sqlite3_errstr(notadb));
-    if (v > RUNDB_SCHEMA_VERSION)
-        die_input_hint("use the boost-c version that created it, or another database path",
-                       "%s: run database schema version %d is newer than this build supports (%d)",
-                       db->path, v, RUNDB_SCHEMA_VERSION);
-    return v;
+// PRAGMA quick_check: "ok", or the first problem it reports (damaged pages, broken
+// indexes). A damaged database is refused before anything is written to it.
+static void integrity_or_die(RunDB *db) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+    char first[512] = "";
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) { db_col_text(st, 0, first, sizeof first); rc = SQLITE_OK; }
+    }
+    if (rc != SQLITE_OK) snprintf(first, sizeof first, "%s (%s)", sqlite3_errmsg(db->db), sqlite3_errstr(rc));
+    sqlite3_finalize(st);
+    if (strcmp(first, "ok") != 0)
+        die_input_hint("move the file away (runs are then recorded in a new database), or salvage it: "
+                       "sqlite3 DAMAGED.db .recover | sqlite3 NEW.db",
+                       "%s: the run database is damaged (integrity check: %s); nothing was written to it",
+                       db->path, first);
+}
+
+static int schema_body(RunDB *db, void *from_version) {
+    int bad = 0, v = user_version(db, &bad);
+    if (v < 0) return bad;
+    if (v == RUNDB_SCHEMA_VERSION) return SQLITE_OK;   // another process won the race
+    const char *sql = v == 0 ? RUNDB_SCHEMA_SQL : RUNDB_MIGRATE_V1_SQL;
+    int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) return rc;
+    if (v == 1) {   // every row must still point at its run (ids were kept)
+        sqlite3_stmt *st = NULL;
+        rc = sqlite3_prepare_v2(db->db, "PRAGMA foreign_key_check", -1, &st, NULL);
+        if (rc != SQLITE_OK) return rc;
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc == SQLITE_ROW) return SQLITE_CONSTRAINT_FOREIGNKEY;
+        if (rc != SQLITE_DONE) return rc;
+    }
+    char pragma[64];
+    snprintf(pragma, sizeof pragma, "PRAGMA user_version=%d", RUNDB_SCHEMA_VERSION);
+    return sqlite3_exec(db->db, pragma, NULL, NULL, NULL);
+}
+
+// mkdir -p of the database's directory; a failure is the user's environment: exit 2.
+static void make_parent_dirs(const char *path) {
+    char dir[1024], failed[4096];
+    xsnprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return;
+    *slash = 0;
+    int e = fs_mkdir_p(dir, failed, sizeof failed);
+    if (e) die_input("%s: cannot create the run database's directory %s: %s (set run.db to a writable place)",
+                     path, failed, strerror(e));
 }
 
 RunDB *rundb_open(const char *path) {
-    store_mkdir_parent(path);
+    make_parent_dirs(path);
     RunDB *db = xcalloc(1, sizeof *db);
+    db->buf = xcalloc(1, sizeof *db->buf);
+    db->busy_ms = 2000;
+    db->final_s = 600;
     xsnprintf(db->path, sizeof db->path, "%s", path);
     int rc = sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK)
         die_input("%s: cannot open the run database: %s", path, db->db ? sqlite3_errmsg(db->db) : sqlite3_errstr(rc));
-    SQL_OK(db, sqlite3_extended_result_codes(db->db, 1), "enabling extended result codes");
-    SQL_OK(db, sqlite3_busy_timeout(db->db, 30000), "setting busy_timeout");
-    int v = version_or_die(db);
+    DB_OK(db, sqlite3_extended_result_codes(db->db, 1), "enabling extended result codes");
+    DB_OK(db, sqlite3_busy_timeout(db->db, db->busy_ms), "setting busy_timeout");
+    int bad = 0, v = user_version(db, &bad);
+    if (v < 0)
+        die_input("%s: not a run database: %s (%s); move it away or choose another database path (run.db)",
+                  path, sqlite3_errmsg(db->db), sqlite3_errstr(bad));
+    if (v > RUNDB_SCHEMA_VERSION)
+        die_input_hint("use the boost-c version that created it, or another database path",
+                       "%s: run database schema version %d is newer than this build supports (%d)",
+                       path, v, RUNDB_SCHEMA_VERSION);
+    if (v > 0) integrity_or_die(db);
     exec_sql(db, "PRAGMA journal_mode=WAL");
     exec_sql(db, "PRAGMA synchronous=NORMAL");
-    exec_sql(db, "PRAGMA foreign_keys=ON");
     if (v < RUNDB_SCHEMA_VERSION) {
-        exec_sql(db, "BEGIN IMMEDIATE");
-        int notadb = 0;
-        if (user_version(db, &notadb) < RUNDB_SCHEMA_VERSION) {   // another process may have won the race
-            exec_sql(db, SCHEMA_SQL);
-            char pragma[64];
-            xsnprintf(pragma, sizeof pragma, "PRAGMA user_version=%d", RUNDB_SCHEMA_VERSION);
-            exec_sql(db, pragma);
-        }
-        exec_sql(db, "COMMIT");
+        exec_sql(db, "PRAGMA foreign_keys=OFF");   // a table rebuild needs them off (no effect inside a transaction)
+        rc = tx_retry(db, schema_body, NULL, db->final_s, v ? "migrating schema 1 to 2" : "creating the schema");
+        if (rc != SQLITE_OK)
+            die_input("%s: cannot %s: %s", path, v ? "migrate the run database from schema 1" : "create the run database schema",
+                      db->last_error);
     }
-    unsigned P = SQLITE_PREPARE_PERSISTENT;
-    db->ins_step = prep(db, "INSERT OR REPLACE INTO steps(run_id, step, tokens_seen, loss, lr, grad_norm, step_seconds, "
-                            "tokens_per_s, mfu) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)", P);
-    db->ins_val = prep(db, "INSERT OR REPLACE INTO validation(run_id, step, tokens_seen, loss) VALUES (?1,?2,?3,?4)", P);
-    db->ins_comm = prep(db, "INSERT OR REPLACE INTO comm(run_id, step, kind, phase, layer, calls, elements, bytes, seconds, grp) "
-                            "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)", P);
-    db->ins_mem = prep(db, "INSERT OR REPLACE INTO memory(run_id, category, bytes) VALUES (?1,?2,?3)", P);
-    db->ins_event = prep(db, "INSERT INTO events(run_id, step, at, kind, detail) VALUES (?1,?2,?3,?4,?5)", P);
+    exec_sql(db, "PRAGMA foreign_keys=ON");
+    db->ins_step = prep_persistent(db, "INSERT OR REPLACE INTO steps(run_id, step, tokens_seen, loss, lr, grad_norm, step_seconds, "
+                                       "tokens_per_s, mfu) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)");
+    db->ins_val = prep_persistent(db, "INSERT OR REPLACE INTO validation(run_id, step, tokens_seen, loss) VALUES (?1,?2,?3,?4)");
+    db->ins_comm = prep_persistent(db, "INSERT OR REPLACE INTO comm(run_id, step, kind, phase, layer, calls, elements, bytes, seconds, grp) "
+                                       "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
+    db->ins_comm_rank = prep_persistent(db, "INSERT OR REPLACE INTO comm_ranks(run_id, step, rank, tp_rank, pp_rank, dp_rank, "
+                                            "calls, elements, bytes, seconds) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
+    db->ins_mem = prep_persistent(db, "INSERT OR REPLACE INTO memory(run_id, category, bytes) VALUES (?1,?2,?3)");
+    db->ins_event = prep_persistent(db, "INSERT INTO events(run_id, step, at, kind, detail) VALUES (?1,?2,?3,?4,?5)");
     return db;
 }
 
-const char *rundb_path(const RunDB *db) { return db->path; }
-
-static void free_buffers(RunDB *db) {
-    for (int i = 0; i < db->events.n; i++) free(db->events.v[i].detail);
-    free(db->steps.v); free(db->vals.v); free(db->comms.v); free(db->mems.v); free(db->events.v);
+void rundb_set_patience(RunDB *db, int busy_ms, double final_s) {
+    db->busy_ms = busy_ms;
+    db->final_s = final_s;
+    DB_OK(db, sqlite3_busy_timeout(db->db, busy_ms), "setting busy_timeout");
 }
 
-void rundb_close(RunDB *db) {
-    if (!db) return;
-    rundb_flush(db);
-    sqlite3_stmt *sts[] = { db->ins_step, db->ins_val, db->ins_comm, db->ins_mem, db->ins_event };
-    for (size_t i = 0; i < sizeof sts / sizeof *sts; i++) SQL_OK(db, sqlite3_finalize(sts[i]), "finalizing a statement");
-    SQL_OK(db, sqlite3_close(db->db), "closing the database");
-    free_buffers(db);
+int rundb_close(RunDB *db) {
+    if (!db) return 0;
+    int lost = 0;
+    if (n_buffered(db) > 0 && tx_retry(db, flush_body, NULL, db->final_s, "writing buffered rows") != SQLITE_OK) {
+        lost = n_buffered(db);
+        fprintf(stderr, "error: run database %s: %d rows could not be written: %s\n", db->path, lost, db->last_error);
+    } else {
+        empty_buffers(db);
+    }
+    sqlite3_stmt *sts[] = { db->ins_step, db->ins_val, db->ins_comm, db->ins_comm_rank, db->ins_mem, db->ins_event };
+    for (size_t i = 0; i < sizeof sts / sizeof *sts; i++) sqlite3_finalize(sts[i]);
+    sqlite3_close(db->db);
+    empty_buffers(db);
+    struct RunDBBuffers *b = db->buf;
+    free(b->steps.v); free(b->vals.v); free(b->comms.v); free(b->ranks.v); free(b->mems.v); free(b->events.v);
+    free(b);
     free(db);
+    return lost ? 1 : 0;
 }
 
 // ---------------------------------------------------------------------------------
-// Buffered rows
-
-static int n_buffered(const RunDB *db) { return db->steps.n + db->vals.n + db->comms.n + db->mems.n + db->events.n; }
-
-// Writes the buffers inside the caller's transaction, then empties them.
-static void write_buffers(RunDB *db) {
-    for (int i = 0; i < db->steps.n; i++) {
-        const StepRow *r = &db->steps.v[i]; sqlite3_stmt *st = db->ins_step;
-        b_i64(db, st, 1, r->run); b_i64(db, st, 2, r->sm.step); b_i64(db, st, 3, r->sm.tokens_seen);
-        b_dbl(db, st, 4, r->sm.loss); b_dbl(db, st, 5, r->sm.lr); b_dbl(db, st, 6, r->sm.grad_norm);
-        b_dbl(db, st, 7, r->sm.seconds); b_dbl(db, st, 8, r->sm.tokens_per_s); b_dbl(db, st, 9, r->sm.mfu);
-        run_done(db, st, "inserting a step row");
-    }
-    for (int i = 0; i < db->vals.n; i++) {
-        const ValRow *r = &db->vals.v[i]; sqlite3_stmt *st = db->ins_val;
-        b_i64(db, st, 1, r->run); b_i64(db, st, 2, r->step); b_i64(db, st, 3, r->tokens); b_dbl(db, st, 4, r->loss);
-        run_done(db, st, "inserting a validation row");
-    }
-    for (int i = 0; i < db->comms.n; i++) {
-        const CommRow *r = &db->comms.v[i]; sqlite3_stmt *st = db->ins_comm;
-        b_i64(db, st, 1, r->run); b_i64(db, st, 2, r->step); b_text(db, st, 3, r->kind); b_text(db, st, 4, r->phase);
-        b_i64(db, st, 5, r->layer); b_i64(db, st, 6, r->calls); b_i64(db, st, 7, r->elements);
-        b_i64(db, st, 8, r->bytes); b_dbl(db, st, 9, r->seconds); b_text(db, st, 10, r->group);
-        run_done(db, st, "inserting a comm row");
-    }
-    for (int i = 0; i < db->mems.n; i++) {
-        const MemRow *r = &db->mems.v[i]; sqlite3_stmt *st = db->ins_mem;
-        b_i64(db, st, 1, r->run); b_text(db, st, 2, r->category); b_i64(db, st, 3, r->bytes);
-        run_done(db, st, "inserting a memory row");
-    }
-    for (int i = 0; i < db->events.n; i++) {
-        EventRow *r = &db->events.v[i]; sqlite3_stmt *st = db->ins_event;
-        b_i64(db, st, 1, r->run);
-        if (r->step >= 0) b_i64(db, st, 2, r->step); else b_null(db, st, 2);
-        b_text(db, st, 3, r->at); b_text(db, st, 4, r->kind); b_text(db, st, 5, r->detail);
-        run_done(db, st, "inserting an event");
-        free(r->detail); r->detail = NULL;
-    }
-    db->steps.n = db->vals.n = db->comms.n = db->mems.n = db->events.n = 0;
-}
-
-void rundb_flush(RunDB *db) {
-    if (n_buffered(db) == 0) return;
-    exec_sql(db, "BEGIN IMMEDIATE");
-    write_buffers(db);
-    exec_sql(db, "COMMIT");
-}
-
-static void maybe_autoflush(RunDB *db) { if (n_buffered(db) >= AUTO_FLUSH_ROWS) rundb_flush(db); }
-
-void rundb_log_step(RunDB *db, int64_t run, const StepMetrics *sm) {
-    StepRow *r = VEC_PUSH(db->steps);
-    r->run = run; r->sm = *sm;
-    maybe_autoflush(db);
-}
-
-void rundb_log_val(RunDB *db, int64_t run, int step, int64_t tokens_seen, double loss) {
-    ValRow *r = VEC_PUSH(db->vals);
-    r->run = run; r->step = step; r->tokens = tokens_seen; r->loss = loss;
-    maybe_autoflush(db);
-}
+// Logging
 
 // Returns the static spelling of `s` from `names` (so buffered rows need no copies).
-static const char *one_of(const char *what, const char *s, const char *const *names) {
+const char *one_of(const char *what, const char *s, const char *const *names) {
     for (int i = 0; names[i]; i++) if (strcmp(s, names[i]) == 0) return names[i];
     DIE("run database: unknown %s '%s'", what, s);
 }
@@ -338,12 +446,26 @@ static const char *const COMM_KINDS[] = { "all_reduce", "all_gather", "reduce_sc
 static const char *const COMM_PHASES[] = { "forward", "backward", "recompute", "optimizer", "pipeline", "other", NULL };
 static const char *const COMM_GROUPS[] = { "tp", "dp", "pp", "world", NULL };
 static const char *const MEM_CATS[] = { "parameters", "gradients", "optimizer", "activations", "peak_rss", NULL };
-static const char *const EVENT_KINDS[] = { "checkpoint", "resumed", "error", "interrupted", "dump", "config_change", NULL };
-static const char *const END_STATUS[] = { "completed", "failed", "interrupted", NULL };
+static const char *const EVENT_KINDS[] = { "checkpoint", "resumed", "error", "interrupted", "diverged", "dump",
+                                           "config_change", "warning", NULL };
+const char *const END_STATUS[] = { "completed", "failed", "interrupted", "diverged", NULL };
+const char *const LAUNCH_END_STATUS[] = { "completed", "failed", "interrupted", NULL };
+
+void rundb_log_step(RunDB *db, int64_t run, const StepMetrics *sm) {
+    StepRow *r = VEC_PUSH(db->buf->steps);
+    r->run = run; r->sm = *sm;
+    maybe_autoflush(db);
+}
+
+void rundb_log_val(RunDB *db, int64_t run, int step, int64_t tokens_seen, double loss) {
+    ValRow *r = VEC_PUSH(db->buf->vals);
+    r->run = run; r->step = step; r->tokens = tokens_seen; r->loss = loss;
+    maybe_autoflush(db);
+}
 
 void rundb_log_comm(RunDB *db, int64_t run, int step, const char *kind, const char *phase, const char *group,
                     int layer, int64_t calls, int64_t elements, int64_t bytes, double seconds) {
-    CommRow *r = VEC_PUSH(db->comms);
+    CommRow *r = VEC_PUSH(db->buf->comms);
     r->run = run; r->step = step; r->layer = layer;
     r->group = one_of("comm group", group, COMM_GROUPS);
     r->kind = one_of("comm kind", kind, COMM_KINDS);
@@ -352,411 +474,26 @@ void rundb_log_comm(RunDB *db, int64_t run, int step, const char *kind, const ch
     maybe_autoflush(db);
 }
 
+void rundb_log_comm_rank(RunDB *db, int64_t run, int step, int rank, int tp_rank, int pp_rank, int dp_rank,
+                         int64_t calls, int64_t elements, int64_t bytes, double seconds) {
+    CommRankRow *r = VEC_PUSH(db->buf->ranks);
+    r->run = run; r->step = step; r->rank = rank; r->tp = tp_rank; r->pp = pp_rank; r->dp = dp_rank;
+    r->calls = calls; r->elements = elements; r->bytes = bytes; r->seconds = seconds;
+    maybe_autoflush(db);
+}
+
 void rundb_set_memory(RunDB *db, int64_t run, const char *category, int64_t bytes) {
-    MemRow *r = VEC_PUSH(db->mems);
+    MemRow *r = VEC_PUSH(db->buf->mems);
     r->run = run; r->category = one_of("memory category", category, MEM_CATS); r->bytes = bytes;
     maybe_autoflush(db);
 }
 
 void rundb_event(RunDB *db, int64_t run, int step, const char *kind, const char *detail) {
     const char *k = one_of("event kind", kind, EVENT_KINDS);
-    EventRow *r = VEC_PUSH(db->events);
+    EventRow *r = VEC_PUSH(db->buf->events);
     r->run = run; r->step = step; r->kind = k;
     r->detail = detail ? xstrdup(detail) : NULL;
     store_iso_now(r->at);
     maybe_autoflush(db);
 }
 
-// ---------------------------------------------------------------------------------
-// Run lifecycle
-
-int64_t rundb_begin_run(RunDB *db, const RunInfo *ri) {
-    rundb_flush(db);
-    char now[32];
-    store_iso_now(now);
-    sqlite3_stmt *st = prep(db,
-        "INSERT INTO runs(uid, experiment, variant, manifest_path, manifest_version, manifest_sha256, config_json, "
-        "git_commit, git_dirty, host, pid, cpu_model, gpu_model, compiler, cflags, library_versions, tp, pp, dp, "
-        "world_size, status, started_at, resumed_count, params, flops_per_token, peak_gflops) VALUES "
-        "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,'running',?21,0,?22,?23,?24)", 0);
-    b_text(db, st, 1, ri->uid); b_text(db, st, 2, ri->experiment); b_text(db, st, 3, ri->variant);
-    b_text(db, st, 4, ri->manifest_path); b_text(db, st, 5, ri->manifest_version);
-    b_text(db, st, 6, ri->manifest_sha256); b_text(db, st, 7, ri->config_json); b_text(db, st, 8, ri->git_commit);
-    if (ri->git_dirty >= 0) b_i64(db, st, 9, ri->git_dirty); else b_null(db, st, 9);
-    b_text(db, st, 10, ri->host); b_i64(db, st, 11, ri->pid); b_text(db, st, 12, ri->cpu_model);
-    b_text(db, st, 13, ri->gpu_model); b_text(db, st, 14, ri->compiler); b_text(db, st, 15, ri->cflags);
-    b_text(db, st, 16, ri->library_versions[0] ? ri->library_versions : NULL);
-    b_i64(db, st, 17, ri->tp > 0 ? ri->tp : 1); b_i64(db, st, 18, ri->pp > 0 ? ri->pp : 1);
-    b_i64(db, st, 19, ri->dp > 0 ? ri->dp : 1); b_i64(db, st, 20, ri->world_size > 0 ? ri->world_size : 1);
-    b_text(db, st, 21, now);
-    b_i64(db, st, 22, ri->params); b_dbl(db, st, 23, ri->flops_per_token); b_dbl(db, st, 24, ri->peak_gflops);
-    run_done(db, st, "inserting the run row");
-    SQL_OK(db, sqlite3_finalize(st), "finalizing");
-    return sqlite3_last_insert_rowid(db->db);
-}
-
-static void update_one(RunDB *db, sqlite3_stmt *st, int64_t run, const char *what) {
-    run_done(db, st, what);
-    if (sqlite3_changes(db->db) != 1) DIE("%s: %s: no run with id %" PRId64, db->path, what, run);
-    SQL_OK(db, sqlite3_finalize(st), "finalizing");
-}
-
-void rundb_end_run(RunDB *db, int64_t run, const char *status, const char *error) {
-    status = one_of("run end status", status, END_STATUS);
-    if (strcmp(status, "failed") == 0) rundb_event(db, run, -1, "error", error ? error : "failed");
-    if (strcmp(status, "interrupted") == 0) rundb_event(db, run, -1, "interrupted", error ? error : "interrupted");
-    char now[32];
-    store_iso_now(now);
-    exec_sql(db, "BEGIN IMMEDIATE");
-    write_buffers(db);
-    sqlite3_stmt *st = prep(db, "UPDATE runs SET status=?1, ended_at=?2, error=?3 WHERE id=?4", 0);
-    b_text(db, st, 1, status); b_text(db, st, 2, now); b_text(db, st, 3, error); b_i64(db, st, 4, run);
-    update_one(db, st, run, "ending the run");
-    exec_sql(db, "COMMIT");
-}
-
-static void this_host(char *buf, size_t n) {
-    if (gethostname(buf, n) != 0) snprintf(buf, n, "unknown");
-    buf[n - 1] = 0;
-}
-
-void rundb_resume_run(RunDB *db, int64_t run, int from_step) {
-    char host[256], detail[512];
-    this_host(host, sizeof host);
-    exec_sql(db, "BEGIN IMMEDIATE");
-    write_buffers(db);
-    sqlite3_stmt *st = prep(db, "UPDATE runs SET status='running', resumed_count=resumed_count+1, pid=?1, host=?2, "
-                                "ended_at=NULL, error=NULL WHERE id=?3", 0);
-    b_i64(db, st, 1, getpid()); b_text(db, st, 2, host); b_i64(db, st, 3, run);
-    update_one(db, st, run, "resuming the run");
-    if (from_step >= 0) {
-        const char *tables[] = { "steps", "validation", "comm" };
-        for (int i = 0; i < 3; i++) {
-            char sql[128];
-            xsnprintf(sql, sizeof sql, "DELETE FROM %s WHERE run_id=?1 AND step>?2", tables[i]);
-            st = prep(db, sql, 0);
-            b_i64(db, st, 1, run); b_i64(db, st, 2, from_step);
-            run_done(db, st, "deleting rows after the resumed checkpoint");
-            SQL_OK(db, sqlite3_finalize(st), "finalizing");
-        }
-        xsnprintf(detail, sizeof detail, "from the checkpoint at step %d; pid %d on %s", from_step, (int)getpid(), host);
-    } else {
-        xsnprintf(detail, sizeof detail, "pid %d on %s", (int)getpid(), host);
-    }
-    rundb_event(db, run, from_step, "resumed", detail);
-    write_buffers(db);
-    exec_sql(db, "COMMIT");
-}
-
-int rundb_mark_stale(RunDB *db) {
-    rundb_flush(db);
-    char host[256];
-    this_host(host, sizeof host);
-    // cutoff = now - 7 days, in the started_at format (ISO-8601 text compares in time order)
-    struct timeval tv;
-    CHECK_ERRNO(gettimeofday(&tv, NULL) != 0, "gettimeofday");
-    time_t cut_t = tv.tv_sec - 7 * 24 * 3600;
-    struct tm tm;
-    CHECK(gmtime_r(&cut_t, &tm), "gmtime_r failed");
-    char cutoff[32];
-    strftime(cutoff, sizeof cutoff, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
-
-    exec_sql(db, "BEGIN IMMEDIATE");
-    sqlite3_stmt *sel = prep(db, "SELECT id, host, pid, started_at FROM runs WHERE status='running'", 0);
-    VEC(struct { int64_t id; char why[400]; }) stale = {0};
-    while (next_row(db, sel, "listing running runs")) {
-        char h[256], started[32], why[400];
-        int64_t id = sqlite3_column_int64(sel, 0);
-        col_text(sel, 1, h, sizeof h);
-        int pid = sqlite3_column_int(sel, 2);
-        col_text(sel, 3, started, sizeof started);
-        int gone = 0;
-        if (strcmp(h, host) == 0) {
-            if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
-                gone = 1;
-                snprintf(why, sizeof why, "process %d on %s is gone (found at open)", pid, h);
-            }
-        } else if (strcmp(started, cutoff) < 0) {
-            gone = 1;
-            snprintf(why, sizeof why, "running on another host (%s, pid %d) since %s: more than 7 days ago", h, pid, started);
-        }
-        if (gone) {
-            __typeof__(stale.v) e = VEC_PUSH(stale);
-            e->id = id;
-            xsnprintf(e->why, sizeof e->why, "%s", why);
-        }
-    }
-    SQL_OK(db, sqlite3_finalize(sel), "finalizing");
-    char now[32];
-    store_iso_now(now);
-    for (int i = 0; i < stale.n; i++) {
-        sqlite3_stmt *st = prep(db, "UPDATE runs SET status='interrupted', ended_at=?1, error=?2 WHERE id=?3 AND status='running'", 0);
-        b_text(db, st, 1, now); b_text(db, st, 2, stale.v[i].why); b_i64(db, st, 3, stale.v[i].id);
-        run_done(db, st, "marking a stale run interrupted");
-        SQL_OK(db, sqlite3_finalize(st), "finalizing");
-        rundb_event(db, stale.v[i].id, -1, "interrupted", stale.v[i].why);
-    }
-    write_buffers(db);
-    exec_sql(db, "COMMIT");
-    int n = stale.n;
-    free(stale.v);
-    return n;
-}
-
-// ---------------------------------------------------------------------------------
-// Lookups
-
-#define RUNROW_COLS "id, uid, experiment, variant, status, manifest_version, manifest_sha256, started_at, resumed_count, " \
-                    "(SELECT COALESCE(MAX(step), 0) FROM steps WHERE run_id = runs.id)"
-static void read_runrow(sqlite3_stmt *st, RunRow *r) {
-    memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(st, 0);
-    col_text(st, 1, r->uid, sizeof r->uid);
-    col_text(st, 2, r->experiment, sizeof r->experiment);
-    col_text(st, 3, r->variant, sizeof r->variant);
-    col_text(st, 4, r->status, sizeof r->status);
-    col_text(st, 5, r->manifest_version, sizeof r->manifest_version);
-    col_text(st, 6, r->manifest_sha256, sizeof r->manifest_sha256);
-    col_text(st, 7, r->started_at, sizeof r->started_at);
-    r->resumed_count = sqlite3_column_int(st, 8);
-    r->last_step = sqlite3_column_int(st, 9);
-}
-
-int rundb_latest_run(RunDB *db, const char *experiment, const char *variant, RunRow *out) {
-    rundb_flush(db);
-    sqlite3_stmt *st = prep(db, "SELECT " RUNROW_COLS " FROM runs WHERE experiment=?1 AND variant=?2 "
-                                "ORDER BY started_at DESC, id DESC LIMIT 1", 0);
-    b_text(db, st, 1, experiment); b_text(db, st, 2, variant);
-    int found = next_row(db, st, "looking up the latest run");
-    if (found && out) read_runrow(st, out);
-    SQL_OK(db, sqlite3_finalize(st), "finalizing");
-    return found;
-}
-
-int rundb_manifest_conflicts(RunDB *db, const char *experiment, const char *manifest_version,
-                             const char *sha256, RunRow *first) {
-    rundb_flush(db);
-    sqlite3_stmt *st = prep(db, "SELECT " RUNROW_COLS " FROM runs WHERE experiment=?1 AND manifest_version IS ?2 "
-                                "AND manifest_sha256 IS NOT ?3 ORDER BY started_at, id", 0);
-    b_text(db, st, 1, experiment); b_text(db, st, 2, manifest_version); b_text(db, st, 3, sha256);
-    int n = 0;
-    while (next_row(db, st, "looking up runs of the manifest version")) {
-        if (n == 0 && first) read_runrow(st, first);
-        n++;
-    }
-    SQL_OK(db, sqlite3_finalize(st), "finalizing");
-    return n;
-}
-
-// First column of the first row of `sql` with ?1 = run (NAN if no row or NULL).
-static double q_run_double(RunDB *db, const char *sql, int64_t run) {
-    sqlite3_stmt *st = prep(db, sql, 0);
-    b_i64(db, st, 1, run);
-    double v = next_row(db, st, "querying a run summary") ? col_dbl(st, 0) : NAN;
-    SQL_OK(db, sqlite3_finalize(st), "finalizing");
-    return v;
-}
-
-int rundb_compare(RunDB *db, const char *experiment, VariantSummary **out) {
-    rundb_flush(db);
-    sqlite3_stmt *st = prep(db, "SELECT variant, MIN(id) AS first FROM runs WHERE experiment=?1 GROUP BY variant ORDER BY first", 0);
-    b_text(db, st, 1, experiment);
-    VEC(VariantSummary) rows = {0};
-    while (next_row(db, st, "listing variants")) {
-        VariantSummary *s = VEC_PUSH(rows);
-        memset(s, 0, sizeof *s);
-        col_text(st, 0, s->variant, sizeof s->variant);
-    }
-    SQL_OK(db, sqlite3_finalize(st), "finalizing");
-    for (int i = 0; i < rows.n; i++) {
-        VariantSummary *s = &rows.v[i];
-        RunRow r;
-        CHECK(rundb_latest_run(db, experiment, s->variant, &r), "variant %s vanished", s->variant);
-        int64_t id = r.id;
-        s->run_id = id;
-        xsnprintf(s->uid, sizeof s->uid, "%s", r.uid);
-        xsnprintf(s->status, sizeof s->status, "%s", r.status);
-        s->steps = r.last_step;
-        s->final_loss = q_run_double(db, "SELECT loss FROM steps WHERE run_id=?1 ORDER BY step DESC LIMIT 1", id);
-        s->val_loss = q_run_double(db, "SELECT loss FROM validation WHERE run_id=?1 ORDER BY step DESC LIMIT 1", id);
-        const char *timed = "FROM steps WHERE run_id=?1 AND (step > (SELECT MIN(step) FROM steps WHERE run_id=?1) "
-                            "OR (SELECT COUNT(*) FROM steps WHERE run_id=?1) = 1)";
-        char sql[512];
-        xsnprintf(sql, sizeof sql, "SELECT 1000.0 * AVG(step_seconds) %s", timed);
-        s->ms_per_step = q_run_double(db, sql, id);
-        xsnprintf(sql, sizeof sql, "SELECT AVG(tokens_per_s) %s", timed);
-        s->tokens_per_s = q_run_double(db, sql, id);
-        double mem = q_run_double(db, "SELECT COALESCE((SELECT bytes FROM memory WHERE run_id=?1 AND category='peak_rss'), "
-                                      "(SELECT SUM(bytes) FROM memory WHERE run_id=?1), 0)", id);
-        s->peak_memory = isnan(mem) ? 0 : (int64_t)mem;
-        double comm = q_run_double(db, "SELECT COALESCE(SUM(bytes), 0) FROM comm WHERE run_id=?1", id);
-        s->comm_bytes = isnan(comm) ? 0 : (int64_t)comm;
-        double calls = q_run_double(db, "SELECT COALESCE(SUM(calls), 0) FROM comm WHERE run_id=?1", id);
-        s->comm_calls = isnan(calls) ? 0 : (int64_t)calls;
-    }
-    *out = rows.v;
-    return rows.n;
-}
-
-// ---------------------------------------------------------------------------------
-// Host facts
-
-static void first_line(char *s) { s[strcspn(s, "\r\n")] = 0; }
-// Copy with truncation (for text of unknown length from files and commands).
-static void copy_trunc(char *dst, size_t n, const char *src) {
-    size_t l = strlen(src);
-    if (l >= n) l = n - 1;
-    memcpy(dst, src, l);
-    dst[l] = 0;
-}
-
-// Output of `cmd` (first line) into buf; returns the exit status (-1 if it could not run).
-static int run_cmd(const char *cmd, char *buf, size_t n, int *any_output) {
-    buf[0] = 0;
-    if (any_output) *any_output = 0;
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    char line[512];
-    int first = 1;
-    while (fgets(line, sizeof line, p)) {
-        if (any_output) *any_output = 1;
-        if (first) { copy_trunc(buf, n, line); first_line(buf); first = 0; }
-    }
-    int st = pclose(p);
-    return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-}
-
-static void cpu_model(char *buf, size_t n) {
-    snprintf(buf, n, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0 || strncmp(line, "Model", 5) == 0 || strncmp(line, "cpu model", 9) == 0) {
-            char *c = strchr(line, ':');
-            if (c) { c++; while (*c == ' ' || *c == '\t') c++; snprintf(buf, n, "%s", c); first_line(buf); break; }
-        }
-    }
-    fclose(f);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t l = strlen(buf);
-    if (cores > 0 && l + 24 < n) snprintf(buf + l, n - l, " (%ld cores)", cores);
-}
-
-static void gpu_model(char *buf, size_t n) {
-    snprintf(buf, n, "none");
-    glob_t g;
-    if (glob("/proc/driver/nvidia/gpus/*/information", 0, NULL, &g) != 0) return;
-    size_t len = 0;
-    buf[0] = 0;
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        FILE *f = fopen(g.gl_pathv[i], "r");
-        if (!f) continue;
-        char line[512];
-        while (fgets(line, sizeof line, f)) {
-            if (strncmp(line, "Model:", 6) == 0) {
-                char *c = line + 6; while (*c == ' ' || *c == '\t') c++;
-                first_line(c);
-                if (len + strlen(c) + 3 < n) len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? "; " : "", c);
-                break;
-            }
-        }
-        fclose(f);
-    }
-    globfree(&g);
-    if (!buf[0]) snprintf(buf, n, "none");
-}
-
-static void library_versions(char *buf, size_t n) {
-    char ob[256], h5[32], mpi[MPI_MAX_LIBRARY_VERSION_STRING + 1];
-    const char *obc = openblas_get_config();
-    snprintf(ob, sizeof ob, "%s", obc ? obc : "unknown");   // "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."
-    unsigned maj = 0, min = 0, rel = 0;
-    if (H5get_libversion(&maj, &min, &rel) < 0) snprintf(h5, sizeof h5, "unknown");
-    else snprintf(h5, sizeof h5, "%u.%u.%u", maj, min, rel);
-    int len = 0;
-    if (MPI_Get_library_version(mpi, &len) != MPI_SUCCESS) snprintf(mpi, sizeof mpi, "unknown");
-    mpi[sizeof mpi - 1] = 0;
-    mpi[strcspn(mpi, ",\r\n")] = 0;   // "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4"
-    const char *fy = fy_library_version();
-    buf[0] = 0;
-    const char *keys[] = { "openblas", "hdf5", "sqlite", "libfyaml", "mpi" };
-    const char *vals[] = { ob, h5, sqlite3_libversion(), fy ? fy : "unknown", mpi };
-    xsnprintf(buf, n, "{");
-    for (int i = 0; i < 5; i++) {
-        size_t l = strlen(buf);
-        xsnprintf(buf + l, n - l, "%s", i ? ", " : "");
-        store_json_str(buf, n, keys[i]);
-        l = strlen(buf);
-        xsnprintf(buf + l, n - l, ": ");
-        store_json_str(buf, n, vals[i]);
-    }
-    size_t l = strlen(buf);
-    xsnprintf(buf + l, n - l, "}");
-}
-
-#define STR2(x) #x
-#define STR(x) STR2(x)
-
-void runinfo_host_facts(RunInfo *ri) {
-    this_host(ri->host, sizeof ri->host);
-    ri->pid = (int)getpid();
-    cpu_model(ri->cpu_model, sizeof ri->cpu_model);
-    gpu_model(ri->gpu_model, sizeof ri->gpu_model);
-#if defined(__clang__)
-    snprintf(ri->compiler, sizeof ri->compiler, "clang %s", __clang_version__);
-#elif defined(__GNUC__)
-    snprintf(ri->compiler, sizeof ri->compiler, "gcc %s", __VERSION__);
-#else
-    snprintf(ri->compiler, sizeof ri->compiler, "unknown");
-#endif
-#ifdef BOOST_CFLAGS
-    snprintf(ri->cflags, sizeof ri->cflags, "%s", BOOST_CFLAGS);
-#else
-    // Not passed by the build: what the preprocessor knows about this translation unit
-    // (compiled with the same flags as the rest of the engine).
-    snprintf(ri->cflags, sizeof ri->cflags, "(derived)%s%s%s%s%s%s",
-#ifdef __OPTIMIZE__
-             " optimized",
-#else
-             " -O0",
-#endif
-#ifdef __AVX512F__
-             " avx512f",
-#else
-             "",
-#endif
-#ifdef __AVX2__
-             " avx2",
-#else
-             "",
-#endif
-#ifdef __FMA__
-             " fma",
-#else
-             "",
-#endif
-#ifdef _OPENMP
-             " openmp-" STR(_OPENMP),
-#else
-             "",
-#endif
-#ifdef NDEBUG
-             " NDEBUG"
-#else
-             ""
-#endif
-    );
-#endif
-    library_versions(ri->library_versions, sizeof ri->library_versions);
-    char out[256];
-    int any = 0;
-    if (run_cmd("git rev-parse HEAD 2>/dev/null", out, sizeof out, NULL) == 0 && out[0]) {
-        copy_trunc(ri->git_commit, sizeof ri->git_commit, out);
-        int rc = run_cmd("git status --porcelain 2>/dev/null", out, sizeof out, &any);
-        ri->git_dirty = rc == 0 ? any : -1;
-    } else {
-        snprintf(ri->git_commit, sizeof ri->git_commit, "unknown");
-        ri->git_dirty = -1;
-    }
-}

@@ -1,16 +1,23 @@
-// db.h — the SQLite run registry: one row per training run (who, what, where, with
-// which code and libraries), its step metrics, validation losses, communication
-// volumes, memory use and events. Schema and example queries: docs/database.md.
+// db.h — the SQLite run registry: one row per launch of an experiment (`make exp`), one
+// row per training run (who, what, where, with which code, libraries and overrides), its
+// step metrics, validation losses, communication volumes (rank 0 per collective; every
+// rank's totals per step), memory use and events; views that summarise them. Schema,
+// views and example queries: docs/database.md.
 //
 // Logging is buffered: rundb_log_* append to memory, rundb_flush writes everything in
-// ONE transaction through prepared statements that stay open. The trainer flushes
-// every few steps and at exit; run lifecycle calls (begin/end/resume) flush first.
-// Any SQLite failure dies with file:line and SQLite's message.
+// ONE transaction through prepared statements that stay open. The database never kills
+// training: a flush that finds the file busy (locked by another process), full or
+// unwritable keeps the rows in memory, warns once per failure streak on stderr and
+// tries again later with a growing back-off; rundb_close and the run lifecycle calls
+// wait longer (RunDBPatience) and then report one clean error. A database that cannot
+// be opened, is damaged (PRAGMA quick_check) or has a newer schema is refused at open
+// with a message naming the file (exit 2).
 #pragma once
 #include <stdint.h>
-#include "../train/trainer.h"
+#include "host.h"
+#include "../core/metrics.h"
 
-#define RUNDB_SCHEMA_VERSION 1   // PRAGMA user_version of databases this build writes
+#define RUNDB_SCHEMA_VERSION 2   // PRAGMA user_version of databases this build writes (1 is migrated)
 
 typedef struct RunDB RunDB;
 
@@ -21,9 +28,14 @@ typedef struct {
     char experiment[256];
     char variant[256];
     char manifest_path[1024];
-    char manifest_version[128];  // the manifest's own `version` field, as written
+    char experiment_version[128];// the manifest's `version:` field (the experiment's own version), as written
+    int manifest_format;         // the manifest's `manifest_version:` (file format; 0 = unknown)
     char manifest_sha256[65];
     const char *config_json;     // resolved configuration (not copied; may be NULL)
+    const char *const *overrides;// the --set "key=value" strings the run was started with (not copied)
+    int n_overrides;
+    int64_t launch_id;           // the launch (`make exp`) this run belongs to; 0 = none (run by hand)
+    int repeat_index;            // 0-based repetition of its variant inside the launch (REPEAT=N)
     char git_commit[64];         // "unknown" outside a git checkout
     int git_dirty;               // 1: uncommitted changes; -1: unknown
     char host[256];
@@ -36,21 +48,69 @@ typedef struct {
     int tp, pp, dp, world_size;
     int64_t params;
     double flops_per_token;
-    double peak_gflops;
+    double peak_gflops;          // the sgemm peak MFU is relative to: one host's (all cores) x hosts used
 } RunInfo;
 
-// Fill host, pid, cpu_model, gpu_model, compiler, cflags, library_versions, git_commit
-// and git_dirty (git run in the current directory; absent git -> "unknown", -1).
-// Leaves the other fields alone. MPI need not be initialised.
+// Copy the host facts into a RunInfo (host, pid, cpu/gpu, compiler, cflags, libraries, git).
+void runinfo_set_host(RunInfo *ri, const HostFacts *h);
+// host_facts() + runinfo_set_host(): collects everything now.
 void runinfo_host_facts(RunInfo *ri);
 
-// Open (creating the parent directory and the schema if absent) in WAL mode with a
-// busy timeout and foreign keys on. A database whose schema version is newer than
-// RUNDB_SCHEMA_VERSION, or a file that is not SQLite, is refused (exit 2).
+// Open (creating the parent directory and the schema if absent; migrating schema 1) in
+// WAL mode with a busy timeout and foreign keys on. Refused with exit 2 and a message
+// naming the file: a path that cannot be opened or created, a file that is not SQLite,
+// a damaged database (PRAGMA quick_check), a schema newer than RUNDB_SCHEMA_VERSION.
 RunDB *rundb_open(const char *path);
-void rundb_close(RunDB *db);     // flushes first
+// Flushes (waiting up to the final patience), then closes. Returns 0, or 1 when buffered
+// rows could not be written (one error line on stderr says how many and why).
+int rundb_close(RunDB *db);
 const char *rundb_path(const RunDB *db);
 
+// How long a write waits for a busy database. busy_ms: SQLite's busy timeout of one
+// attempt (default 2000 ms); final_s: how long rundb_close, rundb_end_run and the other
+// lifecycle calls keep retrying a busy database (default 600 s; a full disk or an I/O
+// error is retried 3 times over a few seconds instead).
+void rundb_set_patience(RunDB *db, int busy_ms, double final_s);
+
+// ---- launches: one `make exp` = one launch ---------------------------------------------
+typedef struct {
+    char experiment[256];
+    char manifest_path[1024];
+    char experiment_version[128];
+    int manifest_format;
+    char manifest_sha256[65];
+    const char *manifest_text;   // the manifest file's text (not copied)
+    const char *const *overrides;// SET= strings given to every run (not copied)
+    int n_overrides;
+    char variant_filter[256];    // VARIANT= ("" = every variant that is not on demand)
+    int repeat;                  // REPEAT= (>= 1): the variants run `repeat` times, interleaved
+    double load_avg;             // 1-minute load average at the start (-1 unknown)
+    double peak_gflops;          // the one sgemm peak measured for the launch (this host, all cores)
+    HostFacts host;
+} LaunchInfo;
+// New launch, status 'running'. Returns launches.id.
+int64_t rundb_begin_launch(RunDB *db, const LaunchInfo *li);
+// status: completed | failed | interrupted.
+void rundb_end_launch(RunDB *db, int64_t launch, const char *status);
+
+typedef struct {
+    int64_t id;
+    char experiment[256], status[16], started_at[32];
+    char experiment_version[128], manifest_sha256[65];
+    char variant_filter[256];
+    int repeat;
+    double peak_gflops, load_avg;
+    char host[256];
+    int n_overrides;
+    char **overrides;            // malloc'd (rundb_launch_row_free)
+} LaunchRow;
+// The launch with this id (1), or 0.
+int rundb_launch(RunDB *db, int64_t id, LaunchRow *out);
+// The newest launch of an experiment (1), or 0.
+int rundb_latest_launch(RunDB *db, const char *experiment, LaunchRow *out);
+void rundb_launch_row_free(LaunchRow *row);
+
+// ---- runs ------------------------------------------------------------------------------
 // New run, status 'running', started_at now. Returns runs.id.
 int64_t rundb_begin_run(RunDB *db, const RunInfo *ri);
 // Buffered rows (written by the next rundb_flush). Steps, validation and comm rows
@@ -62,56 +122,113 @@ void rundb_log_val(RunDB *db, int64_t run, int step, int64_t tokens_seen, double
 // (the process group the collective ran over); layer -1 = not layer-specific.
 void rundb_log_comm(RunDB *db, int64_t run, int step, const char *kind, const char *phase, const char *group,
                     int layer, int64_t calls, int64_t elements, int64_t bytes, double seconds);
+// One rank's communication totals of one step (all kinds, phases, groups and layers).
+void rundb_log_comm_rank(RunDB *db, int64_t run, int step, int rank, int tp_rank, int pp_rank, int dp_rank,
+                         int64_t calls, int64_t elements, int64_t bytes, double seconds);
 // category: parameters|gradients|optimizer|activations|peak_rss
 void rundb_set_memory(RunDB *db, int64_t run, const char *category, int64_t bytes);
-// kind: checkpoint|resumed|error|interrupted|dump|config_change; step -1 = none (NULL).
+// kind: checkpoint|resumed|error|interrupted|diverged|dump|config_change|warning; step -1 = none (NULL).
 void rundb_event(RunDB *db, int64_t run, int step, const char *kind, const char *detail);
-// Write all buffered rows in one transaction.
-void rundb_flush(RunDB *db);
+// Write all buffered rows in one transaction. Never dies on a busy, full or unwritable
+// database: returns 0 when everything is written, 1 when rows stay buffered (a warning
+// says so; the next flush retries once the back-off has passed).
+int rundb_flush(RunDB *db);
+// Like rundb_flush, but retries for up to `patience_s` seconds (checkpoints call it so
+// that a step's rows are in the database before its checkpoint becomes final).
+int rundb_flush_wait(RunDB *db, double patience_s);
 
-// Flush, then status := status ('completed'|'failed'|'interrupted'), ended_at := now,
-// error := error (NULL ok). 'failed' also logs an 'error' event, 'interrupted' an
-// 'interrupted' event.
-void rundb_end_run(RunDB *db, int64_t run, const char *status, const char *error);
+// Flush, then the end of a run: status ('completed'|'failed'|'interrupted'|'diverged'),
+// ended_at := now, error := error (NULL ok). 'failed', 'interrupted' and 'diverged' also
+// log an event of that kind ('failed' as 'error'). A run already 'failed' keeps its
+// status and first message (the first failure of any rank is the cause); 'interrupted'
+// replaces only 'running' (a signal thread may have recorded it already).
+// Returns 0, or 1 if the database could not be written within the patience.
+int rundb_end_run(RunDB *db, int64_t run, const char *status, const char *error);
+// From any process (another rank, a signal thread): open `path`, set the run's status
+// as rundb_end_run would, close. 'interrupted' only replaces 'running'. Never dies:
+// returns 0, or 1 with one warning line on stderr. For the die hooks of every rank.
+int rundb_mark_run(const char *path, int64_t run, const char *status, const char *message);
 // A run continues from its checkpoint at from_step: status 'running', resumed_count+1,
 // pid/host of this process, ended_at/error cleared, event 'resumed'; step, validation
 // and comm rows after from_step are deleted (they are redone). from_step < 0: keep rows.
-void rundb_resume_run(RunDB *db, int64_t run, int from_step);
+// overrides (may be NULL): the run's --set strings from now on (stored + new ones).
+void rundb_resume_run(RunDB *db, int64_t run, int from_step, const char *const *overrides, int n_overrides);
 // Runs still 'running' whose process is gone (same host and kill(pid,0) says ESRCH),
 // or on another host and started more than 7 days ago, become 'interrupted' (with an
-// event). Returns how many.
+// event); launches still 'running' whose runs are all finished and whose starting
+// process is gone become 'interrupted' too. Returns how many runs.
 int rundb_mark_stale(RunDB *db);
 
-// ---- lookups for the experiment runner ----------------------------------------------
+// ---- lookups ---------------------------------------------------------------------------
 typedef struct {
     int64_t id;
     char uid[256], experiment[256], variant[256];
     char status[16];
-    char manifest_version[128], manifest_sha256[65];
+    char experiment_version[128], manifest_sha256[65];
     char started_at[32];
     int resumed_count;
     int last_step;               // highest logged step (0 if none)
+    int64_t launch_id;           // 0 = none
+    int repeat_index;
+    double peak_gflops;          // the peak its MFU is relative to (host peak x hosts; NAN: none)
 } RunRow;
 // Latest run (by started_at, then id) of (experiment, variant): 1 and *out, or 0.
 int rundb_latest_run(RunDB *db, const char *experiment, const char *variant, RunRow *out);
-// Number of runs of (experiment, manifest_version) whose manifest_sha256 differs from
+// The run with this uid: 1 and *out, or 0.
+int rundb_run_by_uid(RunDB *db, const char *uid, RunRow *out);
+// The run of (launch, variant, repeat_index): 1 and *out, or 0.
+int rundb_launch_run(RunDB *db, int64_t launch, const char *variant, int repeat_index, RunRow *out);
+// The --set strings a run was started (or last resumed) with: the count; *out malloc'd
+// (rundb_free_strings).
+int rundb_run_overrides(RunDB *db, int64_t run, char ***out);
+void rundb_free_strings(char **list, int n);
+// Before MPI, on every rank of a resume: open `path` read-only (no schema change) and
+// look up the run with `uid` (or, uid NULL/"", the latest of (experiment, variant)) and
+// its stored overrides. Returns 1 and fills *out / *overrides (malloc'd), or 0 when the
+// database or the run does not exist.
+int rundb_peek_run(const char *path, const char *experiment, const char *variant, const char *uid,
+                   RunRow *out, char ***overrides, int *n_overrides);
+// Number of runs of (experiment, experiment_version) whose manifest_sha256 differs from
 // `sha256` (an edited manifest whose version was not bumped); *first = the earliest.
-int rundb_manifest_conflicts(RunDB *db, const char *experiment, const char *manifest_version,
+int rundb_manifest_conflicts(RunDB *db, const char *experiment, const char *experiment_version,
                              const char *sha256, RunRow *first);
+// The training loss logged at `step` of a run (NAN if absent).
+double rundb_step_loss(RunDB *db, int64_t run, int step);
+// The value of one configuration key ("model.d_model") in the configurations two runs
+// ran with (a resume that changed it: its config_change event's), as text ("" if
+// absent): 1 if they differ, else 0.
+int rundb_config_differs(RunDB *db, int64_t run_a, int64_t run_b, const char *dotted_key,
+                         char *value_a, char *value_b, size_t n);
 
+// ---- the comparison table ----------------------------------------------------------------
+// One row per variant. Only completed runs enter the numbers; the others are counted
+// (n_runs - n_completed) and listed by the caller from rundb_launch_runs.
 typedef struct {
     char variant[256];
-    int64_t run_id;
-    char uid[256], status[16];
-    int steps;                   // last logged step
-    double final_loss;           // train loss at the last logged step (NAN: none)
-    double val_loss;             // validation loss at the last validated step (NAN: none)
-    double ms_per_step;          // mean step time, first step excluded (unless it is the only one)
-    double tokens_per_s;         // mean, same steps
+    int n_runs, n_completed;     // runs of the variant considered; those completed
+    int64_t run_id;              // its first completed run (else its first run)
+    char uid[256], status[16];   // that run's; status "mixed" when the runs' statuses differ
+    int steps;                   // last logged step of that run
+    double final_loss;           // train loss at the last step (median over the completed runs; NAN: none)
+    double val_loss;             // last validation loss (median; NAN: none)
+    double ms_per_step;          // median step time after warm-up (per run), median over runs
+    double ms_lo, ms_hi;         // spread: min..max of the run medians (n_completed > 1), else
+                                 // the 10th..90th percentile of the single run's timed steps
+    int timed_steps;             // steps after warm-up in that run (the first max(1, steps/10) are warm-up)
+    double tokens_per_step;      // tokens of one optimizer step
+    double tokens_per_s;         // tokens_per_step / ms_per_step: consistent with the ms/step column
+    double mfu;                  // tokens_per_s x flops_per_token / the run's recorded peak
     int64_t peak_memory;         // bytes: peak_rss if recorded, else the sum of the categories (0: none)
-    int64_t comm_bytes;          // total bytes over all comm rows
-    int64_t comm_calls;          // total collective calls over all comm rows
+    int64_t comm_bytes;          // per step, rank 0's view: all comm rows / steps that have comm rows
+    int64_t comm_calls;          // collective calls per step, same rows
 } VariantSummary;
-// One row per variant of `experiment` (its latest run), in order of each variant's
-// first run. Returns the count; *out malloc'd (free it).
+// The runs of a launch, in the order they ran (repeat-interleaved). *out malloc'd.
+int rundb_launch_runs(RunDB *db, int64_t launch, RunRow **out);
+// One row per variant of the given runs (variants in order of first appearance).
+int rundb_summarize(RunDB *db, const int64_t *run_ids, int n_runs, VariantSummary **out);
+// The latest run of each variant of `experiment` (for runs made without a launch), in
+// order of each variant's first run. Returns the count; *out malloc'd (free it).
 int rundb_compare(RunDB *db, const char *experiment, VariantSummary **out);
+
+// For tests: the connection (to provoke busy, full or damaged databases).
+struct sqlite3 *rundb_handle(RunDB *db);

@@ -23,13 +23,16 @@ static void act(hid_t f, const char *dir, const char *name, const float *p, int6
 }
 
 // Bottleneck activations of one low-rank linear: <name>_h = x@A and, for cola, <name>_z = SiLU(h)
-// (svd: z is h itself and is not stored twice).
+// (svd: z is h itself and is not stored twice). LaX (docs/lax.md): <name>_h = U = x@A + g(z_prev)
+// (x@A in layer 0), <name>_z = σ(LN(U)) whenever it is not U itself.
 static void act_lowrank(hid_t f, const char *dir, const char *name, const LowRankActs *la, const ModelConfig *c,
                         int64_t N, int64_t r) {
     if (c->linear == LINEAR_DENSE || !la->h) return;
     char nm[32];
     xsnprintf(nm, sizeof nm, "%s_h", name); act(f, dir, nm, la->h, N, r);
-    if (c->linear == LINEAR_COLA) { xsnprintf(nm, sizeof nm, "%s_z", name); act(f, dir, nm, la->z, N, r); }
+    if (c->linear == LINEAR_COLA || (c->linear == LINEAR_LAX && la->z != la->h)) {
+        xsnprintf(nm, sizeof nm, "%s_z", name); act(f, dir, nm, la->z, N, r);
+    }
 }
 
 static void write_activations(hid_t f, const Model *m, int rows) {

@@ -1,40 +1,76 @@
-// exp — run an experiment: every variant of experiments/<name>.yaml (or one), each as
-// its own training process (under mpirun when the variant asks for several ranks),
-// then a table comparing the variants from the run database.
-//   build/exp NAME|PATH [--variant V] [--resume] [--dry-run] [--set key=value]...
-// `make exp EXP=name [VARIANT=v] [RESUME=1] [DRY_RUN=1]` calls this.
+// exp — run an experiment as one launch: every variant of experiments/<name>.yaml (or
+// one), REPEAT times interleaved (A B A B ...), each run its own training process (under
+// mpirun when the variant asks for several ranks), all recorded under one `launches` row
+// (manifest text and hash, overrides, host, load, one measured sgemm peak); then the
+// table comparing the variants from the runs of that launch. `exp --help` lists the
+// options; `make exp EXP=name [VARIANT=v] [SET="k=v ..."] [REPEAT=n] [RESUME=1]
+// [LAUNCH=id] [SUMMARY=1] [DRY_RUN=1]` calls this.
+#include <dirent.h>
 #include <libgen.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "../config/manifest.h"
 #include "../core/check.h"
+#include "../core/fs.h"
+#include "../core/env.h"
+#include "../store/checkpoint.h"
 #include "../store/db.h"
+#include "../store/host.h"
 #include "../train/trainer.h"
 
-static void usage(void) {
-    fprintf(stderr, "usage: exp NAME|PATH [--variant V] [--resume] [--dry-run] [--set key=value]...\n");
-    exit(EXIT_BAD_INPUT);
+static const char *USAGE =
+"usage: exp NAME|PATH [--variant V] [--set key=value]... [--repeat N] [--dry-run]\n"
+"       exp NAME|PATH --resume [--launch ID] [--set key=value]...\n"
+"       exp NAME|PATH --summary [--launch ID]\n"
+"\n"
+"Runs experiments/NAME.yaml as one launch: each variant (those marked run.on_demand only\n"
+"when named) as its own training process, the variants REPEAT times interleaved, then\n"
+"a table comparing the variants from the completed runs of this launch.\n"
+"\n"
+"  --variant V        only this variant (make exp VARIANT=V)\n"
+"  --set key=value    override a configuration key in every variant (make exp SET=\"k=v k2=v2\")\n"
+"  --repeat N         run the variants N times, interleaved A B A B ... (make exp REPEAT=N):\n"
+"                     the table gives the median step time and its min..max over the repeats\n"
+"  --dry-run          print each variant's launch command and configuration; run nothing\n"
+"  --resume           continue a launch (the latest, or --launch ID): runs not completed\n"
+"                     resume from their newest checkpoint with their stored overrides,\n"
+"                     runs not started start, completed runs are left alone (make exp RESUME=1)\n"
+"  --summary          print the comparison table of a launch (the latest, or --launch ID)\n"
+"  --launch ID        the launch for --resume or --summary (make exp LAUNCH=ID)\n"
+"  --help             this text\n"
+"\n"
+"Exit: 0 every run completed (or nothing left to do), 1 a run failed or diverged,\n"
+"2 bad input or environment, 128+N interrupted by signal N (resume with --resume).\n";
+
+static void usage_error(const char *what) { die_input_hint(USAGE, "exp: %s", what); }
+
+// ---- signals: the launcher stops launching, lets the running variant record itself ---
+static volatile sig_atomic_t g_stop;
+static volatile pid_t g_child;
+static void on_signal(int sig) {
+    if (!g_stop) g_stop = sig;
+    // Ctrl-C reaches the whole foreground process group (the child too); a signal sent to
+    // this process alone is passed on, so the run records 'interrupted' itself.
+    if (sig != SIGINT && g_child > 0) kill(g_child, SIGTERM);
 }
 
-// argv of one variant's launch: [mpirun -np W --oversubscribe [--allow-run-as-root]] train ...
-static int build_command(const char **argv, char *train_bin, const char *path, const char *variant,
-                         const char **sets, int n_sets, int resume, int world, char *npbuf) {
-    int n = 0;
-    if (world > 1) {
-        argv[n++] = "mpirun"; argv[n++] = "-np"; argv[n++] = npbuf; argv[n++] = "--oversubscribe";
-        if (geteuid() == 0) argv[n++] = "--allow-run-as-root";
+// ---- launching ---------------------------------------------------------------------------
+typedef struct { const char **v; int n, cap; } Args;
+static void args_push(Args *a, const char *s) {
+    if (a->n + 2 > a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 32;
+        a->v = realloc(a->v, (size_t)a->cap * sizeof *a->v);
+        CHECK(a->v, "out of memory");
     }
-    argv[n++] = train_bin; argv[n++] = path; argv[n++] = "--variant"; argv[n++] = variant;
-    for (int i = 0; i < n_sets; i++) { argv[n++] = "--set"; argv[n++] = sets[i]; }
-    if (resume) argv[n++] = "--resume";
-    argv[n] = NULL;
-    return n;
+    a->v[a->n++] = s;
+    a->v[a->n] = NULL;
 }
 
-static int run_command(const char **argv) {
+static int run_command(const char *const *argv) {
     pid_t pid = fork();
     CHECK_ERRNO(pid < 0, "fork");
     if (pid == 0) {
@@ -42,10 +78,28 @@ static int run_command(const char **argv) {
         fprintf(stderr, "error: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    g_child = pid;
     int status;
-    CHECK_ERRNO(waitpid(pid, &status, 0) < 0, "waitpid");
+    while (waitpid(pid, &status, 0) < 0) CHECK_ERRNO(errno != EINTR, "waitpid");
+    g_child = 0;
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+// Is `prog` an executable on PATH? (A missing mpirun is the environment's fault: exit 2
+// before anything runs, not a failed variant.)
+static int on_path(const char *prog) {
+    const char *path = getenv("PATH");
+    if (!path) return 0;
+    char *copy = xstrdup(path), *save = NULL;
+    int found = 0;
+    for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+        char p[2048];
+        snprintf(p, sizeof p, "%s/%s", d, prog);
+        found = access(p, X_OK) == 0;
+    }
+    free(copy);
+    return found;
 }
 
 static void human_bytes(char *buf, size_t n, double b) {
@@ -55,50 +109,244 @@ static void human_bytes(char *buf, size_t n, double b) {
     snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
 }
 
-static void print_comparison(const char *db_path, const char *experiment) {
-    RunDB *db = rundb_open(db_path);
+// ---- configurations ------------------------------------------------------------------------
+// The keys of `c` whose value differs from `base` (the whole configuration is in the
+// database; the console shows what distinguishes a variant).
+static void print_config_diff(const Config *base, const char *base_name, const Config *c) {
+    int nk; const ConfigKey *keys = config_schema(&nk);
+    int shown = 0;
+    for (int i = 0; i < nk; i++) {
+        char a[1100], b[1100];
+        config_format_value(base, &keys[i], a, sizeof a);
+        config_format_value(c, &keys[i], b, sizeof b);
+        if (strcmp(a, b) == 0) continue;
+        if (!shown++) printf("configuration: as %s except\n", base_name);
+        printf("  %s.%-*s %s   (%s: %s)\n", keys[i].section, 24 - (int)strlen(keys[i].section), keys[i].key, b, base_name, a);
+    }
+    if (!shown) printf("configuration: the same as %s\n", base_name);
+}
+
+// Warn about every key on which the runs of the comparison differ beyond what their
+// variants' own overrides explain: a recorded configuration (the one in effect: after a
+// resume with new --set, the last config_change) differs from the reference run's while
+// the manifest gives the two variants the same value. train.threads is resolved at run
+// time from the layout and is not compared.
+static void warn_config_differences(RunDB *db, const Manifest *man, const RunRow *runs, int n) {
+    if (n < 2) return;
+    int nk; const ConfigKey *keys = config_schema(&nk);
+    const RunRow *ref = &runs[0];
+    const ManifestVariant *vref = NULL;
+    for (int v = 0; v < man->n_variants; v++) if (!strcmp(man->variants[v].name, ref->variant)) vref = &man->variants[v];
+    if (!vref) return;
+    for (int k = 0; k < nk; k++) {
+        char dotted[200];
+        snprintf(dotted, sizeof dotted, "%s.%s", keys[k].section, keys[k].key);
+        if (!strcmp(dotted, "train.threads")) continue;
+        for (int i = 1; i < n; i++) {
+            const ManifestVariant *vi = NULL;
+            for (int v = 0; v < man->n_variants; v++) if (!strcmp(man->variants[v].name, runs[i].variant)) vi = &man->variants[v];
+            if (!vi) continue;
+            char ma[1100], mb[1100], ra[1100], rb[1100];
+            config_format_value(&vref->config, &keys[k], ma, sizeof ma);
+            config_format_value(&vi->config, &keys[k], mb, sizeof mb);
+            if (strcmp(ma, mb) != 0) continue;    // the variants' own overrides explain it
+            if (rundb_config_differs(db, ref->id, runs[i].id, dotted, ra, rb, sizeof ra)) {
+                printf("warning: the compared runs differ on %s beyond their variants' overrides: %s = %s in run %lld (%s), "
+                       "%s in run %lld (%s)\n", dotted, dotted, ra, (long long)ref->id, ref->variant, rb,
+                       (long long)runs[i].id, runs[i].variant);
+                break;
+            }
+        }
+    }
+}
+
+// ---- the comparison table ------------------------------------------------------------------
+static void print_table(RunDB *db, const Manifest *man, const char *experiment, const LaunchRow *launch) {
+    RunRow *runs = NULL;
+    int n_runs = 0;
+    if (launch) {
+        n_runs = rundb_launch_runs(db, launch->id, &runs);
+        printf("\n%s — launch %lld (%s, host %s, load %.2f at start, sgemm peak %.1f GFLOP/s, REPEAT=%d%s%s%s)\n",
+               experiment, (long long)launch->id, launch->started_at, launch->host, launch->load_avg, launch->peak_gflops,
+               launch->repeat, launch->variant_filter[0] ? ", VARIANT=" : "", launch->variant_filter,
+               launch->n_overrides ? ", SET given" : "");
+        for (int i = 0; i < launch->n_overrides; i++) printf("  SET %s\n", launch->overrides[i]);
+    }
     VariantSummary *vs = NULL;
-    int n = rundb_compare(db, experiment, &vs);
-    printf("\n%s — latest run of each variant (%s); comm = all collectives of the run\n", experiment, db_path);
-    printf("%-28s %-11s %6s %10s %10s %10s %11s %11s %12s %10s\n", "variant", "status", "steps", "loss",
-           "val loss", "ms/step", "tokens/s", "peak mem", "comm bytes", "comm calls");
+    int n = 0;
+    if (launch) {
+        int64_t *ids = xcalloc((size_t)(n_runs ? n_runs : 1), sizeof *ids);
+        for (int i = 0; i < n_runs; i++) ids[i] = runs[i].id;
+        n = rundb_summarize(db, ids, n_runs, &vs);
+        free(ids);
+    } else {
+        n = rundb_compare(db, experiment, &vs);
+        printf("\n%s — no launch recorded: the latest run of each variant (runs made by hand; they may differ in settings)\n",
+               experiment);
+    }
+    printf("%-28s %5s %6s %9s %9s %9s %21s %10s %6s %10s %11s %8s\n", "variant", "runs", "steps", "loss", "val loss",
+           "ms/step", "spread", "tokens/s", "MFU", "peak mem", "comm/step", "calls");
+    int spread_runs = 0, spread_steps = 0;
     for (int i = 0; i < n; i++) {
-        char mem[32], comm[32], val[32], loss[32];
-        human_bytes(mem, sizeof mem, (double)vs[i].peak_memory);
-        human_bytes(comm, sizeof comm, (double)vs[i].comm_bytes);
-        snprintf(loss, sizeof loss, isnan(vs[i].final_loss) ? "-" : "%.4f", vs[i].final_loss);
-        snprintf(val, sizeof val, isnan(vs[i].val_loss) ? "-" : "%.4f", vs[i].val_loss);
-        printf("%-28s %-11s %6d %10s %10s %10.1f %11.0f %11s %12s %10lld\n", vs[i].variant, vs[i].status, vs[i].steps,
-               loss, val, vs[i].ms_per_step, vs[i].tokens_per_s, mem, comm, (long long)vs[i].comm_calls);
+        const VariantSummary *s = &vs[i];
+        char mem[32], comm[32], val[32], loss[32], ms[32], spread[48], tps[32], mfu[32], runs_col[16];
+        human_bytes(mem, sizeof mem, (double)s->peak_memory);
+        human_bytes(comm, sizeof comm, (double)s->comm_bytes);
+        snprintf(loss, sizeof loss, isnan(s->final_loss) ? "-" : "%.4f", s->final_loss);
+        snprintf(val, sizeof val, isnan(s->val_loss) ? "-" : "%.4f", s->val_loss);
+        snprintf(ms, sizeof ms, isnan(s->ms_per_step) ? "-" : "%.1f", s->ms_per_step);
+        snprintf(tps, sizeof tps, isnan(s->tokens_per_s) ? "-" : "%.0f", s->tokens_per_s);
+        snprintf(mfu, sizeof mfu, isnan(s->mfu) ? "-" : "%.1f%%", 100 * s->mfu);
+        if (isnan(s->ms_lo)) snprintf(spread, sizeof spread, "-");
+        else snprintf(spread, sizeof spread, "%.1f-%.1f %s", s->ms_lo, s->ms_hi, s->n_completed > 1 ? "runs" : "p10-90");
+        if (s->n_completed > 1) spread_runs = 1; else if (!isnan(s->ms_lo)) spread_steps = 1;
+        snprintf(runs_col, sizeof runs_col, "%d/%d", s->n_completed, s->n_runs);
+        if (s->n_completed == 0) { snprintf(mem, sizeof mem, "-"); snprintf(comm, sizeof comm, "-"); }
+        printf("%-28s %5s %6d %9s %9s %9s %21s %10s %6s %10s %11s %8lld\n", s->variant, runs_col, s->steps, loss, val, ms,
+               spread, tps, mfu, mem, comm, (long long)s->comm_calls);
+    }
+    printf("runs: completed/total (only completed runs enter the numbers). ms/step: median step time after warm-up\n"
+           "(the first max(1, steps/10) steps), median over the runs. spread: %s%s%s. tokens/s = tokens per step /\n"
+           "median step time. MFU against the %s sgemm peak. comm/step and calls: rank 0's collectives per step.\n",
+           spread_runs ? "min-max of the run medians (\"runs\")" : "", spread_runs && spread_steps ? "; " : "",
+           spread_steps ? "10th-90th percentile of the single run's steps (\"p10-90\")" : !spread_runs ? "-" : "",
+           launch ? "launch's" : "runs'");
+    for (int i = 0; i < n_runs; i++)
+        if (strcmp(runs[i].status, "completed"))
+            printf("not compared: run %lld (%s, repeat %d) is %s at step %d\n", (long long)runs[i].id, runs[i].variant,
+                   runs[i].repeat_index + 1, runs[i].status, runs[i].last_step);
+    if (launch && man) {
+        // compare completed runs only
+        RunRow *done = xcalloc((size_t)(n_runs ? n_runs : 1), sizeof *done);
+        int nd = 0;
+        for (int i = 0; i < n_runs; i++) if (!strcmp(runs[i].status, "completed")) done[nd++] = runs[i];
+        warn_config_differences(db, man, done, nd);
+        free(done);
     }
     free(vs);
-    rundb_close(db);
+    free(runs);
+}
+
+// ---- the experiment's file ------------------------------------------------------------------
+// NAME -> experiments/NAME.yaml (a path is taken as it is); an unknown name gets the
+// closest experiment's name.
+static void resolve_path(const char *name, char *path, size_t n) {
+    if (strchr(name, '/') || strstr(name, ".yaml")) xsnprintf(path, n, "%s", name);
+    else xsnprintf(path, n, "experiments/%s.yaml", name);
+    struct stat st;
+    if (stat(path, &st) == 0) return;
+    const char *names[256];
+    int k = 0;
+    DIR *d = opendir("experiments");
+    struct dirent *e;
+    while (d && (e = readdir(d)) && k < 255) {
+        size_t l = strlen(e->d_name);
+        if (l > 5 && !strcmp(e->d_name + l - 5, ".yaml")) names[k++] = strndup(e->d_name, l - 5);
+    }
+    if (d) closedir(d);
+    names[k] = NULL;
+    const char *s = config_suggest(name, names);
+    const char *hint = "the experiments are the files in experiments/ (make exp EXP=<file stem>; ls experiments)";
+    if (s) die_input_hint(hint, "no experiment '%s': %s does not exist; did you mean '%s'?", name, path, s);
+    die_input_hint(hint, "no experiment '%s': %s does not exist", name, path);
+}
+
+// The launch's overrides, then the new ones; one assignment per key (the last wins).
+static int merge_sets(char **first, int n1, const char **second, int n2, const char **out) {
+    const char **all = xcalloc((size_t)(n1 + n2 + 1), sizeof *all);
+    int n = 0, k = 0;
+    for (int i = 0; i < n1; i++) all[n++] = first[i];
+    for (int i = 0; i < n2; i++) all[n++] = second[i];
+    for (int i = 0; i < n; i++) {
+        size_t kl = strcspn(all[i], "=");
+        int later = 0;
+        for (int j = i + 1; j < n && !later; j++) later = strcspn(all[j], "=") == kl && !strncmp(all[i], all[j], kl);
+        if (!later) out[k++] = all[i];
+    }
+    free(all);
+    return k;
 }
 
 int main(int argc, char **argv) {
+    ensure_passive_omp(argv);
     const char *name = NULL, *only = NULL;
-    int resume = 0, dry = 0;
-    const char **sets = xcalloc((size_t)argc, sizeof(char *)); int n_sets = 0;
+    int resume = 0, dry = 0, summary = 0, repeat = 1;
+    int64_t launch_id = 0;
+    const char **sets = xcalloc((size_t)argc + 1, sizeof(char *)); int n_sets = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--variant")) { if (++i >= argc) usage(); only = argv[i]; }
-        else if (!strcmp(argv[i], "--resume")) resume = 1;
-        else if (!strcmp(argv[i], "--dry-run")) dry = 1;
-        else if (!strcmp(argv[i], "--set")) { if (++i >= argc) usage(); sets[n_sets++] = argv[i]; }
-        else if (argv[i][0] == '-') die_input("unknown option '%s' (expected --variant, --resume, --dry-run, --set)", argv[i]);
-        else if (!name) name = argv[i];
-        else usage();
+        const char *a = argv[i];
+        int has_val = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(USAGE, stdout); return 0; }
+        else if (!strcmp(a, "--variant")) { if (!has_val) usage_error("--variant needs a name"); only = argv[++i]; }
+        else if (!strcmp(a, "--resume")) resume = 1;
+        else if (!strcmp(a, "--dry-run")) dry = 1;
+        else if (!strcmp(a, "--summary")) summary = 1;
+        else if (!strcmp(a, "--set")) { if (!has_val) usage_error("--set needs key=value"); sets[n_sets++] = argv[++i]; }
+        else if (!strcmp(a, "--repeat") || !strcmp(a, "--launch")) {
+            if (!has_val) usage_error("--repeat and --launch need a number");
+            char *end = NULL;
+            long v = strtol(argv[++i], &end, 10);
+            if (!*argv[i] || *end || v < 1 || v > 1000000000L) die_input("%s: expected a whole number >= 1, got '%s'", a, argv[i]);
+            if (!strcmp(a, "--repeat")) repeat = (int)v; else launch_id = v;
+        }
+        else if (a[0] == '-') die_input("unknown option '%s' (see exp --help)", a);
+        else if (!name) name = a;
+        else usage_error("one experiment at a time");
     }
-    if (!name || !*name) usage();
-    // NAME -> experiments/NAME.yaml; a path is taken as it is
+    if (!name || !*name) usage_error("no experiment named (make exp EXP=name)");
+    if (only && !*only) only = NULL;
+    if (resume + summary + dry > 1) usage_error("--resume, --summary and --dry-run exclude each other");
+    if (repeat > 1 && (resume || summary)) usage_error("--repeat starts a new launch (a resume keeps the launch's REPEAT)");
+    if (launch_id && !resume && !summary) usage_error("--launch goes with --resume or --summary");
     char path[1024];
-    if (strchr(name, '/') || strstr(name, ".yaml")) xsnprintf(path, sizeof path, "%s", name);
-    else xsnprintf(path, sizeof path, "experiments/%s.yaml", name);
-    struct stat st;
-    if (stat(path, &st) != 0)
-        die_input_hint("the experiments are the files in experiments/ (make exp EXP=<file stem>)",
-                       "no experiment '%s': %s does not exist", name, path);
+    resolve_path(name, path, sizeof path);
     Manifest *man = manifest_load_with(path, sets, n_sets);
-    if (only && *only) (void)manifest_variant(man, only);    // dies listing the names if unknown
+    if (only) (void)manifest_variant(man, only);    // dies listing the names if unknown
+    char db_path[1024];   // (man is reloaded by a resume)
+    xsnprintf(db_path, sizeof db_path, "%s", man->variants[0].config.run.db);
+
+    // ---- the table of an earlier launch -------------------------------------------------
+    if (summary) {
+        RunDB *db = rundb_open(db_path);
+        LaunchRow lr;
+        int have = launch_id ? rundb_launch(db, launch_id, &lr) : rundb_latest_launch(db, man->name, &lr);
+        if (launch_id && !have) die_input("no launch %lld in %s", (long long)launch_id, db_path);
+        if (have && strcmp(lr.experiment, man->name))
+            die_input("launch %lld is of experiment %s, not %s", (long long)launch_id, lr.experiment, man->name);
+        print_table(db, man, man->name, have ? &lr : NULL);
+        if (have) rundb_launch_row_free(&lr);
+        rundb_close(db);
+        manifest_free(man);
+        return 0;
+    }
+
+    // ---- a resume continues a launch with its own overrides ----------------------------
+    RunDB *db = NULL;
+    LaunchRow launch = {0};
+    const char **all_sets = sets; int n_all = n_sets;
+    if (resume) {
+        db = rundb_open(db_path);
+        rundb_mark_stale(db);
+        int have = launch_id ? rundb_launch(db, launch_id, &launch) : rundb_latest_launch(db, man->name, &launch);
+        if (!have) {
+            const char *hint = "start one with make exp EXP=<name>; a run made by hand resumes with build/train FILE --variant V --resume";
+            if (launch_id) die_input_hint(hint, "no launch %lld in %s", (long long)launch_id, db_path);
+            die_input_hint(hint, "no launch of %s in %s to resume", man->name, db_path);
+        }
+        if (strcmp(launch.experiment, man->name))
+            die_input("launch %lld is of experiment %s, not %s", (long long)launch.id, launch.experiment, man->name);
+        if (strcmp(launch.manifest_sha256, man->sha256))
+            die_input_hint("restore the manifest of the launch, or start a new launch (make exp without RESUME)",
+                           "%s changed since launch %lld (sha256 %.12s..., now %.12s...): a launch is resumed with its own manifest",
+                           path, (long long)launch.id, launch.manifest_sha256, man->sha256);
+        all_sets = xcalloc((size_t)(launch.n_overrides + n_sets + 1), sizeof *all_sets);
+        n_all = merge_sets(launch.overrides, launch.n_overrides, sets, n_sets, all_sets);
+        manifest_free(man);
+        man = manifest_load_with(path, all_sets, n_all);
+        if (!only && launch.variant_filter[0]) only = launch.variant_filter;
+        if (only) (void)manifest_variant(man, only);
+        repeat = launch.repeat;
+    }
 
     // The train binary next to this one.
     char self[1024], train_bin[1100];
@@ -107,53 +355,178 @@ int main(int argc, char **argv) {
     self[k] = 0;
     xsnprintf(train_bin, sizeof train_bin, "%s/train", dirname(self));
 
-    const char *db_path = man->variants[0].config.run.db;
-    printf("experiment %s version %s (%s, sha256 %.12s) — %d variant%s\n", man->name,
-           man->version[0] ? man->version : "-", path, man->sha256, man->n_variants, man->n_variants == 1 ? "" : "s");
+    printf("experiment %s version %s (%s, sha256 %.12s) — %d variant%s%s\n", man->name,
+           man->version[0] ? man->version : "-", path, man->sha256, man->n_variants, man->n_variants == 1 ? "" : "s",
+           repeat > 1 ? ", each run REPEAT times interleaved" : "");
     if (man->description[0]) printf("  %s\n", man->description);
-    if (!dry) {
-        // An edited manifest must get a new version: results of one version must come
-        // from one text.
-        RunDB *db = rundb_open(db_path);
+
+    // ---- a new launch: one load reading and one sgemm peak for all its runs -------------
+    double peak = resume ? launch.peak_gflops : 0;
+    if (!dry && !resume) {
+        db = rundb_open(db_path);
         rundb_mark_stale(db);
+        // An edited manifest must get a new version: results of one version come from one text.
         RunRow first;
         int nc = rundb_manifest_conflicts(db, man->name, man->version, man->sha256, &first);
-        rundb_close(db);
         if (nc > 0)
             die_input_hint("bump `version:` in the manifest (results of one version must come from one text), or use another run.db",
                            "%s changed since run %s (version %s, sha256 %.12s...) was recorded in %s; its content is now %.12s...",
                            path, first.uid, man->version, first.manifest_sha256, db_path, man->sha256);
+        LaunchInfo li;
+        memset(&li, 0, sizeof li);
+        xsnprintf(li.experiment, sizeof li.experiment, "%s", man->name);
+        xsnprintf(li.manifest_path, sizeof li.manifest_path, "%s", path);
+        xsnprintf(li.experiment_version, sizeof li.experiment_version, "%s", man->version);
+        xsnprintf(li.manifest_sha256, sizeof li.manifest_sha256, "%s", man->sha256);
+        li.manifest_format = man->manifest_version;
+        char *text = fs_read_text(path);
+        li.manifest_text = text;
+        li.overrides = sets; li.n_overrides = n_sets;
+        xsnprintf(li.variant_filter, sizeof li.variant_filter, "%s", only ? only : "");
+        li.repeat = repeat;
+        li.load_avg = host_load_average();
+        host_facts(&li.host);
+        set_threads(0);
+        peak = measure_sgemm_peak_gflops();
+        li.peak_gflops = peak;
+        int64_t id = rundb_begin_launch(db, &li);
+        free(text);
+        CHECK(rundb_launch(db, id, &launch), "launch %lld vanished", (long long)id);
+        printf("launch %lld on %s: load average %.2f at start; sgemm peak %.1f GFLOP/s (all %ld cores, measured once for every run)\n",
+               (long long)id, li.host.host, li.load_avg, peak, sysconf(_SC_NPROCESSORS_ONLN));
     }
 
-    int failures = 0;
-    for (int i = 0; i < man->n_variants; i++) {
-        const ManifestVariant *v = &man->variants[i];
-        if (only && *only && strcmp(v->name, only)) continue;
-        if ((!only || !*only) && v->config.run.on_demand) {
-            printf("\n== variant %s: on demand only (make exp EXP=%s VARIANT=%s) ==\n", v->name, man->name, v->name);
-            continue;
-        }
-        const ParallelConfig *pc = &v->config.parallel;
-        int world = pc->tp * pc->pp * pc->dp;
-        char np[16]; snprintf(np, sizeof np, "%d", world);
-        const char *cmd[64 + 2 * 64];
-        CHECK(n_sets < 60, "too many --set options");
-        build_command(cmd, train_bin, path, v->name, sets, n_sets, resume, world, np);
-        printf("\n== variant %s (%d rank%s) ==\n$", v->name, world, world == 1 ? "" : "s");
-        for (int j = 0; cmd[j]; j++) printf(" %s", cmd[j]);
-        printf("\n");
-        fflush(stdout);
-        if (dry) {   // the configuration and the memory per rank (dry back end: nothing allocated)
-            config_print_table(&v->config, stdout);
+    // ---- the plan: REPEAT rounds of the variants, interleaved ---------------------------
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL); sigaction(SIGTERM, &sa, NULL); sigaction(SIGHUP, &sa, NULL);
+    int failures = 0, completed = 0, planned = 0;
+    const ManifestVariant *base = NULL;
+    int mpirun_checked = 0;
+    char peak_s[40], launch_s[32];
+    snprintf(peak_s, sizeof peak_s, "%.17g", peak);   // exact: runs record the launch's peak
+    snprintf(launch_s, sizeof launch_s, "%lld", (long long)launch.id);
+    for (int r = 0; r < repeat && !g_stop; r++) {
+        for (int i = 0; i < man->n_variants && !g_stop; i++) {
+            const ManifestVariant *v = &man->variants[i];
+            if (only && strcmp(v->name, only)) continue;
+            if (!only && v->config.run.on_demand) {
+                if (r == 0) printf("\n== variant %s: on demand only (make exp EXP=%s VARIANT=%s) ==\n", v->name, man->name, v->name);
+                continue;
+            }
+            planned++;
+            const ParallelConfig *pc = &v->config.parallel;
+            int world = pc->tp * pc->pp * pc->dp;
+            char np[16], rep_s[16];
+            snprintf(np, sizeof np, "%d", world);
+            snprintf(rep_s, sizeof rep_s, "%d", r);
+            RunRow prior;
+            int have_prior = resume && rundb_launch_run(db, launch.id, v->name, r, &prior);
+            if (have_prior && strcmp(prior.status, "completed")) {
+                // a run stopped before its first checkpoint has nothing to resume from: it starts again
+                char dir[1400], ck[1500];
+                int64_t ck_step;
+                snprintf(dir, sizeof dir, "%s/%s", v->config.run.checkpoint_dir, prior.uid);
+                if (!checkpoint_latest(dir, ck, sizeof ck, &ck_step)) {
+                    printf("\n== variant %s, repeat %d/%d: run %lld (%s) is %s without a checkpoint: it starts again ==\n",
+                           v->name, r + 1, repeat, (long long)prior.id, prior.uid, prior.status);
+                    have_prior = 0;
+                }
+            }
+            if (have_prior && !strcmp(prior.status, "completed") && prior.last_step >= v->config.train.steps) {
+                printf("\n== variant %s, repeat %d/%d: run %lld (%s) already completed its %d steps: nothing to do ==\n",
+                       v->name, r + 1, repeat, (long long)prior.id, prior.uid, prior.last_step);
+                completed++;
+                continue;
+            }
+            Args cmd = {0};
+            if (world > 1) {
+                if (!mpirun_checked++ && !on_path("mpirun"))
+                    die_input("variant %s needs %d ranks, but mpirun is not on PATH (Debian: apt-get install openmpi-bin)",
+                              v->name, world);
+                args_push(&cmd, "mpirun"); args_push(&cmd, "-np"); args_push(&cmd, np); args_push(&cmd, "--oversubscribe");
+                if (geteuid() == 0) args_push(&cmd, "--allow-run-as-root");
+                // mpirun sends SIGTERM then SIGKILL: leave the ranks time to record 'interrupted'
+                args_push(&cmd, "--mca"); args_push(&cmd, "odls_base_sigkill_timeout"); args_push(&cmd, "5");
+            }
+            args_push(&cmd, train_bin); args_push(&cmd, path); args_push(&cmd, "--variant"); args_push(&cmd, v->name);
+            args_push(&cmd, "--no-config-table");
+            char resume_arg[300];
+            if (have_prior) {
+                snprintf(resume_arg, sizeof resume_arg, "--resume=%s", prior.uid);
+                args_push(&cmd, resume_arg);
+                args_push(&cmd, "--peak-gflops"); args_push(&cmd, peak_s);   // the launch's one peak, again
+                for (int s = 0; s < n_sets; s++) { args_push(&cmd, "--set"); args_push(&cmd, sets[s]); }   // new ones only: train adds the stored
+            } else {
+                for (int s = 0; s < n_all; s++) { args_push(&cmd, "--set"); args_push(&cmd, all_sets[s]); }
+                if (!dry) {
+                    args_push(&cmd, "--launch"); args_push(&cmd, launch_s);
+                    args_push(&cmd, "--repeat-index"); args_push(&cmd, rep_s);
+                    args_push(&cmd, "--peak-gflops"); args_push(&cmd, peak_s);
+                }
+            }
+            printf("\n== variant %s (%d rank%s)", v->name, world, world == 1 ? "" : "s");
+            if (repeat > 1) printf(", repeat %d/%d", r + 1, repeat);
+            printf(" ==\n$");
+            for (int j = 0; cmd.v[j]; j++) printf(" %s", cmd.v[j]);
             printf("\n");
-            trainer_memory_print(&v->config, stdout);
-            continue;
+            if (r == 0) {
+                if (!base) { base = v; config_print_table(&v->config, stdout); }
+                else print_config_diff(&base->config, base->name, &v->config);
+            }
+            fflush(stdout);
+            if (dry) {   // and the memory per rank (dry back end: nothing allocated)
+                if (r == 0) { printf("\n"); trainer_memory_print(&v->config, stdout); }
+                free(cmd.v);
+                continue;
+            }
+            int rc = run_command(cmd.v);
+            free(cmd.v);
+            // A process that ended without recording its end (SIGKILL, an MPI abort) is
+            // recorded by the launcher.
+            RunRow after;
+            if (rundb_launch_run(db, launch.id, v->name, r, &after) && !strcmp(after.status, "running")) {
+                char msg[256];
+                snprintf(msg, sizeof msg, "the run's process ended (%s %d) without recording its end (seen by exp)",
+                         rc >= 128 ? "signal" : "exit", rc >= 128 ? rc - 128 : rc);
+                rundb_mark_run(db_path, after.id, rc >= 128 || g_stop ? "interrupted" : "failed", msg);
+            }
+            if (rc == 0) completed++;
+            else if (!g_stop) { fprintf(stderr, "variant %s failed (exit %d)\n", v->name, rc); failures++; }
         }
-        int rc = run_command(cmd);
-        if (rc != 0) { fprintf(stderr, "variant %s failed (exit %d)\n", v->name, rc); failures++; }
     }
-    if (!dry) print_comparison(db_path, man->name);
+    if (dry) { manifest_free(man); return 0; }
+
+    const char *status = g_stop ? "interrupted" : failures ? "failed" : "completed";
+    rundb_end_launch(db, launch.id, status);
+    print_table(db, man, man->name, &launch);
+    RunRow *runs;
+    int n_runs = rundb_launch_runs(db, launch.id, &runs);
+    printf("\nlaunch %lld %s: %d of %d planned runs completed\n", (long long)launch.id, status, completed, planned);
+    printf("  runs (runs.id):  ");
+    for (int i = 0; i < n_runs; i++) printf("%lld%s", (long long)runs[i].id, i + 1 < n_runs ? " " : "\n");
+    if (n_runs) printf("  checkpoints:     %s/<uid>/ (e.g. %s/%s/)\n", man->variants[0].config.run.checkpoint_dir,
+                       man->variants[0].config.run.checkpoint_dir, runs[n_runs - 1].uid);
+    int in_experiments = !strncmp(path, "experiments/", 12);
+    if (in_experiments) printf("  figures:         make figures EXP=%s LAUNCH=%lld\n", man->name, (long long)launch.id);
+    else printf("  figures:         /usr/bin/python3 analysis/plot_losses.py %s --db %s --launch %lld\n", man->name, db_path, (long long)launch.id);
+    printf("  query:           sqlite3 -header -column %s \"SELECT * FROM run_summary WHERE launch_id = %lld\"\n",
+           db_path, (long long)launch.id);
+    if (g_stop) {
+        // the launch keeps its overrides, except the one that says where it is recorded
+        const char *db_set = NULL;
+        for (int i = 0; i < n_all; i++) if (!strncmp(all_sets[i], "run.db=", 7)) db_set = all_sets[i];
+        if (in_experiments) printf("interrupted: resume with  make exp EXP=%s RESUME=1 LAUNCH=%lld%s%s%s\n", man->name,
+                                   (long long)launch.id, db_set ? " SET='" : "", db_set ? db_set : "", db_set ? "'" : "");
+        else printf("interrupted: resume with  %s %s --resume --launch %lld%s%s%s\n", argv[0], path, (long long)launch.id,
+                    db_set ? " --set '" : "", db_set ? db_set : "", db_set ? "'" : "");
+    }
+    free(runs);
+    rundb_close(db);
+    rundb_launch_row_free(&launch);
+    if (all_sets != sets) free(all_sets);
     manifest_free(man);
     free(sets);
-    return failures ? 1 : 0;
+    return g_stop ? 128 + g_stop : failures ? 1 : 0;
 }

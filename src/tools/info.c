@@ -3,7 +3,7 @@
 //
 //   build/info --preset cola-60m --linear cola
 //   build/info --config experiments/quickstart.yaml [--variant NAME] [--set train.lr=1e-3]
-//   build/info --all                 every preset x {dense, cola, svd}
+//   build/info --all                 every preset x {dense, cola, svd, lax}
 //   build/info --keys-markdown       the schema table of docs/configuration.md
 //   build/info ... --memory          also the memory per rank (a dry run of the model and optimizer)
 //   build/info --memory-table        the memory of the BOOST paper's shapes (docs/boost.md)
@@ -17,7 +17,7 @@
 #include "../train/trainer.h"
 
 static const char *USAGE =
-    "usage: info [--preset NAME] [--linear dense|cola|svd] [--config FILE [--variant NAME]]\n"
+    "usage: info [--preset NAME] [--linear dense|cola|svd|lax] [--config FILE [--variant NAME]]\n"
     "            [--set KEY=VALUE]... [--print-config] [--json] [--memory]\n"
     "       info --all [--set KEY=VALUE]...\n"
     "       info --keys-markdown\n"
@@ -57,8 +57,14 @@ static void report(const Config *c, const char *title) {
     int dense = m->linear == LINEAR_DENSE;
     int hd = m->d_model / m->n_heads, kv = m->n_kv_heads * hd;
     if (title) printf("== %s ==\n", title);
-    printf("model    %s, linear %s%s\n", m->preset[0] ? m->preset : "(no preset)", linear_kind_name(m->linear),
-           m->linear == LINEAR_COLA ? (m->only_lr_act ? " (only_lr_act: z = g*u)" : " (only_lr_act false: z = SiLU(g)*u)") : "");
+    printf("model    %s, linear %s%s", m->preset[0] ? m->preset : "(no preset)", linear_kind_name(m->linear),
+           latent_silu(m) ? (m->only_lr_act ? " (only_lr_act: z = g*u)" : " (only_lr_act false: z = SiLU(g)*u)") : "");
+    if (m->linear == LINEAR_LAX) {
+        static const char *const base[] = { "cola", "svd" }, *const gate[] = { "identity", "dense", "kron" },
+                                 *const norm[] = { "layernorm", "none" };
+        printf(", LaX base %s, gate %s, norm %s", base[m->lax_base], gate[m->lax_gate], norm[m->lax_norm]);
+    }
+    printf("\n");
     printf("shape    layers %d, d_model %d, heads %d (kv %d, head_dim %d), d_ff %d", m->n_layers, m->d_model, m->n_heads,
            m->n_kv_heads, hd, m->d_ff);
     if (!dense) printf(", rank attn %d / mlp %d", m->rank_attn, m->rank_mlp);
@@ -78,9 +84,19 @@ static void report(const Config *c, const char *title) {
 
     int64_t total = model_param_count(m), emb = model_embedding_param_count(m);
     int64_t vd = (int64_t)m->vocab_size * m->d_model;
-    int64_t per_layer = (total - emb - m->d_model) / m->n_layers;
+    int64_t lax = 0;
+    if (m->linear == LINEAR_LAX && m->n_layers > 1)   // docs/lax.md §4: layers 1 .. L-1, 7 crossings each
+        lax = (int64_t)(m->n_layers - 1) * (4 * lax_crossing_params(m, m->rank_attn) + 3 * lax_crossing_params(m, m->rank_mlp));
+    int64_t per_layer = (total - emb - m->d_model - lax) / m->n_layers;
     group(per_layer, s, sizeof s);
-    printf("  %-10s %7s %7s %7s %16s   x %d layers\n\n", "layer", "", "", "", s, m->n_layers);
+    printf("  %-10s %7s %7s %7s %16s   x %d layers\n", "layer", "", "", "", s, m->n_layers);
+    if (m->linear == LINEAR_LAX) {
+        group(lax, s, sizeof s);
+        printf("  %-10s %7s %7s %7s %16s   (layers 1..%d: 7 crossings of %lld + %lld MACs/token each attn/mlp)\n",
+               "LaX", "", "", "", s, m->n_layers - 1, (long long)lax_crossing_macs(m, m->rank_attn),
+               (long long)lax_crossing_macs(m, m->rank_mlp));
+    }
+    printf("\n");
 
     group(total, s, sizeof s);
     human((double)total, h, sizeof h);
@@ -95,8 +111,8 @@ static void report(const Config *c, const char *title) {
 
     double f = model_train_flops_per_token(m);
     double attn = 12.0 * m->n_layers * (double)m->seq_len * m->d_model;
-    printf("train FLOPs per token   %16.4e  (6 x matmul params incl. lm_head %.4e + attention 12*L*T*d %.4e)\n", f,
-           f - attn, attn);
+    printf("train FLOPs per token   %16.4e  (6 x matmul %s incl. lm_head %.4e + attention 12*L*T*d %.4e)\n", f,
+           m->linear == LINEAR_LAX ? "MACs" : "params", f - attn, attn);
     printf("train FLOPs per step    %16.4e  (%d x %d x %d tokens)\n",
            f * c->train.batch_size * c->train.grad_accum * m->seq_len, c->train.batch_size, c->train.grad_accum, m->seq_len);
 }
@@ -106,7 +122,7 @@ static void all_table(const char *const *sets, int n_sets) {
            "p/dense", "F/dense");
     for (const char *const *p = preset_names(); *p; p++) {
         double dense_p = 0, dense_f = 0;
-        for (int lk = LINEAR_DENSE; lk <= LINEAR_SVD; lk++) {
+        for (int lk = LINEAR_DENSE; lk <= LINEAR_LAX; lk++) {
             Config c;
             config_defaults(&c);
             char a[128];

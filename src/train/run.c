@@ -1,31 +1,112 @@
 // run.c — the run loop (see run.h).
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "run.h"
-#include "trainer.h"
 #include "state_io.h"
+#include "stop.h"
+#include "trainer.h"
 #include "../core/check.h"
+#include "../core/fs.h"
+#include "../core/timer.h"
 #include "../store/checkpoint.h"
 #include "../store/db.h"
 #include "../store/dump.h"
+#include "../store/host.h"
 
-// ---- state shared with the die hook and the signal handler ---------------------------
-static RunDB *g_db;
-static int64_t g_run_id;
-static volatile sig_atomic_t g_stop_signal;
+// ---- state shared with the die hook ----------------------------------------------------
+static RunDB *g_db;        // rank 0's connection
+static int64_t g_run_id;   // rank 0: the run row once registered (0 before)
+static int g_rank, g_world;
 
+// A fatal error on any rank records the run 'failed' with that rank's message (the first
+// failure wins: rundb_end_run keeps an earlier 'failed').
+// Before the run is registered nothing is recorded; the empty folders made for a new run
+// are removed again (rmdir: only if still empty).
+static char g_new_dirs[2][1400];
 static void on_die(const char *message, int code) {
-    if (g_db && g_run_id) {
-        rundb_end_run(g_db, g_run_id, "failed", message);
+    if (g_rank == 0 && g_db && g_run_id) {
+        stop_clear_run();
+        char msg[2600];
+        snprintf(msg, sizeof msg, g_world > 1 ? "rank 0: %s" : "%s", message);
+        rundb_set_patience(g_db, 2000, 30);   // a dying process does not wait 10 minutes for a lock
+        rundb_end_run(g_db, g_run_id, "failed", msg);
         rundb_close(g_db);
         g_db = NULL;
+    } else {
+        stop_record_failure(message);
     }
+    if (!g_run_id)
+        for (int i = 1; i >= 0; i--) if (g_new_dirs[i][0]) rmdir(g_new_dirs[i]);
 }
-static void on_signal(int sig) { g_stop_signal = sig; }
 
+// ---- fault injection (tests; run.h) ------------------------------------------------------
+typedef struct { int kill_after_ckpt, fail_rank, fail_step, sig_rank, sig_step, sig; char sig_target[8]; } Faults;
+
+static Faults parse_faults(void) {
+    Faults f = { .kill_after_ckpt = -1, .fail_rank = -1, .sig_rank = -1 };
+    const char *env = getenv("BOOST_FAULT");
+    if (!env || !*env) return f;
+    char buf[512];
+    xsnprintf(buf, sizeof buf, "%s", env);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char sig[8] = "", target[8] = "self";
+        int a, b, k = 0, k2 = 0;
+        if (sscanf(tok, "kill_after_checkpoint=%d%n", &a, &k) == 1 && !tok[k]) f.kill_after_ckpt = a;
+        else if (sscanf(tok, "fail=%d@%d%n", &a, &b, &k) == 2 && !tok[k]) { f.fail_rank = a; f.fail_step = b; }
+        else if (sscanf(tok, "signal=%d@%d:%7[A-Z]%n", &a, &b, sig, &k) == 3 &&
+                 (!tok[k] || (sscanf(tok + k, ":%7[a-z]%n", target, &k2) == 1 && !tok[k + k2])) &&
+                 (!strcmp(sig, "INT") || !strcmp(sig, "TERM") || !strcmp(sig, "HUP")) &&
+                 (!strcmp(target, "self") || !strcmp(target, "group") || !strcmp(target, "parent"))) {
+            f.sig_rank = a; f.sig_step = b;
+            f.sig = !strcmp(sig, "INT") ? SIGINT : !strcmp(sig, "TERM") ? SIGTERM : SIGHUP;
+            xsnprintf(f.sig_target, sizeof f.sig_target, "%s", target);
+        } else {
+            die_input("BOOST_FAULT: unknown fault '%s' (expected kill_after_checkpoint=N, fail=RANK@STEP or "
+                      "signal=RANK@STEP:INT|TERM|HUP[:self|group|parent], comma-separated)", tok);
+        }
+    }
+    return f;
+}
+
+// ---- output directories and the run lock -------------------------------------------------
+// mkdir -p `dir` and prove it writable by creating and removing a file: an unwritable
+// checkpoint or dump directory stops the run before step 1, not after the training.
+static void ensure_writable_dir(const char *dir, const char *key) {
+    char failed[4096];
+    int e = fs_mkdir_p(dir, failed, sizeof failed);
+    if (e) die_input("%s: cannot create %s: %s (choose a writable %s)", key, failed, strerror(e), key);
+    char probe[1500];
+    xsnprintf(probe, sizeof probe, "%s/.write-test.%d", dir, (int)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || write(fd, "x", 1) != 1 || close(fd) != 0)
+        die_input("%s: cannot write to %s: %s (the run would lose its output; choose a writable %s)",
+                  key, dir, strerror(errno), key);
+    unlink(probe);
+}
+
+// One owner per run: an exclusive flock on the run's checkpoint directory, held until
+// this process exits. A second process (a --resume of a live run) is refused.
+static void lock_run_dir(const char *dir, const char *uid) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    CHECK_ERRNO(fd < 0, dir);
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            die_input_hint("wait for it to end, or stop it (Ctrl-C / kill -TERM): it records 'interrupted' and can then be resumed",
+                           "run %s is live: another process holds its lock on %s (a run is never trained or resumed by two processes at once)",
+                           uid, dir);
+        DIE("flock %s failed: %s", dir, strerror(errno));
+    }
+    // fd stays open: the lock lives as long as this process
+}
+
+// ---- the run context -----------------------------------------------------------------------
 // Refuse a checkpoint written by another model: every `"key": value` of our model
 // section (the preset name aside) must appear in the checkpoint's model section.
 static void check_same_model(const char *path, const Config *cfg, const char *ckpt_json) {
@@ -40,9 +121,18 @@ static void check_same_model(const char *path, const Config *cfg, const char *ck
         int quoted = keys[i].type == CK_STRING || keys[i].type == CK_ENUM;
         xsnprintf(want, sizeof want, quoted ? "\"%s\": \"%s\"" : "\"%s\": %s", keys[i].key, v);
         const char *hit = strstr(ms, want);
-        if (!hit || hit > me)
+        if (!hit || hit > me) {
+            // A key the checkpoint's engine did not have yet (model.lax_*): the same model if
+            // this run keeps the key's default, which is what that engine built.
+            char name[160], dv[1100];
+            xsnprintf(name, sizeof name, "\"%s\":", keys[i].key);
+            const char *k = strstr(ms, name);
+            Config d; config_defaults(&d);
+            config_format_value(&d, &keys[i], dv, sizeof dv);
+            if ((!k || k > me) && !strcmp(v, dv)) continue;
             die_input("RESUME: %s was written by a different model (model.%s is now %s); resuming with a different model is refused",
                       path, keys[i].key, v);
+        }
     }
 }
 
@@ -53,28 +143,20 @@ typedef struct {
     char *config_json;
     char *manifest_text;
     ModelState *full;          // rank 0: the unsharded state (checkpoints, dumps)
-    RunInfo facts;             // rank 0: host, libraries, git commit (collected once)
+    HostFacts host;            // rank 0: host, libraries, git commit (collected once)
+    Faults faults;
+    int64_t launch_id;         // the launch of the run (a resumed run keeps its own)
 } RunCtx;
 
-// The manifest's text, stored in every checkpoint (it was just parsed, so it exists).
-static char *read_text_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    CHECK_ERRNO(!f, path);
-    CHECK_ERRNO(fseek(f, 0, SEEK_END) != 0, path);
-    long n = ftell(f);
-    CHECK_ERRNO(n < 0 || fseek(f, 0, SEEK_SET) != 0, path);
-    char *s = xmalloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    CHECK(got == (size_t)n, "%s: read %zu of %ld bytes", path, got, n);
-    s[got] = 0;
-    fclose(f);
-    return s;
-}
-
 // <run.dump_dir or <checkpoint dir>/<uid>/dumps>/step_<N>.h5
+static void dump_dir(char *buf, size_t n, const RunCtx *ctx, const Config *cfg) {
+    if (cfg->run.dump_dir[0]) xsnprintf(buf, n, "%s", cfg->run.dump_dir);
+    else xsnprintf(buf, n, "%s/dumps", ctx->ckpt_dir);
+}
 static void dump_path(char *buf, size_t n, const RunCtx *ctx, const Config *cfg, int step) {
-    if (cfg->run.dump_dir[0]) xsnprintf(buf, n, "%s/step_%d.h5", cfg->run.dump_dir, step);
-    else xsnprintf(buf, n, "%s/dumps/step_%d.h5", ctx->ckpt_dir, step);
+    char dir[1400];
+    dump_dir(dir, sizeof dir, ctx, cfg);
+    xsnprintf(buf, n, "%s/step_%d.h5", dir, step);
 }
 
 // Step dump hook (before clipping and the update): the weights this step used, its
@@ -107,24 +189,34 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     free(in); free(tg);
 }
 
+// A step's database rows are written BEFORE its checkpoint becomes final: a process
+// killed right after the rename never leaves a checkpoint whose metrics are missing
+// (the resume deletes and redoes rows after the checkpoint's step, never before it).
 static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     Comm *c = tr->comm;
     trainer_gather_state(tr, ctx->full, STATE_PARAMS | STATE_OPTIM);
     if (c->rank != 0) return;
+    if (g_db && rundb_flush_wait(g_db, 60) != 0)
+        fprintf(stderr, "warning: the rows of steps up to %d are not yet in the run database; the checkpoint is written anyway\n", tr->step);
     CheckpointMeta meta = {0};
     meta.step = tr->step; meta.tokens_seen = tr->tokens_seen; meta.samples_seen = tr->samples_seen;
     meta.seed = tr->cfg.train.seed; meta.adam_t = tr->step;
     meta.manifest = ctx->manifest_text; meta.config_json = ctx->config_json;
-    meta.git_commit = ctx->facts.git_commit;
+    meta.git_commit = ctx->host.git_commit;
     char path[1500];
     checkpoint_path(path, sizeof path, ctx->ckpt_dir, tr->step);
     checkpoint_write(path, ctx->full, &meta);
+    if (ctx->faults.kill_after_ckpt == tr->step) {
+        fprintf(stderr, "BOOST_FAULT: killing this process (SIGKILL) right after the checkpoint of step %d\n", tr->step);
+        fflush(stderr);
+        kill(getpid(), SIGKILL);
+    }
     checkpoint_prune(ctx->ckpt_dir, tr->cfg.run.keep_last);
     if (g_db) { rundb_event(g_db, g_run_id, tr->step, "checkpoint", path); rundb_flush(g_db); }
 }
 
-// Rank 0 decides the run (new or resumed) and tells everyone: uid and resume path.
-static void broadcast_text(Comm *c, char *buf, size_t n) {
+// Rank 0 decides the run (new or resumed) and tells everyone.
+static void broadcast_bytes(Comm *c, void *buf, size_t n) {
     if (c->world > 1) comm_broadcast_ex(c, GROUP_WORLD, buf, n, DTYPE_U8, 0, PHASE_OTHER, -1);
 }
 
@@ -137,52 +229,177 @@ static void log_comm_rows(Trainer *tr, int step) {
     }
 }
 
+// The sgemm peak of this host with all its cores: the launch's (measured once by exp), a
+// resumed run's own, or measured here by rank 0 while the other ranks wait without
+// spinning (a busy wait would take the cores being measured).
+static double host_peak_gflops(const RunOptions *opt, Comm *comm, double resumed_peak) {
+    if (opt->peak_gflops > 0) return opt->peak_gflops;
+    double peak = resumed_peak;   // rank 0: a resumed run keeps the peak it started with
+    if (comm->rank == 0 && !(peak > 0)) {
+        int threads = opt->cfg.train.threads;
+        set_threads(0);
+        peak = measure_sgemm_peak_gflops();
+        set_threads(threads);
+    }
+    if (comm->world == 1) return peak;
+    MPI_Request rq;
+    CHECK_MPI(MPI_Ibcast(&peak, 1, MPI_DOUBLE, 0, comm->mpi[GROUP_WORLD], &rq));
+    for (int done = 0; !done; ) {
+        CHECK_MPI(MPI_Test(&rq, &done, MPI_STATUS_IGNORE));
+        if (!done) { struct timespec ts = { 0, 2000000 }; nanosleep(&ts, NULL); }
+    }
+    return peak;
+}
+
+// Append `arg` to `buf` as one shell word (single-quoted when it needs quoting).
+static void append_word(char *buf, size_t n, const char *arg) {
+    size_t len = strlen(buf);
+    int plain = arg[0] != 0;
+    for (const char *p = arg; *p; p++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@", *p)) plain = 0;
+    if (len + 1 < n && len) buf[len++] = ' ';
+    if (plain) { snprintf(buf + len, n - len, "%s", arg); return; }
+    if (len + 1 < n) buf[len++] = '\'';
+    for (const char *p = arg; *p && len + 5 < n; p++) {
+        if (*p == '\'') { memcpy(buf + len, "'\\''", 4); len += 4; }
+        else buf[len++] = *p;
+    }
+    if (len + 1 < n) buf[len++] = '\'';
+    buf[len < n ? len : n - 1] = 0;
+}
+
+// The exact command that resumes this run: through the launch when it has one.
+static void resume_command(char *buf, size_t n, const RunOptions *opt, int64_t launch_id, const char *experiment,
+                           const char *variant, const char *uid, int world) {
+    buf[0] = 0;
+    char expected[600];
+    snprintf(expected, sizeof expected, "experiments/%s.yaml", experiment);
+    if (launch_id > 0) {
+        // The launch keeps its overrides, except the one that says where it is recorded.
+        const char *db_set = NULL;
+        for (int i = 0; i < opt->n_overrides; i++) if (!strncmp(opt->overrides[i], "run.db=", 7)) db_set = opt->overrides[i];
+        char id[32];
+        snprintf(id, sizeof id, "%lld", (long long)launch_id);
+        if (!strcmp(opt->config_path, expected)) {
+            char e[1200];
+            snprintf(e, sizeof e, "EXP=%s", experiment);
+            append_word(buf, n, "make"); append_word(buf, n, "exp"); append_word(buf, n, e);
+            append_word(buf, n, "RESUME=1"); snprintf(e, sizeof e, "LAUNCH=%s", id); append_word(buf, n, e);
+            if (db_set) { snprintf(e, sizeof e, "SET=%s", db_set); append_word(buf, n, e); }
+        } else {
+            append_word(buf, n, "build/exp"); append_word(buf, n, opt->config_path);
+            append_word(buf, n, "--resume"); append_word(buf, n, "--launch"); append_word(buf, n, id);
+            if (db_set) { append_word(buf, n, "--set"); append_word(buf, n, db_set); }
+        }
+        return;
+    }
+    if (world > 1) {
+        char np[16];
+        snprintf(np, sizeof np, "%d", world);
+        append_word(buf, n, "mpirun"); append_word(buf, n, "-np"); append_word(buf, n, np);
+    }
+    char r[300];
+    snprintf(r, sizeof r, "--resume=%s", uid);
+    append_word(buf, n, opt->train_command ? opt->train_command : "build/train");
+    append_word(buf, n, opt->config_path);
+    append_word(buf, n, "--variant"); append_word(buf, n, variant);
+    append_word(buf, n, r);
+    for (int i = 0; i < opt->n_overrides; i++) { append_word(buf, n, "--set"); append_word(buf, n, opt->overrides[i]); }
+}
+
+static void format_duration(char *buf, size_t n, double s) {
+    if (!(s >= 0) || s > 1e7) { snprintf(buf, n, "-"); return; }
+    long t = lround(s);
+    if (t < 60) snprintf(buf, n, "%lds", t);
+    else if (t < 3600) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, n, "%ldh%02ldm", t / 3600, (t % 3600) / 60);
+}
+
+// Stop codes exchanged at the end of every step (the largest wins on every rank).
+#define STOP_DIVERGED 1000   // above any signal number
+
 int run_training(const RunOptions *opt, Comm *comm) {
     const Config *cfg = &opt->cfg;
     int root = comm->rank == 0;
-    RunCtx ctx = { .opt = opt };
+    g_rank = comm->rank; g_world = comm->world;
+    RunCtx ctx = { .opt = opt, .launch_id = opt->launch_id };
+    set_die_hook(on_die);
+    ctx.faults = parse_faults();
     ctx.config_json = config_to_json(cfg);
-    ctx.manifest_text = read_text_file(opt->config_path);
+    ctx.manifest_text = fs_read_text(opt->config_path);   // stored in every checkpoint
     const char *experiment = opt->manifest ? opt->manifest->name : "adhoc";
     const char *variant = cfg->variant[0] ? cfg->variant : "default";
 
-    // ---- decide the run: new, or resume the latest of (experiment, variant) ----------
+    // ---- decide the run: new, or resume one (rank 0) -----------------------------------
     char resume_path[1500] = "";
-    int64_t resume_step = 0;
+    int64_t resume_step = 0, resume_run = 0;
+    double resumed_peak = 0;
+    int noop = 0;
     if (root) {
-        config_print_table(cfg, stdout);
-        runinfo_host_facts(&ctx.facts);
+        if (opt->print_config) config_print_table(cfg, stdout);
+        host_facts(&ctx.host);
         if (opt->use_db) {
             g_db = rundb_open(cfg->run.db);
             rundb_mark_stale(g_db);
         }
         if (opt->resume) {
             RunRow row;
-            if (!g_db || !rundb_latest_run(g_db, experiment, variant, &row))
-                die_input("RESUME: no earlier run of %s/%s in %s to resume", experiment, variant, cfg->run.db);
-            if (!strcmp(row.status, "completed") && row.last_step >= cfg->train.steps)
-                die_input("RESUME: run %s of %s/%s already completed its %d steps (raise train.steps to continue it)",
-                          row.uid, experiment, variant, row.last_step);
-            xsnprintf(ctx.uid, sizeof ctx.uid, "%s", row.uid);
-            xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
-            if (!checkpoint_latest(ctx.ckpt_dir, resume_path, sizeof resume_path, &resume_step))
-                die_input("RESUME: run %s has no complete checkpoint in %s (set run.checkpoint_every to save them)",
-                          ctx.uid, ctx.ckpt_dir);
-            g_run_id = row.id;
+            const char *uid = opt->resume_uid ? opt->resume_uid : "";
+            if (!g_db || !(uid[0] ? rundb_run_by_uid(g_db, uid, &row) : rundb_latest_run(g_db, experiment, variant, &row)))
+                die_input("RESUME: no run %s%s%s/%s in %s to resume", uid[0] ? uid : "of ", uid[0] ? " (" : "",
+                          experiment, variant, opt->use_db ? cfg->run.db : "(--no-db)");
+            if (uid[0] && (strcmp(row.experiment, experiment) || strcmp(row.variant, variant)))
+                die_input("RESUME: run %s is of %s/%s, not of %s/%s", uid, row.experiment, row.variant, experiment, variant);
+            if (!strcmp(row.status, "completed") && row.last_step >= cfg->train.steps) {
+                printf("run %s (%s/%s, run_id %lld) already completed its %d steps: nothing to do "
+                       "(raise train.steps to continue it)\n", row.uid, experiment, variant, (long long)row.id, row.last_step);
+                noop = 1;
+            } else {
+                xsnprintf(ctx.uid, sizeof ctx.uid, "%s", row.uid);
+                xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
+                ensure_writable_dir(ctx.ckpt_dir, "run.checkpoint_dir");
+                lock_run_dir(ctx.ckpt_dir, ctx.uid);
+                if (!checkpoint_latest(ctx.ckpt_dir, resume_path, sizeof resume_path, &resume_step))
+                    die_input("RESUME: run %s has no complete checkpoint in %s (set run.checkpoint_every to save them)",
+                              ctx.uid, ctx.ckpt_dir);
+                resume_run = row.id;
+                ctx.launch_id = row.launch_id;
+                resumed_peak = row.peak_gflops;   // host peak x hosts (divided below)
+            }
         } else {
             char stamp[32]; time_t now = time(NULL); struct tm tmv; gmtime_r(&now, &tmv);
             strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
             xsnprintf(ctx.uid, sizeof ctx.uid, "%s.%s.%s.%d", experiment, variant, stamp, (int)getpid());
             xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
+            ensure_writable_dir(ctx.ckpt_dir, "run.checkpoint_dir");
+            xsnprintf(g_new_dirs[0], sizeof g_new_dirs[0], "%s", ctx.ckpt_dir);
+            lock_run_dir(ctx.ckpt_dir, ctx.uid);
+        }
+        if (!noop && cfg->run.dump_steps[0]) {
+            char dd[1400];
+            dump_dir(dd, sizeof dd, &ctx, cfg);
+            ensure_writable_dir(dd, cfg->run.dump_dir[0] ? "run.dump_dir" : "run.checkpoint_dir");
+            if (!resume_run) xsnprintf(g_new_dirs[1], sizeof g_new_dirs[1], "%s", dd);
         }
     }
-    broadcast_text(comm, ctx.uid, sizeof ctx.uid);
-    broadcast_text(comm, ctx.ckpt_dir, sizeof ctx.ckpt_dir);
-    broadcast_text(comm, resume_path, sizeof resume_path);
+    broadcast_bytes(comm, &noop, sizeof noop);
+    if (noop) {
+        set_die_hook(NULL);
+        if (g_db) rundb_close(g_db);
+        g_db = NULL;
+        free(ctx.config_json); free(ctx.manifest_text);
+        return 0;
+    }
+    broadcast_bytes(comm, ctx.uid, sizeof ctx.uid);
+    broadcast_bytes(comm, ctx.ckpt_dir, sizeof ctx.ckpt_dir);
+    broadcast_bytes(comm, resume_path, sizeof resume_path);
 
+    int ranks_per_host = opt->ranks_per_host > 0 ? opt->ranks_per_host : 1;
+    int hosts = comm->world / ranks_per_host > 0 ? comm->world / ranks_per_host : 1;
+    double host_peak = host_peak_gflops(opt, comm, resumed_peak / hosts);
     Trainer tr;
     trainer_init(&tr, cfg, comm);
-    tr.peak_gflops = measure_sgemm_peak_gflops();   // MFU's denominator: this rank's sgemm peak
+    tr.peak_gflops = host_peak / ranks_per_host;     // per process: MFU = achieved / (peak x hosts)
     if (root) {
         ctx.full = xcalloc(1, sizeof(ModelState));
         model_state_init(ctx.full, &cfg->model, STATE_ALL);
@@ -202,7 +419,8 @@ int run_training(const RunOptions *opt, Comm *comm) {
         if (root) {
             printf("resumed %s from %s (step %lld)\n", ctx.uid, resume_path, (long long)meta.step);
             if (g_db) {
-                rundb_resume_run(g_db, g_run_id, (int)meta.step);
+                rundb_resume_run(g_db, resume_run, (int)meta.step, opt->overrides, opt->n_overrides);
+                g_run_id = resume_run;
                 if (meta.config_json && strcmp(meta.config_json, ctx.config_json))
                     rundb_event(g_db, g_run_id, (int)meta.step, "config_change", ctx.config_json);
             }
@@ -213,29 +431,46 @@ int run_training(const RunOptions *opt, Comm *comm) {
 
     // ---- the run row -----------------------------------------------------------------
     if (root && g_db && !resume_path[0]) {
-        RunInfo ri = ctx.facts;
+        RunInfo ri;
+        memset(&ri, 0, sizeof ri);
+        runinfo_set_host(&ri, &ctx.host);
         xsnprintf(ri.uid, sizeof ri.uid, "%s", ctx.uid);
         xsnprintf(ri.experiment, sizeof ri.experiment, "%s", experiment);
         xsnprintf(ri.variant, sizeof ri.variant, "%s", variant);
         xsnprintf(ri.manifest_path, sizeof ri.manifest_path, "%s", opt->config_path);
         if (opt->manifest) {
-            xsnprintf(ri.manifest_version, sizeof ri.manifest_version, "%s", opt->manifest->version);
+            xsnprintf(ri.experiment_version, sizeof ri.experiment_version, "%s", opt->manifest->version);
             xsnprintf(ri.manifest_sha256, sizeof ri.manifest_sha256, "%s", opt->manifest->sha256);
+            ri.manifest_format = opt->manifest->manifest_version;
         }
         ri.config_json = ctx.config_json;
+        ri.overrides = opt->overrides; ri.n_overrides = opt->n_overrides;
+        ri.launch_id = opt->launch_id; ri.repeat_index = opt->repeat_index;
         ri.tp = comm->tp; ri.pp = comm->pp; ri.dp = comm->dp; ri.world_size = comm->world;
         ri.params = model_param_count(&cfg->model);
         ri.flops_per_token = tr.flops_per_token;
-        ri.peak_gflops = tr.peak_gflops;
+        ri.peak_gflops = host_peak * hosts;
         g_run_id = rundb_begin_run(g_db, &ri);
     }
+    // Every rank learns the run id: a failure or a signal on any rank records itself.
+    int64_t run_id = g_run_id;
+    broadcast_bytes(comm, &run_id, sizeof run_id);
+    char resume_cmd[2048];
+    broadcast_bytes(comm, &ctx.launch_id, sizeof ctx.launch_id);
+    resume_command(resume_cmd, sizeof resume_cmd, opt, ctx.launch_id, experiment, variant, ctx.uid, comm->world);
+    stop_set_run(opt->use_db && run_id ? cfg->run.db : "", run_id, comm->rank, comm->world, resume_cmd);
     if (root) {
-        set_die_hook(on_die);
-        signal(SIGINT, on_signal);
-        signal(SIGTERM, on_signal);
-        printf("run %s | parameters %.3fM | train FLOPs/token %.4g | sgemm peak %.1f GFLOP/s x %d ranks | data %s (vocab %d)\n",
-               ctx.uid, model_param_count(&cfg->model) / 1e6, tr.flops_per_token, tr.peak_gflops, comm->world,
+        char in_launch[64] = "";
+        if (ctx.launch_id) snprintf(in_launch, sizeof in_launch, ", launch %lld", (long long)ctx.launch_id);
+        printf("run %s (run_id %lld%s) | parameters %.3fM | train FLOPs/token %.4g | sgemm peak %.1f GFLOP/s x %d host%s%s | data %s (vocab %d)\n",
+               ctx.uid, (long long)run_id, in_launch, model_param_count(&cfg->model) / 1e6,
+               tr.flops_per_token, host_peak, hosts, hosts == 1 ? "" : "s", opt->peak_gflops > 0 ? " (the launch's)" : "",
                tr.data.dir, tr.data.vocab_size);
+        if (opt->n_overrides) {
+            char line[4096] = "";
+            for (int i = 0; i < opt->n_overrides; i++) append_word(line, sizeof line, opt->overrides[i]);
+            printf("overrides%s: %s\n", resume_path[0] ? " (stored with the run, then new ones)" : "", line);
+        }
         fflush(stdout);
     }
 
@@ -243,14 +478,74 @@ int run_training(const RunOptions *opt, Comm *comm) {
     const TrainConfig *tc = &cfg->train;
     const RunConfig *rc = &cfg->run;
     int exit_code = 0;
+    char end_message[2048] = "";
+    double first_loss = NAN;   // the run's step-1 loss (the divergence rule's reference)
+    if (root && g_db && tr.step > 0) first_loss = rundb_step_loss(g_db, g_run_id, 1);   // resumed: NAN if absent
+    int W = comm->world;
+    double *per_rank = xcalloc((size_t)W * 5, sizeof(double));   // [rank][calls, elements, bytes, seconds, stop code]
+    double loop_t0 = now_seconds();
+    int step0 = tr.step;
     while (tr.step < tc->steps) {
         comm_stats_reset(comm);
         StepMetrics sm = trainer_step(&tr);
-        if (!isfinite(sm.loss)) die_input("loss is %f at step %d: training diverged (lower train.lr?)", sm.loss, sm.step);
         if (root && g_db) { rundb_log_step(g_db, g_run_id, &sm); log_comm_rows(&tr, sm.step); }
-        if (root && (sm.step % tc->log_every == 0 || sm.step == 1 || sm.step == tc->steps))
-            printf("step %5d/%d | loss %.4f | lr %.3e | norm %7.3f | %8.1f ms | %9.0f tok/s | MFU %5.1f%%\n",
-                   sm.step, tc->steps, sm.loss, sm.lr, sm.grad_norm, sm.seconds * 1e3, sm.tokens_per_s, 100 * sm.mfu);
+
+        // This rank's verdict: a signal, an injected fault, (rank 0) divergence.
+        int code = 0;
+        if (root) {
+            if (isnan(first_loss)) first_loss = sm.loss;
+            if (!isfinite(sm.loss) || sm.loss > DIVERGE_FACTOR * first_loss) code = STOP_DIVERGED;
+        }
+        if (ctx.faults.fail_rank == comm->rank && ctx.faults.fail_step == sm.step)
+            DIE("injected failure (BOOST_FAULT) after step %d", sm.step);
+        if (ctx.faults.sig_rank == comm->rank && ctx.faults.sig_step == sm.step) {
+            // self: this process; group: its process group (a terminal's Ctrl-C); parent:
+            // the process that started it (mpirun, which forwards SIGTERM to every rank)
+            const char *t = ctx.faults.sig_target;
+            kill(!strcmp(t, "group") ? 0 : !strcmp(t, "parent") ? getppid() : getpid(), ctx.faults.sig);
+            for (int i = 0; i < 10000 && !stop_signal_received(); i++) { struct timespec ts = { 0, 1000000 }; nanosleep(&ts, NULL); }
+        }
+        if (stop_signal_received() && code == 0) code = stop_signal_received();
+        // Every rank's communication totals and verdict, in one all-reduce (sum of
+        // disjoint slots), after rank 0 logged its own rows (this call is not in them).
+        CommStat own = comm_stats_sum(comm, COMM_ANY, COMM_ANY, COMM_ANY, COMM_ANY);
+        memset(per_rank, 0, (size_t)W * 5 * sizeof(double));
+        double *mine = per_rank + (size_t)comm->rank * 5;
+        mine[0] = (double)own.calls; mine[1] = (double)own.elements; mine[2] = (double)own.bytes; mine[3] = own.seconds;
+        mine[4] = code;
+        if (W > 1) comm_all_reduce_f64(comm, GROUP_WORLD, per_rank, (size_t)W * 5, PHASE_OTHER, -1);
+        int stop = 0;
+        for (int r = 0; r < W; r++) {
+            int c = (int)per_rank[r * 5 + 4];
+            if (c > stop) stop = c;
+            if (root && g_db) {
+                int tpr, dpr, ppr;
+                grid_coords(comm->tp, comm->dp, r, &tpr, &dpr, &ppr);
+                rundb_log_comm_rank(g_db, g_run_id, sm.step, r, tpr, ppr, dpr, (int64_t)per_rank[r * 5], (int64_t)per_rank[r * 5 + 1],
+                                    (int64_t)per_rank[r * 5 + 2], per_rank[r * 5 + 3]);
+            }
+        }
+
+        if (root && (sm.step % tc->log_every == 0 || sm.step == 1 || sm.step == tc->steps || stop)) {
+            double elapsed = now_seconds() - loop_t0;
+            char el[32], eta[32];
+            format_duration(el, sizeof el, elapsed);
+            format_duration(eta, sizeof eta, elapsed / (sm.step - step0) * (tc->steps - sm.step));
+            printf("step %5d/%d | loss %.4f | lr %.3e | norm %7.3f | %8.1f ms | %9.0f tok/s | MFU %5.1f%% | %s | ETA %s\n",
+                   sm.step, tc->steps, sm.loss, sm.lr, sm.grad_norm, sm.seconds * 1e3, sm.tokens_per_s, 100 * sm.mfu, el, eta);
+        }
+        if (stop == STOP_DIVERGED) {
+            if (isfinite(sm.loss))
+                snprintf(end_message, sizeof end_message, "training diverged: loss %.4g at step %d is more than %g x the loss "
+                         "of the run's first step (%.4g); lower train.lr? (nothing is saved after the divergence; earlier checkpoints in %s stay)",
+                         sm.loss, sm.step, DIVERGE_FACTOR, first_loss, ctx.ckpt_dir);
+            else
+                snprintf(end_message, sizeof end_message, "training diverged: loss is %g at step %d; lower train.lr? "
+                         "(nothing is saved after the divergence; earlier checkpoints in %s stay)", sm.loss, sm.step, ctx.ckpt_dir);
+            if (root) fprintf(stderr, "error: %s\n", end_message);
+            exit_code = EXIT_DIVERGED;
+            break;
+        }
         if ((tc->val_every > 0 && sm.step % tc->val_every == 0) || sm.step == tc->steps) {
             double vl = trainer_validate(&tr);
             if (root && isfinite(vl)) {
@@ -262,18 +557,14 @@ int run_training(const RunOptions *opt, Comm *comm) {
             save_checkpoint(&ctx, &tr);
         if (root && g_db && sm.step % rc->flush_every == 0) rundb_flush(g_db);
         if (root) fflush(stdout);
-        // A signal stops the run between steps on every rank (rank 0 decides).
-        int stop = g_stop_signal;
-        if (comm->world > 1) comm_broadcast_ex(comm, GROUP_WORLD, &stop, 1, DTYPE_I32, 0, PHASE_OTHER, -1);
-        if (stop) {
-            if (root) {
-                fprintf(stderr, "interrupted by signal %d after step %d\n", stop, sm.step);
-                if (g_db) rundb_end_run(g_db, g_run_id, "interrupted", "signal");
-            }
+        if (stop) {   // a signal: this step (and its checkpoint, if one was due) is complete
+            snprintf(end_message, sizeof end_message, "%s after step %d; resume with: %s", strsignal(stop), sm.step, resume_cmd);
+            if (root) fprintf(stderr, "interrupted by %s after step %d\n", strsignal(stop), sm.step);
             exit_code = 128 + stop;
             break;
         }
     }
+    free(per_rank);
 
     // ---- memory and the end of the run -----------------------------------------------
     const size_t *bm = tr.bk->mem;
@@ -281,14 +572,29 @@ int run_training(const RunOptions *opt, Comm *comm) {
                       (double)(bm[MEM_ACTS] + bm[MEM_WORK]), 0 };
     struct rusage ru; getrusage(RUSAGE_SELF, &ru); mem[4] = (double)ru.ru_maxrss * 1024.0;
     comm_all_reduce_max_f64(comm, GROUP_WORLD, mem, 5, PHASE_OTHER, -1);   // the largest rank
+    stop_clear_run();
+    set_die_hook(NULL);
     if (root && g_db) {
         const char *cat[5] = {"parameters", "gradients", "optimizer", "activations", "peak_rss"};
         for (int i = 0; i < 5; i++) rundb_set_memory(g_db, g_run_id, cat[i], (int64_t)mem[i]);
-        if (!exit_code) rundb_end_run(g_db, g_run_id, "completed", NULL);
-        rundb_close(g_db);
+        const char *status = exit_code == 0 ? "completed" : exit_code == EXIT_DIVERGED ? "diverged" : "interrupted";
+        int lost = rundb_end_run(g_db, g_run_id, status, end_message[0] ? end_message : NULL);
+        lost |= rundb_close(g_db);
         g_db = NULL;
+        if (lost && exit_code == 0) exit_code = EXIT_INTERNAL;
     }
-    set_die_hook(NULL);
+    if (root) {
+        double secs = now_seconds() - loop_t0;
+        char d[32];
+        format_duration(d, sizeof d, secs);
+        printf("run %s (run_id %lld) %s at step %d after %s | checkpoints %s/ | results %s",
+               ctx.uid, (long long)run_id,
+               exit_code == 0 ? "completed" : exit_code == EXIT_DIVERGED ? "diverged" : exit_code >= 128 ? "interrupted" : "ended",
+               tr.step, d, ctx.ckpt_dir, opt->use_db ? cfg->run.db : "not recorded (--no-db)");
+        if (opt->use_db && !ctx.launch_id) printf(" | figures: make figures EXP=%s", experiment);
+        printf("\n");
+        fflush(stdout);
+    }
     if (ctx.full) { model_state_free(ctx.full); free(ctx.full); }
     trainer_free(&tr);
     free(ctx.config_json); free(ctx.manifest_text);

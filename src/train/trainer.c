@@ -186,7 +186,7 @@ static double run_micro_batches(Trainer *tr, float scale) {
         }
         return loss_sum;
     }
-    size_t n_act = (size_t)mdl->N * mdl->lay.d_res;   // one micro-batch's residual slice
+    size_t n_act = model_stage_elems(mdl);   // one micro-batch's residual slice (+ LaX latents)
     CommDtype t = (CommDtype)mdl->comm_dtype;
     int prev = c->pp_rank - 1, next = c->pp_rank + 1;
     for (int i = 0; i < tr->n_pipe_actions; i++) {
@@ -279,7 +279,7 @@ double trainer_validate(Trainer *tr) {
     // Validation windows are split over DP like training rows; forwards only, passed
     // along the pipeline stage by stage.
     double sum = 0;
-    size_t n_act = (size_t)mdl->N * mdl->lay.d_res;
+    size_t n_act = model_stage_elems(mdl);
     CommDtype t = (CommDtype)mdl->comm_dtype;
     for (int i = 0; i < tc->val_batches; i++) {
         loader_val_batch(&tr->loader, (uint64_t)i * tc->batch_size + (uint64_t)c->dp_rank * tr->B_local,

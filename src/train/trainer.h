@@ -8,23 +8,13 @@
 //   pipeline stage runs the K micro-batches through the 1F1B schedule.
 #pragma once
 #include "../config/config.h"
+#include "../core/metrics.h"   // StepMetrics
 #include "../data/data.h"
 #include "../model/model.h"
 #include "../model/state.h"
 #include "../parallel/comm.h"
 #include "../parallel/schedule.h"
 #include "optimizer.h"
-
-typedef struct {
-    int step;                  // 1-based optimizer step just completed
-    double loss;               // mean training loss over the step's tokens (all ranks)
-    double lr;
-    double grad_norm;          // global norm before clipping
-    double seconds;            // wall time of the step (forward, backward, optimizer)
-    double tokens_per_s;
-    double mfu;                // achieved FLOP/s / (peak_gflops x ranks); 0 when no peak is set
-    int64_t tokens_seen;       // after this step
-} StepMetrics;
 
 typedef struct Trainer {
     Config cfg;

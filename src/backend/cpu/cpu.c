@@ -123,6 +123,33 @@ static void f_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHype
     }
 }
 
+// LaX latent crossing (lax.c)
+static void f_layernorm_forward(Backend *b, void *y, int ldy, float *mean, float *rstd, const void *x, int ldx,
+                                const void *gamma, const void *beta, int N, int r, float eps) {
+    (void)b; layernorm_forward(y, ldy, mean, rstd, x, ldx, gamma, beta, N, r, eps);
+}
+static void f_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
+                                 const void *x, int ldx, const float *mean, const float *rstd, const void *gamma,
+                                 int N, int r) {
+    (void)b; layernorm_backward(dx, lddx, dgamma, dbeta, dy, lddy, x, ldx, mean, rstd, gamma, N, r);
+}
+static void f_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *W,
+                                 const void *bias, int N, int r) {
+    (void)b; dense_gate_forward(out, ldo, z, ldz, W, bias, N, r);
+}
+static void f_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
+                                  const void *z, int ldz, const void *W, int N, int r) {
+    (void)b; dense_gate_backward(dz, lddz, dW, dbias, dout, lddo, z, ldz, W, N, r);
+}
+static void f_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1,
+                                const void *G2, int N, int r1, int r2) {
+    (void)b; kron_gate_forward(out, ldo, z, ldz, G1, G2, N, r1, r2);
+}
+static void f_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
+                                 const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2) {
+    (void)b; kron_gate_backward(dz, lddz, dG1, dG2, dout, lddo, z, ldz, G1, G2, N, r1, r2);
+}
+
 static const BackendOps cpu_f32_ops = {
     .alloc = cpu_alloc, .free = cpu_free, .zero = cpu_zero, .copy = cpu_copy, .copy2d = cpu_copy2d,
     .to_host = cpu_copy, .from_host = cpu_copy, .sync = cpu_sync, .cast = cpu_cast, .add2d = f_add2d,
@@ -138,6 +165,9 @@ static const BackendOps cpu_f32_ops = {
     .xent_forward = f_xent_forward, .xent_rescale = cpu_xent_rescale, .xent_loss = cpu_xent_loss,
     .xent_backward = f_xent_backward,
     .sumsq_multi = f_sumsq_multi, .adamw_multi = f_adamw_multi,
+    .layernorm_forward = f_layernorm_forward, .layernorm_backward = f_layernorm_backward,
+    .dense_gate_forward = f_dense_gate_forward, .dense_gate_backward = f_dense_gate_backward,
+    .kron_gate_forward = f_kron_gate_forward, .kron_gate_backward = f_kron_gate_backward,
 };
 
 Backend *backend_cpu(DType dtype) {

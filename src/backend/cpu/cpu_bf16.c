@@ -226,6 +226,64 @@ static void h_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHype
     }
 }
 
+// ---- LaX latent crossing (lax.c): strided [N, r] views, converted over their span ----------
+static void h_layernorm_forward(Backend *b, void *y, int ldy, float *mean, float *rstd, const void *x, int ldx,
+                                const void *gamma, const void *beta, int N, int r, float eps) {
+    (void)b;
+    size_t nx = span((size_t)N, (size_t)r, (size_t)ldx), ny = span((size_t)N, (size_t)r, (size_t)ldy);
+    float *fx = up(x, nx), *fy = up(y, ny), *fg = up(gamma, (size_t)r), *fb = up(beta, (size_t)r);
+    layernorm_forward(fy, ldy, mean, rstd, fx, ldx, fg, fb, N, r, eps);
+    down(y, fy, ny); free(fx); free(fg); free(fb);
+}
+static void h_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
+                                 const void *x, int ldx, const float *mean, const float *rstd, const void *gamma,
+                                 int N, int r) {
+    (void)b;
+    size_t ndx = span((size_t)N, (size_t)r, (size_t)lddx), ndy = span((size_t)N, (size_t)r, (size_t)lddy),
+           nx = span((size_t)N, (size_t)r, (size_t)ldx);
+    float *fdx = up(dx, ndx), *fdg = up(dgamma, (size_t)r), *fdb = up(dbeta, (size_t)r), *fdy = up(dy, ndy),
+          *fx = up(x, nx), *fg = up(gamma, (size_t)r);
+    layernorm_backward(fdx, lddx, fdg, fdb, fdy, lddy, fx, ldx, mean, rstd, fg, N, r);
+    down(dx, fdx, ndx); down(dgamma, fdg, (size_t)r); down(dbeta, fdb, (size_t)r);
+    free(fdy); free(fx); free(fg);
+}
+static void h_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *W,
+                                 const void *bias, int N, int r) {
+    (void)b;
+    size_t no = span((size_t)N, (size_t)r, (size_t)ldo), nz = span((size_t)N, (size_t)r, (size_t)ldz);
+    float *fo = up(out, no), *fz = up(z, nz), *fw = up(W, (size_t)r * r), *fb = up(bias, (size_t)r);
+    dense_gate_forward(fo, ldo, fz, ldz, fw, fb, N, r);
+    down(out, fo, no); free(fz); free(fw); free(fb);
+}
+static void h_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
+                                  const void *z, int ldz, const void *W, int N, int r) {
+    (void)b;
+    size_t ndz = span((size_t)N, (size_t)r, (size_t)lddz), ndo = span((size_t)N, (size_t)r, (size_t)lddo),
+           nz = span((size_t)N, (size_t)r, (size_t)ldz), rr = (size_t)r * r;
+    float *fdz = up(dz, ndz), *fdw = up(dW, rr), *fdb = up(dbias, (size_t)r), *fdo = up(dout, ndo), *fz = up(z, nz),
+          *fw = up(W, rr);
+    dense_gate_backward(fdz, lddz, fdw, fdb, fdo, lddo, fz, ldz, fw, N, r);
+    down(dz, fdz, ndz); down(dW, fdw, rr); down(dbias, fdb, (size_t)r); free(fdo); free(fz); free(fw);
+}
+static void h_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1,
+                                const void *G2, int N, int r1, int r2) {
+    (void)b;
+    size_t r = (size_t)r1 * r2, no = span((size_t)N, r, (size_t)ldo), nz = span((size_t)N, r, (size_t)ldz);
+    float *fo = up(out, no), *fz = up(z, nz), *f1 = up(G1, (size_t)r1 * r1), *f2 = up(G2, (size_t)r2 * r2);
+    kron_gate_forward(fo, ldo, fz, ldz, f1, f2, N, r1, r2);
+    down(out, fo, no); free(fz); free(f1); free(f2);
+}
+static void h_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
+                                 const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2) {
+    (void)b;
+    size_t r = (size_t)r1 * r2, ndz = span((size_t)N, r, (size_t)lddz), ndo = span((size_t)N, r, (size_t)lddo),
+           nz = span((size_t)N, r, (size_t)ldz), n1 = (size_t)r1 * r1, n2 = (size_t)r2 * r2;
+    float *fdz = up(dz, ndz), *fd1 = up(dG1, n1), *fd2 = up(dG2, n2), *fdo = up(dout, ndo), *fz = up(z, nz),
+          *f1 = up(G1, n1), *f2 = up(G2, n2);
+    kron_gate_backward(fdz, lddz, fd1, fd2, fdo, lddo, fz, ldz, f1, f2, N, r1, r2);
+    down(dz, fdz, ndz); down(dG1, fd1, n1); down(dG2, fd2, n2); free(fdo); free(fz); free(f1); free(f2);
+}
+
 const BackendOps cpu_bf16_ops = {
     .alloc = cpu_alloc, .free = cpu_free, .zero = cpu_zero, .copy = cpu_copy, .copy2d = cpu_copy2d,
     .to_host = cpu_copy, .from_host = cpu_copy, .sync = cpu_sync, .cast = cpu_cast, .add2d = h_add2d,
@@ -241,4 +299,7 @@ const BackendOps cpu_bf16_ops = {
     .xent_forward = h_xent_forward, .xent_rescale = cpu_xent_rescale, .xent_loss = cpu_xent_loss,
     .xent_backward = h_xent_backward,
     .sumsq_multi = h_sumsq_multi, .adamw_multi = h_adamw_multi,
+    .layernorm_forward = h_layernorm_forward, .layernorm_backward = h_layernorm_backward,
+    .dense_gate_forward = h_dense_gate_forward, .dense_gate_backward = h_dense_gate_backward,
+    .kron_gate_forward = h_kron_gate_forward, .kron_gate_backward = h_kron_gate_backward,
 };

@@ -84,6 +84,29 @@ double xent_loss(float *losses, const double *sumexp, const float *gmax, const d
 void xent_backward(float *dlogits, const float *logits, const float *gmax, const double *sumexp,
                    const int32_t *targets, int N, int V, int v0, float scale);
 
+// ---- LaX latent crossing (lax.c; docs/lax.md §3) -----------------------------------------
+// Strided row views: row n of a [N, r] view starts at p + n·ld.
+// LayerNorm over r: y = (x − μ)·rstd ⊙ gamma + beta, μ and var (biased) per row, rstd =
+// 1/sqrt(var + eps); mean[N], rstd[N] saved. y may be x (same ld). gamma, beta [r]
+void layernorm_forward(float *y, int ldy, float *mean, float *rstd, const float *x, int ldx, const float *gamma,
+                       const float *beta, int N, int r, float eps);
+// dx += rstd·(h − mean_r(h) − x̂·mean_r(h⊙x̂)) with h = dy⊙gamma, x̂ = (x−μ)·rstd;
+// dgamma += Σ_n dy⊙x̂, dbeta += Σ_n dy (any output may be NULL)
+void layernorm_backward(float *dx, int lddx, float *dgamma, float *dbeta, const float *dy, int lddy, const float *x,
+                        int ldx, const float *mean, const float *rstd, const float *gamma, int N, int r);
+// out[N,r] += z[N,r] @ W[r,r] + bias[r]
+void dense_gate_forward(float *out, int ldo, const float *z, int ldz, const float *W, const float *bias, int N, int r);
+// dz += dout @ Wᵀ, dW[r,r] += zᵀ dout, dbias[r] += Σ_n dout (any output may be NULL)
+void dense_gate_backward(float *dz, int lddz, float *dW, float *dbias, const float *dout, int lddo, const float *z,
+                         int ldz, const float *W, int N, int r);
+// out[N, r1·r2] += z @ (G1 ⊗ G2): per token, Z = z as [r1, r2] row-major, out = vec(G1ᵀ·Z·G2).
+// G1 [r1,r1], G2 [r2,r2]
+void kron_gate_forward(float *out, int ldo, const float *z, int ldz, const float *G1, const float *G2, int N, int r1, int r2);
+// dz += dT·G2ᵀ, dG1 += Σ_n T·dOᵀ, dG2 += Σ_n Zᵀ·dT per token, with dO = dout as [r1, r2],
+// T = Z·G2, dT = G1·dO (any output may be NULL)
+void kron_gate_backward(float *dz, int lddz, float *dG1, float *dG2, const float *dout, int lddo, const float *z,
+                        int ldz, const float *G1, const float *G2, int N, int r1, int r2);
+
 // ---- optimizer (adamw.c) ----------------------------------------------------------------
 // Decoupled weight decay: p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p); t is the
 // 1-based step for bias correction (in double). grad is read-only.

@@ -1,11 +1,24 @@
 // cuda_backend.h — what the CUDA back end exposes beyond the op table (backend.h), for the
 // NCCL communication back end and the tools: its device and its compute stream. Plain C;
 // the stream is returned as void* (a cudaStream_t) so that C files need no CUDA header.
+//
+// backend_cuda() and backend_cuda_available() themselves are declared in backend.h. When the
+// CUDA back end is not built (CUDA=0 or no nvcc), src/backend/no_cuda.c provides those two
+// (NULL / 0 with the reason), and nothing here exists: code that calls these functions is
+// compiled only where BOOST_CUDA is defined (mk/cuda.mk defines it for every C file of a
+// CUDA build).
 #pragma once
 #include "../backend.h"
 
 // The CUDA device index b runs on (b made by backend_cuda).
 int backend_cuda_device(const Backend *b);
+// The device's name ("NVIDIA H200", ...), for reports.
+const char *backend_cuda_device_name(const Backend *b);
 // The stream every op of b is queued on (cudaStream_t). Collectives on b's buffers must be
 // ordered on it (NCCL: pass it to ncclAllReduce etc.).
 void *backend_cuda_stream(const Backend *b);
+
+// Device time on b's stream, measured with CUDA events: start records an event; stop
+// records a second one, waits for it and returns the milliseconds between the two.
+void backend_cuda_timer_start(Backend *b);
+double backend_cuda_timer_stop(Backend *b);

@@ -1,0 +1,191 @@
+// cuda_common.cuh — what every file of the CUDA back end shares: checked calls, the
+// back end's private state (CudaImpl), the compute-dtype helpers (load as fp32, store with
+// round-to-nearest-even), warp/block reductions, scratch buffers and table uploads, and
+// the entry points each .cu file implements for the op table (cuda_backend.cu).
+//
+// Precision rules (docs/gpu.md, "The CUDA back end"): tensors are T = float or
+// __nv_bfloat16 (the back end's compute dtype); every kernel loads T, computes in fp32 and
+// rounds once when it stores T. Statistics (rstd, lse, lmax, gmax) are fp32, sumexp and
+// tlogit double, reductions that feed them accumulate in fp32 (double where the CPU
+// reference does and the cost is nil).
+#pragma once
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <stdint.h>
+#include <stddef.h>
+
+extern "C" {
+#include "../backend.h"
+#include "../../core/check.h"
+#include "cuda_backend.h"
+}
+
+typedef __nv_bfloat16 bf16;
+
+// ---- checked calls: file:line, the call, the library's own error text --------------------
+#define CUDA_CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) \
+    die_at(__FILE__, __LINE__, "%s failed: %s (%s)", #call, cudaGetErrorString(e_), cudaGetErrorName(e_)); } while (0)
+#define CUBLAS_CHECK(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) \
+    die_at(__FILE__, __LINE__, "%s failed: %s (%s)", #call, cublasGetStatusString(s_), cublasGetStatusName(s_)); } while (0)
+// After every kernel launch: a bad launch configuration is reported here, at its line.
+// (Faults inside a kernel surface at the next synchronising call; run with
+// CUDA_LAUNCH_BLOCKING=1 to have them reported at the launch.)
+#define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
+
+// ---- the back end's private state ----------------------------------------------------------
+// Scratch buffers owned by the back end (not counted in Backend.mem: they are op workspaces
+// of a few MB; the dry back end's report accounts working sets separately). One slot per
+// use so that an op can hold several at once.
+enum {
+    SCR_TABLE,      // device copy of a host table (multi-tensor spans, grouped-GEMM pointers)
+    SCR_PART,       // per-block partial sums (column reductions)
+    SCR_ROWS,       // per-row fp32 factors (rstd from S, ...)
+    SCR_ATT_D,      // attention backward: D = rowsum(dout ⊙ out) [B,H,T]
+    SCR_SORT,       // embedding backward: keys, positions and CUB's temporary storage
+    SCR_COUNT
+};
+
+struct GemmPlan;    // cuda_gemm.cu
+
+struct CudaImpl {
+    int device;
+    cudaDeviceProp prop;
+    int smem_optin;                 // max dynamic shared memory per block (bytes)
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    cublasHandle_t blas;
+    void *lt_ws; size_t lt_ws_size; // cuBLASLt (and cuBLAS) workspace
+    // GEMM plans cached per shape (cuda_gemm.cu)
+    GemmPlan *plans; int nplans, cap_plans;
+    int grouped_ok;                 // 1 until cublasGemmGroupedBatchedEx says NOT_SUPPORTED
+    // host<->device transfers: two pinned staging buffers, each guarded by an event
+    void *pin[2]; size_t pin_size; cudaEvent_t pin_ev[2];
+    // host tables uploaded for one launch (pinned, guarded by an event)
+    void *tab_host; size_t tab_host_size; cudaEvent_t tab_ev;
+    // device scratch
+    void *scr[SCR_COUNT]; size_t scr_size[SCR_COUNT];
+    // small pinned result slot (double reductions returned to the host)
+    double *result_host;
+    unsigned int *counter;          // device: last-block-done counter (sumsq_multi), kept 0
+    // RoPE cos/sin table [T, hd/2] (float2), rebuilt when (T, hd, theta) change
+    float2 *rope_cs; int rope_T, rope_hd; float rope_theta; size_t rope_cap;
+    // timer (backend_cuda_timer_*)
+    cudaEvent_t t0, t1;
+};
+
+static inline CudaImpl *impl_of(Backend *b) { return (CudaImpl *)b->impl; }
+static inline cudaStream_t stream_of(Backend *b) { return impl_of(b)->stream; }
+
+// Device scratch of at least `bytes` in slot `slot` (grows; growing waits for the stream,
+// so no queued kernel still uses the old buffer).
+void *cuda_scratch(Backend *b, int slot, size_t bytes);
+// Copies a host table of `bytes` to device scratch SCR_TABLE through pinned memory, in
+// stream order; returns the device pointer. The host table may be reused on return.
+void *cuda_upload_table(Backend *b, const void *host, size_t bytes);
+
+// ---- compute-dtype helpers --------------------------------------------------------------------
+__device__ __forceinline__ float ldf(float x) { return x; }
+__device__ __forceinline__ float ldf(bf16 x) { return __bfloat162float(x); }
+template <typename T> __device__ __forceinline__ T stf(float x);
+template <> __device__ __forceinline__ float stf<float>(float x) { return x; }
+template <> __device__ __forceinline__ bf16 stf<bf16>(float x) { return __float2bfloat16_rn(x); }   // RNE
+
+// Every launch is written LAUNCH(grid, block, smem, stream, kernel)(args...), which is
+// kernel<<<grid, block, smem, stream>>>(args...), and a kernel's dynamic shared memory is
+// DYN_SMEM(name): the CPU emulator (emu/, `make cuda-emu-test`) defines both its own way
+// and runs these same sources.
+#ifndef LAUNCH
+#define LAUNCH(grid, block, smem, stream, ...) __VA_ARGS__<<<(grid), (block), (smem), (stream)>>>
+#endif
+#ifndef DYN_SMEM
+#define DYN_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
+#endif
+
+// Launch helper: kernel<T> for the back end's dtype. Usage:
+//   DISPATCH(b->dtype, T, (my_kernel<T><<<g, t, 0, s>>>(...)));
+#define DISPATCH(dtype, T, ...) do { \
+    if ((dtype) == DT_BF16) { typedef bf16 T; __VA_ARGS__; } \
+    else if ((dtype) == DT_F32) { typedef float T; __VA_ARGS__; } \
+    else die_at(__FILE__, __LINE__, "cuda back end: compute dtype %s is not fp32 or bf16", dtype_name(dtype)); \
+    LAUNCH_CHECK(); } while (0)
+
+// Grid size for a grid-stride loop over n elements with `threads` per block.
+static inline unsigned grid_for(size_t n, int threads) {
+    size_t g = (n + (size_t)threads - 1) / (size_t)threads;
+    if (g < 1) g = 1;
+    if (g > 65535u * 32u) g = 65535u * 32u;    // the loops stride; more blocks buy nothing
+    return (unsigned)g;
+}
+
+// ---- reductions --------------------------------------------------------------------------------
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ double warp_sum_d(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the
+// result. `sh` is __shared__ double[32]. The order is fixed: deterministic.
+__device__ __forceinline__ double block_sum_d(double v, double *sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum_d(v);
+    __syncthreads();                 // sh may still be read from a previous call
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    v = lane < nw ? sh[lane] : 0.0;
+    return warp_sum_d(v);
+}
+
+// ---- the op table's entries, by file ------------------------------------------------------------
+// cuda_gemm.cu
+void cuda_gemm(Backend *b, const GemmArgs *g);
+void cuda_gemm_group(Backend *b, int count, const GemmArgs *g);
+void cuda_gemm_free_plans(CudaImpl *im);
+// cuda_norm.cu
+void cuda_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps);
+void cuda_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x,
+                           const void *gamma, const float *rstd, int N, int d);
+void cuda_rowsumsq(Backend *b, void *S, const void *x, int N, int d);
+void cuda_rownorm(Backend *b, void *y, const void *x, const void *gamma, const void *S, int N, int d, int width, float eps);
+void cuda_scale_rows(Backend *b, void *P, const SlotView *v, const void *S, int width, float eps, int power);
+void cuda_rowdot(Backend *b, float *dot, const void *X, const void *Y, const SlotView *v);
+void cuda_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *da, const void *x,
+                                   const void *gamma, const void *S, const float *dot, int N, int d,
+                                   int d_full, float eps);
+// cuda_elementwise.cu
+void cuda_cast(Backend *b, void *dst, DType dt, const void *src, DType st, size_t n);
+void cuda_add2d(Backend *b, void *dst, size_t ldd, const void *src, size_t lds, int rows, int cols);
+void cuda_silu_forward(Backend *b, void *y, const void *x, size_t n);
+void cuda_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n);
+void cuda_swiglu_forward(Backend *b, void *z, const void *g, const void *u, size_t n, int gate_silu);
+void cuda_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u,
+                          size_t n, int gate_silu);
+void cuda_add(Backend *b, void *x, const void *y, size_t n);
+void cuda_scale(Backend *b, void *x, float s, size_t n);
+void cuda_rope(Backend *b, void *x, int B, int T, int H, int hd, float theta, int inverse);
+// cuda_attention.cu
+void cuda_attention_forward(Backend *b, void *out, float *lse, const void *q, const void *k, const void *v,
+                            int B, int T, int H, int Hkv, int hd);
+void cuda_attention_backward(Backend *b, void *dq, void *dk, void *dv, const void *dout, const void *out,
+                             const void *q, const void *k, const void *v, const float *lse,
+                             int B, int T, int H, int Hkv, int hd);
+// cuda_vocab.cu
+void cuda_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V);
+void cuda_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V);
+void cuda_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
+                       const int32_t *targets, int N, int V, int v0);
+void cuda_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
+double cuda_xent_loss(Backend *b, float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N);
+void cuda_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
+                        const int32_t *targets, int N, int V, int v0, float scale);
+// cuda_optim.cu
+double cuda_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w);
+void cuda_adamw_multi(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h);

@@ -1,0 +1,176 @@
+// cuda_vocab.cu — the vocabulary-parallel embedding and cross-entropy: this rank holds
+// rows / columns [v0, v0+V) of the vocabulary; the collectives between the pieces are the
+// caller's (model drivers), as on the CPU.
+//
+// Embedding backward is deterministic without float atomics: the token positions are
+// sorted by local token id (CUB's radix sort is stable, so equal ids keep position order),
+// and each run of equal ids is summed by one block, rows in position order, in fp32, then
+// added to its row of dwte once.
+#include "cuda_common.cuh"
+#include <cub/cub.cuh>
+#include <math.h>
+
+enum { XENT_THREADS = 512, EMB_THREADS = 256 };
+
+// ---- embedding ------------------------------------------------------------------------------
+// out[N,d] = wte[tokens[i] − v0] for tokens in range, else 0
+template <typename T>
+__global__ void embedding_fwd_kernel(T *out, const int32_t *tokens, const T *wte, int N, int d, int v0, int V) {
+    size_t n_el = (size_t)N * d;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_el; i += (size_t)gridDim.x * blockDim.x) {
+        size_t n = i / d; int j = (int)(i % d);
+        int t = tokens[n] - v0;
+        out[i] = (t >= 0 && t < V) ? wte[(size_t)t * d + j] : stf<T>(0.0f);
+    }
+}
+void cuda_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V) {
+    if (N <= 0 || d <= 0) return;
+    DISPATCH(b->dtype, T, (LAUNCH(grid_for((size_t)N * d, EMB_THREADS), EMB_THREADS, 0, stream_of(b), embedding_fwd_kernel<T>)(
+        (T *)out, tokens, (const T *)wte, N, d, v0, V)));
+}
+
+// key[i] = tokens[i] − v0 if in range, else V (sorted last, skipped); pos[i] = i
+__global__ void embedding_keys_kernel(int *key, int *pos, const int32_t *tokens, int N, int v0, int V) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    int t = tokens[i] - v0;
+    key[i] = (t >= 0 && t < V) ? t : V;
+    pos[i] = i;
+}
+// One block per sorted index s; the block that starts a run of equal keys sums the run's
+// dout rows (positions ascending) and adds the sum to dwte[key].
+template <typename T>
+__global__ void embedding_runs_kernel(T *dwte, const T *dout, const int *key, const int *pos, int N, int d, int V) {
+    int s = blockIdx.x;
+    int k = key[s];
+    if (k >= V || (s > 0 && key[s - 1] == k)) return;
+    int e = s;
+    while (e < N && key[e] == k) e++;
+    for (int j = threadIdx.x; j < d; j += blockDim.x) {
+        float acc = 0.0f;
+        for (int q = s; q < e; q++) acc += ldf(dout[(size_t)pos[q] * d + j]);
+        T *w = dwte + (size_t)k * d + j;
+        *w = stf<T>(ldf(*w) + acc);
+    }
+}
+
+void cuda_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V) {
+    if (N <= 0 || d <= 0 || V <= 0) return;
+    cudaStream_t st = stream_of(b);
+    int bits = 1;                                   // keys lie in [0, V]
+    while (bits < 31 && (1 << bits) <= V) bits++;
+    size_t tmp = 0;
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(NULL, tmp, (const int *)NULL, (int *)NULL, (const int *)NULL,
+                                              (int *)NULL, N, 0, bits, st));
+    size_t arr = ((size_t)N * sizeof(int) + 255) / 256 * 256;
+    char *base = (char *)cuda_scratch(b, SCR_SORT, 4 * arr + tmp);
+    int *key_in = (int *)base, *key_out = (int *)(base + arr), *pos_in = (int *)(base + 2 * arr), *pos_out = (int *)(base + 3 * arr);
+    void *tmp_store = base + 4 * arr;
+    LAUNCH((N + 255) / 256, 256, 0, st, embedding_keys_kernel)(key_in, pos_in, tokens, N, v0, V);
+    LAUNCH_CHECK();
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(tmp_store, tmp, key_in, key_out, pos_in, pos_out, N, 0, bits, st));
+    DISPATCH(b->dtype, T, (LAUNCH((unsigned)N, EMB_THREADS, 0, st, embedding_runs_kernel<T>)(
+        (T *)dwte, (const T *)dout, key_out, pos_out, N, d, V)));
+}
+
+// ---- cross-entropy ---------------------------------------------------------------------------
+// A running (max, Σexp(x − max)) pair; combine() merges two (the online softmax).
+struct MaxSum { float m; float s; };
+__device__ __forceinline__ MaxSum ms_combine(MaxSum a, MaxSum b) {
+    float m = fmaxf(a.m, b.m);
+    if (m == -INFINITY) return MaxSum{ m, 0.0f };
+    return MaxSum{ m, a.s * expf(a.m - m) + b.s * expf(b.m - m) };
+}
+
+// One block per row, one pass over the row: lmax[n] (f32), sumexp[n] = Σ exp(x − lmax)
+// (per-thread fp32 partials, combined in double), tlogit[n] (double) if the target is local.
+template <typename T>
+__global__ void xent_fwd_kernel(float *lmax, double *sumexp, double *tlogit, const T *logits,
+                                const int32_t *targets, int V, int v0) {
+    __shared__ float sh_m[32];
+    __shared__ double sh_s[32];
+    int n = blockIdx.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const T *x = logits + (size_t)n * V;
+    MaxSum a = { -INFINITY, 0.0f };
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        float v = ldf(x[j]);
+        if (v > a.m) { a.s = a.s * expf(a.m - v) + 1.0f; a.m = v; }
+        else a.s += expf(v - a.m);
+    }
+    // block max, then every thread's sum rescaled to it and added in double (fixed order)
+    float m = warp_max(a.m);
+    if (lane == 0) sh_m[w] = m;
+    __syncthreads();
+    m = lane < nw ? sh_m[lane] : -INFINITY;
+    m = warp_max(m);
+    double s = (a.m == -INFINITY) ? 0.0 : (double)a.s * exp((double)a.m - (double)m);
+    s = block_sum_d(s, sh_s);
+    if (threadIdx.x == 0) {
+        lmax[n] = m;
+        sumexp[n] = m == -INFINITY ? 0.0 : s;
+        int t = targets[n] - v0;
+        tlogit[n] = (t >= 0 && t < V) ? (double)ldf(x[t]) : 0.0;
+    }
+}
+void cuda_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
+                       const int32_t *targets, int N, int V, int v0) {
+    if (N <= 0) return;
+    DISPATCH(b->dtype, T, (LAUNCH((unsigned)N, XENT_THREADS, 0, stream_of(b), xent_fwd_kernel<T>)(
+        lmax, sumexp, tlogit, (const T *)logits, targets, V, v0)));
+}
+
+// sumexp[n] *= exp(lmax − gmax)
+__global__ void xent_rescale_kernel(double *sumexp, const float *lmax, const float *gmax, int N) {
+    int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n < N) sumexp[n] *= exp((double)lmax[n] - (double)gmax[n]);
+}
+void cuda_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N) {
+    if (N <= 0) return;
+    LAUNCH((N + 255) / 256, 256, 0, stream_of(b), xent_rescale_kernel)(sumexp, lmax, gmax, N);
+    LAUNCH_CHECK();
+}
+
+// losses[n] = log(sumexp) + gmax − tlogit; *total = Σ_n (one block, fixed order)
+__global__ void xent_loss_kernel(float *losses, double *total, const double *sumexp, const float *gmax,
+                                 const double *tlogit, int N) {
+    __shared__ double sh[32];
+    double acc = 0.0;
+    for (int n = threadIdx.x; n < N; n += blockDim.x) {
+        double l = log(sumexp[n]) + (double)gmax[n] - tlogit[n];
+        if (losses) losses[n] = (float)l;
+        acc += l;
+    }
+    acc = block_sum_d(acc, sh);
+    if (threadIdx.x == 0) *total = acc;
+}
+double cuda_xent_loss(Backend *b, float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N) {
+    if (N <= 0) return 0.0;
+    CudaImpl *im = impl_of(b);
+    double *total = (double *)cuda_scratch(b, SCR_PART, sizeof(double));
+    LAUNCH(1, 1024, 0, im->stream, xent_loss_kernel)(losses, total, sumexp, gmax, tlogit, N);
+    LAUNCH_CHECK();
+    CUDA_CHECK(cudaMemcpyAsync(im->result_host, total, sizeof(double), cudaMemcpyDeviceToHost, im->stream));
+    CUDA_CHECK(cudaStreamSynchronize(im->stream));
+    return *im->result_host;
+}
+
+// dlogits[n, j] = scale·(exp(x − gmax)/sumexp − [j = target − v0]); may alias logits
+template <typename T>
+__global__ void xent_bwd_kernel(T *dlogits, const T *logits, const float *gmax, const double *sumexp,
+                                const int32_t *targets, int V, int v0, float scale) {
+    int n = blockIdx.x;
+    const T *x = logits + (size_t)n * V;
+    T *g = dlogits + (size_t)n * V;
+    float mx = gmax[n], s = (float)((double)scale / sumexp[n]);
+    int t = targets[n] - v0;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        float p = expf(ldf(x[j]) - mx) * s;
+        g[j] = stf<T>(j == t ? p - scale : p);
+    }
+}
+void cuda_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
+                        const int32_t *targets, int N, int V, int v0, float scale) {
+    if (N <= 0 || V <= 0) return;
+    DISPATCH(b->dtype, T, (LAUNCH((unsigned)N, XENT_THREADS, 0, stream_of(b), xent_bwd_kernel<T>)(
+        (T *)dlogits, (const T *)logits, gmax, sumexp, targets, V, v0, scale)));
+}

@@ -1,0 +1,3 @@
+// cublasLt.h of the CPU emulator (../emu_cuda.h): shadows the CUDA header of that name.
+#pragma once
+#include "../emu_cuda.h"

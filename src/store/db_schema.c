@@ -1,0 +1,212 @@
+// db_schema.c — the run database's tables, views and the migration from schema 1
+// (docs/database.md shows the same statements and explains every column).
+#include "db_internal.h"
+
+// The tables of schema 2. `runs` and `events` are written in the same form by the
+// migration below (their CHECK lists grew), so keep the two in step.
+#define RUNS_TABLE(name) \
+"CREATE TABLE " name " (\n" \
+"  id                 INTEGER PRIMARY KEY,\n" \
+"  uid                TEXT NOT NULL UNIQUE,\n" \
+"  launch_id          INTEGER REFERENCES launches(id),\n" \
+"  repeat_index       INTEGER NOT NULL DEFAULT 0,\n" \
+"  experiment         TEXT NOT NULL,\n" \
+"  variant            TEXT NOT NULL,\n" \
+"  manifest_path      TEXT,\n" \
+"  experiment_version TEXT,\n" \
+"  manifest_format    INTEGER,\n" \
+"  manifest_sha256    TEXT,\n" \
+"  config_json        TEXT,\n" \
+"  overrides          TEXT NOT NULL DEFAULT '[]',\n" \
+"  git_commit         TEXT,\n" \
+"  git_dirty          INTEGER,\n" \
+"  host               TEXT,\n" \
+"  pid                INTEGER,\n" \
+"  cpu_model          TEXT,\n" \
+"  gpu_model          TEXT,\n" \
+"  compiler           TEXT,\n" \
+"  cflags             TEXT,\n" \
+"  library_versions   TEXT,\n" \
+"  tp                 INTEGER NOT NULL DEFAULT 1,\n" \
+"  pp                 INTEGER NOT NULL DEFAULT 1,\n" \
+"  dp                 INTEGER NOT NULL DEFAULT 1,\n" \
+"  world_size         INTEGER NOT NULL DEFAULT 1,\n" \
+"  status             TEXT NOT NULL CHECK (status IN ('running','completed','failed','interrupted','diverged')),\n" \
+"  started_at         TEXT NOT NULL,\n" \
+"  ended_at           TEXT,\n" \
+"  error              TEXT,\n" \
+"  resumed_count      INTEGER NOT NULL DEFAULT 0,\n" \
+"  params             INTEGER,\n" \
+"  flops_per_token    REAL,\n" \
+"  peak_gflops        REAL\n" \
+");\n"
+
+#define EVENTS_TABLE(name) \
+"CREATE TABLE " name " (\n" \
+"  id     INTEGER PRIMARY KEY,\n" \
+"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
+"  step   INTEGER,\n" \
+"  at     TEXT NOT NULL,\n" \
+"  kind   TEXT NOT NULL CHECK (kind IN ('checkpoint','resumed','error','interrupted','diverged','dump','config_change','warning')),\n" \
+"  detail TEXT\n" \
+");\n"
+
+#define LAUNCHES_TABLE \
+"CREATE TABLE launches (\n" \
+"  id                 INTEGER PRIMARY KEY,\n" \
+"  experiment         TEXT NOT NULL,\n" \
+"  manifest_path      TEXT,\n" \
+"  experiment_version TEXT,\n" \
+"  manifest_format    INTEGER,\n" \
+"  manifest_sha256    TEXT NOT NULL,\n" \
+"  manifest_text      TEXT,\n" \
+"  overrides          TEXT NOT NULL DEFAULT '[]',\n" \
+"  variant_filter     TEXT,\n" \
+"  repeat             INTEGER NOT NULL DEFAULT 1,\n" \
+"  status             TEXT NOT NULL CHECK (status IN ('running','completed','failed','interrupted')),\n" \
+"  started_at         TEXT NOT NULL,\n" \
+"  ended_at           TEXT,\n" \
+"  host               TEXT,\n" \
+"  pid                INTEGER,\n" \
+"  cpu_model          TEXT,\n" \
+"  git_commit         TEXT,\n" \
+"  git_dirty          INTEGER,\n" \
+"  load_avg_1m        REAL,\n" \
+"  peak_gflops        REAL\n" \
+");\n" \
+"CREATE INDEX launches_by_experiment ON launches(experiment, id);\n"
+
+#define COMM_RANKS_TABLE \
+"CREATE TABLE comm_ranks (\n" \
+"  run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
+"  step     INTEGER NOT NULL,\n" \
+"  rank     INTEGER NOT NULL,\n" \
+"  tp_rank  INTEGER NOT NULL,\n" \
+"  pp_rank  INTEGER NOT NULL,\n" \
+"  dp_rank  INTEGER NOT NULL,\n" \
+"  calls    INTEGER NOT NULL,\n" \
+"  elements INTEGER NOT NULL,\n" \
+"  bytes    INTEGER NOT NULL,\n" \
+"  seconds  REAL,\n" \
+"  PRIMARY KEY (run_id, step, rank)\n" \
+") WITHOUT ROWID;\n"
+
+#define RUN_INDEXES \
+"CREATE INDEX runs_by_variant ON runs(experiment, variant, started_at);\n" \
+"CREATE INDEX runs_by_status ON runs(status);\n" \
+"CREATE INDEX runs_by_launch ON runs(launch_id, id);\n"
+
+// Views. Warm-up: the first max(1, last_step / 10) steps of a run are not timed.
+// tokens of a step = tokens_per_s x step_seconds (the trainer's own count).
+#define VIEWS \
+"CREATE VIEW run_summary AS\n" \
+"SELECT r.id AS run_id, r.uid, r.launch_id, r.repeat_index, r.experiment, r.variant, r.status,\n" \
+"       r.tp, r.pp, r.dp, r.world_size, r.overrides, r.started_at, r.ended_at, r.error,\n" \
+"       (SELECT MAX(step) FROM steps WHERE run_id = r.id) AS steps,\n" \
+"       (SELECT loss FROM steps WHERE run_id = r.id ORDER BY step DESC LIMIT 1) AS final_loss,\n" \
+"       (SELECT loss FROM validation WHERE run_id = r.id ORDER BY step DESC LIMIT 1) AS val_loss,\n" \
+"       t.timed_steps,\n" \
+"       1000.0 * t.seconds / t.timed_steps AS mean_ms_per_step,\n" \
+"       t.tokens / t.seconds AS tokens_per_s,\n" \
+"       t.tokens / t.seconds * r.flops_per_token / (1e9 * r.peak_gflops) AS mfu,\n" \
+"       r.peak_gflops,\n" \
+"       COALESCE((SELECT bytes FROM memory WHERE run_id = r.id AND category = 'peak_rss'),\n" \
+"                (SELECT SUM(bytes) FROM memory WHERE run_id = r.id)) AS peak_memory_bytes,\n" \
+"       (SELECT SUM(bytes) * 1.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_bytes_per_step,\n" \
+"       (SELECT SUM(calls) * 1.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_calls_per_step\n" \
+"FROM runs r LEFT JOIN (\n" \
+"    SELECT s.run_id, COUNT(*) AS timed_steps, SUM(s.step_seconds) AS seconds,\n" \
+"           SUM(s.tokens_per_s * s.step_seconds) AS tokens\n" \
+"    FROM steps s\n" \
+"    WHERE s.step > (SELECT MAX(1, MAX(step) / 10) FROM steps WHERE run_id = s.run_id)\n" \
+"    GROUP BY s.run_id) t ON t.run_id = r.id;\n" \
+"CREATE VIEW latest_runs AS\n" \
+"SELECT * FROM run_summary rs\n" \
+"WHERE rs.run_id = (SELECT id FROM runs r2 WHERE r2.experiment = rs.experiment AND r2.variant = rs.variant\n" \
+"                   ORDER BY r2.started_at DESC, r2.id DESC LIMIT 1);\n" \
+"CREATE VIEW launch_summary AS\n" \
+"SELECT l.id AS launch_id, l.experiment, l.experiment_version, l.status, l.started_at, l.ended_at,\n" \
+"       l.repeat, l.variant_filter, l.overrides, l.host, l.load_avg_1m, l.peak_gflops,\n" \
+"       COUNT(r.id) AS runs,\n" \
+"       COALESCE(SUM(r.status = 'completed'), 0) AS completed,\n" \
+"       COALESCE(SUM(r.status <> 'completed'), 0) AS not_completed,\n" \
+"       group_concat(DISTINCT r.variant) AS variants\n" \
+"FROM launches l LEFT JOIN runs r ON r.launch_id = l.id\n" \
+"GROUP BY l.id;\n"
+
+#define STEP_TABLES \
+"CREATE TABLE steps (\n" \
+"  run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
+"  step         INTEGER NOT NULL,\n" \
+"  tokens_seen  INTEGER NOT NULL,\n" \
+"  loss         REAL,\n" \
+"  lr           REAL,\n" \
+"  grad_norm    REAL,\n" \
+"  step_seconds REAL,\n" \
+"  tokens_per_s REAL,\n" \
+"  mfu          REAL,\n" \
+"  PRIMARY KEY (run_id, step)\n" \
+") WITHOUT ROWID;\n" \
+"CREATE TABLE validation (\n" \
+"  run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
+"  step        INTEGER NOT NULL,\n" \
+"  tokens_seen INTEGER NOT NULL,\n" \
+"  loss        REAL,\n" \
+"  PRIMARY KEY (run_id, step)\n" \
+") WITHOUT ROWID;\n" \
+"CREATE TABLE comm (\n" \
+"  run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
+"  step     INTEGER NOT NULL,\n" \
+"  kind     TEXT NOT NULL CHECK (kind IN ('all_reduce','all_gather','reduce_scatter','broadcast','send','recv','barrier')),\n" \
+"  phase    TEXT NOT NULL CHECK (phase IN ('forward','backward','recompute','optimizer','pipeline','other')),\n" \
+"  grp      TEXT NOT NULL CHECK (grp IN ('tp','dp','pp','world')),\n" \
+"  layer    INTEGER NOT NULL DEFAULT -1,\n" \
+"  calls    INTEGER NOT NULL,\n" \
+"  elements INTEGER NOT NULL,\n" \
+"  bytes    INTEGER NOT NULL,\n" \
+"  seconds  REAL,\n" \
+"  PRIMARY KEY (run_id, step, kind, phase, grp, layer)\n" \
+") WITHOUT ROWID;\n" \
+"CREATE TABLE memory (\n" \
+"  run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
+"  category TEXT NOT NULL CHECK (category IN ('parameters','gradients','optimizer','activations','peak_rss')),\n" \
+"  bytes    INTEGER NOT NULL,\n" \
+"  PRIMARY KEY (run_id, category)\n" \
+") WITHOUT ROWID;\n"
+
+const char *const RUNDB_SCHEMA_SQL =
+    LAUNCHES_TABLE
+    RUNS_TABLE("runs")
+    RUN_INDEXES
+    STEP_TABLES
+    COMM_RANKS_TABLE
+    EVENTS_TABLE("events")
+    "CREATE INDEX events_by_run ON events(run_id, id);\n"
+    VIEWS;
+
+// Schema 1 -> 2: new tables (launches, comm_ranks) and views; `runs` gains launch_id,
+// repeat_index, overrides and manifest_format, its `manifest_version` (which held the
+// experiment's `version:`) becomes `experiment_version`, and the status CHECK admits
+// 'diverged'; `events` admits 'diverged' and 'warning'. SQLite cannot alter a CHECK, so
+// both tables are rebuilt (the procedure of sqlite.org/lang_altertable.html: foreign keys
+// off, new table, copy, drop, rename; ids kept, so every reference stays valid).
+const char *const RUNDB_MIGRATE_V1_SQL =
+    LAUNCHES_TABLE
+    RUNS_TABLE("runs_v2")
+    "INSERT INTO runs_v2 (id, uid, experiment, variant, manifest_path, experiment_version, manifest_sha256,\n"
+    "  config_json, git_commit, git_dirty, host, pid, cpu_model, gpu_model, compiler, cflags, library_versions,\n"
+    "  tp, pp, dp, world_size, status, started_at, ended_at, error, resumed_count, params, flops_per_token, peak_gflops)\n"
+    "SELECT id, uid, experiment, variant, manifest_path, manifest_version, manifest_sha256,\n"
+    "  config_json, git_commit, git_dirty, host, pid, cpu_model, gpu_model, compiler, cflags, library_versions,\n"
+    "  tp, pp, dp, world_size, status, started_at, ended_at, error, resumed_count, params, flops_per_token, peak_gflops\n"
+    "FROM runs;\n"
+    "DROP TABLE runs;\n"
+    "ALTER TABLE runs_v2 RENAME TO runs;\n"
+    RUN_INDEXES
+    EVENTS_TABLE("events_v2")
+    "INSERT INTO events_v2 (id, run_id, step, at, kind, detail) SELECT id, run_id, step, at, kind, detail FROM events;\n"
+    "DROP TABLE events;\n"
+    "ALTER TABLE events_v2 RENAME TO events;\n"
+    "CREATE INDEX events_by_run ON events(run_id, id);\n"
+    COMM_RANKS_TABLE
+    VIEWS;

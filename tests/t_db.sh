@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The run database as a user meets it (docs/database.md, README "Querying results"):
+# after a quickstart launch (and one at tp = 2 for the communication queries), every query
+# printed in README.md and docs/database.md runs and returns rows; the schema printed in
+# docs/database.md is the one a new database gets; the comparison table of a chosen launch;
+# a database locked by another process for seconds while a run trains loses nothing and
+# stops nothing.
+source "$(dirname "$0")/lib.sh"
+export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cd "$ROOT"
+DB=$TMP/boost.db
+SHRINK=(--set train.steps=6 --set train.val_every=3 --set train.warmup_steps=1 --set train.log_every=3
+        --set data.cache_dir="$TMP/cache" --set run.db="$DB" --set run.checkpoint_dir="$TMP/ckpt")
+
+if ! "$BUILD/exp" quickstart "${SHRINK[@]}" >"$TMP/q1.log" 2>&1; then fail quickstart_launch "$(tail -3 "$TMP/q1.log")"; exit 0; fi
+if ! "$BUILD/exp" quickstart "${SHRINK[@]}" --set parallel.tp=2 >"$TMP/q2.log" 2>&1; then fail quickstart_tp2_launch "$(tail -3 "$TMP/q2.log")"; exit 0; fi
+pass quickstart_launches
+
+# ---- README: the sqlite3 commands of "Querying results" --------------------------------
+# Each command runs with the test's database; a command that prints nothing fails.
+awk '/^## Querying results/ {on=1} on && /^```sh/ {inb=1; next} inb && /^```/ {exit} inb {print}' README.md >"$TMP/readme.sh"
+n=$(grep -c '^sqlite3' "$TMP/readme.sh")
+{
+    echo 'sqlite3() { local out; out=$(command sqlite3 "$@" 2>&1); if [ -z "$out" ] || grep -q "^Error\|^Parse error" <<<"$out"; then echo "NO ROWS: ${*: -1}"; fi; }'
+    sed "s#runs/boost.db#$DB#g" "$TMP/readme.sh"
+} >"$TMP/readme-run.sh"
+out=$(bash "$TMP/readme-run.sh" 2>&1)
+if [ "$n" -ge 4 ] && ! grep -q "NO ROWS" <<<"$out"; then pass "readme_queries_return_rows ($n)"
+else fail readme_queries_return_rows "$n commands; $(grep -A2 'NO ROWS' <<<"$out" | head -4 | tr '\n' ' ')"; fi
+
+# ---- docs/database.md: every ```sql block after "## Example queries" -------------------
+awk '/^## Example queries/ {on=1} on && /^```sql/ {inb=1; next} inb && /^```/ {inb=0; print "-- end"; next} inb {print}' \
+    docs/database.md >"$TMP/queries.sql"
+nq=0; bad=""
+stmt=""
+while IFS= read -r line; do
+    [ "$line" = "-- end" ] && continue
+    stmt+="$line"$'\n'
+    if [[ "$line" =~ \;[[:space:]]*$ ]]; then
+        nq=$((nq + 1))
+        res=$(sqlite3 "$DB" "$stmt" 2>&1)
+        if [ -z "$res" ] || grep -q "^Error\|^Parse error" <<<"$res"; then bad+="[$(head -c 120 <<<"$stmt" | tr '\n' ' ')... -> ${res:-no rows}] "; fi
+        stmt=""
+    fi
+done <"$TMP/queries.sql"
+if [ "$nq" -ge 10 ] && [ -z "$bad" ]; then pass "docs_database_queries_return_rows ($nq)"
+else fail docs_database_queries_return_rows "$nq queries; $bad"; fi
+
+# ---- the printed schema is the real one ------------------------------------------------
+awk '/^## Schema/ {on=1} on && /^```sql/ {inb=1; next} inb && /^```/ {exit} inb {print}' docs/database.md >"$TMP/doc-schema.sql"
+sqlite3 "$DB" .schema >"$TMP/real-schema.sql"
+if diff -q <(tr -s ' \n' ' ' <"$TMP/doc-schema.sql") <(tr -s ' \n' ' ' <"$TMP/real-schema.sql") >/dev/null; then pass docs_schema_is_the_real_one
+else fail docs_schema_is_the_real_one "$(diff "$TMP/doc-schema.sql" "$TMP/real-schema.sql" | head -4 | tr '\n' ' ')"; fi
+
+# ---- the comparison table of a chosen launch -------------------------------------------
+out=$("$BUILD/exp" quickstart --summary --launch 1 --set run.db="$DB" 2>&1)
+out2=$("$BUILD/exp" quickstart --summary --set run.db="$DB" 2>&1)
+if grep -q "quickstart — launch 1 " <<<"$out" && grep -q "quickstart — launch 2 " <<<"$out2" &&
+   grep -qE '^default +1/1 +6 ' <<<"$out2"; then pass summary_of_a_chosen_launch
+else fail summary_of_a_chosen_launch "$(head -3 <<<"$out") / $(head -3 <<<"$out2")"; fi
+expect_error summary_unknown_launch "no launch 99" 2 "$BUILD/exp" quickstart --summary --launch 99 --set run.db="$DB"
+
+# ---- a database locked by another process while a run trains ----------------------------
+# The lock is taken once the run has logged steps and held for 4 s; the run keeps training,
+# its rows wait in memory, and it ends completed with every step recorded.
+"$BUILD/train" experiments/quickstart.yaml "${SHRINK[@]}" --set train.steps=120 --set train.val_every=0 \
+    --set run.flush_every=1 --set model.n_layers=2 --set model.d_model=64 --set model.d_ff=128 \
+    --set model.rank_attn=16 --set model.rank_mlp=16 >"$TMP/busy.log" 2>&1 &
+trainer=$!
+for _ in $(seq 1 600); do
+    [ "$(sqlite3 "$DB" "SELECT count(*) FROM steps s JOIN runs r ON r.id = s.run_id WHERE r.pid = $trainer" 2>/dev/null)" -ge 2 ] 2>/dev/null && break
+    sleep 0.05
+done
+(echo "BEGIN IMMEDIATE;"; sleep 4; echo "COMMIT;") | sqlite3 "$DB" &
+locker=$!
+wait $trainer; rc=$?
+wait $locker
+row=$(sqlite3 "$DB" "SELECT r.status || ' ' || COUNT(s.step) || ' ' || MAX(s.step) FROM runs r JOIN steps s ON s.run_id = r.id WHERE r.pid = $trainer")
+if [ $rc = 0 ] && [ "$row" = "completed 120 120" ]; then
+    if grep -q "database is locked" "$TMP/busy.log"; then pass locked_database_loses_nothing
+    else pass "locked_database_loses_nothing (the run ended before the lock: nothing to wait for)"; fi
+else fail locked_database_loses_nothing "exit $rc, '$row': $(grep -E 'warning|error' "$TMP/busy.log" | head -3)"; fi

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Launches (make exp -> build/exp): the launch row (manifest text and hash, overrides,
+# REPEAT, load, one sgemm peak), interleaved repeats, a launch interrupted by Ctrl-C and
+# resumed with its own overrides, a failure on rank 1 and SIGTERM to mpirun recorded, a
+# resume with a new SET warned about in the comparison, the per-variant configuration
+# printed as differences, did-you-mean for an unknown experiment, any number of --set,
+# --help of the tools, and a missing mpirun reported as an environment error.
+source "$(dirname "$0")/lib.sh"
+export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cd "$ROOT"
+DB=$TMP/runs.db
+q() { sqlite3 "$DB" "$1"; }
+cat > "$TMP/duo.yaml" <<YAML
+manifest_version: 1
+name: duo
+version: 1
+description: a single-process and a tp=2 variant
+model: {linear: cola, vocab_size: 256, n_layers: 2, d_model: 32, n_heads: 4, d_ff: 48, seq_len: 16, rank_attn: 8, rank_mlp: 8}
+data: {dataset: kjv, cache_dir: $TMP/cache}
+train: {batch_size: 4, steps: 6, lr: 3e-3, warmup_steps: 1, log_every: 3, val_every: 3, threads: 1}
+run: {db: $DB, checkpoint_dir: $TMP/ckpt, checkpoint_every: 3}
+variants:
+  a: {train.lr: 3e-3}
+  b: {parallel.tp: 2}
+YAML
+
+# ---- tools answer --help; unknown names get a suggestion; no limit on --set --------------
+for tool in exp train info prepare; do
+    out=$("$BUILD/$tool" --help 2>/dev/null); rc=$?
+    if [ $rc = 0 ] && grep -q "usage" <<<"$out"; then pass "${tool}_help"; else fail "${tool}_help" "exit $rc: $(head -2 <<<"$out")"; fi
+done
+expect_error exp_did_you_mean "did you mean 'quickstart'?" 2 "$BUILD/exp" quickstrat
+sets=(); for i in $(seq 1 80); do sets+=(--set "train.log_every=$i"); done
+out=$("$BUILD/exp" quickstart --dry-run "${sets[@]}" 2>&1); rc=$?
+if [ $rc = 0 ] && [ "$(grep -o -- '--set train.log_every' <<<"$out" | wc -l)" = 80 ]; then pass exp_80_set_options
+else fail exp_80_set_options "exit $rc: $(tail -2 <<<"$out")"; fi
+# the first variant's whole configuration, then only what differs
+out=$("$BUILD/exp" "$TMP/duo.yaml" --dry-run 2>&1)
+if [ "$(grep -c '^model.d_model ' <<<"$out")" = 1 ] && grep -q '^configuration: as a except' <<<"$out" &&
+   grep -qE '^  parallel\.tp +2 +\(a: 1\)' <<<"$out" && [ "$(grep -c '^  ' <<<"$out")" -le 3 ]; then pass config_dump_shows_differences
+else fail config_dump_shows_differences "$(grep -A3 'configuration:' <<<"$out" | head -4 | tr '\n' ' ')"; fi
+
+# ---- REPEAT=2: one launch, interleaved runs, one peak ---------------------------------------
+out=$("$BUILD/exp" "$TMP/duo.yaml" --repeat 2 --set train.seed=7 2>&1); rc=$?
+order=$(q "SELECT group_concat(variant || repeat_index, ' ') FROM (SELECT variant, repeat_index FROM runs WHERE launch_id=1 ORDER BY id)")
+row=$(q "SELECT repeat || '|' || overrides || '|' || (load_avg_1m IS NOT NULL) || '|' || (peak_gflops > 0) || '|' || status FROM launches WHERE id=1")
+text_ok=$([ "$(q "SELECT manifest_text = CAST(readfile('$TMP/duo.yaml') AS TEXT) FROM launches WHERE id=1")" = 1 ] && echo yes)
+sha_ok=$([ "$(q "SELECT manifest_sha256 FROM launches WHERE id=1")" = "$(sha256sum "$TMP/duo.yaml" | cut -d' ' -f1)" ] && echo yes)
+peaks=$(q "SELECT COUNT(DISTINCT r.peak_gflops = l.peak_gflops) || (MIN(r.peak_gflops = l.peak_gflops)) FROM runs r JOIN launches l ON l.id = r.launch_id WHERE l.id=1")
+if [ $rc = 0 ] && [ "$order" = "a0 b0 a1 b1" ] && [ "$row" = '2|["train.seed=7"]|1|1|completed' ] && [ "$text_ok" = yes ] &&
+   [ "$sha_ok" = yes ] && [ "$peaks" = 11 ]; then pass repeat_interleaved_one_launch_one_peak
+else fail repeat_interleaved_one_launch_one_peak "exit $rc, order '$order', launch '$row', text $text_ok, sha $sha_ok, peaks '$peaks'"; fi
+if grep -qE '^a +2/2 +6 ' <<<"$out" && grep -qE '^b +2/2 +6 .* runs ' <<<"$out" && grep -q 'make figures\|plot_losses.py duo' <<<"$out" &&
+   grep -q 'runs (runs.id):  1 2 3 4' <<<"$out"; then pass repeat_table_median_spread_and_pointers
+else fail repeat_table_median_spread_and_pointers "$(grep -E '^(a|b) ' <<<"$out" | tr '\n' ' ')"; fi
+
+# ---- Ctrl-C: the run records 'interrupted', the launch stops, RESUME=1 finishes it --------
+# (BOOST_FAULT sends SIGINT to the process group after step 4 of the first run: what a
+# terminal's Ctrl-C does to make, exp and train)
+BOOST_FAULT=signal=0@4:INT:group setsid "$BUILD/exp" "$TMP/duo.yaml" --repeat 2 --set train.lr=2e-3 >"$TMP/int.log" 2>&1; rc=$?
+L=$(q "SELECT MAX(id) FROM launches")
+st=$(q "SELECT status FROM launches WHERE id=$L")
+runs=$(q "SELECT group_concat(variant || ':' || status, ' ') FROM runs WHERE launch_id=$L")
+if [ $rc = 130 ] && [ "$st" = interrupted ] && [ "$runs" = "a:interrupted" ] &&
+   grep -q "interrupted: resume with .*--resume --launch $L" "$TMP/int.log"; then pass ctrl_c_interrupts_the_launch
+else fail ctrl_c_interrupts_the_launch "exit $rc, launch '$st', runs '$runs'"; fi
+"$BUILD/exp" "$TMP/duo.yaml" --resume >"$TMP/res.log" 2>&1; rc=$?
+runs=$(q "SELECT group_concat(variant || repeat_index || ':' || status || ':' || resumed_count, ' ') FROM runs WHERE launch_id=$L")
+ov=$(q "SELECT COUNT(*) FROM runs WHERE launch_id=$L AND overrides = '[\"train.lr=2e-3\"]'")
+if [ $rc = 0 ] && [ "$runs" = "a0:completed:1 b0:completed:0 a1:completed:0 b1:completed:0" ] && [ "$ov" = 4 ] &&
+   grep -q "resumed duo.a" "$TMP/res.log"; then pass resume_finishes_the_launch_with_its_overrides
+else fail resume_finishes_the_launch_with_its_overrides "exit $rc, runs '$runs', runs with the launch's overrides $ov"; fi
+out=$("$BUILD/exp" "$TMP/duo.yaml" --resume --launch "$L" 2>&1); rc=$?
+if [ $rc = 0 ] && [ "$(grep -c 'already completed its 6 steps: nothing to do' <<<"$out")" = 4 ]; then pass resume_of_completed_launch_is_noop
+else fail resume_of_completed_launch_is_noop "exit $rc: $(grep '==' <<<"$out" | head -2)"; fi
+
+# ---- a resume with a new SET: the comparison warns about the differing key -----------------
+out=$("$BUILD/exp" "$TMP/duo.yaml" --resume --launch 1 --variant a --set train.steps=9 2>&1); rc=$?
+if [ $rc = 0 ] && grep -q "warning: the compared runs differ on train.steps beyond their variants' overrides" <<<"$out"; then
+    pass comparison_warns_about_keys_beyond_overrides
+else fail comparison_warns_about_keys_beyond_overrides "exit $rc: $(grep -iE 'warning|error' <<<"$out" | head -3)"; fi
+
+# ---- a failure on rank 1, SIGTERM to mpirun: both recorded ---------------------------------
+BOOST_FAULT=fail=1@2 "$BUILD/exp" "$TMP/duo.yaml" --variant b >"$TMP/f.log" 2>&1; rc=$?
+L=$(q "SELECT MAX(id) FROM launches")
+row=$(q "SELECT r.status || '|' || r.error || '|' || l.status FROM runs r JOIN launches l ON l.id = r.launch_id WHERE l.id=$L")
+if [ $rc = 1 ] && [[ "$row" == "failed|rank 1: "*"injected failure (BOOST_FAULT) after step 2|failed" ]] &&
+   grep -q "not compared: run .* (b, repeat 1) is failed at step" "$TMP/f.log"; then pass rank1_failure_recorded
+else fail rank1_failure_recorded "exit $rc, '$row'"; fi
+BOOST_FAULT=signal=1@2:TERM:parent "$BUILD/exp" "$TMP/duo.yaml" --variant b >"$TMP/t.log" 2>&1; rc=$?
+row=$(q "SELECT status || '|' || error FROM runs WHERE id = (SELECT MAX(id) FROM runs)")
+if [ $rc != 0 ] && [[ "$row" == "interrupted|Terminated received by rank "*"resume with: make exp"* || "$row" == "interrupted|Terminated received by rank "*"--resume --launch"* ]]; then
+    pass sigterm_to_mpirun_recorded
+else fail sigterm_to_mpirun_recorded "exit $rc, '$row'"; fi
+
+BOOST_FAULT=signal=1@2:TERM "$BUILD/exp" "$TMP/duo.yaml" --variant b >"$TMP/t1.log" 2>&1; rc=$?
+row=$(q "SELECT status || '|' || error FROM runs WHERE id = (SELECT MAX(id) FROM runs)")
+if [ $rc != 0 ] && [[ "$row" == "interrupted|Terminated received by rank 1 of 2"* ]]; then pass sigterm_to_rank1_recorded
+else fail sigterm_to_rank1_recorded "exit $rc, '$row'"; fi
+# a launch whose run stopped before its first checkpoint: the resume starts that run again
+BOOST_FAULT=signal=0@1:INT:group setsid "$BUILD/exp" "$TMP/duo.yaml" --variant a >"$TMP/n.log" 2>&1
+L=$(q "SELECT MAX(id) FROM launches")
+"$BUILD/exp" "$TMP/duo.yaml" --resume >"$TMP/n2.log" 2>&1; rc=$?
+runs=$(q "SELECT group_concat(status, ' ') FROM (SELECT status FROM runs WHERE launch_id=$L ORDER BY id)")
+if [ $rc = 0 ] && [ "$runs" = "interrupted completed" ] && grep -q "without a checkpoint: it starts again" "$TMP/n2.log" &&
+   grep -q "not compared: run .* is interrupted at step 1" "$TMP/n2.log"; then pass resume_restarts_run_without_checkpoint
+else fail resume_restarts_run_without_checkpoint "exit $rc, runs '$runs'"; fi
+
+# ---- a missing mpirun is the environment's fault: exit 2 before anything runs --------------
+n0=$(q "SELECT COUNT(*) FROM runs")
+mkdir -p "$TMP/bin"; ln -sf "$(command -v sqlite3)" "$TMP/bin/sqlite3"
+expect_error exp_without_mpirun "mpirun is not on PATH" 2 env PATH="$TMP/bin" "$BUILD/exp" "$TMP/duo.yaml" --variant b
+[ "$(q "SELECT COUNT(*) FROM runs")" = "$n0" ] && pass exp_without_mpirun_runs_nothing || fail exp_without_mpirun_runs_nothing "a run was recorded"
+
+# ---- figures of a launch: completed runs only, the others named --------------------------
+PY=/usr/bin/python3
+if $PY -c "import matplotlib" 2>/dev/null; then
+    L=$(q "SELECT MAX(id) FROM launches WHERE variant_filter = 'a'")   # the launch restarted without a checkpoint
+    out=$($PY analysis/plot_losses.py duo --db "$DB" --launch "$L" --out "$TMP/fig" 2>&1 && $PY analysis/plot_ablation.py duo --db "$DB" --launch 1 --out "$TMP/fig" 2>&1); rc=$?
+    if [ $rc = 0 ] && [ -s "$TMP/fig/duo_loss.png" ] && [ -s "$TMP/fig/duo_ablation.png" ] &&
+       grep -q "left out: run .* (a, repeat 1) is interrupted" <<<"$out" && grep -q "b vs a: max |Δloss|" <<<"$out"; then pass figures_of_a_launch
+    else fail figures_of_a_launch "exit $rc: $(tail -3 <<<"$out")"; fi
+    expect_error figures_unknown_launch "no launch 99" 2 $PY analysis/plot_losses.py duo --db "$DB" --launch 99 --out "$TMP/fig"
+else
+    echo "SKIP figures_of_a_launch: /usr/bin/python3 has no matplotlib (bash .ci/deps.sh --bench)"
+fi

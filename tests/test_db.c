@@ -1,0 +1,394 @@
+// test_db.c — the run database beyond its basic round trip (tests/test_store.c): the
+// migration of schema-1 files, launches, stored overrides, the views, the comparison
+// table's medians, spreads and rates, the end-status rules when several ranks record
+// (first failure wins, interrupted only replaces running), and the database that never
+// kills training: busy (a lock held by another process), full, damaged.
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "store/db.h"
+#include "core/check.h"
+
+TL_MAIN_DEFS
+
+static char TMPDIR_[256];
+
+static void tmp_path(char *buf, size_t n, const char *name) {
+    if ((size_t)snprintf(buf, n, "%s/%s", TMPDIR_, name) >= n) { fprintf(stderr, "path too long\n"); exit(1); }
+}
+
+// Run fn(arg) in a child with stderr captured; returns its exit status (128+sig if killed).
+static int in_child(void (*fn)(void *), void *arg, char *err, size_t n) {
+    char path[300];
+    tmp_path(path, sizeof path, "child_stderr.txt");
+    fflush(stdout); fflush(stderr);
+    pid_t p = fork();
+    if (p == 0) {
+        if (!freopen(path, "w", stderr)) _exit(99);
+        fn(arg);
+        fflush(stderr);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    err[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) { size_t k = fread(err, 1, n - 1, f); err[k] = 0; fclose(f); }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static sqlite3 *raw_open(const char *path) {
+    sqlite3 *s = NULL;
+    if (sqlite3_open(path, &s) != SQLITE_OK) { fprintf(stderr, "raw open %s failed\n", path); exit(1); }
+    sqlite3_busy_timeout(s, 5000);
+    return s;
+}
+static void q_text(sqlite3 *s, const char *sql, char *out, size_t n) {
+    sqlite3_stmt *st = NULL;
+    out[0] = 0;
+    if (sqlite3_prepare_v2(s, sql, -1, &st, NULL) != SQLITE_OK) { snprintf(out, n, "SQL error: %s", sqlite3_errmsg(s)); return; }
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) snprintf(out, n, "%s", sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+}
+static double q_num(sqlite3 *s, const char *sql) {
+    char t[256]; q_text(s, sql, t, sizeof t);
+    return t[0] ? atof(t) : NAN;
+}
+static int count_lines(const char *text, const char *prefix) {
+    int n = 0;
+    for (const char *p = text; p && *p; ) {
+        if (!strncmp(p, prefix, strlen(prefix))) n++;
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    return n;
+}
+
+static RunInfo make_info(const char *exp, const char *variant, const char *uid) {
+    RunInfo ri;
+    memset(&ri, 0, sizeof ri);
+    runinfo_host_facts(&ri);
+    snprintf(ri.uid, sizeof ri.uid, "%s", uid);
+    snprintf(ri.experiment, sizeof ri.experiment, "%s", exp);
+    snprintf(ri.variant, sizeof ri.variant, "%s", variant);
+    snprintf(ri.experiment_version, sizeof ri.experiment_version, "1");
+    snprintf(ri.manifest_sha256, sizeof ri.manifest_sha256, "%064d", 1);
+    ri.config_json = "{\"model\": {\"d_model\": 64}, \"train\": {\"steps\": 10, \"threads\": 1}}";
+    ri.tp = ri.pp = ri.dp = ri.world_size = 1;
+    ri.params = 1000; ri.flops_per_token = 1e6; ri.peak_gflops = 100;
+    return ri;
+}
+
+// Steps 1..n: step 1 takes 1 s (warm-up); the others `sec` s each, 1000 tokens per step.
+static void log_steps(RunDB *db, int64_t run, int n, double sec) {
+    for (int s = 1; s <= n; s++) {
+        StepMetrics sm = {0};
+        sm.step = s; sm.loss = 5.0 - 0.1 * s; sm.lr = 1e-3; sm.grad_norm = 1;
+        sm.seconds = s == 1 ? 1.0 : sec; sm.tokens_per_s = 1000.0 / sm.seconds; sm.mfu = 0;
+        sm.tokens_seen = 1000LL * s;
+        rundb_log_step(db, run, &sm);
+    }
+}
+
+// ---- schema 1 files are migrated, nothing lost ----------------------------------------------
+static const char *V1_SCHEMA =
+"CREATE TABLE runs (id INTEGER PRIMARY KEY, uid TEXT NOT NULL UNIQUE, experiment TEXT NOT NULL, variant TEXT NOT NULL,"
+" manifest_path TEXT, manifest_version TEXT, manifest_sha256 TEXT, config_json TEXT, git_commit TEXT, git_dirty INTEGER,"
+" host TEXT, pid INTEGER, cpu_model TEXT, gpu_model TEXT, compiler TEXT, cflags TEXT, library_versions TEXT,"
+" tp INTEGER NOT NULL DEFAULT 1, pp INTEGER NOT NULL DEFAULT 1, dp INTEGER NOT NULL DEFAULT 1, world_size INTEGER NOT NULL DEFAULT 1,"
+" status TEXT NOT NULL CHECK (status IN ('running','completed','failed','interrupted')), started_at TEXT NOT NULL, ended_at TEXT,"
+" error TEXT, resumed_count INTEGER NOT NULL DEFAULT 0, params INTEGER, flops_per_token REAL, peak_gflops REAL);"
+"CREATE INDEX runs_by_variant ON runs(experiment, variant, started_at);"
+"CREATE INDEX runs_by_status ON runs(status);"
+"CREATE TABLE steps (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL, tokens_seen INTEGER NOT NULL,"
+" loss REAL, lr REAL, grad_norm REAL, step_seconds REAL, tokens_per_s REAL, mfu REAL, PRIMARY KEY (run_id, step)) WITHOUT ROWID;"
+"CREATE TABLE validation (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,"
+" tokens_seen INTEGER NOT NULL, loss REAL, PRIMARY KEY (run_id, step)) WITHOUT ROWID;"
+"CREATE TABLE comm (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL, kind TEXT NOT NULL,"
+" phase TEXT NOT NULL, grp TEXT NOT NULL, layer INTEGER NOT NULL DEFAULT -1, calls INTEGER NOT NULL, elements INTEGER NOT NULL,"
+" bytes INTEGER NOT NULL, seconds REAL, PRIMARY KEY (run_id, step, kind, phase, grp, layer)) WITHOUT ROWID;"
+"CREATE TABLE memory (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, category TEXT NOT NULL, bytes INTEGER NOT NULL,"
+" PRIMARY KEY (run_id, category)) WITHOUT ROWID;"
+"CREATE TABLE events (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER,"
+" at TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('checkpoint','resumed','error','interrupted','dump','config_change')), detail TEXT);"
+"CREATE INDEX events_by_run ON events(run_id, id);"
+"PRAGMA user_version=1;"
+"INSERT INTO runs(id, uid, experiment, variant, manifest_version, status, started_at, tp) VALUES"
+" (7, 'old.v.1', 'old', 'v', '3', 'completed', '2024-01-01T00:00:00.000Z', 2);"
+"INSERT INTO steps VALUES (7, 1, 100, 4.5, 1e-3, 1, 0.5, 200, 0.1), (7, 2, 200, 4.0, 1e-3, 1, 0.25, 400, 0.2);"
+"INSERT INTO events(run_id, step, at, kind, detail) VALUES (7, 2, '2024-01-01T00:00:01.000Z', 'checkpoint', 'x/step_2.h5');";
+
+TEST(db_migrates_schema_1) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "v1.db");
+    sqlite3 *s = raw_open(path);
+    EXPECT(sqlite3_exec(s, V1_SCHEMA, NULL, NULL, NULL) == SQLITE_OK, "creating the v1 file: %s", sqlite3_errmsg(s));
+    sqlite3_close(s);
+    RunDB *db = rundb_open(path);
+    s = raw_open(path);
+    EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
+    q_text(s, "SELECT uid || '|' || experiment_version || '|' || status || '|' || tp || '|' || overrides || '|' || repeat_index FROM runs WHERE id=7", t, sizeof t);
+    EXPECT(!strcmp(t, "old.v.1|3|completed|2|[]|0"), "migrated run: %s", t);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM steps WHERE run_id=7") == 2, "steps kept");
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM events WHERE run_id=7 AND kind='checkpoint'") == 1, "events kept");
+    q_text(s, "SELECT COUNT(*) FROM pragma_foreign_key_check", t, sizeof t);
+    EXPECT(!strcmp(t, "0"), "foreign keys after the rebuild: %s", t);
+    q_text(s, "SELECT steps || '|' || printf('%.1f', tokens_per_s) FROM run_summary WHERE run_id=7", t, sizeof t);
+    EXPECT(!strcmp(t, "2|400.0"), "run_summary of a migrated run: %s", t);   // step 2 timed: 100 tokens / 0.25 s
+    // the new status and event kinds are accepted; cascades still work
+    EXPECT(sqlite3_exec(s, "UPDATE runs SET status='diverged' WHERE id=7", NULL, NULL, NULL) == SQLITE_OK, "diverged status");
+    sqlite3_exec(s, "PRAGMA foreign_keys=ON; DELETE FROM runs WHERE id=7", NULL, NULL, NULL);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM steps") == 0, "cascade after the migration");
+    sqlite3_close(s);
+    rundb_close(db);
+    db = rundb_open(path);   // opening again changes nothing
+    rundb_close(db);
+}
+
+// ---- launches, overrides, views ------------------------------------------------------------
+TEST(db_launch_overrides_views) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "launch.db");
+    RunDB *db = rundb_open(path);
+    const char *sets[] = { "train.steps=60", "data.dataset=text:a b \"c\".txt" };
+    LaunchInfo li;
+    memset(&li, 0, sizeof li);
+    snprintf(li.experiment, sizeof li.experiment, "ex");
+    snprintf(li.manifest_sha256, sizeof li.manifest_sha256, "%064d", 1);
+    li.manifest_text = "name: ex\n"; li.overrides = sets; li.n_overrides = 2; li.repeat = 2;
+    li.load_avg = 1.5; li.peak_gflops = 80; host_facts(&li.host);
+    int64_t L = rundb_begin_launch(db, &li);
+    LaunchRow lr;
+    EXPECT(rundb_latest_launch(db, "ex", &lr) && lr.id == L && lr.repeat == 2 && lr.n_overrides == 2 &&
+           !strcmp(lr.overrides[1], sets[1]) && lr.peak_gflops == 80, "launch row read back");
+    rundb_launch_row_free(&lr);
+    EXPECT(!rundb_latest_launch(db, "other", &lr), "no launch of another experiment");
+    for (int r = 0; r < 2; r++) {
+        const char *v[] = { "a", "b" };
+        for (int i = 0; i < 2; i++) {
+            char uid[64]; snprintf(uid, sizeof uid, "ex.%s.%d", v[i], r);
+            RunInfo ri = make_info("ex", v[i], uid);
+            ri.launch_id = L; ri.repeat_index = r; ri.overrides = sets; ri.n_overrides = 2;
+            int64_t id = rundb_begin_run(db, &ri);
+            log_steps(db, id, 10, 0.1);
+            rundb_end_run(db, id, r == 1 && i == 1 ? "interrupted" : "completed", NULL);
+        }
+    }
+    rundb_end_launch(db, L, "interrupted");
+    RunRow rr;
+    EXPECT(rundb_launch_run(db, L, "b", 1, &rr) && !strcmp(rr.status, "interrupted") && rr.repeat_index == 1, "launch_run");
+    char **ov = NULL;
+    int n = rundb_run_overrides(db, rr.id, &ov);
+    EXPECT(n == 2 && !strcmp(ov[0], sets[0]) && !strcmp(ov[1], sets[1]), "stored overrides (%d)", n);
+    rundb_free_strings(ov, n);
+    char **pov = NULL; int pn = 0;
+    RunRow pr;
+    EXPECT(rundb_peek_run(path, "ex", "a", NULL, &pr, &pov, &pn) && !strcmp(pr.uid, "ex.a.1") && pn == 2, "peek latest");
+    rundb_free_strings(pov, pn);
+    EXPECT(rundb_peek_run(path, NULL, NULL, "ex.b.0", &pr, &pov, &pn) && !strcmp(pr.variant, "b"), "peek by uid");
+    rundb_free_strings(pov, pn);
+    char missing[300]; tmp_path(missing, sizeof missing, "no-such.db");
+    EXPECT(!rundb_peek_run(missing, "ex", "a", NULL, &pr, &pov, &pn) && access(missing, F_OK) != 0, "peek creates nothing");
+    rundb_close(db);
+
+    sqlite3 *s = raw_open(path);
+    q_text(s, "SELECT runs || '|' || completed || '|' || not_completed || '|' || status || '|' || variants FROM launch_summary", t, sizeof t);
+    EXPECT(!strcmp(t, "4|3|1|interrupted|a,b"), "launch_summary: %s", t);
+    q_text(s, "SELECT group_concat(j.value, ';') FROM runs r, json_each(r.overrides) j WHERE r.uid='ex.a.0'", t, sizeof t);
+    EXPECT(!strcmp(t, "train.steps=60;data.dataset=text:a b \"c\".txt"), "overrides queryable: %s", t);
+    q_text(s, "SELECT COUNT(*) || '|' || group_concat(run_id) FROM latest_runs", t, sizeof t);
+    EXPECT(!strcmp(t, "2|3,4"), "latest_runs: %s", t);
+    // 9 timed steps of 0.1 s and 1000 tokens each (step 1 is warm-up)
+    q_text(s, "SELECT timed_steps || '|' || printf('%.1f|%.0f|%.2f', mean_ms_per_step, tokens_per_s, mfu) FROM run_summary WHERE uid='ex.a.0'", t, sizeof t);
+    EXPECT(!strcmp(t, "9|100.0|10000|0.10"), "run_summary: %s", t);
+    sqlite3_close(s);
+}
+
+// ---- the comparison table: medians over repeats, spreads, rates ------------------------------
+TEST(db_summary_medians_spread_rates) {
+    char path[300];
+    tmp_path(path, sizeof path, "summary.db");
+    RunDB *db = rundb_open(path);
+    int64_t ids[5];
+    double sec[3] = { 0.30, 0.10, 0.20 };   // three repeats of "a": run medians 300, 100, 200 ms
+    for (int r = 0; r < 3; r++) {
+        char uid[32]; snprintf(uid, sizeof uid, "s.a.%d", r);
+        RunInfo ri = make_info("s", "a", uid);
+        ids[r] = rundb_begin_run(db, &ri);
+        log_steps(db, ids[r], 20, sec[r]);
+        rundb_end_run(db, ids[r], "completed", NULL);
+    }
+    RunInfo rb = make_info("s", "b", "s.b.0");
+    ids[3] = rundb_begin_run(db, &rb);
+    log_steps(db, ids[3], 20, 0.05);
+    rundb_end_run(db, ids[3], "interrupted", "signal");
+    RunInfo rc = make_info("s", "c", "s.c.0");   // one run: spread = p10..p90 of its steps
+    ids[4] = rundb_begin_run(db, &rc);
+    for (int s = 1; s <= 11; s++) {    // steps 2..11 take 10, 20, ..., 100 ms (step 1 = warm-up)
+        StepMetrics sm = {0};
+        sm.step = s; sm.loss = 3; sm.seconds = s == 1 ? 5.0 : 0.01 * (s - 1); sm.tokens_per_s = 500 / sm.seconds;
+        sm.tokens_seen = 500LL * s;
+        rundb_log_step(db, ids[4], &sm);
+    }
+    rundb_end_run(db, ids[4], "completed", NULL);
+    VariantSummary *vs = NULL;
+    int n = rundb_summarize(db, ids, 5, &vs);
+    EXPECT(n == 3, "variants %d", n);
+    if (n == 3) {
+        EXPECT(!strcmp(vs[0].variant, "a") && vs[0].n_runs == 3 && vs[0].n_completed == 3, "a counts");
+        EXPECT(fabs(vs[0].ms_per_step - 200) < 1e-9 && fabs(vs[0].ms_lo - 100) < 1e-9 && fabs(vs[0].ms_hi - 300) < 1e-9,
+               "a: median %g, spread %g..%g (expected 200, 100..300)", vs[0].ms_per_step, vs[0].ms_lo, vs[0].ms_hi);
+        EXPECT(fabs(vs[0].tokens_per_s - 5000) < 1e-6, "a: tokens/s %g = 1000 tokens / 0.2 s", vs[0].tokens_per_s);
+        EXPECT(fabs(vs[0].mfu - 5000 * 1e6 / 100e9) < 1e-12, "a: MFU %g", vs[0].mfu);
+        EXPECT(vs[1].n_runs == 1 && vs[1].n_completed == 0 && isnan(vs[1].ms_per_step) && isnan(vs[1].final_loss) &&
+               !strcmp(vs[1].status, "interrupted"), "b (interrupted) left out of the numbers");
+        // c: 10 timed steps 10..100 ms: median 55, p10 19, p90 91 (linear interpolation)
+        EXPECT(fabs(vs[2].ms_per_step - 55) < 1e-9 && fabs(vs[2].ms_lo - 19) < 1e-9 && fabs(vs[2].ms_hi - 91) < 1e-9 &&
+               vs[2].timed_steps == 10, "c: median %g p10 %g p90 %g (%d steps)", vs[2].ms_per_step, vs[2].ms_lo, vs[2].ms_hi, vs[2].timed_steps);
+        EXPECT(fabs(vs[2].tokens_per_s - 500 / 0.055) < 1e-6, "c: tokens/s %g consistent with ms/step", vs[2].tokens_per_s);
+    }
+    free(vs);
+    rundb_close(db);
+}
+
+// ---- end statuses recorded by several processes ----------------------------------------------
+TEST(db_end_status_rules) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "status.db");
+    RunDB *db = rundb_open(path);
+    RunInfo a = make_info("e", "a", "e.a");
+    int64_t ra = rundb_begin_run(db, &a);
+    EXPECT(rundb_mark_run(path, ra, "failed", "rank 1: out of memory") == 0, "mark failed");
+    rundb_mark_run(path, ra, "failed", "rank 0: MPI_Allreduce failed");
+    rundb_mark_run(path, ra, "interrupted", "Terminated received by rank 0");
+    rundb_end_run(db, ra, "completed", NULL);
+    RunInfo b = make_info("e", "b", "e.b");
+    int64_t rb = rundb_begin_run(db, &b);
+    rundb_mark_run(path, rb, "interrupted", "Interrupt received by rank 2");
+    rundb_end_run(db, rb, "interrupted", "Interrupt after step 3");   // the loop ends too: no second event
+    RunInfo c = make_info("e", "c", "e.c");
+    int64_t rc = rundb_begin_run(db, &c);
+    rundb_mark_run(path, rc, "interrupted", "Terminated during the last step");
+    rundb_end_run(db, rc, "completed", NULL);                           // it did finish every step
+    rundb_close(db);
+    sqlite3 *s = raw_open(path);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT status || '|' || error || '|' || (SELECT COUNT(*) FROM events WHERE run_id=%lld AND kind='error') FROM runs WHERE id=%lld", (long long)ra, (long long)ra);
+    q_text(s, sql, t, sizeof t);
+    EXPECT(!strcmp(t, "failed|rank 1: out of memory|1"), "first failure wins: %s", t);
+    snprintf(sql, sizeof sql, "SELECT status || '|' || error || '|' || (SELECT COUNT(*) FROM events WHERE run_id=%lld AND kind='interrupted') FROM runs WHERE id=%lld", (long long)rb, (long long)rb);
+    q_text(s, sql, t, sizeof t);
+    EXPECT(!strcmp(t, "interrupted|Interrupt received by rank 2|1"), "interrupted once: %s", t);
+    snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id=%lld", (long long)rc);
+    q_text(s, sql, t, sizeof t);
+    EXPECT(!strcmp(t, "completed"), "a run that finished is completed: %s", t);
+    sqlite3_close(s);
+}
+
+// ---- busy: training goes on, the rows wait in memory ------------------------------------------
+TEST(db_busy_keeps_rows_and_retries) {
+    char path[300];
+    tmp_path(path, sizeof path, "busy.db");
+    RunDB *db = rundb_open(path);
+    rundb_set_patience(db, 50, 0.3);
+    RunInfo ri = make_info("b", "v", "b.v");
+    int64_t run = rundb_begin_run(db, &ri);
+    sqlite3 *other = raw_open(path);
+    EXPECT(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK, "the other writer takes the lock");
+    log_steps(db, run, 5, 0.1);
+    EXPECT(rundb_flush(db) == 1, "a flush on a locked database keeps the rows");
+    EXPECT(rundb_flush(db) == 1, "and backs off");
+    EXPECT(rundb_end_run(db, run, "completed", NULL) == 1, "ending the run waits its patience, then reports (no exit)");
+    sqlite3_exec(other, "COMMIT", NULL, NULL, NULL);
+    EXPECT(rundb_flush_wait(db, 5) == 0, "once the lock is released the rows are written");
+    EXPECT(rundb_end_run(db, run, "completed", NULL) == 0, "and the run ends");
+    EXPECT(q_num(other, "SELECT COUNT(*) FROM steps") == 5, "all 5 steps recorded");
+    char t[64]; q_text(other, "SELECT status FROM runs", t, sizeof t);
+    EXPECT(!strcmp(t, "completed"), "status %s", t);
+    sqlite3_close(other);
+    EXPECT(rundb_close(db) == 0, "close");
+}
+
+// ---- full: one clean error, the rows never silently dropped ----------------------------------
+static void full_child(void *arg) {
+    RunDB *db = rundb_open((const char *)arg);
+    rundb_set_patience(db, 50, 0.2);
+    RunInfo ri = make_info("f", "v", "f.v");
+    int64_t run = rundb_begin_run(db, &ri);
+    // the file may not grow any more (what a full disk looks like to SQLite)
+    char pragma[64];
+    sqlite3_stmt *st;
+    sqlite3_prepare_v2(rundb_handle(db), "PRAGMA page_count", -1, &st, NULL);
+    sqlite3_step(st);
+    snprintf(pragma, sizeof pragma, "PRAGMA max_page_count=%d", sqlite3_column_int(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_exec(rundb_handle(db), pragma, NULL, NULL, NULL);
+    for (int k = 0; k < 40; k++) log_steps(db, run, 400, 0.1);   // rows that need new pages
+    int f = rundb_flush(db);
+    int e = rundb_end_run(db, run, "completed", NULL);
+    int c = rundb_close(db);
+    fflush(stderr);
+    _exit(f == 1 && e == 1 && c == 1 ? 7 : 8);
+}
+TEST(db_full_disk_clean_error) {
+    char path[300], err[8192];
+    tmp_path(path, sizeof path, "full.db");
+    int rc = in_child(full_child, path, err, sizeof err);
+    EXPECT(rc == 7, "exit %d (7: flush, end and close reported the failure without dying); stderr: %.400s", rc, err);
+    EXPECT(strstr(err, "database or disk is full") != NULL, "stderr names the cause: %.300s", err);
+    EXPECT(count_lines(err, "fatal:") == 0 && count_lines(err, "error: run database") == 2,
+           "one error for the end, one for the close, no fatal: %.600s", err);
+    // one warning when the flush fails, then one per retry of the end and of the close (3 tries each)
+    EXPECT(count_lines(err, "warning: run database") == 1 + 2 + 2, "warnings: %.900s", err);
+}
+
+// ---- damaged: refused at open, untouched ------------------------------------------------------
+static void open_child(void *arg) { rundb_open((const char *)arg); }
+TEST(db_damaged_refused) {
+    char path[300], err[4096];
+    tmp_path(path, sizeof path, "damaged.db");
+    RunDB *db = rundb_open(path);
+    RunInfo ri = make_info("d", "v", "d.v");
+    int64_t run = rundb_begin_run(db, &ri);
+    log_steps(db, run, 3000, 0.1);
+    rundb_end_run(db, run, "completed", NULL);
+    rundb_close(db);
+    sqlite3 *s = raw_open(path);
+    sqlite3_exec(s, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
+    sqlite3_close(s);
+    struct stat sb;
+    stat(path, &sb);
+    FILE *f = fopen(path, "r+b");
+    EXPECT(f != NULL, "open for damage");
+    if (!f) return;
+    // overwrite pages 3.. with a pattern (the header page stays: the file still looks like SQLite)
+    char junk[4096];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 37 + 11);
+    for (long off = 2 * 4096; off + 4096 <= sb.st_size; off += 3 * 4096) { fseek(f, off, SEEK_SET); fwrite(junk, 1, sizeof junk, f); }
+    fclose(f);
+    int rc = in_child(open_child, path, err, sizeof err);
+    EXPECT(rc == 2, "exit %d, stderr %s", rc, err);
+    EXPECT(strstr(err, "damaged.db: the run database is damaged") && strstr(err, ".recover"), "stderr: %s", err);
+    struct stat after;
+    stat(path, &after);
+    EXPECT(after.st_size == sb.st_size && after.st_mtime == sb.st_mtime, "the damaged file was not written");
+}
+
+int main(void) {
+    snprintf(TMPDIR_, sizeof TMPDIR_, "/tmp/test_db.XXXXXX");
+    if (!mkdtemp(TMPDIR_)) { perror("mkdtemp"); return 1; }
+    RUN(db_migrates_schema_1);
+    RUN(db_launch_overrides_views);
+    RUN(db_summary_medians_spread_rates);
+    RUN(db_end_status_rules);
+    RUN(db_busy_keeps_rows_and_retries);
+    RUN(db_full_disk_clean_error);
+    RUN(db_damaged_refused);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", TMPDIR_);
+    if (!tl_n_fail && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", TMPDIR_);
+    TL_EXIT();
+}
