@@ -223,6 +223,18 @@ int main(int argc, char **argv) {
 
     StageSim *st = xcalloc((size_t)P, sizeof *st);
     for (int p = 0; p < P; p++) simulate_stage(&st[p], &cfg, &hw, prec, dt, p);
+    // The trace must hold at least the GEMMs of 6·(matmul parameters)·tokens (forward, input
+    // and weight gradients; recompute only adds): a driver that skipped ops on the dry back
+    // end (whose buffers are all NULL) would otherwise be priced as faster than it is.
+    // model_train_flops_per_token = 6·matmul params + 12·L·T·d (attention), config.c.
+    const ModelConfig *mc = &cfg.model;
+    double gemm_expected = tokens * (model_train_flops_per_token(mc) - 12.0 * mc->n_layers * (double)mc->seq_len * mc->d_model);
+    double gemm_traced = 0;
+    for (int p = 0; p < P; p++) gemm_traced += st[p].total.gemm_flops * pc->tp * pc->dp;
+    if (gemm_traced < 0.999 * gemm_expected)
+        DIE("the trace is incomplete: its GEMMs do %.4g FLOPs per step, the model's matmuls need at least %.4g "
+            "(6 x matmul parameters x tokens); some driver skips ops on the dry back end, so no time is printed",
+            gemm_traced, gemm_expected);
 
     // the pipeline: transfers between neighbouring stages at their placement
     double **fwd = xcalloc((size_t)P, sizeof *fwd), **bwd = xcalloc((size_t)P, sizeof *bwd);
@@ -258,18 +270,6 @@ int main(int argc, char **argv) {
         if (tm[p].busy_s > tm[crit].busy_s) crit = p;
         hw_flops += st[p].total.flops * pc->tp * pc->dp;
     }
-    // The trace must hold at least the GEMMs of 6·(matmul parameters)·tokens (forward, input
-    // and weight gradients; recompute only adds): a driver that skipped ops on the dry back
-    // end (whose buffers are all NULL) would otherwise be priced as faster than it is.
-    // model_train_flops_per_token = 6·matmul params + 12·L·T·d (attention), config.c.
-    const ModelConfig *mc = &cfg.model;
-    double gemm_expected = tokens * (model_train_flops_per_token(mc) - 12.0 * mc->n_layers * (double)mc->seq_len * mc->d_model);
-    double gemm_traced = 0;
-    for (int p = 0; p < P; p++) gemm_traced += st[p].total.gemm_flops * pc->tp * pc->dp;
-    if (gemm_traced < 0.999 * gemm_expected)
-        DIE("the trace is incomplete: its GEMMs do %.4g FLOPs per step, the model's matmuls need at least %.4g "
-            "(6 x matmul parameters x tokens); some driver skips ops on the dry back end, so no time is printed",
-            gemm_traced, gemm_expected);
     SimStepReport r;
     sim_report_fill(&r, step, &st[crit].total, tm[crit].xfer_s, tokens, model_train_flops_per_token(&cfg.model) * tokens,
                     hw_flops, hw.peak_flops[prec], world);
