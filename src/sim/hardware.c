@@ -1,0 +1,504 @@
+// hardware.c — loading and validating hardware profiles (hardware.h). The YAML is walked
+// directly with libfyaml; every value is checked for type and range, every mapping for
+// unknown and missing keys, and each message names FILE:LINE. A failure unwinds with
+// longjmp to hw_load, which frees what was built and returns the message.
+#include "hardware.h"
+
+#include <libfyaml.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../config/config.h"   // config_suggest: "did you mean"
+#include "../core/check.h"
+
+// NULL-terminated name lists: YAML keys, in enum order.
+static const char *const prec_names[SP_COUNT + 1] = { "fp32", "tf32", "bf16", NULL };
+static const char *const coll_names[HW_COLL_COUNT + 1] = { "all_reduce", "all_gather", "reduce_scatter", "p2p", NULL };
+static const char *const link_names[HW_LINK_COUNT + 1] = { "intra_node", "inter_node", NULL };
+
+const char *sim_precision_name(SimPrecision p) { return (unsigned)p < SP_COUNT ? prec_names[p] : "?"; }
+const char *hw_coll_name(HwColl k) { return (unsigned)k < HW_COLL_COUNT ? coll_names[k] : "?"; }
+
+SimPrecision sim_precision_of(DType dt, int tf32) {
+    if (dt == DT_BF16) return SP_BF16;
+    CHECK(dt == DT_F32, "no GEMM precision for compute dtype %d (fp32 or bf16 expected)", (int)dt);
+    return tf32 ? SP_TF32 : SP_FP32;
+}
+
+double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count) {
+    if (sm_count <= 0 || tile_m <= 0 || tile_n <= 0 || M <= 0 || N <= 0) return 1.0;
+    double n = count > 1 ? count : 1;
+    double tiles = n * ceil(M / tile_m) * ceil(N / tile_n);
+    double waves = ceil(tiles / sm_count);
+    // useful work over the work of `waves` full waves of whole tiles
+    return n * M * N / (waves * sm_count * (double)tile_m * tile_n);
+}
+
+// ---- error context ------------------------------------------------------------------------
+
+typedef struct {
+    const char *file;
+    char *err;
+    size_t err_len;
+    jmp_buf jb;
+} Ctx;
+
+__attribute__((noreturn, format(printf, 3, 4)))
+static void fail(Ctx *c, int line, const char *fmt, ...) {
+    int k = snprintf(c->err, c->err_len, "%s:%d: ", c->file, line > 0 ? line : 1);
+    if (k < 0) k = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    if ((size_t)k < c->err_len) vsnprintf(c->err + k, c->err_len - (size_t)k, fmt, ap);
+    va_end(ap);
+    longjmp(c->jb, 1);
+}
+
+// Line of a scalar node (1-based), or `fallback` for mappings and sequences (libfyaml 0.7
+// gives marks for scalar tokens only; the caller passes the line of the key above).
+static int node_line(struct fy_node *n, int fallback) {
+    struct fy_token *t = n ? fy_node_get_scalar_token(n) : NULL;
+    const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
+    return m ? m->line + 1 : fallback;
+}
+
+static struct fy_node *lookup(struct fy_node *map, const char *key) {
+    return fy_node_mapping_lookup_by_string(map, key, FY_NT);
+}
+static int key_line(struct fy_node *map, const char *key, int fallback) {
+    return node_line(fy_node_mapping_lookup_key_by_string(map, key, FY_NT), fallback);
+}
+
+static const char *kind_of(struct fy_node *n) {
+    if (!n || fy_node_is_null(n)) return "an empty value";
+    if (fy_node_is_mapping(n)) return "a mapping";
+    if (fy_node_is_sequence(n)) return "a list";
+    return "a scalar";
+}
+
+static void expect_map(Ctx *c, struct fy_node *n, int line, const char *what) {
+    if (!n || !fy_node_is_mapping(n)) fail(c, line, "%s: expected a mapping, got %s", what, kind_of(n));
+}
+
+// Every key of `map` must be in `allowed` (NULL-terminated); every key in `required` present.
+static void check_keys(Ctx *c, struct fy_node *map, int line, const char *where,
+                       const char *const *allowed, const char *const *required) {
+    void *it = NULL;
+    struct fy_node_pair *pair;
+    while ((pair = fy_node_mapping_iterate(map, &it))) {
+        struct fy_node *k = fy_node_pair_key(pair);
+        int kl = node_line(k, line);
+        if (!k || !fy_node_is_scalar(k)) fail(c, kl, "%s: keys must be plain names", where);
+        size_t len = 0;
+        const char *s = fy_node_get_scalar(k, &len);
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)(len < 127 ? len : 127), s ? s : "");
+        int ok = 0;
+        for (int i = 0; allowed[i]; i++) ok |= !strcmp(allowed[i], key);
+        if (!ok) {
+            const char *sug = config_suggest(key, allowed);
+            if (sug) fail(c, kl, "unknown key '%s' in %s; did you mean '%s'?", key, where, sug);
+            char list[512] = "";
+            for (int i = 0; allowed[i]; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", allowed[i]);
+            fail(c, kl, "unknown key '%s' in %s (expected one of: %s)", key, where, list);
+        }
+    }
+    for (int i = 0; required && required[i]; i++)
+        if (!fy_node_mapping_lookup_pair_by_string(map, required[i], FY_NT))
+            fail(c, line, "%s: missing key '%s'", where, required[i]);
+}
+
+static const char *scalar_text(Ctx *c, struct fy_node *n, int line, const char *what, char *buf, size_t bn) {
+    if (!n || !fy_node_is_scalar(n) || fy_node_is_null(n))
+        fail(c, line, "%s: expected a value, got %s", what, kind_of(n));
+    size_t len = 0;
+    const char *s = fy_node_get_scalar(n, &len);
+    if (len >= bn) fail(c, line, "%s: value longer than %zu characters", what, bn - 1);
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    return buf;
+}
+
+// A finite number in [lo, hi] (lo_open: lo excluded).
+static double num_node(Ctx *c, struct fy_node *n, int line, const char *what, double lo, int lo_open, double hi) {
+    char buf[64];
+    scalar_text(c, n, line, what, buf, sizeof buf);
+    char *end = NULL;
+    double v = strtod(buf, &end);
+    if (!buf[0] || *end || !isfinite(v)) fail(c, line, "%s: expected a number, got '%s'", what, buf);
+    if (lo_open ? !(v > lo) : !(v >= lo)) fail(c, line, "%s: expected a number %s %g, got %s", what, lo_open ? ">" : ">=", lo, buf);
+    if (v > hi) fail(c, line, "%s: expected a number <= %g, got %s", what, hi, buf);
+    return v;
+}
+static int int_node(Ctx *c, struct fy_node *n, int line, const char *what, long lo, long hi) {
+    char buf[64];
+    scalar_text(c, n, line, what, buf, sizeof buf);
+    char *end = NULL;
+    long v = strtol(buf, &end, 10);
+    if (!buf[0] || *end) fail(c, line, "%s: expected an integer, got '%s'", what, buf);
+    if (v < lo || v > hi) fail(c, line, "%s: expected an integer in [%ld, %ld], got %ld", what, lo, hi, v);
+    return (int)v;
+}
+
+static double num_key(Ctx *c, struct fy_node *map, int line, const char *where, const char *key,
+                      double lo, int lo_open, double hi) {
+    char what[160];
+    snprintf(what, sizeof what, "%s%s%s", where, *where ? "." : "", key);
+    return num_node(c, lookup(map, key), key_line(map, key, line), what, lo, lo_open, hi);
+}
+static int int_key(Ctx *c, struct fy_node *map, int line, const char *where, const char *key, long lo, long hi) {
+    char what[160];
+    snprintf(what, sizeof what, "%s%s%s", where, *where ? "." : "", key);
+    return int_node(c, lookup(map, key), key_line(map, key, line), what, lo, hi);
+}
+static void str_key(Ctx *c, struct fy_node *map, int line, const char *key, char *out, size_t n, int nonempty) {
+    int kl = key_line(map, key, line);
+    scalar_text(c, lookup(map, key), kl, key, out, n);
+    if (nonempty && !out[0]) fail(c, kl, "%s: must not be empty", key);
+}
+// One of names[] (NULL-terminated); returns its index.
+static int enum_key(Ctx *c, struct fy_node *map, int line, const char *what, const char *key, const char *const *names) {
+    char buf[64];
+    int kl = key_line(map, key, line);
+    scalar_text(c, lookup(map, key), kl, what, buf, sizeof buf);
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(names[i], buf)) return i;
+    char list[256] = "";
+    for (int i = 0; names[i]; i++) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+    fail(c, kl, "%s: expected one of %s, got '%s'", what, list, buf);
+}
+
+// A flow list of exactly n integers >= 1 ([128, 128]).
+static void int_list(Ctx *c, struct fy_node *map, int line, const char *what, const char *key, int *out, int n) {
+    struct fy_node *s = lookup(map, key);
+    int kl = key_line(map, key, line);
+    if (!s || !fy_node_is_sequence(s) || fy_node_sequence_item_count(s) != n)
+        fail(c, kl, "%s.%s: expected a list of %d integers, got %s", what, key, n, kind_of(s));
+    for (int i = 0; i < n; i++)
+        out[i] = int_node(c, fy_node_sequence_get_by_index(s, i), kl, what, 1, 1 << 30);
+}
+
+// ---- sections ------------------------------------------------------------------------------
+
+static int prec_index(const char *name) {
+    for (int i = 0; i < SP_COUNT; i++)
+        if (!strcmp(prec_names[i], name)) return i;
+    return -1;
+}
+
+// Iterate a mapping whose keys are precisions; calls fn for each.
+typedef void (*PrecFn)(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where);
+static void each_precision(Ctx *c, HwProfile *p, struct fy_node *map, int line, const char *section, PrecFn fn) {
+    expect_map(c, map, line, section);
+    check_keys(c, map, line, section, prec_names, NULL);
+    void *it = NULL;
+    struct fy_node_pair *pair;
+    while ((pair = fy_node_mapping_iterate(map, &it))) {
+        size_t len = 0;
+        const char *k = fy_node_get_scalar(fy_node_pair_key(pair), &len);
+        char key[16];
+        snprintf(key, sizeof key, "%.*s", (int)(len < 15 ? len : 15), k);
+        char where[64];
+        snprintf(where, sizeof where, "%s.%s", section, key);
+        fn(c, p, (SimPrecision)prec_index(key), fy_node_pair_value(pair), node_line(fy_node_pair_key(pair), line), where);
+    }
+}
+
+static double elem_bytes(SimPrecision p) { return p == SP_BF16 ? 2.0 : 4.0; }
+
+static void parse_peak(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
+    p->peak_flops[prec] = num_node(c, val, node_line(val, line), where, 0, 1, 1e20);
+}
+
+static int cmp_int(const void *a, const void *b) { int x = *(const int *)a, y = *(const int *)b; return (x > y) - (x < y); }
+// Sorted distinct values of v[n] into out; returns their count.
+static int distinct(const int *v, int n, int *out) {
+    memcpy(out, v, sizeof *v * (size_t)n);
+    qsort(out, (size_t)n, sizeof *out, cmp_int);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!k || out[k - 1] != out[i]) out[k++] = out[i];
+    return k;
+}
+static int axis_index(const int *axis, int n, int v) {
+    for (int i = 0; i < n; i++)
+        if (axis[i] == v) return i;
+    return -1;
+}
+
+// gemm.<prec>.points: a full M×N×K grid of [M, N, K, flop_per_s]. The raw columns are read
+// into g's own arrays (so that a failure part-way leaves nothing unowned), then replaced by
+// the sorted grid axes and the rates in [iM][iN][iK] order.
+static void parse_table(Ctx *c, HwGemm *g, struct fy_node *map, int line, const char *where) {
+    struct fy_node *pts = lookup(map, "points");
+    int kl = key_line(map, "points", line);
+    if (!pts || !fy_node_is_sequence(pts) || fy_node_sequence_item_count(pts) < 1)
+        fail(c, kl, "%s.points: expected a non-empty list of [M, N, K, flop_per_s], got %s", where, kind_of(pts));
+    int n = fy_node_sequence_item_count(pts);
+    g->Ms = xcalloc((size_t)n, sizeof(int));
+    g->Ns = xcalloc((size_t)n, sizeof(int));
+    g->Ks = xcalloc((size_t)n, sizeof(int));
+    g->rate = xcalloc((size_t)n, sizeof(double));
+    int *col[3] = { g->Ms, g->Ns, g->Ks };
+    for (int i = 0; i < n; i++) {
+        struct fy_node *q = fy_node_sequence_get_by_index(pts, i);
+        int is_seq = q && fy_node_is_sequence(q);
+        int ql = node_line(is_seq ? fy_node_sequence_get_by_index(q, 0) : q, kl);
+        char what[96];
+        snprintf(what, sizeof what, "%s.points[%d]", where, i);
+        if (!is_seq || fy_node_sequence_item_count(q) != 4) fail(c, ql, "%s: expected [M, N, K, flop_per_s], got %s", what, kind_of(q));
+        for (int j = 0; j < 3; j++) col[j][i] = int_node(c, fy_node_sequence_get_by_index(q, j), ql, what, 1, 1 << 30);
+        g->rate[i] = num_node(c, fy_node_sequence_get_by_index(q, 3), ql, what, 0, 1, 1e20);
+    }
+    int *raw[3] = { g->Ms, g->Ns, g->Ks }, *axis[3], na[3];
+    double *rate = g->rate, *grid = xcalloc((size_t)n, sizeof *grid);
+    for (int j = 0; j < 3; j++) { axis[j] = xcalloc((size_t)n, sizeof(int)); na[j] = distinct(raw[j], n, axis[j]); }
+    int bad = (long)na[0] * na[1] * na[2] != n, dup = -1;
+    for (int i = 0; i < n && !bad; i++) {
+        size_t at = ((size_t)axis_index(axis[0], na[0], raw[0][i]) * (size_t)na[1] + (size_t)axis_index(axis[1], na[1], raw[1][i])) *
+                    (size_t)na[2] + (size_t)axis_index(axis[2], na[2], raw[2][i]);
+        if (grid[at] > 0) { dup = i; break; }
+        grid[at] = rate[i];
+    }
+    int dM = dup >= 0 ? raw[0][dup] : 0, dN = dup >= 0 ? raw[1][dup] : 0, dK = dup >= 0 ? raw[2][dup] : 0;
+    g->Ms = axis[0]; g->Ns = axis[1]; g->Ks = axis[2]; g->rate = grid;
+    g->nM = na[0]; g->nN = na[1]; g->nK = na[2];
+    for (int j = 0; j < 3; j++) free(raw[j]);
+    free(rate);
+    if (bad)
+        fail(c, kl, "%s.points: %d points do not form a full grid (%d M × %d N × %d K values = %ld)", where, n,
+             na[0], na[1], na[2], (long)na[0] * na[1] * na[2]);
+    if (dup >= 0) fail(c, kl, "%s.points: the shape %d×%d×%d appears twice", where, dM, dN, dK);
+}
+
+static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
+    static const char *const models[] = { "roofline", "table", NULL };
+    static const char *const roof_keys[] = { "model", "tile", "mamf", "mamf_shape", NULL };
+    static const char *const table_keys[] = { "model", "points", NULL };
+    HwGemm *g = &p->gemm[prec];
+    expect_map(c, val, line, where);
+    char what[96];
+    snprintf(what, sizeof what, "%s.model", where);
+    g->model = (GemmModel)enum_key(c, val, line, what, "model", models);
+    g->present = 1;
+    if (g->model == GEMM_TABLE) {
+        check_keys(c, val, line, where, table_keys, table_keys);
+        parse_table(c, g, val, line, where);
+        return;
+    }
+    check_keys(c, val, line, where, roof_keys, roof_keys);
+    int tile[2], shape[3];
+    int_list(c, val, line, where, "tile", tile, 2);
+    int_list(c, val, line, where, "mamf_shape", shape, 3);
+    g->tile_m = tile[0]; g->tile_n = tile[1];
+    g->mamf_M = shape[0]; g->mamf_N = shape[1]; g->mamf_K = shape[2];
+    g->mamf = num_key(c, val, line, where, "mamf", 0, 1, 1e20);
+    int ml = key_line(val, "mamf", line);
+    if (!(p->peak_flops[prec] > 0)) fail(c, ml, "%s: a roofline needs peak_flops.%s", where, prec_names[prec]);
+    if (g->mamf > p->peak_flops[prec]) fail(c, ml, "%s.mamf %g exceeds peak_flops.%s %g", where, g->mamf, prec_names[prec], p->peak_flops[prec]);
+    // Pin the compute efficiency so that the curve gives mamf at its shape; the shape must
+    // be compute-bound there, else no efficiency reproduces the measurement.
+    double M = g->mamf_M, N = g->mamf_N, K = g->mamf_K;
+    double q = hw_wave_quantization(p->sm_count, g->tile_m, g->tile_n, M, N, 1);
+    double t_meas = 2 * M * N * K / g->mamf;
+    double t_mem = elem_bytes(prec) * (M * K + K * N + M * N) / (p->memory_bandwidth * p->memory_efficiency);
+    if (t_mem > t_meas)
+        fail(c, ml, "%s: the mamf shape %d×%d×%d is memory-bound under this profile's memory bandwidth "
+             "(%.3g s > %.3g s): the roofline cannot reproduce the measurement", where, g->mamf_M, g->mamf_N, g->mamf_K, t_mem, t_meas);
+    g->eff_core = g->mamf / (p->peak_flops[prec] * q);
+    if (g->eff_core > 1)
+        fail(c, ml, "%s: mamf at %d×%d×%d implies %.3f of peak after wave quantization (%.3f): more than the peak",
+             where, g->mamf_M, g->mamf_N, g->mamf_K, g->eff_core, q);
+}
+
+static void parse_attention(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
+    static const char *const keys[] = { "forward", "backward", NULL };
+    expect_map(c, val, line, where);
+    check_keys(c, val, line, where, keys, keys);
+    p->attention[prec].forward = num_key(c, val, line, where, "forward", 0, 1, 1);
+    p->attention[prec].backward = num_key(c, val, line, where, "backward", 0, 1, 1);
+    p->attention[prec].present = 1;
+}
+
+double hw_busbw(const HwCollCost *c, int n) {
+    int i = 0;
+    while (i + 1 < c->n_bw && c->bw_n[i + 1] <= n) i++;
+    return c->bw[i];
+}
+
+// busbw: a number, or a mapping {group size: number} with distinct sizes >= 2.
+static void parse_busbw(Ctx *c, HwCollCost *cost, struct fy_node *map, int line, const char *where) {
+    struct fy_node *v = lookup(map, "busbw");
+    int kl = key_line(map, "busbw", line);
+    char what[128];
+    snprintf(what, sizeof what, "%s.busbw", where);
+    if (!v || !fy_node_is_mapping(v)) {
+        cost->n_bw = 1;
+        cost->bw_n[0] = 0;
+        cost->bw[0] = num_node(c, v, kl, what, 0, 1, 1e16);
+        return;
+    }
+    int n = fy_node_mapping_item_count(v);
+    if (n < 1 || n > HW_BUSBW_MAX) fail(c, kl, "%s: expected 1 to %d entries {group size: bytes/s}, got %d", what, HW_BUSBW_MAX, n);
+    void *it = NULL;
+    struct fy_node_pair *pair;
+    cost->n_bw = 0;
+    while ((pair = fy_node_mapping_iterate(v, &it))) {
+        int el = node_line(fy_node_pair_key(pair), kl);
+        int size = int_node(c, fy_node_pair_key(pair), el, what, 2, 1 << 20);
+        double bw = num_node(c, fy_node_pair_value(pair), el, what, 0, 1, 1e16);
+        int i = cost->n_bw++;
+        while (i > 0 && cost->bw_n[i - 1] > size) { cost->bw_n[i] = cost->bw_n[i - 1]; cost->bw[i] = cost->bw[i - 1]; i--; }
+        if (i > 0 && cost->bw_n[i - 1] == size) fail(c, el, "%s: group size %d listed twice", what, size);
+        cost->bw_n[i] = size;
+        cost->bw[i] = bw;
+    }
+}
+
+static void parse_link(Ctx *c, HwLink *l, struct fy_node *map, int line, const char *where) {
+    static const char *const keys[] = { "all_reduce", "all_gather", "reduce_scatter", "p2p", "ll", NULL };
+    static const char *const cost_keys[] = { "base_s", "hop_s", "busbw", NULL };
+    static const char *const ll_keys[] = { "base_s", "hop_s", "bw_fraction", NULL };
+    expect_map(c, map, line, where);
+    check_keys(c, map, line, where, keys, coll_names);
+    for (int k = 0; k < HW_COLL_COUNT; k++) {
+        struct fy_node *v = lookup(map, coll_names[k]);
+        int vl = key_line(map, coll_names[k], line);
+        char w[96];
+        snprintf(w, sizeof w, "%s.%s", where, coll_names[k]);
+        expect_map(c, v, vl, w);
+        check_keys(c, v, vl, w, cost_keys, cost_keys);
+        l->coll[k].base_s = num_key(c, v, vl, w, "base_s", 0, 0, 10);
+        l->coll[k].hop_s = num_key(c, v, vl, w, "hop_s", 0, 0, 10);
+        parse_busbw(c, &l->coll[k], v, vl, w);
+    }
+    struct fy_node *ll = lookup(map, "ll");
+    if (ll) {
+        int vl = key_line(map, "ll", line);
+        char w[96];
+        snprintf(w, sizeof w, "%s.ll", where);
+        expect_map(c, ll, vl, w);
+        check_keys(c, ll, vl, w, ll_keys, ll_keys);
+        l->ll_base_s = num_key(c, ll, vl, w, "base_s", 0, 0, 10);
+        l->ll_hop_s = num_key(c, ll, vl, w, "hop_s", 0, 0, 10);
+        l->ll_bw_fraction = num_key(c, ll, vl, w, "bw_fraction", 0, 1, 1);
+        l->has_ll = 1;
+    }
+    l->present = 1;
+}
+
+static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
+    static const char *const keys[] = { "profile_version", "name", "description", "device", "ranks_per_node",
+        "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "sm_count",
+        "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", NULL };
+    static const char *const algos[] = { "ring", "tree", "auto", NULL };
+    expect_map(c, root, 1, "the top level");
+    check_keys(c, root, 1, "the top level", keys, keys);
+    int v = int_key(c, root, 1, "", "profile_version", 1, 1 << 30);
+    if (v != HW_PROFILE_VERSION)
+        fail(c, key_line(root, "profile_version", 1), "profile_version %d: this engine reads version %d", v, HW_PROFILE_VERSION);
+    str_key(c, root, 1, "name", p->name, sizeof p->name, 1);
+    // the name must be the file stem, so that --hardware NAME finds this file
+    const char *base = strrchr(p->path, '/');
+    base = base ? base + 1 : p->path;
+    size_t stem = strlen(base);
+    if (stem > 5 && !strcmp(base + stem - 5, ".yaml")) stem -= 5;
+    if (strlen(p->name) != stem || strncmp(p->name, base, stem))
+        fail(c, key_line(root, "name", 1), "name '%s' must equal the file stem '%.*s'", p->name, (int)stem, base);
+    str_key(c, root, 1, "description", p->description, sizeof p->description, 1);
+    str_key(c, root, 1, "device", p->device, sizeof p->device, 1);
+    p->ranks_per_node = int_key(c, root, 1, "", "ranks_per_node", 1, 1 << 20);
+    p->memory_bytes = num_key(c, root, 1, "", "memory_bytes", 0, 1, 1e18);
+    p->memory_bandwidth = num_key(c, root, 1, "", "memory_bandwidth", 0, 1, 1e16);
+    p->memory_efficiency = num_key(c, root, 1, "", "memory_efficiency", 0, 1, 1);
+    p->host_bandwidth = num_key(c, root, 1, "", "host_bandwidth", 0, 1, 1e16);
+    p->op_overhead_s = num_key(c, root, 1, "", "op_overhead_s", 0, 0, 1);
+    p->sm_count = int_key(c, root, 1, "", "sm_count", 0, 1 << 20);
+    p->all_reduce_algorithm = (AllReduceAlgo)enum_key(c, root, 1, "all_reduce_algorithm", "all_reduce_algorithm", algos);
+
+    each_precision(c, p, lookup(root, "peak_flops"), key_line(root, "peak_flops", 1), "peak_flops", parse_peak);
+    each_precision(c, p, lookup(root, "gemm"), key_line(root, "gemm", 1), "gemm", parse_gemm);
+    each_precision(c, p, lookup(root, "attention"), key_line(root, "attention", 1), "attention", parse_attention);
+
+    struct fy_node *links = lookup(root, "links");
+    int ll = key_line(root, "links", 1);
+    expect_map(c, links, ll, "links");
+    check_keys(c, links, ll, "links", link_names, NULL);
+    for (int k = 0; k < HW_LINK_COUNT; k++) {
+        struct fy_node *v = lookup(links, link_names[k]);
+        if (v) {
+            char w[64];
+            snprintf(w, sizeof w, "links.%s", link_names[k]);
+            parse_link(c, &p->link[k], v, key_line(links, link_names[k], ll), w);
+        }
+    }
+    if (p->ranks_per_node > 1 && !p->link[HW_INTRA].present)
+        fail(c, ll, "links: ranks_per_node is %d, so links.intra_node is required", p->ranks_per_node);
+    if (p->ranks_per_node == 1 && p->link[HW_INTRA].present)
+        fail(c, key_line(links, "intra_node", ll), "links.intra_node: ranks_per_node is 1, a node has no intra-node link");
+}
+
+int hw_load(const char *path, HwProfile *p, char *err, size_t err_len) {
+    memset(p, 0, sizeof *p);
+    snprintf(p->path, sizeof p->path, "%s", path);
+    Ctx c = { .file = path, .err = err, .err_len = err_len };
+    struct fy_diag_cfg dc;
+    fy_diag_cfg_default(&dc);
+    dc.fp = NULL;
+    dc.colorize = false;
+    struct fy_diag *diag = fy_diag_create(&dc);
+    CHECK(diag, "fy_diag_create failed");
+    fy_diag_set_collect_errors(diag, true);
+    struct fy_parse_cfg pc = { .flags = FYPCF_QUIET, .diag = diag };
+    struct fy_document *doc = NULL;
+    if (setjmp(c.jb)) {
+        if (doc) fy_document_destroy(doc);
+        fy_diag_destroy(diag);
+        hw_free(p);
+        return 1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) fail(&c, 0, "cannot open: %s", strerror(errno));
+    fclose(f);
+    doc = fy_document_build_from_file(&pc, path);
+    if (!doc || fy_diag_got_error(diag)) {
+        void *it = NULL;
+        struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
+        fail(&c, e ? e->line : 1, "YAML syntax error: %s", e && e->msg ? e->msg : "?");
+    }
+    parse_root(&c, p, fy_document_root(doc));
+    fy_document_destroy(doc);
+    fy_diag_destroy(diag);
+    return 0;
+}
+
+void hw_load_or_die(const char *name_or_path, const char *dir, HwProfile *p) {
+    char path[1024], err[1024];
+    size_t n = strlen(name_or_path);
+    int is_path = strchr(name_or_path, '/') || (n > 5 && !strcmp(name_or_path + n - 5, ".yaml"));
+    if (is_path) xsnprintf(path, sizeof path, "%s", name_or_path);
+    else xsnprintf(path, sizeof path, "%s/%s.yaml", dir, name_or_path);
+    if (hw_load(path, p, err, sizeof err))
+        die_input_hint("the hardware profiles are experiments/hardware/*.yaml (docs/performance-model.md)", "%s", err);
+}
+
+void hw_free(HwProfile *p) {
+    for (int i = 0; i < SP_COUNT; i++) {
+        HwGemm *g = &p->gemm[i];
+        free(g->Ms); free(g->Ns); free(g->Ks); free(g->rate);
+        g->Ms = g->Ns = g->Ks = NULL;
+        g->rate = NULL;
+    }
+}
+
+int hw_check_precision(const HwProfile *p, SimPrecision prec, char *why, size_t n) {
+    const char *pn = sim_precision_name(prec);
+    if (!(p->peak_flops[prec] > 0)) { snprintf(why, n, "profile %s has no peak_flops.%s", p->name, pn); return 1; }
+    if (!p->gemm[prec].present) { snprintf(why, n, "profile %s has no gemm.%s model", p->name, pn); return 1; }
+    if (!p->attention[prec].present) { snprintf(why, n, "profile %s has no attention.%s efficiency", p->name, pn); return 1; }
+    return 0;
+}

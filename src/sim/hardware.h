@@ -1,0 +1,134 @@
+// hardware.h — a hardware profile of the performance model: what one device computes, how
+// fast its memory is, and what a collective costs on the links between devices.
+// Profiles are YAML files under experiments/hardware/ (docs/performance-model.md explains
+// every key and its source). hw_load() validates a file strictly: an unknown key, a
+// missing key, a wrong type or a value out of range is refused with "FILE:LINE: ..." — the
+// manifest rules (src/config) applied to a second file format.
+//
+//   profile_version: 1
+//   name: a100-80gb-node4                 # must equal the file stem
+//   description: ...
+//   device: NVIDIA A100-SXM4-80GB
+//   ranks_per_node: 4                     # devices joined by the intra-node link
+//   memory_bytes: 85899345920             # per device
+//   memory_bandwidth: 2.039e12            # bytes/s, memory-bound ops
+//   memory_efficiency: 1.0                # fraction of memory_bandwidth they reach
+//   host_bandwidth: 32e9                  # bytes/s, host <-> device transfers
+//   op_overhead_s: 0                      # fixed cost per op (kernel launch, call)
+//   sm_count: 108                         # roofline GEMMs: wave quantization (0 = off)
+//   peak_flops: {fp32: 19.5e12, tf32: 156e12, bf16: 312e12}
+//   gemm:                                 # one entry per precision that has a model
+//     bf16: {model: roofline, tile: [128, 128], mamf: 271.2e12, mamf_shape: [1024, 10240, 5120]}
+//     fp32: {model: table, points: [[M, N, K, flop_per_s], ...]}   # a full M×N×K grid
+//   attention:                            # FLOP/s fraction of peak_flops, per precision
+//     bf16: {forward: 0.73, backward: 0.50}
+//   all_reduce_algorithm: ring            # ring | tree | auto (the faster one per call)
+//   links:
+//     intra_node:                         # required when ranks_per_node > 1
+//       all_reduce:     {base_s: 8.4e-6, hop_s: 3.4e-6, busbw: 230e9}
+//       all_gather:     {...}
+//       reduce_scatter: {...}
+//       p2p:            {...}
+//       ll: {base_s: 6.6e-6, hop_s: 0.6e-6, bw_fraction: 0.25}   # optional small-message protocol
+//     inter_node: {...}                   # optional; without it the profile is one node
+#pragma once
+#include <stddef.h>
+#include "../backend/backend.h"
+#include "../parallel/comm.h"
+
+#define HW_PROFILE_VERSION 1
+
+// The arithmetic a GEMM or an attention kernel runs at. TF32 is fp32 storage with
+// tensor-core math (Backend.tf32); it has its own peak.
+typedef enum { SP_FP32, SP_TF32, SP_BF16, SP_COUNT } SimPrecision;
+const char *sim_precision_name(SimPrecision p);                 // "fp32", "tf32", "bf16"
+SimPrecision sim_precision_of(DType dt, int tf32);              // DT_F32 (+tf32), DT_BF16; dies otherwise
+
+// Collective kinds the profile prices (broadcast and barrier are derived, see sim.h).
+typedef enum { HW_ALL_REDUCE, HW_ALL_GATHER, HW_REDUCE_SCATTER, HW_P2P, HW_COLL_COUNT } HwColl;
+const char *hw_coll_name(HwColl k);                      // the YAML keys
+
+// One collective on one link: a ring of n ranks takes base_s + steps·hop_s + bytes·f/busbw
+// (sim.h states steps and f per kind: nccl-tests' bus-bandwidth convention). busbw is one
+// number, or a table by group size where the topology makes it depend on n (a direct
+// NVLink mesh: a 2-rank ring uses only the links between its two devices):
+//   busbw: 230e9        or      busbw: {2: 77e9, 4: 230e9}
+// A size not in the table takes the entry of the largest listed size below it (the
+// smallest entry below the table).
+#define HW_BUSBW_MAX 8
+typedef struct {
+    double base_s, hop_s;
+    int n_bw;                    // >= 1
+    int bw_n[HW_BUSBW_MAX];      // group size of each entry; 0 = the scalar form (any size)
+    double bw[HW_BUSBW_MAX];     // bytes/s, ascending bw_n
+} HwCollCost;
+double hw_busbw(const HwCollCost *c, int n);
+
+typedef struct {
+    int present;
+    HwCollCost coll[HW_COLL_COUNT];
+    // Optional small-message protocol (NCCL's LL): lower latency, bw_fraction of busbw.
+    // The time of a call is the smaller of the two protocols' times.
+    int has_ll;
+    double ll_base_s, ll_hop_s, ll_bw_fraction;
+} HwLink;
+enum { HW_INTRA, HW_INTER, HW_LINK_COUNT };
+
+typedef enum { GEMM_ROOFLINE, GEMM_TABLE } GemmModel;
+typedef enum { AR_RING, AR_TREE, AR_AUTO } AllReduceAlgo;
+
+typedef struct { int M, N, K; double flop_per_s; } GemmPoint;
+
+typedef struct {
+    int present;
+    GemmModel model;
+    // roofline: t = max(flops / (peak · eff_core · q(M,N)), bytes / (bw · mem_eff)),
+    // q = wave quantization of tile_m×tile_n output tiles over sm_count processors;
+    // eff_core is pinned by the measured maximum achievable matmul FLOP/s (mamf) at its
+    // shape: the curve reproduces mamf there.
+    int tile_m, tile_n;
+    double mamf;
+    int mamf_M, mamf_N, mamf_K;
+    double eff_core;             // derived at load time
+    // table: measured FLOP/s on a full grid, interpolated trilinearly in log2(M, N, K)
+    int nM, nN, nK;
+    int *Ms, *Ns, *Ks;           // ascending grid axes
+    double *rate;                // [nM][nN][nK] FLOP/s
+} HwGemm;
+
+typedef struct { int present; double forward, backward; } HwAttention;
+
+typedef struct {
+    char path[1024];
+    char name[128];
+    char description[512];
+    char device[128];
+    int ranks_per_node;
+    double memory_bytes;
+    double memory_bandwidth, memory_efficiency, host_bandwidth, op_overhead_s;
+    int sm_count;
+    double peak_flops[SP_COUNT];          // 0 = not given
+    HwGemm gemm[SP_COUNT];
+    HwAttention attention[SP_COUNT];
+    AllReduceAlgo all_reduce_algorithm;
+    HwLink link[HW_LINK_COUNT];
+} HwProfile;
+
+// Load and validate; 0 on success, else 1 with "FILE:LINE: what is wrong" in err.
+int hw_load(const char *path, HwProfile *p, char *err, size_t err_len);
+// Load by name (experiments/hardware/<name>.yaml under dir) or path; bad input dies (exit 2).
+void hw_load_or_die(const char *name_or_path, const char *dir, HwProfile *p);
+void hw_free(HwProfile *p);
+// Can this profile price a run at precision p (peak, GEMM model, attention efficiency)?
+// 0 = yes, else 1 and the reason.
+int hw_check_precision(const HwProfile *p, SimPrecision prec, char *why, size_t n);
+
+// Wave-quantization factor of `count` M×N outputs (one launch) in tile_m×tile_n tiles over
+// sm_count processors: useful tile area / (waves · sm_count · tile area), in (0, 1]; 1 when
+// sm_count is 0 (NVIDIA's "Matrix Multiplication Background" guide: tile and wave quantization).
+double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count);
+
+// Write a profile as YAML (calibrate). `header` goes first as comment lines (may be NULL);
+// comments[k] (may be NULL) annotate the sections: "peak", "gemm", "memory", "links".
+void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *const *section_comments);
+enum { HW_SEC_PEAK, HW_SEC_GEMM, HW_SEC_MEMORY, HW_SEC_ATTENTION, HW_SEC_LINKS, HW_SEC_COUNT };

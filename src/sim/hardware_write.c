@@ -1,0 +1,90 @@
+// hardware_write.c — a profile back to YAML (build/calibrate writes cpu-local.yaml with it).
+// The output reads back with hw_load to the same numbers (to the 6 significant digits
+// written; tests/test_sim.c checks the round trip).
+#include <string.h>
+
+#include "hardware.h"
+
+static void comment_lines(FILE *f, const char *text, const char *indent) {
+    if (!text) return;
+    for (const char *s = text; *s;) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        fprintf(f, "%s# %.*s\n", indent, (int)n, s);
+        s += n + (e ? 1 : 0);
+    }
+}
+
+static void quoted(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if (*s == '\n') { fputs("\\n", f); continue; }
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static const char *section(const char *const *comments, int k) { return comments ? comments[k] : NULL; }
+
+void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *const *comments) {
+    static const char *const links[HW_LINK_COUNT] = { "intra_node", "inter_node" };
+    static const char *const algos[] = { "ring", "tree", "auto" };
+    comment_lines(f, header, "");
+    fprintf(f, "profile_version: %d\nname: %s\ndescription: ", HW_PROFILE_VERSION, p->name);
+    quoted(f, p->description);
+    fprintf(f, "\ndevice: ");
+    quoted(f, p->device);
+    fprintf(f, "\nranks_per_node: %d\n", p->ranks_per_node);
+    comment_lines(f, section(comments, HW_SEC_MEMORY), "");
+    fprintf(f, "memory_bytes: %.6g\nmemory_bandwidth: %.6g\nmemory_efficiency: %.6g\nhost_bandwidth: %.6g\n"
+               "op_overhead_s: %.6g\nsm_count: %d\n",
+            p->memory_bytes, p->memory_bandwidth, p->memory_efficiency, p->host_bandwidth, p->op_overhead_s, p->sm_count);
+    comment_lines(f, section(comments, HW_SEC_PEAK), "");
+    fprintf(f, "peak_flops:\n");
+    for (int i = 0; i < SP_COUNT; i++)
+        if (p->peak_flops[i] > 0) fprintf(f, "  %s: %.6g\n", sim_precision_name((SimPrecision)i), p->peak_flops[i]);
+    comment_lines(f, section(comments, HW_SEC_GEMM), "");
+    fprintf(f, "gemm:\n");
+    for (int i = 0; i < SP_COUNT; i++) {
+        const HwGemm *g = &p->gemm[i];
+        if (!g->present) continue;
+        fprintf(f, "  %s:\n", sim_precision_name((SimPrecision)i));
+        if (g->model == GEMM_ROOFLINE) {
+            fprintf(f, "    model: roofline\n    tile: [%d, %d]\n    mamf: %.6g\n    mamf_shape: [%d, %d, %d]\n",
+                    g->tile_m, g->tile_n, g->mamf, g->mamf_M, g->mamf_N, g->mamf_K);
+            continue;
+        }
+        fprintf(f, "    model: table\n    points:   # [M, N, K, FLOP/s]\n");
+        for (int a = 0; a < g->nM; a++)
+            for (int b = 0; b < g->nN; b++)
+                for (int k = 0; k < g->nK; k++)
+                    fprintf(f, "      - [%d, %d, %d, %.6g]\n", g->Ms[a], g->Ns[b], g->Ks[k],
+                            g->rate[((size_t)a * g->nN + b) * g->nK + k]);
+    }
+    comment_lines(f, section(comments, HW_SEC_ATTENTION), "");
+    fprintf(f, "attention:\n");
+    for (int i = 0; i < SP_COUNT; i++)
+        if (p->attention[i].present)
+            fprintf(f, "  %s: {forward: %.6g, backward: %.6g}\n", sim_precision_name((SimPrecision)i),
+                    p->attention[i].forward, p->attention[i].backward);
+    fprintf(f, "all_reduce_algorithm: %s\n", algos[p->all_reduce_algorithm]);
+    comment_lines(f, section(comments, HW_SEC_LINKS), "");
+    fprintf(f, "links:%s\n", p->link[HW_INTRA].present || p->link[HW_INTER].present ? "" : " {}");
+    for (int l = 0; l < HW_LINK_COUNT; l++) {
+        const HwLink *k = &p->link[l];
+        if (!k->present) continue;
+        fprintf(f, "  %s:\n", links[l]);
+        for (int c = 0; c < HW_COLL_COUNT; c++) {
+            const HwCollCost *cc = &k->coll[c];
+            fprintf(f, "    %s: {base_s: %.6g, hop_s: %.6g, busbw: ", hw_coll_name((HwColl)c), cc->base_s, cc->hop_s);
+            if (cc->n_bw == 1 && cc->bw_n[0] == 0) fprintf(f, "%.6g}\n", cc->bw[0]);
+            else {
+                for (int i = 0; i < cc->n_bw; i++) fprintf(f, "%s%d: %.6g", i ? ", " : "{", cc->bw_n[i], cc->bw[i]);
+                fprintf(f, "}}\n");
+            }
+        }
+        if (k->has_ll)
+            fprintf(f, "    ll: {base_s: %.6g, hop_s: %.6g, bw_fraction: %.6g}\n", k->ll_base_s, k->ll_hop_s, k->ll_bw_fraction);
+    }
+}

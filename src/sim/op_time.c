@@ -1,0 +1,77 @@
+// op_time.c — seconds of one traced op on a hardware profile (sim.h states the equations).
+#include <math.h>
+#include <string.h>
+
+#include "../core/check.h"
+#include "sim.h"
+
+// Position of v on an ascending grid axis in log2 space: the bracketing indices and the
+// weight of the upper one; outside the grid the nearest edge (no extrapolation).
+static void axis_pos(const int *ax, int n, double v, int *i0, int *i1, double *w) {
+    *w = 0;
+    if (n == 1 || v <= ax[0]) { *i0 = *i1 = 0; return; }
+    if (v >= ax[n - 1]) { *i0 = *i1 = n - 1; return; }
+    int i = 0;
+    while (i + 1 < n && ax[i + 1] <= v) i++;
+    *i0 = i;
+    *i1 = i + 1;
+    *w = (log2(v) - log2(ax[i])) / (log2(ax[i + 1]) - log2(ax[i]));
+}
+
+// Trilinear interpolation of log(rate) over (log2 M, log2 N, log2 K).
+static double table_rate(const HwGemm *g, double M, double N, double K) {
+    int a[2], b[2], k[2];
+    double wa, wb, wk;
+    axis_pos(g->Ms, g->nM, M, &a[0], &a[1], &wa);
+    axis_pos(g->Ns, g->nN, N, &b[0], &b[1], &wb);
+    axis_pos(g->Ks, g->nK, K, &k[0], &k[1], &wk);
+    double acc = 0;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            for (int l = 0; l < 2; l++) {
+                double w = (i ? wa : 1 - wa) * (j ? wb : 1 - wb) * (l ? wk : 1 - wk);
+                if (w == 0) continue;
+                acc += w * log(g->rate[((size_t)a[i] * g->nN + b[j]) * g->nK + k[l]]);
+            }
+    return exp(acc);
+}
+
+double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count) {
+    const HwGemm *g = &hw->gemm[p];
+    CHECK(g->present, "profile %s has no gemm.%s model", hw->name, sim_precision_name(p));
+    if (g->model == GEMM_TABLE) return table_rate(g, M, N, K);
+    // a batched group fills the processors with count × the tiles of one GEMM
+    return hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count);
+}
+
+double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,
+                     double flops, double bytes) {
+    if (!(flops > 0) || M <= 0 || N <= 0 || K <= 0) return hw->op_overhead_s;
+    double t = flops / sim_gemm_rate(hw, p, M, N, K, count);
+    if (hw->gemm[p].model == GEMM_ROOFLINE) {
+        double t_mem = bytes / (hw->memory_bandwidth * hw->memory_efficiency);
+        if (t_mem > t) t = t_mem;
+    }
+    return t + hw->op_overhead_s;
+}
+
+double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op) {
+    double mem = op->bytes / (hw->memory_bandwidth * hw->memory_efficiency);
+    switch (op->cls) {
+    case OPC_GEMM:
+        return sim_gemm_time(hw, p, op->M, op->N, op->K, op->count, op->flops, op->bytes);
+    case OPC_ATTENTION: {
+        const HwAttention *a = &hw->attention[p];
+        CHECK(a->present, "profile %s has no attention.%s efficiency", hw->name, sim_precision_name(p));
+        double eff = op->name && strstr(op->name, "backward") ? a->backward : a->forward;
+        double t = op->flops / (hw->peak_flops[p] * eff);
+        return (t > mem ? t : mem) + hw->op_overhead_s;
+    }
+    case OPC_MEMORY:
+        return mem + hw->op_overhead_s;
+    case OPC_TRANSFER:
+        return op->bytes / hw->host_bandwidth + hw->op_overhead_s;
+    default:
+        DIE("sim_op_time: op '%s' has unknown class %d", op->name ? op->name : "?", (int)op->cls);
+    }
+}

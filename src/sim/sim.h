@@ -1,0 +1,137 @@
+// sim.h — the performance model: op and collective traces of the real drivers (OpInfo,
+// CommRecord) turned into time with a hardware profile (hardware.h), and the 1F1B pipeline
+// schedule turned into a step time. docs/performance-model.md states every equation and
+// where each profile number comes from. In short:
+//
+//   GEMM        roofline: max(flops / (peak · eff_core · q), bytes / (bw · mem_eff)), q the
+//               wave quantization of the output tiles; eff_core pinned by a published
+//               maximum-achievable-matmul measurement (mamf). Table profiles (cpu-local):
+//               flops / rate(M, N, K), rate interpolated in log2(M, N, K) on a measured grid.
+//   attention   max(flops / (peak · eff_fwd|bwd), bytes / (bw · mem_eff))
+//   memory ops  bytes / (bw · mem_eff);  host transfers  bytes / host_bandwidth
+//   every op    + op_overhead_s
+//   collectives α-β on the link the group's placement uses (intra-node when all its ranks
+//               share a node, else inter-node), S = the record's bytes, n = group size:
+//                 all-reduce ring   base + 2(n−1)·hop + S·2(n−1)/n / busbw
+//                 all-reduce tree   base + 2·((n/nodes − 1)·hop_intra + ⌈log2 nodes⌉·hop_inter) + 2S/busbw
+//                 reduce-scatter,   base + (n−1)·hop + S·(n−1)/n / busbw
+//                 all-gather
+//                 broadcast         base + (n−1)·hop + S / busbw(all_gather)   (pipelined ring)
+//                 barrier           an all-reduce of 0 bytes
+//                 send              base + hop + S / busbw(p2p);  recv: 0 (its send carries it)
+//               busbw is nccl-tests' bus bandwidth; with a small-message protocol (ll) the
+//               call takes the faster of the two protocols.
+//   pipeline    1F1B (parallel/schedule.h, fused exchanges as the trainer runs them) with
+//               per-action durations and blocking (rendezvous) transfers.
+// There is no overlap of communication with computation in this engine (nor in the paper's
+// BTP code): every collective is exposed, and the model says so by adding it.
+#pragma once
+#include "hardware.h"
+
+// ---- op time (op_time.c) --------------------------------------------------------------------
+// FLOP/s a GEMM of this shape reaches before the memory bound (roofline: peak·eff_core·q;
+// table: interpolated). count > 1: a batched group of `count` such GEMMs in one launch.
+double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count);
+// Seconds of one GEMM launch doing `flops` with `bytes` of memory traffic.
+double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,
+                     double flops, double bytes);
+// Seconds of one traced op (any class). The profile must cover p (hw_check_precision).
+double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op);
+
+// ---- collectives (collective.c) -------------------------------------------------------------
+// Where a group's ranks sit: n ranks over n_nodes nodes, at most per_node on one node.
+typedef struct { int n, n_nodes, per_node; } SimPlacement;
+// Of an explicit list of world ranks (node = world_rank / ranks_per_node).
+SimPlacement sim_placement(const int *world_ranks, int n, int ranks_per_node);
+// Of the group g that contains the rank (tp_rank, dp_rank, pp_rank) of a tp×dp×pp grid
+// (world_rank = tp_rank + tp·(dp_rank + dp·pp_rank)). GROUP_PP's placement prices its
+// collectives; sends use sim_pair_placement.
+SimPlacement sim_group_placement(int tp, int dp, int pp, int tp_rank, int dp_rank, int pp_rank,
+                                 CommGroup g, int ranks_per_node);
+SimPlacement sim_pair_placement(int world_a, int world_b, int ranks_per_node);
+// Seconds of one call of `kind` moving `bytes` (the CommRecord's bytes) on a group placed pl.
+// 0 for a group of one. Dies (internal) when the placement needs a link the profile lacks:
+// callers check sim_check_grid first.
+double sim_collective_time(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl);
+// Ring all-reduce and tree all-reduce alone (the profile's algorithm picks between them).
+double sim_all_reduce_ring(const HwProfile *hw, double bytes, SimPlacement pl);
+double sim_all_reduce_tree(const HwProfile *hw, double bytes, SimPlacement pl);
+// Can the profile place a tp×dp×pp grid (one node, or an inter-node link)? 0 or 1 + reason.
+int sim_check_grid(const HwProfile *hw, int tp, int dp, int pp, char *why, size_t n);
+
+// ---- trace accumulation (trace.c) -----------------------------------------------------------
+// What a span of the trace costs.
+typedef struct {
+    double compute_s;     // ops
+    double comm_s;        // collectives (TP, DP, world); all exposed
+    double p2p_bytes;     // pipeline sends (PHASE_PIPELINE send records): priced by the pipeline
+    double flops;         // traced op FLOPs (recompute included: hardware FLOPs)
+    double gemm_flops;    // of which GEMMs
+    long n_ops, n_calls;
+} SimCost;
+
+// An OpObserver / CommObserver context that prices every record as it arrives, for one
+// rank of the grid. Spans: sim_tracer_take returns the cost since the last take.
+typedef struct {
+    const HwProfile *hw;
+    SimPrecision prec;
+    SimPlacement place[GROUP_COUNT];
+    SimCost cur, total;
+    int n_layers;                              // per-layer tables: layers -1 .. n_layers-1
+    double *layer_compute, *layer_comm;        // [PHASE_COUNT][n_layers + 1] seconds
+    double op_class_s[PHASE_COUNT][OPC_COUNT]; // seconds by phase and op class
+    double comm_group_s[PHASE_COUNT][GROUP_COUNT];
+} SimTracer;
+
+void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int tp, int dp, int pp,
+                     int tp_rank, int dp_rank, int pp_rank, int n_layers);
+void sim_tracer_free(SimTracer *t);
+void sim_tracer_op(void *ctx, const OpInfo *op);            // OpObserver.end
+void sim_tracer_comm(void *ctx, const CommRecord *r);       // CommObserver
+SimCost sim_tracer_take(SimTracer *t);
+// Seconds of (phase, layer) — layer −1 is the embedding / head / optimizer row.
+double sim_tracer_layer_compute(const SimTracer *t, Phase ph, int layer);
+double sim_tracer_layer_comm(const SimTracer *t, Phase ph, int layer);
+
+// ---- pipeline (pipeline.c) ------------------------------------------------------------------
+// One step of P stages and M micro-batches under the fused 1F1B schedule. fwd[p][m], bwd[p][m]:
+// seconds of stage p's forward / backward of micro-batch m (compute and their collectives);
+// xfer_fwd[p], xfer_bwd[p] (p < P−1): seconds of one activation transfer p → p+1 and one
+// gradient transfer p+1 → p; head[p]: seconds before the stage's first action (zeroing the
+// gradients); tail[p]: seconds after its last backward (gradient reduction, optimizer); head
+// and tail may be NULL. A transfer completes when both ends have reached it plus its
+// duration (blocking sends, as the trainer's MPI exchanges).
+typedef struct {
+    int n_stages, n_micro;
+    const double *const *fwd, *const *bwd;
+    const double *xfer_fwd, *xfer_bwd;
+    const double *tail;
+    const double *head;
+} SimPipeIn;
+typedef struct {
+    double end_s;       // when the stage finished, tail included
+    double busy_s;      // compute actions + head + tail
+    double xfer_s;      // transfer durations of its communication actions
+    double wait_s;      // idle: waiting for a peer, and after its end until the step's end
+} SimStageTime;
+// Returns the step time (the last stage end) and fills out[P]; −1 with msg on a malformed
+// schedule (cannot happen for 1F1B; kept as a check of the simulation).
+double sim_pipeline(const SimPipeIn *in, SimStageTime *out, char *msg, size_t n);
+// Closed form for uniform stages without transfers: (M + P − 1)·(f + b).
+double sim_pipeline_uniform(int n_stages, int n_micro, double f, double b);
+
+// ---- report (trace.c) -----------------------------------------------------------------------
+typedef struct {
+    double step_s;
+    double compute_s, comm_s, p2p_s, bubble_s;   // of the reported stage; sum = step_s
+    double tokens_per_s;
+    double model_flops;      // per step, whole grid (6·params + attention, no recompute)
+    double hw_flops;         // per step, whole grid, as traced (recompute included)
+    double mfu, hfu;         // model / hardware FLOPs over step_s · peak · world
+} SimStepReport;
+// The split of one stage's step: compute and comm from its traced cost, p2p from the
+// pipeline's transfer time, bubble the rest (idle waiting, including the pipeline fill and
+// drain). tokens: per step, whole grid; peak: FLOP/s of one device; world: devices.
+void sim_report_fill(SimStepReport *r, double step_s, const SimCost *stage, double stage_xfer_s,
+                     double tokens, double model_flops, double hw_flops, double peak, int world);
+void sim_report_print(const SimStepReport *r, FILE *f);

@@ -1,0 +1,110 @@
+// trace.c — pricing the op and collective records of one rank as the drivers emit them
+// (an OpObserver and a CommObserver context), and the step report (sim.h).
+#include <string.h>
+
+#include "../core/check.h"
+#include "sim.h"
+
+void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int tp, int dp, int pp,
+                     int tp_rank, int dp_rank, int pp_rank, int n_layers) {
+    memset(t, 0, sizeof *t);
+    t->hw = hw;
+    t->prec = prec;
+    for (int g = 0; g < GROUP_COUNT; g++)
+        t->place[g] = sim_group_placement(tp, dp, pp, tp_rank, dp_rank, pp_rank, (CommGroup)g, hw->ranks_per_node);
+    CHECK(n_layers >= 0, "sim_tracer_init: %d layers", n_layers);
+    t->n_layers = n_layers;
+    t->layer_compute = xcalloc((size_t)PHASE_COUNT * (size_t)(n_layers + 1), sizeof(double));
+    t->layer_comm = xcalloc((size_t)PHASE_COUNT * (size_t)(n_layers + 1), sizeof(double));
+}
+
+void sim_tracer_free(SimTracer *t) {
+    free(t->layer_compute);
+    free(t->layer_comm);
+    t->layer_compute = t->layer_comm = NULL;
+}
+
+static size_t layer_slot(const SimTracer *t, int phase, int layer) {
+    CHECK(phase >= 0 && phase < PHASE_COUNT && layer >= -1 && layer < t->n_layers,
+          "sim tracer: phase %d layer %d outside the table (%d layers)", phase, layer, t->n_layers);
+    return (size_t)phase * (size_t)(t->n_layers + 1) + (size_t)(layer + 1);
+}
+
+void sim_tracer_op(void *ctx, const OpInfo *op) {
+    SimTracer *t = ctx;
+    double s = sim_op_time(t->hw, t->prec, op);
+    t->cur.compute_s += s;
+    t->cur.flops += op->flops;
+    if (op->cls == OPC_GEMM) t->cur.gemm_flops += op->flops;
+    t->cur.n_ops++;
+    t->layer_compute[layer_slot(t, op->phase, op->layer)] += s;
+    CHECK((unsigned)op->cls < OPC_COUNT, "sim tracer: op class %d", (int)op->cls);
+    t->op_class_s[op->phase][op->cls] += s;
+}
+
+void sim_tracer_comm(void *ctx, const CommRecord *r) {
+    SimTracer *t = ctx;
+    CHECK((unsigned)r->group < GROUP_COUNT, "sim tracer: group %d", (int)r->group);
+    CHECK(r->group_size == t->place[r->group].n, "sim tracer: a %s record of a group of %d, the grid says %d",
+          comm_group_name(r->group), r->group_size, t->place[r->group].n);
+    t->cur.n_calls++;
+    // Point-to-point messages are the pipeline's: their time depends on the stage boundary
+    // they cross, which the pipeline simulation prices (sim_pipeline's transfer durations).
+    if (r->kind == COMM_SEND || r->kind == COMM_RECV) {
+        if (r->kind == COMM_SEND) t->cur.p2p_bytes += (double)r->bytes;
+        return;
+    }
+    double s = sim_collective_time(t->hw, r->kind, (double)r->bytes, t->place[r->group]);
+    t->cur.comm_s += s;
+    t->layer_comm[layer_slot(t, r->phase, r->layer)] += s;
+    t->comm_group_s[r->phase][r->group] += s;
+}
+
+SimCost sim_tracer_take(SimTracer *t) {
+    SimCost c = t->cur;
+    t->total.compute_s += c.compute_s;
+    t->total.comm_s += c.comm_s;
+    t->total.p2p_bytes += c.p2p_bytes;
+    t->total.flops += c.flops;
+    t->total.gemm_flops += c.gemm_flops;
+    t->total.n_ops += c.n_ops;
+    t->total.n_calls += c.n_calls;
+    memset(&t->cur, 0, sizeof t->cur);
+    return c;
+}
+
+double sim_tracer_layer_compute(const SimTracer *t, Phase ph, int layer) { return t->layer_compute[layer_slot(t, ph, layer)]; }
+double sim_tracer_layer_comm(const SimTracer *t, Phase ph, int layer) { return t->layer_comm[layer_slot(t, ph, layer)]; }
+
+void sim_report_fill(SimStepReport *r, double step_s, const SimCost *stage, double stage_xfer_s,
+                     double tokens, double model_flops, double hw_flops, double peak, int world) {
+    memset(r, 0, sizeof *r);
+    r->step_s = step_s;
+    r->compute_s = stage->compute_s;
+    r->comm_s = stage->comm_s;
+    r->p2p_s = stage_xfer_s;
+    r->bubble_s = step_s - r->compute_s - r->comm_s - r->p2p_s;
+    // the parts come from one stage's own time line, which the step contains
+    CHECK(r->bubble_s > -1e-9 * (step_s > 1 ? step_s : 1), "sim report: the parts (%.9g s) exceed the step (%.9g s)",
+          r->compute_s + r->comm_s + r->p2p_s, step_s);
+    if (r->bubble_s < 0) r->bubble_s = 0;
+    r->tokens_per_s = step_s > 0 ? tokens / step_s : 0;
+    r->model_flops = model_flops;
+    r->hw_flops = hw_flops;
+    double denom = step_s * peak * world;
+    r->mfu = denom > 0 ? model_flops / denom : 0;
+    r->hfu = denom > 0 ? hw_flops / denom : 0;
+}
+
+void sim_report_print(const SimStepReport *r, FILE *f) {
+    double s = r->step_s > 0 ? r->step_s : 1;
+    fprintf(f, "step time        %10.4f s\n", r->step_s);
+    fprintf(f, "  compute        %10.4f s  %5.1f%%\n", r->compute_s, 100 * r->compute_s / s);
+    fprintf(f, "  communication  %10.4f s  %5.1f%%  (exposed: this engine does not overlap communication)\n",
+            r->comm_s, 100 * r->comm_s / s);
+    fprintf(f, "  pipeline p2p   %10.4f s  %5.1f%%\n", r->p2p_s, 100 * r->p2p_s / s);
+    fprintf(f, "  bubble / idle  %10.4f s  %5.1f%%\n", r->bubble_s, 100 * r->bubble_s / s);
+    fprintf(f, "tokens/s         %10.0f\n", r->tokens_per_s);
+    fprintf(f, "MFU              %10.1f%%  (model FLOPs %.4g per step)\n", 100 * r->mfu, r->model_flops);
+    fprintf(f, "HFU              %10.1f%%  (traced FLOPs %.4g per step, recompute included)\n", 100 * r->hfu, r->hw_flops);
+}

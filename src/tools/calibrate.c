@@ -1,0 +1,645 @@
+// calibrate — measure this machine and write the performance model's `cpu-local` profile.
+//
+//   build/calibrate [--out experiments/hardware/cpu-local.yaml] [--ranks 2,4] [--quick]
+//
+// Measures, printing each table as it goes:
+//   1. GEMMs through the engine's CPU fp32 back end (op_gemm: OpenBLAS sgemm, row-major NN,
+//      all cores) on a grid of shapes M × N × K, the skinny low-rank ones included (N or K
+//      = 16 … 64): the profile's GEMM table;
+//   2. the engine's sgemm peak (measure_sgemm_peak_gflops: best-of-3 2048³, what the
+//      trainer's MFU uses);
+//   3. memory bandwidth: the engine's op_add (x += y) over 2 × 64 MiB, bytes as its OpInfo
+//      counts them (2 reads + 1 write);
+//   4. the engine's causal flash attention (op_attention_forward/backward) at two
+//      recipe-sized shapes, as a fraction of the sgemm peak, FLOPs as its OpInfo counts
+//      them (FlashAttention-2's convention, docs/performance-model.md);
+//   5. the engine's MPI collectives (parallel/comm.h: all-reduce, all-gather,
+//      reduce-scatter, sendrecv) at 2 and 4 ranks (4 oversubscribed on this 2-core
+//      machine) over message sizes 4 B … 16 MiB — each rank count in a child
+//      `mpirun -np N build/calibrate --mpi-worker FILE` — then fits α (base + per-step
+//      latency) and β (bus bandwidth) per collective by least squares on relative error.
+// Then writes the profile with the date, host, CPU and load average in its comments.
+// Takes about a minute and a half on 2 cores. Timings on a shared machine vary: rerun when
+// the load average was high, and never read one number as a property of the code.
+#include <cblas.h>
+#include <math.h>
+#include <mpi.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../backend/ops.h"
+#include "../core/check.h"
+#include "../core/env.h"
+#include "../core/timer.h"
+#include "../parallel/comm.h"
+#include "../sim/hardware.h"
+
+// ---- helpers --------------------------------------------------------------------------------
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void load_average(double la[3]) {
+    if (getloadavg(la, 3) != 3) la[0] = la[1] = la[2] = -1;
+}
+
+// ---- timing the engine's ops ------------------------------------------------------------------
+// An op observer that times each op between its begin and end (the CPU back end runs ops
+// synchronously) and keeps the OpInfo's own FLOPs and bytes: so every rate below is counted
+// exactly as the simulator's traces count it.
+typedef struct { double t0, seconds, flops, bytes; } OpTimer;
+static void timer_begin(void *ctx, const OpInfo *op) { (void)op; ((OpTimer *)ctx)->t0 = now_seconds(); }
+static void timer_end(void *ctx, const OpInfo *op) {
+    OpTimer *t = ctx;
+    t->seconds = now_seconds() - t->t0;
+    t->flops = op->flops;
+    t->bytes = op->bytes;
+}
+static const OpObserver op_timer = { timer_begin, timer_end };
+
+static float *rand_host(size_t n, unsigned seed) {
+    float *p = xaligned_alloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
+    }
+    return p;
+}
+// n random fp32 elements in a buffer of back end b.
+static void *rand_buf(Backend *b, size_t n, unsigned seed) {
+    void *d = bk_alloc(b, n, DT_F32, MEM_WORK);
+    float *h = rand_host(n, seed);
+    bk_from_host(b, d, h, n, DT_F32);
+    free(h);
+    return d;
+}
+
+// ---- 1. GEMM grid ---------------------------------------------------------------------------
+
+// Seconds of one C[M,N] = A[M,K] B[K,N] (op_gemm): the best of >= 3 timed repetitions (more
+// until min_total seconds are spent, at most 64) after a warm-up. Small shapes repeat the call
+// so that a repetition lasts >= 2 ms. The best, because other processes on a shared machine
+// only ever add time.
+static double time_gemm(Backend *b, int M, int N, int K, double min_total) {
+    void *A = rand_buf(b, (size_t)M * K, 1), *B = rand_buf(b, (size_t)K * N, 2), *C = bk_alloc(b, (size_t)M * N, DT_F32, MEM_WORK);
+    OpTimer t = { 0 };
+    bk_observe(b, &op_timer, &t);
+    op_gemm(b, TR_N, TR_N, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
+    int inner = t.seconds > 0 ? (int)ceil(2e-3 / t.seconds) : 1000;
+    if (inner < 1) inner = 1;
+    if (inner > 10000) inner = 10000;
+    double best = INFINITY, spent = 0;
+    for (int reps = 0; reps < 64 && (reps < 3 || spent < min_total); reps++) {
+        double sum = 0;
+        for (int i = 0; i < inner; i++) {
+            op_gemm(b, TR_N, TR_N, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
+            sum += t.seconds;
+        }
+        spent += sum;
+        if (sum / inner < best) best = sum / inner;
+    }
+    bk_observe(b, NULL, NULL);
+    bk_free(b, A, (size_t)M * K, DT_F32, MEM_WORK);
+    bk_free(b, B, (size_t)K * N, DT_F32, MEM_WORK);
+    bk_free(b, C, (size_t)M * N, DT_F32, MEM_WORK);
+    return best;
+}
+
+// The grid is swept `passes` times and each shape keeps its best: a burst of other processes
+// then spoils one pass of a shape, not the shape.
+static void measure_gemm(Backend *b, HwGemm *g, const int *Ms, int nM, const int *Ns, int nN, const int *Ks, int nK,
+                         int passes, double min_total) {
+    g->present = 1;
+    g->model = GEMM_TABLE;
+    g->nM = nM; g->nN = nN; g->nK = nK;
+    g->Ms = xcalloc((size_t)nM, sizeof(int)); memcpy(g->Ms, Ms, sizeof(int) * (size_t)nM);
+    g->Ns = xcalloc((size_t)nN, sizeof(int)); memcpy(g->Ns, Ns, sizeof(int) * (size_t)nN);
+    g->Ks = xcalloc((size_t)nK, sizeof(int)); memcpy(g->Ks, Ks, sizeof(int) * (size_t)nK);
+    g->rate = xcalloc((size_t)(nM * nN * nK), sizeof(double));
+    for (int pass = 0; pass < passes; pass++)
+        for (int a = 0; a < nM; a++)
+            for (int n = 0; n < nN; n++)
+                for (int k = 0; k < nK; k++) {
+                    double r = 2.0 * Ms[a] * Ns[n] * Ks[k] / time_gemm(b, Ms[a], Ns[n], Ks[k], min_total);
+                    double *cell = &g->rate[((size_t)a * nN + n) * nK + k];
+                    if (r > *cell) *cell = r;
+                }
+    printf("\n1. GEMM GFLOP/s (op_gemm, fp32, row-major NN, %d threads; best of %d sweeps), rows M x N, columns K\n",
+           omp_get_max_threads(), passes);
+    for (int a = 0; a < nM; a++) {
+        printf("%6s %6s", "M", "N");
+        for (int k = 0; k < nK; k++) printf("  K=%-6d", Ks[k]);
+        printf("\n");
+        for (int n = 0; n < nN; n++) {
+            printf("%6d %6d", Ms[a], Ns[n]);
+            for (int k = 0; k < nK; k++) printf("  %8.2f", g->rate[((size_t)a * nN + n) * nK + k] / 1e9);
+            printf("\n");
+        }
+    }
+}
+
+// ---- 3. memory bandwidth --------------------------------------------------------------------
+
+// Bytes/s of op_add (x[n] += y[n]) as its OpInfo counts the bytes; the best pass after the
+// first (which faults the pages in).
+static double measure_bandwidth(Backend *b, size_t n, int reps) {
+    void *x = rand_buf(b, n, 3), *y = rand_buf(b, n, 4);
+    OpTimer t = { 0 };
+    bk_observe(b, &op_timer, &t);
+    double best = 0;
+    for (int r = 0; r < reps + 1; r++) {
+        op_add(b, x, y, n);
+        if (r > 0 && t.bytes / t.seconds > best) best = t.bytes / t.seconds;
+    }
+    bk_observe(b, NULL, NULL);
+    bk_free(b, x, n, DT_F32, MEM_WORK);
+    bk_free(b, y, n, DT_F32, MEM_WORK);
+    return best;
+}
+
+// ---- 4. attention ---------------------------------------------------------------------------
+
+// FLOP/s of the engine's causal attention, forward and backward, FLOPs as the ops report them
+// (FlashAttention-2's convention); the best of 7 calls each after a warm-up.
+static void measure_attention(Backend *b, int B, int T, int H, int hd, double *fwd_rate, double *bwd_rate) {
+    size_t nq = (size_t)B * T * H * hd, nl = (size_t)B * H * T;
+    void *q = rand_buf(b, nq, 5), *k = rand_buf(b, nq, 6), *v = rand_buf(b, nq, 7), *dout = rand_buf(b, nq, 8);
+    void *out = bk_alloc(b, nq, DT_F32, MEM_WORK), *dq = bk_alloc(b, nq, DT_F32, MEM_WORK);
+    void *dk = bk_alloc(b, nq, DT_F32, MEM_WORK), *dv = bk_alloc(b, nq, DT_F32, MEM_WORK);
+    float *lse = bk_alloc(b, nl, DT_F32, MEM_WORK);
+    OpTimer t = { 0 };
+    bk_observe(b, &op_timer, &t);
+    *fwd_rate = *bwd_rate = 0;
+    for (int r = 0; r < 8; r++) {   // r = 0: warm-up
+        op_attention_forward(b, out, lse, q, k, v, B, T, H, H, hd);
+        if (r > 0 && t.flops / t.seconds > *fwd_rate) *fwd_rate = t.flops / t.seconds;
+        op_attention_backward(b, dq, dk, dv, dout, out, q, k, v, lse, B, T, H, H, hd);
+        if (r > 0 && t.flops / t.seconds > *bwd_rate) *bwd_rate = t.flops / t.seconds;
+    }
+    bk_observe(b, NULL, NULL);
+    void *bufs[] = { q, k, v, dout, out, dq, dk, dv };
+    for (int i = 0; i < 8; i++) bk_free(b, bufs[i], nq, DT_F32, MEM_WORK);
+    bk_free(b, lse, nl, DT_F32, MEM_WORK);
+}
+
+// ---- 5. collectives: the MPI worker ---------------------------------------------------------
+
+enum { K_AR, K_AG, K_RS, K_P2P, K_N };
+static const char *const kind_names[K_N] = { "all_reduce", "all_gather", "reduce_scatter", "p2p" };
+
+// One call of kind k moving S bytes (the CommRecord's bytes) on the whole world as one TP group.
+static void one_call(Comm *c, int k, float *buf, float *out, size_t S) {
+    size_t n = S / sizeof(float), g = (size_t)c->tp;
+    switch (k) {
+    case K_AR: comm_all_reduce(c, GROUP_TP, buf, n, PHASE_OTHER, -1); break;
+    case K_AG: comm_all_gather(c, GROUP_TP, buf, out, n / g, PHASE_OTHER, -1); break;
+    case K_RS: comm_reduce_scatter(c, GROUP_TP, buf, out, n / g, PHASE_OTHER, -1); break;
+    default: {
+        // pairs (0,1), (2,3): every rank sends S bytes and receives S bytes at once
+        int peer = c->tp_rank ^ 1;
+        if (peer < c->tp) comm_sendrecv(c, GROUP_TP, buf, n, peer, 1, out, n, peer, 1, PHASE_OTHER, -1);
+        break;
+    }
+    }
+}
+
+static int mpi_worker(int argc, char **argv, const char *path) {
+    CHECK_MPI(MPI_Init(&argc, &argv));
+    int world;
+    CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
+    Comm c;
+    comm_init(&c, world, 1, 1);
+    FILE *f = NULL;
+    if (c.rank == 0) {
+        f = fopen(path, "w");
+        CHECK_ERRNO(!f, path);
+    }
+    size_t max_bytes = (size_t)16 << 20;
+    float *buf = rand_host(max_bytes / 4, 9), *out = xaligned_alloc(max_bytes);
+    for (int k = 0; k < K_N; k++)
+        for (size_t S = 4 * (size_t)world; S <= max_bytes; S *= 4) {
+            // Every call is timed on its own between barriers, and the time of a call is the
+            // slowest rank's; the size's time is the best call. On a shared machine a call
+            // that is descheduled half-way is an outlier of the machine's load, not of the
+            // collective: the best of many calls is what the hardware does.
+            CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+            double t0 = MPI_Wtime();
+            one_call(&c, k, buf, out, S);   // warm-up, and an estimate for the repetitions
+            double one = MPI_Wtime() - t0;
+            CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+            int reps = one > 0 ? (int)(0.1 / one) : 300;
+            if (reps < 10) reps = 10;
+            if (reps > 300) reps = 300;
+            double per[300];
+            for (int r = 0; r < reps; r++) {
+                CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+                t0 = MPI_Wtime();
+                one_call(&c, k, buf, out, S);
+                per[r] = MPI_Wtime() - t0;
+            }
+            CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, per, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+            qsort(per, (size_t)reps, sizeof *per, cmp_double);
+            if (f) fprintf(f, "%s %d %zu %.9g\n", kind_names[k], world, S, per[0]);
+        }
+    if (f) CHECK_ERRNO(fclose(f) != 0, path);
+    free(buf); free(out);
+    comm_free(&c);
+    CHECK_MPI(MPI_Finalize());
+    return 0;
+}
+
+// Runs the worker under mpirun with n ranks; returns 0 on success.
+static int run_worker(int n, const char *out_path) {
+    char self[1024];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    CHECK_ERRNO(len <= 0, "readlink /proc/self/exe");
+    self[len] = 0;
+    char np[16];
+    snprintf(np, sizeof np, "%d", n);
+    const char *args[16];
+    int a = 0;
+    args[a++] = "timeout"; args[a++] = "300"; args[a++] = "mpirun"; args[a++] = "-np"; args[a++] = np;
+    args[a++] = "--oversubscribe";
+    if (geteuid() == 0) args[a++] = "--allow-run-as-root";
+    args[a++] = "-x"; args[a++] = "OMP_NUM_THREADS=1";
+    args[a++] = self; args[a++] = "--mpi-worker"; args[a++] = out_path; args[a] = NULL;
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK_ERRNO(pid < 0, "fork");
+    if (pid == 0) {
+        execvp(args[0], (char *const *)args);
+        fprintf(stderr, "calibrate: cannot run %s: %s\n", args[0], strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    CHECK_ERRNO(waitpid(pid, &status, 0) < 0, "waitpid");
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+// ---- the α-β fit ----------------------------------------------------------------------------
+//
+// Per collective and rank count n, t(S) = α_n + bus(S)/β_n with bus(S) the bytes on the bus
+// (sim.h: S·2(n−1)/n for all-reduce, S·(n−1)/n for reduce-scatter and all-gather, S for a
+// send) is fitted in log space — minimising Σ log²(model/measured), which treats a model
+// twice too fast and twice too slow alike (a least-squares fit on relative error does not,
+// and sides with the fast points) — by Gauss-Newton from a relative least-squares start.
+// Points more than max(3× the median, 50%) off are then left out and the fit redone once:
+// a call descheduled by other processes is an outlier of the machine's load. The profile
+// takes busbw per rank count ({2: β_2, 4: β_4}: an oversubscribed machine is not one link
+// speed) and the latencies base + steps·hop through α_2 and α_4 (steps: 2(n−1) for
+// all-reduce, n−1 for reduce-scatter and all-gather; a send has one step at every n, so its
+// latency is all base).
+
+typedef struct { int kind, n; double bytes, t; int used; } Meas;   // used: kept by the fit
+
+static double ring_steps(int k, int n) { return k == K_AR ? 2.0 * (n - 1) : k == K_P2P ? 1.0 : n - 1.0; }
+static double bus_bytes(int k, int n, double S) {
+    return k == K_AR ? S * 2.0 * (n - 1) / n : k == K_P2P ? S : S * (n - 1.0) / n;
+}
+
+// Fit α, g = 1/β of the used points of (k, n); returns 0 when there are too few points.
+static int fit_alpha_beta(const Meas *m, int nm, int k, int n, double *alpha, double *g) {
+    // start: weighted least squares on relative error, closed form for 2 unknowns
+    double a11 = 0, a12 = 0, a22 = 0, r1 = 0, r2 = 0;
+    int cnt = 0;
+    for (int i = 0; i < nm; i++) {
+        if (m[i].kind != k || m[i].n != n || !m[i].used) continue;
+        double w = 1.0 / (m[i].t * m[i].t), x = bus_bytes(k, n, m[i].bytes);
+        a11 += w; a12 += w * x; a22 += w * x * x; r1 += w * m[i].t; r2 += w * x * m[i].t;
+        cnt++;
+    }
+    if (cnt < 2) return 0;
+    double det = a11 * a22 - a12 * a12;
+    double al = det != 0 ? (r1 * a22 - r2 * a12) / det : r1 / a11, gg = det != 0 ? (a11 * r2 - a12 * r1) / det : 0;
+    if (al < 1e-9) al = 1e-9;
+    if (gg < 1e-15) gg = 1e-15;
+    // Gauss-Newton on r_i = log(α + x_i g) − log t_i, with step halving; α, g kept > 0
+    for (int it = 0; it < 50; it++) {
+        double j11 = 0, j12 = 0, j22 = 0, b1 = 0, b2 = 0, cost = 0;
+        for (int i = 0; i < nm; i++) {
+            if (m[i].kind != k || m[i].n != n || !m[i].used) continue;
+            double x = bus_bytes(k, n, m[i].bytes), mod = al + x * gg, r = log(mod / m[i].t);
+            double da = 1 / mod, dg = x / mod;
+            j11 += da * da; j12 += da * dg; j22 += dg * dg; b1 += da * r; b2 += dg * r; cost += r * r;
+        }
+        double d = j11 * j22 - j12 * j12;
+        if (!(fabs(d) > 0)) break;
+        double sa = -(b1 * j22 - b2 * j12) / d, sg = -(j11 * b2 - j12 * b1) / d;
+        double step = 1;
+        for (int h = 0; h < 30; h++, step /= 2) {
+            double na = al + step * sa, ng = gg + step * sg;
+            if (na <= 0 || ng <= 0) continue;
+            double c2 = 0;
+            for (int i = 0; i < nm; i++) {
+                if (m[i].kind != k || m[i].n != n || !m[i].used) continue;
+                double r = log((na + bus_bytes(k, n, m[i].bytes) * ng) / m[i].t);
+                c2 += r * r;
+            }
+            if (c2 < cost) { al = na; gg = ng; break; }
+        }
+        if (step < 1e-8) break;
+    }
+    *alpha = al;
+    *g = gg;
+    return 1;
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+// The rank counts measured (ascending, distinct), at most 8.
+static int rank_counts(const Meas *m, int nm, int *ns) {
+    int k = 0;
+    for (int i = 0; i < nm; i++) {
+        int j = 0;
+        while (j < k && ns[j] != m[i].n) j++;
+        if (j == k && k < 8) ns[k++] = m[i].n;
+    }
+    qsort(ns, (size_t)k, sizeof *ns, cmp_int);
+    return k;
+}
+
+static double model_time(const HwCollCost *c, const Meas *m) {
+    return c->base_s + ring_steps(m->kind, m->n) * c->hop_s + bus_bytes(m->kind, m->n, m->bytes) / hw_busbw(c, m->n);
+}
+
+static void fit_kind(Meas *m, int nm, int k, HwCollCost *out) {
+    int ns[8], nn = rank_counts(m, nm, ns);
+    double alpha[8];
+    for (int pass = 0; pass < 2; pass++) {
+        out->n_bw = 0;
+        for (int j = 0; j < nn; j++) {
+            double g;
+            CHECK(fit_alpha_beta(m, nm, k, ns[j], &alpha[j], &g), "calibrate: too few points for %s at %d ranks", kind_names[k], ns[j]);
+            out->bw_n[out->n_bw] = nn > 1 ? ns[j] : 0;
+            out->bw[out->n_bw++] = 1.0 / g;
+        }
+        // latencies: α_n = base + steps(n)·hop through the measured rank counts (least
+        // squares when more than two), both >= 0; a send's is all base
+        out->hop_s = 0;
+        out->base_s = alpha[0];
+        if (nn > 1 && k != K_P2P) {
+            double sx = 0, sy = 0, sxx = 0, sxy = 0;
+            for (int j = 0; j < nn; j++) {
+                double x = ring_steps(k, ns[j]);
+                sx += x; sy += alpha[j]; sxx += x * x; sxy += x * alpha[j];
+            }
+            double hop = (nn * sxy - sx * sy) / (nn * sxx - sx * sx);
+            if (hop < 0) hop = 0;
+            double base = (sy - hop * sx) / nn;
+            if (base < 0) { base = 0; hop = sxy / sxx; }
+            out->base_s = base;
+            out->hop_s = hop;
+        } else if (nn > 1) {
+            double sum = 0;
+            for (int j = 0; j < nn; j++) sum += alpha[j];
+            out->base_s = sum / nn;
+        }
+        if (pass) break;
+        double err[4096];
+        int n = 0;
+        for (int i = 0; i < nm; i++)
+            if (m[i].kind == k) err[n++] = fabs(log(model_time(out, &m[i]) / m[i].t));
+        double lim = 3 * median(err, n);
+        if (lim < log(1.5)) lim = log(1.5);
+        for (int i = 0; i < nm; i++)
+            if (m[i].kind == k && fabs(log(model_time(out, &m[i]) / m[i].t)) > lim) m[i].used = 0;
+    }
+}
+
+// ---- main -----------------------------------------------------------------------------------
+
+static void host_facts(char *host, size_t nh, char *cpu, size_t nc) {
+    if (gethostname(host, nh) != 0) snprintf(host, nh, "unknown");
+    snprintf(cpu, nc, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10)) {
+            char *p = strchr(line, ':');
+            if (p) {
+                p++;
+                while (*p == ' ') p++;
+                p[strcspn(p, "\n")] = 0;
+                snprintf(cpu, nc, "%s", p);
+            }
+            break;
+        }
+    fclose(f);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--mpi-worker")) return mpi_worker(argc, argv, argv[2]);
+    ensure_passive_omp(argv);
+    const char *out_path = "experiments/hardware/cpu-local.yaml";
+    int ranks[4] = { 2, 4 }, n_ranks = 2, quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) { quick = 1; continue; }
+        if (i + 1 >= argc) die_input("option %s needs a value (usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick])", argv[i]);
+        if (!strcmp(argv[i], "--out")) out_path = argv[++i];
+        else if (!strcmp(argv[i], "--ranks")) {
+            n_ranks = 0;
+            for (char *s = argv[++i], *e; *s && n_ranks < 4; s = *e ? e + 1 : e) {
+                long v = strtol(s, &e, 10);
+                if (e == s || (*e && *e != ',') || v < 2 || v > 16) die_input("--ranks: expected a list like 2,4 of counts in 2..16, got '%s'", argv[i]);
+                ranks[n_ranks++] = (int)v;
+            }
+            if (!n_ranks) die_input("--ranks: expected a list like 2,4");
+        } else die_input("unknown option '%s' (expected --out, --ranks, --quick)", argv[i]);
+    }
+    {   // fail now, not after the measurements, when the output cannot be written
+        char probe[1100];
+        xsnprintf(probe, sizeof probe, "%s.tmp", out_path);
+        FILE *f = fopen(probe, "w");
+        if (!f) die_input("cannot write %s: %s", probe, strerror(errno));
+        fclose(f);
+        unlink(probe);
+    }
+    char host[256], cpu[256], date[64];
+    host_facts(host, sizeof host, cpu, sizeof cpu);
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+    double la0[3], la1[3];
+    load_average(la0);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    double t_start = now_seconds();
+    printf("calibrate: %s, host %s, %s, %ld cores, load average %.2f %.2f %.2f\n", date, host, cpu, cores, la0[0], la0[1], la0[2]);
+
+    HwProfile p;
+    memset(&p, 0, sizeof p);
+    // the profile's name is its file stem (hw_load checks it)
+    const char *base = strrchr(out_path, '/');
+    base = base ? base + 1 : out_path;
+    size_t stem = strlen(base);
+    if (stem < 6 || strcmp(base + stem - 5, ".yaml")) die_input("--out %s: expected a path ending in .yaml", out_path);
+    snprintf(p.name, sizeof p.name, "%.*s", (int)(stem - 5), base);
+    snprintf(p.device, sizeof p.device, "%.100s (%ld cores)", cpu, cores);
+    snprintf(p.description, sizeof p.description, "this machine (%s), measured by build/calibrate on %s", host, date);
+
+    Backend *bk = backend_cpu(DT_F32);
+    // 1. GEMM grid: M = tokens of a micro-batch, N and K down to the bottleneck widths
+    static const int Ms[] = { 64, 256, 1024, 4096 }, Ns[] = { 16, 64, 256, 1024, 4096 }, Ks[] = { 16, 64, 256, 1024, 4096 };
+    static const int qMs[] = { 256, 2048 }, qNs[] = { 16, 1024 }, qKs[] = { 16, 1024 };
+    double peak0 = measure_sgemm_peak_gflops() * 1e9;
+    if (quick) measure_gemm(bk, &p.gemm[SP_FP32], qMs, 2, qNs, 2, qKs, 2, 1, 0.005);
+    else measure_gemm(bk, &p.gemm[SP_FP32], Ms, 4, Ns, 5, Ks, 5, 3, 0.005);
+    // 2. the engine's peak
+    // the peak before and after the grid, the larger (the machine is shared)
+    double peak1 = measure_sgemm_peak_gflops() * 1e9, peak = peak0 > peak1 ? peak0 : peak1;
+    p.peak_flops[SP_FP32] = peak;
+    printf("\n2. sgemm peak (best-of-3 2048^3, the trainer's MFU reference, before and after the grid): %.2f and %.2f "
+           "GFLOP/s: %.2f\n", peak0 / 1e9, peak1 / 1e9, peak / 1e9);
+    // 3. memory bandwidth
+    double bw = measure_bandwidth(bk, (size_t)16 << 20, quick ? 2 : 5);
+    p.memory_bandwidth = bw;
+    p.memory_efficiency = 1.0;
+    p.host_bandwidth = bw;   // "host" and device memory are the same memory here
+    p.memory_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    printf("\n3. memory bandwidth (op_add, 2 x 64 MiB, %d threads): %.2f GB/s\n", omp_get_max_threads(), bw / 1e9);
+    // 4. attention
+    static const int shapes[2][4] = { { 8, 128, 2, 32 }, { 4, 256, 4, 32 } };
+    double ef = 0, eb = 0;
+    printf("\n4. attention (the engine's causal flash attention, FLOPs as its ops count them) over the sgemm peak\n");
+    printf("   %4s %5s %3s %4s  %12s %12s\n", "B", "T", "H", "hd", "fwd GFLOP/s", "bwd GFLOP/s");
+    for (int s = 0; s < 2; s++) {
+        double rf, rb;
+        measure_attention(bk, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], &rf, &rb);
+        printf("   %4d %5d %3d %4d  %12.2f %12.2f\n", shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], rf / 1e9, rb / 1e9);
+        ef += rf / peak / 2;
+        eb += rb / peak / 2;
+    }
+    backend_free(bk);
+    p.attention[SP_FP32] = (HwAttention){ 1, ef > 1 ? 1 : ef, eb > 1 ? 1 : eb };
+    printf("   efficiency (mean of the shapes): forward %.3f, backward %.3f\n", p.attention[SP_FP32].forward,
+           p.attention[SP_FP32].backward);
+
+    // 5. collectives
+    Meas *meas = xcalloc(4096, sizeof *meas);
+    int nm = 0, max_n = 0;
+    for (int r = 0; r < n_ranks; r++) {
+        char tmp[] = "/tmp/calibrate.XXXXXX";
+        int fd = mkstemp(tmp);
+        CHECK_ERRNO(fd < 0, "mkstemp");
+        close(fd);
+        printf("\n5. collectives at %d ranks%s (mpirun ... --mpi-worker)\n", ranks[r], ranks[r] > cores ? ", oversubscribed" : "");
+        if (run_worker(ranks[r], tmp)) die_input("calibrate: the MPI worker at %d ranks failed (is mpirun installed?)", ranks[r]);
+        FILE *f = fopen(tmp, "r");
+        CHECK_ERRNO(!f, tmp);
+        char kind[32];
+        int n;
+        double S, t;
+        while (nm < 4096 && fscanf(f, "%31s %d %lf %lf", kind, &n, &S, &t) == 4) {
+            int k = 0;
+            while (k < K_N && strcmp(kind_names[k], kind)) k++;
+            CHECK(k < K_N, "calibrate: unknown kind '%s' in %s", kind, tmp);
+            meas[nm++] = (Meas){ k, n, S, t, 1 };
+        }
+        fclose(f);
+        unlink(tmp);
+        if (ranks[r] > max_n) max_n = ranks[r];
+    }
+    p.ranks_per_node = max_n;
+    HwLink *l = &p.link[HW_INTRA];
+    l->present = 1;
+    for (int k = 0; k < K_N; k++) fit_kind(meas, nm, k, &l->coll[k]);
+    printf("\n   fitted: t = base + steps·hop + bytes·f/busbw(n) (steps, f: docs/performance-model.md)\n");
+    for (int k = 0; k < K_N; k++) {
+        printf("   %-15s base %8.2f us  hop %8.2f us  busbw", kind_names[k], l->coll[k].base_s * 1e6, l->coll[k].hop_s * 1e6);
+        for (int j = 0; j < l->coll[k].n_bw; j++) printf("  %d ranks %.3f GB/s", l->coll[k].bw_n[j], l->coll[k].bw[j] / 1e9);
+        printf("\n");
+    }
+    printf("\n   %-15s %5s %10s %12s %12s %8s\n", "collective", "ranks", "bytes", "measured us", "model us", "error");
+    double errs[4096];
+    int ne = 0, dropped = 0;
+    for (int i = 0; i < nm; i++) {
+        double model = model_time(&l->coll[meas[i].kind], &meas[i]);
+        double e = (model - meas[i].t) / meas[i].t;
+        errs[ne++] = fabs(e);
+        dropped += !meas[i].used;
+        printf("   %-15s %5d %10.0f %12.2f %12.2f %+7.1f%%%s\n", kind_names[meas[i].kind], meas[i].n, meas[i].bytes,
+               meas[i].t * 1e6, model * 1e6, 100 * e, meas[i].used ? "" : "  (left out of the fit)");
+    }
+    double med = ne ? median(errs, ne) : 0, mx = ne ? errs[ne - 1] : 0;
+    printf("   fit error over all %d points: median %.1f%%, max %.1f%% (%d points left out of the fit)\n", ne, 100 * med, 100 * mx, dropped);
+    free(meas);
+    p.all_reduce_algorithm = AR_RING;
+
+    load_average(la1);
+    double took = now_seconds() - t_start;
+    printf("\nload average after: %.2f %.2f %.2f; calibration took %.0f s\n", la1[0], la1[1], la1[2], took);
+
+    // write the profile
+    char header[2048], c_links[1024];
+    snprintf(header, sizeof header,
+             "cpu-local: THIS machine, measured by build/calibrate (src/tools/calibrate.c). Do not edit by\n"
+             "hand: rerun `build/calibrate` (about a minute and a half) to refresh it.\n"
+             "measured: %s on host %s\n"
+             "CPU: %s, %ld cores; OpenBLAS and OpenMP with all cores (threads %d)\n"
+             "load average before: %.2f %.2f %.2f, after: %.2f %.2f %.2f (other processes share this machine:\n"
+             "timings are not properties of the code)\n"
+             "calibration took %.0f s", date, host, cpu, cores, omp_get_max_threads(), la0[0], la0[1], la0[2],
+             la1[0], la1[1], la1[2], took);
+    const char *c_peak =
+        "peak: the engine's sgemm peak (backend/cpu/peak.c measure_sgemm_peak_gflops: best-of-3 2048^3),\n"
+        "the reference of the trainer's MFU, the larger of before and after the grid; no nominal CPU\n"
+        "peak is assumed";
+    const char *c_gemm =
+        "gemm: measured op_gemm (CPU fp32 back end: OpenBLAS sgemm, row-major, no transpose) FLOP/s on\n"
+        "the grid, the best of 3 sweeps of >= 3 timed repetitions each; the model interpolates in\n"
+        "log2(M, N, K) and clamps outside. Transposed operands (backward GEMMs) are priced with the same table.";
+    const char *c_mem =
+        "memory: the engine's op_add (x += y, 2 x 64 MiB; the best pass after the first), bytes as\n"
+        "its OpInfo counts them (2 reads + 1 write); memory_bytes = physical memory of the machine";
+    const char *c_att =
+        "attention: the engine's flash attention (op_attention_forward/backward) at B,T,H,hd =\n"
+        "8,128,2,32 and 4,256,4,32 (best of 7 calls each); FLOPs as the ops count them (FlashAttention-2's\n"
+        "convention: 2*2*hd per causal (query, key) pair forward, 2.5x backward) over the sgemm peak,\n"
+        "mean of the two shapes";
+    char rank_list[64] = "";
+    for (int r = 0; r < n_ranks; r++)
+        snprintf(rank_list + strlen(rank_list), sizeof rank_list - strlen(rank_list), "%s%d", r ? (r == n_ranks - 1 ? " and " : ", ") : "", ranks[r]);
+    snprintf(c_links, sizeof c_links, "links: the engine's MPI collectives (parallel/comm_mpi.c, shared memory) at %s ranks on this\n"
+             "%ld-core machine (more ranks than cores oversubscribe it); sizes 4 B .. 16 MiB; per size the\n"
+             "best of 10-300 calls, each timed between barriers (the slowest rank's time). Per rank count\n"
+             "alpha + bytes/busbw fitted in log space (busbw per rank count), base and hop through the\n"
+             "alphas; model error over all points median %.1f%%, max %.1f%% (%d points left out of the\n"
+             "fit). p2p is a sendrecv exchange (both directions at once); its latency is all base_s",
+             rank_list, cores, 100 * med, 100 * mx, dropped);
+    const char *comments[HW_SEC_COUNT] = { c_peak, c_gemm, c_mem, c_att, c_links };
+    // Validate before replacing the old profile: write a copy under a temporary directory
+    // (its file name must be the profile's name), load it, then write the real file via
+    // a temporary name and rename.
+    char dir[] = "/tmp/calibrate.XXXXXX", check_path[256], tmp_out[1100];
+    CHECK_ERRNO(!mkdtemp(dir), "mkdtemp");
+    xsnprintf(check_path, sizeof check_path, "%s/%s.yaml", dir, p.name);
+    xsnprintf(tmp_out, sizeof tmp_out, "%s.tmp", out_path);
+    const char *targets[2] = { check_path, tmp_out };
+    for (int t = 0; t < 2; t++) {
+        FILE *f = fopen(targets[t], "w");
+        if (!f) die_input("cannot write %s: %s", targets[t], strerror(errno));
+        hw_write_yaml(f, &p, header, comments);
+        CHECK_ERRNO(fclose(f) != 0, targets[t]);
+        if (t == 0) {
+            HwProfile check;
+            char err[1024];
+            if (hw_load(check_path, &check, err, sizeof err)) DIE("calibrate wrote a profile that does not load: %s", err);
+            hw_free(&check);
+            CHECK_ERRNO(unlink(check_path) != 0 || rmdir(dir) != 0, "removing the check copy");
+        }
+    }
+    CHECK_ERRNO(rename(tmp_out, out_path) != 0, "rename");
+    printf("wrote %s\n", out_path);
+    hw_free(&p);
+    return 0;
+}

@@ -1,0 +1,679 @@
+// test_sim.c — the performance model (src/sim): hardware profiles (the shipped ones load,
+// bad ones are refused with FILE:LINE, a written profile reads back), the op time model
+// (wave quantization, roofline, table interpolation), the α-β collectives and their
+// placement, the 1F1B pipeline against its closed form, the trace accumulation and the
+// step report. Every expected value is computed here from the equations in sim.h, not
+// read back from the code under test.
+#include <libfyaml.h>
+#include <math.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "../src/core/check.h"
+#include "../src/parallel/schedule.h"
+#include "../src/sim/sim.h"
+TL_MAIN_DEFS
+
+static char tmpdir[256];
+
+static int close_rel(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b) + 1e-300; }
+
+// Writes text to tmpdir/<name>.yaml, loads it; returns hw_load's result, err filled.
+static int load_text(const char *name, const char *text, HwProfile *p, char *err, size_t n) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.yaml", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    CHECK_ERRNO(!f, "fopen");
+    fputs(text, f);
+    fclose(f);
+    return hw_load(path, p, err, n);
+}
+
+// A small valid profile; tests patch one line of it at a time.
+static const char *base_profile =
+    "profile_version: 1\n"                                           // 1
+    "name: NAME\n"                                                   // 2
+    "description: test\n"                                            // 3
+    "device: test device\n"                                          // 4
+    "ranks_per_node: 2\n"                                            // 5
+    "memory_bytes: 1e9\n"                                            // 6
+    "memory_bandwidth: 1e12\n"                                       // 7
+    "memory_efficiency: 1.0\n"                                       // 8
+    "host_bandwidth: 1e10\n"                                         // 9
+    "op_overhead_s: 0\n"                                             // 10
+    "sm_count: 10\n"                                                 // 11
+    "peak_flops: {bf16: 100e12}\n"                                   // 12
+    "gemm:\n"                                                        // 13
+    "  bf16: {model: roofline, tile: [128, 128], mamf: 80e12, mamf_shape: [1280, 1280, 4096]}\n"   // 14
+    "attention:\n"                                                   // 15
+    "  bf16: {forward: 0.5, backward: 0.4}\n"                        // 16
+    "all_reduce_algorithm: ring\n"                                   // 17
+    "links:\n"                                                       // 18
+    "  intra_node:\n"                                                // 19
+    "    all_reduce: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"    // 20
+    "    all_gather: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"    // 21
+    "    reduce_scatter: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"// 22
+    "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n";           // 23
+
+// base_profile with `name: <stem>` and one line (1-based) replaced by `repl` ("" deletes it).
+static void patched(char *out, size_t n, const char *stem, int line, const char *repl) {
+    out[0] = 0;
+    const char *s = base_profile;
+    for (int l = 1; *s; l++) {
+        const char *e = strchr(s, '\n');
+        size_t len = (size_t)(e - s) + 1;
+        char row[256];
+        snprintf(row, sizeof row, "%.*s", (int)len, s);
+        if (l == 2) snprintf(row, sizeof row, "name: %s\n", stem);
+        if (l == line) snprintf(row, sizeof row, "%s%s", repl, *repl ? "\n" : "");
+        strncat(out, row, n - strlen(out) - 1);
+        s += len;
+    }
+}
+
+static void expect_refused(const char *stem, int line, const char *repl, const char *want) {
+    char text[4096], err[1024];
+    HwProfile p;
+    patched(text, sizeof text, stem, line, repl);
+    int rc = load_text(stem, text, &p, err, sizeof err);
+    EXPECT(rc == 1, "%s: accepted a bad profile (line %d = '%s')", stem, line, repl);
+    EXPECT(rc == 1 && strstr(err, want), "%s: message '%s' lacks '%s'", stem, err, want);
+}
+
+// Loads experiments/hardware/<name>.yaml; 0 on success (a failure is recorded).
+static int load_shipped(const char *name, HwProfile *p) {
+    char path[256], err[1024];
+    snprintf(path, sizeof path, "experiments/hardware/%s.yaml", name);
+    int rc = hw_load(path, p, err, sizeof err);
+    EXPECT(rc == 0, "%s", err);
+    return rc;
+}
+
+// ---- profiles --------------------------------------------------------------------------------
+
+TEST(shipped_profiles_load) {
+    const char *names[] = { "a100-80gb-node4", "h100-sxm-node8", "h200-1", "cpu-local" };
+    for (int i = 0; i < 4; i++) {
+        HwProfile p;
+        if (load_shipped(names[i], &p)) continue;
+        EXPECT(!strcmp(p.name, names[i]), "%s: name %s", names[i], p.name);
+        hw_free(&p);
+    }
+}
+
+TEST(a100_profile_numbers) {
+    HwProfile p;
+    if (load_shipped("a100-80gb-node4", &p)) return;
+    char why[256];
+    EXPECT(hw_check_precision(&p, SP_BF16, why, sizeof why) == 0, "bf16: %s", why);
+    EXPECT(hw_check_precision(&p, SP_FP32, why, sizeof why) == 1 && strstr(why, "gemm.fp32"), "fp32: %s", why);
+    // MAMF 271.2 TFLOPS at 1024×10240×5120: 4×80 = 320 tiles of 256×128 on 108 SMs = 3 waves
+    double q = 320.0 / 324.0;
+    EXPECT(close_rel(p.gemm[SP_BF16].eff_core, 271.2e12 / 312e12 / q, 1e-12), "eff_core %.6f", p.gemm[SP_BF16].eff_core);
+    double M = 1024, N = 10240, K = 5120, fl = 2 * M * N * K, by = 2 * (M * K + K * N + M * N);
+    double t = sim_gemm_time(&p, SP_BF16, M, N, K, 1, fl, by);
+    EXPECT(close_rel(fl / t, 271.2e12, 1e-12), "the curve gives %.4g FLOP/s at the MAMF shape", fl / t);
+    // the Perlmutter topology: a 2-rank ring has one GPU pair's links, 4 ranks all of them
+    EXPECT(hw_busbw(&p.link[HW_INTRA].coll[HW_ALL_REDUCE], 2) == 77e9, "busbw(2)");
+    EXPECT(hw_busbw(&p.link[HW_INTRA].coll[HW_ALL_REDUCE], 4) == 230.8e9, "busbw(4)");
+    EXPECT(p.link[HW_INTER].present && hw_busbw(&p.link[HW_INTER].coll[HW_P2P], 2) == 25e9, "Slingshot-11 NIC line rate");
+    hw_free(&p);
+}
+
+TEST(profile_errors_name_file_and_line) {
+    char text[4096], err[1024];
+    HwProfile p;
+    patched(text, sizeof text, "good", 0, "");
+    EXPECT(load_text("good", text, &p, err, sizeof err) == 0, "the base profile: %s", err);
+    hw_free(&p);
+    // FILE:LINE and what was expected
+    char want[600];
+    snprintf(want, sizeof want, "%s/unknown.yaml:12: unknown key 'peak_flop'", tmpdir);
+    expect_refused("unknown", 12, "peak_flop: {bf16: 100e12}", want);
+    expect_refused("unknown", 12, "peak_flop: {bf16: 100e12}", "did you mean 'peak_flops'?");
+    expect_refused("badnum", 7, "memory_bandwidth: fast", "badnum.yaml:7: memory_bandwidth: expected a number, got 'fast'");
+    expect_refused("range", 8, "memory_efficiency: 1.5", "range.yaml:8: memory_efficiency: expected a number <= 1");
+    expect_refused("missing", 9, "", "missing key 'host_bandwidth'");
+    expect_refused("badint", 5, "ranks_per_node: 2.5", "badint.yaml:5: ranks_per_node: expected an integer");
+    expect_refused("stem", 2, "name: other", "name 'other' must equal the file stem 'stem'");
+    expect_refused("prec", 16, "  bf8: {forward: 0.5, backward: 0.4}", "prec.yaml:16: unknown key 'bf8' in attention");
+    expect_refused("model", 14, "  bf16: {model: magic, tile: [1, 1], mamf: 1, mamf_shape: [1, 1, 1]}",
+                   "gemm.bf16.model: expected one of roofline, table, got 'magic'");
+    expect_refused("nolink", 19, "  inter_node:", "so links.intra_node is required");
+    {   // the base profile cut after line 17, with no links at all
+        char t2[4096], e2[1024];
+        HwProfile q;
+        patched(t2, sizeof t2, "nointra", 0, "");
+        char *at = strstr(t2, "links:\n");
+        snprintf(at, sizeof t2 - (size_t)(at - t2), "links: {}\n");
+        EXPECT(load_text("nointra", t2, &q, e2, sizeof e2) == 1 && strstr(e2, "ranks_per_node is 2, so links.intra_node is required"),
+               "no intra-node link: %s", e2);
+    }
+    expect_refused("dupbw", 20, "    all_reduce: {base_s: 1e-5, hop_s: 1e-6, busbw: {2: 1e9, 2: 2e9}}", "dupbw.yaml");
+    expect_refused("linkkey", 21, "    all_gathr: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}", "did you mean 'all_gather'?");
+    // a MAMF above the peak, and a MAMF shape that the memory roofline cannot reach
+    expect_refused("mamfpeak", 14, "  bf16: {model: roofline, tile: [128, 128], mamf: 200e12, mamf_shape: [1280, 1280, 4096]}",
+                   "exceeds peak_flops.bf16");
+    expect_refused("mamfmem", 14, "  bf16: {model: roofline, tile: [128, 128], mamf: 80e12, mamf_shape: [4096, 4096, 1]}",
+                   "is memory-bound");
+    expect_refused("grid", 14, "  bf16: {model: table, points: [[1, 1, 1, 1e9], [2, 2, 2, 1e9]]}", "do not form a full grid");
+    expect_refused("syntax", 12, "peak_flops: {bf16: [", "syntax.yaml:");
+    expect_refused("version", 1, "profile_version: 2", "this engine reads version 1");
+}
+
+TEST(profile_write_roundtrip) {
+    char text[4096], err[1024], path[512];
+    HwProfile a, b;
+    patched(text, sizeof text, "rt", 14, "  bf16: {model: table, points: [[64, 16, 16, 1e9], [64, 16, 256, 3e9], "
+                                         "[64, 256, 16, 2e9], [64, 256, 256, 5e9], [512, 16, 16, 2e9], [512, 16, 256, 6e9], "
+                                         "[512, 256, 16, 4e9], [512, 256, 256, 9.5e9]]}");
+    EXPECT(load_text("rt", text, &a, err, sizeof err) == 0, "%s", err);
+    a.link[HW_INTRA].coll[HW_ALL_GATHER].n_bw = 2;   // also a busbw table
+    a.link[HW_INTRA].coll[HW_ALL_GATHER].bw_n[0] = 2; a.link[HW_INTRA].coll[HW_ALL_GATHER].bw[0] = 7e9;
+    a.link[HW_INTRA].coll[HW_ALL_GATHER].bw_n[1] = 4; a.link[HW_INTRA].coll[HW_ALL_GATHER].bw[1] = 9e9;
+    a.link[HW_INTRA].has_ll = 1;
+    a.link[HW_INTRA].ll_base_s = 2e-6; a.link[HW_INTRA].ll_hop_s = 3e-7; a.link[HW_INTRA].ll_bw_fraction = 0.25;
+    snprintf(path, sizeof path, "%s/rt2.yaml", tmpdir);
+    snprintf(a.name, sizeof a.name, "rt2");
+    FILE *f = fopen(path, "w");
+    CHECK_ERRNO(!f, "fopen");
+    const char *comments[HW_SEC_COUNT] = { "peak comment", "gemm comment\nsecond line", NULL, NULL, "links comment" };
+    hw_write_yaml(f, &a, "header line 1\nheader line 2", comments);
+    fclose(f);
+    int rc = hw_load(path, &b, err, sizeof err);
+    EXPECT(rc == 0, "written profile does not load: %s", err);
+    if (rc) { hw_free(&a); return; }
+    EXPECT(b.ranks_per_node == 2 && b.sm_count == 10 && close_rel(b.memory_bandwidth, 1e12, 1e-6), "scalars");
+    EXPECT(b.gemm[SP_BF16].model == GEMM_TABLE && b.gemm[SP_BF16].nM == 2 && b.gemm[SP_BF16].nK == 2, "table shape");
+    for (int i = 0; i < 8; i++)
+        EXPECT(close_rel(b.gemm[SP_BF16].rate[i], a.gemm[SP_BF16].rate[i], 1e-6), "rate %d", i);
+    EXPECT(b.link[HW_INTRA].coll[HW_ALL_GATHER].n_bw == 2 && hw_busbw(&b.link[HW_INTRA].coll[HW_ALL_GATHER], 3) == 7e9 &&
+           hw_busbw(&b.link[HW_INTRA].coll[HW_ALL_GATHER], 8) == 9e9, "busbw table");
+    EXPECT(b.link[HW_INTRA].has_ll && close_rel(b.link[HW_INTRA].ll_bw_fraction, 0.25, 1e-9), "ll");
+    EXPECT(close_rel(b.attention[SP_BF16].backward, 0.4, 1e-9), "attention");
+    hw_free(&a);
+    hw_free(&b);
+}
+
+// ---- op time ---------------------------------------------------------------------------------
+
+TEST(wave_quantization) {
+    // NVIDIA's guide: 256×128 tiles on 108 SMs
+    EXPECT(close_rel(hw_wave_quantization(108, 256, 128, 1024, 10240, 1), 320.0 / 324.0, 1e-15), "MAMF shape");
+    EXPECT(close_rel(hw_wave_quantization(108, 256, 128, 256, 128, 1), 1.0 / 108, 1e-15), "one tile");
+    EXPECT(close_rel(hw_wave_quantization(108, 256, 128, 256 * 108, 128, 1), 1.0, 1e-15), "one full wave");
+    EXPECT(close_rel(hw_wave_quantization(108, 256, 128, 256 * 109, 128, 1), 109.0 / 216, 1e-15), "a wave and one tile");
+    // tile quantization: a 129-row output needs two tile rows
+    EXPECT(close_rel(hw_wave_quantization(1, 128, 128, 129, 128, 1), 129.0 / 256, 1e-15), "tile quantization");
+    // a batched group of 3 shares the waves
+    EXPECT(close_rel(hw_wave_quantization(108, 256, 128, 256 * 36, 128, 3), 1.0, 1e-15), "batched group");
+    EXPECT(hw_wave_quantization(0, 256, 128, 3, 3, 1) == 1.0, "off");
+}
+
+static HwProfile small_profile(void) {
+    char text[4096], err[1024];
+    HwProfile p;
+    patched(text, sizeof text, "small", 0, "");
+    CHECK(load_text("small", text, &p, err, sizeof err) == 0, "%s", err);
+    return p;
+}
+
+TEST(gemm_roofline) {
+    HwProfile p = small_profile();
+    // eff_core: 1280×1280 in 128×128 tiles = 100 tiles on 10 SMs: q = 1; 80/100
+    EXPECT(close_rel(p.gemm[SP_BF16].eff_core, 0.8, 1e-12), "eff_core %.6f", p.gemm[SP_BF16].eff_core);
+    // compute-bound: 2·M·N·K / (peak · 0.8 · q), q(1280, 1408): 10×11 = 110 tiles, 11 waves → 1280·1408/(11·10·128²)
+    double M = 1280, N = 1408, K = 8192, fl = 2 * M * N * K, by = 2 * (M * K + K * N + M * N);
+    double q = M * N / (11.0 * 10 * 128 * 128);
+    EXPECT(close_rel(sim_gemm_time(&p, SP_BF16, M, N, K, 1, fl, by), fl / (100e12 * 0.8 * q), 1e-12), "compute-bound");
+    // memory-bound (K = 8): bytes / bandwidth
+    K = 8; fl = 2 * M * N * K; by = 2 * (M * K + K * N + M * N);
+    EXPECT(close_rel(sim_gemm_time(&p, SP_BF16, M, N, K, 1, fl, by), by / 1e12, 1e-12), "memory-bound");
+    // an op: overhead added once
+    p.op_overhead_s = 5e-6;
+    OpInfo op = { .name = "gemm", .cls = OPC_GEMM, .flops = fl, .bytes = by, .M = (int)M, .N = (int)N, .K = (int)K, .count = 1 };
+    EXPECT(close_rel(sim_op_time(&p, SP_BF16, &op), by / 1e12 + 5e-6, 1e-12), "op overhead");
+    hw_free(&p);
+}
+
+TEST(gemm_table_interpolation) {
+    char text[4096], err[1024];
+    HwProfile p;
+    patched(text, sizeof text, "tab", 14, "  bf16: {model: table, points: [[64, 16, 16, 1e9], [64, 16, 256, 4e9], "
+                                          "[64, 256, 16, 2e9], [64, 256, 256, 8e9], [512, 16, 16, 2e9], [512, 16, 256, 8e9], "
+                                          "[512, 256, 16, 4e9], [512, 256, 256, 16e9]]}");
+    int rc = load_text("tab", text, &p, err, sizeof err);
+    EXPECT(rc == 0, "%s", err);
+    if (rc) return;
+    EXPECT(close_rel(sim_gemm_rate(&p, SP_BF16, 64, 256, 16, 1), 2e9, 1e-12), "a grid point");
+    EXPECT(close_rel(sim_gemm_rate(&p, SP_BF16, 512, 256, 256, 1), 16e9, 1e-12), "the far corner");
+    // log-space: halfway in log2 K between 16 and 256 (K = 64) → geometric mean of 1e9 and 4e9
+    EXPECT(close_rel(sim_gemm_rate(&p, SP_BF16, 64, 16, 64, 1), 2e9, 1e-12), "geometric midpoint %.6g",
+           sim_gemm_rate(&p, SP_BF16, 64, 16, 64, 1));
+    // the centre of the cube: the geometric mean of all eight corners
+    double centre = pow(1e9 * 4e9 * 2e9 * 8e9 * 2e9 * 8e9 * 4e9 * 16e9, 1.0 / 8);
+    EXPECT(close_rel(sim_gemm_rate(&p, SP_BF16, sqrt(64.0 * 512), 64, 64, 1), centre, 1e-12), "cube centre");
+    // outside the grid: the nearest edge, no extrapolation
+    EXPECT(close_rel(sim_gemm_rate(&p, SP_BF16, 4, 4, 4, 1), 1e9, 1e-12), "below");
+    EXPECT(close_rel(sim_gemm_rate(&p, SP_BF16, 1 << 20, 1 << 20, 1 << 20, 1), 16e9, 1e-12), "above");
+    // time = flops / rate (the table includes memory effects)
+    EXPECT(close_rel(sim_gemm_time(&p, SP_BF16, 64, 16, 16, 1, 1e6, 1e12), 1e6 / 1e9, 1e-12), "time");
+    hw_free(&p);
+}
+
+TEST(attention_and_memory_ops) {
+    HwProfile p = small_profile();
+    OpInfo f = { .name = "attention_forward", .cls = OPC_ATTENTION, .flops = 1e12, .bytes = 1e6 };
+    OpInfo b = { .name = "attention_backward", .cls = OPC_ATTENTION, .flops = 1e12, .bytes = 1e6 };
+    EXPECT(close_rel(sim_op_time(&p, SP_BF16, &f), 1e12 / (100e12 * 0.5), 1e-12), "forward efficiency");
+    EXPECT(close_rel(sim_op_time(&p, SP_BF16, &b), 1e12 / (100e12 * 0.4), 1e-12), "backward efficiency");
+    OpInfo m = { .name = "rmsnorm_forward", .cls = OPC_MEMORY, .flops = 5e6, .bytes = 3e9 };
+    p.memory_efficiency = 0.75;
+    EXPECT(close_rel(sim_op_time(&p, SP_BF16, &m), 3e9 / 0.75e12, 1e-12), "memory op");
+    OpInfo t = { .name = "to_host", .cls = OPC_TRANSFER, .bytes = 2e9 };
+    EXPECT(close_rel(sim_op_time(&p, SP_BF16, &t), 2e9 / 1e10, 1e-12), "host transfer");
+    hw_free(&p);
+}
+
+// ---- collectives -----------------------------------------------------------------------------
+
+TEST(placement_follows_the_rank_layout) {
+    // tp 4 × dp 2 × pp 2 = 16 ranks, 4 per node: TP groups are whole nodes, DP and PP span nodes
+    SimPlacement t = sim_group_placement(4, 2, 2, 1, 1, 1, GROUP_TP, 4);
+    EXPECT(t.n == 4 && t.n_nodes == 1 && t.per_node == 4, "tp: %d %d %d", t.n, t.n_nodes, t.per_node);
+    SimPlacement d = sim_group_placement(4, 2, 2, 1, 1, 1, GROUP_DP, 4);
+    EXPECT(d.n == 2 && d.n_nodes == 2 && d.per_node == 1, "dp: %d %d %d", d.n, d.n_nodes, d.per_node);
+    SimPlacement pp = sim_group_placement(4, 2, 2, 1, 1, 1, GROUP_PP, 4);
+    EXPECT(pp.n == 2 && pp.n_nodes == 2, "pp: %d %d", pp.n, pp.n_nodes);
+    SimPlacement w = sim_group_placement(4, 2, 2, 1, 1, 1, GROUP_WORLD, 4);
+    EXPECT(w.n == 16 && w.n_nodes == 4 && w.per_node == 4, "world");
+    // 8 per node: a DP pair (ranks 1+4·0 and 1+4·1 = 1 and 5) shares a node
+    d = sim_group_placement(4, 2, 2, 1, 0, 0, GROUP_DP, 8);
+    EXPECT(d.n_nodes == 1, "dp on 8-rank nodes");
+    // tp 2 on 4-rank nodes: two TP groups per node
+    t = sim_group_placement(2, 2, 1, 0, 1, 0, GROUP_TP, 4);
+    EXPECT(t.n == 2 && t.n_nodes == 1, "tp 2");
+    SimPlacement pr = sim_pair_placement(3, 4, 4);
+    EXPECT(pr.n == 2 && pr.n_nodes == 2, "pair across a node boundary");
+}
+
+TEST(collectives_alpha_beta) {
+    HwProfile p = small_profile();
+    SimPlacement two = { 2, 1, 2 };
+    double S = 64e6;
+    // nccl-tests bus bandwidth: all-reduce moves 2(n−1)/n of the bytes, RS/AG (n−1)/n
+    double ar = 1e-5 + 2 * 1e-6 + S * 2 * 1 / 2.0 / 100e9;
+    EXPECT(close_rel(sim_collective_time(&p, COMM_ALL_REDUCE, S, two), ar, 1e-12), "all-reduce n=2");
+    double rs = 1e-5 + 1e-6 + S * 0.5 / 100e9;
+    EXPECT(close_rel(sim_collective_time(&p, COMM_REDUCE_SCATTER, S, two), rs, 1e-12), "reduce-scatter");
+    EXPECT(close_rel(sim_collective_time(&p, COMM_ALL_GATHER, S, two), rs, 1e-12), "all-gather");
+    EXPECT(close_rel(sim_collective_time(&p, COMM_SEND, S, two), 1e-5 + 1e-6 + S / 50e9, 1e-12), "send");
+    EXPECT(sim_collective_time(&p, COMM_RECV, S, two) == 0, "recv carries no time (its send does)");
+    EXPECT(close_rel(sim_collective_time(&p, COMM_BARRIER, 0, two), 1e-5 + 2e-6, 1e-12), "barrier");
+    EXPECT(close_rel(sim_collective_time(&p, COMM_BROADCAST, S, two), 1e-5 + 1e-6 + S / 100e9, 1e-12), "broadcast");
+    SimPlacement one = { 1, 1, 1 };
+    EXPECT(sim_collective_time(&p, COMM_ALL_REDUCE, S, one) == 0, "a group of one moves nothing");
+    // busbw recovered from the time of a large message, as nccl-tests computes it
+    double big = 1e12, t = sim_all_reduce_ring(&p, big, two) - (1e-5 + 2e-6);
+    EXPECT(close_rel(big / t * 2 * 1 / 2.0, 100e9, 1e-12), "busbw convention");
+    // the small-message protocol wins for small sizes only
+    p.link[HW_INTRA].has_ll = 1;
+    p.link[HW_INTRA].ll_base_s = 2e-6; p.link[HW_INTRA].ll_hop_s = 1e-7; p.link[HW_INTRA].ll_bw_fraction = 0.25;
+    double small = 4096, t_ll = 2e-6 + 2e-7 + small / (0.25 * 100e9);
+    EXPECT(close_rel(sim_collective_time(&p, COMM_ALL_REDUCE, small, two), t_ll, 1e-12), "LL for 4 KiB");
+    EXPECT(close_rel(sim_collective_time(&p, COMM_ALL_REDUCE, S, two), ar, 1e-12), "Simple for 64 MB");
+    hw_free(&p);
+}
+
+TEST(collectives_across_nodes_and_tree) {
+    HwProfile p;
+    if (load_shipped("a100-80gb-node4", &p)) return;
+    // 4 ranks on one node: NVLink, busbw 230.8 GB/s; Simple for 128 MiB
+    SimPlacement node = { 4, 1, 4 };
+    double S = 128.0 * 1048576;
+    double ring = 8.4e-6 + 6 * 3.4e-6 + S * 1.5 / 230.8e9;
+    EXPECT(close_rel(sim_collective_time(&p, COMM_ALL_REDUCE, S, node), ring, 1e-12), "intra ring");
+    // 2 ranks: one GPU pair's links
+    SimPlacement pair = { 2, 1, 2 };
+    EXPECT(close_rel(sim_all_reduce_ring(&p, S, pair), 8.4e-6 + 2 * 3.4e-6 + S * 1.0 / 77e9, 1e-12), "pair ring");
+    // 8 ranks on 2 nodes: every ring step at the network's latency and bandwidth
+    SimPlacement two_nodes = { 8, 2, 4 };
+    double inter = 8.4e-6 + 14 * 14e-6 + S * 2 * 7 / 8.0 / 25e9;
+    EXPECT(close_rel(sim_all_reduce_ring(&p, S, two_nodes), inter, 1e-12), "inter-node ring");
+    // tree: chain of 4 inside each node, log2(2) = 1 level across, the busiest rank moves 2S
+    double tree = 8.4e-6 + 2 * (3 * 3.4e-6 + 1 * 14e-6) + 2 * S / 25e9;
+    EXPECT(close_rel(sim_all_reduce_tree(&p, S, two_nodes), tree, 1e-12), "tree");
+    p.all_reduce_algorithm = AR_AUTO;
+    double a = sim_collective_time(&p, COMM_ALL_REDUCE, S, two_nodes);
+    EXPECT(a == (ring < tree ? ring : tree) || a == (inter < tree ? inter : tree), "auto takes the faster");
+    char why[256];
+    EXPECT(sim_check_grid(&p, 4, 1, 4, why, sizeof why) == 0, "16 ranks with a network");
+    HwProfile one;
+    if (!load_shipped("h200-1", &one)) {
+        EXPECT(sim_check_grid(&one, 1, 1, 1, why, sizeof why) == 0, "one GPU");
+        EXPECT(sim_check_grid(&one, 2, 1, 1, why, sizeof why) == 1 && strstr(why, "no inter-node link"), "two on h200-1: %s", why);
+        hw_free(&one);
+    }
+    hw_free(&p);
+}
+
+// ---- pipeline --------------------------------------------------------------------------------
+
+// Runs sim_pipeline with uniform per-stage times and the given transfer time.
+static double run_pipe(int P, int M, const double *f, const double *b, double x, SimStageTime *out) {
+    double *fw[8], *bw[8], xf[8], xb[8], tail[8];
+    for (int p = 0; p < P; p++) {
+        fw[p] = xcalloc((size_t)M, sizeof(double));
+        bw[p] = xcalloc((size_t)M, sizeof(double));
+        for (int m = 0; m < M; m++) { fw[p][m] = f[p]; bw[p][m] = b[p]; }
+        xf[p] = xb[p] = x;
+        tail[p] = 0;
+    }
+    SimPipeIn in = { P, M, (const double *const *)fw, (const double *const *)bw, xf, xb, tail, NULL };
+    char msg[256];
+    double t = sim_pipeline(&in, out, msg, sizeof msg);
+    EXPECT(t >= 0, "P=%d M=%d: %s", P, M, msg);
+    for (int p = 0; p < P; p++) { free(fw[p]); free(bw[p]); }
+    return t;
+}
+
+TEST(pipeline_uniform_closed_form) {
+    const int Ps[] = { 1, 2, 3, 4, 8 }, Ms[] = { 1, 2, 4, 8, 16 };
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 5; j++) {
+            int P = Ps[i], M = Ms[j];
+            double f[8], b[8];
+            for (int p = 0; p < P; p++) { f[p] = 1.25; b[p] = 2.5; }
+            SimStageTime st[8];
+            double t = run_pipe(P, M, f, b, 0, st);
+            double want = sim_pipeline_uniform(P, M, 1.25, 2.5);
+            EXPECT(close_rel(want, (M + P - 1) * 3.75, 1e-15), "closed form");
+            EXPECT(close_rel(t, want, 1e-12), "P=%d M=%d: %.6f vs (M+P-1)(f+b) = %.6f", P, M, t, want);
+            // every stage is busy M(f+b): its idle share is the bubble (P−1)/(M+P−1)
+            for (int p = 0; p < P; p++) {
+                EXPECT(close_rel(st[p].busy_s, M * 3.75, 1e-12), "busy P=%d M=%d p=%d", P, M, p);
+                EXPECT(fabs(st[p].wait_s / t - (double)(P - 1) / (M + P - 1)) < 1e-12, "bubble fraction P=%d M=%d p=%d: %.6f",
+                       P, M, p, st[p].wait_s / t);
+            }
+        }
+}
+
+TEST(pipeline_matches_the_engine_schedule_simulation) {
+    // integer durations without transfers: the engine's own simulator (parallel/schedule.c)
+    // and this one must give the same makespan, also for forward ≠ backward
+    for (int P = 1; P <= 4; P++)
+        for (int M = 1; M <= 6; M++) {
+            PipeStep steps[12];
+            PipeAction *acts[4];
+            int n_acts[4];
+            for (int p = 0; p < P; p++) {
+                int n = schedule_steps(SCHED_1F1B, p, P, M, steps);
+                acts[p] = xcalloc((size_t)SCHEDULE_MAX_ACTIONS(n), sizeof(PipeAction));
+                n_acts[p] = schedule_actions(steps, n, p, P, 1, acts[p]);
+            }
+            char msg[256];
+            long ref = schedule_simulate(P, (const PipeAction *const *)acts, n_acts, 3, 7, NULL, msg, sizeof msg);
+            double f[8], b[8];
+            for (int p = 0; p < P; p++) { f[p] = 3; b[p] = 7; }
+            SimStageTime st[8];
+            double t = run_pipe(P, M, f, b, 0, st);
+            EXPECT(ref >= 0 && t == (double)ref, "P=%d M=%d: %g vs the engine's %ld (%s)", P, M, t, ref, msg);
+            for (int p = 0; p < P; p++) free(acts[p]);
+        }
+}
+
+TEST(pipeline_transfers_and_uneven_stages) {
+    // P = 2, M = 1: F0, send, F1, B1, send back, B0 → 2f + 2b + 2x (all on the critical path)
+    double f[2] = { 1, 1 }, b[2] = { 2, 2 };
+    SimStageTime st[2];
+    double t = run_pipe(2, 1, f, b, 0.5, st);
+    EXPECT(close_rel(t, 2 * 1 + 2 * 2 + 2 * 0.5, 1e-12), "2 stages, 1 micro-batch: %.4f", t);
+    for (int p = 0; p < 2; p++)
+        EXPECT(close_rel(st[p].xfer_s, 2 * 0.5, 1e-12) && close_rel(st[p].busy_s + st[p].xfer_s + st[p].wait_s, t, 1e-12),
+               "stage %d split: busy %.3f xfer %.3f wait %.3f", p, st[p].busy_s, st[p].xfer_s, st[p].wait_s);
+    // a slow stage sets the pace: with many micro-batches the step approaches M·(f+b) of it
+    double f2[3] = { 1, 3, 1 }, b2[3] = { 2, 6, 2 };
+    SimStageTime st3[3];
+    int M = 32;
+    t = run_pipe(3, M, f2, b2, 0, st3);
+    EXPECT(t >= M * 9.0 && t <= M * 9.0 + 2 * 9.0 + 1e-9, "slowest stage bound: %.3f vs %d·9", t, M);
+    // transfers only lengthen the step
+    double t0 = run_pipe(3, 4, f2, b2, 0, st3), t1 = run_pipe(3, 4, f2, b2, 0.25, st3);
+    EXPECT(t1 > t0, "transfers: %.3f vs %.3f", t1, t0);
+}
+
+// ---- trace and report ------------------------------------------------------------------------
+
+TEST(tracer_prices_records) {
+    HwProfile p = small_profile();
+    SimTracer t;
+    sim_tracer_init(&t, &p, SP_BF16, 2, 1, 2, 0, 0, 1, 4);
+    OpObserver obs = { NULL, sim_tracer_op };   // the observer the drivers will call
+    CommObserver cobs = sim_tracer_comm;
+    OpInfo g = { .name = "gemm", .cls = OPC_GEMM, .flops = 2.0 * 1280 * 1280 * 4096, .bytes = 2.0 * (1280 * 4096 * 2 + 1280 * 1280),
+                 .M = 1280, .N = 1280, .K = 4096, .count = 1, .phase = PHASE_FORWARD, .layer = 2, .dtype = DT_BF16 };
+    OpInfo m = { .name = "silu_forward", .cls = OPC_MEMORY, .flops = 1e6, .bytes = 4e6, .phase = PHASE_BACKWARD, .layer = -1 };
+    obs.end(&t, &g);
+    obs.end(&t, &m);
+    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000000, 2000000 };
+    CommRecord sd = { COMM_SEND, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000 };
+    CommRecord rv = { COMM_RECV, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000 };
+    cobs(&t, &ar);
+    cobs(&t, &sd);
+    cobs(&t, &rv);
+    double tg = sim_op_time(&p, SP_BF16, &g), tm = sim_op_time(&p, SP_BF16, &m);
+    SimPlacement tp = { 2, 1, 2 };
+    double ta = sim_collective_time(&p, COMM_ALL_REDUCE, 2e6, tp);
+    SimCost c = sim_tracer_take(&t);
+    EXPECT(close_rel(c.compute_s, tg + tm, 1e-12) && close_rel(c.comm_s, ta, 1e-12), "span: %g %g", c.compute_s, c.comm_s);
+    EXPECT(c.p2p_bytes == 1000 && c.n_ops == 2 && c.n_calls == 3, "p2p bytes (sends only) and counts");
+    EXPECT(close_rel(c.flops, g.flops + m.flops, 1e-15) && c.gemm_flops == g.flops, "flops");
+    EXPECT(close_rel(sim_tracer_layer_compute(&t, PHASE_FORWARD, 2), tg, 1e-12), "layer 2 forward compute");
+    EXPECT(close_rel(sim_tracer_layer_compute(&t, PHASE_BACKWARD, -1), tm, 1e-12), "layer -1 backward compute");
+    EXPECT(close_rel(sim_tracer_layer_comm(&t, PHASE_FORWARD, 2), ta, 1e-12), "layer 2 forward comm");
+    SimCost c2 = sim_tracer_take(&t);
+    EXPECT(c2.compute_s == 0 && c2.comm_s == 0 && c2.n_ops == 0, "take resets the span");
+    EXPECT(close_rel(t.total.compute_s, tg + tm, 1e-12), "total");
+    sim_tracer_free(&t);
+    hw_free(&p);
+}
+
+TEST(report_split_and_mfu) {
+    SimCost c = { .compute_s = 6, .comm_s = 2, .flops = 0 };
+    SimStepReport r;
+    sim_report_fill(&r, 10, &c, 0.5, 4096, 3e15, 4e15, 100e12, 8);
+    EXPECT(r.bubble_s == 1.5 && r.p2p_s == 0.5, "bubble = step - compute - comm - p2p");
+    EXPECT(close_rel(r.tokens_per_s, 409.6, 1e-12), "tokens/s");
+    EXPECT(close_rel(r.mfu, 3e15 / (10 * 100e12 * 8), 1e-12) && close_rel(r.hfu, 4e15 / (10 * 100e12 * 8), 1e-12), "MFU, HFU");
+}
+
+// ---- the paper's numbers (analysis/reproduction/paper_numbers.yaml) ----------------------------
+
+#define MAX_NUMBERS 256
+static char num_ids[MAX_NUMBERS][96];
+static double num_vals[MAX_NUMBERS];
+static int n_nums;
+
+static double paper_value(const char *id) {
+    for (int i = 0; i < n_nums; i++)
+        if (!strcmp(num_ids[i], id)) return num_vals[i];
+    EXPECT(0, "paper number '%s' missing", id);
+    return NAN;
+}
+
+static const char *scalar_at(struct fy_node *map, const char *key, char *buf, size_t n) {
+    struct fy_node *v = fy_node_mapping_lookup_by_string(map, key, FY_NT);
+    size_t len = 0;
+    const char *s = v && fy_node_is_scalar(v) ? fy_node_get_scalar(v, &len) : NULL;
+    if (!s) return NULL;
+    snprintf(buf, n, "%.*s", (int)len, s);
+    return buf;
+}
+
+TEST(paper_numbers_file) {
+    const char *path = "analysis/reproduction/paper_numbers.yaml";
+    struct fy_document *doc = fy_document_build_from_file(NULL, path);
+    EXPECT(doc, "%s does not parse", path);
+    if (!doc) return;
+    struct fy_node *root = fy_document_root(doc);
+    struct fy_node *nums = fy_node_mapping_lookup_by_string(root, "numbers", FY_NT);
+    EXPECT(nums && fy_node_is_sequence(nums), "no `numbers` list");
+    static const char *const prov[] = { "paper", "paper-abstract", "authors-readme", "reading-notes", "derived", NULL };
+    static const char *const units[] = { "s", "ms", "us", "GB", "MB/ms", "percent", "ratio", NULL };
+    n_nums = 0;
+    void *it = NULL;
+    struct fy_node *item;
+    while (nums && (item = fy_node_sequence_iterate(nums, &it))) {
+        char id[96] = "?", buf[128];
+        EXPECT(fy_node_is_mapping(item) && scalar_at(item, "id", id, sizeof id), "a record without an id");
+        const char *need[] = { "source", "value", "unit", "provenance" };
+        for (int k = 0; k < 4; k++) EXPECT(scalar_at(item, need[k], buf, sizeof buf), "%s: no %s", id, need[k]);
+        int ok = 0;
+        if (scalar_at(item, "provenance", buf, sizeof buf))
+            for (int k = 0; prov[k]; k++) ok |= !strcmp(prov[k], buf);
+        EXPECT(ok, "%s: provenance '%s' not one of the documented ones", id, buf);
+        ok = 0;
+        if (scalar_at(item, "unit", buf, sizeof buf))
+            for (int k = 0; units[k]; k++) ok |= !strcmp(units[k], buf);
+        EXPECT(ok, "%s: unit '%s'", id, buf);
+        char *end = NULL;
+        double v = scalar_at(item, "value", buf, sizeof buf) ? strtod(buf, &end) : NAN;
+        EXPECT(end && !*end && isfinite(v), "%s: value '%s' is not a number", id, buf);
+        for (int i = 0; i < n_nums; i++) EXPECT(strcmp(num_ids[i], id), "id %s twice", id);
+        if (n_nums < MAX_NUMBERS) { snprintf(num_ids[n_nums], sizeof num_ids[0], "%s", id); num_vals[n_nums++] = v; }
+    }
+    struct fy_node *cfg = fy_node_mapping_lookup_by_string(root, "configurations", FY_NT);
+    EXPECT(cfg && fy_node_is_sequence(cfg) && fy_node_sequence_item_count(cfg) == 5, "5 configurations");
+    fy_document_destroy(doc);
+    // the paper's own ratios agree with its numbers (to the digits printed): transcription check
+    struct { const char *num, *den, *ratio; } rel[] = {
+        { "rmsnorm.mb1.sync", "rmsnorm.mb1.online", "rmsnorm.mb1.speedup" },
+        { "rmsnorm.mb4.sync", "rmsnorm.mb4.online", "rmsnorm.mb4.speedup" },
+        { "tab2.mb1.layer.ungrouped", "tab2.mb1.layer.grouped", "tab2.mb1.layer.speedup" },
+        { "tab2.mb4.layer.ungrouped", "tab2.mb4.layer.grouped", "tab2.mb4.layer.speedup" },
+        { "tab3.mb4.btp", "tab3.mb4.vanilla", "tab3.mb4.ratio" },
+        { "fig7.vanilla.time", "fig7.btp.time", "fig7.btp_speedup_vs_vanilla" },
+    };
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        double r = paper_value(rel[i].num) / paper_value(rel[i].den), want = paper_value(rel[i].ratio);
+        EXPECT(fabs(r - want) <= 0.051 * (want < 2 ? 0.2 : 1), "%s / %s = %.4f, the paper says %.2f", rel[i].num, rel[i].den, r, want);
+    }
+    // the abstract's ranges are the extremes of Fig. 5's speed-ups over the five sizes
+    const char *sizes[] = { "1b", "3b", "7b", "13b", "30b" };
+    double lo_f = 1e9, hi_f = 0, lo_v = 1e9, hi_v = 0;
+    for (int i = 0; i < 5; i++) {
+        char a[64], b[64], c[64];
+        snprintf(a, sizeof a, "fig5.%s.fullrank", sizes[i]);
+        snprintf(b, sizeof b, "fig5.%s.vanilla", sizes[i]);
+        snprintf(c, sizeof c, "fig5.%s.boost", sizes[i]);
+        double f = paper_value(a) / paper_value(c), v = paper_value(b) / paper_value(c);
+        if (i > 0) {   // at 1B (tp 1) BOOST and Vanilla-TP are the same model: no speed-up claimed
+            lo_f = fmin(lo_f, f); hi_f = fmax(hi_f, f); lo_v = fmin(lo_v, v); hi_v = fmax(hi_v, v);
+        }
+    }
+    EXPECT(fabs(lo_f - paper_value("abstract.speedup_vs_fullrank.min")) < 0.01 && fabs(hi_f - paper_value("abstract.speedup_vs_fullrank.max")) < 0.01,
+           "Fig. 5 over full-rank %.3f..%.3f vs the abstract", lo_f, hi_f);
+    // Over Vanilla-TP only the high end agrees: the Fig. 5 numbers give 1.81 at 3B, below the
+    // abstract's 1.87 (which 13B's 1.86 matches to rounding) — a discrepancy of the sources,
+    // recorded with abstract.speedup_vs_vanilla.min in the data file, not a transcription error.
+    EXPECT(fabs(hi_v - paper_value("abstract.speedup_vs_vanilla.max")) < 0.01, "Fig. 5 over Vanilla-TP up to %.3f vs the abstract", hi_v);
+    EXPECT(lo_v < paper_value("abstract.speedup_vs_vanilla.min") - 0.05, "the 3B discrepancy (%.3f) is gone: update the data file's note", lo_v);
+}
+
+// ---- build/simulate ----------------------------------------------------------------------------
+
+// A test that may find it cannot run: it prints "SKIP name: reason" and sets `skipped`, and
+// is then counted neither as passed nor as failed.
+static int skipped;
+#define SKIP(...) do { printf("SKIP %s: ", tl_current); printf(__VA_ARGS__); printf("\n"); skipped = 1; return; } while (0)
+#define RUN_SKIPPABLE(name) do { skipped = 0; tl_failed_current = 0; tl_current = #name; test_##name(); \
+    if (tl_failed_current) tl_n_fail++; else if (!skipped) { tl_n_pass++; printf("PASS %s\n", #name); } \
+    fflush(stdout); } while (0)
+
+// Runs a command line, captures stdout+stderr into out; returns the exit status (-1: not run).
+static int run_capture(const char *cmd, char *out, size_t n) {
+    char full[1024];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *f = popen(full, "r");
+    if (!f) return -1;
+    size_t k = fread(out, 1, n - 1, f);
+    out[k] = 0;
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// The seconds printed on the report line `label` (sim_report_print; label starts with "\n").
+static double report_value(const char *out, const char *label) {
+    const char *p = strstr(out, label);
+    return p ? strtod(p + strlen(label), NULL) : NAN;
+}
+
+TEST(simulate_refuses_bad_input) {
+    if (access("build/simulate", X_OK)) SKIP("build/simulate not built");
+    static char out[1 << 16];
+    const char *m = "experiments/boost-vs-baselines.yaml --variant paper-7b-boost";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "build/simulate %s --hardware no-such-profile", m);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "experiments/hardware/no-such-profile.yaml"), "unknown profile: %s", out);
+    snprintf(cmd, sizeof cmd, "build/simulate %s", m);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "--hardware"), "no --hardware: %s", out);
+    snprintf(cmd, sizeof cmd, "build/simulate %s --hardware a100-80gb-node4", m);   // fp32 on a bf16-only profile
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "train.precision=bf16"), "fp32 on a100: %s", out);
+    snprintf(cmd, sizeof cmd, "build/simulate %s --hardware h200-1 --set train.precision=bf16", m);   // tp 4 on one GPU
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "no inter-node link"), "tp 4 on h200-1: %s", out);
+}
+
+// A recipe variant end to end: the split adds up to the step. The dry trace must be complete
+// (build/simulate refuses otherwise); while a driver still skips ops on the dry back end the
+// check cannot run and says so.
+static void simulate_case(const char *args) {
+    static char out[1 << 16];
+    char cmd[512];
+    if (access("build/simulate", X_OK)) SKIP("build/simulate not built");
+    snprintf(cmd, sizeof cmd, "build/simulate %s", args);
+    int rc = run_capture(cmd, out, sizeof out);
+    if (rc == 1 && strstr(out, "the trace is incomplete"))
+        SKIP("the dry back end's trace misses ops, build/simulate refuses to price it: %.200s", strstr(out, "the trace"));
+    EXPECT(rc == 0, "exit %d: %.600s", rc, out);
+    if (rc) return;
+    double step = report_value(out, "\nstep time"), c = report_value(out, "\n  compute"), m = report_value(out, "\n  communication"),
+           x = report_value(out, "\n  pipeline p2p"), b = report_value(out, "\n  bubble / idle");
+    EXPECT(step > 0 && fabs(c + m + x + b - step) <= 2e-4 * step + 2e-4, "%g + %g + %g + %g != %g", c, m, x, b, step);
+    EXPECT(strstr(out, "fits") || strstr(out, "DOES NOT FIT"), "no memory verdict");
+}
+TEST(simulate_7b_boost_a100) {
+    simulate_case("experiments/boost-vs-baselines.yaml --variant paper-7b-boost --hardware a100-80gb-node4 --set train.precision=bf16");
+}
+TEST(simulate_tiny_pp2_cpu_local) {
+    simulate_case("experiments/ablation-btp.yaml --variant btp --hardware cpu-local --set parallel.pp=2 --set train.grad_accum=4");
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_sim.XXXXXX");
+    CHECK_ERRNO(!mkdtemp(tmpdir), "mkdtemp");
+    RUN(shipped_profiles_load);
+    RUN(a100_profile_numbers);
+    RUN(profile_errors_name_file_and_line);
+    RUN(profile_write_roundtrip);
+    RUN(wave_quantization);
+    RUN(gemm_roofline);
+    RUN(gemm_table_interpolation);
+    RUN(attention_and_memory_ops);
+    RUN(placement_follows_the_rank_layout);
+    RUN(collectives_alpha_beta);
+    RUN(collectives_across_nodes_and_tree);
+    RUN(pipeline_uniform_closed_form);
+    RUN(pipeline_matches_the_engine_schedule_simulation);
+    RUN(pipeline_transfers_and_uneven_stages);
+    RUN(tracer_prices_records);
+    RUN(report_split_and_mfu);
+    RUN(paper_numbers_file);
+    RUN_SKIPPABLE(simulate_refuses_bad_input);
+    RUN_SKIPPABLE(simulate_7b_boost_a100);
+    RUN_SKIPPABLE(simulate_tiny_pp2_cpu_local);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    TL_EXIT();
+}
