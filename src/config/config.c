@@ -145,6 +145,8 @@ static const ConfigKey SCHEMA[] = {
      "OpenMP/BLAS threads per process (0 = the cores divided among the ranks on the node)"},
     {"train", "precision", CK_ENUM, F(train, precision), ANY, precision_names, NULL,
      "dtype of weights, activations and gradients: fp32, or bf16 with fp32 master weights and optimizer state (docs/gpu.md)"},
+    {"train", "tf32", CK_BOOL, F(train, tf32), ANY, NULL, NULL,
+     "run.device cuda with train.precision fp32: GEMMs use TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation); false = exact fp32 (the parity tests)"},
     // ---- parallel ----
     {"parallel", "tp", CK_INT, F(parallel, tp), GE(1), NULL, NULL, "tensor-parallel ranks (varies fastest)"},
     {"parallel", "pp", CK_INT, F(parallel, pp), GE(1), NULL, NULL, "pipeline stages (1F1B schedule)"},
@@ -271,6 +273,7 @@ void config_defaults(Config *c) {
     t->val_batches = 4;
     t->log_every = 1;
     t->threads = 0;
+    t->tf32 = 1;
 
     ParallelConfig *pc = &c->parallel;
     pc->tp = pc->pp = pc->dp = 1;

@@ -76,6 +76,7 @@ typedef struct {
     int log_every;          // print a step line every N steps
     int threads;            // OpenMP/BLAS threads; 0 = all cores
     int precision;          // Precision: fp32 | bf16
+    int tf32;               // cuda fp32: GEMMs may use TF32 tensor cores (off: exact fp32)
 } TrainConfig;
 
 // Process grid (docs/parallelism.md): world = tp * pp * dp ranks, TP varies fastest.

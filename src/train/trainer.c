@@ -5,6 +5,7 @@
 #include "trainer.h"
 #include "state_io.h"
 #include "../backend/ops.h"
+#include "../parallel/gpu_setup.h"
 #include "../core/check.h"
 #include "../core/timer.h"
 
@@ -22,11 +23,24 @@ static DType run_dtype(const Config *cfg) { return cfg->train.precision == PRECI
 Backend *trainer_backend(const Config *cfg) {
     DType dt = run_dtype(cfg);
     if (cfg->run.device == DEVICE_CPU) return backend_cpu(dt);
+    const char *hint = "set run.device: cpu, or build and run where a GPU and CUDA are present (docs/gpu.md)";
     char why[256] = "";
-    Backend *b = backend_cuda(dt, -1, why, sizeof why);
-    if (!b) die_input_hint("set run.device: cpu, or build and run where a GPU and CUDA are present (docs/gpu.md)",
-                           "run.device is cuda but the CUDA back end is not available: %s", why);
+    GpuPlacement gp;
+    if (gpu_place(&gp, why, sizeof why)) die_input_hint(hint, "run.device is cuda but %s", why);
+    Backend *b = backend_cuda(dt, gp.device, why, sizeof why);
+    if (!b) die_input_hint(hint, "run.device is cuda but the CUDA back end is not available: %s", why);
+    b->tf32 = dt == DT_F32 && cfg->train.tf32;
     return b;
+}
+
+// A device back end: the Comm's buffers live there (NCCL when every rank has its own GPU,
+// else MPI with staging through page-locked host memory); one line says which.
+static void place_comm(Comm *comm, Backend *bk) {
+    if (!bk->device_memory) return;
+    GpuPlacement gp; char why[256];
+    if (gpu_place(&gp, why, sizeof why)) die_input("run.device is cuda but %s", why);
+    gpu_setup(comm, bk, &gp);
+    if (comm->rank == 0) gpu_placement_print(&gp, comm, stdout);
 }
 
 // Micro-batches whose activations a stage keeps at once: the 1F1B schedule's in-flight count.
@@ -136,6 +150,7 @@ void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
                   tc->batch_size, comm->dp);
     tr->B_local = tc->batch_size / comm->dp;
     tr->bk = trainer_backend(&tr->cfg);
+    place_comm(comm, tr->bk);
     check_memory_fits(&tr->cfg, comm, tr->bk);
     // Every rank prepares through the cache; rank 0 first so the others only read it.
     if (comm->rank == 0) dataset_prepare(&tr->cfg.data, mc->vocab_size, tc->seed, &tr->data);
