@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../core/check.h"
+#include "../core/json.h"
 
 // ---------------------------------------------------------------------------------
 // Schema
@@ -723,7 +724,6 @@ void config_print_table(const Config *c, FILE *f) {
     }
 }
 
-static void json_str(char **buf, size_t *len, size_t *cap, const char *s);
 static void jcat(char **buf, size_t *len, size_t *cap, const char *s) {
     size_t l = strlen(s);
     if (*len + l + 1 > *cap) {
@@ -736,16 +736,13 @@ static void jcat(char **buf, size_t *len, size_t *cap, const char *s) {
     memcpy(*buf + *len, s, l + 1);
     *len += l;
 }
+// A JSON string literal (core/json.h) appended.
 static void json_str(char **buf, size_t *len, size_t *cap, const char *s) {
-    jcat(buf, len, cap, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char e[8];
-        if (*p == '"' || *p == '\\') { e[0] = '\\'; e[1] = (char)*p; e[2] = 0; }
-        else if (*p < 0x20) snprintf(e, sizeof e, "\\u%04x", *p);
-        else { e[0] = (char)*p; e[1] = 0; }
-        jcat(buf, len, cap, e);
-    }
-    jcat(buf, len, cap, "\"");
+    size_t need = json_escape(NULL, 0, s) + 1;
+    char *lit = xmalloc(need);
+    json_escape(lit, need, s);
+    jcat(buf, len, cap, lit);
+    free(lit);
 }
 
 char *config_to_json(const Config *c) {

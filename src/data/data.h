@@ -71,10 +71,6 @@ void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_
 // was expected, hint how to rebuild (delete the cache dir / build/prepare), exit 2.
 void shard_open(TokenShard *s, const char *path);
 void shard_close(TokenShard *s);
-// Crash-safe file writing: atomic_open creates "<path>.tmp.<pid>" (name put in tmp);
-// atomic_commit flushes, fsyncs, closes and renames it over path.
-FILE *atomic_open(const char *path, char *tmp, size_t tmp_cap);
-void atomic_commit(FILE *f, const char *tmp, const char *path);
 static inline int32_t shard_token(const TokenShard *s, uint64_t i) {
     if (s->token_bytes == 2) return ((const uint16_t *)s->tokens)[i];
     return (int32_t)((const uint32_t *)s->tokens)[i];

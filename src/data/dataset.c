@@ -8,6 +8,7 @@
 // Cache entry: <cache_dir>/<name>-v<vocab>-<hash8>/ with prepared.ok written last.
 #include "data.h"
 #include "../core/check.h"
+#include "../core/fileio.h"
 #include "../core/rng.h"
 #include "../core/timer.h"
 #include <ctype.h>
@@ -21,18 +22,8 @@
 #define MAX_VOCAB (1 << 24)
 
 static void mkdir_p(const char *path) {
-    char buf[1100];
-    xsnprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p; *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                die_input_hint("set data.cache_dir to a writable directory",
-                               "cannot create directory %s: %s", buf, strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
-    }
+    char err[1200];
+    if (file_mkdir_p(path, err, sizeof err) != 0) die_input_hint("set data.cache_dir to a writable directory", "%s", err);
 }
 
 static int file_nonempty(const char *path) {
@@ -329,10 +320,11 @@ void dataset_prepare(const DataConfig *dc, int vocab_size, uint64_t seed, Prepar
     shard_write(out->val_path, ids + ntrain, nval, out->vocab_size);
     free(ids);
 
-    char tmp[1200];
+    char tmp[1200], text[1200];
+    xsnprintf(text, sizeof text, "vocab_size %d\ntrain_tokens %llu\nval_tokens %llu\n# key %s\n", out->vocab_size,
+              (unsigned long long)ntrain, (unsigned long long)nval, keystr);
     FILE *f = atomic_open(marker, tmp, sizeof tmp);
-    CHECK_ERRNO(fprintf(f, "vocab_size %d\ntrain_tokens %llu\nval_tokens %llu\n", out->vocab_size, (unsigned long long)ntrain, (unsigned long long)nval) < 0, tmp);
-    CHECK_ERRNO(fprintf(f, "# key %s\n", keystr) < 0, tmp);
+    atomic_write(f, text, strlen(text), tmp);
     atomic_commit(f, tmp, marker);
     fprintf(stderr, "data: prepared %s in %.1fs (vocab %d, train %llu tokens, val %llu tokens)\n",
             out->dir, now_seconds() - t0, out->vocab_size, (unsigned long long)ntrain, (unsigned long long)nval);

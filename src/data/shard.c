@@ -2,6 +2,7 @@
 // opened with mmap and validated in full (docs/data-format.md).
 #include "data.h"
 #include "../core/check.h"
+#include "../core/fileio.h"
 #include <fcntl.h>
 #include <libgen.h>
 #include <sys/mman.h>
@@ -17,25 +18,6 @@ static void put_u64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] =
 static uint32_t get_u32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = v << 8 | p[i]; return v; }
 static uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
 
-FILE *atomic_open(const char *path, char *tmp, size_t tmp_cap) {
-    xsnprintf(tmp, tmp_cap, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    CHECK_ERRNO(!f, tmp);
-    return f;
-}
-
-void atomic_commit(FILE *f, const char *tmp, const char *path) {
-    CHECK_ERRNO(fflush(f) != 0, tmp);
-    CHECK_ERRNO(fsync(fileno(f)) != 0, tmp);
-    CHECK_ERRNO(fclose(f) != 0, tmp);
-    CHECK_ERRNO(rename(tmp, path) != 0, path);
-    // make the rename itself durable
-    char dir[1100];
-    xsnprintf(dir, sizeof dir, "%s", path);
-    int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) { fsync(fd); CHECK_ERRNO(close(fd) != 0, "close"); }
-}
-
 void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_size) {
     CHECK(vocab_size >= 1, "shard_write %s: vocab_size %d", path, vocab_size);
     int width = vocab_size <= 65536 ? 2 : 4;
@@ -49,7 +31,7 @@ void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_
     put_u64(hdr + 32, SHARD_HEADER);
     char tmp[1200];
     FILE *f = atomic_open(path, tmp, sizeof tmp);
-    CHECK_ERRNO(fwrite(hdr, 1, SHARD_HEADER, f) != SHARD_HEADER, tmp);
+    atomic_write(f, hdr, SHARD_HEADER, tmp);
     enum { BLK = 1 << 16 };
     uint8_t *buf = xmalloc((size_t)BLK * 4);
     for (uint64_t i = 0; i < n; i += BLK) {
@@ -61,7 +43,7 @@ void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_
             if (width == 2) { buf[2 * k] = (uint8_t)t; buf[2 * k + 1] = (uint8_t)(t >> 8); }
             else put_u32(buf + 4 * k, (uint32_t)t);
         }
-        CHECK_ERRNO(fwrite(buf, (size_t)width, m, f) != m, tmp);
+        atomic_write(f, buf, (size_t)width * m, tmp);
     }
     free(buf);
     atomic_commit(f, tmp, path);

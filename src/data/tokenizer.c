@@ -9,6 +9,7 @@
 // boundaries (where the pre-tokenizer is guaranteed to start a new chunk).
 #include "data.h"
 #include "../core/check.h"
+#include "../core/fileio.h"
 #include "../core/timer.h"
 #include <limits.h>
 #include <omp.h>
@@ -429,7 +430,7 @@ void tokenizer_save(const Tokenizer *t, const char *path) {
     }
     char tmp[1200];
     FILE *f = atomic_open(path, tmp, sizeof tmp);
-    CHECK_ERRNO(fwrite(buf, 1, n, f) != n, tmp);
+    atomic_write(f, buf, n, tmp);
     atomic_commit(f, tmp, path);
     free(buf);
 }
