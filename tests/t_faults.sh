@@ -62,3 +62,12 @@ mkdir "$d2/step_3.h5"                                # a name that cannot be unl
 if [ $rc = 0 ] && [ "$(ls "$d2" | tr '\n' ' ')" = "step_3.h5 step_8.h5 " ] && grep -q "warning: cannot remove old checkpoint $d2/step_3.h5" "$TMP/d.err"; then
     pass prune_survives_bad_old_files
 else fail prune_survives_bad_old_files "exit $rc, left: $(ls "$d2" | tr '\n' ' '); $(tail -2 "$TMP/d.err")"; fi
+
+# ---- the manifest given to build/train: refused at once unless a bounded regular file ----
+expect_error train_dev_zero "manifest '/dev/zero' is a character device" 2 timeout 20 "$BUILD/train" /dev/zero --no-db
+mkfifo "$TMP/fifo.yaml"
+expect_error train_fifo "is a FIFO (pipe)" 2 timeout 20 "$BUILD/train" "$TMP/fifo.yaml" --no-db
+out=$(echo 'train: {steps: 1}' | timeout 20 "$BUILD/train" /dev/stdin --no-db 2>&1 >/dev/null); rc=$?
+[ $rc = 2 ] && grep -q "manifest '/dev/stdin' is a FIFO (pipe)" <<<"$out" && pass train_dev_stdin || fail train_dev_stdin "exit $rc: $out"
+: > "$TMP/empty.yaml"
+expect_error train_empty_manifest "empty.yaml is empty" 2 timeout 20 "$BUILD/train" "$TMP/empty.yaml" --no-db
