@@ -158,7 +158,7 @@ static uint8_t *read_tinyshakespeare(const char *cache_dir, size_t *n) {
     if (!url || !*url) url = TINYSHAKESPEARE_URL;
     if (!file_nonempty(path)) {
         mkdir_p(dir);
-        xsnprintf(tmp, sizeof tmp, "%s.part.%ld", path, (long)getpid());
+        file_tmp_name(tmp, sizeof tmp, path);
         fprintf(stderr, "data: downloading tinyshakespeare from %s\n", url);
         int rc = -1;
         if (find_in_path("curl")) {
@@ -176,7 +176,8 @@ static uint8_t *read_tinyshakespeare(const char *cache_dir, size_t *n) {
             die_input_hint(hint, "could not download tinyshakespeare from %s (%s)", url,
                            rc == -1 ? "neither curl nor wget is installed" : "no network?");
         }
-        CHECK_ERRNO(rename(tmp, path) != 0, path);
+        char err[1400];
+        if (file_commit_tmp(tmp, path, err, sizeof err) != 0) die_input("cannot store the download: %s", err);
     }
     return slurp("tinyshakespeare", path, n);
 }

@@ -156,17 +156,9 @@ hid_t h5j_create(H5Job *j, const char *path, char *tmp, size_t tmp_cap) {
 
 int h5j_close_commit(H5Job *j, hid_t file, const char *tmp, const char *path) {
     H5J(j, H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing", tmp);
-    if (!j->failed) {   // fsync through HDF5's own descriptor: what was written is on disk
-        hid_t fapl = H5J(j, H5Fget_access_plist(file), "querying", tmp);
-        void *handle = NULL;
-        H5J(j, H5Fget_vfd_handle(file, fapl, &handle), "querying", tmp);
-        if (!j->failed && H5Pget_driver(fapl) == H5FD_SEC2 && handle && fsync(*(int *)handle) != 0 && errno != EINVAL)
-            h5j_fail(j, "fsync of %s failed: %s", tmp, strerror(errno));
-        h5j_close(j, fapl);
-    }
     h5j_close(j, file);
     if (j->failed) { unlink(tmp); return -1; }
-    char err[1200];
+    char err[1200];   // fsync (by name: it covers every descriptor of the file), rename, fsync of the directory
     if (file_commit_tmp(tmp, path, err, sizeof err) != 0) return h5j_fail(j, "%s", err);
     return 0;
 }
