@@ -127,6 +127,9 @@ expect_error oversized_manifest_refused "is 1048577 bytes; the limit is 1048576 
   for n in b c d e f g h i; do echo "$n: &$n [*$p,*$p,*$p,*$p,*$p,*$p,*$p,*$p,*$p]"; p=$n; done; } > "$TMP/bomb.yaml"
 expect_error alias_bomb_refused "expands to more than 100000 YAML nodes" 2 bash -c 'ulimit -v 1000000; exec "$@"' _ "$INFO" --config "$TMP/bomb.yaml"
 y badalias 'train: *nope\n'
+# invalid UTF-8 after a directive made libfyaml loop forever (found by fuzz/fuzz_manifest.c)
+y badutf8 'model: {d_model: 64}\n%?\xd3\xdf\n'
+expect_error invalid_utf8_refused "badutf8.yaml:2: not valid UTF-8 (byte 0xd3 at column 3)" 2 timeout 10 "$INFO" --config "$TMP/badutf8.yaml"
 expect_error unknown_alias "badalias.yaml:1:" 2 "$INFO" --config "$TMP/badalias.yaml"
 
 # ---- limits of values and sizes ------------------------------------------------------------

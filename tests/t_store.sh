@@ -48,13 +48,14 @@ if out=$("$BIN" --write-checkpoint "$C" cola 2>&1); then
     expect_ok ckpt_h5py_layout $PY - "$C" <<'PY'
 import sys, zlib, h5py, numpy as np
 with h5py.File(sys.argv[1], "r") as f:
-    a = f.attrs
+    a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}   # fixed-length strings: bytes
     assert a["format"] == "boost-c checkpoint" and a["format_version"] == 2, dict(a)
     # the checksums of docs/checkpoint-format.md, recomputed with Python's zlib
     meta = ("step=%d\ntokens_seen=%d\nsamples_seen=%d\nseed=%d\noptimizer_step=%d\ngit_commit=%s\ncreated_at=%s\n"
             "manifest=%s\nconfig=%s\n" % (a["step"], a["tokens_seen"], a["samples_seen"], a["seed"],
             f["optimizer"].attrs["step"], a["git_commit"], a["created_at"], a["manifest"], a["config"]))
     assert zlib.crc32(meta.encode()) == a["meta_crc32"], "meta_crc32"
+    assert f.userblock_size == 512, f.userblock_size
     def crc_ok(name, obj):
         if isinstance(obj, h5py.Dataset):
             assert zlib.crc32(obj[()].astype("<f4").tobytes()) == obj.attrs["crc32"], name
@@ -71,6 +72,10 @@ with h5py.File(sys.argv[1], "r") as f:
     assert f["model/layers/0/attn/q/A"].shape == (32, 8) and f["model/layers/0/attn/k/B"].shape == (8, 16)
     assert f["model/layers/1/mlp/down/A"].shape == (48, 8) and f["model/lm_head"].shape == (32, 64)
     assert f["model/layers/0/input_norm"].shape == (32,) and np.all(f["model/layers/0/input_norm"][()] == 1)
+raw = open(sys.argv[1], "rb").read()
+block = dict(l.split(" ", 1) for l in raw[:512].rstrip(b"\0").decode().splitlines()[1:])
+assert raw[:19] == b"boost-c checkpoint\n" and block["format_version"] == "2" and block["step"] == "3", block
+assert int(block["size"]) == len(raw) and int(block["crc32"], 16) == zlib.crc32(raw[512:]), block
 PY
     grep -qF "/optimizer/v/layers/1/mlp/gate/B Dataset {8, 48}" <<<"$(h5ls -r "$C" | tr -s ' ')" && pass ckpt_h5ls \
         || fail ckpt_h5ls "$(h5ls -r "$C" | head)"

@@ -6,6 +6,7 @@
 // Also a helper for tests/t_store.sh:
 //   test_store --write-dump PATH [dense|cola|svd]   write a step dump of a tiny model
 //   test_store --write-checkpoint PATH [dense|cola|svd]
+//   test_store --reseal PATH STEP         rewrite the checksum block (checkpoint_seal)
 //   test_store --verify PATH              "ok" (exit 0) or why the checkpoint does not verify (exit 1)
 //   test_store --read-checkpoint PATH [dense|cola|svd]   checkpoint_read into a tiny model
 #include <hdf5.h>
@@ -324,6 +325,14 @@ static void ckpt_round_trip(LinearKind kind, int tied, const char *label) {
     tmp_path(path, sizeof path, name);
     CheckpointMeta meta = { .step = 7, .tokens_seen = 7 * 64, .samples_seen = 56, .seed = 1, .adam_t = 7,
                             .manifest = "name: x\nversion: 1\n", .config_json = "{\"a\": 1}", .git_commit = "abc123" };
+    char *big = NULL;
+    if (tied) {   // a manifest of 300 KB (beyond HDF5's 64 KB compact attributes) and an empty string
+        big = xmalloc(300001);
+        for (int i = 0; i < 300000; i++) big[i] = "# some manifest text\n"[i % 21];
+        big[300000] = 0;
+        meta.manifest = big;
+        meta.git_commit = "";
+    }
     checkpoint_write(path, &a, &meta);
     char tmp[320]; snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     EXPECT(access(tmp, F_OK) != 0, "%s: .tmp.<pid> left behind", label);
@@ -340,7 +349,8 @@ static void ckpt_round_trip(LinearKind kind, int tied, const char *label) {
     EXPECT(got.step == 7 && got.tokens_seen == 448 && got.samples_seen == 56 && got.seed == 1 && got.adam_t == 7,
            "%s: meta numbers", label);
     EXPECT(strcmp(got.manifest, meta.manifest) == 0 && strcmp(got.config_json, meta.config_json) == 0 &&
-           strcmp(got.git_commit, "abc123") == 0, "%s: meta text", label);
+           strcmp(got.git_commit, meta.git_commit) == 0, "%s: meta text", label);
+    free(big);
     checkpoint_meta_free(&got);
     model_state_free(&a); model_state_free(&b);
 }
@@ -389,7 +399,11 @@ TEST(ckpt_refuses_another_model) {
     FILE *f = fopen(bad, "w"); fputs("hello", f); fclose(f);
     ra.path = bad; read_arg_model(&ra, c);
     rc = in_child(read_child, &ra, err, sizeof err);
-    EXPECT(rc == 2 && strstr(err, "not_hdf5.h5: not a readable HDF5 file"), "garbage: exit %d, stderr: %s", rc, err);
+    EXPECT(rc == 2 && strstr(err, "not_hdf5.h5: the checkpoint is damaged: the file is 5 bytes, too short for a checkpoint"),
+           "garbage: exit %d, stderr: %s", rc, err);
+    f = fopen(bad, "w"); for (int i = 0; i < 4000; i++) fputc('x', f); fclose(f);
+    rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "not_hdf5.h5: not a boost-c checkpoint (no checksum block"), "garbage: exit %d, stderr: %s", rc, err);
     model_state_free(&ra.m);
 }
 
@@ -417,10 +431,14 @@ static long h5_offset(const char *path, const char *name, int header) {
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) return -1;
     long off = -1;
-    if (header) {
+    if (header) {   // object addresses are relative to the HDF5 base: after the user block
         H5O_info_t info;
-        if (H5Oget_info_by_name2(f, name, &info, H5O_INFO_BASIC, H5P_DEFAULT) >= 0) off = (long)info.addr;
-    } else {
+        hsize_t ub = 0;
+        hid_t fcpl = H5Fget_create_plist(f);
+        H5Pget_userblock(fcpl, &ub);
+        H5Pclose(fcpl);
+        if (H5Oget_info_by_name2(f, name, &info, H5O_INFO_BASIC, H5P_DEFAULT) >= 0) off = (long)(info.addr + ub);
+    } else {        // (raw data offsets are absolute)
         hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
         if (d >= 0) { haddr_t a = H5Dget_offset(d); if (a != HADDR_UNDEF) off = (long)a; H5Dclose(d); }
     }
@@ -517,8 +535,14 @@ TEST(ckpt_damaged_object_header_clean_error) {
         overwrite(bad, off + 6, 40, 0x5A);
         int rc = in_child(read_child, &d.ra, err, sizeof err);
         EXPECT(rc == 2 && strstr(err, bad) && strstr(err, "damaged"), "%s: exit %d, stderr: %s", objs[i], rc, err);
-        char why[800] = "";
+        char why[800] = "", serr[300];
         EXPECT(!checkpoint_verify(bad, why, sizeof why), "%s: verify passed", objs[i]);
+        // resealed, the damaged header reaches HDF5 (the path that crashed): still a clean refusal
+        EXPECT(checkpoint_seal(bad, 3, serr, sizeof serr) == 0, "seal: %s", serr);
+        rc = in_child(read_child, &d.ra, err, sizeof err);
+        EXPECT(rc == 2 && strstr(err, bad) && strstr(err, "the checkpoint is damaged"), "%s resealed: exit %d, stderr: %s",
+               objs[i], rc, err);
+        EXPECT(!checkpoint_verify(bad, why, sizeof why), "%s resealed: verify passed", objs[i]);
     }
     damage_fixture_free(&d);
 }
@@ -533,18 +557,31 @@ static void set_attr_i64(const char *path, const char *name, int64_t v, hid_t ty
     H5Awrite(at, H5T_NATIVE_INT64, &v);
     H5Aclose(at); H5Sclose(sp); H5Fclose(f);
 }
+static void set_attr_i64_loc(hid_t loc, const char *name) {   // an attribute, to make a file long enough
+    int64_t v = 1;
+    hid_t sp = H5Screate(H5S_SCALAR), at = H5Acreate2(loc, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(at, H5T_NATIVE_INT64, &v);
+    H5Aclose(at); H5Sclose(sp);
+}
 TEST(ckpt_metadata_checksum_and_old_version) {
     DamageFixture d; damage_fixture(&d, "meta");
     const char *good = d.good, *bad = d.bad;
     ReadArg ra = d.ra;
     char err[4096];
+    // each edit is resealed (checkpoint_seal, as a tool that edits a checkpoint would) so that
+    // the checks behind the file checksum are reached
+    char serr[300];
     copy_file(good, bad);
     set_attr_i64(bad, "samples_seen", 999, H5T_STD_U64LE);
     int rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "do not match the file checksum"), "not resealed: exit %d, stderr: %s", rc, err);
+    EXPECT(checkpoint_seal(bad, 3, serr, sizeof serr) == 0, "seal: %s", serr);
+    rc = in_child(read_child, &ra, err, sizeof err);
     EXPECT(rc == 2 && strstr(err, "the metadata (step, data position, manifest, configuration) do not match their checksum"),
            "samples_seen rewritten: exit %d, stderr: %s", rc, err);
     copy_file(good, bad);
     set_attr_i64(bad, "format_version", 1, H5T_STD_I32LE);
+    checkpoint_seal(bad, 3, serr, sizeof serr);
     rc = in_child(read_child, &ra, err, sizeof err);
     EXPECT(rc == 2 && strstr(err, "format_version is 1: written by an older build, without checksums"),
            "version 1: exit %d, stderr: %s", rc, err);
@@ -552,8 +589,16 @@ TEST(ckpt_metadata_checksum_and_old_version) {
     long off = h5_offset(bad, "/model/layers/1/attn/o/B", 0);
     EXPECT(off > 0, "no data offset");
     overwrite(bad, off + 4, 1, 0x3F);                              // one byte of one weight
+    checkpoint_seal(bad, 3, serr, sizeof serr);
     rc = in_child(read_child, &ra, err, sizeof err);
     EXPECT(rc == 2 && strstr(err, "/model/layers/1/attn/o/B: checksum mismatch"), "one byte: exit %d, stderr: %s", rc, err);
+    // an HDF5 file without the checksum block: what format_version 1 files are
+    hid_t h = H5Fcreate(bad, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    for (int i = 0; i < 8; i++) { char nm[16]; snprintf(nm, sizeof nm, "a%d", i); set_attr_i64_loc(h, nm); }
+    H5Fclose(h);
+    rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "an HDF5 file without the boost-c checksum block: a checkpoint of format_version 1"),
+           "no block: exit %d, stderr: %s", rc, err);
     damage_fixture_free(&d);
 }
 
@@ -570,7 +615,7 @@ TEST(ckpt_latest_good_falls_back) {
     int64_t step = -1; CheckpointSkip *sk = NULL; int ns = 0;
     int found = checkpoint_latest_good(dir, got, sizeof got, &step, &sk, &ns);
     EXPECT(found && step == 10 && !strcmp(got, p10), "found %d step %lld", found, (long long)step);
-    EXPECT(ns == 1 && sk[0].step == 20 && strstr(sk[0].reason, "/optimizer/v/embed_tokens: checksum mismatch"),
+    EXPECT(ns == 1 && sk[0].step == 20 && strstr(sk[0].reason, "damaged: its bytes do not match the file checksum"),
            "skipped %d: %s", ns, ns ? sk[0].reason : "");
     free(sk);
     model_state_free(&a);
@@ -597,9 +642,9 @@ TEST(ckpt_killed_midway_latest_is_older_good_one) {
     EXPECT(found && step == 10 && strcmp(got, p10) == 0, "latest = %s (step %lld)", got, (long long)step);
     EXPECT(ns == 3 && sk[0].step == 50 && sk[1].step == 40 && sk[2].step == 20, "skipped %d", ns);
     if (ns == 3) {
-        EXPECT(strstr(sk[0].reason, "step attribute (49) does not match"), "step 50: %s", sk[0].reason);
-        EXPECT(strstr(sk[1].reason, "not a readable HDF5 file"), "step 40: %s", sk[1].reason);
-        EXPECT(strstr(sk[2].reason, "not a readable HDF5 file"), "step 20: %s", sk[2].reason);
+        EXPECT(strstr(sk[0].reason, "its step (49) does not match the file name"), "step 50: %s", sk[0].reason);
+        EXPECT(strstr(sk[1].reason, "not a boost-c checkpoint (no checksum block"), "step 40: %s", sk[1].reason);
+        EXPECT(strstr(sk[2].reason, "damaged: the file is") && strstr(sk[2].reason, "truncated or extended"), "step 20: %s", sk[2].reason);
     }
     free(sk);
     CheckpointEntry *list; int n = checkpoint_list(dir, &list);
@@ -650,10 +695,11 @@ TEST(ckpt_prune_keeps_last_k) {
     checkpoint_write(p, &a, &(CheckpointMeta){ .step = 60 });
     overwrite(p, h5_offset(p, "/model/final_norm", 0), 16, 0xA5);           // a tensor's data
     char why[800] = "";
-    EXPECT(!checkpoint_verify(p, why, sizeof why) && strstr(why, "checksum mismatch"), "damaged 60 verifies: %s", why);
+    EXPECT(!checkpoint_verify(p, why, sizeof why) && strstr(why, "do not match the file checksum"), "damaged 60 verifies: %s", why);
     removed = checkpoint_prune(dir, 2);
     n = checkpoint_list(dir, &list);
-    EXPECT(removed == 0 && n == 3, "with a damaged newest: removed %d, %d left (expected 0 and 40,50,60)", removed, n);
+    EXPECT(removed == 0 && n == 2 && access(p, F_OK) == 0,
+           "with a damaged newest: removed %d, %d good left (expected 0 removed, 40 and 50 good, 60 kept)", removed, n);
     free(list);
     model_state_free(&a);
 }
@@ -714,6 +760,12 @@ int main(int argc, char **argv) {
         char why[800];
         if (checkpoint_verify(argv[2], why, sizeof why)) { printf("ok\n"); return 0; }
         printf("%s\n", why);
+        return 1;
+    }
+    if (argc >= 4 && strcmp(argv[1], "--reseal") == 0) {
+        char err[600];
+        if (checkpoint_seal(argv[2], atoll(argv[3]), err, sizeof err) == 0) return 0;
+        fprintf(stderr, "%s\n", err);
         return 1;
     }
     if (argc >= 3 && strcmp(argv[1], "--read-checkpoint") == 0) {

@@ -226,6 +226,26 @@ static YNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
 }
 
 // Parse a file into a tree. The file's bytes are hashed into sha_out.
+// The first byte that breaks strict UTF-8 (no overlong forms, no surrogates, <= U+10FFFF),
+// or -1. YAML text is Unicode; libfyaml 0.8 loops forever on some invalid sequences (a
+// directive line "%" followed by bytes such as D3 DF, found by fuzz/fuzz_manifest.c), so
+// nothing else reaches it.
+static long invalid_utf8(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        size_t k = c < 0x80 ? 0 : (c >= 0xC2 && c <= 0xDF) ? 1 : (c >= 0xE0 && c <= 0xEF) ? 2 : (c >= 0xF0 && c <= 0xF4) ? 3 : 9;
+        if (k == 9 || i + k >= n + (k == 0)) return (long)i;
+        if (k >= 1) {
+            unsigned lo = 0x80, hi = 0xBF;   // the second byte's range excludes overlongs and surrogates
+            if (c == 0xE0) lo = 0xA0; else if (c == 0xED) hi = 0x9F; else if (c == 0xF0) lo = 0x90; else if (c == 0xF4) hi = 0x8F;
+            if (p[i + 1] < lo || p[i + 1] > hi) return (long)i;
+            for (size_t j = 2; j <= k; j++) if ((p[i + j] & 0xC0) != 0x80) return (long)i;
+        }
+        i += k + 1;
+    }
+    return -1;
+}
+
 static YNode *parse_file(Arena *a, const char *path, char sha_out[65]) {
     // a regular file of bounded size, refused at once otherwise (/dev/zero, a FIFO, a
     // terminal on /dev/stdin would be read without end or block)
@@ -234,6 +254,13 @@ static YNode *parse_file(Arena *a, const char *path, char sha_out[65]) {
     if (file_read_regular(path, MANIFEST_MAX_BYTES, "manifest", &buf, &len, err, sizeof err) != 0)
         die_input("%s", err);
     sha256_hex(buf, len, sha_out);
+    long bad = invalid_utf8((const unsigned char *)buf, len);
+    if (bad >= 0) {
+        int line = 1, col = 1;
+        for (long i = 0; i < bad; i++) { if (buf[i] == '\n') { line++; col = 1; } else col++; }
+        die_input("%s:%d: not valid UTF-8 (byte 0x%02x at column %d): a manifest is UTF-8 text", path, line,
+                  (unsigned char)buf[bad], col);
+    }
 
     const char *file = astrdup(a, path);
     struct fy_diag_cfg dc;

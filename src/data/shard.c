@@ -49,18 +49,16 @@ void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_
     atomic_commit(f, tmp, path);
 }
 
+// exit 2 through die_input_hint (so a process that owns results records it): the shard,
+// what is wrong, and how to rebuild it.
 __attribute__((noreturn, format(printf, 2, 3)))
 static void bad_shard(const char *path, const char *fmt, ...) {
-    fflush(stdout);
-    fprintf(stderr, "error: %s: ", path);
-    va_list ap; va_start(ap, fmt); vfprintf(stderr, fmt, ap); va_end(ap);
-    fputc('\n', stderr);
-    char dir[1100];
+    char msg[1200], dir[1100], hint[1400];
+    va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
     xsnprintf(dir, sizeof dir, "%s", path);
-    fprintf(stderr, "hint: the shard is damaged or from another version; delete its cache directory "
-                    "(rm -rf %s) and rerun build/prepare --dataset NAME --vocab N (or the training run) "
-                    "to rebuild it\n", dirname(dir));
-    exit(EXIT_BAD_INPUT);
+    snprintf(hint, sizeof hint, "the shard is damaged or from another version; delete its cache directory (rm -rf %s) "
+             "and rerun build/prepare --dataset NAME --vocab N (or the training run) to rebuild it", dirname(dir));
+    die_input_hint(hint, "%s: %s", path, msg);
 }
 
 // The problem of a header `h` of a file of `size` bytes (msg), or NULL; fills vocab, n, width.

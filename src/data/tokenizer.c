@@ -15,7 +15,11 @@
 #include <unistd.h>
 #include "../core/timer.h"
 #include <limits.h>
+#ifdef _OPENMP
 #include <omp.h>
+#else
+static int omp_get_max_threads(void) { return 1; }   // (a build without OpenMP: the fuzzers)
+#endif
 
 #define BPE_MAGIC "BOOSTBPE"
 #define BPE_VERSION 1u
@@ -438,19 +442,16 @@ void tokenizer_save(const Tokenizer *t, const char *path) {
     free(buf);
 }
 
-static char g_bad_path[1100];
 static void bad_tokenizer(const char *path, const char *fmt, ...) {
-    fflush(stdout);
-    fprintf(stderr, "error: %s: ", path);
-    va_list ap; va_start(ap, fmt); vfprintf(stderr, fmt, ap); va_end(ap);
-    fputc('\n', stderr);
+    char msg[1200], dir[1100], hint[1400];
+    va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
     // the cache directory holding it: rebuilding = deleting it and preparing again
-    xsnprintf(g_bad_path, sizeof g_bad_path, "%s", path);
-    char *slash = strrchr(g_bad_path, '/');
-    if (slash) *slash = 0; else strcpy(g_bad_path, ".");
-    fprintf(stderr, "hint: this tokenizer is damaged or from another version; delete its cache directory "
-                    "(rm -rf %s) and rerun build/prepare or the training run to rebuild it\n", g_bad_path);
-    exit(EXIT_BAD_INPUT);
+    xsnprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0; else strcpy(dir, ".");
+    snprintf(hint, sizeof hint, "this tokenizer is damaged or from another version; delete its cache directory "
+             "(rm -rf %s) and rerun build/prepare or the training run to rebuild it", dir);
+    die_input_hint(hint, "%s: %s", path, msg);
 }
 
 // A tokenizer file is the 20-byte header and 8 bytes per merge, at most MAX_TOKENIZER_VOCAB.

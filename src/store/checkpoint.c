@@ -2,6 +2,7 @@
 #include "checkpoint.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -45,6 +46,118 @@ static uint32_t meta_crc(const CheckpointMeta *m, const char *created_at) {
     return text_field(c, "config", m->config_json);
 }
 
+// ---- the checksum block -------------------------------------------------------------
+// The first CKPT_BLOCK bytes of a checkpoint are an HDF5 user block (HDF5 never reads or
+// writes it; the HDF5 file proper starts after it). It holds, as text,
+//   "boost-c checkpoint\nformat_version 2\nstep <N>\nsize <bytes>\ncrc32 <8 hex>\n"
+// zero-padded, where crc32 covers every byte after the block. It is checked before HDF5
+// reads anything: a damaged file is refused without HDF5 ever parsing damaged bytes
+// (HDF5 does not survive every damaged object header), and listing needs no HDF5 at all.
+#define CKPT_BLOCK 512
+#define BLOCK_MAGIC "boost-c checkpoint\n"
+static const unsigned char HDF5_SIGNATURE[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
+
+// CRC-32 of bytes [CKPT_BLOCK, size) of fd.
+static int crc_after_block(int fd, uint64_t size, uint32_t *crc, char *err, size_t n) {
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = xmalloc(CHUNK);
+    uint32_t c = 0;
+    for (uint64_t off = CKPT_BLOCK; off < size;) {
+        size_t want = size - off < CHUNK ? (size_t)(size - off) : CHUNK;
+        ssize_t k = pread(fd, buf, want, (off_t)off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) { snprintf(err, n, "cannot read it: %s", k < 0 ? strerror(errno) : "unexpected end of file"); free(buf); return -1; }
+        c = crc32_update(c, buf, (size_t)k);
+        off += (uint64_t)k;
+    }
+    free(buf);
+    *crc = c;
+    return 0;
+}
+
+int checkpoint_seal(const char *path, int64_t step, char *err, size_t n) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) { snprintf(err, n, "cannot open %s to seal it: %s", path, strerror(errno)); return -1; }
+    struct stat st;
+    uint32_t crc = 0;
+    int rc = -1;
+    if (fstat(fd, &st) != 0) snprintf(err, n, "cannot stat %s: %s", path, strerror(errno));
+    else if ((uint64_t)st.st_size < CKPT_BLOCK + sizeof HDF5_SIGNATURE) snprintf(err, n, "%s is too short to be a checkpoint", path);
+    else if (crc_after_block(fd, (uint64_t)st.st_size, &crc, err, n) == 0) {
+        char block[CKPT_BLOCK] = {0};
+        snprintf(block, sizeof block, BLOCK_MAGIC "format_version %d\nstep %" PRId64 "\nsize %" PRIu64 "\ncrc32 %08x\n",
+                 CHECKPOINT_FORMAT_VERSION, step, (uint64_t)st.st_size, crc);
+        if (pwrite(fd, block, sizeof block, 0) != (ssize_t)sizeof block) snprintf(err, n, "cannot write the checksum block of %s: %s", path, strerror(errno));
+        else rc = 0;
+    }
+    if (close(fd) != 0 && rc == 0) { snprintf(err, n, "cannot write %s: %s", path, strerror(errno)); rc = -1; }
+    return rc;
+}
+
+enum { LOAD_OK = 0, LOAD_UNREADABLE, LOAD_DAMAGED, LOAD_FORMAT, LOAD_MODEL };
+
+// The checksum block of `path`, verified against the whole file (no HDF5). LOAD_OK and
+// *step, or the kind of problem and what it is in err.
+static int check_block(const char *path, int64_t *step, char *err, size_t n) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) { snprintf(err, n, "cannot read it: %s", strerror(errno)); return LOAD_UNREADABLE; }
+    struct stat st;
+    char block[CKPT_BLOCK + 1] = {0};
+    int kind = LOAD_OK;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { snprintf(err, n, "not a regular file"); kind = LOAD_UNREADABLE; goto done; }
+    if ((uint64_t)st.st_size < CKPT_BLOCK + sizeof HDF5_SIGNATURE) {
+        snprintf(err, n, "the file is %lld bytes, too short for a checkpoint (truncated?)", (long long)st.st_size);
+        kind = LOAD_DAMAGED;
+        goto done;
+    }
+    if (pread(fd, block, CKPT_BLOCK, 0) != CKPT_BLOCK) { snprintf(err, n, "cannot read it: %s", strerror(errno)); kind = LOAD_UNREADABLE; goto done; }
+    if (memcmp(block, BLOCK_MAGIC, strlen(BLOCK_MAGIC)) != 0) {
+        if (!memcmp(block, HDF5_SIGNATURE, sizeof HDF5_SIGNATURE)) {
+            snprintf(err, n, "an HDF5 file without the boost-c checksum block: a checkpoint of format_version 1 (written by "
+                     "an older build, without checksums, so it cannot be verified) or a file of another tool; this build "
+                     "reads format_version %d only (resume it with the build that wrote it, or start a new run)",
+                     CHECKPOINT_FORMAT_VERSION);
+            kind = LOAD_FORMAT;
+        } else {
+            snprintf(err, n, "not a boost-c checkpoint (no checksum block; the file does not start with \"boost-c checkpoint\")");
+            kind = LOAD_UNREADABLE;
+        }
+        goto done;
+    }
+    int version = -1;
+    long long bstep = -1;
+    unsigned long long bsize = 0;
+    unsigned crc = 0;
+    int used = 0;
+    if (sscanf(block + strlen(BLOCK_MAGIC), "format_version %d\nstep %lld\nsize %llu\ncrc32 %8x\n%n",
+               &version, &bstep, &bsize, &crc, &used) != 4 || !used) {
+        snprintf(err, n, "its checksum block does not parse (damaged)");
+        kind = LOAD_DAMAGED;
+        goto done;
+    }
+    if (version != CHECKPOINT_FORMAT_VERSION) {
+        snprintf(err, n, "format_version is %d but this build reads format_version %d", version, CHECKPOINT_FORMAT_VERSION);
+        kind = LOAD_FORMAT;
+        goto done;
+    }
+    if (bsize != (unsigned long long)st.st_size) {
+        snprintf(err, n, "the file is %lld bytes but its checksum block says %llu: truncated or extended", (long long)st.st_size, bsize);
+        kind = LOAD_DAMAGED;
+        goto done;
+    }
+    uint32_t got;
+    if (crc_after_block(fd, (uint64_t)st.st_size, &got, err, n) != 0) { kind = LOAD_UNREADABLE; goto done; }
+    if (got != crc) {
+        snprintf(err, n, "its bytes do not match the file checksum (stored crc32 %08x, computed %08x)", crc, got);
+        kind = LOAD_DAMAGED;
+        goto done;
+    }
+    *step = bstep;
+done:
+    close(fd);
+    return kind;
+}
+
 // ---- writing ------------------------------------------------------------------------
 static void write_family(H5Job *j, hid_t f, const ModelState *m, const char *fam, const float *base) {
     char path[256];
@@ -66,17 +179,17 @@ void checkpoint_write(const char *path, const ModelState *m, const CheckpointMet
     store_iso_now(now);
     H5Job j;
     h5j_begin(&j, path);
-    hid_t f = h5j_create(&j, path, tmp, sizeof tmp);
-    h5j_attr_str(&j, f, "format", CHECKPOINT_FORMAT);
+    hid_t f = h5j_create(&j, path, tmp, sizeof tmp, CKPT_BLOCK);
+    h5j_attr_fixed_str(&j, f, "format", CHECKPOINT_FORMAT);
     h5j_attr_i32(&j, f, "format_version", CHECKPOINT_FORMAT_VERSION);
     h5j_attr_i64(&j, f, "step", meta->step);
     h5j_attr_i64(&j, f, "tokens_seen", meta->tokens_seen);
     h5j_attr_u64(&j, f, "samples_seen", meta->samples_seen);
     h5j_attr_u64(&j, f, "seed", meta->seed);
-    h5j_attr_str(&j, f, "manifest", meta->manifest);
-    h5j_attr_str(&j, f, "config", meta->config_json);
-    h5j_attr_str(&j, f, "git_commit", meta->git_commit);
-    h5j_attr_str(&j, f, "created_at", now);
+    h5j_attr_fixed_str(&j, f, "manifest", meta->manifest);
+    h5j_attr_fixed_str(&j, f, "config", meta->config_json);
+    h5j_attr_fixed_str(&j, f, "git_commit", meta->git_commit);
+    h5j_attr_fixed_str(&j, f, "created_at", now);
     h5j_attr_u32(&j, f, "meta_crc32", meta_crc(meta, now));
     write_family(&j, f, m, "model", m->params);
     write_family(&j, f, m, "m", m->m);
@@ -84,7 +197,10 @@ void checkpoint_write(const char *path, const ModelState *m, const CheckpointMet
     hid_t g = h5j_group(&j, f, "/optimizer");
     h5j_attr_i64(&j, g, "step", meta->adam_t);
     h5j_close(&j, g);
-    if (h5j_close_commit(&j, f, tmp, path) != 0)
+    char err[1200];
+    if (h5j_close_file(&j, f, tmp) == 0 && checkpoint_seal(tmp, meta->step, err, sizeof err) != 0) { h5j_fail(&j, "%s", err); unlink(tmp); }
+    if (!j.failed && file_commit_tmp(tmp, path, err, sizeof err) != 0) h5j_fail(&j, "%s", err);
+    if (j.failed)
         die_input_hint("free space on that file system, or set run.checkpoint_dir to a writable directory; "
                        "the checkpoints written before are intact",
                        "cannot write checkpoint %s: %s (the partial file %s was removed)", path, j.msg, tmp);
@@ -183,7 +299,6 @@ static int same_shape(const DsInfo *d, int nd, const hsize_t *dims) {
     return 1;
 }
 
-enum { LOAD_OK = 0, LOAD_UNREADABLE, LOAD_DAMAGED, LOAD_FORMAT, LOAD_MODEL };
 #define REFUSED "the model changed; resuming with a different model is refused"
 
 // Every tensor of family `fam` of the configured model must be in the file with its
@@ -286,7 +401,7 @@ static int read_tensors(H5Job *j, hid_t f, DsList *L, uint64_t file_size, char *
 // format and format_version of an open file.
 static int check_format(H5Job *j, hid_t f, char *err, size_t n) {
     char *fmt = NULL;
-    int r = h5j_attr_read_str(j, f, "format", &fmt);
+    int r = h5j_attr_read_str(j, f, "format", &fmt, 0);
     if (r < 0) return LOAD_DAMAGED;
     if (r == 0 || strcmp(fmt, CHECKPOINT_FORMAT)) {
         snprintf(err, n, "root attribute 'format' is %s%.60s%s, expected \"" CHECKPOINT_FORMAT "\": not a boost-c checkpoint",
@@ -335,9 +450,13 @@ static int read_meta(H5Job *j, hid_t f, CheckpointMeta *meta, char *err, size_t 
     const char *names[4] = { "manifest", "config", "git_commit", "created_at" };
     char **dst[4] = { &meta->manifest, &meta->config_json, &meta->git_commit, &created };
     for (int i = 0; i < 4; i++) {
-        r = h5j_attr_read_str(j, f, names[i], dst[i]);
+        r = h5j_attr_read_str(j, f, names[i], dst[i], 0);
         if (r < 0) { free(created); return LOAD_DAMAGED; }
-        if (r == 0) { snprintf(err, n, "root attribute '%s' (string) is missing", names[i]); free(created); return LOAD_DAMAGED; }
+        if (r == 0) {
+            snprintf(err, n, "root attribute '%s' is missing or not a fixed-length string", names[i]);
+            free(created);
+            return LOAD_DAMAGED;
+        }
     }
     r = h5j_attr_read_i64(j, f, "meta_crc32", &stored);
     uint32_t crc = meta_crc(meta, created);
@@ -367,7 +486,10 @@ static int load(const char *path, ModelState *m, CheckpointMeta *meta_out, char 
     struct stat st;
     uint64_t file_size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
 
-    hid_t f = h5j_open_read(&j, path);
+    int64_t block_step = -1;
+    hid_t f = -1;
+    if ((kind = check_block(path, &block_step, err, n)) != LOAD_OK) goto done;   // before HDF5 reads a byte
+    f = h5j_open_read(&j, path);
     if (f < 0) { kind = LOAD_UNREADABLE; goto done; }
     if ((kind = check_format(&j, f, err, n)) != LOAD_OK) goto done;
     if (H5J(&j, H5Lvisit(f, H5_INDEX_NAME, H5_ITER_NATIVE, visit_cb, &L), "listing the tensors of", "the file") < 0) goto done;
@@ -390,6 +512,10 @@ static int load(const char *path, ModelState *m, CheckpointMeta *meta_out, char 
     if (kind != LOAD_OK) goto done;
     if ((kind = read_tensors(&j, f, &L, file_size, err, n)) != LOAD_OK) goto done;
     kind = read_meta(&j, f, &meta, err, n);
+    if (kind == LOAD_OK && meta.step != block_step) {
+        snprintf(err, n, "the step attribute (%" PRId64 ") differs from the checksum block's (%" PRId64 ")", meta.step, block_step);
+        kind = LOAD_DAMAGED;
+    }
 
 done:
     h5j_close(&j, f);   // the strong close degree closes anything of the file still open
@@ -454,26 +580,15 @@ static int64_t parse_name(const char *name, int tmp, long *pid) {
     return -1;
 }
 
-// Quick check: opens as HDF5, format attribute, step attribute equals N. 1, or 0 with why.
+// The checksum block verifies (the whole file is read, HDF5 is not involved) and names
+// step N. 1, or 0 with why.
 static int looks_complete(const char *path, int64_t step, char *why, size_t n) {
-    H5Job j;
-    h5j_begin(&j, path);
-    char *fmt = NULL;
     int64_t s = -1;
-    int ok = 0;
-    hid_t f = h5j_open_read(&j, path);
-    if (f >= 0) {
-        int r = h5j_attr_read_str(&j, f, "format", &fmt);
-        if (r == 1 && !strcmp(fmt, CHECKPOINT_FORMAT)) {
-            r = h5j_attr_read_i64(&j, f, "step", &s);
-            if (r == 1 && s == step) ok = 1;
-            else if (r >= 0) snprintf(why, n, "its step attribute (%" PRId64 ") does not match the file name", s);
-        } else if (r >= 0) snprintf(why, n, "not a boost-c checkpoint (root attribute 'format')");
-    }
-    h5j_close(&j, f);
-    if (j.failed) { ok = 0; snprintf(why, n, "%s", j.msg); }
-    free(fmt);
-    return ok;
+    char err[1000];
+    int kind = check_block(path, &s, err, sizeof err);
+    if (kind != LOAD_OK) { snprintf(why, n, "%s%.600s", kind == LOAD_DAMAGED ? "damaged: " : "", err); return 0; }
+    if (s != step) { snprintf(why, n, "its step (%" PRId64 ") does not match the file name", s); return 0; }
+    return 1;
 }
 
 static int entry_cmp(const void *a, const void *b) {

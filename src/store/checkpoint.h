@@ -2,7 +2,9 @@
 // (parameters, AdamW m and v, the optimizer step, the data position), in the layout
 // documented in docs/checkpoint-format.md (a contract: other tools read these files).
 //
-// Files are named <dir>/step_<N>.h5. A checkpoint is written to "<path>.tmp.<pid>",
+// Files are named <dir>/step_<N>.h5. The first 512 bytes are a checksum block (an HDF5 user
+// block) holding the format version, the step and the CRC-32 of the rest of the file; it
+// is verified before HDF5 reads anything. A checkpoint is written to "<path>.tmp.<pid>",
 // flushed and fsync'ed, closed, renamed into place and the directory fsync'ed
 // (core/fileio.h): a file with the final name was complete when written; a crash leaves
 // at most a *.tmp.<pid>, which is never read. Every tensor carries the CRC-32 of its bytes
@@ -18,7 +20,8 @@
 #include "../model/state.h"
 
 #define CHECKPOINT_FORMAT "boost-c checkpoint"
-// 2: per-tensor "crc32" attributes and the root "meta_crc32"; HDF5 1.8+ object headers.
+// 2: the checksum block, per-tensor "crc32" attributes and the root "meta_crc32"; HDF5 1.8+
+// object headers.
 // 1 (older builds): no checksums; refused with a message saying so.
 #define CHECKPOINT_FORMAT_VERSION 2
 
@@ -53,13 +56,18 @@ void checkpoint_meta_free(CheckpointMeta *meta);
 // against their checksums. 1 if good; else 0 and the reason in why (never exits).
 int checkpoint_verify(const char *path, char *why, size_t n);
 
+// (Re)write the checksum block of a checkpoint file for `step`: after writing, and for a
+// tool that edited a checkpoint on purpose (h5py opens and writes these files like any
+// HDF5 file with a user block). 0, or -1 and err.
+int checkpoint_seal(const char *path, int64_t step, char *err, size_t n);
+
 // "<dir>/step_<step>.h5"
 void checkpoint_path(char *buf, size_t n, const char *dir, int64_t step);
 
 typedef struct { int64_t step; char path[1024]; } CheckpointEntry;
 typedef struct { int64_t step; char path[1024]; char reason[700]; } CheckpointSkip;
-// Checkpoints in dir that look complete (step_<N>.h5 that open as HDF5 with the right
-// format attribute and step N; a quick check: the data are not read), ascending by step;
+// Checkpoints in dir whose checksum block verifies and names step N (the file is read;
+// HDF5 is not involved), ascending by step;
 // *.tmp.<pid> files are ignored, other files are skipped with a warning on stderr.
 // Returns the count (0 if dir does not exist); *out is malloc'd (free it; NULL when 0).
 int checkpoint_list(const char *dir, CheckpointEntry **out);

@@ -82,7 +82,7 @@ void dump_write(const char *path, const ModelState *m, const Model *acts, int64_
     store_iso_now(now);
     H5Job j;
     h5j_begin(&j, path);
-    hid_t f = h5j_create(&j, path, tmp, sizeof tmp);
+    hid_t f = h5j_create(&j, path, tmp, sizeof tmp, 0);
     h5j_attr_str(&j, f, "format", DUMP_FORMAT);
     h5j_attr_i32(&j, f, "format_version", DUMP_FORMAT_VERSION);
     h5j_attr_i64(&j, f, "step", step);

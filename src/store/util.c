@@ -138,13 +138,16 @@ hid_t h5j_open_read(H5Job *j, const char *path) {
     return f;
 }
 
-hid_t h5j_create(H5Job *j, const char *path, char *tmp, size_t tmp_cap) {
+hid_t h5j_create(H5Job *j, const char *path, char *tmp, size_t tmp_cap, size_t userblock) {
     char err[1200];
     file_tmp_name(tmp, tmp_cap, path);
     if (file_mkdir_parent(path, err, sizeof err) != 0) { h5j_fail(j, "%s", err); return -1; }
     hid_t fapl = file_access(j, 1);
+    hid_t fcpl = H5J(j, H5Pcreate(H5P_FILE_CREATE), "creating", "a file creation list");
+    if (userblock) H5J(j, H5Pset_userblock(fcpl, (hsize_t)userblock), "reserving", "the user block");
     errno = 0;
-    hid_t f = H5J(j, H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "creating", tmp);
+    hid_t f = H5J(j, H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl), "creating", tmp);
+    h5j_close(j, fcpl);
     if (f < 0 && errno && j->failed) {   // the system's reason says more than HDF5's
         char m[sizeof j->msg];
         snprintf(m, sizeof m, "%.1000s (%s)", j->msg, strerror(errno));
@@ -154,10 +157,15 @@ hid_t h5j_create(H5Job *j, const char *path, char *tmp, size_t tmp_cap) {
     return f;
 }
 
-int h5j_close_commit(H5Job *j, hid_t file, const char *tmp, const char *path) {
+int h5j_close_file(H5Job *j, hid_t file, const char *tmp) {
     H5J(j, H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing", tmp);
     h5j_close(j, file);
     if (j->failed) { unlink(tmp); return -1; }
+    return 0;
+}
+
+int h5j_close_commit(H5Job *j, hid_t file, const char *tmp, const char *path) {
+    if (h5j_close_file(j, file, tmp) != 0) return -1;
     char err[1200];   // fsync (by name: it covers every descriptor of the file), rename, fsync of the directory
     if (file_commit_tmp(tmp, path, err, sizeof err) != 0) return h5j_fail(j, "%s", err);
     return 0;
@@ -181,6 +189,20 @@ void h5j_attr_str(H5Job *j, hid_t loc, const char *name, const char *text) {
     attr_write(j, loc, name, t, t, &p);
     h5j_close(j, t);
 }
+void h5j_attr_fixed_str(H5Job *j, hid_t loc, const char *name, const char *text) {
+    const char *p = text ? text : "";
+    size_t n = strlen(p);
+    hid_t t = H5J(j, H5Tcopy(H5T_C_S1), "creating a string type for", name);
+    H5J(j, H5Tset_size(t, n ? n : 1), "creating a string type for", name);   // (a size of 0 is not allowed)
+    H5J(j, H5Tset_strpad(t, H5T_STR_NULLPAD), "creating a string type for", name);
+    H5J(j, H5Tset_cset(t, H5T_CSET_UTF8), "creating a string type for", name);
+    char *buf = xcalloc(n + 1, 1);
+    memcpy(buf, p, n);
+    attr_write(j, loc, name, t, t, buf);
+    free(buf);
+    h5j_close(j, t);
+}
+
 void h5j_attr_i64(H5Job *j, hid_t loc, const char *name, int64_t v) { attr_write(j, loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v); }
 void h5j_attr_u64(H5Job *j, hid_t loc, const char *name, uint64_t v) { attr_write(j, loc, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v); }
 void h5j_attr_i32(H5Job *j, hid_t loc, const char *name, int32_t v) { attr_write(j, loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &v); }
@@ -202,14 +224,19 @@ static int attr_open_class(H5Job *j, hid_t loc, const char *name, H5T_class_t cl
     return 1;
 }
 
-int h5j_attr_read_str(H5Job *j, hid_t loc, const char *name, char **out) {
+int h5j_attr_read_str(H5Job *j, hid_t loc, const char *name, char **out, int allow_vlen) {
     *out = NULL;
     hid_t a;
     int r = attr_open_class(j, loc, name, H5T_STRING, &a);
     if (r <= 0) return r;
     hid_t ft = H5J(j, H5Aget_type(a), "reading the type of attribute", name);
     hid_t mt = H5J(j, H5Tcopy(H5T_C_S1), "reading attribute", name);
-    if (!j->failed && H5J(j, H5Tis_variable_str(ft), "reading attribute", name) > 0) {
+    int vlen = !j->failed && H5J(j, H5Tis_variable_str(ft), "reading attribute", name) > 0;
+    if (vlen && !allow_vlen) {
+        h5j_close(j, mt); h5j_close(j, ft); h5j_close(j, a);
+        return j->failed ? -1 : 0;
+    }
+    if (vlen) {
         H5J(j, H5Tset_size(mt, H5T_VARIABLE), "reading attribute", name);
         H5J(j, H5Tset_cset(mt, H5Tget_cset(ft)), "reading attribute", name);
         char *p = NULL;

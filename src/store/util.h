@@ -51,22 +51,31 @@ void h5j_close(H5Job *j, hid_t id);
 hid_t h5j_open_read(H5Job *j, const char *path);
 // Creates "<path>.tmp.<pid>" (name into tmp) for writing, after creating path's directory.
 // The format is pinned to HDF5 1.8-1.10 object headers and superblock, whose metadata
-// carry checksums (a damaged header is then detected, not parsed).
-hid_t h5j_create(H5Job *j, const char *path, char *tmp, size_t tmp_cap);
-// Flush + fsync + close + rename into place + fsync of the directory (core/fileio.h).
-// After a failure anywhere (before, or here) the file is closed and tmp removed; returns
-// 0 on success, -1 when the job failed.
+// carry checksums (a damaged header is then detected, not parsed). userblock: 0, or the
+// bytes reserved at the start of the file for the caller (a power of 2 >= 512).
+hid_t h5j_create(H5Job *j, const char *path, char *tmp, size_t tmp_cap, size_t userblock);
+// Flush + close. After a failure anywhere (before, or here) the file is closed and tmp
+// removed; returns 0 on success, -1 when the job failed.
+int h5j_close_file(H5Job *j, hid_t file, const char *tmp);
+// h5j_close_file, then the crash-safe commit: fsync, rename into place, fsync of the
+// directory (core/fileio.h).
 int h5j_close_commit(H5Job *j, hid_t file, const char *tmp, const char *path);
 
 // Attributes on `loc` (file, group or dataset).
 void h5j_attr_str(H5Job *j, hid_t loc, const char *name, const char *text);   // variable-length UTF-8
+// Fixed-length UTF-8 (null-padded): stored in the object header (or its dense attribute
+// storage), which HDF5 checksums; variable-length strings live in the global heap, which
+// has no checksum (a damaged one made HDF5 loop forever: fuzz/fuzz_checkpoint.c).
+void h5j_attr_fixed_str(H5Job *j, hid_t loc, const char *name, const char *text);
 void h5j_attr_i64(H5Job *j, hid_t loc, const char *name, int64_t v);
 void h5j_attr_u64(H5Job *j, hid_t loc, const char *name, uint64_t v);
 void h5j_attr_i32(H5Job *j, hid_t loc, const char *name, int32_t v);
 void h5j_attr_u32(H5Job *j, hid_t loc, const char *name, uint32_t v);
 // Reads: 1 on success; 0 if the attribute is absent or of another class or shape (the
 // job is not failed then); -1 on an HDF5 error (the job failed).
-int h5j_attr_read_str(H5Job *j, hid_t loc, const char *name, char **out);     // malloc'd
+// Strings: fixed-length only, unless allow_vlen (a variable-length one is not read at all
+// otherwise: its bytes are in the global heap, which nothing checksums; it counts as absent).
+int h5j_attr_read_str(H5Job *j, hid_t loc, const char *name, char **out, int allow_vlen);     // malloc'd
 int h5j_attr_read_i64(H5Job *j, hid_t loc, const char *name, int64_t *out);   // any integer type
 int h5j_attr_read_u64(H5Job *j, hid_t loc, const char *name, uint64_t *out);
 // Dataset at absolute `path` (intermediate groups created): ndim 0 (scalar), 1 [d0] or
