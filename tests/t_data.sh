@@ -91,7 +91,9 @@ expect_error missing_text_file "cannot open corpus '$TMP/nope.txt'" 2 "$P" --dat
 expect_error empty_text_file "is empty" 2 "$P" --dataset "text:$TMP/empty.txt" --vocab 300 --cache-dir "$C"
 expect_error unknown_dataset 'unknown dataset "wikitext"' 2 "$P" --dataset wikitext --vocab 300 --cache-dir "$C"
 expect_error unknown_dataset_hint "kjv, tinyshakespeare, synthetic, text:PATH" 2 "$P" --dataset wikitext --vocab 300 --cache-dir "$C"
-expect_error tinyshakespeare_offline "could not download tinyshakespeare from http://127.0.0.1:9/input.txt (no network?)" 2 \
+# (a fresh machine has neither curl nor wget: the message says so instead; make fresh-check)
+if command -v curl >/dev/null || command -v wget >/dev/null; then why="no network?"; else why="neither curl nor wget is installed"; fi
+expect_error tinyshakespeare_offline "could not download tinyshakespeare from http://127.0.0.1:9/input.txt ($why)" 2 \
     env BOOST_TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt "$P" --dataset tinyshakespeare --vocab 300 --cache-dir "$TMP/c2"
 expect_error tinyshakespeare_offline_hint "put the file at $TMP/c2/downloads/tinyshakespeare.txt, or use data.dataset: text:PATH" 2 \
     env BOOST_TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt "$P" --dataset tinyshakespeare --vocab 300 --cache-dir "$TMP/c2"
