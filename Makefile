@@ -52,6 +52,10 @@ help:
 	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
 	@echo "make figures EXP=x [LAUNCH=id]   loss curves and ablation panels of a launch of x (analysis/figures/)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
+	@echo "make test-asan       unit tests and a tp=2 BTP run built with ASan+UBSan (build-asan/)"
+	@echo "make fuzz            libFuzzer harnesses, FUZZ_SECONDS each (default 60; needs clang)"
+	@echo "make probes          the hostile-input and fault probes of docs/reliability.md"
+	@echo "make fresh-check     the README's two commands on a bare Debian 12 root (root, debootstrap)"
 
 # Packages are checked (dpkg) on every build; installed only if something is missing.
 $(DEPS_STAMP): .ci/deps.sh
@@ -136,3 +140,53 @@ clean:
 	rm -rf $(BUILD)
 
 include mk/cuda.mk   # the CUDA back end: built when nvcc is found, CUDA=0 skips it
+
+# ==== hardening: sanitizers, fuzzing, a fresh machine ===========================================
+# Not part of `make test` or of the default build. docs/reliability.md says what they prove.
+.PHONY: test-asan fuzz fresh-check probes
+
+# make test-asan: the engine, tools and tests with AddressSanitizer + UndefinedBehaviorSanitizer
+# in build-asan/, then the C unit tests and a tp=2 BTP training run (every switch on) under them.
+ASAN_BUILD := build-asan
+ASAN_OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-maybe-uninitialized
+test-asan:
+	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' all
+	@bash tools/test-asan.sh $(ASAN_BUILD)
+
+# make fuzz [FUZZ_SECONDS=60] [FUZZERS="manifest shard tokenizer checkpoint"]: libFuzzer
+# harnesses (fuzz/) built with clang + ASan/UBSan into build-fuzz/, each replaying its seed
+# corpus and regressions and then searching for FUZZ_SECONDS. A crash stops with the input
+# saved as build-fuzz/crash-<harness>-*: add it to fuzz/regressions/<harness>/ with the fix.
+FUZZ_SECONDS ?= 60
+FUZZERS ?= manifest shard tokenizer checkpoint
+FUZZ_BUILD := build-fuzz
+FUZZ_SRC := $(wildcard src/core/*.c src/config/*.c src/data/*.c) src/store/checkpoint.c src/store/util.c \
+            src/model/state.c src/model/params.c
+FUZZ_OBJ := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SRC))
+FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas \
+               -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_PKG_CFLAGS = $(eval FUZZ_PKG_CFLAGS := $$(shell pkg-config --cflags hdf5 libfyaml))$(FUZZ_PKG_CFLAGS)
+FUZZ_PKG_LIBS = $(eval FUZZ_PKG_LIBS := $$(shell pkg-config --libs hdf5 libfyaml))$(FUZZ_PKG_LIBS)
+
+$(FUZZ_BUILD)/.deps-ok: .ci/deps.sh
+	@bash .ci/deps.sh --fuzz
+	@mkdir -p $(FUZZ_BUILD) && touch $@
+.SECONDARY: $(FUZZ_OBJ)
+$(FUZZ_BUILD)/obj/%.o: src/%.c $(HEADERS) | $(FUZZ_BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	@echo "clang (fuzz) $<"
+	@clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_PKG_CFLAGS) -c $< -o $@
+$(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzzlib.h $(FUZZ_OBJ) $(HEADERS)
+	@echo "clang (fuzz) $@"
+	@clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_PKG_CFLAGS) $< $(FUZZ_OBJ) $(FUZZ_PKG_LIBS) -lm -o $@
+fuzz: $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZERS))
+	@bash tools/fuzz.sh $(FUZZ_BUILD) $(call qvar,FUZZ_SECONDS) $(foreach f,$(FUZZERS),$(call shq,$(f)))
+
+# make fresh-check: the README's two commands in a bare Debian 12 root (debootstrap, as root;
+# 5-10 minutes). Run it before submitting any change to the build or the dependencies.
+fresh-check:
+	@bash tools/fresh-check.sh
+
+# make probes: the hostile inputs and faults of docs/reliability.md, through the real binaries.
+probes: all
+	@bash tools/probe.sh

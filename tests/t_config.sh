@@ -48,7 +48,7 @@ expect_error yaml_syntax "syntax.yaml:" 2 "$INFO" --config "$TMP/syntax.yaml"
 expect_error yaml_syntax_text "YAML syntax error" 2 "$INFO" --config "$TMP/syntax.yaml"
 y dup 'train:\n  lr: 1e-3\n  lr: 2e-3\n'
 expect_error duplicate_key "dup.yaml:3: YAML syntax error: duplicate key" 2 "$INFO" --config "$TMP/dup.yaml"
-expect_error missing_file "cannot open '$TMP/nope.yaml'" 2 "$INFO" --config "$TMP/nope.yaml"
+expect_error missing_file "cannot open manifest '$TMP/nope.yaml'" 2 "$INFO" --config "$TMP/nope.yaml"
 
 # ---- presets and finalize checks ---------------------------------------------------------
 y preset 'model:\n  preset: cola-60\n'
@@ -116,6 +116,50 @@ expect_error grid_bad_value "variant 'linear=lora': model.linear: expected one o
     "$INFO" --config "$TMP/gridbad.yaml"
 y twovar 'variants:\n  a: {}\n  b: {}\n'
 expect_error unknown_variant "no variant 'c'" 2 "$INFO" --config "$TMP/twovar.yaml" --variant c
+
+# ---- bounded input (issue 13): what is not a regular manifest is refused at once --------
+y empty ''
+expect_error empty_manifest_refused "empty.yaml is empty: no YAML document in it" 2 "$INFO" --config "$TMP/empty.yaml"
+y comments '# nothing but a comment\n\n'
+expect_error comment_only_manifest_refused "comments.yaml is empty" 2 "$INFO" --config "$TMP/comments.yaml"
+y braces '{}\n'
+expect_ok explicit_empty_mapping_is_defaults "$INFO" --config "$TMP/braces.yaml"
+expect_error dev_zero_refused "manifest '/dev/zero' is a character device; expected a regular file" 2 timeout 10 "$INFO" --config /dev/zero
+mkfifo "$TMP/fifo.yaml"
+expect_error fifo_refused "fifo.yaml' is a FIFO (pipe); expected a regular file" 2 timeout 10 "$INFO" --config "$TMP/fifo.yaml"
+out=$(echo 'model: {d_model: 64}' | timeout 10 "$INFO" --config /dev/stdin 2>&1 >/dev/null); rc=$?
+[ $rc = 2 ] && grep -q "manifest '/dev/stdin' is a FIFO (pipe)" <<<"$out" && pass dev_stdin_pipe_refused \
+    || fail dev_stdin_pipe_refused "exit $rc: $out"
+expect_error directory_refused "is a directory; expected a regular file" 2 "$INFO" --config "$TMP"
+head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' '#' > "$TMP/huge.yaml"
+expect_error oversized_manifest_refused "is 1048577 bytes; the limit is 1048576 bytes" 2 "$INFO" --config "$TMP/huge.yaml"
+# the 600-byte alias bomb of the issue grew to 22 GB: now a clear error, in bounded memory
+{ echo 'a: &a ["x","x","x","x","x","x","x","x","x"]'; p=a
+  for n in b c d e f g h i; do echo "$n: &$n [*$p,*$p,*$p,*$p,*$p,*$p,*$p,*$p,*$p]"; p=$n; done; } > "$TMP/bomb.yaml"
+expect_error alias_bomb_refused "expands to more than 100000 YAML nodes" 2 bash -c 'ulimit -v 1000000; exec "$@"' _ "$INFO" --config "$TMP/bomb.yaml"
+y badalias 'train: *nope\n'
+# invalid UTF-8 after a directive made libfyaml loop forever (found by fuzz/fuzz_manifest.c)
+y badutf8 'model: {d_model: 64}\n%?\xd3\xdf\n'
+expect_error invalid_utf8_refused "badutf8.yaml:2: not valid UTF-8 (byte 0xd3 at column 3)" 2 timeout 10 "$INFO" --config "$TMP/badutf8.yaml"
+expect_error unknown_alias "badalias.yaml:1:" 2 "$INFO" --config "$TMP/badalias.yaml"
+
+# ---- limits of values and sizes ------------------------------------------------------------
+long=$(printf 'v%.0s' $(seq 1 130))
+y longvar "variants:\n  $long: {}\n  short: {}\n"
+expect_error variant_name_too_long "variants: a variant name must have 1 to 127 characters (this one has 130)" 2 \
+    "$INFO" --config "$TMP/longvar.yaml"
+expect_error rank_above_d_model "model.rank_attn = 200 exceeds model.d_model = 128: a low-rank factorisation needs r <= d_model" 2 \
+    "$INFO" --set model.d_model=128 --set model.rank_attn=200
+expect_error threads_upper_bound "train.threads = 5000 exceeds the limit of 1024" 2 "$INFO" --set train.threads=5000
+expect_error tokens_per_batch_overflow "train.batch_size * model.seq_len = 65536 * 65536 exceeds the limit of 2147483647" 2 \
+    "$INFO" --set train.batch_size=65536 --set model.seq_len=65536
+expect_error dimension_limit "model.vocab_size = 2000000000 exceeds the limit of 16777216" 2 "$INFO" --set model.vocab_size=2000000000
+expect_error run_tokens_overflow "overflows a 64-bit count" 2 \
+    "$INFO" --set train.steps=2000000000 --set train.grad_accum=2000000000 --set train.batch_size=1000
+expect_error parameter_limit "the model has more than 1099511627776 parameters" 2 \
+    "$INFO" --linear dense --set model.n_layers=60000 --set model.d_model=1000000 --set model.n_heads=1 --set model.d_ff=1000000
+expect_error synthetic_tokens_limit "data.synthetic_tokens = 99999999999999 exceeds the limit of 17179869184" 2 \
+    "$INFO" --set data.synthetic_tokens=99999999999999
 
 # ---- --set and the command line -----------------------------------------------------------
 expect_error set_bad_value "--set train.lr=abc: train.lr: expected a number > 0, got 'abc'" 2 "$INFO" --set train.lr=abc

@@ -26,6 +26,22 @@ rm "$D/prepared.ok"
 "$P" --dataset "text:$TMP/corpus.txt" --vocab 300 --cache-dir "$C" --val-fraction 0.1 >/dev/null 2>"$TMP/err"
 if grep -q "preparing" "$TMP/err" && [ -f "$D/prepared.ok" ]; then pass half_prepared_rebuilt; else fail half_prepared_rebuilt "$(head -2 "$TMP/err")"; fi
 
+# a missing val.tok is rebuilt like a missing train.tok; a prepared.ok that disagrees with
+# the files it describes is not believed (issue 13)
+prep() { "$P" --dataset "text:$TMP/corpus.txt" --vocab 300 --cache-dir "$C" --val-fraction 0.1 >/dev/null 2>"$TMP/err"; }
+rm "$D/val.tok"; prep
+if grep -q "is not usable (.*val.tok.*): rebuilding" "$TMP/err" && [ -f "$D/val.tok" ]; then pass missing_val_rebuilt
+else fail missing_val_rebuilt "$(head -2 "$TMP/err")"; fi
+rm "$D/train.tok"; prep
+if grep -q "is not usable (.*train.tok.*): rebuilding" "$TMP/err" && [ -f "$D/train.tok" ]; then pass missing_train_rebuilt
+else fail missing_train_rebuilt "$(head -2 "$TMP/err")"; fi
+sed -i 's/^train_tokens .*/train_tokens 5/' "$D/prepared.ok"; prep
+if grep -q "train.tok has vocab 300 and [0-9]* tokens, prepared.ok says 300 and 5): rebuilding" "$TMP/err" && grep -q "using cached" <(prep; cat "$TMP/err")
+then pass false_marker_not_believed; else fail false_marker_not_believed "$(head -2 "$TMP/err")"; fi
+sed -i 's/^vocab_size .*/vocab_size 99999999999999999999/' "$D/prepared.ok"; prep
+grep -q "does not parse as this entry's marker): rebuilding" "$TMP/err" && pass garbled_marker_not_believed \
+    || fail garbled_marker_not_believed "$(head -2 "$TMP/err")"
+
 expect_ok check_ok "$P" --check "$D" --seq-len 32
 ids=$("$P" --encode "$D/tokenizer.bin" "In the beginning, 123 Ωmega!" 2>/dev/null)
 back=$("$P" --decode "$D/tokenizer.bin" $ids 2>/dev/null)
@@ -70,12 +86,14 @@ expect_error tokenizer_bad_merge "merge 0 = (256, " 2 "$P" --check "$TMP/bad"
 expect_error decode_out_of_range "outside the tokenizer's vocabulary" 2 "$P" --decode "$D/tokenizer.bin" 300
 
 # bad datasets and arguments
-expect_error missing_text_file "cannot read $TMP/nope.txt" 2 "$P" --dataset "text:$TMP/nope.txt" --vocab 300 --cache-dir "$C"
+expect_error missing_text_file "cannot open corpus '$TMP/nope.txt'" 2 "$P" --dataset "text:$TMP/nope.txt" --vocab 300 --cache-dir "$C"
 : >"$TMP/empty.txt"
 expect_error empty_text_file "is empty" 2 "$P" --dataset "text:$TMP/empty.txt" --vocab 300 --cache-dir "$C"
 expect_error unknown_dataset 'unknown dataset "wikitext"' 2 "$P" --dataset wikitext --vocab 300 --cache-dir "$C"
 expect_error unknown_dataset_hint "kjv, tinyshakespeare, synthetic, text:PATH" 2 "$P" --dataset wikitext --vocab 300 --cache-dir "$C"
-expect_error tinyshakespeare_offline "could not download tinyshakespeare from http://127.0.0.1:9/input.txt (no network?)" 2 \
+# (a fresh machine has neither curl nor wget: the message says so instead; make fresh-check)
+if command -v curl >/dev/null || command -v wget >/dev/null; then why="no network?"; else why="neither curl nor wget is installed"; fi
+expect_error tinyshakespeare_offline "could not download tinyshakespeare from http://127.0.0.1:9/input.txt ($why)" 2 \
     env BOOST_TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt "$P" --dataset tinyshakespeare --vocab 300 --cache-dir "$TMP/c2"
 expect_error tinyshakespeare_offline_hint "put the file at $TMP/c2/downloads/tinyshakespeare.txt, or use data.dataset: text:PATH" 2 \
     env BOOST_TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt "$P" --dataset tinyshakespeare --vocab 300 --cache-dir "$TMP/c2"
@@ -86,6 +104,17 @@ expect_error vocab_not_a_number "--vocab expects an integer" 2 "$P" --dataset kj
 expect_error val_fraction_range "data.val_fraction must be in [0, 1)" 2 "$P" --dataset "text:$TMP/corpus.txt" --vocab 300 --val-fraction 1.5 --cache-dir "$C"
 expect_error unknown_option 'unknown option "--vocabulary"' 2 "$P" --dataset kjv --vocabulary 300
 expect_error no_arguments "usage:" 2 "$P"
+
+# what is not a regular file is refused at once, never read without end or waited on
+mkfifo "$TMP/fifo"
+expect_error tokenizer_from_dev_zero "tokenizer '/dev/zero' is a character device; expected a regular file" 2 \
+    timeout 10 "$P" --encode /dev/zero "hi"
+expect_error tokenizer_from_fifo "is a FIFO (pipe); expected a regular file" 2 timeout 10 "$P" --encode "$TMP/fifo" "hi"
+expect_error corpus_from_dev_zero "corpus '/dev/zero' is a character device" 2 \
+    timeout 10 "$P" --dataset text:/dev/zero --vocab 300 --cache-dir "$C"
+expect_error corpus_from_fifo "corpus '$TMP/fifo' is a FIFO (pipe)" 2 timeout 10 "$P" --dataset "text:$TMP/fifo" --vocab 300 --cache-dir "$C"
+damaged; rm "$TMP/bad/train.tok"; mkfifo "$TMP/bad/train.tok"
+expect_error shard_fifo_refused "train.tok: not a regular file" 2 timeout 10 "$P" --check "$TMP/bad"
 
 # synthetic: no tokenizer, 32-bit tokens for a 70000-token vocabulary
 out=$("$P" --dataset synthetic --vocab 70000 --synthetic-tokens 20000 --cache-dir "$C" 2>/dev/null)

@@ -371,12 +371,23 @@ TEST(load_file_preset_first) {
     config_set_override(&c, "model.n_heads=3");
     config_finalize(&c);
     EXPECT(c.model.d_model == 48, "override after file");
-    // an empty file is an empty configuration
-    write_file("empty.yaml", "");
-    config_defaults(&c);
-    config_load_file(&c, tpath("empty.yaml"));
-    config_finalize(&c);
-    EXPECT(c.model.d_model == 64, "empty file");
+    // (an empty file is refused: tests/t_config.sh)
+}
+
+// Aliases are expanded (within a node budget) and merge keys merge: explicit keys win.
+TEST(manifest_aliases_and_merge_keys) {
+    write_file("alias.yaml",
+               "train: &t {lr: 0.002, steps: 30, warmup_steps: 3}\n"
+               "variants:\n  a: {train: *t}\n  b: {train: {<<: *t, steps: 40}}\n  c: {train: {steps: 50, <<: [*t]}}\n");
+    Manifest *m = manifest_load(tpath("alias.yaml"));
+    EXPECT(m->n_variants == 3, "variants %d", m->n_variants);
+    if (m->n_variants == 3) {
+        const TrainConfig *a = &m->variants[0].config.train, *b = &m->variants[1].config.train, *c = &m->variants[2].config.train;
+        EXPECT(a->lr == 0.002 && a->steps == 30 && a->warmup_steps == 3, "alias: lr %g steps %d", a->lr, a->steps);
+        EXPECT(b->lr == 0.002 && b->steps == 40 && b->warmup_steps == 3, "merge: lr %g steps %d", b->lr, b->steps);
+        EXPECT(c->lr == 0.002 && c->steps == 50, "merge list after the key: lr %g steps %d", c->lr, c->steps);
+    }
+    manifest_free(m);
 }
 
 TEST(manifest_extends_deep_merge) {
@@ -487,6 +498,7 @@ int main(void) {
     RUN(suggest);
     RUN(json_and_table);
     RUN(load_file_preset_first);
+    RUN(manifest_aliases_and_merge_keys);
     RUN(manifest_extends_deep_merge);
     RUN(manifest_named_variants);
     RUN(manifest_grid);

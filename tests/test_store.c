@@ -6,6 +6,9 @@
 // Also a helper for tests/t_store.sh:
 //   test_store --write-dump PATH [dense|cola|svd|lax|lax-svd-dense]   a step dump of a tiny model
 //   test_store --write-checkpoint PATH [dense|cola|svd|lax|lax-svd-dense]
+//   test_store --reseal PATH STEP         rewrite the checksum block (checkpoint_seal)
+//   test_store --verify PATH              "ok" (exit 0) or why the checkpoint does not verify (exit 1)
+//   test_store --read-checkpoint PATH [dense|cola|svd|lax|lax-svd-dense]   checkpoint_read into a tiny model
 #include <hdf5.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -330,9 +333,19 @@ static void ckpt_round_trip(LinearKind kind, int tied, const char *label) {
     tmp_path(path, sizeof path, name);
     CheckpointMeta meta = { .step = 7, .tokens_seen = 7 * 64, .samples_seen = 56, .seed = 1, .adam_t = 7,
                             .manifest = "name: x\nversion: 1\n", .config_json = "{\"a\": 1}", .git_commit = "abc123" };
+    char *big = NULL;
+    if (tied) {   // a manifest of 300 KB (beyond HDF5's 64 KB compact attributes) and an empty string
+        big = xmalloc(300001);
+        for (int i = 0; i < 300000; i++) big[i] = "# some manifest text\n"[i % 21];
+        big[300000] = 0;
+        meta.manifest = big;
+        meta.git_commit = "";
+    }
     checkpoint_write(path, &a, &meta);
-    char tmp[320]; snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    EXPECT(access(tmp, F_OK) != 0, "%s: .tmp left behind", label);
+    char tmp[320]; snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    EXPECT(access(tmp, F_OK) != 0, "%s: .tmp.<pid> left behind", label);
+    char why[800] = "";
+    EXPECT(checkpoint_verify(path, why, sizeof why), "%s: a fresh checkpoint does not verify: %s", label, why);
     state_make(&b, c, 2);
     EXPECT(memcmp(a.params, b.params, a.table.n_params * 4) != 0, "%s: seeds give equal params", label);
     CheckpointMeta got;
@@ -344,7 +357,8 @@ static void ckpt_round_trip(LinearKind kind, int tied, const char *label) {
     EXPECT(got.step == 7 && got.tokens_seen == 448 && got.samples_seen == 56 && got.seed == 1 && got.adam_t == 7,
            "%s: meta numbers", label);
     EXPECT(strcmp(got.manifest, meta.manifest) == 0 && strcmp(got.config_json, meta.config_json) == 0 &&
-           strcmp(got.git_commit, "abc123") == 0, "%s: meta text", label);
+           strcmp(got.git_commit, meta.git_commit) == 0, "%s: meta text", label);
+    free(big);
     checkpoint_meta_free(&got);
     model_state_free(&a); model_state_free(&b);
 }
@@ -394,7 +408,11 @@ TEST(ckpt_refuses_another_model) {
     FILE *f = fopen(bad, "w"); fputs("hello", f); fclose(f);
     ra.path = bad; read_arg_model(&ra, c);
     rc = in_child(read_child, &ra, err, sizeof err);
-    EXPECT(rc == 2 && strstr(err, "not_hdf5.h5: not a readable HDF5 file"), "garbage: exit %d, stderr: %s", rc, err);
+    EXPECT(rc == 2 && strstr(err, "not_hdf5.h5: the checkpoint is damaged: the file is 5 bytes, too short for a checkpoint"),
+           "garbage: exit %d, stderr: %s", rc, err);
+    f = fopen(bad, "w"); for (int i = 0; i < 4000; i++) fputc('x', f); fclose(f);
+    rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "not_hdf5.h5: not a boost-c checkpoint (no checksum block"), "garbage: exit %d, stderr: %s", rc, err);
     model_state_free(&ra.m);
 }
 
@@ -409,6 +427,209 @@ static void copy_prefix(const char *from, const char *to, long bytes) {
     fclose(a); fclose(b);
 }
 
+// ---- damage -----------------------------------------------------------------------
+static void overwrite(const char *path, long off, int n, unsigned char byte) {
+    FILE *f = fopen(path, "r+b");
+    if (!f) return;
+    fseek(f, off, SEEK_SET);
+    for (int i = 0; i < n; i++) fputc(byte, f);
+    fclose(f);
+}
+// File offset of a dataset's raw data (contiguous) or of an object's header; -1 if not found.
+static long h5_offset(const char *path, const char *name, int header) {
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return -1;
+    long off = -1;
+    if (header) {   // object addresses are relative to the HDF5 base: after the user block
+        H5O_info_t info;
+        hsize_t ub = 0;
+        hid_t fcpl = H5Fget_create_plist(f);
+        H5Pget_userblock(fcpl, &ub);
+        H5Pclose(fcpl);
+        if (H5Oget_info_by_name2(f, name, &info, H5O_INFO_BASIC, H5P_DEFAULT) >= 0) off = (long)(info.addr + ub);
+    } else {        // (raw data offsets are absolute)
+        hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+        if (d >= 0) { haddr_t a = H5Dget_offset(d); if (a != HADDR_UNDEF) off = (long)a; H5Dclose(d); }
+    }
+    H5Fclose(f);
+    return off;
+}
+static void copy_file(const char *from, const char *to) { struct stat st; stat(from, &st); copy_prefix(from, to, st.st_size); }
+static void write_ckpt(const char *path, const ModelState *a, int64_t step) {
+    CheckpointMeta meta = { .step = step, .tokens_seen = step * 64, .samples_seen = (uint64_t)step * 8, .seed = 1,
+                            .adam_t = step, .manifest = "name: x\nversion: 1\n", .config_json = "{\"a\": 1}",
+                            .git_commit = "abc123" };
+    checkpoint_write(path, a, &meta);
+}
+
+// The probe of issue 13: random 256-byte blocks overwritten inside the file. Every trial
+// must be refused by name (exit 2, "damaged") or, when the blocks fell on bytes the file
+// does not use, load bit-identical: never a different state, never a crash.
+TEST(ckpt_damaged_blocks_refused_or_identical) {
+    ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 8);
+    ModelState a; state_make(&a, c, 1);
+    fill_family(&a, a.m, 100); fill_family(&a, a.v, 200);
+    char good[300], bad[300], err[4096];
+    tmp_path(good, sizeof good, "damage/step_7.h5");
+    tmp_path(bad, sizeof bad, "damage/bad.h5");
+    write_ckpt(good, &a, 7);
+    struct stat st; stat(good, &st);
+    Rng r = { 77 };
+    int refused = 0, identical = 0, silent = 0, crashed = 0, trials = 40;
+    ReadArg ra = { .path = bad };
+    read_arg_model(&ra, c);
+    for (int t = 0; t < trials; t++) {
+        copy_file(good, bad);
+        int blocks = 1 + (int)(rng_next(&r) % 3);
+        for (int b = 0; b < blocks; b++) {
+            FILE *f = fopen(bad, "r+b");
+            fseek(f, (long)(rng_next(&r) % (uint64_t)(st.st_size - 256)), SEEK_SET);
+            for (int i = 0; i < 256; i++) fputc((int)(rng_next(&r) & 0xff), f);
+            fclose(f);
+        }
+        char why[800] = "";
+        int ok = checkpoint_verify(bad, why, sizeof why);
+        int rc = in_child(read_child, &ra, err, sizeof err);
+        if (rc >= 128) { crashed++; EXPECT(0, "trial %d: the reader died of signal %d: %s", t, rc - 128, err); continue; }
+        if (rc == 2) {
+            refused++;
+            EXPECT(!ok, "trial %d: verify passed but read refused: %s", t, err);
+            EXPECT(strstr(err, bad) && strstr(err, "damaged"), "trial %d: message lacks the file or 'damaged': %s", t, err);
+            continue;
+        }
+        EXPECT(ok && rc == 0, "trial %d: verify %d (%s), read exit %d", t, ok, why, rc);
+        read_arg_model(&ra, c);                                    // read it here and compare bit for bit
+        CheckpointMeta got;
+        checkpoint_read(bad, &ra.m, &got);
+        size_t bytes = a.table.n_params * sizeof(float);
+        int same = !memcmp(a.params, ra.m.params, bytes) && !memcmp(a.m, ra.m.m, bytes) && !memcmp(a.v, ra.m.v, bytes) &&
+                   got.step == 7 && got.samples_seen == 56 && !strcmp(got.manifest, "name: x\nversion: 1\n");
+        checkpoint_meta_free(&got);
+        if (same) identical++; else { silent++; EXPECT(0, "trial %d: loaded a different state without a word", t); }
+    }
+    printf("INFO damaged checkpoints: %d trials, %d refused, %d unused bytes hit (identical), %d silent, %d crashed\n",
+           trials, refused, identical, silent, crashed);
+    EXPECT(refused >= trials / 2, "only %d of %d refused", refused, trials);
+    model_state_free(&ra.m); model_state_free(&a);
+}
+
+// A good checkpoint of a tiny cola model at <sub>/step_3.h5, a path for damaged copies
+// and a reader (model built here, in the parent) pointed at that copy.
+typedef struct { ModelState a; char good[300], bad[300]; ReadArg ra; } DamageFixture;
+static void damage_fixture(DamageFixture *d, const char *sub) {
+    ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 8);
+    memset(d, 0, sizeof *d);
+    state_make(&d->a, c, 1);
+    char name[64];
+    snprintf(name, sizeof name, "%s/step_3.h5", sub); tmp_path(d->good, sizeof d->good, name);
+    snprintf(name, sizeof name, "%s/copy.h5", sub); tmp_path(d->bad, sizeof d->bad, name);
+    write_ckpt(d->good, &d->a, 3);
+    d->ra.path = d->bad;
+    read_arg_model(&d->ra, c);
+}
+static void damage_fixture_free(DamageFixture *d) { model_state_free(&d->ra.m); model_state_free(&d->a); }
+
+// A damaged object header (checkpoint.c used to exit inside the HDF5 iteration callback
+// and HDF5's exit handler then crashed): a clean error naming the file, exit 2.
+TEST(ckpt_damaged_object_header_clean_error) {
+    DamageFixture d; damage_fixture(&d, "header");
+    const char *good = d.good, *bad = d.bad;
+    char err[4096];
+    const char *objs[] = { "/model/layers/0/attn/q/A", "/optimizer/m/layers/1/mlp/down/B", "/model", "/optimizer" };
+    for (int i = 0; i < 4; i++) {
+        copy_file(good, bad);
+        long off = h5_offset(bad, objs[i], 1);
+        EXPECT(off > 0, "no header address for %s", objs[i]);
+        if (off <= 0) continue;
+        overwrite(bad, off + 6, 40, 0x5A);
+        int rc = in_child(read_child, &d.ra, err, sizeof err);
+        EXPECT(rc == 2 && strstr(err, bad) && strstr(err, "damaged"), "%s: exit %d, stderr: %s", objs[i], rc, err);
+        char why[800] = "", serr[300];
+        EXPECT(!checkpoint_verify(bad, why, sizeof why), "%s: verify passed", objs[i]);
+        // resealed, the damaged header reaches HDF5 (the path that crashed): still a clean refusal
+        EXPECT(checkpoint_seal(bad, 3, serr, sizeof serr) == 0, "seal: %s", serr);
+        rc = in_child(read_child, &d.ra, err, sizeof err);
+        EXPECT(rc == 2 && strstr(err, bad) && strstr(err, "the checkpoint is damaged"), "%s resealed: exit %d, stderr: %s",
+               objs[i], rc, err);
+        EXPECT(!checkpoint_verify(bad, why, sizeof why), "%s resealed: verify passed", objs[i]);
+    }
+    damage_fixture_free(&d);
+}
+
+// Attributes rewritten with valid values (what no HDF5 checksum catches) and an older
+// format version.
+static void set_attr_i64(const char *path, const char *name, int64_t v, hid_t type) {
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Adelete(f, name);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t at = H5Acreate2(f, name, type, sp, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(at, H5T_NATIVE_INT64, &v);
+    H5Aclose(at); H5Sclose(sp); H5Fclose(f);
+}
+static void set_attr_i64_loc(hid_t loc, const char *name) {   // an attribute, to make a file long enough
+    int64_t v = 1;
+    hid_t sp = H5Screate(H5S_SCALAR), at = H5Acreate2(loc, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(at, H5T_NATIVE_INT64, &v);
+    H5Aclose(at); H5Sclose(sp);
+}
+TEST(ckpt_metadata_checksum_and_old_version) {
+    DamageFixture d; damage_fixture(&d, "meta");
+    const char *good = d.good, *bad = d.bad;
+    ReadArg ra = d.ra;
+    char err[4096];
+    // each edit is resealed (checkpoint_seal, as a tool that edits a checkpoint would) so that
+    // the checks behind the file checksum are reached
+    char serr[300];
+    copy_file(good, bad);
+    set_attr_i64(bad, "samples_seen", 999, H5T_STD_U64LE);
+    int rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "do not match the file checksum"), "not resealed: exit %d, stderr: %s", rc, err);
+    EXPECT(checkpoint_seal(bad, 3, serr, sizeof serr) == 0, "seal: %s", serr);
+    rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "the metadata (step, data position, manifest, configuration) do not match their checksum"),
+           "samples_seen rewritten: exit %d, stderr: %s", rc, err);
+    copy_file(good, bad);
+    set_attr_i64(bad, "format_version", 1, H5T_STD_I32LE);
+    checkpoint_seal(bad, 3, serr, sizeof serr);
+    rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "format_version is 1: written by an older build, without checksums"),
+           "version 1: exit %d, stderr: %s", rc, err);
+    copy_file(good, bad);
+    long off = h5_offset(bad, "/model/layers/1/attn/o/B", 0);
+    EXPECT(off > 0, "no data offset");
+    overwrite(bad, off + 4, 1, 0x3F);                              // one byte of one weight
+    checkpoint_seal(bad, 3, serr, sizeof serr);
+    rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "/model/layers/1/attn/o/B: checksum mismatch"), "one byte: exit %d, stderr: %s", rc, err);
+    // an HDF5 file without the checksum block: what format_version 1 files are
+    hid_t h = H5Fcreate(bad, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    for (int i = 0; i < 8; i++) { char nm[16]; snprintf(nm, sizeof nm, "a%d", i); set_attr_i64_loc(h, nm); }
+    H5Fclose(h);
+    rc = in_child(read_child, &ra, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "an HDF5 file without the boost-c checksum block: a checkpoint of format_version 1"),
+           "no block: exit %d, stderr: %s", rc, err);
+    damage_fixture_free(&d);
+}
+
+// Resume's choice: the newest checkpoint that verifies, the newer damaged one named.
+TEST(ckpt_latest_good_falls_back) {
+    ModelConfig c = tiny_cfg(LINEAR_DENSE, 0, 8);
+    ModelState a; state_make(&a, c, 1);
+    char dir[300], p10[400], p20[400], got[1024] = "";
+    tmp_path(dir, sizeof dir, "fallback");
+    checkpoint_path(p10, sizeof p10, dir, 10); write_ckpt(p10, &a, 10);
+    checkpoint_path(p20, sizeof p20, dir, 20); write_ckpt(p20, &a, 20);
+    long off = h5_offset(p20, "/optimizer/v/embed_tokens", 0);
+    overwrite(p20, off + 100, 256, 0x11);
+    int64_t step = -1; CheckpointSkip *sk = NULL; int ns = 0;
+    int found = checkpoint_latest_good(dir, got, sizeof got, &step, &sk, &ns);
+    EXPECT(found && step == 10 && !strcmp(got, p10), "found %d step %lld", found, (long long)step);
+    EXPECT(ns == 1 && sk[0].step == 20 && strstr(sk[0].reason, "damaged: its bytes do not match the file checksum"),
+           "skipped %d: %s", ns, ns ? sk[0].reason : "");
+    free(sk);
+    model_state_free(&a);
+}
+
 TEST(ckpt_killed_midway_latest_is_older_good_one) {
     ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 8);
     ModelState a; state_make(&a, c, 1);
@@ -419,22 +640,41 @@ TEST(ckpt_killed_midway_latest_is_older_good_one) {
     checkpoint_write(p10, &a, &meta);
     struct stat st; stat(p10, &st);
     checkpoint_path(p20, sizeof p20, dir, 20); copy_prefix(p10, p20, st.st_size / 2);        // truncated final name
-    snprintf(p30, sizeof p30, "%s/step_30.h5.tmp", dir); copy_prefix(p10, p30, st.st_size / 3); // writer killed
+    snprintf(p30, sizeof p30, "%s/step_30.h5.tmp.12345", dir); copy_prefix(p10, p30, st.st_size / 3); // writer killed
     checkpoint_path(p40, sizeof p40, dir, 40);
     FILE *f = fopen(p40, "wb"); for (int i = 0; i < 4096; i++) fputc(i * 7 & 0xff, f); fclose(f);  // corrupt
     meta.step = 49;                                                                          // name/step mismatch
     checkpoint_path(p50, sizeof p50, dir, 50); checkpoint_write(p50, &a, &meta);
     char got[1024] = ""; int64_t step = -1;
-    int found = checkpoint_latest(dir, got, sizeof got, &step);
+    CheckpointSkip *sk = NULL; int ns = -1;
+    int found = checkpoint_latest_good(dir, got, sizeof got, &step, &sk, &ns);
     EXPECT(found && step == 10 && strcmp(got, p10) == 0, "latest = %s (step %lld)", got, (long long)step);
+    EXPECT(ns == 3 && sk[0].step == 50 && sk[1].step == 40 && sk[2].step == 20, "skipped %d", ns);
+    if (ns == 3) {
+        EXPECT(strstr(sk[0].reason, "its step (49) does not match the file name"), "step 50: %s", sk[0].reason);
+        EXPECT(strstr(sk[1].reason, "not a boost-c checkpoint (no checksum block"), "step 40: %s", sk[1].reason);
+        EXPECT(strstr(sk[2].reason, "damaged: the file is") && strstr(sk[2].reason, "truncated or extended"), "step 20: %s", sk[2].reason);
+    }
+    free(sk);
     CheckpointEntry *list; int n = checkpoint_list(dir, &list);
     EXPECT(n == 1 && list[0].step == 10, "list has %d entries", n);
     free(list);
     char empty[300]; tmp_path(empty, sizeof empty, "does-not-exist");
-    EXPECT(checkpoint_latest(empty, got, sizeof got, &step) == 0, "missing dir");
+    EXPECT(checkpoint_latest_good(empty, got, sizeof got, &step, NULL, NULL) == 0, "missing dir");
     model_state_free(&a);
 }
 
+static void touch(const char *path) { FILE *f = fopen(path, "w"); if (f) { fputs("x", f); fclose(f); } }
+
+static pid_t dead_pid(void) {
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    waitpid(p, NULL, 0);
+    return p;
+}
+
+// keep_last counts only checkpoints that verify; a damaged one never stops pruning;
+// leftovers of writers: older than the newest good step, or of a process that is gone.
 TEST(ckpt_prune_keeps_last_k) {
     ModelConfig c = tiny_cfg(LINEAR_SVD, 1, 4);
     ModelState a; state_make(&a, c, 1);
@@ -445,15 +685,31 @@ TEST(ckpt_prune_keeps_last_k) {
         checkpoint_path(p, sizeof p, dir, s * 10);
         checkpoint_write(p, &a, &meta);
     }
-    snprintf(p, sizeof p, "%s/step_20.h5.tmp", dir); FILE *f = fopen(p, "w"); fputs("x", f); fclose(f);
-    snprintf(p, sizeof p, "%s/step_60.h5.tmp", dir); f = fopen(p, "w"); fputs("x", f); fclose(f);  // newer: may be in progress
+    checkpoint_path(p, sizeof p, dir, 5); touch(p);                          // an old unreadable file
+    snprintf(p, sizeof p, "%s/step_20.h5.tmp.%d", dir, (int)dead_pid()); touch(p);
+    snprintf(p, sizeof p, "%s/step_20.h5.tmp", dir); touch(p);              // an older build's leftover
+    snprintf(p, sizeof p, "%s/step_70.h5.tmp.%d", dir, (int)dead_pid()); touch(p);  // newer, but its writer is gone
+    char live[400];
+    snprintf(live, sizeof live, "%s/step_60.h5.tmp.1", dir); touch(live);   // newer, writer alive: may be in progress
     int removed = checkpoint_prune(dir, 2);
-    EXPECT(removed == 4, "removed %d, expected 4 (steps 10,20,30 and step_20.h5.tmp)", removed);
+    EXPECT(removed == 7, "removed %d, expected 7 (steps 5,10,20,30 and three leftovers)", removed);
     CheckpointEntry *list; int n = checkpoint_list(dir, &list);
     EXPECT(n == 2 && list[0].step == 40 && list[1].step == 50, "kept %d", n);
     free(list);
-    EXPECT(access(p, F_OK) == 0, "a newer .tmp was removed");
+    EXPECT(access(live, F_OK) == 0, "a leftover of a live writer was removed");
     EXPECT(checkpoint_prune(dir, 2) == 0, "second prune removed something");
+
+    // the newest is damaged: it does not count, 40 and 30... are what is kept
+    checkpoint_path(p, sizeof p, dir, 60);
+    checkpoint_write(p, &a, &(CheckpointMeta){ .step = 60 });
+    overwrite(p, h5_offset(p, "/model/final_norm", 0), 16, 0xA5);           // a tensor's data
+    char why[800] = "";
+    EXPECT(!checkpoint_verify(p, why, sizeof why) && strstr(why, "do not match the file checksum"), "damaged 60 verifies: %s", why);
+    removed = checkpoint_prune(dir, 2);
+    n = checkpoint_list(dir, &list);
+    EXPECT(removed == 0 && n == 2 && access(p, F_OK) == 0,
+           "with a damaged newest: removed %d, %d good left (expected 0 removed, 40 and 50 good, 60 kept)", removed, n);
+    free(list);
     model_state_free(&a);
 }
 
@@ -515,6 +771,24 @@ int main(int argc, char **argv) {
         model_state_free(&m);
         return 0;
     }
+    if (argc >= 3 && strcmp(argv[1], "--verify") == 0) {
+        char why[800];
+        if (checkpoint_verify(argv[2], why, sizeof why)) { printf("ok\n"); return 0; }
+        printf("%s\n", why);
+        return 1;
+    }
+    if (argc >= 4 && strcmp(argv[1], "--reseal") == 0) {
+        char err[600];
+        if (checkpoint_seal(argv[2], atoll(argv[3]), err, sizeof err) == 0) return 0;
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    if (argc >= 3 && strcmp(argv[1], "--read-checkpoint") == 0) {
+        ModelState m; state_make(&m, tiny_cfg(parse_kind(argc > 3 ? argv[3] : NULL), 0, 8), 2);
+        checkpoint_read(argv[2], &m, NULL);
+        printf("ok\n");
+        return 0;
+    }
     snprintf(TMPDIR_, sizeof TMPDIR_, "/tmp/test_store.XXXXXX");
     if (!mkdtemp(TMPDIR_)) { perror("mkdtemp"); return 1; }
     RUN(db_schema_round_trip);
@@ -532,6 +806,10 @@ int main(int argc, char **argv) {
     RUN(ckpt_refuses_another_model);
     RUN(ckpt_killed_midway_latest_is_older_good_one);
     RUN(ckpt_prune_keeps_last_k);
+    RUN(ckpt_damaged_blocks_refused_or_identical);
+    RUN(ckpt_damaged_object_header_clean_error);
+    RUN(ckpt_metadata_checksum_and_old_version);
+    RUN(ckpt_latest_good_falls_back);
     RUN(dump_write_reads_back);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", TMPDIR_);

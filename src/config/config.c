@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../core/check.h"
+#include "../core/json.h"
 
 // ---------------------------------------------------------------------------------
 // Schema
@@ -605,6 +606,8 @@ static void config_check_lax(const Config *c, const char *pre) {
                            "%s%s applies only to model.linear: lax (this is %s)", pre, keys[i], linear_kind_name(c->model.linear));
 }
 
+static void check_size_limits(Config *c, const char *pre);   // below, "Size limits"
+
 void config_finalize(Config *c) {
     char pre[1300];
     ctx_prefix(c, pre, sizeof pre);
@@ -725,6 +728,92 @@ void config_finalize(Config *c) {
     TrainConfig *t = &c->train;
     if (t->warmup_steps > t->steps)
         die_input("%strain.warmup_steps = %d exceeds train.steps = %d", pre, t->warmup_steps, t->steps);
+    check_size_limits(c, pre);
+}
+
+// ---------------------------------------------------------------------------------
+// Size limits: every size the configuration implies, in 64-bit arithmetic with overflow
+// checks, against clear limits (docs/configuration.md, "Limits"), so that no product of
+// valid keys can wrap later (B*T in the model, tensor sizes, vocab*d, tokens per run).
+// ---------------------------------------------------------------------------------
+
+#define LIMIT_DIM (1 << 24)                 // vocab_size, d_model, d_ff, seq_len, heads, ranks
+#define LIMIT_LAYERS (1 << 16)
+#define LIMIT_TOKENS_PER_BATCH 2147483647LL // batch_size * seq_len: the model counts tokens in an int
+#define LIMIT_ELEMENTS (1LL << 40)          // one tensor or activation buffer, in elements
+#define LIMIT_PARAMS (1LL << 40)            // all parameters together
+#define LIMIT_THREADS 1024                  // train.threads
+#define LIMIT_SYNTHETIC_TOKENS (1LL << 34)  // data.synthetic_tokens (held in memory as int32)
+
+// a * b into *out; 0 if it overflows int64 or exceeds `limit`.
+static int mul_within(int64_t a, int64_t b, int64_t limit, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out) && *out <= limit;
+}
+
+static void check_dim(const char *pre, const char *key, int64_t v, int64_t limit) {
+    if (v > limit) die_input("%s%s = %lld exceeds the limit of %lld", pre, key, (long long)v, (long long)limit);
+}
+
+// A product of keys above its limit: names the keys, the product and the limit.
+__attribute__((noreturn))
+static void die_product(const char *pre, const char *what, const char *formula, int64_t limit) {
+    die_input("%s%s (%s) exceeds the limit of %lld elements", pre, what, formula, (long long)limit);
+}
+
+static void check_size_limits(Config *c, const char *pre) {
+    const ModelConfig *m = &c->model;
+    const TrainConfig *t = &c->train;
+    check_dim(pre, "model.vocab_size", m->vocab_size, LIMIT_DIM);
+    check_dim(pre, "model.d_model", m->d_model, LIMIT_DIM);
+    check_dim(pre, "model.d_ff", m->d_ff, LIMIT_DIM);
+    check_dim(pre, "model.seq_len", m->seq_len, LIMIT_DIM);
+    check_dim(pre, "model.n_heads", m->n_heads, LIMIT_DIM);
+    check_dim(pre, "model.rank_attn", m->rank_attn, LIMIT_DIM);
+    check_dim(pre, "model.rank_mlp", m->rank_mlp, LIMIT_DIM);
+    check_dim(pre, "model.n_layers", m->n_layers, LIMIT_LAYERS);
+    check_dim(pre, "train.threads", t->threads, LIMIT_THREADS);
+    check_dim(pre, "data.synthetic_tokens", c->data.synthetic_tokens, LIMIT_SYNTHETIC_TOKENS);
+    // a rank above d_model is not low rank: A [d, r] alone would outgrow the dense [d, d]
+    if (m->linear != LINEAR_DENSE && (m->rank_attn > m->d_model || m->rank_mlp > m->d_model))
+        die_input_hint("lower the rank, or use model.linear: dense",
+                       "%smodel.%s = %d exceeds model.d_model = %d: a low-rank factorisation needs r <= d_model",
+                       pre, m->rank_attn > m->d_model ? "rank_attn" : "rank_mlp",
+                       m->rank_attn > m->d_model ? m->rank_attn : m->rank_mlp, m->d_model);
+
+    int64_t v;
+    if (!mul_within(t->batch_size, m->seq_len, LIMIT_TOKENS_PER_BATCH, &v))
+        die_input("%stokens per micro-batch train.batch_size * model.seq_len = %d * %d exceeds the limit of %lld",
+                  pre, t->batch_size, m->seq_len, LIMIT_TOKENS_PER_BATCH);
+    int64_t tokens = v, per_run;
+    if (!mul_within(tokens, t->grad_accum, INT64_MAX, &v) || !mul_within(v, t->steps, INT64_MAX, &per_run))
+        die_input("%stokens of the run train.steps * train.grad_accum * train.batch_size * model.seq_len = "
+                  "%d * %d * %d * %d overflows a 64-bit count", pre, t->steps, t->grad_accum, t->batch_size, m->seq_len);
+    // activations of one micro-batch (the largest buffers the model allocates)
+    if (!mul_within(tokens, m->vocab_size, LIMIT_ELEMENTS, &v))
+        die_product(pre, "the logits of a micro-batch", "train.batch_size * model.seq_len * model.vocab_size", LIMIT_ELEMENTS);
+    if (!mul_within(tokens, m->d_ff > m->d_model ? m->d_ff : m->d_model, LIMIT_ELEMENTS, &v))
+        die_product(pre, "an activation of a micro-batch", "train.batch_size * model.seq_len * max(d_model, d_ff)", LIMIT_ELEMENTS);
+    if (!mul_within(tokens, m->seq_len, LIMIT_ELEMENTS, &v) || !mul_within(v, m->n_heads, LIMIT_ELEMENTS, &v))
+        die_product(pre, "the attention probabilities of a micro-batch", "train.batch_size * n_heads * seq_len^2", LIMIT_ELEMENTS);
+    // parameter tensors and their total (the formula of model_param_count, checked)
+    int64_t d = m->d_model, f = m->d_ff, V = m->vocab_size, kv = (int64_t)m->n_kv_heads * (d / m->n_heads);
+    int64_t ra = m->rank_attn, rm = m->rank_mlp, layer = 2 * d, x;
+    if (!mul_within(V, d, LIMIT_ELEMENTS, &x)) die_product(pre, "the embedding", "model.vocab_size * model.d_model", LIMIT_ELEMENTS);
+    int64_t embed = m->tie_embeddings ? x : 2 * x;
+    const int64_t din[7] = { d, d, d, d, d, d, f }, dout[7] = { d, kv, kv, d, f, f, d };
+    for (int i = 0; i < 7; i++) {
+        int64_t r = i < 4 ? ra : rm;
+        if (m->linear == LINEAR_DENSE) {
+            if (!mul_within(din[i], dout[i], LIMIT_ELEMENTS, &x))
+                die_product(pre, "a dense weight", "d_in * d_out of a linear layer", LIMIT_ELEMENTS);
+        } else if (!mul_within(r, din[i] + dout[i], LIMIT_ELEMENTS, &x)) {
+            die_product(pre, "a low-rank factor pair", "rank * (d_in + d_out)", LIMIT_ELEMENTS);
+        }
+        layer += x;
+    }
+    if (!mul_within(layer, m->n_layers, LIMIT_PARAMS, &x) || x + d + embed > LIMIT_PARAMS)
+        die_input("%sthe model has more than %lld parameters (model.n_layers = %d layers of %lld)", pre,
+                  (long long)LIMIT_PARAMS, m->n_layers, (long long)layer);
 }
 
 // ---------------------------------------------------------------------------------
@@ -774,7 +863,6 @@ void config_print_table(const Config *c, FILE *f) {
     }
 }
 
-static void json_str(char **buf, size_t *len, size_t *cap, const char *s);
 static void jcat(char **buf, size_t *len, size_t *cap, const char *s) {
     size_t l = strlen(s);
     if (*len + l + 1 > *cap) {
@@ -787,16 +875,13 @@ static void jcat(char **buf, size_t *len, size_t *cap, const char *s) {
     memcpy(*buf + *len, s, l + 1);
     *len += l;
 }
+// A JSON string literal (core/json.h) appended.
 static void json_str(char **buf, size_t *len, size_t *cap, const char *s) {
-    jcat(buf, len, cap, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char e[8];
-        if (*p == '"' || *p == '\\') { e[0] = '\\'; e[1] = (char)*p; e[2] = 0; }
-        else if (*p < 0x20) snprintf(e, sizeof e, "\\u%04x", *p);
-        else { e[0] = (char)*p; e[1] = 0; }
-        jcat(buf, len, cap, e);
-    }
-    jcat(buf, len, cap, "\"");
+    size_t need = json_escape(NULL, 0, s) + 1;
+    char *lit = xmalloc(need);
+    json_escape(lit, need, s);
+    jcat(buf, len, cap, lit);
+    free(lit);
 }
 
 char *config_to_json(const Config *c) {

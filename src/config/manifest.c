@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../core/check.h"
+#include "../core/fileio.h"
 
 // ---------------------------------------------------------------------------------
 // Arena: every node and string of one load lives here; freed in one go.
@@ -106,9 +107,75 @@ static int is_null_word(const char *s) {
     return !strcmp(s, "") || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
 }
 
-static YNode *convert(Arena *a, struct fy_node *fn, const char *file, int line) {
-    YNode *y = aalloc(a, sizeof *y);
-    y->file = file;
+// Bounds on what one file can make us build. Aliases (*name) are expanded here, node by
+// node, against MANIFEST_MAX_NODES: a 600-byte "billion laughs" file would otherwise grow
+// without bound (libfyaml's own resolution expands it all in memory first).
+#define MANIFEST_MAX_BYTES (1 << 20)   // a manifest file
+#define MANIFEST_MAX_NODES 100000      // YAML nodes of one file, aliases expanded
+#define MANIFEST_MAX_DEPTH 64          // nesting of mappings and lists
+
+typedef struct {
+    Arena *a;
+    const char *file;
+    long nodes;       // built so far
+} Build;
+
+static YNode *convert(Build *b, struct fy_node *fn, int line, int depth);
+
+// One node more: dies past the budget or the depth (the message says which and why).
+static void count_node(Build *b, int line, int depth) {
+    if (++b->nodes > MANIFEST_MAX_NODES)
+        die_input_hint("write the values out, or use extends: for shared settings",
+                       "%s:%d: the manifest expands to more than %d YAML nodes (aliases *name are expanded; "
+                       "an alias that repeats another alias many times grows exponentially)",
+                       b->file, line, MANIFEST_MAX_NODES);
+    if (depth > MANIFEST_MAX_DEPTH)
+        die_input("%s:%d: mappings and lists nested more than %d levels deep", b->file, line, MANIFEST_MAX_DEPTH);
+}
+
+static int is_merge_key(struct fy_node *k) {
+    size_t n = 0;
+    const char *s = fy_node_get_scalar(k, &n);
+    return s && n == 2 && !memcmp(s, "<<", 2) && fy_node_get_style(k) == FYNS_PLAIN;
+}
+
+// YAML merge keys (`<<: *base` or `<<: [*a, *b]`): the entries of the merged mappings
+// that the mapping does not set itself, earlier sources first (YAML 1.1 merge semantics).
+static void apply_merge(Build *b, YNode *y, struct fy_node *v, int line, int depth) {
+    struct fy_node *one[1] = { v }, **src = one;
+    int ns = 1;
+    struct fy_node *items[64];
+    if (fy_node_is_sequence(v)) {
+        void *it = NULL;
+        struct fy_node *item;
+        ns = 0;
+        while ((item = fy_node_sequence_iterate(v, &it)))
+            if (ns < 64) items[ns++] = item;
+        src = items;
+    }
+    for (int i = 0; i < ns; i++) {
+        YNode *m = convert(b, src[i], line, depth + 1);
+        if (m->kind != YN_MAP)
+            die_input("%s:%d: a merge key (<<) takes a mapping or a list of mappings, got %s", b->file, line, kind_name(m));
+        for (int k = 0; k < m->n; k++)
+            if (!map_find(y, m->e[k].key)) push_entry(b->a, y, m->e[k].key, m->e[k].line, m->e[k].val);
+    }
+}
+
+static YNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
+    count_node(b, line, depth);
+    if (fn && fy_node_is_alias(fn)) {
+        struct fy_node *target = fy_node_resolve_alias(fn);
+        int l = token_line(fn);
+        if (!target) {
+            size_t n = 0;
+            const char *s = fy_node_get_scalar(fn, &n);
+            die_input("%s:%d: alias *%.*s refers to no anchor (or to itself)", b->file, l ? l : line, (int)n, s ? s : "");
+        }
+        return convert(b, target, l ? l : line, depth + 1);
+    }
+    YNode *y = aalloc(b->a, sizeof *y);
+    y->file = b->file;
     y->line = line;
     if (!fn || fy_node_is_null(fn)) { y->kind = YN_NULL; return y; }
     if (fy_node_is_scalar(fn)) {
@@ -116,7 +183,7 @@ static YNode *convert(Arena *a, struct fy_node *fn, const char *file, int line) 
         const char *s = fy_node_get_scalar(fn, &n);
         int l = token_line(fn);
         if (l) y->line = l;
-        y->text = astrndup(a, s ? s : "", s ? n : 0);
+        y->text = astrndup(b->a, s ? s : "", s ? n : 0);
         y->kind = (fy_node_get_style(fn) == FYNS_PLAIN && is_null_word(y->text)) ? YN_NULL : YN_SCALAR;
         return y;
     }
@@ -125,51 +192,75 @@ static YNode *convert(Arena *a, struct fy_node *fn, const char *file, int line) 
         void *it = NULL;
         struct fy_node *item;
         while ((item = fy_node_sequence_iterate(fn, &it))) {
-            YNode *v = convert(a, item, file, line);
-            push_entry(a, y, NULL, v->line, v);
+            YNode *v = convert(b, item, line, depth + 1);
+            push_entry(b->a, y, NULL, v->line, v);
         }
         return y;
     }
     y->kind = YN_MAP;
     void *it = NULL;
     struct fy_node_pair *pair;
+    struct fy_node *merges[16];
+    int merge_lines[16], n_merges = 0;
     while ((pair = fy_node_mapping_iterate(fn, &it))) {
         struct fy_node *k = fy_node_pair_key(pair), *v = fy_node_pair_value(pair);
         int kl = k ? token_line(k) : 0;
         if (!kl) kl = line;
+        if (k && fy_node_is_alias(k)) die_input("%s:%d: mapping keys must be plain names (got an alias key)", b->file, kl);
         if (!k || !fy_node_is_scalar(k))
-            die_input("%s:%d: mapping keys must be plain names (got a %s key)", file, kl,
+            die_input("%s:%d: mapping keys must be plain names (got a %s key)", b->file, kl,
                       k && fy_node_is_sequence(k) ? "list" : k ? "mapping" : "null");
+        if (is_merge_key(k)) {
+            if (n_merges == 16) die_input("%s:%d: more than 16 merge keys (<<) in one mapping", b->file, kl);
+            merge_lines[n_merges] = kl;
+            merges[n_merges++] = v;
+            continue;
+        }
         size_t n = 0;
         const char *ks = fy_node_get_scalar(k, &n);
-        const char *key = astrndup(a, ks ? ks : "", ks ? n : 0);
-        push_entry(a, y, key, kl, convert(a, v, file, kl));
+        const char *key = astrndup(b->a, ks ? ks : "", ks ? n : 0);
+        push_entry(b->a, y, key, kl, convert(b, v, kl, depth + 1));
     }
+    for (int i = 0; i < n_merges; i++) apply_merge(b, y, merges[i], merge_lines[i], depth);
     return y;
 }
 
 // Parse a file into a tree. The file's bytes are hashed into sha_out.
-static YNode *parse_file(Arena *a, const char *path, char sha_out[65]) {
-    FILE *f = fopen(path, "rb");
-    if (!f) die_input("cannot open '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) die_input("'%s' is a directory, not a YAML file", path);
-    size_t cap = 4096, len = 0;
-    char *buf = xmalloc(cap);
-    size_t k;
-    while ((k = fread(buf + len, 1, cap - len, f)) > 0) {
-        len += k;
-        if (len == cap) {
-            char *nb = xmalloc(cap * 2);
-            memcpy(nb, buf, len);
-            free(buf);
-            buf = nb;
-            cap *= 2;
+// The first byte that breaks strict UTF-8 (no overlong forms, no surrogates, <= U+10FFFF),
+// or -1. YAML text is Unicode; libfyaml 0.8 loops forever on some invalid sequences (a
+// directive line "%" followed by bytes such as D3 DF, found by fuzz/fuzz_manifest.c), so
+// nothing else reaches it.
+static long invalid_utf8(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        size_t k = c < 0x80 ? 0 : (c >= 0xC2 && c <= 0xDF) ? 1 : (c >= 0xE0 && c <= 0xEF) ? 2 : (c >= 0xF0 && c <= 0xF4) ? 3 : 9;
+        if (k == 9 || i + k >= n + (k == 0)) return (long)i;
+        if (k >= 1) {
+            unsigned lo = 0x80, hi = 0xBF;   // the second byte's range excludes overlongs and surrogates
+            if (c == 0xE0) lo = 0xA0; else if (c == 0xED) hi = 0x9F; else if (c == 0xF0) lo = 0x90; else if (c == 0xF4) hi = 0x8F;
+            if (p[i + 1] < lo || p[i + 1] > hi) return (long)i;
+            for (size_t j = 2; j <= k; j++) if ((p[i + j] & 0xC0) != 0x80) return (long)i;
         }
+        i += k + 1;
     }
-    if (ferror(f)) die_input("cannot read '%s': %s", path, strerror(errno));
-    fclose(f);
+    return -1;
+}
+
+static YNode *parse_file(Arena *a, const char *path, char sha_out[65]) {
+    // a regular file of bounded size, refused at once otherwise (/dev/zero, a FIFO, a
+    // terminal on /dev/stdin would be read without end or block)
+    char *buf, err[1300];
+    size_t len;
+    if (file_read_regular(path, MANIFEST_MAX_BYTES, "manifest", &buf, &len, err, sizeof err) != 0)
+        die_input("%s", err);
     sha256_hex(buf, len, sha_out);
+    long bad = invalid_utf8((const unsigned char *)buf, len);
+    if (bad >= 0) {
+        int line = 1, col = 1;
+        for (long i = 0; i < bad; i++) { if (buf[i] == '\n') { line++; col = 1; } else col++; }
+        die_input("%s:%d: not valid UTF-8 (byte 0x%02x at column %d): a manifest is UTF-8 text", path, line,
+                  (unsigned char)buf[bad], col);
+    }
 
     const char *file = astrdup(a, path);
     struct fy_diag_cfg dc;
@@ -180,25 +271,26 @@ static YNode *parse_file(Arena *a, const char *path, char sha_out[65]) {
     CHECK(diag, "fy_diag_create failed");
     fy_diag_set_collect_errors(diag, true);
     struct fy_parse_cfg pc = {0};
-    pc.flags = FYPCF_QUIET;
+    pc.flags = FYPCF_QUIET;   // no FYPCF_RESOLVE_DOCUMENT: aliases are expanded by convert(), within a budget
     pc.diag = diag;
     struct fy_document *doc = len ? fy_document_build_from_string(&pc, buf, len) : NULL;
-    int resolve_failed = doc && fy_document_resolve(doc) != 0;
-    if ((len && !doc) || resolve_failed || fy_diag_got_error(diag)) {
-        void *it = NULL;
-        struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
-        if (e) die_input("%s:%d: YAML syntax error: %s (column %d)", file, e->line > 0 ? e->line : 1,
-                         e->msg ? e->msg : "?", e->column);
-        die_input("%s: YAML syntax error%s", file, resolve_failed ? " (bad alias or merge key)" : "");
-    }
-    YNode *root;
+    void *it = NULL;
+    struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
+    if (e) die_input("%s:%d: YAML syntax error: %s (column %d)", file, e->line > 0 ? e->line : 1,
+                     e->msg ? e->msg : "?", e->column);
+    if (doc && fy_diag_got_error(diag)) die_input("%s: YAML syntax error", file);
+    // no document and no message: nothing but blanks and comments
     struct fy_node *r = doc ? fy_document_root(doc) : NULL;
-    root = convert(a, r, file, 1);
-    if (root->kind == YN_NULL) root->kind = YN_MAP;  // empty file = empty mapping
+    if (!r || (fy_node_is_scalar(r) && !fy_node_is_alias(r) && fy_node_get_style(r) == FYNS_PLAIN &&
+               is_null_word(fy_node_get_scalar0(r) ? fy_node_get_scalar0(r) : "")))
+        die_input_hint("a manifest sets at least one key (docs/configuration.md); `{}` asks for all the defaults",
+                       "%s is empty: no YAML document in it", file);
+    Build b = { .a = a, .file = file };
+    YNode *root = convert(&b, r, 1, 0);
     if (root->kind != YN_MAP)
         die_input("%s:%d: expected a mapping at the top level (model:, data:, train:, ...), got %s", file, root->line,
                   kind_name(root));
-    if (doc) fy_document_destroy(doc);
+    fy_document_destroy(doc);
     fy_diag_destroy(diag);
     free(buf);
     return root;
@@ -407,15 +499,12 @@ static void load_chain(Chain *ch, const char *path) {
     const char *cur = path;
     for (;;) {
         if (ch->n == MAX_CHAIN) die_input("%s: extends chain longer than %d files", path, MAX_CHAIN);
-        char real[PATH_MAX];
-        if (!realpath(cur, real)) {
-            if (ch->n == 0) die_input("cannot open '%s': %s", cur, strerror(errno));
-            snprintf(real, sizeof real, "%s", cur);
-        }
         int i = ch->n++;
         ch->path[i] = astrdup(&ch->arena, cur);
+        ch->root[i] = parse_file(&ch->arena, cur, ch->sha[i]);   // first: it refuses what is not a regular file
+        char real[PATH_MAX];
+        if (!realpath(cur, real)) snprintf(real, sizeof real, "%s", cur);
         ch->real[i] = astrdup(&ch->arena, real);
-        ch->root[i] = parse_file(&ch->arena, cur, ch->sha[i]);
         check_meta(ch->root[i], ch->path[i]);
         const YEntry *ext = map_find(ch->root[i], "extends");
         if (!ext) break;
@@ -466,6 +555,9 @@ typedef struct {
 } VariantSpec;
 
 #define MAX_VARIANTS 4096
+// A variant name goes into Config.variant (the run's uid, the run database): at most
+// sizeof(Config.variant) - 1 characters, checked here where the file and line are known.
+#define VARIANT_NAME_MAX ((int)sizeof(((Config *)0)->variant) - 1)
 
 static int name_char_ok(char ch) {
     return isalnum((unsigned char)ch) || strchr("._-+=,@%:", ch);
@@ -545,8 +637,9 @@ static VariantSpec *expand_variants(Chain *ch, int *n_out) {
                 used += (size_t)snprintf(name + used, sizeof name - used, "%s%s=%s", i ? "," : "", lf, val);
                 if (used >= sizeof name) used = sizeof name - 1;
             }
-            if (strlen(name) >= sizeof vs[t].name)
-                die_input("%s:%d: variants.grid: generated variant name too long: '%.80s...'", file, grid->line, name);
+            if (strlen(name) > VARIANT_NAME_MAX)
+                die_input("%s:%d: variants.grid: the generated variant name '%.60s...' is longer than %d characters; "
+                          "use shorter values or named variants", file, grid->line, name, VARIANT_NAME_MAX);
             memcpy(vs[t].name, name, strlen(name) + 1);
             vs[t].override = ov;
         }
@@ -556,8 +649,9 @@ static VariantSpec *expand_variants(Chain *ch, int *n_out) {
         vs = xcalloc((size_t)v->n, sizeof *vs);
         for (int i = 0; i < v->n; i++) {
             const YEntry *e = &v->e[i];
-            if (!e->key[0] || strlen(e->key) >= sizeof vs[i].name)
-                die_input("%s:%d: variants: a variant name must have 1 to 255 characters", file, e->line);
+            if (!e->key[0] || strlen(e->key) > VARIANT_NAME_MAX)
+                die_input("%s:%d: variants: a variant name must have 1 to %d characters (this one has %zu)", file, e->line,
+                          VARIANT_NAME_MAX, strlen(e->key));
             for (const char *p = e->key; *p; p++)
                 if (!name_char_ok(*p))
                     die_input("%s:%d: variants: name '%s' has the character '%c'; use letters, digits and ._-+=,@%%:",

@@ -48,6 +48,12 @@ uint8_t *tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, size
 size_t bpe_chunk_end(const uint8_t *text, size_t n, size_t i);
 // Vocabulary size from a tokenizer file's header, fully validated like tokenizer_load.
 int tokenizer_file_vocab(const char *path);
+// Header only, never exits: 1 and *vocab when path is a regular file whose header is valid
+// and whose length matches it; else 0 and why. (Cache checks: a bad entry is rebuilt.)
+int tokenizer_peek(const char *path, int *vocab, char *why, size_t n);
+// Largest vocabulary of a tokenizer or a shard (tokenizer files are then at most
+// 20 + 8 * 2^24 bytes: the limit tokenizer_load reads).
+#define MAX_TOKENIZER_VOCAB (1 << 24)
 // Fast 64-bit content hash (not cryptographic); used for cache keys.
 uint64_t data_hash_bytes(const void *p, size_t n, uint64_t seed);
 
@@ -69,12 +75,14 @@ void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_
 // Validates magic, version, token width, file size against n_tokens, every token < vocab
 // (sampled check is not enough: all are checked once). Errors name the file, say what
 // was expected, hint how to rebuild (delete the cache dir / build/prepare), exit 2.
+// A shard must be a regular file of at most SHARD_MAX_BYTES; a FIFO or device is refused
+// before anything is read.
 void shard_open(TokenShard *s, const char *path);
+// Header only, never exits: 1 with vocab and token count when path is a regular file whose
+// header is valid and whose size matches it; else 0 and why.
+int shard_peek(const char *path, int *vocab, uint64_t *n_tokens, char *why, size_t n);
+#define SHARD_MAX_BYTES (1ULL << 40)
 void shard_close(TokenShard *s);
-// Crash-safe file writing: atomic_open creates "<path>.tmp.<pid>" (name put in tmp);
-// atomic_commit flushes, fsyncs, closes and renames it over path.
-FILE *atomic_open(const char *path, char *tmp, size_t tmp_cap);
-void atomic_commit(FILE *f, const char *tmp, const char *path);
 static inline int32_t shard_token(const TokenShard *s, uint64_t i) {
     if (s->token_bytes == 2) return ((const uint16_t *)s->tokens)[i];
     return (int32_t)((const uint32_t *)s->tokens)[i];

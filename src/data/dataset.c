@@ -8,6 +8,7 @@
 // Cache entry: <cache_dir>/<name>-v<vocab>-<hash8>/ with prepared.ok written last.
 #include "data.h"
 #include "../core/check.h"
+#include "../core/fileio.h"
 #include "../core/rng.h"
 #include "../core/timer.h"
 #include <ctype.h>
@@ -18,21 +19,13 @@
 
 #define DATA_FORMAT_VERSION 1   // bump when pre-tokenizer, training or shard layout change
 #define TINYSHAKESPEARE_URL "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
-#define MAX_VOCAB (1 << 24)
+#define MAX_VOCAB MAX_TOKENIZER_VOCAB
+// A raw corpus is read whole into memory (tokenizer training): at most this many bytes.
+#define CORPUS_MAX_BYTES (4ULL << 30)
 
 static void mkdir_p(const char *path) {
-    char buf[1100];
-    xsnprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p; *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                die_input_hint("set data.cache_dir to a writable directory",
-                               "cannot create directory %s: %s", buf, strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
-    }
+    char err[1200];
+    if (file_mkdir_p(path, err, sizeof err) != 0) die_input_hint("set data.cache_dir to a writable directory", "%s", err);
 }
 
 static int file_nonempty(const char *path) {
@@ -59,6 +52,9 @@ static int find_in_path(const char *prog) {
 
 typedef struct { uint8_t *p; size_t n, cap; } Bytes;
 static void bytes_append(Bytes *b, const void *src, size_t n) {
+    if (b->n + n > CORPUS_MAX_BYTES)
+        die_input("the corpus is larger than the limit of %llu bytes (it is read whole to train the tokenizer)",
+                  (unsigned long long)CORPUS_MAX_BYTES);
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 1 << 20;
         while (cap < b->n + n) cap *= 2;
@@ -70,18 +66,13 @@ static void bytes_append(Bytes *b, const void *src, size_t n) {
     b->n += n;
 }
 
-// Read a whole file; NULL (and errno) when it can't be opened.
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    Bytes b = {0};
-    char buf[1 << 16];
-    size_t k;
-    while ((k = fread(buf, 1, sizeof buf, f)) > 0) bytes_append(&b, buf, k);
-    CHECK_ERRNO(ferror(f), path);
-    CHECK_ERRNO(fclose(f) != 0, path);
-    *n = b.n;
-    return b.p ? b.p : xmalloc(1);
+// Read a whole corpus file (a regular file of at most CORPUS_MAX_BYTES); dies naming
+// the dataset and the file otherwise.
+static uint8_t *slurp(const char *dataset, const char *path, size_t *n) {
+    char *buf, err[1300];
+    if (file_read_regular(path, CORPUS_MAX_BYTES, "corpus", &buf, n, err, sizeof err) != 0)
+        die_input_hint("data.dataset: text:PATH needs an existing, readable regular file", "dataset %s: %s", dataset, err);
+    return (uint8_t *)buf;
 }
 
 // ---- sources ---------------------------------------------------------------------------
@@ -125,17 +116,9 @@ static uint8_t *read_kjv(size_t *n) {
 }
 
 static uint8_t *read_text(const char *path, size_t *n) {
-    struct stat st;
-    if (stat(path, &st) != 0)
-        die_input_hint("data.dataset: text:PATH needs an existing, readable file",
-                       "dataset text:%s: cannot read %s: %s", path, path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        die_input_hint("data.dataset: text:PATH needs a regular file",
-                       "dataset text:%s: %s is not a regular file", path, path);
-    uint8_t *p = slurp(path, n);
-    if (!p)
-        die_input_hint("data.dataset: text:PATH needs an existing, readable file",
-                       "dataset text:%s: cannot read %s: %s", path, path, strerror(errno));
+    char what[1100];
+    xsnprintf(what, sizeof what, "text:%s", path);
+    uint8_t *p = slurp(what, path, n);
     if (*n == 0)
         die_input_hint("point data.dataset at a non-empty text file",
                        "dataset text:%s: %s is empty", path, path);
@@ -175,7 +158,7 @@ static uint8_t *read_tinyshakespeare(const char *cache_dir, size_t *n) {
     if (!url || !*url) url = TINYSHAKESPEARE_URL;
     if (!file_nonempty(path)) {
         mkdir_p(dir);
-        xsnprintf(tmp, sizeof tmp, "%s.part.%ld", path, (long)getpid());
+        file_tmp_name(tmp, sizeof tmp, path);
         fprintf(stderr, "data: downloading tinyshakespeare from %s\n", url);
         int rc = -1;
         if (find_in_path("curl")) {
@@ -193,11 +176,10 @@ static uint8_t *read_tinyshakespeare(const char *cache_dir, size_t *n) {
             die_input_hint(hint, "could not download tinyshakespeare from %s (%s)", url,
                            rc == -1 ? "neither curl nor wget is installed" : "no network?");
         }
-        CHECK_ERRNO(rename(tmp, path) != 0, path);
+        char err[1400];
+        if (file_commit_tmp(tmp, path, err, sizeof err) != 0) die_input("cannot store the download: %s", err);
     }
-    uint8_t *p = slurp(path, n);
-    CHECK_ERRNO(!p, path);
-    return p;
+    return slurp("tinyshakespeare", path, n);
 }
 
 static void synthetic_tokens(int32_t *out, uint64_t n, int vocab, uint64_t seed) {
@@ -208,17 +190,67 @@ static void synthetic_tokens(int32_t *out, uint64_t n, int vocab, uint64_t seed)
 }
 
 // ---- cache -----------------------------------------------------------------------------
-static int read_marker(const char *path, int *vocab, uint64_t *ntrain, uint64_t *nval) {
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    char key[64]; unsigned long long v; int got = 0;
-    while (fscanf(f, "%63s %llu", key, &v) == 2) {
-        if (!strcmp(key, "vocab_size")) { *vocab = (int)v; got |= 1; }
-        else if (!strcmp(key, "train_tokens")) { *ntrain = v; got |= 2; }
-        else if (!strcmp(key, "val_tokens")) { *nval = v; got |= 4; }
+// prepared.ok: "vocab_size V\ntrain_tokens N\nval_tokens M\n# key K\n", written last. It is
+// believed only when it parses exactly, its key is this entry's key, and the tokenizer and
+// both shards agree with it (their headers and sizes): anything else rebuilds the entry.
+typedef struct { int vocab; uint64_t train, val; } Marker;
+
+static int parse_u64(const char *s, uint64_t *out) {
+    if (*s < '0' || *s > '9') return 0;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (UINT64_MAX - 9) / 10) return 0;
+        v = v * 10 + (uint64_t)(*s - '0');
     }
-    fclose(f);
-    return got == 7;
+    if (*s) return 0;
+    *out = v;
+    return 1;
+}
+
+static int read_marker(const char *path, const char *keystr, Marker *mk, char *why, size_t n) {
+    char *text, err[1300];
+    size_t len;
+    if (file_read_regular(path, 64 * 1024, "cache marker", &text, &len, err, sizeof err) != 0) {
+        snprintf(why, n, "%s", errno == ENOENT ? "prepared.ok is missing" : err);
+        return 0;
+    }
+    int got = 0, ok = 1;
+    uint64_t v;
+    for (char *line = strtok(text, "\n"); line && ok; line = strtok(NULL, "\n")) {
+        if (!strncmp(line, "# key ", 6)) { got |= strcmp(line + 6, keystr) ? 0 : 8; continue; }
+        char *sp = strchr(line, ' ');
+        if (!sp || !parse_u64(sp + 1, &v)) { ok = 0; break; }
+        *sp = 0;
+        if (!strcmp(line, "vocab_size") && v >= 2 && v <= MAX_VOCAB) { mk->vocab = (int)v; got |= 1; }
+        else if (!strcmp(line, "train_tokens")) { mk->train = v; got |= 2; }
+        else if (!strcmp(line, "val_tokens")) { mk->val = v; got |= 4; }
+        else ok = 0;
+    }
+    free(text);
+    if (!ok || got != 15) { snprintf(why, n, "%s does not parse as this entry's marker", path); return 0; }
+    return 1;
+}
+
+// The files of a prepared entry agree with its marker (headers and sizes; the full token
+// check happens when the loader opens the shards).
+static int cache_usable(const PreparedData *p, const Marker *mk, char *why, size_t n) {
+    int v;
+    uint64_t cnt;
+    if (p->tokenizer_path[0]) {
+        if (!tokenizer_peek(p->tokenizer_path, &v, why, n)) return 0;
+        if (v != mk->vocab) { snprintf(why, n, "%s has vocab %d, prepared.ok says %d", p->tokenizer_path, v, mk->vocab); return 0; }
+    }
+    const char *paths[2] = { p->train_path, p->val_path };
+    const uint64_t want[2] = { mk->train, mk->val };
+    for (int i = 0; i < 2; i++) {
+        if (!shard_peek(paths[i], &v, &cnt, why, n)) return 0;
+        if (v != mk->vocab || cnt != want[i]) {
+            snprintf(why, n, "%s has vocab %d and %llu tokens, prepared.ok says %d and %llu", paths[i], v,
+                     (unsigned long long)cnt, mk->vocab, (unsigned long long)want[i]);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static void sanitize(char *dst, size_t cap, const char *src) {
@@ -285,15 +317,18 @@ void dataset_prepare(const DataConfig *dc, int vocab_size, uint64_t seed, Prepar
     char marker[1100];
     xsnprintf(marker, sizeof marker, "%s/prepared.ok", out->dir);
 
-    int mv = 0; uint64_t mtrain = 0, mval = 0;
-    if (read_marker(marker, &mv, &mtrain, &mval) && file_nonempty(out->train_path) &&
-        (kind == D_SYNTH || file_nonempty(out->tokenizer_path))) {
-        out->vocab_size = mv;
+    Marker mk = {0};
+    char why[1400] = "";
+    int have_marker = read_marker(marker, keystr, &mk, why, sizeof why);
+    if (have_marker && cache_usable(out, &mk, why, sizeof why)) {
+        out->vocab_size = mk.vocab;
         fprintf(stderr, "data: using cached %s (vocab %d, train %llu tokens, val %llu tokens)\n",
-                out->dir, mv, (unsigned long long)mtrain, (unsigned long long)mval);
+                out->dir, mk.vocab, (unsigned long long)mk.train, (unsigned long long)mk.val);
         free(raw);
         return;
     }
+    if (have_marker || access(out->dir, F_OK) == 0)
+        fprintf(stderr, "data: the cache entry %s is not usable (%s): rebuilding it\n", out->dir, why);
 
     mkdir_p(out->dir);
     if (unlink(marker) != 0) CHECK_ERRNO(errno != ENOENT, marker);
@@ -329,10 +364,11 @@ void dataset_prepare(const DataConfig *dc, int vocab_size, uint64_t seed, Prepar
     shard_write(out->val_path, ids + ntrain, nval, out->vocab_size);
     free(ids);
 
-    char tmp[1200];
+    char tmp[1200], text[1200];
+    xsnprintf(text, sizeof text, "vocab_size %d\ntrain_tokens %llu\nval_tokens %llu\n# key %s\n", out->vocab_size,
+              (unsigned long long)ntrain, (unsigned long long)nval, keystr);
     FILE *f = atomic_open(marker, tmp, sizeof tmp);
-    CHECK_ERRNO(fprintf(f, "vocab_size %d\ntrain_tokens %llu\nval_tokens %llu\n", out->vocab_size, (unsigned long long)ntrain, (unsigned long long)nval) < 0, tmp);
-    CHECK_ERRNO(fprintf(f, "# key %s\n", keystr) < 0, tmp);
+    atomic_write(f, text, strlen(text), tmp);
     atomic_commit(f, tmp, marker);
     fprintf(stderr, "data: prepared %s in %.1fs (vocab %d, train %llu tokens, val %llu tokens)\n",
             out->dir, now_seconds() - t0, out->vocab_size, (unsigned long long)ntrain, (unsigned long long)nval);

@@ -2,6 +2,7 @@
 // opened with mmap and validated in full (docs/data-format.md).
 #include "data.h"
 #include "../core/check.h"
+#include "../core/fileio.h"
 #include <fcntl.h>
 #include <libgen.h>
 #include <sys/mman.h>
@@ -17,25 +18,6 @@ static void put_u64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] =
 static uint32_t get_u32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = v << 8 | p[i]; return v; }
 static uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
 
-FILE *atomic_open(const char *path, char *tmp, size_t tmp_cap) {
-    xsnprintf(tmp, tmp_cap, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    CHECK_ERRNO(!f, tmp);
-    return f;
-}
-
-void atomic_commit(FILE *f, const char *tmp, const char *path) {
-    CHECK_ERRNO(fflush(f) != 0, tmp);
-    CHECK_ERRNO(fsync(fileno(f)) != 0, tmp);
-    CHECK_ERRNO(fclose(f) != 0, tmp);
-    CHECK_ERRNO(rename(tmp, path) != 0, path);
-    // make the rename itself durable
-    char dir[1100];
-    xsnprintf(dir, sizeof dir, "%s", path);
-    int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) { fsync(fd); CHECK_ERRNO(close(fd) != 0, "close"); }
-}
-
 void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_size) {
     CHECK(vocab_size >= 1, "shard_write %s: vocab_size %d", path, vocab_size);
     int width = vocab_size <= 65536 ? 2 : 4;
@@ -49,7 +31,7 @@ void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_
     put_u64(hdr + 32, SHARD_HEADER);
     char tmp[1200];
     FILE *f = atomic_open(path, tmp, sizeof tmp);
-    CHECK_ERRNO(fwrite(hdr, 1, SHARD_HEADER, f) != SHARD_HEADER, tmp);
+    atomic_write(f, hdr, SHARD_HEADER, tmp);
     enum { BLK = 1 << 16 };
     uint8_t *buf = xmalloc((size_t)BLK * 4);
     for (uint64_t i = 0; i < n; i += BLK) {
@@ -61,57 +43,111 @@ void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_
             if (width == 2) { buf[2 * k] = (uint8_t)t; buf[2 * k + 1] = (uint8_t)(t >> 8); }
             else put_u32(buf + 4 * k, (uint32_t)t);
         }
-        CHECK_ERRNO(fwrite(buf, (size_t)width, m, f) != m, tmp);
+        atomic_write(f, buf, (size_t)width * m, tmp);
     }
     free(buf);
     atomic_commit(f, tmp, path);
 }
 
+// exit 2 through die_input_hint (so a process that owns results records it): the shard,
+// what is wrong, and how to rebuild it.
 __attribute__((noreturn, format(printf, 2, 3)))
 static void bad_shard(const char *path, const char *fmt, ...) {
-    fflush(stdout);
-    fprintf(stderr, "error: %s: ", path);
-    va_list ap; va_start(ap, fmt); vfprintf(stderr, fmt, ap); va_end(ap);
-    fputc('\n', stderr);
-    char dir[1100];
+    char msg[1200], dir[1100], hint[1400];
+    va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
     xsnprintf(dir, sizeof dir, "%s", path);
-    fprintf(stderr, "hint: the shard is damaged or from another version; delete its cache directory "
-                    "(rm -rf %s) and rerun build/prepare --dataset NAME --vocab N (or the training run) "
-                    "to rebuild it\n", dirname(dir));
-    exit(EXIT_BAD_INPUT);
+    snprintf(hint, sizeof hint, "the shard is damaged or from another version; delete its cache directory (rm -rf %s) "
+             "and rerun build/prepare --dataset NAME --vocab N (or the training run) to rebuild it", dirname(dir));
+    die_input_hint(hint, "%s: %s", path, msg);
+}
+
+// The problem of a header `h` of a file of `size` bytes (msg), or NULL; fills vocab, n, width.
+static const char *header_problem(const uint8_t *h, uint64_t size, uint32_t *vocab_out, uint64_t *n_out,
+                                  uint32_t *width_out, char *msg, size_t cap) {
+    if (size < SHARD_HEADER) {
+        snprintf(msg, cap, "file is %llu bytes, shorter than the %d-byte header; expected a BOOSTTOK token shard",
+                 (unsigned long long)size, SHARD_HEADER);
+        return msg;
+    }
+    if (size > SHARD_MAX_BYTES) {
+        snprintf(msg, cap, "file is %llu bytes; token shards are at most %llu bytes", (unsigned long long)size, SHARD_MAX_BYTES);
+        return msg;
+    }
+    if (memcmp(h, SHARD_MAGIC, 8) != 0) {
+        snprintf(msg, cap, "not a token shard: magic is \"%.8s\", expected \"" SHARD_MAGIC "\"", (const char *)h);
+        return msg;
+    }
+    uint32_t ver = get_u32(h + 8), vocab = get_u32(h + 12), width = get_u32(h + 24);
+    uint64_t n = get_u64(h + 16), hb = get_u64(h + 32);
+    if (ver != SHARD_VERSION) { snprintf(msg, cap, "shard format version %u, expected %u", ver, SHARD_VERSION); return msg; }
+    if (hb != SHARD_HEADER) { snprintf(msg, cap, "header_bytes %llu, expected %d", (unsigned long long)hb, SHARD_HEADER); return msg; }
+    if (vocab < 1 || vocab > MAX_TOKENIZER_VOCAB) {
+        snprintf(msg, cap, "vocab_size %u, expected 1..%d", vocab, MAX_TOKENIZER_VOCAB);
+        return msg;
+    }
+    uint32_t want_w = vocab <= 65536 ? 2 : 4;
+    if (width != want_w) {
+        snprintf(msg, cap, "token width %u bytes, expected %u for vocab_size %u", width, want_w, vocab);
+        return msg;
+    }
+    if (n > (size - SHARD_HEADER) / width || size != SHARD_HEADER + n * width) {
+        snprintf(msg, cap, "file is %llu bytes, but the header says %llu tokens x %u bytes after the %d-byte header "
+                 "(truncated or padded)", (unsigned long long)size, (unsigned long long)n, width, SHARD_HEADER);
+        return msg;
+    }
+    *vocab_out = vocab; *n_out = n; *width_out = width;
+    return NULL;
+}
+
+// Opens a regular file (O_NONBLOCK: a FIFO must not block the open); -1 and why otherwise.
+static int open_regular(const char *path, struct stat *st, char *why, size_t n) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) { snprintf(why, n, "cannot open token shard: %s", strerror(errno)); return -1; }
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        snprintf(why, n, "not a regular file (a token shard is a file)");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int shard_peek(const char *path, int *vocab, uint64_t *n_tokens, char *why, size_t n) {
+    struct stat st;
+    char msg[400];
+    int fd = open_regular(path, &st, msg, sizeof msg);
+    if (fd < 0) { snprintf(why, n, "%s: %s", path, msg); return 0; }
+    uint8_t h[SHARD_HEADER] = {0};
+    ssize_t k = pread(fd, h, sizeof h, 0);
+    close(fd);
+    uint32_t v, w;
+    uint64_t cnt;
+    if (k < 0 || header_problem(h, (uint64_t)st.st_size, &v, &cnt, &w, msg, sizeof msg)) {
+        snprintf(why, n, "%s: %s", path, k < 0 ? strerror(errno) : msg);
+        return 0;
+    }
+    *vocab = (int)v; *n_tokens = cnt;
+    return 1;
 }
 
 void shard_open(TokenShard *s, const char *path) {
     memset(s, 0, sizeof *s);
     xsnprintf(s->path, sizeof s->path, "%s", path);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        die_input_hint("run build/prepare --dataset NAME --vocab N (or the training run) to create it",
-                       "%s: cannot open token shard: %s", path, strerror(errno));
     struct stat st;
-    CHECK_ERRNO(fstat(fd, &st) != 0, path);
+    char msg[400];
+    int fd = open_regular(path, &st, msg, sizeof msg);
+    if (fd < 0)
+        die_input_hint("run build/prepare --dataset NAME --vocab N (or the training run) to create it", "%s: %s", path, msg);
     uint64_t size = (uint64_t)st.st_size;
-    if (size < SHARD_HEADER)
-        bad_shard(path, "file is %llu bytes, shorter than the %d-byte header; expected a BOOSTTOK token shard",
-                  (unsigned long long)size, SHARD_HEADER);
+    uint8_t head[SHARD_HEADER] = {0};
+    ssize_t k = pread(fd, head, sizeof head, 0);
+    CHECK_ERRNO(k < 0, path);
+    uint32_t vocab, width;
+    uint64_t n;
+    if (header_problem(head, size, &vocab, &n, &width, msg, sizeof msg)) { close(fd); bad_shard(path, "%s", msg); }
     void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
     CHECK_ERRNO(map == MAP_FAILED, path);
     CHECK_ERRNO(close(fd) != 0, path);
     const uint8_t *h = map;
-    if (memcmp(h, SHARD_MAGIC, 8) != 0)
-        bad_shard(path, "not a token shard: magic is \"%.8s\", expected \"" SHARD_MAGIC "\"", (const char *)h);
-    uint32_t ver = get_u32(h + 8), vocab = get_u32(h + 12), width = get_u32(h + 24);
-    uint64_t n = get_u64(h + 16), hb = get_u64(h + 32);
-    if (ver != SHARD_VERSION) bad_shard(path, "shard format version %u, expected %u", ver, SHARD_VERSION);
-    if (hb != SHARD_HEADER) bad_shard(path, "header_bytes %llu, expected %d", (unsigned long long)hb, SHARD_HEADER);
-    if (vocab < 1 || vocab > (uint32_t)INT32_MAX) bad_shard(path, "vocab_size %u, expected 1..%d", vocab, INT32_MAX);
-    uint32_t want_w = vocab <= 65536 ? 2 : 4;
-    if (width != want_w)
-        bad_shard(path, "token width %u bytes, expected %u for vocab_size %u", width, want_w, vocab);
-    if (n > (UINT64_MAX - SHARD_HEADER) / width || size != SHARD_HEADER + n * width)
-        bad_shard(path, "file is %llu bytes, expected %d + %llu tokens x %u bytes = %llu (truncated or padded)",
-                  (unsigned long long)size, SHARD_HEADER, (unsigned long long)n, width,
-                  (unsigned long long)(SHARD_HEADER + n * width));
     s->vocab_size = (int)vocab;
     s->n_tokens = n;
     s->token_bytes = (int)width;

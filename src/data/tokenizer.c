@@ -9,9 +9,17 @@
 // boundaries (where the pre-tokenizer is guaranteed to start a new chunk).
 #include "data.h"
 #include "../core/check.h"
+#include "../core/fileio.h"
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "../core/timer.h"
 #include <limits.h>
+#ifdef _OPENMP
 #include <omp.h>
+#else
+static int omp_get_max_threads(void) { return 1; }   // (a build without OpenMP: the fuzzers)
+#endif
 
 #define BPE_MAGIC "BOOSTBPE"
 #define BPE_VERSION 1u
@@ -429,55 +437,76 @@ void tokenizer_save(const Tokenizer *t, const char *path) {
     }
     char tmp[1200];
     FILE *f = atomic_open(path, tmp, sizeof tmp);
-    CHECK_ERRNO(fwrite(buf, 1, n, f) != n, tmp);
+    atomic_write(f, buf, n, tmp);
     atomic_commit(f, tmp, path);
     free(buf);
 }
 
-static char g_bad_path[1100];
 static void bad_tokenizer(const char *path, const char *fmt, ...) {
-    fflush(stdout);
-    fprintf(stderr, "error: %s: ", path);
-    va_list ap; va_start(ap, fmt); vfprintf(stderr, fmt, ap); va_end(ap);
-    fputc('\n', stderr);
+    char msg[1200], dir[1100], hint[1400];
+    va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
     // the cache directory holding it: rebuilding = deleting it and preparing again
-    xsnprintf(g_bad_path, sizeof g_bad_path, "%s", path);
-    char *slash = strrchr(g_bad_path, '/');
-    if (slash) *slash = 0; else strcpy(g_bad_path, ".");
-    fprintf(stderr, "hint: this tokenizer is damaged or from another version; delete its cache directory "
-                    "(rm -rf %s) and rerun build/prepare or the training run to rebuild it\n", g_bad_path);
-    exit(EXIT_BAD_INPUT);
+    xsnprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0; else strcpy(dir, ".");
+    snprintf(hint, sizeof hint, "this tokenizer is damaged or from another version; delete its cache directory "
+             "(rm -rf %s) and rerun build/prepare or the training run to rebuild it", dir);
+    die_input_hint(hint, "%s: %s", path, msg);
 }
 
+// A tokenizer file is the 20-byte header and 8 bytes per merge, at most MAX_TOKENIZER_VOCAB.
+#define TOKENIZER_MAX_BYTES ((size_t)BPE_HEADER + 8 * (size_t)MAX_TOKENIZER_VOCAB)
+
 static uint8_t *read_whole(const char *path, size_t *n_out, const char *what) {
-    FILE *f = fopen(path, "rb");
-    if (!f) die_input_hint("check the path, or delete the cache directory so it is rebuilt",
-                           "%s: cannot open %s: %s", path, what, strerror(errno));
-    CHECK_ERRNO(fseek(f, 0, SEEK_END) != 0, path);
-    long len = ftell(f);
-    CHECK_ERRNO(len < 0, path);
-    CHECK_ERRNO(fseek(f, 0, SEEK_SET) != 0, path);
-    uint8_t *buf = xmalloc((size_t)len);
-    CHECK_ERRNO(fread(buf, 1, (size_t)len, f) != (size_t)len, path);
-    CHECK_ERRNO(fclose(f) != 0, path);
-    *n_out = (size_t)len;
-    return buf;
+    char *buf, err[1300];
+    if (file_read_regular(path, TOKENIZER_MAX_BYTES, what, &buf, n_out, err, sizeof err) != 0)
+        die_input_hint("check the path, or delete the cache directory so it is rebuilt", "%s", err);
+    return (uint8_t *)buf;
+}
+
+// The header's problem (a static text with the numbers in buf), or NULL when it is fine;
+// *merges = n_merges.
+static const char *header_problem(const uint8_t *buf, size_t len, uint32_t *merges, char *msg, size_t n) {
+    if (len < BPE_HEADER) { snprintf(msg, n, "file is %zu bytes, shorter than the %d-byte BOOSTBPE header", len, BPE_HEADER); return msg; }
+    if (memcmp(buf, BPE_MAGIC, 8) != 0) { snprintf(msg, n, "not a tokenizer file: magic is \"%.8s\", expected \"" BPE_MAGIC "\"", (const char *)buf); return msg; }
+    uint32_t ver = get_u32(buf + 8), V = get_u32(buf + 12), M = get_u32(buf + 16);
+    if (ver != BPE_VERSION) { snprintf(msg, n, "tokenizer format version %u, expected %u", ver, BPE_VERSION); return msg; }
+    if (M > (uint32_t)MAX_TOKENIZER_VOCAB - 256 || V != 256 + M) {
+        snprintf(msg, n, "vocab_size %u with %u merges; expected vocab_size = 256 + n_merges <= %d", V, M, MAX_TOKENIZER_VOCAB);
+        return msg;
+    }
+    size_t want = BPE_HEADER + 8 * (size_t)M;
+    if (len != want) { snprintf(msg, n, "file is %zu bytes, expected %zu (20-byte header + %u merges x 8 bytes)", len, want, M); return msg; }
+    *merges = M;
+    return NULL;
+}
+
+int tokenizer_peek(const char *path, int *vocab, char *why, size_t n) {
+    uint8_t head[BPE_HEADER];
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) { snprintf(why, n, "cannot open %s: %s", path, strerror(errno)); return 0; }
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    ssize_t k = ok ? pread(fd, head, sizeof head, 0) : -1;
+    close(fd);
+    if (!ok) { snprintf(why, n, "%s is not a regular file", path); return 0; }
+    uint32_t M;
+    char msg[300];
+    // (the merges are not read: the length check against the header is what is cheap)
+    if (k != (ssize_t)sizeof head) { snprintf(why, n, "%s: shorter than its header", path); return 0; }
+    if (header_problem(head, (size_t)st.st_size, &M, msg, sizeof msg)) {
+        snprintf(why, n, "%s: %s", path, msg);
+        return 0;
+    }
+    *vocab = (int)(256 + M);
+    return 1;
 }
 
 // Validates the header; returns n_merges.
 static uint32_t check_header(const uint8_t *buf, size_t len, const char *path) {
-    if (len < BPE_HEADER)
-        bad_tokenizer(path, "file is %zu bytes, shorter than the %d-byte BOOSTBPE header", len, BPE_HEADER);
-    if (memcmp(buf, BPE_MAGIC, 8) != 0)
-        bad_tokenizer(path, "not a tokenizer file: magic is \"%.8s\", expected \"" BPE_MAGIC "\"", (const char *)buf);
-    uint32_t ver = get_u32(buf + 8), V = get_u32(buf + 12), M = get_u32(buf + 16);
-    if (ver != BPE_VERSION)
-        bad_tokenizer(path, "tokenizer format version %u, expected %u", ver, BPE_VERSION);
-    if (M > (uint32_t)INT_MAX - 256 || V != 256 + M)
-        bad_tokenizer(path, "vocab_size %u with %u merges; expected vocab_size = 256 + n_merges", V, M);
-    size_t want = BPE_HEADER + 8 * (size_t)M;
-    if (len != want)
-        bad_tokenizer(path, "file is %zu bytes, expected %zu (20-byte header + %u merges x 8 bytes)", len, want, M);
+    uint32_t M = 0;
+    char msg[300];
+    if (header_problem(buf, len, &M, msg, sizeof msg)) bad_tokenizer(path, "%s", msg);
     return M;
 }
 

@@ -2,130 +2,309 @@
 #include "checkpoint.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
 #include "../core/check.h"
+#include "../core/crc32.h"
+#include "../core/fileio.h"
 
-static const char *strip_model(const char *name) {
-    CHECK(strncmp(name, "model/", 6) == 0, "parameter name '%s' does not start with model/", name);
-    return name + 6;
-}
+// Checksums are of the stored bytes: little-endian float32, which is the host's layout.
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "checkpoint checksums assume a little-endian host");
+
+#define MAX_DATASETS (1 << 20)   // a bound on what a (hostile) file can make us list
 
 // "/<prefix><name>" for family `fam` ("model" -> "/model/...", "m" -> "/optimizer/m/...").
+// Names come from the parameter table and start with "model/" (checked before writing).
 static void family_path(char *buf, size_t n, const char *fam, const char *name) {
     if (strcmp(fam, "model") == 0) xsnprintf(buf, n, "/%s", name);
-    else xsnprintf(buf, n, "/optimizer/%s/%s", fam, strip_model(name));
+    else xsnprintf(buf, n, "/optimizer/%s/%s", fam, name + 6);
 }
 
-static void write_family(hid_t f, const ModelState *m, const char *fam, const float *base) {
+// ---- the metadata checksum ----------------------------------------------------------
+// CRC-32 of the text "step=<N>\ntokens_seen=<N>\nsamples_seen=<N>\nseed=<N>\n
+// optimizer_step=<N>\ngit_commit=<s>\ncreated_at=<s>\nmanifest=<s>\nconfig=<s>\n"
+// (decimal integers, strings as stored): docs/checkpoint-format.md.
+static uint32_t text_field(uint32_t c, const char *name, const char *v) {
+    c = crc32_update(c, name, strlen(name));
+    c = crc32_update(c, "=", 1);
+    if (v) c = crc32_update(c, v, strlen(v));
+    return crc32_update(c, "\n", 1);
+}
+static uint32_t meta_crc(const CheckpointMeta *m, const char *created_at) {
+    char num[256];
+    snprintf(num, sizeof num, "step=%" PRId64 "\ntokens_seen=%" PRId64 "\nsamples_seen=%" PRIu64 "\nseed=%" PRIu64
+             "\noptimizer_step=%" PRId64 "\n", m->step, m->tokens_seen, m->samples_seen, m->seed, m->adam_t);
+    uint32_t c = crc32_update(0, num, strlen(num));
+    c = text_field(c, "git_commit", m->git_commit);
+    c = text_field(c, "created_at", created_at);
+    c = text_field(c, "manifest", m->manifest);
+    return text_field(c, "config", m->config_json);
+}
+
+// ---- the checksum block -------------------------------------------------------------
+// The first CKPT_BLOCK bytes of a checkpoint are an HDF5 user block (HDF5 never reads or
+// writes it; the HDF5 file proper starts after it). It holds, as text,
+//   "boost-c checkpoint\nformat_version 2\nstep <N>\nsize <bytes>\ncrc32 <8 hex>\n"
+// zero-padded, where crc32 covers every byte after the block. It is checked before HDF5
+// reads anything: a damaged file is refused without HDF5 ever parsing damaged bytes
+// (HDF5 does not survive every damaged object header), and listing needs no HDF5 at all.
+#define CKPT_BLOCK 512
+#define BLOCK_MAGIC "boost-c checkpoint\n"
+static const unsigned char HDF5_SIGNATURE[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
+
+// CRC-32 of bytes [CKPT_BLOCK, size) of fd.
+static int crc_after_block(int fd, uint64_t size, uint32_t *crc, char *err, size_t n) {
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = xmalloc(CHUNK);
+    uint32_t c = 0;
+    for (uint64_t off = CKPT_BLOCK; off < size;) {
+        size_t want = size - off < CHUNK ? (size_t)(size - off) : CHUNK;
+        ssize_t k = pread(fd, buf, want, (off_t)off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) { snprintf(err, n, "cannot read it: %s", k < 0 ? strerror(errno) : "unexpected end of file"); free(buf); return -1; }
+        c = crc32_update(c, buf, (size_t)k);
+        off += (uint64_t)k;
+    }
+    free(buf);
+    *crc = c;
+    return 0;
+}
+
+int checkpoint_seal(const char *path, int64_t step, char *err, size_t n) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) { snprintf(err, n, "cannot open %s to seal it: %s", path, strerror(errno)); return -1; }
+    struct stat st;
+    uint32_t crc = 0;
+    int rc = -1;
+    if (fstat(fd, &st) != 0) snprintf(err, n, "cannot stat %s: %s", path, strerror(errno));
+    else if ((uint64_t)st.st_size < CKPT_BLOCK + sizeof HDF5_SIGNATURE) snprintf(err, n, "%s is too short to be a checkpoint", path);
+    else if (crc_after_block(fd, (uint64_t)st.st_size, &crc, err, n) == 0) {
+        char block[CKPT_BLOCK] = {0};
+        snprintf(block, sizeof block, BLOCK_MAGIC "format_version %d\nstep %" PRId64 "\nsize %" PRIu64 "\ncrc32 %08x\n",
+                 CHECKPOINT_FORMAT_VERSION, step, (uint64_t)st.st_size, crc);
+        if (pwrite(fd, block, sizeof block, 0) != (ssize_t)sizeof block) snprintf(err, n, "cannot write the checksum block of %s: %s", path, strerror(errno));
+        else rc = 0;
+    }
+    if (close(fd) != 0 && rc == 0) { snprintf(err, n, "cannot write %s: %s", path, strerror(errno)); rc = -1; }
+    return rc;
+}
+
+enum { LOAD_OK = 0, LOAD_UNREADABLE, LOAD_DAMAGED, LOAD_FORMAT, LOAD_MODEL };
+
+// The checksum block of `path`, verified against the whole file (no HDF5). LOAD_OK and
+// *step, or the kind of problem and what it is in err.
+static int check_block(const char *path, int64_t *step, char *err, size_t n) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) { snprintf(err, n, "cannot read it: %s", strerror(errno)); return LOAD_UNREADABLE; }
+    struct stat st;
+    char block[CKPT_BLOCK + 1] = {0};
+    int kind = LOAD_OK;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { snprintf(err, n, "not a regular file"); kind = LOAD_UNREADABLE; goto done; }
+    if ((uint64_t)st.st_size < CKPT_BLOCK + sizeof HDF5_SIGNATURE) {
+        snprintf(err, n, "the file is %lld bytes, too short for a checkpoint (truncated?)", (long long)st.st_size);
+        kind = LOAD_DAMAGED;
+        goto done;
+    }
+    if (pread(fd, block, CKPT_BLOCK, 0) != CKPT_BLOCK) { snprintf(err, n, "cannot read it: %s", strerror(errno)); kind = LOAD_UNREADABLE; goto done; }
+    if (memcmp(block, BLOCK_MAGIC, strlen(BLOCK_MAGIC)) != 0) {
+        if (!memcmp(block, HDF5_SIGNATURE, sizeof HDF5_SIGNATURE)) {
+            snprintf(err, n, "an HDF5 file without the boost-c checksum block: a checkpoint of format_version 1 (written by "
+                     "an older build, without checksums, so it cannot be verified) or a file of another tool; this build "
+                     "reads format_version %d only (resume it with the build that wrote it, or start a new run)",
+                     CHECKPOINT_FORMAT_VERSION);
+            kind = LOAD_FORMAT;
+        } else {
+            snprintf(err, n, "not a boost-c checkpoint (no checksum block; the file does not start with \"boost-c checkpoint\")");
+            kind = LOAD_UNREADABLE;
+        }
+        goto done;
+    }
+    int version = -1;
+    long long bstep = -1;
+    unsigned long long bsize = 0;
+    unsigned crc = 0;
+    int used = 0;
+    if (sscanf(block + strlen(BLOCK_MAGIC), "format_version %d\nstep %lld\nsize %llu\ncrc32 %8x\n%n",
+               &version, &bstep, &bsize, &crc, &used) != 4 || !used) {
+        snprintf(err, n, "its checksum block does not parse (damaged)");
+        kind = LOAD_DAMAGED;
+        goto done;
+    }
+    if (version != CHECKPOINT_FORMAT_VERSION) {
+        snprintf(err, n, "format_version is %d but this build reads format_version %d", version, CHECKPOINT_FORMAT_VERSION);
+        kind = LOAD_FORMAT;
+        goto done;
+    }
+    if (bsize != (unsigned long long)st.st_size) {
+        snprintf(err, n, "the file is %lld bytes but its checksum block says %llu: truncated or extended", (long long)st.st_size, bsize);
+        kind = LOAD_DAMAGED;
+        goto done;
+    }
+    uint32_t got;
+    if (crc_after_block(fd, (uint64_t)st.st_size, &got, err, n) != 0) { kind = LOAD_UNREADABLE; goto done; }
+    if (got != crc) {
+        snprintf(err, n, "its bytes do not match the file checksum (stored crc32 %08x, computed %08x)", crc, got);
+        kind = LOAD_DAMAGED;
+        goto done;
+    }
+    *step = bstep;
+done:
+    close(fd);
+    return kind;
+}
+
+// ---- writing ------------------------------------------------------------------------
+static void write_family(H5Job *j, hid_t f, const ModelState *m, const char *fam, const float *base) {
     char path[256];
-    for (int i = 0; i < m->table.n_specs; i++) {
+    for (int i = 0; i < m->table.n_specs && !j->failed; i++) {
         const ParamSpec *s = &m->table.specs[i];
         family_path(path, sizeof path, fam, s->name);
-        if (s->ndim == 1) h5_write(f, path, 1, s->cols, 0, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, base + s->offset);
-        else h5_write(f, path, 2, s->rows, s->cols, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, base + s->offset);
+        const float *p = base + s->offset;
+        uint32_t crc = crc32_update(0, p, (size_t)s->rows * (size_t)s->cols * sizeof(float));
+        if (s->ndim == 1) h5j_write(j, f, path, 1, s->cols, 0, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, p, &crc);
+        else h5j_write(j, f, path, 2, s->rows, s->cols, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, p, &crc);
     }
 }
 
 void checkpoint_write(const char *path, const ModelState *m, const CheckpointMeta *meta) {
-    char tmp[1100], now[32];
-    xsnprintf(tmp, sizeof tmp, "%s.tmp", path);
-    hid_t f = h5_create(tmp);
-    h5_attr_str(f, "format", CHECKPOINT_FORMAT);
-    h5_attr_i32(f, "format_version", CHECKPOINT_FORMAT_VERSION);
-    h5_attr_i64(f, "step", meta->step);
-    h5_attr_i64(f, "tokens_seen", meta->tokens_seen);
-    h5_attr_u64(f, "samples_seen", meta->samples_seen);
-    h5_attr_u64(f, "seed", meta->seed);
-    h5_attr_str(f, "manifest", meta->manifest);
-    h5_attr_str(f, "config", meta->config_json);
-    h5_attr_str(f, "git_commit", meta->git_commit);
+    for (int i = 0; i < m->table.n_specs; i++)   // before anything is open
+        CHECK(strncmp(m->table.specs[i].name, "model/", 6) == 0, "parameter name '%s' does not start with model/",
+              m->table.specs[i].name);
+    char tmp[1200], now[32];
     store_iso_now(now);
-    h5_attr_str(f, "created_at", now);
-    write_family(f, m, "model", m->params);
-    write_family(f, m, "m", m->m);
-    write_family(f, m, "v", m->v);
-    hid_t g = h5_group(f, "/optimizer");
-    h5_attr_i64(g, "step", meta->adam_t);
-    H5C(H5Gclose(g));
-    h5_close_commit(f, tmp, path);
+    H5Job j;
+    h5j_begin(&j, path);
+    hid_t f = h5j_create(&j, path, tmp, sizeof tmp, CKPT_BLOCK);
+    h5j_attr_fixed_str(&j, f, "format", CHECKPOINT_FORMAT);
+    h5j_attr_i32(&j, f, "format_version", CHECKPOINT_FORMAT_VERSION);
+    h5j_attr_i64(&j, f, "step", meta->step);
+    h5j_attr_i64(&j, f, "tokens_seen", meta->tokens_seen);
+    h5j_attr_u64(&j, f, "samples_seen", meta->samples_seen);
+    h5j_attr_u64(&j, f, "seed", meta->seed);
+    h5j_attr_fixed_str(&j, f, "manifest", meta->manifest);
+    h5j_attr_fixed_str(&j, f, "config", meta->config_json);
+    h5j_attr_fixed_str(&j, f, "git_commit", meta->git_commit);
+    h5j_attr_fixed_str(&j, f, "created_at", now);
+    h5j_attr_u32(&j, f, "meta_crc32", meta_crc(meta, now));
+    write_family(&j, f, m, "model", m->params);
+    write_family(&j, f, m, "m", m->m);
+    write_family(&j, f, m, "v", m->v);
+    hid_t g = h5j_group(&j, f, "/optimizer");
+    h5j_attr_i64(&j, g, "step", meta->adam_t);
+    h5j_close(&j, g);
+    char err[1200];
+    if (h5j_close_file(&j, f, tmp) == 0 && checkpoint_seal(tmp, meta->step, err, sizeof err) != 0) { h5j_fail(&j, "%s", err); unlink(tmp); }
+    if (!j.failed && file_commit_tmp(tmp, path, err, sizeof err) != 0) h5j_fail(&j, "%s", err);
+    if (j.failed)
+        die_input_hint("free space on that file system, or set run.checkpoint_dir to a writable directory; "
+                       "the checkpoints written before are intact",
+                       "cannot write checkpoint %s: %s (the partial file %s was removed)", path, j.msg, tmp);
 }
 
-// ---- reading ----------------------------------------------------------------------
+// ---- reading ------------------------------------------------------------------------
 typedef struct {
     char path[256];      // without the leading '/'
     int ndim;
-    hsize_t dims[8];
+    hsize_t dims[2];
     int is_f32;
     char type[32];       // "float32", "float64", "int32", ...
+    int has_crc;
+    uint32_t crc;        // the stored "crc32" attribute
+    float *dest;         // where checkpoint_read puts it (NULL: verify only)
 } DsInfo;
-typedef struct { DsInfo *v; int n, cap; } DsList;
+typedef struct { DsInfo *v; int n, cap; H5Job *j; } DsList;
 
 static void describe_type(hid_t t, char *buf, size_t n) {
     H5T_class_t c = H5Tget_class(t);
     size_t sz = H5Tget_size(t);
-    if (c == H5T_FLOAT) xsnprintf(buf, n, "float%zu", sz * 8);
-    else if (c == H5T_INTEGER) xsnprintf(buf, n, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", sz * 8);
-    else if (c == H5T_STRING) xsnprintf(buf, n, "string");
-    else xsnprintf(buf, n, "HDF5 class %d", (int)c);
+    if (c == H5T_FLOAT) snprintf(buf, n, "float%zu", sz * 8);
+    else if (c == H5T_INTEGER) snprintf(buf, n, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", sz * 8);
+    else if (c == H5T_STRING) snprintf(buf, n, "string");
+    else snprintf(buf, n, "HDF5 class %d", (int)c);
 }
 
+static int is_tensor_name(const char *name) {
+    return !strncmp(name, "model/", 6) || !strncmp(name, "optimizer/m/", 12) || !strncmp(name, "optimizer/v/", 12);
+}
+
+// Lists the datasets under /model and /optimizer/{m,v}. Never exits: a failure is
+// recorded in the job and stops the iteration (returning -1).
 static herr_t visit_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
     DsList *L = data;
-    if (info->type != H5L_TYPE_HARD) return 0;
-    if (strncmp(name, "model/", 6) && strncmp(name, "optimizer/m/", 12) && strncmp(name, "optimizer/v/", 12)) return 0;
-    hid_t o = H5C(H5Oopen(g, name, H5P_DEFAULT));
-    if (H5Iget_type(o) == H5I_DATASET) {
-        if (L->n == L->cap) {
-            L->cap = L->cap ? 2 * L->cap : 64;
-            L->v = realloc(L->v, sizeof(DsInfo) * (size_t)L->cap);
-            CHECK(L->v, "out of memory");
+    H5Job *j = L->j;
+    if (info->type != H5L_TYPE_HARD || !is_tensor_name(name)) return 0;
+    if (strlen(name) >= sizeof L->v[0].path) return h5j_fail(j, "object name too long: '%.60s...'", name);
+    hid_t o = H5J(j, H5Oopen(g, name, H5P_DEFAULT), "opening", name);
+    if (o >= 0 && H5Iget_type(o) == H5I_DATASET) {
+        if (L->n == MAX_DATASETS) h5j_fail(j, "more than %d datasets", MAX_DATASETS);
+        else {
+            if (L->n == L->cap) {
+                L->cap = L->cap ? 2 * L->cap : 64;
+                L->v = realloc(L->v, sizeof(DsInfo) * (size_t)L->cap);
+                CHECK(L->v, "out of memory");
+            }
+            DsInfo *d = &L->v[L->n++];
+            memset(d, 0, sizeof *d);
+            snprintf(d->path, sizeof d->path, "%s", name);
+            hid_t sp = H5J(j, H5Dget_space(o), "reading the shape of", name);
+            d->ndim = (int)H5J(j, H5Sget_simple_extent_ndims(sp), "reading the shape of", name);
+            if (d->ndim >= 1 && d->ndim <= 2) H5J(j, H5Sget_simple_extent_dims(sp, d->dims, NULL), "reading the shape of", name);
+            h5j_close(j, sp);
+            hid_t t = H5J(j, H5Dget_type(o), "reading the type of", name);
+            if (t >= 0) {
+                d->is_f32 = H5Tget_class(t) == H5T_FLOAT && H5Tget_size(t) == 4;
+                describe_type(t, d->type, sizeof d->type);
+            }
+            h5j_close(j, t);
+            int64_t crc = 0;
+            int r = j->failed ? -1 : h5j_attr_read_i64(j, o, "crc32", &crc);
+            d->has_crc = r == 1 && crc >= 0 && crc <= 0xffffffffLL;
+            d->crc = (uint32_t)crc;
         }
-        DsInfo *d = &L->v[L->n++];
-        memset(d, 0, sizeof *d);
-        xsnprintf(d->path, sizeof d->path, "%s", name);
-        hid_t sp = H5C(H5Dget_space(o));
-        d->ndim = (int)H5C(H5Sget_simple_extent_ndims(sp));
-        if (d->ndim > 8) d->ndim = 8;   // (only for the message; such a dataset never matches)
-        else H5C(H5Sget_simple_extent_dims(sp, d->dims, NULL));
-        H5C(H5Sclose(sp));
-        hid_t t = H5C(H5Dget_type(o));
-        d->is_f32 = H5Tget_class(t) == H5T_FLOAT && H5Tget_size(t) == 4;
-        describe_type(t, d->type, sizeof d->type);
-        H5C(H5Tclose(t));
     }
-    H5C(H5Oclose(o));
-    return 0;
+    h5j_close(j, o);
+    return j->failed ? -1 : 0;
 }
 
 static int ds_cmp(const void *a, const void *b) { return strcmp(((const DsInfo *)a)->path, ((const DsInfo *)b)->path); }
 
 static DsInfo *ds_find(DsList *L, const char *path) {
-    DsInfo key; xsnprintf(key.path, sizeof key.path, "%s", path);
+    if (!L->n) return NULL;
+    DsInfo key;
+    if (strlen(path) >= sizeof key.path) return NULL;
+    strcpy(key.path, path);
     return bsearch(&key, L->v, (size_t)L->n, sizeof(DsInfo), ds_cmp);
 }
 
 static void fmt_shape(char *buf, size_t n, int ndim, const hsize_t *dims) {
-    xsnprintf(buf, n, "[");
-    for (int i = 0; i < ndim; i++) {
-        size_t l = strlen(buf);
-        xsnprintf(buf + l, n - l, "%s%llu", i ? "," : "", (unsigned long long)dims[i]);
-    }
-    size_t l = strlen(buf);
-    xsnprintf(buf + l, n - l, "]");
+    size_t l = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && i < 2 && l < n; i++) l += (size_t)snprintf(buf + l, n - l, "%s%llu", i ? "," : "", (unsigned long long)dims[i]);
+    if (ndim > 2 && l < n) l += (size_t)snprintf(buf + l, n - l, ",... (%d dimensions)", ndim);
+    if (l < n) snprintf(buf + l, n - l, "]");
 }
 
 static void spec_dims(const ParamSpec *s, int *ndim, hsize_t dims[2]) {
-    if (s->ndim == 1) { *ndim = 1; dims[0] = (hsize_t)s->cols; }
+    if (s->ndim == 1) { *ndim = 1; dims[0] = (hsize_t)s->cols; dims[1] = 0; }
     else { *ndim = 2; dims[0] = (hsize_t)s->rows; dims[1] = (hsize_t)s->cols; }
+}
+
+static int same_shape(const DsInfo *d, int nd, const hsize_t *dims) {
+    if (d->ndim != nd) return 0;
+    for (int k = 0; k < nd; k++) if (d->dims[k] != dims[k]) return 0;
+    return 1;
 }
 
 #define REFUSED "the model changed; resuming with a different model is refused"
 
-// Validate every tensor of family `fam` against m's table; mark found entries used.
-static void validate_family(const char *file, DsList *L, unsigned char *used, const ModelState *m, const char *fam) {
+// Every tensor of family `fam` of the configured model must be in the file with its
+// shape; marks it used and points it at its place in the state.
+static int match_family(DsList *L, unsigned char *used, const ModelState *m, const char *fam, float *base,
+                        char *err, size_t n) {
     char path[256], want[64], got[64];
     for (int i = 0; i < m->table.n_specs; i++) {
         const ParamSpec *s = &m->table.specs[i];
@@ -135,95 +314,241 @@ static void validate_family(const char *file, DsList *L, unsigned char *used, co
         fmt_shape(want, sizeof want, nd, dims);
         DsInfo *d = ds_find(L, path + 1);
         if (!d) {
-            if (strcmp(fam, "model") == 0)
-                die_input("%s: %s is missing but the configuration expects it with shape %s: " REFUSED, file, path, want);
-            die_input("%s: %s is missing (expected float32 %s): the checkpoint is incomplete", file, path, want);
+            if (!strcmp(fam, "model"))
+                snprintf(err, n, "%s is missing but the configuration expects it with shape %s: " REFUSED, path, want);
+            else snprintf(err, n, "%s is missing (expected float32 %s): the checkpoint is incomplete", path, want);
+            return LOAD_MODEL;
         }
         used[d - L->v] = 1;
-        int same = d->ndim == nd;
-        for (int k = 0; same && k < nd; k++) same = d->dims[k] == dims[k];
-        if (!same) {
+        if (!same_shape(d, nd, dims)) {
             fmt_shape(got, sizeof got, d->ndim, d->dims);
-            die_input("%s: %s has shape %s but the configuration expects %s: " REFUSED, file, path, got, want);
+            snprintf(err, n, "%s has shape %s but the configuration expects %s: " REFUSED, path, got, want);
+            return LOAD_MODEL;
         }
-        if (!d->is_f32) die_input("%s: %s has type %s but float32 was expected", file, path, d->type);
+        if (!d->is_f32) { snprintf(err, n, "%s has type %s but float32 was expected", path, d->type); return LOAD_MODEL; }
+        d->dest = base + s->offset;
     }
+    return LOAD_OK;
 }
 
-static void read_family(hid_t f, const ModelState *m, const char *fam, float *base) {
-    char path[256];
-    for (int i = 0; i < m->table.n_specs; i++) {
-        const ParamSpec *s = &m->table.specs[i];
-        family_path(path, sizeof path, fam, s->name);
-        hid_t ds = H5C(H5Dopen2(f, path, H5P_DEFAULT));
-        H5C(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, base + s->offset));
-        H5C(H5Dclose(ds));
+// Without a model: every /model/X is a float32 tensor of 1 or 2 dimensions with
+// /optimizer/m/X and /optimizer/v/X of the same shape, and nothing else is there.
+static int check_structure(DsList *L, char *err, size_t n) {
+    int n_model = 0;
+    char other[300], shape[64];
+    for (int i = 0; i < L->n; i++) {
+        const DsInfo *d = &L->v[i];
+        if (!d->is_f32 || d->ndim < 1 || d->ndim > 2) {
+            fmt_shape(shape, sizeof shape, d->ndim, d->dims);
+            snprintf(err, n, "/%s is %s %s; expected a float32 tensor of 1 or 2 dimensions", d->path, d->type, shape);
+            return LOAD_DAMAGED;
+        }
+        if (strncmp(d->path, "model/", 6)) continue;
+        n_model++;
+        for (int f = 0; f < 2; f++) {
+            snprintf(other, sizeof other, "optimizer/%s/%s", f ? "v" : "m", d->path + 6);
+            const DsInfo *o = ds_find(L, other);
+            if (!o || !same_shape(o, d->ndim, d->dims)) {
+                snprintf(err, n, "/%s %s, but /%s has that shape", other, o ? "has another shape" : "is missing", d->path);
+                return LOAD_DAMAGED;
+            }
+        }
     }
+    if (n_model == 0) { snprintf(err, n, "no tensors under /model"); return LOAD_DAMAGED; }
+    if (L->n != 3 * n_model) {
+        snprintf(err, n, "/optimizer holds %d tensors, expected m and v of the %d under /model", L->n - n_model, n_model);
+        return LOAD_DAMAGED;
+    }
+    return LOAD_OK;
 }
 
-// Opens `path` read-only with errors quiet: -1 if it is not a readable HDF5 file.
-static hid_t open_quiet(const char *path) {
-    store_h5_init();
-    if (access(path, R_OK) != 0) return -1;
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    H5Eclear2(H5E_DEFAULT);
-    return f;
+// Reads every listed tensor (into its place, or into scratch) and compares its CRC-32.
+static int read_tensors(H5Job *j, hid_t f, DsList *L, uint64_t file_size, char *err, size_t n) {
+    float *scratch = NULL;
+    size_t scratch_n = 0;
+    int kind = LOAD_OK;
+    for (int i = 0; i < L->n && kind == LOAD_OK && !j->failed; i++) {
+        DsInfo *d = &L->v[i];
+        if (!d->has_crc) { snprintf(err, n, "/%s has no crc32 attribute", d->path); kind = LOAD_DAMAGED; break; }
+        uint64_t numel = d->dims[0];
+        if (d->ndim == 2) numel = d->dims[1] && numel > UINT64_MAX / d->dims[1] ? UINT64_MAX : numel * d->dims[1];
+        if (numel > file_size / 4) {   // stored contiguous and uncompressed: the bytes must be in the file
+            snprintf(err, n, "/%s claims %" PRIu64 " elements, more than the %" PRIu64 "-byte file holds", d->path, numel, file_size);
+            kind = LOAD_DAMAGED;
+            break;
+        }
+        float *dst = d->dest;
+        if (!dst) {
+            if (numel > scratch_n) { free(scratch); scratch_n = numel; scratch = xmalloc(scratch_n * sizeof(float)); }
+            dst = scratch;
+        }
+        char p[260];
+        snprintf(p, sizeof p, "/%s", d->path);
+        hid_t ds = H5J(j, H5Dopen2(f, p, H5P_DEFAULT), "opening", p);
+        if (numel) H5J(j, H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst), "reading", p);
+        h5j_close(j, ds);
+        if (j->failed) break;
+        uint32_t crc = crc32_update(0, dst, numel * sizeof(float));
+        if (crc != d->crc) {
+            snprintf(err, n, "%s: checksum mismatch (stored crc32 %08x, computed %08x)", p, d->crc, crc);
+            kind = LOAD_DAMAGED;
+        }
+    }
+    free(scratch);
+    return kind;
 }
 
-static void check_format(const char *path, hid_t f) {
+// format and format_version of an open file.
+static int check_format(H5Job *j, hid_t f, char *err, size_t n) {
     char *fmt = NULL;
-    if (!h5_attr_read_str(f, "format", &fmt) || strcmp(fmt, CHECKPOINT_FORMAT) != 0)
-        die_input("%s: root attribute 'format' is %s%s%s, expected \"" CHECKPOINT_FORMAT "\": not a boost-c checkpoint",
-                  path, fmt ? "\"" : "", fmt ? fmt : "missing", fmt ? "\"" : "");
+    int r = h5j_attr_read_str(j, f, "format", &fmt, 0);
+    if (r < 0) return LOAD_DAMAGED;
+    if (r == 0 || strcmp(fmt, CHECKPOINT_FORMAT)) {
+        snprintf(err, n, "root attribute 'format' is %s%.60s%s, expected \"" CHECKPOINT_FORMAT "\": not a boost-c checkpoint",
+                 fmt ? "\"" : "", fmt ? fmt : "missing", fmt ? "\"" : "");
+        free(fmt);
+        return LOAD_FORMAT;
+    }
     free(fmt);
     int64_t v = 0;
-    if (!h5_attr_read_i64(f, "format_version", &v))
-        die_input("%s: root attribute 'format_version' is missing (expected the integer %d)", path, CHECKPOINT_FORMAT_VERSION);
-    if (v != CHECKPOINT_FORMAT_VERSION)
-        die_input("%s: format_version is %" PRId64 " but this build reads format_version %d", path, v, CHECKPOINT_FORMAT_VERSION);
+    r = h5j_attr_read_i64(j, f, "format_version", &v);
+    if (r < 0) return LOAD_DAMAGED;
+    if (r == 0) {
+        snprintf(err, n, "root attribute 'format_version' is missing (expected the integer %d)", CHECKPOINT_FORMAT_VERSION);
+        return LOAD_FORMAT;
+    }
+    if (v == 1) {
+        snprintf(err, n, "format_version is 1: written by an older build, without checksums, so it cannot be verified; "
+                 "this build reads format_version %d only (resume it with the build that wrote it — its git_commit "
+                 "attribute — or start a new run)", CHECKPOINT_FORMAT_VERSION);
+        return LOAD_FORMAT;
+    }
+    if (v != CHECKPOINT_FORMAT_VERSION) {
+        snprintf(err, n, "format_version is %" PRId64 " but this build reads format_version %d", v, CHECKPOINT_FORMAT_VERSION);
+        return LOAD_FORMAT;
+    }
+    return LOAD_OK;
+}
+
+// The metadata attributes, verified against meta_crc32.
+static int read_meta(H5Job *j, hid_t f, CheckpointMeta *meta, char *err, size_t n) {
+    const char *missing = NULL;
+    int r;
+    if ((r = h5j_attr_read_i64(j, f, "step", &meta->step)) <= 0) missing = "step";
+    else if ((r = h5j_attr_read_i64(j, f, "tokens_seen", &meta->tokens_seen)) <= 0) missing = "tokens_seen";
+    else if ((r = h5j_attr_read_u64(j, f, "samples_seen", &meta->samples_seen)) <= 0) missing = "samples_seen";
+    else if ((r = h5j_attr_read_u64(j, f, "seed", &meta->seed)) <= 0) missing = "seed";
+    if (r < 0) return LOAD_DAMAGED;
+    if (missing) { snprintf(err, n, "root attribute '%s' (integer) is missing", missing); return LOAD_DAMAGED; }
+    hid_t g = H5J(j, H5Gopen2(f, "/optimizer", H5P_DEFAULT), "opening", "/optimizer");
+    r = g < 0 ? -1 : h5j_attr_read_i64(j, g, "step", &meta->adam_t);
+    h5j_close(j, g);
+    if (r < 0) return LOAD_DAMAGED;
+    if (r == 0) { snprintf(err, n, "attribute /optimizer step (integer) is missing"); return LOAD_DAMAGED; }
+    char *created = NULL;
+    int64_t stored = -1;
+    const char *names[4] = { "manifest", "config", "git_commit", "created_at" };
+    char **dst[4] = { &meta->manifest, &meta->config_json, &meta->git_commit, &created };
+    for (int i = 0; i < 4; i++) {
+        r = h5j_attr_read_str(j, f, names[i], dst[i], 0);
+        if (r < 0) { free(created); return LOAD_DAMAGED; }
+        if (r == 0) {
+            snprintf(err, n, "root attribute '%s' is missing or not a fixed-length string", names[i]);
+            free(created);
+            return LOAD_DAMAGED;
+        }
+    }
+    r = h5j_attr_read_i64(j, f, "meta_crc32", &stored);
+    uint32_t crc = meta_crc(meta, created);
+    free(created);
+    if (r < 0) return LOAD_DAMAGED;
+    if (r == 0) { snprintf(err, n, "root attribute 'meta_crc32' is missing"); return LOAD_DAMAGED; }
+    if (stored != (int64_t)crc) {
+        snprintf(err, n, "the metadata (step, data position, manifest, configuration) do not match their checksum "
+                 "(stored meta_crc32 %08" PRIx64 ", computed %08x)", (uint64_t)stored, crc);
+        return LOAD_DAMAGED;
+    }
+    return LOAD_OK;
+}
+
+// One pass over a checkpoint: open, format, list the tensors, match them against the
+// model (m) or check their structure (m NULL: verify only), read and checksum every
+// tensor, read and checksum the metadata. Returns LOAD_*; err says what, without the
+// file name. Every HDF5 object is closed before it returns.
+static int load(const char *path, ModelState *m, CheckpointMeta *meta_out, char *err, size_t n) {
+    H5Job j;
+    h5j_begin(&j, path);
+    err[0] = 0;
+    int kind = LOAD_OK;
+    DsList L = { .j = &j };
+    unsigned char *used = NULL;
+    CheckpointMeta meta = {0};
+    struct stat st;
+    uint64_t file_size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+
+    int64_t block_step = -1;
+    hid_t f = -1;
+    if ((kind = check_block(path, &block_step, err, n)) != LOAD_OK) goto done;   // before HDF5 reads a byte
+    f = h5j_open_read(&j, path);
+    if (f < 0) { kind = LOAD_UNREADABLE; goto done; }
+    if ((kind = check_format(&j, f, err, n)) != LOAD_OK) goto done;
+    if (H5J(&j, H5Lvisit(f, H5_INDEX_NAME, H5_ITER_NATIVE, visit_cb, &L), "listing the tensors of", "the file") < 0) goto done;
+    if (L.n) qsort(L.v, (size_t)L.n, sizeof(DsInfo), ds_cmp);
+    if (m) {
+        used = xcalloc((size_t)L.n + 1, 1);
+        float *bases[3] = { m->params, m->m, m->v };
+        const char *fams[3] = { "model", "m", "v" };
+        for (int k = 0; k < 3 && kind == LOAD_OK; k++) kind = match_family(&L, used, m, fams[k], bases[k], err, n);
+        for (int i = 0; i < L.n && kind == LOAD_OK; i++) {
+            if (used[i]) continue;
+            char got[64];
+            fmt_shape(got, sizeof got, L.v[i].ndim, L.v[i].dims);
+            snprintf(err, n, "/%s (shape %s) is not part of the configured model: " REFUSED, L.v[i].path, got);
+            kind = LOAD_MODEL;
+        }
+    } else {
+        kind = check_structure(&L, err, n);
+    }
+    if (kind != LOAD_OK) goto done;
+    if ((kind = read_tensors(&j, f, &L, file_size, err, n)) != LOAD_OK) goto done;
+    kind = read_meta(&j, f, &meta, err, n);
+    if (kind == LOAD_OK && meta.step != block_step) {
+        snprintf(err, n, "the step attribute (%" PRId64 ") differs from the checksum block's (%" PRId64 ")", meta.step, block_step);
+        kind = LOAD_DAMAGED;
+    }
+
+done:
+    h5j_close(&j, f);   // the strong close degree closes anything of the file still open
+    if (j.failed) {
+        if (kind != LOAD_UNREADABLE) kind = LOAD_DAMAGED;
+        snprintf(err, n, "%s", j.msg);
+    }
+    free(L.v); free(used);
+    if (kind == LOAD_OK && meta_out) *meta_out = meta;
+    else checkpoint_meta_free(&meta);
+    return kind;
 }
 
 void checkpoint_read(const char *path, ModelState *m, CheckpointMeta *out) {
-    if (access(path, R_OK) != 0) die_input("%s: cannot read the checkpoint: %s", path, strerror(errno));
-    hid_t f = open_quiet(path);
-    if (f < 0) die_input("%s: not a readable HDF5 file (truncated or corrupt?)", path);
-    check_format(path, f);
-
-    DsList L = {0};
-    H5C(H5Lvisit(f, H5_INDEX_NAME, H5_ITER_NATIVE, visit_cb, &L));
-    if (L.n) qsort(L.v, (size_t)L.n, sizeof(DsInfo), ds_cmp);
-    unsigned char *used = xcalloc((size_t)L.n + 1, 1);
-    validate_family(path, &L, used, m, "model");
-    validate_family(path, &L, used, m, "m");
-    validate_family(path, &L, used, m, "v");
-    char got[64];
-    for (int i = 0; i < L.n; i++) {
-        if (used[i]) continue;
-        fmt_shape(got, sizeof got, L.v[i].ndim, L.v[i].dims);
-        die_input("%s: /%s (shape %s) is not part of the configured model: " REFUSED, path, L.v[i].path, got);
-    }
-    free(used); free(L.v);
-
-    read_family(f, m, "model", m->params);
-    read_family(f, m, "m", m->m);
-    read_family(f, m, "v", m->v);
-
-    CheckpointMeta meta = {0};
-    const char *missing = NULL;
-    if (!h5_attr_read_i64(f, "step", &meta.step)) missing = "step";
-    else if (!h5_attr_read_i64(f, "tokens_seen", &meta.tokens_seen)) missing = "tokens_seen";
-    else if (!h5_attr_read_u64(f, "samples_seen", &meta.samples_seen)) missing = "samples_seen";
-    else if (!h5_attr_read_u64(f, "seed", &meta.seed)) missing = "seed";
-    if (missing) die_input("%s: root attribute '%s' (integer) is missing", path, missing);
-    hid_t g = H5C(H5Gopen2(f, "/optimizer", H5P_DEFAULT));
-    if (!h5_attr_read_i64(g, "step", &meta.adam_t)) die_input("%s: attribute /optimizer step (integer) is missing", path);
-    H5C(H5Gclose(g));
-    if (!h5_attr_read_str(f, "manifest", &meta.manifest)) meta.manifest = xstrdup("");
-    if (!h5_attr_read_str(f, "config", &meta.config_json)) meta.config_json = xstrdup("");
-    if (!h5_attr_read_str(f, "git_commit", &meta.git_commit)) meta.git_commit = xstrdup("unknown");
-    H5C(H5Fclose(f));
+    char err[1500];
+    CheckpointMeta meta;
+    int kind = load(path, m, &meta, err, sizeof err);
+    if (kind == LOAD_DAMAGED)
+        die_input_hint("the file was damaged after it was written (disk, copy); a resumed run (--resume) falls back "
+                       "to the newest checkpoint that verifies",
+                       "%s: the checkpoint is damaged: %s", path, err);
+    if (kind == LOAD_UNREADABLE)
+        die_input_hint("a resumed run (--resume) falls back to the newest checkpoint that verifies", "%s: %s", path, err);
+    if (kind != LOAD_OK) die_input("%s: %s", path, err);
     if (out) *out = meta;
     else checkpoint_meta_free(&meta);
+}
+
+int checkpoint_verify(const char *path, char *why, size_t n) {
+    char err[1500];
+    int kind = load(path, NULL, NULL, err, sizeof err);
+    if (kind != LOAD_OK) snprintf(why, n, "%s%.600s", kind == LOAD_DAMAGED ? "damaged: " : "", err);
+    return kind == LOAD_OK;
 }
 
 void checkpoint_meta_free(CheckpointMeta *meta) {
@@ -236,33 +561,34 @@ void checkpoint_path(char *buf, size_t n, const char *dir, int64_t step) {
 }
 
 // ---- listing ----------------------------------------------------------------------
-// "step_<N>.h5" (suffix ".h5", or ".h5.tmp" when tmp) -> N; -1 if the name differs.
-static int64_t parse_name(const char *name, int tmp) {
+// "step_<N>.h5" (tmp = 0) or a writer's leftover "step_<N>.h5.tmp.<pid>" / the older
+// "step_<N>.h5.tmp" (tmp = 1) -> N, and *pid (0 when the name has none); -1 if neither.
+static int64_t parse_name(const char *name, int tmp, long *pid) {
     if (strncmp(name, "step_", 5) != 0) return -1;
     const char *p = name + 5;
     if (*p < '0' || *p > '9') return -1;
     int64_t n = 0;
     while (*p >= '0' && *p <= '9') { if (n > INT64_MAX / 10 - 10) return -1; n = n * 10 + (*p++ - '0'); }
-    return strcmp(p, tmp ? ".h5.tmp" : ".h5") == 0 ? n : -1;
+    if (pid) *pid = 0;
+    if (!tmp) return strcmp(p, ".h5") == 0 ? n : -1;
+    if (strcmp(p, ".h5.tmp") == 0) return n;
+    long w;
+    if (strncmp(p, ".h5.tmp.", 8) == 0 && file_is_tmp_name(p, &w) && strchr(p + 8, '.') == NULL) {
+        if (pid) *pid = w;
+        return n;
+    }
+    return -1;
 }
 
-// 1 if `path` opens as a boost-c checkpoint whose step attribute is `step`; else warns.
-static int is_complete(const char *path, int64_t step) {
-    hid_t f = open_quiet(path);
-    if (f < 0) {
-        fprintf(stderr, "warning: skipping checkpoint %s: not a readable HDF5 file (truncated or corrupt?)\n", path);
-        return 0;
-    }
-    char *fmt = NULL; int64_t s = -1;
-    int ok = h5_attr_read_str(f, "format", &fmt) && strcmp(fmt, CHECKPOINT_FORMAT) == 0;
-    if (!ok) fprintf(stderr, "warning: skipping %s: not a boost-c checkpoint (root attribute 'format')\n", path);
-    else if (!h5_attr_read_i64(f, "step", &s) || s != step) {
-        fprintf(stderr, "warning: skipping %s: its step attribute (%" PRId64 ") does not match the file name\n", path, s);
-        ok = 0;
-    }
-    free(fmt);
-    H5C(H5Fclose(f));
-    return ok;
+// The checksum block verifies (the whole file is read, HDF5 is not involved) and names
+// step N. 1, or 0 with why.
+static int looks_complete(const char *path, int64_t step, char *why, size_t n) {
+    int64_t s = -1;
+    char err[1000];
+    int kind = check_block(path, &s, err, sizeof err);
+    if (kind != LOAD_OK) { snprintf(why, n, "%s%.600s", kind == LOAD_DAMAGED ? "damaged: " : "", err); return 0; }
+    if (s != step) { snprintf(why, n, "its step (%" PRId64 ") does not match the file name", s); return 0; }
+    return 1;
 }
 
 static int entry_cmp(const void *a, const void *b) {
@@ -270,74 +596,128 @@ static int entry_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-// All step_<N>.h5 names (tmp = 0) or step_<N>.h5.tmp names (tmp = 1), sorted ascending.
-static int scan(const char *dir, int tmp, CheckpointEntry **out) {
+// All step_<N>.h5 names (tmp = 0) or leftovers (tmp = 1, their pids in *pids), sorted
+// ascending. A directory that cannot be read is a warning (0 entries), never fatal.
+static int scan(const char *dir, int tmp, CheckpointEntry **out, long **pids) {
     *out = NULL;
+    if (pids) *pids = NULL;
     DIR *d = opendir(dir);
     if (!d) {
-        if (errno == ENOENT) return 0;
-        DIE("opendir %s failed: %s", dir, strerror(errno));
+        if (errno != ENOENT) fprintf(stderr, "warning: cannot list checkpoint directory %s: %s\n", dir, strerror(errno));
+        return 0;
     }
     int n = 0, cap = 0;
     CheckpointEntry *v = NULL;
+    long *pv = NULL;
     struct dirent *e;
     while ((errno = 0, e = readdir(d))) {
-        int64_t s = parse_name(e->d_name, tmp);
+        long pid = 0;
+        int64_t s = parse_name(e->d_name, tmp, &pid);
         if (s < 0) continue;
-        if (n == cap) { cap = cap ? 2 * cap : 16; v = realloc(v, sizeof *v * (size_t)cap); CHECK(v, "out of memory"); }
+        if (snprintf(NULL, 0, "%s/%s", dir, e->d_name) >= (int)sizeof v[0].path) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            v = realloc(v, sizeof *v * (size_t)cap);
+            pv = realloc(pv, sizeof *pv * (size_t)cap);
+            CHECK(v && pv, "out of memory");
+        }
         v[n].step = s;
-        xsnprintf(v[n].path, sizeof v[n].path, "%s/%s", dir, e->d_name);
+        pv[n] = pid;
+        snprintf(v[n].path, sizeof v[n].path, "%s/%s", dir, e->d_name);
         n++;
     }
-    CHECK_ERRNO(errno != 0, "readdir");
+    if (errno) fprintf(stderr, "warning: reading checkpoint directory %s: %s\n", dir, strerror(errno));
     closedir(d);
-    if (n) qsort(v, (size_t)n, sizeof *v, entry_cmp);
+    if (n && !pids) qsort(v, (size_t)n, sizeof *v, entry_cmp);   // (leftovers are not sorted: their order is free)
     *out = v;
+    if (pids) *pids = pv;
+    else free(pv);
     return n;
 }
 
 int checkpoint_list(const char *dir, CheckpointEntry **out) {
     CheckpointEntry *all;
-    int n = scan(dir, 0, &all), k = 0;
-    for (int i = 0; i < n; i++)
-        if (is_complete(all[i].path, all[i].step)) all[k++] = all[i];
+    char why[1300];
+    int n = scan(dir, 0, &all, NULL), k = 0;
+    for (int i = 0; i < n; i++) {
+        if (looks_complete(all[i].path, all[i].step, why, sizeof why)) all[k++] = all[i];
+        else fprintf(stderr, "warning: skipping checkpoint %s: %s\n", all[i].path, why);
+    }
     if (k == 0) { free(all); all = NULL; }
     *out = all;
     return k;
 }
 
-int checkpoint_latest(const char *dir, char *path, size_t n, int64_t *step) {
+// checkpoint_verify, and the step attribute must be the N of the name.
+static int verify_step(const char *path, int64_t step, char *why, size_t n) {
+    if (!checkpoint_verify(path, why, n)) return 0;
+    if (!looks_complete(path, step, why, n)) return 0;
+    return 1;
+}
+
+int checkpoint_latest_good(const char *dir, char *path, size_t n, int64_t *step,
+                           CheckpointSkip **skipped, int *n_skipped) {
     CheckpointEntry *all;
-    int cnt = scan(dir, 0, &all), found = 0;
+    int cnt = scan(dir, 0, &all, NULL), found = 0, ns = 0;
+    CheckpointSkip *sk = NULL;
     for (int i = cnt - 1; i >= 0 && !found; i--) {   // newest first: stop at the first good one
-        if (!is_complete(all[i].path, all[i].step)) continue;
+        CheckpointSkip s = { .step = all[i].step };
+        snprintf(s.path, sizeof s.path, "%s", all[i].path);
+        if (!verify_step(all[i].path, all[i].step, s.reason, sizeof s.reason)) {
+            fprintf(stderr, "warning: skipping checkpoint %s: %s\n", s.path, s.reason);
+            sk = realloc(sk, sizeof *sk * (size_t)(ns + 1));
+            CHECK(sk, "out of memory");
+            sk[ns++] = s;
+            continue;
+        }
         xsnprintf(path, n, "%s", all[i].path);
         if (step) *step = all[i].step;
         found = 1;
+        if (ns) fprintf(stderr, "warning: falling back to %s (step %" PRId64 "), the newest checkpoint that verifies; "
+                                "%d newer one%s skipped\n", path, all[i].step, ns, ns == 1 ? "" : "s");
     }
     free(all);
+    if (skipped) *skipped = sk;
+    else free(sk);
+    if (n_skipped) *n_skipped = ns;
     return found;
+}
+
+static int pid_gone(long pid) {
+    return pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+static int remove_file(const char *path, const char *what) {
+    if (unlink(path) == 0) return 1;
+    fprintf(stderr, "warning: cannot remove %s %s: %s\n", what, path, strerror(errno));
+    return 0;
 }
 
 int checkpoint_prune(const char *dir, int keep_last) {
     CHECK(keep_last >= 1, "checkpoint_prune: keep_last must be >= 1 (got %d)", keep_last);
-    CheckpointEntry *good;
-    int ng = checkpoint_list(dir, &good);
-    if (ng == 0) return 0;
-    int64_t cut = ng > keep_last ? good[ng - keep_last].step : good[0].step;  // keep steps >= cut
-    int64_t newest = good[ng - 1].step;
-    free(good);
-    int removed = 0;
-    for (int tmp = 0; tmp < 2; tmp++) {
-        CheckpointEntry *all;
-        int n = scan(dir, tmp, &all);
-        for (int i = 0; i < n; i++) {
-            if (tmp ? all[i].step >= newest : all[i].step >= cut) continue;
-            if (unlink(all[i].path) != 0) DIE("unlink %s failed: %s", all[i].path, strerror(errno));
-            removed++;
+    CheckpointEntry *all;
+    int n = scan(dir, 0, &all, NULL), good = 0, removed = 0;
+    int64_t cut = INT64_MIN, newest = INT64_MIN;   // keep steps >= cut
+    char why[1300];
+    for (int i = n - 1; i >= 0 && good < keep_last; i--) {
+        if (!verify_step(all[i].path, all[i].step, why, sizeof why)) {
+            fprintf(stderr, "warning: checkpoint %s does not verify (%s); it is not counted as one of the %d kept\n",
+                    all[i].path, why, keep_last);
+            continue;
         }
-        free(all);
+        if (good++ == 0) newest = all[i].step;
+        cut = all[i].step;
     }
-    if (removed) store_fsync_dir(dir);
+    if (good < keep_last) cut = INT64_MIN;          // fewer good ones than wanted: delete none of them
+    for (int i = 0; i < n && all[i].step < cut; i++) removed += remove_file(all[i].path, "old checkpoint");
+    free(all);
+    long *pids;
+    n = scan(dir, 1, &all, &pids);
+    for (int i = 0; i < n; i++)
+        if ((newest != INT64_MIN && all[i].step < newest) || pid_gone(pids[i]))
+            removed += remove_file(all[i].path, "unfinished checkpoint");
+    free(all); free(pids);
+    char err[1200];
+    if (removed && file_fsync_dir(dir, err, sizeof err) != 0) fprintf(stderr, "warning: %s\n", err);
     return removed;
 }

@@ -2,16 +2,28 @@
 // (parameters, AdamW m and v, the optimizer step, the data position), in the layout
 // documented in docs/checkpoint-format.md (a contract: other tools read these files).
 //
-// Files are named <dir>/step_<N>.h5. A checkpoint is written to "<path>.tmp", flushed
-// and fsync'ed, closed, renamed into place and the directory fsync'ed: a file with the
-// final name is always complete; a crash leaves at most a *.tmp, which is never read.
+// Files are named <dir>/step_<N>.h5. The first 512 bytes are a checksum block (an HDF5 user
+// block) holding the format version, the step and the CRC-32 of the rest of the file; it
+// is verified before HDF5 reads anything. A checkpoint is written to "<path>.tmp.<pid>",
+// flushed and fsync'ed, closed, renamed into place and the directory fsync'ed
+// (core/fileio.h): a file with the final name was complete when written; a crash leaves
+// at most a *.tmp.<pid>, which is never read. Every tensor carries the CRC-32 of its bytes
+// and the metadata one CRC-32 of their own, so damage that happens later (a bad disk, a
+// bad copy) is detected on load instead of being trained on.
+//
+// No function here crashes or exits with HDF5 objects open: an HDF5 failure (a damaged
+// file, a full disk) closes what was opened, in order, and is reported once, naming the
+// file and the operation.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
 #include "../model/state.h"
 
 #define CHECKPOINT_FORMAT "boost-c checkpoint"
-#define CHECKPOINT_FORMAT_VERSION 1
+// 2: the checksum block, per-tensor "crc32" attributes and the root "meta_crc32"; HDF5 1.8+
+// object headers.
+// 1 (older builds): no checksums; refused with a message saying so.
+#define CHECKPOINT_FORMAT_VERSION 2
 
 typedef struct {
     int64_t step;           // optimizer steps completed
@@ -27,28 +39,48 @@ typedef struct {
 } CheckpointMeta;
 
 // Write the params, m and v families of the unsharded state `s` and `meta` to `path`
-// (atomically, see above).
-// Creates the parent directory.
+// (atomically, see above). Creates the parent directory. A failure (full disk, an
+// unwritable directory) removes the partial file and exits 2 naming the checkpoint and
+// the failed operation; the checkpoints already there are untouched.
 void checkpoint_write(const char *path, const ModelState *s, const CheckpointMeta *meta);
 // Load a checkpoint into s (built with model_state_init(..., STATE_PARAMS | STATE_OPTIM)
-// for the configuration being resumed). Refuses (exit 2, naming the file and the dataset) a file that is not a
-// boost-c checkpoint of format_version 1, a missing tensor, a tensor of another shape
-// or type, or a model tensor the configuration does not have. `out` may be NULL.
+// for the configuration being resumed), verifying every checksum. Refuses (exit 2,
+// naming the file and the dataset) a file that is not a boost-c checkpoint of this
+// format_version, a damaged one (a checksum that does not match, an HDF5 object that
+// cannot be read), a missing tensor, a tensor of another shape or type, or a model tensor
+// the configuration does not have. `out` may be NULL.
 void checkpoint_read(const char *path, ModelState *s, CheckpointMeta *out);
 void checkpoint_meta_free(CheckpointMeta *meta);
+// Verify a checkpoint without a model: format and version, the structure (every /model
+// tensor has its m and v of the same shape, all float32), every tensor and the metadata
+// against their checksums. 1 if good; else 0 and the reason in why (never exits).
+int checkpoint_verify(const char *path, char *why, size_t n);
+
+// (Re)write the checksum block of a checkpoint file for `step`: after writing, and for a
+// tool that edited a checkpoint on purpose (h5py opens and writes these files like any
+// HDF5 file with a user block). 0, or -1 and err.
+int checkpoint_seal(const char *path, int64_t step, char *err, size_t n);
 
 // "<dir>/step_<step>.h5"
 void checkpoint_path(char *buf, size_t n, const char *dir, int64_t step);
 
 typedef struct { int64_t step; char path[1024]; } CheckpointEntry;
-// Complete checkpoints in dir (step_<N>.h5 that open as HDF5 with the right format
-// attribute), ascending by step; *.tmp files are ignored, unreadable files are skipped
-// with a warning on stderr. Returns the count (0 if dir does not exist); *out is
-// malloc'd (free it; NULL when 0).
+typedef struct { int64_t step; char path[1024]; char reason[700]; } CheckpointSkip;
+// Checkpoints in dir whose checksum block verifies and names step N (the file is read;
+// HDF5 is not involved), ascending by step;
+// *.tmp.<pid> files are ignored, other files are skipped with a warning on stderr.
+// Returns the count (0 if dir does not exist); *out is malloc'd (free it; NULL when 0).
 int checkpoint_list(const char *dir, CheckpointEntry **out);
-// The highest-step complete checkpoint: 1 and fills path/step, or 0 if none.
-int checkpoint_latest(const char *dir, char *path, size_t n, int64_t *step);
-// Keep the newest keep_last complete checkpoints (keep_last >= 1): deletes older
-// step_<N>.h5 files (complete or not) and step_<N>.h5.tmp leftovers with N below the
-// newest complete step. Returns the number of files removed.
+// The newest checkpoint of dir that verifies (checkpoint_verify, and its step attribute
+// is N): 1 and path/step filled, or 0 if there is none. Every newer step_<N>.h5 that
+// does not verify is skipped with a warning on stderr naming it and the reason, and is
+// listed in *skipped (malloc'd, newest first; free it) when skipped is not NULL.
+// Resume uses it: a damaged newest checkpoint falls back to the one before, saying so.
+int checkpoint_latest_good(const char *dir, char *path, size_t n, int64_t *step,
+                           CheckpointSkip **skipped, int *n_skipped);
+// Keep the newest keep_last checkpoints that verify (keep_last >= 1): deletes older
+// step_<N>.h5 files (good or damaged), and leftovers step_<N>.h5.tmp.<pid> whose N is
+// below the newest good step or whose writer (pid, this host) is gone. Damaged or
+// unreadable files are warned about, never fatal; a file that cannot be deleted is a
+// warning. Returns the number of files removed.
 int checkpoint_prune(const char *dir, int keep_last);

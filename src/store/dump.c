@@ -4,93 +4,100 @@
 #include "util.h"
 #include "../core/check.h"
 
-static void write_params(hid_t f, const ModelState *m, const char *prefix, const float *base) {
+// Every write goes through the job `j`: after a failure the rest are no-ops and
+// dump_write reports once, with the file closed and the partial file removed.
+static void write_params(H5Job *j, hid_t f, const ModelState *m, const char *prefix, const float *base) {
     char path[256];
-    for (int i = 0; i < m->table.n_specs; i++) {
+    for (int i = 0; i < m->table.n_specs && !j->failed; i++) {
         const ParamSpec *s = &m->table.specs[i];
-        CHECK(strncmp(s->name, "model/", 6) == 0, "parameter name '%s' does not start with model/", s->name);
         xsnprintf(path, sizeof path, "/%s/%s", prefix, s->name + 6);
-        if (s->ndim == 1) h5_write(f, path, 1, s->cols, 0, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, base + s->offset);
-        else h5_write(f, path, 2, s->rows, s->cols, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, base + s->offset);
+        if (s->ndim == 1) h5j_write(j, f, path, 1, s->cols, 0, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, base + s->offset, NULL);
+        else h5j_write(j, f, path, 2, s->rows, s->cols, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, base + s->offset, NULL);
     }
 }
 
-static void act(hid_t f, const char *dir, const char *name, const float *p, int64_t N, int64_t cols) {
-    if (!p) return;
+static void act(H5Job *j, hid_t f, const char *dir, const char *name, const float *p, int64_t N, int64_t cols) {
+    if (!p || j->failed) return;
     char path[256];
     xsnprintf(path, sizeof path, "%s/%s", dir, name);
-    h5_write(f, path, 2, N, cols, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, p);
+    h5j_write(j, f, path, 2, N, cols, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, p, NULL);
 }
 
 // Bottleneck activations of one low-rank linear: <name>_h = x@A and, for cola, <name>_z = SiLU(h)
 // (svd: z is h itself and is not stored twice). LaX (docs/lax.md): <name>_h = U = x@A + g(z_prev)
 // (x@A in layer 0), <name>_z = σ(LN(U)) whenever it is not U itself.
-static void act_lowrank(hid_t f, const char *dir, const char *name, const LowRankActs *la, const ModelConfig *c,
+static void act_lowrank(H5Job *j, hid_t f, const char *dir, const char *name, const LowRankActs *la, const ModelConfig *c,
                         int64_t N, int64_t r) {
     if (c->linear == LINEAR_DENSE || !la->h) return;
     char nm[32];
-    xsnprintf(nm, sizeof nm, "%s_h", name); act(f, dir, nm, la->h, N, r);
+    xsnprintf(nm, sizeof nm, "%s_h", name); act(j, f, dir, nm, la->h, N, r);
     if (c->linear == LINEAR_COLA || (c->linear == LINEAR_LAX && la->z != la->h)) {
-        xsnprintf(nm, sizeof nm, "%s_z", name); act(f, dir, nm, la->z, N, r);
+        xsnprintf(nm, sizeof nm, "%s_z", name); act(j, f, dir, nm, la->z, N, r);
     }
 }
 
-static void write_activations(hid_t f, const Model *m, int rows) {
+static void write_activations(H5Job *j, hid_t f, const Model *m, int rows) {
     const ModelConfig *c = &m->cfg;
     int64_t N = m->N, d = c->d_model, kvd = (int64_t)c->n_kv_heads * (d / c->n_heads), ff = c->d_ff;
     int64_t ra = c->rank_attn, rm = c->rank_mlp;
-    hid_t g = h5_group(f, "/activations");
+    hid_t g = h5j_group(j, f, "/activations");
     int64_t first = rows - m->B;
-    h5_attr_i64(g, "first_row", first < 0 ? 0 : first);   // rows [first_row, first_row + B) of /batch
-    h5_attr_i64(g, "B", m->B);
-    h5_attr_i64(g, "T", m->T);
-    H5C(H5Gclose(g));
+    h5j_attr_i64(j, g, "first_row", first < 0 ? 0 : first);   // rows [first_row, first_row + B) of /batch
+    h5j_attr_i64(j, g, "B", m->B);
+    h5j_attr_i64(j, g, "T", m->T);
+    h5j_close(j, g);
     char dir[96];
     for (int l = 0; l < c->n_layers; l++) {
         const LayerActs *la = &m->acts.layers[l];
         xsnprintf(dir, sizeof dir, "/activations/layers/%d", l);
-        act(f, dir, "x", la->x, N, d);
-        act(f, dir, "a", la->a, N, d);
-        act(f, dir, "q", la->q, N, d);
-        act(f, dir, "k", la->k, N, kvd);
-        act(f, dir, "v", la->v, N, kvd);
-        act(f, dir, "y", la->y, N, d);
-        act(f, dir, "x_mid", la->x_mid, N, d);
-        act(f, dir, "m", la->m, N, d);
-        act(f, dir, "g", la->g, N, ff);
-        act(f, dir, "u", la->u, N, ff);
-        act(f, dir, "gu", la->gu, N, ff);
-        act_lowrank(f, dir, "q", &la->lq, c, N, ra);
-        act_lowrank(f, dir, "k", &la->lk, c, N, ra);
-        act_lowrank(f, dir, "v", &la->lv, c, N, ra);
-        act_lowrank(f, dir, "o", &la->lo, c, N, ra);
-        act_lowrank(f, dir, "gate", &la->lg, c, N, rm);
-        act_lowrank(f, dir, "up", &la->lu, c, N, rm);
-        act_lowrank(f, dir, "down", &la->ld, c, N, rm);
+        act(j, f, dir, "x", la->x, N, d);
+        act(j, f, dir, "a", la->a, N, d);
+        act(j, f, dir, "q", la->q, N, d);
+        act(j, f, dir, "k", la->k, N, kvd);
+        act(j, f, dir, "v", la->v, N, kvd);
+        act(j, f, dir, "y", la->y, N, d);
+        act(j, f, dir, "x_mid", la->x_mid, N, d);
+        act(j, f, dir, "m", la->m, N, d);
+        act(j, f, dir, "g", la->g, N, ff);
+        act(j, f, dir, "u", la->u, N, ff);
+        act(j, f, dir, "gu", la->gu, N, ff);
+        act_lowrank(j, f, dir, "q", &la->lq, c, N, ra);
+        act_lowrank(j, f, dir, "k", &la->lk, c, N, ra);
+        act_lowrank(j, f, dir, "v", &la->lv, c, N, ra);
+        act_lowrank(j, f, dir, "o", &la->lo, c, N, ra);
+        act_lowrank(j, f, dir, "gate", &la->lg, c, N, rm);
+        act_lowrank(j, f, dir, "up", &la->lu, c, N, rm);
+        act_lowrank(j, f, dir, "down", &la->ld, c, N, rm);
     }
-    act(f, "/activations", "x_final", m->acts.x_final, N, d);
-    act(f, "/activations", "xf", m->acts.xf, N, d);
-    h5_write(f, "/activations/losses", 1, N, 0, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, m->acts.losses);
+    act(j, f, "/activations", "x_final", m->acts.x_final, N, d);
+    act(j, f, "/activations", "xf", m->acts.xf, N, d);
+    h5j_write(j, f, "/activations/losses", 1, N, 0, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, m->acts.losses, NULL);
 }
 
 void dump_write(const char *path, const ModelState *m, const Model *acts, int64_t step,
                 const char *config_json, const int32_t *inputs, const int32_t *targets, int rows, int T,
                 double loss) {
     CHECK(rows >= 1 && T >= 1, "dump_write: bad batch shape [%d,%d]", rows, T);
-    char tmp[1100], now[32];
-    xsnprintf(tmp, sizeof tmp, "%s.tmp", path);
-    hid_t f = h5_create(tmp);
-    h5_attr_str(f, "format", DUMP_FORMAT);
-    h5_attr_i32(f, "format_version", DUMP_FORMAT_VERSION);
-    h5_attr_i64(f, "step", step);
-    h5_attr_str(f, "config", config_json);
+    for (int i = 0; i < m->table.n_specs; i++)   // before anything is open
+        CHECK(strncmp(m->table.specs[i].name, "model/", 6) == 0, "parameter name '%s' does not start with model/",
+              m->table.specs[i].name);
+    char tmp[1200], now[32];
     store_iso_now(now);
-    h5_attr_str(f, "created_at", now);
-    write_params(f, m, "model", m->params);
-    write_params(f, m, "grads", m->grads);
-    h5_write(f, "/batch/inputs", 2, rows, T, H5T_STD_I32LE, H5T_NATIVE_INT32, inputs);
-    h5_write(f, "/batch/targets", 2, rows, T, H5T_STD_I32LE, H5T_NATIVE_INT32, targets);
-    h5_write(f, "/loss", 0, 0, 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &loss);
-    if (acts) write_activations(f, acts, rows);
-    h5_close_commit(f, tmp, path);
+    H5Job j;
+    h5j_begin(&j, path);
+    hid_t f = h5j_create(&j, path, tmp, sizeof tmp, 0);
+    h5j_attr_str(&j, f, "format", DUMP_FORMAT);
+    h5j_attr_i32(&j, f, "format_version", DUMP_FORMAT_VERSION);
+    h5j_attr_i64(&j, f, "step", step);
+    h5j_attr_str(&j, f, "config", config_json);
+    h5j_attr_str(&j, f, "created_at", now);
+    write_params(&j, f, m, "model", m->params);
+    write_params(&j, f, m, "grads", m->grads);
+    h5j_write(&j, f, "/batch/inputs", 2, rows, T, H5T_STD_I32LE, H5T_NATIVE_INT32, inputs, NULL);
+    h5j_write(&j, f, "/batch/targets", 2, rows, T, H5T_STD_I32LE, H5T_NATIVE_INT32, targets, NULL);
+    h5j_write(&j, f, "/loss", 0, 0, 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &loss, NULL);
+    if (acts) write_activations(&j, f, acts, rows);
+    if (h5j_close_commit(&j, f, tmp, path) != 0)
+        die_input_hint("free space on that file system, or set run.dump_dir to a writable directory",
+                       "cannot write step dump %s: %s (the partial file %s was removed)", path, j.msg, tmp);
 }

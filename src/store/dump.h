@@ -16,7 +16,8 @@
 //   s: the unsharded weights the step used and the gradients (STATE_PARAMS | STATE_GRADS);
 //   acts: NULL, or the single-process model whose slot 0 holds the LAST micro-batch's
 //   activations (host back end): they go to /activations.
-// Written atomically (path.tmp, fsync, rename), parent directory created.
+// Written atomically (path.tmp.<pid>, fsync, rename), parent directory created; a failure
+// (full disk, unwritable directory) removes the partial file and exits 2 naming both.
 void dump_write(const char *path, const ModelState *s, const Model *acts, int64_t step,
                 const char *config_json, const int32_t *inputs, const int32_t *targets, int rows, int T,
                 double loss);

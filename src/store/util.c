@@ -8,62 +8,17 @@
 #include <unistd.h>
 
 #include "../core/check.h"
+#include "../core/fileio.h"
+#include "../core/json.h"
 
 void store_mkdir_p(const char *dir) {
-    if (!dir || !dir[0] || strcmp(dir, ".") == 0) return;
-    char buf[4096];
-    xsnprintf(buf, sizeof buf, "%s", dir);
-    size_t n = strlen(buf);
-    while (n > 1 && buf[n - 1] == '/') buf[--n] = 0;
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p; *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                DIE("mkdir %s failed: %s", buf, strerror(errno));
-            if (c == 0) break;
-            *p = c;
-        }
-    }
-    struct stat st;
-    CHECK_ERRNO(stat(buf, &st) != 0, buf);
-    if (!S_ISDIR(st.st_mode)) die_input("%s exists but is not a directory", buf);
-}
-
-static void dir_part(const char *path, char *out, size_t n) {
-    xsnprintf(out, n, "%s", path);
-    char *slash = strrchr(out, '/');
-    if (!slash) xsnprintf(out, n, ".");
-    else if (slash == out) out[1] = 0;   // "/file" -> "/"
-    else *slash = 0;
+    char err[1200];
+    if (file_mkdir_p(dir, err, sizeof err) != 0) die_input("%s", err);
 }
 
 void store_mkdir_parent(const char *path) {
-    char dir[4096];
-    dir_part(path, dir, sizeof dir);
-    store_mkdir_p(dir);
-}
-
-static void fsync_at(const char *path, int flags) {
-    int fd = open(path, flags);
-    if (fd < 0) DIE("open %s for fsync failed: %s", path, strerror(errno));
-    if (fsync(fd) != 0 && errno != EINVAL)   // EINVAL: the file system does not support it
-        DIE("fsync %s failed: %s", path, strerror(errno));
-    CHECK_ERRNO(close(fd) != 0, "close");
-}
-
-void store_fsync_path(const char *path) { fsync_at(path, O_RDONLY); }
-
-void store_fsync_dir_of(const char *path) {
-    char dir[4096];
-    dir_part(path, dir, sizeof dir);
-    fsync_at(dir, O_RDONLY | O_DIRECTORY);
-}
-
-void store_fsync_dir(const char *dir) { fsync_at(dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY); }
-
-void store_commit_rename(const char *tmp, const char *path) {
-    if (rename(tmp, path) != 0) DIE("rename %s -> %s failed: %s", tmp, path, strerror(errno));
-    store_fsync_dir_of(path);
+    char err[1200];
+    if (file_mkdir_parent(path, err, sizeof err) != 0) die_input("%s", err);
 }
 
 void store_iso_now(char buf[32]) {
@@ -78,23 +33,18 @@ void store_iso_now(char buf[32]) {
 
 void store_json_str(char *buf, size_t n, const char *s) {
     size_t len = strlen(buf);
-#define PUT(c) do { CHECK(len + 1 < n, "JSON buffer of %zu bytes too small", n); buf[len++] = (c); } while (0)
-    PUT('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') { PUT('\\'); PUT((char)*p); }
-        else if (*p == '\n') { PUT('\\'); PUT('n'); }
-        else if (*p == '\t') { PUT('\\'); PUT('t'); }
-        else if (*p < 0x20) {
-            char e[8]; snprintf(e, sizeof e, "\\u%04x", *p);
-            for (char *q = e; *q; q++) PUT(*q);
-        } else PUT((char)*p);
-    }
-    PUT('"');
-#undef PUT
-    buf[len] = 0;
+    CHECK(len < n && json_escape(buf + len, n - len, s) < n - len, "JSON buffer of %zu bytes too small", n);
 }
 
 // ---- HDF5 -------------------------------------------------------------------------
+// HDF5 closes whatever is left open from an exit handler. After a failed write (a full
+// disk, RLIMIT_FSIZE) H5Fclose fails and leaves the file half-closed, and that handler
+// then crashed (HDF5 1.10, H5F__close_cb, at the exit after the error message). So it is
+// never installed: every file is closed by its H5Job before anything exits, and all the
+// handler would add at a normal exit is freeing memory. A constructor, because it must
+// run before the library's first call, wherever that is (db.c asks for its version).
+__attribute__((constructor)) static void no_hdf5_exit_handler(void) { H5dont_atexit(); }
+
 void store_h5_init(void) {
     static int done = 0;
     if (done) return;
@@ -103,152 +53,250 @@ void store_h5_init(void) {
     done = 1;
 }
 
-typedef struct { char *buf; size_t n; } ErrText;
-static herr_t collect_err(unsigned n, const H5E_error2_t *e, void *data) {
+void h5j_begin(H5Job *j, const char *file) {
+    store_h5_init();
+    memset(j, 0, sizeof *j);
+    snprintf(j->file, sizeof j->file, "%s", file);
+}
+
+int h5j_fail(H5Job *j, const char *fmt, ...) {
+    if (j->failed) return -1;
+    j->failed = 1;
+    va_list ap; va_start(ap, fmt); vsnprintf(j->msg, sizeof j->msg, fmt, ap); va_end(ap);
+    return -1;
+}
+
+// The innermost message of the HDF5 error stack (where the error was detected); for a
+// failed system call only its "error message = '...'" part (e.g. "No space left on device").
+typedef struct { char text[512]; } ErrText;
+static herr_t innermost(unsigned n, const H5E_error2_t *e, void *data) {
     ErrText *t = data;
-    size_t len = strlen(t->buf);
-    if (len + 8 < t->n)
-        snprintf(t->buf + len, t->n - len, "%s%s(): %s", len ? "; " : "", e->func_name ? e->func_name : "?",
-                 e->desc ? e->desc : "?");
+    snprintf(t->text, sizeof t->text, "%s", e->desc ? e->desc : "?");   // downward walk: the last one wins
     return 0;
 }
-
-void store_h5_die(const char *call, const char *file, int line) {
-    char text[2048] = "";
-    ErrText t = { text, sizeof text };
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_err, &t);
-    die_at(file, line, "%s failed: %s", call, text[0] ? text : "(no HDF5 error message)");
+static void hdf5_message(char *buf, size_t n) {
+    ErrText t = { "" };
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost, &t);
+    H5Eclear2(H5E_DEFAULT);
+    const char *m = strstr(t.text, "error message = '");
+    if (m) {
+        m += 17;
+        const char *end = strchr(m, '\'');
+        snprintf(buf, n, "%.*s", end ? (int)(end - m) : (int)strlen(m), m);
+    } else snprintf(buf, n, "%s", t.text[0] ? t.text : "HDF5 error without a message");
 }
 
-static hid_t scalar_space(void) { return H5C(H5Screate(H5S_SCALAR)); }
-
-static void attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *v) {
-    hid_t sp = scalar_space();
-    if (H5C(H5Aexists(loc, name)) > 0) H5C(H5Adelete(loc, name));
-    hid_t a = H5C(H5Acreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT));
-    H5C(H5Awrite(a, mtype, v));
-    H5C(H5Aclose(a));
-    H5C(H5Sclose(sp));
+int64_t h5j_check(H5Job *j, int64_t v, const char *op, const char *obj) {
+    if (v >= 0) return v;
+    char m[600];
+    hdf5_message(m, sizeof m);
+    h5j_fail(j, "%s%s%s: %s", op, obj && obj[0] ? " " : "", obj ? obj : "", m);
+    return v;
 }
 
-void h5_attr_str(hid_t loc, const char *name, const char *text) {
-    hid_t t = H5C(H5Tcopy(H5T_C_S1));
-    H5C(H5Tset_size(t, H5T_VARIABLE));
-    H5C(H5Tset_cset(t, H5T_CSET_UTF8));
-    const char *p = text ? text : "";
-    attr_write(loc, name, t, t, &p);
-    H5C(H5Tclose(t));
-}
-void h5_attr_i64(hid_t loc, const char *name, int64_t v) { attr_write(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v); }
-void h5_attr_u64(hid_t loc, const char *name, uint64_t v) { attr_write(loc, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v); }
-void h5_attr_i32(hid_t loc, const char *name, int32_t v) { attr_write(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &v); }
-void h5_attr_f64(hid_t loc, const char *name, double v) { attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v); }
-
-// Opens attribute `name` if it exists and is scalar/1-element of class `cls`; else -1.
-static hid_t attr_open_class(hid_t loc, const char *name, H5T_class_t cls) {
-    if (H5C(H5Aexists(loc, name)) <= 0) return -1;
-    hid_t a = H5C(H5Aopen(loc, name, H5P_DEFAULT));
-    hid_t t = H5C(H5Aget_type(a));
-    hid_t sp = H5C(H5Aget_space(a));
-    int ok = H5Tget_class(t) == cls && H5C(H5Sget_simple_extent_npoints(sp)) == 1;
-    H5C(H5Tclose(t)); H5C(H5Sclose(sp));
-    if (!ok) { H5C(H5Aclose(a)); return -1; }
-    return a;
-}
-
-int h5_attr_read_str(hid_t loc, const char *name, char **out) {
-    *out = NULL;
-    hid_t a = attr_open_class(loc, name, H5T_STRING);
-    if (a < 0) return 0;
-    hid_t ft = H5C(H5Aget_type(a));
-    hid_t mt = H5C(H5Tcopy(H5T_C_S1));
-    if (H5C(H5Tis_variable_str(ft)) > 0) {
-        H5C(H5Tset_size(mt, H5T_VARIABLE));
-        H5C(H5Tset_cset(mt, H5Tget_cset(ft)));
-        char *p = NULL;
-        H5C(H5Aread(a, mt, &p));
-        *out = xstrdup(p ? p : "");
-        hid_t sp = scalar_space();
-        H5C(H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, &p));
-        H5C(H5Sclose(sp));
-    } else {                                     // fixed-length (e.g. written by h5py as bytes)
-        size_t n = H5Tget_size(ft);
-        CHECK(n > 0, "H5Tget_size failed on attribute %s", name);
-        H5C(H5Tset_size(mt, n + 1));
-        H5C(H5Tset_cset(mt, H5Tget_cset(ft)));
-        *out = xcalloc(n + 2, 1);
-        H5C(H5Aread(a, mt, *out));
+void h5j_close(H5Job *j, hid_t id) {
+    if (id < 0) return;
+    char name[300] = "";
+    H5I_type_t type = H5Iget_type(id);
+    if (!j->failed && type != H5I_FILE && H5Iget_name(id, name, sizeof name) <= 0) name[0] = 0;
+    herr_t r;
+    switch (type) {
+    case H5I_FILE: r = H5Fclose(id); break;
+    case H5I_GROUP: r = H5Gclose(id); break;
+    case H5I_DATASET: r = H5Dclose(id); break;
+    case H5I_ATTR: r = H5Aclose(id); break;
+    case H5I_DATASPACE: r = H5Sclose(id); break;
+    case H5I_DATATYPE: r = H5Tclose(id); break;
+    case H5I_GENPROP_LST: r = H5Pclose(id); break;
+    default: r = H5Idec_ref(id) < 0 ? -1 : 0; break;
     }
-    H5C(H5Tclose(mt)); H5C(H5Tclose(ft)); H5C(H5Aclose(a));
-    return 1;
+    if (r < 0) h5j_check(j, r, "closing", name[0] ? name : type == H5I_FILE ? "the file" : "an HDF5 object");
 }
 
-int h5_attr_read_i64(hid_t loc, const char *name, int64_t *out) {
-    hid_t a = attr_open_class(loc, name, H5T_INTEGER);
-    if (a < 0) return 0;
-    H5C(H5Aread(a, H5T_NATIVE_INT64, out));
-    H5C(H5Aclose(a));
-    return 1;
-}
-int h5_attr_read_u64(hid_t loc, const char *name, uint64_t *out) {
-    hid_t a = attr_open_class(loc, name, H5T_INTEGER);
-    if (a < 0) return 0;
-    H5C(H5Aread(a, H5T_NATIVE_UINT64, out));
-    H5C(H5Aclose(a));
-    return 1;
+static hid_t file_access(H5Job *j, int for_writing) {
+    hid_t fapl = H5J(j, H5Pcreate(H5P_FILE_ACCESS), "creating", "a file access list");
+    H5J(j, H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG), "setting", "the close degree");
+    if (for_writing) H5J(j, H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V110), "setting", "the format bounds");
+    return fapl;
 }
 
-static hid_t lcpl_intermediate(void) {
-    hid_t lcpl = H5C(H5Pcreate(H5P_LINK_CREATE));
-    H5C(H5Pset_create_intermediate_group(lcpl, 1));
-    return lcpl;
-}
-
-void h5_write(hid_t file, const char *path, int ndim, int64_t d0, int64_t d1,
-              hid_t file_type, hid_t mem_type, const void *data) {
-    hsize_t dims[2] = { (hsize_t)d0, (hsize_t)d1 };
-    hid_t sp = ndim == 0 ? scalar_space() : H5C(H5Screate_simple(ndim, dims, NULL));
-    hid_t lcpl = lcpl_intermediate();
-    hid_t ds = H5C(H5Dcreate2(file, path, file_type, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT));
-    if (!(ndim > 0 && (d0 == 0 || (ndim == 2 && d1 == 0))))
-        H5C(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
-    H5C(H5Dclose(ds)); H5C(H5Pclose(lcpl)); H5C(H5Sclose(sp));
-}
-
-hid_t h5_group(hid_t file, const char *path) {
-    if (H5C(H5Lexists(file, path, H5P_DEFAULT)) > 0) return H5C(H5Gopen2(file, path, H5P_DEFAULT));
-    hid_t lcpl = lcpl_intermediate();
-    hid_t g = H5C(H5Gcreate2(file, path, lcpl, H5P_DEFAULT, H5P_DEFAULT));
-    H5C(H5Pclose(lcpl));
-    return g;
-}
-
-hid_t h5_create(const char *tmp_path) {
-    store_h5_init();
-    store_mkdir_parent(tmp_path);
-    errno = 0;
-    hid_t f = H5Fcreate(tmp_path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (f < 0) {
-        int e = errno;
-        char text[1024] = "";
-        ErrText t = { text, sizeof text };
-        H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_err, &t);
-        die_input("cannot create %s: %s (%s)", tmp_path, e ? strerror(e) : "HDF5 error", text);
+hid_t h5j_open_read(H5Job *j, const char *path) {
+    hid_t fapl = file_access(j, 0);
+    hid_t f = -1;
+    if (!j->failed) {
+        if (access(path, R_OK) != 0) h5j_fail(j, "cannot read it: %s", strerror(errno));
+        else {
+            f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+            if (f < 0) {
+                char m[600];
+                hdf5_message(m, sizeof m);
+                h5j_fail(j, "not a readable HDF5 file (truncated or damaged?): %s", m);
+            }
+        }
     }
+    h5j_close(j, fapl);
     return f;
 }
 
-void h5_close_commit(hid_t file, const char *tmp_path, const char *path) {
-    H5C(H5Fflush(file, H5F_SCOPE_GLOBAL));
-    hid_t fapl = H5C(H5Fget_access_plist(file));
-    void *handle = NULL;
-    H5C(H5Fget_vfd_handle(file, fapl, &handle));
-    if (H5C(H5Pget_driver(fapl)) == H5FD_SEC2 && handle) {
-        int fd = *(int *)handle;
-        if (fsync(fd) != 0 && errno != EINVAL) DIE("fsync %s failed: %s", tmp_path, strerror(errno));
+hid_t h5j_create(H5Job *j, const char *path, char *tmp, size_t tmp_cap, size_t userblock) {
+    char err[1200];
+    file_tmp_name(tmp, tmp_cap, path);
+    if (file_mkdir_parent(path, err, sizeof err) != 0) { h5j_fail(j, "%s", err); return -1; }
+    hid_t fapl = file_access(j, 1);
+    hid_t fcpl = H5J(j, H5Pcreate(H5P_FILE_CREATE), "creating", "a file creation list");
+    if (userblock) H5J(j, H5Pset_userblock(fcpl, (hsize_t)userblock), "reserving", "the user block");
+    errno = 0;
+    hid_t f = H5J(j, H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl), "creating", tmp);
+    h5j_close(j, fcpl);
+    if (f < 0 && errno && j->failed) {   // the system's reason says more than HDF5's
+        char m[sizeof j->msg];
+        snprintf(m, sizeof m, "%.1000s (%s)", j->msg, strerror(errno));
+        snprintf(j->msg, sizeof j->msg, "%s", m);
     }
-    H5C(H5Pclose(fapl));
-    H5C(H5Fclose(file));
-    store_fsync_path(tmp_path);   // whatever H5Fclose wrote after the flush
-    store_commit_rename(tmp_path, path);
+    h5j_close(j, fapl);
+    return f;
+}
+
+int h5j_close_file(H5Job *j, hid_t file, const char *tmp) {
+    H5J(j, H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing", tmp);
+    h5j_close(j, file);
+    if (j->failed) { unlink(tmp); return -1; }
+    return 0;
+}
+
+int h5j_close_commit(H5Job *j, hid_t file, const char *tmp, const char *path) {
+    if (h5j_close_file(j, file, tmp) != 0) return -1;
+    char err[1200];   // fsync (by name: it covers every descriptor of the file), rename, fsync of the directory
+    if (file_commit_tmp(tmp, path, err, sizeof err) != 0) return h5j_fail(j, "%s", err);
+    return 0;
+}
+
+// ---- attributes ---------------------------------------------------------------------
+static void attr_write(H5Job *j, hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *v) {
+    hid_t sp = H5J(j, H5Screate(H5S_SCALAR), "creating a dataspace for attribute", name);
+    if (H5J(j, H5Aexists(loc, name), "looking up attribute", name) > 0) H5J(j, H5Adelete(loc, name), "deleting attribute", name);
+    hid_t a = H5J(j, H5Acreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT), "creating attribute", name);
+    H5J(j, H5Awrite(a, mtype, v), "writing attribute", name);
+    h5j_close(j, a);
+    h5j_close(j, sp);
+}
+
+void h5j_attr_str(H5Job *j, hid_t loc, const char *name, const char *text) {
+    hid_t t = H5J(j, H5Tcopy(H5T_C_S1), "creating a string type for", name);
+    H5J(j, H5Tset_size(t, H5T_VARIABLE), "creating a string type for", name);
+    H5J(j, H5Tset_cset(t, H5T_CSET_UTF8), "creating a string type for", name);
+    const char *p = text ? text : "";
+    attr_write(j, loc, name, t, t, &p);
+    h5j_close(j, t);
+}
+void h5j_attr_fixed_str(H5Job *j, hid_t loc, const char *name, const char *text) {
+    const char *p = text ? text : "";
+    size_t n = strlen(p);
+    hid_t t = H5J(j, H5Tcopy(H5T_C_S1), "creating a string type for", name);
+    H5J(j, H5Tset_size(t, n ? n : 1), "creating a string type for", name);   // (a size of 0 is not allowed)
+    H5J(j, H5Tset_strpad(t, H5T_STR_NULLPAD), "creating a string type for", name);
+    H5J(j, H5Tset_cset(t, H5T_CSET_UTF8), "creating a string type for", name);
+    char *buf = xcalloc(n + 1, 1);
+    memcpy(buf, p, n);
+    attr_write(j, loc, name, t, t, buf);
+    free(buf);
+    h5j_close(j, t);
+}
+
+void h5j_attr_i64(H5Job *j, hid_t loc, const char *name, int64_t v) { attr_write(j, loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v); }
+void h5j_attr_u64(H5Job *j, hid_t loc, const char *name, uint64_t v) { attr_write(j, loc, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v); }
+void h5j_attr_i32(H5Job *j, hid_t loc, const char *name, int32_t v) { attr_write(j, loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &v); }
+void h5j_attr_u32(H5Job *j, hid_t loc, const char *name, uint32_t v) { attr_write(j, loc, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v); }
+
+// Opens attribute `name` if it exists and is a single value of class `cls`: 1 (id in *a),
+// 0 if absent or different, -1 on an HDF5 error.
+static int attr_open_class(H5Job *j, hid_t loc, const char *name, H5T_class_t cls, hid_t *a) {
+    *a = -1;
+    htri_t ex = (htri_t)H5J(j, H5Aexists(loc, name), "looking up attribute", name);
+    if (ex <= 0) return ex < 0 ? -1 : 0;
+    *a = H5J(j, H5Aopen(loc, name, H5P_DEFAULT), "opening attribute", name);
+    hid_t t = H5J(j, H5Aget_type(*a), "reading the type of attribute", name);
+    hid_t sp = H5J(j, H5Aget_space(*a), "reading the shape of attribute", name);
+    int ok = !j->failed && H5Tget_class(t) == cls &&
+             H5J(j, H5Sget_simple_extent_npoints(sp), "reading the shape of attribute", name) == 1;
+    h5j_close(j, t); h5j_close(j, sp);
+    if (j->failed || !ok) { h5j_close(j, *a); *a = -1; return j->failed ? -1 : 0; }
+    return 1;
+}
+
+int h5j_attr_read_str(H5Job *j, hid_t loc, const char *name, char **out, int allow_vlen) {
+    *out = NULL;
+    hid_t a;
+    int r = attr_open_class(j, loc, name, H5T_STRING, &a);
+    if (r <= 0) return r;
+    hid_t ft = H5J(j, H5Aget_type(a), "reading the type of attribute", name);
+    hid_t mt = H5J(j, H5Tcopy(H5T_C_S1), "reading attribute", name);
+    int vlen = !j->failed && H5J(j, H5Tis_variable_str(ft), "reading attribute", name) > 0;
+    if (vlen && !allow_vlen) {
+        h5j_close(j, mt); h5j_close(j, ft); h5j_close(j, a);
+        return j->failed ? -1 : 0;
+    }
+    if (vlen) {
+        H5J(j, H5Tset_size(mt, H5T_VARIABLE), "reading attribute", name);
+        H5J(j, H5Tset_cset(mt, H5Tget_cset(ft)), "reading attribute", name);
+        char *p = NULL;
+        if (H5J(j, H5Aread(a, mt, &p), "reading attribute", name) >= 0) {
+            *out = xstrdup(p ? p : "");
+            hid_t sp = H5J(j, H5Screate(H5S_SCALAR), "reading attribute", name);
+            H5J(j, H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, &p), "reading attribute", name);
+            h5j_close(j, sp);
+        }
+    } else if (!j->failed) {                       // fixed-length (e.g. written by h5py as bytes)
+        size_t n = H5Tget_size(ft);
+        if (n == 0 || n > (1u << 30)) h5j_fail(j, "attribute %s: fixed-length string of %zu bytes", name, n);
+        H5J(j, H5Tset_size(mt, n + 1), "reading attribute", name);
+        H5J(j, H5Tset_cset(mt, H5Tget_cset(ft)), "reading attribute", name);
+        if (!j->failed) {
+            *out = xcalloc(n + 2, 1);
+            H5J(j, H5Aread(a, mt, *out), "reading attribute", name);
+        }
+    }
+    h5j_close(j, mt); h5j_close(j, ft); h5j_close(j, a);
+    if (j->failed) { free(*out); *out = NULL; return -1; }
+    return 1;
+}
+
+static int attr_read_int(H5Job *j, hid_t loc, const char *name, hid_t mem_type, void *out) {
+    hid_t a;
+    int r = attr_open_class(j, loc, name, H5T_INTEGER, &a);
+    if (r <= 0) return r;
+    H5J(j, H5Aread(a, mem_type, out), "reading attribute", name);
+    h5j_close(j, a);
+    return j->failed ? -1 : 1;
+}
+int h5j_attr_read_i64(H5Job *j, hid_t loc, const char *name, int64_t *out) { return attr_read_int(j, loc, name, H5T_NATIVE_INT64, out); }
+int h5j_attr_read_u64(H5Job *j, hid_t loc, const char *name, uint64_t *out) { return attr_read_int(j, loc, name, H5T_NATIVE_UINT64, out); }
+
+// ---- datasets and groups -------------------------------------------------------------
+static hid_t lcpl_intermediate(H5Job *j) {
+    hid_t lcpl = H5J(j, H5Pcreate(H5P_LINK_CREATE), "creating", "a link property list");
+    H5J(j, H5Pset_create_intermediate_group(lcpl, 1), "creating", "a link property list");
+    return lcpl;
+}
+
+void h5j_write(H5Job *j, hid_t file, const char *path, int ndim, int64_t d0, int64_t d1,
+               hid_t file_type, hid_t mem_type, const void *data, const uint32_t *crc32) {
+    hsize_t dims[2] = { (hsize_t)d0, (hsize_t)d1 };
+    hid_t sp = ndim == 0 ? H5J(j, H5Screate(H5S_SCALAR), "creating the dataspace of", path)
+                         : H5J(j, H5Screate_simple(ndim, dims, NULL), "creating the dataspace of", path);
+    hid_t lcpl = lcpl_intermediate(j);
+    hid_t ds = H5J(j, H5Dcreate2(file, path, file_type, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT), "creating dataset", path);
+    if (!(ndim > 0 && (d0 == 0 || (ndim == 2 && d1 == 0))))
+        H5J(j, H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing dataset", path);
+    if (crc32) h5j_attr_u32(j, ds, "crc32", *crc32);
+    h5j_close(j, ds); h5j_close(j, lcpl); h5j_close(j, sp);
+}
+
+hid_t h5j_group(H5Job *j, hid_t file, const char *path) {
+    if (H5J(j, H5Lexists(file, path, H5P_DEFAULT), "looking up group", path) > 0)
+        return H5J(j, H5Gopen2(file, path, H5P_DEFAULT), "opening group", path);
+    hid_t lcpl = lcpl_intermediate(j);
+    hid_t g = H5J(j, H5Gcreate2(file, path, lcpl, H5P_DEFAULT, H5P_DEFAULT), "creating group", path);
+    h5j_close(j, lcpl);
+    return g;
 }

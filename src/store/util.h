@@ -1,58 +1,87 @@
-// util.h — helpers shared by the store (run database, checkpoints, dumps): file-system
-// durability (mkdir -p, fsync of a file and of its directory), UTC timestamps, JSON
-// string escaping, and HDF5 error checking. Internal to src/store.
+// util.h — helpers shared by the store (run database, checkpoints, dumps): directories,
+// UTC timestamps, JSON strings, and HDF5 with errors that never crash. Internal to
+// src/store. Crash-safe file writing and JSON escaping themselves live in core/
+// (core/fileio.h, core/json.h), shared with the data pipeline and the configuration.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
 #include <hdf5.h>
 
-// mkdir -p `dir` (no-op for "" or "."); dies on failure.
+// mkdir -p `dir` / the directory part of `path` (no-op for "" or "."); exit 2 with a
+// message naming the directory on failure.
 void store_mkdir_p(const char *dir);
-// mkdir -p the directory part of `path`.
 void store_mkdir_parent(const char *path);
-// fsync the file at `path` (opened read-only) and the directory holding it.
-void store_fsync_path(const char *path);
-void store_fsync_dir_of(const char *path);
-void store_fsync_dir(const char *dir);
-// rename tmp -> path, then fsync the directory (the rename is durable on return).
-void store_commit_rename(const char *tmp, const char *path);
 // "2024-05-01T12:34:56.789Z" (ISO-8601 UTC, millisecond resolution; sorts as text).
 void store_iso_now(char buf[32]);
 // Append `s` as a JSON string literal (with quotes) to buf (NUL-terminated, size n);
-// dies on truncation.
+// dies on truncation. (The escape is core/json.h's json_escape.)
 void store_json_str(char *buf, size_t n, const char *s);
 
 // ---- HDF5 -------------------------------------------------------------------------
-// Turns HDF5's automatic error-stack printing off (once): failures are reported by
-// H5C() with the library's own messages, expected failures (probing a file) stay quiet.
+// Every HDF5 call on one file goes through an H5Job. The first failure is recorded (the
+// operation, the object and HDF5's own innermost message) and turns every later H5J()
+// of the job into a no-op that returns -1, so the caller closes what it opened, in
+// order, and reports once, naming the file. Nothing here exits: never inside an HDF5
+// iteration callback and never with HDF5 objects open (HDF5's exit handler closes what
+// is left open, and on a damaged file or a full disk that crashed).
+typedef struct {
+    char file[1100];   // the file, as messages name it
+    int failed;
+    char msg[1200];    // "<operation>: <HDF5's message>" of the first failure
+} H5Job;
+
+// Turns HDF5's automatic error-stack printing off (once): failures are reported by the
+// job with the library's own messages; expected failures (probing a file) stay quiet.
 void store_h5_init(void);
-__attribute__((noreturn))
-void store_h5_die(const char *call, const char *file, int line);
-static inline int64_t store_h5c(int64_t v, const char *call, const char *file, int line) {
-    if (v < 0) store_h5_die(call, file, line);
-    return v;
-}
-// Check an HDF5 call (hid_t / herr_t / htri_t < 0 = failure): dies with file:line, the
-// call and the HDF5 error stack (innermost messages).
-#define H5C(call) store_h5c((int64_t)(call), #call, __FILE__, __LINE__)
+void h5j_begin(H5Job *j, const char *file);
+// Records a failure described by fmt (the first one wins); returns -1.
+__attribute__((format(printf, 2, 3)))
+int h5j_fail(H5Job *j, const char *fmt, ...);
+// v < 0: records "<op> <obj>: <innermost HDF5 message>". Returns v.
+int64_t h5j_check(H5Job *j, int64_t v, const char *op, const char *obj);
+// H5J(job, call, "reading", "/model/x"): the call runs only while the job has not failed.
+#define H5J(j, call, op, obj) ((j)->failed ? (int64_t)-1 : h5j_check((j), (int64_t)(call), (op), (obj)))
+// Closes any HDF5 id (file, group, dataset, attribute, dataspace, type, property list);
+// ids < 0 are ignored. Runs even after a failure (objects are closed in every case).
+void h5j_close(H5Job *j, hid_t id);
+
+// Files. h5j_open_read opens read-only with HDF5's errors quiet (-1 and the job failed
+// if it is not a readable HDF5 file). Both use the strong close degree: closing the
+// file closes whatever of it is still open.
+hid_t h5j_open_read(H5Job *j, const char *path);
+// Creates "<path>.tmp.<pid>" (name into tmp) for writing, after creating path's directory.
+// The format is pinned to HDF5 1.8-1.10 object headers and superblock, whose metadata
+// carry checksums (a damaged header is then detected, not parsed). userblock: 0, or the
+// bytes reserved at the start of the file for the caller (a power of 2 >= 512).
+hid_t h5j_create(H5Job *j, const char *path, char *tmp, size_t tmp_cap, size_t userblock);
+// Flush + close. After a failure anywhere (before, or here) the file is closed and tmp
+// removed; returns 0 on success, -1 when the job failed.
+int h5j_close_file(H5Job *j, hid_t file, const char *tmp);
+// h5j_close_file, then the crash-safe commit: fsync, rename into place, fsync of the
+// directory (core/fileio.h).
+int h5j_close_commit(H5Job *j, hid_t file, const char *tmp, const char *path);
 
 // Attributes on `loc` (file, group or dataset).
-void h5_attr_str(hid_t loc, const char *name, const char *text);   // variable-length UTF-8
-void h5_attr_i64(hid_t loc, const char *name, int64_t v);
-void h5_attr_u64(hid_t loc, const char *name, uint64_t v);
-void h5_attr_i32(hid_t loc, const char *name, int32_t v);
-void h5_attr_f64(hid_t loc, const char *name, double v);
-// Reads: return 0 if the attribute is absent (or of another class), 1 on success.
-int h5_attr_read_str(hid_t loc, const char *name, char **out);     // malloc'd
-int h5_attr_read_i64(hid_t loc, const char *name, int64_t *out);   // any integer type
-int h5_attr_read_u64(hid_t loc, const char *name, uint64_t *out);
+void h5j_attr_str(H5Job *j, hid_t loc, const char *name, const char *text);   // variable-length UTF-8
+// Fixed-length UTF-8 (null-padded): stored in the object header (or its dense attribute
+// storage), which HDF5 checksums; variable-length strings live in the global heap, which
+// has no checksum (a damaged one made HDF5 loop forever: fuzz/fuzz_checkpoint.c).
+void h5j_attr_fixed_str(H5Job *j, hid_t loc, const char *name, const char *text);
+void h5j_attr_i64(H5Job *j, hid_t loc, const char *name, int64_t v);
+void h5j_attr_u64(H5Job *j, hid_t loc, const char *name, uint64_t v);
+void h5j_attr_i32(H5Job *j, hid_t loc, const char *name, int32_t v);
+void h5j_attr_u32(H5Job *j, hid_t loc, const char *name, uint32_t v);
+// Reads: 1 on success; 0 if the attribute is absent or of another class or shape (the
+// job is not failed then); -1 on an HDF5 error (the job failed).
+// Strings: fixed-length only, unless allow_vlen (a variable-length one is not read at all
+// otherwise: its bytes are in the global heap, which nothing checksums; it counts as absent).
+int h5j_attr_read_str(H5Job *j, hid_t loc, const char *name, char **out, int allow_vlen);     // malloc'd
+int h5j_attr_read_i64(H5Job *j, hid_t loc, const char *name, int64_t *out);   // any integer type
+int h5j_attr_read_u64(H5Job *j, hid_t loc, const char *name, uint64_t *out);
 // Dataset at absolute `path` (intermediate groups created): ndim 0 (scalar), 1 [d0] or
-// 2 [d0,d1]. file_type e.g. H5T_IEEE_F32LE, mem_type e.g. H5T_NATIVE_FLOAT.
-void h5_write(hid_t file, const char *path, int ndim, int64_t d0, int64_t d1,
-              hid_t file_type, hid_t mem_type, const void *data);
-// Create `path`'s group (and parents) if absent; returns an open group id.
-hid_t h5_group(hid_t file, const char *path);
-// Create an HDF5 file for writing at `tmp_path` (truncating).
-hid_t h5_create(const char *tmp_path);
-// H5Fflush + fsync via the file's descriptor + H5Fclose + rename(tmp, path) + fsync dir.
-void h5_close_commit(hid_t file, const char *tmp_path, const char *path);
+// 2 [d0,d1]. file_type e.g. H5T_IEEE_F32LE, mem_type e.g. H5T_NATIVE_FLOAT. crc32: NULL,
+// or the checksum to store as the dataset's uint32 attribute "crc32".
+void h5j_write(H5Job *j, hid_t file, const char *path, int ndim, int64_t d0, int64_t d1,
+               hid_t file_type, hid_t mem_type, const void *data, const uint32_t *crc32);
+// Create `path`'s group (and parents) if absent; returns an open group id (-1 on failure).
+hid_t h5j_group(H5Job *j, hid_t file, const char *path);

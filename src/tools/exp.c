@@ -428,7 +428,7 @@ int main(int argc, char **argv) {
                 char dir[1400], ck[1500];
                 int64_t ck_step;
                 snprintf(dir, sizeof dir, "%s/%s", v->config.run.checkpoint_dir, prior.uid);
-                if (!checkpoint_latest(dir, ck, sizeof ck, &ck_step)) {
+                if (!checkpoint_latest_good(dir, ck, sizeof ck, &ck_step, NULL, NULL)) {
                     printf("\n== variant %s, repeat %d/%d: run %lld (%s) is %s without a checkpoint: it starts again ==\n",
                            v->name, r + 1, repeat, (long long)prior.id, prior.uid, prior.status);
                     have_prior = 0;

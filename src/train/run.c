@@ -359,8 +359,8 @@ int run_training(const RunOptions *opt, Comm *comm) {
                 xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
                 ensure_writable_dir(ctx.ckpt_dir, "run.checkpoint_dir");
                 lock_run_dir(ctx.ckpt_dir, ctx.uid);
-                if (!checkpoint_latest(ctx.ckpt_dir, resume_path, sizeof resume_path, &resume_step))
-                    die_input("RESUME: run %s has no complete checkpoint in %s (set run.checkpoint_every to save them)",
+                if (!checkpoint_latest_good(ctx.ckpt_dir, resume_path, sizeof resume_path, &resume_step, NULL, NULL))
+                    die_input("RESUME: run %s has no checkpoint that verifies in %s (set run.checkpoint_every to save them)",
                               ctx.uid, ctx.ckpt_dir);
                 resume_run = row.id;
                 ctx.launch_id = row.launch_id;

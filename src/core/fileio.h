@@ -1,0 +1,48 @@
+// fileio.h — crash-safe file replacement and directory creation: the one implementation
+// for the whole project (token shards, tokenizers, cache markers, checkpoints, step dumps).
+//
+// A file is replaced crash-safely by writing "<path>.tmp.<pid>", flushing and fsync'ing
+// it, closing it, renaming it over <path> and fsync'ing the directory. After a crash at
+// any point <path> is either the old file or the complete new one; at most a
+// "<path>.tmp.<pid>" is left behind, which no reader opens, and the pid says whose it is.
+// One fsync rule everywhere: a failed fsync is a failed write, except EINVAL (a file
+// system without fsync support), which is accepted.
+//
+// Functions returning int give 0 on success, or -1 with a message naming the file and
+// the operation in err (they never exit, so callers close what they opened first).
+// atomic_open/atomic_write/atomic_commit are for stdio writers and exit 2 with that
+// message (nothing else is open then); on any failure the temporary file is removed.
+#pragma once
+#include <stddef.h>
+#include <stdio.h>
+
+// "<path>.tmp.<pid>"
+void file_tmp_name(char *tmp, size_t cap, const char *path);
+// Does `name` (a file name, no directory) end in ".tmp.<digits>"? Then *pid is those digits.
+int file_is_tmp_name(const char *name, long *pid);
+// mkdir -p; the directory itself may exist. An existing non-directory is an error.
+int file_mkdir_p(const char *dir, char *err, size_t n);
+int file_mkdir_parent(const char *path, char *err, size_t n);
+// fsync of a file by name, and of the directory holding `path`.
+int file_fsync_path(const char *path, char *err, size_t n);
+int file_fsync_dir_of(const char *path, char *err, size_t n);
+int file_fsync_dir(const char *dir, char *err, size_t n);   // the directory itself ("" = ".")
+// The last steps of a crash-safe write, for a temporary file already written and closed
+// (by stdio or a library such as HDF5): fsync tmp, rename it over path, fsync the
+// directory. On failure tmp is removed.
+int file_commit_tmp(const char *tmp, const char *path, char *err, size_t n);
+
+// stdio writers: atomic_open creates "<path>.tmp.<pid>" (its name into tmp) after creating
+// path's directory; atomic_write is a checked fwrite; atomic_commit flushes, fsyncs,
+// closes and commits (file_commit_tmp).
+FILE *atomic_open(const char *path, char *tmp, size_t tmp_cap);
+void atomic_write(FILE *f, const void *data, size_t bytes, const char *tmp);
+void atomic_commit(FILE *f, const char *tmp, const char *path);
+
+// The whole of a regular file, at most max_bytes, NUL-terminated (so text can be used
+// as a string; *n excludes the NUL). Refuses (-1, err) what is not a regular file — a
+// FIFO, a device such as /dev/zero or /dev/stdin, a directory — before reading a byte,
+// and a file larger than max_bytes (also one that grows past it while being read).
+// `what` names the kind of file in messages ("manifest", "tokenizer").
+int file_read_regular(const char *path, size_t max_bytes, const char *what, char **out, size_t *n,
+                      char *err, size_t errn);

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# t_faults.sh — the engine under damaged files and hostile input, through the real
+# binaries (issue 13): a damaged newest checkpoint makes resume fall back to the newest
+# good one, saying so, and the continued run is bit-identical to an uninterrupted one;
+# pruning survives a bad old file. (tools/probe.sh runs the wider probe set.)
+source "$(dirname "$0")/lib.sh"
+export OMP_NUM_THREADS=1
+PY=/usr/bin/python3
+cat > "$TMP/tiny.yaml" <<YAML
+name: tiny
+model: {linear: cola, vocab_size: 64, n_layers: 1, d_model: 32, n_heads: 2, d_ff: 64, seq_len: 16}
+data: {dataset: synthetic, synthetic_tokens: 20000, cache_dir: $TMP/cache}
+train: {batch_size: 2, steps: 6, warmup_steps: 1, min_lr_ratio: 1, log_every: 1, threads: 1}
+run: {db: $TMP/runs.db, checkpoint_dir: $TMP/ckpt, checkpoint_every: 2, keep_last: 5}
+YAML
+losses() { sqlite3 "$TMP/runs.db" "SELECT printf('%d %.17g', step, loss) FROM steps WHERE run_id=$1 ORDER BY step"; }
+last_run() { sqlite3 "$TMP/runs.db" "SELECT max(id) FROM runs"; }
+# overwrite 256 bytes of a tensor's data in an HDF5 file
+damage() { $PY - "$1" "$2" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f: off = f[sys.argv[2]].id.get_offset()
+with open(sys.argv[1], "r+b") as f: f.seek(off + 8); f.write(bytes([0x5a]) * 256)
+PY
+}
+
+# ---- a damaged newest checkpoint: resume falls back, saying so ---------------------------
+# (min_lr_ratio 1: a constant learning rate after warm-up, so a 6-step run continued to 8
+# steps is the same computation as an 8-step run)
+"$BUILD/train" "$TMP/tiny.yaml" --set train.steps=8 >"$TMP/ref.log" 2>&1 || fail fallback_reference_run "$(tail -3 "$TMP/ref.log")"
+ref=$(last_run)
+"$BUILD/train" "$TMP/tiny.yaml" >"$TMP/a.log" 2>&1 || fail fallback_first_run "$(tail -3 "$TMP/a.log")"
+run=$(last_run)
+dir=$(ls -d "$TMP"/ckpt/tiny.default.* | tail -1)
+damage "$dir/step_6.h5" /model/layers/0/attn/q/A
+"$BUILD/train" "$TMP/tiny.yaml" --resume --set train.steps=8 >"$TMP/b.log" 2>"$TMP/b.err"; rc=$?
+if [ $rc = 0 ] && grep -q "warning: skipping checkpoint $dir/step_6.h5: damaged: its bytes do not match the file checksum" "$TMP/b.err" &&
+   grep -q "falling back to $dir/step_4.h5 (step 4), the newest checkpoint that verifies" "$TMP/b.err" &&
+   grep -q "from $dir/step_4.h5 (step 4)" "$TMP/b.log"; then
+    pass resume_falls_back_past_damaged_checkpoint
+else fail resume_falls_back_past_damaged_checkpoint "exit $rc: $(cat "$TMP/b.err" | head -5)"; fi
+if [ -n "$(losses $run)" ] && [ "$(losses $run)" = "$(losses $ref)" ]; then pass fallback_resume_bit_identical
+else fail fallback_resume_bit_identical "$(diff <(losses $run) <(losses $ref) | head -4 | tr '\n' ' ')"; fi
+
+# ---- reading a damaged checkpoint directly: refused by name, exit 2 ---------------------
+damage "$dir/step_8.h5" /optimizer/v/embed_tokens
+out=$("$BUILD/test_store" --verify "$dir/step_8.h5" 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "^damaged: its bytes do not match the file checksum" <<<"$out" && pass damaged_checkpoint_detected \
+    || fail damaged_checkpoint_detected "exit $rc: $out"
+
+# ---- all checkpoints damaged: resume says so and stops -----------------------------------
+for s in 2 4 6 8; do [ -f "$dir/step_$s.h5" ] && damage "$dir/step_$s.h5" /model/final_norm; done
+expect_error resume_with_no_good_checkpoint "has no checkpoint that verifies" 2 \
+    "$BUILD/train" "$TMP/tiny.yaml" --resume --set train.steps=10
+
+# ---- pruning does not die on a bad old file or one it cannot delete ---------------------
+"$BUILD/train" "$TMP/tiny.yaml" --set run.checkpoint_dir="$TMP/ckpt2" >"$TMP/c.log" 2>&1
+d2=$(ls -d "$TMP"/ckpt2/tiny.default.* | tail -1)
+head -c 3000 /dev/urandom > "$d2/step_1.h5"          # garbage under a checkpoint's name
+mkdir "$d2/step_3.h5"                                # a name that cannot be unlinked
+"$BUILD/train" "$TMP/tiny.yaml" --set run.checkpoint_dir="$TMP/ckpt2" --resume --set train.steps=8 \
+    --set run.keep_last=1 >"$TMP/d.log" 2>"$TMP/d.err"; rc=$?
+if [ $rc = 0 ] && [ "$(ls "$d2" | tr '\n' ' ')" = "step_3.h5 step_8.h5 " ] && grep -q "warning: cannot remove old checkpoint $d2/step_3.h5" "$TMP/d.err"; then
+    pass prune_survives_bad_old_files
+else fail prune_survives_bad_old_files "exit $rc, left: $(ls "$d2" | tr '\n' ' '); $(tail -2 "$TMP/d.err")"; fi
+
+# ---- the manifest given to build/train: refused at once unless a bounded regular file ----
+expect_error train_dev_zero "manifest '/dev/zero' is a character device" 2 timeout 20 "$BUILD/train" /dev/zero --no-db
+mkfifo "$TMP/fifo.yaml"
+expect_error train_fifo "is a FIFO (pipe)" 2 timeout 20 "$BUILD/train" "$TMP/fifo.yaml" --no-db
+out=$(echo 'train: {steps: 1}' | timeout 20 "$BUILD/train" /dev/stdin --no-db 2>&1 >/dev/null); rc=$?
+[ $rc = 2 ] && grep -q "manifest '/dev/stdin' is a FIFO (pipe)" <<<"$out" && pass train_dev_stdin || fail train_dev_stdin "exit $rc: $out"
+: > "$TMP/empty.yaml"
+expect_error train_empty_manifest "empty.yaml is empty" 2 timeout 20 "$BUILD/train" "$TMP/empty.yaml" --no-db

@@ -1,0 +1,132 @@
+// test_core.c — the shared pieces under everything: CRC-32 (known vectors, chained
+// pieces), the one JSON string escape, the one crash-safe file write and the bounded
+// reader of regular files (FIFOs and devices refused without blocking, size limits).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "testlib.h"
+#include "../src/core/check.h"
+#include "../src/core/crc32.h"
+#include "../src/core/fileio.h"
+#include "../src/core/json.h"
+TL_MAIN_DEFS
+
+static char TMPD[256];
+static void tpath(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", TMPD, name); }
+
+TEST(crc32_known_values) {
+    EXPECT(crc32_update(0, "123456789", 9) == 0xCBF43926u, "check value %08x", crc32_update(0, "123456789", 9));
+    EXPECT(crc32_update(0, "", 0) == 0, "empty");
+    unsigned char buf[1000];
+    for (int i = 0; i < 1000; i++) buf[i] = (unsigned char)(i * 37 + 11);
+    uint32_t whole = crc32_update(0, buf, 1000), parts = 0;
+    for (int off = 0; off < 1000; off += 77) parts = crc32_update(parts, buf + off, off + 77 > 1000 ? (size_t)(1000 - off) : 77);
+    EXPECT(whole == parts, "pieces %08x vs whole %08x", parts, whole);
+    // Python: zlib.crc32(bytes((i * 37 + 11) & 255 for i in range(1000)))
+    EXPECT(whole == 0xC3905A1Du, "zlib's value: %08x", whole);
+}
+
+TEST(json_escape_cases) {
+    char out[64];
+    size_t n = json_escape(out, sizeof out, "a\"b\\c\n\t\r\b\f\x01z");
+    EXPECT(!strcmp(out, "\"a\\\"b\\\\c\\n\\t\\r\\b\\f\\u0001z\"") && n == strlen(out), "got %s (%zu)", out, n);
+    EXPECT(json_escape(NULL, 0, "héllo") == 8, "UTF-8 passes through: %zu", json_escape(NULL, 0, "héllo"));
+    char small[6];
+    n = json_escape(small, sizeof small, "abcdefgh");
+    EXPECT(n == 10 && !strcmp(small, "\"abcd"), "truncation: %zu '%s'", n, small);
+}
+
+TEST(tmp_names) {
+    long pid = 0;
+    EXPECT(file_is_tmp_name("step_3.h5.tmp.1234", &pid) && pid == 1234, "pid %ld", pid);
+    EXPECT(!file_is_tmp_name("step_3.h5", NULL) && !file_is_tmp_name("step_3.h5.tmp", NULL) &&
+           !file_is_tmp_name("x.tmp.12a", NULL), "non-tmp names");
+    char t[300];
+    file_tmp_name(t, sizeof t, "/a/b.bin");
+    char want[64]; snprintf(want, sizeof want, "/a/b.bin.tmp.%ld", (long)getpid());
+    EXPECT(!strcmp(t, want), "%s", t);
+}
+
+TEST(atomic_write_commits_and_cleans) {
+    char path[300], tmp[400];
+    tpath(path, sizeof path, "sub/dir/file.bin");
+    FILE *f = atomic_open(path, tmp, sizeof tmp);
+    atomic_write(f, "hello", 5, tmp);
+    EXPECT(access(path, F_OK) != 0, "visible before commit");
+    atomic_commit(f, tmp, path);
+    EXPECT(access(tmp, F_OK) != 0, "tmp left behind");
+    char *text; size_t n; char err[300];
+    EXPECT(file_read_regular(path, 100, "test file", &text, &n, err, sizeof err) == 0 && n == 5 && !strcmp(text, "hello"),
+           "read back: %s", err);
+    free(text);
+    // a file where a directory is needed
+    char bad[300]; tpath(bad, sizeof bad, "sub/dir/file.bin/x");
+    EXPECT(file_mkdir_parent(bad, err, sizeof err) != 0 && strstr(err, "exists but is not a directory"), "%s", err);
+}
+
+// A write that fails (RLIMIT_FSIZE in a child: the disk is "full") exits 2, names the
+// file and removes its temporary.
+TEST(atomic_write_full_disk) {
+    char path[300], tmp[400], log[300];
+    tpath(path, sizeof path, "full.bin");
+    tpath(log, sizeof log, "full.err");
+    fflush(stdout);
+    pid_t p = fork();
+    if (p == 0) {
+        if (!freopen(log, "w", stderr)) _exit(99);
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = { 4096, 4096 };
+        setrlimit(RLIMIT_FSIZE, &rl);
+        static char big[1 << 16];
+        FILE *f = atomic_open(path, tmp, sizeof tmp);
+        atomic_write(f, big, sizeof big, tmp);
+        atomic_commit(f, tmp, path);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    char err[2000] = "";
+    FILE *f = fopen(log, "r");
+    if (f) { size_t k = fread(err, 1, sizeof err - 1, f); err[k] = 0; fclose(f); }
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status %d", st);
+    EXPECT(strstr(err, "full.bin") && strstr(err, "File too large") && strstr(err, "partial file was removed"), "%s", err);
+    char t[400]; snprintf(t, sizeof t, "%s.tmp.%d", path, (int)p);
+    EXPECT(access(t, F_OK) != 0 && access(path, F_OK) != 0, "files left behind");
+}
+
+TEST(read_regular_refuses_the_rest) {
+    char *text; size_t n; char err[400], fifo[300], dir[300], big[300];
+    EXPECT(file_read_regular("/dev/zero", 1 << 20, "manifest", &text, &n, err, sizeof err) != 0 &&
+           strstr(err, "is a character device"), "/dev/zero: %s", err);
+    tpath(fifo, sizeof fifo, "fifo");
+    mkfifo(fifo, 0600);
+    EXPECT(file_read_regular(fifo, 1 << 20, "manifest", &text, &n, err, sizeof err) != 0 && strstr(err, "is a FIFO"),
+           "fifo: %s", err);   // (returns at once: a blocking open would hang this test)
+    tpath(dir, sizeof dir, "sub");
+    EXPECT(file_read_regular(dir, 1 << 20, "manifest", &text, &n, err, sizeof err) != 0 && strstr(err, "is a directory"),
+           "dir: %s", err);
+    tpath(big, sizeof big, "big.txt");
+    FILE *f = fopen(big, "w"); for (int i = 0; i < 1000; i++) fputc('x', f); fclose(f);
+    EXPECT(file_read_regular(big, 999, "manifest", &text, &n, err, sizeof err) != 0 && strstr(err, "1000 bytes; the limit is 999"),
+           "size: %s", err);
+    EXPECT(file_read_regular(big, 1000, "manifest", &text, &n, err, sizeof err) == 0 && n == 1000 && text[1000] == 0, "at the limit");
+    free(text);
+}
+
+int main(void) {
+    snprintf(TMPD, sizeof TMPD, "/tmp/test_core.XXXXXX");
+    if (!mkdtemp(TMPD)) { perror("mkdtemp"); return 1; }
+    RUN(crc32_known_values);
+    RUN(json_escape_cases);
+    RUN(tmp_names);
+    RUN(atomic_write_commits_and_cleans);
+    RUN(atomic_write_full_disk);
+    RUN(read_regular_refuses_the_rest);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", TMPD);
+    if (!tl_n_fail && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", TMPD);
+    TL_EXIT();
+}
