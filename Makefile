@@ -146,11 +146,13 @@ include mk/cuda.mk   # the CUDA back end: built when nvcc is found, CUDA=0 skips
 .PHONY: test-asan fuzz fresh-check probes
 
 # make test-asan: the engine, tools and tests with AddressSanitizer + UndefinedBehaviorSanitizer
-# in build-asan/, then the C unit tests and a tp=2 BTP training run (every switch on) under them.
+# in build-asan/ (without the CUDA back end: it cannot run here, and `make cuda-emu-test` runs its
+# sources under ASan on the CPU), then the C unit tests and a tp=2 BTP training run (every switch
+# on) under them.
 ASAN_BUILD := build-asan
 ASAN_OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-maybe-uninitialized
 test-asan:
-	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' all
+	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' CUDA=0 all
 	@bash tools/test-asan.sh $(ASAN_BUILD)
 
 # make fuzz [FUZZ_SECONDS=60] [FUZZERS="manifest shard tokenizer checkpoint"]: libFuzzer

@@ -136,7 +136,9 @@ expect_error oversized_manifest_refused "is 1048577 bytes; the limit is 1048576 
 # the 600-byte alias bomb of the issue grew to 22 GB: now a clear error, in bounded memory
 { echo 'a: &a ["x","x","x","x","x","x","x","x","x"]'; p=a
   for n in b c d e f g h i; do echo "$n: &$n [*$p,*$p,*$p,*$p,*$p,*$p,*$p,*$p,*$p]"; p=$n; done; } > "$TMP/bomb.yaml"
-expect_error alias_bomb_refused "expands to more than 100000 YAML nodes" 2 bash -c 'ulimit -v 1000000; exec "$@"' _ "$INFO" --config "$TMP/bomb.yaml"
+# (3 GB of address space: a CUDA build maps ~1 GB of cuBLAS/NCCL libraries at start, and
+# OpenBLAS then spins on its thread buffers at exit when mmap fails; the bomb grew to 22 GB)
+expect_error alias_bomb_refused "expands to more than 100000 YAML nodes" 2 bash -c 'ulimit -v 3000000; exec "$@"' _ "$INFO" --config "$TMP/bomb.yaml"
 y badalias 'train: *nope\n'
 # invalid UTF-8 after a directive made libfyaml loop forever (found by fuzz/fuzz_manifest.c)
 y badutf8 'model: {d_model: 64}\n%?\xd3\xdf\n'

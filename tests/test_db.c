@@ -369,12 +369,15 @@ TEST(db_damaged_refused) {
     for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 37 + 11);
     for (long off = 2 * 4096; off + 4096 <= sb.st_size; off += 3 * 4096) { fseek(f, off, SEEK_SET); fwrite(junk, 1, sizeof junk, f); }
     fclose(f);
+    struct stat damaged;   // the file as damaged: opening it must change nothing
+    stat(path, &damaged);
     int rc = in_child(open_child, path, err, sizeof err);
     EXPECT(rc == 2, "exit %d, stderr %s", rc, err);
     EXPECT(strstr(err, "damaged.db: the run database is damaged") && strstr(err, ".recover"), "stderr: %s", err);
     struct stat after;
     stat(path, &after);
-    EXPECT(after.st_size == sb.st_size && after.st_mtime == sb.st_mtime, "the damaged file was not written");
+    EXPECT(after.st_size == damaged.st_size && after.st_mtim.tv_sec == damaged.st_mtim.tv_sec &&
+           after.st_mtim.tv_nsec == damaged.st_mtim.tv_nsec, "the damaged file was written by the refused open");
 }
 
 int main(void) {
