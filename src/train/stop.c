@@ -50,6 +50,15 @@ static void *signal_thread(void *unused) {
     return NULL;
 }
 
+static pthread_t g_thread;
+
+// Threads that existed before main() (a library constructor's: OpenBLAS starts its thread
+// pool when it is loaded) do not block the signals, and the kernel may deliver a
+// process-directed signal to any of them — whose default action would end the process
+// without a word. This handler catches it there and hands it to the signal thread
+// (pthread_kill: a thread-directed signal, pending for that thread, which sigwait takes).
+static void forward_to_signal_thread(int sig) { pthread_kill(g_thread, sig); }
+
 void stop_signals_init(void) {
     sigemptyset(&g_set);
     sigaddset(&g_set, SIGINT);
@@ -57,13 +66,19 @@ void stop_signals_init(void) {
     sigaddset(&g_set, SIGHUP);
     int rc = pthread_sigmask(SIG_BLOCK, &g_set, NULL);
     CHECK(rc == 0, "pthread_sigmask failed: %s", strerror(rc));
-    pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    rc = pthread_create(&t, &attr, signal_thread, NULL);
+    rc = pthread_create(&g_thread, &attr, signal_thread, NULL);
     CHECK(rc == 0, "pthread_create (signal thread) failed: %s", strerror(rc));
     pthread_attr_destroy(&attr);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward_to_signal_thread;
+    sigfillset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+    for (int i = 0; i < 3; i++) CHECK_ERRNO(sigaction(sigs[i], &sa, NULL) != 0, "sigaction");
 }
 
 int stop_signal_received(void) { return atomic_load(&g_signal); }
