@@ -6,7 +6,7 @@
 
 CC       := mpicc
 OPT      ?= -O3 -march=native
-CFLAGS   ?= $(OPT) -std=c11 -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unused-parameter -g
+CFLAGS   ?= $(OPT) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -Wall -Wextra -Wno-unused-parameter -g
 # pkg-config is asked lazily, the first time a recipe needs it: by then $(DEPS_STAMP) has
 # installed the packages (a ':=' here ran before the install on a fresh machine and the
 # first build failed with "hdf5.h: No such file"). The $(eval) memoises the answer.
