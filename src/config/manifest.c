@@ -9,6 +9,7 @@
 // deep merge of the files (child keys override parent keys, mappings merge recursively);
 // for model.preset it means a preset set in a later layer replaces the shape keys of
 // earlier layers, while keys next to it in its own layer override the preset.
+#include "yaml_diag.h"
 #include "manifest.h"
 
 #include <ctype.h>
@@ -263,13 +264,7 @@ static YNode *parse_file(Arena *a, const char *path, char sha_out[65]) {
     }
 
     const char *file = astrdup(a, path);
-    struct fy_diag_cfg dc;
-    fy_diag_cfg_default(&dc);
-    dc.fp = NULL;
-    dc.colorize = false;
-    struct fy_diag *diag = fy_diag_create(&dc);
-    CHECK(diag, "fy_diag_create failed");
-    fy_diag_set_collect_errors(diag, true);
+    struct fy_diag *diag = yaml_diag_collecting();
     struct fy_parse_cfg pc = {0};
     pc.flags = FYPCF_QUIET;   // no FYPCF_RESOLVE_DOCUMENT: aliases are expanded by convert(), within a budget
     pc.diag = diag;

@@ -2,6 +2,7 @@
 // directly with libfyaml; every value is checked for type and range, every mapping for
 // unknown and missing keys, and each message names FILE:LINE. A failure unwinds with
 // longjmp to hw_load, which frees what was built and returns the message.
+#include "../config/yaml_diag.h"
 #include "hardware.h"
 
 #include <libfyaml.h>
@@ -446,13 +447,7 @@ int hw_load(const char *path, HwProfile *p, char *err, size_t err_len) {
     memset(p, 0, sizeof *p);
     snprintf(p->path, sizeof p->path, "%s", path);
     Ctx c = { .file = path, .err = err, .err_len = err_len };
-    struct fy_diag_cfg dc;
-    fy_diag_cfg_default(&dc);
-    dc.fp = NULL;
-    dc.colorize = false;
-    struct fy_diag *diag = fy_diag_create(&dc);
-    CHECK(diag, "fy_diag_create failed");
-    fy_diag_set_collect_errors(diag, true);
+    struct fy_diag *diag = yaml_diag_collecting();
     struct fy_parse_cfg pc = { .flags = FYPCF_QUIET, .diag = diag };
     struct fy_document *doc = NULL;
     if (setjmp(c.jb)) {
