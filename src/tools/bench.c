@@ -57,16 +57,17 @@ static void fill_random(int32_t *x, size_t n, int V, Rng *r) {
     for (size_t i = 0; i < n; i++) x[i] = (int32_t)(rng_next(r) % (uint64_t)V);
 }
 
-static void usage(void) {
-    fprintf(stderr,
+static void usage_to(FILE *f, int code) {
+    fprintf(f,
             "usage: bench [--preset NAME] [--seq T] [--batch B] [--steps N] [--warmup W]\n"
             "             [--linears dense,cola,svd] [--threads N] [--profile R | --no-profile]\n"
             "             [--switches LIST | --no-switches] [--json OUT] [--set key=value]...\n"
             "       bench --peak-only [--threads N]\n"
             "  LIST: comma-separated BOOST settings profiled on the low-rank kinds at tp = 1, each one of\n"
             "        vanilla, btp, btp+online, btp+online+grouping, btp+online+grouping+lowrank, full\n");
-    exit(EXIT_BAD_INPUT);
+    exit(code);
 }
+static void usage(void) { usage_to(stderr, EXIT_BAD_INPUT); }
 
 static int parse_int(const char *opt, const char *v, int lo) {
     char *end;
@@ -222,7 +223,7 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define OPT(name) (strcmp(a, name) == 0 && (v || (die_input("%s needs a value", name), 0)) && ++i)
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) usage();
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) usage_to(stdout, 0);
         else if (OPT("--preset")) preset = v;
         else if (OPT("--seq")) seq = parse_int(a, v, 1);
         else if (OPT("--batch")) batch = parse_int(a, v, 1);

@@ -45,7 +45,14 @@ int main(int argc, char **argv) {
     const char *preset = "boost-7b";
     int tp = 4, B = 4, T = 4096, layer = 0;
     for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc) die_input("option %s needs a value", argv[i]);
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: bench_comm [--preset boost-7b] [--tp 4] [--batch 4] [--seq 4096] [--layer 0]\n"
+                   "Per-layer tensor-parallel communication (calls, elements, bf16 GiB; forward, backward,\n"
+                   "recompute) of FullRank-TP, Vanilla-TP and every BTP variant at the given shape, counted by\n"
+                   "the model's own drivers on the dry back end (no memory, no math), next to the paper's formulas.\n");
+            return 0;
+        }
+        if (i + 1 >= argc) die_input("option %s needs a value (bench_comm --help)", argv[i]);
         if (!strcmp(argv[i], "--preset")) preset = argv[++i];
         else if (!strcmp(argv[i], "--tp")) tp = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--batch")) B = atoi(argv[++i]);

@@ -68,6 +68,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--kv-heads")) Hkv = atoi(NEXT());
         else if (!strcmp(argv[i], "--reps")) reps = atoi(NEXT());
         else if (!strcmp(argv[i], "--json")) json = NEXT();
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: attention_bench [--device cuda|cpu] [--precision bf16|fp32] [--shape B H T HD] "
+                   "[--kv-heads HKV] [--reps N] [--json OUT]\n"
+                   "Times the flash attention forward+backward of a back end (make gpu-check uses it next to SDPA).\n");
+            return 0;
+        }
         else usage();
 #undef NEXT
     }
