@@ -449,7 +449,8 @@ int hw_load(const char *path, HwProfile *p, char *err, size_t err_len) {
     Ctx c = { .file = path, .err = err, .err_len = err_len };
     struct fy_diag *diag = yaml_diag_collecting();
     struct fy_parse_cfg pc = { .flags = FYPCF_QUIET, .diag = diag };
-    struct fy_document *doc = NULL;
+    /* volatile: doc is assigned after setjmp, and fail() longjmps back here */
+    struct fy_document *volatile doc = NULL;
     if (setjmp(c.jb)) {
         if (doc) fy_document_destroy(doc);
         fy_diag_destroy(diag);
