@@ -108,9 +108,12 @@ TEST(a100_profile_numbers) {
     char why[256];
     EXPECT(hw_check_precision(&p, SP_BF16, why, sizeof why) == 0, "bf16: %s", why);
     EXPECT(hw_check_precision(&p, SP_FP32, why, sizeof why) == 1 && strstr(why, "gemm.fp32"), "fp32: %s", why);
-    // MAMF 271.2 TFLOPS at 1024×10240×5120: 4×80 = 320 tiles of 256×128 on 108 SMs = 3 waves
-    double q = 320.0 / 324.0;
-    EXPECT(close_rel(p.gemm[SP_BF16].eff_core, 271.2e12 / 312e12 / q, 1e-12), "eff_core %.6f", p.gemm[SP_BF16].eff_core);
+    // MAMF 271.2 TFLOPS at 1024×10240×5120: 4×80 = 320 tiles of 256×128 on 108 SMs = 3 waves;
+    // a serial epilogue (bf16 stores at 2.039e12 B/s): x = mamf·K / (q·K − mamf·2/(2·B))
+    double q = 320.0 / 324.0, x = 271.2e12 * 5120 / (q * 5120 - 271.2e12 / 2.039e12);
+    EXPECT(p.gemm[SP_BF16].epilogue_serial, "the A100 profile's epilogue is serial");
+    EXPECT(close_rel(p.gemm[SP_BF16].eff_core, x / 312e12, 1e-12), "eff_core %.6f", p.gemm[SP_BF16].eff_core);
+    EXPECT(close_rel(p.gemm[SP_BF16].epilogue_k0, x / 2.039e12, 1e-12), "k0 %.3f", p.gemm[SP_BF16].epilogue_k0);
     double M = 1024, N = 10240, K = 5120, fl = 2 * M * N * K, by = 2 * (M * K + K * N + M * N);
     double t = sim_gemm_time(&p, SP_BF16, M, N, K, 1, fl, by);
     EXPECT(close_rel(fl / t, 271.2e12, 1e-12), "the curve gives %.4g FLOP/s at the MAMF shape", fl / t);
@@ -230,6 +233,23 @@ TEST(gemm_roofline) {
     // memory-bound (K = 8): bytes / bandwidth
     K = 8; fl = 2 * M * N * K; by = 2 * (M * K + K * N + M * N);
     EXPECT(close_rel(sim_gemm_time(&p, SP_BF16, M, N, K, 1, fl, by), by / 1e12, 1e-12), "memory-bound");
+    // a serial epilogue: k0 = 2 B·x/(2·1e12 B/s) with x = mamf·K/(q·K − mamf·2/(2·1e12)) at the
+    // mamf shape (q = 1), and the rate falls as K/(K + k0) (the mamf shape keeps its rate)
+    {
+        char text[4096], err[1024];
+        HwProfile e;
+        patched(text, sizeof text, "epi", 14, "  bf16: {model: roofline, tile: [128, 128], mamf: 80e12, mamf_shape: [1280, 1280, 4096], epilogue: serial}");
+        EXPECT(load_text("epi", text, &e, err, sizeof err) == 0, "%s", err);
+        double x = 80e12 * 4096 / (4096 - 80e12 / 1e12), k0 = x / 1e12;
+        EXPECT(close_rel(e.gemm[SP_BF16].epilogue_k0, k0, 1e-12) && close_rel(e.gemm[SP_BF16].eff_core, x / 100e12, 1e-12),
+               "k0 %.4f eff %.6f", e.gemm[SP_BF16].epilogue_k0, e.gemm[SP_BF16].eff_core);
+        EXPECT(close_rel(sim_gemm_rate(&e, SP_BF16, 1280, 1280, 4096, 1), 80e12, 1e-12), "mamf reproduced");
+        EXPECT(close_rel(sim_gemm_rate(&e, SP_BF16, 1280, 1280, 256, 1), x * 256 / (256 + k0), 1e-12), "short K");
+        hw_free(&e);
+        patched(text, sizeof text, "epi2", 14, "  bf16: {model: roofline, tile: [128, 128], mamf: 80e12, mamf_shape: [1280, 1280, 4096], epilogue: late}");
+        EXPECT(load_text("epi2", text, &e, err, sizeof err) == 1 && strstr(err, "epi2.yaml:14") && strstr(err, "overlapped, serial"),
+               "a bad epilogue: %s", err);
+    }
     // an op: overhead added once
     p.op_overhead_s = 5e-6;
     OpInfo op = { .name = "gemm", .cls = OPC_GEMM, .flops = fl, .bytes = by, .M = (int)M, .N = (int)N, .K = (int)K, .count = 1 };

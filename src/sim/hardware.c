@@ -277,7 +277,9 @@ static void parse_table(Ctx *c, HwGemm *g, struct fy_node *map, int line, const 
 
 static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
     static const char *const models[] = { "roofline", "table", NULL };
-    static const char *const roof_keys[] = { "model", "tile", "mamf", "mamf_shape", NULL };
+    static const char *const roof_keys[] = { "model", "tile", "mamf", "mamf_shape", "epilogue", NULL };
+    static const char *const roof_required[] = { "model", "tile", "mamf", "mamf_shape", NULL };
+    static const char *const epilogues[] = { "overlapped", "serial", NULL };
     static const char *const table_keys[] = { "model", "points", NULL };
     HwGemm *g = &p->gemm[prec];
     expect_map(c, val, line, where);
@@ -290,7 +292,11 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *
         parse_table(c, g, val, line, where);
         return;
     }
-    check_keys(c, val, line, where, roof_keys, roof_keys);
+    check_keys(c, val, line, where, roof_keys, roof_required);
+    if (lookup(val, "epilogue")) {
+        snprintf(what, sizeof what, "%s.epilogue", where);
+        g->epilogue_serial = enum_key(c, val, line, what, "epilogue", epilogues);
+    }
     int tile[2], shape[3];
     int_list(c, val, line, where, "tile", tile, 2);
     int_list(c, val, line, where, "mamf_shape", shape, 3);
@@ -309,7 +315,20 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *
     if (t_mem > t_meas)
         fail(c, ml, "%s: the mamf shape %d×%d×%d is memory-bound under this profile's memory bandwidth "
              "(%.3g s > %.3g s): the roofline cannot reproduce the measurement", where, g->mamf_M, g->mamf_N, g->mamf_K, t_mem, t_meas);
-    g->eff_core = g->mamf / (p->peak_flops[prec] * q);
+    // A serial epilogue (sim.h): each output element costs 2K FLOPs of main loop at the rate x =
+    // peak·eff_core, then its store of elem_bytes at the memory bandwidth B, one after the other:
+    // rate(K) = x·q·K/(K + K0), K0 = elem_bytes·x/(2B). Pinned at the mamf shape:
+    // mamf = x·q·K/(K + c·x/(2B))  =>  x = mamf·K / (q·K − mamf·c/(2B)).
+    double B = p->memory_bandwidth * p->memory_efficiency, cb = elem_bytes(prec);
+    double x = g->mamf / q;
+    if (g->epilogue_serial) {
+        double den = q * K - g->mamf * cb / (2 * B);
+        if (!(den > 0))
+            fail(c, ml, "%s: with a serial epilogue the mamf shape's K %d is too short to reproduce the measurement", where, g->mamf_K);
+        x = g->mamf * K / den;
+    }
+    g->eff_core = x / p->peak_flops[prec];
+    g->epilogue_k0 = g->epilogue_serial ? cb * x / (2 * B) : 0;
     if (g->eff_core > 1)
         fail(c, ml, "%s: mamf at %d×%d×%d implies %.3f of peak after wave quantization (%.3f): more than the peak",
              where, g->mamf_M, g->mamf_N, g->mamf_K, g->eff_core, q);

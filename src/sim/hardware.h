@@ -18,7 +18,8 @@
 //   sm_count: 108                         # roofline GEMMs: wave quantization (0 = off)
 //   peak_flops: {fp32: 19.5e12, tf32: 156e12, bf16: 312e12}
 //   gemm:                                 # one entry per precision that has a model
-//     bf16: {model: roofline, tile: [128, 128], mamf: 271.2e12, mamf_shape: [1024, 10240, 5120]}
+//     bf16: {model: roofline, tile: [128, 128], mamf: 271.2e12, mamf_shape: [1024, 10240, 5120],
+//            epilogue: serial}            # optional: overlapped (default) | serial (short-K penalty)
 //     fp32: {model: table, points: [[M, N, K, flop_per_s], ...]}   # a full M×N×K grid
 //   attention:                            # FLOP/s fraction of peak_flops, per precision
 //     bf16: {forward: 0.73, backward: 0.50}
@@ -90,6 +91,12 @@ typedef struct {
     double mamf;
     int mamf_M, mamf_N, mamf_K;
     double eff_core;             // derived at load time
+    // epilogue: overlapped (default: the main loop sets the pace) or serial: each output
+    // tile's store follows its main loop on the same processor (one thread block per SM, no
+    // warp specialization: Ampere-class cuBLAS/CUTLASS kernels), which costs the K-equivalent
+    // epilogue_k0 = elem_bytes·peak·eff_core / (2·memory bandwidth): rate × K/(K + k0).
+    int epilogue_serial;
+    double epilogue_k0;          // derived at load time; 0 when overlapped
     // table: measured FLOP/s on a full grid, interpolated trilinearly in log2(M, N, K)
     int nM, nN, nK;
     int *Ms, *Ns, *Ks;           // ascending grid axes

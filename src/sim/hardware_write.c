@@ -53,6 +53,7 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
         if (g->model == GEMM_ROOFLINE) {
             fprintf(f, "    model: roofline\n    tile: [%d, %d]\n    mamf: %.6g\n    mamf_shape: [%d, %d, %d]\n",
                     g->tile_m, g->tile_n, g->mamf, g->mamf_M, g->mamf_N, g->mamf_K);
+            if (g->epilogue_serial) fprintf(f, "    epilogue: serial\n");
             continue;
         }
         fprintf(f, "    model: table\n    points:   # [M, N, K, FLOP/s]\n");

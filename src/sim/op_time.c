@@ -40,8 +40,10 @@ double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, do
     const HwGemm *g = &hw->gemm[p];
     CHECK(g->present, "profile %s has no gemm.%s model", hw->name, sim_precision_name(p));
     if (g->model == GEMM_TABLE) return table_rate(g, M, N, K);
-    // a batched group fills the processors with count × the tiles of one GEMM
-    return hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count);
+    // a batched group fills the processors with count × the tiles of one GEMM; a serial
+    // epilogue adds the K-equivalent k0 to every output element's main loop of K
+    return hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count)
+           * K / (K + g->epilogue_k0);
 }
 
 double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,

@@ -70,6 +70,19 @@ typedef struct {
     long n_ops, n_calls;
 } SimCost;
 
+// One priced record of the layer trace (sim_tracer_trace_layer): an op or a collective of one
+// layer, in the order the drivers issued them.
+typedef struct {
+    int is_comm;
+    const char *name;        // op name (OpInfo.name) or collective kind (comm_kind_name)
+    int cls;                 // OpClass, or CommKind for a collective
+    int group;               // CommGroup of a collective; -1 for an op
+    Phase phase;
+    int M, N, K, count;      // GEMM shape (0 otherwise)
+    double flops, bytes;     // the record's (a collective: its bytes, no FLOPs)
+    double seconds;
+} SimEvent;
+
 // An OpObserver / CommObserver context that prices every record as it arrives, for one
 // rank of the grid. Spans: sim_tracer_take returns the cost since the last take.
 typedef struct {
@@ -81,6 +94,11 @@ typedef struct {
     double *layer_compute, *layer_comm;        // [PHASE_COUNT][n_layers + 1] seconds
     double op_class_s[PHASE_COUNT][OPC_COUNT]; // seconds by phase and op class
     double comm_group_s[PHASE_COUNT][GROUP_COUNT];
+    double *comm_cell_s;                       // [COMM_KIND_COUNT][PHASE_COUNT][GROUP_COUNT][n_layers + 1]
+    // The layer trace: every record of layer trace_layer while trace_on is set.
+    int trace_layer, trace_on;
+    SimEvent *events;
+    int n_events, cap_events;
 } SimTracer;
 
 void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int tp, int dp, int pp,
@@ -89,6 +107,11 @@ void sim_tracer_free(SimTracer *t);
 void sim_tracer_op(void *ctx, const OpInfo *op);            // OpObserver.end
 void sim_tracer_comm(void *ctx, const CommRecord *r);       // CommObserver
 SimCost sim_tracer_take(SimTracer *t);
+// Record every op and collective of `layer` from now on while `on` (the layer trace).
+void sim_tracer_trace_layer(SimTracer *t, int layer, int on);
+// Seconds of the collectives of one (kind, phase, group, layer) cell: the modeled time of
+// the communication table's row of the same key (comm_stats_next).
+double sim_tracer_comm_cell(const SimTracer *t, CommKind kind, Phase ph, CommGroup g, int layer);
 // Seconds of (phase, layer) — layer −1 is the embedding / head / optimizer row.
 double sim_tracer_layer_compute(const SimTracer *t, Phase ph, int layer);
 double sim_tracer_layer_comm(const SimTracer *t, Phase ph, int layer);
