@@ -46,6 +46,8 @@ help:
 	@echo "                     VARIANT=v  SET=\"k=v ...\"  REPEAT=n (interleaved repeats)  DRY_RUN=1"
 	@echo "make exp EXP=name RESUME=1 [LAUNCH=id]   continue a launch (interrupted or failed runs)"
 	@echo "make exp EXP=name SUMMARY=1 [LAUNCH=id]  the comparison table of a launch (default: the latest)"
+	@echo "make exp EXP=name SIMULATE=1 [HARDWARE=profile]  every variant priced by build/simulate (default"
+	@echo "                     profile a100-80gb-node4; cpu-local prices fp32 runs on this machine)"
 	@echo "make info PRESET=cola-60m LINEAR=cola   parameter count and FLOPs per token"
 	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU), paired with PyTorch (REPEAT=3)"
 	@echo "make bench-scaling   tokens/s, MFU and memory against size, sequence length, threads and tp"
@@ -83,12 +85,16 @@ test: all
 	@bash tests/run.sh
 
 # make exp EXP=name [VARIANT=v] [SET="k=v k2=v2"] [REPEAT=n] [DRY_RUN=1]   a new launch
+#          EXP=name SIMULATE=1 [HARDWARE=profile] [VARIANT=v] [SET=...]   every variant (on-demand
+#                   ones too) priced by build/simulate on experiments/hardware/<profile>.yaml
+#                   (default a100-80gb-node4) instead of trained: runs of kind `simulated`
 #          EXP=name RESUME=1 [LAUNCH=id] [SET=...]   continue a launch (the latest by default)
 #          EXP=name SUMMARY=1 [LAUNCH=id]            the comparison table of a launch
 exp: all
 	@OMP_WAIT_POLICY=passive $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
 	  $(if $(filter 1,$(value RESUME)),--resume) $(if $(filter 1,$(value DRY_RUN)),--dry-run) \
 	  $(if $(filter 1,$(value SUMMARY)),--summary) \
+	  $(if $(filter 1,$(value SIMULATE)),--simulate $(if $(value HARDWARE),$(call qvar,HARDWARE),a100-80gb-node4)) \
 	  $(if $(value REPEAT),--repeat $(call qvar,REPEAT)) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
 	  $(foreach s,$(value SET),--set $(call shq,$(s)))
 
