@@ -349,6 +349,27 @@ double hw_busbw(const HwCollCost *c, int n) {
     return c->bw[i];
 }
 
+// A mapping {rank count: number} with distinct counts >= 2, sorted ascending into ns/vs
+// (at most HW_BUSBW_MAX entries); numbers in (0, hi].
+static int parse_count_table(Ctx *c, struct fy_node *v, int kl, const char *what, double hi, int *ns, double *vs) {
+    int n = fy_node_mapping_item_count(v);
+    if (n < 1 || n > HW_BUSBW_MAX) fail(c, kl, "%s: expected 1 to %d entries {rank count: number}, got %d", what, HW_BUSBW_MAX, n);
+    void *it = NULL;
+    struct fy_node_pair *pair;
+    int k = 0;
+    while ((pair = fy_node_mapping_iterate(v, &it))) {
+        int el = node_line(fy_node_pair_key(pair), kl);
+        int size = int_node(c, fy_node_pair_key(pair), el, what, 2, 1 << 20);
+        double x = num_node(c, fy_node_pair_value(pair), el, what, 0, 1, hi);
+        int i = k++;
+        while (i > 0 && ns[i - 1] > size) { ns[i] = ns[i - 1]; vs[i] = vs[i - 1]; i--; }
+        if (i > 0 && ns[i - 1] == size) fail(c, el, "%s: rank count %d listed twice", what, size);
+        ns[i] = size;
+        vs[i] = x;
+    }
+    return k;
+}
+
 // busbw: a number, or a mapping {group size: number} with distinct sizes >= 2.
 static void parse_busbw(Ctx *c, HwCollCost *cost, struct fy_node *map, int line, const char *where) {
     struct fy_node *v = lookup(map, "busbw");
@@ -361,21 +382,14 @@ static void parse_busbw(Ctx *c, HwCollCost *cost, struct fy_node *map, int line,
         cost->bw[0] = num_node(c, v, kl, what, 0, 1, 1e16);
         return;
     }
-    int n = fy_node_mapping_item_count(v);
-    if (n < 1 || n > HW_BUSBW_MAX) fail(c, kl, "%s: expected 1 to %d entries {group size: bytes/s}, got %d", what, HW_BUSBW_MAX, n);
-    void *it = NULL;
-    struct fy_node_pair *pair;
-    cost->n_bw = 0;
-    while ((pair = fy_node_mapping_iterate(v, &it))) {
-        int el = node_line(fy_node_pair_key(pair), kl);
-        int size = int_node(c, fy_node_pair_key(pair), el, what, 2, 1 << 20);
-        double bw = num_node(c, fy_node_pair_value(pair), el, what, 0, 1, 1e16);
-        int i = cost->n_bw++;
-        while (i > 0 && cost->bw_n[i - 1] > size) { cost->bw_n[i] = cost->bw_n[i - 1]; cost->bw[i] = cost->bw[i - 1]; i--; }
-        if (i > 0 && cost->bw_n[i - 1] == size) fail(c, el, "%s: group size %d listed twice", what, size);
-        cost->bw_n[i] = size;
-        cost->bw[i] = bw;
-    }
+    cost->n_bw = parse_count_table(c, v, kl, what, 1e16, cost->bw_n, cost->bw);
+}
+
+double hw_rank_share(const HwProfile *p, int ranks_on_node) {
+    if (ranks_on_node <= 1 || p->n_share == 0) return 1.0;
+    int i = 0;
+    while (i + 1 < p->n_share && p->share_n[i + 1] <= ranks_on_node) i++;
+    return p->share[i];
 }
 
 static void parse_link(Ctx *c, HwLink *l, struct fy_node *map, int line, const char *where) {
@@ -413,10 +427,13 @@ static void parse_link(Ctx *c, HwLink *l, struct fy_node *map, int line, const c
 static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
     static const char *const keys[] = { "profile_version", "name", "description", "device", "ranks_per_node",
         "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "sm_count",
+        "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", "rank_share", NULL };
+    static const char *const required[] = { "profile_version", "name", "description", "device", "ranks_per_node",
+        "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "sm_count",
         "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", NULL };
     static const char *const algos[] = { "ring", "tree", "auto", NULL };
     expect_map(c, root, 1, "the top level");
-    check_keys(c, root, 1, "the top level", keys, keys);
+    check_keys(c, root, 1, "the top level", keys, required);
     int v = int_key(c, root, 1, "", "profile_version", 1, 1 << 30);
     if (v != HW_PROFILE_VERSION)
         fail(c, key_line(root, "profile_version", 1), "profile_version %d: this engine reads version %d", v, HW_PROFILE_VERSION);
@@ -438,6 +455,12 @@ static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
     p->op_overhead_s = num_key(c, root, 1, "", "op_overhead_s", 0, 0, 1);
     p->sm_count = int_key(c, root, 1, "", "sm_count", 0, 1 << 20);
     p->all_reduce_algorithm = (AllReduceAlgo)enum_key(c, root, 1, "all_reduce_algorithm", "all_reduce_algorithm", algos);
+    struct fy_node *share = lookup(root, "rank_share");
+    if (share) {
+        int sl = key_line(root, "rank_share", 1);
+        if (!fy_node_is_mapping(share)) fail(c, sl, "rank_share: expected a mapping {rank count: fraction}, got %s", kind_of(share));
+        p->n_share = parse_count_table(c, share, sl, "rank_share", 1, p->share_n, p->share);
+    }
 
     each_precision(c, p, lookup(root, "peak_flops"), key_line(root, "peak_flops", 1), "peak_flops", parse_peak);
     each_precision(c, p, lookup(root, "gemm"), key_line(root, "gemm", 1), "gemm", parse_gemm);

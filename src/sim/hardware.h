@@ -32,6 +32,7 @@
 //       p2p:            {...}
 //       ll: {base_s: 6.6e-6, hop_s: 0.6e-6, bw_fraction: 0.25}   # optional small-message protocol
 //     inter_node: {...}                   # optional; without it the profile is one node
+//   rank_share: {2: 0.5, 4: 0.25}         # optional: ranks of a node share one device (a CPU host)
 #pragma once
 #include <stddef.h>
 #include "../backend/backend.h"
@@ -119,7 +120,19 @@ typedef struct {
     HwAttention attention[SP_COUNT];
     AllReduceAlgo all_reduce_algorithm;
     HwLink link[HW_LINK_COUNT];
+    // rank_share (optional): the ranks of a node share one compute device (cpu-local: the
+    // cores of one host). {R: s}: with R ranks on a node, one rank's ops run at s × the
+    // profile's rates (GEMM table, attention, memory), s measured by build/calibrate with R
+    // concurrent ranks. A count not listed takes the largest listed count below it; without
+    // the key every rank has its own device (s = 1).
+    int n_share;
+    int share_n[HW_BUSBW_MAX];
+    double share[HW_BUSBW_MAX];
 } HwProfile;
+
+// The fraction of the profile's compute rates one rank gets when ranks_on_node ranks share
+// a node (rank_share); 1 for one rank or a profile without the key.
+double hw_rank_share(const HwProfile *p, int ranks_on_node);
 
 // Load and validate; 0 on success, else 1 with "FILE:LINE: what is wrong" in err.
 int hw_load(const char *path, HwProfile *p, char *err, size_t err_len);
@@ -136,6 +149,6 @@ int hw_check_precision(const HwProfile *p, SimPrecision prec, char *why, size_t 
 double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count);
 
 // Write a profile as YAML (calibrate). `header` goes first as comment lines (may be NULL);
-// comments[k] (may be NULL) annotate the sections: "peak", "gemm", "memory", "links".
+// comments[k] (may be NULL) annotate the sections HW_SEC_*.
 void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *const *section_comments);
-enum { HW_SEC_PEAK, HW_SEC_GEMM, HW_SEC_MEMORY, HW_SEC_ATTENTION, HW_SEC_LINKS, HW_SEC_COUNT };
+enum { HW_SEC_PEAK, HW_SEC_GEMM, HW_SEC_MEMORY, HW_SEC_ATTENTION, HW_SEC_LINKS, HW_SEC_SHARE, HW_SEC_COUNT };

@@ -88,4 +88,10 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
         if (k->has_ll)
             fprintf(f, "    ll: {base_s: %.6g, hop_s: %.6g, bw_fraction: %.6g}\n", k->ll_base_s, k->ll_hop_s, k->ll_bw_fraction);
     }
+    if (p->n_share) {
+        comment_lines(f, section(comments, HW_SEC_SHARE), "");
+        fprintf(f, "rank_share: ");
+        for (int i = 0; i < p->n_share; i++) fprintf(f, "%s%d: %.6g", i ? ", " : "{", p->share_n[i], p->share[i]);
+        fprintf(f, "}\n");
+    }
 }

@@ -9,7 +9,8 @@
 //               flops / rate(M, N, K), rate interpolated in log2(M, N, K) on a measured grid.
 //   attention   max(flops / (peak · eff_fwd|bwd), bytes / (bw · mem_eff))
 //   memory ops  bytes / (bw · mem_eff);  host transfers  bytes / host_bandwidth
-//   every op    + op_overhead_s
+//   every op    + op_overhead_s (not a table GEMM: its timings hold the call's overhead)
+//   shared node ops / rank_share(R) with R ranks on the rank's node (a CPU host's cores)
 //   collectives α-β on the link the group's placement uses (intra-node when all its ranks
 //               share a node, else inter-node), S = the record's bytes, n = group size:
 //                 all-reduce ring   base + 2(n−1)·hop + S·2(n−1)/n / busbw
@@ -89,6 +90,7 @@ typedef struct {
     const HwProfile *hw;
     SimPrecision prec;
     SimPlacement place[GROUP_COUNT];
+    double share;                              // hw_rank_share of this rank's node: ops take 1/share as long
     SimCost cur, total;
     int n_layers;                              // per-layer tables: layers -1 .. n_layers-1
     double *layer_compute, *layer_comm;        // [PHASE_COUNT][n_layers + 1] seconds

@@ -12,6 +12,10 @@ void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int t
     t->prec = prec;
     for (int g = 0; g < GROUP_COUNT; g++)
         t->place[g] = sim_group_placement(tp, dp, pp, tp_rank, dp_rank, pp_rank, (CommGroup)g, hw->ranks_per_node);
+    // the ranks on this rank's node (world ranks fill nodes in order, TP fastest)
+    int world = tp * dp * pp, node = grid_world_rank(tp, dp, tp_rank, dp_rank, pp_rank) / hw->ranks_per_node;
+    int first = node * hw->ranks_per_node, last = first + hw->ranks_per_node;
+    t->share = hw_rank_share(hw, (last < world ? last : world) - first);
     CHECK(n_layers >= 0, "sim_tracer_init: %d layers", n_layers);
     t->n_layers = n_layers;
     t->layer_compute = xcalloc((size_t)PHASE_COUNT * (size_t)(n_layers + 1), sizeof(double));
@@ -65,7 +69,7 @@ static size_t layer_slot(const SimTracer *t, int phase, int layer) {
 
 void sim_tracer_op(void *ctx, const OpInfo *op) {
     SimTracer *t = ctx;
-    double s = sim_op_time(t->hw, t->prec, op);
+    double s = sim_op_time(t->hw, t->prec, op) / t->share;
     t->cur.compute_s += s;
     t->cur.flops += op->flops;
     if (op->cls == OPC_GEMM) t->cur.gemm_flops += op->flops;
