@@ -3,6 +3,7 @@
 // unknown and missing keys, and each message names FILE:LINE. A failure unwinds with
 // longjmp to hw_load, which frees what was built and returns the message.
 #include "hardware.h"
+#include "sim.h"
 
 #include <libfyaml.h>
 #include <math.h>
@@ -277,7 +278,7 @@ static void parse_table(Ctx *c, HwGemm *g, struct fy_node *map, int line, const 
 
 static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
     static const char *const models[] = { "roofline", "table", NULL };
-    static const char *const roof_keys[] = { "model", "tile", "mamf", "mamf_shape", "epilogue", NULL };
+    static const char *const roof_keys[] = { "model", "tile", "mamf", "mamf_shape", "epilogue", "split_k", NULL };
     static const char *const roof_required[] = { "model", "tile", "mamf", "mamf_shape", NULL };
     static const char *const epilogues[] = { "overlapped", "serial", NULL };
     static const char *const table_keys[] = { "model", "points", NULL };
@@ -296,6 +297,11 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *
     if (lookup(val, "epilogue")) {
         snprintf(what, sizeof what, "%s.epilogue", where);
         g->epilogue_serial = enum_key(c, val, line, what, "epilogue", epilogues);
+    }
+    if (lookup(val, "split_k")) {
+        static const char *const bools[] = { "false", "true", NULL };
+        snprintf(what, sizeof what, "%s.split_k", where);
+        g->split_k = enum_key(c, val, line, what, "split_k", bools);
     }
     int tile[2], shape[3];
     int_list(c, val, line, where, "tile", tile, 2);
@@ -329,6 +335,10 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *
     }
     g->eff_core = x / p->peak_flops[prec];
     g->epilogue_k0 = g->epilogue_serial ? cb * x / (2 * B) : 0;
+    // the pinning assumes the measurement's shape ran unsplit
+    if (g->split_k && sim_gemm_split(p, prec, M, N, K, 1) != 1)
+        fail(c, ml, "%s: with split_k the mamf shape %d×%d×%d would be split: it must fill the processors unsplit", where,
+             g->mamf_M, g->mamf_N, g->mamf_K);
     if (g->eff_core > 1)
         fail(c, ml, "%s: mamf at %d×%d×%d implies %.3f of peak after wave quantization (%.3f): more than the peak",
              where, g->mamf_M, g->mamf_N, g->mamf_K, g->eff_core, q);
@@ -385,6 +395,40 @@ static void parse_busbw(Ctx *c, HwCollCost *cost, struct fy_node *map, int line,
     cost->n_bw = parse_count_table(c, v, kl, what, 1e16, cost->bw_n, cost->bw);
 }
 
+const HwOpRate *hw_op_rate(const HwProfile *p, SimPrecision prec, const char *name) {
+    if (!name) return NULL;
+    for (int i = 0; i < p->n_op_rates[prec]; i++)
+        if (!strcmp(p->op_rates[prec][i].name, name)) return &p->op_rates[prec][i];
+    return NULL;
+}
+
+// op_rates.<prec>: {name: {flop_per_s: x} | {byte_per_s: x}, ...}
+static void parse_op_rates(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
+    static const char *const one_of[] = { "flop_per_s", "byte_per_s", NULL };
+    expect_map(c, val, line, where);
+    void *it = NULL;
+    struct fy_node_pair *pair;
+    while ((pair = fy_node_mapping_iterate(val, &it))) {
+        int kl = node_line(fy_node_pair_key(pair), line);
+        if (p->n_op_rates[prec] == HW_OP_RATES_MAX) fail(c, kl, "%s: at most %d ops", where, HW_OP_RATES_MAX);
+        HwOpRate *r = &p->op_rates[prec][p->n_op_rates[prec]++];
+        size_t len = 0;
+        const char *k = fy_node_get_scalar(fy_node_pair_key(pair), &len);
+        if (!k || len == 0 || len >= sizeof r->name) fail(c, kl, "%s: an op name of 1 to %zu characters expected", where, sizeof r->name - 1);
+        snprintf(r->name, sizeof r->name, "%.*s", (int)len, k);
+        for (int i = 0; i < p->n_op_rates[prec] - 1; i++)
+            if (!strcmp(p->op_rates[prec][i].name, r->name)) fail(c, kl, "%s: op %s listed twice", where, r->name);
+        char w[120];
+        snprintf(w, sizeof w, "%.60s.%s", where, r->name);
+        struct fy_node *v = fy_node_pair_value(pair);
+        expect_map(c, v, kl, w);
+        if (fy_node_mapping_item_count(v) != 1) fail(c, kl, "%s: expected exactly one of flop_per_s, byte_per_s", w);
+        check_keys(c, v, kl, w, one_of, NULL);
+        r->per_byte = lookup(v, "byte_per_s") != NULL;
+        r->rate = num_key(c, v, kl, w, r->per_byte ? "byte_per_s" : "flop_per_s", 0, 1, 1e18);
+    }
+}
+
 double hw_rank_share(const HwProfile *p, int ranks_on_node) {
     if (ranks_on_node <= 1 || p->n_share == 0) return 1.0;
     int i = 0;
@@ -427,7 +471,7 @@ static void parse_link(Ctx *c, HwLink *l, struct fy_node *map, int line, const c
 static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
     static const char *const keys[] = { "profile_version", "name", "description", "device", "ranks_per_node",
         "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "sm_count",
-        "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", "rank_share", NULL };
+        "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", "rank_share", "op_rates", NULL };
     static const char *const required[] = { "profile_version", "name", "description", "device", "ranks_per_node",
         "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "sm_count",
         "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", NULL };
@@ -465,6 +509,8 @@ static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
     each_precision(c, p, lookup(root, "peak_flops"), key_line(root, "peak_flops", 1), "peak_flops", parse_peak);
     each_precision(c, p, lookup(root, "gemm"), key_line(root, "gemm", 1), "gemm", parse_gemm);
     each_precision(c, p, lookup(root, "attention"), key_line(root, "attention", 1), "attention", parse_attention);
+    if (lookup(root, "op_rates"))
+        each_precision(c, p, lookup(root, "op_rates"), key_line(root, "op_rates", 1), "op_rates", parse_op_rates);
 
     struct fy_node *links = lookup(root, "links");
     int ll = key_line(root, "links", 1);

@@ -36,14 +36,38 @@ static double table_rate(const HwGemm *g, double M, double N, double K) {
     return exp(acc);
 }
 
+// Seconds of the main loops (and split-K's reduction) of one roofline GEMM launch split into
+// s slices of K: a batched group fills the processors with count × s × the tiles of one
+// GEMM; a serial epilogue adds the K-equivalent k0 to every output element's main loop of
+// K/s; s > 1 writes and reads back s fp32 partial outputs (sim.h).
+static double roofline_seconds(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count, int s) {
+    const HwGemm *g = &hw->gemm[p];
+    double ks = K / s, flops = 2 * M * N * K * count;
+    double t = flops / (hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count * s))
+               * (ks + g->epilogue_k0) / ks;
+    if (s > 1) t += 2.0 * s * M * N * count * 4 / (hw->memory_bandwidth * hw->memory_efficiency);
+    return t;
+}
+
+int sim_gemm_split(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count) {
+    const HwGemm *g = &hw->gemm[p];
+    if (g->model != GEMM_ROOFLINE || !g->split_k) return 1;
+    int smax = (int)(K / HW_SPLIT_K_MIN);
+    if (smax > hw->sm_count) smax = hw->sm_count;
+    int best = 1;
+    double tb = roofline_seconds(hw, p, M, N, K, count, 1);
+    for (int s = 2; s <= smax; s++) {
+        double t = roofline_seconds(hw, p, M, N, K, count, s);
+        if (t < tb) { tb = t; best = s; }
+    }
+    return best;
+}
+
 double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count) {
     const HwGemm *g = &hw->gemm[p];
     CHECK(g->present, "profile %s has no gemm.%s model", hw->name, sim_precision_name(p));
     if (g->model == GEMM_TABLE) return table_rate(g, M, N, K);
-    // a batched group fills the processors with count × the tiles of one GEMM; a serial
-    // epilogue adds the K-equivalent k0 to every output element's main loop of K
-    return hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count)
-           * K / (K + g->epilogue_k0);
+    return 2 * M * N * K * count / roofline_seconds(hw, p, M, N, K, count, sim_gemm_split(hw, p, M, N, K, count));
 }
 
 double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,
@@ -57,6 +81,8 @@ double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, do
 }
 
 double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op) {
+    const HwOpRate *named = hw_op_rate(hw, p, op->name);   // measured as itself: whole calls
+    if (named) return (named->per_byte ? op->bytes : op->flops) / named->rate;
     double mem = op->bytes / (hw->memory_bandwidth * hw->memory_efficiency);
     switch (op->cls) {
     case OPC_GEMM:

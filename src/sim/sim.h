@@ -5,11 +5,14 @@
 //
 //   GEMM        roofline: max(flops / (peak · eff_core · q), bytes / (bw · mem_eff)), q the
 //               wave quantization of the output tiles; eff_core pinned by a published
-//               maximum-achievable-matmul measurement (mamf). Table profiles (cpu-local):
+//               maximum-achievable-matmul measurement (mamf). Optional: a serial epilogue
+//               (× (K + k0)/K) and split-K (K in s slices, the fastest s, + 2·s·M·N·4 B of
+//               fp32 partials through memory). Table profiles (cpu-local):
 //               flops / rate(M, N, K), rate interpolated in log2(M, N, K) on a measured grid.
 //   attention   max(flops / (peak · eff_fwd|bwd), bytes / (bw · mem_eff))
 //   memory ops  bytes / (bw · mem_eff);  host transfers  bytes / host_bandwidth
-//   every op    + op_overhead_s (not a table GEMM: its timings hold the call's overhead)
+//   named ops   an op listed in the profile's op_rates: flops / flop_per_s (or bytes / byte_per_s)
+//   every op    + op_overhead_s (not a table GEMM nor a named op: their timings hold the call)
 //   shared node ops / rank_share(R) with R ranks on the rank's node (a CPU host's cores)
 //   collectives α-β on the link the group's placement uses (intra-node when all its ranks
 //               share a node, else inter-node), S = the record's bytes, n = group size:
@@ -33,6 +36,10 @@
 // FLOP/s a GEMM of this shape reaches before the memory bound (roofline: peak·eff_core·q;
 // table: interpolated). count > 1: a batched group of `count` such GEMMs in one launch.
 double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count);
+// Split-K (gemm.<p>.split_k: true): the number of K slices s in [1, min(sm_count, K/64)]
+// that makes the launch fastest, t(s) = main loops at q(count·s) with the epilogue per slice
+// + the s fp32 partial outputs written and read back; 1 without split-K or for a table.
+int sim_gemm_split(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count);
 // Seconds of one GEMM launch doing `flops` with `bytes` of memory traffic.
 double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,
                      double flops, double bytes);

@@ -235,6 +235,52 @@ static void measure_attention(Backend *b, int B, int T, int H, int hd, double *f
     bk_free(b, lse, nl, DT_F32, MEM_WORK);
 }
 
+// ---- 4b. ops with their own kernels --------------------------------------------------------
+
+// LaX's crossing ops (docs/lax.md) are custom loops, not sgemm: the GEMM table and the
+// bandwidth do not describe them, so they are measured as themselves at the recipes' shape
+// (N 1024 tokens, r 32 = 4 × 8): FLOP/s (kron gate) or bytes/s (LayerNorm over r), as their
+// OpInfo counts them; the median (--best: the best) of 7 calls after a warm-up.
+typedef struct { const char *name; int per_byte; double rate; } NamedRate;
+static int measure_named_ops(Backend *b, NamedRate *out) {
+    const int N = 1024, r1 = 4, r2 = 8, r = r1 * r2;
+    void *z = rand_buf(b, (size_t)N * r, 11), *o = rand_buf(b, (size_t)N * r, 12), *d = rand_buf(b, (size_t)N * r, 13);
+    void *G1 = rand_buf(b, (size_t)r1 * r1, 14), *G2 = rand_buf(b, (size_t)r2 * r2, 15);
+    void *dG1 = rand_buf(b, (size_t)r1 * r1, 16), *dG2 = rand_buf(b, (size_t)r2 * r2, 17);
+    void *gam = rand_buf(b, (size_t)r, 18), *bet = rand_buf(b, (size_t)r, 19), *dgam = rand_buf(b, (size_t)r, 20), *dbet = rand_buf(b, (size_t)r, 21);
+    float *mean = bk_alloc(b, (size_t)N, DT_F32, MEM_WORK), *rstd = bk_alloc(b, (size_t)N, DT_F32, MEM_WORK);
+    OpTimer t = { 0 };
+    bk_observe(b, &op_timer, &t);
+    int n = 0;
+    for (int op = 0; op < 4; op++) {
+        double per[7], amount = 0;
+        for (int k = 0; k < 8; k++) {   // k = 0: warm-up
+            switch (op) {
+            case 0: op_kron_gate_forward(b, o, r, z, r, G1, G2, N, r1, r2); break;
+            case 1: op_kron_gate_backward(b, d, r, dG1, dG2, o, r, z, r, G1, G2, N, r1, r2); break;
+            case 2: op_layernorm_forward(b, o, r, mean, rstd, z, r, gam, bet, N, r, 1e-5f); break;
+            default: op_layernorm_backward(b, d, r, dgam, dbet, o, r, z, r, mean, rstd, gam, N, r); break;
+            }
+            if (k > 0) per[k - 1] = t.seconds;
+        }
+        static const char *const names[4] = { "kron_gate_forward", "kron_gate_backward", "layernorm_forward", "layernorm_backward" };
+        out[n].name = names[op];
+        out[n].per_byte = op >= 2;
+        amount = out[n].per_byte ? t.bytes : t.flops;
+        out[n].rate = amount / pick(per, 7);
+        n++;
+    }
+    bk_observe(b, NULL, NULL);
+    void *bufs[] = { z, o, d };
+    for (int i = 0; i < 3; i++) bk_free(b, bufs[i], (size_t)N * r, DT_F32, MEM_WORK);
+    bk_free(b, G1, (size_t)r1 * r1, DT_F32, MEM_WORK); bk_free(b, G2, (size_t)r2 * r2, DT_F32, MEM_WORK);
+    bk_free(b, dG1, (size_t)r1 * r1, DT_F32, MEM_WORK); bk_free(b, dG2, (size_t)r2 * r2, DT_F32, MEM_WORK);
+    void *small[] = { gam, bet, dgam, dbet };
+    for (int i = 0; i < 4; i++) bk_free(b, small[i], (size_t)r, DT_F32, MEM_WORK);
+    bk_free(b, mean, (size_t)N, DT_F32, MEM_WORK); bk_free(b, rstd, (size_t)N, DT_F32, MEM_WORK);
+    return n;
+}
+
 // ---- 5. collectives: the MPI worker ---------------------------------------------------------
 
 enum { K_AR, K_AG, K_RS, K_P2P, K_N };
@@ -630,6 +676,16 @@ int main(int argc, char **argv) {
         ef += rf / peak / 2;
         eb += rb / peak / 2;
     }
+    NamedRate named[4];
+    int nn = measure_named_ops(bk, named);
+    printf("\n4b. ops with their own kernels (LaX's crossing, N 1024, r 32 = 4 x 8, %s of 7 calls)\n", use_best ? "best" : "median");
+    for (int i = 0; i < nn; i++) {
+        HwOpRate *r = &p.op_rates[SP_FP32][p.n_op_rates[SP_FP32]++];
+        snprintf(r->name, sizeof r->name, "%s", named[i].name);
+        r->per_byte = named[i].per_byte;
+        r->rate = named[i].rate;
+        printf("   %-20s %10.3f %s\n", r->name, r->rate / 1e9, r->per_byte ? "GB/s" : "GFLOP/s");
+    }
     backend_free(bk);
     p.attention[SP_FP32] = (HwAttention){ 1, ef > 1 ? 1 : ef, eb > 1 ? 1 : eb };
     printf("   efficiency (mean of the shapes): forward %.3f, backward %.3f\n", p.attention[SP_FP32].forward,
@@ -748,7 +804,12 @@ int main(int argc, char **argv) {
              "done: time not scheduled counts), the median over the ranks, over the same GEMM with all cores\n"
              "in one process. Applied to every op (GEMM, attention, memory-bound) of a rank; collectives are\n"
              "measured as such.", SHARE_M, SHARE_N, SHARE_K, SHARE_WINDOW_S);
-    const char *comments[HW_SEC_COUNT] = { c_peak, c_gemm, c_mem, c_att, c_links, c_share };
+    char c_named[400];
+    snprintf(c_named, sizeof c_named,
+             "op_rates: LaX's crossing ops are custom loops, not sgemm: the engine's own kron_gate and layernorm\n"
+             "ops timed as themselves at N 1024, r 32 = 4 x 8 (the recipes' LaX), %s of 7 calls; FLOP/s or bytes/s\n"
+             "as their OpInfo counts them", use_best ? "best" : "median");
+    const char *comments[HW_SEC_COUNT] = { c_peak, c_gemm, c_mem, c_att, c_links, c_share, c_named };
     // Validate before replacing the old profile: write a copy under a temporary directory
     // (its file name must be the profile's name), load it, then write the real file via
     // a temporary name and rename.
