@@ -53,6 +53,9 @@ help:
 	@echo "make bench-scaling   tokens/s, MFU and memory against size, sequence length, threads and tp"
 	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
 	@echo "make figures EXP=x [LAUNCH=id]   loss curves and ablation panels of a launch of x (analysis/figures/)"
+	@echo "make reproduce [HARDWARE=profile]   the paper's figures and tables from the performance model:"
+	@echo "                     analysis/reproduction/REPORT.md, PNG + CSV (docs/reproduction.md)"
+	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times on this machine (~45 min)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 
 # Packages are checked (dpkg) on every build; installed only if something is missing.
@@ -120,7 +123,7 @@ bench-scaling: all
 # Figures of EXP from runs/boost.db, from the runs of one launch (the latest, or LAUNCH=id):
 # loss curves with their differences, and the ablation panels (step time compute/comm with
 # spread, collective calls, bytes per layer and embedding/head, memory, loss parity).
-.PHONY: figures bench-comm bench-scaling docs-keys
+.PHONY: figures bench-comm bench-scaling docs-keys reproduce validate-cpu
 figures:
 	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
 	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
@@ -131,6 +134,17 @@ figures:
 bench-comm: all
 	$(BUILD)/bench_comm $(foreach a,$(value BENCH_COMM_ARGS),$(call shq,$(a)))
 	$(PYTHON) analysis/bench_comm_measured.py --repeat $(bench_repeat)
+
+# The BOOST paper's figures and tables from the performance model (build/simulate on the paper
+# recipes, HARDWARE= another profile), the exact accounting and the CPU validation table when
+# it exists: PNG + CSV per figure and analysis/reproduction/REPORT.md (docs/reproduction.md).
+reproduce: all
+	$(PYTHON) analysis/reproduce.py $(if $(value HARDWARE),--hardware $(call qvar,HARDWARE))
+
+# The model's credential: predicted vs measured step time of every ablation recipe at tp 1, 2,
+# 4 on this machine, calibrated in the same session (about 45 minutes on 2 cores; REPEAT=n).
+validate-cpu: all
+	$(PYTHON) analysis/validate_cpu.py $(if $(value REPEAT),--repeat $(call qvar,REPEAT))
 
 # Regenerate the key table of docs/configuration.md from the schema.
 docs-keys: all

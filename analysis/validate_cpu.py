@@ -3,15 +3,19 @@
 on this machine (issue 10, item 3; docs/performance-model.md §8).
 
     /usr/bin/python3 analysis/validate_cpu.py [--repeat 3] [--steps 12] [--tp 1,2,4]
-        [--recipes ablation-btp,...] [--no-calibrate] [--db runs/validation.db]
+        [--recipes ablation-btp,...] [--calibrate each|once|none] [--db runs/validation.db]
         [--out analysis/reproduction/validation_cpu]
 
 In one session:
   1. build/calibrate writes experiments/hardware/cpu-local.yaml (GEMM table, attention, memory,
      op overhead, rank share and MPI collectives of this machine, measured now);
-  2. for every recipe and tp: one measured launch (build/exp, every variant that is not on
-     demand, --repeat times interleaved, each run --steps steps) and one simulated launch of the
-     same variants and overrides (build/exp --simulate cpu-local);
+  2. for every recipe and tp: with --calibrate each (the default) build/calibrate again into a
+     temporary cpu-local.yaml right before the launches (this machine's free capacity changes
+     from one minute to the next: a 2-rank run measured 45 ms a few minutes after a calibration
+     that had found the cores busy and a 2-rank run 150 ms); one measured launch (build/exp,
+     every variant that is not on demand, --repeat times interleaved, each run --steps steps)
+     and one simulated launch of the same variants and overrides (build/exp --simulate with that
+     profile);
   3. the table: per variant the measured step time (median over the repeats of each run's
      median step after warm-up), the predicted one, the error; the median error and the worst.
      Target (issue 10): median within 20 %, none beyond 40 %.
@@ -20,7 +24,7 @@ machine is shared, and its load is part of every number here.
 
 Writes OUT.csv (one row per variant and tp) and OUT.md (the table with its conditions, which
 analysis/reproduce.py puts into REPORT.md). Exit 0 when every launch ran (the target is
-reported, not enforced); 1 when a launch failed.
+reported, not enforced); 1 when a launch failed. Every command and its output: runs/validation_cpu.log.
 """
 import argparse
 import csv
@@ -94,42 +98,59 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--tp", default="1,2,4")
     ap.add_argument("--recipes", default=",".join(RECIPES))
-    ap.add_argument("--no-calibrate", action="store_true", help="use experiments/hardware/cpu-local.yaml as it is")
+    ap.add_argument("--calibrate", choices=["each", "once", "none"], default="each",
+                    help="before every recipe and tp (each), only at the start (once), or never: "
+                         "experiments/hardware/cpu-local.yaml as it is (none)")
     ap.add_argument("--db", default="runs/validation.db")
     ap.add_argument("--out", default="analysis/reproduction/validation_cpu")
     a = ap.parse_args()
     env = dict(os.environ, OMP_WAIT_POLICY="passive")
     os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)) or ".", exist_ok=True)
-    logpath = os.path.join(ROOT, a.out + ".log")
+    logpath = os.path.join(ROOT, "runs", os.path.basename(a.out) + ".log")   # runs/: not committed
     log = open(logpath, "w")
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     host = platform.node()
     ncpu = os.cpu_count()
     loads = {"start": load()}
     print(f"validate_cpu: {started}, host {host}, {ncpu} cores, load average {loads['start']:.2f}; log {logpath}")
-    if not a.no_calibrate:
-        print("1. build/calibrate (about a minute) ...", flush=True)
-        rc, out = run(["build/calibrate"], env, log)
+    def calibrate(out_path):
+        rc, out = run(["build/calibrate", "--out", out_path], env, log)
         if rc:
             sys.exit(f"validate_cpu: build/calibrate failed (exit {rc}); see {logpath}")
+        share = {}
         for line in out.splitlines():
             if "rank share" in line or "op overhead" in line or "load average after" in line or "fit error" in line:
                 print("   " + line.strip())
+            if "rank share:" in line:
+                share[int(line.split("rank share:")[1].split()[0])] = float(line.rsplit(":", 1)[1])
+        return share
+    share0 = {}
+    if a.calibrate != "none":
+        print("1. build/calibrate (about a minute) ...", flush=True)
+        share0 = calibrate("experiments/hardware/cpu-local.yaml")
     with open(os.path.join(ROOT, "experiments/hardware/cpu-local.yaml")) as f:
         profile_head = [l[2:].rstrip() for l in f.readlines()[:8] if l.startswith("# measured") or l.startswith("# load")]
     tmp = tempfile.mkdtemp(prefix="validate-cpu.")
+    if a.calibrate == "each":
+        print(f"2. per recipe and tp: build/calibrate, {a.repeat} measured runs per variant, the simulation", flush=True)
     db = os.path.join(ROOT, a.db)
     rows, failures = [], 0
     for recipe in a.recipes.split(","):
         for tp in [int(x) for x in a.tp.split(",")]:
             sets = ["--set", f"parallel.tp={tp}", "--set", f"train.steps={a.steps}", "--set", "train.val_every=0",
                     "--set", f"run.db={db}", "--set", f"run.checkpoint_dir={tmp}/ckpt"]
+            profile, share = "cpu-local", share0
+            if a.calibrate == "each":
+                os.makedirs(f"{tmp}/{recipe}-tp{tp}", exist_ok=True)
+                profile = f"{tmp}/{recipe}-tp{tp}/cpu-local.yaml"
+                print(f"   {recipe} tp {tp}: build/calibrate ...", flush=True)
+                share = calibrate(profile)
             l0 = load()
             rc_m, _ = run(["build/exp", recipe, "--repeat", str(a.repeat)] + sets, env, log)
             l1 = load()
             con = sqlite3.connect(db)
             lm, _ = latest_launch(con, recipe)
-            rc_s, _ = run(["build/exp", recipe, "--simulate", "cpu-local"] + sets, env, log)
+            rc_s, _ = run(["build/exp", recipe, "--simulate", profile] + sets, env, log)
             con = sqlite3.connect(db)
             ls, _ = latest_launch(con, recipe)
             if rc_m or rc_s:
@@ -144,7 +165,8 @@ def main():
                 err = (p - m) / m
                 rows.append(dict(recipe=recipe, tp=tp, variant=v, runs=n, measured_ms=1e3 * m, measured_lo_ms=1e3 * lo,
                                  measured_hi_ms=1e3 * hi, predicted_ms=1e3 * p, error=err, measured_comm_ms=mc,
-                                 predicted_comm_ms=pc, load_before=l0, load_after=l1, measured_launch=lm, simulated_launch=ls))
+                                 predicted_comm_ms=pc, load_before=l0, load_after=l1, rank_share=share.get(tp, 1.0) if tp > 1 else 1.0,
+                                 measured_launch=lm, simulated_launch=ls))
                 print(f"   {recipe:26s} tp {tp} {v:16s} measured {1e3 * m:8.1f} ms ({n} runs, {1e3 * lo:.1f}-{1e3 * hi:.1f})  "
                       f"predicted {1e3 * p:8.1f} ms  error {100 * err:+6.1f}%   comm {mc:6.1f} vs {pc:6.1f} ms  load {l0:.2f}->{l1:.2f}",
                       flush=True)
@@ -161,17 +183,21 @@ def main():
     verdict = ("met" if med <= TARGET_MEDIAN and worst and abs(worst["error"]) <= TARGET_WORST else "NOT met") if rows else "not measured"
     lines = [f"Measured on host `{host}` ({ncpu} cores), {started}; load average {loads['start']:.2f} at the start, "
              f"{loads['end']:.2f} at the end (per launch below). Profile `cpu-local` calibrated in the same session "
-             f"({'; '.join(profile_head)}). Each variant: {a.repeat} runs of {a.steps} steps interleaved (make exp REPEAT), "
+             f"({'; '.join(profile_head)})"
+             f"{', and again right before every recipe and tp (the rank share column: what that calibration measured)' if a.calibrate == 'each' else ''}. "
+             f"Each variant: {a.repeat} runs of {a.steps} steps interleaved (make exp REPEAT), "
              f"the median over the runs of each run's median step after warm-up; predicted: build/simulate on cpu-local "
-             f"(`make exp SIMULATE=1 HARDWARE=cpu-local`). comm: rank 0's time inside collectives per step (measured) "
-             f"and the model's.",
+             f"(`make exp SIMULATE=1 HARDWARE=cpu-local`). comm: rank 0's time inside collectives per step (measured: "
+             f"mostly waiting for a descheduled peer on this machine) and the model's (the collectives alone; the waiting is "
+             f"in the rank share).",
              "",
-             "| recipe | tp | variant | measured ms (min-max) | predicted ms | error | comm ms measured / modeled | load |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| recipe | tp | variant | measured ms (min-max) | predicted ms | error | comm ms measured / modeled | rank share | load |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['recipe']} | {r['tp']} | {r['variant']} | {r['measured_ms']:.1f} ({r['measured_lo_ms']:.1f}-"
                      f"{r['measured_hi_ms']:.1f}) | {r['predicted_ms']:.1f} | {100 * r['error']:+.1f}% | "
-                     f"{r['measured_comm_ms']:.1f} / {r['predicted_comm_ms']:.1f} | {r['load_before']:.2f}-{r['load_after']:.2f} |")
+                     f"{r['measured_comm_ms']:.1f} / {r['predicted_comm_ms']:.1f} | {r['rank_share']:.3f} | "
+                     f"{r['load_before']:.2f}-{r['load_after']:.2f} |")
     for tp in sorted({r["tp"] for r in rows}):
         e = sorted(abs(r["error"]) for r in rows if r["tp"] == tp)
         lines.append(f"\ntp {tp}: median |error| {100 * statistics.median(e):.1f}%, worst {100 * e[-1]:.1f}% ({len(e)} variants)")

@@ -305,7 +305,7 @@ TEST(gemm_split_k_and_named_ops) {
         { "op_rates: {bf16: {kron_gate_forward: {flop_per_s: 2e9, byte_per_s: 1e9}}}", "exactly one of" },
         { "op_rates: {bf16: {kron_gate_forward: {flops: 2e9}}}", "flops" },
         { "op_rates: {bf16: {kron_gate_forward: {flop_per_s: -1}}}", "kron_gate_forward" },
-        { "rank_share: {2: 1.5}", "rank_share" },
+        { "rank_share: {2: 17}", "rank_share" },
         { "rank_share: {1: 0.5}", "rank_share" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

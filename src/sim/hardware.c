@@ -503,7 +503,7 @@ static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
     if (share) {
         int sl = key_line(root, "rank_share", 1);
         if (!fy_node_is_mapping(share)) fail(c, sl, "rank_share: expected a mapping {rank count: fraction}, got %s", kind_of(share));
-        p->n_share = parse_count_table(c, share, sl, "rank_share", 1, p->share_n, p->share);
+        p->n_share = parse_count_table(c, share, sl, "rank_share", 16, p->share_n, p->share);
     }
 
     each_precision(c, p, lookup(root, "peak_flops"), key_line(root, "peak_flops", 1), "peak_flops", parse_peak);

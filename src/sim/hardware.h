@@ -138,8 +138,9 @@ typedef struct {
     HwLink link[HW_LINK_COUNT];
     // rank_share (optional): the ranks of a node share one compute device (cpu-local: the
     // cores of one host). {R: s}: with R ranks on a node, one rank's ops run at s × the
-    // profile's rates (GEMM table, attention, memory), s measured by build/calibrate with R
-    // concurrent ranks. A count not listed takes the largest listed count below it; without
+    // profile's rates (GEMM table, attention, memory), s in (0, 16] measured by build/calibrate
+    // with R concurrent ranks (above 1 where one process's threads scale worse than separate
+    // processes do). A count not listed takes the largest listed count below it; without
     // the key every rank has its own device (s = 1).
     int n_share;
     int share_n[HW_BUSBW_MAX];
