@@ -3,19 +3,23 @@
 on this machine (issue 10, item 3; docs/performance-model.md §8).
 
     /usr/bin/python3 analysis/validate_cpu.py [--repeat 3] [--steps 12] [--tp 1,2,4]
-        [--recipes ablation-btp,...] [--calibrate each|once|none] [--db runs/validation.db]
+        [--recipes ablation-btp,...] [--calibrate interleave|each|once|none] [--db runs/validation.db]
         [--out analysis/reproduction/validation_cpu]
 
 In one session:
   1. build/calibrate writes experiments/hardware/cpu-local.yaml (GEMM table, attention, memory,
      op overhead, rank share and MPI collectives of this machine, measured now);
-  2. for every recipe and tp: with --calibrate each (the default) build/calibrate again into a
-     temporary cpu-local.yaml right before the launches (this machine's free capacity changes
-     from one minute to the next: a 2-rank run measured 45 ms a few minutes after a calibration
-     that had found the cores busy and a 2-rank run 150 ms); one measured launch (build/exp,
-     every variant that is not on demand, --repeat times interleaved, each run --steps steps)
-     and one simulated launch of the same variants and overrides (build/exp --simulate with that
-     profile);
+  2. for every recipe and tp, --repeat times: with --calibrate interleave (the default)
+     `build/calibrate --share-only` (a few seconds: the rank share, a single process's rate
+     against the table and the op overhead, measured now) into a temporary profile, one measured
+     launch (build/exp: every variant that is not on demand, one run each of --steps steps) and
+     one simulated launch of the same variants and overrides with that profile (build/exp
+     --simulate). This machine's free capacity changes from one minute to the next — a 2-rank
+     run took 45 ms a few minutes after one of 150 ms, other engineers' builds and tests share
+     the 2 cores — so each measured run is predicted with the machine as it was seconds before;
+     the measured and the predicted step of a variant are the medians over the repeats.
+     (--calibrate each: a full calibration before every recipe and tp, all repeats in one
+     launch; once: only the first; none: the profile as it is);
   3. the table: per variant the measured step time (median over the repeats of each run's
      median step after warm-up), the predicted one, the error; the median error and the worst.
      Target (issue 10): median within 20 %, none beyond 40 %.
@@ -98,9 +102,9 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--tp", default="1,2,4")
     ap.add_argument("--recipes", default=",".join(RECIPES))
-    ap.add_argument("--calibrate", choices=["each", "once", "none"], default="each",
-                    help="before every recipe and tp (each), only at the start (once), or never: "
-                         "experiments/hardware/cpu-local.yaml as it is (none)")
+    ap.add_argument("--calibrate", choices=["interleave", "each", "once", "none"], default="interleave",
+                    help="the share before every repeat (interleave), a full calibration before every recipe and tp "
+                         "(each), only at the start (once), or never: experiments/hardware/cpu-local.yaml as it is (none)")
     ap.add_argument("--db", default="runs/validation.db")
     ap.add_argument("--out", default="analysis/reproduction/validation_cpu")
     a = ap.parse_args()
@@ -131,46 +135,70 @@ def main():
     with open(os.path.join(ROOT, "experiments/hardware/cpu-local.yaml")) as f:
         profile_head = [l[2:].rstrip() for l in f.readlines()[:8] if l.startswith("# measured") or l.startswith("# load")]
     tmp = tempfile.mkdtemp(prefix="validate-cpu.")
-    if a.calibrate == "each":
-        print(f"2. per recipe and tp: build/calibrate, {a.repeat} measured runs per variant, the simulation", flush=True)
+    if a.calibrate in ("each", "interleave"):
+        print(f"2. per recipe and tp: {'build/calibrate --share-only before each of' if a.calibrate == 'interleave' else 'build/calibrate,'} "
+              f"{a.repeat} measured runs per variant, the simulation", flush=True)
     db = os.path.join(ROOT, a.db)
     rows, failures = [], 0
     for recipe in a.recipes.split(","):
         for tp in [int(x) for x in a.tp.split(",")]:
             sets = ["--set", f"parallel.tp={tp}", "--set", f"train.steps={a.steps}", "--set", "train.val_every=0",
                     "--set", f"run.db={db}", "--set", f"run.checkpoint_dir={tmp}/ckpt"]
-            profile, share = "cpu-local", share0
+            rounds = a.repeat if a.calibrate == "interleave" else 1
+            meas, sim, shares = {}, {}, []
+            l0 = load()
             if a.calibrate == "each":
                 os.makedirs(f"{tmp}/{recipe}-tp{tp}", exist_ok=True)
-                profile = f"{tmp}/{recipe}-tp{tp}/cpu-local.yaml"
                 print(f"   {recipe} tp {tp}: build/calibrate ...", flush=True)
-                share = calibrate(profile)
-            l0 = load()
-            rc_m, _ = run(["build/exp", recipe, "--repeat", str(a.repeat)] + sets, env, log)
+                share = calibrate(f"{tmp}/{recipe}-tp{tp}/cpu-local.yaml")
+                shares.append(share.get(tp, 1.0) if tp > 1 else 1.0)
+            for r in range(rounds):
+                profile = "cpu-local"
+                if a.calibrate == "each":
+                    profile = f"{tmp}/{recipe}-tp{tp}/cpu-local.yaml"
+                elif a.calibrate == "interleave":
+                    d = f"{tmp}/{recipe}-tp{tp}-{r}"
+                    os.makedirs(d, exist_ok=True)
+                    profile = f"{d}/cpu-local.yaml"
+                    rc, out = run(["build/calibrate", "--share-only", "cpu-local", "--out", profile], env, log)
+                    if rc:
+                        sys.exit(f"validate_cpu: build/calibrate --share-only failed (exit {rc}); see {logpath}")
+                    for line in out.splitlines():
+                        if tp == 1 and "1 process" in line or tp > 1 and f"share: {tp} ranks" in line:
+                            shares.append(float(line.rsplit(":", 1)[1]))
+                rep = ["--repeat", str(a.repeat)] if a.calibrate != "interleave" else []
+                rc_m, _ = run(["build/exp", recipe] + rep + sets, env, log)
+                con = sqlite3.connect(db)
+                lm, _ = latest_launch(con, recipe)
+                rc_s, _ = run(["build/exp", recipe, "--simulate", profile] + sets, env, log)
+                con = sqlite3.connect(db)
+                ls, _ = latest_launch(con, recipe)
+                if rc_m or rc_s:
+                    failures += 1
+                    print(f"   {recipe} tp {tp}: a launch failed (measured exit {rc_m}, simulated exit {rc_s}); see {logpath}")
+                for v, (m, mc, n, lo, hi) in (launch_rows(con, lm) if lm else {}).items():
+                    meas.setdefault(v, []).extend([(m, mc, n, lo, hi)])
+                for v, (p, pc, _, _, _) in (launch_rows(con, ls) if ls and ls != lm else {}).items():
+                    sim.setdefault(v, []).append((p, pc))
+                con.close()
             l1 = load()
-            con = sqlite3.connect(db)
-            lm, _ = latest_launch(con, recipe)
-            rc_s, _ = run(["build/exp", recipe, "--simulate", profile] + sets, env, log)
-            con = sqlite3.connect(db)
-            ls, _ = latest_launch(con, recipe)
-            if rc_m or rc_s:
-                failures += 1
-                print(f"   {recipe} tp {tp}: a launch failed (measured exit {rc_m}, simulated exit {rc_s}); see {logpath}")
-            meas = launch_rows(con, lm) if lm else {}
-            sim = launch_rows(con, ls) if ls and ls != lm else {}
-            for v, (m, mc, n, lo, hi) in meas.items():
+            share = statistics.median(shares) if shares else (share0.get(tp, 1.0) if tp > 1 else 1.0)
+            for v, ms in meas.items():
                 if v not in sim:
                     continue
-                p, pc = sim[v][0], sim[v][1]
+                m = statistics.median(x[0] for x in ms)
+                mc = statistics.median(x[1] for x in ms)
+                n = sum(x[2] for x in ms)
+                lo, hi = min(x[3] for x in ms), max(x[4] for x in ms)
+                p = statistics.median(x[0] for x in sim[v])
+                pc = statistics.median(x[1] for x in sim[v])
                 err = (p - m) / m
                 rows.append(dict(recipe=recipe, tp=tp, variant=v, runs=n, measured_ms=1e3 * m, measured_lo_ms=1e3 * lo,
                                  measured_hi_ms=1e3 * hi, predicted_ms=1e3 * p, error=err, measured_comm_ms=mc,
-                                 predicted_comm_ms=pc, load_before=l0, load_after=l1, rank_share=share.get(tp, 1.0) if tp > 1 else 1.0,
-                                 measured_launch=lm, simulated_launch=ls))
+                                 predicted_comm_ms=pc, load_before=l0, load_after=l1, rank_share=share))
                 print(f"   {recipe:26s} tp {tp} {v:16s} measured {1e3 * m:8.1f} ms ({n} runs, {1e3 * lo:.1f}-{1e3 * hi:.1f})  "
-                      f"predicted {1e3 * p:8.1f} ms  error {100 * err:+6.1f}%   comm {mc:6.1f} vs {pc:6.1f} ms  load {l0:.2f}->{l1:.2f}",
-                      flush=True)
-            con.close()
+                      f"predicted {1e3 * p:8.1f} ms  error {100 * err:+6.1f}%   comm {mc:6.1f} vs {pc:6.1f} ms  share {share:.3f}  "
+                      f"load {l0:.2f}->{l1:.2f}", flush=True)
     loads["end"] = load()
     errs = sorted(abs(r["error"]) for r in rows)
     med = statistics.median(errs) if errs else float("nan")
@@ -184,7 +212,7 @@ def main():
     lines = [f"Measured on host `{host}` ({ncpu} cores), {started}; load average {loads['start']:.2f} at the start, "
              f"{loads['end']:.2f} at the end (per launch below). Profile `cpu-local` calibrated in the same session "
              f"({'; '.join(profile_head)})"
-             f"{', and again right before every recipe and tp (the rank share column: what that calibration measured)' if a.calibrate == 'each' else ''}. "
+             f"{'; before every measured run `build/calibrate --share-only` measured the machine again (the rank share column: the median over the repeats of the share at that tp, for tp 1 a single process against the table)' if a.calibrate == 'interleave' else ', and again right before every recipe and tp (the rank share column: what that calibration measured)' if a.calibrate == 'each' else ''}. "
              f"Each variant: {a.repeat} runs of {a.steps} steps interleaved (make exp REPEAT), "
              f"the median over the runs of each run's median step after warm-up; predicted: build/simulate on cpu-local "
              f"(`make exp SIMULATE=1 HARDWARE=cpu-local`). comm: rank 0's time inside collectives per step (measured: "

@@ -255,6 +255,10 @@ TEST(gemm_roofline) {
                "k0 %.4f eff %.6f", e.gemm[SP_BF16].epilogue_k0, e.gemm[SP_BF16].eff_core);
         EXPECT(close_rel(sim_gemm_rate(&e, SP_BF16, 1280, 1280, 4096, 1), 80e12, 1e-12), "mamf reproduced");
         EXPECT(close_rel(sim_gemm_rate(&e, SP_BF16, 1280, 1280, 256, 1), x * 256 / (256 + k0), 1e-12), "short K");
+        // a narrow output (N 32 in 128-wide tiles: q = 0.25 for the main loop) stores only its
+        // useful outputs: t = 2MNK/(x·0.25) + M·N·2 B / (1e12 B/s · q_w), q_w = 10 tiles / 10 SMs
+        double tn = 2.0 * 1280 * 32 * 256 / (x * 0.25) + 1280.0 * 32 * 2 / 1e12;
+        EXPECT(close_rel(sim_gemm_rate(&e, SP_BF16, 1280, 32, 256, 1), 2.0 * 1280 * 32 * 256 / tn, 1e-12), "narrow output");
         hw_free(&e);
         patched(text, sizeof text, "epi2", 14, "  bf16: {model: roofline, tile: [128, 128], mamf: 80e12, mamf_shape: [1280, 1280, 4096], epilogue: late}");
         EXPECT(load_text("epi2", text, &e, err, sizeof err) == 1 && strstr(err, "epi2.yaml:14") && strstr(err, "overlapped, serial"),
@@ -306,7 +310,7 @@ TEST(gemm_split_k_and_named_ops) {
         { "op_rates: {bf16: {kron_gate_forward: {flops: 2e9}}}", "flops" },
         { "op_rates: {bf16: {kron_gate_forward: {flop_per_s: -1}}}", "kron_gate_forward" },
         { "rank_share: {2: 17}", "rank_share" },
-        { "rank_share: {1: 0.5}", "rank_share" },
+        { "rank_share: {0: 0.5}", "rank_share" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         patched(text, sizeof text, "nb", 10, bad[i][0]);
@@ -335,6 +339,11 @@ TEST(tracer_rank_share_and_layer_trace) {
     sim_tracer_comm(&two, &ar);
     sim_tracer_comm(&two, &other);
     EXPECT(close_rel(sim_tracer_take(&two).compute_s, 2 * sim_tracer_take(&one).compute_s, 1e-12), "half the rate on a shared node");
+    HwProfile p1;   // {1: s}: a single process is scaled too
+    patched(text, sizeof text, "rs1", 10, "op_overhead_s: 0\nrank_share: {1: 0.8, 2: 0.5}");
+    EXPECT(load_text("rs1", text, &p1, err, sizeof err) == 0, "%s", err);
+    EXPECT(hw_rank_share(&p1, 1) == 0.8 && hw_rank_share(&p1, 3) == 0.5, "rank_share {1: ...}");
+    hw_free(&p1);
     SimPlacement pl = { 2, 1, 2 };
     double ta = sim_collective_time(&p, COMM_ALL_REDUCE, 2000, pl);
     EXPECT(two.n_events == 2 && !two.events[0].is_comm && two.events[1].is_comm && !strcmp(two.events[1].name, "all_reduce") &&

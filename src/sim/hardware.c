@@ -29,6 +29,12 @@ SimPrecision sim_precision_of(DType dt, int tf32) {
     return tf32 ? SP_TF32 : SP_FP32;
 }
 
+double hw_wave_fill(int sm_count, int tile_m, int tile_n, double M, double N, int count) {
+    if (sm_count <= 0 || tile_m <= 0 || tile_n <= 0 || M <= 0 || N <= 0) return 1.0;
+    double tiles = (count > 1 ? count : 1) * ceil(M / tile_m) * ceil(N / tile_n);
+    return tiles / (ceil(tiles / sm_count) * sm_count);
+}
+
 double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count) {
     if (sm_count <= 0 || tile_m <= 0 || tile_n <= 0 || M <= 0 || N <= 0) return 1.0;
     double n = count > 1 ? count : 1;
@@ -321,17 +327,18 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *
     if (t_mem > t_meas)
         fail(c, ml, "%s: the mamf shape %d×%d×%d is memory-bound under this profile's memory bandwidth "
              "(%.3g s > %.3g s): the roofline cannot reproduce the measurement", where, g->mamf_M, g->mamf_N, g->mamf_K, t_mem, t_meas);
-    // A serial epilogue (sim.h): each output element costs 2K FLOPs of main loop at the rate x =
-    // peak·eff_core, then its store of elem_bytes at the memory bandwidth B, one after the other:
-    // rate(K) = x·q·K/(K + K0), K0 = elem_bytes·x/(2B). Pinned at the mamf shape:
-    // mamf = x·q·K/(K + c·x/(2B))  =>  x = mamf·K / (q·K − mamf·c/(2B)).
+    // A serial epilogue (sim.h): the main loops at the rate x = peak·eff_core (2K FLOPs per
+    // output element, over whole tiles: q), then the stores of the useful outputs, elem_bytes
+    // each, at the memory bandwidth B over the waves' tiles (q_w, tiles only): t = 2MNK/(x·q) +
+    // M·N·c/(B·q_w). Pinned at the mamf shape: x = 2MNK / (q·(2MNK/mamf − M·N·c/(B·q_w))).
     double B = p->memory_bandwidth * p->memory_efficiency, cb = elem_bytes(prec);
     double x = g->mamf / q;
     if (g->epilogue_serial) {
-        double den = q * K - g->mamf * cb / (2 * B);
+        double qw = hw_wave_fill(p->sm_count, g->tile_m, g->tile_n, M, N, 1);
+        double den = q * (t_meas - M * N * cb / (B * qw));
         if (!(den > 0))
             fail(c, ml, "%s: with a serial epilogue the mamf shape's K %d is too short to reproduce the measurement", where, g->mamf_K);
-        x = g->mamf * K / den;
+        x = 2 * M * N * K / den;
     }
     g->eff_core = x / p->peak_flops[prec];
     g->epilogue_k0 = g->epilogue_serial ? cb * x / (2 * B) : 0;
@@ -359,9 +366,9 @@ double hw_busbw(const HwCollCost *c, int n) {
     return c->bw[i];
 }
 
-// A mapping {rank count: number} with distinct counts >= 2, sorted ascending into ns/vs
+// A mapping {rank count: number} with distinct counts >= lo, sorted ascending into ns/vs
 // (at most HW_BUSBW_MAX entries); numbers in (0, hi].
-static int parse_count_table(Ctx *c, struct fy_node *v, int kl, const char *what, double hi, int *ns, double *vs) {
+static int parse_count_table(Ctx *c, struct fy_node *v, int kl, const char *what, int lo, double hi, int *ns, double *vs) {
     int n = fy_node_mapping_item_count(v);
     if (n < 1 || n > HW_BUSBW_MAX) fail(c, kl, "%s: expected 1 to %d entries {rank count: number}, got %d", what, HW_BUSBW_MAX, n);
     void *it = NULL;
@@ -369,7 +376,7 @@ static int parse_count_table(Ctx *c, struct fy_node *v, int kl, const char *what
     int k = 0;
     while ((pair = fy_node_mapping_iterate(v, &it))) {
         int el = node_line(fy_node_pair_key(pair), kl);
-        int size = int_node(c, fy_node_pair_key(pair), el, what, 2, 1 << 20);
+        int size = int_node(c, fy_node_pair_key(pair), el, what, lo, 1 << 20);
         double x = num_node(c, fy_node_pair_value(pair), el, what, 0, 1, hi);
         int i = k++;
         while (i > 0 && ns[i - 1] > size) { ns[i] = ns[i - 1]; vs[i] = vs[i - 1]; i--; }
@@ -392,7 +399,7 @@ static void parse_busbw(Ctx *c, HwCollCost *cost, struct fy_node *map, int line,
         cost->bw[0] = num_node(c, v, kl, what, 0, 1, 1e16);
         return;
     }
-    cost->n_bw = parse_count_table(c, v, kl, what, 1e16, cost->bw_n, cost->bw);
+    cost->n_bw = parse_count_table(c, v, kl, what, 2, 1e16, cost->bw_n, cost->bw);
 }
 
 const HwOpRate *hw_op_rate(const HwProfile *p, SimPrecision prec, const char *name) {
@@ -430,7 +437,7 @@ static void parse_op_rates(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_no
 }
 
 double hw_rank_share(const HwProfile *p, int ranks_on_node) {
-    if (ranks_on_node <= 1 || p->n_share == 0) return 1.0;
+    if (p->n_share == 0 || ranks_on_node < p->share_n[0]) return 1.0;
     int i = 0;
     while (i + 1 < p->n_share && p->share_n[i + 1] <= ranks_on_node) i++;
     return p->share[i];
@@ -503,7 +510,7 @@ static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
     if (share) {
         int sl = key_line(root, "rank_share", 1);
         if (!fy_node_is_mapping(share)) fail(c, sl, "rank_share: expected a mapping {rank count: fraction}, got %s", kind_of(share));
-        p->n_share = parse_count_table(c, share, sl, "rank_share", 16, p->share_n, p->share);
+        p->n_share = parse_count_table(c, share, sl, "rank_share", 1, 16, p->share_n, p->share);
     }
 
     each_precision(c, p, lookup(root, "peak_flops"), key_line(root, "peak_flops", 1), "peak_flops", parse_peak);

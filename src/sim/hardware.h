@@ -98,8 +98,9 @@ typedef struct {
     double eff_core;             // derived at load time
     // epilogue: overlapped (default: the main loop sets the pace) or serial: each output
     // tile's store follows its main loop on the same processor (one thread block per SM, no
-    // warp specialization: Ampere-class cuBLAS/CUTLASS kernels), which costs the K-equivalent
-    // epilogue_k0 = elem_bytes·peak·eff_core / (2·memory bandwidth): rate × K/(K + k0).
+    // warp specialization: Ampere-class cuBLAS/CUTLASS kernels): + M·N·elem_bytes / (bw · q_w)
+    // after the main loops; for full tiles the K-equivalent epilogue_k0 = elem_bytes·peak·
+    // eff_core / (2·bw): rate × K/(K + k0).
     int epilogue_serial;
     double epilogue_k0;          // derived at load time; 0 when overlapped
     // split_k (optional, default false): the library splits K into slices that run as more
@@ -140,8 +141,9 @@ typedef struct {
     // cores of one host). {R: s}: with R ranks on a node, one rank's ops run at s × the
     // profile's rates (GEMM table, attention, memory), s in (0, 16] measured by build/calibrate
     // with R concurrent ranks (above 1 where one process's threads scale worse than separate
-    // processes do). A count not listed takes the largest listed count below it; without
-    // the key every rank has its own device (s = 1).
+    // processes do). A count not listed takes the largest listed count below it (below the
+    // smallest listed: 1); {1: s} scales a single process too (the machine's state when the
+    // share was measured: build/calibrate --share-only); without the key s = 1 throughout.
     int n_share;
     int share_n[HW_BUSBW_MAX];
     double share[HW_BUSBW_MAX];
@@ -167,6 +169,9 @@ int hw_check_precision(const HwProfile *p, SimPrecision prec, char *why, size_t 
 // sm_count processors: useful tile area / (waves · sm_count · tile area), in (0, 1]; 1 when
 // sm_count is 0 (NVIDIA's "Matrix Multiplication Background" guide: tile and wave quantization).
 double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count);
+// The waves' fill alone: tiles / (waves · sm_count), without the tiles' own padding (what the
+// stores of a serial epilogue see: only useful outputs are stored).
+double hw_wave_fill(int sm_count, int tile_m, int tile_n, double M, double N, int count);
 
 // Write a profile as YAML (calibrate). `header` goes first as comment lines (may be NULL);
 // comments[k] (may be NULL) annotate the sections HW_SEC_*.

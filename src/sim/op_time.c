@@ -38,14 +38,16 @@ static double table_rate(const HwGemm *g, double M, double N, double K) {
 
 // Seconds of the main loops (and split-K's reduction) of one roofline GEMM launch split into
 // s slices of K: a batched group fills the processors with count × s × the tiles of one
-// GEMM; a serial epilogue adds the K-equivalent k0 to every output element's main loop of
-// K/s; s > 1 writes and reads back s fp32 partial outputs (sim.h).
+// GEMM; a serial epilogue then stores each slice's useful outputs (elem_bytes each) at the
+// memory bandwidth over the waves' tiles; s > 1 writes and reads back s fp32 partial outputs
+// (sim.h).
 static double roofline_seconds(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count, int s) {
     const HwGemm *g = &hw->gemm[p];
-    double ks = K / s, flops = 2 * M * N * K * count;
-    double t = flops / (hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count * s))
-               * (ks + g->epilogue_k0) / ks;
-    if (s > 1) t += 2.0 * s * M * N * count * 4 / (hw->memory_bandwidth * hw->memory_efficiency);
+    double bw = hw->memory_bandwidth * hw->memory_efficiency, flops = 2 * M * N * K * count;
+    double t = flops / (hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count * s));
+    if (g->epilogue_serial)
+        t += s * M * N * count * (p == SP_BF16 ? 2.0 : 4.0) / (bw * hw_wave_fill(hw->sm_count, g->tile_m, g->tile_n, M, N, count * s));
+    if (s > 1) t += 2.0 * s * M * N * count * 4 / bw;
     return t;
 }
 

@@ -6,7 +6,8 @@
 //   GEMM        roofline: max(flops / (peak · eff_core · q), bytes / (bw · mem_eff)), q the
 //               wave quantization of the output tiles; eff_core pinned by a published
 //               maximum-achievable-matmul measurement (mamf). Optional: a serial epilogue
-//               (× (K + k0)/K) and split-K (K in s slices, the fastest s, + 2·s·M·N·4 B of
+//               (+ M·N·elem_bytes / (bw · q_w): the stores after the main loops; × (K + k0)/K
+//               for full tiles) and split-K (K in s slices, the fastest s, + 2·s·M·N·4 B of
 //               fp32 partials through memory). Table profiles (cpu-local):
 //               flops / rate(M, N, K), rate interpolated in log2(M, N, K) on a measured grid.
 //   attention   max(flops / (peak · eff_fwd|bwd), bytes / (bw · mem_eff))
@@ -37,8 +38,9 @@
 // table: interpolated). count > 1: a batched group of `count` such GEMMs in one launch.
 double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count);
 // Split-K (gemm.<p>.split_k: true): the number of K slices s in [1, min(sm_count, K/64)]
-// that makes the launch fastest, t(s) = main loops at q(count·s) with the epilogue per slice
-// + the s fp32 partial outputs written and read back; 1 without split-K or for a table.
+// that makes the launch fastest, t(s) = main loops at q(count·s) + (serial epilogue) each
+// slice's stores + the s fp32 partial outputs written and read back; 1 without split-K or
+// for a table.
 int sim_gemm_split(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count);
 // Seconds of one GEMM launch doing `flops` with `bytes` of memory traffic.
 double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,

@@ -359,6 +359,8 @@ static double rank_share_seconds(Comm *c, int world) {
     return world % 2 ? all[world / 2] : 0.5 * (all[world / 2 - 1] + all[world / 2]);
 }
 
+static int share_only = 0;   // --share-only: the rank share and the op overhead, nothing else
+
 static int mpi_worker(int argc, char **argv, const char *path) {
     CHECK_MPI(MPI_Init(&argc, &argv));
     int world;
@@ -372,6 +374,12 @@ static int mpi_worker(int argc, char **argv, const char *path) {
     }
     double share_s = rank_share_seconds(&c, world);
     if (f) fprintf(f, "share_gemm %d %d %.9g\n", world, SHARE_M, share_s);
+    if (share_only) {
+        if (f) CHECK_ERRNO(fclose(f) != 0, path);
+        comm_free(&c);
+        CHECK_MPI(MPI_Finalize());
+        return 0;
+    }
     size_t max_bytes = (size_t)16 << 20;
     float *buf = rand_host(max_bytes / 4, 9), *out = xaligned_alloc(max_bytes);
     for (int k = 0; k < K_N; k++)
@@ -420,6 +428,7 @@ static int run_worker(int n, const char *out_path) {
     args[a++] = "-x"; args[a++] = "OMP_NUM_THREADS=1";
     args[a++] = self; args[a++] = "--mpi-worker"; args[a++] = out_path;
     if (use_best) args[a++] = "--best";
+    if (share_only) args[a++] = "--share-only";
     args[a] = NULL;
     fflush(stdout);
     pid_t pid = fork();
@@ -586,19 +595,84 @@ static void host_facts(char *host, size_t nh, char *cpu, size_t nc) {
     fclose(f);
 }
 
+// --share-only PROFILE: the machine as it is now, for a profile calibrated earlier: its rank
+// share (2., 4. ranks ...: 5.), the all-core rate of the share GEMM against the profile's table
+// (rank_share {1: ...}: a single process's ops, this minute) and the op overhead, measured
+// again; everything else kept. A few seconds: analysis/validate_cpu.py runs it before every
+// measured launch, since this machine's free capacity changes from one minute to the next.
+static int share_update(const char *from, const char *out_path, const int *ranks, int n_ranks) {
+    HwProfile p;
+    hw_load_or_die(from, "experiments/hardware", &p);
+    CHECK(p.gemm[SP_FP32].present && p.gemm[SP_FP32].model == GEMM_TABLE, "--share-only: %s has no fp32 GEMM table", from);
+    double la[3];
+    load_average(la);
+    char date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+    Backend *bk = backend_cpu(DT_F32);
+    p.op_overhead_s = measure_op_overhead(bk);
+    double flops = 2.0 * SHARE_M * SHARE_N * SHARE_K, table = flops / sim_gemm_rate(&p, SP_FP32, SHARE_M, SHARE_N, SHARE_K, 1);
+    double one = time_gemm(bk, SHARE_M, SHARE_N, SHARE_K, 0.2);
+    backend_free(bk);
+    p.n_share = 0;
+    p.share_n[p.n_share] = 1;
+    p.share[p.n_share++] = table / one;
+    printf("calibrate --share-only %s (%s, load average %.2f): op overhead %.2f us; 1 process %.2f GFLOP/s on %dx%dx%d "
+           "(the table: %.2f): %.3f\n", from, date, la[0], p.op_overhead_s * 1e6, flops / one / 1e9, SHARE_M, SHARE_N, SHARE_K,
+           flops / table / 1e9, table / one);
+    for (int r = 0; r < n_ranks; r++) {
+        char tmp[] = "/tmp/calibrate.XXXXXX";
+        int fd = mkstemp(tmp);
+        CHECK_ERRNO(fd < 0, "mkstemp");
+        close(fd);
+        if (run_worker(ranks[r], tmp)) die_input("calibrate: the MPI worker at %d ranks failed", ranks[r]);
+        FILE *f = fopen(tmp, "r");
+        CHECK_ERRNO(!f, tmp);
+        char kind[32];
+        int n;
+        double M, t;
+        if (fscanf(f, "%31s %d %lf %lf", kind, &n, &M, &t) != 4 || strcmp(kind, "share_gemm")) DIE("calibrate: no rank share in %s", tmp);
+        fclose(f);
+        unlink(tmp);
+        p.share_n[p.n_share] = n;
+        p.share[p.n_share++] = table / t;
+        printf("   rank share: %d ranks each at %.2f GFLOP/s (the table: %.2f): %.3f\n", n, flops / t / 1e9, flops / table / 1e9, table / t);
+    }
+    char header[1400];
+    snprintf(header, sizeof header,
+             "%s: %s with its rank_share and op_overhead_s measured again by build/calibrate --share-only\n"
+             "on %s (load average %.2f); everything else as calibrated there (see its comments)", p.name, from, date, la[0]);
+    const char *comments[HW_SEC_COUNT] = { 0 };
+    char tmp_out[1100];
+    xsnprintf(tmp_out, sizeof tmp_out, "%s.tmp", out_path);
+    FILE *f = fopen(tmp_out, "w");
+    if (!f) die_input("cannot write %s: %s", tmp_out, strerror(errno));
+    hw_write_yaml(f, &p, header, comments);
+    CHECK_ERRNO(fclose(f) != 0, tmp_out);
+    CHECK_ERRNO(rename(tmp_out, out_path) != 0, "rename");
+    hw_free(&p);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "--mpi-worker")) {
-        use_best = argc == 4 && !strcmp(argv[3], "--best");
+        for (int i = 3; i < argc; i++) {
+            use_best |= !strcmp(argv[i], "--best");
+            share_only |= !strcmp(argv[i], "--share-only");
+        }
         return mpi_worker(argc, argv, argv[2]);
     }
     ensure_passive_omp(argv);
     const char *out_path = "experiments/hardware/cpu-local.yaml";
+    const char *share_from = NULL;
     int ranks[4] = { 2, 4 }, n_ranks = 2, quick = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) { quick = 1; continue; }
         if (!strcmp(argv[i], "--best")) { use_best = 1; continue; }
-        if (i + 1 >= argc) die_input("option %s needs a value (usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best])", argv[i]);
+        if (i + 1 >= argc) die_input("option %s needs a value (usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best] "
+                                     "[--share-only PROFILE])", argv[i]);
         if (!strcmp(argv[i], "--out")) out_path = argv[++i];
+        else if (!strcmp(argv[i], "--share-only")) { share_from = argv[++i]; share_only = 1; }
         else if (!strcmp(argv[i], "--ranks")) {
             n_ranks = 0;
             for (char *s = argv[++i], *e; *s && n_ranks < 4; s = *e ? e + 1 : e) {
@@ -607,8 +681,9 @@ int main(int argc, char **argv) {
                 ranks[n_ranks++] = (int)v;
             }
             if (!n_ranks) die_input("--ranks: expected a list like 2,4");
-        } else die_input("unknown option '%s' (expected --out, --ranks, --quick, --best)", argv[i]);
+        } else die_input("unknown option '%s' (expected --out, --ranks, --quick, --best, --share-only)", argv[i]);
     }
+    if (share_from) return share_update(share_from, out_path, ranks, n_ranks);
     {   // fail now, not after the measurements, when the output cannot be written
         char probe[1100];
         xsnprintf(probe, sizeof probe, "%s.tmp", out_path);
