@@ -46,11 +46,16 @@ help:
 	@echo "                     VARIANT=v  SET=\"k=v ...\"  REPEAT=n (interleaved repeats)  DRY_RUN=1"
 	@echo "make exp EXP=name RESUME=1 [LAUNCH=id]   continue a launch (interrupted or failed runs)"
 	@echo "make exp EXP=name SUMMARY=1 [LAUNCH=id]  the comparison table of a launch (default: the latest)"
+	@echo "make exp EXP=name SIMULATE=1 [HARDWARE=profile]  every variant priced by build/simulate (default"
+	@echo "                     profile a100-80gb-node4; cpu-local prices fp32 runs on this machine)"
 	@echo "make info PRESET=cola-60m LINEAR=cola   parameter count and FLOPs per token"
 	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU), paired with PyTorch (REPEAT=3)"
 	@echo "make bench-scaling   tokens/s, MFU and memory against size, sequence length, threads and tp"
 	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
 	@echo "make figures EXP=x [LAUNCH=id]   loss curves and ablation panels of a launch of x (analysis/figures/)"
+	@echo "make reproduce [HARDWARE=profile]   the paper's figures and tables from the performance model:"
+	@echo "                     analysis/reproduction/REPORT.md, PNG + CSV (docs/reproduction.md)"
+	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times on this machine (~45 min)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 	@echo "make test-asan       unit tests and a tp=2 BTP run built with ASan+UBSan (build-asan/)"
 	@echo "make fuzz            libFuzzer harnesses, FUZZ_SECONDS each (default 60; needs clang)"
@@ -87,12 +92,16 @@ test: all
 	@bash tests/run.sh
 
 # make exp EXP=name [VARIANT=v] [SET="k=v k2=v2"] [REPEAT=n] [DRY_RUN=1]   a new launch
+#          EXP=name SIMULATE=1 [HARDWARE=profile] [VARIANT=v] [SET=...]   every variant (on-demand
+#                   ones too) priced by build/simulate on experiments/hardware/<profile>.yaml
+#                   (default a100-80gb-node4) instead of trained: runs of kind `simulated`
 #          EXP=name RESUME=1 [LAUNCH=id] [SET=...]   continue a launch (the latest by default)
 #          EXP=name SUMMARY=1 [LAUNCH=id]            the comparison table of a launch
 exp: all
 	@OMP_WAIT_POLICY=passive $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
 	  $(if $(filter 1,$(value RESUME)),--resume) $(if $(filter 1,$(value DRY_RUN)),--dry-run) \
 	  $(if $(filter 1,$(value SUMMARY)),--summary) \
+	  $(if $(filter 1,$(value SIMULATE)),--simulate $(if $(value HARDWARE),$(call qvar,HARDWARE),a100-80gb-node4)) \
 	  $(if $(value REPEAT),--repeat $(call qvar,REPEAT)) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
 	  $(foreach s,$(value SET),--set $(call shq,$(s)))
 
@@ -118,7 +127,7 @@ bench-scaling: all
 # Figures of EXP from runs/boost.db, from the runs of one launch (the latest, or LAUNCH=id):
 # loss curves with their differences, and the ablation panels (step time compute/comm with
 # spread, collective calls, bytes per layer and embedding/head, memory, loss parity).
-.PHONY: figures bench-comm bench-scaling docs-keys
+.PHONY: figures bench-comm bench-scaling docs-keys reproduce validate-cpu
 figures:
 	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
 	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
@@ -129,6 +138,17 @@ figures:
 bench-comm: all
 	$(BUILD)/bench_comm $(foreach a,$(value BENCH_COMM_ARGS),$(call shq,$(a)))
 	$(PYTHON) analysis/bench_comm_measured.py --repeat $(bench_repeat)
+
+# The BOOST paper's figures and tables from the performance model (build/simulate on the paper
+# recipes, HARDWARE= another profile), the exact accounting and the CPU validation table when
+# it exists: PNG + CSV per figure and analysis/reproduction/REPORT.md (docs/reproduction.md).
+reproduce: all
+	$(PYTHON) analysis/reproduce.py $(if $(value HARDWARE),--hardware $(call qvar,HARDWARE))
+
+# The model's credential: predicted vs measured step time of every ablation recipe at tp 1, 2,
+# 4 on this machine, calibrated in the same session (about 45 minutes on 2 cores; REPEAT=n).
+validate-cpu: all
+	$(PYTHON) analysis/validate_cpu.py $(if $(value REPEAT),--repeat $(call qvar,REPEAT))
 
 # Regenerate the key table of docs/configuration.md from the schema.
 docs-keys: all

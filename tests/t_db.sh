@@ -15,6 +15,8 @@ SHRINK=(--set train.steps=6 --set train.val_every=3 --set train.warmup_steps=1 -
 if ! "$BUILD/exp" quickstart "${SHRINK[@]}" >"$TMP/q1.log" 2>&1; then fail quickstart_launch "$(tail -3 "$TMP/q1.log")"; exit 0; fi
 if ! "$BUILD/exp" quickstart "${SHRINK[@]}" --set parallel.tp=2 >"$TMP/q2.log" 2>&1; then fail quickstart_tp2_launch "$(tail -3 "$TMP/q2.log")"; exit 0; fi
 pass quickstart_launches
+# a simulated launch (runs of kind `simulated`) for the queries of simulated runs
+if ! "$BUILD/exp" ablation-btp --simulate cpu-local "${SHRINK[@]}" >"$TMP/s1.log" 2>&1; then fail simulated_launch "$(tail -3 "$TMP/s1.log")"; exit 0; fi
 
 # ---- README: the sqlite3 commands of "Querying results" --------------------------------
 # Each command runs with the test's database; a command that prints nothing fails.

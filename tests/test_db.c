@@ -113,6 +113,96 @@ TEST(db_migrates_schema_1) {
     rundb_close(db);
 }
 
+// ---- schema 2 files are migrated: runs and launches gain kind and hardware ----------------------
+// A schema-2 file is made from a fresh one by taking schema 3's additions away again (the
+// columns schema 3 added come last, as ALTER TABLE ADD COLUMN puts them).
+TEST(db_migrates_schema_2) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "v2.db");
+    RunDB *db = rundb_open(path);
+    RunInfo ri = make_info("old2", "v", "old2.v.1");
+    int64_t id = rundb_begin_run(db, &ri);
+    log_steps(db, id, 10, 0.1);
+    rundb_end_run(db, id, "completed", NULL);
+    rundb_close(db);
+    sqlite3 *s = raw_open(path);
+    const char *down =
+        "DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW launch_summary; DROP VIEW simulated_runs;"
+        "DROP TABLE simulation;"
+        "ALTER TABLE runs DROP COLUMN kind; ALTER TABLE runs DROP COLUMN hardware;"
+        "ALTER TABLE launches DROP COLUMN kind; ALTER TABLE launches DROP COLUMN hardware;"
+        "PRAGMA user_version=2;";
+    EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-2 file: %s", sqlite3_errmsg(s));
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='kind'") == 0, "no kind column in schema 2");
+    sqlite3_close(s);
+    db = rundb_open(path);
+    s = raw_open(path);
+    EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
+    q_text(s, "SELECT kind || '|' || COALESCE(hardware, 'null') || '|' || timed_steps FROM run_summary WHERE uid='old2.v.1'", t, sizeof t);
+    EXPECT(!strcmp(t, "measured|null|9"), "migrated run in run_summary: %s", t);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM simulated_runs") == 0, "the simulated_runs view exists");
+    EXPECT(sqlite3_exec(s, "UPDATE runs SET kind='guessed'", NULL, NULL, NULL) != SQLITE_OK, "kind is checked after the migration");
+    sqlite3_close(s);
+    rundb_close(db);
+}
+
+// ---- a simulated run: kind, hardware, its one step, the simulation row, the views ------------
+TEST(db_simulated_run) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "sim.db");
+    RunDB *db = rundb_open(path);
+    LaunchInfo li;
+    memset(&li, 0, sizeof li);
+    snprintf(li.experiment, sizeof li.experiment, "ex");
+    snprintf(li.manifest_sha256, sizeof li.manifest_sha256, "%064d", 1);
+    snprintf(li.kind, sizeof li.kind, "simulated");
+    snprintf(li.hardware, sizeof li.hardware, "a100-80gb-node4");
+    li.repeat = 1; li.load_avg = -1; host_facts(&li.host);
+    int64_t L = rundb_begin_launch(db, &li);
+    LaunchRow lr;
+    EXPECT(rundb_launch(db, L, &lr) && !strcmp(lr.kind, "simulated") && !strcmp(lr.hardware, "a100-80gb-node4"), "launch kind read back");
+    rundb_launch_row_free(&lr);
+    RunInfo ri = make_info("ex", "boost", "ex.boost.sim");
+    snprintf(ri.kind, sizeof ri.kind, "simulated");
+    snprintf(ri.hardware, sizeof ri.hardware, "a100-80gb-node4");
+    ri.launch_id = L; ri.peak_gflops = 4 * 312e3; ri.flops_per_token = 4e10; ri.tp = 4; ri.world_size = 4;
+    int64_t id = rundb_begin_run(db, &ri);
+    StepMetrics sm = { .step = 1, .loss = NAN, .seconds = 0.5, .tokens_per_s = 16384 / 0.5, .tokens_seen = 16384 };
+    rundb_log_step(db, id, &sm);
+    rundb_log_comm(db, id, 1, "all_reduce", "forward", "tp", 0, 4, 400, 800, 0.002);
+    rundb_set_memory(db, id, "parameters", 1000);
+    rundb_set_memory(db, id, "activations", 3000);
+    RunSimulation rs;
+    memset(&rs, 0, sizeof rs);
+    snprintf(rs.hardware, sizeof rs.hardware, "a100-80gb-node4");
+    snprintf(rs.precision, sizeof rs.precision, "bf16");
+    rs.micro_batches = 1; rs.step_s = 0.5; rs.compute_s = 0.4; rs.comm_s = 0.1; rs.tokens_per_s = 32768;
+    rs.memory_bytes = 4000; rs.memory_capacity = 8e10; rs.memory_fits = 1; rs.report_json = "{\"step\": {\"seconds\": 0.5}}";
+    rundb_record_simulation(db, id, &rs);
+    rundb_end_run(db, id, "completed", NULL);
+    VariantSummary *vs = NULL;
+    int n = rundb_summarize(db, &id, 1, &vs);
+    EXPECT(n == 1 && fabs(vs[0].ms_per_step - 500) < 1e-9 && isnan(vs[0].ms_lo) && isnan(vs[0].final_loss) &&
+           fabs(vs[0].tokens_per_s - 32768) < 1e-6 && vs[0].peak_memory == 4000,
+           "summary of the one modeled step: %g ms, spread %g, loss %g, %g tokens/s, %lld B", n ? vs[0].ms_per_step : -1,
+           n ? vs[0].ms_lo : -1, n ? vs[0].final_loss : -1, n ? vs[0].tokens_per_s : -1, n ? (long long)vs[0].peak_memory : -1);
+    free(vs);
+    rundb_close(db);
+    sqlite3 *s = raw_open(path);
+    // one set of queries: run_summary times the single step (no warm-up) and gives MFU
+    q_text(s, "SELECT kind || '|' || hardware || '|' || timed_steps || printf('|%.1f|%.0f|%.3f|%.1f', mean_ms_per_step, "
+              "tokens_per_s, mfu, comm_ms_per_step) || '|' || COALESCE(final_loss, 'null') FROM run_summary WHERE run_id = (SELECT MAX(id) FROM runs)",
+           t, sizeof t);
+    EXPECT(!strcmp(t, "simulated|a100-80gb-node4|1|500.0|32768|1.050|2.0|null"), "run_summary of a simulated run: %s", t);
+    q_text(s, "SELECT hardware || printf('|%.1f|%.1f', step_seconds, compute_seconds) || '|' || memory_fits FROM simulated_runs", t, sizeof t);
+    EXPECT(!strcmp(t, "a100-80gb-node4|0.5|0.4|1"), "simulated_runs: %s", t);
+    q_text(s, "SELECT json_extract(report, '$.step.seconds') FROM simulation", t, sizeof t);
+    EXPECT(!strcmp(t, "0.5"), "the JSON report is queryable: %s", t);
+    q_text(s, "SELECT kind || '|' || hardware || '|' || runs FROM launch_summary", t, sizeof t);
+    EXPECT(!strcmp(t, "simulated|a100-80gb-node4|1"), "launch_summary: %s", t);
+    sqlite3_close(s);
+}
+
 // ---- launches, overrides, views ------------------------------------------------------------
 TEST(db_launch_overrides_views) {
     char path[300], t[512];
@@ -349,6 +439,8 @@ int main(void) {
     snprintf(TMPDIR_, sizeof TMPDIR_, "/tmp/test_db.XXXXXX");
     if (!mkdtemp(TMPDIR_)) { perror("mkdtemp"); return 1; }
     RUN(db_migrates_schema_1);
+    RUN(db_migrates_schema_2);
+    RUN(db_simulated_run);
     RUN(db_launch_overrides_views);
     RUN(db_summary_medians_spread_rates);
     RUN(db_end_status_rules);

@@ -108,9 +108,12 @@ TEST(a100_profile_numbers) {
     char why[256];
     EXPECT(hw_check_precision(&p, SP_BF16, why, sizeof why) == 0, "bf16: %s", why);
     EXPECT(hw_check_precision(&p, SP_FP32, why, sizeof why) == 1 && strstr(why, "gemm.fp32"), "fp32: %s", why);
-    // MAMF 271.2 TFLOPS at 1024×10240×5120: 4×80 = 320 tiles of 256×128 on 108 SMs = 3 waves
-    double q = 320.0 / 324.0;
-    EXPECT(close_rel(p.gemm[SP_BF16].eff_core, 271.2e12 / 312e12 / q, 1e-12), "eff_core %.6f", p.gemm[SP_BF16].eff_core);
+    // MAMF 271.2 TFLOPS at 1024×10240×5120: 4×80 = 320 tiles of 256×128 on 108 SMs = 3 waves;
+    // a serial epilogue (bf16 stores at 2.039e12 B/s): x = mamf·K / (q·K − mamf·2/(2·B))
+    double q = 320.0 / 324.0, x = 271.2e12 * 5120 / (q * 5120 - 271.2e12 / 2.039e12);
+    EXPECT(p.gemm[SP_BF16].epilogue_serial, "the A100 profile's epilogue is serial");
+    EXPECT(close_rel(p.gemm[SP_BF16].eff_core, x / 312e12, 1e-12), "eff_core %.6f", p.gemm[SP_BF16].eff_core);
+    EXPECT(close_rel(p.gemm[SP_BF16].epilogue_k0, x / 2.039e12, 1e-12), "k0 %.3f", p.gemm[SP_BF16].epilogue_k0);
     double M = 1024, N = 10240, K = 5120, fl = 2 * M * N * K, by = 2 * (M * K + K * N + M * N);
     double t = sim_gemm_time(&p, SP_BF16, M, N, K, 1, fl, by);
     EXPECT(close_rel(fl / t, 271.2e12, 1e-12), "the curve gives %.4g FLOP/s at the MAMF shape", fl / t);
@@ -174,11 +177,16 @@ TEST(profile_write_roundtrip) {
     a.link[HW_INTRA].coll[HW_ALL_GATHER].bw_n[1] = 4; a.link[HW_INTRA].coll[HW_ALL_GATHER].bw[1] = 9e9;
     a.link[HW_INTRA].has_ll = 1;
     a.link[HW_INTRA].ll_base_s = 2e-6; a.link[HW_INTRA].ll_hop_s = 3e-7; a.link[HW_INTRA].ll_bw_fraction = 0.25;
+    a.n_share = 2;   // a rank-share table and named op rates
+    a.share_n[0] = 2; a.share[0] = 0.5; a.share_n[1] = 4; a.share[1] = 0.2;
+    a.n_op_rates[SP_BF16] = 2;
+    snprintf(a.op_rates[SP_BF16][0].name, 48, "kron_gate_forward"); a.op_rates[SP_BF16][0].rate = 3e9;
+    snprintf(a.op_rates[SP_BF16][1].name, 48, "layernorm_forward"); a.op_rates[SP_BF16][1].rate = 5e9; a.op_rates[SP_BF16][1].per_byte = 1;
     snprintf(path, sizeof path, "%s/rt2.yaml", tmpdir);
     snprintf(a.name, sizeof a.name, "rt2");
     FILE *f = fopen(path, "w");
     CHECK_ERRNO(!f, "fopen");
-    const char *comments[HW_SEC_COUNT] = { "peak comment", "gemm comment\nsecond line", NULL, NULL, "links comment" };
+    const char *comments[HW_SEC_COUNT] = { "peak comment", "gemm comment\nsecond line", NULL, NULL, "links comment", "share", "rates" };
     hw_write_yaml(f, &a, "header line 1\nheader line 2", comments);
     fclose(f);
     int rc = hw_load(path, &b, err, sizeof err);
@@ -192,6 +200,11 @@ TEST(profile_write_roundtrip) {
            hw_busbw(&b.link[HW_INTRA].coll[HW_ALL_GATHER], 8) == 9e9, "busbw table");
     EXPECT(b.link[HW_INTRA].has_ll && close_rel(b.link[HW_INTRA].ll_bw_fraction, 0.25, 1e-9), "ll");
     EXPECT(close_rel(b.attention[SP_BF16].backward, 0.4, 1e-9), "attention");
+    EXPECT(hw_rank_share(&b, 1) == 1 && hw_rank_share(&b, 2) == 0.5 && hw_rank_share(&b, 3) == 0.5 && hw_rank_share(&b, 8) == 0.2,
+           "rank share read back, looked up by the largest count below");
+    const HwOpRate *k = hw_op_rate(&b, SP_BF16, "kron_gate_forward"), *l = hw_op_rate(&b, SP_BF16, "layernorm_forward");
+    EXPECT(k && !k->per_byte && k->rate == 3e9 && l && l->per_byte && l->rate == 5e9 && !hw_op_rate(&b, SP_BF16, "gemm"),
+           "op rates read back");
     hw_free(&a);
     hw_free(&b);
 }
@@ -230,10 +243,115 @@ TEST(gemm_roofline) {
     // memory-bound (K = 8): bytes / bandwidth
     K = 8; fl = 2 * M * N * K; by = 2 * (M * K + K * N + M * N);
     EXPECT(close_rel(sim_gemm_time(&p, SP_BF16, M, N, K, 1, fl, by), by / 1e12, 1e-12), "memory-bound");
+    // a serial epilogue: k0 = 2 B·x/(2·1e12 B/s) with x = mamf·K/(q·K − mamf·2/(2·1e12)) at the
+    // mamf shape (q = 1), and the rate falls as K/(K + k0) (the mamf shape keeps its rate)
+    {
+        char text[4096], err[1024];
+        HwProfile e;
+        patched(text, sizeof text, "epi", 14, "  bf16: {model: roofline, tile: [128, 128], mamf: 80e12, mamf_shape: [1280, 1280, 4096], epilogue: serial}");
+        EXPECT(load_text("epi", text, &e, err, sizeof err) == 0, "%s", err);
+        double x = 80e12 * 4096 / (4096 - 80e12 / 1e12), k0 = x / 1e12;
+        EXPECT(close_rel(e.gemm[SP_BF16].epilogue_k0, k0, 1e-12) && close_rel(e.gemm[SP_BF16].eff_core, x / 100e12, 1e-12),
+               "k0 %.4f eff %.6f", e.gemm[SP_BF16].epilogue_k0, e.gemm[SP_BF16].eff_core);
+        EXPECT(close_rel(sim_gemm_rate(&e, SP_BF16, 1280, 1280, 4096, 1), 80e12, 1e-12), "mamf reproduced");
+        EXPECT(close_rel(sim_gemm_rate(&e, SP_BF16, 1280, 1280, 256, 1), x * 256 / (256 + k0), 1e-12), "short K");
+        // a narrow output (N 32 in 128-wide tiles: q = 0.25 for the main loop) stores only its
+        // useful outputs: t = 2MNK/(x·0.25) + M·N·2 B / (1e12 B/s · q_w), q_w = 10 tiles / 10 SMs
+        double tn = 2.0 * 1280 * 32 * 256 / (x * 0.25) + 1280.0 * 32 * 2 / 1e12;
+        EXPECT(close_rel(sim_gemm_rate(&e, SP_BF16, 1280, 32, 256, 1), 2.0 * 1280 * 32 * 256 / tn, 1e-12), "narrow output");
+        hw_free(&e);
+        patched(text, sizeof text, "epi2", 14, "  bf16: {model: roofline, tile: [128, 128], mamf: 80e12, mamf_shape: [1280, 1280, 4096], epilogue: late}");
+        EXPECT(load_text("epi2", text, &e, err, sizeof err) == 1 && strstr(err, "epi2.yaml:14") && strstr(err, "overlapped, serial"),
+               "a bad epilogue: %s", err);
+    }
     // an op: overhead added once
     p.op_overhead_s = 5e-6;
     OpInfo op = { .name = "gemm", .cls = OPC_GEMM, .flops = fl, .bytes = by, .M = (int)M, .N = (int)N, .K = (int)K, .count = 1 };
     EXPECT(close_rel(sim_op_time(&p, SP_BF16, &op), by / 1e12 + 5e-6, 1e-12), "op overhead");
+    hw_free(&p);
+}
+
+// Split-K: a GEMM whose tiles leave processors idle runs K in the slice count s that makes
+// t(s) = main loops at q(s) + 2·s·M·N·4 bytes of fp32 partials the smallest; a GEMM that fills
+// the processors stays unsplit. Named op rates price an op as itself.
+TEST(gemm_split_k_and_named_ops) {
+    char text[4096], err[1024];
+    HwProfile p;
+    patched(text, sizeof text, "sk", 14, "  bf16: {model: roofline, tile: [128, 128], mamf: 80e12, mamf_shape: [1280, 1280, 4096], split_k: true}");
+    EXPECT(load_text("sk", text, &p, err, sizeof err) == 0, "%s", err);
+    // 128×128 output: 1 tile on 10 SMs; K = 8192: s = 10 fills them (q = 1) for 10·2·128·128·4 B of partials
+    double M = 128, N = 128, K = 8192, x = 100e12 * 0.8;
+    double best = INFINITY;
+    int sb = 0;
+    for (int s = 1; s <= 10; s++) {
+        double t = 2 * M * N * K / (x * hw_wave_quantization(10, 128, 128, M, N, s)) + (s > 1 ? 2.0 * s * M * N * 4 / 1e12 : 0);
+        if (t < best) { best = t; sb = s; }
+    }
+    EXPECT(sim_gemm_split(&p, SP_BF16, M, N, K, 1) == sb && sb > 1, "split %d, expected %d", sim_gemm_split(&p, SP_BF16, M, N, K, 1), sb);
+    EXPECT(close_rel(sim_gemm_rate(&p, SP_BF16, M, N, K, 1), 2 * M * N * K / best, 1e-12), "split rate");
+    EXPECT(sim_gemm_split(&p, SP_BF16, 1280, 1280, 4096, 1) == 1, "a full GPU stays unsplit");
+    EXPECT(sim_gemm_split(&p, SP_BF16, 128, 128, 100, 1) == 1, "K shorter than two slices of 64 stays unsplit");
+    hw_free(&p);
+    patched(text, sizeof text, "sk2", 14, "  bf16: {model: roofline, tile: [128, 128], mamf: 40e12, mamf_shape: [640, 128, 65536], split_k: true}");
+    EXPECT(load_text("sk2", text, &p, err, sizeof err) == 1 && strstr(err, "would be split"), "a split mamf shape: %s", err);
+    // named ops: whole-call rates, no overhead added
+    patched(text, sizeof text, "nr", 10, "op_overhead_s: 1e-5\nop_rates: {bf16: {kron_gate_forward: {flop_per_s: 2e9}, "
+                                         "layernorm_backward: {byte_per_s: 4e9}}}");
+    EXPECT(load_text("nr", text, &p, err, sizeof err) == 0, "%s", err);
+    OpInfo kr = { .name = "kron_gate_forward", .cls = OPC_GEMM, .flops = 4e6, .bytes = 1e6, .M = 4096, .N = 8, .K = 8, .count = 2 };
+    OpInfo ln = { .name = "layernorm_backward", .cls = OPC_MEMORY, .flops = 1e5, .bytes = 8e6 };
+    OpInfo ad = { .name = "add", .cls = OPC_MEMORY, .bytes = 8e6 };
+    EXPECT(close_rel(sim_op_time(&p, SP_BF16, &kr), 4e6 / 2e9, 1e-12), "kron gate as itself");
+    EXPECT(close_rel(sim_op_time(&p, SP_BF16, &ln), 8e6 / 4e9, 1e-12), "layernorm by its bytes");
+    EXPECT(close_rel(sim_op_time(&p, SP_BF16, &ad), 8e6 / 1e12 + 1e-5, 1e-12), "other ops: bandwidth + overhead");
+    hw_free(&p);
+    const char *bad[][2] = {
+        { "op_rates: {bf16: {kron_gate_forward: {flop_per_s: 2e9, byte_per_s: 1e9}}}", "exactly one of" },
+        { "op_rates: {bf16: {kron_gate_forward: {flops: 2e9}}}", "flops" },
+        { "op_rates: {bf16: {kron_gate_forward: {flop_per_s: -1}}}", "kron_gate_forward" },
+        { "rank_share: {2: 17}", "rank_share" },
+        { "rank_share: {0: 0.5}", "rank_share" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        patched(text, sizeof text, "nb", 10, bad[i][0]);
+        char full[4200];
+        snprintf(full, sizeof full, "%sop_overhead_s: 0\n", text);
+        EXPECT(load_text("nb", full, &p, err, sizeof err) == 1 && strstr(err, "nb.yaml:") && strstr(err, bad[i][1]),
+               "'%s' accepted or unclear: %s", bad[i][0], err);
+    }
+}
+
+// A rank on a node that R ranks share runs its ops at hw_rank_share(R) of the rates.
+TEST(tracer_rank_share_and_layer_trace) {
+    char text[4096], err[1024];
+    HwProfile p;
+    patched(text, sizeof text, "rs", 10, "op_overhead_s: 0\nrank_share: {2: 0.5, 4: 0.25}");
+    EXPECT(load_text("rs", text, &p, err, sizeof err) == 0, "%s", err);
+    OpInfo m = { .name = "silu_forward", .cls = OPC_MEMORY, .bytes = 4e6, .phase = PHASE_FORWARD, .layer = 1 };
+    SimTracer one, two;
+    sim_tracer_init(&one, &p, SP_BF16, 1, 1, 1, 0, 0, 0, 3);
+    sim_tracer_init(&two, &p, SP_BF16, 2, 1, 1, 1, 0, 0, 3);   // tp 2 on a 2-rank node
+    sim_tracer_trace_layer(&two, 1, 1);
+    sim_tracer_op(&one, &m);
+    sim_tracer_op(&two, &m);
+    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 1, 2, 1000, 2000 };
+    CommRecord other = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000, 2000 };
+    sim_tracer_comm(&two, &ar);
+    sim_tracer_comm(&two, &other);
+    EXPECT(close_rel(sim_tracer_take(&two).compute_s, 2 * sim_tracer_take(&one).compute_s, 1e-12), "half the rate on a shared node");
+    HwProfile p1;   // {1: s}: a single process is scaled too
+    patched(text, sizeof text, "rs1", 10, "op_overhead_s: 0\nrank_share: {1: 0.8, 2: 0.5}");
+    EXPECT(load_text("rs1", text, &p1, err, sizeof err) == 0, "%s", err);
+    EXPECT(hw_rank_share(&p1, 1) == 0.8 && hw_rank_share(&p1, 3) == 0.5, "rank_share {1: ...}");
+    hw_free(&p1);
+    SimPlacement pl = { 2, 1, 2 };
+    double ta = sim_collective_time(&p, COMM_ALL_REDUCE, 2000, pl);
+    EXPECT(two.n_events == 2 && !two.events[0].is_comm && two.events[1].is_comm && !strcmp(two.events[1].name, "all_reduce") &&
+           close_rel(two.events[1].seconds, ta, 1e-12), "the layer trace holds layer 1's op and collective in order (%d events)", two.n_events);
+    EXPECT(close_rel(sim_tracer_comm_cell(&two, COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2), ta, 1e-12) &&
+           sim_tracer_comm_cell(&two, COMM_ALL_GATHER, PHASE_FORWARD, GROUP_TP, 1) == 0, "seconds per communication cell");
+    sim_tracer_free(&one);
+    sim_tracer_free(&two);
     hw_free(&p);
 }
 
@@ -659,6 +777,8 @@ int main(void) {
     RUN(wave_quantization);
     RUN(gemm_roofline);
     RUN(gemm_table_interpolation);
+    RUN(gemm_split_k_and_named_ops);
+    RUN(tracer_rank_share_and_layer_trace);
     RUN(attention_and_memory_ops);
     RUN(placement_follows_the_rank_layout);
     RUN(collectives_alpha_beta);

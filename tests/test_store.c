@@ -247,11 +247,15 @@ static void open_db_child(void *arg) { rundb_open((const char *)arg); }
 TEST(db_newer_schema_refused) {
     char path[300], err[4096]; tmp_path(path, sizeof path, "newer.db");
     sqlite3 *s = raw_open(path);
-    sqlite3_exec(s, "CREATE TABLE runs(id INTEGER PRIMARY KEY); PRAGMA user_version=3;", NULL, NULL, NULL);
+    char sql[128], want[160];
+    snprintf(sql, sizeof sql, "CREATE TABLE runs(id INTEGER PRIMARY KEY); PRAGMA user_version=%d;", RUNDB_SCHEMA_VERSION + 1);
+    sqlite3_exec(s, sql, NULL, NULL, NULL);
     sqlite3_close(s);
     int rc = in_child(open_db_child, path, err, sizeof err);
     EXPECT(rc == 2, "exit %d", rc);
-    EXPECT(strstr(err, "newer.db: run database schema version 3 is newer than this build supports (2)") != NULL, "stderr: %s", err);
+    snprintf(want, sizeof want, "newer.db: run database schema version %d is newer than this build supports (%d)",
+             RUNDB_SCHEMA_VERSION + 1, RUNDB_SCHEMA_VERSION);
+    EXPECT(strstr(err, want) != NULL, "stderr: %s", err);
 
     tmp_path(path, sizeof path, "garbage.db");
     FILE *f = fopen(path, "w"); for (int i = 0; i < 200; i++) fputs("not sqlite at all ", f); fclose(f);

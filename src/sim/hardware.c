@@ -4,6 +4,7 @@
 // longjmp to hw_load, which frees what was built and returns the message.
 #include "../config/yaml_diag.h"
 #include "hardware.h"
+#include "sim.h"
 
 #include <libfyaml.h>
 #include <math.h>
@@ -27,6 +28,12 @@ SimPrecision sim_precision_of(DType dt, int tf32) {
     if (dt == DT_BF16) return SP_BF16;
     CHECK(dt == DT_F32, "no GEMM precision for compute dtype %d (fp32 or bf16 expected)", (int)dt);
     return tf32 ? SP_TF32 : SP_FP32;
+}
+
+double hw_wave_fill(int sm_count, int tile_m, int tile_n, double M, double N, int count) {
+    if (sm_count <= 0 || tile_m <= 0 || tile_n <= 0 || M <= 0 || N <= 0) return 1.0;
+    double tiles = (count > 1 ? count : 1) * ceil(M / tile_m) * ceil(N / tile_n);
+    return tiles / (ceil(tiles / sm_count) * sm_count);
 }
 
 double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count) {
@@ -278,7 +285,9 @@ static void parse_table(Ctx *c, HwGemm *g, struct fy_node *map, int line, const 
 
 static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
     static const char *const models[] = { "roofline", "table", NULL };
-    static const char *const roof_keys[] = { "model", "tile", "mamf", "mamf_shape", NULL };
+    static const char *const roof_keys[] = { "model", "tile", "mamf", "mamf_shape", "epilogue", "split_k", NULL };
+    static const char *const roof_required[] = { "model", "tile", "mamf", "mamf_shape", NULL };
+    static const char *const epilogues[] = { "overlapped", "serial", NULL };
     static const char *const table_keys[] = { "model", "points", NULL };
     HwGemm *g = &p->gemm[prec];
     expect_map(c, val, line, where);
@@ -291,7 +300,16 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *
         parse_table(c, g, val, line, where);
         return;
     }
-    check_keys(c, val, line, where, roof_keys, roof_keys);
+    check_keys(c, val, line, where, roof_keys, roof_required);
+    if (lookup(val, "epilogue")) {
+        snprintf(what, sizeof what, "%s.epilogue", where);
+        g->epilogue_serial = enum_key(c, val, line, what, "epilogue", epilogues);
+    }
+    if (lookup(val, "split_k")) {
+        static const char *const bools[] = { "false", "true", NULL };
+        snprintf(what, sizeof what, "%s.split_k", where);
+        g->split_k = enum_key(c, val, line, what, "split_k", bools);
+    }
     int tile[2], shape[3];
     int_list(c, val, line, where, "tile", tile, 2);
     int_list(c, val, line, where, "mamf_shape", shape, 3);
@@ -310,7 +328,25 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *
     if (t_mem > t_meas)
         fail(c, ml, "%s: the mamf shape %d×%d×%d is memory-bound under this profile's memory bandwidth "
              "(%.3g s > %.3g s): the roofline cannot reproduce the measurement", where, g->mamf_M, g->mamf_N, g->mamf_K, t_mem, t_meas);
-    g->eff_core = g->mamf / (p->peak_flops[prec] * q);
+    // A serial epilogue (sim.h): the main loops at the rate x = peak·eff_core (2K FLOPs per
+    // output element, over whole tiles: q), then the stores of the useful outputs, elem_bytes
+    // each, at the memory bandwidth B over the waves' tiles (q_w, tiles only): t = 2MNK/(x·q) +
+    // M·N·c/(B·q_w). Pinned at the mamf shape: x = 2MNK / (q·(2MNK/mamf − M·N·c/(B·q_w))).
+    double B = p->memory_bandwidth * p->memory_efficiency, cb = elem_bytes(prec);
+    double x = g->mamf / q;
+    if (g->epilogue_serial) {
+        double qw = hw_wave_fill(p->sm_count, g->tile_m, g->tile_n, M, N, 1);
+        double den = q * (t_meas - M * N * cb / (B * qw));
+        if (!(den > 0))
+            fail(c, ml, "%s: with a serial epilogue the mamf shape's K %d is too short to reproduce the measurement", where, g->mamf_K);
+        x = 2 * M * N * K / den;
+    }
+    g->eff_core = x / p->peak_flops[prec];
+    g->epilogue_k0 = g->epilogue_serial ? cb * x / (2 * B) : 0;
+    // the pinning assumes the measurement's shape ran unsplit
+    if (g->split_k && sim_gemm_split(p, prec, M, N, K, 1) != 1)
+        fail(c, ml, "%s: with split_k the mamf shape %d×%d×%d would be split: it must fill the processors unsplit", where,
+             g->mamf_M, g->mamf_N, g->mamf_K);
     if (g->eff_core > 1)
         fail(c, ml, "%s: mamf at %d×%d×%d implies %.3f of peak after wave quantization (%.3f): more than the peak",
              where, g->mamf_M, g->mamf_N, g->mamf_K, g->eff_core, q);
@@ -331,6 +367,27 @@ double hw_busbw(const HwCollCost *c, int n) {
     return c->bw[i];
 }
 
+// A mapping {rank count: number} with distinct counts >= lo, sorted ascending into ns/vs
+// (at most HW_BUSBW_MAX entries); numbers in (0, hi].
+static int parse_count_table(Ctx *c, struct fy_node *v, int kl, const char *what, int lo, double hi, int *ns, double *vs) {
+    int n = fy_node_mapping_item_count(v);
+    if (n < 1 || n > HW_BUSBW_MAX) fail(c, kl, "%s: expected 1 to %d entries {rank count: number}, got %d", what, HW_BUSBW_MAX, n);
+    void *it = NULL;
+    struct fy_node_pair *pair;
+    int k = 0;
+    while ((pair = fy_node_mapping_iterate(v, &it))) {
+        int el = node_line(fy_node_pair_key(pair), kl);
+        int size = int_node(c, fy_node_pair_key(pair), el, what, lo, 1 << 20);
+        double x = num_node(c, fy_node_pair_value(pair), el, what, 0, 1, hi);
+        int i = k++;
+        while (i > 0 && ns[i - 1] > size) { ns[i] = ns[i - 1]; vs[i] = vs[i - 1]; i--; }
+        if (i > 0 && ns[i - 1] == size) fail(c, el, "%s: rank count %d listed twice", what, size);
+        ns[i] = size;
+        vs[i] = x;
+    }
+    return k;
+}
+
 // busbw: a number, or a mapping {group size: number} with distinct sizes >= 2.
 static void parse_busbw(Ctx *c, HwCollCost *cost, struct fy_node *map, int line, const char *where) {
     struct fy_node *v = lookup(map, "busbw");
@@ -343,21 +400,48 @@ static void parse_busbw(Ctx *c, HwCollCost *cost, struct fy_node *map, int line,
         cost->bw[0] = num_node(c, v, kl, what, 0, 1, 1e16);
         return;
     }
-    int n = fy_node_mapping_item_count(v);
-    if (n < 1 || n > HW_BUSBW_MAX) fail(c, kl, "%s: expected 1 to %d entries {group size: bytes/s}, got %d", what, HW_BUSBW_MAX, n);
+    cost->n_bw = parse_count_table(c, v, kl, what, 2, 1e16, cost->bw_n, cost->bw);
+}
+
+const HwOpRate *hw_op_rate(const HwProfile *p, SimPrecision prec, const char *name) {
+    if (!name) return NULL;
+    for (int i = 0; i < p->n_op_rates[prec]; i++)
+        if (!strcmp(p->op_rates[prec][i].name, name)) return &p->op_rates[prec][i];
+    return NULL;
+}
+
+// op_rates.<prec>: {name: {flop_per_s: x} | {byte_per_s: x}, ...}
+static void parse_op_rates(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
+    static const char *const one_of[] = { "flop_per_s", "byte_per_s", NULL };
+    expect_map(c, val, line, where);
     void *it = NULL;
     struct fy_node_pair *pair;
-    cost->n_bw = 0;
-    while ((pair = fy_node_mapping_iterate(v, &it))) {
-        int el = node_line(fy_node_pair_key(pair), kl);
-        int size = int_node(c, fy_node_pair_key(pair), el, what, 2, 1 << 20);
-        double bw = num_node(c, fy_node_pair_value(pair), el, what, 0, 1, 1e16);
-        int i = cost->n_bw++;
-        while (i > 0 && cost->bw_n[i - 1] > size) { cost->bw_n[i] = cost->bw_n[i - 1]; cost->bw[i] = cost->bw[i - 1]; i--; }
-        if (i > 0 && cost->bw_n[i - 1] == size) fail(c, el, "%s: group size %d listed twice", what, size);
-        cost->bw_n[i] = size;
-        cost->bw[i] = bw;
+    while ((pair = fy_node_mapping_iterate(val, &it))) {
+        int kl = node_line(fy_node_pair_key(pair), line);
+        if (p->n_op_rates[prec] == HW_OP_RATES_MAX) fail(c, kl, "%s: at most %d ops", where, HW_OP_RATES_MAX);
+        HwOpRate *r = &p->op_rates[prec][p->n_op_rates[prec]++];
+        size_t len = 0;
+        const char *k = fy_node_get_scalar(fy_node_pair_key(pair), &len);
+        if (!k || len == 0 || len >= sizeof r->name) fail(c, kl, "%s: an op name of 1 to %zu characters expected", where, sizeof r->name - 1);
+        snprintf(r->name, sizeof r->name, "%.*s", (int)len, k);
+        for (int i = 0; i < p->n_op_rates[prec] - 1; i++)
+            if (!strcmp(p->op_rates[prec][i].name, r->name)) fail(c, kl, "%s: op %s listed twice", where, r->name);
+        char w[120];
+        snprintf(w, sizeof w, "%.60s.%s", where, r->name);
+        struct fy_node *v = fy_node_pair_value(pair);
+        expect_map(c, v, kl, w);
+        if (fy_node_mapping_item_count(v) != 1) fail(c, kl, "%s: expected exactly one of flop_per_s, byte_per_s", w);
+        check_keys(c, v, kl, w, one_of, NULL);
+        r->per_byte = lookup(v, "byte_per_s") != NULL;
+        r->rate = num_key(c, v, kl, w, r->per_byte ? "byte_per_s" : "flop_per_s", 0, 1, 1e18);
     }
+}
+
+double hw_rank_share(const HwProfile *p, int ranks_on_node) {
+    if (p->n_share == 0 || ranks_on_node < p->share_n[0]) return 1.0;
+    int i = 0;
+    while (i + 1 < p->n_share && p->share_n[i + 1] <= ranks_on_node) i++;
+    return p->share[i];
 }
 
 static void parse_link(Ctx *c, HwLink *l, struct fy_node *map, int line, const char *where) {
@@ -395,10 +479,13 @@ static void parse_link(Ctx *c, HwLink *l, struct fy_node *map, int line, const c
 static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
     static const char *const keys[] = { "profile_version", "name", "description", "device", "ranks_per_node",
         "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "sm_count",
+        "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", "rank_share", "op_rates", NULL };
+    static const char *const required[] = { "profile_version", "name", "description", "device", "ranks_per_node",
+        "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "sm_count",
         "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", NULL };
     static const char *const algos[] = { "ring", "tree", "auto", NULL };
     expect_map(c, root, 1, "the top level");
-    check_keys(c, root, 1, "the top level", keys, keys);
+    check_keys(c, root, 1, "the top level", keys, required);
     int v = int_key(c, root, 1, "", "profile_version", 1, 1 << 30);
     if (v != HW_PROFILE_VERSION)
         fail(c, key_line(root, "profile_version", 1), "profile_version %d: this engine reads version %d", v, HW_PROFILE_VERSION);
@@ -420,10 +507,18 @@ static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
     p->op_overhead_s = num_key(c, root, 1, "", "op_overhead_s", 0, 0, 1);
     p->sm_count = int_key(c, root, 1, "", "sm_count", 0, 1 << 20);
     p->all_reduce_algorithm = (AllReduceAlgo)enum_key(c, root, 1, "all_reduce_algorithm", "all_reduce_algorithm", algos);
+    struct fy_node *share = lookup(root, "rank_share");
+    if (share) {
+        int sl = key_line(root, "rank_share", 1);
+        if (!fy_node_is_mapping(share)) fail(c, sl, "rank_share: expected a mapping {rank count: fraction}, got %s", kind_of(share));
+        p->n_share = parse_count_table(c, share, sl, "rank_share", 1, 16, p->share_n, p->share);
+    }
 
     each_precision(c, p, lookup(root, "peak_flops"), key_line(root, "peak_flops", 1), "peak_flops", parse_peak);
     each_precision(c, p, lookup(root, "gemm"), key_line(root, "gemm", 1), "gemm", parse_gemm);
     each_precision(c, p, lookup(root, "attention"), key_line(root, "attention", 1), "attention", parse_attention);
+    if (lookup(root, "op_rates"))
+        each_precision(c, p, lookup(root, "op_rates"), key_line(root, "op_rates", 1), "op_rates", parse_op_rates);
 
     struct fy_node *links = lookup(root, "links");
     int ll = key_line(root, "links", 1);

@@ -18,7 +18,9 @@
 //   sm_count: 108                         # roofline GEMMs: wave quantization (0 = off)
 //   peak_flops: {fp32: 19.5e12, tf32: 156e12, bf16: 312e12}
 //   gemm:                                 # one entry per precision that has a model
-//     bf16: {model: roofline, tile: [128, 128], mamf: 271.2e12, mamf_shape: [1024, 10240, 5120]}
+//     bf16: {model: roofline, tile: [128, 128], mamf: 271.2e12, mamf_shape: [1024, 10240, 5120],
+//            epilogue: serial, split_k: true}   # optional: overlapped (default) | serial (short-K
+//                                               # penalty); split_k false (default) | true
 //     fp32: {model: table, points: [[M, N, K, flop_per_s], ...]}   # a full M×N×K grid
 //   attention:                            # FLOP/s fraction of peak_flops, per precision
 //     bf16: {forward: 0.73, backward: 0.50}
@@ -31,12 +33,16 @@
 //       p2p:            {...}
 //       ll: {base_s: 6.6e-6, hop_s: 0.6e-6, bw_fraction: 0.25}   # optional small-message protocol
 //     inter_node: {...}                   # optional; without it the profile is one node
+//   rank_share: {2: 0.5, 4: 0.25}         # optional: ranks of a node share one device (a CPU host)
+//   op_rates:                             # optional: named ops measured as themselves
+//     fp32: {kron_gate_forward: {flop_per_s: 2e9}, layernorm_backward: {byte_per_s: 5e9}}
 #pragma once
 #include <stddef.h>
 #include "../backend/backend.h"
 #include "../parallel/comm.h"
 
 #define HW_PROFILE_VERSION 1
+#define HW_SPLIT_K_MIN 64    // a split-K slice keeps at least one 64-deep k-tile
 
 // The arithmetic a GEMM or an attention kernel runs at. TF32 is fp32 storage with
 // tensor-core math (Backend.tf32); it has its own peak.
@@ -90,6 +96,17 @@ typedef struct {
     double mamf;
     int mamf_M, mamf_N, mamf_K;
     double eff_core;             // derived at load time
+    // epilogue: overlapped (default: the main loop sets the pace) or serial: each output
+    // tile's store follows its main loop on the same processor (one thread block per SM, no
+    // warp specialization: Ampere-class cuBLAS/CUTLASS kernels): + M·N·elem_bytes / (bw · q_w)
+    // after the main loops; for full tiles the K-equivalent epilogue_k0 = elem_bytes·peak·
+    // eff_core / (2·bw): rate × K/(K + k0).
+    int epilogue_serial;
+    double epilogue_k0;          // derived at load time; 0 when overlapped
+    // split_k (optional, default false): the library splits K into slices that run as more
+    // output tiles when the tiles alone leave processors idle (cuBLAS/CUTLASS split-K for
+    // small M×N and long K), and reduces the fp32 partials (sim_gemm_split)
+    int split_k;
     // table: measured FLOP/s on a full grid, interpolated trilinearly in log2(M, N, K)
     int nM, nN, nK;
     int *Ms, *Ns, *Ks;           // ascending grid axes
@@ -97,6 +114,12 @@ typedef struct {
 } HwGemm;
 
 typedef struct { int present; double forward, backward; } HwAttention;
+
+// op_rates (optional): ops whose kernels the class models do not describe (a custom loop
+// priced as a GEMM, say), measured as themselves: seconds = flops / flop_per_s (or bytes /
+// byte_per_s for an op without FLOPs); the timing was of whole calls (no op overhead added).
+#define HW_OP_RATES_MAX 16
+typedef struct { char name[48]; int per_byte; double rate; } HwOpRate;
 
 typedef struct {
     char path[1024];
@@ -110,9 +133,28 @@ typedef struct {
     double peak_flops[SP_COUNT];          // 0 = not given
     HwGemm gemm[SP_COUNT];
     HwAttention attention[SP_COUNT];
+    int n_op_rates[SP_COUNT];
+    HwOpRate op_rates[SP_COUNT][HW_OP_RATES_MAX];
     AllReduceAlgo all_reduce_algorithm;
     HwLink link[HW_LINK_COUNT];
+    // rank_share (optional): the ranks of a node share one compute device (cpu-local: the
+    // cores of one host). {R: s}: with R ranks on a node, one rank's ops run at s × the
+    // profile's rates (GEMM table, attention, memory), s in (0, 16] measured by build/calibrate
+    // with R concurrent ranks (above 1 where one process's threads scale worse than separate
+    // processes do). A count not listed takes the largest listed count below it (below the
+    // smallest listed: 1); {1: s} scales a single process too (the machine's state when the
+    // share was measured: build/calibrate --share-only); without the key s = 1 throughout.
+    int n_share;
+    int share_n[HW_BUSBW_MAX];
+    double share[HW_BUSBW_MAX];
 } HwProfile;
+
+// The measured rate of the op `name` at precision p (op_rates), or NULL.
+const HwOpRate *hw_op_rate(const HwProfile *p, SimPrecision prec, const char *name);
+
+// The fraction of the profile's compute rates one rank gets when ranks_on_node ranks share
+// a node (rank_share); 1 for one rank or a profile without the key.
+double hw_rank_share(const HwProfile *p, int ranks_on_node);
 
 // Load and validate; 0 on success, else 1 with "FILE:LINE: what is wrong" in err.
 int hw_load(const char *path, HwProfile *p, char *err, size_t err_len);
@@ -127,8 +169,11 @@ int hw_check_precision(const HwProfile *p, SimPrecision prec, char *why, size_t 
 // sm_count processors: useful tile area / (waves · sm_count · tile area), in (0, 1]; 1 when
 // sm_count is 0 (NVIDIA's "Matrix Multiplication Background" guide: tile and wave quantization).
 double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count);
+// The waves' fill alone: tiles / (waves · sm_count), without the tiles' own padding (what the
+// stores of a serial epilogue see: only useful outputs are stored).
+double hw_wave_fill(int sm_count, int tile_m, int tile_n, double M, double N, int count);
 
 // Write a profile as YAML (calibrate). `header` goes first as comment lines (may be NULL);
-// comments[k] (may be NULL) annotate the sections: "peak", "gemm", "memory", "links".
+// comments[k] (may be NULL) annotate the sections HW_SEC_*.
 void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *const *section_comments);
-enum { HW_SEC_PEAK, HW_SEC_GEMM, HW_SEC_MEMORY, HW_SEC_ATTENTION, HW_SEC_LINKS, HW_SEC_COUNT };
+enum { HW_SEC_PEAK, HW_SEC_GEMM, HW_SEC_MEMORY, HW_SEC_ATTENTION, HW_SEC_LINKS, HW_SEC_SHARE, HW_SEC_OP_RATES, HW_SEC_COUNT };

@@ -53,6 +53,8 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
         if (g->model == GEMM_ROOFLINE) {
             fprintf(f, "    model: roofline\n    tile: [%d, %d]\n    mamf: %.6g\n    mamf_shape: [%d, %d, %d]\n",
                     g->tile_m, g->tile_n, g->mamf, g->mamf_M, g->mamf_N, g->mamf_K);
+            if (g->epilogue_serial) fprintf(f, "    epilogue: serial\n");
+            if (g->split_k) fprintf(f, "    split_k: true\n");
             continue;
         }
         fprintf(f, "    model: table\n    points:   # [M, N, K, FLOP/s]\n");
@@ -86,5 +88,24 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
         }
         if (k->has_ll)
             fprintf(f, "    ll: {base_s: %.6g, hop_s: %.6g, bw_fraction: %.6g}\n", k->ll_base_s, k->ll_hop_s, k->ll_bw_fraction);
+    }
+    int any_rates = 0;
+    for (int i = 0; i < SP_COUNT; i++) any_rates |= p->n_op_rates[i] > 0;
+    if (any_rates) {
+        comment_lines(f, section(comments, HW_SEC_OP_RATES), "");
+        fprintf(f, "op_rates:\n");
+        for (int i = 0; i < SP_COUNT; i++) {
+            if (!p->n_op_rates[i]) continue;
+            fprintf(f, "  %s:\n", sim_precision_name((SimPrecision)i));
+            for (int k = 0; k < p->n_op_rates[i]; k++)
+                fprintf(f, "    %s: {%s: %.6g}\n", p->op_rates[i][k].name, p->op_rates[i][k].per_byte ? "byte_per_s" : "flop_per_s",
+                        p->op_rates[i][k].rate);
+        }
+    }
+    if (p->n_share) {
+        comment_lines(f, section(comments, HW_SEC_SHARE), "");
+        fprintf(f, "rank_share: ");
+        for (int i = 0; i < p->n_share; i++) fprintf(f, "%s%d: %.6g", i ? ", " : "{", p->share_n[i], p->share[i]);
+        fprintf(f, "}\n");
     }
 }

@@ -36,26 +36,55 @@ static double table_rate(const HwGemm *g, double M, double N, double K) {
     return exp(acc);
 }
 
+// Seconds of the main loops (and split-K's reduction) of one roofline GEMM launch split into
+// s slices of K: a batched group fills the processors with count × s × the tiles of one
+// GEMM; a serial epilogue then stores each slice's useful outputs (elem_bytes each) at the
+// memory bandwidth over the waves' tiles; s > 1 writes and reads back s fp32 partial outputs
+// (sim.h).
+static double roofline_seconds(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count, int s) {
+    const HwGemm *g = &hw->gemm[p];
+    double bw = hw->memory_bandwidth * hw->memory_efficiency, flops = 2 * M * N * K * count;
+    double t = flops / (hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count * s));
+    if (g->epilogue_serial)
+        t += s * M * N * count * (p == SP_BF16 ? 2.0 : 4.0) / (bw * hw_wave_fill(hw->sm_count, g->tile_m, g->tile_n, M, N, count * s));
+    if (s > 1) t += 2.0 * s * M * N * count * 4 / bw;
+    return t;
+}
+
+int sim_gemm_split(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count) {
+    const HwGemm *g = &hw->gemm[p];
+    if (g->model != GEMM_ROOFLINE || !g->split_k) return 1;
+    int smax = (int)(K / HW_SPLIT_K_MIN);
+    if (smax > hw->sm_count) smax = hw->sm_count;
+    int best = 1;
+    double tb = roofline_seconds(hw, p, M, N, K, count, 1);
+    for (int s = 2; s <= smax; s++) {
+        double t = roofline_seconds(hw, p, M, N, K, count, s);
+        if (t < tb) { tb = t; best = s; }
+    }
+    return best;
+}
+
 double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count) {
     const HwGemm *g = &hw->gemm[p];
     CHECK(g->present, "profile %s has no gemm.%s model", hw->name, sim_precision_name(p));
     if (g->model == GEMM_TABLE) return table_rate(g, M, N, K);
-    // a batched group fills the processors with count × the tiles of one GEMM
-    return hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count);
+    return 2 * M * N * K * count / roofline_seconds(hw, p, M, N, K, count, sim_gemm_split(hw, p, M, N, K, count));
 }
 
 double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,
                      double flops, double bytes) {
-    if (!(flops > 0) || M <= 0 || N <= 0 || K <= 0) return hw->op_overhead_s;
+    if (!(flops > 0) || M <= 0 || N <= 0 || K <= 0) return hw->op_overhead_s;   // an empty call
     double t = flops / sim_gemm_rate(hw, p, M, N, K, count);
-    if (hw->gemm[p].model == GEMM_ROOFLINE) {
-        double t_mem = bytes / (hw->memory_bandwidth * hw->memory_efficiency);
-        if (t_mem > t) t = t_mem;
-    }
-    return t + hw->op_overhead_s;
+    // a table's rates were timed around whole calls: they hold the call's overhead already
+    if (hw->gemm[p].model == GEMM_TABLE) return t;
+    double t_mem = bytes / (hw->memory_bandwidth * hw->memory_efficiency);
+    return (t_mem > t ? t_mem : t) + hw->op_overhead_s;
 }
 
 double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op) {
+    const HwOpRate *named = hw_op_rate(hw, p, op->name);   // measured as itself: whole calls
+    if (named) return (named->per_byte ? op->bytes : op->flops) / named->rate;
     double mem = op->bytes / (hw->memory_bandwidth * hw->memory_efficiency);
     switch (op->cls) {
     case OPC_GEMM:

@@ -5,11 +5,16 @@
 //
 //   GEMM        roofline: max(flops / (peak · eff_core · q), bytes / (bw · mem_eff)), q the
 //               wave quantization of the output tiles; eff_core pinned by a published
-//               maximum-achievable-matmul measurement (mamf). Table profiles (cpu-local):
+//               maximum-achievable-matmul measurement (mamf). Optional: a serial epilogue
+//               (+ M·N·elem_bytes / (bw · q_w): the stores after the main loops; × (K + k0)/K
+//               for full tiles) and split-K (K in s slices, the fastest s, + 2·s·M·N·4 B of
+//               fp32 partials through memory). Table profiles (cpu-local):
 //               flops / rate(M, N, K), rate interpolated in log2(M, N, K) on a measured grid.
 //   attention   max(flops / (peak · eff_fwd|bwd), bytes / (bw · mem_eff))
 //   memory ops  bytes / (bw · mem_eff);  host transfers  bytes / host_bandwidth
-//   every op    + op_overhead_s
+//   named ops   an op listed in the profile's op_rates: flops / flop_per_s (or bytes / byte_per_s)
+//   every op    + op_overhead_s (not a table GEMM nor a named op: their timings hold the call)
+//   shared node ops / rank_share(R) with R ranks on the rank's node (a CPU host's cores)
 //   collectives α-β on the link the group's placement uses (intra-node when all its ranks
 //               share a node, else inter-node), S = the record's bytes, n = group size:
 //                 all-reduce ring   base + 2(n−1)·hop + S·2(n−1)/n / busbw
@@ -32,6 +37,11 @@
 // FLOP/s a GEMM of this shape reaches before the memory bound (roofline: peak·eff_core·q;
 // table: interpolated). count > 1: a batched group of `count` such GEMMs in one launch.
 double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count);
+// Split-K (gemm.<p>.split_k: true): the number of K slices s in [1, min(sm_count, K/64)]
+// that makes the launch fastest, t(s) = main loops at q(count·s) + (serial epilogue) each
+// slice's stores + the s fp32 partial outputs written and read back; 1 without split-K or
+// for a table.
+int sim_gemm_split(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count);
 // Seconds of one GEMM launch doing `flops` with `bytes` of memory traffic.
 double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,
                      double flops, double bytes);
@@ -70,17 +80,36 @@ typedef struct {
     long n_ops, n_calls;
 } SimCost;
 
+// One priced record of the layer trace (sim_tracer_trace_layer): an op or a collective of one
+// layer, in the order the drivers issued them.
+typedef struct {
+    int is_comm;
+    const char *name;        // op name (OpInfo.name) or collective kind (comm_kind_name)
+    int cls;                 // OpClass, or CommKind for a collective
+    int group;               // CommGroup of a collective; -1 for an op
+    Phase phase;
+    int M, N, K, count;      // GEMM shape (0 otherwise)
+    double flops, bytes;     // the record's (a collective: its bytes, no FLOPs)
+    double seconds;
+} SimEvent;
+
 // An OpObserver / CommObserver context that prices every record as it arrives, for one
 // rank of the grid. Spans: sim_tracer_take returns the cost since the last take.
 typedef struct {
     const HwProfile *hw;
     SimPrecision prec;
     SimPlacement place[GROUP_COUNT];
+    double share;                              // hw_rank_share of this rank's node: ops take 1/share as long
     SimCost cur, total;
     int n_layers;                              // per-layer tables: layers -1 .. n_layers-1
     double *layer_compute, *layer_comm;        // [PHASE_COUNT][n_layers + 1] seconds
     double op_class_s[PHASE_COUNT][OPC_COUNT]; // seconds by phase and op class
     double comm_group_s[PHASE_COUNT][GROUP_COUNT];
+    double *comm_cell_s;                       // [COMM_KIND_COUNT][PHASE_COUNT][GROUP_COUNT][n_layers + 1]
+    // The layer trace: every record of layer trace_layer while trace_on is set.
+    int trace_layer, trace_on;
+    SimEvent *events;
+    int n_events, cap_events;
 } SimTracer;
 
 void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int tp, int dp, int pp,
@@ -89,6 +118,11 @@ void sim_tracer_free(SimTracer *t);
 void sim_tracer_op(void *ctx, const OpInfo *op);            // OpObserver.end
 void sim_tracer_comm(void *ctx, const CommRecord *r);       // CommObserver
 SimCost sim_tracer_take(SimTracer *t);
+// Record every op and collective of `layer` from now on while `on` (the layer trace).
+void sim_tracer_trace_layer(SimTracer *t, int layer, int on);
+// Seconds of the collectives of one (kind, phase, group, layer) cell: the modeled time of
+// the communication table's row of the same key (comm_stats_next).
+double sim_tracer_comm_cell(const SimTracer *t, CommKind kind, Phase ph, CommGroup g, int layer);
 // Seconds of (phase, layer) — layer −1 is the embedding / head / optimizer row.
 double sim_tracer_layer_compute(const SimTracer *t, Phase ph, int layer);
 double sim_tracer_layer_comm(const SimTracer *t, Phase ph, int layer);

@@ -12,16 +12,53 @@ void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int t
     t->prec = prec;
     for (int g = 0; g < GROUP_COUNT; g++)
         t->place[g] = sim_group_placement(tp, dp, pp, tp_rank, dp_rank, pp_rank, (CommGroup)g, hw->ranks_per_node);
+    // the ranks on this rank's node (world ranks fill nodes in order, TP fastest)
+    int world = tp * dp * pp, node = grid_world_rank(tp, dp, tp_rank, dp_rank, pp_rank) / hw->ranks_per_node;
+    int first = node * hw->ranks_per_node, last = first + hw->ranks_per_node;
+    t->share = hw_rank_share(hw, (last < world ? last : world) - first);
     CHECK(n_layers >= 0, "sim_tracer_init: %d layers", n_layers);
     t->n_layers = n_layers;
     t->layer_compute = xcalloc((size_t)PHASE_COUNT * (size_t)(n_layers + 1), sizeof(double));
     t->layer_comm = xcalloc((size_t)PHASE_COUNT * (size_t)(n_layers + 1), sizeof(double));
+    t->comm_cell_s = xcalloc((size_t)COMM_KIND_COUNT * PHASE_COUNT * GROUP_COUNT * (size_t)(n_layers + 1), sizeof(double));
+    t->trace_layer = -2;
 }
 
 void sim_tracer_free(SimTracer *t) {
     free(t->layer_compute);
     free(t->layer_comm);
-    t->layer_compute = t->layer_comm = NULL;
+    free(t->comm_cell_s);
+    free(t->events);
+    t->layer_compute = t->layer_comm = t->comm_cell_s = NULL;
+    t->events = NULL;
+    t->n_events = t->cap_events = 0;
+}
+
+void sim_tracer_trace_layer(SimTracer *t, int layer, int on) {
+    CHECK(layer >= -1 && layer < t->n_layers, "sim tracer: no layer %d to trace (%d layers)", layer, t->n_layers);
+    t->trace_layer = layer;
+    t->trace_on = on;
+}
+
+static SimEvent *push_event(SimTracer *t) {
+    if (t->n_events == t->cap_events) {
+        t->cap_events = t->cap_events ? 2 * t->cap_events : 64;
+        t->events = realloc(t->events, (size_t)t->cap_events * sizeof *t->events);
+        CHECK(t->events, "out of memory for the layer trace");
+    }
+    SimEvent *e = &t->events[t->n_events++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+static size_t comm_cell(const SimTracer *t, int kind, int phase, int group, int layer) {
+    CHECK(kind >= 0 && kind < COMM_KIND_COUNT && phase >= 0 && phase < PHASE_COUNT && group >= 0 && group < GROUP_COUNT
+          && layer >= -1 && layer < t->n_layers, "sim tracer: comm cell (%d, %d, %d, %d) outside the table", kind, phase, group, layer);
+    return (((size_t)kind * PHASE_COUNT + (size_t)phase) * GROUP_COUNT + (size_t)group) * (size_t)(t->n_layers + 1) + (size_t)(layer + 1);
+}
+
+double sim_tracer_comm_cell(const SimTracer *t, CommKind kind, Phase ph, CommGroup g, int layer) {
+    return t->comm_cell_s[comm_cell(t, kind, ph, g, layer)];
 }
 
 static size_t layer_slot(const SimTracer *t, int phase, int layer) {
@@ -32,7 +69,7 @@ static size_t layer_slot(const SimTracer *t, int phase, int layer) {
 
 void sim_tracer_op(void *ctx, const OpInfo *op) {
     SimTracer *t = ctx;
-    double s = sim_op_time(t->hw, t->prec, op);
+    double s = sim_op_time(t->hw, t->prec, op) / t->share;
     t->cur.compute_s += s;
     t->cur.flops += op->flops;
     if (op->cls == OPC_GEMM) t->cur.gemm_flops += op->flops;
@@ -40,6 +77,13 @@ void sim_tracer_op(void *ctx, const OpInfo *op) {
     t->layer_compute[layer_slot(t, op->phase, op->layer)] += s;
     CHECK((unsigned)op->cls < OPC_COUNT, "sim tracer: op class %d", (int)op->cls);
     t->op_class_s[op->phase][op->cls] += s;
+    if (t->trace_on && op->layer == t->trace_layer) {
+        SimEvent *e = push_event(t);
+        e->name = op->name ? op->name : "?";
+        e->cls = op->cls; e->group = -1; e->phase = op->phase;
+        e->M = op->M; e->N = op->N; e->K = op->K; e->count = op->count;
+        e->flops = op->flops; e->bytes = op->bytes; e->seconds = s;
+    }
 }
 
 void sim_tracer_comm(void *ctx, const CommRecord *r) {
@@ -58,6 +102,14 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
     t->cur.comm_s += s;
     t->layer_comm[layer_slot(t, r->phase, r->layer)] += s;
     t->comm_group_s[r->phase][r->group] += s;
+    t->comm_cell_s[comm_cell(t, r->kind, r->phase, r->group, r->layer)] += s;
+    if (t->trace_on && r->layer == t->trace_layer) {
+        SimEvent *e = push_event(t);
+        e->is_comm = 1;
+        e->name = comm_kind_name(r->kind);
+        e->cls = r->kind; e->group = r->group; e->phase = r->phase;
+        e->bytes = (double)r->bytes; e->seconds = s;
+    }
 }
 
 SimCost sim_tracer_take(SimTracer *t) {

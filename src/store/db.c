@@ -336,7 +336,7 @@ static int schema_body(RunDB *db, void *from_version) {
     int bad = 0, v = user_version(db, &bad);
     if (v < 0) return bad;
     if (v == RUNDB_SCHEMA_VERSION) return SQLITE_OK;   // another process won the race
-    const char *sql = v == 0 ? RUNDB_SCHEMA_SQL : RUNDB_MIGRATE_V1_SQL;
+    const char *sql = v == 0 ? RUNDB_SCHEMA_SQL : v == 1 ? RUNDB_MIGRATE_V1_SQL : RUNDB_MIGRATE_V2_SQL;
     int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK) return rc;
     if (v == 1) {   // every row must still point at its run (ids were kept)
@@ -390,10 +390,11 @@ RunDB *rundb_open(const char *path) {
     exec_sql(db, "PRAGMA synchronous=NORMAL");
     if (v < RUNDB_SCHEMA_VERSION) {
         exec_sql(db, "PRAGMA foreign_keys=OFF");   // a table rebuild needs them off (no effect inside a transaction)
-        rc = tx_retry(db, schema_body, NULL, db->final_s, v ? "migrating schema 1 to 2" : "creating the schema");
-        if (rc != SQLITE_OK)
-            die_input("%s: cannot %s: %s", path, v ? "migrate the run database from schema 1" : "create the run database schema",
-                      db->last_error);
+        char what[64];
+        if (v) snprintf(what, sizeof what, "migrating schema %d to %d", v, RUNDB_SCHEMA_VERSION);
+        else snprintf(what, sizeof what, "creating the schema");
+        rc = tx_retry(db, schema_body, NULL, db->final_s, what);
+        if (rc != SQLITE_OK) die_input("%s: cannot %s: %s", path, what, db->last_error);
     }
     exec_sql(db, "PRAGMA foreign_keys=ON");
     db->ins_step = prep_persistent(db, "INSERT OR REPLACE INTO steps(run_id, step, tokens_seen, loss, lr, grad_norm, step_seconds, "

@@ -17,7 +17,7 @@
 #include "host.h"
 #include "../core/metrics.h"
 
-#define RUNDB_SCHEMA_VERSION 2   // PRAGMA user_version of databases this build writes (1 is migrated)
+#define RUNDB_SCHEMA_VERSION 3   // PRAGMA user_version of databases this build writes (1 and 2 are migrated)
 
 typedef struct RunDB RunDB;
 
@@ -48,7 +48,10 @@ typedef struct {
     int tp, pp, dp, world_size;
     int64_t params;
     double flops_per_token;
-    double peak_gflops;          // the sgemm peak MFU is relative to: one host's (all cores) x hosts used
+    double peak_gflops;          // the sgemm peak MFU is relative to: one host's (all cores) x hosts used;
+                                 // a simulated run: the profile's device peak x devices
+    char kind[16];               // "measured" (trained; "" means the same) or "simulated" (build/simulate)
+    char hardware[128];          // a simulated run's hardware profile ("" for a measured run)
 } RunInfo;
 
 // Copy the host facts into a RunInfo (host, pid, cpu/gpu, compiler, cflags, libraries, git).
@@ -85,8 +88,11 @@ typedef struct {
     char variant_filter[256];    // VARIANT= ("" = every variant that is not on demand)
     int repeat;                  // REPEAT= (>= 1): the variants run `repeat` times, interleaved
     double load_avg;             // 1-minute load average at the start (-1 unknown)
-    double peak_gflops;          // the one sgemm peak measured for the launch (this host, all cores)
+    double peak_gflops;          // the one sgemm peak measured for the launch (this host, all cores);
+                                 // a simulated launch: the profile's peak of one device
     HostFacts host;
+    char kind[16];               // "measured" ("" means the same) or "simulated" (make exp SIMULATE=1)
+    char hardware[128];          // a simulated launch's hardware profile
 } LaunchInfo;
 // New launch, status 'running'. Returns launches.id.
 int64_t rundb_begin_launch(RunDB *db, const LaunchInfo *li);
@@ -101,6 +107,7 @@ typedef struct {
     int repeat;
     double peak_gflops, load_avg;
     char host[256];
+    char kind[16], hardware[128];// "measured" or "simulated"; the profile of a simulated launch
     int n_overrides;
     char **overrides;            // malloc'd (rundb_launch_row_free)
 } LaunchRow;
@@ -136,6 +143,22 @@ int rundb_flush(RunDB *db);
 // Like rundb_flush, but retries for up to `patience_s` seconds (checkpoints call it so
 // that a step's rows are in the database before its checkpoint becomes final).
 int rundb_flush_wait(RunDB *db, double patience_s);
+
+// A simulated run's model (build/simulate --record): one row of the `simulation` table.
+// Its step (rundb_log_step), communication (rundb_log_comm, with modeled seconds) and
+// memory rows are logged like a measured run's.
+typedef struct {
+    char hardware[128], hardware_path[1024], hardware_sha256[65], precision[8];
+    int micro_batches, critical_stage;
+    double step_s, compute_s, comm_s, p2p_s, bubble_s;   // the critical stage's split of the step
+    double tokens_per_s, mfu, hfu;
+    double memory_bytes, memory_capacity;               // the largest rank's total; the device's
+    int memory_fits;
+    const char *report_json;     // build/simulate's JSON report (not copied; may be NULL)
+} RunSimulation;
+// Written at once (one transaction, retried like the lifecycle calls; dies with exit 2
+// when the database cannot be written).
+void rundb_record_simulation(RunDB *db, int64_t run, const RunSimulation *s);
 
 // Flush, then the end of a run: status ('completed'|'failed'|'interrupted'|'diverged'),
 // ended_at := now, error := error (NULL ok). 'failed', 'interrupted' and 'diverged' also

@@ -25,7 +25,8 @@ static int begin_launch_body(RunDB *db, void *varg) {
     TRY(sqlite3_prepare_v2(db->db,
         "INSERT INTO launches(experiment, manifest_path, experiment_version, manifest_format, manifest_sha256, "
         "manifest_text, overrides, variant_filter, repeat, status, started_at, host, pid, cpu_model, git_commit, "
-        "git_dirty, load_avg_1m, peak_gflops) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,'running',?10,?11,?12,?13,?14,?15,?16,?17)",
+        "git_dirty, load_avg_1m, peak_gflops, kind, hardware) "
+        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,'running',?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
         -1, &st, NULL));
     bind_text(st, 1, li->experiment); bind_text(st, 2, li->manifest_path); bind_text(st, 3, li->experiment_version);
     if (li->manifest_format > 0) sqlite3_bind_int(st, 4, li->manifest_format); else sqlite3_bind_null(st, 4);
@@ -36,6 +37,8 @@ static int begin_launch_body(RunDB *db, void *varg) {
     if (li->host.git_dirty >= 0) sqlite3_bind_int(st, 15, li->host.git_dirty); else sqlite3_bind_null(st, 15);
     if (li->load_avg >= 0) sqlite3_bind_double(st, 16, li->load_avg); else sqlite3_bind_null(st, 16);
     if (li->peak_gflops > 0) sqlite3_bind_double(st, 17, li->peak_gflops); else sqlite3_bind_null(st, 17);
+    bind_text(st, 18, li->kind[0] ? li->kind : "measured");
+    bind_text(st, 19, li->hardware[0] ? li->hardware : NULL);
     int rc = step_done(st);
     sqlite3_finalize(st);
     a->id = sqlite3_last_insert_rowid(db->db);
@@ -104,8 +107,8 @@ static int begin_run_body(RunDB *db, void *varg) {
         "INSERT INTO runs(uid, experiment, variant, manifest_path, experiment_version, manifest_sha256, config_json, "
         "git_commit, git_dirty, host, pid, cpu_model, gpu_model, compiler, cflags, library_versions, tp, pp, dp, "
         "world_size, status, started_at, resumed_count, params, flops_per_token, peak_gflops, launch_id, repeat_index, "
-        "overrides, manifest_format) VALUES "
-        "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,'running',?21,0,?22,?23,?24,?25,?26,?27,?28)",
+        "overrides, manifest_format, kind, hardware) VALUES "
+        "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,'running',?21,0,?22,?23,?24,?25,?26,?27,?28,?29,?30)",
         -1, &st, NULL));
     bind_text(st, 1, ri->uid); bind_text(st, 2, ri->experiment); bind_text(st, 3, ri->variant);
     bind_text(st, 4, ri->manifest_path); bind_text(st, 5, ri->experiment_version);
@@ -124,6 +127,8 @@ static int begin_run_body(RunDB *db, void *varg) {
     sqlite3_bind_int(st, 26, ri->repeat_index);
     bind_text(st, 27, a->overrides);
     if (ri->manifest_format > 0) sqlite3_bind_int(st, 28, ri->manifest_format); else sqlite3_bind_null(st, 28);
+    bind_text(st, 29, ri->kind[0] ? ri->kind : "measured");
+    bind_text(st, 30, ri->hardware[0] ? ri->hardware : NULL);
     int rc = step_done(st);
     sqlite3_finalize(st);
     a->id = sqlite3_last_insert_rowid(db->db);
@@ -137,6 +142,37 @@ int64_t rundb_begin_run(RunDB *db, const RunInfo *ri) {
     empty_buffers(db);
     free(a.overrides);
     return a.id;
+}
+
+typedef struct { int64_t run; const RunSimulation *s; } SimArgs;
+static int simulation_body(RunDB *db, void *varg) {
+    SimArgs *a = varg;
+    const RunSimulation *s = a->s;
+    sqlite3_stmt *st = NULL;
+    TRY(sqlite3_prepare_v2(db->db,
+        "INSERT OR REPLACE INTO simulation(run_id, hardware, hardware_path, hardware_sha256, precision, micro_batches, "
+        "step_seconds, compute_seconds, comm_seconds, p2p_seconds, bubble_seconds, tokens_per_s, mfu, hfu, critical_stage, "
+        "memory_bytes, memory_capacity, memory_fits, report) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
+        -1, &st, NULL));
+    sqlite3_bind_int64(st, 1, a->run);
+    bind_text(st, 2, s->hardware); bind_text(st, 3, s->hardware_path[0] ? s->hardware_path : NULL);
+    bind_text(st, 4, s->hardware_sha256[0] ? s->hardware_sha256 : NULL); bind_text(st, 5, s->precision);
+    sqlite3_bind_int(st, 6, s->micro_batches);
+    const double v[] = { s->step_s, s->compute_s, s->comm_s, s->p2p_s, s->bubble_s, s->tokens_per_s, s->mfu, s->hfu };
+    for (int i = 0; i < 8; i++) sqlite3_bind_double(st, 7 + i, v[i]);
+    sqlite3_bind_int(st, 15, s->critical_stage);
+    sqlite3_bind_int64(st, 16, (sqlite3_int64)s->memory_bytes); sqlite3_bind_int64(st, 17, (sqlite3_int64)s->memory_capacity);
+    sqlite3_bind_int(st, 18, s->memory_fits);
+    bind_text(st, 19, s->report_json);
+    int rc = step_done(st);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+void rundb_record_simulation(RunDB *db, int64_t run, const RunSimulation *s) {
+    SimArgs a = { run, s };
+    if (tx_retry(db, simulation_body, &a, db->final_s, "recording the simulation") != SQLITE_OK)
+        die_input("%s: cannot record the simulation of run %" PRId64 ": %s", db->path, run, db->last_error);
 }
 
 // The UPDATE of a run's end. A 'failed' run keeps its status and first message;

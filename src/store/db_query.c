@@ -179,9 +179,11 @@ static void read_launch(RunDB *db, sqlite3_stmt *st, LaunchRow *l) {
     l->load_avg = db_col_dbl(st, 9);
     db_col_text(st, 10, l->host, sizeof l->host);
     l->n_overrides = db_json_strings(db->db, (const char *)sqlite3_column_text(st, 11), &l->overrides);
+    db_col_text(st, 12, l->kind, sizeof l->kind);
+    db_col_text(st, 13, l->hardware, sizeof l->hardware);
 }
 #define LAUNCH_COLS "id, experiment, status, started_at, experiment_version, manifest_sha256, variant_filter, repeat, " \
-                    "peak_gflops, load_avg_1m, host, overrides"
+                    "peak_gflops, load_avg_1m, host, overrides, kind, hardware"
 
 int rundb_launch(RunDB *db, int64_t id, LaunchRow *out) {
     rundb_flush(db);
@@ -305,8 +307,10 @@ int rundb_summarize(RunDB *db, const int64_t *run_ids, int n_runs, VariantSummar
                 meds[nm++] = quantile(t, nt, 0.5);
                 if (s->n_completed == 1) {
                     s->timed_steps = nt;
-                    s->ms_lo = 1e3 * quantile(t, nt, 0.1);
-                    s->ms_hi = 1e3 * quantile(t, nt, 0.9);
+                    if (nt > 1) {   // one step (a simulated run) has no spread
+                        s->ms_lo = 1e3 * quantile(t, nt, 0.1);
+                        s->ms_hi = 1e3 * quantile(t, nt, 0.9);
+                    }
                     s->tokens_per_step = tps;
                     double fpt = q_run_double(db, "SELECT flops_per_token FROM runs WHERE id=?1", r->id);
                     double peak = q_run_double(db, "SELECT peak_gflops FROM runs WHERE id=?1", r->id);

@@ -1,9 +1,18 @@
-// db_schema.c — the run database's tables, views and the migration from schema 1
+// db_schema.c — the run database's tables, views and the migrations from schemas 1 and 2
 // (docs/database.md shows the same statements and explains every column).
 #include "db_internal.h"
 
-// The tables of schema 2. `runs` and `events` are written in the same form by the
-// migration below (their CHECK lists grew), so keep the two in step.
+// The tables of schema 3. `runs` and `events` are written in the same form by the
+// migration from schema 1 below (their CHECK lists grew), so keep the two in step; the
+// columns schema 3 added come last, where ALTER TABLE puts them in a migrated schema 2.
+// Schema 3: a run (and a launch) is `measured` (trained) or `simulated` (priced by
+// build/simulate on a hardware profile, docs/performance-model.md); `hardware` names the
+// profile of a simulated one.
+#define KIND_COLUMN "kind TEXT NOT NULL DEFAULT 'measured' CHECK (kind IN ('measured','simulated'))"
+#define RUN_KIND_COLUMNS \
+"  " KIND_COLUMN ",\n" \
+"  hardware           TEXT\n"
+
 #define RUNS_TABLE(name) \
 "CREATE TABLE " name " (\n" \
 "  id                 INTEGER PRIMARY KEY,\n" \
@@ -38,7 +47,8 @@
 "  resumed_count      INTEGER NOT NULL DEFAULT 0,\n" \
 "  params             INTEGER,\n" \
 "  flops_per_token    REAL,\n" \
-"  peak_gflops        REAL\n" \
+"  peak_gflops        REAL,\n" \
+RUN_KIND_COLUMNS \
 ");\n"
 
 #define EVENTS_TABLE(name) \
@@ -72,7 +82,8 @@
 "  git_commit         TEXT,\n" \
 "  git_dirty          INTEGER,\n" \
 "  load_avg_1m        REAL,\n" \
-"  peak_gflops        REAL\n" \
+"  peak_gflops        REAL,\n" \
+RUN_KIND_COLUMNS \
 ");\n" \
 "CREATE INDEX launches_by_experiment ON launches(experiment, id);\n"
 
@@ -91,6 +102,31 @@
 "  PRIMARY KEY (run_id, step, rank)\n" \
 ") WITHOUT ROWID;\n"
 
+// One row per simulated run: the modeled step and its split, the profile, and the whole
+// report of build/simulate --json (json_extract reads any part of it).
+#define SIMULATION_TABLE \
+"CREATE TABLE simulation (\n" \
+"  run_id          INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,\n" \
+"  hardware        TEXT NOT NULL,\n" \
+"  hardware_path   TEXT,\n" \
+"  hardware_sha256 TEXT,\n" \
+"  precision       TEXT NOT NULL,\n" \
+"  micro_batches   INTEGER NOT NULL,\n" \
+"  step_seconds    REAL NOT NULL,\n" \
+"  compute_seconds REAL NOT NULL,\n" \
+"  comm_seconds    REAL NOT NULL,\n" \
+"  p2p_seconds     REAL NOT NULL,\n" \
+"  bubble_seconds  REAL NOT NULL,\n" \
+"  tokens_per_s    REAL,\n" \
+"  mfu             REAL,\n" \
+"  hfu             REAL,\n" \
+"  critical_stage  INTEGER,\n" \
+"  memory_bytes    INTEGER,\n" \
+"  memory_capacity INTEGER,\n" \
+"  memory_fits     INTEGER,\n" \
+"  report          TEXT\n" \
+");\n"
+
 #define RUN_INDEXES \
 "CREATE INDEX runs_by_variant ON runs(experiment, variant, started_at);\n" \
 "CREATE INDEX runs_by_status ON runs(status);\n" \
@@ -98,9 +134,10 @@
 
 // Views. Warm-up: the first max(1, last_step / 10) steps of a run are not timed.
 // tokens of a step = tokens_per_s x step_seconds (the trainer's own count).
+// A run with a single step (a simulated run: its one modeled step) has no warm-up.
 #define VIEWS \
 "CREATE VIEW run_summary AS\n" \
-"SELECT r.id AS run_id, r.uid, r.launch_id, r.repeat_index, r.experiment, r.variant, r.status,\n" \
+"SELECT r.id AS run_id, r.uid, r.launch_id, r.repeat_index, r.experiment, r.variant, r.kind, r.hardware, r.status,\n" \
 "       r.tp, r.pp, r.dp, r.world_size, r.overrides, r.started_at, r.ended_at, r.error,\n" \
 "       (SELECT MAX(step) FROM steps WHERE run_id = r.id) AS steps,\n" \
 "       (SELECT loss FROM steps WHERE run_id = r.id ORDER BY step DESC LIMIT 1) AS final_loss,\n" \
@@ -113,26 +150,33 @@
 "       COALESCE((SELECT bytes FROM memory WHERE run_id = r.id AND category = 'peak_rss'),\n" \
 "                (SELECT SUM(bytes) FROM memory WHERE run_id = r.id)) AS peak_memory_bytes,\n" \
 "       (SELECT SUM(bytes) * 1.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_bytes_per_step,\n" \
-"       (SELECT SUM(calls) * 1.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_calls_per_step\n" \
+"       (SELECT SUM(calls) * 1.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_calls_per_step,\n" \
+"       (SELECT SUM(seconds) * 1000.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_ms_per_step\n" \
 "FROM runs r LEFT JOIN (\n" \
 "    SELECT s.run_id, COUNT(*) AS timed_steps, SUM(s.step_seconds) AS seconds,\n" \
 "           SUM(s.tokens_per_s * s.step_seconds) AS tokens\n" \
 "    FROM steps s\n" \
 "    WHERE s.step > (SELECT MAX(1, MAX(step) / 10) FROM steps WHERE run_id = s.run_id)\n" \
+"       OR (SELECT COUNT(*) FROM steps WHERE run_id = s.run_id) = 1\n" \
 "    GROUP BY s.run_id) t ON t.run_id = r.id;\n" \
 "CREATE VIEW latest_runs AS\n" \
 "SELECT * FROM run_summary rs\n" \
 "WHERE rs.run_id = (SELECT id FROM runs r2 WHERE r2.experiment = rs.experiment AND r2.variant = rs.variant\n" \
 "                   ORDER BY r2.started_at DESC, r2.id DESC LIMIT 1);\n" \
 "CREATE VIEW launch_summary AS\n" \
-"SELECT l.id AS launch_id, l.experiment, l.experiment_version, l.status, l.started_at, l.ended_at,\n" \
+"SELECT l.id AS launch_id, l.experiment, l.experiment_version, l.kind, l.hardware, l.status, l.started_at, l.ended_at,\n" \
 "       l.repeat, l.variant_filter, l.overrides, l.host, l.load_avg_1m, l.peak_gflops,\n" \
 "       COUNT(r.id) AS runs,\n" \
 "       COALESCE(SUM(r.status = 'completed'), 0) AS completed,\n" \
 "       COALESCE(SUM(r.status <> 'completed'), 0) AS not_completed,\n" \
 "       group_concat(DISTINCT r.variant) AS variants\n" \
 "FROM launches l LEFT JOIN runs r ON r.launch_id = l.id\n" \
-"GROUP BY l.id;\n"
+"GROUP BY l.id;\n" \
+"CREATE VIEW simulated_runs AS\n" \
+"SELECT r.id AS run_id, r.launch_id, r.experiment, r.variant, r.hardware, s.precision, r.tp, r.pp, r.dp, r.world_size,\n" \
+"       s.micro_batches, s.step_seconds, s.compute_seconds, s.comm_seconds, s.p2p_seconds, s.bubble_seconds,\n" \
+"       s.tokens_per_s, s.mfu, s.hfu, s.memory_bytes, s.memory_capacity, s.memory_fits, r.overrides, r.started_at\n" \
+"FROM runs r JOIN simulation s ON s.run_id = r.id;\n"
 
 #define STEP_TABLES \
 "CREATE TABLE steps (\n" \
@@ -180,16 +224,18 @@ const char *const RUNDB_SCHEMA_SQL =
     RUN_INDEXES
     STEP_TABLES
     COMM_RANKS_TABLE
+    SIMULATION_TABLE
     EVENTS_TABLE("events")
     "CREATE INDEX events_by_run ON events(run_id, id);\n"
     VIEWS;
 
-// Schema 1 -> 2: new tables (launches, comm_ranks) and views; `runs` gains launch_id,
+// Schema 1 -> 3: new tables (launches, comm_ranks) and views; `runs` gains launch_id,
 // repeat_index, overrides and manifest_format, its `manifest_version` (which held the
 // experiment's `version:`) becomes `experiment_version`, and the status CHECK admits
 // 'diverged'; `events` admits 'diverged' and 'warning'. SQLite cannot alter a CHECK, so
 // both tables are rebuilt (the procedure of sqlite.org/lang_altertable.html: foreign keys
-// off, new table, copy, drop, rename; ids kept, so every reference stays valid).
+// off, new table, copy, drop, rename; ids kept, so every reference stays valid). The
+// rebuilt tables and the new ones are schema 3's (every run of schema 1 was measured).
 const char *const RUNDB_MIGRATE_V1_SQL =
     LAUNCHES_TABLE
     RUNS_TABLE("runs_v2")
@@ -209,4 +255,19 @@ const char *const RUNDB_MIGRATE_V1_SQL =
     "ALTER TABLE events_v2 RENAME TO events;\n"
     "CREATE INDEX events_by_run ON events(run_id, id);\n"
     COMM_RANKS_TABLE
+    SIMULATION_TABLE
+    VIEWS;
+
+// Schema 2 -> 3: runs and launches gain `kind` and `hardware` (every existing row is a
+// measured one: the default), the simulation table, and the views are recreated (they
+// gained columns, and a run of one step is timed).
+const char *const RUNDB_MIGRATE_V2_SQL =
+    "ALTER TABLE runs ADD COLUMN " KIND_COLUMN ";\n"
+    "ALTER TABLE runs ADD COLUMN hardware TEXT;\n"
+    "ALTER TABLE launches ADD COLUMN " KIND_COLUMN ";\n"
+    "ALTER TABLE launches ADD COLUMN hardware TEXT;\n"
+    SIMULATION_TABLE
+    "DROP VIEW IF EXISTS latest_runs;\n"
+    "DROP VIEW IF EXISTS run_summary;\n"
+    "DROP VIEW IF EXISTS launch_summary;\n"
     VIEWS;

@@ -1,7 +1,10 @@
 // calibrate — measure this machine and write the performance model's `cpu-local` profile.
 //
-//   build/calibrate [--out experiments/hardware/cpu-local.yaml] [--ranks 2,4] [--quick]
+//   build/calibrate [--out experiments/hardware/cpu-local.yaml] [--ranks 2,4] [--quick] [--best]
 //
+// Every timing is repeated and the median kept (--best: the fastest): the validation
+// (analysis/validate_cpu.py) compares the model with median step times of runs on this
+// shared machine, so the profile describes the machine as a run meets it.
 // Measures, printing each table as it goes:
 //   1. GEMMs through the engine's CPU fp32 back end (op_gemm: OpenBLAS sgemm, row-major NN,
 //      all cores) on a grid of shapes M × N × K, the skinny low-rank ones included (N or K
@@ -17,7 +20,10 @@
 //      reduce-scatter, sendrecv) at 2 and 4 ranks (4 oversubscribed on this 2-core
 //      machine) over message sizes 4 B … 16 MiB — each rank count in a child
 //      `mpirun -np N build/calibrate --mpi-worker FILE` — then fits α (base + per-step
-//      latency) and β (bus bandwidth) per collective by least squares on relative error.
+//      latency) and β (bus bandwidth) per collective by least squares on relative error;
+//      in the same workers, the rank share: every rank times one GEMM while all compute at
+//      once (ranks share this host's cores), against the same GEMM with all cores;
+//   and the fixed cost of one op call (op_overhead_s).
 // Then writes the profile with the date, host, CPU and load average in its comments.
 // Takes about a minute and a half on 2 cores. Timings on a shared machine vary: rerun when
 // the load average was high, and never read one number as a property of the code.
@@ -37,7 +43,7 @@
 #include "../core/env.h"
 #include "../core/timer.h"
 #include "../parallel/comm.h"
-#include "../sim/hardware.h"
+#include "../sim/sim.h"
 
 // ---- helpers --------------------------------------------------------------------------------
 
@@ -48,6 +54,16 @@ static int cmp_double(const void *a, const void *b) {
 static double median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The statistic of repeated timings: the median (default: what a run on this shared machine
+// meets, the statistic the validation compares with, since make exp reports median step
+// times) or, with --best, the fastest (what the machine does when nothing else runs).
+static int use_best = 0;
+// Of n timings (seconds, sorted in place): the median or the best.
+static double pick(double *t, int n) {
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return use_best ? t[0] : (n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]));
 }
 
 static void load_average(double la[3]) {
@@ -87,10 +103,9 @@ static void *rand_buf(Backend *b, size_t n, unsigned seed) {
 
 // ---- 1. GEMM grid ---------------------------------------------------------------------------
 
-// Seconds of one C[M,N] = A[M,K] B[K,N] (op_gemm): the best of >= 3 timed repetitions (more
-// until min_total seconds are spent, at most 64) after a warm-up. Small shapes repeat the call
-// so that a repetition lasts >= 2 ms. The best, because other processes on a shared machine
-// only ever add time.
+// Seconds of one C[M,N] = A[M,K] B[K,N] (op_gemm): the median (--best: the best) of >= 3
+// timed repetitions (more until min_total seconds are spent, at most 64) after a warm-up.
+// Small shapes repeat the call so that a repetition lasts >= 2 ms.
 static double time_gemm(Backend *b, int M, int N, int K, double min_total) {
     void *A = rand_buf(b, (size_t)M * K, 1), *B = rand_buf(b, (size_t)K * N, 2), *C = bk_alloc(b, (size_t)M * N, DT_F32, MEM_WORK);
     OpTimer t = { 0 };
@@ -99,16 +114,18 @@ static double time_gemm(Backend *b, int M, int N, int K, double min_total) {
     int inner = t.seconds > 0 ? (int)ceil(2e-3 / t.seconds) : 1000;
     if (inner < 1) inner = 1;
     if (inner > 10000) inner = 10000;
-    double best = INFINITY, spent = 0;
-    for (int reps = 0; reps < 64 && (reps < 3 || spent < min_total); reps++) {
+    double per[64], spent = 0;
+    int reps = 0;
+    for (; reps < 64 && (reps < 3 || spent < min_total); reps++) {
         double sum = 0;
         for (int i = 0; i < inner; i++) {
             op_gemm(b, TR_N, TR_N, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
             sum += t.seconds;
         }
         spent += sum;
-        if (sum / inner < best) best = sum / inner;
+        per[reps] = sum / inner;
     }
+    double best = pick(per, reps);
     bk_observe(b, NULL, NULL);
     bk_free(b, A, (size_t)M * K, DT_F32, MEM_WORK);
     bk_free(b, B, (size_t)K * N, DT_F32, MEM_WORK);
@@ -116,8 +133,8 @@ static double time_gemm(Backend *b, int M, int N, int K, double min_total) {
     return best;
 }
 
-// The grid is swept `passes` times and each shape keeps its best: a burst of other processes
-// then spoils one pass of a shape, not the shape.
+// The grid is swept `passes` times and each shape keeps the median (--best: the best) of its
+// sweeps: a burst of other processes then spoils one pass of a shape, not the shape.
 static void measure_gemm(Backend *b, HwGemm *g, const int *Ms, int nM, const int *Ns, int nN, const int *Ks, int nK,
                          int passes, double min_total) {
     g->present = 1;
@@ -127,16 +144,22 @@ static void measure_gemm(Backend *b, HwGemm *g, const int *Ms, int nM, const int
     g->Ns = xcalloc((size_t)nN, sizeof(int)); memcpy(g->Ns, Ns, sizeof(int) * (size_t)nN);
     g->Ks = xcalloc((size_t)nK, sizeof(int)); memcpy(g->Ks, Ks, sizeof(int) * (size_t)nK);
     g->rate = xcalloc((size_t)(nM * nN * nK), sizeof(double));
+    size_t cells = (size_t)nM * nN * nK;
+    double *secs = xcalloc(cells * (size_t)passes, sizeof(double));   // [cell][pass]
     for (int pass = 0; pass < passes; pass++)
         for (int a = 0; a < nM; a++)
             for (int n = 0; n < nN; n++)
-                for (int k = 0; k < nK; k++) {
-                    double r = 2.0 * Ms[a] * Ns[n] * Ks[k] / time_gemm(b, Ms[a], Ns[n], Ks[k], min_total);
-                    double *cell = &g->rate[((size_t)a * nN + n) * nK + k];
-                    if (r > *cell) *cell = r;
-                }
-    printf("\n1. GEMM GFLOP/s (op_gemm, fp32, row-major NN, %d threads; best of %d sweeps), rows M x N, columns K\n",
-           omp_get_max_threads(), passes);
+                for (int k = 0; k < nK; k++)
+                    secs[(((size_t)a * nN + n) * nK + k) * passes + pass] = time_gemm(b, Ms[a], Ns[n], Ks[k], min_total);
+    for (int a = 0; a < nM; a++)
+        for (int n = 0; n < nN; n++)
+            for (int k = 0; k < nK; k++) {
+                size_t cell = ((size_t)a * nN + n) * nK + k;
+                g->rate[cell] = 2.0 * Ms[a] * Ns[n] * Ks[k] / pick(&secs[cell * passes], passes);
+            }
+    free(secs);
+    printf("\n1. GEMM GFLOP/s (op_gemm, fp32, row-major NN, %d threads; %s of %d sweeps), rows M x N, columns K\n",
+           omp_get_max_threads(), use_best ? "best" : "median", passes);
     for (int a = 0; a < nM; a++) {
         printf("%6s %6s", "M", "N");
         for (int k = 0; k < nK; k++) printf("  K=%-6d", Ks[k]);
@@ -151,27 +174,44 @@ static void measure_gemm(Backend *b, HwGemm *g, const int *Ms, int nM, const int
 
 // ---- 3. memory bandwidth --------------------------------------------------------------------
 
-// Bytes/s of op_add (x[n] += y[n]) as its OpInfo counts the bytes; the best pass after the
-// first (which faults the pages in).
+// Bytes/s of op_add (x[n] += y[n]) as its OpInfo counts the bytes; the median (--best: the
+// best) of the passes after the first (which faults the pages in).
 static double measure_bandwidth(Backend *b, size_t n, int reps) {
     void *x = rand_buf(b, n, 3), *y = rand_buf(b, n, 4);
     OpTimer t = { 0 };
     bk_observe(b, &op_timer, &t);
-    double best = 0;
+    double per[64], bytes = 0;
+    if (reps > 63) reps = 63;
     for (int r = 0; r < reps + 1; r++) {
         op_add(b, x, y, n);
-        if (r > 0 && t.bytes / t.seconds > best) best = t.bytes / t.seconds;
+        if (r > 0) per[r - 1] = t.seconds;
+        bytes = t.bytes;
     }
     bk_observe(b, NULL, NULL);
     bk_free(b, x, n, DT_F32, MEM_WORK);
     bk_free(b, y, n, DT_F32, MEM_WORK);
-    return best;
+    return bytes / pick(per, reps);
+}
+
+// The fixed cost of one op call (dispatch, the observer, an OpenMP parallel region under the
+// engine's passive wait policy): the median (--best: the best) of 201 op_add calls on 64 floats.
+static double measure_op_overhead(Backend *b) {
+    void *x = rand_buf(b, 64, 3), *y = rand_buf(b, 64, 4);
+    OpTimer t = { 0 };
+    bk_observe(b, &op_timer, &t);
+    double per[201];
+    op_add(b, x, y, 64);
+    for (int r = 0; r < 201; r++) { op_add(b, x, y, 64); per[r] = t.seconds; }
+    bk_observe(b, NULL, NULL);
+    bk_free(b, x, 64, DT_F32, MEM_WORK);
+    bk_free(b, y, 64, DT_F32, MEM_WORK);
+    return pick(per, 201);
 }
 
 // ---- 4. attention ---------------------------------------------------------------------------
 
 // FLOP/s of the engine's causal attention, forward and backward, FLOPs as the ops report them
-// (FlashAttention-2's convention); the best of 7 calls each after a warm-up.
+// (FlashAttention-2's convention); the median (--best: the best) of 7 calls each after a warm-up.
 static void measure_attention(Backend *b, int B, int T, int H, int hd, double *fwd_rate, double *bwd_rate) {
     size_t nq = (size_t)B * T * H * hd, nl = (size_t)B * H * T;
     void *q = rand_buf(b, nq, 5), *k = rand_buf(b, nq, 6), *v = rand_buf(b, nq, 7), *dout = rand_buf(b, nq, 8);
@@ -180,17 +220,65 @@ static void measure_attention(Backend *b, int B, int T, int H, int hd, double *f
     float *lse = bk_alloc(b, nl, DT_F32, MEM_WORK);
     OpTimer t = { 0 };
     bk_observe(b, &op_timer, &t);
-    *fwd_rate = *bwd_rate = 0;
+    double tf[7], tb[7], ff = 0, fb = 0;
     for (int r = 0; r < 8; r++) {   // r = 0: warm-up
         op_attention_forward(b, out, lse, q, k, v, B, T, H, H, hd);
-        if (r > 0 && t.flops / t.seconds > *fwd_rate) *fwd_rate = t.flops / t.seconds;
+        if (r > 0) { tf[r - 1] = t.seconds; ff = t.flops; }
         op_attention_backward(b, dq, dk, dv, dout, out, q, k, v, lse, B, T, H, H, hd);
-        if (r > 0 && t.flops / t.seconds > *bwd_rate) *bwd_rate = t.flops / t.seconds;
+        if (r > 0) { tb[r - 1] = t.seconds; fb = t.flops; }
     }
+    *fwd_rate = ff / pick(tf, 7);
+    *bwd_rate = fb / pick(tb, 7);
     bk_observe(b, NULL, NULL);
     void *bufs[] = { q, k, v, dout, out, dq, dk, dv };
     for (int i = 0; i < 8; i++) bk_free(b, bufs[i], nq, DT_F32, MEM_WORK);
     bk_free(b, lse, nl, DT_F32, MEM_WORK);
+}
+
+// ---- 4b. ops with their own kernels --------------------------------------------------------
+
+// LaX's crossing ops (docs/lax.md) are custom loops, not sgemm: the GEMM table and the
+// bandwidth do not describe them, so they are measured as themselves at the recipes' shape
+// (N 1024 tokens, r 32 = 4 × 8): FLOP/s (kron gate) or bytes/s (LayerNorm over r), as their
+// OpInfo counts them; the median (--best: the best) of 7 calls after a warm-up.
+typedef struct { const char *name; int per_byte; double rate; } NamedRate;
+static int measure_named_ops(Backend *b, NamedRate *out) {
+    const int N = 1024, r1 = 4, r2 = 8, r = r1 * r2;
+    void *z = rand_buf(b, (size_t)N * r, 11), *o = rand_buf(b, (size_t)N * r, 12), *d = rand_buf(b, (size_t)N * r, 13);
+    void *G1 = rand_buf(b, (size_t)r1 * r1, 14), *G2 = rand_buf(b, (size_t)r2 * r2, 15);
+    void *dG1 = rand_buf(b, (size_t)r1 * r1, 16), *dG2 = rand_buf(b, (size_t)r2 * r2, 17);
+    void *gam = rand_buf(b, (size_t)r, 18), *bet = rand_buf(b, (size_t)r, 19), *dgam = rand_buf(b, (size_t)r, 20), *dbet = rand_buf(b, (size_t)r, 21);
+    float *mean = bk_alloc(b, (size_t)N, DT_F32, MEM_WORK), *rstd = bk_alloc(b, (size_t)N, DT_F32, MEM_WORK);
+    OpTimer t = { 0 };
+    bk_observe(b, &op_timer, &t);
+    int n = 0;
+    for (int op = 0; op < 4; op++) {
+        double per[7], amount = 0;
+        for (int k = 0; k < 8; k++) {   // k = 0: warm-up
+            switch (op) {
+            case 0: op_kron_gate_forward(b, o, r, z, r, G1, G2, N, r1, r2); break;
+            case 1: op_kron_gate_backward(b, d, r, dG1, dG2, o, r, z, r, G1, G2, N, r1, r2); break;
+            case 2: op_layernorm_forward(b, o, r, mean, rstd, z, r, gam, bet, N, r, 1e-5f); break;
+            default: op_layernorm_backward(b, d, r, dgam, dbet, o, r, z, r, mean, rstd, gam, N, r); break;
+            }
+            if (k > 0) per[k - 1] = t.seconds;
+        }
+        static const char *const names[4] = { "kron_gate_forward", "kron_gate_backward", "layernorm_forward", "layernorm_backward" };
+        out[n].name = names[op];
+        out[n].per_byte = op >= 2;
+        amount = out[n].per_byte ? t.bytes : t.flops;
+        out[n].rate = amount / pick(per, 7);
+        n++;
+    }
+    bk_observe(b, NULL, NULL);
+    void *bufs[] = { z, o, d };
+    for (int i = 0; i < 3; i++) bk_free(b, bufs[i], (size_t)N * r, DT_F32, MEM_WORK);
+    bk_free(b, G1, (size_t)r1 * r1, DT_F32, MEM_WORK); bk_free(b, G2, (size_t)r2 * r2, DT_F32, MEM_WORK);
+    bk_free(b, dG1, (size_t)r1 * r1, DT_F32, MEM_WORK); bk_free(b, dG2, (size_t)r2 * r2, DT_F32, MEM_WORK);
+    void *small[] = { gam, bet, dgam, dbet };
+    for (int i = 0; i < 4; i++) bk_free(b, small[i], (size_t)r, DT_F32, MEM_WORK);
+    bk_free(b, mean, (size_t)N, DT_F32, MEM_WORK); bk_free(b, rstd, (size_t)N, DT_F32, MEM_WORK);
+    return n;
 }
 
 // ---- 5. collectives: the MPI worker ---------------------------------------------------------
@@ -214,6 +302,65 @@ static void one_call(Comm *c, int k, float *buf, float *out, size_t S) {
     }
 }
 
+// The GEMM of the rank-share measurement: a micro-batch of the recipes' tokens against a
+// bottleneck-sized weight.
+enum { SHARE_M = 1024, SHARE_N = 256, SHARE_K = 256 };
+#define SHARE_WINDOW_S 0.6
+
+// Seconds of one SHARE GEMM on this rank while every rank of the world runs the same loop for
+// the same wall-clock window: what one training rank computes at when `world` ranks share the
+// node. Each rank uses the threads a training rank gets (the cores divided among the ranks, at
+// least one: tools/train.c). Like a training step, the ranks are coupled: after each GEMM a
+// one-float all-reduce (a rank that is not scheduled holds the others up, as it does at every
+// collective of a step). A throughput: the window's wall time over the iterations done (the
+// time a rank is not scheduled falls between calls as often as inside one: a median of call
+// times would miss it), less the one-float all-reduce alone (median of 201); then the median
+// over the ranks (rank 0 returns it).
+static double rank_share_seconds(Comm *c, int world) {
+    int threads = (int)(sysconf(_SC_NPROCESSORS_ONLN) / world);
+    if (threads < 1) threads = 1;
+    omp_set_num_threads(threads);
+    openblas_set_num_threads(threads);
+    Backend *b = backend_cpu(DT_F32);
+    void *A = rand_buf(b, (size_t)SHARE_M * SHARE_K, 1), *B = rand_buf(b, (size_t)SHARE_K * SHARE_N, 2);
+    void *C = bk_alloc(b, (size_t)SHARE_M * SHARE_N, DT_F32, MEM_WORK);
+    OpTimer t = { 0 };
+    bk_observe(b, &op_timer, &t);
+    op_gemm(b, TR_N, TR_N, SHARE_M, SHARE_N, SHARE_K, 1.0f, A, SHARE_K, B, SHARE_N, 0.0f, C, SHARE_N);   // warm-up
+    float one = 1;
+    double ar[201];
+    for (int i = 0; i < 201; i++) {
+        double a0 = MPI_Wtime();
+        comm_all_reduce(c, GROUP_TP, &one, 1, PHASE_OTHER, -1);
+        ar[i] = MPI_Wtime() - a0;
+    }
+    double t_ar = pick(ar, 201);
+    int n = 0, stop = 0;
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    double t0 = MPI_Wtime(), t1 = t0;
+    while (!stop) {   // every rank runs the same number of iterations (rank 0's clock decides)
+        op_gemm(b, TR_N, TR_N, SHARE_M, SHARE_N, SHARE_K, 1.0f, A, SHARE_K, B, SHARE_N, 0.0f, C, SHARE_N);
+        one = c->rank == 0 && MPI_Wtime() - t0 >= SHARE_WINDOW_S;
+        comm_all_reduce(c, GROUP_TP, &one, 1, PHASE_OTHER, -1);
+        stop = one > 0;
+        n++;
+        t1 = MPI_Wtime();
+    }
+    double mine = (t1 - t0) / n - t_ar, all[64];
+    CHECK(world <= 64, "calibrate: at most 64 ranks");
+    CHECK_MPI(MPI_Gather(&mine, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    bk_observe(b, NULL, NULL);
+    bk_free(b, A, (size_t)SHARE_M * SHARE_K, DT_F32, MEM_WORK);
+    bk_free(b, B, (size_t)SHARE_K * SHARE_N, DT_F32, MEM_WORK);
+    bk_free(b, C, (size_t)SHARE_M * SHARE_N, DT_F32, MEM_WORK);
+    backend_free(b);
+    if (c->rank) return 0;
+    qsort(all, (size_t)world, sizeof *all, cmp_double);
+    return world % 2 ? all[world / 2] : 0.5 * (all[world / 2 - 1] + all[world / 2]);
+}
+
+static int share_only = 0;   // --share-only: the rank share and the op overhead, nothing else
+
 static int mpi_worker(int argc, char **argv, const char *path) {
     CHECK_MPI(MPI_Init(&argc, &argv));
     int world;
@@ -225,14 +372,21 @@ static int mpi_worker(int argc, char **argv, const char *path) {
         f = fopen(path, "w");
         CHECK_ERRNO(!f, path);
     }
+    double share_s = rank_share_seconds(&c, world);
+    if (f) fprintf(f, "share_gemm %d %d %.9g\n", world, SHARE_M, share_s);
+    if (share_only) {
+        if (f) CHECK_ERRNO(fclose(f) != 0, path);
+        comm_free(&c);
+        CHECK_MPI(MPI_Finalize());
+        return 0;
+    }
     size_t max_bytes = (size_t)16 << 20;
     float *buf = rand_host(max_bytes / 4, 9), *out = xaligned_alloc(max_bytes);
     for (int k = 0; k < K_N; k++)
         for (size_t S = 4 * (size_t)world; S <= max_bytes; S *= 4) {
             // Every call is timed on its own between barriers, and the time of a call is the
-            // slowest rank's; the size's time is the best call. On a shared machine a call
-            // that is descheduled half-way is an outlier of the machine's load, not of the
-            // collective: the best of many calls is what the hardware does.
+            // slowest rank's; the size's time is the median call (--best: the best one, what
+            // the hardware does when nothing else runs).
             CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
             double t0 = MPI_Wtime();
             one_call(&c, k, buf, out, S);   // warm-up, and an estimate for the repetitions
@@ -249,8 +403,7 @@ static int mpi_worker(int argc, char **argv, const char *path) {
                 per[r] = MPI_Wtime() - t0;
             }
             CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, per, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-            qsort(per, (size_t)reps, sizeof *per, cmp_double);
-            if (f) fprintf(f, "%s %d %zu %.9g\n", kind_names[k], world, S, per[0]);
+            if (f) fprintf(f, "%s %d %zu %.9g\n", kind_names[k], world, S, pick(per, reps));
         }
     if (f) CHECK_ERRNO(fclose(f) != 0, path);
     free(buf); free(out);
@@ -273,7 +426,10 @@ static int run_worker(int n, const char *out_path) {
     args[a++] = "--oversubscribe";
     if (geteuid() == 0) args[a++] = "--allow-run-as-root";
     args[a++] = "-x"; args[a++] = "OMP_NUM_THREADS=1";
-    args[a++] = self; args[a++] = "--mpi-worker"; args[a++] = out_path; args[a] = NULL;
+    args[a++] = self; args[a++] = "--mpi-worker"; args[a++] = out_path;
+    if (use_best) args[a++] = "--best";
+    if (share_only) args[a++] = "--share-only";
+    args[a] = NULL;
     fflush(stdout);
     pid_t pid = fork();
     CHECK_ERRNO(pid < 0, "fork");
@@ -439,15 +595,84 @@ static void host_facts(char *host, size_t nh, char *cpu, size_t nc) {
     fclose(f);
 }
 
+// --share-only PROFILE: the machine as it is now, for a profile calibrated earlier: its rank
+// share (2., 4. ranks ...: 5.), the all-core rate of the share GEMM against the profile's table
+// (rank_share {1: ...}: a single process's ops, this minute) and the op overhead, measured
+// again; everything else kept. A few seconds: analysis/validate_cpu.py runs it before every
+// measured launch, since this machine's free capacity changes from one minute to the next.
+static int share_update(const char *from, const char *out_path, const int *ranks, int n_ranks) {
+    HwProfile p;
+    hw_load_or_die(from, "experiments/hardware", &p);
+    CHECK(p.gemm[SP_FP32].present && p.gemm[SP_FP32].model == GEMM_TABLE, "--share-only: %s has no fp32 GEMM table", from);
+    double la[3];
+    load_average(la);
+    char date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+    Backend *bk = backend_cpu(DT_F32);
+    p.op_overhead_s = measure_op_overhead(bk);
+    double flops = 2.0 * SHARE_M * SHARE_N * SHARE_K, table = flops / sim_gemm_rate(&p, SP_FP32, SHARE_M, SHARE_N, SHARE_K, 1);
+    double one = time_gemm(bk, SHARE_M, SHARE_N, SHARE_K, 0.2);
+    backend_free(bk);
+    p.n_share = 0;
+    p.share_n[p.n_share] = 1;
+    p.share[p.n_share++] = table / one;
+    printf("calibrate --share-only %s (%s, load average %.2f): op overhead %.2f us; 1 process %.2f GFLOP/s on %dx%dx%d "
+           "(the table: %.2f): %.3f\n", from, date, la[0], p.op_overhead_s * 1e6, flops / one / 1e9, SHARE_M, SHARE_N, SHARE_K,
+           flops / table / 1e9, table / one);
+    for (int r = 0; r < n_ranks; r++) {
+        char tmp[] = "/tmp/calibrate.XXXXXX";
+        int fd = mkstemp(tmp);
+        CHECK_ERRNO(fd < 0, "mkstemp");
+        close(fd);
+        if (run_worker(ranks[r], tmp)) die_input("calibrate: the MPI worker at %d ranks failed", ranks[r]);
+        FILE *f = fopen(tmp, "r");
+        CHECK_ERRNO(!f, tmp);
+        char kind[32];
+        int n;
+        double M, t;
+        if (fscanf(f, "%31s %d %lf %lf", kind, &n, &M, &t) != 4 || strcmp(kind, "share_gemm")) DIE("calibrate: no rank share in %s", tmp);
+        fclose(f);
+        unlink(tmp);
+        p.share_n[p.n_share] = n;
+        p.share[p.n_share++] = table / t;
+        printf("   rank share: %d ranks each at %.2f GFLOP/s (the table: %.2f): %.3f\n", n, flops / t / 1e9, flops / table / 1e9, table / t);
+    }
+    char header[1400];
+    snprintf(header, sizeof header,
+             "%s: %s with its rank_share and op_overhead_s measured again by build/calibrate --share-only\n"
+             "on %s (load average %.2f); everything else as calibrated there (see its comments)", p.name, from, date, la[0]);
+    const char *comments[HW_SEC_COUNT] = { 0 };
+    char tmp_out[1100];
+    xsnprintf(tmp_out, sizeof tmp_out, "%s.tmp", out_path);
+    FILE *f = fopen(tmp_out, "w");
+    if (!f) die_input("cannot write %s: %s", tmp_out, strerror(errno));
+    hw_write_yaml(f, &p, header, comments);
+    CHECK_ERRNO(fclose(f) != 0, tmp_out);
+    CHECK_ERRNO(rename(tmp_out, out_path) != 0, "rename");
+    hw_free(&p);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc == 3 && !strcmp(argv[1], "--mpi-worker")) return mpi_worker(argc, argv, argv[2]);
+    if (argc >= 3 && !strcmp(argv[1], "--mpi-worker")) {
+        for (int i = 3; i < argc; i++) {
+            use_best |= !strcmp(argv[i], "--best");
+            share_only |= !strcmp(argv[i], "--share-only");
+        }
+        return mpi_worker(argc, argv, argv[2]);
+    }
     ensure_passive_omp(argv);
     const char *out_path = "experiments/hardware/cpu-local.yaml";
+    const char *share_from = NULL;
     int ranks[4] = { 2, 4 }, n_ranks = 2, quick = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) { quick = 1; continue; }
-        if (i + 1 >= argc) die_input("option %s needs a value (usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick])", argv[i]);
+        if (!strcmp(argv[i], "--best")) { use_best = 1; continue; }
+        if (i + 1 >= argc) die_input("option %s needs a value (usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best] "
+                                     "[--share-only PROFILE])", argv[i]);
         if (!strcmp(argv[i], "--out")) out_path = argv[++i];
+        else if (!strcmp(argv[i], "--share-only")) { share_from = argv[++i]; share_only = 1; }
         else if (!strcmp(argv[i], "--ranks")) {
             n_ranks = 0;
             for (char *s = argv[++i], *e; *s && n_ranks < 4; s = *e ? e + 1 : e) {
@@ -456,8 +681,9 @@ int main(int argc, char **argv) {
                 ranks[n_ranks++] = (int)v;
             }
             if (!n_ranks) die_input("--ranks: expected a list like 2,4");
-        } else die_input("unknown option '%s' (expected --out, --ranks, --quick)", argv[i]);
+        } else die_input("unknown option '%s' (expected --out, --ranks, --quick, --best, --share-only)", argv[i]);
     }
+    if (share_from) return share_update(share_from, out_path, ranks, n_ranks);
     {   // fail now, not after the measurements, when the output cannot be written
         char probe[1100];
         xsnprintf(probe, sizeof probe, "%s.tmp", out_path);
@@ -506,7 +732,16 @@ int main(int argc, char **argv) {
     p.memory_efficiency = 1.0;
     p.host_bandwidth = bw;   // "host" and device memory are the same memory here
     p.memory_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    printf("\n3. memory bandwidth (op_add, 2 x 64 MiB, %d threads): %.2f GB/s\n", omp_get_max_threads(), bw / 1e9);
+    printf("\n3. memory bandwidth (op_add, 2 x 64 MiB, %d threads, %s): %.2f GB/s\n", omp_get_max_threads(),
+           use_best ? "best" : "median", bw / 1e9);
+    p.op_overhead_s = measure_op_overhead(bk);
+    printf("   op overhead (op_add on 64 floats, %s of 201 calls): %.2f us per op\n", use_best ? "best" : "median",
+           p.op_overhead_s * 1e6);
+    // the reference of the rank share (5.): the GEMM table's own rate at the share GEMM's
+    // shape (the model scales the table's rates by the share, so the share is relative to it;
+    // a separate all-core timing would add its own noise: 2-thread sgemm here ranges 118-201
+    // GFLOP/s from one minute to the next)
+    double share_ref = 2.0 * SHARE_M * SHARE_N * SHARE_K / sim_gemm_rate(&p, SP_FP32, SHARE_M, SHARE_N, SHARE_K, 1);
     // 4. attention
     static const int shapes[2][4] = { { 8, 128, 2, 32 }, { 4, 256, 4, 32 } };
     double ef = 0, eb = 0;
@@ -518,6 +753,16 @@ int main(int argc, char **argv) {
         printf("   %4d %5d %3d %4d  %12.2f %12.2f\n", shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], rf / 1e9, rb / 1e9);
         ef += rf / peak / 2;
         eb += rb / peak / 2;
+    }
+    NamedRate named[4];
+    int nn = measure_named_ops(bk, named);
+    printf("\n4b. ops with their own kernels (LaX's crossing, N 1024, r 32 = 4 x 8, %s of 7 calls)\n", use_best ? "best" : "median");
+    for (int i = 0; i < nn; i++) {
+        HwOpRate *r = &p.op_rates[SP_FP32][p.n_op_rates[SP_FP32]++];
+        snprintf(r->name, sizeof r->name, "%s", named[i].name);
+        r->per_byte = named[i].per_byte;
+        r->rate = named[i].rate;
+        printf("   %-20s %10.3f %s\n", r->name, r->rate / 1e9, r->per_byte ? "GB/s" : "GFLOP/s");
     }
     backend_free(bk);
     p.attention[SP_FP32] = (HwAttention){ 1, ef > 1 ? 1 : ef, eb > 1 ? 1 : eb };
@@ -540,6 +785,16 @@ int main(int argc, char **argv) {
         int n;
         double S, t;
         while (nm < 4096 && fscanf(f, "%31s %d %lf %lf", kind, &n, &S, &t) == 4) {
+            if (!strcmp(kind, "share_gemm")) {   // one rank's GEMM while n ranks compute at once
+                CHECK(p.n_share < HW_BUSBW_MAX, "calibrate: too many rank counts");
+                p.share_n[p.n_share] = n;
+                p.share[p.n_share] = share_ref / t;
+                printf("   rank share: %d ranks each at %.2f GFLOP/s on %dx%dx%d (the GEMM table there: %.2f): %.3f\n",
+                       n, 2.0 * SHARE_M * SHARE_N * SHARE_K / t / 1e9, SHARE_M, SHARE_N, SHARE_K,
+                       2.0 * SHARE_M * SHARE_N * SHARE_K / share_ref / 1e9, p.share[p.n_share]);
+                p.n_share++;
+                continue;
+            }
             int k = 0;
             while (k < K_N && strcmp(kind_names[k], kind)) k++;
             CHECK(k < K_N, "calibrate: unknown kind '%s' in %s", kind, tmp);
@@ -594,29 +849,46 @@ int main(int argc, char **argv) {
         "peak: the engine's sgemm peak (backend/cpu/peak.c measure_sgemm_peak_gflops: best-of-3 2048^3),\n"
         "the reference of the trainer's MFU, the larger of before and after the grid; no nominal CPU\n"
         "peak is assumed";
-    const char *c_gemm =
+    const char *stat = use_best ? "best" : "median";
+    char c_gemm[512], c_mem[512], c_att[512];
+    snprintf(c_gemm, sizeof c_gemm,
         "gemm: measured op_gemm (CPU fp32 back end: OpenBLAS sgemm, row-major, no transpose) FLOP/s on\n"
-        "the grid, the best of 3 sweeps of >= 3 timed repetitions each; the model interpolates in\n"
-        "log2(M, N, K) and clamps outside. Transposed operands (backward GEMMs) are priced with the same table.";
-    const char *c_mem =
-        "memory: the engine's op_add (x += y, 2 x 64 MiB; the best pass after the first), bytes as\n"
-        "its OpInfo counts them (2 reads + 1 write); memory_bytes = physical memory of the machine";
-    const char *c_att =
+        "the grid, the %s of 3 sweeps of the %s of >= 3 timed repetitions each; the model interpolates in\n"
+        "log2(M, N, K) and clamps outside. Transposed operands (backward GEMMs) are priced with the same table.", stat, stat);
+    snprintf(c_mem, sizeof c_mem,
+        "memory: the engine's op_add (x += y, 2 x 64 MiB; the %s pass after the first), bytes as\n"
+        "its OpInfo counts them (2 reads + 1 write); memory_bytes = physical memory of the machine;\n"
+        "op_overhead_s: the %s of 201 op_add calls on 64 floats (dispatch, an OpenMP region)", stat, stat);
+    snprintf(c_att, sizeof c_att,
         "attention: the engine's flash attention (op_attention_forward/backward) at B,T,H,hd =\n"
-        "8,128,2,32 and 4,256,4,32 (best of 7 calls each); FLOPs as the ops count them (FlashAttention-2's\n"
+        "8,128,2,32 and 4,256,4,32 (%s of 7 calls each); FLOPs as the ops count them (FlashAttention-2's\n"
         "convention: 2*2*hd per causal (query, key) pair forward, 2.5x backward) over the sgemm peak,\n"
-        "mean of the two shapes";
+        "mean of the two shapes", stat);
     char rank_list[64] = "";
     for (int r = 0; r < n_ranks; r++)
         snprintf(rank_list + strlen(rank_list), sizeof rank_list - strlen(rank_list), "%s%d", r ? (r == n_ranks - 1 ? " and " : ", ") : "", ranks[r]);
     snprintf(c_links, sizeof c_links, "links: the engine's MPI collectives (parallel/comm_mpi.c, shared memory) at %s ranks on this\n"
              "%ld-core machine (more ranks than cores oversubscribe it); sizes 4 B .. 16 MiB; per size the\n"
-             "best of 10-300 calls, each timed between barriers (the slowest rank's time). Per rank count\n"
+             "%s of 10-300 calls, each timed between barriers (the slowest rank's time). Per rank count\n"
              "alpha + bytes/busbw fitted in log space (busbw per rank count), base and hop through the\n"
              "alphas; model error over all points median %.1f%%, max %.1f%% (%d points left out of the\n"
              "fit). p2p is a sendrecv exchange (both directions at once); its latency is all base_s",
-             rank_list, cores, 100 * med, 100 * mx, dropped);
-    const char *comments[HW_SEC_COUNT] = { c_peak, c_gemm, c_mem, c_att, c_links };
+             rank_list, cores, stat, 100 * med, 100 * mx, dropped);
+    char c_share[600];
+    snprintf(c_share, sizeof c_share,
+             "rank_share: with R ranks on this host (make exp at tp R), one rank's ops run at this fraction of\n"
+             "the rates above (measured all-core, one process): every rank times op_gemm %dx%dx%d with the\n"
+             "threads a training rank gets (cores / R, at least 1), each followed by a one-float all-reduce,\n"
+             "for the same %.1f s window (window / iterations, less the all-reduce alone: time not scheduled\n"
+             "counts), the median over the ranks, over the GEMM table's rate at that shape. Applied to every\n"
+             "op (GEMM, attention, memory-bound) of a rank; collectives are measured as such.",
+             SHARE_M, SHARE_N, SHARE_K, SHARE_WINDOW_S);
+    char c_named[400];
+    snprintf(c_named, sizeof c_named,
+             "op_rates: LaX's crossing ops are custom loops, not sgemm: the engine's own kron_gate and layernorm\n"
+             "ops timed as themselves at N 1024, r 32 = 4 x 8 (the recipes' LaX), %s of 7 calls; FLOP/s or bytes/s\n"
+             "as their OpInfo counts them", use_best ? "best" : "median");
+    const char *comments[HW_SEC_COUNT] = { c_peak, c_gemm, c_mem, c_att, c_links, c_share, c_named };
     // Validate before replacing the old profile: write a copy under a temporary directory
     // (its file name must be the profile's name), load it, then write the real file via
     // a temporary name and rename.

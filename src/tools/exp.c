@@ -20,12 +20,14 @@
 #include "../store/checkpoint.h"
 #include "../store/db.h"
 #include "../store/host.h"
+#include "../sim/hardware.h"
 #include "../train/trainer.h"
 
 static const char *USAGE =
 "usage: exp NAME|PATH [--variant V] [--set key=value]... [--repeat N] [--dry-run]\n"
 "       exp NAME|PATH --resume [--launch ID] [--set key=value]...\n"
 "       exp NAME|PATH --summary [--launch ID]\n"
+"       exp NAME|PATH --simulate PROFILE [--variant V] [--set key=value]... [--dry-run]\n"
 "\n"
 "Runs experiments/NAME.yaml as one launch: each variant (those marked run.on_demand only\n"
 "when named) as its own training process, the variants REPEAT times interleaved, then\n"
@@ -41,6 +43,10 @@ static const char *USAGE =
 "                     runs not started start, completed runs are left alone (make exp RESUME=1)\n"
 "  --summary          print the comparison table of a launch (the latest, or --launch ID)\n"
 "  --launch ID        the launch for --resume or --summary (make exp LAUNCH=ID)\n"
+"  --simulate PROFILE price every variant (on-demand ones included) with build/simulate on the\n"
+"                     hardware profile experiments/hardware/PROFILE.yaml instead of training it\n"
+"                     (make exp SIMULATE=1 [HARDWARE=PROFILE], default a100-80gb-node4): one\n"
+"                     launch whose runs are of kind `simulated` (docs/performance-model.md)\n"
 "  --help             this text\n"
 "\n"
 "Exit: 0 every run completed (or nothing left to do), 1 a run failed or diverged,\n"
@@ -164,8 +170,14 @@ static void warn_config_differences(RunDB *db, const Manifest *man, const RunRow
 static void print_table(RunDB *db, const Manifest *man, const char *experiment, const LaunchRow *launch) {
     RunRow *runs = NULL;
     int n_runs = 0;
+    int simulated = launch && !strcmp(launch->kind, "simulated");
     if (launch) {
         n_runs = rundb_launch_runs(db, launch->id, &runs);
+        if (simulated)
+            printf("\n%s — launch %lld (%s): SIMULATED on hardware profile %s by build/simulate, nothing trained%s%s%s)\n",
+                   experiment, (long long)launch->id, launch->started_at, launch->hardware,
+                   launch->variant_filter[0] ? ", VARIANT=" : "", launch->variant_filter, launch->n_overrides ? ", SET given" : "");
+        else
         printf("\n%s — launch %lld (%s, host %s, load %.2f at start, sgemm peak %.1f GFLOP/s, REPEAT=%d%s%s%s)\n",
                experiment, (long long)launch->id, launch->started_at, launch->host, launch->load_avg, launch->peak_gflops,
                launch->repeat, launch->variant_filter[0] ? ", VARIANT=" : "", launch->variant_filter,
@@ -205,6 +217,12 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         printf("%-28s %5s %6d %9s %9s %9s %21s %10s %6s %10s %11s %8lld\n", s->variant, runs_col, s->steps, loss, val, ms,
                spread, tps, mfu, mem, comm, (long long)s->comm_calls);
     }
+    if (simulated)
+        printf("modeled: one simulated step per run on profile %s (no loss: nothing is computed). ms/step: the modeled\n"
+               "step time; MFU against the profile's peak x devices; peak mem: the largest rank's modeled total;\n"
+               "comm/step: rank 0's collectives. The split: sqlite3 %s \"SELECT * FROM simulated_runs WHERE launch_id = %lld\"\n",
+               launch->hardware, rundb_path(db), (long long)launch->id);
+    else
     printf("runs: completed/total (only completed runs enter the numbers). ms/step: median step time after warm-up\n"
            "(the first max(1, steps/10) steps), median over the runs. spread: %s%s%s. tokens/s = tokens per step /\n"
            "median step time. MFU against the %s sgemm peak. comm/step and calls: rank 0's collectives per step.\n",
@@ -271,6 +289,7 @@ int main(int argc, char **argv) {
     ensure_passive_omp(argv);
     const char *name = NULL, *only = NULL;
     int resume = 0, dry = 0, summary = 0, repeat = 1;
+    const char *simulate = NULL;
     int64_t launch_id = 0;
     const char **sets = xcalloc((size_t)argc + 1, sizeof(char *)); int n_sets = 0;
     for (int i = 1; i < argc; i++) {
@@ -281,6 +300,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--resume")) resume = 1;
         else if (!strcmp(a, "--dry-run")) dry = 1;
         else if (!strcmp(a, "--summary")) summary = 1;
+        else if (!strcmp(a, "--simulate")) { if (!has_val) usage_error("--simulate needs a hardware profile"); simulate = argv[++i]; }
         else if (!strcmp(a, "--set")) { if (!has_val) usage_error("--set needs key=value"); sets[n_sets++] = argv[++i]; }
         else if (!strcmp(a, "--repeat") || !strcmp(a, "--launch")) {
             if (!has_val) usage_error("--repeat and --launch need a number");
@@ -298,6 +318,14 @@ int main(int argc, char **argv) {
     if (resume + summary + dry > 1) usage_error("--resume, --summary and --dry-run exclude each other");
     if (repeat > 1 && (resume || summary)) usage_error("--repeat starts a new launch (a resume keeps the launch's REPEAT)");
     if (launch_id && !resume && !summary) usage_error("--launch goes with --resume or --summary");
+    if (simulate && !*simulate) simulate = "a100-80gb-node4";
+    if (simulate && (resume || summary))
+        usage_error("--simulate starts a new launch of simulated runs (a simulation has nothing to resume; "
+                    "the table of a simulated launch: --summary without --simulate)");
+    if (simulate && repeat > 1) usage_error("--simulate: a simulation is deterministic, REPEAT would give the same run again");
+    HwProfile hw;
+    memset(&hw, 0, sizeof hw);
+    if (simulate) hw_load_or_die(simulate, "experiments/hardware", &hw);   // an unknown profile: exit 2 before anything
     char path[1024];
     resolve_path(name, path, sizeof path);
     Manifest *man = manifest_load_with(path, sets, n_sets);
@@ -349,11 +377,13 @@ int main(int argc, char **argv) {
     }
 
     // The train binary next to this one.
-    char self[1024], train_bin[1100];
+    char self[1024], train_bin[1100], sim_bin[1100];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
     CHECK_ERRNO(k < 0, "readlink /proc/self/exe");
     self[k] = 0;
-    xsnprintf(train_bin, sizeof train_bin, "%s/train", dirname(self));
+    const char *bin_dir = dirname(self);   // (dirname may modify self: called once)
+    xsnprintf(train_bin, sizeof train_bin, "%s/train", bin_dir);
+    xsnprintf(sim_bin, sizeof sim_bin, "%s/simulate", bin_dir);
 
     printf("experiment %s version %s (%s, sha256 %.12s) — %d variant%s%s\n", man->name,
            man->version[0] ? man->version : "-", path, man->sha256, man->n_variants, man->n_variants == 1 ? "" : "s",
@@ -386,12 +416,21 @@ int main(int argc, char **argv) {
         li.repeat = repeat;
         li.load_avg = host_load_average();
         host_facts(&li.host);
-        set_threads(0);
-        peak = measure_sgemm_peak_gflops();
-        li.peak_gflops = peak;
+        if (simulate) {   // nothing runs on this host's cores: no peak to measure
+            xsnprintf(li.kind, sizeof li.kind, "simulated");
+            xsnprintf(li.hardware, sizeof li.hardware, "%s", hw.name);
+        } else {
+            set_threads(0);
+            peak = measure_sgemm_peak_gflops();
+            li.peak_gflops = peak;
+        }
         int64_t id = rundb_begin_launch(db, &li);
         free(text);
         CHECK(rundb_launch(db, id, &launch), "launch %lld vanished", (long long)id);
+        if (simulate)
+            printf("launch %lld: every variant simulated on %s (%s) by build/simulate; nothing is trained\n", (long long)id,
+                   hw.name, hw.device);
+        else
         printf("launch %lld on %s: load average %.2f at start; sgemm peak %.1f GFLOP/s (all %ld cores, measured once for every run)\n",
                (long long)id, li.host.host, li.load_avg, peak, sysconf(_SC_NPROCESSORS_ONLN));
     }
@@ -411,7 +450,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < man->n_variants && !g_stop; i++) {
             const ManifestVariant *v = &man->variants[i];
             if (only && strcmp(v->name, only)) continue;
-            if (!only && v->config.run.on_demand) {
+            if (!only && v->config.run.on_demand && !simulate) {
                 if (r == 0) printf("\n== variant %s: on demand only (make exp EXP=%s VARIANT=%s) ==\n", v->name, man->name, v->name);
                 continue;
             }
@@ -441,7 +480,16 @@ int main(int argc, char **argv) {
                 continue;
             }
             Args cmd = {0};
-            if (world > 1) {
+            if (simulate) {   // the simulated run records itself (kind simulated) in the launch
+                args_push(&cmd, sim_bin); args_push(&cmd, path); args_push(&cmd, "--variant"); args_push(&cmd, v->name);
+                args_push(&cmd, "--hardware"); args_push(&cmd, hw.path);
+                for (int s = 0; s < n_all; s++) { args_push(&cmd, "--set"); args_push(&cmd, all_sets[s]); }
+                if (!dry) {
+                    args_push(&cmd, "--record");
+                    args_push(&cmd, "--launch"); args_push(&cmd, launch_s);
+                    args_push(&cmd, "--repeat-index"); args_push(&cmd, rep_s);
+                }
+            } else if (world > 1) {
                 if (!mpirun_checked++ && !on_path("mpirun"))
                     die_input("variant %s needs %d ranks, but mpirun is not on PATH (Debian: apt-get install openmpi-bin)",
                               v->name, world);
@@ -450,10 +498,11 @@ int main(int argc, char **argv) {
                 // mpirun sends SIGTERM then SIGKILL: leave the ranks time to record 'interrupted'
                 args_push(&cmd, "--mca"); args_push(&cmd, "odls_base_sigkill_timeout"); args_push(&cmd, "5");
             }
-            args_push(&cmd, train_bin); args_push(&cmd, path); args_push(&cmd, "--variant"); args_push(&cmd, v->name);
-            args_push(&cmd, "--no-config-table");
+            if (!simulate) { args_push(&cmd, train_bin); args_push(&cmd, path); args_push(&cmd, "--variant"); args_push(&cmd, v->name);
+            args_push(&cmd, "--no-config-table"); }
             char resume_arg[300];
-            if (have_prior) {
+            if (simulate) {
+            } else if (have_prior) {
                 snprintf(resume_arg, sizeof resume_arg, "--resume=%s", prior.uid);
                 args_push(&cmd, resume_arg);
                 args_push(&cmd, "--peak-gflops"); args_push(&cmd, peak_s);   // the launch's one peak, again
@@ -466,7 +515,8 @@ int main(int argc, char **argv) {
                     args_push(&cmd, "--peak-gflops"); args_push(&cmd, peak_s);
                 }
             }
-            printf("\n== variant %s (%d rank%s)", v->name, world, world == 1 ? "" : "s");
+            if (simulate) printf("\n== variant %s (simulated: %d device%s of %s)", v->name, world, world == 1 ? "" : "s", hw.name);
+            else printf("\n== variant %s (%d rank%s)", v->name, world, world == 1 ? "" : "s");
             if (repeat > 1) printf(", repeat %d/%d", r + 1, repeat);
             printf(" ==\n$");
             for (int j = 0; cmd.v[j]; j++) printf(" %s", cmd.v[j]);
@@ -477,7 +527,7 @@ int main(int argc, char **argv) {
             }
             fflush(stdout);
             if (dry) {   // and the memory per rank (dry back end: nothing allocated)
-                if (r == 0) { printf("\n"); trainer_memory_print(&v->config, stdout); }
+                if (r == 0 && !simulate) { printf("\n"); trainer_memory_print(&v->config, stdout); }
                 free(cmd.v);
                 continue;
             }
@@ -506,10 +556,12 @@ int main(int argc, char **argv) {
     printf("\nlaunch %lld %s: %d of %d planned runs completed\n", (long long)launch.id, status, completed, planned);
     printf("  runs (runs.id):  ");
     for (int i = 0; i < n_runs; i++) printf("%lld%s", (long long)runs[i].id, i + 1 < n_runs ? " " : "\n");
-    if (n_runs) printf("  checkpoints:     %s/<uid>/ (e.g. %s/%s/)\n", man->variants[0].config.run.checkpoint_dir,
+    if (n_runs && !simulate) printf("  checkpoints:     %s/<uid>/ (e.g. %s/%s/)\n", man->variants[0].config.run.checkpoint_dir,
                        man->variants[0].config.run.checkpoint_dir, runs[n_runs - 1].uid);
     int in_experiments = !strncmp(path, "experiments/", 12);
-    if (in_experiments) printf("  figures:         make figures EXP=%s LAUNCH=%lld\n", man->name, (long long)launch.id);
+    if (simulate) printf("  the split:       sqlite3 -header -column %s \"SELECT * FROM simulated_runs WHERE launch_id = %lld\"\n",
+                         db_path, (long long)launch.id);
+    else if (in_experiments) printf("  figures:         make figures EXP=%s LAUNCH=%lld\n", man->name, (long long)launch.id);
     else printf("  figures:         /usr/bin/python3 analysis/plot_losses.py %s --db %s --launch %lld\n", man->name, db_path, (long long)launch.id);
     printf("  query:           sqlite3 -header -column %s \"SELECT * FROM run_summary WHERE launch_id = %lld\"\n",
            db_path, (long long)launch.id);
@@ -526,6 +578,7 @@ int main(int argc, char **argv) {
     rundb_close(db);
     rundb_launch_row_free(&launch);
     if (all_sets != sets) free(all_sets);
+    hw_free(&hw);
     manifest_free(man);
     free(sets);
     return g_stop ? 128 + g_stop : failures ? 1 : 0;

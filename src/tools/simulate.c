@@ -2,7 +2,9 @@
 // real drivers' traces (docs/performance-model.md):
 //
 //   build/simulate experiments/X.yaml [--variant V] --hardware a100-80gb-node4 [--set k=v]...
-//                  [--per-layer]
+//                  [--per-layer] [--json FILE] [--trace-layer L]
+//                  [--record [--launch ID] [--repeat-index R]]
+//   build/simulate --hardware NAME --gemm M,N,K[,COUNT] [--precision bf16]
 //
 // For every pipeline stage (seen from its tp rank 0, dp rank 0: the other ranks of a stage hold
 // the same shapes up to a vocabulary row), the model and its optimizer are built on the dry
@@ -15,9 +17,17 @@
 // each stage's costs, the step time split into compute, exposed communication (this engine
 // never overlaps communication with computation), pipeline transfers and bubble, tokens/s,
 // MFU and HFU, and the memory per rank against the device's capacity.
+//
+// --json writes the same report (and more: time by op class and by group, every layer, the
+// ordered ops and collectives of one layer) as JSON; --record writes the simulated run into
+// the run database (run.db) as a run of kind `simulated` (docs/database.md), as
+// `make exp ... SIMULATE=1` does for every variant. --gemm prices one GEMM launch alone.
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../backend/backend.h"
 #include "../config/manifest.h"
@@ -26,10 +36,13 @@
 #include "../parallel/comm.h"
 #include "../parallel/schedule.h"
 #include "../sim/sim.h"
+#include "../store/db.h"
 #include "../train/optimizer.h"
 #include "../train/trainer.h"
 
 #define MAX_SETS 64
+
+static const char *const OP_CLASS_NAMES[OPC_COUNT] = { "gemm", "attention", "memory", "transfer" };
 
 typedef struct {
     double *fwd, *bwd;       // [K] seconds of each micro-batch's forward / backward on this stage
@@ -37,10 +50,30 @@ typedef struct {
     double send_fwd_bytes;   // one activation message to the next stage (0 on the last)
     double send_bwd_bytes;   // one gradient message to the previous stage (0 on the first)
     SimCost total;
-    double flops;
     int layer_begin, layer_end;
     SimTracer tracer;
+    CommStatRow *rows;       // the stage's communication table of the step, modeled seconds
+    int n_rows;
+    MemReport mem;
 } StageSim;
+
+// Everything a simulation produced: printed, written as JSON, recorded.
+typedef struct {
+    const char *manifest;
+    const Manifest *man;
+    const ManifestVariant *mv;
+    Config cfg;
+    HwProfile hw;
+    char hw_sha256[65];
+    SimPrecision prec;
+    int P, K, world, nodes, trace_stage, trace_layer;
+    double tokens, step, model_flops, hw_flops;
+    StageSim *st;
+    SimStageTime *tm;
+    double *xf, *xb;
+    int crit;
+    SimStepReport r;
+} SimRun;
 
 // Micro-batches whose activations a stage keeps at once (the trainer's choice).
 static int stage_slots(int pp, int pp_rank, int K) {
@@ -57,8 +90,14 @@ static double take_seconds(SimTracer *t) {
     return c.compute_s + c.comm_s;
 }
 
+// The layer trace covers micro-batch 0 of the traced stage: on for its forward and backward.
+static void trace_mb(StageSim *st, int traced, int mb, int on) {
+    if (traced && mb == 0) sim_tracer_trace_layer(&st->tracer, st->tracer.trace_layer, on);
+}
+
 // One pipeline stage: build it on the dry back end and run the trainer's step through it.
-static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw, SimPrecision prec, DType dt, int stage) {
+static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw, SimPrecision prec, DType dt, int stage,
+                           int trace_layer) {
     const ParallelConfig *pc = &cfg->parallel;
     const TrainConfig *tc = &cfg->train;
     int K = tc->grad_accum, rank = grid_world_rank(pc->tp, pc->dp, 0, 0, stage);
@@ -76,8 +115,11 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     // price everything from here on: the set-up above is not part of a step
     sim_tracer_init(&st->tracer, hw, prec, pc->tp, pc->dp, pc->pp, 0, 0, stage, cfg->model.n_layers);
     SimTracer *t = &st->tracer;
+    int traced = trace_layer >= st->layer_begin && trace_layer < st->layer_end;
+    if (traced) sim_tracer_trace_layer(t, trace_layer, 0);
     OpObserver obs = { NULL, sim_tracer_op };
     bk_observe(bk, &obs, t);
+    comm_stats_reset(&c);
     c.observer = sim_tracer_comm;
     c.observer_ctx = t;
     st->fwd = xcalloc((size_t)K, sizeof(double));
@@ -89,10 +131,12 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     st->head = take_seconds(t);
     if (pc->pp == 1) {
         for (int k = 0; k < K; k++) {
+            trace_mb(st, traced, k, 1);
             model_stage_forward(&m, 0, tokens, tokens);
             st->fwd[k] = take_seconds(t);
             model_stage_backward(&m, 0, scale);
             st->bwd[k] = take_seconds(t);
+            trace_mb(st, traced, k, 0);
         }
     } else {
         // the trainer's fused 1F1B actions (trainer.c run_micro_batches), each priced alone
@@ -107,12 +151,16 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
             int slot = a->mb % m.n_slots;
             switch (a->kind) {
             case PA_FORWARD:
+                trace_mb(st, traced, a->mb, 1);
                 model_stage_forward(&m, slot, tokens, tokens);
                 st->fwd[a->mb] = take_seconds(t);
+                trace_mb(st, traced, a->mb, 0);
                 continue;
             case PA_BACKWARD:
+                trace_mb(st, traced, a->mb, 1);
                 model_stage_backward(&m, slot, scale);
                 st->bwd[a->mb] = take_seconds(t);
+                trace_mb(st, traced, a->mb, 0);
                 continue;
             case PA_RECV_FWD:
                 comm_recv_ex(&c, GROUP_PP, model_stage_input(&m, slot), n_act, ct, stage - 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
@@ -156,6 +204,17 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     optimizer_step(&o, &m, tc, lr_at(tc, 0), 1);
     st->tail = take_seconds(t);
     st->total = t->total;
+    // the communication table of the step, each row with its modeled seconds (pipeline
+    // sends get theirs from the pipeline simulation, main)
+    int it = 0, cap = 64;
+    CommStatRow row;
+    st->rows = xcalloc((size_t)cap, sizeof *st->rows);
+    while (comm_stats_next(&c, &it, &row)) {
+        if (st->n_rows == cap) { cap *= 2; st->rows = realloc(st->rows, (size_t)cap * sizeof *st->rows); CHECK(st->rows, "out of memory"); }
+        row.s.seconds = row.kind == COMM_SEND || row.kind == COMM_RECV ? 0
+                      : sim_tracer_comm_cell(t, row.kind, row.phase, row.group, row.layer);
+        st->rows[st->n_rows++] = row;
+    }
     free(tokens);
     bk_observe(bk, NULL, NULL);
     optimizer_free(&o);
@@ -178,12 +237,307 @@ static void print_per_layer(const StageSim *st, int stage, int K) {
     }
 }
 
+// ---- the text report ---------------------------------------------------------------------
+static void print_report(const SimRun *s, int per_layer) {
+    const HwProfile *hw = &s->hw;
+    printf("\n%5s %7s %11s %11s %10s %10s %10s %10s %10s\n", "stage", "layers", "fwd/mb ms", "bwd/mb ms", "compute s",
+           "comm s", "p2p s", "idle s", "end s");
+    for (int p = 0; p < s->P; p++) {
+        const StageSim *st = &s->st[p];
+        double f = 0, b = 0;
+        for (int k = 0; k < s->K; k++) { f += st->fwd[k]; b += st->bwd[k]; }
+        printf("%5d %3d-%-3d %11.3f %11.3f %10.4f %10.4f %10.4f %10.4f %10.4f\n", p, st->layer_begin, st->layer_end - 1,
+               1e3 * f / s->K, 1e3 * b / s->K, st->total.compute_s, st->total.comm_s, s->tm[p].xfer_s, s->tm[p].wait_s,
+               s->tm[p].end_s);
+    }
+    printf("\nthe step, as the busiest stage (%d) spends it:\n", s->crit);
+    sim_report_print(&s->r, stdout);
+    printf("\nmemory per rank, GiB (dry back end; tp rank 0, dp rank 0 of each stage), capacity %.2f GiB:\n",
+           hw->memory_bytes / 1073741824.0);
+    printf("%5s", "stage");
+    for (int i = 0; i < MEM_COUNT; i++) printf(" %9s", mem_category_name((MemCategory)i));
+    printf(" %9s\n", "peak");
+    for (int p = 0; p < s->P; p++) {
+        const MemReport *mr = &s->st[p].mem;
+        printf("%5d", p);
+        for (int i = 0; i < MEM_COUNT; i++) printf(" %9.3f", mr->bytes[i] / 1073741824.0);
+        printf(" %9.3f  %s\n", mr->total / 1073741824.0, mr->total <= hw->memory_bytes ? "fits" : "DOES NOT FIT");
+    }
+    if (per_layer)
+        for (int p = 0; p < s->P; p++) print_per_layer(&s->st[p], p, s->K);
+}
+
+// ---- the JSON report -----------------------------------------------------------------------
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+// Numbers: 17 significant digits; a non-finite one as null (JSON has no NaN).
+static void json_num(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.17g", v); else fputs("null", f);
+}
+static void json_kv(FILE *f, const char *key, double v, int last) {
+    json_str(f, key); fputs(": ", f); json_num(f, v); fputs(last ? "" : ", ", f);
+}
+
+static void json_stage(FILE *f, const SimRun *s, int p) {
+    const StageSim *st = &s->st[p];
+    const SimTracer *t = &st->tracer;
+    double fw = 0, bw = 0;
+    for (int k = 0; k < s->K; k++) { fw += st->fwd[k]; bw += st->bwd[k]; }
+    fprintf(f, "    {\"stage\": %d, \"layer_begin\": %d, \"layer_end\": %d, ", p, st->layer_begin, st->layer_end);
+    json_kv(f, "forward_s_per_micro_batch", fw / s->K, 0);
+    json_kv(f, "backward_s_per_micro_batch", bw / s->K, 0);
+    json_kv(f, "head_s", st->head, 0); json_kv(f, "tail_s", st->tail, 0);
+    json_kv(f, "compute_s", st->total.compute_s, 0); json_kv(f, "comm_s", st->total.comm_s, 0);
+    json_kv(f, "xfer_s", s->tm[p].xfer_s, 0); json_kv(f, "idle_s", s->tm[p].wait_s, 0);
+    json_kv(f, "busy_s", s->tm[p].busy_s, 0); json_kv(f, "end_s", s->tm[p].end_s, 0);
+    json_kv(f, "flops", st->total.flops, 0); json_kv(f, "gemm_flops", st->total.gemm_flops, 0);
+    fputs("\n     \"op_class_s\": {", f);
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        fprintf(f, "%s\"%s\": {", ph ? ", " : "", comm_phase_name((CommPhase)ph));
+        for (int c = 0; c < OPC_COUNT; c++) json_kv(f, OP_CLASS_NAMES[c], t->op_class_s[ph][c], c == OPC_COUNT - 1);
+        fputs("}", f);
+    }
+    fputs("},\n     \"comm_group_s\": {", f);
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        fprintf(f, "%s\"%s\": {", ph ? ", " : "", comm_phase_name((CommPhase)ph));
+        for (int g = 0; g < GROUP_COUNT; g++) json_kv(f, comm_group_name((CommGroup)g), t->comm_group_s[ph][g], g == GROUP_COUNT - 1);
+        fputs("}", f);
+    }
+    fputs("},\n     \"memory_bytes\": {", f);
+    for (int i = 0; i < MEM_COUNT; i++) json_kv(f, mem_category_name((MemCategory)i), st->mem.bytes[i], 0);
+    json_kv(f, "total", st->mem.total, 1);
+    fprintf(f, "}, \"memory_fits\": %s,\n     \"layers\": [", st->mem.total <= s->hw.memory_bytes ? "true" : "false");
+    // per layer and micro-batch: [compute, communication] seconds of each phase
+    static const Phase ph3[3] = { PHASE_FORWARD, PHASE_BACKWARD, PHASE_RECOMPUTE };
+    int first = 1;
+    for (int l = -1; l < t->n_layers; l++) {
+        if (l >= 0 && (l < st->layer_begin || l >= st->layer_end)) continue;
+        fprintf(f, "%s\n      {\"layer\": %d", first ? "" : ",", l);
+        first = 0;
+        for (int i = 0; i < 3; i++) {
+            fprintf(f, ", \"%s\": [", comm_phase_name(ph3[i]));
+            json_num(f, sim_tracer_layer_compute(t, ph3[i], l) / s->K); fputs(", ", f);
+            json_num(f, sim_tracer_layer_comm(t, ph3[i], l) / s->K); fputs("]", f);
+        }
+        fputs("}", f);
+    }
+    fputs("]}", f);
+}
+
+static void json_trace(FILE *f, const SimRun *s) {
+    fputs("  \"layer_trace\": ", f);
+    if (s->trace_stage < 0) { fputs("null", f); return; }
+    const SimTracer *t = &s->st[s->trace_stage].tracer;
+    fprintf(f, "{\"stage\": %d, \"layer\": %d, \"micro_batch\": 0, \"events\": [", s->trace_stage, s->trace_layer);
+    for (int i = 0; i < t->n_events; i++) {
+        const SimEvent *e = &t->events[i];
+        fprintf(f, "%s\n    {", i ? "," : "");
+        if (e->is_comm) {
+            fputs("\"type\": \"comm\", \"kind\": ", f); json_str(f, e->name);
+            fprintf(f, ", \"group\": \"%s\", \"phase\": \"%s\", ", comm_group_name((CommGroup)e->group), comm_phase_name(e->phase));
+        } else {
+            fputs("\"type\": \"op\", \"name\": ", f); json_str(f, e->name);
+            fprintf(f, ", \"class\": \"%s\", \"phase\": \"%s\", \"M\": %d, \"N\": %d, \"K\": %d, \"count\": %d, ",
+                    OP_CLASS_NAMES[e->cls], comm_phase_name(e->phase), e->M, e->N, e->K, e->count);
+            json_kv(f, "flops", e->flops, 0);
+        }
+        json_kv(f, "bytes", e->bytes, 0);
+        json_kv(f, "seconds", e->seconds, 1);
+        fputs("}", f);
+    }
+    fputs("]}", f);
+}
+
+static void write_json(FILE *f, const SimRun *s) {
+    const Config *c = &s->cfg;
+    const ModelConfig *mc = &c->model;
+    const HwProfile *hw = &s->hw;
+    fputs("{\n  \"tool\": \"build/simulate\", \"manifest\": ", f); json_str(f, s->manifest);
+    fputs(", \"experiment\": ", f); json_str(f, s->man->name);
+    fputs(", \"variant\": ", f); json_str(f, s->mv->name);
+    fputs(",\n  \"hardware\": {\"name\": ", f); json_str(f, hw->name);
+    fputs(", \"device\": ", f); json_str(f, hw->device);
+    fputs(", \"path\": ", f); json_str(f, hw->path);
+    fputs(", \"sha256\": ", f); json_str(f, s->hw_sha256);
+    fprintf(f, ", \"ranks_per_node\": %d, ", hw->ranks_per_node);
+    json_kv(f, "peak_flops", hw->peak_flops[s->prec], 0);
+    json_kv(f, "memory_bytes", hw->memory_bytes, 1);
+    fprintf(f, "},\n  \"precision\": \"%s\",\n  \"model\": {\"linear\": \"%s\", \"preset\": ", sim_precision_name(s->prec),
+            linear_kind_name((LinearKind)mc->linear));
+    json_str(f, mc->preset);
+    fprintf(f, ", \"n_layers\": %d, \"d_model\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, \"d_ff\": %d, \"rank_attn\": %d, "
+               "\"rank_mlp\": %d, \"seq_len\": %d, \"vocab_size\": %d, \"tie_embeddings\": %s, \"params\": %lld},\n",
+            mc->n_layers, mc->d_model, mc->n_heads, mc->n_kv_heads, mc->d_ff, mc->rank_attn, mc->rank_mlp, mc->seq_len,
+            mc->vocab_size, mc->tie_embeddings ? "true" : "false", (long long)model_param_count(mc));
+    const BoostConfig *b = &c->boost;
+    fprintf(f, "  \"boost\": {\"btp\": %d, \"online_rmsnorm\": %d, \"grouping\": %d, \"lowrank_ckpt\": %d, \"full_recompute\": %d, "
+               "\"sync_norm_backward\": %d},\n", b->btp, b->online_rmsnorm, b->grouping, b->lowrank_ckpt, b->full_recompute,
+            b->sync_norm_backward);
+    fprintf(f, "  \"grid\": {\"tp\": %d, \"pp\": %d, \"dp\": %d, \"world\": %d, \"nodes\": %d},\n", c->parallel.tp,
+            c->parallel.pp, c->parallel.dp, s->world, s->nodes);
+    fprintf(f, "  \"micro_batches\": %d, \"micro_batch_size\": %d, \"seq_len\": %d, ", s->K, c->train.batch_size, mc->seq_len);
+    json_kv(f, "tokens_per_step", s->tokens, 1);
+    fputs(",\n  \"step\": {", f);
+    const SimStepReport *r = &s->r;
+    json_kv(f, "seconds", r->step_s, 0); json_kv(f, "compute_s", r->compute_s, 0); json_kv(f, "comm_s", r->comm_s, 0);
+    json_kv(f, "p2p_s", r->p2p_s, 0); json_kv(f, "bubble_s", r->bubble_s, 0); json_kv(f, "tokens_per_s", r->tokens_per_s, 0);
+    json_kv(f, "mfu", r->mfu, 0); json_kv(f, "hfu", r->hfu, 0); json_kv(f, "model_flops", r->model_flops, 0);
+    json_kv(f, "hw_flops", r->hw_flops, 0);
+    fprintf(f, "\"critical_stage\": %d},\n  \"stages\": [\n", s->crit);
+    for (int p = 0; p < s->P; p++) { json_stage(f, s, p); fputs(p + 1 < s->P ? ",\n" : "\n", f); }
+    fputs("  ],\n", f);
+    json_trace(f, s);
+    fputs("\n}\n", f);
+}
+
+// The JSON report as a string (for the file and for the run database).
+static char *json_text(const SimRun *s) {
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    CHECK_ERRNO(!f, "open_memstream");
+    write_json(f, s);
+    CHECK_ERRNO(fclose(f) != 0, "writing the JSON report");
+    return buf;
+}
+
+// ---- the run database ----------------------------------------------------------------------
+static void record_run(const SimRun *s, const char *json, int64_t launch_id, int repeat_index,
+                       const char *const *sets, int n_sets) {
+    const Config *c = &s->cfg;
+    RunDB *db = rundb_open(c->run.db);
+    RunInfo ri;
+    memset(&ri, 0, sizeof ri);
+    runinfo_host_facts(&ri);
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tmv;
+    CHECK(gmtime_r(&now, &tmv), "gmtime_r");
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
+    xsnprintf(ri.uid, sizeof ri.uid, "%s.%s.sim-%s.%s.%d", s->man->name, s->mv->name, s->hw.name, stamp, (int)getpid());
+    xsnprintf(ri.experiment, sizeof ri.experiment, "%s", s->man->name);
+    xsnprintf(ri.variant, sizeof ri.variant, "%s", s->mv->name);
+    xsnprintf(ri.manifest_path, sizeof ri.manifest_path, "%s", s->manifest);
+    xsnprintf(ri.experiment_version, sizeof ri.experiment_version, "%s", s->man->version);
+    xsnprintf(ri.manifest_sha256, sizeof ri.manifest_sha256, "%s", s->man->sha256);
+    ri.manifest_format = s->man->manifest_version;
+    char *cfg_json = config_to_json(c);
+    ri.config_json = cfg_json;
+    ri.overrides = sets; ri.n_overrides = n_sets;
+    ri.launch_id = launch_id; ri.repeat_index = repeat_index;
+    ri.tp = c->parallel.tp; ri.pp = c->parallel.pp; ri.dp = c->parallel.dp; ri.world_size = s->world;
+    ri.params = model_param_count(&c->model);
+    ri.flops_per_token = model_train_flops_per_token(&c->model);
+    ri.peak_gflops = s->hw.peak_flops[s->prec] * s->world / 1e9;
+    xsnprintf(ri.kind, sizeof ri.kind, "simulated");
+    xsnprintf(ri.hardware, sizeof ri.hardware, "%s", s->hw.name);
+    int64_t run = rundb_begin_run(db, &ri);
+    // the one modeled step, like a measured step row (no loss: nothing was computed)
+    StepMetrics sm = { .step = 1, .loss = NAN, .lr = lr_at(&c->train, 0), .grad_norm = NAN, .seconds = s->step,
+                       .tokens_per_s = s->r.tokens_per_s, .mfu = s->r.mfu, .tokens_seen = (int64_t)s->tokens };
+    rundb_log_step(db, run, &sm);
+    // rank 0's collectives (stage 0), modeled seconds; every rank's totals (a stage's ranks alike)
+    for (int i = 0; i < s->st[0].n_rows; i++) {
+        const CommStatRow *r = &s->st[0].rows[i];
+        rundb_log_comm(db, run, 1, comm_kind_name(r->kind), comm_phase_name(r->phase), comm_group_name(r->group), r->layer,
+                       (int64_t)r->s.calls, (int64_t)r->s.elements, (int64_t)r->s.bytes, r->s.seconds);
+    }
+    const ParallelConfig *pc = &c->parallel;
+    for (int rank = 0; rank < s->world; rank++) {
+        int tpr = rank % pc->tp, dpr = (rank / pc->tp) % pc->dp, ppr = rank / (pc->tp * pc->dp);
+        const StageSim *st = &s->st[ppr];
+        double calls = 0, el = 0, by = 0, sec = 0;
+        for (int i = 0; i < st->n_rows; i++) {
+            calls += (double)st->rows[i].s.calls; el += (double)st->rows[i].s.elements;
+            by += (double)st->rows[i].s.bytes; sec += st->rows[i].s.seconds;
+        }
+        rundb_log_comm_rank(db, run, 1, rank, tpr, ppr, dpr, (int64_t)calls, (int64_t)el, (int64_t)by, sec);
+    }
+    // memory of the largest rank, in the measured runs' categories (activations: kept
+    // activations + working set + communication staging, so the categories sum to the total)
+    int big = 0;
+    for (int p = 1; p < s->P; p++) if (s->st[p].mem.total > s->st[big].mem.total) big = p;
+    const MemReport *mr = &s->st[big].mem;
+    rundb_set_memory(db, run, "parameters", (int64_t)mr->bytes[MEM_PARAMS]);
+    rundb_set_memory(db, run, "gradients", (int64_t)mr->bytes[MEM_GRADS]);
+    rundb_set_memory(db, run, "optimizer", (int64_t)mr->bytes[MEM_OPTIM]);
+    rundb_set_memory(db, run, "activations", (int64_t)(mr->bytes[MEM_ACTS] + mr->bytes[MEM_WORK] + mr->bytes[MEM_COMM]));
+    RunSimulation rs;
+    memset(&rs, 0, sizeof rs);
+    xsnprintf(rs.hardware, sizeof rs.hardware, "%s", s->hw.name);
+    xsnprintf(rs.hardware_path, sizeof rs.hardware_path, "%s", s->hw.path);
+    xsnprintf(rs.hardware_sha256, sizeof rs.hardware_sha256, "%s", s->hw_sha256);
+    xsnprintf(rs.precision, sizeof rs.precision, "%s", sim_precision_name(s->prec));
+    rs.micro_batches = s->K; rs.critical_stage = s->crit;
+    rs.step_s = s->r.step_s; rs.compute_s = s->r.compute_s; rs.comm_s = s->r.comm_s; rs.p2p_s = s->r.p2p_s;
+    rs.bubble_s = s->r.bubble_s; rs.tokens_per_s = s->r.tokens_per_s; rs.mfu = s->r.mfu; rs.hfu = s->r.hfu;
+    rs.memory_bytes = mr->total; rs.memory_capacity = s->hw.memory_bytes; rs.memory_fits = mr->total <= s->hw.memory_bytes;
+    rs.report_json = json;
+    rundb_flush_wait(db, 600);
+    rundb_record_simulation(db, run, &rs);
+    int lost = rundb_end_run(db, run, "completed", NULL);
+    lost |= rundb_close(db);
+    free(cfg_json);
+    if (lost) DIE("the simulated run could not be recorded completely in %s", c->run.db);
+    printf("\nrecorded: run %lld (%s) in %s, kind simulated, hardware %s\n", (long long)run, ri.uid, c->run.db, s->hw.name);
+}
+
+// ---- one GEMM alone ------------------------------------------------------------------------
+static int gemm_query(const char *hardware, const char *shape, const char *precision) {
+    HwProfile hw;
+    hw_load_or_die(hardware, "experiments/hardware", &hw);
+    long v[4] = { 0, 0, 0, 1 };
+    int n = 0;
+    char *end = NULL;
+    const char *p = shape;
+    while (n < 4) {
+        v[n] = strtol(p, &end, 10);
+        if (end == p || v[n] < 1 || v[n] > (1L << 30)) die_input("--gemm %s: expected M,N,K[,COUNT] of positive integers", shape);
+        n++;
+        if (*end == 0) break;
+        if (*end != ',') die_input("--gemm %s: expected M,N,K[,COUNT] of positive integers", shape);
+        p = end + 1;
+    }
+    if (n < 3 || *end) die_input("--gemm %s: expected M,N,K[,COUNT] of positive integers", shape);
+    SimPrecision prec = SP_COUNT;
+    for (int i = 0; i < SP_COUNT; i++) if (!strcmp(precision, sim_precision_name((SimPrecision)i))) prec = (SimPrecision)i;
+    if (prec == SP_COUNT) die_input("--precision %s: expected fp32, tf32 or bf16", precision);
+    char why[512];
+    if (hw_check_precision(&hw, prec, why, sizeof why)) die_input("%s", why);
+    double M = (double)v[0], N = (double)v[1], K = (double)v[2];
+    int count = (int)v[3];
+    double es = prec == SP_BF16 ? 2 : 4;
+    double flops = 2 * M * N * K * count, bytes = (M * K + K * N + M * N) * es * count;
+    double t = sim_gemm_time(&hw, prec, M, N, K, count, flops, bytes);
+    printf("{\"hardware\": \"%s\", \"precision\": \"%s\", \"M\": %ld, \"N\": %ld, \"K\": %ld, \"count\": %d, \"flops\": %.17g, "
+           "\"bytes\": %.17g, \"seconds\": %.17g, \"flop_per_s\": %.17g, \"utilisation\": %.17g}\n",
+           hw.name, precision, v[0], v[1], v[2], count, flops, bytes, t, flops / t, flops / t / hw.peak_flops[prec]);
+    hw_free(&hw);
+    return 0;
+}
+
+static long parse_count(const char *opt, const char *s, long lo) {
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > 1000000000L) die_input("%s: expected a whole number >= %ld, got '%s'", opt, lo, s);
+    return v;
+}
+
 int main(int argc, char **argv) {
-    const char *manifest = NULL, *variant = NULL, *hardware = NULL;
+    const char *manifest = NULL, *variant = NULL, *hardware = NULL, *json_path = NULL, *gemm = NULL, *precision = "bf16";
     const char *sets[MAX_SETS];
-    int n_sets = 0, per_layer = 0;
+    int n_sets = 0, per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0;
+    int64_t launch_id = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--per-layer")) { per_layer = 1; continue; }
+        if (!strcmp(argv[i], "--record")) { record = 1; continue; }
         if (argv[i][0] != '-') {
             if (manifest) die_input("one manifest expected, got '%s' and '%s'", manifest, argv[i]);
             manifest = argv[i];
@@ -192,108 +546,130 @@ int main(int argc, char **argv) {
         if (i + 1 >= argc) die_input("option %s needs a value", argv[i]);
         if (!strcmp(argv[i], "--variant")) variant = argv[++i];
         else if (!strcmp(argv[i], "--hardware")) hardware = argv[++i];
+        else if (!strcmp(argv[i], "--json")) json_path = argv[++i];
+        else if (!strcmp(argv[i], "--gemm")) gemm = argv[++i];
+        else if (!strcmp(argv[i], "--precision")) precision = argv[++i];
+        else if (!strcmp(argv[i], "--launch")) { launch_id = parse_count(argv[i], argv[i + 1], 1); i++; }
+        else if (!strcmp(argv[i], "--repeat-index")) { repeat_index = (int)parse_count(argv[i], argv[i + 1], 0); i++; }
+        else if (!strcmp(argv[i], "--trace-layer")) { trace_layer = (int)parse_count(argv[i], argv[i + 1], 0); i++; }
         else if (!strcmp(argv[i], "--set")) {
             if (n_sets == MAX_SETS) die_input("at most %d --set overrides", MAX_SETS);
             sets[n_sets++] = argv[++i];
-        } else die_input("unknown option '%s' (expected --variant, --hardware, --set, --per-layer)", argv[i]);
+        } else die_input("unknown option '%s' (expected --variant, --hardware, --set, --per-layer, --json, --trace-layer, "
+                         "--record, --launch, --repeat-index, --gemm, --precision)", argv[i]);
+    }
+    if (gemm) {
+        if (!hardware || manifest) die_input("usage: build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16]");
+        return gemm_query(hardware, gemm, precision);
     }
     if (!manifest || !hardware)
         die_input_hint("profiles: experiments/hardware/*.yaml (docs/performance-model.md)",
-                       "usage: build/simulate experiments/X.yaml [--variant V] --hardware PROFILE [--set k=v]... [--per-layer]");
+                       "usage: build/simulate experiments/X.yaml [--variant V] --hardware PROFILE [--set k=v]... [--per-layer] "
+                       "[--json FILE] [--trace-layer L] [--record [--launch ID] [--repeat-index R]]");
+    if ((launch_id || repeat_index) && !record) die_input("--launch and --repeat-index go with --record");
+    SimRun s;
+    memset(&s, 0, sizeof s);
+    s.manifest = manifest;
     Manifest *man = manifest_load_with(manifest, sets, n_sets);
-    const ManifestVariant *mv = manifest_variant(man, variant);
-    Config cfg = mv->config;
-    HwProfile hw;
-    hw_load_or_die(hardware, "experiments/hardware", &hw);
-    DType dt = cfg.train.precision == PRECISION_BF16 ? DT_BF16 : DT_F32;
-    SimPrecision prec = sim_precision_of(dt, 0);
+    s.man = man;
+    s.mv = manifest_variant(man, variant);
+    s.cfg = s.mv->config;
+    hw_load_or_die(hardware, "experiments/hardware", &s.hw);
+    if (sha256_file_hex(s.hw.path, s.hw_sha256)) s.hw_sha256[0] = 0;
+    DType dt = s.cfg.train.precision == PRECISION_BF16 ? DT_BF16 : DT_F32;
+    s.prec = sim_precision_of(dt, 0);
     char why[512];
-    if (hw_check_precision(&hw, prec, why, sizeof why))
+    if (hw_check_precision(&s.hw, s.prec, why, sizeof why))
         die_input_hint("the GPU profiles price bf16 runs: add --set train.precision=bf16", "%s: the variant runs in %s; %s",
-                       hw.path, sim_precision_name(prec), why);
-    const ParallelConfig *pc = &cfg.parallel;
-    if (sim_check_grid(&hw, pc->tp, pc->dp, pc->pp, why, sizeof why)) die_input("%s", why);
-    int P = pc->pp, K = cfg.train.grad_accum, world = pc->tp * pc->pp * pc->dp;
-    double tokens = (double)K * cfg.train.batch_size * cfg.model.seq_len;
-    int nodes = (world + hw.ranks_per_node - 1) / hw.ranks_per_node;
-    printf("simulate: %s, variant %s, on %s (%s), %s\n", manifest, mv->name, hw.name, hw.device, sim_precision_name(prec));
+                       s.hw.path, sim_precision_name(s.prec), why);
+    const ParallelConfig *pc = &s.cfg.parallel;
+    if (sim_check_grid(&s.hw, pc->tp, pc->dp, pc->pp, why, sizeof why)) die_input("%s", why);
+    if (trace_layer >= s.cfg.model.n_layers)
+        die_input("--trace-layer %d: the model has %d layers (0..%d)", trace_layer, s.cfg.model.n_layers, s.cfg.model.n_layers - 1);
+    s.P = pc->pp; s.K = s.cfg.train.grad_accum; s.world = pc->tp * pc->pp * pc->dp;
+    s.tokens = (double)s.K * s.cfg.train.batch_size * s.cfg.model.seq_len;
+    s.nodes = (s.world + s.hw.ranks_per_node - 1) / s.hw.ranks_per_node;
+    s.trace_layer = trace_layer;
+    s.trace_stage = -1;
+    printf("simulate: %s, variant %s, on %s (%s), %s\n", manifest, s.mv->name, s.hw.name, s.hw.device, sim_precision_name(s.prec));
     printf("grid tp x pp x dp = %d x %d x %d: %d device%s on %d node%s of %d; %d micro-batch%s of %d x %d tokens per step "
-           "(%.0f tokens)\n", pc->tp, pc->pp, pc->dp, world, world > 1 ? "s" : "", nodes, nodes > 1 ? "s" : "",
-           hw.ranks_per_node, K, K > 1 ? "es" : "", cfg.train.batch_size, cfg.model.seq_len, tokens);
+           "(%.0f tokens)\n", pc->tp, pc->pp, pc->dp, s.world, s.world > 1 ? "s" : "", s.nodes, s.nodes > 1 ? "s" : "",
+           s.hw.ranks_per_node, s.K, s.K > 1 ? "es" : "", s.cfg.train.batch_size, s.cfg.model.seq_len, s.tokens);
 
-    StageSim *st = xcalloc((size_t)P, sizeof *st);
-    for (int p = 0; p < P; p++) simulate_stage(&st[p], &cfg, &hw, prec, dt, p);
+    s.st = xcalloc((size_t)s.P, sizeof *s.st);
+    for (int p = 0; p < s.P; p++) {
+        simulate_stage(&s.st[p], &s.cfg, &s.hw, s.prec, dt, p, trace_layer);
+        if (trace_layer >= s.st[p].layer_begin && trace_layer < s.st[p].layer_end) s.trace_stage = p;
+        trainer_memory_report(&s.cfg, grid_world_rank(pc->tp, pc->dp, 0, 0, p), dt, &s.st[p].mem);
+    }
     // The trace must hold at least the GEMMs of 6·(matmul parameters)·tokens (forward, input
     // and weight gradients; recompute only adds): a driver that skipped ops on the dry back
     // end (whose buffers are all NULL) would otherwise be priced as faster than it is.
     // model_train_flops_per_token = 6·matmul params + 12·L·T·d (attention), config.c.
-    const ModelConfig *mc = &cfg.model;
-    double gemm_expected = tokens * (model_train_flops_per_token(mc) - 12.0 * mc->n_layers * (double)mc->seq_len * mc->d_model);
+    const ModelConfig *mc = &s.cfg.model;
+    double gemm_expected = s.tokens * (model_train_flops_per_token(mc) - 12.0 * mc->n_layers * (double)mc->seq_len * mc->d_model);
     double gemm_traced = 0;
-    for (int p = 0; p < P; p++) gemm_traced += st[p].total.gemm_flops * pc->tp * pc->dp;
+    for (int p = 0; p < s.P; p++) gemm_traced += s.st[p].total.gemm_flops * pc->tp * pc->dp;
     if (gemm_traced < 0.999 * gemm_expected)
         DIE("the trace is incomplete: its GEMMs do %.4g FLOPs per step, the model's matmuls need at least %.4g "
             "(6 x matmul parameters x tokens); some driver skips ops on the dry back end, so no time is printed",
             gemm_traced, gemm_expected);
 
     // the pipeline: transfers between neighbouring stages at their placement
+    int P = s.P;
     double **fwd = xcalloc((size_t)P, sizeof *fwd), **bwd = xcalloc((size_t)P, sizeof *bwd);
-    double *xf = xcalloc((size_t)P, sizeof *xf), *xb = xcalloc((size_t)P, sizeof *xb);
+    s.xf = xcalloc((size_t)P, sizeof *s.xf);
+    s.xb = xcalloc((size_t)P, sizeof *s.xb);
     double *head = xcalloc((size_t)P, sizeof *head), *tail = xcalloc((size_t)P, sizeof *tail);
     for (int p = 0; p < P; p++) {
-        fwd[p] = st[p].fwd;
-        bwd[p] = st[p].bwd;
-        head[p] = st[p].head;
-        tail[p] = st[p].tail;
+        fwd[p] = s.st[p].fwd;
+        bwd[p] = s.st[p].bwd;
+        head[p] = s.st[p].head;
+        tail[p] = s.st[p].tail;
         if (p + 1 < P) {
             SimPlacement pair = sim_pair_placement(grid_world_rank(pc->tp, pc->dp, 0, 0, p),
-                                                   grid_world_rank(pc->tp, pc->dp, 0, 0, p + 1), hw.ranks_per_node);
-            xf[p] = sim_collective_time(&hw, COMM_SEND, st[p].send_fwd_bytes, pair);
-            xb[p] = sim_collective_time(&hw, COMM_SEND, st[p + 1].send_bwd_bytes, pair);
+                                                   grid_world_rank(pc->tp, pc->dp, 0, 0, p + 1), s.hw.ranks_per_node);
+            s.xf[p] = sim_collective_time(&s.hw, COMM_SEND, s.st[p].send_fwd_bytes, pair);
+            s.xb[p] = sim_collective_time(&s.hw, COMM_SEND, s.st[p + 1].send_bwd_bytes, pair);
         }
     }
-    SimPipeIn in = { P, K, (const double *const *)fwd, (const double *const *)bwd, xf, xb, tail, head };
-    SimStageTime *tm = xcalloc((size_t)P, sizeof *tm);
+    // the pipeline sends of each stage's communication table: K messages each way it sends
+    for (int p = 0; p < P; p++)
+        for (int i = 0; i < s.st[p].n_rows; i++) {
+            CommStatRow *r = &s.st[p].rows[i];
+            if (r->kind == COMM_SEND && r->phase == PHASE_PIPELINE)
+                r->s.seconds = s.K * ((p + 1 < P ? s.xf[p] : 0) + (p > 0 ? s.xb[p - 1] : 0));
+        }
+    SimPipeIn in = { P, s.K, (const double *const *)fwd, (const double *const *)bwd, s.xf, s.xb, tail, head };
+    s.tm = xcalloc((size_t)P, sizeof *s.tm);
     char msg[256];
-    double step = sim_pipeline(&in, tm, msg, sizeof msg);
-    CHECK(step >= 0, "simulate: the pipeline simulation failed: %s", msg);
-
-    printf("\n%5s %7s %11s %11s %10s %10s %10s %10s %10s\n", "stage", "layers", "fwd/mb ms", "bwd/mb ms", "compute s",
-           "comm s", "p2p s", "idle s", "end s");
-    int crit = 0;
-    double hw_flops = 0;
+    s.step = sim_pipeline(&in, s.tm, msg, sizeof msg);
+    CHECK(s.step >= 0, "simulate: the pipeline simulation failed: %s", msg);
     for (int p = 0; p < P; p++) {
-        double f = 0, b = 0;
-        for (int k = 0; k < K; k++) { f += st[p].fwd[k]; b += st[p].bwd[k]; }
-        printf("%5d %3d-%-3d %11.3f %11.3f %10.4f %10.4f %10.4f %10.4f %10.4f\n", p, st[p].layer_begin, st[p].layer_end - 1,
-               1e3 * f / K, 1e3 * b / K, st[p].total.compute_s, st[p].total.comm_s, tm[p].xfer_s, tm[p].wait_s, tm[p].end_s);
-        if (tm[p].busy_s > tm[crit].busy_s) crit = p;
-        hw_flops += st[p].total.flops * pc->tp * pc->dp;
+        if (s.tm[p].busy_s > s.tm[s.crit].busy_s) s.crit = p;
+        s.hw_flops += s.st[p].total.flops * pc->tp * pc->dp;
     }
-    SimStepReport r;
-    sim_report_fill(&r, step, &st[crit].total, tm[crit].xfer_s, tokens, model_train_flops_per_token(&cfg.model) * tokens,
-                    hw_flops, hw.peak_flops[prec], world);
-    printf("\nthe step, as the busiest stage (%d) spends it:\n", crit);
-    sim_report_print(&r, stdout);
+    s.model_flops = model_train_flops_per_token(&s.cfg.model) * s.tokens;
+    sim_report_fill(&s.r, s.step, &s.st[s.crit].total, s.tm[s.crit].xfer_s, s.tokens, s.model_flops, s.hw_flops,
+                    s.hw.peak_flops[s.prec], s.world);
+    print_report(&s, per_layer);
 
-    printf("\nmemory per rank, GiB (dry back end; tp rank 0, dp rank 0 of each stage), capacity %.2f GiB:\n",
-           hw.memory_bytes / 1073741824.0);
-    printf("%5s", "stage");
-    for (int i = 0; i < MEM_COUNT; i++) printf(" %9s", mem_category_name((MemCategory)i));
-    printf(" %9s\n", "peak");
+    char *json = json_path || record ? json_text(&s) : NULL;
+    if (json_path) {
+        FILE *f = fopen(json_path, "w");
+        if (!f) die_input("--json %s: cannot write: %s", json_path, strerror(errno));
+        fputs(json, f);
+        if (fclose(f) != 0) die_input("--json %s: writing failed: %s", json_path, strerror(errno));
+    }
+    if (record) record_run(&s, json, launch_id, repeat_index, sets, n_sets);
+
+    free(json);
     for (int p = 0; p < P; p++) {
-        MemReport mr;
-        trainer_memory_report(&cfg, grid_world_rank(pc->tp, pc->dp, 0, 0, p), dt, &mr);
-        printf("%5d", p);
-        for (int i = 0; i < MEM_COUNT; i++) printf(" %9.3f", mr.bytes[i] / 1073741824.0);
-        printf(" %9.3f  %s\n", mr.total / 1073741824.0, mr.total <= hw.memory_bytes ? "fits" : "DOES NOT FIT");
+        free(s.st[p].fwd); free(s.st[p].bwd); free(s.st[p].rows);
+        sim_tracer_free(&s.st[p].tracer);
     }
-    if (per_layer)
-        for (int p = 0; p < P; p++) print_per_layer(&st[p], p, K);
-
-    for (int p = 0; p < P; p++) { free(st[p].fwd); free(st[p].bwd); sim_tracer_free(&st[p].tracer); }
-    free(st); free(fwd); free(bwd); free(xf); free(xb); free(head); free(tail); free(tm);
-    hw_free(&hw);
+    free(s.st); free(fwd); free(bwd); free(s.xf); free(s.xb); free(head); free(tail); free(s.tm);
+    hw_free(&s.hw);
     manifest_free(man);
     return 0;
 }

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The performance model as a user meets it (docs/performance-model.md, docs/reproduction.md):
+# make exp SIMULATE=1 records simulated runs in the run database; build/simulate --json and
+# --gemm; the GPU calibration from a make gpu-check JSON (a synthetic one in the documented
+# format: no GPU here); make reproduce writes every figure, CSV and the report.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+DB=$TMP/sim.db
+SETS=(--set run.db="$DB")
+
+# ---- make exp SIMULATE=1: one launch of simulated runs ----------------------------------------
+out=$(make -s exp EXP=ablation-btp SIMULATE=1 HARDWARE=cpu-local "SET=run.db=$DB" 2>&1); rc=$?
+row=$(sqlite3 "$DB" "SELECT kind || '|' || hardware || '|' || runs || '|' || completed FROM launch_summary" 2>&1)
+if [ $rc = 0 ] && [ "$row" = "simulated|cpu-local|4|4" ] && grep -q "SIMULATED on hardware profile cpu-local" <<<"$out"; then
+    pass "make_exp_simulate_records_a_launch (4 variants, on-demand ones included)"
+else fail make_exp_simulate_records_a_launch "exit $rc, launch '$row': $(tail -3 <<<"$out")"; fi
+# every simulated run: kind, hardware, one timed step, its simulation row, the split adding up
+q=$(sqlite3 "$DB" "SELECT COUNT(*) FROM run_summary r JOIN simulation s ON s.run_id = r.run_id
+                   WHERE r.kind = 'simulated' AND r.hardware = 'cpu-local' AND r.timed_steps = 1 AND r.final_loss IS NULL
+                   AND ABS(r.mean_ms_per_step - 1000 * s.step_seconds) < 1e-6 * r.mean_ms_per_step
+                   AND ABS(s.compute_seconds + s.comm_seconds + s.p2p_seconds + s.bubble_seconds - s.step_seconds) < 1e-6 * s.step_seconds")
+[ "$q" = 4 ] && pass simulated_runs_rows || fail simulated_runs_rows "$q of 4 runs consistent"
+# the tp 2 BTP run's communication rows: counted exactly, modeled seconds; every rank's totals
+q=$(sqlite3 "$DB" "SELECT SUM(c.calls) || '|' || (SUM(c.seconds) > 0) || '|' || (SELECT COUNT(*) FROM comm_ranks k WHERE k.run_id = r.id)
+                   FROM runs r JOIN comm c ON c.run_id = r.id WHERE r.variant = 'btp' AND c.layer = 1 AND c.phase = 'forward'")
+# (ablation-btp's BTP is ungrouped with SyncRMSNorm: 9 all-reduces per layer forward, docs/boost.md §5)
+[ "$q" = "9|1|2" ] && pass simulated_comm_rows || fail simulated_comm_rows "layer 1 forward calls|seconds>0|ranks = '$q', expected 9|1|2"
+q=$(sqlite3 "$DB" "SELECT COUNT(*) FROM memory m JOIN runs r ON r.id = m.run_id WHERE r.variant = 'btp'
+                   AND m.category IN ('parameters','gradients','optimizer','activations')")
+[ "$q" = 4 ] && pass simulated_memory_rows || fail simulated_memory_rows "$q categories"
+out=$(build/exp ablation-btp --summary "${SETS[@]}" 2>&1)
+grep -qE '^btp +1/1 +1 +- +- +[0-9.]+ +- ' <<<"$out" && pass simulated_launch_summary_table \
+    || fail simulated_launch_summary_table "$(grep -E '^btp ' <<<"$out")"
+
+expect_error simulate_refuses_repeat "a simulation is deterministic" 2 build/exp ablation-btp --simulate cpu-local --repeat 2 "${SETS[@]}"
+expect_error simulate_refuses_resume "nothing to resume" 2 build/exp ablation-btp --simulate cpu-local --resume "${SETS[@]}"
+expect_error simulate_unknown_profile "experiments/hardware/no-such.yaml" 2 build/exp ablation-btp --simulate no-such "${SETS[@]}"
+# an fp32 variant on a bf16-only GPU profile: the variant fails with the hint, the launch says so
+out=$(build/exp ablation-btp --simulate a100-80gb-node4 --variant btp "${SETS[@]}" 2>&1); rc=$?
+if [ $rc = 1 ] && grep -q "train.precision=bf16" <<<"$out"; then pass simulate_fp32_on_a_gpu_profile_fails_clearly
+else fail simulate_fp32_on_a_gpu_profile_fails_clearly "exit $rc: $(grep -m1 error <<<"$out")"; fi
+# HARDWARE reaches the shell as one quoted word: a payload runs nothing
+make -s exp EXP=quickstart SIMULATE=1 "HARDWARE=\$\$(touch $TMP/hit-1)" "SET=run.db=$DB" >"$TMP/payload.log" 2>&1
+if [ ! -e "$TMP/hit-1" ] && grep -qF "\$\$(touch $TMP/hit-1)" "$TMP/payload.log"; then pass make_hardware_payload_is_literal
+else fail make_hardware_payload_is_literal "$(head -2 "$TMP/payload.log")"; fi
+
+# ---- build/simulate --json: the report adds up -----------------------------------------------
+if build/simulate experiments/paper-ablations.yaml --variant btp-online-grouped --hardware a100-80gb-node4 --trace-layer 3 \
+        --json "$TMP/r.json" >"$TMP/r.log" 2>&1; then
+    chk=$(/usr/bin/python3 - "$TMP/r.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["step"]
+ok = abs(s["compute_s"] + s["comm_s"] + s["p2p_s"] + s["bubble_s"] - s["seconds"]) <= 1e-9 * s["seconds"]
+lt = d["layer_trace"]
+layer = next(l for l in d["stages"][lt["stage"]]["layers"] if l["layer"] == lt["layer"])
+for ph in ("forward", "backward"):
+    ev = [e for e in lt["events"] if e["phase"] == ph]
+    c = sum(e["seconds"] for e in ev if e["type"] == "op")
+    m = sum(e["seconds"] for e in ev if e["type"] == "comm")
+    ok &= abs(c - layer[ph][0]) <= 1e-9 * c and abs(m - layer[ph][1]) <= 1e-9 * max(m, 1e-12)
+ok &= lt["layer"] == 3 and d["grid"]["tp"] == 4 and d["hardware"]["name"] == "a100-80gb-node4"
+ok &= sum(1 for e in lt["events"] if e["type"] == "comm" and e["phase"] == "forward") == 4   # BTP grouped, online: 4 ARs
+print("ok" if ok else "bad")
+EOF
+)
+    [ "$chk" = ok ] && pass simulate_json_adds_up || fail simulate_json_adds_up "$chk"
+else fail simulate_json_adds_up "exit: $(tail -2 "$TMP/r.log")"; fi
+g=$(build/simulate --hardware a100-80gb-node4 --gemm 1024,10240,5120 2>&1)
+/usr/bin/python3 -c "import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if abs(d['flop_per_s']/271.2e12-1)<1e-9 else 1)" "$g" \
+    && pass simulate_gemm_gives_the_mamf_back || fail simulate_gemm_gives_the_mamf_back "$g"
+expect_error simulate_gemm_bad_shape "expected M,N,K" 2 build/simulate --hardware a100-80gb-node4 --gemm 1024,x,5
+
+# ---- a GPU profile from a make gpu-check JSON (synthetic, in test_backend_ops --json's format) --
+cat >"$TMP/gpu-ops.json" <<'EOF'
+{
+  "device": "Synthetic GPU", "reps": 5, "tf32": 0,
+  "records": [
+    {"op": "gemm", "case": "gemm NN 8192x2048x2048", "size": "1b", "dtype": "bf16", "ms": 0.4, "flops": 68719476736, "bytes": 100663296, "M": 8192, "N": 2048, "K": 2048, "count": 1},
+    {"op": "gemm", "case": "gemm NN 8192x512x2048", "size": "1b", "dtype": "bf16", "ms": 0.2, "flops": 17179869184, "bytes": 44040192, "M": 8192, "N": 512, "K": 2048, "count": 1},
+    {"op": "gemm_group", "case": "group", "size": "1b", "dtype": "bf16", "ms": 0.3, "flops": 51539607552, "bytes": 1e8, "M": 8192, "N": 512, "K": 2048, "count": 3},
+    {"op": "attention_forward", "case": "attention fwd", "size": "1b", "dtype": "bf16", "ms": 2.0, "flops": 300e9, "bytes": 1e8, "M": 0, "N": 0, "K": 0, "count": 1},
+    {"op": "attention_backward", "case": "attention bwd", "size": "1b", "dtype": "bf16", "ms": 6.0, "flops": 600e9, "bytes": 2e8, "M": 0, "N": 0, "K": 0, "count": 1},
+    {"op": "silu_forward", "case": "silu", "size": "1b", "dtype": "bf16", "ms": 0.05, "flops": 1e8, "bytes": 2e8, "M": 0, "N": 0, "K": 0, "count": 1},
+    {"op": "add", "case": "add", "size": "1b", "dtype": "bf16", "ms": 0.06, "flops": 1e7, "bytes": 2.4e8, "M": 0, "N": 0, "K": 0, "count": 1},
+    {"op": "silu_forward", "case": "silu", "size": "small", "dtype": "bf16", "ms": 0.010, "flops": 1e6, "bytes": 2e7, "M": 0, "N": 0, "K": 0, "count": 1},
+    {"op": "add", "case": "add", "size": "small", "dtype": "bf16", "ms": 0.012, "flops": 1e6, "bytes": 2.4e7, "M": 0, "N": 0, "K": 0, "count": 1},
+    {"op": "gemm", "case": "fp32 gemm", "size": "1b", "dtype": "fp32", "ms": 10.0, "flops": 68719476736, "bytes": 1e8, "M": 8192, "N": 2048, "K": 2048, "count": 1}
+  ]
+}
+EOF
+if /usr/bin/python3 analysis/calibrate_gpu.py "$TMP/gpu-ops.json" --base h200-1 --name synth-gpu --out "$TMP/synth-gpu.yaml" >"$TMP/cg.log" 2>&1; then
+    # mamf = the fastest bf16 GEMM: 68.72 GFLOP / 0.4 ms; attention 150 and 100 TFLOP/s over 989 TFLOP/s;
+    # memory: median of 4.0 and 4.0 TB/s over 4.8 TB/s; overhead: median of (10 us - 5 us, 12 us - 6 us) = 5.5 us
+    chk=$(/usr/bin/python3 - "$TMP/synth-gpu.yaml" <<'EOF'
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))
+g = p["gemm"]["bf16"]; a = p["attention"]["bf16"]; pk = p["peak_flops"]["bf16"]
+ok = abs(g["mamf"] / (68719476736 / 0.4e-3) - 1) < 1e-5 and g["mamf_shape"] == [8192, 2048, 2048]
+ok &= abs(a["forward"] - 150e12 / pk) < 1e-5 and abs(a["backward"] - 100e12 / pk) < 1e-5
+ok &= abs(p["memory_efficiency"] - 4e12 / p["memory_bandwidth"]) < 1e-5 and abs(p["op_overhead_s"] - 5.5e-6) < 1e-9
+ok &= p["name"] == "synth-gpu" and p["device"] == "Synthetic GPU" and p["links"] == yaml.safe_load(open("experiments/hardware/h200-1.yaml"))["links"]
+print("ok" if ok else f"bad {g} {a} {p['memory_efficiency']} {p['op_overhead_s']}")
+EOF
+)
+    g=$(build/simulate --hardware "$TMP/synth-gpu.yaml" --gemm 8192,2048,2048 2>&1)
+    back=$(/usr/bin/python3 -c "import json,sys; print(round(json.loads(sys.argv[1])['flop_per_s']/1e12, 3))" "$g" 2>&1)
+    if [ "$chk" = ok ] && [ "$back" = "171.799" ]; then pass calibrate_gpu_from_synthetic_json
+    else fail calibrate_gpu_from_synthetic_json "$chk; simulate gives $back TFLOP/s at the mamf shape"; fi
+    build/simulate experiments/paper-1gpu.yaml --variant cola --hardware "$TMP/synth-gpu.yaml" >"$TMP/cg2.log" 2>&1 \
+        && pass calibrated_gpu_profile_prices_a_recipe || fail calibrated_gpu_profile_prices_a_recipe "$(tail -2 "$TMP/cg2.log")"
+else fail calibrate_gpu_from_synthetic_json "$(tail -3 "$TMP/cg.log")"; fi
+echo '{"skipped": "built without CUDA (CUDA=0 or no nvcc)"}' >"$TMP/skipped.json"
+expect_error calibrate_gpu_refuses_a_skipped_run "the GPU timing was skipped" 2 \
+    /usr/bin/python3 analysis/calibrate_gpu.py "$TMP/skipped.json" --base h200-1 --name x --out "$TMP/x.yaml"
+echo '{"device": "d", "records": [{"op": "gemm", "ms": 1}]}' >"$TMP/short.json"
+expect_error calibrate_gpu_refuses_a_malformed_record "record 0 lacks" 2 \
+    /usr/bin/python3 analysis/calibrate_gpu.py "$TMP/short.json" --base h200-1 --name x --out "$TMP/x.yaml"
+
+# ---- make reproduce: every figure, CSV and the report ------------------------------------------
+if /usr/bin/python3 analysis/reproduce.py --out "$TMP/repro" >"$TMP/rep.log" 2>&1; then
+    missing=""
+    for f in REPORT.md fig1.png fig1.csv fig5.png fig5.csv fig6.png fig6.csv fig7.png fig7.csv tab2.csv tab3.csv rmsnorm.csv ladder.csv; do
+        [ -s "$TMP/repro/$f" ] || missing+=" $f"
+    done
+    head=$(head -1 "$TMP/repro/fig5.csv")
+    rows=$(($(wc -l <"$TMP/repro/fig5.csv") - 1))
+    if [ -z "$missing" ] && [ "$head" = "size,arch,scheme,gpus,tp,pp,paper_s,model_s,measured_s" ] && [ "$rows" = 19 ] &&
+       grep -q "## The issue's target" "$TMP/repro/REPORT.md" && grep -q "modeled (a100-80gb-node4)" "$TMP/repro/REPORT.md"; then
+        pass "reproduce_writes_every_figure_and_the_report ($rows Fig. 5 rows)"
+    else fail reproduce_writes_every_figure_and_the_report "missing:$missing; header '$head'; $rows rows"; fi
+else fail reproduce_writes_every_figure_and_the_report "$(tail -3 "$TMP/rep.log")"; fi
