@@ -29,6 +29,9 @@ import tempfile
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import yaml12  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [("1B", "1b", 1, 1, 1), ("3B", "3b", 2, 2, 1), ("7B", "7b", 4, 4, 1), ("13B", "13b", 8, 4, 2), ("30B", "30b", 16, 4, 4)]
 SCHEMES = [("fullrank-tp", "fullrank", "FullRank-TP"), ("vanilla-tp", "vanilla", "Vanilla-TP"), ("boost", "boost", "BOOST")]
@@ -39,7 +42,7 @@ FIG5_TOL, FIG1_TOL = 0.15, 0.25
 # ---- inputs ---------------------------------------------------------------------------------
 def load_paper():
     with open(os.path.join(ROOT, "analysis/reproduction/paper_numbers.yaml")) as f:
-        doc = yaml.safe_load(f)
+        doc = yaml12.load(f)
     return {n["id"]: n for n in doc["numbers"]}, doc
 
 
@@ -118,7 +121,7 @@ def md_table(head, rows):
 
 def write_csv(path, head, rows):
     with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
+        w = csv.writer(fh, lineterminator="\n")  # Unix lines: head, grep and sqlite3 .import read them as written
         w.writerow(head)
         for r in rows:
             w.writerow(["" if c is None else (f"{c:.6g}" if isinstance(c, float) else c) for c in r])
@@ -445,7 +448,7 @@ def main():
     ld = ladder(m, paper, out, label)
     hw_path = os.path.join(ROOT, "experiments/hardware", a.hardware + ".yaml")
     with open(hw_path) as fh:
-        hw = yaml.safe_load(fh)
+        hw = yaml12.load(fh)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
     R = []

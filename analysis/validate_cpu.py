@@ -204,7 +204,7 @@ def main():
     med = statistics.median(errs) if errs else float("nan")
     worst = max(rows, key=lambda r: abs(r["error"])) if rows else None
     with open(os.path.join(ROOT, a.out + ".csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["recipe"])
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["recipe"], lineterminator="\n")
         w.writeheader()
         for r in rows:
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})

@@ -667,6 +667,17 @@ int main(int argc, char **argv) {
     const char *share_from = NULL;
     int ranks[4] = { 2, 4 }, n_ranks = 2, quick = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            puts("usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best]\n"
+                 "       build/calibrate --share-only PROFILE [--out FILE] [--ranks 2,4]\n"
+                 "Measures this machine for the performance model and writes the cpu-local hardware profile\n"
+                 "(default experiments/hardware/cpu-local.yaml): op_gemm FLOP/s over a grid of shapes, memory\n"
+                 "bandwidth and op overhead, MPI shared-memory collectives over sizes, and the compute share of\n"
+                 "ranks that share the host. Every timing is repeated; the median is kept (--best: the fastest).\n"
+                 "--quick: a smaller grid. --share-only: only the rank share and op overhead, measured again in a\n"
+                 "few seconds, written into a copy of PROFILE. See docs/performance-model.md section 3.");
+            return 0;
+        }
         if (!strcmp(argv[i], "--quick")) { quick = 1; continue; }
         if (!strcmp(argv[i], "--best")) { use_best = 1; continue; }
         if (i + 1 >= argc) die_input("option %s needs a value (usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best] "

@@ -523,6 +523,18 @@ static int gemm_query(const char *hardware, const char *shape, const char *preci
     return 0;
 }
 
+static void usage(FILE *f) {
+    fputs("usage: build/simulate experiments/X.yaml [--variant V] --hardware PROFILE [--set k=v]...\n"
+          "                      [--per-layer] [--json FILE] [--trace-layer L]\n"
+          "                      [--record [--launch ID] [--repeat-index R]]\n"
+          "       build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16|tf32|fp32]\n"
+          "One training step of a manifest variant priced on a hardware profile (experiments/hardware/*.yaml):\n"
+          "the real drivers run on the accounting back end and every op and collective is timed by the\n"
+          "profile. Prints the step split into compute, exposed communication, pipeline transfers and bubble,\n"
+          "tokens/s, MFU and memory per rank. --json writes the full report, --record stores a run of kind\n"
+          "'simulated' in run.db, --gemm prices one GEMM. See docs/performance-model.md.\n", f);
+}
+
 static long parse_count(const char *opt, const char *s, long lo) {
     char *end = NULL;
     long v = strtol(s, &end, 10);
@@ -536,6 +548,7 @@ int main(int argc, char **argv) {
     int n_sets = 0, per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0;
     int64_t launch_id = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         if (!strcmp(argv[i], "--per-layer")) { per_layer = 1; continue; }
         if (!strcmp(argv[i], "--record")) { record = 1; continue; }
         if (argv[i][0] != '-') {
