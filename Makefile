@@ -55,7 +55,7 @@ help:
 	@echo "make figures EXP=x [LAUNCH=id]   loss curves and ablation panels of a launch of x (analysis/figures/)"
 	@echo "make reproduce [HARDWARE=profile]   the paper's figures and tables from the performance model:"
 	@echo "                     analysis/reproduction/REPORT.md, PNG + CSV (docs/reproduction.md)"
-	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times on this machine (~45 min)"
+	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times on this machine (~10 min)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 	@echo "make test-asan       unit tests and a tp=2 BTP run built with ASan+UBSan (build-asan/)"
 	@echo "make fuzz            libFuzzer harnesses, FUZZ_SECONDS each (default 60; needs clang)"
@@ -112,13 +112,15 @@ info: all
 # REPEAT times (medians, min-max, ratio of medians, load and sgemm peak before and after),
 # then the engine's per-op profile. BENCH_ARGS is passed to both (docs/benchmarks.md). Both
 # run with passive OpenMP waiting, the engine's own setting (src/core/env.h) and PyTorch's
-# best on this machine.
+# best on this machine. TORCH_PYTHON=path picks the Python whose PyTorch is measured (a venv
+# with PyTorch 2 from PyPI: scaled_dot_product_attention, fused AdamW, MKL), TORCH_ARGS adds
+# torch_bench.py options (TORCH_ARGS=--compile).
 BENCH_ARGS ?= --preset cola-60m --seq 256 --batch 4 --steps 6 --warmup 2
 # REPEAT (default 3 here; `make exp` runs once unless it is set) is passed as raw text.
 bench_repeat = $(if $(value REPEAT),$(call qvar,REPEAT),3)
 bench: $(BUILD)/bench
 	@bash .ci/deps.sh --bench
-	$(PYTHON) analysis/bench_paired.py --repeat $(bench_repeat) --profile -- $(foreach a,$(value BENCH_ARGS),$(call shq,$(a)))
+	$(PYTHON) analysis/bench_paired.py --repeat $(bench_repeat) --profile $(if $(value TORCH_PYTHON),--torch-python $(call qvar,TORCH_PYTHON)) $(if $(value TORCH_ARGS),--torch-args $(call qvar,TORCH_ARGS)) -- $(foreach a,$(value BENCH_ARGS),$(call shq,$(a)))
 
 # How cost grows with the work: size, sequence length, threads, tp (docs/benchmarks.md).
 bench-scaling: all
@@ -146,7 +148,7 @@ reproduce: all
 	$(PYTHON) analysis/reproduce.py $(if $(value HARDWARE),--hardware $(call qvar,HARDWARE))
 
 # The model's credential: predicted vs measured step time of every ablation recipe at tp 1, 2,
-# 4 on this machine, calibrated in the same session (about 45 minutes on 2 cores; REPEAT=n).
+# 4 on this machine, calibrated in the same session (about 10 minutes on 2 cores; REPEAT=n).
 validate-cpu: all
 	$(PYTHON) analysis/validate_cpu.py $(if $(value REPEAT),--repeat $(call qvar,REPEAT))
 

@@ -2,7 +2,7 @@
 """bench_paired.py — boost-c against PyTorch, measured side by side: `make bench`.
 
     /usr/bin/python3 analysis/bench_paired.py [--repeat 3] [--out build/bench-paired.json]
-        [--profile] -- BENCH_ARGS...
+        [--profile] [--torch-python PY] [--torch-args "--compile"] -- BENCH_ARGS...
 
 A benchmark whose two sides are not measured at the same moment cannot be quoted on a shared
 machine, so the engine (build/bench) and PyTorch (analysis/torch_bench.py) run interleaved,
@@ -12,6 +12,11 @@ whole series it records the load average and the sgemm peak (build/bench --peak-
 and after. Per kind it reports the median and min-max of each engine's tokens/s and the ratio
 of the medians; MFU uses the largest peak measured. With --profile the engine's per-op profile
 of the real drivers follows (build/bench --profile 3, one run).
+
+The PyTorch side runs with its best settings that the interpreter's PyTorch has (torch_bench.py:
+scaled_dot_product_attention and fused AdamW from 2.x on); --torch-python picks the interpreter
+(make bench TORCH_PYTHON=...: a venv with a PyTorch 2 wheel from PyPI, say) and --torch-args
+adds options (TORCH_ARGS=--compile). The version and settings are printed and kept in the JSON.
 """
 import argparse
 import json
@@ -28,7 +33,10 @@ PY = "/usr/bin/python3"
 
 def run(cmd, env):
     t0 = time.time()
-    p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as e:
+        sys.exit(f"bench_paired: cannot run {cmd[0]}: {e.strerror}")
     if p.returncode != 0:
         sys.exit(f"bench_paired: {' '.join(cmd)} failed (exit {p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
     return p.stdout, time.time() - t0
@@ -43,11 +51,35 @@ def arg_value(args, name, default):
     return args[args.index(name) + 1] if name in args else default
 
 
+# Issue 14's targets, judged on the paired medians (one series, one machine state): CoLA end to
+# end at >= 75 % of the measured sgemm peak and >= 2x PyTorch's tokens/s; dense >= 1.5x PyTorch.
+TARGETS = [("cola", "mfu", 0.75), ("cola", "ratio", 2.0), ("dense", "ratio", 1.5)]
+
+
+def print_targets(rows):
+    by = {r["kind"]: r for r in rows}
+    lines = []
+    for kind, what, goal in TARGETS:
+        r = by.get(kind)
+        if r is None or (what == "ratio" and r["ratio_of_medians"] is None):
+            continue
+        if what == "mfu":
+            got, text = r["engine_mfu_median"], f"{kind} MFU {100 * r['engine_mfu_median']:.1f}% of the measured sgemm peak (target >= {100 * goal:.0f}%)"
+        else:
+            got, text = r["ratio_of_medians"], f"{kind} {r['ratio_of_medians']:.2f}x PyTorch, ratio of medians (target >= {goal:.1f}x)"
+        lines.append(f"  {text}: {'met' if got >= goal else 'MISSED'}")
+    if lines:
+        print("\ntargets (issue 14, on the medians above):")
+        print("\n".join(lines))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default="build/bench-paired.json")
     ap.add_argument("--profile", action="store_true", help="also print the engine's per-op profile (one run)")
+    ap.add_argument("--torch-python", default=PY, help="the Python whose PyTorch is measured (default %(default)s)")
+    ap.add_argument("--torch-args", default="", help="extra torch_bench.py options, e.g. --compile")
     ap.add_argument("bench_args", nargs="*", help="arguments for both build/bench and torch_bench.py")
     a = ap.parse_args()
     if a.repeat < 1:
@@ -59,7 +91,7 @@ def main():
     if "--threads" in a.bench_args:   # torch_bench takes --threads too; keep one copy
         i = a.bench_args.index("--threads")
         targs = a.bench_args[:i] + a.bench_args[i + 2:]
-    targs += ["--threads", str(threads)]
+    targs += ["--threads", str(threads)] + a.torch_args.split()
 
     load0 = os.getloadavg()
     peak0 = peak(env, threads)
@@ -72,11 +104,13 @@ def main():
             if who == "boost-c":
                 cmd = ["build/bench"] + bargs + ["--no-profile", "--no-switches", "--json", js]
             else:
-                cmd = [PY, "analysis/torch_bench.py"] + targs + ["--json", js]
+                cmd = [a.torch_python, "analysis/torch_bench.py"] + targs + ["--json", js]
             _, secs = run(cmd, env)
             order.append(f"{who}#{r + 1} {secs:.0f}s (load {os.getloadavg()[0]:.1f})")
             with open(js) as f:
                 res = json.load(f)
+            if who == "pytorch":
+                peer = res
             for x in res["results"]:
                 (eng if who == "boost-c" else tor).setdefault(x["kind"], []).append(x)
             print(f"  {order[-1]}", file=sys.stderr, flush=True)
@@ -99,7 +133,11 @@ def main():
                      "engine_ms_median": med([x["ms_per_step"] for x in eng[kind]]),
                      "mem_peak_bytes": eng[kind][0].get("mem_peak_bytes")})
     shape = " ".join(a.bench_args)
+    st = peer.get("settings", {})
+    peer_desc = (f"PyTorch {peer.get('torch', '?')} ({a.torch_python}; BLAS {peer.get('blas', '?')}; attention "
+                 f"{st.get('attention', '?')}; AdamW {st.get('adamw', '?')}; torch.compile {'yes' if st.get('compile') else 'no'})")
     print(f"\nboost-c vs PyTorch, interleaved E P x {a.repeat} | {shape} | {threads} threads, OMP_WAIT_POLICY=passive")
+    print(peer_desc)
     print(f"load average before {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} | "
           f"sgemm peak before {peak0:.1f}, after {peak1:.1f} GFLOP/s (MFU uses {pk:.1f})")
     print("\n| kind | boost-c tokens/s median (min–max) | PyTorch tokens/s median (min–max) | ratio of medians | boost-c MFU | boost-c ms/step |")
@@ -110,17 +148,21 @@ def main():
         ratio = f"{r['ratio_of_medians']:.2f}x" if t else "-"
         print(f"| {r['kind']} | {r['engine_median']:.0f} ({min(e):.0f}–{max(e):.0f}) | {ts} | {ratio} | "
               f"{100 * r['engine_mfu_median']:.1f}% | {r['engine_ms_median']:.0f} |")
-    out = {"args": a.bench_args, "repeat": a.repeat, "threads": threads, "load_before": load0, "load_after": load1,
+    out = {"args": a.bench_args, "repeat": a.repeat, "threads": threads, "peer": peer_desc, "load_before": load0, "load_after": load1,
            "peak_before": peak0, "peak_after": peak1, "order": order, "rows": rows,
            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)), exist_ok=True)
     with open(os.path.join(ROOT, a.out), "w") as f:
         json.dump(out, f, indent=1)
+    print_targets(rows)
     print(f"\nwrote {a.out}")
     if a.profile:
         prof, _ = run(["build/bench"] + bargs + ["--steps", "1", "--warmup", "1", "--profile", "3"], env)
         i = prof.find("per-op time")
-        print("\n" + prof[i:] if i >= 0 else prof)
+        prof = prof[i:] if i >= 0 else prof
+        # the profile run's own target lines judge one unpaired step: the paired medians above do
+        j = prof.find("\ntargets:")
+        print("\n" + (prof[:j + 1] if j >= 0 else prof))
 
 
 if __name__ == "__main__":

@@ -68,7 +68,8 @@ def tp_point(env, tmp, tp):
     con = sqlite3.connect(db)
     rid = con.execute("SELECT max(id) FROM runs").fetchone()[0]
     ms, tps = con.execute("SELECT avg(step_seconds)*1e3, avg(tokens_per_s) FROM steps WHERE run_id=? AND step > 2", (rid,)).fetchone()
-    comm = con.execute("SELECT sum(seconds)*1e3 FROM comm WHERE run_id=? AND step > 2", (rid,)).fetchone()[0] / 6
+    # tp 1 communicates nothing: no comm rows, SUM is NULL
+    comm = (con.execute("SELECT sum(seconds)*1e3 FROM comm WHERE run_id=? AND step > 2", (rid,)).fetchone()[0] or 0.0) / 6
     rss = con.execute("SELECT bytes FROM memory WHERE run_id=? AND category='peak_rss'", (rid,)).fetchone()
     con.close()
     return {"tp": tp, "ms_per_step": ms, "tokens_per_s": tps, "comm_ms": comm, "comm_share": comm / ms,

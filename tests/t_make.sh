@@ -18,6 +18,10 @@ probe make_repeat_payload exp EXP=quickstart DRY_RUN=1 "REPEAT=2; touch $TMP/hit
 probe make_launch_payload exp EXP=quickstart SUMMARY=1 "LAUNCH=\$\$(touch $TMP/hit-10)"
 probe make_figures_payload figures "EXP=x; touch $TMP/hit-7"
 probe make_info_payload info "PRESET=tiny; touch $TMP/hit-8"
+probe make_bench_payload bench REPEAT=1 "BENCH_ARGS=--preset tiny --seq 16 --batch 1 --steps 1 --warmup 0 --linears cola" \
+    "TORCH_PYTHON=/nonexistent; touch $TMP/hit-11" "TORCH_ARGS=\$\$(touch $TMP/hit-12)"
+grep -qF "cannot run /nonexistent; touch $TMP/hit-11" "$TMP/make_bench_payload.log" && pass make_bench_torch_python_literal \
+    || fail make_bench_torch_python_literal "$(tail -2 "$TMP/make_bench_payload.log")"
 # ... and the payload arrives as one literal word
 grep -qF "no experiment '\$\$(touch $TMP/hit-1)'" "$TMP/make_exp_dollar_paren.log" && pass make_exp_literal_name \
     || fail make_exp_literal_name "$(head -2 "$TMP/make_exp_dollar_paren.log")"
