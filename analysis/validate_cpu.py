@@ -133,7 +133,8 @@ def main():
         print("1. build/calibrate (about a minute) ...", flush=True)
         share0 = calibrate("experiments/hardware/cpu-local.yaml")
     with open(os.path.join(ROOT, "experiments/hardware/cpu-local.yaml")) as f:
-        profile_head = [l[2:].rstrip() for l in f.readlines()[:8] if l.startswith("# measured") or l.startswith("# load")]
+        profile_head = [l[2:].rstrip().split(" (other processes")[0]
+                        for l in f.readlines()[:8] if l.startswith("# measured") or l.startswith("# load")]
     tmp = tempfile.mkdtemp(prefix="validate-cpu.")
     if a.calibrate in ("each", "interleave"):
         print(f"2. per recipe and tp: {'build/calibrate --share-only before each of' if a.calibrate == 'interleave' else 'build/calibrate,'} "

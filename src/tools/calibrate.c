@@ -852,8 +852,8 @@ int main(int argc, char **argv) {
              "hand: rerun `build/calibrate` (about a minute and a half) to refresh it.\n"
              "measured: %s on host %s\n"
              "CPU: %s, %ld cores; OpenBLAS and OpenMP with all cores (threads %d)\n"
-             "load average before: %.2f %.2f %.2f, after: %.2f %.2f %.2f (other processes share this machine:\n"
-             "timings are not properties of the code)\n"
+             "load average before: %.2f %.2f %.2f, after: %.2f %.2f %.2f\n"
+             "(other processes share this machine: timings are not properties of the code)\n"
              "calibration took %.0f s", date, host, cpu, cores, omp_get_max_threads(), la0[0], la0[1], la0[2],
              la1[0], la1[1], la1[2], took);
     const char *c_peak =
