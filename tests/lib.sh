@@ -7,6 +7,12 @@ BUILD=${BUILD:-$ROOT/build}
 TMP=$(mktemp -d)
 trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
 
+# Every sqlite3 query of the tests waits for a lock instead of failing at once: run databases
+# are in WAL mode, and two readers opening one right after its writer closed (join <(...)
+# <(...)) can meet the first one's WAL recovery and get "database is locked" with the CLI's
+# default busy timeout of 0.
+sqlite3() { command sqlite3 -cmd ".timeout 10000" "$@"; }
+
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 skip() { echo "SKIP $1: $2"; }
