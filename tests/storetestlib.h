@@ -2,11 +2,14 @@
 // folder, running a function in a child with its stderr captured (for the exit-2 refusals),
 // and raw SQLite queries that read the run database behind the code under test.
 #pragma once
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "store/db.h"
 
 static char TMPDIR_[256];
 
@@ -48,3 +51,27 @@ static void q_text(sqlite3 *s, const char *sql, char *out, size_t n) {
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) snprintf(out, n, "%s", sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
 }
+
+// First column of the first row as a number (NAN if none / NULL).
+static double q_num(sqlite3 *s, const char *sql) {
+    char t[256]; q_text(s, sql, t, sizeof t);
+    return t[0] ? atof(t) : NAN;
+}
+
+// A run's identity as the trainer fills it, for one process (tp = pp = dp = 1) and a fixed
+// peak of 100 GFLOP/s; each test sets its own version, configuration and sizes on top.
+static RunInfo runinfo_for_test(const char *exp, const char *variant, const char *uid) {
+    RunInfo ri;
+    memset(&ri, 0, sizeof ri);
+    runinfo_host_facts(&ri);
+    snprintf(ri.uid, sizeof ri.uid, "%s", uid);
+    snprintf(ri.experiment, sizeof ri.experiment, "%s", exp);
+    snprintf(ri.variant, sizeof ri.variant, "%s", variant);
+    snprintf(ri.manifest_sha256, sizeof ri.manifest_sha256, "%064d", 1);
+    ri.tp = ri.pp = ri.dp = ri.world_size = 1;
+    ri.peak_gflops = 100;
+    return ri;
+}
+
+// rundb_open(path) in a child (in_child): for the refusals that exit 2.
+static void rundb_open_child(void *path) { rundb_open((const char *)path); }

@@ -18,10 +18,6 @@ TL_MAIN_DEFS
 
 
 
-static double q_num(sqlite3 *s, const char *sql) {
-    char t[256]; q_text(s, sql, t, sizeof t);
-    return t[0] ? atof(t) : NAN;
-}
 static int count_lines(const char *text, const char *prefix) {
     int n = 0;
     for (const char *p = text; p && *p; ) {
@@ -33,17 +29,10 @@ static int count_lines(const char *text, const char *prefix) {
 }
 
 static RunInfo make_info(const char *exp, const char *variant, const char *uid) {
-    RunInfo ri;
-    memset(&ri, 0, sizeof ri);
-    runinfo_host_facts(&ri);
-    snprintf(ri.uid, sizeof ri.uid, "%s", uid);
-    snprintf(ri.experiment, sizeof ri.experiment, "%s", exp);
-    snprintf(ri.variant, sizeof ri.variant, "%s", variant);
+    RunInfo ri = runinfo_for_test(exp, variant, uid);
     snprintf(ri.experiment_version, sizeof ri.experiment_version, "1");
-    snprintf(ri.manifest_sha256, sizeof ri.manifest_sha256, "%064d", 1);
     ri.config_json = "{\"model\": {\"d_model\": 64}, \"train\": {\"steps\": 10, \"threads\": 1}}";
-    ri.tp = ri.pp = ri.dp = ri.world_size = 1;
-    ri.params = 1000; ri.flops_per_token = 1e6; ri.peak_gflops = 100;
+    ri.params = 1000; ri.flops_per_token = 1e6;
     return ri;
 }
 
@@ -401,7 +390,6 @@ TEST(db_full_disk_clean_error) {
 }
 
 // ---- damaged: refused at open, untouched ------------------------------------------------------
-static void open_child(void *arg) { rundb_open((const char *)arg); }
 TEST(db_damaged_refused) {
     char path[300], err[4096];
     tmp_path(path, sizeof path, "damaged.db");
@@ -426,7 +414,7 @@ TEST(db_damaged_refused) {
     fclose(f);
     struct stat damaged;   // the file as damaged: opening it must change nothing
     stat(path, &damaged);
-    int rc = in_child(open_child, path, err, sizeof err);
+    int rc = in_child(rundb_open_child, path, err, sizeof err);
     EXPECT(rc == 2, "exit %d, stderr %s", rc, err);
     EXPECT(strstr(err, "damaged.db: the run database is damaged") && strstr(err, ".recover"), "stderr: %s", err);
     struct stat after;

@@ -72,24 +72,13 @@ static void state_make(ModelState *s, ModelConfig c, uint64_t seed) {
 
 
 
-static double q_num(sqlite3 *s, const char *sql) {
-    char t[256]; q_text(s, sql, t, sizeof t);
-    return t[0] ? atof(t) : NAN;
-}
 
 static RunInfo make_info(const char *exp, const char *variant, const char *uid) {
-    RunInfo ri;
-    memset(&ri, 0, sizeof ri);
-    runinfo_host_facts(&ri);
-    snprintf(ri.uid, sizeof ri.uid, "%s", uid);
-    snprintf(ri.experiment, sizeof ri.experiment, "%s", exp);
-    snprintf(ri.variant, sizeof ri.variant, "%s", variant);
+    RunInfo ri = runinfo_for_test(exp, variant, uid);
     snprintf(ri.manifest_path, sizeof ri.manifest_path, "experiments/%s.yaml", exp);
     snprintf(ri.experiment_version, sizeof ri.experiment_version, "3");
-    snprintf(ri.manifest_sha256, sizeof ri.manifest_sha256, "%064d", 1);
     ri.config_json = "{\"model\": {\"linear\": \"cola\"}}";
-    ri.tp = ri.pp = ri.dp = ri.world_size = 1;
-    ri.params = 12345; ri.flops_per_token = 6e5; ri.peak_gflops = 100;
+    ri.params = 12345; ri.flops_per_token = 6e5;
     return ri;
 }
 
@@ -242,7 +231,6 @@ TEST(db_stale_runs_become_interrupted) {
     rundb_close(db);
 }
 
-static void open_db_child(void *arg) { rundb_open((const char *)arg); }
 
 TEST(db_newer_schema_refused) {
     char path[300], err[4096]; tmp_path(path, sizeof path, "newer.db");
@@ -251,7 +239,7 @@ TEST(db_newer_schema_refused) {
     snprintf(sql, sizeof sql, "CREATE TABLE runs(id INTEGER PRIMARY KEY); PRAGMA user_version=%d;", RUNDB_SCHEMA_VERSION + 1);
     sqlite3_exec(s, sql, NULL, NULL, NULL);
     sqlite3_close(s);
-    int rc = in_child(open_db_child, path, err, sizeof err);
+    int rc = in_child(rundb_open_child, path, err, sizeof err);
     EXPECT(rc == 2, "exit %d", rc);
     snprintf(want, sizeof want, "newer.db: run database schema version %d is newer than this build supports (%d)",
              RUNDB_SCHEMA_VERSION + 1, RUNDB_SCHEMA_VERSION);
@@ -259,7 +247,7 @@ TEST(db_newer_schema_refused) {
 
     tmp_path(path, sizeof path, "garbage.db");
     FILE *f = fopen(path, "w"); for (int i = 0; i < 200; i++) fputs("not sqlite at all ", f); fclose(f);
-    rc = in_child(open_db_child, path, err, sizeof err);
+    rc = in_child(rundb_open_child, path, err, sizeof err);
     EXPECT(rc == 2 && strstr(err, "garbage.db: not a run database"), "garbage: exit %d, stderr: %s", rc, err);
 }
 
