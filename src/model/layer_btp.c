@@ -222,18 +222,13 @@ static void up_backward(Model *mdl, const Bn *b, void *dZ, const void *Z, Linear
 // ---- chunk interiors (forward, and the recompute of CKPT_LOWRANK) ----------------------
 // Chunk 1 (from Z_qkv): B_q|B_k|B_v on the local heads, RoPE, causal attention -> y.
 static void attn_chunk(Model *mdl, LayerActs *la, LayerW *w) {
-    const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
-    Backend *bk = mdl->bk;
-    int B = mdl->B, T = mdl->T, hd = c->d_model / c->n_heads;
     Bn b = bn_qkv(mdl);
     LinearW *W[3] = { &w->q, &w->k, &w->v };
     void *out[3] = { la->q, la->k, la->v };
     int dout[3] = { L->dq, L->dkv, L->dkv };
     up_forward(mdl, &b, la->zqkv, W, out, dout);
-    op_rope_forward(bk, la->q, B, T, L->H, hd, c->rope_theta);
-    op_rope_forward(bk, la->k, B, T, L->Hkv, hd, c->rope_theta);
-    op_attention_forward(bk, la->y, la->lse, la->q, la->k, la->v, B, T, L->H, L->Hkv, hd);
+    attention_core_forward(mdl, la);
 }
 // Chunk 3 (from Z_gu): B_gate|B_up over the local d_ff, g*u.
 static void mlp_chunk(Model *mdl, LayerActs *la, LayerW *w) {
@@ -287,7 +282,7 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
     Backend *bk = mdl->bk;
     LayerW *w = &mdl->w.layers[l], *dw = &mdl->dw.layers[l];
     int gl = L->layer_begin + l;
-    int B = mdl->B, T = mdl->T, N = mdl->N, dr = L->d_res, hd = c->d_model / c->n_heads;
+    int N = mdl->N, dr = L->d_res;
     int recompute = mdl->ckpt == CKPT_LOWRANK;
     Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
     size_t Nff = (size_t)N * L->dff;
@@ -340,12 +335,7 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
     dP = bn_latent_backward(mdl, &bo, LX_O, s->dzb, la->po, Wo, dWo, gl, prev, s);
     zero_t(mdl, s->dy, (size_t)N * L->dq);
     mm_backward(mdl, s->dy, dw->o.A, dP, la->y, w->o.A, N, L->dq, L->ra);  // A_o: local
-    zero_t(mdl, s->dq, (size_t)N * L->dq);
-    zero_t(mdl, s->dk, (size_t)N * L->dkv);
-    zero_t(mdl, s->dv, (size_t)N * L->dkv);
-    op_attention_backward(bk, s->dq, s->dk, s->dv, s->dy, la->y, la->q, la->k, la->v, la->lse, B, T, L->H, L->Hkv, hd);
-    op_rope_backward(bk, s->dq, B, T, L->H, hd, c->rope_theta);
-    op_rope_backward(bk, s->dk, B, T, L->Hkv, hd, c->rope_theta);
+    attention_core_backward(mdl, la, s);
     {
         void *dout[3] = { s->dq, s->dk, s->dv }; int wd[3] = { L->dq, L->dkv, L->dkv };
         up_backward(mdl, &bq, s->dzb, la->zqkv, Wqkv, dWqkv, dout, wd);

@@ -49,7 +49,7 @@ void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const
     const Layout *L = &mdl->lay;
     LayerW *w = &mdl->w.layers[l];
     int gl = L->layer_begin + l;                  // global layer index (accounting)
-    int B = mdl->B, T = mdl->T, N = mdl->N, d = c->d_model, hd = d / c->n_heads;
+    int N = mdl->N, d = c->d_model;
     int lr = is_lowrank(c);
     size_t Nd = (size_t)N * d;
 
@@ -65,9 +65,7 @@ void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const
         g_forward(mdl, la->k, (size_t)N * L->dkv, gl);
         g_forward(mdl, la->v, (size_t)N * L->dkv, gl);
     }
-    op_rope_forward(bk, la->q, B, T, L->H, hd, c->rope_theta);
-    op_rope_forward(bk, la->k, B, T, L->Hkv, hd, c->rope_theta);
-    op_attention_forward(bk, la->y, la->lse, la->q, la->k, la->v, B, T, L->H, L->Hkv, hd);
+    attention_core_forward(mdl, la);
     // o: dense row-parallel over the local heads; low-rank A_o column-parallel over r.
     lin_forward(mdl, la->x_mid, &la->lo, la->y, &w->o, L->dq, d, L->ra, LX_O, gl, prev, out);
     g_forward(mdl, la->x_mid, Nd, gl);            // full o output
@@ -94,7 +92,7 @@ void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const
     const Layout *L = &mdl->lay;
     LayerW *w = &mdl->w.layers[l], *dw = &mdl->dw.layers[l];
     int gl = L->layer_begin + l;
-    int B = mdl->B, T = mdl->T, N = mdl->N, d = c->d_model, hd = d / c->n_heads;
+    int N = mdl->N, d = c->d_model;
     int lr = is_lowrank(c);
     size_t Nd = (size_t)N * d, Nff = (size_t)N * L->dff;
 
@@ -115,12 +113,7 @@ void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const
     zero_t(mdl, s->dy, (size_t)N * L->dq);
     lin_backward(mdl, s->dy, &dw->o, s->dx, la->y, &la->lo, &w->o, L->dq, d, L->ra, LX_O, gl, prev, s);
     if (lr) f_backward(mdl, s->dy, (size_t)N * L->dq, gl);   // A_o's input gradient
-    zero_t(mdl, s->dq, (size_t)N * L->dq);
-    zero_t(mdl, s->dk, (size_t)N * L->dkv);
-    zero_t(mdl, s->dv, (size_t)N * L->dkv);
-    op_attention_backward(bk, s->dq, s->dk, s->dv, s->dy, la->y, la->q, la->k, la->v, la->lse, B, T, L->H, L->Hkv, hd);
-    op_rope_backward(bk, s->dq, B, T, L->H, hd, c->rope_theta);
-    op_rope_backward(bk, s->dk, B, T, L->Hkv, hd, c->rope_theta);
+    attention_core_backward(mdl, la, s);
     zero_t(mdl, s->da, Nd);
     lin_backward(mdl, s->da, &dw->q, s->dq, la->a, &la->lq, &w->q, d, L->dq, L->ra, LX_Q, gl, prev, s);
     lin_backward(mdl, s->da, &dw->k, s->dk, la->a, &la->lk, &w->k, d, L->dkv, L->ra, LX_K, gl, prev, s);

@@ -58,6 +58,31 @@ typedef struct {
     float *lmean, *lrstd; // [3·N] f32 LayerNorm statistics of the chunk at hand (layernorm)
 } Scratch;
 
+// The attention core of a layer, the same under every layout: RoPE on the local q/k heads,
+// then causal flash attention over the local heads (q [N,dq], k/v [N,dkv] -> y [N,dq], lse).
+static inline void attention_core_forward(Model *m, LayerActs *la) {
+    const ModelConfig *c = &m->cfg;
+    const Layout *L = &m->lay;
+    int hd = c->d_model / c->n_heads;
+    op_rope_forward(m->bk, la->q, m->B, m->T, L->H, hd, c->rope_theta);
+    op_rope_forward(m->bk, la->k, m->B, m->T, L->Hkv, hd, c->rope_theta);
+    op_attention_forward(m->bk, la->y, la->lse, la->q, la->k, la->v, m->B, m->T, L->H, L->Hkv, hd);
+}
+// Its backward: s->dy [N,dq] -> s->dq [N,dq], s->dk, s->dv [N,dkv] (zeroed here: the
+// attention backward accumulates), rotated back to the projections' outputs.
+static inline void attention_core_backward(Model *m, const LayerActs *la, Scratch *s) {
+    const ModelConfig *c = &m->cfg;
+    const Layout *L = &m->lay;
+    int N = m->N, hd = c->d_model / c->n_heads;
+    zero_t(m, s->dq, (size_t)N * L->dq);
+    zero_t(m, s->dk, (size_t)N * L->dkv);
+    zero_t(m, s->dv, (size_t)N * L->dkv);
+    op_attention_backward(m->bk, s->dq, s->dk, s->dv, s->dy, la->y, la->q, la->k, la->v, la->lse,
+                          m->B, m->T, L->H, L->Hkv, hd);
+    op_rope_backward(m->bk, s->dq, m->B, m->T, L->H, hd, c->rope_theta);
+    op_rope_backward(m->bk, s->dk, m->B, m->T, L->Hkv, hd, c->rope_theta);
+}
+
 // Carving a family buffer in bytes: two passes (count with base == NULL, then assign).
 // Every tensor starts on a 64-byte boundary.
 typedef struct { void *base; size_t off; } Carve;
