@@ -443,6 +443,23 @@ static int run_worker(int n, const char *out_path) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+// run_worker(n) into a fresh temporary file, opened for reading: its lines are "kind n size
+// seconds". The caller reads it and then worker_results_close(f, path) removes it.
+static FILE *worker_results(int n, char *path, size_t path_len, const char *hint) {
+    xsnprintf(path, path_len, "/tmp/calibrate.XXXXXX");
+    int fd = mkstemp(path);
+    CHECK_ERRNO(fd < 0, "mkstemp");
+    close(fd);
+    if (run_worker(n, path)) die_input("calibrate: the MPI worker at %d ranks failed%s", n, hint);
+    FILE *f = fopen(path, "r");
+    CHECK_ERRNO(!f, path);
+    return f;
+}
+static void worker_results_close(FILE *f, const char *path) {
+    fclose(f);
+    unlink(path);
+}
+
 // ---- the α-β fit ----------------------------------------------------------------------------
 //
 // Per collective and rank count n, t(S) = α_n + bus(S)/β_n with bus(S) the bytes on the bus
@@ -621,19 +638,14 @@ static int share_update(const char *from, const char *out_path, const int *ranks
            "(the table: %.2f): %.3f\n", from, date, la[0], p.op_overhead_s * 1e6, flops / one / 1e9, SHARE_M, SHARE_N, SHARE_K,
            flops / table / 1e9, table / one);
     for (int r = 0; r < n_ranks; r++) {
-        char tmp[] = "/tmp/calibrate.XXXXXX";
-        int fd = mkstemp(tmp);
-        CHECK_ERRNO(fd < 0, "mkstemp");
-        close(fd);
-        if (run_worker(ranks[r], tmp)) die_input("calibrate: the MPI worker at %d ranks failed", ranks[r]);
-        FILE *f = fopen(tmp, "r");
-        CHECK_ERRNO(!f, tmp);
+        char tmp[64];
+        FILE *f = worker_results(ranks[r], tmp, sizeof tmp, "");
         char kind[32];
         int n;
         double M, t;
         if (fscanf(f, "%31s %d %lf %lf", kind, &n, &M, &t) != 4 || strcmp(kind, "share_gemm")) DIE("calibrate: no rank share in %s", tmp);
-        fclose(f);
-        unlink(tmp);
+        worker_results_close(f, tmp);
+        CHECK(p.n_share < HW_BUSBW_MAX, "calibrate: too many rank counts");
         p.share_n[p.n_share] = n;
         p.share[p.n_share++] = table / t;
         printf("   rank share: %d ranks each at %.2f GFLOP/s (the table: %.2f): %.3f\n", n, flops / t / 1e9, flops / table / 1e9, table / t);
@@ -784,14 +796,9 @@ int main(int argc, char **argv) {
     Meas *meas = xcalloc(4096, sizeof *meas);
     int nm = 0, max_n = 0;
     for (int r = 0; r < n_ranks; r++) {
-        char tmp[] = "/tmp/calibrate.XXXXXX";
-        int fd = mkstemp(tmp);
-        CHECK_ERRNO(fd < 0, "mkstemp");
-        close(fd);
         printf("\n5. collectives at %d ranks%s (mpirun ... --mpi-worker)\n", ranks[r], ranks[r] > cores ? ", oversubscribed" : "");
-        if (run_worker(ranks[r], tmp)) die_input("calibrate: the MPI worker at %d ranks failed (is mpirun installed?)", ranks[r]);
-        FILE *f = fopen(tmp, "r");
-        CHECK_ERRNO(!f, tmp);
+        char tmp[64];
+        FILE *f = worker_results(ranks[r], tmp, sizeof tmp, " (is mpirun installed?)");
         char kind[32];
         int n;
         double S, t;
@@ -811,8 +818,7 @@ int main(int argc, char **argv) {
             CHECK(k < K_N, "calibrate: unknown kind '%s' in %s", kind, tmp);
             meas[nm++] = (Meas){ k, n, S, t, 1 };
         }
-        fclose(f);
-        unlink(tmp);
+        worker_results_close(f, tmp);
         if (ranks[r] > max_n) max_n = ranks[r];
     }
     p.ranks_per_node = max_n;
