@@ -115,14 +115,18 @@ def main():
     if not gemms:
         die(f"{a.ops_json}: no single {dtype} GEMM record")
     rate = lambda r: r["flops"] / (r["ms"] * 1e-3)
+
+    def core_seconds(r):
+        """The model prices a GEMM or attention as its roofline time plus op_overhead_s
+        (src/sim/op_time.c), and a CUDA-event time holds that launch cost: rates are pinned on
+        the rest, so that the profile gives the measured time back."""
+        t = r["ms"] * 1e-3 - prof.get("op_overhead_s", 0.0)
+        if not t > 0:
+            die(f"{a.ops_json}: {r['op']} ({r['ms']} ms) is not longer than the op overhead {prof['op_overhead_s']} s")
+        return t
+
     best = max(gemms, key=rate)
-    # The model prices a GEMM as its roofline time plus op_overhead_s (src/sim/op_time.c), and
-    # the CUDA-event time holds that launch cost: the roofline is pinned on the rest, so that
-    # the profile gives the measured time back at this shape.
-    t_core = best["ms"] * 1e-3 - prof.get("op_overhead_s", 0.0)
-    if not t_core > 0:
-        die(f"{a.ops_json}: the fastest GEMM ({best['ms']} ms) is not longer than the op overhead {prof['op_overhead_s']} s")
-    g["mamf"] = float(f"{best['flops'] / t_core:.6g}")
+    g["mamf"] = float(f"{best['flops'] / core_seconds(best):.6g}")
     g["mamf_shape"] = [int(best["M"]), int(best["N"]), int(best["K"])]
     # attention: the largest record of each direction
     att = prof.setdefault("attention", {}).setdefault(p, {})
@@ -131,11 +135,7 @@ def main():
         rs = [r for r in mine if r["op"] == op and r["flops"] > 0]
         if rs:
             r = max(rs, key=lambda r: r["flops"])
-            # like a GEMM: the model adds op_overhead_s to the attention time
-            t_core = r["ms"] * 1e-3 - prof.get("op_overhead_s", 0.0)
-            if not t_core > 0:
-                die(f"{a.ops_json}: {op} ({r['ms']} ms) is not longer than the op overhead {prof['op_overhead_s']} s")
-            att[key] = float(f"{min(1.0, r['flops'] / t_core / peak):.6g}")
+            att[key] = float(f"{min(1.0, r['flops'] / core_seconds(r) / peak):.6g}")
             got_att[key] = (r, rate(r))
     prof["name"] = a.name
     prof["device"] = str(doc.get("device", prof.get("device", "?")))

@@ -34,12 +34,11 @@ from torch_model import PRESETS, BoostModel, ModelConfig, train_flops_per_token
 def blas_info():
     """The BLAS PyTorch was built with (MKL in the PyPI wheels, the system libblas in Debian's)."""
     cfg = torch.__config__.show()
-    for key in ("BLAS_INFO=",):
-        i = cfg.find(key)
-        if i >= 0:
-            name = cfg[i + len(key):].split(",")[0]
-            return "the system libblas.so.3" if name == "generic" else name
-    return "?"
+    i = cfg.find("BLAS_INFO=")
+    if i < 0:
+        return "?"
+    name = cfg[i + len("BLAS_INFO="):].split(",")[0]
+    return "the system libblas.so.3" if name == "generic" else name
 
 
 def make_adamw(model, args):
