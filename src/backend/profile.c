@@ -15,12 +15,8 @@ static void on_begin(void *ctx, const OpInfo *op) {
 static OpAggregate *find(OpProfile *p, const char *name, Phase phase) {
     for (int i = 0; i < p->n_agg; i++)   // names are string literals of ops.c: compare by content
         if (p->agg[i].phase == phase && !strcmp(p->agg[i].name, name)) return &p->agg[i];
-    if (p->n_agg == p->cap_agg) {
-        p->cap_agg = p->cap_agg ? 2 * p->cap_agg : 64;
-        p->agg = realloc(p->agg, (size_t)p->cap_agg * sizeof *p->agg);
-        CHECK(p->agg, "out of memory");
-    }
-    OpAggregate *a = &p->agg[p->n_agg++];
+    p->agg = vec_grow(p->agg, &p->n_agg, &p->cap_agg, sizeof *p->agg);
+    OpAggregate *a = &p->agg[p->n_agg - 1];
     memset(a, 0, sizeof *a);
     a->name = name; a->phase = phase;
     return a;

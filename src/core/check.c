@@ -39,6 +39,15 @@ void *xcalloc(size_t n, size_t sz) {
     CHECK(p, "out of memory allocating %zu x %zu bytes", n, sz);
     return p;
 }
+void *vec_grow(void *v, int *n, int *cap, size_t elt) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        v = realloc(v, elt * (size_t)*cap);
+        CHECK(v, "out of memory growing an array to %d elements of %zu bytes", *cap, elt);
+    }
+    (*n)++;
+    return v;
+}
 void *xaligned_alloc(size_t n) {
     size_t rounded = (n + 63) / 64 * 64;
     void *p = aligned_alloc(64, rounded ? rounded : 64);

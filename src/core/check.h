@@ -38,6 +38,9 @@ void set_die_hook(DieHook hook);
 void *xmalloc(size_t n);           // malloc that never returns NULL
 void *xcalloc(size_t n, size_t sz);
 void *xaligned_alloc(size_t n);    // 64-byte aligned, zeroed; free() with free()
+// Appends one (uninitialised) element to an array of *n of *cap elements of elt bytes,
+// doubling the capacity when full; returns the possibly moved array (element *n - 1 is new).
+void *vec_grow(void *v, int *n, int *cap, size_t elt);
 char *xstrdup(const char *s);
 // snprintf that dies on truncation (paths, names).
 __attribute__((format(printf, 3, 4)))

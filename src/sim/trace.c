@@ -41,12 +41,8 @@ void sim_tracer_trace_layer(SimTracer *t, int layer, int on) {
 }
 
 static SimEvent *push_event(SimTracer *t) {
-    if (t->n_events == t->cap_events) {
-        t->cap_events = t->cap_events ? 2 * t->cap_events : 64;
-        t->events = realloc(t->events, (size_t)t->cap_events * sizeof *t->events);
-        CHECK(t->events, "out of memory for the layer trace");
-    }
-    SimEvent *e = &t->events[t->n_events++];
+    t->events = vec_grow(t->events, &t->n_events, &t->cap_events, sizeof *t->events);
+    SimEvent *e = &t->events[t->n_events - 1];
     memset(e, 0, sizeof *e);
     return e;
 }

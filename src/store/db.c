@@ -115,16 +115,6 @@ typedef struct { int64_t run; int step, rank, tp, pp, dp; int64_t calls, element
 typedef struct { int64_t run; const char *category; int64_t bytes; } MemRow;
 typedef struct { int64_t run; int step; char at[32]; const char *kind; char *detail; } EventRow;
 
-// Appends one (uninitialised) element; returns the possibly moved array.
-void *vec_grow(void *v, int *n, int *cap, size_t elt) {
-    if (*n == *cap) {
-        *cap = *cap ? 2 * *cap : 64;
-        v = realloc(v, elt * (size_t)*cap);
-        CHECK(v, "out of memory growing a run-database buffer");
-    }
-    (*n)++;
-    return v;
-}
 
 struct RunDBBuffers {
     VEC(StepRow) steps;

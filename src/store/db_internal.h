@@ -47,7 +47,7 @@ int db_json_strings(sqlite3 *h, const char *json, char ***out);
 // ---- shared by db.c and db_lifecycle.c --------------------------------------------------
 // Growable arrays: VEC(T) v = {0}; *VEC_PUSH(v) = x;
 #define VEC(T) struct { T *v; int n, cap; }
-void *vec_grow(void *v, int *n, int *cap, size_t elt);   // appends one element; returns the moved array
+// appends one element (core/check.h vec_grow); yields a pointer to it
 #define VEC_PUSH(vec) ((vec).v = vec_grow((vec).v, &(vec).n, &(vec).cap, sizeof *(vec).v), &(vec).v[(vec).n - 1])
 
 // Writes that may fail without killing anything return an SQLite result code.
