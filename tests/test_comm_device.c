@@ -341,6 +341,59 @@ TEST(device_timing_hooks) {
     G.backend = saved;
 }
 
+// The host entry points (comm_host_*) take host memory whatever comm_set_device says: with
+// the scrambled device set and a back end with device-timing hooks in place, host scalars
+// and tables reduce, broadcast and travel correctly, nothing is staged (a staged host
+// pointer would be read through hptr() and fault), no device timing hook is called, and
+// each call is accounted like its device twin.
+TEST(host_entry_points_ignore_device) {
+    CommBackend timed = comm_backend_mpi;
+    timed.name = "mpi+events";
+    timed.time_begin = fake_begin; timed.time_end = fake_end; timed.time_flush = fake_flush;
+    const CommBackend *saved = G.backend;
+    comm_set_device(&G, &dev, pinned_alloc, pinned_free);
+    G.backend = &timed;
+    comm_stats_reset(&G);
+    n_pending = n_begun = 0;
+    size_t th = n_to_host, fh = n_from_host;
+    uint64_t want_calls = 0;
+    for (int g = 0; g < GROUP_COUNT; g++) {
+        CommGroup G_ = (CommGroup)g;
+        int s = G.size[g];
+        double x[3] = { 1.0, (double)G.rank, -(double)G.rank }, want1 = 0, want2 = 0;
+        for (int i = 0; i < s; i++) want1 += member(&G, G_, i);
+        for (int i = 0; i < s; i++) if (member(&G, G_, i) > want2) want2 = member(&G, G_, i);
+        comm_host_all_reduce(&G, G_, x, 2, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
+        comm_host_all_reduce(&G, G_, x + 2, 1, DTYPE_F64, OP_MIN, PHASE_OTHER, -1);
+        CK(x[0] == (double)s && x[1] == want1 && x[2] == -want2, "%s: host all-reduce gave %g %g %g, want %d %g %g",
+           comm_group_name(G_), x[0], x[1], x[2], s, want1, -want2);
+        unsigned char id[5] = { 0 };
+        if (G.grank[g] == 0) memcpy(id, "run42", 5);
+        comm_host_broadcast(&G, G_, id, 5, DTYPE_U8, 0, PHASE_OTHER, -1);
+        CK(!memcmp(id, "run42", 5), "%s: host broadcast", comm_group_name(G_));
+        if (s > 1) want_calls += 3;
+    }
+    if (n_ranks > 1) {   // world ranks 0 and 1: a table there and back
+        float t[4] = { 0 };
+        if (G.rank == 0) { for (int i = 0; i < 4; i++) t[i] = (float)i + 0.5f; comm_host_send(&G, GROUP_WORLD, t, 4, DTYPE_F32, 1, 100, PHASE_OTHER, -1); }
+        if (G.rank == 1) {
+            comm_host_recv(&G, GROUP_WORLD, t, 4, DTYPE_F32, 0, 100, PHASE_OTHER, -1);
+            CK(t[0] == 0.5f && t[3] == 3.5f, "host recv gave %g .. %g", t[0], t[3]);
+        }
+        if (G.rank < 2) want_calls += 1;
+    }
+    CK(n_to_host == th && n_from_host == fh, "host buffers were staged through the device (%zu to_host, %zu from_host)",
+       n_to_host - th, n_from_host - fh);
+    CK(n_begun == 0 && n_pending == 0, "%d host calls went through the device timing hooks", n_begun);
+    CommStat all = comm_stats_sum(&G, COMM_ANY, PHASE_OTHER, COMM_ANY, COMM_ANY);
+    CK(all.calls == want_calls, "accounted %llu host calls, expected %llu", (unsigned long long)all.calls,
+       (unsigned long long)want_calls);
+    CK(all.seconds >= 0, "seconds %g", all.seconds);
+    G.backend = saved;
+    comm_set_device(&G, NULL, NULL, NULL);
+    comm_stats_reset(&G);
+}
+
 // The NCCL switch refuses where it cannot work and leaves the MPI back end in place.
 TEST(nccl_switch_refuses_cleanly) {
     char why[256] = "";
@@ -367,6 +420,7 @@ int main(int argc, char **argv) {
     RUN_ALL(cpu_backend_as_device);
     RUN_ALL(device_accounting_identical);
     RUN_ALL(device_timing_hooks);
+    RUN_ALL(host_entry_points_ignore_device);
     RUN_ALL(nccl_switch_refuses_cleanly);
     comm_free(&G);
     CHECK_MPI(MPI_Finalize());

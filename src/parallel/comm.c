@@ -122,25 +122,35 @@ static void local_copy(Comm *c, void *out, const void *in, size_t n, CommDtype t
 // Timing of one call: MPI_Wtime around it, or the back end's device timing (the call's
 // seconds then reach its row through time_end/time_flush, and count() adds 0 here).
 // Nothing is timed in account-only mode.
-static double timer_start(Comm *c) {
+static double timer_start(Comm *c, const CommBackend *be) {
     if (c->is_virtual || c->account_only) return 0.0;
-    if (c->backend->time_begin) { c->backend->time_begin(c); return 0.0; }
+    if (be->time_begin) { be->time_begin(c); return 0.0; }
     return MPI_Wtime();
 }
-static double timer_stop(Comm *c, double t0, CommKind k, CommPhase phase, CommGroup g, int layer) {
+static double timer_stop(Comm *c, const CommBackend *be, double t0, CommKind k, CommPhase phase, CommGroup g, int layer) {
     if (c->is_virtual || c->account_only) return 0.0;
-    if (c->backend->time_end) { c->backend->time_end(c, cell_index(c, k, phase, g, layer)); return 0.0; }
+    if (be->time_end) { be->time_end(c, cell_index(c, k, phase, g, layer)); return 0.0; }
     return MPI_Wtime() - t0;
 }
 
+// The operations that exist in two forms (buffers where comm_set_device says, or host
+// memory) run through `be`: c->backend, or comm_backend_mpi_host for the comm_host_* forms.
+static void all_reduce_on(Comm *c, const CommBackend *be, const char *what, CommGroup g, void *buf, size_t n,
+                          CommDtype t, CommOp op, CommPhase phase, int layer) {
+    check_call(c, what, g, phase, layer);
+    if (c->size[g] == 1) return;
+    double t0 = timer_start(c, be);
+    if (live(c)) be->all_reduce(c, g, buf, n, t, op);
+    count(c, COMM_ALL_REDUCE, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, be, t0, COMM_ALL_REDUCE, phase, g, layer));
+}
 void comm_all_reduce_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
                         CommPhase phase, int layer) {
-    check_call(c, "comm_all_reduce", g, phase, layer);
-    if (c->size[g] == 1) return;
-    double t0 = timer_start(c);
-    if (live(c)) c->backend->all_reduce(c, g, buf, n, t, op);
-    count(c, COMM_ALL_REDUCE, phase, g, layer, n, acct_size(c, t),
-          timer_stop(c, t0, COMM_ALL_REDUCE, phase, g, layer));
+    all_reduce_on(c, c->backend, "comm_all_reduce", g, buf, n, t, op, phase, layer);
+}
+void comm_host_all_reduce(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
+                          CommPhase phase, int layer) {
+    all_reduce_on(c, &comm_backend_mpi_host, "comm_host_all_reduce", g, buf, n, t, op, phase, layer);
 }
 void comm_all_reduce(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer) {
     comm_all_reduce_ex(c, g, buf, n, DTYPE_F32, OP_SUM, phase, layer);
@@ -160,10 +170,10 @@ void comm_all_gather_ex(Comm *c, CommGroup g, const void *in, void *out, size_t 
     check_call(c, "comm_all_gather", g, phase, layer);
     size_t gs = (size_t)c->size[g];
     if (gs == 1) { local_copy(c, out, in, n_chunk, t); return; }
-    double t0 = timer_start(c);
+    double t0 = timer_start(c, c->backend);
     if (live(c)) c->backend->all_gather(c, g, in, out, n_chunk, t);
     count(c, COMM_ALL_GATHER, phase, g, layer, n_chunk * gs, acct_size(c, t),
-          timer_stop(c, t0, COMM_ALL_GATHER, phase, g, layer));
+          timer_stop(c, c->backend, t0, COMM_ALL_GATHER, phase, g, layer));
 }
 void comm_all_gather(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
                      CommPhase phase, int layer) {
@@ -175,7 +185,7 @@ void comm_all_gather_cols_ex(Comm *c, CommGroup g, const void *in, void *out, si
     check_call(c, "comm_all_gather_cols", g, phase, layer);
     size_t gs = (size_t)c->size[g], blk = rows * cols_local, es = comm_dtype_size(t);
     if (gs == 1) { local_copy(c, out, in, blk, t); return; }
-    double t0 = timer_start(c);
+    double t0 = timer_start(c, c->backend);
     if (live(c)) {
         // gbuf [g, rows, cols_local] ← all-gather of the contiguous blocks, then place them
         // (on a device: gbuf is device memory and the placement a strided device copy)
@@ -200,7 +210,7 @@ void comm_all_gather_cols_ex(Comm *c, CommGroup g, const void *in, void *out, si
         }
     }
     count(c, COMM_ALL_GATHER, phase, g, layer, blk * gs, acct_size(c, t),
-          timer_stop(c, t0, COMM_ALL_GATHER, phase, g, layer));
+          timer_stop(c, c->backend, t0, COMM_ALL_GATHER, phase, g, layer));
 }
 void comm_all_gather_cols(Comm *c, CommGroup g, const float *in, float *out, size_t rows,
                           size_t cols_local, CommPhase phase, int layer) {
@@ -212,26 +222,34 @@ void comm_reduce_scatter_ex(Comm *c, CommGroup g, const void *in, void *out, siz
     check_call(c, "comm_reduce_scatter", g, phase, layer);
     size_t gs = (size_t)c->size[g];
     if (gs == 1) { local_copy(c, out, in, n_chunk, t); return; }
-    double t0 = timer_start(c);
+    double t0 = timer_start(c, c->backend);
     if (live(c)) c->backend->reduce_scatter(c, g, in, out, n_chunk, t, OP_SUM);
     count(c, COMM_REDUCE_SCATTER, phase, g, layer, n_chunk * gs, acct_size(c, t),
-          timer_stop(c, t0, COMM_REDUCE_SCATTER, phase, g, layer));
+          timer_stop(c, c->backend, t0, COMM_REDUCE_SCATTER, phase, g, layer));
 }
 void comm_reduce_scatter(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
                          CommPhase phase, int layer) {
     comm_reduce_scatter_ex(c, g, in, out, n_chunk, DTYPE_F32, phase, layer);
 }
 
+static void broadcast_on(Comm *c, const CommBackend *be, const char *what, CommGroup g, void *buf, size_t n,
+                         CommDtype t, int root, CommPhase phase, int layer) {
+    check_call(c, what, g, phase, layer);
+    CHECK(root >= 0 && root < c->size[g], "%s: root %d outside the %s group of size %d",
+          what, root, comm_group_name(g), c->size[g]);
+    if (c->size[g] == 1) return;
+    double t0 = timer_start(c, be);
+    if (live(c)) be->broadcast(c, g, buf, n, t, root);
+    count(c, COMM_BROADCAST, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, be, t0, COMM_BROADCAST, phase, g, layer));
+}
 void comm_broadcast_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
                        CommPhase phase, int layer) {
-    check_call(c, "comm_broadcast", g, phase, layer);
-    CHECK(root >= 0 && root < c->size[g], "comm_broadcast: root %d outside the %s group of size %d",
-          root, comm_group_name(g), c->size[g]);
-    if (c->size[g] == 1) return;
-    double t0 = timer_start(c);
-    if (live(c)) c->backend->broadcast(c, g, buf, n, t, root);
-    count(c, COMM_BROADCAST, phase, g, layer, n, acct_size(c, t),
-          timer_stop(c, t0, COMM_BROADCAST, phase, g, layer));
+    broadcast_on(c, c->backend, "comm_broadcast", g, buf, n, t, root, phase, layer);
+}
+void comm_host_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
+                         CommPhase phase, int layer) {
+    broadcast_on(c, &comm_backend_mpi_host, "comm_host_broadcast", g, buf, n, t, root, phase, layer);
 }
 void comm_broadcast(Comm *c, CommGroup g, float *buf, size_t n, int root, CommPhase phase, int layer) {
     comm_broadcast_ex(c, g, buf, n, DTYPE_F32, root, phase, layer);
@@ -244,28 +262,44 @@ static void check_peer(const Comm *c, const char *what, CommGroup g, int peer, i
     CHECK(tag >= 0 && tag <= 32767, "%s: tag %d outside [0, 32767]", what, tag);
 }
 
+static void send_on(Comm *c, const CommBackend *be, const char *what, CommGroup g, const void *buf, size_t n,
+                    CommDtype t, int peer, int tag, CommPhase phase, int layer) {
+    check_call(c, what, g, phase, layer);
+    check_peer(c, what, g, peer, tag);
+    double t0 = timer_start(c, be);
+    if (live(c)) be->send(c, g, buf, n, t, peer, tag);
+    count(c, COMM_SEND, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, be, t0, COMM_SEND, phase, g, layer));
+}
 void comm_send_ex(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
                   CommPhase phase, int layer) {
-    check_call(c, "comm_send", g, phase, layer);
-    check_peer(c, "comm_send", g, peer, tag);
-    double t0 = timer_start(c);
-    if (live(c)) c->backend->send(c, g, buf, n, t, peer, tag);
-    count(c, COMM_SEND, phase, g, layer, n, acct_size(c, t),
-          timer_stop(c, t0, COMM_SEND, phase, g, layer));
+    send_on(c, c->backend, "comm_send", g, buf, n, t, peer, tag, phase, layer);
+}
+void comm_host_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
+                    CommPhase phase, int layer) {
+    send_on(c, &comm_backend_mpi_host, "comm_host_send", g, buf, n, t, peer, tag, phase, layer);
 }
 void comm_send(Comm *c, CommGroup g, const float *buf, size_t n, int peer, int tag,
                CommPhase phase, int layer) {
     comm_send_ex(c, g, buf, n, DTYPE_F32, peer, tag, phase, layer);
 }
 
+static void recv_on(Comm *c, const CommBackend *be, const char *what, CommGroup g, void *buf, size_t n,
+                    CommDtype t, int peer, int tag, CommPhase phase, int layer) {
+    check_call(c, what, g, phase, layer);
+    check_peer(c, what, g, peer, tag);
+    double t0 = timer_start(c, be);
+    if (live(c)) be->recv(c, g, buf, n, t, peer, tag);
+    count(c, COMM_RECV, phase, g, layer, n, acct_size(c, t),
+          timer_stop(c, be, t0, COMM_RECV, phase, g, layer));
+}
 void comm_recv_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
                   CommPhase phase, int layer) {
-    check_call(c, "comm_recv", g, phase, layer);
-    check_peer(c, "comm_recv", g, peer, tag);
-    double t0 = timer_start(c);
-    if (live(c)) c->backend->recv(c, g, buf, n, t, peer, tag);
-    count(c, COMM_RECV, phase, g, layer, n, acct_size(c, t),
-          timer_stop(c, t0, COMM_RECV, phase, g, layer));
+    recv_on(c, c->backend, "comm_recv", g, buf, n, t, peer, tag, phase, layer);
+}
+void comm_host_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
+                    CommPhase phase, int layer) {
+    recv_on(c, &comm_backend_mpi_host, "comm_host_recv", g, buf, n, t, peer, tag, phase, layer);
 }
 void comm_recv(Comm *c, CommGroup g, float *buf, size_t n, int peer, int tag,
                CommPhase phase, int layer) {
@@ -278,9 +312,9 @@ void comm_sendrecv_ex(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, 
     check_call(c, "comm_sendrecv", g, phase, layer);
     check_peer(c, "comm_sendrecv", g, dest, send_tag);
     check_peer(c, "comm_sendrecv", g, src, recv_tag);
-    double t0 = timer_start(c);
+    double t0 = timer_start(c, c->backend);
     if (live(c)) c->backend->sendrecv(c, g, sendbuf, n_send, dest, send_tag, recvbuf, n_recv, src, recv_tag, t);
-    double dt = timer_stop(c, t0, COMM_SEND, phase, g, layer);
+    double dt = timer_stop(c, c->backend, t0, COMM_SEND, phase, g, layer);
     // One exchange: its time is booked on the send row, the recv row gets the call and volume.
     count(c, COMM_SEND, phase, g, layer, n_send, acct_size(c, t), dt);
     count(c, COMM_RECV, phase, g, layer, n_recv, acct_size(c, t), 0.0);
@@ -293,10 +327,10 @@ void comm_sendrecv(Comm *c, CommGroup g, const float *sendbuf, size_t n_send, in
 void comm_barrier(Comm *c, CommGroup g, CommPhase phase, int layer) {
     check_call(c, "comm_barrier", g, phase, layer);
     if (c->size[g] == 1) return;
-    double t0 = timer_start(c);
+    double t0 = timer_start(c, c->backend);
     if (live(c)) c->backend->barrier(c, g);
     count(c, COMM_BARRIER, phase, g, layer, 0, 0,
-          timer_stop(c, t0, COMM_BARRIER, phase, g, layer));
+          timer_stop(c, c->backend, t0, COMM_BARRIER, phase, g, layer));
 }
 
 // ---- queries ----

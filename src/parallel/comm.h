@@ -25,8 +25,8 @@
 // grid and the communicators stay MPI (NCCL's unique id travels by MPI_Bcast on each
 // group). docs/gpu.md says which is chosen when.
 //
-// Device buffers: comm_set_device tells the Comm that the buffers of its operations live
-// on a back end (backend/backend.h). On one whose memory the host cannot address
+// Device buffers: comm_set_device tells the Comm that the buffers of its (non-host)
+// operations live on a back end (backend/backend.h). On one whose memory the host cannot address
 // (b->device_memory), the MPI back end copies to host scratch, calls MPI and copies back,
 // and the front end's local copies (size-1 groups, comm_all_gather_cols' placement) go
 // through the back end's copy ops. Accounting is the same whichever back end moves data.
@@ -104,6 +104,8 @@ typedef struct CommBackend {
     void (*destroy)(Comm *c);       // frees c->backend_state (comm_free); NULL: nothing to free
 } CommBackend;
 extern const CommBackend comm_backend_mpi;
+// MPI on host buffers, never staged: what the comm_host_* operations call (comm_mpi.c).
+extern const CommBackend comm_backend_mpi_host;
 
 struct Comm {
     int tp, pp, dp, world;            // grid; world = tp·pp·dp
@@ -239,6 +241,23 @@ void comm_recv_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int pe
 void comm_sendrecv_ex(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, int dest, int send_tag,
                       void *recvbuf, size_t n_recv, int src, int recv_tag, CommDtype t,
                       CommPhase phase, int layer);
+
+// ---- operations on host memory ----
+// The location of a buffer is part of the call, not state of the Comm. The operations above
+// take buffers where comm_set_device says (a device back end's memory on a GPU run: model
+// parameters, gradients, activations, workspace). These take host memory always (scalars
+// and tables of the run loop: the step's loss sum, the squared gradient norm, per-rank
+// totals, checkpoint blocks, the run's identity): MPI on the buffer itself, never staged
+// and never NCCL, timed with MPI_Wtime, accounted in the same table as the others.
+// tests/t_comm_location.sh checks that every host buffer in src/ goes through these.
+void comm_host_all_reduce(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
+                          CommPhase phase, int layer);
+void comm_host_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
+                         CommPhase phase, int layer);
+void comm_host_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
+                    CommPhase phase, int layer);
+void comm_host_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
+                    CommPhase phase, int layer);
 
 // ---- accounting ----
 void comm_stats_reset(Comm *c);

@@ -292,3 +292,17 @@ const CommBackend comm_backend_mpi = {
     .sendrecv = mpi_sendrecv,
     .barrier = mpi_barrier,
 };
+
+// Host memory whatever comm_set_device says (the comm_host_* entry points of comm.c): MPI on
+// the buffer itself, never staged, whichever back end moves the device buffers.
+const CommBackend comm_backend_mpi_host = {
+    .name = "mpi-host",
+    .all_reduce = host_all_reduce,
+    .all_gather = host_all_gather,
+    .reduce_scatter = host_reduce_scatter,
+    .broadcast = host_broadcast,
+    .send = host_send,
+    .recv = host_recv,
+    .sendrecv = host_sendrecv,
+    .barrier = mpi_barrier,
+};

@@ -331,7 +331,7 @@ static double rank_share_seconds(Comm *c, int world) {
     double ar[201];
     for (int i = 0; i < 201; i++) {
         double a0 = MPI_Wtime();
-        comm_all_reduce(c, GROUP_TP, &one, 1, PHASE_OTHER, -1);
+        comm_host_all_reduce(c, GROUP_TP, &one, 1, DTYPE_F32, OP_SUM, PHASE_OTHER, -1);
         ar[i] = MPI_Wtime() - a0;
     }
     double t_ar = pick(ar, 201);
@@ -341,7 +341,7 @@ static double rank_share_seconds(Comm *c, int world) {
     while (!stop) {   // every rank runs the same number of iterations (rank 0's clock decides)
         op_gemm(b, TR_N, TR_N, SHARE_M, SHARE_N, SHARE_K, 1.0f, A, SHARE_K, B, SHARE_N, 0.0f, C, SHARE_N);
         one = c->rank == 0 && MPI_Wtime() - t0 >= SHARE_WINDOW_S;
-        comm_all_reduce(c, GROUP_TP, &one, 1, PHASE_OTHER, -1);
+        comm_host_all_reduce(c, GROUP_TP, &one, 1, DTYPE_F32, OP_SUM, PHASE_OTHER, -1);
         stop = one > 0;
         n++;
         t1 = MPI_Wtime();

@@ -197,8 +197,8 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     }
     // the rest of trainer_step: the loss over PP and DP, the gradient reduction, clip, AdamW
     double loss = 0;
-    comm_all_reduce_f64(&c, GROUP_PP, &loss, 1, PHASE_OTHER, -1);
-    comm_all_reduce_f64(&c, GROUP_DP, &loss, 1, PHASE_OTHER, -1);
+    comm_host_all_reduce(&c, GROUP_PP, &loss, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
+    comm_host_all_reduce(&c, GROUP_DP, &loss, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
     optimizer_reduce_grads(&o, &m, 0);
     optimizer_clip(&o, &m, tc->grad_clip);
     optimizer_step(&o, &m, tc, lr_at(tc, 0), 1);

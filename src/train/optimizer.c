@@ -90,9 +90,10 @@ double optimizer_clip(Optimizer *o, Model *mdl, double clip) {
     free(x); free(len); free(w);
     // Sum of squares of the FULL model: sharded tensors add up over TP and PP (and over the
     // ZeRO-1 slices of DP); a tensor replicated on the TP ranks is counted once.
-    comm_all_reduce_f64(o->comm, GROUP_TP, &ss, 1, PHASE_OPTIMIZER, -1);
-    comm_all_reduce_f64(o->comm, GROUP_PP, &ss, 1, PHASE_OPTIMIZER, -1);
-    if (o->zero1) comm_all_reduce_f64(o->comm, GROUP_DP, &ss, 1, PHASE_OPTIMIZER, -1);
+    // (ss is a host scalar: the host entry point)
+    comm_host_all_reduce(o->comm, GROUP_TP, &ss, 1, DTYPE_F64, OP_SUM, PHASE_OPTIMIZER, -1);
+    comm_host_all_reduce(o->comm, GROUP_PP, &ss, 1, DTYPE_F64, OP_SUM, PHASE_OPTIMIZER, -1);
+    if (o->zero1) comm_host_all_reduce(o->comm, GROUP_DP, &ss, 1, DTYPE_F64, OP_SUM, PHASE_OPTIMIZER, -1);
     double norm = sqrt(ss);
     if (clip > 0 && norm > clip)
         op_scale(o->bk, bk_at(o->bk, mdl->grads, o->shard_off), (float)(clip / norm), o->shard_len);

@@ -217,7 +217,7 @@ static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
 
 // Rank 0 decides the run (new or resumed) and tells everyone.
 static void broadcast_bytes(Comm *c, void *buf, size_t n) {
-    if (c->world > 1) comm_broadcast_ex(c, GROUP_WORLD, buf, n, DTYPE_U8, 0, PHASE_OTHER, -1);
+    if (c->world > 1) comm_host_broadcast(c, GROUP_WORLD, buf, n, DTYPE_U8, 0, PHASE_OTHER, -1);
 }
 
 static void log_comm_rows(Trainer *tr, int step) {
@@ -513,7 +513,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
         double *mine = per_rank + (size_t)comm->rank * 5;
         mine[0] = (double)own.calls; mine[1] = (double)own.elements; mine[2] = (double)own.bytes; mine[3] = own.seconds;
         mine[4] = code;
-        if (W > 1) comm_all_reduce_f64(comm, GROUP_WORLD, per_rank, (size_t)W * 5, PHASE_OTHER, -1);
+        if (W > 1) comm_host_all_reduce(comm, GROUP_WORLD, per_rank, (size_t)W * 5, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
         int stop = 0;
         for (int r = 0; r < W; r++) {
             int c = (int)per_rank[r * 5 + 4];
@@ -571,7 +571,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
     double mem[5] = { (double)bm[MEM_PARAMS], (double)bm[MEM_GRADS], (double)bm[MEM_OPTIM],
                       (double)(bm[MEM_ACTS] + bm[MEM_WORK]), 0 };
     struct rusage ru; getrusage(RUSAGE_SELF, &ru); mem[4] = (double)ru.ru_maxrss * 1024.0;
-    comm_all_reduce_max_f64(comm, GROUP_WORLD, mem, 5, PHASE_OTHER, -1);   // the largest rank
+    comm_host_all_reduce(comm, GROUP_WORLD, mem, 5, DTYPE_F64, OP_MAX, PHASE_OTHER, -1);   // the largest rank
     stop_clear_run();
     set_die_hook(NULL);
     if (root && g_db) {

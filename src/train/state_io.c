@@ -38,7 +38,7 @@ void state_gather(Comm *c, const ModelConfig *cfg, TPScheme scheme, const ParamT
         if (c->dp_rank != 0) return;   // replica 0 holds everything; others are copies
         for (int i = 0; i < lt->n_specs; i++)
             for (int f = 0; f < nf; f++)
-                comm_send(c, GROUP_WORLD, fl[f] + lt->specs[i].offset, lt->specs[i].numel, 0, 100 + f, PHASE_OTHER, -1);
+                comm_host_send(c, GROUP_WORLD, fl[f] + lt->specs[i].offset, lt->specs[i].numel, DTYPE_F32, 0, 100 + f, PHASE_OTHER, -1);
         return;
     }
     CHECK(full, "state_gather: rank 0 needs the full state");
@@ -56,7 +56,7 @@ void state_gather(Comm *c, const ModelConfig *cfg, TPScheme scheme, const ParamT
                 CHECK(fs, "state_gather: %s missing from the full table", s->name);
                 for (int f = 0; f < nf; f++) {
                     float *src = peer == 0 ? fl[f] + s->offset : buf;
-                    if (peer != 0) comm_recv(c, GROUP_WORLD, buf, s->numel, peer, 100 + f, PHASE_OTHER, -1);
+                    if (peer != 0) comm_host_recv(c, GROUP_WORLD, buf, s->numel, DTYPE_F32, peer, 100 + f, PHASE_OTHER, -1);
                     block_copy(ff[f] + fs->offset, src, s, 1);
                 }
             }

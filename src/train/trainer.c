@@ -255,8 +255,9 @@ StepMetrics trainer_step(Trainer *tr) {
     double n_tokens = (double)K * B * mdl->T;             // tokens of the whole step
     double loss_sum = run_micro_batches(tr, (float)(1.0 / n_tokens));
     // The loss lives on the last stage (identical on its TP ranks); sum over DP.
-    comm_all_reduce_f64(c, GROUP_PP, &loss_sum, 1, PHASE_OTHER, -1);
-    comm_all_reduce_f64(c, GROUP_DP, &loss_sum, 1, PHASE_OTHER, -1);
+    // (a host scalar: the host entry point, whatever comm_set_device said)
+    comm_host_all_reduce(c, GROUP_PP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
+    comm_host_all_reduce(c, GROUP_DP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
     // Data parallel: every rank's gradient is of (its tokens' loss sum)/n_tokens, so the
     // sum over DP is the gradient of the step's mean loss. ZeRO-1 needs only this rank's
     // slice of it, except when a step dump wants the whole gradient.
@@ -305,8 +306,8 @@ double trainer_validate(Trainer *tr) {
         if (!mdl->lay.last_stage)
             comm_send_ex(c, GROUP_PP, model_stage_output(mdl, 0), n_act, t, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
     }
-    comm_all_reduce_f64(c, GROUP_PP, &sum, 1, PHASE_OTHER, -1);
-    comm_all_reduce_f64(c, GROUP_DP, &sum, 1, PHASE_OTHER, -1);
+    comm_host_all_reduce(c, GROUP_PP, &sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
+    comm_host_all_reduce(c, GROUP_DP, &sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
     return sum / ((double)tc->val_batches * tc->batch_size * mdl->T);
 }
 
