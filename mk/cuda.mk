@@ -77,6 +77,11 @@ $(EMU_DIR)/emu_cuda.o: src/backend/cuda/emu/emu_cuda.cpp $(EMU_HDR)
 $(EMU_DIR)/test_backend_ops_emu: tests/test_backend_ops.c $(EMU_OBJ) $(BUILD)/libboost.a $(HEADERS) src/backend/cuda/cuda_backend.h
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DBOOST_CUDA -DBACKEND_OPS_EMU -fsanitize=$(EMU_SAN) -Isrc $< $(EMU_OBJ) $(BUILD)/libboost.a \
 	  $(PKG_LIBS) -lm -lstdc++ -pthread -o $@
+# The emulator's own checks (tests/emu/test_emu_cuda.cpp): wrong address spaces refused,
+# asynchronous work asynchronous.
+$(EMU_DIR)/test_emu_cuda: tests/emu/test_emu_cuda.cpp $(EMU_DIR)/emu_cuda.o $(EMU_HDR)
+	$(EMU_CXX) $(EMU_CFLAGS) $< $(EMU_DIR)/emu_cuda.o -o $@
 .PHONY: cuda-emu-test
-cuda-emu-test: $(EMU_DIR)/test_backend_ops_emu
+cuda-emu-test: $(EMU_DIR)/test_emu_cuda $(EMU_DIR)/test_backend_ops_emu
+	$(EMU_DIR)/test_emu_cuda
 	$(EMU_DIR)/test_backend_ops_emu --cases

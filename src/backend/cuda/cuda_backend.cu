@@ -251,7 +251,7 @@ extern "C" Backend *backend_cuda(DType dtype, int device, char *why, size_t why_
     CUDA_CHECK(cudaEventCreateWithFlags(&im->tab_ev, cudaEventDisableTiming));
     CUDA_CHECK(cudaMallocHost((void **)&im->result_host, sizeof(double)));
     CUDA_CHECK(cudaMalloc((void **)&im->counter, sizeof(unsigned int)));
-    CUDA_CHECK(cudaMemset(im->counter, 0, sizeof(unsigned int)));
+    CUDA_CHECK(cudaMemsetAsync(im->counter, 0, sizeof(unsigned int), im->stream));   // on the compute stream: the legacy stream is not ordered with it
     CUDA_CHECK(cudaEventCreate(&im->t0));
     CUDA_CHECK(cudaEventCreate(&im->t1));
 

@@ -1,7 +1,10 @@
 // emu_cuda.cpp — the CPU emulator's runtime (emu_cuda.h says what it models and why).
 #include "emu_cuda.h"
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdarg.h>
 #include <thread>
 
@@ -24,10 +27,122 @@ void fail(const char *fmt, ...) {
     abort();
 }
 
-void set_error(cudaError_t e, const char *what) {
+void set_error(cudaError_t e, const char *fmt, ...) {
     std::lock_guard<std::mutex> g(mu);
-    fprintf(stderr, "cuda emulator: %s\n", what);
+    va_list ap; va_start(ap, fmt);
+    fprintf(stderr, "cuda emulator: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
     if (last_error == cudaSuccess) last_error = e;
+}
+
+// ---- address spaces ------------------------------------------------------------------------------
+static std::mutex mem_mu;
+static std::map<uintptr_t, std::pair<size_t, Space>> allocs;   // base -> (bytes, space)
+static void mem_add(const void *p, size_t n, Space sp) { std::lock_guard<std::mutex> g(mem_mu); allocs[(uintptr_t)p] = { n, sp }; }
+// Forgets p if it is the base of an allocation of space sp: 1, else 0 (nothing changes).
+static int mem_remove(const void *p, Space sp) {
+    std::lock_guard<std::mutex> g(mem_mu);
+    auto it = allocs.find((uintptr_t)p);
+    if (it == allocs.end() || it->second.second != sp) return 0;
+    allocs.erase(it);
+    return 1;
+}
+// Inside [base, base + bytes] (one past the end counts: an empty span's pointer).
+Space space_of(const void *p) {
+    std::lock_guard<std::mutex> g(mem_mu);
+    uintptr_t u = (uintptr_t)p;
+    auto it = allocs.upper_bound(u);
+    if (it == allocs.begin()) return SPACE_HOST;
+    --it;
+    return u <= it->first + it->second.first ? it->second.second : SPACE_HOST;
+}
+const char *space_name(Space s) {
+    return s == SPACE_DEVICE ? "device memory" : s == SPACE_PINNED ? "page-locked host memory" : "host memory";
+}
+int want_device(const void *p, const char *what, const char *arg) {
+    Space sp = space_of(p);
+    if (sp == SPACE_DEVICE) return 1;
+    set_error(cudaErrorInvalidDevicePointer, "%s: %s (%p) is %s, not device memory (cudaMalloc)", what, arg, p, space_name(sp));
+    return 0;
+}
+static int want_host(const void *p, const char *what, const char *arg) {
+    Space sp = space_of(p);
+    if (sp != SPACE_DEVICE) return 1;
+    set_error(cudaErrorInvalidValue, "%s: %s (%p) is device memory, but the copy's kind says host memory", what, arg, p);
+    return 0;
+}
+void check_kernel_pointer(const char *file, int line, const char *kernel_name, int i, const void *p) {
+    if (!p) return;
+    Space sp = space_of(p);
+    if (sp == SPACE_HOST)
+        set_error(cudaErrorInvalidDevicePointer, "%s:%d: launch of %s: pointer argument %d (%p) is host memory "
+                  "(neither cudaMalloc nor cudaMallocHost returned it); the kernel cannot read it", file, line, kernel_name, i, p);
+}
+
+// ---- streams and events --------------------------------------------------------------------------
+}   // namespace emu
+
+struct CUstream_st {
+    std::mutex m;
+    std::condition_variable cv;
+    std::deque<std::function<void()>> q;
+    uint64_t queued = 0, done = 0;
+    bool stop = false;
+    std::thread worker;
+    void run() {
+        for (;;) {
+            std::function<void()> w;
+            {
+                std::unique_lock<std::mutex> l(m);
+                cv.wait(l, [&] { return stop || !q.empty(); });
+                if (q.empty()) return;
+                w = std::move(q.front());
+                q.pop_front();
+            }
+            w();
+            { std::lock_guard<std::mutex> l(m); done++; }
+            cv.notify_all();
+        }
+    }
+    void push(std::function<void()> w) {
+        { std::lock_guard<std::mutex> l(m); q.push_back(std::move(w)); queued++; }
+        cv.notify_all();
+    }
+    void wait() {   // everything queued so far has run
+        std::unique_lock<std::mutex> l(m);
+        uint64_t want = queued;
+        cv.wait(l, [&] { return done >= want; });
+    }
+    CUstream_st() : worker([this] { run(); }) {}
+    ~CUstream_st() {
+        { std::lock_guard<std::mutex> l(m); stop = true; }
+        cv.notify_all();
+        worker.join();
+    }
+};
+// An event: records are numbered; the stream's worker marks a record reached when it gets there.
+struct CUevent_st {
+    std::mutex m;
+    std::condition_variable cv;
+    uint64_t recorded = 0, reached = 0;
+    double t = 0;
+};
+
+namespace emu {
+static std::mutex streams_mu;
+static std::set<cudaStream_t> streams;          // every live stream, for cudaDeviceSynchronize
+static cudaStream_t legacy() {                  // stream 0: its own queue, not ordered with the others
+    static cudaStream_t s = [] { cudaStream_t x = new CUstream_st(); std::lock_guard<std::mutex> g(streams_mu); streams.insert(x); return x; }();
+    return s;
+}
+static cudaStream_t resolve(cudaStream_t s) { return s ? s : legacy(); }
+void enqueue(cudaStream_t s, std::function<void()> work) { resolve(s)->push(std::move(work)); }
+static void sync_all() {
+    std::vector<cudaStream_t> all;
+    { std::lock_guard<std::mutex> g(streams_mu); all.assign(streams.begin(), streams.end()); }
+    for (cudaStream_t s : all) s->wait();
 }
 
 void set_smem_limit(const void *kernel, int bytes) {
@@ -39,12 +154,15 @@ double now_ms() {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void run_grid(dim3 g, dim3 b, size_t smem, const void *kernel, const std::function<void()> &body) {
+int launch_ok(const char *file, int line, const char *kernel_name, dim3 g, dim3 b, size_t smem, const void *kernel) {
     unsigned nt = b.x * b.y * b.z;
-    if (nt == 0 || nt > 1024 || b.z > 64) { set_error(cudaErrorInvalidConfiguration, "launch: bad block size"); return; }
+    if (nt == 0 || nt > 1024 || b.z > 64) {
+        set_error(cudaErrorInvalidConfiguration, "%s:%d: launch of %s: bad block size", file, line, kernel_name);
+        return 0;
+    }
     if (g.x == 0 || g.y == 0 || g.z == 0 || g.y > 65535 || g.z > 65535) {
-        set_error(cudaErrorInvalidConfiguration, "launch: bad grid size");
-        return;
+        set_error(cudaErrorInvalidConfiguration, "%s:%d: launch of %s: bad grid size", file, line, kernel_name);
+        return 0;
     }
     int limit = SMEM_DEFAULT;
     {
@@ -53,11 +171,15 @@ void run_grid(dim3 g, dim3 b, size_t smem, const void *kernel, const std::functi
         if (it != smem_limit.end()) limit = it->second;
     }
     if (smem > (size_t)limit) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "launch: %zu bytes of dynamic shared memory, the kernel's limit is %d", smem, limit);
-        set_error(cudaErrorInvalidValue, msg);
-        return;
+        set_error(cudaErrorInvalidValue, "%s:%d: launch of %s: %zu bytes of dynamic shared memory, the kernel's limit is %d",
+                  file, line, kernel_name, smem, limit);
+        return 0;
     }
+    return 1;
+}
+
+void run_grid(dim3 g, dim3 b, size_t smem, const std::function<void()> &body) {
+    unsigned nt = b.x * b.y * b.z;
     // One OS thread per CUDA thread of a block, reused for every block of the launch: thread 0
     // makes each block's barriers between two launch-wide barriers.
     size_t nblocks = (size_t)g.x * g.y * g.z;
@@ -124,6 +246,9 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
     default: return "unspecified launch failure";
     }
 }
@@ -134,6 +259,9 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
     default: return "cudaErrorLaunchFailure";
     }
 }
@@ -149,7 +277,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int dev) {
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "CPU emulator (src/backend/cuda/emu)");
     p->major = 8; p->minor = 0; p->multiProcessorCount = 2; p->totalGlobalMem = (size_t)8 << 30;
-    return cudaSuccess;
+    return cudaSuccess;   // uuid: zero, the same on every process (one "GPU" per machine)
 }
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int dev) {
     (void)dev;
@@ -158,34 +286,161 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int dev) {
     return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int dev) { return dev == 0 ? cudaSuccess : cudaErrorInvalidValue; }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) { emu::sync_all(); return cudaSuccess; }
 cudaError_t cudaMalloc(void **p, size_t n) {
-    *p = aligned_alloc(256, (n + 255) / 256 * 256);
+    size_t bytes = (n + 255) / 256 * 256;
+    *p = aligned_alloc(256, bytes ? bytes : 256);
     if (!*p) return cudaErrorMemoryAllocation;
-    memset(*p, 0xFF, (n + 255) / 256 * 256);       // garbage, as on the device
+    memset(*p, 0xFF, bytes);       // garbage, as on the device
+    emu::mem_add(*p, n, emu::SPACE_DEVICE);
     return cudaSuccess;
 }
-cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
-cudaError_t cudaMallocHost(void **p, size_t n) { *p = aligned_alloc(256, (n + 255) / 256 * 256); return *p ? cudaSuccess : cudaErrorMemoryAllocation; }
-cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaFree(void *p) {
+    if (!p) return cudaSuccess;
+    emu::sync_all();               // cudaFree waits for the device
+    if (!emu::mem_remove(p, emu::SPACE_DEVICE)) {
+        emu::set_error(cudaErrorInvalidDevicePointer, "cudaFree(%p): not a pointer that cudaMalloc returned", p);
+        return cudaErrorInvalidDevicePointer;
+    }
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void **p, size_t n) {
+    *p = aligned_alloc(256, n ? (n + 255) / 256 * 256 : 256);
+    if (!*p) return cudaErrorMemoryAllocation;
+    emu::mem_add(*p, n, emu::SPACE_PINNED);
+    return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void *p) {
+    if (!p) return cudaSuccess;
+    emu::sync_all();
+    if (!emu::mem_remove(p, emu::SPACE_PINNED)) {
+        emu::set_error(cudaErrorInvalidValue, "cudaFreeHost(%p): not a pointer that cudaMallocHost returned", p);
+        return cudaErrorInvalidValue;
+    }
+    free(p);
+    return cudaSuccess;
+}
 cudaError_t cudaMemGetInfo(size_t *free_, size_t *total) { *free_ = (size_t)4 << 30; *total = (size_t)8 << 30; return cudaSuccess; }
-cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) { memset(p, v, n); return cudaSuccess; }
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) { memmove(d, s, n); return cudaSuccess; }
-cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, cudaMemcpyKind, cudaStream_t) {
-    if (dp < w || sp < w) return cudaErrorInvalidValue;
-    for (size_t r = 0; r < h; r++) memmove((char *)d + r * dp, (const char *)s + r * sp, w);
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
+    if (!n) return cudaSuccess;
+    if (!emu::want_device(p, "cudaMemsetAsync", "the destination")) return cudaErrorInvalidDevicePointer;
+    emu::enqueue(s, [=]() { memset(p, v, n); });
     return cudaSuccess;
 }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { *s = new CUstream_st{ 1 }; return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamDestroy(cudaStream_t s) { delete s; return cudaSuccess; }
-cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = new CUevent_st{ 0 }; return cudaSuccess; }
+// On the legacy stream 0 (which the back end's non-blocking streams are not ordered with).
+cudaError_t cudaMemset(void *p, int v, size_t n) {
+    if (!n) return cudaSuccess;
+    if (!emu::want_device(p, "cudaMemset", "the destination")) return cudaErrorInvalidDevicePointer;
+    emu::enqueue(0, [=]() { memset(p, v, n); });
+    return cudaSuccess;
+}
+static const char *kind_name(cudaMemcpyKind k) {
+    switch (k) {
+    case cudaMemcpyHostToHost: return "HostToHost";
+    case cudaMemcpyHostToDevice: return "HostToDevice";
+    case cudaMemcpyDeviceToHost: return "DeviceToHost";
+    case cudaMemcpyDeviceToDevice: return "DeviceToDevice";
+    default: return "?";
+    }
+}
+// The kind's promise about each side, checked; 0 and the error recorded if broken.
+static int check_kind(const char *what, cudaMemcpyKind k, void *d, const void *s) {
+    char w[96];
+    snprintf(w, sizeof w, "%s(%s)", what, kind_name(k));
+    int src_dev = k == cudaMemcpyDeviceToHost || k == cudaMemcpyDeviceToDevice;
+    int dst_dev = k == cudaMemcpyHostToDevice || k == cudaMemcpyDeviceToDevice;
+    if (k < cudaMemcpyHostToHost || k > cudaMemcpyDeviceToDevice) { emu::set_error(cudaErrorInvalidValue, "%s: unknown kind %d", what, (int)k); return 0; }
+    if (src_dev ? !emu::want_device(s, w, "the source") : !emu::want_host(s, w, "the source")) return 0;
+    if (dst_dev ? !emu::want_device(d, w, "the destination") : !emu::want_host(d, w, "the destination")) return 0;
+    return 1;
+}
+// Rows of a (possibly pitched) copy, run in stream order. As CUDA: a source in pageable
+// host memory is taken at the call; a destination in pageable host memory is complete on return.
+static cudaError_t copy_rows(const char *what, void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h,
+                             cudaMemcpyKind k, cudaStream_t st) {
+    if (!w || !h) return cudaSuccess;
+    if (dp < w || sp < w) return cudaErrorInvalidValue;
+    if (!check_kind(what, k, d, s)) return k == cudaMemcpyDeviceToHost || k == cudaMemcpyHostToDevice || k == cudaMemcpyDeviceToDevice
+                                             ? cudaErrorInvalidDevicePointer : cudaErrorInvalidValue;
+    int src_pageable = (k == cudaMemcpyHostToDevice || k == cudaMemcpyHostToHost) && emu::space_of(s) == emu::SPACE_HOST;
+    int dst_pageable = (k == cudaMemcpyDeviceToHost || k == cudaMemcpyHostToHost) && emu::space_of(d) == emu::SPACE_HOST;
+    if (src_pageable) {   // staged at the call
+        auto buf = std::make_shared<std::vector<unsigned char>>(w * h);
+        for (size_t r = 0; r < h; r++) memcpy(buf->data() + r * w, (const char *)s + r * sp, w);
+        emu::enqueue(st, [=]() { for (size_t r = 0; r < h; r++) memmove((char *)d + r * dp, buf->data() + r * w, w); });
+    } else {
+        emu::enqueue(st, [=]() { for (size_t r = 0; r < h; r++) memmove((char *)d + r * dp, (const char *)s + r * sp, w); });
+    }
+    if (dst_pageable) emu::resolve(st)->wait();
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
+    return copy_rows("cudaMemcpyAsync", d, n, s, n, n, 1, k, st);
+}
+cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, cudaMemcpyKind k, cudaStream_t st) {
+    return copy_rows("cudaMemcpy2DAsync", d, dp, s, sp, w, h, k, st);
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
+    *s = new CUstream_st();
+    std::lock_guard<std::mutex> g(emu::streams_mu);
+    emu::streams.insert(*s);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { emu::resolve(s)->wait(); return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    if (!s) return cudaErrorInvalidValue;
+    { std::lock_guard<std::mutex> g(emu::streams_mu); emu::streams.erase(s); }
+    s->wait();
+    delete s;
+    return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = new CUevent_st(); return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { return cudaEventCreate(e); }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) { e->t = emu::now_ms(); return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) { *ms = (float)(b->t - a->t); return cudaSuccess; }
-cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    if (!e) return cudaErrorInvalidValue;
+    uint64_t n;
+    { std::lock_guard<std::mutex> l(e->m); n = ++e->recorded; }
+    emu::enqueue(s, [e, n]() {
+        { std::lock_guard<std::mutex> l(e->m); e->t = emu::now_ms(); if (e->reached < n) e->reached = n; }
+        e->cv.notify_all();
+    });
+    return cudaSuccess;
+}
+// Waits for the event's latest record (none: returns at once, as CUDA).
+static void event_wait(cudaEvent_t e) {
+    std::unique_lock<std::mutex> l(e->m);
+    uint64_t want = e->recorded;
+    e->cv.wait(l, [&] { return e->reached >= want; });
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) { if (!e) return cudaErrorInvalidValue; event_wait(e); return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+    if (!e) return cudaErrorInvalidValue;
+    uint64_t want;
+    { std::lock_guard<std::mutex> l(e->m); want = e->recorded; }
+    emu::enqueue(s, [e, want]() {
+        std::unique_lock<std::mutex> l(e->m);
+        e->cv.wait(l, [&] { return e->reached >= want; });
+    });
+    return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+    double ta, tb;
+    {
+        std::lock_guard<std::mutex> la(a->m);
+        if (!a->recorded || a->reached < a->recorded) return cudaErrorNotReady;
+        ta = a->t;
+    }
+    {
+        std::lock_guard<std::mutex> lb(b->m);
+        if (!b->recorded || b->reached < b->recorded) return cudaErrorNotReady;
+        tb = b->t;
+    }
+    *ms = (float)(tb - ta);
+    return cudaSuccess;
+}
+// (CUDA releases a pending event when it completes; here the record must finish first)
+cudaError_t cudaEventDestroy(cudaEvent_t e) { if (!e) return cudaErrorInvalidValue; event_wait(e); delete e; return cudaSuccess; }
 
 // ---- cuBLAS / cuBLASLt ------------------------------------------------------------------------------
 const char *cublasGetStatusString(cublasStatus_t s) {
@@ -289,7 +544,7 @@ static unsigned alignment_of(const void *p) { unsigned a = 256; while (a > 1 && 
 
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const void *alpha, const void *A, cublasLtMatrixLayout_t la,
                               const void *B, cublasLtMatrixLayout_t lb, const void *beta, const void *C, cublasLtMatrixLayout_t lc,
-                              void *D, cublasLtMatrixLayout_t ldd, const cublasLtMatmulAlgo_t *algo, void *, size_t, cudaStream_t) {
+                              void *D, cublasLtMatrixLayout_t ldd, const cublasLtMatmulAlgo_t *algo, void *, size_t, cudaStream_t stream) {
     if (C != D || lc != ldd) { fprintf(stderr, "cuda emulator: cublasLtMatmul: only C == D is emulated\n"); return CUBLAS_STATUS_NOT_SUPPORTED; }
     uint64_t m = lc->rows, n = lc->cols;
     uint64_t am = d->ta == CUBLAS_OP_N ? la->rows : la->cols, ak = d->ta == CUBLAS_OP_N ? la->cols : la->rows;
@@ -308,30 +563,62 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
             return CUBLAS_STATUS_INVALID_VALUE;
         }
     if (la->type != lb->type || la->type != lc->type) return CUBLAS_STATUS_NOT_SUPPORTED;
-    gemm_cm(d->ta, d->tb, (int)m, (int)n, (int)ak, *(const float *)alpha, A, la->type, la->ld, B, lb->type, lb->ld,
-            *(const float *)beta, D, lc->type, lc->ld, d->compute);
+    const void *ops[4] = { A, B, C, D };
+    for (int i = 0; i < 4; i++) {
+        char arg[16]; snprintf(arg, sizeof arg, "operand %c", "ABCD"[i]);
+        if (!emu::want_device(ops[i], "cublasLtMatmul", arg)) return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    // alpha, beta: host scalars, read at the call; the product runs in stream order
+    float a = *(const float *)alpha, be = *(const float *)beta;
+    cublasOperation_t ta = d->ta, tb = d->tb;
+    cudaDataType_t at = la->type, bt = lb->type, ct = lc->type;
+    long lda = la->ld, ldb = lb->ld, ldc = lc->ld;
+    cublasComputeType_t compute = d->compute;
+    emu::enqueue(stream, [=]() { gemm_cm(ta, tb, (int)m, (int)n, (int)ak, a, A, at, lda, B, bt, ldb, be, D, ct, ldc, compute); });
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *alpha,
+static int gemm_args_ok(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda, int ldb, int ldc) {
+    return !(m < 0 || n < 0 || k < 0 || ldc < std::max(1, m) || lda < std::max(1, ta == CUBLAS_OP_N ? m : k) ||
+             ldb < std::max(1, tb == CUBLAS_OP_N ? k : n));
+}
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *alpha,
                             const void *A, cudaDataType_t at, int lda, const void *B, cudaDataType_t bt, int ldb, const void *beta,
                             void *C, cudaDataType_t ct, int ldc, cublasComputeType_t compute, cublasGemmAlgo_t) {
-    if (m < 0 || n < 0 || k < 0 || ldc < std::max(1, m) || lda < std::max(1, ta == CUBLAS_OP_N ? m : k) ||
-        ldb < std::max(1, tb == CUBLAS_OP_N ? k : n))
+    if (!gemm_args_ok(ta, tb, m, n, k, lda, ldb, ldc)) return CUBLAS_STATUS_INVALID_VALUE;
+    if (!emu::want_device(A, "cublasGemmEx", "A") || !emu::want_device(B, "cublasGemmEx", "B") ||
+        !emu::want_device(C, "cublasGemmEx", "C"))
         return CUBLAS_STATUS_INVALID_VALUE;
-    gemm_cm(ta, tb, m, n, k, *(const float *)alpha, A, at, lda, B, bt, ldb, *(const float *)beta, C, ct, ldc, compute);
+    float a = *(const float *)alpha, be = *(const float *)beta;
+    emu::enqueue(h->stream, [=]() { gemm_cm(ta, tb, m, n, k, a, A, at, lda, B, bt, ldb, be, C, ct, ldc, compute); });
     return CUBLAS_STATUS_SUCCESS;
 }
+// The pointer arrays are device memory (the back end uploads them): read when the stream
+// reaches the call, and each pointer in them must be device memory too.
 cublasStatus_t cublasGemmGroupedBatchedEx(cublasHandle_t h, const cublasOperation_t ta[], const cublasOperation_t tb[],
                                           const int m[], const int n[], const int k[], const void *alpha, const void *const A[],
                                           cudaDataType_t at, const int lda[], const void *const B[], cudaDataType_t bt,
                                           const int ldb[], const void *beta, void *const C[], cudaDataType_t ct, const int ldc[],
                                           int group_count, const int group_size[], cublasComputeType_t compute) {
-    int idx = 0;
-    for (int g = 0; g < group_count; g++)
-        for (int i = 0; i < group_size[g]; i++, idx++) {
-            cublasStatus_t s = cublasGemmEx(h, ta[g], tb[g], m[g], n[g], k[g], (const float *)alpha + g, A[idx], at, lda[g],
-                                            B[idx], bt, ldb[g], (const float *)beta + g, C[idx], ct, ldc[g], compute, CUBLAS_GEMM_DEFAULT);
-            if (s != CUBLAS_STATUS_SUCCESS) return s;
-        }
+    const char *what = "cublasGemmGroupedBatchedEx";
+    if (!emu::want_device(A, what, "Aarray") || !emu::want_device(B, what, "Barray") || !emu::want_device(C, what, "Carray"))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    struct Group { cublasOperation_t ta, tb; int m, n, k, lda, ldb, ldc, size; float alpha, beta; };
+    auto groups = std::make_shared<std::vector<Group>>();
+    for (int g = 0; g < group_count; g++) {   // the host arrays, read at the call
+        if (!gemm_args_ok(ta[g], tb[g], m[g], n[g], k[g], lda[g], ldb[g], ldc[g]) || group_size[g] < 0) return CUBLAS_STATUS_INVALID_VALUE;
+        groups->push_back({ ta[g], tb[g], m[g], n[g], k[g], lda[g], ldb[g], ldc[g], group_size[g],
+                            ((const float *)alpha)[g], ((const float *)beta)[g] });
+    }
+    emu::enqueue(h->stream, [=]() {
+        int idx = 0;
+        for (const Group &g : *groups)
+            for (int i = 0; i < g.size; i++, idx++) {
+                if (emu::space_of(A[idx]) != emu::SPACE_DEVICE || emu::space_of(B[idx]) != emu::SPACE_DEVICE ||
+                    emu::space_of(C[idx]) != emu::SPACE_DEVICE)
+                    emu::fail("%s: GEMM %d of the batch has an operand outside device memory (A %p, B %p, C %p): "
+                              "an illegal address on the GPU", what, idx, A[idx], B[idx], C[idx]);
+                gemm_cm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, A[idx], at, g.lda, B[idx], bt, g.ldb, g.beta, C[idx], ct, g.ldc, compute);
+            }
+    });
     return CUBLAS_STATUS_SUCCESS;
 }

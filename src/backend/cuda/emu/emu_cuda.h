@@ -22,9 +22,28 @@
 //     layouts agree with the operation (and each pointer with the alignment the heuristic
 //     was promised); TF32 compute rounds the inputs to TF32;
 //   * CUB's radix sort is a stable sort on the key bits asked for;
-//   * "device" memory is host memory; every call is synchronous; events read a wall clock.
+//   * "device" memory is host memory, but the emulator keeps a table of what cudaMalloc
+//     (device) and cudaMallocHost (page-locked host) returned, and every API that wants
+//     device memory refuses anything else, naming the call and the argument: copies by their
+//     kind (HostToDevice: the source is host memory, the destination device memory, ...),
+//     memsets, kernel pointer arguments (page-locked host memory is accepted there, as with
+//     UVA), cuBLASLt / cuBLAS operands (and the device tables of grouped GEMMs), CUB; the
+//     error is returned (cudaErrorInvalidDevicePointer, or the launch's cudaGetLastError), so
+//     the back end's CUDA_CHECK names the line of the call. cudaFree takes only what cudaMalloc
+//     returned, cudaFreeHost what cudaMallocHost returned;
+//   * asynchronous work runs asynchronously: every stream (and the legacy stream 0, which is
+//     not ordered with the non-blocking streams) has a worker thread that runs its queue in
+//     order — launches, copies, memsets, GEMMs, sorts, event records — while the host goes
+//     on; cudaStreamSynchronize / cudaEventSynchronize / cudaStreamWaitEvent /
+//     cudaDeviceSynchronize wait for what they name. So a missing stream or event dependency
+//     (a host read before the copy completed, a pinned buffer refilled while a copy still
+//     reads it, work on the legacy stream) shows up as a wrong result or a sanitizer report.
+//     As CUDA: a copy from pageable host memory takes its source at the call; a copy into
+//     pageable host memory returns when it is complete; cudaFree waits for the device;
+//     events read a wall clock when the stream reaches them, and cudaEventElapsedTime of an
+//     event not yet reached is cudaErrorNotReady.
 // Build it with -fsanitize=address (out-of-bounds accesses) or -fsanitize=thread (missing
-// barriers: shared-memory races between the threads of a block).
+// barriers: shared-memory races between the threads of a block; host/stream races).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -39,6 +58,7 @@
 #include <type_traits>
 #include <math.h>
 #include <vector>
+#include "emu_runtime.h"
 
 #define BOOST_CUDA_EMU 1
 
@@ -51,27 +71,13 @@
 #define __align__(n) alignas(n)
 #define __shared__ static
 
-// ---- runtime types ------------------------------------------------------------------------------
+// ---- runtime types (the C part: emu_runtime.h) --------------------------------------------------
 struct dim3 {
     unsigned x, y, z;
     constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
 struct float2 { float x, y; };
 static inline float2 make_float2(float x, float y) { return float2{ x, y }; }
-
-typedef enum {
-    cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-    cudaErrorInvalidConfiguration = 9, cudaErrorNoDevice = 100, cudaErrorLaunchFailure = 719,
-} cudaError_t;
-typedef enum { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 } cudaMemcpyKind;
-typedef enum { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 } cudaFuncAttribute;
-typedef enum { cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 } cudaDeviceAttr;
-enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
-struct CUstream_st { int id; };
-struct CUevent_st { double t; };
-typedef CUstream_st *cudaStream_t;
-typedef CUevent_st *cudaEvent_t;
-struct cudaDeviceProp { char name[256]; int major, minor, multiProcessorCount; size_t totalGlobalMem; };
 
 // ---- the emulator's state ------------------------------------------------------------------------
 namespace emu {
@@ -86,22 +92,50 @@ struct Block {
 };
 extern thread_local Block *t_block;
 extern thread_local int t_lane, t_warp;
-void set_error(cudaError_t e, const char *what);
-void run_grid(dim3 g, dim3 b, size_t smem, const void *kernel, const std::function<void()> &body);
+void set_error(cudaError_t e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void set_smem_limit(const void *kernel, int bytes);
 [[noreturn]] void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double now_ms();
 
+// ---- address spaces: every cudaMalloc'd range is device memory, every cudaMallocHost'd range
+// page-locked host memory (addressable by kernels, as with UVA); anything else is plain host
+// memory, which no device API accepts where it wants device memory.
+enum Space { SPACE_HOST = 0, SPACE_DEVICE = 1, SPACE_PINNED = 2 };
+Space space_of(const void *p);
+const char *space_name(Space s);
+// 1 if p is device memory; else records the error (cudaErrorInvalidDevicePointer) with a
+// message naming the call (what) and the argument (arg), and returns 0.
+int want_device(const void *p, const char *what, const char *arg);
+
+// ---- streams: each stream has a worker thread that runs its queued work in order; the host
+// returns from an asynchronous call at once (emu_cuda.h's header comment).
+void enqueue(cudaStream_t s, std::function<void()> work);
+
+// A launch: the configuration is checked at once (the error is the next cudaGetLastError,
+// as on the GPU); the blocks run later, on the stream's worker.
+int launch_ok(const char *file, int line, const char *kernel_name, dim3 g, dim3 b, size_t smem, const void *kernel);
+void run_grid(dim3 g, dim3 b, size_t smem, const std::function<void()> &body);
+void check_kernel_pointer(const char *file, int line, const char *kernel_name, int i, const void *p);
+template <typename A>
+static inline void check_kernel_arg(const char *file, int line, const char *kernel_name, int i, const A &a) {
+    if constexpr (std::is_pointer_v<A>) check_kernel_pointer(file, line, kernel_name, i, (const void *)a);
+}
 template <typename K>
-auto launch(dim3 g, dim3 b, size_t smem, cudaStream_t, K k) {
-    return [=](auto... args) { run_grid(g, b, smem, reinterpret_cast<const void *>(k), [&]() { k(args...); }); };
+auto launch(const char *file, int line, const char *kernel_name, dim3 g, dim3 b, size_t smem, cudaStream_t s, K k) {
+    return [=](auto... args) {
+        if (!launch_ok(file, line, kernel_name, g, b, smem, reinterpret_cast<const void *>(k))) return;
+        int i = 0;
+        (check_kernel_arg(file, line, kernel_name, i++, args), ...);
+        enqueue(s, [=]() { run_grid(g, b, smem, [&]() { k(args...); }); });
+    };
 }
 static inline unsigned char *dyn_smem() { return t_block->dyn; }
 }   // namespace emu
 
 extern thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-#define LAUNCH(grid, block, smem, stream, ...) emu::launch(dim3(grid), dim3(block), (size_t)(smem), (stream), __VA_ARGS__)
+#define LAUNCH(grid, block, smem, stream, ...) \
+    emu::launch(__FILE__, __LINE__, #__VA_ARGS__, dim3(grid), dim3(block), (size_t)(smem), (stream), __VA_ARGS__)
 #define DYN_SMEM(name) unsigned char *name = emu::dyn_smem()
 
 // ---- device intrinsics ------------------------------------------------------------------------------
@@ -141,35 +175,9 @@ static inline __nv_bfloat16 __float2bfloat16_rn(float f) {
 // (through fp32: may round twice; the back end's tests do not cast from fp64)
 static inline __nv_bfloat16 __double2bfloat16(double d) { return __float2bfloat16_rn((float)d); }
 
-// ---- runtime API ------------------------------------------------------------------------------------
-const char *cudaGetErrorString(cudaError_t e);
-const char *cudaGetErrorName(cudaError_t e);
-cudaError_t cudaGetLastError(void);
-cudaError_t cudaGetDeviceCount(int *n);
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int dev);
-cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int dev);
-cudaError_t cudaSetDevice(int dev);
-cudaError_t cudaDeviceSynchronize(void);
-cudaError_t cudaMalloc(void **p, size_t n);
+// ---- runtime API (declared with C linkage in emu_runtime.h) ----------------------------------------
 template <typename T> static inline cudaError_t cudaMalloc(T **p, size_t n) { return cudaMalloc((void **)p, n); }
-cudaError_t cudaFree(void *p);
-cudaError_t cudaMallocHost(void **p, size_t n);
 template <typename T> static inline cudaError_t cudaMallocHost(T **p, size_t n) { return cudaMallocHost((void **)p, n); }
-cudaError_t cudaFreeHost(void *p);
-cudaError_t cudaMemGetInfo(size_t *free_, size_t *total);
-cudaError_t cudaMemset(void *p, int v, size_t n);
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s);
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t st);
-cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, cudaMemcpyKind k, cudaStream_t st);
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
-cudaError_t cudaStreamSynchronize(cudaStream_t s);
-cudaError_t cudaStreamDestroy(cudaStream_t s);
-cudaError_t cudaEventCreate(cudaEvent_t *e);
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
-cudaError_t cudaEventSynchronize(cudaEvent_t e);
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
-cudaError_t cudaEventDestroy(cudaEvent_t e);
 template <typename K>
 static inline cudaError_t cudaFuncSetAttribute(K kernel, cudaFuncAttribute a, int v) {
     if (a != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
@@ -305,19 +313,24 @@ struct DeviceRadixSort {
     template <typename K, typename V>
     static cudaError_t SortPairs(void *tmp, size_t &bytes, const K *kin, K *kout, const V *vin, V *vout, int n,
                                  int begin_bit = 0, int end_bit = (int)sizeof(K) * 8, cudaStream_t s = 0) {
-        (void)s;
         if (!tmp) { bytes = 64; return cudaSuccess; }
-        int nb = end_bit - begin_bit;
-        uint64_t mask = nb >= 64 ? ~0ull : ((1ull << nb) - 1);
-        auto bits = [&](int i) { return ((uint64_t)(std::make_unsigned_t<K>)kin[i] >> begin_bit) & mask; };
-        std::vector<int> idx((size_t)n);
-        for (int i = 0; i < n; i++) idx[(size_t)i] = i;
-        std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return bits(a) < bits(b); });
-        std::vector<K> ko((size_t)n);
-        std::vector<V> vo((size_t)n);
-        for (int i = 0; i < n; i++) { ko[(size_t)i] = kin[idx[(size_t)i]]; vo[(size_t)i] = vin[idx[(size_t)i]]; }
-        std::copy(ko.begin(), ko.end(), kout);
-        std::copy(vo.begin(), vo.end(), vout);
+        const void *ptrs[5] = { tmp, kin, kout, vin, vout };
+        static const char *const names[5] = { "d_temp_storage", "d_keys_in", "d_keys_out", "d_values_in", "d_values_out" };
+        for (int i = 0; i < 5; i++)
+            if (!emu::want_device(ptrs[i], "cub::DeviceRadixSort::SortPairs", names[i])) return cudaErrorInvalidDevicePointer;
+        emu::enqueue(s, [=]() {
+            int nb = end_bit - begin_bit;
+            uint64_t mask = nb >= 64 ? ~0ull : ((1ull << nb) - 1);
+            auto bits = [&](int i) { return ((uint64_t)(std::make_unsigned_t<K>)kin[i] >> begin_bit) & mask; };
+            std::vector<int> idx((size_t)n);
+            for (int i = 0; i < n; i++) idx[(size_t)i] = i;
+            std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return bits(a) < bits(b); });
+            std::vector<K> ko((size_t)n);
+            std::vector<V> vo((size_t)n);
+            for (int i = 0; i < n; i++) { ko[(size_t)i] = kin[idx[(size_t)i]]; vo[(size_t)i] = vin[idx[(size_t)i]]; }
+            std::copy(ko.begin(), ko.end(), kout);
+            std::copy(vo.begin(), vo.end(), vout);
+        });
         return cudaSuccess;
     }
 };
