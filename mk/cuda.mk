@@ -56,9 +56,12 @@ $(BUILD)/libboost.a: $$(CUDA_LIB_OBJ)
 # `make cuda-emu-test` compiles the back end's own sources with g++ against the emulator
 # (AddressSanitizer; EMU_SAN=thread for ThreadSanitizer), links them into
 # build/emu/test_backend_ops_emu (tests/test_backend_ops.c, targets named emu-cuda-*) and runs
-# it (about a minute on 2 cores: one OS thread per emulated CUDA thread). It checks the back
-# end's logic on a machine without a GPU; it says nothing about the hardware (emu_cuda.h lists
-# what it models). It is not part of `make test` (tests/run.sh runs build/test_* only).
+# it (about a minute on 2 cores: one OS thread per emulated CUDA thread), after the
+# emulator's own checks (build/emu/test_emu_cuda) and before the multi-rank training runs of
+# tests/t_cuda_emu_train.sh (build/emu/train against build/train; a few minutes). It checks
+# the back end's logic on a machine without a GPU; it says nothing about the hardware
+# (emu_cuda.h lists what it models). It is not part of `make test` (tests/run.sh runs
+# build/test_* only). `make cuda-emu-test EMU_SAN=thread` is the ThreadSanitizer gate.
 EMU_DIR    := $(BUILD)/emu
 EMU_CXX    ?= g++
 EMU_SAN    ?= address
@@ -66,22 +69,49 @@ EMU_CFLAGS  = -O1 -g -std=c++20 -pthread -fsanitize=$(EMU_SAN) -fno-omit-frame-p
               -Wall -Wextra -Werror -Wno-unknown-pragmas -Isrc/backend/cuda/emu/include -Isrc
 EMU_HDR    := $(wildcard src/backend/cuda/emu/*.h src/backend/cuda/emu/include/*.h src/backend/cuda/emu/include/cub/*.cuh)
 EMU_OBJ    := $(patsubst src/backend/cuda/%.cu,$(EMU_DIR)/%.o,$(CUDA_SRC)) $(EMU_DIR)/emu_cuda.o
+# The emulator's mode stamp: changing EMU_SAN (or the compiler or its flags) rewrites it,
+# which rebuilds every emulated object and so the emulated binaries.
+EMU_MODE   := $(EMU_DIR)/.mode
+$(EMU_MODE): cuda-mode-check
+	@mkdir -p $(dir $@)
+	@m='$(EMU_CXX) $(EMU_CFLAGS) | $(CC) $(CFLAGS)'; \
+	  if [ "$$(cat $@ 2>/dev/null)" != "$$m" ]; then echo "$$m" > $@; fi
+# ThreadSanitizer (EMU_SAN=thread): the CPU reference's OpenMP regions race in TSan's eyes
+# because libgomp's barriers are not instrumented; tests/emu/tsan.supp suppresses exactly
+# the reports with a libgomp frame (and nothing of the emulator or the back end).
+EMU_RUN_ENV = $(if $(filter thread,$(EMU_SAN)),TSAN_OPTIONS="suppressions=$(CURDIR)/tests/emu/tsan.supp halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)")
 
-$(EMU_DIR)/%.o: src/backend/cuda/%.cu $(CUDA_HDR) $(EMU_HDR)
+$(EMU_DIR)/%.o: src/backend/cuda/%.cu $(CUDA_HDR) $(EMU_HDR) $(EMU_MODE)
 	@mkdir -p $(dir $@)
 	$(EMU_CXX) $(EMU_CFLAGS) -x c++ -c $< -o $@
-$(EMU_DIR)/emu_cuda.o: src/backend/cuda/emu/emu_cuda.cpp $(EMU_HDR)
+$(EMU_DIR)/emu_cuda.o: src/backend/cuda/emu/emu_cuda.cpp $(EMU_HDR) $(EMU_MODE)
 	@mkdir -p $(dir $@)
 	$(EMU_CXX) $(EMU_CFLAGS) -c $< -o $@
 # The emulated objects come before libboost.a, so the archive's CUDA objects are not linked.
 $(EMU_DIR)/test_backend_ops_emu: tests/test_backend_ops.c $(EMU_OBJ) $(BUILD)/libboost.a $(HEADERS) src/backend/cuda/cuda_backend.h
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DBOOST_CUDA -DBACKEND_OPS_EMU -fsanitize=$(EMU_SAN) -Isrc $< $(EMU_OBJ) $(BUILD)/libboost.a \
 	  $(PKG_LIBS) -lm -lstdc++ -pthread -o $@
+# build/emu/train: the real train binary with the CUDA back end on the emulator, for the
+# multi-rank runs of tests/t_cuda_emu_train.sh (run.device: cuda against the CPU, step by
+# step). The engine's C files that call CUDA are compiled against the emulator's runtime
+# (C linkage: emu/emu_runtime.h); the emulator has no NCCL, so comm_nccl.c is compiled in
+# its no-NCCL form and the ranks take the MPI path with host staging (gpu_setup.c says so),
+# which is the path that stages device buffers through cudaMemcpy and therefore the one on
+# which a host pointer in a device collective is refused by the emulator's copy check.
+EMU_C_OBJ := $(EMU_DIR)/c/gpu_setup.o $(EMU_DIR)/c/comm_nccl.o
+$(EMU_DIR)/c/%.o: src/parallel/%.c $(HEADERS) $(EMU_HDR) $(EMU_MODE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DBOOST_CUDA -DBOOST_CUDA_EMU -fsanitize=$(EMU_SAN) -Isrc/backend/cuda/emu/include -c $< -o $@
+$(EMU_DIR)/train: src/tools/train.c $(EMU_OBJ) $(EMU_C_OBJ) $(BUILD)/libboost.a $(HEADERS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -fsanitize=$(EMU_SAN) -Isrc $< $(EMU_OBJ) $(EMU_C_OBJ) $(BUILD)/libboost.a \
+	  $(PKG_LIBS) -lm -lstdc++ -pthread -o $@
+
 # The emulator's own checks (tests/emu/test_emu_cuda.cpp): wrong address spaces refused,
 # asynchronous work asynchronous.
 $(EMU_DIR)/test_emu_cuda: tests/emu/test_emu_cuda.cpp $(EMU_DIR)/emu_cuda.o $(EMU_HDR)
 	$(EMU_CXX) $(EMU_CFLAGS) $< $(EMU_DIR)/emu_cuda.o -o $@
 .PHONY: cuda-emu-test
-cuda-emu-test: $(EMU_DIR)/test_emu_cuda $(EMU_DIR)/test_backend_ops_emu
-	$(EMU_DIR)/test_emu_cuda
-	$(EMU_DIR)/test_backend_ops_emu --cases
+cuda-emu-test: $(EMU_DIR)/test_emu_cuda $(EMU_DIR)/test_backend_ops_emu $(EMU_DIR)/train $(BUILD)/train
+	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_cuda
+	$(EMU_RUN_ENV) $(EMU_DIR)/test_backend_ops_emu --cases
+	@out=$$($(EMU_RUN_ENV) bash tests/t_cuda_emu_train.sh); echo "$$out"; ! echo "$$out" | grep -q '^FAIL'

@@ -83,6 +83,13 @@ void comm_set_device(Comm *c, struct Backend *b, void *(*host_alloc)(size_t), vo
     c->host_free = host_free;
 }
 
+// The back end that held the buffers is about to go: its NCCL communicators (which
+// synchronise its stream) and the staging and gather buffers (its memory) go first.
+void comm_detach_device(Comm *c) {
+    if (c->backend && c->backend->destroy) c->backend->destroy(c);   // NCCL: back to MPI
+    comm_set_device(c, NULL, NULL, NULL);
+}
+
 // Argument checks shared by every operation (internal errors: the model code is wrong).
 static void check_call(const Comm *c, const char *what, CommGroup g, CommPhase phase, int layer) {
     CHECK(c->stats, "%s: the Comm was not initialised (comm_init / comm_init_virtual)", what);

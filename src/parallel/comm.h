@@ -186,6 +186,10 @@ void comm_set_device(Comm *c, struct Backend *b, void *(*host_alloc)(size_t), vo
 // a CUDA back end, two ranks on one GPU — NCCL refuses that), in which case no rank
 // switches and the Comm keeps the MPI back end (with staging, after comm_set_device).
 int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len);
+// Before the back end that comm_set_device / comm_use_nccl named is freed: destroys the NCCL
+// communicators (back to MPI), frees the staging and gather buffers (device memory), and
+// leaves the Comm on host memory. comm_free does it too (too late if the back end is gone).
+void comm_detach_device(Comm *c);
 // Resolve pending device timings into the table (waits for the timed calls to finish).
 void comm_flush_timing(Comm *c);
 

@@ -23,7 +23,7 @@
 #include "comm.h"
 #include "../backend/backend.h"
 
-#ifdef BOOST_CUDA
+#if defined(BOOST_CUDA) && !defined(BOOST_CUDA_EMU)
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include "../backend/cuda/cuda_backend.h"
@@ -315,11 +315,15 @@ int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len) {
     return 0;
 }
 
-#else   // no CUDA in this build
+#else   // no CUDA in this build, or the CPU emulator's (which has no NCCL)
 
 int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len) {
     (void)c; (void)b;
+#ifdef BOOST_CUDA_EMU
+    snprintf(why, why_len, "the CUDA emulator has no NCCL (the ranks communicate through MPI with host staging)");
+#else
     snprintf(why, why_len, "built without CUDA (this build has no CUDA back end; docs/gpu.md says how to build it)");
+#endif
     return 1;
 }
 

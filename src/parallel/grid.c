@@ -113,8 +113,7 @@ void comm_init_virtual_at(Comm *c, int tp, int pp, int dp, int world_rank) {
 void comm_init_virtual(Comm *c, int tp, int pp, int dp) { comm_init_virtual_at(c, tp, pp, dp, 0); }
 
 void comm_free(Comm *c) {
-    comm_set_device(c, NULL, NULL, NULL);                  // device-side buffers, pending timings
-    if (c->backend && c->backend->destroy) c->backend->destroy(c);   // NCCL communicators
+    comm_detach_device(c);                                 // NCCL communicators, device-side buffers, pending timings
     int finalized = 0;
     if (!c->is_virtual) CHECK_MPI(MPI_Finalized(&finalized));
     for (int g = 0; g < GROUP_COUNT; g++)

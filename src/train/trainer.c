@@ -176,6 +176,7 @@ void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
 void trainer_free(Trainer *tr) {
     optimizer_free(&tr->opt);
     model_free(&tr->model);
+    if (tr->comm && tr->comm->device == tr->bk) comm_detach_device(tr->comm);   // its buffers are on bk
     backend_free(tr->bk);
     loader_close(&tr->loader);
     free(tr->inputs); free(tr->targets);

@@ -178,10 +178,55 @@ int launch_ok(const char *file, int line, const char *kernel_name, dim3 g, dim3 
     return 1;
 }
 
+// The OS threads that play a block's CUDA threads: made once per stream worker and reused by
+// every launch (creating blockDim threads per launch made a training step take minutes).
+struct Pool {
+    std::mutex m;
+    std::condition_variable go, done;
+    uint64_t gen = 0;
+    unsigned want = 0, finished = 0;
+    bool quit = false;
+    const std::function<void(unsigned)> *job = nullptr;
+    std::vector<std::thread> th;
+    void loop(unsigned id) {
+        uint64_t seen = 0;
+        for (;;) {
+            const std::function<void(unsigned)> *f;
+            {
+                std::unique_lock<std::mutex> l(m);
+                go.wait(l, [&] { return quit || (gen != seen && id < want); });
+                if (quit) return;
+                seen = gen;
+                f = job;
+            }
+            (*f)(id);
+            { std::lock_guard<std::mutex> l(m); finished++; }
+            done.notify_all();
+        }
+    }
+    // Runs f(0) .. f(n-1) on n pool threads at once; returns when all have returned.
+    void run(unsigned n, const std::function<void(unsigned)> &f) {
+        {
+            std::lock_guard<std::mutex> l(m);
+            while (th.size() < n) { unsigned id = (unsigned)th.size(); th.emplace_back([this, id] { loop(id); }); }
+            job = &f; want = n; finished = 0; gen++;
+        }
+        go.notify_all();
+        std::unique_lock<std::mutex> l(m);
+        done.wait(l, [&] { return finished == want; });
+    }
+    ~Pool() {
+        { std::lock_guard<std::mutex> l(m); quit = true; }
+        go.notify_all();
+        for (auto &t : th) t.join();
+    }
+};
+static thread_local Pool pool;
+
 void run_grid(dim3 g, dim3 b, size_t smem, const std::function<void()> &body) {
     unsigned nt = b.x * b.y * b.z;
-    // One OS thread per CUDA thread of a block, reused for every block of the launch: thread 0
-    // makes each block's barriers between two launch-wide barriers.
+    // One OS thread per CUDA thread of a block (from the pool), reused for every block of the
+    // launch: thread 0 makes each block's barriers between two launch-wide barriers.
     size_t nblocks = (size_t)g.x * g.y * g.z;
     size_t dyn_bytes = (smem + 127) / 128 * 128;
     int nw = (int)((nt + 31) / 32);
@@ -202,10 +247,7 @@ void run_grid(dim3 g, dim3 b, size_t smem, const std::function<void()> &body) {
     };
     setup();
     std::barrier<> between((std::ptrdiff_t)nt);
-    std::vector<std::thread> th;
-    th.reserve(nt);
-    for (unsigned t = 0; t < nt; t++) {
-        th.emplace_back([&, t]() {
+    pool.run(nt, [&](unsigned t) {
             threadIdx = dim3(t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
             blockDim = b;
             gridDim = g;
@@ -222,9 +264,7 @@ void run_grid(dim3 g, dim3 b, size_t smem, const std::function<void()> &body) {
                 if (t == 0) { teardown(); if (bi + 1 < nblocks) setup(); }
                 between.arrive_and_wait();              // the next block's barriers exist
             }
-        });
-    }
-    for (auto &x : th) x.join();
+    });
     free(blk.dyn);
 }
 }   // namespace emu

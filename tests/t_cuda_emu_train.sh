@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# t_cuda_emu_train.sh — multi-rank training through the real train binary with
+# run.device: cuda on the CPU emulator of CUDA (build/emu/train, mk/cuda.mk), against the
+# CPU fp32 run on the same grid, step by step: each step's dump (loss and every gradient,
+# taken before that step's update, so step 2 also checks the first update) within
+# max|a-b| <= 1e-4·max|b| per tensor (exact fp32 on both: train.tf32 false; the emulator's
+# GEMM and the CPU's sum in different orders).
+#
+# Cases: tp 2; tp 2 × pp 2; tp 2 × dp 2 with ZeRO-1; BTP with every BOOST switch at tp 2.
+# The emulator has no NCCL, so the ranks communicate through MPI with host staging — the
+# path that copies each device buffer with cudaMemcpy, which the emulator refuses for a
+# host pointer: this is the test that fails with the host-scalar fix of issue 18 reverted
+# (docs/gpu.md, "The emulator"). Run by `make cuda-emu-test` (which builds build/emu/train),
+# not by tests/run.sh: the emulator plays each CUDA thread with an OS thread, so a step
+# takes seconds, and the whole script a few minutes on 2 cores.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+EMU_TRAIN=${EMU_TRAIN:-$BUILD/emu/train}
+PY=/usr/bin/python3
+if [ ! -x "$EMU_TRAIN" ]; then fail cuda_emu_train_build "$EMU_TRAIN not built (make $EMU_TRAIN)"; exit 0; fi
+if [ ! -x "$BUILD/train" ]; then fail cuda_emu_train_build "$BUILD/train not built"; exit 0; fi
+if ! command -v mpirun >/dev/null; then fail cuda_emu_train_mpirun "mpirun not found (Debian: openmpi-bin)"; exit 0; fi
+if ! $PY -c 'import h5py' 2>/dev/null; then skip cuda_emu_train "no h5py for $PY (analysis/compare_h5.py)"; exit 0; fi
+export OMP_NUM_THREADS=1
+# The emulated objects are built with a sanitizer: Open MPI's allocations at exit are not leaks of ours.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} TSAN_OPTIONS=${TSAN_OPTIONS:-}
+cat > "$TMP/m.yaml" <<YAML
+model: {linear: cola, vocab_size: 64, n_layers: 2, d_model: 32, n_heads: 4, n_kv_heads: 2, d_ff: 48, seq_len: 8, rank_attn: 8, rank_mlp: 8}
+data: {dataset: synthetic, cache_dir: $TMP/cache}
+train: {batch_size: 2, grad_accum: 1, steps: 2, lr: 1e-2, warmup_steps: 0, threads: 1, val_batches: 1, tf32: false}
+run: {dump_steps: "1,2"}
+YAML
+one() {  # BIN NAME NP [--set ...]
+    local bin=$1 name=$2 np=$3; shift 3
+    timeout 900 mpirun --oversubscribe --allow-run-as-root -np "$np" "$bin" "$TMP/m.yaml" --no-db \
+        --set run.dump_dir="$TMP/$name" --set run.checkpoint_dir="$TMP/ck-$name" "$@" >"$TMP/$name.log" 2>&1
+}
+case_run() {  # NAME NP [--set ...]
+    local name=$1 np=$2; shift 2
+    if ! one "$BUILD/train" "$name-cpu" "$np" "$@"; then fail "$name" "the CPU run failed: $(tail -2 "$TMP/$name-cpu.log" | tr '\n' ' ')"; return; fi
+    if ! one "$EMU_TRAIN" "$name-cuda" "$np" --set run.device=cuda "$@"; then
+        fail "$name" "the emulated cuda run failed: $(grep -m3 -E 'cuda emulator|error|failed' "$TMP/$name-cuda.log" | tr '\n' ' ')"; return
+    fi
+    if ! grep -q 'comm: mpi' "$TMP/$name-cuda.log"; then fail "$name" "the emulated run did not take the MPI staging path"; return; fi
+    local s out worst=""
+    for s in 1 2; do
+        if ! out=$($PY "$ROOT/analysis/compare_h5.py" "$TMP/$name-cuda/step_$s.h5" "$TMP/$name-cpu/step_$s.h5" \
+                   --groups loss,grads --atol 0 --rtol 1e-4 2>&1); then
+            fail "$name" "step $s: $(tail -3 <<<"$out" | tr '\n' ' ')"; return
+        fi
+        worst="$worst step $s: $(tail -1 <<<"$out" | sed 's/.*worst/worst/')"
+    done
+    local l1 l2
+    l1=$(grep -m1 '^step *2/' "$TMP/$name-cpu.log" | awk -F'|' '{print $2}'); l2=$(grep -m1 '^step *2/' "$TMP/$name-cuda.log" | awk -F'|' '{print $2}')
+    pass "$name (np $np; cpu${l1}, cuda${l2};$worst)"
+}
+case_run emu_cuda_train_tp2 2 --set parallel.tp=2
+case_run emu_cuda_train_tp2_pp2 4 --set parallel.tp=2 --set parallel.pp=2
+case_run emu_cuda_train_tp2_dp2_zero1 4 --set parallel.tp=2 --set parallel.dp=2 --set parallel.zero1=true
+case_run emu_cuda_train_tp2_btp_every_switch 2 --set parallel.tp=2 --set boost.btp=true --set boost.online_rmsnorm=true \
+    --set boost.grouping=true --set boost.lowrank_ckpt=true
