@@ -184,6 +184,12 @@ static int local_rank(void) {
     return 0;
 }
 
+int cuda_debug_sync(void) {
+    static int on = -1;   // (read once; the first call is on the host thread that builds the back end)
+    if (on < 0) { const char *v = getenv("BOOST_CUDA_DEBUG"); on = v && *v && strcmp(v, "0") != 0; }
+    return on;
+}
+
 // Does nothing: launching it proves that this binary holds code the device can run
 // (sm_80 / sm_90 machine code, or compute_90 PTX for the driver to compile).
 __global__ void probe_kernel(int *p) { if (p) *p = 0; }

@@ -30,9 +30,17 @@ typedef __nv_bfloat16 bf16;
 #define CUBLAS_CHECK(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) \
     die_at(__FILE__, __LINE__, "%s failed: %s (%s)", #call, cublasGetStatusString(s_), cublasGetStatusName(s_)); } while (0)
 // After every kernel launch: a bad launch configuration is reported here, at its line.
-// (Faults inside a kernel surface at the next synchronising call; run with
-// CUDA_LAUNCH_BLOCKING=1 to have them reported at the launch.)
-#define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
+// Faults inside a kernel surface at the next synchronising call (usually the loss's), so they
+// would be blamed on the wrong op; the debug mode BOOST_CUDA_DEBUG=1 (docs/gpu.md) waits for
+// the device after every launch and names the op (its function, file and line) whose kernel
+// failed. Off by default: it serialises the host with the device.
+int cuda_debug_sync(void);   // cuda_backend.cu: BOOST_CUDA_DEBUG, read once
+#define LAUNCH_CHECK() do { CUDA_CHECK(cudaGetLastError()); \
+    if (cuda_debug_sync()) { cudaError_t e_d_ = cudaDeviceSynchronize(); \
+        if (e_d_ == cudaSuccess) e_d_ = cudaGetLastError(); \
+        if (e_d_ != cudaSuccess) die_at(__FILE__, __LINE__, "the kernel of op %s failed: %s (%s) " \
+            "(BOOST_CUDA_DEBUG=1: every launch is synchronised and checked)", __func__, \
+            cudaGetErrorString(e_d_), cudaGetErrorName(e_d_)); } } while (0)
 
 // ---- the back end's private state ----------------------------------------------------------
 // Scratch buffers owned by the back end (not counted in Backend.mem: they are op workspaces
