@@ -80,3 +80,4 @@ $(EMU_DIR)/test_backend_ops_emu: tests/test_backend_ops.c $(EMU_OBJ) $(BUILD)/li
 .PHONY: cuda-emu-test
 cuda-emu-test: $(EMU_DIR)/test_backend_ops_emu
 	$(EMU_DIR)/test_backend_ops_emu --cases
+	bash tests/gpu/emu-attention.sh $(EMU_DIR)/test_backend_ops_emu
