@@ -445,6 +445,10 @@ static int run(int backward, void *stream, int B, int T, int H, int Hkv, int hd,
     if (!load_api()) { snprintf(why, why_len, "%s", api.why); return 1; }
     if (B < 1 || T < 1 || Hkv < 1 || H % Hkv) { snprintf(why, why_len, "shape B=%d T=%d H=%d Hkv=%d", B, T, H, Hkv); return 1; }
     if (hd % 8 || hd > 256) { snprintf(why, why_len, "head_dim %d (cuDNN's fused attention needs a multiple of 8, at most 256)", hd); return 1; }
+    if (backward && T % 128 && api.ver <= 91500) {   // cudnn-frontend pads such shapes with a mask on these versions
+        snprintf(why, why_len, "T %d is not a multiple of 128, which cuDNN %s's backward needs without a padding mask", T, api.version);
+        return 1;
+    }
     int d = current_device(why, why_len);
     if (d < 0) return 1;
     cudnnHandle_t h = handle_of(d, why, why_len);
