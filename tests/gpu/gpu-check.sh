@@ -10,7 +10,7 @@
 #   machine      10 s  build/gpu_probe, nvidia-smi (GPU clocks are recorded here, around the
 #                      throughput runs and at the end: DIR/clocks.csv); no usable GPU: the plan,
 #                      every section SKIP, exit 0
-#   sanitizer    75 s  compute-sanitizer memcheck (the op test), racecheck and synccheck (the
+#   sanitizer    75 s  compute-sanitizer memcheck (the op test's attention cases), racecheck, synccheck (the
 #                      flash kernel at a small shape); what the emulator cannot see
 #   ops          60 s  the op table, every op CPU against CUDA fp32 and bf16 (cuDNN attention
 #                      under auto), the attention cases again with the flash kernel, and the two
