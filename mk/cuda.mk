@@ -114,5 +114,6 @@ $(EMU_DIR)/test_emu_cuda: tests/emu/test_emu_cuda.cpp $(EMU_DIR)/emu_cuda.o $(EM
 cuda-emu-test: $(EMU_DIR)/test_emu_cuda $(EMU_DIR)/test_backend_ops_emu $(EMU_DIR)/train $(BUILD)/train
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_cuda
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_backend_ops_emu --cases
+	$(EMU_RUN_ENV) bash tests/gpu/emu-attention.sh $(EMU_DIR)/test_backend_ops_emu
 	@if [ "$(EMU_SAN)" = thread ]; then echo "SKIP cuda_emu_train: under ThreadSanitizer a step of the emulated train takes minutes (run without EMU_SAN=thread)"; \
 	 else out=$$(bash tests/t_cuda_emu_train.sh); echo "$$out"; ! echo "$$out" | grep -q '^FAIL'; fi

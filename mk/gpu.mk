@@ -20,8 +20,8 @@ LDLIBS += $(if $(GPU_CUDA),-L$(CUDA_HOME)/lib64 -Wl$(comma)-rpath$(comma)$(CUDA_
 comma := ,
 
 .PHONY: gpu-check gpu-bundle gpu-bundle-check
-# The device check for a machine with one NVIDIA GPU (at most 8 minutes): op table, parity,
-# bf16 curve, throughput against PyTorch, flash attention, per-op JSON. Runs from a build
+# The device check for a machine with one NVIDIA GPU (at most 7 minutes): sanitizers, op and
+# step parity, both attentions, throughput against PyTorch, per-op JSON, bf16 curve, tp 2; from a build
 # here or from a bundle (tests/gpu/gpu-check.sh --help).
 gpu-check: all
 	@bash tests/gpu/gpu-check.sh

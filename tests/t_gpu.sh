@@ -4,8 +4,10 @@
 #   calls MPI_Init (a preloaded MPI_Init that exits 99 proves it), and does call it under
 #   a launcher or with a larger grid.
 #   Where a CUDA device is usable from this build (build/gpu_probe): the parity checks of
-#   tests/gpu/checks.sh — one step CUDA fp32 vs CPU fp32, bf16 within its bounds, the BOOST
-#   switch combinations at tp 2 on one GPU vs tp 1, a 200-step bf16 curve vs fp32.
+#   tests/gpu/checks.sh — one step CUDA fp32 vs CPU fp32, bf16 within its bounds, one step at
+#   head dim 64 with GQA (bf16 through cuDNN's attention where it loads), the BOOST
+#   switch combinations at tp 2 on one GPU vs tp 1, a 200-step bf16 curve vs fp32, and cuDNN's
+#   fused attention against the flash kernel (attention_bench --compare).
 #   Elsewhere each of them prints "SKIP name: no GPU (<why>)": skipped, never passed.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT/tests/gpu/checks.sh"
@@ -44,8 +46,10 @@ gpu_check_names() {
     local k m
     for k in dense cola svd; do echo gpu_step_fp32_$k; done
     for k in dense cola svd; do echo gpu_step_bf16_${k}_loss; echo gpu_step_bf16_${k}_grads; done
+    echo gpu_step_gqa_hd64_fp32; echo gpu_step_gqa_hd64_bf16_loss; echo gpu_step_gqa_hd64_bf16_grads
     for m in $(gpu_switch_cases); do echo "gpu_switches_tp2_$m"; done
     echo gpu_bf16_curve
+    echo attention_compare_T256_hd64; echo attention_compare_T256_hd128
 }
 if [ "$GPU_DEVICE" = cuda ]; then
     reason=""
@@ -58,7 +62,13 @@ if [ "$GPU_DEVICE" = cuda ]; then
     fi
 fi
 if ! GPU_PY=$(gpu_python); then fail gpu_python "no python3 with h5py and numpy for analysis/compare_h5.py"; exit 0; fi
+# cuDNN's fused attention against the flash kernel (attention_bench --compare): SKIP with the
+# reason where cuDNN does not load or refuses
+for d in 64 128; do
+    "$BUILD/attention_bench" --shape 1 4 256 $d --kv-heads 2 --reps 1 --compare 2>&1 | grep -E '^(PASS|FAIL|SKIP|attention)'
+done
 check_step_fp32
 check_step_bf16
+check_step_gqa_hd64
 check_switches_tp2
 check_bf16_curve

@@ -23,6 +23,7 @@ static const char *const lax_base_names[] = {"cola", "svd", NULL};
 static const char *const lax_gate_names[] = {"identity", "dense", "kron", NULL};
 static const char *const lax_norm_names[] = {"layernorm", "none", NULL};
 static const char *const precision_names[] = {"fp32", "bf16", NULL};
+static const char *const attention_names[] = {"auto", "cudnn", "flash", NULL};
 static const char *const device_names[] = {"cpu", "cuda", NULL};
 static const char *const sync_norm_backward_names[] = {"allreduce", "bottleneck", NULL};
 
@@ -148,6 +149,8 @@ static const ConfigKey SCHEMA[] = {
      "dtype of weights, activations and gradients: fp32, or bf16 with fp32 master weights and optimizer state (docs/gpu.md)"},
     {"train", "tf32", CK_BOOL, F(train, tf32), ANY, NULL, NULL,
      "run.device cuda with train.precision fp32: GEMMs use TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation); false = exact fp32 (the parity tests)"},
+    {"train", "attention", CK_ENUM, F(train, attention), ANY, attention_names, NULL,
+     "run.device cuda: auto = cuDNN's fused flash attention for bf16 where cuDNN loads and accepts the shape, else the hand-written flash kernel (a note says why); cudnn = cuDNN or an error; flash = the hand-written kernel (docs/gpu.md)"},
     // ---- parallel ----
     {"parallel", "tp", CK_INT, F(parallel, tp), GE(1), NULL, NULL, "tensor-parallel ranks (varies fastest)"},
     {"parallel", "pp", CK_INT, F(parallel, pp), GE(1), NULL, NULL, "pipeline stages (1F1B schedule)"},

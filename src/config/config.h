@@ -19,6 +19,8 @@ typedef enum { LAX_NORM_LAYERNORM = 0, LAX_NORM_NONE = 1 } LaxNorm;
 // train.precision: the dtype of weights, activations and gradients (fp32 master weights and
 // optimizer state either way).
 typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1 } Precision;
+// train.attention on run.device cuda (the values of cuda_backend.h's CudaAttention)
+typedef enum { ATTENTION_AUTO = 0, ATTENTION_CUDNN = 1, ATTENTION_FLASH = 2 } AttentionImpl;
 // run.device: where the ops run (one GPU per rank for cuda).
 typedef enum { DEVICE_CPU = 0, DEVICE_CUDA = 1 } Device;
 // boost.sync_norm_backward: how SyncRMSNorm (BTP without online RMSNorm) forms the backward's
@@ -77,6 +79,7 @@ typedef struct {
     int threads;            // OpenMP/BLAS threads; 0 = all cores
     int precision;          // Precision: fp32 | bf16
     int tf32;               // cuda fp32: GEMMs may use TF32 tensor cores (off: exact fp32)
+    int attention;          // AttentionImpl: cuda attention from cuDNN or the flash kernel
 } TrainConfig;
 
 // Process grid (docs/parallelism.md): world = tp * pp * dp ranks, TP varies fastest.

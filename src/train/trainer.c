@@ -8,6 +8,9 @@
 #include "../parallel/gpu_setup.h"
 #include "../core/check.h"
 #include "../core/timer.h"
+#ifdef BOOST_CUDA
+#include "../backend/cuda/cuda_backend.h"
+#endif
 
 extern void openblas_set_num_threads(int);
 
@@ -30,6 +33,11 @@ Backend *trainer_backend(const Config *cfg) {
     Backend *b = backend_cuda(dt, gp.device, why, sizeof why);
     if (!b) die_input_hint(hint, "run.device is cuda but the CUDA back end is not available: %s", why);
     b->tf32 = dt == DT_F32 && cfg->train.tf32;
+#ifdef BOOST_CUDA
+    if (backend_cuda_set_attention(b, cfg->train.attention, why, sizeof why))
+        die_input_hint("set train.attention: auto (cuDNN where it can, else the flash kernel) or flash",
+                       "train.attention is cudnn but %s", why);
+#endif
     return b;
 }
 

@@ -11,6 +11,10 @@
 #                            loss within 1e-2·|loss|, every gradient within 1e-1·max|g|
 #                            (twice the worst the CPU bf16 back end, which rounds where the
 #                            GPU kernels do, shows on these shapes: 4.4 % for svd)
+#   gpu_step_gqa_hd64_<prec> one step of cola at head dim 64 with grouped-query attention
+#                            (4 heads, 2 kv heads, seq 128): fp32 (the flash kernel) and
+#                            bf16 (cuDNN's fused attention under train.attention auto) against
+#                            CPU fp32, with the fp32 / bf16 bounds above
 #   gpu_switches_tp2_<case>  the BOOST switches at tp 2, two ranks on ONE GPU (NCCL refuses
 #                            that, so they go through the MPI back end with host staging):
 #                            btp off, and btp on with every combination of online_rmsnorm,
@@ -109,6 +113,29 @@ check_step_fp32() {
     done
 }
 
+check_step_gqa_hd64() {
+    local prec
+    cat > "$TMP/gqa.yaml" <<YAML
+model: {linear: cola, vocab_size: 256, n_layers: 2, d_model: 256, n_heads: 4, n_kv_heads: 2, d_ff: 512, seq_len: 128, rank_attn: 32, rank_mlp: 32}
+data: {dataset: synthetic, cache_dir: $TMP/cache}
+train: {batch_size: 2, grad_accum: 1, steps: 1, lr: 1e-2, warmup_steps: 0, threads: 4, val_batches: 1}
+run: {dump_steps: "1"}
+YAML
+    if [ "$(gpu_time_left)" -le 5 ]; then gpu_out_of_time gpu_step_gqa_hd64_fp32; gpu_out_of_time gpu_step_gqa_hd64_bf16; return; fi
+    if ! gpu_train gqa-cpu 1 "$TMP/gqa.yaml"; then gpu_run_failed gpu_step_gqa_hd64 gqa-cpu; return; fi
+    local r="$TMP/gqa-cpu/dump/step_1.h5"
+    for prec in fp32 bf16; do
+        gpu_out_of_time gpu_step_gqa_hd64_$prec && continue
+        if ! gpu_train gqa-$prec 1 "$TMP/gqa.yaml" $(dev_args $prec); then gpu_run_failed gpu_step_gqa_hd64_$prec gqa-$prec; continue; fi
+        grep '^attention: ' "$TMP/gqa-$prec.log" | sed 's/^/  /'
+        if [ $prec = fp32 ]; then gpu_compare gpu_step_gqa_hd64_fp32 "$TMP/gqa-fp32/dump/step_1.h5" "$r" model,grads,loss 1e-7 1e-4
+        else
+            gpu_compare gpu_step_gqa_hd64_bf16_loss "$TMP/gqa-bf16/dump/step_1.h5" "$r" loss 0 1e-2
+            gpu_compare gpu_step_gqa_hd64_bf16_grads "$TMP/gqa-bf16/dump/step_1.h5" "$r" grads 1e-7 1e-1
+        fi
+    done
+}
+
 check_step_bf16() {
     local kind
     for kind in dense cola svd; do
@@ -125,8 +152,10 @@ check_step_bf16() {
 # combinations that turn on online_rmsnorm, grouping or lowrank_ckpt without btp: they
 # would do nothing, the model ignores them; test_btp runs all 16 at the model level), plus
 # SyncRMSNorm's second backward form where it applies: 13 runs, each name saying its switches.
+# GPU_SWITCH_CASES (space-separated names) restricts them (make gpu-check runs two).
 gpu_switch_cases() {
     local m btp orms grp lrc
+    if [ -n "${GPU_SWITCH_CASES:-}" ]; then echo $GPU_SWITCH_CASES | tr ' ' '\n'; return; fi
     echo "btp0_orms0_grp0_lrc0"
     for m in $(seq 0 7); do
         orms=$(( m & 1 )); grp=$(( (m >> 1) & 1 )); lrc=$(( (m >> 2) & 1 ))

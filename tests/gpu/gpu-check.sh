@@ -1,36 +1,55 @@
 #!/usr/bin/env bash
-# gpu-check.sh [--out DIR] [--budget SECONDS] — the device check: what a person with one
-# NVIDIA GPU runs (make gpu-check, or tests/gpu/gpu-check.sh inside the unpacked bundle of
-# make gpu-bundle). At most 8 minutes (--budget 480) of wall time; every section prints its
-# elapsed time and is skipped (said so, never guessed) when the budget is spent.
+# gpu-check.sh [--out DIR] [--budget SECONDS] [--plan] — the device check: what a person with
+# one NVIDIA GPU runs (make gpu-check here, or build/gpu-bundle/gpu-check.sh from the bundle
+# of make gpu-bundle, docs/gpu.md). Built for a short lease: nothing is compiled, the cheap
+# correctness checks come first, every section has a time budget and is skipped (said so,
+# never guessed) when what is left of the whole budget (--budget, default 420 s = 7 minutes)
+# is too small for it; every result is written under --out DIR (default build/gpu-check).
 #
-#   1 machine      build/gpu_probe, nvidia-smi; no usable GPU: says why and stops (exit 0)
-#   2 ops          the op table: every op CPU against CUDA, fp32 and bf16 (test_backend_ops --table)
-#   3 parity       one step CUDA fp32 vs CPU fp32, bf16 within bounds, 16 BOOST switch
-#                  combinations at tp 2 on one GPU vs tp 1 (tests/gpu/checks.sh)
-#   4 curve        200 steps bf16 vs fp32
-#   5 boost-c      tokens/s and MFU of dense, cola, svd at boost-1b, s 2048, bf16
-#   6 pytorch      the same step in PyTorch, eager and torch.compile (analysis/torch_gpu_bench.py)
-#   7 timing       every op's device time at the 1B shapes for the performance model
-#                  (test_backend_ops --json: DIR/gpu-ops.json), and causal attention
-#                  forward+backward at s 4096: boost-c's kernel (attention_bench) vs SDPA
-#   8 summary      the throughput table against the issue's targets
+#   section    budget  what
+#   machine      10 s  build/gpu_probe, nvidia-smi (GPU clocks are recorded here, around the
+#                      throughput runs and at the end: DIR/clocks.csv); no usable GPU: the plan,
+#                      every section SKIP, exit 0
+#   sanitizer    75 s  compute-sanitizer memcheck (the op test's attention cases), racecheck, synccheck (the
+#                      flash kernel at a small shape); what the emulator cannot see
+#   ops          60 s  the op table, every op CPU against CUDA fp32 and bf16 (cuDNN attention
+#                      under auto), the attention cases again with the flash kernel, and the two
+#                      attentions compared at T 2048, head dim 64 (GQA 32/8) and 128 (error, time)
+#   step         45 s  one step's parity at head dim 64 with GQA, fp32 and bf16 vs CPU fp32
+#   boost-c      80 s  tokens/s and MFU of dense and cola at boost-1b, s 2048, bf16, and every
+#                      op's device time at the 1B shapes (DIR/gpu-ops.json, per-op JSON)
+#   pytorch      70 s  the same step in PyTorch eager with SDPA (torch.compile only when 60 s
+#                      are left after eager, its compile time excluded); causal attention at
+#                      s 4096: boost-c (cuDNN and flash) vs SDPA
+#   curve        50 s  200 steps bf16 vs fp32
+#   tp2          30 s  two BOOST switch cases at tp 2, two ranks sharing the GPU (MPI staging)
+#   summary            the throughput table against the issue's targets, the sections' times
+#
 # BOOST_GPU_TEST_DEVICE=cpu (tests/gpu/checks.sh) runs every section on the CPU, only to
 # debug this script without a GPU (with TP_PRESET=tiny TP_SEQ=32 for a small shape).
-# Writes DIR/gpu-check.json (every number above), DIR/gpu-ops.json (per-op times for the
-# performance model), DIR/torch*.json (PyTorch's), DIR/gpu-check.log (the full output).
+# Writes DIR/gpu-check.json (every number above), DIR/gpu-ops.json, DIR/torch*.json,
+# DIR/attention*.json, DIR/sanitizer-*.txt, DIR/clocks.csv, DIR/gpu-check.log (all output).
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-OUTDIR=""; BUDGET=480
+OUTDIR=""; BUDGET=420; PLAN_ONLY=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --out) OUTDIR=$2; shift 2 ;;
         --budget) BUDGET=$2; shift 2 ;;
+        --plan) PLAN_ONLY=1; shift ;;
         -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "gpu-check: unknown argument '$1' (--out DIR, --budget SECONDS)" >&2; exit 2 ;;
+        *) echo "gpu-check: unknown argument '$1' (--out DIR, --budget SECONDS, --plan)" >&2; exit 2 ;;
     esac
 done
+SECTIONS=(machine:10 sanitizer:75 ops:60 step:45 boost-c:80 pytorch:70 curve:50 tp2:30)
+print_plan() {
+    local s total=0
+    echo "gpu-check plan (budget ${BUDGET} s; a section is skipped when less than its budget is left):"
+    for s in "${SECTIONS[@]}"; do printf '  %-10s %4s s\n' "${s%%:*}" "${s##*:}"; total=$((total + ${s##*:})); done
+    echo "  (sum of the section budgets: ${total} s; results under ${OUTDIR:-build/gpu-check})"
+}
+if [ $PLAN_ONLY = 1 ]; then print_plan; exit 0; fi
 if [ -f "$ROOT/BUNDLE" ]; then   # inside the bundle: its wrappers, its libraries, its mpirun
     . "$ROOT/env.sh"
     export BUILD="$ROOT/build"
@@ -41,19 +60,31 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 source "$ROOT/tests/lib.sh"
 source "$HERE/checks.sh"
 exec > >(tee "$OUTDIR/gpu-check.log") 2>&1
+# the executable itself (compute-sanitizer follows no shell wrapper): the bundle's bin/ or build/
+realbin() { if [ -f "$ROOT/BUNDLE" ]; then echo "$ROOT/bin/$1"; else echo "$BUILD/$1"; fi; }
+# clocks TAG: one line of GPU clocks, temperature and power into DIR/clocks.csv and the log
+clocks() {
+    command -v nvidia-smi >/dev/null 2>&1 || return 0
+    local q
+    q=$(nvidia-smi --query-gpu=clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv,noheader 2>&1 | head -1)
+    echo "$1, $q" >> "$OUTDIR/clocks.csv"
+    echo "clocks ($1): $q"
+}
+print_plan
 
 T0=$(date +%s)
 declare -A SEC_S            # section → seconds taken
 elapsed() { echo $(( $(date +%s) - T0 )); }
-# section NAME WANT_S: header, and GPU_DEADLINE = now + min(WANT_S, what is left of the budget)
+# section NAME: header; GPU_DEADLINE = now + its budget (SECTIONS); false (skip it) when less
+# than that budget is left of the whole
 section() {
     SEC_NAME=$1; SEC_T0=$(date +%s)
-    local left=$(( BUDGET - $(elapsed) )) want=$2
-    [ "$want" -gt "$left" ] && want=$left
+    local left=$(( BUDGET - $(elapsed) )) want=0 s
+    for s in "${SECTIONS[@]}"; do [ "${s%%:*}" = "$1" ] && want=${s##*:}; done
     export GPU_DEADLINE=$(( SEC_T0 + want ))
     echo
     echo "== $1 (budget ${want} s; ${left} s of ${BUDGET} s left)"
-    [ "$want" -gt 10 ]
+    [ "$want" -le "$left" ]
 }
 section_end() {
     SEC_S[$SEC_NAME]=$(( $(date +%s) - SEC_T0 ))
@@ -68,11 +99,13 @@ json_rows=$TMP/rows.jsonl; : > "$json_rows"
 emit() { echo "$1" >> "$json_rows"; }   # one JSON object per line, merged at the end
 
 # ---- 1 machine -----------------------------------------------------------------------
-section machine 10
+section machine
 echo "gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname); $( [ -f "$ROOT/BUNDLE" ] && sed -n '1,3p' "$ROOT/BUNDLE" | tr '\n' ' ' || echo "build $BUILD, commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)")"
 probe=$("$BUILD/gpu_probe" 2>&1); probe_rc=$?
 echo "$probe"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/nvidia-smi: /'
+echo "tag, clocks.sm, clocks.mem, clocks.max.sm, temperature, power, throttle" > "$OUTDIR/clocks.csv"
+clocks start
 "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' 2>/dev/null |
     sed 's/^/python: /' | grep . || echo "python: no PyTorch in $(command -v "$PY" || echo "$PY") (the pytorch section will say so)"
 GPU_NAME=$(sed -nE 's/^  0: ([^,]*),.*/\1/p' <<<"$probe")
@@ -80,38 +113,74 @@ section_end
 if [ $probe_rc -ne 0 ] && [ "$GPU_DEVICE" = cuda ]; then
     echo
     echo "gpu-check: no GPU ($(sed -n 's/^usable: no: //p' <<<"$probe")): nothing to measure; every section skipped."
-    for s in ops parity curve boost-c pytorch timing; do skip "gpu_check_$s" "no GPU"; done
+    for s in "${SECTIONS[@]:1}"; do skip "gpu_check_${s%%:*}" "no GPU"; done
     exit 0
 fi
 [ -n "$GPU_PY" ] || echo "note: no python3 with h5py and numpy: the parity comparisons will fail"
 
-# ---- 2 op table ------------------------------------------------------------------------
-if section ops 45; then
+# ---- 2 compute-sanitizer ------------------------------------------------------------------
+find_sanitizer() {
+    local c
+    for c in "${COMPUTE_SANITIZER:-}" "$ROOT/sanitizer/compute-sanitizer" "$(command -v compute-sanitizer 2>/dev/null)" \
+             ${CUDA_HOME:+"$CUDA_HOME/bin/compute-sanitizer"} /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda*/bin/compute-sanitizer; do
+        [ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }
+    done
+    return 1
+}
+sanitize() {  # TOOL SECONDS CMD...: PASS / FAIL / SKIP gpu_sanitizer_TOOL
+    local tool=$1 secs=$2; shift 2
+    local left=$(( GPU_DEADLINE - $(date +%s) )); [ "$secs" -gt "$left" ] && secs=$left
+    if [ "$secs" -le 5 ]; then skip "gpu_sanitizer_$tool" "budget spent"; return; fi
+    timeout "$secs" "$SAN" --tool "$tool" --error-exitcode 3 "$@" > "$OUTDIR/sanitizer-$tool.txt" 2>&1; local rc=$?
+    tail -3 "$OUTDIR/sanitizer-$tool.txt" | sed "s/^/  $tool: /"
+    if [ $rc -eq 124 ]; then skip "gpu_sanitizer_$tool" "not finished within ${secs} s (see sanitizer-$tool.txt)"
+    elif [ $rc -eq 0 ] && grep -q 'ERROR SUMMARY: 0 errors' "$OUTDIR/sanitizer-$tool.txt"; then pass "gpu_sanitizer_$tool ($*)"
+    else fail "gpu_sanitizer_$tool" "exit $rc: $(grep -m3 -E 'ERROR SUMMARY|Error|error' "$OUTDIR/sanitizer-$tool.txt" | tr '\n' ' ')"; fi
+}
+if section sanitizer; then
+    if [ "$GPU_DEVICE" != cuda ]; then skip gpu_sanitizer "BOOST_GPU_TEST_DEVICE=$GPU_DEVICE"
+    elif ! SAN=$(find_sanitizer); then
+        for t in memcheck racecheck synccheck; do skip "gpu_sanitizer_$t" "compute-sanitizer not found (not in this CUDA installation; set COMPUTE_SANITIZER=path)"; done
+    else
+        echo "compute-sanitizer: $SAN ($("$SAN" --version 2>&1 | tail -1))"
+        # small shapes: every op of the op test under memcheck; the flash kernel (shared memory,
+        # barriers) under racecheck and synccheck
+        sanitize memcheck 35 "$(realbin test_backend_ops)" --only attention
+        sanitize racecheck 20 "$(realbin attention_bench)" --attention flash --shape 1 2 160 64 --kv-heads 1 --reps 1
+        sanitize synccheck 15 "$(realbin attention_bench)" --attention flash --shape 1 2 160 64 --kv-heads 1 --reps 1
+    fi
+else skip gpu_check_sanitizer "budget spent"; fi
+section_end
+
+# ---- 3 op parity, the two attentions --------------------------------------------------------
+if section ops; then
     if [ -x "$BUILD/test_backend_ops" ]; then
-        timeout $(( GPU_DEADLINE - $(date +%s) )) "$BUILD/test_backend_ops" ${OPS_ARGS:---table} > "$OUTDIR/ops.txt" 2>&1; rc=$?
+        timeout $(( GPU_DEADLINE - $(date +%s) - 25 )) "$BUILD/test_backend_ops" ${OPS_ARGS:---table} > "$OUTDIR/ops.txt" 2>&1; rc=$?
         cat "$OUTDIR/ops.txt"
         echo "op test: exit $rc, $(grep -c '^PASS ' "$OUTDIR/ops.txt") passed, $(grep -c '^FAIL ' "$OUTDIR/ops.txt") failed, $(grep -c '^SKIP ' "$OUTDIR/ops.txt") skipped"
+        BOOST_CUDA_ATTENTION=flash timeout 10 "$BUILD/test_backend_ops" --only attention > "$OUTDIR/ops-flash.txt" 2>&1
+        echo "op test, attention with the flash kernel: exit $?, $(grep -c '^PASS ' "$OUTDIR/ops-flash.txt") passed, $(grep -c '^FAIL ' "$OUTDIR/ops-flash.txt") failed"
+        grep '^FAIL ' "$OUTDIR/ops-flash.txt"
     else
         skip gpu_check_ops "$BUILD/test_backend_ops not in this build"
     fi
+    dev=$([ "$GPU_DEVICE" = cpu ] && echo cpu || echo cuda)
+    for shape in "1 32 2048 64 8" "1 16 2048 128 16"; do
+        read -r b h t d kv <<<"$shape"
+        [ $(( GPU_DEADLINE - $(date +%s) )) -le 5 ] && { skip "attention_compare_T${t}_hd${d}" "budget spent"; continue; }
+        timeout $(( GPU_DEADLINE - $(date +%s) )) "$BUILD/attention_bench" --device "$dev" --precision bf16 --shape $b $h $t $d \
+            --kv-heads $kv --reps 5 --compare --json "$OUTDIR/attention-compare-hd$d.json" 2>&1
+    done
 else skip gpu_check_ops "budget spent"; fi
 section_end
 
-# ---- 3 parity --------------------------------------------------------------------------
-if section parity 135; then
-    check_step_fp32 | tee "$TMP/parity.txt"
-    check_step_bf16 | tee -a "$TMP/parity.txt"
-    check_switches_tp2 | tee -a "$TMP/parity.txt"
-else skip gpu_check_parity "budget spent"; fi
+# ---- 4 one step at head dim 64 with GQA -----------------------------------------------------
+if section step; then
+    check_step_gqa_hd64 | tee "$TMP/step.txt"
+else skip gpu_check_step "budget spent"; fi
 section_end
 
-# ---- 4 bf16 curve ----------------------------------------------------------------------
-if section curve 50; then
-    check_bf16_curve | tee "$TMP/curve.txt"
-else skip gpu_check_curve "budget spent"; fi
-section_end
-
-# ---- 5 boost-c throughput ----------------------------------------------------------------
+# ---- 5 boost-c throughput and per-op times ------------------------------------------------------
 # build/train on the 1B shape, synthetic data; stopped (SIGKILL, by its pid) once it has
 # printed WARM + MEAS step lines: a 1B model's final checkpoint would take minutes.
 TP_PRESET=${TP_PRESET:-boost-1b}; TP_SEQ=${TP_SEQ:-2048}; TP_BATCH=${TP_BATCH:-4}; WARM=3; MEAS=6
@@ -147,48 +216,72 @@ YAML
     awk -v k="$kind" -v ms="$ms" -v f="$fpt" -v tok=$((TP_BATCH * TP_SEQ)) 'BEGIN { printf "%s %.3f %.1f %s\n", k, ms, tok / (ms / 1e3), f }'
 }
 PEAK=$(peak_bf16)
-if section boost-c 70; then
+: > "$TMP/boostc.txt"
+if section boost-c; then
+    clocks before-throughput
     echo "boost-c: $TP_PRESET, batch $TP_BATCH x seq $TP_SEQ, bf16, median of $MEAS steps after $WARM (peak for MFU: ${PEAK} TFLOP/s bf16, $GPU_NAME)"
-    : > "$TMP/boostc.txt"
-    for kind in dense cola svd; do
-        if [ $(( GPU_DEADLINE - $(date +%s) )) -le 10 ]; then skip "gpu_check_boostc_$kind" "budget spent"; continue; fi
-        if r=$(boostc_run $kind); then
+    for kind in dense cola; do
+        if [ $(( GPU_DEADLINE - $(date +%s) )) -le 30 ]; then skip "gpu_check_boostc_$kind" "budget spent"; continue; fi
+        if r=$(GPU_DEADLINE=$(( GPU_DEADLINE - 25 )) boostc_run $kind); then
             echo "$r" >> "$TMP/boostc.txt"
             read -r k ms toks fpt <<<"$r"
             mfu=$(awk -v t="$toks" -v f="$fpt" -v p="$PEAK" 'BEGIN { if (p > 0) printf "%.1f%%", 100 * t * f / (p * 1e12); else print "n/a" }')
             printf '  %-6s %9.2f ms/step %10.0f tok/s  MFU %s\n' "$k" "$ms" "$toks" "$mfu"
             emit "{\"section\": \"boost-c\", \"kind\": \"$k\", \"ms_per_step\": $ms, \"tokens_per_s\": $toks, \"flops_per_token\": $fpt, \"peak_tflops\": $PEAK}"
         fi
+        grep -m1 '^attention: ' "$TMP/tp-$kind.log" 2>/dev/null | sed 's/^/  /'
     done
-else skip gpu_check_boostc "budget spent"; fi
-section_end
-
-# ---- 6 PyTorch eager and torch.compile ----------------------------------------------------
-if section pytorch 120; then
-    PYTHONUNBUFFERED=1 timeout $(( GPU_DEADLINE - $(date +%s) + 5 )) "$PY" "$ROOT/analysis/torch_gpu_bench.py" \
-        --preset "$TP_PRESET" --seq "$TP_SEQ" --batch "$TP_BATCH" --precision bf16 --modes eager,compile \
-        --steps $MEAS --warmup $WARM $([ "$GPU_DEVICE" = cuda ] && echo --gemm) --device "$([ "$GPU_DEVICE" = cpu ] && echo cpu || echo cuda)" --budget $(( GPU_DEADLINE - $(date +%s) - 15 )) \
-        --json "$OUTDIR/torch.json" || echo "torch_gpu_bench.py: exit $?"
-else skip gpu_check_pytorch "budget spent"; fi
-section_end
-
-# ---- 7 per-op times, flash attention vs SDPA ----------------------------------------------
-if section timing 45; then
+    clocks after-throughput
     if [ -x "$BUILD/test_backend_ops" ]; then
-        timeout 25 "$BUILD/test_backend_ops" --json "$OUTDIR/gpu-ops.json" --sizes "${OPS_SIZES:-1b}" 2>&1 | tail -40
+        timeout $(( GPU_DEADLINE - $(date +%s) )) "$BUILD/test_backend_ops" --json "$OUTDIR/gpu-ops.json" --sizes "${OPS_SIZES:-1b}" 2>&1 | tail -40
     else
         skip gpu_check_op_times "$BUILD/test_backend_ops not in this build"
     fi
+else skip gpu_check_boostc "budget spent"; fi
+section_end
+
+# ---- 6 PyTorch eager (and torch.compile if time is left), attention vs SDPA -----------------------
+if section pytorch; then
     dev=$([ "$GPU_DEVICE" = cpu ] && echo cpu || echo cuda)
-    timeout 15 "$BUILD/attention_bench" --device "$dev" --precision bf16 --shape ${ATTN_SHAPE:-2 32 4096 64} \
-        --json "$OUTDIR/attention.json" 2>&1
+    left=$(( GPU_DEADLINE - $(date +%s) ))
+    PYTHONUNBUFFERED=1 timeout $(( left - 25 )) "$PY" "$ROOT/analysis/torch_gpu_bench.py" \
+        --preset "$TP_PRESET" --seq "$TP_SEQ" --batch "$TP_BATCH" --precision bf16 --linears dense,cola --modes eager \
+        --steps $MEAS --warmup $WARM $([ "$GPU_DEVICE" = cuda ] && echo --gemm) --device "$dev" --budget $(( left - 30 )) \
+        --json "$OUTDIR/torch.json" || echo "torch_gpu_bench.py (eager): exit $?"
+    for impl in cudnn flash; do
+        timeout 12 "$BUILD/attention_bench" --device "$dev" --precision bf16 --shape ${ATTN_SHAPE:-2 32 4096 64} \
+            --attention $([ "$dev" = cuda ] && echo $impl || echo auto) --json "$OUTDIR/attention-$impl.json" 2>&1
+    done
+    cp -f "$OUTDIR/attention-cudnn.json" "$OUTDIR/attention.json" 2>/dev/null
     PYTHONUNBUFFERED=1 timeout 20 "$PY" "$ROOT/analysis/torch_gpu_bench.py" --modes "" --attention \
         --attn-shape ${ATTN_SHAPE:-2 32 4096 64} --device "$dev" --precision bf16 --json "$OUTDIR/torch-attention.json" \
         || echo "torch attention: exit $?"
-else skip gpu_check_timing "budget spent"; fi
+else skip gpu_check_pytorch "budget spent"; fi
+section_end
+# torch.compile: only with 60 s to spare before the later sections' budgets
+rest=0; for s in curve:50 tp2:30; do rest=$((rest + ${s##*:})); done
+if [ $(( BUDGET - $(elapsed) - rest )) -ge 60 ] && [ -f "$OUTDIR/torch.json" ]; then
+    echo "== torch.compile ($(( BUDGET - $(elapsed) - rest )) s to spare; compile time excluded)"
+    PYTHONUNBUFFERED=1 timeout $(( BUDGET - $(elapsed) - rest )) "$PY" "$ROOT/analysis/torch_gpu_bench.py" \
+        --preset "$TP_PRESET" --seq "$TP_SEQ" --batch "$TP_BATCH" --precision bf16 --linears cola --modes compile \
+        --steps $MEAS --warmup $WARM --device "$([ "$GPU_DEVICE" = cpu ] && echo cpu || echo cuda)" \
+        --budget $(( BUDGET - $(elapsed) - rest - 10 )) --json "$OUTDIR/torch-compile.json" || echo "torch_gpu_bench.py (compile): exit $?"
+else echo "torch.compile: skipped (less than 60 s to spare)"; fi
+
+# ---- 7 bf16 curve ----------------------------------------------------------------------
+if section curve; then
+    check_bf16_curve | tee "$TMP/curve.txt"
+else skip gpu_check_curve "budget spent"; fi
 section_end
 
-# ---- 8 summary -----------------------------------------------------------------------------
+# ---- 8 two tp-2 cases on one GPU ----------------------------------------------------------
+if section tp2; then
+    GPU_SWITCH_CASES="${GPU_SWITCH_CASES:-btp0_orms0_grp0_lrc0 btp1_orms1_grp1_lrc1}" check_switches_tp2 | tee "$TMP/tp2.txt"
+else skip gpu_check_tp2 "budget spent"; fi
+section_end
+clocks end
+
+# ---- 9 summary -----------------------------------------------------------------------------
 echo
 echo "== summary ($TP_PRESET, batch $TP_BATCH x seq $TP_SEQ, bf16, $GPU_NAME; targets from the CUDA issue)"
 "$PY" - "$TMP/boostc.txt" "$OUTDIR/torch.json" "$OUTDIR/attention.json" "$OUTDIR/torch-attention.json" "$PEAK" <<'PY'
@@ -201,13 +294,14 @@ if os.path.exists(bc_path):
         k, ms, toks, fpt = line.split()
         bc[k] = {"ms": float(ms), "toks": float(toks), "fpt": float(fpt)}
 tr = {}
-if os.path.exists(torch_path):
-    for r in json.load(open(torch_path)).get("results", []):
-        tr[(r["kind"], r["mode"])] = r
+for p in (torch_path, os.path.join(os.path.dirname(torch_path), "torch-compile.json")):
+    if os.path.exists(p):
+        for r in json.load(open(p)).get("results", []):
+            tr[(r["kind"], r["mode"])] = r
 def f(x, fmt):
     return format(x, fmt) if x is not None else "-"
 print(f"{'kind':<6} {'boost-c tok/s':>13} {'MFU':>6} {'eager tok/s':>12} {'MFU':>6} {'compile tok/s':>14} {'MFU':>6} {'bc/eager':>9} {'bc/compile':>11}")
-for k in ("dense", "cola", "svd"):
+for k in ("dense", "cola"):
     b, e, c = bc.get(k), tr.get((k, "eager")), tr.get((k, "compile"))
     bm = b["toks"] * b["fpt"] / (peak * 1e12) if b and peak else None
     se = b["ms"] / e["ms_per_step"] if b and e else None
@@ -231,7 +325,8 @@ if os.path.exists(battn_path):
     fa = json.load(open(battn_path)).get("ms_forward_backward")
 if os.path.exists(attn_path):
     sd = json.load(open(attn_path)).get("attention", {}).get("ms_forward_backward")
-target("flash attention fwd+bwd <= 1.5x SDPA at s 4096", fa <= 1.5 * sd if fa and sd else None,
+impl = json.load(open(battn_path)).get("impl", "?") if os.path.exists(battn_path) else "?"
+target(f"attention fwd+bwd <= 1.2x SDPA at s 4096 (boost-c's {impl})", fa <= 1.2 * sd if fa and sd else None,
        f"boost-c {fa:.3f} ms vs SDPA {sd:.3f} ms = {fa / sd:.2f}x" if fa and sd else f"boost-c {fa}, SDPA {sd}")
 PY
 
@@ -240,7 +335,9 @@ PY
 import json, os, sys
 rows, outdir, total, gpu = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 out = {"gpu": gpu, "wall_s": total, "boost_c": [json.loads(l) for l in open(rows) if l.strip()]}
-for name, key in (("torch.json", "pytorch"), ("torch-attention.json", "pytorch_attention"),
+for name, key in (("torch.json", "pytorch"), ("torch-compile.json", "pytorch_compile"), ("torch-attention.json", "pytorch_attention"),
+                  ("attention-flash.json", "attention_flash"), ("attention-compare-hd64.json", "attention_compare_hd64"),
+                  ("attention-compare-hd128.json", "attention_compare_hd128"),
                   ("attention.json", "attention"), ("gpu-ops.json", "ops")):
     p = os.path.join(outdir, name)
     if os.path.exists(p):
@@ -250,5 +347,6 @@ out["checks"] = [l for l in log if l.startswith(("PASS ", "FAIL ", "SKIP "))]
 json.dump(out, open(os.path.join(outdir, "gpu-check.json"), "w"), indent=1)
 PY
 echo
-echo "sections: $(for s in machine ops parity curve boost-c pytorch timing; do printf '%s %ss  ' "$s" "${SEC_S[$s]:-0}"; done)"
+echo "sections: $(for s in "${SECTIONS[@]}"; do s=${s%%:*}; printf '%s %ss  ' "$s" "${SEC_S[$s]:-skipped}"; done)"
+echo "clocks:"; sed 's/^/  /' "$OUTDIR/clocks.csv" 2>/dev/null
 echo "gpu-check: $(elapsed) s of the ${BUDGET} s budget; $(grep -c '^PASS ' "$OUTDIR/gpu-check.log") passed, $(grep -c '^FAIL ' "$OUTDIR/gpu-check.log") failed, $(grep -c '^SKIP ' "$OUTDIR/gpu-check.log") skipped; files in $OUTDIR"

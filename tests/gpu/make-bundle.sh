@@ -11,6 +11,11 @@
 # these are 54 + 542 + 218 MB as CUDA 13 ships them, far over the 64 MiB a bundle may
 # take, so env.sh looks for them in CUDA_HOME, /usr/local/cuda*, and PyTorch's nvidia
 # wheels (site-packages/nvidia/*/lib). The small CUDA runtime (libcudart) is bundled.
+# cuDNN (libcudnn*.so.9: 493 MB as cuDNN 9.19 ships, engines_precompiled alone 245 MB) is
+# not bundled either: the binaries load it at run time (dlopen, cudnn_attention.cu) from the
+# same folders (PyTorch's nvidia/cudnn/lib among them) and fall back to the hand-written flash
+# kernel, saying so, where it is missing. compute-sanitizer is bundled when this CUDA
+# installation has it (CUDA_HOME/compute-sanitizer or bin/compute-sanitizer) and it fits.
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: make-bundle.sh BUILD_DIR OUT_DIR" >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -100,7 +105,7 @@ cat > "$OUT/env.sh" <<'SH'
 BUNDLE=$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" && pwd)
 boost_cuda_dirs() {
     local d found=""
-    local cands="${BOOST_CUDA_LIBS:-} ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib"
+    local cands="${BOOST_CUDA_LIBS:-} ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib"
     for d in /usr/local/cuda-13*/lib64; do cands="$cands $d"; done
     # PyTorch's CUDA wheels: site-packages/nvidia/<package>/lib
     local py
@@ -114,7 +119,7 @@ for p in nvidia.__path__:
     done
     for d in $(echo "$cands" | tr ':' ' '); do
         [ -d "$d" ] || continue
-        if [ -e "$d/libcublasLt.so.13" ] || [ -e "$d/libnccl.so.2" ] || [ -e "$d/libcublas.so.13" ]; then
+        if [ -e "$d/libcublasLt.so.13" ] || [ -e "$d/libnccl.so.2" ] || [ -e "$d/libcublas.so.13" ] || [ -e "$d/libcudnn.so.9" ]; then
             case ":$found:" in *":$d:"*) ;; *) found="${found:+$found:}$d" ;; esac
         fi
     done
@@ -156,9 +161,28 @@ SH
     chmod +x "$OUT/build/mpirun"
 fi
 
+# ---- compute-sanitizer, when this CUDA installation has it (the device check's first section) ----
+san_dir=""
+for d in "${CUDA_HOME:-/usr/local/cuda}/compute-sanitizer" /usr/local/cuda/compute-sanitizer; do
+    [ -x "$d/compute-sanitizer" ] && { san_dir=$d; break; }
+done
+if [ -n "$san_dir" ]; then
+    cp -r "$san_dir" "$OUT/sanitizer"
+    san_note="$(du -sh "$OUT/sanitizer" | cut -f1) from $san_dir"
+else
+    san_note="none (not in this CUDA installation; the device check uses the GPU machine's if it has one)"
+    echo "note: no compute-sanitizer in ${CUDA_HOME:-/usr/local/cuda}: not bundled"
+fi
+
 # ---- scripts, data, provenance ----
 cp "$ROOT"/tests/lib.sh "$OUT/tests/"
 cp "$ROOT"/tests/gpu/*.sh "$OUT/tests/gpu/"
+cat > "$OUT/gpu-check.sh" <<'SH'
+#!/usr/bin/env bash
+# The device check from the unpacked bundle: bash gpu-check.sh --out DIR (docs/gpu.md).
+exec bash "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/tests/gpu/gpu-check.sh" "$@"
+SH
+chmod +x "$OUT/gpu-check.sh"
 cp "$ROOT"/analysis/compare_h5.py "$ROOT"/analysis/torch_gpu_bench.py "$ROOT"/analysis/torch_model.py "$OUT/analysis/" 2>/dev/null || true
 cp "$ROOT/docs/gpu.md" "$OUT/README.md" 2>/dev/null || true
 if command -v bible >/dev/null 2>&1; then bible -f Gen1:1-Rev22:21 > "$OUT/data/kjv.txt" 2>/dev/null || rm -f "$OUT/data/kjv.txt"; fi
@@ -168,6 +192,8 @@ if command -v bible >/dev/null 2>&1; then bible -f Gen1:1-Rev22:21 > "$OUT/data/
     echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"
     echo "cuda build: $("$OUT/build/gpu_probe" 2>/dev/null | sed -n 's/^cuda build: //p')"
     echo "mpi runtime: $ompi_note"
+    echo "compute-sanitizer: $san_note"
+    echo "cuDNN: not bundled; loaded at run time from the target (env.sh's folders), else the flash kernel"
     echo "libraries: $(ls "$OUT/lib" | tr '\n' ' ')"
 } > "$OUT/BUNDLE"
 

@@ -21,9 +21,19 @@
 // over every query tile and every query head of its GQA group; a second kernel per query
 // tile accumulates dQ over the key tiles. That recomputes S and dP once more (7 tile
 // products per tile pair instead of FlashAttention-2's 5 with atomic dQ).
+//
+// Selection (the end of this file): with train.attention auto (the default) a bf16 back end
+// first offers each call to cuDNN's fused attention (cudnn_attention.h); these kernels run
+// when the mode is flash, the back end computes in fp32, cuDNN is missing, or cuDNN refuses
+// the shape, and a note says which and why, once.
 #include "cuda_common.cuh"
+#include "cudnn_attention.h"
 #include <mma.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 using namespace nvcuda;
 
@@ -478,10 +488,112 @@ static void check_shape(int B, int T, int H, int Hkv, int hd) {
     case 64: { constexpr int HDP = 64; __VA_ARGS__; } break; \
     default: { constexpr int HDP = 128; __VA_ARGS__; } break; } } while (0)
 
+// ---- which attention runs: cuDNN's fused SDPA or the kernels above ------------------------------------
+static const char *const ATTN_MODES[] = { "auto", "cudnn", "flash" };
+enum { NOTE_CUDNN = 1, NOTE_FP32 = 2, NOTE_NO_CUDNN = 4, NOTE_REFUSED_FWD = 8, NOTE_REFUSED_BWD = 16 };
+
+// The launcher's rank of this process (Open MPI, MPICH / Intel MPI, Slurm); 0 when alone.
+static int world_rank(void) {
+    static const char *vars[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *s = getenv(vars[i]);
+        if (s && *s) return atoi(s);
+    }
+    return 0;
+}
+// One line on stderr, the first time `what` happens on b, from rank 0 only.
+__attribute__((format(printf, 3, 4)))
+static void note_once(CudaImpl *im, unsigned what, const char *fmt, ...) {
+    if (im->attn_noted & what) return;
+    im->attn_noted |= what;
+    if (world_rank() != 0) return;
+    va_list ap; va_start(ap, fmt);
+    fputs("attention: ", stderr); vfprintf(stderr, fmt, ap); fputc('\n', stderr);
+    va_end(ap);
+}
+
+// Is cuDNN usable by b at all (asked once; the answer includes why not)?
+static int cudnn_usable(Backend *b) {
+    CudaImpl *im = impl_of(b);
+    if (im->attn_cudnn_ok < 0) {
+        if (b->dtype != DT_BF16) {
+            im->attn_cudnn_ok = 0;
+            snprintf(im->attn_cudnn_why, sizeof im->attn_cudnn_why, "this back end computes in %s; cuDNN's fused attention is used for bf16", dtype_name(b->dtype));
+        } else {
+            CUDA_CHECK(cudaSetDevice(im->device));
+            im->attn_cudnn_ok = cudnn_att_available(im->attn_cudnn_why, sizeof im->attn_cudnn_why);
+        }
+    }
+    return im->attn_cudnn_ok;
+}
+
+void cuda_attention_init(Backend *b) {
+    CudaImpl *im = impl_of(b);
+    im->attn_mode = CUDA_ATTN_AUTO;
+    im->attn_cudnn_ok = -1;
+    im->attn_used = "";
+    const char *env = getenv("BOOST_CUDA_ATTENTION");
+    if (!env || !*env) return;
+    for (int m = 0; m < 3; m++)
+        if (!strcmp(env, ATTN_MODES[m])) {
+            char why[512];
+            if (backend_cuda_set_attention(b, m, why, sizeof why))
+                die_input_hint("unset it, or BOOST_CUDA_ATTENTION=auto", "BOOST_CUDA_ATTENTION is cudnn but %s", why);
+            return;
+        }
+    die_input_hint("BOOST_CUDA_ATTENTION=auto (cuDNN where it can, else the flash kernel), cudnn or flash",
+                   "BOOST_CUDA_ATTENTION is '%s'; expected auto, cudnn or flash", env);
+}
+
+extern "C" int backend_cuda_set_attention(Backend *b, int mode, char *why, size_t why_len) {
+    CHECK(mode >= CUDA_ATTN_AUTO && mode <= CUDA_ATTN_FLASH, "backend_cuda_set_attention: mode %d", mode);
+    CudaImpl *im = impl_of(b);
+    if (mode == CUDA_ATTN_CUDNN && !cudnn_usable(b)) {
+        snprintf(why, why_len, "%s", im->attn_cudnn_why);
+        return 1;
+    }
+    im->attn_mode = mode;
+    return 0;
+}
+extern "C" const char *backend_cuda_attention_used(const Backend *b) { return ((const CudaImpl *)b->impl)->attn_used; }
+
+// 1: offer this call to cuDNN first
+static int try_cudnn(Backend *b) {
+    CudaImpl *im = impl_of(b);
+    if (im->attn_mode == CUDA_ATTN_FLASH) return 0;
+    if (cudnn_usable(b)) return 1;
+    note_once(im, b->dtype == DT_BF16 ? NOTE_NO_CUDNN : NOTE_FP32, "the hand-written flash kernel: %s", im->attn_cudnn_why);
+    return 0;
+}
+// cuDNN refused a shape: an error when it was asked for, else a note (once per direction)
+static void cudnn_refused(Backend *b, int backward, const char *why, int B, int T, int H, int Hkv, int hd) {
+    CudaImpl *im = impl_of(b);
+    const char *dir = backward ? "backward" : "forward";
+    if (im->attn_mode == CUDA_ATTN_CUDNN)
+        die_input_hint("set train.attention: auto (the flash kernel where cuDNN refuses) or flash",
+                       "train.attention is cudnn but cuDNN refuses the attention %s at B %d T %d H %d Hkv %d hd %d: %s",
+                       dir, B, T, H, Hkv, hd, why);
+    note_once(im, backward ? NOTE_REFUSED_BWD : NOTE_REFUSED_FWD,
+              "the hand-written flash kernel for the %s at B %d T %d H %d Hkv %d hd %d: cuDNN refuses it: %s",
+              dir, B, T, H, Hkv, hd, why);
+}
+static void used(Backend *b, const char *what) {
+    CudaImpl *im = impl_of(b);
+    im->attn_used = what;
+    if (!strcmp(what, "cudnn"))
+        note_once(im, NOTE_CUDNN, "cuDNN %s fused flash attention (train.attention: %s)", cudnn_att_version(), ATTN_MODES[im->attn_mode]);
+}
+
 void cuda_attention_forward(Backend *b, void *out, float *lse, const void *q, const void *k, const void *v,
                             int B, int T, int H, int Hkv, int hd) {
     check_shape(B, T, H, Hkv, hd);
     if (B == 0 || T == 0) return;
+    if (try_cudnn(b)) {
+        char why[512];
+        if (!cudnn_att_forward(stream_of(b), out, lse, q, k, v, B, T, H, Hkv, hd, why, sizeof why)) { used(b, "cudnn"); return; }
+        cudnn_refused(b, 0, why, B, T, H, Hkv, hd);
+    }
+    used(b, "flash");
     float scale = (float)(1.0 / sqrt((double)hd));
     if (b->dtype == DT_BF16)
         HDP_SWITCH(hd, HDP, (fwd_launch<bf16, HDP>(b, (bf16 *)out, lse, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, B, T, H, Hkv, hd, scale)));
@@ -494,6 +606,21 @@ void cuda_attention_backward(Backend *b, void *dq, void *dk, void *dv, const voi
                              int B, int T, int H, int Hkv, int hd) {
     check_shape(B, T, H, Hkv, hd);
     if (B == 0 || T == 0) return;
+    if (try_cudnn(b)) {
+        // cuDNN writes its gradients; the op accumulates (dq +=, dk +=, dv +=): through scratch
+        size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
+        bf16 *g = (bf16 *)cuda_scratch(b, SCR_ATT_GRAD, sizeof(bf16) * (nq + 2 * nk));
+        char why[512];
+        if (!cudnn_att_backward(stream_of(b), g, g + nq, g + nq + nk, dout, out, q, k, v, lse, B, T, H, Hkv, hd, why, sizeof why)) {
+            cuda_add(b, dq, g, nq);
+            cuda_add(b, dk, g + nq, nk);
+            cuda_add(b, dv, g + nq + nk, nk);
+            used(b, "cudnn");
+            return;
+        }
+        cudnn_refused(b, 1, why, B, T, H, Hkv, hd);
+    }
+    used(b, "flash");
     float scale = (float)(1.0 / sqrt((double)hd));
     float *D = (float *)cuda_scratch(b, SCR_ATT_D, sizeof(float) * (size_t)B * H * T);
     size_t rows = (size_t)B * T * H;

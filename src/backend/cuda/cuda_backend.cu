@@ -271,6 +271,7 @@ extern "C" Backend *backend_cuda(DType dtype, int device, char *why, size_t why_
     b->impl = im;
     b->layer = -1;
     b->phase = PHASE_OTHER;
+    cuda_attention_init(b);
     return b;
 }
 

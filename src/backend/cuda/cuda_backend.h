@@ -22,3 +22,17 @@ void *backend_cuda_stream(const Backend *b);
 // records a second one, waits for it and returns the milliseconds between the two.
 void backend_cuda_timer_start(Backend *b);
 double backend_cuda_timer_stop(Backend *b);
+
+// Which attention the back end runs (docs/gpu.md, "Attention: cuDNN or the flash kernel"):
+//   auto   cuDNN's fused SDPA (cudnn_attention.h) for bf16 where cuDNN loads and accepts the
+//          shape, else the hand-written flash kernel, with a note saying why (once, rank 0)
+//   cudnn  cuDNN's, or an error naming the reason
+//   flash  the hand-written kernel (cuda_attention.cu), the emulator-tested reference
+// The values are those of the manifest key train.attention. The default is auto, or the
+// environment's BOOST_CUDA_ATTENTION (auto|cudnn|flash) when set.
+typedef enum { CUDA_ATTN_AUTO = 0, CUDA_ATTN_CUDNN = 1, CUDA_ATTN_FLASH = 2 } CudaAttention;
+// Sets the mode; returns 0, or nonzero with the reason when cudnn is asked for and cannot
+// serve this back end (fp32 compute, cuDNN not loadable).
+int backend_cuda_set_attention(Backend *b, int mode, char *why, size_t why_len);
+// What b's last attention call ran: "cudnn", "flash", or "" before any.
+const char *backend_cuda_attention_used(const Backend *b);

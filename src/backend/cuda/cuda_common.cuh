@@ -53,6 +53,7 @@ enum {
     SCR_ATT_D,      // attention backward: D = rowsum(dout ⊙ out) [B,H,T]
     SCR_SORT,       // embedding backward: keys, positions and CUB's temporary storage
     SCR_PRODUCT,    // an fp32 GEMM product added into a compute-dtype output by a second kernel (LaX's dense gate)
+    SCR_ATT_GRAD,   // attention backward through cuDNN: its dq, dk, dv before they are added into the op's
     SCR_COUNT
 };
 
@@ -80,6 +81,9 @@ struct CudaImpl {
     unsigned int *counter;          // device: last-block-done counter (sumsq_multi), kept 0
     // RoPE cos/sin table [T, hd/2] (float2), rebuilt when (T, hd, theta) change
     float2 *rope_cs; int rope_T, rope_hd; float rope_theta; size_t rope_cap;
+    // attention (cuda_attention.cu): the CudaAttention mode, cuDNN's availability (-1 not yet
+    // asked), and which one-time notes were printed
+    int attn_mode, attn_cudnn_ok; char attn_cudnn_why[512]; unsigned attn_noted; const char *attn_used;
     // timer (backend_cuda_timer_*)
     cudaEvent_t t0, t1;
 };
@@ -197,6 +201,7 @@ void cuda_rope(Backend *b, void *x, int B, int T, int H, int hd, float theta, in
 // cuda_attention.cu
 void cuda_attention_forward(Backend *b, void *out, float *lse, const void *q, const void *k, const void *v,
                             int B, int T, int H, int Hkv, int hd);
+void cuda_attention_init(Backend *b);   // the mode from BOOST_CUDA_ATTENTION (default auto)
 void cuda_attention_backward(Backend *b, void *dq, void *dk, void *dv, const void *dout, const void *out,
                              const void *q, const void *k, const void *v, const float *lse,
                              int B, int T, int H, int Hkv, int hd);
