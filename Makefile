@@ -135,6 +135,16 @@ figures:
 	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
 	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
 
+# Several launches or runs side by side (build/exp --compare): LAUNCH="5 6", RUNS="7 9", or
+# neither: the latest two launches of EXP; FORMAT=csv|json exports, STEPS=1 the step series;
+# DB=path another run database (default: EXP's run.db).
+.PHONY: compare
+compare: $(BUILD)/exp
+	@$(BUILD)/exp --compare $(if $(or $(value LAUNCH),$(value RUNS)),,$(call qvar,EXP)) \
+	  $(foreach l,$(value LAUNCH),--launch $(call shq,$(l))) $(foreach r,$(value RUNS),--run $(call shq,$(r))) \
+	  $(if $(value DB),--db $(call qvar,DB)) $(if $(filter csv json,$(value FORMAT)),--$(value FORMAT)) \
+	  $(if $(filter 1,$(value STEPS)),--steps)
+
 # Per-layer TP communication of FullRank-TP, Vanilla-TP and BTP: at the paper's 7B shape by
 # accounting (no math), then measured on a small model at tp = 2 and 4, the schemes
 # interleaved REPEAT times (docs/benchmarks.md).

@@ -17,7 +17,7 @@
 #include "host.h"
 #include "../core/metrics.h"
 
-#define RUNDB_SCHEMA_VERSION 3   // PRAGMA user_version of databases this build writes (1 and 2 are migrated)
+#define RUNDB_SCHEMA_VERSION 4   // PRAGMA user_version of databases this build writes (1, 2 and 3 are migrated)
 
 typedef struct RunDB RunDB;
 
@@ -115,6 +115,8 @@ typedef struct {
 int rundb_launch(RunDB *db, int64_t id, LaunchRow *out);
 // The newest launch of an experiment (1), or 0.
 int rundb_latest_launch(RunDB *db, const char *experiment, LaunchRow *out);
+// The launch of the experiment just before launch `before` (1), or 0.
+int rundb_previous_launch(RunDB *db, const char *experiment, int64_t before, LaunchRow *out);
 void rundb_launch_row_free(LaunchRow *row);
 
 // ---- runs ------------------------------------------------------------------------------

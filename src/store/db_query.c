@@ -205,6 +205,17 @@ int rundb_latest_launch(RunDB *db, const char *experiment, LaunchRow *out) {
     return found;
 }
 
+int rundb_previous_launch(RunDB *db, const char *experiment, int64_t before, LaunchRow *out) {
+    rundb_flush(db);
+    sqlite3_stmt *st = db_prep(db, "SELECT " LAUNCH_COLS " FROM launches WHERE experiment=?1 AND id<?2 ORDER BY id DESC LIMIT 1");
+    db_bind_text(db, st, 1, experiment);
+    db_bind_i64(db, st, 2, before);
+    int found = db_next_row(db, st, "looking up the launch before");
+    if (found) read_launch(db, st, out);
+    db_finalize(db, st);
+    return found;
+}
+
 void rundb_launch_row_free(LaunchRow *row) {
     rundb_free_strings(row->overrides, row->n_overrides);
     row->overrides = NULL; row->n_overrides = 0;

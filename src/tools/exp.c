@@ -18,6 +18,7 @@
 #include "../core/fs.h"
 #include "../core/env.h"
 #include "../store/checkpoint.h"
+#include "../store/compare.h"
 #include "../store/db.h"
 #include "../store/host.h"
 #include "../sim/hardware.h"
@@ -26,7 +27,8 @@
 static const char *USAGE =
 "usage: exp NAME|PATH [--variant V] [--set key=value]... [--repeat N] [--dry-run]\n"
 "       exp NAME|PATH --resume [--launch ID] [--set key=value]...\n"
-"       exp NAME|PATH --summary [--launch ID]\n"
+"       exp NAME|PATH --summary [--launch ID] [--csv|--json] [--steps]\n"
+"       exp [NAME|PATH] --compare [--launch ID]... [--run ID]... [--db PATH] [--csv|--json] [--steps]\n"
 "       exp NAME|PATH --simulate PROFILE [--variant V] [--set key=value]... [--dry-run]\n"
 "\n"
 "Runs experiments/NAME.yaml as one launch: each variant (those marked run.on_demand only\n"
@@ -42,7 +44,15 @@ static const char *USAGE =
 "                     resume from their newest checkpoint with their stored overrides,\n"
 "                     runs not started start, completed runs are left alone (make exp RESUME=1)\n"
 "  --summary          print the comparison table of a launch (the latest, or --launch ID)\n"
-"  --launch ID        the launch for --resume or --summary (make exp LAUNCH=ID)\n"
+"  --launch ID        the launch for --resume or --summary (make exp LAUNCH=ID); --compare: repeatable\n"
+"  --compare          the runs of several launches (--launch ID ..., make compare LAUNCH=\"5 6\") or\n"
+"                     runs (--run ID ..., make compare RUNS=\"7 9\") side by side, one row per launch and\n"
+"                     variant, the configuration keys on which they differ as columns; without ids:\n"
+"                     the latest two launches of NAME\n"
+"  --run ID           a run for --compare (repeatable)\n"
+"  --db PATH          the run database of --compare (default: NAME's run.db, else runs/boost.db)\n"
+"  --csv, --json      --summary and --compare as CSV or JSON on stdout (make compare FORMAT=csv|json)\n"
+"  --steps            with --csv/--json: every logged step of the runs instead (make compare STEPS=1)\n"
 "  --simulate PROFILE price every variant (on-demand ones included) with build/simulate on the\n"
 "                     hardware profile experiments/hardware/PROFILE.yaml instead of training it\n"
 "                     (make exp SIMULATE=1 [HARDWARE=PROFILE], default a100-80gb-node4): one\n"
@@ -285,12 +295,70 @@ static int merge_sets(char **first, int n1, const char **second, int n2, const c
     return k;
 }
 
+// ---- several launches or runs side by side, and exports ---------------------------------
+// --compare: the runs of the launches and the runs named, in that order (no ids: the latest
+// two launches of the experiment); --summary --csv/--json: the runs of one launch. Text,
+// CSV or JSON summaries (compare.h), or the step series with --steps.
+static int print_compare(const char *db_path, const char *experiment, const int64_t *launches, int n_launches,
+                         const int64_t *run_ids, int n_run_ids, OutputFormat format, int steps) {
+    struct stat st;
+    if (stat(db_path, &st) != 0)
+        die_input_hint("run an experiment first (make exp EXP=name), or name the database (make compare DB=path)",
+                       "%s: no run database there", db_path);
+    RunDB *db = rundb_open(db_path);
+    int64_t *ids = NULL;
+    int n = 0;
+    int64_t latest[2];
+    if (!n_launches && !n_run_ids) {
+        if (!experiment) usage_error("--compare needs --launch ID, --run ID or an experiment name");
+        LaunchRow lr;
+        if (!rundb_latest_launch(db, experiment, &lr))
+            die_input_hint("run it first: make exp EXP=<name>", "no launch of %s in %s", experiment, db_path);
+        latest[n_launches++] = lr.id;
+        rundb_launch_row_free(&lr);
+        LaunchRow prev;
+        if (rundb_previous_launch(db, experiment, latest[0], &prev)) { latest[n_launches++] = prev.id; rundb_launch_row_free(&prev); }
+        launches = latest;
+        if (format == FORMAT_TABLE)
+        {
+            if (n_launches > 1) printf("%s: the latest two launches, %lld and %lld\n", experiment, (long long)latest[1], (long long)latest[0]);
+            else printf("%s: its only launch, %lld\n", experiment, (long long)latest[0]);
+        }
+        if (n_launches > 1) { int64_t t = latest[0]; latest[0] = latest[1]; latest[1] = t; }   // older first
+    }
+    for (int i = 0; i < n_launches; i++) {
+        LaunchRow lr;
+        if (!rundb_launch(db, launches[i], &lr))
+            die_input_hint("the launches: sqlite3 DB \"SELECT * FROM launch_summary\"", "no launch %lld in %s",
+                           (long long)launches[i], db_path);
+        rundb_launch_row_free(&lr);
+        RunRow *runs;
+        int k = rundb_launch_runs(db, launches[i], &runs);
+        ids = realloc(ids, (size_t)(n + k + 1) * sizeof *ids);
+        CHECK(ids, "out of memory");
+        for (int j = 0; j < k; j++) ids[n++] = runs[j].id;
+        free(runs);
+    }
+    ids = realloc(ids, (size_t)(n + n_run_ids + 1) * sizeof *ids);
+    CHECK(ids, "out of memory");
+    for (int i = 0; i < n_run_ids; i++) ids[n++] = run_ids[i];
+    if (steps) compare_steps(db, ids, n, format, stdout);
+    else compare_print(db, ids, n, format, stdout);
+    free(ids);
+    rundb_close(db);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     ensure_passive_omp(argv);
     const char *name = NULL, *only = NULL;
     int resume = 0, dry = 0, summary = 0, repeat = 1;
     const char *simulate = NULL;
     int64_t launch_id = 0;
+    int compare = 0, steps_out = 0, n_launch_ids = 0, n_run_ids = 0;
+    OutputFormat format = FORMAT_TABLE;
+    const char *db_opt = NULL;
+    int64_t *launch_ids = xcalloc((size_t)argc + 1, sizeof *launch_ids), *run_ids = xcalloc((size_t)argc + 1, sizeof *run_ids);
     const char **sets = xcalloc((size_t)argc + 1, sizeof(char *)); int n_sets = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -302,17 +370,44 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--summary")) summary = 1;
         else if (!strcmp(a, "--simulate")) { if (!has_val) usage_error("--simulate needs a hardware profile"); simulate = argv[++i]; }
         else if (!strcmp(a, "--set")) { if (!has_val) usage_error("--set needs key=value"); sets[n_sets++] = argv[++i]; }
-        else if (!strcmp(a, "--repeat") || !strcmp(a, "--launch")) {
-            if (!has_val) usage_error("--repeat and --launch need a number");
+        else if (!strcmp(a, "--compare")) compare = 1;
+        else if (!strcmp(a, "--csv")) format = FORMAT_CSV;
+        else if (!strcmp(a, "--json")) format = FORMAT_JSON;
+        else if (!strcmp(a, "--steps")) steps_out = 1;
+        else if (!strcmp(a, "--db")) { if (!has_val) usage_error("--db needs a path"); db_opt = argv[++i]; }
+        else if (!strcmp(a, "--repeat") || !strcmp(a, "--launch") || !strcmp(a, "--run")) {
+            if (!has_val) usage_error("--repeat, --launch and --run need a number");
             char *end = NULL;
             long v = strtol(argv[++i], &end, 10);
             if (!*argv[i] || *end || v < 1 || v > 1000000000L) die_input("%s: expected a whole number >= 1, got '%s'", a, argv[i]);
-            if (!strcmp(a, "--repeat")) repeat = (int)v; else launch_id = v;
+            if (!strcmp(a, "--repeat")) repeat = (int)v;
+            else if (!strcmp(a, "--run")) run_ids[n_run_ids++] = v;
+            else { launch_id = v; launch_ids[n_launch_ids++] = v; }
         }
         else if (a[0] == '-') die_input("unknown option '%s' (see exp --help)", a);
         else if (!name) name = a;
         else usage_error("one experiment at a time");
     }
+    if (steps_out && format == FORMAT_TABLE) usage_error("--steps goes with --csv or --json");
+    if ((format != FORMAT_TABLE || steps_out) && !compare && !summary) usage_error("--csv, --json and --steps go with --summary or --compare");
+    if ((n_run_ids || db_opt) && !compare) usage_error("--run and --db go with --compare");
+    if (compare) {
+        if (resume || dry || summary || simulate || only || repeat > 1)
+            usage_error("--compare reads the database only: it takes --launch, --run, --db, --csv, --json, --steps "
+                        "(and --set run.db=PATH with an experiment name)");
+        char cpath[1024], db_from[1024];
+        const char *dbp = db_opt;
+        if (name && *name) {
+            resolve_path(name, cpath, sizeof cpath);
+            Manifest *m = manifest_load_with(cpath, sets, n_sets);
+            if (!dbp) { xsnprintf(db_from, sizeof db_from, "%s", m->variants[0].config.run.db); dbp = db_from; }
+            int rc = print_compare(dbp, m->name, launch_ids, n_launch_ids, run_ids, n_run_ids, format, steps_out);
+            manifest_free(m);
+            return rc;
+        }
+        return print_compare(dbp ? dbp : "runs/boost.db", NULL, launch_ids, n_launch_ids, run_ids, n_run_ids, format, steps_out);
+    }
+    if (n_launch_ids > 1) usage_error("several launches side by side: --compare --launch ID --launch ID (make compare LAUNCH=\"5 6\")");
     if (!name || !*name) usage_error("no experiment named (make exp EXP=name)");
     if (only && !*only) only = NULL;
     if (resume + summary + dry > 1) usage_error("--resume, --summary and --dry-run exclude each other");
@@ -341,6 +436,14 @@ int main(int argc, char **argv) {
         if (launch_id && !have) die_input("no launch %lld in %s", (long long)launch_id, db_path);
         if (have && strcmp(lr.experiment, man->name))
             die_input("launch %lld is of experiment %s, not %s", (long long)launch_id, lr.experiment, man->name);
+        if (format != FORMAT_TABLE) {
+            if (!have) die_input_hint("run it first: make exp EXP=<name>", "no launch of %s in %s", man->name, db_path);
+            int64_t one = lr.id;
+            rundb_launch_row_free(&lr);
+            rundb_close(db);
+            manifest_free(man);
+            return print_compare(db_path, NULL, &one, 1, NULL, 0, format, steps_out);
+        }
         print_table(db, man, man->name, have ? &lr : NULL);
         if (have) rundb_launch_row_free(&lr);
         rundb_close(db);
