@@ -101,7 +101,7 @@ test: all
 exp: all
 	@OMP_WAIT_POLICY=passive $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
 	  $(if $(filter 1,$(value RESUME)),--resume) $(if $(filter 1,$(value DRY_RUN)),--dry-run) \
-	  $(if $(filter 1,$(value SUMMARY)),--summary) \
+	  $(if $(filter 1,$(value SUMMARY)),--summary) $(if $(filter 1,$(value MEASURE_PEAK)),--measure-peak) \
 	  $(if $(filter 1,$(value SIMULATE)),--simulate $(if $(value HARDWARE),$(call qvar,HARDWARE),a100-80gb-node4)) \
 	  $(if $(value REPEAT),--repeat $(call qvar,REPEAT)) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
 	  $(foreach s,$(value SET),--set $(call shq,$(s)))

@@ -121,6 +121,7 @@ TEST(db_migrates_schema_2) {
         "DROP TABLE simulation;"
         "ALTER TABLE runs DROP COLUMN kind; ALTER TABLE runs DROP COLUMN hardware;"
         "ALTER TABLE launches DROP COLUMN kind; ALTER TABLE launches DROP COLUMN hardware;"
+        "ALTER TABLE launches DROP COLUMN peak_check_gflops;"
         "PRAGMA user_version=2;";
     EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-2 file: %s", sqlite3_errmsg(s));
     EXPECT(q_num(s, "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='kind'") == 0, "no kind column in schema 2");
@@ -153,7 +154,7 @@ TEST(db_migrates_schema_3) {
     const char *down =
         "DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW config_diff; DROP VIEW run_config; DROP TABLE host_peaks;"
         "CREATE VIEW run_summary AS SELECT r.id AS run_id, r.uid FROM runs r;"
-        "CREATE VIEW latest_runs AS SELECT * FROM run_summary;"
+        "CREATE VIEW latest_runs AS SELECT * FROM run_summary; ALTER TABLE launches DROP COLUMN peak_check_gflops;"
         "PRAGMA user_version=3;";
     EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-3 file: %s", sqlite3_errmsg(s));
     sqlite3_close(s);

@@ -181,9 +181,10 @@ static void read_launch(RunDB *db, sqlite3_stmt *st, LaunchRow *l) {
     l->n_overrides = db_json_strings(db->db, (const char *)sqlite3_column_text(st, 11), &l->overrides);
     db_col_text(st, 12, l->kind, sizeof l->kind);
     db_col_text(st, 13, l->hardware, sizeof l->hardware);
+    l->peak_check_gflops = db_col_dbl(st, 14);
 }
 #define LAUNCH_COLS "id, experiment, status, started_at, experiment_version, manifest_sha256, variant_filter, repeat, " \
-                    "peak_gflops, load_avg_1m, host, overrides, kind, hardware"
+                    "peak_gflops, load_avg_1m, host, overrides, kind, hardware, peak_check_gflops"
 
 int rundb_launch(RunDB *db, int64_t id, LaunchRow *out) {
     rundb_flush(db);

@@ -83,7 +83,9 @@ RUN_KIND_COLUMNS \
 "  git_dirty          INTEGER,\n" \
 "  load_avg_1m        REAL,\n" \
 "  peak_gflops        REAL,\n" \
-RUN_KIND_COLUMNS \
+"  " KIND_COLUMN ",\n" \
+"  hardware           TEXT,\n" \
+"  peak_check_gflops  REAL\n" \
 ");\n" \
 "CREATE INDEX launches_by_experiment ON launches(experiment, id);\n"
 
@@ -338,14 +340,16 @@ const char *const RUNDB_MIGRATE_V2_SQL =
     "ALTER TABLE runs ADD COLUMN hardware TEXT;\n"
     "ALTER TABLE launches ADD COLUMN " KIND_COLUMN ";\n"
     "ALTER TABLE launches ADD COLUMN hardware TEXT;\n"
+    "ALTER TABLE launches ADD COLUMN peak_check_gflops REAL;\n"
     SIMULATION_TABLE
     HOST_PEAKS_TABLE
     DROP_VIEWS
     VIEWS;
 
-// Schema 3 -> 4: the host_peaks table; the views are recreated (run_summary gained the
+// Schema 3 -> 4: the host_peaks table and launches.peak_check_gflops; the views are recreated (run_summary gained the
 // key configuration columns and the median step time; run_config and config_diff are new).
 const char *const RUNDB_MIGRATE_V3_SQL =
+    "ALTER TABLE launches ADD COLUMN peak_check_gflops REAL;\n"
     HOST_PEAKS_TABLE
     DROP_VIEWS
     VIEWS;

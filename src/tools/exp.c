@@ -40,6 +40,8 @@ static const char *USAGE =
 "  --repeat N         run the variants N times, interleaved A B A B ... (make exp REPEAT=N):\n"
 "                     the table gives the median step time and its min..max over the repeats\n"
 "  --dry-run          print each variant's launch command and configuration; run nothing\n"
+"  --measure-peak     measure this host's sgemm peak again and store it (make exp MEASURE_PEAK=1); by\n"
+"                     default the peak stored for this machine (host, CPU model, cores) is reused\n"
 "  --resume           continue a launch (the latest, or --launch ID): runs not completed\n"
 "                     resume from their newest checkpoint with their stored overrides,\n"
 "                     runs not started start, completed runs are left alone (make exp RESUME=1)\n"
@@ -176,6 +178,47 @@ static void warn_config_differences(RunDB *db, const Manifest *man, const RunRow
     }
 }
 
+// ---- the host's sgemm peak: measured once per machine, stored, reused ----------------------
+// MFU of two launches is comparable only against one peak: the stored one of this machine
+// (host name, CPU model, cores) is reused; the first launch on a machine, or --measure-peak,
+// stores `measured` (this launch's sgemm, taken at load `load`). Returns the peak to use.
+static double host_peak_for_launch(RunDB *db, const HostFacts *h, double load, double measured, int remeasure) {
+    HostPeak hp;
+    int have = rundb_host_peak(db, h, &hp);
+    if (have && !remeasure) {
+        printf("sgemm peak of this machine: %.1f GFLOP/s, measured %s at load %.2f (host_peaks %lld; MEASURE_PEAK=1 "
+               "measures it again)\n", hp.gflops, hp.measured_at, hp.load_avg, (long long)hp.id);
+        if (load >= 0 && hp.load_avg >= 0 && fabs(load - hp.load_avg) >= 1.0)
+            printf("warning: the load is %.2f now and was %.2f when the peak was measured: the runs' speed (and MFU) "
+                   "is not comparable with launches at another load\n", load, hp.load_avg);
+        return hp.gflops;
+    }
+    int64_t id = rundb_store_host_peak(db, h, measured, load);
+    printf("sgemm peak of this machine: %.1f GFLOP/s, measured now at load %.2f and stored (host_peaks %lld)%s\n", measured,
+           load, (long long)id, have ? ", replacing the earlier one for later launches" : ": later launches reuse it");
+    return measured;
+}
+
+// The peak check after the table: this launch's sgemm against the stored peak its MFU uses.
+// A drift beyond the runs' own spread means MFU (and speed) of this launch cannot be
+// compared with other launches' to better than that drift.
+static void warn_peak_drift(const LaunchRow *launch, const VariantSummary *vs, int n) {
+    if (!(launch->peak_check_gflops > 0) || !(launch->peak_gflops > 0)) return;
+    double drift = launch->peak_check_gflops / launch->peak_gflops - 1;
+    double tightest = INFINITY;
+    const char *which = NULL;
+    for (int i = 0; i < n; i++) {
+        if (isnan(vs[i].ms_lo) || !(vs[i].ms_per_step > 0)) continue;
+        double rel = (vs[i].ms_hi - vs[i].ms_lo) / vs[i].ms_per_step;
+        if (rel < tightest) { tightest = rel; which = vs[i].variant; }
+    }
+    if (which && fabs(drift) > tightest)
+        printf("warning: this launch's sgemm check (%.1f GFLOP/s at load %.2f) is %+.1f%% off the stored peak (%.1f GFLOP/s) "
+               "its MFU uses: more than the runs' own spread (%.1f%%, %s); speed and MFU of this launch are not comparable "
+               "with other launches' to better than that (a quieter machine, or MEASURE_PEAK=1 for a new peak)\n",
+               launch->peak_check_gflops, launch->load_avg, 100 * drift, launch->peak_gflops, 100 * tightest, which);
+}
+
 // ---- the comparison table ------------------------------------------------------------------
 static void print_table(RunDB *db, const Manifest *man, const char *experiment, const LaunchRow *launch) {
     RunRow *runs = NULL;
@@ -238,11 +281,15 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
            "median step time. MFU against the %s sgemm peak. comm/step and calls: rank 0's collectives per step.\n",
            spread_runs ? "min-max of the run medians (\"runs\")" : "", spread_runs && spread_steps ? "; " : "",
            spread_steps ? "10th-90th percentile of the single run's steps (\"p10-90\")" : !spread_runs ? "-" : "",
-           launch ? "launch's" : "runs'");
+           launch ? "host's stored (host_peaks, the launch's peak_gflops)" : "runs'");
+    if (launch && !simulated && launch->repeat == 1 && n > 0)
+        printf("REPEAT=1: one run per variant gives no spread over runs; p10-90 is the spread of one run's steps, and a\n"
+               "difference between variants smaller than the machine's noise between runs cannot be told apart (REPEAT=3).\n");
+    if (launch && !simulated) warn_peak_drift(launch, vs, n);
     for (int i = 0; i < n_runs; i++)
         if (strcmp(runs[i].status, "completed"))
-            printf("not compared: run %lld (%s, repeat %d) is %s at step %d\n", (long long)runs[i].id, runs[i].variant,
-                   runs[i].repeat_index + 1, runs[i].status, runs[i].last_step);
+            printf("not compared: run %lld (%s, repeat_index %d) is %s at step %d\n", (long long)runs[i].id, runs[i].variant,
+                   runs[i].repeat_index, runs[i].status, runs[i].last_step);
     if (launch && man) {
         // compare completed runs only
         RunRow *done = xcalloc((size_t)(n_runs ? n_runs : 1), sizeof *done);
@@ -355,7 +402,7 @@ int main(int argc, char **argv) {
     int resume = 0, dry = 0, summary = 0, repeat = 1;
     const char *simulate = NULL;
     int64_t launch_id = 0;
-    int compare = 0, steps_out = 0, n_launch_ids = 0, n_run_ids = 0;
+    int compare = 0, measure_peak = 0, steps_out = 0, n_launch_ids = 0, n_run_ids = 0;
     OutputFormat format = FORMAT_TABLE;
     const char *db_opt = NULL;
     int64_t *launch_ids = xcalloc((size_t)argc + 1, sizeof *launch_ids), *run_ids = xcalloc((size_t)argc + 1, sizeof *run_ids);
@@ -371,6 +418,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--simulate")) { if (!has_val) usage_error("--simulate needs a hardware profile"); simulate = argv[++i]; }
         else if (!strcmp(a, "--set")) { if (!has_val) usage_error("--set needs key=value"); sets[n_sets++] = argv[++i]; }
         else if (!strcmp(a, "--compare")) compare = 1;
+        else if (!strcmp(a, "--measure-peak")) measure_peak = 1;
         else if (!strcmp(a, "--csv")) format = FORMAT_CSV;
         else if (!strcmp(a, "--json")) format = FORMAT_JSON;
         else if (!strcmp(a, "--steps")) steps_out = 1;
@@ -494,7 +542,7 @@ int main(int argc, char **argv) {
     if (man->description[0]) printf("  %s\n", man->description);
 
     // ---- a new launch: one load reading and one sgemm peak for all its runs -------------
-    double peak = resume ? launch.peak_gflops : 0;
+    double peak = resume ? launch.peak_gflops : 0, peak_check = 0;
     if (!dry && !resume) {
         db = rundb_open(db_path);
         rundb_mark_stale(db);
@@ -524,18 +572,22 @@ int main(int argc, char **argv) {
             xsnprintf(li.hardware, sizeof li.hardware, "%s", hw.name);
         } else {
             set_threads(0);
-            peak = measure_sgemm_peak_gflops();
+            peak_check = measure_sgemm_peak_gflops();
+            peak = host_peak_for_launch(db, &li.host, li.load_avg, peak_check, measure_peak);
             li.peak_gflops = peak;
         }
         int64_t id = rundb_begin_launch(db, &li);
+        if (!simulate) rundb_set_launch_peak_check(db, id, peak_check);
         free(text);
         CHECK(rundb_launch(db, id, &launch), "launch %lld vanished", (long long)id);
         if (simulate)
             printf("launch %lld: every variant simulated on %s (%s) by build/simulate; nothing is trained\n", (long long)id,
                    hw.name, hw.device);
         else
-        printf("launch %lld on %s: load average %.2f at start; sgemm peak %.1f GFLOP/s (all %ld cores, measured once for every run)\n",
-               (long long)id, li.host.host, li.load_avg, peak, sysconf(_SC_NPROCESSORS_ONLN));
+        printf("launch %lld on %s: load average %.2f at start; sgemm peak %.1f GFLOP/s (the host's, all %ld cores: every run's MFU "
+               "is relative to it); this launch's check %.1f GFLOP/s (%+.1f%%)\n",
+               (long long)id, li.host.host, li.load_avg, peak, sysconf(_SC_NPROCESSORS_ONLN), peak_check,
+               100 * (peak_check / peak - 1));
     }
 
     // ---- the plan: REPEAT rounds of the variants, interleaved ---------------------------
@@ -658,7 +710,8 @@ int main(int argc, char **argv) {
     int n_runs = rundb_launch_runs(db, launch.id, &runs);
     printf("\nlaunch %lld %s: %d of %d planned runs completed\n", (long long)launch.id, status, completed, planned);
     printf("  runs (runs.id):  ");
-    for (int i = 0; i < n_runs; i++) printf("%lld%s", (long long)runs[i].id, i + 1 < n_runs ? " " : "\n");
+    for (int i = 0; i < n_runs; i++) printf("%lld ", (long long)runs[i].id);
+    printf("%s\n", n_runs ? "" : "none (no run was recorded)");
     if (n_runs && !simulate) printf("  checkpoints:     %s/<uid>/ (e.g. %s/%s/)\n", man->variants[0].config.run.checkpoint_dir,
                        man->variants[0].config.run.checkpoint_dir, runs[n_runs - 1].uid);
     int in_experiments = !strncmp(path, "experiments/", 12);
