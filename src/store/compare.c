@@ -55,11 +55,18 @@ static void json_str(FILE *out, const char *s) {
     free(b);
 }
 
-static void human_bytes(char *buf, size_t n, double b) {
+void format_bytes(char *buf, size_t n, double b) {
     const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int i = 0;
     while (b >= 1024 && i < 4) { b /= 1024; i++; }
     snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+void format_comm_bytes(char *buf, size_t n, double b) {
+    if (b >= 1024.0 * 1024 * 1024) format_bytes(buf, n, b);
+    else if (b >= 1024.0 * 1024) snprintf(buf, n, "%.3f MiB", b / (1024.0 * 1024));
+    else if (b >= 1024) snprintf(buf, n, "%.2f KiB", b / 1024.0);
+    else snprintf(buf, n, "%.0f B", b);
 }
 
 // "id, id, ..." of the runs, for IN (...).
@@ -194,8 +201,8 @@ int compare_print(RunDB *db, const int64_t *ids, int n, OutputFormat format, FIL
             else snprintf(c[5], 64, "%.1f-%.1f %s", s->ms_lo, s->ms_hi, spread_runs ? "runs" : "p10-90");
             fmt(c[6], 64, "%.0f", s->tokens_per_s);
             fmt(c[7], 64, "%.1f%%", 100 * s->mfu);
-            human_bytes(c[8], 64, (double)s->peak_memory);
-            human_bytes(c[9], 64, (double)s->comm_bytes);
+            format_bytes(c[8], 64, (double)s->peak_memory);
+            format_comm_bytes(c[9], 64, (double)s->comm_bytes);
             snprintf(c[10], 64, "%lld", (long long)s->comm_calls);
             if (s->n_completed == 0) { snprintf(c[8], 64, "-"); snprintf(c[9], 64, "-"); }
             int k = g.rows * g.cols;

@@ -17,6 +17,11 @@ typedef enum { FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON } OutputFormat;
 #define VARIANT_ALIAS_MAX 20
 void variant_alias(const char *variant, char *out, size_t n);
 
+// Bytes as "254.5 MiB" (one decimal, binary units); communication per step with enough
+// digits to tell two variants apart whose traffic differs by a few KiB ("9.104 MiB").
+void format_bytes(char *buf, size_t n, double b);
+void format_comm_bytes(char *buf, size_t n, double b);
+
 // The summary of the runs (ids in the order given; grouped by launch, then variant in
 // order of first appearance) in `format`. Returns the number of rows.
 int compare_print(RunDB *db, const int64_t *run_ids, int n_runs, OutputFormat format, FILE *out);

@@ -120,13 +120,6 @@ static int on_path(const char *prog) {
     return found;
 }
 
-static void human_bytes(char *buf, size_t n, double b) {
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (b >= 1024 && i < 4) { b /= 1024; i++; }
-    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
-}
-
 // ---- configurations ------------------------------------------------------------------------
 // The keys of `c` whose value differs from `base` (the whole configuration is in the
 // database; the console shows what distinguishes a variant).
@@ -255,8 +248,8 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
     for (int i = 0; i < n; i++) {
         const VariantSummary *s = &vs[i];
         char mem[32], comm[32], val[32], loss[32], ms[32], spread[48], tps[32], mfu[32], runs_col[16];
-        human_bytes(mem, sizeof mem, (double)s->peak_memory);
-        human_bytes(comm, sizeof comm, (double)s->comm_bytes);
+        format_bytes(mem, sizeof mem, (double)s->peak_memory);
+        format_comm_bytes(comm, sizeof comm, (double)s->comm_bytes);
         snprintf(loss, sizeof loss, isnan(s->final_loss) ? "-" : "%.4f", s->final_loss);
         snprintf(val, sizeof val, isnan(s->val_loss) ? "-" : "%.4f", s->val_loss);
         snprintf(ms, sizeof ms, isnan(s->ms_per_step) ? "-" : "%.1f", s->ms_per_step);
@@ -267,8 +260,15 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         if (s->n_completed > 1) spread_runs = 1; else if (!isnan(s->ms_lo)) spread_steps = 1;
         snprintf(runs_col, sizeof runs_col, "%d/%d", s->n_completed, s->n_runs);
         if (s->n_completed == 0) { snprintf(mem, sizeof mem, "-"); snprintf(comm, sizeof comm, "-"); }
-        printf("%-28s %5s %6d %9s %9s %9s %21s %10s %6s %10s %11s %8lld\n", s->variant, runs_col, s->steps, loss, val, ms,
+        char alias[64];
+        variant_alias(s->variant, alias, sizeof alias);   // a long grid name: a short alias, the key below
+        printf("%-28s %5s %6d %9s %9s %9s %21s %10s %6s %10s %11s %8lld\n", alias, runs_col, s->steps, loss, val, ms,
                spread, tps, mfu, mem, comm, (long long)s->comm_calls);
+    }
+    for (int i = 0; i < n; i++) {
+        char alias[64];
+        variant_alias(vs[i].variant, alias, sizeof alias);
+        if (strcmp(alias, vs[i].variant)) printf("  %s = %s\n", alias, vs[i].variant);
     }
     if (simulated)
         printf("modeled: one simulated step per run on profile %s (no loss: nothing is computed). ms/step: the modeled\n"
@@ -278,7 +278,8 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
     else
     printf("runs: completed/total (only completed runs enter the numbers). ms/step: median step time after warm-up\n"
            "(the first max(1, steps/10) steps), median over the runs. spread: %s%s%s. tokens/s = tokens per step /\n"
-           "median step time. MFU against the %s sgemm peak. comm/step and calls: rank 0's collectives per step.\n",
+           "median step time. MFU against the %s sgemm peak. peak mem: the largest peak resident set (RSS) of any\n"
+           "rank's process. comm/step and calls: rank 0's collectives per step (all phases, forward and backward).\n",
            spread_runs ? "min-max of the run medians (\"runs\")" : "", spread_runs && spread_steps ? "; " : "",
            spread_steps ? "10th-90th percentile of the single run's steps (\"p10-90\")" : !spread_runs ? "-" : "",
            launch ? "host's stored (host_peaks, the launch's peak_gflops)" : "runs'");
