@@ -63,7 +63,7 @@ void format_bytes(char *buf, size_t n, double b) {
 }
 
 void format_comm_bytes(char *buf, size_t n, double b) {
-    if (b >= 1024.0 * 1024 * 1024) format_bytes(buf, n, b);
+    if (b >= 1024.0 * 1024 * 1024) snprintf(buf, n, "%.3f GiB", b / (1024.0 * 1024 * 1024));
     else if (b >= 1024.0 * 1024) snprintf(buf, n, "%.3f MiB", b / (1024.0 * 1024));
     else if (b >= 1024) snprintf(buf, n, "%.2f KiB", b / 1024.0);
     else snprintf(buf, n, "%.0f B", b);
@@ -196,7 +196,7 @@ int compare_print(RunDB *db, const int64_t *ids, int n, OutputFormat format, FIL
             snprintf(c[1], 64, "%d", s->steps);
             fmt(c[2], 64, "%.4f", s->final_loss);
             fmt(c[3], 64, "%.4f", s->val_loss);
-            fmt(c[4], 64, "%.1f", s->ms_per_step);
+            fmt(c[4], 64, s->ms_per_step < 10 ? "%.3f" : "%.1f", s->ms_per_step);
             if (isnan(s->ms_lo)) snprintf(c[5], 64, "-");
             else snprintf(c[5], 64, "%.1f-%.1f %s", s->ms_lo, s->ms_hi, spread_runs ? "runs" : "p10-90");
             fmt(c[6], 64, "%.0f", s->tokens_per_s);

@@ -220,9 +220,9 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
     if (launch) {
         n_runs = rundb_launch_runs(db, launch->id, &runs);
         if (simulated)
-            printf("\n%s — launch %lld (%s): SIMULATED on hardware profile %s by build/simulate, nothing trained%s%s%s)\n",
-                   experiment, (long long)launch->id, launch->started_at, launch->hardware,
-                   launch->variant_filter[0] ? ", VARIANT=" : "", launch->variant_filter, launch->n_overrides ? ", SET given" : "");
+            printf("\n%s — launch %lld (%s%s%s%s): SIMULATED on hardware profile %s by build/simulate, nothing trained\n",
+                   experiment, (long long)launch->id, launch->started_at, launch->variant_filter[0] ? ", VARIANT=" : "",
+                   launch->variant_filter, launch->n_overrides ? ", SET given" : "", launch->hardware);
         else
         printf("\n%s — launch %lld (%s, host %s, load %.2f at start, sgemm peak %.1f GFLOP/s, REPEAT=%d%s%s%s)\n",
                experiment, (long long)launch->id, launch->started_at, launch->host, launch->load_avg, launch->peak_gflops,
@@ -252,7 +252,7 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         format_comm_bytes(comm, sizeof comm, (double)s->comm_bytes);
         snprintf(loss, sizeof loss, isnan(s->final_loss) ? "-" : "%.4f", s->final_loss);
         snprintf(val, sizeof val, isnan(s->val_loss) ? "-" : "%.4f", s->val_loss);
-        snprintf(ms, sizeof ms, isnan(s->ms_per_step) ? "-" : "%.1f", s->ms_per_step);
+        snprintf(ms, sizeof ms, isnan(s->ms_per_step) ? "-" : s->ms_per_step < 10 ? "%.3f" : "%.1f", s->ms_per_step);
         snprintf(tps, sizeof tps, isnan(s->tokens_per_s) ? "-" : "%.0f", s->tokens_per_s);
         snprintf(mfu, sizeof mfu, isnan(s->mfu) ? "-" : "%.1f%%", 100 * s->mfu);
         if (isnan(s->ms_lo)) snprintf(spread, sizeof spread, "-");
@@ -301,6 +301,41 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
     }
     free(vs);
     free(runs);
+}
+
+// ---- a variant that cannot fit this machine ----------------------------------------------
+// A CPU variant whose memory per rank (the dry back end's accounting, trainer.h) exceeds
+// what this machine has available per rank is refused here, once, before mpirun starts its
+// ranks (each would print the same refusal, then mpirun its own boilerplate): a paper-scale
+// variant belongs on GPUs, or to the performance model (SIMULATE=1).
+static void refuse_if_too_big(const ManifestVariant *v, const char *experiment) {
+    const Config *c = &v->config;
+    if (c->run.device != DEVICE_CPU) return;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return;
+    char line[256];
+    double kb = -1;
+    while (fgets(line, sizeof line, f)) if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    fclose(f);
+    if (kb < 0) return;
+    int world = c->parallel.tp * c->parallel.pp * c->parallel.dp;
+    double avail = kb * 1024.0 / world, need = 0;
+    DType dt = c->train.precision == PRECISION_BF16 ? DT_BF16 : DT_F32;
+    for (int r = 0; r < world; r++) {   // the largest rank (pipeline stages differ)
+        MemReport m;
+        trainer_memory_report(c, r, dt, &m);
+        if (m.total > need) need = m.total;
+    }
+    if (need <= avail) return;
+    char hint[2400];
+    snprintf(hint, sizeof hint,
+             "a paper-scale variant runs on GPUs: the GPU recipes are experiments/paper-*.yaml (e.g. make exp EXP=paper-ablations "
+             "on a 4-GPU node, docs/gpu.md); here its step can be priced by the performance model: "
+             "make exp EXP=%s VARIANT=%s SIMULATE=1 (build/info --config experiments/%s.yaml --variant %s --memory: its memory)",
+             experiment, v->name, experiment, v->name);
+    die_input_hint(hint, "variant %s needs %.1f GiB per rank (%d rank%s, the dry back end's accounting) but this machine has "
+                   "%.1f GiB available per rank: refused before starting it", v->name, need / 1073741824.0, world,
+                   world == 1 ? "" : "s", avail / 1073741824.0);
 }
 
 // ---- the experiment's file ------------------------------------------------------------------
@@ -541,6 +576,13 @@ int main(int argc, char **argv) {
            man->version[0] ? man->version : "-", path, man->sha256, man->n_variants, man->n_variants == 1 ? "" : "s",
            repeat > 1 ? ", each run REPEAT times interleaved" : "");
     if (man->description[0]) printf("  %s\n", man->description);
+
+    // A variant too big for this machine: refused before the launch is recorded or anything runs.
+    if (!simulate && !dry)
+        for (int i = 0; i < man->n_variants; i++) {
+            const ManifestVariant *v = &man->variants[i];
+            if (only ? !strcmp(v->name, only) : !v->config.run.on_demand) refuse_if_too_big(v, man->name);
+        }
 
     // ---- a new launch: one load reading and one sgemm peak for all its runs -------------
     double peak = resume ? launch.peak_gflops : 0, peak_check = 0;
