@@ -127,13 +127,16 @@ bench: $(BUILD)/bench
 bench-scaling: all
 	$(PYTHON) analysis/bench_scaling.py
 
-# Figures of EXP from runs/boost.db, from the runs of one launch (the latest, or LAUNCH=id):
-# loss curves with their differences, and the ablation panels (step time compute/comm with
-# spread, collective calls, bytes per layer and embedding/head, memory, loss parity).
+# Figures of EXP from runs/boost.db, from the runs of one launch (the latest, or LAUNCH=id),
+# into analysis/figures/<EXP>_L<launch>_<kind>.png (each launch its own files): loss curves
+# with their differences (X=step|tokens|time, SMOOTH=N steps), and the ablation panels (step
+# time compute/comm with spread, collective calls, bytes per layer and embedding/head, memory,
+# loss parity); a simulated launch: its modeled step split and memory (_split.png), no loss.
 .PHONY: figures bench-comm bench-scaling docs-keys reproduce validate-cpu
 figures:
-	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
-	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
+	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db $(if $(value DB),$(call qvar,DB),runs/boost.db) --out $(if $(value FIG_DIR),$(call qvar,FIG_DIR),analysis/figures) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
+	  --skip-simulated $(if $(value X),--x $(call qvar,X)) $(if $(value SMOOTH),--smooth $(call qvar,SMOOTH))
+	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db $(if $(value DB),$(call qvar,DB),runs/boost.db) --out $(if $(value FIG_DIR),$(call qvar,FIG_DIR),analysis/figures) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
 
 # Several launches or runs side by side (build/exp --compare): LAUNCH="5 6", RUNS="7 9", or
 # neither: the latest two launches of EXP; FORMAT=csv|json exports, STEPS=1 the step series;

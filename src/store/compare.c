@@ -19,20 +19,22 @@ static uint32_t fnv1a(const char *s) {
 
 void variant_alias(const char *v, char *out, size_t n) {
     if (strlen(v) <= VARIANT_ALIAS_MAX) { xsnprintf(out, n, "%s", v); return; }
-    if (strchr(v, '=')) {   // a grid name: key=value,key=value
+    if (strchr(v, '=')) {   // a grid name: key=value,key=value; a key: its words' initials
         char a[512] = "";
         size_t k = 0;
         int at_key = 1, word_start = 1;
-        for (const char *p = v; *p && k + 2 < sizeof a; p++) {
-            if (*p == '=') { at_key = 0; a[k++] = '='; continue; }
-            if (*p == ',') { at_key = 1; word_start = 1; a[k++] = ','; continue; }
-            if (!at_key) { a[k++] = *p; continue; }
-            if (*p == '.') { k = (k && strrchr(a, ',')) ? (size_t)(strrchr(a, ',') - a + 1) : 0; a[k] = 0; word_start = 1; continue; }
-            if (*p == '_') { word_start = 1; continue; }
-            if (word_start) { a[k++] = *p; word_start = 0; }
-            a[k] = 0;
+        for (const char *p = v; *p && k + 2 < sizeof a; p++, a[k] = 0) {
+            if (*p == '=') { at_key = 0; a[k++] = '='; }
+            else if (*p == ',') { at_key = 1; word_start = 1; a[k++] = ','; }
+            else if (!at_key) a[k++] = *p;
+            else if (*p == '.') {   // "model.linear": the last part of a dotted key
+                char *comma = strrchr(a, ',');
+                k = comma ? (size_t)(comma - a + 1) : 0;
+                word_start = 1;
+            }
+            else if (*p == '_') word_start = 1;
+            else if (word_start) { a[k++] = *p; word_start = 0; }
         }
-        a[k] = 0;
         if (strlen(a) <= VARIANT_ALIAS_MAX) { xsnprintf(out, n, "%s", a); return; }
     }
     xsnprintf(out, n, "%.15s~%04x", v, (unsigned)(fnv1a(v) & 0xffff));
