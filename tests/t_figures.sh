@@ -32,6 +32,9 @@ c_alias=$(awk '$2 == "=" && $3 == "linear=cola,weight_decay=0.0" {print $1}' "$T
 py_alias=$(/usr/bin/python3 -c "import sys; sys.path.insert(0, 'analysis'); import plot_common as pc; print(pc.variant_alias('linear=cola,weight_decay=0.0'))")
 if [ -n "$c_alias" ] && [ "$c_alias" = "$py_alias" ] && grep -q "^$py_alias " "$TMP/f1.log"; then pass "figures_aliases_match_the_table ($c_alias)"
 else fail figures_aliases_match_the_table "C '$c_alias', Python '$py_alias'"; fi
+# checkpoint folders (the run uids) carry the alias, not the long name
+if ls "$TMP/ckpt" | grep -q "^gridfig\.$py_alias\." && ! ls "$TMP/ckpt" | grep -q "weight_decay"; then pass figures_checkpoint_folders_use_the_alias
+else fail figures_checkpoint_folders_use_the_alias "$(ls "$TMP/ckpt" | tr '\n' ' ')"; fi
 sum1=$(md5sum "$FIG"/gridfig_L1_*.png)
 
 # ---- a simulated launch: its own figure kind, no loss curve, nothing else touched -------

@@ -24,7 +24,7 @@ typedef struct RunDB RunDB;
 // Everything in a `runs` row that the caller provides (status, started_at, ended_at,
 // error and resumed_count are managed by the functions below).
 typedef struct {
-    char uid[256];               // "<experiment>.<variant>.<YYYYmmdd-HHMMSS>.<pid>": also the checkpoint folder name
+    char uid[256];               // "<experiment>.<variant alias>.<YYYYmmdd-HHMMSS>.<pid>": also the checkpoint folder name
     char experiment[256];
     char variant[256];
     char manifest_path[1024];
