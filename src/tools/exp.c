@@ -189,6 +189,11 @@ static double host_peak_for_launch(RunDB *db, const HostFacts *h, double load, d
     int64_t id = rundb_store_host_peak(db, h, measured, load);
     printf("sgemm peak of this machine: %.1f GFLOP/s, measured now at load %.2f and stored (host_peaks %lld)%s\n", measured,
            load, (long long)id, have ? ", replacing the earlier one for later launches" : ": later launches reuse it");
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (load >= (double)cores)
+        printf("warning: the peak was measured at load %.2f on %ld cores: other work took cores from it, so it is likely "
+               "below this machine's peak and MFU above it; measure it again on a quieter machine (MEASURE_PEAK=1)\n",
+               load, cores);
     return measured;
 }
 
@@ -287,6 +292,13 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         printf("REPEAT=1: one run per variant gives no spread over runs; p10-90 is the spread of one run's steps, and a\n"
                "difference between variants smaller than the machine's noise between runs cannot be told apart (REPEAT=3).\n");
     if (launch && !simulated) warn_peak_drift(launch, vs, n);
+    for (int i = 0; i < n && launch && !simulated; i++)
+        if (vs[i].mfu > 1) {
+            printf("warning: MFU above 100%% (%s: %.0f%%): the stored peak (%.1f GFLOP/s) is below what this machine reaches "
+                   "now (measured under load?): MEASURE_PEAK=1 on a quieter machine\n", vs[i].variant, 100 * vs[i].mfu,
+                   launch->peak_gflops);
+            break;
+        }
     for (int i = 0; i < n_runs; i++)
         if (strcmp(runs[i].status, "completed"))
             printf("not compared: run %lld (%s, repeat_index %d) is %s at step %d\n", (long long)runs[i].id, runs[i].variant,
