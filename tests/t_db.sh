@@ -58,7 +58,7 @@ while IFS= read -r cmd; do
     [ -z "$cmd" ] && continue
     nc=$((nc + 1))
     case "$cmd" in
-        "make compare"*) out=$(eval "make --no-print-directory ${cmd#make } DB='$DB'" 2>&1) ;;
+        "make compare"*) out=$(eval "make -s --no-print-directory ${cmd#make } DB='$DB'" 2>&1) ;;
         "build/exp "*) out=$(eval "$BUILD/${cmd#build/} --set run.db='$DB'" 2>&1) ;;
         *) out="unknown command"; false ;;
     esac

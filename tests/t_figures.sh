@@ -22,7 +22,7 @@ variants: {grid: {model.linear: [cola, svd], train.weight_decay: [0.0, 0.1]}}
 YAML
 SETS=(--set data.cache_dir="$TMP/cache" --set run.db="$DB" --set run.checkpoint_dir="$TMP/ckpt")
 if ! "$BUILD/exp" "$TMP/gridfig.yaml" "${SETS[@]}" >"$TMP/train.log" 2>&1; then fail figures_trained_launch "$(tail -3 "$TMP/train.log")"; exit 0; fi
-figs() { make --no-print-directory figures EXP=gridfig DB="$DB" FIG_DIR="$FIG" "$@"; }
+figs() { make -s --no-print-directory figures EXP=gridfig DB="$DB" FIG_DIR="$FIG" "$@"; }
 
 # ---- the trained launch: its own files, aliases as in the summary table -----------------
 figs LAUNCH=1 >"$TMP/f1.log" 2>&1; rc=$?

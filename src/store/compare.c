@@ -83,10 +83,13 @@ static char *id_list(const int64_t *ids, int n) {
 // The configuration keys on which the runs differ (run_config), sorted.
 static int differing_keys(RunDB *db, const int64_t *ids, int n, char ***out) {
     char *in = id_list(ids, n);
-    size_t len = strlen(in) + 256;
+    size_t len = 2 * strlen(in) + 384;
     char *sql = xmalloc(len);
+    // a key some runs lack (an older engine's configuration) differs too; runs without any
+    // recorded configuration do not make every key differ
     snprintf(sql, len, "SELECT key FROM run_config WHERE run_id IN (%s) GROUP BY key "
-                       "HAVING COUNT(DISTINCT COALESCE(value, 'null')) > 1 OR COUNT(*) < %d ORDER BY key", in, n);
+                       "HAVING COUNT(DISTINCT COALESCE(value, 'null')) > 1 OR COUNT(*) < "
+                       "(SELECT COUNT(DISTINCT run_id) FROM run_config WHERE run_id IN (%s)) ORDER BY key", in, in);
     sqlite3_stmt *st = db_prep(db, sql);
     int k = 0, cap = 8;
     char **keys = xmalloc((size_t)cap * sizeof *keys);
