@@ -48,20 +48,29 @@ help:
 	@echo "make exp EXP=name SUMMARY=1 [LAUNCH=id]  the comparison table of a launch (default: the latest)"
 	@echo "make exp EXP=name SIMULATE=1 [HARDWARE=profile]  every variant priced by build/simulate (default"
 	@echo "                     profile a100-80gb-node4; cpu-local prices fp32 runs on this machine)"
+	@echo "make exp ... MEASURE_PEAK=1   measure this machine's sgemm peak again (default: the stored one, host_peaks)"
 	@echo "make info PRESET=cola-60m LINEAR=cola   parameter count and FLOPs per token"
 	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU), paired with PyTorch (REPEAT=3;"
 	@echo "                     TORCH_PYTHON=venv/bin/python [TORCH_ARGS=--compile]: a PyTorch 2 venv as the peer)"
 	@echo "make bench-scaling   tokens/s, MFU and memory against size, sequence length, threads and tp"
 	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
-	@echo "make figures EXP=x [LAUNCH=id]   loss curves and ablation panels of a launch of x (analysis/figures/)"
+	@echo "make figures EXP=x [LAUNCH=id] [X=step|tokens|time] [SMOOTH=n]   loss curves and ablation panels of a"
+	@echo "                     launch of x: analysis/figures/<x>_L<id>_*.png (a simulated launch: its step split)"
+	@echo "make compare [LAUNCH=\"5 6\"] [RUNS=\"7 9\"] [FORMAT=csv|json] [STEPS=1]   launches or runs side by side,"
+	@echo "                     the configuration keys that differ as columns (default: the latest two launches of EXP)"
+	@echo "make watch [EXP=x | LAUNCH=id] [ONCE=1]   every run of a running launch: step, loss, ETA of the launch"
+	@echo "build/sample CHECKPOINT [--prompt TEXT] [--temperature T]   text from a checkpoint (build/sample --help)"
 	@echo "make reproduce [HARDWARE=profile]   the paper's figures and tables from the performance model:"
 	@echo "                     analysis/reproduction/REPORT.md, PNG + CSV (docs/reproduction.md)"
 	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times on this machine (~10 min)"
+	@echo "make gpu-check       the device check on a GPU machine, at most 8 minutes (docs/gpu.md)"
+	@echo "make gpu-bundle      binaries + libraries for a GPU machine without the -dev packages (docs/gpu.md)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 	@echo "make test-asan       unit tests and a tp=2 BTP run built with ASan+UBSan (build-asan/)"
 	@echo "make fuzz            libFuzzer harnesses, FUZZ_SECONDS each (default 60; needs clang)"
 	@echo "make probes          the hostile-input and fault probes of docs/reliability.md"
 	@echo "make fresh-check     the README's two commands on a bare Debian 12 root (root, debootstrap)"
+	@echo "make clean           remove build/ (runs/, checkpoints/ and analysis/figures/ are kept)"
 
 # Packages are checked (dpkg) on every build; installed only if something is missing.
 $(DEPS_STAMP): .ci/deps.sh
@@ -101,7 +110,7 @@ test: all
 exp: all
 	@OMP_WAIT_POLICY=passive $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
 	  $(if $(filter 1,$(value RESUME)),--resume) $(if $(filter 1,$(value DRY_RUN)),--dry-run) \
-	  $(if $(filter 1,$(value SUMMARY)),--summary) \
+	  $(if $(filter 1,$(value SUMMARY)),--summary) $(if $(filter 1,$(value MEASURE_PEAK)),--measure-peak) \
 	  $(if $(filter 1,$(value SIMULATE)),--simulate $(if $(value HARDWARE),$(call qvar,HARDWARE),a100-80gb-node4)) \
 	  $(if $(value REPEAT),--repeat $(call qvar,REPEAT)) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
 	  $(foreach s,$(value SET),--set $(call shq,$(s)))
@@ -127,13 +136,33 @@ bench: $(BUILD)/bench
 bench-scaling: all
 	$(PYTHON) analysis/bench_scaling.py
 
-# Figures of EXP from runs/boost.db, from the runs of one launch (the latest, or LAUNCH=id):
-# loss curves with their differences, and the ablation panels (step time compute/comm with
-# spread, collective calls, bytes per layer and embedding/head, memory, loss parity).
+# Figures of EXP from runs/boost.db, from the runs of one launch (the latest, or LAUNCH=id),
+# into analysis/figures/<EXP>_L<launch>_<kind>.png (each launch its own files): loss curves
+# with their differences (X=step|tokens|time, SMOOTH=N steps), and the ablation panels (step
+# time compute/comm with spread, collective calls, bytes per layer and embedding/head, memory,
+# loss parity); a simulated launch: its modeled step split and memory (_split.png), no loss.
 .PHONY: figures bench-comm bench-scaling docs-keys reproduce validate-cpu
 figures:
-	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
-	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
+	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db $(if $(value DB),$(call qvar,DB),runs/boost.db) --out $(if $(value FIG_DIR),$(call qvar,FIG_DIR),analysis/figures) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
+	  --skip-simulated $(if $(value X),--x $(call qvar,X)) $(if $(value SMOOTH),--smooth $(call qvar,SMOOTH))
+	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db $(if $(value DB),$(call qvar,DB),runs/boost.db) --out $(if $(value FIG_DIR),$(call qvar,FIG_DIR),analysis/figures) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
+
+# Several launches or runs side by side (build/exp --compare): LAUNCH="5 6", RUNS="7 9", or
+# neither: the latest two launches of EXP; FORMAT=csv|json exports, STEPS=1 the step series;
+# DB=path another run database (default: EXP's run.db).
+.PHONY: compare
+compare: $(BUILD)/exp
+	@$(BUILD)/exp --compare $(if $(or $(value LAUNCH),$(value RUNS)),,$(call qvar,EXP)) \
+	  $(foreach l,$(value LAUNCH),--launch $(call shq,$(l))) $(foreach r,$(value RUNS),--run $(call shq,$(r))) \
+	  $(if $(value DB),--db $(call qvar,DB)) $(if $(filter csv json,$(value FORMAT)),--$(value FORMAT)) \
+	  $(if $(filter 1,$(value STEPS)),--steps)
+
+# The runs of a launch while it trains (build/watch): step, loss, ETA of the whole launch,
+# from the database, read-only. EXP=name (its latest launch) or LAUNCH=id; DB=path; ONCE=1.
+.PHONY: watch
+watch: $(BUILD)/watch
+	@$(BUILD)/watch $(if $(value LAUNCH),,$(call qvar,EXP)) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
+	  $(if $(value DB),--db $(call qvar,DB)) $(if $(filter 1,$(value ONCE)),--once)
 
 # Per-layer TP communication of FullRank-TP, Vanilla-TP and BTP: at the paper's 7B shape by
 # accounting (no math), then measured on a small model at tp = 2 and 4, the schemes

@@ -2,7 +2,8 @@
 """plot_ablation.py EXPERIMENT [--db runs/boost.db] [--launch ID] [--out analysis/figures]
 
 The ablation figure of one launch of an experiment (make figures EXP=name [LAUNCH=id]),
-from its completed runs, into <out>/<experiment>_ablation.png:
+from its completed runs, into <out>/<experiment>_L<launch>_ablation.png (each launch its
+own file; long variant names as their aliases, the full names in a key):
   1. step time: the median step time after warm-up split into communication (the
      collectives' seconds of the step, rank 0) and the rest (compute); the error bar is the
      spread: min..max of the run medians over the repeats (REPEAT >= 2), else the 10th..90th
@@ -17,7 +18,10 @@ from its completed runs, into <out>/<experiment>_ablation.png:
   5. loss parity: each variant's training loss minus its same-architecture baseline (the
      first earlier variant with the same model section: BOOST - Vanilla-TP, never - dense).
 The caption names the model, the layout, the host and the launch. Prints the numbers it
-plotted. Exit 2 with a clear message when the database, the experiment or the launch is missing.
+plotted. A simulated launch (make exp SIMULATE=1) gets its own figure instead,
+<out>/<experiment>_L<launch>_split.png: the modeled step of each variant split into compute,
+exposed communication, pipeline transfers and the pipeline bubble, and the modeled memory of
+the largest rank against the device's capacity (no loss, no spread: nothing was trained). Exit 2 with a clear message when the database, the experiment or the launch is missing.
 """
 import argparse
 import os
@@ -57,16 +61,82 @@ def variant_numbers(con, runs):
                 mem={c: mem.get(c) or 0 for c in MEM_PARTS + ["peak_rss"]}, loss=loss)
 
 
+def plot_simulated(con, args):
+    """The figure of a simulated launch: the modeled step split and memory per variant."""
+    launch, runs = pc.select_runs(PROG, con, args.experiment, args.launch)
+    sims = {r["run_id"]: dict(r) for r in con.execute("SELECT * FROM simulated_runs WHERE launch_id = ?", (launch["id"],))}
+    rows = [(r["variant"], sims[r["id"]]) for r in runs if r["id"] in sims]
+    if not rows:
+        pc.die(PROG, f"launch {launch['id']} is simulated but has no simulation rows (simulated_runs)")
+    names = [v for v, _ in rows]
+    labels = [pc.variant_alias(v) for v in names]
+    x = list(range(len(rows)))
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, m) = plt.subplots(1, 2, figsize=(14, 6.5))
+    parts = [("compute_seconds", "compute", "0.65"), ("comm_seconds", "exposed communication", "C3"),
+             ("p2p_seconds", "pipeline transfers", "C1"), ("bubble_seconds", "pipeline bubble", "C0")]
+    bottom = [0.0] * len(rows)
+    for key, label, color in parts:
+        vals = [1e3 * (s[key] or 0.0) for _, s in rows]
+        if any(vals):
+            a.bar(x, vals, bottom=bottom, color=color, label=label)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+    a.plot(x, [1e3 * s["step_seconds"] for _, s in rows], "k_", ms=30, mew=2, linestyle="none", label="modeled step")
+    a.set_xticks(x, labels, rotation=20, ha="right")
+    a.set_ylabel("modeled ms per step (critical pipeline stage)")
+    a.set_ylim(0, 1.3 * max([1e3 * s["step_seconds"] for _, s in rows] + bottom) or 1)
+    a.set_title(f"modeled step on {launch.get('hardware')}: where the time goes")
+    a.legend(fontsize=8, loc="upper left")
+
+    gib = 2**30
+    need = [(s["memory_bytes"] or 0) for _, s in rows]
+    # a model far below the device's capacity: its own scale in MiB, the capacity as a number
+    small = max(need) < 0.05 * max((s["memory_capacity"] or 0) for _, s in rows)
+    unit, div = ("MiB", 2**20) if max(need) < gib else ("GiB", gib)
+    m.bar(x, [b / div for b in need], color=["C2" if s["memory_fits"] else "C3" for _, s in rows],
+          label="modeled total of the largest rank (red: does not fit)")
+    cap = [(s["memory_capacity"] or 0) / div for _, s in rows]
+    if not small:
+        for i, c in enumerate(cap):
+            m.hlines(c, i - 0.45, i + 0.45, colors="k", lw=2, label="device capacity" if i == 0 else None)
+    m.set_xticks(x, labels, rotation=20, ha="right")
+    m.set_ylabel(f"{unit} per device")
+    m.set_ylim(0, 1.3 * max((cap if not small else []) + [b / div for b in need]) or 1)
+    m.set_title("modeled memory against the device's capacity" if not small else
+                f"modeled memory (capacity {max(cap) * div / gib:.0f} GiB per device, off this scale)")
+    m.legend(fontsize=8, loc="upper left")
+
+    fig.suptitle(f"{args.experiment}: launch {launch['id']}, SIMULATED on {launch.get('hardware')} (nothing trained)")
+    bottom_frac = pc.footer(fig, args.experiment, launch, runs, names)
+    fig.tight_layout(rect=(0, bottom_frac, 1, 0.95))
+    os.makedirs(args.out, exist_ok=True)
+    path = pc.figure_path(args.out, args.experiment, launch, "split")
+    fig.savefig(path, dpi=110)
+    print(f"{'variant':<{pc.ALIAS_MAX}} {'ms/step':>9} {'compute':>9} {'comm':>9} {'p2p':>9} {'bubble':>9} {'GiB':>7} fits")
+    for (v, s), label in zip(rows, labels):
+        print(f"{label:<{pc.ALIAS_MAX}} {1e3 * s['step_seconds']:9.3f} {1e3 * s['compute_seconds']:9.3f} "
+              f"{1e3 * s['comm_seconds']:9.3f} {1e3 * s['p2p_seconds']:9.3f} {1e3 * s['bubble_seconds']:9.3f} "
+              f"{(s['memory_bytes'] or 0) / gib:7.2f} {'yes' if s['memory_fits'] else 'NO'}")
+    print(f"wrote {path}")
+
+
 def main():
     ap = argparse.ArgumentParser(description="ablation panels of a launch: time, calls, bytes, memory, loss parity")
     pc.add_arguments(ap)
     args = ap.parse_args()
     con = pc.open_db(PROG, args.db, args.experiment)
+    if pc.is_simulated(pc.chosen_launch(PROG, con, args.experiment, args.launch)):
+        return plot_simulated(con, args)
     launch, runs = pc.select_runs(PROG, con, args.experiment, args.launch)
     variants = pc.by_variant(runs)
     base = pc.same_architecture_baseline(variants)
     rows = {v: variant_numbers(con, rs) for v, rs in variants.items()}
     names = list(rows)
+    labels = [pc.variant_alias(v) for v in names]
     x = list(range(len(names)))
 
     import matplotlib
@@ -85,7 +155,7 @@ def main():
     err = [[rows[v]["step_ms"] - rows[v]["lo"] for v in names], [rows[v]["hi"] - rows[v]["step_ms"] for v in names]]
     a.errorbar(x, [rows[v]["step_ms"] for v in names], yerr=err, fmt="none", ecolor="k", capsize=5, lw=1.2,
                label="spread (repeats min–max, else p10–p90)")
-    a.set_xticks(x, names, rotation=20, ha="right"); a.set_ylabel("median ms per step after warm-up")
+    a.set_xticks(x, labels, rotation=20, ha="right"); a.set_ylabel("median ms per step after warm-up")
     a.set_ylim(0, 1.35 * max([rows[v]["hi"] for v in names if rows[v]["hi"] == rows[v]["hi"]] or [1]))
     a.set_title("step time"); a.legend(fontsize=7, loc="upper left")
 
@@ -98,7 +168,7 @@ def main():
             a.bar(x, vals, bottom=bottom, color=phase_colors[p], label=p)
             bottom = [b + c for b, c in zip(bottom, vals)]
     a.plot(x, [rows[v]["max_rank_calls"] for v in names], "kx", ms=9, mew=2, linestyle="none", label="largest rank, all phases")
-    a.set_xticks(x, names, rotation=20, ha="right"); a.set_ylabel("collective calls per step (rank 0)")
+    a.set_xticks(x, labels, rotation=20, ha="right"); a.set_ylabel("collective calls per step (rank 0)")
     a.set_ylim(0, 1.3 * max([max(b, rows[v]["max_rank_calls"]) for b, v in zip(bottom, names)] or [1]) or 1)
     a.set_title("collective calls"); a.legend(fontsize=7, loc="upper left", ncol=2)
 
@@ -114,12 +184,13 @@ def main():
                       edgecolor="k" if hatch else None, lw=0.3, label=f"{p} ({label})")
                 bottom = [b + c for b, c in zip(bottom, vals)]
     a.set_xticks([i + d for i in x for d in (-w / 2, w / 2)], ["layers", "−1"] * len(names), fontsize=7)
-    for i, v in enumerate(names):   # the variant under its pair of bars
-        a.text(i, -0.09, v, ha="center", va="top", fontsize=9, rotation=0, transform=a.get_xaxis_transform())
+    for i, v in enumerate(labels):   # the variant under its pair of bars (turned when they would touch)
+        a.text(i, -0.09, v, ha="right" if len(names) > 3 else "center", va="top", fontsize=8,
+               rotation=20 if len(names) > 3 else 0, transform=a.get_xaxis_transform())
     a.set_ylabel("MiB per step (rank 0)")
     tallest = max([sum(rows[v][k].values()) for v in names for k in ("layer_bytes", "head_bytes")] or [0]) / 2**20
     a.set_ylim(0, 1.35 * tallest or 1)
-    a.set_title("bytes moved: transformer layers (solid) | layer −1: embedding, head, sync (hatched)", fontsize=9)
+    a.set_title("bytes moved: transformer layers (solid)\nlayer −1: embedding, head, sync (hatched)", fontsize=9)
     a.legend(fontsize=6, ncol=2)
 
     # 4. memory: parts stacked, peak as a line
@@ -132,7 +203,7 @@ def main():
     for i, v in enumerate(names):
         peak = rows[v]["mem"]["peak_rss"] / 2**20
         a.hlines(peak, i - 0.45, i + 0.45, colors="k", lw=2, label="peak resident set" if i == 0 else None)
-    a.set_xticks(x, names, rotation=20, ha="right"); a.set_ylabel("MiB (largest rank)")
+    a.set_xticks(x, labels, rotation=20, ha="right"); a.set_ylabel("MiB (largest rank)")
     a.set_ylim(0, 1.3 * max(max(rows[v]["mem"]["peak_rss"] for v in names), max(bottom)) / 2**20 or 1)
     a.set_title("memory: parts stacked, peak as a line"); a.legend(fontsize=7, loc="upper left", ncol=3)
 
@@ -150,7 +221,7 @@ def main():
         s = pc.style(i)
         d = [mine[k] - theirs[k] for k in common]
         a.plot(common, d, color=s["color"], marker=s["marker"], linestyle=s["linestyle"], markersize=3,
-               markevery=pc.markevery(i, len(names), len(common)), label=f"{v} − {ref}")
+               markevery=pc.markevery(i, len(names), len(common)), label=f"{pc.variant_alias(v)} − {pc.variant_alias(ref)}")
         parity.append((v, ref, max(abs(t) for t in d)))
     a.axhline(0, color="k", lw=0.5)
     a.set_xlabel("step"); a.set_ylabel("training loss difference")
@@ -161,27 +232,28 @@ def main():
         a.text(0.5, 0.5, "no two variants share an architecture", ha="center", va="center", transform=a.transAxes)
     alone = pc.without_partner(variants)
     if alone and len(alone) < len(names):
-        a.text(0.01, 0.01, "no other variant of the same architecture: " + ", ".join(alone), fontsize=7, transform=a.transAxes)
+        a.text(0.01, 0.01, "no other variant of the same architecture: " + ", ".join(map(pc.variant_alias, alone)),
+               fontsize=7, transform=a.transAxes)
 
     axes[1][2].axis("off")
-    lines = [f"{'variant':<22} {'runs':>4} {'ms/step':>9} {'spread':>15} {'calls':>6} {'MiB lay':>8} {'MiB −1':>7}"]
+    lines = [f"{'variant':<{pc.ALIAS_MAX}} {'runs':>4} {'ms/step':>9} {'spread':>15} {'calls':>6} {'MiB lay':>8} {'MiB −1':>7}"]
     for v in names:
         r = rows[v]
-        lines.append(f"{v[:22]:<22} {r['n']:>4} {r['step_ms']:9.1f} {r['lo']:7.1f}–{r['hi']:<7.1f} "
+        lines.append(f"{pc.variant_alias(v):<{pc.ALIAS_MAX}} {r['n']:>4} {r['step_ms']:9.1f} {r['lo']:7.1f}–{r['hi']:<7.1f} "
                      f"{sum(r['calls'].values()):6.0f} {sum(r['layer_bytes'].values()) / 2**20:8.2f} "
                      f"{sum(r['head_bytes'].values()) / 2**20:7.2f}")
     axes[1][2].text(0, 1, "\n".join(lines), family="monospace", fontsize=7, va="top")
 
     title = f"{args.experiment}: " + (f"launch {launch['id']}" if launch else "latest run of each variant")
     fig.suptitle(title)
-    fig.text(0.01, 0.005, pc.caption(args.experiment, launch, runs), fontsize=7, wrap=True, va="bottom")
-    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
+    bottom = pc.footer(fig, args.experiment, launch, runs, names)
+    fig.tight_layout(rect=(0, bottom, 1, 0.97))
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"{args.experiment}_ablation.png")
+    path = pc.figure_path(args.out, args.experiment, launch, "ablation")
     fig.savefig(path, dpi=110)
     print("\n".join(lines))
     for v, ref, m in parity:
-        print(f"{v} vs {ref}: max |Δloss| {m:.3g}")
+        print(f"{pc.variant_alias(v)} vs {pc.variant_alias(ref)}: max |Δloss| {m:.3g}")
     print(f"wrote {path}")
 
 

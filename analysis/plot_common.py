@@ -44,12 +44,9 @@ def open_db(prog, path, experiment):
     return con
 
 
-def select_runs(prog, con, experiment, launch_id=None):
-    """The runs a figure shows: those of one launch (launch_id, else the experiment's
-    latest), completed ones only; runs not completed are printed and left out. Without any
-    launch (runs made by hand), the latest run of each variant. Returns (launch, runs):
-    launch a dict or None; runs a list of dicts in the order they ran."""
-    launch = None
+def chosen_launch(prog, con, experiment, launch_id=None):
+    """The launch a figure shows (a dict): launch_id, else the experiment's latest; None when
+    the experiment has no launch (runs made by hand)."""
     if launch_id is not None:
         launch = con.execute("SELECT * FROM launches WHERE id = ?", (launch_id,)).fetchone()
         if launch is None:
@@ -59,6 +56,15 @@ def select_runs(prog, con, experiment, launch_id=None):
     else:
         launch = con.execute("SELECT * FROM launches WHERE experiment = ? ORDER BY id DESC LIMIT 1",
                              (experiment,)).fetchone()
+    return dict(launch) if launch is not None else None
+
+
+def select_runs(prog, con, experiment, launch_id=None):
+    """The runs a figure shows: those of one launch (launch_id, else the experiment's
+    latest), completed ones only; runs not completed are printed and left out. Without any
+    launch (runs made by hand), the latest run of each variant. Returns (launch, runs):
+    launch a dict or None; runs a list of dicts in the order they ran."""
+    launch = chosen_launch(prog, con, experiment, launch_id)
     if launch is not None:
         rows = con.execute("SELECT * FROM runs WHERE launch_id = ? ORDER BY id", (launch["id"],)).fetchall()
     else:
@@ -75,14 +81,14 @@ def select_runs(prog, con, experiment, launch_id=None):
         run = dict(r)
         if run["status"] != "completed":
             last = con.execute("SELECT MAX(step) FROM steps WHERE run_id = ?", (run["id"],)).fetchone()[0]
-            print(f"{prog}: left out: run {run['id']} ({run['variant']}, repeat {run.get('repeat_index', 0) + 1}) "
+            print(f"{prog}: left out: run {run['id']} ({run['variant']}, repeat_index {run.get('repeat_index', 0)}) "
                   f"is {run['status']} at step {last or 0}")
             continue
         run["config"] = json.loads(run["config_json"]) if run.get("config_json") else {}
         runs.append(run)
     if not runs:
         die(prog, f"no completed run in {'launch ' + str(launch['id']) if launch else 'the latest runs'} of {experiment}")
-    return (dict(launch) if launch is not None else None), runs
+    return launch, runs
 
 
 def by_variant(runs):
@@ -176,7 +182,12 @@ def caption(experiment, launch, runs):
             layouts.append(d)
     parts = [f"model: {'; '.join(models)}", f"layout: {', '.join(layouts)}",
              f"host: {runs[0].get('host')}, {runs[0].get('cpu_model') or '?'}"]
-    if launch:
+    if is_simulated(launch):
+        parts[-1] = f"priced on {runs[0].get('host')}"
+        parts.append(f"launch {launch['id']} of {experiment} v{launch.get('experiment_version') or '-'} "
+                     f"({launch['started_at'][:16]}Z): SIMULATED on hardware profile {launch.get('hardware')}, nothing trained, "
+                     f"git {(launch.get('git_commit') or '?')[:10]}")
+    elif launch:
         parts.append(f"launch {launch['id']} of {experiment} v{launch.get('experiment_version') or '-'} "
                      f"({launch['started_at'][:16]}Z, REPEAT={launch['repeat']}, load {launch.get('load_avg_1m') or float('nan'):.2f}, "
                      f"sgemm peak {launch.get('peak_gflops') or float('nan'):.1f} GFLOP/s, git {(launch.get('git_commit') or '?')[:10]})")
@@ -190,3 +201,85 @@ def add_arguments(ap):
     ap.add_argument("--db", default="runs/boost.db")
     ap.add_argument("--out", default="analysis/figures")
     ap.add_argument("--launch", type=int, default=None, help="launch id (default: the experiment's latest launch)")
+
+
+ALIAS_MAX = 20
+
+
+def _fnv1a(s):
+    h = 2166136261
+    for b in s.encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def variant_alias(v):
+    """A short, stable name for a long variant name, the same as src/store/compare.c
+    variant_alias(): the name itself up to ALIAS_MAX characters; a grid name
+    ("online_rmsnorm=false,linear=cola") as its keys' initials with the values
+    ("or=false,l=cola") if that is short enough; else the first 15 characters and a hash."""
+    if len(v) <= ALIAS_MAX:
+        return v
+    if "=" in v:
+        a, at_key, word_start = "", True, True
+        for ch in v:
+            if ch == "=":
+                at_key = False
+                a += "="
+            elif ch == ",":
+                at_key, word_start = True, True
+                a += ","
+            elif not at_key:
+                a += ch
+            elif ch == ".":
+                a = a[:a.rfind(",") + 1] if "," in a else ""
+                word_start = True
+            elif ch == "_":
+                word_start = True
+            elif word_start:
+                a += ch
+                word_start = False
+        if len(a) <= ALIAS_MAX:
+            return a
+    return f"{v[:15]}~{_fnv1a(v) & 0xFFFF:04x}"
+
+
+def alias_key(names):
+    """'alias = full name' lines for the names that have an alias (empty list when none)."""
+    return [f"{variant_alias(v)} = {v}" for v in names if variant_alias(v) != v]
+
+
+def figure_path(out, experiment, launch, kind):
+    """<out>/<experiment>_L<launch>_<kind>.png: every launch its own files, so a figure of one
+    launch never replaces another's; runs made by hand (no launch): <experiment>_latest_<kind>.png."""
+    tag = f"L{launch['id']}" if launch else "latest"
+    return os.path.join(out, f"{experiment}_{tag}_{kind}.png")
+
+
+def is_simulated(launch):
+    return bool(launch) and launch.get("kind") == "simulated"
+
+
+def trailing_mean(values, n):
+    """The mean of each value and the n - 1 before it (None values skipped); n = 1: as is."""
+    if n <= 1:
+        return list(values)
+    out = []
+    for i in range(len(values)):
+        w = [x for x in values[max(0, i - n + 1):i + 1] if x is not None]
+        out.append(sum(w) / len(w) if w else None)
+    return out
+
+
+def footer(fig, experiment, launch, runs, names, width=170):
+    """The caption and the key of the aliased variant names at the bottom of a figure,
+    wrapped to the figure's width (nothing runs off the edge). Returns the fraction of the
+    figure's height it takes, for tight_layout(rect=(0, that, 1, ...))."""
+    import textwrap
+    chars = int(width * fig.get_figwidth() / 17)   # about 10 characters per inch at 7 pt
+    lines = textwrap.wrap(caption(experiment, launch, runs), chars)
+    key = alias_key(names)
+    if key:
+        lines += textwrap.wrap("variants: " + "; ".join(key), chars)
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, va="bottom", family="sans-serif")
+    return min(0.3, (len(lines) * 7 * 1.35 + 8) / 72 / fig.get_figheight())

@@ -48,6 +48,38 @@ done <"$TMP/queries.sql"
 if [ "$nq" -ge 10 ] && [ -z "$bad" ]; then pass "docs_database_queries_return_rows ($nq)"
 else fail docs_database_queries_return_rows "$nq queries; $bad"; fi
 
+# ---- docs/database.md: the make compare commands of "Comparing launches and exporting" --------
+# Each runs against the test's database (launch 1: quickstart, launch 2: tp = 2) and must exit 0
+# with output; the first shows parallel.tp, the key the two launches differ on, as a column.
+awk '/^## Comparing launches/ {on=1} on && /^```sh/ {inb=1; next} inb && /^```/ {exit} inb {print}' docs/database.md |
+    sed 's/ *#.*$//' >"$TMP/compare.sh"
+nc=0; bad=""; first=""
+while IFS= read -r cmd; do
+    [ -z "$cmd" ] && continue
+    nc=$((nc + 1))
+    case "$cmd" in
+        "make compare"*) out=$(eval "make -s --no-print-directory ${cmd#make } DB='$DB'" 2>&1) ;;
+        "build/exp "*) out=$(eval "$BUILD/${cmd#build/} --set run.db='$DB'" 2>&1) ;;
+        *) out="unknown command"; false ;;
+    esac
+    rc=$?
+    [ -z "$first" ] && first=$out
+    if [ $rc -ne 0 ] || [ -z "$out" ]; then bad+="[$cmd -> exit $rc: $(head -2 <<<"$out" | tr '\n' ' ')] "; fi
+done <"$TMP/compare.sh"
+if [ "$nc" -ge 4 ] && [ -z "$bad" ] && head -1 <<<"$first" | grep -q "parallel.tp"; then pass "docs_compare_commands_run ($nc)"
+else fail docs_compare_commands_run "$nc commands; $bad $(head -2 <<<"$first")"; fi
+csv=$("$BUILD/exp" --compare --db "$DB" --launch 1 --launch 2 --csv)
+if [ "$(wc -l <<<"$csv")" = 3 ] && [ "$(awk -F, 'NR == 2 {print $6}' <<<"$csv")" = 1 ] &&
+   [ "$(awk -F, 'NR == 3 {print $6}' <<<"$csv")" = 2 ]; then pass compare_csv_rows_and_keys
+else fail compare_csv_rows_and_keys "$(head -3 <<<"$csv")"; fi
+# the view equals the printed table: median ms/step of launch 2's run as printed and as stored
+printed=$("$BUILD/exp" quickstart --summary --launch 2 --set run.db="$DB" | awk '$1 == "default" {print $6}')
+stored=$(sqlite3 "$DB" "SELECT printf('%.1f', median_ms_per_step) FROM run_summary WHERE launch_id = 2")
+[ -n "$printed" ] && [ "$printed" = "$stored" ] && pass "run_summary_median_is_the_table ($printed ms)" ||
+    fail run_summary_median_is_the_table "printed '$printed', view '$stored'"
+bools=$(sqlite3 "$DB" "SELECT DISTINCT value FROM config_diff WHERE key LIKE 'boost.%' ORDER BY value")
+[ "$bools" = $'false\ntrue' ] && pass config_diff_booleans_as_in_the_manifest || fail config_diff_booleans_as_in_the_manifest "'$bools'"
+
 # ---- the printed schema is the real one ------------------------------------------------
 awk '/^## Schema/ {on=1} on && /^```sql/ {inb=1; next} inb && /^```/ {exit} inb {print}' docs/database.md >"$TMP/doc-schema.sql"
 sqlite3 "$DB" .schema >"$TMP/real-schema.sql"

@@ -85,7 +85,7 @@ BOOST_FAULT=fail=1@2 "$BUILD/exp" "$TMP/duo.yaml" --variant b >"$TMP/f.log" 2>&1
 L=$(q "SELECT MAX(id) FROM launches")
 row=$(q "SELECT r.status || '|' || r.error || '|' || l.status FROM runs r JOIN launches l ON l.id = r.launch_id WHERE l.id=$L")
 if [ $rc = 1 ] && [[ "$row" == "failed|rank 1: "*"injected failure (BOOST_FAULT) after step 2|failed" ]] &&
-   grep -q "not compared: run .* (b, repeat 1) is failed at step" "$TMP/f.log"; then pass rank1_failure_recorded
+   grep -q "not compared: run .* (b, repeat_index 0) is failed at step" "$TMP/f.log"; then pass rank1_failure_recorded
 else fail rank1_failure_recorded "exit $rc, '$row'"; fi
 BOOST_FAULT=signal=1@2:TERM:parent "$BUILD/exp" "$TMP/duo.yaml" --variant b >"$TMP/t.log" 2>&1; rc=$?
 row=$(q "SELECT status || '|' || error FROM runs WHERE id = (SELECT MAX(id) FROM runs)")
@@ -117,8 +117,8 @@ PY=/usr/bin/python3
 if $PY -c "import matplotlib" 2>/dev/null; then
     L=$(q "SELECT MAX(id) FROM launches WHERE variant_filter = 'a'")   # the launch restarted without a checkpoint
     out=$($PY analysis/plot_losses.py duo --db "$DB" --launch "$L" --out "$TMP/fig" 2>&1 && $PY analysis/plot_ablation.py duo --db "$DB" --launch 1 --out "$TMP/fig" 2>&1); rc=$?
-    if [ $rc = 0 ] && [ -s "$TMP/fig/duo_loss.png" ] && [ -s "$TMP/fig/duo_ablation.png" ] &&
-       grep -q "left out: run .* (a, repeat 1) is interrupted" <<<"$out" && grep -q "b vs a: max |Δloss|" <<<"$out"; then pass figures_of_a_launch
+    if [ $rc = 0 ] && [ -s "$TMP/fig/duo_L${L}_loss.png" ] && [ -s "$TMP/fig/duo_L1_ablation.png" ] &&
+       grep -q "left out: run .* (a, repeat_index 0) is interrupted" <<<"$out" && grep -q "b vs a: max |Δloss|" <<<"$out"; then pass figures_of_a_launch
     else fail figures_of_a_launch "exit $rc: $(tail -3 <<<"$out")"; fi
     expect_error figures_unknown_launch "no launch 99" 2 $PY analysis/plot_losses.py duo --db "$DB" --launch 99 --out "$TMP/fig"
 else

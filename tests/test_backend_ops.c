@@ -1094,6 +1094,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: %s [--table | --cases] [--only SUBSTRING] [--list]\n"
+                   "       %s --json FILE [--sizes small,1b,7b] [--reps N] [--tf32] [--only SUBSTRING]\n"
+                   "every back-end op against the fp32 reference (PASS/FAIL/SKIP lines); --json times them\n", argv[0], argv[0]);
+            return 0;
+        }
         else {
             fprintf(stderr, "error: unknown argument '%s'\nusage: %s [--table | --cases] [--only SUBSTRING] [--list]\n"
                             "       %s --json FILE [--sizes small,1b,7b] [--reps N] [--tf32] [--only SUBSTRING]\n",

@@ -25,6 +25,7 @@
 // that are themselves near zero (sums of cancelling terms) from failing on absolute noise.
 // Measured worst case is printed by t_btp.sh's verbose mode (BTP_VERBOSE=1).
 #include <math.h>
+#define TL_USAGE "the BTP layer at tp x pp against the single process: test_btp [tp pp] under mpirun -np tp*pp (default: the world size, pp 1)\n"
 #include "testlib.h"
 #include "mpitestlib.h"
 #include "../src/config/config.h"

@@ -7,6 +7,7 @@
 // ("PASS name" / "FAIL name: ...") and the failing ranks print details ("  rank r: ...") to
 // stderr. tests/t_comm.sh runs the grids 1×1×1 2×1×1 4×1×1 2×2×1 2×1×2 1×2×2.
 #include <math.h>
+#define TL_USAGE "the accounted collectives over a tp x pp x dp grid: test_comm [tp pp dp] under mpirun -np tp*pp*dp\n"
 #include "testlib.h"
 #define MPI_TL_MAX_DETAILS 6
 #include "mpitestlib.h"

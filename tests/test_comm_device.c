@@ -13,6 +13,7 @@
 // under mpirun with the grid as arguments (tests/t_comm_device.sh):
 //   mpirun -np 4 --oversubscribe build/test_comm_device 2 1 2      (tp pp dp)
 #include <math.h>
+#define TL_USAGE "the collectives on device buffers over a grid: test_comm_device [tp [pp [dp]]] under mpirun (default: tp = the world size)\n"
 #include "testlib.h"
 #define MPI_TL_MAX_DETAILS 6
 #include "mpitestlib.h"

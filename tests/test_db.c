@@ -117,9 +117,11 @@ TEST(db_migrates_schema_2) {
     sqlite3 *s = raw_open(path);
     const char *down =
         "DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW launch_summary; DROP VIEW simulated_runs;"
+        "DROP VIEW config_diff; DROP VIEW run_config; DROP TABLE host_peaks;"
         "DROP TABLE simulation;"
         "ALTER TABLE runs DROP COLUMN kind; ALTER TABLE runs DROP COLUMN hardware;"
         "ALTER TABLE launches DROP COLUMN kind; ALTER TABLE launches DROP COLUMN hardware;"
+        "ALTER TABLE launches DROP COLUMN peak_check_gflops;"
         "PRAGMA user_version=2;";
     EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-2 file: %s", sqlite3_errmsg(s));
     EXPECT(q_num(s, "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='kind'") == 0, "no kind column in schema 2");
@@ -131,6 +133,39 @@ TEST(db_migrates_schema_2) {
     EXPECT(!strcmp(t, "measured|null|9"), "migrated run in run_summary: %s", t);
     EXPECT(q_num(s, "SELECT COUNT(*) FROM simulated_runs") == 0, "the simulated_runs view exists");
     EXPECT(sqlite3_exec(s, "UPDATE runs SET kind='guessed'", NULL, NULL, NULL) != SQLITE_OK, "kind is checked after the migration");
+    sqlite3_close(s);
+    rundb_close(db);
+}
+
+// ---- schema 3 files are migrated: host_peaks, the configuration views, the median ------------
+// A schema-3 file: a fresh one without schema 4's table and views, and schema 3's run_summary
+// (no median, no configuration columns).
+TEST(db_migrates_schema_3) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "v3.db");
+    RunDB *db = rundb_open(path);
+    RunInfo ri = make_info("old3", "v", "old3.v.1");
+    ri.config_json = "{\"model\": {\"linear\": \"cola\"}, \"boost\": {\"btp\": true}, \"train\": {\"precision\": \"fp32\"}}";
+    int64_t id = rundb_begin_run(db, &ri);
+    log_steps(db, id, 10, 0.1);
+    rundb_end_run(db, id, "completed", NULL);
+    rundb_close(db);
+    sqlite3 *s = raw_open(path);
+    const char *down =
+        "DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW config_diff; DROP VIEW run_config; DROP TABLE host_peaks;"
+        "CREATE VIEW run_summary AS SELECT r.id AS run_id, r.uid FROM runs r;"
+        "CREATE VIEW latest_runs AS SELECT * FROM run_summary; ALTER TABLE launches DROP COLUMN peak_check_gflops;"
+        "PRAGMA user_version=3;";
+    EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-3 file: %s", sqlite3_errmsg(s));
+    sqlite3_close(s);
+    db = rundb_open(path);
+    s = raw_open(path);
+    EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
+    q_text(s, "SELECT linear || '|' || btp || '|' || precision || printf('|%.1f', median_ms_per_step) FROM run_summary WHERE uid='old3.v.1'",
+           t, sizeof t);
+    EXPECT(!strcmp(t, "cola|true|fp32|100.0"), "migrated run in the new run_summary: %s", t);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM host_peaks") == 0, "the host_peaks table exists");
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM config_diff") == 0, "the config_diff view exists (a run without a launch: no rows)");
     sqlite3_close(s);
     rundb_close(db);
 }
@@ -428,6 +463,7 @@ int main(void) {
     if (!mkdtemp(TMPDIR_)) { perror("mkdtemp"); return 1; }
     RUN(db_migrates_schema_1);
     RUN(db_migrates_schema_2);
+    RUN(db_migrates_schema_3);
     RUN(db_simulated_run);
     RUN(db_launch_overrides_views);
     RUN(db_summary_medians_spread_rates);

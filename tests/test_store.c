@@ -15,6 +15,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#define TL_USAGE "checkpoints, dumps and the run database; helpers for the shell tests: --write-dump F [preset], --write-checkpoint F [preset], --verify F, --reseal F ..., --read-checkpoint F\n"
 #include "testlib.h"
 #include "storetestlib.h"
 #include "../src/core/check.h"

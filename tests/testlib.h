@@ -27,6 +27,28 @@ extern int tl_skipped_current;
 #define EXPECT(cond, ...) do { if (!(cond)) { \
     if (!tl_failed_current) printf("FAIL %s: ", tl_current); else printf("  also: "); \
     printf(__VA_ARGS__); printf("  [%s:%d]\n", __FILE__, __LINE__); tl_failed_current = 1; } } while (0)
+// `build/test_x --help` (or -h): what the binary runs and its arguments, before main() (and
+// before MPI), exit 0. A test file with arguments defines TL_USAGE before including this.
+#ifndef TL_USAGE
+#define TL_USAGE "runs every test of this binary (no arguments); prints PASS/FAIL/SKIP lines, exit 1 if one failed\n"
+#endif
+__attribute__((constructor)) static void tl_help(void) {
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    if (!f) return;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    size_t first = strlen(buf);
+    if (first + 1 >= n) return;
+    const char *arg = buf + first + 1;
+    if (strcmp(arg, "--help") && strcmp(arg, "-h")) return;
+    const char *name = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
+    printf("usage: %s [--help]\n%s: %s(tests/run.sh runs every test binary; see the comment at the top of tests/%s.c)\n",
+           name, name, TL_USAGE, name);
+    exit(0);
+}
+
 #define TL_MAIN_DEFS int tl_failed_current = 0, tl_skipped_current = 0, tl_n_pass = 0, tl_n_fail = 0, \
     tl_n_skip = 0; const char *tl_current = "";
 #define TL_EXIT() return tl_n_fail ? 1 : 0

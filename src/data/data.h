@@ -102,6 +102,8 @@ typedef struct {
 // Unknown dataset names, unreadable files, missing `bible` command, no network for
 // downloads: clear error, exit 2.
 void dataset_prepare(const DataConfig *dc, int vocab_size, uint64_t seed, PreparedData *out);
+// quiet = 1: dataset_prepare prints no progress lines (the ranks other than 0 of a run).
+void dataset_set_quiet(int quiet);
 
 // ---- loader --------------------------------------------------------------------------
 // Training samples are stateless: sample k (a global index, the same whatever the

@@ -13,9 +13,22 @@
 #include "../core/timer.h"
 #include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+// Progress lines ("data: reading kjv ..."): from one process only (dataset_set_quiet).
+static int g_data_quiet;
+void dataset_set_quiet(int quiet) { g_data_quiet = quiet; }
+__attribute__((format(printf, 1, 2)))
+static void data_log(const char *fmt, ...) {
+    if (g_data_quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
 
 #define DATA_FORMAT_VERSION 1   // bump when pre-tokenizer, training or shard layout change
 #define TINYSHAKESPEARE_URL "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
@@ -133,7 +146,7 @@ static uint8_t *read_text(const char *path, size_t *n) {
         if (!ok) { bad++; i++; continue; }
         i += (size_t)k + 1;
     }
-    if (bad) fprintf(stderr, "data: warning: %s is not valid UTF-8 (%zu bad bytes); tokenizing the raw bytes anyway\n", path, bad);
+    if (bad) data_log("data: warning: %s is not valid UTF-8 (%zu bad bytes); tokenizing the raw bytes anyway\n", path, bad);
     return p;
 }
 
@@ -159,7 +172,7 @@ static uint8_t *read_tinyshakespeare(const char *cache_dir, size_t *n) {
     if (!file_nonempty(path)) {
         mkdir_p(dir);
         file_tmp_name(tmp, sizeof tmp, path);
-        fprintf(stderr, "data: downloading tinyshakespeare from %s\n", url);
+        data_log("data: downloading tinyshakespeare from %s\n", url);
         int rc = -1;
         if (find_in_path("curl")) {
             char *argv[] = {"curl", "-fsSL", "--connect-timeout", "15", "--max-time", "300",
@@ -296,7 +309,7 @@ void dataset_prepare(const DataConfig *dc, int vocab_size, uint64_t seed, Prepar
     // raw corpus and its hash
     uint8_t *raw = NULL; size_t nraw = 0;
     if (kind == D_KJV) {
-        fprintf(stderr, "data: reading kjv (bible -f Gen1:1-Rev22:21)\n");
+        data_log("data: reading kjv (bible -f Gen1:1-Rev22:21)\n");
         raw = read_kjv(&nraw);
     } else if (kind == D_TEXT) {
         raw = read_text(ds + 5, &nraw);
@@ -322,17 +335,17 @@ void dataset_prepare(const DataConfig *dc, int vocab_size, uint64_t seed, Prepar
     int have_marker = read_marker(marker, keystr, &mk, why, sizeof why);
     if (have_marker && cache_usable(out, &mk, why, sizeof why)) {
         out->vocab_size = mk.vocab;
-        fprintf(stderr, "data: using cached %s (vocab %d, train %llu tokens, val %llu tokens)\n",
+        data_log("data: using cached %s (vocab %d, train %llu tokens, val %llu tokens)\n",
                 out->dir, mk.vocab, (unsigned long long)mk.train, (unsigned long long)mk.val);
         free(raw);
         return;
     }
     if (have_marker || access(out->dir, F_OK) == 0)
-        fprintf(stderr, "data: the cache entry %s is not usable (%s): rebuilding it\n", out->dir, why);
+        data_log("data: the cache entry %s is not usable (%s): rebuilding it\n", out->dir, why);
 
     mkdir_p(out->dir);
     if (unlink(marker) != 0) CHECK_ERRNO(errno != ENOENT, marker);
-    fprintf(stderr, "data: preparing %s into %s\n", ds, out->dir);
+    data_log("data: preparing %s into %s\n", ds, out->dir);
 
     int32_t *ids; size_t nids;
     if (kind == D_SYNTH) {
@@ -343,14 +356,14 @@ void dataset_prepare(const DataConfig *dc, int vocab_size, uint64_t seed, Prepar
     } else {
         Tokenizer tok;
         double t1 = now_seconds();
-        fprintf(stderr, "data: training byte-level BPE, vocab %d, on %.2f MB\n", vocab_size, nraw / 1e6);
+        data_log("data: training byte-level BPE, vocab %d, on %.2f MB\n", vocab_size, nraw / 1e6);
         tokenizer_train(&tok, raw, nraw, vocab_size, 1);
-        fprintf(stderr, "data: tokenizer trained in %.1fs (vocab %d)\n", now_seconds() - t1, tok.vocab_size);
+        data_log("data: tokenizer trained in %.1fs (vocab %d)\n", now_seconds() - t1, tok.vocab_size);
         tokenizer_save(&tok, out->tokenizer_path);
         t1 = now_seconds();
-        fprintf(stderr, "data: encoding %.2f MB\n", nraw / 1e6);
+        data_log("data: encoding %.2f MB\n", nraw / 1e6);
         ids = tokenizer_encode(&tok, raw, nraw, &nids);
-        fprintf(stderr, "data: encoded into %zu tokens (%.2f bytes/token) in %.1fs\n",
+        data_log("data: encoded into %zu tokens (%.2f bytes/token) in %.1fs\n",
                 nids, nids ? (double)nraw / (double)nids : 0.0, now_seconds() - t1);
         out->vocab_size = tok.vocab_size;
         tokenizer_free(&tok);
@@ -370,6 +383,6 @@ void dataset_prepare(const DataConfig *dc, int vocab_size, uint64_t seed, Prepar
     FILE *f = atomic_open(marker, tmp, sizeof tmp);
     atomic_write(f, text, strlen(text), tmp);
     atomic_commit(f, tmp, marker);
-    fprintf(stderr, "data: prepared %s in %.1fs (vocab %d, train %llu tokens, val %llu tokens)\n",
+    data_log("data: prepared %s in %.1fs (vocab %d, train %llu tokens, val %llu tokens)\n",
             out->dir, now_seconds() - t0, out->vocab_size, (unsigned long long)ntrain, (unsigned long long)nval);
 }

@@ -46,6 +46,14 @@ static uint32_t meta_crc(const CheckpointMeta *m, const char *created_at) {
     return text_field(c, "config", m->config_json);
 }
 
+// CRC-32 of "run_uid=<s>\nvariant=<s>\ntokenizer=<s>\n": the identity attributes, added to
+// format 2 without changing meta_crc32 (older builds read these files and ignore them).
+static uint32_t identity_crc(const CheckpointMeta *m) {
+    uint32_t c = text_field(0, "run_uid", m->run_uid);
+    c = text_field(c, "variant", m->variant);
+    return text_field(c, "tokenizer", m->tokenizer_path);
+}
+
 // ---- the checksum block -------------------------------------------------------------
 // The first CKPT_BLOCK bytes of a checkpoint are an HDF5 user block (HDF5 never reads or
 // writes it; the HDF5 file proper starts after it). It holds, as text,
@@ -191,6 +199,10 @@ void checkpoint_write(const char *path, const ModelState *m, const CheckpointMet
     h5j_attr_fixed_str(&j, f, "git_commit", meta->git_commit);
     h5j_attr_fixed_str(&j, f, "created_at", now);
     h5j_attr_u32(&j, f, "meta_crc32", meta_crc(meta, now));
+    h5j_attr_fixed_str(&j, f, "run_uid", meta->run_uid);
+    h5j_attr_fixed_str(&j, f, "variant", meta->variant);
+    h5j_attr_fixed_str(&j, f, "tokenizer", meta->tokenizer_path);
+    h5j_attr_u32(&j, f, "identity_crc32", identity_crc(meta));
     write_family(&j, f, m, "model", m->params);
     write_family(&j, f, m, "m", m->m);
     write_family(&j, f, m, "v", m->v);
@@ -468,6 +480,25 @@ static int read_meta(H5Job *j, hid_t f, CheckpointMeta *meta, char *err, size_t 
                  "(stored meta_crc32 %08" PRIx64 ", computed %08x)", (uint64_t)stored, crc);
         return LOAD_DAMAGED;
     }
+    // The identity (run uid, variant, tokenizer): absent in files written before it ("").
+    const char *inames[3] = { "run_uid", "variant", "tokenizer" };
+    char **idst[3] = { &meta->run_uid, &meta->variant, &meta->tokenizer_path };
+    int present = 0;
+    for (int i = 0; i < 3; i++) {
+        r = h5j_attr_read_str(j, f, inames[i], idst[i], 0);
+        if (r < 0) return LOAD_DAMAGED;
+        present += r > 0;
+        if (r == 0) *idst[i] = xstrdup("");
+    }
+    if (present) {
+        r = h5j_attr_read_i64(j, f, "identity_crc32", &stored);
+        if (r < 0) return LOAD_DAMAGED;
+        crc = identity_crc(meta);
+        if (present < 3 || r == 0 || stored != (int64_t)crc) {
+            snprintf(err, n, "the identity attributes (run_uid, variant, tokenizer) do not match their checksum identity_crc32");
+            return LOAD_DAMAGED;
+        }
+    }
     return LOAD_OK;
 }
 
@@ -529,6 +560,10 @@ done:
     return kind;
 }
 
+int checkpoint_read_meta(const char *path, CheckpointMeta *out, char *why, size_t n) {
+    return load(path, NULL, out, why, n) == LOAD_OK;
+}
+
 void checkpoint_read(const char *path, ModelState *m, CheckpointMeta *out) {
     char err[1500];
     CheckpointMeta meta;
@@ -553,7 +588,9 @@ int checkpoint_verify(const char *path, char *why, size_t n) {
 
 void checkpoint_meta_free(CheckpointMeta *meta) {
     free(meta->manifest); free(meta->config_json); free(meta->git_commit);
+    free(meta->run_uid); free(meta->variant); free(meta->tokenizer_path);
     meta->manifest = meta->config_json = meta->git_commit = NULL;
+    meta->run_uid = meta->variant = meta->tokenizer_path = NULL;
 }
 
 void checkpoint_path(char *buf, size_t n, const char *dir, int64_t step) {

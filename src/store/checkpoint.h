@@ -36,6 +36,14 @@ typedef struct {
     char *manifest;         // full manifest text
     char *config_json;      // resolved configuration (config_to_json)
     char *git_commit;
+    // What the file is, so that it can be used alone (build/sample): the run's uid (its
+    // runs.uid and folder), its variant and the tokenizer its data was encoded with (an
+    // absolute path; "" for synthetic data). Covered by the root attribute identity_crc32,
+    // not by meta_crc32, so that older builds still read these files; files written before
+    // them read back as "".
+    char *run_uid;
+    char *variant;
+    char *tokenizer_path;
 } CheckpointMeta;
 
 // Write the params, m and v families of the unsharded state `s` and `meta` to `path`
@@ -51,6 +59,10 @@ void checkpoint_write(const char *path, const ModelState *s, const CheckpointMet
 // the configuration does not have. `out` may be NULL.
 void checkpoint_read(const char *path, ModelState *s, CheckpointMeta *out);
 void checkpoint_meta_free(CheckpointMeta *meta);
+// The metadata of a checkpoint without a model (to build one from its configuration):
+// verifies the file as checkpoint_verify does, then 1 and *out (free with
+// checkpoint_meta_free); else 0 and the reason in why (never exits).
+int checkpoint_read_meta(const char *path, CheckpointMeta *out, char *why, size_t n);
 // Verify a checkpoint without a model: format and version, the structure (every /model
 // tensor has its m and v of the same shape, all float32), every tensor and the metadata
 // against their checksums. 1 if good; else 0 and the reason in why (never exits).

@@ -17,14 +17,14 @@
 #include "host.h"
 #include "../core/metrics.h"
 
-#define RUNDB_SCHEMA_VERSION 3   // PRAGMA user_version of databases this build writes (1 and 2 are migrated)
+#define RUNDB_SCHEMA_VERSION 4   // PRAGMA user_version of databases this build writes (1, 2 and 3 are migrated)
 
 typedef struct RunDB RunDB;
 
 // Everything in a `runs` row that the caller provides (status, started_at, ended_at,
 // error and resumed_count are managed by the functions below).
 typedef struct {
-    char uid[256];               // "<experiment>.<variant>.<YYYYmmdd-HHMMSS>.<pid>": also the checkpoint folder name
+    char uid[256];               // "<experiment>.<variant alias>.<YYYYmmdd-HHMMSS>.<pid>": also the checkpoint folder name
     char experiment[256];
     char variant[256];
     char manifest_path[1024];
@@ -88,8 +88,8 @@ typedef struct {
     char variant_filter[256];    // VARIANT= ("" = every variant that is not on demand)
     int repeat;                  // REPEAT= (>= 1): the variants run `repeat` times, interleaved
     double load_avg;             // 1-minute load average at the start (-1 unknown)
-    double peak_gflops;          // the one sgemm peak measured for the launch (this host, all cores);
-                                 // a simulated launch: the profile's peak of one device
+    double peak_gflops;          // the host's sgemm peak (host_peaks: measured once per machine, all
+                                 // cores) every run's MFU uses; a simulated launch: the profile's peak of one device
     HostFacts host;
     char kind[16];               // "measured" ("" means the same) or "simulated" (make exp SIMULATE=1)
     char hardware[128];          // a simulated launch's hardware profile
@@ -106,6 +106,7 @@ typedef struct {
     char variant_filter[256];
     int repeat;
     double peak_gflops, load_avg;
+    double peak_check_gflops;    // the sgemm measured at the launch's start (NAN: none)
     char host[256];
     char kind[16], hardware[128];// "measured" or "simulated"; the profile of a simulated launch
     int n_overrides;
@@ -115,7 +116,18 @@ typedef struct {
 int rundb_launch(RunDB *db, int64_t id, LaunchRow *out);
 // The newest launch of an experiment (1), or 0.
 int rundb_latest_launch(RunDB *db, const char *experiment, LaunchRow *out);
+// The launch of the experiment just before launch `before` (1), or 0.
+int rundb_previous_launch(RunDB *db, const char *experiment, int64_t before, LaunchRow *out);
 void rundb_launch_row_free(LaunchRow *row);
+
+// ---- the sgemm peak of a host (host_peaks): measured once, reused by every launch --------
+typedef struct { int64_t id; double gflops, load_avg; char measured_at[32]; } HostPeak;
+// The newest stored peak of this machine (host name, CPU model, core count): 1, or 0.
+int rundb_host_peak(RunDB *db, const HostFacts *h, HostPeak *out);
+// A new measurement of this machine (load_avg: the 1-minute load while it ran, -1 unknown).
+int64_t rundb_store_host_peak(RunDB *db, const HostFacts *h, double gflops, double load_avg);
+// The sgemm measured at a launch's start, beside the stored peak it uses (launches.peak_check_gflops).
+void rundb_set_launch_peak_check(RunDB *db, int64_t launch, double gflops);
 
 // ---- runs ------------------------------------------------------------------------------
 // New run, status 'running', started_at now. Returns runs.id.

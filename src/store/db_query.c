@@ -181,9 +181,10 @@ static void read_launch(RunDB *db, sqlite3_stmt *st, LaunchRow *l) {
     l->n_overrides = db_json_strings(db->db, (const char *)sqlite3_column_text(st, 11), &l->overrides);
     db_col_text(st, 12, l->kind, sizeof l->kind);
     db_col_text(st, 13, l->hardware, sizeof l->hardware);
+    l->peak_check_gflops = db_col_dbl(st, 14);
 }
 #define LAUNCH_COLS "id, experiment, status, started_at, experiment_version, manifest_sha256, variant_filter, repeat, " \
-                    "peak_gflops, load_avg_1m, host, overrides, kind, hardware"
+                    "peak_gflops, load_avg_1m, host, overrides, kind, hardware, peak_check_gflops"
 
 int rundb_launch(RunDB *db, int64_t id, LaunchRow *out) {
     rundb_flush(db);
@@ -200,6 +201,17 @@ int rundb_latest_launch(RunDB *db, const char *experiment, LaunchRow *out) {
     sqlite3_stmt *st = db_prep(db, "SELECT " LAUNCH_COLS " FROM launches WHERE experiment=?1 ORDER BY id DESC LIMIT 1");
     db_bind_text(db, st, 1, experiment);
     int found = db_next_row(db, st, "looking up the latest launch");
+    if (found) read_launch(db, st, out);
+    db_finalize(db, st);
+    return found;
+}
+
+int rundb_previous_launch(RunDB *db, const char *experiment, int64_t before, LaunchRow *out) {
+    rundb_flush(db);
+    sqlite3_stmt *st = db_prep(db, "SELECT " LAUNCH_COLS " FROM launches WHERE experiment=?1 AND id<?2 ORDER BY id DESC LIMIT 1");
+    db_bind_text(db, st, 1, experiment);
+    db_bind_i64(db, st, 2, before);
+    int found = db_next_row(db, st, "looking up the launch before");
     if (found) read_launch(db, st, out);
     db_finalize(db, st);
     return found;

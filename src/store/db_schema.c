@@ -1,4 +1,4 @@
-// db_schema.c — the run database's tables, views and the migrations from schemas 1 and 2
+// db_schema.c — the run database's tables, views and the migrations from schemas 1, 2 and 3
 // (docs/database.md shows the same statements and explains every column).
 #include "db_internal.h"
 
@@ -83,7 +83,9 @@ RUN_KIND_COLUMNS \
 "  git_dirty          INTEGER,\n" \
 "  load_avg_1m        REAL,\n" \
 "  peak_gflops        REAL,\n" \
-RUN_KIND_COLUMNS \
+"  " KIND_COLUMN ",\n" \
+"  hardware           TEXT,\n" \
+"  peak_check_gflops  REAL\n" \
 ");\n" \
 "CREATE INDEX launches_by_experiment ON launches(experiment, id);\n"
 
@@ -135,30 +137,77 @@ RUN_KIND_COLUMNS \
 // Views. Warm-up: the first max(1, last_step / 10) steps of a run are not timed.
 // tokens of a step = tokens_per_s x step_seconds (the trainer's own count).
 // A run with a single step (a simulated run: its one modeled step) has no warm-up.
+// The configuration a run ran with: after a resume that changed it, its last
+// config_change event's, else config_json at the start.
+#define RUN_CONFIG_SQL(r) \
+"COALESCE((SELECT detail FROM events e WHERE e.run_id = " r ".id AND e.kind = 'config_change' ORDER BY e.id DESC LIMIT 1), " r ".config_json)"
+// One configuration value as the manifest writes it: true/false for booleans (json_extract
+// would give 1/0), numbers and strings as text.
+#define CFG_VALUE(json, path) \
+"(CASE json_type(" json ", '" path "') WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE CAST(json_extract(" json ", '" path "') AS TEXT) END)"
+
+// Views. Warm-up: the first max(1, last_step / 10) steps of a run are not timed.
+// tokens of a step = tokens_per_s x step_seconds (the trainer's own count).
+// A run with a single step (a simulated run: its one modeled step) has no warm-up.
+// Schema 4: run_summary carries the key configuration columns and the median step time
+// (the statistic `make exp` prints: the middle timed step, or the mean of the two middle
+// ones), tokens_per_s and mfu from that median, as the table; run_config holds every
+// key of every run's configuration, config_diff the keys that differ within a launch.
 #define VIEWS \
+"CREATE VIEW run_config AS\n" \
+"SELECT r.id AS run_id, r.launch_id, r.experiment, r.variant, r.repeat_index, s.key || '.' || k.key AS key,\n" \
+"       CASE k.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'\n" \
+"                   WHEN 'array' THEN k.value WHEN 'object' THEN k.value ELSE CAST(k.atom AS TEXT) END AS value\n" \
+"FROM runs r, json_each(" RUN_CONFIG_SQL("r") ") s, json_each(s.value) k\n" \
+"WHERE s.type = 'object';\n" \
+"CREATE VIEW config_diff AS\n" \
+"SELECT c.launch_id, c.run_id, c.variant, c.repeat_index, c.key, c.value\n" \
+"FROM run_config c\n" \
+"WHERE c.launch_id IS NOT NULL AND (c.launch_id, c.key) IN (\n" \
+"    SELECT launch_id, key FROM run_config WHERE launch_id IS NOT NULL\n" \
+"    GROUP BY launch_id, key HAVING COUNT(DISTINCT COALESCE(value, 'null')) > 1);\n" \
 "CREATE VIEW run_summary AS\n" \
 "SELECT r.id AS run_id, r.uid, r.launch_id, r.repeat_index, r.experiment, r.variant, r.kind, r.hardware, r.status,\n" \
-"       r.tp, r.pp, r.dp, r.world_size, r.overrides, r.started_at, r.ended_at, r.error,\n" \
+"       " CFG_VALUE("c.json", "$.model.linear") " AS linear,\n" \
+"       " CFG_VALUE("c.json", "$.boost.btp") " AS btp,\n" \
+"       " CFG_VALUE("c.json", "$.boost.online_rmsnorm") " AS online_rmsnorm,\n" \
+"       " CFG_VALUE("c.json", "$.boost.grouping") " AS grouping,\n" \
+"       " CFG_VALUE("c.json", "$.boost.lowrank_ckpt") " AS lowrank_ckpt,\n" \
+"       r.tp, r.pp, r.dp, r.world_size,\n" \
+"       " CFG_VALUE("c.json", "$.train.precision") " AS precision,\n" \
+"       " CFG_VALUE("c.json", "$.run.device") " AS device,\n" \
+"       r.overrides, r.started_at, r.ended_at, r.error,\n" \
 "       (SELECT MAX(step) FROM steps WHERE run_id = r.id) AS steps,\n" \
 "       (SELECT loss FROM steps WHERE run_id = r.id ORDER BY step DESC LIMIT 1) AS final_loss,\n" \
 "       (SELECT loss FROM validation WHERE run_id = r.id ORDER BY step DESC LIMIT 1) AS val_loss,\n" \
 "       t.timed_steps,\n" \
+"       1000.0 * m.seconds AS median_ms_per_step,\n" \
 "       1000.0 * t.seconds / t.timed_steps AS mean_ms_per_step,\n" \
-"       t.tokens / t.seconds AS tokens_per_s,\n" \
-"       t.tokens / t.seconds * r.flops_per_token / (1e9 * r.peak_gflops) AS mfu,\n" \
+"       t.tokens / t.timed_steps / m.seconds AS tokens_per_s,\n" \
+"       t.tokens / t.timed_steps / m.seconds * r.flops_per_token / (1e9 * r.peak_gflops) AS mfu,\n" \
 "       r.peak_gflops,\n" \
 "       COALESCE((SELECT bytes FROM memory WHERE run_id = r.id AND category = 'peak_rss'),\n" \
 "                (SELECT SUM(bytes) FROM memory WHERE run_id = r.id)) AS peak_memory_bytes,\n" \
 "       (SELECT SUM(bytes) * 1.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_bytes_per_step,\n" \
 "       (SELECT SUM(calls) * 1.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_calls_per_step,\n" \
 "       (SELECT SUM(seconds) * 1000.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_ms_per_step\n" \
-"FROM runs r LEFT JOIN (\n" \
+"FROM runs r\n" \
+"LEFT JOIN (SELECT id, " RUN_CONFIG_SQL("runs") " AS json FROM runs) c ON c.id = r.id\n" \
+"LEFT JOIN (\n" \
 "    SELECT s.run_id, COUNT(*) AS timed_steps, SUM(s.step_seconds) AS seconds,\n" \
 "           SUM(s.tokens_per_s * s.step_seconds) AS tokens\n" \
 "    FROM steps s\n" \
-"    WHERE s.step > (SELECT MAX(1, MAX(step) / 10) FROM steps WHERE run_id = s.run_id)\n" \
-"       OR (SELECT COUNT(*) FROM steps WHERE run_id = s.run_id) = 1\n" \
-"    GROUP BY s.run_id) t ON t.run_id = r.id;\n" \
+"    WHERE s.step_seconds > 0 AND (s.step > (SELECT MAX(1, MAX(step) / 10) FROM steps WHERE run_id = s.run_id)\n" \
+"       OR (SELECT COUNT(*) FROM steps WHERE run_id = s.run_id) = 1)\n" \
+"    GROUP BY s.run_id) t ON t.run_id = r.id\n" \
+"LEFT JOIN (\n" \
+"    SELECT run_id, AVG(step_seconds) AS seconds FROM (\n" \
+"        SELECT s.run_id, s.step_seconds, ROW_NUMBER() OVER (PARTITION BY s.run_id ORDER BY s.step_seconds) AS i,\n" \
+"               COUNT(*) OVER (PARTITION BY s.run_id) AS n\n" \
+"        FROM steps s\n" \
+"        WHERE s.step_seconds > 0 AND (s.step > (SELECT MAX(1, MAX(step) / 10) FROM steps WHERE run_id = s.run_id)\n" \
+"           OR (SELECT COUNT(*) FROM steps WHERE run_id = s.run_id) = 1))\n" \
+"    WHERE i IN ((n + 1) / 2, (n + 2) / 2) GROUP BY run_id) m ON m.run_id = r.id;\n" \
 "CREATE VIEW latest_runs AS\n" \
 "SELECT * FROM run_summary rs\n" \
 "WHERE rs.run_id = (SELECT id FROM runs r2 WHERE r2.experiment = rs.experiment AND r2.variant = rs.variant\n" \
@@ -177,6 +226,29 @@ RUN_KIND_COLUMNS \
 "       s.micro_batches, s.step_seconds, s.compute_seconds, s.comm_seconds, s.p2p_seconds, s.bubble_seconds,\n" \
 "       s.tokens_per_s, s.mfu, s.hfu, s.memory_bytes, s.memory_capacity, s.memory_fits, r.overrides, r.started_at\n" \
 "FROM runs r JOIN simulation s ON s.run_id = r.id;\n"
+
+#define DROP_VIEWS \
+"DROP VIEW IF EXISTS latest_runs;\n" \
+"DROP VIEW IF EXISTS run_summary;\n" \
+"DROP VIEW IF EXISTS launch_summary;\n" \
+"DROP VIEW IF EXISTS simulated_runs;\n" \
+"DROP VIEW IF EXISTS config_diff;\n" \
+"DROP VIEW IF EXISTS run_config;\n"
+
+// Schema 4: the sgemm peak of each host, measured once and reused by every launch on it
+// (MFU comparable across launches); a new row when the machine changes (another CPU model
+// or core count) or when a launch asks to measure again (make exp MEASURE_PEAK=1).
+#define HOST_PEAKS_TABLE \
+"CREATE TABLE host_peaks (\n" \
+"  id          INTEGER PRIMARY KEY,\n" \
+"  host        TEXT NOT NULL,\n" \
+"  cpu_model   TEXT NOT NULL,\n" \
+"  cores       INTEGER NOT NULL,\n" \
+"  gflops      REAL NOT NULL,\n" \
+"  load_avg_1m REAL,\n" \
+"  measured_at TEXT NOT NULL\n" \
+");\n" \
+"CREATE INDEX host_peaks_by_host ON host_peaks(host, cpu_model, cores, id);\n"
 
 #define STEP_TABLES \
 "CREATE TABLE steps (\n" \
@@ -227,15 +299,16 @@ const char *const RUNDB_SCHEMA_SQL =
     SIMULATION_TABLE
     EVENTS_TABLE("events")
     "CREATE INDEX events_by_run ON events(run_id, id);\n"
+    HOST_PEAKS_TABLE
     VIEWS;
 
-// Schema 1 -> 3: new tables (launches, comm_ranks) and views; `runs` gains launch_id,
+// Schema 1 -> 4: new tables (launches, comm_ranks, host_peaks) and views; `runs` gains launch_id,
 // repeat_index, overrides and manifest_format, its `manifest_version` (which held the
 // experiment's `version:`) becomes `experiment_version`, and the status CHECK admits
 // 'diverged'; `events` admits 'diverged' and 'warning'. SQLite cannot alter a CHECK, so
 // both tables are rebuilt (the procedure of sqlite.org/lang_altertable.html: foreign keys
 // off, new table, copy, drop, rename; ids kept, so every reference stays valid). The
-// rebuilt tables and the new ones are schema 3's (every run of schema 1 was measured).
+// rebuilt tables and the new ones are schema 4's (every run of schema 1 was measured).
 const char *const RUNDB_MIGRATE_V1_SQL =
     LAUNCHES_TABLE
     RUNS_TABLE("runs_v2")
@@ -256,18 +329,27 @@ const char *const RUNDB_MIGRATE_V1_SQL =
     "CREATE INDEX events_by_run ON events(run_id, id);\n"
     COMM_RANKS_TABLE
     SIMULATION_TABLE
+    HOST_PEAKS_TABLE
     VIEWS;
 
-// Schema 2 -> 3: runs and launches gain `kind` and `hardware` (every existing row is a
-// measured one: the default), the simulation table, and the views are recreated (they
+// Schema 2 -> 4: runs and launches gain `kind` and `hardware` (every existing row is a
+// measured one: the default), the simulation and host_peaks tables, and the views are recreated (they
 // gained columns, and a run of one step is timed).
 const char *const RUNDB_MIGRATE_V2_SQL =
     "ALTER TABLE runs ADD COLUMN " KIND_COLUMN ";\n"
     "ALTER TABLE runs ADD COLUMN hardware TEXT;\n"
     "ALTER TABLE launches ADD COLUMN " KIND_COLUMN ";\n"
     "ALTER TABLE launches ADD COLUMN hardware TEXT;\n"
+    "ALTER TABLE launches ADD COLUMN peak_check_gflops REAL;\n"
     SIMULATION_TABLE
-    "DROP VIEW IF EXISTS latest_runs;\n"
-    "DROP VIEW IF EXISTS run_summary;\n"
-    "DROP VIEW IF EXISTS launch_summary;\n"
+    HOST_PEAKS_TABLE
+    DROP_VIEWS
+    VIEWS;
+
+// Schema 3 -> 4: the host_peaks table and launches.peak_check_gflops; the views are recreated (run_summary gained the
+// key configuration columns and the median step time; run_config and config_diff are new).
+const char *const RUNDB_MIGRATE_V3_SQL =
+    "ALTER TABLE launches ADD COLUMN peak_check_gflops REAL;\n"
+    HOST_PEAKS_TABLE
+    DROP_VIEWS
     VIEWS;

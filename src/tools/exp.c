@@ -18,6 +18,7 @@
 #include "../core/fs.h"
 #include "../core/env.h"
 #include "../store/checkpoint.h"
+#include "../store/compare.h"
 #include "../store/db.h"
 #include "../store/host.h"
 #include "../sim/hardware.h"
@@ -26,7 +27,8 @@
 static const char *USAGE =
 "usage: exp NAME|PATH [--variant V] [--set key=value]... [--repeat N] [--dry-run]\n"
 "       exp NAME|PATH --resume [--launch ID] [--set key=value]...\n"
-"       exp NAME|PATH --summary [--launch ID]\n"
+"       exp NAME|PATH --summary [--launch ID] [--csv|--json] [--steps]\n"
+"       exp [NAME|PATH] --compare [--launch ID]... [--run ID]... [--db PATH] [--csv|--json] [--steps]\n"
 "       exp NAME|PATH --simulate PROFILE [--variant V] [--set key=value]... [--dry-run]\n"
 "\n"
 "Runs experiments/NAME.yaml as one launch: each variant (those marked run.on_demand only\n"
@@ -38,11 +40,21 @@ static const char *USAGE =
 "  --repeat N         run the variants N times, interleaved A B A B ... (make exp REPEAT=N):\n"
 "                     the table gives the median step time and its min..max over the repeats\n"
 "  --dry-run          print each variant's launch command and configuration; run nothing\n"
+"  --measure-peak     measure this host's sgemm peak again and store it (make exp MEASURE_PEAK=1); by\n"
+"                     default the peak stored for this machine (host, CPU model, cores) is reused\n"
 "  --resume           continue a launch (the latest, or --launch ID): runs not completed\n"
 "                     resume from their newest checkpoint with their stored overrides,\n"
 "                     runs not started start, completed runs are left alone (make exp RESUME=1)\n"
 "  --summary          print the comparison table of a launch (the latest, or --launch ID)\n"
-"  --launch ID        the launch for --resume or --summary (make exp LAUNCH=ID)\n"
+"  --launch ID        the launch for --resume or --summary (make exp LAUNCH=ID); --compare: repeatable\n"
+"  --compare          the runs of several launches (--launch ID ..., make compare LAUNCH=\"5 6\") or\n"
+"                     runs (--run ID ..., make compare RUNS=\"7 9\") side by side, one row per launch and\n"
+"                     variant, the configuration keys on which they differ as columns; without ids:\n"
+"                     the latest two launches of NAME\n"
+"  --run ID           a run for --compare (repeatable)\n"
+"  --db PATH          the run database of --compare (default: NAME's run.db, else runs/boost.db)\n"
+"  --csv, --json      --summary and --compare as CSV or JSON on stdout (make compare FORMAT=csv|json)\n"
+"  --steps            with --csv/--json: every logged step of the runs instead (make compare STEPS=1)\n"
 "  --simulate PROFILE price every variant (on-demand ones included) with build/simulate on the\n"
 "                     hardware profile experiments/hardware/PROFILE.yaml instead of training it\n"
 "                     (make exp SIMULATE=1 [HARDWARE=PROFILE], default a100-80gb-node4): one\n"
@@ -108,13 +120,6 @@ static int on_path(const char *prog) {
     return found;
 }
 
-static void human_bytes(char *buf, size_t n, double b) {
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (b >= 1024 && i < 4) { b /= 1024; i++; }
-    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
-}
-
 // ---- configurations ------------------------------------------------------------------------
 // The keys of `c` whose value differs from `base` (the whole configuration is in the
 // database; the console shows what distinguishes a variant).
@@ -166,6 +171,52 @@ static void warn_config_differences(RunDB *db, const Manifest *man, const RunRow
     }
 }
 
+// ---- the host's sgemm peak: measured once per machine, stored, reused ----------------------
+// MFU of two launches is comparable only against one peak: the stored one of this machine
+// (host name, CPU model, cores) is reused; the first launch on a machine, or --measure-peak,
+// stores `measured` (this launch's sgemm, taken at load `load`). Returns the peak to use.
+static double host_peak_for_launch(RunDB *db, const HostFacts *h, double load, double measured, int remeasure) {
+    HostPeak hp;
+    int have = rundb_host_peak(db, h, &hp);
+    if (have && !remeasure) {
+        printf("sgemm peak of this machine: %.1f GFLOP/s, measured %s at load %.2f (host_peaks %lld; MEASURE_PEAK=1 "
+               "measures it again)\n", hp.gflops, hp.measured_at, hp.load_avg, (long long)hp.id);
+        if (load >= 0 && hp.load_avg >= 0 && fabs(load - hp.load_avg) >= 1.0)
+            printf("warning: the load is %.2f now and was %.2f when the peak was measured: the runs' speed (and MFU) "
+                   "is not comparable with launches at another load\n", load, hp.load_avg);
+        return hp.gflops;
+    }
+    int64_t id = rundb_store_host_peak(db, h, measured, load);
+    printf("sgemm peak of this machine: %.1f GFLOP/s, measured now at load %.2f and stored (host_peaks %lld)%s\n", measured,
+           load, (long long)id, have ? ", replacing the earlier one for later launches" : ": later launches reuse it");
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (load >= (double)cores)
+        printf("warning: the peak was measured at load %.2f on %ld cores: other work took cores from it, so it is likely "
+               "below this machine's peak and MFU above it; measure it again on a quieter machine (MEASURE_PEAK=1)\n",
+               load, cores);
+    return measured;
+}
+
+// The peak check after the table: this launch's sgemm against the stored peak its MFU uses.
+// A drift beyond the runs' own spread means MFU (and speed) of this launch cannot be
+// compared with other launches' to better than that drift.
+static void warn_peak_drift(const LaunchRow *launch, const VariantSummary *vs, int n) {
+    if (!(launch->peak_check_gflops > 0) || !(launch->peak_gflops > 0)) return;
+    double drift = launch->peak_check_gflops / launch->peak_gflops - 1;
+    double tightest = INFINITY;
+    const char *which = NULL;
+    for (int i = 0; i < n; i++) {
+        if (isnan(vs[i].ms_lo) || !(vs[i].ms_per_step > 0)) continue;
+        double rel = (vs[i].ms_hi - vs[i].ms_lo) / vs[i].ms_per_step;
+        if (rel < tightest) { tightest = rel; which = vs[i].variant; }
+    }
+    if (which && fabs(drift) > tightest)
+        printf("warning: this launch's sgemm check (%.1f GFLOP/s at load %.2f) is %+.1f%% off the stored peak (%.1f GFLOP/s) "
+               "its MFU uses: more than the runs' own spread (%.1f%%, %s); speed and MFU of this launch are not comparable "
+               "with other launches' to better than that (a quieter machine, or MEASURE_PEAK=1 for a new peak)\n",
+               launch->peak_check_gflops, launch->load_avg, 100 * drift, launch->peak_gflops, 100 * tightest, which);
+}
+
 // ---- the comparison table ------------------------------------------------------------------
 static void print_table(RunDB *db, const Manifest *man, const char *experiment, const LaunchRow *launch) {
     RunRow *runs = NULL;
@@ -174,9 +225,9 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
     if (launch) {
         n_runs = rundb_launch_runs(db, launch->id, &runs);
         if (simulated)
-            printf("\n%s — launch %lld (%s): SIMULATED on hardware profile %s by build/simulate, nothing trained%s%s%s)\n",
-                   experiment, (long long)launch->id, launch->started_at, launch->hardware,
-                   launch->variant_filter[0] ? ", VARIANT=" : "", launch->variant_filter, launch->n_overrides ? ", SET given" : "");
+            printf("\n%s — launch %lld (%s%s%s%s): SIMULATED on hardware profile %s by build/simulate, nothing trained\n",
+                   experiment, (long long)launch->id, launch->started_at, launch->variant_filter[0] ? ", VARIANT=" : "",
+                   launch->variant_filter, launch->n_overrides ? ", SET given" : "", launch->hardware);
         else
         printf("\n%s — launch %lld (%s, host %s, load %.2f at start, sgemm peak %.1f GFLOP/s, REPEAT=%d%s%s%s)\n",
                experiment, (long long)launch->id, launch->started_at, launch->host, launch->load_avg, launch->peak_gflops,
@@ -202,11 +253,11 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
     for (int i = 0; i < n; i++) {
         const VariantSummary *s = &vs[i];
         char mem[32], comm[32], val[32], loss[32], ms[32], spread[48], tps[32], mfu[32], runs_col[16];
-        human_bytes(mem, sizeof mem, (double)s->peak_memory);
-        human_bytes(comm, sizeof comm, (double)s->comm_bytes);
+        format_bytes(mem, sizeof mem, (double)s->peak_memory);
+        format_comm_bytes(comm, sizeof comm, (double)s->comm_bytes);
         snprintf(loss, sizeof loss, isnan(s->final_loss) ? "-" : "%.4f", s->final_loss);
         snprintf(val, sizeof val, isnan(s->val_loss) ? "-" : "%.4f", s->val_loss);
-        snprintf(ms, sizeof ms, isnan(s->ms_per_step) ? "-" : "%.1f", s->ms_per_step);
+        snprintf(ms, sizeof ms, isnan(s->ms_per_step) ? "-" : s->ms_per_step < 10 ? "%.3f" : "%.1f", s->ms_per_step);
         snprintf(tps, sizeof tps, isnan(s->tokens_per_s) ? "-" : "%.0f", s->tokens_per_s);
         snprintf(mfu, sizeof mfu, isnan(s->mfu) ? "-" : "%.1f%%", 100 * s->mfu);
         if (isnan(s->ms_lo)) snprintf(spread, sizeof spread, "-");
@@ -214,8 +265,15 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         if (s->n_completed > 1) spread_runs = 1; else if (!isnan(s->ms_lo)) spread_steps = 1;
         snprintf(runs_col, sizeof runs_col, "%d/%d", s->n_completed, s->n_runs);
         if (s->n_completed == 0) { snprintf(mem, sizeof mem, "-"); snprintf(comm, sizeof comm, "-"); }
-        printf("%-28s %5s %6d %9s %9s %9s %21s %10s %6s %10s %11s %8lld\n", s->variant, runs_col, s->steps, loss, val, ms,
+        char alias[64];
+        variant_alias(s->variant, alias, sizeof alias);   // a long grid name: a short alias, the key below
+        printf("%-28s %5s %6d %9s %9s %9s %21s %10s %6s %10s %11s %8lld\n", alias, runs_col, s->steps, loss, val, ms,
                spread, tps, mfu, mem, comm, (long long)s->comm_calls);
+    }
+    for (int i = 0; i < n; i++) {
+        char alias[64];
+        variant_alias(vs[i].variant, alias, sizeof alias);
+        if (strcmp(alias, vs[i].variant)) printf("  %s = %s\n", alias, vs[i].variant);
     }
     if (simulated)
         printf("modeled: one simulated step per run on profile %s (no loss: nothing is computed). ms/step: the modeled\n"
@@ -225,14 +283,26 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
     else
     printf("runs: completed/total (only completed runs enter the numbers). ms/step: median step time after warm-up\n"
            "(the first max(1, steps/10) steps), median over the runs. spread: %s%s%s. tokens/s = tokens per step /\n"
-           "median step time. MFU against the %s sgemm peak. comm/step and calls: rank 0's collectives per step.\n",
+           "median step time. MFU against the %s sgemm peak. peak mem: the largest peak resident set (RSS) of any\n"
+           "rank's process. comm/step and calls: rank 0's collectives per step (all phases, forward and backward).\n",
            spread_runs ? "min-max of the run medians (\"runs\")" : "", spread_runs && spread_steps ? "; " : "",
            spread_steps ? "10th-90th percentile of the single run's steps (\"p10-90\")" : !spread_runs ? "-" : "",
-           launch ? "launch's" : "runs'");
+           launch ? "host's stored (host_peaks, the launch's peak_gflops)" : "runs'");
+    if (launch && !simulated && launch->repeat == 1 && n > 0)
+        printf("REPEAT=1: one run per variant gives no spread over runs; p10-90 is the spread of one run's steps, and a\n"
+               "difference between variants smaller than the machine's noise between runs cannot be told apart (REPEAT=3).\n");
+    if (launch && !simulated) warn_peak_drift(launch, vs, n);
+    for (int i = 0; i < n && launch && !simulated; i++)
+        if (vs[i].mfu > 1) {
+            printf("warning: MFU above 100%% (%s: %.0f%%): the stored peak (%.1f GFLOP/s) is below what this machine reaches "
+                   "now (measured under load?): MEASURE_PEAK=1 on a quieter machine\n", vs[i].variant, 100 * vs[i].mfu,
+                   launch->peak_gflops);
+            break;
+        }
     for (int i = 0; i < n_runs; i++)
         if (strcmp(runs[i].status, "completed"))
-            printf("not compared: run %lld (%s, repeat %d) is %s at step %d\n", (long long)runs[i].id, runs[i].variant,
-                   runs[i].repeat_index + 1, runs[i].status, runs[i].last_step);
+            printf("not compared: run %lld (%s, repeat_index %d) is %s at step %d\n", (long long)runs[i].id, runs[i].variant,
+                   runs[i].repeat_index, runs[i].status, runs[i].last_step);
     if (launch && man) {
         // compare completed runs only
         RunRow *done = xcalloc((size_t)(n_runs ? n_runs : 1), sizeof *done);
@@ -243,6 +313,41 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
     }
     free(vs);
     free(runs);
+}
+
+// ---- a variant that cannot fit this machine ----------------------------------------------
+// A CPU variant whose memory per rank (the dry back end's accounting, trainer.h) exceeds
+// what this machine has available per rank is refused here, once, before mpirun starts its
+// ranks (each would print the same refusal, then mpirun its own boilerplate): a paper-scale
+// variant belongs on GPUs, or to the performance model (SIMULATE=1).
+static void refuse_if_too_big(const ManifestVariant *v, const char *experiment) {
+    const Config *c = &v->config;
+    if (c->run.device != DEVICE_CPU) return;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return;
+    char line[256];
+    double kb = -1;
+    while (fgets(line, sizeof line, f)) if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    fclose(f);
+    if (kb < 0) return;
+    int world = c->parallel.tp * c->parallel.pp * c->parallel.dp;
+    double avail = kb * 1024.0 / world, need = 0;
+    DType dt = c->train.precision == PRECISION_BF16 ? DT_BF16 : DT_F32;
+    for (int r = 0; r < world; r++) {   // the largest rank (pipeline stages differ)
+        MemReport m;
+        trainer_memory_report(c, r, dt, &m);
+        if (m.total > need) need = m.total;
+    }
+    if (need <= avail) return;
+    char hint[2400];
+    snprintf(hint, sizeof hint,
+             "a paper-scale variant runs on GPUs: the GPU recipes are experiments/paper-*.yaml (e.g. make exp EXP=paper-ablations "
+             "on a 4-GPU node, docs/gpu.md); here its step can be priced by the performance model: "
+             "make exp EXP=%s VARIANT=%s SIMULATE=1 (build/info --config experiments/%s.yaml --variant %s --memory: its memory)",
+             experiment, v->name, experiment, v->name);
+    die_input_hint(hint, "variant %s needs %.1f GiB per rank (%d rank%s, the dry back end's accounting) but this machine has "
+                   "%.1f GiB available per rank: refused before starting it", v->name, need / 1073741824.0, world,
+                   world == 1 ? "" : "s", avail / 1073741824.0);
 }
 
 // ---- the experiment's file ------------------------------------------------------------------
@@ -285,12 +390,70 @@ static int merge_sets(char **first, int n1, const char **second, int n2, const c
     return k;
 }
 
+// ---- several launches or runs side by side, and exports ---------------------------------
+// --compare: the runs of the launches and the runs named, in that order (no ids: the latest
+// two launches of the experiment); --summary --csv/--json: the runs of one launch. Text,
+// CSV or JSON summaries (compare.h), or the step series with --steps.
+static int print_compare(const char *db_path, const char *experiment, const int64_t *launches, int n_launches,
+                         const int64_t *run_ids, int n_run_ids, OutputFormat format, int steps) {
+    struct stat st;
+    if (stat(db_path, &st) != 0)
+        die_input_hint("run an experiment first (make exp EXP=name), or name the database (make compare DB=path)",
+                       "%s: no run database there", db_path);
+    RunDB *db = rundb_open(db_path);
+    int64_t *ids = NULL;
+    int n = 0;
+    int64_t latest[2];
+    if (!n_launches && !n_run_ids) {
+        if (!experiment) usage_error("--compare needs --launch ID, --run ID or an experiment name");
+        LaunchRow lr;
+        if (!rundb_latest_launch(db, experiment, &lr))
+            die_input_hint("run it first: make exp EXP=<name>", "no launch of %s in %s", experiment, db_path);
+        latest[n_launches++] = lr.id;
+        rundb_launch_row_free(&lr);
+        LaunchRow prev;
+        if (rundb_previous_launch(db, experiment, latest[0], &prev)) { latest[n_launches++] = prev.id; rundb_launch_row_free(&prev); }
+        launches = latest;
+        if (format == FORMAT_TABLE)
+        {
+            if (n_launches > 1) printf("%s: the latest two launches, %lld and %lld\n", experiment, (long long)latest[1], (long long)latest[0]);
+            else printf("%s: its only launch, %lld\n", experiment, (long long)latest[0]);
+        }
+        if (n_launches > 1) { int64_t t = latest[0]; latest[0] = latest[1]; latest[1] = t; }   // older first
+    }
+    for (int i = 0; i < n_launches; i++) {
+        LaunchRow lr;
+        if (!rundb_launch(db, launches[i], &lr))
+            die_input_hint("the launches: sqlite3 DB \"SELECT * FROM launch_summary\"", "no launch %lld in %s",
+                           (long long)launches[i], db_path);
+        rundb_launch_row_free(&lr);
+        RunRow *runs;
+        int k = rundb_launch_runs(db, launches[i], &runs);
+        ids = realloc(ids, (size_t)(n + k + 1) * sizeof *ids);
+        CHECK(ids, "out of memory");
+        for (int j = 0; j < k; j++) ids[n++] = runs[j].id;
+        free(runs);
+    }
+    ids = realloc(ids, (size_t)(n + n_run_ids + 1) * sizeof *ids);
+    CHECK(ids, "out of memory");
+    for (int i = 0; i < n_run_ids; i++) ids[n++] = run_ids[i];
+    if (steps) compare_steps(db, ids, n, format, stdout);
+    else compare_print(db, ids, n, format, stdout);
+    free(ids);
+    rundb_close(db);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     ensure_passive_omp(argv);
     const char *name = NULL, *only = NULL;
     int resume = 0, dry = 0, summary = 0, repeat = 1;
     const char *simulate = NULL;
     int64_t launch_id = 0;
+    int compare = 0, measure_peak = 0, steps_out = 0, n_launch_ids = 0, n_run_ids = 0;
+    OutputFormat format = FORMAT_TABLE;
+    const char *db_opt = NULL;
+    int64_t *launch_ids = xcalloc((size_t)argc + 1, sizeof *launch_ids), *run_ids = xcalloc((size_t)argc + 1, sizeof *run_ids);
     const char **sets = xcalloc((size_t)argc + 1, sizeof(char *)); int n_sets = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -302,17 +465,45 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--summary")) summary = 1;
         else if (!strcmp(a, "--simulate")) { if (!has_val) usage_error("--simulate needs a hardware profile"); simulate = argv[++i]; }
         else if (!strcmp(a, "--set")) { if (!has_val) usage_error("--set needs key=value"); sets[n_sets++] = argv[++i]; }
-        else if (!strcmp(a, "--repeat") || !strcmp(a, "--launch")) {
-            if (!has_val) usage_error("--repeat and --launch need a number");
+        else if (!strcmp(a, "--compare")) compare = 1;
+        else if (!strcmp(a, "--measure-peak")) measure_peak = 1;
+        else if (!strcmp(a, "--csv")) format = FORMAT_CSV;
+        else if (!strcmp(a, "--json")) format = FORMAT_JSON;
+        else if (!strcmp(a, "--steps")) steps_out = 1;
+        else if (!strcmp(a, "--db")) { if (!has_val) usage_error("--db needs a path"); db_opt = argv[++i]; }
+        else if (!strcmp(a, "--repeat") || !strcmp(a, "--launch") || !strcmp(a, "--run")) {
+            if (!has_val) usage_error("--repeat, --launch and --run need a number");
             char *end = NULL;
             long v = strtol(argv[++i], &end, 10);
             if (!*argv[i] || *end || v < 1 || v > 1000000000L) die_input("%s: expected a whole number >= 1, got '%s'", a, argv[i]);
-            if (!strcmp(a, "--repeat")) repeat = (int)v; else launch_id = v;
+            if (!strcmp(a, "--repeat")) repeat = (int)v;
+            else if (!strcmp(a, "--run")) run_ids[n_run_ids++] = v;
+            else { launch_id = v; launch_ids[n_launch_ids++] = v; }
         }
         else if (a[0] == '-') die_input("unknown option '%s' (see exp --help)", a);
         else if (!name) name = a;
         else usage_error("one experiment at a time");
     }
+    if (steps_out && format == FORMAT_TABLE) usage_error("--steps goes with --csv or --json");
+    if ((format != FORMAT_TABLE || steps_out) && !compare && !summary) usage_error("--csv, --json and --steps go with --summary or --compare");
+    if ((n_run_ids || db_opt) && !compare) usage_error("--run and --db go with --compare");
+    if (compare) {
+        if (resume || dry || summary || simulate || only || repeat > 1)
+            usage_error("--compare reads the database only: it takes --launch, --run, --db, --csv, --json, --steps "
+                        "(and --set run.db=PATH with an experiment name)");
+        char cpath[1024], db_from[1024];
+        const char *dbp = db_opt;
+        if (name && *name) {
+            resolve_path(name, cpath, sizeof cpath);
+            Manifest *m = manifest_load_with(cpath, sets, n_sets);
+            if (!dbp) { xsnprintf(db_from, sizeof db_from, "%s", m->variants[0].config.run.db); dbp = db_from; }
+            int rc = print_compare(dbp, m->name, launch_ids, n_launch_ids, run_ids, n_run_ids, format, steps_out);
+            manifest_free(m);
+            return rc;
+        }
+        return print_compare(dbp ? dbp : "runs/boost.db", NULL, launch_ids, n_launch_ids, run_ids, n_run_ids, format, steps_out);
+    }
+    if (n_launch_ids > 1) usage_error("several launches side by side: --compare --launch ID --launch ID (make compare LAUNCH=\"5 6\")");
     if (!name || !*name) usage_error("no experiment named (make exp EXP=name)");
     if (only && !*only) only = NULL;
     if (resume + summary + dry > 1) usage_error("--resume, --summary and --dry-run exclude each other");
@@ -341,6 +532,14 @@ int main(int argc, char **argv) {
         if (launch_id && !have) die_input("no launch %lld in %s", (long long)launch_id, db_path);
         if (have && strcmp(lr.experiment, man->name))
             die_input("launch %lld is of experiment %s, not %s", (long long)launch_id, lr.experiment, man->name);
+        if (format != FORMAT_TABLE) {
+            if (!have) die_input_hint("run it first: make exp EXP=<name>", "no launch of %s in %s", man->name, db_path);
+            int64_t one = lr.id;
+            rundb_launch_row_free(&lr);
+            rundb_close(db);
+            manifest_free(man);
+            return print_compare(db_path, NULL, &one, 1, NULL, 0, format, steps_out);
+        }
         print_table(db, man, man->name, have ? &lr : NULL);
         if (have) rundb_launch_row_free(&lr);
         rundb_close(db);
@@ -390,8 +589,15 @@ int main(int argc, char **argv) {
            repeat > 1 ? ", each run REPEAT times interleaved" : "");
     if (man->description[0]) printf("  %s\n", man->description);
 
+    // A variant too big for this machine: refused before the launch is recorded or anything runs.
+    if (!simulate && !dry)
+        for (int i = 0; i < man->n_variants; i++) {
+            const ManifestVariant *v = &man->variants[i];
+            if (only ? !strcmp(v->name, only) : !v->config.run.on_demand) refuse_if_too_big(v, man->name);
+        }
+
     // ---- a new launch: one load reading and one sgemm peak for all its runs -------------
-    double peak = resume ? launch.peak_gflops : 0;
+    double peak = resume ? launch.peak_gflops : 0, peak_check = 0;
     if (!dry && !resume) {
         db = rundb_open(db_path);
         rundb_mark_stale(db);
@@ -421,18 +627,22 @@ int main(int argc, char **argv) {
             xsnprintf(li.hardware, sizeof li.hardware, "%s", hw.name);
         } else {
             set_threads(0);
-            peak = measure_sgemm_peak_gflops();
+            peak_check = measure_sgemm_peak_gflops();
+            peak = host_peak_for_launch(db, &li.host, li.load_avg, peak_check, measure_peak);
             li.peak_gflops = peak;
         }
         int64_t id = rundb_begin_launch(db, &li);
+        if (!simulate) rundb_set_launch_peak_check(db, id, peak_check);
         free(text);
         CHECK(rundb_launch(db, id, &launch), "launch %lld vanished", (long long)id);
         if (simulate)
             printf("launch %lld: every variant simulated on %s (%s) by build/simulate; nothing is trained\n", (long long)id,
                    hw.name, hw.device);
         else
-        printf("launch %lld on %s: load average %.2f at start; sgemm peak %.1f GFLOP/s (all %ld cores, measured once for every run)\n",
-               (long long)id, li.host.host, li.load_avg, peak, sysconf(_SC_NPROCESSORS_ONLN));
+        printf("launch %lld on %s: load average %.2f at start; sgemm peak %.1f GFLOP/s (the host's, all %ld cores: every run's MFU "
+               "is relative to it); this launch's check %.1f GFLOP/s (%+.1f%%)\n",
+               (long long)id, li.host.host, li.load_avg, peak, sysconf(_SC_NPROCESSORS_ONLN), peak_check,
+               100 * (peak_check / peak - 1));
     }
 
     // ---- the plan: REPEAT rounds of the variants, interleaved ---------------------------
@@ -555,7 +765,8 @@ int main(int argc, char **argv) {
     int n_runs = rundb_launch_runs(db, launch.id, &runs);
     printf("\nlaunch %lld %s: %d of %d planned runs completed\n", (long long)launch.id, status, completed, planned);
     printf("  runs (runs.id):  ");
-    for (int i = 0; i < n_runs; i++) printf("%lld%s", (long long)runs[i].id, i + 1 < n_runs ? " " : "\n");
+    for (int i = 0; i < n_runs; i++) printf("%lld ", (long long)runs[i].id);
+    printf("%s\n", n_runs ? "" : "none (no run was recorded)");
     if (n_runs && !simulate) printf("  checkpoints:     %s/<uid>/ (e.g. %s/%s/)\n", man->variants[0].config.run.checkpoint_dir,
                        man->variants[0].config.run.checkpoint_dir, runs[n_runs - 1].uid);
     int in_experiments = !strncmp(path, "experiments/", 12);

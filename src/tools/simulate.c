@@ -592,6 +592,17 @@ int main(int argc, char **argv) {
     DType dt = s.cfg.train.precision == PRECISION_BF16 ? DT_BF16 : DT_F32;
     s.prec = sim_precision_of(dt, 0);
     char why[512];
+    // An fp32 recipe (the CPU reference) on a GPU profile without an fp32 GEMM model is
+    // priced as the run it becomes on GPUs, bf16 (the paper's precision): said in one line,
+    // and recorded so (the run's train.precision and simulation.precision are bf16).
+    if (s.prec == SP_FP32 && hw_check_precision(&s.hw, SP_FP32, why, sizeof why) &&
+        !hw_check_precision(&s.hw, SP_BF16, why, sizeof why)) {
+        printf("note: the variant runs in fp32 and profile %s has no fp32 GEMM model: priced as bf16, the precision "
+               "of GPU runs (recorded with train.precision=bf16)\n", s.hw.name);
+        s.cfg.train.precision = PRECISION_BF16;
+        dt = DT_BF16;
+        s.prec = sim_precision_of(dt, 0);
+    }
     if (hw_check_precision(&s.hw, s.prec, why, sizeof why))
         die_input_hint("the GPU profiles price bf16 runs: add --set train.precision=bf16", "%s: the variant runs in %s; %s",
                        s.hw.path, sim_precision_name(s.prec), why);

@@ -1,6 +1,8 @@
 // run.c — the run loop (see run.h).
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -15,6 +17,7 @@
 #include "../core/fs.h"
 #include "../core/timer.h"
 #include "../store/checkpoint.h"
+#include "../store/compare.h"
 #include "../store/db.h"
 #include "../store/dump.h"
 #include "../store/host.h"
@@ -203,6 +206,10 @@ static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     meta.seed = tr->cfg.train.seed; meta.adam_t = tr->step;
     meta.manifest = ctx->manifest_text; meta.config_json = ctx->config_json;
     meta.git_commit = ctx->host.git_commit;
+    // what the file is, so it can be used alone (build/sample): run, variant, tokenizer
+    char tok[PATH_MAX] = "";
+    if (tr->data.tokenizer_path[0] && !realpath(tr->data.tokenizer_path, tok)) xsnprintf(tok, sizeof tok, "%s", tr->data.tokenizer_path);
+    meta.run_uid = ctx->uid; meta.variant = tr->cfg.variant[0] ? tr->cfg.variant : "default"; meta.tokenizer_path = tok;
     char path[1500];
     checkpoint_path(path, sizeof path, ctx->ckpt_dir, tr->step);
     checkpoint_write(path, ctx->full, &meta);
@@ -369,7 +376,9 @@ int run_training(const RunOptions *opt, Comm *comm) {
         } else {
             char stamp[32]; time_t now = time(NULL); struct tm tmv; gmtime_r(&now, &tmv);
             strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
-            xsnprintf(ctx.uid, sizeof ctx.uid, "%s.%s.%s.%d", experiment, variant, stamp, (int)getpid());
+            char alias[64];   // a long (grid) variant name: its short alias in the uid and folder name
+            variant_alias(variant, alias, sizeof alias);
+            xsnprintf(ctx.uid, sizeof ctx.uid, "%s.%s.%s.%d", experiment, alias, stamp, (int)getpid());
             xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
             ensure_writable_dir(ctx.ckpt_dir, "run.checkpoint_dir");
             xsnprintf(g_new_dirs[0], sizeof g_new_dirs[0], "%s", ctx.ckpt_dir);

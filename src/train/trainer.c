@@ -161,6 +161,7 @@ void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
     place_comm(comm, tr->bk);
     check_memory_fits(&tr->cfg, comm, tr->bk);
     // Every rank prepares through the cache; rank 0 first so the others only read it.
+    dataset_set_quiet(comm->rank != 0);   // "data: reading kjv ..." once per run, not once per rank
     if (comm->rank == 0) dataset_prepare(&tr->cfg.data, mc->vocab_size, tc->seed, &tr->data);
     if (comm->world > 1) comm_barrier(comm, GROUP_WORLD, PHASE_OTHER, -1);
     if (comm->rank != 0) dataset_prepare(&tr->cfg.data, mc->vocab_size, tc->seed, &tr->data);

@@ -8,6 +8,13 @@
 #include "../../src/parallel/gpu_setup.h"
 
 int main(int argc, char **argv) {
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: gpu_probe [--reason]\n"
+               "  the CUDA build, the launcher, the devices, then \"usable: yes\" or \"usable: no: <reason>\";\n"
+               "  --reason: only the reason (empty when usable). Exit 0 usable, 1 not.\n");
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--reason")) { fprintf(stderr, "error: unknown argument '%s' (gpu_probe --help)\n", argv[1]); return 2; }
     int reason_only = argc > 1 && !strcmp(argv[1], "--reason");
     char why[256] = "";
     GpuPlacement gp;

@@ -1,0 +1,336 @@
+// compare.c — see compare.h. The numbers come from rundb_summarize (the statistics `make
+// exp` prints and run_summary holds), the configuration from the run_config view.
+#include "compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_internal.h"
+#include "../core/check.h"
+#include "../core/json.h"
+
+// FNV-1a: the same 32 bits in analysis/plot_common.py.
+static uint32_t fnv1a(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) { h ^= (unsigned char)*s; h *= 16777619u; }
+    return h;
+}
+
+void variant_alias(const char *v, char *out, size_t n) {
+    if (strlen(v) <= VARIANT_ALIAS_MAX) { xsnprintf(out, n, "%s", v); return; }
+    if (strchr(v, '=')) {   // a grid name: key=value,key=value; a key: its words' initials
+        char a[512] = "";
+        size_t k = 0;
+        int at_key = 1, word_start = 1;
+        for (const char *p = v; *p && k + 2 < sizeof a; p++, a[k] = 0) {
+            if (*p == '=') { at_key = 0; a[k++] = '='; }
+            else if (*p == ',') { at_key = 1; word_start = 1; a[k++] = ','; }
+            else if (!at_key) a[k++] = *p;
+            else if (*p == '.') {   // "model.linear": the last part of a dotted key
+                char *comma = strrchr(a, ',');
+                k = comma ? (size_t)(comma - a + 1) : 0;
+                word_start = 1;
+            }
+            else if (*p == '_') word_start = 1;
+            else if (word_start) { a[k++] = *p; word_start = 0; }
+        }
+        if (strlen(a) <= VARIANT_ALIAS_MAX) { xsnprintf(out, n, "%s", a); return; }
+    }
+    xsnprintf(out, n, "%.15s~%04x", v, (unsigned)(fnv1a(v) & 0xffff));
+}
+
+// ---- cells of the text table: (rows) x cols strings, widths from the longest -----------
+typedef struct { char **cell; int rows, cols; } Grid;
+
+static void csv_field(FILE *out, const char *s) {
+    if (!strpbrk(s, ",\"\n\r")) { fputs(s, out); return; }
+    fputc('"', out);
+    for (; *s; s++) { if (*s == '"') fputc('"', out); fputc(*s, out); }
+    fputc('"', out);
+}
+static void json_str(FILE *out, const char *s) {
+    size_t need = json_escape(NULL, 0, s) + 1;
+    char *b = xmalloc(need);
+    json_escape(b, need, s);
+    fputs(b, out);
+    free(b);
+}
+
+void format_bytes(char *buf, size_t n, double b) {
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (b >= 1024 && i < 4) { b /= 1024; i++; }
+    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+void format_comm_bytes(char *buf, size_t n, double b) {
+    if (b >= 1024.0 * 1024 * 1024) snprintf(buf, n, "%.3f GiB", b / (1024.0 * 1024 * 1024));
+    else if (b >= 1024.0 * 1024) snprintf(buf, n, "%.3f MiB", b / (1024.0 * 1024));
+    else if (b >= 1024) snprintf(buf, n, "%.2f KiB", b / 1024.0);
+    else snprintf(buf, n, "%.0f B", b);
+}
+
+// "id, id, ..." of the runs, for IN (...).
+static char *id_list(const int64_t *ids, int n) {
+    char *s = xcalloc((size_t)n * 24 + 2, 1);
+    size_t k = 0;
+    for (int i = 0; i < n; i++) k += (size_t)sprintf(s + k, "%s%lld", i ? "," : "", (long long)ids[i]);
+    if (!n) s[0] = '0';
+    return s;
+}
+
+// The configuration keys on which the runs differ (run_config), sorted.
+static int differing_keys(RunDB *db, const int64_t *ids, int n, char ***out) {
+    char *in = id_list(ids, n);
+    size_t len = 2 * strlen(in) + 384;
+    char *sql = xmalloc(len);
+    // a key some runs lack (an older engine's configuration) differs too; runs without any
+    // recorded configuration do not make every key differ
+    snprintf(sql, len, "SELECT key FROM run_config WHERE run_id IN (%s) GROUP BY key "
+                       "HAVING COUNT(DISTINCT COALESCE(value, 'null')) > 1 OR COUNT(*) < "
+                       "(SELECT COUNT(DISTINCT run_id) FROM run_config WHERE run_id IN (%s)) ORDER BY key", in, in);
+    sqlite3_stmt *st = db_prep(db, sql);
+    int k = 0, cap = 8;
+    char **keys = xmalloc((size_t)cap * sizeof *keys);
+    while (db_next_row(db, st, "finding the configuration keys that differ")) {
+        if (k == cap) { cap *= 2; keys = realloc(keys, (size_t)cap * sizeof *keys); CHECK(keys, "out of memory"); }
+        keys[k++] = xstrdup((const char *)sqlite3_column_text(st, 0));
+    }
+    db_finalize(db, st);
+    free(sql); free(in);
+    *out = keys;
+    return k;
+}
+
+static void config_value(RunDB *db, int64_t run, const char *key, char *buf, size_t n) {
+    sqlite3_stmt *st = db_prep(db, "SELECT COALESCE(value, 'null') FROM run_config WHERE run_id=?1 AND key=?2");
+    db_bind_i64(db, st, 1, run);
+    db_bind_text(db, st, 2, key);
+    buf[0] = 0;
+    if (db_next_row(db, st, "reading a configuration value")) db_col_text(st, 0, buf, n);
+    else xsnprintf(buf, n, "-");
+    db_finalize(db, st);
+}
+
+typedef struct { int64_t launch; char experiment[256]; VariantSummary s; } Row;
+
+static int64_t run_launch(RunDB *db, int64_t run, char *experiment, size_t n) {
+    sqlite3_stmt *st = db_prep(db, "SELECT COALESCE(launch_id, 0), experiment FROM runs WHERE id=?1");
+    db_bind_i64(db, st, 1, run);
+    int64_t l = -1;
+    if (db_next_row(db, st, "reading a run's launch")) { l = sqlite3_column_int64(st, 0); db_col_text(st, 1, experiment, n); }
+    db_finalize(db, st);
+    return l;
+}
+
+// Group by launch (in order of first appearance), each summarised by variant.
+static int summarize_groups(RunDB *db, const int64_t *ids, int n, Row **out) {
+    int64_t *launch = xcalloc((size_t)(n ? n : 1), sizeof *launch);
+    char (*exp)[256] = xcalloc((size_t)(n ? n : 1), sizeof *exp);
+    for (int i = 0; i < n; i++) {
+        launch[i] = run_launch(db, ids[i], exp[i], sizeof exp[i]);
+        if (launch[i] < 0) die_input("no run %lld in %s", (long long)ids[i], rundb_path(db));
+    }
+    Row *rows = NULL;
+    int nr = 0;
+    int64_t *sub = xcalloc((size_t)(n ? n : 1), sizeof *sub);
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++) if (launch[j] == launch[i] && !strcmp(exp[j], exp[i])) seen = 1;
+        if (seen) continue;
+        int m = 0;
+        for (int j = i; j < n; j++) if (launch[j] == launch[i] && !strcmp(exp[j], exp[i])) sub[m++] = ids[j];
+        VariantSummary *vs = NULL;
+        int k = rundb_summarize(db, sub, m, &vs);
+        rows = realloc(rows, (size_t)(nr + k + 1) * sizeof *rows);
+        CHECK(rows, "out of memory");
+        for (int j = 0; j < k; j++) {
+            rows[nr].launch = launch[i];
+            xsnprintf(rows[nr].experiment, sizeof rows[nr].experiment, "%s", exp[i]);
+            rows[nr++].s = vs[j];
+        }
+        free(vs);
+    }
+    free(sub); free(launch); free(exp);
+    *out = rows;
+    return nr;
+}
+
+static void fmt(char *b, size_t n, const char *f, double v) { if (isnan(v)) snprintf(b, n, "-"); else snprintf(b, n, f, v); }
+
+int compare_print(RunDB *db, const int64_t *ids, int n, OutputFormat format, FILE *out) {
+    rundb_flush(db);
+    Row *rows = NULL;
+    int nr = summarize_groups(db, ids, n, &rows);
+    char **keys = NULL;
+    int nk = differing_keys(db, ids, n, &keys);
+    const char *fixed_tab[] = {"launch", "experiment", "variant"};
+    const char *stats_tab[] = {"runs", "steps", "loss", "val loss", "ms/step", "spread", "tokens/s", "MFU", "peak mem",
+                               "comm/step", "calls"};
+    const char *fixed_csv[] = {"launch_id", "experiment", "variant", "alias", "run_id"};
+    const char *stats_csv[] = {"runs", "completed", "steps", "final_loss", "val_loss", "median_ms_per_step", "ms_lo", "ms_hi",
+                               "spread_of", "tokens_per_s", "mfu", "peak_memory_bytes", "comm_bytes_per_step", "comm_calls_per_step"};
+    int any_alias = 0;
+    if (format == FORMAT_JSON) fputs("[", out);
+    Grid g = {0};
+    if (format == FORMAT_TABLE) {   // the header row
+        g.cols = 3 + nk + 11;
+        g.cell = xcalloc((size_t)(nr + 1) * (size_t)g.cols, sizeof *g.cell);
+        int c = 0;
+        for (int i = 0; i < 3; i++) g.cell[c++] = xstrdup(fixed_tab[i]);
+        for (int i = 0; i < nk; i++) g.cell[c++] = xstrdup(keys[i]);
+        for (int i = 0; i < 11; i++) g.cell[c++] = xstrdup(stats_tab[i]);
+        g.rows = 1;
+    } else if (format == FORMAT_CSV) {
+        for (int i = 0; i < 5; i++) { if (i) fputc(',', out); csv_field(out, fixed_csv[i]); }
+        for (int i = 0; i < nk; i++) { fputc(',', out); csv_field(out, keys[i]); }
+        for (int i = 0; i < 14; i++) { fputc(',', out); csv_field(out, stats_csv[i]); }
+        fputc('\n', out);
+    }
+    for (int r = 0; r < nr; r++) {
+        const VariantSummary *s = &rows[r].s;
+        char alias[64], launch[32], tmp[1100];
+        variant_alias(s->variant, alias, sizeof alias);
+        if (strcmp(alias, s->variant)) any_alias = 1;
+        snprintf(launch, sizeof launch, rows[r].launch ? "%lld" : "-", (long long)rows[r].launch);
+        int spread_runs = s->n_completed > 1;
+        if (format == FORMAT_TABLE) {
+            char c[11][64];
+            snprintf(c[0], 64, "%d/%d", s->n_completed, s->n_runs);
+            snprintf(c[1], 64, "%d", s->steps);
+            fmt(c[2], 64, "%.4f", s->final_loss);
+            fmt(c[3], 64, "%.4f", s->val_loss);
+            fmt(c[4], 64, s->ms_per_step < 10 ? "%.3f" : "%.1f", s->ms_per_step);
+            if (isnan(s->ms_lo)) snprintf(c[5], 64, "-");
+            else snprintf(c[5], 64, "%.1f-%.1f %s", s->ms_lo, s->ms_hi, spread_runs ? "runs" : "p10-90");
+            fmt(c[6], 64, "%.0f", s->tokens_per_s);
+            fmt(c[7], 64, "%.1f%%", 100 * s->mfu);
+            format_bytes(c[8], 64, (double)s->peak_memory);
+            format_comm_bytes(c[9], 64, (double)s->comm_bytes);
+            snprintf(c[10], 64, "%lld", (long long)s->comm_calls);
+            if (s->n_completed == 0) { snprintf(c[8], 64, "-"); snprintf(c[9], 64, "-"); }
+            int k = g.rows * g.cols;
+            g.cell[k++] = xstrdup(launch);
+            g.cell[k++] = xstrdup(rows[r].experiment);
+            g.cell[k++] = xstrdup(alias);
+            for (int i = 0; i < nk; i++) { config_value(db, s->run_id, keys[i], tmp, sizeof tmp); g.cell[k++] = xstrdup(tmp); }
+            for (int i = 0; i < 11; i++) g.cell[k++] = xstrdup(c[i]);
+            g.rows++;
+        } else {
+            double num[] = { s->final_loss, s->val_loss, s->ms_per_step, s->ms_lo, s->ms_hi, s->tokens_per_s, s->mfu };
+            if (format == FORMAT_CSV) {
+                fprintf(out, "%s,", launch);
+                csv_field(out, rows[r].experiment); fputc(',', out);
+                csv_field(out, s->variant); fputc(',', out);
+                csv_field(out, alias);
+                fprintf(out, ",%lld", (long long)s->run_id);
+                for (int i = 0; i < nk; i++) { config_value(db, s->run_id, keys[i], tmp, sizeof tmp); fputc(',', out); csv_field(out, tmp); }
+                fprintf(out, ",%d,%d,%d", s->n_runs, s->n_completed, s->steps);
+                for (int i = 0; i < 7; i++) {
+                    if (i == 5) fprintf(out, ",%s", isnan(s->ms_lo) ? "" : spread_runs ? "runs" : "p10-90");
+                    if (isnan(num[i])) fputc(',', out); else fprintf(out, ",%.17g", num[i]);
+                }
+                fprintf(out, ",%lld,%lld,%lld\n", (long long)s->peak_memory, (long long)s->comm_bytes, (long long)s->comm_calls);
+            } else {
+                fprintf(out, "%s\n  {\"launch_id\": %s, \"experiment\": ", r ? "," : "", rows[r].launch ? launch : "null");
+                json_str(out, rows[r].experiment);
+                fputs(", \"variant\": ", out); json_str(out, s->variant);
+                fputs(", \"alias\": ", out); json_str(out, alias);
+                fprintf(out, ", \"run_id\": %lld, \"config\": {", (long long)s->run_id);
+                for (int i = 0; i < nk; i++) {
+                    config_value(db, s->run_id, keys[i], tmp, sizeof tmp);
+                    fputs(i ? ", " : "", out); json_str(out, keys[i]); fputs(": ", out); json_str(out, tmp);
+                }
+                fprintf(out, "}, \"runs\": %d, \"completed\": %d, \"steps\": %d", s->n_runs, s->n_completed, s->steps);
+                const char *names[] = { "final_loss", "val_loss", "median_ms_per_step", "ms_lo", "ms_hi", "tokens_per_s", "mfu" };
+                for (int i = 0; i < 7; i++) {
+                    if (i == 5) { fputs(", \"spread_of\": ", out); json_str(out, isnan(s->ms_lo) ? "" : spread_runs ? "runs" : "p10-90"); }
+                    if (isnan(num[i])) fprintf(out, ", \"%s\": null", names[i]); else fprintf(out, ", \"%s\": %.17g", names[i], num[i]);
+                }
+                fprintf(out, ", \"peak_memory_bytes\": %lld, \"comm_bytes_per_step\": %lld, \"comm_calls_per_step\": %lld}",
+                        (long long)s->peak_memory, (long long)s->comm_bytes, (long long)s->comm_calls);
+            }
+        }
+    }
+    if (format == FORMAT_JSON) fputs("\n]\n", out);
+    if (format == FORMAT_TABLE) {
+        int *w = xcalloc((size_t)g.cols, sizeof *w);
+        for (int r = 0; r < g.rows; r++)
+            for (int c = 0; c < g.cols; c++) { int l = (int)strlen(g.cell[r * g.cols + c]); if (l > w[c]) w[c] = l; }
+        for (int r = 0; r < g.rows; r++) {
+            for (int c = 0; c < g.cols; c++) {
+                const char *v = g.cell[r * g.cols + c];
+                int left = c < 3 + nk;   // names and configuration values left, numbers right
+                fprintf(out, left ? "%s%-*s" : "%s%*s", c ? "  " : "", c + 1 < g.cols || !left ? w[c] : 0, v);
+            }
+            fputc('\n', out);
+        }
+        free(w);
+        if (!nk) fprintf(out, "configuration: the compared runs agree on every key\n");
+        else fprintf(out, "configuration: the %d key%s on which the compared runs differ are the columns after variant "
+                          "(the value of each row's first completed run)\n", nk, nk == 1 ? "" : "s");
+        if (any_alias)
+            for (int r = 0; r < nr; r++) {
+                char alias[64];
+                variant_alias(rows[r].s.variant, alias, sizeof alias);
+                int dup = 0;
+                for (int j = 0; j < r; j++) dup |= !strcmp(rows[j].s.variant, rows[r].s.variant);
+                if (strcmp(alias, rows[r].s.variant) && !dup) fprintf(out, "  %s = %s\n", alias, rows[r].s.variant);
+            }
+        fprintf(out, "ms/step: median step time after warm-up (run_summary.median_ms_per_step), median over a row's completed runs;\n"
+                     "spread: min-max of the run medians (\"runs\", REPEAT >= 2) or the 10th-90th percentile of one run's steps\n"
+                     "(\"p10-90\"); tokens/s = tokens per step / ms/step; MFU against each run's recorded peak.\n");
+        for (int i = 0; i < g.rows * g.cols; i++) free(g.cell[i]);
+        free(g.cell);
+    }
+    for (int i = 0; i < nk; i++) free(keys[i]);
+    free(keys);
+    free(rows);
+    return nr;
+}
+
+void compare_steps(RunDB *db, const int64_t *ids, int n, OutputFormat format, FILE *out) {
+    rundb_flush(db);
+    if (format == FORMAT_CSV) fputs("run_id,launch_id,variant,step,tokens_seen,loss,lr,grad_norm,step_seconds,tokens_per_s,mfu\n", out);
+    else fputs("[", out);
+    for (int i = 0; i < n; i++) {
+        sqlite3_stmt *st = db_prep(db, "SELECT r.id, COALESCE(r.launch_id, 0), r.variant, s.step, s.tokens_seen, s.loss, s.lr, "
+                                       "s.grad_norm, s.step_seconds, s.tokens_per_s, s.mfu "
+                                       "FROM runs r LEFT JOIN steps s ON s.run_id = r.id WHERE r.id=?1 ORDER BY s.step");
+        db_bind_i64(db, st, 1, ids[i]);
+        int first = 1;
+        while (db_next_row(db, st, "reading the step series")) {
+            char variant[256];
+            db_col_text(st, 2, variant, sizeof variant);
+            long long launch = sqlite3_column_int64(st, 1);
+            if (format == FORMAT_JSON && first) {
+                fprintf(out, "%s\n  {\"run_id\": %lld, \"launch_id\": ", i ? "," : "", (long long)ids[i]);
+                if (launch) fprintf(out, "%lld", launch); else fputs("null", out);
+                fputs(", \"variant\": ", out); json_str(out, variant); fputs(", \"steps\": [", out);
+            }
+            if (sqlite3_column_type(st, 3) == SQLITE_NULL) { first = 0; continue; }   // a run without steps
+            if (format == FORMAT_CSV) {
+                if (launch) fprintf(out, "%lld,%lld,", (long long)ids[i], launch); else fprintf(out, "%lld,,", (long long)ids[i]);
+                csv_field(out, variant);
+                fprintf(out, ",%lld,%lld", (long long)sqlite3_column_int64(st, 3), (long long)sqlite3_column_int64(st, 4));
+                for (int c = 5; c <= 10; c++)
+                    if (sqlite3_column_type(st, c) == SQLITE_NULL) fputc(',', out);
+                    else fprintf(out, ",%.17g", sqlite3_column_double(st, c));
+                fputc('\n', out);
+            } else {
+                fprintf(out, "%s{\"step\": %lld, \"tokens_seen\": %lld", first ? "" : ", ",
+                        (long long)sqlite3_column_int64(st, 3), (long long)sqlite3_column_int64(st, 4));
+                const char *names[] = { "loss", "lr", "grad_norm", "step_seconds", "tokens_per_s", "mfu" };
+                for (int c = 5; c <= 10; c++)
+                    if (sqlite3_column_type(st, c) == SQLITE_NULL) fprintf(out, ", \"%s\": null", names[c - 5]);
+                    else fprintf(out, ", \"%s\": %.17g", names[c - 5], sqlite3_column_double(st, c));
+                fputc('}', out);
+            }
+            first = 0;
+        }
+        db_finalize(db, st);
+        if (format == FORMAT_JSON && !first) fputs("]}", out);
+    }
+    if (format == FORMAT_JSON) fputs("\n]\n", out);
+}

@@ -1,0 +1,222 @@
+// sample — text from a checkpoint: a look at the model itself. The checkpoint carries
+// everything needed (its configuration, its run uid and variant, the tokenizer its data was
+// encoded with: docs/checkpoint-format.md), so a file can be used alone. The prompt is
+// encoded with that tokenizer, then tokens are generated one at a time by the model's own
+// forward pass (B = 1, the window of the last seq_len tokens; causal attention makes the
+// padding after them irrelevant): greedy (--temperature 0) or sampled from the softmax of
+// logits / T. Checkpoints are unsharded fp32, so any back end loads them: the CPU in fp32
+// (the reference) or bf16, or a GPU (--device cuda). `sample --help` lists the options.
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "../backend/bf16.h"
+#include "../backend/ops.h"
+#include "../config/config.h"
+#include "../core/check.h"
+#include "../core/env.h"
+#include "../core/rng.h"
+#include "../data/data.h"
+#include "../model/model.h"
+#include "../model/state.h"
+#include "../parallel/comm.h"
+#include "../store/checkpoint.h"
+#include "../train/trainer.h"
+
+static const char *USAGE =
+"usage: sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--seed S]\n"
+"              [--device cpu|cuda] [--precision fp32|bf16] [--tokenizer PATH]\n"
+"\n"
+"Generates text from a checkpoint (a step_<N>.h5 file, or a run's folder: its newest\n"
+"checkpoint that verifies). The model, its run and the tokenizer come from the file.\n"
+"\n"
+"  --prompt TEXT      the text to continue (default \"In the beginning\"), encoded with the\n"
+"                     checkpoint's tokenizer\n"
+"  --tokens N         tokens to generate (default 48)\n"
+"  --temperature T    0: greedy, the most likely token each time (default); > 0: sampled from\n"
+"                     softmax(logits / T)\n"
+"  --seed S           the sampling seed (default 1): the same seed, the same text\n"
+"  --device D         cpu (default) or cuda (one GPU; the CUDA build)\n"
+"  --precision P      fp32 (default; the reference) or bf16\n"
+"  --tokenizer PATH   another tokenizer file (a checkpoint written before the tokenizer was\n"
+"                     stored, or data moved since)\n"
+"Exit 0, or 2 on bad input (a damaged or unknown checkpoint, a missing tokenizer).\n";
+
+// The configuration a checkpoint was trained with, from its JSON (config_to_json): each
+// section.key through config_set_key, as a manifest would set it. The JSON is parsed by
+// SQLite's json_each (linked anyway for the run database).
+static void config_from_json(Config *c, const char *json, const char *where) {
+    config_defaults(c);
+    Config defaults;
+    config_defaults(&defaults);
+    int nk; const ConfigKey *keys = config_schema(&nk);
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_open(":memory:", &h) == SQLITE_OK, "sqlite3_open(:memory:)");
+    CHECK(sqlite3_prepare_v2(h, "SELECT s.key || '.' || k.key, k.type, CAST(k.atom AS TEXT) FROM json_each(?1) s, "
+                                "json_each(s.value) k WHERE s.type = 'object'", -1, &st, NULL) == SQLITE_OK,
+          "preparing the configuration query: %s", sqlite3_errmsg(h));
+    sqlite3_bind_text(st, 1, json, -1, SQLITE_TRANSIENT);
+    int rc, n = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(st, 0), *type = (const char *)sqlite3_column_text(st, 1);
+        const char *val = (const char *)sqlite3_column_text(st, 2);
+        int ki = config_key_index(key);
+        if (ki < 0) continue;   // a key of another engine's version: its default
+        const char *text = !strcmp(type, "true") ? "true" : !strcmp(type, "false") ? "false" : val ? val : "";
+        char dv[1100];
+        config_format_value(&defaults, &keys[ki], dv, sizeof dv);
+        if (!strcmp(dv, text)) continue;   // as the default: left unset, as the manifest left it (finalize's checks)
+        char w[1200];
+        snprintf(w, sizeof w, "%.900s: config %.200s", where, key);
+        int is_null = !strcmp(type, "null");
+        config_set_key(c, key, text, is_null, w);
+        n++;
+    }
+    if (rc != SQLITE_DONE || (n == 0 && !strstr(json, "\"model\"")))
+        die_input("%s: the checkpoint's configuration (attribute config) is not the JSON of a configuration: %s", where,
+                  rc != SQLITE_DONE ? sqlite3_errmsg(h) : "no keys");
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    config_finalize(c);
+}
+
+static int pick(const float *logits, int V, double temperature, Rng *rng) {
+    int best = 0;
+    for (int i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
+    if (temperature <= 0) return best;
+    double sum = 0;
+    for (int i = 0; i < V; i++) sum += exp((logits[i] - logits[best]) / temperature);
+    double u = rng_uniform(rng) * sum, acc = 0;
+    for (int i = 0; i < V; i++) {
+        acc += exp((logits[i] - logits[best]) / temperature);
+        if (acc >= u) return i;
+    }
+    return best;
+}
+
+int main(int argc, char **argv) {
+    ensure_passive_omp(argv);
+    const char *path = NULL, *prompt = "In the beginning", *device = "cpu", *precision = "fp32", *tok_path = NULL;
+    long n_new = 48;
+    double temperature = 0;
+    unsigned long long seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        char *end = NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(USAGE, stdout); return 0; }
+        else if (!has && a[0] == '-') die_input_hint(USAGE, "sample: %s needs a value", a);
+        else if (!strcmp(a, "--prompt")) prompt = argv[++i];
+        else if (!strcmp(a, "--device")) device = argv[++i];
+        else if (!strcmp(a, "--precision")) precision = argv[++i];
+        else if (!strcmp(a, "--tokenizer")) tok_path = argv[++i];
+        else if (!strcmp(a, "--tokens")) {
+            n_new = strtol(argv[++i], &end, 10);
+            if (!*argv[i] || *end || n_new < 1 || n_new > 100000) die_input("--tokens: expected 1..100000, got '%s'", argv[i]);
+        } else if (!strcmp(a, "--temperature")) {
+            temperature = strtod(argv[++i], &end);
+            if (!*argv[i] || *end || !(temperature >= 0 && temperature <= 100)) die_input("--temperature: expected 0..100 (0: greedy), got '%s'", argv[i]);
+        } else if (!strcmp(a, "--seed")) {
+            seed = strtoull(argv[++i], &end, 10);
+            if (!*argv[i] || *end) die_input("--seed: expected a whole number, got '%s'", argv[i]);
+        } else if (a[0] == '-') die_input_hint(USAGE, "sample: unknown option '%s'", a);
+        else if (!path) path = a;
+        else die_input_hint(USAGE, "sample: one checkpoint at a time");
+    }
+    if (!path) die_input_hint(USAGE, "sample: no checkpoint given (checkpoints/<run uid>/step_<N>.h5)");
+    if (strcmp(device, "cpu") && strcmp(device, "cuda")) die_input("--device %s: expected cpu or cuda", device);
+    if (strcmp(precision, "fp32") && strcmp(precision, "bf16")) die_input("--precision %s: expected fp32 or bf16", precision);
+
+    // a run's folder: its newest checkpoint that verifies
+    char file[1200];
+    struct stat sb;
+    if (stat(path, &sb) != 0) die_input_hint("checkpoints are checkpoints/<run uid>/step_<N>.h5", "%s: no such file or folder", path);
+    if (S_ISDIR(sb.st_mode)) {
+        int64_t step;
+        char dir[1100];
+        snprintf(dir, sizeof dir, "%s", path);
+        for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/'; l--) dir[l - 1] = 0;
+        if (!checkpoint_latest_good(dir, file, sizeof file, &step, NULL, NULL))
+            die_input("%s: no checkpoint there that verifies (step_<N>.h5)", path);
+    } else {
+        snprintf(file, sizeof file, "%s", path);
+    }
+    CheckpointMeta meta;
+    char why[1500];
+    if (!checkpoint_read_meta(file, &meta, why, sizeof why)) die_input("%s: %s", file, why);
+    Config cfg;
+    config_from_json(&cfg, meta.config_json, file);
+    cfg.run.device = !strcmp(device, "cuda") ? DEVICE_CUDA : DEVICE_CPU;
+    cfg.train.precision = !strcmp(precision, "bf16") ? PRECISION_BF16 : PRECISION_FP32;
+    const ModelConfig *mc = &cfg.model;
+    if (!tok_path) tok_path = meta.tokenizer_path;
+    if (!tok_path || !tok_path[0])
+        die_input_hint("give it with --tokenizer PATH (datasets/cache/<dataset>-v<vocab>-*/tokenizer.bin)",
+                       "%s: the checkpoint names no tokenizer (%s)", file,
+                       meta.run_uid && meta.run_uid[0] ? "its data was synthetic: token ids without text"
+                                                       : "written before checkpoints stored it");
+    if (stat(tok_path, &sb) != 0)
+        die_input_hint("give another with --tokenizer PATH, or prepare the data again (build/prepare, or a run of the experiment)",
+                       "%s: the tokenizer %s the checkpoint names is not there", file, tok_path);
+    Tokenizer tok;
+    tokenizer_load(&tok, tok_path);
+    if (tok.vocab_size > mc->vocab_size)
+        die_input("%s: the tokenizer %s has %d tokens, more than the model's vocabulary (%d): not the tokenizer of this model",
+                  file, tok_path, tok.vocab_size, mc->vocab_size);
+
+    // the model on the chosen back end, its weights from the file
+    ModelState st;
+    model_state_init(&st, mc, STATE_PARAMS | STATE_OPTIM);
+    checkpoint_read(file, &st, NULL);
+    Backend *bk = trainer_backend(&cfg);
+    Model mdl;
+    const int T = mc->seq_len, V = mc->vocab_size;
+    model_init_parallel(&mdl, mc, 1, T, 0, comm_single(), NULL, 1, bk, 1);
+    model_set_params(&mdl, st.params);
+    model_state_free(&st);
+
+    size_t n_prompt = 0;
+    int32_t *ids = tokenizer_encode(&tok, (const uint8_t *)prompt, strlen(prompt), &n_prompt);
+    if (n_prompt == 0) die_input("--prompt: empty (nothing to continue)");
+    size_t cap = n_prompt + (size_t)n_new;
+    ids = realloc(ids, cap * sizeof *ids);
+    CHECK(ids, "out of memory");
+    int32_t *in = xcalloc((size_t)T, sizeof *in), *tg = xcalloc((size_t)T, sizeof *tg);
+    float *row = xmalloc((size_t)V * sizeof *row);
+    uint16_t *row16 = xmalloc((size_t)V * sizeof *row16);
+    Rng rng = { .state = splitmix64(seed) };
+    printf("checkpoint %s: step %lld of run %s (variant %s); model %s%s%s, on %s in %s; tokenizer %s\n", file,
+           (long long)meta.step, meta.run_uid && meta.run_uid[0] ? meta.run_uid : "? (written before checkpoints named it)",
+           meta.variant && meta.variant[0] ? meta.variant : "?", linear_kind_name(mc->linear), mc->preset[0] ? " preset " : "",
+           mc->preset, device, precision, tok_path);
+    printf("%s, %ld tokens, seed %llu; the prompt is %zu token%s\n---\n",
+           temperature > 0 ? "sampled" : "greedy", n_new, seed, n_prompt, n_prompt == 1 ? "" : "s");
+    size_t n = n_prompt;
+    for (long t = 0; t < n_new; t++) {
+        size_t w = n < (size_t)T ? n : (size_t)T, first = n - w;   // the last T tokens
+        memset(in, 0, (size_t)T * sizeof *in);
+        memcpy(in, ids + first, w * sizeof *in);
+        model_forward(&mdl, in, tg);
+        const char *lrow = (const char *)mdl.acts.logits + (w - 1) * (size_t)V * (bk->dtype == DT_BF16 ? 2 : 4);
+        if (bk->dtype == DT_BF16) {
+            bk_to_host(bk, row16, lrow, (size_t)V, DT_BF16);
+            for (int i = 0; i < V; i++) row[i] = bf16_to_f32(row16[i]);
+        } else {
+            bk_to_host(bk, row, lrow, (size_t)V, DT_F32);
+        }
+        for (int i = tok.vocab_size; i < V; i++) row[i] = -INFINITY;   // ids the tokenizer cannot decode
+        ids[n++] = pick(row, V, temperature, &rng);
+    }
+    size_t nb = 0;
+    uint8_t *text = tokenizer_decode(&tok, ids, n, &nb);
+    fwrite(text, 1, nb, stdout);
+    printf("\n---\n");
+    free(text); free(ids); free(in); free(tg); free(row); free(row16);
+    model_free(&mdl);
+    backend_free(bk);
+    tokenizer_free(&tok);
+    checkpoint_meta_free(&meta);
+    return 0;
+}
