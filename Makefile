@@ -54,8 +54,8 @@ help:
 	@echo "make bench-scaling   tokens/s, MFU and memory against size, sequence length, threads and tp"
 	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
 	@echo "make figures EXP=x [LAUNCH=id]   loss curves and ablation panels of a launch of x (analysis/figures/)"
-	@echo "make reproduce [HARDWARE=profile]   the paper's figures and tables from the performance model:"
-	@echo "                     analysis/reproduction/REPORT.md, PNG + CSV (docs/reproduction.md)"
+	@echo "make reproduce [HARDWARE=profile] [TRACKED=1]   the paper's figures and tables from the performance model,"
+	@echo "                     with bands: build/reproduction/REPORT.md, PNG + CSV (TRACKED=1: analysis/reproduction)"
 	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times on this machine (~10 min)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 	@echo "make test-asan       unit tests and a tp=2 BTP run built with ASan+UBSan (build-asan/)"
@@ -144,9 +144,10 @@ bench-comm: all
 
 # The BOOST paper's figures and tables from the performance model (build/simulate on the paper
 # recipes, HARDWARE= another profile), the exact accounting and the CPU validation table when
-# it exists: PNG + CSV per figure and analysis/reproduction/REPORT.md (docs/reproduction.md).
+# it exists: PNG + CSV per figure and REPORT.md in build/reproduction (not tracked; TRACKED=1
+# writes the tracked copy analysis/reproduction), bands over the profile's chosen constants.
 reproduce: all
-	$(PYTHON) analysis/reproduce.py $(if $(value HARDWARE),--hardware $(call qvar,HARDWARE))
+	$(PYTHON) analysis/reproduce.py $(if $(value HARDWARE),--hardware $(call qvar,HARDWARE)) $(if $(filter 1,$(value TRACKED)),--tracked)
 
 # The model's credential: predicted vs measured step time of every ablation recipe at tp 1, 2,
 # 4 on this machine, calibrated in the same session (about 10 minutes on 2 cores; REPEAT=n).

@@ -106,13 +106,21 @@ def main():
                     help="the share before every repeat (interleave), a full calibration before every recipe and tp "
                          "(each), only at the start (once), or never: experiments/hardware/cpu-local.yaml as it is (none)")
     ap.add_argument("--db", default="runs/validation.db")
-    ap.add_argument("--out", default="analysis/reproduction/validation_cpu")
+    ap.add_argument("--out", default="build/reproduction/validation_cpu",
+                    help="OUT.md and OUT.csv (default build/reproduction/validation_cpu: not tracked, where "
+                         "make reproduce looks first)")
     a = ap.parse_args()
     env = dict(os.environ, OMP_WAIT_POLICY="passive")
     os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)) or ".", exist_ok=True)
     logpath = os.path.join(ROOT, "runs", os.path.basename(a.out) + ".log")   # runs/: not committed
     log = open(logpath, "w")
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    # the commit the measurement ran at (REPORT.md stamps its validation section with it)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True).stdout.strip() or "unknown"
+    if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, stdout=subprocess.PIPE,
+                      stderr=subprocess.DEVNULL, text=True).stdout.strip():
+        commit += " (with uncommitted changes)"
     host = platform.node()
     ncpu = os.cpu_count()
     loads = {"start": load()}
@@ -210,7 +218,8 @@ def main():
         for r in rows:
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
     verdict = ("met" if med <= TARGET_MEDIAN and worst and abs(worst["error"]) <= TARGET_WORST else "NOT met") if rows else "not measured"
-    lines = [f"Measured on host `{host}` ({ncpu} cores), {started}; load average {loads['start']:.2f} at the start, "
+    lines = [f"Commit: {commit}\n",
+             f"Measured on host `{host}` ({ncpu} cores), {started}; load average {loads['start']:.2f} at the start, "
              f"{loads['end']:.2f} at the end (per launch below). Profile `cpu-local` calibrated in the same session "
              f"({'; '.join(profile_head)})"
              f"{'; before every measured run `build/calibrate --share-only` measured the machine again (the rank share column: the median over the repeats of the share at that tp, for tp 1 a single process against the table)' if a.calibrate == 'interleave' else ', and again right before every recipe and tp (the rank share column: what that calibration measured)' if a.calibrate == 'each' else ''}. "
@@ -236,7 +245,7 @@ def main():
                      f"40 % — {verdict}.**")
     with open(os.path.join(ROOT, a.out + ".md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    print("\n" + "\n".join(lines[3:]))
+    print("\n" + "\n".join(lines[4:]))
     print(f"\nwrote {a.out}.csv, {a.out}.md; the runs are in {a.db}")
     return 1 if failures else 0
 
