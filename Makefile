@@ -56,6 +56,7 @@ help:
 	@echo "make figures EXP=x [LAUNCH=id]   loss curves and ablation panels of a launch of x (analysis/figures/)"
 	@echo "make reproduce [HARDWARE=profile] [TRACKED=1]   the paper's figures and tables from the performance model,"
 	@echo "                     with bands: build/reproduction/REPORT.md, PNG + CSV (TRACKED=1: analysis/reproduction)"
+	@echo "make loss-parity     TP vs DP loss curves by real CPU training (build/reproduction/loss_parity.*, ~3 min)"
 	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times on this machine (~10 min)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 	@echo "make test-asan       unit tests and a tp=2 BTP run built with ASan+UBSan (build-asan/)"
@@ -130,7 +131,7 @@ bench-scaling: all
 # Figures of EXP from runs/boost.db, from the runs of one launch (the latest, or LAUNCH=id):
 # loss curves with their differences, and the ablation panels (step time compute/comm with
 # spread, collective calls, bytes per layer and embedding/head, memory, loss parity).
-.PHONY: figures bench-comm bench-scaling docs-keys reproduce validate-cpu
+.PHONY: figures bench-comm bench-scaling docs-keys reproduce validate-cpu loss-parity
 figures:
 	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
 	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db runs/boost.db --out analysis/figures $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
@@ -153,6 +154,11 @@ reproduce: all
 # 4 on this machine, calibrated in the same session (about 10 minutes on 2 cores; REPEAT=n).
 validate-cpu: all
 	$(PYTHON) analysis/validate_cpu.py $(if $(value REPEAT),--repeat $(call qvar,REPEAT))
+
+# The TP-vs-DP loss-parity curve measured by real CPU training (tp-parity.yaml: tp 2 x dp 1
+# against tp 1 x dp 2): build/reproduction/loss_parity.png/.csv/.md, which make reproduce includes.
+loss-parity: all
+	$(PYTHON) analysis/loss_parity.py
 
 # Regenerate the key table of docs/configuration.md from the schema.
 docs-keys: all
