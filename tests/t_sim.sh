@@ -119,6 +119,17 @@ echo '{"device": "d", "records": [{"op": "gemm", "ms": 1}]}' >"$TMP/short.json"
 expect_error calibrate_gpu_refuses_a_malformed_record "record 0 lacks" 2 \
     /usr/bin/python3 analysis/calibrate_gpu.py "$TMP/short.json" --base h200-1 --name x --out "$TMP/x.yaml"
 
+# ---- one schedule: the simulator runs the trainer's micro-batch loop (train/step_loop.c), so its
+# pipeline messages are sized like the trainer's (model_stage_elems): LaX's latents travel too
+for v in lax-boost cola-boost; do
+    build/simulate experiments/paper-architectures.yaml --variant $v --hardware a100-80gb-node4 --set parallel.pp=2 \
+        --set model.tie_embeddings=false --json "$TMP/pp_$v.json" >/dev/null 2>&1
+done
+r=$(/usr/bin/python3 -c "import json,sys; a,b=(json.load(open(f))['step']['p2p_s'] for f in sys.argv[1:]); print(f'{a/b:.2f}')" \
+    "$TMP/pp_lax-boost.json" "$TMP/pp_cola-boost.json" 2>&1)
+awk -v r="$r" 'BEGIN { exit !(r + 0 > 2) }' && pass "simulate_pipeline_messages_carry_lax_latents (LaX/CoLA p2p time $r)" ||
+    fail simulate_pipeline_messages_carry_lax_latents "LaX/CoLA pipeline transfer time ratio '$r' (the latents must travel)"
+
 # ---- make reproduce: every figure, CSV and the report ------------------------------------------
 # (--no-bands: the sweep over the chosen constants prices everything 11 more times, minutes here;
 # the bands are the same code on more profiles)
