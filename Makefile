@@ -57,7 +57,7 @@ help:
 	@echo "make reproduce [HARDWARE=profile] [TRACKED=1]   the paper's figures and tables from the performance model,"
 	@echo "                     with bands: build/reproduction/REPORT.md, PNG + CSV (TRACKED=1: analysis/reproduction)"
 	@echo "make loss-parity     TP vs DP loss curves by real CPU training (build/reproduction/loss_parity.*, ~3 min)"
-	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times on this machine (~10 min)"
+	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times, one pinned rank per core (quiet machine)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 	@echo "make test-asan       unit tests and a tp=2 BTP run built with ASan+UBSan (build-asan/)"
 	@echo "make fuzz            libFuzzer harnesses, FUZZ_SECONDS each (default 60; needs clang)"
@@ -150,8 +150,8 @@ bench-comm: all
 reproduce: all
 	$(PYTHON) analysis/reproduce.py $(if $(value HARDWARE),--hardware $(call qvar,HARDWARE)) $(if $(filter 1,$(value TRACKED)),--tracked)
 
-# The model's credential: predicted vs measured step time of every ablation recipe at tp 1, 2,
-# 4 on this machine, calibrated in the same session (about 10 minutes on 2 cores; REPEAT=n).
+# The model's credential: predicted vs measured step time of every ablation recipe at tp 1 and
+# 2 (one pinned single-thread rank per core) on this machine, calibrated in the same session (REPEAT=n).
 validate-cpu: all
 	$(PYTHON) analysis/validate_cpu.py $(if $(value REPEAT),--repeat $(call qvar,REPEAT))
 
