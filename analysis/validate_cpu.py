@@ -274,7 +274,8 @@ def main():
     verdict = ("met" if med <= TARGET_MEDIAN and worst and abs(worst["error"]) <= TARGET_WORST else "NOT met") if rows else "not measured"
     lines = [f"Commit: {commit}\n",
              f"Measured on host `{host}` ({ncpu} cores), {started}; load average {loads['start']:.2f} at the start, "
-             f"{loads['end']:.2f} at the end (per launch below). Profile `cpu-local` calibrated in the same session "
+             f"{loads['end']:.2f} at the end (per launch below). Profile `cpu-local` "
+             f"{'as it is, NOT recalibrated in this session (--calibrate none)' if a.calibrate == 'none' else 'calibrated in the same session'} "
              f"({'; '.join(profile_head)})"
              f"{'; before every measured run `build/calibrate --share-only` measured the machine again (the rank share column: the median over the repeats of the share at that tp, for tp 1 a single process against the table)' if a.calibrate == 'interleave' else ', and again right before every recipe and tp (the rank share column: what that calibration measured)' if a.calibrate == 'each' else ''}. "
              f"Each variant: {a.repeat} runs of {a.steps} steps interleaved (make exp REPEAT), "
