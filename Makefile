@@ -60,10 +60,11 @@ help:
 	@echo "                     the configuration keys that differ as columns (default: the latest two launches of EXP)"
 	@echo "make watch [EXP=x | LAUNCH=id] [ONCE=1]   every run of a running launch: step, loss, ETA of the launch"
 	@echo "build/sample CHECKPOINT [--prompt TEXT] [--temperature T]   text from a checkpoint (build/sample --help)"
-	@echo "make reproduce [HARDWARE=profile]   the paper's figures and tables from the performance model:"
-	@echo "                     analysis/reproduction/REPORT.md, PNG + CSV (docs/reproduction.md)"
-	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times on this machine (~10 min)"
-	@echo "make gpu-check       the device check on a GPU machine, at most 8 minutes (docs/gpu.md)"
+	@echo "make reproduce [HARDWARE=profile] [TRACKED=1]   the paper's figures and tables from the performance model,"
+	@echo "                     with bands: build/reproduction/REPORT.md, PNG + CSV (TRACKED=1: analysis/reproduction)"
+	@echo "make loss-parity     TP vs DP loss curves by real CPU training (build/reproduction/loss_parity.*, ~3 min)"
+	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times, one pinned rank per core (quiet machine)"
+	@echo "make gpu-check       the device check on a GPU machine, at most 7 minutes, results under --out (docs/gpu.md)"
 	@echo "make gpu-bundle      binaries + libraries for a GPU machine without the -dev packages (docs/gpu.md)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 	@echo "make test-asan       unit tests and a tp=2 BTP run built with ASan+UBSan (build-asan/)"
@@ -141,7 +142,7 @@ bench-scaling: all
 # with their differences (X=step|tokens|time, SMOOTH=N steps), and the ablation panels (step
 # time compute/comm with spread, collective calls, bytes per layer and embedding/head, memory,
 # loss parity); a simulated launch: its modeled step split and memory (_split.png), no loss.
-.PHONY: figures bench-comm bench-scaling docs-keys reproduce validate-cpu
+.PHONY: figures bench-comm bench-scaling docs-keys reproduce validate-cpu loss-parity
 figures:
 	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db $(if $(value DB),$(call qvar,DB),runs/boost.db) --out $(if $(value FIG_DIR),$(call qvar,FIG_DIR),analysis/figures) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
 	  --skip-simulated $(if $(value X),--x $(call qvar,X)) $(if $(value SMOOTH),--smooth $(call qvar,SMOOTH))
@@ -173,14 +174,20 @@ bench-comm: all
 
 # The BOOST paper's figures and tables from the performance model (build/simulate on the paper
 # recipes, HARDWARE= another profile), the exact accounting and the CPU validation table when
-# it exists: PNG + CSV per figure and analysis/reproduction/REPORT.md (docs/reproduction.md).
+# it exists: PNG + CSV per figure and REPORT.md in build/reproduction (not tracked; TRACKED=1
+# writes the tracked copy analysis/reproduction), bands over the profile's chosen constants.
 reproduce: all
-	$(PYTHON) analysis/reproduce.py $(if $(value HARDWARE),--hardware $(call qvar,HARDWARE))
+	$(PYTHON) analysis/reproduce.py $(if $(value HARDWARE),--hardware $(call qvar,HARDWARE)) $(if $(filter 1,$(value TRACKED)),--tracked)
 
-# The model's credential: predicted vs measured step time of every ablation recipe at tp 1, 2,
-# 4 on this machine, calibrated in the same session (about 10 minutes on 2 cores; REPEAT=n).
+# The model's credential: predicted vs measured step time of every ablation recipe at tp 1 and
+# 2 (one pinned single-thread rank per core) on this machine, calibrated in the same session (REPEAT=n).
 validate-cpu: all
 	$(PYTHON) analysis/validate_cpu.py $(if $(value REPEAT),--repeat $(call qvar,REPEAT))
+
+# The TP-vs-DP loss-parity curve measured by real CPU training (tp-parity.yaml: tp 2 x dp 1
+# against tp 1 x dp 2): build/reproduction/loss_parity.png/.csv/.md, which make reproduce includes.
+loss-parity: all
+	$(PYTHON) analysis/loss_parity.py
 
 # Regenerate the key table of docs/configuration.md from the schema.
 docs-keys: all

@@ -637,7 +637,8 @@ TEST(paper_numbers_file) {
     struct fy_node *root = fy_document_root(doc);
     struct fy_node *nums = fy_node_mapping_lookup_by_string(root, "numbers", FY_NT);
     EXPECT(nums && fy_node_is_sequence(nums), "no `numbers` list");
-    static const char *const prov[] = { "paper", "paper-abstract", "authors-readme", "reading-notes", "derived", NULL };
+    static const char *const prov[] = { "paper-text", "paper-table", "paper-figure", "paper-abstract", "authors-readme",
+                                        "authors-code", "reading-notes", "derived", NULL };
     static const char *const units[] = { "s", "ms", "us", "GB", "MB/ms", "percent", "ratio", NULL };
     n_nums = 0;
     void *it = NULL;
@@ -651,6 +652,8 @@ TEST(paper_numbers_file) {
         if (scalar_at(item, "provenance", buf, sizeof buf))
             for (int k = 0; prov[k]; k++) ok |= !strcmp(prov[k], buf);
         EXPECT(ok, "%s: provenance '%s' not one of the documented ones", id, buf);
+        if (ok && !strcmp(buf, "paper-figure"))   // a value read off a plot is approximate: the file must say so
+            EXPECT(scalar_at(item, "approx", buf, sizeof buf) && !strcmp(buf, "true"), "%s: read off a figure but not approx: true", id);
         ok = 0;
         if (scalar_at(item, "unit", buf, sizeof buf))
             for (int k = 0; units[k]; k++) ok |= !strcmp(units[k], buf);

@@ -26,6 +26,7 @@ static const char *const precision_names[] = {"fp32", "bf16", NULL};
 static const char *const attention_names[] = {"auto", "cudnn", "flash", NULL};
 static const char *const device_names[] = {"cpu", "cuda", NULL};
 static const char *const sync_norm_backward_names[] = {"allreduce", "bottleneck", NULL};
+static const char *const rmsnorm_variant_names[] = {"paper", "two_call", "shard_local", NULL};
 
 // data.dataset: a known corpus name or text:PATH. Extend this list with new corpora.
 static const char *const dataset_names[] = {"kjv", "synthetic", "tinyshakespeare", NULL};
@@ -172,6 +173,8 @@ static const ConfigKey SCHEMA[] = {
      "baseline checkpointing: keep block inputs, recompute whole blocks (replays collectives)"},
     {"boost", "sync_norm_backward", CK_ENUM, F(boost, sync_norm_backward), ANY, sync_norm_backward_names, NULL,
      "SyncRMSNorm's backward (boost.btp without boost.online_rmsnorm): allreduce = the authors' all-reduce of the local Σ da·a (2 more collectives per layer); bottleneck = from the replicated bottleneck gradient, no collective"},
+    {"boost", "rmsnorm_variant", CK_ENUM, F(boost, rmsnorm_variant), ANY, rmsnorm_variant_names, NULL,
+     "BTP's norm: paper = as the paper describes it; two_call = the authors' online RMSNorm (payload all-reduce, then the fp32 statistic: same maths, one more collective per norm; needs boost.online_rmsnorm); shard_local = the authors' 7B default, statistics over d/tp only: a different function at tp > 1, no statistic collective (needs boost.online_rmsnorm: false)"},
     // ---- run ----
     {"run", "db", CK_STRING, F(run, db), 0, 0, CKF_NONEMPTY, NULL, NULL, "SQLite run registry"},
     {"run", "checkpoint_dir", CK_STRING, F(run, checkpoint_dir), 0, 0, CKF_NONEMPTY, NULL, NULL,
@@ -693,9 +696,20 @@ void config_finalize(Config *c) {
             xsnprintf(hint, sizeof hint, "set boost.btp: true, or boost.%s: false (e.g. in the Vanilla-TP variant)", needs_btp[i]);
             die_input_hint(hint, "%sboost.%s acts on BTP's bottlenecks and does nothing without boost.btp", pre, needs_btp[i]);
         }
-    if (c->key_set[config_key_index("boost.sync_norm_backward")] && (!c->boost.btp || c->boost.online_rmsnorm))
+    if (c->boost.rmsnorm_variant != RMSNORM_PAPER && !c->boost.btp)
+        die_input_hint("set boost.btp: true, or boost.rmsnorm_variant: paper", "%sboost.rmsnorm_variant = %s is a form of "
+                       "BTP's norm and does nothing without boost.btp", pre, rmsnorm_variant_names[c->boost.rmsnorm_variant]);
+    if (c->boost.rmsnorm_variant == RMSNORM_TWO_CALL && !c->boost.online_rmsnorm)
+        die_input_hint("set boost.online_rmsnorm: true", "%sboost.rmsnorm_variant = two_call is the authors' online RMSNorm "
+                       "(its statistic as a second all-reduce); boost.online_rmsnorm is false", pre);
+    if (c->boost.rmsnorm_variant == RMSNORM_SHARD_LOCAL && c->boost.online_rmsnorm)
+        die_input_hint("set boost.online_rmsnorm: false", "%sboost.rmsnorm_variant = shard_local has no statistic to carry "
+                       "(statistics over d/tp only); boost.online_rmsnorm must be false", pre);
+    if (c->key_set[config_key_index("boost.sync_norm_backward")] && (!c->boost.btp || c->boost.online_rmsnorm ||
+                                                                       c->boost.rmsnorm_variant == RMSNORM_SHARD_LOCAL))
         die_input("%sboost.sync_norm_backward chooses SyncRMSNorm's backward; it has no effect %s", pre,
-                  !c->boost.btp ? "without boost.btp" : "with boost.online_rmsnorm (whose backward needs no collective)");
+                  !c->boost.btp ? "without boost.btp" : c->boost.online_rmsnorm ? "with boost.online_rmsnorm (whose backward needs no collective)"
+                  : "with boost.rmsnorm_variant = shard_local (a per-shard norm: no collective)");
 
     // parallel.micro_batches and train.grad_accum name one number
     int idx_mb = config_key_index("parallel.micro_batches"), idx_ga = config_key_index("train.grad_accum");

@@ -27,6 +27,13 @@ typedef enum { DEVICE_CPU = 0, DEVICE_CUDA = 1 } Device;
 // full-row term Σ da·a: the authors' all-reduce of the local sums (2 more collectives per
 // layer), or from the replicated bottleneck gradient (Σ dP·P, no collective).
 typedef enum { SYNC_NORM_BWD_ALLREDUCE = 0, SYNC_NORM_BWD_BOTTLENECK = 1 } SyncNormBackward;
+// boost.rmsnorm_variant: the BTP norm as the paper describes it (paper: SyncRMSNorm, or online
+// RMSNorm with its statistic in the payload all-reduce), or as the authors' code has it:
+// two_call = online RMSNorm whose fp32 statistic is a second all-reduce after the payload (the
+// same maths, one more collective per norm); shard_local = their 7B configuration's default,
+// statistics over this rank's d/tp columns only — a DIFFERENT FUNCTION at tp > 1 (equal to
+// RMSNorm at tp 1), with no statistic collective at all.
+typedef enum { RMSNORM_PAPER = 0, RMSNORM_TWO_CALL = 1, RMSNORM_SHARD_LOCAL = 2 } RmsnormVariant;
 
 // Upper bound on the number of schema keys (all sections together); config.c
 // static-asserts it. Raise it when the schema grows past it.
@@ -102,6 +109,7 @@ typedef struct {
     int lowrank_ckpt;       // keep only bottleneck activations; recompute chunks in backward
     int full_recompute;     // baseline: keep block inputs only; recompute whole blocks
     int sync_norm_backward; // SyncNormBackward (SyncRMSNorm only): allreduce (authors') | bottleneck
+    int rmsnorm_variant;    // RmsnormVariant (BTP only): paper | two_call (authors') | shard_local (authors' 7B)
 } BoostConfig;
 
 // Where results go and what is saved (docs/database.md, docs/checkpoint-format.md).

@@ -128,6 +128,10 @@ static void concat_A(Model *mdl, void *acat, LinearW *const *A, int G, int dr, i
                   mdl->bk->dtype);
 }
 
+// The authors' 7B norm (boost.rmsnorm_variant = shard_local): RMSNorm over this rank's d/tp
+// columns only — a different function from RMSNorm(x_full) at tp > 1, the same at tp 1.
+static int norm_is_shard_local(const Model *mdl) { return mdl->boost.rmsnorm_variant == RMSNORM_SHARD_LOCAL; }
+
 // ---- chunk boundary into a bottleneck: P = RMSNorm(x_full) @ [A_1|..|A_G] --------------
 // x [N,dr] this rank's residual slice, gamma [dr]. Writes P's payload (all-reduced, full)
 // and its statistic slot (the full-row Σx²). Collectives: sync: AR(S) [N] then the
@@ -137,14 +141,15 @@ static void norm_down_forward(Model *mdl, const Bn *b, void *P, const void *x, c
     const ModelConfig *c = &mdl->cfg;
     Backend *bk = mdl->bk;
     int N = mdl->N, dr = mdl->lay.d_res, d = c->d_model, G = b->v.G, r = b->v.r;
-    int online = mdl->boost.online_rmsnorm;
+    int online = mdl->boost.online_rmsnorm, local = norm_is_shard_local(mdl);
     float eps = c->norm_eps;
     void *S = at(mdl, P, b->stat);
     op_rowsumsq(bk, S, x, N, dr);                                   // step 1: local Σx²
-    if (!online)   // SyncRMSNorm: the full row's Σx², a separate [N] all-reduce
+    if (!online && !local)   // SyncRMSNorm: the full row's Σx², a separate [N] all-reduce
         tp_all_reduce(mdl, S, (size_t)N, mdl->fwd_phase, gl);
-    // sync: a = x·rstd(full)·γ;  online steps 2-3: ŷ = x / rms_local · γ
-    op_rownorm(bk, s->xn, x, gamma, S, N, dr, online ? dr : d, eps);
+    // sync: a = x·rstd(full)·γ;  online steps 2-3: ŷ = x / rms_local · γ;  shard-local
+    // (authors' 7B): a = x·rstd(local)·γ, final — the statistic never leaves the rank
+    op_rownorm(bk, s->xn, x, gamma, S, N, dr, online || local ? dr : d, eps);
     // step 4: the row-parallel down factor(s): partial sums over this rank's rows
     if (b->grouped && G > 1) {
         concat_A(mdl, s->acat, A, G, dr, r);
@@ -154,7 +159,11 @@ static void norm_down_forward(Model *mdl, const Bn *b, void *P, const void *x, c
             op_gemm(bk, TR_N, TR_N, N, r, dr, 1.0f, s->xn, dr, A[j]->A, r, 0.0f, at(mdl, P, b->v.off[j]), b->v.ld);
     }
     if (online) op_scale_rows(bk, P, &b->v, S, dr, eps, +1);       // step 5: undo the local scale
-    bn_all_reduce(mdl, b, P, online, mdl->fwd_phase, gl);           // step 6 / the bottleneck AR
+    if (online && mdl->boost.rmsnorm_variant == RMSNORM_TWO_CALL) {  // authors' code: payload, then the statistic
+        bn_all_reduce(mdl, b, P, 0, mdl->fwd_phase, gl);
+        tp_all_reduce(mdl, S, (size_t)N, mdl->fwd_phase, gl);
+    } else
+        bn_all_reduce(mdl, b, P, online, mdl->fwd_phase, gl);       // step 6 / the bottleneck AR
     if (online) op_scale_rows(bk, P, &b->v, S, d, eps, -1);        // step 7: Y = H / rms(full row)
 }
 
@@ -170,7 +179,8 @@ static void norm_down_backward(Model *mdl, const Bn *b, const void *P, const voi
     int N = mdl->N, dr = mdl->lay.d_res, d = c->d_model, G = b->v.G, r = b->v.r;
     float eps = c->norm_eps;
     const void *S = at(mdl, P, b->stat);
-    op_rownorm(bk, s->xn, x, gamma, S, N, dr, d, eps);             // the forward's a = x·rstd·γ
+    int dn = norm_is_shard_local(mdl) ? dr : d;                     // the width the statistic was taken over
+    op_rownorm(bk, s->xn, x, gamma, S, N, dr, dn, eps);            // the forward's a = x·rstd·γ
     // da = dP @ A^T, dA += a^T dP
     if (b->grouped && G > 1) {
         concat_A(mdl, s->acat, A, G, dr, r);
@@ -185,14 +195,16 @@ static void norm_down_backward(Model *mdl, const Bn *b, const void *P, const voi
             op_gemm(bk, TR_N, TR_T, N, dr, r, 1.0f, dPj, b->v.ld, A[j]->A, r, j ? 1.0f : 0.0f, s->da, dr);
         }
     }
-    if (!mdl->boost.online_rmsnorm && mdl->boost.sync_norm_backward == SYNC_NORM_BWD_ALLREDUCE) {
-        SlotView slice = { .N = N, .G = 1, .r = dr, .ld = dr };     // Σ over the local columns
+    SlotView slice = { .N = N, .G = 1, .r = dr, .ld = dr };         // Σ over the local columns
+    if (norm_is_shard_local(mdl)) {   // a per-shard RMSNorm: its c-term is the local Σ da·a, no collective
+        op_rowdot(bk, s->dot, s->da, s->xn, &slice);
+    } else if (!mdl->boost.online_rmsnorm && mdl->boost.sync_norm_backward == SYNC_NORM_BWD_ALLREDUCE) {
         op_rowdot(bk, s->dot, s->da, s->xn, &slice);
         comm_all_reduce_ex(mdl->comm, GROUP_TP, s->dot, (size_t)N, DTYPE_F32, OP_SUM, PHASE_BACKWARD, gl);
     } else {
         op_rowdot(bk, s->dot, dP, P, &b->v);                        // Σ over the replicated bottleneck
     }
-    op_sharded_rmsnorm_backward(bk, dx, dgamma, s->da, x, gamma, S, s->dot, N, dr, d, eps);
+    op_sharded_rmsnorm_backward(bk, dx, dgamma, s->da, x, gamma, S, s->dot, N, dr, dn, eps);
 }
 
 // ---- up factors (column-parallel B's) ---------------------------------------------------

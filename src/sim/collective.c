@@ -8,13 +8,13 @@
 
 SimPlacement sim_placement(const int *world_ranks, int n, int ranks_per_node) {
     SimPlacement pl = { n, 0, 0 };
-    // count ranks per node among the (few) distinct nodes of the group
-    int nodes[64], count[64], nn = 0;
+    // count ranks per node among the distinct nodes of the group (at most n of them: a
+    // data-parallel or world group of a large published run spans hundreds of nodes)
+    int *nodes = xcalloc((size_t)n, sizeof *nodes), *count = xcalloc((size_t)n, sizeof *count), nn = 0;
     for (int i = 0; i < n; i++) {
         int node = world_ranks[i] / ranks_per_node, j = 0;
         while (j < nn && nodes[j] != node) j++;
         if (j == nn) {
-            CHECK(nn < 64, "sim_placement: a group over more than 64 nodes");
             nodes[nn] = node;
             count[nn++] = 0;
         }
@@ -23,6 +23,8 @@ SimPlacement sim_placement(const int *world_ranks, int n, int ranks_per_node) {
     pl.n_nodes = nn;
     for (int j = 0; j < nn; j++)
         if (count[j] > pl.per_node) pl.per_node = count[j];
+    free(nodes);
+    free(count);
     return pl;
 }
 

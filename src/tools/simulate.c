@@ -38,6 +38,7 @@
 #include "../sim/sim.h"
 #include "../store/db.h"
 #include "../train/optimizer.h"
+#include "../train/step_loop.h"
 #include "../train/trainer.h"
 
 #define MAX_SETS 64
@@ -95,6 +96,34 @@ static void trace_mb(StageSim *st, int traced, int mb, int on) {
     if (traced && mb == 0) sim_tracer_trace_layer(&st->tracer, st->tracer.trace_layer, on);
 }
 
+// The simulator's hooks of the shared micro-batch loop: the model call, then the seconds the
+// tracer priced for it; a pipeline transfer is priced by the pipeline simulation (main), so
+// its action must have priced nothing else.
+typedef struct { StageSim *st; Model *m; int32_t *tokens; float scale; int traced; } SimMb;
+static double sim_mb_forward(void *ctx, int slot, int mb) {
+    SimMb *x = ctx;
+    trace_mb(x->st, x->traced, mb, 1);
+    model_stage_forward(x->m, slot, x->tokens, x->tokens);
+    x->st->fwd[mb] = take_seconds(&x->st->tracer);
+    trace_mb(x->st, x->traced, mb, 0);
+    return 0;
+}
+static void sim_mb_backward(void *ctx, int slot, int mb) {
+    SimMb *x = ctx;
+    trace_mb(x->st, x->traced, mb, 1);
+    model_stage_backward(x->m, slot, x->scale);
+    x->st->bwd[mb] = take_seconds(&x->st->tracer);
+    trace_mb(x->st, x->traced, mb, 0);
+}
+static void sim_after_transfer(void *ctx, const PipeAction *a) {
+    SimMb *x = ctx;
+    SimTracer *t = &x->st->tracer;
+    if (a->kind == PA_SEND_FWD || a->kind == PA_SEND_FWD_RECV_BWD) x->st->send_fwd_bytes = t->cur.p2p_bytes;
+    if (a->kind == PA_SEND_BWD || a->kind == PA_SEND_BWD_RECV_FWD) x->st->send_bwd_bytes = t->cur.p2p_bytes;
+    SimCost cc = sim_tracer_take(t);
+    CHECK(cc.compute_s == 0 && cc.comm_s == 0, "simulate: a pipeline action priced ops or collectives");
+}
+
 // One pipeline stage: build it on the dry back end and run the trainer's step through it.
 static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw, SimPrecision prec, DType dt, int stage,
                            int trace_layer) {
@@ -129,72 +158,20 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
 
     model_zero_grads(&m);
     st->head = take_seconds(t);
-    if (pc->pp == 1) {
-        for (int k = 0; k < K; k++) {
-            trace_mb(st, traced, k, 1);
-            model_stage_forward(&m, 0, tokens, tokens);
-            st->fwd[k] = take_seconds(t);
-            model_stage_backward(&m, 0, scale);
-            st->bwd[k] = take_seconds(t);
-            trace_mb(st, traced, k, 0);
-        }
-    } else {
-        // the trainer's fused 1F1B actions (trainer.c run_micro_batches), each priced alone
-        PipeStep *steps = xcalloc((size_t)2 * K, sizeof(PipeStep));
+    // the trainer's micro-batch loop (train/step_loop.c), each action priced alone
+    PipeStep *steps = xcalloc((size_t)2 * K, sizeof(PipeStep));
+    PipeAction *acts = NULL;
+    int na = 0;
+    if (pc->pp > 1) {
         int ns = schedule_steps(SCHED_1F1B, stage, pc->pp, K, steps);
-        PipeAction *acts = xcalloc((size_t)SCHEDULE_MAX_ACTIONS(ns), sizeof(PipeAction));
-        int na = schedule_actions(steps, ns, stage, pc->pp, 1, acts);
-        size_t n_act = (size_t)m.N * m.lay.d_res;
-        CommDtype ct = (CommDtype)m.comm_dtype;
-        for (int i = 0; i < na; i++) {
-            const PipeAction *a = &acts[i];
-            int slot = a->mb % m.n_slots;
-            switch (a->kind) {
-            case PA_FORWARD:
-                trace_mb(st, traced, a->mb, 1);
-                model_stage_forward(&m, slot, tokens, tokens);
-                st->fwd[a->mb] = take_seconds(t);
-                trace_mb(st, traced, a->mb, 0);
-                continue;
-            case PA_BACKWARD:
-                trace_mb(st, traced, a->mb, 1);
-                model_stage_backward(&m, slot, scale);
-                st->bwd[a->mb] = take_seconds(t);
-                trace_mb(st, traced, a->mb, 0);
-                continue;
-            case PA_RECV_FWD:
-                comm_recv_ex(&c, GROUP_PP, model_stage_input(&m, slot), n_act, ct, stage - 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
-                break;
-            case PA_RECV_BWD:
-                comm_recv_ex(&c, GROUP_PP, model_stage_grad(&m), n_act, ct, stage + 1, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
-                break;
-            case PA_SEND_FWD:
-            case PA_SEND_FWD_RECV_BWD:
-                if (a->kind == PA_SEND_FWD)
-                    comm_send_ex(&c, GROUP_PP, model_stage_output(&m, slot), n_act, ct, stage + 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
-                else
-                    comm_sendrecv_ex(&c, GROUP_PP, model_stage_output(&m, slot), n_act, stage + 1, PIPE_TAG_FWD,
-                                     model_stage_grad(&m), n_act, stage + 1, PIPE_TAG_BWD, ct, PHASE_PIPELINE, -1);
-                st->send_fwd_bytes = t->cur.p2p_bytes;
-                break;
-            case PA_SEND_BWD:
-            case PA_SEND_BWD_RECV_FWD:
-                if (a->kind == PA_SEND_BWD)
-                    comm_send_ex(&c, GROUP_PP, model_stage_grad(&m), n_act, ct, stage - 1, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
-                else
-                    comm_sendrecv_ex(&c, GROUP_PP, model_stage_grad(&m), n_act, stage - 1, PIPE_TAG_BWD,
-                                     model_stage_input(&m, a->mb_recv % m.n_slots), n_act, stage - 1, PIPE_TAG_FWD,
-                                     ct, PHASE_PIPELINE, -1);
-                st->send_bwd_bytes = t->cur.p2p_bytes;
-                break;
-            }
-            // a communication action: its transfer is priced by the pipeline simulation
-            SimCost cc = sim_tracer_take(t);
-            CHECK(cc.compute_s == 0 && cc.comm_s == 0, "simulate: a pipeline action priced ops or collectives");
-        }
-        free(steps);
-        free(acts);
+        acts = xcalloc((size_t)SCHEDULE_MAX_ACTIONS(ns), sizeof(PipeAction));
+        na = schedule_actions(steps, ns, stage, pc->pp, 1, acts);
     }
+    SimMb x = { st, &m, tokens, scale, traced };
+    StepHooks h = { sim_mb_forward, sim_mb_backward, sim_after_transfer, &x };
+    step_micro_batches(&m, &c, K, acts, na, &h);
+    free(steps);
+    free(acts);
     // the rest of trainer_step: the loss over PP and DP, the gradient reduction, clip, AdamW
     double loss = 0;
     comm_host_all_reduce(&c, GROUP_PP, &loss, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include "trainer.h"
 #include "state_io.h"
+#include "step_loop.h"
 #include "../backend/ops.h"
 #include "../parallel/gpu_setup.h"
 #include "../core/check.h"
@@ -196,58 +197,23 @@ void trainer_free(Trainer *tr) {
 static int32_t *mb_inputs(Trainer *tr, int k) { return tr->inputs + (size_t)k * tr->model.N; }
 static int32_t *mb_targets(Trainer *tr, int k) { return tr->targets + (size_t)k * tr->model.N; }
 
-// Runs the K micro-batches through this stage: forward and backward, with the pipeline
-// sends/receives of the 1F1B schedule between stages (activations in the compute dtype).
-// Returns the sum of token losses computed here (non-zero on the last stage only).
+// The step's micro-batches through the loop the simulator runs too (step_loop.h): the trainer's
+// hooks feed each micro-batch's tokens and sum its loss. Returns the sum of token losses
+// computed here (non-zero on the last stage only).
+typedef struct { Trainer *tr; float scale; } MbCtx;
+static double mb_forward(void *ctx, int slot, int mb) {
+    MbCtx *x = ctx;
+    return model_stage_forward(&x->tr->model, slot, mb_inputs(x->tr, mb), mb_targets(x->tr, mb));
+}
+static void mb_backward(void *ctx, int slot, int mb) {
+    (void)mb;
+    MbCtx *x = ctx;
+    model_stage_backward(&x->tr->model, slot, x->scale);
+}
 static double run_micro_batches(Trainer *tr, float scale) {
-    Model *mdl = &tr->model;
-    Comm *c = tr->comm;
-    int K = tr->cfg.train.grad_accum;
-    double loss_sum = 0;
-    if (c->pp == 1) {
-        for (int k = 0; k < K; k++) {
-            loss_sum += model_stage_forward(mdl, 0, mb_inputs(tr, k), mb_targets(tr, k));
-            model_stage_backward(mdl, 0, scale);
-        }
-        return loss_sum;
-    }
-    size_t n_act = model_stage_elems(mdl);   // one micro-batch's residual slice (+ LaX latents)
-    CommDtype t = (CommDtype)mdl->comm_dtype;
-    int prev = c->pp_rank - 1, next = c->pp_rank + 1;
-    for (int i = 0; i < tr->n_pipe_actions; i++) {
-        const PipeAction *a = &tr->pipe_actions[i];
-        int slot = a->mb % mdl->n_slots;
-        switch (a->kind) {
-        case PA_FORWARD:
-            loss_sum += model_stage_forward(mdl, slot, mb_inputs(tr, a->mb), mb_targets(tr, a->mb));
-            break;
-        case PA_BACKWARD:
-            model_stage_backward(mdl, slot, scale);
-            break;
-        case PA_RECV_FWD:
-            comm_recv_ex(c, GROUP_PP, model_stage_input(mdl, slot), n_act, t, prev, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
-            break;
-        case PA_SEND_FWD:
-            comm_send_ex(c, GROUP_PP, model_stage_output(mdl, slot), n_act, t, next, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
-            break;
-        case PA_RECV_BWD:
-            comm_recv_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, t, next, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
-            break;
-        case PA_SEND_BWD:
-            comm_send_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, t, prev, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
-            break;
-        case PA_SEND_FWD_RECV_BWD:   // the gradient arrives in the stage-gradient buffer
-            comm_sendrecv_ex(c, GROUP_PP, model_stage_output(mdl, slot), n_act, next, PIPE_TAG_FWD,
-                             model_stage_grad(mdl), n_act, next, PIPE_TAG_BWD, t, PHASE_PIPELINE, -1);
-            break;
-        case PA_SEND_BWD_RECV_FWD:
-            comm_sendrecv_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, prev, PIPE_TAG_BWD,
-                             model_stage_input(mdl, a->mb_recv % mdl->n_slots), n_act, prev,
-                             PIPE_TAG_FWD, t, PHASE_PIPELINE, -1);
-            break;
-        }
-    }
-    return loss_sum;
+    MbCtx x = { tr, scale };
+    StepHooks h = { mb_forward, mb_backward, NULL, &x };
+    return step_micro_batches(&tr->model, tr->comm, tr->cfg.train.grad_accum, tr->pipe_actions, tr->n_pipe_actions, &h);
 }
 
 StepMetrics trainer_step(Trainer *tr) {

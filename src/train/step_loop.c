@@ -1,0 +1,51 @@
+// step_loop.c — the micro-batch loop of one training step (step_loop.h).
+#include "step_loop.h"
+
+double step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, int n_acts, const StepHooks *h) {
+    double loss_sum = 0;
+    if (c->pp == 1) {
+        for (int k = 0; k < K; k++) {
+            loss_sum += h->forward(h->ctx, 0, k);
+            h->backward(h->ctx, 0, k);
+        }
+        return loss_sum;
+    }
+    size_t n_act = model_stage_elems(mdl);   // one micro-batch's residual slice (+ LaX latents)
+    CommDtype t = (CommDtype)mdl->comm_dtype;
+    int prev = c->pp_rank - 1, next = c->pp_rank + 1;
+    for (int i = 0; i < n_acts; i++) {
+        const PipeAction *a = &acts[i];
+        int slot = a->mb % mdl->n_slots;
+        switch (a->kind) {
+        case PA_FORWARD:
+            loss_sum += h->forward(h->ctx, slot, a->mb);
+            continue;
+        case PA_BACKWARD:
+            h->backward(h->ctx, slot, a->mb);
+            continue;
+        case PA_RECV_FWD:
+            comm_recv_ex(c, GROUP_PP, model_stage_input(mdl, slot), n_act, t, prev, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            break;
+        case PA_SEND_FWD:
+            comm_send_ex(c, GROUP_PP, model_stage_output(mdl, slot), n_act, t, next, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            break;
+        case PA_RECV_BWD:
+            comm_recv_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, t, next, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
+            break;
+        case PA_SEND_BWD:
+            comm_send_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, t, prev, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
+            break;
+        case PA_SEND_FWD_RECV_BWD:   // the gradient arrives in the stage-gradient buffer
+            comm_sendrecv_ex(c, GROUP_PP, model_stage_output(mdl, slot), n_act, next, PIPE_TAG_FWD,
+                             model_stage_grad(mdl), n_act, next, PIPE_TAG_BWD, t, PHASE_PIPELINE, -1);
+            break;
+        case PA_SEND_BWD_RECV_FWD:
+            comm_sendrecv_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, prev, PIPE_TAG_BWD,
+                             model_stage_input(mdl, a->mb_recv % mdl->n_slots), n_act, prev,
+                             PIPE_TAG_FWD, t, PHASE_PIPELINE, -1);
+            break;
+        }
+        if (h->after_transfer) h->after_transfer(h->ctx, a);
+    }
+    return loss_sum;
+}
