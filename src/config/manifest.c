@@ -184,6 +184,10 @@ static YNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
         const char *s = fy_node_get_scalar(fn, &n);
         int l = token_line(fn);
         if (l) y->line = l;
+        // An escaped NUL ("cola\0dense") would cut the value short where C reads it: refused.
+        if (s && memchr(s, 0, n))
+            die_input("%s:%d: a value holds a NUL character (an escaped \\0 or \\x00): '%.*s...'; values are plain text",
+                      b->file, y->line, (int)strnlen(s, n), s);
         y->text = astrndup(b->a, s ? s : "", s ? n : 0);
         y->kind = (fy_node_get_style(fn) == FYNS_PLAIN && is_null_word(y->text)) ? YN_NULL : YN_SCALAR;
         return y;
@@ -219,6 +223,8 @@ static YNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
         }
         size_t n = 0;
         const char *ks = fy_node_get_scalar(k, &n);
+        if (ks && memchr(ks, 0, n))
+            die_input("%s:%d: a key holds a NUL character (an escaped \\0 or \\x00): '%.*s...'", b->file, kl, (int)strnlen(ks, n), ks);
         const char *key = astrndup(b->a, ks ? ks : "", ks ? n : 0);
         push_entry(b->a, y, key, kl, convert(b, v, kl, depth + 1));
     }
@@ -424,6 +430,9 @@ static void check_meta(const YNode *root, const char *file) {
     if (v) {
         char stem[256];
         path_stem(file, stem, sizeof stem);
+        if (strlen(v->text) > 127)   // (docs/configuration.md: with a 127-character variant, a run uid still fits a folder name)
+            die_input_hint("use a shorter file name", "%s:%d: name '%.40s...' has %zu characters; an experiment name has at most 127",
+                           file, line, v->text, strlen(v->text));
         if (strcmp(v->text, stem))
             die_input_hint("rename the file or the name so that they agree",
                            "%s:%d: name '%s' must equal the file name stem '%s'", file, line, v->text, stem);

@@ -223,6 +223,10 @@ int rundb_manifest_conflicts(RunDB *db, const char *experiment, const char *expe
                              const char *sha256, RunRow *first);
 // The training loss logged at `step` of a run (NAN if absent).
 double rundb_step_loss(RunDB *db, int64_t run, int step);
+// The last step S such that the run has a step row for every step 1..S (0: none). A
+// resume continues only from a checkpoint at or below it: rows lost to a full disk are
+// then recomputed, never left missing under a 'completed' run.
+int rundb_steps_contiguous(RunDB *db, int64_t run);
 // The value of one configuration key ("model.d_model") in the configurations two runs
 // ran with (a resume that changed it: its config_change event's), as text ("" if
 // absent): 1 if they differ, else 0.

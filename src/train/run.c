@@ -15,6 +15,7 @@
 #include "watchdog.h"
 #include "trainer.h"
 #include "../core/check.h"
+#include "../core/crc32.h"
 #include "../core/fs.h"
 #include "../core/shellword.h"
 #include "../core/timer.h"
@@ -96,17 +97,17 @@ static void ensure_writable_dir(const char *dir, const char *key) {
 }
 
 // A run uid names a folder under run.checkpoint_dir: one path component of
-// [A-Za-z0-9._+=,@-], not starting with '.', at most 255 bytes. A uid from the database or
+// [A-Za-z0-9._+=,@%:~-], not starting with '.', at most 255 bytes. A uid from the database or
 // the command line that is anything else (`../../victim`, `a/b`) is refused, never used
 // as a path.
 static void check_uid(const char *uid, const char *where) {
     size_t n = strlen(uid);
     int ok = n > 0 && n <= 255 && uid[0] != '.';
     for (const char *p = uid; ok && *p; p++)
-        ok = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+=,@-", *p) != NULL;
+        ok = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+=,@%:~-", *p) != NULL;
     if (!ok)
         die_input_hint("resume a run by the uid exp or train printed (sqlite3 RUN_DB 'SELECT uid FROM runs')",
-                       "%s: run uid '%.300s' is not a plain folder name (one path component of letters, digits and ._+=,@-, "
+                       "%s: run uid '%.300s' is not a plain folder name (one path component of letters, digits and ._+=,@%%:~-, "
                        "not starting with '.', at most 255 bytes); it is never used as a path", where, uid);
 }
 
@@ -118,6 +119,20 @@ static void check_run_dir_not_link(const char *dir) {
         die_input_hint("remove the link (rm on the link itself) or restore the run's own folder",
                        "run folder %s is a symbolic link; a run's folder must be its own directory "
                        "(a link could make this run resume from and write into another run's)", dir);
+}
+
+// <experiment>.<variant>.<stamp>.<pid>, within a folder name's 255 bytes: a longer pair of
+// names is cut and followed by the CRC-32 of the full pair (docs/configuration.md).
+static void new_run_uid(char *uid, size_t n, const char *experiment, const char *variant, const char *stamp) {
+    char tail[64], pair[600];
+    snprintf(tail, sizeof tail, ".%s.%d", stamp, (int)getpid());
+    snprintf(pair, sizeof pair, "%s.%s", experiment, variant);
+    size_t room = 255 - strlen(tail);
+    if (strlen(pair) > room) {
+        uint32_t c = crc32_update(0, pair, strlen(pair));
+        snprintf(pair + room - 9, sizeof pair - (room - 9), "~%08x", c);
+    }
+    xsnprintf(uid, n, "%s%s", pair, tail);
 }
 
 // One owner per run: an exclusive flock on the run's checkpoint directory, held until
@@ -211,6 +226,29 @@ static void check_same_model(const char *path, const Config *cfg, const char *ck
     }
 }
 
+// A checkpoint holds what a healthy run wrote: every weight and moment finite (a run
+// that diverged is never saved). A non-finite one is named here, with its tensor, not
+// reported later as "training diverged; lower train.lr?".
+static void check_finite_state(const char *path, const ModelState *s) {
+    const float *fam[3] = { s->params, s->m, s->v };
+    const char *fam_name[3] = { "weights", "AdamW m", "AdamW v" };
+    for (int f = 0; f < 3; f++) {
+        if (!fam[f]) continue;
+        for (int i = 0; i < s->table.n_specs; i++) {
+            const ParamSpec *sp = &s->table.specs[i];
+            for (size_t k = 0; k < sp->numel; k++) {
+                float x = fam[f][sp->offset + k];
+                if (!isfinite(x) || (f == 2 && x < 0))
+                    die_input_hint("resume from an earlier checkpoint of the run (move this one away), or start a new run",
+                                   "RESUME: %s holds %s %g in %s (element %zu of %s); a checkpoint written by a healthy run "
+                                   "holds none (the file was edited or resealed, or written by a broken build)",
+                                   path, f == 2 && isfinite(x) ? "a negative value" : "a non-finite value", (double)x,
+                                   fam_name[f], k, sp->name);
+            }
+        }
+    }
+}
+
 typedef struct {
     const RunOptions *opt;
     char uid[256];
@@ -274,8 +312,14 @@ static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     Comm *c = tr->comm;
     trainer_gather_state(tr, ctx->full, STATE_PARAMS | STATE_OPTIM);
     if (c->rank != 0) return;
-    if (g_db && rundb_flush_wait(g_db, 60) != 0)
-        fprintf(stderr, "warning: the rows of steps up to %d are not yet in the run database; the checkpoint is written anyway\n", tr->step);
+    if (g_db && rundb_flush_wait(g_db, 60) != 0) {
+        // A checkpoint is final only after its rows: one without them would resume into a
+        // run with missing rows (the resume then starts from the last complete one).
+        fprintf(stderr, "warning: the rows of steps up to %d are not in the run database %s; the checkpoint of step %d is "
+                "not written (a resume starts from the last checkpoint whose rows are all recorded)\n",
+                tr->step, rundb_path(g_db), tr->step);
+        return;
+    }
     CheckpointMeta meta = {0};
     meta.step = tr->step; meta.tokens_seen = tr->tokens_seen; meta.samples_seen = tr->samples_seen;
     meta.seed = tr->cfg.train.seed; meta.adam_t = tr->step;
@@ -443,6 +487,30 @@ int run_training(const RunOptions *opt, Comm *comm) {
                 if (!checkpoint_latest_good(ctx.ckpt_dir, resume_path, sizeof resume_path, &resume_step, NULL, NULL))
                     die_input("RESUME: run %s has no checkpoint that verifies in %s (set run.checkpoint_every to save them)",
                               ctx.uid, ctx.ckpt_dir);
+                // Rows lost to a failing database (a full disk) are recomputed: the resume
+                // starts from a checkpoint whose steps all have their rows.
+                int rows_upto = g_db ? rundb_steps_contiguous(g_db, row.id) : (int)resume_step;
+                if (resume_step > rows_upto) {
+                    CheckpointEntry *all;
+                    int n = checkpoint_list(ctx.ckpt_dir, &all);
+                    char why[1300], newest[1500];
+                    snprintf(newest, sizeof newest, "%s", resume_path);
+                    resume_path[0] = 0;
+                    for (int i = n - 1; i >= 0 && !resume_path[0]; i--)
+                        if (all[i].step <= rows_upto && checkpoint_verify(all[i].path, why, sizeof why)) {
+                            xsnprintf(resume_path, sizeof resume_path, "%s", all[i].path);
+                            resume_step = all[i].step;
+                        }
+                    free(all);
+                    if (!resume_path[0])
+                        die_input_hint("start a new run (without --resume): this one cannot be completed truthfully",
+                                       "RESUME: run %s: %s has the step rows only up to step %d, and no checkpoint at or before "
+                                       "it verifies (the newest, %s, is later); resuming would record a run with missing rows",
+                                       ctx.uid, cfg->run.db, rows_upto, newest);
+                    fprintf(stderr, "warning: %s has the step rows of run %s only up to step %d (rows were lost: a full disk?); "
+                            "resuming from %s (step %lld) so that the lost steps are recomputed\n",
+                            cfg->run.db, ctx.uid, rows_upto, resume_path, (long long)resume_step);
+                }
                 resume_run = row.id;
                 ctx.launch_id = row.launch_id;
                 resumed_peak = row.peak_gflops;   // host peak x hosts (divided below)
@@ -450,7 +518,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
         } else {
             char stamp[32]; time_t now = time(NULL); struct tm tmv; gmtime_r(&now, &tmv);
             strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
-            xsnprintf(ctx.uid, sizeof ctx.uid, "%s.%s.%s.%d", experiment, variant, stamp, (int)getpid());
+            new_run_uid(ctx.uid, sizeof ctx.uid, experiment, variant, stamp);
             check_uid(ctx.uid, "the new run");
             xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
             check_run_dir_not_link(ctx.ckpt_dir);
@@ -510,6 +578,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
         CheckpointMeta meta;
         checkpoint_read(resume_path, &full, &meta);
         check_same_model(resume_path, cfg, meta.config_json);
+        check_finite_state(resume_path, &full);
         trainer_scatter_state(&tr, &full);
         tr.step = (int)meta.step; tr.tokens_seen = meta.tokens_seen; tr.samples_seen = meta.samples_seen;
         if (root) {
@@ -672,6 +741,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
     watchdog_finish();
     stop_clear_run();
     set_die_hook(NULL);
+    int results_lost = 0;   // rows or the end not in the database at its path: never "results <db>"
     if (root && g_db) {
         const char *cat[5] = {"parameters", "gradients", "optimizer", "activations", "peak_rss"};
         for (int i = 0; i < 5; i++) rundb_set_memory(g_db, g_run_id, cat[i], (int64_t)mem[i]);
@@ -680,6 +750,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
         lost |= rundb_close(g_db);
         g_db = NULL;
         if (lost && exit_code == 0) exit_code = EXIT_INTERNAL;
+        if (lost) results_lost = 1;
     }
     if (root) {
         double secs = now_seconds() - loop_t0;
@@ -688,7 +759,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
         printf("run %s (run_id %lld) %s at step %d after %s | checkpoints %s/ | results %s",
                ctx.uid, (long long)run_id,
                exit_code == 0 ? "completed" : exit_code == EXIT_DIVERGED ? "diverged" : exit_code >= 128 ? "interrupted" : "ended",
-               tr.step, d, ctx.ckpt_dir, opt->use_db ? cfg->run.db : "not recorded (--no-db)");
+               tr.step, d, ctx.ckpt_dir, results_lost ? "NOT all recorded (see the error above)" : opt->use_db ? cfg->run.db : "not recorded (--no-db)");
         if (opt->use_db && !ctx.launch_id) printf(" | figures: make figures EXP=%s", experiment);
         printf("\n");
         fflush(stdout);
