@@ -104,6 +104,8 @@ static int token_line(struct fy_node *fn) {
     return m ? m->line + 1 : 0;
 }
 
+static int name_char_ok(char ch);
+
 static int is_null_word(const char *s) {
     return !strcmp(s, "") || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
 }
@@ -430,6 +432,11 @@ static void check_meta(const YNode *root, const char *file) {
     if (v) {
         char stem[256];
         path_stem(file, stem, sizeof stem);
+        for (const char *c = v->text; *c; c++)
+            if (!name_char_ok(*c))
+                die_input_hint("rename the file (and its name:) with letters, digits and ._-+=,@%:",
+                               "%s:%d: name '%s' holds '%c'; an experiment name (it names folders and is printed in "
+                               "commands) has only letters, digits and ._-+=,@%%:", file, line, v->text, *c);
         if (strlen(v->text) > 127)   // (docs/configuration.md: with a 127-character variant, a run uid still fits a folder name)
             die_input_hint("use a shorter file name", "%s:%d: name '%.40s...' has %zu characters; an experiment name has at most 127",
                            file, line, v->text, strlen(v->text));
