@@ -624,7 +624,11 @@ int run_training(const RunOptions *opt, Comm *comm) {
     broadcast_bytes(comm, &ctx.launch_id, sizeof ctx.launch_id);
     resume_command(resume_cmd, sizeof resume_cmd, opt, ctx.launch_id, experiment, variant, ctx.uid, comm->world);
     stop_set_run(opt->use_db && run_id ? cfg->run.db : "", run_id, comm->rank, comm->world, resume_cmd);
-    if (comm->world > 1) watchdog_start(ctx.ckpt_dir, comm->rank, comm->world);   // every rank's liveness (watchdog.h)
+    if (comm->world > 1) {   // every rank's liveness (watchdog.h)
+        unsigned long long session = root ? ((unsigned long long)getpid() << 32) ^ (unsigned long long)time(NULL) : 0;
+        broadcast_bytes(comm, &session, sizeof session);
+        watchdog_start(ctx.ckpt_dir, comm->rank, comm->world, session);
+    }
     if (root) {
         char in_launch[64] = "";
         if (ctx.launch_id) snprintf(in_launch, sizeof in_launch, ", launch %lld", (long long)ctx.launch_id);

@@ -20,6 +20,7 @@
 
 static struct {
     int on, rank, world, fd, timeout;
+    unsigned long long session;   // the same on every rank of this start of the run
     char dir[1400], path[1500], host[256];
     atomic_int stop, finished;
     pthread_t beat, watch;
@@ -43,8 +44,8 @@ int watchdog_timeout_s(void) {
 static void write_beat(unsigned long long beat, int finished) {
     char rec[REC];
     memset(rec, ' ', sizeof rec);
-    int k = snprintf(rec, sizeof rec, "boost-c heartbeat\npid %d\nhost %s\nbeat %llu\nstate %s\n",
-                     (int)getpid(), W.host, beat, finished ? "finished" : "running");
+    int k = snprintf(rec, sizeof rec, "boost-c heartbeat\nsession %llu\npid %d\nhost %s\nbeat %llu\nstate %s\n",
+                     W.session, (int)getpid(), W.host, beat, finished ? "finished" : "running");
     if (k > 0 && k < REC) rec[k] = ' ';
     rec[REC - 1] = '\n';
     if (pwrite(W.fd, rec, sizeof rec, 0) != (ssize_t)sizeof rec) { /* a full disk: the peers will see a stall */ }
@@ -73,9 +74,12 @@ static Beat read_beat(int r) {
     if (k != REC) { b.present = -1; return b; }   // (being written: read again next time)
     rec[REC] = 0;
     char state[16] = "";
-    if (sscanf(rec, "boost-c heartbeat\npid %d\nhost %255s\nbeat %llu\nstate %15s", &b.pid, b.host, &b.beat, state) != 4) {
+    unsigned long long session = 0;
+    if (sscanf(rec, "boost-c heartbeat\nsession %llu\npid %d\nhost %255s\nbeat %llu\nstate %15s", &session, &b.pid, b.host,
+               &b.beat, state) != 5) {
         b.present = -1; return b;
     }
+    if (session != W.session) return b;   // a file left by an earlier start of the run (a resume): not this rank yet
     b.present = 1;
     b.finished = !strcmp(state, "finished");
     return b;
@@ -120,7 +124,7 @@ static void *watch_thread(void *unused) {
             if (r == W.rank || done[r]) continue;
             Beat b = read_beat(r);
             char msg[1024];
-            if (b.present == 0 && seen[r]) { done[r] = 1; continue; }   // removed: it ended normally
+            if (b.present == 0 && seen[r]) { done[r] = 1; continue; }   // removed (or replaced): it ended normally
             if (b.present == 1) {
                 if (b.finished) { done[r] = 1; continue; }
                 if (!seen[r] || b.beat != last[r]) { seen[r] = 1; last[r] = b.beat; changed[r] = now; }
@@ -146,8 +150,9 @@ static void *watch_thread(void *unused) {
     return NULL;
 }
 
-void watchdog_start(const char *run_dir, int rank, int world) {
+void watchdog_start(const char *run_dir, int rank, int world, unsigned long long session) {
     memset(&W, 0, sizeof W);
+    W.session = session;
     W.rank = rank; W.world = world; W.timeout = watchdog_timeout_s();
     if (gethostname(W.host, sizeof W.host - 1) != 0) snprintf(W.host, sizeof W.host, "unknown");
     for (char *p = W.host; *p; p++) if (*p == ' ' || *p == '\n') *p = '_';

@@ -4,7 +4,7 @@
 // recorded as "Terminated received by rank 0").
 //
 // Each rank's heartbeat thread rewrites <run folder>/.heartbeat/rank_<R> once a second
-// ("pid P / host H / beat N / state running|finished"). Each rank's watchdog thread reads
+// ("session S / pid P / host H / beat N / state running|finished"). Each rank's watchdog thread reads
 // every other rank's file once a second and, with its own clock (no clock is compared
 // across hosts), decides:
 //   stalled   the beat counter did not change for WATCHDOG_TIMEOUT_S seconds (default 30;
@@ -20,8 +20,10 @@
 
 #define WATCHDOG_TIMEOUT_S 30
 
-// Start this rank's heartbeat and watchdog for the run folder `run_dir`.
-void watchdog_start(const char *run_dir, int rank, int world);
+// Start this rank's heartbeat and watchdog for the run folder `run_dir`. `session` is the
+// same on every rank of this start of the run (rank 0's choice, broadcast): a heartbeat
+// file left by an earlier start (a resumed run's dead ranks) is not mistaken for a peer.
+void watchdog_start(const char *run_dir, int rank, int world, unsigned long long session);
 // This rank ended its loop normally: say `finished`, stop both threads, remove the file.
 void watchdog_finish(void);
 // Is a peer's process gone (on this host) without having said `finished`? 1 and a
