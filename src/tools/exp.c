@@ -65,6 +65,19 @@ static void on_signal(int sig) {
     if (sig != SIGINT && g_child > 0) kill(g_child, SIGTERM);
 }
 
+// Is the parent process make (the Makefile's exp recipe execs this process)? Only then is
+// it handed the signal: an inherited BOOST_EXP_UNDER_MAKE never signals a shell.
+static int parent_is_make(void) {
+    char path[64], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)getppid());
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
+    fclose(f);
+    comm[strcspn(comm, "\n")] = 0;
+    return !strcmp(comm, "make") || !strcmp(comm, "gmake");
+}
+
 // ---- launching ---------------------------------------------------------------------------
 typedef struct { const char **v; int n, cap; } Args;
 static void args_push(Args *a, const char *s) {
@@ -632,7 +645,7 @@ int main(int argc, char **argv) {
         // signal it receives. Handing make the same signal makes the shell see 128+N,
         // exp's own exit code, after everything above is printed.
         const char *under_make = getenv("BOOST_EXP_UNDER_MAKE");
-        if (under_make && !strcmp(under_make, "1") && getppid() > 1) kill(getppid(), g_stop);
+        if (under_make && !strcmp(under_make, "1") && parent_is_make()) kill(getppid(), g_stop);
     }
     return g_stop ? 128 + g_stop : failures ? 1 : 0;
 }
