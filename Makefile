@@ -108,8 +108,11 @@ test: all
 #                   (default a100-80gb-node4) instead of trained: runs of kind `simulated`
 #          EXP=name RESUME=1 [LAUNCH=id] [SET=...]   continue a launch (the latest by default)
 #          EXP=name SUMMARY=1 [LAUNCH=id]            the comparison table of a launch
+# exec: make's child is exp itself, so TERM to make (which make passes to its child) stops
+# the run as TERM to build/exp does; exp then hands make the signal, so the shell sees exp's
+# 128+N (make would turn any exit code into its own 2).
 exp: all
-	@OMP_WAIT_POLICY=passive $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
+	@export OMP_WAIT_POLICY=passive BOOST_EXP_UNDER_MAKE=1; exec $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
 	  $(if $(filter 1,$(value RESUME)),--resume) $(if $(filter 1,$(value DRY_RUN)),--dry-run) \
 	  $(if $(filter 1,$(value SUMMARY)),--summary) $(if $(filter 1,$(value MEASURE_PEAK)),--measure-peak) \
 	  $(if $(filter 1,$(value SIMULATE)),--simulate $(if $(value HARDWARE),$(call qvar,HARDWARE),a100-80gb-node4)) \

@@ -53,7 +53,13 @@ patch_bytes() { printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 
 damaged; truncate -s -1 "$TMP/bad/train.tok"
 expect_error shard_truncated "(truncated or padded)" 2 "$P" --check "$TMP/bad"
-expect_error shard_truncated_hint "hint: the shard is damaged" 2 "$P" --check "$TMP/bad"
+# a cache entry boost-c made (prepared.ok): deleting it is suggested, by its absolute path
+expect_error shard_truncated_hint "hint: this shard: the cache entry is damaged or from another version; delete it (rm -rf $(realpath "$TMP/bad"))" 2 "$P" --check "$TMP/bad"
+# any other folder: never a deletion (issue 17: "rm -rf ." was suggested)
+rm -f "$TMP/bad/prepared.ok"
+out=$(cd "$TMP/bad" && "$P" --check . 2>&1); rc=$?
+[ $rc = 2 ] && ! grep -q "rm -rf" <<<"$out" && grep -q "replace it with a good copy" <<<"$out" && pass shard_hint_never_deletes_a_user_folder \
+    || fail shard_hint_never_deletes_a_user_folder "exit $rc: $(grep hint <<<"$out")"
 damaged; truncate -s 10 "$TMP/bad/val.tok"
 expect_error shard_shorter_than_header "shorter than the 64-byte header" 2 "$P" --check "$TMP/bad"
 damaged; patch_bytes "$TMP/bad/train.tok" 0 'BOOSTXXX'

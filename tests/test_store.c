@@ -642,14 +642,16 @@ TEST(ckpt_prune_keeps_last_k) {
         checkpoint_path(p, sizeof p, dir, s * 10);
         checkpoint_write(p, &a, &meta);
     }
-    checkpoint_path(p, sizeof p, dir, 5); touch(p);                          // an old unreadable file
+    char foreign[400];
+    checkpoint_path(foreign, sizeof foreign, dir, 5); touch(foreign);        // an old file boost-c did not write: kept
     snprintf(p, sizeof p, "%s/step_20.h5.tmp.%d", dir, (int)dead_pid()); touch(p);
     snprintf(p, sizeof p, "%s/step_20.h5.tmp", dir); touch(p);              // an older build's leftover
     snprintf(p, sizeof p, "%s/step_70.h5.tmp.%d", dir, (int)dead_pid()); touch(p);  // newer, but its writer is gone
     char live[400];
     snprintf(live, sizeof live, "%s/step_60.h5.tmp.1", dir); touch(live);   // newer, writer alive: may be in progress
     int removed = checkpoint_prune(dir, 2);
-    EXPECT(removed == 7, "removed %d, expected 7 (steps 5,10,20,30 and three leftovers)", removed);
+    EXPECT(removed == 6, "removed %d, expected 6 (steps 10,20,30 and three leftovers)", removed);
+    EXPECT(access(foreign, F_OK) == 0, "a file named like a checkpoint but not written by boost-c was removed");
     CheckpointEntry *list; int n = checkpoint_list(dir, &list);
     EXPECT(n == 2 && list[0].step == 40 && list[1].step == 50, "kept %d", n);
     free(list);

@@ -8,6 +8,9 @@
 #   crash      killed by a signal
 #   hang       still running after PROBE_TIMEOUT seconds (default 60)
 #   silent     accepted although it is wrong (a damaged checkpoint loaded, a bad file used)
+#   unsafe     something a user could be harmed by: a printed command that runs more than it
+#              says when pasted, a deletion hint for a folder boost-c did not make, a file
+#              outside the run's own folders written or deleted
 #   other      anything else (a wrong exit code, a message that names nothing)
 # Prints one line per probe to BUILD/probes.log, a table per kind, and exits 1 if any
 # probe crashed, hung, was silently accepted or ended otherwise. docs/reliability.md holds
@@ -17,21 +20,21 @@ cd "$(dirname "$0")/.."
 B=${BUILD:-build}
 T=${PROBE_TIMEOUT:-60}
 TRIALS=${PROBE_TRIALS:-30}
-for b in train info prepare test_store; do [ -x "$B/$b" ] || { echo "error: $B/$b not built (make all)" >&2; exit 2; }; done
+for b in train info prepare test_store exp; do [ -x "$B/$b" ] || { echo "error: $B/$b not built (make all)" >&2; exit 2; }; done
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OMP_WAIT_POLICY=passive
 TMP=$(mktemp -d); trap 'chmod -R u+w "$TMP" 2>/dev/null; rm -rf "$TMP"' EXIT
 LOG=$B/probes.log; : >"$LOG"
-declare -A N CLEAN ACCEPTED CRASH HANG SILENT OTHER
+declare -A N CLEAN ACCEPTED CRASH HANG SILENT UNSAFE OTHER
 KINDS=()
 
 record() {   # KIND NAME OUTCOME DETAIL
     local k=$1
-    [ -n "${N[$k]+x}" ] || { KINDS+=("$k"); N[$k]=0; CLEAN[$k]=0; ACCEPTED[$k]=0; CRASH[$k]=0; HANG[$k]=0; SILENT[$k]=0; OTHER[$k]=0; }
+    [ -n "${N[$k]+x}" ] || { KINDS+=("$k"); N[$k]=0; CLEAN[$k]=0; ACCEPTED[$k]=0; CRASH[$k]=0; HANG[$k]=0; SILENT[$k]=0; UNSAFE[$k]=0; OTHER[$k]=0; }
     N[$k]=$((N[$k] + 1))
     case $3 in
         clean) CLEAN[$k]=$((CLEAN[$k] + 1)) ;; accepted) ACCEPTED[$k]=$((ACCEPTED[$k] + 1)) ;;
         crash) CRASH[$k]=$((CRASH[$k] + 1)) ;; hang) HANG[$k]=$((HANG[$k] + 1)) ;;
-        silent) SILENT[$k]=$((SILENT[$k] + 1)) ;; *) OTHER[$k]=$((OTHER[$k] + 1)) ;;
+        silent) SILENT[$k]=$((SILENT[$k] + 1)) ;; unsafe) UNSAFE[$k]=$((UNSAFE[$k] + 1)) ;; *) OTHER[$k]=$((OTHER[$k] + 1)) ;;
     esac
     printf '%-10s %-44s %-8s %s\n' "$k" "$2" "$3" "$(head -c 300 <<<"$4" | tr '\n' ' ')" >>"$LOG"
 }
@@ -228,14 +231,18 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
         record write full_tmpfs clean "$(grep -m1 error: <<<"$OUT")" || record write full_tmpfs other "$OUT"
 fi
 
+# ---- issue 17: ownership, the model at resume, paths, signals and liveness, completion, quoting, values
+source tools/probe_runs.sh
+
 # ---- the table ----------------------------------------------------------------------------
-printf '\n%-11s %6s %6s %9s %6s %6s %7s %6s\n' kind tried clean accepted crash hang silent other
-tot=(0 0 0 0 0 0 0)
+printf '\n%-11s %6s %6s %9s %6s %6s %7s %7s %6s\n' kind tried clean accepted crash hang silent unsafe other
+tot=(0 0 0 0 0 0 0 0)
 for k in "${KINDS[@]}"; do
-    printf '%-11s %6d %6d %9d %6d %6d %7d %6d\n' "$k" "${N[$k]}" "${CLEAN[$k]}" "${ACCEPTED[$k]}" "${CRASH[$k]}" "${HANG[$k]}" "${SILENT[$k]}" "${OTHER[$k]}"
-    tot=($((tot[0] + N[$k])) $((tot[1] + CLEAN[$k])) $((tot[2] + ACCEPTED[$k])) $((tot[3] + CRASH[$k])) $((tot[4] + HANG[$k])) $((tot[5] + SILENT[$k])) $((tot[6] + OTHER[$k])))
+    printf '%-11s %6d %6d %9d %6d %6d %7d %7d %6d\n' "$k" "${N[$k]}" "${CLEAN[$k]}" "${ACCEPTED[$k]}" "${CRASH[$k]}" "${HANG[$k]}" "${SILENT[$k]}" "${UNSAFE[$k]}" "${OTHER[$k]}"
+    tot=($((tot[0] + N[$k])) $((tot[1] + CLEAN[$k])) $((tot[2] + ACCEPTED[$k])) $((tot[3] + CRASH[$k])) $((tot[4] + HANG[$k])) $((tot[5] + SILENT[$k])) $((tot[6] + UNSAFE[$k])) $((tot[7] + OTHER[$k])))
 done
-printf '%-11s %6d %6d %9d %6d %6d %7d %6d\n' total "${tot[@]}"
+printf '%-11s %6d %6d %9d %6d %6d %7d %7d %6d\n' total "${tot[@]}"
 echo "(one line per probe: $LOG)"
-grep -E ' (crash|hang|silent|other) ' "$LOG" | sed 's/^/  /'
-[ "${tot[3]}" = 0 ] && [ "${tot[4]}" = 0 ] && [ "${tot[5]}" = 0 ] && [ "${tot[6]}" = 0 ]
+grep -E ' (crash|hang|silent|unsafe|other) ' "$LOG" | sed 's/^/  /'
+grep -m1 'kill -STOP' "$LOG"
+[ "${tot[3]}" = 0 ] && [ "${tot[4]}" = 0 ] && [ "${tot[5]}" = 0 ] && [ "${tot[6]}" = 0 ] && [ "${tot[7]}" = 0 ]

@@ -104,6 +104,8 @@ static int token_line(struct fy_node *fn) {
     return m ? m->line + 1 : 0;
 }
 
+static int name_char_ok(char ch);
+
 static int is_null_word(const char *s) {
     return !strcmp(s, "") || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
 }
@@ -184,6 +186,10 @@ static YNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
         const char *s = fy_node_get_scalar(fn, &n);
         int l = token_line(fn);
         if (l) y->line = l;
+        // An escaped NUL ("cola\0dense") would cut the value short where C reads it: refused.
+        if (s && memchr(s, 0, n))
+            die_input("%s:%d: a value holds a NUL character (an escaped \\0 or \\x00): '%.*s...'; values are plain text",
+                      b->file, y->line, (int)strnlen(s, n), s);
         y->text = astrndup(b->a, s ? s : "", s ? n : 0);
         y->kind = (fy_node_get_style(fn) == FYNS_PLAIN && is_null_word(y->text)) ? YN_NULL : YN_SCALAR;
         return y;
@@ -219,6 +225,8 @@ static YNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
         }
         size_t n = 0;
         const char *ks = fy_node_get_scalar(k, &n);
+        if (ks && memchr(ks, 0, n))
+            die_input("%s:%d: a key holds a NUL character (an escaped \\0 or \\x00): '%.*s...'", b->file, kl, (int)strnlen(ks, n), ks);
         const char *key = astrndup(b->a, ks ? ks : "", ks ? n : 0);
         push_entry(b->a, y, key, kl, convert(b, v, kl, depth + 1));
     }
@@ -424,6 +432,14 @@ static void check_meta(const YNode *root, const char *file) {
     if (v) {
         char stem[256];
         path_stem(file, stem, sizeof stem);
+        for (const char *c = v->text; *c; c++)
+            if (!name_char_ok(*c))
+                die_input_hint("rename the file (and its name:) with letters, digits and ._-+=,@%:",
+                               "%s:%d: name '%s' holds '%c'; an experiment name (it names folders and is printed in "
+                               "commands) has only letters, digits and ._-+=,@%%:", file, line, v->text, *c);
+        if (strlen(v->text) > 127)   // (docs/configuration.md: with a 127-character variant, a run uid still fits a folder name)
+            die_input_hint("use a shorter file name", "%s:%d: name '%.40s...' has %zu characters; an experiment name has at most 127",
+                           file, line, v->text, strlen(v->text));
         if (strcmp(v->text, stem))
             die_input_hint("rename the file or the name so that they agree",
                            "%s:%d: name '%s' must equal the file name stem '%s'", file, line, v->text, stem);

@@ -1,5 +1,7 @@
 // loader.c — stateless batches from token shards (docs/data-format.md, "Sampling").
 #include "data.h"
+#include <limits.h>
+#include "cache_hint.h"
 #include "../core/check.h"
 #include "../core/rng.h"
 
@@ -15,8 +17,8 @@ static void vocab_mismatch(const char *shard, int v1, const char *other, int v2,
 void loader_open(DataLoader *l, const PreparedData *p, int T, int model_vocab, uint64_t seed) {
     memset(l, 0, sizeof *l);
     CHECK(T >= 1, "loader_open: T=%d", T);
-    char hint[1300];
-    xsnprintf(hint, sizeof hint, "the cache entry is inconsistent; delete it (rm -rf %s) and rerun to rebuild it", p->dir);
+    char hint[PATH_MAX + 1024];
+    data_entry_hint(hint, sizeof hint, p->dir);
     int tv = 0;
     const char *tname = "";
     char tdesc[1200];

@@ -1,6 +1,8 @@
 // shard.c — token shards: 64-byte header + uint16/uint32 tokens, written atomically,
 // opened with mmap and validated in full (docs/data-format.md).
 #include "data.h"
+#include <limits.h>
+#include "cache_hint.h"
 #include "../core/check.h"
 #include "../core/fileio.h"
 #include <fcntl.h>
@@ -53,11 +55,9 @@ void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_
 // what is wrong, and how to rebuild it.
 __attribute__((noreturn, format(printf, 2, 3)))
 static void bad_shard(const char *path, const char *fmt, ...) {
-    char msg[1200], dir[1100], hint[1400];
+    char msg[1200], hint[PATH_MAX + 1024];
     va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
-    xsnprintf(dir, sizeof dir, "%s", path);
-    snprintf(hint, sizeof hint, "the shard is damaged or from another version; delete its cache directory (rm -rf %s) "
-             "and rerun build/prepare --dataset NAME --vocab N (or the training run) to rebuild it", dirname(dir));
+    data_damage_hint(hint, sizeof hint, path, "shard");   // (never "rm -rf <a user's folder>": cache_hint.h)
     die_input_hint(hint, "%s: %s", path, msg);
 }
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "../core/timer.h"
 #include <limits.h>
+#include "cache_hint.h"
 #ifdef _OPENMP
 #include <omp.h>
 #else
@@ -443,14 +444,9 @@ void tokenizer_save(const Tokenizer *t, const char *path) {
 }
 
 static void bad_tokenizer(const char *path, const char *fmt, ...) {
-    char msg[1200], dir[1100], hint[1400];
+    char msg[1200], hint[PATH_MAX + 1024];
     va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
-    // the cache directory holding it: rebuilding = deleting it and preparing again
-    xsnprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0; else strcpy(dir, ".");
-    snprintf(hint, sizeof hint, "this tokenizer is damaged or from another version; delete its cache directory "
-             "(rm -rf %s) and rerun build/prepare or the training run to rebuild it", dir);
+    data_damage_hint(hint, sizeof hint, path, "tokenizer");   // (never "rm -rf ." : cache_hint.h)
     die_input_hint(hint, "%s: %s", path, msg);
 }
 

@@ -730,6 +730,17 @@ static int remove_file(const char *path, const char *what) {
     return 0;
 }
 
+int checkpoint_written_here(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;   // (a symlink is never ours)
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return 0;
+    char head[sizeof BLOCK_MAGIC];
+    ssize_t k = pread(fd, head, sizeof head - 1, 0);
+    close(fd);
+    return k == (ssize_t)(sizeof head - 1) && memcmp(head, BLOCK_MAGIC, sizeof head - 1) == 0;
+}
+
 int checkpoint_prune(const char *dir, int keep_last) {
     CHECK(keep_last >= 1, "checkpoint_prune: keep_last must be >= 1 (got %d)", keep_last);
     CheckpointEntry *all;
@@ -746,7 +757,13 @@ int checkpoint_prune(const char *dir, int keep_last) {
         cut = all[i].step;
     }
     if (good < keep_last) cut = INT64_MIN;          // fewer good ones than wanted: delete none of them
-    for (int i = 0; i < n && all[i].step < cut; i++) removed += remove_file(all[i].path, "old checkpoint");
+    for (int i = 0; i < n && all[i].step < cut; i++) {
+        // Only a file that says it is a boost-c checkpoint (its first bytes) is deleted: a
+        // name like step_3.h5 proves nothing (a run folder outside checkpoints/, a user's file).
+        if (checkpoint_written_here(all[i].path)) removed += remove_file(all[i].path, "old checkpoint");
+        else fprintf(stderr, "warning: %s is named like a checkpoint but is not one written by boost-c (its first bytes); "
+                     "left alone\n", all[i].path);
+    }
     free(all);
     long *pids;
     n = scan(dir, 1, &all, &pids);

@@ -75,6 +75,9 @@ int checkpoint_seal(const char *path, int64_t step, char *err, size_t n);
 
 // "<dir>/step_<step>.h5"
 void checkpoint_path(char *buf, size_t n, const char *dir, int64_t step);
+// Is `path` a regular file (not a symlink) that starts with the checkpoint block's magic
+// text, i.e. one boost-c wrote? What pruning may delete and a step dump must not overwrite.
+int checkpoint_written_here(const char *path);
 
 typedef struct { int64_t step; char path[1024]; } CheckpointEntry;
 typedef struct { int64_t step; char path[1024]; char reason[700]; } CheckpointSkip;

@@ -4,6 +4,7 @@
 #include "db_internal.h"
 
 #include <math.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -355,7 +356,70 @@ static void make_parent_dirs(const char *path) {
                      path, failed, strerror(e));
 }
 
+// run.db must name a plain file this project can keep: not an in-memory or URI name (SQLite
+// would keep nothing, or read `file:...?mode=` as options), not a device or a FIFO
+// (/dev/null), on a writable file system (WAL mode writes two files beside it). Checked
+// where the value enters, before SQLite sees it, with the key and the reason.
+static void check_db_path(const char *path) {
+    const char *hint = "set run.db to a file path, e.g. runs/boost.db";
+    if (!path[0]) die_input_hint(hint, "run.db is empty");
+    if (path[0] == ':' || !strncmp(path, "file:", 5))
+        die_input_hint(hint, "run.db=%s: an in-memory or URI database name is refused (nothing would be kept, or the "
+                       "text after '?' would be read as SQLite options); run.db is a plain file path", path);
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        die_input_hint(hint, "run.db=%s is %s, not a regular file", path,
+                       S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ? "a character device" :
+                       S_ISFIFO(st.st_mode) ? "a FIFO (pipe)" : S_ISBLK(st.st_mode) ? "a block device" : "not a regular file");
+    char dir[1024];
+    xsnprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) xsnprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    if (access(dir, W_OK) != 0 && errno != ENOENT)
+        die_input_hint("set run.db to a file on a writable disk",
+                       "run.db=%s: its folder %s is not writable: %s (the database and its -wal and -shm files are written there)",
+                       path, dir, strerror(errno));
+    if (access(path, F_OK) == 0 && access(path, W_OK) != 0)
+        die_input_hint("set run.db to a file on a writable disk, or make the file writable",
+                       "run.db=%s is not writable: %s", path, strerror(errno));
+}
+
+// A file with user_version 0 but tables of its own is another program's database: it is
+// refused, never given this schema. One at this schema version must have every table.
+static void check_tables(RunDB *db, int version) {
+    static const char *const TABLES[] = { "runs", "launches", "steps", "validation", "comm", "comm_ranks", "memory", "events", NULL };
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db, "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+                                -1, &st, NULL);
+    char names[600] = "";
+    int n = 0, have[16] = {0};
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        if ((rc = sqlite3_step(st)) != SQLITE_ROW) break;
+        char t[128];
+        db_col_text(st, 0, t, sizeof t);
+        for (int i = 0; TABLES[i]; i++) if (!strcmp(t, TABLES[i])) have[i] = 1;
+        if (n++ < 8) { size_t l = strlen(names); snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", t); }
+    }
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK)
+        die_input("%s: cannot list its tables: %s (%s)", db->path, sqlite3_errmsg(db->db), sqlite3_errstr(rc));
+    if (version == 0 && n > 0)
+        die_input_hint("set run.db to a new file (or an existing run database)",
+                       "%s is an SQLite database of something else (tables %s%s, no run-database schema version); "
+                       "boost-c does not add its tables to another program's database", db->path, names, n > 8 ? ", ..." : "");
+    if (version == RUNDB_SCHEMA_VERSION)
+        for (int i = 0; TABLES[i]; i++)
+            if (!have[i])
+                die_input_hint("move the file away (runs are then recorded in a new database), or restore it from a copy",
+                               "%s: the run database (schema version %d) has no table %s; it is damaged or was edited",
+                               db->path, version, TABLES[i]);
+}
+
 RunDB *rundb_open(const char *path) {
+    check_db_path(path);
     make_parent_dirs(path);
     RunDB *db = xcalloc(1, sizeof *db);
     db->buf = xcalloc(1, sizeof *db->buf);
@@ -366,6 +430,8 @@ RunDB *rundb_open(const char *path) {
     if (rc != SQLITE_OK)
         die_input("%s: cannot open the run database: %s", path, db->db ? sqlite3_errmsg(db->db) : sqlite3_errstr(rc));
     DB_OK(db, sqlite3_extended_result_codes(db->db, 1), "enabling extended result codes");
+    struct stat fst;
+    if (stat(path, &fst) == 0) { db->dev = (unsigned long long)fst.st_dev; db->ino = (unsigned long long)fst.st_ino; }
     DB_OK(db, sqlite3_busy_timeout(db->db, db->busy_ms), "setting busy_timeout");
     int bad = 0, v = user_version(db, &bad);
     if (v < 0)
@@ -376,6 +442,7 @@ RunDB *rundb_open(const char *path) {
                        "%s: run database schema version %d is newer than this build supports (%d)",
                        path, v, RUNDB_SCHEMA_VERSION);
     if (v > 0) integrity_or_die(db);
+    check_tables(db, v);
     exec_sql(db, "PRAGMA journal_mode=WAL");
     exec_sql(db, "PRAGMA synchronous=NORMAL");
     if (v < RUNDB_SCHEMA_VERSION) {
@@ -413,6 +480,15 @@ int rundb_close(RunDB *db) {
         fprintf(stderr, "error: run database %s: %d rows could not be written: %s\n", db->path, lost, db->last_error);
     } else {
         empty_buffers(db);
+    }
+    // Everything written went to the file opened; if that file is no longer at its path
+    // (renamed, deleted, replaced) the results are not where the run says they are.
+    struct stat fst;
+    if (db->ino && (stat(db->path, &fst) != 0 || (unsigned long long)fst.st_ino != db->ino ||
+                    (unsigned long long)fst.st_dev != db->dev)) {
+        fprintf(stderr, "error: run database %s was moved, deleted or replaced while this process wrote it: its rows are not "
+                "in %s (look for the moved file; a deleted one is lost with them)\n", db->path, db->path);
+        if (!lost) lost = 1;
     }
     sqlite3_stmt *sts[] = { db->ins_step, db->ins_val, db->ins_comm, db->ins_comm_rank, db->ins_mem, db->ins_event };
     for (size_t i = 0; i < sizeof sts / sizeof *sts; i++) sqlite3_finalize(sts[i]);

@@ -183,6 +183,12 @@ int rundb_end_run(RunDB *db, int64_t run, const char *status, const char *error)
 // as rundb_end_run would, close. 'interrupted' only replaces 'running'. Never dies:
 // returns 0, or 1 with one warning line on stderr. For the die hooks of every rank.
 int rundb_mark_run(const char *path, int64_t run, const char *status, const char *message);
+// From a process that does not own the run (exp after its child ended): set the status
+// only if the run is still 'running' AND the process recorded as its owner (runs.pid on
+// this host) is gone. A live run is only ever changed by its owner: a second resume that
+// was refused ("run ... is live") leaves the live run alone. Returns 1 if it changed the
+// run, 0 if not (owner alive, another host, not running), -1 with a warning on a failure.
+int rundb_mark_orphan(const char *path, int64_t run, const char *status, const char *message);
 // A run continues from its checkpoint at from_step: status 'running', resumed_count+1,
 // pid/host of this process, ended_at/error cleared, event 'resumed'; step, validation
 // and comm rows after from_step are deleted (they are redone). from_step < 0: keep rows.
@@ -229,6 +235,10 @@ int rundb_manifest_conflicts(RunDB *db, const char *experiment, const char *expe
                              const char *sha256, RunRow *first);
 // The training loss logged at `step` of a run (NAN if absent).
 double rundb_step_loss(RunDB *db, int64_t run, int step);
+// The last step S such that the run has a step row for every step 1..S (0: none). A
+// resume continues only from a checkpoint at or below it: rows lost to a full disk are
+// then recomputed, never left missing under a 'completed' run.
+int rundb_steps_contiguous(RunDB *db, int64_t run);
 // The value of one configuration key ("model.d_model") in the configurations two runs
 // ran with (a resume that changed it: its config_change event's), as text ("" if
 // absent): 1 if they differ, else 0.

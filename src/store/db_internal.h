@@ -22,6 +22,7 @@ struct RunDB {
     int failing;
     double fail_since, next_try, backoff, last_warned;
     char last_error[512];
+    unsigned long long dev, ino;       // the file opened: a database moved or deleted under a run is noticed at close
 };
 
 // Reads and set-up: a failure here is an internal error (file:line + SQLite's message).

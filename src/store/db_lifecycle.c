@@ -253,6 +253,39 @@ int rundb_mark_run(const char *path, int64_t run, const char *status, const char
     return rc == SQLITE_OK ? 0 : 1;
 }
 
+static int process_gone(const char *host, int pid, const char *this_host);
+
+int rundb_mark_orphan(const char *path, int64_t run, const char *status, const char *message) {
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    const char *ev = end_event_kind(status);
+    char host[256], this_host[256] = "";
+    host_name(this_host, sizeof this_host);
+    int rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_busy_timeout(h, 5000);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    int orphan = 0, changed = 0;
+    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(h, "SELECT host, pid FROM runs WHERE id=?1 AND status='running'", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, run);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            db_col_text(st, 0, host, sizeof host);
+            orphan = process_gone(host, sqlite3_column_int(st, 1), this_host);
+            rc = SQLITE_OK;
+        } else if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK && orphan) rc = end_status_sql(h, run, status, message, 1, &changed);
+    if (rc == SQLITE_OK && changed && ev) rc = insert_event(h, run, -1, ev, message);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        fprintf(stderr, "warning: could not record run %" PRId64 " as %s in %s: %s\n", run, status, path,
+                h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
+    sqlite3_close(h);
+    return rc != SQLITE_OK ? -1 : changed > 0;
+}
+
 typedef struct { int64_t run; int from_step; char *overrides; } ResumeArgs;
 static int resume_body(RunDB *db, void *varg) {
     ResumeArgs *a = varg;

@@ -140,6 +140,18 @@ double rundb_step_loss(RunDB *db, int64_t run, int step) {
     return v;
 }
 
+int rundb_steps_contiguous(RunDB *db, int64_t run) {
+    rundb_flush(db);
+    sqlite3_stmt *st = db_prep(db,
+        "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM steps WHERE run_id=?1 AND step=1) THEN 0 ELSE "
+        "(SELECT min(s.step) FROM steps s WHERE s.run_id=?1 AND NOT EXISTS "
+        "(SELECT 1 FROM steps t WHERE t.run_id=?1 AND t.step=s.step+1)) END");
+    db_bind_i64(db, st, 1, run);
+    int v = db_next_row(db, st, "reading a run's step rows") ? sqlite3_column_int(st, 0) : 0;
+    db_finalize(db, st);
+    return v;
+}
+
 int rundb_config_differs(RunDB *db, int64_t run_a, int64_t run_b, const char *dotted_key,
                          char *value_a, char *value_b, size_t n) {
     char path[300];

@@ -16,6 +16,7 @@
 #include "../config/manifest.h"
 #include "../core/check.h"
 #include "../core/fs.h"
+#include "../core/shellword.h"
 #include "../core/env.h"
 #include "../store/checkpoint.h"
 #include "../store/compare.h"
@@ -76,6 +77,19 @@ static void on_signal(int sig) {
     if (sig != SIGINT && g_child > 0) kill(g_child, SIGTERM);
 }
 
+// Is the parent process make (the Makefile's exp recipe execs this process)? Only then is
+// it handed the signal: an inherited BOOST_EXP_UNDER_MAKE never signals a shell.
+static int parent_is_make(void) {
+    char path[64], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)getppid());
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
+    fclose(f);
+    comm[strcspn(comm, "\n")] = 0;
+    return !strcmp(comm, "make") || !strcmp(comm, "gmake");
+}
+
 // ---- launching ---------------------------------------------------------------------------
 typedef struct { const char **v; int n, cap; } Args;
 static void args_push(Args *a, const char *s) {
@@ -118,6 +132,17 @@ static int on_path(const char *prog) {
     }
     free(copy);
     return found;
+}
+
+// Print `words` (NULL-terminated) as one shell command line: each one shell word, quoted
+// where needed, so that pasting the line runs exactly this and nothing else.
+static void print_command(const char *prefix, const char *const *words, const char *suffix) {
+    size_t n = 1;
+    for (int i = 0; words[i]; i++) n += 4 * strlen(words[i]) + 4;
+    char *line = xcalloc(n, 1);
+    for (int i = 0; words[i]; i++) shell_append_word(line, n, words[i]);
+    printf("%s%s%s", prefix, line, suffix);
+    free(line);
 }
 
 // ---- configurations ------------------------------------------------------------------------
@@ -523,6 +548,14 @@ int main(int argc, char **argv) {
     if (only) (void)manifest_variant(man, only);    // dies listing the names if unknown
     char db_path[1024];   // (man is reloaded by a resume)
     xsnprintf(db_path, sizeof db_path, "%s", man->variants[0].config.run.db);
+    // A launch and its runs live in one database: a variant recording elsewhere would put
+    // its run under a launch id that means another launch (or nothing) in that database.
+    for (int v = 1; v < man->n_variants; v++)
+        if (strcmp(man->variants[v].config.run.db, db_path) && (!only || !strcmp(man->variants[v].name, only)))
+            die_input_hint("set run.db once for the whole experiment (top-level run: db:), not per variant",
+                           "%s: variant %s sets run.db=%s, but the launch is recorded in %s (the first variant's); "
+                           "a launch and all its runs must be in one database", path, man->variants[v].name,
+                           man->variants[v].config.run.db, db_path);
 
     // ---- the table of an earlier launch -------------------------------------------------
     if (summary) {
@@ -661,7 +694,13 @@ int main(int argc, char **argv) {
             const ManifestVariant *v = &man->variants[i];
             if (only && strcmp(v->name, only)) continue;
             if (!only && v->config.run.on_demand && !simulate) {
-                if (r == 0) printf("\n== variant %s: on demand only (make exp EXP=%s VARIANT=%s) ==\n", v->name, man->name, v->name);
+                if (r == 0) {
+                    char e[600], vv[600];
+                    snprintf(e, sizeof e, "EXP=%s", man->name); snprintf(vv, sizeof vv, "VARIANT=%s", v->name);
+                    const char *w[] = { "make", "exp", e, vv, NULL };
+                    printf("\n== variant %s: on demand only (", v->name);
+                    print_command("", w, ") ==\n");
+                }
                 continue;
             }
             planned++;
@@ -728,9 +767,8 @@ int main(int argc, char **argv) {
             if (simulate) printf("\n== variant %s (simulated: %d device%s of %s)", v->name, world, world == 1 ? "" : "s", hw.name);
             else printf("\n== variant %s (%d rank%s)", v->name, world, world == 1 ? "" : "s");
             if (repeat > 1) printf(", repeat %d/%d", r + 1, repeat);
-            printf(" ==\n$");
-            for (int j = 0; cmd.v[j]; j++) printf(" %s", cmd.v[j]);
-            printf("\n");
+            printf(" ==\n");
+            print_command("$ ", cmd.v, "\n");
             if (r == 0) {
                 if (!base) { base = v; config_print_table(&v->config, stdout); }
                 else print_config_diff(&base->config, base->name, &v->config);
@@ -750,7 +788,8 @@ int main(int argc, char **argv) {
                 char msg[256];
                 snprintf(msg, sizeof msg, "the run's process ended (%s %d) without recording its end (seen by exp)",
                          rc >= 128 ? "signal" : "exit", rc >= 128 ? rc - 128 : rc);
-                rundb_mark_run(db_path, after.id, rc >= 128 || g_stop ? "interrupted" : "failed", msg);
+                // only if its owner is gone: a refused second resume leaves the live run alone
+                rundb_mark_orphan(db_path, after.id, rc >= 128 || g_stop ? "interrupted" : "failed", msg);
             }
             if (rc == 0) completed++;
             else if (!g_stop) { fprintf(stderr, "variant %s failed (exit %d)\n", v->name, rc); failures++; }
@@ -770,20 +809,39 @@ int main(int argc, char **argv) {
     if (n_runs && !simulate) printf("  checkpoints:     %s/<uid>/ (e.g. %s/%s/)\n", man->variants[0].config.run.checkpoint_dir,
                        man->variants[0].config.run.checkpoint_dir, runs[n_runs - 1].uid);
     int in_experiments = !strncmp(path, "experiments/", 12);
-    if (simulate) printf("  the split:       sqlite3 -header -column %s \"SELECT * FROM simulated_runs WHERE launch_id = %lld\"\n",
-                         db_path, (long long)launch.id);
-    else if (in_experiments) printf("  figures:         make figures EXP=%s LAUNCH=%lld\n", man->name, (long long)launch.id);
-    else printf("  figures:         /usr/bin/python3 analysis/plot_losses.py %s --db %s --launch %lld\n", man->name, db_path, (long long)launch.id);
-    printf("  query:           sqlite3 -header -column %s \"SELECT * FROM run_summary WHERE launch_id = %lld\"\n",
-           db_path, (long long)launch.id);
+    if (simulate) {
+        char sq[128];
+        snprintf(sq, sizeof sq, "SELECT * FROM simulated_runs WHERE launch_id = %lld", (long long)launch.id);
+        const char *w[] = { "sqlite3", "-header", "-column", db_path, sq, NULL };
+        print_command("  the split:       ", w, "\n");
+    }
+    char e_s[600], l_s[64], q_s[128];
+    snprintf(e_s, sizeof e_s, "EXP=%s", man->name);
+    snprintf(l_s, sizeof l_s, "LAUNCH=%lld", (long long)launch.id);
+    snprintf(q_s, sizeof q_s, "SELECT * FROM run_summary WHERE launch_id = %lld", (long long)launch.id);
+    if (simulate) {
+        // a simulated launch: the split above (make figures draws it too)
+    } else if (in_experiments) {
+        const char *w[] = { "make", "figures", e_s, l_s, NULL };
+        print_command("  figures:         ", w, "\n");
+    } else {
+        const char *w[] = { "/usr/bin/python3", "analysis/plot_losses.py", man->name, "--db", db_path, "--launch", launch_s, NULL };
+        print_command("  figures:         ", w, "\n");
+    }
+    { const char *w[] = { "sqlite3", "-header", "-column", db_path, q_s, NULL }; print_command("  query:           ", w, "\n"); }
     if (g_stop) {
         // the launch keeps its overrides, except the one that says where it is recorded
         const char *db_set = NULL;
         for (int i = 0; i < n_all; i++) if (!strncmp(all_sets[i], "run.db=", 7)) db_set = all_sets[i];
-        if (in_experiments) printf("interrupted: resume with  make exp EXP=%s RESUME=1 LAUNCH=%lld%s%s%s\n", man->name,
-                                   (long long)launch.id, db_set ? " SET='" : "", db_set ? db_set : "", db_set ? "'" : "");
-        else printf("interrupted: resume with  %s %s --resume --launch %lld%s%s%s\n", argv[0], path, (long long)launch.id,
-                    db_set ? " --set '" : "", db_set ? db_set : "", db_set ? "'" : "");
+        char set_s[1100];
+        snprintf(set_s, sizeof set_s, "SET=%s", db_set ? db_set : "");
+        if (in_experiments) {
+            const char *w[] = { "make", "exp", e_s, "RESUME=1", l_s, db_set ? set_s : NULL, NULL };
+            print_command("interrupted: resume with  ", w, "\n");
+        } else {
+            const char *w[] = { argv[0], path, "--resume", "--launch", launch_s, db_set ? "--set" : NULL, db_set, NULL };
+            print_command("interrupted: resume with  ", w, "\n");
+        }
     }
     free(runs);
     rundb_close(db);
@@ -792,5 +850,14 @@ int main(int argc, char **argv) {
     hw_free(&hw);
     manifest_free(man);
     free(sets);
+    if (g_stop) {
+        fflush(stdout); fflush(stderr);
+        // Under `make exp` (the Makefile sets BOOST_EXP_UNDER_MAKE and execs this process,
+        // so make is the parent): make turns any exit code into its own 2, but dies by the
+        // signal it receives. Handing make the same signal makes the shell see 128+N,
+        // exp's own exit code, after everything above is printed.
+        const char *under_make = getenv("BOOST_EXP_UNDER_MAKE");
+        if (under_make && !strcmp(under_make, "1") && parent_is_make()) kill(getppid(), g_stop);
+    }
     return g_stop ? 128 + g_stop : failures ? 1 : 0;
 }

@@ -12,9 +12,12 @@
 #include "run.h"
 #include "state_io.h"
 #include "stop.h"
+#include "watchdog.h"
 #include "trainer.h"
 #include "../core/check.h"
+#include "../core/crc32.h"
 #include "../core/fs.h"
+#include "../core/shellword.h"
 #include "../core/timer.h"
 #include "../store/checkpoint.h"
 #include "../store/compare.h"
@@ -94,11 +97,50 @@ static void ensure_writable_dir(const char *dir, const char *key) {
     unlink(probe);
 }
 
+// A run uid names a folder under run.checkpoint_dir: one path component of
+// [A-Za-z0-9._+=,@%:~-], not starting with '.', at most 255 bytes. A uid from the database or
+// the command line that is anything else (`../../victim`, `a/b`) is refused, never used
+// as a path.
+static void check_uid(const char *uid, const char *where) {
+    size_t n = strlen(uid);
+    int ok = n > 0 && n <= 255 && uid[0] != '.';
+    for (const char *p = uid; ok && *p; p++)
+        ok = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+=,@%:~-", *p) != NULL;
+    if (!ok)
+        die_input_hint("resume a run by the uid exp or train printed (sqlite3 RUN_DB 'SELECT uid FROM runs')",
+                       "%s: run uid '%.300s' is not a plain folder name (one path component of letters, digits and ._+=,@%%:~-, "
+                       "not starting with '.', at most 255 bytes); it is never used as a path", where, uid);
+}
+
+// The run's own folder: a real directory, never a symlink (a folder replaced by a link to
+// another run's would resume that run and write into it).
+static void check_run_dir_not_link(const char *dir) {
+    struct stat st;
+    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+        die_input_hint("remove the link (rm on the link itself) or restore the run's own folder",
+                       "run folder %s is a symbolic link; a run's folder must be its own directory "
+                       "(a link could make this run resume from and write into another run's)", dir);
+}
+
+// <experiment>.<variant>.<stamp>.<pid>, within a folder name's 255 bytes: a longer pair of
+// names is cut and followed by the CRC-32 of the full pair (docs/configuration.md).
+static void new_run_uid(char *uid, size_t n, const char *experiment, const char *variant, const char *stamp) {
+    char tail[64], pair[600];
+    snprintf(tail, sizeof tail, ".%s.%d", stamp, (int)getpid());
+    snprintf(pair, sizeof pair, "%s.%s", experiment, variant);
+    size_t room = 255 - strlen(tail);
+    if (strlen(pair) > room) {
+        uint32_t c = crc32_update(0, pair, strlen(pair));
+        snprintf(pair + room - 9, sizeof pair - (room - 9), "~%08x", c);
+    }
+    xsnprintf(uid, n, "%s%s", pair, tail);
+}
+
 // One owner per run: an exclusive flock on the run's checkpoint directory, held until
 // this process exits. A second process (a --resume of a live run) is refused.
 static void lock_run_dir(const char *dir, const char *uid) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    CHECK_ERRNO(fd < 0, dir);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) die_input("run folder %s: cannot open it: %s (a run's folder must be its own directory)", dir, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK)
             die_input_hint("wait for it to end, or stop it (Ctrl-C / kill -TERM): it records 'interrupted' and can then be resumed",
@@ -110,31 +152,100 @@ static void lock_run_dir(const char *dir, const char *uid) {
 }
 
 // ---- the run context -----------------------------------------------------------------------
-// Refuse a checkpoint written by another model: every `"key": value` of our model
-// section (the preset name aside) must appear in the checkpoint's model section.
+// The value of "key" in the flat JSON object `obj` (the checkpoint's "model": {...},
+// written by config_to_json): the token unquoted (string escapes decoded) into v.
+// Returns 1 if found, 0 if the key is absent, -1 if the text is not what config_to_json
+// writes. Keys are matched whole ("rope_theta" never matches inside another key).
+static int json_flat_value(const char *obj, const char *key, char *v, size_t n) {
+    const char *p = strchr(obj, '{');
+    if (!p) return -1;
+    p++;
+    size_t kl = strlen(key);
+    for (;;) {
+        while (*p == ' ' || *p == ',') p++;
+        if (*p == '}') return 0;
+        if (*p != '"') return -1;
+        const char *k0 = ++p;
+        while (*p && *p != '"') { if (*p == '\\' && p[1]) p++; p++; }
+        if (!*p) return -1;
+        int match = (size_t)(p - k0) == kl && !strncmp(k0, key, kl);
+        p++;
+        while (*p == ' ') p++;
+        if (*p++ != ':') return -1;
+        while (*p == ' ') p++;
+        size_t len = 0;
+        if (*p == '"') {
+            for (p++; *p && *p != '"'; p++) {
+                char c = *p;
+                if (c == '\\') {
+                    p++;
+                    c = *p == 'n' ? '\n' : *p == 't' ? '\t' : *p == '"' || *p == '\\' || *p == '/' ? *p : 0;
+                    if (!c) return -1;   // (config values hold no other escapes)
+                }
+                if (len + 1 < n) v[len++] = c;
+            }
+            if (*p++ != '"') return -1;
+        } else {
+            while (*p && *p != ',' && *p != '}' && *p != ' ') { if (len + 1 < n) v[len++] = *p; p++; }
+        }
+        v[len] = 0;
+        if (match) return 1;
+        if (!*p) return -1;
+    }
+}
+
+// Refuse a checkpoint written by another model: every key of the model section (the
+// preset name aside) is parsed from the checkpoint's configuration as the manifest's
+// value would be, and compared as a value (100000 is not 10000; 1.5e-3 is 0.0015); the
+// first key that differs is named with both values. A key the checkpoint's engine did
+// not have yet (model.lax_*) is the same model if this run keeps the key's default.
 static void check_same_model(const char *path, const Config *cfg, const char *ckpt_json) {
     const char *ms = ckpt_json ? strstr(ckpt_json, "\"model\": {") : NULL;
     if (!ms) return;
-    const char *me = strchr(ms, '}');
     int nk; const ConfigKey *keys = config_schema(&nk);
+    Config ck; config_defaults(&ck);
     for (int i = 0; i < nk; i++) {
         if (strcmp(keys[i].section, "model") || !strcmp(keys[i].key, "preset")) continue;
-        char v[1100], want[1300];
-        config_format_value(cfg, &keys[i], v, sizeof v);
-        int quoted = keys[i].type == CK_STRING || keys[i].type == CK_ENUM;
-        xsnprintf(want, sizeof want, quoted ? "\"%s\": \"%s\"" : "\"%s\": %s", keys[i].key, v);
-        const char *hit = strstr(ms, want);
-        if (!hit || hit > me) {
-            // A key the checkpoint's engine did not have yet (model.lax_*): the same model if
-            // this run keeps the key's default, which is what that engine built.
-            char name[160], dv[1100];
-            xsnprintf(name, sizeof name, "\"%s\":", keys[i].key);
-            const char *k = strstr(ms, name);
-            Config d; config_defaults(&d);
-            config_format_value(&d, &keys[i], dv, sizeof dv);
-            if ((!k || k > me) && !strcmp(v, dv)) continue;
-            die_input("RESUME: %s was written by a different model (model.%s is now %s); resuming with a different model is refused",
-                      path, keys[i].key, v);
+        char dotted[200], now[1100], then[1100], text[1100];
+        snprintf(dotted, sizeof dotted, "model.%s", keys[i].key);
+        config_format_value(cfg, &keys[i], now, sizeof now);
+        int found = json_flat_value(ms + strlen("\"model\": "), keys[i].key, text, sizeof text);
+        if (found < 0)
+            die_input("RESUME: %s: its stored configuration (model section) is not readable near model.%s; "
+                      "it was not written by this engine", path, keys[i].key);
+        if (found == 0) { config_format_value(&ck, &keys[i], then, sizeof then); }   // (the default)
+        else {
+            char where[1700];
+            snprintf(where, sizeof where, "%s (the configuration stored in the checkpoint)", path);
+            config_set_key(&ck, dotted, text, !strcmp(text, "null"), where);
+            config_format_value(&ck, &keys[i], then, sizeof then);
+        }
+        if (strcmp(now, then))
+            die_input_hint("resume with the model the run was trained with, or start a new run (without --resume)",
+                           "RESUME: %s was written by a different model: model.%s is %s in the checkpoint and %s now; "
+                           "resuming with a different model is refused", path, keys[i].key, then, now);
+    }
+}
+
+// A checkpoint holds what a healthy run wrote: every weight and moment finite (a run
+// that diverged is never saved). A non-finite one is named here, with its tensor, not
+// reported later as "training diverged; lower train.lr?".
+static void check_finite_state(const char *path, const ModelState *s) {
+    const float *fam[3] = { s->params, s->m, s->v };
+    const char *fam_name[3] = { "weights", "AdamW m", "AdamW v" };
+    for (int f = 0; f < 3; f++) {
+        if (!fam[f]) continue;
+        for (int i = 0; i < s->table.n_specs; i++) {
+            const ParamSpec *sp = &s->table.specs[i];
+            for (size_t k = 0; k < sp->numel; k++) {
+                float x = fam[f][sp->offset + k];
+                if (!isfinite(x) || (f == 2 && x < 0))
+                    die_input_hint("resume from an earlier checkpoint of the run (move this one away), or start a new run",
+                                   "RESUME: %s holds %s %g in %s (element %zu of %s); a checkpoint written by a healthy run "
+                                   "holds none (the file was edited or resealed, or written by a broken build)",
+                                   path, f == 2 && isfinite(x) ? "a negative value" : "a non-finite value", (double)x,
+                                   fam_name[f], k, sp->name);
+            }
         }
     }
 }
@@ -176,6 +287,9 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     if (c->rank != 0) return;
     char path[1500];
     dump_path(path, sizeof path, ctx, cfg, step);
+    if (checkpoint_written_here(path))
+        die_input_hint("set run.dump_dir to a folder of its own (or leave it unset: <run folder>/dumps)",
+                       "run.dump_dir: %s is a checkpoint; a step dump never overwrites a checkpoint (of this run or another)", path);
     if (c->world == 1) {   // the batch is this process's own; activations only here
         dump_write(path, ctx->full, cfg->run.dump_activations ? &tr->model : NULL, step, ctx->config_json,
                    tr->inputs, tr->targets, K * B, T, loss);
@@ -199,8 +313,14 @@ static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     Comm *c = tr->comm;
     trainer_gather_state(tr, ctx->full, STATE_PARAMS | STATE_OPTIM);
     if (c->rank != 0) return;
-    if (g_db && rundb_flush_wait(g_db, 60) != 0)
-        fprintf(stderr, "warning: the rows of steps up to %d are not yet in the run database; the checkpoint is written anyway\n", tr->step);
+    if (g_db && rundb_flush_wait(g_db, 60) != 0) {
+        // A checkpoint is final only after its rows: one without them would resume into a
+        // run with missing rows (the resume then starts from the last complete one).
+        fprintf(stderr, "warning: the rows of steps up to %d are not in the run database %s; the checkpoint of step %d is "
+                "not written (a resume starts from the last checkpoint whose rows are all recorded)\n",
+                tr->step, rundb_path(g_db), tr->step);
+        return;
+    }
     CheckpointMeta meta = {0};
     meta.step = tr->step; meta.tokens_seen = tr->tokens_seen; meta.samples_seen = tr->samples_seen;
     meta.seed = tr->cfg.train.seed; meta.adam_t = tr->step;
@@ -258,23 +378,6 @@ static double host_peak_gflops(const RunOptions *opt, Comm *comm, double resumed
     return peak;
 }
 
-// Append `arg` to `buf` as one shell word (single-quoted when it needs quoting).
-static void append_word(char *buf, size_t n, const char *arg) {
-    size_t len = strlen(buf);
-    int plain = arg[0] != 0;
-    for (const char *p = arg; *p; p++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@", *p)) plain = 0;
-    if (len + 1 < n && len) buf[len++] = ' ';
-    if (plain) { snprintf(buf + len, n - len, "%s", arg); return; }
-    if (len + 1 < n) buf[len++] = '\'';
-    for (const char *p = arg; *p && len + 5 < n; p++) {
-        if (*p == '\'') { memcpy(buf + len, "'\\''", 4); len += 4; }
-        else buf[len++] = *p;
-    }
-    if (len + 1 < n) buf[len++] = '\'';
-    buf[len < n ? len : n - 1] = 0;
-}
-
 // The exact command that resumes this run: through the launch when it has one.
 static void resume_command(char *buf, size_t n, const RunOptions *opt, int64_t launch_id, const char *experiment,
                            const char *variant, const char *uid, int world) {
@@ -290,28 +393,28 @@ static void resume_command(char *buf, size_t n, const RunOptions *opt, int64_t l
         if (!strcmp(opt->config_path, expected)) {
             char e[1200];
             snprintf(e, sizeof e, "EXP=%s", experiment);
-            append_word(buf, n, "make"); append_word(buf, n, "exp"); append_word(buf, n, e);
-            append_word(buf, n, "RESUME=1"); snprintf(e, sizeof e, "LAUNCH=%s", id); append_word(buf, n, e);
-            if (db_set) { snprintf(e, sizeof e, "SET=%s", db_set); append_word(buf, n, e); }
+            shell_append_word(buf, n, "make"); shell_append_word(buf, n, "exp"); shell_append_word(buf, n, e);
+            shell_append_word(buf, n, "RESUME=1"); snprintf(e, sizeof e, "LAUNCH=%s", id); shell_append_word(buf, n, e);
+            if (db_set) { snprintf(e, sizeof e, "SET=%s", db_set); shell_append_word(buf, n, e); }
         } else {
-            append_word(buf, n, "build/exp"); append_word(buf, n, opt->config_path);
-            append_word(buf, n, "--resume"); append_word(buf, n, "--launch"); append_word(buf, n, id);
-            if (db_set) { append_word(buf, n, "--set"); append_word(buf, n, db_set); }
+            shell_append_word(buf, n, "build/exp"); shell_append_word(buf, n, opt->config_path);
+            shell_append_word(buf, n, "--resume"); shell_append_word(buf, n, "--launch"); shell_append_word(buf, n, id);
+            if (db_set) { shell_append_word(buf, n, "--set"); shell_append_word(buf, n, db_set); }
         }
         return;
     }
     if (world > 1) {
         char np[16];
         snprintf(np, sizeof np, "%d", world);
-        append_word(buf, n, "mpirun"); append_word(buf, n, "-np"); append_word(buf, n, np);
+        shell_append_word(buf, n, "mpirun"); shell_append_word(buf, n, "-np"); shell_append_word(buf, n, np);
     }
     char r[300];
     snprintf(r, sizeof r, "--resume=%s", uid);
-    append_word(buf, n, opt->train_command ? opt->train_command : "build/train");
-    append_word(buf, n, opt->config_path);
-    append_word(buf, n, "--variant"); append_word(buf, n, variant);
-    append_word(buf, n, r);
-    for (int i = 0; i < opt->n_overrides; i++) { append_word(buf, n, "--set"); append_word(buf, n, opt->overrides[i]); }
+    shell_append_word(buf, n, opt->train_command ? opt->train_command : "build/train");
+    shell_append_word(buf, n, opt->config_path);
+    shell_append_word(buf, n, "--variant"); shell_append_word(buf, n, variant);
+    shell_append_word(buf, n, r);
+    for (int i = 0; i < opt->n_overrides; i++) { shell_append_word(buf, n, "--set"); shell_append_word(buf, n, opt->overrides[i]); }
 }
 
 static void format_duration(char *buf, size_t n, double s) {
@@ -349,9 +452,25 @@ int run_training(const RunOptions *opt, Comm *comm) {
             g_db = rundb_open(cfg->run.db);
             rundb_mark_stale(g_db);
         }
+        if (opt->launch_id > 0 && g_db) {
+            // A run joins a launch only of its own experiment and manifest, in this database.
+            LaunchRow lr;
+            if (!rundb_launch(g_db, opt->launch_id, &lr))
+                die_input("--launch %lld: %s has no launch %lld (a run is recorded in the database of its launch)",
+                          (long long)opt->launch_id, cfg->run.db, (long long)opt->launch_id);
+            int mine = !strcmp(lr.experiment, experiment) && (!opt->manifest || !strcmp(lr.manifest_sha256, opt->manifest->sha256));
+            char other[300];
+            snprintf(other, sizeof other, "%s", lr.experiment);
+            rundb_launch_row_free(&lr);
+            if (!mine)
+                die_input("--launch %lld: launch %lld in %s is of experiment %s%s, not of this manifest (%s); "
+                          "a run never joins another experiment's launch", (long long)opt->launch_id, (long long)opt->launch_id,
+                          cfg->run.db, other, strcmp(other, experiment) ? "" : " with another manifest text", experiment);
+        }
         if (opt->resume) {
             RunRow row;
             const char *uid = opt->resume_uid ? opt->resume_uid : "";
+            if (uid[0]) check_uid(uid, "--resume");
             if (!g_db || !(uid[0] ? rundb_run_by_uid(g_db, uid, &row) : rundb_latest_run(g_db, experiment, variant, &row)))
                 die_input("RESUME: no run %s%s%s/%s in %s to resume", uid[0] ? uid : "of ", uid[0] ? " (" : "",
                           experiment, variant, opt->use_db ? cfg->run.db : "(--no-db)");
@@ -362,13 +481,41 @@ int run_training(const RunOptions *opt, Comm *comm) {
                        "(raise train.steps to continue it)\n", row.uid, experiment, variant, (long long)row.id, row.last_step);
                 noop = 1;
             } else {
+                char where[1200];
+                snprintf(where, sizeof where, "%s: run %lld", cfg->run.db, (long long)row.id);
+                check_uid(row.uid, where);
                 xsnprintf(ctx.uid, sizeof ctx.uid, "%s", row.uid);
                 xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
+                check_run_dir_not_link(ctx.ckpt_dir);
                 ensure_writable_dir(ctx.ckpt_dir, "run.checkpoint_dir");
                 lock_run_dir(ctx.ckpt_dir, ctx.uid);
                 if (!checkpoint_latest_good(ctx.ckpt_dir, resume_path, sizeof resume_path, &resume_step, NULL, NULL))
                     die_input("RESUME: run %s has no checkpoint that verifies in %s (set run.checkpoint_every to save them)",
                               ctx.uid, ctx.ckpt_dir);
+                // Rows lost to a failing database (a full disk) are recomputed: the resume
+                // starts from a checkpoint whose steps all have their rows.
+                int rows_upto = g_db ? rundb_steps_contiguous(g_db, row.id) : (int)resume_step;
+                if (resume_step > rows_upto) {
+                    CheckpointEntry *all;
+                    int n = checkpoint_list(ctx.ckpt_dir, &all);
+                    char why[1300], newest[1500];
+                    snprintf(newest, sizeof newest, "%s", resume_path);
+                    resume_path[0] = 0;
+                    for (int i = n - 1; i >= 0 && !resume_path[0]; i--)
+                        if (all[i].step <= rows_upto && checkpoint_verify(all[i].path, why, sizeof why)) {
+                            xsnprintf(resume_path, sizeof resume_path, "%s", all[i].path);
+                            resume_step = all[i].step;
+                        }
+                    free(all);
+                    if (!resume_path[0])
+                        die_input_hint("start a new run (without --resume): this one cannot be completed truthfully",
+                                       "RESUME: run %s: %s has the step rows only up to step %d, and no checkpoint at or before "
+                                       "it verifies (the newest, %s, is later); resuming would record a run with missing rows",
+                                       ctx.uid, cfg->run.db, rows_upto, newest);
+                    fprintf(stderr, "warning: %s has the step rows of run %s only up to step %d (rows were lost: a full disk?); "
+                            "resuming from %s (step %lld) so that the lost steps are recomputed\n",
+                            cfg->run.db, ctx.uid, rows_upto, resume_path, (long long)resume_step);
+                }
                 resume_run = row.id;
                 ctx.launch_id = row.launch_id;
                 resumed_peak = row.peak_gflops;   // host peak x hosts (divided below)
@@ -378,8 +525,10 @@ int run_training(const RunOptions *opt, Comm *comm) {
             strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
             char alias[64];   // a long (grid) variant name: its short alias in the uid and folder name
             variant_alias(variant, alias, sizeof alias);
-            xsnprintf(ctx.uid, sizeof ctx.uid, "%s.%s.%s.%d", experiment, alias, stamp, (int)getpid());
+            new_run_uid(ctx.uid, sizeof ctx.uid, experiment, alias, stamp);
+            check_uid(ctx.uid, "the new run");
             xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
+            check_run_dir_not_link(ctx.ckpt_dir);
             ensure_writable_dir(ctx.ckpt_dir, "run.checkpoint_dir");
             xsnprintf(g_new_dirs[0], sizeof g_new_dirs[0], "%s", ctx.ckpt_dir);
             lock_run_dir(ctx.ckpt_dir, ctx.uid);
@@ -388,6 +537,19 @@ int run_training(const RunOptions *opt, Comm *comm) {
             char dd[1400];
             dump_dir(dd, sizeof dd, &ctx, cfg);
             ensure_writable_dir(dd, cfg->run.dump_dir[0] ? "run.dump_dir" : "run.checkpoint_dir");
+            if (cfg->run.dump_dir[0]) {
+                // never inside run.checkpoint_dir except below this run's own folder
+                char rd[PATH_MAX], rc_[PATH_MAX], own[PATH_MAX];
+                if (realpath(dd, rd) && realpath(cfg->run.checkpoint_dir, rc_) && realpath(ctx.ckpt_dir, own)) {
+                    size_t lc = strlen(rc_), lo = strlen(own);
+                    int in_ckpt = !strncmp(rd, rc_, lc) && (rd[lc] == '/' || !rd[lc]);
+                    int in_own = !strncmp(rd, own, lo) && (rd[lo] == '/' || !rd[lo]);
+                    if (in_ckpt && !in_own)
+                        die_input_hint("set run.dump_dir outside run.checkpoint_dir (or leave it unset: <run folder>/dumps)",
+                                       "run.dump_dir=%s is inside run.checkpoint_dir (%s) but not inside this run's folder; "
+                                       "a run never writes into another run's checkpoints", cfg->run.dump_dir, cfg->run.checkpoint_dir);
+                }
+            }
             if (!resume_run) xsnprintf(g_new_dirs[1], sizeof g_new_dirs[1], "%s", dd);
         }
     }
@@ -423,6 +585,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
         CheckpointMeta meta;
         checkpoint_read(resume_path, &full, &meta);
         check_same_model(resume_path, cfg, meta.config_json);
+        check_finite_state(resume_path, &full);
         trainer_scatter_state(&tr, &full);
         tr.step = (int)meta.step; tr.tokens_seen = meta.tokens_seen; tr.samples_seen = meta.samples_seen;
         if (root) {
@@ -468,6 +631,11 @@ int run_training(const RunOptions *opt, Comm *comm) {
     broadcast_bytes(comm, &ctx.launch_id, sizeof ctx.launch_id);
     resume_command(resume_cmd, sizeof resume_cmd, opt, ctx.launch_id, experiment, variant, ctx.uid, comm->world);
     stop_set_run(opt->use_db && run_id ? cfg->run.db : "", run_id, comm->rank, comm->world, resume_cmd);
+    if (comm->world > 1) {   // every rank's liveness (watchdog.h)
+        unsigned long long session = root ? ((unsigned long long)getpid() << 32) ^ (unsigned long long)time(NULL) : 0;
+        broadcast_bytes(comm, &session, sizeof session);
+        watchdog_start(ctx.ckpt_dir, comm->rank, comm->world, session);
+    }
     if (root) {
         char in_launch[64] = "";
         if (ctx.launch_id) snprintf(in_launch, sizeof in_launch, ", launch %lld", (long long)ctx.launch_id);
@@ -477,7 +645,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
                tr.data.dir, tr.data.vocab_size);
         if (opt->n_overrides) {
             char line[4096] = "";
-            for (int i = 0; i < opt->n_overrides; i++) append_word(line, sizeof line, opt->overrides[i]);
+            for (int i = 0; i < opt->n_overrides; i++) shell_append_word(line, sizeof line, opt->overrides[i]);
             printf("overrides%s: %s\n", resume_path[0] ? " (stored with the run, then new ones)" : "", line);
         }
         fflush(stdout);
@@ -581,8 +749,10 @@ int run_training(const RunOptions *opt, Comm *comm) {
                       (double)(bm[MEM_ACTS] + bm[MEM_WORK]), 0 };
     struct rusage ru; getrusage(RUSAGE_SELF, &ru); mem[4] = (double)ru.ru_maxrss * 1024.0;
     comm_host_all_reduce(comm, GROUP_WORLD, mem, 5, DTYPE_F64, OP_MAX, PHASE_OTHER, -1);   // the largest rank
+    watchdog_finish();
     stop_clear_run();
     set_die_hook(NULL);
+    int results_lost = 0;   // rows or the end not in the database at its path: never "results <db>"
     if (root && g_db) {
         const char *cat[5] = {"parameters", "gradients", "optimizer", "activations", "peak_rss"};
         for (int i = 0; i < 5; i++) rundb_set_memory(g_db, g_run_id, cat[i], (int64_t)mem[i]);
@@ -591,6 +761,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
         lost |= rundb_close(g_db);
         g_db = NULL;
         if (lost && exit_code == 0) exit_code = EXIT_INTERNAL;
+        if (lost) results_lost = 1;
     }
     if (root) {
         double secs = now_seconds() - loop_t0;
@@ -599,7 +770,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
         printf("run %s (run_id %lld) %s at step %d after %s | checkpoints %s/ | results %s",
                ctx.uid, (long long)run_id,
                exit_code == 0 ? "completed" : exit_code == EXIT_DIVERGED ? "diverged" : exit_code >= 128 ? "interrupted" : "ended",
-               tr.step, d, ctx.ckpt_dir, opt->use_db ? cfg->run.db : "not recorded (--no-db)");
+               tr.step, d, ctx.ckpt_dir, results_lost ? "NOT all recorded (see the error above)" : opt->use_db ? cfg->run.db : "not recorded (--no-db)");
         if (opt->use_db && !ctx.launch_id) printf(" | figures: make figures EXP=%s", experiment);
         printf("\n");
         fflush(stdout);

@@ -10,6 +10,7 @@
 
 #include "../core/check.h"
 #include "../store/db.h"
+#include "watchdog.h"
 
 static sigset_t g_set;
 static atomic_int g_signal;
@@ -36,7 +37,17 @@ static void *signal_thread(void *unused) {
             fprintf(stderr, "interrupted by %s before the run started\n", strsignal(sig));
             _exit(128 + sig);
         }
-        char msg[3000];
+        char msg[3000], dead[1024];
+        if (g_target.world > 1 && watchdog_dead_peer(dead, sizeof dead)) {
+            // mpirun stops the others when a rank dies: the cause is that rank's death
+            snprintf(msg, sizeof msg, "%s; then %s received by rank %d", dead, strsignal(sig), g_target.rank);
+            if (g_target.db[0]) rundb_mark_run(g_target.db, g_target.run, "failed", msg);
+            fprintf(stderr, "error: %s\n", msg);
+            g_target.active = 0;
+            pthread_mutex_unlock(&g_mu);
+            atomic_store(&g_signal, sig);
+            continue;
+        }
         snprintf(msg, sizeof msg, "%s received by rank %d of %d (pid %d); resume with: %s", strsignal(sig),
                  g_target.rank, g_target.world, (int)getpid(), g_target.resume);
         if (g_target.db[0]) rundb_mark_run(g_target.db, g_target.run, "interrupted", msg);
@@ -98,6 +109,15 @@ void stop_clear_run(void) {
     pthread_mutex_lock(&g_mu);
     g_target.active = 0;
     pthread_mutex_unlock(&g_mu);
+}
+
+int stop_record_failure_as(const char *message) {
+    pthread_mutex_lock(&g_mu);
+    int known = g_target.active;
+    if (known && g_target.db[0]) rundb_mark_run(g_target.db, g_target.run, "failed", message);
+    g_target.active = 0;
+    pthread_mutex_unlock(&g_mu);
+    return known;
 }
 
 int stop_record_failure(const char *message) {

@@ -23,3 +23,5 @@ void stop_clear_run(void);
 // A fatal error on this rank (the die hook of a rank other than 0): record the run as
 // 'failed' with "rank R: message" and clear the target. Returns 1 if a run was known.
 int stop_record_failure(const char *message);
+// The same with `message` recorded as it is (the watchdog: "rank 1 ... stopped progressing").
+int stop_record_failure_as(const char *message);

@@ -1,0 +1,201 @@
+// watchdog.c — see watchdog.h.
+#include "watchdog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stop.h"
+#include "../core/check.h"
+
+#define REC 256   // bytes of one heartbeat record (fixed: rewritten in place)
+
+static struct {
+    int on, rank, world, fd, timeout;
+    unsigned long long session;   // the same on every rank of this start of the run
+    char dir[1400], path[1500], host[256];
+    atomic_int stop, finished;
+    pthread_t beat, watch;
+} W;
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int watchdog_timeout_s(void) {
+    const char *e = getenv("BOOST_LIVENESS_TIMEOUT");
+    char *end = NULL;
+    long v = e && *e ? strtol(e, &end, 10) : WATCHDOG_TIMEOUT_S;
+    if (e && *e && (*end || v < 2 || v > 3600))
+        die_input("BOOST_LIVENESS_TIMEOUT=%s: expected whole seconds from 2 to 3600 (default %d)", e, WATCHDOG_TIMEOUT_S);
+    return (int)v;
+}
+
+static void write_beat(unsigned long long beat, int finished) {
+    char rec[REC];
+    memset(rec, ' ', sizeof rec);
+    int k = snprintf(rec, sizeof rec, "boost-c heartbeat\nsession %llu\npid %d\nhost %s\nbeat %llu\nstate %s\n",
+                     W.session, (int)getpid(), W.host, beat, finished ? "finished" : "running");
+    if (k > 0 && k < REC) rec[k] = ' ';
+    rec[REC - 1] = '\n';
+    if (pwrite(W.fd, rec, sizeof rec, 0) != (ssize_t)sizeof rec) { /* a full disk: the peers will see a stall */ }
+}
+
+static void *beat_thread(void *unused) {
+    unsigned long long beat = 0;
+    while (!atomic_load(&W.stop)) {
+        write_beat(++beat, atomic_load(&W.finished));
+        struct timespec ts = { 0, 250000000 };
+        for (int i = 0; i < 4 && !atomic_load(&W.stop); i++) nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+typedef struct { int present, pid, finished; unsigned long long beat; char host[256]; } Beat;
+
+static Beat read_beat(int r) {
+    Beat b = {0};
+    char path[1500], rec[REC + 1];
+    snprintf(path, sizeof path, "%s/rank_%d", W.dir, r);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return b;
+    ssize_t k = pread(fd, rec, REC, 0);
+    close(fd);
+    if (k != REC) { b.present = -1; return b; }   // (being written: read again next time)
+    rec[REC] = 0;
+    char state[16] = "";
+    unsigned long long session = 0;
+    if (sscanf(rec, "boost-c heartbeat\nsession %llu\npid %d\nhost %255s\nbeat %llu\nstate %15s", &session, &b.pid, b.host,
+               &b.beat, state) != 5) {
+        b.present = -1; return b;
+    }
+    if (session != W.session) return b;   // a file left by an earlier start of the run (a resume): not this rank yet
+    b.present = 1;
+    b.finished = !strcmp(state, "finished");
+    return b;
+}
+
+static int process_gone(int pid) {
+    if (pid <= 0) return 0;
+    if (kill(pid, 0) != 0) return errno == ESRCH;
+    char p[64], st[512];
+    snprintf(p, sizeof p, "/proc/%d/stat", pid);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    size_t k = fread(st, 1, sizeof st - 1, f);
+    fclose(f);
+    st[k] = 0;
+    const char *rp = strrchr(st, ')');
+    return rp && rp[1] == ' ' && rp[2] == 'Z';   // a zombie: dead, not yet reaped
+}
+
+static void fail_run(const char *msg, int kill_pid) {
+    if (!stop_record_failure_as(msg)) return;   // (another thread of this rank ended the run first)
+    fprintf(stderr, "error: %s\n", msg);
+    fflush(stderr);
+    if (kill_pid > 0) kill(kill_pid, SIGKILL);
+    _exit(1);
+}
+
+static void *watch_thread(void *unused) {
+    int n = W.world;
+    double *changed = calloc((size_t)n, sizeof(double));
+    unsigned long long *last = calloc((size_t)n, sizeof *last);
+    int *seen = calloc((size_t)n, sizeof(int)), *done = calloc((size_t)n, sizeof(int));
+    if (!changed || !last || !seen || !done) return NULL;
+    double t0 = mono_s();
+    for (int r = 0; r < n; r++) changed[r] = t0;
+    while (!atomic_load(&W.stop)) {
+        struct timespec ts = { 0, 250000000 };
+        for (int i = 0; i < 4 && !atomic_load(&W.stop); i++) nanosleep(&ts, NULL);
+        if (atomic_load(&W.stop)) break;
+        double now = mono_s();
+        for (int r = 0; r < n; r++) {
+            if (r == W.rank || done[r]) continue;
+            Beat b = read_beat(r);
+            char msg[1024];
+            if (b.present == 0 && seen[r]) { done[r] = 1; continue; }   // removed (or replaced): it ended normally
+            if (b.present == 1) {
+                if (b.finished) { done[r] = 1; continue; }
+                if (!seen[r] || b.beat != last[r]) { seen[r] = 1; last[r] = b.beat; changed[r] = now; }
+                if (!strcmp(b.host, W.host) && process_gone(b.pid)) {
+                    snprintf(msg, sizeof msg, "rank %d of %d (pid %d on %s) died: its process is gone (killed by a signal "
+                             "or crashed) before the run ended; seen by rank %d's watchdog", r, n, b.pid, b.host, W.rank);
+                    fail_run(msg, 0);
+                }
+            }
+            if (now - changed[r] > W.timeout) {
+                if (seen[r])
+                    snprintf(msg, sizeof msg, "rank %d of %d (pid %d on %s) stopped progressing: no heartbeat for %d s "
+                             "(stopped, frozen or cut off); seen by rank %d's watchdog, which ends the run",
+                             r, n, b.pid, b.present == 1 ? b.host : "?", W.timeout, W.rank);
+                else
+                    snprintf(msg, sizeof msg, "rank %d of %d never started its heartbeat within %d s (in %.600s); "
+                             "seen by rank %d's watchdog", r, n, W.timeout, W.dir, W.rank);
+                fail_run(msg, b.present == 1 && !strcmp(b.host, W.host) ? b.pid : 0);
+            }
+        }
+    }
+    free(changed); free(last); free(seen); free(done);
+    return NULL;
+}
+
+void watchdog_start(const char *run_dir, int rank, int world, unsigned long long session) {
+    memset(&W, 0, sizeof W);
+    W.session = session;
+    W.rank = rank; W.world = world; W.timeout = watchdog_timeout_s();
+    if (gethostname(W.host, sizeof W.host - 1) != 0) snprintf(W.host, sizeof W.host, "unknown");
+    for (char *p = W.host; *p; p++) if (*p == ' ' || *p == '\n') *p = '_';
+    xsnprintf(W.dir, sizeof W.dir, "%s/.heartbeat", run_dir);
+    if (mkdir(W.dir, 0755) != 0 && errno != EEXIST)
+        die_input("cannot create the heartbeat folder %s: %s (the run folder must be writable)", W.dir, strerror(errno));
+    xsnprintf(W.path, sizeof W.path, "%s/rank_%d", W.dir, rank);
+    W.fd = open(W.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (W.fd < 0) die_input("cannot write the heartbeat file %s: %s", W.path, strerror(errno));
+    write_beat(0, 0);
+    int rc = pthread_create(&W.beat, NULL, beat_thread, NULL);
+    CHECK(rc == 0, "pthread_create (heartbeat) failed: %s", strerror(rc));
+    if (world > 1) {
+        rc = pthread_create(&W.watch, NULL, watch_thread, NULL);
+        CHECK(rc == 0, "pthread_create (watchdog) failed: %s", strerror(rc));
+    }
+    W.on = 1;
+}
+
+void watchdog_finish(void) {
+    if (!W.on) return;
+    atomic_store(&W.finished, 1);
+    write_beat(~0ULL, 1);
+    atomic_store(&W.stop, 1);
+    pthread_join(W.beat, NULL);
+    if (W.world > 1) pthread_join(W.watch, NULL);
+    write_beat(~0ULL, 1);
+    close(W.fd);
+    unlink(W.path);
+    rmdir(W.dir);   // (only once every rank removed its file)
+    W.on = 0;
+}
+
+int watchdog_dead_peer(char *msg, size_t n) {
+    if (!W.on) return 0;
+    for (int r = 0; r < W.world; r++) {
+        if (r == W.rank) continue;
+        Beat b = read_beat(r);
+        if (b.present == 1 && !b.finished && !strcmp(b.host, W.host) && process_gone(b.pid)) {
+            snprintf(msg, n, "rank %d of %d (pid %d on %s) died: its process is gone (killed by a signal or crashed); "
+                     "the other ranks were then stopped", r, W.world, b.pid, b.host);
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# t_ownership.sh — who may end a run, and how it ends (issues 17 and 21): TERM and
+# Ctrl-C to `make exp` stop the run, record it 'interrupted', print the resume command
+# and hand exp's 128+N to the shell; a second resume of a live run is refused and leaves
+# the live run alone (it ends 'completed').
+source "$(dirname "$0")/lib.sh"
+export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cd "$ROOT"
+cat > "$TMP/pc.yaml" <<YAML
+manifest_version: 1
+name: pc
+version: 1
+model: {linear: cola, vocab_size: 64, n_layers: 2, d_model: 32, n_heads: 4, d_ff: 64, seq_len: 16}
+data: {dataset: synthetic, synthetic_tokens: 20000, cache_dir: $TMP/cache}
+train: {batch_size: 2, steps: 6000, warmup_steps: 1, min_lr_ratio: 1, log_every: 500, threads: 1}
+run: {db: $TMP/pc.db, checkpoint_dir: $TMP/ckpt, checkpoint_every: 100, keep_last: 2}
+YAML
+q() { sqlite3 "$TMP/pc.db" "$1"; }
+wait_for() {   # FILE PATTERN: up to 60 s
+    for _ in $(seq 1 240); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.25; done; return 1
+}
+
+# ---- TERM to make: the run stops, 'interrupted', the resume command, exit 143 ----------------
+make --no-print-directory exp EXP="$TMP/pc.yaml" >"$TMP/m1.log" 2>&1 & mk=$!
+wait_for "$TMP/m1.log" "^step   500" ; kill -TERM $mk; wait $mk; rc=$?
+st=$(q "SELECT status FROM runs ORDER BY id DESC LIMIT 1")
+if [ $rc = 143 ] && [ "$st" = interrupted ] && grep -q "^interrupted: resume with  build/exp $TMP/pc.yaml --resume --launch 1$" "$TMP/m1.log"; then
+    pass term_to_make_stops_the_run
+else fail term_to_make_stops_the_run "make exit $rc, run $st; $(tail -3 "$TMP/m1.log" | tr '\n' ' ')"; fi
+sleep 1; pgrep -f "build/exp $TMP/pc.yaml" >/dev/null && fail term_to_make_leaves_nothing_running "exp still running" || pass term_to_make_leaves_nothing_running
+
+# ---- Ctrl-C (SIGINT to make's process group): the same, exit 130 ------------------------------
+# (a script's background job ignores SIGINT; a terminal's make does not: undo that, own group)
+/usr/bin/python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.setsid(); os.execvp(sys.argv[1], sys.argv[1:])' \
+    make --no-print-directory exp EXP="$TMP/pc.yaml" RESUME=1 >"$TMP/m2.log" 2>&1 & mk=$!
+wait_for "$TMP/m2.log" "^step " ; kill -INT -- -$mk; wait $mk; rc=$?
+st=$(q "SELECT status FROM runs ORDER BY id DESC LIMIT 1")
+[ $rc = 130 ] && [ "$st" = interrupted ] && grep -q "^interrupted: resume with" "$TMP/m2.log" && pass ctrl_c_to_make_stops_the_run \
+    || fail ctrl_c_to_make_stops_the_run "make exit $rc, run $st; $(tail -3 "$TMP/m2.log" | tr '\n' ' ')"
+
+# ---- TERM to build/exp under make: make exits with exp's 143, not its own 2 --------------------
+make --no-print-directory exp EXP="$TMP/pc.yaml" RESUME=1 >"$TMP/m3.log" 2>&1 & mk=$!
+wait_for "$TMP/m3.log" "^step " ; pkill -TERM -P $mk -f "build/exp" ; wait $mk; rc=$?
+[ $rc = 143 ] && [ "$(q "SELECT status FROM runs ORDER BY id DESC LIMIT 1")" = interrupted ] && pass exp_exit_code_through_make \
+    || fail exp_exit_code_through_make "make exit $rc; $(tail -2 "$TMP/m3.log" | tr '\n' ' ')"
+
+# ---- a second resume of a live run: refused, and the live run ends 'completed' -----------------
+"$BUILD/exp" "$TMP/pc.yaml" --resume >"$TMP/r1.log" 2>&1 & first=$!
+wait_for "$TMP/r1.log" "^resumed " 
+"$BUILD/exp" "$TMP/pc.yaml" --resume >"$TMP/r2.log" 2>&1; rc2=$?
+wait $first; rc1=$?
+st=$(q "SELECT status FROM runs ORDER BY id DESC LIMIT 1")
+if [ $rc1 = 0 ] && [ $rc2 != 0 ] && grep -q "is live" "$TMP/r2.log" && [ "$st" = completed ] && grep -q "1 of 1 planned runs completed" "$TMP/r1.log" &&
+   ! grep -q "not compared" "$TMP/r1.log"; then pass concurrent_resume_leaves_live_run_completed
+else fail concurrent_resume_leaves_live_run_completed "first $rc1, second $rc2, run $st; $(grep -m1 -E 'error|not compared' "$TMP/r1.log" "$TMP/r2.log")"; fi
+# (kill -STOP and kill -9 of one rank at tp 2: make probes, kind signals: tools/probe_runs.sh)
