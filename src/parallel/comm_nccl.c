@@ -26,6 +26,7 @@
 #if defined(BOOST_CUDA) && !defined(BOOST_CUDA_EMU)
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <time.h>
 #include "../backend/cuda/cuda_backend.h"
 
 #define CHECK_CUDA(call) do { cudaError_t e_cu_ = (call); if (e_cu_ != cudaSuccess) \
@@ -130,10 +131,69 @@ static void nccl_sendrecv(Comm *c, CommGroup g, const void *sbuf, size_t ns, int
     CHECK_NCCL(ncclGroupEnd());
 }
 
+// ---- waiting without hanging ----
+// A dead peer leaves an NCCL kernel spinning forever, and a plain cudaEventSynchronize with
+// it. Every wait of this back end polls instead: the event, then every communicator's
+// asynchronous error; an error, or no progress for BOOST_NCCL_TIMEOUT_S seconds (default
+// 600; 0 = no limit), aborts the communicators (ncclCommAbort) and dies with the reason —
+// the die hook of the run loop records the run as failed with it (src/train/run.c).
+static double nccl_timeout_s(void) {
+    static double t = -1;
+    if (t < 0) {
+        const char *v = getenv("BOOST_NCCL_TIMEOUT_S");
+        char *end = NULL;
+        t = v && *v ? strtod(v, &end) : 600.0;
+        if (v && *v && (*end || t < 0))
+            die_input_hint("unset it, or give seconds >= 0 (0: no limit)", "BOOST_NCCL_TIMEOUT_S=%s is not a number of seconds", v);
+    }
+    return t;
+}
+static void nccl_abort_all(Comm *c) {
+    NcclState *s = state(c);
+    for (int g = 0; g < GROUP_COUNT; g++)
+        if (s->comm[g]) { (void)ncclCommAbort(s->comm[g]); s->comm[g] = NULL; }
+}
+// Dies (after aborting every communicator) if one failed asynchronously.
+static void nccl_check_async(Comm *c, const char *what) {
+    NcclState *s = state(c);
+    for (int g = 0; g < GROUP_COUNT; g++) {
+        if (!s->comm[g]) continue;
+        ncclResult_t ae = ncclSuccess;
+        CHECK_NCCL(ncclCommGetAsyncError(s->comm[g], &ae));
+        if (ae == ncclSuccess || ae == ncclInProgress) continue;
+        char detail[256];
+        snprintf(detail, sizeof detail, "%s", ncclGetLastError(s->comm[g]) ? ncclGetLastError(s->comm[g]) : "");
+        nccl_abort_all(c);
+        DIE("comm (nccl): the %s communicator failed while %s: %s%s%s (communicators aborted)", comm_group_name((CommGroup)g),
+            what, ncclGetErrorString(ae), detail[0] ? ": " : "", detail);
+    }
+}
+static void nccl_wait_event(Comm *c, cudaEvent_t e, const char *what) {
+    double t0 = MPI_Wtime(), limit = nccl_timeout_s();
+    for (;;) {
+        cudaError_t q = cudaEventQuery(e);
+        if (q == cudaSuccess) return;
+        if (q != cudaErrorNotReady) CHECK_CUDA(q);
+        nccl_check_async(c, what);
+        if (limit > 0 && MPI_Wtime() - t0 > limit) {
+            nccl_abort_all(c);
+            DIE("comm (nccl): rank %d waited %.0f s for %s without progress (a dead or stuck peer?); communicators aborted "
+                "(BOOST_NCCL_TIMEOUT_S sets the limit)", c->rank, limit, what);
+        }
+        struct timespec ts = { 0, 100000 };   // 0.1 ms
+        nanosleep(&ts, NULL);
+    }
+}
+
+static cudaEvent_t event_get(NcclState *s);
+static void event_put(NcclState *s, cudaEvent_t e);
 static void nccl_barrier(Comm *c, CommGroup g) {
     NcclState *s = state(c);
     CHECK_NCCL(ncclAllReduce(s->barrier_word, s->barrier_word, 1, ncclInt32, ncclSum, group_comm(c, g), s->stream));
-    CHECK_CUDA(cudaStreamSynchronize(s->stream));
+    cudaEvent_t e = event_get(s);
+    CHECK_CUDA(cudaEventRecord(e, s->stream));
+    nccl_wait_event(c, e, "a barrier");
+    event_put(s, e);
 }
 
 // ---- timing with CUDA events ----
@@ -163,21 +223,14 @@ static void nccl_time_flush(Comm *c) {
     for (int i = 0; i < s->n_pending; i++) {
         PendingTiming *p = &s->pending[i];
         float ms = 0;
-        CHECK_CUDA(cudaEventSynchronize(p->stop));
+        nccl_wait_event(c, p->stop, "a collective to complete");
         CHECK_CUDA(cudaEventElapsedTime(&ms, p->start, p->stop));
         c->stats[p->cell].seconds += ms * 1e-3;
         event_put(s, p->start);
         event_put(s, p->stop);
     }
     s->n_pending = 0;
-    // A communicator that failed asynchronously (a peer died, a network error) says so here.
-    for (int g = 0; g < GROUP_COUNT; g++) {
-        if (!s->comm[g]) continue;
-        ncclResult_t ae = ncclSuccess;
-        CHECK_NCCL(ncclCommGetAsyncError(s->comm[g], &ae));
-        CHECK(ae == ncclSuccess, "comm (nccl): the %s communicator failed: %s: %s", comm_group_name((CommGroup)g),
-              ncclGetErrorString(ae), ncclGetLastError(s->comm[g]));
-    }
+    nccl_check_async(c, "flushing the timings");   // a peer died, a network error
 }
 
 static void nccl_time_begin(Comm *c) {
