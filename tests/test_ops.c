@@ -635,7 +635,7 @@ TEST(adamw_matches_scalar_reference) {
     for (int t = 1; t <= 3; t++) {
         float *g = grand(n, 1);
         float *gsave = gcopy(g, n);
-        adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, t);
+        adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, t, 1.0f);
         SAME_EXPECT("adamw leaves grad untouched", g, gsave, n);
         for (size_t i = 0; i < n; i++) {   // the formula in ops.h, in double
             rm[i] = b1 * rm[i] + (1.0 - b1) * g[i];
@@ -653,6 +653,25 @@ TEST(adamw_matches_scalar_reference) {
     }
     EXPECT(worst <= 1.0, "adamw differs from the reference (ratio %.3g)", worst);
     free(rp); free(rm); free(rv);
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// Clipping folded into AdamW: reading grad·gs is bit-identical to a scale pass over the
+// gradient (what the optimizer did before) followed by the unscaled update.
+TEST(adamw_grad_scale_is_the_scale_pass) {
+    size_t n = 1031;
+    float gs = 0.3713f;
+    float *g = grand(n, 1), *gscaled = gcopy(g, n);
+    scale_inplace(gscaled, gs, n);
+    float *p1 = grand(n, 1), *p2 = gcopy(p1, n), *m1 = gzeros(n), *m2 = gzeros(n), *v1 = gzeros(n), *v2 = gzeros(n);
+    for (int t = 1; t <= 2; t++) {
+        adamw_update(p1, g, m1, v1, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t, gs);
+        adamw_update(p2, gscaled, m2, v2, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t, 1.0f);
+    }
+    SAME_EXPECT("adamw param (folded vs separate clip)", p1, p2, n);
+    SAME_EXPECT("adamw m", m1, m2, n);
+    SAME_EXPECT("adamw v", v1, v2, n);
     GUARDS_EXPECT();
     gfree_all();
 }
@@ -1010,8 +1029,8 @@ TEST(deterministic) {
     {   size_t n = 300001; float *x = grand(n, 1);
         EXPECT(sumsq(x, n) == sumsq(x, n), "sumsq");
         float *g = grand(n, 1), *p1 = grand(n, 1), *p2 = gcopy(p1, n), *m1 = gzeros(n), *m2 = gzeros(n), *v1 = gzeros(n), *v2 = gzeros(n);
-        adamw_update(p1, g, m1, v1, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1);
-        adamw_update(p2, g, m2, v2, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1);
+        adamw_update(p1, g, m1, v1, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1, 1.0f);
+        adamw_update(p2, g, m2, v2, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1, 1.0f);
         SAME_EXPECT("adamw param", p1, p2, n); }
     {   // LaX: the LayerNorm and kron-gate reductions are bit-identical for 1 and 2 threads
         int N = 257, r1 = 8, r2 = 16, w = 128, nth = omp_get_max_threads();
@@ -1055,6 +1074,7 @@ int main(void) {
     RUN(crossentropy_gradcheck);
     RUN(crossentropy_reference_inplace_and_shards);
     RUN(adamw_matches_scalar_reference);
+    RUN(adamw_grad_scale_is_the_scale_pass);
     RUN(sumsq_and_scale);
     RUN(fast_expf_accuracy);
     RUN(lax_layernorm_forward_reference);

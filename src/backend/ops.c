@@ -2,6 +2,7 @@
 // the dtypes involved), tells the observer, and runs the back end's implementation unless the
 // back end is dry. The costs are what the dry back end's records, the timing wrapper's
 // profile and the performance model see, so they are written once, here.
+#include <math.h>
 #include "ops.h"
 #include "../core/check.h"
 
@@ -258,6 +259,8 @@ double op_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len
     return r;
 }
 void op_adamw_multi(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h) {
+    CHECK(h->grad_scale > 0 && isfinite(h->grad_scale),
+          "adamw: grad_scale %g must be a finite factor > 0 (1 = no clipping)", (double)h->grad_scale);
     double total = 0, bytes = 0;
     for (int j = 0; j < n; j++) {
         total += (double)spans[j].n;

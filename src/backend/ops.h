@@ -110,7 +110,8 @@ void op_xent_backward(Backend *b, void *dlogits, const void *logits, const float
 // ---- optimizer ------------------------------------------------------------------------------------
 // Σ_i w[i]·Σ_j x_i[j]² in double over n tensors of the compute dtype (one launch)
 double op_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w);
-// AdamW (decoupled weight decay, bias corrections in double) on n tensors (one launch)
+// AdamW (decoupled weight decay, bias corrections in double) on n tensors (one launch), each
+// gradient read once and multiplied by h->grad_scale (the clipping factor, > 0) as it is read
 void op_adamw_multi(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h);
 
 // ---- LaX latent crossing (docs/lax.md §3) ----------------------------------------------------

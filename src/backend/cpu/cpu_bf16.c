@@ -219,7 +219,7 @@ static void h_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHype
     for (int i = 0; i < n; i++) {
         CHECK(s[i].param, "cpu bf16: the update must write the bf16 parameter copy");
         float *g = up(s[i].grad, s[i].n);
-        adamw_update(s[i].master, g, s[i].m, s[i].v, s[i].n, h->lr, h->beta1, h->beta2, h->eps, s[i].weight_decay, h->t);
+        adamw_update(s[i].master, g, s[i].m, s[i].v, s[i].n, h->lr, h->beta1, h->beta2, h->eps, s[i].weight_decay, h->t, h->grad_scale);
         free(g);
         bf16 *p = s[i].param;
         for (size_t j = 0; j < s[i].n; j++) p[j] = bf16_from_f32(s[i].master[j]);

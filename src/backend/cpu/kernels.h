@@ -109,8 +109,9 @@ void kron_gate_backward(float *dz, int lddz, float *dG1, float *dG2, const float
 
 // ---- optimizer (adamw.c) ----------------------------------------------------------------
 // Decoupled weight decay: p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p); t is the
-// 1-based step for bias correction (in double). grad is read-only.
+// 1-based step for bias correction (in double). grad is read-only and read as grad·gs
+// (gs: the clipping factor, 1 = none).
 void adamw_update(float *param, const float *grad, float *m, float *v, size_t n,
-                  float lr, float beta1, float beta2, float eps, float wd, int t);
+                  float lr, float beta1, float beta2, float eps, float wd, int t, float gs);
 // Sum of squares in double (fixed chunks: bit-identical for any thread count).
 double sumsq(const float *x, size_t n);
