@@ -957,10 +957,16 @@ TEST(backward_accumulates) {
         r = accum_ratio(bw_rms, &c, 2, sz); EXPECT(r <= 1, "rmsnorm_backward (ratio %.3g)", r); }
     {   int n = 1001;
         AnyCtx c = { grand(n, 1), grand(n, 4), grand(n, 2), 0, 0, 0, n, 1, 0, 0, 0 };
-        size_t sz[2] = { (size_t)n, (size_t)n };
-        r = accum_ratio(bw_silu, &c, 1, sz); EXPECT(r <= 1, "silu_backward (ratio %.3g)", r);
-        r = accum_ratio(bw_swiglu, &c, 2, sz); EXPECT(r <= 1, "swiglu_backward silu (ratio %.3g)", r);
-        c.i1 = 0; r = accum_ratio(bw_swiglu, &c, 2, sz); EXPECT(r <= 1, "swiglu_backward plain (ratio %.3g)", r); }
+        // the elementwise backwards OVERWRITE (ops.h): from any G0 the result is that from 0
+        for (int gs = 1; gs >= 0; gs--) {
+            c.i1 = gs;
+            float *z0[2] = { gzeros(n), gzeros(n) }, *r0[2] = { grand(n, 1), grand(n, 1) };
+            if (gs) { bw_silu(z0, &c); bw_silu(r0, &c); SAME_EXPECT("silu_backward overwrites dx", r0[0], z0[0], n); }
+            z0[0] = gzeros(n); r0[0] = grand(n, 1);
+            bw_swiglu(z0, &c); bw_swiglu(r0, &c);
+            SAME_EXPECT(gs ? "swiglu_backward (silu) overwrites dg" : "swiglu_backward (plain) overwrites dg", r0[0], z0[0], n);
+            SAME_EXPECT(gs ? "swiglu_backward (silu) overwrites du" : "swiglu_backward (plain) overwrites du", r0[1], z0[1], n);
+        } }
     {   int B = 2, T = 70, H = 4, Hkv = 2, hd = 8;
         size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
         float *q = grand(nq, 1), *k = grand(nk, 1), *v = grand(nk, 1), *o = galloc(nq), *lse = galloc((size_t)B * H * T);

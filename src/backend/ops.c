@@ -142,7 +142,7 @@ void op_silu_forward(Backend *b, void *y, const void *x, size_t n) {
     end(b, &i);
 }
 void op_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) {
-    OpInfo i = mk(b, "silu_backward", OPC_MEMORY, 8.0 * n, es(b) * 4.0 * n);
+    OpInfo i = mk(b, "silu_backward", OPC_MEMORY, 8.0 * n, es(b) * 3.0 * n);   // dy, x read; dx written
     begin(b, &i);
     if (!b->dry) b->ops->silu_backward(b, dx, dy, x, n);
     end(b, &i);
@@ -155,7 +155,7 @@ void op_swiglu_forward(Backend *b, void *z, const void *g, const void *u, size_t
 }
 void op_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u,
                         size_t n, int gate_silu) {
-    OpInfo i = mk(b, "swiglu_backward", OPC_MEMORY, 12.0 * n, es(b) * 7.0 * n);
+    OpInfo i = mk(b, "swiglu_backward", OPC_MEMORY, 12.0 * n, es(b) * 5.0 * n);   // dz, g, u read; dg, du written
     begin(b, &i);
     if (!b->dry) b->ops->swiglu_backward(b, dg, du, dz, g, u, n, gate_silu);
     end(b, &i);

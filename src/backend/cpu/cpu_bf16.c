@@ -120,7 +120,7 @@ static void h_silu_forward(Backend *b, void *y, const void *x, size_t n) {
 }
 static void h_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) {
     (void)b;
-    float *fdx = up(dx, n), *fdy = up(dy, n), *fx = up(x, n);
+    float *fdx = xmalloc(n * sizeof(float) + 4), *fdy = up(dy, n), *fx = up(x, n);   // dx: overwritten
     silu_backward(fdx, fdy, fx, n);
     down(dx, fdx, n); free(fdy); free(fx);
 }
@@ -132,7 +132,9 @@ static void h_swiglu_forward(Backend *b, void *z, const void *g, const void *u, 
 }
 static void h_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u, size_t n, int gs) {
     (void)b;
-    float *fdg = up(dg, n), *fdu = up(du, n), *fdz = up(dz, n), *fg = up(g, n), *fu = up(u, n);
+    // dg, du: overwritten (not read)
+    float *fdg = dg ? xmalloc(n * sizeof(float) + 4) : NULL, *fdu = du ? xmalloc(n * sizeof(float) + 4) : NULL;
+    float *fdz = up(dz, n), *fg = up(g, n), *fu = up(u, n);
     swiglu_backward(fdg, fdu, fdz, fg, fu, n, gs);
     down(dg, fdg, n); down(du, fdu, n); free(fdz); free(fg); free(fu);
 }

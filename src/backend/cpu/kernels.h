@@ -37,11 +37,11 @@ void sharded_rmsnorm_backward(float *dx, float *dgamma, const float *da, const f
 // ---- elementwise (activation.c) -------------------------------------------------------
 // y[n] = silu(x) = x * sigmoid(x)
 void silu_forward(float *y, const float *x, size_t n);
-// dx[n] += dy * silu'(x)
+// dx[n] = dy * silu'(x) (overwritten)
 void silu_backward(float *dx, const float *dy, const float *x, size_t n);
 // z[n] = (gate_silu ? silu(g) : g) * u
 void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate_silu);
-// dg[n] += ..., du[n] += ... (either may be NULL)
+// dg[n] = dz * u * act'(g), du[n] = dz * act(g) (overwritten; either may be NULL)
 void swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu);
 // x[n] += y[n]
 void add_inplace(float *x, const float *y, size_t n);
