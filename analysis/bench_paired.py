@@ -22,7 +22,10 @@ adds options (TORCH_ARGS=--compile). The version and settings are printed and ke
 --baseline BENCH adds a second engine binary (an older commit's build/bench, built in a worktree
 of its own) to the same series, B E P B E P ..., so that a change is measured before and after
 in one run; the table then has the baseline's tokens/s and the speed-up of this build over it
-(ratio of medians), and with --profile the baseline's per-op profile follows this build's.
+(ratio of medians), and with --profile the baseline's per-op profile follows this build's (both
+without the BOOST switches table then: the before/after is about the ops). --bench PATH measures
+another binary than build/bench as "this build" (a copy, so that rebuilding does not change it
+during a long series).
 --no-torch leaves PyTorch out (B E B E ... or E E ...: when only the before/after is wanted).
 """
 import argparse
@@ -88,11 +91,15 @@ def main():
     ap.add_argument("--torch-python", default=PY, help="the Python whose PyTorch is measured (default %(default)s)")
     ap.add_argument("--torch-args", default="", help="extra torch_bench.py options, e.g. --compile")
     ap.add_argument("--baseline", default=None, help="a second build/bench (before a change), interleaved in the series")
+    ap.add_argument("--bench", default="build/bench", help="the engine binary measured as this build (default %(default)s)")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out of the series")
     ap.add_argument("bench_args", nargs="*", help="arguments for both build/bench and torch_bench.py")
     a = ap.parse_args()
     if a.repeat < 1:
         sys.exit("bench_paired: --repeat must be >= 1")
+    for exe in [a.bench] + ([a.baseline] if a.baseline else []):
+        if not os.access(os.path.join(ROOT, exe), os.X_OK):
+            sys.exit(f"bench_paired: {exe}: not an executable file (make build/bench)")
     if a.baseline is not None and not os.access(a.baseline, os.X_OK):
         sys.exit(f"bench_paired: --baseline {a.baseline}: not an executable file (build it first: "
                  f"git worktree add DIR COMMIT && make -C DIR build/bench)")
@@ -106,7 +113,7 @@ def main():
     targs += ["--threads", str(threads)] + a.torch_args.split()
 
     load0 = os.getloadavg()
-    peak0 = peak(env, threads)
+    peak0 = peak(env, threads, a.bench)
     tmp = tempfile.mkdtemp(prefix="bench-paired.")
     eng, tor, base = {}, {}, {}
     order = []
@@ -118,7 +125,7 @@ def main():
             if who == "pytorch":
                 cmd = [a.torch_python, "analysis/torch_bench.py"] + targs + ["--json", js]
             else:
-                exe = a.baseline if who == "baseline" else "build/bench"
+                exe = a.baseline if who == "baseline" else a.bench
                 cmd = [exe] + bargs + ["--no-profile", "--no-switches", "--json", js]
             _, secs = run(cmd, env)
             order.append(f"{who}#{r + 1} {secs:.0f}s (load {os.getloadavg()[0]:.1f})")
@@ -129,7 +136,7 @@ def main():
             for x in res["results"]:
                 {"boost-c": eng, "pytorch": tor, "baseline": base}[who].setdefault(x["kind"], []).append(x)
             print(f"  {order[-1]}", file=sys.stderr, flush=True)
-    peak1 = peak(env, threads)
+    peak1 = peak(env, threads, a.bench)
     load1 = os.getloadavg()
     pk = max(peak0, peak1)
 
@@ -186,8 +193,9 @@ def main():
     print_targets(rows)
     print(f"\nwrote {a.out}")
     if a.profile:
-        for exe in ["build/bench"] + ([a.baseline] if a.baseline else []):
-            prof, _ = run([exe] + bargs + ["--steps", "1", "--warmup", "1", "--profile", "3"], env)
+        for exe in [a.bench] + ([a.baseline] if a.baseline else []):
+            prof, _ = run([exe] + bargs + ["--steps", "1", "--warmup", "1", "--profile", "3"]
+                          + (["--no-switches"] if a.baseline else []), env)
             i = prof.find("per-op time")
             prof = prof[i:] if i >= 0 else prof
             # the profile run's own target lines judge one unpaired step: the paired medians above do
