@@ -2,7 +2,8 @@
 """bench_paired.py — boost-c against PyTorch, measured side by side: `make bench`.
 
     /usr/bin/python3 analysis/bench_paired.py [--repeat 3] [--out build/bench-paired.json]
-        [--profile] [--torch-python PY] [--torch-args "--compile"] -- BENCH_ARGS...
+        [--profile] [--torch-python PY] [--torch-args "--compile"] [--baseline BENCH] [--no-torch]
+        -- BENCH_ARGS...
 
 A benchmark whose two sides are not measured at the same moment cannot be quoted on a shared
 machine, so the engine (build/bench) and PyTorch (analysis/torch_bench.py) run interleaved,
@@ -17,6 +18,15 @@ The PyTorch side runs with its best settings that the interpreter's PyTorch has 
 scaled_dot_product_attention and fused AdamW from 2.x on); --torch-python picks the interpreter
 (make bench TORCH_PYTHON=...: a venv with a PyTorch 2 wheel from PyPI, say) and --torch-args
 adds options (TORCH_ARGS=--compile). The version and settings are printed and kept in the JSON.
+
+--baseline BENCH adds a second engine binary (an older commit's build/bench, built in a worktree
+of its own) to the same series, B E P B E P ..., so that a change is measured before and after
+in one run; the table then has the baseline's tokens/s and the speed-up of this build over it
+(ratio of medians), and with --profile the baseline's per-op profile follows this build's (both
+without the BOOST switches table then: the before/after is about the ops). --bench PATH measures
+another binary than build/bench as "this build" (a copy, so that rebuilding does not change it
+during a long series).
+--no-torch leaves PyTorch out (B E B E ... or E E ...: when only the before/after is wanted).
 """
 import argparse
 import json
@@ -42,8 +52,8 @@ def run(cmd, env):
     return p.stdout, time.time() - t0
 
 
-def peak(env, threads):
-    out, _ = run(["build/bench", "--peak-only"] + (["--threads", str(threads)] if threads else []), env)
+def peak(env, threads, bench="build/bench"):
+    out, _ = run([bench, "--peak-only"] + (["--threads", str(threads)] if threads else []), env)
     return json.loads(out)["peak_gflops"]
 
 
@@ -80,10 +90,19 @@ def main():
     ap.add_argument("--profile", action="store_true", help="also print the engine's per-op profile (one run)")
     ap.add_argument("--torch-python", default=PY, help="the Python whose PyTorch is measured (default %(default)s)")
     ap.add_argument("--torch-args", default="", help="extra torch_bench.py options, e.g. --compile")
+    ap.add_argument("--baseline", default=None, help="a second build/bench (before a change), interleaved in the series")
+    ap.add_argument("--bench", default="build/bench", help="the engine binary measured as this build (default %(default)s)")
+    ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out of the series")
     ap.add_argument("bench_args", nargs="*", help="arguments for both build/bench and torch_bench.py")
     a = ap.parse_args()
     if a.repeat < 1:
         sys.exit("bench_paired: --repeat must be >= 1")
+    for exe in [a.bench] + ([a.baseline] if a.baseline else []):
+        if not os.access(os.path.join(ROOT, exe), os.X_OK):
+            sys.exit(f"bench_paired: {exe}: not an executable file (make build/bench)")
+    if a.baseline is not None and not os.access(a.baseline, os.X_OK):
+        sys.exit(f"bench_paired: --baseline {a.baseline}: not an executable file (build it first: "
+                 f"git worktree add DIR COMMIT && make -C DIR build/bench)")
     env = dict(os.environ, OMP_WAIT_POLICY="passive")
     threads = int(arg_value(a.bench_args, "--threads", 0)) or os.cpu_count()
     bargs = [x for x in a.bench_args]
@@ -94,17 +113,20 @@ def main():
     targs += ["--threads", str(threads)] + a.torch_args.split()
 
     load0 = os.getloadavg()
-    peak0 = peak(env, threads)
+    peak0 = peak(env, threads, a.bench)
     tmp = tempfile.mkdtemp(prefix="bench-paired.")
-    eng, tor = {}, {}
+    eng, tor, base = {}, {}, {}
     order = []
+    peer = {}
+    who_all = (("baseline",) if a.baseline else ()) + ("boost-c",) + (() if a.no_torch else ("pytorch",))
     for r in range(a.repeat):
-        for who in ("boost-c", "pytorch"):
+        for who in who_all:
             js = os.path.join(tmp, f"{who}-{r}.json")
-            if who == "boost-c":
-                cmd = ["build/bench"] + bargs + ["--no-profile", "--no-switches", "--json", js]
-            else:
+            if who == "pytorch":
                 cmd = [a.torch_python, "analysis/torch_bench.py"] + targs + ["--json", js]
+            else:
+                exe = a.baseline if who == "baseline" else a.bench
+                cmd = [exe] + bargs + ["--no-profile", "--no-switches", "--json", js]
             _, secs = run(cmd, env)
             order.append(f"{who}#{r + 1} {secs:.0f}s (load {os.getloadavg()[0]:.1f})")
             with open(js) as f:
@@ -112,9 +134,9 @@ def main():
             if who == "pytorch":
                 peer = res
             for x in res["results"]:
-                (eng if who == "boost-c" else tor).setdefault(x["kind"], []).append(x)
+                {"boost-c": eng, "pytorch": tor, "baseline": base}[who].setdefault(x["kind"], []).append(x)
             print(f"  {order[-1]}", file=sys.stderr, flush=True)
-    peak1 = peak(env, threads)
+    peak1 = peak(env, threads, a.bench)
     load1 = os.getloadavg()
     pk = max(peak0, peak1)
 
@@ -125,8 +147,11 @@ def main():
     for kind in eng:
         e = [x["tokens_per_s"] for x in eng[kind]]
         t = [x["tokens_per_s"] for x in tor.get(kind, [])]
+        bs = [x["tokens_per_s"] for x in base.get(kind, [])]
         fpt = eng[kind][0]["flops_per_token"]
         rows.append({"kind": kind, "engine_tokens_per_s": e, "pytorch_tokens_per_s": t,
+                     "baseline_tokens_per_s": bs, "baseline_median": med(bs) if bs else None,
+                     "speedup_over_baseline": med(e) / med(bs) if bs else None,
                      "engine_median": med(e), "pytorch_median": med(t) if t else None,
                      "ratio_of_medians": med(e) / med(t) if t else None,
                      "engine_mfu_median": med(e) * fpt / (pk * 1e9),
@@ -136,8 +161,11 @@ def main():
     st = peer.get("settings", {})
     peer_desc = (f"PyTorch {peer.get('torch', '?')} ({a.torch_python}; BLAS {peer.get('blas', '?')}; attention "
                  f"{st.get('attention', '?')}; AdamW {st.get('adamw', '?')}; torch.compile {'yes' if st.get('compile') else 'no'})")
-    print(f"\nboost-c vs PyTorch, interleaved E P x {a.repeat} | {shape} | {threads} threads, OMP_WAIT_POLICY=passive")
-    print(peer_desc)
+    letters = "".join({"baseline": "B ", "boost-c": "E ", "pytorch": "P "}[w] for w in who_all).strip()
+    print(f"\nboost-c vs PyTorch, interleaved {letters} x {a.repeat} | {shape} | {threads} threads, OMP_WAIT_POLICY=passive")
+    if a.baseline:
+        print(f"baseline (B): {a.baseline}")
+    print(peer_desc if not a.no_torch else "PyTorch: not measured (--no-torch)")
     print(f"load average before {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} | "
           f"sgemm peak before {peak0:.1f}, after {peak1:.1f} GFLOP/s (MFU uses {pk:.1f})")
     print("\n| kind | boost-c tokens/s median (min–max) | PyTorch tokens/s median (min–max) | ratio of medians | boost-c MFU | boost-c ms/step |")
@@ -148,7 +176,15 @@ def main():
         ratio = f"{r['ratio_of_medians']:.2f}x" if t else "-"
         print(f"| {r['kind']} | {r['engine_median']:.0f} ({min(e):.0f}–{max(e):.0f}) | {ts} | {ratio} | "
               f"{100 * r['engine_mfu_median']:.1f}% | {r['engine_ms_median']:.0f} |")
-    out = {"args": a.bench_args, "repeat": a.repeat, "threads": threads, "peer": peer_desc, "load_before": load0, "load_after": load1,
+    if a.baseline:
+        print("\n| kind | baseline tokens/s median (min–max) | this build tokens/s median (min–max) | speed-up (ratio of medians) |")
+        print("|---|---|---|---|")
+        for r in rows:
+            bs, e = r["baseline_tokens_per_s"], r["engine_tokens_per_s"]
+            if bs:
+                print(f"| {r['kind']} | {r['baseline_median']:.0f} ({min(bs):.0f}–{max(bs):.0f}) | "
+                      f"{r['engine_median']:.0f} ({min(e):.0f}–{max(e):.0f}) | {r['speedup_over_baseline']:.2f}x |")
+    out = {"args": a.bench_args, "repeat": a.repeat, "baseline": a.baseline, "threads": threads, "peer": peer_desc, "load_before": load0, "load_after": load1,
            "peak_before": peak0, "peak_after": peak1, "order": order, "rows": rows,
            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)), exist_ok=True)
@@ -157,12 +193,14 @@ def main():
     print_targets(rows)
     print(f"\nwrote {a.out}")
     if a.profile:
-        prof, _ = run(["build/bench"] + bargs + ["--steps", "1", "--warmup", "1", "--profile", "3"], env)
-        i = prof.find("per-op time")
-        prof = prof[i:] if i >= 0 else prof
-        # the profile run's own target lines judge one unpaired step: the paired medians above do
-        j = prof.find("\ntargets:")
-        print("\n" + (prof[:j + 1] if j >= 0 else prof))
+        for exe in [a.bench] + ([a.baseline] if a.baseline else []):
+            prof, _ = run([exe] + bargs + ["--steps", "1", "--warmup", "1", "--profile", "3"]
+                          + (["--no-switches"] if a.baseline else []), env)
+            i = prof.find("per-op time")
+            prof = prof[i:] if i >= 0 else prof
+            # the profile run's own target lines judge one unpaired step: the paired medians above do
+            j = prof.find("\ntargets:")
+            print(f"\n[{exe}] " + (prof[:j + 1] if j >= 0 else prof))
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ struct Case {
     int na;
     Arg a[MAXARGS];
     int i[12];                  // shape parameters (each call documents its own)
-    float f[4];                 // scalars
+    float f[5];                 // scalars
     SlotView v;                 // BTP bottleneck view (scale_rows, rowdot)
     double tol32, tol16;        // limits of err for fp32 and bf16 targets
     int has_ret;                // the returned value is compared too
@@ -399,7 +399,7 @@ static double call_sumsq(Backend *b, void *const *p, const Case *c) {
     for (int j = 0; j < n; j++) { x[j] = p[j]; len[j] = c->a[j].n; w[j] = c->f[j % 4]; }
     return op_sumsq_multi(b, n, x, len, w);
 }
-// i = {n spans, t}: f = {lr, beta1, beta2, eps}: per span j: p[5j..5j+4] = master, grad, m,
+// i = {n spans, t}: f = {lr, beta1, beta2, eps, grad_scale}: per span j: p[5j..5j+4] = master, grad, m,
 // v, param (param passed on bf16 back ends only: fp32 runs update the master in place);
 // weight decay of span j = 0.1·j
 static double call_adamw(Backend *b, void *const *p, const Case *c) {
@@ -411,7 +411,8 @@ static double call_adamw(Backend *b, void *const *p, const Case *c) {
                             .param = b->dtype == DT_F32 ? NULL : q[4], .n = c->a[5 * j].n,
                             .weight_decay = 0.1f * (float)j };
     }
-    AdamWHyper h = { .lr = c->f[0], .beta1 = c->f[1], .beta2 = c->f[2], .eps = c->f[3], .t = c->i[1] };
+    AdamWHyper h = { .lr = c->f[0], .beta1 = c->f[1], .beta2 = c->f[2], .eps = c->f[3], .t = c->i[1],
+                      .grad_scale = c->f[4] };
     op_adamw_multi(b, n, s, &h);
     return 0;
 }
@@ -736,7 +737,7 @@ static void case_optimizer(const size_t *sizes, int n) {
         c->a[param].bf16_only = 1;
     }
     c->i[0] = ns; c->i[1] = 3;
-    c->f[0] = 1e-3f; c->f[1] = 0.9f; c->f[2] = 0.95f; c->f[3] = 1e-8f;
+    c->f[0] = 1e-3f; c->f[1] = 0.9f; c->f[2] = 0.95f; c->f[3] = 1e-8f; c->f[4] = 0.6f;   // clipped by 0.6
 }
 
 // LaX's crossing: row width r inside rows of ld (the bottleneck buffers are strided views).

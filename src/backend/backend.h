@@ -97,7 +97,9 @@ typedef struct {
     float weight_decay;
 } AdamWSpan;
 
-typedef struct { float lr, beta1, beta2, eps; int t; } AdamWHyper;
+// grad_scale: every gradient is read as grad·grad_scale, the global-norm clipping factor
+// (1: no clipping) folded into the update instead of a pass of its own over the gradients.
+typedef struct { float lr, beta1, beta2, eps; int t; float grad_scale; } AdamWHyper;
 
 // The implementation table. Every entry takes the context first; the front ends in
 // backend/ops.h state the shapes. An entry may be NULL only in the dry back end.

@@ -2,6 +2,7 @@
 // the dtypes involved), tells the observer, and runs the back end's implementation unless the
 // back end is dry. The costs are what the dry back end's records, the timing wrapper's
 // profile and the performance model see, so they are written once, here.
+#include <math.h>
 #include "ops.h"
 #include "../core/check.h"
 
@@ -141,7 +142,7 @@ void op_silu_forward(Backend *b, void *y, const void *x, size_t n) {
     end(b, &i);
 }
 void op_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) {
-    OpInfo i = mk(b, "silu_backward", OPC_MEMORY, 8.0 * n, es(b) * 4.0 * n);
+    OpInfo i = mk(b, "silu_backward", OPC_MEMORY, 8.0 * n, es(b) * 3.0 * n);   // dy, x read; dx written
     begin(b, &i);
     if (!b->dry) b->ops->silu_backward(b, dx, dy, x, n);
     end(b, &i);
@@ -154,7 +155,7 @@ void op_swiglu_forward(Backend *b, void *z, const void *g, const void *u, size_t
 }
 void op_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u,
                         size_t n, int gate_silu) {
-    OpInfo i = mk(b, "swiglu_backward", OPC_MEMORY, 12.0 * n, es(b) * 7.0 * n);
+    OpInfo i = mk(b, "swiglu_backward", OPC_MEMORY, 12.0 * n, es(b) * 5.0 * n);   // dz, g, u read; dg, du written
     begin(b, &i);
     if (!b->dry) b->ops->swiglu_backward(b, dg, du, dz, g, u, n, gate_silu);
     end(b, &i);
@@ -258,6 +259,8 @@ double op_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len
     return r;
 }
 void op_adamw_multi(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h) {
+    CHECK(h->grad_scale > 0 && isfinite(h->grad_scale),
+          "adamw: grad_scale %g must be a finite factor > 0 (1 = no clipping)", (double)h->grad_scale);
     double total = 0, bytes = 0;
     for (int j = 0; j < n; j++) {
         total += (double)spans[j].n;

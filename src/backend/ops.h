@@ -1,7 +1,9 @@
 // ops.h — the op front ends: what the model drivers and the optimizer call. Each reports
 // an OpInfo (FLOPs, bytes, labels) to the back end's observer and runs the back end's
 // implementation (none on the dry back end). Forward/backward pairs; every *_backward
-// ACCUMULATES (+=) into its gradients, which the caller zeroes.
+// ACCUMULATES (+=) into its gradients, which the caller zeroes, except the elementwise
+// silu_backward and swiglu_backward, which OVERWRITE theirs (scratch buffers they write
+// first: no zero pass before them). GEMMs take beta = 0 where they are a buffer's first writer.
 //
 // Conventions (row-vector form, paper notes): N tokens (B·T), a linear y = x @ W with W
 // [d_in, d_out]. "T" below is the back end's compute dtype (b->dtype); f32/f64/i32 are
@@ -62,11 +64,11 @@ void op_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void 
 // ---- elementwise ------------------------------------------------------------------------------
 // y[n] = x·sigmoid(x)
 void op_silu_forward(Backend *b, void *y, const void *x, size_t n);
-// dx[n] += dy·silu'(x)
+// dx[n] = dy·silu'(x) (overwritten)
 void op_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n);
 // z[n] = (gate_silu ? silu(g) : g)·u
 void op_swiglu_forward(Backend *b, void *z, const void *g, const void *u, size_t n, int gate_silu);
-// dg[n] += ..., du[n] += ... (either may be NULL)
+// dg[n] = dz·u·act'(g), du[n] = dz·act(g), overwritten (either may be NULL)
 void op_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u,
                         size_t n, int gate_silu);
 // x[n] += y[n]
@@ -110,7 +112,8 @@ void op_xent_backward(Backend *b, void *dlogits, const void *logits, const float
 // ---- optimizer ------------------------------------------------------------------------------------
 // Σ_i w[i]·Σ_j x_i[j]² in double over n tensors of the compute dtype (one launch)
 double op_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w);
-// AdamW (decoupled weight decay, bias corrections in double) on n tensors (one launch)
+// AdamW (decoupled weight decay, bias corrections in double) on n tensors (one launch), each
+// gradient read once and multiplied by h->grad_scale (the clipping factor, > 0) as it is read
 void op_adamw_multi(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h);
 
 // ---- LaX latent crossing (docs/lax.md §3) ----------------------------------------------------

@@ -95,11 +95,10 @@ void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s) {
     bk_label(bk, PHASE_BACKWARD, -1);
     const float *gmax = L->tp > 1 ? s->gmax : s->lmax;
     op_xent_backward(bk, A->logits, A->logits, gmax, s->sumexp, A->targets, N, L->V, L->v0, loss_scale);
-    zero_t(mdl, s->da, (size_t)N * d);
-    if (mdl->w.lm_head) {
-        mm_backward(mdl, s->da, mdl->dw.lm_head, A->logits, A->xf, mdl->w.lm_head, N, d, L->V);
-    } else {   // tied: dxf += dlogits @ E, dE += dlogits^T @ xf
-        op_gemm(bk, TR_N, TR_N, N, d, L->V, 1.0f, A->logits, L->V, mdl->w.embed, d, 1.0f, s->da, d);
+    if (mdl->w.lm_head) {   // s->da's first writer: beta 0
+        mm_backward(mdl, s->da, mdl->dw.lm_head, A->logits, A->xf, mdl->w.lm_head, N, d, L->V, 0.0f);
+    } else {   // tied: dxf = dlogits @ E, dE += dlogits^T @ xf
+        op_gemm(bk, TR_N, TR_N, N, d, L->V, 1.0f, A->logits, L->V, mdl->w.embed, d, 0.0f, s->da, d);
         op_gemm(bk, TR_T, TR_N, L->V, d, N, 1.0f, A->logits, L->V, A->xf, d, 1.0f, mdl->dw.embed, d);
     }
     tp_all_reduce(mdl, s->da, (size_t)N * d, PHASE_BACKWARD, -1);        // f backward

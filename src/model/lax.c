@@ -148,8 +148,7 @@ Slots lax_latent_backward(Model *m, void *dU_buf, const Slots *dZ, const Slots *
     }
     Slots dUh = *dZ;                                       // dÛ = dZ ⊙ σ'(Û)
     if (silu) {
-        dUh = slots_like(U, ln ? s.lduh : dU_buf);
-        zero_slots(m, &dUh);
+        dUh = slots_like(U, ln ? s.lduh : dU_buf);      // overwritten by the SiLU backward
         for (int i = 0; i < ns; i++)
             op_silu_backward(m->bk, at(m, dUh.base, off[i]), at(m, dZ->base, off[i]), at(m, Uh.base, off[i]), len);
     }
@@ -231,7 +230,8 @@ void lax_linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const
 }
 
 void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
-                         const LinearW *w, int din, int dout, int p, int gl, const Lat *prev, const Lat *carry) {
+                         const LinearW *w, int din, int dout, int p, int gl, const Lat *prev, const Lat *carry,
+                         float beta_dx) {
     const Layout *L = &m->lay;
     Backend *bk = m->bk;
     int N = m->N, rl = p < LX_GATE ? L->ra : L->rm, rf = lax_width(L, p), gathered = L->lax_gathered;
@@ -264,8 +264,8 @@ void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const 
         ldp = rl;
         c0 = 0;
     }
-    // dA_i += xᵀ dP[:, S_i], dx += dP[:, S_i] A_iᵀ (completed by the caller's f all-reduce)
+    // dA_i += xᵀ dP[:, S_i], dx (+)= dP[:, S_i] A_iᵀ (completed by the caller's f all-reduce)
     const void *dPi = at(m, dP.base, dP.off[0] + c0);
     op_gemm(bk, TR_T, TR_N, din, rl, N, 1.0f, x, din, dPi, ldp, 1.0f, dw->A, rl);
-    op_gemm(bk, TR_N, TR_T, N, din, rl, 1.0f, dPi, ldp, w->A, rl, 1.0f, dx, din);
+    op_gemm(bk, TR_N, TR_T, N, din, rl, 1.0f, dPi, ldp, w->A, rl, beta_dx, dx, din);
 }

@@ -64,10 +64,8 @@ static void bn_act_forward(Model *mdl, const Bn *b, void *z, const void *p) {
 static void *bn_act_backward(Model *mdl, const Bn *b, void *dp, void *dz, const void *p) {
     if (mdl->cfg.linear != LINEAR_COLA) return dz;
     size_t off[3], len; int ns = bn_segments(b, off, &len);
-    for (int i = 0; i < ns; i++) {
-        zero_t(mdl, at(mdl, dp, off[i]), len);
+    for (int i = 0; i < ns; i++)
         op_silu_backward(mdl->bk, at(mdl, dp, off[i]), at(mdl, dz, off[i]), at(mdl, p, off[i]), len);
-    }
     return dp;
 }
 
@@ -317,10 +315,7 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
     }
     bn_all_reduce(mdl, &bd, s->dzb, 0, PHASE_BACKWARD, gl);        // (4') AR dZ_d [N,r]
     dP = bn_latent_backward(mdl, &bd, LX_DOWN, s->dzb, la->pd, Wd, dWd, gl, prev, s);
-    zero_t(mdl, s->dgu, Nff);
-    mm_backward(mdl, s->dgu, dw->down.A, dP, la->gu, w->down.A, N, L->dff, L->rm);  // A_down: local
-    zero_t(mdl, s->dg, Nff);
-    zero_t(mdl, s->du, Nff);
+    mm_backward(mdl, s->dgu, dw->down.A, dP, la->gu, w->down.A, N, L->dff, L->rm, 0.0f);  // A_down: local
     op_swiglu_backward(bk, s->dg, s->du, s->dgu, la->g, la->u, Nff, gate_silu(c));
     {
         void *dout[2] = { s->dg, s->du }; int wd[2] = { L->dff, L->dff };
@@ -345,8 +340,7 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
     }
     bn_all_reduce(mdl, &bo, s->dzb, 0, PHASE_BACKWARD, gl);        // (2') AR dZ_o [N,r]
     dP = bn_latent_backward(mdl, &bo, LX_O, s->dzb, la->po, Wo, dWo, gl, prev, s);
-    zero_t(mdl, s->dy, (size_t)N * L->dq);
-    mm_backward(mdl, s->dy, dw->o.A, dP, la->y, w->o.A, N, L->dq, L->ra);  // A_o: local
+    mm_backward(mdl, s->dy, dw->o.A, dP, la->y, w->o.A, N, L->dq, L->ra, 0.0f);  // A_o: local
     attention_core_backward(mdl, la, s);
     {
         void *dout[3] = { s->dq, s->dk, s->dv }; int wd[3] = { L->dq, L->dkv, L->dkv };

@@ -34,12 +34,13 @@ static void lin_forward(Model *mdl, void *y, LowRankActs *la, const void *x, con
     else linear_forward(mdl, y, la, x, w, mdl->N, din, dout, r);
 }
 static void lin_backward(Model *mdl, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
-                         const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, Scratch *s) {
+                         const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, Scratch *s,
+                         float beta_dx) {
     if (is_lax(&mdl->cfg)) {
         Lat carry = lat_message(mdl, s->carry);
-        lax_linear_backward(mdl, dx, dw, dy, x, la, w, din, dout, p, gl, prev, &carry);
+        lax_linear_backward(mdl, dx, dw, dy, x, la, w, din, dout, p, gl, prev, &carry, beta_dx);
     } else {
-        linear_backward(mdl, dx, dw, dy, x, la, w, mdl->N, din, dout, r, s->dz, s->dh);
+        linear_backward(mdl, dx, dw, dy, x, la, w, mdl->N, din, dout, r, s->dz, s->dh, beta_dx);
     }
 }
 
@@ -97,27 +98,22 @@ void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const
     size_t Nd = (size_t)N * d, Nff = (size_t)N * L->dff;
 
     // ---- MLP: s->dx passes through the residual to x_mid unchanged ------------------
-    zero_t(mdl, s->dgu, Nff);
-    lin_backward(mdl, s->dgu, &dw->down, s->dx, la->gu, &la->ld, &w->down, L->dff, d, L->rm, LX_DOWN, gl, prev, s);
+    // (each scratch gradient's first writer overwrites it: beta 0 GEMMs, the SwiGLU backward)
+    lin_backward(mdl, s->dgu, &dw->down, s->dx, la->gu, &la->ld, &w->down, L->dff, d, L->rm, LX_DOWN, gl, prev, s, 0.0f);
     if (lr) f_backward(mdl, s->dgu, Nff, gl);     // A_down's input gradient (partial over r)
-    zero_t(mdl, s->dg, Nff);
-    zero_t(mdl, s->du, Nff);
     op_swiglu_backward(bk, s->dg, s->du, s->dgu, la->g, la->u, Nff, gate_silu(c));
-    zero_t(mdl, s->da, Nd);
-    lin_backward(mdl, s->da, &dw->gate, s->dg, la->m, &la->lg, &w->gate, d, L->dff, L->rm, LX_GATE, gl, prev, s);
-    lin_backward(mdl, s->da, &dw->up, s->du, la->m, &la->lu, &w->up, d, L->dff, L->rm, LX_UP, gl, prev, s);
+    lin_backward(mdl, s->da, &dw->gate, s->dg, la->m, &la->lg, &w->gate, d, L->dff, L->rm, LX_GATE, gl, prev, s, 0.0f);
+    lin_backward(mdl, s->da, &dw->up, s->du, la->m, &la->lu, &w->up, d, L->dff, L->rm, LX_UP, gl, prev, s, 1.0f);
     f_backward(mdl, s->da, Nd, gl);               // gate/up input gradient (fused)
     op_rmsnorm_backward(bk, s->dx, dw->post_attn_norm, s->da, la->x_mid, w->post_attn_norm, la->rstd2, N, d);
 
     // ---- attention: s->dx is now d(x_mid) --------------------------------------------
-    zero_t(mdl, s->dy, (size_t)N * L->dq);
-    lin_backward(mdl, s->dy, &dw->o, s->dx, la->y, &la->lo, &w->o, L->dq, d, L->ra, LX_O, gl, prev, s);
+    lin_backward(mdl, s->dy, &dw->o, s->dx, la->y, &la->lo, &w->o, L->dq, d, L->ra, LX_O, gl, prev, s, 0.0f);
     if (lr) f_backward(mdl, s->dy, (size_t)N * L->dq, gl);   // A_o's input gradient
     attention_core_backward(mdl, la, s);
-    zero_t(mdl, s->da, Nd);
-    lin_backward(mdl, s->da, &dw->q, s->dq, la->a, &la->lq, &w->q, d, L->dq, L->ra, LX_Q, gl, prev, s);
-    lin_backward(mdl, s->da, &dw->k, s->dk, la->a, &la->lk, &w->k, d, L->dkv, L->ra, LX_K, gl, prev, s);
-    lin_backward(mdl, s->da, &dw->v, s->dv, la->a, &la->lv, &w->v, d, L->dkv, L->ra, LX_V, gl, prev, s);
+    lin_backward(mdl, s->da, &dw->q, s->dq, la->a, &la->lq, &w->q, d, L->dq, L->ra, LX_Q, gl, prev, s, 0.0f);
+    lin_backward(mdl, s->da, &dw->k, s->dk, la->a, &la->lk, &w->k, d, L->dkv, L->ra, LX_K, gl, prev, s, 1.0f);
+    lin_backward(mdl, s->da, &dw->v, s->dv, la->a, &la->lv, &w->v, d, L->dkv, L->ra, LX_V, gl, prev, s, 1.0f);
     f_backward(mdl, s->da, Nd, gl);               // q/k/v input gradient (fused)
     op_rmsnorm_backward(bk, s->dx, dw->input_norm, s->da, la->x, w->input_norm, la->rstd1, N, d);
 }

@@ -13,16 +13,14 @@ void linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const Lin
 }
 
 void linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
-                     const LinearW *w, int N, int din, int dout, int r, void *dz, void *dh) {
-    if (!is_lowrank(&m->cfg)) { mm_backward(m, dx, dw->W, dy, x, w->W, N, din, dout); return; }
+                     const LinearW *w, int N, int din, int dout, int r, void *dz, void *dh, float beta_dx) {
+    if (!is_lowrank(&m->cfg)) { mm_backward(m, dx, dw->W, dy, x, w->W, N, din, dout, beta_dx); return; }
     size_t nr = (size_t)N * r;
-    zero_t(m, dz, nr);
-    mm_backward(m, dz, dw->B, dy, la->z, w->B, N, r, dout);     // dz = dy@B^T, dB += z^T dy
+    mm_backward(m, dz, dw->B, dy, la->z, w->B, N, r, dout, 0.0f);   // dz = dy@B^T, dB += z^T dy
     const void *dpre = dz;
     if (m->cfg.linear == LINEAR_COLA) {
-        zero_t(m, dh, nr);
         op_silu_backward(m->bk, dh, dz, la->h, nr);              // dh = dz * σ'(h)
         dpre = dh;
     }
-    mm_backward(m, dx, dw->A, dpre, x, w->A, N, din, r);        // dx += dh@A^T, dA += x^T dh
+    mm_backward(m, dx, dw->A, dpre, x, w->A, N, din, r, beta_dx);   // dx (+)= dh@A^T, dA += x^T dh
 }

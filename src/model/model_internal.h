@@ -22,11 +22,12 @@ static inline void tp_all_reduce(Model *m, void *buf, size_t n, int phase, int l
 static inline void mm_forward(Model *m, void *y, const void *x, const void *W, int N, int din, int dout, float beta) {
     op_gemm(m->bk, TR_N, TR_N, N, dout, din, 1.0f, x, din, W, dout, beta, y, dout);
 }
-// dx[N,din] += dy[N,dout] @ W^T ; dW[din,dout] += x^T @ dy. Both are always issued (no NULL
+// dx[N,din] = beta_dx·dx + dy[N,dout] @ W^T (beta_dx 0: this GEMM is dx's first writer, no
+// zero pass before it; 1: +=) ; dW[din,dout] += x^T @ dy. Both are always issued (no NULL
 // test: on the dry back end every pointer is NULL and the trace must still hold both GEMMs).
 static inline void mm_backward(Model *m, void *dx, void *dW, const void *dy, const void *x, const void *W,
-                               int N, int din, int dout) {
-    op_gemm(m->bk, TR_N, TR_T, N, din, dout, 1.0f, dy, dout, W, dout, 1.0f, dx, din);
+                               int N, int din, int dout, float beta_dx) {
+    op_gemm(m->bk, TR_N, TR_T, N, din, dout, 1.0f, dy, dout, W, dout, beta_dx, dx, din);
     op_gemm(m->bk, TR_T, TR_N, din, dout, N, 1.0f, x, din, dy, dout, 1.0f, dW, dout);
 }
 
@@ -175,9 +176,9 @@ Slots lax_p_from_u(Model *m, void *P_buf, size_t n, const Slots *U, LinearW *con
 // y[N,dout] = x[N,din] @ W, or σ(x @ A) @ B with the bottleneck width r.
 void linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w,
                     int N, int din, int dout, int r);
-// dx[N,din] += ..., dw += ...; dz, dh: scratch [N,r]
+// dx[N,din] = beta_dx·dx + ... (0: dx's first writer), dw += ...; dz, dh: scratch [N,r]
 void linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
-                     const LinearW *w, int N, int din, int dout, int r, void *dz, void *dh);
+                     const LinearW *w, int N, int din, int dout, int r, void *dz, void *dh, float beta_dx);
 // The same for a LaX projection p of global layer gl under Vanilla-TP (lax.c; docs/lax.md
 // §6.2): in case (b) the all-gather of P (forward) and of dZ (backward) are inside, named
 // gather_fwd and split_fwd there. prev: the previous layer's latents (gl ≥ 1); out: where Z
@@ -185,7 +186,8 @@ void linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void
 void lax_linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout,
                         int p, int gl, const Lat *prev, const Lat *out);
 void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
-                         const LinearW *w, int din, int dout, int p, int gl, const Lat *prev, const Lat *carry);
+                         const LinearW *w, int din, int dout, int p, int gl, const Lat *prev, const Lat *carry,
+                         float beta_dx);
 
 // head.c — the vocabulary-parallel embedding, LM head and loss (tp > 1: Megatron's
 // collectives; BTP: the residual's column slice and the all-gather of the last layer).

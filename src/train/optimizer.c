@@ -24,6 +24,7 @@ void optimizer_init(Optimizer *o, Model *mdl, int zero1) {
     o->mixed = mdl->bk->dtype != DT_F32;
     o->zero1 = zero1 && c->dp > 1;
     o->n_params = mdl->table.n_params; o->n_alloc = mdl->n_alloc;
+    o->grad_scale = 1.0f;
     if (o->zero1) {
         CHECK(o->n_alloc == model_family_len(o->n_params, c->dp),
               "optimizer: ZeRO-1 over %d ranks needs the model built with family_parts = %d", c->dp, c->dp);
@@ -95,8 +96,9 @@ double optimizer_clip(Optimizer *o, Model *mdl, double clip) {
     comm_host_all_reduce(o->comm, GROUP_PP, &ss, 1, DTYPE_F64, OP_SUM, PHASE_OPTIMIZER, -1);
     if (o->zero1) comm_host_all_reduce(o->comm, GROUP_DP, &ss, 1, DTYPE_F64, OP_SUM, PHASE_OPTIMIZER, -1);
     double norm = sqrt(ss);
-    if (clip > 0 && norm > clip)
-        op_scale(o->bk, bk_at(o->bk, mdl->grads, o->shard_off), (float)(clip / norm), o->shard_len);
+    // The clipping factor is applied by the next optimizer_step as AdamW reads each gradient:
+    // no pass of its own over the gradients (the product is the one a scale pass would store).
+    o->grad_scale = clip > 0 && norm > clip ? (float)(clip / norm) : 1.0f;
     return norm;
 }
 
@@ -113,8 +115,9 @@ void optimizer_step(Optimizer *o, Model *mdl, const TrainConfig *tc, double lr, 
                              .weight_decay = o->spans[i].decay ? (float)tc->weight_decay : 0.0f };
         if (o->bk->dry) sp[i].master = sp[i].m = sp[i].v = NULL;
     }
-    AdamWHyper h = { (float)lr, (float)tc->beta1, (float)tc->beta2, (float)tc->adam_eps, t };
+    AdamWHyper h = { (float)lr, (float)tc->beta1, (float)tc->beta2, (float)tc->adam_eps, t, o->grad_scale };
     op_adamw_multi(o->bk, o->n_spans, sp, &h);
+    o->grad_scale = 1.0f;   // used once: a step without optimizer_clip before it does not clip
     free(sp);
     if (o->zero1)   // every DP rank updated its slice; assemble the full parameters again
         comm_all_gather_ex(o->comm, GROUP_DP, bk_at(o->bk, mdl->params, o->shard_off), mdl->params,

@@ -28,6 +28,7 @@ typedef struct {
     float *master;             // [shard_len] fp32; a view of the model's params when !mixed
     float *m, *v;              // [shard_len] fp32
     int n_spans;               // the tensors' parts inside the shard
+    float grad_scale;          // the clipping factor optimizer_clip found, for the next step (1: none)
     struct { size_t off, n; int decay; double norm_weight; } *spans;
 } Optimizer;
 
@@ -40,7 +41,9 @@ void optimizer_free(Optimizer *o);
 void optimizer_reduce_grads(Optimizer *o, Model *mdl, int want_full);
 // Global L2 norm of the whole model's gradients (over TP, PP and the ZeRO-1 slices; double
 // accumulation; a tensor replicated on the TP ranks counts once). If clip > 0 and the norm
-// exceeds it, scales this rank's gradient slice by clip/norm. Returns the norm BEFORE clipping.
+// exceeds it, the next optimizer_step reads this rank's gradients scaled by clip/norm (AdamW
+// applies the factor as it reads them; the gradients themselves are left as they are).
+// Returns the norm BEFORE clipping.
 double optimizer_clip(Optimizer *o, Model *mdl, double clip);
 // One AdamW step (1-based t) on this rank's slice, the compute-dtype parameters rewritten
 // (and all-gathered over DP under ZeRO-1). Weight decay on tensors whose spec says decay.

@@ -12,12 +12,13 @@ void silu_forward(float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = x[i] * sigmoidf_(x[i]);
 }
 
-// dx[n] += dy * silu'(x), silu'(x) = s * (1 + x * (1 - s)); dy[n], x[n]
+// dx[n] = dy * silu'(x), silu'(x) = s * (1 + x * (1 - s)); dy[n], x[n]. Overwrites dx: its
+// callers' dx is a scratch buffer written here first, so no zero pass is needed before.
 void silu_backward(float *dx, const float *dy, const float *x, size_t n) {
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
         float s = sigmoidf_(x[i]);
-        dx[i] += dy[i] * s * (1.0f + x[i] * (1.0f - s));
+        dx[i] = dy[i] * s * (1.0f + x[i] * (1.0f - s));
     }
 }
 
@@ -32,36 +33,36 @@ void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate
     }
 }
 
-// dg[n] += dz * u * act'(g), du[n] += dz * act(g); dz[n], g[n], u[n]. Either grad may be
-// NULL. The NULL tests stay outside the loops so that every loop vectorises.
+// dg[n] = dz * u * act'(g), du[n] = dz * act(g) (overwritten, as silu_backward); dz[n], g[n],
+// u[n]. Either grad may be NULL. The NULL tests stay outside the loops so that every loop vectorises.
 void swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu) {
     if (gate_silu && dg && du) {
         #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) {
             float s = sigmoidf_(g[i]);
-            dg[i] += dz[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
-            du[i] += dz[i] * g[i] * s;
+            dg[i] = dz[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+            du[i] = dz[i] * g[i] * s;
         }
     } else if (gate_silu) {
         if (dg) {
             #pragma omp parallel for simd schedule(static)
             for (size_t i = 0; i < n; i++) {
                 float s = sigmoidf_(g[i]);
-                dg[i] += dz[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+                dg[i] = dz[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
             }
         }
         if (du) {
             #pragma omp parallel for simd schedule(static)
-            for (size_t i = 0; i < n; i++) du[i] += dz[i] * g[i] * sigmoidf_(g[i]);
+            for (size_t i = 0; i < n; i++) du[i] = dz[i] * g[i] * sigmoidf_(g[i]);
         }
     } else {
         if (dg) {
             #pragma omp parallel for simd schedule(static)
-            for (size_t i = 0; i < n; i++) dg[i] += dz[i] * u[i];
+            for (size_t i = 0; i < n; i++) dg[i] = dz[i] * u[i];
         }
         if (du) {
             #pragma omp parallel for simd schedule(static)
-            for (size_t i = 0; i < n; i++) du[i] += dz[i] * g[i];
+            for (size_t i = 0; i < n; i++) du[i] = dz[i] * g[i];
         }
     }
 }

@@ -5,17 +5,19 @@
 #include <math.h>
 
 // param[n], grad[n] (read-only), m[n], v[n] (first/second moments, updated in place).
-// p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p), mhat = m / (1 - beta1^t),
+// g = grad·gs (gs: the clipping factor, 1 = none, folded in here so that clipping is no pass
+// of its own), p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p), mhat = m / (1 - beta1^t),
 // vhat = v / (1 - beta2^t); t is the 1-based step. Bias corrections in double: at
-// beta2 = 0.999 and small t, 1 - beta2^t in fp32 loses several digits.
+// beta2 = 0.999 and small t, 1 - beta2^t in fp32 loses several digits. The product grad·gs
+// is the one a separate scale pass would have stored, so the result is bit-identical to it.
 void adamw_update(float *param, const float *grad, float *m, float *v, size_t n,
-                  float lr, float beta1, float beta2, float eps, float wd, int t) {
+                  float lr, float beta1, float beta2, float eps, float wd, int t, float gs) {
     CHECK(t >= 1, "adamw: step t=%d must be >= 1", t);
     float bc1 = (float)(1.0 / (1.0 - pow((double)beta1, t)));
     float bc2 = (float)(1.0 / (1.0 - pow((double)beta2, t)));
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
-        float g = grad[i];
+        float g = grad[i] * gs;
         float mi = beta1 * m[i] + (1.0f - beta1) * g;
         float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
         m[i] = mi;

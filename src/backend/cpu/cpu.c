@@ -119,7 +119,7 @@ static void f_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHype
     for (int i = 0; i < n; i++) {
         CHECK(s[i].param == NULL, "cpu fp32: the master weights are the parameters (param must be NULL)");
         adamw_update(s[i].master, s[i].grad, s[i].m, s[i].v, s[i].n, h->lr, h->beta1, h->beta2, h->eps,
-                     s[i].weight_decay, h->t);
+                     s[i].weight_decay, h->t, h->grad_scale);
     }
 }
 

@@ -120,7 +120,7 @@ static void h_silu_forward(Backend *b, void *y, const void *x, size_t n) {
 }
 static void h_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) {
     (void)b;
-    float *fdx = up(dx, n), *fdy = up(dy, n), *fx = up(x, n);
+    float *fdx = xmalloc(n * sizeof(float) + 4), *fdy = up(dy, n), *fx = up(x, n);   // dx: overwritten
     silu_backward(fdx, fdy, fx, n);
     down(dx, fdx, n); free(fdy); free(fx);
 }
@@ -132,7 +132,9 @@ static void h_swiglu_forward(Backend *b, void *z, const void *g, const void *u, 
 }
 static void h_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u, size_t n, int gs) {
     (void)b;
-    float *fdg = up(dg, n), *fdu = up(du, n), *fdz = up(dz, n), *fg = up(g, n), *fu = up(u, n);
+    // dg, du: overwritten (not read)
+    float *fdg = dg ? xmalloc(n * sizeof(float) + 4) : NULL, *fdu = du ? xmalloc(n * sizeof(float) + 4) : NULL;
+    float *fdz = up(dz, n), *fg = up(g, n), *fu = up(u, n);
     swiglu_backward(fdg, fdu, fdz, fg, fu, n, gs);
     down(dg, fdg, n); down(du, fdu, n); free(fdz); free(fg); free(fu);
 }
@@ -219,7 +221,7 @@ static void h_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHype
     for (int i = 0; i < n; i++) {
         CHECK(s[i].param, "cpu bf16: the update must write the bf16 parameter copy");
         float *g = up(s[i].grad, s[i].n);
-        adamw_update(s[i].master, g, s[i].m, s[i].v, s[i].n, h->lr, h->beta1, h->beta2, h->eps, s[i].weight_decay, h->t);
+        adamw_update(s[i].master, g, s[i].m, s[i].v, s[i].n, h->lr, h->beta1, h->beta2, h->eps, s[i].weight_decay, h->t, h->grad_scale);
         free(g);
         bf16 *p = s[i].param;
         for (size_t j = 0; j < s[i].n; j++) p[j] = bf16_from_f32(s[i].master[j]);

@@ -37,11 +37,11 @@ void sharded_rmsnorm_backward(float *dx, float *dgamma, const float *da, const f
 // ---- elementwise (activation.c) -------------------------------------------------------
 // y[n] = silu(x) = x * sigmoid(x)
 void silu_forward(float *y, const float *x, size_t n);
-// dx[n] += dy * silu'(x)
+// dx[n] = dy * silu'(x) (overwritten)
 void silu_backward(float *dx, const float *dy, const float *x, size_t n);
 // z[n] = (gate_silu ? silu(g) : g) * u
 void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate_silu);
-// dg[n] += ..., du[n] += ... (either may be NULL)
+// dg[n] = dz * u * act'(g), du[n] = dz * act(g) (overwritten; either may be NULL)
 void swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu);
 // x[n] += y[n]
 void add_inplace(float *x, const float *y, size_t n);
@@ -109,8 +109,9 @@ void kron_gate_backward(float *dz, int lddz, float *dG1, float *dG2, const float
 
 // ---- optimizer (adamw.c) ----------------------------------------------------------------
 // Decoupled weight decay: p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p); t is the
-// 1-based step for bias correction (in double). grad is read-only.
+// 1-based step for bias correction (in double). grad is read-only and read as grad·gs
+// (gs: the clipping factor, 1 = none).
 void adamw_update(float *param, const float *grad, float *m, float *v, size_t n,
-                  float lr, float beta1, float beta2, float eps, float wd, int t);
+                  float lr, float beta1, float beta2, float eps, float wd, int t, float gs);
 // Sum of squares in double (fixed chunks: bit-identical for any thread count).
 double sumsq(const float *x, size_t n);

@@ -86,11 +86,11 @@ __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-
 template <typename T> __global__ void silu_fwd_kernel(T *y, const T *x, size_t n) {
     GRID_STRIDE(i, n) { float v = ldf(x[i]); y[i] = stf<T>(v * sigmoid(v)); }
 }
-// dx[n] += dy·s·(1 + x·(1 − s)), s = sigmoid(x)
+// dx[n] = dy·s·(1 + x·(1 − s)), s = sigmoid(x) (overwritten: no zero pass before it)
 template <typename T> __global__ void silu_bwd_kernel(T *dx, const T *dy, const T *x, size_t n) {
     GRID_STRIDE(i, n) {
         float v = ldf(x[i]), s = sigmoid(v);
-        dx[i] = stf<T>(ldf(dx[i]) + ldf(dy[i]) * s * (1.0f + v * (1.0f - s)));
+        dx[i] = stf<T>(ldf(dy[i]) * s * (1.0f + v * (1.0f - s)));
     }
 }
 // z[n] = act(g)·u, act = silu (gate_silu) or identity
@@ -101,7 +101,7 @@ template <typename T> __global__ void swiglu_fwd_kernel(T *z, const T *g, const 
         z[i] = stf<T>(a * ldf(u[i]));
     }
 }
-// dg[n] += dz·u·act'(g), du[n] += dz·act(g); either may be NULL
+// dg[n] = dz·u·act'(g), du[n] = dz·act(g) (overwritten); either may be NULL
 template <typename T> __global__ void swiglu_bwd_kernel(T *dg, T *du, const T *dz, const T *g, const T *u,
                                                         size_t n, int gate_silu) {
     GRID_STRIDE(i, n) {
@@ -109,8 +109,8 @@ template <typename T> __global__ void swiglu_bwd_kernel(T *dg, T *du, const T *d
         float a, da;                                   // act(g), act'(g)
         if (gate_silu) { float s = sigmoid(gv); a = gv * s; da = s * (1.0f + gv * (1.0f - s)); }
         else { a = gv; da = 1.0f; }
-        if (dg) dg[i] = stf<T>(ldf(dg[i]) + dzv * ldf(u[i]) * da);
-        if (du) du[i] = stf<T>(ldf(du[i]) + dzv * a);
+        if (dg) dg[i] = stf<T>(dzv * ldf(u[i]) * da);
+        if (du) du[i] = stf<T>(dzv * a);
     }
 }
 template <typename T> __global__ void add_kernel(T *x, const T *y, size_t n) {

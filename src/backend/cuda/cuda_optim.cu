@@ -77,21 +77,21 @@ double cuda_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *l
 }
 
 // ---- AdamW ---------------------------------------------------------------------------------------
-// The CPU's update (ops/adamw.c), element by element:
+// The CPU's update (cpu/adamw.c), element by element, with g = grad·grad_scale (clipping):
 //   m = β1·m + (1−β1)·g,  v = β2·v + (1−β2)·g²,  p −= lr·(m·bc1 / (sqrt(v·bc2) + eps) + wd·p)
 // on the fp32 master p, then the compute-dtype copy param = RNE(p) when there is one.
 struct AdamSpanDev { float *master; const void *grad; float *m, *v; void *param; unsigned long long n, c0; float wd; };
 
 template <typename T>
 __global__ void adamw_multi_kernel(const AdamSpanDev *sp, int nspan, unsigned long long chunks,
-                                   float lr, float beta1, float beta2, float eps, float bc1, float bc2) {
+                                   float lr, float beta1, float beta2, float eps, float bc1, float bc2, float gs) {
     for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
         const AdamSpanDev s = sp[find_span(sp, nspan, c)];
         const T *grad = (const T *)s.grad;
         T *param = (T *)s.param;
         unsigned long long i0 = (c - s.c0) * ADAM_CHUNK, i1 = min(s.n, i0 + ADAM_CHUNK);
         for (unsigned long long i = i0 + threadIdx.x; i < i1; i += blockDim.x) {
-            float g = ldf(grad[i]);
+            float g = ldf(grad[i]) * gs;   // the clipping factor, folded in (no scale pass)
             float mi = beta1 * s.m[i] + (1.0f - beta1) * g;
             float vi = beta2 * s.v[i] + (1.0f - beta2) * g * g;
             s.m[i] = mi;
@@ -124,5 +124,5 @@ void cuda_adamw_multi(Backend *b, int n, const AdamWSpan *spans, const AdamWHype
     float bc2 = (float)(1.0 / (1.0 - pow((double)h->beta2, h->t)));
     unsigned grid = chunks < (1u << 20) ? (unsigned)chunks : (1u << 20);
     DISPATCH(b->dtype, T, (LAUNCH(grid, ADAM_THREADS, 0, stream_of(b), adamw_multi_kernel<T>)(
-        dtab, n, chunks, h->lr, h->beta1, h->beta2, h->eps, bc1, bc2)));
+        dtab, n, chunks, h->lr, h->beta1, h->beta2, h->eps, bc1, bc2, h->grad_scale)));
 }
