@@ -1047,7 +1047,7 @@ def main():
             ltext = fh.read()
         lcommit = next((ln[len("Commit: "):].strip() for ln in ltext.splitlines() if ln.startswith("Commit: ")), None)
     L = section("TP vs DP loss parity (measured)", f"*Section measured at commit `{lcommit}`; included at commit `{commit}`.*\n"
-                if lcommit else f"*Section not measured in this checkout; generated at commit `{commit}`.*\n")
+                if lcommit else f"*Section generated at commit `{commit}`; not measured in this checkout.*\n")
     L.append("The authors' README shows a TP = 4 against DP = 4 loss curve of a tiny CoLA model overlapping. Here: real CPU "
              "training of experiments/tp-parity.yaml (small CoLA, BOOST) as tp 2 × dp 1 and as tp 1 × dp 2 (`make "
              "loss-parity`, about 3 minutes on 2 cores).\n")

@@ -58,7 +58,7 @@ $(BUILD)/libboost.a: $$(CUDA_LIB_OBJ)
 # build/emu/test_backend_ops_emu (tests/test_backend_ops.c, targets named emu-cuda-*) and runs
 # it (about a minute on 2 cores: one OS thread per emulated CUDA thread), after the
 # emulator's own checks (build/emu/test_emu_cuda) and before the multi-rank training runs of
-# tests/t_cuda_emu_train.sh (build/emu/train against build/train; a few minutes). It checks
+# tests/emu/cuda_emu_train.sh (build/emu/train against build/train; a few minutes). It checks
 # the back end's logic on a machine without a GPU; it says nothing about the hardware
 # (emu_cuda.h lists what it models). It is not part of `make test` (tests/run.sh runs
 # build/test_* only). `make cuda-emu-test EMU_SAN=thread` is the ThreadSanitizer gate.
@@ -92,7 +92,7 @@ $(EMU_DIR)/test_backend_ops_emu: tests/test_backend_ops.c $(EMU_OBJ) $(BUILD)/li
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DBOOST_CUDA -DBACKEND_OPS_EMU -fsanitize=$(EMU_SAN) -Isrc $< $(EMU_OBJ) $(BUILD)/libboost.a \
 	  $(PKG_LIBS) -lm -lstdc++ -pthread -o $@
 # build/emu/train: the real train binary with the CUDA back end on the emulator, for the
-# multi-rank runs of tests/t_cuda_emu_train.sh (run.device: cuda against the CPU, step by
+# multi-rank runs of tests/emu/cuda_emu_train.sh (run.device: cuda against the CPU, step by
 # step). The engine's C files that call CUDA are compiled against the emulator's runtime
 # (C linkage: emu/emu_runtime.h); the emulator has no NCCL, so comm_nccl.c is compiled in
 # its no-NCCL form and the ranks take the MPI path with host staging (gpu_setup.c says so),
@@ -116,4 +116,4 @@ cuda-emu-test: $(EMU_DIR)/test_emu_cuda $(EMU_DIR)/test_backend_ops_emu $(EMU_DI
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_backend_ops_emu --cases
 	$(EMU_RUN_ENV) bash tests/gpu/emu-attention.sh $(EMU_DIR)/test_backend_ops_emu
 	@if [ "$(EMU_SAN)" = thread ]; then echo "SKIP cuda_emu_train: under ThreadSanitizer a step of the emulated train takes minutes (run without EMU_SAN=thread)"; \
-	 else out=$$(bash tests/t_cuda_emu_train.sh); echo "$$out"; ! echo "$$out" | grep -q '^FAIL'; fi
+	 else out=$$(bash tests/emu/cuda_emu_train.sh); echo "$$out"; ! echo "$$out" | grep -q '^FAIL'; fi

@@ -6,7 +6,7 @@
 # look in its file, host memory (&x, a local array, a host allocation, a literal).
 # Exempt: src/parallel/comm*.c (the interface itself) and src/tools/calibrate.c (its MPI
 # worker measures collectives on host buffers of a Comm that never calls comm_set_device).
-# The runtime counterpart: tests/t_cuda_emu_train.sh (the emulator refuses a host pointer in
+# The runtime counterpart: tests/emu/cuda_emu_train.sh (the emulator refuses a host pointer in
 # a device copy).
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"

@@ -1,7 +1,7 @@
 // emu_runtime.h — the CUDA runtime API of the CPU emulator (emu_cuda.h), in the part that C
 // code uses too: types and functions with C linkage, so that the C files of the engine that
 // call CUDA under BOOST_CUDA (src/parallel/gpu_setup.c) compile against the emulator and
-// link with it (the emulated build of build/train: mk/cuda.mk, tests/t_cuda_emu_train.sh).
+// link with it (the emulated build of build/train: mk/cuda.mk, tests/emu/cuda_emu_train.sh).
 // Included by include/cuda_runtime.h in C, and by emu_cuda.h in C++.
 #pragma once
 #include <stddef.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_cuda_emu_train.sh — multi-rank training through the real train binary with
+# cuda_emu_train.sh — multi-rank training through the real train binary with
 # run.device: cuda on the CPU emulator of CUDA (build/emu/train, mk/cuda.mk), against the
 # CPU fp32 run on the same grid, step by step: each step's dump (loss and every gradient,
 # taken before that step's update, so step 2 also checks the first update) within
@@ -13,7 +13,7 @@
 # (docs/gpu.md, "The emulator"). Run by `make cuda-emu-test` (which builds build/emu/train),
 # not by tests/run.sh: the emulator plays each CUDA thread with an OS thread, so a step
 # takes seconds, and the whole script a few minutes on 2 cores.
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 EMU_TRAIN=${EMU_TRAIN:-$BUILD/emu/train}
 PY=/usr/bin/python3
 if [ ! -x "$EMU_TRAIN" ]; then fail cuda_emu_train_build "$EMU_TRAIN not built (make $EMU_TRAIN)"; exit 0; fi
