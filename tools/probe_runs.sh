@@ -214,7 +214,8 @@ elif [ "$st" != completed ]; then record ownership concurrent_resume silent "the
 else record ownership concurrent_resume other "first $r1 second $r2 $st"; fi
 
 # ---- signals and liveness ------------------------------------------------------------------
-STEPS=20000 CKE=500 mkexp sig "$O/sig.db"
+# steps enough that no run ends by itself within the probes' seconds on a quiet machine (a step is ~0.1 ms)
+STEPS=20000000 CKE=100000 mkexp sig "$O/sig.db"
 waitlog() { for _ in $(seq 1 240); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.25; done; return 1; }
 make --no-print-directory exp EXP="$O/sig.yaml" VARIANT=a >"$O/s1.log" 2>&1 & mk=$!
 waitlog "$O/s1.log" "^step "; sleep 1; kill -TERM $mk; wait $mk; rc=$?
