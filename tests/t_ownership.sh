@@ -6,15 +6,20 @@
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "$ROOT"
-cat > "$TMP/pc.yaml" <<YAML
+manifest() {   # NAME STEPS
+cat > "$TMP/$1.yaml" <<YAML
 manifest_version: 1
-name: pc
+name: $1
 version: 1
 model: {linear: cola, vocab_size: 64, n_layers: 2, d_model: 32, n_heads: 4, d_ff: 64, seq_len: 16}
 data: {dataset: synthetic, synthetic_tokens: 20000, cache_dir: $TMP/cache}
-train: {batch_size: 2, steps: 6000, warmup_steps: 1, min_lr_ratio: 1, log_every: 500, threads: 1}
-run: {db: $TMP/pc.db, checkpoint_dir: $TMP/ckpt, checkpoint_every: 100, keep_last: 2}
+train: {batch_size: 2, steps: $2, warmup_steps: 1, min_lr_ratio: 1, log_every: 500, threads: 1}
+run: {db: $TMP/$1.db, checkpoint_dir: $TMP/ckpt, checkpoint_every: 100, keep_last: 2}
 YAML
+}
+# The signal cases need a run that never ends by itself before its signal, however fast the
+# machine (a step here takes well under a millisecond when the machine is quiet).
+manifest pc 20000000
 q() { sqlite3 "$TMP/pc.db" "$1"; }
 wait_for() {   # FILE PATTERN: up to 60 s
     for _ in $(seq 1 240); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.25; done; return 1
@@ -45,11 +50,16 @@ wait_for "$TMP/m3.log" "^step " ; pkill -TERM -P $mk -f "build/exp" ; wait $mk; 
     || fail exp_exit_code_through_make "make exit $rc; $(tail -2 "$TMP/m3.log" | tr '\n' ' ')"
 
 # ---- a second resume of a live run: refused, and the live run ends 'completed' -----------------
-"$BUILD/exp" "$TMP/pc.yaml" --resume >"$TMP/r1.log" 2>&1 & first=$!
-wait_for "$TMP/r1.log" "^resumed " 
-"$BUILD/exp" "$TMP/pc.yaml" --resume >"$TMP/r2.log" 2>&1; rc2=$?
+# its own run of 6000 steps, interrupted at step 500: the resume has 5500 steps to train while
+# the second launcher tries
+manifest pl 6000
+"$BUILD/exp" "$TMP/pl.yaml" >"$TMP/r0.log" 2>&1 & e0=$!
+wait_for "$TMP/r0.log" "^step   500"; kill -TERM $e0; wait $e0
+"$BUILD/exp" "$TMP/pl.yaml" --resume >"$TMP/r1.log" 2>&1 & first=$!
+wait_for "$TMP/r1.log" "^resumed "
+"$BUILD/exp" "$TMP/pl.yaml" --resume >"$TMP/r2.log" 2>&1; rc2=$?
 wait $first; rc1=$?
-st=$(q "SELECT status FROM runs ORDER BY id DESC LIMIT 1")
+st=$(sqlite3 "$TMP/pl.db" "SELECT status FROM runs ORDER BY id DESC LIMIT 1")
 if [ $rc1 = 0 ] && [ $rc2 != 0 ] && grep -q "is live" "$TMP/r2.log" && [ "$st" = completed ] && grep -q "1 of 1 planned runs completed" "$TMP/r1.log" &&
    ! grep -q "not compared" "$TMP/r1.log"; then pass concurrent_resume_leaves_live_run_completed
 else fail concurrent_resume_leaves_live_run_completed "first $rc1, second $rc2, run $st; $(grep -m1 -E 'error|not compared' "$TMP/r1.log" "$TMP/r2.log")"; fi
