@@ -55,8 +55,12 @@ train sync2 2 "${SYNC[@]}" --set parallel.tp=2 && S2=$RUN
 train local2 2 "${SYNC[@]}" --set parallel.tp=2 --set boost.rmsnorm_variant=shard_local && L2=$RUN
 if [ -n "${S2:-}" ] && [ -n "${L2:-}" ]; then
     l_s=$(losses "$S2" | head -1 | cut -d' ' -f2) l_l=$(losses "$L2" | head -1 | cut -d' ' -f2)
-    # step 1's loss is the initial model's forward: the norms differ, so the losses do
-    [ "$l_s" != "$l_l" ] && [ "$(losses "$S1" | head -1 | cut -d' ' -f2)" = "$l_s" ] &&
+    # step 1's loss is the initial model's forward: the norms differ, so the losses do (by far
+    # more than the layouts' rounding: SyncRMSNorm at tp 2 equals tp 1 within 1e-6 relative,
+    # not bit for bit, since the sums are formed in another order)
+    l_1=$(losses "$S1" | head -1 | cut -d' ' -f2)
+    awk -v s="$l_s" -v l="$l_l" -v one="$l_1" 'function ab(x) { return x < 0 ? -x : x }
+        BEGIN { exit !(ab(s - one) <= 1e-6 * ab(one) && ab(s - l) > 1e-4 * ab(one)) }' &&
         pass "rmsnorm_shard_local_is_a_different_function_at_tp2 (step 1: $l_s vs $l_l)" ||
         fail rmsnorm_shard_local_is_a_different_function_at_tp2 "step 1 loss sync tp2 $l_s, shard_local tp2 $l_l, sync tp1 $(losses "$S1" | head -1)"
     a=$(fwd_calls "$S2") b=$(fwd_calls "$L2")
