@@ -20,6 +20,10 @@ YAML
 # The signal cases need a run that never ends by itself before its signal, however fast the
 # machine (a step here takes well under a millisecond when the machine is quiet).
 manifest pc 20000000
+# A signal that is lost would leave that run training for hours: end whatever of this test
+# still runs after 300 s (its cases then FAIL instead of hanging the suite).
+( sleep 300; pkill -KILL -f "$TMP/p[cl].yaml" ) >/dev/null 2>&1 & guard=$!
+trap 'kill $guard 2>/dev/null; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT   # (lib.sh's trap, and the guard)
 q() { sqlite3 "$TMP/pc.db" "$1"; }
 wait_for() {   # FILE PATTERN: up to 60 s
     for _ in $(seq 1 240); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.25; done; return 1
