@@ -6,6 +6,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 TMP=$(mktemp -d)
 trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
+source "$ROOT/tests/proc.sh"   # proc_pids, proc_signal: pgrep/pkill without procps
 
 # Every sqlite3 query of the tests waits for a lock instead of failing at once: run databases
 # are in WAL mode, and two readers opening one right after its writer closed (join <(...)

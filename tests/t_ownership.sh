@@ -22,7 +22,7 @@ YAML
 manifest pc 20000000
 # A signal that is lost would leave that run training for hours: end whatever of this test
 # still runs after 300 s (its cases then FAIL instead of hanging the suite).
-( sleep 300; pkill -KILL -f "$TMP/p[cl].yaml" ) >/dev/null 2>&1 & guard=$!
+( sleep 300; proc_signal KILL "$TMP/p[cl].yaml" ) >/dev/null 2>&1 & guard=$!
 trap 'kill $guard 2>/dev/null; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT   # (lib.sh's trap, and the guard)
 q() { sqlite3 "$TMP/pc.db" "$1"; }
 wait_for() {   # FILE PATTERN: up to 60 s
@@ -36,7 +36,7 @@ st=$(q "SELECT status FROM runs ORDER BY id DESC LIMIT 1")
 if [ $rc = 143 ] && [ "$st" = interrupted ] && grep -q "^interrupted: resume with  build/exp $TMP/pc.yaml --resume --launch 1$" "$TMP/m1.log"; then
     pass term_to_make_stops_the_run
 else fail term_to_make_stops_the_run "make exit $rc, run $st; $(tail -3 "$TMP/m1.log" | tr '\n' ' ')"; fi
-sleep 1; pgrep -f "build/exp $TMP/pc.yaml" >/dev/null && fail term_to_make_leaves_nothing_running "exp still running" || pass term_to_make_leaves_nothing_running
+sleep 1; [ -n "$(proc_pids "build/exp $TMP/pc.yaml")" ] && fail term_to_make_leaves_nothing_running "exp still running" || pass term_to_make_leaves_nothing_running
 
 # ---- Ctrl-C (SIGINT to make's process group): the same, exit 130 ------------------------------
 # (a script's background job ignores SIGINT; a terminal's make does not: undo that, own group)
@@ -49,7 +49,7 @@ st=$(q "SELECT status FROM runs ORDER BY id DESC LIMIT 1")
 
 # ---- TERM to build/exp under make: make exits with exp's 143, not its own 2 --------------------
 make --no-print-directory exp EXP="$TMP/pc.yaml" RESUME=1 >"$TMP/m3.log" 2>&1 & mk=$!
-wait_for "$TMP/m3.log" "^step " ; pkill -TERM -P $mk -f "build/exp" ; wait $mk; rc=$?
+wait_for "$TMP/m3.log" "^step " ; proc_signal TERM -P $mk "build/exp" ; wait $mk; rc=$?
 [ $rc = 143 ] && [ "$(q "SELECT status FROM runs ORDER BY id DESC LIMIT 1")" = interrupted ] && pass exp_exit_code_through_make \
     || fail exp_exit_code_through_make "make exit $rc; $(tail -2 "$TMP/m3.log" | tr '\n' ' ')"
 

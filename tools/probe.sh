@@ -232,6 +232,7 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
 fi
 
 # ---- issue 17: ownership, the model at resume, paths, signals and liveness, completion, quoting, values
+source tests/proc.sh   # proc_pids, proc_signal (no procps needed)
 source tools/probe_runs.sh
 
 # ---- the table ----------------------------------------------------------------------------

@@ -228,7 +228,7 @@ waitlog "$O/s2.log" "^resumed "; sleep 1; kill -INT -- -$mk; wait $mk; rc=$?
 st=$(q1 "$O/sig.db" "SELECT status FROM runs ORDER BY id DESC LIMIT 1")
 [ $rc = 130 ] && [ "$st" = interrupted ] && record signals ctrl_c_to_make clean "130, interrupted" || record signals ctrl_c_to_make other "make exit $rc, run $st"
 make --no-print-directory exp EXP="$O/sig.yaml" RESUME=1 >"$O/s3.log" 2>&1 & mk=$!
-waitlog "$O/s3.log" "^resumed "; sleep 1; pkill -TERM -P $mk -f build/exp; wait $mk; rc=$?
+waitlog "$O/s3.log" "^resumed "; sleep 1; proc_signal TERM -P $mk build/exp; wait $mk; rc=$?
 [ $rc = 143 ] && record signals term_to_exp_under_make clean "make exit 143" || record signals term_to_exp_under_make other "make exit $rc"
 cat >"$O/tp.yaml" <<YAML
 name: tp
