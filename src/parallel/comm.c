@@ -7,12 +7,10 @@
 
 static const char *const kind_names[COMM_KIND_COUNT] = {
     "all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "barrier" };
-static const char *const phase_names[PHASE_COUNT] = {
-    "forward", "backward", "recompute", "optimizer", "pipeline", "other" };
 static const char *const group_names[GROUP_COUNT] = { "tp", "dp", "pp", "world" };
 
 const char *comm_kind_name(CommKind k) { return (unsigned)k < COMM_KIND_COUNT ? kind_names[k] : "?"; }
-const char *comm_phase_name(CommPhase p) { return (unsigned)p < PHASE_COUNT ? phase_names[p] : "?"; }
+const char *comm_phase_name(CommPhase p) { return phase_name(p); }
 const char *comm_group_name(CommGroup g) { return (unsigned)g < GROUP_COUNT ? group_names[g] : "?"; }
 size_t comm_dtype_size(CommDtype t) {
     switch (t) {

@@ -18,7 +18,7 @@ static const char *const launcher_vars[] = {
     "PMI_RANK", "PMI_SIZE",    // MPICH / Intel MPI hydra, srun --mpi=pmi2
     "MV2_COMM_WORLD_RANK",     // MVAPICH2
 };
-int launched_by_mpi(void) {
+int gpu_launched_by_mpi(void) {
     for (size_t i = 0; i < sizeof launcher_vars / sizeof *launcher_vars; i++) {
         const char *v = getenv(launcher_vars[i]);
         if (v && *v) return 1;

@@ -23,7 +23,7 @@ struct Backend;   // backend/backend.h
 // 1 if an MPI launcher started this process (mpirun/mpiexec of Open MPI or MPICH, srun
 // with PMI or PMIx): its environment variables say so. A process without one and with
 // tp·pp·dp = 1 runs without MPI_Init (the single-process grid, comm_init_virtual(1,1,1)).
-int launched_by_mpi(void);
+int gpu_launched_by_mpi(void);
 
 typedef struct {
     int local_rank, local_ranks;   // among the ranks of this node (MPI's shared-memory split)

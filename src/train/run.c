@@ -364,9 +364,9 @@ static double host_peak_gflops(const RunOptions *opt, Comm *comm, double resumed
     double peak = resumed_peak;   // rank 0: a resumed run keeps the peak it started with
     if (comm->rank == 0 && !(peak > 0)) {
         int threads = opt->cfg.train.threads;
-        set_threads(0);
+        trainer_set_threads(0);
         peak = measure_sgemm_peak_gflops();
-        set_threads(threads);
+        trainer_set_threads(threads);
     }
     if (comm->world == 1) return peak;
     MPI_Request rq;
@@ -476,7 +476,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
                           experiment, variant, opt->use_db ? cfg->run.db : "(--no-db)");
             if (uid[0] && (strcmp(row.experiment, experiment) || strcmp(row.variant, variant)))
                 die_input("RESUME: run %s is of %s/%s, not of %s/%s", uid, row.experiment, row.variant, experiment, variant);
-            if (!strcmp(row.status, "completed") && row.last_step >= cfg->train.steps) {
+            if (!strcmp(row.status, RUNDB_END_STATUS[RUN_END_COMPLETED]) && row.last_step >= cfg->train.steps) {
                 printf("run %s (%s/%s, run_id %lld) already completed its %d steps: nothing to do "
                        "(raise train.steps to continue it)\n", row.uid, experiment, variant, (long long)row.id, row.last_step);
                 noop = 1;
@@ -524,7 +524,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
             char stamp[32]; time_t now = time(NULL); struct tm tmv; gmtime_r(&now, &tmv);
             strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
             char alias[64];   // a long (grid) variant name: its short alias in the uid and folder name
-            variant_alias(variant, alias, sizeof alias);
+            store_variant_alias(variant, alias, sizeof alias);
             new_run_uid(ctx.uid, sizeof ctx.uid, experiment, alias, stamp);
             check_uid(ctx.uid, "the new run");
             xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
@@ -745,18 +745,19 @@ int run_training(const RunOptions *opt, Comm *comm) {
 
     // ---- memory and the end of the run -----------------------------------------------
     const size_t *bm = tr.bk->mem;
-    double mem[5] = { (double)bm[MEM_PARAMS], (double)bm[MEM_GRADS], (double)bm[MEM_OPTIM],
-                      (double)(bm[MEM_ACTS] + bm[MEM_WORK]), 0 };
-    struct rusage ru; getrusage(RUSAGE_SELF, &ru); mem[4] = (double)ru.ru_maxrss * 1024.0;
-    comm_host_all_reduce(comm, GROUP_WORLD, mem, 5, DTYPE_F64, OP_MAX, PHASE_OTHER, -1);   // the largest rank
+    double mem[RUN_MEM_COUNT] = { [RUN_MEM_PARAMETERS] = (double)bm[MEM_PARAMS], [RUN_MEM_GRADIENTS] = (double)bm[MEM_GRADS],
+                                  [RUN_MEM_OPTIMIZER] = (double)bm[MEM_OPTIM],
+                                  [RUN_MEM_ACTIVATIONS] = (double)(bm[MEM_ACTS] + bm[MEM_WORK]) };
+    struct rusage ru; getrusage(RUSAGE_SELF, &ru); mem[RUN_MEM_PEAK_RSS] = (double)ru.ru_maxrss * 1024.0;
+    comm_host_all_reduce(comm, GROUP_WORLD, mem, RUN_MEM_COUNT, DTYPE_F64, OP_MAX, PHASE_OTHER, -1);   // the largest rank
     watchdog_finish();
     stop_clear_run();
     set_die_hook(NULL);
     int results_lost = 0;   // rows or the end not in the database at its path: never "results <db>"
     if (root && g_db) {
-        const char *cat[5] = {"parameters", "gradients", "optimizer", "activations", "peak_rss"};
-        for (int i = 0; i < 5; i++) rundb_set_memory(g_db, g_run_id, cat[i], (int64_t)mem[i]);
-        const char *status = exit_code == 0 ? "completed" : exit_code == EXIT_DIVERGED ? "diverged" : "interrupted";
+        for (int i = 0; i < RUN_MEM_COUNT; i++) rundb_set_memory(g_db, g_run_id, RUNDB_MEMORY_NAMES[i], (int64_t)mem[i]);
+        const char *status = RUNDB_END_STATUS[exit_code == 0 ? RUN_END_COMPLETED : exit_code == EXIT_DIVERGED ? RUN_END_DIVERGED
+                                              : RUN_END_INTERRUPTED];
         int lost = rundb_end_run(g_db, g_run_id, status, end_message[0] ? end_message : NULL);
         lost |= rundb_close(g_db);
         g_db = NULL;

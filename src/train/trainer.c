@@ -15,7 +15,7 @@
 
 extern void openblas_set_num_threads(int);
 
-int set_threads(int threads) {
+int trainer_set_threads(int threads) {
     if (threads <= 0) threads = omp_get_num_procs();
     omp_set_num_threads(threads);
     openblas_set_num_threads(threads);
