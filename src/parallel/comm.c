@@ -36,12 +36,6 @@ static size_t cell_index(const Comm *c, int k, int p, int g, int layer) {
     return (((size_t)k * PHASE_COUNT + (size_t)p) * GROUP_COUNT + (size_t)g) * n_rows_per_key(c) + (size_t)(layer + 1);
 }
 
-Comm *comm_single(void) {
-    static Comm single;
-    if (!single.world) comm_init_virtual(&single, 1, 1, 1);
-    return &single;
-}
-
 void comm_flush_timing(Comm *c) {
     if (c->backend && c->backend->time_flush) c->backend->time_flush(c);
 }
@@ -139,7 +133,9 @@ static double timer_stop(Comm *c, const CommBackend *be, double t0, CommKind k, 
 }
 
 // The operations that exist in two forms (buffers where comm_set_device says, or host
-// memory) run through `be`: c->backend, or comm_backend_mpi_host for the comm_host_* forms.
+// memory) run through `be`: c->backend, or c->host_backend (comm_backend_mpi_host, set by
+// grid.c) for the comm_host_* forms. comm.c names no back end itself: the back ends use
+// its helpers (comm_dtype_size, the names), so naming one here would close a circle.
 static void all_reduce_on(Comm *c, const CommBackend *be, const char *what, CommGroup g, void *buf, size_t n,
                           CommDtype t, CommOp op, CommPhase phase, int layer) {
     check_call(c, what, g, phase, layer);
@@ -155,7 +151,7 @@ void comm_all_reduce(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, Com
 }
 void comm_host_all_reduce(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
                           CommPhase phase, int layer) {
-    all_reduce_on(c, &comm_backend_mpi_host, "comm_host_all_reduce", g, buf, n, t, op, phase, layer);
+    all_reduce_on(c, c->host_backend, "comm_host_all_reduce", g, buf, n, t, op, phase, layer);
 }
 
 void comm_all_gather(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
@@ -230,7 +226,7 @@ void comm_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int 
 }
 void comm_host_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
                          CommPhase phase, int layer) {
-    broadcast_on(c, &comm_backend_mpi_host, "comm_host_broadcast", g, buf, n, t, root, phase, layer);
+    broadcast_on(c, c->host_backend, "comm_host_broadcast", g, buf, n, t, root, phase, layer);
 }
 
 static void check_peer(const Comm *c, const char *what, CommGroup g, int peer, int tag) {
@@ -255,7 +251,7 @@ void comm_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int
 }
 void comm_host_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
                     CommPhase phase, int layer) {
-    send_on(c, &comm_backend_mpi_host, "comm_host_send", g, buf, n, t, peer, tag, phase, layer);
+    send_on(c, c->host_backend, "comm_host_send", g, buf, n, t, peer, tag, phase, layer);
 }
 
 static void recv_on(Comm *c, const CommBackend *be, const char *what, CommGroup g, void *buf, size_t n,
@@ -273,7 +269,7 @@ void comm_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer,
 }
 void comm_host_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
                     CommPhase phase, int layer) {
-    recv_on(c, &comm_backend_mpi_host, "comm_host_recv", g, buf, n, t, peer, tag, phase, layer);
+    recv_on(c, c->host_backend, "comm_host_recv", g, buf, n, t, peer, tag, phase, layer);
 }
 
 void comm_sendrecv(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, int dest, int send_tag,

@@ -120,6 +120,7 @@ struct Comm {
     size_t mpi_max_count;             // largest count per MPI call (INT_MAX; tests lower it)
     MPI_Comm mpi[GROUP_COUNT];        // split communicators (world is a dup of MPI_COMM_WORLD)
     const CommBackend *backend;
+    const CommBackend *host_backend;  // what the comm_host_* operations call (comm_backend_mpi_host)
     void *backend_state;              // the backend's own (NCCL communicators, events)
     void *scratch; size_t scratch_bytes;   // the backend's (chunked collectives)
     void *gbuf; size_t gbuf_bytes;         // comm_all_gather_cols' staging buffer (on the device, if any)

@@ -36,7 +36,7 @@ typedef struct {
 
 // This rank's index among the ranks of its node and their number: from MPI when it is
 // initialised (MPI_Comm_split_type shared), else from the launcher's variables
-// (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID, ...), else 0 of 1.
+// (core/env.h env_local_rank), else 0 of 1.
 void gpu_local_rank(int *local_rank, int *local_ranks);
 // The visible CUDA devices (0 when there are none, the driver is missing, or the build
 // has no CUDA; why then says which).

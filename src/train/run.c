@@ -634,7 +634,7 @@ int run_training(const RunOptions *opt, Comm *comm) {
     if (comm->world > 1) {   // every rank's liveness (watchdog.h)
         unsigned long long session = root ? ((unsigned long long)getpid() << 32) ^ (unsigned long long)time(NULL) : 0;
         broadcast_bytes(comm, &session, sizeof session);
-        watchdog_start(ctx.ckpt_dir, comm->rank, comm->world, session);
+        watchdog_start(ctx.ckpt_dir, comm->rank, comm->world, session, stop_record_failure_as);
     }
     if (root) {
         char in_launch[64] = "";
