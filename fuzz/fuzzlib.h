@@ -30,7 +30,8 @@
 static sigjmp_buf fz_jump;
 static int fz_refused;   // inputs refused with exit 2 (a clean error), for the replay's summary
 
-static void fz_hook(const char *message, int code) {
+static void fz_hook(void *ctx, const char *message, int code) {
+    (void)ctx;
     if (code != EXIT_BAD_INPUT) {
         fprintf(stderr, "fuzz: an internal error (exit %d) on this input: %s\n", code, message);
         abort();
@@ -40,7 +41,7 @@ static void fz_hook(const char *message, int code) {
 }
 
 // Arms the hook; true when the engine refused the input (we came back through the hook).
-#define FZ_REFUSED() (set_die_hook(fz_hook), sigsetjmp(fz_jump, 0) != 0)
+#define FZ_REFUSED() (set_die_hook(fz_hook, NULL), sigsetjmp(fz_jump, 0) != 0)
 
 static char fz_dir[256];
 static void fz_cleanup(void) {   // the private directory and what is in it

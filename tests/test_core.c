@@ -53,10 +53,10 @@ TEST(tmp_names) {
 TEST(atomic_write_commits_and_cleans) {
     char path[300], tmp[400];
     tpath(path, sizeof path, "sub/dir/file.bin");
-    FILE *f = atomic_open(path, tmp, sizeof tmp);
-    atomic_write(f, "hello", 5, tmp);
+    FILE *f = file_atomic_open(path, tmp, sizeof tmp);
+    file_atomic_write(f, "hello", 5, tmp);
     EXPECT(access(path, F_OK) != 0, "visible before commit");
-    atomic_commit(f, tmp, path);
+    file_atomic_commit(f, tmp, path);
     EXPECT(access(tmp, F_OK) != 0, "tmp left behind");
     char *text; size_t n; char err[300];
     EXPECT(file_read_regular(path, 100, "test file", &text, &n, err, sizeof err) == 0 && n == 5 && !strcmp(text, "hello"),
@@ -81,9 +81,9 @@ TEST(atomic_write_full_disk) {
         struct rlimit rl = { 4096, 4096 };
         setrlimit(RLIMIT_FSIZE, &rl);
         static char big[1 << 16];
-        FILE *f = atomic_open(path, tmp, sizeof tmp);
-        atomic_write(f, big, sizeof big, tmp);
-        atomic_commit(f, tmp, path);
+        FILE *f = file_atomic_open(path, tmp, sizeof tmp);
+        file_atomic_write(f, big, sizeof big, tmp);
+        file_atomic_commit(f, tmp, path);
         _exit(0);
     }
     int st = 0;

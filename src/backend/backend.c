@@ -1,5 +1,5 @@
 // backend.c — what every back end shares: dtype and category names, counted allocation,
-// construction by name, the observer.
+// the observer. (Construction by name: select.c, which sits above the back ends.)
 #include <string.h>
 #include "backend.h"
 #include "../core/check.h"
@@ -44,14 +44,6 @@ void bk_free(Backend *b, void *p, size_t n, DType t, MemCategory cat) {
 }
 
 void bk_observe(Backend *b, const OpObserver *obs, void *ctx) { b->obs = obs; b->obs_ctx = ctx; }
-
-Backend *backend_create(const char *name, DType dtype, char *why, size_t why_len) {
-    if (!strcmp(name, "cpu")) return backend_cpu(dtype);
-    if (!strcmp(name, "dry")) return backend_dry(dtype);
-    if (!strcmp(name, "cuda")) return backend_cuda(dtype, -1, why, why_len);
-    if (why) snprintf(why, why_len, "unknown back end '%s' (expected cpu, dry or cuda)", name);
-    return NULL;
-}
 
 void backend_free(Backend *b) {
     if (!b) return;

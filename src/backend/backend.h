@@ -188,6 +188,21 @@ struct Backend {
     int dry;                   // 1: no memory, no math (the front ends call no entry but alloc)
     int device_memory;         // 1: buffers are not host-addressable (to_host/from_host needed)
     int tf32;                  // cuda fp32: let cuBLAS use TF32 tensor cores
+    // ---- capabilities: what a caller may rely on (set by the constructor; callers test
+    // these, never b->name) ----
+    // The GEMM rate (GFLOP/s) that MFU is measured against, and whose it is: peak_per_host
+    // = 1 when the rate is the whole host's, shared by the ranks on it (cpu: OpenBLAS sgemm
+    // with every core), 0 when it is this process's device's. NULL: the back end has no
+    // measurement of its own and MFU uses the host's sgemm (measure_sgemm_peak_gflops).
+    double (*peak_gflops)(Backend *b);
+    int peak_per_host;
+    // Collectives on the device (NCCL): the CUDA device index and the CUDA stream
+    // (cudaStream_t) its work is queued on. NULL on back ends whose buffers NCCL cannot use.
+    int (*cuda_device)(const Backend *b);
+    void *(*cuda_stream)(const Backend *b);
+    // Choose the attention kernels (train.attention's values, CudaAttention); 0, or 1 and a
+    // reason. NULL: one attention implementation, nothing to choose.
+    int (*set_attention)(Backend *b, int mode, char *why, size_t why_len);
     void *impl;                // the back end's private state (handles, streams, workspaces)
     // labels for OpInfo (bk_label)
     Phase phase;
@@ -209,6 +224,16 @@ Backend *backend_dry(DType dtype);
 // Returns NULL and writes a one-line reason into why (no CUDA in this build, no device,
 // driver too old) — the caller decides whether that is an error or a skipped test.
 Backend *backend_cuda(DType dtype, int device, char *why, size_t why_len);
+// ---- the registry (backend/select.c: the one file that knows every back end) ----
+// One entry per back end a run can choose (run.device, build/sample --device, the tests).
+// per_rank_device: the back end runs on a device of the rank's own, chosen by its local
+// rank (parallel/gpu_setup.h gpu_place); create's device -1 = the local rank's.
+typedef struct {
+    const char *name;          // "cpu" | "dry" | "cuda"
+    Backend *(*create)(DType dtype, int device, char *why, size_t why_len);
+    int per_rank_device;
+} BackendKind;
+const BackendKind *backend_kind(const char *name);   // NULL: no such back end
 // By name: "cpu" | "dry" | "cuda"; NULL + reason as above, or an unknown name.
 Backend *backend_create(const char *name, DType dtype, char *why, size_t why_len);
 void backend_free(Backend *b);

@@ -70,7 +70,6 @@ static int cmp_agg(const void *a, const void *b) {
 }
 
 void op_profile_print(const OpProfile *p, FILE *f, double peak_gflops) {
-    static const char *const phases[] = { "forward", "backward", "recompute", "optimizer", "pipeline", "other" };
     OpAggregate *rows = xmalloc(((size_t)p->n_agg + 1) * sizeof *rows);
     memcpy(rows, p->agg, (size_t)p->n_agg * sizeof *rows);
     g_sort = p;
@@ -81,7 +80,7 @@ void op_profile_print(const OpProfile *p, FILE *f, double peak_gflops) {
         const OpAggregate *a = &rows[i];
         double gf = a->flops / 1e9, ms = a->seconds * 1e3;
         fprintf(f, "%-26s %-10s %7ld %10.3f %10.1f %10.2f %6.1f%% ", a->name,
-                (unsigned)a->phase < PHASE_COUNT ? phases[a->phase] : "?", a->calls, gf, a->bytes / 1e6, ms,
+                phase_name(a->phase), a->calls, gf, a->bytes / 1e6, ms,
                 p->timed && tot.seconds > 0 ? 100.0 * a->seconds / tot.seconds : 100.0 * a->flops / (tot.flops > 0 ? tot.flops : 1));
         if (p->timed && a->seconds > 0 && a->flops > 0) {
             fprintf(f, "%9.1f", gf / a->seconds);

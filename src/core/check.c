@@ -1,7 +1,10 @@
 #include "check.h"
 
+// The process's one fatal-error hook and its context: a fatal error reaches finish() from any
+// depth, with no caller to hand state through, so this is file-scope by necessity.
 static DieHook die_hook = NULL;
-void set_die_hook(DieHook hook) { die_hook = hook; }
+static void *die_ctx = NULL;
+void set_die_hook(DieHook hook, void *ctx) { die_hook = hook; die_ctx = ctx; }
 
 // Print "<prefix><message>" to stderr, run the hook once, exit.
 __attribute__((noreturn)) static void finish(const char *prefix, const char *msg, const char *hint, int code) {
@@ -10,7 +13,7 @@ __attribute__((noreturn)) static void finish(const char *prefix, const char *msg
     if (hint) fprintf(stderr, "hint: %s\n", hint);
     DieHook h = die_hook;
     die_hook = NULL;               // a failure inside the hook must not recurse
-    if (h) h(msg, code);
+    if (h) h(die_ctx, msg, code);
     exit(code);
 }
 

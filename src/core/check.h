@@ -32,8 +32,9 @@ void die_input_hint(const char *hint, const char *fmt, ...);
 // A process that owns results (the trainer with an open run database) registers a hook
 // that runs before any die_* exit with the message text, to record the failure and
 // flush what was logged. The hook must not call die_* itself.
-typedef void (*DieHook)(const char *message, int exit_code);
-void set_die_hook(DieHook hook);
+typedef void (*DieHook)(void *ctx, const char *message, int exit_code);
+// ctx is handed back to the hook (the run's context); set_die_hook(NULL, NULL) removes it.
+void set_die_hook(DieHook hook, void *ctx);
 
 void *xmalloc(size_t n);           // malloc that never returns NULL
 void *xcalloc(size_t n, size_t sz);

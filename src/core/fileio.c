@@ -118,7 +118,7 @@ static void abandon(FILE *f, const char *tmp, const char *msg) {
                    "%s (the partial file was removed)", msg);
 }
 
-FILE *atomic_open(const char *path, char *tmp, size_t tmp_cap) {
+FILE *file_atomic_open(const char *path, char *tmp, size_t tmp_cap) {
     char err[1200];
     if (file_mkdir_parent(path, err, sizeof err) != 0)
         die_input_hint("choose a writable directory", "cannot write %s: %s", path, err);
@@ -128,7 +128,7 @@ FILE *atomic_open(const char *path, char *tmp, size_t tmp_cap) {
     return f;
 }
 
-void atomic_write(FILE *f, const void *data, size_t bytes, const char *tmp) {
+void file_atomic_write(FILE *f, const void *data, size_t bytes, const char *tmp) {
     if (bytes && fwrite(data, 1, bytes, f) != bytes) {
         char msg[1300];
         snprintf(msg, sizeof msg, "cannot write %s: %s", tmp, strerror(errno));
@@ -136,7 +136,7 @@ void atomic_write(FILE *f, const void *data, size_t bytes, const char *tmp) {
     }
 }
 
-void atomic_commit(FILE *f, const char *tmp, const char *path) {
+void file_atomic_commit(FILE *f, const char *tmp, const char *path) {
     char msg[1300], err[1200];
     if (fflush(f) != 0 || (fsync(fileno(f)) != 0 && errno != EINVAL)) {
         snprintf(msg, sizeof msg, "cannot write %s: %s", tmp, strerror(errno));

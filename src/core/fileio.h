@@ -10,7 +10,7 @@
 //
 // Functions returning int give 0 on success, or -1 with a message naming the file and
 // the operation in err (they never exit, so callers close what they opened first).
-// atomic_open/atomic_write/atomic_commit are for stdio writers and exit 2 with that
+// file_atomic_open/file_atomic_write/file_atomic_commit are for stdio writers and exit 2 with that
 // message (nothing else is open then); on any failure the temporary file is removed.
 #pragma once
 #include <stddef.h>
@@ -32,12 +32,12 @@ int file_fsync_dir(const char *dir, char *err, size_t n);   // the directory its
 // directory. On failure tmp is removed.
 int file_commit_tmp(const char *tmp, const char *path, char *err, size_t n);
 
-// stdio writers: atomic_open creates "<path>.tmp.<pid>" (its name into tmp) after creating
-// path's directory; atomic_write is a checked fwrite; atomic_commit flushes, fsyncs,
+// stdio writers: file_atomic_open creates "<path>.tmp.<pid>" (its name into tmp) after creating
+// path's directory; file_atomic_write is a checked fwrite; file_atomic_commit flushes, fsyncs,
 // closes and commits (file_commit_tmp).
-FILE *atomic_open(const char *path, char *tmp, size_t tmp_cap);
-void atomic_write(FILE *f, const void *data, size_t bytes, const char *tmp);
-void atomic_commit(FILE *f, const char *tmp, const char *path);
+FILE *file_atomic_open(const char *path, char *tmp, size_t tmp_cap);
+void file_atomic_write(FILE *f, const void *data, size_t bytes, const char *tmp);
+void file_atomic_commit(FILE *f, const char *tmp, const char *path);
 
 // The whole of a regular file, at most max_bytes, NUL-terminated (so text can be used
 // as a string; *n excludes the NUL). Refuses (-1, err) what is not a regular file — a

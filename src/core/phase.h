@@ -12,3 +12,11 @@ typedef enum {
     PHASE_OTHER,       // validation, checkpoints, set-up
     PHASE_COUNT
 } Phase;
+
+// The one spelling of each phase: communication tables, op profiles, the run database's
+// comm rows ("forward", "backward", "recompute", "optimizer", "pipeline", "other").
+static inline const char *phase_name(Phase p) {
+    static const char *const names[PHASE_COUNT] = {
+        "forward", "backward", "recompute", "optimizer", "pipeline", "other" };
+    return (unsigned)p < PHASE_COUNT ? names[p] : "?";
+}

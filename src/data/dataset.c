@@ -380,9 +380,9 @@ void dataset_prepare(const DataConfig *dc, int vocab_size, uint64_t seed, Prepar
     char tmp[1200], text[1200];
     xsnprintf(text, sizeof text, "vocab_size %d\ntrain_tokens %llu\nval_tokens %llu\n# key %s\n", out->vocab_size,
               (unsigned long long)ntrain, (unsigned long long)nval, keystr);
-    FILE *f = atomic_open(marker, tmp, sizeof tmp);
-    atomic_write(f, text, strlen(text), tmp);
-    atomic_commit(f, tmp, marker);
+    FILE *f = file_atomic_open(marker, tmp, sizeof tmp);
+    file_atomic_write(f, text, strlen(text), tmp);
+    file_atomic_commit(f, tmp, marker);
     data_log("data: prepared %s in %.1fs (vocab %d, train %llu tokens, val %llu tokens)\n",
             out->dir, now_seconds() - t0, out->vocab_size, (unsigned long long)ntrain, (unsigned long long)nval);
 }

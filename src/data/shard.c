@@ -32,8 +32,8 @@ void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_
     put_u32(hdr + 28, 0);
     put_u64(hdr + 32, SHARD_HEADER);
     char tmp[1200];
-    FILE *f = atomic_open(path, tmp, sizeof tmp);
-    atomic_write(f, hdr, SHARD_HEADER, tmp);
+    FILE *f = file_atomic_open(path, tmp, sizeof tmp);
+    file_atomic_write(f, hdr, SHARD_HEADER, tmp);
     enum { BLK = 1 << 16 };
     uint8_t *buf = xmalloc((size_t)BLK * 4);
     for (uint64_t i = 0; i < n; i += BLK) {
@@ -45,10 +45,10 @@ void shard_write(const char *path, const int32_t *tokens, uint64_t n, int vocab_
             if (width == 2) { buf[2 * k] = (uint8_t)t; buf[2 * k + 1] = (uint8_t)(t >> 8); }
             else put_u32(buf + 4 * k, (uint32_t)t);
         }
-        atomic_write(f, buf, (size_t)width * m, tmp);
+        file_atomic_write(f, buf, (size_t)width * m, tmp);
     }
     free(buf);
-    atomic_commit(f, tmp, path);
+    file_atomic_commit(f, tmp, path);
 }
 
 // exit 2 through die_input_hint (so a process that owns results records it): the shard,

@@ -437,9 +437,9 @@ void tokenizer_save(const Tokenizer *t, const char *path) {
         put_u32(buf + BPE_HEADER + 8 * (size_t)i + 4, (uint32_t)t->merges[i][1]);
     }
     char tmp[1200];
-    FILE *f = atomic_open(path, tmp, sizeof tmp);
-    atomic_write(f, buf, n, tmp);
-    atomic_commit(f, tmp, path);
+    FILE *f = file_atomic_open(path, tmp, sizeof tmp);
+    file_atomic_write(f, buf, n, tmp);
+    file_atomic_commit(f, tmp, path);
     free(buf);
 }
 

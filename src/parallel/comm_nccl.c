@@ -27,7 +27,6 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <time.h>
-#include "../backend/cuda/cuda_backend.h"
 
 #define CHECK_CUDA(call) do { cudaError_t e_cu_ = (call); if (e_cu_ != cudaSuccess) \
     die_at(__FILE__, __LINE__, "%s failed: %s (%s)", #call, cudaGetErrorString(e_cu_), cudaGetErrorName(e_cu_)); } while (0)
@@ -292,8 +291,8 @@ static const CommBackend comm_backend_nccl = {
 static void local_reason(Comm *c, Backend *b, char *why, size_t n) {
     why[0] = 0;
     if (c->is_virtual) { snprintf(why, n, "the grid is virtual (no MPI processes behind it)"); return; }
-    if (!b || !b->name || strcmp(b->name, "cuda") != 0) {
-        snprintf(why, n, "the buffers are not on the CUDA back end (back end '%s')", b && b->name ? b->name : "none");
+    if (!b || !b->cuda_device || !b->cuda_stream) {   // the capability, not the name (backend.h)
+        snprintf(why, n, "the buffers are not on a back end with a CUDA device and stream (back end '%s')", b && b->name ? b->name : "none");
         return;
     }
     int version = 0;
@@ -319,7 +318,7 @@ int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len) {
     char mine[256];
     local_reason(c, b, mine, sizeof mine);
     if (c->is_virtual) { snprintf(why, why_len, "%s", mine); return 1; }   // no MPI to agree over
-    int device = mine[0] ? -1 : backend_cuda_device(b);
+    int device = mine[0] ? -1 : b->cuda_device(b);
     if (!mine[0]) {
         CHECK_CUDA(cudaSetDevice(device));
     }
@@ -348,7 +347,7 @@ int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len) {
 
     NcclState *s = xcalloc(1, sizeof *s);
     s->device = device;
-    s->stream = (cudaStream_t)backend_cuda_stream(b);
+    s->stream = (cudaStream_t)b->cuda_stream(b);
     CHECK_CUDA(cudaMalloc((void **)&s->barrier_word, sizeof(int)));
     CHECK_CUDA(cudaMemsetAsync(s->barrier_word, 0, sizeof(int), s->stream));
     static const CommGroup order[] = { GROUP_TP, GROUP_DP, GROUP_PP, GROUP_WORLD };

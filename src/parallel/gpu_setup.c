@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "gpu_setup.h"
 #include "../backend/backend.h"
+#include "../core/env.h"
 
 #ifdef BOOST_CUDA
 #include <cuda_runtime.h>
@@ -18,22 +19,12 @@ static const char *const launcher_vars[] = {
     "PMI_RANK", "PMI_SIZE",    // MPICH / Intel MPI hydra, srun --mpi=pmi2
     "MV2_COMM_WORLD_RANK",     // MVAPICH2
 };
-int launched_by_mpi(void) {
+int gpu_launched_by_mpi(void) {
     for (size_t i = 0; i < sizeof launcher_vars / sizeof *launcher_vars; i++) {
         const char *v = getenv(launcher_vars[i]);
         if (v && *v) return 1;
     }
     return 0;
-}
-
-static int env_int(const char *name, int *out) {
-    const char *v = getenv(name);
-    if (!v || !*v) return 0;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || x < 0 || x > (1 << 24)) return 0;
-    *out = (int)x;
-    return 1;
 }
 
 void gpu_local_rank(int *local_rank, int *local_ranks) {
@@ -48,21 +39,7 @@ void gpu_local_rank(int *local_rank, int *local_ranks) {
         CHECK_MPI(MPI_Comm_free(&node));
         return;
     }
-    static const char *const pairs[][2] = {
-        { "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE" },
-        { "MPI_LOCALRANKID", "MPI_LOCALNRANKS" },
-        { "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE" },
-        { "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE" },
-    };
-    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
-        int r, n;
-        if (env_int(pairs[i][0], &r)) {
-            if (!env_int(pairs[i][1], &n) || n <= r) n = r + 1;
-            *local_rank = r; *local_ranks = n;
-            return;
-        }
-    }
-    *local_rank = 0; *local_ranks = 1;
+    *local_rank = env_local_rank(local_ranks);
 }
 
 int gpu_device_count(char *why, size_t why_len) {

@@ -23,7 +23,7 @@ struct Backend;   // backend/backend.h
 // 1 if an MPI launcher started this process (mpirun/mpiexec of Open MPI or MPICH, srun
 // with PMI or PMIx): its environment variables say so. A process without one and with
 // tp·pp·dp = 1 runs without MPI_Init (the single-process grid, comm_init_virtual(1,1,1)).
-int launched_by_mpi(void);
+int gpu_launched_by_mpi(void);
 
 typedef struct {
     int local_rank, local_ranks;   // among the ranks of this node (MPI's shared-memory split)
@@ -36,7 +36,7 @@ typedef struct {
 
 // This rank's index among the ranks of its node and their number: from MPI when it is
 // initialised (MPI_Comm_split_type shared), else from the launcher's variables
-// (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID, ...), else 0 of 1.
+// (core/env.h env_local_rank), else 0 of 1.
 void gpu_local_rank(int *local_rank, int *local_ranks);
 // The visible CUDA devices (0 when there are none, the driver is missing, or the build
 // has no CUDA; why then says which).

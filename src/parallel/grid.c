@@ -44,6 +44,7 @@ static void grid_fill(Comm *c, int tp, int pp, int dp, int rank) {
     c->account_float_bytes = (int)sizeof(float);
     c->mpi_max_count = INT_MAX;
     for (int g = 0; g < GROUP_COUNT; g++) c->mpi[g] = MPI_COMM_NULL;
+    c->host_backend = &comm_backend_mpi_host;
     comm_set_n_layers(c, 0);
 }
 
@@ -111,6 +112,12 @@ void comm_init_virtual_at(Comm *c, int tp, int pp, int dp, int world_rank) {
     c->backend = NULL;
 }
 void comm_init_virtual(Comm *c, int tp, int pp, int dp) { comm_init_virtual_at(c, tp, pp, dp, 0); }
+
+Comm *comm_single(void) {
+    static Comm single;   // the one single-process grid, made on first use (never freed)
+    if (!single.world) comm_init_virtual(&single, 1, 1, 1);
+    return &single;
+}
 
 void comm_free(Comm *c) {
     comm_detach_device(c);                                 // NCCL communicators, device-side buffers, pending timings

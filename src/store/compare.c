@@ -17,7 +17,7 @@ static uint32_t fnv1a(const char *s) {
     return h;
 }
 
-void variant_alias(const char *v, char *out, size_t n) {
+void store_variant_alias(const char *v, char *out, size_t n) {
     if (strlen(v) <= VARIANT_ALIAS_MAX) { xsnprintf(out, n, "%s", v); return; }
     if (strchr(v, '=')) {   // a grid name: key=value,key=value; a key: its words' initials
         char a[512] = "";
@@ -57,14 +57,14 @@ static void json_str(FILE *out, const char *s) {
     free(b);
 }
 
-void format_bytes(char *buf, size_t n, double b) {
+void store_format_bytes(char *buf, size_t n, double b) {
     const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int i = 0;
     while (b >= 1024 && i < 4) { b /= 1024; i++; }
     snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
 }
 
-void format_comm_bytes(char *buf, size_t n, double b) {
+void store_format_comm_bytes(char *buf, size_t n, double b) {
     if (b >= 1024.0 * 1024 * 1024) snprintf(buf, n, "%.3f GiB", b / (1024.0 * 1024 * 1024));
     else if (b >= 1024.0 * 1024) snprintf(buf, n, "%.3f MiB", b / (1024.0 * 1024));
     else if (b >= 1024) snprintf(buf, n, "%.2f KiB", b / 1024.0);
@@ -191,7 +191,7 @@ int compare_print(RunDB *db, const int64_t *ids, int n, OutputFormat format, FIL
     for (int r = 0; r < nr; r++) {
         const VariantSummary *s = &rows[r].s;
         char alias[64], launch[32], tmp[1100];
-        variant_alias(s->variant, alias, sizeof alias);
+        store_variant_alias(s->variant, alias, sizeof alias);
         if (strcmp(alias, s->variant)) any_alias = 1;
         snprintf(launch, sizeof launch, rows[r].launch ? "%lld" : "-", (long long)rows[r].launch);
         int spread_runs = s->n_completed > 1;
@@ -206,8 +206,8 @@ int compare_print(RunDB *db, const int64_t *ids, int n, OutputFormat format, FIL
             else snprintf(c[5], 64, "%.1f-%.1f %s", s->ms_lo, s->ms_hi, spread_runs ? "runs" : "p10-90");
             fmt(c[6], 64, "%.0f", s->tokens_per_s);
             fmt(c[7], 64, "%.1f%%", 100 * s->mfu);
-            format_bytes(c[8], 64, (double)s->peak_memory);
-            format_comm_bytes(c[9], 64, (double)s->comm_bytes);
+            store_format_bytes(c[8], 64, (double)s->peak_memory);
+            store_format_comm_bytes(c[9], 64, (double)s->comm_bytes);
             snprintf(c[10], 64, "%lld", (long long)s->comm_calls);
             if (s->n_completed == 0) { snprintf(c[8], 64, "-"); snprintf(c[9], 64, "-"); }
             int k = g.rows * g.cols;
@@ -273,7 +273,7 @@ int compare_print(RunDB *db, const int64_t *ids, int n, OutputFormat format, FIL
         if (any_alias)
             for (int r = 0; r < nr; r++) {
                 char alias[64];
-                variant_alias(rows[r].s.variant, alias, sizeof alias);
+                store_variant_alias(rows[r].s.variant, alias, sizeof alias);
                 int dup = 0;
                 for (int j = 0; j < r; j++) dup |= !strcmp(rows[j].s.variant, rows[r].s.variant);
                 if (strcmp(alias, rows[r].s.variant) && !dup) fprintf(out, "  %s = %s\n", alias, rows[r].s.variant);

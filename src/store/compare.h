@@ -13,14 +13,14 @@ typedef enum { FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON } OutputFormat;
 // when it has at most VARIANT_ALIAS_MAX characters; a grid name ("online_rmsnorm=false,
 // linear=cola") as its keys' initials with the values ("or=false,l=cola") if that is
 // short enough; else the first characters and a hash of the whole ("abcdefghijklmnop~1f2e").
-// analysis/plot_common.py variant_alias() computes the same.
+// analysis/plot_common.py store_variant_alias() computes the same.
 #define VARIANT_ALIAS_MAX 20
-void variant_alias(const char *variant, char *out, size_t n);
+void store_variant_alias(const char *variant, char *out, size_t n);
 
 // Bytes as "254.5 MiB" (one decimal, binary units); communication per step with enough
 // digits to tell two variants apart whose traffic differs by a few KiB ("9.104 MiB").
-void format_bytes(char *buf, size_t n, double b);
-void format_comm_bytes(char *buf, size_t n, double b);
+void store_format_bytes(char *buf, size_t n, double b);
+void store_format_comm_bytes(char *buf, size_t n, double b);
 
 // The summary of the runs (ids in the order given; grouped by launch, then variant in
 // order of first appearance) in `format`. Returns the number of rows.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "util.h"
+#include "../parallel/comm.h"
 #include "../core/check.h"
 #include "../core/fs.h"
 #include "../core/timer.h"
@@ -129,7 +130,7 @@ struct RunDBBuffers {
 // Automatic flush attempt when this many rows are buffered (the caller normally flushes sooner).
 #define AUTO_FLUSH_ROWS 65536
 
-int n_buffered(const RunDB *db) {
+int rundb_n_buffered(const RunDB *db) {
     const struct RunDBBuffers *b = db->buf;
     return b->steps.n + b->vals.n + b->comms.n + b->ranks.n + b->mems.n + b->events.n;
 }
@@ -139,39 +140,39 @@ int n_buffered(const RunDB *db) {
 // SQLite result code instead of dying, and the transaction wrapper rolls back.
 
 // Step a write statement to completion and reset it.
-int step_done(sqlite3_stmt *st) {
+int rundb_step_done(sqlite3_stmt *st) {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-void bind_text(sqlite3_stmt *st, int i, const char *s) {
+void rundb_bind_text(sqlite3_stmt *st, int i, const char *s) {
     if (s) sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT); else sqlite3_bind_null(st, i);
 }
 
 // The buffered rows, inside the caller's transaction. The buffers are emptied only
-// after the transaction commits (empty_buffers), so a failure loses nothing.
-int write_buffers(RunDB *db, void *unused) {
+// after the transaction commits (rundb_empty_buffers), so a failure loses nothing.
+int rundb_write_buffers(RunDB *db, void *unused) {
     struct RunDBBuffers *b = db->buf;
     for (int i = 0; i < b->steps.n; i++) {
         const StepRow *r = &b->steps.v[i]; sqlite3_stmt *st = db->ins_step;
         sqlite3_bind_int64(st, 1, r->run); sqlite3_bind_int64(st, 2, r->sm.step); sqlite3_bind_int64(st, 3, r->sm.tokens_seen);
         sqlite3_bind_double(st, 4, r->sm.loss); sqlite3_bind_double(st, 5, r->sm.lr); sqlite3_bind_double(st, 6, r->sm.grad_norm);
         sqlite3_bind_double(st, 7, r->sm.seconds); sqlite3_bind_double(st, 8, r->sm.tokens_per_s); sqlite3_bind_double(st, 9, r->sm.mfu);
-        TRY(step_done(st));
+        TRY(rundb_step_done(st));
     }
     for (int i = 0; i < b->vals.n; i++) {
         const ValRow *r = &b->vals.v[i]; sqlite3_stmt *st = db->ins_val;
         sqlite3_bind_int64(st, 1, r->run); sqlite3_bind_int64(st, 2, r->step); sqlite3_bind_int64(st, 3, r->tokens);
         sqlite3_bind_double(st, 4, r->loss);
-        TRY(step_done(st));
+        TRY(rundb_step_done(st));
     }
     for (int i = 0; i < b->comms.n; i++) {
         const CommRow *r = &b->comms.v[i]; sqlite3_stmt *st = db->ins_comm;
-        sqlite3_bind_int64(st, 1, r->run); sqlite3_bind_int64(st, 2, r->step); bind_text(st, 3, r->kind); bind_text(st, 4, r->phase);
+        sqlite3_bind_int64(st, 1, r->run); sqlite3_bind_int64(st, 2, r->step); rundb_bind_text(st, 3, r->kind); rundb_bind_text(st, 4, r->phase);
         sqlite3_bind_int64(st, 5, r->layer); sqlite3_bind_int64(st, 6, r->calls); sqlite3_bind_int64(st, 7, r->elements);
-        sqlite3_bind_int64(st, 8, r->bytes); sqlite3_bind_double(st, 9, r->seconds); bind_text(st, 10, r->group);
-        TRY(step_done(st));
+        sqlite3_bind_int64(st, 8, r->bytes); sqlite3_bind_double(st, 9, r->seconds); rundb_bind_text(st, 10, r->group);
+        TRY(rundb_step_done(st));
     }
     for (int i = 0; i < b->ranks.n; i++) {
         const CommRankRow *r = &b->ranks.v[i]; sqlite3_stmt *st = db->ins_comm_rank;
@@ -179,24 +180,24 @@ int write_buffers(RunDB *db, void *unused) {
         sqlite3_bind_int64(st, 4, r->tp); sqlite3_bind_int64(st, 5, r->pp); sqlite3_bind_int64(st, 6, r->dp);
         sqlite3_bind_int64(st, 7, r->calls); sqlite3_bind_int64(st, 8, r->elements); sqlite3_bind_int64(st, 9, r->bytes);
         sqlite3_bind_double(st, 10, r->seconds);
-        TRY(step_done(st));
+        TRY(rundb_step_done(st));
     }
     for (int i = 0; i < b->mems.n; i++) {
         const MemRow *r = &b->mems.v[i]; sqlite3_stmt *st = db->ins_mem;
-        sqlite3_bind_int64(st, 1, r->run); bind_text(st, 2, r->category); sqlite3_bind_int64(st, 3, r->bytes);
-        TRY(step_done(st));
+        sqlite3_bind_int64(st, 1, r->run); rundb_bind_text(st, 2, r->category); sqlite3_bind_int64(st, 3, r->bytes);
+        TRY(rundb_step_done(st));
     }
     for (int i = 0; i < b->events.n; i++) {
         const EventRow *r = &b->events.v[i]; sqlite3_stmt *st = db->ins_event;
         sqlite3_bind_int64(st, 1, r->run);
         if (r->step >= 0) sqlite3_bind_int64(st, 2, r->step); else sqlite3_bind_null(st, 2);
-        bind_text(st, 3, r->at); bind_text(st, 4, r->kind); bind_text(st, 5, r->detail);
-        TRY(step_done(st));
+        rundb_bind_text(st, 3, r->at); rundb_bind_text(st, 4, r->kind); rundb_bind_text(st, 5, r->detail);
+        TRY(rundb_step_done(st));
     }
     return SQLITE_OK;
 }
 
-void empty_buffers(RunDB *db) {
+void rundb_empty_buffers(RunDB *db) {
     struct RunDBBuffers *b = db->buf;
     for (int i = 0; i < b->events.n; i++) free(b->events.v[i].detail);
     b->steps.n = b->vals.n = b->comms.n = b->ranks.n = b->mems.n = b->events.n = 0;
@@ -225,7 +226,7 @@ static void sleep_s(double s) {
 // tx_once until it succeeds: a busy database for up to `patience_s`, any other failure
 // (full disk, I/O error, damaged file) 3 times a second apart. Warns on stderr before
 // each wait of more than a second. Returns the last result code.
-int tx_retry(RunDB *db, TxBody body, void *arg, double patience_s, const char *what) {
+int rundb_tx_retry(RunDB *db, TxBody body, void *arg, double patience_s, const char *what) {
     double t0 = now_seconds(), wait = 0.05;
     int other_failures = 0;
     for (;;) {
@@ -243,18 +244,18 @@ int tx_retry(RunDB *db, TxBody body, void *arg, double patience_s, const char *w
     }
 }
 
-static int flush_body(RunDB *db, void *arg) { return write_buffers(db, arg); }
+static int flush_body(RunDB *db, void *arg) { return rundb_write_buffers(db, arg); }
 
 // A flush attempt now; on failure the rows stay and the back-off grows (1 s .. 60 s).
 static int flush_now(RunDB *db) {
-    int n = n_buffered(db);
+    int n = rundb_n_buffered(db);
     int rc = tx_once(db, flush_body, NULL);
     double now = now_seconds();
     if (rc == SQLITE_OK) {
         if (db->failing)
             fprintf(stderr, "note: run database %s is writable again after %.0f s; %d buffered rows written\n",
                     db->path, now - db->fail_since, n);
-        empty_buffers(db);
+        rundb_empty_buffers(db);
         db->failing = 0;
         return 0;
     }
@@ -275,19 +276,19 @@ static int flush_now(RunDB *db) {
 }
 
 int rundb_flush(RunDB *db) {
-    if (n_buffered(db) == 0) return 0;
+    if (rundb_n_buffered(db) == 0) return 0;
     if (db->failing && now_seconds() < db->next_try) return 1;   // backing off
     return flush_now(db);
 }
 
 int rundb_flush_wait(RunDB *db, double patience_s) {
-    if (n_buffered(db) == 0) return 0;
-    int rc = tx_retry(db, flush_body, NULL, patience_s, "writing buffered rows");
-    if (rc == SQLITE_OK) { empty_buffers(db); db->failing = 0; return 0; }
+    if (rundb_n_buffered(db) == 0) return 0;
+    int rc = rundb_tx_retry(db, flush_body, NULL, patience_s, "writing buffered rows");
+    if (rc == SQLITE_OK) { rundb_empty_buffers(db); db->failing = 0; return 0; }
     return flush_now(db);   // records the failure streak (and warns once)
 }
 
-static void maybe_autoflush(RunDB *db) { if (n_buffered(db) >= AUTO_FLUSH_ROWS) rundb_flush(db); }
+static void maybe_autoflush(RunDB *db) { if (rundb_n_buffered(db) >= AUTO_FLUSH_ROWS) rundb_flush(db); }
 
 // ---------------------------------------------------------------------------------
 // Open and close
@@ -450,7 +451,7 @@ RunDB *rundb_open(const char *path) {
         char what[64];
         if (v) snprintf(what, sizeof what, "migrating schema %d to %d", v, RUNDB_SCHEMA_VERSION);
         else snprintf(what, sizeof what, "creating the schema");
-        rc = tx_retry(db, schema_body, NULL, db->final_s, what);
+        rc = rundb_tx_retry(db, schema_body, NULL, db->final_s, what);
         if (rc != SQLITE_OK) die_input("%s: cannot %s: %s", path, what, db->last_error);
     }
     exec_sql(db, "PRAGMA foreign_keys=ON");
@@ -475,11 +476,11 @@ void rundb_set_patience(RunDB *db, int busy_ms, double final_s) {
 int rundb_close(RunDB *db) {
     if (!db) return 0;
     int lost = 0;
-    if (n_buffered(db) > 0 && tx_retry(db, flush_body, NULL, db->final_s, "writing buffered rows") != SQLITE_OK) {
-        lost = n_buffered(db);
+    if (rundb_n_buffered(db) > 0 && rundb_tx_retry(db, flush_body, NULL, db->final_s, "writing buffered rows") != SQLITE_OK) {
+        lost = rundb_n_buffered(db);
         fprintf(stderr, "error: run database %s: %d rows could not be written: %s\n", db->path, lost, db->last_error);
     } else {
-        empty_buffers(db);
+        rundb_empty_buffers(db);
     }
     // Everything written went to the file opened; if that file is no longer at its path
     // (renamed, deleted, replaced) the results are not where the run says they are.
@@ -493,7 +494,7 @@ int rundb_close(RunDB *db) {
     sqlite3_stmt *sts[] = { db->ins_step, db->ins_val, db->ins_comm, db->ins_comm_rank, db->ins_mem, db->ins_event };
     for (size_t i = 0; i < sizeof sts / sizeof *sts; i++) sqlite3_finalize(sts[i]);
     sqlite3_close(db->db);
-    empty_buffers(db);
+    rundb_empty_buffers(db);
     struct RunDBBuffers *b = db->buf;
     free(b->steps.v); free(b->vals.v); free(b->comms.v); free(b->ranks.v); free(b->mems.v); free(b->events.v);
     free(b);
@@ -505,18 +506,24 @@ int rundb_close(RunDB *db) {
 // Logging
 
 // Returns the static spelling of `s` from `names` (so buffered rows need no copies).
-const char *one_of(const char *what, const char *s, const char *const *names) {
+const char *rundb_one_of(const char *what, const char *s, const char *const *names) {
     for (int i = 0; names[i]; i++) if (strcmp(s, names[i]) == 0) return names[i];
     DIE("run database: unknown %s '%s'", what, s);
 }
-static const char *const COMM_KINDS[] = { "all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "barrier", NULL };
-static const char *const COMM_PHASES[] = { "forward", "backward", "recompute", "optimizer", "pipeline", "other", NULL };
-static const char *const COMM_GROUPS[] = { "tp", "dp", "pp", "world", NULL };
-static const char *const MEM_CATS[] = { "parameters", "gradients", "optimizer", "activations", "peak_rss", NULL };
+// The comm rows' kind, phase and group are spelled as parallel/comm.c names them (one table
+// each there); the static spelling is kept, so buffered rows need no copies.
+static const char *comm_spelling(const char *what, const char *s, int n, const char *(*name_of)(int)) {
+    for (int i = 0; i < n; i++) if (strcmp(s, name_of(i)) == 0) return name_of(i);
+    DIE("run database: unknown %s '%s'", what, s);
+}
+static const char *kind_of(int i) { return comm_kind_name((CommKind)i); }
+static const char *phase_of(int i) { return comm_phase_name((CommPhase)i); }
+static const char *group_of(int i) { return comm_group_name((CommGroup)i); }
+const char *const RUNDB_MEMORY_NAMES[RUN_MEM_COUNT + 1] = { "parameters", "gradients", "optimizer", "activations", "peak_rss", NULL };
 static const char *const EVENT_KINDS[] = { "checkpoint", "resumed", "error", "interrupted", "diverged", "dump",
                                            "config_change", "warning", NULL };
-const char *const END_STATUS[] = { "completed", "failed", "interrupted", "diverged", NULL };
-const char *const LAUNCH_END_STATUS[] = { "completed", "failed", "interrupted", NULL };
+const char *const RUNDB_END_STATUS[RUN_END_COUNT + 1] = { "completed", "failed", "interrupted", "diverged", NULL };
+const char *const RUNDB_LAUNCH_END_STATUS[] = { "completed", "failed", "interrupted", NULL };
 
 void rundb_log_step(RunDB *db, int64_t run, const StepMetrics *sm) {
     StepRow *r = VEC_PUSH(db->buf->steps);
@@ -534,9 +541,9 @@ void rundb_log_comm(RunDB *db, int64_t run, int step, const char *kind, const ch
                     int layer, int64_t calls, int64_t elements, int64_t bytes, double seconds) {
     CommRow *r = VEC_PUSH(db->buf->comms);
     r->run = run; r->step = step; r->layer = layer;
-    r->group = one_of("comm group", group, COMM_GROUPS);
-    r->kind = one_of("comm kind", kind, COMM_KINDS);
-    r->phase = one_of("comm phase", phase, COMM_PHASES);
+    r->group = comm_spelling("comm group", group, GROUP_COUNT, group_of);
+    r->kind = comm_spelling("comm kind", kind, COMM_KIND_COUNT, kind_of);
+    r->phase = comm_spelling("comm phase", phase, PHASE_COUNT, phase_of);
     r->calls = calls; r->elements = elements; r->bytes = bytes; r->seconds = seconds;
     maybe_autoflush(db);
 }
@@ -551,12 +558,12 @@ void rundb_log_comm_rank(RunDB *db, int64_t run, int step, int rank, int tp_rank
 
 void rundb_set_memory(RunDB *db, int64_t run, const char *category, int64_t bytes) {
     MemRow *r = VEC_PUSH(db->buf->mems);
-    r->run = run; r->category = one_of("memory category", category, MEM_CATS); r->bytes = bytes;
+    r->run = run; r->category = rundb_one_of("memory category", category, RUNDB_MEMORY_NAMES); r->bytes = bytes;
     maybe_autoflush(db);
 }
 
 void rundb_event(RunDB *db, int64_t run, int step, const char *kind, const char *detail) {
-    const char *k = one_of("event kind", kind, EVENT_KINDS);
+    const char *k = rundb_one_of("event kind", kind, EVENT_KINDS);
     EventRow *r = VEC_PUSH(db->buf->events);
     r->run = run; r->step = step; r->kind = k;
     r->detail = detail ? xstrdup(detail) : NULL;

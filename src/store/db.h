@@ -144,7 +144,14 @@ void rundb_log_comm(RunDB *db, int64_t run, int step, const char *kind, const ch
 // One rank's communication totals of one step (all kinds, phases, groups and layers).
 void rundb_log_comm_rank(RunDB *db, int64_t run, int step, int rank, int tp_rank, int pp_rank, int dp_rank,
                          int64_t calls, int64_t elements, int64_t bytes, double seconds);
-// category: parameters|gradients|optimizer|activations|peak_rss
+// The run's memory categories as stored (memory.category): one table, RUNDB_MEMORY_NAMES.
+// (The back end's own MemCategory, backend.h, is finer — activations and working set apart,
+// communication staging — and spelled short ("params") in its tables; a run records
+// parameters = params, gradients = grads, optimizer, activations = acts + working, peak_rss.)
+typedef enum { RUN_MEM_PARAMETERS, RUN_MEM_GRADIENTS, RUN_MEM_OPTIMIZER, RUN_MEM_ACTIVATIONS, RUN_MEM_PEAK_RSS,
+               RUN_MEM_COUNT } RunMemory;
+extern const char *const RUNDB_MEMORY_NAMES[RUN_MEM_COUNT + 1];   // "parameters", ..., NULL
+// category: one of RUNDB_MEMORY_NAMES
 void rundb_set_memory(RunDB *db, int64_t run, const char *category, int64_t bytes);
 // kind: checkpoint|resumed|error|interrupted|diverged|dump|config_change|warning; step -1 = none (NULL).
 void rundb_event(RunDB *db, int64_t run, int step, const char *kind, const char *detail);
@@ -179,6 +186,9 @@ void rundb_record_simulation(RunDB *db, int64_t run, const RunSimulation *s);
 // replaces only 'running' (a signal thread may have recorded it already).
 // Returns 0, or 1 if the database could not be written within the patience.
 int rundb_end_run(RunDB *db, int64_t run, const char *status, const char *error);
+// The end statuses of a run, one table (RUNDB_END_STATUS[RUN_END_COMPLETED] = "completed").
+typedef enum { RUN_END_COMPLETED, RUN_END_FAILED, RUN_END_INTERRUPTED, RUN_END_DIVERGED, RUN_END_COUNT } RunEnd;
+extern const char *const RUNDB_END_STATUS[RUN_END_COUNT + 1];
 // From any process (another rank, a signal thread): open `path`, set the run's status
 // as rundb_end_run would, close. 'interrupted' only replaces 'running'. Never dies:
 // returns 0, or 1 with one warning line on stderr. For the die hooks of every rank.

@@ -54,17 +54,17 @@ int db_json_strings(sqlite3 *h, const char *json, char ***out);
 
 // Writes that may fail without killing anything return an SQLite result code.
 #define TRY(call) do { int rc_t_ = (call); if (rc_t_ != SQLITE_OK) return rc_t_; } while (0)
-int step_done(sqlite3_stmt *st);                          // step to DONE and reset: SQLITE_OK or the code
-void bind_text(sqlite3_stmt *st, int i, const char *s);   // NULL binds NULL
+int rundb_step_done(sqlite3_stmt *st);                          // step to DONE and reset: SQLITE_OK or the code
+void rundb_bind_text(sqlite3_stmt *st, int i, const char *s);   // NULL binds NULL
 // The body of one write transaction (returns SQLITE_OK or an error code; never dies).
 typedef int (*TxBody)(RunDB *db, void *arg);
 // BEGIN IMMEDIATE, body, COMMIT until it succeeds: a busy database for up to patience_s,
 // any other failure 3 times a second apart (warning before each wait); the last code.
-int tx_retry(RunDB *db, TxBody body, void *arg, double patience_s, const char *what);
+int rundb_tx_retry(RunDB *db, TxBody body, void *arg, double patience_s, const char *what);
 // The buffered rows: written inside a transaction (a TxBody), emptied after its commit.
-int write_buffers(RunDB *db, void *unused);
-void empty_buffers(RunDB *db);
-int n_buffered(const RunDB *db);
+int rundb_write_buffers(RunDB *db, void *unused);
+void rundb_empty_buffers(RunDB *db);
+int rundb_n_buffered(const RunDB *db);
 // The static spelling of `s` among `names` (dies on an unknown one: a programming error).
-const char *one_of(const char *what, const char *s, const char *const *names);
-extern const char *const END_STATUS[], *const LAUNCH_END_STATUS[];
+const char *rundb_one_of(const char *what, const char *s, const char *const *names);
+extern const char *const RUNDB_LAUNCH_END_STATUS[];   // (RUNDB_END_STATUS: db.h)

@@ -28,18 +28,18 @@ static int begin_launch_body(RunDB *db, void *varg) {
         "git_dirty, load_avg_1m, peak_gflops, kind, hardware) "
         "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,'running',?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
         -1, &st, NULL));
-    bind_text(st, 1, li->experiment); bind_text(st, 2, li->manifest_path); bind_text(st, 3, li->experiment_version);
+    rundb_bind_text(st, 1, li->experiment); rundb_bind_text(st, 2, li->manifest_path); rundb_bind_text(st, 3, li->experiment_version);
     if (li->manifest_format > 0) sqlite3_bind_int(st, 4, li->manifest_format); else sqlite3_bind_null(st, 4);
-    bind_text(st, 5, li->manifest_sha256); bind_text(st, 6, li->manifest_text); bind_text(st, 7, a->overrides);
-    bind_text(st, 8, li->variant_filter[0] ? li->variant_filter : NULL); sqlite3_bind_int(st, 9, li->repeat > 0 ? li->repeat : 1);
-    bind_text(st, 10, now); bind_text(st, 11, li->host.host); sqlite3_bind_int(st, 12, li->host.pid);
-    bind_text(st, 13, li->host.cpu_model); bind_text(st, 14, li->host.git_commit);
+    rundb_bind_text(st, 5, li->manifest_sha256); rundb_bind_text(st, 6, li->manifest_text); rundb_bind_text(st, 7, a->overrides);
+    rundb_bind_text(st, 8, li->variant_filter[0] ? li->variant_filter : NULL); sqlite3_bind_int(st, 9, li->repeat > 0 ? li->repeat : 1);
+    rundb_bind_text(st, 10, now); rundb_bind_text(st, 11, li->host.host); sqlite3_bind_int(st, 12, li->host.pid);
+    rundb_bind_text(st, 13, li->host.cpu_model); rundb_bind_text(st, 14, li->host.git_commit);
     if (li->host.git_dirty >= 0) sqlite3_bind_int(st, 15, li->host.git_dirty); else sqlite3_bind_null(st, 15);
     if (li->load_avg >= 0) sqlite3_bind_double(st, 16, li->load_avg); else sqlite3_bind_null(st, 16);
     if (li->peak_gflops > 0) sqlite3_bind_double(st, 17, li->peak_gflops); else sqlite3_bind_null(st, 17);
-    bind_text(st, 18, li->kind[0] ? li->kind : "measured");
-    bind_text(st, 19, li->hardware[0] ? li->hardware : NULL);
-    int rc = step_done(st);
+    rundb_bind_text(st, 18, li->kind[0] ? li->kind : "measured");
+    rundb_bind_text(st, 19, li->hardware[0] ? li->hardware : NULL);
+    int rc = rundb_step_done(st);
     sqlite3_finalize(st);
     a->id = sqlite3_last_insert_rowid(db->db);
     return rc;
@@ -47,7 +47,7 @@ static int begin_launch_body(RunDB *db, void *varg) {
 
 int64_t rundb_begin_launch(RunDB *db, const LaunchInfo *li) {
     LaunchArgs a = { .li = li, .overrides = db_json_array(db, li->overrides, li->n_overrides) };
-    if (tx_retry(db, begin_launch_body, &a, db->final_s, "recording the launch") != SQLITE_OK)
+    if (rundb_tx_retry(db, begin_launch_body, &a, db->final_s, "recording the launch") != SQLITE_OK)
         die_input("%s: cannot record the launch: %s", db->path, db->last_error);
     free(a.overrides);
     return a.id;
@@ -60,15 +60,15 @@ static int end_launch_body(RunDB *db, void *varg) {
     store_iso_now(now);
     sqlite3_stmt *st = NULL;
     TRY(sqlite3_prepare_v2(db->db, "UPDATE launches SET status=?1, ended_at=?2 WHERE id=?3", -1, &st, NULL));
-    bind_text(st, 1, a->status); bind_text(st, 2, now); sqlite3_bind_int64(st, 3, a->id);
-    int rc = step_done(st);
+    rundb_bind_text(st, 1, a->status); rundb_bind_text(st, 2, now); sqlite3_bind_int64(st, 3, a->id);
+    int rc = rundb_step_done(st);
     sqlite3_finalize(st);
     return rc;
 }
 
 void rundb_end_launch(RunDB *db, int64_t launch, const char *status) {
-    EndLaunchArgs a = { launch, one_of("launch end status", status, LAUNCH_END_STATUS) };
-    if (tx_retry(db, end_launch_body, &a, db->final_s, "ending the launch") != SQLITE_OK)
+    EndLaunchArgs a = { launch, rundb_one_of("launch end status", status, RUNDB_LAUNCH_END_STATUS) };
+    if (rundb_tx_retry(db, end_launch_body, &a, db->final_s, "ending the launch") != SQLITE_OK)
         fprintf(stderr, "error: run database %s: could not record the end of launch %" PRId64 ": %s\n",
                 db->path, launch, db->last_error);
 }
@@ -99,7 +99,7 @@ typedef struct { const RunInfo *ri; char *overrides; int64_t id; } BeginRunArgs;
 static int begin_run_body(RunDB *db, void *varg) {
     BeginRunArgs *a = varg;
     const RunInfo *ri = a->ri;
-    TRY(write_buffers(db, NULL));
+    TRY(rundb_write_buffers(db, NULL));
     char now[32];
     store_iso_now(now);
     sqlite3_stmt *st = NULL;
@@ -110,26 +110,26 @@ static int begin_run_body(RunDB *db, void *varg) {
         "overrides, manifest_format, kind, hardware) VALUES "
         "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,'running',?21,0,?22,?23,?24,?25,?26,?27,?28,?29,?30)",
         -1, &st, NULL));
-    bind_text(st, 1, ri->uid); bind_text(st, 2, ri->experiment); bind_text(st, 3, ri->variant);
-    bind_text(st, 4, ri->manifest_path); bind_text(st, 5, ri->experiment_version);
-    bind_text(st, 6, ri->manifest_sha256[0] ? ri->manifest_sha256 : NULL); bind_text(st, 7, ri->config_json);
-    bind_text(st, 8, ri->git_commit);
+    rundb_bind_text(st, 1, ri->uid); rundb_bind_text(st, 2, ri->experiment); rundb_bind_text(st, 3, ri->variant);
+    rundb_bind_text(st, 4, ri->manifest_path); rundb_bind_text(st, 5, ri->experiment_version);
+    rundb_bind_text(st, 6, ri->manifest_sha256[0] ? ri->manifest_sha256 : NULL); rundb_bind_text(st, 7, ri->config_json);
+    rundb_bind_text(st, 8, ri->git_commit);
     if (ri->git_dirty >= 0) sqlite3_bind_int(st, 9, ri->git_dirty); else sqlite3_bind_null(st, 9);
-    bind_text(st, 10, ri->host); sqlite3_bind_int(st, 11, ri->pid); bind_text(st, 12, ri->cpu_model);
-    bind_text(st, 13, ri->gpu_model); bind_text(st, 14, ri->compiler); bind_text(st, 15, ri->cflags);
-    bind_text(st, 16, ri->library_versions[0] ? ri->library_versions : NULL);
+    rundb_bind_text(st, 10, ri->host); sqlite3_bind_int(st, 11, ri->pid); rundb_bind_text(st, 12, ri->cpu_model);
+    rundb_bind_text(st, 13, ri->gpu_model); rundb_bind_text(st, 14, ri->compiler); rundb_bind_text(st, 15, ri->cflags);
+    rundb_bind_text(st, 16, ri->library_versions[0] ? ri->library_versions : NULL);
     sqlite3_bind_int(st, 17, ri->tp > 0 ? ri->tp : 1); sqlite3_bind_int(st, 18, ri->pp > 0 ? ri->pp : 1);
     sqlite3_bind_int(st, 19, ri->dp > 0 ? ri->dp : 1); sqlite3_bind_int(st, 20, ri->world_size > 0 ? ri->world_size : 1);
-    bind_text(st, 21, now);
+    rundb_bind_text(st, 21, now);
     sqlite3_bind_int64(st, 22, ri->params); sqlite3_bind_double(st, 23, ri->flops_per_token);
     sqlite3_bind_double(st, 24, ri->peak_gflops);
     if (ri->launch_id > 0) sqlite3_bind_int64(st, 25, ri->launch_id); else sqlite3_bind_null(st, 25);
     sqlite3_bind_int(st, 26, ri->repeat_index);
-    bind_text(st, 27, a->overrides);
+    rundb_bind_text(st, 27, a->overrides);
     if (ri->manifest_format > 0) sqlite3_bind_int(st, 28, ri->manifest_format); else sqlite3_bind_null(st, 28);
-    bind_text(st, 29, ri->kind[0] ? ri->kind : "measured");
-    bind_text(st, 30, ri->hardware[0] ? ri->hardware : NULL);
-    int rc = step_done(st);
+    rundb_bind_text(st, 29, ri->kind[0] ? ri->kind : "measured");
+    rundb_bind_text(st, 30, ri->hardware[0] ? ri->hardware : NULL);
+    int rc = rundb_step_done(st);
     sqlite3_finalize(st);
     a->id = sqlite3_last_insert_rowid(db->db);
     return rc;
@@ -137,9 +137,9 @@ static int begin_run_body(RunDB *db, void *varg) {
 
 int64_t rundb_begin_run(RunDB *db, const RunInfo *ri) {
     BeginRunArgs a = { .ri = ri, .overrides = db_json_array(db, ri->overrides, ri->n_overrides) };
-    if (tx_retry(db, begin_run_body, &a, db->final_s, "recording the run") != SQLITE_OK)
+    if (rundb_tx_retry(db, begin_run_body, &a, db->final_s, "recording the run") != SQLITE_OK)
         die_input("%s: cannot record the run: %s", db->path, db->last_error);
-    empty_buffers(db);
+    rundb_empty_buffers(db);
     free(a.overrides);
     return a.id;
 }
@@ -155,23 +155,23 @@ static int simulation_body(RunDB *db, void *varg) {
         "memory_bytes, memory_capacity, memory_fits, report) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
         -1, &st, NULL));
     sqlite3_bind_int64(st, 1, a->run);
-    bind_text(st, 2, s->hardware); bind_text(st, 3, s->hardware_path[0] ? s->hardware_path : NULL);
-    bind_text(st, 4, s->hardware_sha256[0] ? s->hardware_sha256 : NULL); bind_text(st, 5, s->precision);
+    rundb_bind_text(st, 2, s->hardware); rundb_bind_text(st, 3, s->hardware_path[0] ? s->hardware_path : NULL);
+    rundb_bind_text(st, 4, s->hardware_sha256[0] ? s->hardware_sha256 : NULL); rundb_bind_text(st, 5, s->precision);
     sqlite3_bind_int(st, 6, s->micro_batches);
     const double v[] = { s->step_s, s->compute_s, s->comm_s, s->p2p_s, s->bubble_s, s->tokens_per_s, s->mfu, s->hfu };
     for (int i = 0; i < 8; i++) sqlite3_bind_double(st, 7 + i, v[i]);
     sqlite3_bind_int(st, 15, s->critical_stage);
     sqlite3_bind_int64(st, 16, (sqlite3_int64)s->memory_bytes); sqlite3_bind_int64(st, 17, (sqlite3_int64)s->memory_capacity);
     sqlite3_bind_int(st, 18, s->memory_fits);
-    bind_text(st, 19, s->report_json);
-    int rc = step_done(st);
+    rundb_bind_text(st, 19, s->report_json);
+    int rc = rundb_step_done(st);
     sqlite3_finalize(st);
     return rc;
 }
 
 void rundb_record_simulation(RunDB *db, int64_t run, const RunSimulation *s) {
     SimArgs a = { run, s };
-    if (tx_retry(db, simulation_body, &a, db->final_s, "recording the simulation") != SQLITE_OK)
+    if (rundb_tx_retry(db, simulation_body, &a, db->final_s, "recording the simulation") != SQLITE_OK)
         die_input("%s: cannot record the simulation of run %" PRId64 ": %s", db->path, run, db->last_error);
 }
 
@@ -185,8 +185,8 @@ static int end_status_sql(sqlite3 *h, int64_t run, const char *status, const cha
     TRY(sqlite3_prepare_v2(h, only_running
             ? "UPDATE runs SET status=?1, ended_at=?2, error=?3 WHERE id=?4 AND status='running'"
             : "UPDATE runs SET status=?1, ended_at=?2, error=?3 WHERE id=?4 AND status<>'failed'", -1, &st, NULL));
-    bind_text(st, 1, status); bind_text(st, 2, now); bind_text(st, 3, error); sqlite3_bind_int64(st, 4, run);
-    int rc = step_done(st);
+    rundb_bind_text(st, 1, status); rundb_bind_text(st, 2, now); rundb_bind_text(st, 3, error); sqlite3_bind_int64(st, 4, run);
+    int rc = rundb_step_done(st);
     sqlite3_finalize(st);
     *changed = sqlite3_changes(h);
     return rc;
@@ -206,8 +206,8 @@ static int insert_event(sqlite3 *h, int64_t run, int step, const char *kind, con
     TRY(sqlite3_prepare_v2(h, "INSERT INTO events(run_id, step, at, kind, detail) VALUES (?1,?2,?3,?4,?5)", -1, &st, NULL));
     sqlite3_bind_int64(st, 1, run);
     if (step >= 0) sqlite3_bind_int(st, 2, step); else sqlite3_bind_null(st, 2);
-    bind_text(st, 3, now); bind_text(st, 4, kind); bind_text(st, 5, detail);
-    int rc = step_done(st);
+    rundb_bind_text(st, 3, now); rundb_bind_text(st, 4, kind); rundb_bind_text(st, 5, detail);
+    int rc = rundb_step_done(st);
     sqlite3_finalize(st);
     return rc;
 }
@@ -215,7 +215,7 @@ static int insert_event(sqlite3 *h, int64_t run, int step, const char *kind, con
 typedef struct { int64_t run; const char *status, *error; } EndRunArgs;
 static int end_run_body(RunDB *db, void *varg) {
     EndRunArgs *a = varg;
-    TRY(write_buffers(db, NULL));
+    TRY(rundb_write_buffers(db, NULL));
     int changed = 0;
     TRY(end_status_sql(db->db, a->run, a->status, a->error, !strcmp(a->status, "interrupted"), &changed));
     const char *ev = end_event_kind(a->status);
@@ -224,13 +224,13 @@ static int end_run_body(RunDB *db, void *varg) {
 }
 
 int rundb_end_run(RunDB *db, int64_t run, const char *status, const char *error) {
-    EndRunArgs a = { run, one_of("run end status", status, END_STATUS), error };
-    if (tx_retry(db, end_run_body, &a, db->final_s, "recording the end of the run") != SQLITE_OK) {
+    EndRunArgs a = { run, rundb_one_of("run end status", status, RUNDB_END_STATUS), error };
+    if (rundb_tx_retry(db, end_run_body, &a, db->final_s, "recording the end of the run") != SQLITE_OK) {
         fprintf(stderr, "error: run database %s: could not record run %" PRId64 " as %s (%d rows unwritten): %s\n",
-                db->path, run, status, n_buffered(db), db->last_error);
+                db->path, run, status, rundb_n_buffered(db), db->last_error);
         return 1;
     }
-    empty_buffers(db);
+    rundb_empty_buffers(db);
     db->failing = 0;
     return 0;
 }
@@ -291,13 +291,13 @@ static int resume_body(RunDB *db, void *varg) {
     ResumeArgs *a = varg;
     char host[256], detail[512];
     host_name(host, sizeof host);
-    TRY(write_buffers(db, NULL));
+    TRY(rundb_write_buffers(db, NULL));
     sqlite3_stmt *st = NULL;
     TRY(sqlite3_prepare_v2(db->db, "UPDATE runs SET status='running', resumed_count=resumed_count+1, pid=?1, host=?2, "
                                    "ended_at=NULL, error=NULL, overrides=COALESCE(?4, overrides) WHERE id=?3", -1, &st, NULL));
-    sqlite3_bind_int(st, 1, (int)getpid()); bind_text(st, 2, host); sqlite3_bind_int64(st, 3, a->run);
-    bind_text(st, 4, a->overrides);
-    int rc = step_done(st);
+    sqlite3_bind_int(st, 1, (int)getpid()); rundb_bind_text(st, 2, host); sqlite3_bind_int64(st, 3, a->run);
+    rundb_bind_text(st, 4, a->overrides);
+    int rc = rundb_step_done(st);
     sqlite3_finalize(st);
     TRY(rc);
     if (sqlite3_changes(db->db) != 1) return SQLITE_NOTFOUND;
@@ -308,7 +308,7 @@ static int resume_body(RunDB *db, void *varg) {
             xsnprintf(sql, sizeof sql, "DELETE FROM %s WHERE run_id=?1 AND step>?2", tables[i]);
             TRY(sqlite3_prepare_v2(db->db, sql, -1, &st, NULL));
             sqlite3_bind_int64(st, 1, a->run); sqlite3_bind_int(st, 2, a->from_step);
-            rc = step_done(st);
+            rc = rundb_step_done(st);
             sqlite3_finalize(st);
             TRY(rc);
         }
@@ -321,10 +321,10 @@ static int resume_body(RunDB *db, void *varg) {
 
 void rundb_resume_run(RunDB *db, int64_t run, int from_step, const char *const *overrides, int n_overrides) {
     ResumeArgs a = { run, from_step, overrides ? db_json_array(db, overrides, n_overrides) : NULL };
-    int rc = tx_retry(db, resume_body, &a, db->final_s, "recording the resume");
+    int rc = rundb_tx_retry(db, resume_body, &a, db->final_s, "recording the resume");
     if (rc == SQLITE_NOTFOUND) DIE("%s: resuming: no run with id %" PRId64, db->path, run);
     if (rc != SQLITE_OK) die_input("%s: cannot record the resume of run %" PRId64 ": %s", db->path, run, db->last_error);
-    empty_buffers(db);
+    rundb_empty_buffers(db);
     free(a.overrides);
 }
 
@@ -383,8 +383,8 @@ static int stale_body(RunDB *db, void *varg) {
     for (int i = 0; i < a->launches.n; i++) {
         TRY(sqlite3_prepare_v2(db->db, "UPDATE launches SET status='interrupted', ended_at=?1 WHERE id=?2 AND status='running'",
                                -1, &sel, NULL));
-        bind_text(sel, 1, now); sqlite3_bind_int64(sel, 2, a->launches.v[i].id);
-        rc = step_done(sel);
+        rundb_bind_text(sel, 1, now); sqlite3_bind_int64(sel, 2, a->launches.v[i].id);
+        rc = rundb_step_done(sel);
         sqlite3_finalize(sel);
         TRY(rc);
     }
@@ -403,7 +403,7 @@ int rundb_mark_stale(RunDB *db) {
     CHECK(gmtime_r(&cut_t, &tm), "gmtime_r failed");
     strftime(a.cutoff, sizeof a.cutoff, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
     int n = 0;
-    if (tx_retry(db, stale_body, &a, db->final_s, "marking stale runs") != SQLITE_OK)
+    if (rundb_tx_retry(db, stale_body, &a, db->final_s, "marking stale runs") != SQLITE_OK)
         fprintf(stderr, "warning: run database %s: could not mark stale runs: %s\n", db->path, db->last_error);
     else n = a.runs.n;
     free(a.runs.v); free(a.launches.v);

@@ -36,11 +36,11 @@ static int store_peak_body(RunDB *db, void *varg) {
     sqlite3_stmt *st = NULL;
     TRY(sqlite3_prepare_v2(db->db, "INSERT INTO host_peaks(host, cpu_model, cores, gflops, load_avg_1m, measured_at) "
                                    "VALUES (?1,?2,?3,?4,?5,?6)", -1, &st, NULL));
-    bind_text(st, 1, a->h->host); bind_text(st, 2, a->h->cpu_model); sqlite3_bind_int(st, 3, host_cores());
+    rundb_bind_text(st, 1, a->h->host); rundb_bind_text(st, 2, a->h->cpu_model); sqlite3_bind_int(st, 3, host_cores());
     sqlite3_bind_double(st, 4, a->gflops);
     if (a->load >= 0) sqlite3_bind_double(st, 5, a->load); else sqlite3_bind_null(st, 5);
-    bind_text(st, 6, now);
-    int rc = step_done(st);
+    rundb_bind_text(st, 6, now);
+    int rc = rundb_step_done(st);
     sqlite3_finalize(st);
     a->id = sqlite3_last_insert_rowid(db->db);
     return rc;
@@ -48,7 +48,7 @@ static int store_peak_body(RunDB *db, void *varg) {
 
 int64_t rundb_store_host_peak(RunDB *db, const HostFacts *h, double gflops, double load_avg) {
     PeakArgs a = { h, gflops, load_avg, 0 };
-    if (tx_retry(db, store_peak_body, &a, db->final_s, "recording the host's sgemm peak") != SQLITE_OK)
+    if (rundb_tx_retry(db, store_peak_body, &a, db->final_s, "recording the host's sgemm peak") != SQLITE_OK)
         die_input("%s: cannot record the host's sgemm peak: %s", db->path, db->last_error);
     return a.id;
 }
@@ -60,13 +60,13 @@ static int peak_check_body(RunDB *db, void *varg) {
     TRY(sqlite3_prepare_v2(db->db, "UPDATE launches SET peak_check_gflops=?1 WHERE id=?2", -1, &st, NULL));
     sqlite3_bind_double(st, 1, a->gflops);
     sqlite3_bind_int64(st, 2, a->launch);
-    int rc = step_done(st);
+    int rc = rundb_step_done(st);
     sqlite3_finalize(st);
     return rc;
 }
 
 void rundb_set_launch_peak_check(RunDB *db, int64_t launch, double gflops) {
     CheckArgs a = { launch, gflops };
-    if (tx_retry(db, peak_check_body, &a, db->final_s, "recording the launch's sgemm check") != SQLITE_OK)
+    if (rundb_tx_retry(db, peak_check_body, &a, db->final_s, "recording the launch's sgemm check") != SQLITE_OK)
         die_input("%s: cannot record the launch's sgemm check: %s", db->path, db->last_error);
 }

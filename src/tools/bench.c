@@ -241,7 +241,7 @@ int main(int argc, char **argv) {
         else { fprintf(stderr, "bench: unknown argument '%s'\n", a); usage(); }
 #undef OPT
     }
-    threads = set_threads(threads);
+    threads = trainer_set_threads(threads);
     if (peak_only) {   // best of three measurements of the best-of-3 sgemm
         double p = 0;
         for (int i = 0; i < 3; i++) { double x = measure_sgemm_peak_gflops(); if (x > p) p = x; }

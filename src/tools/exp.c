@@ -278,8 +278,8 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
     for (int i = 0; i < n; i++) {
         const VariantSummary *s = &vs[i];
         char mem[32], comm[32], val[32], loss[32], ms[32], spread[48], tps[32], mfu[32], runs_col[16];
-        format_bytes(mem, sizeof mem, (double)s->peak_memory);
-        format_comm_bytes(comm, sizeof comm, (double)s->comm_bytes);
+        store_format_bytes(mem, sizeof mem, (double)s->peak_memory);
+        store_format_comm_bytes(comm, sizeof comm, (double)s->comm_bytes);
         snprintf(loss, sizeof loss, isnan(s->final_loss) ? "-" : "%.4f", s->final_loss);
         snprintf(val, sizeof val, isnan(s->val_loss) ? "-" : "%.4f", s->val_loss);
         snprintf(ms, sizeof ms, isnan(s->ms_per_step) ? "-" : s->ms_per_step < 10 ? "%.3f" : "%.1f", s->ms_per_step);
@@ -291,13 +291,13 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         snprintf(runs_col, sizeof runs_col, "%d/%d", s->n_completed, s->n_runs);
         if (s->n_completed == 0) { snprintf(mem, sizeof mem, "-"); snprintf(comm, sizeof comm, "-"); }
         char alias[64];
-        variant_alias(s->variant, alias, sizeof alias);   // a long grid name: a short alias, the key below
+        store_variant_alias(s->variant, alias, sizeof alias);   // a long grid name: a short alias, the key below
         printf("%-28s %5s %6d %9s %9s %9s %21s %10s %6s %10s %11s %8lld\n", alias, runs_col, s->steps, loss, val, ms,
                spread, tps, mfu, mem, comm, (long long)s->comm_calls);
     }
     for (int i = 0; i < n; i++) {
         char alias[64];
-        variant_alias(vs[i].variant, alias, sizeof alias);
+        store_variant_alias(vs[i].variant, alias, sizeof alias);
         if (strcmp(alias, vs[i].variant)) printf("  %s = %s\n", alias, vs[i].variant);
     }
     if (simulated)
@@ -659,7 +659,7 @@ int main(int argc, char **argv) {
             xsnprintf(li.kind, sizeof li.kind, "simulated");
             xsnprintf(li.hardware, sizeof li.hardware, "%s", hw.name);
         } else {
-            set_threads(0);
+            trainer_set_threads(0);
             peak_check = measure_sgemm_peak_gflops();
             peak = host_peak_for_launch(db, &li.host, li.load_avg, peak_check, measure_peak);
             li.peak_gflops = peak;

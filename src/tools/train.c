@@ -122,7 +122,7 @@ int main(int argc, char **argv) {
     opt.overrides = effective; opt.n_overrides = n_effective;
 
     const ParallelConfig *pc = &opt.cfg.parallel;
-    int use_mpi = launched_by_mpi() || (long long)pc->tp * pc->pp * pc->dp != 1;
+    int use_mpi = gpu_launched_by_mpi() || (long long)pc->tp * pc->pp * pc->dp != 1;
     Comm comm;
     if (use_mpi) {
         CHECK_MPI(MPI_Init(&argc, &argv));
@@ -136,7 +136,7 @@ int main(int argc, char **argv) {
         threads = omp_get_num_procs() / opt.ranks_per_host;
         if (threads < 1) threads = 1;
     }
-    set_threads(threads);
+    trainer_set_threads(threads);
     opt.cfg.train.threads = threads;
     int rc = run_training(&opt, &comm);
     comm_free(&comm);

@@ -153,7 +153,7 @@ static int watch_once(sqlite3 *h, int64_t launch, const Manifest *man) {
         if (!finished && isnan(left)) unknown++;
         else eta += left;
         char alias[64], stepcol[32], loss[32], mscol[32], leftcol[32];
-        variant_alias(w->variant, alias, sizeof alias);
+        store_variant_alias(w->variant, alias, sizeof alias);
         snprintf(stepcol, sizeof stepcol, "%d/%d", w->step, w->total);
         snprintf(loss, sizeof loss, isnan(w->loss) ? "-" : "%.4f", w->loss);
         snprintf(mscol, sizeof mscol, isnan(w->ms) ? "-" : "%.1f", w->ms);
@@ -163,7 +163,7 @@ static int watch_once(sqlite3 *h, int64_t launch, const Manifest *man) {
     }
     for (int i = 0; i < n; i++) {
         char alias[64];
-        variant_alias(rows[i].variant, alias, sizeof alias);
+        store_variant_alias(rows[i].variant, alias, sizeof alias);
         if (strcmp(alias, rows[i].variant) && rows[i].repeat == 0) printf("  %s = %s\n", alias, rows[i].variant);
     }
     char e[32];

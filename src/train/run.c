@@ -25,32 +25,6 @@
 #include "../store/dump.h"
 #include "../store/host.h"
 
-// ---- state shared with the die hook ----------------------------------------------------
-static RunDB *g_db;        // rank 0's connection
-static int64_t g_run_id;   // rank 0: the run row once registered (0 before)
-static int g_rank, g_world;
-
-// A fatal error on any rank records the run 'failed' with that rank's message (the first
-// failure wins: rundb_end_run keeps an earlier 'failed').
-// Before the run is registered nothing is recorded; the empty folders made for a new run
-// are removed again (rmdir: only if still empty).
-static char g_new_dirs[2][1400];
-static void on_die(const char *message, int code) {
-    if (g_rank == 0 && g_db && g_run_id) {
-        stop_clear_run();
-        char msg[2600];
-        snprintf(msg, sizeof msg, g_world > 1 ? "rank 0: %s" : "%s", message);
-        rundb_set_patience(g_db, 2000, 30);   // a dying process does not wait 10 minutes for a lock
-        rundb_end_run(g_db, g_run_id, "failed", msg);
-        rundb_close(g_db);
-        g_db = NULL;
-    } else {
-        stop_record_failure(message);
-    }
-    if (!g_run_id)
-        for (int i = 1; i >= 0; i--) if (g_new_dirs[i][0]) rmdir(g_new_dirs[i]);
-}
-
 // ---- fault injection (tests; run.h) ------------------------------------------------------
 typedef struct { int kill_after_ckpt, fail_rank, fail_step, sig_rank, sig_step, sig; char sig_target[8]; } Faults;
 
@@ -250,8 +224,20 @@ static void check_finite_state(const char *path, const ModelState *s) {
     }
 }
 
+// ---- the run context -------------------------------------------------------------------
+// Everything one run holds, from run_setup through run_steps to run_teardown. No state of a
+// run lives at file scope: the die hook is handed this context (core/check.h set_die_hook).
 typedef struct {
     const RunOptions *opt;
+    const Config *cfg;
+    Comm *comm;
+    int root;                  // world rank 0: decides, prints and records
+    const char *experiment;    // the manifest's name, or "adhoc"
+    const char *variant;       // "default" for the only variant
+    RunDB *db;                 // rank 0's connection (NULL: --no-db, or closed)
+    int64_t run_id;            // the run row once registered (0 before; every rank learns it)
+    char new_dirs[2][1400];    // rank 0: folders made for a new run, removed on a failure before
+                               // the run is registered (rmdir: only if still empty)
     char uid[256];
     char ckpt_dir[1300];
     char *config_json;
@@ -260,7 +246,43 @@ typedef struct {
     HostFacts host;            // rank 0: host, libraries, git commit (collected once)
     Faults faults;
     int64_t launch_id;         // the launch of the run (a resumed run keeps its own)
+    // the decision (rank 0, then broadcast)
+    char resume_path[1500];    // "" = a new run
+    int64_t resume_run;        // rank 0: the run row resumed (0 = a new run)
+    double resumed_peak;       // rank 0: its stored peak (host peak x hosts)
+    // the training
+    Trainer tr;
+    int trainer_up;            // tr was initialised (teardown frees it)
+    double host_peak;          // GFLOP/s of one host: the launch's, the resumed run's, or the back end's
+    int hosts;
+    char resume_cmd[2048];
+    // the end
+    int exit_code;
+    char end_message[4096];    // (room for the resume command and its prefix)
+    double loop_t0;
 } RunCtx;
+
+// A fatal error on any rank records the run 'failed' with that rank's message (the first
+// failure wins: rundb_end_run keeps an earlier 'failed').
+// Before the run is registered nothing is recorded; the empty folders made for a new run
+// are removed again.
+static void on_die(void *vctx, const char *message, int code) {
+    (void)code;
+    RunCtx *ctx = vctx;
+    if (ctx->root && ctx->db && ctx->run_id) {
+        stop_clear_run();
+        char msg[2600];
+        snprintf(msg, sizeof msg, ctx->comm->world > 1 ? "rank 0: %s" : "%s", message);
+        rundb_set_patience(ctx->db, 2000, 30);   // a dying process does not wait 10 minutes for a lock
+        rundb_end_run(ctx->db, ctx->run_id, "failed", msg);
+        rundb_close(ctx->db);
+        ctx->db = NULL;
+    } else {
+        stop_record_failure(message);
+    }
+    if (!ctx->run_id)
+        for (int i = 1; i >= 0; i--) if (ctx->new_dirs[i][0]) rmdir(ctx->new_dirs[i]);
+}
 
 // <run.dump_dir or <checkpoint dir>/<uid>/dumps>/step_<N>.h5
 static void dump_dir(char *buf, size_t n, const RunCtx *ctx, const Config *cfg) {
@@ -293,7 +315,7 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     if (c->world == 1) {   // the batch is this process's own; activations only here
         dump_write(path, ctx->full, cfg->run.dump_activations ? &tr->model : NULL, step, ctx->config_json,
                    tr->inputs, tr->targets, K * B, T, loss);
-        if (g_db) rundb_event(g_db, g_run_id, step, "dump", path);
+        if (ctx->db) rundb_event(ctx->db, ctx->run_id, step, "dump", path);
         return;
     }
     size_t n = (size_t)K * B * T;
@@ -302,7 +324,7 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     for (int k = 0; k < K; k++)
         loader_train_batch(&tr->loader, first + (uint64_t)k * B, B, in + (size_t)k * B * T, tg + (size_t)k * B * T);
     dump_write(path, ctx->full, NULL, step, ctx->config_json, in, tg, K * B, T, loss);
-    if (g_db) rundb_event(g_db, g_run_id, step, "dump", path);
+    if (ctx->db) rundb_event(ctx->db, ctx->run_id, step, "dump", path);
     free(in); free(tg);
 }
 
@@ -313,12 +335,12 @@ static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     Comm *c = tr->comm;
     trainer_gather_state(tr, ctx->full, STATE_PARAMS | STATE_OPTIM);
     if (c->rank != 0) return;
-    if (g_db && rundb_flush_wait(g_db, 60) != 0) {
+    if (ctx->db && rundb_flush_wait(ctx->db, 60) != 0) {
         // A checkpoint is final only after its rows: one without them would resume into a
         // run with missing rows (the resume then starts from the last complete one).
         fprintf(stderr, "warning: the rows of steps up to %d are not in the run database %s; the checkpoint of step %d is "
                 "not written (a resume starts from the last checkpoint whose rows are all recorded)\n",
-                tr->step, rundb_path(g_db), tr->step);
+                tr->step, rundb_path(ctx->db), tr->step);
         return;
     }
     CheckpointMeta meta = {0};
@@ -339,7 +361,7 @@ static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
         kill(getpid(), SIGKILL);
     }
     checkpoint_prune(ctx->ckpt_dir, tr->cfg.run.keep_last);
-    if (g_db) { rundb_event(g_db, g_run_id, tr->step, "checkpoint", path); rundb_flush(g_db); }
+    if (ctx->db) { rundb_event(ctx->db, ctx->run_id, tr->step, "checkpoint", path); rundb_flush(ctx->db); }
 }
 
 // Rank 0 decides the run (new or resumed) and tells everyone.
@@ -347,26 +369,29 @@ static void broadcast_bytes(Comm *c, void *buf, size_t n) {
     if (c->world > 1) comm_host_broadcast(c, GROUP_WORLD, buf, n, DTYPE_U8, 0, PHASE_OTHER, -1);
 }
 
-static void log_comm_rows(Trainer *tr, int step) {
+static void log_comm_rows(RunCtx *ctx, int step) {
     int it = 0; CommStatRow r;
-    while (comm_stats_next(tr->comm, &it, &r)) {
-        rundb_log_comm(g_db, g_run_id, step, comm_kind_name(r.kind), comm_phase_name(r.phase),
+    while (comm_stats_next(ctx->comm, &it, &r)) {
+        rundb_log_comm(ctx->db, ctx->run_id, step, comm_kind_name(r.kind), comm_phase_name(r.phase),
                        comm_group_name(r.group), r.layer,
                        (int64_t)r.s.calls, (int64_t)r.s.elements, (int64_t)r.s.bytes, r.s.seconds);
     }
 }
 
-// The sgemm peak of this host with all its cores: the launch's (measured once by exp), a
-// resumed run's own, or measured here by rank 0 while the other ranks wait without
-// spinning (a busy wait would take the cores being measured).
-static double host_peak_gflops(const RunOptions *opt, Comm *comm, double resumed_peak) {
+// The GEMM peak of one host that MFU is measured against: the launch's (measured once by exp),
+// a resumed run's own, or the back end's own measurement (backend.h peak_gflops: the cpu's
+// sgemm with all cores; a back end without one: the host's sgemm), made by rank 0 while the
+// other ranks wait without spinning (a busy wait would take the cores being measured).
+// A back end whose peak is its device's (peak_per_host 0) counts once per rank of the host.
+static double host_peak_gflops(const RunOptions *opt, Comm *comm, Backend *bk, double resumed_peak) {
     if (opt->peak_gflops > 0) return opt->peak_gflops;
     double peak = resumed_peak;   // rank 0: a resumed run keeps the peak it started with
     if (comm->rank == 0 && !(peak > 0)) {
         int threads = opt->cfg.train.threads;
-        set_threads(0);
-        peak = measure_sgemm_peak_gflops();
-        set_threads(threads);
+        trainer_set_threads(0);
+        peak = bk->peak_gflops ? bk->peak_gflops(bk) : measure_sgemm_peak_gflops();
+        trainer_set_threads(threads);
+        if (bk->peak_gflops && !bk->peak_per_host) peak *= opt->ranks_per_host > 0 ? opt->ranks_per_host : 1;
     }
     if (comm->world == 1) return peak;
     MPI_Request rq;
@@ -425,37 +450,28 @@ static void format_duration(char *buf, size_t n, double s) {
     else snprintf(buf, n, "%ldh%02ldm", t / 3600, (t % 3600) / 60);
 }
 
-// Stop codes exchanged at the end of every step (the largest wins on every rank).
-#define STOP_DIVERGED 1000   // above any signal number
-
-int run_training(const RunOptions *opt, Comm *comm) {
-    const Config *cfg = &opt->cfg;
-    int root = comm->rank == 0;
-    g_rank = comm->rank; g_world = comm->world;
-    RunCtx ctx = { .opt = opt, .launch_id = opt->launch_id };
-    set_die_hook(on_die);
-    ctx.faults = parse_faults();
-    ctx.config_json = config_to_json(cfg);
-    ctx.manifest_text = fs_read_text(opt->config_path);   // stored in every checkpoint
-    const char *experiment = opt->manifest ? opt->manifest->name : "adhoc";
-    const char *variant = cfg->variant[0] ? cfg->variant : "default";
-
-    // ---- decide the run: new, or resume one (rank 0) -----------------------------------
-    char resume_path[1500] = "";
-    int64_t resume_step = 0, resume_run = 0;
-    double resumed_peak = 0;
+// ---- setup: decide the run (new, or resume one), start the trainer, register the run ----
+// Rank 0 decides a new run or the run to resume, makes and locks its folder; the other ranks
+// learn the decision. Returns 1 to train, 0 when there is nothing to do (a resume of a
+// completed run).
+static int run_decide(RunCtx *ctx) {
+    const RunOptions *opt = ctx->opt;
+    const Config *cfg = ctx->cfg;
+    Comm *comm = ctx->comm;
+    const char *experiment = ctx->experiment, *variant = ctx->variant;
+    int64_t resume_step = 0;
     int noop = 0;
-    if (root) {
+    if (ctx->root) {
         if (opt->print_config) config_print_table(cfg, stdout);
-        host_facts(&ctx.host);
+        host_facts(&ctx->host);
         if (opt->use_db) {
-            g_db = rundb_open(cfg->run.db);
-            rundb_mark_stale(g_db);
+            ctx->db = rundb_open(cfg->run.db);
+            rundb_mark_stale(ctx->db);
         }
-        if (opt->launch_id > 0 && g_db) {
+        if (opt->launch_id > 0 && ctx->db) {
             // A run joins a launch only of its own experiment and manifest, in this database.
             LaunchRow lr;
-            if (!rundb_launch(g_db, opt->launch_id, &lr))
+            if (!rundb_launch(ctx->db, opt->launch_id, &lr))
                 die_input("--launch %lld: %s has no launch %lld (a run is recorded in the database of its launch)",
                           (long long)opt->launch_id, cfg->run.db, (long long)opt->launch_id);
             int mine = !strcmp(lr.experiment, experiment) && (!opt->manifest || !strcmp(lr.manifest_sha256, opt->manifest->sha256));
@@ -471,12 +487,12 @@ int run_training(const RunOptions *opt, Comm *comm) {
             RunRow row;
             const char *uid = opt->resume_uid ? opt->resume_uid : "";
             if (uid[0]) check_uid(uid, "--resume");
-            if (!g_db || !(uid[0] ? rundb_run_by_uid(g_db, uid, &row) : rundb_latest_run(g_db, experiment, variant, &row)))
+            if (!ctx->db || !(uid[0] ? rundb_run_by_uid(ctx->db, uid, &row) : rundb_latest_run(ctx->db, experiment, variant, &row)))
                 die_input("RESUME: no run %s%s%s/%s in %s to resume", uid[0] ? uid : "of ", uid[0] ? " (" : "",
                           experiment, variant, opt->use_db ? cfg->run.db : "(--no-db)");
             if (uid[0] && (strcmp(row.experiment, experiment) || strcmp(row.variant, variant)))
                 die_input("RESUME: run %s is of %s/%s, not of %s/%s", uid, row.experiment, row.variant, experiment, variant);
-            if (!strcmp(row.status, "completed") && row.last_step >= cfg->train.steps) {
+            if (!strcmp(row.status, RUNDB_END_STATUS[RUN_END_COMPLETED]) && row.last_step >= cfg->train.steps) {
                 printf("run %s (%s/%s, run_id %lld) already completed its %d steps: nothing to do "
                        "(raise train.steps to continue it)\n", row.uid, experiment, variant, (long long)row.id, row.last_step);
                 noop = 1;
@@ -484,63 +500,63 @@ int run_training(const RunOptions *opt, Comm *comm) {
                 char where[1200];
                 snprintf(where, sizeof where, "%s: run %lld", cfg->run.db, (long long)row.id);
                 check_uid(row.uid, where);
-                xsnprintf(ctx.uid, sizeof ctx.uid, "%s", row.uid);
-                xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
-                check_run_dir_not_link(ctx.ckpt_dir);
-                ensure_writable_dir(ctx.ckpt_dir, "run.checkpoint_dir");
-                lock_run_dir(ctx.ckpt_dir, ctx.uid);
-                if (!checkpoint_latest_good(ctx.ckpt_dir, resume_path, sizeof resume_path, &resume_step, NULL, NULL))
+                xsnprintf(ctx->uid, sizeof ctx->uid, "%s", row.uid);
+                xsnprintf(ctx->ckpt_dir, sizeof ctx->ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx->uid);
+                check_run_dir_not_link(ctx->ckpt_dir);
+                ensure_writable_dir(ctx->ckpt_dir, "run.checkpoint_dir");
+                lock_run_dir(ctx->ckpt_dir, ctx->uid);
+                if (!checkpoint_latest_good(ctx->ckpt_dir, ctx->resume_path, sizeof ctx->resume_path, &resume_step, NULL, NULL))
                     die_input("RESUME: run %s has no checkpoint that verifies in %s (set run.checkpoint_every to save them)",
-                              ctx.uid, ctx.ckpt_dir);
+                              ctx->uid, ctx->ckpt_dir);
                 // Rows lost to a failing database (a full disk) are recomputed: the resume
                 // starts from a checkpoint whose steps all have their rows.
-                int rows_upto = g_db ? rundb_steps_contiguous(g_db, row.id) : (int)resume_step;
+                int rows_upto = ctx->db ? rundb_steps_contiguous(ctx->db, row.id) : (int)resume_step;
                 if (resume_step > rows_upto) {
                     CheckpointEntry *all;
-                    int n = checkpoint_list(ctx.ckpt_dir, &all);
+                    int n = checkpoint_list(ctx->ckpt_dir, &all);
                     char why[1300], newest[1500];
-                    snprintf(newest, sizeof newest, "%s", resume_path);
-                    resume_path[0] = 0;
-                    for (int i = n - 1; i >= 0 && !resume_path[0]; i--)
+                    snprintf(newest, sizeof newest, "%s", ctx->resume_path);
+                    ctx->resume_path[0] = 0;
+                    for (int i = n - 1; i >= 0 && !ctx->resume_path[0]; i--)
                         if (all[i].step <= rows_upto && checkpoint_verify(all[i].path, why, sizeof why)) {
-                            xsnprintf(resume_path, sizeof resume_path, "%s", all[i].path);
+                            xsnprintf(ctx->resume_path, sizeof ctx->resume_path, "%s", all[i].path);
                             resume_step = all[i].step;
                         }
                     free(all);
-                    if (!resume_path[0])
+                    if (!ctx->resume_path[0])
                         die_input_hint("start a new run (without --resume): this one cannot be completed truthfully",
                                        "RESUME: run %s: %s has the step rows only up to step %d, and no checkpoint at or before "
                                        "it verifies (the newest, %s, is later); resuming would record a run with missing rows",
-                                       ctx.uid, cfg->run.db, rows_upto, newest);
+                                       ctx->uid, cfg->run.db, rows_upto, newest);
                     fprintf(stderr, "warning: %s has the step rows of run %s only up to step %d (rows were lost: a full disk?); "
                             "resuming from %s (step %lld) so that the lost steps are recomputed\n",
-                            cfg->run.db, ctx.uid, rows_upto, resume_path, (long long)resume_step);
+                            cfg->run.db, ctx->uid, rows_upto, ctx->resume_path, (long long)resume_step);
                 }
-                resume_run = row.id;
-                ctx.launch_id = row.launch_id;
-                resumed_peak = row.peak_gflops;   // host peak x hosts (divided below)
+                ctx->resume_run = row.id;
+                ctx->launch_id = row.launch_id;
+                ctx->resumed_peak = row.peak_gflops;   // host peak x hosts (divided below)
             }
         } else {
             char stamp[32]; time_t now = time(NULL); struct tm tmv; gmtime_r(&now, &tmv);
             strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
             char alias[64];   // a long (grid) variant name: its short alias in the uid and folder name
-            variant_alias(variant, alias, sizeof alias);
-            new_run_uid(ctx.uid, sizeof ctx.uid, experiment, alias, stamp);
-            check_uid(ctx.uid, "the new run");
-            xsnprintf(ctx.ckpt_dir, sizeof ctx.ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx.uid);
-            check_run_dir_not_link(ctx.ckpt_dir);
-            ensure_writable_dir(ctx.ckpt_dir, "run.checkpoint_dir");
-            xsnprintf(g_new_dirs[0], sizeof g_new_dirs[0], "%s", ctx.ckpt_dir);
-            lock_run_dir(ctx.ckpt_dir, ctx.uid);
+            store_variant_alias(variant, alias, sizeof alias);
+            new_run_uid(ctx->uid, sizeof ctx->uid, experiment, alias, stamp);
+            check_uid(ctx->uid, "the new run");
+            xsnprintf(ctx->ckpt_dir, sizeof ctx->ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx->uid);
+            check_run_dir_not_link(ctx->ckpt_dir);
+            ensure_writable_dir(ctx->ckpt_dir, "run.checkpoint_dir");
+            xsnprintf(ctx->new_dirs[0], sizeof ctx->new_dirs[0], "%s", ctx->ckpt_dir);
+            lock_run_dir(ctx->ckpt_dir, ctx->uid);
         }
         if (!noop && cfg->run.dump_steps[0]) {
             char dd[1400];
-            dump_dir(dd, sizeof dd, &ctx, cfg);
+            dump_dir(dd, sizeof dd, ctx, cfg);
             ensure_writable_dir(dd, cfg->run.dump_dir[0] ? "run.dump_dir" : "run.checkpoint_dir");
             if (cfg->run.dump_dir[0]) {
                 // never inside run.checkpoint_dir except below this run's own folder
                 char rd[PATH_MAX], rc_[PATH_MAX], own[PATH_MAX];
-                if (realpath(dd, rd) && realpath(cfg->run.checkpoint_dir, rc_) && realpath(ctx.ckpt_dir, own)) {
+                if (realpath(dd, rd) && realpath(cfg->run.checkpoint_dir, rc_) && realpath(ctx->ckpt_dir, own)) {
                     size_t lc = strlen(rc_), lo = strlen(own);
                     int in_ckpt = !strncmp(rd, rc_, lc) && (rd[lc] == '/' || !rd[lc]);
                     int in_own = !strncmp(rd, own, lo) && (rd[lo] == '/' || !rd[lo]);
@@ -550,161 +566,186 @@ int run_training(const RunOptions *opt, Comm *comm) {
                                        "a run never writes into another run's checkpoints", cfg->run.dump_dir, cfg->run.checkpoint_dir);
                 }
             }
-            if (!resume_run) xsnprintf(g_new_dirs[1], sizeof g_new_dirs[1], "%s", dd);
+            if (!ctx->resume_run) xsnprintf(ctx->new_dirs[1], sizeof ctx->new_dirs[1], "%s", dd);
         }
     }
     broadcast_bytes(comm, &noop, sizeof noop);
-    if (noop) {
-        set_die_hook(NULL);
-        if (g_db) rundb_close(g_db);
-        g_db = NULL;
-        free(ctx.config_json); free(ctx.manifest_text);
-        return 0;
-    }
-    broadcast_bytes(comm, ctx.uid, sizeof ctx.uid);
-    broadcast_bytes(comm, ctx.ckpt_dir, sizeof ctx.ckpt_dir);
-    broadcast_bytes(comm, resume_path, sizeof resume_path);
+    if (noop) return 0;
+    broadcast_bytes(comm, ctx->uid, sizeof ctx->uid);
+    broadcast_bytes(comm, ctx->ckpt_dir, sizeof ctx->ckpt_dir);
+    broadcast_bytes(comm, ctx->resume_path, sizeof ctx->resume_path);
+    return 1;
+}
 
+// Every rank: the trainer on this run's grid and back end, the peak, the resumed state.
+static void run_start_trainer(RunCtx *ctx) {
+    const RunOptions *opt = ctx->opt;
+    const Config *cfg = ctx->cfg;
+    Comm *comm = ctx->comm;
+    Trainer *tr = &ctx->tr;
     int ranks_per_host = opt->ranks_per_host > 0 ? opt->ranks_per_host : 1;
-    int hosts = comm->world / ranks_per_host > 0 ? comm->world / ranks_per_host : 1;
-    double host_peak = host_peak_gflops(opt, comm, resumed_peak / hosts);
-    Trainer tr;
-    trainer_init(&tr, cfg, comm);
-    tr.peak_gflops = host_peak / ranks_per_host;     // per process: MFU = achieved / (peak x hosts)
-    if (root) {
-        ctx.full = xcalloc(1, sizeof(ModelState));
-        model_state_init(ctx.full, &cfg->model, STATE_ALL);
+    ctx->hosts = comm->world / ranks_per_host > 0 ? comm->world / ranks_per_host : 1;
+    trainer_init(tr, cfg, comm);
+    ctx->trainer_up = 1;
+    ctx->host_peak = host_peak_gflops(opt, comm, tr->bk, ctx->resumed_peak / ctx->hosts);
+    tr->peak_gflops = ctx->host_peak / ranks_per_host;     // per process: MFU = achieved / (peak x hosts)
+    if (ctx->root) {
+        ctx->full = xcalloc(1, sizeof(ModelState));
+        model_state_init(ctx->full, &cfg->model, STATE_ALL);
     }
-    if (cfg->run.dump_steps[0]) { tr.before_update = dump_hook; tr.hook_ctx = &ctx; }
+    if (cfg->run.dump_steps[0]) { tr->before_update = dump_hook; tr->hook_ctx = ctx; }
     if (cfg->run.dump_activations && comm->world > 1)
         die_input("run.dump_activations needs a single process (activations are sharded in a parallel run); step dumps without activations work at any layout");
 
     // ---- resume: every rank reads the unsharded checkpoint and keeps its blocks -------
-    if (resume_path[0]) {
+    if (ctx->resume_path[0]) {
         ModelState full; model_state_init(&full, &cfg->model, STATE_PARAMS | STATE_OPTIM);
         CheckpointMeta meta;
-        checkpoint_read(resume_path, &full, &meta);
-        check_same_model(resume_path, cfg, meta.config_json);
-        check_finite_state(resume_path, &full);
-        trainer_scatter_state(&tr, &full);
-        tr.step = (int)meta.step; tr.tokens_seen = meta.tokens_seen; tr.samples_seen = meta.samples_seen;
-        if (root) {
-            printf("resumed %s from %s (step %lld)\n", ctx.uid, resume_path, (long long)meta.step);
-            if (g_db) {
-                rundb_resume_run(g_db, resume_run, (int)meta.step, opt->overrides, opt->n_overrides);
-                g_run_id = resume_run;
-                if (meta.config_json && strcmp(meta.config_json, ctx.config_json))
-                    rundb_event(g_db, g_run_id, (int)meta.step, "config_change", ctx.config_json);
+        checkpoint_read(ctx->resume_path, &full, &meta);
+        check_same_model(ctx->resume_path, cfg, meta.config_json);
+        check_finite_state(ctx->resume_path, &full);
+        trainer_scatter_state(tr, &full);
+        tr->step = (int)meta.step; tr->tokens_seen = meta.tokens_seen; tr->samples_seen = meta.samples_seen;
+        if (ctx->root) {
+            printf("resumed %s from %s (step %lld)\n", ctx->uid, ctx->resume_path, (long long)meta.step);
+            if (ctx->db) {
+                rundb_resume_run(ctx->db, ctx->resume_run, (int)meta.step, opt->overrides, opt->n_overrides);
+                ctx->run_id = ctx->resume_run;
+                if (meta.config_json && strcmp(meta.config_json, ctx->config_json))
+                    rundb_event(ctx->db, ctx->run_id, (int)meta.step, "config_change", ctx->config_json);
             }
         }
         checkpoint_meta_free(&meta);
         model_state_free(&full);
     }
+}
 
-    // ---- the run row -----------------------------------------------------------------
-    if (root && g_db && !resume_path[0]) {
+// Rank 0 registers a new run; every rank learns the run id (a failure or a signal on any rank
+// records itself), starts its liveness watch, and rank 0 prints the run's header.
+static void run_register(RunCtx *ctx) {
+    const RunOptions *opt = ctx->opt;
+    const Config *cfg = ctx->cfg;
+    Comm *comm = ctx->comm;
+    Trainer *tr = &ctx->tr;
+    if (ctx->root && ctx->db && !ctx->resume_path[0]) {
         RunInfo ri;
         memset(&ri, 0, sizeof ri);
-        runinfo_set_host(&ri, &ctx.host);
-        xsnprintf(ri.uid, sizeof ri.uid, "%s", ctx.uid);
-        xsnprintf(ri.experiment, sizeof ri.experiment, "%s", experiment);
-        xsnprintf(ri.variant, sizeof ri.variant, "%s", variant);
+        runinfo_set_host(&ri, &ctx->host);
+        xsnprintf(ri.uid, sizeof ri.uid, "%s", ctx->uid);
+        xsnprintf(ri.experiment, sizeof ri.experiment, "%s", ctx->experiment);
+        xsnprintf(ri.variant, sizeof ri.variant, "%s", ctx->variant);
         xsnprintf(ri.manifest_path, sizeof ri.manifest_path, "%s", opt->config_path);
         if (opt->manifest) {
             xsnprintf(ri.experiment_version, sizeof ri.experiment_version, "%s", opt->manifest->version);
             xsnprintf(ri.manifest_sha256, sizeof ri.manifest_sha256, "%s", opt->manifest->sha256);
             ri.manifest_format = opt->manifest->manifest_version;
         }
-        ri.config_json = ctx.config_json;
+        ri.config_json = ctx->config_json;
         ri.overrides = opt->overrides; ri.n_overrides = opt->n_overrides;
         ri.launch_id = opt->launch_id; ri.repeat_index = opt->repeat_index;
         ri.tp = comm->tp; ri.pp = comm->pp; ri.dp = comm->dp; ri.world_size = comm->world;
         ri.params = model_param_count(&cfg->model);
-        ri.flops_per_token = tr.flops_per_token;
-        ri.peak_gflops = host_peak * hosts;
-        g_run_id = rundb_begin_run(g_db, &ri);
+        ri.flops_per_token = tr->flops_per_token;
+        ri.peak_gflops = ctx->host_peak * ctx->hosts;
+        ctx->run_id = rundb_begin_run(ctx->db, &ri);
     }
-    // Every rank learns the run id: a failure or a signal on any rank records itself.
-    int64_t run_id = g_run_id;
+    int64_t run_id = ctx->run_id;
     broadcast_bytes(comm, &run_id, sizeof run_id);
-    char resume_cmd[2048];
-    broadcast_bytes(comm, &ctx.launch_id, sizeof ctx.launch_id);
-    resume_command(resume_cmd, sizeof resume_cmd, opt, ctx.launch_id, experiment, variant, ctx.uid, comm->world);
-    stop_set_run(opt->use_db && run_id ? cfg->run.db : "", run_id, comm->rank, comm->world, resume_cmd);
+    if (!ctx->root) ctx->run_id = run_id;
+    broadcast_bytes(comm, &ctx->launch_id, sizeof ctx->launch_id);
+    resume_command(ctx->resume_cmd, sizeof ctx->resume_cmd, opt, ctx->launch_id, ctx->experiment, ctx->variant, ctx->uid, comm->world);
+    stop_set_run(opt->use_db && run_id ? cfg->run.db : "", run_id, comm->rank, comm->world, ctx->resume_cmd);
     if (comm->world > 1) {   // every rank's liveness (watchdog.h)
-        unsigned long long session = root ? ((unsigned long long)getpid() << 32) ^ (unsigned long long)time(NULL) : 0;
+        unsigned long long session = ctx->root ? ((unsigned long long)getpid() << 32) ^ (unsigned long long)time(NULL) : 0;
         broadcast_bytes(comm, &session, sizeof session);
-        watchdog_start(ctx.ckpt_dir, comm->rank, comm->world, session);
+        watchdog_start(ctx->ckpt_dir, comm->rank, comm->world, session, stop_record_failure_as);
     }
-    if (root) {
+    if (ctx->root) {
         char in_launch[64] = "";
-        if (ctx.launch_id) snprintf(in_launch, sizeof in_launch, ", launch %lld", (long long)ctx.launch_id);
+        if (ctx->launch_id) snprintf(in_launch, sizeof in_launch, ", launch %lld", (long long)ctx->launch_id);
         printf("run %s (run_id %lld%s) | parameters %.3fM | train FLOPs/token %.4g | sgemm peak %.1f GFLOP/s x %d host%s%s | data %s (vocab %d)\n",
-               ctx.uid, (long long)run_id, in_launch, model_param_count(&cfg->model) / 1e6,
-               tr.flops_per_token, host_peak, hosts, hosts == 1 ? "" : "s", opt->peak_gflops > 0 ? " (the launch's)" : "",
-               tr.data.dir, tr.data.vocab_size);
+               ctx->uid, (long long)run_id, in_launch, model_param_count(&cfg->model) / 1e6,
+               tr->flops_per_token, ctx->host_peak, ctx->hosts, ctx->hosts == 1 ? "" : "s", opt->peak_gflops > 0 ? " (the launch's)" : "",
+               tr->data.dir, tr->data.vocab_size);
         if (opt->n_overrides) {
             char line[4096] = "";
             for (int i = 0; i < opt->n_overrides; i++) shell_append_word(line, sizeof line, opt->overrides[i]);
-            printf("overrides%s: %s\n", resume_path[0] ? " (stored with the run, then new ones)" : "", line);
+            printf("overrides%s: %s\n", ctx->resume_path[0] ? " (stored with the run, then new ones)" : "", line);
         }
         fflush(stdout);
     }
+}
 
-    // ---- the step loop ---------------------------------------------------------------
-    const TrainConfig *tc = &cfg->train;
-    const RunConfig *rc = &cfg->run;
-    int exit_code = 0;
-    char end_message[2048] = "";
-    double first_loss = NAN;   // the run's step-1 loss (the divergence rule's reference)
-    if (root && g_db && tr.step > 0) first_loss = rundb_step_loss(g_db, g_run_id, 1);   // resumed: NAN if absent
+// Stop codes exchanged at the end of every step (the largest wins on every rank).
+#define STOP_DIVERGED 1000   // above any signal number
+
+// This rank's verdict after a step: a signal, an injected fault, (rank 0) divergence.
+static int step_verdict(RunCtx *ctx, const StepMetrics *sm, double *first_loss) {
+    int code = 0;
+    if (ctx->root) {
+        if (isnan(*first_loss)) *first_loss = sm->loss;
+        if (!isfinite(sm->loss) || sm->loss > DIVERGE_FACTOR * *first_loss) code = STOP_DIVERGED;
+    }
+    const Faults *f = &ctx->faults;
+    if (f->fail_rank == ctx->comm->rank && f->fail_step == sm->step)
+        DIE("injected failure (BOOST_FAULT) after step %d", sm->step);
+    if (f->sig_rank == ctx->comm->rank && f->sig_step == sm->step) {
+        // self: this process; group: its process group (a terminal's Ctrl-C); parent:
+        // the process that started it (mpirun, which forwards SIGTERM to every rank)
+        const char *t = f->sig_target;
+        kill(!strcmp(t, "group") ? 0 : !strcmp(t, "parent") ? getppid() : getpid(), f->sig);
+        for (int i = 0; i < 10000 && !stop_signal_received(); i++) { struct timespec ts = { 0, 1000000 }; nanosleep(&ts, NULL); }
+    }
+    if (stop_signal_received() && code == 0) code = stop_signal_received();
+    return code;
+}
+
+// Every rank's communication totals and verdict, in one all-reduce (sum of disjoint slots),
+// after rank 0 logged its own rows (this call is not in them); rank 0 records the totals.
+// Returns the largest verdict.
+static int exchange_verdicts(RunCtx *ctx, int step, int code, double *per_rank) {
+    Comm *comm = ctx->comm;
     int W = comm->world;
-    double *per_rank = xcalloc((size_t)W * 5, sizeof(double));   // [rank][calls, elements, bytes, seconds, stop code]
-    double loop_t0 = now_seconds();
-    int step0 = tr.step;
-    while (tr.step < tc->steps) {
-        comm_stats_reset(comm);
-        StepMetrics sm = trainer_step(&tr);
-        if (root && g_db) { rundb_log_step(g_db, g_run_id, &sm); log_comm_rows(&tr, sm.step); }
+    CommStat own = comm_stats_sum(comm, COMM_ANY, COMM_ANY, COMM_ANY, COMM_ANY);
+    memset(per_rank, 0, (size_t)W * 5 * sizeof(double));
+    double *mine = per_rank + (size_t)comm->rank * 5;
+    mine[0] = (double)own.calls; mine[1] = (double)own.elements; mine[2] = (double)own.bytes; mine[3] = own.seconds;
+    mine[4] = code;
+    if (W > 1) comm_host_all_reduce(comm, GROUP_WORLD, per_rank, (size_t)W * 5, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
+    int stop = 0;
+    for (int r = 0; r < W; r++) {
+        int c = (int)per_rank[r * 5 + 4];
+        if (c > stop) stop = c;
+        if (ctx->root && ctx->db) {
+            int tpr, dpr, ppr;
+            grid_coords(comm->tp, comm->dp, r, &tpr, &dpr, &ppr);
+            rundb_log_comm_rank(ctx->db, ctx->run_id, step, r, tpr, ppr, dpr, (int64_t)per_rank[r * 5], (int64_t)per_rank[r * 5 + 1],
+                                (int64_t)per_rank[r * 5 + 2], per_rank[r * 5 + 3]);
+        }
+    }
+    return stop;
+}
 
-        // This rank's verdict: a signal, an injected fault, (rank 0) divergence.
-        int code = 0;
-        if (root) {
-            if (isnan(first_loss)) first_loss = sm.loss;
-            if (!isfinite(sm.loss) || sm.loss > DIVERGE_FACTOR * first_loss) code = STOP_DIVERGED;
-        }
-        if (ctx.faults.fail_rank == comm->rank && ctx.faults.fail_step == sm.step)
-            DIE("injected failure (BOOST_FAULT) after step %d", sm.step);
-        if (ctx.faults.sig_rank == comm->rank && ctx.faults.sig_step == sm.step) {
-            // self: this process; group: its process group (a terminal's Ctrl-C); parent:
-            // the process that started it (mpirun, which forwards SIGTERM to every rank)
-            const char *t = ctx.faults.sig_target;
-            kill(!strcmp(t, "group") ? 0 : !strcmp(t, "parent") ? getppid() : getpid(), ctx.faults.sig);
-            for (int i = 0; i < 10000 && !stop_signal_received(); i++) { struct timespec ts = { 0, 1000000 }; nanosleep(&ts, NULL); }
-        }
-        if (stop_signal_received() && code == 0) code = stop_signal_received();
-        // Every rank's communication totals and verdict, in one all-reduce (sum of
-        // disjoint slots), after rank 0 logged its own rows (this call is not in them).
-        CommStat own = comm_stats_sum(comm, COMM_ANY, COMM_ANY, COMM_ANY, COMM_ANY);
-        memset(per_rank, 0, (size_t)W * 5 * sizeof(double));
-        double *mine = per_rank + (size_t)comm->rank * 5;
-        mine[0] = (double)own.calls; mine[1] = (double)own.elements; mine[2] = (double)own.bytes; mine[3] = own.seconds;
-        mine[4] = code;
-        if (W > 1) comm_host_all_reduce(comm, GROUP_WORLD, per_rank, (size_t)W * 5, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
-        int stop = 0;
-        for (int r = 0; r < W; r++) {
-            int c = (int)per_rank[r * 5 + 4];
-            if (c > stop) stop = c;
-            if (root && g_db) {
-                int tpr, dpr, ppr;
-                grid_coords(comm->tp, comm->dp, r, &tpr, &dpr, &ppr);
-                rundb_log_comm_rank(g_db, g_run_id, sm.step, r, tpr, ppr, dpr, (int64_t)per_rank[r * 5], (int64_t)per_rank[r * 5 + 1],
-                                    (int64_t)per_rank[r * 5 + 2], per_rank[r * 5 + 3]);
-            }
-        }
+// ---- the step loop ------------------------------------------------------------------------
+static void run_steps(RunCtx *ctx) {
+    const TrainConfig *tc = &ctx->cfg->train;
+    const RunConfig *rc = &ctx->cfg->run;
+    Comm *comm = ctx->comm;
+    Trainer *tr = &ctx->tr;
+    int root = ctx->root;
+    double first_loss = NAN;   // the run's step-1 loss (the divergence rule's reference)
+    if (root && ctx->db && tr->step > 0) first_loss = rundb_step_loss(ctx->db, ctx->run_id, 1);   // resumed: NAN if absent
+    double *per_rank = xcalloc((size_t)comm->world * 5, sizeof(double));   // [rank][calls, elements, bytes, seconds, stop code]
+    ctx->loop_t0 = now_seconds();
+    int step0 = tr->step;
+    while (tr->step < tc->steps) {
+        comm_stats_reset(comm);
+        StepMetrics sm = trainer_step(tr);
+        if (root && ctx->db) { rundb_log_step(ctx->db, ctx->run_id, &sm); log_comm_rows(ctx, sm.step); }
+        int stop = exchange_verdicts(ctx, sm.step, step_verdict(ctx, &sm, &first_loss), per_rank);
 
         if (root && (sm.step % tc->log_every == 0 || sm.step == 1 || sm.step == tc->steps || stop)) {
-            double elapsed = now_seconds() - loop_t0;
+            double elapsed = now_seconds() - ctx->loop_t0;
             char el[32], eta[32];
             format_duration(el, sizeof el, elapsed);
             format_duration(eta, sizeof eta, elapsed / (sm.step - step0) * (tc->steps - sm.step));
@@ -713,70 +754,109 @@ int run_training(const RunOptions *opt, Comm *comm) {
         }
         if (stop == STOP_DIVERGED) {
             if (isfinite(sm.loss))
-                snprintf(end_message, sizeof end_message, "training diverged: loss %.4g at step %d is more than %g x the loss "
+                snprintf(ctx->end_message, sizeof ctx->end_message, "training diverged: loss %.4g at step %d is more than %g x the loss "
                          "of the run's first step (%.4g); lower train.lr? (nothing is saved after the divergence; earlier checkpoints in %s stay)",
-                         sm.loss, sm.step, DIVERGE_FACTOR, first_loss, ctx.ckpt_dir);
+                         sm.loss, sm.step, DIVERGE_FACTOR, first_loss, ctx->ckpt_dir);
             else
-                snprintf(end_message, sizeof end_message, "training diverged: loss is %g at step %d; lower train.lr? "
-                         "(nothing is saved after the divergence; earlier checkpoints in %s stay)", sm.loss, sm.step, ctx.ckpt_dir);
-            if (root) fprintf(stderr, "error: %s\n", end_message);
-            exit_code = EXIT_DIVERGED;
+                snprintf(ctx->end_message, sizeof ctx->end_message, "training diverged: loss is %g at step %d; lower train.lr? "
+                         "(nothing is saved after the divergence; earlier checkpoints in %s stay)", sm.loss, sm.step, ctx->ckpt_dir);
+            if (root) fprintf(stderr, "error: %s\n", ctx->end_message);
+            ctx->exit_code = EXIT_DIVERGED;
             break;
         }
         if ((tc->val_every > 0 && sm.step % tc->val_every == 0) || sm.step == tc->steps) {
-            double vl = trainer_validate(&tr);
+            double vl = trainer_validate(tr);
             if (root && isfinite(vl)) {
                 printf("val   %5d | loss %.4f\n", sm.step, vl);
-                if (g_db) rundb_log_val(g_db, g_run_id, sm.step, sm.tokens_seen, vl);
+                if (ctx->db) rundb_log_val(ctx->db, ctx->run_id, sm.step, sm.tokens_seen, vl);
             }
         }
         if ((rc->checkpoint_every > 0 && sm.step % rc->checkpoint_every == 0) || sm.step == tc->steps)
-            save_checkpoint(&ctx, &tr);
-        if (root && g_db && sm.step % rc->flush_every == 0) rundb_flush(g_db);
+            save_checkpoint(ctx, tr);
+        if (root && ctx->db && sm.step % rc->flush_every == 0) rundb_flush(ctx->db);
         if (root) fflush(stdout);
         if (stop) {   // a signal: this step (and its checkpoint, if one was due) is complete
-            snprintf(end_message, sizeof end_message, "%s after step %d; resume with: %s", strsignal(stop), sm.step, resume_cmd);
+            snprintf(ctx->end_message, sizeof ctx->end_message, "%s after step %d; resume with: %s", strsignal(stop), sm.step, ctx->resume_cmd);
             if (root) fprintf(stderr, "interrupted by %s after step %d\n", strsignal(stop), sm.step);
-            exit_code = 128 + stop;
+            ctx->exit_code = 128 + stop;
             break;
         }
     }
     free(per_rank);
+}
 
-    // ---- memory and the end of the run -----------------------------------------------
-    const size_t *bm = tr.bk->mem;
-    double mem[5] = { (double)bm[MEM_PARAMS], (double)bm[MEM_GRADS], (double)bm[MEM_OPTIM],
-                      (double)(bm[MEM_ACTS] + bm[MEM_WORK]), 0 };
-    struct rusage ru; getrusage(RUSAGE_SELF, &ru); mem[4] = (double)ru.ru_maxrss * 1024.0;
-    comm_host_all_reduce(comm, GROUP_WORLD, mem, 5, DTYPE_F64, OP_MAX, PHASE_OTHER, -1);   // the largest rank
+// ---- teardown: memory, the end of the run, the summary line --------------------------------
+static void run_finish(RunCtx *ctx) {
+    const RunOptions *opt = ctx->opt;
+    Comm *comm = ctx->comm;
+    Trainer *tr = &ctx->tr;
+    const size_t *bm = tr->bk->mem;
+    double mem[RUN_MEM_COUNT] = { [RUN_MEM_PARAMETERS] = (double)bm[MEM_PARAMS], [RUN_MEM_GRADIENTS] = (double)bm[MEM_GRADS],
+                                  [RUN_MEM_OPTIMIZER] = (double)bm[MEM_OPTIM],
+                                  [RUN_MEM_ACTIVATIONS] = (double)(bm[MEM_ACTS] + bm[MEM_WORK]) };
+    struct rusage ru; getrusage(RUSAGE_SELF, &ru); mem[RUN_MEM_PEAK_RSS] = (double)ru.ru_maxrss * 1024.0;
+    comm_host_all_reduce(comm, GROUP_WORLD, mem, RUN_MEM_COUNT, DTYPE_F64, OP_MAX, PHASE_OTHER, -1);   // the largest rank
     watchdog_finish();
     stop_clear_run();
-    set_die_hook(NULL);
+    set_die_hook(NULL, NULL);
     int results_lost = 0;   // rows or the end not in the database at its path: never "results <db>"
-    if (root && g_db) {
-        const char *cat[5] = {"parameters", "gradients", "optimizer", "activations", "peak_rss"};
-        for (int i = 0; i < 5; i++) rundb_set_memory(g_db, g_run_id, cat[i], (int64_t)mem[i]);
-        const char *status = exit_code == 0 ? "completed" : exit_code == EXIT_DIVERGED ? "diverged" : "interrupted";
-        int lost = rundb_end_run(g_db, g_run_id, status, end_message[0] ? end_message : NULL);
-        lost |= rundb_close(g_db);
-        g_db = NULL;
-        if (lost && exit_code == 0) exit_code = EXIT_INTERNAL;
+    if (ctx->root && ctx->db) {
+        for (int i = 0; i < RUN_MEM_COUNT; i++) rundb_set_memory(ctx->db, ctx->run_id, RUNDB_MEMORY_NAMES[i], (int64_t)mem[i]);
+        int ex = ctx->exit_code;
+        const char *status = RUNDB_END_STATUS[ex == 0 ? RUN_END_COMPLETED : ex == EXIT_DIVERGED ? RUN_END_DIVERGED : RUN_END_INTERRUPTED];
+        int lost = rundb_end_run(ctx->db, ctx->run_id, status, ctx->end_message[0] ? ctx->end_message : NULL);
+        lost |= rundb_close(ctx->db);
+        ctx->db = NULL;
+        if (lost && ctx->exit_code == 0) ctx->exit_code = EXIT_INTERNAL;
         if (lost) results_lost = 1;
     }
-    if (root) {
-        double secs = now_seconds() - loop_t0;
+    if (ctx->root) {
+        int ex = ctx->exit_code;
+        double secs = now_seconds() - ctx->loop_t0;
         char d[32];
         format_duration(d, sizeof d, secs);
         printf("run %s (run_id %lld) %s at step %d after %s | checkpoints %s/ | results %s",
-               ctx.uid, (long long)run_id,
-               exit_code == 0 ? "completed" : exit_code == EXIT_DIVERGED ? "diverged" : exit_code >= 128 ? "interrupted" : "ended",
-               tr.step, d, ctx.ckpt_dir, results_lost ? "NOT all recorded (see the error above)" : opt->use_db ? cfg->run.db : "not recorded (--no-db)");
-        if (opt->use_db && !ctx.launch_id) printf(" | figures: make figures EXP=%s", experiment);
+               ctx->uid, (long long)ctx->run_id,
+               ex == 0 ? "completed" : ex == EXIT_DIVERGED ? "diverged" : ex >= 128 ? "interrupted" : "ended",
+               tr->step, d, ctx->ckpt_dir, results_lost ? "NOT all recorded (see the error above)" : opt->use_db ? ctx->cfg->run.db : "not recorded (--no-db)");
+        if (opt->use_db && !ctx->launch_id) printf(" | figures: make figures EXP=%s", ctx->experiment);
         printf("\n");
         fflush(stdout);
     }
-    if (ctx.full) { model_state_free(ctx.full); free(ctx.full); }
-    trainer_free(&tr);
-    free(ctx.config_json); free(ctx.manifest_text);
+}
+
+// Whatever setup made, in every case (a completed run, or nothing to do).
+static void run_free(RunCtx *ctx) {
+    set_die_hook(NULL, NULL);
+    if (ctx->db) rundb_close(ctx->db);
+    ctx->db = NULL;
+    if (ctx->full) { model_state_free(ctx->full); free(ctx->full); }
+    if (ctx->trainer_up) trainer_free(&ctx->tr);
+    free(ctx->config_json); free(ctx->manifest_text);
+}
+
+// ---- the run: setup, step loop, teardown ---------------------------------------------------
+int run_training(const RunOptions *opt, Comm *comm) {
+    RunCtx *ctx = xcalloc(1, sizeof *ctx);
+    ctx->opt = opt;
+    ctx->cfg = &opt->cfg;
+    ctx->comm = comm;
+    ctx->root = comm->rank == 0;
+    ctx->launch_id = opt->launch_id;
+    ctx->experiment = opt->manifest ? opt->manifest->name : "adhoc";
+    ctx->variant = ctx->cfg->variant[0] ? ctx->cfg->variant : "default";
+    set_die_hook(on_die, ctx);
+    ctx->faults = parse_faults();
+    ctx->config_json = config_to_json(ctx->cfg);
+    ctx->manifest_text = fs_read_text(opt->config_path);   // stored in every checkpoint
+    if (run_decide(ctx)) {
+        run_start_trainer(ctx);
+        run_register(ctx);
+        run_steps(ctx);
+        run_finish(ctx);
+    }
+    int exit_code = ctx->exit_code;
+    run_free(ctx);
+    free(ctx);
     return exit_code;
 }

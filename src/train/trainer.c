@@ -2,6 +2,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
+#include <string.h>
 #include "trainer.h"
 #include "state_io.h"
 #include "step_loop.h"
@@ -9,13 +10,10 @@
 #include "../parallel/gpu_setup.h"
 #include "../core/check.h"
 #include "../core/timer.h"
-#ifdef BOOST_CUDA
-#include "../backend/cuda/cuda_backend.h"
-#endif
 
 extern void openblas_set_num_threads(int);
 
-int set_threads(int threads) {
+int trainer_set_threads(int threads) {
     if (threads <= 0) threads = omp_get_num_procs();
     omp_set_num_threads(threads);
     openblas_set_num_threads(threads);
@@ -24,21 +22,38 @@ int set_threads(int threads) {
 
 static DType run_dtype(const Config *cfg) { return cfg->train.precision == PRECISION_BF16 ? DT_BF16 : DT_F32; }
 
+// run.device's value as the configuration spells it ("cpu", "cuda"): the back end's name in
+// the registry (backend/select.c).
+static void device_name(const Config *cfg, char *buf, size_t n) {
+    int nk; const ConfigKey *keys = config_schema(&nk);
+    for (int i = 0; i < nk; i++)
+        if (!strcmp(keys[i].section, "run") && !strcmp(keys[i].key, "device")) { config_format_value(cfg, &keys[i], buf, n); return; }
+    DIE("the configuration schema has no run.device");
+}
+
+// The back end is found by run.device's name in the registry and then used by what it
+// can do (backend.h capabilities), never by its name: a back end on a device of the rank's
+// own is placed by local rank (gpu_place); attention kernels are chosen where it offers a choice.
 Backend *trainer_backend(const Config *cfg) {
     DType dt = run_dtype(cfg);
-    if (cfg->run.device == DEVICE_CPU) return backend_cpu(dt);
+    char name[64];
+    device_name(cfg, name, sizeof name);
+    const BackendKind *kind = backend_kind(name);
+    CHECK(kind, "run.device %s has no entry in the back-end registry (backend/select.c)", name);
     const char *hint = "set run.device: cpu, or build and run where a GPU and CUDA are present (docs/gpu.md)";
     char why[256] = "";
-    GpuPlacement gp;
-    if (gpu_place(&gp, why, sizeof why)) die_input_hint(hint, "run.device is cuda but %s", why);
-    Backend *b = backend_cuda(dt, gp.device, why, sizeof why);
-    if (!b) die_input_hint(hint, "run.device is cuda but the CUDA back end is not available: %s", why);
-    b->tf32 = dt == DT_F32 && cfg->train.tf32;
-#ifdef BOOST_CUDA
-    if (backend_cuda_set_attention(b, cfg->train.attention, why, sizeof why))
+    int device = -1;
+    if (kind->per_rank_device) {
+        GpuPlacement gp;
+        if (gpu_place(&gp, why, sizeof why)) die_input_hint(hint, "run.device is %s but %s", name, why);
+        device = gp.device;
+    }
+    Backend *b = kind->create(dt, device, why, sizeof why);
+    if (!b) die_input_hint(hint, "run.device is %s but the %s back end is not available: %s", name, name, why);
+    if (kind->per_rank_device) b->tf32 = dt == DT_F32 && cfg->train.tf32;
+    if (b->set_attention && b->set_attention(b, cfg->train.attention, why, sizeof why))
         die_input_hint("set train.attention: auto (cuDNN where it can, else the flash kernel) or flash",
                        "train.attention is cudnn but %s", why);
-#endif
     return b;
 }
 
@@ -277,10 +292,10 @@ double trainer_validate(Trainer *tr) {
         loader_val_batch(&tr->loader, (uint64_t)i * tc->batch_size + (uint64_t)c->dp_rank * tr->B_local,
                          tr->B_local, tr->inputs, tr->targets);
         if (!mdl->lay.first_stage)
-            comm_recv_ex(c, GROUP_PP, model_stage_input(mdl, 0), n_act, t, c->pp_rank - 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
+            comm_recv(c, GROUP_PP, model_stage_input(mdl, 0), n_act, t, c->pp_rank - 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
         sum += model_stage_forward(mdl, 0, tr->inputs, tr->targets);
         if (!mdl->lay.last_stage)
-            comm_send_ex(c, GROUP_PP, model_stage_output(mdl, 0), n_act, t, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
+            comm_send(c, GROUP_PP, model_stage_output(mdl, 0), n_act, t, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
     }
     comm_host_all_reduce(c, GROUP_PP, &sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
     comm_host_all_reduce(c, GROUP_DP, &sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);

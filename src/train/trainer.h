@@ -54,7 +54,7 @@ StepMetrics trainer_step(Trainer *tr);
 // Mean loss over train.val_batches validation micro-batches (no gradient).
 double trainer_validate(Trainer *tr);
 // Set OpenMP and OpenBLAS thread counts (0 = all cores); returns the count used.
-int set_threads(int threads);
+int trainer_set_threads(int threads);
 
 // The unsharded state (STATE_* families: params = the fp32 master weights, grads, AdamW m
 // and v) assembled on world rank 0 into `full` (other ranks pass NULL). Collective.

@@ -13,12 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "stop.h"
 #include "../core/check.h"
 
 #define REC 256   // bytes of one heartbeat record (fixed: rewritten in place)
 
+// The watchdog's state: one per process (its two threads and the run loop share it, as the
+// run has one heartbeat per rank). The only file-scope state of the watchdog, by necessity:
+// its threads outlive no call, but they read it without being handed a pointer.
 static struct {
+    int (*record_failure)(const char *message);   // the run's recorder (stop.h), given at start
     int on, rank, world, fd, timeout;
     unsigned long long session;   // the same on every rank of this start of the run
     char dir[1400], path[1500], host[256];
@@ -100,7 +103,7 @@ static int process_gone(int pid) {
 }
 
 static void fail_run(const char *msg, int kill_pid) {
-    if (!stop_record_failure_as(msg)) return;   // (another thread of this rank ended the run first)
+    if (!W.record_failure(msg)) return;   // (another thread of this rank ended the run first)
     fprintf(stderr, "error: %s\n", msg);
     fflush(stderr);
     if (kill_pid > 0) kill(kill_pid, SIGKILL);
@@ -150,8 +153,10 @@ static void *watch_thread(void *unused) {
     return NULL;
 }
 
-void watchdog_start(const char *run_dir, int rank, int world, unsigned long long session) {
+void watchdog_start(const char *run_dir, int rank, int world, unsigned long long session,
+                    int (*record_failure)(const char *message)) {
     memset(&W, 0, sizeof W);
+    W.record_failure = record_failure;
     W.session = session;
     W.rank = rank; W.world = world; W.timeout = watchdog_timeout_s();
     if (gethostname(W.host, sizeof W.host - 1) != 0) snprintf(W.host, sizeof W.host, "unknown");

@@ -23,7 +23,11 @@
 // Start this rank's heartbeat and watchdog for the run folder `run_dir`. `session` is the
 // same on every rank of this start of the run (rank 0's choice, broadcast): a heartbeat
 // file left by an earlier start (a resumed run's dead ranks) is not mistaken for a peer.
-void watchdog_start(const char *run_dir, int rank, int world, unsigned long long session);
+// record_failure records the run 'failed' with the message and returns 1, or 0 if the run
+// had already ended (stop.h stop_record_failure_as; handed in so that the watchdog and the
+// signal thread, which asks watchdog_dead_peer, do not call each other in a circle).
+void watchdog_start(const char *run_dir, int rank, int world, unsigned long long session,
+                    int (*record_failure)(const char *message));
 // This rank ended its loop normally: say `finished`, stop both threads, remove the file.
 void watchdog_finish(void);
 // Is a peer's process gone (on this host) without having said `finished`? 1 and a

@@ -25,7 +25,7 @@ int main(int argc, char **argv) {
 #else
     printf("cuda build: no\n");
 #endif
-    printf("launcher: %s; local rank %d of %d\n", launched_by_mpi() ? "MPI" : "none", gp.local_rank, gp.local_ranks);
+    printf("launcher: %s; local rank %d of %d\n", gpu_launched_by_mpi() ? "MPI" : "none", gp.local_rank, gp.local_ranks);
     printf("devices: %d\n", gp.n_devices);
     for (int d = 0; d < gp.n_devices; d++) {
         char desc[256];

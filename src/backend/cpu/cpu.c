@@ -170,6 +170,8 @@ static const BackendOps cpu_f32_ops = {
     .kron_gate_forward = f_kron_gate_forward, .kron_gate_backward = f_kron_gate_backward,
 };
 
+static double cpu_peak_gflops(Backend *b) { (void)b; return measure_sgemm_peak_gflops(); }
+
 Backend *backend_cpu(DType dtype) {
     CHECK(dtype == DT_F32 || dtype == DT_BF16, "the CPU back end computes in fp32 or bf16, not %s", dtype_name(dtype));
     Backend *b = xcalloc(1, sizeof *b);
@@ -177,5 +179,7 @@ Backend *backend_cpu(DType dtype) {
     b->name = "cpu";
     b->dtype = dtype;
     b->layer = -1;
+    b->peak_gflops = cpu_peak_gflops;   // the host's sgemm with its current thread count
+    b->peak_per_host = 1;
     return b;
 }

@@ -7,6 +7,9 @@
 // (to_host, xent_loss, sumsq_multi), which wait for the stream.
 #include "cuda_common.cuh"
 #include "lax_kernels.h"
+extern "C" {
+#include "../../core/env.h"
+}
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,17 +176,6 @@ static Backend *refuse(char *why, size_t why_len, const char *fmt, ...) {
     return NULL;
 }
 
-// The local rank from the launcher's environment (Open MPI, MPICH / Intel MPI, Slurm,
-// torchrun); 0 when launched alone.
-static int local_rank(void) {
-    static const char *vars[] = { "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK" };
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *s = getenv(vars[i]);
-        if (s && *s) return atoi(s);
-    }
-    return 0;
-}
-
 int cuda_debug_sync(void) {
     static int on = -1;   // (read once; the first call is on the host thread that builds the back end)
     if (on < 0) { const char *v = getenv("BOOST_CUDA_DEBUG"); on = v && *v && strcmp(v, "0") != 0; }
@@ -216,7 +208,7 @@ extern "C" Backend *backend_cuda(DType dtype, int device, char *why, size_t why_
         return refuse(why, why_len, "the CUDA back end computes in fp32 or bf16, not %s", dtype_name(dtype));
     int count = device_count(why, why_len);
     if (count == 0) return NULL;
-    if (device < 0) device = local_rank() % count;
+    if (device < 0) device = env_local_rank(NULL) % count;   // core/env.h: the one parser
     if (device >= count)
         return refuse(why, why_len, "CUDA device %d requested, %d visible", device, count);
     cudaDeviceProp prop;
@@ -271,6 +263,9 @@ extern "C" Backend *backend_cuda(DType dtype, int device, char *why, size_t why_
     b->impl = im;
     b->layer = -1;
     b->phase = PHASE_OTHER;
+    b->cuda_device = backend_cuda_device;     // capabilities (backend.h): NCCL on this device and stream,
+    b->cuda_stream = backend_cuda_stream;     // a choice of attention kernels; no GEMM peak of its own yet
+    b->set_attention = backend_cuda_set_attention;
     cuda_attention_init(b);
     return b;
 }
