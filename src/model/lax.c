@@ -45,7 +45,7 @@ Slots lat_slots(const Model *m, const Lat *lat, int p0, int G, int r) {
 void lat_store(Model *m, const Lat *dst, const Slots *Z, int p0) {
     if (!dst) return;
     for (int j = 0; j < Z->G; j++)
-        bk_copy2d(m->bk, dst->z[p0 + j], (size_t)dst->ld[p0 + j], slot_at(m, Z, j), (size_t)Z->ld, (size_t)Z->N,
+        op_copy2d(m->bk, dst->z[p0 + j], (size_t)dst->ld[p0 + j], slot_at(m, Z, j), (size_t)Z->ld, (size_t)Z->N,
                       (size_t)Z->r, m->bk->dtype);
 }
 
@@ -75,7 +75,7 @@ static void zero_slots(Model *m, const Slots *s) {
 // out[N, r] (row stride ldo) += g(z)
 static void gate_forward(Model *m, const LaxW *w, void *out, int ldo, const void *z, int ldz, int N, int r) {
     switch (m->cfg.lax_gate) {
-    case LAX_GATE_IDENTITY: bk_add2d(m->bk, out, (size_t)ldo, z, (size_t)ldz, N, r); break;
+    case LAX_GATE_IDENTITY: op_add2d(m->bk, out, (size_t)ldo, z, (size_t)ldz, N, r); break;
     case LAX_GATE_DENSE: op_dense_gate_forward(m->bk, out, ldo, z, ldz, w->W, w->b, N, r); break;
     default: {
         int r1, r2;
@@ -88,7 +88,7 @@ static void gate_forward(Model *m, const LaxW *w, void *out, int ldo, const void
 static void gate_backward(Model *m, const LaxW *w, LaxW *dw, void *dz, int lddz, const void *dout, int lddo,
                           const void *z, int ldz, int N, int r) {
     switch (m->cfg.lax_gate) {
-    case LAX_GATE_IDENTITY: bk_add2d(m->bk, dz, (size_t)lddz, dout, (size_t)lddo, N, r); break;
+    case LAX_GATE_IDENTITY: op_add2d(m->bk, dz, (size_t)lddz, dout, (size_t)lddo, N, r); break;
     case LAX_GATE_DENSE: op_dense_gate_backward(m->bk, dz, lddz, dw->W, dw->b, dout, lddo, z, ldz, w->W, N, r); break;
     default: {
         int r1, r2;
@@ -123,7 +123,7 @@ void lax_latent(Model *m, const Slots *Z, const Slots *U, LinearW *const *w, int
         return;
     } else {
         for (int j = 0; j < U->G; j++)
-            bk_copy2d(m->bk, slot_at(m, Z, j), (size_t)Z->ld, slot_at(m, U, j), (size_t)U->ld, (size_t)N, (size_t)r,
+            op_copy2d(m->bk, slot_at(m, Z, j), (size_t)Z->ld, slot_at(m, U, j), (size_t)U->ld, (size_t)N, (size_t)r,
                       m->bk->dtype);
     }
     if (!silu) return;
@@ -181,7 +181,7 @@ Slots lax_p_from_u(Model *m, void *P_buf, size_t n, const Slots *U, LinearW *con
         zero_t(m, s.lg, (size_t)N * r);
         gate_forward(m, &w[j]->x, s.lg, r, prev->z[p0 + j], prev->ld[p0 + j], N, r);
         op_scale(m->bk, s.lg, -1.0f, (size_t)N * r);
-        bk_add2d(m->bk, slot_at(m, &P, j), (size_t)P.ld, s.lg, (size_t)r, N, r);
+        op_add2d(m->bk, slot_at(m, &P, j), (size_t)P.ld, s.lg, (size_t)r, N, r);
     }
     return P;
 }
@@ -246,17 +246,17 @@ void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const 
     int ldp;
     if (gathered && cross) {                                          // full width, replicated
         split_fwd_backward(m, s.lz, s.dz, rl, gl);                    // dZ [N, r]
-        bk_add2d(bk, s.lz, (size_t)rf, carry->z[p], (size_t)carry->ld[p], N, rf);
+        op_add2d(bk, s.lz, (size_t)rf, carry->z[p], (size_t)carry->ld[p], N, rf);
         SlotView v = { .N = N, .G = 1, .r = rf, .ld = rf };
         Slots U = slots_of(la->h, &v), dZ = slots_of(s.lz, &v);
         dP = lax_latent_backward(m, s.lp, &dZ, &U, wv, dwv, 1, prev, carry, p);
         ldp = rf;
     } else {                                                          // this rank's slice only
-        bk_add2d(bk, s.dz, (size_t)rl, at(m, carry->z[p], c0), (size_t)carry->ld[p], N, rl);
+        op_add2d(bk, s.dz, (size_t)rl, at(m, carry->z[p], c0), (size_t)carry->ld[p], N, rl);
         SlotView v = { .N = N, .G = 1, .r = rl, .ld = rl };
         const void *u = la->h;
         if (gathered) {                                               // layer 0 of case (b): P[:, S_i]
-            bk_copy2d(bk, s.lz, (size_t)rl, at(m, la->h, c0), (size_t)rf, (size_t)N, (size_t)rl, bk->dtype);
+            op_copy2d(bk, s.lz, (size_t)rl, at(m, la->h, c0), (size_t)rf, (size_t)N, (size_t)rl, bk->dtype);
             u = s.lz;
         }
         Slots U = slots_of((void *)u, &v), dZ = slots_of(s.dz, &v);

@@ -107,7 +107,7 @@ static void *bn_latent_backward(Model *mdl, const Bn *b, int p0, void *dZ, void 
     Lat carry = lat_message(mdl, s->carry);
     Slots dZs = slots_of(dZ, &b->v), Us = slots_of(U, &b->v);
     for (int j = 0; j < b->v.G; j++)
-        bk_add2d(mdl->bk, slot_at(mdl, &dZs, j), (size_t)b->v.ld, carry.z[p0 + j], (size_t)carry.ld[p0 + j], b->v.N, b->v.r);
+        op_add2d(mdl->bk, slot_at(mdl, &dZs, j), (size_t)b->v.ld, carry.z[p0 + j], (size_t)carry.ld[p0 + j], b->v.N, b->v.r);
     return lax_latent_backward(mdl, s->dpb, &dZs, &Us, W, dW, gl >= 1, prev, &carry, p0).base;
 }
 // The bottleneck P = RMSNorm(x) @ A that norm_down_backward's c-term needs: the kept buffer
@@ -122,7 +122,7 @@ static const void *bn_p(Model *mdl, const Bn *b, int p0, void *U, LinearW *const
 // Concatenate the local A's [dr, r] of a group into acat [dr, G·r] (grouping).
 static void concat_A(Model *mdl, void *acat, LinearW *const *A, int G, int dr, int r) {
     for (int j = 0; j < G; j++)
-        bk_copy2d(mdl->bk, at(mdl, acat, (size_t)j * r), (size_t)G * r, A[j]->A, (size_t)r, (size_t)dr, (size_t)r,
+        op_copy2d(mdl->bk, at(mdl, acat, (size_t)j * r), (size_t)G * r, A[j]->A, (size_t)r, (size_t)dr, (size_t)r,
                   mdl->bk->dtype);
 }
 
@@ -184,7 +184,7 @@ static void norm_down_backward(Model *mdl, const Bn *b, const void *P, const voi
         concat_A(mdl, s->acat, A, G, dr, r);
         op_gemm(bk, TR_T, TR_N, dr, G * r, N, 1.0f, s->xn, dr, dP, b->v.ld, 0.0f, s->dacat, G * r);
         for (int j = 0; j < G; j++)
-            bk_add2d(bk, dA[j]->A, (size_t)r, at(mdl, s->dacat, (size_t)j * r), (size_t)G * r, dr, r);
+            op_add2d(bk, dA[j]->A, (size_t)r, at(mdl, s->dacat, (size_t)j * r), (size_t)G * r, dr, r);
         op_gemm(bk, TR_N, TR_T, N, dr, G * r, 1.0f, dP, b->v.ld, s->acat, G * r, 0.0f, s->da, dr);
     } else {
         for (int j = 0; j < G; j++) {

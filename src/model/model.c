@@ -236,21 +236,21 @@ void model_free(Model *mdl) {
 void model_set_params(Model *mdl, const float *host) {
     size_t n = mdl->table.n_params;
     Backend *bk = mdl->bk;
-    if (bk->dtype == DT_F32) { bk_from_host(bk, mdl->params, host, n, DT_F32); return; }
+    if (bk->dtype == DT_F32) { op_from_host(bk, mdl->params, host, n, DT_F32); return; }
     // another compute dtype: upload fp32 to a temporary, cast into the parameters
     float *f = bk_alloc(bk, n, DT_F32, MEM_WORK);
-    bk_from_host(bk, f, host, n, DT_F32);
-    bk_cast(bk, mdl->params, bk->dtype, f, DT_F32, n);
+    op_from_host(bk, f, host, n, DT_F32);
+    op_cast(bk, mdl->params, bk->dtype, f, DT_F32, n);
     bk_free(bk, f, n, DT_F32, MEM_WORK);
 }
 
 static void get_family(const Model *mdl, const void *fam, float *host) {
     size_t n = mdl->table.n_params;
     Backend *bk = mdl->bk;
-    if (bk->dtype == DT_F32) { bk_to_host(bk, host, fam, n, DT_F32); return; }
+    if (bk->dtype == DT_F32) { op_to_host(bk, host, fam, n, DT_F32); return; }
     float *f = bk_alloc(bk, n, DT_F32, MEM_WORK);
-    bk_cast(bk, f, DT_F32, fam, bk->dtype, n);
-    bk_to_host(bk, host, f, n, DT_F32);
+    op_cast(bk, f, DT_F32, fam, bk->dtype, n);
+    op_to_host(bk, host, f, n, DT_F32);
     bk_free(bk, f, n, DT_F32, MEM_WORK);
 }
 void model_get_params(const Model *mdl, float *host) { get_family(mdl, mdl->params, host); }
@@ -341,8 +341,8 @@ double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const in
     Acts *A = &mdl->slots[slot];
     int N = mdl->N, n_local = L->layer_end - L->layer_begin;
     bk_label(mdl->bk, PHASE_FORWARD, -1);
-    if (L->first_stage) bk_from_host(mdl->bk, A->inputs, inputs, (size_t)N, DT_I32);
-    if (L->last_stage) bk_from_host(mdl->bk, A->targets, targets, (size_t)N, DT_I32);
+    if (L->first_stage) op_from_host(mdl->bk, A->inputs, inputs, (size_t)N, DT_I32);
+    if (L->last_stage) op_from_host(mdl->bk, A->targets, targets, (size_t)N, DT_I32);
     if (L->first_stage) embed_forward(mdl, A->layers[0].x, A->inputs);   // x = E[tokens]
     for (int l = 0; l < n_local; l++) {
         void *x_out = l + 1 < n_local ? A->layers[l + 1].x : A->x_final;

@@ -9,8 +9,8 @@
 
 // Element i of a compute-dtype tensor of this model (NULL stays NULL on the dry back end).
 static inline void *at(const Model *m, const void *p, size_t i) { return bk_at(m->bk, p, i); }
-static inline void zero_t(const Model *m, void *p, size_t n) { bk_zero(m->bk, p, n, m->bk->dtype); }
-static inline void copy_t(const Model *m, void *dst, const void *src, size_t n) { bk_copy(m->bk, dst, src, n, m->bk->dtype); }
+static inline void zero_t(const Model *m, void *p, size_t n) { op_zero(m->bk, p, n, m->bk->dtype); }
+static inline void copy_t(const Model *m, void *dst, const void *src, size_t n) { op_copy(m->bk, dst, src, n, m->bk->dtype); }
 
 // The all-reduce (sum) of an activation buffer over the TP group, in the compute dtype.
 static inline void tp_all_reduce(Model *m, void *buf, size_t n, int phase, int layer) {

@@ -253,7 +253,7 @@ StepMetrics trainer_step(Trainer *tr) {
     sm.lr = lr_at(tc, tr->step);
     tr->step++;
     optimizer_step(&tr->opt, mdl, tc, sm.lr, tr->step);
-    bk_sync(tr->bk);
+    op_sync(tr->bk);
     sm.seconds = now_seconds() - t0 - t_hook;
     tr->tokens_seen += (int64_t)n_tokens;
     sm.step = tr->step;
