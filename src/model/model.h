@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include "../config/config.h"
 #include "../backend/backend.h"
+#include "flops.h"              // parameter and FLOP counts (model_param_count, flops_train_per_token)
 
 #define PARAM_NAME_MAX 96
 

@@ -13,7 +13,7 @@
 // mean loss, global grad-norm clip, AdamW. The first --warmup steps are dropped; ms/step is
 // the mean of the remaining --steps (also printed: the best step).
 //
-// MFU = tokens/s × model_train_flops_per_token / measured sgemm peak (best-of-3 2048³ sgemm
+// MFU = tokens/s × flops_train_per_token / measured sgemm peak (best-of-3 2048³ sgemm
 // with the same thread count), the definition the trainer logs; the peak is measured before
 // and after every kind and the maximum is used.
 //
@@ -105,7 +105,7 @@ static void run_kind(KindResult *R, const Config *cfg, int batch, int steps, int
     Rng rng = { .state = 0x5eed0000u + (uint64_t)mc->linear };
     R->kind = mc->linear;
     R->params = model_param_count(mc);
-    R->flops_per_token = model_train_flops_per_token(mc);
+    R->flops_per_token = flops_train_per_token(mc);
     double sum = 0, best = 1e30, fwd = 0, bwd = 0, op = 0;
     for (int s = 0; s < warmup + steps; s++) {
         fill_random(in, (size_t)N, mc->vocab_size, &rng);

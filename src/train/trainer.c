@@ -180,7 +180,7 @@ void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
     size_t n = (size_t)K * tr->B_local * mc->seq_len;
     tr->inputs = xmalloc(n * sizeof(int32_t));
     tr->targets = xmalloc(n * sizeof(int32_t));
-    tr->flops_per_token = model_train_flops_per_token(mc);
+    tr->flops_per_token = flops_train_per_token(mc);
 }
 
 void trainer_free(Trainer *tr) {
