@@ -17,14 +17,9 @@ import re, sys
 
 # operation -> indices (0-based) of its buffer arguments
 DEVICE_OPS = {
-    'comm_all_reduce': [2], 'comm_all_reduce_max': [2], 'comm_all_reduce_f64': [2],
-    'comm_all_reduce_max_f64': [2], 'comm_all_reduce_ex': [2],
-    'comm_all_gather': [2, 3], 'comm_all_gather_ex': [2, 3],
-    'comm_all_gather_cols': [2, 3], 'comm_all_gather_cols_ex': [2, 3],
-    'comm_reduce_scatter': [2, 3], 'comm_reduce_scatter_ex': [2, 3],
-    'comm_broadcast': [2], 'comm_broadcast_ex': [2],
-    'comm_send': [2], 'comm_send_ex': [2], 'comm_recv': [2], 'comm_recv_ex': [2],
-    'comm_sendrecv': [2, 6], 'comm_sendrecv_ex': [2, 6],
+    'comm_all_reduce': [2], 'comm_all_gather': [2, 3], 'comm_all_gather_cols': [2, 3],
+    'comm_reduce_scatter': [2, 3], 'comm_broadcast': [2], 'comm_send': [2], 'comm_recv': [2],
+    'comm_sendrecv': [2, 6],
 }
 HOST_OPS = ('comm_host_all_reduce', 'comm_host_broadcast', 'comm_host_send', 'comm_host_recv')
 HOST_ALLOC = r'(?:x?malloc|x?calloc|xaligned_alloc|aligned_alloc|host_family|gpu_host_alloc)\s*\('

@@ -21,16 +21,16 @@ else fail no_host_buffer_in_a_device_collective "$(head -n -1 <<<"$out" | head -
 cat > "$TMP/probe.c" <<'C'
 double step(Comm *c, Optimizer *o, int W) {
     double loss_sum = run(), ss = norm();
-    comm_all_reduce_f64(c, GROUP_PP, &loss_sum, 1, PHASE_OTHER, -1);
-    comm_all_reduce_ex(o->comm, GROUP_TP, &ss, 1, DTYPE_F64, OP_SUM,
+    comm_all_reduce(c, GROUP_PP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
+    comm_all_reduce(o->comm, GROUP_TP, &ss, 1, DTYPE_F64, OP_SUM,
                        PHASE_OPTIMIZER, -1);
     double mem[5] = {0};
-    comm_all_reduce_max_f64(c, GROUP_WORLD, mem, 5, PHASE_OTHER, -1);
+    comm_all_reduce(c, GROUP_WORLD, mem, 5, DTYPE_F64, OP_MAX, PHASE_OTHER, -1);
     double *per_rank = xcalloc((size_t)W * 5, sizeof(double));
-    comm_all_reduce_f64(c, GROUP_WORLD, per_rank, (size_t)W * 5, PHASE_OTHER, -1);
+    comm_all_reduce(c, GROUP_WORLD, per_rank, (size_t)W * 5, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
     float *buf = peer == 0 ? NULL : xmalloc(64);
-    comm_recv(c, GROUP_WORLD, buf, 16, 1, 100, PHASE_OTHER, -1);
-    comm_all_reduce_ex(c, GROUP_TP, mdl->grads, n, DTYPE_F32, OP_SUM, PHASE_OPTIMIZER, -1);
+    comm_recv(c, GROUP_WORLD, buf, 16, DTYPE_F32, 1, 100, PHASE_OTHER, -1);
+    comm_all_reduce(c, GROUP_TP, mdl->grads, n, DTYPE_F32, OP_SUM, PHASE_OPTIMIZER, -1);
     comm_host_all_reduce(c, GROUP_DP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
     return loss_sum;
 }

@@ -84,10 +84,10 @@ static void check_collectives(Comm *c) {
             float *b = fbuf(n), *m = fbuf(n); double *d = xmalloc((n + 1) * sizeof(double));
             int32_t *iv = xmalloc((n + 1) * sizeof(int32_t));
             for (size_t i = 0; i < n; i++) { b[i] = m[i] = val(c->rank, i); d[i] = 0.5 * val(c->rank, i); iv[i] = (int32_t)i * c->rank; }
-            comm_all_reduce(c, G_, b, n, PHASE_FORWARD, -1);
-            comm_all_reduce_max(c, G_, m, n, PHASE_FORWARD, -1);
-            comm_all_reduce_f64(c, G_, d, n, PHASE_FORWARD, -1);
-            comm_all_reduce_ex(c, G_, iv, n, DTYPE_I32, OP_SUM, PHASE_FORWARD, -1);
+            comm_all_reduce(c, G_, b, n, DTYPE_F32, OP_SUM, PHASE_FORWARD, -1);
+            comm_all_reduce(c, G_, m, n, DTYPE_F32, OP_MAX, PHASE_FORWARD, -1);
+            comm_all_reduce(c, G_, d, n, DTYPE_F64, OP_SUM, PHASE_FORWARD, -1);
+            comm_all_reduce(c, G_, iv, n, DTYPE_I32, OP_SUM, PHASE_FORWARD, -1);
             for (size_t i = 0; i < n; i++) {
                 float e = 0, mx = -1e30f; int32_t ie = 0;
                 for (int j = 0; j < s; j++) { float v = val(member(c, G_, j), i); e += v; if (v > mx) mx = v; ie += (int32_t)i * member(c, G_, j); }
@@ -97,15 +97,15 @@ static void check_collectives(Comm *c) {
                 CK(iv[i] == ie, "%s all_reduce i32 n=%zu [%zu] = %d, expected %d", comm_group_name(G_), n, i, iv[i], ie);
             }
             double dm[2] = { -(double)c->rank, (double)c->rank * 3 };
-            comm_all_reduce_max_f64(c, G_, dm, 2, PHASE_FORWARD, -1);
+            comm_all_reduce(c, G_, dm, 2, DTYPE_F64, OP_MAX, PHASE_FORWARD, -1);
             CK(dm[0] == -(double)member(c, G_, 0) && dm[1] == 3.0 * member(c, G_, s - 1), "%s max_f64 %g %g", comm_group_name(G_), dm[0], dm[1]);
             free(b); free(m); free(d); free(iv);
 
             // all-gather: separate buffers and in place
             float *in = fbuf(n), *out = fbuf(n * (size_t)s), *ip = fbuf(n * (size_t)s);
             for (size_t i = 0; i < n; i++) in[i] = ip[(size_t)me * n + i] = val(c->rank, i);
-            comm_all_gather(c, G_, in, out, n, PHASE_FORWARD, -1);
-            comm_all_gather(c, G_, ip + (size_t)me * n, ip, n, PHASE_FORWARD, -1);
+            comm_all_gather(c, G_, in, out, n, DTYPE_F32, PHASE_FORWARD, -1);
+            comm_all_gather(c, G_, ip + (size_t)me * n, ip, n, DTYPE_F32, PHASE_FORWARD, -1);
             for (int j = 0; j < s; j++)
                 for (size_t i = 0; i < n; i++) {
                     CK(out[(size_t)j * n + i] == val(member(c, G_, j), i), "%s all_gather n=%zu chunk %d [%zu]", comm_group_name(G_), n, j, i);
@@ -116,8 +116,8 @@ static void check_collectives(Comm *c) {
             // reduce-scatter: in [s·n] where block j of rank w is val(w, j·n + i)
             float *rin = fbuf(n * (size_t)s), *rout = fbuf(n), *rip = fbuf(n * (size_t)s);
             for (size_t i = 0; i < n * (size_t)s; i++) rin[i] = rip[i] = val(c->rank, i);
-            comm_reduce_scatter(c, G_, rin, rout, n, PHASE_BACKWARD, -1);
-            comm_reduce_scatter(c, G_, rip, rip, n, PHASE_BACKWARD, -1);
+            comm_reduce_scatter(c, G_, rin, rout, n, DTYPE_F32, PHASE_BACKWARD, -1);
+            comm_reduce_scatter(c, G_, rip, rip, n, DTYPE_F32, PHASE_BACKWARD, -1);
             for (size_t i = 0; i < n; i++) {
                 float e = 0;
                 for (int j = 0; j < s; j++) e += val(member(c, G_, j), (size_t)me * n + i);
@@ -129,7 +129,7 @@ static void check_collectives(Comm *c) {
             // broadcast from the last group rank
             float *bc = fbuf(n);
             for (size_t i = 0; i < n; i++) bc[i] = val(c->rank, i);
-            comm_broadcast(c, G_, bc, n, s - 1, PHASE_OTHER, -1);
+            comm_broadcast(c, G_, bc, n, DTYPE_F32, s - 1, PHASE_OTHER, -1);
             for (size_t i = 0; i < n; i++)
                 CK(bc[i] == val(member(c, G_, s - 1), i), "%s broadcast n=%zu [%zu]", comm_group_name(G_), n, i);
             free(bc);
@@ -139,14 +139,14 @@ static void check_collectives(Comm *c) {
             int right = (me + 1) % s, left = (me + s - 1) % s;
             float *sb = fbuf(n), *rb = fbuf(n);
             for (size_t i = 0; i < n; i++) { sb[i] = val(c->rank, i); rb[i] = -1; }
-            comm_sendrecv(c, G_, sb, n, right, 5, rb, n, left, 5, PHASE_PIPELINE, -1);
+            comm_sendrecv(c, G_, sb, n, right, 5, rb, n, left, 5, DTYPE_F32, PHASE_PIPELINE, -1);
             for (size_t i = 0; i < n; i++) CK(rb[i] == val(member(c, G_, left), i), "%s sendrecv n=%zu [%zu]", comm_group_name(G_), n, i);
             // pairs (0,1), (2,3): even sends first
             int peer = me ^ 1;
             if (peer < s) {
                 for (size_t i = 0; i < n; i++) rb[i] = -1;
-                if (me % 2 == 0) { comm_send(c, G_, sb, n, peer, 7, PHASE_PIPELINE, -1); comm_recv(c, G_, rb, n, peer, 7, PHASE_PIPELINE, -1); }
-                else { comm_recv(c, G_, rb, n, peer, 7, PHASE_PIPELINE, -1); comm_send(c, G_, sb, n, peer, 7, PHASE_PIPELINE, -1); }
+                if (me % 2 == 0) { comm_send(c, G_, sb, n, DTYPE_F32, peer, 7, PHASE_PIPELINE, -1); comm_recv(c, G_, rb, n, DTYPE_F32, peer, 7, PHASE_PIPELINE, -1); }
+                else { comm_recv(c, G_, rb, n, DTYPE_F32, peer, 7, PHASE_PIPELINE, -1); comm_send(c, G_, sb, n, DTYPE_F32, peer, 7, PHASE_PIPELINE, -1); }
                 for (size_t i = 0; i < n; i++) CK(rb[i] == val(member(c, G_, peer), i), "%s send/recv n=%zu [%zu]", comm_group_name(G_), n, i);
             }
             free(sb); free(rb);
@@ -155,7 +155,7 @@ static void check_collectives(Comm *c) {
         size_t rows = 3, cl = 5, cols = cl * (size_t)s;
         float *in = fbuf(rows * cl), *out = fbuf(rows * cols);
         for (size_t r = 0; r < rows; r++) for (size_t j = 0; j < cl; j++) in[r * cl + j] = val(c->rank, r * 10 + j);
-        comm_all_gather_cols(c, G_, in, out, rows, cl, PHASE_FORWARD, -1);
+        comm_all_gather_cols(c, G_, in, out, rows, cl, DTYPE_F32, PHASE_FORWARD, -1);
         for (size_t r = 0; r < rows; r++)
             for (int i = 0; i < s; i++)
                 for (size_t j = 0; j < cl; j++)
@@ -169,11 +169,11 @@ static void check_collectives(Comm *c) {
         float a[4], r[4] = { -1, -1, -1, -1 };
         for (int i = 0; i < 4; i++) a[i] = val(c->rank, (size_t)i);
         if (c->pp_rank % 2 == 0) {
-            if (c->pp_next >= 0) comm_send(c, GROUP_PP, a, 4, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
-            if (c->pp_prev >= 0) comm_recv(c, GROUP_PP, r, 4, c->pp_rank - 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            if (c->pp_next >= 0) comm_send(c, GROUP_PP, a, 4, DTYPE_F32, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            if (c->pp_prev >= 0) comm_recv(c, GROUP_PP, r, 4, DTYPE_F32, c->pp_rank - 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
         } else {
-            comm_recv(c, GROUP_PP, r, 4, c->pp_rank - 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
-            if (c->pp_next >= 0) comm_send(c, GROUP_PP, a, 4, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            comm_recv(c, GROUP_PP, r, 4, DTYPE_F32, c->pp_rank - 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            if (c->pp_next >= 0) comm_send(c, GROUP_PP, a, 4, DTYPE_F32, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
         }
         if (c->pp_prev >= 0) for (int i = 0; i < 4; i++) CK(r[i] == val(c->pp_prev, (size_t)i), "pp activation from stage %d", c->pp_rank - 1);
     }
@@ -198,20 +198,20 @@ typedef struct { float *a, *b, *c; double *d; } Bufs;
 static void script(Comm *c, Bufs *B) {
     int s_tp = c->size[GROUP_TP], s_pp = c->size[GROUP_PP];
     for (int l = 0; l < 3; l++) {
-        comm_all_reduce(c, GROUP_TP, B->a, 12, PHASE_FORWARD, l);
-        comm_all_reduce(c, GROUP_TP, B->a, 12, PHASE_FORWARD, l);
-        comm_all_reduce(c, GROUP_TP, B->a, 5, PHASE_BACKWARD, l);
-        comm_all_gather(c, GROUP_TP, B->a, B->b, 5, PHASE_FORWARD, l);          // b: 5·tp
-        comm_all_gather_cols(c, GROUP_TP, B->a, B->b, 2, 3, PHASE_RECOMPUTE, l); // 6·tp
-        comm_reduce_scatter(c, GROUP_DP, B->b, B->c, 3, PHASE_BACKWARD, l);      // in 3·dp
+        comm_all_reduce(c, GROUP_TP, B->a, 12, DTYPE_F32, OP_SUM, PHASE_FORWARD, l);
+        comm_all_reduce(c, GROUP_TP, B->a, 12, DTYPE_F32, OP_SUM, PHASE_FORWARD, l);
+        comm_all_reduce(c, GROUP_TP, B->a, 5, DTYPE_F32, OP_SUM, PHASE_BACKWARD, l);
+        comm_all_gather(c, GROUP_TP, B->a, B->b, 5, DTYPE_F32, PHASE_FORWARD, l);          // b: 5·tp
+        comm_all_gather_cols(c, GROUP_TP, B->a, B->b, 2, 3, DTYPE_F32, PHASE_RECOMPUTE, l); // 6·tp
+        comm_reduce_scatter(c, GROUP_DP, B->b, B->c, 3, DTYPE_F32, PHASE_BACKWARD, l);      // in 3·dp
         if (s_pp > 1) {
             int me = c->grank[GROUP_PP];
-            comm_sendrecv(c, GROUP_PP, B->a, 7, (me + 1) % s_pp, 3, B->c, 7, (me + s_pp - 1) % s_pp, 3, PHASE_PIPELINE, l);
+            comm_sendrecv(c, GROUP_PP, B->a, 7, (me + 1) % s_pp, 3, B->c, 7, (me + s_pp - 1) % s_pp, 3, DTYPE_F32, PHASE_PIPELINE, l);
         }
     }
-    comm_all_reduce_f64(c, GROUP_DP, B->d, 4, PHASE_OPTIMIZER, -1);
-    comm_all_reduce_max(c, GROUP_TP, B->a, 9, PHASE_FORWARD, -1);
-    comm_broadcast(c, GROUP_WORLD, B->a, 6, 0, PHASE_OTHER, -1);
+    comm_all_reduce(c, GROUP_DP, B->d, 4, DTYPE_F64, OP_SUM, PHASE_OPTIMIZER, -1);
+    comm_all_reduce(c, GROUP_TP, B->a, 9, DTYPE_F32, OP_MAX, PHASE_FORWARD, -1);
+    comm_broadcast(c, GROUP_WORLD, B->a, 6, DTYPE_F32, 0, PHASE_OTHER, -1);
     comm_barrier(c, GROUP_WORLD, PHASE_OTHER, -1);
     comm_barrier(c, GROUP_DP, PHASE_OTHER, -1);
     (void)s_tp;
@@ -305,16 +305,16 @@ TEST(account_only_moves_no_data) {
         Bufs B = bufs_new(-7), R = bufs_new(-7);
         CommGroup gg = (CommGroup)g;
         G.account_only = 1;
-        comm_all_reduce(&G, gg, B.a, 16, PHASE_FORWARD, 0);
-        comm_all_reduce_max(&G, gg, B.a, 16, PHASE_FORWARD, 0);
-        comm_all_reduce_f64(&G, gg, B.d, 8, PHASE_FORWARD, 0);
-        comm_all_gather(&G, gg, B.a, B.b, 16, PHASE_FORWARD, 0);
-        comm_all_gather_cols(&G, gg, B.a, B.b, 4, 4, PHASE_FORWARD, 0);
-        comm_reduce_scatter(&G, gg, B.b, B.c, 16, PHASE_FORWARD, 0);
-        comm_broadcast(&G, gg, B.a, 16, s - 1, PHASE_FORWARD, 0);
-        comm_sendrecv(&G, gg, B.a, 16, (me + 1) % s, 1, B.c, 16, (me + s - 1) % s, 1, PHASE_PIPELINE, 0);
-        comm_recv(&G, gg, B.c, 16, (me + 1) % s, 2, PHASE_PIPELINE, 0);   // would block if it were real
-        comm_send(&G, gg, B.a, 16, (me + 1) % s, 2, PHASE_PIPELINE, 0);
+        comm_all_reduce(&G, gg, B.a, 16, DTYPE_F32, OP_SUM, PHASE_FORWARD, 0);
+        comm_all_reduce(&G, gg, B.a, 16, DTYPE_F32, OP_MAX, PHASE_FORWARD, 0);
+        comm_all_reduce(&G, gg, B.d, 8, DTYPE_F64, OP_SUM, PHASE_FORWARD, 0);
+        comm_all_gather(&G, gg, B.a, B.b, 16, DTYPE_F32, PHASE_FORWARD, 0);
+        comm_all_gather_cols(&G, gg, B.a, B.b, 4, 4, DTYPE_F32, PHASE_FORWARD, 0);
+        comm_reduce_scatter(&G, gg, B.b, B.c, 16, DTYPE_F32, PHASE_FORWARD, 0);
+        comm_broadcast(&G, gg, B.a, 16, DTYPE_F32, s - 1, PHASE_FORWARD, 0);
+        comm_sendrecv(&G, gg, B.a, 16, (me + 1) % s, 1, B.c, 16, (me + s - 1) % s, 1, DTYPE_F32, PHASE_PIPELINE, 0);
+        comm_recv(&G, gg, B.c, 16, DTYPE_F32, (me + 1) % s, 2, PHASE_PIPELINE, 0);   // would block if it were real
+        comm_send(&G, gg, B.a, 16, DTYPE_F32, (me + 1) % s, 2, PHASE_PIPELINE, 0);
         comm_barrier(&G, gg, PHASE_OTHER, 0);
         G.account_only = 0;
         CK(!memcmp(B.a, R.a, 64 * sizeof(float)) && !memcmp(B.b, R.b, 64 * sizeof(float)) &&
@@ -339,18 +339,18 @@ TEST(size1_group_not_counted) {
     for (int g = 0; g < GROUP_COUNT; g++) {
         if (G.size[g] != 1) continue;
         float a[5] = { 1, 2, 3, 4, 5 }, o[5] = {0}, r[5] = {0};
-        comm_all_reduce(&G, (CommGroup)g, a, 5, PHASE_FORWARD, -1);
-        comm_broadcast(&G, (CommGroup)g, a, 5, 0, PHASE_FORWARD, -1);
-        comm_all_gather(&G, (CommGroup)g, a, o, 5, PHASE_FORWARD, -1);
-        comm_reduce_scatter(&G, (CommGroup)g, a, r, 5, PHASE_FORWARD, -1);
+        comm_all_reduce(&G, (CommGroup)g, a, 5, DTYPE_F32, OP_SUM, PHASE_FORWARD, -1);
+        comm_broadcast(&G, (CommGroup)g, a, 5, DTYPE_F32, 0, PHASE_FORWARD, -1);
+        comm_all_gather(&G, (CommGroup)g, a, o, 5, DTYPE_F32, PHASE_FORWARD, -1);
+        comm_reduce_scatter(&G, (CommGroup)g, a, r, 5, DTYPE_F32, PHASE_FORWARD, -1);
         comm_barrier(&G, (CommGroup)g, PHASE_FORWARD, -1);
         for (int i = 0; i < 5; i++)
             CK(a[i] == (float)(i + 1) && o[i] == a[i] && r[i] == a[i], "%s size-1 results", comm_group_name((CommGroup)g));
         G.account_only = 1;   // the local copy happens in account-only mode too; NULL buffers are skipped
         float o2[5] = {0};
-        comm_all_gather(&G, (CommGroup)g, a, o2, 5, PHASE_FORWARD, -1);
-        comm_all_gather(&G, (CommGroup)g, NULL, NULL, 5, PHASE_FORWARD, -1);
-        comm_reduce_scatter(&G, (CommGroup)g, NULL, NULL, 5, PHASE_FORWARD, -1);
+        comm_all_gather(&G, (CommGroup)g, a, o2, 5, DTYPE_F32, PHASE_FORWARD, -1);
+        comm_all_gather(&G, (CommGroup)g, NULL, NULL, 5, DTYPE_F32, PHASE_FORWARD, -1);
+        comm_reduce_scatter(&G, (CommGroup)g, NULL, NULL, 5, DTYPE_F32, PHASE_FORWARD, -1);
         G.account_only = 0;
         CK(o2[0] == 1 && o2[4] == 5, "%s account-only size-1 copy did not happen", comm_group_name((CommGroup)g));
     }
@@ -358,9 +358,9 @@ TEST(size1_group_not_counted) {
     Comm one;
     comm_init_virtual(&one, 1, 1, 1);
     float x[6] = { 1, 2, 3, 4, 5, 6 }, y[6] = {0};
-    comm_all_reduce(&one, GROUP_TP, x, 6, PHASE_FORWARD, -1);
-    comm_all_gather_cols(&one, GROUP_TP, x, y, 2, 3, PHASE_FORWARD, -1);
-    comm_reduce_scatter(&one, GROUP_WORLD, x, x, 6, PHASE_FORWARD, -1);
+    comm_all_reduce(&one, GROUP_TP, x, 6, DTYPE_F32, OP_SUM, PHASE_FORWARD, -1);
+    comm_all_gather_cols(&one, GROUP_TP, x, y, 2, 3, DTYPE_F32, PHASE_FORWARD, -1);
+    comm_reduce_scatter(&one, GROUP_WORLD, x, x, 6, DTYPE_F32, PHASE_FORWARD, -1);
     comm_barrier(&one, GROUP_WORLD, PHASE_OTHER, -1);
     for (int i = 0; i < 6; i++) CK(x[i] == (float)(i + 1) && y[i] == x[i], "single-process grid [%d]", i);
     CK(comm_stats_sum(&one, COMM_ANY, COMM_ANY, COMM_ANY, COMM_ANY).calls == 0, "single-process grid counted");
@@ -394,10 +394,10 @@ TEST(paper_7b_volumes) {
     v.account_float_bytes = 2;
     comm_set_n_layers(&v, 32);
     for (int l = 0; l < 32; l++) {   // BTP grouped: [bs,3r] [bs,r] [bs,2r] [bs,r]
-        comm_all_reduce(&v, GROUP_TP, NULL, bs * 3 * r, PHASE_FORWARD, l);
-        comm_all_reduce(&v, GROUP_TP, NULL, bs * r, PHASE_FORWARD, l);
-        comm_all_reduce(&v, GROUP_TP, NULL, bs * 2 * r, PHASE_FORWARD, l);
-        comm_all_reduce(&v, GROUP_TP, NULL, bs * r, PHASE_FORWARD, l);
+        comm_all_reduce(&v, GROUP_TP, NULL, bs * 3 * r, DTYPE_F32, OP_SUM, PHASE_FORWARD, l);
+        comm_all_reduce(&v, GROUP_TP, NULL, bs * r, DTYPE_F32, OP_SUM, PHASE_FORWARD, l);
+        comm_all_reduce(&v, GROUP_TP, NULL, bs * 2 * r, DTYPE_F32, OP_SUM, PHASE_FORWARD, l);
+        comm_all_reduce(&v, GROUP_TP, NULL, bs * r, DTYPE_F32, OP_SUM, PHASE_FORWARD, l);
     }
     CommStat btp = comm_stats_sum(&v, COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 7);
     CK(btp.calls == 4 && btp.elements == 7 * bs * r && btp.bytes == 14 * bs * r, "BTP layer: %llu elements",
@@ -405,13 +405,13 @@ TEST(paper_7b_volumes) {
     CK(fabs(btp.bytes / 1073741824.0 - 0.22) < 0.005, "BTP %.3f GiB per layer, paper 0.22 GB", btp.bytes / 1073741824.0);
     CK(comm_stats_sum(&v, COMM_ANY, COMM_ANY, COMM_ANY, COMM_ANY).bytes == 32 * 14 * bs * r, "32 layers");
     comm_stats_reset(&v);
-    comm_all_reduce(&v, GROUP_TP, NULL, bs * d, PHASE_FORWARD, 0);   // FullRank: 2 × [bs, d]
-    comm_all_reduce(&v, GROUP_TP, NULL, bs * d, PHASE_FORWARD, 0);
+    comm_all_reduce(&v, GROUP_TP, NULL, bs * d, DTYPE_F32, OP_SUM, PHASE_FORWARD, 0);   // FullRank: 2 × [bs, d]
+    comm_all_reduce(&v, GROUP_TP, NULL, bs * d, DTYPE_F32, OP_SUM, PHASE_FORWARD, 0);
     CommStat fr = comm_stats_sum(&v, COMM_ANY, PHASE_FORWARD, COMM_ANY, 0);
     CK(fabs(fr.bytes / 1073741824.0 - 0.25) < 0.005, "FullRank %.3f GiB, paper 0.25", fr.bytes / 1073741824.0);
     comm_stats_reset(&v);   // Vanilla: q k v o (d), gate up (d_ff), down (d)
     static const int widths_dff[7] = { 0, 0, 0, 0, 1, 1, 0 };
-    for (int i = 0; i < 7; i++) comm_all_reduce(&v, GROUP_TP, NULL, bs * (widths_dff[i] ? dff : d), PHASE_FORWARD, 0);
+    for (int i = 0; i < 7; i++) comm_all_reduce(&v, GROUP_TP, NULL, bs * (widths_dff[i] ? dff : d), DTYPE_F32, OP_SUM, PHASE_FORWARD, 0);
     CommStat va = comm_stats_sum(&v, COMM_ANY, PHASE_FORWARD, COMM_ANY, 0);
     CK(va.elements == bs * (5 * d + 2 * dff), "Vanilla elements");
     CK(fabs(va.bytes / 1073741824.0 - 1.32) < 0.03, "Vanilla %.3f GiB, paper 1.32 GB", va.bytes / 1073741824.0);
@@ -534,15 +534,15 @@ static void run_pipeline(PipeSchedule kind, int M, size_t n) {
                 if (gin[(size_t)m * n + j] != code(p + 1, m, 1, j)) { CK(0, "%s stage %d: gradient of mb %d wrong at %zu", schedule_name(kind), p, m, j); break; }
             for (size_t j = 0; j < n; j++) gout[(size_t)m * n + j] = code(p, m, 1, j);
             break;
-        case PA_RECV_FWD: comm_recv(c, GROUP_PP, in + (size_t)m * n, n, p - 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1); break;
-        case PA_SEND_FWD: comm_send(c, GROUP_PP, out + (size_t)m * n, n, p + 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1); break;
-        case PA_RECV_BWD: comm_recv(c, GROUP_PP, gin + (size_t)m * n, n, p + 1, PIPE_TAG_BWD, PHASE_PIPELINE, -1); break;
-        case PA_SEND_BWD: comm_send(c, GROUP_PP, gout + (size_t)m * n, n, p - 1, PIPE_TAG_BWD, PHASE_PIPELINE, -1); break;
+        case PA_RECV_FWD: comm_recv(c, GROUP_PP, in + (size_t)m * n, n, DTYPE_F32, p - 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1); break;
+        case PA_SEND_FWD: comm_send(c, GROUP_PP, out + (size_t)m * n, n, DTYPE_F32, p + 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1); break;
+        case PA_RECV_BWD: comm_recv(c, GROUP_PP, gin + (size_t)m * n, n, DTYPE_F32, p + 1, PIPE_TAG_BWD, PHASE_PIPELINE, -1); break;
+        case PA_SEND_BWD: comm_send(c, GROUP_PP, gout + (size_t)m * n, n, DTYPE_F32, p - 1, PIPE_TAG_BWD, PHASE_PIPELINE, -1); break;
         case PA_SEND_FWD_RECV_BWD:
-            comm_sendrecv(c, GROUP_PP, out + (size_t)m * n, n, p + 1, PIPE_TAG_FWD, gin + (size_t)m2 * n, n, p + 1, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
+            comm_sendrecv(c, GROUP_PP, out + (size_t)m * n, n, p + 1, PIPE_TAG_FWD, gin + (size_t)m2 * n, n, p + 1, PIPE_TAG_BWD, DTYPE_F32, PHASE_PIPELINE, -1);
             break;
         case PA_SEND_BWD_RECV_FWD:
-            comm_sendrecv(c, GROUP_PP, gout + (size_t)m * n, n, p - 1, PIPE_TAG_BWD, in + (size_t)m2 * n, n, p - 1, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            comm_sendrecv(c, GROUP_PP, gout + (size_t)m * n, n, p - 1, PIPE_TAG_BWD, in + (size_t)m2 * n, n, p - 1, PIPE_TAG_FWD, DTYPE_F32, PHASE_PIPELINE, -1);
             break;
         }
     }

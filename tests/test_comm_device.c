@@ -145,11 +145,11 @@ static void check_device_collectives(Comm *c) {
             float *d = up(h, nb * sizeof(float)), *dm = up(h2, nb * sizeof(float));
             double *dd = up(hd, nb * sizeof(double));
             uint16_t *db = up(hb, nb * 2), *dbm = up(hbm, nb * 2);
-            comm_all_reduce(c, G_, d, n, PHASE_FORWARD, -1);
-            comm_all_reduce_max(c, G_, dm, n, PHASE_FORWARD, -1);
-            comm_all_reduce_f64(c, G_, dd, n, PHASE_FORWARD, -1);
-            comm_all_reduce_ex(c, G_, db, n, DTYPE_BF16, OP_SUM, PHASE_FORWARD, -1);
-            comm_all_reduce_ex(c, G_, dbm, n, DTYPE_BF16, OP_MAX, PHASE_FORWARD, -1);
+            comm_all_reduce(c, G_, d, n, DTYPE_F32, OP_SUM, PHASE_FORWARD, -1);
+            comm_all_reduce(c, G_, dm, n, DTYPE_F32, OP_MAX, PHASE_FORWARD, -1);
+            comm_all_reduce(c, G_, dd, n, DTYPE_F64, OP_SUM, PHASE_FORWARD, -1);
+            comm_all_reduce(c, G_, db, n, DTYPE_BF16, OP_SUM, PHASE_FORWARD, -1);
+            comm_all_reduce(c, G_, dbm, n, DTYPE_BF16, OP_MAX, PHASE_FORWARD, -1);
             down(h, d, n * sizeof(float)); down(h2, dm, n * sizeof(float)); down(hd, dd, n * sizeof(double));
             down(hb, db, n * 2); down(hbm, dbm, n * 2);
             for (size_t i = 0; i < n; i++) {
@@ -171,8 +171,8 @@ static void check_device_collectives(Comm *c) {
             float *din = up(h, nb * sizeof(float));
             float *dout = dev_alloc(&dev, nb * s * sizeof(float)), *dip = dev_alloc(&dev, nb * s * sizeof(float));
             scramble(hptr(dip + (size_t)me * n), h, n * sizeof(float));
-            comm_all_gather(c, G_, din, dout, n, PHASE_FORWARD, -1);
-            comm_all_gather(c, G_, dip + (size_t)me * n, dip, n, PHASE_FORWARD, -1);
+            comm_all_gather(c, G_, din, dout, n, DTYPE_F32, PHASE_FORWARD, -1);
+            comm_all_gather(c, G_, dip + (size_t)me * n, dip, n, DTYPE_F32, PHASE_FORWARD, -1);
             down(h, dout, n * s * sizeof(float)); down(h2, dip, n * s * sizeof(float));
             for (int j = 0; j < s; j++)
                 for (size_t i = 0; i < n; i++) {
@@ -184,8 +184,8 @@ static void check_device_collectives(Comm *c) {
             // reduce-scatter: separate and in place
             for (size_t i = 0; i < n * (size_t)s; i++) h[i] = val(c->rank, i);
             float *rin = up(h, nb * s * sizeof(float)), *rip = up(h, nb * s * sizeof(float)), *rout = dev_alloc(&dev, nb * sizeof(float));
-            comm_reduce_scatter(c, G_, rin, rout, n, PHASE_BACKWARD, -1);
-            comm_reduce_scatter(c, G_, rip, rip, n, PHASE_BACKWARD, -1);
+            comm_reduce_scatter(c, G_, rin, rout, n, DTYPE_F32, PHASE_BACKWARD, -1);
+            comm_reduce_scatter(c, G_, rip, rip, n, DTYPE_F32, PHASE_BACKWARD, -1);
             down(h, rout, n * sizeof(float)); down(h2, rip, n * sizeof(float));
             for (size_t i = 0; i < n; i++) {
                 float e = 0;
@@ -198,7 +198,7 @@ static void check_device_collectives(Comm *c) {
             // broadcast from the last group rank
             for (size_t i = 0; i < n; i++) h[i] = val(c->rank, i);
             float *bc = up(h, nb * sizeof(float));
-            comm_broadcast(c, G_, bc, n, s - 1, PHASE_OTHER, -1);
+            comm_broadcast(c, G_, bc, n, DTYPE_F32, s - 1, PHASE_OTHER, -1);
             down(h, bc, n * sizeof(float));
             for (size_t i = 0; i < n; i++) CK(h[i] == val(member(c, G_, s - 1), i), "%s broadcast n=%zu [%zu]", gn, n, i);
             dfree(bc);
@@ -207,12 +207,12 @@ static void check_device_collectives(Comm *c) {
                 int right = (me + 1) % s, left = (me + s - 1) % s, peer = me ^ 1;
                 for (size_t i = 0; i < n; i++) { h[i] = val(c->rank, i); h2[i] = -1; }
                 float *sb = up(h, nb * sizeof(float)), *rb = up(h2, nb * sizeof(float));
-                comm_sendrecv(c, G_, sb, n, right, 5, rb, n, left, 5, PHASE_PIPELINE, -1);
+                comm_sendrecv(c, G_, sb, n, right, 5, rb, n, left, 5, DTYPE_F32, PHASE_PIPELINE, -1);
                 down(h2, rb, n * sizeof(float));
                 for (size_t i = 0; i < n; i++) CK(h2[i] == val(member(c, G_, left), i), "%s sendrecv n=%zu [%zu]", gn, n, i);
                 if (peer < s) {
-                    if (me % 2 == 0) { comm_send(c, G_, sb, n, peer, 7, PHASE_PIPELINE, -1); comm_recv(c, G_, rb, n, peer, 7, PHASE_PIPELINE, -1); }
-                    else { comm_recv(c, G_, rb, n, peer, 7, PHASE_PIPELINE, -1); comm_send(c, G_, sb, n, peer, 7, PHASE_PIPELINE, -1); }
+                    if (me % 2 == 0) { comm_send(c, G_, sb, n, DTYPE_F32, peer, 7, PHASE_PIPELINE, -1); comm_recv(c, G_, rb, n, DTYPE_F32, peer, 7, PHASE_PIPELINE, -1); }
+                    else { comm_recv(c, G_, rb, n, DTYPE_F32, peer, 7, PHASE_PIPELINE, -1); comm_send(c, G_, sb, n, DTYPE_F32, peer, 7, PHASE_PIPELINE, -1); }
                     down(h2, rb, n * sizeof(float));
                     for (size_t i = 0; i < n; i++) CK(h2[i] == val(member(c, G_, peer), i), "%s send/recv n=%zu [%zu]", gn, n, i);
                 }
@@ -225,7 +225,7 @@ static void check_device_collectives(Comm *c) {
         float *h = xmalloc(rows * cols * sizeof(float));
         for (size_t r = 0; r < rows; r++) for (size_t j = 0; j < cl; j++) h[r * cl + j] = val(c->rank, r * 10 + j);
         float *din = up(h, rows * cl * sizeof(float)), *dout = dev_alloc(&dev, rows * cols * sizeof(float));
-        comm_all_gather_cols(c, G_, din, dout, rows, cl, PHASE_FORWARD, -1);
+        comm_all_gather_cols(c, G_, din, dout, rows, cl, DTYPE_F32, PHASE_FORWARD, -1);
         down(h, dout, rows * cols * sizeof(float));
         for (size_t r = 0; r < rows; r++)
             for (int i = 0; i < s; i++)
@@ -405,7 +405,7 @@ TEST(nccl_switch_refuses_cleanly) {
     if (my_rank == 0) fprintf(stderr, "  (comm_use_nccl: %s)\n", why);
     // still communicates
     float x = 1;
-    comm_all_reduce(&G, GROUP_WORLD, &x, 1, PHASE_OTHER, -1);
+    comm_all_reduce(&G, GROUP_WORLD, &x, 1, DTYPE_F32, OP_SUM, PHASE_OTHER, -1);
     CK(x == (float)n_ranks, "all-reduce after the refusal: %g", x);
 }
 

@@ -61,7 +61,7 @@ YAML
 numbers_of() {  # what must not change: the configuration echo (paths dropped), each step's loss
     # and gradient norm, validation losses, communication counts; no timings, FLOP or MFU figures
     # (issue 19 unifies the FLOP convention, so FLOPs/token may move; nothing else may)
-    sed -E 's/^step +([0-9]+)\/([0-9]+) \| (loss [0-9.]+) \| lr ([^|]+)\| (norm +[0-9.]+) .*/step \1 of \2 \3 lr \4 \5/' "$1" |
+    sed -E -e 's/\(([0-9]+\.)?[0-9]+s\)/(Ns)/g' -e 's/^step +([0-9]+)\/([0-9]+) \| (loss [0-9.]+) \| lr ([^|]+)\| (norm +[0-9.]+) .*/step \1 of \2 \3 lr \4 \5/' "$1" |
         grep -v -E '/|^run |^overrides:'
 }
 

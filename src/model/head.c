@@ -37,7 +37,7 @@ void embed_backward(Model *mdl, void *dx0, const int32_t *tokens) {
     const void *dfull = dx0;
     if (btp_sharded(L)) {
         Scratch s; scratch_view(mdl, &s);
-        comm_all_gather_cols_ex(mdl->comm, GROUP_TP, dx0, s.dfull, (size_t)N, (size_t)dr,
+        comm_all_gather_cols(mdl->comm, GROUP_TP, dx0, s.dfull, (size_t)N, (size_t)dr,
                                 (CommDtype)mdl->comm_dtype, PHASE_BACKWARD, -1);
         dfull = s.dfull;
     }
@@ -65,7 +65,7 @@ double head_loss_forward(Model *mdl, Acts *A) {
     int N = mdl->N, d = c->d_model;
     bk_label(bk, PHASE_FORWARD, -1);
     if (btp_sharded(L))   // the hidden slices -> [N,d] for the replicated final norm
-        comm_all_gather_cols_ex(mdl->comm, GROUP_TP, A->x_final, A->x_full, (size_t)N, (size_t)L->d_res,
+        comm_all_gather_cols(mdl->comm, GROUP_TP, A->x_final, A->x_full, (size_t)N, (size_t)L->d_res,
                                 (CommDtype)mdl->comm_dtype, PHASE_FORWARD, -1);
     op_rmsnorm_forward(bk, A->xf, A->rstdf, A->x_full, mdl->w.final_norm, N, d, c->norm_eps);
     head_logits(mdl, A);
@@ -74,10 +74,10 @@ double head_loss_forward(Model *mdl, Acts *A) {
     const float *gmax = s.lmax;
     if (L->tp > 1) {
         op_copy(bk, s.gmax, s.lmax, (size_t)N, DT_F32);
-        comm_all_reduce_ex(mdl->comm, GROUP_TP, s.gmax, (size_t)N, DTYPE_F32, OP_MAX, PHASE_FORWARD, -1);
+        comm_all_reduce(mdl->comm, GROUP_TP, s.gmax, (size_t)N, DTYPE_F32, OP_MAX, PHASE_FORWARD, -1);
         op_xent_rescale(bk, s.sumexp, s.lmax, s.gmax, N);
-        comm_all_reduce_f64(mdl->comm, GROUP_TP, s.sumexp, (size_t)N, PHASE_FORWARD, -1);
-        comm_all_reduce_f64(mdl->comm, GROUP_TP, s.tlogit, (size_t)N, PHASE_FORWARD, -1);
+        comm_all_reduce(mdl->comm, GROUP_TP, s.sumexp, (size_t)N, DTYPE_F64, OP_SUM, PHASE_FORWARD, -1);
+        comm_all_reduce(mdl->comm, GROUP_TP, s.tlogit, (size_t)N, DTYPE_F64, OP_SUM, PHASE_FORWARD, -1);
         gmax = s.gmax;
     }
     return op_xent_loss(bk, A->losses, s.sumexp, gmax, s.tlogit, N);

@@ -197,11 +197,11 @@ Slots lax_p_from_u(Model *m, void *P_buf, size_t n, const Slots *U, LinearW *con
 // and the chain P -> U -> Û -> Z, its backward and the carry run replicated on full width.
 // Global layer 0 has no crossing: its backward needs only the slice S_i, no all-gather.
 static void gather_fwd(Model *m, void *P, const void *slice, int rl, int gl) {
-    comm_all_gather_cols_ex(m->comm, GROUP_TP, slice, P, (size_t)m->N, (size_t)rl, (CommDtype)m->comm_dtype,
+    comm_all_gather_cols(m->comm, GROUP_TP, slice, P, (size_t)m->N, (size_t)rl, (CommDtype)m->comm_dtype,
                             (CommPhase)m->fwd_phase, gl);
 }
 static void split_fwd_backward(Model *m, void *dZ, const void *slice, int rl, int gl) {
-    comm_all_gather_cols_ex(m->comm, GROUP_TP, slice, dZ, (size_t)m->N, (size_t)rl, (CommDtype)m->comm_dtype,
+    comm_all_gather_cols(m->comm, GROUP_TP, slice, dZ, (size_t)m->N, (size_t)rl, (CommDtype)m->comm_dtype,
                             PHASE_BACKWARD, gl);
 }
 

@@ -198,7 +198,7 @@ static void norm_down_backward(Model *mdl, const Bn *b, const void *P, const voi
         op_rowdot(bk, s->dot, s->da, s->xn, &slice);
     } else if (!mdl->boost.online_rmsnorm && mdl->boost.sync_norm_backward == SYNC_NORM_BWD_ALLREDUCE) {
         op_rowdot(bk, s->dot, s->da, s->xn, &slice);
-        comm_all_reduce_ex(mdl->comm, GROUP_TP, s->dot, (size_t)N, DTYPE_F32, OP_SUM, PHASE_BACKWARD, gl);
+        comm_all_reduce(mdl->comm, GROUP_TP, s->dot, (size_t)N, DTYPE_F32, OP_SUM, PHASE_BACKWARD, gl);
     } else {
         op_rowdot(bk, s->dot, dP, P, &b->v);                        // Σ over the replicated bottleneck
     }

@@ -14,7 +14,7 @@ static inline void copy_t(const Model *m, void *dst, const void *src, size_t n) 
 
 // The all-reduce (sum) of an activation buffer over the TP group, in the compute dtype.
 static inline void tp_all_reduce(Model *m, void *buf, size_t n, int phase, int layer) {
-    comm_all_reduce_ex(m->comm, GROUP_TP, buf, n, (CommDtype)m->comm_dtype, OP_SUM, (CommPhase)phase, layer);
+    comm_all_reduce(m->comm, GROUP_TP, buf, n, (CommDtype)m->comm_dtype, OP_SUM, (CommPhase)phase, layer);
 }
 
 // Products of a linear layer, y = x @ W with W [din, dout] (row-major, as the paper notes):

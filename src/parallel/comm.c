@@ -151,7 +151,7 @@ static void all_reduce_on(Comm *c, const CommBackend *be, const char *what, Comm
     count(c, COMM_ALL_REDUCE, phase, g, layer, n, acct_size(c, t),
           timer_stop(c, be, t0, COMM_ALL_REDUCE, phase, g, layer));
 }
-void comm_all_reduce_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
+void comm_all_reduce(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
                         CommPhase phase, int layer) {
     all_reduce_on(c, c->backend, "comm_all_reduce", g, buf, n, t, op, phase, layer);
 }
@@ -159,20 +159,8 @@ void comm_host_all_reduce(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t
                           CommPhase phase, int layer) {
     all_reduce_on(c, &comm_backend_mpi_host, "comm_host_all_reduce", g, buf, n, t, op, phase, layer);
 }
-void comm_all_reduce(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer) {
-    comm_all_reduce_ex(c, g, buf, n, DTYPE_F32, OP_SUM, phase, layer);
-}
-void comm_all_reduce_max(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer) {
-    comm_all_reduce_ex(c, g, buf, n, DTYPE_F32, OP_MAX, phase, layer);
-}
-void comm_all_reduce_f64(Comm *c, CommGroup g, double *buf, size_t n, CommPhase phase, int layer) {
-    comm_all_reduce_ex(c, g, buf, n, DTYPE_F64, OP_SUM, phase, layer);
-}
-void comm_all_reduce_max_f64(Comm *c, CommGroup g, double *buf, size_t n, CommPhase phase, int layer) {
-    comm_all_reduce_ex(c, g, buf, n, DTYPE_F64, OP_MAX, phase, layer);
-}
 
-void comm_all_gather_ex(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+void comm_all_gather(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
                         CommPhase phase, int layer) {
     check_call(c, "comm_all_gather", g, phase, layer);
     size_t gs = (size_t)c->size[g];
@@ -182,12 +170,8 @@ void comm_all_gather_ex(Comm *c, CommGroup g, const void *in, void *out, size_t 
     count(c, COMM_ALL_GATHER, phase, g, layer, n_chunk * gs, acct_size(c, t),
           timer_stop(c, c->backend, t0, COMM_ALL_GATHER, phase, g, layer));
 }
-void comm_all_gather(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
-                     CommPhase phase, int layer) {
-    comm_all_gather_ex(c, g, in, out, n_chunk, DTYPE_F32, phase, layer);
-}
 
-void comm_all_gather_cols_ex(Comm *c, CommGroup g, const void *in, void *out, size_t rows,
+void comm_all_gather_cols(Comm *c, CommGroup g, const void *in, void *out, size_t rows,
                              size_t cols_local, CommDtype t, CommPhase phase, int layer) {
     check_call(c, "comm_all_gather_cols", g, phase, layer);
     size_t gs = (size_t)c->size[g], blk = rows * cols_local, es = comm_dtype_size(t);
@@ -219,12 +203,8 @@ void comm_all_gather_cols_ex(Comm *c, CommGroup g, const void *in, void *out, si
     count(c, COMM_ALL_GATHER, phase, g, layer, blk * gs, acct_size(c, t),
           timer_stop(c, c->backend, t0, COMM_ALL_GATHER, phase, g, layer));
 }
-void comm_all_gather_cols(Comm *c, CommGroup g, const float *in, float *out, size_t rows,
-                          size_t cols_local, CommPhase phase, int layer) {
-    comm_all_gather_cols_ex(c, g, in, out, rows, cols_local, DTYPE_F32, phase, layer);
-}
 
-void comm_reduce_scatter_ex(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+void comm_reduce_scatter(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
                             CommPhase phase, int layer) {
     check_call(c, "comm_reduce_scatter", g, phase, layer);
     size_t gs = (size_t)c->size[g];
@@ -233,10 +213,6 @@ void comm_reduce_scatter_ex(Comm *c, CommGroup g, const void *in, void *out, siz
     if (live(c)) c->backend->reduce_scatter(c, g, in, out, n_chunk, t, OP_SUM);
     count(c, COMM_REDUCE_SCATTER, phase, g, layer, n_chunk * gs, acct_size(c, t),
           timer_stop(c, c->backend, t0, COMM_REDUCE_SCATTER, phase, g, layer));
-}
-void comm_reduce_scatter(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
-                         CommPhase phase, int layer) {
-    comm_reduce_scatter_ex(c, g, in, out, n_chunk, DTYPE_F32, phase, layer);
 }
 
 static void broadcast_on(Comm *c, const CommBackend *be, const char *what, CommGroup g, void *buf, size_t n,
@@ -250,16 +226,13 @@ static void broadcast_on(Comm *c, const CommBackend *be, const char *what, CommG
     count(c, COMM_BROADCAST, phase, g, layer, n, acct_size(c, t),
           timer_stop(c, be, t0, COMM_BROADCAST, phase, g, layer));
 }
-void comm_broadcast_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
+void comm_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
                        CommPhase phase, int layer) {
     broadcast_on(c, c->backend, "comm_broadcast", g, buf, n, t, root, phase, layer);
 }
 void comm_host_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
                          CommPhase phase, int layer) {
     broadcast_on(c, &comm_backend_mpi_host, "comm_host_broadcast", g, buf, n, t, root, phase, layer);
-}
-void comm_broadcast(Comm *c, CommGroup g, float *buf, size_t n, int root, CommPhase phase, int layer) {
-    comm_broadcast_ex(c, g, buf, n, DTYPE_F32, root, phase, layer);
 }
 
 static void check_peer(const Comm *c, const char *what, CommGroup g, int peer, int tag) {
@@ -278,17 +251,13 @@ static void send_on(Comm *c, const CommBackend *be, const char *what, CommGroup 
     count(c, COMM_SEND, phase, g, layer, n, acct_size(c, t),
           timer_stop(c, be, t0, COMM_SEND, phase, g, layer));
 }
-void comm_send_ex(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
+void comm_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
                   CommPhase phase, int layer) {
     send_on(c, c->backend, "comm_send", g, buf, n, t, peer, tag, phase, layer);
 }
 void comm_host_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
                     CommPhase phase, int layer) {
     send_on(c, &comm_backend_mpi_host, "comm_host_send", g, buf, n, t, peer, tag, phase, layer);
-}
-void comm_send(Comm *c, CommGroup g, const float *buf, size_t n, int peer, int tag,
-               CommPhase phase, int layer) {
-    comm_send_ex(c, g, buf, n, DTYPE_F32, peer, tag, phase, layer);
 }
 
 static void recv_on(Comm *c, const CommBackend *be, const char *what, CommGroup g, void *buf, size_t n,
@@ -300,7 +269,7 @@ static void recv_on(Comm *c, const CommBackend *be, const char *what, CommGroup 
     count(c, COMM_RECV, phase, g, layer, n, acct_size(c, t),
           timer_stop(c, be, t0, COMM_RECV, phase, g, layer));
 }
-void comm_recv_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
+void comm_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
                   CommPhase phase, int layer) {
     recv_on(c, c->backend, "comm_recv", g, buf, n, t, peer, tag, phase, layer);
 }
@@ -308,12 +277,8 @@ void comm_host_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int 
                     CommPhase phase, int layer) {
     recv_on(c, &comm_backend_mpi_host, "comm_host_recv", g, buf, n, t, peer, tag, phase, layer);
 }
-void comm_recv(Comm *c, CommGroup g, float *buf, size_t n, int peer, int tag,
-               CommPhase phase, int layer) {
-    comm_recv_ex(c, g, buf, n, DTYPE_F32, peer, tag, phase, layer);
-}
 
-void comm_sendrecv_ex(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, int dest, int send_tag,
+void comm_sendrecv(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, int dest, int send_tag,
                       void *recvbuf, size_t n_recv, int src, int recv_tag, CommDtype t,
                       CommPhase phase, int layer) {
     check_call(c, "comm_sendrecv", g, phase, layer);
@@ -325,10 +290,6 @@ void comm_sendrecv_ex(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, 
     // One exchange: its time is booked on the send row, the recv row gets the call and volume.
     count(c, COMM_SEND, phase, g, layer, n_send, acct_size(c, t), dt);
     count(c, COMM_RECV, phase, g, layer, n_recv, acct_size(c, t), 0.0);
-}
-void comm_sendrecv(Comm *c, CommGroup g, const float *sendbuf, size_t n_send, int dest, int send_tag,
-                   float *recvbuf, size_t n_recv, int src, int recv_tag, CommPhase phase, int layer) {
-    comm_sendrecv_ex(c, g, sendbuf, n_send, dest, send_tag, recvbuf, n_recv, src, recv_tag, DTYPE_F32, phase, layer);
 }
 
 void comm_barrier(Comm *c, CommGroup g, CommPhase phase, int layer) {

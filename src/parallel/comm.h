@@ -193,58 +193,44 @@ void comm_detach_device(Comm *c);
 // Resolve pending device timings into the table (waits for the timed calls to finish).
 void comm_flush_timing(Comm *c);
 
-// ---- operations (comm.c). Floats unless the name says otherwise. ----
-void comm_all_reduce(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer);      // sum
-void comm_all_reduce_max(Comm *c, CommGroup g, float *buf, size_t n, CommPhase phase, int layer);
-void comm_all_reduce_f64(Comm *c, CommGroup g, double *buf, size_t n, CommPhase phase, int layer); // sum
-void comm_all_reduce_max_f64(Comm *c, CommGroup g, double *buf, size_t n, CommPhase phase, int layer);
-void comm_all_reduce_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
-                        CommPhase phase, int layer);
+// ---- operations (comm.c) ----
+// One entry per collective; the element type is an argument (CommDtype t): DTYPE_F32 for
+// fp32 activations and gradients, DTYPE_BF16 for those of bf16 runs, DTYPE_F64 for fp64
+// sums (the head's softmax denominators), DTYPE_I32 / DTYPE_U8 for integer payloads.
+// n, n_chunk, rows, cols_local count elements of type t.
+// all-reduce in place over the group: op is OP_SUM, OP_MAX or OP_MIN.
+void comm_all_reduce(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
+                     CommPhase phase, int layer);
 // in [n_chunk] → out [g·n_chunk], chunk of group rank i at out + i·n_chunk.
 // in may be out + group_rank·n_chunk (in place); otherwise in and out must not overlap.
-void comm_all_gather(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
+void comm_all_gather(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
                      CommPhase phase, int layer);
 // Gather along the last dim: in [rows, cols_local] (this rank's column block) →
 // out [rows, g·cols_local], row-major, where group rank i's block occupies columns
 // [i·cols_local, (i+1)·cols_local). One all-gather into scratch [g, rows, cols_local], then a
 // local transpose of the blocks. Counted as one all-gather of rows·cols_local·g elements.
-void comm_all_gather_cols(Comm *c, CommGroup g, const float *in, float *out, size_t rows,
-                          size_t cols_local, CommPhase phase, int layer);
+void comm_all_gather_cols(Comm *c, CommGroup g, const void *in, void *out, size_t rows,
+                          size_t cols_local, CommDtype t, CommPhase phase, int layer);
 // in [g·n_chunk] → out [n_chunk] = Σ over the group of chunk group_rank of everyone's input.
 // in == out allowed (result in out's first n_chunk); otherwise they must not overlap.
-void comm_reduce_scatter(Comm *c, CommGroup g, const float *in, float *out, size_t n_chunk,
+void comm_reduce_scatter(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
                          CommPhase phase, int layer);
-void comm_broadcast(Comm *c, CommGroup g, float *buf, size_t n, int root, CommPhase phase, int layer);
-void comm_broadcast_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
-                       CommPhase phase, int layer);
+void comm_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root,
+                    CommPhase phase, int layer);
 // Blocking point to point; peer is a rank inside group g; 0 ≤ tag ≤ 32767.
-void comm_send(Comm *c, CommGroup g, const float *buf, size_t n, int peer, int tag,
+void comm_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
                CommPhase phase, int layer);
-void comm_recv(Comm *c, CommGroup g, float *buf, size_t n, int peer, int tag,
+void comm_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
                CommPhase phase, int layer);
 // Send to dest and receive from src at once (a deadlock-free exchange: the pipeline's
 // send-forward/receive-backward). Each half has its own tag, as in MPI_Sendrecv: the
 // peer's matching halves use the same tags (pipeline: activations PIPE_TAG_FWD, gradients
 // PIPE_TAG_BWD, whether sent alone or in an exchange). Counted as one send (n_send; the
 // exchange's seconds go here) and one recv (n_recv).
-void comm_sendrecv(Comm *c, CommGroup g, const float *sendbuf, size_t n_send, int dest, int send_tag,
-                   float *recvbuf, size_t n_recv, int src, int recv_tag, CommPhase phase, int layer);
+void comm_sendrecv(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, int dest, int send_tag,
+                   void *recvbuf, size_t n_recv, int src, int recv_tag, CommDtype t,
+                   CommPhase phase, int layer);
 void comm_barrier(Comm *c, CommGroup g, CommPhase phase, int layer);
-// The same operations on buffers of any CommDtype (the float versions above are these with
-// DTYPE_F32): activations and gradients of bf16 runs travel as DTYPE_BF16.
-void comm_all_gather_ex(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
-                        CommPhase phase, int layer);
-void comm_all_gather_cols_ex(Comm *c, CommGroup g, const void *in, void *out, size_t rows,
-                             size_t cols_local, CommDtype t, CommPhase phase, int layer);
-void comm_reduce_scatter_ex(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
-                            CommPhase phase, int layer);
-void comm_send_ex(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t, int peer, int tag,
-                  CommPhase phase, int layer);
-void comm_recv_ex(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
-                  CommPhase phase, int layer);
-void comm_sendrecv_ex(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, int dest, int send_tag,
-                      void *recvbuf, size_t n_recv, int src, int recv_tag, CommDtype t,
-                      CommPhase phase, int layer);
 
 // ---- operations on host memory ----
 // The location of a buffer is part of the call, not state of the Comm. The operations above

@@ -290,13 +290,13 @@ static const char *const kind_names[K_N] = { "all_reduce", "all_gather", "reduce
 static void one_call(Comm *c, int k, float *buf, float *out, size_t S) {
     size_t n = S / sizeof(float), g = (size_t)c->tp;
     switch (k) {
-    case K_AR: comm_all_reduce(c, GROUP_TP, buf, n, PHASE_OTHER, -1); break;
-    case K_AG: comm_all_gather(c, GROUP_TP, buf, out, n / g, PHASE_OTHER, -1); break;
-    case K_RS: comm_reduce_scatter(c, GROUP_TP, buf, out, n / g, PHASE_OTHER, -1); break;
+    case K_AR: comm_all_reduce(c, GROUP_TP, buf, n, DTYPE_F32, OP_SUM, PHASE_OTHER, -1); break;
+    case K_AG: comm_all_gather(c, GROUP_TP, buf, out, n / g, DTYPE_F32, PHASE_OTHER, -1); break;
+    case K_RS: comm_reduce_scatter(c, GROUP_TP, buf, out, n / g, DTYPE_F32, PHASE_OTHER, -1); break;
     default: {
         // pairs (0,1), (2,3): every rank sends S bytes and receives S bytes at once
         int peer = c->tp_rank ^ 1;
-        if (peer < c->tp) comm_sendrecv(c, GROUP_TP, buf, n, peer, 1, out, n, peer, 1, PHASE_OTHER, -1);
+        if (peer < c->tp) comm_sendrecv(c, GROUP_TP, buf, n, peer, 1, out, n, peer, 1, DTYPE_F32, PHASE_OTHER, -1);
         break;
     }
     }

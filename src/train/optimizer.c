@@ -68,11 +68,11 @@ void optimizer_reduce_grads(Optimizer *o, Model *mdl, int want_full) {
     Comm *c = o->comm;
     CommDtype ct = comm_dtype_of(o->bk->dtype);
     if (o->zero1 && !want_full) {
-        comm_reduce_scatter_ex(c, GROUP_DP, mdl->grads, mdl->grads, o->shard_len, ct, PHASE_OPTIMIZER, -1);
+        comm_reduce_scatter(c, GROUP_DP, mdl->grads, mdl->grads, o->shard_len, ct, PHASE_OPTIMIZER, -1);
         if (o->shard_off)   // the slice arrives at the front of the buffer (disjoint: off >= len)
             op_copy(o->bk, bk_at(o->bk, mdl->grads, o->shard_off), mdl->grads, o->shard_len, o->bk->dtype);
     } else {
-        comm_all_reduce_ex(c, GROUP_DP, mdl->grads, o->zero1 ? o->n_alloc : o->n_params, ct, OP_SUM, PHASE_OPTIMIZER, -1);
+        comm_all_reduce(c, GROUP_DP, mdl->grads, o->zero1 ? o->n_alloc : o->n_params, ct, OP_SUM, PHASE_OPTIMIZER, -1);
     }
 }
 
@@ -120,7 +120,7 @@ void optimizer_step(Optimizer *o, Model *mdl, const TrainConfig *tc, double lr, 
     o->grad_scale = 1.0f;   // used once: a step without optimizer_clip before it does not clip
     free(sp);
     if (o->zero1)   // every DP rank updated its slice; assemble the full parameters again
-        comm_all_gather_ex(o->comm, GROUP_DP, bk_at(o->bk, mdl->params, o->shard_off), mdl->params,
+        comm_all_gather(o->comm, GROUP_DP, bk_at(o->bk, mdl->params, o->shard_off), mdl->params,
                            o->shard_len, comm_dtype_of(o->bk->dtype), PHASE_OPTIMIZER, -1);
 }
 
@@ -130,7 +130,7 @@ static void family_to_host(Optimizer *o, const float *fam, float *dst_host) {
     if (!dst_host) return;
     if (!o->zero1) { op_to_host(o->bk, dst_host, fam, o->n_params, DT_F32); return; }
     float *full = bk_alloc(o->bk, o->n_alloc, DT_F32, MEM_WORK);
-    comm_all_gather_ex(o->comm, GROUP_DP, fam, full, o->shard_len, DTYPE_F32, PHASE_OTHER, -1);
+    comm_all_gather(o->comm, GROUP_DP, fam, full, o->shard_len, DTYPE_F32, PHASE_OTHER, -1);
     op_to_host(o->bk, dst_host, full, o->n_params, DT_F32);
     bk_free(o->bk, full, o->n_alloc, DT_F32, MEM_WORK);
 }

@@ -24,23 +24,23 @@ double step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, in
             h->backward(h->ctx, slot, a->mb);
             continue;
         case PA_RECV_FWD:
-            comm_recv_ex(c, GROUP_PP, model_stage_input(mdl, slot), n_act, t, prev, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            comm_recv(c, GROUP_PP, model_stage_input(mdl, slot), n_act, t, prev, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
             break;
         case PA_SEND_FWD:
-            comm_send_ex(c, GROUP_PP, model_stage_output(mdl, slot), n_act, t, next, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
+            comm_send(c, GROUP_PP, model_stage_output(mdl, slot), n_act, t, next, PIPE_TAG_FWD, PHASE_PIPELINE, -1);
             break;
         case PA_RECV_BWD:
-            comm_recv_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, t, next, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
+            comm_recv(c, GROUP_PP, model_stage_grad(mdl), n_act, t, next, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
             break;
         case PA_SEND_BWD:
-            comm_send_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, t, prev, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
+            comm_send(c, GROUP_PP, model_stage_grad(mdl), n_act, t, prev, PIPE_TAG_BWD, PHASE_PIPELINE, -1);
             break;
         case PA_SEND_FWD_RECV_BWD:   // the gradient arrives in the stage-gradient buffer
-            comm_sendrecv_ex(c, GROUP_PP, model_stage_output(mdl, slot), n_act, next, PIPE_TAG_FWD,
+            comm_sendrecv(c, GROUP_PP, model_stage_output(mdl, slot), n_act, next, PIPE_TAG_FWD,
                              model_stage_grad(mdl), n_act, next, PIPE_TAG_BWD, t, PHASE_PIPELINE, -1);
             break;
         case PA_SEND_BWD_RECV_FWD:
-            comm_sendrecv_ex(c, GROUP_PP, model_stage_grad(mdl), n_act, prev, PIPE_TAG_BWD,
+            comm_sendrecv(c, GROUP_PP, model_stage_grad(mdl), n_act, prev, PIPE_TAG_BWD,
                              model_stage_input(mdl, a->mb_recv % mdl->n_slots), n_act, prev,
                              PIPE_TAG_FWD, t, PHASE_PIPELINE, -1);
             break;

@@ -277,10 +277,10 @@ double trainer_validate(Trainer *tr) {
         loader_val_batch(&tr->loader, (uint64_t)i * tc->batch_size + (uint64_t)c->dp_rank * tr->B_local,
                          tr->B_local, tr->inputs, tr->targets);
         if (!mdl->lay.first_stage)
-            comm_recv_ex(c, GROUP_PP, model_stage_input(mdl, 0), n_act, t, c->pp_rank - 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
+            comm_recv(c, GROUP_PP, model_stage_input(mdl, 0), n_act, t, c->pp_rank - 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
         sum += model_stage_forward(mdl, 0, tr->inputs, tr->targets);
         if (!mdl->lay.last_stage)
-            comm_send_ex(c, GROUP_PP, model_stage_output(mdl, 0), n_act, t, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
+            comm_send(c, GROUP_PP, model_stage_output(mdl, 0), n_act, t, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
     }
     comm_host_all_reduce(c, GROUP_PP, &sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
     comm_host_all_reduce(c, GROUP_DP, &sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
