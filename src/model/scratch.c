@@ -10,7 +10,7 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
     size_t r = L->ra > L->rm ? L->ra : L->rm;
     memset(s, 0, sizeof *s);
     // first: the stage gradient (model_stage_grad); LaX: the carry right after it (one message)
-    size_t nlat = is_lax(c) ? lax_elems(mdl) : 0;
+    size_t nlat = mdl->kind->latent ? lax_elems(mdl) : 0;
     s->dx = carve(cv, N * dr + nlat, t);
     if (nlat) s->carry = at(mdl, s->dx, N * dr);
     s->da = carve(cv, N * (dr > d ? dr : d), t);
@@ -28,7 +28,7 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
         s->dzb = carve(cv, N * gr + N, t); s->dpb = carve(cv, N * gr + N, t);   // ≥ every btp_bn size
         s->dfull = carve(cv, N * d, t);
     }
-    if (nlat) {   // LaX (lax.c): the crossing's recompute and backward on full-width latents
+    if (nlat) {   // LaX (kind_lax.c): the crossing's recompute and backward on full-width latents
         size_t ra = (size_t)c->rank_attn, rm = (size_t)c->rank_mlp, r = ra > rm ? ra : rm;
         // a chunk's buffer: BTP's largest bottleneck, Vanilla-TP's one projection [N, r]
         size_t chunk = L->scheme == TP_BTP ? N * (3 * ra > 2 * rm ? 3 * ra : 2 * rm) + N : N * r;

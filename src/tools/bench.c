@@ -37,6 +37,7 @@
 #include "../core/rng.h"
 #include "../core/timer.h"
 #include "../model/model.h"
+#include "../model/kind.h"
 #include "../train/optimizer.h"
 #include "../train/trainer.h"
 
@@ -282,7 +283,7 @@ int main(int argc, char **argv) {
             for (int j = 0; j < N_SWITCHES; j++) if (!strcmp(tok, SWITCHES[j].name)) s = j;
             if (s < 0) die_input("--switches: unknown setting '%s' (see bench --help)", tok);
             for (int k = 0; k < n_kinds; k++) {
-                if (cfgs[k].model.linear == LINEAR_DENSE) continue;
+                if (!kind_of(&cfgs[k].model)->lowrank) continue;   // the switches need a bottleneck
                 if (n_runs == 32) die_input("--switches: too many runs");
                 cfgs[n_runs] = cfgs[k];
                 cfgs[n_runs].boost = SWITCHES[s].b;
