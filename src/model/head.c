@@ -3,7 +3,7 @@
 // sight. Under BTP with tp > 1 the residual stream is a d/tp column slice: the embedding's
 // full [N,d] output is cut to this rank's columns, and the last block's slices are
 // all-gathered before the (replicated) final norm.
-#include "model_internal.h"
+#include "drivers.h"
 
 static int btp_sharded(const Layout *L) { return L->scheme == TP_BTP && L->tp > 1; }
 

@@ -34,28 +34,6 @@
 // (the svd base without a norm)?
 static int lax_own_z(const ModelConfig *c) { return latent_silu(c) || c->lax_norm == LAX_NORM_LAYERNORM; }
 
-Lat lat_message(const Model *m, void *base) {
-    Lat t = {0};
-    size_t off = 0;
-    for (int p = 0; p < LX_N; p++) {
-        int w = lax_width(&m->lay, p);
-        t.z[p] = base ? at(m, base, off) : NULL;
-        t.ld[p] = w;
-        off += (size_t)m->N * w;
-    }
-    return t;
-}
-
-Slots lat_slots(const Model *m, const Lat *lat, int p0, int G, int r) {
-    Slots s = { .G = G, .N = m->N, .r = r, .ld = lat->ld[p0], .base = lat->z[p0] };
-    size_t es = dtype_size(m->bk->dtype);
-    for (int j = 0; j < G; j++) {
-        CHECK(lat->ld[p0 + j] == s.ld, "lat_slots: projections %d..%d have different strides", p0, p0 + G - 1);
-        s.off[j] = lat->z[p0] ? (size_t)((char *)lat->z[p0 + j] - (char *)lat->z[p0]) / es : (size_t)j * m->N * r;
-    }
-    return s;
-}
-
 static void lat_store(Model *m, const Lat *dst, const Slots *Z, int p0) {
     if (!dst) return;
     for (int j = 0; j < Z->G; j++)

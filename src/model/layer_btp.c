@@ -44,7 +44,7 @@
 // more, forward or backward), adds the carry after the dZ all-reduce, and gives the norm
 // backward's c-term P back as U − g(Z_prev) (bn_p). Under CKPT_LOWRANK the kept bottleneck
 // buffers hold what the kind keeps (LaX: U), from which Z is recomputed locally.
-#include "model_internal.h"
+#include "drivers.h"
 
 // The all-reduce(s) of a bottleneck over the TP group. fwd (phase = mdl->fwd_phase):
 // with_stat adds the [N] statistic to the call that carries it (grouped: the one call;

@@ -20,7 +20,7 @@
 // (kind_lax.c). Slice-local (identity gate, no norm): no collective more. Otherwise one all-gather
 // of P [N, r] per projection forward (gather_fwd; global layer 0 only when L ≥ 2) and one of
 // dZ backward in layers ≥ 1 (split_fwd), inside the kind's forward and backward (kind_lax.c).
-#include "model_internal.h"
+#include "drivers.h"
 
 // Forward collectives use mdl->fwd_phase: PHASE_FORWARD, or PHASE_RECOMPUTE while
 // boost.full_recompute replays the block in backward (model.c).

@@ -15,7 +15,7 @@
 // embedding, final norm, head and loss are in head.c. Activation checkpointing (mdl->ckpt,
 // docs/boost.md) decides what each layer keeps (carve_acts) and, for CKPT_FULL, replays
 // each block's forward before its backward (model_stage_backward).
-#include "model_internal.h"
+#include "drivers.h"
 #include "../core/check.h"
 
 // ---------------------------------------------------------------------------------

@@ -158,7 +158,7 @@ static inline Slots slots_of(void *base, const SlotView *v) {
     return s;
 }
 static inline Slots slots_like(const Slots *s, void *base) { Slots t = *s; t.base = base; return t; }
-// The message layout at base (NULL: no latents): Z_q|Z_k|...|Z_down, each [N, width] row-major.
+// scratch.c: the message layout at base (NULL: no latents): Z_q|Z_k|...|Z_down, each [N, width] row-major.
 Lat lat_message(const Model *m, void *base);
 // Slots p0 .. p0+G-1 of a Lat whose slots are consecutive blocks of one buffer (a message).
 Slots lat_slots(const Model *m, const Lat *lat, int p0, int G, int r);
@@ -188,23 +188,3 @@ void factor_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void
 // (paper notes §1), sharded by the scheme: Vanilla-TP splits A's columns and B's rows (over
 // r); BTP splits A's rows (d_in) and B's columns (d_out), never r.
 LinearW factor_take(ParamWalk *wk, const char *prefix, int din, int dout, int r);
-
-// head.c — the vocabulary-parallel embedding, LM head and loss (tp > 1: Megatron's
-// collectives; BTP: the residual's column slice and the all-gather of the last layer).
-void embed_forward(Model *mdl, void *x0, const int32_t *tokens);          // x0 [N,d_res]
-void embed_backward(Model *mdl, void *dx0, const int32_t *tokens);        // dx0 [N,d_res]
-double head_loss_forward(Model *mdl, Acts *A);                           // Σ token losses
-void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s); // -> s->dx
-
-// Megatron FullRank-TP (dense) / Vanilla-TP (low-rank) block; l is the local layer index.
-// LaX: prev = the latents this layer crosses with (NULL in global layer 0), out = where its
-// own latents also go (NULL: nowhere); the backward reads and rewrites s->carry.
-void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat *prev, const Lat *out);
-void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat *prev);
-
-// Bottleneck-aware TP block (layer_btp.c): same contract. The forward's collectives use
-// mdl->fwd_phase; under CKPT_LOWRANK the backward recomputes each chunk's interior from
-// the kept bottleneck buffers first (no collective).
-void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat *prev, const Lat *out);
-void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat *prev);
-

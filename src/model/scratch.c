@@ -1,6 +1,8 @@
 // scratch.c — the backward working set of one layer (Scratch, model_internal.h): carved from
-// one buffer, reused layer by layer and micro-batch by micro-batch.
+// one buffer, reused layer by layer and micro-batch by micro-batch; and the layout of a
+// latent message (Lat: the latents that travel with the residual, or their gradient).
 #include "model_internal.h"
+#include "../core/check.h"
 
 size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
     const ModelConfig *c = &mdl->cfg;
@@ -46,4 +48,26 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
 void scratch_view(const Model *mdl, Scratch *s) {
     Carve cv = { .base = mdl->scratch, .off = 0 };
     scratch_carve(&cv, s, mdl);
+}
+
+Lat lat_message(const Model *m, void *base) {
+    Lat t = {0};
+    size_t off = 0;
+    for (int p = 0; p < LX_N; p++) {
+        int w = lax_width(&m->lay, p);
+        t.z[p] = base ? at(m, base, off) : NULL;
+        t.ld[p] = w;
+        off += (size_t)m->N * w;
+    }
+    return t;
+}
+
+Slots lat_slots(const Model *m, const Lat *lat, int p0, int G, int r) {
+    Slots s = { .G = G, .N = m->N, .r = r, .ld = lat->ld[p0], .base = lat->z[p0] };
+    size_t es = dtype_size(m->bk->dtype);
+    for (int j = 0; j < G; j++) {
+        CHECK(lat->ld[p0 + j] == s.ld, "lat_slots: projections %d..%d have different strides", p0, p0 + G - 1);
+        s.off[j] = lat->z[p0] ? (size_t)((char *)lat->z[p0 + j] - (char *)lat->z[p0]) / es : (size_t)j * m->N * r;
+    }
+    return s;
 }
