@@ -88,6 +88,12 @@ const Kind *kind_of(const ModelConfig *m);
 
 extern const Kind kind_dense, kind_cola, kind_svd, kind_lax;
 
+// The entries a plain factor pair (cola, svd) takes from linear.c, in a Kind initializer.
+#define KIND_FACTOR_PAIR                                                                         \
+    .lowrank = 1, .latent = 0, .take = kind_factor_take, .forward = kind_factor_forward,          \
+    .backward = kind_factor_backward, .bn_input = kind_bn_input_kept, .linear_params = kind_factor_params, \
+    .linear_flops = kind_factor_flops, .describe = kind_describe_none
+
 // Shared by the low-rank kinds: a factor pair A [d_in, r], B [r, d_out] — r·(d_in + d_out)
 // parameters, and per token 2·r·d_in + 2·r·d_out FLOPs forward, twice that backward (σ is
 // elementwise: cola's sizes are svd's). In the Kind's signatures, for its table.
@@ -100,6 +106,8 @@ void kind_factor_forward(Model *m, void *y, LowRankActs *la, const void *x, cons
 void kind_factor_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                           const LinearW *w, int din, int dout, int r, int p, int gl, const struct Lat *prev,
                           struct Scratch *s, float beta_dx);
+// take of a plain factor pair (cola, svd): linear.c's factor_take.
+LinearW kind_factor_take(struct ParamWalk *wk, const char *prefix, int din, int dout, int r, int col_parallel, int layer);
 // bn_input of a kind whose kept bottleneck is P itself (cola, svd).
 const void *kind_bn_input_kept(Model *m, const struct Bn *b, int p0, void *P, LinearW *const *W, int gl,
                                const struct Lat *prev, struct Scratch *s);

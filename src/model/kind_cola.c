@@ -4,10 +4,6 @@
 // own buffer Z.
 #include "model_internal.h"
 
-static LinearW cola_take(ParamWalk *wk, const char *prefix, int din, int dout, int r, int col_parallel, int layer) {
-    (void)col_parallel; (void)layer;
-    return factor_take(wk, prefix, din, dout, r);
-}
 static int cola_own_z(const ModelConfig *c) { (void)c; return 1; }    // z = σ(h)
 
 // BTP: Z = σ(P) on the payload segments.
@@ -33,10 +29,6 @@ static void *cola_bn_backward(Model *m, const Bn *b, int p0, void *dZ, void *P, 
 }
 
 const Kind kind_cola = {
-    .name = "cola", .lowrank = 1, .silu = 1, .latent = 0,
-    .take = cola_take, .own_z = cola_own_z,
-    .forward = kind_factor_forward, .backward = kind_factor_backward,
+    .name = "cola", .silu = 1, KIND_FACTOR_PAIR, .own_z = cola_own_z,
     .bn_forward = cola_bn_forward, .bn_recompute = cola_bn_recompute, .bn_backward = cola_bn_backward,
-    .bn_input = kind_bn_input_kept,
-    .linear_params = kind_factor_params, .linear_flops = kind_factor_flops, .describe = kind_describe_none,
 };

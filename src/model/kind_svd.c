@@ -3,10 +3,6 @@
 // and every bottleneck hook is the identity.
 #include "model_internal.h"
 
-static LinearW svd_take(ParamWalk *wk, const char *prefix, int din, int dout, int r, int col_parallel, int layer) {
-    (void)col_parallel; (void)layer;
-    return factor_take(wk, prefix, din, dout, r);
-}
 static int svd_own_z(const ModelConfig *c) { (void)c; return 0; }     // z is h
 
 // BTP: Z is P, dP is dZ.
@@ -24,10 +20,6 @@ static void *svd_bn_backward(Model *m, const Bn *b, int p0, void *dZ, void *P, L
 }
 
 const Kind kind_svd = {
-    .name = "svd", .lowrank = 1, .silu = 0, .latent = 0,
-    .take = svd_take, .own_z = svd_own_z,
-    .forward = kind_factor_forward, .backward = kind_factor_backward,
+    .name = "svd", .silu = 0, KIND_FACTOR_PAIR, .own_z = svd_own_z,
     .bn_forward = svd_bn_forward, .bn_recompute = svd_bn_recompute, .bn_backward = svd_bn_backward,
-    .bn_input = kind_bn_input_kept,
-    .linear_params = kind_factor_params, .linear_flops = kind_factor_flops, .describe = kind_describe_none,
 };

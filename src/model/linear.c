@@ -66,3 +66,7 @@ void kind_factor_backward(Model *m, void *dx, LinearW *dw, const void *dy, const
     (void)p; (void)gl; (void)prev;
     factor_backward(m, dx, dw, dy, x, la, w, m->N, din, dout, r, s->dz, s->dh, beta_dx, m->kind->silu);
 }
+LinearW kind_factor_take(ParamWalk *wk, const char *prefix, int din, int dout, int r, int col_parallel, int layer) {
+    (void)col_parallel; (void)layer;
+    return factor_take(wk, prefix, din, dout, r);
+}
