@@ -1,7 +1,7 @@
 // kind.h — the interface of a linear kind (dense, cola, svd, lax, ...): everything that
 // differs between the kinds of linear layer lives in the kind's own file (kind_<name>.c),
-// behind this table; the drivers (model.c, params.c, linear.c, layer_*.c, scratch.c) and the
-// FLOP module call it and never test which kind they run.
+// behind this table; the drivers (model.c, params.c, layer_*.c, scratch.c) and the FLOP
+// module call it and never test which kind they run.
 //
 // To add a kind (docs/architecture.md walks through svd): write kind_<name>.c with its
 // `const Kind kind_<name>`, add one line to the registry (kind.c), give the model.linear key
@@ -9,7 +9,7 @@
 // the model, so the key's enum lives there), and add its tests.
 //
 // The kinds sit below the drivers (model_internal.h: helpers -> kinds -> drivers -> model):
-// a kind's file uses the shared helpers and nothing above them.
+// a kind's file uses the shared helpers and linear.c, nothing above them.
 #pragma once
 #include <stdint.h>
 #include "../config/config.h"
@@ -22,7 +22,7 @@ typedef struct Kind {
     // ---- data ------------------------------------------------------------------------------
     int lowrank;               // factors A [d_in, r], B [r, d_out] with a bottleneck of width r
                                // (else one W [d_in, d_out]); BTP and lowrank_ckpt need it
-    int silu;                  // σ = SiLU on the bottleneck (cola; the factor hooks of kind.c read it)
+    int silu;                  // σ = SiLU on the bottleneck (cola; linear.c's factor hooks read it)
     int latent;                // its latents cross layers (LaX, docs/lax.md): the drivers keep
                                // the previous layer's latents (z_prev), the carry and the
                                // latents of a pipeline message
