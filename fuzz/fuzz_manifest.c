@@ -5,6 +5,7 @@
 // refused with exit 2 or loaded; nothing else (an internal error, a crash, a hang).
 #include "fuzzlib.h"
 #include "../src/config/manifest.h"
+#include "../src/model/flops.h"
 
 // Loads the manifest at path (refused: back through the hook) and uses it as the tools do.
 static void fz_load_manifest(const char *path, const char *const *sets, int n_sets) {
@@ -14,7 +15,7 @@ static void fz_load_manifest(const char *path, const char *const *sets, int n_se
         char *json = config_to_json(&m->variants[i].config);
         free(json);
         (void)model_param_count(&m->variants[i].config.model);
-        (void)model_train_flops_per_token(&m->variants[i].config.model);
+        (void)flops_train_per_token(&m->variants[i].config.model);
     }
     manifest_free(m);
 }

@@ -73,9 +73,9 @@ expect_error only_lr_act_lax_svd "model.only_lr_act applies only to model.linear
 expect_error lax_bad_gate "model.lax_gate: expected one of identity, dense, kron, got 'diag'" 2 "$INFO" --set model.linear=lax --set model.lax_gate=diag
 y laxok 'model:\n  preset: cola-60m\n  linear: lax\n  only_lr_act: false\n'
 out=$("$INFO" --config "$TMP/laxok.yaml" 2>&1)
-if grep -q "42,799,168" <<<"$out" && grep -q "1.7176e+08" <<<"$out" && grep -q "LaX base cola, gate kron, norm layernorm" <<<"$out"
+if grep -q "42,799,168" <<<"$out" && grep -q "1.6674e+08" <<<"$out" && grep -q "LaX base cola, gate kron, norm layernorm" <<<"$out"
 then pass info_lax_cola60m
-else fail info_lax_cola60m "expected 42,799,168 params and 1.7176e+08 FLOPs/token (docs/lax.md §5); got: $(echo "$out" | grep -E 'param|FLOPs|LaX' | head -4)"; fi
+else fail info_lax_cola60m "expected 42,799,168 params and 1.6674e+08 FLOPs/token (model/flops.h); got: $(echo "$out" | grep -E 'param|FLOPs|LaX' | head -4)"; fi
 y warmup 'train:\n  steps: 10\n  warmup_steps: 20\n'
 expect_error warmup_gt_steps "train.warmup_steps = 20 exceeds train.steps = 10" 2 "$INFO" --config "$TMP/warmup.yaml"
 
@@ -174,8 +174,8 @@ expect_error unknown_argument "info: unknown argument '--bogus'" 2 "$INFO" --bog
 
 # ---- good paths -------------------------------------------------------------------------
 out=$("$INFO" --preset cola-60m --linear cola 2>&1)
-if grep -q "42,770,944" <<<"$out" && grep -q "1.7085e+08" <<<"$out"; then pass info_cola60m
-else fail info_cola60m "expected 42,770,944 params and 1.7085e+08 FLOPs/token; got: $(echo "$out" | grep -E 'param|FLOPs' | head -3)"; fi
+if grep -q "42,770,944" <<<"$out" && grep -q "1.6564e+08" <<<"$out"; then pass info_cola60m
+else fail info_cola60m "expected 42,770,944 params and 1.6564e+08 FLOPs/token; got: $(echo "$out" | grep -E 'param|FLOPs' | head -3)"; fi
 out=$("$INFO" --preset cola-60m --linear dense 2>&1)
 if grep -q "58,073,600" <<<"$out"; then pass info_cola60m_dense; else fail info_cola60m_dense "$(echo "$out" | grep param)"; fi
 all=$("$INFO" --all 2>&1)

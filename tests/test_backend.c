@@ -28,14 +28,14 @@ TEST(buffers_and_accounting) {
     float src[30], dst[15];
     for (int i = 0; i < 30; i++) src[i] = (float)i;
     for (int i = 0; i < 15; i++) dst[i] = -1.0f;
-    bk_copy2d(b, dst, 5, src + 2, 10, 3, 4, DT_F32);
+    op_copy2d(b, dst, 5, src + 2, 10, 3, 4, DT_F32);
     int ok = 1;
     for (int r = 0; r < 3; r++) {
         for (int c = 0; c < 4; c++) if (dst[r * 5 + c] != src[r * 10 + 2 + c]) ok = 0;
         if (dst[r * 5 + 4] != -1.0f) ok = 0;   // outside the block: untouched
     }
     EXPECT(ok, "copy2d");
-    bk_add2d(b, dst, 5, src + 2, 10, 3, 4);
+    op_add2d(b, dst, 5, src + 2, 10, 3, 4);
     ok = 1;
     for (int r = 0; r < 3; r++) for (int c = 0; c < 4; c++) if (dst[r * 5 + c] != 2 * src[r * 10 + 2 + c]) ok = 0;
     EXPECT(ok, "add2d");
@@ -62,8 +62,8 @@ TEST(bf16_round_to_nearest_even) {
     Rng r = { 5 };
     float src[257], back[257]; uint16_t mid[257];
     for (int i = 0; i < 257; i++) src[i] = (rng_uniform(&r) - 0.5f) * 1000.0f;
-    bk_cast(b, mid, DT_BF16, src, DT_F32, 257);
-    bk_cast(b, back, DT_F32, mid, DT_BF16, 257);
+    op_cast(b, mid, DT_BF16, src, DT_F32, 257);
+    op_cast(b, back, DT_F32, mid, DT_BF16, 257);
     int ok = 1;
     for (int i = 0; i < 257; i++) {
         if (mid[i] != bf16_from_f32(src[i])) ok = 0;

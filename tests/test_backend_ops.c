@@ -194,7 +194,7 @@ static void *upload(Backend *b, DevBuf *d, const Arg *a) {
     unsigned char *host = malloc(d->n * es);
     memset(host, SENTINEL, d->n * es);
     encode(host + GUARD * es, a->h, a->n, d->t);
-    bk_from_host(b, d->base, host, d->n, d->t);
+    op_from_host(b, d->base, host, d->n, d->t);
     free(host);
     return (char *)d->base + GUARD * es;
 }
@@ -202,7 +202,7 @@ static void *upload(Backend *b, DevBuf *d, const Arg *a) {
 static int download(Backend *b, const DevBuf *d, double *out) {
     size_t es = dtype_size(d->t), n = d->n - 2 * GUARD;
     unsigned char *host = malloc(d->n * es);
-    bk_to_host(b, host, d->base, d->n, d->t);
+    op_to_host(b, host, d->base, d->n, d->t);
     int ok = 1;
     for (size_t i = 0; i < GUARD * es; i++)
         if (host[i] != SENTINEL || host[(GUARD + n) * es + i] != SENTINEL) { ok = 0; break; }
@@ -224,7 +224,7 @@ static void run_case(Backend *b, const Case *c, Result *res) {
     memset(res, 0, sizeof *res);
     for (int i = 0; i < c->na; i++) p[i] = upload(b, &d[i], &c->a[i]);
     res->ret = c->call(b, p, c);
-    bk_sync(b);
+    op_sync(b);
     res->guards_ok = 1;
     for (int i = 0; i < c->na; i++) {
         res->v[i] = c->a[i].cmp ? malloc(sizeof(double) * c->a[i].n) : NULL;
@@ -258,16 +258,16 @@ static double norm_err(const double *a, const double *r, size_t n, size_t *worst
 
 // i = {rows, cols, lds, ldd}: p = src, dst
 static double call_copy2d(Backend *b, void *const *p, const Case *c) {
-    bk_copy2d(b, p[1], (size_t)c->i[3], p[0], (size_t)c->i[2], (size_t)c->i[0], (size_t)c->i[1], TYP(b));
+    op_copy2d(b, p[1], (size_t)c->i[3], p[0], (size_t)c->i[2], (size_t)c->i[0], (size_t)c->i[1], TYP(b));
     return 0;
 }
 static double call_add2d(Backend *b, void *const *p, const Case *c) {
-    bk_add2d(b, p[1], (size_t)c->i[3], p[0], (size_t)c->i[2], c->i[0], c->i[1]);
+    op_add2d(b, p[1], (size_t)c->i[3], p[0], (size_t)c->i[2], c->i[0], c->i[1]);
     return 0;
 }
 // i = {n, dst dtype, src dtype}: p = src, dst
 static double call_cast(Backend *b, void *const *p, const Case *c) {
-    bk_cast(b, p[1], (DType)c->i[1], p[0], (DType)c->i[2], (size_t)c->i[0]);
+    op_cast(b, p[1], (DType)c->i[1], p[0], (DType)c->i[2], (size_t)c->i[0]);
     return 0;
 }
 // i = {ta, tb, M, N, K, lda, ldb, ldc, offset}: f = {alpha, beta}: p = A, B, C (used from
@@ -999,10 +999,10 @@ static void *upload_drawn(Backend *b, const Arg *a, uint64_t seed, DevBuf *d) {
     draw_values(a, vals, k, seed);
     void *host = malloc(k * es);
     encode(host, vals, k, d->t);
-    bk_from_host(b, d->base, host, k, d->t);
+    op_from_host(b, d->base, host, k, d->t);
     for (size_t have = k; have < d->n; ) {
         size_t len = d->n - have < have ? d->n - have : have;
-        bk_copy(b, (char *)d->base + have * es, d->base, len, d->t);
+        op_copy(b, (char *)d->base + have * es, d->base, len, d->t);
         have += len;
     }
     free(vals); free(host);
@@ -1055,7 +1055,7 @@ static int run_timing(const char *path, const char *sizes, int reps, int tf32) {
                 for (int i = 0; i < c->na; i++) p[i] = upload_drawn(b, &c->a[i], 7919ull * (uint64_t)(ci + 1) + (uint64_t)i, &d[i]);
                 memset(&cap, 0, sizeof cap);
                 c->call(b, p, c);                       // warm-up (plans, tables, workspaces)
-                bk_sync(b);
+                op_sync(b);
                 backend_cuda_timer_start(b);
                 for (int r = 0; r < reps; r++) c->call(b, p, c);
                 double ms = backend_cuda_timer_stop(b) / reps;

@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "config/manifest.h"
+#include "model/flops.h"
 #include "testlib.h"
 
 TL_MAIN_DEFS
@@ -178,46 +179,47 @@ TEST(preset_shapes) {
 }
 
 TEST(flops_formula) {
-    // 6 * (matmul weights incl. LM head) + 12 * L * T * d
+    // model/flops.h: 6 * (matmul weights incl. LM head) + causal attention 7 * L * d * (T+1)
     // cola-60m dense: matmuls 8*(1,048,576 + 2,113,536) + 512*32000 = 25,296,896 + 16,384,000
-    //   = 41,680,896 -> x6 = 250,085,376; attention 12*8*256*512 = 12,582,912 -> 262,668,288
+    //   = 41,680,896 -> x6 = 250,085,376; attention 7*8*512*257 = 7,368,704 -> 257,454,080
     Config c = preset_cfg("cola-60m", "dense");
-    EXPECT(model_train_flops_per_token(&c.model) == 262668288.0, "dense: %.0f", model_train_flops_per_token(&c.model));
-    // cola: matmuls 8*(524,288 + 724,992) + 16,384,000 = 26,378,240 -> x6 = 158,269,440 + 12,582,912
+    EXPECT(flops_train_per_token(&c.model) == 257454080.0, "dense: %.0f", flops_train_per_token(&c.model));
+    // cola: matmuls 8*(524,288 + 724,992) + 16,384,000 = 26,378,240 -> x6 = 158,269,440 + 7,368,704
     c = preset_cfg("cola-60m", "cola");
-    EXPECT(model_train_flops_per_token(&c.model) == 170852352.0, "cola: %.0f", model_train_flops_per_token(&c.model));
+    EXPECT(flops_train_per_token(&c.model) == 165638144.0, "cola: %.0f", flops_train_per_token(&c.model));
     // tying the embeddings removes parameters but not the LM-head matmul
     Config t = c;
     t.model.tie_embeddings = 1;
-    EXPECT(model_train_flops_per_token(&t.model) == model_train_flops_per_token(&c.model), "tied flops differ");
+    EXPECT(flops_train_per_token(&t.model) == flops_train_per_token(&c.model), "tied flops differ");
     EXPECT(model_param_count(&c.model) - model_param_count(&t.model) == 512LL * 32000, "tied params");
-    // the attention term is linear in T
+    // the attention term is causal: doubling T adds 7*L*d*(513 - 257)
     Config u = c;
     u.model.seq_len *= 2;
-    EXPECT(model_train_flops_per_token(&u.model) - model_train_flops_per_token(&c.model) == 12.0 * 8 * 256 * 512,
+    EXPECT(flops_train_per_token(&u.model) - flops_train_per_token(&c.model) == 7.0 * 8 * 512 * 256,
            "attention term");
 }
 
 
 // LaX (docs/lax.md §4-§5): params(lax) = params(base) + (L−1)·(4·X(r_a) + 3·X(r_m)) and
-// flops(lax) = flops(base) + 6·(L−1)·(4·M(r_a) + 3·M(r_m)); the worked numbers of the doc's
+// flops(lax) = flops(base) + (L−1)·(4·G(r_a) + 3·G(r_m)) with G(r) the FLOPs the gate ops report
+// per token (model/flops.h: dense 6r² + 2r, kron 2r(3r1 + 4r2)); the parameters are the doc's
 // table (cola-60m: r 128, kron (8, 16); boost-7b: r 1024, kron (32, 32)). By hand, for the
 // default kron + layernorm: cola-60m X(128) = 8² + 16² + 2·128 = 576 and 7·7·576 = 28,224
-// parameters, M(128) = 128·24 = 3,072 and 6·7·7·3,072 = 903,168 FLOPs/token.
+// parameters, G(128) = 256·(24 + 64) = 22,528 and 7·7·22,528 = 1,103,872 FLOPs/token.
 TEST(lax_counts_worked_numbers) {
     struct { const char *preset, *gate, *norm; int64_t params; double flops; } v[] = {
-        {"cola-60m", "identity", "layernorm", 42783488LL, 170852352.0},
-        {"cola-60m", "identity", "none", 42770944LL, 170852352.0},
-        {"cola-60m", "dense", "layernorm", 43592576LL, 175669248.0},
-        {"cola-60m", "dense", "none", 43580032LL, 175669248.0},
-        {"cola-60m", "kron", "layernorm", 42799168LL, 171755520.0},
-        {"cola-60m", "kron", "none", 42786624LL, 171755520.0},
-        {"boost-7b", "identity", "layernorm", 2690308096LL, 22580035584.0},
-        {"boost-7b", "identity", "none", 2689863680LL, 22580035584.0},
-        {"boost-7b", "dense", "layernorm", 2918071296LL, 23945281536.0},
-        {"boost-7b", "dense", "none", 2917626880LL, 23945281536.0},
-        {"boost-7b", "kron", "layernorm", 2690752512LL, 22665363456.0},
-        {"boost-7b", "kron", "none", 2690308096LL, 22665363456.0},
+        {"cola-60m", "identity", "layernorm", 42783488LL, 165638144.0},
+        {"cola-60m", "identity", "none", 42770944LL, 165638144.0},
+        {"cola-60m", "dense", "layernorm", 43592576LL, 170467584.0},
+        {"cola-60m", "dense", "none", 43580032LL, 170467584.0},
+        {"cola-60m", "kron", "layernorm", 42799168LL, 166742016.0},
+        {"cola-60m", "kron", "none", 42786624LL, 166742016.0},
+        {"boost-7b", "identity", "layernorm", 2690308096LL, 19896598528.0},
+        {"boost-7b", "identity", "none", 2689863680LL, 19896598528.0},
+        {"boost-7b", "dense", "layernorm", 2918071296LL, 21262288896.0},
+        {"boost-7b", "dense", "none", 2917626880LL, 21262288896.0},
+        {"boost-7b", "kron", "layernorm", 2690752512LL, 19996147712.0},
+        {"boost-7b", "kron", "none", 2690308096LL, 19996147712.0},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         Config c;
@@ -228,9 +230,9 @@ TEST(lax_counts_worked_numbers) {
         snprintf(a, sizeof a, "model.lax_gate=%s", v[i].gate); config_set_override(&c, a);
         snprintf(a, sizeof a, "model.lax_norm=%s", v[i].norm); config_set_override(&c, a);
         config_finalize(&c);
-        EXPECT(model_param_count(&c.model) == v[i].params && model_train_flops_per_token(&c.model) == v[i].flops,
-               "%s lax %s %s: %lld params, %.0f FLOPs/token; the doc says %lld, %.0f", v[i].preset, v[i].gate, v[i].norm,
-               (long long)model_param_count(&c.model), model_train_flops_per_token(&c.model), (long long)v[i].params,
+        EXPECT(model_param_count(&c.model) == v[i].params && flops_train_per_token(&c.model) == v[i].flops,
+               "%s lax %s %s: %lld params, %.0f FLOPs/token; want %lld, %.0f", v[i].preset, v[i].gate, v[i].norm,
+               (long long)model_param_count(&c.model), flops_train_per_token(&c.model), (long long)v[i].params,
                v[i].flops);
         // the svd base has the same counts (σ and the base change no shape)
         config_set_override(&c, "model.lax_base=svd");
@@ -246,7 +248,7 @@ TEST(lax_counts_worked_numbers) {
     c.model.n_layers = 1;
     Config base = c; base.model.linear = LINEAR_COLA;
     EXPECT(model_param_count(&c.model) == model_param_count(&base.model) &&
-           model_train_flops_per_token(&c.model) == model_train_flops_per_token(&base.model), "L = 1: no crossing");
+           flops_train_per_token(&c.model) == flops_train_per_token(&base.model), "L = 1: no crossing");
     char *json = config_to_json(&c);
     EXPECT(strstr(json, "\"linear\": \"lax\"") && strstr(json, "\"lax_base\": \"cola\"") &&
            strstr(json, "\"lax_gate\": \"kron\"") && strstr(json, "\"lax_norm\": \"layernorm\""), "JSON: %s", json);

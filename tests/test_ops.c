@@ -838,9 +838,9 @@ TEST(lax_gates_gradcheck) {
 
 // The same ops through the bf16 CPU back end's table (bf16 storage, fp32 math, one rounding
 // per output): within bf16's resolution (2^-8 relative) of the fp32 results, padding untouched.
-static void to_bf16(Backend *b16, void *dst, const float *src, size_t n) { bk_cast(b16, dst, DT_BF16, src, DT_F32, n); }
+static void to_bf16(Backend *b16, void *dst, const float *src, size_t n) { op_cast(b16, dst, DT_BF16, src, DT_F32, n); }
 static float *from_bf16(Backend *b16, const void *src, size_t n) {
-    float *f = galloc(n); bk_cast(b16, f, DT_F32, src, DT_BF16, n); return f;
+    float *f = galloc(n); op_cast(b16, f, DT_F32, src, DT_BF16, n); return f;
 }
 TEST(lax_ops_bf16_table) {
     Backend *b16 = backend_cpu(DT_BF16);

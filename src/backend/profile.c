@@ -9,7 +9,7 @@
 static void on_begin(void *ctx, const OpInfo *op) {
     OpProfile *p = ctx;
     (void)op;
-    if (p->timed) { bk_sync(p->bk); p->t_begin = now_seconds(); }
+    if (p->timed) { op_sync(p->bk); p->t_begin = now_seconds(); }
 }
 
 static OpAggregate *find(OpProfile *p, const char *name, Phase phase) {
@@ -25,7 +25,7 @@ static OpAggregate *find(OpProfile *p, const char *name, Phase phase) {
 static void on_end(void *ctx, const OpInfo *op) {
     OpProfile *p = ctx;
     double dt = 0;
-    if (p->timed) { bk_sync(p->bk); dt = now_seconds() - p->t_begin; }
+    if (p->timed) { op_sync(p->bk); dt = now_seconds() - p->t_begin; }
     OpAggregate *a = find(p, op->name, op->phase);
     a->calls++; a->flops += op->flops; a->bytes += op->bytes; a->seconds += dt;
     if (p->keep_trace) {

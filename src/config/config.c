@@ -928,100 +928,12 @@ char *config_to_json(const Config *c) {
 }
 
 // ---------------------------------------------------------------------------------
-// Closed-form sizes
+// LaX's kron factor pair (the parameter and FLOP counts are the FLOP module's, model/flops.c)
 // ---------------------------------------------------------------------------------
-//
-// Notation: L layers, d = d_model, h heads, g = n_kv_heads, hd = d/h, kv = g*hd,
-// f = d_ff, V = vocab, T = seq_len, ra/rm = ranks of attention/MLP linears.
-// One linear d_in -> d_out:  lin = d_in*d_out (dense)  or  r*(d_in + d_out) (cola/svd:
-// A [d_in, r] and B [r, d_out]; SiLU and biases add no parameters).
-// Per layer:  q lin(d,d) + k lin(d,kv) + v lin(d,kv) + o lin(d,d)          (attention)
-//           + gate lin(d,f) + up lin(d,f) + down lin(f,d)                 (SwiGLU MLP)
-//           + 2d                                                           (two RMSNorm gains)
-// Model:      L * per_layer + d (final norm) + V*d (embedding) + [V*d LM head unless tied].
-//
-// Training FLOPs per token (Kaplan/Chinchilla/PaLM accounting): a matmul with P weights
-// costs 2P FLOPs per token forward and 4P backward (input grad + weight grad) = 6P.
-// P counts every matmul weight: the 7 linears of every layer (with low-rank layers, the
-// factor sizes r*(d_in+d_out) — the FLOPs of the two thin GEMMs) and the LM head d*V
-// (counted even when tied: the matmul still happens). The embedding lookup is a gather
-// (no FLOPs); norms, RoPE, SiLU, softmax are elementwise and ignored. Attention adds per
-// layer, per token: scores Q K^T 2*T*d and weighted sum P V 2*T*d forward (full TxT,
-// no causal halving, as in PaLM), x3 for forward+backward = 12*T*d.
-//   flops/token = 6 * (L * linears_per_layer + d*V) + 12 * L * T * d.
-
-static int64_t lin(int64_t din, int64_t dout, int64_t r, int dense) {
-    return dense ? din * dout : r * (din + dout);
-}
-
-static int64_t layer_linear_params(const ModelConfig *m) {
-    int dense = m->linear == LINEAR_DENSE;
-    int64_t d = m->d_model, f = m->d_ff;
-    int64_t g = m->n_kv_heads ? m->n_kv_heads : m->n_heads;
-    int64_t kv = g * (d / m->n_heads);
-    int64_t ra = m->rank_attn ? m->rank_attn : d / 4, rm = m->rank_mlp ? m->rank_mlp : d / 4;
-    int64_t attn = lin(d, d, ra, dense) + 2 * lin(d, kv, ra, dense) + lin(d, d, ra, dense);
-    int64_t mlp = 2 * lin(d, f, rm, dense) + lin(f, d, rm, dense);
-    return attn + mlp;
-}
-
-int64_t model_embedding_param_count(const ModelConfig *m) {
-    int64_t vd = (int64_t)m->vocab_size * m->d_model;
-    return m->tie_embeddings ? vd : 2 * vd;
-}
-
-// LaX (docs/lax.md §4-§5): layers 1 .. L-1 add to each of their 7 projections a crossing of
-// that projection's width r (r_a for q,k,v,o; r_m for gate,up,down), layer 0 none:
-//   params += (L-1)·(4·X(r_a) + 3·X(r_m)),  X(r) = gate(r) + norm(r)
-//     gate: identity 0 | dense r² + r | kron r1² + r2²      norm: layernorm 2r | none 0
-//   flops/token += 6·(L-1)·(4·M(r_a) + 3·M(r_m)),  M(r) = gate MACs per token:
-//     identity 0 | dense r² | kron r·(r1 + r2)   (two products on z viewed as [r1, r2])
-// The kron gate has r1² + r2² weights but r·(r1 + r2) MACs, so here "6 × matmul weights"
-// becomes "6 × MACs". The LayerNorm, bias, sum and σ are elementwise: not counted.
 void lax_kron_factors(int r, int *r1, int *r2) {
     int a = 1;
     for (int k = 1; (int64_t)k * k <= r; k++)
         if (r % k == 0) a = k;
     *r1 = a;
     *r2 = r / a;
-}
-
-int64_t lax_crossing_params(const ModelConfig *m, int64_t r) {
-    int64_t g = 0;
-    if (m->lax_gate == LAX_GATE_DENSE) g = r * r + r;
-    else if (m->lax_gate == LAX_GATE_KRON) {
-        int r1, r2;
-        lax_kron_factors((int)r, &r1, &r2);
-        g = (int64_t)r1 * r1 + (int64_t)r2 * r2;
-    }
-    return g + (m->lax_norm == LAX_NORM_LAYERNORM ? 2 * r : 0);
-}
-
-int64_t lax_crossing_macs(const ModelConfig *m, int64_t r) {
-    if (m->lax_gate == LAX_GATE_DENSE) return r * r;
-    if (m->lax_gate == LAX_GATE_KRON) {
-        int r1, r2;
-        lax_kron_factors((int)r, &r1, &r2);
-        return r * (r1 + r2);
-    }
-    return 0;
-}
-
-// Σ over the L-1 crossing layers of f(r) for the 7 projections (0 unless lax).
-static int64_t lax_total(const ModelConfig *m, int64_t (*f)(const ModelConfig *, int64_t)) {
-    if (m->linear != LINEAR_LAX || m->n_layers < 2) return 0;
-    int64_t ra = m->rank_attn ? m->rank_attn : m->d_model / 4, rm = m->rank_mlp ? m->rank_mlp : m->d_model / 4;
-    return (int64_t)(m->n_layers - 1) * (4 * f(m, ra) + 3 * f(m, rm));
-}
-
-int64_t model_param_count(const ModelConfig *m) {
-    int64_t d = m->d_model;
-    return (int64_t)m->n_layers * (layer_linear_params(m) + 2 * d) + d + model_embedding_param_count(m) +
-           lax_total(m, lax_crossing_params);
-}
-
-double model_train_flops_per_token(const ModelConfig *m) {
-    double matmul = (double)m->n_layers * (double)layer_linear_params(m) + (double)m->d_model * m->vocab_size +
-                    (double)lax_total(m, lax_crossing_macs);
-    return 6.0 * matmul + 12.0 * m->n_layers * (double)m->seq_len * m->d_model;
 }

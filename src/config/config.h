@@ -170,23 +170,11 @@ const char *linear_kind_name(LinearKind k);
 // Is `step` in a run.dump_steps list ("1,10" or "[1,10]")?
 int config_step_listed(const char *list, int step);
 
-// Closed-form sizes from the paper notes (independent of the parameter table, so a
-// test can check one against the other).
-int64_t model_param_count(const ModelConfig *m);
-// Training FLOPs per token: 6 * (matmul parameters incl. LM head) + 12 * L * T * d
-// (attention scores and weighted sum, forward+backward, full TxT as in PaLM/Chinchilla).
-double model_train_flops_per_token(const ModelConfig *m);
-
-// Parameters of the embedding table plus the (untied) LM head; "non-embedding" parameters
-// are model_param_count() minus this.
-int64_t model_embedding_param_count(const ModelConfig *m);
+// Parameter and FLOP counts: the FLOP module, model/flops.h.
 
 // LaX (docs/lax.md §4, §5). The kron gate's factor pair of a width r: r1·r2 = r, r1 the
 // largest divisor of r not above sqrt(r) (128 -> 8, 16; a prime r -> 1, r).
 void lax_kron_factors(int r, int *r1, int *r2);
-// Parameters of one crossing of width r (gate + norm) and its gate's multiply-adds per token.
-int64_t lax_crossing_params(const ModelConfig *m, int64_t r);
-int64_t lax_crossing_macs(const ModelConfig *m, int64_t r);
 // Has the low-rank bottleneck an activation σ = SiLU? cola, and lax on the cola base.
 static inline int latent_silu(const ModelConfig *m) {
     return m->linear == LINEAR_COLA || (m->linear == LINEAR_LAX && m->lax_base == LAX_BASE_COLA);

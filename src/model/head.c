@@ -3,7 +3,7 @@
 // sight. Under BTP with tp > 1 the residual stream is a d/tp column slice: the embedding's
 // full [N,d] output is cut to this rank's columns, and the last block's slices are
 // all-gathered before the (replicated) final norm.
-#include "model_internal.h"
+#include "drivers.h"
 
 static int btp_sharded(const Layout *L) { return L->scheme == TP_BTP && L->tp > 1; }
 
@@ -24,7 +24,7 @@ void embed_forward(Model *mdl, void *x0, const int32_t *tokens) {
     if (!btp_sharded(L)) { embed_full(mdl, x0, tokens); return; }
     Scratch s; scratch_view(mdl, &s);
     embed_full(mdl, s.dfull, tokens);                                    // [N,d]
-    bk_copy2d(mdl->bk, x0, (size_t)dr, at(mdl, s.dfull, (size_t)L->tp_rank * dr), (size_t)d,
+    op_copy2d(mdl->bk, x0, (size_t)dr, at(mdl, s.dfull, (size_t)L->tp_rank * dr), (size_t)d,
               (size_t)N, (size_t)dr, mdl->bk->dtype);
 }
 
@@ -73,7 +73,7 @@ double head_loss_forward(Model *mdl, Acts *A) {
     op_xent_forward(bk, s.lmax, s.sumexp, s.tlogit, A->logits, A->targets, N, L->V, L->v0);
     const float *gmax = s.lmax;
     if (L->tp > 1) {
-        bk_copy(bk, s.gmax, s.lmax, (size_t)N, DT_F32);
+        op_copy(bk, s.gmax, s.lmax, (size_t)N, DT_F32);
         comm_all_reduce(mdl->comm, GROUP_TP, s.gmax, (size_t)N, DTYPE_F32, OP_MAX, PHASE_FORWARD, -1);
         op_xent_rescale(bk, s.sumexp, s.lmax, s.gmax, N);
         comm_all_reduce(mdl->comm, GROUP_TP, s.sumexp, (size_t)N, DTYPE_F64, OP_SUM, PHASE_FORWARD, -1);
@@ -105,7 +105,7 @@ void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s) {
     if (btp_sharded(L)) {   // d(x_full) is replicated: keep this rank's column slice
         zero_t(mdl, s->dfull, (size_t)N * d);
         op_rmsnorm_backward(bk, s->dfull, mdl->dw.final_norm, s->da, A->x_full, mdl->w.final_norm, A->rstdf, N, d);
-        bk_copy2d(bk, s->dx, (size_t)dr, at(mdl, s->dfull, (size_t)L->tp_rank * dr), (size_t)d,
+        op_copy2d(bk, s->dx, (size_t)dr, at(mdl, s->dfull, (size_t)L->tp_rank * dr), (size_t)d,
                   (size_t)N, (size_t)dr, bk->dtype);
     } else {
         zero_t(mdl, s->dx, (size_t)N * dr);

@@ -38,36 +38,13 @@
 // The norm pieces (rowsumsq, rownorm, scale_rows, rowdot, sharded_rmsnorm_backward) are ops
 // of backend/ops.h: backend/cpu/rmsnorm_sharded.c states their arithmetic.
 //
-// LaX (docs/lax.md §6.3): after each bottleneck all-reduce P is full and replicated, and so is
-// the previous layer's latent, so the crossing U = P + g(Z_prev), the LayerNorm over r and σ
-// run locally on every rank (bn_latent_forward): no collective more, forward or backward. In
-// backward the carry dL/dZ is added after the dZ all-reduce (it is replicated), and the norm
-// backward's c-term gets P back as U − g(Z_prev) (bn_p). Under CKPT_LOWRANK the kept
-// bottleneck buffers hold U, from which Z (and the previous layer's Z) are recomputed locally.
-#include "model_internal.h"
-
-// ---- bottleneck buffers (layout: btp_bn) ---------------------------------------------
-// Number of contiguous payload segments: grouped = one of G·N·r, else G of N·r.
-static int bn_segments(const Bn *b, size_t *off, size_t *len) {
-    if (b->grouped) { off[0] = 0; *len = (size_t)b->v.G * b->v.N * b->v.r; return 1; }
-    for (int j = 0; j < b->v.G; j++) off[j] = b->v.off[j];
-    *len = (size_t)b->v.N * b->v.r;
-    return b->v.G;
-}
-// z = σ(p) on the payload (cola); svd: z aliases p, nothing to do.
-static void bn_act_forward(Model *mdl, const Bn *b, void *z, const void *p) {
-    if (mdl->cfg.linear != LINEAR_COLA || z == p) return;
-    size_t off[3], len; int ns = bn_segments(b, off, &len);
-    for (int i = 0; i < ns; i++) op_silu_forward(mdl->bk, at(mdl, z, off[i]), at(mdl, p, off[i]), len);
-}
-// dp = dz ⊙ σ'(p) on the payload (cola; dp overwritten); svd: returns dz itself.
-static void *bn_act_backward(Model *mdl, const Bn *b, void *dp, void *dz, const void *p) {
-    if (mdl->cfg.linear != LINEAR_COLA) return dz;
-    size_t off[3], len; int ns = bn_segments(b, off, &len);
-    for (int i = 0; i < ns; i++)
-        op_silu_backward(mdl->bk, at(mdl, dp, off[i]), at(mdl, dz, off[i]), at(mdl, p, off[i]), len);
-    return dp;
-}
+// What happens at a bottleneck between its all-reduce and the up factor is the linear kind's
+// (kind.h bn_*): σ(P) for cola, nothing for svd; LaX (docs/lax.md §6.3, kind_lax.c) crosses
+// the replicated P with the previous layer's latent there, locally on every rank (no collective
+// more, forward or backward), adds the carry after the dZ all-reduce, and gives the norm
+// backward's c-term P back as U − g(Z_prev) (bn_p). Under CKPT_LOWRANK the kept bottleneck
+// buffers hold what the kind keeps (LaX: U), from which Z is recomputed locally.
+#include "drivers.h"
 
 // The all-reduce(s) of a bottleneck over the TP group. fwd (phase = mdl->fwd_phase):
 // with_stat adds the [N] statistic to the call that carries it (grouped: the one call;
@@ -80,49 +57,28 @@ static void bn_all_reduce(Model *mdl, const Bn *b, void *buf, int with_stat, int
         tp_all_reduce(mdl, at(mdl, buf, b->v.off[j]), nr + (j == 0 ? ns : 0), phase, gl);
 }
 
-// ---- LaX hooks (lax.c): identities for cola and svd --------------------------------------
-// Z from the all-reduced P: σ(P); LaX: the crossing U = P + g(Z_prev) in place (layers ≥ 1),
-// Z = σ(LN(U)), and Z also into `out` (the next stage's or the next layer's latents).
+// ---- the kind's hooks at a bottleneck (kind.h): σ for cola, nothing for svd, the crossing
+// for LaX (kind_lax.c) -------------------------------------------------------------------------
 static void bn_latent_forward(Model *mdl, const Bn *b, int p0, void *Z, void *P, LinearW *const *W, int gl,
                               const Lat *prev, const Lat *out) {
-    if (!is_lax(&mdl->cfg)) { bn_act_forward(mdl, b, Z, P); return; }
-    Slots U = slots_of(P, &b->v), Zs = slots_of(Z, &b->v);
-    const Slots *Zp = z_own(&mdl->cfg) ? &Zs : &U;
-    if (gl >= 1) lax_cross_add(mdl, &U, W, prev, p0);
-    lax_latent(mdl, Zp, &U, W, gl >= 1);
-    lat_store(mdl, out, Zp, p0);
+    mdl->kind->bn_forward(mdl, b, p0, Z, P, W, gl, prev, out);
 }
-// The same from a kept bottleneck (CKPT_LOWRANK recompute; LaX: it holds U): Z = σ(LN(U)).
 static void bn_latent_recompute(Model *mdl, const Bn *b, void *Z, void *U, LinearW *const *W, int gl) {
-    if (!is_lax(&mdl->cfg)) { bn_act_forward(mdl, b, Z, U); return; }
-    Slots Us = slots_of(U, &b->v), Zs = slots_of(Z, &b->v);
-    lax_latent(mdl, z_own(&mdl->cfg) ? &Zs : &Us, &Us, W, gl >= 1);
+    mdl->kind->bn_recompute(mdl, b, Z, U, W, gl);
 }
-// dP from the all-reduced dZ: dZ ⊙ σ'(P); LaX: dZ += the carry first (replicated, so after
-// the all-reduce), then the latent's and the crossing's backward, which leaves dL/dZ_prev in
-// the carry. Returns dP, laid out like the bottleneck.
 static void *bn_latent_backward(Model *mdl, const Bn *b, int p0, void *dZ, void *U, LinearW *const *W,
                                 LinearW *const *dW, int gl, const Lat *prev, Scratch *s) {
-    if (!is_lax(&mdl->cfg)) return bn_act_backward(mdl, b, s->dpb, dZ, U);
-    Lat carry = lat_message(mdl, s->carry);
-    Slots dZs = slots_of(dZ, &b->v), Us = slots_of(U, &b->v);
-    for (int j = 0; j < b->v.G; j++)
-        bk_add2d(mdl->bk, slot_at(mdl, &dZs, j), (size_t)b->v.ld, carry.z[p0 + j], (size_t)carry.ld[p0 + j], b->v.N, b->v.r);
-    return lax_latent_backward(mdl, s->dpb, &dZs, &Us, W, dW, gl >= 1, prev, &carry, p0).base;
+    return mdl->kind->bn_backward(mdl, b, p0, dZ, U, W, dW, gl, prev, s);
 }
-// The bottleneck P = RMSNorm(x) @ A that norm_down_backward's c-term needs: the kept buffer
-// itself, or with LaX in layers ≥ 1 U − g(Z_prev) (one subtraction: fp32 rounding only).
 static const void *bn_p(Model *mdl, const Bn *b, int p0, void *U, LinearW *const *W, int gl, const Lat *prev,
                         Scratch *s) {
-    if (!is_lax(&mdl->cfg) || gl < 1) return U;
-    Slots Us = slots_of(U, &b->v);
-    return lax_p_from_u(mdl, s->lp, b->size, &Us, W, prev, p0).base;
+    return mdl->kind->bn_input(mdl, b, p0, U, W, gl, prev, s);
 }
 
 // Concatenate the local A's [dr, r] of a group into acat [dr, G·r] (grouping).
 static void concat_A(Model *mdl, void *acat, LinearW *const *A, int G, int dr, int r) {
     for (int j = 0; j < G; j++)
-        bk_copy2d(mdl->bk, at(mdl, acat, (size_t)j * r), (size_t)G * r, A[j]->A, (size_t)r, (size_t)dr, (size_t)r,
+        op_copy2d(mdl->bk, at(mdl, acat, (size_t)j * r), (size_t)G * r, A[j]->A, (size_t)r, (size_t)dr, (size_t)r,
                   mdl->bk->dtype);
 }
 
@@ -184,7 +140,7 @@ static void norm_down_backward(Model *mdl, const Bn *b, const void *P, const voi
         concat_A(mdl, s->acat, A, G, dr, r);
         op_gemm(bk, TR_T, TR_N, dr, G * r, N, 1.0f, s->xn, dr, dP, b->v.ld, 0.0f, s->dacat, G * r);
         for (int j = 0; j < G; j++)
-            bk_add2d(bk, dA[j]->A, (size_t)r, at(mdl, s->dacat, (size_t)j * r), (size_t)G * r, dr, r);
+            op_add2d(bk, dA[j]->A, (size_t)r, at(mdl, s->dacat, (size_t)j * r), (size_t)G * r, dr, r);
         op_gemm(bk, TR_N, TR_T, N, dr, G * r, 1.0f, dP, b->v.ld, s->acat, G * r, 0.0f, s->da, dr);
     } else {
         for (int j = 0; j < G; j++) {
@@ -350,17 +306,4 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
     dP = bn_latent_backward(mdl, &bq, LX_Q, s->dzb, la->pqkv, Wqkv, dWqkv, gl, prev, s);
     norm_down_backward(mdl, &bq, bn_p(mdl, &bq, LX_Q, la->pqkv, Wqkv, gl, prev, s), dP, la->x, w->input_norm,
                        Wqkv, dWqkv, dw->input_norm, s->dx, gl, s);   // s->dx = d(x)
-}
-
-void btp_latents_recompute(Model *mdl, LayerActs *la, int l, const Lat *dst) {
-    LayerW *w = &mdl->w.layers[l];
-    int gl = mdl->lay.layer_begin + l;
-    Bn b[4] = { bn_qkv(mdl), bn_o(mdl), bn_gu(mdl), bn_down(mdl) };
-    void *U[4] = { la->pqkv, la->po, la->pgu, la->pd };
-    int p0[4] = { LX_Q, LX_O, LX_GATE, LX_DOWN };
-    LinearW *W[4][3] = { { &w->q, &w->k, &w->v }, { &w->o }, { &w->gate, &w->up }, { &w->down } };
-    for (int c = 0; c < 4; c++) {
-        Slots Us = slots_of(U[c], &b[c].v), Z = lat_slots(mdl, dst, p0[c], b[c].v.G, b[c].v.r);
-        lax_latent(mdl, &Z, &Us, W[c], gl >= 1);
-    }
 }

@@ -17,31 +17,26 @@
 // At tp = 1 every collective is a no-op on a group of one and is not counted.
 //
 // LaX (docs/lax.md §6.2): each projection's latent crosses with the previous layer's
-// (lax.c). Slice-local (identity gate, no norm): no collective more. Otherwise one all-gather
+// (kind_lax.c). Slice-local (identity gate, no norm): no collective more. Otherwise one all-gather
 // of P [N, r] per projection forward (gather_fwd; global layer 0 only when L ≥ 2) and one of
-// dZ backward in layers ≥ 1 (split_fwd), inside lax_linear_*.
-#include "model_internal.h"
+// dZ backward in layers ≥ 1 (split_fwd), inside the kind's forward and backward (kind_lax.c).
+#include "drivers.h"
 
 // Forward collectives use mdl->fwd_phase: PHASE_FORWARD, or PHASE_RECOMPUTE while
 // boost.full_recompute replays the block in backward (model.c).
 static void g_forward(Model *mdl, void *buf, size_t n, int layer) { tp_all_reduce(mdl, buf, n, mdl->fwd_phase, layer); }
 static void f_backward(Model *mdl, void *buf, size_t n, int layer) { tp_all_reduce(mdl, buf, n, PHASE_BACKWARD, layer); }
 
-// One projection: the plain low-rank/dense linear, or the LaX one (p: its index LX_*).
+// One projection: its kind's local math (kind.h), p its index LX_* (a latent kind crosses it
+// with the same projection of the previous layer).
 static void lin_forward(Model *mdl, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout,
                         int r, int p, int gl, const Lat *prev, const Lat *out) {
-    if (is_lax(&mdl->cfg)) lax_linear_forward(mdl, y, la, x, w, din, dout, p, gl, prev, out);
-    else linear_forward(mdl, y, la, x, w, mdl->N, din, dout, r);
+    mdl->kind->forward(mdl, y, la, x, w, din, dout, r, p, gl, prev, out);
 }
 static void lin_backward(Model *mdl, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                          const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, Scratch *s,
                          float beta_dx) {
-    if (is_lax(&mdl->cfg)) {
-        Lat carry = lat_message(mdl, s->carry);
-        lax_linear_backward(mdl, dx, dw, dy, x, la, w, din, dout, p, gl, prev, &carry, beta_dx);
-    } else {
-        linear_backward(mdl, dx, dw, dy, x, la, w, mdl->N, din, dout, r, s->dz, s->dh, beta_dx);
-    }
+    mdl->kind->backward(mdl, dx, dw, dy, x, la, w, din, dout, r, p, gl, prev, s, beta_dx);
 }
 
 void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat *prev, const Lat *out) {
@@ -51,7 +46,7 @@ void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const
     LayerW *w = &mdl->w.layers[l];
     int gl = L->layer_begin + l;                  // global layer index (accounting)
     int N = mdl->N, d = c->d_model;
-    int lr = is_lowrank(c);
+    int lr = mdl->kind->lowrank;               // low-rank: every linear's output is a partial sum over r
     size_t Nd = (size_t)N * d;
 
     // ---- attention -------------------------------------------------------------------
@@ -94,7 +89,7 @@ void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const
     LayerW *w = &mdl->w.layers[l], *dw = &mdl->dw.layers[l];
     int gl = L->layer_begin + l;
     int N = mdl->N, d = c->d_model;
-    int lr = is_lowrank(c);
+    int lr = mdl->kind->lowrank;               // low-rank: every linear's output is a partial sum over r
     size_t Nd = (size_t)N * d, Nff = (size_t)N * L->dff;
 
     // ---- MLP: s->dx passes through the residual to x_mid unchanged ------------------

@@ -7,25 +7,25 @@
 //   m = RMSNorm(x_mid)                  g,u = lin_gate(m), lin_up(m)
 //   gu = (SiLU(g) or g) * u             x_out = x_mid + lin_down(gu)
 // lin(x) is x@W (dense), σ(x@A)@B (cola, σ = SiLU), (x@A)@B (svd) or, with LaX, σ(LN(x@A +
-// g(z_prev)))@B where z_prev is the same projection's latent in the previous layer (lax.c,
-// docs/lax.md: the latents flow layer to layer and stage to stage). The blocks of each
+// g(z_prev)))@B where z_prev is the same projection's latent in the previous layer (kind_lax.c,
+// docs/lax.md: the latents flow layer to layer and stage to stage). What differs between the
+// kinds is behind kind.h; this file and the drivers never test which kind they run. The blocks of each
 // tensor-parallel scheme live in layer_<scheme>.c with their collectives in plain sight:
 // layer_megatron.c (FullRank-TP / Vanilla-TP), layer_btp.c (bottleneck-aware TP). The
 // embedding, final norm, head and loss are in head.c. Activation checkpointing (mdl->ckpt,
 // docs/boost.md) decides what each layer keeps (carve_acts) and, for CKPT_FULL, replays
 // each block's forward before its backward (model_stage_backward).
-#include "model_internal.h"
+#include "drivers.h"
 #include "../core/check.h"
 
 // ---------------------------------------------------------------------------------
 // Carving: one buffer per family, two passes (count with base == NULL, then assign).
 static LowRankActs carve_lowrank(Carve *cv, const Model *mdl, int r) {
     LowRankActs a = {0};
-    const ModelConfig *c = &mdl->cfg;
-    if (!is_lowrank(c)) return a;
+    if (!mdl->kind->lowrank) return a;
     DType t = mdl->bk->dtype;
     a.h = carve(cv, (size_t)mdl->N * r, t);
-    a.z = z_own(c) ? carve(cv, (size_t)mdl->N * r, t) : a.h;  // svd: z aliases h
+    a.z = mdl->kind->own_z(&mdl->cfg) ? carve(cv, (size_t)mdl->N * r, t) : a.h;  // svd: z aliases h
     return a;
 }
 static float *carve_lse(Carve *cv, const Model *mdl) {
@@ -34,12 +34,12 @@ static float *carve_lse(Carve *cv, const Model *mdl) {
 // One layer's activations but its input x, everything kept (CKPT_NONE; also the one-block
 // working set of CKPT_FULL), for this layout's scheme.
 static void carve_layer(Carve *cv, LayerActs *la, const Model *mdl) {
-    const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
     DType t = mdl->bk->dtype;
     size_t N = (size_t)mdl->N, dr = L->d_res;
-    int cola = z_own(c);          // z has its own buffer (cola; LaX but svd without a norm)
-    int ra = is_lax(c) ? L->lra : L->ra, rm = is_lax(c) ? L->lrm : L->rm;   // latent widths
+    int cola = mdl->kind->own_z(&mdl->cfg);   // z has its own buffer (cola; LaX but svd without a norm)
+    int latent = mdl->kind->latent;
+    int ra = latent ? L->lra : L->ra, rm = latent ? L->lrm : L->rm;   // widths of h, z (a latent's)
     memset(la, 0, sizeof *la);
     if (L->scheme == TP_BTP) {
         Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
@@ -79,9 +79,9 @@ static void carve_lowrank_work(Carve *cv, LayerActs *w, const Model *mdl) {
     const Layout *L = &mdl->lay;
     DType t = mdl->bk->dtype;
     size_t N = (size_t)mdl->N;
-    int cola = z_own(&mdl->cfg);
+    int cola = mdl->kind->own_z(&mdl->cfg);
     memset(w, 0, sizeof *w);
-    if (is_lax(&mdl->cfg)) w->zin = carve(cv, lax_elems(mdl), t);
+    if (mdl->kind->latent) w->zin = carve(cv, lax_elems(mdl), t);
     if (cola) { w->zo = carve(cv, bn_o(mdl).size, t); w->zd = carve(cv, bn_down(mdl).size, t); }
     size_t start = cv->off;
     if (cola) w->zqkv = carve(cv, bn_qkv(mdl).size, t);
@@ -105,7 +105,7 @@ static void carve_acts(Carve *cv, Acts *A, const Model *mdl) {
     A->inputs = carve(cv, N, DT_I32);
     A->targets = carve(cv, N, DT_I32);
     // LaX: a stage's input and output messages carry the latents right after the residual
-    size_t nlat = is_lax(c) && L->pp > 1 ? lax_elems(mdl) : 0;
+    size_t nlat = mdl->kind->latent && L->pp > 1 ? lax_elems(mdl) : 0;
     A->lat_in = A->lat_out = NULL;
     for (int l = 0; l < L->layer_end - L->layer_begin; l++) {
         LayerActs la;
@@ -116,7 +116,7 @@ static void carve_acts(Carve *cv, Acts *A, const Model *mdl) {
             carve_layer(cv, &la, mdl);
         } else if (mdl->ckpt == CKPT_FULL) {         // the block input only (LaX: and its incoming latents)
             la = mdl->work;
-            la.zin = !is_lax(c) || gl == 0 ? NULL : l == 0 ? A->lat_in : carve(cv, lax_elems(mdl), t);
+            la.zin = !mdl->kind->latent || gl == 0 ? NULL : l == 0 ? A->lat_in : carve(cv, lax_elems(mdl), t);
         } else {                                     // CKPT_LOWRANK: 2 residual slices + 4 bottlenecks
             la = mdl->work;
             la.zin = NULL;
@@ -125,7 +125,7 @@ static void carve_acts(Carve *cv, Acts *A, const Model *mdl) {
             la.x_mid = carve(cv, N * dr, t);
             la.pgu = carve(cv, bn_gu(mdl).size, t);
             la.pd = carve(cv, bn_down(mdl).size, t);
-            if (!z_own(c)) { la.zqkv = la.pqkv; la.zo = la.po; la.zgu = la.pgu; la.zd = la.pd; }
+            if (!mdl->kind->own_z(c)) { la.zqkv = la.pqkv; la.zo = la.po; la.zgu = la.pgu; la.zd = la.pd; }
         }
         la.x = x;
         A->layers[l] = la;
@@ -178,6 +178,7 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     TPScheme scheme = mdl->boost.btp ? TP_BTP : TP_MEGATRON;
     CHECK(B >= 1 && T >= 1 && (int64_t)B * T <= INT32_MAX, "micro-batch %d x %d tokens out of range", B, T);
     mdl->cfg = *cfg; mdl->B = B; mdl->T = T; mdl->N = B * T;
+    mdl->kind = kind_of(cfg);
     mdl->comm = comm;
     if (comm->n_layers < cfg->n_layers) comm_set_n_layers(comm, cfg->n_layers);
     CHECK(T <= cfg->seq_len, "micro-batch length %d exceeds model.seq_len %d", T, cfg->seq_len);
@@ -236,21 +237,21 @@ void model_free(Model *mdl) {
 void model_set_params(Model *mdl, const float *host) {
     size_t n = mdl->table.n_params;
     Backend *bk = mdl->bk;
-    if (bk->dtype == DT_F32) { bk_from_host(bk, mdl->params, host, n, DT_F32); return; }
+    if (bk->dtype == DT_F32) { op_from_host(bk, mdl->params, host, n, DT_F32); return; }
     // another compute dtype: upload fp32 to a temporary, cast into the parameters
     float *f = bk_alloc(bk, n, DT_F32, MEM_WORK);
-    bk_from_host(bk, f, host, n, DT_F32);
-    bk_cast(bk, mdl->params, bk->dtype, f, DT_F32, n);
+    op_from_host(bk, f, host, n, DT_F32);
+    op_cast(bk, mdl->params, bk->dtype, f, DT_F32, n);
     bk_free(bk, f, n, DT_F32, MEM_WORK);
 }
 
 static void get_family(const Model *mdl, const void *fam, float *host) {
     size_t n = mdl->table.n_params;
     Backend *bk = mdl->bk;
-    if (bk->dtype == DT_F32) { bk_to_host(bk, host, fam, n, DT_F32); return; }
+    if (bk->dtype == DT_F32) { op_to_host(bk, host, fam, n, DT_F32); return; }
     float *f = bk_alloc(bk, n, DT_F32, MEM_WORK);
-    bk_cast(bk, f, DT_F32, fam, bk->dtype, n);
-    bk_to_host(bk, host, f, n, DT_F32);
+    op_cast(bk, f, DT_F32, fam, bk->dtype, n);
+    op_to_host(bk, host, f, n, DT_F32);
     bk_free(bk, f, n, DT_F32, MEM_WORK);
 }
 void model_get_params(const Model *mdl, float *host) { get_family(mdl, mdl->params, host); }
@@ -270,7 +271,7 @@ void *model_stage_input(Model *mdl, int slot) { return mdl->slots[slot].layers[0
 void *model_stage_output(Model *mdl, int slot) { return mdl->slots[slot].x_final; }
 void *model_stage_grad(Model *mdl) { return mdl->scratch; /* Scratch.dx (+ carry) is carved first */ }
 size_t model_stage_elems(const Model *mdl) {
-    return (size_t)mdl->N * mdl->lay.d_res + (is_lax(&mdl->cfg) ? lax_elems(mdl) : 0);
+    return (size_t)mdl->N * mdl->lay.d_res + (mdl->kind->latent ? lax_elems(mdl) : 0);
 }
 
 // ---- LaX: where each layer's latents come from and go (docs/lax.md §6.4-§6.6) -----------
@@ -293,7 +294,7 @@ static Lat lat_of_layer(const Model *mdl, const LayerActs *la) {
 // or, under CKPT_LOWRANK, the forward latent buffer (forward) or recomputed from layer l−1's
 // kept U into the scratch (backward: local ops, no collective).
 static const Lat *lat_prev(Model *mdl, Acts *A, int l, int backward, Lat *buf) {
-    if (!is_lax(&mdl->cfg) || mdl->lay.layer_begin + l == 0) return NULL;
+    if (!mdl->kind->latent || mdl->lay.layer_begin + l == 0) return NULL;
     if (l == 0) *buf = lat_message(mdl, A->lat_in);
     else if (mdl->ckpt == CKPT_FULL) *buf = lat_message(mdl, A->layers[l].zin);
     else if (mdl->ckpt == CKPT_NONE) *buf = lat_of_layer(mdl, &A->layers[l - 1]);
@@ -302,7 +303,7 @@ static const Lat *lat_prev(Model *mdl, Acts *A, int l, int backward, Lat *buf) {
         Scratch s; scratch_view(mdl, &s);
         *buf = lat_message(mdl, s.zprev);
         bk_label(mdl->bk, PHASE_RECOMPUTE, mdl->lay.layer_begin + l);
-        btp_latents_recompute(mdl, &A->layers[l - 1], l - 1, buf);
+        mdl->kind->latents_recompute(mdl, &A->layers[l - 1], l - 1, buf);
     }
     return buf;
 }
@@ -311,7 +312,7 @@ static const Lat *lat_prev(Model *mdl, Acts *A, int l, int backward, Lat *buf) {
 // (CKPT_LOWRANK). Nowhere in a replay (CKPT_FULL's recompute: they are already there).
 static const Lat *lat_next(Model *mdl, Acts *A, int l, Lat *buf) {
     const Layout *L = &mdl->lay;
-    if (!is_lax(&mdl->cfg) || mdl->fwd_phase == PHASE_RECOMPUTE) return NULL;
+    if (!mdl->kind->latent || mdl->fwd_phase == PHASE_RECOMPUTE) return NULL;
     if (l == L->layer_end - L->layer_begin - 1) {
         if (L->last_stage) return NULL;
         *buf = lat_message(mdl, A->lat_out);
@@ -341,8 +342,8 @@ double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const in
     Acts *A = &mdl->slots[slot];
     int N = mdl->N, n_local = L->layer_end - L->layer_begin;
     bk_label(mdl->bk, PHASE_FORWARD, -1);
-    if (L->first_stage) bk_from_host(mdl->bk, A->inputs, inputs, (size_t)N, DT_I32);
-    if (L->last_stage) bk_from_host(mdl->bk, A->targets, targets, (size_t)N, DT_I32);
+    if (L->first_stage) op_from_host(mdl->bk, A->inputs, inputs, (size_t)N, DT_I32);
+    if (L->last_stage) op_from_host(mdl->bk, A->targets, targets, (size_t)N, DT_I32);
     if (L->first_stage) embed_forward(mdl, A->layers[0].x, A->inputs);   // x = E[tokens]
     for (int l = 0; l < n_local; l++) {
         void *x_out = l + 1 < n_local ? A->layers[l + 1].x : A->x_final;
@@ -359,7 +360,7 @@ void model_stage_backward(Model *mdl, int slot, float loss_scale) {
     Scratch s; scratch_view(mdl, &s);
     if (L->last_stage) {
         head_loss_backward(mdl, A, loss_scale, &s);                  // loss -> s.dx
-        if (is_lax(&mdl->cfg)) zero_t(mdl, s.carry, lax_elems(mdl)); // no layer after the last one
+        if (mdl->kind->latent) zero_t(mdl, s.carry, lax_elems(mdl)); // no layer after the last one
     }
     for (int l = n_local - 1; l >= 0; l--) {
         LayerActs *la = &A->layers[l];

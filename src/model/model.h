@@ -16,10 +16,12 @@
 #include <stdint.h>
 #include "../config/config.h"
 #include "../backend/backend.h"
+#include "flops.h"              // parameter and FLOP counts (model_param_count, flops_train_per_token)
 
 #define PARAM_NAME_MAX 96
 
 struct Comm;
+struct Kind;
 
 // INIT_NORMAL: init_std·N(0,1); INIT_UNIFORM: init_std·U(−1, 1) (init_std is the bound).
 typedef enum { INIT_NORMAL = 0, INIT_ONES = 1, INIT_ZEROS = 2, INIT_UNIFORM = 3 } InitKind;
@@ -155,6 +157,7 @@ typedef enum { CKPT_NONE = 0, CKPT_LOWRANK = 1, CKPT_FULL = 2 } CkptMode;
 // is the optimizer's (train/optimizer.h).
 typedef struct {
     ModelConfig cfg;
+    const struct Kind *kind;   // the linear kind of cfg.linear (kind.h): what differs between kinds
     int B, T, N;               // micro-batch shape the activations are sized for
     Layout lay;
     BoostConfig boost;         // which BOOST techniques are on (as requested)

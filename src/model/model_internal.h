@@ -1,16 +1,24 @@
-// model_internal.h — pieces shared by the model's drivers (model.c, head.c and the per-scheme
-// layer drivers). Not part of the public interface. The drivers hold no BLAS call, no OpenMP
-// pragma and no loop over activations: every piece of math is an op of backend/ops.h, every
-// piece of communication a named collective of parallel/comm.h.
+// model_internal.h — the shared helpers of src/model/ (not part of the public interface).
+// src/model/ is layered, each level using only those above it (docs/architecture.md):
+//   helpers  model.h, flops.h, kind.h, this file; scratch.c, walk.c — no driver, no kind
+//   kinds    kind.c (registry), kind_dense.c, kind_cola.c, kind_svd.c, kind_lax.c, linear.c
+//            (the factor pair's math the low-rank kinds share)
+//   drivers  params.c, head.c, layer_megatron.c, layer_btp.c, flops.c — call the kinds
+//            through kind.h, never test which kind they run
+//   model    model.c — allocation and the stage drivers
+// The drivers hold no BLAS call, no OpenMP pragma and no loop over activations: every piece
+// of math is an op of backend/ops.h, every piece of communication a named collective of
+// parallel/comm.h.
 #pragma once
 #include "model.h"
+#include "kind.h"
 #include "../backend/ops.h"
 #include "../parallel/comm.h"
 
 // Element i of a compute-dtype tensor of this model (NULL stays NULL on the dry back end).
 static inline void *at(const Model *m, const void *p, size_t i) { return bk_at(m->bk, p, i); }
-static inline void zero_t(const Model *m, void *p, size_t n) { bk_zero(m->bk, p, n, m->bk->dtype); }
-static inline void copy_t(const Model *m, void *dst, const void *src, size_t n) { bk_copy(m->bk, dst, src, n, m->bk->dtype); }
+static inline void zero_t(const Model *m, void *p, size_t n) { op_zero(m->bk, p, n, m->bk->dtype); }
+static inline void copy_t(const Model *m, void *dst, const void *src, size_t n) { op_copy(m->bk, dst, src, n, m->bk->dtype); }
 
 // The all-reduce (sum) of an activation buffer over the TP group, in the compute dtype.
 static inline void tp_all_reduce(Model *m, void *buf, size_t n, int phase, int layer) {
@@ -32,7 +40,7 @@ static inline void mm_backward(Model *m, void *dx, void *dW, const void *dy, con
 }
 
 // Backward working set of one layer (reused layer by layer), carved from mdl->scratch.
-typedef struct {
+typedef struct Scratch {
     void *dx;            // [N,d_res] running gradient of the residual stream (stage grad)
     void *da;            // [N,d_res] gradient of a normed input (a, m); also [N,d] xf
     void *dq, *dk, *dv;  // [N,dq], [N,dkv], [N,dkv]
@@ -105,7 +113,7 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl);
 // after the payload when grouped and right after slot 0 when not, so that one all-reduce
 // of a contiguous range carries payload and statistic (online RMSNorm). Offsets are in
 // elements of the compute dtype.
-typedef struct { SlotView v; int grouped; size_t stat, size; } Bn;
+typedef struct Bn { SlotView v; int grouped; size_t stat, size; } Bn;
 static inline Bn btp_bn(int N, int G, int r, int grouped, int with_stat) {
     Bn b = { .v = { .N = N, .G = G, .r = r }, .grouped = grouped || G == 1 };
     size_t nr = (size_t)N * r, ns = with_stat ? (size_t)N : 0;
@@ -120,19 +128,19 @@ static inline Bn bn_qkv(const Model *m) { return btp_bn(m->N, 3, m->lay.ra, m->b
 static inline Bn bn_o(const Model *m) { return btp_bn(m->N, 1, m->lay.ra, 1, 0); }
 static inline Bn bn_gu(const Model *m) { return btp_bn(m->N, 2, m->lay.rm, m->boost.grouping, 1); }
 static inline Bn bn_down(const Model *m) { return btp_bn(m->N, 1, m->lay.rm, 1, 0); }
+// The contiguous payload segments of a bottleneck: grouped one of G·N·r, else G of N·r.
+static inline int bn_segments(const Bn *b, size_t *off, size_t *len) {
+    if (b->grouped) { off[0] = 0; *len = (size_t)b->v.G * b->v.N * b->v.r; return 1; }
+    for (int j = 0; j < b->v.G; j++) off[j] = b->v.off[j];
+    *len = (size_t)b->v.N * b->v.r;
+    return b->v.G;
+}
 
-static inline int is_lowrank(const ModelConfig *c) { return c->linear != LINEAR_DENSE; }
 // SiLU on the gate: always for dense, svd and lax on the svd base; for cola (and lax on the
 // cola base) unless only_lr_act.
 static inline int gate_silu(const ModelConfig *c) { return !latent_silu(c) || !c->only_lr_act; }
-static inline int is_lax(const ModelConfig *c) { return c->linear == LINEAR_LAX; }
-// Does the latent z = σ(N(u)) need a buffer of its own, or is it the bottleneck buffer itself
-// (svd, and lax on the svd base without a norm)?
-static inline int z_own(const ModelConfig *c) {
-    return latent_silu(c) || (is_lax(c) && c->lax_norm == LAX_NORM_LAYERNORM);
-}
 
-// ---- LaX latent crossing (lax.c; docs/lax.md) -------------------------------------------------
+// ---- latents that cross layers (the latent kinds: kind_lax.c; docs/lax.md) --------------------
 // The seven projections of a block, in the order of the pipeline message and of the carry.
 enum { LX_Q, LX_K, LX_V, LX_O, LX_GATE, LX_UP, LX_DOWN, LX_N };
 // Latent width held here of projection p (Layout.lra for q,k,v,o; lrm for gate,up,down).
@@ -140,7 +148,7 @@ static inline int lax_width(const Layout *L, int p) { return p < LX_GATE ? L->lr
 // Elements of one micro-batch's latents on this rank: N·(4·lra + 3·lrm).
 static inline size_t lax_elems(const Model *m) { return (size_t)m->N * (4 * (size_t)m->lay.lra + 3 * (size_t)m->lay.lrm); }
 // Per projection: where its latent (or its gradient) is, [N, width] with row stride ld.
-typedef struct { void *z[LX_N]; int ld[LX_N]; } Lat;
+typedef struct Lat { void *z[LX_N]; int ld[LX_N]; } Lat;
 // G ≤ 3 slot views [N, r] of one buffer (a bottleneck chunk): slot j at base + off[j], rows ld apart.
 typedef struct { int G, N, r, ld; void *base; size_t off[3]; } Slots;
 static inline void *slot_at(const Model *m, const Slots *s, int j) { return at(m, s->base, s->off[j]); }
@@ -150,62 +158,33 @@ static inline Slots slots_of(void *base, const SlotView *v) {
     return s;
 }
 static inline Slots slots_like(const Slots *s, void *base) { Slots t = *s; t.base = base; return t; }
-// The message layout at base (NULL: no latents): Z_q|Z_k|...|Z_down, each [N, width] row-major.
+// scratch.c: the message layout at base (NULL: no latents): Z_q|Z_k|...|Z_down, each [N, width] row-major.
 Lat lat_message(const Model *m, void *base);
 // Slots p0 .. p0+G-1 of a Lat whose slots are consecutive blocks of one buffer (a message).
 Slots lat_slots(const Model *m, const Lat *lat, int p0, int G, int r);
-// dst[p0 + j] = Z slot j (dst NULL pointers: nothing)
-void lat_store(Model *m, const Lat *dst, const Slots *Z, int p0);
-// U_j += g_j(prev[p0 + j]) for the G slots (layers ≥ 1)
-void lax_cross_add(Model *m, const Slots *U, LinearW *const *w, const Lat *prev, int p0);
-// Z = σ(N(U)): N the LayerNorm when `cross` (layer ≥ 1) and lax_norm is layernorm (statistics
-// into the scratch), σ = SiLU on the cola base. Z == U (the same Slots) means Z is U's buffer:
-// allowed only where σ and N are identities (nothing to do).
-void lax_latent(Model *m, const Slots *Z, const Slots *U, LinearW *const *w, int cross);
-// Backward of lax_latent and of the crossing, given dZ (the whole gradient of Z: B's part
-// plus the carry): recomputes Û, returns the slots of dP = dU (dU_buf's, laid out like U, or
-// dZ's/the scratch's where no copy is needed), accumulates the gate and norm gradients into
-// dw and, when `cross`, overwrites the carry's slots p0.. with dL/dZ_prev.
-Slots lax_latent_backward(Model *m, void *dU_buf, const Slots *dZ, const Slots *U, LinearW *const *w,
-                          LinearW *const *dw, int cross, const Lat *prev, const Lat *carry, int p0);
-// P = U − g(Z_prev) into P_buf (laid out like U; the whole `n` elements of U are copied first,
-// statistic slots included): the bottleneck before the crossing, for BTP's norm backward.
-Slots lax_p_from_u(Model *m, void *P_buf, size_t n, const Slots *U, LinearW *const *w, const Lat *prev, int p0);
+// ---- parameters (walk.c): one enumeration of the tensors fills the table and binds views ----
+typedef struct ParamWalk {
+    ParamTable *t;     // when non-NULL: append specs
+    void *base;        // when non-NULL: return base + offset (elements of dtype) for views
+    DType dtype;
+    size_t offset;
+    const ModelConfig *cfg;
+    const Layout *lay;
+} ParamWalk;
+// One tensor: appended to the table (wk->t) and/or its view returned (wk->base; else NULL).
+// Full shape rows x cols, cut over the TP ranks along `shard`; decay: AdamW weight decay.
+void *walk_take(ParamWalk *wk, const char *name, int ndim, int64_t rows, int64_t cols, ShardDim shard,
+                int decay, InitKind init, float std);
 
-// linear.c — one linear's local math on this rank's factors, no communication:
-// y[N,dout] = x[N,din] @ W, or σ(x @ A) @ B with the bottleneck width r.
-void linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w,
-                    int N, int din, int dout, int r);
+// linear.c — the factor pair A [din, r], B [r, dout] of the low-rank kinds, local math on this
+// rank's factors, no communication: y[N,dout] = σ(x[N,din] @ A) @ B, σ = SiLU when silu
+// (cola), else the identity (svd: z is h).
+void factor_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int N, int din, int dout,
+                    int r, int silu);
 // dx[N,din] = beta_dx·dx + ... (0: dx's first writer), dw += ...; dz, dh: scratch [N,r]
-void linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
-                     const LinearW *w, int N, int din, int dout, int r, void *dz, void *dh, float beta_dx);
-// The same for a LaX projection p of global layer gl under Vanilla-TP (lax.c; docs/lax.md
-// §6.2): in case (b) the all-gather of P (forward) and of dZ (backward) are inside, named
-// gather_fwd and split_fwd there. prev: the previous layer's latents (gl ≥ 1); out: where Z
-// also goes (NULL pointers: nowhere); carry: the latents' gradient, read and overwritten.
-void lax_linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout,
-                        int p, int gl, const Lat *prev, const Lat *out);
-void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
-                         const LinearW *w, int din, int dout, int p, int gl, const Lat *prev, const Lat *carry,
-                         float beta_dx);
-
-// head.c — the vocabulary-parallel embedding, LM head and loss (tp > 1: Megatron's
-// collectives; BTP: the residual's column slice and the all-gather of the last layer).
-void embed_forward(Model *mdl, void *x0, const int32_t *tokens);          // x0 [N,d_res]
-void embed_backward(Model *mdl, void *dx0, const int32_t *tokens);        // dx0 [N,d_res]
-double head_loss_forward(Model *mdl, Acts *A);                           // Σ token losses
-void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s); // -> s->dx
-
-// Megatron FullRank-TP (dense) / Vanilla-TP (low-rank) block; l is the local layer index.
-// LaX: prev = the latents this layer crosses with (NULL in global layer 0), out = where its
-// own latents also go (NULL: nowhere); the backward reads and rewrites s->carry.
-void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat *prev, const Lat *out);
-void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat *prev);
-
-// Bottleneck-aware TP block (layer_btp.c): same contract. The forward's collectives use
-// mdl->fwd_phase; under CKPT_LOWRANK the backward recomputes each chunk's interior from
-// the kept bottleneck buffers first (no collective).
-void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat *prev, const Lat *out);
-void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat *prev);
-// CKPT_LOWRANK with LaX: Z of layer l (local) recomputed from its kept U into dst (no collective).
-void btp_latents_recompute(Model *mdl, LayerActs *la, int l, const Lat *dst);
+void factor_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
+                     const LinearW *w, int N, int din, int dout, int r, void *dz, void *dh, float beta_dx, int silu);
+// Their parameters: A [din, r], B [r, dout] with CoLA's init N(0,1)·r^(-1/4)·(din + dout)^(-1/4)
+// (paper notes §1), sharded by the scheme: Vanilla-TP splits A's columns and B's rows (over
+// r); BTP splits A's rows (d_in) and B's columns (d_out), never r.
+LinearW factor_take(ParamWalk *wk, const char *prefix, int din, int dout, int r);

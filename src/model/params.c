@@ -2,9 +2,10 @@
 // init and decay rules; and the layout (local widths) of a rank in the grid.
 //
 // One enumeration (walk_params) defines the order of tensors; it both fills the table
-// and binds views, so the two can never disagree.
+// and binds views, so the two can never disagree. A linear's tensors, their init and their
+// shard are its kind's (kind.h take); the norms, embedding and head are here.
 #include <math.h>
-#include "model.h"
+#include "model_internal.h"
 #include "../core/check.h"
 #include "../core/rng.h"
 
@@ -13,7 +14,8 @@ static int divides(int a, int b) { return a > 0 && b % a == 0; }
 int layout_make(Layout *lay, const ModelConfig *c, TPScheme scheme, int tp, int tp_rank,
                 int pp, int pp_rank, char *msg, size_t n) {
     memset(lay, 0, sizeof *lay);
-    int lowrank = c->linear != LINEAR_DENSE;
+    const Kind *kind = kind_of(c);
+    int lowrank = kind->lowrank;
     int hd = c->d_model / c->n_heads;
     msg[0] = 0;
 #define REFUSE(...) do { snprintf(msg, n, __VA_ARGS__); return 0; } while (0)
@@ -56,129 +58,32 @@ int layout_make(Layout *lay, const ModelConfig *c, TPScheme scheme, int tp, int 
         lay->ra = c->rank_attn; lay->rm = c->rank_mlp;
     }
     lay->dq = lay->H * hd; lay->dkv = lay->Hkv * hd;
-    if (c->linear == LINEAR_LAX) {        // the width of the latent chain held here (docs/lax.md §6)
-        int sliced = (c->lax_gate == LAX_GATE_IDENTITY && c->lax_norm == LAX_NORM_NONE) || c->n_layers < 2;
-        lay->lax_gathered = scheme == TP_MEGATRON && !sliced;
-        lay->lra = scheme == TP_MEGATRON && sliced ? lay->ra : c->rank_attn;
-        lay->lrm = scheme == TP_MEGATRON && sliced ? lay->rm : c->rank_mlp;
-    }
+    if (kind->layout) kind->layout(lay, c);   // the kind's own widths (LaX: its latents)
     return 1;
 }
 
-typedef struct {
-    ParamTable *t;     // when non-NULL: append specs
-    void *base;        // when non-NULL: return base + offset (elements of dtype) for views
-    DType dtype;
-    size_t offset;
-    const ModelConfig *cfg;
-    const Layout *lay;
-} Walk;
-
-static void *take(Walk *wk, const char *name, int ndim, int64_t rows, int64_t cols, ShardDim shard,
-                   int decay, InitKind init, float std) {
-    int tp = wk->lay->tp, r = wk->lay->tp_rank;
-    int64_t lr = rows, lc = cols, r0 = 0, c0 = 0;
-    if (tp == 1) shard = SHARD_NONE;
-    if (shard == SHARD_ROWS) { CHECK(rows % tp == 0, "%s: %lld rows over tp %d", name, (long long)rows, tp); lr = rows / tp; r0 = r * lr; }
-    if (shard == SHARD_COLS) { CHECK(cols % tp == 0, "%s: %lld cols over tp %d", name, (long long)cols, tp); lc = cols / tp; c0 = r * lc; }
-    size_t numel = (size_t)lr * (size_t)lc;
-    if (wk->t) {
-        ParamTable *t = wk->t;
-        t->specs = realloc(t->specs, sizeof(ParamSpec) * (size_t)(t->n_specs + 1));
-        CHECK(t->specs, "out of memory growing the parameter table");
-        ParamSpec *s = &t->specs[t->n_specs++];
-        memset(s, 0, sizeof *s);
-        xsnprintf(s->name, sizeof s->name, "%s", name);
-        s->ndim = ndim; s->rows = rows; s->cols = cols;
-        s->shard = shard; s->local_rows = lr; s->local_cols = lc; s->row0 = r0; s->col0 = c0;
-        s->tp_replicated = shard == SHARD_NONE && tp > 1;
-        s->offset = wk->offset; s->numel = numel;
-        s->decay = decay; s->init = init; s->init_std = std;
-    }
-    void *p = bk_at_t(wk->base, wk->offset, wk->dtype);
-    // Keep every tensor 16-float (64-byte) aligned inside its family.
-    wk->offset += (numel + 15) / 16 * 16;
-    return p;
-}
-
-// CoLA init: every entry of A and B ~ N(0,1) * r^(-1/4) * (d_in + d_out)^(-1/4), with
-// d_in/d_out those of the dense layer being replaced (paper notes §1). Dense linears
-// use N(0, 0.02), the LLaMA/HF `initializer_range`.
-//
-// Sharding: `col_parallel` says whether the dense layer is column-parallel (q,k,v,
-// gate,up) or row-parallel (o,down) in Megatron; low-rank factors follow the scheme:
-// Vanilla-TP splits A's columns and B's rows (over r); BTP splits A's rows (d_in) and
-// B's columns (d_out), never r.
-//
-// LaX (docs/lax.md §4): in layers ≥ 1 each projection's crossing follows its A and B — the
-// gate (dense W [r,r] ~ N(0, 0.02²) and b = 0, or kron G1 [r1,r1], G2 [r2,r2] ~ U(±sqrt(6/S))
-// for an S×S factor, the authors' kaiming_uniform), then the LayerNorm (gamma = 1, beta = 0).
-// All replicated over TP (every rank crosses the full latent): SHARD_NONE. Decay: 2-D only.
-static LaxW take_lax(Walk *wk, const char *prefix, int rank) {
-    const ModelConfig *c = wk->cfg;
-    LaxW x = {0};
-    char name[PARAM_NAME_MAX];
-    if (c->lax_gate == LAX_GATE_DENSE) {
-        xsnprintf(name, sizeof name, "%s/lax_gate/W", prefix);
-        x.W = take(wk, name, 2, rank, rank, SHARD_NONE, 1, INIT_NORMAL, 0.02f);
-        xsnprintf(name, sizeof name, "%s/lax_gate/b", prefix);
-        x.b = take(wk, name, 1, 1, rank, SHARD_NONE, 0, INIT_ZEROS, 0);
-    } else if (c->lax_gate == LAX_GATE_KRON) {
-        int r1, r2;
-        lax_kron_factors(rank, &r1, &r2);
-        xsnprintf(name, sizeof name, "%s/lax_gate/G1", prefix);
-        x.G1 = take(wk, name, 2, r1, r1, SHARD_NONE, 1, INIT_UNIFORM, (float)sqrt(6.0 / r1));
-        xsnprintf(name, sizeof name, "%s/lax_gate/G2", prefix);
-        x.G2 = take(wk, name, 2, r2, r2, SHARD_NONE, 1, INIT_UNIFORM, (float)sqrt(6.0 / r2));
-    }
-    if (c->lax_norm == LAX_NORM_LAYERNORM) {
-        xsnprintf(name, sizeof name, "%s/lax_norm/gamma", prefix);
-        x.gamma = take(wk, name, 1, 1, rank, SHARD_NONE, 0, INIT_ONES, 0);
-        xsnprintf(name, sizeof name, "%s/lax_norm/beta", prefix);
-        x.beta = take(wk, name, 1, 1, rank, SHARD_NONE, 0, INIT_ZEROS, 0);
-    }
-    return x;
-}
-
-static LinearW take_linear(Walk *wk, const char *prefix, int din, int dout, int rank, int col_parallel, int layer) {
-    LinearW lw = {0};
-    char name[PARAM_NAME_MAX];
-    if (wk->cfg->linear == LINEAR_DENSE) {
-        xsnprintf(name, sizeof name, "%s/W", prefix);
-        lw.W = take(wk, name, 2, din, dout, col_parallel ? SHARD_COLS : SHARD_ROWS, 1, INIT_NORMAL, 0.02f);
-    } else {
-        int btp = wk->lay->scheme == TP_BTP;
-        float std = (float)(pow((double)rank, -0.25) * pow((double)(din + dout), -0.25));
-        xsnprintf(name, sizeof name, "%s/A", prefix);
-        lw.A = take(wk, name, 2, din, rank, btp ? SHARD_ROWS : SHARD_COLS, 1, INIT_NORMAL, std);
-        xsnprintf(name, sizeof name, "%s/B", prefix);
-        lw.B = take(wk, name, 2, rank, dout, btp ? SHARD_COLS : SHARD_ROWS, 1, INIT_NORMAL, std);
-        if (wk->cfg->linear == LINEAR_LAX && layer >= 1) lw.x = take_lax(wk, prefix, rank);
-    }
-    return lw;
-}
-
-static void walk_params(Walk *wk, ModelW *w) {
+static void walk_params(ParamWalk *wk, ModelW *w) {
     const ModelConfig *c = wk->cfg;
     const Layout *lay = wk->lay;
     int d = c->d_model, hd = d / c->n_heads, kvd = c->n_kv_heads * hd;
     // Norm gains are sharded with the residual stream under BTP, replicated otherwise.
     ShardDim norm_shard = lay->scheme == TP_BTP ? SHARD_COLS : SHARD_NONE;
+    const Kind *kind = kind_of(c);
     char name[PARAM_NAME_MAX];
     if (lay->first_stage || c->tie_embeddings) {   // vocab-parallel rows
-        void *embed = take(wk, "model/embed_tokens", 2, c->vocab_size, d, SHARD_ROWS, 1, INIT_NORMAL, c->embed_std);
+        void *embed = walk_take(wk, "model/embed_tokens", 2, c->vocab_size, d, SHARD_ROWS, 1, INIT_NORMAL, c->embed_std);
         if (w) w->embed = embed;
     }
     for (int l = lay->layer_begin; l < lay->layer_end; l++) {
         LayerW lw;
         xsnprintf(name, sizeof name, "model/layers/%d/input_norm", l);
-        lw.input_norm = take(wk, name, 1, 1, d, norm_shard, 0, INIT_ONES, 0);
+        lw.input_norm = walk_take(wk, name, 1, 1, d, norm_shard, 0, INIT_ONES, 0);
         xsnprintf(name, sizeof name, "model/layers/%d/post_attn_norm", l);
-        lw.post_attn_norm = take(wk, name, 1, 1, d, norm_shard, 0, INIT_ONES, 0);
+        lw.post_attn_norm = walk_take(wk, name, 1, 1, d, norm_shard, 0, INIT_ONES, 0);
         char pre[PARAM_NAME_MAX];
 #define LIN(field, group, proj, din, dout, r, colpar) \
         xsnprintf(pre, sizeof pre, "model/layers/%d/" group "/" proj, l); \
-        lw.field = take_linear(wk, pre, din, dout, r, colpar, l);
+        lw.field = kind->take(wk, pre, din, dout, r, colpar, l);
         LIN(q, "attn", "q", d, d, c->rank_attn, 1)
         LIN(k, "attn", "k", d, kvd, c->rank_attn, 1)
         LIN(v, "attn", "v", d, kvd, c->rank_attn, 1)
@@ -191,9 +96,9 @@ static void walk_params(Walk *wk, ModelW *w) {
     }
     if (lay->last_stage) {
         // The final norm sees the all-gathered full hidden vector under BTP: replicated.
-        void *fn = take(wk, "model/final_norm", 1, 1, d, SHARD_NONE, 0, INIT_ONES, 0);
+        void *fn = walk_take(wk, "model/final_norm", 1, 1, d, SHARD_NONE, 0, INIT_ONES, 0);
         void *head = NULL;
-        if (!c->tie_embeddings) head = take(wk, "model/lm_head", 2, d, c->vocab_size, SHARD_COLS, 1, INIT_NORMAL, c->embed_std);
+        if (!c->tie_embeddings) head = walk_take(wk, "model/lm_head", 2, d, c->vocab_size, SHARD_COLS, 1, INIT_NORMAL, c->embed_std);
         if (w) { w->final_norm = fn; w->lm_head = head; }
     }
 }
@@ -208,7 +113,7 @@ void param_table_build(ParamTable *t, const ModelConfig *cfg, const Layout *lay)
     Layout single;
     if (!lay) { single = single_layout(cfg); lay = &single; }
     memset(t, 0, sizeof *t);
-    Walk wk = { .t = t, .base = NULL, .offset = 0, .cfg = cfg, .lay = lay };
+    ParamWalk wk = { .t = t, .base = NULL, .offset = 0, .cfg = cfg, .lay = lay };
     walk_params(&wk, NULL);
     t->n_params = wk.offset;
 }
@@ -224,7 +129,7 @@ const ParamSpec *param_find(const ParamTable *t, const char *name) {
 void model_bind(ModelW *w, const ModelConfig *cfg, const Layout *lay, const ParamTable *t, void *base, DType dtype) {
     Layout single;
     if (!lay) { single = single_layout(cfg); lay = &single; }
-    Walk wk = { .t = NULL, .base = base, .dtype = dtype, .offset = 0, .cfg = cfg, .lay = lay };
+    ParamWalk wk = { .t = NULL, .base = base, .dtype = dtype, .offset = 0, .cfg = cfg, .lay = lay };
     walk_params(&wk, w);
     CHECK(wk.offset == t->n_params, "parameter table and binding disagree");
 }

@@ -1,6 +1,8 @@
 // scratch.c — the backward working set of one layer (Scratch, model_internal.h): carved from
-// one buffer, reused layer by layer and micro-batch by micro-batch.
+// one buffer, reused layer by layer and micro-batch by micro-batch; and the layout of a
+// latent message (Lat: the latents that travel with the residual, or their gradient).
 #include "model_internal.h"
+#include "../core/check.h"
 
 size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
     const ModelConfig *c = &mdl->cfg;
@@ -10,7 +12,7 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
     size_t r = L->ra > L->rm ? L->ra : L->rm;
     memset(s, 0, sizeof *s);
     // first: the stage gradient (model_stage_grad); LaX: the carry right after it (one message)
-    size_t nlat = is_lax(c) ? lax_elems(mdl) : 0;
+    size_t nlat = mdl->kind->latent ? lax_elems(mdl) : 0;
     s->dx = carve(cv, N * dr + nlat, t);
     if (nlat) s->carry = at(mdl, s->dx, N * dr);
     s->da = carve(cv, N * (dr > d ? dr : d), t);
@@ -28,7 +30,7 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
         s->dzb = carve(cv, N * gr + N, t); s->dpb = carve(cv, N * gr + N, t);   // ≥ every btp_bn size
         s->dfull = carve(cv, N * d, t);
     }
-    if (nlat) {   // LaX (lax.c): the crossing's recompute and backward on full-width latents
+    if (nlat) {   // LaX (kind_lax.c): the crossing's recompute and backward on full-width latents
         size_t ra = (size_t)c->rank_attn, rm = (size_t)c->rank_mlp, r = ra > rm ? ra : rm;
         // a chunk's buffer: BTP's largest bottleneck, Vanilla-TP's one projection [N, r]
         size_t chunk = L->scheme == TP_BTP ? N * (3 * ra > 2 * rm ? 3 * ra : 2 * rm) + N : N * r;
@@ -46,4 +48,26 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
 void scratch_view(const Model *mdl, Scratch *s) {
     Carve cv = { .base = mdl->scratch, .off = 0 };
     scratch_carve(&cv, s, mdl);
+}
+
+Lat lat_message(const Model *m, void *base) {
+    Lat t = {0};
+    size_t off = 0;
+    for (int p = 0; p < LX_N; p++) {
+        int w = lax_width(&m->lay, p);
+        t.z[p] = base ? at(m, base, off) : NULL;
+        t.ld[p] = w;
+        off += (size_t)m->N * w;
+    }
+    return t;
+}
+
+Slots lat_slots(const Model *m, const Lat *lat, int p0, int G, int r) {
+    Slots s = { .G = G, .N = m->N, .r = r, .ld = lat->ld[p0], .base = lat->z[p0] };
+    size_t es = dtype_size(m->bk->dtype);
+    for (int j = 0; j < G; j++) {
+        CHECK(lat->ld[p0 + j] == s.ld, "lat_slots: projections %d..%d have different strides", p0, p0 + G - 1);
+        s.off[j] = lat->z[p0] ? (size_t)((char *)lat->z[p0 + j] - (char *)lat->z[p0]) / es : (size_t)j * m->N * r;
+    }
+    return s;
 }

@@ -28,10 +28,11 @@ static void act(H5Job *j, hid_t f, const char *dir, const char *name, const floa
 // (x@A in layer 0), <name>_z = σ(LN(U)) whenever it is not U itself.
 static void act_lowrank(H5Job *j, hid_t f, const char *dir, const char *name, const LowRankActs *la, const ModelConfig *c,
                         int64_t N, int64_t r) {
-    if (c->linear == LINEAR_DENSE || !la->h) return;
+    (void)c;
+    if (!la->h) return;                                  // dense: no bottleneck
     char nm[32];
     xsnprintf(nm, sizeof nm, "%s_h", name); act(j, f, dir, nm, la->h, N, r);
-    if (c->linear == LINEAR_COLA || (c->linear == LINEAR_LAX && la->z != la->h)) {
+    if (la->z != la->h) {                                // svd: z is h
         xsnprintf(nm, sizeof nm, "%s_z", name); act(j, f, dir, nm, la->z, N, r);
     }
 }

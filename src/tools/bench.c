@@ -13,7 +13,7 @@
 // mean loss, global grad-norm clip, AdamW. The first --warmup steps are dropped; ms/step is
 // the mean of the remaining --steps (also printed: the best step).
 //
-// MFU = tokens/s × model_train_flops_per_token / measured sgemm peak (best-of-3 2048³ sgemm
+// MFU = tokens/s × flops_train_per_token / measured sgemm peak (best-of-3 2048³ sgemm
 // with the same thread count), the definition the trainer logs; the peak is measured before
 // and after every kind and the maximum is used.
 //
@@ -37,6 +37,7 @@
 #include "../core/rng.h"
 #include "../core/timer.h"
 #include "../model/model.h"
+#include "../model/kind.h"
 #include "../train/optimizer.h"
 #include "../train/trainer.h"
 
@@ -105,7 +106,7 @@ static void run_kind(KindResult *R, const Config *cfg, int batch, int steps, int
     Rng rng = { .state = 0x5eed0000u + (uint64_t)mc->linear };
     R->kind = mc->linear;
     R->params = model_param_count(mc);
-    R->flops_per_token = model_train_flops_per_token(mc);
+    R->flops_per_token = flops_train_per_token(mc);
     double sum = 0, best = 1e30, fwd = 0, bwd = 0, op = 0;
     for (int s = 0; s < warmup + steps; s++) {
         fill_random(in, (size_t)N, mc->vocab_size, &rng);
@@ -282,7 +283,7 @@ int main(int argc, char **argv) {
             for (int j = 0; j < N_SWITCHES; j++) if (!strcmp(tok, SWITCHES[j].name)) s = j;
             if (s < 0) die_input("--switches: unknown setting '%s' (see bench --help)", tok);
             for (int k = 0; k < n_kinds; k++) {
-                if (cfgs[k].model.linear == LINEAR_DENSE) continue;
+                if (!kind_of(&cfgs[k].model)->lowrank) continue;   // the switches need a bottleneck
                 if (n_runs == 32) die_input("--switches: too many runs");
                 cfgs[n_runs] = cfgs[k];
                 cfgs[n_runs].boost = SWITCHES[s].b;

@@ -96,7 +96,7 @@ static float *rand_host(size_t n, unsigned seed) {
 static void *rand_buf(Backend *b, size_t n, unsigned seed) {
     void *d = bk_alloc(b, n, DT_F32, MEM_WORK);
     float *h = rand_host(n, seed);
-    bk_from_host(b, d, h, n, DT_F32);
+    op_from_host(b, d, h, n, DT_F32);
     free(h);
     return d;
 }

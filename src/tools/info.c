@@ -15,6 +15,7 @@
 #include "../config/manifest.h"
 #include "../core/check.h"
 #include "../train/trainer.h"
+#include "../model/kind.h"
 
 static const char *USAGE =
     "usage: info [--preset NAME] [--linear dense|cola|svd|lax] [--config FILE [--variant NAME]]\n"
@@ -54,16 +55,13 @@ static void row(const char *name, int64_t din, int64_t dout, int rank, int dense
 
 static void report(const Config *c, const char *title) {
     const ModelConfig *m = &c->model;
-    int dense = m->linear == LINEAR_DENSE;
+    int dense = !kind_of(m)->lowrank;
     int hd = m->d_model / m->n_heads, kv = m->n_kv_heads * hd;
     if (title) printf("== %s ==\n", title);
     printf("model    %s, linear %s%s", m->preset[0] ? m->preset : "(no preset)", linear_kind_name(m->linear),
            latent_silu(m) ? (m->only_lr_act ? " (only_lr_act: z = g*u)" : " (only_lr_act false: z = SiLU(g)*u)") : "");
-    if (m->linear == LINEAR_LAX) {
-        static const char *const base[] = { "cola", "svd" }, *const gate[] = { "identity", "dense", "kron" },
-                                 *const norm[] = { "layernorm", "none" };
-        printf(", LaX base %s, gate %s, norm %s", base[m->lax_base], gate[m->lax_gate], norm[m->lax_norm]);
-    }
+    char extra[256];
+    kind_of(m)->describe(m, extra, sizeof extra);   // what the kind adds (LaX: its crossings)
     printf("\n");
     printf("shape    layers %d, d_model %d, heads %d (kv %d, head_dim %d), d_ff %d", m->n_layers, m->d_model, m->n_heads,
            m->n_kv_heads, hd, m->d_ff);
@@ -84,17 +82,16 @@ static void report(const Config *c, const char *title) {
 
     int64_t total = model_param_count(m), emb = model_embedding_param_count(m);
     int64_t vd = (int64_t)m->vocab_size * m->d_model;
-    int64_t lax = 0;
-    if (m->linear == LINEAR_LAX && m->n_layers > 1)   // docs/lax.md §4: layers 1 .. L-1, 7 crossings each
-        lax = (int64_t)(m->n_layers - 1) * (4 * lax_crossing_params(m, m->rank_attn) + 3 * lax_crossing_params(m, m->rank_mlp));
-    int64_t per_layer = (total - emb - m->d_model - lax) / m->n_layers;
+    // layer 0's parameters: a kind may add more in later layers (LaX's crossings)
+    ModelConfig one = *m;
+    one.n_layers = 1;
+    int64_t per_layer = model_param_count(&one) - model_embedding_param_count(m) - m->d_model;
+    int64_t extra_params = total - emb - m->d_model - per_layer * m->n_layers;
     group(per_layer, s, sizeof s);
     printf("  %-10s %7s %7s %7s %16s   x %d layers\n", "layer", "", "", "", s, m->n_layers);
-    if (m->linear == LINEAR_LAX) {
-        group(lax, s, sizeof s);
-        printf("  %-10s %7s %7s %7s %16s   (layers 1..%d: 7 crossings of %lld + %lld MACs/token each attn/mlp)\n",
-               "LaX", "", "", "", s, m->n_layers - 1, (long long)lax_crossing_macs(m, m->rank_attn),
-               (long long)lax_crossing_macs(m, m->rank_mlp));
+    if (extra[0]) {
+        group(extra_params, s, sizeof s);
+        printf("  %-10s %7s %7s %7s %16s   (%s)\n", kind_of(m)->name, "", "", "", s, extra);
     }
     printf("\n");
 
@@ -109,10 +106,9 @@ static void report(const Config *c, const char *title) {
     human((double)(total - emb), h, sizeof h);
     printf("  non-embedding         %16s  (%s: layers + final norm)\n", s, h);
 
-    double f = model_train_flops_per_token(m);
-    double attn = 12.0 * m->n_layers * (double)m->seq_len * m->d_model;
-    printf("train FLOPs per token   %16.4e  (6 x matmul %s incl. lm_head %.4e + attention 12*L*T*d %.4e)\n", f,
-           m->linear == LINEAR_LAX ? "MACs" : "params", f - attn, attn);
+    double f = flops_train_per_token(m), attn = flops_attention_per_token(m);
+    printf("train FLOPs per token   %16.4e  (GEMMs incl. lm_head %.4e + causal attention 7*L*d*(T+1) %.4e; "
+           "model/flops.h)\n", f, flops_gemm_per_token(m), attn);
     printf("train FLOPs per step    %16.4e  (%d x %d x %d tokens)\n",
            f * c->train.batch_size * c->train.grad_accum * m->seq_len, c->train.batch_size, c->train.grad_accum, m->seq_len);
 }
@@ -134,7 +130,7 @@ static void all_table(const char *const *sets, int n_sets) {
             config_finalize(&c);
             double tp = (double)model_param_count(&c.model);
             double ne = tp - (double)model_embedding_param_count(&c.model);
-            double fl = model_train_flops_per_token(&c.model);
+            double fl = flops_train_per_token(&c.model);
             if (lk == LINEAR_DENSE) { dense_p = tp; dense_f = fl; }
             char ts[32], ns[32];
             human(tp, ts, sizeof ts);

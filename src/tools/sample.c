@@ -201,10 +201,10 @@ int main(int argc, char **argv) {
         model_forward(&mdl, in, tg);
         const char *lrow = (const char *)mdl.acts.logits + (w - 1) * (size_t)V * (bk->dtype == DT_BF16 ? 2 : 4);
         if (bk->dtype == DT_BF16) {
-            bk_to_host(bk, row16, lrow, (size_t)V, DT_BF16);
+            op_to_host(bk, row16, lrow, (size_t)V, DT_BF16);
             for (int i = 0; i < V; i++) row[i] = bf16_to_f32(row16[i]);
         } else {
-            bk_to_host(bk, row, lrow, (size_t)V, DT_F32);
+            op_to_host(bk, row, lrow, (size_t)V, DT_F32);
         }
         for (int i = tok.vocab_size; i < V; i++) row[i] = -INFINITY;   // ids the tokenizer cannot decode
         ids[n++] = pick(row, V, temperature, &rng);

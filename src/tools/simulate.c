@@ -411,7 +411,7 @@ static void record_run(const SimRun *s, const char *json, int64_t launch_id, int
     ri.launch_id = launch_id; ri.repeat_index = repeat_index;
     ri.tp = c->parallel.tp; ri.pp = c->parallel.pp; ri.dp = c->parallel.dp; ri.world_size = s->world;
     ri.params = model_param_count(&c->model);
-    ri.flops_per_token = model_train_flops_per_token(&c->model);
+    ri.flops_per_token = flops_train_per_token(&c->model);
     ri.peak_gflops = s->hw.peak_flops[s->prec] * s->world / 1e9;
     xsnprintf(ri.kind, sizeof ri.kind, "simulated");
     xsnprintf(ri.hardware, sizeof ri.hardware, "%s", s->hw.name);
@@ -606,9 +606,8 @@ int main(int argc, char **argv) {
     // The trace must hold at least the GEMMs of 6·(matmul parameters)·tokens (forward, input
     // and weight gradients; recompute only adds): a driver that skipped ops on the dry back
     // end (whose buffers are all NULL) would otherwise be priced as faster than it is.
-    // model_train_flops_per_token = 6·matmul params + 12·L·T·d (attention), config.c.
-    const ModelConfig *mc = &s.cfg.model;
-    double gemm_expected = s.tokens * (model_train_flops_per_token(mc) - 12.0 * mc->n_layers * (double)mc->seq_len * mc->d_model);
+    // flops_gemm_per_token: the GEMM-class part of the FLOP module's count (model/flops.h).
+    double gemm_expected = s.tokens * flops_gemm_per_token(&s.cfg.model);
     double gemm_traced = 0;
     for (int p = 0; p < s.P; p++) gemm_traced += s.st[p].total.gemm_flops * pc->tp * pc->dp;
     if (gemm_traced < 0.999 * gemm_expected)
@@ -650,7 +649,7 @@ int main(int argc, char **argv) {
         if (s.tm[p].busy_s > s.tm[s.crit].busy_s) s.crit = p;
         s.hw_flops += s.st[p].total.flops * pc->tp * pc->dp;
     }
-    s.model_flops = model_train_flops_per_token(&s.cfg.model) * s.tokens;
+    s.model_flops = flops_train_per_token(&s.cfg.model) * s.tokens;
     sim_report_fill(&s.r, s.step, &s.st[s.crit].total, s.tm[s.crit].xfer_s, s.tokens, s.model_flops, s.hw_flops,
                     s.hw.peak_flops[s.prec], s.world);
     print_report(&s, per_layer);

@@ -48,7 +48,7 @@ void optimizer_init(Optimizer *o, Model *mdl, int zero1) {
     }
     if (o->mixed) {
         o->master = bk_alloc(o->bk, o->shard_len, DT_F32, MEM_OPTIM);
-        bk_cast(o->bk, o->master, DT_F32, bk_at(o->bk, mdl->params, o->shard_off), o->bk->dtype, o->shard_len);
+        op_cast(o->bk, o->master, DT_F32, bk_at(o->bk, mdl->params, o->shard_off), o->bk->dtype, o->shard_len);
     } else {
         o->master = bk_at_t(mdl->params, o->shard_off, DT_F32);
     }
@@ -70,7 +70,7 @@ void optimizer_reduce_grads(Optimizer *o, Model *mdl, int want_full) {
     if (o->zero1 && !want_full) {
         comm_reduce_scatter(c, GROUP_DP, mdl->grads, mdl->grads, o->shard_len, ct, PHASE_OPTIMIZER, -1);
         if (o->shard_off)   // the slice arrives at the front of the buffer (disjoint: off >= len)
-            bk_copy(o->bk, bk_at(o->bk, mdl->grads, o->shard_off), mdl->grads, o->shard_len, o->bk->dtype);
+            op_copy(o->bk, bk_at(o->bk, mdl->grads, o->shard_off), mdl->grads, o->shard_len, o->bk->dtype);
     } else {
         comm_all_reduce(c, GROUP_DP, mdl->grads, o->zero1 ? o->n_alloc : o->n_params, ct, OP_SUM, PHASE_OPTIMIZER, -1);
     }
@@ -128,17 +128,17 @@ void optimizer_step(Optimizer *o, Model *mdl, const TrainConfig *tc, double lr, 
 // ZeRO-1 through a temporary of the padded length).
 static void family_to_host(Optimizer *o, const float *fam, float *dst_host) {
     if (!dst_host) return;
-    if (!o->zero1) { bk_to_host(o->bk, dst_host, fam, o->n_params, DT_F32); return; }
+    if (!o->zero1) { op_to_host(o->bk, dst_host, fam, o->n_params, DT_F32); return; }
     float *full = bk_alloc(o->bk, o->n_alloc, DT_F32, MEM_WORK);
     comm_all_gather(o->comm, GROUP_DP, fam, full, o->shard_len, DTYPE_F32, PHASE_OTHER, -1);
-    bk_to_host(o->bk, dst_host, full, o->n_params, DT_F32);
+    op_to_host(o->bk, dst_host, full, o->n_params, DT_F32);
     bk_free(o->bk, full, o->n_alloc, DT_F32, MEM_WORK);
 }
 
 void optimizer_state_to_host(Optimizer *o, Model *mdl, float *params, float *m, float *v) {
     if (params) {
         if (o->mixed) family_to_host(o, o->master, params);
-        else bk_to_host(o->bk, params, mdl->params, o->n_params, DT_F32);   // complete after each step
+        else op_to_host(o->bk, params, mdl->params, o->n_params, DT_F32);   // complete after each step
     }
     family_to_host(o, o->m, m);
     family_to_host(o, o->v, v);
@@ -150,8 +150,8 @@ static void family_from_host(Optimizer *o, float *fam, const float *host) {
     if (!host) return;
     size_t n = o->shard_off >= o->n_params ? 0
              : (o->shard_off + o->shard_len <= o->n_params ? o->shard_len : o->n_params - o->shard_off);
-    bk_zero(o->bk, fam, o->shard_len, DT_F32);
-    if (n) bk_from_host(o->bk, fam, host + o->shard_off, n, DT_F32);
+    op_zero(o->bk, fam, o->shard_len, DT_F32);
+    if (n) op_from_host(o->bk, fam, host + o->shard_off, n, DT_F32);
 }
 
 void optimizer_state_from_host(Optimizer *o, Model *mdl, const float *params, const float *m, const float *v) {

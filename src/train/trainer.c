@@ -195,7 +195,7 @@ void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
     size_t n = (size_t)K * tr->B_local * mc->seq_len;
     tr->inputs = xmalloc(n * sizeof(int32_t));
     tr->targets = xmalloc(n * sizeof(int32_t));
-    tr->flops_per_token = model_train_flops_per_token(mc);
+    tr->flops_per_token = flops_train_per_token(mc);
 }
 
 void trainer_free(Trainer *tr) {
@@ -268,7 +268,7 @@ StepMetrics trainer_step(Trainer *tr) {
     sm.lr = lr_at(tc, tr->step);
     tr->step++;
     optimizer_step(&tr->opt, mdl, tc, sm.lr, tr->step);
-    bk_sync(tr->bk);
+    op_sync(tr->bk);
     sm.seconds = now_seconds() - t0 - t_hook;
     tr->tokens_seen += (int64_t)n_tokens;
     sm.step = tr->step;

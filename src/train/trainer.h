@@ -38,7 +38,7 @@ typedef struct Trainer {
     void *hook_ctx;
     double peak_gflops;        // per rank, for MFU: set by the caller (the launch's measured
                                // peak); 0 = no MFU
-    double flops_per_token;    // training FLOPs per token (config/model_train_flops_per_token)
+    double flops_per_token;    // training FLOPs per token (model/flops.h flops_train_per_token)
 } Trainer;
 
 // The back end of run.device and train.precision (cpu fp32/bf16, or cuda); dies with a

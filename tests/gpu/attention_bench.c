@@ -45,7 +45,7 @@ static void *rand_buf(Backend *b, size_t n) {
         if (t == DT_BF16) ((bf16 *)h)[i] = bf16_from_f32(urand());
         else ((float *)h)[i] = urand();
     }
-    bk_from_host(b, d, h, n, t);
+    op_from_host(b, d, h, n, t);
     free(h);
     return d;
 }
@@ -58,10 +58,10 @@ static void backward(Attn *a) {
 // backward accumulates into dq, dk, dv: a dozen calls keep them far from overflow
 static double time_ms(Attn *a, int with_backward, int reps) {
     for (int i = 0; i < 3; i++) { forward(a); if (with_backward) backward(a); }
-    bk_sync(a->b);
+    op_sync(a->b);
     double t0 = now_seconds();
     for (int i = 0; i < reps; i++) { forward(a); if (with_backward) backward(a); }
-    bk_sync(a->b);
+    op_sync(a->b);
     return (now_seconds() - t0) * 1e3 / reps;
 }
 
@@ -85,7 +85,7 @@ static const char *const RESULT_NAMES[5] = { "out", "lse", "dq", "dk", "dv" };
 static Result one_pass(Attn *a) {
     size_t nq = (size_t)a->B * a->T * a->H * a->hd, nk = (size_t)a->B * a->T * a->Hkv * a->hd;
     DType dt = a->b->dtype;
-    bk_zero(a->b, a->dq, nq, dt); bk_zero(a->b, a->dk, nk, dt); bk_zero(a->b, a->dv, nk, dt);
+    op_zero(a->b, a->dq, nq, dt); op_zero(a->b, a->dk, nk, dt); op_zero(a->b, a->dv, nk, dt);
     forward(a);
     backward(a);
     Result r = { { 0 }, { nq, (size_t)a->B * a->H * a->T, nq, nk, nk } };
@@ -93,7 +93,7 @@ static Result one_pass(Attn *a) {
     for (int i = 0; i < 5; i++) {
         DType t = i == 1 ? DT_F32 : dt;
         void *h = xmalloc(r.n[i] * dtype_size(t));
-        bk_to_host(a->b, h, src[i], r.n[i], t);
+        op_to_host(a->b, h, src[i], r.n[i], t);
         r.t[i] = xmalloc(r.n[i] * sizeof(float));
         for (size_t j = 0; j < r.n[i]; j++) r.t[i][j] = t == DT_BF16 ? bf16_to_f32(((bf16 *)h)[j]) : ((float *)h)[j];
         free(h);

@@ -1,5 +1,6 @@
-// lax.c — the LaX latent crossing (docs/lax.md), shared by both tensor-parallel drivers:
-// one projection of layer l, rank r, input x:
+// kind_lax.c — LaX (latent crossing, docs/lax.md) on a cola or svd base, the whole kind:
+// each projection of layer l ≥ 1 adds a gated copy of the same projection's latent of layer
+// l−1 to its own bottleneck before the up factor. One projection of layer l, rank r, input x:
 //
 //   P = x @ A                 (BTP: after the bottleneck all-reduce; Vanilla-TP: all-gathered)
 //   U = P + g(Z_prev)         layers ≥ 1; Z_prev = the same projection's latent in layer l−1
@@ -17,35 +18,26 @@
 // latter in Scratch.carry (one [N, 4·r_a + 3·r_m] buffer, the message layout), layer l adds it
 // after its bottleneck all-reduce (it is replicated: adding it before would count it tp
 // times) and then overwrites the slot with its own dL/dZ_{l−1}.
+//
+// Sizes (docs/lax.md §4-§5): layers 1 .. L−1 add to each of their 7 projections a crossing of
+// that projection's width r (r_a for q,k,v,o; r_m for gate,up,down), layer 0 none:
+//   parameters  gate: identity 0 | dense r² + r | kron r1² + r2²   + norm: layernorm 2r | none 0
+//   FLOPs       those the gate ops report (model/flops.h): identity 0 (an add) | dense
+//               (2r² + r) + (4r² + r) | kron 2r(r1 + r2) + 2r(2r1 + 3r2) per token.
+#include <math.h>
+#include <stdio.h>
 #include "model_internal.h"
+#include "flops.h"
 #include "../core/check.h"
 
-Lat lat_message(const Model *m, void *base) {
-    Lat t = {0};
-    size_t off = 0;
-    for (int p = 0; p < LX_N; p++) {
-        int w = lax_width(&m->lay, p);
-        t.z[p] = base ? at(m, base, off) : NULL;
-        t.ld[p] = w;
-        off += (size_t)m->N * w;
-    }
-    return t;
-}
+// Does the latent Z = σ(N(U)) need a buffer of its own, or is it the bottleneck buffer itself
+// (the svd base without a norm)?
+static int lax_own_z(const ModelConfig *c) { return latent_silu(c) || c->lax_norm == LAX_NORM_LAYERNORM; }
 
-Slots lat_slots(const Model *m, const Lat *lat, int p0, int G, int r) {
-    Slots s = { .G = G, .N = m->N, .r = r, .ld = lat->ld[p0], .base = lat->z[p0] };
-    size_t es = dtype_size(m->bk->dtype);
-    for (int j = 0; j < G; j++) {
-        CHECK(lat->ld[p0 + j] == s.ld, "lat_slots: projections %d..%d have different strides", p0, p0 + G - 1);
-        s.off[j] = lat->z[p0] ? (size_t)((char *)lat->z[p0 + j] - (char *)lat->z[p0]) / es : (size_t)j * m->N * r;
-    }
-    return s;
-}
-
-void lat_store(Model *m, const Lat *dst, const Slots *Z, int p0) {
+static void lat_store(Model *m, const Lat *dst, const Slots *Z, int p0) {
     if (!dst) return;
     for (int j = 0; j < Z->G; j++)
-        bk_copy2d(m->bk, dst->z[p0 + j], (size_t)dst->ld[p0 + j], slot_at(m, Z, j), (size_t)Z->ld, (size_t)Z->N,
+        op_copy2d(m->bk, dst->z[p0 + j], (size_t)dst->ld[p0 + j], slot_at(m, Z, j), (size_t)Z->ld, (size_t)Z->N,
                       (size_t)Z->r, m->bk->dtype);
 }
 
@@ -75,7 +67,7 @@ static void zero_slots(Model *m, const Slots *s) {
 // out[N, r] (row stride ldo) += g(z)
 static void gate_forward(Model *m, const LaxW *w, void *out, int ldo, const void *z, int ldz, int N, int r) {
     switch (m->cfg.lax_gate) {
-    case LAX_GATE_IDENTITY: bk_add2d(m->bk, out, (size_t)ldo, z, (size_t)ldz, N, r); break;
+    case LAX_GATE_IDENTITY: op_add2d(m->bk, out, (size_t)ldo, z, (size_t)ldz, N, r); break;
     case LAX_GATE_DENSE: op_dense_gate_forward(m->bk, out, ldo, z, ldz, w->W, w->b, N, r); break;
     default: {
         int r1, r2;
@@ -88,7 +80,7 @@ static void gate_forward(Model *m, const LaxW *w, void *out, int ldo, const void
 static void gate_backward(Model *m, const LaxW *w, LaxW *dw, void *dz, int lddz, const void *dout, int lddo,
                           const void *z, int ldz, int N, int r) {
     switch (m->cfg.lax_gate) {
-    case LAX_GATE_IDENTITY: bk_add2d(m->bk, dz, (size_t)lddz, dout, (size_t)lddo, N, r); break;
+    case LAX_GATE_IDENTITY: op_add2d(m->bk, dz, (size_t)lddz, dout, (size_t)lddo, N, r); break;
     case LAX_GATE_DENSE: op_dense_gate_backward(m->bk, dz, lddz, dw->W, dw->b, dout, lddo, z, ldz, w->W, N, r); break;
     default: {
         int r1, r2;
@@ -99,12 +91,12 @@ static void gate_backward(Model *m, const LaxW *w, LaxW *dw, void *dz, int lddz,
 }
 
 // ---- the crossing --------------------------------------------------------------------------
-void lax_cross_add(Model *m, const Slots *U, LinearW *const *w, const Lat *prev, int p0) {
+static void lax_cross_add(Model *m, const Slots *U, LinearW *const *w, const Lat *prev, int p0) {
     for (int j = 0; j < U->G; j++)
         gate_forward(m, &w[j]->x, slot_at(m, U, j), U->ld, prev->z[p0 + j], prev->ld[p0 + j], U->N, U->r);
 }
 
-void lax_latent(Model *m, const Slots *Z, const Slots *U, LinearW *const *w, int cross) {
+static void lax_latent(Model *m, const Slots *Z, const Slots *U, LinearW *const *w, int cross) {
     const ModelConfig *c = &m->cfg;
     int ln = cross && c->lax_norm == LAX_NORM_LAYERNORM, silu = latent_silu(c);
     int N = U->N, r = U->r;
@@ -123,7 +115,7 @@ void lax_latent(Model *m, const Slots *Z, const Slots *U, LinearW *const *w, int
         return;
     } else {
         for (int j = 0; j < U->G; j++)
-            bk_copy2d(m->bk, slot_at(m, Z, j), (size_t)Z->ld, slot_at(m, U, j), (size_t)U->ld, (size_t)N, (size_t)r,
+            op_copy2d(m->bk, slot_at(m, Z, j), (size_t)Z->ld, slot_at(m, U, j), (size_t)U->ld, (size_t)N, (size_t)r,
                       m->bk->dtype);
     }
     if (!silu) return;
@@ -131,7 +123,7 @@ void lax_latent(Model *m, const Slots *Z, const Slots *U, LinearW *const *w, int
     for (int i = 0; i < ns; i++) op_silu_forward(m->bk, at(m, Z->base, off[i]), at(m, Z->base, off[i]), len);
 }
 
-Slots lax_latent_backward(Model *m, void *dU_buf, const Slots *dZ, const Slots *U, LinearW *const *w,
+static Slots lax_latent_backward(Model *m, void *dU_buf, const Slots *dZ, const Slots *U, LinearW *const *w,
                           LinearW *const *dw, int cross, const Lat *prev, const Lat *carry, int p0) {
     const ModelConfig *c = &m->cfg;
     int ln = cross && c->lax_norm == LAX_NORM_LAYERNORM, silu = latent_silu(c);
@@ -172,7 +164,7 @@ Slots lax_latent_backward(Model *m, void *dU_buf, const Slots *dZ, const Slots *
     return dU;                                             // dP = dU: U = P + terms free of P
 }
 
-Slots lax_p_from_u(Model *m, void *P_buf, size_t n, const Slots *U, LinearW *const *w, const Lat *prev, int p0) {
+static Slots lax_p_from_u(Model *m, void *P_buf, size_t n, const Slots *U, LinearW *const *w, const Lat *prev, int p0) {
     Scratch s; scratch_view(m, &s);
     Slots P = slots_like(U, P_buf);
     int N = U->N, r = U->r;
@@ -181,7 +173,7 @@ Slots lax_p_from_u(Model *m, void *P_buf, size_t n, const Slots *U, LinearW *con
         zero_t(m, s.lg, (size_t)N * r);
         gate_forward(m, &w[j]->x, s.lg, r, prev->z[p0 + j], prev->ld[p0 + j], N, r);
         op_scale(m->bk, s.lg, -1.0f, (size_t)N * r);
-        bk_add2d(m->bk, slot_at(m, &P, j), (size_t)P.ld, s.lg, (size_t)r, N, r);
+        op_add2d(m->bk, slot_at(m, &P, j), (size_t)P.ld, s.lg, (size_t)r, N, r);
     }
     return P;
 }
@@ -205,7 +197,7 @@ static void split_fwd_backward(Model *m, void *dZ, const void *slice, int rl, in
                             PHASE_BACKWARD, gl);
 }
 
-void lax_linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout,
+static void lax_linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout,
                         int p, int gl, const Lat *prev, const Lat *out) {
     const Layout *L = &m->lay;
     int N = m->N, rl = p < LX_GATE ? L->ra : L->rm, rf = lax_width(L, p), gathered = L->lax_gathered;
@@ -213,7 +205,7 @@ void lax_linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const
     LinearW *const wv[1] = { (LinearW *)w };
     SlotView v = { .N = N, .G = 1, .r = rf, .ld = rf };
     Slots U = slots_of(la->h, &v), Zb = slots_of(la->z, &v);
-    const Slots *Z = z_own(&m->cfg) ? &Zb : &U;                      // svd without a norm: Z is U
+    const Slots *Z = lax_own_z(&m->cfg) ? &Zb : &U;                      // svd without a norm: Z is U
     if (gathered) {
         Scratch s; scratch_view(m, &s);
         mm_forward(m, s.dz, x, w->A, N, din, rl, 0.0f);               // x @ A_i  [N, r/tp]
@@ -229,7 +221,7 @@ void lax_linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const
     op_gemm(m->bk, TR_N, TR_N, N, dout, rl, 1.0f, zi, rf, w->B, dout, 0.0f, y, dout);
 }
 
-void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
+static void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                          const LinearW *w, int din, int dout, int p, int gl, const Lat *prev, const Lat *carry,
                          float beta_dx) {
     const Layout *L = &m->lay;
@@ -246,17 +238,17 @@ void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const 
     int ldp;
     if (gathered && cross) {                                          // full width, replicated
         split_fwd_backward(m, s.lz, s.dz, rl, gl);                    // dZ [N, r]
-        bk_add2d(bk, s.lz, (size_t)rf, carry->z[p], (size_t)carry->ld[p], N, rf);
+        op_add2d(bk, s.lz, (size_t)rf, carry->z[p], (size_t)carry->ld[p], N, rf);
         SlotView v = { .N = N, .G = 1, .r = rf, .ld = rf };
         Slots U = slots_of(la->h, &v), dZ = slots_of(s.lz, &v);
         dP = lax_latent_backward(m, s.lp, &dZ, &U, wv, dwv, 1, prev, carry, p);
         ldp = rf;
     } else {                                                          // this rank's slice only
-        bk_add2d(bk, s.dz, (size_t)rl, at(m, carry->z[p], c0), (size_t)carry->ld[p], N, rl);
+        op_add2d(bk, s.dz, (size_t)rl, at(m, carry->z[p], c0), (size_t)carry->ld[p], N, rl);
         SlotView v = { .N = N, .G = 1, .r = rl, .ld = rl };
         const void *u = la->h;
         if (gathered) {                                               // layer 0 of case (b): P[:, S_i]
-            bk_copy2d(bk, s.lz, (size_t)rl, at(m, la->h, c0), (size_t)rf, (size_t)N, (size_t)rl, bk->dtype);
+            op_copy2d(bk, s.lz, (size_t)rl, at(m, la->h, c0), (size_t)rf, (size_t)N, (size_t)rl, bk->dtype);
             u = s.lz;
         }
         Slots U = slots_of((void *)u, &v), dZ = slots_of(s.dz, &v);
@@ -269,3 +261,158 @@ void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const 
     op_gemm(bk, TR_T, TR_N, din, rl, N, 1.0f, x, din, dPi, ldp, 1.0f, dw->A, rl);
     op_gemm(bk, TR_N, TR_T, N, din, rl, 1.0f, dPi, ldp, w->A, rl, beta_dx, dx, din);
 }
+
+// ---- parameters and layout ---------------------------------------------------------------------
+// In layers ≥ 1 each projection's crossing follows its A and B (docs/lax.md §4) — the gate
+// (dense W [r,r] ~ N(0, 0.02²) and b = 0, or kron G1 [r1,r1], G2 [r2,r2] ~ U(±sqrt(6/S)) for an
+// S×S factor, the authors' kaiming_uniform), then the LayerNorm (gamma = 1, beta = 0). All
+// replicated over TP (every rank crosses the full latent): SHARD_NONE. Decay: 2-D only.
+static LaxW take_crossing(ParamWalk *wk, const char *prefix, int rank) {
+    const ModelConfig *c = wk->cfg;
+    LaxW x = {0};
+    char name[PARAM_NAME_MAX];
+    if (c->lax_gate == LAX_GATE_DENSE) {
+        xsnprintf(name, sizeof name, "%s/lax_gate/W", prefix);
+        x.W = walk_take(wk, name, 2, rank, rank, SHARD_NONE, 1, INIT_NORMAL, 0.02f);
+        xsnprintf(name, sizeof name, "%s/lax_gate/b", prefix);
+        x.b = walk_take(wk, name, 1, 1, rank, SHARD_NONE, 0, INIT_ZEROS, 0);
+    } else if (c->lax_gate == LAX_GATE_KRON) {
+        int r1, r2;
+        lax_kron_factors(rank, &r1, &r2);
+        xsnprintf(name, sizeof name, "%s/lax_gate/G1", prefix);
+        x.G1 = walk_take(wk, name, 2, r1, r1, SHARD_NONE, 1, INIT_UNIFORM, (float)sqrt(6.0 / r1));
+        xsnprintf(name, sizeof name, "%s/lax_gate/G2", prefix);
+        x.G2 = walk_take(wk, name, 2, r2, r2, SHARD_NONE, 1, INIT_UNIFORM, (float)sqrt(6.0 / r2));
+    }
+    if (c->lax_norm == LAX_NORM_LAYERNORM) {
+        xsnprintf(name, sizeof name, "%s/lax_norm/gamma", prefix);
+        x.gamma = walk_take(wk, name, 1, 1, rank, SHARD_NONE, 0, INIT_ONES, 0);
+        xsnprintf(name, sizeof name, "%s/lax_norm/beta", prefix);
+        x.beta = walk_take(wk, name, 1, 1, rank, SHARD_NONE, 0, INIT_ZEROS, 0);
+    }
+    return x;
+}
+static LinearW lax_take(ParamWalk *wk, const char *prefix, int din, int dout, int r, int col_parallel, int layer) {
+    (void)col_parallel;
+    LinearW lw = factor_take(wk, prefix, din, dout, r);
+    if (layer >= 1) lw.x = take_crossing(wk, prefix, r);
+    return lw;
+}
+// The width of the latent chain held here (docs/lax.md §6): BTP r (replicated); Vanilla-TP
+// r/tp when the crossing is slice-local (identity gate, no norm; or a single layer), else r
+// (case (b): P all-gathered, Z replicated).
+static void lax_layout(Layout *lay, const ModelConfig *c) {
+    int megatron = lay->scheme == TP_MEGATRON;
+    int sliced = (c->lax_gate == LAX_GATE_IDENTITY && c->lax_norm == LAX_NORM_NONE) || c->n_layers < 2;
+    lay->lax_gathered = megatron && !sliced;
+    lay->lra = megatron && sliced ? lay->ra : c->rank_attn;
+    lay->lrm = megatron && sliced ? lay->rm : c->rank_mlp;
+}
+
+// ---- the Kind's hooks ----------------------------------------------------------------------------
+static void lax_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout, int r,
+                        int p, int gl, const Lat *prev, const Lat *out) {
+    (void)r;   // the widths are the layout's (lax_width, ra/rm)
+    lax_linear_forward(m, y, la, x, w, din, dout, p, gl, prev, out);
+}
+static void lax_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
+                         const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, Scratch *s,
+                         float beta_dx) {
+    (void)r;
+    Lat carry = lat_message(m, s->carry);
+    lax_linear_backward(m, dx, dw, dy, x, la, w, din, dout, p, gl, prev, &carry, beta_dx);
+}
+
+// BTP (docs/lax.md §6.3): after each bottleneck all-reduce P is full and replicated, and so is
+// the previous layer's latent, so the crossing, the LayerNorm over r and σ run locally on every
+// rank: no collective more, forward or backward. The crossing U = P + g(Z_prev) in place
+// (layers ≥ 1), Z = σ(LN(U)), and Z also into `out` (the next stage's or the next layer's latents).
+static void lax_bn_forward(Model *m, const Bn *b, int p0, void *Z, void *P, LinearW *const *W, int gl,
+                           const Lat *prev, const Lat *out) {
+    Slots U = slots_of(P, &b->v), Zs = slots_of(Z, &b->v);
+    const Slots *Zp = lax_own_z(&m->cfg) ? &Zs : &U;
+    if (gl >= 1) lax_cross_add(m, &U, W, prev, p0);
+    lax_latent(m, Zp, &U, W, gl >= 1);
+    lat_store(m, out, Zp, p0);
+}
+// From a kept bottleneck (CKPT_LOWRANK recompute; it holds U): Z = σ(LN(U)).
+static void lax_bn_recompute(Model *m, const Bn *b, void *Z, void *U, LinearW *const *W, int gl) {
+    Slots Us = slots_of(U, &b->v), Zs = slots_of(Z, &b->v);
+    lax_latent(m, lax_own_z(&m->cfg) ? &Zs : &Us, &Us, W, gl >= 1);
+}
+// dZ += the carry first (replicated, so after the all-reduce), then the latent's and the
+// crossing's backward, which leaves dL/dZ_prev in the carry. Returns dP.
+static void *lax_bn_backward(Model *m, const Bn *b, int p0, void *dZ, void *U, LinearW *const *W, LinearW *const *dW,
+                             int gl, const Lat *prev, Scratch *s) {
+    Lat carry = lat_message(m, s->carry);
+    Slots dZs = slots_of(dZ, &b->v), Us = slots_of(U, &b->v);
+    for (int j = 0; j < b->v.G; j++)
+        op_add2d(m->bk, slot_at(m, &dZs, j), (size_t)b->v.ld, carry.z[p0 + j], (size_t)carry.ld[p0 + j], b->v.N, b->v.r);
+    return lax_latent_backward(m, s->dpb, &dZs, &Us, W, dW, gl >= 1, prev, &carry, p0).base;
+}
+// The bottleneck P = RMSNorm(x) @ A that the norm backward's c-term needs: in layers ≥ 1
+// U − g(Z_prev) (one subtraction: fp32 rounding only), else the kept buffer.
+static const void *lax_bn_input(Model *m, const Bn *b, int p0, void *U, LinearW *const *W, int gl, const Lat *prev,
+                                Scratch *s) {
+    if (gl < 1) return U;
+    Slots Us = slots_of(U, &b->v);
+    return lax_p_from_u(m, s->lp, b->size, &Us, W, prev, p0).base;
+}
+// CKPT_LOWRANK under BTP: Z of layer l (local) from its kept U into dst (no collective).
+static void lax_latents_recompute(Model *m, LayerActs *la, int l, const Lat *dst) {
+    LayerW *w = &m->w.layers[l];
+    int gl = m->lay.layer_begin + l;
+    Bn b[4] = { bn_qkv(m), bn_o(m), bn_gu(m), bn_down(m) };
+    void *U[4] = { la->pqkv, la->po, la->pgu, la->pd };
+    int p0[4] = { LX_Q, LX_O, LX_GATE, LX_DOWN };
+    LinearW *W[4][3] = { { &w->q, &w->k, &w->v }, { &w->o }, { &w->gate, &w->up }, { &w->down } };
+    for (int c = 0; c < 4; c++) {
+        Slots Us = slots_of(U[c], &b[c].v), Z = lat_slots(m, dst, p0[c], b[c].v.G, b[c].v.r);
+        lax_latent(m, &Z, &Us, W[c], gl >= 1);
+    }
+}
+
+// ---- sizes -----------------------------------------------------------------------------------------
+static int64_t crossing_params(const ModelConfig *m, int64_t r) {
+    int64_t g = 0;
+    if (m->lax_gate == LAX_GATE_DENSE) g = r * r + r;
+    else if (m->lax_gate == LAX_GATE_KRON) {
+        int r1, r2;
+        lax_kron_factors((int)r, &r1, &r2);
+        g = (int64_t)r1 * r1 + (int64_t)r2 * r2;
+    }
+    return g + (m->lax_norm == LAX_NORM_LAYERNORM ? 2 * r : 0);
+}
+static double crossing_flops(const ModelConfig *m, int r) {
+    if (m->lax_gate == LAX_GATE_DENSE) return flops_dense_gate_forward(1, r) + flops_dense_gate_backward(1, r);
+    if (m->lax_gate == LAX_GATE_KRON) {
+        int r1, r2;
+        lax_kron_factors(r, &r1, &r2);
+        return flops_kron_gate_forward(1, r1, r2) + flops_kron_gate_backward(1, r1, r2);
+    }
+    return 0;
+}
+
+static int64_t lax_params(const ModelConfig *m, int64_t din, int64_t dout, int64_t r, int layer) {
+    return kind_factor_params(m, din, dout, r, layer) + (layer >= 1 ? crossing_params(m, r) : 0);
+}
+static double lax_flops(const ModelConfig *m, int din, int dout, int r, int layer) {
+    return kind_factor_flops(m, din, dout, r, layer) + (layer >= 1 ? crossing_flops(m, r) : 0);
+}
+static void lax_describe(const ModelConfig *m, char *buf, size_t n) {
+    static const char *const base[] = { "cola", "svd" }, *const gate[] = { "identity", "dense", "kron" },
+                             *const norm[] = { "layernorm", "none" };
+    snprintf(buf, n, "LaX base %s, gate %s, norm %s: layers 1..%d add 7 crossings of %lld + %lld parameters "
+             "(attn/mlp), %.0f + %.0f FLOPs/token each", base[m->lax_base], gate[m->lax_gate], norm[m->lax_norm],
+             m->n_layers - 1, (long long)crossing_params(m, m->rank_attn), (long long)crossing_params(m, m->rank_mlp),
+             crossing_flops(m, m->rank_attn), crossing_flops(m, m->rank_mlp));
+}
+
+const Kind kind_lax = {
+    .name = "lax", .lowrank = 1, .latent = 1,
+    .take = lax_take, .layout = lax_layout, .own_z = lax_own_z,
+    .forward = lax_forward, .backward = lax_backward,
+    .bn_forward = lax_bn_forward, .bn_recompute = lax_bn_recompute, .bn_backward = lax_bn_backward,
+    .bn_input = lax_bn_input, .latents_recompute = lax_latents_recompute,
+    .linear_params = lax_params, .linear_flops = lax_flops, .describe = lax_describe,
+};
