@@ -21,8 +21,9 @@ One session:
      1-minute load and every other process above 5 % of a core) is recorded, and with
      --calibrate interleave `build/calibrate --share-only` measures the rank share and the op
      overhead again into a profile for this run; then one measured launch (build/exp: every
-     variant of the recipe, --steps steps each) and one simulated launch with that profile;
-     at tp1 also the op layer (build/simulate --measure-ops) of every variant;
+     variant of the recipe that is not on demand, --steps steps each) and build/simulate of
+     each of those variants on that profile; at tp1 also the op layer (build/simulate
+     --measure-ops) of every variant;
   3. four layers, each reported on its own:
        ops          one rank's ops inside a real step: the timing back end's records against
                     the same records priced by the model (per op class and in all);
@@ -47,6 +48,7 @@ Every command and its output: runs/<OUT's name>.log.
 import argparse
 import csv
 import datetime
+import json
 import os
 import platform
 import re
@@ -59,6 +61,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_MEDIAN, TARGET_WORST, TARGET_RATIO = 0.10, 0.20, 0.10   # issue 20: whole steps, and ratios between variants
+QUIET_LOAD = 0.25   # per core: a 1-minute load above 0.25 x cores before a run marks the session as not quiet
 T95 = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}
 
 
@@ -254,7 +257,7 @@ def main():
     meas, pred, ops, idle, failures = {}, {}, {}, [], 0
     variants_of = {}
     print(f"2. {a.repeat} rounds over {', '.join(layouts)} (idle state, "
-          f"{'share again, ' if a.calibrate == 'interleave' else ''}measured launch, simulated launch; op layer at tp1)", flush=True)
+          f"{'share again, ' if a.calibrate == 'interleave' else ''}measured launch, the simulations; op layer at tp1)", flush=True)
     for r in range(a.repeat):
         for lay in layouts:
             tp, pp, dp = parse_layout(lay)
@@ -275,15 +278,24 @@ def main():
             rc_m, _ = run(["build/exp", a.recipe] + sets)
             con = sqlite3.connect(db)
             lm = latest_launch(con, a.recipe)
-            rc_s, _ = run(["build/exp", a.recipe, "--simulate", profile] + sets)
-            con = sqlite3.connect(db)
-            ls = latest_launch(con, a.recipe)
-            if rc_m or rc_s or ls == lm:
-                failures += 1
-                print(f"   round {r + 1} {lay}: a launch failed (measured exit {rc_m}, simulated exit {rc_s}); see {logpath}", flush=True)
             mrows = launch_rows(con, lm) if lm else {}
-            prows = launch_rows(con, ls) if ls and ls != lm else {}
             con.close()
+            # the prediction of every measured variant: build/simulate on this run's profile (the
+            # recipe's on-demand paper-scale variants are not measured, so not simulated either)
+            prows, rc_s = {}, 0
+            for v in mrows:
+                jp = f"{tmp}/sim-{lay}-{v}-{r}.json"
+                rc, _ = run(["build/simulate", manifest, "--variant", v, "--hardware", profile, "--json", jp] + sets)
+                if rc:
+                    rc_s = rc
+                    continue
+                with open(jp) as f:
+                    rep = json.load(f)
+                st0 = rep["stages"][0]   # rank 0's stage, as the measured comm table is rank 0's
+                prows[v] = (rep["step"]["seconds"], st0["comm_s"], st0["xfer_s"])
+            if rc_m or rc_s or not mrows:
+                failures += 1
+                print(f"   round {r + 1} {lay}: a run failed (measured exit {rc_m}, simulated exit {rc_s}); see {logpath}", flush=True)
             variants_of.setdefault(lay, [v for v in mrows if v in prows])
             for v in mrows:
                 if v in prows:
@@ -383,6 +395,11 @@ def main():
     verdict = "met" if step_err and med <= TARGET_MEDIAN and worst <= TARGET_WORST else "NOT met" if step_err else "not measured"
     L.append(f"\n**Whole steps (inside the domain): median |error| {100 * med:.1f}%, worst {100 * worst:.1f}%. Target: median "
              f"within {100 * TARGET_MEDIAN:.0f} %, none beyond {100 * TARGET_WORST:.0f} % — {verdict}.**")
+    worst_load = max([x[2] for x in idle] + [load0])
+    if worst_load > QUIET_LOAD * ncores:
+        L.append(f"\n**The machine was not quiet** (1-minute load up to {worst_load:.2f} on {ncores} cores before a run; quiet "
+                 f"means at most {QUIET_LOAD * ncores:.2f}): other processes took the cores these numbers were measured on, "
+                 f"so they test the method, not the model. Rerun on an idle machine.")
 
     # ---- layer 4: ratios between variants at a fixed layout
     L += ["", "### Layer 4: ratios between variants at a fixed layout", "",
