@@ -8,7 +8,10 @@ value the profile uses, the alternatives a reader could defend, and why. reprodu
 every figure once per alternative (one constant moved at a time, the others at the profile's
 values) and reports each modelled number as the band [min, max] over those runs, with the
 constant whose alternatives move it most. One at a time: the band is not a joint worst case
-(two constants pushing the same way add up beyond it), and says so in REPORT.md.
+(two constants pushing the same way add up beyond it), and says so in REPORT.md. joint_bands
+adds the constants' swings up (first order: every constant at its alternative that moves the
+number down, then up, the effects summed) at no cost in simulations: the joint range where the
+effects add, labelled as that in bands.csv and REPORT.md.
 """
 import copy
 import os
@@ -124,4 +127,23 @@ def bands(base, runs):
         if driver is not None and swing[driver][1] - swing[driver][0] <= 1e-12 * abs(v):
             driver = None
         out[name] = (lo, hi, driver)
+    return out
+
+
+def joint_bands(base, runs):
+    """First-order joint bands: {metric: (lo, hi)} with lo = v + the sum over the constants of
+    min(0, its lowest alternative - v), hi likewise with the highest (each constant's swing from
+    the one-at-a-time runs, the swings added up as if the effects were additive)."""
+    out = {}
+    for name, v in base.items():
+        if v is None:
+            continue
+        swing = {}
+        for key, _, vals in runs:
+            w = vals.get(name)
+            if w is None:
+                continue
+            a, b = swing.get(key, (v, v))
+            swing[key] = (min(a, w), max(b, w))
+        out[name] = (v + sum(a - v for a, _ in swing.values()), v + sum(b - v for _, b in swing.values()))
     return out

@@ -1,40 +1,57 @@
 #!/usr/bin/python3
-"""validate_cpu.py — the performance model's credential: predicted against measured step time
-on this machine (issue 10, item 3; docs/performance-model.md §8).
+"""validate_cpu.py — the performance model against measurements on this machine, in layers
+(issue 20, item 2; docs/performance-model.md §8).
 
-    /usr/bin/python3 analysis/validate_cpu.py [--repeat 3] [--steps 12] [--tp 1,2,4]
-        [--recipes ablation-btp,...] [--calibrate interleave|each|once|none] [--db runs/validation.db]
-        [--out analysis/reproduction/validation_cpu]
+    /usr/bin/python3 analysis/validate_cpu.py [--repeat 5] [--steps 8] [--layouts tp1,tp2,pp2,dp2]
+        [--recipe boost-vs-baselines] [--calibrate interleave|once|none] [--full-calibration]
+        [--db runs/validation.db] [--out build/reproduction/validation_cpu]
 
-In one session:
-  1. build/calibrate writes experiments/hardware/cpu-local.yaml (GEMM table, attention, memory,
-     op overhead, rank share and MPI collectives of this machine, measured now);
-  2. for every recipe and tp, --repeat times: with --calibrate interleave (the default)
-     `build/calibrate --share-only` (a few seconds: the rank share, a single process's rate
-     against the table and the op overhead, measured now) into a temporary profile, one measured
-     launch (build/exp: every variant that is not on demand, one run each of --steps steps) and
-     one simulated launch of the same variants and overrides with that profile (build/exp
-     --simulate). This machine's free capacity changes from one minute to the next — a 2-rank
-     run took 45 ms a few minutes after one of 150 ms, other engineers' builds and tests share
-     the 2 cores — so each measured run is predicted with the machine as it was seconds before;
-     the measured and the predicted step of a variant are the medians over the repeats.
-     (--calibrate each: a full calibration before every recipe and tp, all repeats in one
-     launch; once: only the first; none: the profile as it is);
-  3. the table: per variant the measured step time (median over the repeats of each run's
-     median step after warm-up), the predicted one, the error; the median error and the worst.
-     Target (issue 10): median within 20 %, none beyond 40 %.
-The load average is recorded before the calibration and before and after every launch: the
-machine is shared, and its load is part of every number here.
+The domain: one pinned single-thread rank per core (OMP_NUM_THREADS=1, OpenBLAS 1 thread,
+train.threads=1, Open MPI bound to cores). A layout with more ranks than cores is refused
+(exit 2); --allow-oversubscribed runs it labelled OUTSIDE THE DOMAIN and leaves it out of
+every target. On a 2-core machine: tp1, tp2, pp2, dp2.
 
-Writes OUT.csv (one row per variant and tp) and OUT.md (the table with its conditions, which
-analysis/reproduce.py puts into REPORT.md). Exit 0 when every launch ran (the target is
-reported, not enforced); 1 when a launch failed. Every command and its output: runs/validation_cpu.log.
+One session:
+  1. build/calibrate --quick --ranks 2 (--full-calibration: the full grid) writes the session's
+     profile OUT's folder/validation-profile/cpu-local.yaml (GEMM table, attention, memory, op
+     overhead, the rank share, the MPI collectives), measured now; the tracked
+     experiments/hardware/cpu-local.yaml is left alone (--calibrate none prices with it);
+  2. --repeat rounds, and in each round every layout in turn (interleaved: a drift of the
+     machine's state meets every layout alike). Before each layout's run: the idle state (the
+     1-minute load and every other process above 5 % of a core) is recorded, and with
+     --calibrate interleave `build/calibrate --share-only` measures the rank share and the op
+     overhead again into a profile for this run; then one measured launch (build/exp: every
+     variant of the recipe that is not on demand, --steps steps each) and build/simulate of
+     each of those variants on that profile; at tp1 also the op layer (build/simulate
+     --measure-ops) of every variant;
+  3. four layers, each reported on its own:
+       ops          one rank's ops inside a real step: the timing back end's records against
+                    the same records priced by the model (per op class and in all);
+       collectives  rank 0's time inside collectives per step in the real runs (the comm table)
+                    against the model's collectives of the same step (pipeline sends apart);
+       steps        the step time (each run's median after warm-up) against the prediction;
+                    target: median |error| <= 10 %, worst <= 20 %;
+       ratios       each variant's step over the recipe's first variant at the same layout,
+                    measured against predicted; target within 10 %.
+     Every cell is the median over the repeats with a 95 % t-interval of the mean.
+
+Waiting is counted once: the rank share (calibrate) is measured with the ranks computing
+GEMMs side by side without any collective between them (compute contention only), and the
+time a rank waits for a peer is in the measured α-β collectives alone (it used to be in both:
+the share came from a GEMM + all-reduce loop).
+
+Writes OUT.md (the four tables with their conditions; analysis/reproduce.py puts it into
+REPORT.md) and OUT.csv (one row per layer, layout, variant, item). Exit 0 when every launch ran
+(the targets are reported, not enforced), 1 when one failed, 2 for a layout outside the domain.
+Every command and its output: runs/<OUT's name>.log.
 """
 import argparse
 import csv
 import datetime
+import json
 import os
 import platform
+import re
 import sqlite3
 import statistics
 import subprocess
@@ -43,62 +60,57 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RECIPES = ["ablation-btp", "ablation-online-rmsnorm", "ablation-linear-grouping", "ablation-lowrank-ckpt",
-           "boost-vs-baselines", "boost-architectures"]
-TARGET_MEDIAN, TARGET_WORST = 0.10, 0.20   # issue 20: whole-step median and worst |error|
+TARGET_MEDIAN, TARGET_WORST, TARGET_RATIO = 0.10, 0.20, 0.10   # issue 20: whole steps, and ratios between variants
+QUIET_LOAD = 0.25   # per core: a 1-minute load above 0.25 x cores before a run marks the session as not quiet
+T95 = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}
 
 
-def load():
-    return os.getloadavg()[0]
+# ---- pure helpers (tests/t_sim.sh checks them) ------------------------------------------------
+
+def parse_layout(name):
+    """'tp2' -> (2, 1, 1); 'pp2' -> (1, 2, 1); 'dp2' -> (1, 1, 2); 'tp2pp2' -> (2, 2, 1); 'tp1' -> (1, 1, 1)."""
+    if not re.fullmatch(r"((tp|pp|dp)[1-9][0-9]*)+", name):
+        raise ValueError(f"layout '{name}': expected tpN, ppN, dpN or a combination such as tp2pp2")
+    d = {"tp": 1, "pp": 1, "dp": 1}
+    for k, n in re.findall(r"(tp|pp|dp)([0-9]+)", name):
+        d[k] = int(n)
+    return d["tp"], d["pp"], d["dp"]
 
 
-def run(cmd, env, log):
-    t0 = time.time()
-    p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    log.write(f"$ {' '.join(cmd)}\n{p.stdout}\n(exit {p.returncode}, {time.time() - t0:.0f} s)\n")
-    log.flush()
-    return p.returncode, p.stdout
+def in_domain(layout, cores):
+    """One pinned single-thread rank per core: at most `cores` ranks."""
+    tp, pp, dp = parse_layout(layout)
+    return tp * pp * dp <= cores
 
 
-def latest_launch(con, experiment):
-    row = con.execute("SELECT id, load_avg_1m FROM launches WHERE experiment=? ORDER BY id DESC LIMIT 1", (experiment,)).fetchone()
-    return row if row else (None, None)
-
-
-def timed_median(con, run_id):
-    """The run's median step time after warm-up (the first max(1, last/10) steps; a run of one
-    step — a simulated one — has none), as make exp's table computes it."""
-    rows = con.execute("SELECT step, step_seconds FROM steps WHERE run_id=? AND step_seconds > 0 ORDER BY step", (run_id,)).fetchall()
-    if not rows:
+def ci95(xs):
+    """95 % confidence interval of the mean (Student t), or None below 2 values."""
+    n = len(xs)
+    if n < 2:
         return None
-    if len(rows) == 1:
-        return rows[0][1]
-    warm = max(1, rows[-1][0] // 10)
-    t = [s for k, s in rows if k > warm]
-    return statistics.median(t) if t else None
+    t = T95.get(n, 2.0)
+    mu, sd = statistics.mean(xs), statistics.stdev(xs)
+    return mu - t * sd / n ** 0.5, mu + t * sd / n ** 0.5
 
 
-def comm_ms(con, run_id):
-    r = con.execute("SELECT SUM(seconds) * 1000.0 / COUNT(DISTINCT step) FROM comm WHERE run_id=?", (run_id,)).fetchone()
-    return r[0] if r and r[0] is not None else 0.0
+def summary(errors):
+    """(median |error|, worst |error|) of a list of relative errors, or (nan, nan)."""
+    a = sorted(abs(e) for e in errors)
+    return (statistics.median(a), a[-1]) if a else (float("nan"), float("nan"))
 
 
-def launch_rows(con, launch):
-    """variant -> (median over completed runs of each run's median step, median comm ms, n runs)"""
-    out = {}
-    for variant, in con.execute("SELECT DISTINCT variant FROM runs WHERE launch_id=? ORDER BY id", (launch,)).fetchall():
-        ids = [r[0] for r in con.execute("SELECT id FROM runs WHERE launch_id=? AND variant=? AND status='completed'",
-                                         (launch, variant)).fetchall()]
-        meds = [m for m in (timed_median(con, i) for i in ids) if m is not None]
-        comms = [comm_ms(con, i) for i in ids]
-        if meds:
-            out[variant] = (statistics.median(meds), statistics.median(comms), len(meds), min(meds), max(meds))
-    return out
+def cell(xs):
+    """'median (lo-hi)' of a list of seconds, in ms, with the 95 % CI of the mean when defined."""
+    m = statistics.median(xs)
+    ci = ci95(xs)
+    return f"{1e3 * m:.2f}" + (f" ({1e3 * ci[0]:.2f}-{1e3 * ci[1]:.2f})" if ci else "")
 
+
+# ---- the machine and the run database --------------------------------------------------------
 
 def idle_state():
-    """The machine before a series: the 1-minute load and the processes (not this one's) using
-    more than 5 % of a core, as ps sees them."""
+    """The machine before a series: the 1-minute load and the processes (not this one) above 5 %
+    of a core, as ps sees them."""
     p = subprocess.run(["ps", "-eo", "pid,pcpu,comm", "--sort=-pcpu"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     busy = []
     for line in p.stdout.splitlines()[1:]:
@@ -109,212 +121,321 @@ def idle_state():
                     busy.append(f"{f[2]} {float(f[1]):.0f}%")
             except ValueError:
                 pass
-    return f"load {os.getloadavg()[0]:.2f}, busy: {', '.join(busy[:5]) if busy else 'none'}"
+    return os.getloadavg()[0], ", ".join(busy[:5]) if busy else "none"
 
 
-def ci95(xs):
-    """95 % confidence interval of the mean of the repeats (Student t), or None below 2."""
-    n = len(xs)
-    if n < 2:
+def latest_launch(con, experiment):
+    row = con.execute("SELECT id FROM launches WHERE experiment=? ORDER BY id DESC LIMIT 1", (experiment,)).fetchone()
+    return row[0] if row else None
+
+
+def timed_median(con, run_id):
+    """The run's median step after warm-up (the first max(1, last/10) steps; a simulated run has one)."""
+    rows = con.execute("SELECT step, step_seconds FROM steps WHERE run_id=? AND step_seconds > 0 ORDER BY step", (run_id,)).fetchall()
+    if not rows:
         return None
-    t = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}.get(n, 2.0)
-    mu, sd = statistics.mean(xs), statistics.stdev(xs)
-    return mu - t * sd / n ** 0.5, mu + t * sd / n ** 0.5
+    if len(rows) == 1:
+        return rows[0][1]
+    warm = max(1, rows[-1][0] // 10)
+    t = [s for k, s in rows if k > warm]
+    return statistics.median(t) if t else None
 
+
+def comm_s(con, run_id, p2p):
+    """Seconds per step in collectives (p2p False) or in pipeline sends and receives (True)."""
+    op = "IN" if p2p else "NOT IN"
+    r = con.execute(f"SELECT SUM(seconds) / COUNT(DISTINCT step) FROM comm WHERE run_id=? AND kind {op} ('send','recv')",
+                    (run_id,)).fetchone()
+    return r[0] if r and r[0] is not None else 0.0
+
+
+def launch_rows(con, launch):
+    """variant -> (step s, collectives s per step, p2p s per step) of the launch's completed run."""
+    out = {}
+    for rid, variant in con.execute("SELECT id, variant FROM runs WHERE launch_id=? AND status='completed' ORDER BY id", (launch,)):
+        m = timed_median(con, rid)
+        if m is not None:
+            out[variant] = (m, comm_s(con, rid, False), comm_s(con, rid, True))
+    return out
+
+
+def read_ops_csv(path):
+    """{'gemm': (measured s, modeled s, dry modeled s), ..., 'all ops': (...)} per step, from
+    simulate --ops-csv: measured and modeled are the CPU back end's records, dry the dry back
+    end's records of the same steps (what the simulation prices)."""
+    cls = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r["op"].startswith("("):
+                continue
+            x = (float(r["measured_s"]), float(r["modeled_s"]), float(r["dry_modeled_s"]))
+            for k in (r["class"], "all ops"):
+                a = cls.setdefault(k, [0.0, 0.0, 0.0])
+                for i in range(3):
+                    a[i] += x[i]
+    return {k: tuple(v) for k, v in cls.items()}
+
+
+# ---- the session -----------------------------------------------------------------------------
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=5, help="interleaved repeats per variant (>= 5 for the confidence intervals)")
-    ap.add_argument("--steps", type=int, default=12)
-    ap.add_argument("--tp", default="1,2", help="tp sizes; each rank is pinned to its own core with one thread, so at most "
-                    "as many ranks as cores (the validated domain)")
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (>= 5 for the confidence intervals)")
+    ap.add_argument("--steps", type=int, default=8, help="training steps of each measured run")
+    ap.add_argument("--op-steps", type=int, default=2, help="timed steps of the op layer (after one warm-up step)")
+    ap.add_argument("--layouts", default="tp1,tp2,pp2,dp2")
     ap.add_argument("--allow-oversubscribed", action="store_true",
-                    help="also run layouts with more ranks than cores, labelled OUTSIDE THE DOMAIN and left out of the target")
-    ap.add_argument("--recipes", default=",".join(RECIPES))
-    ap.add_argument("--calibrate", choices=["interleave", "each", "once", "none"], default="interleave",
-                    help="the share before every repeat (interleave), a full calibration before every recipe and tp "
-                         "(each), only at the start (once), or never: experiments/hardware/cpu-local.yaml as it is (none)")
+                    help="also run layouts with more ranks than cores, labelled OUTSIDE THE DOMAIN, out of every target")
+    ap.add_argument("--recipe", default="boost-vs-baselines", help="the experiment whose variants are compared (ratios: "
+                    "against its first variant)")
+    ap.add_argument("--calibrate", choices=["interleave", "once", "none"], default="interleave",
+                    help="the share again before every run (interleave), only the calibration at the start (once), or "
+                         "experiments/hardware/cpu-local.yaml as it is (none)")
+    ap.add_argument("--full-calibration", action="store_true", help="the full GEMM grid (about twice as long) instead of --quick")
     ap.add_argument("--db", default="runs/validation.db")
-    ap.add_argument("--out", default="build/reproduction/validation_cpu",
-                    help="OUT.md and OUT.csv (default build/reproduction/validation_cpu: not tracked, where "
-                         "make reproduce looks first)")
+    ap.add_argument("--out", default="build/reproduction/validation_cpu")
     a = ap.parse_args()
-    # one pinned single-thread rank per core: the model prices one rank per device, and a rank
-    # that shares its core with another (or whose threads do) measures the scheduler, not the step
-    env = dict(os.environ, OMP_WAIT_POLICY="passive", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               OMPI_MCA_hwloc_base_binding_policy="core")
-    ncores = os.cpu_count() or 1
-    tps = [int(x) for x in a.tp.split(",")]
-    outside = [tp for tp in tps if tp > ncores]
+    ncores = len(os.sched_getaffinity(0))   # the cores this process may use (a cgroup or taskset may allow fewer)
+    try:
+        layouts = [x.strip() for x in a.layouts.split(",") if x.strip()]
+        outside = [x for x in layouts if not in_domain(x, ncores)]
+    except ValueError as e:
+        print(f"validate_cpu: {e}", file=sys.stderr)
+        return 2
     if outside and not a.allow_oversubscribed:
-        sys.exit(f"validate_cpu: tp {', '.join(map(str, outside))} would put more ranks than this machine's {ncores} cores; "
-                 f"the validated domain is one pinned single-thread rank per core (hint: --tp 1,2 here, or "
-                 f"--allow-oversubscribed to run them labelled outside the domain)")
+        print(f"validate_cpu: layout {', '.join(outside)} puts more ranks than this machine's {ncores} cores: outside the "
+              f"validated domain (one pinned single-thread rank per core); hint: --layouts tp1,tp2,pp2,dp2 on 2 cores, or "
+              f"--allow-oversubscribed to run it labelled outside the domain", file=sys.stderr)
+        return 2
     if a.repeat < 5:
         print(f"validate_cpu: --repeat {a.repeat} < 5: the confidence intervals are wide or undefined", flush=True)
+    env = dict(os.environ, OMP_WAIT_POLICY="passive", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               OMPI_MCA_hwloc_base_binding_policy="core")
     os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)) or ".", exist_ok=True)
+    os.makedirs(os.path.join(ROOT, "runs"), exist_ok=True)
     logpath = os.path.join(ROOT, "runs", os.path.basename(a.out) + ".log")   # runs/: not committed
     log = open(logpath, "w")
+    t_start = time.time()
+
+    def run(cmd):
+        t0 = time.time()
+        p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        log.write(f"$ {' '.join(cmd)}\n{p.stdout}\n(exit {p.returncode}, {time.time() - t0:.1f} s)\n")
+        log.flush()
+        return p.returncode, p.stdout
+
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    # the commit the measurement ran at (REPORT.md stamps its validation section with it)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True).stdout.strip() or "unknown"
     if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, stdout=subprocess.PIPE,
                       stderr=subprocess.DEVNULL, text=True).stdout.strip():
         commit += " (with uncommitted changes)"
     host = platform.node()
-    ncpu = os.cpu_count()
-    loads = {"start": load()}
-    print(f"validate_cpu: {started}, host {host}, {ncpu} cores, load average {loads['start']:.2f}; log {logpath}")
-    def calibrate(out_path):
-        rc, out = run(["build/calibrate", "--out", out_path], env, log)
-        if rc:
-            sys.exit(f"validate_cpu: build/calibrate failed (exit {rc}); see {logpath}")
-        share = {}
-        for line in out.splitlines():
-            if "rank share" in line or "op overhead" in line or "load average after" in line or "fit error" in line:
-                print("   " + line.strip())
-            if "rank share:" in line:
-                share[int(line.split("rank share:")[1].split()[0])] = float(line.rsplit(":", 1)[1])
-        return share
-    share0 = {}
+    load0, busy0 = idle_state()
+    print(f"validate_cpu: {started}, host {host}, {ncores} cores, load {load0:.2f} (busy: {busy0}); log {logpath}", flush=True)
+    # the session's profile: in the output folder (its name is its stem: cpu-local), the tracked
+    # experiments/hardware/cpu-local.yaml left alone; --calibrate none prices with the tracked one
+    base_profile = "experiments/hardware/cpu-local.yaml"
     if a.calibrate != "none":
-        print("1. build/calibrate (about a minute) ...", flush=True)
-        share0 = calibrate("experiments/hardware/cpu-local.yaml")
-    with open(os.path.join(ROOT, "experiments/hardware/cpu-local.yaml")) as f:
-        profile_head = [l[2:].rstrip().split(" (other processes")[0]
-                        for l in f.readlines()[:8] if l.startswith("# measured") or l.startswith("# load")]
+        base_profile = os.path.join(os.path.dirname(a.out) or ".", "validation-profile", "cpu-local.yaml")
+        os.makedirs(os.path.join(ROOT, os.path.dirname(base_profile)), exist_ok=True)
+        print(f"1. build/calibrate{'' if a.full_calibration else ' --quick'} --ranks 2 -> {base_profile} ...", flush=True)
+        rc, out = run(["build/calibrate", "--out", base_profile, "--ranks", "2"] + ([] if a.full_calibration else ["--quick"]))
+        if rc:
+            print(f"validate_cpu: build/calibrate failed (exit {rc}); see {logpath}", file=sys.stderr)
+            return 1
+        for line in out.splitlines():
+            if "rank share" in line or "op overhead" in line:
+                print("   " + line.strip(), flush=True)
+    with open(os.path.join(ROOT, base_profile)) as f:
+        profile_head = [l[2:].rstrip().split(" (other processes")[0] for l in f.readlines()[:8]
+                        if l.startswith("# measured") or l.startswith("# load")]
     tmp = tempfile.mkdtemp(prefix="validate-cpu.")
-    if a.calibrate in ("each", "interleave"):
-        print(f"2. per recipe and tp: {'build/calibrate --share-only before each of' if a.calibrate == 'interleave' else 'build/calibrate,'} "
-              f"{a.repeat} measured runs per variant, the simulation", flush=True)
     db = os.path.join(ROOT, a.db)
-    rows, failures = [], 0
-    for recipe in a.recipes.split(","):
-        for tp in tps:
-            idle = idle_state()   # recorded before each series: load and the other busy processes
-            print(f"   {recipe} tp {tp}: before the series: {idle}", flush=True)
-            sets = ["--set", f"parallel.tp={tp}", "--set", "train.threads=1", "--set", f"train.steps={a.steps}", "--set", "train.val_every=0",
-                    "--set", f"run.db={db}", "--set", f"run.checkpoint_dir={tmp}/ckpt"]
-            rounds = a.repeat if a.calibrate == "interleave" else 1
-            meas, sim, shares = {}, {}, []
-            l0 = load()
-            if a.calibrate == "each":
-                os.makedirs(f"{tmp}/{recipe}-tp{tp}", exist_ok=True)
-                print(f"   {recipe} tp {tp}: build/calibrate ...", flush=True)
-                share = calibrate(f"{tmp}/{recipe}-tp{tp}/cpu-local.yaml")
-                shares.append(share.get(tp, 1.0) if tp > 1 else 1.0)
-            for r in range(rounds):
-                profile = "cpu-local"
-                if a.calibrate == "each":
-                    profile = f"{tmp}/{recipe}-tp{tp}/cpu-local.yaml"
-                elif a.calibrate == "interleave":
-                    d = f"{tmp}/{recipe}-tp{tp}-{r}"
-                    os.makedirs(d, exist_ok=True)
-                    profile = f"{d}/cpu-local.yaml"
-                    rc, out = run(["build/calibrate", "--share-only", "cpu-local", "--out", profile], env, log)
-                    if rc:
-                        sys.exit(f"validate_cpu: build/calibrate --share-only failed (exit {rc}); see {logpath}")
-                    for line in out.splitlines():
-                        if tp == 1 and "1 process" in line or tp > 1 and f"share: {tp} ranks" in line:
-                            shares.append(float(line.rsplit(":", 1)[1]))
-                rep = ["--repeat", str(a.repeat)] if a.calibrate != "interleave" else []
-                rc_m, _ = run(["build/exp", recipe] + rep + sets, env, log)
-                con = sqlite3.connect(db)
-                lm, _ = latest_launch(con, recipe)
-                rc_s, _ = run(["build/exp", recipe, "--simulate", profile] + sets, env, log)
-                con = sqlite3.connect(db)
-                ls, _ = latest_launch(con, recipe)
-                if rc_m or rc_s:
-                    failures += 1
-                    print(f"   {recipe} tp {tp}: a launch failed (measured exit {rc_m}, simulated exit {rc_s}); see {logpath}")
-                for v, (m, mc, n, lo, hi) in (launch_rows(con, lm) if lm else {}).items():
-                    meas.setdefault(v, []).extend([(m, mc, n, lo, hi)])
-                for v, (p, pc, _, _, _) in (launch_rows(con, ls) if ls and ls != lm else {}).items():
-                    sim.setdefault(v, []).append((p, pc))
-                con.close()
-            l1 = load()
-            share = statistics.median(shares) if shares else (share0.get(tp, 1.0) if tp > 1 else 1.0)
-            for v, ms in meas.items():
-                if v not in sim:
+    manifest = f"experiments/{a.recipe}.yaml"
+    # per (layout, variant): lists over the rounds
+    meas, pred, ops, idle, failures = {}, {}, {}, [], 0
+    variants_of = {}
+    print(f"2. {a.repeat} rounds over {', '.join(layouts)} (idle state, "
+          f"{'share again, ' if a.calibrate == 'interleave' else ''}measured launch, the simulations; op layer at tp1)", flush=True)
+    for r in range(a.repeat):
+        for lay in layouts:
+            tp, pp, dp = parse_layout(lay)
+            load, busy = idle_state()
+            idle.append((r, lay, load, busy))
+            profile = os.path.join(ROOT, base_profile)
+            if a.calibrate == "interleave":
+                profile = f"{tmp}/{lay}-{r}/cpu-local.yaml"
+                os.makedirs(os.path.dirname(profile), exist_ok=True)
+                rc, _ = run(["build/calibrate", "--share-only", os.path.join(ROOT, base_profile), "--out", profile, "--ranks", "2"])
+                if rc:
+                    print(f"validate_cpu: build/calibrate --share-only failed (exit {rc}); see {logpath}", file=sys.stderr)
+                    return 1
+            sets = []
+            for kv in (f"parallel.tp={tp}", f"parallel.pp={pp}", f"parallel.dp={dp}", "train.threads=1", f"train.steps={a.steps}",
+                       "train.val_every=0", f"run.db={db}", f"run.checkpoint_dir={tmp}/ckpt"):
+                sets += ["--set", kv]
+            rc_m, _ = run(["build/exp", a.recipe] + sets)
+            con = sqlite3.connect(db)
+            lm = latest_launch(con, a.recipe)
+            mrows = launch_rows(con, lm) if lm else {}
+            con.close()
+            # the prediction of every measured variant: build/simulate on this run's profile (the
+            # recipe's on-demand paper-scale variants are not measured, so not simulated either)
+            prows, rc_s = {}, 0
+            for v in mrows:
+                jp = f"{tmp}/sim-{lay}-{v}-{r}.json"
+                rc, _ = run(["build/simulate", manifest, "--variant", v, "--hardware", profile, "--json", jp] + sets)
+                if rc:
+                    rc_s = rc
                     continue
-                m = statistics.median(x[0] for x in ms)
-                mc = statistics.median(x[1] for x in ms)
-                n = sum(x[2] for x in ms)
-                lo, hi = min(x[3] for x in ms), max(x[4] for x in ms)
-                p = statistics.median(x[0] for x in sim[v])
-                pc = statistics.median(x[1] for x in sim[v])
-                err = (p - m) / m
-                ci = ci95([x[0] for x in ms])
-                rows.append(dict(recipe=recipe, tp=tp, variant=v, runs=n, measured_ms=1e3 * m, measured_lo_ms=1e3 * lo,
-                                 ci_lo_ms=1e3 * ci[0] if ci else None, ci_hi_ms=1e3 * ci[1] if ci else None, idle=idle,
-                                 domain="outside (oversubscribed)" if tp > ncores else "inside",
-                                 measured_hi_ms=1e3 * hi, predicted_ms=1e3 * p, error=err, measured_comm_ms=mc,
-                                 predicted_comm_ms=pc, load_before=l0, load_after=l1, rank_share=share))
-                print(f"   {recipe:26s} tp {tp} {v:16s} measured {1e3 * m:8.1f} ms ({n} runs, {1e3 * lo:.1f}-{1e3 * hi:.1f})  "
-                      f"predicted {1e3 * p:8.1f} ms  error {100 * err:+6.1f}%   comm {mc:6.1f} vs {pc:6.1f} ms  share {share:.3f}  "
-                      f"load {l0:.2f}->{l1:.2f}", flush=True)
-    loads["end"] = load()
-    inside = [r for r in rows if r["domain"] == "inside"]   # the target is judged inside the domain only
-    errs = sorted(abs(r["error"]) for r in inside)
-    med = statistics.median(errs) if errs else float("nan")
-    worst = max(inside, key=lambda r: abs(r["error"])) if inside else None
-    # ratios between the variants of one recipe at one tp: each against the recipe's first variant
-    ratios = []
-    for (rec, tp) in sorted({(r["recipe"], r["tp"]) for r in inside}):
-        grp = [r for r in inside if r["recipe"] == rec and r["tp"] == tp]
-        for r in grp[1:]:
-            mr, pr = r["measured_ms"] / grp[0]["measured_ms"], r["predicted_ms"] / grp[0]["predicted_ms"]
-            ratios.append((rec, tp, f"{r['variant']} / {grp[0]['variant']}", mr, pr, pr / mr - 1))
-    with open(os.path.join(ROOT, a.out + ".csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["recipe"], lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    verdict = ("met" if med <= TARGET_MEDIAN and worst and abs(worst["error"]) <= TARGET_WORST else "NOT met") if rows else "not measured"
-    lines = [f"Commit: {commit}\n",
-             f"Measured on host `{host}` ({ncpu} cores), {started}; load average {loads['start']:.2f} at the start, "
-             f"{loads['end']:.2f} at the end (per launch below). Profile `cpu-local` "
-             f"{'as it is, NOT recalibrated in this session (--calibrate none)' if a.calibrate == 'none' else 'calibrated in the same session'} "
-             f"({'; '.join(profile_head)})"
-             f"{'; before every measured run `build/calibrate --share-only` measured the machine again (the rank share column: the median over the repeats of the share at that tp, for tp 1 a single process against the table)' if a.calibrate == 'interleave' else ', and again right before every recipe and tp (the rank share column: what that calibration measured)' if a.calibrate == 'each' else ''}. "
-             f"Each variant: {a.repeat} runs of {a.steps} steps interleaved (make exp REPEAT), "
-             f"the median over the runs of each run's median step after warm-up; predicted: build/simulate on cpu-local "
-             f"(`make exp SIMULATE=1 HARDWARE=cpu-local`). comm: rank 0's time inside collectives per step (measured: "
-             f"mostly waiting for a descheduled peer on this machine) and the model's (the collectives alone; the waiting is "
-             f"in the rank share).",
-             "",
-             f"Domain: one pinned single-thread rank per core ({ncores} cores here: OMP_NUM_THREADS=1, Open MPI binding to "
-             f"cores); layouts with more ranks than cores are labelled outside and left out of the target. The machine "
-             f"before each series (load, other busy processes) is in the last column.",
-             "",
-             "| recipe | tp | variant | measured ms (min-max; 95 % CI of the mean) | predicted ms | error | comm ms measured / modeled | rank share | load | domain | before the series |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        ci = f"; {r['ci_lo_ms']:.1f}-{r['ci_hi_ms']:.1f}" if r.get("ci_lo_ms") is not None else ""
-        lines.append(f"| {r['recipe']} | {r['tp']} | {r['variant']} | {r['measured_ms']:.1f} ({r['measured_lo_ms']:.1f}-"
-                     f"{r['measured_hi_ms']:.1f}{ci}) | {r['predicted_ms']:.1f} | {100 * r['error']:+.1f}% | "
-                     f"{r['measured_comm_ms']:.1f} / {r['predicted_comm_ms']:.1f} | {r['rank_share']:.3f} | "
-                     f"{r['load_before']:.2f}-{r['load_after']:.2f} | {r['domain']} | {r['idle']} |")
-    if ratios:
-        lines += ["", "Ratios between variants at fixed tp (measured against predicted; target within 10 %):", "",
-                  "| recipe | tp | ratio | measured | predicted | error |", "|---|---|---|---|---|---|"]
-        lines += [f"| {rec} | {tp} | {name} | {mr:.3f} | {pr:.3f} | {100 * e:+.1f}% |" for rec, tp, name, mr, pr, e in ratios]
-        re_ = sorted(abs(x[5]) for x in ratios)
-        lines.append(f"\nRatios: median |error| {100 * statistics.median(re_):.1f}%, worst {100 * re_[-1]:.1f}% — "
-                     f"{'within' if re_[-1] <= 0.10 else 'NOT within'} 10 %.")
-    for tp in sorted({r["tp"] for r in rows}):
-        e = sorted(abs(r["error"]) for r in rows if r["tp"] == tp)
-        lines.append(f"\ntp {tp}: median |error| {100 * statistics.median(e):.1f}%, worst {100 * e[-1]:.1f}% ({len(e)} variants)")
-    if worst:
-        lines.append(f"\n**All {len(rows)} variants: median |error| {100 * med:.1f}%, worst {100 * abs(worst['error']):.1f}% "
-                     f"({worst['recipe']} tp {worst['tp']} {worst['variant']}), inside the domain. Target: median within "
-                     f"{100 * TARGET_MEDIAN:.0f} %, none beyond {100 * TARGET_WORST:.0f} % — {verdict}.** Not yet validated "
-                     f"layer by layer (op by op inside a step, collectives alone): whole steps and ratios only.")
+                with open(jp) as f:
+                    rep = json.load(f)
+                st0 = rep["stages"][0]   # rank 0's stage, as the measured comm table is rank 0's
+                prows[v] = (rep["step"]["seconds"], st0["comm_s"], st0["xfer_s"])
+            if rc_m or rc_s or not mrows:
+                failures += 1
+                print(f"   round {r + 1} {lay}: a run failed (measured exit {rc_m}, simulated exit {rc_s}); see {logpath}", flush=True)
+            variants_of.setdefault(lay, [v for v in mrows if v in prows])
+            for v in mrows:
+                if v in prows:
+                    meas.setdefault((lay, v), []).append(mrows[v])
+                    pred.setdefault((lay, v), []).append(prows[v])
+            if (tp, pp, dp) == (1, 1, 1):
+                for v in variants_of[lay]:
+                    csvp = f"{tmp}/ops-{v}-{r}.csv"
+                    rc, _ = run(["build/simulate", manifest, "--variant", v, "--hardware", profile, "--measure-ops", str(a.op_steps),
+                                 "--ops-csv", csvp] + sets)
+                    if rc:
+                        failures += 1
+                        print(f"   round {r + 1} {lay} {v}: the op layer failed (exit {rc}); see {logpath}", flush=True)
+                    else:
+                        for k, mp in read_ops_csv(csvp).items():
+                            ops.setdefault((v, k), []).append(mp)
+            print(f"   round {r + 1}/{a.repeat} {lay}: load {load:.2f} before (busy: {busy}); " +
+                  "; ".join(f"{v} {1e3 * mrows[v][0]:.1f} vs {1e3 * prows[v][0]:.1f} ms" for v in variants_of[lay] if v in mrows and v in prows),
+                  flush=True)
+    load1, busy1 = idle_state()
+    elapsed = time.time() - t_start
+    dom = {lay: "inside" if in_domain(lay, ncores) else "OUTSIDE THE DOMAIN" for lay in layouts}
+    csv_rows = []
+
+    # ---- layer 1: ops
+    L = [f"Commit: {commit}\n",
+         f"Measured on host `{host}` ({ncores} cores), {started}, in {elapsed / 60:.1f} min; load average {load0:.2f} at the "
+         f"start (busy: {busy0}), {load1:.2f} at the end. Profile `cpu-local` "
+         f"{'as tracked, NOT recalibrated (--calibrate none)' if a.calibrate == 'none' else f'calibrated in the same session ({base_profile})'} "
+         f"({'; '.join(profile_head)})"
+         f"{'; its rank share and op overhead measured again before every run (build/calibrate --share-only)' if a.calibrate == 'interleave' else ''}. "
+         f"Recipe `{a.recipe}`, {a.repeat} interleaved rounds over the layouts {', '.join(layouts)}, {a.steps} steps per run. "
+         f"Cells: median over the rounds (95 % t-interval of the mean), ms.",
+         "",
+         f"Domain: one pinned single-thread rank per core ({ncores} cores: OMP_NUM_THREADS=1, OpenBLAS 1 thread, "
+         f"train.threads=1, Open MPI bound to cores). Waiting for a peer is counted once: in the measured collectives, not in "
+         f"the rank share (calibrated with ranks computing side by side, no collective between them).",
+         "",
+         "### Layer 1: ops inside a real step (tp1)",
+         "",
+         f"`build/simulate --measure-ops {a.op_steps}`: the step runs on the CPU back end with the timing wrapper; each "
+         "recorded op is priced by the model's tracer. Measured and modeled are the same op records of the same steps. "
+         "Trace gap: the dry back end's records of those steps (what the simulation prices) against the CPU back end's, "
+         "both priced; not zero where the two back ends issue other ops (build/simulate --measure-ops names them).",
+         "",
+         "| variant | op class | measured ms/step | modeled ms/step | error | trace gap |", "|---|---|---|---|---|---|"]
+    op_err = []
+    for (v, k), xs in sorted(ops.items(), key=lambda kv: (kv[0][0], kv[0][1] == "all ops", kv[0][1])):
+        m, p, d = [x[0] for x in xs], [x[1] for x in xs], [x[2] for x in xs]
+        e = statistics.median(p) / statistics.median(m) - 1
+        gap = statistics.median(d) / statistics.median(p) - 1
+        if k == "all ops":
+            op_err.append(e)
+        L.append(f"| {v} | {k} | {cell(m)} | {cell(p)} | {100 * e:+.1f}% | {100 * gap:+.2f}% |")
+        csv_rows.append(dict(layer="ops", layout="tp1", variant=v, item=k, measured_ms=1e3 * statistics.median(m),
+                             modeled_ms=1e3 * statistics.median(p), error=e, domain="inside"))
+    med, worst = summary(op_err)
+    L.append(f"\nOps, all classes per variant: median |error| {100 * med:.1f}%, worst {100 * worst:.1f}%." if op_err else
+             "\nOps: not measured (no tp1 layout).")
+
+    # ---- layer 2: collectives
+    L += ["", "### Layer 2: collectives inside the real steps", "",
+          "Rank 0's seconds inside collectives per step (the run's comm table) against the model's collectives of the same "
+          "step; pipeline sends and receives apart (the measured ones include waiting for the other stage's compute, which "
+          "the model puts in the bubble).", "",
+          "| layout | variant | collectives measured | modeled | error | p2p measured | p2p modeled | domain |", "|---|---|---|---|---|---|---|---|"]
+    coll_err = []
+    for (lay, v), ms in meas.items():
+        ps = pred[(lay, v)]
+        mc, pc = [x[1] for x in ms], [x[1] for x in ps]
+        if statistics.median(mc) <= 0 and statistics.median(pc) <= 0:
+            continue   # no collectives in this layout (tp1)
+        e = statistics.median(pc) / statistics.median(mc) - 1 if statistics.median(mc) > 0 else float("inf")
+        if dom[lay] == "inside":
+            coll_err.append(e)
+        L.append(f"| {lay} | {v} | {cell(mc)} | {cell(pc)} | {100 * e:+.1f}% | {cell([x[2] for x in ms])} | "
+                 f"{cell([x[2] for x in ps])} | {dom[lay]} |")
+        csv_rows.append(dict(layer="collectives", layout=lay, variant=v, item="collectives", measured_ms=1e3 * statistics.median(mc),
+                             modeled_ms=1e3 * statistics.median(pc), error=e, domain=dom[lay]))
+    med, worst = summary(coll_err)
+    L.append(f"\nCollectives (inside the domain): median |error| {100 * med:.1f}%, worst {100 * worst:.1f}%." if coll_err else
+             "\nCollectives: none measured.")
+
+    # ---- layer 3: whole steps
+    L += ["", "### Layer 3: whole steps", "",
+          "| layout | variant | measured ms | predicted ms | error | domain |", "|---|---|---|---|---|---|"]
+    step_err = []
+    for (lay, v), ms in meas.items():
+        m, p = [x[0] for x in ms], [x[0] for x in pred[(lay, v)]]
+        e = statistics.median(p) / statistics.median(m) - 1
+        if dom[lay] == "inside":
+            step_err.append(e)
+        L.append(f"| {lay} | {v} | {cell(m)} | {cell(p)} | {100 * e:+.1f}% | {dom[lay]} |")
+        csv_rows.append(dict(layer="steps", layout=lay, variant=v, item="step", measured_ms=1e3 * statistics.median(m),
+                             modeled_ms=1e3 * statistics.median(p), error=e, domain=dom[lay]))
+    med, worst = summary(step_err)
+    verdict = "met" if step_err and med <= TARGET_MEDIAN and worst <= TARGET_WORST else "NOT met" if step_err else "not measured"
+    L.append(f"\n**Whole steps (inside the domain): median |error| {100 * med:.1f}%, worst {100 * worst:.1f}%. Target: median "
+             f"within {100 * TARGET_MEDIAN:.0f} %, none beyond {100 * TARGET_WORST:.0f} % — {verdict}.**")
+    worst_load = max([x[2] for x in idle] + [load0])
+    if worst_load > QUIET_LOAD * ncores:
+        L.append(f"\n**The machine was not quiet** (1-minute load up to {worst_load:.2f} on {ncores} cores before a run; quiet "
+                 f"means at most {QUIET_LOAD * ncores:.2f}): other processes took the cores these numbers were measured on, "
+                 f"so they test the method, not the model. Rerun on an idle machine.")
+
+    # ---- layer 4: ratios between variants at a fixed layout
+    L += ["", "### Layer 4: ratios between variants at a fixed layout", "",
+          "| layout | ratio | measured | predicted | error | domain |", "|---|---|---|---|---|---|"]
+    ratio_err = []
+    for lay in layouts:
+        vs = variants_of.get(lay, [])
+        for v in vs[1:]:
+            # the ratio of each round's pair (the two variants ran back to back in one launch)
+            mr = [x[0] / y[0] for x, y in zip(meas[(lay, v)], meas[(lay, vs[0])])]
+            pr = [x[0] / y[0] for x, y in zip(pred[(lay, v)], pred[(lay, vs[0])])]
+            e = statistics.median(pr) / statistics.median(mr) - 1
+            if dom[lay] == "inside":
+                ratio_err.append(e)
+            ci = ci95(mr)
+            L.append(f"| {lay} | {v} / {vs[0]} | {statistics.median(mr):.3f}{f' ({ci[0]:.3f}-{ci[1]:.3f})' if ci else ''} | "
+                     f"{statistics.median(pr):.3f} | {100 * e:+.1f}% | {dom[lay]} |")
+            csv_rows.append(dict(layer="ratios", layout=lay, variant=v, item=f"{v} / {vs[0]}", measured_ms=statistics.median(mr),
+                                 modeled_ms=statistics.median(pr), error=e, domain=dom[lay]))
+    med, worst = summary(ratio_err)
+    L.append(f"\nRatios (inside the domain): median |error| {100 * med:.1f}%, worst {100 * worst:.1f}% — "
+             f"{'within' if ratio_err and worst <= TARGET_RATIO else 'NOT within'} {100 * TARGET_RATIO:.0f} %." if ratio_err else
+             "\nRatios: none (one variant).")
+
+    L += ["", "### The machine before each run", "", "| round | layout | load (1 min) | other busy processes |", "|---|---|---|---|"]
+    L += [f"| {r + 1} | {lay} | {load:.2f} | {busy} |" for r, lay, load, busy in idle]
     with open(os.path.join(ROOT, a.out + ".md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n" + "\n".join(lines[6:]))
-    print(f"\nwrote {a.out}.csv, {a.out}.md; the runs are in {a.db}")
+        f.write("\n".join(L) + "\n")
+    with open(os.path.join(ROOT, a.out + ".csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["layer", "layout", "variant", "item", "measured_ms", "modeled_ms", "error", "domain"],
+                           lineterminator="\n")
+        w.writeheader()
+        for row in csv_rows:
+            w.writerow({k: (f"{x:.6g}" if isinstance(x, float) else x) for k, x in row.items()})
+    print("\n" + "\n".join(L[2:]))
+    print(f"\nwrote {a.out}.md, {a.out}.csv in {elapsed / 60:.1f} min; the runs are in {a.db}")
     return 1 if failures else 0
 
 

@@ -133,6 +133,16 @@ r=$(/usr/bin/python3 -c "import json,sys; a,b=(json.load(open(f))['step']['p2p_s
 awk -v r="$r" 'BEGIN { exit !(r + 0 > 2) }' && pass "simulate_pipeline_messages_carry_lax_latents (LaX/CoLA p2p time $r)" ||
     fail simulate_pipeline_messages_carry_lax_latents "LaX/CoLA pipeline transfer time ratio '$r' (the latents must travel)"
 
+# ---- the bands: one constant at a time, and jointly to first order (the swings added) -----------
+out=$(cd analysis && /usr/bin/python3 -c '
+import reproduction_bands as rb
+runs = [("a", "lo", {"x": 0.9, "y": 2.0}), ("a", "hi", {"x": 1.2, "y": 2.0}), ("b", "l", {"x": 0.95, "y": 2.5})]
+b, j = rb.bands({"x": 1.0, "y": 2.0}, runs), rb.joint_bands({"x": 1.0, "y": 2.0}, runs)
+assert b["x"] == (0.9, 1.2, "a") and b["y"] == (2.0, 2.5, "b"), b
+assert abs(j["x"][0] - 0.85) < 1e-12 and abs(j["x"][1] - 1.2) < 1e-12 and j["y"] == (2.0, 2.5), j
+print("ok")' 2>&1)
+[ "$out" = ok ] && pass bands_one_at_a_time_and_joint || fail bands_one_at_a_time_and_joint "$out"
+
 # ---- make reproduce: every figure, CSV and the report ------------------------------------------
 # (--no-bands: the sweep over the chosen constants prices everything 11 more times, minutes here;
 # the bands are the same code on more profiles)

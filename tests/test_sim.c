@@ -165,6 +165,39 @@ TEST(profile_errors_name_file_and_line) {
     expect_refused("version", 1, "profile_version: 2", "this engine reads version 1");
 }
 
+// Profiles are read by the YAML walker manifests use (core/yaml_walk.h): the same refusals,
+// naming the file and the line, and the same YAML (aliases, merge keys).
+TEST(profile_yaml_front_end_is_the_manifests) {
+    expect_refused("utf", 3, "description: caf\xc3(", "utf.yaml:3: not valid UTF-8 (byte 0xc3 at column 17): a hardware profile is UTF-8 text");
+    expect_refused("alias", 7, "memory_bandwidth: *nowhere", "alias.yaml:7: alias *nowhere refers to no anchor");
+    expect_refused("col", 12, "peak_flops: {bf16: [", "col.yaml:");
+    expect_refused("col2", 12, "peak_flops: {bf16: [", "YAML syntax error");
+    expect_refused("nul", 4, "device: \"a\\0b\"", "nul.yaml:4: a value holds a NUL character");
+    expect_refused("listkey", 4, "[a, b]: 1", "mapping keys must be plain names (got a list key)");
+    expect_refused("empty", 5, "ranks_per_node:", "empty.yaml:5: ranks_per_node: expected a value, got an empty value");
+    {   // an anchor, an alias and a merge key load to the numbers written out
+        char text[4096], err[1024];
+        HwProfile p;
+        patched(text, sizeof text, "merge", 20, "    all_reduce: &ar {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}");
+        char *at = strstr(text, "    all_gather:");
+        char rest[4096];
+        snprintf(rest, sizeof rest, "%s", strchr(at, '\n') + 1);
+        snprintf(at, sizeof text - (size_t)(at - text), "    all_gather: {<<: *ar, busbw: 70e9}\n%s", rest);
+        int rc = load_text("merge", text, &p, err, sizeof err);
+        EXPECT(rc == 0, "merge keys: %s", err);
+        if (rc == 0) {
+            EXPECT(p.link[HW_INTRA].coll[HW_ALL_GATHER].base_s == 1e-5 && p.link[HW_INTRA].coll[HW_ALL_GATHER].hop_s == 1e-6 &&
+                   p.link[HW_INTRA].coll[HW_ALL_GATHER].bw[0] == 70e9, "merged all_gather");
+            hw_free(&p);
+        }
+    }
+    {   // not a regular file: refused at once (as a manifest), with the path
+        char err[1024];
+        HwProfile p;
+        EXPECT(hw_load(tmpdir, &p, err, sizeof err) == 1 && strstr(err, "is a directory; expected a regular file"), "a directory: %s", err);
+    }
+}
+
 TEST(profile_write_roundtrip) {
     char text[4096], err[1024], path[512];
     HwProfile a, b;
@@ -778,6 +811,7 @@ int main(void) {
     RUN(shipped_profiles_load);
     RUN(a100_profile_numbers);
     RUN(profile_errors_name_file_and_line);
+    RUN(profile_yaml_front_end_is_the_manifests);
     RUN(profile_write_roundtrip);
     RUN(wave_quantization);
     RUN(gemm_roofline);

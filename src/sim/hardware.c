@@ -1,12 +1,12 @@
-// hardware.c — loading and validating hardware profiles (hardware.h). The YAML is walked
-// directly with libfyaml; every value is checked for type and range, every mapping for
-// unknown and missing keys, and each message names FILE:LINE. A failure unwinds with
-// longjmp to hw_load, which frees what was built and returns the message.
-#include "../config/yaml_diag.h"
+// hardware.c — loading and validating hardware profiles (hardware.h). The file is read into
+// the YAML walker's tree (core/yaml_walk.h, the front end manifests use too: strict UTF-8,
+// aliases and merge keys, FILE:LINE on every node); every value is checked for type and
+// range, every mapping for unknown and missing keys, and each message names FILE:LINE and
+// the key. A failure unwinds with longjmp to hw_load, which frees what was built and returns
+// the message.
 #include "hardware.h"
-#include "sim.h"
+#include "roofline.h"
 
-#include <libfyaml.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +15,8 @@
 
 #include "../config/config.h"   // config_suggest: "did you mean"
 #include "../core/check.h"
+#include "../core/fileio.h"
+#include "../core/yaml_walk.h"
 
 // NULL-terminated name lists: YAML keys, in enum order.
 static const char *const prec_names[SP_COUNT + 1] = { "fp32", "tf32", "bf16", NULL };
@@ -28,21 +30,6 @@ SimPrecision sim_precision_of(DType dt, int tf32) {
     if (dt == DT_BF16) return SP_BF16;
     CHECK(dt == DT_F32, "no GEMM precision for compute dtype %d (fp32 or bf16 expected)", (int)dt);
     return tf32 ? SP_TF32 : SP_FP32;
-}
-
-double hw_wave_fill(int sm_count, int tile_m, int tile_n, double M, double N, int count) {
-    if (sm_count <= 0 || tile_m <= 0 || tile_n <= 0 || M <= 0 || N <= 0) return 1.0;
-    double tiles = (count > 1 ? count : 1) * ceil(M / tile_m) * ceil(N / tile_n);
-    return tiles / (ceil(tiles / sm_count) * sm_count);
-}
-
-double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count) {
-    if (sm_count <= 0 || tile_m <= 0 || tile_n <= 0 || M <= 0 || N <= 0) return 1.0;
-    double n = count > 1 ? count : 1;
-    double tiles = n * ceil(M / tile_m) * ceil(N / tile_n);
-    double waves = ceil(tiles / sm_count);
-    // useful work over the work of `waves` full waves of whole tiles
-    return n * M * N / (waves * sm_count * (double)tile_m * tile_n);
 }
 
 // ---- error context ------------------------------------------------------------------------
@@ -65,45 +52,34 @@ static void fail(Ctx *c, int line, const char *fmt, ...) {
     longjmp(c->jb, 1);
 }
 
-// Line of a scalar node (1-based), or `fallback` for mappings and sequences (libfyaml 0.7
-// gives marks for scalar tokens only; the caller passes the line of the key above).
-static int node_line(struct fy_node *n, int fallback) {
-    struct fy_token *t = n ? fy_node_get_scalar_token(n) : NULL;
-    const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-    return m ? m->line + 1 : fallback;
+// Line of a node (1-based): a scalar's own line, a mapping's or a list's the line of its key;
+// `fallback` for a missing node (the caller passes the line of the mapping above).
+static int node_line(const YamlNode *n, int fallback) { return n ? n->line : fallback; }
+
+static const YamlNode *lookup(const YamlNode *map, const char *key) {
+    const YamlEntry *e = yaml_map_find(map, key);
+    return e ? e->val : NULL;
+}
+static int key_line(const YamlNode *map, const char *key, int fallback) {
+    const YamlEntry *e = yaml_map_find(map, key);
+    return e ? e->line : fallback;
 }
 
-static struct fy_node *lookup(struct fy_node *map, const char *key) {
-    return fy_node_mapping_lookup_by_string(map, key, FY_NT);
-}
-static int key_line(struct fy_node *map, const char *key, int fallback) {
-    return node_line(fy_node_mapping_lookup_key_by_string(map, key, FY_NT), fallback);
-}
+static const char *kind_of(const YamlNode *n) { return yaml_kind_name(n); }
+static int is_map(const YamlNode *n) { return n && n->kind == YAML_MAP; }
+static int is_seq(const YamlNode *n) { return n && n->kind == YAML_SEQ; }
 
-static const char *kind_of(struct fy_node *n) {
-    if (!n || fy_node_is_null(n)) return "an empty value";
-    if (fy_node_is_mapping(n)) return "a mapping";
-    if (fy_node_is_sequence(n)) return "a list";
-    return "a scalar";
-}
-
-static void expect_map(Ctx *c, struct fy_node *n, int line, const char *what) {
-    if (!n || !fy_node_is_mapping(n)) fail(c, line, "%s: expected a mapping, got %s", what, kind_of(n));
+static void expect_map(Ctx *c, const YamlNode *n, int line, const char *what) {
+    if (!n || !is_map(n)) fail(c, line, "%s: expected a mapping, got %s", what, kind_of(n));
 }
 
 // Every key of `map` must be in `allowed` (NULL-terminated); every key in `required` present.
-static void check_keys(Ctx *c, struct fy_node *map, int line, const char *where,
+static void check_keys(Ctx *c, const YamlNode *map, int line, const char *where,
                        const char *const *allowed, const char *const *required) {
-    void *it = NULL;
-    struct fy_node_pair *pair;
-    while ((pair = fy_node_mapping_iterate(map, &it))) {
-        struct fy_node *k = fy_node_pair_key(pair);
-        int kl = node_line(k, line);
-        if (!k || !fy_node_is_scalar(k)) fail(c, kl, "%s: keys must be plain names", where);
-        size_t len = 0;
-        const char *s = fy_node_get_scalar(k, &len);
+    for (int e = 0; e < map->n; e++) {
+        int kl = map->e[e].line;
         char key[128];
-        snprintf(key, sizeof key, "%.*s", (int)(len < 127 ? len : 127), s ? s : "");
+        snprintf(key, sizeof key, "%.127s", map->e[e].key);
         int ok = 0;
         for (int i = 0; allowed[i]; i++) ok |= !strcmp(allowed[i], key);
         if (!ok) {
@@ -116,15 +92,14 @@ static void check_keys(Ctx *c, struct fy_node *map, int line, const char *where,
         }
     }
     for (int i = 0; required && required[i]; i++)
-        if (!fy_node_mapping_lookup_pair_by_string(map, required[i], FY_NT))
+        if (!yaml_map_find(map, required[i]))
             fail(c, line, "%s: missing key '%s'", where, required[i]);
 }
 
-static const char *scalar_text(Ctx *c, struct fy_node *n, int line, const char *what, char *buf, size_t bn) {
-    if (!n || !fy_node_is_scalar(n) || fy_node_is_null(n))
-        fail(c, line, "%s: expected a value, got %s", what, kind_of(n));
-    size_t len = 0;
-    const char *s = fy_node_get_scalar(n, &len);
+static const char *scalar_text(Ctx *c, const YamlNode *n, int line, const char *what, char *buf, size_t bn) {
+    if (!n || n->kind != YAML_SCALAR) fail(c, line, "%s: expected a value, got %s", what, kind_of(n));
+    size_t len = strlen(n->text);
+    const char *s = n->text;
     if (len >= bn) fail(c, line, "%s: value longer than %zu characters", what, bn - 1);
     memcpy(buf, s, len);
     buf[len] = 0;
@@ -132,7 +107,7 @@ static const char *scalar_text(Ctx *c, struct fy_node *n, int line, const char *
 }
 
 // A finite number in [lo, hi] (lo_open: lo excluded).
-static double num_node(Ctx *c, struct fy_node *n, int line, const char *what, double lo, int lo_open, double hi) {
+static double num_node(Ctx *c, const YamlNode *n, int line, const char *what, double lo, int lo_open, double hi) {
     char buf[64];
     scalar_text(c, n, line, what, buf, sizeof buf);
     char *end = NULL;
@@ -142,7 +117,7 @@ static double num_node(Ctx *c, struct fy_node *n, int line, const char *what, do
     if (v > hi) fail(c, line, "%s: expected a number <= %g, got %s", what, hi, buf);
     return v;
 }
-static int int_node(Ctx *c, struct fy_node *n, int line, const char *what, long lo, long hi) {
+static int int_node(Ctx *c, const YamlNode *n, int line, const char *what, long lo, long hi) {
     char buf[64];
     scalar_text(c, n, line, what, buf, sizeof buf);
     char *end = NULL;
@@ -152,24 +127,24 @@ static int int_node(Ctx *c, struct fy_node *n, int line, const char *what, long 
     return (int)v;
 }
 
-static double num_key(Ctx *c, struct fy_node *map, int line, const char *where, const char *key,
+static double num_key(Ctx *c, const YamlNode *map, int line, const char *where, const char *key,
                       double lo, int lo_open, double hi) {
     char what[160];
     snprintf(what, sizeof what, "%s%s%s", where, *where ? "." : "", key);
     return num_node(c, lookup(map, key), key_line(map, key, line), what, lo, lo_open, hi);
 }
-static int int_key(Ctx *c, struct fy_node *map, int line, const char *where, const char *key, long lo, long hi) {
+static int int_key(Ctx *c, const YamlNode *map, int line, const char *where, const char *key, long lo, long hi) {
     char what[160];
     snprintf(what, sizeof what, "%s%s%s", where, *where ? "." : "", key);
     return int_node(c, lookup(map, key), key_line(map, key, line), what, lo, hi);
 }
-static void str_key(Ctx *c, struct fy_node *map, int line, const char *key, char *out, size_t n, int nonempty) {
+static void str_key(Ctx *c, const YamlNode *map, int line, const char *key, char *out, size_t n, int nonempty) {
     int kl = key_line(map, key, line);
     scalar_text(c, lookup(map, key), kl, key, out, n);
     if (nonempty && !out[0]) fail(c, kl, "%s: must not be empty", key);
 }
 // One of names[] (NULL-terminated); returns its index.
-static int enum_key(Ctx *c, struct fy_node *map, int line, const char *what, const char *key, const char *const *names) {
+static int enum_key(Ctx *c, const YamlNode *map, int line, const char *what, const char *key, const char *const *names) {
     char buf[64];
     int kl = key_line(map, key, line);
     scalar_text(c, lookup(map, key), kl, what, buf, sizeof buf);
@@ -181,13 +156,13 @@ static int enum_key(Ctx *c, struct fy_node *map, int line, const char *what, con
 }
 
 // A flow list of exactly n integers >= 1 ([128, 128]).
-static void int_list(Ctx *c, struct fy_node *map, int line, const char *what, const char *key, int *out, int n) {
-    struct fy_node *s = lookup(map, key);
+static void int_list(Ctx *c, const YamlNode *map, int line, const char *what, const char *key, int *out, int n) {
+    const YamlNode *s = lookup(map, key);
     int kl = key_line(map, key, line);
-    if (!s || !fy_node_is_sequence(s) || fy_node_sequence_item_count(s) != n)
+    if (!is_seq(s) || s->n != n)
         fail(c, kl, "%s.%s: expected a list of %d integers, got %s", what, key, n, kind_of(s));
     for (int i = 0; i < n; i++)
-        out[i] = int_node(c, fy_node_sequence_get_by_index(s, i), kl, what, 1, 1 << 30);
+        out[i] = int_node(c, s->e[i].val, kl, what, 1, 1 << 30);
 }
 
 // ---- sections ------------------------------------------------------------------------------
@@ -199,26 +174,23 @@ static int prec_index(const char *name) {
 }
 
 // Iterate a mapping whose keys are precisions; calls fn for each.
-typedef void (*PrecFn)(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where);
-static void each_precision(Ctx *c, HwProfile *p, struct fy_node *map, int line, const char *section, PrecFn fn) {
+typedef void (*PrecFn)(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNode *val, int line, const char *where);
+static void each_precision(Ctx *c, HwProfile *p, const YamlNode *map, int line, const char *section, PrecFn fn) {
     expect_map(c, map, line, section);
     check_keys(c, map, line, section, prec_names, NULL);
-    void *it = NULL;
-    struct fy_node_pair *pair;
-    while ((pair = fy_node_mapping_iterate(map, &it))) {
-        size_t len = 0;
-        const char *k = fy_node_get_scalar(fy_node_pair_key(pair), &len);
+    for (int i = 0; i < map->n; i++) {
+        const YamlEntry *e = &map->e[i];
         char key[16];
-        snprintf(key, sizeof key, "%.*s", (int)(len < 15 ? len : 15), k);
+        snprintf(key, sizeof key, "%.15s", e->key);
         char where[64];
         snprintf(where, sizeof where, "%s.%s", section, key);
-        fn(c, p, (SimPrecision)prec_index(key), fy_node_pair_value(pair), node_line(fy_node_pair_key(pair), line), where);
+        fn(c, p, (SimPrecision)prec_index(key), e->val, e->line, where);
     }
 }
 
 static double elem_bytes(SimPrecision p) { return p == SP_BF16 ? 2.0 : 4.0; }
 
-static void parse_peak(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
+static void parse_peak(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNode *val, int line, const char *where) {
     p->peak_flops[prec] = num_node(c, val, node_line(val, line), where, 0, 1, 1e20);
 }
 
@@ -241,26 +213,26 @@ static int axis_index(const int *axis, int n, int v) {
 // gemm.<prec>.points: a full M×N×K grid of [M, N, K, flop_per_s]. The raw columns are read
 // into g's own arrays (so that a failure part-way leaves nothing unowned), then replaced by
 // the sorted grid axes and the rates in [iM][iN][iK] order.
-static void parse_table(Ctx *c, HwGemm *g, struct fy_node *map, int line, const char *where) {
-    struct fy_node *pts = lookup(map, "points");
+static void parse_table(Ctx *c, HwGemm *g, const YamlNode *map, int line, const char *where) {
+    const YamlNode *pts = lookup(map, "points");
     int kl = key_line(map, "points", line);
-    if (!pts || !fy_node_is_sequence(pts) || fy_node_sequence_item_count(pts) < 1)
+    if (!is_seq(pts) || pts->n < 1)
         fail(c, kl, "%s.points: expected a non-empty list of [M, N, K, flop_per_s], got %s", where, kind_of(pts));
-    int n = fy_node_sequence_item_count(pts);
+    int n = pts->n;
     g->Ms = xcalloc((size_t)n, sizeof(int));
     g->Ns = xcalloc((size_t)n, sizeof(int));
     g->Ks = xcalloc((size_t)n, sizeof(int));
     g->rate = xcalloc((size_t)n, sizeof(double));
     int *col[3] = { g->Ms, g->Ns, g->Ks };
     for (int i = 0; i < n; i++) {
-        struct fy_node *q = fy_node_sequence_get_by_index(pts, i);
-        int is_seq = q && fy_node_is_sequence(q);
-        int ql = node_line(is_seq ? fy_node_sequence_get_by_index(q, 0) : q, kl);
+        const YamlNode *q = pts->e[i].val;
+        int q_seq = is_seq(q);
+        int ql = node_line(q_seq && q->n ? q->e[0].val : q, kl);
         char what[96];
         snprintf(what, sizeof what, "%s.points[%d]", where, i);
-        if (!is_seq || fy_node_sequence_item_count(q) != 4) fail(c, ql, "%s: expected [M, N, K, flop_per_s], got %s", what, kind_of(q));
-        for (int j = 0; j < 3; j++) col[j][i] = int_node(c, fy_node_sequence_get_by_index(q, j), ql, what, 1, 1 << 30);
-        g->rate[i] = num_node(c, fy_node_sequence_get_by_index(q, 3), ql, what, 0, 1, 1e20);
+        if (!q_seq || q->n != 4) fail(c, ql, "%s: expected [M, N, K, flop_per_s], got %s", what, kind_of(q));
+        for (int j = 0; j < 3; j++) col[j][i] = int_node(c, q->e[j].val, ql, what, 1, 1 << 30);
+        g->rate[i] = num_node(c, q->e[3].val, ql, what, 0, 1, 1e20);
     }
     int *raw[3] = { g->Ms, g->Ns, g->Ks }, *axis[3], na[3];
     double *rate = g->rate, *grid = xcalloc((size_t)n, sizeof *grid);
@@ -283,7 +255,7 @@ static void parse_table(Ctx *c, HwGemm *g, struct fy_node *map, int line, const 
     if (dup >= 0) fail(c, kl, "%s.points: the shape %d×%d×%d appears twice", where, dM, dN, dK);
 }
 
-static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
+static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNode *val, int line, const char *where) {
     static const char *const models[] = { "roofline", "table", NULL };
     static const char *const roof_keys[] = { "model", "tile", "mamf", "mamf_shape", "epilogue", "split_k", NULL };
     static const char *const roof_required[] = { "model", "tile", "mamf", "mamf_shape", NULL };
@@ -352,7 +324,7 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *
              where, g->mamf_M, g->mamf_N, g->mamf_K, g->eff_core, q);
 }
 
-static void parse_attention(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
+static void parse_attention(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNode *val, int line, const char *where) {
     static const char *const keys[] = { "forward", "backward", NULL };
     expect_map(c, val, line, where);
     check_keys(c, val, line, where, keys, keys);
@@ -369,16 +341,15 @@ double hw_busbw(const HwCollCost *c, int n) {
 
 // A mapping {rank count: number} with distinct counts >= lo, sorted ascending into ns/vs
 // (at most HW_BUSBW_MAX entries); numbers in (0, hi].
-static int parse_count_table(Ctx *c, struct fy_node *v, int kl, const char *what, int lo, double hi, int *ns, double *vs) {
-    int n = fy_node_mapping_item_count(v);
+static int parse_count_table(Ctx *c, const YamlNode *v, int kl, const char *what, int lo, double hi, int *ns, double *vs) {
+    int n = v->n;
     if (n < 1 || n > HW_BUSBW_MAX) fail(c, kl, "%s: expected 1 to %d entries {rank count: number}, got %d", what, HW_BUSBW_MAX, n);
-    void *it = NULL;
-    struct fy_node_pair *pair;
     int k = 0;
-    while ((pair = fy_node_mapping_iterate(v, &it))) {
-        int el = node_line(fy_node_pair_key(pair), kl);
-        int size = int_node(c, fy_node_pair_key(pair), el, what, lo, 1 << 20);
-        double x = num_node(c, fy_node_pair_value(pair), el, what, 0, 1, hi);
+    for (int e = 0; e < v->n; e++) {
+        int el = v->e[e].line;
+        const YamlNode key = { .kind = YAML_SCALAR, .text = v->e[e].key, .file = v->file, .line = el };
+        int size = int_node(c, &key, el, what, lo, 1 << 20);
+        double x = num_node(c, v->e[e].val, el, what, 0, 1, hi);
         int i = k++;
         while (i > 0 && ns[i - 1] > size) { ns[i] = ns[i - 1]; vs[i] = vs[i - 1]; i--; }
         if (i > 0 && ns[i - 1] == size) fail(c, el, "%s: rank count %d listed twice", what, size);
@@ -389,12 +360,12 @@ static int parse_count_table(Ctx *c, struct fy_node *v, int kl, const char *what
 }
 
 // busbw: a number, or a mapping {group size: number} with distinct sizes >= 2.
-static void parse_busbw(Ctx *c, HwCollCost *cost, struct fy_node *map, int line, const char *where) {
-    struct fy_node *v = lookup(map, "busbw");
+static void parse_busbw(Ctx *c, HwCollCost *cost, const YamlNode *map, int line, const char *where) {
+    const YamlNode *v = lookup(map, "busbw");
     int kl = key_line(map, "busbw", line);
     char what[128];
     snprintf(what, sizeof what, "%s.busbw", where);
-    if (!v || !fy_node_is_mapping(v)) {
+    if (!is_map(v)) {
         cost->n_bw = 1;
         cost->bw_n[0] = 0;
         cost->bw[0] = num_node(c, v, kl, what, 0, 1, 1e16);
@@ -411,26 +382,24 @@ const HwOpRate *hw_op_rate(const HwProfile *p, SimPrecision prec, const char *na
 }
 
 // op_rates.<prec>: {name: {flop_per_s: x} | {byte_per_s: x}, ...}
-static void parse_op_rates(Ctx *c, HwProfile *p, SimPrecision prec, struct fy_node *val, int line, const char *where) {
+static void parse_op_rates(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNode *val, int line, const char *where) {
     static const char *const one_of[] = { "flop_per_s", "byte_per_s", NULL };
     expect_map(c, val, line, where);
-    void *it = NULL;
-    struct fy_node_pair *pair;
-    while ((pair = fy_node_mapping_iterate(val, &it))) {
-        int kl = node_line(fy_node_pair_key(pair), line);
+    for (int e = 0; e < val->n; e++) {
+        int kl = val->e[e].line;
         if (p->n_op_rates[prec] == HW_OP_RATES_MAX) fail(c, kl, "%s: at most %d ops", where, HW_OP_RATES_MAX);
         HwOpRate *r = &p->op_rates[prec][p->n_op_rates[prec]++];
-        size_t len = 0;
-        const char *k = fy_node_get_scalar(fy_node_pair_key(pair), &len);
-        if (!k || len == 0 || len >= sizeof r->name) fail(c, kl, "%s: an op name of 1 to %zu characters expected", where, sizeof r->name - 1);
+        size_t len = strlen(val->e[e].key);
+        const char *k = val->e[e].key;
+        if (len == 0 || len >= sizeof r->name) fail(c, kl, "%s: an op name of 1 to %zu characters expected", where, sizeof r->name - 1);
         snprintf(r->name, sizeof r->name, "%.*s", (int)len, k);
         for (int i = 0; i < p->n_op_rates[prec] - 1; i++)
             if (!strcmp(p->op_rates[prec][i].name, r->name)) fail(c, kl, "%s: op %s listed twice", where, r->name);
         char w[120];
         snprintf(w, sizeof w, "%.60s.%s", where, r->name);
-        struct fy_node *v = fy_node_pair_value(pair);
+        const YamlNode *v = val->e[e].val;
         expect_map(c, v, kl, w);
-        if (fy_node_mapping_item_count(v) != 1) fail(c, kl, "%s: expected exactly one of flop_per_s, byte_per_s", w);
+        if (v->n != 1) fail(c, kl, "%s: expected exactly one of flop_per_s, byte_per_s", w);
         check_keys(c, v, kl, w, one_of, NULL);
         r->per_byte = lookup(v, "byte_per_s") != NULL;
         r->rate = num_key(c, v, kl, w, r->per_byte ? "byte_per_s" : "flop_per_s", 0, 1, 1e18);
@@ -444,14 +413,14 @@ double hw_rank_share(const HwProfile *p, int ranks_on_node) {
     return p->share[i];
 }
 
-static void parse_link(Ctx *c, HwLink *l, struct fy_node *map, int line, const char *where) {
+static void parse_link(Ctx *c, HwLink *l, const YamlNode *map, int line, const char *where) {
     static const char *const keys[] = { "all_reduce", "all_gather", "reduce_scatter", "p2p", "ll", NULL };
     static const char *const cost_keys[] = { "base_s", "hop_s", "busbw", NULL };
     static const char *const ll_keys[] = { "base_s", "hop_s", "bw_fraction", NULL };
     expect_map(c, map, line, where);
     check_keys(c, map, line, where, keys, coll_names);
     for (int k = 0; k < HW_COLL_COUNT; k++) {
-        struct fy_node *v = lookup(map, coll_names[k]);
+        const YamlNode *v = lookup(map, coll_names[k]);
         int vl = key_line(map, coll_names[k], line);
         char w[96];
         snprintf(w, sizeof w, "%s.%s", where, coll_names[k]);
@@ -461,7 +430,7 @@ static void parse_link(Ctx *c, HwLink *l, struct fy_node *map, int line, const c
         l->coll[k].hop_s = num_key(c, v, vl, w, "hop_s", 0, 0, 10);
         parse_busbw(c, &l->coll[k], v, vl, w);
     }
-    struct fy_node *ll = lookup(map, "ll");
+    const YamlNode *ll = lookup(map, "ll");
     if (ll) {
         int vl = key_line(map, "ll", line);
         char w[96];
@@ -476,7 +445,7 @@ static void parse_link(Ctx *c, HwLink *l, struct fy_node *map, int line, const c
     l->present = 1;
 }
 
-static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
+static void parse_root(Ctx *c, HwProfile *p, const YamlNode *root) {
     static const char *const keys[] = { "profile_version", "name", "description", "device", "ranks_per_node",
         "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "sm_count",
         "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", "rank_share", "op_rates", NULL };
@@ -507,10 +476,10 @@ static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
     p->op_overhead_s = num_key(c, root, 1, "", "op_overhead_s", 0, 0, 1);
     p->sm_count = int_key(c, root, 1, "", "sm_count", 0, 1 << 20);
     p->all_reduce_algorithm = (AllReduceAlgo)enum_key(c, root, 1, "all_reduce_algorithm", "all_reduce_algorithm", algos);
-    struct fy_node *share = lookup(root, "rank_share");
+    const YamlNode *share = lookup(root, "rank_share");
     if (share) {
         int sl = key_line(root, "rank_share", 1);
-        if (!fy_node_is_mapping(share)) fail(c, sl, "rank_share: expected a mapping {rank count: fraction}, got %s", kind_of(share));
+        if (!is_map(share)) fail(c, sl, "rank_share: expected a mapping {rank count: fraction}, got %s", kind_of(share));
         p->n_share = parse_count_table(c, share, sl, "rank_share", 1, 16, p->share_n, p->share);
     }
 
@@ -520,12 +489,12 @@ static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
     if (lookup(root, "op_rates"))
         each_precision(c, p, lookup(root, "op_rates"), key_line(root, "op_rates", 1), "op_rates", parse_op_rates);
 
-    struct fy_node *links = lookup(root, "links");
+    const YamlNode *links = lookup(root, "links");
     int ll = key_line(root, "links", 1);
     expect_map(c, links, ll, "links");
     check_keys(c, links, ll, "links", link_names, NULL);
     for (int k = 0; k < HW_LINK_COUNT; k++) {
-        struct fy_node *v = lookup(links, link_names[k]);
+        const YamlNode *v = lookup(links, link_names[k]);
         if (v) {
             char w[64];
             snprintf(w, sizeof w, "links.%s", link_names[k]);
@@ -538,32 +507,34 @@ static void parse_root(Ctx *c, HwProfile *p, struct fy_node *root) {
         fail(c, key_line(links, "intra_node", ll), "links.intra_node: ranks_per_node is 1, a node has no intra-node link");
 }
 
+#define HW_MAX_BYTES (1 << 20)   // a profile file (cpu-local's GEMM table is a few kB)
+
+static const YamlKind PROFILE_YAML = { "hardware profile", "write the values out" };
+
 int hw_load(const char *path, HwProfile *p, char *err, size_t err_len) {
     memset(p, 0, sizeof *p);
     snprintf(p->path, sizeof p->path, "%s", path);
     Ctx c = { .file = path, .err = err, .err_len = err_len };
-    struct fy_diag *diag = yaml_diag_collecting();
-    struct fy_parse_cfg pc = { .flags = FYPCF_QUIET, .diag = diag };
-    /* volatile: doc is assigned after setjmp, and fail() longjmps back here */
-    struct fy_document *volatile doc = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    // a regular file of bounded size (as a manifest): a FIFO or /dev/zero is refused at once
+    if (file_read_regular(path, HW_MAX_BYTES, "hardware profile", &buf, &len, err, err_len) != 0) return 1;
+    YamlArena arena = {0};
+    YamlError ye;
+    const YamlNode *root = yaml_parse(&arena, path, &PROFILE_YAML, buf, len, &ye);
+    free(buf);
     if (setjmp(c.jb)) {
-        if (doc) fy_document_destroy(doc);
-        fy_diag_destroy(diag);
+        yaml_arena_free(&arena);
         hw_free(p);
         return 1;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) fail(&c, 0, "cannot open: %s", strerror(errno));
-    fclose(f);
-    doc = fy_document_build_from_file(&pc, path);
-    if (!doc || fy_diag_got_error(diag)) {
-        void *it = NULL;
-        struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
-        fail(&c, e ? e->line : 1, "YAML syntax error: %s", e && e->msg ? e->msg : "?");
+    if (!root && ye.msg[0]) {
+        snprintf(err, err_len, "%s", ye.msg);
+        longjmp(c.jb, 1);
     }
-    parse_root(&c, p, fy_document_root(doc));
-    fy_document_destroy(doc);
-    fy_diag_destroy(diag);
+    if (!root) fail(&c, 1, "the profile is empty: no YAML document in it");
+    parse_root(&c, p, root);
+    yaml_arena_free(&arena);
     return 0;
 }
 

@@ -165,14 +165,6 @@ void hw_free(HwProfile *p);
 // 0 = yes, else 1 and the reason.
 int hw_check_precision(const HwProfile *p, SimPrecision prec, char *why, size_t n);
 
-// Wave-quantization factor of `count` M×N outputs (one launch) in tile_m×tile_n tiles over
-// sm_count processors: useful tile area / (waves · sm_count · tile area), in (0, 1]; 1 when
-// sm_count is 0 (NVIDIA's "Matrix Multiplication Background" guide: tile and wave quantization).
-double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, double N, int count);
-// The waves' fill alone: tiles / (waves · sm_count), without the tiles' own padding (what the
-// stores of a serial epilogue see: only useful outputs are stored).
-double hw_wave_fill(int sm_count, int tile_m, int tile_n, double M, double N, int count);
-
 // Write a profile as YAML (calibrate). `header` goes first as comment lines (may be NULL);
 // comments[k] (may be NULL) annotate the sections HW_SEC_*.
 void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *const *section_comments);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "../core/check.h"
+#include "roofline.h"
 #include "sim.h"
 
 // Position of v on an ascending grid axis in log2 space: the bracketing indices and the
@@ -36,40 +37,11 @@ static double table_rate(const HwGemm *g, double M, double N, double K) {
     return exp(acc);
 }
 
-// Seconds of the main loops (and split-K's reduction) of one roofline GEMM launch split into
-// s slices of K: a batched group fills the processors with count × s × the tiles of one
-// GEMM; a serial epilogue then stores each slice's useful outputs (elem_bytes each) at the
-// memory bandwidth over the waves' tiles; s > 1 writes and reads back s fp32 partial outputs
-// (sim.h).
-static double roofline_seconds(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count, int s) {
-    const HwGemm *g = &hw->gemm[p];
-    double bw = hw->memory_bandwidth * hw->memory_efficiency, flops = 2 * M * N * K * count;
-    double t = flops / (hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count * s));
-    if (g->epilogue_serial)
-        t += s * M * N * count * (p == SP_BF16 ? 2.0 : 4.0) / (bw * hw_wave_fill(hw->sm_count, g->tile_m, g->tile_n, M, N, count * s));
-    if (s > 1) t += 2.0 * s * M * N * count * 4 / bw;
-    return t;
-}
-
-int sim_gemm_split(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count) {
-    const HwGemm *g = &hw->gemm[p];
-    if (g->model != GEMM_ROOFLINE || !g->split_k) return 1;
-    int smax = (int)(K / HW_SPLIT_K_MIN);
-    if (smax > hw->sm_count) smax = hw->sm_count;
-    int best = 1;
-    double tb = roofline_seconds(hw, p, M, N, K, count, 1);
-    for (int s = 2; s <= smax; s++) {
-        double t = roofline_seconds(hw, p, M, N, K, count, s);
-        if (t < tb) { tb = t; best = s; }
-    }
-    return best;
-}
-
 double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count) {
     const HwGemm *g = &hw->gemm[p];
     CHECK(g->present, "profile %s has no gemm.%s model", hw->name, sim_precision_name(p));
     if (g->model == GEMM_TABLE) return table_rate(g, M, N, K);
-    return 2 * M * N * K * count / roofline_seconds(hw, p, M, N, K, count, sim_gemm_split(hw, p, M, N, K, count));
+    return 2 * M * N * K * count / sim_roofline_seconds(hw, p, M, N, K, count, sim_gemm_split(hw, p, M, N, K, count));
 }
 
 double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,

@@ -32,16 +32,13 @@
 // BTP code): every collective is exposed, and the model says so by adding it.
 #pragma once
 #include "hardware.h"
+#include "roofline.h"
 
 // ---- op time (op_time.c) --------------------------------------------------------------------
 // FLOP/s a GEMM of this shape reaches before the memory bound (roofline: peak·eff_core·q;
 // table: interpolated). count > 1: a batched group of `count` such GEMMs in one launch.
 double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count);
-// Split-K (gemm.<p>.split_k: true): the number of K slices s in [1, min(sm_count, K/64)]
-// that makes the launch fastest, t(s) = main loops at q(count·s) + (serial epilogue) each
-// slice's stores + the s fp32 partial outputs written and read back; 1 without split-K or
-// for a table.
-int sim_gemm_split(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count);
+// (The roofline curve itself, wave quantization and the split-K choice: roofline.h.)
 // Seconds of one GEMM launch doing `flops` with `bytes` of memory traffic.
 double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,
                      double flops, double bytes);

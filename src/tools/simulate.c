@@ -5,6 +5,7 @@
 //                  [--per-layer] [--json FILE] [--trace-layer L]
 //                  [--record [--launch ID] [--repeat-index R]]
 //   build/simulate --hardware NAME --gemm M,N,K[,COUNT] [--precision bf16]
+//   build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]
 //
 // For every pipeline stage (seen from its tp rank 0, dp rank 0: the other ranks of a stage hold
 // the same shapes up to a vocabulary row), the model and its optimizer are built on the dry
@@ -22,7 +23,15 @@
 // ordered ops and collectives of one layer) as JSON; --record writes the simulated run into
 // the run database (run.db) as a run of kind `simulated` (docs/database.md), as
 // `make exp ... SIMULATE=1` does for every variant. --gemm prices one GEMM launch alone.
+//
+// --measure-ops STEPS is the op layer of the CPU validation (analysis/validate_cpu.py): the
+// same step runs for real on the CPU back end (one rank: tp = pp = dp = 1) with the timing
+// wrapper (backend/profile.h) recording every op and its seconds; each recorded op is then
+// priced by the same SimTracer the simulation uses. Measured and modeled come from the very
+// same op records of the same steps (after one warm-up step), per op name and class.
+#include <cblas.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +39,7 @@
 #include <unistd.h>
 
 #include "../backend/backend.h"
+#include "../backend/profile.h"
 #include "../config/manifest.h"
 #include "../core/check.h"
 #include "../model/model.h"
@@ -198,6 +208,161 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     model_free(&m);
     backend_free(bk);
     comm_free(&c);
+}
+
+// ---- the op layer of the CPU validation (--measure-ops) -------------------------------------
+typedef struct { Model *m; int32_t *tokens; float scale; } MeasMb;
+static double meas_forward(void *ctx, int slot, int mb) {
+    MeasMb *x = ctx;
+    model_stage_forward(x->m, slot, x->tokens, x->tokens);
+    return 0;
+}
+static void meas_backward(void *ctx, int slot, int mb) {
+    MeasMb *x = ctx;
+    model_stage_backward(x->m, slot, x->scale);
+}
+
+typedef struct { const char *name; int cls; long calls, dry_calls; double measured, modeled, dry; } OpRow;
+
+// 1 + steps training steps of one rank on back end bk; the op records of the last `steps`
+// (step 0 warms the caches and the allocator) into prof (timed: each op's seconds too).
+// Returns the wall seconds of those steps.
+static double record_steps(const Config *cfg, Backend *bk, int steps, int timed, OpProfile *prof) {
+    const TrainConfig *tc = &cfg->train;
+    Comm c;
+    comm_init_virtual_at(&c, 1, 1, 1, 0);
+    Model m;
+    Optimizer o;
+    model_init_parallel(&m, &cfg->model, tc->batch_size, cfg->model.seq_len, tc->seed, &c, &cfg->boost, 1, bk, 1);
+    optimizer_init(&o, &m, 0);
+    int32_t *tokens = xcalloc((size_t)m.N, sizeof(int32_t));
+    for (int i = 0; i < m.N; i++) tokens[i] = (int32_t)((i * 7919L) % cfg->model.vocab_size);
+    int K = tc->grad_accum;
+    MeasMb x = { &m, tokens, (float)(1.0 / ((double)K * tc->batch_size * m.T)) };
+    StepHooks h = { meas_forward, meas_backward, NULL, &x };
+    double wall = 0;
+    for (int step = 0; step <= steps; step++) {
+        if (step == 1) op_profile_attach(prof, bk, timed, 1);
+        double t0 = omp_get_wtime();
+        model_zero_grads(&m);
+        step_micro_batches(&m, &c, K, NULL, 0, &h);   // the trainer's micro-batch loop (pp 1)
+        optimizer_reduce_grads(&o, &m, 0);
+        optimizer_clip(&o, &m, tc->grad_clip);
+        optimizer_step(&o, &m, tc, lr_at(tc, step), step + 1);
+        if (step >= 1) wall += omp_get_wtime() - t0;
+    }
+    bk_observe(bk, NULL, NULL);   // the trace stays in prof, detached (the back end is freed first)
+    prof->bk = NULL;
+    free(tokens);
+    optimizer_free(&o);
+    model_free(&m);
+    comm_free(&c);
+    return wall;
+}
+
+// The row of (name, class), added when new.
+static OpRow *op_row(OpRow *rows, int *nr, const OpInfo *op) {
+    int r = 0;
+    while (r < *nr && (strcmp(rows[r].name, op->name) || rows[r].cls != (int)op->cls)) r++;
+    if (r == *nr) rows[(*nr)++] = (OpRow){ op->name, (int)op->cls, 0, 0, 0, 0, 0 };
+    return &rows[r];
+}
+
+// One rank's step on the CPU back end, timed op by op, every recorded op priced by a SimTracer
+// on the profile: per op name, measured and modeled seconds per step. The same steps also run
+// on the dry back end (what the simulation prices): where the two back ends issue other op
+// records, the "dry" columns say so (a trace gap: the simulation prices the dry records). Printed,
+// and written as CSV when csv_path is set.
+static void measure_ops(const SimRun *s, DType dt, int steps, const char *csv_path) {
+    const Config *cfg = &s->cfg;
+    const ParallelConfig *pc = &cfg->parallel;
+    const TrainConfig *tc = &cfg->train;
+    if (pc->tp * pc->pp * pc->dp != 1)
+        die_input_hint("add --set parallel.tp=1 (the collectives and whole steps of larger layouts are validated by make validate-cpu)",
+                       "--measure-ops: one rank only (tp x pp x dp = %d x %d x %d): the op layer times one rank's ops on its core",
+                       pc->tp, pc->pp, pc->dp);
+    if (dt != DT_F32) die_input("--measure-ops: the CPU reference runs fp32 (train.precision=fp32), got another precision");
+    int threads = tc->threads > 0 ? tc->threads : omp_get_num_procs();
+    omp_set_num_threads(threads);
+    openblas_set_num_threads(threads);
+    OpProfile prof, dry;
+    memset(&prof, 0, sizeof prof);
+    memset(&dry, 0, sizeof dry);
+    Backend *bk = backend_cpu(dt);
+    double wall = record_steps(cfg, bk, steps, 1, &prof);
+    backend_free(bk);
+    bk = backend_dry(dt);
+    record_steps(cfg, bk, steps, 0, &dry);
+    backend_free(bk);
+    // price every record with the simulation's tracer (its rank share for one rank)
+    SimTracer t;
+    sim_tracer_init(&t, &s->hw, s->prec, 1, 1, 1, 0, 0, 0, cfg->model.n_layers);
+    OpRow *rows = xcalloc(prof.n_trace + dry.n_trace + 1, sizeof *rows);
+    int nr = 0;
+    double meas_total = 0, model_total = 0, dry_total = 0, cls_m[OPC_COUNT] = {0}, cls_p[OPC_COUNT] = {0};
+    for (size_t i = 0; i < prof.n_trace; i++) {
+        const OpEvent *e = &prof.trace[i];
+        sim_tracer_op(&t, &e->op);
+        double pred = sim_tracer_take(&t).compute_s;
+        OpRow *r = op_row(rows, &nr, &e->op);
+        r->calls++;
+        r->measured += e->seconds;
+        r->modeled += pred;
+        meas_total += e->seconds;
+        model_total += pred;
+        cls_m[e->op.cls] += e->seconds;
+        cls_p[e->op.cls] += pred;
+    }
+    for (size_t i = 0; i < dry.n_trace; i++) {
+        sim_tracer_op(&t, &dry.trace[i].op);
+        double pred = sim_tracer_take(&t).compute_s;
+        OpRow *r = op_row(rows, &nr, &dry.trace[i].op);
+        r->dry_calls++;
+        r->dry += pred;
+        dry_total += pred;
+    }
+    printf("\nop layer: %s variant %s, one rank, %d thread%s, %d timed step%s after a warm-up (%zu ops per step), "
+           "priced on %s (rank share %.3f)\n", s->manifest, s->mv->name, threads, threads > 1 ? "s" : "", steps,
+           steps > 1 ? "s" : "", prof.n_trace / (size_t)steps, s->hw.name, t.share);
+    printf("%-28s %-9s %7s %12s %12s %8s   %s\n", "op", "class", "calls", "measured ms", "modeled ms", "error",
+           "the dry back end's records where they differ (calls, modeled ms)");
+    int gaps = 0;
+    for (int r = 0; r < nr; r++) {
+        const OpRow *o = &rows[r];
+        int gap = o->calls != o->dry_calls || fabs(o->modeled - o->dry) > 1e-9 * (o->modeled + o->dry);
+        gaps += gap;
+        char g[64] = "";
+        if (gap) snprintf(g, sizeof g, "%ld, %.3f", o->dry_calls / steps, 1e3 * o->dry / steps);
+        if (o->calls)
+            printf("%-28s %-9s %7ld %12.3f %12.3f %+7.1f%%   %s\n", o->name, OP_CLASS_NAMES[o->cls], o->calls / steps,
+                   1e3 * o->measured / steps, 1e3 * o->modeled / steps, 100 * (o->modeled / o->measured - 1), g);
+        else
+            printf("%-28s %-9s %7s %12s %12s %8s   %s\n", o->name, OP_CLASS_NAMES[o->cls], "0", "-", "-", "", g);
+    }
+    for (int k = 0; k < OPC_COUNT; k++)
+        if (cls_m[k] > 0)
+            printf("%-28s %-9s %7s %12.3f %12.3f %+7.1f%%\n", "(all of the class)", OP_CLASS_NAMES[k], "", 1e3 * cls_m[k] / steps,
+                   1e3 * cls_p[k] / steps, 100 * (cls_p[k] / cls_m[k] - 1));
+    printf("%-28s %-9s %7s %12.3f %12.3f %+7.1f%%   (the step's wall time %.3f ms: ops + the timing wrapper's own cost)\n",
+           "all ops", "", "", 1e3 * meas_total / steps, 1e3 * model_total / steps, 100 * (model_total / meas_total - 1),
+           1e3 * wall / steps);
+    printf("trace gap: the dry back end's records of the same steps (what the simulation prices) %.3f ms, %+.2f%% against "
+           "the CPU back end's; %d op name%s differ%s\n", 1e3 * dry_total / steps, 100 * (dry_total / model_total - 1), gaps,
+           gaps == 1 ? "" : "s", gaps == 1 ? "s" : "");
+    if (csv_path) {
+        FILE *f = fopen(csv_path, "w");
+        if (!f) die_input("--ops-csv %s: cannot write: %s", csv_path, strerror(errno));
+        fprintf(f, "op,class,calls_per_step,measured_s,modeled_s,dry_calls_per_step,dry_modeled_s\n");
+        for (int r = 0; r < nr; r++)
+            fprintf(f, "%s,%s,%ld,%.9g,%.9g,%ld,%.9g\n", rows[r].name, OP_CLASS_NAMES[rows[r].cls], rows[r].calls / steps,
+                    rows[r].measured / steps, rows[r].modeled / steps, rows[r].dry_calls / steps, rows[r].dry / steps);
+        fprintf(f, "(step wall),,,%.9g,,,\n", wall / steps);
+        if (fclose(f) != 0) die_input("--ops-csv %s: writing failed: %s", csv_path, strerror(errno));
+    }
+    free(rows);
+    sim_tracer_free(&t);
+    op_profile_detach(&prof);
+    op_profile_detach(&dry);
 }
 
 static void print_per_layer(const StageSim *st, int stage, int K) {
@@ -505,11 +670,14 @@ static void usage(FILE *f) {
           "                      [--per-layer] [--json FILE] [--trace-layer L]\n"
           "                      [--record [--launch ID] [--repeat-index R]]\n"
           "       build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16|tf32|fp32]\n"
+          "       build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]\n"
           "One training step of a manifest variant priced on a hardware profile (experiments/hardware/*.yaml):\n"
           "the real drivers run on the accounting back end and every op and collective is timed by the\n"
           "profile. Prints the step split into compute, exposed communication, pipeline transfers and bubble,\n"
           "tokens/s, MFU and memory per rank. --json writes the full report, --record stores a run of kind\n"
-          "'simulated' in run.db, --gemm prices one GEMM. See docs/performance-model.md.\n", f);
+          "'simulated' in run.db, --gemm prices one GEMM. --measure-ops (one rank) also runs the step on the CPU\n"
+          "back end, times every op and prices the same op records: the op layer of make validate-cpu.\n"
+          "See docs/performance-model.md.\n", f);
 }
 
 static long parse_count(const char *opt, const char *s, long lo) {
@@ -522,7 +690,8 @@ static long parse_count(const char *opt, const char *s, long lo) {
 int main(int argc, char **argv) {
     const char *manifest = NULL, *variant = NULL, *hardware = NULL, *json_path = NULL, *gemm = NULL, *precision = "bf16";
     const char *sets[MAX_SETS];
-    int n_sets = 0, per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0;
+    int n_sets = 0, per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0, measure_steps = 0;
+    const char *ops_csv = NULL;
     int64_t launch_id = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
@@ -542,11 +711,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--launch")) { launch_id = parse_count(argv[i], argv[i + 1], 1); i++; }
         else if (!strcmp(argv[i], "--repeat-index")) { repeat_index = (int)parse_count(argv[i], argv[i + 1], 0); i++; }
         else if (!strcmp(argv[i], "--trace-layer")) { trace_layer = (int)parse_count(argv[i], argv[i + 1], 0); i++; }
+        else if (!strcmp(argv[i], "--measure-ops")) { measure_steps = (int)parse_count(argv[i], argv[i + 1], 1); i++; }
+        else if (!strcmp(argv[i], "--ops-csv")) ops_csv = argv[++i];
         else if (!strcmp(argv[i], "--set")) {
             if (n_sets == MAX_SETS) die_input("at most %d --set overrides", MAX_SETS);
             sets[n_sets++] = argv[++i];
         } else die_input("unknown option '%s' (expected --variant, --hardware, --set, --per-layer, --json, --trace-layer, "
-                         "--record, --launch, --repeat-index, --gemm, --precision)", argv[i]);
+                         "--record, --launch, --repeat-index, --gemm, --precision, --measure-ops, --ops-csv)", argv[i]);
     }
     if (gemm) {
         if (!hardware || manifest) die_input("usage: build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16]");
@@ -557,6 +728,7 @@ int main(int argc, char **argv) {
                        "usage: build/simulate experiments/X.yaml [--variant V] --hardware PROFILE [--set k=v]... [--per-layer] "
                        "[--json FILE] [--trace-layer L] [--record [--launch ID] [--repeat-index R]]");
     if ((launch_id || repeat_index) && !record) die_input("--launch and --repeat-index go with --record");
+    if (ops_csv && !measure_steps) die_input("--ops-csv goes with --measure-ops STEPS");
     SimRun s;
     memset(&s, 0, sizeof s);
     s.manifest = manifest;
@@ -662,6 +834,7 @@ int main(int argc, char **argv) {
         if (fclose(f) != 0) die_input("--json %s: writing failed: %s", json_path, strerror(errno));
     }
     if (record) record_run(&s, json, launch_id, repeat_index, sets, n_sets);
+    if (measure_steps) measure_ops(&s, dt, measure_steps, ops_csv);
 
     free(json);
     for (int p = 0; p < P; p++) {

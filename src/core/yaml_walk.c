@@ -1,0 +1,280 @@
+// yaml_walk.c — see yaml_walk.h.
+#include "yaml_walk.h"
+
+#include <libfyaml.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+// ---- arena --------------------------------------------------------------------------------
+
+struct YamlBlock { struct YamlBlock *next; };
+
+void *yaml_alloc(YamlArena *a, size_t n) {
+    YamlBlock *b = xcalloc(1, sizeof(YamlBlock) + n + 16);
+    b->next = a->blocks;
+    a->blocks = b;
+    return (char *)b + sizeof(YamlBlock) + (16 - sizeof(YamlBlock) % 16) % 16;
+}
+static char *astrndup(YamlArena *a, const char *s, size_t n) {
+    char *p = yaml_alloc(a, n + 1);
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+char *yaml_strdup(YamlArena *a, const char *s) { return astrndup(a, s, strlen(s)); }
+void yaml_arena_free(YamlArena *a) {
+    for (YamlBlock *b = a->blocks, *nx; b; b = nx) { nx = b->next; free(b); }
+    a->blocks = NULL;
+}
+
+// ---- tree ---------------------------------------------------------------------------------
+
+const char *yaml_kind_name(const YamlNode *y) {
+    switch (y ? y->kind : YAML_NULL) {
+    case YAML_MAP: return "a mapping";
+    case YAML_SEQ: return "a list";
+    case YAML_NULL: return "an empty value";
+    default: return "a scalar";
+    }
+}
+
+void yaml_push(YamlArena *a, YamlNode *y, const char *key, int line, YamlNode *val) {
+    if (y->n == y->cap) {
+        int nc = y->cap ? y->cap * 2 : 8;
+        YamlEntry *ne = yaml_alloc(a, sizeof(YamlEntry) * (size_t)nc);
+        if (y->n) memcpy(ne, y->e, sizeof(YamlEntry) * (size_t)y->n);
+        y->e = ne;
+        y->cap = nc;
+    }
+    y->e[y->n++] = (YamlEntry){key, line, val};
+}
+
+const YamlEntry *yaml_map_find(const YamlNode *y, const char *key) {
+    if (!y || y->kind != YAML_MAP) return NULL;
+    for (int i = 0; i < y->n; i++)
+        if (!strcmp(y->e[i].key, key)) return &y->e[i];
+    return NULL;
+}
+
+// ---- building the tree from libfyaml's document --------------------------------------------
+
+typedef struct {
+    YamlArena *a;
+    const char *file;
+    const YamlKind *kind;
+    long nodes;       // built so far
+    YamlError *err;
+    jmp_buf jb;
+} Build;
+
+__attribute__((noreturn, format(printf, 3, 4)))
+static void refuse(Build *b, const char *hint, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->err->msg, sizeof b->err->msg, fmt, ap);
+    va_end(ap);
+    b->err->hint = hint;
+    longjmp(b->jb, 1);
+}
+
+static int token_line(struct fy_node *fn) {
+    struct fy_token *t = fy_node_get_scalar_token(fn);
+    const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
+    return m ? m->line + 1 : 0;
+}
+
+static int is_null_word(const char *s) {
+    return !strcmp(s, "") || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
+}
+
+static YamlNode *convert(Build *b, struct fy_node *fn, int line, int depth);
+
+// One node more: refused past the budget or the depth (the message says which and why).
+static void count_node(Build *b, int line, int depth) {
+    if (++b->nodes > YAML_MAX_NODES)
+        refuse(b, b->kind->expand_hint,
+               "%s:%d: the %s expands to more than %d YAML nodes (aliases *name are expanded; "
+               "an alias that repeats another alias many times grows exponentially)",
+               b->file, line, b->kind->noun, YAML_MAX_NODES);
+    if (depth > YAML_MAX_DEPTH)
+        refuse(b, NULL, "%s:%d: mappings and lists nested more than %d levels deep", b->file, line, YAML_MAX_DEPTH);
+}
+
+static int is_merge_key(struct fy_node *k) {
+    size_t n = 0;
+    const char *s = fy_node_get_scalar(k, &n);
+    return s && n == 2 && !memcmp(s, "<<", 2) && fy_node_get_style(k) == FYNS_PLAIN;
+}
+
+// YAML merge keys (`<<: *base` or `<<: [*a, *b]`): the entries of the merged mappings
+// that the mapping does not set itself, earlier sources first (YAML 1.1 merge semantics).
+static void apply_merge(Build *b, YamlNode *y, struct fy_node *v, int line, int depth) {
+    struct fy_node *one[1] = { v }, **src = one;
+    int ns = 1;
+    struct fy_node *items[64];
+    if (fy_node_is_sequence(v)) {
+        void *it = NULL;
+        struct fy_node *item;
+        ns = 0;
+        while ((item = fy_node_sequence_iterate(v, &it)))
+            if (ns < 64) items[ns++] = item;
+        src = items;
+    }
+    for (int i = 0; i < ns; i++) {
+        YamlNode *m = convert(b, src[i], line, depth + 1);
+        if (m->kind != YAML_MAP)
+            refuse(b, NULL, "%s:%d: a merge key (<<) takes a mapping or a list of mappings, got %s", b->file, line,
+                   yaml_kind_name(m));
+        for (int k = 0; k < m->n; k++)
+            if (!yaml_map_find(y, m->e[k].key)) yaml_push(b->a, y, m->e[k].key, m->e[k].line, m->e[k].val);
+    }
+}
+
+static YamlNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
+    count_node(b, line, depth);
+    if (fn && fy_node_is_alias(fn)) {
+        struct fy_node *target = fy_node_resolve_alias(fn);
+        int l = token_line(fn);
+        if (!target) {
+            size_t n = 0;
+            const char *s = fy_node_get_scalar(fn, &n);
+            refuse(b, NULL, "%s:%d: alias *%.*s refers to no anchor (or to itself)", b->file, l ? l : line, (int)n, s ? s : "");
+        }
+        return convert(b, target, l ? l : line, depth + 1);
+    }
+    YamlNode *y = yaml_alloc(b->a, sizeof *y);
+    y->file = b->file;
+    y->line = line;
+    if (!fn || fy_node_is_null(fn)) { y->kind = YAML_NULL; return y; }
+    if (fy_node_is_scalar(fn)) {
+        size_t n = 0;
+        const char *s = fy_node_get_scalar(fn, &n);
+        int l = token_line(fn);
+        if (l) y->line = l;
+        // An escaped NUL ("cola\0dense") would cut the value short where C reads it: refused.
+        if (s && memchr(s, 0, n))
+            refuse(b, NULL, "%s:%d: a value holds a NUL character (an escaped \\0 or \\x00): '%.*s...'; values are plain text",
+                   b->file, y->line, (int)strnlen(s, n), s);
+        y->text = astrndup(b->a, s ? s : "", s ? n : 0);
+        y->kind = (fy_node_get_style(fn) == FYNS_PLAIN && is_null_word(y->text)) ? YAML_NULL : YAML_SCALAR;
+        return y;
+    }
+    if (fy_node_is_sequence(fn)) {
+        y->kind = YAML_SEQ;
+        void *it = NULL;
+        struct fy_node *item;
+        while ((item = fy_node_sequence_iterate(fn, &it))) {
+            YamlNode *v = convert(b, item, line, depth + 1);
+            yaml_push(b->a, y, NULL, v->line, v);
+        }
+        return y;
+    }
+    y->kind = YAML_MAP;
+    void *it = NULL;
+    struct fy_node_pair *pair;
+    struct fy_node *merges[16];
+    int merge_lines[16], n_merges = 0;
+    while ((pair = fy_node_mapping_iterate(fn, &it))) {
+        struct fy_node *k = fy_node_pair_key(pair), *v = fy_node_pair_value(pair);
+        int kl = k ? token_line(k) : 0;
+        if (!kl) kl = line;
+        if (k && fy_node_is_alias(k)) refuse(b, NULL, "%s:%d: mapping keys must be plain names (got an alias key)", b->file, kl);
+        if (!k || !fy_node_is_scalar(k))
+            refuse(b, NULL, "%s:%d: mapping keys must be plain names (got a %s key)", b->file, kl,
+                   k && fy_node_is_sequence(k) ? "list" : k ? "mapping" : "null");
+        if (is_merge_key(k)) {
+            if (n_merges == 16) refuse(b, NULL, "%s:%d: more than 16 merge keys (<<) in one mapping", b->file, kl);
+            merge_lines[n_merges] = kl;
+            merges[n_merges++] = v;
+            continue;
+        }
+        size_t n = 0;
+        const char *ks = fy_node_get_scalar(k, &n);
+        if (ks && memchr(ks, 0, n))
+            refuse(b, NULL, "%s:%d: a key holds a NUL character (an escaped \\0 or \\x00): '%.*s...'", b->file, kl,
+                   (int)strnlen(ks, n), ks);
+        const char *key = astrndup(b->a, ks ? ks : "", ks ? n : 0);
+        yaml_push(b->a, y, key, kl, convert(b, v, kl, depth + 1));
+    }
+    for (int i = 0; i < n_merges; i++) apply_merge(b, y, merges[i], merge_lines[i], depth);
+    return y;
+}
+
+// The first byte that breaks strict UTF-8 (no overlong forms, no surrogates, <= U+10FFFF),
+// or -1. YAML text is Unicode; libfyaml 0.8 loops forever on some invalid sequences (a
+// directive line "%" followed by bytes such as D3 DF, found by fuzz/fuzz_manifest.c), so
+// nothing else reaches it.
+static long invalid_utf8(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        size_t k = c < 0x80 ? 0 : (c >= 0xC2 && c <= 0xDF) ? 1 : (c >= 0xE0 && c <= 0xEF) ? 2 : (c >= 0xF0 && c <= 0xF4) ? 3 : 9;
+        if (k == 9 || i + k >= n + (k == 0)) return (long)i;
+        if (k >= 1) {
+            unsigned lo = 0x80, hi = 0xBF;   // the second byte's range excludes overlongs and surrogates
+            if (c == 0xE0) lo = 0xA0; else if (c == 0xED) hi = 0x9F; else if (c == 0xF0) lo = 0x90; else if (c == 0xF4) hi = 0x8F;
+            if (p[i + 1] < lo || p[i + 1] > hi) return (long)i;
+            for (size_t j = 2; j <= k; j++) if ((p[i + j] & 0xC0) != 0x80) return (long)i;
+        }
+        i += k + 1;
+    }
+    return -1;
+}
+
+// A diag that collects errors instead of printing them (nothing printed by the library);
+// dies if libfyaml cannot make one.
+static struct fy_diag *diag_collecting(void) {
+    struct fy_diag_cfg dc;
+    fy_diag_cfg_default(&dc);
+    dc.fp = NULL;
+    dc.colorize = false;
+    struct fy_diag *diag = fy_diag_create(&dc);
+    CHECK(diag, "fy_diag_create failed");
+    fy_diag_set_collect_errors(diag, true);
+    return diag;
+}
+
+YamlNode *yaml_parse(YamlArena *a, const char *path, const YamlKind *kind, const char *buf, size_t len, YamlError *err) {
+    err->msg[0] = 0;
+    err->hint = NULL;
+    long bad = invalid_utf8((const unsigned char *)buf, len);
+    if (bad >= 0) {
+        int line = 1, col = 1;
+        for (long i = 0; i < bad; i++) { if (buf[i] == '\n') { line++; col = 1; } else col++; }
+        snprintf(err->msg, sizeof err->msg, "%s:%d: not valid UTF-8 (byte 0x%02x at column %d): a %s is UTF-8 text", path, line,
+                 (unsigned char)buf[bad], col, kind->noun);
+        return NULL;
+    }
+    Build b = { .a = a, .file = yaml_strdup(a, path), .kind = kind, .err = err };
+    struct fy_diag *diag = diag_collecting();
+    struct fy_parse_cfg pc = {0};
+    pc.flags = FYPCF_QUIET;   // no FYPCF_RESOLVE_DOCUMENT: aliases are expanded by convert(), within a budget
+    pc.diag = diag;
+    /* volatile: assigned after setjmp, and refuse() longjmps back here */
+    struct fy_document *volatile doc = NULL;
+    if (setjmp(b.jb)) {
+        if (doc) fy_document_destroy(doc);
+        fy_diag_destroy(diag);
+        return NULL;
+    }
+    doc = len ? fy_document_build_from_string(&pc, buf, len) : NULL;
+    void *it = NULL;
+    struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
+    if (e) refuse(&b, NULL, "%s:%d: YAML syntax error: %s (column %d)", b.file, e->line > 0 ? e->line : 1, e->msg ? e->msg : "?",
+                  e->column);
+    if (doc && fy_diag_got_error(diag)) refuse(&b, NULL, "%s: YAML syntax error", b.file);
+    // no document and no message: nothing but blanks and comments
+    struct fy_node *r = doc ? fy_document_root(doc) : NULL;
+    YamlNode *root = NULL;
+    if (r && !(fy_node_is_scalar(r) && !fy_node_is_alias(r) && fy_node_get_style(r) == FYNS_PLAIN &&
+               is_null_word(fy_node_get_scalar0(r) ? fy_node_get_scalar0(r) : "")))
+        root = convert(&b, r, 1, 0);
+    if (doc) fy_document_destroy(doc);
+    fy_diag_destroy(diag);
+    return root;
+}

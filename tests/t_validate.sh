@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# make validate-cpu's method (analysis/validate_cpu.py, docs/performance-model.md §8), without
+# its measurements (those need a quiet machine): the domain is enforced, the statistics are
+# right, and the op layer (build/simulate --measure-ops) prices exactly the op records of the
+# step it timed — the same records the simulation prices for that step.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+# ---- the domain: one pinned single-thread rank per core ---------------------------------------
+over=$(( $(/usr/bin/python3 -c 'import os; print(len(os.sched_getaffinity(0)))') * 2 ))   # (nproc obeys OMP_NUM_THREADS)
+expect_error validate_cpu_refuses_a_layout_outside_the_domain "outside the validated domain" 2 \
+    /usr/bin/python3 analysis/validate_cpu.py --layouts "tp1,tp$over" --db "$TMP/v.db" --out "$TMP/v"
+expect_error validate_cpu_refuses_a_bad_layout "expected tpN, ppN, dpN" 2 \
+    /usr/bin/python3 analysis/validate_cpu.py --layouts tp2x --db "$TMP/v.db" --out "$TMP/v"
+[ ! -e "$TMP/v.md" ] && [ ! -e "$TMP/v.db" ] && pass validate_cpu_refusal_runs_nothing || fail validate_cpu_refusal_runs_nothing "wrote output"
+
+# ---- the statistics and the layer tables' inputs ------------------------------------------------
+printf 'op,class,calls_per_step,measured_s,modeled_s,dry_calls_per_step,dry_modeled_s\ngemm,gemm,3,0.010,0.008,3,0.008\n'\
+'attention_forward,attention,1,0.004,0.005,1,0.005\ngemm_group,gemm,2,0.002,0.003,2,0.003\nsilu_forward,memory,1,0.001,0.001,0,0\n'\
+'(step wall),,,0.02,,,\n' >"$TMP/ops.csv"
+out=$(cd analysis && /usr/bin/python3 - "$TMP/ops.csv" <<'PY' 2>&1
+import sys, validate_cpu as v
+assert v.parse_layout("tp1") == (1, 1, 1) and v.parse_layout("tp2") == (2, 1, 1)
+assert v.parse_layout("pp2") == (1, 2, 1) and v.parse_layout("dp2") == (1, 1, 2) and v.parse_layout("tp2pp2") == (2, 2, 1)
+assert all(v.in_domain(x, 2) for x in ("tp1", "tp2", "pp2", "dp2")) and not v.in_domain("tp4", 2) and not v.in_domain("tp2dp2", 2)
+lo, hi = v.ci95([1, 2, 3, 4, 5])                     # mean 3, s 1.5811, t(4) 2.78
+assert abs(lo - (3 - 2.78 * 1.5811388 / 5 ** 0.5)) < 1e-6 and abs(hi - (3 + 2.78 * 1.5811388 / 5 ** 0.5)) < 1e-6, (lo, hi)
+assert v.ci95([7]) is None and v.ci95([2, 2, 2]) == (2, 2)
+assert v.summary([-0.1, 0.05, 0.3]) == (0.1, 0.3)
+ops = v.read_ops_csv(sys.argv[1])
+assert abs(ops["gemm"][0] - 0.012) < 1e-12 and abs(ops["gemm"][1] - 0.011) < 1e-12, ops
+assert abs(ops["all ops"][0] - 0.017) < 1e-12 and abs(ops["all ops"][1] - 0.017) < 1e-12 and abs(ops["all ops"][2] - 0.016) < 1e-12, ops
+assert "(step wall)" not in ops and ops["memory"] == (0.001, 0.001, 0.0), ops
+print("ok")
+PY
+)
+[ "$out" = ok ] && pass validate_cpu_statistics_and_op_tables || fail validate_cpu_statistics_and_op_tables "$out"
+
+# ---- the op layer: measured and modeled are the same records of the same steps; the dry back ----
+# ---- end's records of those steps are exactly what the simulation prices -----------------------
+ARGS=(experiments/boost-vs-baselines.yaml --variant boost --hardware cpu-local --set parallel.tp=1 --set train.threads=1
+      --set model.n_layers=2 --set train.batch_size=2)
+out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/simulate "${ARGS[@]}" --json "$TMP/dry.json" --measure-ops 2 --ops-csv "$TMP/m.csv" 2>&1); rc=$?
+chk=$(/usr/bin/python3 - "$TMP/dry.json" "$TMP/m.csv" <<'PY' 2>&1
+import csv, json, sys
+dry = json.load(open(sys.argv[1]))["stages"][0]
+rows = [r for r in csv.DictReader(open(sys.argv[2])) if not r["op"].startswith("(")]
+drysum = sum(float(r["dry_modeled_s"]) for r in rows)
+ok = abs(drysum - dry["compute_s"]) <= 1e-6 * dry["compute_s"]
+ok = ok and all(float(r["measured_s"]) > 0 and float(r["modeled_s"]) > 0 for r in rows if int(r["calls_per_step"]) > 0)
+ok = ok and {r["class"] for r in rows if int(r["calls_per_step"]) > 0} >= {"gemm", "attention", "memory"}
+print("ok" if ok else f"the dry records priced {drysum!r} vs the simulation's compute {dry['compute_s']!r}; rows {len(rows)}")
+PY
+)
+if [ $rc = 0 ] && [ "$chk" = ok ] && grep -q "^all ops" <<<"$out" && grep -q "^trace gap: " <<<"$out"; then
+    pass "measure_ops_prices_the_records_of_the_step_it_timed ($(grep -c , "$TMP/m.csv") rows)"
+else fail measure_ops_prices_the_records_of_the_step_it_timed "exit $rc: $chk $(tail -2 <<<"$out")"; fi
+expect_error measure_ops_one_rank_only "one rank only" 2 build/simulate experiments/boost-vs-baselines.yaml --variant boost \
+    --hardware cpu-local --measure-ops 1
+expect_error ops_csv_needs_measure_ops "--ops-csv goes with --measure-ops" 2 build/simulate experiments/boost-vs-baselines.yaml \
+    --hardware cpu-local --ops-csv "$TMP/x.csv"
