@@ -127,12 +127,17 @@ $(EMU_DIR)/train_nccl: src/tools/train.c $(EMU_OBJ) $(EMU_NCCL_OBJ) $(EMU_DIR)/c
 # forked ranks).
 $(EMU_DIR)/test_emu_cuda: tests/emu/test_emu_cuda.cpp $(EMU_DIR)/emu_cuda.o $(EMU_HDR)
 	$(EMU_CXX) $(EMU_CFLAGS) $< $(EMU_DIR)/emu_cuda.o -o $@
+# The GPU peak for MFU (backend_cuda_peak_gflops) on the emulated back end
+$(EMU_DIR)/test_emu_peak: tests/emu/test_emu_peak.c $(EMU_OBJ) $(BUILD)/libboost.a $(HEADERS) src/backend/cuda/cuda_backend.h
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DBOOST_CUDA -fsanitize=$(EMU_SAN) -Isrc $< $(EMU_OBJ) $(BUILD)/libboost.a \
+	  $(PKG_LIBS) -lm -lstdc++ -pthread -o $@
 $(EMU_DIR)/test_emu_nccl: tests/emu/test_emu_nccl.cpp $(EMU_DIR)/emu_cuda.o $(EMU_NCCL_OBJ) $(EMU_HDR)
 	$(EMU_CXX) $(EMU_CFLAGS) $< $(EMU_DIR)/emu_cuda.o $(EMU_NCCL_OBJ) -lrt -o $@
 .PHONY: cuda-emu-test
-cuda-emu-test: $(EMU_DIR)/test_emu_cuda $(EMU_DIR)/test_emu_nccl $(EMU_DIR)/test_backend_ops_emu $(EMU_DIR)/train $(EMU_DIR)/train_nccl $(BUILD)/train
+cuda-emu-test: $(EMU_DIR)/test_emu_cuda $(EMU_DIR)/test_emu_nccl $(EMU_DIR)/test_emu_peak $(EMU_DIR)/test_backend_ops_emu $(EMU_DIR)/train $(EMU_DIR)/train_nccl $(BUILD)/train
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_cuda
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_nccl
+	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_peak
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_backend_ops_emu --cases
 	$(EMU_RUN_ENV) bash tests/gpu/emu-attention.sh $(EMU_DIR)/test_backend_ops_emu
 	@if [ "$(EMU_SAN)" = thread ]; then echo "SKIP cuda_emu_train: under ThreadSanitizer a step of the emulated train takes minutes (run without EMU_SAN=thread)"; \
