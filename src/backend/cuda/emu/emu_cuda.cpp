@@ -452,7 +452,11 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     uint64_t n;
     { std::lock_guard<std::mutex> l(e->m); n = ++e->recorded; }
     emu::enqueue(s, [e, n]() {
-        { std::lock_guard<std::mutex> l(e->m); e->t = emu::now_ms(); if (e->reached < n) e->reached = n; }
+        // notified under the lock: once a waiter (or cudaEventQuery) sees the record reached and
+        // takes the lock, this task no longer touches e, so the event may be destroyed
+        std::lock_guard<std::mutex> l(e->m);
+        e->t = emu::now_ms();
+        if (e->reached < n) e->reached = n;
         e->cv.notify_all();
     });
     return cudaSuccess;
@@ -496,7 +500,13 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
     return cudaSuccess;
 }
 // (CUDA releases a pending event when it completes; here the record must finish first)
-cudaError_t cudaEventDestroy(cudaEvent_t e) { if (!e) return cudaErrorInvalidValue; event_wait(e); delete e; return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    if (!e) return cudaErrorInvalidValue;
+    event_wait(e);
+    { std::lock_guard<std::mutex> l(e->m); }   // the recording task has let go of e (it notifies under the lock)
+    delete e;
+    return cudaSuccess;
+}
 
 // ---- cuBLAS / cuBLASLt ------------------------------------------------------------------------------
 const char *cublasGetStatusString(cublasStatus_t s) {
