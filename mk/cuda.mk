@@ -131,13 +131,19 @@ $(EMU_DIR)/test_emu_cuda: tests/emu/test_emu_cuda.cpp $(EMU_DIR)/emu_cuda.o $(EM
 $(EMU_DIR)/test_emu_peak: tests/emu/test_emu_peak.c $(EMU_OBJ) $(BUILD)/libboost.a $(HEADERS) src/backend/cuda/cuda_backend.h
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DBOOST_CUDA -fsanitize=$(EMU_SAN) -Isrc $< $(EMU_OBJ) $(BUILD)/libboost.a \
 	  $(PKG_LIBS) -lm -lstdc++ -pthread -o $@
+# cuda_gemm_into (D != C, the bias epilogue, the fallback) against a double-precision loop
+$(EMU_DIR)/test_emu_gemm_into.o: tests/emu/test_emu_gemm_into.cpp $(CUDA_HDR) $(EMU_HDR) $(EMU_MODE)
+	$(EMU_CXX) $(EMU_CFLAGS) -c $< -o $@
+$(EMU_DIR)/test_emu_gemm_into: $(EMU_DIR)/test_emu_gemm_into.o $(EMU_OBJ) $(BUILD)/libboost.a
+	$(CC) $(CFLAGS) -fsanitize=$(EMU_SAN) $< $(EMU_OBJ) $(BUILD)/libboost.a $(PKG_LIBS) -lm -lstdc++ -pthread -o $@
 $(EMU_DIR)/test_emu_nccl: tests/emu/test_emu_nccl.cpp $(EMU_DIR)/emu_cuda.o $(EMU_NCCL_OBJ) $(EMU_HDR)
 	$(EMU_CXX) $(EMU_CFLAGS) $< $(EMU_DIR)/emu_cuda.o $(EMU_NCCL_OBJ) -lrt -o $@
 .PHONY: cuda-emu-test
-cuda-emu-test: $(EMU_DIR)/test_emu_cuda $(EMU_DIR)/test_emu_nccl $(EMU_DIR)/test_emu_peak $(EMU_DIR)/test_backend_ops_emu $(EMU_DIR)/train $(EMU_DIR)/train_nccl $(BUILD)/train
+cuda-emu-test: $(EMU_DIR)/test_emu_cuda $(EMU_DIR)/test_emu_nccl $(EMU_DIR)/test_emu_peak $(EMU_DIR)/test_emu_gemm_into $(EMU_DIR)/test_backend_ops_emu $(EMU_DIR)/train $(EMU_DIR)/train_nccl $(BUILD)/train
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_cuda
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_nccl
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_peak
+	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_gemm_into
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_backend_ops_emu --cases
 	$(EMU_RUN_ENV) bash tests/gpu/emu-attention.sh $(EMU_DIR)/test_backend_ops_emu
 	@if [ "$(EMU_SAN)" = thread ]; then echo "SKIP cuda_emu_train: under ThreadSanitizer a step of the emulated train takes minutes (run without EMU_SAN=thread)"; \
