@@ -106,13 +106,44 @@ $(EMU_DIR)/train: src/tools/train.c $(EMU_OBJ) $(EMU_C_OBJ) $(BUILD)/libboost.a 
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -fsanitize=$(EMU_SAN) -Isrc $< $(EMU_OBJ) $(EMU_C_OBJ) $(BUILD)/libboost.a \
 	  $(PKG_LIBS) -lm -lstdc++ -pthread -o $@
 
+# build/emu/train_nccl: the same with the emulator's NCCL stand-in (emu/emu_nccl.cpp, shared
+# memory between the emulated ranks): comm_nccl.c compiled in its NCCL form against the
+# emulator's nccl.h and cuda_runtime.h, so the NCCL code path runs on the emulator and a host
+# pointer in a device collective is refused at the call, as by NCCL (cuda_emu_train.sh runs it
+# with EMU_GPU_PER_RANK=1, one emulated GPU per process, and BOOST_COMM=nccl).
+EMU_NCCL_OBJ := $(EMU_DIR)/emu_nccl.o
+$(EMU_DIR)/emu_nccl.o: src/backend/cuda/emu/emu_nccl.cpp $(EMU_HDR) $(EMU_MODE)
+	@mkdir -p $(dir $@)
+	$(EMU_CXX) $(EMU_CFLAGS) -c $< -o $@
+$(EMU_DIR)/c/comm_nccl_emu_nccl.o: src/parallel/comm_nccl.c $(HEADERS) $(EMU_HDR) $(EMU_MODE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DBOOST_CUDA -fsanitize=$(EMU_SAN) -Isrc/backend/cuda/emu/include -c $< -o $@
+$(EMU_DIR)/train_nccl: src/tools/train.c $(EMU_OBJ) $(EMU_NCCL_OBJ) $(EMU_DIR)/c/gpu_setup.o $(EMU_DIR)/c/comm_nccl_emu_nccl.o $(BUILD)/libboost.a $(HEADERS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -fsanitize=$(EMU_SAN) -Isrc $< $(EMU_OBJ) $(EMU_NCCL_OBJ) $(EMU_DIR)/c/gpu_setup.o \
+	  $(EMU_DIR)/c/comm_nccl_emu_nccl.o $(BUILD)/libboost.a $(PKG_LIBS) -lm -lstdc++ -lrt -pthread -o $@
+
 # The emulator's own checks (tests/emu/test_emu_cuda.cpp): wrong address spaces refused,
-# asynchronous work asynchronous.
+# asynchronous work asynchronous; and its NCCL stand-in's (tests/emu/test_emu_nccl.cpp, three
+# forked ranks).
 $(EMU_DIR)/test_emu_cuda: tests/emu/test_emu_cuda.cpp $(EMU_DIR)/emu_cuda.o $(EMU_HDR)
 	$(EMU_CXX) $(EMU_CFLAGS) $< $(EMU_DIR)/emu_cuda.o -o $@
+# The GPU peak for MFU (backend_cuda_peak_gflops) on the emulated back end
+$(EMU_DIR)/test_emu_peak: tests/emu/test_emu_peak.c $(EMU_OBJ) $(BUILD)/libboost.a $(HEADERS) src/backend/cuda/cuda_backend.h
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DBOOST_CUDA -fsanitize=$(EMU_SAN) -Isrc $< $(EMU_OBJ) $(BUILD)/libboost.a \
+	  $(PKG_LIBS) -lm -lstdc++ -pthread -o $@
+# cuda_gemm_into (D != C, the bias epilogue, the fallback) against a double-precision loop
+$(EMU_DIR)/test_emu_gemm_into.o: tests/emu/test_emu_gemm_into.cpp $(CUDA_HDR) $(EMU_HDR) $(EMU_MODE)
+	$(EMU_CXX) $(EMU_CFLAGS) -c $< -o $@
+$(EMU_DIR)/test_emu_gemm_into: $(EMU_DIR)/test_emu_gemm_into.o $(EMU_OBJ) $(BUILD)/libboost.a
+	$(CC) $(CFLAGS) -fsanitize=$(EMU_SAN) $< $(EMU_OBJ) $(BUILD)/libboost.a $(PKG_LIBS) -lm -lstdc++ -pthread -o $@
+$(EMU_DIR)/test_emu_nccl: tests/emu/test_emu_nccl.cpp $(EMU_DIR)/emu_cuda.o $(EMU_NCCL_OBJ) $(EMU_HDR)
+	$(EMU_CXX) $(EMU_CFLAGS) $< $(EMU_DIR)/emu_cuda.o $(EMU_NCCL_OBJ) -lrt -o $@
 .PHONY: cuda-emu-test
-cuda-emu-test: $(EMU_DIR)/test_emu_cuda $(EMU_DIR)/test_backend_ops_emu $(EMU_DIR)/train $(BUILD)/train
+cuda-emu-test: $(EMU_DIR)/test_emu_cuda $(EMU_DIR)/test_emu_nccl $(EMU_DIR)/test_emu_peak $(EMU_DIR)/test_emu_gemm_into $(EMU_DIR)/test_backend_ops_emu $(EMU_DIR)/train $(EMU_DIR)/train_nccl $(BUILD)/train
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_cuda
+	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_nccl
+	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_peak
+	$(EMU_RUN_ENV) $(EMU_DIR)/test_emu_gemm_into
 	$(EMU_RUN_ENV) $(EMU_DIR)/test_backend_ops_emu --cases
 	$(EMU_RUN_ENV) bash tests/gpu/emu-attention.sh $(EMU_DIR)/test_backend_ops_emu
 	@if [ "$(EMU_SAN)" = thread ]; then echo "SKIP cuda_emu_train: under ThreadSanitizer a step of the emulated train takes minutes (run without EMU_SAN=thread)"; \

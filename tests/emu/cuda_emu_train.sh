@@ -7,14 +7,17 @@
 # GEMM and the CPU's sum in different orders).
 #
 # Cases: tp 2; tp 2 × pp 2; tp 2 × dp 2 with ZeRO-1; BTP with every BOOST switch at tp 2.
-# The emulator has no NCCL, so the ranks communicate through MPI with host staging — the
-# path that copies each device buffer with cudaMemcpy, which the emulator refuses for a
-# host pointer: this is the test that fails with the host-scalar fix of issue 18 reverted
-# (docs/gpu.md, "The emulator"). Run by `make cuda-emu-test` (which builds build/emu/train),
+# Each case runs twice on the emulator: build/emu/train, whose ranks communicate through MPI
+# with host staging — the path that copies each device buffer with cudaMemcpy, which the
+# emulator refuses for a host pointer — and build/emu/train_nccl, whose ranks take the NCCL
+# code path (comm_nccl.c) on the emulator's NCCL stand-in (emu/emu_nccl.cpp), which refuses a
+# host pointer at the call as NCCL does. Both fail with the host-scalar fix of issue 18
+# reverted (docs/gpu.md, "The emulator"). Run by `make cuda-emu-test` (which builds build/emu/train),
 # not by tests/run.sh: the emulator plays each CUDA thread with an OS thread, so a step
 # takes seconds, and the whole script a few minutes on 2 cores.
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 EMU_TRAIN=${EMU_TRAIN:-$BUILD/emu/train}
+EMU_TRAIN_NCCL=${EMU_TRAIN_NCCL:-$BUILD/emu/train_nccl}
 PY=/usr/bin/python3
 if [ ! -x "$EMU_TRAIN" ]; then fail cuda_emu_train_build "$EMU_TRAIN not built (make $EMU_TRAIN)"; exit 0; fi
 if [ ! -x "$BUILD/train" ]; then fail cuda_emu_train_build "$BUILD/train not built"; exit 0; fi
@@ -34,24 +37,37 @@ one() {  # BIN NAME NP [--set ...]
     timeout 900 mpirun --oversubscribe --allow-run-as-root -np "$np" "$bin" "$TMP/m.yaml" --no-db \
         --set run.dump_dir="$TMP/$name" --set run.checkpoint_dir="$TMP/ck-$name" "$@" >"$TMP/$name.log" 2>&1
 }
-case_run() {  # NAME NP [--set ...]
-    local name=$1 np=$2; shift 2
-    if ! one "$BUILD/train" "$name-cpu" "$np" "$@"; then fail "$name" "the CPU run failed: $(tail -2 "$TMP/$name-cpu.log" | tr '\n' ' ')"; return; fi
-    if ! one "$EMU_TRAIN" "$name-cuda" "$np" --set run.device=cuda "$@"; then
-        fail "$name" "the emulated cuda run failed: $(grep -m3 -E 'cuda emulator|error|failed' "$TMP/$name-cuda.log" | tr '\n' ' ')"; return
+# The emulated run NAME-SUFFIX with BIN against the CPU run NAME-cpu; COMM is the comm back
+# end its log must name (mpi: host staging; nccl: the emulator's NCCL stand-in).
+compare_run() {  # NAME SUFFIX BIN COMM NP [--set ...]
+    local name=$1 suf=$2 bin=$3 comm=$4 np=$5; shift 5
+    local test=$name; [ "$comm" = nccl ] && test=${name/emu_cuda_train/emu_cuda_nccl_train}
+    if ! one "$bin" "$name-$suf" "$np" --set run.device=cuda "$@"; then
+        fail "$test" "the emulated cuda run failed: $(grep -m3 -E 'cuda emulator|error|failed' "$TMP/$name-$suf.log" | tr '\n' ' ')"; return
     fi
-    if ! grep -q 'comm: mpi' "$TMP/$name-cuda.log"; then fail "$name" "the emulated run did not take the MPI staging path"; return; fi
+    if ! grep -q "comm: $comm" "$TMP/$name-$suf.log"; then fail "$test" "the emulated run did not take the $comm path"; return; fi
     local s out worst=""
     for s in 1 2; do
-        if ! out=$($PY "$ROOT/analysis/compare_h5.py" "$TMP/$name-cuda/step_$s.h5" "$TMP/$name-cpu/step_$s.h5" \
+        if ! out=$($PY "$ROOT/analysis/compare_h5.py" "$TMP/$name-$suf/step_$s.h5" "$TMP/$name-cpu/step_$s.h5" \
                    --groups loss,grads --atol 0 --rtol 1e-4 2>&1); then
-            fail "$name" "step $s: $(tail -3 <<<"$out" | tr '\n' ' ')"; return
+            fail "$test" "step $s: $(tail -3 <<<"$out" | tr '\n' ' ')"; return
         fi
         worst="$worst step $s: $(tail -1 <<<"$out" | sed 's/.*worst/worst/')"
     done
     local l1 l2
-    l1=$(grep -m1 '^step *2/' "$TMP/$name-cpu.log" | awk -F'|' '{print $2}'); l2=$(grep -m1 '^step *2/' "$TMP/$name-cuda.log" | awk -F'|' '{print $2}')
-    pass "$name (np $np; cpu${l1}, cuda${l2};$worst)"
+    l1=$(grep -m1 '^step *2/' "$TMP/$name-cpu.log" | awk -F'|' '{print $2}'); l2=$(grep -m1 '^step *2/' "$TMP/$name-$suf.log" | awk -F'|' '{print $2}')
+    pass "$test (np $np, comm $comm; cpu${l1}, cuda${l2};$worst)"
+}
+case_run() {  # NAME NP [--set ...]
+    local name=$1 np=$2; shift 2
+    if ! one "$BUILD/train" "$name-cpu" "$np" "$@"; then fail "$name" "the CPU run failed: $(tail -2 "$TMP/$name-cpu.log" | tr '\n' ' ')"; return; fi
+    compare_run "$name" cuda "$EMU_TRAIN" mpi "$np" "$@"
+    # The NCCL code path (comm_nccl.c) on the emulator's stand-in: one emulated GPU per rank
+    if [ -x "$EMU_TRAIN_NCCL" ]; then
+        EMU_GPU_PER_RANK=1 BOOST_COMM=nccl compare_run "$name" nccl "$EMU_TRAIN_NCCL" nccl "$np" "$@"
+    else
+        fail "${name/emu_cuda_train/emu_cuda_nccl_train}" "$EMU_TRAIN_NCCL not built (make $EMU_TRAIN_NCCL)"
+    fi
 }
 case_run emu_cuda_train_tp2 2 --set parallel.tp=2
 case_run emu_cuda_train_tp2_pp2 4 --set parallel.tp=2 --set parallel.pp=2

@@ -57,6 +57,56 @@ int main() {
     cudaStreamSynchronize(s);
     (void)cudaGetLastError();
 
+    // ---- cuBLASLt with D != C and the BIAS epilogue (the back end's cuda_gemm_into) ----
+    // Column-major 2x2: A = [1 2; 3 4], B = I, C = [10 20; 30 40], bias = [100, 200] per row:
+    // D = 2·A·B + 1·C + bias = [112 124; 236 248]; C must stay as it was.
+    {
+        float *m = nullptr;
+        cudaMalloc(&m, 32 * sizeof(float));    // A at 0, B at 4, C at 8, D at 12, bias at 16
+        float init[20] = { 1, 3, 2, 4,  1, 0, 0, 1,  10, 30, 20, 40,  -1, -1, -1, -1,  100, 200, 0, 0 };
+        cudaMemcpyAsync(m, init, sizeof init, cudaMemcpyHostToDevice, s);   // pageable: taken at the call
+        cublasLtMatmulDesc_t db; cublasLtMatmulDescCreate(&db, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+        cublasLtMatrixLayout_t l2; cublasLtMatrixLayoutCreate(&l2, CUDA_R_32F, 2, 2, 2);
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        const void *bias = m + 16;
+        cublasLtMatmulDescSetAttribute(db, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+        cublasLtMatmulDescSetAttribute(db, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+        cublasLtMatmulPreference_t pref; cublasLtMatmulPreferenceCreate(&pref);
+        uint32_t four = 4;
+        for (int a = CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES; a <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES; a++)
+            cublasLtMatmulPreferenceSetAttribute(pref, (cublasLtMatmulPreferenceAttributes_t)a, &four, sizeof four);
+        cublasLtMatmulHeuristicResult_t res; int found = 0;
+        cublasLtMatmulAlgoGetHeuristic(lt, db, l2, l2, l2, l2, pref, 1, &res, &found);
+        float two = 2;
+        CK("emu_cublaslt_c_ne_d_with_bias_runs",
+           cublasLtMatmul(lt, db, &two, m, l2, m + 4, l2, &one, m + 8, l2, m + 12, l2, &res.algo, nullptr, 0, s) == CUBLAS_STATUS_SUCCESS);
+        float out[8];
+        cudaMemcpyAsync(out, m + 8, sizeof out, cudaMemcpyDeviceToHost, s);   // pageable: complete on return
+        CK("emu_cublaslt_c_ne_d_with_bias_exact", out[4] == 112 && out[5] == 236 && out[6] == 124 && out[7] == 248);
+        CK("emu_cublaslt_c_ne_d_leaves_c", out[0] == 10 && out[1] == 30 && out[2] == 20 && out[3] == 40);
+        // D overlapping C without being C (beta != 0) is refused, as cuBLASLt computes in place only for C == D
+        CK("emu_cublaslt_refuses_partial_overlap",
+           cublasLtMatmul(lt, db, &two, m, l2, m + 4, l2, &one, m + 8, l2, m + 10, l2, &res.algo, nullptr, 0, s) == CUBLAS_STATUS_INVALID_VALUE);
+        // a bias less aligned than the one the heuristic saw (16 + 1 floats: 4-byte aligned, 64 promised)
+        const void *bias_odd = m + 17;
+        cublasLtMatmulDescSetAttribute(db, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_odd, sizeof bias_odd);
+        CK("emu_cublaslt_refuses_misaligned_bias",
+           cublasLtMatmul(lt, db, &two, m, l2, m + 4, l2, &one, m + 8, l2, m + 12, l2, &res.algo, nullptr, 0, s) == CUBLAS_STATUS_INVALID_VALUE);
+        float hbias[2] = { 0, 0 };
+        const void *bias_host = hbias;
+        cublasLtMatmulDescSetAttribute(db, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_host, sizeof bias_host);
+        cublasLtMatmulAlgo_t any = {};
+        CK("emu_cublaslt_refuses_host_bias",
+           cublasLtMatmul(lt, db, &two, m, l2, m + 4, l2, &one, m + 8, l2, m + 12, l2, &any, nullptr, 0, s) == CUBLAS_STATUS_INVALID_VALUE);
+        epi = CUBLASLT_EPILOGUE_GELU;
+        cublasLtMatmulDescSetAttribute(db, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+        CK("emu_cublaslt_refuses_unemulated_epilogue",
+           cublasLtMatmul(lt, db, &two, m, l2, m + 4, l2, &one, m + 8, l2, m + 12, l2, &any, nullptr, 0, s) == CUBLAS_STATUS_NOT_SUPPORTED);
+        cudaStreamSynchronize(s);
+        cublasLtMatmulPreferenceDestroy(pref); cublasLtMatrixLayoutDestroy(l2); cublasLtMatmulDescDestroy(db);
+        cudaFree(m);
+    }
+
     // ---- asynchrony ----
     for (int i = 0; i < 64; i++) pin[i] = -1;
     auto g = gate(s);

@@ -184,9 +184,11 @@ section_end
 # build/train on the 1B shape, synthetic data; stopped (SIGKILL, by its pid) once it has
 # printed WARM + MEAS step lines: a 1B model's final checkpoint would take minutes.
 TP_PRESET=${TP_PRESET:-boost-1b}; TP_SEQ=${TP_SEQ:-2048}; TP_BATCH=${TP_BATCH:-4}; WARM=3; MEAS=6
-peak_bf16() {  # dense bf16 TFLOP/s by device name (datasheet), as torch_gpu_bench.py
-    case "$GPU_NAME" in *H200*|*H100\ SXM*|*H100\ 80GB\ HBM3*) echo 989.4 ;; *H100\ PCIe*) echo 756 ;; *H100*) echo 989.4 ;;
-        *A100*) echo 312 ;; *L40S*) echo 362.1 ;; *) echo 0 ;; esac
+peak_bf16() {  # dense bf16 TFLOP/s of device 0 from gpu_probe (the back end's datasheet table,
+              # backend_cuda_peak_gflops), or BOOST_GPU_PEAK_TFLOPS when set, as the trainer's MFU
+    if [ -n "${BOOST_GPU_PEAK_TFLOPS:-}" ]; then echo "$BOOST_GPU_PEAK_TFLOPS"; return; fi
+    local p; p=$(sed -nE 's/^  0 peak TFLOP\/s \(datasheet, dense\): bf16 ([0-9.]+),.*/\1/p' <<<"$probe")
+    echo "${p:-0}"
 }
 boostc_run() {  # KIND → "kind ms_median tok_s flops_per_token" on stdout
     local kind=$1 log="$TMP/tp-$1.log"

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 #include "../../src/parallel/gpu_setup.h"
+#ifdef BOOST_CUDA
+#include "../../src/backend/cuda/cuda_backend.h"
+#endif
 
 int main(int argc, char **argv) {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -31,6 +34,14 @@ int main(int argc, char **argv) {
         char desc[256];
         gpu_device_describe(d, desc, sizeof desc);
         printf("  %d: %s\n", d, desc);
+#ifdef BOOST_CUDA
+        // the datasheet's dense peaks for MFU (backend_cuda_peak_gflops); the name ends at the first comma
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(desc, ","), desc);
+        printf("  %d peak TFLOP/s (datasheet, dense): bf16 %.1f, tf32 %.1f, fp32 %.1f\n", d,
+               cuda_datasheet_peak_tflops(name, DT_BF16, 0), cuda_datasheet_peak_tflops(name, DT_F32, 1),
+               cuda_datasheet_peak_tflops(name, DT_F32, 0));
+#endif
     }
     if (rc) printf("usable: no: %s\n", why);
     else printf("usable: yes (this rank takes device %d%s)\n", gp.device, gp.shares_device ? ", shared" : "");

@@ -312,3 +312,35 @@ extern "C" double backend_cuda_timer_stop(Backend *b) {
     CUDA_CHECK(cudaEventElapsedTime(&ms, im->t0, im->t1));
     return ms;
 }
+
+// ---- the device's peak, for the MFU of a GPU run ------------------------------------------------
+// Dense (no sparsity) tensor-core peaks from NVIDIA's datasheets, TFLOP/s, matched on the
+// device name in this order (experiments/hardware/h200-1.yaml cites the H200 sheet):
+//   bf16 | tf32 | fp32 (no TF32)
+static const struct { const char *match; double bf16, tf32, fp32; } PEAKS[] = {
+    { "H200", 989.4, 494.7, 67.0 },      { "H100 SXM", 989.4, 494.7, 66.9 },
+    { "H100 80GB HBM3", 989.4, 494.7, 66.9 }, { "H100 PCIe", 756.0, 378.0, 51.2 },
+    { "H100", 989.4, 494.7, 66.9 },      { "A100", 312.0, 156.0, 19.5 },
+    { "L40S", 362.1, 183.0, 91.6 },
+};
+extern "C" double cuda_datasheet_peak_tflops(const char *device_name, DType dtype, int tf32) {
+    if (!device_name) return 0.0;
+    for (size_t i = 0; i < sizeof PEAKS / sizeof PEAKS[0]; i++)
+        if (strstr(device_name, PEAKS[i].match))
+            return dtype == DT_BF16 ? PEAKS[i].bf16 : tf32 ? PEAKS[i].tf32 : PEAKS[i].fp32;
+    return 0.0;
+}
+extern "C" double backend_cuda_peak_gflops(const Backend *b, const char **source) {
+    const char *env = getenv("BOOST_GPU_PEAK_TFLOPS");
+    if (env && *env) {
+        char *end = NULL;
+        double t = strtod(env, &end);
+        CHECK(end != env && *end == '\0' && t > 0,
+              "BOOST_GPU_PEAK_TFLOPS='%s': expected a positive number of TFLOP/s (hint: BOOST_GPU_PEAK_TFLOPS=989.4, or unset it for the datasheet's)", env);
+        if (source) *source = "BOOST_GPU_PEAK_TFLOPS";
+        return t * 1e3;
+    }
+    double t = cuda_datasheet_peak_tflops(backend_cuda_device_name(b), b->dtype, b->dtype == DT_F32 && b->tf32);
+    if (source) *source = t > 0 ? "datasheet" : "unknown device";
+    return t * 1e3;
+}

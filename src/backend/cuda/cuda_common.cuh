@@ -52,7 +52,6 @@ enum {
     SCR_ROWS,       // per-row fp32 factors (rstd from S, ...)
     SCR_ATT_D,      // attention backward: D = rowsum(dout ⊙ out) [B,H,T]
     SCR_SORT,       // embedding backward: keys, positions and CUB's temporary storage
-    SCR_PRODUCT,    // an fp32 GEMM product added into a compute-dtype output by a second kernel (LaX's dense gate)
     SCR_ATT_GRAD,   // attention backward through cuDNN: its dq, dk, dv before they are added into the op's
     SCR_COUNT
 };
@@ -173,9 +172,10 @@ __device__ __forceinline__ double block_sum_d(double v, double *sh) {
 void cuda_gemm(Backend *b, const GemmArgs *g);
 void cuda_gemm_group(Backend *b, int count, const GemmArgs *g);
 void cuda_gemm_free_plans(CudaImpl *im);
-// g->C is fp32 (A, B in the compute dtype): a product that a kernel then adds into a
-// compute-dtype output with one rounding (LaX's dense gate)
-void cuda_gemm_f32out(Backend *b, const GemmArgs *g);
+// D[M,N] (row stride ldd) = alpha·op(A)·op(B) + beta·C (+ bias[N] added to every row when
+// bias != NULL), one rounding of D: cuBLASLt with D ≠ C and the BIAS epilogue. D may be C
+// (with ldd == ldc) or must not overlap it (when beta ≠ 0). All in the compute dtype.
+void cuda_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd, const void *bias);
 // cuda_norm.cu
 void cuda_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps);
 void cuda_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x,

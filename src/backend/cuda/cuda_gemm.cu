@@ -1,5 +1,5 @@
-// cuda_gemm.cu — the back end's one GEMM through cuBLASLt, the GEMM group, and cuda_gemm_f32out
-// (an fp32 product of compute-dtype operands, through cublasGemmEx).
+// cuda_gemm.cu — the back end's one GEMM through cuBLASLt (cuda_gemm; cuda_gemm_into with a
+// separate D and a bias epilogue), and the GEMM group.
 //
 // Row-major (cblas) to column-major (cuBLAS): a row-major X [r, c] with row stride ld is
 // the column-major X^T [c, r] with leading dimension ld. So C = op(A)·op(B) (row-major) is
@@ -17,22 +17,31 @@
 // that needs more alignment than a sliced operand has). Shapes the heuristic has no
 // algorithm for fall back to cublasGemmEx.
 //
-// Epilogues: none apply to this contract. The model has no biases, and the CoLA activation
-// σ(P) follows an all-reduce of P, so it cannot be fused into the GEMM producing the partial
-// sums; the accumulating products (beta = 1) are cuBLAS's own C input, not a second pass.
+// C and D (cuda_gemm_into): cuBLASLt reads C and writes D, so D = alpha·op(A)·op(B) + beta·C
+// with D ≠ C costs no copy of C into D first, and the BIAS epilogue adds a bias row (our
+// bias[N]: cuBLAS's column-major D has N rows) before the one rounding of D. LaX's dense gate
+// (lax_kernels.cu) uses both instead of an fp32 product in scratch plus a kernel adding it.
+// cuBLASLt has no SiLU epilogue (CUDA 13.0's cublasLt.h: RELU, GELU, BIAS and their
+// gradients), so CoLA's σ(x·A) stays an elementwise kernel; the op table's gemm is C == D.
+// The bias pointer's alignment is part of the plan: the heuristic reads it from the
+// descriptor (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER), so each call sets its pointer
+// in the cached descriptor, whose alignment class matches the key.
+// Without a cuBLASLt algorithm (or with K = 0) cuda_gemm_into copies C into D when they
+// differ, runs cublasGemmEx on D and adds the bias with a kernel (a second rounding of D in
+// bf16; the emulator's EMU_NO_LT_ALGO=1 tests that path).
 #include "cuda_common.cuh"
 #include <string.h>
 
 struct GemmKey {
-    int ta, tb, M, N, K, lda, ldb, ldc;
+    int ta, tb, M, N, K, lda, ldb, ldc, ldd;
     int dtype, tf32;
-    unsigned align_a, align_b, align_c;
+    unsigned align_a, align_b, align_c, align_d, align_bias;   // align_bias 0: no bias
 };
 
 struct GemmPlan {
     GemmKey key;
     cublasLtMatmulDesc_t desc;
-    cublasLtMatrixLayout_t la, lb, lc;     // cuBLAS's A (our B), B (our A), C
+    cublasLtMatrixLayout_t la, lb, lc, ld; // cuBLAS's A (our B), B (our A), C, D
     cublasLtMatmulAlgo_t algo;
     int has_algo;                          // 0: no Lt algorithm, use cublasGemmEx
 };
@@ -55,6 +64,7 @@ static void destroy_plan(GemmPlan *p) {
     CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(p->la));
     CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(p->lb));
     CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(p->lc));
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(p->ld));
 }
 
 void cuda_gemm_free_plans(CudaImpl *im) {
@@ -63,7 +73,7 @@ void cuda_gemm_free_plans(CudaImpl *im) {
     im->plans = NULL; im->nplans = im->cap_plans = 0;
 }
 
-static GemmPlan *make_plan(Backend *b, const GemmKey *k) {
+static GemmPlan *make_plan(Backend *b, const GemmKey *k, const void *bias) {
     CudaImpl *im = impl_of(b);
     if (im->nplans == MAX_PLANS) {                 // a run uses a few dozen shapes; start over
         CUDA_CHECK(cudaStreamSynchronize(im->stream));
@@ -88,21 +98,29 @@ static GemmPlan *make_plan(Backend *b, const GemmKey *k) {
     // cuBLAS's B = our A as stored: [K, M] (ta = N) or [M, K] (ta = T)
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->lb, dt, k->ta ? k->M : k->K, k->ta ? k->K : k->M, k->lda));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->lc, dt, k->N, k->M, k->ldc));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->ld, dt, k->N, k->M, k->ldd));
+    if (k->align_bias) {                           // D += bias[N] per column of cuBLAS's D, type T
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        int32_t bt = (int32_t)dt;
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
 
     cublasLtMatmulPreference_t pref;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = im->lt_ws_size;
     uint32_t red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;     // (NONE is always allowed)
-    uint32_t aa = k->align_b, ab = k->align_a, ac = k->align_c; // cuBLAS's A is our B
+    uint32_t aa = k->align_b, ab = k->align_a, ac = k->align_c, ad = k->align_d; // cuBLAS's A is our B
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof red));
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa, sizeof aa));
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab, sizeof ab));
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad, sizeof ad));
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(im->lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(im->lt, p->desc, p->la, p->lb, p->lc, p->ld, pref, 1, &res, &found);
     CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
         die_at(__FILE__, __LINE__, "cublasLtMatmulAlgoGetHeuristic(M=%d N=%d K=%d) failed: %s (%s)",
@@ -113,11 +131,11 @@ static GemmPlan *make_plan(Backend *b, const GemmKey *k) {
     return p;
 }
 
-static GemmPlan *plan_for(Backend *b, const GemmKey *k) {
+static GemmPlan *plan_for(Backend *b, const GemmKey *k, const void *bias) {
     CudaImpl *im = impl_of(b);
     for (int i = 0; i < im->nplans; i++)
         if (!memcmp(&im->plans[i].key, k, sizeof *k)) return &im->plans[i];
-    return make_plan(b, k);
+    return make_plan(b, k, bias);
 }
 
 static void check_args(const GemmArgs *g) {
@@ -129,38 +147,77 @@ static void check_args(const GemmArgs *g) {
           g->lda, g->ldb, g->ldc, g->M, g->N, g->K, (int)g->ta, (int)g->tb);
 }
 
-// cublasGemmEx: shapes without an Lt algorithm, K = 0 (C = beta·C), and fp32 products of
-// compute-dtype operands; C has type ct.
-static void gemm_ex(Backend *b, const GemmArgs *g, cudaDataType_t ct) {
+// cublasGemmEx: shapes without an Lt algorithm and K = 0 (C = beta·C)
+static void gemm_ex(Backend *b, const GemmArgs *g) {
     CudaImpl *im = impl_of(b);
     cudaDataType_t dt = data_type(b->dtype);
     CUBLAS_CHECK(cublasGemmEx(im->blas, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N, g->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                               g->N, g->M, g->K, &g->alpha, g->B, dt, g->ldb, g->A, dt, g->lda,
-                              &g->beta, g->C, ct, g->ldc, compute_type(b), CUBLAS_GEMM_DEFAULT));
+                              &g->beta, g->C, dt, g->ldc, compute_type(b), CUBLAS_GEMM_DEFAULT));
 }
 
-void cuda_gemm_f32out(Backend *b, const GemmArgs *g) {
-    check_args(g);
-    if (g->M == 0 || g->N == 0) return;
-    gemm_ex(b, g, CUDA_R_32F);
+// D[M,N] (row stride ldd) += bias[N] per row (the fallback's epilogue), compute dtype
+template <typename T>
+__global__ void add_bias_kernel(T *D, int ldd, const T *bias, int M, int N) {
+    size_t n_el = (size_t)M * N;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_el; i += (size_t)gridDim.x * blockDim.x) {
+        size_t m = i / N; int j = (int)(i % N);
+        T *d = D + m * ldd + j;
+        *d = stf<T>(ldf(*d) + ldf(bias[j]));
+    }
 }
 
-void cuda_gemm(Backend *b, const GemmArgs *g) {
+// Whether two row-major [M, N] views (row strides ldx, ldy, element size es) share a byte:
+// the extents of their address ranges are compared (conservative for interleaved views).
+static int views_overlap(const void *x, int ldx, const void *y, int ldy, int M, int N, size_t es) {
+    const char *xa = (const char *)x, *ya = (const char *)y;
+    const char *xe = xa + ((size_t)(M - 1) * ldx + N) * es, *ye = ya + ((size_t)(M - 1) * ldy + N) * es;
+    return xa < ye && ya < xe;
+}
+
+void cuda_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd, const void *bias) {
     check_args(g);
+    CHECK(ldd >= (g->N > 1 ? g->N : 1), "gemm: row stride ldd=%d of D too small for N=%d", ldd, g->N);
     if (g->M == 0 || g->N == 0) return;
-    if (g->K == 0) { gemm_ex(b, g, data_type(b->dtype)); return; }
+    size_t es = dtype_size(b->dtype);
+    int same = D == g->C && ldd == g->ldc;
+    // cuBLASLt computes in place only for C == D with one layout; beta = 0 does not read C
+    CHECK(same || g->beta == 0.0f || !views_overlap(g->C, g->ldc, D, ldd, g->M, g->N, es),
+          "gemm: D (%p, ldd %d) overlaps C (%p, ldc %d) without being C: an in-place product needs D == C and ldd == ldc",
+          D, ldd, g->C, g->ldc);
     CudaImpl *im = impl_of(b);
-    GemmKey k;
-    memset(&k, 0, sizeof k);                       // the key is compared bytewise
-    k.ta = g->ta; k.tb = g->tb; k.M = g->M; k.N = g->N; k.K = g->K;
-    k.lda = g->lda; k.ldb = g->ldb; k.ldc = g->ldc;
-    k.dtype = b->dtype; k.tf32 = b->dtype == DT_F32 && b->tf32;
-    k.align_a = alignment(g->A); k.align_b = alignment(g->B); k.align_c = alignment(g->C);
-    GemmPlan *p = plan_for(b, &k);
-    if (!p->has_algo) { gemm_ex(b, g, data_type(b->dtype)); return; }
-    CUBLAS_CHECK(cublasLtMatmul(im->lt, p->desc, &g->alpha, g->B, p->la, g->A, p->lb, &g->beta,
-                                g->C, p->lc, g->C, p->lc, &p->algo, im->lt_ws, im->lt_ws_size, im->stream));
+    GemmPlan *p = NULL;
+    if (g->K > 0) {
+        GemmKey k;
+        memset(&k, 0, sizeof k);                   // the key is compared bytewise
+        k.ta = g->ta; k.tb = g->tb; k.M = g->M; k.N = g->N; k.K = g->K;
+        k.lda = g->lda; k.ldb = g->ldb; k.ldc = g->ldc; k.ldd = ldd;
+        k.dtype = b->dtype; k.tf32 = b->dtype == DT_F32 && b->tf32;
+        k.align_a = alignment(g->A); k.align_b = alignment(g->B); k.align_c = alignment(g->C); k.align_d = alignment(D);
+        k.align_bias = bias ? alignment(bias) : 0;
+        p = plan_for(b, &k, bias);
+    }
+    if (p && p->has_algo) {
+        if (bias) CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        CUBLAS_CHECK(cublasLtMatmul(im->lt, p->desc, &g->alpha, g->B, p->la, g->A, p->lb, &g->beta,
+                                    g->C, p->lc, D, p->ld, &p->algo, im->lt_ws, im->lt_ws_size, im->stream));
+        return;
+    }
+    GemmArgs gd = *g;                              // cublasGemmEx: D = C first, then in place
+    if (!same) {
+        if (g->beta != 0.0f)
+            CUDA_CHECK(cudaMemcpy2DAsync(D, (size_t)ldd * es, g->C, (size_t)g->ldc * es, (size_t)g->N * es, (size_t)g->M,
+                                         cudaMemcpyDeviceToDevice, im->stream));
+        gd.C = D; gd.ldc = ldd;
+    }
+    gemm_ex(b, &gd);
+    if (bias) {
+        DISPATCH(b->dtype, T, (LAUNCH(grid_for((size_t)g->M * g->N, 256), 256, 0, im->stream, add_bias_kernel<T>)(
+            (T *)D, ldd, (const T *)bias, g->M, g->N)));
+    }
 }
+
+void cuda_gemm(Backend *b, const GemmArgs *g) { cuda_gemm_into(b, g, g->C, g->ldc, NULL); }
 
 // ---- GEMM groups --------------------------------------------------------------------------
 // cublasGemmGroupedBatchedEx (one call; each GEMM its own group of size 1) where it applies:

@@ -6,10 +6,12 @@
 //               μ, var and the backward's two row means in double; dγ, dβ by a two-stage
 //               column reduction (chunks of LN_ROWS_PER_CHUNK rows summed in row order into
 //               double partials, then the partials in chunk order; no float atomics)
-//   dense gate  out += z @ W + b: a cuBLAS GEMM into an fp32 product in scratch (SCR_PRODUCT,
-//               at most PRODUCT_ELEMS floats: long N is done in row chunks), then one kernel
-//               adds the old out, the product and the bias and rounds once per element, as
-//               backend/cpu/cpu_bf16.c does; the backward likewise (dz, dW), db by column sums
+//   dense gate  out += z @ W + b: one cuBLASLt GEMM with beta = 1 on out and the BIAS
+//               epilogue (cuda_gemm_into), fp32 accumulation and one rounding per element, as
+//               backend/cpu/cpu_bf16.c does; the backward dz += dout·Wᵀ, dW += zᵀ·dout as
+//               GEMMs with beta = 1, db by column sums. (It used to be a GEMM into an fp32
+//               product in scratch and a kernel adding it: a write and a read of N·r fp32
+//               per GEMM, and a second pass, fewer now.)
 //   kron gate   out += vec(G1ᵀ·Z·G2) per token (Z = z as [r1, r2]): one block per token with
 //               G1, G2, Z and T = Z·G2 in shared memory; backward one block per chunk of
 //               KRON_CHUNK tokens: dT = G1·dO, dz += dT·G2ᵀ, and the chunk's double partials
@@ -27,14 +29,9 @@ enum {
     ROW_THREADS = 256, ROWS_PER_BLOCK = ROW_THREADS / 32,   // layernorm rows: a warp per row
     COL_THREADS = 128, LN_ROWS_PER_CHUNK = 64,              // column sums
     KRON_MAX_THREADS = 256, KRON_CHUNK = 32,                // kron gate
-    PRODUCT_ELEMS = 1 << 22,                                // dense gate: fp32 product rows per GEMM (16 MiB)
 };
 
 static unsigned row_blocks(int N) { return (unsigned)((N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK); }
-// Row n of a view whose rows are ld elements of the compute dtype apart
-static void *row_at(const Backend *b, const void *p, int ld, int n) {
-    return (char *)p + (size_t)n * ld * dtype_size(b->dtype);
-}
 
 // ---- LayerNorm over r ------------------------------------------------------------------------
 // y = (x − μ)·rstd ⊙ γ + β, μ and the biased variance in double; y may be x (same ld): every
@@ -141,65 +138,25 @@ extern "C" void cuda_lax_layernorm_backward(Backend *b, void *dx, int lddx, void
 }
 
 // ---- dense gate: g(z) = z @ W + b --------------------------------------------------------------
-// out[rows, cols] (ldo) += P[rows, cols] (fp32, contiguous) + bias[cols] (when given), one rounding
-template <typename T>
-__global__ void add_product_kernel(T *out, int ldo, const float *P, const T *bias, int rows, int cols) {
-    size_t n_el = (size_t)rows * cols;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_el; i += (size_t)gridDim.x * blockDim.x) {
-        size_t n = i / cols; int j = (int)(i % cols);
-        T *o = out + n * ldo + j;
-        *o = stf<T>(ldf(*o) + P[i] + (bias ? ldf(bias[j]) : 0.0f));
-    }
-}
-static void add_product(Backend *b, void *out, int ldo, const float *P, const void *bias, int rows, int cols) {
-    DISPATCH(b->dtype, T, (LAUNCH(grid_for((size_t)rows * cols, 256), 256, 0, stream_of(b), add_product_kernel<T>)(
-        (T *)out, ldo, P, (const T *)bias, rows, cols)));
-}
-
-// Rows of [·, r] per GEMM, and the fp32 product buffer (room for an [r, r] product too)
-static int product_rows(int N, int r) {
-    int rows = PRODUCT_ELEMS / r;
-    if (rows < 1) rows = 1;
-    return rows < N ? rows : N;
-}
-static float *product_buffer(Backend *b, int rows, int r) {
-    size_t n = (size_t)rows * r, rr = (size_t)r * r;
-    return (float *)cuda_scratch(b, SCR_PRODUCT, sizeof(float) * (n > rr ? n : rr));
-}
-
 // out[N, r] (ldo) += z[N, r] (ldz) @ W[r, r] + bias[r]
 extern "C" void cuda_lax_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *W,
                                             const void *bias, int N, int r) {
     if (N <= 0 || r <= 0) return;
-    int rows = product_rows(N, r);
-    float *P = product_buffer(b, rows, r);
-    for (int n0 = 0; n0 < N; n0 += rows) {
-        int m = N - n0 < rows ? N - n0 : rows;
-        GemmArgs g = { TR_N, TR_N, m, r, r, 1.0f, row_at(b, z, ldz, n0), ldz, W, r, 0.0f, P, r };
-        cuda_gemm_f32out(b, &g);                                                  // P = z @ W
-        add_product(b, row_at(b, out, ldo, n0), ldo, P, bias, m, r);      // out += P + b
-    }
+    GemmArgs g = { TR_N, TR_N, N, r, r, 1.0f, z, ldz, W, r, 1.0f, out, ldo };
+    cuda_gemm_into(b, &g, out, ldo, bias);                                    // out = out + z @ W + b
 }
 
 // dz += dout @ Wᵀ, dW += zᵀ @ dout, dbias += Σ_n dout (any may be NULL)
 extern "C" void cuda_lax_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout,
                                              int lddo, const void *z, int ldz, const void *W, int N, int r) {
     if (N <= 0 || r <= 0) return;
-    int rows = product_rows(N, r);
-    if (dz || dW) {
-        float *P = product_buffer(b, rows, r);
-        if (dz)
-            for (int n0 = 0; n0 < N; n0 += rows) {
-                int m = N - n0 < rows ? N - n0 : rows;
-                GemmArgs g = { TR_N, TR_T, m, r, r, 1.0f, row_at(b, dout, lddo, n0), lddo, W, r, 0.0f, P, r };
-                cuda_gemm_f32out(b, &g);                                          // P = dout @ Wᵀ
-                add_product(b, row_at(b, dz, lddz, n0), lddz, P, NULL, m, r);
-            }
-        if (dW) {
-            GemmArgs g = { TR_T, TR_N, r, r, N, 1.0f, z, ldz, dout, lddo, 0.0f, P, r };
-            cuda_gemm_f32out(b, &g);                                              // P = zᵀ @ dout
-            add_product(b, dW, r, P, NULL, r, r);
-        }
+    if (dz) {
+        GemmArgs g = { TR_N, TR_T, N, r, r, 1.0f, dout, lddo, W, r, 1.0f, dz, lddz };
+        cuda_gemm(b, &g);                                                     // dz += dout @ Wᵀ
+    }
+    if (dW) {
+        GemmArgs g = { TR_T, TR_N, r, r, N, 1.0f, z, ldz, dout, lddo, 1.0f, dW, r };
+        cuda_gemm(b, &g);                                                     // dW += zᵀ @ dout
     }
     column_sums(b, NULL, dbias, dout, lddo, NULL, 0, NULL, NULL, N, r);
 }

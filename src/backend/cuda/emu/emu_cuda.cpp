@@ -1,5 +1,6 @@
 // emu_cuda.cpp — the CPU emulator's runtime (emu_cuda.h says what it models and why).
 #include "emu_cuda.h"
+#include <unistd.h>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -317,7 +318,16 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int dev) {
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "CPU emulator (src/backend/cuda/emu)");
     p->major = 8; p->minor = 0; p->multiProcessorCount = 2; p->totalGlobalMem = (size_t)8 << 30;
-    return cudaSuccess;   // uuid: zero, the same on every process (one "GPU" per machine)
+    // uuid: zero, the same on every process (one "GPU" per machine), unless EMU_GPU_PER_RANK=1
+    // gives each process its own "GPU" (the process id in the uuid): the NCCL stand-in's runs
+    // (emu_nccl.cpp), where NCCL's one-GPU-per-rank rule must hold
+    const char *per = getenv("EMU_GPU_PER_RANK");
+    if (per && !strcmp(per, "1")) {
+        long pid = (long)getpid();
+        memcpy(p->uuid.bytes, "emu-gpu-", 8);
+        memcpy(p->uuid.bytes + 8, &pid, sizeof pid < 8 ? sizeof pid : 8);
+    }
+    return cudaSuccess;
 }
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int dev) {
     (void)dev;
@@ -442,7 +452,11 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     uint64_t n;
     { std::lock_guard<std::mutex> l(e->m); n = ++e->recorded; }
     emu::enqueue(s, [e, n]() {
-        { std::lock_guard<std::mutex> l(e->m); e->t = emu::now_ms(); if (e->reached < n) e->reached = n; }
+        // notified under the lock: once a waiter (or cudaEventQuery) sees the record reached and
+        // takes the lock, this task no longer touches e, so the event may be destroyed
+        std::lock_guard<std::mutex> l(e->m);
+        e->t = emu::now_ms();
+        if (e->reached < n) e->reached = n;
         e->cv.notify_all();
     });
     return cudaSuccess;
@@ -454,6 +468,12 @@ static void event_wait(cudaEvent_t e) {
     e->cv.wait(l, [&] { return e->reached >= want; });
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) { if (!e) return cudaErrorInvalidValue; event_wait(e); return cudaSuccess; }
+// cudaSuccess once the stream has reached the event's latest record (none: at once), else cudaErrorNotReady
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+    if (!e) return cudaErrorInvalidValue;
+    std::lock_guard<std::mutex> l(e->m);
+    return e->reached >= e->recorded ? cudaSuccess : cudaErrorNotReady;
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
     if (!e) return cudaErrorInvalidValue;
     uint64_t want;
@@ -480,7 +500,13 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
     return cudaSuccess;
 }
 // (CUDA releases a pending event when it completes; here the record must finish first)
-cudaError_t cudaEventDestroy(cudaEvent_t e) { if (!e) return cudaErrorInvalidValue; event_wait(e); delete e; return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    if (!e) return cudaErrorInvalidValue;
+    event_wait(e);
+    { std::lock_guard<std::mutex> l(e->m); }   // the recording task has let go of e (it notifies under the lock)
+    delete e;
+    return cudaSuccess;
+}
 
 // ---- cuBLAS / cuBLASLt ------------------------------------------------------------------------------
 const char *cublasGetStatusString(cublasStatus_t s) {
@@ -507,16 +533,30 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_S
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) { *h = new cublasLtContext{ 0 }; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) { delete h; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t c, cudaDataType_t scale) {
-    *d = new EmuLtDesc{ c, scale, CUBLAS_OP_N, CUBLAS_OP_N };
+    *d = new EmuLtDesc{ c, scale, CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT, nullptr, -1 };
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) { delete d; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const void *buf, size_t n) {
-    if (n != sizeof(cublasOperation_t)) return CUBLAS_STATUS_INVALID_VALUE;
-    if (a == CUBLASLT_MATMUL_DESC_TRANSA) memcpy(&d->ta, buf, n);
-    else if (a == CUBLASLT_MATMUL_DESC_TRANSB) memcpy(&d->tb, buf, n);
-    else return CUBLAS_STATUS_INVALID_VALUE;
-    return CUBLAS_STATUS_SUCCESS;
+    switch (a) {
+    case CUBLASLT_MATMUL_DESC_TRANSA: case CUBLASLT_MATMUL_DESC_TRANSB:
+        if (n != sizeof(cublasOperation_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(a == CUBLASLT_MATMUL_DESC_TRANSA ? &d->ta : &d->tb, buf, n);
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE:
+        if (n != sizeof(cublasLtEpilogue_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&d->epilogue, buf, n);
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+        if (n != sizeof(void *)) return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&d->bias, buf, n);
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+        if (n != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&d->bias_type, buf, n);
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    return CUBLAS_STATUS_INVALID_VALUE;
 }
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType_t t, uint64_t rows, uint64_t cols, int64_t ld) {
     if (ld < (int64_t)rows || ld < 1) return CUBLAS_STATUS_INVALID_VALUE;    // column-major: ld >= rows
@@ -533,8 +573,10 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
     }
     return CUBLAS_STATUS_SUCCESS;
 }
-// EMU_NO_LT_ALGO=1: the heuristic finds nothing (the back end's cublasGemmEx path)
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+// EMU_NO_LT_ALGO=1: the heuristic finds nothing (the back end's cublasGemmEx path). The
+// algorithm records the alignments it relies on: A, B, C, D from the preference, and the
+// bias pointer's from the descriptor (cuBLASLt reads the bias pointer's value for that).
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
                                               cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatmulPreference_t p,
                                               int requested, cublasLtMatmulHeuristicResult_t *res, int *found) {
     const char *no = getenv("EMU_NO_LT_ALGO");
@@ -542,6 +584,11 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
     if (no && !strcmp(no, "1")) { *found = 0; return CUBLAS_STATUS_NOT_SUPPORTED; }
     memset(res, 0, sizeof *res);
     for (int i = 0; i < 4; i++) res->algo.data[i] = p->align[i];      // the algorithm relies on these
+    if (d->epilogue == CUBLASLT_EPILOGUE_BIAS) {
+        unsigned a = 256;
+        while (a > 1 && (uintptr_t)d->bias % a) a >>= 1;
+        res->algo.data[4] = a;
+    }
     res->state = CUBLAS_STATUS_SUCCESS;
     *found = 1;
     return CUBLAS_STATUS_SUCCESS;
@@ -560,10 +607,13 @@ static void store(void *p, cudaDataType_t t, size_t i, float v) {
     if (t == CUDA_R_16BF) ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
     else ((float *)p)[i] = v;
 }
-// Column-major C[m,n] = alpha·op(A)[m,k]·op(B)[k,n] + beta·C, fp32 accumulation (beta = 0: C not read).
+// Column-major D[m,n] = alpha·op(A)[m,k]·op(B)[k,n] + beta·C (+ bias[i] for row i when bias is
+// given, type ct), fp32 accumulation, one rounding of D (beta = 0: C not read). D may be C
+// (same ld); the caller refuses a partial overlap.
 static void gemm_cm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
                     const void *A, cudaDataType_t at, long lda, const void *B, cudaDataType_t bt, long ldb,
-                    float beta, void *C, cudaDataType_t ct, long ldc, cublasComputeType_t compute) {
+                    float beta, const void *C, cudaDataType_t ct, long ldc, cublasComputeType_t compute,
+                    void *D, long ldd, const void *bias) {
     int t32 = compute == CUBLAS_COMPUTE_32F_FAST_TF32 && at == CUDA_R_32F;
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
@@ -574,47 +624,75 @@ static void gemm_cm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, in
                 if (t32) { a = tf32(a); b = tf32(b); }
                 acc += a * b;
             }
-            size_t ci = (size_t)i + (size_t)j * ldc;
             float v = alpha * acc;
-            if (beta != 0.0f) v += beta * load(C, ct, ci);
-            store(C, ct, ci, v);
+            if (beta != 0.0f) v += beta * load(C, ct, (size_t)i + (size_t)j * ldc);
+            if (bias) v += load(bias, ct, (size_t)i);
+            store(D, ct, (size_t)i + (size_t)j * ldd, v);
         }
+}
+static void gemm_cm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
+                    const void *A, cudaDataType_t at, long lda, const void *B, cudaDataType_t bt, long ldb,
+                    float beta, void *C, cudaDataType_t ct, long ldc, cublasComputeType_t compute) {
+    gemm_cm(ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, compute, C, ldc, nullptr);
+}
+static size_t type_size(cudaDataType_t t) { return t == CUDA_R_16BF ? 2 : 4; }
+// The byte range a column-major [rows, cols] matrix with leading dimension ld spans
+static void extent(const void *p, const EmuLtLayout *l, const char **lo, const char **hi) {
+    *lo = (const char *)p;
+    *hi = *lo + ((size_t)(l->cols - 1) * (size_t)l->ld + l->rows) * type_size(l->type);
 }
 static unsigned alignment_of(const void *p) { unsigned a = 256; while (a > 1 && (uintptr_t)p % a) a >>= 1; return a; }
 
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const void *alpha, const void *A, cublasLtMatrixLayout_t la,
                               const void *B, cublasLtMatrixLayout_t lb, const void *beta, const void *C, cublasLtMatrixLayout_t lc,
                               void *D, cublasLtMatrixLayout_t ldd, const cublasLtMatmulAlgo_t *algo, void *, size_t, cudaStream_t stream) {
-    if (C != D || lc != ldd) { fprintf(stderr, "cuda emulator: cublasLtMatmul: only C == D is emulated\n"); return CUBLAS_STATUS_NOT_SUPPORTED; }
     uint64_t m = lc->rows, n = lc->cols;
     uint64_t am = d->ta == CUBLAS_OP_N ? la->rows : la->cols, ak = d->ta == CUBLAS_OP_N ? la->cols : la->rows;
     uint64_t bk = d->tb == CUBLAS_OP_N ? lb->rows : lb->cols, bn = d->tb == CUBLAS_OP_N ? lb->cols : lb->rows;
-    if (am != m || bn != n || ak != bk) {
-        fprintf(stderr, "cuda emulator: cublasLtMatmul: layouts disagree: op(A) %llux%llu, op(B) %llux%llu, C %llux%llu\n",
+    if (am != m || bn != n || ak != bk || ldd->rows != m || ldd->cols != n) {
+        fprintf(stderr, "cuda emulator: cublasLtMatmul: layouts disagree: op(A) %llux%llu, op(B) %llux%llu, C %llux%llu, D %llux%llu\n",
                 (unsigned long long)am, (unsigned long long)ak, (unsigned long long)bk, (unsigned long long)bn,
-                (unsigned long long)m, (unsigned long long)n);
+                (unsigned long long)m, (unsigned long long)n, (unsigned long long)ldd->rows, (unsigned long long)ldd->cols);
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    const void *ptr[3] = { A, B, C };
-    for (int i = 0; i < 3; i++)
-        if (alignment_of(ptr[i]) < algo->data[i]) {
-            fprintf(stderr, "cuda emulator: cublasLtMatmul: operand %c at %p is less aligned than the %llu bytes promised to the heuristic\n",
-                    "ABC"[i], ptr[i], (unsigned long long)algo->data[i]);
+    if (d->epilogue != CUBLASLT_EPILOGUE_DEFAULT && d->epilogue != CUBLASLT_EPILOGUE_BIAS) {
+        fprintf(stderr, "cuda emulator: cublasLtMatmul: epilogue %d is not emulated (DEFAULT and BIAS are)\n", (int)d->epilogue);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    const void *bias = d->epilogue == CUBLASLT_EPILOGUE_BIAS ? d->bias : nullptr;
+    const void *ptr[5] = { A, B, C, D, bias };
+    static const char *const name[5] = { "operand A", "operand B", "operand C", "operand D", "the bias" };
+    for (int i = 0; i < 5; i++)
+        if (ptr[i] && alignment_of(ptr[i]) < algo->data[i]) {
+            fprintf(stderr, "cuda emulator: cublasLtMatmul: %s at %p is less aligned than the %llu bytes promised to the heuristic\n",
+                    name[i], ptr[i], (unsigned long long)algo->data[i]);
             return CUBLAS_STATUS_INVALID_VALUE;
         }
-    if (la->type != lb->type || la->type != lc->type) return CUBLAS_STATUS_NOT_SUPPORTED;
-    const void *ops[4] = { A, B, C, D };
-    for (int i = 0; i < 4; i++) {
-        char arg[16]; snprintf(arg, sizeof arg, "operand %c", "ABCD"[i]);
-        if (!emu::want_device(ops[i], "cublasLtMatmul", arg)) return CUBLAS_STATUS_INVALID_VALUE;
+    if (la->type != lb->type || la->type != lc->type || ldd->type != lc->type) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (bias && d->bias_type != -1 && d->bias_type != (int32_t)lc->type) return CUBLAS_STATUS_NOT_SUPPORTED;
+    // In place only as C == D with one layout; otherwise C and D must not share memory
+    if (C == D && lc->ld != ldd->ld) {
+        fprintf(stderr, "cuda emulator: cublasLtMatmul: C == D with different leading dimensions (%lld, %lld)\n",
+                (long long)lc->ld, (long long)ldd->ld);
+        return CUBLAS_STATUS_INVALID_VALUE;
     }
-    // alpha, beta: host scalars, read at the call; the product runs in stream order
     float a = *(const float *)alpha, be = *(const float *)beta;
+    if (C != D && be != 0.0f) {
+        const char *clo, *chi, *dlo, *dhi;
+        extent(C, lc, &clo, &chi); extent(D, ldd, &dlo, &dhi);
+        if (clo < dhi && dlo < chi) {
+            fprintf(stderr, "cuda emulator: cublasLtMatmul: D (%p) overlaps C (%p) without being C\n", D, C);
+            return CUBLAS_STATUS_INVALID_VALUE;
+        }
+    }
+    for (int i = 0; i < 5; i++)
+        if ((i < 4 || bias) && !emu::want_device(ptr[i], "cublasLtMatmul", i < 4 ? name[i] : "bias")) return CUBLAS_STATUS_INVALID_VALUE;
+    // alpha, beta and the descriptor: host state, read at the call; the product runs in stream order
     cublasOperation_t ta = d->ta, tb = d->tb;
     cudaDataType_t at = la->type, bt = lb->type, ct = lc->type;
-    long lda = la->ld, ldb = lb->ld, ldc = lc->ld;
+    long lda = la->ld, ldb = lb->ld, ldc = lc->ld, ld_d = ldd->ld;
     cublasComputeType_t compute = d->compute;
-    emu::enqueue(stream, [=]() { gemm_cm(ta, tb, (int)m, (int)n, (int)ak, a, A, at, lda, B, bt, ldb, be, D, ct, ldc, compute); });
+    emu::enqueue(stream, [=]() { gemm_cm(ta, tb, (int)m, (int)n, (int)ak, a, A, at, lda, B, bt, ldb, be, C, ct, ldc, compute, D, ld_d, bias); });
     return CUBLAS_STATUS_SUCCESS;
 }
 static int gemm_args_ok(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda, int ldb, int ldc) {

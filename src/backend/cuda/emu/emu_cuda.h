@@ -255,7 +255,14 @@ typedef enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 } cubl
 typedef enum { CUDA_R_32F = 0, CUDA_R_16BF = 14 } cudaDataType_t;
 typedef enum { CUBLAS_DEFAULT_MATH = 0 } cublasMath_t;
 typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
-typedef enum { CUBLASLT_MATMUL_DESC_TRANSA = 3, CUBLASLT_MATMUL_DESC_TRANSB = 4 } cublasLtMatmulDescAttributes_t;
+typedef enum {
+    CUBLASLT_MATMUL_DESC_TRANSA = 3, CUBLASLT_MATMUL_DESC_TRANSB = 4, CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
+    CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = 26,
+} cublasLtMatmulDescAttributes_t;
+// Epilogues: DEFAULT and BIAS (D += bias[row], bias of D's rows, packed) are emulated; the
+// others are refused (CUBLAS_STATUS_NOT_SUPPORTED) rather than run wrongly.
+typedef enum { CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_RELU = 2, CUBLASLT_EPILOGUE_BIAS = 4,
+               CUBLASLT_EPILOGUE_GELU = 32 } cublasLtEpilogue_t;
 typedef enum {
     CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = 3,
     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
@@ -264,7 +271,10 @@ typedef enum {
 enum { CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE = 2 };
 struct cublasContext { cudaStream_t stream; };
 struct cublasLtContext { int unused; };
-struct EmuLtDesc { cublasComputeType_t compute; cudaDataType_t scale; cublasOperation_t ta, tb; };
+struct EmuLtDesc {
+    cublasComputeType_t compute; cudaDataType_t scale; cublasOperation_t ta, tb;
+    cublasLtEpilogue_t epilogue; const void *bias; int32_t bias_type;   // bias_type -1: D's type
+};
 struct EmuLtLayout { cudaDataType_t type; uint64_t rows, cols; int64_t ld; };
 struct EmuLtPref { uint32_t align[4]; };
 typedef cublasContext *cublasHandle_t;
