@@ -66,7 +66,7 @@ const char *attention_use_isa(const char *name) {
 // ---- shapes, packing, per-thread scratch ---------------------------------------------
 typedef struct {
     int B, T, H, Hkv, hd, G;   // G = H / Hkv query heads per kv head
-    int ldq, ldkv, Tp;         // row strides of q/out (H·hd) and k/v (Hkv·hd); T rounded up to 32
+    int ldq, ldkv, nkt;        // row strides of q/out (H·hd) and k/v (Hkv·hd); key tiles
     float scale, c;            // 1/sqrt(hd); scale·log2 e (scores in base 2)
     const AttnIsa *isa;
 } Att;
@@ -75,22 +75,45 @@ static Att att_shape(int B, int T, int H, int Hkv, int hd) {
     CHECK(Hkv > 0 && H % Hkv == 0, "attention: n_heads %d not a multiple of n_kv_heads %d", H, Hkv);
     CHECK(T > 0 && hd > 0, "attention: T %d and head dim %d must be positive", T, hd);
     double scale = 1.0 / sqrt((double)hd);
-    Att a = { B, T, H, Hkv, hd, H / Hkv, H * hd, Hkv * hd, (T + 31) / 32 * 32, (float)scale,
+    Att a = { B, T, H, Hkv, hd, H / Hkv, H * hd, Hkv * hd, (T + ATT_BK - 1) / ATT_BK, (float)scale,
               (float)(scale * LOG2E), isa() };
     return a;
 }
 static size_t q_off(const Att *a, int b, int h) { return (size_t)b * a->T * a->ldq + (size_t)h * a->hd; }
 static size_t kv_off(const Att *a, int b, int kh) { return (size_t)b * a->T * a->ldkv + (size_t)kh * a->hd; }
 
-// Xt[c][t] = X[t][c] (t < T), 0 for T ≤ t < Tp: the keys of a head as the qk kernels read them.
-static void pack_transposed(float *Xt, const float *X, int ld, const Att *a) {
-    int T = a->T, hd = a->hd, Tp = a->Tp;
-    for (int t0 = 0; t0 < T; t0 += 16) {
-        int t1 = t0 + 16 < T ? t0 + 16 : T;
-        for (int c = 0; c < hd; c++)
-            for (int t = t0; t < t1; t++) Xt[(size_t)c * Tp + t] = X[(size_t)t * ld + c];
+// The packed copies of a head's keys and values are contiguous: rows of q/k/v are H·hd
+// floats apart (2 KiB at 8 heads of 64), and walking 64 such rows maps them onto a few L1
+// sets (conflict misses that halved the kernels' speed).
+//
+// Key tiles transposed, one [hd, ATT_BK] block per tile: Xt[tile][c][t − j0] = X[t][c],
+// 0 for t ≥ T — the keys as the qk kernels read them (ldb = ATT_BK).
+static void pack_tiles_t(float *Xt, const float *X, int ld, const Att *a) {
+    int T = a->T, hd = a->hd;
+    for (int j0 = 0; j0 < T; j0 += ATT_BK) {
+        float *blk = Xt + (size_t)(j0 / ATT_BK) * hd * ATT_BK;
+        int n = T - j0 < ATT_BK ? T - j0 : ATT_BK;
+        for (int t0 = 0; t0 < n; t0 += 16) {
+            int t1 = t0 + 16 < n ? t0 + 16 : n;
+            for (int c = 0; c < hd; c++)
+                for (int t = t0; t < t1; t++) blk[(size_t)c * ATT_BK + t] = X[(size_t)(j0 + t) * ld + c];
+        }
+        for (int c = 0; c < hd; c++) memset(blk + (size_t)c * ATT_BK + n, 0, sizeof(float) * (size_t)(ATT_BK - n));
     }
-    for (int c = 0; c < hd; c++) memset(Xt + (size_t)c * Tp + T, 0, sizeof(float) * (size_t)(Tp - T));
+}
+static const float *tile_t(const float *Xt, int j0, const Att *a) { return Xt + (size_t)(j0 / ATT_BK) * a->hd * ATT_BK; }
+
+// n rows of X [., hd] (ld) as contiguous rows [n, hd]: the Y operand of the acc kernels.
+static void pack_rows(float *Xc, const float *X, int ld, int n, int hd) {
+    for (int t = 0; t < n; t++) memcpy(Xc + (size_t)t * hd, X + (size_t)t * ld, sizeof(float) * (size_t)hd);
+}
+// X[t][:hd] (ld) += Xc[t][:hd] for t < n: a contiguous accumulator into the caller's gradient.
+static void add_rows(float *X, int ld, const float *Xc, int n, int hd) {
+    for (int t = 0; t < n; t++) {
+        float *x = X + (size_t)t * ld;
+        const float *y = Xc + (size_t)t * hd;
+        for (int c = 0; c < hd; c++) x[c] += y[c];
+    }
 }
 
 // m rows of X [., hd] (ld) as 8-row panels: P[(r0 + i)·8 … ] = X[r0..r0+8)[i], rows past m 0.
@@ -104,28 +127,38 @@ static void pack_panels(float *P, const float *X, int ld, int m, int hd) {
 }
 
 typedef struct {
-    float *Kt, *Vt;          // [hd, Tp] packed keys / values of kv head `packed`
-    long packed;             // b·Hkv + kh of Kt/Vt, −1 for none
+    float *Kt, *Vt;          // [nkt, hd, ATT_BK] key tiles of kv head `packed`, transposed: K; V (backward)
+    float *Kc, *Vc;          // [T, hd] contiguous rows: K (backward); V (forward)
+    long packed;             // b·Hkv + kh of the packed copies, −1 for none
     float *Ap, *Bp;          // [ATT_BQ, hd] panels: Q block; dO block (backward)
+    float *Qc, *dOc, *Oc;    // [ATT_BQ, hd] contiguous: Q, dO block (backward); O accumulator (forward)
+    float *dKc, *dVc, *dQc;  // backward accumulators, contiguous: [T, hd] dK, dV of the kv head; [ATT_BQ, hd] dQ
     float *S, *dP;           // [ATT_BQ, ATT_BK] scores → P; dP → dS (backward)
     float *mrow, *alpha, *lrow, *D;   // [ATT_BQ] row statistics
     double *l;               // [ATT_BQ] running softmax sums (up to T terms)
 } Work;
 
-static Work work_alloc(const Att *a, int need_v) {
+static Work work_alloc(const Att *a, int backward) {
     Work w;
-    size_t kt = sizeof(float) * (size_t)a->hd * a->Tp, pan = sizeof(float) * ATT_BQ * (size_t)a->hd;
-    w.Kt = xaligned_alloc(kt); w.Vt = need_v ? xaligned_alloc(kt) : NULL; w.packed = -1;
-    w.Ap = xaligned_alloc(pan); w.Bp = xaligned_alloc(pan);
-    w.S = xaligned_alloc(sizeof(float) * ATT_BQ * ATT_BK); w.dP = xaligned_alloc(sizeof(float) * ATT_BQ * ATT_BK);
+    size_t kt = sizeof(float) * (size_t)a->nkt * a->hd * ATT_BK, kc = sizeof(float) * (size_t)a->T * a->hd;
+    size_t blk = sizeof(float) * ATT_BQ * (size_t)a->hd, tile = sizeof(float) * ATT_BQ * ATT_BK;
+    w.Kt = xaligned_alloc(kt); w.Vt = backward ? xaligned_alloc(kt) : NULL;
+    w.Kc = backward ? xaligned_alloc(kc) : NULL; w.Vc = backward ? NULL : xaligned_alloc(kc);
+    w.packed = -1;
+    w.Ap = xaligned_alloc(blk); w.Bp = backward ? xaligned_alloc(blk) : NULL;
+    w.Qc = backward ? xaligned_alloc(blk) : NULL; w.dOc = backward ? xaligned_alloc(blk) : NULL;
+    w.Oc = backward ? NULL : xaligned_alloc(blk);
+    w.dKc = backward ? xaligned_alloc(kc) : NULL; w.dVc = backward ? xaligned_alloc(kc) : NULL;
+    w.dQc = backward ? xaligned_alloc(blk) : NULL;
+    w.S = xaligned_alloc(tile); w.dP = backward ? xaligned_alloc(tile) : NULL;
     w.mrow = xaligned_alloc(sizeof(float) * ATT_BQ); w.alpha = xaligned_alloc(sizeof(float) * ATT_BQ);
     w.lrow = xaligned_alloc(sizeof(float) * ATT_BQ); w.D = xaligned_alloc(sizeof(float) * ATT_BQ);
     w.l = xaligned_alloc(sizeof(double) * ATT_BQ);
     return w;
 }
 static void work_free(Work *w) {
-    free(w->Kt); free(w->Vt); free(w->Ap); free(w->Bp); free(w->S); free(w->dP);
-    free(w->mrow); free(w->alpha); free(w->lrow); free(w->D); free(w->l);
+    free(w->Kt); free(w->Vt); free(w->Kc); free(w->Vc); free(w->Ap); free(w->Bp); free(w->Qc); free(w->dOc);
+    free(w->Oc); free(w->dKc); free(w->dVc); free(w->dQc); free(w->S); free(w->dP); free(w->mrow); free(w->alpha); free(w->lrow); free(w->D); free(w->l);
 }
 
 // The visible keys of row r of a tile whose first query is off positions past its first key.
@@ -138,14 +171,17 @@ static void fwd_block(float *out, float *lse, const float *q, const float *k, co
     int T = a->T, hd = a->hd, kh = h / a->G, m = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + m;
     const AttnIsa *K = a->isa;
     long key = (long)b * a->Hkv + kh;
-    const float *V = v + kv_off(a, b, kh);
-    if (w->packed != key) { pack_transposed(w->Kt, k + kv_off(a, b, kh), a->ldkv, a); w->packed = key; }
-    float *O = out + q_off(a, b, h) + (size_t)i0 * a->ldq;
+    if (w->packed != key) {
+        pack_tiles_t(w->Kt, k + kv_off(a, b, kh), a->ldkv, a);
+        pack_rows(w->Vc, v + kv_off(a, b, kh), a->ldkv, T, hd);
+        w->packed = key;
+    }
+    float *O = w->Oc;   // [m, hd]
     pack_panels(w->Ap, q + q_off(a, b, h) + (size_t)i0 * a->ldq, a->ldq, m, hd);
     for (int r = 0; r < m; r++) { w->mrow[r] = -INFINITY; w->l[r] = 0.0; }
     for (int j0 = 0; j0 < nk; j0 += ATT_BK) {
         int n = nk - j0 < ATT_BK ? nk - j0 : ATT_BK, off = i0 - j0;
-        K->qk(w->S, ATT_BK, w->Ap, 0, w->Kt + j0, a->Tp, m, n, hd, off);             // S = Q Kᵀ (unscaled)
+        K->qk(w->S, ATT_BK, w->Ap, 0, tile_t(w->Kt, j0, a), ATT_BK, m, n, hd, off);  // S = Q Kᵀ (unscaled)
         for (int r = 0; r < m; r++) {
             float *s = w->S + (size_t)r * ATT_BK;
             int nv = visible(r, off, n);
@@ -162,13 +198,13 @@ static void fwd_block(float *out, float *lse, const float *q, const float *k, co
             w->mrow[r] = mx;
         }
         // O = alpha ⊙ O + P V_tile   (the first tile overwrites)
-        K->acc(O, a->ldq, w->S, ATT_BK, 1, V + (size_t)j0 * a->ldkv, a->ldkv, m, n, hd, CAUSAL_ROWS, off,
+        K->acc(O, hd, w->S, ATT_BK, 1, w->Vc + (size_t)j0 * hd, hd, m, n, hd, CAUSAL_ROWS, off,
                j0 ? ACC_RESCALE : ACC_SET, w->alpha);
     }
-    float *L = lse + ((size_t)b * a->H + h) * T + i0;
+    float *L = lse + ((size_t)b * a->H + h) * T + i0, *Out = out + q_off(a, b, h) + (size_t)i0 * a->ldq;
     for (int r = 0; r < m; r++) {
-        float inv = (float)(1.0 / w->l[r]), *o = O + (size_t)r * a->ldq;
-        for (int c = 0; c < hd; c++) o[c] *= inv;
+        float inv = (float)(1.0 / w->l[r]), *o = O + (size_t)r * hd, *dst = Out + (size_t)r * a->ldq;
+        for (int c = 0; c < hd; c++) dst[c] = o[c] * inv;
         L[r] = (float)((w->mrow[r] + log2(w->l[r])) * LN2);
     }
 }
@@ -206,8 +242,9 @@ enum { BWD_KV = 1, BWD_Q = 2 };
 static void bwd_pack_kv(const Grads *g, int b, int kh, const Att *a, Work *w) {
     long key = (long)b * a->Hkv + kh;
     if (w->packed == key) return;
-    pack_transposed(w->Kt, g->k + kv_off(a, b, kh), a->ldkv, a);
-    pack_transposed(w->Vt, g->v + kv_off(a, b, kh), a->ldkv, a);
+    pack_tiles_t(w->Kt, g->k + kv_off(a, b, kh), a->ldkv, a);
+    pack_tiles_t(w->Vt, g->v + kv_off(a, b, kh), a->ldkv, a);
+    pack_rows(w->Kc, g->k + kv_off(a, b, kh), a->ldkv, a->T, a->hd);
     w->packed = key;
 }
 
@@ -216,6 +253,8 @@ static void bwd_rows(const Grads *g, int b, int h, int i0, int m, const Att *a, 
     size_t qo = q_off(a, b, h) + (size_t)i0 * a->ldq;
     pack_panels(w->Ap, g->q + qo, a->ldq, m, a->hd);
     pack_panels(w->Bp, g->dout + qo, a->ldq, m, a->hd);
+    pack_rows(w->Qc, g->q + qo, a->ldq, m, a->hd);
+    pack_rows(w->dOc, g->dout + qo, a->ldq, m, a->hd);
     const float *L = g->lse + ((size_t)b * a->H + h) * a->T + i0;
     for (int r = 0; r < m; r++) {
         const float *x = g->dout + qo + (size_t)r * a->ldq, *y = g->out + qo + (size_t)r * a->ldq;
@@ -226,15 +265,13 @@ static void bwd_rows(const Grads *g, int b, int h, int i0, int m, const Att *a, 
     }
 }
 
-// One tile: query block [i0, i0+m) (after bwd_rows) against keys [j0, j0+n) of head (b, h);
-// `what` selects the dk/dv and/or dq products.
-static void bwd_tile(const Grads *g, int b, int h, int i0, int m, int j0, int what, const Att *a, Work *w) {
-    int T = a->T, hd = a->hd, kh = h / a->G, nk = i0 + m, n = nk - j0 < ATT_BK ? nk - j0 : ATT_BK, off = i0 - j0;
+// One tile: query block [i0, i0+m) (after bwd_rows) against keys [j0, j0+n) of the packed
+// kv head; `what` selects the products into the dK/dV and/or dQ accumulators.
+static void bwd_tile(int i0, int m, int j0, int what, const Att *a, Work *w) {
+    int hd = a->hd, n = i0 + m - j0 < ATT_BK ? i0 + m - j0 : ATT_BK, off = i0 - j0;
     const AttnIsa *K = a->isa;
-    size_t qo = q_off(a, b, h) + (size_t)i0 * a->ldq, ko = kv_off(a, b, kh) + (size_t)j0 * a->ldkv;
-    (void)T;
-    K->qk(w->S, ATT_BK, w->Ap, 0, w->Kt + j0, a->Tp, m, n, hd, off);    // S (unscaled)
-    K->qk(w->dP, ATT_BK, w->Bp, 0, w->Vt + j0, a->Tp, m, n, hd, off);   // dP = dO Vᵀ
+    K->qk(w->S, ATT_BK, w->Ap, 0, tile_t(w->Kt, j0, a), ATT_BK, m, n, hd, off);    // S (unscaled)
+    K->qk(w->dP, ATT_BK, w->Bp, 0, tile_t(w->Vt, j0, a), ATT_BK, m, n, hd, off);   // dP = dO Vᵀ
     for (int r = 0; r < m; r++) {
         float *s = w->S + (size_t)r * ATT_BK, *d = w->dP + (size_t)r * ATT_BK;
         int nv = visible(r, off, n);
@@ -242,22 +279,31 @@ static void bwd_tile(const Grads *g, int b, int h, int i0, int m, int j0, int wh
         K->dsoftmax_row(s, d, nv, n, a->c, w->lrow[r], w->D[r], a->scale);   // S → P, dP → scale·dS
     }
     if (what & BWD_KV) {
-        K->acc(g->dv + ko, a->ldkv, w->S, 1, ATT_BK, g->dout + qo, a->ldq, n, m, hd, CAUSAL_COLS, off, ACC_ADD, NULL);
-        K->acc(g->dk + ko, a->ldkv, w->dP, 1, ATT_BK, g->q + qo, a->ldq, n, m, hd, CAUSAL_COLS, off, ACC_ADD, NULL);
+        K->acc(w->dVc + (size_t)j0 * hd, hd, w->S, 1, ATT_BK, w->dOc, hd, n, m, hd, CAUSAL_COLS, off, ACC_ADD, NULL);
+        K->acc(w->dKc + (size_t)j0 * hd, hd, w->dP, 1, ATT_BK, w->Qc, hd, n, m, hd, CAUSAL_COLS, off, ACC_ADD, NULL);
     }
     if (what & BWD_Q)
-        K->acc(g->dq + qo, a->ldq, w->dP, ATT_BK, 1, g->k + kv_off(a, b, kh) + (size_t)j0 * a->ldkv, a->ldkv,
-               m, n, hd, CAUSAL_ROWS, off, ACC_ADD, NULL);
+        K->acc(w->dQc, hd, w->dP, ATT_BK, 1, w->Kc + (size_t)j0 * hd, hd, m, n, hd, CAUSAL_ROWS, off, ACC_ADD, NULL);
+}
+
+// All key tiles of query block [i0, i0+m) of head (b, h) into dq: dQc from 0, tile by tile.
+static void bwd_dq_block(const Grads *g, int b, int h, int i0, int m, int what, const Att *a, Work *w) {
+    bwd_rows(g, b, h, i0, m, a, w);
+    memset(w->dQc, 0, sizeof(float) * (size_t)m * a->hd);
+    for (int j0 = 0; j0 < i0 + m; j0 += ATT_BK) bwd_tile(i0, m, j0, what, a, w);
+    add_rows(g->dq + q_off(a, b, h) + (size_t)i0 * a->ldq, a->ldq, w->dQc, m, a->hd);
 }
 
 // dq[B,T,H,hd] +=, dk,dv[B,T,Hkv,hd] +=; dout, out[B,T,H,hd], q[B,T,H,hd], k,v[B,T,Hkv,hd], lse[B,H,T]
+// Every gradient element is the caller's value + (its tile contributions summed from 0 in
+// tile order: dK/dV rows over (head, query block), dQ rows over key tiles) on both paths.
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                         const float *q, const float *k, const float *v, const float *lse,
                         int B, int T, int H, int Hkv, int hd) {
     Att a = att_shape(B, T, H, Hkv, hd);
     Grads g = { dq, dk, dv, dout, out, q, k, v, lse };
     int ntask = B * Hkv, nthr = omp_get_max_threads(), nqb = (T + ATT_BQ - 1) / ATT_BQ;
-    int nkb = (T + ATT_BK - 1) / ATT_BK;
+    size_t kvrow = (size_t)hd;
     if (ntask >= nthr || nthr == 1) {
         // one task per (b, kv head): heads of the group, query blocks, key tiles, in order
         #pragma omp parallel
@@ -267,41 +313,44 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
             for (int task = 0; task < ntask; task++) {
                 int b = task / Hkv, kh = task % Hkv;
                 bwd_pack_kv(&g, b, kh, &a, &w);
+                memset(w.dKc, 0, sizeof(float) * T * kvrow);
+                memset(w.dVc, 0, sizeof(float) * T * kvrow);
                 for (int h = kh * a.G; h < (kh + 1) * a.G; h++)
-                    for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
-                        int m = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
-                        bwd_rows(&g, b, h, i0, m, &a, &w);
-                        for (int j0 = 0; j0 < i0 + m; j0 += ATT_BK) bwd_tile(&g, b, h, i0, m, j0, BWD_KV | BWD_Q, &a, &w);
-                    }
+                    for (int i0 = 0; i0 < T; i0 += ATT_BQ)
+                        bwd_dq_block(&g, b, h, i0, T - i0 < ATT_BQ ? T - i0 : ATT_BQ, BWD_KV | BWD_Q, &a, &w);
+                add_rows(dk + kv_off(&a, b, kh), a.ldkv, w.dKc, T, hd);
+                add_rows(dv + kv_off(&a, b, kh), a.ldkv, w.dVc, T, hd);
             }
             work_free(&w);
         }
         return;
     }
     // Fewer tasks than threads: pass 1 owns key tiles (dk, dv), pass 2 query blocks (dq).
-    // Each element receives the same tile sums in the same order as above.
     #pragma omp parallel
     {
         Work w = work_alloc(&a, 1);
         #pragma omp for schedule(dynamic, 1)
-        for (long it = 0; it < (long)ntask * nkb; it++) {
-            int task = (int)(it / nkb), j0 = (int)(it % nkb) * ATT_BK, b = task / Hkv, kh = task % Hkv;
+        for (long it = 0; it < (long)ntask * a.nkt; it++) {
+            int task = (int)(it / a.nkt), j0 = (int)(it % a.nkt) * ATT_BK, b = task / Hkv, kh = task % Hkv;
+            int n = T - j0 < ATT_BK ? T - j0 : ATT_BK;
             bwd_pack_kv(&g, b, kh, &a, &w);
+            memset(w.dKc + j0 * kvrow, 0, sizeof(float) * n * kvrow);
+            memset(w.dVc + j0 * kvrow, 0, sizeof(float) * n * kvrow);
             for (int h = kh * a.G; h < (kh + 1) * a.G; h++)
                 for (int i0 = j0 / ATT_BQ * ATT_BQ; i0 < T; i0 += ATT_BQ) {
                     int m = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
                     if (j0 >= i0 + m) continue;
                     bwd_rows(&g, b, h, i0, m, &a, &w);
-                    bwd_tile(&g, b, h, i0, m, j0, BWD_KV, &a, &w);
+                    bwd_tile(i0, m, j0, BWD_KV, &a, &w);
                 }
+            add_rows(dk + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dKc + j0 * kvrow, n, hd);
+            add_rows(dv + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dVc + j0 * kvrow, n, hd);
         }
         #pragma omp for schedule(dynamic, 1)
         for (long it = 0; it < (long)B * H * nqb; it++) {
             int bh = (int)(it / nqb), i0 = (int)(it % nqb) * ATT_BQ, b = bh / H, h = bh % H;
-            int m = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
             bwd_pack_kv(&g, b, h / a.G, &a, &w);
-            bwd_rows(&g, b, h, i0, m, &a, &w);
-            for (int j0 = 0; j0 < i0 + m; j0 += ATT_BK) bwd_tile(&g, b, h, i0, m, j0, BWD_Q, &a, &w);
+            bwd_dq_block(&g, b, h, i0, T - i0 < ATT_BQ ? T - i0 : ATT_BQ, BWD_Q, &a, &w);
         }
         work_free(&w);
     }
