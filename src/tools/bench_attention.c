@@ -165,7 +165,8 @@ int main(int argc, char **argv) {
         cpeak = cpu_peaks[i] > cpeak ? cpu_peaks[i] : cpeak; cpeak_lo = cpu_peaks[i] < cpeak_lo ? cpu_peaks[i] : cpeak_lo;
     }
 
-    printf("bench_attention: CPU fp32 causal flash attention, kernels %s, %d threads\n", attention_isa(), omp_get_max_threads());
+    int nth = omp_get_max_threads();
+    printf("bench_attention: CPU fp32 causal flash attention, kernels %s, %d thread%s\n", attention_isa(), nth, nth == 1 ? "" : "s");
     printf("cpu: %s\n", hf.cpu_model);
     printf("load (1-min average): %.2f before, %.2f after; sgemm peak (2048^3, best of 3, before each row and after): "
            "%.1f-%.1f GFLOP/s\n", load0, load1, peak_lo, peak);
