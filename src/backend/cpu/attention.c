@@ -7,10 +7,11 @@
 // How it is made fast on a few cores:
 //  * The products of a tile are computed by our own register-blocked micro-kernels
 //    (attn_kernels.h: AVX-512, AVX2 or scalar, the widest the build targets), not by sgemm
-//    calls: at K = hd = 64 on 64 × 64 tiles a BLAS call spends more on packing and dispatch
-//    than on the product. Kᵀ and Vᵀ of a head are packed once (the qk kernel broadcasts a
+//    calls (with K = hd = 64 the sgemm-per-tile version reached 14–37 % of the sgemm peak,
+//    docs/benchmarks.md). Kᵀ and Vᵀ of a head are packed once (the qk kernel broadcasts a
 //    query and loads 32 keys' worth of one head-dim coordinate); each query block is packed
-//    in 8-row panels once and reused by every key tile.
+//    in 8-row panels once and reused by every key tile; V, K, Q, dO and the accumulators
+//    are contiguous copies (see pack_tiles_t).
 //  * Causality: query block [i0, i1) only touches keys [0, i1); key tiles past it are never
 //    visited, and on the diagonal tile the kernels skip the register blocks above the
 //    diagonal (8 × 32 for QKᵀ, exact key ranges per 6-row block for the products with P).
