@@ -54,6 +54,7 @@ help:
 	@echo "                     TORCH_PYTHON=venv/bin/python [TORCH_ARGS=--compile]: a PyTorch 2 venv as the peer)"
 	@echo "make bench-scaling   tokens/s, MFU and memory against size, sequence length, threads and tp"
 	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
+	@echo "make bench-attention CPU attention forward/backward GFLOP/s and % of the sgemm peak, s 256-2048, hd 64"
 	@echo "make figures EXP=x [LAUNCH=id] [X=step|tokens|time] [SMOOTH=n]   loss curves and ablation panels of a"
 	@echo "                     launch of x: analysis/figures/<x>_L<id>_*.png (a simulated launch: its step split)"
 	@echo "make compare [LAUNCH=\"5 6\"] [RUNS=\"7 9\"] [FORMAT=csv|json] [STEPS=1]   launches or runs side by side,"
@@ -174,6 +175,12 @@ watch: $(BUILD)/watch
 bench-comm: all
 	$(BUILD)/bench_comm $(foreach a,$(value BENCH_COMM_ARGS),$(call shq,$(a)))
 	$(PYTHON) analysis/bench_comm_measured.py --repeat $(bench_repeat)
+
+# The CPU fp32 attention kernels: forward and backward GFLOP/s and % of the sgemm peak of the
+# same run at s 256-2048, head dim 64 (BENCH_ATTENTION_ARGS: build/bench_attention --help).
+.PHONY: bench-attention
+bench-attention: $(BUILD)/bench_attention
+	$(BUILD)/bench_attention $(foreach a,$(value BENCH_ATTENTION_ARGS),$(call shq,$(a)))
 
 # The BOOST paper's figures and tables from the performance model (build/simulate on the paper
 # recipes, HARDWARE= another profile), the exact accounting and the CPU validation table when

@@ -16,6 +16,7 @@
 #include "testlib.h"
 #include "backend/ops.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/attn_kernels.h"
 #include "backend/cpu/fastmath.h"
 #include "core/rng.h"
 
@@ -455,38 +456,46 @@ static void att_ref(float *out, float *lse, float *dq, float *dk, float *dv, con
     free(P); free(dP);
 }
 
+// The kernels in use against att_ref on one shape; `label` starts the failure messages.
+static void att_check_naive(const char *label, int B, int T, int H, int Hkv, int hd) {
+    size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, nl = (size_t)B * H * T;
+    float *q = grand(nq, 1.5f), *k = grand(nk, 1.5f), *v = grand(nk, 1), *dout = grand(nq, 1);
+    float *out = galloc(nq), *lse = galloc(nl), *rout = galloc(nq), *rlse = galloc(nl);
+    float *dq = gzeros(nq), *dk = gzeros(nk), *dv = gzeros(nk);
+    float *rdq = gzeros(nq), *rdk = gzeros(nk), *rdv = gzeros(nk);
+    attention_forward(out, lse, q, k, v, B, T, H, Hkv, hd);
+    attention_backward(dq, dk, dv, dout, out, q, k, v, lse, B, T, H, Hkv, hd);
+    att_ref(rout, rlse, rdq, rdk, rdv, dout, q, k, v, B, T, H, Hkv, hd);
+    const float *got[5] = { out, lse, dq, dk, dv }, *want[5] = { rout, rlse, rdq, rdk, rdv };
+    const char *nm[5] = { "out", "lse", "dq", "dk", "dv" };
+    size_t len[5] = { nq, nl, nq, nk, nk };
+    for (int i = 0; i < 5; i++) {
+        char what[120];
+        snprintf(what, sizeof what, "%s B=%d T=%d H=%d:%d hd=%d %s", label, B, T, H, Hkv, hd, nm[i]);
+        CLOSE_EXPECT(what, got[i], want[i], len[i], 1e-5, i == 1 ? 1e-5 : 1e-4);
+    }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
 TEST(attention_matches_naive) {
-    // T=150 spans three query blocks (the last ragged); T=300 and 600 span two and three key
-    // tiles (ATT_BK = 256: the online softmax re-bases its running sums); B*H >= threads takes
-    // the OpenMP-over-heads path, B=1,H=Hkv=1 the serial path with threaded sgemm.
+    // T=150 spans three query blocks (the last ragged); T=300 and 600 span five and ten key
+    // tiles (ATT_BK = 64: the online softmax re-bases its running sums); B*H >= threads takes
+    // the one-task-per-head backward, B=1,H=Hkv=1 the two-pass one.
     int cases[][5] = { {2, 150, 4, 2, 8}, {1, 150, 1, 1, 16}, {2, 5, 3, 1, 6}, {3, 64, 2, 2, 4},
                        {1, 300, 2, 1, 8}, {1, 600, 1, 1, 4} };
-    for (int s = 0; s < 6; s++) {
-        int B = cases[s][0], T = cases[s][1], H = cases[s][2], Hkv = cases[s][3], hd = cases[s][4];
-        size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, nl = (size_t)B * H * T;
-        float *q = grand(nq, 1.5f), *k = grand(nk, 1.5f), *v = grand(nk, 1), *dout = grand(nq, 1);
-        float *out = galloc(nq), *lse = galloc(nl), *rout = galloc(nq), *rlse = galloc(nl);
-        float *dq = gzeros(nq), *dk = gzeros(nk), *dv = gzeros(nk);
-        float *rdq = gzeros(nq), *rdk = gzeros(nk), *rdv = gzeros(nk);
-        attention_forward(out, lse, q, k, v, B, T, H, Hkv, hd);
-        attention_backward(dq, dk, dv, dout, out, q, k, v, lse, B, T, H, Hkv, hd);
-        att_ref(rout, rlse, rdq, rdk, rdv, dout, q, k, v, B, T, H, Hkv, hd);
-        char what[80];
-        snprintf(what, sizeof what, "attention T=%d out", T); CLOSE_EXPECT(what, out, rout, nq, 1e-5, 1e-4);
-        snprintf(what, sizeof what, "attention T=%d lse", T); CLOSE_EXPECT(what, lse, rlse, nl, 1e-5, 1e-5);
-        snprintf(what, sizeof what, "attention T=%d dq", T); CLOSE_EXPECT(what, dq, rdq, nq, 1e-5, 1e-4);
-        snprintf(what, sizeof what, "attention T=%d dk", T); CLOSE_EXPECT(what, dk, rdk, nk, 1e-5, 1e-4);
-        snprintf(what, sizeof what, "attention T=%d dv", T); CLOSE_EXPECT(what, dv, rdv, nk, 1e-5, 1e-4);
-        GUARDS_EXPECT();
-        gfree_all();
-    }
+    for (int s = 0; s < 6; s++) att_check_naive("attention", cases[s][0], cases[s][1], cases[s][2], cases[s][3], cases[s][4]);
 }
 
 TEST(attention_gradcheck) {
     // odd shapes, grouped KV (H=3, Hkv=1), plain MHA, T=70 > one query block, and T=260 > one
-    // key tile (the rescaled running sums are differentiated through too).
-    int cases[][5] = { {2, 5, 3, 1, 6}, {1, 7, 2, 2, 4}, {1, 70, 2, 1, 4}, {1, 260, 1, 1, 2} };
-    for (int s = 0; s < 4; s++) {
+    // key tile (the rescaled running sums are differentiated through too); head dim 64 (the
+    // target shape of the vector kernels) and, last, the scalar kernels at an odd head dim.
+    int cases[][5] = { {2, 5, 3, 1, 6}, {1, 7, 2, 2, 4}, {1, 70, 2, 1, 4}, {1, 260, 1, 1, 2}, {1, 70, 2, 1, 64},
+                       {1, 70, 2, 1, 12} };
+    const char *was = attention_isa();
+    for (int s = 0; s < 6; s++) {
+        if (s == 5) attention_use_isa("scalar");
         AttCtx c = { .B = cases[s][0], .T = cases[s][1], .H = cases[s][2], .Hkv = cases[s][3], .hd = cases[s][4] };
         size_t nq = (size_t)c.B * c.T * c.H * c.hd, nk = (size_t)c.B * c.T * c.Hkv * c.hd;
         c.q = grand(nq, 1.5f); c.k = grand(nk, 1.5f); c.v = grand(nk, 1); c.w = grand(nq, 1);
@@ -494,9 +503,99 @@ TEST(attention_gradcheck) {
         att_obj(&c);
         float *dq = gzeros(nq), *dk = gzeros(nk), *dv = gzeros(nk);
         attention_backward(dq, dk, dv, c.w, c.out, c.q, c.k, c.v, c.lse, c.B, c.T, c.H, c.Hkv, c.hd);
-        FD_EXPECT("attention dq", att_obj, &c, c.q, dq, nq);
-        FD_EXPECT("attention dk", att_obj, &c, c.k, dk, nk);
-        FD_EXPECT("attention dv", att_obj, &c, c.v, dv, nk);
+        char what[64];
+        snprintf(what, sizeof what, "attention %s hd=%d dq", attention_isa(), c.hd); FD_EXPECT(what, att_obj, &c, c.q, dq, nq);
+        snprintf(what, sizeof what, "attention %s hd=%d dk", attention_isa(), c.hd); FD_EXPECT(what, att_obj, &c, c.k, dk, nk);
+        snprintf(what, sizeof what, "attention %s hd=%d dv", attention_isa(), c.hd); FD_EXPECT(what, att_obj, &c, c.v, dv, nk);
+    }
+    attention_use_isa(was);
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// The tile kernels of every instruction set this build has (backend/cpu/attn_kernels.h:
+// avx512, avx2, scalar), each against the float64 reference: T below one 64-row tile (1, 5,
+// 37), exactly one, ragged (67, 100, 130, 150, 200: a partial diagonal tile and last query
+// block); GQA 3:1, 4:2, 6:2 and plain MHA; head dims 8 … 128 (20 and 48: the masked tails of
+// the 16-lane vectors, 128: two column blocks). B·Hkv = 1 < 2 threads takes the two-pass
+// backward, the others one task per kv head.
+static const char *ATT_ISAS[] = { "avx512", "avx2", "scalar" };
+TEST(attention_kernels_match_float64) {
+    int cases[][5] = { {1, 1, 2, 1, 64}, {2, 5, 3, 1, 16}, {1, 37, 4, 2, 64}, {1, 64, 2, 2, 32}, {2, 100, 4, 2, 64},
+                       {1, 130, 6, 2, 48}, {1, 200, 2, 1, 128}, {1, 67, 2, 1, 20}, {2, 150, 4, 2, 8} };
+    const char *was = attention_isa();
+    int ran = 0;
+    for (int is = 0; is < 3; is++) {
+        if (!attention_use_isa(ATT_ISAS[is])) { printf("  (attention kernels %s: not in this build)\n", ATT_ISAS[is]); continue; }
+        ran++;
+        for (int s = 0; s < 9; s++) att_check_naive(ATT_ISAS[is], cases[s][0], cases[s][1], cases[s][2], cases[s][3], cases[s][4]);
+    }
+    attention_use_isa(was);
+    EXPECT(ran >= 1 && !strcmp(attention_isa(), was), "kernel selection: %d sets ran, %s restored as %s", ran, was, attention_isa());
+}
+
+// Forward and backward (from zero gradients) into new buffers: r = { out, lse, dq, dk, dv }.
+static const char *ATT_NAMES[5] = { "out", "lse", "dq", "dk", "dv" };
+static void att_run(float *r[5], const float *q, const float *k, const float *v, const float *dout,
+                    int B, int T, int H, int Hkv, int hd) {
+    size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
+    r[0] = galloc(nq); r[1] = galloc((size_t)B * H * T); r[2] = gzeros(nq); r[3] = gzeros(nk); r[4] = gzeros(nk);
+    attention_forward(r[0], r[1], q, k, v, B, T, H, Hkv, hd);
+    attention_backward(r[2], r[3], r[4], dout, r[0], q, k, v, r[1], B, T, H, Hkv, hd);
+}
+
+// The vector kernels against the scalar ones on a longer sequence (T = 300: five key tiles,
+// online re-basing) at head dim 64 with GQA: the same algorithm, different rounding only.
+TEST(attention_vector_matches_scalar) {
+    int B = 1, T = 300, H = 4, Hkv = 2, hd = 64;
+    size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, nl = (size_t)B * H * T;
+    float *q = grand(nq, 2), *k = grand(nk, 2), *v = grand(nk, 1), *dout = grand(nq, 1);
+    float *res[3][5];
+    const char *was = attention_isa();
+    int have[3] = { 0 };
+    for (int is = 0; is < 3; is++) {
+        if (!attention_use_isa(ATT_ISAS[is])) continue;
+        have[is] = 1;
+        att_run(res[is], q, k, v, dout, B, T, H, Hkv, hd);
+    }
+    attention_use_isa(was);
+    size_t len[5] = { nq, nl, nq, nk, nk };
+    int compared = 0;
+    for (int is = 0; is < 2; is++) {
+        if (!have[is]) continue;
+        compared++;
+        for (int i = 0; i < 5; i++) {
+            char what[64]; snprintf(what, sizeof what, "%s vs scalar %s", ATT_ISAS[is], ATT_NAMES[i]);
+            CLOSE_EXPECT(what, res[is][i], res[2][i], len[i], 1e-6, 1e-5);
+        }
+    }
+    if (!compared) SKIP_TEST("this build has no vector attention kernels (neither AVX-512F nor AVX2+FMA targeted)");
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// Same bits for 1, 2 and 3 threads: the forward's (head, query block) items, the backward's
+// one-task-per-kv-head path (B·Hkv = 4 tasks) and its two-pass path (B·Hkv = 1 < threads)
+// sum every element in the same order.
+TEST(attention_threads_bit_identical) {
+    int cases[][5] = { {2, 200, 4, 2, 64}, {1, 200, 3, 1, 32} };
+    int nth = omp_get_max_threads();
+    for (int s = 0; s < 2; s++) {
+        int B = cases[s][0], T = cases[s][1], H = cases[s][2], Hkv = cases[s][3], hd = cases[s][4];
+        size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, nl = (size_t)B * H * T;
+        float *q = grand(nq, 1.5f), *k = grand(nk, 1.5f), *v = grand(nk, 1), *dout = grand(nq, 1);
+        float *res[3][5];
+        for (int t = 0; t < 3; t++) {
+            omp_set_num_threads(t + 1);
+            att_run(res[t], q, k, v, dout, B, T, H, Hkv, hd);
+        }
+        omp_set_num_threads(nth);
+        size_t len[5] = { nq, nl, nq, nk, nk };
+        for (int t = 1; t < 3; t++)
+            for (int i = 0; i < 5; i++) {
+                char what[80]; snprintf(what, sizeof what, "attention B*Hkv=%d %s, 1 vs %d threads", B * Hkv, ATT_NAMES[i], t + 1);
+                SAME_EXPECT(what, res[0][i], res[t][i], len[i]);
+            }
     }
     GUARDS_EXPECT();
     gfree_all();
@@ -1076,6 +1175,9 @@ int main(void) {
     RUN(rope_gradcheck);
     RUN(attention_matches_naive);
     RUN(attention_gradcheck);
+    RUN(attention_kernels_match_float64);
+    RUN(attention_vector_matches_scalar);
+    RUN(attention_threads_bit_identical);
     RUN(embedding_forward_and_gradcheck);
     RUN(crossentropy_gradcheck);
     RUN(crossentropy_reference_inplace_and_shards);

@@ -5,218 +5,354 @@
 // per layer instead of the O(B·H·T²) probabilities of a materialised softmax.
 //
 // How it is made fast on a few cores:
-//  * Every product is an OpenBLAS sgemm on strided views of q/k/v ([B,T,H,hd] rows have
-//    stride H·hd), so nothing is transposed or copied; tiles are sized for L2
-//    (ATT_BQ × ATT_BK floats = 64 KB).
-//  * Work is split over (batch, head) tasks with OpenMP, each task calling single-threaded
-//    sgemm on its own tiles. When there are fewer tasks than threads the same task code runs
-//    serially with OpenBLAS threading each product.
-//  * Causality: query block [i0, i1) only touches keys [0, i1); the key tiles stop there.
-//  * Backward tasks are (batch, kv head): the H/Hkv query heads sharing a kv head accumulate
-//    into the same dk/dv rows, so they run in one task, in order — no races, and the sum
-//    order is fixed (bit-identical run to run and for any thread count).
-#include <cblas.h>
+//  * The products of a tile are computed by our own register-blocked micro-kernels
+//    (attn_kernels.h: AVX-512, AVX2 or scalar, the widest the build targets), not by sgemm
+//    calls (with K = hd = 64 the sgemm-per-tile version reached 14–37 % of the sgemm peak,
+//    docs/benchmarks.md). Kᵀ and Vᵀ of a head are packed once (the qk kernel broadcasts a
+//    query and loads 32 keys' worth of one head-dim coordinate); each query block is packed
+//    in 8-row panels once and reused by every key tile; V, K, Q, dO and the accumulators
+//    are contiguous copies (see pack_tiles_t).
+//  * Causality: query block [i0, i1) only touches keys [0, i1); key tiles past it are never
+//    visited, and on the diagonal tile the kernels skip the register blocks above the
+//    diagonal (8 × 32 for QKᵀ, exact key ranges per 6-row block for the products with P).
+//    Masked entries inside a computed block are written as exact zeros.
+//  * The softmax runs in base 2: p = 2^(s·scale·log2 e − m), so one FMA and a vector exp2
+//    (vscalefps) per score.
+//  * Threads (OpenMP): the forward is split over (batch, head, query block) items, each of
+//    which writes its own rows of out and lse. The backward is split over (batch, kv head)
+//    tasks: the H/Hkv query heads sharing a kv head accumulate into the same dk/dv rows, so
+//    they run in one task, in order. With fewer tasks than threads the backward runs in two
+//    parallel passes instead — dk/dv by key tile, then dq by query block — recomputing the
+//    probabilities in each (7 tile products instead of 5, on every thread). Every output
+//    element is summed in the same order on every path (tile by tile, in order), so the
+//    results are bit-identical run to run and for any thread count.
 #include <math.h>
 #include <omp.h>
+#include <string.h>
 #include "kernels.h"
+#include "attn_kernels.h"
 #include "../../core/check.h"
-#include "fastmath.h"
 
 #ifndef ATT_BQ
 #define ATT_BQ 64
 #endif
 #ifndef ATT_BK
-#define ATT_BK 256
+#define ATT_BK 64
 #endif
+_Static_assert(ATT_BQ % ATT_PANEL == 0, "ATT_BQ must be a multiple of the 8-row panels");
+_Static_assert(ATT_BK % 32 == 0, "ATT_BK must be a multiple of 32 (the qk kernels' column blocks)");
 
-// A pthreads OpenBLAS must not run its own thread pool from inside our OpenMP region:
-// set it to one thread around the parallel loop, restore after (returns the previous
-// setting, 0 = nothing changed). An OpenMP OpenBLAS is already serial inside a parallel
-// region — and its set_num_threads would also change OUR team size — so leave it alone.
-static int blas_threads_serial(void) {
-    if (openblas_get_parallel() != OPENBLAS_THREAD) return 0;
-    int nt = openblas_get_num_threads();
-    if (nt <= 1) return 0;
-    openblas_set_num_threads(1);
-    return nt;
+#define LOG2E 1.4426950408889634
+#define LN2 0.6931471805599453
+
+// ---- which kernels ------------------------------------------------------------------
+static const AttnIsa *g_isa;
+static const AttnIsa *isa_best(void) {
+    return attn_isa_avx512 ? attn_isa_avx512 : attn_isa_avx2 ? attn_isa_avx2 : &attn_isa_scalar;
 }
-static void blas_threads_restore(int nt) { if (nt > 1) openblas_set_num_threads(nt); }
+static const AttnIsa *isa(void) {   // called outside parallel regions only
+    if (!g_isa) g_isa = isa_best();
+    return g_isa;
+}
+const char *attention_isa(void) { return isa()->name; }
+const char *attention_use_isa(const char *name) {
+    const AttnIsa *want = !strcmp(name, "avx512") ? attn_isa_avx512 : !strcmp(name, "avx2") ? attn_isa_avx2
+                        : !strcmp(name, "scalar") ? &attn_isa_scalar : NULL;
+    if (!want) return NULL;
+    const char *was = isa()->name;
+    g_isa = want;
+    return was;
+}
 
-// Strided views of one (b, h) head.
+// ---- shapes, packing, per-thread scratch ---------------------------------------------
 typedef struct {
-    int T, hd, ldq, ldkv;   // ldq = H*hd, ldkv = Hkv*hd: row strides of q/out and k/v
-    float scale;
-} AttShape;
+    int B, T, H, Hkv, hd, G;   // G = H / Hkv query heads per kv head
+    int ldq, ldkv, nkt;        // row strides of q/out (H·hd) and k/v (Hkv·hd); key tiles
+    float scale, c;            // 1/sqrt(hd); scale·log2 e (scores in base 2)
+    const AttnIsa *isa;
+} Att;
 
-// Per-thread tiles: S/P [ATT_BQ, ATT_BK], dP [ATT_BQ, ATT_BK], row statistics [ATT_BQ].
-typedef struct { float *S, *dP; double *l; float *m, *D; } AttScratch;
-static void scratch_alloc(AttScratch *s) {
-    s->S = xaligned_alloc(sizeof(float) * ATT_BQ * ATT_BK);
-    s->dP = xaligned_alloc(sizeof(float) * ATT_BQ * ATT_BK);
-    s->l = xaligned_alloc(sizeof(double) * ATT_BQ);
-    s->m = xaligned_alloc(sizeof(float) * ATT_BQ);
-    s->D = xaligned_alloc(sizeof(float) * ATT_BQ);
+static Att att_shape(int B, int T, int H, int Hkv, int hd) {
+    CHECK(Hkv > 0 && H % Hkv == 0, "attention: n_heads %d not a multiple of n_kv_heads %d", H, Hkv);
+    CHECK(T > 0 && hd > 0, "attention: T %d and head dim %d must be positive", T, hd);
+    double scale = 1.0 / sqrt((double)hd);
+    Att a = { B, T, H, Hkv, hd, H / Hkv, H * hd, Hkv * hd, (T + ATT_BK - 1) / ATT_BK, (float)scale,
+              (float)(scale * LOG2E), isa() };
+    return a;
 }
-static void scratch_free(AttScratch *s) { free(s->S); free(s->dP); free(s->l); free(s->m); free(s->D); }
+static size_t q_off(const Att *a, int b, int h) { return (size_t)b * a->T * a->ldq + (size_t)h * a->hd; }
+static size_t kv_off(const Att *a, int b, int kh) { return (size_t)b * a->T * a->ldkv + (size_t)kh * a->hd; }
 
-// Forward of one head. Q,O [T,hd] (ld ldq), K,V [T,hd] (ld ldkv), lse [T].
-static void att_fwd_head(float *O, float *lse, const float *Q, const float *K, const float *V,
-                         const AttShape *s, AttScratch *w) {
-    int T = s->T, hd = s->hd;
-    for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
-        int m = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + m;   // rows [i0,nk), keys [0,nk)
-        float *Ob = O + (size_t)i0 * s->ldq;
-        for (int r = 0; r < m; r++) { w->m[r] = -INFINITY; w->l[r] = 0.0; }
-        for (int j0 = 0; j0 < nk; j0 += ATT_BK) {
-            int kn = nk - j0 < ATT_BK ? nk - j0 : ATT_BK;
-            float *S = w->S;   // [m, kn]
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, kn, hd,
-                        s->scale, Q + (size_t)i0 * s->ldq, s->ldq, K + (size_t)j0 * s->ldkv, s->ldkv, 0.0f, S, kn);
-            for (int r = 0; r < m; r++) {
-                int t = i0 + r, valid = t - j0 + 1;               // keys j0 .. t are visible
-                if (valid > kn) valid = kn;
-                float *row = S + (size_t)r * kn;
-                if (valid <= 0) { for (int j = 0; j < kn; j++) row[j] = 0.0f; continue; }
-                float mx = w->m[r];
-                for (int j = 0; j < valid; j++) mx = row[j] > mx ? row[j] : mx;
-                double sum = 0.0;                                  // up to T terms
-                #pragma omp simd reduction(+:sum)
-                for (int j = 0; j < valid; j++) { float e = fast_expf(row[j] - mx); row[j] = e; sum += e; }
-                for (int j = valid; j < kn; j++) row[j] = 0.0f;    // causal mask
-                if (j0 > 0 && mx != w->m[r]) {                     // re-base the running sums
-                    float corr = fast_expf(w->m[r] - mx);
-                    w->l[r] *= corr;
-                    float *orow = Ob + (size_t)r * s->ldq;
-                    for (int c = 0; c < hd; c++) orow[c] *= corr;
-                }
-                w->m[r] = mx;
-                w->l[r] += sum;
-            }
-            // O_blk (+)= P V_tile   (the first tile overwrites)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, kn,
-                        1.0f, S, kn, V + (size_t)j0 * s->ldkv, s->ldkv, j0 ? 1.0f : 0.0f, Ob, s->ldq);
+// The packed copies of a head's keys and values are contiguous: rows of q/k/v are H·hd
+// floats apart (2 KiB at 8 heads of 64), and walking 64 such rows maps them onto a few L1
+// sets (conflict misses that halved the kernels' speed).
+//
+// Key tiles transposed, one [hd, ATT_BK] block per tile: Xt[tile][c][t − j0] = X[t][c],
+// 0 for t ≥ T — the keys as the qk kernels read them (ldb = ATT_BK).
+static void pack_tiles_t(float *Xt, const float *X, int ld, const Att *a) {
+    int T = a->T, hd = a->hd;
+    for (int j0 = 0; j0 < T; j0 += ATT_BK) {
+        float *blk = Xt + (size_t)(j0 / ATT_BK) * hd * ATT_BK;
+        int n = T - j0 < ATT_BK ? T - j0 : ATT_BK;
+        for (int t0 = 0; t0 < n; t0 += 16) {
+            int t1 = t0 + 16 < n ? t0 + 16 : n;
+            for (int c = 0; c < hd; c++)
+                for (int t = t0; t < t1; t++) blk[(size_t)c * ATT_BK + t] = X[(size_t)(j0 + t) * ld + c];
         }
-        for (int r = 0; r < m; r++) {
-            float inv = (float)(1.0 / w->l[r]);
-            float *orow = Ob + (size_t)r * s->ldq;
-            for (int c = 0; c < hd; c++) orow[c] *= inv;
-            lse[i0 + r] = w->m[r] + (float)log(w->l[r]);
-        }
+        for (int c = 0; c < hd; c++) memset(blk + (size_t)c * ATT_BK + n, 0, sizeof(float) * (size_t)(ATT_BK - n));
+    }
+}
+static const float *tile_t(const float *Xt, int j0, const Att *a) { return Xt + (size_t)(j0 / ATT_BK) * a->hd * ATT_BK; }
+
+// n rows of X [., hd] (ld) as contiguous rows [n, hd]: the Y operand of the acc kernels.
+static void pack_rows(float *Xc, const float *X, int ld, int n, int hd) {
+    for (int t = 0; t < n; t++) memcpy(Xc + (size_t)t * hd, X + (size_t)t * ld, sizeof(float) * (size_t)hd);
+}
+// X[t][:hd] (ld) += Xc[t][:hd] for t < n: a contiguous accumulator into the caller's gradient.
+static void add_rows(float *X, int ld, const float *Xc, int n, int hd) {
+    for (int t = 0; t < n; t++) {
+        float *x = X + (size_t)t * ld;
+        const float *y = Xc + (size_t)t * hd;
+        for (int c = 0; c < hd; c++) x[c] += y[c];
     }
 }
 
-// Backward of one head, accumulating. dO,O,Q,dQ [T,hd] (ld ldq); K,V,dK,dV [T,hd] (ld ldkv).
-// With S = scale·Q K^T, P = exp(S − lse), O = P V:
-//   dP = dO V^T, dS = P ⊙ (dP − D), D = rowsum(dO ⊙ O),
-//   dV += P^T dO, dQ += scale·dS K, dK += scale·dS^T Q.
-static void att_bwd_head(float *dQ, float *dK, float *dV, const float *dO, const float *O, const float *Q,
-                         const float *K, const float *V, const float *lse, const AttShape *s, AttScratch *w) {
-    int T = s->T, hd = s->hd;
-    for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
-        int m = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + m;
-        const float *dOb = dO + (size_t)i0 * s->ldq, *Qb = Q + (size_t)i0 * s->ldq;
-        for (int r = 0; r < m; r++) {
-            const float *a = dOb + (size_t)r * s->ldq, *b = O + (size_t)(i0 + r) * s->ldq;
-            double dd = 0.0;
-            for (int c = 0; c < hd; c++) dd += (double)a[c] * b[c];
-            w->D[r] = (float)dd;
-        }
-        for (int j0 = 0; j0 < nk; j0 += ATT_BK) {
-            int kn = nk - j0 < ATT_BK ? nk - j0 : ATT_BK;
-            const float *Kt = K + (size_t)j0 * s->ldkv, *Vt = V + (size_t)j0 * s->ldkv;
-            float *P = w->S, *dS = w->dP;   // [m, kn]
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, kn, hd,
-                        s->scale, Qb, s->ldq, Kt, s->ldkv, 0.0f, P, kn);              // S
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, kn, hd,
-                        1.0f, dOb, s->ldq, Vt, s->ldkv, 0.0f, dS, kn);                // dP
-            for (int r = 0; r < m; r++) {
-                int t = i0 + r, valid = t - j0 + 1;
-                if (valid > kn) valid = kn;
-                if (valid < 0) valid = 0;
-                float *p = P + (size_t)r * kn, *d = dS + (size_t)r * kn;
-                float l = lse[i0 + r], D = w->D[r];
-                #pragma omp simd
-                for (int j = 0; j < valid; j++) { float e = fast_expf(p[j] - l); p[j] = e; d[j] = e * (d[j] - D); }
-                for (int j = valid; j < kn; j++) { p[j] = 0.0f; d[j] = 0.0f; }
-            }
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kn, hd, m,
-                        1.0f, P, kn, dOb, s->ldq, 1.0f, dV + (size_t)j0 * s->ldkv, s->ldkv);   // dV += P^T dO
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, kn,
-                        s->scale, dS, kn, Kt, s->ldkv, 1.0f, dQ + (size_t)i0 * s->ldq, s->ldq);  // dQ += dS K
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kn, hd, m,
-                        s->scale, dS, kn, Qb, s->ldq, 1.0f, dK + (size_t)j0 * s->ldkv, s->ldkv); // dK += dS^T Q
-        }
+// m rows of X [., hd] (ld) as 8-row panels: P[(r0 + i)·8 … ] = X[r0..r0+8)[i], rows past m 0.
+static void pack_panels(float *P, const float *X, int ld, int m, int hd) {
+    int mp = (m + ATT_PANEL - 1) / ATT_PANEL * ATT_PANEL;
+    for (int r = 0; r < mp; r++) {
+        float *p = P + (size_t)(r / ATT_PANEL) * ATT_PANEL * hd + r % ATT_PANEL;
+        if (r < m) { const float *x = X + (size_t)r * ld; for (int i = 0; i < hd; i++) p[(size_t)i * ATT_PANEL] = x[i]; }
+        else for (int i = 0; i < hd; i++) p[(size_t)i * ATT_PANEL] = 0.0f;
     }
 }
 
-// Forward task = one (b, h) head; task = b*H + h.
-static void att_fwd_task(int task, float *out, float *lse, const float *q, const float *k, const float *v,
-                         int H, int Hkv, const AttShape *s, AttScratch *w) {
-    int T = s->T, hd = s->hd, b = task / H, h = task % H;
-    size_t qo = (size_t)b * T * H * hd + (size_t)h * hd;
-    size_t ko = (size_t)b * T * Hkv * hd + (size_t)(h / (H / Hkv)) * hd;
-    att_fwd_head(out + qo, lse + (size_t)task * T, q + qo, k + ko, v + ko, s, w);
+typedef struct {
+    float *Kt, *Vt;          // [nkt, hd, ATT_BK] key tiles of kv head `packed`, transposed: K; V (backward)
+    float *Kc, *Vc;          // [T, hd] contiguous rows: K (backward); V (forward)
+    long packed;             // b·Hkv + kh of the packed copies, −1 for none
+    float *Ap, *Bp;          // [ATT_BQ, hd] panels: Q block; dO block (backward)
+    float *Qc, *dOc, *Oc;    // [ATT_BQ, hd] contiguous: Q, dO block (backward); O accumulator (forward)
+    float *dKc, *dVc, *dQc;  // backward accumulators, contiguous: [T, hd] dK, dV of the kv head; [ATT_BQ, hd] dQ
+    float *S, *dP;           // [ATT_BQ, ATT_BK] scores → P; dP → dS (backward)
+    float *mrow, *alpha, *lrow, *D;   // [ATT_BQ] row statistics
+    double *l;               // [ATT_BQ] running softmax sums (up to T terms)
+} Work;
+
+static Work work_alloc(const Att *a, int backward) {
+    Work w;
+    size_t kt = sizeof(float) * (size_t)a->nkt * a->hd * ATT_BK, kc = sizeof(float) * (size_t)a->T * a->hd;
+    size_t blk = sizeof(float) * ATT_BQ * (size_t)a->hd, tile = sizeof(float) * ATT_BQ * ATT_BK;
+    w.Kt = xaligned_alloc(kt); w.Vt = backward ? xaligned_alloc(kt) : NULL;
+    w.Kc = backward ? xaligned_alloc(kc) : NULL; w.Vc = backward ? NULL : xaligned_alloc(kc);
+    w.packed = -1;
+    w.Ap = xaligned_alloc(blk); w.Bp = backward ? xaligned_alloc(blk) : NULL;
+    w.Qc = backward ? xaligned_alloc(blk) : NULL; w.dOc = backward ? xaligned_alloc(blk) : NULL;
+    w.Oc = backward ? NULL : xaligned_alloc(blk);
+    w.dKc = backward ? xaligned_alloc(kc) : NULL; w.dVc = backward ? xaligned_alloc(kc) : NULL;
+    w.dQc = backward ? xaligned_alloc(blk) : NULL;
+    w.S = xaligned_alloc(tile); w.dP = backward ? xaligned_alloc(tile) : NULL;
+    w.mrow = xaligned_alloc(sizeof(float) * ATT_BQ); w.alpha = xaligned_alloc(sizeof(float) * ATT_BQ);
+    w.lrow = xaligned_alloc(sizeof(float) * ATT_BQ); w.D = xaligned_alloc(sizeof(float) * ATT_BQ);
+    w.l = xaligned_alloc(sizeof(double) * ATT_BQ);
+    return w;
+}
+static void work_free(Work *w) {
+    free(w->Kt); free(w->Vt); free(w->Kc); free(w->Vc); free(w->Ap); free(w->Bp); free(w->Qc); free(w->dOc);
+    free(w->Oc); free(w->dKc); free(w->dVc); free(w->dQc); free(w->S); free(w->dP); free(w->mrow); free(w->alpha); free(w->lrow); free(w->D); free(w->l);
 }
 
-// Backward task = one (b, kv head) with all the query heads that share it, in order;
-// task = b*Hkv + kh.
-static void att_bwd_task(int task, float *dq, float *dk, float *dv, const float *dout, const float *out,
-                         const float *q, const float *k, const float *v, const float *lse, int H, int Hkv,
-                         const AttShape *s, AttScratch *w) {
-    int T = s->T, hd = s->hd, G = H / Hkv, b = task / Hkv, kh = task % Hkv;
-    size_t ko = (size_t)b * T * Hkv * hd + (size_t)kh * hd;
-    for (int h = kh * G; h < (kh + 1) * G; h++) {
-        size_t qo = (size_t)b * T * H * hd + (size_t)h * hd;
-        att_bwd_head(dq + qo, dk + ko, dv + ko, dout + qo, out + qo, q + qo, k + ko, v + ko,
-                     lse + ((size_t)b * H + h) * T, s, w);
+// The visible keys of row r of a tile whose first query is off positions past its first key.
+static int visible(int r, int off, int n) { return r + off + 1 < n ? r + off + 1 : n; }
+
+// ---- forward --------------------------------------------------------------------------
+// One query block [i0, i0+m) of head (b, h): O = softmax(scale·Q Kᵀ, causal) V, lse.
+static void fwd_block(float *out, float *lse, const float *q, const float *k, const float *v,
+                      int b, int h, int i0, const Att *a, Work *w) {
+    int T = a->T, hd = a->hd, kh = h / a->G, m = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + m;
+    const AttnIsa *K = a->isa;
+    long key = (long)b * a->Hkv + kh;
+    if (w->packed != key) {
+        pack_tiles_t(w->Kt, k + kv_off(a, b, kh), a->ldkv, a);
+        pack_rows(w->Vc, v + kv_off(a, b, kh), a->ldkv, T, hd);
+        w->packed = key;
+    }
+    float *O = w->Oc;   // [m, hd]
+    pack_panels(w->Ap, q + q_off(a, b, h) + (size_t)i0 * a->ldq, a->ldq, m, hd);
+    for (int r = 0; r < m; r++) { w->mrow[r] = -INFINITY; w->l[r] = 0.0; }
+    for (int j0 = 0; j0 < nk; j0 += ATT_BK) {
+        int n = nk - j0 < ATT_BK ? nk - j0 : ATT_BK, off = i0 - j0;
+        K->qk(w->S, ATT_BK, w->Ap, 0, tile_t(w->Kt, j0, a), ATT_BK, m, n, hd, off);  // S = Q Kᵀ (unscaled)
+        for (int r = 0; r < m; r++) {
+            float *s = w->S + (size_t)r * ATT_BK;
+            int nv = visible(r, off, n);
+            if (nv <= 0) {                                                           // no key of this tile
+                memset(s, 0, sizeof(float) * (size_t)n);
+                w->alpha[r] = 1.0f;
+                continue;
+            }
+            float mx = K->rowmax(s, nv) * a->c;                                      // c > 0: max commutes
+            if (mx < w->mrow[r]) mx = w->mrow[r];
+            w->alpha[r] = j0 ? exp2f(w->mrow[r] - mx) : 0.0f;                        // re-base the running sums
+            float sum = K->softmax_row(s, nv, n, a->c, mx);                          // s → p = 2^(s·c − mx)
+            w->l[r] = w->l[r] * w->alpha[r] + sum;
+            w->mrow[r] = mx;
+        }
+        // O = alpha ⊙ O + P V_tile   (the first tile overwrites)
+        K->acc(O, hd, w->S, ATT_BK, 1, w->Vc + (size_t)j0 * hd, hd, m, n, hd, CAUSAL_ROWS, off,
+               j0 ? ACC_RESCALE : ACC_SET, w->alpha);
+    }
+    float *L = lse + ((size_t)b * a->H + h) * T + i0, *Out = out + q_off(a, b, h) + (size_t)i0 * a->ldq;
+    for (int r = 0; r < m; r++) {
+        float inv = (float)(1.0 / w->l[r]), *o = O + (size_t)r * hd, *dst = Out + (size_t)r * a->ldq;
+        for (int c = 0; c < hd; c++) dst[c] = o[c] * inv;
+        L[r] = (float)((w->mrow[r] + log2(w->l[r])) * LN2);
     }
 }
 
 // out[B,T,H,hd], lse[B,H,T]; q[B,T,H,hd], k,v[B,T,Hkv,hd]
 void attention_forward(float *out, float *lse, const float *q, const float *k, const float *v,
                        int B, int T, int H, int Hkv, int hd) {
-    CHECK(Hkv > 0 && H % Hkv == 0, "attention: n_heads %d not a multiple of n_kv_heads %d", H, Hkv);
-    AttShape s = { T, hd, H * hd, Hkv * hd, (float)(1.0 / sqrt((double)hd)) };
-    int ntask = B * H, nthr = omp_get_max_threads();   // team size read before touching OpenBLAS
-    if (ntask >= nthr) {
-        int nt = blas_threads_serial();
-        #pragma omp parallel num_threads(nthr)
-        {
-            AttScratch w; scratch_alloc(&w);
-            #pragma omp for schedule(static)
-            for (int task = 0; task < ntask; task++) att_fwd_task(task, out, lse, q, k, v, H, Hkv, &s, &w);
-            scratch_free(&w);
+    Att a = att_shape(B, T, H, Hkv, hd);
+    int nqb = (T + ATT_BQ - 1) / ATT_BQ;
+    long nitem = (long)B * H * nqb;   // (b, h, query block), head-major: a thread's next item
+                                      // usually shares its packed keys
+    #pragma omp parallel
+    {
+        Work w = work_alloc(&a, 0);
+        #pragma omp for schedule(dynamic, 1)
+        for (long it = 0; it < nitem; it++) {
+            int bh = (int)(it / nqb), qb = (int)(it % nqb);
+            fwd_block(out, lse, q, k, v, bh / H, bh % H, qb * ATT_BQ, &a, &w);
         }
-        blas_threads_restore(nt);
-    } else {
-        AttScratch w; scratch_alloc(&w);
-        for (int task = 0; task < ntask; task++) att_fwd_task(task, out, lse, q, k, v, H, Hkv, &s, &w);
-        scratch_free(&w);
+        work_free(&w);
     }
 }
 
+// ---- backward -------------------------------------------------------------------------
+// With S = scale·Q Kᵀ, P = exp(S − lse), O = P V:
+//   dP = dO Vᵀ, dS = P ⊙ (dP − D), D = rowsum(dO ⊙ O),
+//   dV += Pᵀ dO, dQ += scale·dS K, dK += scale·dSᵀ Q.
+typedef struct {
+    float *dq, *dk, *dv;
+    const float *dout, *out, *q, *k, *v, *lse;
+} Grads;
+
+enum { BWD_KV = 1, BWD_Q = 2 };
+
+static void bwd_pack_kv(const Grads *g, int b, int kh, const Att *a, Work *w) {
+    long key = (long)b * a->Hkv + kh;
+    if (w->packed == key) return;
+    pack_tiles_t(w->Kt, g->k + kv_off(a, b, kh), a->ldkv, a);
+    pack_tiles_t(w->Vt, g->v + kv_off(a, b, kh), a->ldkv, a);
+    pack_rows(w->Kc, g->k + kv_off(a, b, kh), a->ldkv, a->T, a->hd);
+    w->packed = key;
+}
+
+// The query block [i0, i0+m) of head (b, h): panels of Q and dO, D and lse in base 2.
+static void bwd_rows(const Grads *g, int b, int h, int i0, int m, const Att *a, Work *w) {
+    size_t qo = q_off(a, b, h) + (size_t)i0 * a->ldq;
+    pack_panels(w->Ap, g->q + qo, a->ldq, m, a->hd);
+    pack_panels(w->Bp, g->dout + qo, a->ldq, m, a->hd);
+    pack_rows(w->Qc, g->q + qo, a->ldq, m, a->hd);
+    pack_rows(w->dOc, g->dout + qo, a->ldq, m, a->hd);
+    const float *L = g->lse + ((size_t)b * a->H + h) * a->T + i0;
+    for (int r = 0; r < m; r++) {
+        const float *x = g->dout + qo + (size_t)r * a->ldq, *y = g->out + qo + (size_t)r * a->ldq;
+        double dd = 0.0;
+        for (int c = 0; c < a->hd; c++) dd += (double)x[c] * y[c];
+        w->D[r] = (float)dd;
+        w->lrow[r] = (float)(L[r] * LOG2E);
+    }
+}
+
+// One tile: query block [i0, i0+m) (after bwd_rows) against keys [j0, j0+n) of the packed
+// kv head; `what` selects the products into the dK/dV and/or dQ accumulators.
+static void bwd_tile(int i0, int m, int j0, int what, const Att *a, Work *w) {
+    int hd = a->hd, n = i0 + m - j0 < ATT_BK ? i0 + m - j0 : ATT_BK, off = i0 - j0;
+    const AttnIsa *K = a->isa;
+    K->qk(w->S, ATT_BK, w->Ap, 0, tile_t(w->Kt, j0, a), ATT_BK, m, n, hd, off);    // S (unscaled)
+    K->qk(w->dP, ATT_BK, w->Bp, 0, tile_t(w->Vt, j0, a), ATT_BK, m, n, hd, off);   // dP = dO Vᵀ
+    for (int r = 0; r < m; r++) {
+        float *s = w->S + (size_t)r * ATT_BK, *d = w->dP + (size_t)r * ATT_BK;
+        int nv = visible(r, off, n);
+        if (nv <= 0) { memset(s, 0, sizeof(float) * (size_t)n); memset(d, 0, sizeof(float) * (size_t)n); continue; }
+        K->dsoftmax_row(s, d, nv, n, a->c, w->lrow[r], w->D[r], a->scale);   // S → P, dP → scale·dS
+    }
+    if (what & BWD_KV) {
+        K->acc(w->dVc + (size_t)j0 * hd, hd, w->S, 1, ATT_BK, w->dOc, hd, n, m, hd, CAUSAL_COLS, off, ACC_ADD, NULL);
+        K->acc(w->dKc + (size_t)j0 * hd, hd, w->dP, 1, ATT_BK, w->Qc, hd, n, m, hd, CAUSAL_COLS, off, ACC_ADD, NULL);
+    }
+    if (what & BWD_Q)
+        K->acc(w->dQc, hd, w->dP, ATT_BK, 1, w->Kc + (size_t)j0 * hd, hd, m, n, hd, CAUSAL_ROWS, off, ACC_ADD, NULL);
+}
+
+// All key tiles of query block [i0, i0+m) of head (b, h) into dq: dQc from 0, tile by tile.
+static void bwd_dq_block(const Grads *g, int b, int h, int i0, int m, int what, const Att *a, Work *w) {
+    bwd_rows(g, b, h, i0, m, a, w);
+    memset(w->dQc, 0, sizeof(float) * (size_t)m * a->hd);
+    for (int j0 = 0; j0 < i0 + m; j0 += ATT_BK) bwd_tile(i0, m, j0, what, a, w);
+    add_rows(g->dq + q_off(a, b, h) + (size_t)i0 * a->ldq, a->ldq, w->dQc, m, a->hd);
+}
+
 // dq[B,T,H,hd] +=, dk,dv[B,T,Hkv,hd] +=; dout, out[B,T,H,hd], q[B,T,H,hd], k,v[B,T,Hkv,hd], lse[B,H,T]
+// Every gradient element is the caller's value + (its tile contributions summed from 0 in
+// tile order: dK/dV rows over (head, query block), dQ rows over key tiles) on both paths.
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                         const float *q, const float *k, const float *v, const float *lse,
                         int B, int T, int H, int Hkv, int hd) {
-    CHECK(Hkv > 0 && H % Hkv == 0, "attention: n_heads %d not a multiple of n_kv_heads %d", H, Hkv);
-    AttShape s = { T, hd, H * hd, Hkv * hd, (float)(1.0 / sqrt((double)hd)) };
-    int ntask = B * Hkv, nthr = omp_get_max_threads();
-    if (ntask >= nthr) {
-        int nt = blas_threads_serial();
-        #pragma omp parallel num_threads(nthr)
+    Att a = att_shape(B, T, H, Hkv, hd);
+    Grads g = { dq, dk, dv, dout, out, q, k, v, lse };
+    int ntask = B * Hkv, nthr = omp_get_max_threads(), nqb = (T + ATT_BQ - 1) / ATT_BQ;
+    size_t kvrow = (size_t)hd;
+    if (ntask >= nthr || nthr == 1) {
+        // one task per (b, kv head): heads of the group, query blocks, key tiles, in order
+        #pragma omp parallel
         {
-            AttScratch w; scratch_alloc(&w);
-            #pragma omp for schedule(static)
-            for (int task = 0; task < ntask; task++)
-                att_bwd_task(task, dq, dk, dv, dout, out, q, k, v, lse, H, Hkv, &s, &w);
-            scratch_free(&w);
+            Work w = work_alloc(&a, 1);
+            #pragma omp for schedule(dynamic, 1)
+            for (int task = 0; task < ntask; task++) {
+                int b = task / Hkv, kh = task % Hkv;
+                bwd_pack_kv(&g, b, kh, &a, &w);
+                memset(w.dKc, 0, sizeof(float) * T * kvrow);
+                memset(w.dVc, 0, sizeof(float) * T * kvrow);
+                for (int h = kh * a.G; h < (kh + 1) * a.G; h++)
+                    for (int i0 = 0; i0 < T; i0 += ATT_BQ)
+                        bwd_dq_block(&g, b, h, i0, T - i0 < ATT_BQ ? T - i0 : ATT_BQ, BWD_KV | BWD_Q, &a, &w);
+                add_rows(dk + kv_off(&a, b, kh), a.ldkv, w.dKc, T, hd);
+                add_rows(dv + kv_off(&a, b, kh), a.ldkv, w.dVc, T, hd);
+            }
+            work_free(&w);
         }
-        blas_threads_restore(nt);
-    } else {
-        AttScratch w; scratch_alloc(&w);
-        for (int task = 0; task < ntask; task++)
-            att_bwd_task(task, dq, dk, dv, dout, out, q, k, v, lse, H, Hkv, &s, &w);
-        scratch_free(&w);
+        return;
+    }
+    // Fewer tasks than threads: pass 1 owns key tiles (dk, dv), pass 2 query blocks (dq).
+    #pragma omp parallel
+    {
+        Work w = work_alloc(&a, 1);
+        #pragma omp for schedule(dynamic, 1)
+        for (long it = 0; it < (long)ntask * a.nkt; it++) {
+            int task = (int)(it / a.nkt), j0 = (int)(it % a.nkt) * ATT_BK, b = task / Hkv, kh = task % Hkv;
+            int n = T - j0 < ATT_BK ? T - j0 : ATT_BK;
+            bwd_pack_kv(&g, b, kh, &a, &w);
+            memset(w.dKc + j0 * kvrow, 0, sizeof(float) * n * kvrow);
+            memset(w.dVc + j0 * kvrow, 0, sizeof(float) * n * kvrow);
+            for (int h = kh * a.G; h < (kh + 1) * a.G; h++)
+                for (int i0 = j0 / ATT_BQ * ATT_BQ; i0 < T; i0 += ATT_BQ) {
+                    int m = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
+                    if (j0 >= i0 + m) continue;
+                    bwd_rows(&g, b, h, i0, m, &a, &w);
+                    bwd_tile(i0, m, j0, BWD_KV, &a, &w);
+                }
+            add_rows(dk + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dKc + j0 * kvrow, n, hd);
+            add_rows(dv + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dVc + j0 * kvrow, n, hd);
+        }
+        #pragma omp for schedule(dynamic, 1)
+        for (long it = 0; it < (long)B * H * nqb; it++) {
+            int bh = (int)(it / nqb), i0 = (int)(it % nqb) * ATT_BQ, b = bh / H, h = bh % H;
+            bwd_pack_kv(&g, b, h / a.G, &a, &w);
+            bwd_dq_block(&g, b, h, i0, T - i0 < ATT_BQ ? T - i0 : ATT_BQ, BWD_Q, &a, &w);
+        }
+        work_free(&w);
     }
 }

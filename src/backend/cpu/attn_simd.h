@@ -1,0 +1,186 @@
+// attn_simd.h — the vector tile kernels of the CPU flash attention (contract in
+// attn_kernels.h), written once for any vector width. attn_avx512.c and attn_avx2.c include
+// it after defining the vector type and operations:
+//   VT, VL (lanes), vzero(), vset1(x), vload(p), vstore(p, v), vloadn(p, n) / vstoren(p, v, n)
+//   (lanes < n only; the others are not touched in memory, read as 0), vkeep(v, n, fill)
+//   (lanes >= n set to fill), vfma(a, b, c) = a·b + c, vadd, vsub, vmul, vmax, vmin, vround (to nearest),
+//   vscale2n(p, n) = p·2^n (n integral), vhsum, vhmax;
+//   NV_A (vectors per register row of qk), MR_B/NV_B (rows and vectors of acc's register
+//   block), ISA_NAME and ISA_TABLE (the AttnIsa it defines).
+//
+// Register blocks: qk keeps an ATT_PANEL × NV_A·VL block of C in registers (A packed in
+// panels, so the broadcasts of one k step are 8 consecutive floats); acc keeps MR_B rows of
+// C × NV_B·VL columns, broadcasting X and loading rows of Y. Each k step of a block is
+// register-only except for its loads: 2·8 and 4·6 FMAs per step with AVX-512.
+// The loops over rows and vectors have compile-time bounds (the always_inline block
+// functions are called with constant MRV / FULL) so GCC unrolls them and keeps the
+// accumulator arrays in registers.
+#include "attn_kernels.h"
+
+#define AI_ static inline __attribute__((always_inline))
+_Static_assert(MR_B <= 8, "acc's remainder rows are split into blocks of 4, 2 and 1");
+
+// 2^x: n = round(x), f = x − n in [−½, ½], 2^f by Cephes exp2f's degree-6 minimax polynomial
+// (relative error ~1e-7), times 2^n (vscale2n). x is clamped to [−126, 127]; a NaN passes
+// (max/min return their second operand when one is NaN).
+static inline VT vexp2(VT x) {
+    x = vmin(vset1(127.0f), vmax(vset1(-126.0f), x));
+    VT n = vround(x), f = vsub(x, n);
+    VT p = vset1(1.535336188319500e-4f);
+    p = vfma(p, f, vset1(1.339887440266574e-3f));
+    p = vfma(p, f, vset1(9.618437357674640e-3f));
+    p = vfma(p, f, vset1(5.550332471162809e-2f));
+    p = vfma(p, f, vset1(2.402264791363012e-1f));
+    p = vfma(p, f, vset1(6.931472028550421e-1f));
+    p = vfma(p, f, vset1(1.0f));
+    return vscale2n(p, n);
+}
+
+// ---- qk: C = A·Bt over one tile ------------------------------------------------------
+// One panel of ATT_PANEL rows against columns [0, ncol) (a multiple of NV_A·VL).
+AI_ void qk_panel(float *C, int ldc, const float *Ap, const float *Bt, int ldb, int k, int ncol) {
+    for (int c0 = 0; c0 < ncol; c0 += NV_A * VL) {
+        VT acc[ATT_PANEL][NV_A];
+        #pragma GCC unroll 8
+        for (int r = 0; r < ATT_PANEL; r++)
+            #pragma GCC unroll 4
+            for (int v = 0; v < NV_A; v++) acc[r][v] = vzero();
+        const float *b = Bt + c0, *a = Ap;
+        for (int i = 0; i < k; i++, b += ldb, a += ATT_PANEL) {
+            VT bv[NV_A];
+            #pragma GCC unroll 4
+            for (int v = 0; v < NV_A; v++) bv[v] = vload(b + v * VL);
+            #pragma GCC unroll 8
+            for (int r = 0; r < ATT_PANEL; r++) {
+                VT av = vset1(a[r]);
+                #pragma GCC unroll 4
+                for (int v = 0; v < NV_A; v++) acc[r][v] = vfma(av, bv[v], acc[r][v]);
+            }
+        }
+        #pragma GCC unroll 8
+        for (int r = 0; r < ATT_PANEL; r++)
+            #pragma GCC unroll 4
+            for (int v = 0; v < NV_A; v++) vstore(C + (size_t)r * ldc + c0 + v * VL, acc[r][v]);
+    }
+}
+
+static void qk(float *C, int ldc, const float *Ap, int lda, const float *Bt, int ldb, int m, int n, int k, int off) {
+    (void)lda;
+    const int W = NV_A * VL;
+    for (int r0 = 0; r0 < m; r0 += ATT_PANEL) {
+        int need = r0 + ATT_PANEL + off;   // columns [0, need) hold every visible key of the panel
+        if (need > n) need = n;
+        if (need <= 0) continue;
+        qk_panel(C + (size_t)r0 * ldc, ldc, Ap + (size_t)r0 * k, Bt, ldb, k, (need + W - 1) / W * W);
+    }
+}
+
+// ---- acc: C (∘)= X·Y over one tile ---------------------------------------------------
+// MRV rows of C, columns [c0, c0 + NV_B·VL) of which the first `cols` are real (FULL: all).
+AI_ void acc_blk(const int MRV, const int FULL, float *C, int ldc, const float *X, int xr, int xk,
+                 const float *Y, int ldy, int k0, int k1, int cols, int mode, const float *alpha) {
+    VT acc[MR_B][NV_B];
+    int nl[NV_B];
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV_B; v++) { int l = cols - v * VL; nl[v] = l < 0 ? 0 : l > VL ? VL : l; }
+    #pragma GCC unroll 8
+    for (int r = 0; r < MRV; r++)
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV_B; v++) acc[r][v] = vzero();
+    const float *x = X + (size_t)k0 * xk, *y = Y + (size_t)k0 * ldy;
+    for (int kk = k0; kk < k1; kk++, x += xk, y += ldy) {
+        VT yv[NV_B];
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV_B; v++) yv[v] = FULL ? vload(y + v * VL) : vloadn(y + v * VL, nl[v]);
+        #pragma GCC unroll 8
+        for (int r = 0; r < MRV; r++) {
+            VT xv = vset1(x[(size_t)r * xr]);
+            #pragma GCC unroll 4
+            for (int v = 0; v < NV_B; v++) acc[r][v] = vfma(xv, yv[v], acc[r][v]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int r = 0; r < MRV; r++) {
+        float *c = C + (size_t)r * ldc;
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV_B; v++) {
+            VT o = acc[r][v];
+            if (mode != ACC_SET) {
+                VT old = FULL ? vload(c + v * VL) : vloadn(c + v * VL, nl[v]);
+                o = mode == ACC_ADD ? vadd(old, o) : vfma(vset1(alpha[r]), old, o);
+            }
+            if (FULL) vstore(c + v * VL, o); else vstoren(c + v * VL, o, nl[v]);
+        }
+    }
+}
+
+// Rows [r0, r0 + MRV) of every column chunk; the causal range of k is the block's union
+// (the masked entries of X inside it are 0).
+AI_ void acc_rows(const int MRV, float *C, int ldc, const float *X, int xr, int xk, const float *Y, int ldy,
+                  int r0, int kn, int hd, int causal, int off, int mode, const float *alpha) {
+    int k0 = 0, k1 = kn;
+    if (causal == CAUSAL_ROWS && r0 + MRV + off < k1) k1 = r0 + MRV + off;
+    if (causal == CAUSAL_COLS && r0 - off > 0) k0 = r0 - off;
+    if (k1 < k0) k1 = k0;   // nothing visible: C is still combined with a zero sum
+    const float *xb = X + (size_t)r0 * xr;
+    float *cb = C + (size_t)r0 * ldc;
+    const float *al = alpha ? alpha + r0 : alpha;
+    const int W = NV_B * VL;
+    int c0 = 0;
+    for (; c0 + W <= hd; c0 += W) acc_blk(MRV, 1, cb + c0, ldc, xb, xr, xk, Y + c0, ldy, k0, k1, W, mode, al);
+    if (c0 < hd) acc_blk(MRV, 0, cb + c0, ldc, xb, xr, xk, Y + c0, ldy, k0, k1, hd - c0, mode, al);
+}
+
+static void acc(float *C, int ldc, const float *X, int xr, int xk, const float *Y, int ldy, int rows, int kn, int hd,
+                int causal, int off, int mode, const float *alpha) {
+    int r0 = 0;
+    for (; r0 + MR_B <= rows; r0 += MR_B) acc_rows(MR_B, C, ldc, X, xr, xk, Y, ldy, r0, kn, hd, causal, off, mode, alpha);
+    int rest = rows - r0;   // < MR_B ≤ 8: blocks of 4, 2 and 1 rows (constant heights)
+    if (rest & 4) { acc_rows(4, C, ldc, X, xr, xk, Y, ldy, r0, kn, hd, causal, off, mode, alpha); r0 += 4; }
+    if (rest & 2) { acc_rows(2, C, ldc, X, xr, xk, Y, ldy, r0, kn, hd, causal, off, mode, alpha); r0 += 2; }
+    if (rest & 1) acc_rows(1, C, ldc, X, xr, xk, Y, ldy, r0, kn, hd, causal, off, mode, alpha);
+}
+
+// ---- row kernels of the softmax ------------------------------------------------------
+// Rows live in tile buffers whose ld is a multiple of 32 ≥ n: whole vectors up to
+// round_up(n, VL) stay inside the row.
+static float rowmax(const float *s, int n) {
+    VT mx = vset1(-INFINITY);
+    int j = 0;
+    for (; j + VL <= n; j += VL) mx = vmax(vload(s + j), mx);
+    if (j < n) mx = vmax(vkeep(vload(s + j), n - j, -INFINITY), mx);
+    return vhmax(mx);
+}
+
+static float softmax_row(float *s, int nv, int n, float c, float mx) {
+    VT vc = vset1(c), vm = vset1(-mx), sum = vzero();
+    int j = 0;
+    for (; j + VL <= nv; j += VL) {
+        VT p = vexp2(vfma(vload(s + j), vc, vm));
+        vstore(s + j, p);
+        sum = vadd(sum, p);
+    }
+    if (j < nv) {
+        VT p = vkeep(vexp2(vfma(vload(s + j), vc, vm)), nv - j, 0.0f);
+        vstore(s + j, p);
+        sum = vadd(sum, p);
+        j += VL;
+    }
+    for (; j < n; j++) s[j] = 0.0f;
+    return vhsum(sum);
+}
+
+static void dsoftmax_row(float *s, float *dp, int nv, int n, float c, float l, float D, float scale) {
+    VT vc = vset1(c), vl = vset1(-l), vD = vset1(-D), vs = vset1(scale);
+    int j = 0;
+    for (; j < nv; j += VL) {
+        VT p = vexp2(vfma(vload(s + j), vc, vl));
+        VT ds = vmul(vmul(vs, p), vadd(vload(dp + j), vD));
+        if (nv - j < VL) { p = vkeep(p, nv - j, 0.0f); ds = vkeep(ds, nv - j, 0.0f); }
+        vstore(s + j, p);
+        vstore(dp + j, ds);
+    }
+    for (; j < n; j++) { s[j] = 0.0f; dp[j] = 0.0f; }
+}
+
+static const AttnIsa ISA_TABLE = { ISA_NAME, qk, acc, rowmax, softmax_row, dsoftmax_row };

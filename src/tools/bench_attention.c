@@ -1,0 +1,190 @@
+// bench_attention — the CPU fp32 flash attention (src/backend/cpu/attention.c) against the
+// sgemm peak measured in the same run: forward and backward GFLOP/s and % of the peak per
+// sequence length, at one head dim (`make bench-attention`, docs/benchmarks.md).
+//
+//   build/bench_attention [--batch 1] [--heads 8] [--kv-heads 8] [--hd 64]
+//                         [--seq 256,512,1024,2048] [--min-time 0.5] [--isa avx512|avx2|scalar]
+//
+// FLOPs, the causal convention: only the (query, key) pairs the causal mask keeps,
+// pairs = B·H·T(T+1)/2, and 2 FLOPs per multiply-add. Forward = 2 products over the pairs
+// (S = Q Kᵀ, O = P V) = 4·hd·pairs; backward = 5 products (S again, dP = dO Vᵀ, dV = Pᵀ dO,
+// dQ = dS K, dK = dSᵀ Q) = 10·hd·pairs (FlashAttention-2's 2.5× of the forward). The softmax,
+// exp and masking are not counted. Counted here, independent of the model's FLOP module.
+// Timing: one warm-up call, then calls until --min-time seconds have passed (at least 3);
+// the best call is reported (the least disturbed by other work on a shared machine). The
+// peak is OpenBLAS's 2048³ sgemm, best of 3 (measure_sgemm_peak_gflops, the MFU
+// denominator), measured before each row and after the table; % uses the largest. On a
+// shared machine wall times mostly measure the other work, so each call and the sgemm are
+// also timed in CPU seconds of all threads (idle OpenMP threads sleep: OMP_WAIT_POLICY is
+// passive), and "% cpu" compares GFLOP per CPU-second. The 1-minute load average is
+// printed before and after: numbers taken under load are not results.
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "../backend/backend.h"
+#include "../backend/cpu/attn_kernels.h"
+#include "../backend/cpu/kernels.h"
+#include "../core/check.h"
+#include "../core/env.h"
+#include "../core/rng.h"
+#include "../core/timer.h"
+#include "../store/host.h"
+
+#define USAGE "usage: bench_attention [--batch B] [--heads H] [--kv-heads HKV] [--hd HD] [--seq T1,T2,...] " \
+              "[--min-time SECONDS] [--isa avx512|avx2|scalar]\n"
+
+static int int_arg(const char *flag, const char *s, int lo) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < lo || v > 1 << 20) {
+        fprintf(stderr, "bench_attention: %s '%s': expected an integer >= %d\n" USAGE, flag, s, lo);
+        exit(EXIT_BAD_INPUT);
+    }
+    return (int)v;
+}
+
+// CPU seconds of every thread of this process (OpenMP waits passively: idle threads sleep).
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct { double best, best_cpu, total; int calls; } Timing;
+// fn(ctx) until min_time has passed and at least 3 calls; one warm-up call first. The best
+// wall time and the best CPU time (over all threads) of one call.
+static Timing time_calls(void (*fn)(void *), void *ctx, double min_time) {
+    fn(ctx);
+    Timing t = { 1e30, 1e30, 0, 0 };
+    while (t.calls < 3 || t.total < min_time) {
+        double t0 = now_seconds(), c0 = cpu_seconds();
+        fn(ctx);
+        double dt = now_seconds() - t0, dc = cpu_seconds() - c0;
+        t.total += dt;
+        t.calls++;
+        if (dt < t.best) t.best = dt;
+        if (dc < t.best_cpu) t.best_cpu = dc;
+    }
+    return t;
+}
+
+// The same 2048³ sgemm as measure_sgemm_peak_gflops, timed by CPU seconds: FLOPs per
+// CPU-second of the threads, the per-core rate that time slices taken by other processes
+// do not dilute. Best of 3 after a warm-up.
+typedef struct { float *a, *b, *c; } Gemm;
+static void gemm_call(void *p) {
+    Gemm *g = p;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 2048, 2048, 2048, 1.0f, g->a, 2048, g->b, 2048, 0.0f, g->c, 2048);
+}
+static double sgemm_cpu_gflops(void) {
+    size_t n = (size_t)2048 * 2048;
+    Gemm g = { xaligned_alloc(n * 4), xaligned_alloc(n * 4), xaligned_alloc(n * 4) };
+    for (size_t i = 0; i < n; i++) { g.a[i] = (float)(i % 7) * 0.1f; g.b[i] = (float)(i % 5) * 0.1f; }
+    Timing t = time_calls(gemm_call, &g, 0);
+    free(g.a); free(g.b); free(g.c);
+    return 2.0 * 2048 * 2048 * 2048.0 / t.best_cpu * 1e-9;
+}
+
+typedef struct { int B, T, H, Hkv, hd; float *q, *k, *v, *o, *lse, *dout, *dq, *dk, *dv; } Case;
+static void fwd(void *p) { Case *c = p; attention_forward(c->o, c->lse, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd); }
+static void bwd(void *p) {   // accumulates: a few dozen calls keep dq/dk/dv far from overflow
+    Case *c = p;
+    attention_backward(c->dq, c->dk, c->dv, c->dout, c->o, c->q, c->k, c->v, c->lse, c->B, c->T, c->H, c->Hkv, c->hd);
+}
+
+static float *rand_buf(size_t n, Rng *r) {
+    float *p = xaligned_alloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) p[i] = 2.0f * rng_uniform(r) - 1.0f;
+    return p;
+}
+
+int main(int argc, char **argv) {
+    ensure_passive_omp(argv);
+    int B = 1, H = 8, Hkv = 8, hd = 64, seqs[16] = { 256, 512, 1024, 2048 }, nseq = 4;
+    double min_time = 0.5;
+    const char *isa_name = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(USAGE, stdout); return 0; }
+        if (!v) { fprintf(stderr, "bench_attention: %s needs a value\n" USAGE, a); return EXIT_BAD_INPUT; }
+        i++;
+        if (!strcmp(a, "--batch")) B = int_arg(a, v, 1);
+        else if (!strcmp(a, "--heads")) H = int_arg(a, v, 1);
+        else if (!strcmp(a, "--kv-heads")) Hkv = int_arg(a, v, 1);
+        else if (!strcmp(a, "--hd")) hd = int_arg(a, v, 1);
+        else if (!strcmp(a, "--min-time")) {
+            char *end; min_time = strtod(v, &end);
+            if (*end || !(min_time >= 0 && min_time <= 600)) {
+                fprintf(stderr, "bench_attention: --min-time '%s': expected seconds in [0, 600]\n" USAGE, v);
+                return EXIT_BAD_INPUT;
+            }
+        } else if (!strcmp(a, "--isa")) isa_name = v;
+        else if (!strcmp(a, "--seq")) {
+            char buf[256]; snprintf(buf, sizeof buf, "%s", v);
+            nseq = 0;
+            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+                if (nseq == 16) { fprintf(stderr, "bench_attention: --seq: at most 16 lengths\n"); return EXIT_BAD_INPUT; }
+                seqs[nseq++] = int_arg("--seq", t, 1);
+            }
+            if (!nseq) { fprintf(stderr, "bench_attention: --seq '%s': expected lengths like 256,512\n" USAGE, v); return EXIT_BAD_INPUT; }
+        } else { fprintf(stderr, "bench_attention: unknown option '%s'\n" USAGE, a); return EXIT_BAD_INPUT; }
+    }
+    if (H % Hkv) { fprintf(stderr, "bench_attention: --heads %d is not a multiple of --kv-heads %d\n", H, Hkv); return EXIT_BAD_INPUT; }
+    if (isa_name && !attention_use_isa(isa_name)) {
+        fprintf(stderr, "bench_attention: --isa '%s': not in this build (expected avx512, avx2 or scalar; this build uses %s)\n",
+                isa_name, attention_isa());
+        return EXIT_BAD_INPUT;
+    }
+
+    HostFacts hf; host_facts(&hf);
+    double load0 = host_load_average(), peaks[17], cpu_peaks[17];
+    int Tmax = 0;
+    for (int i = 0; i < nseq; i++) Tmax = seqs[i] > Tmax ? seqs[i] : Tmax;
+    Rng r = { 2024 };
+    size_t nq = (size_t)B * Tmax * H * hd, nk = (size_t)B * Tmax * Hkv * hd;
+    Case c = { B, 0, H, Hkv, hd, rand_buf(nq, &r), rand_buf(nk, &r), rand_buf(nk, &r), xaligned_alloc(nq * 4),
+               xaligned_alloc((size_t)B * H * Tmax * 4), rand_buf(nq, &r), xaligned_alloc(nq * 4),
+               xaligned_alloc(nk * 4), xaligned_alloc(nk * 4) };
+    Timing tf[16], tb[16];
+    for (int i = 0; i < nseq; i++) {
+        c.T = seqs[i];
+        memset(c.dq, 0, nq * 4); memset(c.dk, 0, nk * 4); memset(c.dv, 0, nk * 4);
+        peaks[i] = measure_sgemm_peak_gflops();
+        cpu_peaks[i] = sgemm_cpu_gflops();
+        tf[i] = time_calls(fwd, &c, min_time);
+        tb[i] = time_calls(bwd, &c, min_time);
+    }
+    peaks[nseq] = measure_sgemm_peak_gflops();
+    cpu_peaks[nseq] = sgemm_cpu_gflops();
+    double load1 = host_load_average(), peak = 0, peak_lo = 1e30, cpeak = 0, cpeak_lo = 1e30;
+    for (int i = 0; i <= nseq; i++) {
+        peak = peaks[i] > peak ? peaks[i] : peak; peak_lo = peaks[i] < peak_lo ? peaks[i] : peak_lo;
+        cpeak = cpu_peaks[i] > cpeak ? cpu_peaks[i] : cpeak; cpeak_lo = cpu_peaks[i] < cpeak_lo ? cpu_peaks[i] : cpeak_lo;
+    }
+
+    int nth = omp_get_max_threads();
+    printf("bench_attention: CPU fp32 causal flash attention, kernels %s, %d thread%s\n", attention_isa(), nth, nth == 1 ? "" : "s");
+    printf("cpu: %s\n", hf.cpu_model);
+    printf("load (1-min average): %.2f before, %.2f after; sgemm peak (2048^3, best of 3, before each row and after): "
+           "%.1f-%.1f GFLOP/s\n", load0, load1, peak_lo, peak);
+    printf("sgemm per CPU-second (the same product, FLOPs / CPU seconds of all threads, best of 3): %.1f-%.1f GFLOP/cpu-s\n",
+           cpeak_lo, cpeak);
+    printf("shape: B %d, heads %d, kv heads %d, head dim %d; best of >= 3 calls (>= %.2f s each)\n", B, H, Hkv, hd, min_time);
+    printf("FLOPs, causal convention: pairs = B*H*T(T+1)/2; forward 4*hd*pairs (QK^T, PV), backward 10*hd*pairs "
+           "(S, dP, dV, dQ, dK); %% peak: of the largest\n"
+           "wall-clock peak; %% cpu: GFLOP per CPU-second against the sgemm's (the load-independent ratio)\n\n");
+    printf("| s | fwd ms | fwd GFLOP/s | fwd %% peak | fwd %% cpu | bwd ms | bwd GFLOP/s | bwd %% peak | bwd %% cpu |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < nseq; i++) {
+        double T = seqs[i], pairs = (double)B * H * T * (T + 1) / 2;
+        double gf = 4.0 * hd * pairs / tf[i].best * 1e-9, gb = 10.0 * hd * pairs / tb[i].best * 1e-9;
+        double cf = 4.0 * hd * pairs / tf[i].best_cpu * 1e-9, cb = 10.0 * hd * pairs / tb[i].best_cpu * 1e-9;
+        printf("| %d | %.2f | %.1f | %.1f %% | %.1f %% | %.2f | %.1f | %.1f %% | %.1f %% |\n", seqs[i], tf[i].best * 1e3, gf,
+               100 * gf / peak, 100 * cf / cpeak, tb[i].best * 1e3, gb, 100 * gb / peak, 100 * cb / cpeak);
+    }
+    free(c.q); free(c.k); free(c.v); free(c.o); free(c.lse); free(c.dout); free(c.dq); free(c.dk); free(c.dv);
+    return 0;
+}
