@@ -9,8 +9,12 @@
 // strides, beta, and the group it came in) are recorded. The distinct calls are then replayed
 // on buffers of their own, R times each after one warm-up (the best time kept), and printed
 // largest total first: calls per step, GFLOP/s, % of the sgemm peak (best-of-3 2048³, the
-// same threads), and the step's GEMM time at that rate. Performance is shown by this table,
-// not asserted anywhere.
+// same threads), %ref (against a 1024³ product timed right after each rep: on a shared
+// machine the load hits both alike, where a peak measured once is off by the load of its
+// moment), "1-thr xT" (the shape on one thread, times T: what T such GEMMs side by side
+// would reach, a batch split over the threads rather than each product over all of them),
+// and the step's GEMM time at the measured rate. Performance is shown by this table, not
+// asserted anywhere.
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,31 +66,46 @@ static void rec_gemm_group(Backend *b, int count, const GemmArgs *g) {
 // Elements a row-major operand with `rows` rows of stride ld spans.
 static size_t span(int rows, int ld) { return (size_t)rows * (size_t)ld; }
 
-static double time_shape(const GemmArgs *s, int reps) {
+// Operands of a shape's replay, filled once.
+typedef struct { float *A, *B, *C; GemmArgs g; } Replay;
+static Replay replay_make(const GemmArgs *s) {
     int arows = s->ta == TR_N ? s->M : s->K, brows = s->tb == TR_N ? s->K : s->N;
-    float *A = xaligned_alloc(sizeof(float) * span(arows, s->lda));
-    float *B = xaligned_alloc(sizeof(float) * span(brows, s->ldb));
-    float *C = xaligned_alloc(sizeof(float) * span(s->M, s->ldc));
-    for (size_t i = 0; i < span(arows, s->lda); i++) A[i] = (float)(i % 7) * 0.01f;
-    for (size_t i = 0; i < span(brows, s->ldb); i++) B[i] = (float)(i % 5) * 0.01f;
-    memset(C, 0, sizeof(float) * span(s->M, s->ldc));
-    GemmArgs g = *s;
-    g.A = A; g.B = B; g.C = C;
-    double best = 1e30;
-    for (int r = 0; r <= reps; r++) {
-        double t0 = now_seconds();
-        cpu_sgemm(&g);
-        double dt = now_seconds() - t0;
-        if (r > 0 && dt < best) best = dt;
+    Replay r = { xaligned_alloc(sizeof(float) * span(arows, s->lda)), xaligned_alloc(sizeof(float) * span(brows, s->ldb)),
+                 xaligned_alloc(sizeof(float) * span(s->M, s->ldc)), *s };
+    for (size_t i = 0; i < span(arows, s->lda); i++) r.A[i] = (float)(i % 7) * 0.01f;
+    for (size_t i = 0; i < span(brows, s->ldb); i++) r.B[i] = (float)(i % 5) * 0.01f;
+    r.g.A = r.A; r.g.B = r.B; r.g.C = r.C; r.g.alpha = 1.0f;
+    return r;
+}
+static void replay_free(Replay *r) { free(r->A); free(r->B); free(r->C); }
+static double replay_once(Replay *r) {
+    double t0 = now_seconds();
+    cpu_sgemm(&r->g);
+    return now_seconds() - t0;
+}
+
+// Best-of-reps time of the shape at the current thread count and, right next to each rep (so
+// that a shared machine's load hits both alike), of the 1024³ reference product: *ref_s.
+static double time_shape(const GemmArgs *s, int reps, Replay *ref, double *ref_s) {
+    Replay r = replay_make(s);
+    double best = 1e30, rbest = 1e30;
+    replay_once(&r);
+    for (int i = 0; i < reps; i++) {
+        double dt = replay_once(&r), rt = replay_once(ref);
+        if (dt < best) best = dt;
+        if (rt < rbest) rbest = rt;
     }
-    free(A); free(B); free(C);
+    replay_free(&r);
+    *ref_s = rbest;
     return best;
 }
 
-static int by_total(const void *a, const void *b) {
-    const Shape *x = a, *y = b;
-    double tx = x->calls * x->g.alpha, ty = y->calls * y->g.alpha;   // alpha holds the time here
-    return tx < ty ? 1 : tx > ty ? -1 : 0;
+static int parse_count(const char *opt, const char *v, int lo) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*v == 0 || *end || x < lo || x > 1000000)
+        die_input("gemm_shapes: %s expects an integer >= %d, got '%s'", opt, lo, v);
+    return (int)x;
 }
 
 int main(int argc, char **argv) {
@@ -97,18 +116,23 @@ int main(int argc, char **argv) {
     int n_sets = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            printf("usage: gemm_shapes [--preset cola-60m] [--linear cola] [--seq 256] [--batch 4] [--threads N]\n"
+                   "                   [--reps R] [--set key=value]...\n"
+                   "  every GEMM of one training step replayed shape by shape: GFLOP/s, %% of the sgemm peak\n");
+            return 0;
+        }
         if (!v) die_input("gemm_shapes: %s needs a value (options: --preset --linear --seq --batch --threads --reps --set)", a);
         if (strcmp(a, "--preset") == 0) preset = v;
         else if (strcmp(a, "--linear") == 0) linear = v;
-        else if (strcmp(a, "--seq") == 0) seq = atoi(v);
-        else if (strcmp(a, "--batch") == 0) batch = atoi(v);
-        else if (strcmp(a, "--threads") == 0) threads = atoi(v);
-        else if (strcmp(a, "--reps") == 0) reps = atoi(v);
+        else if (strcmp(a, "--seq") == 0) seq = parse_count(a, v, 1);
+        else if (strcmp(a, "--batch") == 0) batch = parse_count(a, v, 1);
+        else if (strcmp(a, "--threads") == 0) threads = parse_count(a, v, 0);
+        else if (strcmp(a, "--reps") == 0) reps = parse_count(a, v, 1);
         else if (strcmp(a, "--set") == 0) sets[n_sets++] = v;
         else die_input("gemm_shapes: unknown argument '%s' (options: --preset --linear --seq --batch --threads --reps --set)", a);
         i++;
     }
-    if (seq < 1 || batch < 1 || reps < 1) die_input("gemm_shapes: --seq, --batch and --reps must be >= 1");
     threads = set_threads(threads);
 
     Config cfg;
@@ -139,31 +163,59 @@ int main(int argc, char **argv) {
 
     double peak = 0;
     for (int i = 0; i < 3; i++) { double p = measure_sgemm_peak_gflops(); if (p > peak) peak = p; }
-    double tot_s = 0, tot_f = 0;
+    GemmArgs rg = { TR_N, TR_N, 1024, 1024, 1024, 1.0f, NULL, 1024, NULL, 1024, 0.0f, NULL, 1024 };
+    Replay ref = replay_make(&rg);
+    double ref_f = 2.0 * 1024 * 1024 * 1024;
+    double tot_s = 0, tot_f = 0, tot_ref = 0;
+    double *t1 = xcalloc((size_t)g_n + 1, sizeof(double)), *tref = xcalloc((size_t)g_n + 1, sizeof(double));
     for (int i = 0; i < g_n; i++) {
-        double t = time_shape(&g_shapes[i].g, reps);
+        double t = time_shape(&g_shapes[i].g, reps, &ref, &tref[i]);
         g_shapes[i].g.alpha = (float)t;   // the replay's time, for sorting and printing
+        double f = 2.0 * g_shapes[i].g.M * g_shapes[i].g.N * g_shapes[i].g.K;
         tot_s += t * g_shapes[i].calls;
-        tot_f += 2.0 * g_shapes[i].g.M * g_shapes[i].g.N * g_shapes[i].g.K * g_shapes[i].calls;
+        tot_f += f * g_shapes[i].calls;
+        tot_ref += f * g_shapes[i].calls / (ref_f / tref[i]);   // the time at the reference's rate
     }
+    // One thread per GEMM: what two such products side by side (a batch split over the
+    // threads instead of each product over both) would reach, per thread.
+    int th = threads;
+    openblas_set_num_threads(1);
+    for (int i = 0; i < g_n; i++) { double r; t1[i] = time_shape(&g_shapes[i].g, reps, &ref, &r); }
+    openblas_set_num_threads(th);
     double peak_after = measure_sgemm_peak_gflops();
     if (peak_after > peak) peak = peak_after;
-    qsort(g_shapes, (size_t)g_n, sizeof *g_shapes, by_total);
+    // sort the three arrays together: by the shape's total time
+    for (int i = 0; i < g_n; i++) for (int j = i + 1; j < g_n; j++) {
+        Shape a = g_shapes[i], b = g_shapes[j];
+        if ((double)b.g.alpha * b.calls > (double)a.g.alpha * a.calls) {
+            g_shapes[i] = b; g_shapes[j] = a;
+            double x = t1[i]; t1[i] = t1[j]; t1[j] = x;
+            x = tref[i]; tref[i] = tref[j]; tref[j] = x;
+        }
+    }
     printf("gemm_shapes | preset %s, linear %s, batch %d x seq %d = %d tokens | %d threads | "
            "sgemm peak %.1f GFLOP/s (2048^3, best of the measurements before and after)\n",
            preset, linear, batch, seq, N, threads, peak);
-    printf("%-9s %2s %2s %6s %6s %6s %6s %6s %6s %4s %5s %5s %9s %9s %6s %7s\n", "phase", "ta", "tb", "M", "N", "K",
-           "lda", "ldb", "ldc", "beta", "group", "calls", "ms/call", "GFLOP/s", "%peak", "ms/step");
+    printf("%%ref: against a 1024^3 product timed next to each rep (robust to the load); 1-thr x%d: "
+           "the shape on one thread times %d (%d such GEMMs side by side)\n", threads, threads, threads);
+    char col1[32];
+    xsnprintf(col1, sizeof col1, "1-thr x%d", threads);
+    printf("%-9s %2s %2s %6s %6s %6s %6s %6s %6s %4s %5s %5s %8s %8s %6s %6s %9s %7s\n", "phase", "ta", "tb", "M", "N", "K",
+           "lda", "ldb", "ldc", "beta", "group", "calls", "ms/call", "GFLOP/s", "%peak", "%ref", col1, "ms/step");
     for (int i = 0; i < g_n; i++) {
         const Shape *s = &g_shapes[i];
         double t = s->g.alpha, f = 2.0 * s->g.M * s->g.N * s->g.K;
-        printf("%-9s %2s %2s %6d %6d %6d %6d %6d %6d %4s %5d %5ld %9.3f %9.1f %5.1f%% %7.2f\n", phase_label(s->phase),
-               s->g.ta == TR_T ? "T" : "N", s->g.tb == TR_T ? "T" : "N", s->g.M, s->g.N, s->g.K, s->g.lda, s->g.ldb,
-               s->g.ldc, s->g.beta == 0 ? "0" : "1", s->group, s->calls, 1e3 * t, f / t * 1e-9, 100 * f / t * 1e-9 / peak,
+        printf("%-9s %2s %2s %6d %6d %6d %6d %6d %6d %4s %5d %5ld %8.3f %8.1f %5.1f%% %5.1f%% %9.1f %7.2f\n",
+               phase_label(s->phase), s->g.ta == TR_T ? "T" : "N", s->g.tb == TR_T ? "T" : "N", s->g.M, s->g.N,
+               s->g.K, s->g.lda, s->g.ldb, s->g.ldc, s->g.beta == 0 ? "0" : "1", s->group, s->calls, 1e3 * t,
+               f / t * 1e-9, 100 * f / t * 1e-9 / peak, 100 * (f / t) / (ref_f / tref[i]), threads * f / t1[i] * 1e-9,
                1e3 * t * s->calls);
     }
-    printf("total: %.1f ms of GEMMs per step, %.1f GFLOP, %.1f GFLOP/s = %.1f%% of the sgemm peak\n",
-           1e3 * tot_s, tot_f * 1e-9, tot_f / tot_s * 1e-9, 100 * tot_f / tot_s * 1e-9 / peak);
+    printf("total: %.1f ms of GEMMs per step, %.1f GFLOP, %.1f GFLOP/s = %.1f%% of the sgemm peak, %.1f%% of the "
+           "1024^3 reference's rate\n", 1e3 * tot_s, tot_f * 1e-9, tot_f / tot_s * 1e-9,
+           100 * tot_f / tot_s * 1e-9 / peak, 100 * tot_ref / tot_s);
+    replay_free(&ref);
+    free(t1); free(tref);
     model_free(&mdl);
     backend_free(bk);
     free(in); free(tg); free(g_shapes); free(sets);
