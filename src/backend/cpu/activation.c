@@ -3,18 +3,19 @@
 #include "kernels.h"
 #include "fastmath.h"
 
-// fast_expf (not libm expf) so the loops vectorise: the MLP gate is N*d_ff wide.
+// fast_expf (not libm expf) so the loops vectorise: the MLP gate is N*d_ff wide. The
+// sigmoid loops are FM_WIDE (fastmath.h): exp- and divide-bound, same bits at 512 bits.
 static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
 
 // y[n] = x * sigmoid(x); x[n]
-void silu_forward(float *y, const float *x, size_t n) {
+FM_WIDE void silu_forward(float *y, const float *x, size_t n) {
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) y[i] = x[i] * sigmoidf_(x[i]);
 }
 
 // dx[n] = dy * silu'(x), silu'(x) = s * (1 + x * (1 - s)); dy[n], x[n]. Overwrites dx: its
 // callers' dx is a scratch buffer written here first, so no zero pass is needed before.
-void silu_backward(float *dx, const float *dy, const float *x, size_t n) {
+FM_WIDE void silu_backward(float *dx, const float *dy, const float *x, size_t n) {
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
         float s = sigmoidf_(x[i]);
@@ -23,7 +24,7 @@ void silu_backward(float *dx, const float *dy, const float *x, size_t n) {
 }
 
 // z[n] = act(g) * u with act = silu (gate_silu) or identity (CoLA's only_lr_act); g[n], u[n]
-void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate_silu) {
+FM_WIDE void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate_silu) {
     if (gate_silu) {
         #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) z[i] = g[i] * sigmoidf_(g[i]) * u[i];
@@ -35,7 +36,7 @@ void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate
 
 // dg[n] = dz * u * act'(g), du[n] = dz * act(g) (overwritten, as silu_backward); dz[n], g[n],
 // u[n]. Either grad may be NULL. The NULL tests stay outside the loops so that every loop vectorises.
-void swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu) {
+FM_WIDE void swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu) {
     if (gate_silu && dg && du) {
         #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) {

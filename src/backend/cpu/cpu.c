@@ -109,18 +109,13 @@ static void f_xent_backward(Backend *b, void *dlogits, const void *logits, const
     (void)b; xent_backward(dlogits, logits, gmax, sumexp, targets, N, V, v0, scale);
 }
 static double f_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w) {
-    (void)b;
-    double total = 0;
-    for (int i = 0; i < n; i++) total += w[i] * sumsq(x[i], len[i]);
-    return total;
+    (void)b; return sumsq_multi(n, (const float *const *)x, len, w);
 }
 static void f_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHyper *h) {
     (void)b;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         CHECK(s[i].param == NULL, "cpu fp32: the master weights are the parameters (param must be NULL)");
-        adamw_update(s[i].master, s[i].grad, s[i].m, s[i].v, s[i].n, h->lr, h->beta1, h->beta2, h->eps,
-                     s[i].weight_decay, h->t, h->grad_scale);
-    }
+    adamw_multi(n, s, h);
 }
 
 // LaX latent crossing (lax.c)

@@ -12,6 +12,12 @@
 //    so the clamp compares the floats' bit patterns as ordered integers instead.
 //  * -std=c11 turns off FP contraction, so the polynomial uses fmaf explicitly where
 //    the target has FMA (one rounding per step: faster and slightly more accurate).
+//
+// FM_WIDE on a function lets GCC vectorise its loops with 512-bit registers where the build
+// targets AVX-512 (GCC's default for -march=native on Intel is 256 bits). The exp-bound
+// loops (softmax, sigmoid) run about twice as fast, and the results are the same bits:
+// fast_expf is the same sequence of IEEE operations in every lane at either width (only a
+// reduction's order of summation can differ: the lanes it is split over).
 #pragma once
 #include <math.h>
 #include <stdint.h>
@@ -26,6 +32,12 @@
 // int32 whose signed order is the float order (non-NaN); the map is its own inverse.
 static inline int32_t fm_ord_(float f) { int32_t b; memcpy(&b, &f, 4); return b ^ ((b >> 31) & 0x7fffffff); }
 static inline float fm_unord_(int32_t o) { int32_t b = o ^ ((o >> 31) & 0x7fffffff); float f; memcpy(&f, &b, 4); return f; }
+
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#define FM_WIDE __attribute__((target("prefer-vector-width=512")))
+#else
+#define FM_WIDE
+#endif
 
 static inline float fast_expf(float x) {
     // Clamp so that 2^n stays a normal float: exp(-87.34) ~ 1.2e-38 (0 for any softmax),

@@ -115,3 +115,8 @@ void adamw_update(float *param, const float *grad, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int t, float gs);
 // Sum of squares in double (fixed chunks: bit-identical for any thread count).
 double sumsq(const float *x, size_t n);
+// Σ_i w[i]·sumsq(x[i], len[i]), the same bits, in one parallel region over all the tensors.
+double sumsq_multi(int n, const float *const *x, const size_t *len, const double *w);
+// adamw_update on every span (fp32 grad; param must be NULL: master is the parameter), the
+// same bits, in one parallel region over fixed chunks of all the spans.
+void adamw_multi(int n, const AdamWSpan *s, const AdamWHyper *h);

@@ -1,0 +1,137 @@
+// kernel_bench — the memory-bound CPU kernels of a step against this machine's bandwidth:
+// cross-entropy forward and backward at the head's shape, the optimizer's two passes (the
+// global norm's sum of squares, AdamW) over a model's span, RoPE, SiLU. Each row: best-of-R
+// time, the bytes the kernel must move, GB/s, and that rate as a share of what a plain copy
+// (read + write, OpenMP, the same threads) reaches on the same buffers, measured next to it.
+//
+//   build/kernel_bench [--tokens 1024] [--vocab 32000] [--params 42770944] [--threads N] [--reps R]
+//
+// The defaults are cola-60m's bench shape (batch 4 x seq 256, V = 32000, 42.77 M parameters).
+// Performance is shown by this table, not asserted anywhere.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../backend/cpu/kernels.h"
+#include "../core/check.h"
+#include "../core/env.h"
+#include "../core/timer.h"
+#include "../train/trainer.h"
+
+static void copy_omp(float *dst, const float *src, size_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) dst[i] = src[i];
+}
+
+static void fill(float *x, size_t n, float scale, float shift) {
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) x[i] = (float)((i * 2654435761u) % 1000) * scale + shift;
+}
+
+static int parse_count(const char *opt, const char *v, long lo, long hi) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*v == 0 || *end || x < lo || x > hi) die_input("kernel_bench: %s expects an integer in [%ld, %ld], got '%s'", opt, lo, hi, v);
+    return (int)x;
+}
+
+static void row(const char *name, double s, double bytes, double copy_gbs) {
+    double gbs = bytes / s * 1e-9;
+    printf("%-28s %9.3f %10.1f %8.1f %7.0f%%\n", name, 1e3 * s, bytes * 1e-6, gbs, 100 * gbs / copy_gbs);
+}
+
+int main(int argc, char **argv) {
+    ensure_passive_omp(argv);
+    int N = 1024, V = 32000, threads = 0, reps = 7;
+    size_t P = 42770944;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            printf("usage: kernel_bench [--tokens N] [--vocab V] [--params P] [--threads T] [--reps R]\n"
+                   "  cross-entropy, the optimizer's passes, RoPE and SiLU against a plain copy's GB/s\n");
+            return 0;
+        }
+        if (!v) die_input("kernel_bench: %s needs a value (options: --tokens --vocab --params --threads --reps)", a);
+        if (strcmp(a, "--tokens") == 0) N = parse_count(a, v, 1, 1 << 20);
+        else if (strcmp(a, "--vocab") == 0) V = parse_count(a, v, 2, 1 << 22);
+        else if (strcmp(a, "--params") == 0) P = (size_t)parse_count(a, v, 1, 1 << 30);
+        else if (strcmp(a, "--threads") == 0) threads = parse_count(a, v, 0, 1024);
+        else if (strcmp(a, "--reps") == 0) reps = parse_count(a, v, 1, 1000);
+        else die_input("kernel_bench: unknown argument '%s' (options: --tokens --vocab --params --threads --reps)", a);
+        i++;
+    }
+    threads = set_threads(threads);
+    size_t nl = (size_t)N * V;
+    float *L = xaligned_alloc(nl * 4), *G = xaligned_alloc(nl * 4);
+    int32_t *tg = xmalloc(sizeof(int32_t) * (size_t)N);
+    float *lmax = xmalloc(sizeof(float) * (size_t)N);
+    double *se = xmalloc(sizeof(double) * (size_t)N), *tl = xmalloc(sizeof(double) * (size_t)N);
+    fill(L, nl, 0.01f, -5.0f);
+    for (int i = 0; i < N; i++) tg[i] = (int32_t)(((size_t)i * 7919) % (size_t)V);
+    float *p = xaligned_alloc(P * 4), *g = xaligned_alloc(P * 4), *m = xaligned_alloc(P * 4), *v = xaligned_alloc(P * 4);
+    fill(p, P, 1e-4f, -0.05f);
+    fill(g, P, 1e-5f, -0.005f);
+
+    // best-of-reps of each, a copy of the same size timed right after each rep
+    double t_xf = 1e30, t_xb = 1e30, t_cl = 1e30, t_ss = 1e30, t_aw = 1e30, t_cp = 1e30;
+    AdamWSpan span = { p, g, m, v, NULL, P, 0.1f };
+    for (int r = 0; r <= reps; r++) {
+        double t0 = now_seconds();
+        xent_forward(lmax, se, tl, L, tg, N, V, 0);
+        double t1 = now_seconds();
+        copy_omp(G, L, nl);
+        double t2 = now_seconds();
+        xent_backward(G, G, lmax, se, tg, N, V, 0, 1.0f / (float)N);
+        double t3 = now_seconds();
+        copy_omp(G, L, nl);
+        double t4 = now_seconds();
+        double ss = sumsq(g, P);
+        double t5 = now_seconds();
+        AdamWHyper h = { 1e-3f, 0.9f, 0.95f, 1e-8f, r + 1, ss > 1.0 ? (float)(1.0 / ss) : 1.0f };
+        adamw_multi(1, &span, &h);
+        double t6 = now_seconds();
+        copy_omp(m, g, P);
+        double t7 = now_seconds();
+        if (r == 0) continue;   // warm-up
+        if (t1 - t0 < t_xf) t_xf = t1 - t0;
+        if (t3 - t2 < t_xb) t_xb = t3 - t2;
+        if (t2 - t1 < t_cl) t_cl = t2 - t1;
+        if (t4 - t3 < t_cl) t_cl = t4 - t3;
+        if (t5 - t4 < t_ss) t_ss = t5 - t4;
+        if (t6 - t5 < t_aw) t_aw = t6 - t5;
+        if (t7 - t6 < t_cp) t_cp = t7 - t6;
+    }
+    double copy_l = 2.0 * nl * 4 / t_cl * 1e-9, copy_p = 2.0 * P * 4 / t_cp * 1e-9;
+    printf("kernel_bench | %d tokens x vocab %d (logits %.0f MB), %zu parameters (%.0f MB per family) | %d threads\n",
+           N, V, nl * 4e-6, P, P * 4e-6, threads);
+    printf("plain copy (read + write): %.1f GB/s on the logits, %.1f GB/s on a parameter family\n", copy_l, copy_p);
+    printf("%-28s %9s %10s %8s %8s\n", "kernel", "ms", "MB moved", "GB/s", "of copy");
+    row("xent_forward (read)", t_xf, (double)nl * 4, copy_l);
+    row("xent_backward (read+write)", t_xb, 2.0 * nl * 4, copy_l);
+    row("sumsq (read)", t_ss, (double)P * 4, copy_p);
+    row("adamw (4 read, 3 write)", t_aw, 7.0 * P * 4, copy_p);
+
+    // small per-layer kernels at the layer's shape (d = 512, r = 128, H*hd = 512, T = 256)
+    size_t nr = (size_t)N * 128, nq = (size_t)N * 512;
+    float *Q = xaligned_alloc(nq * 4), *Y = xaligned_alloc(nq * 4);
+    fill(Q, nq, 0.01f, -5.0f);
+    int B = N / 256 > 0 ? N / 256 : 1, T = N >= 256 ? 256 : N;
+    double t_rope = 1e30, t_silu = 1e30, t_c = 1e30;
+    for (int r = 0; r <= reps; r++) {
+        double t0 = now_seconds();
+        rope_forward(Q, B, T, 8, 64, 10000.0f);
+        double t1 = now_seconds();
+        silu_forward(Y, Q, nr);
+        double t2 = now_seconds();
+        copy_omp(Y, Q, nq);
+        double t3 = now_seconds();
+        if (r == 0) continue;
+        if (t1 - t0 < t_rope) t_rope = t1 - t0;
+        if (t2 - t1 < t_silu) t_silu = t2 - t1;
+        if (t3 - t2 < t_c) t_c = t3 - t2;
+    }
+    double copy_s = 2.0 * nq * 4 / t_c * 1e-9;
+    row("rope_forward [N,8,64]", t_rope, 2.0 * (double)B * T * 512 * 4, copy_s);
+    row("silu_forward [N,128]", t_silu, 2.0 * nr * 4, copy_s);
+    free(Q); free(Y); free(L); free(G); free(tg); free(lmax); free(se); free(tl); free(p); free(g); free(m); free(v);
+    return 0;
+}
