@@ -12,7 +12,8 @@ CFLAGS   ?= $(OPT) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -Wall -Wextra
 # first build failed with "hdf5.h: No such file"). The $(eval) memoises the answer.
 PKG_MODULES := openblas libfyaml sqlite3 hdf5
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKG_MODULES)))$(PKG_CFLAGS)
-PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs $(PKG_MODULES)))$(PKG_LIBS)
+# oneDNN (libdnnl-dev; Debian ships no .pc for it): the CPU back end's bf16 GEMMs.
+PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs $(PKG_MODULES)) -ldnnl)$(PKG_LIBS)
 LDLIBS   = $(PKG_LIBS) -lm
 BUILD    := build
 PYTHON   := /usr/bin/python3

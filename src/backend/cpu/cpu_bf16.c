@@ -1,12 +1,17 @@
 // cpu_bf16.c — the CPU back end with bf16 storage: every compute-dtype tensor is bf16 in
-// memory; each op widens its inputs to fp32, runs the fp32 kernel (fp32 math, fp32 GEMM
-// accumulation) and rounds its outputs to bf16 once, as the CUDA kernels do. Statistics
-// (rstd, lse, maxima, dot) stay fp32; an accumulating output (+=) is read, summed in fp32 and
-// rounded once per op. It is the CPU check of the bf16 path: the drivers' dtype handling,
-// the master-weight optimizer and the bf16 communication, with no GPU. It is slow (every op
-// copies its operands) and meant for tests and small runs.
+// memory. GEMMs run in bf16 arithmetic where the CPU has it (oneDNN on AMX or AVX512-BF16,
+// fp32 accumulation; cpu_bf16.h says how the path is chosen), else widen to fp32 sgemm.
+// Every other op widens its inputs to fp32, runs the fp32 kernel and rounds its outputs to
+// bf16 once, as the CUDA kernels do. Statistics (rstd, lse, maxima, dot) stay fp32; an
+// accumulating output (+=) is read, summed in fp32 and rounded once per op. It is the CPU
+// check of the bf16 path (the drivers' dtype handling, the master-weight optimizer, the bf16
+// communication, with no GPU) and, with bf16 GEMMs, a faster CPU trainer than fp32.
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cpu.h"
+#include "cpu_bf16.h"
+#include "onednn.h"
 #include "kernels.h"
 #include "../bf16.h"
 #include "../../core/check.h"
@@ -48,7 +53,37 @@ static void h_add2d(Backend *b, void *dst, size_t ldd, const void *src, size_t l
     down(dst, d, nd); free(s);
 }
 
-static void gemm_one(const GemmArgs *g) {
+// ---- GEMMs: the path (cpu_bf16.h) ---------------------------------------------------------
+static int gemm_path = -1;   // Bf16GemmPath, -1 until chosen
+static char gemm_line[256];
+
+Bf16GemmPath cpu_bf16_gemm_choose(const char *request, int quiet) {
+    const char *env = getenv("BOOST_CPU_BF16_GEMM");
+    const char *req = request ? request : env && *env ? env : "auto";
+    const char *hint = "set BOOST_CPU_BF16_GEMM to auto (bf16 where the CPU has it, else fp32), bf16 or fp32";
+    if (strcmp(req, "auto") && strcmp(req, "bf16") && strcmp(req, "fp32"))
+        die_input_hint(hint, "BOOST_CPU_BF16_GEMM is '%s'; expected auto, bf16 or fp32", req);
+    char isa[64] = "", why[160] = "";
+    int have = strcmp(req, "fp32") ? onednn_bf16_supported(isa, sizeof isa, why, sizeof why) : 0;
+    if (!strcmp(req, "bf16") && !have)
+        die_input_hint(hint, "BOOST_CPU_BF16_GEMM is bf16 but %s", why);
+    gemm_path = have ? BF16_GEMM_BF16 : BF16_GEMM_FP32;
+    if (have)
+        xsnprintf(gemm_line, sizeof gemm_line, "cpu bf16: GEMMs in bf16 arithmetic, fp32 accumulation (%s matmul, ISA %s; "
+                  "BOOST_CPU_BF16_GEMM=fp32 widens them to fp32)", onednn_version(), isa);
+    else
+        xsnprintf(gemm_line, sizeof gemm_line, "cpu bf16: GEMMs widened to fp32 sgemm (%s)",
+                  !strcmp(req, "fp32") ? "BOOST_CPU_BF16_GEMM=fp32" : why);
+    if (!quiet) { fprintf(stderr, "%s\n", gemm_line); fflush(stderr); }
+    return (Bf16GemmPath)gemm_path;
+}
+const char *cpu_bf16_gemm_describe(void) { return gemm_line; }
+
+// bf16 arithmetic on the operands as stored: no copies.
+static void gemm_bf16(const GemmArgs *g) { onednn_bf16_gemm(g); }
+
+// The fp32 reference: widen the spans of A, B (and C) to fp32, sgemm, round C once.
+static void gemm_fp32(const GemmArgs *g) {
     size_t na = g->ta == TR_N ? span((size_t)g->M, (size_t)g->K, (size_t)g->lda) : span((size_t)g->K, (size_t)g->M, (size_t)g->lda);
     size_t nb = g->tb == TR_N ? span((size_t)g->K, (size_t)g->N, (size_t)g->ldb) : span((size_t)g->N, (size_t)g->K, (size_t)g->ldb);
     size_t nc = span((size_t)g->M, (size_t)g->N, (size_t)g->ldc);
@@ -57,6 +92,11 @@ static void gemm_one(const GemmArgs *g) {
     f.A = A; f.B = B; f.C = C;
     cpu_sgemm(&f);
     down(g->C, C, nc); free(A); free(B);
+}
+static void gemm_one(const GemmArgs *g) {
+    if (gemm_path < 0) cpu_bf16_gemm_choose(NULL, 0);
+    if (gemm_path == BF16_GEMM_BF16 && g->K > 0) gemm_bf16(g);   // K 0 (C = beta·C): the fp32 path
+    else gemm_fp32(g);
 }
 static void h_gemm(Backend *b, const GemmArgs *g) { (void)b; gemm_one(g); }
 static void h_gemm_group(Backend *b, int count, const GemmArgs *g) { (void)b; for (int i = 0; i < count; i++) gemm_one(&g[i]); }
