@@ -16,22 +16,57 @@
 #include "../bf16.h"
 #include "../../core/check.h"
 
+// ---- fp32 scratch: the widened copies of one op, reused from op to op ----------------------
+// A fresh malloc of a large buffer is an mmap whose every page faults in, zeroed, on each
+// call again; at a training step's sizes (the logits, N·V fp32) that costs more than the
+// conversion. The slots keep their buffers; one op holds at most 8 at a time. The back end
+// is called from one thread (each op runs threaded inside).
+#define SCRATCH_SLOTS 16
+static struct { float *p; size_t cap; int used; } scratch[SCRATCH_SLOTS];
+static float *scratch_get(size_t n) {
+    if (n == 0) n = 1;
+    int fit = -1, big = -1;   // the smallest free slot that fits; else the largest free one, grown
+    for (int i = 0; i < SCRATCH_SLOTS; i++) {
+        if (scratch[i].used) continue;
+        if (scratch[i].cap >= n && (fit < 0 || scratch[i].cap < scratch[fit].cap)) fit = i;
+        if (big < 0 || scratch[i].cap > scratch[big].cap) big = i;
+    }
+    if (fit < 0) {
+        CHECK(big >= 0, "cpu bf16: more than %d fp32 scratch buffers in one op", SCRATCH_SLOTS);
+        free(scratch[big].p);
+        scratch[big].p = xmalloc(n * sizeof(float));
+        scratch[big].cap = n;
+        fit = big;
+    }
+    scratch[fit].used = 1;
+    return scratch[fit].p;
+}
+static void scratch_put(float *p) {
+    if (!p) return;
+    for (int i = 0; i < SCRATCH_SLOTS; i++)
+        if (scratch[i].used && scratch[i].p == p) { scratch[i].used = 0; return; }
+    DIE("cpu bf16: %p is not a scratch buffer", (void *)p);
+}
+
+// f[n] = h[n] widened (exact)
+static void widen(float *f, const bf16 *h, size_t n) {
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) f[i] = bf16_to_f32(h[i]);
+}
 // fp32 copy of n bf16 elements (NULL stays NULL)
 static float *up(const void *p, size_t n) {
     if (!p) return NULL;
-    float *f = xmalloc((n ? n : 1) * sizeof(float));
-    const bf16 *h = p;
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) f[i] = bf16_to_f32(h[i]);
+    float *f = scratch_get(n);
+    widen(f, p, n);
     return f;
 }
-// p[n] = bf16(f[n]); frees f
+// p[n] = bf16(f[n]); returns f to the scratch
 static void down(void *p, float *f, size_t n) {
-    if (!p) { free(f); return; }
+    if (!p) { scratch_put(f); return; }
     bf16 *h = p;
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) h[i] = bf16_from_f32(f[i]);
-    free(f);
+    scratch_put(f);
 }
 // Elements spanned by a [rows, cols] block with row stride ld (the rows in between are
 // converted up and back unchanged: bf16 -> fp32 -> bf16 is exact).
@@ -50,7 +85,7 @@ static void h_add2d(Backend *b, void *dst, size_t ldd, const void *src, size_t l
     size_t nd = span((size_t)rows, (size_t)cols, ldd), ns = span((size_t)rows, (size_t)cols, lds);
     float *d = up(dst, nd), *s = up(src, ns);
     add2d(d, ldd, s, lds, rows, cols);
-    down(dst, d, nd); free(s);
+    down(dst, d, nd); scratch_put(s);
 }
 
 // ---- GEMMs: the path (cpu_bf16.h) ---------------------------------------------------------
@@ -91,7 +126,7 @@ static void gemm_fp32(const GemmArgs *g) {
     float *A = up(g->A, na), *B = up(g->B, nb), *C = up(g->C, nc);
     f.A = A; f.B = B; f.C = C;
     cpu_sgemm(&f);
-    down(g->C, C, nc); free(A); free(B);
+    down(g->C, C, nc); scratch_put(A); scratch_put(B);
 }
 static void gemm_one(const GemmArgs *g) {
     if (gemm_path < 0) cpu_bf16_gemm_choose(NULL, 0);
@@ -104,9 +139,9 @@ static void h_gemm_group(Backend *b, int count, const GemmArgs *g) { (void)b; fo
 static void h_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps) {
     (void)b;
     size_t n = (size_t)N * d;
-    float *fx = up(x, n), *fg = up(gamma, (size_t)d), *fy = xmalloc(n * sizeof(float) + 4);
+    float *fx = up(x, n), *fg = up(gamma, (size_t)d), *fy = scratch_get(n);
     rmsnorm_forward(fy, rstd, fx, fg, N, d, eps);
-    down(y, fy, n); free(fx); free(fg);
+    down(y, fy, n); scratch_put(fx); scratch_put(fg);
 }
 static void h_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x, const void *gamma,
                                const float *rstd, int N, int d) {
@@ -114,34 +149,34 @@ static void h_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *d
     size_t n = (size_t)N * d;
     float *fdx = up(dx, n), *fdg = up(dgamma, (size_t)d), *fdy = up(dy, n), *fx = up(x, n), *fg = up(gamma, (size_t)d);
     rmsnorm_backward(fdx, fdg, fdy, fx, fg, rstd, N, d);
-    down(dx, fdx, n); down(dgamma, fdg, (size_t)d); free(fdy); free(fx); free(fg);
+    down(dx, fdx, n); down(dgamma, fdg, (size_t)d); scratch_put(fdy); scratch_put(fx); scratch_put(fg);
 }
 static void h_rowsumsq(Backend *b, void *S, const void *x, int N, int d) {
     (void)b;
-    float *fx = up(x, (size_t)N * d), *fs = xmalloc((size_t)N * sizeof(float) + 4);
+    float *fx = up(x, (size_t)N * d), *fs = scratch_get((size_t)N);
     rowsumsq(fs, fx, N, d);
-    down(S, fs, (size_t)N); free(fx);
+    down(S, fs, (size_t)N); scratch_put(fx);
 }
 static void h_rownorm(Backend *b, void *y, const void *x, const void *gamma, const void *S, int N, int d, int width, float eps) {
     (void)b;
     size_t n = (size_t)N * d;
-    float *fx = up(x, n), *fg = up(gamma, (size_t)d), *fs = up(S, (size_t)N), *fy = xmalloc(n * sizeof(float) + 4);
+    float *fx = up(x, n), *fg = up(gamma, (size_t)d), *fs = up(S, (size_t)N), *fy = scratch_get(n);
     rownorm(fy, fx, fg, fs, N, d, width, eps);
-    down(y, fy, n); free(fx); free(fg); free(fs);
+    down(y, fy, n); scratch_put(fx); scratch_put(fg); scratch_put(fs);
 }
 static void h_scale_rows(Backend *b, void *P, const SlotView *v, const void *S, int width, float eps, int power) {
     (void)b;
     size_t n = view_span(v);
     float *fp = up(P, n), *fs = up(S, (size_t)v->N);
     scale_rows(fp, v, fs, width, eps, power);
-    down(P, fp, n); free(fs);
+    down(P, fp, n); scratch_put(fs);
 }
 static void h_rowdot(Backend *b, float *dot, const void *X, const void *Y, const SlotView *v) {
     (void)b;
     size_t n = view_span(v);
     float *fx = up(X, n), *fy = up(Y, n);
     rowdot(dot, fx, fy, v);
-    free(fx); free(fy);
+    scratch_put(fx); scratch_put(fy);
 }
 static void h_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *da, const void *x, const void *gamma,
                                        const void *S, const float *dot, int N, int d, int d_full, float eps) {
@@ -150,39 +185,39 @@ static void h_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const
     float *fdx = up(dx, n), *fdg = up(dgamma, (size_t)d), *fda = up(da, n), *fx = up(x, n), *fg = up(gamma, (size_t)d),
           *fs = up(S, (size_t)N);
     sharded_rmsnorm_backward(fdx, fdg, fda, fx, fg, fs, dot, N, d, d_full, eps);
-    down(dx, fdx, n); down(dgamma, fdg, (size_t)d); free(fda); free(fx); free(fg); free(fs);
+    down(dx, fdx, n); down(dgamma, fdg, (size_t)d); scratch_put(fda); scratch_put(fx); scratch_put(fg); scratch_put(fs);
 }
 static void h_silu_forward(Backend *b, void *y, const void *x, size_t n) {
     (void)b;
-    float *fx = up(x, n), *fy = xmalloc(n * sizeof(float) + 4);
+    float *fx = up(x, n), *fy = scratch_get(n);
     silu_forward(fy, fx, n);
-    down(y, fy, n); free(fx);
+    down(y, fy, n); scratch_put(fx);
 }
 static void h_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) {
     (void)b;
-    float *fdx = xmalloc(n * sizeof(float) + 4), *fdy = up(dy, n), *fx = up(x, n);   // dx: overwritten
+    float *fdx = scratch_get(n), *fdy = up(dy, n), *fx = up(x, n);   // dx: overwritten
     silu_backward(fdx, fdy, fx, n);
-    down(dx, fdx, n); free(fdy); free(fx);
+    down(dx, fdx, n); scratch_put(fdy); scratch_put(fx);
 }
 static void h_swiglu_forward(Backend *b, void *z, const void *g, const void *u, size_t n, int gs) {
     (void)b;
-    float *fg = up(g, n), *fu = up(u, n), *fz = xmalloc(n * sizeof(float) + 4);
+    float *fg = up(g, n), *fu = up(u, n), *fz = scratch_get(n);
     swiglu_forward(fz, fg, fu, n, gs);
-    down(z, fz, n); free(fg); free(fu);
+    down(z, fz, n); scratch_put(fg); scratch_put(fu);
 }
 static void h_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u, size_t n, int gs) {
     (void)b;
     // dg, du: overwritten (not read)
-    float *fdg = dg ? xmalloc(n * sizeof(float) + 4) : NULL, *fdu = du ? xmalloc(n * sizeof(float) + 4) : NULL;
+    float *fdg = dg ? scratch_get(n) : NULL, *fdu = du ? scratch_get(n) : NULL;
     float *fdz = up(dz, n), *fg = up(g, n), *fu = up(u, n);
     swiglu_backward(fdg, fdu, fdz, fg, fu, n, gs);
-    down(dg, fdg, n); down(du, fdu, n); free(fdz); free(fg); free(fu);
+    down(dg, fdg, n); down(du, fdu, n); scratch_put(fdz); scratch_put(fg); scratch_put(fu);
 }
 static void h_add(Backend *b, void *x, const void *y, size_t n) {
     (void)b;
     float *fx = up(x, n), *fy = up(y, n);
     add_inplace(fx, fy, n);
-    down(x, fx, n); free(fy);
+    down(x, fx, n); scratch_put(fy);
 }
 static void h_scale(Backend *b, void *x, float s, size_t n) {
     (void)b;
@@ -202,9 +237,9 @@ static void h_attention_forward(Backend *b, void *out, float *lse, const void *q
                                 int B, int T, int H, int Hkv, int hd) {
     (void)b;
     size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
-    float *fq = up(q, nq), *fk = up(k, nk), *fv = up(v, nk), *fo = xmalloc(nq * sizeof(float) + 4);
+    float *fq = up(q, nq), *fk = up(k, nk), *fv = up(v, nk), *fo = scratch_get(nq);
     attention_forward(fo, lse, fq, fk, fv, B, T, H, Hkv, hd);
-    down(out, fo, nq); free(fq); free(fk); free(fv);
+    down(out, fo, nq); scratch_put(fq); scratch_put(fk); scratch_put(fv);
 }
 static void h_attention_backward(Backend *b, void *dq, void *dk, void *dv, const void *dout, const void *out,
                                  const void *q, const void *k, const void *v, const float *lse,
@@ -215,28 +250,28 @@ static void h_attention_backward(Backend *b, void *dq, void *dk, void *dv, const
           *fq = up(q, nq), *fk = up(k, nk), *fv = up(v, nk);
     attention_backward(fdq, fdk, fdv, fdo, fo, fq, fk, fv, lse, B, T, H, Hkv, hd);
     down(dq, fdq, nq); down(dk, fdk, nk); down(dv, fdv, nk);
-    free(fdo); free(fo); free(fq); free(fk); free(fv);
+    scratch_put(fdo); scratch_put(fo); scratch_put(fq); scratch_put(fk); scratch_put(fv);
 }
 static void h_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V) {
     (void)b;
     size_t n = (size_t)N * d;
-    float *fw = up(wte, (size_t)V * d), *fo = xmalloc(n * sizeof(float) + 4);
+    float *fw = up(wte, (size_t)V * d), *fo = scratch_get(n);
     embedding_forward_shard(fo, tokens, fw, N, d, v0, V);
-    down(out, fo, n); free(fw);
+    down(out, fo, n); scratch_put(fw);
 }
 static void h_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V) {
     (void)b;
     size_t nw = (size_t)V * d;
     float *fdw = up(dwte, nw), *fdo = up(dout, (size_t)N * d);
     embedding_backward_shard(fdw, fdo, tokens, N, d, v0, V);
-    down(dwte, fdw, nw); free(fdo);
+    down(dwte, fdw, nw); scratch_put(fdo);
 }
 static void h_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                            const int32_t *targets, int N, int V, int v0) {
     (void)b;
     float *fl = up(logits, (size_t)N * V);
     xent_forward(lmax, sumexp, tlogit, fl, targets, N, V, v0);
-    free(fl);
+    scratch_put(fl);
 }
 static void h_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
                             const int32_t *targets, int N, int V, int v0, float scale) {
@@ -246,26 +281,44 @@ static void h_xent_backward(Backend *b, void *dlogits, const void *logits, const
     xent_backward(fl, fl, gmax, sumexp, targets, N, V, v0, scale);   // in place on the fp32 copy
     down(dlogits, fl, n);
 }
+// The optimizer's passes go over every parameter, in blocks: each block's gradient is
+// widened into a cache-sized scratch buffer (not the whole tensor: 4 bytes per parameter
+// written and read again through memory) and handed to the fp32 kernel.
+#define OPT_BLOCK ((size_t)1 << 20)
+
 static double h_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w) {
     (void)b;
     double total = 0;
+    float *f = scratch_get(OPT_BLOCK);
     for (int i = 0; i < n; i++) {
-        float *f = up(x[i], len[i]);
-        total += w[i] * sumsq(f, len[i]);
-        free(f);
+        double s = 0;
+        for (size_t j = 0; j < len[i]; j += OPT_BLOCK) {
+            size_t m = len[i] - j < OPT_BLOCK ? len[i] - j : OPT_BLOCK;
+            widen(f, (const bf16 *)x[i] + j, m);
+            s += sumsq(f, m);
+        }
+        total += w[i] * s;
     }
+    scratch_put(f);
     return total;
 }
 static void h_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHyper *h) {
     (void)b;
+    float *g = scratch_get(OPT_BLOCK);
     for (int i = 0; i < n; i++) {
         CHECK(s[i].param, "cpu bf16: the update must write the bf16 parameter copy");
-        float *g = up(s[i].grad, s[i].n);
-        adamw_update(s[i].master, g, s[i].m, s[i].v, s[i].n, h->lr, h->beta1, h->beta2, h->eps, s[i].weight_decay, h->t, h->grad_scale);
-        free(g);
-        bf16 *p = s[i].param;
-        for (size_t j = 0; j < s[i].n; j++) p[j] = bf16_from_f32(s[i].master[j]);
+        for (size_t j = 0; j < s[i].n; j += OPT_BLOCK) {
+            size_t m = s[i].n - j < OPT_BLOCK ? s[i].n - j : OPT_BLOCK;
+            widen(g, (const bf16 *)s[i].grad + j, m);
+            float *master = s[i].master + j;
+            adamw_update(master, g, s[i].m + j, s[i].v + j, m, h->lr, h->beta1, h->beta2, h->eps, s[i].weight_decay, h->t,
+                         h->grad_scale);
+            bf16 *p = (bf16 *)s[i].param + j;
+            #pragma omp parallel for schedule(static)
+            for (size_t k = 0; k < m; k++) p[k] = bf16_from_f32(master[k]);
+        }
     }
+    scratch_put(g);
 }
 
 // ---- LaX latent crossing (lax.c): strided [N, r] views, converted over their span ----------
@@ -275,7 +328,7 @@ static void h_layernorm_forward(Backend *b, void *y, int ldy, float *mean, float
     size_t nx = span((size_t)N, (size_t)r, (size_t)ldx), ny = span((size_t)N, (size_t)r, (size_t)ldy);
     float *fx = up(x, nx), *fy = up(y, ny), *fg = up(gamma, (size_t)r), *fb = up(beta, (size_t)r);
     layernorm_forward(fy, ldy, mean, rstd, fx, ldx, fg, fb, N, r, eps);
-    down(y, fy, ny); free(fx); free(fg); free(fb);
+    down(y, fy, ny); scratch_put(fx); scratch_put(fg); scratch_put(fb);
 }
 static void h_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
                                  const void *x, int ldx, const float *mean, const float *rstd, const void *gamma,
@@ -287,7 +340,7 @@ static void h_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, v
           *fx = up(x, nx), *fg = up(gamma, (size_t)r);
     layernorm_backward(fdx, lddx, fdg, fdb, fdy, lddy, fx, ldx, mean, rstd, fg, N, r);
     down(dx, fdx, ndx); down(dgamma, fdg, (size_t)r); down(dbeta, fdb, (size_t)r);
-    free(fdy); free(fx); free(fg);
+    scratch_put(fdy); scratch_put(fx); scratch_put(fg);
 }
 static void h_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *W,
                                  const void *bias, int N, int r) {
@@ -295,7 +348,7 @@ static void h_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, 
     size_t no = span((size_t)N, (size_t)r, (size_t)ldo), nz = span((size_t)N, (size_t)r, (size_t)ldz);
     float *fo = up(out, no), *fz = up(z, nz), *fw = up(W, (size_t)r * r), *fb = up(bias, (size_t)r);
     dense_gate_forward(fo, ldo, fz, ldz, fw, fb, N, r);
-    down(out, fo, no); free(fz); free(fw); free(fb);
+    down(out, fo, no); scratch_put(fz); scratch_put(fw); scratch_put(fb);
 }
 static void h_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
                                   const void *z, int ldz, const void *W, int N, int r) {
@@ -305,7 +358,7 @@ static void h_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void
     float *fdz = up(dz, ndz), *fdw = up(dW, rr), *fdb = up(dbias, (size_t)r), *fdo = up(dout, ndo), *fz = up(z, nz),
           *fw = up(W, rr);
     dense_gate_backward(fdz, lddz, fdw, fdb, fdo, lddo, fz, ldz, fw, N, r);
-    down(dz, fdz, ndz); down(dW, fdw, rr); down(dbias, fdb, (size_t)r); free(fdo); free(fz); free(fw);
+    down(dz, fdz, ndz); down(dW, fdw, rr); down(dbias, fdb, (size_t)r); scratch_put(fdo); scratch_put(fz); scratch_put(fw);
 }
 static void h_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1,
                                 const void *G2, int N, int r1, int r2) {
@@ -313,7 +366,7 @@ static void h_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, i
     size_t r = (size_t)r1 * r2, no = span((size_t)N, r, (size_t)ldo), nz = span((size_t)N, r, (size_t)ldz);
     float *fo = up(out, no), *fz = up(z, nz), *f1 = up(G1, (size_t)r1 * r1), *f2 = up(G2, (size_t)r2 * r2);
     kron_gate_forward(fo, ldo, fz, ldz, f1, f2, N, r1, r2);
-    down(out, fo, no); free(fz); free(f1); free(f2);
+    down(out, fo, no); scratch_put(fz); scratch_put(f1); scratch_put(f2);
 }
 static void h_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
                                  const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2) {
@@ -323,7 +376,7 @@ static void h_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void
     float *fdz = up(dz, ndz), *fd1 = up(dG1, n1), *fd2 = up(dG2, n2), *fdo = up(dout, ndo), *fz = up(z, nz),
           *f1 = up(G1, n1), *f2 = up(G2, n2);
     kron_gate_backward(fdz, lddz, fd1, fd2, fdo, lddo, fz, ldz, f1, f2, N, r1, r2);
-    down(dz, fdz, ndz); down(dG1, fd1, n1); down(dG2, fd2, n2); free(fdo); free(fz); free(f1); free(f2);
+    down(dz, fdz, ndz); down(dG1, fd1, n1); down(dG2, fd2, n2); scratch_put(fdo); scratch_put(fz); scratch_put(f1); scratch_put(f2);
 }
 
 const BackendOps cpu_bf16_ops = {
