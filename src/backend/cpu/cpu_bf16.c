@@ -8,6 +8,7 @@
 // communication, with no GPU) and, with bf16 GEMMs, a faster CPU trainer than fp32.
 #include <stdio.h>
 #include <stdlib.h>
+#include <omp.h>
 #include <string.h>
 #include "cpu.h"
 #include "cpu_bf16.h"
@@ -68,6 +69,74 @@ static void down(void *p, float *f, size_t n) {
     for (size_t i = 0; i < n; i++) h[i] = bf16_from_f32(f[i]);
     scratch_put(f);
 }
+// ---- streaming ops in cache-sized blocks -----------------------------------------------
+// Elementwise and row-wise ops run in one parallel region: each thread takes a contiguous
+// part of the elements (rows), and for each block of it widens the inputs into its own
+// scratch, runs the fp32 kernel on the block (the kernel's own parallel loop runs on this one
+// thread: a nested region is inactive) and rounds the outputs. The fp32 copies never leave
+// the cache, so an op moves its bf16 bytes through memory once, as the fp32 back end moves
+// its fp32 ones. Same kernels, same per-element arithmetic as widening whole tensors.
+#define EW_BLOCK 4096        // elements per block and buffer
+#define EW_BUFS 5            // inputs + outputs of one op at most
+
+// fn(f, n, arg): the kernel on block buffers f[0..n_in) (inputs), f[n_in..n_in+n_out)
+// (outputs; widened first when out_read); NULL tensors stay NULL.
+typedef void (*BlockFn)(float *const *f, size_t n, const void *arg);
+
+static void ew_blocked(int n_in, const void *const *in, int n_out, void *const *out, int out_read, size_t n,
+                       BlockFn fn, const void *arg) {
+    #pragma omp parallel
+    {
+        float buf[EW_BUFS][EW_BLOCK];
+        float *f[EW_BUFS];
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        size_t per = (n + (size_t)nt - 1) / (size_t)nt, lo = per * (size_t)t, hi = lo + per < n ? lo + per : n;
+        for (size_t i0 = lo; i0 < hi; i0 += EW_BLOCK) {
+            size_t m = hi - i0 < EW_BLOCK ? hi - i0 : EW_BLOCK;
+            for (int j = 0; j < n_in + n_out; j++) {
+                const bf16 *h = j < n_in ? in[j] : out[j - n_in];
+                f[j] = h ? buf[j] : NULL;
+                if (h && (j < n_in || out_read)) for (size_t k = 0; k < m; k++) buf[j][k] = bf16_to_f32(h[i0 + k]);
+            }
+            fn(f, m, arg);
+            for (int j = 0; j < n_out; j++) {
+                bf16 *h = out[j];
+                if (h) for (size_t k = 0; k < m; k++) h[i0 + k] = bf16_from_f32(buf[n_in + j][k]);
+            }
+        }
+    }
+}
+
+// Row-wise: fn(f, r0, rows, arg) on rows [r0, r0 + rows) of [N, width] tensors, the row
+// blocks as large as EW_BLOCK allows (at least one row: a thread's scratch on the heap then).
+typedef void (*RowFn)(float *const *f, int r0, int rows, const void *arg);
+
+static void rows_blocked(int n_in, const void *const *in, int n_out, void *const *out, int out_read, int N, size_t width,
+                         RowFn fn, const void *arg) {
+    int rb = width >= EW_BLOCK ? 1 : (int)(EW_BLOCK / width);
+    #pragma omp parallel
+    {
+        float *f[EW_BUFS], *mem = xmalloc((size_t)(n_in + n_out) * rb * width * sizeof(float));
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int per = (N + nt - 1) / nt, lo = per * t, hi = lo + per < N ? lo + per : N;
+        for (int r0 = lo; r0 < hi; r0 += rb) {
+            int rows = hi - r0 < rb ? hi - r0 : rb;
+            size_t m = (size_t)rows * width, off = (size_t)r0 * width;
+            for (int j = 0; j < n_in + n_out; j++) {
+                const bf16 *h = j < n_in ? in[j] : out[j - n_in];
+                f[j] = h ? mem + (size_t)j * rb * width : NULL;
+                if (h && (j < n_in || out_read)) for (size_t k = 0; k < m; k++) f[j][k] = bf16_to_f32(h[off + k]);
+            }
+            fn(f, r0, rows, arg);
+            for (int j = 0; j < n_out; j++) {
+                bf16 *h = out[j];
+                if (h) for (size_t k = 0; k < m; k++) h[off + k] = bf16_from_f32(f[n_in + j][k]);
+            }
+        }
+        free(mem);
+    }
+}
+
 // Elements spanned by a [rows, cols] block with row stride ld (the rows in between are
 // converted up and back unchanged: bf16 -> fp32 -> bf16 is exact).
 static size_t span(size_t rows, size_t cols, size_t ld) { return rows ? (rows - 1) * ld + cols : 0; }
@@ -187,43 +256,37 @@ static void h_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const
     sharded_rmsnorm_backward(fdx, fdg, fda, fx, fg, fs, dot, N, d, d_full, eps);
     down(dx, fdx, n); down(dgamma, fdg, (size_t)d); scratch_put(fda); scratch_put(fx); scratch_put(fg); scratch_put(fs);
 }
+static void k_silu_forward(float *const *f, size_t n, const void *arg) { (void)arg; silu_forward(f[1], f[0], n); }
 static void h_silu_forward(Backend *b, void *y, const void *x, size_t n) {
     (void)b;
-    float *fx = up(x, n), *fy = scratch_get(n);
-    silu_forward(fy, fx, n);
-    down(y, fy, n); scratch_put(fx);
+    ew_blocked(1, (const void *[]){ x }, 1, (void *[]){ y }, 0, n, k_silu_forward, NULL);
 }
+static void k_silu_backward(float *const *f, size_t n, const void *arg) { (void)arg; silu_backward(f[2], f[0], f[1], n); }
 static void h_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) {
-    (void)b;
-    float *fdx = scratch_get(n), *fdy = up(dy, n), *fx = up(x, n);   // dx: overwritten
-    silu_backward(fdx, fdy, fx, n);
-    down(dx, fdx, n); scratch_put(fdy); scratch_put(fx);
+    (void)b;   // dx: overwritten
+    ew_blocked(2, (const void *[]){ dy, x }, 1, (void *[]){ dx }, 0, n, k_silu_backward, NULL);
 }
+static void k_swiglu_forward(float *const *f, size_t n, const void *arg) { swiglu_forward(f[2], f[0], f[1], n, *(const int *)arg); }
 static void h_swiglu_forward(Backend *b, void *z, const void *g, const void *u, size_t n, int gs) {
     (void)b;
-    float *fg = up(g, n), *fu = up(u, n), *fz = scratch_get(n);
-    swiglu_forward(fz, fg, fu, n, gs);
-    down(z, fz, n); scratch_put(fg); scratch_put(fu);
+    ew_blocked(2, (const void *[]){ g, u }, 1, (void *[]){ z }, 0, n, k_swiglu_forward, &gs);
+}
+static void k_swiglu_backward(float *const *f, size_t n, const void *arg) {
+    swiglu_backward(f[3], f[4], f[0], f[1], f[2], n, *(const int *)arg);
 }
 static void h_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u, size_t n, int gs) {
-    (void)b;
-    // dg, du: overwritten (not read)
-    float *fdg = dg ? scratch_get(n) : NULL, *fdu = du ? scratch_get(n) : NULL;
-    float *fdz = up(dz, n), *fg = up(g, n), *fu = up(u, n);
-    swiglu_backward(fdg, fdu, fdz, fg, fu, n, gs);
-    down(dg, fdg, n); down(du, fdu, n); scratch_put(fdz); scratch_put(fg); scratch_put(fu);
+    (void)b;   // dg, du: overwritten (not read); either may be NULL
+    ew_blocked(3, (const void *[]){ dz, g, u }, 2, (void *[]){ dg, du }, 0, n, k_swiglu_backward, &gs);
 }
+static void k_add(float *const *f, size_t n, const void *arg) { (void)arg; add_inplace(f[1], f[0], n); }
 static void h_add(Backend *b, void *x, const void *y, size_t n) {
     (void)b;
-    float *fx = up(x, n), *fy = up(y, n);
-    add_inplace(fx, fy, n);
-    down(x, fx, n); scratch_put(fy);
+    ew_blocked(1, (const void *[]){ y }, 1, (void *[]){ x }, 1, n, k_add, NULL);
 }
+static void k_scale(float *const *f, size_t n, const void *arg) { scale_inplace(f[0], *(const float *)arg, n); }
 static void h_scale(Backend *b, void *x, float s, size_t n) {
     (void)b;
-    float *fx = up(x, n);
-    scale_inplace(fx, s, n);
-    down(x, fx, n);
+    ew_blocked(0, NULL, 1, (void *[]){ x }, 1, n, k_scale, &s);
 }
 static void h_rope(Backend *b, void *x, int B, int T, int H, int hd, float theta, int inverse) {
     (void)b;
@@ -266,59 +329,76 @@ static void h_embedding_backward(Backend *b, void *dwte, const void *dout, const
     embedding_backward_shard(fdw, fdo, tokens, N, d, v0, V);
     down(dwte, fdw, nw); scratch_put(fdo);
 }
+typedef struct { float *lmax; double *sumexp, *tlogit; const float *gmax; const double *sexp; const int32_t *targets; int V, v0; float scale; } XentArgs;
+static void k_xent_forward(float *const *f, int r0, int rows, const void *arg) {
+    const XentArgs *a = arg;
+    xent_forward(a->lmax + r0, a->sumexp + r0, a->tlogit + r0, f[0], a->targets + r0, rows, a->V, a->v0);
+}
 static void h_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                            const int32_t *targets, int N, int V, int v0) {
     (void)b;
-    float *fl = up(logits, (size_t)N * V);
-    xent_forward(lmax, sumexp, tlogit, fl, targets, N, V, v0);
-    scratch_put(fl);
+    XentArgs a = { .lmax = lmax, .sumexp = sumexp, .tlogit = tlogit, .targets = targets, .V = V, .v0 = v0 };
+    rows_blocked(1, (const void *[]){ logits }, 0, NULL, 0, N, (size_t)V, k_xent_forward, &a);
+}
+static void k_xent_backward(float *const *f, int r0, int rows, const void *arg) {
+    const XentArgs *a = arg;
+    xent_backward(f[1], f[0], a->gmax + r0, a->sexp + r0, a->targets + r0, rows, a->V, a->v0, a->scale);
 }
 static void h_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
                             const int32_t *targets, int N, int V, int v0, float scale) {
     (void)b;
-    size_t n = (size_t)N * V;
-    float *fl = up(logits, n);
-    xent_backward(fl, fl, gmax, sumexp, targets, N, V, v0, scale);   // in place on the fp32 copy
-    down(dlogits, fl, n);
+    XentArgs a = { .gmax = gmax, .sexp = sumexp, .targets = targets, .V = V, .v0 = v0, .scale = scale };
+    rows_blocked(1, (const void *[]){ logits }, 1, (void *[]){ dlogits }, 0, N, (size_t)V, k_xent_backward, &a);
 }
-// The optimizer's passes go over every parameter, in blocks: each block's gradient is
-// widened into a cache-sized scratch buffer (not the whole tensor: 4 bytes per parameter
-// written and read again through memory) and handed to the fp32 kernel.
-#define OPT_BLOCK ((size_t)1 << 20)
+// The optimizer's passes: blocked like the streaming ops, the fp32 tensors (master, m, v)
+// addressed in place. The sum of squares in fixed chunks of 65536 elements summed in chunk
+// order: the same for any thread count.
+#define SUMSQ_CHUNK 65536
 
 static double h_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w) {
     (void)b;
     double total = 0;
-    float *f = scratch_get(OPT_BLOCK);
     for (int i = 0; i < n; i++) {
-        double s = 0;
-        for (size_t j = 0; j < len[i]; j += OPT_BLOCK) {
-            size_t m = len[i] - j < OPT_BLOCK ? len[i] - j : OPT_BLOCK;
-            widen(f, (const bf16 *)x[i] + j, m);
-            s += sumsq(f, m);
+        const bf16 *h = x[i];
+        size_t nch = (len[i] + SUMSQ_CHUNK - 1) / SUMSQ_CHUNK;
+        double *part = xmalloc((nch ? nch : 1) * sizeof(double));
+        #pragma omp parallel for schedule(static)
+        for (size_t c = 0; c < nch; c++) {
+            size_t i0 = c * SUMSQ_CHUNK, i1 = i0 + SUMSQ_CHUNK < len[i] ? i0 + SUMSQ_CHUNK : len[i];
+            double acc = 0;
+            #pragma omp simd reduction(+:acc)
+            for (size_t k = i0; k < i1; k++) { double v = bf16_to_f32(h[k]); acc += v * v; }
+            part[c] = acc;
         }
+        double s = 0;
+        for (size_t c = 0; c < nch; c++) s += part[c];
+        free(part);
         total += w[i] * s;
     }
-    scratch_put(f);
     return total;
 }
 static void h_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHyper *h) {
     (void)b;
-    float *g = scratch_get(OPT_BLOCK);
     for (int i = 0; i < n; i++) {
         CHECK(s[i].param, "cpu bf16: the update must write the bf16 parameter copy");
-        for (size_t j = 0; j < s[i].n; j += OPT_BLOCK) {
-            size_t m = s[i].n - j < OPT_BLOCK ? s[i].n - j : OPT_BLOCK;
-            widen(g, (const bf16 *)s[i].grad + j, m);
-            float *master = s[i].master + j;
-            adamw_update(master, g, s[i].m + j, s[i].v + j, m, h->lr, h->beta1, h->beta2, h->eps, s[i].weight_decay, h->t,
-                         h->grad_scale);
-            bf16 *p = (bf16 *)s[i].param + j;
-            #pragma omp parallel for schedule(static)
-            for (size_t k = 0; k < m; k++) p[k] = bf16_from_f32(master[k]);
+        const bf16 *grad = s[i].grad;
+        bf16 *param = s[i].param;
+        size_t len = s[i].n;
+        #pragma omp parallel
+        {
+            float g[EW_BLOCK];
+            int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            size_t per = (len + (size_t)nt - 1) / (size_t)nt, lo = per * (size_t)t, hi = lo + per < len ? lo + per : len;
+            for (size_t i0 = lo; i0 < hi; i0 += EW_BLOCK) {
+                size_t m = hi - i0 < EW_BLOCK ? hi - i0 : EW_BLOCK;
+                for (size_t k = 0; k < m; k++) g[k] = bf16_to_f32(grad[i0 + k]);
+                float *master = s[i].master + i0;
+                adamw_update(master, g, s[i].m + i0, s[i].v + i0, m, h->lr, h->beta1, h->beta2, h->eps,
+                             s[i].weight_decay, h->t, h->grad_scale);
+                for (size_t k = 0; k < m; k++) param[i0 + k] = bf16_from_f32(master[k]);
+            }
         }
     }
-    scratch_put(g);
 }
 
 // ---- LaX latent crossing (lax.c): strided [N, r] views, converted over their span ----------
