@@ -205,12 +205,17 @@ static void gemm_one(const GemmArgs *g) {
 static void h_gemm(Backend *b, const GemmArgs *g) { (void)b; gemm_one(g); }
 static void h_gemm_group(Backend *b, int count, const GemmArgs *g) { (void)b; for (int i = 0; i < count; i++) gemm_one(&g[i]); }
 
+typedef struct { float *rstd; const float *gamma; int d; float eps; } RmsArgs;
+static void k_rmsnorm_forward(float *const *f, int r0, int rows, const void *arg) {
+    const RmsArgs *a = arg;
+    rmsnorm_forward(f[1], a->rstd + r0, f[0], a->gamma, rows, a->d, a->eps);
+}
 static void h_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps) {
     (void)b;
-    size_t n = (size_t)N * d;
-    float *fx = up(x, n), *fg = up(gamma, (size_t)d), *fy = scratch_get(n);
-    rmsnorm_forward(fy, rstd, fx, fg, N, d, eps);
-    down(y, fy, n); scratch_put(fx); scratch_put(fg);
+    float *fg = up(gamma, (size_t)d);
+    RmsArgs a = { .rstd = rstd, .gamma = fg, .d = d, .eps = eps };
+    rows_blocked(1, (const void *[]){ x }, 1, (void *[]){ y }, 0, N, (size_t)d, k_rmsnorm_forward, &a);
+    scratch_put(fg);
 }
 static void h_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x, const void *gamma,
                                const float *rstd, int N, int d) {
@@ -288,13 +293,17 @@ static void h_scale(Backend *b, void *x, float s, size_t n) {
     (void)b;
     ew_blocked(0, NULL, 1, (void *[]){ x }, 1, n, k_scale, &s);
 }
+typedef struct { int T, H, hd, inverse; float theta; } RopeArgs;
+static void k_rope(float *const *f, int r0, int rows, const void *arg) {
+    (void)r0;   // whole sequences: the angle depends on the position within one
+    const RopeArgs *a = arg;
+    if (a->inverse) rope_backward(f[0], rows, a->T, a->H, a->hd, a->theta);
+    else rope_forward(f[0], rows, a->T, a->H, a->hd, a->theta);
+}
 static void h_rope(Backend *b, void *x, int B, int T, int H, int hd, float theta, int inverse) {
     (void)b;
-    size_t n = (size_t)B * T * H * hd;
-    float *fx = up(x, n);
-    if (inverse) rope_backward(fx, B, T, H, hd, theta);
-    else rope_forward(fx, B, T, H, hd, theta);
-    down(x, fx, n);
+    RopeArgs a = { .T = T, .H = H, .hd = hd, .inverse = inverse, .theta = theta };
+    rows_blocked(0, NULL, 1, (void *[]){ x }, 1, B, (size_t)T * H * hd, k_rope, &a);
 }
 static void h_attention_forward(Backend *b, void *out, float *lse, const void *q, const void *k, const void *v,
                                 int B, int T, int H, int Hkv, int hd) {
@@ -315,19 +324,43 @@ static void h_attention_backward(Backend *b, void *dq, void *dk, void *dv, const
     down(dq, fdq, nq); down(dk, fdk, nk); down(dv, fdv, nk);
     scratch_put(fdo); scratch_put(fo); scratch_put(fq); scratch_put(fk); scratch_put(fv);
 }
+// Embedding rows are copied as bf16 (widening and rounding a bf16 value is exact); the
+// backward widens only the rows the batch touches (N of V), renumbered in first-seen order,
+// and runs the fp32 kernel on them: the same sums in the same token order.
 static void h_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V) {
     (void)b;
-    size_t n = (size_t)N * d;
-    float *fw = up(wte, (size_t)V * d), *fo = scratch_get(n);
-    embedding_forward_shard(fo, tokens, fw, N, d, v0, V);
-    down(out, fo, n); scratch_put(fw);
+    bf16 *o = out;
+    const bf16 *w = wte;
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++) {
+        int t = tokens[i] - v0;
+        if (t >= 0 && t < V) memcpy(o + (size_t)i * d, w + (size_t)t * d, sizeof(bf16) * d);
+        else memset(o + (size_t)i * d, 0, sizeof(bf16) * d);
+    }
 }
 static void h_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V) {
     (void)b;
-    size_t nw = (size_t)V * d;
-    float *fdw = up(dwte, nw), *fdo = up(dout, (size_t)N * d);
-    embedding_backward_shard(fdw, fdo, tokens, N, d, v0, V);
-    down(dwte, fdw, nw); scratch_put(fdo);
+    int *slot = xmalloc((size_t)V * sizeof(int)), *row = xmalloc((size_t)(N ? N : 1) * sizeof(int));
+    int32_t *local = xmalloc((size_t)(N ? N : 1) * sizeof(int32_t));
+    for (int v = 0; v < V; v++) slot[v] = -1;
+    int nrows = 0;
+    for (int i = 0; i < N; i++) {
+        int t = tokens[i] - v0;
+        if (t < 0 || t >= V) { local[i] = -1; continue; }
+        if (slot[t] < 0) { slot[t] = nrows; row[nrows++] = t; }
+        local[i] = slot[t];
+    }
+    bf16 *w = dwte;
+    float *fdw = scratch_get((size_t)nrows * d), *fdo = up(dout, (size_t)N * d);
+    #pragma omp parallel for schedule(static)
+    for (int r = 0; r < nrows; r++)
+        for (int j = 0; j < d; j++) fdw[(size_t)r * d + j] = bf16_to_f32(w[(size_t)row[r] * d + j]);
+    embedding_backward_shard(fdw, fdo, local, N, d, 0, nrows);
+    #pragma omp parallel for schedule(static)
+    for (int r = 0; r < nrows; r++)
+        for (int j = 0; j < d; j++) w[(size_t)row[r] * d + j] = bf16_from_f32(fdw[(size_t)r * d + j]);
+    scratch_put(fdw); scratch_put(fdo);
+    free(slot); free(row); free(local);
 }
 typedef struct { float *lmax; double *sumexp, *tlogit; const float *gmax; const double *sexp; const int32_t *targets; int V, v0; float scale; } XentArgs;
 static void k_xent_forward(float *const *f, int r0, int rows, const void *arg) {
