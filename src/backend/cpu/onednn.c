@@ -17,11 +17,13 @@
 
 int onednn_bf16_supported(char *isa, size_t isa_n, char *why, size_t why_n) {
     dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
-    if (isa) { const char *s = dnnl_cpu_isa2str(e); snprintf(isa, isa_n, "%s", strncmp(s, "cpu_isa_", 8) ? s : s + 8); }
+    const char *name = dnnl_cpu_isa2str(e);
+    if (!strncmp(name, "cpu_isa_", 8)) name += 8;
+    if (isa) snprintf(isa, isa_n, "%s", name);
     // the ISA values are bit sets: every bf16-capable level contains avx512_core_bf16's bits
-    // (avx512_core_amx and avx512_core_bf16_amx_bf16 included)
+    // (avx512_core_amx included); ONEDNN_MAX_CPU_ISA caps it
     if (((unsigned)e & (unsigned)dnnl_cpu_isa_avx512_core_bf16) == (unsigned)dnnl_cpu_isa_avx512_core_bf16) return 1;
-    if (why) snprintf(why, why_n, "oneDNN's ISA on this CPU is %s, without AVX512-BF16 or AMX", dnnl_cpu_isa2str(e));
+    if (why) snprintf(why, why_n, "oneDNN's ISA on this CPU is %s, without AVX512-BF16 or AMX", name);
     return 0;
 }
 
