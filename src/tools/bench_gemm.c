@@ -78,6 +78,10 @@ int main(int argc, char **argv) {
                    "                  [--threads N] [--set key=value]...\n");
             return 0;
         }
+        static const char *const known[] = { "--preset", "--seq", "--batch", "--linear", "--reps", "--threads", "--set" };
+        int k = 0;
+        while (k < 7 && strcmp(a, known[k])) k++;
+        if (k == 7) die_input("bench_gemm: unknown argument '%s' (see --help)", a);
         if (!v) die_input("bench_gemm: %s needs a value (see --help)", a);
         if (!strcmp(a, "--preset")) preset = v;
         else if (!strcmp(a, "--seq")) seq = parse_int(a, v, 1);
@@ -85,8 +89,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--linear")) linear = v;
         else if (!strcmp(a, "--reps")) reps = parse_int(a, v, 1);
         else if (!strcmp(a, "--threads")) threads = parse_int(a, v, 0);
-        else if (!strcmp(a, "--set")) sets[n_sets++] = v;
-        else die_input("bench_gemm: unknown argument '%s' (see --help)", a);
+        else sets[n_sets++] = v;   // --set
         i++;
     }
     threads = set_threads(threads);
