@@ -12,7 +12,8 @@ CFLAGS   ?= $(OPT) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -Wall -Wextra
 # first build failed with "hdf5.h: No such file"). The $(eval) memoises the answer.
 PKG_MODULES := openblas libfyaml sqlite3 hdf5
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKG_MODULES)))$(PKG_CFLAGS)
-PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs $(PKG_MODULES)))$(PKG_LIBS)
+# oneDNN (libdnnl-dev; Debian ships no .pc for it): the CPU back end's bf16 GEMMs.
+PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs $(PKG_MODULES)) -ldnnl)$(PKG_LIBS)
 LDLIBS   = $(PKG_LIBS) -lm
 BUILD    := build
 PYTHON   := /usr/bin/python3
@@ -52,6 +53,7 @@ help:
 	@echo "make info PRESET=cola-60m LINEAR=cola   parameter count and FLOPs per token"
 	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU), paired with PyTorch (REPEAT=3;"
 	@echo "                     TORCH_PYTHON=venv/bin/python [TORCH_ARGS=--compile]: a PyTorch 2 venv as the peer)"
+	@echo "make bench-bf16      CPU bf16 vs fp32: the step's GEMMs per shape, then the CoLA step interleaved (REPEAT=3)"
 	@echo "make bench-scaling   tokens/s, MFU and memory against size, sequence length, threads and tp"
 	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
 	@echo "make bench-attention CPU attention forward/backward GFLOP/s and % of the sgemm peak, s 256-2048, hd 64"
@@ -136,6 +138,16 @@ bench_repeat = $(if $(value REPEAT),$(call qvar,REPEAT),3)
 bench: $(BUILD)/bench
 	@bash .ci/deps.sh --bench
 	$(PYTHON) analysis/bench_paired.py --repeat $(bench_repeat) --profile $(if $(value TORCH_PYTHON),--torch-python $(call qvar,TORCH_PYTHON)) $(if $(value TORCH_ARGS),--torch-args $(call qvar,TORCH_ARGS)) -- $(foreach a,$(value BENCH_ARGS),$(call shq,$(a)))
+
+# CPU bf16 against fp32 (docs/cpu-bf16.md): the step's GEMMs per shape (build/bench_gemm),
+# then the CoLA step at both precisions interleaved fp32 bf16 ... REPEAT times (REPEAT <= 8)
+# in one process, one table. BENCH_ARGS is passed to build/bench.
+.PHONY: bench-bf16
+bench-bf16: $(BUILD)/bench $(BUILD)/bench_gemm
+	$(BUILD)/bench_gemm
+	@n=$(bench_repeat); list=; for i in $$(seq "$$n"); do list="$$list$${list:+,}fp32,bf16"; done; \
+	  echo "$(BUILD)/bench --linears cola --no-profile --no-switches --precision $$list $(value BENCH_ARGS)"; \
+	  $(BUILD)/bench --linears cola --no-profile --no-switches --precision "$$list" $(foreach a,$(value BENCH_ARGS),$(call shq,$(a)))
 
 # How cost grows with the work: size, sequence length, threads, tp (docs/benchmarks.md).
 bench-scaling: all

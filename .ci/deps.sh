@@ -3,10 +3,12 @@
 # the exact apt-get line (not root). PyTorch (python3-torch) is the independent reference
 # of tests/t_torch_reference.sh and of `make bench`; `--bench` is kept as an alias.
 # `--fuzz` (make fuzz only, never make test): clang and its libFuzzer/sanitizer runtimes.
+# libdnnl-dev (oneDNN): the bf16 CPU back end's GEMMs in bf16 arithmetic (AMX / AVX512-BF16).
 set -euo pipefail
 pkgs=(build-essential pkg-config libopenmpi-dev openmpi-bin libopenblas-dev libfyaml-dev
       libhdf5-dev hdf5-tools libsqlite3-dev sqlite3 bible-kjv
-      python3-numpy python3-h5py python3-matplotlib python3-torch)
+      python3-numpy python3-h5py python3-matplotlib python3-torch
+      libdnnl-dev)
 if [ "${1:-}" = --fuzz ]; then pkgs+=(clang libclang-rt-14-dev); fi
 missing=()
 for p in "${pkgs[@]}"; do

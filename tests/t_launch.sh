@@ -25,7 +25,7 @@ variants:
 YAML
 
 # ---- tools answer --help; unknown names get a suggestion; no limit on --set --------------
-for tool in exp train info prepare simulate calibrate bench bench_comm attention_bench; do
+for tool in exp train info prepare simulate calibrate bench bench_comm bench_gemm attention_bench; do
     out=$("$BUILD/$tool" --help 2>/dev/null); rc=$?
     if [ $rc = 0 ] && grep -q "usage" <<<"$out"; then pass "${tool}_help"; else fail "${tool}_help" "exit $rc: $(head -2 <<<"$out")"; fi
 done

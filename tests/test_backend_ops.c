@@ -4,7 +4,7 @@
 // operands), the reference back end cpu-fp32 against
 //   cuda-fp32   backend_cuda(DT_F32), TF32 off
 //   cuda-bf16   backend_cuda(DT_BF16)
-//   cpu-bf16    backend_cpu(DT_BF16), bf16 storage with fp32 math
+//   cpu-bf16    backend_cpu(DT_BF16), bf16 storage (bf16 GEMMs where the CPU has them)
 // Every buffer carries GUARD elements of a sentinel byte on each side; a write outside a
 // tensor (or into the row padding of a strided one, which is compared too) fails the case.
 //

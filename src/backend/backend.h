@@ -216,7 +216,8 @@ struct Backend {
 };
 
 // ---- construction ---------------------------------------------------------------------
-// The CPU back end in `dtype` (DT_F32: the reference; DT_BF16: bf16 storage, fp32 math).
+// The CPU back end in `dtype` (DT_F32: the reference; DT_BF16: bf16 storage, bf16 GEMMs
+// where the CPU has them, docs/cpu-bf16.md).
 Backend *backend_cpu(DType dtype);
 // The accounting back end: every allocation returns NULL and is counted at dtype's size.
 Backend *backend_dry(DType dtype);

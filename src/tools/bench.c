@@ -3,7 +3,7 @@
 //
 //   build/bench [--preset cola-60m] [--seq 256] [--batch 4] [--steps 6] [--warmup 2]
 //               [--linears dense,cola,svd] [--threads N] [--profile R | --no-profile]
-//               [--switches LIST | --no-switches] [--json OUT] [--set key=value]...
+//               [--switches LIST | --no-switches] [--precision LIST] [--json OUT] [--set key=value]...
 //   build/bench --peak-only            the sgemm peak alone (GFLOP/s, JSON on stdout)
 //
 // For each linear kind the model and its optimizer are built directly (model_init_parallel
@@ -23,12 +23,18 @@
 // --switches profiles the BOOST techniques one after another at tp = 1 on the low-rank kinds
 // (the default ladder: Vanilla, +BTP, +online RMSNorm, +grouping, +low-rank checkpointing,
 // and full recompute instead).
+//
+// --precision LIST (default fp32): each kind is run at each listed precision in the listed
+// order, fp32 on the reference back end, bf16 on the bf16-storage one (its GEMMs in bf16
+// arithmetic where the CPU has it, cpu_bf16.h); "fp32,bf16,fp32,bf16" interleaves the two,
+// and a last table gives per kind the median ms/step of each and the bf16 speed-up.
 #include <cblas.h>
 #include <math.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../backend/cpu/cpu_bf16.h"
 #include "../backend/ops.h"
 #include "../backend/profile.h"
 #include "../config/config.h"
@@ -44,6 +50,7 @@
 typedef struct {
     char label[64];
     LinearKind kind;
+    DType dtype;             // the back end: cpu fp32, or cpu bf16 storage
     int64_t params;
     double flops_per_token;
     double ms_step, ms_best, ms_fwd, ms_bwd, ms_opt;
@@ -62,10 +69,11 @@ static void usage_to(FILE *f, int code) {
     fprintf(f,
             "usage: bench [--preset NAME] [--seq T] [--batch B] [--steps N] [--warmup W]\n"
             "             [--linears dense,cola,svd] [--threads N] [--profile R | --no-profile]\n"
-            "             [--switches LIST | --no-switches] [--json OUT] [--set key=value]...\n"
+            "             [--switches LIST | --no-switches] [--precision LIST] [--json OUT] [--set key=value]...\n"
             "       bench --peak-only [--threads N]\n"
             "  LIST: comma-separated BOOST settings profiled on the low-rank kinds at tp = 1, each one of\n"
-            "        vanilla, btp, btp+online, btp+online+grouping, btp+online+grouping+lowrank, full\n");
+            "        vanilla, btp, btp+online, btp+online+grouping, btp+online+grouping+lowrank, full\n"
+            "  --precision LIST: comma-separated fp32, bf16, run in that order for each kind (fp32,bf16,fp32,bf16)\n");
     exit(code);
 }
 static void usage(void) { usage_to(stderr, EXIT_BAD_INPUT); }
@@ -97,7 +105,7 @@ static double one_step(Model *m, Optimizer *o, const TrainConfig *tc, const int3
 static void run_kind(KindResult *R, const Config *cfg, int batch, int steps, int warmup, int profile) {
     const ModelConfig *mc = &cfg->model;
     const TrainConfig *tc = &cfg->train;
-    Backend *bk = backend_cpu(DT_F32);
+    Backend *bk = backend_cpu(R->dtype);
     Model mdl; Optimizer opt;
     model_init_parallel(&mdl, mc, batch, mc->seq_len, tc->seed, comm_single(), &cfg->boost, 1, bk, 1);
     optimizer_init(&opt, &mdl, 0);
@@ -167,6 +175,39 @@ static void print_profile(KindResult *R, double peak) {
            1e3 * (tot.seconds - gemm_s), 1e3 * tot.seconds, R->ms_step);
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+// --precision with both: per kind, the median ms/step of the fp32 and of the bf16 runs (in
+// the listed order: interleaved when the list alternates) and the bf16 speed-up.
+static void print_precisions(const KindResult *res, int n) {
+    printf("\nfp32 vs bf16 step (median of the runs of each, one process; %s)\n", cpu_bf16_gemm_describe());
+    printf("| kind  | fp32 ms/step (min–max) | bf16 ms/step (min–max) | bf16 speed-up | runs | loss first→last fp32 / bf16 |\n");
+    printf("|-------|------------------------|------------------------|---------------|------|-----------------------------|\n");
+    for (int k = 0; k < n; k++) {
+        int first = 1;
+        for (int j = 0; j < k; j++) if (res[j].kind == res[k].kind) first = 0;
+        if (!first) continue;
+        double t[2][16]; int c[2] = { 0, 0 }; const KindResult *last[2] = { NULL, NULL };
+        for (int j = 0; j < n; j++) {
+            if (res[j].kind != res[k].kind) continue;
+            int p = res[j].dtype == DT_BF16;
+            if (c[p] < 16) t[p][c[p]++] = res[j].ms_step;
+            last[p] = &res[j];
+        }
+        if (!c[0] || !c[1]) continue;
+        double med[2];
+        for (int p = 0; p < 2; p++) {
+            qsort(t[p], (size_t)c[p], sizeof(double), cmp_double);
+            med[p] = c[p] % 2 ? t[p][c[p] / 2] : 0.5 * (t[p][c[p] / 2 - 1] + t[p][c[p] / 2]);
+        }
+        printf("| %-5s | %8.1f (%.1f–%.1f) | %8.1f (%.1f–%.1f) | %12.2fx | %d+%d | %.3f→%.3f / %.3f→%.3f |\n",
+               linear_kind_name(res[k].kind), med[0], t[0][0], t[0][c[0] - 1], med[1], t[1][0], t[1][c[1] - 1],
+               med[0] / med[1], c[0], c[1], last[0]->first_loss, last[0]->last_loss, last[1]->first_loss, last[1]->last_loss);
+    }
+}
+
 // The BOOST ladder: each entry a boost: setting of a low-rank model at tp = 1.
 typedef struct { const char *name; BoostConfig b; } SwitchSet;
 static const SwitchSet SWITCHES[] = {
@@ -191,11 +232,11 @@ static void json_write(const char *path, const KindResult *res, int n, const Con
             openblas_get_parallel(), wp ? wp : "");
     for (int i = 0; i < n; i++) {
         const KindResult *R = &res[i];
-        fprintf(f, "  {\"kind\": \"%s\", \"label\": \"%s\", \"params\": %lld, \"flops_per_token\": %.6g, \"ms_per_step\": %.4f, "
+        fprintf(f, "  {\"kind\": \"%s\", \"precision\": \"%s\", \"label\": \"%s\", \"params\": %lld, \"flops_per_token\": %.6g, \"ms_per_step\": %.4f, "
                    "\"ms_best\": %.4f, \"ms_fwd\": %.4f, \"ms_bwd\": %.4f, \"ms_opt\": %.4f, "
                    "\"tokens_per_s\": %.3f, \"mfu\": %.5f, \"first_loss\": %.6f, \"last_loss\": %.6f, "
                    "\"mem_peak_bytes\": %.0f",
-                linear_kind_name(R->kind), R->label, (long long)R->params, R->flops_per_token, R->ms_step, R->ms_best,
+                linear_kind_name(R->kind), dtype_name(R->dtype), R->label, (long long)R->params, R->flops_per_token, R->ms_step, R->ms_best,
                 R->ms_fwd, R->ms_bwd, R->ms_opt, R->tokens_per_s, R->mfu, R->first_loss, R->last_loss, R->mem_peak_bytes);
         if (R->profiled) {
             fprintf(f, ", \"ops\": [");
@@ -215,7 +256,7 @@ static void json_write(const char *path, const KindResult *res, int n, const Con
 
 int main(int argc, char **argv) {
     ensure_passive_omp(argv);   // see core/env.h: OpenMP spin-waiting starves OpenBLAS
-    const char *preset = "cola-60m", *linears = "dense,cola,svd", *json = NULL;
+    const char *preset = "cola-60m", *linears = "dense,cola,svd", *json = NULL, *precisions = "fp32";
     const char *switches = "vanilla,btp,btp+online,btp+online+grouping,btp+online+grouping+lowrank,full";
     int seq = 256, batch = 4, steps = 6, warmup = 2, threads = 0, profile = 3, peak_only = 0;
     const char **sets = xcalloc((size_t)argc, sizeof(char *));
@@ -236,6 +277,7 @@ int main(int argc, char **argv) {
         else if (OPT("--set")) sets[n_sets++] = v;
         else if (OPT("--profile")) profile = parse_int(a, v, 0);
         else if (OPT("--switches")) switches = v;
+        else if (OPT("--precision")) precisions = v;
         else if (strcmp(a, "--no-profile") == 0) profile = 0;
         else if (strcmp(a, "--no-switches") == 0) switches = "";
         else if (strcmp(a, "--peak-only") == 0) peak_only = 1;
@@ -252,26 +294,41 @@ int main(int argc, char **argv) {
 
     // Runs: every kind with the manifest defaults (boost off), then the BOOST ladder on the
     // low-rank kinds (profile only).
-    KindResult res[32];
-    Config cfgs[32];
+    KindResult res[48];
+    Config cfgs[48];
     int n_runs = 0, n_kinds = 0;
     char buf[256];
     xsnprintf(buf, sizeof buf, "%s", linears);
+    DType dts[16];
+    int n_dts = 0, mixed = 0;
+    char pbuf[256];
+    xsnprintf(pbuf, sizeof pbuf, "%s", precisions);
+    for (char *tok = strtok(pbuf, ","); tok; tok = strtok(NULL, ",")) {
+        if (n_dts == 16) die_input("--precision: at most 16 entries");
+        if (strcmp(tok, "fp32") && strcmp(tok, "bf16")) die_input("--precision: unknown precision '%s' (expected fp32, bf16)", tok);
+        dts[n_dts++] = strcmp(tok, "bf16") ? DT_F32 : DT_BF16;
+        if (dts[n_dts - 1] != dts[0]) mixed = 1;
+    }
+    if (n_dts == 0) die_input("--precision: empty");
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (n_kinds == 8) die_input("--linears: at most 8 entries");
         if (strcmp(tok, "dense") && strcmp(tok, "cola") && strcmp(tok, "svd"))
             die_input("--linears: unknown kind '%s' (expected dense, cola, svd)", tok);
-        Config *c = &cfgs[n_runs];
-        config_defaults(c);
-        char kv[128];
-        xsnprintf(kv, sizeof kv, "model.preset=%s", preset); config_set_override(c, kv);
-        xsnprintf(kv, sizeof kv, "model.linear=%s", tok); config_set_override(c, kv);
-        xsnprintf(kv, sizeof kv, "model.seq_len=%d", seq); config_set_override(c, kv);
-        for (int i = 0; i < n_sets; i++) config_set_override(c, sets[i]);
-        config_finalize(c);
-        memset(&res[n_runs], 0, sizeof res[n_runs]);
-        xsnprintf(res[n_runs].label, sizeof res[n_runs].label, "%s", tok);
-        n_runs++; n_kinds++;
+        for (int p = 0; p < n_dts; p++) {
+            if (n_kinds == 16) die_input("--linears x --precision: at most 16 runs");
+            Config *c = &cfgs[n_runs];
+            config_defaults(c);
+            char kv[128];
+            xsnprintf(kv, sizeof kv, "model.preset=%s", preset); config_set_override(c, kv);
+            xsnprintf(kv, sizeof kv, "model.linear=%s", tok); config_set_override(c, kv);
+            xsnprintf(kv, sizeof kv, "model.seq_len=%d", seq); config_set_override(c, kv);
+            for (int i = 0; i < n_sets; i++) config_set_override(c, sets[i]);
+            config_finalize(c);
+            memset(&res[n_runs], 0, sizeof res[n_runs]);
+            res[n_runs].dtype = dts[p];
+            if (n_dts == 1 && dts[0] == DT_F32) xsnprintf(res[n_runs].label, sizeof res[n_runs].label, "%s", tok);
+            else xsnprintf(res[n_runs].label, sizeof res[n_runs].label, "%s %s", tok, dtype_name(dts[p]));
+            n_runs++; n_kinds++;
+        }
     }
     if (n_kinds == 0) die_input("--linears: empty");
     int first_switch = n_runs;
@@ -284,10 +341,11 @@ int main(int argc, char **argv) {
             if (s < 0) die_input("--switches: unknown setting '%s' (see bench --help)", tok);
             for (int k = 0; k < n_kinds; k++) {
                 if (!kind_of(&cfgs[k].model)->lowrank) continue;   // the switches need a bottleneck
-                if (n_runs == 32) die_input("--switches: too many runs");
+                if (n_runs == 48) die_input("--switches: too many runs");
                 cfgs[n_runs] = cfgs[k];
                 cfgs[n_runs].boost = SWITCHES[s].b;
                 memset(&res[n_runs], 0, sizeof res[n_runs]);
+                res[n_runs].dtype = res[k].dtype;
                 xsnprintf(res[n_runs].label, sizeof res[n_runs].label, "%s %s", res[k].label, SWITCHES[s].name);
                 n_runs++;
             }
@@ -297,7 +355,7 @@ int main(int argc, char **argv) {
     // The sgemm "peak" is a 0.4 s measurement: another process on the machine during it
     // lowers it (and inflates MFU). It is measured again after every kind; the maximum
     // of all measurements is used.
-    double peaks[40];
+    double peaks[56];
     int n_peaks = 0;
     peaks[n_peaks++] = measure_sgemm_peak_gflops();
     double peak = peaks[0];
@@ -329,7 +387,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < n_runs; k++)
         res[k].mfu = res[k].tokens_per_s * res[k].flops_per_token / (peak * 1e9);
     const KindResult *dense = NULL;
-    for (int k = 0; k < n_kinds; k++) if (res[k].kind == LINEAR_DENSE) dense = &res[k];
+    for (int k = 0; k < n_kinds; k++) if (res[k].kind == LINEAR_DENSE && res[k].dtype == res[0].dtype && !dense) dense = &res[k];
 
     printf("\n| kind  | params  | train GFLOP/token | ms/step | tokens/s | MFU   | speed-up vs dense "
            "| FLOP ratio dense/kind | speed-up ÷ FLOP ratio |\n");
@@ -345,14 +403,14 @@ int main(int argc, char **argv) {
             snprintf(eff, sizeof eff, "%.2f", s / f);
         }
         printf("| %-5s | %6.2fM | %17.4f | %7.1f | %8.0f | %4.1f%% | %17s | %21s | %21s |\n",
-               linear_kind_name(R->kind), R->params / 1e6, R->flops_per_token / 1e9, R->ms_step,
+               R->label, R->params / 1e6, R->flops_per_token / 1e9, R->ms_step,
                R->tokens_per_s, 100 * R->mfu, su, fr, eff);
     }
     printf("\n| kind  | fwd ms | bwd ms | clip+AdamW ms | best step ms | loss first→last |\n");
     printf("|-------|--------|--------|---------------|--------------|-----------------|\n");
     for (int k = 0; k < n_kinds; k++) {
         const KindResult *R = &res[k];
-        printf("| %-5s | %6.1f | %6.1f | %13.1f | %12.1f | %6.3f → %6.3f |\n", linear_kind_name(R->kind),
+        printf("| %-5s | %6.1f | %6.1f | %13.1f | %12.1f | %6.3f → %6.3f |\n", R->label,
                R->ms_fwd, R->ms_bwd, R->ms_opt, R->ms_best, R->first_loss, R->last_loss);
     }
     if (profile) {
@@ -371,6 +429,8 @@ int main(int argc, char **argv) {
             }
         }
     }
+
+    if (mixed) print_precisions(res, n_kinds);
 
     printf("\ntargets:\n");
     if (dense)

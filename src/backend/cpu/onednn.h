@@ -1,0 +1,23 @@
+// onednn.h — bf16 GEMMs in bf16 arithmetic on the CPU through oneDNN's matmul primitive:
+// AMX tiles (TDPBF16PS) or AVX512-BF16 dot products (VDPBF16PS), whichever oneDNN's own
+// CPU dispatch picks (it also asks Linux for the AMX tile state, ARCH_REQ_XCOMP_PERM).
+// Products of two bf16 values are exact in fp32 and are accumulated in fp32; the output is
+// rounded to bf16 once. Used by the bf16-storage CPU back end (cpu_bf16.c).
+#pragma once
+#include <stddef.h>
+#include "../backend.h"
+
+// 1 when oneDNN's effective ISA on this CPU has bf16 arithmetic (AVX512-BF16 or AMX);
+// else 0 with the reason in why. isa (may be NULL) gets the ISA's name either way.
+int onednn_bf16_supported(char *isa, size_t isa_n, char *why, size_t why_n);
+
+// "oneDNN 2.6.3": the library this process loaded.
+const char *onednn_version(void);
+
+// C[M,N] = alpha·op(A)·op(B) + beta·C, every matrix bf16 (GemmArgs' row-major convention;
+// beta 0: C is not read). One matmul primitive per distinct shape, created on first use.
+// M, N, K ≥ 1. Not thread-safe: called from one thread (each op runs threaded inside).
+void onednn_bf16_gemm(const GemmArgs *g);
+
+// Primitives created so far (each distinct GEMM shape of the run is one).
+int onednn_bf16_cached(void);
