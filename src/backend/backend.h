@@ -196,6 +196,7 @@ struct Backend {
     // measurement of its own and MFU uses the host's sgemm (measure_sgemm_peak_gflops).
     double (*peak_gflops)(Backend *b);
     int peak_per_host;
+    const char *peak_label;    // what the peak is, in the run line: "sgemm" (NULL), "GPU datasheet", ...
     // Collectives on the device (NCCL): the CUDA device index and the CUDA stream
     // (cudaStream_t) its work is queued on. NULL on back ends whose buffers NCCL cannot use.
     int (*cuda_device)(const Backend *b);

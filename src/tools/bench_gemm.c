@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
         else sets[n_sets++] = v;   // --set
         i++;
     }
-    threads = set_threads(threads);
+    threads = trainer_set_threads(threads);
     Config cfg;
     config_defaults(&cfg);
     char kv[160];

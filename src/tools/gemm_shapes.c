@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
         else die_input("gemm_shapes: unknown argument '%s' (options: --preset --linear --seq --batch --threads --reps --set)", a);
         i++;
     }
-    threads = set_threads(threads);
+    threads = trainer_set_threads(threads);
 
     Config cfg;
     config_defaults(&cfg);

@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
         else die_input("kernel_bench: unknown argument '%s' (options: --tokens --vocab --params --threads --reps)", a);
         i++;
     }
-    threads = set_threads(threads);
+    threads = trainer_set_threads(threads);
     size_t nl = (size_t)N * V;
     float *L = xaligned_alloc(nl * 4), *G = xaligned_alloc(nl * 4);
     int32_t *tg = xmalloc(sizeof(int32_t) * (size_t)N);

@@ -383,8 +383,9 @@ static void log_comm_rows(RunCtx *ctx, int step) {
 // sgemm with all cores; a back end without one: the host's sgemm), made by rank 0 while the
 // other ranks wait without spinning (a busy wait would take the cores being measured).
 // A back end whose peak is its device's (peak_per_host 0) counts once per rank of the host.
+// The launch's peak is the host's sgemm: a device's own peak (a GPU's) replaces it.
 static double host_peak_gflops(const RunOptions *opt, Comm *comm, Backend *bk, double resumed_peak) {
-    if (opt->peak_gflops > 0) return opt->peak_gflops;
+    if (opt->peak_gflops > 0 && !(bk->peak_gflops && !bk->peak_per_host)) return opt->peak_gflops;
     double peak = resumed_peak;   // rank 0: a resumed run keeps the peak it started with
     if (comm->rank == 0 && !(peak > 0)) {
         int threads = opt->cfg.train.threads;
@@ -663,9 +664,10 @@ static void run_register(RunCtx *ctx) {
     if (ctx->root) {
         char in_launch[64] = "";
         if (ctx->launch_id) snprintf(in_launch, sizeof in_launch, ", launch %lld", (long long)ctx->launch_id);
-        printf("run %s (run_id %lld%s) | parameters %.3fM | train FLOPs/token %.4g | sgemm peak %.1f GFLOP/s x %d host%s%s | data %s (vocab %d)\n",
+        printf("run %s (run_id %lld%s) | parameters %.3fM | train FLOPs/token %.4g | %s peak %.1f GFLOP/s x %d host%s%s | data %s (vocab %d)\n",
                ctx->uid, (long long)run_id, in_launch, model_param_count(&cfg->model) / 1e6,
-               tr->flops_per_token, ctx->host_peak, ctx->hosts, ctx->hosts == 1 ? "" : "s", opt->peak_gflops > 0 ? " (the launch's)" : "",
+               tr->flops_per_token, tr->bk->peak_label ? tr->bk->peak_label : "sgemm", ctx->host_peak, ctx->hosts,
+               ctx->hosts == 1 ? "" : "s", opt->peak_gflops > 0 && !(tr->bk->peak_gflops && !tr->bk->peak_per_host) ? " (the launch's)" : "",
                tr->data.dir, tr->data.vocab_size);
         if (opt->n_overrides) {
             char line[4096] = "";

@@ -203,6 +203,18 @@ extern "C" int backend_cuda_available(char *why, size_t why_len) {
     return device_count(why, why_len) > 0;
 }
 
+// MFU's peak on a GPU: BOOST_GPU_PEAK_TFLOPS, else the datasheet's dense peak for the device's
+// name and the compute dtype (backend_cuda_peak_gflops, below); 0 (MFU not measured, said once)
+// for a device the table does not know.
+static double cu_peak_for_mfu(Backend *b) {
+    const char *source = NULL;
+    double g = backend_cuda_peak_gflops(b, &source);
+    if (!(g > 0))
+        fprintf(stderr, "warning: no GEMM peak known for GPU '%s': MFU is not measured (hint: BOOST_GPU_PEAK_TFLOPS=989.4 "
+                "for an H200 in bf16, from its datasheet)\n", backend_cuda_device_name(b));
+    return g;
+}
+
 extern "C" Backend *backend_cuda(DType dtype, int device, char *why, size_t why_len) {
     if (dtype != DT_F32 && dtype != DT_BF16)
         return refuse(why, why_len, "the CUDA back end computes in fp32 or bf16, not %s", dtype_name(dtype));
@@ -264,7 +276,10 @@ extern "C" Backend *backend_cuda(DType dtype, int device, char *why, size_t why_
     b->layer = -1;
     b->phase = PHASE_OTHER;
     b->cuda_device = backend_cuda_device;     // capabilities (backend.h): NCCL on this device and stream,
-    b->cuda_stream = backend_cuda_stream;     // a choice of attention kernels; no GEMM peak of its own yet
+    b->cuda_stream = backend_cuda_stream;     // a choice of attention kernels; the device's GEMM peak
+    b->peak_gflops = cu_peak_for_mfu;         // for MFU (per process: one device each, peak_per_host 0)
+    b->peak_per_host = 0;
+    b->peak_label = "GPU";
     b->set_attention = backend_cuda_set_attention;
     cuda_attention_init(b);
     return b;
