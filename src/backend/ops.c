@@ -3,11 +3,11 @@
 // back end is dry. The costs are what the dry back end's records, the timing wrapper's
 // profile and the performance model see, so they are written once: the rows of
 // OP_FRONT_ENDS (ops.h), with the FLOP formulas of GEMMs, attention and the LaX gates from
-// the FLOP module (model/flops.h). This file only expands the rows (OP_DEFINE) and holds the
+// the FLOP module (backend/op_flops.h, layer 1 of model/flops.h). This file only expands the rows (OP_DEFINE) and holds the
 // few cost helpers they name.
 #include <math.h>
 #include "ops.h"
-#include "../model/flops.h"
+#include "op_flops.h"   // the FLOPs of one op (the FLOP module's layer 1)
 #include "../core/check.h"
 
 static double es(const Backend *b) { return (double)dtype_size(b->dtype); }

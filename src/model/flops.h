@@ -1,7 +1,7 @@
 // flops.h — the one FLOP module: every FLOP formula of the engine, once.
 //
 // Two layers, the second built from the first:
-//  (1) the FLOPs of one op (static inline, below): what backend/ops.c reports to the
+//  (1) the FLOPs of one op (static inline, backend/op_flops.h): what backend/ops.c reports to the
 //      observer for every GEMM-class and attention op (the op profile, the dry back end's
 //      records, the simulator's trace);
 //  (2) the model's training FLOPs per token (flops.c): the sum of (1) over the GEMM-class
@@ -29,34 +29,9 @@
 #pragma once
 #include <stdint.h>
 #include "../config/config.h"
+#include "../backend/op_flops.h"   // (1): the FLOPs of one op
 
-// ---- (1) one op --------------------------------------------------------------------------
-// C[M,N] = op(A)[M,K]·op(B)[K,N]
-static inline double flops_gemm(int M, int N, int K) { return 2.0 * M * N * K; }
-// Causal (query, key) pairs of B sequences of length T over H heads: B·H·T(T+1)/2.
-static inline double flops_attention_pairs(int B, int T, int H) { return (double)B * H * T * (T + 1.0) / 2.0; }
-// Flash attention forward: 2 GEMM-equivalents over the causal pairs, 2·hd FLOPs each.
-static inline double flops_attention_forward(int B, int T, int H, int hd) {
-    return 2 * 2.0 * hd * flops_attention_pairs(B, T, H);
-}
-// Its backward: 5 GEMM-equivalents (S recomputed, dP, dV, dQ, dK).
-static inline double flops_attention_backward(int B, int T, int H, int hd) {
-    return 5 * 2.0 * hd * flops_attention_pairs(B, T, H);
-}
-// LaX dense gate on N rows of width r: out += z·W + b (the bias add counted), and its
-// backward (dz, dW: two products; dbias: a sum).
-static inline double flops_dense_gate_forward(int N, int r) { double n = (double)N * r; return 2.0 * n * r + n; }
-static inline double flops_dense_gate_backward(int N, int r) { double n = (double)N * r; return 4.0 * n * r + n; }
-// LaX kron gate, r = r1·r2 (docs/lax.md §3): forward [N·r1, r2]·[r2, r2] and [N·r2, r1]·[r1, r1];
-// backward re-forms T and adds dT, dz, dG1, dG2 (five products).
-static inline double flops_kron_gate_forward(int N, int r1, int r2) {
-    double n = (double)N * r1 * r2;
-    return 2.0 * n * (r1 + r2);
-}
-static inline double flops_kron_gate_backward(int N, int r1, int r2) {
-    double n = (double)N * r1 * r2;
-    return 2.0 * n * (2.0 * r1 + 3.0 * r2);
-}
+// ---- (1) one op: backend/op_flops.h (flops_gemm, flops_attention_*, the LaX gates) ------
 
 // ---- (2) the model -----------------------------------------------------------------------
 // Training FLOPs per token of one step (forward + backward, no recompute) of model m at
