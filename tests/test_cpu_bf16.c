@@ -187,7 +187,11 @@ TEST(training_run_tracks_fp32) {
     }
     EXPECT(w32 <= 0.02, "bf16 vs fp32: largest loss difference / first loss %.4f at step %d (%.4f vs %.4f)", w32, s32 + 1,
            l16[s32], l32[s32]);
-    EXPECT(wfb <= 0.01, "bf16 vs the fp32 fallback: largest loss difference / first loss %.4f at step %d (%.4f vs %.4f)", wfb,
+    // The same 2 % as against fp32: both comparisons follow two rounding paths through 40 steps
+    // of memorising one batch, where a difference grows late (measured: 0.42 % before the
+    // flash-attention and cross-entropy kernels changed fp32 summation orders, 1.01 % after,
+    // at step 36 of 40); a GEMM on the wrong path or unrounded inputs is off from step 1.
+    EXPECT(wfb <= 0.02, "bf16 vs the fp32 fallback: largest loss difference / first loss %.4f at step %d (%.4f vs %.4f)", wfb,
            sfb + 1, l16[sfb], lfb[sfb]);
     printf("  loss step 1 / %d: fp32 %.4f / %.4f, bf16 %.4f / %.4f, fallback %.4f / %.4f; largest difference / first loss: "
            "vs fp32 %.4f, vs fallback %.4f\n", S, l32[0], l32[S - 1], l16[0], l16[S - 1], lfb[0], lfb[S - 1], w32, wfb);
