@@ -16,16 +16,16 @@ extern "C" {
 static int n_fail = 0;
 
 static void put(Backend *b, void *d, const std::vector<float> &h) {
-    if (b->dtype == DT_F32) { bk_from_host(b, d, h.data(), h.size(), DT_F32); return; }
+    if (b->dtype == DT_F32) { op_from_host(b, d, h.data(), h.size(), DT_F32); return; }
     std::vector<__nv_bfloat16> t(h.size());
     for (size_t i = 0; i < h.size(); i++) t[i] = __float2bfloat16_rn(h[i]);
-    bk_from_host(b, d, t.data(), t.size(), DT_BF16);
+    op_from_host(b, d, t.data(), t.size(), DT_BF16);
 }
 static std::vector<float> get(Backend *b, const void *d, size_t n) {
     std::vector<float> h(n);
-    if (b->dtype == DT_F32) { bk_to_host(b, h.data(), d, n, DT_F32); return h; }
+    if (b->dtype == DT_F32) { op_to_host(b, h.data(), d, n, DT_F32); return h; }
     std::vector<__nv_bfloat16> t(n);
-    bk_to_host(b, t.data(), d, n, DT_BF16);
+    op_to_host(b, t.data(), d, n, DT_BF16);
     for (size_t i = 0; i < n; i++) h[i] = __bfloat162float(t[i]);
     return h;
 }
