@@ -244,12 +244,15 @@ FUZZ_SECONDS ?= 60
 FUZZERS ?= manifest shard tokenizer checkpoint
 FUZZ_BUILD := build-fuzz
 FUZZ_SRC := $(wildcard src/core/*.c src/config/*.c src/data/*.c) src/store/checkpoint.c src/store/util.c \
-            src/model/state.c src/model/params.c
+            src/model/state.c src/model/params.c src/model/kind.c $(wildcard src/model/kind_*.c) \
+            src/model/linear.c src/model/walk.c src/model/flops.c src/model/scratch.c \
+            src/backend/ops.c src/backend/backend.c $(wildcard src/parallel/comm*.c) src/parallel/grid.c
 FUZZ_OBJ := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SRC))
 FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas \
                -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_PKG_CFLAGS = $(eval FUZZ_PKG_CFLAGS := $$(shell pkg-config --cflags hdf5 libfyaml))$(FUZZ_PKG_CFLAGS)
-FUZZ_PKG_LIBS = $(eval FUZZ_PKG_LIBS := $$(shell pkg-config --libs hdf5 libfyaml))$(FUZZ_PKG_LIBS)
+# (the parameter table's kinds include parallel/comm.h, hence MPI's headers and library)
+FUZZ_PKG_CFLAGS = $(eval FUZZ_PKG_CFLAGS := $$(shell pkg-config --cflags hdf5 libfyaml) $$(shell mpicc --showme:compile))$(FUZZ_PKG_CFLAGS)
+FUZZ_PKG_LIBS = $(eval FUZZ_PKG_LIBS := $$(shell pkg-config --libs hdf5 libfyaml) $$(shell mpicc --showme:link))$(FUZZ_PKG_LIBS)
 
 $(FUZZ_BUILD)/.deps-ok: .ci/deps.sh
 	@bash .ci/deps.sh --fuzz
