@@ -614,6 +614,16 @@ static void config_check_lax(const Config *c, const char *pre) {
 
 static void check_size_limits(Config *c, const char *pre);   // below, "Size limits"
 
+void config_for_shape(Config *c, const char *preset, const char *linear, int seq_len, const char *const *sets, int n_sets) {
+    config_defaults(c);
+    char kv[160];
+    xsnprintf(kv, sizeof kv, "model.preset=%s", preset); config_set_override(c, kv);
+    xsnprintf(kv, sizeof kv, "model.linear=%s", linear); config_set_override(c, kv);
+    xsnprintf(kv, sizeof kv, "model.seq_len=%d", seq_len); config_set_override(c, kv);
+    for (int i = 0; i < n_sets; i++) config_set_override(c, sets[i]);
+    config_finalize(c);
+}
+
 void config_finalize(Config *c) {
     char pre[1300];
     ctx_prefix(c, pre, sizeof pre);

@@ -154,6 +154,9 @@ void config_set_override(Config *c, const char *assignment);
 // (d_model % n_heads, n_heads % n_kv_heads, even head_dim, no explicit ranks for dense,
 // only_lr_act only for cola, warmup <= steps, every value in range). Idempotent.
 void config_finalize(Config *c);
+// The benchmark tools' configuration: defaults, then model.preset, model.linear and
+// model.seq_len, then each "key=value" of sets, finalized (errors exit(2) as above).
+void config_for_shape(Config *c, const char *preset, const char *linear, int seq_len, const char *const *sets, int n_sets);
 // Print the resolved configuration as an aligned key/value table.
 void config_print_table(const Config *c, FILE *f);
 // Resolved configuration as one JSON object (malloc'd string).

@@ -315,14 +315,7 @@ int main(int argc, char **argv) {
             die_input("--linears: unknown kind '%s' (expected dense, cola, svd)", tok);
         for (int p = 0; p < n_dts; p++) {
             if (n_kinds == 16) die_input("--linears x --precision: at most 16 runs");
-            Config *c = &cfgs[n_runs];
-            config_defaults(c);
-            char kv[128];
-            xsnprintf(kv, sizeof kv, "model.preset=%s", preset); config_set_override(c, kv);
-            xsnprintf(kv, sizeof kv, "model.linear=%s", tok); config_set_override(c, kv);
-            xsnprintf(kv, sizeof kv, "model.seq_len=%d", seq); config_set_override(c, kv);
-            for (int i = 0; i < n_sets; i++) config_set_override(c, sets[i]);
-            config_finalize(c);
+            config_for_shape(&cfgs[n_runs], preset, tok, seq, (const char *const *)sets, n_sets);
             memset(&res[n_runs], 0, sizeof res[n_runs]);
             res[n_runs].dtype = dts[p];
             if (n_dts == 1 && dts[0] == DT_F32) xsnprintf(res[n_runs].label, sizeof res[n_runs].label, "%s", tok);

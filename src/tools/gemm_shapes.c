@@ -136,13 +136,7 @@ int main(int argc, char **argv) {
     threads = trainer_set_threads(threads);
 
     Config cfg;
-    config_defaults(&cfg);
-    char kv[160];
-    xsnprintf(kv, sizeof kv, "model.preset=%s", preset); config_set_override(&cfg, kv);
-    xsnprintf(kv, sizeof kv, "model.linear=%s", linear); config_set_override(&cfg, kv);
-    xsnprintf(kv, sizeof kv, "model.seq_len=%d", seq); config_set_override(&cfg, kv);
-    for (int i = 0; i < n_sets; i++) config_set_override(&cfg, sets[i]);
-    config_finalize(&cfg);
+    config_for_shape(&cfg, preset, linear, seq, sets, n_sets);
 
     Backend *bk = backend_cpu(DT_F32);
     static BackendOps wrapped;
