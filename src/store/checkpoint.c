@@ -180,9 +180,7 @@ static void write_family(H5Job *j, hid_t f, const ModelState *m, const char *fam
 }
 
 void checkpoint_write(const char *path, const ModelState *m, const CheckpointMeta *meta) {
-    for (int i = 0; i < m->table.n_specs; i++)   // before anything is open
-        CHECK(strncmp(m->table.specs[i].name, "model/", 6) == 0, "parameter name '%s' does not start with model/",
-              m->table.specs[i].name);
+    store_check_param_names(m);   // before anything is open
     char tmp[1200], now[32];
     store_iso_now(now);
     H5Job j;

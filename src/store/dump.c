@@ -79,9 +79,7 @@ void dump_write(const char *path, const ModelState *m, const Model *acts, int64_
                 const char *config_json, const int32_t *inputs, const int32_t *targets, int rows, int T,
                 double loss) {
     CHECK(rows >= 1 && T >= 1, "dump_write: bad batch shape [%d,%d]", rows, T);
-    for (int i = 0; i < m->table.n_specs; i++)   // before anything is open
-        CHECK(strncmp(m->table.specs[i].name, "model/", 6) == 0, "parameter name '%s' does not start with model/",
-              m->table.specs[i].name);
+    store_check_param_names(m);   // before anything is open
     char tmp[1200], now[32];
     store_iso_now(now);
     H5Job j;

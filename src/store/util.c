@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "../core/check.h"
@@ -299,4 +300,10 @@ hid_t h5j_group(H5Job *j, hid_t file, const char *path) {
     hid_t g = H5J(j, H5Gcreate2(file, path, lcpl, H5P_DEFAULT, H5P_DEFAULT), "creating group", path);
     h5j_close(j, lcpl);
     return g;
+}
+
+void store_check_param_names(const ModelState *m) {
+    for (int i = 0; i < m->table.n_specs; i++)
+        CHECK(strncmp(m->table.specs[i].name, "model/", 6) == 0, "parameter name '%s' does not start with model/",
+              m->table.specs[i].name);
 }

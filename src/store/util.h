@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <hdf5.h>
+#include "../model/state.h"
 
 // mkdir -p `dir` / the directory part of `path` (no-op for "" or "."); exit 2 with a
 // message naming the directory on failure.
@@ -13,6 +14,9 @@ void store_mkdir_p(const char *dir);
 void store_mkdir_parent(const char *path);
 // "2024-05-01T12:34:56.789Z" (ISO-8601 UTC, millisecond resolution; sorts as text).
 void store_iso_now(char buf[32]);
+// Before a checkpoint or dump file is opened: every parameter of m is named "model/..." (the
+// group both formats keep the weights in); else a fatal error naming the parameter.
+void store_check_param_names(const ModelState *m);
 // Append `s` as a JSON string literal (with quotes) to buf (NUL-terminated, size n);
 // dies on truncation. (The escape is core/json.h's json_escape.)
 void store_json_str(char *buf, size_t n, const char *s);
