@@ -55,5 +55,7 @@ mpi_grids() {
             grep '^FAIL ' "$TMP/out" | sed 's/^FAIL /  also: /'
             grep -E '^  rank |fatal|error|Segmentation' "$TMP/err" | head -8 | sed 's/^ */  also: /'
         fi
+        # MPI_GRIDS_VERBOSE=1: the binary's own stderr (e.g. test_btp's per-case collective counts)
+        if [ -n "${MPI_GRIDS_VERBOSE:-}" ]; then cat "$TMP/err" >&2; fi
     done
 }

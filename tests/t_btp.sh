@@ -5,27 +5,11 @@
 # plus full_recompute, LaX's gate/norm forms, GQA, the SiLU gate and tied embeddings; exact
 # per-layer collectives (LaX: Vanilla-TP's all-gathers, none more under BTP, none in the
 # low-rank recompute) and pipeline message sizes; the activation-memory formulas. Rank 0 prints one PASS/FAIL line per test (the AND over
-# all ranks); this script prints one line per grid. BTP_VERBOSE=1 also prints each case's
+# all ranks); this script prints one line per grid. MPI_GRIDS_VERBOSE=1 also prints each case's
 # layer-0 all-reduce calls/elements and the worst tolerance ratio (on stderr).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 BIN=$BUILD/test_btp
 if [ ! -x "$BIN" ]; then fail btp_build "$BIN not built (make $BIN)"; exit 0; fi
 if ! command -v mpirun >/dev/null; then fail btp_mpirun "mpirun not found (Debian: openmpi-bin)"; exit 0; fi
 export OMP_NUM_THREADS=1   # 4 ranks on 2 cores: one thread each
-MPIRUN=(mpirun --oversubscribe --allow-run-as-root)
-N_TESTS=$(grep -c '^    RUN_ALL(' "$ROOT/tests/test_btp.c")
-
-for grid in 1x1 2x1 4x1 2x2; do
-    IFS=x read -r tp pp <<<"$grid"
-    np=$((tp * pp))
-    timeout 120 "${MPIRUN[@]}" -np "$np" "$BIN" "$tp" "$pp" >"$TMP/out" 2>"$TMP/err"; rc=$?
-    npass=$(grep -c '^PASS ' "$TMP/out"); nfail=$(grep -c '^FAIL ' "$TMP/out")
-    if [ "$rc" -eq 0 ] && [ "$nfail" -eq 0 ] && [ "$npass" -eq "$N_TESTS" ]; then
-        pass "btp_grid_${grid} ($npass tests on $np ranks)"
-    else
-        fail "btp_grid_${grid}" "exit $rc, $npass/$N_TESTS passed, $nfail failed"
-        grep '^FAIL ' "$TMP/out" | sed 's/^FAIL /  also: /'
-        grep -E '^  rank |fatal|error' "$TMP/err" | head -8 | sed 's/^ */  also: /'
-    fi
-    if [ -n "${BTP_VERBOSE:-}" ]; then cat "$TMP/err" >&2; fi
-done
+mpi_grids btp "$BIN" "$(grep -c '^    RUN_ALL(' "$ROOT/tests/test_btp.c")" 1x1 2x1 4x1 2x2

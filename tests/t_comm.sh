@@ -11,22 +11,7 @@ if ! command -v mpirun >/dev/null; then fail comm_mpirun "mpirun not found (Debi
 
 # --oversubscribe: 4 ranks on a 2-core machine; --allow-run-as-root: containers run as root.
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root)
-N_TESTS=$(grep -c '^    RUN_ALL(' "$ROOT/tests/test_comm.c")
-
-for grid in 1x1x1 2x1x1 4x1x1 2x2x1 2x1x2 1x2x2; do
-    IFS=x read -r tp pp dp <<<"$grid"
-    np=$((tp * pp * dp))
-    # timeout: a deadlocked exchange must fail the test, not hang the suite
-    timeout 60 "${MPIRUN[@]}" -np "$np" "$BIN" "$tp" "$pp" "$dp" >"$TMP/out" 2>"$TMP/err"; rc=$?
-    npass=$(grep -c '^PASS ' "$TMP/out"); nfail=$(grep -c '^FAIL ' "$TMP/out")
-    if [ "$rc" -eq 0 ] && [ "$nfail" -eq 0 ] && [ "$npass" -eq "$N_TESTS" ]; then
-        pass "comm_grid_${grid} ($npass tests on $np ranks)"
-    else
-        fail "comm_grid_${grid}" "exit $rc, $npass/$N_TESTS passed, $nfail failed"
-        grep '^FAIL ' "$TMP/out" | sed 's/^FAIL /  also: /'
-        grep -E '^  rank |fatal|error' "$TMP/err" | head -8 | sed 's/^ */  also: /'
-    fi
-done
+mpi_grids comm "$BIN" "$(grep -c '^    RUN_ALL(' "$ROOT/tests/test_comm.c")" 1x1x1 2x1x1 4x1x1 2x2x1 2x1x2 1x2x2
 
 # tp·pp·dp = 4 on 3 ranks: exit 2 (mpirun passes the ranks' code on), the message once.
 expect_error comm_world_size_mismatch "the process grid tp×pp×dp = 2×1×2 = 4 needs 4 ranks, but mpirun started 3" 2 \

@@ -486,8 +486,7 @@ TEST(manifest_grid) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_config.XXXXXX");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (tl_tmpdir(tmpdir, sizeof tmpdir, "test_config")) return 1;
     RUN(sha256_vectors);
     RUN(param_count_cola60m);
     RUN(param_count_tiny_odd_gqa);
@@ -504,8 +503,5 @@ int main(void) {
     RUN(manifest_extends_deep_merge);
     RUN(manifest_named_variants);
     RUN(manifest_grid);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd)) {}
-    TL_EXIT();
+    return tl_finish(tmpdir);
 }

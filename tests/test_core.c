@@ -117,16 +117,12 @@ TEST(read_regular_refuses_the_rest) {
 }
 
 int main(void) {
-    snprintf(TMPD, sizeof TMPD, "/tmp/test_core.XXXXXX");
-    if (!mkdtemp(TMPD)) { perror("mkdtemp"); return 1; }
+    if (tl_tmpdir(TMPD, sizeof TMPD, "test_core")) return 1;
     RUN(crc32_known_values);
     RUN(json_escape_cases);
     RUN(tmp_names);
     RUN(atomic_write_commits_and_cleans);
     RUN(atomic_write_full_disk);
     RUN(read_regular_refuses_the_rest);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", TMPD);
-    if (!tl_n_fail && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", TMPD);
-    TL_EXIT();
+    return tl_finish(TMPD);
 }

@@ -398,8 +398,7 @@ TEST(dataset_text_cache) {
 }
 
 int main(void) {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/test_data.XXXXXX");
-    if (!mkdtemp(g_tmp)) { perror("mkdtemp"); return 1; }
+    if (tl_tmpdir(g_tmp, sizeof g_tmp, "test_data")) return 1;
     RUN(pretokenizer_chunks);
     RUN(train_matches_naive_reference);
     RUN(stops_early_when_no_pairs_left);
@@ -411,9 +410,7 @@ int main(void) {
     RUN(shard_roundtrip_32bit);
     RUN(dataset_synthetic_and_loader);
     RUN(dataset_text_cache);
-    char cmd[400]; snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", g_tmp);
     if (g_have_tok) tokenizer_free(&g_tok1024);
     free(g_kjv);
-    TL_EXIT();
+    return tl_finish(g_tmp);
 }

@@ -459,8 +459,7 @@ TEST(db_damaged_refused) {
 }
 
 int main(void) {
-    snprintf(TMPDIR_, sizeof TMPDIR_, "/tmp/test_db.XXXXXX");
-    if (!mkdtemp(TMPDIR_)) { perror("mkdtemp"); return 1; }
+    if (tl_tmpdir(TMPDIR_, sizeof TMPDIR_, "test_db")) return 1;
     RUN(db_migrates_schema_1);
     RUN(db_migrates_schema_2);
     RUN(db_migrates_schema_3);
@@ -471,8 +470,5 @@ int main(void) {
     RUN(db_busy_keeps_rows_and_retries);
     RUN(db_full_disk_clean_error);
     RUN(db_damaged_refused);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", TMPDIR_);
-    if (!tl_n_fail && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", TMPDIR_);
-    TL_EXIT();
+    return tl_finish(TMPDIR_);
 }

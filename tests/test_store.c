@@ -748,8 +748,7 @@ int main(int argc, char **argv) {
         printf("ok\n");
         return 0;
     }
-    snprintf(TMPDIR_, sizeof TMPDIR_, "/tmp/test_store.XXXXXX");
-    if (!mkdtemp(TMPDIR_)) { perror("mkdtemp"); return 1; }
+    if (tl_tmpdir(TMPDIR_, sizeof TMPDIR_, "test_store")) return 1;
     RUN(db_schema_round_trip);
     RUN(db_relogged_steps_replace_and_resume);
     RUN(db_manifest_conflicts);
@@ -770,8 +769,5 @@ int main(int argc, char **argv) {
     RUN(ckpt_metadata_checksum_and_old_version);
     RUN(ckpt_latest_good_falls_back);
     RUN(dump_write_reads_back);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", TMPDIR_);
-    if (!tl_n_fail && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", TMPDIR_);
-    TL_EXIT();
+    return tl_finish(TMPDIR_);
 }

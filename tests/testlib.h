@@ -53,6 +53,22 @@ __attribute__((constructor)) static void tl_help(void) {
     tl_n_skip = 0; const char *tl_current = "";
 #define TL_EXIT() return tl_n_fail ? 1 : 0
 
+// A test binary's scratch folder: /tmp/<name>.XXXXXX made into dir (0, or 1 after saying why).
+// tl_finish removes it when every test passed (a failure keeps it to look at) and gives main's
+// exit status.
+static inline int tl_tmpdir(char *dir, size_t size, const char *name) {
+    snprintf(dir, size, "/tmp/%s.XXXXXX", name);
+    if (mkdtemp(dir)) return 0;
+    perror("mkdtemp");
+    return 1;
+}
+static inline int tl_finish(const char *dir) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (!tl_n_fail && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return tl_n_fail ? 1 : 0;
+}
+
 // max_i |a_i - b_i| / (atol + rtol*|b_i|)  <= 1 means "close".
 static inline double tl_close_ratio(const float *a, const float *b, size_t n, double atol, double rtol, size_t *worst) {
     double r = 0; size_t w = 0;
