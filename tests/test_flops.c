@@ -5,6 +5,7 @@
 // module's flops_train_per_token × tokens exactly (every term is an integer below 2^53), and
 // its GEMM part flops_gemm_per_token × tokens. So MFU (train/trainer.c, tools/bench.c) and
 // `build/info`, which print the module's count, agree with the op profile and the simulator.
+// And the dry back end runs the same ops, in the same order, as the cpu (dry_trace_equals_cpu_trace).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,35 +34,44 @@ static Sum sum_trace(const OpProfile *p) {
     return s;
 }
 
-static void check_kind(const char *linear, const char *const *sets, const char *label) {
-    Config c;
-    config_defaults(&c);
-    config_set_override(&c, "model.preset=tiny-odd");   // odd ranks, GQA, untied
+// One training step (forward and backward of a micro-batch of 2 sequences) of the tiny-odd
+// preset (odd ranks, GQA, untied) with model.linear and the overrides `sets`, on bk, its op
+// trace in p (detached; the caller frees it) and its configuration in c.
+static void step_trace(const char *linear, const char *const *sets, Backend *bk, OpProfile *p, Config *c) {
+    config_defaults(c);
+    config_set_override(c, "model.preset=tiny-odd");
     char a[128];
     snprintf(a, sizeof a, "model.linear=%s", linear);
-    config_set_override(&c, a);
-    for (; sets && *sets; sets++) config_set_override(&c, *sets);
-    config_finalize(&c);
-    int B = 2, T = c.model.seq_len;
+    config_set_override(c, a);
+    for (; sets && *sets; sets++) config_set_override(c, *sets);
+    config_finalize(c);
+    int B = 2, T = c->model.seq_len;
     Model m;
-    Backend *dry = backend_dry(DT_F32);
-    model_init_parallel(&m, &c.model, B, T, 1, comm_single(), NULL, 1, dry, 1);
-    OpProfile p;
-    op_profile_attach(&p, dry, 0, 1);
+    model_init_parallel(&m, &c->model, B, T, 1, comm_single(), &c->boost, 1, bk, 1);
+    op_profile_attach(p, bk, 0, 1);
     int32_t *tok = calloc((size_t)B * T, sizeof *tok);
     model_forward(&m, tok, tok);
     model_backward(&m, 1.0f);
+    free(tok);
+    bk_observe(bk, NULL, NULL);   // detached; the trace stays
+    p->bk = NULL;
+    model_free(&m);
+}
+
+static void check_kind(const char *linear, const char *const *sets, const char *label) {
+    Config c;
+    Backend *dry = backend_dry(DT_F32);
+    OpProfile p;
+    step_trace(linear, sets, dry, &p, &c);
     Sum s = sum_trace(&p);
-    double N = (double)B * T;
+    double N = 2.0 * c.model.seq_len;
     double want_gemm = flops_gemm_per_token(&c.model) * N, want = flops_train_per_token(&c.model) * N;
     EXPECT(s.ops > 0, "%s: the dry step reported no op", label);
     EXPECT(s.gemm == want_gemm, "%s: the GEMM ops report %.0f FLOPs, flops_gemm_per_token x %g tokens = %.0f", label,
            s.gemm, N, want_gemm);
     EXPECT(s.gemm + s.attention == want, "%s: the op profile sums to %.0f FLOPs (attention %.0f), "
            "flops_train_per_token x %g tokens = %.0f", label, s.gemm + s.attention, s.attention, N, want);
-    free(tok);
     op_profile_detach(&p);
-    model_free(&m);
     backend_free(dry);
 }
 
@@ -84,10 +94,64 @@ TEST(step_flops_equal_op_profile) {
     }
 }
 
+// The dry back end allocates nothing, so a driver that chose its ops by testing a buffer
+// pointer (a weight that exists or not) would run other ops on dry than on the cpu, and the
+// simulator would price a step the engine never takes. One training step of each kind, tied
+// and untied, records the same op trace (name, phase, layer, shape, FLOPs, bytes) on both.
+static void check_same_trace(const char *linear, const char *const *sets, const char *label) {
+    Backend *cpu = backend_cpu(DT_F32), *dry = backend_dry(DT_F32);
+    OpProfile pc, pd;
+    Config c;
+    step_trace(linear, sets, cpu, &pc, &c);
+    step_trace(linear, sets, dry, &pd, &c);
+    EXPECT(pc.n_trace > 0 && pc.n_trace == pd.n_trace, "%s: %zu ops on cpu, %zu on dry", label, pc.n_trace, pd.n_trace);
+    size_t n = pc.n_trace < pd.n_trace ? pc.n_trace : pd.n_trace;
+    for (size_t i = 0; i < n; i++) {
+        const OpInfo *x = &pc.trace[i].op, *y = &pd.trace[i].op;
+        if (strcmp(x->name, y->name) || x->phase != y->phase || x->layer != y->layer || x->M != y->M || x->N != y->N ||
+            x->K != y->K || x->count != y->count || x->flops != y->flops || x->bytes != y->bytes) {
+            EXPECT(0, "%s: op %zu is %s (phase %d, layer %d, %dx%dx%d, %.0f FLOPs, %.0f B) on cpu, "
+                   "%s (phase %d, layer %d, %dx%dx%d, %.0f FLOPs, %.0f B) on dry", label, i, x->name, (int)x->phase,
+                   x->layer, x->M, x->N, x->K, x->flops, x->bytes, y->name, (int)y->phase, y->layer, y->M, y->N, y->K,
+                   y->flops, y->bytes);
+            break;
+        }
+    }
+    op_profile_detach(&pc);
+    op_profile_detach(&pd);
+    backend_free(cpu);
+    backend_free(dry);
+}
+
+TEST(dry_trace_equals_cpu_trace) {
+    static const char *const untied[] = { NULL }, *const tied[] = { "model.tie_embeddings=true", NULL };
+    static const char *const lax_sets[][4] = {
+        { "model.lax_gate=identity", "model.lax_norm=none", "model.lax_base=svd", NULL },
+        { "model.lax_gate=kron", "model.lax_norm=layernorm", "model.lax_base=cola", NULL },
+    };
+    const char *kinds[] = { "dense", "cola", "svd" };
+    for (int k = 0; k < 3; k++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s untied", kinds[k]);
+        check_same_trace(kinds[k], untied, label);
+        snprintf(label, sizeof label, "%s tied", kinds[k]);
+        check_same_trace(kinds[k], tied, label);
+    }
+    check_same_trace("lax", lax_sets[0], "lax svd identity");
+    check_same_trace("lax", lax_sets[1], "lax cola kron layernorm");
+    static const char *const boost[] = { "boost.btp=true", "boost.online_rmsnorm=true", "boost.grouping=true",
+                                         "boost.lowrank_ckpt=true", NULL };
+    check_same_trace("cola", boost, "cola btp, every switch");
+    check_same_trace("svd", boost, "svd btp, every switch");
+    static const char *const btp_only[] = { "boost.btp=true", NULL }, *const recompute[] = { "boost.full_recompute=true", NULL };
+    check_same_trace("cola", btp_only, "cola btp");
+    check_same_trace("cola", recompute, "cola full recompute");
+}
+
 // The kinds' per-linear counts add up to the closed form the tests of test_config.c check by
 // hand, and the registry names each kind as model.linear spells it.
 TEST(registry_names_kinds) {
-    for (int k = LINEAR_DENSE; k <= LINEAR_LAX; k++) {
+    for (int k = 0; k < LINEAR_KIND_COUNT; k++) {
         ModelConfig m = {0};
         m.linear = (LinearKind)k;
         EXPECT(!strcmp(kind_of(&m)->name, linear_kind_name((LinearKind)k)), "kind %d is named %s, model.linear says %s",
@@ -98,6 +162,7 @@ TEST(registry_names_kinds) {
 int main(void) {
     RUN(step_flops_equal_op_profile);
     RUN(registry_names_kinds);
+    RUN(dry_trace_equals_cpu_trace);
     printf("\n%d passed, %d failed, %d skipped\n", tl_n_pass, tl_n_fail, tl_n_skip);
     TL_EXIT();
 }

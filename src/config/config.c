@@ -18,7 +18,9 @@
 // Schema
 // ---------------------------------------------------------------------------------
 
-static const char *const linear_names[] = {"dense", "cola", "svd", "lax", NULL};
+#define LINEAR_NAME_ROW(NAME, name) #name,
+static const char *const linear_names[] = {LINEAR_KINDS(LINEAR_NAME_ROW) NULL};
+#undef LINEAR_NAME_ROW
 static const char *const lax_base_names[] = {"cola", "svd", NULL};
 static const char *const lax_gate_names[] = {"identity", "dense", "kron", NULL};
 static const char *const lax_norm_names[] = {"layernorm", "none", NULL};
@@ -234,7 +236,11 @@ int config_key_was_set(const Config *c, const char *dotted) {
 }
 
 const char *linear_kind_name(LinearKind k) {
-    return (k >= LINEAR_DENSE && k <= LINEAR_LAX) ? linear_names[k] : "?";
+    return (k >= 0 && k < LINEAR_KIND_COUNT) ? linear_names[k] : "?";
+}
+
+const char *config_device_name(Device d) {
+    return (d >= 0 && d < (int)(sizeof device_names / sizeof *device_names) - 1) ? device_names[d] : "?";
 }
 
 // ---------------------------------------------------------------------------------

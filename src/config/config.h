@@ -7,7 +7,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum { LINEAR_DENSE = 0, LINEAR_COLA = 1, LINEAR_SVD = 2, LINEAR_LAX = 3 } LinearKind;
+#include "linear_kinds.h"
+
+// model.linear: LINEAR_DENSE, LINEAR_COLA, LINEAR_SVD, LINEAR_LAX, ... (linear_kinds.h)
+#define LINEAR_ENUM_ROW(NAME, name) LINEAR_##NAME,
+typedef enum { LINEAR_KINDS(LINEAR_ENUM_ROW) LINEAR_KIND_COUNT } LinearKind;
+#undef LINEAR_ENUM_ROW
 // LaX (latent crossing, docs/lax.md): each low-rank layer adds a gated copy of the same
 // projection's latent of the previous layer to its own before the up-projection.
 // model.lax_base: the low-rank layer being crossed (σ = SiLU for cola, identity for svd).
@@ -170,6 +175,9 @@ int preset_apply(const char *name, ModelConfig *m);
 const char *const *preset_names(void);
 
 const char *linear_kind_name(LinearKind k);
+// run.device's value as the configuration spells it ("cpu", "cuda"): the back end's name in
+// the registry (backend/select.c).
+const char *config_device_name(Device d);
 // Is `step` in a run.dump_steps list ("1,10" or "[1,10]")?
 int config_step_listed(const char *list, int step);
 

@@ -1,13 +1,12 @@
-// kind.c — the registry of linear kinds: one line per kind (kind.h).
+// kind.c — the registry of linear kinds, generated from config/linear_kinds.h (kind.h).
 #include "kind.h"
 #include "../core/check.h"
 
-static const Kind *const kinds[] = {
-    [LINEAR_DENSE] = &kind_dense,
-    [LINEAR_COLA] = &kind_cola,
-    [LINEAR_SVD] = &kind_svd,
-    [LINEAR_LAX] = &kind_lax,
-};
+// Each kind of config/linear_kinds.h: its `const Kind kind_<name>` (kind_<name>.c) at its enum value.
+#define KIND_DECLARE_ROW(NAME, name) extern const Kind kind_##name;
+LINEAR_KINDS(KIND_DECLARE_ROW)
+#define KIND_TABLE_ROW(NAME, name) [LINEAR_##NAME] = &kind_##name,
+static const Kind *const kinds[LINEAR_KIND_COUNT] = {LINEAR_KINDS(KIND_TABLE_ROW)};
 
 const Kind *kind_of(const ModelConfig *m) {
     int n = (int)(sizeof kinds / sizeof kinds[0]);

@@ -86,7 +86,7 @@ typedef struct Kind {
 // The kind of model.linear (the registry, kind.c).
 const Kind *kind_of(const ModelConfig *m);
 
-extern const Kind kind_dense, kind_cola, kind_svd, kind_lax;
+// The kinds themselves (kind_<name>.c) are declared where they are registered (kind.c, from config/linear_kinds.h).
 
 // The entries a plain factor pair (cola, svd) takes from linear.c, in a Kind initializer.
 #define KIND_FACTOR_PAIR                                                                         \

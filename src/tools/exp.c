@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "../backend/backend.h"
 #include "../config/manifest.h"
 #include "../core/check.h"
 #include "../core/fs.h"
@@ -347,7 +348,8 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
 // variant belongs on GPUs, or to the performance model (SIMULATE=1).
 static void refuse_if_too_big(const ManifestVariant *v, const char *experiment) {
     const Config *c = &v->config;
-    if (c->run.device != DEVICE_CPU) return;
+    const BackendKind *kind = backend_kind(config_device_name(c->run.device));
+    if (!kind || kind->per_rank_device) return;   // its memory is the device's, not this host's
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return;
     char line[256];

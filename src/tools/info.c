@@ -118,7 +118,7 @@ static void all_table(const char *const *sets, int n_sets) {
            "p/dense", "F/dense");
     for (const char *const *p = preset_names(); *p; p++) {
         double dense_p = 0, dense_f = 0;
-        for (int lk = LINEAR_DENSE; lk <= LINEAR_LAX; lk++) {
+        for (int lk = 0; lk < LINEAR_KIND_COUNT; lk++) {
             Config c;
             config_defaults(&c);
             char a[128];

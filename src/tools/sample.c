@@ -126,8 +126,6 @@ int main(int argc, char **argv) {
         else die_input_hint(USAGE, "sample: one checkpoint at a time");
     }
     if (!path) die_input_hint(USAGE, "sample: no checkpoint given (checkpoints/<run uid>/step_<N>.h5)");
-    if (strcmp(device, "cpu") && strcmp(device, "cuda")) die_input("--device %s: expected cpu or cuda", device);
-    if (strcmp(precision, "fp32") && strcmp(precision, "bf16")) die_input("--precision %s: expected fp32 or bf16", precision);
 
     // a run's folder: its newest checkpoint that verifies
     char file[1200];
@@ -148,8 +146,8 @@ int main(int argc, char **argv) {
     if (!checkpoint_read_meta(file, &meta, why, sizeof why)) die_input("%s: %s", file, why);
     Config cfg;
     config_from_json(&cfg, meta.config_json, file);
-    cfg.run.device = !strcmp(device, "cuda") ? DEVICE_CUDA : DEVICE_CPU;
-    cfg.train.precision = !strcmp(precision, "bf16") ? PRECISION_BF16 : PRECISION_FP32;
+    config_set_key(&cfg, "run.device", device, 0, "--device");         // the schema's names and messages
+    config_set_key(&cfg, "train.precision", precision, 0, "--precision");
     const ModelConfig *mc = &cfg.model;
     if (!tok_path) tok_path = meta.tokenizer_path;
     if (!tok_path || !tok_path[0])

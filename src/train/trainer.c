@@ -22,22 +22,12 @@ int trainer_set_threads(int threads) {
 
 static DType run_dtype(const Config *cfg) { return cfg->train.precision == PRECISION_BF16 ? DT_BF16 : DT_F32; }
 
-// run.device's value as the configuration spells it ("cpu", "cuda"): the back end's name in
-// the registry (backend/select.c).
-static void device_name(const Config *cfg, char *buf, size_t n) {
-    int nk; const ConfigKey *keys = config_schema(&nk);
-    for (int i = 0; i < nk; i++)
-        if (!strcmp(keys[i].section, "run") && !strcmp(keys[i].key, "device")) { config_format_value(cfg, &keys[i], buf, n); return; }
-    DIE("the configuration schema has no run.device");
-}
-
 // The back end is found by run.device's name in the registry and then used by what it
 // can do (backend.h capabilities), never by its name: a back end on a device of the rank's
 // own is placed by local rank (gpu_place); attention kernels are chosen where it offers a choice.
 Backend *trainer_backend(const Config *cfg) {
     DType dt = run_dtype(cfg);
-    char name[64];
-    device_name(cfg, name, sizeof name);
+    const char *name = config_device_name(cfg->run.device);
     const BackendKind *kind = backend_kind(name);
     CHECK(kind, "run.device %s has no entry in the back-end registry (backend/select.c)", name);
     const char *hint = "set run.device: cpu, or build and run where a GPU and CUDA are present (docs/gpu.md)";
