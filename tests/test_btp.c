@@ -62,7 +62,7 @@ static void perturb_norms(Model *m) {
         const ParamSpec *s = &m->table.specs[i];
         if (s->init != INIT_ONES && s->init != INIT_ZEROS) continue;
         float *p = (float *)m->params + s->offset;
-        fill_normal(p, s->numel, seed_for_name(99, s->name), (uint64_t)s->col0, 0.3f);
+        rng_fill_normal(p, s->numel, rng_seed_for_name(99, s->name), (uint64_t)s->col0, 0.3f);
         if (s->init == INIT_ONES) for (size_t j = 0; j < s->numel; j++) p[j] += 1.0f;
     }
 }

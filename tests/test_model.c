@@ -64,7 +64,7 @@ TEST(init_is_layout_independent) {
     EXPECT(s != NULL, "tensor missing");
     if (s) {
         float slice[16];
-        fill_normal(slice, 16, seed_for_name(42, s->name), 24, s->init_std);
+        rng_fill_normal(slice, 16, rng_seed_for_name(42, s->name), 24, s->init_std);
         EXPECT(memcmp(slice, ((float *)m.params) + s->offset + 24, sizeof slice) == 0, "slice differs");
         double sq = 0; for (size_t j = 0; j < s->numel; j++) sq += (double)((float *)m.params)[s->offset + j] * ((float *)m.params)[s->offset + j];
         double std = sqrt(sq / s->numel);
@@ -97,7 +97,7 @@ TEST(lax_parameter_table) {
         param_table_init_weights(&t, p, 42);
         int ok = 1;
         for (int64_t j = 0; j < 49; j++) {
-            double want = g2->init_std * (2.0 * uniform_at(seed_for_name(42, g2->name), (uint64_t)j) - 1.0);
+            double want = g2->init_std * (2.0 * rng_uniform_at(rng_seed_for_name(42, g2->name), (uint64_t)j) - 1.0);
             if (p[g2->offset + j] != (float)want || fabs(p[g2->offset + j]) > g2->init_std) ok = 0;
         }
         for (int64_t j = 0; j < 5; j++) if (p[be->offset + j] != 0.0f || p[ga->offset + j] != 1.0f) ok = 0;
@@ -133,7 +133,7 @@ static void check_grads_cfg(ModelConfig c, const char *label, double eps_rel) {
     // make the norms (and LaX's zero-initialised biases) non-trivial so their gradients are exercised
     for (int i = 0; i < m.table.n_specs; i++) {
         const ParamSpec *s = &m.table.specs[i];
-        if (s->init == INIT_ONES || s->init == INIT_ZEROS) fill_normal(((float *)m.params) + s->offset, s->numel, 99 + i, 0, 0.3f);
+        if (s->init == INIT_ONES || s->init == INIT_ZEROS) rng_fill_normal(((float *)m.params) + s->offset, s->numel, 99 + i, 0, 0.3f);
         if (s->init == INIT_ONES) for (size_t j = 0; j < s->numel; j++) ((float *)m.params)[s->offset + j] += 1.0f;
     }
     int32_t in[64], tg[64];
@@ -151,7 +151,7 @@ static void check_grads_cfg(ModelConfig c, const char *label, double eps_rel) {
         double ms = 0; for (size_t j = 0; j < s->numel; j++) ms += (double)save[j] * save[j];
         float eps = (float)(eps_rel * sqrt(ms / s->numel));
         if (eps < 1e-5f) eps = 1e-5f;
-        fill_normal(u, s->numel, 1234 + i, 0, 1.0f);
+        rng_fill_normal(u, s->numel, 1234 + i, 0, 1.0f);
         double an = 0;
         for (size_t j = 0; j < s->numel; j++) an += (double)((float *)m.grads)[s->offset + j] * u[j];
         for (size_t j = 0; j < s->numel; j++) p[j] = save[j] + eps * u[j];

@@ -61,7 +61,7 @@ static ModelConfig demo_cfg(const char *s, int rank) {
 static void fill_family(const ModelState *m, float *base, uint64_t seed) {
     for (int i = 0; i < m->table.n_specs; i++) {
         const ParamSpec *s = &m->table.specs[i];
-        fill_normal(base + s->offset, s->numel, seed + (uint64_t)i, 0, 1.0f);
+        rng_fill_normal(base + s->offset, s->numel, seed + (uint64_t)i, 0, 1.0f);
     }
 }
 

@@ -239,6 +239,8 @@ const BackendKind *backend_kind(const char *name);   // NULL: no such back end
 // By name: "cpu" | "dry" | "cuda"; NULL + reason as above, or an unknown name.
 Backend *backend_create(const char *name, DType dtype, char *why, size_t why_len);
 void backend_free(Backend *b);
+// The process-wide CPU fp32 back end that model_init and a NULL bk use (never freed).
+Backend *backend_default(void);
 // Is a CUDA device usable from this process? 0 and a reason otherwise (no build, no GPU).
 int backend_cuda_available(char *why, size_t why_len);
 

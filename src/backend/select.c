@@ -34,3 +34,9 @@ Backend *backend_create(const char *name, DType dtype, char *why, size_t why_len
     }
     return k->create(dtype, -1, why, why_len);
 }
+
+Backend *backend_default(void) {
+    static Backend *cpu;
+    if (!cpu) cpu = backend_cpu(DT_F32);
+    return cpu;
+}

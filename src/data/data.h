@@ -128,7 +128,7 @@ void loader_close(DataLoader *l);
 void loader_train_batch(const DataLoader *l, uint64_t first_sample, int B, int32_t *inputs, int32_t *targets);
 // inputs/targets [B,T] for validation windows first_window .. first_window+B-1.
 void loader_val_batch(const DataLoader *l, uint64_t first_window, int B, int32_t *inputs, int32_t *targets);
-// Start of training sample k: splitmix64(splitmix64(seed) ^ splitmix64(k)) mod (n_tokens - T).
+// Start of training sample k: rng_splitmix64(rng_splitmix64(seed) ^ rng_splitmix64(k)) mod (n_tokens - T).
 uint64_t loader_sample_offset(uint64_t seed, uint64_t k, uint64_t n_tokens, int T);
 // Number of distinct validation windows ((n_val - 1) / T; 0 when there is no val shard).
 uint64_t loader_val_windows(const DataLoader *l);

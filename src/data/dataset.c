@@ -196,10 +196,10 @@ static uint8_t *read_tinyshakespeare(const char *cache_dir, size_t *n) {
 }
 
 static void synthetic_tokens(int32_t *out, uint64_t n, int vocab, uint64_t seed) {
-    uint64_t s = seed_for_name(seed, "data.synthetic");
+    uint64_t s = rng_seed_for_name(seed, "data.synthetic");
     #pragma omp parallel for schedule(static)
     for (uint64_t i = 0; i < n; i++)
-        out[i] = (int32_t)(splitmix64(s ^ splitmix64(i)) % (uint64_t)vocab);
+        out[i] = (int32_t)(rng_splitmix64(s ^ rng_splitmix64(i)) % (uint64_t)vocab);
 }
 
 // ---- cache -----------------------------------------------------------------------------

@@ -7,7 +7,7 @@
 
 uint64_t loader_sample_offset(uint64_t seed, uint64_t k, uint64_t n_tokens, int T) {
     CHECK(n_tokens > (uint64_t)T, "loader_sample_offset: %llu tokens for T=%d", (unsigned long long)n_tokens, T);
-    return splitmix64(splitmix64(seed) ^ splitmix64(k)) % (n_tokens - (uint64_t)T);
+    return rng_splitmix64(rng_splitmix64(seed) ^ rng_splitmix64(k)) % (n_tokens - (uint64_t)T);
 }
 
 static void vocab_mismatch(const char *shard, int v1, const char *other, int v2, const char *hint) {

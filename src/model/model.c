@@ -152,12 +152,6 @@ static void carve_all(Carve *cv, Model *mdl) {
 
 // ---------------------------------------------------------------------------------
 
-Backend *backend_default(void) {
-    static Backend *cpu;
-    if (!cpu) cpu = backend_cpu(DT_F32);
-    return cpu;
-}
-
 size_t model_family_len(size_t n_params, int parts) {
     if (parts <= 1) return n_params;
     size_t shard = ((n_params + (size_t)parts - 1) / (size_t)parts + 15) / 16 * 16;

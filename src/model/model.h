@@ -203,8 +203,6 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
                          struct Comm *comm, const BoostConfig *boost, int n_slots, Backend *bk,
                          int family_parts);
 void model_free(Model *mdl);
-// The process-wide CPU fp32 back end that model_init and a NULL bk use.
-Backend *backend_default(void);
 // params = host[n_params] (fp32, this rank's table order), converted to the compute dtype.
 void model_set_params(Model *mdl, const float *host);
 // host[n_params] (fp32) = params, resp. grads.

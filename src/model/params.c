@@ -144,23 +144,23 @@ void param_table_init_weights(const ParamTable *t, float *params, uint64_t seed)
             continue;
         }
         if (s->init == INIT_ZEROS) continue;   // already zero
-        // Element (i,j) of the full tensor is normal_at(seed(name), i*cols + j) (uniform_at
+        // Element (i,j) of the full tensor is rng_normal_at(seed(name), i*cols + j) (rng_uniform_at
         // for INIT_UNIFORM): this rank draws exactly the indices of its block, so every
         // layout starts equal.
-        uint64_t sd = seed_for_name(seed, s->name);
+        uint64_t sd = rng_seed_for_name(seed, s->name);
         if (s->init == INIT_UNIFORM) {
             for (int64_t r = 0; r < s->local_rows; r++)
                 for (int64_t j = 0; j < s->local_cols; j++) {
                     uint64_t idx = (uint64_t)((s->row0 + r) * s->cols + s->col0 + j);
-                    p[r * s->local_cols + j] = (float)(s->init_std * (2.0 * uniform_at(sd, idx) - 1.0));
+                    p[r * s->local_cols + j] = (float)(s->init_std * (2.0 * rng_uniform_at(sd, idx) - 1.0));
                 }
             continue;
         }
         if (s->local_cols == s->cols) {   // whole rows: the block is contiguous in the full tensor
-            fill_normal(p, s->numel, sd, (uint64_t)(s->row0 * s->cols), s->init_std);
+            rng_fill_normal(p, s->numel, sd, (uint64_t)(s->row0 * s->cols), s->init_std);
         } else {
             for (int64_t r = 0; r < s->local_rows; r++)
-                fill_normal(p + r * s->local_cols, (size_t)s->local_cols, sd,
+                rng_fill_normal(p + r * s->local_cols, (size_t)s->local_cols, sd,
                             (uint64_t)((s->row0 + r) * s->cols + s->col0), s->init_std);
         }
     }

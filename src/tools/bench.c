@@ -96,7 +96,7 @@ static double one_step(Model *m, Optimizer *o, const TrainConfig *tc, const int3
     model_backward(m, 1.0f / (float)m->N);
     double t2 = now_seconds();
     optimizer_clip(o, m, tc->grad_clip);
-    optimizer_step(o, m, tc, lr_at(tc, t), t + 1);
+    optimizer_step(o, m, tc, optimizer_lr_at(tc, t), t + 1);
     double t3 = now_seconds();
     *fwd = t1 - t0; *bwd = t2 - t1; *opt = t3 - t2;
     return loss;

@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
     int32_t *in = xcalloc((size_t)T, sizeof *in), *tg = xcalloc((size_t)T, sizeof *tg);
     float *row = xmalloc((size_t)V * sizeof *row);
     uint16_t *row16 = xmalloc((size_t)V * sizeof *row16);
-    Rng rng = { .state = splitmix64(seed) };
+    Rng rng = { .state = rng_splitmix64(seed) };
     printf("checkpoint %s: step %lld of run %s (variant %s); model %s%s%s, on %s in %s; tokenizer %s\n", file,
            (long long)meta.step, meta.run_uid && meta.run_uid[0] ? meta.run_uid : "? (written before checkpoints named it)",
            meta.variant && meta.variant[0] ? meta.variant : "?", linear_kind_name(mc->linear), mc->preset[0] ? " preset " : "",

@@ -188,7 +188,7 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     comm_host_all_reduce(&c, GROUP_DP, &loss, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
     optimizer_reduce_grads(&o, &m, 0);
     optimizer_clip(&o, &m, tc->grad_clip);
-    optimizer_step(&o, &m, tc, lr_at(tc, 0), 1);
+    optimizer_step(&o, &m, tc, optimizer_lr_at(tc, 0), 1);
     st->tail = take_seconds(t);
     st->total = t->total;
     // the communication table of the step, each row with its modeled seconds (pipeline
@@ -248,7 +248,7 @@ static double record_steps(const Config *cfg, Backend *bk, int steps, int timed,
         step_micro_batches(&m, &c, K, NULL, 0, &h);   // the trainer's micro-batch loop (pp 1)
         optimizer_reduce_grads(&o, &m, 0);
         optimizer_clip(&o, &m, tc->grad_clip);
-        optimizer_step(&o, &m, tc, lr_at(tc, step), step + 1);
+        optimizer_step(&o, &m, tc, optimizer_lr_at(tc, step), step + 1);
         if (step >= 1) wall += omp_get_wtime() - t0;
     }
     bk_observe(bk, NULL, NULL);   // the trace stays in prof, detached (the back end is freed first)
@@ -582,7 +582,7 @@ static void record_run(const SimRun *s, const char *json, int64_t launch_id, int
     xsnprintf(ri.hardware, sizeof ri.hardware, "%s", s->hw.name);
     int64_t run = rundb_begin_run(db, &ri);
     // the one modeled step, like a measured step row (no loss: nothing was computed)
-    StepMetrics sm = { .step = 1, .loss = NAN, .lr = lr_at(&c->train, 0), .grad_norm = NAN, .seconds = s->step,
+    StepMetrics sm = { .step = 1, .loss = NAN, .lr = optimizer_lr_at(&c->train, 0), .grad_norm = NAN, .seconds = s->step,
                        .tokens_per_s = s->r.tokens_per_s, .mfu = s->r.mfu, .tokens_seen = (int64_t)s->tokens };
     rundb_log_step(db, run, &sm);
     // rank 0's collectives (stage 0), modeled seconds; every rank's totals (a stage's ranks alike)

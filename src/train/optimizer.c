@@ -4,7 +4,7 @@
 #include "../backend/ops.h"
 #include "../core/check.h"
 
-double lr_at(const TrainConfig *tc, int step) {
+double optimizer_lr_at(const TrainConfig *tc, int step) {
     if (tc->warmup_steps > 0 && step < tc->warmup_steps)
         return tc->lr * (double)(step + 1) / tc->warmup_steps;
     int decay_steps = tc->steps - tc->warmup_steps;

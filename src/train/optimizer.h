@@ -14,7 +14,7 @@
 
 // lr for 0-based optimizer step `step`: linear warm-up from lr/warmup to lr over
 // `warmup_steps`, then cosine decay to lr*min_lr_ratio at the last step.
-double lr_at(const TrainConfig *tc, int step);
+double optimizer_lr_at(const TrainConfig *tc, int step);
 
 typedef struct {
     Backend *bk;

@@ -255,7 +255,7 @@ StepMetrics trainer_step(Trainer *tr) {
         t_hook = now_seconds() - th;
     }
     sm.grad_norm = optimizer_clip(&tr->opt, mdl, tc->grad_clip);
-    sm.lr = lr_at(tc, tr->step);
+    sm.lr = optimizer_lr_at(tc, tr->step);
     tr->step++;
     optimizer_step(&tr->opt, mdl, tc, sm.lr, tr->step);
     op_sync(tr->bk);
