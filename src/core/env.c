@@ -3,10 +3,13 @@
 #include "env.h"
 
 void ensure_passive_omp(char **argv) {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    setenv("OMP_WAIT_POLICY", "passive", 1);
+    int set = 0;
+    if (!getenv("OMP_WAIT_POLICY")) { setenv("OMP_WAIT_POLICY", "passive", 1); set = 1; }
+    // 2^4 cycles, OpenBLAS's least: its workers go to sleep right after a GEMM
+    if (!getenv("OPENBLAS_THREAD_TIMEOUT")) { setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1); set = 1; }
+    if (!set) return;
     execv("/proc/self/exe", argv);
-    // exec failed (no /proc): carry on with the default policy
+    // exec failed (no /proc): carry on with the default policies
 }
 
 // A variable holding a non-negative integer (at most 2^24): 1 and *out, else 0.

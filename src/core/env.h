@@ -1,9 +1,14 @@
 // env.h — process environment set-up shared by the binaries.
 #pragma once
-// libgomp reads OMP_WAIT_POLICY before main(): its default spin-waiting threads fight
-// OpenBLAS's pthreads for the cores (measured: sgemm inside the training loop at 87-90
-// GFLOP/s instead of 124-129 on 2 cores). If the variable is unset, set it to
-// "passive" and re-exec this binary once. Call first thing in main().
+// The two thread pools of a step, OpenMP's (our kernels) and OpenBLAS's (its pthreads, the
+// GEMMs), take turns on the same cores, and either one spin-waiting after its work steals
+// the cores from the other. libgomp reads OMP_WAIT_POLICY and OpenBLAS reads
+// OPENBLAS_THREAD_TIMEOUT when they load, before main(): unset, OpenMP's threads spin
+// (measured: sgemm inside the training loop at 87-90 GFLOP/s instead of 124-129 on 2 cores)
+// and OpenBLAS's spin for 2^28 cycles (~0.1 s) after every GEMM, so the attention, loss and
+// optimizer regions that follow a GEMM run beside a spinning thread per core. Each unset
+// variable is set ("passive"; "4", OpenBLAS's shortest busy wait) and the binary re-execs
+// itself once. Call first thing in main(). A variable the user set is left as it is.
 void ensure_passive_omp(char **argv);
 
 // This process's index among the processes of its node, and their number (local_ranks may
