@@ -139,12 +139,12 @@ bench: $(BUILD)/bench
 	@bash .ci/deps.sh --bench
 	$(PYTHON) analysis/bench_paired.py --repeat $(bench_repeat) --profile $(if $(value TORCH_PYTHON),--torch-python $(call qvar,TORCH_PYTHON)) $(if $(value TORCH_ARGS),--torch-args $(call qvar,TORCH_ARGS)) -- $(foreach a,$(value BENCH_ARGS),$(call shq,$(a)))
 
-# CPU bf16 against fp32 (docs/cpu-bf16.md): the step's GEMMs per shape (build/bench_gemm),
+# CPU bf16 against fp32 (docs/cpu-bf16.md): the step's GEMMs per shape (build/bench_gemm --bf16),
 # then the CoLA step at both precisions interleaved fp32 bf16 ... REPEAT times (REPEAT <= 8)
 # in one process, one table. BENCH_ARGS is passed to build/bench.
 .PHONY: bench-bf16
 bench-bf16: $(BUILD)/bench $(BUILD)/bench_gemm
-	$(BUILD)/bench_gemm
+	$(BUILD)/bench_gemm --bf16
 	@n=$(bench_repeat); list=; for i in $$(seq "$$n"); do list="$$list$${list:+,}fp32,bf16"; done; \
 	  echo "$(BUILD)/bench --linears cola --no-profile --no-switches --precision $$list $(value BENCH_ARGS)"; \
 	  $(BUILD)/bench --linears cola --no-profile --no-switches --precision "$$list" $(foreach a,$(value BENCH_ARGS),$(call shq,$(a)))

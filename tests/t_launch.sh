@@ -4,7 +4,8 @@
 # resumed with its own overrides, a failure on rank 1 and SIGTERM to mpirun recorded, a
 # resume with a new SET warned about in the comparison, the per-variant configuration
 # printed as differences, did-you-mean for an unknown experiment, any number of --set,
-# --help of the tools, and a missing mpirun reported as an environment error.
+# --help of the tools, build/bench_gemm's two modes on a tiny step (the tables' structure, no
+# timings) and its argument errors, and a missing mpirun reported as an environment error.
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "$ROOT"
@@ -29,6 +30,27 @@ for tool in exp train info prepare simulate calibrate bench bench_comm bench_gem
     out=$("$BUILD/$tool" --help 2>/dev/null); rc=$?
     if [ $rc = 0 ] && grep -q "usage" <<<"$out"; then pass "${tool}_help"; else fail "${tool}_help" "exit $rc: $(head -2 <<<"$out")"; fi
 done
+# build/bench_gemm, both modes on a tiny step: the header (CPU, threads, load before and
+# after), one row per distinct GEMM with every column, the totals; timings are not asserted
+gemm_table() {   # NAME CELLS LINE COLUMN ARGS...: CELLS cells per table line; a mode's own line and column
+    local name=$1 cells=$2 line=$3 column=$4; shift 4
+    local out rc n rows bad
+    out=$("$BUILD/bench_gemm" --preset tiny --seq 16 --batch 2 --threads 1 --reps 1 "$@" 2>&1); rc=$?
+    n=$(sed -n 's/.* | \([0-9]*\) distinct GEMMs of one step.*/\1/p' <<<"$out")
+    rows=$(grep -cE '^\| +(forward|backward|recompute|optimizer|pipeline|other) ' <<<"$out")
+    bad=$(grep '^|' <<<"$out" | awk -F'|' -v c=$((cells + 2)) 'NF != c' | wc -l)
+    if [ $rc = 0 ] && grep -qE '^bench_gemm \| .* \| .+, 1 threads \| preset tiny, linear cola, batch 2 x seq 16 = 32 tokens' <<<"$out" &&
+       grep -qE '^load before: [0-9.]+ ' <<<"$out" && grep -qE '^load after: [0-9.]+ ' <<<"$out" && grep -qE "$line" <<<"$out" &&
+       grep -qE "^\\|.*\\| +$column \\|" <<<"$out" &&
+       [ -n "$n" ] && [ "$n" -gt 0 ] && [ "$rows" = "$n" ] && [ "$bad" = 0 ] && [ "$(grep -c '^total' <<<"$out")" = 1 ]; then
+        pass "$name"
+    else fail "$name" "exit $rc, $n distinct GEMMs, $rows rows, $bad lines without $cells cells: $(head -3 <<<"$out" | tr '\n' ' ')"; fi
+}
+gemm_table bench_gemm_fp32_table 19 '^sgemm peak [0-9.]+ GFLOP/s' '%ref'
+gemm_table bench_gemm_bf16_table 18 '^bf16 path: ' 'max rel err' --bf16
+expect_error bench_gemm_unknown_argument "unknown argument '--bogus' (options: --bf16 --preset" 2 "$BUILD/bench_gemm" --bogus
+expect_error bench_gemm_malformed_value "--reps expects an integer >= 1, got 'x'" 2 "$BUILD/bench_gemm" --reps x
+expect_error bench_gemm_hint "hint: a valid call: build/bench_gemm --preset" 2 "$BUILD/bench_gemm" --seq
 expect_error exp_did_you_mean "did you mean 'quickstart'?" 2 "$BUILD/exp" quickstrat
 sets=(); for i in $(seq 1 80); do sets+=(--set "train.log_every=$i"); done
 out=$("$BUILD/exp" quickstart --dry-run "${sets[@]}" 2>&1); rc=$?
