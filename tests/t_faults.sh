@@ -2,7 +2,8 @@
 # t_faults.sh — the engine under damaged files and hostile input, through the real
 # binaries (issue 13): a damaged newest checkpoint makes resume fall back to the newest
 # good one, saying so, and the continued run is bit-identical to an uninterrupted one;
-# pruning survives a bad old file. (tools/probe.sh runs the wider probe set.)
+# pruning survives a bad old file; a run stopped before its first checkpoint resumes as
+# the same run from step 0. (tools/probe.sh runs the wider probe set.)
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1
 PY=/usr/bin/python3
@@ -51,6 +52,28 @@ out=$("$BUILD/test_store" --verify "$dir/step_8.h5" 2>&1); rc=$?
 for s in 2 4 6 8; do [ -f "$dir/step_$s.h5" ] && damage "$dir/step_$s.h5" /model/final_norm; done
 expect_error resume_with_no_good_checkpoint "has no checkpoint that verifies" 2 \
     "$BUILD/train" "$TMP/tiny.yaml" --resume --set train.steps=10
+
+# ---- a run stopped before its first checkpoint: the resume trains it again as the same run --
+# (TERM after step 1; the first checkpoint is step 2's. Its own database and folder.) The run
+# keeps its one row, its losses are those of a run never stopped; once it has recorded
+# checkpoints, a resume that finds none (moved, deleted) is refused, its rows kept.
+S=(--set "run.db=$TMP/s.db" --set "run.checkpoint_dir=$TMP/ckpt3")
+BOOST_FAULT=signal=0@1:TERM "$BUILD/train" "$TMP/tiny.yaml" "${S[@]}" >"$TMP/s0.log" 2>&1; rc0=$?
+"$BUILD/train" "$TMP/tiny.yaml" "${S[@]}" --resume >"$TMP/s1.log" 2>&1; rc=$?
+runs=$(sqlite3 "$TMP/s.db" "SELECT group_concat(id || ':' || status || ':' || resumed_count, ' ') FROM runs")
+got=$(sqlite3 "$TMP/s.db" "SELECT printf('%d %.17g', step, loss) FROM steps WHERE run_id=1 ORDER BY step")
+if [ $rc0 = 143 ] && [ $rc = 0 ] && [ "$runs" = "1:completed:1" ] && [ "$got" = "$(losses $ref | head -6)" ] &&
+   grep -q "^resumed tiny.default.* from step 0: it stopped at step 1 before its first checkpoint" "$TMP/s1.log"; then
+    pass resume_before_first_checkpoint_same_run
+else fail resume_before_first_checkpoint_same_run "exits $rc0 $rc, runs '$runs', $(wc -l <<<"$got") step rows; $(grep -m1 -E '^resumed|^run |error' "$TMP/s1.log")"; fi
+rm -f "$TMP"/ckpt3/*/step_*.h5
+expect_error resume_with_checkpoints_gone "its checkpoints were moved or deleted" 2 \
+    "$BUILD/train" "$TMP/tiny.yaml" "${S[@]}" --resume --set train.steps=8
+[ "$(sqlite3 "$TMP/s.db" "SELECT status || ' ' || COUNT(*) FROM runs JOIN steps ON run_id = runs.id")" = "completed 6" ] &&
+    pass checkpoints_gone_rows_kept || fail checkpoints_gone_rows_kept "$(sqlite3 "$TMP/s.db" "SELECT status, resumed_count FROM runs")"
+BOOST_FAULT=signal=0@1:TERM "$BUILD/train" "$TMP/tiny.yaml" "${S[@]}" >/dev/null 2>&1
+expect_error restart_with_other_model_refused "model.d_model is 32 in its recorded configuration and 48 now" 2 \
+    "$BUILD/train" "$TMP/tiny.yaml" "${S[@]}" --resume --set model.d_model=48
 
 # ---- pruning does not die on a bad old file or one it cannot delete ---------------------
 "$BUILD/train" "$TMP/tiny.yaml" --set run.checkpoint_dir="$TMP/ckpt2" >"$TMP/c.log" 2>&1

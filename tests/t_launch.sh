@@ -119,14 +119,15 @@ BOOST_FAULT=signal=1@2:TERM "$BUILD/exp" "$TMP/duo.yaml" --variant b >"$TMP/t1.l
 row=$(q "SELECT status || '|' || error FROM runs WHERE id = (SELECT MAX(id) FROM runs)")
 if [ $rc != 0 ] && [[ "$row" == "interrupted|Terminated received by rank 1 of 2"* ]]; then pass sigterm_to_rank1_recorded
 else fail sigterm_to_rank1_recorded "exit $rc, '$row'"; fi
-# a launch whose run stopped before its first checkpoint: the resume starts that run again
+# a launch whose run stopped before its first checkpoint: the resume trains that run again
+# from step 0 as the same run (its row, resumed once), never a second run beside it
 BOOST_FAULT=signal=0@1:INT:group setsid "$BUILD/exp" "$TMP/duo.yaml" --variant a >"$TMP/n.log" 2>&1
 L=$(q "SELECT MAX(id) FROM launches")
 "$BUILD/exp" "$TMP/duo.yaml" --resume >"$TMP/n2.log" 2>&1; rc=$?
-runs=$(q "SELECT group_concat(status, ' ') FROM (SELECT status FROM runs WHERE launch_id=$L ORDER BY id)")
-if [ $rc = 0 ] && [ "$runs" = "interrupted completed" ] && grep -q "without a checkpoint: it starts again" "$TMP/n2.log" &&
-   grep -q "not compared: run .* is interrupted at step 1" "$TMP/n2.log"; then pass resume_restarts_run_without_checkpoint
-else fail resume_restarts_run_without_checkpoint "exit $rc, runs '$runs'"; fi
+runs=$(q "SELECT group_concat(status || ':' || resumed_count, ' ') FROM (SELECT * FROM runs WHERE launch_id=$L ORDER BY id)")
+if [ $rc = 0 ] && [ "$runs" = "completed:1" ] && grep -q "^resumed duo.a.* from step 0: it stopped at step 1 before its first checkpoint" "$TMP/n2.log" &&
+   ! grep -q "not compared" "$TMP/n2.log"; then pass resume_restarts_run_without_checkpoint_as_same_run
+else fail resume_restarts_run_without_checkpoint_as_same_run "exit $rc, runs '$runs'; $(grep -m2 -E '^== |^resumed|not compared' "$TMP/n2.log" | tr '\n' ' ')"; fi
 
 # ---- a missing mpirun is the environment's fault: exit 2 before anything runs --------------
 n0=$(q "SELECT COUNT(*) FROM runs")
@@ -137,10 +138,11 @@ expect_error exp_without_mpirun "mpirun is not on PATH" 2 env PATH="$TMP/bin" "$
 # ---- figures of a launch: completed runs only, the others named --------------------------
 PY=/usr/bin/python3
 if $PY -c "import matplotlib" 2>/dev/null; then
-    L=$(q "SELECT MAX(id) FROM launches WHERE variant_filter = 'a'")   # the launch restarted without a checkpoint
+    BOOST_FAULT=fail=1@2 "$BUILD/exp" "$TMP/duo.yaml" >"$TMP/fig.log" 2>&1   # a launch of a completed a and a failed b
+    L=$(q "SELECT MAX(id) FROM launches")
     out=$($PY analysis/plot_losses.py duo --db "$DB" --launch "$L" --out "$TMP/fig" 2>&1 && $PY analysis/plot_ablation.py duo --db "$DB" --launch 1 --out "$TMP/fig" 2>&1); rc=$?
     if [ $rc = 0 ] && [ -s "$TMP/fig/duo_L${L}_loss.png" ] && [ -s "$TMP/fig/duo_L1_ablation.png" ] &&
-       grep -q "left out: run .* (a, repeat_index 0) is interrupted" <<<"$out" && grep -q "b vs a: max |Δloss|" <<<"$out"; then pass figures_of_a_launch
+       grep -q "left out: run .* (b, repeat_index 0) is failed" <<<"$out" && grep -q "b vs a: max |Δloss|" <<<"$out"; then pass figures_of_a_launch
     else fail figures_of_a_launch "exit $rc: $(tail -3 <<<"$out")"; fi
     expect_error figures_unknown_launch "no launch 99" 2 $PY analysis/plot_losses.py duo --db "$DB" --launch 99 --out "$TMP/fig"
 else

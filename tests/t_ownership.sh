@@ -2,7 +2,8 @@
 # t_ownership.sh — who may end a run, and how it ends (issues 17 and 21): TERM and
 # Ctrl-C to `make exp` stop the run, record it 'interrupted', print the resume command
 # and hand exp's 128+N to the shell; a second resume of a live run is refused and leaves
-# the live run alone (it ends 'completed').
+# the live run alone (it ends 'completed'), also when the run was killed before its first
+# checkpoint (the resume trains that run again from step 0: one run, never a second).
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "$ROOT"
@@ -22,7 +23,7 @@ YAML
 manifest pc 20000000
 # A signal that is lost would leave that run training for hours: end whatever of this test
 # still runs after 300 s (its cases then FAIL instead of hanging the suite).
-( sleep 300; proc_signal KILL "$TMP/p[cl].yaml" ) >/dev/null 2>&1 & guard=$!
+( sleep 300; proc_signal KILL "$TMP/p[cln].yaml" ) >/dev/null 2>&1 & guard=$!
 trap 'kill $guard 2>/dev/null; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT   # (lib.sh's trap, and the guard)
 q() { sqlite3 "$TMP/pc.db" "$1"; }
 wait_for() {   # FILE PATTERN: up to 60 s
@@ -67,4 +68,23 @@ st=$(sqlite3 "$TMP/pl.db" "SELECT status FROM runs ORDER BY id DESC LIMIT 1")
 if [ $rc1 = 0 ] && [ $rc2 != 0 ] && grep -q "is live" "$TMP/r2.log" && [ "$st" = completed ] && grep -q "1 of 1 planned runs completed" "$TMP/r1.log" &&
    ! grep -q "not compared" "$TMP/r1.log"; then pass concurrent_resume_leaves_live_run_completed
 else fail concurrent_resume_leaves_live_run_completed "first $rc1, second $rc2, run $st; $(grep -m1 -E 'error|not compared' "$TMP/r1.log" "$TMP/r2.log")"; fi
+
+# ---- the same, after a kill before the run's first checkpoint: still ONE run -----------------
+# (make probes once found two rows: the killed run 'interrupted' beside a new 'completed' one.)
+# The TERM comes after step 1 of 6000 (BOOST_FAULT), before the checkpoint of step 100: the
+# resume trains the same run again from step 0, under its row, uid and folder.
+manifest pn 6000
+BOOST_FAULT=signal=0@1:TERM "$BUILD/exp" "$TMP/pn.yaml" >"$TMP/n0.log" 2>&1
+n0=$(sqlite3 "$TMP/pn.db" "SELECT status || '|' || (SELECT COUNT(*) FROM steps) FROM runs")
+"$BUILD/exp" "$TMP/pn.yaml" --resume >"$TMP/n1.log" 2>&1 & first=$!
+wait_for "$TMP/n1.log" "^resumed "
+"$BUILD/exp" "$TMP/pn.yaml" --resume >"$TMP/n2.log" 2>&1; rc2=$?
+wait $first; rc1=$?
+runs=$(sqlite3 "$TMP/pn.db" "SELECT group_concat(status || ':' || resumed_count, ' ') FROM runs")
+steps=$(sqlite3 "$TMP/pn.db" "SELECT COUNT(*) || '|' || MIN(step) || '|' || MAX(step) FROM steps WHERE run_id = 1")
+if [ "$n0" = "interrupted|1" ] && [ $rc1 = 0 ] && [ $rc2 != 0 ] && grep -q "is live" "$TMP/n2.log" && [ "$runs" = "completed:1" ] &&
+   [ "$steps" = "6000|1|6000" ] && grep -q "^resumed pn.default.* from step 0: it stopped at step 1 before its first checkpoint" "$TMP/n1.log" &&
+   grep -q "1 of 1 planned runs completed" "$TMP/n1.log" && ! grep -q "not compared" "$TMP/n1.log"; then
+    pass resume_before_first_checkpoint_keeps_one_run
+else fail resume_before_first_checkpoint_keeps_one_run "killed run '$n0', first $rc1, second $rc2, runs '$runs', steps '$steps'; $(grep -m2 -E '^== |^resumed|error|not compared' "$TMP/n1.log" | tr '\n' ' ')"; fi
 # (kill -STOP and kill -9 of one rank at tp 2: make probes, kind signals: tools/probe_runs.sh)

@@ -200,18 +200,29 @@ expect_refused ownership train_joins_missing_launch "has no launch 99" "$B/train
 cp "$O/first.yaml" "$O/first.orig"; sed -i 's/steps: 2,/steps: 3,/' "$O/first.yaml"
 expect_refused ownership train_joins_launch_other_text "another manifest text" "$B/train" "$O/first.yaml" --variant a --launch 1 $PK
 mv "$O/first.orig" "$O/first.yaml"
+# A launch of one variant, stopped; then two resumes at once: the second is refused, the
+# variant keeps ONE run, completed. Variant a is stopped once its first checkpoint (step 500
+# of 20000) exists, so its resume continues from a checkpoint; variant b after step 1
+# (BOOST_FAULT), before any checkpoint, so its resume trains the same run again from step 0.
+# (Stopping a at its first step line, as this probe once did, took either path by chance.)
+concurrent_resume() {   # NAME VARIANT
+    local v=$2 e1 r1 r2 st
+    "$B/exp" "$O/live.yaml" --resume >"$O/$v.1.log" 2>&1 & e1=$!
+    for _ in $(seq 1 200); do grep -q "^resumed " "$O/$v.1.log" && break; sleep 0.25; done
+    "$B/exp" "$O/live.yaml" --resume >"$O/$v.2.log" 2>&1; r2=$?
+    wait $e1; r1=$?
+    st=$(q1 "$O/live.db" "SELECT group_concat(status, ' ') FROM (SELECT status FROM runs WHERE variant='$v' ORDER BY id)")
+    if [ $r1 = 0 ] && [ "$st" = completed ] && grep -q "is live" "$O/$v.2.log"; then record ownership "$1" clean "second refused, live run completed"
+    elif [ "$st" != completed ]; then record ownership "$1" silent "variant $v has runs '$st', not one completed run"
+    else record ownership "$1" other "first $r1 second $r2 $st"; fi
+}
 STEPS=20000 CKE=500 mkexp live "$O/live.db"
 "$B/exp" "$O/live.yaml" --variant a >"$O/l0.log" 2>&1 & e0=$!
-for _ in $(seq 1 200); do grep -q "^step " "$O/l0.log" && break; sleep 0.25; done
-kill -TERM $e0; wait $e0   # at its first step line (step 1000 of 20000): no sleep, so that a fast machine leaves the resume steps to train
-"$B/exp" "$O/live.yaml" --resume >"$O/l1.log" 2>&1 & e1=$!
-for _ in $(seq 1 200); do grep -q "^resumed " "$O/l1.log" && break; sleep 0.25; done
-"$B/exp" "$O/live.yaml" --resume >"$O/l2.log" 2>&1; r2=$?
-wait $e1; r1=$?
-st=$(q1 "$O/live.db" "SELECT status FROM runs WHERE variant='a'")
-if [ $r1 = 0 ] && [ "$st" = completed ] && grep -q "is live" "$O/l2.log"; then record ownership concurrent_resume clean "second refused, live run completed"
-elif [ "$st" != completed ]; then record ownership concurrent_resume silent "the live run was recorded $st by the second launcher"
-else record ownership concurrent_resume other "first $r1 second $r2 $st"; fi
+for _ in $(seq 1 400); do compgen -G "$O/ck/live.a.*/step_*.h5" >/dev/null && break; sleep 0.05; done
+kill -TERM $e0; wait $e0   # no sleep: a fast machine leaves the resume steps to train
+concurrent_resume concurrent_resume a
+BOOST_FAULT=signal=0@1:TERM "$B/exp" "$O/live.yaml" --variant b >"$O/l0b.log" 2>&1
+concurrent_resume concurrent_resume_before_first_checkpoint b
 
 # ---- signals and liveness ------------------------------------------------------------------
 # steps enough that no run ends by itself within the probes' seconds on a quiet machine (a step is ~0.1 ms)

@@ -201,7 +201,9 @@ int rundb_mark_run(const char *path, int64_t run, const char *status, const char
 int rundb_mark_orphan(const char *path, int64_t run, const char *status, const char *message);
 // A run continues from its checkpoint at from_step: status 'running', resumed_count+1,
 // pid/host of this process, ended_at/error cleared, event 'resumed'; step, validation
-// and comm rows after from_step are deleted (they are redone). from_step < 0: keep rows.
+// and comm rows after from_step are deleted (they are redone). from_step 0: a run stopped
+// before its first checkpoint trains again from the start as the same run (every row of
+// it redone). from_step < 0: keep rows.
 // overrides (may be NULL): the run's --set strings from now on (stored + new ones).
 void rundb_resume_run(RunDB *db, int64_t run, int from_step, const char *const *overrides, int n_overrides);
 // Runs still 'running' whose process is gone (same host and kill(pid,0) says ESRCH),
@@ -249,6 +251,12 @@ double rundb_step_loss(RunDB *db, int64_t run, int step);
 // resume continues only from a checkpoint at or below it: rows lost to a full disk are
 // then recomputed, never left missing under a 'completed' run.
 int rundb_steps_contiguous(RunDB *db, int64_t run);
+// The configuration a run trains with (config_json, or after a resume that changed it, its
+// last config_change event's): malloc'd, NULL if none is stored.
+char *rundb_run_config(RunDB *db, int64_t run);
+// The newest checkpoint the run recorded (its 'checkpoint' events): the step, its path in
+// path[n]; -1 when the run never recorded one (a resume tells "never written" from "gone").
+int rundb_last_checkpoint(RunDB *db, int64_t run, char *path, size_t n);
 // The value of one configuration key ("model.d_model") in the configurations two runs
 // ran with (a resume that changed it: its config_change event's), as text ("" if
 // absent): 1 if they differ, else 0.

@@ -46,6 +46,11 @@ char *db_json_array(RunDB *db, const char *const *list, int n);
 // The strings of a JSON array (SQLite's json_each): the count, *out malloc'd.
 int db_json_strings(sqlite3 *h, const char *json, char ***out);
 
+// The configuration a run ran with (runs alias r): after a resume that changed it, its last
+// config_change event's, else config_json at the start (the views, rundb_run_config).
+#define RUN_CONFIG_SQL(r) \
+"COALESCE((SELECT detail FROM events e WHERE e.run_id = " r ".id AND e.kind = 'config_change' ORDER BY e.id DESC LIMIT 1), " r ".config_json)"
+
 // ---- shared by db.c and db_lifecycle.c --------------------------------------------------
 // Growable arrays: VEC(T) v = {0}; *VEC_PUSH(v) = x;
 #define VEC(T) struct { T *v; int n, cap; }

@@ -312,7 +312,11 @@ static int resume_body(RunDB *db, void *varg) {
             sqlite3_finalize(st);
             TRY(rc);
         }
-        xsnprintf(detail, sizeof detail, "from the checkpoint at step %d; pid %d on %s", a->from_step, (int)getpid(), host);
+        if (a->from_step == 0)
+            xsnprintf(detail, sizeof detail, "from step 0: no checkpoint was written, the run trains again from the start; "
+                      "pid %d on %s", (int)getpid(), host);
+        else
+            xsnprintf(detail, sizeof detail, "from the checkpoint at step %d; pid %d on %s", a->from_step, (int)getpid(), host);
     } else {
         xsnprintf(detail, sizeof detail, "pid %d on %s", (int)getpid(), host);
     }

@@ -152,14 +152,36 @@ int rundb_steps_contiguous(RunDB *db, int64_t run) {
     return v;
 }
 
+char *rundb_run_config(RunDB *db, int64_t run) {
+    rundb_flush(db);
+    sqlite3_stmt *st = db_prep(db, "SELECT " RUN_CONFIG_SQL("runs") " FROM runs WHERE id=?1");
+    db_bind_i64(db, st, 1, run);
+    char *json = NULL;
+    if (db_next_row(db, st, "reading a run's configuration") && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        json = xstrdup((const char *)sqlite3_column_text(st, 0));
+    db_finalize(db, st);
+    return json;
+}
+
+int rundb_last_checkpoint(RunDB *db, int64_t run, char *path, size_t n) {
+    rundb_flush(db);
+    sqlite3_stmt *st = db_prep(db, "SELECT step, detail FROM events WHERE run_id=?1 AND kind='checkpoint' AND step IS NOT NULL "
+                                   "ORDER BY step DESC, id DESC LIMIT 1");
+    db_bind_i64(db, st, 1, run);
+    int step = -1;
+    if (n) path[0] = 0;
+    if (db_next_row(db, st, "reading a run's checkpoint events")) { step = sqlite3_column_int(st, 0); db_col_text(st, 1, path, n); }
+    db_finalize(db, st);
+    return step;
+}
+
 int rundb_config_differs(RunDB *db, int64_t run_a, int64_t run_b, const char *dotted_key,
                          char *value_a, char *value_b, size_t n) {
     char path[300];
     xsnprintf(path, sizeof path, "$.%s", dotted_key);
     // the configuration in effect: after a resume that changed it, the last config_change's
     sqlite3_stmt *st = db_prep(db,
-        "WITH cfg(id, json) AS (SELECT id, COALESCE((SELECT detail FROM events e WHERE e.run_id = runs.id AND "
-        "e.kind = 'config_change' ORDER BY e.id DESC LIMIT 1), config_json) FROM runs WHERE id IN (?1, ?2)) "
+        "WITH cfg(id, json) AS (SELECT id, " RUN_CONFIG_SQL("runs") " FROM runs WHERE id IN (?1, ?2)) "
         "SELECT json_extract(a.json, ?3), json_extract(b.json, ?3), json_extract(a.json, ?3) IS NOT json_extract(b.json, ?3) "
         "FROM cfg a, cfg b WHERE a.id=?1 AND b.id=?2");
     db_bind_i64(db, st, 1, run_a); db_bind_i64(db, st, 2, run_b); db_bind_text(db, st, 3, path);

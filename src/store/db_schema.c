@@ -137,10 +137,6 @@ RUN_KIND_COLUMNS \
 // Views. Warm-up: the first max(1, last_step / 10) steps of a run are not timed.
 // tokens of a step = tokens_per_s x step_seconds (the trainer's own count).
 // A run with a single step (a simulated run: its one modeled step) has no warm-up.
-// The configuration a run ran with: after a resume that changed it, its last
-// config_change event's, else config_json at the start.
-#define RUN_CONFIG_SQL(r) \
-"COALESCE((SELECT detail FROM events e WHERE e.run_id = " r ".id AND e.kind = 'config_change' ORDER BY e.id DESC LIMIT 1), " r ".config_json)"
 // One configuration value as the manifest writes it: true/false for booleans (json_extract
 // would give 1/0), numbers and strings as text.
 #define CFG_VALUE(json, path) \

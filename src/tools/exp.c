@@ -19,7 +19,6 @@
 #include "../core/fs.h"
 #include "../core/shellword.h"
 #include "../core/env.h"
-#include "../store/checkpoint.h"
 #include "../store/compare.h"
 #include "../store/db.h"
 #include "../store/host.h"
@@ -45,7 +44,8 @@ static const char *USAGE =
 "  --measure-peak     measure this host's sgemm peak again and store it (make exp MEASURE_PEAK=1); by\n"
 "                     default the peak stored for this machine (host, CPU model, cores) is reused\n"
 "  --resume           continue a launch (the latest, or --launch ID): runs not completed\n"
-"                     resume from their newest checkpoint with their stored overrides,\n"
+"                     resume from their newest checkpoint with their stored overrides (one\n"
+"                     stopped before its first checkpoint: from step 0, as the same run),\n"
 "                     runs not started start, completed runs are left alone (make exp RESUME=1)\n"
 "  --summary          print the comparison table of a launch (the latest, or --launch ID)\n"
 "  --launch ID        the launch for --resume or --summary (make exp LAUNCH=ID); --compare: repeatable\n"
@@ -713,17 +713,6 @@ int main(int argc, char **argv) {
             snprintf(rep_s, sizeof rep_s, "%d", r);
             RunRow prior;
             int have_prior = resume && rundb_launch_run(db, launch.id, v->name, r, &prior);
-            if (have_prior && strcmp(prior.status, "completed")) {
-                // a run stopped before its first checkpoint has nothing to resume from: it starts again
-                char dir[1400], ck[1500];
-                int64_t ck_step;
-                snprintf(dir, sizeof dir, "%s/%s", v->config.run.checkpoint_dir, prior.uid);
-                if (!checkpoint_latest_good(dir, ck, sizeof ck, &ck_step, NULL, NULL)) {
-                    printf("\n== variant %s, repeat %d/%d: run %lld (%s) is %s without a checkpoint: it starts again ==\n",
-                           v->name, r + 1, repeat, (long long)prior.id, prior.uid, prior.status);
-                    have_prior = 0;
-                }
-            }
             if (have_prior && !strcmp(prior.status, "completed") && prior.last_step >= v->config.train.steps) {
                 printf("\n== variant %s, repeat %d/%d: run %lld (%s) already completed its %d steps: nothing to do ==\n",
                        v->name, r + 1, repeat, (long long)prior.id, prior.uid, prior.last_step);

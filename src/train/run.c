@@ -173,8 +173,10 @@ static int json_flat_value(const char *obj, const char *key, char *v, size_t n) 
 // value would be, and compared as a value (100000 is not 10000; 1.5e-3 is 0.0015); the
 // first key that differs is named with both values. A key the checkpoint's engine did
 // not have yet (model.lax_*) is the same model if this run keeps the key's default.
-static void check_same_model(const char *path, const Config *cfg, const char *ckpt_json) {
-    const char *ms = ckpt_json ? strstr(ckpt_json, "\"model\": {") : NULL;
+// `name` `verb` a different model: "step_4.h5" "was written by" (held in "the checkpoint"),
+// or for a run resumed from step 0, "run X" "was started with" ("its recorded configuration").
+static void check_same_model(const char *name, const char *verb, const char *held_in, const Config *cfg, const char *json) {
+    const char *ms = json ? strstr(json, "\"model\": {") : NULL;
     if (!ms) return;
     int nk; const ConfigKey *keys = config_schema(&nk);
     Config ck; config_defaults(&ck);
@@ -186,18 +188,18 @@ static void check_same_model(const char *path, const Config *cfg, const char *ck
         int found = json_flat_value(ms + strlen("\"model\": "), keys[i].key, text, sizeof text);
         if (found < 0)
             die_input("RESUME: %s: its stored configuration (model section) is not readable near model.%s; "
-                      "it was not written by this engine", path, keys[i].key);
+                      "it was not written by this engine", name, keys[i].key);
         if (found == 0) { config_format_value(&ck, &keys[i], then, sizeof then); }   // (the default)
         else {
             char where[1700];
-            snprintf(where, sizeof where, "%s (the configuration stored in the checkpoint)", path);
+            snprintf(where, sizeof where, "%s (the configuration stored in %s)", name, held_in);
             config_set_key(&ck, dotted, text, !strcmp(text, "null"), where);
             config_format_value(&ck, &keys[i], then, sizeof then);
         }
         if (strcmp(now, then))
             die_input_hint("resume with the model the run was trained with, or start a new run (without --resume)",
-                           "RESUME: %s was written by a different model: model.%s is %s in the checkpoint and %s now; "
-                           "resuming with a different model is refused", path, keys[i].key, then, now);
+                           "RESUME: %s %s a different model: model.%s is %s in %s and %s now; "
+                           "resuming with a different model is refused", name, verb, keys[i].key, then, held_in, now);
     }
 }
 
@@ -249,6 +251,9 @@ typedef struct {
     // the decision (rank 0, then broadcast)
     char resume_path[1500];    // "" = a new run
     int64_t resume_run;        // rank 0: the run row resumed (0 = a new run)
+    int restart;               // rank 0: resumed from step 0 (it stopped before its first checkpoint) ...
+    int restart_stopped_at;    // ... at this step
+    char *restart_config;      // ... and was recorded with this configuration (malloc'd)
     double resumed_peak;       // rank 0: its stored peak (host peak x hosts)
     // the training
     Trainer tr;
@@ -506,13 +511,33 @@ static int run_decide(RunCtx *ctx) {
                 check_run_dir_not_link(ctx->ckpt_dir);
                 ensure_writable_dir(ctx->ckpt_dir, "run.checkpoint_dir");
                 lock_run_dir(ctx->ckpt_dir, ctx->uid);
-                if (!checkpoint_latest_good(ctx->ckpt_dir, ctx->resume_path, sizeof ctx->resume_path, &resume_step, NULL, NULL))
-                    die_input("RESUME: run %s has no checkpoint that verifies in %s (set run.checkpoint_every to save them)",
-                              ctx->uid, ctx->ckpt_dir);
+                int n_damaged = 0;
+                if (!checkpoint_latest_good(ctx->ckpt_dir, ctx->resume_path, sizeof ctx->resume_path, &resume_step, NULL, &n_damaged)) {
+                    // None there. A run that never wrote one (stopped before its first checkpoint) trains
+                    // again from step 0 as the same run (its row, uid and folder): never a second run
+                    // beside an orphaned first. One whose checkpoints are damaged, or recorded and gone,
+                    // is refused: starting it again would discard its recorded steps.
+                    char recorded[1500];
+                    int rec_step = rundb_last_checkpoint(ctx->db, row.id, recorded, sizeof recorded);
+                    if (n_damaged)
+                        die_input("RESUME: run %s has no checkpoint that verifies in %s (%d damaged: see the warnings above)",
+                                  ctx->uid, ctx->ckpt_dir, n_damaged);
+                    if (rec_step >= 0)
+                        die_input_hint("restore the run's checkpoint folder (or its newest checkpoint), or start a new run (without --resume)",
+                                       "RESUME: run %s has no checkpoint in %s, but %s records its checkpoint of step %d (%s): "
+                                       "its checkpoints were moved or deleted; starting it again from step 0 would discard its "
+                                       "recorded steps", ctx->uid, ctx->ckpt_dir, cfg->run.db, rec_step, recorded);
+                    ctx->restart = 1;
+                    ctx->restart_stopped_at = row.last_step;
+                    ctx->restart_config = rundb_run_config(ctx->db, row.id);
+                    char name[400];
+                    snprintf(name, sizeof name, "run %s", ctx->uid);
+                    check_same_model(name, "was started with", "its recorded configuration", cfg, ctx->restart_config);
+                }
                 // Rows lost to a failing database (a full disk) are recomputed: the resume
                 // starts from a checkpoint whose steps all have their rows.
                 int rows_upto = ctx->db ? rundb_steps_contiguous(ctx->db, row.id) : (int)resume_step;
-                if (resume_step > rows_upto) {
+                if (!ctx->restart && resume_step > rows_upto) {
                     CheckpointEntry *all;
                     int n = checkpoint_list(ctx->ckpt_dir, &all);
                     char why[1300], newest[1500];
@@ -603,7 +628,7 @@ static void run_start_trainer(RunCtx *ctx) {
         ModelState full; model_state_init(&full, &cfg->model, STATE_PARAMS | STATE_OPTIM);
         CheckpointMeta meta;
         checkpoint_read(ctx->resume_path, &full, &meta);
-        check_same_model(ctx->resume_path, cfg, meta.config_json);
+        check_same_model(ctx->resume_path, "was written by", "the checkpoint", cfg, meta.config_json);
         check_finite_state(ctx->resume_path, &full);
         trainer_scatter_state(tr, &full);
         tr->step = (int)meta.step; tr->tokens_seen = meta.tokens_seen; tr->samples_seen = meta.samples_seen;
@@ -618,6 +643,14 @@ static void run_start_trainer(RunCtx *ctx) {
         }
         checkpoint_meta_free(&meta);
         model_state_free(&full);
+    } else if (ctx->restart) {   // rank 0: the same run from step 0 (run_decide)
+        printf("resumed %s from step 0: it stopped at step %d before its first checkpoint (run.checkpoint_every %d), "
+               "so it trains again from the start as the same run (run_id %lld); its recorded steps are replaced\n",
+               ctx->uid, ctx->restart_stopped_at, cfg->run.checkpoint_every, (long long)ctx->resume_run);
+        rundb_resume_run(ctx->db, ctx->resume_run, 0, opt->overrides, opt->n_overrides);
+        ctx->run_id = ctx->resume_run;
+        if (ctx->restart_config && strcmp(ctx->restart_config, ctx->config_json))
+            rundb_event(ctx->db, ctx->run_id, 0, "config_change", ctx->config_json);
     }
 }
 
@@ -628,7 +661,7 @@ static void run_register(RunCtx *ctx) {
     const Config *cfg = ctx->cfg;
     Comm *comm = ctx->comm;
     Trainer *tr = &ctx->tr;
-    if (ctx->root && ctx->db && !ctx->resume_path[0]) {
+    if (ctx->root && ctx->db && !ctx->resume_run) {
         RunInfo ri;
         memset(&ri, 0, sizeof ri);
         runinfo_set_host(&ri, &ctx->host);
@@ -672,7 +705,7 @@ static void run_register(RunCtx *ctx) {
         if (opt->n_overrides) {
             char line[4096] = "";
             for (int i = 0; i < opt->n_overrides; i++) shell_append_word(line, sizeof line, opt->overrides[i]);
-            printf("overrides%s: %s\n", ctx->resume_path[0] ? " (stored with the run, then new ones)" : "", line);
+            printf("overrides%s: %s\n", ctx->resume_run ? " (stored with the run, then new ones)" : "", line);
         }
         fflush(stdout);
     }
@@ -834,7 +867,7 @@ static void run_free(RunCtx *ctx) {
     ctx->db = NULL;
     if (ctx->full) { model_state_free(ctx->full); free(ctx->full); }
     if (ctx->trainer_up) trainer_free(&ctx->tr);
-    free(ctx->config_json); free(ctx->manifest_text);
+    free(ctx->config_json); free(ctx->manifest_text); free(ctx->restart_config);
 }
 
 // ---- the run: setup, step loop, teardown ---------------------------------------------------
