@@ -119,6 +119,10 @@ typedef struct BackendOps {
     void (*destroy)(Backend *b);          // release handles, streams, workspaces and b->impl (may be NULL)
     // ---- matrix products ----
     void (*gemm)(Backend *b, const GemmArgs *g);
+    // D[M,N] (row stride ldd) = alpha·op(A)·op(B) + beta·C: g's product with a separate output
+    // (C is read, not written). D may be C with ldd == ldc; otherwise, when beta ≠ 0, the two
+    // must not overlap. cuBLASLt does it in one pass (no copy of C into D first).
+    void (*gemm_into)(Backend *b, const GemmArgs *g, void *D, int ldd);
     void (*gemm_group)(Backend *b, int count, const GemmArgs *g);
     // ---- normalisation ----
     void (*rmsnorm_forward)(Backend *b, void *y, float *rstd, const void *x, const void *gamma,

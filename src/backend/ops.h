@@ -55,6 +55,13 @@ X(void, gemm, "gemm", (Backend *b, Trans ta, Trans tb, int M, int N, int K, floa
   int lda, const void *B, int ldb, float beta, void *C, int ldc), gemm,                              \
   (b, &(GemmArgs){ ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc }), M && N, OPC_GEMM,         \
   flops_gemm(M, N, K), gemm_bytes(b, M, N, K, beta), (i.M = M, i.N = N, i.K = K))                     \
+/* D[M,N] = alpha·op(A)·op(B) + beta·C with its own output D (row stride ldd; C read only): a     \
+   residual add folded into the GEMM (x_mid = x + z·B) with no copy of C into D first. D may be   \
+   C (ldd == ldc); else, when beta ≠ 0, D and C must not overlap. Reported as a "gemm" */          \
+X(void, gemm_into, "gemm", (Backend *b, Trans ta, Trans tb, int M, int N, int K, float alpha,           \
+  const void *A, int lda, const void *B, int ldb, float beta, const void *C, int ldc, void *D, int ldd),\
+  gemm_into, (b, &(GemmArgs){ ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, (void *)C, ldc }, D, ldd),  \
+  M && N, OPC_GEMM, flops_gemm(M, N, K), gemm_bytes(b, M, N, K, beta), (i.M = M, i.N = N, i.K = K))    \
 /* `count` ≥ 1 independent GEMMs in one launch where the back end can (the batched up factors) */   \
 X(void, gemm_group, "gemm_group", (Backend *b, int count, const GemmArgs *g), gemm_group,              \
   (b, count, g), 1, OPC_GEMM, group_flops(count, g), group_bytes(b, count, g),                        \

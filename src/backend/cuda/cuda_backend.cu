@@ -141,7 +141,7 @@ static const BackendOps cuda_ops = {
     .to_host = cu_to_host, .from_host = cu_from_host, .sync = cu_sync, .cast = cuda_cast,
     .add2d = cuda_add2d, .destroy = cu_destroy,
     // matrix products
-    .gemm = cuda_gemm, .gemm_group = cuda_gemm_group,
+    .gemm = cuda_gemm, .gemm_into = cuda_gemm_to, .gemm_group = cuda_gemm_group,
     // normalisation
     .rmsnorm_forward = cuda_rmsnorm_forward, .rmsnorm_backward = cuda_rmsnorm_backward,
     .rowsumsq = cuda_rowsumsq, .rownorm = cuda_rownorm, .scale_rows = cuda_scale_rows,

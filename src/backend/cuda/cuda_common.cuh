@@ -176,6 +176,8 @@ void cuda_gemm_free_plans(CudaImpl *im);
 // bias != NULL), one rounding of D: cuBLASLt with D ≠ C and the BIAS epilogue. D may be C
 // (with ldd == ldc) or must not overlap it (when beta ≠ 0). All in the compute dtype.
 void cuda_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd, const void *bias);
+// The op table's gemm_into: cuda_gemm_into without a bias
+void cuda_gemm_to(Backend *b, const GemmArgs *g, void *D, int ldd);
 // cuda_norm.cu
 void cuda_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps);
 void cuda_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x,

@@ -22,7 +22,8 @@
 // bias[N]: cuBLAS's column-major D has N rows) before the one rounding of D. LaX's dense gate
 // (lax_kernels.cu) uses both instead of an fp32 product in scratch plus a kernel adding it.
 // cuBLASLt has no SiLU epilogue (CUDA 13.0's cublasLt.h: RELU, GELU, BIAS and their
-// gradients), so CoLA's σ(x·A) stays an elementwise kernel; the op table's gemm is C == D.
+// gradients), so CoLA's σ(x·A) stays an elementwise kernel. The op table's gemm is C == D, its
+// gemm_into (cuda_gemm_to) D ≠ C: BTP's residual adds x_mid = x + z·B (layer_btp.c).
 // The bias pointer's alignment is part of the plan: the heuristic reads it from the
 // descriptor (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER), so each call sets its pointer
 // in the cached descriptor, whose alignment class matches the key.
@@ -218,6 +219,7 @@ void cuda_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd, const void 
 }
 
 void cuda_gemm(Backend *b, const GemmArgs *g) { cuda_gemm_into(b, g, g->C, g->ldc, NULL); }
+void cuda_gemm_to(Backend *b, const GemmArgs *g, void *D, int ldd) { cuda_gemm_into(b, g, D, ldd, NULL); }
 
 // ---- GEMM groups --------------------------------------------------------------------------
 // cublasGemmGroupedBatchedEx (one call; each GEMM its own group of size 1) where it applies:
