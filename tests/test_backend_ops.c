@@ -390,9 +390,10 @@ static double call_xent_rescale(Backend *b, void *const *p, const Case *c) {
     op_xent_rescale(b, p[2], p[0], p[1], c->i[0]);
     return 0;
 }
-// i = {N}: p = sumexp, gmax, tlogit, losses
+// i = {N, accumulate}: p = sumexp, gmax, tlogit, losses, loss (the f64 sum on the back end)
 static double call_xent_loss(Backend *b, void *const *p, const Case *c) {
-    return op_xent_loss(b, p[3], p[0], p[1], p[2], c->i[0]);
+    op_xent_loss(b, p[4], p[3], p[0], p[1], p[2], c->i[0], c->i[1]);
+    return 0;
 }
 // i = {N, V, v0, in_place}: f = {scale}: p = logits, gmax, sumexp, targets, dlogits
 static double call_xent_bwd(Backend *b, void *const *p, const Case *c) {
@@ -725,10 +726,13 @@ static void case_vocab(int N, int d, int v0, int V, int Vfull, int Nx, int Vx, i
     in_(c, "lmax", K_F32, (size_t)Nx, -2, 2); in_(c, "gmax", K_F32, (size_t)Nx, 2, 4);
     io_(c, "sumexp", K_F64, (size_t)Nx, 1, 300);
     c->i[0] = Nx;
-    c = new_case("xent_loss", call_xent_loss, TOL_STAT, "xent_loss N=%d", Nx);
-    in_(c, "sumexp", K_F64, (size_t)Nx, 1, 300); in_(c, "gmax", K_F32, (size_t)Nx, 2, 4);
-    in_(c, "tlogit", K_F64, (size_t)Nx, -4, 4); out_(c, "losses", K_F32, (size_t)Nx);
-    c->i[0] = Nx; c->has_ret = 1;
+    for (int acc = 0; acc < 2; acc++) {   // the sum written, and added to a running sum
+        c = new_case("xent_loss", call_xent_loss, TOL_STAT, "xent_loss N=%d%s", Nx, acc ? " accumulate" : "");
+        in_(c, "sumexp", K_F64, (size_t)Nx, 1, 300); in_(c, "gmax", K_F32, (size_t)Nx, 2, 4);
+        in_(c, "tlogit", K_F64, (size_t)Nx, -4, 4); out_(c, "losses", K_F32, (size_t)Nx);
+        if (acc) io_(c, "loss", K_F64, 1, 100, 200); else out_(c, "loss", K_F64, 1);
+        c->i[0] = Nx; c->i[1] = acc;
+    }
     for (int inplace = 0; inplace < 2; inplace++) {
         c = new_case("xent_backward", call_xent_bwd, TOL_EW, "xent_backward N=%d V=%d v0=%d%s", Nx, Vx, v0x, inplace ? " in place" : "");
         arg(c, "logits", K_T, (size_t)Nx * Vx, inplace, G_UNIFORM, -4, 4);

@@ -161,8 +161,8 @@ typedef struct BackendOps {
     void (*xent_forward)(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                          const int32_t *targets, int N, int V, int v0);
     void (*xent_rescale)(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
-    double (*xent_loss)(Backend *b, float *losses, const double *sumexp, const float *gmax,
-                        const double *tlogit, int N);
+    void (*xent_loss)(Backend *b, double *loss, float *losses, const double *sumexp, const float *gmax,
+                      const double *tlogit, int N, int accumulate);
     void (*xent_backward)(Backend *b, void *dlogits, const void *logits, const float *gmax,
                           const double *sumexp, const int32_t *targets, int N, int V, int v0,
                           float scale);

@@ -122,8 +122,13 @@ static void f_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlog
 void cpu_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N) {
     (void)b; xent_rescale(sumexp, lmax, gmax, N);
 }
-double cpu_xent_loss(Backend *b, float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N) {
-    (void)b; return xent_loss(losses, sumexp, gmax, tlogit, N);
+// The sum of this micro-batch's losses into the loss scalar (host memory here): written, or
+// added when accumulating — the same double additions, in the same order, as summing on the host.
+void cpu_xent_loss(Backend *b, double *loss, float *losses, const double *sumexp, const float *gmax, const double *tlogit,
+                   int N, int accumulate) {
+    (void)b;
+    double s = xent_loss(losses, sumexp, gmax, tlogit, N);
+    *loss = accumulate ? *loss + s : s;
 }
 static void f_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
                             const int32_t *targets, int N, int V, int v0, float scale) {
