@@ -205,6 +205,13 @@ struct Backend {
     // (cudaStream_t) its work is queued on. NULL on back ends whose buffers NCCL cannot use.
     int (*cuda_device)(const Backend *b);
     void *(*cuda_stream)(const Backend *b);
+    // How the host waits for the device (NULL on back ends without a stream). With wait set,
+    // every wait of the back end for its stream (to_host, sync, from_host's staging, results
+    // handed to the host, frees) records a CUDA event and calls wait(ctx, event, what)
+    // instead of blocking in the driver; the hook returns once the event has completed, or
+    // does not return (the NCCL back end polls its communicators' asynchronous errors and a
+    // timeout there, comm_nccl.c). wait = NULL: the driver's blocking wait again.
+    void (*set_wait)(Backend *b, void (*wait)(void *ctx, void *event, const char *what), void *ctx);
     // Choose the attention kernels (train.attention's values, CudaAttention); 0, or 1 and a
     // reason. NULL: one attention implementation, nothing to choose.
     int (*set_attention)(Backend *b, int mode, char *why, size_t why_len);

@@ -85,10 +85,22 @@ struct CudaImpl {
     int attn_mode, attn_cudnn_ok; char attn_cudnn_why[512]; unsigned attn_noted; const char *attn_used;
     // timer (backend_cuda_timer_*)
     cudaEvent_t t0, t1;
+    // how the host waits for the stream (Backend.set_wait): NULL = the driver's blocking wait;
+    // else an event recorded on the stream is handed to wait (the NCCL back end's polling)
+    void (*wait)(void *ctx, void *event, const char *what);
+    void *wait_ctx;
+    cudaEvent_t wait_ev;
 };
 
 static inline CudaImpl *impl_of(Backend *b) { return (CudaImpl *)b->impl; }
 static inline cudaStream_t stream_of(Backend *b) { return impl_of(b)->stream; }
+
+// The host waits until the stream has run everything queued so far (cuda_wait_stream), or
+// until event e has completed (cuda_wait_event): through the wait hook when one is set
+// (Backend.set_wait: polled, with a timeout, when NCCL shares the stream), else blocking in
+// the driver. `what` names the wait in the hook's error ("a copy to the host", ...).
+void cuda_wait_stream(Backend *b, const char *what);
+void cuda_wait_event(Backend *b, cudaEvent_t e, const char *what);
 
 // Device scratch of at least `bytes` in slot `slot` (grows; growing waits for the stream,
 // so no queued kernel still uses the old buffer).

@@ -77,7 +77,7 @@ void cuda_gemm_free_plans(CudaImpl *im) {
 static GemmPlan *make_plan(Backend *b, const GemmKey *k, const void *bias) {
     CudaImpl *im = impl_of(b);
     if (im->nplans == MAX_PLANS) {                 // a run uses a few dozen shapes; start over
-        CUDA_CHECK(cudaStreamSynchronize(im->stream));
+        cuda_wait_stream(b, "the GEMMs queued before the plan cache was emptied");
         for (int i = 0; i < im->nplans; i++) destroy_plan(&im->plans[i]);
         im->nplans = 0;
     }
