@@ -202,6 +202,7 @@ void cuda_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd, const void 
         if (bias) CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
         CUBLAS_CHECK(cublasLtMatmul(im->lt, p->desc, &g->alpha, g->B, p->la, g->A, p->lb, &g->beta,
                                     g->C, p->lc, D, p->ld, &p->algo, im->lt_ws, im->lt_ws_size, im->stream));
+        LAUNCH_CHECK();                            // BOOST_CUDA_DEBUG=1: a fault in cuBLASLt's kernel, named here
         return;
     }
     GemmArgs gd = *g;                              // cublasGemmEx: D = C first, then in place
@@ -212,6 +213,7 @@ void cuda_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd, const void 
         gd.C = D; gd.ldc = ldd;
     }
     gemm_ex(b, &gd);
+    LAUNCH_CHECK();
     if (bias) {
         DISPATCH(b->dtype, T, (LAUNCH(grid_for((size_t)g->M * g->N, 256), 256, 0, im->stream, add_bias_kernel<T>)(
             (T *)D, ldd, (const T *)bias, g->M, g->N)));
@@ -258,7 +260,7 @@ void cuda_gemm_group(Backend *b, int count, const GemmArgs *g) {
                                                        (const void *const *)(dptr + n), dt, ldb, beta,
                                                        dptr + 2 * n, dt, ldc, count, gs, compute_type(b));
         free(opa); free(dims); free(ab); free(ptr);
-        if (st == CUBLAS_STATUS_SUCCESS) return;
+        if (st == CUBLAS_STATUS_SUCCESS) { LAUNCH_CHECK(); return; }
         if (st != CUBLAS_STATUS_NOT_SUPPORTED)
             die_at(__FILE__, __LINE__, "cublasGemmGroupedBatchedEx(%d GEMMs) failed: %s (%s)", count,
                    cublasGetStatusString(st), cublasGetStatusName(st));
