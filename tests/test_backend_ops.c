@@ -278,6 +278,13 @@ static double call_gemm(Backend *b, void *const *p, const Case *c) {
             bk_at(b, p[0], o), c->i[5], bk_at(b, p[1], o), c->i[6], c->f[1], bk_at(b, p[2], o), c->i[7]);
     return 0;
 }
+// i = {ta, tb, M, N, K, lda, ldb, ldc, offset, ldd}: f = {alpha, beta}: p = A, B, C (read), D
+static double call_gemm_into(Backend *b, void *const *p, const Case *c) {
+    size_t o = (size_t)c->i[8];
+    op_gemm_into(b, (Trans)c->i[0], (Trans)c->i[1], c->i[2], c->i[3], c->i[4], c->f[0], bk_at(b, p[0], o), c->i[5],
+                 bk_at(b, p[1], o), c->i[6], c->f[1], bk_at(b, p[2], o), c->i[7], bk_at(b, p[3], o), c->i[9]);
+    return 0;
+}
 // i = {N rows, r, G, strided}: f = {beta}: p = Z (strided: one [N, G·r]; else G of [N, r]),
 // then B_j [r, dout_j], then out_j [N, dout_j]; dout_j = i[4 + j]
 static double call_gemm_group(Backend *b, void *const *p, const Case *c) {
@@ -383,9 +390,10 @@ static double call_xent_rescale(Backend *b, void *const *p, const Case *c) {
     op_xent_rescale(b, p[2], p[0], p[1], c->i[0]);
     return 0;
 }
-// i = {N}: p = sumexp, gmax, tlogit, losses
+// i = {N, accumulate}: p = sumexp, gmax, tlogit, losses, loss (the f64 sum on the back end)
 static double call_xent_loss(Backend *b, void *const *p, const Case *c) {
-    return op_xent_loss(b, p[3], p[0], p[1], p[2], c->i[0]);
+    op_xent_loss(b, p[4], p[3], p[0], p[1], p[2], c->i[0], c->i[1]);
+    return 0;
 }
 // i = {N, V, v0, in_place}: f = {scale}: p = logits, gmax, sumexp, targets, dlogits
 static double call_xent_bwd(Backend *b, void *const *p, const Case *c) {
@@ -532,6 +540,21 @@ static void case_gemm(Trans ta, Trans tb, int M, int N, int K, int pad, float al
     in_(c, "B", K_T, (size_t)brows * ldb + offset, -1, 1);
     io_(c, "C", K_T, (size_t)M * ldc + offset, -1, 1);
     int v[] = { ta, tb, M, N, K, lda, ldb, ldc, offset };
+    memcpy(c->i, v, sizeof v);
+    c->f[0] = alpha; c->f[1] = beta;
+}
+
+// D = alpha·op(A)·op(B) + beta·C with D ≠ C (its own row stride): C is compared too (read only)
+static void case_gemm_into(Trans ta, Trans tb, int M, int N, int K, int pad, int padd, float alpha, float beta, int offset) {
+    int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad, ldd = N + padd;
+    Case *c = new_case("gemm_into", call_gemm_into, TOL_RED, "gemm_into %c%c %dx%dx%d ldc+%d ldd+%d a=%g b=%g%s",
+                       ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, pad, padd, alpha, beta, offset ? " unaligned" : "");
+    int arows = ta ? K : M, brows = tb ? N : K;
+    in_(c, "A", K_T, (size_t)arows * lda + offset, -1, 1);
+    in_(c, "B", K_T, (size_t)brows * ldb + offset, -1, 1);
+    io_(c, "C", K_T, (size_t)M * ldc + offset, -1, 1);
+    out_(c, "D", K_T, (size_t)M * ldd + offset);
+    int v[] = { ta, tb, M, N, K, lda, ldb, ldc, offset, ldd };
     memcpy(c->i, v, sizeof v);
     c->f[0] = alpha; c->f[1] = beta;
 }
@@ -703,10 +726,13 @@ static void case_vocab(int N, int d, int v0, int V, int Vfull, int Nx, int Vx, i
     in_(c, "lmax", K_F32, (size_t)Nx, -2, 2); in_(c, "gmax", K_F32, (size_t)Nx, 2, 4);
     io_(c, "sumexp", K_F64, (size_t)Nx, 1, 300);
     c->i[0] = Nx;
-    c = new_case("xent_loss", call_xent_loss, TOL_STAT, "xent_loss N=%d", Nx);
-    in_(c, "sumexp", K_F64, (size_t)Nx, 1, 300); in_(c, "gmax", K_F32, (size_t)Nx, 2, 4);
-    in_(c, "tlogit", K_F64, (size_t)Nx, -4, 4); out_(c, "losses", K_F32, (size_t)Nx);
-    c->i[0] = Nx; c->has_ret = 1;
+    for (int acc = 0; acc < 2; acc++) {   // the sum written, and added to a running sum
+        c = new_case("xent_loss", call_xent_loss, TOL_STAT, "xent_loss N=%d%s", Nx, acc ? " accumulate" : "");
+        in_(c, "sumexp", K_F64, (size_t)Nx, 1, 300); in_(c, "gmax", K_F32, (size_t)Nx, 2, 4);
+        in_(c, "tlogit", K_F64, (size_t)Nx, -4, 4); out_(c, "losses", K_F32, (size_t)Nx);
+        if (acc) io_(c, "loss", K_F64, 1, 100, 200); else out_(c, "loss", K_F64, 1);
+        c->i[0] = Nx; c->i[1] = acc;
+    }
     for (int inplace = 0; inplace < 2; inplace++) {
         c = new_case("xent_backward", call_xent_bwd, TOL_EW, "xent_backward N=%d V=%d v0=%d%s", Nx, Vx, v0x, inplace ? " in place" : "");
         arg(c, "logits", K_T, (size_t)Nx * Vx, inplace, G_UNIFORM, -4, 4);
@@ -809,6 +835,9 @@ static void build_test_cases(void) {
     case_gemm(TR_N, TR_N, 130, 70, 520, 0, 1.0f, 1.0f, 0);
     case_gemm(TR_N, TR_T, 33, 47, 129, 1, 1.0f, 0.0f, 1);
     case_gemm(TR_T, TR_N, 24, 40, 64, 0, 1.0f, 1.0f, 1);
+    case_gemm_into(TR_N, TR_N, 37, 29, 45, 3, 0, 1.0f, 1.0f, 0);   // BTP's x_mid = x + z·B
+    case_gemm_into(TR_N, TR_T, 33, 47, 19, 1, 5, 0.7f, 0.5f, 1);
+    case_gemm_into(TR_T, TR_N, 24, 40, 64, 0, 2, 1.0f, 0.0f, 0);    // beta 0: C not read
     static const int dq[3] = { 24, 12, 12 }, dgu[2] = { 40, 40 };
     case_gemm_group(37, 11, 3, 1, 0.0f, dq);
     case_gemm_group(37, 16, 3, 0, 0.0f, dq);

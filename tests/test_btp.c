@@ -107,7 +107,9 @@ static double run_parallel(Model *m) {
     model_zero_grads(m);
     if (!m->lay.first_stage)
         CHECK_MPI(MPI_Recv(model_stage_input(m, 0), (int)n_act, MPI_FLOAT, G.pp_rank - 1, 1, pp, MPI_STATUS_IGNORE));
-    loss = model_stage_forward(m, 0, in, tg);
+    model_loss_begin(m);
+    model_stage_forward(m, 0, in, tg);
+    loss = model_loss_read(m);
     if (!m->lay.last_stage) {
         CHECK_MPI(MPI_Send(model_stage_output(m, 0), (int)n_act, MPI_FLOAT, G.pp_rank + 1, 1, pp));
         CHECK_MPI(MPI_Recv(model_stage_grad(m), (int)n_act, MPI_FLOAT, G.pp_rank + 1, 2, pp, MPI_STATUS_IGNORE));

@@ -119,6 +119,10 @@ typedef struct BackendOps {
     void (*destroy)(Backend *b);          // release handles, streams, workspaces and b->impl (may be NULL)
     // ---- matrix products ----
     void (*gemm)(Backend *b, const GemmArgs *g);
+    // D[M,N] (row stride ldd) = alpha·op(A)·op(B) + beta·C: g's product with a separate output
+    // (C is read, not written). D may be C with ldd == ldc; otherwise, when beta ≠ 0, the two
+    // must not overlap. cuBLASLt does it in one pass (no copy of C into D first).
+    void (*gemm_into)(Backend *b, const GemmArgs *g, void *D, int ldd);
     void (*gemm_group)(Backend *b, int count, const GemmArgs *g);
     // ---- normalisation ----
     void (*rmsnorm_forward)(Backend *b, void *y, float *rstd, const void *x, const void *gamma,
@@ -157,8 +161,8 @@ typedef struct BackendOps {
     void (*xent_forward)(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                          const int32_t *targets, int N, int V, int v0);
     void (*xent_rescale)(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
-    double (*xent_loss)(Backend *b, float *losses, const double *sumexp, const float *gmax,
-                        const double *tlogit, int N);
+    void (*xent_loss)(Backend *b, double *loss, float *losses, const double *sumexp, const float *gmax,
+                      const double *tlogit, int N, int accumulate);
     void (*xent_backward)(Backend *b, void *dlogits, const void *logits, const float *gmax,
                           const double *sumexp, const int32_t *targets, int N, int V, int v0,
                           float scale);
@@ -201,6 +205,13 @@ struct Backend {
     // (cudaStream_t) its work is queued on. NULL on back ends whose buffers NCCL cannot use.
     int (*cuda_device)(const Backend *b);
     void *(*cuda_stream)(const Backend *b);
+    // How the host waits for the device (NULL on back ends without a stream). With wait set,
+    // every wait of the back end for its stream (to_host, sync, from_host's staging, results
+    // handed to the host, frees) records a CUDA event and calls wait(ctx, event, what)
+    // instead of blocking in the driver; the hook returns once the event has completed, or
+    // does not return (the NCCL back end polls its communicators' asynchronous errors and a
+    // timeout there, comm_nccl.c). wait = NULL: the driver's blocking wait again.
+    void (*set_wait)(Backend *b, void (*wait)(void *ctx, void *event, const char *what), void *ctx);
     // Choose the attention kernels (train.attention's values, CudaAttention); 0, or 1 and a
     // reason. NULL: one attention implementation, nothing to choose.
     int (*set_attention)(Backend *b, int mode, char *why, size_t why_len);

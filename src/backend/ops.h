@@ -55,6 +55,13 @@ X(void, gemm, "gemm", (Backend *b, Trans ta, Trans tb, int M, int N, int K, floa
   int lda, const void *B, int ldb, float beta, void *C, int ldc), gemm,                              \
   (b, &(GemmArgs){ ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc }), M && N, OPC_GEMM,         \
   flops_gemm(M, N, K), gemm_bytes(b, M, N, K, beta), (i.M = M, i.N = N, i.K = K))                     \
+/* D[M,N] = alpha·op(A)·op(B) + beta·C with its own output D (row stride ldd; C read only): a     \
+   residual add folded into the GEMM (x_mid = x + z·B) with no copy of C into D first. D may be   \
+   C (ldd == ldc); else, when beta ≠ 0, D and C must not overlap. Reported as a "gemm" */          \
+X(void, gemm_into, "gemm", (Backend *b, Trans ta, Trans tb, int M, int N, int K, float alpha,           \
+  const void *A, int lda, const void *B, int ldb, float beta, const void *C, int ldc, void *D, int ldd),\
+  gemm_into, (b, &(GemmArgs){ ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, (void *)C, ldc }, D, ldd),  \
+  M && N, OPC_GEMM, flops_gemm(M, N, K), gemm_bytes(b, M, N, K, beta), (i.M = M, i.N = N, i.K = K))    \
 /* `count` ≥ 1 independent GEMMs in one launch where the back end can (the batched up factors) */   \
 X(void, gemm_group, "gemm_group", (Backend *b, int count, const GemmArgs *g), gemm_group,              \
   (b, count, g), 1, OPC_GEMM, group_flops(count, g), group_bytes(b, count, g),                        \
@@ -159,10 +166,12 @@ X(void, xent_forward, "xent_forward", (Backend *b, float *lmax, double *sumexp, 
 /* After the all-reduce of the maxima (gmax): sumexp[n] *= exp(lmax − gmax)  (tp > 1) */             \
 X(void, xent_rescale, "xent_rescale", (Backend *b, double *sumexp, const float *lmax, const float *gmax,\
   int N), xent_rescale, (b, sumexp, lmax, gmax, N), 1, OPC_MEMORY, 3.0 * N, 24.0 * N, (void)0)          \
-/* losses[N] f32 = log(sumexp) + gmax − tlogit; returns Σ losses in double (row order) */            \
-X(double, xent_loss, "xent_loss", (Backend *b, float *losses, const double *sumexp, const float *gmax,  \
-  const double *tlogit, int N), xent_loss, (b, losses, sumexp, gmax, tlogit, N), 1, OPC_MEMORY,        \
-  3.0 * N, 28.0 * N, (void)0)                                                                          \
+/* losses[N] f32 = log(sumexp) + gmax − tlogit; loss[0] (f64, this back end's memory) = Σ losses in  \
+   double (row order), added to loss[0] when accumulate, else written. The sum stays on the back    \
+   end: no host synchronisation (the caller reads it once per step, model_loss_read) */             \
+X(void, xent_loss, "xent_loss", (Backend *b, double *loss, float *losses, const double *sumexp,         \
+  const float *gmax, const double *tlogit, int N, int accumulate), xent_loss,                          \
+  (b, loss, losses, sumexp, gmax, tlogit, N, accumulate), 1, OPC_MEMORY, 3.0 * N, 28.0 * N, (void)0)    \
 /* dlogits[N,V] = scale·(softmax − onehot(target)) over the local columns (may alias logits) */      \
 X(void, xent_backward, "xent_backward", (Backend *b, void *dlogits, const void *logits,                \
   const float *gmax, const double *sumexp, const int32_t *targets, int N, int V, int v0, float scale),  \

@@ -8,7 +8,7 @@
 // collectives; BTP: the residual's column slice and the all-gather of the last layer).
 void embed_forward(Model *mdl, void *x0, const int32_t *tokens);          // x0 [N,d_res]
 void embed_backward(Model *mdl, void *dx0, const int32_t *tokens);        // dx0 [N,d_res]
-double head_loss_forward(Model *mdl, Acts *A);                           // Σ token losses
+void head_loss_forward(Model *mdl, Acts *A, double *loss, int accumulate); // *loss (+)= Σ token losses
 void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s); // -> s->dx
 
 // Megatron FullRank-TP (dense) / Vanilla-TP (low-rank) block; l is the local layer index.

@@ -55,12 +55,12 @@ static void head_logits(Model *mdl, Acts *A) {
     else op_gemm(mdl->bk, TR_N, TR_T, N, L->V, d, 1.0f, A->xf, d, mdl->w.embed, d, 0.0f, A->logits, L->V);
 }
 
-// The all-gather (BTP), final norm, head and loss of one micro-batch. Returns the sum of
-// token losses. Three small all-reduces when tp > 1 (Megatron): the row max, the sum of
+// The all-gather (BTP), final norm, head and loss of one micro-batch: loss[0] (f64 on the back
+// end) = the sum of token losses, or += it when accumulating (no host synchronisation). Three small all-reduces when tp > 1 (Megatron): the row max, the sum of
 // exponentials (re-based on the global max) and the target logit. The statistics stay in
 // the scratch for head_loss_backward: on the last stage the 1F1B schedule runs a
 // micro-batch's backward right after its forward.
-double head_loss_forward(Model *mdl, Acts *A) {
+void head_loss_forward(Model *mdl, Acts *A, double *loss, int accumulate) {
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
     Backend *bk = mdl->bk;
@@ -82,7 +82,7 @@ double head_loss_forward(Model *mdl, Acts *A) {
         comm_all_reduce(mdl->comm, GROUP_TP, s.tlogit, (size_t)N, DTYPE_F64, OP_SUM, PHASE_FORWARD, -1);
         gmax = s.gmax;
     }
-    return op_xent_loss(bk, A->losses, s.sumexp, gmax, s.tlogit, N);
+    op_xent_loss(bk, loss, A->losses, s.sumexp, gmax, s.tlogit, N, accumulate);
 }
 
 // The gradient of loss_scale · Σ token losses, from the logits (in place) back through the

@@ -214,7 +214,6 @@ void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat 
     int N = mdl->N, dr = L->d_res, ph = mdl->fwd_phase;
     Scratch s; scratch_view(mdl, &s);
     Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
-    size_t Nr = (size_t)N * dr;
 
     // ---- attention ------------------------------------------------------------------
     LinearW *Aqkv[3] = { &w->q, &w->k, &w->v };
@@ -225,8 +224,7 @@ void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat 
     bn_all_reduce(mdl, &bo, la->po, 0, ph, gl);                     // (2) AR [N,r]
     LinearW *Ao[1] = { &w->o };
     bn_latent_forward(mdl, &bo, LX_O, la->zo, la->po, Ao, gl, prev, out);
-    copy_t(mdl, la->x_mid, la->x, Nr);
-    mm_forward(mdl, la->x_mid, la->zo, w->o.B, N, L->ra, dr, 1.0f); // x_mid = x + σ(P_o) @ B_o (slice)
+    mm_forward_residual(mdl, la->x_mid, la->x, la->zo, w->o.B, N, L->ra, dr);   // x_mid = x + σ(P_o) @ B_o (slice)
 
     // ---- MLP ------------------------------------------------------------------------
     LinearW *Agu[2] = { &w->gate, &w->up };
@@ -237,8 +235,7 @@ void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat 
     bn_all_reduce(mdl, &bd, la->pd, 0, ph, gl);                     // (4) AR [N,r]
     LinearW *Ad[1] = { &w->down };
     bn_latent_forward(mdl, &bd, LX_DOWN, la->zd, la->pd, Ad, gl, prev, out);
-    copy_t(mdl, x_out, la->x_mid, Nr);
-    mm_forward(mdl, x_out, la->zd, w->down.B, N, L->rm, dr, 1.0f);  // x_out = x_mid + σ(P_d) @ B_down
+    mm_forward_residual(mdl, x_out, la->x_mid, la->zd, w->down.B, N, L->rm, dr);  // x_out = x_mid + σ(P_d) @ B_down
 }
 
 // On entry s->dx = d(x_out) [N,d_res]; on exit s->dx = d(x).

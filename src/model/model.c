@@ -212,6 +212,7 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     Scratch s; cv = (Carve){0};
     mdl->scratch_bytes = scratch_carve(&cv, &s, mdl);
     mdl->scratch = bk_alloc(mdl->bk, mdl->scratch_bytes / 4, DT_F32, MEM_WORK);
+    if (L->last_stage) mdl->loss = bk_alloc(mdl->bk, 1, DT_F64, MEM_WORK);
     if (!mdl->bk->dry) model_init_weights(mdl, seed);
 }
 
@@ -221,6 +222,7 @@ void model_free(Model *mdl) {
     bk_free(mdl->bk, mdl->grads, mdl->n_alloc, t, MEM_GRADS);
     bk_free(mdl->bk, mdl->act_memory, mdl->act_bytes / 4, DT_F32, MEM_ACTS);
     bk_free(mdl->bk, mdl->scratch, mdl->scratch_bytes / 4, DT_F32, MEM_WORK);
+    if (mdl->lay.last_stage) bk_free(mdl->bk, mdl->loss, 1, DT_F64, MEM_WORK);
     free(mdl->w.layers); free(mdl->dw.layers);
     for (int s = 0; s < mdl->n_slots; s++) free(mdl->slots[s].layers);
     free(mdl->slots);
@@ -331,7 +333,7 @@ static void layer_backward(Model *mdl, Acts *A, int l, Scratch *s) {
     else megatron_layer_backward(mdl, &A->layers[l], l, s, prev);
 }
 
-double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const int32_t *targets) {
+void model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const int32_t *targets) {
     const Layout *L = &mdl->lay;
     Acts *A = &mdl->slots[slot];
     int N = mdl->N, n_local = L->layer_end - L->layer_begin;
@@ -343,8 +345,17 @@ double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const in
         void *x_out = l + 1 < n_local ? A->layers[l + 1].x : A->x_final;
         layer_forward(mdl, A, l, &A->layers[l], x_out);
     }
-    if (!L->last_stage) return 0.0;
-    return head_loss_forward(mdl, A);
+    if (!L->last_stage) return;
+    head_loss_forward(mdl, A, mdl->loss, mdl->loss_written);   // the first forward writes, later ones add
+    mdl->loss_written = 1;
+}
+
+void model_loss_begin(Model *mdl) { mdl->loss_written = 0; }
+
+double model_loss_read(Model *mdl) {
+    double sum = 0.0;
+    if (mdl->loss_written && !mdl->bk->dry) op_to_host(mdl->bk, &sum, mdl->loss, 1, DT_F64);
+    return sum;
 }
 
 void model_stage_backward(Model *mdl, int slot, float loss_scale) {
@@ -372,7 +383,9 @@ void model_stage_backward(Model *mdl, int slot, float loss_scale) {
 }
 
 double model_forward(Model *mdl, const int32_t *inputs, const int32_t *targets) {
-    return model_stage_forward(mdl, 0, inputs, targets) / mdl->N;
+    model_loss_begin(mdl);
+    model_stage_forward(mdl, 0, inputs, targets);
+    return model_loss_read(mdl) / mdl->N;
 }
 
 void model_backward(Model *mdl, float loss_scale) { model_stage_backward(mdl, 0, loss_scale); }

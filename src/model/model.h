@@ -178,6 +178,9 @@ typedef struct {
     void *act_memory; size_t act_bytes;
     void *scratch; size_t scratch_bytes;    // backward working set (one layer; BTP: also
                                             // the forward's normed input and A concatenation)
+    double *loss;              // last stage: [1] f64 on the back end, the token-loss sum of the
+                               // forwards since model_loss_begin (NULL elsewhere)
+    int loss_written;          // a forward wrote *loss since model_loss_begin (host flag)
 } Model;
 
 // The layout of rank (tp_rank, pp_rank) in a tp x pp grid under `scheme`. Returns 0
@@ -220,9 +223,17 @@ size_t model_family_len(size_t n_params, int parts);
 // Forward of this stage's layers. First stage: embeds `inputs` (host token ids [N]); other
 // stages read their input from model_stage_input(slot) (the previous stage's output,
 // received there). `targets` (host [N]) are needed on the last stage.
-// Last stage: computes the loss and returns the SUM of the N token losses (0 elsewhere);
-// other stages leave their output in model_stage_output(slot).
-double model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const int32_t *targets);
+// Last stage: computes the loss and adds the SUM of the N token losses to the model's loss
+// sum, on the back end (model_loss_read returns it); other stages leave their output in
+// model_stage_output(slot).
+void model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const int32_t *targets);
+// The token-loss sum of the last stage's forwards since model_loss_begin stays on the back end
+// (the cross-entropy adds each micro-batch's sum to a device f64: no host synchronisation per
+// micro-batch); model_loss_read hands it to the host once (a GPU waits for its stream there).
+// 0 off the last stage or when no forward ran since model_loss_begin. The sum is the same
+// double additions, in the same order, as adding each micro-batch's sum on the host.
+void model_loss_begin(Model *mdl);
+double model_loss_read(Model *mdl);
 void *model_stage_input(Model *mdl, int slot);     // [N, d_res] compute dtype (+ LaX latents)
 void *model_stage_output(Model *mdl, int slot);    // [N, d_res] (+ LaX latents)
 // Elements of one pipeline message (activation forward, gradient backward) in the compute
@@ -238,7 +249,8 @@ void *model_stage_grad(Model *mdl);                // [N, d_res] (+ LaX carry)
 
 // Single-stage convenience (slot 0):
 // Forward over inputs/targets [B,T] (copied into acts). Returns the mean loss over
-// the B*T tokens (double). Keeps what backward needs.
+// the B*T tokens (double; read from the back end: it waits for the device). Keeps what
+// backward needs.
 double model_forward(Model *mdl, const int32_t *inputs, const int32_t *targets);
 // Backward of (loss_scale * sum of token losses): ACCUMULATES into mdl->grads. Call
 // after model_forward with the same batch. For the mean over a whole optimizer step

@@ -30,6 +30,12 @@ static inline void tp_all_reduce(Model *m, void *buf, size_t n, int phase, int l
 static inline void mm_forward(Model *m, void *y, const void *x, const void *W, int N, int din, int dout, float beta) {
     op_gemm(m->bk, TR_N, TR_N, N, dout, din, 1.0f, x, din, W, dout, beta, y, dout);
 }
+// y[N,dout] = r[N,dout] + x[N,din] @ W[din,dout]: a residual add inside the GEMM (C = r is
+// read, D = y written: no copy of r into y first; y may be r)
+static inline void mm_forward_residual(Model *m, void *y, const void *r, const void *x, const void *W, int N, int din,
+                                       int dout) {
+    op_gemm_into(m->bk, TR_N, TR_N, N, dout, din, 1.0f, x, din, W, dout, 1.0f, r, dout, y, dout);
+}
 // dx[N,din] = beta_dx·dx + dy[N,dout] @ W^T (beta_dx 0: this GEMM is dx's first writer, no
 // zero pass before it; 1: +=) ; dW[din,dout] += x^T @ dy. Both are always issued (no NULL
 // test: on the dry back end every pointer is NULL and the trace must still hold both GEMMs).

@@ -36,6 +36,17 @@ static size_t cell_index(const Comm *c, int k, int p, int g, int layer) {
     return (((size_t)k * PHASE_COUNT + (size_t)p) * GROUP_COUNT + (size_t)g) * n_rows_per_key(c) + (size_t)(layer + 1);
 }
 
+void comm_cell_describe(const Comm *c, size_t cell, char *buf, size_t n) {
+    size_t per = n_rows_per_key(c);
+    int layer = (int)(cell % per) - 1;
+    cell /= per;
+    CommGroup g = (CommGroup)(cell % GROUP_COUNT);
+    cell /= GROUP_COUNT;
+    CommPhase p = (CommPhase)(cell % PHASE_COUNT);
+    CommKind k = (CommKind)(cell / PHASE_COUNT);
+    snprintf(buf, n, "%s over %s (%s, layer %d)", comm_kind_name(k), comm_group_name(g), comm_phase_name(p), layer);
+}
+
 void comm_flush_timing(Comm *c) {
     if (c->backend && c->backend->time_flush) c->backend->time_flush(c);
 }

@@ -103,6 +103,9 @@ typedef struct CommBackend {
     void (*time_flush)(Comm *c);
     void (*destroy)(Comm *c);       // frees c->backend_state (comm_free); NULL: nothing to free
 } CommBackend;
+// The call a cell of the accounting table counts, for a back end's messages:
+// "all_reduce over tp (forward, layer 3)".
+void comm_cell_describe(const Comm *c, size_t cell, char *buf, size_t n);
 extern const CommBackend comm_backend_mpi;
 // MPI on host buffers, never staged: what the comm_host_* operations call (comm_mpi.c).
 extern const CommBackend comm_backend_mpi_host;

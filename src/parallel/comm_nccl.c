@@ -16,6 +16,9 @@
 //                  match in the order they are posted, which the pipeline schedule fixes
 //                  (tests/test_comm.c's schedule simulation)
 //   barrier        an all-reduce of one int, then a stream synchronise
+//   waiting        every host wait on the stream polls (below): this back end's own, and the
+//                  CUDA back end's (to_host, sync, staging, results, frees), whose waits it
+//                  takes over (Backend.set_wait) while NCCL shares the stream
 //
 // Every CUDA and NCCL call is checked (the library's error string, and NCCL's last error
 // detail). Built only with CUDA (mk/gpu.mk defines BOOST_CUDA); otherwise comm_use_nccl
@@ -35,15 +38,22 @@
     die_at(__FILE__, __LINE__, "%s failed: %s%s%s", #call, ncclGetErrorString(e_nc_), \
            d_nc_ && *d_nc_ ? ": " : "", d_nc_ ? d_nc_ : ""); } } while (0)
 
-typedef struct { cudaEvent_t start, stop; size_t cell; } PendingTiming;
+// One issued call: its start and stop events (recorded before and after it on the stream), the
+// table cell it is counted in, and when this rank first saw it running (start reached, stop
+// not: 0 until then) — what the timeout measures.
+typedef struct { cudaEvent_t start, stop; size_t cell; double running_since; } PendingTiming;
 
 typedef struct {
     ncclComm_t comm[GROUP_COUNT];   // NULL for groups of size 1 (never called)
     cudaStream_t stream;            // the CUDA back end's compute stream
+    Backend *bk;                    // that back end (its host waits go through nccl_wait_event)
     int device;
     int *barrier_word;              // device int for the barrier's all-reduce
     cudaEvent_t open_start;         // the running call's start (time_begin → time_end)
+    int open_active;                // between time_begin and time_end (the barrier waits there)
+    double open_running_since;      // as PendingTiming.running_since, for that call
     PendingTiming *pending; int n_pending, cap_pending;
+    int first_open;                 // pending[0 .. first_open) have completed (stream order)
     cudaEvent_t *pool; int n_pool, cap_pool;   // idle events
 } NcclState;
 
@@ -132,10 +142,16 @@ static void nccl_sendrecv(Comm *c, CommGroup g, const void *sbuf, size_t ns, int
 
 // ---- waiting without hanging ----
 // A dead peer leaves an NCCL kernel spinning forever, and a plain cudaEventSynchronize with
-// it. Every wait of this back end polls instead: the event, then every communicator's
-// asynchronous error; an error, or no progress for BOOST_NCCL_TIMEOUT_S seconds (default
-// 600; 0 = no limit), aborts the communicators (ncclCommAbort) and dies with the reason —
-// the die hook of the run loop records the run as failed with it (src/train/run.c).
+// it. Every wait polls instead — this back end's (the barrier, the timing flush, destroy) and,
+// through the hook comm_use_nccl installs (Backend.set_wait), every host wait of the CUDA back
+// end on the shared stream (to_host, sync, from_host's staging buffers, the gradient norm,
+// frees): the event, then every communicator's asynchronous error, then whether an NCCL call
+// has been running (its start event reached, its stop event not) for BOOST_NCCL_TIMEOUT_S
+// seconds (default 600; 0 = no limit) — a collective whose peers never join it, not a long
+// wait for compute. An error or the timeout aborts the communicators (ncclCommAbort) and dies
+// with the reason — the die hook of the run loop records the run as failed with it
+// (src/train/run.c). tests/emu/cuda_emu_train.sh shows both on the emulator's NCCL stand-in (a
+// peer whose collective never completes; a peer whose communicator fails).
 static double nccl_timeout_s(void) {
     static double t = -1;
     if (t < 0) {
@@ -163,25 +179,60 @@ static void nccl_check_async(Comm *c, const char *what) {
         char detail[256];
         snprintf(detail, sizeof detail, "%s", ncclGetLastError(s->comm[g]) ? ncclGetLastError(s->comm[g]) : "");
         nccl_abort_all(c);
-        DIE("comm (nccl): the %s communicator failed while %s: %s%s%s (communicators aborted)", comm_group_name((CommGroup)g),
+        DIE("comm (nccl): the %s communicator failed (seen while waiting for %s): %s%s%s (communicators aborted)", comm_group_name((CommGroup)g),
             what, ncclGetErrorString(ae), detail[0] ? ": " : "", detail);
     }
 }
+static int event_done(cudaEvent_t e) {
+    cudaError_t q = cudaEventQuery(e);
+    if (q != cudaSuccess && q != cudaErrorNotReady) CHECK_CUDA(q);
+    return q == cudaSuccess;
+}
+// How long the oldest unfinished NCCL call has been running (0: none is running: the stream is
+// busy with compute, or idle), and which. Calls complete in stream order, so only the first
+// unfinished one is queried; during a call (the barrier's wait) that call is the open one,
+// whose end is the awaited event.
+static double running_for(NcclState *s, cudaEvent_t open_stop, double now, size_t *cell) {
+    while (s->first_open < s->n_pending && event_done(s->pending[s->first_open].stop)) s->first_open++;
+    cudaEvent_t start = NULL;
+    double *since = NULL;
+    if (s->first_open < s->n_pending) {
+        PendingTiming *p = &s->pending[s->first_open];
+        start = p->start; since = &p->running_since; *cell = p->cell;
+    } else if (s->open_active && open_stop) {
+        start = s->open_start; since = &s->open_running_since; *cell = (size_t)-1;
+    }
+    if (!start || !event_done(start)) return 0.0;
+    if (*since == 0.0) *since = now;
+    return now - *since;
+}
 static void nccl_wait_event(Comm *c, cudaEvent_t e, const char *what) {
-    double t0 = MPI_Wtime(), limit = nccl_timeout_s();
+    NcclState *s = state(c);
+    double limit = nccl_timeout_s();
     for (;;) {
-        cudaError_t q = cudaEventQuery(e);
-        if (q == cudaSuccess) return;
-        if (q != cudaErrorNotReady) CHECK_CUDA(q);
+        int done = event_done(e);
+        // also once the event has completed: work behind a failed collective completes too,
+        // on garbage, and the host must not take its results (a copy to the host, the norm)
         nccl_check_async(c, what);
-        if (limit > 0 && MPI_Wtime() - t0 > limit) {
+        if (done) return;
+        size_t cell = 0;
+        double ran = limit > 0 ? running_for(s, s->open_active ? e : NULL, MPI_Wtime(), &cell) : 0.0;
+        if (ran > limit) {
+            char call[160] = "a barrier";
+            if (cell != (size_t)-1) comm_cell_describe(c, cell, call, sizeof call);
             nccl_abort_all(c);
-            DIE("comm (nccl): rank %d waited %.0f s for %s without progress (a dead or stuck peer?); communicators aborted "
-                "(BOOST_NCCL_TIMEOUT_S sets the limit)", c->rank, limit, what);
+            DIE("comm (nccl): rank %d: an NCCL %s has been running for %.0f s without completing while waiting for %s "
+                "(a dead or stuck peer?); communicators aborted (BOOST_NCCL_TIMEOUT_S=%g sets the limit)",
+                c->rank, call, ran, what, limit);
         }
         struct timespec ts = { 0, 100000 };   // 0.1 ms
         nanosleep(&ts, NULL);
     }
+}
+
+// The CUDA back end's host waits (Backend.set_wait) while NCCL shares its stream
+static void nccl_backend_wait(void *ctx, void *event, const char *what) {
+    nccl_wait_event((Comm *)ctx, (cudaEvent_t)event, what);
 }
 
 static cudaEvent_t event_get(NcclState *s);
@@ -229,17 +280,21 @@ static void nccl_time_flush(Comm *c) {
         event_put(s, p->stop);
     }
     s->n_pending = 0;
-    nccl_check_async(c, "flushing the timings");   // a peer died, a network error
+    s->first_open = 0;
+    nccl_check_async(c, "the timings of the collectives");   // a peer died, a network error
 }
 
 static void nccl_time_begin(Comm *c) {
     NcclState *s = state(c);
     s->open_start = event_get(s);
+    s->open_active = 1;
+    s->open_running_since = 0.0;
     CHECK_CUDA(cudaEventRecord(s->open_start, s->stream));
 }
 
 static void nccl_time_end(Comm *c, size_t cell) {
     NcclState *s = state(c);
+    s->open_active = 0;                            // issued: a pending entry from here on
     if (s->n_pending == MAX_PENDING) nccl_time_flush(c);
     if (s->n_pending == s->cap_pending) {
         s->cap_pending = s->cap_pending ? 2 * s->cap_pending : 256;
@@ -251,6 +306,7 @@ static void nccl_time_end(Comm *c, size_t cell) {
     p->start = s->open_start;
     p->stop = event_get(s);
     p->cell = cell;
+    p->running_since = s->open_running_since;    // (seen running during the call: the barrier)
     CHECK_CUDA(cudaEventRecord(p->stop, s->stream));
 }
 
@@ -258,7 +314,11 @@ static void nccl_destroy(Comm *c) {
     NcclState *s = state(c);
     if (!s) return;
     nccl_time_flush(c);
-    CHECK_CUDA(cudaStreamSynchronize(s->stream));
+    cudaEvent_t e = event_get(s);
+    CHECK_CUDA(cudaEventRecord(e, s->stream));
+    nccl_wait_event(c, e, "the collectives queued before the communicators are destroyed");
+    event_put(s, e);
+    if (s->bk->set_wait) s->bk->set_wait(s->bk, NULL, NULL);   // the back end waits by itself again
     for (int g = 0; g < GROUP_COUNT; g++)
         if (s->comm[g]) {
             CHECK_NCCL(ncclCommFinalize(s->comm[g]));   // flushes what was issued
@@ -348,6 +408,7 @@ int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len) {
     NcclState *s = xcalloc(1, sizeof *s);
     s->device = device;
     s->stream = (cudaStream_t)b->cuda_stream(b);
+    s->bk = b;
     CHECK_CUDA(cudaMalloc((void **)&s->barrier_word, sizeof(int)));
     CHECK_CUDA(cudaMemsetAsync(s->barrier_word, 0, sizeof(int), s->stream));
     static const CommGroup order[] = { GROUP_TP, GROUP_DP, GROUP_PP, GROUP_WORLD };
@@ -363,6 +424,7 @@ int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len) {
     if (c->device != b) comm_set_device(c, b, c->host_alloc, c->host_free);
     c->backend_state = s;
     c->backend = &comm_backend_nccl;
+    if (b->set_wait) b->set_wait(b, nccl_backend_wait, c);   // the back end's host waits poll too
     if (why && why_len) why[0] = 0;
     return 0;
 }

@@ -110,13 +110,12 @@ static void trace_mb(StageSim *st, int traced, int mb, int on) {
 // tracer priced for it; a pipeline transfer is priced by the pipeline simulation (main), so
 // its action must have priced nothing else.
 typedef struct { StageSim *st; Model *m; int32_t *tokens; float scale; int traced; } SimMb;
-static double sim_mb_forward(void *ctx, int slot, int mb) {
+static void sim_mb_forward(void *ctx, int slot, int mb) {
     SimMb *x = ctx;
     trace_mb(x->st, x->traced, mb, 1);
     model_stage_forward(x->m, slot, x->tokens, x->tokens);
     x->st->fwd[mb] = take_seconds(&x->st->tracer);
     trace_mb(x->st, x->traced, mb, 0);
-    return 0;
 }
 static void sim_mb_backward(void *ctx, int slot, int mb) {
     SimMb *x = ctx;
@@ -212,10 +211,9 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
 
 // ---- the op layer of the CPU validation (--measure-ops) -------------------------------------
 typedef struct { Model *m; int32_t *tokens; float scale; } MeasMb;
-static double meas_forward(void *ctx, int slot, int mb) {
+static void meas_forward(void *ctx, int slot, int mb) {
     MeasMb *x = ctx;
     model_stage_forward(x->m, slot, x->tokens, x->tokens);
-    return 0;
 }
 static void meas_backward(void *ctx, int slot, int mb) {
     MeasMb *x = ctx;

@@ -1,14 +1,13 @@
 // step_loop.c — the micro-batch loop of one training step (step_loop.h).
 #include "step_loop.h"
 
-double step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, int n_acts, const StepHooks *h) {
-    double loss_sum = 0;
+void step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, int n_acts, const StepHooks *h) {
     if (c->pp == 1) {
         for (int k = 0; k < K; k++) {
-            loss_sum += h->forward(h->ctx, 0, k);
+            h->forward(h->ctx, 0, k);
             h->backward(h->ctx, 0, k);
         }
-        return loss_sum;
+        return;
     }
     size_t n_act = model_stage_elems(mdl);   // one micro-batch's residual slice (+ LaX latents)
     CommDtype t = (CommDtype)mdl->comm_dtype;
@@ -18,7 +17,7 @@ double step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, in
         int slot = a->mb % mdl->n_slots;
         switch (a->kind) {
         case PA_FORWARD:
-            loss_sum += h->forward(h->ctx, slot, a->mb);
+            h->forward(h->ctx, slot, a->mb);
             continue;
         case PA_BACKWARD:
             h->backward(h->ctx, slot, a->mb);
@@ -47,5 +46,4 @@ double step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, in
         }
         if (h->after_transfer) h->after_transfer(h->ctx, a);
     }
-    return loss_sum;
 }

@@ -3,7 +3,7 @@
 // its pipeline sends and receives, sized by model_stage_elems (the residual slice and, with
 // LaX, the latents). What differs between the two callers is only what a forward and a backward
 // of a micro-batch do around the model call (the trainer feeds tokens and sums the loss; the
-// simulator takes the priced seconds): the hooks.
+// simulator takes the priced seconds): the hooks. The loss stays in the model (model_loss_read).
 #ifndef BOOST_STEP_LOOP_H
 #define BOOST_STEP_LOOP_H
 
@@ -12,8 +12,8 @@
 #include "../parallel/schedule.h"
 
 typedef struct {
-    // the forward of micro-batch mb in slot `slot`: returns its token-loss sum (0 off the last stage)
-    double (*forward)(void *ctx, int slot, int mb);
+    // the forward of micro-batch mb in slot `slot` (the last stage adds its loss to the model's sum)
+    void (*forward)(void *ctx, int slot, int mb);
     void (*backward)(void *ctx, int slot, int mb);
     // after every pipeline transfer action (NULL: nothing): the simulator checks and clears its costs
     void (*after_transfer)(void *ctx, const PipeAction *a);
@@ -21,7 +21,7 @@ typedef struct {
 } StepHooks;
 
 // The micro-batches of one step: K of them on one stage (pp 1: forward then backward each), or
-// the stage's action list acts[0..n_acts) (pp > 1). Returns the loss sum of this stage.
-double step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, int n_acts, const StepHooks *h);
+// the stage's action list acts[0..n_acts) (pp > 1).
+void step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, int n_acts, const StepHooks *h);
 
 #endif

@@ -203,22 +203,22 @@ static int32_t *mb_inputs(Trainer *tr, int k) { return tr->inputs + (size_t)k * 
 static int32_t *mb_targets(Trainer *tr, int k) { return tr->targets + (size_t)k * tr->model.N; }
 
 // The step's micro-batches through the loop the simulator runs too (step_loop.h): the trainer's
-// hooks feed each micro-batch's tokens and sum its loss. Returns the sum of token losses
-// computed here (non-zero on the last stage only).
+// hooks feed each micro-batch's tokens; the last stage's loss sum stays in the model, on the
+// back end, until the step reads it (model_loss_read).
 typedef struct { Trainer *tr; float scale; } MbCtx;
-static double mb_forward(void *ctx, int slot, int mb) {
+static void mb_forward(void *ctx, int slot, int mb) {
     MbCtx *x = ctx;
-    return model_stage_forward(&x->tr->model, slot, mb_inputs(x->tr, mb), mb_targets(x->tr, mb));
+    model_stage_forward(&x->tr->model, slot, mb_inputs(x->tr, mb), mb_targets(x->tr, mb));
 }
 static void mb_backward(void *ctx, int slot, int mb) {
     (void)mb;
     MbCtx *x = ctx;
     model_stage_backward(&x->tr->model, slot, x->scale);
 }
-static double run_micro_batches(Trainer *tr, float scale) {
+static void run_micro_batches(Trainer *tr, float scale) {
     MbCtx x = { tr, scale };
     StepHooks h = { mb_forward, mb_backward, NULL, &x };
-    return step_micro_batches(&tr->model, tr->comm, tr->cfg.train.grad_accum, tr->pipe_actions, tr->n_pipe_actions, &h);
+    step_micro_batches(&tr->model, tr->comm, tr->cfg.train.grad_accum, tr->pipe_actions, tr->n_pipe_actions, &h);
 }
 
 StepMetrics trainer_step(Trainer *tr) {
@@ -234,16 +234,19 @@ StepMetrics trainer_step(Trainer *tr) {
         loader_train_batch(&tr->loader, tr->samples_seen + (uint64_t)k * B + (uint64_t)c->dp_rank * Bl,
                            Bl, mb_inputs(tr, k), mb_targets(tr, k));
     double n_tokens = (double)K * B * mdl->T;             // tokens of the whole step
-    double loss_sum = run_micro_batches(tr, (float)(1.0 / n_tokens));
-    // The loss lives on the last stage (identical on its TP ranks); sum over DP.
-    // (a host scalar: the host entry point, whatever comm_set_device said)
-    comm_host_all_reduce(c, GROUP_PP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
-    comm_host_all_reduce(c, GROUP_DP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
+    model_loss_begin(mdl);
+    run_micro_batches(tr, (float)(1.0 / n_tokens));
     // Data parallel: every rank's gradient is of (its tokens' loss sum)/n_tokens, so the
     // sum over DP is the gradient of the step's mean loss. ZeRO-1 needs only this rank's
     // slice of it, except when a step dump wants the whole gradient.
     int dump_step = tr->before_update && config_step_listed(tr->cfg.run.dump_steps, tr->step + 1);
     optimizer_reduce_grads(&tr->opt, mdl, dump_step);
+    // The step's one read of the loss, after the gradient reduction is queued (a GPU waits for
+    // its stream here, not once per micro-batch). It lives on the last stage (identical on its
+    // TP ranks); sum over PP and DP — a host scalar: the host entry point.
+    double loss_sum = model_loss_read(mdl);
+    comm_host_all_reduce(c, GROUP_PP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
+    comm_host_all_reduce(c, GROUP_DP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
     tr->samples_seen += (uint64_t)K * B;
 
     StepMetrics sm = {0};
@@ -275,18 +278,19 @@ double trainer_validate(Trainer *tr) {
     if (!loader_has_val(&tr->loader)) return NAN;
     // Validation windows are split over DP like training rows; forwards only, passed
     // along the pipeline stage by stage.
-    double sum = 0;
     size_t n_act = model_stage_elems(mdl);
     CommDtype t = (CommDtype)mdl->comm_dtype;
+    model_loss_begin(mdl);
     for (int i = 0; i < tc->val_batches; i++) {
         loader_val_batch(&tr->loader, (uint64_t)i * tc->batch_size + (uint64_t)c->dp_rank * tr->B_local,
                          tr->B_local, tr->inputs, tr->targets);
         if (!mdl->lay.first_stage)
             comm_recv(c, GROUP_PP, model_stage_input(mdl, 0), n_act, t, c->pp_rank - 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
-        sum += model_stage_forward(mdl, 0, tr->inputs, tr->targets);
+        model_stage_forward(mdl, 0, tr->inputs, tr->targets);
         if (!mdl->lay.last_stage)
             comm_send(c, GROUP_PP, model_stage_output(mdl, 0), n_act, t, c->pp_rank + 1, PIPE_TAG_FWD, PHASE_OTHER, -1);
     }
+    double sum = model_loss_read(mdl);   // once, after every window's forward
     comm_host_all_reduce(c, GROUP_PP, &sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
     comm_host_all_reduce(c, GROUP_DP, &sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
     return sum / ((double)tc->val_batches * tc->batch_size * mdl->T);

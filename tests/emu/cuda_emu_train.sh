@@ -74,3 +74,37 @@ case_run emu_cuda_train_tp2_pp2 4 --set parallel.tp=2 --set parallel.pp=2
 case_run emu_cuda_train_tp2_dp2_zero1 4 --set parallel.tp=2 --set parallel.dp=2 --set parallel.zero1=true
 case_run emu_cuda_train_tp2_btp_every_switch 2 --set parallel.tp=2 --set boost.btp=true --set boost.online_rmsnorm=true \
     --set boost.grouping=true --set boost.lowrank_ckpt=true
+
+# ---- NCCL failures end the run, recorded 'failed' with the reason, never a hang (issue 18) ----
+# The emulator's NCCL stand-in injects the fault (EMU_NCCL_FAULT, emu/emu_nccl.cpp) into world
+# rank 1's 40th NCCL operation (in the first training steps): `hang` — the collective never
+# completes, the process stays alive (its heartbeat too, so the liveness watchdog cannot see it);
+# `error` — its communicator fails asynchronously. comm_nccl.c polls every host wait on the
+# stream (its own and the CUDA back end's: Backend.set_wait) for the communicators'
+# asynchronous errors and for an NCCL call running longer than BOOST_NCCL_TIMEOUT_S (20 s here:
+# well above a collective's legitimate wait for a slower emulated peer), aborts them
+# (ncclCommAbort) and dies with the reason, which the run loop records as the run's `failed`
+# message. The `timeout 600` only catches a regression (a hang); the seconds are reported.
+nccl_fault() {  # NAME FAULT REGEX (the recorded message must match it)
+    local name=$1 fault=$2 want=$3 db=$TMP/$1.db t0=$SECONDS rc
+    if [ ! -x "$EMU_TRAIN_NCCL" ]; then fail "$name" "$EMU_TRAIN_NCCL not built (make $EMU_TRAIN_NCCL)"; return; fi
+    EMU_GPU_PER_RANK=1 BOOST_COMM=nccl BOOST_NCCL_TIMEOUT_S=20 EMU_NCCL_FAULT=$fault \
+        timeout 600 mpirun --oversubscribe --allow-run-as-root -np 2 "$EMU_TRAIN_NCCL" "$TMP/m.yaml" --set run.db="$db" \
+        --set run.checkpoint_dir="$TMP/ck-$name" --set train.steps=6 --set parallel.tp=2 \
+        --set run.device=cuda >"$TMP/$name.log" 2>&1 </dev/null
+    rc=$?
+    local secs=$((SECONDS - t0))
+    if [ $rc = 124 ]; then fail "$name" "the run hung: killed by timeout after $secs s"; return; fi
+    if [ $rc = 0 ]; then fail "$name" "the run completed although rank 1's NCCL operation was made to $fault"; return; fi
+    if ! grep -q "EMU_NCCL_FAULT: world rank 1's operation" "$TMP/$name.log"; then   # (failed for another reason)
+        fail "$name" "exit $rc before the fault was injected: $(grep -m3 -E 'fatal|error' "$TMP/$name.log" | tr '\n' ' ')"; return
+    fi
+    local row; row=$(sqlite3 "$db" "SELECT status || '|' || coalesce(error, '') FROM runs ORDER BY id DESC LIMIT 1" 2>&1)
+    if [[ "$row" == failed\|* ]] && grep -qE "$want" <<<"${row#failed|}"; then
+        pass "$name (exit $rc after $secs s; recorded: ${row:0:240})"
+    else fail "$name" "exit $rc, run row '$row': $(grep -m3 -E 'fatal|error|emulator' "$TMP/$name.log" | tr '\n' ' ')"; fi
+}
+nccl_fault emu_cuda_nccl_peer_hang_fails_run "hang:1@40" \
+    'comm \(nccl\): rank [01]: an NCCL .* has been running for [0-9]+ s without completing|comm \(nccl\): the (tp|world) communicator failed \(seen while waiting'
+nccl_fault emu_cuda_nccl_async_error_fails_run "error:1@40" \
+    'comm \(nccl\): the (tp|world) communicator failed \(seen while waiting for .*(injected fault|aborted)'

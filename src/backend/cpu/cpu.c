@@ -41,11 +41,32 @@ void cpu_sgemm(const GemmArgs *g) {
                 g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta, g->C, g->ldc);
 }
 
+// gemm_into on host memory: D = C first (nothing to copy when D is C or beta is 0: the
+// product does not read C then), then the GEMM in place in D. Returns the in-place arguments.
+GemmArgs cpu_gemm_into_args(const GemmArgs *g, void *D, int ldd, size_t es) {
+    GemmArgs h = *g;
+    h.C = D; h.ldc = ldd;
+    if (D == g->C && ldd == g->ldc) return h;
+    CHECK(ldd >= g->N, "gemm_into: row stride ldd=%d of D below N=%d", ldd, g->N);
+    if (g->beta == 0.0f || g->M == 0 || g->N == 0) return h;
+    const char *c0 = g->C, *c1 = c0 + ((size_t)(g->M - 1) * g->ldc + g->N) * es;
+    const char *d0 = D, *d1 = d0 + ((size_t)(g->M - 1) * ldd + g->N) * es;
+    CHECK(d1 <= c0 || c1 <= d0, "gemm_into: D (ldd %d) overlaps C (ldc %d) without being C", ldd, g->ldc);
+    for (int m = 0; m < g->M; m++)
+        memcpy((char *)D + (size_t)m * ldd * es, (const char *)g->C + (size_t)m * g->ldc * es, (size_t)g->N * es);
+    return h;
+}
+
 // ---- fp32 entries ------------------------------------------------------------------------
 static void f_add2d(Backend *b, void *dst, size_t ldd, const void *src, size_t lds, int rows, int cols) {
     (void)b; add2d(dst, ldd, src, lds, rows, cols);
 }
 static void f_gemm(Backend *b, const GemmArgs *g) { (void)b; cpu_sgemm(g); }
+static void f_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd) {
+    (void)b;
+    GemmArgs h = cpu_gemm_into_args(g, D, ldd, sizeof(float));
+    cpu_sgemm(&h);
+}
 static void f_gemm_group(Backend *b, int count, const GemmArgs *g) { (void)b; for (int i = 0; i < count; i++) cpu_sgemm(&g[i]); }
 static void f_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps) {
     (void)b; rmsnorm_forward(y, rstd, x, gamma, N, d, eps);
@@ -101,8 +122,13 @@ static void f_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlog
 void cpu_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N) {
     (void)b; xent_rescale(sumexp, lmax, gmax, N);
 }
-double cpu_xent_loss(Backend *b, float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N) {
-    (void)b; return xent_loss(losses, sumexp, gmax, tlogit, N);
+// The sum of this micro-batch's losses into the loss scalar (host memory here): written, or
+// added when accumulating — the same double additions, in the same order, as summing on the host.
+void cpu_xent_loss(Backend *b, double *loss, float *losses, const double *sumexp, const float *gmax, const double *tlogit,
+                   int N, int accumulate) {
+    (void)b;
+    double s = xent_loss(losses, sumexp, gmax, tlogit, N);
+    *loss = accumulate ? *loss + s : s;
 }
 static void f_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
                             const int32_t *targets, int N, int V, int v0, float scale) {
@@ -148,7 +174,7 @@ static void f_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void
 static const BackendOps cpu_f32_ops = {
     .alloc = cpu_alloc, .free = cpu_free, .zero = cpu_zero, .copy = cpu_copy, .copy2d = cpu_copy2d,
     .to_host = cpu_copy, .from_host = cpu_copy, .sync = cpu_sync, .cast = cpu_cast, .add2d = f_add2d,
-    .gemm = f_gemm, .gemm_group = f_gemm_group,
+    .gemm = f_gemm, .gemm_into = f_gemm_into, .gemm_group = f_gemm_group,
     .rmsnorm_forward = f_rmsnorm_forward, .rmsnorm_backward = f_rmsnorm_backward,
     .rowsumsq = f_rowsumsq, .rownorm = f_rownorm, .scale_rows = f_scale_rows, .rowdot = f_rowdot,
     .sharded_rmsnorm_backward = f_sharded_rmsnorm_backward,

@@ -11,7 +11,11 @@ void cpu_copy2d(Backend *b, void *dst, size_t dpitch, const void *src, size_t sp
 void cpu_sync(Backend *b);
 void cpu_cast(Backend *b, void *dst, DType dt, const void *src, DType st, size_t n);
 void cpu_sgemm(const GemmArgs *g);
+// gemm_into's D ≠ C on host memory: copies C into D (es bytes per element) unless beta is 0
+// and returns g's arguments in place in D (C = D, ldc = ldd).
+GemmArgs cpu_gemm_into_args(const GemmArgs *g, void *D, int ldd, size_t es);
 void cpu_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
-double cpu_xent_loss(Backend *b, float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N);
+void cpu_xent_loss(Backend *b, double *loss, float *losses, const double *sumexp, const float *gmax, const double *tlogit,
+                   int N, int accumulate);
 
 extern const BackendOps cpu_bf16_ops;

@@ -203,6 +203,11 @@ static void gemm_one(const GemmArgs *g) {
     else gemm_fp32(g);
 }
 static void h_gemm(Backend *b, const GemmArgs *g) { (void)b; gemm_one(g); }
+static void h_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd) {
+    (void)b;
+    GemmArgs h = cpu_gemm_into_args(g, D, ldd, sizeof(bf16));
+    gemm_one(&h);
+}
 static void h_gemm_group(Backend *b, int count, const GemmArgs *g) { (void)b; for (int i = 0; i < count; i++) gemm_one(&g[i]); }
 
 typedef struct { float *rstd; const float *gamma; int d; float eps; } RmsArgs;
@@ -495,7 +500,7 @@ static void h_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void
 const BackendOps cpu_bf16_ops = {
     .alloc = cpu_alloc, .free = cpu_free, .zero = cpu_zero, .copy = cpu_copy, .copy2d = cpu_copy2d,
     .to_host = cpu_copy, .from_host = cpu_copy, .sync = cpu_sync, .cast = cpu_cast, .add2d = h_add2d,
-    .gemm = h_gemm, .gemm_group = h_gemm_group,
+    .gemm = h_gemm, .gemm_into = h_gemm_into, .gemm_group = h_gemm_group,
     .rmsnorm_forward = h_rmsnorm_forward, .rmsnorm_backward = h_rmsnorm_backward,
     .rowsumsq = h_rowsumsq, .rownorm = h_rownorm, .scale_rows = h_scale_rows, .rowdot = h_rowdot,
     .sharded_rmsnorm_backward = h_sharded_rmsnorm_backward,

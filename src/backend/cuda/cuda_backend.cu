@@ -4,7 +4,10 @@
 // Everything is queued on one non-blocking stream per back end (backend_cuda_stream):
 // kernels, cuBLASLt calls, copies and the NCCL collectives of the communication back end.
 // Ops return as soon as their work is queued, except those that hand a value to the host
-// (to_host, xent_loss, sumsq_multi), which wait for the stream.
+// (to_host, sumsq_multi), which wait for the stream: the loss stays on the device (xent_loss
+// adds into a device scalar the caller reads once per step). Every such wait goes through
+// cuda_wait_stream / cuda_wait_event, which a communication back end sharing the stream (NCCL)
+// may turn into a polled wait with a timeout (Backend.set_wait).
 #include "cuda_common.cuh"
 #include "lax_kernels.h"
 extern "C" {
@@ -19,6 +22,24 @@ enum {
     PIN_BYTES = 4 << 20,          // each of the two pinned staging buffers of to/from_host
     LT_WORKSPACE = 32 << 20,      // cuBLASLt workspace (NVIDIA's advice for Hopper: 32 MiB)
 };
+
+// ---- waiting for the stream -----------------------------------------------------------------------
+void cuda_wait_event(Backend *b, cudaEvent_t e, const char *what) {
+    CudaImpl *im = impl_of(b);
+    if (im->wait) im->wait(im->wait_ctx, (void *)e, what);
+    else CUDA_CHECK(cudaEventSynchronize(e));
+}
+void cuda_wait_stream(Backend *b, const char *what) {
+    CudaImpl *im = impl_of(b);
+    if (!im->wait) { CUDA_CHECK(cudaStreamSynchronize(im->stream)); return; }
+    CUDA_CHECK(cudaEventRecord(im->wait_ev, im->stream));
+    im->wait(im->wait_ctx, (void *)im->wait_ev, what);
+}
+static void cu_set_wait(Backend *b, void (*wait)(void *ctx, void *event, const char *what), void *ctx) {
+    CudaImpl *im = impl_of(b);
+    im->wait = wait;
+    im->wait_ctx = wait ? ctx : NULL;
+}
 
 // ---- buffers ---------------------------------------------------------------------------------
 // Plain device allocations (never managed memory), zeroed in stream order: every later op
@@ -42,7 +63,7 @@ static void *cu_alloc(Backend *b, size_t bytes) {
 // Waits for the stream first: no queued kernel may still read or write p.
 static void cu_free(Backend *b, void *p) {
     if (!p) return;
-    CUDA_CHECK(cudaStreamSynchronize(stream_of(b)));
+    cuda_wait_stream(b, "the work queued before a buffer is freed");
     CUDA_CHECK(cudaFree(p));
 }
 
@@ -70,14 +91,14 @@ static void cu_to_host(Backend *b, void *host, const void *src, size_t bytes) {
         CUDA_CHECK(cudaMemcpyAsync(im->pin[k], (const char *)src + off, len, cudaMemcpyDeviceToHost, im->stream));
         CUDA_CHECK(cudaEventRecord(im->pin_ev[k], im->stream));
         if (have_prev) {
-            CUDA_CHECK(cudaEventSynchronize(im->pin_ev[k ^ 1]));
+            cuda_wait_event(b, im->pin_ev[k ^ 1], "a copy to the host");
             memcpy((char *)host + prev_off, im->pin[k ^ 1], prev_len);
         }
         have_prev = 1; prev_off = off; prev_len = len;
         off += len; k ^= 1;
     }
     if (have_prev) {
-        CUDA_CHECK(cudaEventSynchronize(im->pin_ev[k ^ 1]));
+        cuda_wait_event(b, im->pin_ev[k ^ 1], "a copy to the host");
         memcpy((char *)host + prev_off, im->pin[k ^ 1], prev_len);
     }
 }
@@ -90,7 +111,7 @@ static void cu_from_host(Backend *b, void *dst, const void *host, size_t bytes) 
     int k = 0;
     while (off < bytes) {
         size_t len = bytes - off < im->pin_size ? bytes - off : im->pin_size;
-        CUDA_CHECK(cudaEventSynchronize(im->pin_ev[k]));
+        cuda_wait_event(b, im->pin_ev[k], "a staging buffer of a copy from the host");
         memcpy(im->pin[k], (const char *)host + off, len);
         CUDA_CHECK(cudaMemcpyAsync((char *)dst + off, im->pin[k], len, cudaMemcpyHostToDevice, im->stream));
         CUDA_CHECK(cudaEventRecord(im->pin_ev[k], im->stream));
@@ -98,7 +119,7 @@ static void cu_from_host(Backend *b, void *dst, const void *host, size_t bytes) 
     }
 }
 
-static void cu_sync(Backend *b) { CUDA_CHECK(cudaStreamSynchronize(stream_of(b))); }
+static void cu_sync(Backend *b) { cuda_wait_stream(b, "the stream (sync)"); }
 
 // ---- scratch and tables ------------------------------------------------------------------------
 void *cuda_scratch(Backend *b, int slot, size_t bytes) {
@@ -106,7 +127,7 @@ void *cuda_scratch(Backend *b, int slot, size_t bytes) {
     if (bytes <= im->scr_size[slot] && im->scr[slot]) return im->scr[slot];
     size_t want = bytes < 4096 ? 4096 : bytes + bytes / 4;   // grow with headroom
     if (im->scr[slot]) {
-        CUDA_CHECK(cudaStreamSynchronize(im->stream));
+        cuda_wait_stream(b, "the work queued before op scratch grows");
         CUDA_CHECK(cudaFree(im->scr[slot]));
         im->scr[slot] = NULL;
     }
@@ -119,7 +140,7 @@ void *cuda_scratch(Backend *b, int slot, size_t bytes) {
 
 void *cuda_upload_table(Backend *b, const void *host, size_t bytes) {
     CudaImpl *im = impl_of(b);
-    CUDA_CHECK(cudaEventSynchronize(im->tab_ev));           // the last upload has left tab_host
+    cuda_wait_event(b, im->tab_ev, "the last table upload");   // it has left tab_host
     if (bytes > im->tab_host_size) {
         if (im->tab_host) CUDA_CHECK(cudaFreeHost(im->tab_host));
         im->tab_host_size = bytes + bytes / 4 + 4096;
@@ -141,7 +162,7 @@ static const BackendOps cuda_ops = {
     .to_host = cu_to_host, .from_host = cu_from_host, .sync = cu_sync, .cast = cuda_cast,
     .add2d = cuda_add2d, .destroy = cu_destroy,
     // matrix products
-    .gemm = cuda_gemm, .gemm_group = cuda_gemm_group,
+    .gemm = cuda_gemm, .gemm_into = cuda_gemm_to, .gemm_group = cuda_gemm_group,
     // normalisation
     .rmsnorm_forward = cuda_rmsnorm_forward, .rmsnorm_backward = cuda_rmsnorm_backward,
     .rowsumsq = cuda_rowsumsq, .rownorm = cuda_rownorm, .scale_rows = cuda_scale_rows,
@@ -264,6 +285,7 @@ extern "C" Backend *backend_cuda(DType dtype, int device, char *why, size_t why_
     CUDA_CHECK(cudaMemsetAsync(im->counter, 0, sizeof(unsigned int), im->stream));   // on the compute stream: the legacy stream is not ordered with it
     CUDA_CHECK(cudaEventCreate(&im->t0));
     CUDA_CHECK(cudaEventCreate(&im->t1));
+    CUDA_CHECK(cudaEventCreateWithFlags(&im->wait_ev, cudaEventDisableTiming));
 
     Backend *b = (Backend *)xcalloc(1, sizeof *b);
     b->ops = &cuda_ops;
@@ -281,6 +303,7 @@ extern "C" Backend *backend_cuda(DType dtype, int device, char *why, size_t why_
     b->peak_per_host = 0;
     b->peak_label = "GPU";
     b->set_attention = backend_cuda_set_attention;
+    b->set_wait = cu_set_wait;
     cuda_attention_init(b);
     return b;
 }
@@ -290,7 +313,7 @@ extern "C" Backend *backend_cuda(DType dtype, int device, char *why, size_t why_
 static void cu_destroy(Backend *b) {
     CudaImpl *im = impl_of(b);
     CUDA_CHECK(cudaSetDevice(im->device));
-    CUDA_CHECK(cudaStreamSynchronize(im->stream));
+    cuda_wait_stream(b, "the work queued before the back end is destroyed");
     cuda_gemm_free_plans(im);
     for (int s = 0; s < SCR_COUNT; s++) if (im->scr[s]) CUDA_CHECK(cudaFree(im->scr[s]));
     if (im->rope_cs) CUDA_CHECK(cudaFree(im->rope_cs));
@@ -304,6 +327,7 @@ static void cu_destroy(Backend *b) {
     CUDA_CHECK(cudaFree(im->counter));
     CUDA_CHECK(cudaEventDestroy(im->t0));
     CUDA_CHECK(cudaEventDestroy(im->t1));
+    CUDA_CHECK(cudaEventDestroy(im->wait_ev));
     CUBLAS_CHECK(cublasDestroy(im->blas));
     CUBLAS_CHECK(cublasLtDestroy(im->lt));
     CUDA_CHECK(cudaFree(im->lt_ws));
@@ -323,7 +347,7 @@ extern "C" double backend_cuda_timer_stop(Backend *b) {
     CudaImpl *im = impl_of(b);
     float ms = 0.0f;
     CUDA_CHECK(cudaEventRecord(im->t1, im->stream));
-    CUDA_CHECK(cudaEventSynchronize(im->t1));
+    cuda_wait_event(b, im->t1, "the timed work");
     CUDA_CHECK(cudaEventElapsedTime(&ms, im->t0, im->t1));
     return ms;
 }

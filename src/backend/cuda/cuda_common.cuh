@@ -85,10 +85,22 @@ struct CudaImpl {
     int attn_mode, attn_cudnn_ok; char attn_cudnn_why[512]; unsigned attn_noted; const char *attn_used;
     // timer (backend_cuda_timer_*)
     cudaEvent_t t0, t1;
+    // how the host waits for the stream (Backend.set_wait): NULL = the driver's blocking wait;
+    // else an event recorded on the stream is handed to wait (the NCCL back end's polling)
+    void (*wait)(void *ctx, void *event, const char *what);
+    void *wait_ctx;
+    cudaEvent_t wait_ev;
 };
 
 static inline CudaImpl *impl_of(Backend *b) { return (CudaImpl *)b->impl; }
 static inline cudaStream_t stream_of(Backend *b) { return impl_of(b)->stream; }
+
+// The host waits until the stream has run everything queued so far (cuda_wait_stream), or
+// until event e has completed (cuda_wait_event): through the wait hook when one is set
+// (Backend.set_wait: polled, with a timeout, when NCCL shares the stream), else blocking in
+// the driver. `what` names the wait in the hook's error ("a copy to the host", ...).
+void cuda_wait_stream(Backend *b, const char *what);
+void cuda_wait_event(Backend *b, cudaEvent_t e, const char *what);
 
 // Device scratch of at least `bytes` in slot `slot` (grows; growing waits for the stream,
 // so no queued kernel still uses the old buffer).
@@ -176,6 +188,8 @@ void cuda_gemm_free_plans(CudaImpl *im);
 // bias != NULL), one rounding of D: cuBLASLt with D ≠ C and the BIAS epilogue. D may be C
 // (with ldd == ldc) or must not overlap it (when beta ≠ 0). All in the compute dtype.
 void cuda_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd, const void *bias);
+// The op table's gemm_into: cuda_gemm_into without a bias
+void cuda_gemm_to(Backend *b, const GemmArgs *g, void *D, int ldd);
 // cuda_norm.cu
 void cuda_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps);
 void cuda_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x,
@@ -211,7 +225,8 @@ void cuda_embedding_backward(Backend *b, void *dwte, const void *dout, const int
 void cuda_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                        const int32_t *targets, int N, int V, int v0);
 void cuda_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
-double cuda_xent_loss(Backend *b, float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N);
+void cuda_xent_loss(Backend *b, double *loss, float *losses, const double *sumexp, const float *gmax, const double *tlogit,
+                    int N, int accumulate);
 void cuda_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
                         const int32_t *targets, int N, int V, int v0, float scale);
 // cuda_optim.cu

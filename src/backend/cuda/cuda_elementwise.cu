@@ -188,7 +188,7 @@ void cuda_rope(Backend *b, void *x, int B, int T, int H, int hd, float theta, in
         size_t need = (size_t)T * (hd / 2);
         if (need > im->rope_cap) {
             if (im->rope_cs) {
-                CUDA_CHECK(cudaStreamSynchronize(im->stream));
+                cuda_wait_stream(b, "the work queued before the RoPE table grows");
                 CUDA_CHECK(cudaFree(im->rope_cs));
             }
             CUDA_CHECK(cudaMalloc((void **)&im->rope_cs, need * sizeof(float2)));

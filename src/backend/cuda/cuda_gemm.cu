@@ -22,7 +22,8 @@
 // bias[N]: cuBLAS's column-major D has N rows) before the one rounding of D. LaX's dense gate
 // (lax_kernels.cu) uses both instead of an fp32 product in scratch plus a kernel adding it.
 // cuBLASLt has no SiLU epilogue (CUDA 13.0's cublasLt.h: RELU, GELU, BIAS and their
-// gradients), so CoLA's σ(x·A) stays an elementwise kernel; the op table's gemm is C == D.
+// gradients), so CoLA's σ(x·A) stays an elementwise kernel. The op table's gemm is C == D, its
+// gemm_into (cuda_gemm_to) D ≠ C: BTP's residual adds x_mid = x + z·B (layer_btp.c).
 // The bias pointer's alignment is part of the plan: the heuristic reads it from the
 // descriptor (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER), so each call sets its pointer
 // in the cached descriptor, whose alignment class matches the key.
@@ -76,7 +77,7 @@ void cuda_gemm_free_plans(CudaImpl *im) {
 static GemmPlan *make_plan(Backend *b, const GemmKey *k, const void *bias) {
     CudaImpl *im = impl_of(b);
     if (im->nplans == MAX_PLANS) {                 // a run uses a few dozen shapes; start over
-        CUDA_CHECK(cudaStreamSynchronize(im->stream));
+        cuda_wait_stream(b, "the GEMMs queued before the plan cache was emptied");
         for (int i = 0; i < im->nplans; i++) destroy_plan(&im->plans[i]);
         im->nplans = 0;
     }
@@ -201,6 +202,7 @@ void cuda_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd, const void 
         if (bias) CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
         CUBLAS_CHECK(cublasLtMatmul(im->lt, p->desc, &g->alpha, g->B, p->la, g->A, p->lb, &g->beta,
                                     g->C, p->lc, D, p->ld, &p->algo, im->lt_ws, im->lt_ws_size, im->stream));
+        LAUNCH_CHECK();                            // BOOST_CUDA_DEBUG=1: a fault in cuBLASLt's kernel, named here
         return;
     }
     GemmArgs gd = *g;                              // cublasGemmEx: D = C first, then in place
@@ -211,6 +213,7 @@ void cuda_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd, const void 
         gd.C = D; gd.ldc = ldd;
     }
     gemm_ex(b, &gd);
+    LAUNCH_CHECK();
     if (bias) {
         DISPATCH(b->dtype, T, (LAUNCH(grid_for((size_t)g->M * g->N, 256), 256, 0, im->stream, add_bias_kernel<T>)(
             (T *)D, ldd, (const T *)bias, g->M, g->N)));
@@ -218,6 +221,7 @@ void cuda_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd, const void 
 }
 
 void cuda_gemm(Backend *b, const GemmArgs *g) { cuda_gemm_into(b, g, g->C, g->ldc, NULL); }
+void cuda_gemm_to(Backend *b, const GemmArgs *g, void *D, int ldd) { cuda_gemm_into(b, g, D, ldd, NULL); }
 
 // ---- GEMM groups --------------------------------------------------------------------------
 // cublasGemmGroupedBatchedEx (one call; each GEMM its own group of size 1) where it applies:
@@ -256,7 +260,7 @@ void cuda_gemm_group(Backend *b, int count, const GemmArgs *g) {
                                                        (const void *const *)(dptr + n), dt, ldb, beta,
                                                        dptr + 2 * n, dt, ldc, count, gs, compute_type(b));
         free(opa); free(dims); free(ab); free(ptr);
-        if (st == CUBLAS_STATUS_SUCCESS) return;
+        if (st == CUBLAS_STATUS_SUCCESS) { LAUNCH_CHECK(); return; }
         if (st != CUBLAS_STATUS_NOT_SUPPORTED)
             die_at(__FILE__, __LINE__, "cublasGemmGroupedBatchedEx(%d GEMMs) failed: %s (%s)", count,
                    cublasGetStatusString(st), cublasGetStatusName(st));

@@ -12,6 +12,16 @@ enum { ROW_THREADS = 256, ROWS_PER_BLOCK = ROW_THREADS / 32, COL_THREADS = 256, 
 
 static unsigned row_blocks(int N) { return (unsigned)((N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK); }
 
+// Elementwise work over rows: blocks of 32 columns (a warp, coalesced) × 8 rows, the columns
+// strided by gridDim.x·32 and the rows by gridDim.y·8 — a row and a column index per thread
+// with no division per element (a flat loop over N·d divides a 64-bit index by d each time).
+enum { RC_COLS = 32, RC_ROWS = 8 };
+static dim3 rc_block() { return dim3(RC_COLS, RC_ROWS); }
+static dim3 rc_grid(int N, int cols) {
+    unsigned gx = (unsigned)((cols + RC_COLS - 1) / RC_COLS), gy = (unsigned)((N + RC_ROWS - 1) / RC_ROWS);
+    return dim3(gx < 1 ? 1 : gx > 16 ? 16 : gx, gy < 1 ? 1 : gy > 65535 ? 65535 : gy);
+}
+
 // ---- the per-row factor from a sum of squares ---------------------------------------------------
 // f[n] = (S[n]/width + eps)^(-1/2) (power −1: rstd) or ^(+1/2) (power +1: rms), in double.
 __device__ __forceinline__ float row_factor(float S, int width, float eps, int power) {
@@ -126,35 +136,37 @@ void cuda_rowsumsq(Backend *b, void *S, const void *x, int N, int d) {
 // y[N,d] = x·f[n]·gamma
 template <typename T>
 __global__ void rownorm_kernel(T *y, const T *x, const T *gamma, const float *f, int N, int d) {
-    size_t n_el = (size_t)N * d;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_el; i += (size_t)gridDim.x * blockDim.x) {
-        size_t n = i / d; int j = (int)(i % d);
-        y[i] = stf<T>(ldf(x[i]) * f[n] * ldf(gamma[j]));
+    for (int n = blockIdx.y * RC_ROWS + threadIdx.y; n < N; n += gridDim.y * RC_ROWS) {
+        size_t o = (size_t)n * d;
+        float fn = f[n];
+        for (int j = blockIdx.x * RC_COLS + threadIdx.x; j < d; j += gridDim.x * RC_COLS)
+            y[o + j] = stf<T>(ldf(x[o + j]) * fn * ldf(gamma[j]));
     }
 }
 void cuda_rownorm(Backend *b, void *y, const void *x, const void *gamma, const void *S, int N, int d, int width, float eps) {
     if (N <= 0 || d <= 0) return;
     const float *f = row_factors(b, S, N, width, eps, -1);
-    DISPATCH(b->dtype, T, (LAUNCH(grid_for((size_t)N * d, 256), 256, 0, stream_of(b), rownorm_kernel<T>)(
+    DISPATCH(b->dtype, T, (LAUNCH(rc_grid(N, d), rc_block(), 0, stream_of(b), rownorm_kernel<T>)(
         (T *)y, (const T *)x, (const T *)gamma, f, N, d)));
 }
 
 // Every payload row n of the slots of view v *= f[n]
 template <typename T>
 __global__ void scale_rows_kernel(T *P, SlotView v, const float *f) {
-    size_t per_row = (size_t)v.G * v.r, n_el = (size_t)v.N * per_row;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_el; i += (size_t)gridDim.x * blockDim.x) {
-        size_t n = i / per_row, rem = i % per_row;
-        int j = (int)(rem / v.r), k = (int)(rem % v.r);
-        T *p = P + v.off[j] + n * v.ld + k;
-        *p = stf<T>(ldf(*p) * f[n]);
+    for (int n = blockIdx.y * RC_ROWS + threadIdx.y; n < v.N; n += gridDim.y * RC_ROWS) {
+        float fn = f[n];
+        for (int j = 0; j < v.G; j++) {
+            T *row = P + v.off[j] + (size_t)n * v.ld;
+            for (int k = blockIdx.x * RC_COLS + threadIdx.x; k < v.r; k += gridDim.x * RC_COLS)
+                row[k] = stf<T>(ldf(row[k]) * fn);
+        }
     }
 }
 void cuda_scale_rows(Backend *b, void *P, const SlotView *v, const void *S, int width, float eps, int power) {
     CHECK(v->G >= 1 && v->G <= 3, "scale_rows: %d slots (1..3)", v->G);
     if (v->N <= 0 || v->r <= 0) return;
     const float *f = row_factors(b, S, v->N, width, eps, power);
-    DISPATCH(b->dtype, T, (LAUNCH(grid_for((size_t)v->N * v->G * v->r, 256), 256, 0, stream_of(b), scale_rows_kernel<T>)((T *)P, *v, f)));
+    DISPATCH(b->dtype, T, (LAUNCH(rc_grid(v->N, v->r), rc_block(), 0, stream_of(b), scale_rows_kernel<T>)((T *)P, *v, f)));
 }
 
 // dot[N] = Σ_j Σ_k X·Y over the G slots of view v (fp32)

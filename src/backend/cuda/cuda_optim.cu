@@ -72,7 +72,7 @@ double cuda_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *l
     double *result = part + SQ_BLOCKS;
     DISPATCH(b->dtype, T, (LAUNCH(grid, SQ_THREADS, 0, im->stream, sumsq_multi_kernel<T>)(result, part, im->counter, dtab, n, chunks)));
     CUDA_CHECK(cudaMemcpyAsync(im->result_host, result, sizeof(double), cudaMemcpyDeviceToHost, im->stream));
-    CUDA_CHECK(cudaStreamSynchronize(im->stream));
+    cuda_wait_stream(b, "the gradient norm (sumsq_multi)");
     return *im->result_host;
 }
 

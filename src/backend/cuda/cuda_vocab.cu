@@ -130,9 +130,10 @@ void cuda_xent_rescale(Backend *b, double *sumexp, const float *lmax, const floa
     LAUNCH_CHECK();
 }
 
-// losses[n] = log(sumexp) + gmax − tlogit; *total = Σ_n (one block, fixed order)
-__global__ void xent_loss_kernel(float *losses, double *total, const double *sumexp, const float *gmax,
-                                 const double *tlogit, int N) {
+// losses[n] = log(sumexp) + gmax − tlogit; *loss = Σ_n (one block, fixed order), or *loss += Σ_n
+// when accumulating: the loss stays on the device (no host synchronisation per micro-batch)
+__global__ void xent_loss_kernel(double *loss, float *losses, const double *sumexp, const float *gmax,
+                                 const double *tlogit, int N, int accumulate) {
     __shared__ double sh[32];
     double acc = 0.0;
     for (int n = threadIdx.x; n < N; n += blockDim.x) {
@@ -141,17 +142,16 @@ __global__ void xent_loss_kernel(float *losses, double *total, const double *sum
         acc += l;
     }
     acc = block_sum_d(acc, sh);
-    if (threadIdx.x == 0) *total = acc;
+    if (threadIdx.x == 0) *loss = accumulate ? *loss + acc : acc;
 }
-double cuda_xent_loss(Backend *b, float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N) {
-    if (N <= 0) return 0.0;
-    CudaImpl *im = impl_of(b);
-    double *total = (double *)cuda_scratch(b, SCR_PART, sizeof(double));
-    LAUNCH(1, 1024, 0, im->stream, xent_loss_kernel)(losses, total, sumexp, gmax, tlogit, N);
+void cuda_xent_loss(Backend *b, double *loss, float *losses, const double *sumexp, const float *gmax, const double *tlogit,
+                    int N, int accumulate) {
+    if (N <= 0) {
+        if (!accumulate) CUDA_CHECK(cudaMemsetAsync(loss, 0, sizeof(double), stream_of(b)));
+        return;
+    }
+    LAUNCH(1, 1024, 0, stream_of(b), xent_loss_kernel)(loss, losses, sumexp, gmax, tlogit, N, accumulate);
     LAUNCH_CHECK();
-    CUDA_CHECK(cudaMemcpyAsync(im->result_host, total, sizeof(double), cudaMemcpyDeviceToHost, im->stream));
-    CUDA_CHECK(cudaStreamSynchronize(im->stream));
-    return *im->result_host;
 }
 
 // dlogits[n, j] = scale·(exp(x − gmax)/sumexp − [j = target − v0]); may alias logits

@@ -24,6 +24,13 @@
 //                  (ncclCommGetAsyncError), and the stream moves on. A peer that never joins
 //                  a collective leaves the others waiting, as with NCCL (comm_nccl.c's
 //                  polling timeout is what ends that).
+//   faults         EMU_NCCL_FAULT=hang:R@N or error:R@N (tests/emu/cuda_emu_train.sh): the N-th
+//                  operation (from 1, in issue order over every communicator) of the process
+//                  of world rank R (OMPI_COMM_WORLD_RANK, PMIX_RANK or PMI_RANK; 0 without
+//                  one) hangs — its stream's worker waits inside it, as a kernel spinning on a
+//                  peer that never comes, until the communicator is aborted — or fails
+//                  asynchronously (ncclSystemError, the operation does not run and its peers
+//                  wait for it, as for a failed network link).
 #include "emu_cuda.h"
 #include <nccl.h>
 #include <atomic>
@@ -31,6 +38,7 @@
 #include <fcntl.h>
 #include <mutex>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <memory>
 #include <string>
@@ -189,13 +197,70 @@ struct Op {
     int root_or_peer;
     ncclComm *comm;
     size_t done = 0;              // p2p progress (bytes)
+    int fault = 0;                // an injected fault (Fault): EMU_NCCL_FAULT
 };
+
+// ---- injected faults -------------------------------------------------------------------------
+enum Fault { FAULT_NONE = 0, FAULT_HANG = 1, FAULT_ERROR = 2 };
+struct FaultPlan { int kind = FAULT_NONE; long at = 0; int rank = -1; };
+int world_rank() {
+    for (const char *v : { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" })
+        if (const char *x = getenv(v)) return atoi(x);
+    return 0;
+}
+const FaultPlan &fault_plan() {
+    static const FaultPlan plan = [] {
+        FaultPlan p;
+        const char *v = getenv("EMU_NCCL_FAULT");
+        if (!v || !*v) return p;
+        char kind[8] = ""; int rank = -1, k = 0; long at = 0;
+        if (sscanf(v, "%7[a-z]:%d@%ld%n", kind, &rank, &at, &k) != 3 || v[k] || rank < 0 || at < 1 ||
+            (strcmp(kind, "hang") && strcmp(kind, "error"))) {
+            fprintf(stderr, "cuda emulator (nccl): EMU_NCCL_FAULT=%s: expected hang:RANK@N or error:RANK@N (world rank "
+                    "RANK's N-th NCCL operation, N >= 1)\n", v);
+            exit(2);
+        }
+        p.rank = rank; p.at = at;
+        if (rank == world_rank()) p.kind = !strcmp(kind, "hang") ? FAULT_HANG : FAULT_ERROR;
+        return p;
+    }();
+    return plan;
+}
+// The fault for this process's next operation (counted when it is issued)
+int next_fault(const char *call) {
+    static std::atomic<long> issued{ 0 };
+    const FaultPlan &p = fault_plan();
+    long n = ++issued;
+    if (p.kind == FAULT_NONE || n != p.at) return FAULT_NONE;
+    fprintf(stderr, "cuda emulator (nccl): EMU_NCCL_FAULT: world rank %d's operation %ld (%s) %s\n", p.rank, n, call,
+            p.kind == FAULT_HANG ? "will never complete" : "will fail asynchronously");
+    return p.kind;
+}
+// Runs an injected fault in the stream's worker; false: the operation (and its group) stops.
+bool run_fault(Op &o, const char *call) {
+    if (o.fault == FAULT_HANG) {
+        while (!o.comm->aborted()) { struct timespec ts = { 0, 1000000 }; nanosleep(&ts, nullptr); }
+        return o.comm->fail_aborted(call);
+    }
+    o.comm->fail(ncclSystemError, "%s: injected fault (EMU_NCCL_FAULT): rank %d's operation failed", call, o.comm->rank);
+    return false;
+}
+const char *op_name(Kind k) {
+    switch (k) {
+    case ALL_REDUCE: return "ncclAllReduce";
+    case ALL_GATHER: return "ncclAllGather";
+    case REDUCE_SCATTER: return "ncclReduceScatter";
+    case BROADCAST: return "ncclBroadcast";
+    case SEND: return "ncclSend";
+    case RECV: return "ncclRecv";
+    }
+    return "nccl";
+}
 
 bool run_collective(Op &o) {
     ncclComm *c = o.comm;
     size_t es = type_size(o.type), step = chunk_elems(es);
-    const char *name = o.kind == ALL_REDUCE ? "ncclAllReduce" : o.kind == ALL_GATHER ? "ncclAllGather"
-                     : o.kind == REDUCE_SCATTER ? "ncclReduceScatter" : "ncclBroadcast";
+    const char *name = op_name(o.kind);
     if (o.kind == ALL_REDUCE || o.kind == BROADCAST) {
         for (size_t off = 0; off < o.count; off += step) {
             size_t m = std::min(step, o.count - off);
@@ -266,6 +331,7 @@ bool p2p_step(Op &o, bool *failed) {
 void run_ops(std::vector<Op> &ops) {
     for (Op &o : ops) {
         if (o.comm->async_error.load() != ncclSuccess) return;   // a failed communicator stays failed
+        if (o.fault && !run_fault(o, op_name(o.kind))) return;
         if (o.kind != SEND && o.kind != RECV && !run_collective(o)) return;
     }
     for (;;) {
@@ -329,13 +395,15 @@ ncclResult_t issue(const Op &o, cudaStream_t s, const char *call) {
         return ncclInvalidArgument;
     }
     if (!buffer_ok(o.send, sbytes, call, "sendbuff") || !buffer_ok(o.recv, rbytes, call, "recvbuff")) return ncclInvalidArgument;
+    Op q = o;
+    q.fault = next_fault(call);
     if (group.depth > 0) {
         if (group.ops.empty()) group.stream = s;
         else if (group.stream != s) { set_last_error("%s: one group on two streams (not emulated)", call); return ncclInvalidUsage; }
-        group.ops.push_back(o);
+        group.ops.push_back(q);
         return ncclSuccess;
     }
-    submit(s, std::vector<Op>{ o });
+    submit(s, std::vector<Op>{ q });
     return ncclSuccess;
 }
 
