@@ -353,8 +353,9 @@ void model_stage_forward(Model *mdl, int slot, const int32_t *inputs, const int3
 void model_loss_begin(Model *mdl) { mdl->loss_written = 0; }
 
 double model_loss_read(Model *mdl) {
+    // on dry too: the front end records the read (the simulator prices it) and runs nothing
     double sum = 0.0;
-    if (mdl->loss_written && !mdl->bk->dry) op_to_host(mdl->bk, &sum, mdl->loss, 1, DT_F64);
+    if (mdl->loss_written) op_to_host(mdl->bk, &sum, mdl->loss, 1, DT_F64);
     return sum;
 }
 
