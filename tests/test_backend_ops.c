@@ -86,7 +86,7 @@ typedef struct {
 } Arg;
 
 #define MAXARGS 20
-#define MAXCASES 160
+#define MAXCASES 200
 typedef struct Case Case;
 // Runs the op on b with the arguments' buffers p[]; returns the value the op hands to the
 // host (0 for ops that return nothing).
@@ -97,7 +97,8 @@ struct Case {
     CallFn call;
     int na;
     Arg a[MAXARGS];
-    int i[12];                  // shape parameters (each call documents its own)
+    int i[12];                  // shape parameters (each call documents its own); i[STORE]: the
+                                // gradient outputs are stored, not added to (acc flags 0)
     float f[5];                 // scalars
     SlotView v;                 // BTP bottleneck view (scale_rows, rowdot)
     double tol32, tol16;        // limits of err for fp32 and bf16 targets
@@ -255,6 +256,10 @@ static double norm_err(const double *a, const double *r, size_t n, size_t *worst
 // ---- op calls ----------------------------------------------------------------------------------
 // Each documents its parameters: i[] shapes, f[] scalars, p[] the arguments in order.
 #define TYP(b) ((b)->dtype)
+// The acc flag of the ops that take one (ops.h): the "store" cases (i[STORE] = 1) pass 0, so
+// their outputs, drawn at random first, must be overwritten everywhere.
+enum { STORE = 11 };
+#define ACC(c) (!(c)->i[STORE])
 
 // i = {rows, cols, lds, ldd}: p = src, dst
 static double call_copy2d(Backend *b, void *const *p, const Case *c) {
@@ -307,7 +312,7 @@ static double call_rmsnorm_fwd(Backend *b, void *const *p, const Case *c) {
 }
 // i = {N, d, no_dx}: p = dy, x, gamma, rstd, dx, dgamma
 static double call_rmsnorm_bwd(Backend *b, void *const *p, const Case *c) {
-    op_rmsnorm_backward(b, c->i[2] ? NULL : p[4], p[5], p[0], p[1], p[2], p[3], c->i[0], c->i[1]);
+    op_rmsnorm_backward(b, c->i[2] ? NULL : p[4], p[5], p[0], p[1], p[2], p[3], c->i[0], c->i[1], ACC(c), ACC(c));
     return 0;
 }
 // i = {N, d}: p = x, S
@@ -332,7 +337,7 @@ static double call_rowdot(Backend *b, void *const *p, const Case *c) {
 }
 // i = {N, d, d_full}: f = {eps}: p = da, x, gamma, S, dot, dx, dgamma
 static double call_sharded_bwd(Backend *b, void *const *p, const Case *c) {
-    op_sharded_rmsnorm_backward(b, p[5], p[6], p[0], p[1], p[2], p[3], p[4], c->i[0], c->i[1], c->i[2], c->f[0]);
+    op_sharded_rmsnorm_backward(b, p[5], p[6], p[0], p[1], p[2], p[3], p[4], c->i[0], c->i[1], c->i[2], c->f[0], ACC(c));
     return 0;
 }
 // i = {n}: p = x, y
@@ -377,7 +382,7 @@ static double call_emb_fwd(Backend *b, void *const *p, const Case *c) {
 }
 // i = {N, d, v0, V}: p = tokens, dout, dwte
 static double call_emb_bwd(Backend *b, void *const *p, const Case *c) {
-    op_embedding_backward(b, p[2], p[1], p[0], c->i[0], c->i[1], c->i[2], c->i[3]);
+    op_embedding_backward(b, p[2], p[1], p[0], c->i[0], c->i[1], c->i[2], c->i[3], ACC(c));
     return 0;
 }
 // i = {N, V, v0}: p = logits, targets, lmax, sumexp, tlogit
@@ -398,6 +403,11 @@ static double call_xent_loss(Backend *b, void *const *p, const Case *c) {
 // i = {N, V, v0, in_place}: f = {scale}: p = logits, gmax, sumexp, targets, dlogits
 static double call_xent_bwd(Backend *b, void *const *p, const Case *c) {
     op_xent_backward(b, c->i[3] ? p[0] : p[4], p[0], p[1], p[2], p[3], c->i[0], c->i[1], c->i[2], c->f[0]);
+    return 0;
+}
+// i = {N, V, v0, in_place}: f = {scale}: p = logits, targets, lmax, sumexp, tlogit, dlogits
+static double call_xent_fused(Backend *b, void *const *p, const Case *c) {
+    op_xent_fused(b, c->i[3] ? p[0] : p[5], p[2], p[3], p[4], p[0], p[1], c->i[0], c->i[1], c->i[2], c->f[0]);
     return 0;
 }
 // i = {n tensors}: p = x_0 .. x_{n-1}; weights w_j = f[j % 4]
@@ -433,7 +443,8 @@ static double call_ln_fwd(Backend *b, void *const *p, const Case *c) {
 }
 // p = dy, x, mean, rstd, gamma, dx, dgamma, dbeta
 static double call_ln_bwd(Backend *b, void *const *p, const Case *c) {
-    op_layernorm_backward(b, p[5], c->i[2], p[6], p[7], p[0], c->i[2], p[1], c->i[2], p[2], p[3], p[4], c->i[0], c->i[1]);
+    op_layernorm_backward(b, p[5], c->i[2], p[6], p[7], p[0], c->i[2], p[1], c->i[2], p[2], p[3], p[4], c->i[0], c->i[1],
+                          ACC(c), ACC(c));
     return 0;
 }
 // p = z, W, bias, out
@@ -443,7 +454,8 @@ static double call_dense_fwd(Backend *b, void *const *p, const Case *c) {
 }
 // p = dout, z, W, dz, dW, dbias
 static double call_dense_bwd(Backend *b, void *const *p, const Case *c) {
-    op_dense_gate_backward(b, p[3], c->i[2], p[4], p[5], p[0], c->i[2], p[1], c->i[2], p[2], c->i[0], c->i[1]);
+    op_dense_gate_backward(b, p[3], c->i[2], p[4], p[5], p[0], c->i[2], p[1], c->i[2], p[2], c->i[0], c->i[1], ACC(c),
+                           ACC(c));
     return 0;
 }
 // i = {N, r1, r2, ld}: p = z, G1, G2, out
@@ -453,7 +465,8 @@ static double call_kron_fwd(Backend *b, void *const *p, const Case *c) {
 }
 // p = dout, z, G1, G2, dz, dG1, dG2
 static double call_kron_bwd(Backend *b, void *const *p, const Case *c) {
-    op_kron_gate_backward(b, p[4], c->i[3], p[5], p[6], p[0], c->i[3], p[1], c->i[3], p[2], p[3], c->i[0], c->i[1], c->i[2]);
+    op_kron_gate_backward(b, p[4], c->i[3], p[5], p[6], p[0], c->i[3], p[1], c->i[3], p[2], p[3], c->i[0], c->i[1], c->i[2],
+                          ACC(c), ACC(c));
     return 0;
 }
 
@@ -579,15 +592,18 @@ static void case_rmsnorm(int N, int d) {
     out_(c, "rstd", K_F32, (size_t)N);
     c->i[0] = N; c->i[1] = d; c->f[0] = 1e-5f;
 
-    c = new_case("rmsnorm_backward", call_rmsnorm_bwd, TOL_RED, "rmsnorm_backward N=%d d=%d", N, d);
-    in_(c, "dy", K_T, (size_t)N * d, -1, 1);
-    in_(c, "x", K_T, (size_t)N * d, -2, 2);
-    in_(c, "gamma", K_T, (size_t)d, 0.5, 1.5);
-    arg(c, "rstd", K_F32, (size_t)N, 0, G_GIVEN, 0.5, 2);
-    io_(c, "dx", K_T, (size_t)N * d, -0.5, 0.5);
-    io_(c, "dgamma", K_T, (size_t)d, -0.5, 0.5);
-    c->i[0] = N; c->i[1] = d; c->f[0] = 1e-5f;
-    c->prep = prep_rstd;
+    for (int store = 0; store < 2; store++) {
+        c = new_case("rmsnorm_backward", call_rmsnorm_bwd, TOL_RED, "rmsnorm_backward N=%d d=%d%s", N, d,
+                     store ? " store" : "");
+        in_(c, "dy", K_T, (size_t)N * d, -1, 1);
+        in_(c, "x", K_T, (size_t)N * d, -2, 2);
+        in_(c, "gamma", K_T, (size_t)d, 0.5, 1.5);
+        arg(c, "rstd", K_F32, (size_t)N, 0, G_GIVEN, 0.5, 2);
+        io_(c, "dx", K_T, (size_t)N * d, -0.5, 0.5);
+        io_(c, "dgamma", K_T, (size_t)d, -0.5, 0.5);
+        c->i[0] = N; c->i[1] = d; c->f[0] = 1e-5f; c->i[STORE] = store;
+        c->prep = prep_rstd;
+    }
 }
 
 static SlotView slot_view(int N, int G, int r, int grouped) {
@@ -627,15 +643,18 @@ static void case_btp_norm(int N, int d, int d_full, int r, int G, int grouped) {
     out_(c, "dot", K_F32, (size_t)N);
     c->v = v;
 
-    c = new_case("sharded_rmsnorm_backward", call_sharded_bwd, TOL_RED, "sharded_rmsnorm_backward N=%d d=%d d_full=%d", N, d, d_full);
-    in_(c, "da", K_T, (size_t)N * d, -1, 1);
-    in_(c, "x", K_T, (size_t)N * d, -2, 2);
-    in_(c, "gamma", K_T, (size_t)d, 0.5, 1.5);
-    in_(c, "S", K_T, (size_t)N, 0.5 * d_full, 2.0 * d_full);
-    in_(c, "dot", K_F32, (size_t)N, -5, 5);
-    io_(c, "dx", K_T, (size_t)N * d, -0.5, 0.5);
-    io_(c, "dgamma", K_T, (size_t)d, -0.5, 0.5);
-    c->i[0] = N; c->i[1] = d; c->i[2] = d_full; c->f[0] = 1e-5f;
+    for (int store = 0; store < 2; store++) {
+        c = new_case("sharded_rmsnorm_backward", call_sharded_bwd, TOL_RED, "sharded_rmsnorm_backward N=%d d=%d d_full=%d%s",
+                     N, d, d_full, store ? " store" : "");
+        in_(c, "da", K_T, (size_t)N * d, -1, 1);
+        in_(c, "x", K_T, (size_t)N * d, -2, 2);
+        in_(c, "gamma", K_T, (size_t)d, 0.5, 1.5);
+        in_(c, "S", K_T, (size_t)N, 0.5 * d_full, 2.0 * d_full);
+        in_(c, "dot", K_F32, (size_t)N, -5, 5);
+        io_(c, "dx", K_T, (size_t)N * d, -0.5, 0.5);
+        io_(c, "dgamma", K_T, (size_t)d, -0.5, 0.5);
+        c->i[0] = N; c->i[1] = d; c->i[2] = d_full; c->f[0] = 1e-5f; c->i[STORE] = store;
+    }
 }
 
 static void case_elementwise(int n) {
@@ -710,12 +729,16 @@ static void case_vocab(int N, int d, int v0, int V, int Vfull, int Nx, int Vx, i
     in_(c, "wte", K_T, (size_t)V * d, -1, 1);
     out_(c, "out", K_T, (size_t)N * d);
     c->i[0] = N; c->i[1] = d; c->i[2] = v0; c->i[3] = V;
-    c = new_case("embedding_backward", call_emb_bwd, TOL_RED, "embedding_backward N=%d d=%d rows [%d,%d)", N, d, v0, v0 + V);
-    // tokens from a narrow range so that ids repeat (several rows summed into one)
-    arg(c, "tokens", K_I32, (size_t)N, 0, G_INT, v0 - 10, v0 + V / 2);
-    in_(c, "dout", K_T, (size_t)N * d, -1, 1);
-    io_(c, "dwte", K_T, (size_t)V * d, -0.5, 0.5);
-    c->i[0] = N; c->i[1] = d; c->i[2] = v0; c->i[3] = V;
+    for (int store = 0; store < 2; store++) {
+        c = new_case("embedding_backward", call_emb_bwd, TOL_RED, "embedding_backward N=%d d=%d rows [%d,%d)%s", N, d, v0,
+                     v0 + V, store ? " store" : "");
+        // tokens from a narrow range so that ids repeat (several rows summed into one) and some
+        // rows are hit by none (stored as zeros)
+        arg(c, "tokens", K_I32, (size_t)N, 0, G_INT, v0 - 10, v0 + V / 2);
+        in_(c, "dout", K_T, (size_t)N * d, -1, 1);
+        io_(c, "dwte", K_T, (size_t)V * d, -0.5, 0.5);
+        c->i[0] = N; c->i[1] = d; c->i[2] = v0; c->i[3] = V; c->i[STORE] = store;
+    }
 
     c = new_case("xent_forward", call_xent_fwd, TOL_STAT, "xent_forward N=%d V=%d v0=%d", Nx, Vx, v0x);
     in_(c, "logits", K_T, (size_t)Nx * Vx, -4, 4);
@@ -743,6 +766,15 @@ static void case_vocab(int N, int d, int v0, int V, int Vfull, int Nx, int Vx, i
         if (inplace) c->a[4].cmp = 0;        // unused: the gradient overwrites logits
         c->i[0] = Nx; c->i[1] = Vx; c->i[2] = v0x; c->i[3] = inplace; c->f[0] = 1.0f / Nx;
         c->prep = prep_xent_bwd;
+    }
+    for (int inplace = 0; inplace < 2; inplace++) {   // the tp = 1 loss: every column here (v0 0)
+        c = new_case("xent_fused", call_xent_fused, TOL_EW, "xent_fused N=%d V=%d%s", Nx, Vx, inplace ? " in place" : "");
+        arg(c, "logits", K_T, (size_t)Nx * Vx, inplace, G_UNIFORM, -4, 4);
+        arg(c, "targets", K_I32, (size_t)Nx, 0, G_INT, 0, Vx);
+        out_(c, "lmax", K_F32, (size_t)Nx); out_(c, "sumexp", K_F64, (size_t)Nx); out_(c, "tlogit", K_F64, (size_t)Nx);
+        io_(c, "dlogits", K_T, (size_t)Nx * Vx, -1, 1);
+        if (inplace) c->a[5].cmp = 0;        // unused: the gradient overwrites logits
+        c->i[0] = Nx; c->i[1] = Vx; c->i[2] = 0; c->i[3] = inplace; c->f[0] = 1.0f / Nx;
     }
 }
 
@@ -778,17 +810,20 @@ static void case_lax(int N, int r, int ld, int r1, int r2) {
     out_(c, "rstd", K_F32, (size_t)N);
     c->i[0] = N; c->i[1] = r; c->i[2] = ld; c->f[0] = 1e-6f;
 
-    c = new_case("layernorm_backward", call_ln_bwd, TOL_RED, "layernorm_backward N=%d r=%d ld=%d", N, r, ld);
-    in_(c, "dy", K_T, n, -1, 1);
-    in_(c, "x", K_T, n, -2, 2);
-    arg(c, "mean", K_F32, (size_t)N, 0, G_GIVEN, -1, 1);
-    arg(c, "rstd", K_F32, (size_t)N, 0, G_GIVEN, 0.5, 2);
-    in_(c, "gamma", K_T, (size_t)r, 0.5, 1.5);
-    io_(c, "dx", K_T, n, -0.5, 0.5);
-    io_(c, "dgamma", K_T, (size_t)r, -0.5, 0.5);
-    io_(c, "dbeta", K_T, (size_t)r, -0.5, 0.5);
-    c->i[0] = N; c->i[1] = r; c->i[2] = ld; c->f[0] = 1e-6f;
-    c->prep = prep_ln;
+    for (int store = 0; store < 2; store++) {
+        c = new_case("layernorm_backward", call_ln_bwd, TOL_RED, "layernorm_backward N=%d r=%d ld=%d%s", N, r, ld,
+                     store ? " store" : "");
+        in_(c, "dy", K_T, n, -1, 1);
+        in_(c, "x", K_T, n, -2, 2);
+        arg(c, "mean", K_F32, (size_t)N, 0, G_GIVEN, -1, 1);
+        arg(c, "rstd", K_F32, (size_t)N, 0, G_GIVEN, 0.5, 2);
+        in_(c, "gamma", K_T, (size_t)r, 0.5, 1.5);
+        io_(c, "dx", K_T, n, -0.5, 0.5);            // stored or not, the columns between rows stay
+        io_(c, "dgamma", K_T, (size_t)r, -0.5, 0.5);
+        io_(c, "dbeta", K_T, (size_t)r, -0.5, 0.5);
+        c->i[0] = N; c->i[1] = r; c->i[2] = ld; c->f[0] = 1e-6f; c->i[STORE] = store;
+        c->prep = prep_ln;
+    }
 
     c = new_case("dense_gate_forward", call_dense_fwd, TOL_RED, "dense_gate_forward N=%d r=%d ld=%d", N, r, ld);
     in_(c, "z", K_T, n, -1, 1);
@@ -797,14 +832,17 @@ static void case_lax(int N, int r, int ld, int r1, int r2) {
     io_(c, "out", K_T, n, -1, 1);
     c->i[0] = N; c->i[1] = r; c->i[2] = ld;
 
-    c = new_case("dense_gate_backward", call_dense_bwd, TOL_RED, "dense_gate_backward N=%d r=%d ld=%d", N, r, ld);
-    in_(c, "dout", K_T, n, -1, 1);
-    in_(c, "z", K_T, n, -1, 1);
-    in_(c, "W", K_T, (size_t)r * r, -0.2, 0.2);
-    io_(c, "dz", K_T, n, -0.5, 0.5);
-    io_(c, "dW", K_T, (size_t)r * r, -0.5, 0.5);
-    io_(c, "dbias", K_T, (size_t)r, -0.5, 0.5);
-    c->i[0] = N; c->i[1] = r; c->i[2] = ld;
+    for (int store = 0; store < 2; store++) {
+        c = new_case("dense_gate_backward", call_dense_bwd, TOL_RED, "dense_gate_backward N=%d r=%d ld=%d%s", N, r, ld,
+                     store ? " store" : "");
+        in_(c, "dout", K_T, n, -1, 1);
+        in_(c, "z", K_T, n, -1, 1);
+        in_(c, "W", K_T, (size_t)r * r, -0.2, 0.2);
+        io_(c, "dz", K_T, n, -0.5, 0.5);
+        io_(c, "dW", K_T, (size_t)r * r, -0.5, 0.5);
+        io_(c, "dbias", K_T, (size_t)r, -0.5, 0.5);
+        c->i[0] = N; c->i[1] = r; c->i[2] = ld; c->i[STORE] = store;
+    }
 
     size_t nk = (size_t)(N - 1) * ld + (size_t)r1 * r2;
     c = new_case("kron_gate_forward", call_kron_fwd, TOL_RED, "kron_gate_forward N=%d r=%dx%d ld=%d", N, r1, r2, ld);
@@ -814,15 +852,18 @@ static void case_lax(int N, int r, int ld, int r1, int r2) {
     io_(c, "out", K_T, nk, -1, 1);
     c->i[0] = N; c->i[1] = r1; c->i[2] = r2; c->i[3] = ld;
 
-    c = new_case("kron_gate_backward", call_kron_bwd, TOL_RED, "kron_gate_backward N=%d r=%dx%d ld=%d", N, r1, r2, ld);
-    in_(c, "dout", K_T, nk, -1, 1);
-    in_(c, "z", K_T, nk, -1, 1);
-    in_(c, "G1", K_T, (size_t)r1 * r1, -0.5, 0.5);
-    in_(c, "G2", K_T, (size_t)r2 * r2, -0.5, 0.5);
-    io_(c, "dz", K_T, nk, -0.5, 0.5);
-    io_(c, "dG1", K_T, (size_t)r1 * r1, -0.5, 0.5);
-    io_(c, "dG2", K_T, (size_t)r2 * r2, -0.5, 0.5);
-    c->i[0] = N; c->i[1] = r1; c->i[2] = r2; c->i[3] = ld;
+    for (int store = 0; store < 2; store++) {
+        c = new_case("kron_gate_backward", call_kron_bwd, TOL_RED, "kron_gate_backward N=%d r=%dx%d ld=%d%s", N, r1, r2, ld,
+                     store ? " store" : "");
+        in_(c, "dout", K_T, nk, -1, 1);
+        in_(c, "z", K_T, nk, -1, 1);
+        in_(c, "G1", K_T, (size_t)r1 * r1, -0.5, 0.5);
+        in_(c, "G2", K_T, (size_t)r2 * r2, -0.5, 0.5);
+        io_(c, "dz", K_T, nk, -0.5, 0.5);
+        io_(c, "dG1", K_T, (size_t)r1 * r1, -0.5, 0.5);
+        io_(c, "dG2", K_T, (size_t)r2 * r2, -0.5, 0.5);
+        c->i[0] = N; c->i[1] = r1; c->i[2] = r2; c->i[3] = ld; c->i[STORE] = store;
+    }
 }
 
 // The test mode's cases: small odd shapes.

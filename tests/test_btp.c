@@ -98,13 +98,20 @@ static void ref_free(Ref *r) { if (my_rank == 0) model_free(&r->m); }
 
 // One forward + backward of the parallel model (pp stages driven in sequence with raw
 // MPI so the accounting only holds the model's own collectives). Returns the mean loss
-// (on every rank).
+// (on every rank). As a training step runs it: no zero pass (model_grads_overwrite; the
+// gradient family is filled with NaN first, so a gradient that no op of this layout writes
+// shows in the parity check) and, at tp = 1, the loss gradient fused into the forward.
 static double run_parallel(Model *m) {
     int32_t in[N_], tg[N_]; batch(in, tg);
     size_t n_act = model_stage_elems(m);   // residual (+ LaX latents / their gradient)
     MPI_Comm pp = G.mpi[GROUP_PP];
     double loss = 0;
-    model_zero_grads(m);
+    for (int i = 0; i < m->table.n_specs; i++) {
+        const ParamSpec *s = &m->table.specs[i];
+        for (size_t j = 0; j < s->numel; j++) ((float *)m->grads)[s->offset + j] = NAN;
+    }
+    model_grads_overwrite(m);
+    model_fuse_loss_grad(m, 1.0f / N_);
     if (!m->lay.first_stage)
         CHECK_MPI(MPI_Recv(model_stage_input(m, 0), (int)n_act, MPI_FLOAT, G.pp_rank - 1, 1, pp, MPI_STATUS_IGNORE));
     model_loss_begin(m);

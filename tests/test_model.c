@@ -6,6 +6,7 @@
 #include "../src/config/config.h"
 #include "../src/core/rng.h"
 #include "../src/model/model.h"
+#include "../src/parallel/comm.h"
 TL_MAIN_DEFS
 
 static ModelConfig small_cfg(LinearKind kind, int odd) {
@@ -230,6 +231,78 @@ TEST(initial_loss_and_determinism) {
     free(g1); model_free(&m);
 }
 
+// A step's gradients without a zero pass (model_grads_overwrite: each gradient's first writer
+// stores it) and with the loss gradient fused into the forward (model_fuse_loss_grad, tp = 1)
+// are, bit for bit, those of model_zero_grads + forward/backward: two micro-batches (the second
+// adds), the gradient family and the scratch filled with NaN first (0xff bytes: NaN in fp32 and
+// bf16), so a gradient no op writes, or one read before its first write, shows. Every kind and
+// LaX gate/norm, tied embeddings, GQA and odd shapes; fp32 and the bf16 CPU back end. Compared:
+// every tensor of the table (not the alignment gaps between tensors, which no op writes and a
+// run's zeroed allocation keeps at zero).
+static int overwrite_matches(ModelConfig c, DType dt, const char *label) {
+    int B = 2, T = c.seq_len, N = B * T;
+    int32_t in[2][64], tg[2][64];
+    random_batch(in[0], tg[0], N, c.vocab_size, 21);
+    random_batch(in[1], tg[1], N, c.vocab_size, 22);
+    float scale = 1.0f / (2 * N);
+    Model m[2];
+    double loss[2] = { 0, 0 };
+    for (int k = 0; k < 2; k++) {
+        Backend *bk = dt == DT_F32 ? NULL : backend_cpu(dt);
+        model_init_parallel(&m[k], &c, B, T, 7, comm_single(), NULL, 1, bk, 1);
+        if (k == 0) model_zero_grads(&m[k]);
+        else {
+            memset(m[k].grads, 0xff, m[k].n_alloc * dtype_size(m[k].bk->dtype));
+            memset(m[k].scratch, 0xff, m[k].scratch_bytes);
+            model_grads_overwrite(&m[k]);
+            model_fuse_loss_grad(&m[k], scale);
+        }
+        model_loss_begin(&m[k]);
+        for (int mb = 0; mb < 2; mb++) {
+            model_stage_forward(&m[k], 0, in[mb], tg[mb]);
+            model_stage_backward(&m[k], 0, scale);
+        }
+        loss[k] = model_loss_read(&m[k]);
+    }
+    size_t es = dtype_size(m[0].bk->dtype);
+    const char *bad = NULL;   // the first tensor that differs
+    for (int i = 0; i < m[0].table.n_specs && !bad; i++) {
+        const ParamSpec *p = &m[0].table.specs[i];
+        if (memcmp((char *)m[0].grads + p->offset * es, (char *)m[1].grads + p->offset * es, p->numel * es)) bad = p->name;
+    }
+    int same = loss[0] == loss[1] && !bad;
+    EXPECT(same, "%s (%s): %s%s", label, dtype_name(dt),
+           loss[0] != loss[1] ? "the losses differ" : "the gradient differs from zero + accumulate: ", bad ? bad : "");
+    for (int k = 0; k < 2; k++) {
+        Backend *bk = m[k].bk;
+        model_free(&m[k]);
+        if (dt != DT_F32) backend_free(bk);
+    }
+    return same;
+}
+TEST(grads_overwrite_and_fused_loss_are_zero_and_accumulate) {
+    for (int dt = 0; dt < 2; dt++) {
+        DType t = dt ? DT_BF16 : DT_F32;
+        overwrite_matches(small_cfg(LINEAR_DENSE, 0), t, "dense");
+        overwrite_matches(small_cfg(LINEAR_COLA, 0), t, "cola");
+        overwrite_matches(small_cfg(LINEAR_SVD, 0), t, "svd");
+        ModelConfig c = small_cfg(LINEAR_DENSE, 1); c.tie_embeddings = 1;
+        overwrite_matches(c, t, "dense odd tied");
+        c = small_cfg(LINEAR_COLA, 1); c.tie_embeddings = 1; c.only_lr_act = 0;
+        overwrite_matches(c, t, "cola odd tied silu-gate");
+        for (int base = 0; base < 2; base++)
+            for (int g = 0; g < 3; g++)
+                for (int nrm = 0; nrm < 2; nrm++) {
+                    c = small_cfg(LINEAR_LAX, 0);
+                    c.n_layers = 3; c.lax_base = base; c.lax_gate = g; c.lax_norm = nrm; c.tie_embeddings = g == 1;
+                    char label[96];
+                    snprintf(label, sizeof label, "lax base %s gate %d norm %d%s", base ? "svd" : "cola", g, nrm,
+                             c.tie_embeddings ? " tied" : "");
+                    overwrite_matches(c, t, label);
+                }
+    }
+}
+
 int main(void) {
     RUN(param_table_matches_closed_form);
     RUN(init_is_layout_independent);
@@ -246,5 +319,6 @@ int main(void) {
     RUN(grad_lax_odd);
     RUN(grad_lax_silu_gate_tied);
     RUN(initial_loss_and_determinism);
+    RUN(grads_overwrite_and_fused_loss_are_zero_and_accumulate);
     TL_EXIT();
 }

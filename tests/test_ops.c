@@ -198,7 +198,7 @@ TEST(rmsnorm_gradcheck) {
         c.x = grand(nd, 2); c.gamma = grand(c.d, 1.5f); c.y = galloc(nd); c.rstd = galloc(c.N); c.w = grand(nd, 1);
         rms_obj(&c);
         float *dx = gzeros(nd), *dg = gzeros(c.d);
-        rmsnorm_backward(dx, dg, c.w, c.x, c.gamma, c.rstd, c.N, c.d);
+        rmsnorm_backward(dx, dg, c.w, c.x, c.gamma, c.rstd, c.N, c.d, 1, 1);
         FD_EXPECT("rmsnorm dx", rms_obj, &c, c.x, dx, nd);
         FD_EXPECT("rmsnorm dgamma", rms_obj, &c, c.gamma, dg, c.d);
     }
@@ -272,13 +272,13 @@ TEST(sharded_rmsnorm_gradcheck) {
         float *dot = galloc(c.N), *dx = gzeros(nd), *dg = gzeros(c.d);
         SlotView row = { .N = c.N, .G = 1, .r = c.d, .ld = c.d };
         rowdot(dot, c.w, c.a, &row);
-        sharded_rmsnorm_backward(dx, dg, c.w, c.x, c.gamma, c.S, dot, c.N, c.d, c.d, c.eps);
+        sharded_rmsnorm_backward(dx, dg, c.w, c.x, c.gamma, c.S, dot, c.N, c.d, c.d, c.eps, 1);
         FD_EXPECT("sharded rmsnorm dx", sh_obj, &c, c.x, dx, nd);
         FD_EXPECT("sharded rmsnorm dgamma", sh_obj, &c, c.gamma, dg, c.d);
         // and it is RMSNorm's own backward
         float *rstd = galloc(c.N), *y = galloc(nd), *rdx = gzeros(nd), *rdg = gzeros(c.d);
         rmsnorm_forward(y, rstd, c.x, c.gamma, c.N, c.d, c.eps);
-        rmsnorm_backward(rdx, rdg, c.w, c.x, c.gamma, rstd, c.N, c.d);
+        rmsnorm_backward(rdx, rdg, c.w, c.x, c.gamma, rstd, c.N, c.d, 1, 1);
         CLOSE_EXPECT("sharded vs full rmsnorm dx", dx, rdx, nd, 1e-6, 1e-4);
         CLOSE_EXPECT("sharded vs full rmsnorm dgamma", dg, rdg, c.d, 1e-6, 1e-4);
     }
@@ -622,12 +622,12 @@ TEST(embedding_forward_and_gradcheck) {
         for (int i = 0; i < N; i++) if (memcmp(c.out + i * d, c.wte + tok[i] * d, sizeof(float) * d)) ok = 0;
         EXPECT(ok, "embedding_forward did not copy the rows");
         float *dw = gzeros((size_t)V * d);
-        embedding_backward_shard(dw, c.w, tok, N, d, 0, V);
+        embedding_backward_shard(dw, c.w, tok, N, d, 0, V, 1);
         FD_EXPECT("embedding dwte", emb_obj, &c, c.wte, dw, (size_t)V * d);
         // a shard of rows [2, 4): its rows, zeros for the other tokens; gradient only there
         float *part = galloc((size_t)N * d), *dpart = gzeros((size_t)2 * d);
         embedding_forward_shard(part, tok, c.wte + 2 * d, N, d, 2, 2);
-        embedding_backward_shard(dpart, c.w, tok, N, d, 2, 2);
+        embedding_backward_shard(dpart, c.w, tok, N, d, 2, 2, 1);
         int okp = 1;
         for (int i = 0; i < N; i++)
             for (int j = 0; j < d; j++)
@@ -693,6 +693,16 @@ TEST(crossentropy_reference_inplace_and_shards) {
     float *inplace = gcopy(c.logits, (size_t)N * V);
     xent_backward(inplace, inplace, c.lmax, c.sumexp, tgt, N, V, 0, dscale);
     SAME_EXPECT("in-place dlogits", inplace, dl, (size_t)N * V);
+    // the tp = 1 fused pass: the forward's statistics and the backward's gradient, same bits,
+    // out of place and in place
+    for (int ip = 0; ip < 2; ip++) {
+        float *lg = gcopy(c.logits, (size_t)N * V), *fm = galloc(N), *fg = ip ? lg : galloc((size_t)N * V);
+        double fs[5], ft[5];
+        xent_fused(fg, fm, fs, ft, lg, tgt, N, V, 0, dscale);
+        SAME_EXPECT(ip ? "xent_fused in place: dlogits" : "xent_fused: dlogits", fg, dl, (size_t)N * V);
+        SAME_EXPECT("xent_fused: lmax", fm, c.lmax, N);
+        EXPECT(!memcmp(fs, c.sumexp, sizeof fs) && !memcmp(ft, c.tlogit, sizeof ft), "xent_fused: sumexp, tlogit differ");
+    }
     // two vocabulary shards [0, 12000) and [12000, 32000), combined as the TP all-reduces
     // do (max; sums re-based on the global max; target logits summed): the same losses
     int V0 = 12000, V1 = V - V0;
@@ -854,7 +864,7 @@ TEST(lax_layernorm_gradcheck) {
         for (int n = 0; n < c.N; n++) for (int j = c.r; j < c.ldy; j++) c.w[n * c.ldy + j] = 0;   // padding: no loss
         ln_obj(&c);
         float *dx = gzeros(nx), *dg = gzeros(c.r), *db = gzeros(c.r);
-        layernorm_backward(dx, c.ldx, dg, db, c.w, c.ldy, c.x, c.ldx, c.mean, c.rstd, c.g, c.N, c.r);
+        layernorm_backward(dx, c.ldx, dg, db, c.w, c.ldy, c.x, c.ldx, c.mean, c.rstd, c.g, c.N, c.r, 1, 1);
         FD_EXPECT("layernorm dx", ln_obj, &c, c.x, dx, nx);
         FD_EXPECT("layernorm dgamma", ln_obj, &c, c.g, dg, c.r);
         FD_EXPECT("layernorm dbeta", ln_obj, &c, c.b, db, c.r);
@@ -919,12 +929,12 @@ TEST(lax_gates_gradcheck) {
             char what[64];
             if (kron) {
                 float *d1 = gzeros((size_t)r1 * r1), *d2 = gzeros((size_t)r2 * r2);
-                kron_gate_backward(dz, c.ldz, d1, d2, c.w, c.ldo, c.z, c.ldz, c.G1, c.G2, N, r1, r2);
+                kron_gate_backward(dz, c.ldz, d1, d2, c.w, c.ldo, c.z, c.ldz, c.G1, c.G2, N, r1, r2, 1, 1);
                 snprintf(what, sizeof what, "kron (%d, %d) dG1", r1, r2); FD_EXPECT(what, gate_obj, &c, c.G1, d1, (size_t)r1 * r1);
                 snprintf(what, sizeof what, "kron (%d, %d) dG2", r1, r2); FD_EXPECT(what, gate_obj, &c, c.G2, d2, (size_t)r2 * r2);
             } else {
                 float *dW = gzeros((size_t)r * r), *db = gzeros(r);
-                dense_gate_backward(dz, c.ldz, dW, db, c.w, c.ldo, c.z, c.ldz, c.W, N, r);
+                dense_gate_backward(dz, c.ldz, dW, db, c.w, c.ldo, c.z, c.ldz, c.W, N, r, 1, 1);
                 snprintf(what, sizeof what, "dense r %d dW", r); FD_EXPECT(what, gate_obj, &c, c.W, dW, (size_t)r * r);
                 snprintf(what, sizeof what, "dense r %d db", r); FD_EXPECT(what, gate_obj, &c, c.bias, db, r);
             }
@@ -963,8 +973,8 @@ TEST(lax_ops_bf16_table) {
     CLOSE_EXPECT("bf16 layernorm statistics", m16, m32, N, 1e-6, 1e-5);
     float *dx = gzeros(nv), *dg = gzeros(r), *db = gzeros(r);
     uint16_t *hdx = calloc(nv, 2), *hdg = calloc(r, 2), *hdb = calloc(r, 2);
-    op_layernorm_backward(cpu, dx, ld, dg, db, dy, ld, x, ld, m32, s32, g, N, r);
-    op_layernorm_backward(b16, hdx, ld, hdg, hdb, hdy, ld, hx, ld, m32, s32, hg, N, r);
+    op_layernorm_backward(cpu, dx, ld, dg, db, dy, ld, x, ld, m32, s32, g, N, r, 1, 1);
+    op_layernorm_backward(b16, hdx, ld, hdg, hdb, hdy, ld, hx, ld, m32, s32, hg, N, r, 1, 1);
     CLOSE_EXPECT("bf16 layernorm dx", from_bf16(b16, hdx, nv), dx, nv, 3e-2, 1e-2);
     CLOSE_EXPECT("bf16 layernorm dgamma", from_bf16(b16, hdg, r), dg, r, 3e-2, 1e-2);
     CLOSE_EXPECT("bf16 layernorm dbeta", from_bf16(b16, hdb, r), db, r, 3e-2, 1e-2);
@@ -976,13 +986,13 @@ TEST(lax_ops_bf16_table) {
         if (kron) {
             op_kron_gate_forward(cpu, o, ld, x, ld, G1, G2, N, r1, r2);
             op_kron_gate_forward(b16, ho, ld, hx, ld, h1, h2, N, r1, r2);
-            op_kron_gate_backward(cpu, dz, ld, d1, d2, dy, ld, x, ld, G1, G2, N, r1, r2);
-            op_kron_gate_backward(b16, hdz, ld, hd1, hd2, hdy, ld, hx, ld, h1, h2, N, r1, r2);
+            op_kron_gate_backward(cpu, dz, ld, d1, d2, dy, ld, x, ld, G1, G2, N, r1, r2, 1, 1);
+            op_kron_gate_backward(b16, hdz, ld, hd1, hd2, hdy, ld, hx, ld, h1, h2, N, r1, r2, 1, 1);
         } else {
             op_dense_gate_forward(cpu, o, ld, x, ld, W, b, N, r);
             op_dense_gate_forward(b16, ho, ld, hx, ld, hw, hb, N, r);
-            op_dense_gate_backward(cpu, dz, ld, d1, d2, dy, ld, x, ld, W, N, r);
-            op_dense_gate_backward(b16, hdz, ld, hd1, hd2, hdy, ld, hx, ld, hw, N, r);
+            op_dense_gate_backward(cpu, dz, ld, d1, d2, dy, ld, x, ld, W, N, r, 1, 1);
+            op_dense_gate_backward(b16, hdz, ld, hd1, hd2, hdy, ld, hx, ld, hw, N, r, 1, 1);
         }
         const char *k = kron ? "kron" : "dense";
         char what[64];
@@ -1000,7 +1010,8 @@ TEST(lax_ops_bf16_table) {
 }
 
 // ====================================================================================
-// every backward accumulates: from G0, one call gives G0 + g; from 0, two calls give 2g.
+// every backward with an acc flag accumulates (acc 1): from G0, one call gives G0 + g; from 0,
+// two calls give 2g; and stores (acc 0: `stores` below).
 // Returns the worst closeness ratio over the given gradient buffers.
 typedef void (*BwdFn)(float **grads, void *ctx);
 static double accum_ratio(BwdFn f, void *ctx, int ng, const size_t *sizes) {
@@ -1026,34 +1037,65 @@ static double accum_ratio(BwdFn f, void *ctx, int ng, const size_t *sizes) {
 }
 typedef struct { const float *a, *b, *c, *d, *e; const int32_t *tok; int i0, i1, i2, i3, i4; } AnyCtx;
 static const float *g_att_lse;   // the forward's lse for bw_att
+static int g_acc = 1;            // the acc flag the wrappers below pass (ops.h: 1 +=, 0 store)
 static void bw_sharded(float **g, void *p) { AnyCtx *c = p;
-    sharded_rmsnorm_backward(g[0], g[1], c->a, c->b, c->c, c->d, c->e, c->i0, c->i1, c->i2, 1e-5f); }
-static void bw_rms(float **g, void *p) { AnyCtx *c = p; rmsnorm_backward(g[0], g[1], c->a, c->b, c->c, c->d, c->i0, c->i1); }
+    sharded_rmsnorm_backward(g[0], g[1], c->a, c->b, c->c, c->d, c->e, c->i0, c->i1, c->i2, 1e-5f, g_acc); }
+static void bw_rms(float **g, void *p) { AnyCtx *c = p;
+    rmsnorm_backward(g[0], g[1], c->a, c->b, c->c, c->d, c->i0, c->i1, g_acc, g_acc); }
 static void bw_silu(float **g, void *p) { AnyCtx *c = p; silu_backward(g[0], c->a, c->b, (size_t)c->i0); }
 static void bw_swiglu(float **g, void *p) { AnyCtx *c = p; swiglu_backward(g[0], g[1], c->a, c->b, c->c, (size_t)c->i0, c->i1); }
 static void bw_att(float **g, void *p) { AnyCtx *c = p;
     attention_backward(g[0], g[1], g[2], c->a, c->e, c->b, c->c, c->d, g_att_lse, c->i0, c->i1, c->i2, c->i3, c->i4); }
-static void bw_emb(float **g, void *p) { AnyCtx *c = p; embedding_backward_shard(g[0], c->a, c->tok, c->i0, c->i1, 0, 5); }
+static void bw_emb(float **g, void *p) { AnyCtx *c = p;   // i2 rows
+    embedding_backward_shard(g[0], c->a, c->tok, c->i0, c->i1, 0, c->i2, g_acc); }
 static void bw_ln(float **g, void *p) { AnyCtx *c = p;   // [N, i1] views with ld i2
-    layernorm_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->d, c->e, c->c, c->i0, c->i1); }
+    layernorm_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->d, c->e, c->c, c->i0, c->i1, g_acc, g_acc); }
 static void bw_kron(float **g, void *p) { AnyCtx *c = p;   // G1 = c, G2 = d; (r1, r2) = (i1, i3)
-    kron_gate_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->c, c->d, c->i0, c->i1, c->i3); }
+    kron_gate_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->c, c->d, c->i0, c->i1, c->i3, g_acc, g_acc); }
 static void bw_dense(float **g, void *p) { AnyCtx *c = p;
-    dense_gate_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->c, c->i0, c->i1); }
+    dense_gate_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->c, c->i0, c->i1, g_acc, g_acc); }
+// With acc 0 the same op STORES: from any G0 (random here) the result is, bit for bit, that of
+// += on zeros. view: gradient 0 is a [rows, cols] view with row stride ld (0: all of it), and
+// the elements between its rows must stay as they were.
+typedef struct { int rows, cols, ld; } View;
+static int stores(BwdFn f, void *ctx, int ng, const size_t *sizes, View view) {
+    float *z[8], *r[8];
+    for (int i = 0; i < ng; i++) {
+        r[i] = grand(sizes[i], 1);
+        z[i] = i == 0 && view.ld ? gcopy(r[i], sizes[i]) : gzeros(sizes[i]);
+    }
+    if (view.ld)
+        for (int n = 0; n < view.rows; n++) memset(z[0] + (size_t)n * view.ld, 0, sizeof(float) * (size_t)view.cols);
+    f(z, ctx);
+    g_acc = 0; f(r, ctx); g_acc = 1;
+    int same = 1;
+    for (int i = 0; i < ng; i++) same &= memcmp(z[i], r[i], sizeof(float) * sizes[i]) == 0;
+    return same;
+}
+static const View ALL = { 0, 0, 0 };
+// sharded_rmsnorm_backward: dx always adds (the residual's gradient), dgamma stores with acc 0
+static int sharded_stores(AnyCtx *c, int N, int d) {
+    float *z[2] = { gzeros((size_t)N * d), gzeros((size_t)d) }, *r[2] = { gzeros((size_t)N * d), grand((size_t)d, 1) };
+    bw_sharded(z, c);
+    g_acc = 0; bw_sharded(r, c); g_acc = 1;
+    return !memcmp(z[0], r[0], sizeof(float) * (size_t)N * d) && !memcmp(z[1], r[1], sizeof(float) * (size_t)d);
+}
 
-TEST(backward_accumulates) {
+TEST(backward_accumulates_or_stores) {
     double r;
-    {   int N = 7, d = 70;   // sharded: one shard of d = 70 of a row of d_full = 140
+    {   int N = 7, d = 70;   // sharded: one shard of d = 70 of a row of d_full = 140 (dx always +=)
         float *S = galloc(N); for (int n = 0; n < N; n++) S[n] = 50.0f + n;
         AnyCtx c = { grand(N * d, 1), grand(N * d, 2), grand(d, 1), S, grand(N, 3), 0, N, d, 140, 0, 0 };
         size_t sz[2] = { (size_t)N * d, (size_t)d };
-        r = accum_ratio(bw_sharded, &c, 2, sz); EXPECT(r <= 1, "sharded_rmsnorm_backward (ratio %.3g)", r); }
+        r = accum_ratio(bw_sharded, &c, 2, sz); EXPECT(r <= 1, "sharded_rmsnorm_backward (ratio %.3g)", r);
+        EXPECT(sharded_stores(&c, N, d), "sharded_rmsnorm_backward does not store dgamma"); }
     {   int N = 7, d = 70;
         float *x = grand(N * d, 2), *gm = grand(d, 1), *y = galloc(N * d), *rs = galloc(N);
         rmsnorm_forward(y, rs, x, gm, N, d, 1e-5f);
         AnyCtx c = { grand(N * d, 1), x, gm, rs, 0, 0, N, d, 0, 0, 0 };
         size_t sz[2] = { (size_t)N * d, (size_t)d };
-        r = accum_ratio(bw_rms, &c, 2, sz); EXPECT(r <= 1, "rmsnorm_backward (ratio %.3g)", r); }
+        r = accum_ratio(bw_rms, &c, 2, sz); EXPECT(r <= 1, "rmsnorm_backward (ratio %.3g)", r);
+        EXPECT(stores(bw_rms, &c, 2, sz, ALL), "rmsnorm_backward does not store dx, dgamma"); }
     {   int n = 1001;
         AnyCtx c = { grand(n, 1), grand(n, 4), grand(n, 2), 0, 0, 0, n, 1, 0, 0, 0 };
         // the elementwise backwards OVERWRITE (ops.h): from any G0 the result is that from 0
@@ -1073,26 +1115,33 @@ TEST(backward_accumulates) {
         g_att_lse = lse;
         AnyCtx c = { grand(nq, 1), q, k, v, o, 0, B, T, H, Hkv, hd };
         size_t sz[3] = { nq, nk, nk };
-        r = accum_ratio(bw_att, &c, 3, sz); EXPECT(r <= 1, "attention_backward (ratio %.3g)", r); }
-    {   int32_t tok[9] = { 3, 0, 3, 4, 1, 3, 0, 2, 4 };
+        // attention_backward always stores dq, dk, dv (ops.h): from any G0 the result is that from 0
+        float *z0[3] = { gzeros(nq), gzeros(nk), gzeros(nk) }, *r0[3] = { grand(nq, 1), grand(nk, 1), grand(nk, 1) };
+        bw_att(z0, &c); bw_att(r0, &c);
+        for (int i = 0; i < 3; i++) SAME_EXPECT("attention_backward stores dq, dk, dv", r0[i], z0[i], sz[i]); }
+    {   int32_t tok[9] = { 3, 0, 3, 4, 1, 3, 0, 2, 4 };   // 6 rows: row 5 is hit by no token
         int N = 9, d = 45;
-        AnyCtx c = { grand(N * d, 1), 0, 0, 0, 0, tok, N, d, 0, 0, 0 };
-        size_t sz[1] = { (size_t)5 * d };
-        r = accum_ratio(bw_emb, &c, 1, sz); EXPECT(r <= 1, "embedding_backward (ratio %.3g)", r); }
+        AnyCtx c = { grand(N * d, 1), 0, 0, 0, 0, tok, N, d, 6, 0, 0 };
+        size_t sz[1] = { (size_t)6 * d };
+        r = accum_ratio(bw_emb, &c, 1, sz); EXPECT(r <= 1, "embedding_backward (ratio %.3g)", r);
+        EXPECT(stores(bw_emb, &c, 1, sz, ALL), "embedding_backward does not store every row"); }
     {   int N = 9, w = 70, ld = 73;   // LaX: strided views, two dgamma column blocks
         float *x = grand((size_t)N * ld, 2), *g = grand(w, 1), *b = grand(w, 1), *mean = galloc(N), *rstd = galloc(N);
         float *y = galloc((size_t)N * ld);
         layernorm_forward(y, ld, mean, rstd, x, ld, g, b, N, w, 1e-5f);
         AnyCtx c = { grand((size_t)N * ld, 1), x, g, mean, rstd, 0, N, w, ld, 0, 0 };
         size_t sz[3] = { (size_t)N * ld, (size_t)w, (size_t)w };
-        r = accum_ratio(bw_ln, &c, 3, sz); EXPECT(r <= 1, "layernorm_backward (ratio %.3g)", r); }
+        r = accum_ratio(bw_ln, &c, 3, sz); EXPECT(r <= 1, "layernorm_backward (ratio %.3g)", r);
+        EXPECT(stores(bw_ln, &c, 3, sz, (View){ N, w, ld }), "layernorm_backward does not store dx, dgamma, dbeta"); }
     {   int N = 9, r1 = 3, r2 = 5, ld = 17;
         AnyCtx c = { grand((size_t)N * ld, 1), grand((size_t)N * ld, 1), grand(9, 1), grand(25, 1), 0, 0, N, r1, ld, r2, 0 };
         size_t sz[3] = { (size_t)N * ld, 9, 25 };
         r = accum_ratio(bw_kron, &c, 3, sz); EXPECT(r <= 1, "kron_gate_backward (ratio %.3g)", r);
+        EXPECT(stores(bw_kron, &c, 3, sz, (View){ N, r1 * r2, ld }), "kron_gate_backward does not store dz, dG1, dG2");
         AnyCtx dc = { grand((size_t)N * ld, 1), grand((size_t)N * ld, 1), grand(225, 1), 0, 0, 0, N, 15, ld, 0, 0 };
         size_t dsz[3] = { (size_t)N * ld, 225, 15 };
-        r = accum_ratio(bw_dense, &dc, 3, dsz); EXPECT(r <= 1, "dense_gate_backward (ratio %.3g)", r); }
+        r = accum_ratio(bw_dense, &dc, 3, dsz); EXPECT(r <= 1, "dense_gate_backward (ratio %.3g)", r);
+        EXPECT(stores(bw_dense, &dc, 3, dsz, (View){ N, 15, ld }), "dense_gate_backward does not store dz, dW, dbias"); }
     GUARDS_EXPECT();
     gfree_all();
 }
@@ -1106,7 +1155,7 @@ TEST(deterministic) {
         float *y1 = galloc(nd), *y2 = galloc(nd), *r1 = galloc(N), *r2 = galloc(N);
         float *dx1 = gzeros(nd), *dx2 = gzeros(nd), *dg1 = gzeros(d), *dg2 = gzeros(d);
         rmsnorm_forward(y1, r1, x, gm, N, d, 1e-6f); rmsnorm_forward(y2, r2, x, gm, N, d, 1e-6f);
-        rmsnorm_backward(dx1, dg1, dy, x, gm, r1, N, d); rmsnorm_backward(dx2, dg2, dy, x, gm, r2, N, d);
+        rmsnorm_backward(dx1, dg1, dy, x, gm, r1, N, d, 1, 1); rmsnorm_backward(dx2, dg2, dy, x, gm, r2, N, d, 1, 1);
         SAME_EXPECT("rmsnorm y", y1, y2, nd); SAME_EXPECT("rmsnorm dx", dx1, dx2, nd); SAME_EXPECT("rmsnorm dgamma", dg1, dg2, d); }
     {   int B = 2, T = 300, H = 4, Hkv = 2, hd = 16;
         size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T;
@@ -1129,7 +1178,7 @@ TEST(deterministic) {
         EXPECT(s1 == s2, "crossentropy loss sum"); SAME_EXPECT("crossentropy dlogits", d1, d2, nv); SAME_EXPECT("crossentropy losses", l1, l2, N); }
     {   int N = 300, d = 100; int32_t tok[300]; for (int i = 0; i < N; i++) tok[i] = (i * i) % 7;
         float *dout = grand((size_t)N * d, 1), *w1 = gzeros(7 * d), *w2 = gzeros(7 * d);
-        embedding_backward_shard(w1, dout, tok, N, d, 0, 7); embedding_backward_shard(w2, dout, tok, N, d, 0, 7);
+        embedding_backward_shard(w1, dout, tok, N, d, 0, 7, 1); embedding_backward_shard(w2, dout, tok, N, d, 0, 7, 1);
         SAME_EXPECT("embedding dwte", w1, w2, 7 * d); }
     {   size_t n = 300001; float *x = grand(n, 1);
         EXPECT(sumsq(x, n) == sumsq(x, n), "sumsq");
@@ -1147,9 +1196,9 @@ TEST(deterministic) {
             float *y = galloc(nv), *m = galloc(N), *rs = galloc(N), *dx = gzeros(nv), *dg = gzeros(w), *db = gzeros(w);
             float *o = gzeros(nv), *dz = gzeros(nv), *d1 = gzeros(64), *d2 = gzeros(256);
             layernorm_forward(y, w, m, rs, x, w, g, b, N, w, 1e-6f);
-            layernorm_backward(dx, w, dg, db, dy, w, x, w, m, rs, g, N, w);
+            layernorm_backward(dx, w, dg, db, dy, w, x, w, m, rs, g, N, w, 1, 1);
             kron_gate_forward(o, w, x, w, G1, G2, N, r1, r2);
-            kron_gate_backward(dz, w, d1, d2, dy, w, x, w, G1, G2, N, r1, r2);
+            kron_gate_backward(dz, w, d1, d2, dy, w, x, w, G1, G2, N, r1, r2, 1, 1);
             float *all[7] = { y, dx, dg, o, dz, d1, d2 };
             memcpy(res[t], all, sizeof all);
         }
@@ -1190,7 +1239,7 @@ int main(void) {
     RUN(lax_gates_forward_reference);
     RUN(lax_gates_gradcheck);
     RUN(lax_ops_bf16_table);
-    RUN(backward_accumulates);
+    RUN(backward_accumulates_or_stores);
     RUN(deterministic);
     TL_EXIT();
 }

@@ -103,6 +103,8 @@ typedef struct { float lr, beta1, beta2, eps; int t; float grad_scale; } AdamWHy
 
 // The implementation table. Every entry takes the context first; the front ends in
 // backend/ops.h state the shapes. An entry may be NULL only in the dry back end.
+// Gradient outputs (ops.h's contract): an acc_* flag 1 adds into its output(s) (+=), 0 stores
+// without reading them (the output's first writer of a step: no zero pass before it).
 typedef struct BackendOps {
     // ---- buffers ----
     void *(*alloc)(Backend *b, size_t bytes);                    // zeroed, 64-byte aligned
@@ -128,7 +130,7 @@ typedef struct BackendOps {
     void (*rmsnorm_forward)(Backend *b, void *y, float *rstd, const void *x, const void *gamma,
                             int N, int d, float eps);
     void (*rmsnorm_backward)(Backend *b, void *dx, void *dgamma, const void *dy, const void *x,
-                             const void *gamma, const float *rstd, int N, int d);
+                             const void *gamma, const float *rstd, int N, int d, int acc_dx, int acc_dgamma);
     void (*rowsumsq)(Backend *b, void *S, const void *x, int N, int d);
     void (*rownorm)(Backend *b, void *y, const void *x, const void *gamma, const void *S,
                     int N, int d, int width, float eps);
@@ -137,7 +139,7 @@ typedef struct BackendOps {
     void (*rowdot)(Backend *b, float *dot, const void *X, const void *Y, const SlotView *v);
     void (*sharded_rmsnorm_backward)(Backend *b, void *dx, void *dgamma, const void *da,
                                      const void *x, const void *gamma, const void *S,
-                                     const float *dot, int N, int d, int d_full, float eps);
+                                     const float *dot, int N, int d, int d_full, float eps, int acc_dgamma);
     // ---- elementwise ----
     void (*silu_forward)(Backend *b, void *y, const void *x, size_t n);
     void (*silu_backward)(Backend *b, void *dx, const void *dy, const void *x, size_t n);
@@ -157,7 +159,7 @@ typedef struct BackendOps {
     void (*embedding_forward)(Backend *b, void *out, const int32_t *tokens, const void *wte,
                               int N, int d, int v0, int V);
     void (*embedding_backward)(Backend *b, void *dwte, const void *dout, const int32_t *tokens,
-                               int N, int d, int v0, int V);
+                               int N, int d, int v0, int V, int acc);
     void (*xent_forward)(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                          const int32_t *targets, int N, int V, int v0);
     void (*xent_rescale)(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
@@ -166,6 +168,8 @@ typedef struct BackendOps {
     void (*xent_backward)(Backend *b, void *dlogits, const void *logits, const float *gmax,
                           const double *sumexp, const int32_t *targets, int N, int V, int v0,
                           float scale);
+    void (*xent_fused)(Backend *b, void *dlogits, float *lmax, double *sumexp, double *tlogit,
+                       const void *logits, const int32_t *targets, int N, int V, int v0, float scale);
     // ---- optimizer ----
     double (*sumsq_multi)(Backend *b, int n, const void *const *x, const size_t *len, const double *w);
     void (*adamw_multi)(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h);
@@ -174,15 +178,16 @@ typedef struct BackendOps {
                               const void *gamma, const void *beta, int N, int r, float eps);
     void (*layernorm_backward)(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
                                const void *x, int ldx, const float *mean, const float *rstd, const void *gamma,
-                               int N, int r);
+                               int N, int r, int acc_dx, int acc_dw);
     void (*dense_gate_forward)(Backend *b, void *out, int ldo, const void *z, int ldz, const void *W,
                                const void *bias, int N, int r);
     void (*dense_gate_backward)(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
-                                const void *z, int ldz, const void *W, int N, int r);
+                                const void *z, int ldz, const void *W, int N, int r, int acc_dz, int acc_dw);
     void (*kron_gate_forward)(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1,
                               const void *G2, int N, int r1, int r2);
     void (*kron_gate_backward)(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
-                               const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2);
+                               const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2,
+                               int acc_dz, int acc_dw);
 } BackendOps;
 
 struct Backend {

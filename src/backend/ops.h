@@ -1,9 +1,14 @@
 // ops.h — the op front ends: what the model drivers and the optimizer call. Each reports
 // an OpInfo (FLOPs, bytes, labels) to the back end's observer and runs the back end's
-// implementation (none on the dry back end). Forward/backward pairs; every *_backward
-// ACCUMULATES (+=) into its gradients, which the caller zeroes, except the elementwise
-// silu_backward and swiglu_backward, which OVERWRITE theirs (scratch buffers they write
-// first: no zero pass before them). GEMMs take beta = 0 where they are a buffer's first writer.
+// implementation (none on the dry back end). Forward/backward pairs.
+//
+// Gradient outputs: no buffer is zeroed before its first writer. A GEMM stores with beta = 0
+// and adds with beta = 1; every other *_backward that writes a gradient a later op may add to
+// takes an acc_* flag per output (1: += into it; 0: stored without being read, as if the
+// buffer held zeros). So a training step makes no zero pass over its gradients: the first
+// writer of each gradient in the step's first micro-batch stores, every later one adds
+// (model.h model_grads_overwrite). silu_backward, swiglu_backward, attention_backward and
+// xent_backward always store theirs (each is its outputs' only writer).
 //
 // Conventions (row-vector form, paper notes): N tokens (B·T), a linear y = x @ W with W
 // [d_in, d_out]. "T" below is the back end's compute dtype (b->dtype); f32/f64/i32 are
@@ -71,11 +76,13 @@ X(void, gemm_group, "gemm_group", (Backend *b, int count, const GemmArgs *g), ge
 X(void, rmsnorm_forward, "rmsnorm_forward", (Backend *b, void *y, float *rstd, const void *x,          \
   const void *gamma, int N, int d, float eps), rmsnorm_forward, (b, y, rstd, x, gamma, N, d, eps), 1,   \
   OPC_MEMORY, 4.0 * N * d, es(b) * (2.0 * N * d + d) + 4.0 * N, (void)0)                               \
-/* dx[N,d] += ..., dgamma[d] += ...; dy[N,d], x[N,d], gamma[d], rstd[N] f32. dx or dgamma may be NULL */\
+/* dx[N,d] (+)= ..., dgamma[d] (+)= ... (acc_dx, acc_dgamma: 1 +=, 0 =); dy[N,d], x[N,d], gamma[d],    \
+   rstd[N] f32. dx or dgamma may be NULL */                                                          \
 X(void, rmsnorm_backward, "rmsnorm_backward", (Backend *b, void *dx, void *dgamma, const void *dy,      \
-  const void *x, const void *gamma, const float *rstd, int N, int d), rmsnorm_backward,               \
-  (b, dx, dgamma, dy, x, gamma, rstd, N, d), 1, OPC_MEMORY, 10.0 * N * d,                              \
-  es(b) * (4.0 * N * d + 3.0 * d) + 4.0 * N, (void)0)                                                  \
+  const void *x, const void *gamma, const float *rstd, int N, int d, int acc_dx, int acc_dgamma),      \
+  rmsnorm_backward, (b, dx, dgamma, dy, x, gamma, rstd, N, d, acc_dx, acc_dgamma), 1, OPC_MEMORY,      \
+  10.0 * N * d, es(b) * ((3.0 + (acc_dx != 0)) * N * d + (2.0 + (acc_dgamma != 0)) * d) + 4.0 * N,     \
+  (void)0)                                                                                           \
 /* ---- RMSNorm of a column-sharded residual (BTP, docs/boost.md) ---- */                            \
 /* S[N] = Σ_j x[n,j]² (fp32 accumulation, stored as T); x[N,d] */                                   \
 X(void, rowsumsq, "rowsumsq", (Backend *b, void *S, const void *x, int N, int d), rowsumsq,            \
@@ -95,12 +102,13 @@ X(void, rowdot, "rowdot", (Backend *b, float *dot, const void *X, const void *Y,
   rowdot, (b, dot, X, Y, v), 1, OPC_MEMORY, 2.0 * slot_elems(v), es(b) * 2.0 * slot_elems(v) + 4.0 * v->N,\
   (void)0)                                                                                           \
 /* Backward of a = x·rstd·gamma with rstd = 1/sqrt(S/d_full + eps) given dot[n] = Σ_full-row da·a:  \
-     dx[N,d] += rstd·(gamma⊙da − x·rstd·dot/d_full),  dgamma[d] += Σ_n da⊙x·rstd                    \
+     dx[N,d] += rstd·(gamma⊙da − x·rstd·dot/d_full),  dgamma[d] (+)= Σ_n da⊙x·rstd (acc_dgamma)      \
    da, x [N,d], gamma[d], S[N] T, dot[N] f32 */                                                      \
 X(void, sharded_rmsnorm_backward, "sharded_rmsnorm_backward", (Backend *b, void *dx, void *dgamma,     \
   const void *da, const void *x, const void *gamma, const void *S, const float *dot, int N, int d,      \
-  int d_full, float eps), sharded_rmsnorm_backward, (b, dx, dgamma, da, x, gamma, S, dot, N, d, d_full, \
-  eps), 1, OPC_MEMORY, 8.0 * N * d, es(b) * (4.0 * N * d + 3.0 * d + N) + 4.0 * N, (void)0)            \
+  int d_full, float eps, int acc_dgamma), sharded_rmsnorm_backward, (b, dx, dgamma, da, x, gamma, S,    \
+  dot, N, d, d_full, eps, acc_dgamma), 1, OPC_MEMORY, 8.0 * N * d,                                    \
+  es(b) * (4.0 * N * d + (2.0 + (acc_dgamma != 0)) * d + N) + 4.0 * N, (void)0)                       \
 /* ---- elementwise ---- */                                                                          \
 /* y[n] = x·sigmoid(x) */                                                                            \
 X(void, silu_forward, "silu_forward", (Backend *b, void *y, const void *x, size_t n), silu_forward,     \
@@ -140,23 +148,25 @@ X(void, attention_forward, "attention_forward", (Backend *b, void *out, float *l
   (b, out, lse, q, k, v, B, T, H, Hkv, hd), 1, OPC_ATTENTION, flops_attention_forward(B, T, H, hd),    \
   es(b) * ((double)B * T * hd * (2.0 * H + 2.0 * Hkv)) + 4.0 * B * H * T, (void)0)                     \
 /* Backward, recomputing the probabilities tile by tile from lse, with D = rowsum(dout⊙out):        \
-   dq[B,T,H,hd] +=, dk, dv[B,T,Hkv,hd] +=. Bytes: reads q k v out dout, accumulates dq dk dv */      \
+   dq[B,T,H,hd] =, dk, dv[B,T,Hkv,hd] = (stored, not read). Bytes: reads q k v out dout, writes      \
+   dq dk dv */                                                                                       \
 X(void, attention_backward, "attention_backward", (Backend *b, void *dq, void *dk, void *dv,           \
   const void *dout, const void *out, const void *q, const void *k, const void *v, const float *lse,    \
   int B, int T, int H, int Hkv, int hd), attention_backward,                                         \
   (b, dq, dk, dv, dout, out, q, k, v, lse, B, T, H, Hkv, hd), 1, OPC_ATTENTION,                       \
   flops_attention_backward(B, T, H, hd),                                                             \
-  es(b) * ((double)B * T * hd * (3.0 * H + 2.0 * Hkv + 2.0 * H + 4.0 * Hkv)) + 4.0 * B * H * T, (void)0) \
+  es(b) * ((double)B * T * hd * (3.0 * H + 2.0 * Hkv + H + 2.0 * Hkv)) + 4.0 * B * H * T, (void)0)       \
 /* ---- vocabulary-parallel embedding and loss (rows/columns [v0, v0+V) held here) ---- */          \
 /* out[N,d] = wte[tokens[i] - v0] for tokens in range, else 0; tokens[N] i32, wte[V,d] */            \
 X(void, embedding_forward, "embedding_forward", (Backend *b, void *out, const int32_t *tokens,         \
   const void *wte, int N, int d, int v0, int V), embedding_forward, (b, out, tokens, wte, N, d, v0, V), \
   1, OPC_MEMORY, 0, es(b) * 2.0 * N * d + 4.0 * N, (void)0)                                            \
-/* dwte[V,d] += the rows of dout[N,d] whose token is in range (deterministic order) */               \
+/* dwte[V,d] += the rows of dout[N,d] whose token is in range (deterministic order); acc 0: every   \
+   row of dwte is stored once (the sum of its tokens' rows, 0 for a row no token hits) */           \
 X(void, embedding_backward, "embedding_backward", (Backend *b, void *dwte, const void *dout,           \
-  const int32_t *tokens, int N, int d, int v0, int V), embedding_backward,                           \
-  (b, dwte, dout, tokens, N, d, v0, V), 1, OPC_MEMORY, (double)N * d, es(b) * 3.0 * N * d + 4.0 * N,   \
-  (void)0)                                                                                           \
+  const int32_t *tokens, int N, int d, int v0, int V, int acc), embedding_backward,                  \
+  (b, dwte, dout, tokens, N, d, v0, V, acc), 1, OPC_MEMORY, (double)N * d,                            \
+  es(b) * (acc ? 3.0 * N * d : (double)N * d + (double)V * d) + 4.0 * N, (void)0)                    \
 /* One pass over logits[N,V] (local columns): lmax[N] f32 = local row max, sumexp[N] f64 =            \
    Σ exp(x − lmax), tlogit[N] f64 = logits[n, target − v0] if the target is local, else 0 */         \
 X(void, xent_forward, "xent_forward", (Backend *b, float *lmax, double *sumexp, double *tlogit,        \
@@ -177,6 +187,14 @@ X(void, xent_backward, "xent_backward", (Backend *b, void *dlogits, const void *
   const float *gmax, const double *sumexp, const int32_t *targets, int N, int V, int v0, float scale),  \
   xent_backward, (b, dlogits, logits, gmax, sumexp, targets, N, V, v0, scale), 1, OPC_MEMORY,          \
   3.0 * N * V, es(b) * 2.0 * N * V + 16.0 * N, (void)0)                                                \
+/* tp = 1 (the whole vocabulary here, so no all-reduce sits between the loss and its gradient):      \
+   xent_forward and xent_backward in ONE pass over each row of logits[N,V], the row read from       \
+   memory once while it sits in cache — lmax, sumexp, tlogit as xent_forward, then dlogits          \
+   = scale·(softmax − onehot) with gmax = lmax, the same bits as the two ops (may alias logits) */   \
+X(void, xent_fused, "xent_fused", (Backend *b, void *dlogits, float *lmax, double *sumexp,            \
+  double *tlogit, const void *logits, const int32_t *targets, int N, int V, int v0, float scale),      \
+  xent_fused, (b, dlogits, lmax, sumexp, tlogit, logits, targets, N, V, v0, scale), 1, OPC_MEMORY,    \
+  7.0 * N * V, es(b) * 2.0 * N * V + 28.0 * N, (void)0)                                                \
 /* ---- optimizer ---- */                                                                            \
 /* Σ_i w[i]·Σ_j x_i[j]² in double over n tensors of the compute dtype (one launch) */                \
 X(double, sumsq_multi, "sumsq_multi", (Backend *b, int n, const void *const *x, const size_t *len,     \
@@ -197,23 +215,27 @@ X(void, layernorm_forward, "layernorm_forward", (Backend *b, void *y, int ldy, f
   const void *x, int ldx, const void *gamma, const void *beta, int N, int r, float eps),              \
   layernorm_forward, (b, y, ldy, mean, rstd, x, ldx, gamma, beta, N, r, eps), 1, OPC_MEMORY,           \
   8.0 * ((double)N * r), es(b) * (2.0 * ((double)N * r) + 2.0 * r) + 8.0 * N, (void)0)                 \
-/* x̂ = (x − μ)·rstd, h = dy ⊙ gamma: dx += rstd·(h − mean_r(h) − x̂·mean_r(h ⊙ x̂)),                \
-   dgamma[r] += Σ_n dy ⊙ x̂, dbeta[r] += Σ_n dy (any output may be NULL) */                          \
+/* x̂ = (x − μ)·rstd, h = dy ⊙ gamma: dx (+)= rstd·(h − mean_r(h) − x̂·mean_r(h ⊙ x̂)) (acc_dx),      \
+   dgamma[r] (+)= Σ_n dy ⊙ x̂, dbeta[r] (+)= Σ_n dy (acc_dw) (any output may be NULL) */             \
 X(void, layernorm_backward, "layernorm_backward", (Backend *b, void *dx, int lddx, void *dgamma,       \
   void *dbeta, const void *dy, int lddy, const void *x, int ldx, const float *mean, const float *rstd,  \
-  const void *gamma, int N, int r), layernorm_backward,                                              \
-  (b, dx, lddx, dgamma, dbeta, dy, lddy, x, ldx, mean, rstd, gamma, N, r), 1, OPC_MEMORY,             \
-  14.0 * ((double)N * r), es(b) * (4.0 * ((double)N * r) + 5.0 * r) + 8.0 * N, (void)0)                \
+  const void *gamma, int N, int r, int acc_dx, int acc_dw), layernorm_backward,                       \
+  (b, dx, lddx, dgamma, dbeta, dy, lddy, x, ldx, mean, rstd, gamma, N, r, acc_dx, acc_dw), 1,          \
+  OPC_MEMORY, 14.0 * ((double)N * r),                                                                \
+  es(b) * ((3.0 + (acc_dx != 0)) * ((double)N * r) + (3.0 + 2.0 * (acc_dw != 0)) * r) + 8.0 * N, (void)0) \
 /* Dense gate: out[N,r] += z[N,r] @ W[r,r] + bias[r] */                                              \
 X(void, dense_gate_forward, "dense_gate_forward", (Backend *b, void *out, int ldo, const void *z,      \
   int ldz, const void *W, const void *bias, int N, int r), dense_gate_forward,                       \
   (b, out, ldo, z, ldz, W, bias, N, r), 1, OPC_GEMM, flops_dense_gate_forward(N, r),                   \
   es(b) * (3.0 * ((double)N * r) + (double)r * r + r), (i.M = N, i.N = r, i.K = r))                    \
-/* dz[N,r] += dout @ Wᵀ, dW[r,r] += zᵀ dout, dbias[r] += Σ_n dout (any output may be NULL) */        \
+/* dz[N,r] (+)= dout @ Wᵀ (acc_dz), dW[r,r] (+)= zᵀ dout, dbias[r] (+)= Σ_n dout (acc_dw) (any      \
+   output may be NULL) */                                                                            \
 X(void, dense_gate_backward, "dense_gate_backward", (Backend *b, void *dz, int lddz, void *dW,         \
-  void *dbias, const void *dout, int lddo, const void *z, int ldz, const void *W, int N, int r),       \
-  dense_gate_backward, (b, dz, lddz, dW, dbias, dout, lddo, z, ldz, W, N, r), 1, OPC_GEMM,             \
-  flops_dense_gate_backward(N, r), es(b) * (5.0 * ((double)N * r) + 3.0 * (double)r * r + 2.0 * r),    \
+  void *dbias, const void *dout, int lddo, const void *z, int ldz, const void *W, int N, int r,        \
+  int acc_dz, int acc_dw), dense_gate_backward,                                                      \
+  (b, dz, lddz, dW, dbias, dout, lddo, z, ldz, W, N, r, acc_dz, acc_dw), 1, OPC_GEMM,                 \
+  flops_dense_gate_backward(N, r), es(b) * ((4.0 + (acc_dz != 0)) * ((double)N * r)                   \
+  + (2.0 + (acc_dw != 0)) * (double)r * r + (1.0 + (acc_dw != 0)) * r),                              \
   (i.M = N, i.N = r, i.K = r, i.count = 2))                                                          \
 /* Kronecker gate: out[N, r1·r2] += z @ (G1 ⊗ G2) with G1 [r1,r1], G2 [r2,r2]: per token, z         \
    viewed row-major as Z [r1, r2], out += vec(G1ᵀ·Z·G2) (two small products; no r×r matrix) */      \
@@ -222,13 +244,15 @@ X(void, kron_gate_forward, "kron_gate_forward", (Backend *b, void *out, int ldo,
   (b, out, ldo, z, ldz, G1, G2, N, r1, r2), 1, OPC_GEMM, flops_kron_gate_forward(N, r1, r2),           \
   es(b) * (3.0 * ((double)N * r1 * r2) + (double)r1 * r1 + (double)r2 * r2),                           \
   (i.M = N * r1, i.N = r2, i.K = r2, i.count = 2))                                                   \
-/* Per token, dO = dout as [r1, r2], T = Z·G2, dT = G1·dO: dz += dT·G2ᵀ, dG1 += Σ_n T·dOᵀ,            \
-   dG2 += Σ_n Zᵀ·dT (any output may be NULL) */                                                      \
+/* Per token, dO = dout as [r1, r2], T = Z·G2, dT = G1·dO: dz (+)= dT·G2ᵀ (acc_dz), dG1 (+)= Σ_n     \
+   T·dOᵀ, dG2 (+)= Σ_n Zᵀ·dT (acc_dw) (any output may be NULL) */                                    \
 X(void, kron_gate_backward, "kron_gate_backward", (Backend *b, void *dz, int lddz, void *dG1,          \
   void *dG2, const void *dout, int lddo, const void *z, int ldz, const void *G1, const void *G2, int N, \
-  int r1, int r2), kron_gate_backward, (b, dz, lddz, dG1, dG2, dout, lddo, z, ldz, G1, G2, N, r1, r2),  \
+  int r1, int r2, int acc_dz, int acc_dw), kron_gate_backward,                                       \
+  (b, dz, lddz, dG1, dG2, dout, lddo, z, ldz, G1, G2, N, r1, r2, acc_dz, acc_dw),                      \
   1, OPC_GEMM, flops_kron_gate_backward(N, r1, r2),                                                  \
-  es(b) * (4.0 * ((double)N * r1 * r2) + 2.0 * ((double)r1 * r1 + (double)r2 * r2)),                   \
+  es(b) * ((3.0 + (acc_dz != 0)) * ((double)N * r1 * r2)                                              \
+  + (1.0 + (acc_dw != 0)) * ((double)r1 * r1 + (double)r2 * r2)),                                      \
   (i.M = N * r1, i.N = r2, i.K = r2, i.count = 5))
 
 #define OP_DECLARE(RET, name, label, params, ...) RET op_##name params;

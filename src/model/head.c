@@ -4,6 +4,7 @@
 // full [N,d] output is cut to this rank's columns, and the last block's slices are
 // all-gathered before the (replicated) final norm.
 #include "drivers.h"
+#include "../core/check.h"
 
 static int btp_sharded(const Layout *L) { return L->scheme == TP_BTP && L->tp > 1; }
 
@@ -28,8 +29,10 @@ void embed_forward(Model *mdl, void *x0, const int32_t *tokens) {
               (size_t)N, (size_t)dr, mdl->bk->dtype);
 }
 
-// dE[local rows] += the gradient of the embedding output. Under BTP the slices are
-// all-gathered first; otherwise dx0 is replicated on the TP ranks: no collective.
+// dE[local rows] (+)= the gradient of the embedding output: the embedding's own gradient is
+// stored (grad_acc); a tied one adds to what the head's GEMM stored before it (the same stage:
+// params.c refuses tied embeddings with pp > 1). Under BTP the slices are all-gathered first;
+// otherwise dx0 is replicated on the TP ranks: no collective.
 void embed_backward(Model *mdl, void *dx0, const int32_t *tokens) {
     const Layout *L = &mdl->lay;
     int N = mdl->N, d = mdl->cfg.d_model, dr = L->d_res;
@@ -41,7 +44,8 @@ void embed_backward(Model *mdl, void *dx0, const int32_t *tokens) {
                                 (CommDtype)mdl->comm_dtype, PHASE_BACKWARD, -1);
         dfull = s.dfull;
     }
-    op_embedding_backward(mdl->bk, mdl->dw.embed, dfull, tokens, N, d, L->v0, L->V);
+    op_embedding_backward(mdl->bk, mdl->dw.embed, dfull, tokens, N, d, L->v0, L->V,
+                          mdl->cfg.tie_embeddings ? 1 : grad_acc(mdl));
 }
 
 // logits_i = xf @ H_i [N, V/tp] with H = lm_head [d,V] (column block) or E^T (tied: E's
@@ -56,10 +60,12 @@ static void head_logits(Model *mdl, Acts *A) {
 }
 
 // The all-gather (BTP), final norm, head and loss of one micro-batch: loss[0] (f64 on the back
-// end) = the sum of token losses, or += it when accumulating (no host synchronisation). Three small all-reduces when tp > 1 (Megatron): the row max, the sum of
-// exponentials (re-based on the global max) and the target logit. The statistics stay in
+// end) = the sum of token losses, or += it when accumulating (no host synchronisation).
+// Three small all-reduces when tp > 1 (Megatron): the row max, the sum of exponentials (re-based on the global max) and the target logit. The statistics stay in
 // the scratch for head_loss_backward: on the last stage the 1F1B schedule runs a
-// micro-batch's backward right after its forward.
+// micro-batch's backward right after its forward. At tp = 1 with model_fuse_loss_grad on,
+// the loss and its gradient come from one pass over the logits (xent_fused), which leaves the
+// gradient in their place for head_loss_backward.
 void head_loss_forward(Model *mdl, Acts *A, double *loss, int accumulate) {
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
@@ -72,6 +78,14 @@ void head_loss_forward(Model *mdl, Acts *A, double *loss, int accumulate) {
     op_rmsnorm_forward(bk, A->xf, A->rstdf, A->x_full, mdl->w.final_norm, N, d, c->norm_eps);
     head_logits(mdl, A);
     Scratch s; scratch_view(mdl, &s);
+    A->dlogits_scale = 0;
+    if (L->tp == 1 && mdl->fuse_loss_scale > 0) {
+        op_xent_fused(bk, A->logits, s.lmax, s.sumexp, s.tlogit, A->logits, A->targets, N, L->V, L->v0,
+                      mdl->fuse_loss_scale);
+        A->dlogits_scale = mdl->fuse_loss_scale;
+        op_xent_loss(bk, loss, A->losses, s.sumexp, s.lmax, s.tlogit, N, accumulate);
+        return;
+    }
     op_xent_forward(bk, s.lmax, s.sumexp, s.tlogit, A->logits, A->targets, N, L->V, L->v0);
     const float *gmax = s.lmax;
     if (L->tp > 1) {
@@ -95,22 +109,30 @@ void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s) {
     Backend *bk = mdl->bk;
     int N = mdl->N, d = c->d_model, dr = L->d_res;
     bk_label(bk, PHASE_BACKWARD, -1);
-    const float *gmax = L->tp > 1 ? s->gmax : s->lmax;
-    op_xent_backward(bk, A->logits, A->logits, gmax, s->sumexp, A->targets, N, L->V, L->v0, loss_scale);
+    if (A->dlogits_scale > 0) {   // the fused forward wrote the gradient already
+        CHECK(A->dlogits_scale == loss_scale, "head_loss_backward: the forward fused the loss gradient at loss_scale "
+              "%g, the backward asks for %g (model_fuse_loss_grad: the same scale, or 0 before the forward)",
+              (double)A->dlogits_scale, (double)loss_scale);
+        A->dlogits_scale = 0;
+    } else {
+        const float *gmax = L->tp > 1 ? s->gmax : s->lmax;
+        op_xent_backward(bk, A->logits, A->logits, gmax, s->sumexp, A->targets, N, L->V, L->v0, loss_scale);
+    }
     if (!c->tie_embeddings) {   // s->da's first writer: beta 0 (by the configuration, as head_logits)
         mm_backward(mdl, s->da, mdl->dw.lm_head, A->logits, A->xf, mdl->w.lm_head, N, d, L->V, 0.0f);
-    } else {   // tied: dxf = dlogits @ E, dE += dlogits^T @ xf
+    } else {   // tied: dxf = dlogits @ E, dE (+)= dlogits^T @ xf (E's first writer; the embedding adds)
         op_gemm(bk, TR_N, TR_N, N, d, L->V, 1.0f, A->logits, L->V, mdl->w.embed, d, 0.0f, s->da, d);
-        op_gemm(bk, TR_T, TR_N, L->V, d, N, 1.0f, A->logits, L->V, A->xf, d, 1.0f, mdl->dw.embed, d);
+        op_gemm(bk, TR_T, TR_N, L->V, d, N, 1.0f, A->logits, L->V, A->xf, d, grad_beta(mdl), mdl->dw.embed, d);
     }
     tp_all_reduce(mdl, s->da, (size_t)N * d, PHASE_BACKWARD, -1);        // f backward
+    // the final norm's dx is its first writer: stored (acc_dx 0)
     if (btp_sharded(L)) {   // d(x_full) is replicated: keep this rank's column slice
-        zero_t(mdl, s->dfull, (size_t)N * d);
-        op_rmsnorm_backward(bk, s->dfull, mdl->dw.final_norm, s->da, A->x_full, mdl->w.final_norm, A->rstdf, N, d);
+        op_rmsnorm_backward(bk, s->dfull, mdl->dw.final_norm, s->da, A->x_full, mdl->w.final_norm, A->rstdf, N, d, 0,
+                            grad_acc(mdl));
         op_copy2d(bk, s->dx, (size_t)dr, at(mdl, s->dfull, (size_t)L->tp_rank * dr), (size_t)d,
                   (size_t)N, (size_t)dr, bk->dtype);
     } else {
-        zero_t(mdl, s->dx, (size_t)N * dr);
-        op_rmsnorm_backward(bk, s->dx, mdl->dw.final_norm, s->da, A->x_final, mdl->w.final_norm, A->rstdf, N, d);
+        op_rmsnorm_backward(bk, s->dx, mdl->dw.final_norm, s->da, A->x_final, mdl->w.final_norm, A->rstdf, N, d, 0,
+                            grad_acc(mdl));
     }
 }

@@ -46,7 +46,7 @@ typedef struct Kind {
     // where this projection's latent also goes (NULL: nowhere). y[N,dout] = lin(x[N,din]).
     void (*forward)(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout, int r,
                     int p, int gl, const struct Lat *prev, const struct Lat *out);
-    // dx[N,din] = beta_dx·dx + ... (0: dx's first writer), dw += ...; s: the layer's scratch
+    // dx[N,din] = beta_dx·dx + ... (0: dx's first writer), dw (+)= ... (grad_acc); s: the layer's scratch
     // (a latent kind reads and rewrites its carry there).
     void (*backward)(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                      const LinearW *w, int din, int dout, int r, int p, int gl, const struct Lat *prev,

@@ -26,7 +26,7 @@ static void dense_backward(Model *m, void *dx, LinearW *dw, const void *dy, cons
                            const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, Scratch *s,
                            float beta_dx) {
     (void)la; (void)r; (void)p; (void)gl; (void)prev; (void)s;
-    mm_backward(m, dx, dw->W, dy, x, w->W, m->N, din, dout, beta_dx);     // dx (+)= dy@W^T, dW += x^T dy
+    mm_backward(m, dx, dw->W, dy, x, w->W, m->N, din, dout, beta_dx);     // dx (+)= dy@W^T, dW (+)= x^T dy
 }
 
 static int64_t dense_params(const ModelConfig *m, int64_t din, int64_t dout, int64_t r, int layer) {

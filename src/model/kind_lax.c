@@ -58,10 +58,6 @@ static int same_layout(const Slots *a, const Slots *b) {
     for (int j = 0; j < a->G; j++) if (a->off[j] != b->off[j]) return 0;
     return 1;
 }
-static void zero_slots(Model *m, const Slots *s) {
-    size_t off[3], len; int n = segments(s, off, &len);
-    for (int i = 0; i < n; i++) zero_t(m, at(m, s->base, off[i]), len);
-}
 
 // ---- the gate g(z) -----------------------------------------------------------------------
 // out[N, r] (row stride ldo) += g(z)
@@ -76,16 +72,21 @@ static void gate_forward(Model *m, const LaxW *w, void *out, int ldo, const void
     }
     }
 }
-// dz += g'(z)ᵀ dout, the gate's parameter gradients into dw
+// dz = g'(z)ᵀ dout (stored: dz's only writer), the gate's parameter gradients into dw (grad_acc)
 static void gate_backward(Model *m, const LaxW *w, LaxW *dw, void *dz, int lddz, const void *dout, int lddo,
                           const void *z, int ldz, int N, int r) {
     switch (m->cfg.lax_gate) {
-    case LAX_GATE_IDENTITY: op_add2d(m->bk, dz, (size_t)lddz, dout, (size_t)lddo, N, r); break;
-    case LAX_GATE_DENSE: op_dense_gate_backward(m->bk, dz, lddz, dw->W, dw->b, dout, lddo, z, ldz, w->W, N, r); break;
+    case LAX_GATE_IDENTITY:
+        op_copy2d(m->bk, dz, (size_t)lddz, dout, (size_t)lddo, (size_t)N, (size_t)r, m->bk->dtype);
+        break;
+    case LAX_GATE_DENSE:
+        op_dense_gate_backward(m->bk, dz, lddz, dw->W, dw->b, dout, lddo, z, ldz, w->W, N, r, 0, grad_acc(m));
+        break;
     default: {
         int r1, r2;
         lax_kron_factors(r, &r1, &r2);
-        op_kron_gate_backward(m->bk, dz, lddz, dw->G1, dw->G2, dout, lddo, z, ldz, w->G1, w->G2, N, r1, r2);
+        op_kron_gate_backward(m->bk, dz, lddz, dw->G1, dw->G2, dout, lddo, z, ldz, w->G1, w->G2, N, r1, r2, 0,
+                              grad_acc(m));
     }
     }
 }
@@ -144,19 +145,17 @@ static Slots lax_latent_backward(Model *m, void *dU_buf, const Slots *dZ, const 
         for (int i = 0; i < ns; i++)
             op_silu_backward(m->bk, at(m, dUh.base, off[i]), at(m, dZ->base, off[i]), at(m, Uh.base, off[i]), len);
     }
-    Slots dU = dUh;                                        // dU = LN'(dÛ), dγ, dβ
+    Slots dU = dUh;                                        // dU = LN'(dÛ) (stored), dγ, dβ
     if (ln) {
         dU = slots_like(U, dU_buf);
-        zero_slots(m, &dU);
         for (int j = 0; j < U->G; j++)
             op_layernorm_backward(m->bk, slot_at(m, &dU, j), dU.ld, dw[j]->x.gamma, dw[j]->x.beta, slot_at(m, &dUh, j),
                                   dUh.ld, slot_at(m, U, j), U->ld, s.lmean + (size_t)j * N, s.lrstd + (size_t)j * N,
-                                  w[j]->x.gamma, N, r);
+                                  w[j]->x.gamma, N, r, 0, grad_acc(m));
     }
     if (cross) {                                           // the gate: dL/dZ_prev replaces the carry
         for (int j = 0; j < U->G; j++) {
             int p = p0 + j;
-            zero_t(m, carry->z[p], (size_t)N * carry->ld[p]);
             gate_backward(m, &w[j]->x, &dw[j]->x, carry->z[p], carry->ld[p], slot_at(m, &dU, j), dU.ld,
                           prev->z[p], prev->ld[p], N, r);
         }
@@ -231,20 +230,21 @@ static void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy,
     size_t c0 = gathered ? (size_t)L->tp_rank * rl : 0;              // S_i's first column in the full width
     LinearW *const wv[1] = { (LinearW *)w }, *const dwv[1] = { dw };
     Scratch s; scratch_view(m, &s);
-    // dZ[:, S_i] = dy @ B_iᵀ (dy is replicated), dB_i += Z[:, S_i]ᵀ dy
+    int carried = gl + 1 < m->cfg.n_layers;                           // the last layer receives no carry
+    // dZ[:, S_i] = dy @ B_iᵀ (dy is replicated), dB_i (+)= Z[:, S_i]ᵀ dy
     op_gemm(bk, TR_N, TR_T, N, rl, dout, 1.0f, dy, dout, w->B, dout, 0.0f, s.dz, rl);
-    op_gemm(bk, TR_T, TR_N, rl, dout, N, 1.0f, at(m, la->z, c0), rf, dy, dout, 1.0f, dw->B, dout);
+    op_gemm(bk, TR_T, TR_N, rl, dout, N, 1.0f, at(m, la->z, c0), rf, dy, dout, grad_beta(m), dw->B, dout);
     Slots dP;
     int ldp;
     if (gathered && cross) {                                          // full width, replicated
         split_fwd_backward(m, s.lz, s.dz, rl, gl);                    // dZ [N, r]
-        op_add2d(bk, s.lz, (size_t)rf, carry->z[p], (size_t)carry->ld[p], N, rf);
+        if (carried) op_add2d(bk, s.lz, (size_t)rf, carry->z[p], (size_t)carry->ld[p], N, rf);
         SlotView v = { .N = N, .G = 1, .r = rf, .ld = rf };
         Slots U = slots_of(la->h, &v), dZ = slots_of(s.lz, &v);
         dP = lax_latent_backward(m, s.lp, &dZ, &U, wv, dwv, 1, prev, carry, p);
         ldp = rf;
     } else {                                                          // this rank's slice only
-        op_add2d(bk, s.dz, (size_t)rl, at(m, carry->z[p], c0), (size_t)carry->ld[p], N, rl);
+        if (carried) op_add2d(bk, s.dz, (size_t)rl, at(m, carry->z[p], c0), (size_t)carry->ld[p], N, rl);
         SlotView v = { .N = N, .G = 1, .r = rl, .ld = rl };
         const void *u = la->h;
         if (gathered) {                                               // layer 0 of case (b): P[:, S_i]
@@ -256,9 +256,9 @@ static void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy,
         ldp = rl;
         c0 = 0;
     }
-    // dA_i += xᵀ dP[:, S_i], dx (+)= dP[:, S_i] A_iᵀ (completed by the caller's f all-reduce)
+    // dA_i (+)= xᵀ dP[:, S_i] (grad_beta), dx (+)= dP[:, S_i] A_iᵀ (completed by the caller's f all-reduce)
     const void *dPi = at(m, dP.base, dP.off[0] + c0);
-    op_gemm(bk, TR_T, TR_N, din, rl, N, 1.0f, x, din, dPi, ldp, 1.0f, dw->A, rl);
+    op_gemm(bk, TR_T, TR_N, din, rl, N, 1.0f, x, din, dPi, ldp, grad_beta(m), dw->A, rl);
     op_gemm(bk, TR_N, TR_T, N, din, rl, 1.0f, dPi, ldp, w->A, rl, beta_dx, dx, din);
 }
 
@@ -340,13 +340,13 @@ static void lax_bn_recompute(Model *m, const Bn *b, void *Z, void *U, LinearW *c
     Slots Us = slots_of(U, &b->v), Zs = slots_of(Z, &b->v);
     lax_latent(m, lax_own_z(&m->cfg) ? &Zs : &Us, &Us, W, gl >= 1);
 }
-// dZ += the carry first (replicated, so after the all-reduce), then the latent's and the
-// crossing's backward, which leaves dL/dZ_prev in the carry. Returns dP.
+// dZ += the carry first (replicated, so after the all-reduce; the last layer has none), then the
+// latent's and the crossing's backward, which leaves dL/dZ_prev in the carry. Returns dP.
 static void *lax_bn_backward(Model *m, const Bn *b, int p0, void *dZ, void *U, LinearW *const *W, LinearW *const *dW,
                              int gl, const Lat *prev, Scratch *s) {
     Lat carry = lat_message(m, s->carry);
     Slots dZs = slots_of(dZ, &b->v), Us = slots_of(U, &b->v);
-    for (int j = 0; j < b->v.G; j++)
+    for (int j = 0; j < b->v.G && gl + 1 < m->cfg.n_layers; j++)
         op_add2d(m->bk, slot_at(m, &dZs, j), (size_t)b->v.ld, carry.z[p0 + j], (size_t)carry.ld[p0 + j], b->v.N, b->v.r);
     return lax_latent_backward(m, s->dpb, &dZs, &Us, W, dW, gl >= 1, prev, &carry, p0).base;
 }

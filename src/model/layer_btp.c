@@ -121,8 +121,8 @@ static void norm_down_forward(Model *mdl, const Bn *b, void *P, const void *x, c
     if (online) op_scale_rows(bk, P, &b->v, S, d, eps, -1);        // step 7: Y = H / rms(full row)
 }
 
-// Backward of norm_down_forward given dP (the full gradient wrt P, replicated): dA_j +=,
-// dgamma +=, dx += (this rank's slice). The c-term Σ_full-row da·a comes for free from the
+// Backward of norm_down_forward given dP (the full gradient wrt P, replicated): dA_j, dgamma
+// (+)= (grad_acc), dx += (this rank's slice). The c-term Σ_full-row da·a comes for free from the
 // replicated bottleneck (Σ dP·P), except in the authors' SyncRMSNorm form
 // (boost.sync_norm_backward = allreduce), which all-reduces the local Σ da·a instead.
 static void norm_down_backward(Model *mdl, const Bn *b, const void *P, const void *dP,
@@ -139,13 +139,16 @@ static void norm_down_backward(Model *mdl, const Bn *b, const void *P, const voi
     if (b->grouped && G > 1) {
         concat_A(mdl, s->acat, A, G, dr, r);
         op_gemm(bk, TR_T, TR_N, dr, G * r, N, 1.0f, s->xn, dr, dP, b->v.ld, 0.0f, s->dacat, G * r);
-        for (int j = 0; j < G; j++)
-            op_add2d(bk, dA[j]->A, (size_t)r, at(mdl, s->dacat, (size_t)j * r), (size_t)G * r, dr, r);
+        for (int j = 0; j < G; j++) {
+            const void *src = at(mdl, s->dacat, (size_t)j * r);
+            if (grad_acc(mdl)) op_add2d(bk, dA[j]->A, (size_t)r, src, (size_t)G * r, dr, r);
+            else op_copy2d(bk, dA[j]->A, (size_t)r, src, (size_t)G * r, (size_t)dr, (size_t)r, bk->dtype);
+        }
         op_gemm(bk, TR_N, TR_T, N, dr, G * r, 1.0f, dP, b->v.ld, s->acat, G * r, 0.0f, s->da, dr);
     } else {
         for (int j = 0; j < G; j++) {
             const void *dPj = at(mdl, dP, b->v.off[j]);
-            op_gemm(bk, TR_T, TR_N, dr, r, N, 1.0f, s->xn, dr, dPj, b->v.ld, 1.0f, dA[j]->A, r);
+            op_gemm(bk, TR_T, TR_N, dr, r, N, 1.0f, s->xn, dr, dPj, b->v.ld, grad_beta(mdl), dA[j]->A, r);
             op_gemm(bk, TR_N, TR_T, N, dr, r, 1.0f, dPj, b->v.ld, A[j]->A, r, j ? 1.0f : 0.0f, s->da, dr);
         }
     }
@@ -158,7 +161,7 @@ static void norm_down_backward(Model *mdl, const Bn *b, const void *P, const voi
     } else {
         op_rowdot(bk, s->dot, dP, P, &b->v);                        // Σ over the replicated bottleneck
     }
-    op_sharded_rmsnorm_backward(bk, dx, dgamma, s->da, x, gamma, S, s->dot, N, dr, dn, eps);
+    op_sharded_rmsnorm_backward(bk, dx, dgamma, s->da, x, gamma, S, s->dot, N, dr, dn, eps, grad_acc(mdl));
 }
 
 // ---- up factors (column-parallel B's) ---------------------------------------------------
@@ -171,7 +174,7 @@ static void up_forward(Model *mdl, const Bn *b, const void *Z, LinearW *const *W
     op_gemm_group(mdl->bk, b->v.G, g);
 }
 // dZ_j = dout_j @ B_j^T (partial over this rank's columns; the caller all-reduces) and
-// dB_j += Z_j^T @ dout_j: two batched GEMMs.
+// dB_j (+)= Z_j^T @ dout_j (grad_beta): two batched GEMMs.
 static void up_backward(Model *mdl, const Bn *b, void *dZ, const void *Z, LinearW *const *W, LinearW *const *dW,
                         void *const *dout, const int *wd) {
     GemmArgs gz[3], gw[3];
@@ -179,7 +182,7 @@ static void up_backward(Model *mdl, const Bn *b, void *dZ, const void *Z, Linear
         gz[j] = (GemmArgs){ TR_N, TR_T, b->v.N, b->v.r, wd[j], 1.0f, dout[j], wd[j], W[j]->B, wd[j],
                             0.0f, at(mdl, dZ, b->v.off[j]), b->v.ld };
         gw[j] = (GemmArgs){ TR_T, TR_N, b->v.r, wd[j], b->v.N, 1.0f, at(mdl, Z, b->v.off[j]), b->v.ld,
-                            dout[j], wd[j], 1.0f, dW[j]->B, wd[j] };
+                            dout[j], wd[j], grad_beta(mdl), dW[j]->B, wd[j] };
     }
     op_gemm_group(mdl->bk, b->v.G, gz);
     op_gemm_group(mdl->bk, b->v.G, gw);

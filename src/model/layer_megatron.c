@@ -100,7 +100,8 @@ void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const
     lin_backward(mdl, s->da, &dw->gate, s->dg, la->m, &la->lg, &w->gate, d, L->dff, L->rm, LX_GATE, gl, prev, s, 0.0f);
     lin_backward(mdl, s->da, &dw->up, s->du, la->m, &la->lu, &w->up, d, L->dff, L->rm, LX_UP, gl, prev, s, 1.0f);
     f_backward(mdl, s->da, Nd, gl);               // gate/up input gradient (fused)
-    op_rmsnorm_backward(bk, s->dx, dw->post_attn_norm, s->da, la->x_mid, w->post_attn_norm, la->rstd2, N, d);
+    op_rmsnorm_backward(bk, s->dx, dw->post_attn_norm, s->da, la->x_mid, w->post_attn_norm, la->rstd2, N, d, 1,
+                        grad_acc(mdl));   // dx += (the residual's gradient is there)
 
     // ---- attention: s->dx is now d(x_mid) --------------------------------------------
     lin_backward(mdl, s->dy, &dw->o, s->dx, la->y, &la->lo, &w->o, L->dq, d, L->ra, LX_O, gl, prev, s, 0.0f);
@@ -110,5 +111,5 @@ void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const
     lin_backward(mdl, s->da, &dw->k, s->dk, la->a, &la->lk, &w->k, d, L->dkv, L->ra, LX_K, gl, prev, s, 1.0f);
     lin_backward(mdl, s->da, &dw->v, s->dv, la->a, &la->lv, &w->v, d, L->dkv, L->ra, LX_V, gl, prev, s, 1.0f);
     f_backward(mdl, s->da, Nd, gl);               // q/k/v input gradient (fused)
-    op_rmsnorm_backward(bk, s->dx, dw->input_norm, s->da, la->x, w->input_norm, la->rstd1, N, d);
+    op_rmsnorm_backward(bk, s->dx, dw->input_norm, s->da, la->x, w->input_norm, la->rstd1, N, d, 1, grad_acc(mdl));
 }

@@ -18,13 +18,13 @@ void factor_forward(Model *m, void *y, LowRankActs *la, const void *x, const Lin
 void factor_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                      const LinearW *w, int N, int din, int dout, int r, void *dz, void *dh, float beta_dx, int silu) {
     size_t nr = (size_t)N * r;
-    mm_backward(m, dz, dw->B, dy, la->z, w->B, N, r, dout, 0.0f);   // dz = dy@B^T, dB += z^T dy
+    mm_backward(m, dz, dw->B, dy, la->z, w->B, N, r, dout, 0.0f);   // dz = dy@B^T, dB (+)= z^T dy
     const void *dpre = dz;
     if (silu) {
         op_silu_backward(m->bk, dh, dz, la->h, nr);              // dh = dz * σ'(h)
         dpre = dh;
     }
-    mm_backward(m, dx, dw->A, dpre, x, w->A, N, din, r, beta_dx);   // dx (+)= dh@A^T, dA += x^T dh
+    mm_backward(m, dx, dw->A, dpre, x, w->A, N, din, r, beta_dx);   // dx (+)= dh@A^T, dA (+)= x^T dh
 }
 
 LinearW factor_take(ParamWalk *wk, const char *prefix, int din, int dout, int r) {

@@ -15,6 +15,7 @@
 // embedding, final norm, head and loss are in head.c. Activation checkpointing (mdl->ckpt,
 // docs/boost.md) decides what each layer keeps (carve_acts) and, for CKPT_FULL, replays
 // each block's forward before its backward (model_stage_backward).
+#include <math.h>
 #include "drivers.h"
 #include "../core/check.h"
 
@@ -186,6 +187,7 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     mdl->n_alloc = model_family_len(mdl->table.n_params, family_parts);
     mdl->params = bk_alloc(mdl->bk, mdl->n_alloc, t, MEM_PARAMS);
     mdl->grads = bk_alloc(mdl->bk, mdl->n_alloc, t, MEM_GRADS);
+    mdl->grad_acc = 1;                          // (zeroed: adding to them is storing)
     int n_local = L->layer_end - L->layer_begin;
     mdl->w.layers = xcalloc((size_t)(n_local ? n_local : 1), sizeof(LayerW));
     mdl->dw.layers = xcalloc((size_t)(n_local ? n_local : 1), sizeof(LayerW));
@@ -260,7 +262,13 @@ void model_init_weights(Model *mdl, uint64_t seed) {
     free(host);
 }
 
-void model_zero_grads(Model *mdl) { zero_t(mdl, mdl->grads, mdl->n_alloc); }
+void model_zero_grads(Model *mdl) { zero_t(mdl, mdl->grads, mdl->n_alloc); mdl->grad_acc = 1; }
+void model_grads_overwrite(Model *mdl) { mdl->grad_acc = 0; }
+void model_fuse_loss_grad(Model *mdl, float loss_scale) {
+    CHECK(loss_scale >= 0 && isfinite(loss_scale), "model_fuse_loss_grad: loss_scale %g must be finite and >= 0",
+          (double)loss_scale);
+    mdl->fuse_loss_scale = loss_scale;
+}
 
 // ---------------------------------------------------------------------------------
 void *model_stage_input(Model *mdl, int slot) { return mdl->slots[slot].layers[0].x; }
@@ -364,10 +372,8 @@ void model_stage_backward(Model *mdl, int slot, float loss_scale) {
     Acts *A = &mdl->slots[slot];
     int n_local = L->layer_end - L->layer_begin;
     Scratch s; scratch_view(mdl, &s);
-    if (L->last_stage) {
-        head_loss_backward(mdl, A, loss_scale, &s);                  // loss -> s.dx
-        if (mdl->kind->latent) zero_t(mdl, s.carry, lax_elems(mdl)); // no layer after the last one
-    }
+    // (LaX: the last layer reads no carry: no layer after it sends one)
+    if (L->last_stage) head_loss_backward(mdl, A, loss_scale, &s);   // loss -> s.dx
     for (int l = n_local - 1; l >= 0; l--) {
         LayerActs *la = &A->layers[l];
         if (mdl->ckpt == CKPT_FULL) {
@@ -381,6 +387,7 @@ void model_stage_backward(Model *mdl, int slot, float loss_scale) {
         layer_backward(mdl, A, l, &s);
     }
     if (L->first_stage) embed_backward(mdl, s.dx, A->inputs);
+    mdl->grad_acc = 1;                           // every later backward of the step adds
 }
 
 double model_forward(Model *mdl, const int32_t *inputs, const int32_t *targets) {

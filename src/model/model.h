@@ -136,7 +136,9 @@ typedef struct {
     void *x_final;             // [N,d_res] output of the last block
     void *x_full;              // [N,d] x_final all-gathered (BTP, tp > 1; else == x_final)
     void *xf; float *rstdf;    // [N,d], [N] f32  final RMSNorm
-    void *logits;              // [N,V] (overwritten in place by dlogits in backward)
+    void *logits;              // [N,V] (overwritten in place by dlogits in backward, or by the
+                               // fused forward: model_fuse_loss_grad)
+    float dlogits_scale;       // > 0: logits already hold the loss gradient at this loss_scale
     float *losses;             // [N] f32
     // LaX with pipeline stages: the latents that travel with the residual (docs/lax.md §6.6),
     // [N, 4·lra + 3·lrm] as Z_q|Z_k|Z_v|Z_o|Z_gate|Z_up|Z_down, each [N, lr] row-major, right
@@ -170,6 +172,10 @@ typedef struct {
     struct Comm *comm;         // process groups and the accounted collectives
     ParamTable table;
     void *params, *grads;      // each [n_alloc >= n_params] of the compute dtype; one allocation per family
+    int grad_acc;              // how the next backward writes the gradients: 1 adds (+=) into them;
+                               // 0 (model_grads_overwrite) each one's first writer stores it
+    float fuse_loss_scale;     // > 0: the last stage's forward at tp = 1 also writes the gradient
+                               // of fuse_loss_scale · Σ token losses (model_fuse_loss_grad)
     size_t n_alloc;            // padded family length (n_params, or ZeRO-1 shards x dp)
     ModelW w, dw;              // views into params / grads
     Acts acts;                 // activations of micro-batch slot 0 (== slots[0])
@@ -240,7 +246,8 @@ void *model_stage_output(Model *mdl, int slot);    // [N, d_res] (+ LaX latents)
 // dtype: N·d_res, plus N·(4·lra + 3·lrm) for LaX's latents (forward) and their gradient (the
 // carry, backward) — docs/lax.md §6.6.
 size_t model_stage_elems(const Model *mdl);
-// Backward of this stage for `slot`, accumulating into grads. Last stage: from the loss
+// Backward of this stage for `slot`, accumulating into grads (or storing them, after
+// model_grads_overwrite; every later backward accumulates). Last stage: from the loss
 // (gradient of loss_scale * sum of token losses). Other stages: from the gradient of
 // the stage output, which the caller has put into model_stage_grad(). Afterwards (not
 // first stage) model_stage_grad() holds the gradient of the stage input, to send back.
@@ -252,8 +259,22 @@ void *model_stage_grad(Model *mdl);                // [N, d_res] (+ LaX carry)
 // the B*T tokens (double; read from the back end: it waits for the device). Keeps what
 // backward needs.
 double model_forward(Model *mdl, const int32_t *inputs, const int32_t *targets);
-// Backward of (loss_scale * sum of token losses): ACCUMULATES into mdl->grads. Call
-// after model_forward with the same batch. For the mean over a whole optimizer step
-// of K micro-batches use loss_scale = 1/(K*N).
+// Backward of (loss_scale * sum of token losses): ACCUMULATES into mdl->grads (or stores,
+// after model_grads_overwrite). Call after model_forward with the same batch. For the mean over
+// a whole optimizer step of K micro-batches use loss_scale = 1/(K*N).
 void model_backward(Model *mdl, float loss_scale);
+// grads = 0 (a pass over the family); the next backward adds to them.
 void model_zero_grads(Model *mdl);
+// What a step does instead, with no pass at all: the next backward (the step's first micro-batch
+// on this stage) STORES every gradient — each tensor's first writer overwrites it (GEMM beta 0,
+// acc 0 of the other ops, backend/ops.h) and any later writer of the same backward adds — and
+// every backward after it adds. The same numbers as model_zero_grads then backward: the first
+// write is 0 + its sum either way. The buffer's old contents are never read.
+void model_grads_overwrite(Model *mdl);
+// Fuse the loss gradient into the forward: with loss_scale > 0, each later model_stage_forward of
+// the last stage at tp = 1 computes the loss and the gradient of loss_scale · Σ token losses in one
+// pass over the logits (backend/ops.h xent_fused), the logits overwritten by it, and its backward
+// (which must come with the same loss_scale: checked) starts from there. 0: off (forwards without
+// a backward, e.g. validation, keep their logits). At tp > 1 the TP all-reduces of the row maxima
+// and sums sit between the loss and its gradient: two passes, fused or not.
+void model_fuse_loss_grad(Model *mdl, float loss_scale);

@@ -20,6 +20,14 @@ static inline void *at(const Model *m, const void *p, size_t i) { return bk_at(m
 static inline void zero_t(const Model *m, void *p, size_t n) { op_zero(m->bk, p, n, m->bk->dtype); }
 static inline void copy_t(const Model *m, void *dst, const void *src, size_t n) { op_copy(m->bk, dst, src, n, m->bk->dtype); }
 
+// How a parameter gradient is written in this backward (model.h model_grads_overwrite): its
+// writer adds (1) or, in the step's first micro-batch, stores (0) — the acc flag of an op
+// (backend/ops.h) and the beta of a GEMM. Every parameter gradient has exactly one writer per
+// backward, except the tied embedding's: the head's GEMM writes it first (grad_acc), the
+// embedding's backward adds to it (1).
+static inline int grad_acc(const Model *m) { return m->grad_acc; }
+static inline float grad_beta(const Model *m) { return m->grad_acc ? 1.0f : 0.0f; }
+
 // The all-reduce (sum) of an activation buffer over the TP group, in the compute dtype.
 static inline void tp_all_reduce(Model *m, void *buf, size_t n, int phase, int layer) {
     comm_all_reduce(m->comm, GROUP_TP, buf, n, (CommDtype)m->comm_dtype, OP_SUM, (CommPhase)phase, layer);
@@ -37,12 +45,12 @@ static inline void mm_forward_residual(Model *m, void *y, const void *r, const v
     op_gemm_into(m->bk, TR_N, TR_N, N, dout, din, 1.0f, x, din, W, dout, 1.0f, r, dout, y, dout);
 }
 // dx[N,din] = beta_dx·dx + dy[N,dout] @ W^T (beta_dx 0: this GEMM is dx's first writer, no
-// zero pass before it; 1: +=) ; dW[din,dout] += x^T @ dy. Both are always issued (no NULL
-// test: on the dry back end every pointer is NULL and the trace must still hold both GEMMs).
+// zero pass before it; 1: +=) ; dW[din,dout] (+)= x^T @ dy (grad_beta). Both are always issued
+// (no NULL test: on the dry back end every pointer is NULL and the trace must still hold both GEMMs).
 static inline void mm_backward(Model *m, void *dx, void *dW, const void *dy, const void *x, const void *W,
                                int N, int din, int dout, float beta_dx) {
     op_gemm(m->bk, TR_N, TR_T, N, din, dout, 1.0f, dy, dout, W, dout, beta_dx, dx, din);
-    op_gemm(m->bk, TR_T, TR_N, din, dout, N, 1.0f, x, din, dy, dout, 1.0f, dW, dout);
+    op_gemm(m->bk, TR_T, TR_N, din, dout, N, 1.0f, x, din, dy, dout, grad_beta(m), dW, dout);
 }
 
 // Backward working set of one layer (reused layer by layer), carved from mdl->scratch.
@@ -83,15 +91,12 @@ static inline void attention_core_forward(Model *m, LayerActs *la) {
     op_rope_forward(m->bk, la->k, m->B, m->T, L->Hkv, hd, c->rope_theta);
     op_attention_forward(m->bk, la->y, la->lse, la->q, la->k, la->v, m->B, m->T, L->H, L->Hkv, hd);
 }
-// Its backward: s->dy [N,dq] -> s->dq [N,dq], s->dk, s->dv [N,dkv] (zeroed here: the
-// attention backward accumulates), rotated back to the projections' outputs.
+// Its backward: s->dy [N,dq] -> s->dq [N,dq], s->dk, s->dv [N,dkv] (stored by the attention
+// backward), rotated back to the projections' outputs.
 static inline void attention_core_backward(Model *m, const LayerActs *la, Scratch *s) {
     const ModelConfig *c = &m->cfg;
     const Layout *L = &m->lay;
-    int N = m->N, hd = c->d_model / c->n_heads;
-    zero_t(m, s->dq, (size_t)N * L->dq);
-    zero_t(m, s->dk, (size_t)N * L->dkv);
-    zero_t(m, s->dv, (size_t)N * L->dkv);
+    int hd = c->d_model / c->n_heads;
     op_attention_backward(m->bk, s->dq, s->dk, s->dv, s->dy, la->y, la->q, la->k, la->v, la->lse,
                           m->B, m->T, L->H, L->Hkv, hd);
     op_rope_backward(m->bk, s->dq, m->B, m->T, L->H, hd, c->rope_theta);
@@ -187,7 +192,7 @@ void *walk_take(ParamWalk *wk, const char *name, int ndim, int64_t rows, int64_t
 // (cola), else the identity (svd: z is h).
 void factor_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int N, int din, int dout,
                     int r, int silu);
-// dx[N,din] = beta_dx·dx + ... (0: dx's first writer), dw += ...; dz, dh: scratch [N,r]
+// dx[N,din] = beta_dx·dx + ... (0: dx's first writer), dw (+)= ... (grad_acc); dz, dh: scratch [N,r]
 void factor_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                      const LinearW *w, int N, int din, int dout, int r, void *dz, void *dh, float beta_dx, int silu);
 // Their parameters: A [din, r], B [r, dout] with CoLA's init N(0,1)·r^(-1/4)·(din + dout)^(-1/4)

@@ -147,7 +147,7 @@ static int record_step(Backend *bk, const Config *cfg, int batch) {
     int32_t *in = xmalloc((size_t)N * sizeof(int32_t)), *tg = xmalloc((size_t)N * sizeof(int32_t));
     Rng rng = { .state = 0x6e770000u };
     for (int i = 0; i < N; i++) { in[i] = (int32_t)(rng_next(&rng) % (uint64_t)cfg->model.vocab_size); tg[i] = in[(i + 1) % N]; }
-    model_zero_grads(&m);
+    model_grads_overwrite(&m);   // as trainer_step: the weight gradients' GEMMs store (beta 0)
     model_forward(&m, in, tg);
     model_backward(&m, 1.0f / (float)N);
     model_free(&m);

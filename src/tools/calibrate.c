@@ -257,9 +257,9 @@ static int measure_named_ops(Backend *b, NamedRate *out) {
         for (int k = 0; k < 8; k++) {   // k = 0: warm-up
             switch (op) {
             case 0: op_kron_gate_forward(b, o, r, z, r, G1, G2, N, r1, r2); break;
-            case 1: op_kron_gate_backward(b, d, r, dG1, dG2, o, r, z, r, G1, G2, N, r1, r2); break;
+            case 1: op_kron_gate_backward(b, d, r, dG1, dG2, o, r, z, r, G1, G2, N, r1, r2, 1, 1); break;
             case 2: op_layernorm_forward(b, o, r, mean, rstd, z, r, gam, bet, N, r, 1e-5f); break;
-            default: op_layernorm_backward(b, d, r, dgam, dbet, o, r, z, r, mean, rstd, gam, N, r); break;
+            default: op_layernorm_backward(b, d, r, dgam, dbet, o, r, z, r, mean, rstd, gam, N, r, 1, 1); break;
             }
             if (k > 0) per[k - 1] = t.seconds;
         }

@@ -215,10 +215,17 @@ static void mb_backward(void *ctx, int slot, int mb) {
     MbCtx *x = ctx;
     model_stage_backward(&x->tr->model, slot, x->scale);
 }
+// The step's first backward on this stage stores the gradients (no zero pass over them:
+// model_grads_overwrite), the later ones add; at tp = 1 each micro-batch's loss and its
+// gradient come from one pass over the logits (model_fuse_loss_grad), off again afterwards
+// for validation's forwards.
 static void run_micro_batches(Trainer *tr, float scale) {
     MbCtx x = { tr, scale };
     StepHooks h = { mb_forward, mb_backward, NULL, &x };
+    model_grads_overwrite(&tr->model);
+    model_fuse_loss_grad(&tr->model, scale);
     step_micro_batches(&tr->model, tr->comm, tr->cfg.train.grad_accum, tr->pipe_actions, tr->n_pipe_actions, &h);
+    model_fuse_loss_grad(&tr->model, 0);
 }
 
 StepMetrics trainer_step(Trainer *tr) {
@@ -227,7 +234,6 @@ StepMetrics trainer_step(Trainer *tr) {
     Comm *c = tr->comm;
     int B = tc->batch_size, K = tc->grad_accum, Bl = tr->B_local;
     double t0 = now_seconds();
-    model_zero_grads(mdl);
     // Global sample index of row j of micro-batch k: samples_seen + k*B + j; this DP
     // rank takes rows [dp_rank*Bl, (dp_rank+1)*Bl).
     for (int k = 0; k < K; k++)

@@ -108,13 +108,10 @@ static const float *tile_t(const float *Xt, int j0, const Att *a) { return Xt + 
 static void pack_rows(float *Xc, const float *X, int ld, int n, int hd) {
     for (int t = 0; t < n; t++) memcpy(Xc + (size_t)t * hd, X + (size_t)t * ld, sizeof(float) * (size_t)hd);
 }
-// X[t][:hd] (ld) += Xc[t][:hd] for t < n: a contiguous accumulator into the caller's gradient.
-static void add_rows(float *X, int ld, const float *Xc, int n, int hd) {
-    for (int t = 0; t < n; t++) {
-        float *x = X + (size_t)t * ld;
-        const float *y = Xc + (size_t)t * hd;
-        for (int c = 0; c < hd; c++) x[c] += y[c];
-    }
+// X[t][:hd] (ld) = Xc[t][:hd] for t < n: a finished accumulator into the caller's gradient
+// (each gradient row is stored once, by the task that owns it).
+static void store_rows(float *X, int ld, const float *Xc, int n, int hd) {
+    for (int t = 0; t < n; t++) memcpy(X + (size_t)t * ld, Xc + (size_t)t * hd, sizeof(float) * (size_t)hd);
 }
 
 // m rows of X [., hd] (ld) as 8-row panels: P[(r0 + i)·8 … ] = X[r0..r0+8)[i], rows past m 0.
@@ -292,12 +289,12 @@ static void bwd_dq_block(const Grads *g, int b, int h, int i0, int m, int what, 
     bwd_rows(g, b, h, i0, m, a, w);
     memset(w->dQc, 0, sizeof(float) * (size_t)m * a->hd);
     for (int j0 = 0; j0 < i0 + m; j0 += ATT_BK) bwd_tile(i0, m, j0, what, a, w);
-    add_rows(g->dq + q_off(a, b, h) + (size_t)i0 * a->ldq, a->ldq, w->dQc, m, a->hd);
+    store_rows(g->dq + q_off(a, b, h) + (size_t)i0 * a->ldq, a->ldq, w->dQc, m, a->hd);
 }
 
-// dq[B,T,H,hd] +=, dk,dv[B,T,Hkv,hd] +=; dout, out[B,T,H,hd], q[B,T,H,hd], k,v[B,T,Hkv,hd], lse[B,H,T]
-// Every gradient element is the caller's value + (its tile contributions summed from 0 in
-// tile order: dK/dV rows over (head, query block), dQ rows over key tiles) on both paths.
+// dq[B,T,H,hd] =, dk,dv[B,T,Hkv,hd] = (stored; not read); dout, out[B,T,H,hd], q[B,T,H,hd],
+// k,v[B,T,Hkv,hd], lse[B,H,T]. Every gradient element is its tile contributions summed from 0
+// in tile order (dK/dV rows over (head, query block), dQ rows over key tiles) on both paths.
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                         const float *q, const float *k, const float *v, const float *lse,
                         int B, int T, int H, int Hkv, int hd) {
@@ -319,8 +316,8 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
                 for (int h = kh * a.G; h < (kh + 1) * a.G; h++)
                     for (int i0 = 0; i0 < T; i0 += ATT_BQ)
                         bwd_dq_block(&g, b, h, i0, T - i0 < ATT_BQ ? T - i0 : ATT_BQ, BWD_KV | BWD_Q, &a, &w);
-                add_rows(dk + kv_off(&a, b, kh), a.ldkv, w.dKc, T, hd);
-                add_rows(dv + kv_off(&a, b, kh), a.ldkv, w.dVc, T, hd);
+                store_rows(dk + kv_off(&a, b, kh), a.ldkv, w.dKc, T, hd);
+                store_rows(dv + kv_off(&a, b, kh), a.ldkv, w.dVc, T, hd);
             }
             work_free(&w);
         }
@@ -344,8 +341,8 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
                     bwd_rows(&g, b, h, i0, m, &a, &w);
                     bwd_tile(i0, m, j0, BWD_KV, &a, &w);
                 }
-            add_rows(dk + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dKc + j0 * kvrow, n, hd);
-            add_rows(dv + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dVc + j0 * kvrow, n, hd);
+            store_rows(dk + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dKc + j0 * kvrow, n, hd);
+            store_rows(dv + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dVc + j0 * kvrow, n, hd);
         }
         #pragma omp for schedule(dynamic, 1)
         for (long it = 0; it < (long)B * H * nqb; it++) {

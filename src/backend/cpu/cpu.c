@@ -72,8 +72,8 @@ static void f_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, c
     (void)b; rmsnorm_forward(y, rstd, x, gamma, N, d, eps);
 }
 static void f_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x, const void *gamma,
-                               const float *rstd, int N, int d) {
-    (void)b; rmsnorm_backward(dx, dgamma, dy, x, gamma, rstd, N, d);
+                               const float *rstd, int N, int d, int acc_dx, int acc_dgamma) {
+    (void)b; rmsnorm_backward(dx, dgamma, dy, x, gamma, rstd, N, d, acc_dx, acc_dgamma);
 }
 static void f_rowsumsq(Backend *b, void *S, const void *x, int N, int d) { (void)b; rowsumsq(S, x, N, d); }
 static void f_rownorm(Backend *b, void *y, const void *x, const void *gamma, const void *S, int N, int d, int width, float eps) {
@@ -84,8 +84,9 @@ static void f_scale_rows(Backend *b, void *P, const SlotView *v, const void *S, 
 }
 static void f_rowdot(Backend *b, float *dot, const void *X, const void *Y, const SlotView *v) { (void)b; rowdot(dot, X, Y, v); }
 static void f_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *da, const void *x, const void *gamma,
-                                       const void *S, const float *dot, int N, int d, int d_full, float eps) {
-    (void)b; sharded_rmsnorm_backward(dx, dgamma, da, x, gamma, S, dot, N, d, d_full, eps);
+                                       const void *S, const float *dot, int N, int d, int d_full, float eps,
+                                       int acc_dgamma) {
+    (void)b; sharded_rmsnorm_backward(dx, dgamma, da, x, gamma, S, dot, N, d, d_full, eps, acc_dgamma);
 }
 static void f_silu_forward(Backend *b, void *y, const void *x, size_t n) { (void)b; silu_forward(y, x, n); }
 static void f_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) { (void)b; silu_backward(dx, dy, x, n); }
@@ -112,8 +113,9 @@ static void f_attention_backward(Backend *b, void *dq, void *dk, void *dv, const
 static void f_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V) {
     (void)b; embedding_forward_shard(out, tokens, wte, N, d, v0, V);
 }
-static void f_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V) {
-    (void)b; embedding_backward_shard(dwte, dout, tokens, N, d, v0, V);
+static void f_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V,
+                                 int acc) {
+    (void)b; embedding_backward_shard(dwte, dout, tokens, N, d, v0, V, acc);
 }
 static void f_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                            const int32_t *targets, int N, int V, int v0) {
@@ -134,6 +136,10 @@ static void f_xent_backward(Backend *b, void *dlogits, const void *logits, const
                             const int32_t *targets, int N, int V, int v0, float scale) {
     (void)b; xent_backward(dlogits, logits, gmax, sumexp, targets, N, V, v0, scale);
 }
+static void f_xent_fused(Backend *b, void *dlogits, float *lmax, double *sumexp, double *tlogit, const void *logits,
+                         const int32_t *targets, int N, int V, int v0, float scale) {
+    (void)b; xent_fused(dlogits, lmax, sumexp, tlogit, logits, targets, N, V, v0, scale);
+}
 static double f_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w) {
     (void)b; return sumsq_multi(n, (const float *const *)x, len, w);
 }
@@ -151,24 +157,25 @@ static void f_layernorm_forward(Backend *b, void *y, int ldy, float *mean, float
 }
 static void f_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
                                  const void *x, int ldx, const float *mean, const float *rstd, const void *gamma,
-                                 int N, int r) {
-    (void)b; layernorm_backward(dx, lddx, dgamma, dbeta, dy, lddy, x, ldx, mean, rstd, gamma, N, r);
+                                 int N, int r, int acc_dx, int acc_dw) {
+    (void)b; layernorm_backward(dx, lddx, dgamma, dbeta, dy, lddy, x, ldx, mean, rstd, gamma, N, r, acc_dx, acc_dw);
 }
 static void f_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *W,
                                  const void *bias, int N, int r) {
     (void)b; dense_gate_forward(out, ldo, z, ldz, W, bias, N, r);
 }
 static void f_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
-                                  const void *z, int ldz, const void *W, int N, int r) {
-    (void)b; dense_gate_backward(dz, lddz, dW, dbias, dout, lddo, z, ldz, W, N, r);
+                                  const void *z, int ldz, const void *W, int N, int r, int acc_dz, int acc_dw) {
+    (void)b; dense_gate_backward(dz, lddz, dW, dbias, dout, lddo, z, ldz, W, N, r, acc_dz, acc_dw);
 }
 static void f_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1,
                                 const void *G2, int N, int r1, int r2) {
     (void)b; kron_gate_forward(out, ldo, z, ldz, G1, G2, N, r1, r2);
 }
 static void f_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
-                                 const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2) {
-    (void)b; kron_gate_backward(dz, lddz, dG1, dG2, dout, lddo, z, ldz, G1, G2, N, r1, r2);
+                                 const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2,
+                                 int acc_dz, int acc_dw) {
+    (void)b; kron_gate_backward(dz, lddz, dG1, dG2, dout, lddo, z, ldz, G1, G2, N, r1, r2, acc_dz, acc_dw);
 }
 
 static const BackendOps cpu_f32_ops = {
@@ -184,7 +191,7 @@ static const BackendOps cpu_f32_ops = {
     .attention_forward = f_attention_forward, .attention_backward = f_attention_backward,
     .embedding_forward = f_embedding_forward, .embedding_backward = f_embedding_backward,
     .xent_forward = f_xent_forward, .xent_rescale = cpu_xent_rescale, .xent_loss = cpu_xent_loss,
-    .xent_backward = f_xent_backward,
+    .xent_backward = f_xent_backward, .xent_fused = f_xent_fused,
     .sumsq_multi = f_sumsq_multi, .adamw_multi = f_adamw_multi,
     .layernorm_forward = f_layernorm_forward, .layernorm_backward = f_layernorm_backward,
     .dense_gate_forward = f_dense_gate_forward, .dense_gate_backward = f_dense_gate_backward,

@@ -61,6 +61,10 @@ static float *up(const void *p, size_t n) {
     widen(f, p, n);
     return f;
 }
+// An fp32 buffer for a contiguous output of n elements: widened from p when the op adds to it
+// (acc), else fresh scratch (stored, not read). NULL stays NULL. (A strided output's span
+// holds other tensors' rows between its own: that one is always widened and written back.)
+static float *out_buf(void *p, size_t n, int acc) { return acc ? up(p, n) : p ? scratch_get(n) : NULL; }
 // p[n] = bf16(f[n]); returns f to the scratch
 static void down(void *p, float *f, size_t n) {
     if (!p) { scratch_put(f); return; }
@@ -223,11 +227,12 @@ static void h_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, c
     scratch_put(fg);
 }
 static void h_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x, const void *gamma,
-                               const float *rstd, int N, int d) {
+                               const float *rstd, int N, int d, int acc_dx, int acc_dgamma) {
     (void)b;
     size_t n = (size_t)N * d;
-    float *fdx = up(dx, n), *fdg = up(dgamma, (size_t)d), *fdy = up(dy, n), *fx = up(x, n), *fg = up(gamma, (size_t)d);
-    rmsnorm_backward(fdx, fdg, fdy, fx, fg, rstd, N, d);
+    float *fdx = out_buf(dx, n, acc_dx), *fdg = out_buf(dgamma, (size_t)d, acc_dgamma), *fdy = up(dy, n), *fx = up(x, n),
+          *fg = up(gamma, (size_t)d);
+    rmsnorm_backward(fdx, fdg, fdy, fx, fg, rstd, N, d, acc_dx, acc_dgamma);
     down(dx, fdx, n); down(dgamma, fdg, (size_t)d); scratch_put(fdy); scratch_put(fx); scratch_put(fg);
 }
 static void h_rowsumsq(Backend *b, void *S, const void *x, int N, int d) {
@@ -258,12 +263,13 @@ static void h_rowdot(Backend *b, float *dot, const void *X, const void *Y, const
     scratch_put(fx); scratch_put(fy);
 }
 static void h_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *da, const void *x, const void *gamma,
-                                       const void *S, const float *dot, int N, int d, int d_full, float eps) {
+                                       const void *S, const float *dot, int N, int d, int d_full, float eps,
+                                       int acc_dgamma) {
     (void)b;
     size_t n = (size_t)N * d;
-    float *fdx = up(dx, n), *fdg = up(dgamma, (size_t)d), *fda = up(da, n), *fx = up(x, n), *fg = up(gamma, (size_t)d),
-          *fs = up(S, (size_t)N);
-    sharded_rmsnorm_backward(fdx, fdg, fda, fx, fg, fs, dot, N, d, d_full, eps);
+    float *fdx = up(dx, n), *fdg = out_buf(dgamma, (size_t)d, acc_dgamma), *fda = up(da, n), *fx = up(x, n),
+          *fg = up(gamma, (size_t)d), *fs = up(S, (size_t)N);
+    sharded_rmsnorm_backward(fdx, fdg, fda, fx, fg, fs, dot, N, d, d_full, eps, acc_dgamma);
     down(dx, fdx, n); down(dgamma, fdg, (size_t)d); scratch_put(fda); scratch_put(fx); scratch_put(fg); scratch_put(fs);
 }
 static void k_silu_forward(float *const *f, size_t n, const void *arg) { (void)arg; silu_forward(f[1], f[0], n); }
@@ -323,15 +329,16 @@ static void h_attention_backward(Backend *b, void *dq, void *dk, void *dv, const
                                  int B, int T, int H, int Hkv, int hd) {
     (void)b;
     size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
-    float *fdq = up(dq, nq), *fdk = up(dk, nk), *fdv = up(dv, nk), *fdo = up(dout, nq), *fo = up(out, nq),
+    float *fdq = scratch_get(nq), *fdk = scratch_get(nk), *fdv = scratch_get(nk), *fdo = up(dout, nq), *fo = up(out, nq),
           *fq = up(q, nq), *fk = up(k, nk), *fv = up(v, nk);
     attention_backward(fdq, fdk, fdv, fdo, fo, fq, fk, fv, lse, B, T, H, Hkv, hd);
     down(dq, fdq, nq); down(dk, fdk, nk); down(dv, fdv, nk);
     scratch_put(fdo); scratch_put(fo); scratch_put(fq); scratch_put(fk); scratch_put(fv);
 }
 // Embedding rows are copied as bf16 (widening and rounding a bf16 value is exact); the
-// backward widens only the rows the batch touches (N of V), renumbered in first-seen order,
-// and runs the fp32 kernel on them: the same sums in the same token order.
+// backward widens only the rows the batch touches (N of V; with acc 0 none: they are stored),
+// renumbered in first-seen order, and runs the fp32 kernel on them: the same sums in the same
+// token order; with acc 0 every row no token hits is zeroed.
 static void h_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V) {
     (void)b;
     bf16 *o = out;
@@ -343,7 +350,8 @@ static void h_embedding_forward(Backend *b, void *out, const int32_t *tokens, co
         else memset(o + (size_t)i * d, 0, sizeof(bf16) * d);
     }
 }
-static void h_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V) {
+static void h_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V,
+                                 int acc) {
     (void)b;
     int *slot = xmalloc((size_t)V * sizeof(int)), *row = xmalloc((size_t)(N ? N : 1) * sizeof(int));
     int32_t *local = xmalloc((size_t)(N ? N : 1) * sizeof(int32_t));
@@ -357,10 +365,16 @@ static void h_embedding_backward(Backend *b, void *dwte, const void *dout, const
     }
     bf16 *w = dwte;
     float *fdw = scratch_get((size_t)nrows * d), *fdo = up(dout, (size_t)N * d);
-    #pragma omp parallel for schedule(static)
-    for (int r = 0; r < nrows; r++)
-        for (int j = 0; j < d; j++) fdw[(size_t)r * d + j] = bf16_to_f32(w[(size_t)row[r] * d + j]);
-    embedding_backward_shard(fdw, fdo, local, N, d, 0, nrows);
+    if (acc) {
+        #pragma omp parallel for schedule(static)
+        for (int r = 0; r < nrows; r++)
+            for (int j = 0; j < d; j++) fdw[(size_t)r * d + j] = bf16_to_f32(w[(size_t)row[r] * d + j]);
+    } else {
+        #pragma omp parallel for schedule(static)
+        for (int v = 0; v < V; v++)
+            if (slot[v] < 0) memset(w + (size_t)v * d, 0, sizeof(bf16) * d);
+    }
+    embedding_backward_shard(fdw, fdo, local, N, d, 0, nrows, acc);
     #pragma omp parallel for schedule(static)
     for (int r = 0; r < nrows; r++)
         for (int j = 0; j < d; j++) w[(size_t)row[r] * d + j] = bf16_from_f32(fdw[(size_t)r * d + j]);
@@ -387,6 +401,16 @@ static void h_xent_backward(Backend *b, void *dlogits, const void *logits, const
     (void)b;
     XentArgs a = { .gmax = gmax, .sexp = sumexp, .targets = targets, .V = V, .v0 = v0, .scale = scale };
     rows_blocked(1, (const void *[]){ logits }, 1, (void *[]){ dlogits }, 0, N, (size_t)V, k_xent_backward, &a);
+}
+static void k_xent_fused(float *const *f, int r0, int rows, const void *arg) {
+    const XentArgs *a = arg;
+    xent_fused(f[1], a->lmax + r0, a->sumexp + r0, a->tlogit + r0, f[0], a->targets + r0, rows, a->V, a->v0, a->scale);
+}
+static void h_xent_fused(Backend *b, void *dlogits, float *lmax, double *sumexp, double *tlogit, const void *logits,
+                         const int32_t *targets, int N, int V, int v0, float scale) {
+    (void)b;
+    XentArgs a = { .lmax = lmax, .sumexp = sumexp, .tlogit = tlogit, .targets = targets, .V = V, .v0 = v0, .scale = scale };
+    rows_blocked(1, (const void *[]){ logits }, 1, (void *[]){ dlogits }, 0, N, (size_t)V, k_xent_fused, &a);
 }
 // The optimizer's passes: blocked like the streaming ops, the fp32 tensors (master, m, v)
 // addressed in place. The sum of squares in fixed chunks of 65536 elements summed in chunk
@@ -450,13 +474,13 @@ static void h_layernorm_forward(Backend *b, void *y, int ldy, float *mean, float
 }
 static void h_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
                                  const void *x, int ldx, const float *mean, const float *rstd, const void *gamma,
-                                 int N, int r) {
+                                 int N, int r, int acc_dx, int acc_dw) {
     (void)b;
     size_t ndx = span((size_t)N, (size_t)r, (size_t)lddx), ndy = span((size_t)N, (size_t)r, (size_t)lddy),
            nx = span((size_t)N, (size_t)r, (size_t)ldx);
-    float *fdx = up(dx, ndx), *fdg = up(dgamma, (size_t)r), *fdb = up(dbeta, (size_t)r), *fdy = up(dy, ndy),
-          *fx = up(x, nx), *fg = up(gamma, (size_t)r);
-    layernorm_backward(fdx, lddx, fdg, fdb, fdy, lddy, fx, ldx, mean, rstd, fg, N, r);
+    float *fdx = up(dx, ndx), *fdg = out_buf(dgamma, (size_t)r, acc_dw), *fdb = out_buf(dbeta, (size_t)r, acc_dw),
+          *fdy = up(dy, ndy), *fx = up(x, nx), *fg = up(gamma, (size_t)r);
+    layernorm_backward(fdx, lddx, fdg, fdb, fdy, lddy, fx, ldx, mean, rstd, fg, N, r, acc_dx, acc_dw);
     down(dx, fdx, ndx); down(dgamma, fdg, (size_t)r); down(dbeta, fdb, (size_t)r);
     scratch_put(fdy); scratch_put(fx); scratch_put(fg);
 }
@@ -469,13 +493,13 @@ static void h_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, 
     down(out, fo, no); scratch_put(fz); scratch_put(fw); scratch_put(fb);
 }
 static void h_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
-                                  const void *z, int ldz, const void *W, int N, int r) {
+                                  const void *z, int ldz, const void *W, int N, int r, int acc_dz, int acc_dw) {
     (void)b;
     size_t ndz = span((size_t)N, (size_t)r, (size_t)lddz), ndo = span((size_t)N, (size_t)r, (size_t)lddo),
            nz = span((size_t)N, (size_t)r, (size_t)ldz), rr = (size_t)r * r;
-    float *fdz = up(dz, ndz), *fdw = up(dW, rr), *fdb = up(dbias, (size_t)r), *fdo = up(dout, ndo), *fz = up(z, nz),
-          *fw = up(W, rr);
-    dense_gate_backward(fdz, lddz, fdw, fdb, fdo, lddo, fz, ldz, fw, N, r);
+    float *fdz = up(dz, ndz), *fdw = out_buf(dW, rr, acc_dw), *fdb = out_buf(dbias, (size_t)r, acc_dw), *fdo = up(dout, ndo),
+          *fz = up(z, nz), *fw = up(W, rr);
+    dense_gate_backward(fdz, lddz, fdw, fdb, fdo, lddo, fz, ldz, fw, N, r, acc_dz, acc_dw);
     down(dz, fdz, ndz); down(dW, fdw, rr); down(dbias, fdb, (size_t)r); scratch_put(fdo); scratch_put(fz); scratch_put(fw);
 }
 static void h_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1,
@@ -487,13 +511,14 @@ static void h_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, i
     down(out, fo, no); scratch_put(fz); scratch_put(f1); scratch_put(f2);
 }
 static void h_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
-                                 const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2) {
+                                 const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2,
+                                 int acc_dz, int acc_dw) {
     (void)b;
     size_t r = (size_t)r1 * r2, ndz = span((size_t)N, r, (size_t)lddz), ndo = span((size_t)N, r, (size_t)lddo),
            nz = span((size_t)N, r, (size_t)ldz), n1 = (size_t)r1 * r1, n2 = (size_t)r2 * r2;
-    float *fdz = up(dz, ndz), *fd1 = up(dG1, n1), *fd2 = up(dG2, n2), *fdo = up(dout, ndo), *fz = up(z, nz),
-          *f1 = up(G1, n1), *f2 = up(G2, n2);
-    kron_gate_backward(fdz, lddz, fd1, fd2, fdo, lddo, fz, ldz, f1, f2, N, r1, r2);
+    float *fdz = up(dz, ndz), *fd1 = out_buf(dG1, n1, acc_dw), *fd2 = out_buf(dG2, n2, acc_dw), *fdo = up(dout, ndo),
+          *fz = up(z, nz), *f1 = up(G1, n1), *f2 = up(G2, n2);
+    kron_gate_backward(fdz, lddz, fd1, fd2, fdo, lddo, fz, ldz, f1, f2, N, r1, r2, acc_dz, acc_dw);
     down(dz, fdz, ndz); down(dG1, fd1, n1); down(dG2, fd2, n2); scratch_put(fdo); scratch_put(fz); scratch_put(f1); scratch_put(f2);
 }
 
@@ -510,7 +535,7 @@ const BackendOps cpu_bf16_ops = {
     .attention_forward = h_attention_forward, .attention_backward = h_attention_backward,
     .embedding_forward = h_embedding_forward, .embedding_backward = h_embedding_backward,
     .xent_forward = h_xent_forward, .xent_rescale = cpu_xent_rescale, .xent_loss = cpu_xent_loss,
-    .xent_backward = h_xent_backward,
+    .xent_backward = h_xent_backward, .xent_fused = h_xent_fused,
     .sumsq_multi = h_sumsq_multi, .adamw_multi = h_adamw_multi,
     .layernorm_forward = h_layernorm_forward, .layernorm_backward = h_layernorm_backward,
     .dense_gate_forward = h_dense_gate_forward, .dense_gate_backward = h_dense_gate_backward,

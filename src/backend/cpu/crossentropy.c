@@ -1,37 +1,52 @@
 // crossentropy.c — softmax cross-entropy over the (local columns of the) vocabulary, in the
 // pieces that a vocabulary-parallel head needs (Megatron): a local pass, the all-reduces of
-// the maxima and of the sums (the caller's, model/head.c), the loss, the gradient.
+// the maxima and of the sums (the caller's, model/head.c), the loss, the gradient; and, where
+// the vocabulary is not split (tp = 1), the loss and its gradient in one pass (xent_fused).
 //
 // At N = 1024 tokens and V = 32000 the logits are 131 MB: these passes are memory- and
 // exp-bound, so each row is handled by one thread start to finish while it sits in L2
-// (128 KB): the forward reads it twice from L2 (max, then Σexp) after one DRAM read, the
-// backward reads it once and writes the gradient in place. That is the whole traffic a
-// vocabulary-parallel loss allows on one rank: the forward's statistics must cross the TP
-// all-reduces (max, then the sums) before any probability is known, so the gradient pass
-// cannot join the forward's. What remains is the exp (32M per pass at this shape), so the
-// loops are FM_WIDE: at 512-bit width they run at about twice the rate of 256 (the same
-// exps, bit for bit).
+// (128 KB). Split over TP ranks (tp > 1), the forward reads it once from DRAM (then twice
+// from L2: max, then Σexp) and the backward reads it once more and writes the gradient in
+// place: the forward's statistics must cross the TP all-reduces (max, then the sums) before
+// any probability is known, so the gradient pass cannot join the forward's — two passes over
+// the logits in memory, the least a vocabulary-parallel loss allows. At tp = 1 nothing sits
+// between them: xent_fused reads each row from DRAM once, takes its statistics from L2 and
+// writes the gradient over it — one pass (one read and one write of the logits). What
+// remains is the exp (32M per pass at this shape), so the loops are FM_WIDE: at 512-bit width
+// they run at about twice the rate of 256 (the same exps, bit for bit). The three entry points
+// share the row code below, so the fused pass computes the same bits as the two ops.
 #include <math.h>
 #include "kernels.h"
 #include "fastmath.h"
+
+#define XENT_ROW static inline __attribute__((always_inline))
+
+// One row x[V]: its max, Σ exp(x − max) (double) and the target's logit (t local, else 0).
+XENT_ROW void xent_row_stats(const float *x, int V, int t, float *lmax, double *sumexp, double *tlogit) {
+    float mx = -INFINITY;
+    #pragma omp simd reduction(max:mx)
+    for (int j = 0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
+    double s = 0.0;
+    #pragma omp simd reduction(+:s)
+    for (int j = 0; j < V; j++) s += fast_expf(x[j] - mx);
+    *lmax = mx;
+    *sumexp = s;
+    *tlogit = (t >= 0 && t < V) ? (double)x[t] : 0.0;
+}
+// g[V] = scale·(exp(x − mx)/sumexp − [j = t]); g may be x.
+XENT_ROW void xent_row_grad(float *g, const float *x, int V, int t, float mx, double sumexp, float scale) {
+    float s = (float)(scale / sumexp);
+    #pragma omp simd
+    for (int j = 0; j < V; j++) g[j] = fast_expf(x[j] - mx) * s;
+    if (t >= 0 && t < V) g[t] -= scale;
+}
 
 // lmax[N], sumexp[N] (double), tlogit[N] (double); logits[N,V], targets[N]
 FM_WIDE void xent_forward(float *lmax, double *sumexp, double *tlogit, const float *logits, const int32_t *targets,
                   int N, int V, int v0) {
     #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        const float *x = logits + (size_t)n * V;
-        float mx = -INFINITY;
-        #pragma omp simd reduction(max:mx)
-        for (int j = 0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
-        double s = 0.0;
-        #pragma omp simd reduction(+:s)
-        for (int j = 0; j < V; j++) s += fast_expf(x[j] - mx);
-        lmax[n] = mx;
-        sumexp[n] = s;
-        int t = targets[n] - v0;
-        tlogit[n] = (t >= 0 && t < V) ? (double)x[t] : 0.0;
-    }
+    for (int n = 0; n < N; n++)
+        xent_row_stats(logits + (size_t)n * V, V, targets[n] - v0, &lmax[n], &sumexp[n], &tlogit[n]);
 }
 
 // sumexp[N] *= exp(lmax - gmax): the local sums re-based on the global max
@@ -55,13 +70,19 @@ double xent_loss(float *losses, const double *sumexp, const float *gmax, const d
 FM_WIDE void xent_backward(float *dlogits, const float *logits, const float *gmax, const double *sumexp,
                    const int32_t *targets, int N, int V, int v0, float scale) {
     #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        xent_row_grad(dlogits + (size_t)n * V, logits + (size_t)n * V, V, targets[n] - v0, gmax[n], sumexp[n], scale);
+}
+
+// Both in one pass per row (tp = 1: gmax = lmax, no rescale): the statistics of the row, read
+// from memory once, then its gradient written over it while it is still in cache.
+FM_WIDE void xent_fused(float *dlogits, float *lmax, double *sumexp, double *tlogit, const float *logits,
+                        const int32_t *targets, int N, int V, int v0, float scale) {
+    #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *x = logits + (size_t)n * V;
-        float *g = dlogits + (size_t)n * V;
-        float mx = gmax[n], s = (float)(scale / sumexp[n]);
-        #pragma omp simd
-        for (int j = 0; j < V; j++) g[j] = fast_expf(x[j] - mx) * s;
         int t = targets[n] - v0;
-        if (t >= 0 && t < V) g[t] -= scale;
+        xent_row_stats(x, V, t, &lmax[n], &sumexp[n], &tlogit[n]);
+        xent_row_grad(dlogits + (size_t)n * V, x, V, t, lmax[n], sumexp[n], scale);
     }
 }

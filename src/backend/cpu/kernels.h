@@ -4,8 +4,9 @@
 // directly: it calls the op front ends of backend/ops.h.
 //
 // Conventions (row-vector form): N = tokens (B·T), linear weights [d_in, d_out].
-// Every *_backward ACCUMULATES (+=) into its gradients; the caller zeroes them. Shapes of
-// every pointer are in the comment above each function. Every reduction has a fixed order
+// Gradient outputs follow ops.h's contract: an acc flag 1 adds (+=), 0 stores without reading
+// (exactly the sum the += would give on a zeroed buffer). Shapes of every pointer are in the
+// comment above each function. Every reduction has a fixed order
 // (no float atomics, no order-dependent OpenMP reductions): results are bit-identical for
 // any thread count.
 #pragma once
@@ -16,9 +17,9 @@
 // ---- RMSNorm over full rows (rmsnorm.c) ----------------------------------------------
 // y[N,d] = x / sqrt(mean(x^2) + eps) * gamma[d];  rstd[N] saved for backward.
 void rmsnorm_forward(float *y, float *rstd, const float *x, const float *gamma, int N, int d, float eps);
-// dx[N,d] += ..., dgamma[d] += ... (either may be NULL)
+// dx[N,d] (+)= ..., dgamma[d] (+)= ... (acc_dx, acc_dgamma; either may be NULL)
 void rmsnorm_backward(float *dx, float *dgamma, const float *dy, const float *x, const float *gamma,
-                      const float *rstd, int N, int d);
+                      const float *rstd, int N, int d, int acc_dx, int acc_dgamma);
 
 // ---- RMSNorm of a column-sharded residual (rmsnorm_sharded.c; BTP, docs/boost.md) -------
 // S[N] = Σ_j x[n,j]² (double accumulation); x[N,d]
@@ -30,9 +31,9 @@ void scale_rows(float *P, const SlotView *v, const float *S, int width, float ep
 // dot[N] = Σ_slots Σ_k X·Y over the view v (double accumulation)
 void rowdot(float *dot, const float *X, const float *Y, const SlotView *v);
 // rstd = 1/sqrt(S/d_full + eps), c = dot/d_full:
-// dx[N,d] += rstd·(gamma⊙da − x·rstd·c);  dgamma[d] += Σ_n da⊙x·rstd
+// dx[N,d] += rstd·(gamma⊙da − x·rstd·c);  dgamma[d] (+)= Σ_n da⊙x·rstd (acc_dgamma)
 void sharded_rmsnorm_backward(float *dx, float *dgamma, const float *da, const float *x, const float *gamma,
-                              const float *S, const float *dot, int N, int d, int d_full, float eps);
+                              const float *S, const float *dot, int N, int d, int d_full, float eps, int acc_dgamma);
 
 // ---- elementwise (activation.c) -------------------------------------------------------
 // y[n] = silu(x) = x * sigmoid(x)
@@ -62,7 +63,7 @@ void rope_backward(float *dx, int B, int T, int H, int hd, float theta);
 // 1/sqrt(hd). out[B,T,H,hd]; lse[B,H,T] = log Σ_j exp(score) of each query row (saved).
 void attention_forward(float *out, float *lse, const float *q, const float *k, const float *v,
                        int B, int T, int H, int Hkv, int hd);
-// dq[B,T,H,hd] +=, dk,dv[B,T,Hkv,hd] +=; the probabilities are recomputed from lse.
+// dq[B,T,H,hd] =, dk,dv[B,T,Hkv,hd] = (stored, not read); the probabilities are recomputed from lse.
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                         const float *q, const float *k, const float *v, const float *lse,
                         int B, int T, int H, int Hkv, int hd);
@@ -71,8 +72,10 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
 // Each TP rank holds vocabulary rows/columns [v0, v0+V); v0 = 0, V = vocab is the whole.
 // out[N,d] = wte_local[tokens[i]-v0] if tokens[i] in [v0,v0+V), else 0
 void embedding_forward_shard(float *out, const int32_t *tokens, const float *wte_local, int N, int d, int v0, int V);
-// dwte_local[V,d] += dout rows of tokens in range (column blocks: deterministic)
-void embedding_backward_shard(float *dwte_local, const float *dout, const int32_t *tokens, int N, int d, int v0, int V);
+// dwte_local[V,d] += dout rows of tokens in range, each row summed in token order (deterministic);
+// acc 0: every row stored once (its tokens' sum, or 0)
+void embedding_backward_shard(float *dwte_local, const float *dout, const int32_t *tokens, int N, int d, int v0, int V,
+                              int acc);
 // lmax[N] = local row max, sumexp[N] = Σ exp(x - lmax), tlogit[N] = x[target-v0] or 0; logits[N,V]
 void xent_forward(float *lmax, double *sumexp, double *tlogit, const float *logits, const int32_t *targets,
                   int N, int V, int v0);
@@ -83,6 +86,9 @@ double xent_loss(float *losses, const double *sumexp, const float *gmax, const d
 // dlogits[N,V] = scale * (softmax - onehot(target)) over the local columns (may alias logits)
 void xent_backward(float *dlogits, const float *logits, const float *gmax, const double *sumexp,
                    const int32_t *targets, int N, int V, int v0, float scale);
+// xent_forward and xent_backward (gmax = lmax) in one pass per row: the tp = 1 loss (may alias)
+void xent_fused(float *dlogits, float *lmax, double *sumexp, double *tlogit, const float *logits,
+                const int32_t *targets, int N, int V, int v0, float scale);
 
 // ---- LaX latent crossing (lax.c; docs/lax.md §3) -----------------------------------------
 // Strided row views: row n of a [N, r] view starts at p + n·ld.
@@ -90,22 +96,23 @@ void xent_backward(float *dlogits, const float *logits, const float *gmax, const
 // 1/sqrt(var + eps); mean[N], rstd[N] saved. y may be x (same ld). gamma, beta [r]
 void layernorm_forward(float *y, int ldy, float *mean, float *rstd, const float *x, int ldx, const float *gamma,
                        const float *beta, int N, int r, float eps);
-// dx += rstd·(h − mean_r(h) − x̂·mean_r(h⊙x̂)) with h = dy⊙gamma, x̂ = (x−μ)·rstd;
-// dgamma += Σ_n dy⊙x̂, dbeta += Σ_n dy (any output may be NULL)
+// dx (+)= rstd·(h − mean_r(h) − x̂·mean_r(h⊙x̂)) with h = dy⊙gamma, x̂ = (x−μ)·rstd (acc_dx);
+// dgamma (+)= Σ_n dy⊙x̂, dbeta (+)= Σ_n dy (acc_dw) (any output may be NULL)
 void layernorm_backward(float *dx, int lddx, float *dgamma, float *dbeta, const float *dy, int lddy, const float *x,
-                        int ldx, const float *mean, const float *rstd, const float *gamma, int N, int r);
+                        int ldx, const float *mean, const float *rstd, const float *gamma, int N, int r,
+                        int acc_dx, int acc_dw);
 // out[N,r] += z[N,r] @ W[r,r] + bias[r]
 void dense_gate_forward(float *out, int ldo, const float *z, int ldz, const float *W, const float *bias, int N, int r);
-// dz += dout @ Wᵀ, dW[r,r] += zᵀ dout, dbias[r] += Σ_n dout (any output may be NULL)
+// dz (+)= dout @ Wᵀ (acc_dz), dW[r,r] (+)= zᵀ dout, dbias[r] (+)= Σ_n dout (acc_dw) (any may be NULL)
 void dense_gate_backward(float *dz, int lddz, float *dW, float *dbias, const float *dout, int lddo, const float *z,
-                         int ldz, const float *W, int N, int r);
+                         int ldz, const float *W, int N, int r, int acc_dz, int acc_dw);
 // out[N, r1·r2] += z @ (G1 ⊗ G2): per token, Z = z as [r1, r2] row-major, out = vec(G1ᵀ·Z·G2).
 // G1 [r1,r1], G2 [r2,r2]
 void kron_gate_forward(float *out, int ldo, const float *z, int ldz, const float *G1, const float *G2, int N, int r1, int r2);
-// dz += dT·G2ᵀ, dG1 += Σ_n T·dOᵀ, dG2 += Σ_n Zᵀ·dT per token, with dO = dout as [r1, r2],
-// T = Z·G2, dT = G1·dO (any output may be NULL)
+// dz (+)= dT·G2ᵀ (acc_dz), dG1 (+)= Σ_n T·dOᵀ, dG2 (+)= Σ_n Zᵀ·dT (acc_dw) per token, with dO =
+// dout as [r1, r2], T = Z·G2, dT = G1·dO (any output may be NULL)
 void kron_gate_backward(float *dz, int lddz, float *dG1, float *dG2, const float *dout, int lddo, const float *z,
-                        int ldz, const float *G1, const float *G2, int N, int r1, int r2);
+                        int ldz, const float *G1, const float *G2, int N, int r1, int r2, int acc_dz, int acc_dw);
 
 // ---- optimizer (adamw.c) ----------------------------------------------------------------
 // Decoupled weight decay: p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p); t is the

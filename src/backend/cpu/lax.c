@@ -31,10 +31,11 @@ void layernorm_forward(float *y, int ldy, float *mean, float *rstd, const float 
 // Column block for dgamma/dbeta: one thread owns a block and sums over rows in order.
 #define LN_COLBLK 64
 
-// x̂ = (x − μ)·rstd, h = dy ⊙ gamma:  dx += rstd·(h − mean_r(h) − x̂·mean_r(h ⊙ x̂)),
-// dgamma += Σ_n dy ⊙ x̂, dbeta += Σ_n dy. Any output may be NULL.
+// x̂ = (x − μ)·rstd, h = dy ⊙ gamma:  dx (+)= rstd·(h − mean_r(h) − x̂·mean_r(h ⊙ x̂)) (acc_dx),
+// dgamma (+)= Σ_n dy ⊙ x̂, dbeta (+)= Σ_n dy (acc_dw). Any output may be NULL.
 void layernorm_backward(float *dx, int lddx, float *dgamma, float *dbeta, const float *dy, int lddy, const float *x,
-                        int ldx, const float *mean, const float *rstd, const float *gamma, int N, int r) {
+                        int ldx, const float *mean, const float *rstd, const float *gamma, int N, int r,
+                        int acc_dx, int acc_dw) {
     if (dx) {
         #pragma omp parallel for schedule(static)
         for (int n = 0; n < N; n++) {
@@ -47,7 +48,8 @@ void layernorm_backward(float *dx, int lddx, float *dgamma, float *dbeta, const 
                 sh += h; shx += h * xh;
             }
             float mh = (float)(sh / r), mhx = (float)(shx / r);
-            for (int j = 0; j < r; j++) dxr[j] += rs * (dyr[j] * gamma[j] - mh - (xr[j] - m) * rs * mhx);
+            for (int j = 0; j < r; j++)
+                dxr[j] = (acc_dx ? dxr[j] : 0.0f) + rs * (dyr[j] * gamma[j] - mh - (xr[j] - m) * rs * mhx);
         }
     }
     if (dgamma || dbeta) {
@@ -65,23 +67,23 @@ void layernorm_backward(float *dx, int lddx, float *dgamma, float *dbeta, const 
                 }
             }
             for (int j = j0; j < j1; j++) {
-                if (dgamma) dgamma[j] += (float)ag[j - j0];
-                if (dbeta) dbeta[j] += (float)ab[j - j0];
+                if (dgamma) dgamma[j] = (acc_dw ? dgamma[j] : 0.0f) + (float)ag[j - j0];
+                if (dbeta) dbeta[j] = (acc_dw ? dbeta[j] : 0.0f) + (float)ab[j - j0];
             }
         }
     }
 }
 
-// dcol[r] += Σ_n x[n, :] over the rows of a strided view (double, rows in order)
-static void column_sums(float *dcol, const float *x, int ldx, int N, int r) {
+// dcol[r] (+)= Σ_n x[n, :] over the rows of a strided view (double, rows in order; acc)
+static void column_sums(float *dcol, const float *x, int ldx, int N, int r, int acc) {
     int nblk = (r + LN_COLBLK - 1) / LN_COLBLK;
     #pragma omp parallel for schedule(static)
     for (int b = 0; b < nblk; b++) {
         int j0 = b * LN_COLBLK, j1 = j0 + LN_COLBLK < r ? j0 + LN_COLBLK : r;
-        double acc[LN_COLBLK] = {0};
+        double sum[LN_COLBLK] = {0};
         for (int n = 0; n < N; n++)
-            for (int j = j0; j < j1; j++) acc[j - j0] += x[(size_t)n * ldx + j];
-        for (int j = j0; j < j1; j++) dcol[j] += (float)acc[j - j0];
+            for (int j = j0; j < j1; j++) sum[j - j0] += x[(size_t)n * ldx + j];
+        for (int j = j0; j < j1; j++) dcol[j] = (acc ? dcol[j] : 0.0f) + (float)sum[j - j0];
     }
 }
 
@@ -94,12 +96,12 @@ void dense_gate_forward(float *out, int ldo, const float *z, int ldz, const floa
         for (int j = 0; j < r; j++) out[(size_t)n * ldo + j] += bias[j];
 }
 
-// dz += dout @ Wᵀ, dW += zᵀ @ dout, dbias += Σ_n dout (any may be NULL)
+// dz (+)= dout @ Wᵀ (acc_dz), dW (+)= zᵀ @ dout, dbias (+)= Σ_n dout (acc_dw) (any may be NULL)
 void dense_gate_backward(float *dz, int lddz, float *dW, float *dbias, const float *dout, int lddo, const float *z,
-                         int ldz, const float *W, int N, int r) {
-    if (dz) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, r, r, 1.0f, dout, lddo, W, r, 1.0f, dz, lddz);
-    if (dW) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r, r, N, 1.0f, z, ldz, dout, lddo, 1.0f, dW, r);
-    if (dbias) column_sums(dbias, dout, lddo, N, r);
+                         int ldz, const float *W, int N, int r, int acc_dz, int acc_dw) {
+    if (dz) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, r, r, 1.0f, dout, lddo, W, r, acc_dz ? 1.0f : 0.0f, dz, lddz);
+    if (dW) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r, r, N, 1.0f, z, ldz, dout, lddo, acc_dw ? 1.0f : 0.0f, dW, r);
+    if (dbias) column_sums(dbias, dout, lddo, N, r, acc_dw);
 }
 
 // ---- Kronecker gate: g(z) = z @ (G1 ⊗ G2) ---------------------------------------------------
@@ -141,9 +143,10 @@ void kron_gate_forward(float *out, int ldo, const float *z, int ldz, const float
 }
 
 // With dO[n] = dout[n] as [r1, r2], T[n] = Z[n]·G2 and dT[n] = G1·dO[n]:
-//   dz[n] += dT[n]·G2ᵀ,   dG1 += Σ_n T[n]·dO[n]ᵀ,   dG2 += Σ_n Z[n]ᵀ·dT[n]   (any may be NULL)
+//   dz[n] (+)= dT[n]·G2ᵀ (acc_dz),   dG1 (+)= Σ_n T[n]·dO[n]ᵀ,   dG2 (+)= Σ_n Z[n]ᵀ·dT[n] (acc_dw)
+//   (any may be NULL)
 void kron_gate_backward(float *dz, int lddz, float *dG1, float *dG2, const float *dout, int lddo, const float *z,
-                        int ldz, const float *G1, const float *G2, int N, int r1, int r2) {
+                        int ldz, const float *G1, const float *G2, int N, int r1, int r2, int acc_dz, int acc_dw) {
     int r = r1 * r2;
     float *dt = xmalloc(((size_t)N * r + 1) * sizeof(float));
     #pragma omp parallel for schedule(static)
@@ -162,7 +165,7 @@ void kron_gate_backward(float *dz, int lddz, float *dG1, float *dG2, const float
                 for (int m = 0; m < r2; m++) {
                     double acc = 0.0;
                     for (int j = 0; j < r2; j++) acc += (double)dT[i * r2 + j] * G2[m * r2 + j];
-                    dZ[i * r2 + m] += (float)acc;
+                    dZ[i * r2 + m] = (acc_dz ? dZ[i * r2 + m] : 0.0f) + (float)acc;
                 }
         }
     }
@@ -177,7 +180,7 @@ void kron_gate_backward(float *dz, int lddz, float *dG1, float *dG2, const float
                 const float *T = t + (size_t)n * r, *dO = dout + (size_t)n * lddo;
                 for (int j = 0; j < r2; j++) acc += (double)T[i * r2 + j] * dO[k * r2 + j];
             }
-            dG1[ik] += (float)acc;
+            dG1[ik] = (acc_dw ? dG1[ik] : 0.0f) + (float)acc;
         }
         free(t);
     }
@@ -190,7 +193,7 @@ void kron_gate_backward(float *dz, int lddz, float *dG1, float *dG2, const float
                 const float *Z = z + (size_t)n * ldz, *dT = dt + (size_t)n * r;
                 for (int i = 0; i < r1; i++) acc += (double)Z[i * r2 + m] * dT[i * r2 + j];
             }
-            dG2[mj] += (float)acc;
+            dG2[mj] = (acc_dw ? dG2[mj] : 0.0f) + (float)acc;
         }
     }
     free(dt);

@@ -23,12 +23,12 @@ void rmsnorm_forward(float *y, float *rstd, const float *x, const float *gamma, 
 // order, so dgamma is bit-identical for any thread count (no float atomics).
 #define RMS_COLBLK 64
 
-// dx[N,d] += ..., dgamma[d] += ...; dy[N,d], x[N,d], gamma[d], rstd[N]
+// dx[N,d] (+)= ..., dgamma[d] (+)= ... (acc_dx, acc_dgamma: 1 +=, 0 =); dy[N,d], x[N,d], gamma[d], rstd[N]
 // With xh = x*r (r = rstd): y = xh*gamma, so
 //   dgamma_j = sum_n dy_nj * xh_nj
 //   dx_j     = r * (gamma_j dy_j - xh_j * mean_k(gamma_k dy_k xh_k))
 void rmsnorm_backward(float *dx, float *dgamma, const float *dy, const float *x, const float *gamma,
-                      const float *rstd, int N, int d) {
+                      const float *rstd, int N, int d, int acc_dx, int acc_dgamma) {
     if (dx) {
         #pragma omp parallel for schedule(static)
         for (int n = 0; n < N; n++) {
@@ -39,7 +39,7 @@ void rmsnorm_backward(float *dx, float *dgamma, const float *dy, const float *x,
             #pragma omp simd reduction(+:dot)
             for (int j = 0; j < d; j++) dot += (double)(gamma[j] * dyr[j]) * (xr[j] * r);
             float c = (float)(dot / d);
-            for (int j = 0; j < d; j++) dxr[j] += r * (gamma[j] * dyr[j] - xr[j] * r * c);
+            for (int j = 0; j < d; j++) dxr[j] = (acc_dx ? dxr[j] : 0.0f) + r * (gamma[j] * dyr[j] - xr[j] * r * c);
         }
     }
     if (dgamma) {
@@ -53,7 +53,7 @@ void rmsnorm_backward(float *dx, float *dgamma, const float *dy, const float *x,
                 float r = rstd[n];
                 for (int j = j0; j < j1; j++) acc[j - j0] += (double)(dyr[j] * (xr[j] * r));
             }
-            for (int j = j0; j < j1; j++) dgamma[j] += (float)acc[j - j0];
+            for (int j = j0; j < j1; j++) dgamma[j] = (acc_dgamma ? dgamma[j] : 0.0f) + (float)acc[j - j0];
         }
     }
 }

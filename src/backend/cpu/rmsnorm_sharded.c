@@ -64,9 +64,9 @@ void rowdot(float *dot, const float *X, const float *Y, const SlotView *v) {
 #define SHARDED_COLBLK 64
 
 // With a = x·rstd·gamma (rstd of the full row), P = a @ A, c = dot/d_full = Σ_full da·a / d_full:
-// dx += rstd·(gamma⊙da − x·rstd·c);  dgamma += Σ_n da⊙x·rstd
+// dx += rstd·(gamma⊙da − x·rstd·c);  dgamma (+)= Σ_n da⊙x·rstd (acc_dgamma)
 void sharded_rmsnorm_backward(float *dx, float *dgamma, const float *da, const float *x, const float *gamma,
-                              const float *S, const float *dot, int N, int d, int d_full, float eps) {
+                              const float *S, const float *dot, int N, int d, int d_full, float eps, int acc_dgamma) {
     if (dx) {
         #pragma omp parallel for schedule(static)
         for (int n = 0; n < N; n++) {
@@ -87,7 +87,7 @@ void sharded_rmsnorm_backward(float *dx, float *dgamma, const float *da, const f
                 const float *xr = x + (size_t)n * d, *dar = da + (size_t)n * d;
                 for (int j = j0; j < j1; j++) acc[j - j0] += (double)(dar[j] * (xr[j] * rs));
             }
-            for (int j = j0; j < j1; j++) dgamma[j] += (float)acc[j - j0];
+            for (int j = j0; j < j1; j++) dgamma[j] = (acc_dgamma ? dgamma[j] : 0.0f) + (float)acc[j - j0];
         }
     }
 }

@@ -278,7 +278,7 @@ template <typename T, int HDP> struct BwdKVCfg {
 // grid (key tiles, B·Hkv). For each query head of the GQA group and each query tile at or
 // after the key tile (causal), a warp with keys kj = j0 + 16w + rr computes
 //   S^T = K_w·Q^T, P^T = exp(scale·S^T − lse), dP^T = V_w·dO^T, dS^T = P^T ⊙ (dP^T − D),
-//   dV_w += P^T·dO, dK_w += dS^T·Q;  then dv += dV, dk += scale·dK.
+//   dV_w += P^T·dO, dK_w += dS^T·Q;  then dv = dV, dk = scale·dK (stored: the op's contract).
 template <typename T, int HDP>
 __global__ void __launch_bounds__(128) attn_bwd_kv_kernel(T *dk, T *dv, const T *q, const T *k, const T *v,
                                                           const T *dout, const float *lse, const float *D,
@@ -340,8 +340,8 @@ __global__ void __launch_bounds__(128) attn_bwd_kv_kernel(T *dk, T *dv, const T 
         int rr = e / HDP, c = e % HDP, kj = k_first + rr;
         if (kj < T_ && c < hd) {
             size_t o = (((size_t)b * T_ + kj) * Hkv + hk) * hd + c;
-            dk[o] = stf<T>(ldf(dk[o]) + scale * dKw[rr * C::LDA + c]);
-            dv[o] = stf<T>(ldf(dv[o]) + dVw[rr * C::LDA + c]);
+            dk[o] = stf<T>(scale * dKw[rr * C::LDA + c]);
+            dv[o] = stf<T>(dVw[rr * C::LDA + c]);
         }
     }
 }
@@ -372,7 +372,7 @@ template <typename T, int HDP> struct BwdQCfg {
 
 // grid (query tiles, B·H), last-first as in the forward. A warp with queries
 // qi = i0 + 16w + rr computes per key tile S = Q_w·K^T, P = exp(scale·S − lse),
-// dP = dO_w·V^T, dS = P ⊙ (dP − D), dQ_w += dS·K; then dq += scale·dQ.
+// dP = dO_w·V^T, dS = P ⊙ (dP − D), dQ_w += dS·K; then dq = scale·dQ (stored).
 template <typename T, int HDP>
 __global__ void __launch_bounds__(128) attn_bwd_q_kernel(T *dq, const T *q, const T *k, const T *v, const T *dout,
                                                          const float *lse, const float *D,
@@ -432,7 +432,7 @@ __global__ void __launch_bounds__(128) attn_bwd_q_kernel(T *dq, const T *q, cons
         int rr = e / HDP, c = e % HDP, qi = q_first + rr;
         if (qi < T_ && c < hd) {
             size_t o = (((size_t)b * T_ + qi) * H + h) * hd + c;
-            dq[o] = stf<T>(ldf(dq[o]) + scale * dQw[rr * C::LDA + c]);
+            dq[o] = stf<T>(scale * dQw[rr * C::LDA + c]);
         }
     }
 }
@@ -607,14 +607,15 @@ void cuda_attention_backward(Backend *b, void *dq, void *dk, void *dv, const voi
     check_shape(B, T, H, Hkv, hd);
     if (B == 0 || T == 0) return;
     if (try_cudnn(b)) {
-        // cuDNN writes its gradients; the op accumulates (dq +=, dk +=, dv +=): through scratch
+        // cuDNN writes its gradients and the op stores them (dq, dk, dv are not read): through
+        // scratch, copied (a failed cuDNN call must leave the outputs for the flash kernel)
         size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
         bf16 *g = (bf16 *)cuda_scratch(b, SCR_ATT_GRAD, sizeof(bf16) * (nq + 2 * nk));
         char why[512];
         if (!cudnn_att_backward(stream_of(b), g, g + nq, g + nq + nk, dout, out, q, k, v, lse, B, T, H, Hkv, hd, why, sizeof why)) {
-            cuda_add(b, dq, g, nq);
-            cuda_add(b, dk, g + nq, nk);
-            cuda_add(b, dv, g + nq + nk, nk);
+            CUDA_CHECK(cudaMemcpyAsync(dq, g, sizeof(bf16) * nq, cudaMemcpyDeviceToDevice, stream_of(b)));
+            CUDA_CHECK(cudaMemcpyAsync(dk, g + nq, sizeof(bf16) * nk, cudaMemcpyDeviceToDevice, stream_of(b)));
+            CUDA_CHECK(cudaMemcpyAsync(dv, g + nq + nk, sizeof(bf16) * nk, cudaMemcpyDeviceToDevice, stream_of(b)));
             used(b, "cudnn");
             return;
         }

@@ -177,7 +177,7 @@ static const BackendOps cuda_ops = {
     // embedding, loss
     .embedding_forward = cuda_embedding_forward, .embedding_backward = cuda_embedding_backward,
     .xent_forward = cuda_xent_forward, .xent_rescale = cuda_xent_rescale, .xent_loss = cuda_xent_loss,
-    .xent_backward = cuda_xent_backward,
+    .xent_backward = cuda_xent_backward, .xent_fused = cuda_xent_fused,
     // optimizer
     .sumsq_multi = cuda_sumsq_multi, .adamw_multi = cuda_adamw_multi,
     // LaX's crossing (lax_kernels.cu)

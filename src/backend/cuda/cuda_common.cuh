@@ -193,14 +193,14 @@ void cuda_gemm_to(Backend *b, const GemmArgs *g, void *D, int ldd);
 // cuda_norm.cu
 void cuda_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps);
 void cuda_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x,
-                           const void *gamma, const float *rstd, int N, int d);
+                           const void *gamma, const float *rstd, int N, int d, int acc_dx, int acc_dgamma);
 void cuda_rowsumsq(Backend *b, void *S, const void *x, int N, int d);
 void cuda_rownorm(Backend *b, void *y, const void *x, const void *gamma, const void *S, int N, int d, int width, float eps);
 void cuda_scale_rows(Backend *b, void *P, const SlotView *v, const void *S, int width, float eps, int power);
 void cuda_rowdot(Backend *b, float *dot, const void *X, const void *Y, const SlotView *v);
 void cuda_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *da, const void *x,
                                    const void *gamma, const void *S, const float *dot, int N, int d,
-                                   int d_full, float eps);
+                                   int d_full, float eps, int acc_dgamma);
 // cuda_elementwise.cu
 void cuda_cast(Backend *b, void *dst, DType dt, const void *src, DType st, size_t n);
 void cuda_add2d(Backend *b, void *dst, size_t ldd, const void *src, size_t lds, int rows, int cols);
@@ -221,7 +221,8 @@ void cuda_attention_backward(Backend *b, void *dq, void *dk, void *dv, const voi
                              int B, int T, int H, int Hkv, int hd);
 // cuda_vocab.cu
 void cuda_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V);
-void cuda_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V);
+void cuda_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V,
+                             int acc);
 void cuda_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                        const int32_t *targets, int N, int V, int v0);
 void cuda_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
@@ -229,6 +230,8 @@ void cuda_xent_loss(Backend *b, double *loss, float *losses, const double *sumex
                     int N, int accumulate);
 void cuda_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
                         const int32_t *targets, int N, int V, int v0, float scale);
+void cuda_xent_fused(Backend *b, void *dlogits, float *lmax, double *sumexp, double *tlogit, const void *logits,
+                     const int32_t *targets, int N, int V, int v0, float scale);
 // cuda_optim.cu
 double cuda_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w);
 void cuda_adamw_multi(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h);

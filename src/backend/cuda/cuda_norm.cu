@@ -48,7 +48,7 @@ __device__ __forceinline__ float warp_row_sumsq(const T *xr, int d, int lane) {
     return warp_sum(ss);
 }
 
-// ---- deterministic column sums: dst[j] += Σ_n A[n,j]·(B[n,j]·r[n]) ---------------------------------
+// ---- deterministic column sums: dst[j] (+)= Σ_n A[n,j]·(B[n,j]·r[n]) (acc: 1 +=, 0 =) ----------------
 template <typename T>
 __global__ void colsum_partial_kernel(float *part, const T *A, const T *B, const float *r, int N, int d) {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -62,20 +62,20 @@ __global__ void colsum_partial_kernel(float *part, const T *A, const T *B, const
     part[(size_t)blockIdx.y * d + j] = acc;
 }
 template <typename T>
-__global__ void colsum_finish_kernel(T *dst, const float *part, int chunks, int d) {
+__global__ void colsum_finish_kernel(T *dst, const float *part, int chunks, int d, int acc) {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= d) return;
     float s = 0.0f;
     for (int c = 0; c < chunks; c++) s += part[(size_t)c * d + j];
-    dst[j] = stf<T>(ldf(dst[j]) + s);
+    dst[j] = stf<T>((acc ? ldf(dst[j]) : 0.0f) + s);
 }
-static void colsum_scaled(Backend *b, void *dst, const void *A, const void *B, const float *r, int N, int d) {
+static void colsum_scaled(Backend *b, void *dst, const void *A, const void *B, const float *r, int N, int d, int acc) {
     int chunks = (N + ROWS_PER_CHUNK - 1) / ROWS_PER_CHUNK;
     float *part = (float *)cuda_scratch(b, SCR_PART, sizeof(float) * (size_t)chunks * d);
     dim3 g1((unsigned)((d + COL_THREADS - 1) / COL_THREADS), (unsigned)chunks);
     unsigned g2 = (unsigned)((d + COL_THREADS - 1) / COL_THREADS);
     DISPATCH(b->dtype, T, (LAUNCH(g1, COL_THREADS, 0, stream_of(b), colsum_partial_kernel<T>)(part, (const T *)A, (const T *)B, r, N, d)));
-    DISPATCH(b->dtype, T, (LAUNCH(g2, COL_THREADS, 0, stream_of(b), colsum_finish_kernel<T>)((T *)dst, part, chunks, d)));
+    DISPATCH(b->dtype, T, (LAUNCH(g2, COL_THREADS, 0, stream_of(b), colsum_finish_kernel<T>)((T *)dst, part, chunks, d, acc)));
 }
 
 // ---- RMSNorm over full rows -----------------------------------------------------------------------
@@ -91,9 +91,10 @@ __global__ void rmsnorm_fwd_kernel(T *y, float *rstd, const T *x, const T *gamma
     for (int j = lane; j < d; j += 32) yr[j] = stf<T>(ldf(xr[j]) * r * ldf(gamma[j]));
 }
 
-// dx[N,d] += r·(gamma·dy − x·r·c), c = (1/d)·Σ_j (gamma·dy)·(x·r)
+// dx[N,d] (+)= r·(gamma·dy − x·r·c), c = (1/d)·Σ_j (gamma·dy)·(x·r)  (acc: 1 +=, 0 =)
 template <typename T>
-__global__ void rmsnorm_bwd_dx_kernel(T *dx, const T *dy, const T *x, const T *gamma, const float *rstd, int N, int d) {
+__global__ void rmsnorm_bwd_dx_kernel(T *dx, const T *dy, const T *x, const T *gamma, const float *rstd, int N, int d,
+                                      int acc) {
     int row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= N) return;
     size_t o = (size_t)row * d;
@@ -101,7 +102,7 @@ __global__ void rmsnorm_bwd_dx_kernel(T *dx, const T *dy, const T *x, const T *g
     for (int j = lane; j < d; j += 32) dot += (ldf(gamma[j]) * ldf(dy[o + j])) * (ldf(x[o + j]) * r);
     float c = warp_sum(dot) / d;
     for (int j = lane; j < d; j += 32)
-        dx[o + j] = stf<T>(ldf(dx[o + j]) + r * (ldf(gamma[j]) * ldf(dy[o + j]) - ldf(x[o + j]) * r * c));
+        dx[o + j] = stf<T>((acc ? ldf(dx[o + j]) : 0.0f) + r * (ldf(gamma[j]) * ldf(dy[o + j]) - ldf(x[o + j]) * r * c));
 }
 
 void cuda_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps) {
@@ -111,12 +112,12 @@ void cuda_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const
 }
 
 void cuda_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x,
-                           const void *gamma, const float *rstd, int N, int d) {
+                           const void *gamma, const float *rstd, int N, int d, int acc_dx, int acc_dgamma) {
     if (N <= 0 || d <= 0) return;
     if (dx)
         DISPATCH(b->dtype, T, (LAUNCH(row_blocks(N), ROW_THREADS, 0, stream_of(b), rmsnorm_bwd_dx_kernel<T>)(
-            (T *)dx, (const T *)dy, (const T *)x, (const T *)gamma, rstd, N, d)));
-    if (dgamma) colsum_scaled(b, dgamma, dy, x, rstd, N, d);     // Σ_n dy·(x·rstd)
+            (T *)dx, (const T *)dy, (const T *)x, (const T *)gamma, rstd, N, d, acc_dx)));
+    if (dgamma) colsum_scaled(b, dgamma, dy, x, rstd, N, d, acc_dgamma);     // Σ_n dy·(x·rstd)
 }
 
 // ---- BTP's sharded RMSNorm ------------------------------------------------------------------------
@@ -201,11 +202,11 @@ __global__ void sharded_dx_kernel(T *dx, const T *da, const T *x, const T *gamma
 }
 void cuda_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *da, const void *x,
                                    const void *gamma, const void *S, const float *dot, int N, int d,
-                                   int d_full, float eps) {
+                                   int d_full, float eps, int acc_dgamma) {
     if (N <= 0 || d <= 0 || (!dx && !dgamma)) return;
     const float *rs = row_factors(b, S, N, d_full, eps, -1);
     if (dx)
         DISPATCH(b->dtype, T, (LAUNCH(grid_for((size_t)N * d, 256), 256, 0, stream_of(b), sharded_dx_kernel<T>)(
             (T *)dx, (const T *)da, (const T *)x, (const T *)gamma, rs, dot, N, d, d_full)));
-    if (dgamma) colsum_scaled(b, dgamma, da, x, rs, N, d);          // Σ_n da·(x·rstd)
+    if (dgamma) colsum_scaled(b, dgamma, da, x, rs, N, d, acc_dgamma);   // Σ_n da·(x·rstd)
 }

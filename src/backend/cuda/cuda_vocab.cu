@@ -5,7 +5,8 @@
 // Embedding backward is deterministic without float atomics: the token positions are
 // sorted by local token id (CUB's radix sort is stable, so equal ids keep position order),
 // and each run of equal ids is summed by one block, rows in position order, in fp32, then
-// added to its row of dwte once.
+// added to its row of dwte once (acc 0: the table is zeroed first, every row then holds
+// 0 + its run's sum, as += on a zeroed table).
 #include "cuda_common.cuh"
 #include <cub/cub.cuh>
 #include <math.h>
@@ -54,9 +55,12 @@ __global__ void embedding_runs_kernel(T *dwte, const T *dout, const int *key, co
     }
 }
 
-void cuda_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V) {
-    if (N <= 0 || d <= 0 || V <= 0) return;
+void cuda_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V,
+                             int acc) {
+    if (d <= 0 || V <= 0) return;
     cudaStream_t st = stream_of(b);
+    if (!acc) CUDA_CHECK(cudaMemsetAsync(dwte, 0, (size_t)V * d * dtype_size(b->dtype), st));   // rows no token hits
+    if (N <= 0) return;
     int bits = 1;                                   // keys lie in [0, V]
     while (bits < 31 && (1 << bits) <= V) bits++;
     size_t tmp = 0;
@@ -82,15 +86,16 @@ __device__ __forceinline__ MaxSum ms_combine(MaxSum a, MaxSum b) {
     return MaxSum{ m, a.s * expf(a.m - m) + b.s * expf(b.m - m) };
 }
 
-// One block per row, one pass over the row: lmax[n] (f32), sumexp[n] = Σ exp(x − lmax)
-// (per-thread fp32 partials, combined in double), tlogit[n] (double) if the target is local.
+// One block per row, one pass over the row x[V]: every thread gets the row max m and sumexp
+// s = Σ exp(x − m) (per-thread fp32 partials, combined in double; 0 when m is −inf); thread 0
+// writes lmax[n], sumexp[n] and tlogit[n] (double) if the target is local, before the block's
+// last barrier (so a caller may overwrite the row after it returns).
 template <typename T>
-__global__ void xent_fwd_kernel(float *lmax, double *sumexp, double *tlogit, const T *logits,
-                                const int32_t *targets, int V, int v0) {
+__device__ __forceinline__ void xent_row_stats(const T *x, int V, int t, float *lmax, double *sumexp, double *tlogit,
+                                               float *m_out, double *s_out) {
     __shared__ float sh_m[32];
     __shared__ double sh_s[32];
-    int n = blockIdx.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    const T *x = logits + (size_t)n * V;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     MaxSum a = { -INFINITY, 0.0f };
     for (int j = threadIdx.x; j < V; j += blockDim.x) {
         float v = ldf(x[j]);
@@ -104,13 +109,18 @@ __global__ void xent_fwd_kernel(float *lmax, double *sumexp, double *tlogit, con
     m = lane < nw ? sh_m[lane] : -INFINITY;
     m = warp_max(m);
     double s = (a.m == -INFINITY) ? 0.0 : (double)a.s * exp((double)a.m - (double)m);
+    if (threadIdx.x == 0) *tlogit = (t >= 0 && t < V) ? (double)ldf(x[t]) : 0.0;
     s = block_sum_d(s, sh_s);
-    if (threadIdx.x == 0) {
-        lmax[n] = m;
-        sumexp[n] = m == -INFINITY ? 0.0 : s;
-        int t = targets[n] - v0;
-        tlogit[n] = (t >= 0 && t < V) ? (double)ldf(x[t]) : 0.0;
-    }
+    if (m == -INFINITY) s = 0.0;
+    if (threadIdx.x == 0) { *lmax = m; *sumexp = s; }
+    *m_out = m; *s_out = s;
+}
+template <typename T>
+__global__ void xent_fwd_kernel(float *lmax, double *sumexp, double *tlogit, const T *logits,
+                                const int32_t *targets, int V, int v0) {
+    int n = blockIdx.x;
+    float m; double s;
+    xent_row_stats(logits + (size_t)n * V, V, targets[n] - v0, &lmax[n], &sumexp[n], &tlogit[n], &m, &s);
 }
 void cuda_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                        const int32_t *targets, int N, int V, int v0) {
@@ -154,19 +164,37 @@ void cuda_xent_loss(Backend *b, double *loss, float *losses, const double *sumex
     LAUNCH_CHECK();
 }
 
+// g[j] = scale·(exp(x − mx)/sumexp − [j = t]) over a row, by the block; g may be x
+template <typename T>
+__device__ __forceinline__ void xent_row_grad(T *g, const T *x, int V, int t, float mx, double sumexp, float scale) {
+    float s = (float)((double)scale / sumexp);
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        float p = expf(ldf(x[j]) - mx) * s;
+        g[j] = stf<T>(j == t ? p - scale : p);
+    }
+}
 // dlogits[n, j] = scale·(exp(x − gmax)/sumexp − [j = target − v0]); may alias logits
 template <typename T>
 __global__ void xent_bwd_kernel(T *dlogits, const T *logits, const float *gmax, const double *sumexp,
                                 const int32_t *targets, int V, int v0, float scale) {
     int n = blockIdx.x;
-    const T *x = logits + (size_t)n * V;
-    T *g = dlogits + (size_t)n * V;
-    float mx = gmax[n], s = (float)((double)scale / sumexp[n]);
-    int t = targets[n] - v0;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) {
-        float p = expf(ldf(x[j]) - mx) * s;
-        g[j] = stf<T>(j == t ? p - scale : p);
-    }
+    xent_row_grad(dlogits + (size_t)n * V, logits + (size_t)n * V, V, targets[n] - v0, gmax[n], sumexp[n], scale);
+}
+// tp = 1: the row's statistics and then its gradient, one block per row (the row is read from
+// memory once; the second read hits L2); the same bits as xent_fwd_kernel + xent_bwd_kernel
+template <typename T>
+__global__ void xent_fused_kernel(T *dlogits, float *lmax, double *sumexp, double *tlogit, const T *logits,
+                                  const int32_t *targets, int V, int v0, float scale) {
+    int n = blockIdx.x, t = targets[n] - v0;
+    float m; double s;
+    xent_row_stats(logits + (size_t)n * V, V, t, &lmax[n], &sumexp[n], &tlogit[n], &m, &s);
+    xent_row_grad(dlogits + (size_t)n * V, logits + (size_t)n * V, V, t, m, s, scale);
+}
+void cuda_xent_fused(Backend *b, void *dlogits, float *lmax, double *sumexp, double *tlogit, const void *logits,
+                     const int32_t *targets, int N, int V, int v0, float scale) {
+    if (N <= 0 || V <= 0) return;
+    DISPATCH(b->dtype, T, (LAUNCH((unsigned)N, XENT_THREADS, 0, stream_of(b), xent_fused_kernel<T>)(
+        (T *)dlogits, lmax, sumexp, tlogit, (const T *)logits, targets, V, v0, scale)));
 }
 void cuda_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
                         const int32_t *targets, int N, int V, int v0, float scale) {

@@ -11,7 +11,8 @@
 //               backend/cpu/cpu_bf16.c does; the backward dz += dout·Wᵀ, dW += zᵀ·dout as
 //               GEMMs with beta = 1, db by column sums. (It used to be a GEMM into an fp32
 //               product in scratch and a kernel adding it: a write and a read of N·r fp32
-//               per GEMM, and a second pass, fewer now.)
+//               per GEMM, and a second pass, fewer now.) Backward outputs follow the acc flags
+//               (ops.h): beta 0 / a store where an output is its step's first write.
 //   kron gate   out += vec(G1ᵀ·Z·G2) per token (Z = z as [r1, r2]): one block per token with
 //               G1, G2, Z and T = Z·G2 in shared memory; backward one block per chunk of
 //               KRON_CHUNK tokens: dT = G1·dO, dz += dT·G2ᵀ, and the chunk's double partials
@@ -52,10 +53,10 @@ __global__ void ln_fwd_kernel(T *y, int ldy, float *mean, float *rstd, const T *
     for (int j = lane; j < r; j += 32) yr[j] = stf<T>((ldf(xr[j]) - m) * rs * ldf(gamma[j]) + ldf(beta[j]));
 }
 
-// x̂ = (x − μ)·rstd, h = dy ⊙ γ:  dx += rstd·(h − mean_r(h) − x̂·mean_r(h ⊙ x̂)), the means in double
+// x̂ = (x − μ)·rstd, h = dy ⊙ γ:  dx (+)= rstd·(h − mean_r(h) − x̂·mean_r(h ⊙ x̂)), the means in double
 template <typename T>
 __global__ void ln_bwd_dx_kernel(T *dx, int lddx, const T *dy, int lddy, const T *x, int ldx, const float *mean,
-                                 const float *rstd, const T *gamma, int N, int r) {
+                                 const float *rstd, const T *gamma, int N, int r, int acc) {
     int row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= N) return;
     const T *xr = x + (size_t)row * ldx, *dyr = dy + (size_t)row * lddy;
@@ -68,7 +69,7 @@ __global__ void ln_bwd_dx_kernel(T *dx, int lddx, const T *dy, int lddy, const T
     }
     float mh = (float)(warp_sum_d(sh) / r), mhx = (float)(warp_sum_d(shx) / r);
     for (int j = lane; j < r; j += 32)
-        dxr[j] = stf<T>(ldf(dxr[j]) + rs * (ldf(dyr[j]) * ldf(gamma[j]) - mh - (ldf(xr[j]) - m) * rs * mhx));
+        dxr[j] = stf<T>((acc ? ldf(dxr[j]) : 0.0f) + rs * (ldf(dyr[j]) * ldf(gamma[j]) - mh - (ldf(xr[j]) - m) * rs * mhx));
 }
 
 // ---- deterministic column sums of a strided view ----------------------------------------------
@@ -90,25 +91,25 @@ __global__ void col_partial_kernel(double *part, const T *dy, int lddy, const T 
     if (x) part[(size_t)c * r + j] = a;
     part[(chunks + c) * r + j] = s;
 }
-// dst0[j] += Σ_c part[0][c][j], dst1[j] += Σ_c part[1][c][j] (chunks in order; either may be NULL)
+// dst0[j] (+)= Σ_c part[0][c][j], dst1[j] (+)= Σ_c part[1][c][j] (chunks in order; acc; either may be NULL)
 template <typename T>
-__global__ void col_finish_kernel(T *dst0, T *dst1, const double *part, int chunks, int r) {
+__global__ void col_finish_kernel(T *dst0, T *dst1, const double *part, int chunks, int r, int acc) {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= r) return;
     if (dst0) {
         double s = 0.0;
         for (int c = 0; c < chunks; c++) s += part[(size_t)c * r + j];
-        dst0[j] = stf<T>(ldf(dst0[j]) + (float)s);
+        dst0[j] = stf<T>((acc ? ldf(dst0[j]) : 0.0f) + (float)s);
     }
     if (dst1) {
         double s = 0.0;
         for (int c = 0; c < chunks; c++) s += part[(size_t)(chunks + c) * r + j];
-        dst1[j] = stf<T>(ldf(dst1[j]) + (float)s);
+        dst1[j] = stf<T>((acc ? ldf(dst1[j]) : 0.0f) + (float)s);
     }
 }
-// dxhat += Σ_n dy ⊙ x̂ (x given), dsum += Σ_n dy; either output may be NULL (partials in SCR_PART)
+// dxhat (+)= Σ_n dy ⊙ x̂ (x given), dsum (+)= Σ_n dy (acc); either output may be NULL (partials in SCR_PART)
 static void column_sums(Backend *b, void *dxhat, void *dsum, const void *dy, int lddy, const void *x, int ldx,
-                        const float *mean, const float *rstd, int N, int r) {
+                        const float *mean, const float *rstd, int N, int r, int acc) {
     if (!dxhat && !dsum) return;
     if (!dxhat) x = NULL;
     int chunks = (N + LN_ROWS_PER_CHUNK - 1) / LN_ROWS_PER_CHUNK;
@@ -117,7 +118,7 @@ static void column_sums(Backend *b, void *dxhat, void *dsum, const void *dy, int
     DISPATCH(b->dtype, T, (LAUNCH(dim3(cb, (unsigned)chunks), COL_THREADS, 0, stream_of(b), col_partial_kernel<T>)(
         part, (const T *)dy, lddy, (const T *)x, ldx, mean, rstd, N, r)));
     DISPATCH(b->dtype, T, (LAUNCH(cb, COL_THREADS, 0, stream_of(b), col_finish_kernel<T>)(
-        (T *)dxhat, (T *)dsum, part, chunks, r)));
+        (T *)dxhat, (T *)dsum, part, chunks, r, acc)));
 }
 
 extern "C" void cuda_lax_layernorm_forward(Backend *b, void *y, int ldy, float *mean, float *rstd, const void *x, int ldx,
@@ -129,12 +130,12 @@ extern "C" void cuda_lax_layernorm_forward(Backend *b, void *y, int ldy, float *
 
 extern "C" void cuda_lax_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy,
                                             int lddy, const void *x, int ldx, const float *mean, const float *rstd,
-                                            const void *gamma, int N, int r) {
+                                            const void *gamma, int N, int r, int acc_dx, int acc_dw) {
     if (N <= 0 || r <= 0) return;
     if (dx)
         DISPATCH(b->dtype, T, (LAUNCH(row_blocks(N), ROW_THREADS, 0, stream_of(b), ln_bwd_dx_kernel<T>)(
-            (T *)dx, lddx, (const T *)dy, lddy, (const T *)x, ldx, mean, rstd, (const T *)gamma, N, r)));
-    column_sums(b, dgamma, dbeta, dy, lddy, x, ldx, mean, rstd, N, r);   // dγ = Σ dy ⊙ x̂, dβ = Σ dy
+            (T *)dx, lddx, (const T *)dy, lddy, (const T *)x, ldx, mean, rstd, (const T *)gamma, N, r, acc_dx)));
+    column_sums(b, dgamma, dbeta, dy, lddy, x, ldx, mean, rstd, N, r, acc_dw);   // dγ = Σ dy ⊙ x̂, dβ = Σ dy
 }
 
 // ---- dense gate: g(z) = z @ W + b --------------------------------------------------------------
@@ -146,19 +147,20 @@ extern "C" void cuda_lax_dense_gate_forward(Backend *b, void *out, int ldo, cons
     cuda_gemm_into(b, &g, out, ldo, bias);                                    // out = out + z @ W + b
 }
 
-// dz += dout @ Wᵀ, dW += zᵀ @ dout, dbias += Σ_n dout (any may be NULL)
+// dz (+)= dout @ Wᵀ (acc_dz), dW (+)= zᵀ @ dout, dbias (+)= Σ_n dout (acc_dw) (any may be NULL)
 extern "C" void cuda_lax_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout,
-                                             int lddo, const void *z, int ldz, const void *W, int N, int r) {
+                                             int lddo, const void *z, int ldz, const void *W, int N, int r,
+                                             int acc_dz, int acc_dw) {
     if (N <= 0 || r <= 0) return;
     if (dz) {
-        GemmArgs g = { TR_N, TR_T, N, r, r, 1.0f, dout, lddo, W, r, 1.0f, dz, lddz };
-        cuda_gemm(b, &g);                                                     // dz += dout @ Wᵀ
+        GemmArgs g = { TR_N, TR_T, N, r, r, 1.0f, dout, lddo, W, r, acc_dz ? 1.0f : 0.0f, dz, lddz };
+        cuda_gemm(b, &g);                                                     // dz (+)= dout @ Wᵀ
     }
     if (dW) {
-        GemmArgs g = { TR_T, TR_N, r, r, N, 1.0f, z, ldz, dout, lddo, 1.0f, dW, r };
-        cuda_gemm(b, &g);                                                     // dW += zᵀ @ dout
+        GemmArgs g = { TR_T, TR_N, r, r, N, 1.0f, z, ldz, dout, lddo, acc_dw ? 1.0f : 0.0f, dW, r };
+        cuda_gemm(b, &g);                                                     // dW (+)= zᵀ @ dout
     }
-    column_sums(b, NULL, dbias, dout, lddo, NULL, 0, NULL, NULL, N, r);
+    column_sums(b, NULL, dbias, dout, lddo, NULL, 0, NULL, NULL, N, r, acc_dw);
 }
 
 // ---- Kronecker gate: g(z) = z @ (G1 ⊗ G2) -----------------------------------------------------
@@ -212,12 +214,12 @@ __global__ void kron_fwd_kernel(T *out, int ldo, const T *z, int ldz, const T *G
     }
 }
 
-// Block c owns tokens [c·KRON_CHUNK, (c+1)·KRON_CHUNK): dz += dT·G2ᵀ per token (dz may be NULL),
+// Block c owns tokens [c·KRON_CHUNK, (c+1)·KRON_CHUNK): dz (+)= dT·G2ᵀ per token (acc_dz; dz may be NULL),
 // and part[c] = [Σ T·dOᵀ (r1²) | Σ Zᵀ·dT (r2²)] over its tokens in order (double; part NULL:
 // neither dG1 nor dG2 is wanted).
 template <typename T>
 __global__ void kron_bwd_kernel(T *dz, int lddz, double *part, const T *dout, int lddo, const T *z, int ldz, const T *G1,
-                                const T *G2, int N, int r1, int r2) {
+                                const T *G2, int N, int r1, int r2, int acc_dz) {
     DYN_SMEM(smem);
     int r = r1 * r2, q1 = r1 * r1, q2 = r2 * r2;
     double *a1 = (double *)smem, *a2 = a1 + q1;
@@ -242,12 +244,12 @@ __global__ void kron_bwd_kernel(T *dz, int lddz, double *part, const T *dout, in
         }
         __syncthreads();
         if (dz)
-            for (int e = threadIdx.x; e < r; e += blockDim.x) {                             // dz += dT·G2ᵀ
+            for (int e = threadIdx.x; e < r; e += blockDim.x) {                             // dz (+)= dT·G2ᵀ
                 int i = e / r2, m = e % r2;
                 double a = 0.0;
                 for (int j = 0; j < r2; j++) a += (double)dT[i * r2 + j] * g2[m * r2 + j];
                 T *p = dz + (size_t)n * lddz + e;
-                *p = stf<T>(ldf(*p) + (float)a);
+                *p = stf<T>((acc_dz ? ldf(*p) : 0.0f) + (float)a);
             }
         if (!part) continue;
         for (int e = threadIdx.x; e < q1; e += blockDim.x) {                                // dG1 += T·dOᵀ
@@ -267,16 +269,16 @@ __global__ void kron_bwd_kernel(T *dz, int lddz, double *part, const T *dout, in
     __syncthreads();           // a2[e] is thread e's (mod blockDim), its copy thread (q1 + e)'s
     for (int e = threadIdx.x; e < q1 + q2; e += blockDim.x) part[(size_t)blockIdx.x * (q1 + q2) + e] = a1[e];
 }
-// dG1 += Σ_c part[c][0 .. q1), dG2 += Σ_c part[c][q1 .. q1+q2) (chunks in order; either may be NULL)
+// dG1 (+)= Σ_c part[c][0 .. q1), dG2 (+)= Σ_c part[c][q1 .. q1+q2) (chunks in order; acc; either may be NULL)
 template <typename T>
-__global__ void kron_finish_kernel(T *dG1, T *dG2, const double *part, int chunks, int q1, int q2) {
+__global__ void kron_finish_kernel(T *dG1, T *dG2, const double *part, int chunks, int q1, int q2, int acc) {
     int e = blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= q1 + q2) return;
     T *dst = e < q1 ? (dG1 ? dG1 + e : NULL) : (dG2 ? dG2 + (e - q1) : NULL);
     if (!dst) return;
     double s = 0.0;
     for (int c = 0; c < chunks; c++) s += part[(size_t)c * (q1 + q2) + e];
-    *dst = stf<T>(ldf(*dst) + (float)s);
+    *dst = stf<T>((acc ? ldf(*dst) : 0.0f) + (float)s);
 }
 
 // out[N, r1·r2] (ldo) += vec(G1ᵀ·Z[n]·G2); G1 [r1, r1], G2 [r2, r2]
@@ -290,11 +292,11 @@ extern "C" void cuda_lax_kron_gate_forward(Backend *b, void *out, int ldo, const
                                (T *)out, ldo, (const T *)z, ldz, (const T *)G1, (const T *)G2, N, r1, r2)));
 }
 
-// With dO[n] = dout[n] as [r1, r2]: dz[n] += dT[n]·G2ᵀ, dG1 += Σ_n T[n]·dO[n]ᵀ, dG2 += Σ_n Z[n]ᵀ·dT[n]
-// (dT = G1·dO, T = Z·G2; any output may be NULL)
+// With dO[n] = dout[n] as [r1, r2]: dz[n] (+)= dT[n]·G2ᵀ (acc_dz), dG1 (+)= Σ_n T[n]·dO[n]ᵀ, dG2 (+)=
+// Σ_n Z[n]ᵀ·dT[n] (acc_dw) (dT = G1·dO, T = Z·G2; any output may be NULL)
 extern "C" void cuda_lax_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout,
                                             int lddo, const void *z, int ldz, const void *G1, const void *G2, int N,
-                                            int r1, int r2) {
+                                            int r1, int r2, int acc_dz, int acc_dw) {
     if (N <= 0 || r1 <= 0 || r2 <= 0) return;
     int chunks = (N + KRON_CHUNK - 1) / KRON_CHUNK, q1 = r1 * r1, q2 = r2 * r2;
     double *part = dG1 || dG2 ? (double *)cuda_scratch(b, SCR_PART, sizeof(double) * (size_t)chunks * (q1 + q2)) : NULL;
@@ -302,8 +304,8 @@ extern "C" void cuda_lax_kron_gate_backward(Backend *b, void *dz, int lddz, void
     DISPATCH(b->dtype, T, (cuda_set_smem(b, kron_bwd_kernel<T>, smem, "kron_gate_backward"),
                            LAUNCH(chunks, kron_threads(r1, r2), smem, stream_of(b), kron_bwd_kernel<T>)(
                                (T *)dz, lddz, part, (const T *)dout, lddo, (const T *)z, ldz, (const T *)G1,
-                               (const T *)G2, N, r1, r2)));
+                               (const T *)G2, N, r1, r2, acc_dz)));
     if (dG1 || dG2)
         DISPATCH(b->dtype, T, (LAUNCH((q1 + q2 + 255) / 256, 256, 0, stream_of(b), kron_finish_kernel<T>)(
-            (T *)dG1, (T *)dG2, part, chunks, q1, q2)));
+            (T *)dG1, (T *)dG2, part, chunks, q1, q2, acc_dw)));
 }

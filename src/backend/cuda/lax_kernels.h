@@ -22,15 +22,16 @@ void cuda_lax_layernorm_forward(Backend *b, void *y, int ldy, float *mean, float
                                 const void *gamma, const void *beta, int N, int r, float eps);
 void cuda_lax_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
                                  const void *x, int ldx, const float *mean, const float *rstd, const void *gamma,
-                                 int N, int r);
+                                 int N, int r, int acc_dx, int acc_dw);
 void cuda_lax_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *W,
                                  const void *bias, int N, int r);
 void cuda_lax_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
-                                  const void *z, int ldz, const void *W, int N, int r);
+                                  const void *z, int ldz, const void *W, int N, int r, int acc_dz, int acc_dw);
 void cuda_lax_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1,
                                 const void *G2, int N, int r1, int r2);
 void cuda_lax_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
-                                 const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2);
+                                 const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2,
+                                 int acc_dz, int acc_dw);
 
 #ifdef __cplusplus
 }
