@@ -71,6 +71,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_MEDIAN, TARGET_WORST, TARGET_RATIO = 0.10, 0.20, 0.10   # issue 20: whole steps, and ratios between variants
 QUIET_OTHER = 0.10  # cores: other processes (or the hypervisor's steal) above a tenth of one core, before a series or
                     # during one of its commands, mark the session as not quiet
+TOP_OPS = 6         # the op layer's table of the ops off by the most
 T95 = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}
 
 
@@ -215,16 +216,17 @@ def launch_rows(con, launch):
 
 
 def read_ops_csv(path):
-    """{'gemm': (measured s, modeled s, dry modeled s), ..., 'all ops': (...)} per step, from
-    simulate --ops-csv: measured and modeled are the CPU back end's records, dry the dry back
-    end's records of the same steps (what the simulation prices)."""
+    """{'gemm': (measured s, modeled s, dry modeled s), ..., 'all ops': (...), 'op:NAME': (...)}
+    per step, from simulate --ops-csv: per op class, in all and per op name; measured and modeled
+    are the CPU back end's records, dry the dry back end's records of the same steps (what the
+    simulation prices)."""
     cls = {}
     with open(path) as f:
         for r in csv.DictReader(f):
             if r["op"].startswith("("):
                 continue
             x = (float(r["measured_s"]), float(r["modeled_s"]), float(r["dry_modeled_s"]))
-            for k in (r["class"], "all ops"):
+            for k in (r["class"], "all ops", f"op:{r['op']}"):
                 a = cls.setdefault(k, [0.0, 0.0, 0.0])
                 for i in range(3):
                     a[i] += x[i]
@@ -411,7 +413,8 @@ def main():
          "",
          "| variant | op class | measured ms/step | modeled ms/step | error | trace gap |", "|---|---|---|---|---|---|"]
     op_err = []
-    for (v, k), xs in sorted(ops.items(), key=lambda kv: (kv[0][0], kv[0][1] == "all ops", kv[0][1])):
+    for (v, k), xs in sorted(((vk, xs) for vk, xs in ops.items() if not vk[1].startswith("op:")),
+                             key=lambda kv: (kv[0][0], kv[0][1] == "all ops", kv[0][1])):
         m, p, d = [x[0] for x in xs], [x[1] for x in xs], [x[2] for x in xs]
         e = statistics.median(p) / statistics.median(m) - 1
         gap = statistics.median(d) / statistics.median(p) - 1
@@ -423,6 +426,21 @@ def main():
     med, worst = summary(op_err)
     L.append(f"\nOps, all classes per variant: median |error| {100 * med:.1f}%, worst {100 * worst:.1f}%." if op_err else
              "\nOps: not measured (no tp1 layout).")
+    # where the miss is: per variant, the ops whose modeled time is off by the most milliseconds
+    by_op = {}
+    for (v, k), xs in ops.items():
+        if k.startswith("op:"):
+            m, p = statistics.median(x[0] for x in xs), statistics.median(x[1] for x in xs)
+            by_op.setdefault(v, []).append((abs(p - m), k[3:], m, p))
+    if by_op:
+        L += ["", f"The {TOP_OPS} ops off by the most per step (medians over the rounds; every op's row: the log):", "",
+              "| variant | op | measured ms/step | modeled ms/step | modeled − measured | error |", "|---|---|---|---|---|---|"]
+        for v in sorted(by_op):
+            for _, name, m, p in sorted(by_op[v], reverse=True)[:TOP_OPS]:
+                L.append(f"| {v} | {name} | {1e3 * m:.3f} | {1e3 * p:.3f} | {1e3 * (p - m):+.3f} | "
+                         f"{100 * (p / m - 1) if m > 0 else float('inf'):+.0f}% |")
+                csv_rows.append(dict(layer="op", layout="tp1", variant=v, item=name, measured_ms=1e3 * m, modeled_ms=1e3 * p,
+                                     error=p / m - 1 if m > 0 else float("inf"), domain="inside"))
 
     # ---- layer 2: collectives
     L += ["", "### Layer 2: collectives inside the real steps", "",
