@@ -19,11 +19,11 @@ One session:
      experiments/hardware/cpu-local.yaml is left alone (--calibrate none prices with it);
   2. --repeat rounds, and in each round every layout in turn (interleaved: a drift of the
      machine's state meets every layout alike). Before each layout's run: the idle state (the
-     cores other processes keep busy over half a second: /proc/stat's busy time less this
+     cores other processes keep busy over 0.3 s: /proc/stat's busy time less this
      session's own, the hypervisor's steal, every other process above 5 % of a core) is
      recorded — and the same other-process use during each command of the series — and with
-     --calibrate interleave `build/calibrate --share-only` measures the rank share and the op
-     overhead again into a profile for this run; then one measured launch (build/exp: every
+     --calibrate interleave `build/calibrate --refresh` measures the rank share, the op
+     overhead, the attention and the ops timed as themselves again into a profile for this run; then one measured launch (build/exp: every
      variant of the recipe that is not on demand, --steps steps each) and build/simulate of
      each of those variants on that profile; at tp1 also the op layer (build/simulate
      --measure-ops) of every variant;
@@ -246,7 +246,7 @@ def main():
     ap.add_argument("--recipe", default="boost-vs-baselines", help="the experiment whose variants are compared (ratios: "
                     "against its first variant)")
     ap.add_argument("--calibrate", choices=["interleave", "once", "none"], default="interleave",
-                    help="the share again before every run (interleave), only the calibration at the start (once), or "
+                    help="the share and the kernels again before every run (interleave), only the calibration at the start (once), or "
                          "experiments/hardware/cpu-local.yaml as it is (none)")
     ap.add_argument("--full-calibration", action="store_true", help="the full GEMM grid (about twice as long) instead of --quick")
     ap.add_argument("--db", default="runs/validation.db")
@@ -322,20 +322,20 @@ def main():
     meas, pred, ops, idle, failures = {}, {}, {}, [], 0
     variants_of = {}
     print(f"2. {a.repeat} rounds over {', '.join(layouts)} (idle state, "
-          f"{'share again, ' if a.calibrate == 'interleave' else ''}measured launch, the simulations; op layer at tp1)", flush=True)
+          f"{'share and kernels again, ' if a.calibrate == 'interleave' else ''}measured launch, the simulations; op layer at tp1)", flush=True)
     for r in range(a.repeat):
         for lay in layouts:
             tp, pp, dp = parse_layout(lay)
-            other, steal, busy = idle_state(0.5)
+            other, steal, busy = idle_state(0.3)
             during.clear()
             profile = os.path.join(ROOT, base_profile)
             if a.calibrate == "interleave":
                 profile = f"{tmp}/{lay}-{r}/cpu-local.yaml"
                 os.makedirs(os.path.dirname(profile), exist_ok=True)
-                rc, _ = run(["build/calibrate", "--share-only", os.path.join(ROOT, base_profile), "--out", profile, "--ranks", "2",
+                rc, _ = run(["build/calibrate", "--refresh", os.path.join(ROOT, base_profile), "--out", profile, "--ranks", "2",
                              "--threads", "1"])
                 if rc:
-                    print(f"validate_cpu: build/calibrate --share-only failed (exit {rc}); see {logpath}", file=sys.stderr)
+                    print(f"validate_cpu: build/calibrate --refresh failed (exit {rc}); see {logpath}", file=sys.stderr)
                     return 1
             sets = []
             for kv in (f"parallel.tp={tp}", f"parallel.pp={pp}", f"parallel.dp={dp}", "train.threads=1", f"train.steps={a.steps}",
@@ -396,7 +396,7 @@ def main():
          f"{f', {calib_during[0]:.2f} during the calibration' if calib_during else ''}. Profile `cpu-local` "
          f"{'as tracked, NOT recalibrated (--calibrate none)' if a.calibrate == 'none' else f'calibrated in the same session ({base_profile})'} "
          f"({'; '.join(profile_head)})"
-         f"{'; its rank share and op overhead measured again before every run (build/calibrate --share-only)' if a.calibrate == 'interleave' else ''}. "
+         f"{'; its rank share, op overhead, attention and op rates measured again before every run (build/calibrate --refresh)' if a.calibrate == 'interleave' else ''}. "
          f"Recipe `{a.recipe}`, {a.repeat} interleaved rounds over the layouts {', '.join(layouts)}, {a.steps} steps per run. "
          f"Cells: median over the rounds (95 % t-interval of the mean), ms.",
          "",
@@ -518,7 +518,7 @@ def main():
              "\nRatios: none (one variant).")
 
     L += ["", "### The machine around each series", "",
-          "Cores kept busy by other processes (/proc/stat's busy time less this session's own processes', over a 0.5 s "
+          "Cores kept busy by other processes (/proc/stat's busy time less this session's own processes', over a 0.3 s "
           "window before the series and over each of its commands), the hypervisor's steal, and the other processes above "
           "5 % of a core in the window before.", "",
           "| round | layout | other cores before | steal before | other busy processes | other cores during (max) | steal during (max) |",

@@ -61,17 +61,19 @@ PY
 )
 [ "$out" = ok ] && pass validate_cpu_quiet_check_and_collective_steps || fail validate_cpu_quiet_check_and_collective_steps "$out"
 
-# ---- the rank share: against the same window in a lone process, with the runs' threads --------
+# ---- --refresh: the rank share against the same window in a lone process, with the runs' threads;
+# ---- the kernels timed as themselves again
 expect_error calibrate_refuses_bad_threads "--threads: expected a thread count" 2 build/calibrate --threads 0 --out "$TMP/x.yaml"
 mkdir -p "$TMP/share"
-if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --share-only experiments/hardware/cpu-local.yaml --ranks 2 \
+if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --refresh experiments/hardware/cpu-local.yaml --ranks 2 \
          --threads 1 --out "$TMP/share/cpu-local.yaml" </dev/null 2>&1); then
     share=$(grep '^rank_share:' "$TMP/share/cpu-local.yaml")
     if grep -q "1 rank alone (1 thread)" <<<"$out" && grep -q "2 ranks (1 thread each)" <<<"$out" && [[ $share == "rank_share: {2: "* ]] \
+       && grep -q "^    xent_forward: {byte_per_s: " "$TMP/share/cpu-local.yaml" \
        && build/simulate experiments/boost-vs-baselines.yaml --variant boost --hardware "$TMP/share/cpu-local.yaml" >/dev/null 2>&1; then
-        pass "calibrate_share_only_against_a_lone_process ($share)"
-    else fail calibrate_share_only_against_a_lone_process "$share; $(tail -2 <<<"$out")"; fi
-else fail calibrate_share_only_against_a_lone_process "exit $?: $(tail -2 <<<"$out")"; fi
+        pass "calibrate_refresh_share_against_a_lone_process ($share)"
+    else fail calibrate_refresh_share_against_a_lone_process "$share; $(tail -2 <<<"$out")"; fi
+else fail calibrate_refresh_share_against_a_lone_process "exit $?: $(tail -2 <<<"$out")"; fi
 
 # ---- the op layer: measured and modeled are the same records of the same steps; the dry back ----
 # ---- end's records of those steps are exactly what the simulation prices -----------------------

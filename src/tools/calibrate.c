@@ -252,8 +252,12 @@ static void measure_attention(Backend *b, int B, int T, int H, int hd, double *f
 //    sit in the caches, these kernels are bound by their arithmetic or by a reduction's
 //    dependency chain, not by the DRAM bandwidth of op_add over 64 MiB (3.): priced at it,
 //    cross-entropy's forward and rowsumsq took 4–5× their modeled time inside real steps
-//    (thread CPU time, 2026-12-02). bytes/s as their OpInfo counts them. Streaming ops (zero,
-//    copy, add, scale, RoPE, cast) stay on the bandwidth.
+//    (thread CPU time, 2026-12-02). bytes/s as their OpInfo counts them;
+//  * the streaming ops on a step's activations ([N, d] residual adds, RoPE on q and k of
+//    micro-batch 8 × 128 tokens, 4 heads of 32): their tensors (0.5 MiB) sit in L2, where
+//    3.'s DRAM stream over 64 MiB priced them 2–4× slow (and moves with what other guests on
+//    the host do to DRAM, which a cache-resident op does not meet). The streaming ops on whole
+//    parameter or gradient buffers (zero, copy, cast) stay on 3.'s bandwidth.
 // Each: the median (--best: the best) of 7 calls after a warm-up, operands hot as in a step,
 // where the previous op has just written them.
 typedef struct { const char *name; int per_byte; double rate; } NamedRate;
@@ -262,13 +266,13 @@ static const char *const named_ops[] = {
     "layernorm_forward", "layernorm_backward",
     "rmsnorm_forward", "rmsnorm_backward", "rowsumsq", "rownorm", "scale_rows", "rowdot", "sharded_rmsnorm_backward",
     "silu_forward", "silu_backward", "swiglu_forward", "swiglu_backward", "embedding_forward", "embedding_backward",
-    "xent_forward", "xent_backward", "sumsq_multi", "adamw" };
+    "xent_forward", "xent_backward", "sumsq_multi", "adamw", "add", "rope_forward", "rope_backward" };
 enum { N_NAMED = (int)(sizeof named_ops / sizeof *named_ops) };
 static int measure_named_ops(Backend *b, NamedRate *out) {
     const int N = 1024, r1 = 4, r2 = 8, r = r1 * r2, d = 128, V = 2048, G = 3;
     const size_t P = (size_t)1 << 20, big = (size_t)N * V;   // parameters; logits
     void *X = rand_buf(b, P, 11), *Y = rand_buf(b, P, 12), *Z = rand_buf(b, P, 13), *W = rand_buf(b, P, 14);
-    void *L = rand_buf(b, big, 15), *dL = bk_alloc(b, big, DT_F32, MEM_WORK);
+    void *L = bk_alloc(b, big, DT_F32, MEM_WORK), *L0 = rand_buf(b, big, 15);   // the logits, refreshed from L0
     void *G1 = rand_buf(b, (size_t)r1 * r1, 16), *G2 = rand_buf(b, (size_t)r2 * r2, 17);
     void *dG1 = rand_buf(b, (size_t)r1 * r1, 18), *dG2 = rand_buf(b, (size_t)r2 * r2, 19);
     void *gam = rand_buf(b, (size_t)d, 20), *bet = rand_buf(b, (size_t)d, 21), *dgam = rand_buf(b, (size_t)d, 22), *dbet = rand_buf(b, (size_t)d, 23);
@@ -295,6 +299,9 @@ static int measure_named_ops(Backend *b, NamedRate *out) {
         double per[7];
         for (int k = 0; k < 8; k++) {   // k = 0: warm-up
             hyp.t = k + 1;
+            // the logits as the head's GEMM has just written them (the backward works in place
+            // as the head's does: model/head.c); the copy's own timing is replaced by the op's
+            if (op == 17 || op == 18) op_copy(b, L, L0, big, DT_F32);
             switch (op) {
             case 0: op_kron_gate_forward(b, Y, r, X, r, G1, G2, N, r1, r2); break;
             case 1: op_kron_gate_backward(b, Z, r, dG1, dG2, Y, r, X, r, G1, G2, N, r1, r2); break;
@@ -314,9 +321,12 @@ static int measure_named_ops(Backend *b, NamedRate *out) {
             case 15: op_embedding_forward(b, Y, tok, W, N, d, 0, V); break;
             case 16: op_embedding_backward(b, W, Y, tok, N, d, 0, V); break;
             case 17: op_xent_forward(b, mean, sumexp, tlogit, L, tok, N, V, 0); break;
-            case 18: op_xent_backward(b, dL, L, mean, sumexp, tok, N, V, 0, 1.0f / N); break;
+            case 18: op_xent_backward(b, L, L, mean, sumexp, tok, N, V, 0, 1.0f / N); break;
             case 19: op_sumsq_multi(b, 1, xs, lens, ws); break;
-            default: op_adamw_multi(b, 1, &span, &hyp); break;
+            case 20: op_adamw_multi(b, 1, &span, &hyp); break;
+            case 21: op_add(b, Y, X, (size_t)N * d); break;
+            case 22: op_rope_forward(b, Y, N / 128, 128, d / 32, 32, 10000.0f); break;
+            default: op_rope_backward(b, Y, N / 128, 128, d / 32, 32, 10000.0f); break;
             }
             if (k > 0) per[k - 1] = t.seconds;
         }
@@ -327,7 +337,7 @@ static int measure_named_ops(Backend *b, NamedRate *out) {
     bk_observe(b, NULL, NULL);
     void *bufs[] = { X, Y, Z, W, mo, vo };
     for (int i = 0; i < 6; i++) bk_free(b, bufs[i], P, DT_F32, MEM_WORK);
-    bk_free(b, L, big, DT_F32, MEM_WORK); bk_free(b, dL, big, DT_F32, MEM_WORK);
+    bk_free(b, L, big, DT_F32, MEM_WORK); bk_free(b, L0, big, DT_F32, MEM_WORK);
     bk_free(b, G1, (size_t)r1 * r1, DT_F32, MEM_WORK); bk_free(b, G2, (size_t)r2 * r2, DT_F32, MEM_WORK);
     bk_free(b, dG1, (size_t)r1 * r1, DT_F32, MEM_WORK); bk_free(b, dG2, (size_t)r2 * r2, DT_F32, MEM_WORK);
     void *small[] = { gam, bet, dgam, dbet };
@@ -434,7 +444,7 @@ static double rank_share_seconds(Comm *c, int world) {
     return world % 2 ? all[world / 2] : 0.5 * (all[world / 2 - 1] + all[world / 2]);
 }
 
-static int share_only = 0;   // --share-only: the rank share and the op overhead, nothing else
+static int refresh_only = 0;   // --refresh: the machine now (refresh_profile), the workers only the rank share
 
 static int mpi_worker(int argc, char **argv, const char *path) {
     CHECK_MPI(MPI_Init(&argc, &argv));
@@ -449,7 +459,7 @@ static int mpi_worker(int argc, char **argv, const char *path) {
     }
     double share_s = rank_share_seconds(&c, world);
     if (f) fprintf(f, "share_gemm %d %d %.9g\n", world, rank_threads(world), share_s);
-    if (share_only) {
+    if (refresh_only) {
         if (f) CHECK_ERRNO(fclose(f) != 0, path);
         comm_free(&c);
         CHECK_MPI(MPI_Finalize());
@@ -503,7 +513,7 @@ static int run_worker(int n, const char *out_path) {
     args[a++] = "-x"; args[a++] = "OMP_NUM_THREADS=1";
     args[a++] = self; args[a++] = "--mpi-worker"; args[a++] = out_path;
     if (use_best) args[a++] = "--best";
-    if (share_only) args[a++] = "--share-only";
+    if (refresh_only) args[a++] = "--refresh";
     char threads_s[16];
     if (threads_opt > 0) {
         snprintf(threads_s, sizeof threads_s, "%d", threads_opt);
@@ -692,15 +702,53 @@ static void host_facts(char *host, size_t nh, char *cpu, size_t nc) {
     fclose(f);
 }
 
-// --share-only PROFILE: the machine as it is now, for a profile calibrated earlier: its rank
-// share (2., 4. ranks ...: 5.), the all-core rate of the share GEMM against the profile's table
-// (rank_share {1: ...}: a single process's ops, this minute) and the op overhead, measured
-// again; everything else kept. A few seconds: analysis/validate_cpu.py runs it before every
-// measured launch, since this machine's free capacity changes from one minute to the next.
-static int share_update(const char *from, const char *out_path, const int *ranks, int n_ranks) {
+// 4. and 4b. into p: the attention efficiencies (over p's peak) and the op rates of the ops
+// timed as themselves (measure_named_ops), printed. The attention at the CPU recipes' own shape
+// (experiments/base/boost-cpu.yaml, quickstart: micro-batch 8 of 128 tokens, 4 heads of 32):
+// the causal kernel's efficiency depends on T (the diagonal tiles' share: 2 of the 3 tiles the
+// 64-query blocks visit at T 128, 4 of 10 at T 256; the mean with a T 256 shape this used to
+// take priced the recipes' attention at a T they do not have).
+static void measure_kernels(Backend *bk, HwProfile *p) {
+    static const int shapes[1][4] = { { 8, 128, 4, 32 } };
+    enum { N_ATT = (int)(sizeof shapes / sizeof *shapes) };
+    double ef = 0, eb = 0, peak = p->peak_flops[SP_FP32];
+    printf("\n4. attention (the engine's causal flash attention, FLOPs as its ops count them) over the sgemm peak\n");
+    printf("   %4s %5s %3s %4s  %12s %12s\n", "B", "T", "H", "hd", "fwd GFLOP/s", "bwd GFLOP/s");
+    for (int s = 0; s < N_ATT; s++) {
+        double rf, rb;
+        measure_attention(bk, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], &rf, &rb);
+        printf("   %4d %5d %3d %4d  %12.2f %12.2f\n", shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], rf / 1e9, rb / 1e9);
+        ef += rf / peak / N_ATT;
+        eb += rb / peak / N_ATT;
+    }
+    p->attention[SP_FP32] = (HwAttention){ 1, ef > 1 ? 1 : ef, eb > 1 ? 1 : eb };
+    printf("   efficiency: forward %.3f, backward %.3f\n", p->attention[SP_FP32].forward, p->attention[SP_FP32].backward);
+    NamedRate named[N_NAMED];
+    int nn = measure_named_ops(bk, named);
+    printf("\n4b. ops timed as themselves (LaX's crossing at N 1024, r 32 = 4 x 8; the row, element-wise and activation "
+           "streaming kernels at N 1024, d 128, V 2048, 2^20 parameters; %s of 7 calls)\n", use_best ? "best" : "median");
+    p->n_op_rates[SP_FP32] = 0;
+    for (int i = 0; i < nn; i++) {
+        HwOpRate *r = &p->op_rates[SP_FP32][p->n_op_rates[SP_FP32]++];
+        snprintf(r->name, sizeof r->name, "%s", named[i].name);
+        r->per_byte = named[i].per_byte;
+        r->rate = named[i].rate;
+        printf("   %-24s %10.3f %s\n", r->name, r->rate / 1e9, r->per_byte ? "GB/s" : "GFLOP/s");
+    }
+}
+
+// --refresh PROFILE: the machine as it is now, for a profile calibrated earlier: the op
+// overhead, the attention and the ops timed as themselves (4., 4b.) and the rank share with
+// its reference (5.), measured again; the GEMM table, the bandwidth and the collectives kept.
+// A few seconds: analysis/validate_cpu.py runs it before every measured launch, since what
+// this machine's guests leave of its cores, caches and memory changes from one minute to the
+// next (two calibrations of 2026-12-02 seven minutes apart: swiglu_forward 15.5 and 28.3 GB/s,
+// adamw 27 and 86 GB/s, xent_backward 7.0 and 24.2 GB/s). Run it with the --threads of PROFILE's
+// own calibration: the attention efficiency is this measurement over PROFILE's peak.
+static int refresh_profile(const char *from, const char *out_path, const int *ranks, int n_ranks) {
     HwProfile p;
     hw_load_or_die(from, "experiments/hardware", &p);
-    CHECK(p.gemm[SP_FP32].present && p.gemm[SP_FP32].model == GEMM_TABLE, "--share-only: %s has no fp32 GEMM table", from);
+    CHECK(p.gemm[SP_FP32].present && p.gemm[SP_FP32].model == GEMM_TABLE, "--refresh: %s has no fp32 GEMM table", from);
     double la[3];
     load_average(la);
     char date[64];
@@ -709,10 +757,11 @@ static int share_update(const char *from, const char *out_path, const int *ranks
     use_threads(rank_threads(1));
     Backend *bk = backend_cpu(DT_F32);
     p.op_overhead_s = measure_op_overhead(bk);
+    measure_kernels(bk, &p);
     backend_free(bk);
     double flops = 2.0 * SHARE_M * SHARE_N * SHARE_K, one = share_reference_seconds();
     p.n_share = 0;
-    printf("calibrate --share-only %s (%s, load average %.2f): op overhead %.2f us; 1 rank alone (%d thread%s) %.2f GFLOP/s "
+    printf("calibrate --refresh %s (%s, load average %.2f): op overhead %.2f us; 1 rank alone (%d thread%s) %.2f GFLOP/s "
            "on %dx%dx%d\n", from, date, la[0], p.op_overhead_s * 1e6, rank_threads(1), rank_threads(1) > 1 ? "s" : "",
            flops / one / 1e9, SHARE_M, SHARE_N, SHARE_K);
     for (int r = 0; r < n_ranks; r++) {
@@ -731,7 +780,7 @@ static int share_update(const char *from, const char *out_path, const int *ranks
     }
     char header[1400];
     snprintf(header, sizeof header,
-             "%s: %s with its rank_share and op_overhead_s measured again by build/calibrate --share-only\n"
+             "%s: %s with its rank_share, op_overhead_s, attention and op_rates measured again by build/calibrate --refresh\n"
              "on %s (load average %.2f); everything else as calibrated there (see its comments)", p.name, from, date, la[0]);
     const char *comments[HW_SEC_COUNT] = { 0 };
     char tmp_out[1100];
@@ -757,25 +806,25 @@ int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "--mpi-worker")) {
         for (int i = 3; i < argc; i++) {
             use_best |= !strcmp(argv[i], "--best");
-            share_only |= !strcmp(argv[i], "--share-only");
+            refresh_only |= !strcmp(argv[i], "--refresh");
             if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads_opt = atoi(argv[++i]);
         }
         return mpi_worker(argc, argv, argv[2]);
     }
     ensure_passive_omp(argv);
     const char *out_path = "experiments/hardware/cpu-local.yaml";
-    const char *share_from = NULL;
+    const char *refresh_from = NULL;
     int ranks[4] = { 2, 4 }, n_ranks = 2, quick = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             puts("usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best] [--threads N]\n"
-                 "       build/calibrate --share-only PROFILE [--out FILE] [--ranks 2,4] [--threads N]\n"
+                 "       build/calibrate --refresh PROFILE [--out FILE] [--ranks 2,4] [--threads N]\n"
                  "Measures this machine for the performance model and writes the cpu-local hardware profile\n"
                  "(default experiments/hardware/cpu-local.yaml): op_gemm FLOP/s over a grid of shapes, memory\n"
                  "bandwidth and op overhead, MPI shared-memory collectives over sizes, and the compute share of\n"
                  "ranks that share the host. Every timing is repeated; the median is kept (--best: the fastest).\n"
-                 "--quick: a smaller grid. --share-only: only the rank share and op overhead, measured again in a\n"
-                 "few seconds, written into a copy of PROFILE. --threads N: every timing with N threads per rank\n"
+                 "--quick: a smaller grid. --refresh: the rank share, the op overhead, the attention and the ops\n"
+                 "timed as themselves, measured again in a few seconds, written into a copy of PROFILE. --threads N: every timing with N threads per rank\n"
                  "(default: as the trainer gives them, the cores divided among the ranks). See\n"
                  "docs/performance-model.md section 3.");
             return 0;
@@ -783,10 +832,10 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--quick")) { quick = 1; continue; }
         if (!strcmp(argv[i], "--best")) { use_best = 1; continue; }
         if (i + 1 >= argc) die_input("option %s needs a value (usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best] "
-                                     "[--share-only PROFILE] [--threads N])", argv[i]);
+                                     "[--refresh PROFILE] [--threads N])", argv[i]);
         if (!strcmp(argv[i], "--out")) out_path = argv[++i];
         else if (!strcmp(argv[i], "--threads")) threads_opt = (int)parse_threads(argv[++i]);
-        else if (!strcmp(argv[i], "--share-only")) { share_from = argv[++i]; share_only = 1; }
+        else if (!strcmp(argv[i], "--refresh")) { refresh_from = argv[++i]; refresh_only = 1; }
         else if (!strcmp(argv[i], "--ranks")) {
             n_ranks = 0;
             for (char *s = argv[++i], *e; *s && n_ranks < 4; s = *e ? e + 1 : e) {
@@ -795,9 +844,9 @@ int main(int argc, char **argv) {
                 ranks[n_ranks++] = (int)v;
             }
             if (!n_ranks) die_input("--ranks: expected a list like 2,4");
-        } else die_input("unknown option '%s' (expected --out, --ranks, --quick, --best, --share-only, --threads)", argv[i]);
+        } else die_input("unknown option '%s' (expected --out, --ranks, --quick, --best, --refresh, --threads)", argv[i]);
     }
-    if (share_from) return share_update(share_from, out_path, ranks, n_ranks);
+    if (refresh_from) return refresh_profile(refresh_from, out_path, ranks, n_ranks);
     {   // fail now, not after the measurements, when the output cannot be written
         char probe[1100];
         xsnprintf(probe, sizeof probe, "%s.tmp", out_path);
@@ -852,38 +901,9 @@ int main(int argc, char **argv) {
     p.op_overhead_s = measure_op_overhead(bk);
     printf("   op overhead (op_add on 64 floats, %s of 201 calls): %.2f us per op\n", use_best ? "best" : "median",
            p.op_overhead_s * 1e6);
-    // 4. attention
-    // at the CPU recipes' own shape (experiments/base/boost-cpu.yaml, quickstart: micro-batch 8 of
-    // 128 tokens, 4 heads of 32): the causal kernel's efficiency depends on T (the diagonal tiles'
-    // share: 2 of the 3 tiles the 64-query blocks visit at T 128, 4 of 10 at T 256; the mean with a
-    // T 256 shape this used to take priced the recipes' attention at a T they do not have)
-    static const int shapes[1][4] = { { 8, 128, 4, 32 } };
-    enum { N_ATT = (int)(sizeof shapes / sizeof *shapes) };
-    double ef = 0, eb = 0;
-    printf("\n4. attention (the engine's causal flash attention, FLOPs as its ops count them) over the sgemm peak\n");
-    printf("   %4s %5s %3s %4s  %12s %12s\n", "B", "T", "H", "hd", "fwd GFLOP/s", "bwd GFLOP/s");
-    for (int s = 0; s < N_ATT; s++) {
-        double rf, rb;
-        measure_attention(bk, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], &rf, &rb);
-        printf("   %4d %5d %3d %4d  %12.2f %12.2f\n", shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], rf / 1e9, rb / 1e9);
-        ef += rf / peak / N_ATT;
-        eb += rb / peak / N_ATT;
-    }
-    NamedRate named[N_NAMED];
-    int nn = measure_named_ops(bk, named);
-    printf("\n4b. ops with their own kernels (LaX's crossing at N 1024, r 32 = 4 x 8; the row and element-wise kernels at N 1024, "
-           "d 128, V 2048, 2^20 parameters; %s of 7 calls)\n", use_best ? "best" : "median");
-    for (int i = 0; i < nn; i++) {
-        HwOpRate *r = &p.op_rates[SP_FP32][p.n_op_rates[SP_FP32]++];
-        snprintf(r->name, sizeof r->name, "%s", named[i].name);
-        r->per_byte = named[i].per_byte;
-        r->rate = named[i].rate;
-        printf("   %-20s %10.3f %s\n", r->name, r->rate / 1e9, r->per_byte ? "GB/s" : "GFLOP/s");
-    }
+    // 4. attention, 4b. the ops timed as themselves
+    measure_kernels(bk, &p);
     backend_free(bk);
-    p.attention[SP_FP32] = (HwAttention){ 1, ef > 1 ? 1 : ef, eb > 1 ? 1 : eb };
-    printf("   efficiency: forward %.3f, backward %.3f\n", p.attention[SP_FP32].forward,
-           p.attention[SP_FP32].backward);
 
     // 5. collectives, and the rank share against its reference measured here just before
     double share_flops = 2.0 * SHARE_M * SHARE_N * SHARE_K, share_one = share_reference_seconds();
