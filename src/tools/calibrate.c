@@ -247,10 +247,11 @@ static void measure_attention(Backend *b, int B, int T, int H, int hd, double *f
 //  * the CPU back end's element-wise and row kernels that do more than stream their bytes:
 //    an exp, a division or a square root per element (cross-entropy, SiLU, SwiGLU, RMSNorm,
 //    AdamW), a reduction along each row or over a tensor (rowsumsq, rowdot, sumsq_multi), a
-//    gather or scatter (the embedding) — at the recipes' sizes (N 1024 tokens of d 128, a
-//    vocabulary of 2048, a BTP bottleneck of 3 slots of r 32, 2^20 parameters), whose tensors
-//    sit in the caches, these kernels are bound by their arithmetic or by a reduction's
-//    dependency chain, not by the DRAM bandwidth of op_add over 64 MiB (3.): priced at it,
+//    gather or scatter (the embedding) — at the recipes' sizes (N 1024 tokens of d 128, SwiGLU
+//    at the MLP's d_ff 344, a vocabulary of 2048, a BTP bottleneck of 3 slots of r 32, 2^20
+//    parameters), whose activations sit in the caches, these kernels are bound by their
+//    arithmetic or by a reduction's dependency chain, not by the DRAM bandwidth of op_add over
+//    64 MiB (3.): priced at it,
 //    cross-entropy's forward and rowsumsq took 4–5× their modeled time inside real steps
 //    (thread CPU time, 2026-12-02). bytes/s as their OpInfo counts them;
 //  * the streaming ops on a step's activations ([N, d] residual adds, RoPE on q and k of
@@ -259,7 +260,10 @@ static void measure_attention(Backend *b, int B, int T, int H, int hd, double *f
 //    the host do to DRAM, which a cache-resident op does not meet). The streaming ops on whole
 //    parameter or gradient buffers (zero, copy, cast) stay on 3.'s bandwidth.
 // Each: the median (--best: the best) of 7 calls after a warm-up, operands hot as in a step,
-// where the previous op has just written them.
+// where the previous op has just written them (the state a step touches once — the embedding
+// table, the optimizer's weights, moments and gradients — is partly evicted in a step: timed
+// evicted, in one try of 2026-12-02 under load, AdamW came out at 1.6x its in-step time, hot at
+// 0.75x; hot is kept).
 typedef struct { const char *name; int per_byte; double rate; } NamedRate;
 static const char *const named_ops[] = {
     "kron_gate_forward", "kron_gate_backward",   // the first two per FLOP, the rest per byte
@@ -269,7 +273,7 @@ static const char *const named_ops[] = {
     "xent_forward", "xent_backward", "sumsq_multi", "adamw", "add", "rope_forward", "rope_backward" };
 enum { N_NAMED = (int)(sizeof named_ops / sizeof *named_ops) };
 static int measure_named_ops(Backend *b, NamedRate *out) {
-    const int N = 1024, r1 = 4, r2 = 8, r = r1 * r2, d = 128, V = 2048, G = 3;
+    const int N = 1024, r1 = 4, r2 = 8, r = r1 * r2, d = 128, d_ff = 344, V = 2048, G = 3;
     const size_t P = (size_t)1 << 20, big = (size_t)N * V;   // parameters; logits
     void *X = rand_buf(b, P, 11), *Y = rand_buf(b, P, 12), *Z = rand_buf(b, P, 13), *W = rand_buf(b, P, 14);
     void *L = bk_alloc(b, big, DT_F32, MEM_WORK), *L0 = rand_buf(b, big, 15);   // the logits, refreshed from L0
@@ -316,8 +320,8 @@ static int measure_named_ops(Backend *b, NamedRate *out) {
             case 10: op_sharded_rmsnorm_backward(b, Z, dgam, Y, X, gam, S, dot, N, d, 2 * d, 1e-5f); break;
             case 11: op_silu_forward(b, Y, X, (size_t)N * d); break;
             case 12: op_silu_backward(b, Z, Y, X, (size_t)N * d); break;
-            case 13: op_swiglu_forward(b, Z, X, Y, (size_t)N * d, 1); break;
-            case 14: op_swiglu_backward(b, W, Z, Y, X, Y, (size_t)N * d, 1); break;
+            case 13: op_swiglu_forward(b, Z, X, Y, (size_t)N * d_ff, 1); break;   // the MLP's width
+            case 14: op_swiglu_backward(b, W, Z, Y, X, Y, (size_t)N * d_ff, 1); break;
             case 15: op_embedding_forward(b, Y, tok, W, N, d, 0, V); break;
             case 16: op_embedding_backward(b, W, Y, tok, N, d, 0, V); break;
             case 17: op_xent_forward(b, mean, sumexp, tlogit, L, tok, N, V, 0); break;
