@@ -46,7 +46,8 @@ one lone process with the same one thread, not the GEMM table: so it is at most 
 
 Quiet: other processes and the steal at most QUIET_OTHER cores before every series and during
 every command. The 1-minute load average is not the judge: it still counts this session's own
-runs of the last minutes (a load of 1.5 on an otherwise idle machine after a few rounds).
+runs of the last minutes (it rose from 0.3 to 1.5 over the run of 2026-12-02 00:54, in which
+ps saw no other busy process).
 
 Writes OUT.md (the four tables with their conditions; analysis/reproduce.py puts it into
 REPORT.md) and OUT.csv (one row per layer, layout, variant, item). Exit 0 when every launch ran
