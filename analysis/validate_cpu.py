@@ -12,15 +12,18 @@ train.threads=1, Open MPI bound to cores). A layout with more ranks than cores i
 every target. On a 2-core machine: tp1, tp2, pp2, dp2.
 
 One session:
-  1. build/calibrate --quick --ranks 2 (--full-calibration: the full grid) writes the session's
-     profile OUT's folder/validation-profile/cpu-local.yaml (GEMM table, attention, memory, op
-     overhead, the rank share, the MPI collectives), measured now; the tracked
+  1. build/calibrate --quick --ranks 2 --threads 1 (--full-calibration: the full grid) writes the
+     session's profile OUT's folder/validation-profile/cpu-local.yaml (GEMM table, attention,
+     memory, op overhead, the rank share, the MPI collectives), measured now with the runs'
+     one thread per rank; the tracked
      experiments/hardware/cpu-local.yaml is left alone (--calibrate none prices with it);
   2. --repeat rounds, and in each round every layout in turn (interleaved: a drift of the
      machine's state meets every layout alike). Before each layout's run: the idle state (the
-     1-minute load and every other process above 5 % of a core) is recorded, and with
-     --calibrate interleave `build/calibrate --share-only` measures the rank share and the op
-     overhead again into a profile for this run; then one measured launch (build/exp: every
+     cores other processes keep busy over 0.3 s: /proc/stat's busy time less this
+     session's own, the hypervisor's steal, every other process above 5 % of a core) is
+     recorded — and the same other-process use during each command of the series — and with
+     --calibrate interleave `build/calibrate --refresh` measures the rank share, the op
+     overhead, the attention and the ops timed as themselves again into a profile for this run; then one measured launch (build/exp: every
      variant of the recipe that is not on demand, --steps steps each) and build/simulate of
      each of those variants on that profile; at tp1 also the op layer (build/simulate
      --measure-ops) of every variant;
@@ -38,7 +41,13 @@ One session:
 Waiting is counted once: the rank share (calibrate) is measured with the ranks computing
 GEMMs side by side without any collective between them (compute contention only), and the
 time a rank waits for a peer is in the measured α-β collectives alone (it used to be in both:
-the share came from a GEMM + all-reduce loop).
+the share came from a GEMM + all-reduce loop). The share's reference is the same GEMM window in
+one lone process with the same one thread, not the GEMM table: so it is at most 1 but for noise.
+
+Quiet: other processes and the steal at most QUIET_OTHER cores before every series and during
+every command. The 1-minute load average is not the judge: it still counts this session's own
+runs of the last minutes (it rose from 0.3 to 1.5 over the run of 2026-12-02 00:54, in which
+ps saw no other busy process).
 
 Writes OUT.md (the four tables with their conditions; analysis/reproduce.py puts it into
 REPORT.md) and OUT.csv (one row per layer, layout, variant, item). Exit 0 when every launch ran
@@ -61,7 +70,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_MEDIAN, TARGET_WORST, TARGET_RATIO = 0.10, 0.20, 0.10   # issue 20: whole steps, and ratios between variants
-QUIET_LOAD = 0.25   # per core: a 1-minute load above 0.25 x cores before a run marks the session as not quiet
+QUIET_OTHER = 0.10  # cores: other processes (or the hypervisor's steal) above a tenth of one core, before a series or
+                    # during one of its commands, mark the session as not quiet
+TOP_OPS = 6         # the op layer's table of the ops off by the most
 T95 = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}
 
 
@@ -108,20 +119,60 @@ def cell(xs):
 
 # ---- the machine and the run database --------------------------------------------------------
 
-def idle_state():
-    """The machine before a series: the 1-minute load and the processes (not this one) above 5 %
-    of a core, as ps sees them."""
-    p = subprocess.run(["ps", "-eo", "pid,pcpu,comm", "--sort=-pcpu"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    busy = []
-    for line in p.stdout.splitlines()[1:]:
-        f = line.split(None, 2)
-        if len(f) == 3 and f[0] != str(os.getpid()):
-            try:
-                if float(f[1]) > 5:
-                    busy.append(f"{f[2]} {float(f[1]):.0f}%")
-            except ValueError:
-                pass
-    return os.getloadavg()[0], ", ".join(busy[:5]) if busy else "none"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_counters():
+    """(busy, steal) CPU seconds of the whole machine since boot (/proc/stat's first line: busy =
+    user + nice + system + irq + softirq, guest time being inside user; steal = time the hypervisor
+    gave this guest's vCPUs to others), and this process's own CPU seconds with its waited-for
+    children's (os.times: every command it ran, their descendants included, once each returned)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]] + [0] * 8
+    t = os.times()
+    return ((v[0] + v[1] + v[2] + v[5] + v[6]) / CLK_TCK, v[7] / CLK_TCK,
+            t.user + t.system + t.children_user + t.children_system)
+
+
+def other_cpu(c0, c1, wall):
+    """Cores that other processes kept busy between two cpu_counters() readings, and the steal:
+    the machine's busy seconds less this process's and its children's, over the wall seconds."""
+    return max(0.0, (c1[0] - c0[0]) - (c1[2] - c0[2])) / wall, (c1[1] - c0[1]) / wall
+
+
+def proc_cpu():
+    """{pid: (name, CPU seconds)} of every process now (/proc/PID/stat utime + stime)."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        name, rest = st[st.index("(") + 1:st.rindex(")")], st[st.rindex(")") + 2:].split()
+        out[int(d)] = (name, (int(rest[11]) + int(rest[12])) / CLK_TCK)
+    return out
+
+
+def idle_state(window=1.0):
+    """The machine before a series, judged by what other processes do now, not by the load
+    average (which still counts this script's own runs of the last minutes): over `window`
+    seconds, the cores other processes kept busy (cpu_counters), the steal, and the processes
+    (not this one, summed per command name) that used more than 5 % of a core in the window
+    (one that started and ended inside the window is in the first number only)."""
+    p0, c0, t0 = proc_cpu(), cpu_counters(), time.time()
+    time.sleep(window)
+    p1, c1 = proc_cpu(), cpu_counters()
+    wall = time.time() - t0
+    other, steal = other_cpu(c0, c1, wall)
+    by_name = {}   # per command name (a build's many cc1 alike); a process new in the window: all its time
+    for pid, (name, cpu) in p1.items():
+        if pid != os.getpid():
+            by_name[name] = by_name.get(name, 0.0) + (cpu - p0[pid][1] if pid in p0 else cpu) / wall
+    busy = [f"{name} {100 * x:.0f}%" for x, name in sorted(((x, n) for n, x in by_name.items()), reverse=True) if x > 0.05]
+    return other, steal, ", ".join(busy[:5]) if busy else "none"
 
 
 def latest_launch(con, experiment):
@@ -129,47 +180,54 @@ def latest_launch(con, experiment):
     return row[0] if row else None
 
 
-def timed_median(con, run_id):
-    """The run's median step after warm-up (the first max(1, last/10) steps; a simulated run has one)."""
+def timed_steps(con, run_id):
+    """{step: seconds} of the run's timed steps: after the warm-up (the first max(1, last/10) steps;
+    a simulated run has one step, kept)."""
     rows = con.execute("SELECT step, step_seconds FROM steps WHERE run_id=? AND step_seconds > 0 ORDER BY step", (run_id,)).fetchall()
-    if not rows:
-        return None
-    if len(rows) == 1:
-        return rows[0][1]
+    if len(rows) <= 1:
+        return dict(rows)
     warm = max(1, rows[-1][0] // 10)
-    t = [s for k, s in rows if k > warm]
-    return statistics.median(t) if t else None
+    return {k: s for k, s in rows if k > warm}
 
 
-def comm_s(con, run_id, p2p):
-    """Seconds per step in collectives (p2p False) or in pipeline sends and receives (True)."""
+def timed_median(con, run_id):
+    """The run's median step after warm-up (timed_steps), or None."""
+    t = timed_steps(con, run_id)
+    return statistics.median(t.values()) if t else None
+
+
+def comm_s(con, run_id, p2p, steps):
+    """The median over `steps` (the run's timed steps: the step times' own, so the warm-up step's
+    first calls, which set up Open MPI's shared-memory connections, are left out of both) of the
+    seconds per step in collectives (p2p False) or in pipeline sends and receives (True)."""
     op = "IN" if p2p else "NOT IN"
-    r = con.execute(f"SELECT SUM(seconds) / COUNT(DISTINCT step) FROM comm WHERE run_id=? AND kind {op} ('send','recv')",
-                    (run_id,)).fetchone()
-    return r[0] if r and r[0] is not None else 0.0
+    per = dict(con.execute(f"SELECT step, SUM(seconds) FROM comm WHERE run_id=? AND kind {op} ('send','recv') GROUP BY step",
+                           (run_id,)).fetchall())
+    return statistics.median(per.get(k) or 0.0 for k in steps) if steps else 0.0
 
 
 def launch_rows(con, launch):
     """variant -> (step s, collectives s per step, p2p s per step) of the launch's completed run."""
     out = {}
     for rid, variant in con.execute("SELECT id, variant FROM runs WHERE launch_id=? AND status='completed' ORDER BY id", (launch,)):
-        m = timed_median(con, rid)
-        if m is not None:
-            out[variant] = (m, comm_s(con, rid, False), comm_s(con, rid, True))
+        t = timed_steps(con, rid)
+        if t:
+            out[variant] = (statistics.median(t.values()), comm_s(con, rid, False, t), comm_s(con, rid, True, t))
     return out
 
 
 def read_ops_csv(path):
-    """{'gemm': (measured s, modeled s, dry modeled s), ..., 'all ops': (...)} per step, from
-    simulate --ops-csv: measured and modeled are the CPU back end's records, dry the dry back
-    end's records of the same steps (what the simulation prices)."""
+    """{'gemm': (measured s, modeled s, dry modeled s), ..., 'all ops': (...), 'op:NAME': (...)}
+    per step, from simulate --ops-csv: per op class, in all and per op name; measured and modeled
+    are the CPU back end's records, dry the dry back end's records of the same steps (what the
+    simulation prices)."""
     cls = {}
     with open(path) as f:
         for r in csv.DictReader(f):
             if r["op"].startswith("("):
                 continue
             x = (float(r["measured_s"]), float(r["modeled_s"]), float(r["dry_modeled_s"]))
-            for k in (r["class"], "all ops"):
+            for k in (r["class"], "all ops", f"op:{r['op']}"):
                 a = cls.setdefault(k, [0.0, 0.0, 0.0])
                 for i in range(3):
                     a[i] += x[i]
@@ -189,7 +247,7 @@ def main():
     ap.add_argument("--recipe", default="boost-vs-baselines", help="the experiment whose variants are compared (ratios: "
                     "against its first variant)")
     ap.add_argument("--calibrate", choices=["interleave", "once", "none"], default="interleave",
-                    help="the share again before every run (interleave), only the calibration at the start (once), or "
+                    help="the share and the kernels again before every run (interleave), only the calibration at the start (once), or "
                          "experiments/hardware/cpu-local.yaml as it is (none)")
     ap.add_argument("--full-calibration", action="store_true", help="the full GEMM grid (about twice as long) instead of --quick")
     ap.add_argument("--db", default="runs/validation.db")
@@ -217,10 +275,16 @@ def main():
     log = open(logpath, "w")
     t_start = time.time()
 
+    during = []   # (other cores, steal cores) during each command since the last idle check
+
     def run(cmd):
-        t0 = time.time()
+        c0, t0 = cpu_counters(), time.time()
         p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        log.write(f"$ {' '.join(cmd)}\n{p.stdout}\n(exit {p.returncode}, {time.time() - t0:.1f} s)\n")
+        wall = time.time() - t0
+        other, steal = other_cpu(c0, cpu_counters(), wall)
+        during.append((other, steal))
+        log.write(f"$ {' '.join(cmd)}\n{p.stdout}\n(exit {p.returncode}, {wall:.1f} s; other processes {other:.2f} cores, "
+                  f"steal {steal:.2f})\n")
         log.flush()
         return p.returncode, p.stdout
 
@@ -231,16 +295,18 @@ def main():
                       stderr=subprocess.DEVNULL, text=True).stdout.strip():
         commit += " (with uncommitted changes)"
     host = platform.node()
-    load0, busy0 = idle_state()
-    print(f"validate_cpu: {started}, host {host}, {ncores} cores, load {load0:.2f} (busy: {busy0}); log {logpath}", flush=True)
+    other0, steal0, busy0 = idle_state()
+    print(f"validate_cpu: {started}, host {host}, {ncores} cores, other processes {other0:.2f} cores, steal {steal0:.2f} "
+          f"(busy: {busy0}); log {logpath}", flush=True)
     # the session's profile: in the output folder (its name is its stem: cpu-local), the tracked
     # experiments/hardware/cpu-local.yaml left alone; --calibrate none prices with the tracked one
     base_profile = "experiments/hardware/cpu-local.yaml"
     if a.calibrate != "none":
         base_profile = os.path.join(os.path.dirname(a.out) or ".", "validation-profile", "cpu-local.yaml")
         os.makedirs(os.path.join(ROOT, os.path.dirname(base_profile)), exist_ok=True)
-        print(f"1. build/calibrate{'' if a.full_calibration else ' --quick'} --ranks 2 -> {base_profile} ...", flush=True)
-        rc, out = run(["build/calibrate", "--out", base_profile, "--ranks", "2"] + ([] if a.full_calibration else ["--quick"]))
+        print(f"1. build/calibrate{'' if a.full_calibration else ' --quick'} --ranks 2 --threads 1 -> {base_profile} ...", flush=True)
+        rc, out = run(["build/calibrate", "--out", base_profile, "--ranks", "2", "--threads", "1"] +
+                      ([] if a.full_calibration else ["--quick"]))
         if rc:
             print(f"validate_cpu: build/calibrate failed (exit {rc}); see {logpath}", file=sys.stderr)
             return 1
@@ -248,8 +314,8 @@ def main():
             if "rank share" in line or "op overhead" in line:
                 print("   " + line.strip(), flush=True)
     with open(os.path.join(ROOT, base_profile)) as f:
-        profile_head = [l[2:].rstrip().split(" (other processes")[0] for l in f.readlines()[:8]
-                        if l.startswith("# measured") or l.startswith("# load")]
+        profile_head = [l[2:].rstrip() for l in f.readlines()[:8] if l.startswith("# measured")]
+    calib_during = during[-1] if during else None
     tmp = tempfile.mkdtemp(prefix="validate-cpu.")
     db = os.path.join(ROOT, a.db)
     manifest = f"experiments/{a.recipe}.yaml"
@@ -257,19 +323,20 @@ def main():
     meas, pred, ops, idle, failures = {}, {}, {}, [], 0
     variants_of = {}
     print(f"2. {a.repeat} rounds over {', '.join(layouts)} (idle state, "
-          f"{'share again, ' if a.calibrate == 'interleave' else ''}measured launch, the simulations; op layer at tp1)", flush=True)
+          f"{'share and kernels again, ' if a.calibrate == 'interleave' else ''}measured launch, the simulations; op layer at tp1)", flush=True)
     for r in range(a.repeat):
         for lay in layouts:
             tp, pp, dp = parse_layout(lay)
-            load, busy = idle_state()
-            idle.append((r, lay, load, busy))
+            other, steal, busy = idle_state(0.3)
+            during.clear()
             profile = os.path.join(ROOT, base_profile)
             if a.calibrate == "interleave":
                 profile = f"{tmp}/{lay}-{r}/cpu-local.yaml"
                 os.makedirs(os.path.dirname(profile), exist_ok=True)
-                rc, _ = run(["build/calibrate", "--share-only", os.path.join(ROOT, base_profile), "--out", profile, "--ranks", "2"])
+                rc, _ = run(["build/calibrate", "--refresh", os.path.join(ROOT, base_profile), "--out", profile, "--ranks", "2",
+                             "--threads", "1"])
                 if rc:
-                    print(f"validate_cpu: build/calibrate --share-only failed (exit {rc}); see {logpath}", file=sys.stderr)
+                    print(f"validate_cpu: build/calibrate --refresh failed (exit {rc}); see {logpath}", file=sys.stderr)
                     return 1
             sets = []
             for kv in (f"parallel.tp={tp}", f"parallel.pp={pp}", f"parallel.dp={dp}", "train.threads=1", f"train.steps={a.steps}",
@@ -312,21 +379,25 @@ def main():
                     else:
                         for k, mp in read_ops_csv(csvp).items():
                             ops.setdefault((v, k), []).append(mp)
-            print(f"   round {r + 1}/{a.repeat} {lay}: load {load:.2f} before (busy: {busy}); " +
+            # the commands' own timings are measurements too (the share, the launch, the op layer)
+            idle.append((r, lay, other, steal, busy, max(x[0] for x in during), max(x[1] for x in during)))
+            print(f"   round {r + 1}/{a.repeat} {lay}: other processes {other:.2f} cores before (busy: {busy}), up to "
+                  f"{idle[-1][5]:.2f} during; " +
                   "; ".join(f"{v} {1e3 * mrows[v][0]:.1f} vs {1e3 * prows[v][0]:.1f} ms" for v in variants_of[lay] if v in mrows and v in prows),
                   flush=True)
-    load1, busy1 = idle_state()
+    other1, steal1, busy1 = idle_state()
     elapsed = time.time() - t_start
     dom = {lay: "inside" if in_domain(lay, ncores) else "OUTSIDE THE DOMAIN" for lay in layouts}
     csv_rows = []
 
     # ---- layer 1: ops
     L = [f"Commit: {commit}\n",
-         f"Measured on host `{host}` ({ncores} cores), {started}, in {elapsed / 60:.1f} min; load average {load0:.2f} at the "
-         f"start (busy: {busy0}), {load1:.2f} at the end. Profile `cpu-local` "
+         f"Measured on host `{host}` ({ncores} cores), {started}, in {elapsed / 60:.1f} min; other processes kept "
+         f"{other0:.2f} cores busy at the start (busy: {busy0}), {other1:.2f} at the end"
+         f"{f', {calib_during[0]:.2f} during the calibration' if calib_during else ''}. Profile `cpu-local` "
          f"{'as tracked, NOT recalibrated (--calibrate none)' if a.calibrate == 'none' else f'calibrated in the same session ({base_profile})'} "
          f"({'; '.join(profile_head)})"
-         f"{'; its rank share and op overhead measured again before every run (build/calibrate --share-only)' if a.calibrate == 'interleave' else ''}. "
+         f"{'; its rank share, op overhead, attention and op rates measured again before every run (build/calibrate --refresh)' if a.calibrate == 'interleave' else ''}. "
          f"Recipe `{a.recipe}`, {a.repeat} interleaved rounds over the layouts {', '.join(layouts)}, {a.steps} steps per run. "
          f"Cells: median over the rounds (95 % t-interval of the mean), ms.",
          "",
@@ -343,7 +414,8 @@ def main():
          "",
          "| variant | op class | measured ms/step | modeled ms/step | error | trace gap |", "|---|---|---|---|---|---|"]
     op_err = []
-    for (v, k), xs in sorted(ops.items(), key=lambda kv: (kv[0][0], kv[0][1] == "all ops", kv[0][1])):
+    for (v, k), xs in sorted(((vk, xs) for vk, xs in ops.items() if not vk[1].startswith("op:")),
+                             key=lambda kv: (kv[0][0], kv[0][1] == "all ops", kv[0][1])):
         m, p, d = [x[0] for x in xs], [x[1] for x in xs], [x[2] for x in xs]
         e = statistics.median(p) / statistics.median(m) - 1
         gap = statistics.median(d) / statistics.median(p) - 1
@@ -355,12 +427,28 @@ def main():
     med, worst = summary(op_err)
     L.append(f"\nOps, all classes per variant: median |error| {100 * med:.1f}%, worst {100 * worst:.1f}%." if op_err else
              "\nOps: not measured (no tp1 layout).")
+    # where the miss is: per variant, the ops whose modeled time is off by the most milliseconds
+    by_op = {}
+    for (v, k), xs in ops.items():
+        if k.startswith("op:"):
+            m, p = statistics.median(x[0] for x in xs), statistics.median(x[1] for x in xs)
+            by_op.setdefault(v, []).append((abs(p - m), k[3:], m, p))
+    if by_op:
+        L += ["", f"The {TOP_OPS} ops off by the most per step (medians over the rounds; every op's row: the log):", "",
+              "| variant | op | measured ms/step | modeled ms/step | modeled − measured | error |", "|---|---|---|---|---|---|"]
+        for v in sorted(by_op):
+            for _, name, m, p in sorted(by_op[v], reverse=True)[:TOP_OPS]:
+                L.append(f"| {v} | {name} | {1e3 * m:.3f} | {1e3 * p:.3f} | {1e3 * (p - m):+.3f} | "
+                         f"{100 * (p / m - 1) if m > 0 else float('inf'):+.0f}% |")
+                csv_rows.append(dict(layer="op", layout="tp1", variant=v, item=name, measured_ms=1e3 * m, modeled_ms=1e3 * p,
+                                     error=p / m - 1 if m > 0 else float("inf"), domain="inside"))
 
     # ---- layer 2: collectives
     L += ["", "### Layer 2: collectives inside the real steps", "",
-          "Rank 0's seconds inside collectives per step (the run's comm table) against the model's collectives of the same "
-          "step; pipeline sends and receives apart (the measured ones include waiting for the other stage's compute, which "
-          "the model puts in the bubble).", "",
+          "Rank 0's seconds inside collectives per step (the run's comm table: the median over the same timed steps as the "
+          "step times, the warm-up step and its first calls left out) against the model's collectives of the same step; "
+          "pipeline sends and receives apart (the measured ones include waiting for the other stage's compute, which the "
+          "model puts in the bubble). Measured, a collective's time includes waiting for a peer that is still computing.", "",
           "| layout | variant | collectives measured | modeled | error | p2p measured | p2p modeled | domain |", "|---|---|---|---|---|---|---|---|"]
     coll_err = []
     for (lay, v), ms in meas.items():
@@ -395,11 +483,17 @@ def main():
     verdict = "met" if step_err and med <= TARGET_MEDIAN and worst <= TARGET_WORST else "NOT met" if step_err else "not measured"
     L.append(f"\n**Whole steps (inside the domain): median |error| {100 * med:.1f}%, worst {100 * worst:.1f}%. Target: median "
              f"within {100 * TARGET_MEDIAN:.0f} %, none beyond {100 * TARGET_WORST:.0f} % — {verdict}.**")
-    worst_load = max([x[2] for x in idle] + [load0])
-    if worst_load > QUIET_LOAD * ncores:
-        L.append(f"\n**The machine was not quiet** (1-minute load up to {worst_load:.2f} on {ncores} cores before a run; quiet "
-                 f"means at most {QUIET_LOAD * ncores:.2f}): other processes took the cores these numbers were measured on, "
-                 f"so they test the method, not the model. Rerun on an idle machine.")
+    worst_before = max([x[2] for x in idle] + [other0])
+    worst_during = max([x[5] for x in idle] + ([calib_during[0]] if calib_during else []))
+    worst_steal = max([x[3] for x in idle] + [x[6] for x in idle] + [steal0] + ([calib_during[1]] if calib_during else []))
+    if max(worst_before, worst_during, worst_steal) > QUIET_OTHER:
+        L.append(f"\n**The machine was not quiet**: other processes kept up to {worst_before:.2f} cores busy before a series and "
+                 f"{worst_during:.2f} during one of its commands, the hypervisor's steal up to {worst_steal:.2f} cores (quiet: at "
+                 f"most {QUIET_OTHER:.2f} each; /proc/stat's busy time less this session's own processes'). They took the cores "
+                 f"these numbers were measured on, so the numbers test the method, not the model. Rerun on an idle machine.")
+    else:
+        L.append(f"\nThe machine was quiet: other processes kept at most {worst_before:.2f} cores busy before a series and "
+                 f"{worst_during:.2f} during its commands, steal at most {worst_steal:.2f} (limit {QUIET_OTHER:.2f} each).")
 
     # ---- layer 4: ratios between variants at a fixed layout
     L += ["", "### Layer 4: ratios between variants at a fixed layout", "",
@@ -424,8 +518,13 @@ def main():
              f"{'within' if ratio_err and worst <= TARGET_RATIO else 'NOT within'} {100 * TARGET_RATIO:.0f} %." if ratio_err else
              "\nRatios: none (one variant).")
 
-    L += ["", "### The machine before each run", "", "| round | layout | load (1 min) | other busy processes |", "|---|---|---|---|"]
-    L += [f"| {r + 1} | {lay} | {load:.2f} | {busy} |" for r, lay, load, busy in idle]
+    L += ["", "### The machine around each series", "",
+          "Cores kept busy by other processes (/proc/stat's busy time less this session's own processes', over a 0.3 s "
+          "window before the series and over each of its commands), the hypervisor's steal, and the other processes above "
+          "5 % of a core in the window before.", "",
+          "| round | layout | other cores before | steal before | other busy processes | other cores during (max) | steal during (max) |",
+          "|---|---|---|---|---|---|---|"]
+    L += [f"| {r + 1} | {lay} | {o:.2f} | {st:.2f} | {busy} | {od:.2f} | {sd:.2f} |" for r, lay, o, st, busy, od, sd in idle]
     with open(os.path.join(ROOT, a.out + ".md"), "w") as f:
         f.write("\n".join(L) + "\n")
     with open(os.path.join(ROOT, a.out + ".csv"), "w", newline="") as f:

@@ -36,6 +36,45 @@ PY
 )
 [ "$out" = ok ] && pass validate_cpu_statistics_and_op_tables || fail validate_cpu_statistics_and_op_tables "$out"
 
+# ---- the quiet check and the collectives' steps ---------------------------------------------------
+out=$(cd analysis && /usr/bin/python3 - "$TMP/c.db" <<'PY' 2>&1
+import sqlite3, sys, validate_cpu as v
+# other processes' cores: the machine's busy seconds less this session's own, over the wall time
+assert v.other_cpu((10.0, 1.0, 3.0), (12.0, 1.5, 4.5), 2.0) == (0.25, 0.25)
+assert v.other_cpu((10.0, 0.0, 3.0), (11.0, 0.0, 4.2), 1.0)[0] == 0.0   # own time beyond the machine's: none, not negative
+other, steal, busy = v.idle_state(0.1)
+assert other >= 0 and steal >= 0 and isinstance(busy, str), (other, steal, busy)
+# the collectives per step: the median over the step times' own timed steps (the warm-up step left out)
+con = sqlite3.connect(sys.argv[1])
+con.execute("CREATE TABLE steps (run_id, step, step_seconds)")
+con.execute("CREATE TABLE comm (run_id, step, kind, seconds)")
+con.executemany("INSERT INTO steps VALUES (1, ?, ?)", [(k, 0.1 + 0.01 * k) for k in range(1, 9)])
+con.executemany("INSERT INTO comm VALUES (1, ?, ?, ?)", [(1, "all_reduce", 5.0)] + [(k, "all_reduce", 0.001 * k) for k in range(2, 9)] +
+                [(k, "all_gather", 0.001) for k in range(2, 9)] + [(k, "send", 0.5) for k in range(1, 9)])
+t = v.timed_steps(con, 1)
+assert sorted(t) == list(range(2, 9)), t
+assert abs(v.timed_median(con, 1) - 0.15) < 1e-12
+assert abs(v.comm_s(con, 1, False, t) - 0.006) < 1e-12, v.comm_s(con, 1, False, t)   # median of 0.003 .. 0.009
+assert abs(v.comm_s(con, 1, True, t) - 0.5) < 1e-12
+print("ok")
+PY
+)
+[ "$out" = ok ] && pass validate_cpu_quiet_check_and_collective_steps || fail validate_cpu_quiet_check_and_collective_steps "$out"
+
+# ---- --refresh: the rank share against the same window in a lone process, with the runs' threads;
+# ---- the kernels timed as themselves again
+expect_error calibrate_refuses_bad_threads "--threads: expected a thread count" 2 build/calibrate --threads 0 --out "$TMP/x.yaml"
+mkdir -p "$TMP/share"
+if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --refresh experiments/hardware/cpu-local.yaml --ranks 2 \
+         --threads 1 --out "$TMP/share/cpu-local.yaml" </dev/null 2>&1); then
+    share=$(grep '^rank_share:' "$TMP/share/cpu-local.yaml")
+    if grep -q "1 rank alone (1 thread)" <<<"$out" && grep -q "2 ranks (1 thread each)" <<<"$out" && [[ $share == "rank_share: {2: "* ]] \
+       && grep -q "^    xent_forward: {byte_per_s: " "$TMP/share/cpu-local.yaml" \
+       && build/simulate experiments/boost-vs-baselines.yaml --variant boost --hardware "$TMP/share/cpu-local.yaml" >/dev/null 2>&1; then
+        pass "calibrate_refresh_share_against_a_lone_process ($share)"
+    else fail calibrate_refresh_share_against_a_lone_process "$share; $(tail -2 <<<"$out")"; fi
+else fail calibrate_refresh_share_against_a_lone_process "exit $?: $(tail -2 <<<"$out")"; fi
+
 # ---- the op layer: measured and modeled are the same records of the same steps; the dry back ----
 # ---- end's records of those steps are exactly what the simulation prices -----------------------
 ARGS=(experiments/boost-vs-baselines.yaml --variant boost --hardware cpu-local --set parallel.tp=1 --set train.threads=1

@@ -118,7 +118,7 @@ typedef struct { int present; double forward, backward; } HwAttention;
 // op_rates (optional): ops whose kernels the class models do not describe (a custom loop
 // priced as a GEMM, say), measured as themselves: seconds = flops / flop_per_s (or bytes /
 // byte_per_s for an op without FLOPs); the timing was of whole calls (no op overhead added).
-#define HW_OP_RATES_MAX 16
+#define HW_OP_RATES_MAX 32
 typedef struct { char name[48]; int per_byte; double rate; } HwOpRate;
 
 typedef struct {
@@ -139,11 +139,11 @@ typedef struct {
     HwLink link[HW_LINK_COUNT];
     // rank_share (optional): the ranks of a node share one compute device (cpu-local: the
     // cores of one host). {R: s}: with R ranks on a node, one rank's ops run at s × the
-    // profile's rates (GEMM table, attention, memory), s in (0, 16] measured by build/calibrate
-    // with R concurrent ranks (above 1 where one process's threads scale worse than separate
-    // processes do). A count not listed takes the largest listed count below it (below the
-    // smallest listed: 1); {1: s} scales a single process too (the machine's state when the
-    // share was measured: build/calibrate --share-only); without the key s = 1 throughout.
+    // profile's rates (GEMM table, attention, memory), s in (0, 16]; build/calibrate measures it
+    // with R concurrent ranks against the same measurement in one lone process (so s <= 1 but
+    // for noise). A count not listed takes the largest listed count below it (below the
+    // smallest listed: 1); a {1: s} entry would scale a single process too (calibrate no longer
+    // writes one); without the key s = 1 throughout.
     int n_share;
     int share_n[HW_BUSBW_MAX];
     double share[HW_BUSBW_MAX];

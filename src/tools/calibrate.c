@@ -1,20 +1,23 @@
 // calibrate — measure this machine and write the performance model's `cpu-local` profile.
 //
-//   build/calibrate [--out experiments/hardware/cpu-local.yaml] [--ranks 2,4] [--quick] [--best]
+//   build/calibrate [--out experiments/hardware/cpu-local.yaml] [--ranks 2,4] [--quick] [--best] [--threads N]
 //
+// Every timing runs with the threads of one rank as the trainer gives them (tools/train.c):
+// --threads N (the CPU validation's domain: 1), else the cores divided among the ranks — all
+// of them for the single-process tables below, cores / R in R ranks.
 // Every timing is repeated and the median kept (--best: the fastest): the validation
 // (analysis/validate_cpu.py) compares the model with median step times of runs on this
 // shared machine, so the profile describes the machine as a run meets it.
 // Measures, printing each table as it goes:
 //   1. GEMMs through the engine's CPU fp32 back end (op_gemm: OpenBLAS sgemm, row-major NN,
-//      all cores) on a grid of shapes M × N × K, the skinny low-rank ones included (N or K
+//      one rank's threads) on a grid of shapes M × N × K, the skinny low-rank ones included (N or K
 //      = 16 … 64): the profile's GEMM table;
 //   2. the engine's sgemm peak (measure_sgemm_peak_gflops: best-of-3 2048³, what the
 //      trainer's MFU uses);
 //   3. memory bandwidth: the engine's op_add (x += y) over 2 × 64 MiB, bytes as its OpInfo
 //      counts them (2 reads + 1 write);
-//   4. the engine's causal flash attention (op_attention_forward/backward) at two
-//      recipe-sized shapes, as a fraction of the sgemm peak, FLOPs as its OpInfo counts
+//   4. the engine's causal flash attention (op_attention_forward/backward) at the CPU
+//      recipes' shape, as a fraction of the sgemm peak, FLOPs as its OpInfo counts
 //      them (FlashAttention-2's convention, docs/performance-model.md);
 //   5. the engine's MPI collectives (parallel/comm.h: all-reduce, all-gather,
 //      reduce-scatter, sendrecv) at 2 and 4 ranks (4 oversubscribed on this 2-core
@@ -22,7 +25,7 @@
 //      `mpirun -np N build/calibrate --mpi-worker FILE` — then fits α (base + per-step
 //      latency) and β (bus bandwidth) per collective by least squares on relative error;
 //      in the same workers, the rank share: every rank times one GEMM while all compute at
-//      once (ranks share this host's cores), against the same GEMM with all cores;
+//      once (ranks share this host's cores), against the same timing in this process alone;
 //   and the fixed cost of one op call (op_overhead_s).
 // Then writes the profile with the date, host, CPU and load average in its comments.
 // Takes about a minute and a half on 2 cores. Timings on a shared machine vary: rerun when
@@ -237,48 +240,118 @@ static void measure_attention(Backend *b, int B, int T, int H, int hd, double *f
 
 // ---- 4b. ops with their own kernels --------------------------------------------------------
 
-// LaX's crossing ops (docs/lax.md) are custom loops, not sgemm: the GEMM table and the
-// bandwidth do not describe them, so they are measured as themselves at the recipes' shape
-// (N 1024 tokens, r 32 = 4 × 8): FLOP/s (kron gate) or bytes/s (LayerNorm over r), as their
-// OpInfo counts them; the median (--best: the best) of 7 calls after a warm-up.
+// Ops whose kernels the GEMM table and the streaming bandwidth do not describe are measured
+// as themselves, each at a recipe-sized shape, and priced so (op_rates: named ops, whole calls):
+//  * LaX's crossing ops (docs/lax.md): custom loops, not sgemm — FLOP/s of the kron gate,
+//    bytes/s of LayerNorm over r, at N 1024 tokens, r 32 = 4 × 8;
+//  * the CPU back end's element-wise and row kernels that do more than stream their bytes:
+//    an exp, a division or a square root per element (cross-entropy, SiLU, SwiGLU, RMSNorm,
+//    AdamW), a reduction along each row or over a tensor (rowsumsq, rowdot, sumsq_multi), a
+//    gather or scatter (the embedding) — at the recipes' sizes (N 1024 tokens of d 128, SwiGLU
+//    at the MLP's d_ff 344, a vocabulary of 2048, a BTP bottleneck of 3 slots of r 32, 2^20
+//    parameters), whose activations sit in the caches, these kernels are bound by their
+//    arithmetic or by a reduction's dependency chain, not by the DRAM bandwidth of op_add over
+//    64 MiB (3.): priced at it,
+//    cross-entropy's forward and rowsumsq took 4–5× their modeled time inside real steps
+//    (thread CPU time, 2026-12-02). bytes/s as their OpInfo counts them;
+//  * the streaming ops on a step's activations ([N, d] residual adds, RoPE on q and k of
+//    micro-batch 8 × 128 tokens, 4 heads of 32): their tensors (0.5 MiB) sit in L2, where
+//    3.'s DRAM stream over 64 MiB priced them 2–4× slow (and moves with what other guests on
+//    the host do to DRAM, which a cache-resident op does not meet). The streaming ops on whole
+//    parameter or gradient buffers (zero, copy, cast) stay on 3.'s bandwidth.
+// Each: the median (--best: the best) of 7 calls after a warm-up, operands hot as in a step,
+// where the previous op has just written them (the state a step touches once — the embedding
+// table, the optimizer's weights, moments and gradients — is partly evicted in a step: timed
+// evicted, in one try of 2026-12-02 under load, AdamW came out at 1.6x its in-step time, hot at
+// 0.75x; hot is kept).
 typedef struct { const char *name; int per_byte; double rate; } NamedRate;
+static const char *const named_ops[] = {
+    "kron_gate_forward", "kron_gate_backward",   // the first two per FLOP, the rest per byte
+    "layernorm_forward", "layernorm_backward",
+    "rmsnorm_forward", "rmsnorm_backward", "rowsumsq", "rownorm", "scale_rows", "rowdot", "sharded_rmsnorm_backward",
+    "silu_forward", "silu_backward", "swiglu_forward", "swiglu_backward", "embedding_forward", "embedding_backward",
+    "xent_forward", "xent_backward", "xent_fused", "sumsq_multi", "adamw", "add", "rope_forward", "rope_backward" };
+enum { N_NAMED = (int)(sizeof named_ops / sizeof *named_ops) };
 static int measure_named_ops(Backend *b, NamedRate *out) {
-    const int N = 1024, r1 = 4, r2 = 8, r = r1 * r2;
-    void *z = rand_buf(b, (size_t)N * r, 11), *o = rand_buf(b, (size_t)N * r, 12), *d = rand_buf(b, (size_t)N * r, 13);
-    void *G1 = rand_buf(b, (size_t)r1 * r1, 14), *G2 = rand_buf(b, (size_t)r2 * r2, 15);
-    void *dG1 = rand_buf(b, (size_t)r1 * r1, 16), *dG2 = rand_buf(b, (size_t)r2 * r2, 17);
-    void *gam = rand_buf(b, (size_t)r, 18), *bet = rand_buf(b, (size_t)r, 19), *dgam = rand_buf(b, (size_t)r, 20), *dbet = rand_buf(b, (size_t)r, 21);
+    const int N = 1024, r1 = 4, r2 = 8, r = r1 * r2, d = 128, d_ff = 344, V = 2048, G = 3;
+    const size_t P = (size_t)1 << 20, big = (size_t)N * V;   // parameters; logits
+    void *X = rand_buf(b, P, 11), *Y = rand_buf(b, P, 12), *Z = rand_buf(b, P, 13), *W = rand_buf(b, P, 14);
+    void *L = bk_alloc(b, big, DT_F32, MEM_WORK), *L0 = rand_buf(b, big, 15);   // the logits, refreshed from L0
+    void *G1 = rand_buf(b, (size_t)r1 * r1, 16), *G2 = rand_buf(b, (size_t)r2 * r2, 17);
+    void *dG1 = rand_buf(b, (size_t)r1 * r1, 18), *dG2 = rand_buf(b, (size_t)r2 * r2, 19);
+    void *gam = rand_buf(b, (size_t)d, 20), *bet = rand_buf(b, (size_t)d, 21), *dgam = rand_buf(b, (size_t)d, 22), *dbet = rand_buf(b, (size_t)d, 23);
     float *mean = bk_alloc(b, (size_t)N, DT_F32, MEM_WORK), *rstd = bk_alloc(b, (size_t)N, DT_F32, MEM_WORK);
+    float *dot = bk_alloc(b, (size_t)N, DT_F32, MEM_WORK), *S = bk_alloc(b, (size_t)N, DT_F32, MEM_WORK);
+    double *sumexp = bk_alloc(b, (size_t)N, DT_F64, MEM_WORK), *tlogit = bk_alloc(b, (size_t)N, DT_F64, MEM_WORK);
+    int32_t *tok = bk_alloc(b, (size_t)N, DT_I32, MEM_WORK), *htok = xcalloc((size_t)N, sizeof *htok);
+    for (int i = 0; i < N; i++) htok[i] = (int32_t)((i * 7919L) % V);
+    op_from_host(b, tok, htok, (size_t)N, DT_I32);
+    free(htok);
+    float *mo = bk_alloc(b, P, DT_F32, MEM_WORK), *vo = bk_alloc(b, P, DT_F32, MEM_WORK);   // AdamW's moments: from 0
+    op_zero(b, mo, P, DT_F32);
+    op_zero(b, vo, P, DT_F32);
+    SlotView sv = { N, G, r, G * r, { 0, (size_t)r, 2 * (size_t)r } };
+    const void *xs[1] = { X };
+    size_t lens[1] = { P };
+    double ws[1] = { 1 };
+    AdamWSpan span = { X, Y, mo, vo, NULL, P, 0.01f };
+    AdamWHyper hyp = { 1e-3f, 0.9f, 0.95f, 1e-8f, 1, 1.0f };
+    op_rowsumsq(b, S, X, N, d);   // S > 0 before the ops that read it
     OpTimer t = { 0 };
     bk_observe(b, &op_timer, &t);
-    int n = 0;
-    for (int op = 0; op < 4; op++) {
-        double per[7], amount = 0;
+    for (int op = 0; op < N_NAMED; op++) {
+        double per[7];
         for (int k = 0; k < 8; k++) {   // k = 0: warm-up
+            hyp.t = k + 1;
+            // the logits as the head's GEMM has just written them (the backward works in place
+            // as the head's does: model/head.c); the copy's own timing is replaced by the op's
+            if (op >= 17 && op <= 19) op_copy(b, L, L0, big, DT_F32);
             switch (op) {
-            case 0: op_kron_gate_forward(b, o, r, z, r, G1, G2, N, r1, r2); break;
-            case 1: op_kron_gate_backward(b, d, r, dG1, dG2, o, r, z, r, G1, G2, N, r1, r2, 1, 1); break;
-            case 2: op_layernorm_forward(b, o, r, mean, rstd, z, r, gam, bet, N, r, 1e-5f); break;
-            default: op_layernorm_backward(b, d, r, dgam, dbet, o, r, z, r, mean, rstd, gam, N, r, 1, 1); break;
+            case 0: op_kron_gate_forward(b, Y, r, X, r, G1, G2, N, r1, r2); break;
+            case 1: op_kron_gate_backward(b, Z, r, dG1, dG2, Y, r, X, r, G1, G2, N, r1, r2, 1, 1); break;
+            case 2: op_layernorm_forward(b, Y, r, mean, rstd, X, r, gam, bet, N, r, 1e-5f); break;
+            case 3: op_layernorm_backward(b, Z, r, dgam, dbet, Y, r, X, r, mean, rstd, gam, N, r, 1, 1); break;
+            case 4: op_rmsnorm_forward(b, Y, rstd, X, gam, N, d, 1e-5f); break;
+            case 5: op_rmsnorm_backward(b, Z, dgam, Y, X, gam, rstd, N, d, 1, 1); break;
+            case 6: op_rowsumsq(b, S, X, N, d); break;
+            case 7: op_rownorm(b, Y, X, gam, S, N, d, d, 1e-5f); break;
+            case 8: op_scale_rows(b, Y, &sv, S, G * r, 1e-5f, -1); break;
+            case 9: op_rowdot(b, dot, X, Y, &sv); break;
+            case 10: op_sharded_rmsnorm_backward(b, Z, dgam, Y, X, gam, S, dot, N, d, 2 * d, 1e-5f, 1); break;
+            case 11: op_silu_forward(b, Y, X, (size_t)N * d); break;
+            case 12: op_silu_backward(b, Z, Y, X, (size_t)N * d); break;
+            case 13: op_swiglu_forward(b, Z, X, Y, (size_t)N * d_ff, 1); break;   // the MLP's width
+            case 14: op_swiglu_backward(b, W, Z, Y, X, Y, (size_t)N * d_ff, 1); break;
+            case 15: op_embedding_forward(b, Y, tok, W, N, d, 0, V); break;
+            case 16: op_embedding_backward(b, W, Y, tok, N, d, 0, V, 1); break;
+            case 17: op_xent_forward(b, mean, sumexp, tlogit, L, tok, N, V, 0); break;
+            case 18: op_xent_backward(b, L, L, mean, sumexp, tok, N, V, 0, 1.0f / N); break;
+            case 19: op_xent_fused(b, L, mean, sumexp, tlogit, L, tok, N, V, 0, 1.0f / N); break;   // tp 1's loss
+            case 20: op_sumsq_multi(b, 1, xs, lens, ws); break;
+            case 21: op_adamw_multi(b, 1, &span, &hyp); break;
+            case 22: op_add(b, Y, X, (size_t)N * d); break;
+            case 23: op_rope_forward(b, Y, N / 128, 128, d / 32, 32, 10000.0f); break;
+            default: op_rope_backward(b, Y, N / 128, 128, d / 32, 32, 10000.0f); break;
             }
             if (k > 0) per[k - 1] = t.seconds;
         }
-        static const char *const names[4] = { "kron_gate_forward", "kron_gate_backward", "layernorm_forward", "layernorm_backward" };
-        out[n].name = names[op];
-        out[n].per_byte = op >= 2;
-        amount = out[n].per_byte ? t.bytes : t.flops;
-        out[n].rate = amount / pick(per, 7);
-        n++;
+        out[op].name = named_ops[op];
+        out[op].per_byte = op >= 2;
+        out[op].rate = (out[op].per_byte ? t.bytes : t.flops) / pick(per, 7);
     }
     bk_observe(b, NULL, NULL);
-    void *bufs[] = { z, o, d };
-    for (int i = 0; i < 3; i++) bk_free(b, bufs[i], (size_t)N * r, DT_F32, MEM_WORK);
+    void *bufs[] = { X, Y, Z, W, mo, vo };
+    for (int i = 0; i < 6; i++) bk_free(b, bufs[i], P, DT_F32, MEM_WORK);
+    bk_free(b, L, big, DT_F32, MEM_WORK); bk_free(b, L0, big, DT_F32, MEM_WORK);
     bk_free(b, G1, (size_t)r1 * r1, DT_F32, MEM_WORK); bk_free(b, G2, (size_t)r2 * r2, DT_F32, MEM_WORK);
     bk_free(b, dG1, (size_t)r1 * r1, DT_F32, MEM_WORK); bk_free(b, dG2, (size_t)r2 * r2, DT_F32, MEM_WORK);
     void *small[] = { gam, bet, dgam, dbet };
-    for (int i = 0; i < 4; i++) bk_free(b, small[i], (size_t)r, DT_F32, MEM_WORK);
-    bk_free(b, mean, (size_t)N, DT_F32, MEM_WORK); bk_free(b, rstd, (size_t)N, DT_F32, MEM_WORK);
-    return n;
+    for (int i = 0; i < 4; i++) bk_free(b, small[i], (size_t)d, DT_F32, MEM_WORK);
+    void *rows[] = { mean, rstd, dot, S };
+    for (int i = 0; i < 4; i++) bk_free(b, rows[i], (size_t)N, DT_F32, MEM_WORK);
+    bk_free(b, sumexp, (size_t)N, DT_F64, MEM_WORK); bk_free(b, tlogit, (size_t)N, DT_F64, MEM_WORK);
+    bk_free(b, tok, (size_t)N, DT_I32, MEM_WORK);
+    return N_NAMED;
 }
 
 // ---- 5. collectives: the MPI worker ---------------------------------------------------------
@@ -307,51 +380,76 @@ static void one_call(Comm *c, int k, float *buf, float *out, size_t S) {
 enum { SHARE_M = 1024, SHARE_N = 256, SHARE_K = 256 };
 #define SHARE_WINDOW_S 0.6
 
-// Seconds of one SHARE GEMM on this rank while every rank of the world computes the same GEMMs
-// for the same wall-clock window: what one training rank's ops run at when `world` ranks share
-// the node (memory bandwidth, caches, clocks, and cores where ranks outnumber them). Each rank
-// uses the threads a training rank gets (the cores divided among the ranks, at least one:
-// tools/train.c). The ranks are NOT coupled inside the window: no collective between the
-// GEMMs, so the time a rank waits for a descheduled peer is not in the share. That waiting is
-// in the measured collectives (5.: the α-β fits time the engine's collectives between the same
-// ranks under the same conditions), and the model adds the two: measuring it in both (the share
-// used to come from a GEMM + one-float all-reduce loop) counted it twice. A throughput: the
-// window's wall time over the iterations done on this rank's own clock; then the median over
-// the ranks (rank 0 returns it).
-static double rank_share_seconds(Comm *c, int world) {
-    int threads = (int)(sysconf(_SC_NPROCESSORS_ONLN) / world);
-    if (threads < 1) threads = 1;
+// The threads of one rank, as the trainer gives them (tools/train.c): --threads N when given
+// (the validation's domain: 1), else the cores this process may use divided among the ranks
+// on the host, at least 1. Every timing of this tool runs with them, so that the GEMM table,
+// the other rates and the rank share describe ranks as a run of `ranks` ranks has them.
+static int threads_opt = 0;
+static int rank_threads(int ranks) {
+    int t = threads_opt > 0 ? threads_opt : omp_get_num_procs() / ranks;
+    return t < 1 ? 1 : t;
+}
+static void use_threads(int threads) {
     omp_set_num_threads(threads);
     openblas_set_num_threads(threads);
+}
+
+// Seconds per SHARE GEMM (op_gemm) of this process over a SHARE_WINDOW_S wall-clock window
+// after one warm-up call: the window's wall time over the iterations done (a throughput: time
+// the process is not scheduled counts). sync, when set, is called once before the window
+// starts (the ranks' barrier).
+static double share_window_seconds(void (*sync)(void)) {
     Backend *b = backend_cpu(DT_F32);
     void *A = rand_buf(b, (size_t)SHARE_M * SHARE_K, 1), *B = rand_buf(b, (size_t)SHARE_K * SHARE_N, 2);
     void *C = bk_alloc(b, (size_t)SHARE_M * SHARE_N, DT_F32, MEM_WORK);
-    OpTimer t = { 0 };
-    bk_observe(b, &op_timer, &t);
     op_gemm(b, TR_N, TR_N, SHARE_M, SHARE_N, SHARE_K, 1.0f, A, SHARE_K, B, SHARE_N, 0.0f, C, SHARE_N);   // warm-up
+    if (sync) sync();
     int n = 0;
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));   // the windows start together, then each rank runs alone
-    double t0 = MPI_Wtime(), t1 = t0;
+    double t0 = now_seconds(), t1 = t0;
     while (t1 - t0 < SHARE_WINDOW_S) {
         op_gemm(b, TR_N, TR_N, SHARE_M, SHARE_N, SHARE_K, 1.0f, A, SHARE_K, B, SHARE_N, 0.0f, C, SHARE_N);
         n++;
-        t1 = MPI_Wtime();
+        t1 = now_seconds();
     }
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    double mine = (t1 - t0) / n, all[64];
-    CHECK(world <= 64, "calibrate: at most 64 ranks");
-    CHECK_MPI(MPI_Gather(&mine, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
-    bk_observe(b, NULL, NULL);
     bk_free(b, A, (size_t)SHARE_M * SHARE_K, DT_F32, MEM_WORK);
     bk_free(b, B, (size_t)SHARE_K * SHARE_N, DT_F32, MEM_WORK);
     bk_free(b, C, (size_t)SHARE_M * SHARE_N, DT_F32, MEM_WORK);
     backend_free(b);
+    return (t1 - t0) / n;
+}
+static void world_barrier(void) { CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
+
+// The rank share's two measurements are the same function under the same conditions but one:
+// share_window_seconds with the threads of one rank (rank_threads), in a lone process — this
+// one, unpinned, as a 1-rank run is (its reference, share_reference_seconds) — and in each of
+// `world` ranks at once under mpirun (as make exp starts a multi-rank run, binding as its
+// environment says), the windows started together by a barrier. share(world) = the reference
+// over the median rank's time: what one rank's ops run at when `world` ranks share the node
+// (the cores' division, memory bandwidth, caches, the clock a loaded socket keeps), in (0, 1]
+// but for noise, with nothing clamped. The GEMM table is not its reference: a table rate at
+// the share's shape is another statistic (the median of calls) at another time, and with the
+// quick grid an interpolation (it gave shares above 1: two ranks "faster" than one).
+// The ranks are NOT coupled inside the window: no collective between the GEMMs, so the time a
+// rank waits for a descheduled peer is not in the share. That waiting is in the measured
+// collectives (5.: the α-β fits time the engine's collectives between the same ranks under the
+// same conditions), and the model adds the two: measuring it in both (the share used to come
+// from a GEMM + one-float all-reduce loop) counted it twice.
+static double share_reference_seconds(void) {
+    use_threads(rank_threads(1));
+    return share_window_seconds(NULL);
+}
+static double rank_share_seconds(Comm *c, int world) {
+    use_threads(rank_threads(world));
+    double mine = share_window_seconds(world_barrier), all[64];
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK(world <= 64, "calibrate: at most 64 ranks");
+    CHECK_MPI(MPI_Gather(&mine, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
     if (c->rank) return 0;
     qsort(all, (size_t)world, sizeof *all, cmp_double);
     return world % 2 ? all[world / 2] : 0.5 * (all[world / 2 - 1] + all[world / 2]);
 }
 
-static int share_only = 0;   // --share-only: the rank share and the op overhead, nothing else
+static int refresh_only = 0;   // --refresh: the machine now (refresh_profile), the workers only the rank share
 
 static int mpi_worker(int argc, char **argv, const char *path) {
     CHECK_MPI(MPI_Init(&argc, &argv));
@@ -365,8 +463,8 @@ static int mpi_worker(int argc, char **argv, const char *path) {
         CHECK_ERRNO(!f, path);
     }
     double share_s = rank_share_seconds(&c, world);
-    if (f) fprintf(f, "share_gemm %d %d %.9g\n", world, SHARE_M, share_s);
-    if (share_only) {
+    if (f) fprintf(f, "share_gemm %d %d %.9g\n", world, rank_threads(world), share_s);
+    if (refresh_only) {
         if (f) CHECK_ERRNO(fclose(f) != 0, path);
         comm_free(&c);
         CHECK_MPI(MPI_Finalize());
@@ -412,7 +510,7 @@ static int run_worker(int n, const char *out_path) {
     self[len] = 0;
     char np[16];
     snprintf(np, sizeof np, "%d", n);
-    const char *args[16];
+    const char *args[24];
     int a = 0;
     args[a++] = "timeout"; args[a++] = "300"; args[a++] = "mpirun"; args[a++] = "-np"; args[a++] = np;
     args[a++] = "--oversubscribe";
@@ -420,7 +518,12 @@ static int run_worker(int n, const char *out_path) {
     args[a++] = "-x"; args[a++] = "OMP_NUM_THREADS=1";
     args[a++] = self; args[a++] = "--mpi-worker"; args[a++] = out_path;
     if (use_best) args[a++] = "--best";
-    if (share_only) args[a++] = "--share-only";
+    if (refresh_only) args[a++] = "--refresh";
+    char threads_s[16];
+    if (threads_opt > 0) {
+        snprintf(threads_s, sizeof threads_s, "%d", threads_opt);
+        args[a++] = "--threads"; args[a++] = threads_s;
+    }
     args[a] = NULL;
     fflush(stdout);
     pid_t pid = fork();
@@ -604,47 +707,85 @@ static void host_facts(char *host, size_t nh, char *cpu, size_t nc) {
     fclose(f);
 }
 
-// --share-only PROFILE: the machine as it is now, for a profile calibrated earlier: its rank
-// share (2., 4. ranks ...: 5.), the all-core rate of the share GEMM against the profile's table
-// (rank_share {1: ...}: a single process's ops, this minute) and the op overhead, measured
-// again; everything else kept. A few seconds: analysis/validate_cpu.py runs it before every
-// measured launch, since this machine's free capacity changes from one minute to the next.
-static int share_update(const char *from, const char *out_path, const int *ranks, int n_ranks) {
+// 4. and 4b. into p: the attention efficiencies (over p's peak) and the op rates of the ops
+// timed as themselves (measure_named_ops), printed. The attention at the CPU recipes' own shape
+// (experiments/base/boost-cpu.yaml, quickstart: micro-batch 8 of 128 tokens, 4 heads of 32):
+// the causal kernel's efficiency depends on T (the diagonal tiles' share: 2 of the 3 tiles the
+// 64-query blocks visit at T 128, 4 of 10 at T 256; the mean with a T 256 shape this used to
+// take priced the recipes' attention at a T they do not have).
+static void measure_kernels(Backend *bk, HwProfile *p) {
+    static const int shapes[1][4] = { { 8, 128, 4, 32 } };
+    enum { N_ATT = (int)(sizeof shapes / sizeof *shapes) };
+    double ef = 0, eb = 0, peak = p->peak_flops[SP_FP32];
+    printf("\n4. attention (the engine's causal flash attention, FLOPs as its ops count them) over the sgemm peak\n");
+    printf("   %4s %5s %3s %4s  %12s %12s\n", "B", "T", "H", "hd", "fwd GFLOP/s", "bwd GFLOP/s");
+    for (int s = 0; s < N_ATT; s++) {
+        double rf, rb;
+        measure_attention(bk, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], &rf, &rb);
+        printf("   %4d %5d %3d %4d  %12.2f %12.2f\n", shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], rf / 1e9, rb / 1e9);
+        ef += rf / peak / N_ATT;
+        eb += rb / peak / N_ATT;
+    }
+    p->attention[SP_FP32] = (HwAttention){ 1, ef > 1 ? 1 : ef, eb > 1 ? 1 : eb };
+    printf("   efficiency: forward %.3f, backward %.3f\n", p->attention[SP_FP32].forward, p->attention[SP_FP32].backward);
+    NamedRate named[N_NAMED];
+    int nn = measure_named_ops(bk, named);
+    printf("\n4b. ops timed as themselves (LaX's crossing at N 1024, r 32 = 4 x 8; the row, element-wise and activation "
+           "streaming kernels at N 1024, d 128, V 2048, 2^20 parameters; %s of 7 calls)\n", use_best ? "best" : "median");
+    p->n_op_rates[SP_FP32] = 0;
+    for (int i = 0; i < nn; i++) {
+        HwOpRate *r = &p->op_rates[SP_FP32][p->n_op_rates[SP_FP32]++];
+        snprintf(r->name, sizeof r->name, "%s", named[i].name);
+        r->per_byte = named[i].per_byte;
+        r->rate = named[i].rate;
+        printf("   %-24s %10.3f %s\n", r->name, r->rate / 1e9, r->per_byte ? "GB/s" : "GFLOP/s");
+    }
+}
+
+// --refresh PROFILE: the machine as it is now, for a profile calibrated earlier: the op
+// overhead, the attention and the ops timed as themselves (4., 4b.) and the rank share with
+// its reference (5.), measured again; the GEMM table, the bandwidth and the collectives kept.
+// A few seconds: analysis/validate_cpu.py runs it before every measured launch, since what
+// this machine's guests leave of its cores, caches and memory changes from one minute to the
+// next (two calibrations of 2026-12-02 seven minutes apart: swiglu_forward 15.5 and 28.3 GB/s,
+// adamw 27 and 86 GB/s, xent_backward 7.0 and 24.2 GB/s). Run it with the --threads of PROFILE's
+// own calibration: the attention efficiency is this measurement over PROFILE's peak.
+static int refresh_profile(const char *from, const char *out_path, const int *ranks, int n_ranks) {
     HwProfile p;
     hw_load_or_die(from, "experiments/hardware", &p);
-    CHECK(p.gemm[SP_FP32].present && p.gemm[SP_FP32].model == GEMM_TABLE, "--share-only: %s has no fp32 GEMM table", from);
+    CHECK(p.gemm[SP_FP32].present && p.gemm[SP_FP32].model == GEMM_TABLE, "--refresh: %s has no fp32 GEMM table", from);
     double la[3];
     load_average(la);
     char date[64];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+    use_threads(rank_threads(1));
     Backend *bk = backend_cpu(DT_F32);
     p.op_overhead_s = measure_op_overhead(bk);
-    double flops = 2.0 * SHARE_M * SHARE_N * SHARE_K, table = flops / sim_gemm_rate(&p, SP_FP32, SHARE_M, SHARE_N, SHARE_K, 1);
-    double one = time_gemm(bk, SHARE_M, SHARE_N, SHARE_K, 0.2);
+    measure_kernels(bk, &p);
     backend_free(bk);
+    double flops = 2.0 * SHARE_M * SHARE_N * SHARE_K, one = share_reference_seconds();
     p.n_share = 0;
-    p.share_n[p.n_share] = 1;
-    p.share[p.n_share++] = table / one;
-    printf("calibrate --share-only %s (%s, load average %.2f): op overhead %.2f us; 1 process %.2f GFLOP/s on %dx%dx%d "
-           "(the table: %.2f): %.3f\n", from, date, la[0], p.op_overhead_s * 1e6, flops / one / 1e9, SHARE_M, SHARE_N, SHARE_K,
-           flops / table / 1e9, table / one);
+    printf("calibrate --refresh %s (%s, load average %.2f): op overhead %.2f us; 1 rank alone (%d thread%s) %.2f GFLOP/s "
+           "on %dx%dx%d\n", from, date, la[0], p.op_overhead_s * 1e6, rank_threads(1), rank_threads(1) > 1 ? "s" : "",
+           flops / one / 1e9, SHARE_M, SHARE_N, SHARE_K);
     for (int r = 0; r < n_ranks; r++) {
         char tmp[64];
         FILE *f = worker_results(ranks[r], tmp, sizeof tmp, "");
         char kind[32];
         int n;
-        double M, t;
-        if (fscanf(f, "%31s %d %lf %lf", kind, &n, &M, &t) != 4 || strcmp(kind, "share_gemm")) DIE("calibrate: no rank share in %s", tmp);
+        double thr, t;   // the worker's threads per rank, its median rank's seconds per GEMM
+        if (fscanf(f, "%31s %d %lf %lf", kind, &n, &thr, &t) != 4 || strcmp(kind, "share_gemm")) DIE("calibrate: no rank share in %s", tmp);
         worker_results_close(f, tmp);
         CHECK(p.n_share < HW_BUSBW_MAX, "calibrate: too many rank counts");
         p.share_n[p.n_share] = n;
-        p.share[p.n_share++] = table / t;
-        printf("   rank share: %d ranks each at %.2f GFLOP/s (the table: %.2f): %.3f\n", n, flops / t / 1e9, flops / table / 1e9, table / t);
+        p.share[p.n_share++] = one / t;
+        printf("   rank share: %d ranks (%.0f thread%s each) each at %.2f GFLOP/s: %.3f\n", n, thr, thr > 1 ? "s" : "",
+               flops / t / 1e9, one / t);
     }
     char header[1400];
     snprintf(header, sizeof header,
-             "%s: %s with its rank_share and op_overhead_s measured again by build/calibrate --share-only\n"
+             "%s: %s with its rank_share, op_overhead_s, attention and op_rates measured again by build/calibrate --refresh\n"
              "on %s (load average %.2f); everything else as calibrated there (see its comments)", p.name, from, date, la[0]);
     const char *comments[HW_SEC_COUNT] = { 0 };
     char tmp_out[1100];
@@ -658,36 +799,48 @@ static int share_update(const char *from, const char *out_path, const int *ranks
     return 0;
 }
 
+// --threads' value: a count in 1..1024.
+static long parse_threads(const char *v) {
+    char *e;
+    long n = strtol(v, &e, 10);
+    if (e == v || *e || n < 1 || n > 1024) die_input("--threads: expected a thread count in 1..1024, got '%s'", v);
+    return n;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "--mpi-worker")) {
         for (int i = 3; i < argc; i++) {
             use_best |= !strcmp(argv[i], "--best");
-            share_only |= !strcmp(argv[i], "--share-only");
+            refresh_only |= !strcmp(argv[i], "--refresh");
+            if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads_opt = atoi(argv[++i]);
         }
         return mpi_worker(argc, argv, argv[2]);
     }
     ensure_passive_omp(argv);
     const char *out_path = "experiments/hardware/cpu-local.yaml";
-    const char *share_from = NULL;
+    const char *refresh_from = NULL;
     int ranks[4] = { 2, 4 }, n_ranks = 2, quick = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            puts("usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best]\n"
-                 "       build/calibrate --share-only PROFILE [--out FILE] [--ranks 2,4]\n"
+            puts("usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best] [--threads N]\n"
+                 "       build/calibrate --refresh PROFILE [--out FILE] [--ranks 2,4] [--threads N]\n"
                  "Measures this machine for the performance model and writes the cpu-local hardware profile\n"
                  "(default experiments/hardware/cpu-local.yaml): op_gemm FLOP/s over a grid of shapes, memory\n"
                  "bandwidth and op overhead, MPI shared-memory collectives over sizes, and the compute share of\n"
                  "ranks that share the host. Every timing is repeated; the median is kept (--best: the fastest).\n"
-                 "--quick: a smaller grid. --share-only: only the rank share and op overhead, measured again in a\n"
-                 "few seconds, written into a copy of PROFILE. See docs/performance-model.md section 3.");
+                 "--quick: a smaller grid. --refresh: the rank share, the op overhead, the attention and the ops\n"
+                 "timed as themselves, measured again in a few seconds, written into a copy of PROFILE. --threads N: every timing with N threads per rank\n"
+                 "(default: as the trainer gives them, the cores divided among the ranks). See\n"
+                 "docs/performance-model.md section 3.");
             return 0;
         }
         if (!strcmp(argv[i], "--quick")) { quick = 1; continue; }
         if (!strcmp(argv[i], "--best")) { use_best = 1; continue; }
         if (i + 1 >= argc) die_input("option %s needs a value (usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best] "
-                                     "[--share-only PROFILE])", argv[i]);
+                                     "[--refresh PROFILE] [--threads N])", argv[i]);
         if (!strcmp(argv[i], "--out")) out_path = argv[++i];
-        else if (!strcmp(argv[i], "--share-only")) { share_from = argv[++i]; share_only = 1; }
+        else if (!strcmp(argv[i], "--threads")) threads_opt = (int)parse_threads(argv[++i]);
+        else if (!strcmp(argv[i], "--refresh")) { refresh_from = argv[++i]; refresh_only = 1; }
         else if (!strcmp(argv[i], "--ranks")) {
             n_ranks = 0;
             for (char *s = argv[++i], *e; *s && n_ranks < 4; s = *e ? e + 1 : e) {
@@ -696,9 +849,9 @@ int main(int argc, char **argv) {
                 ranks[n_ranks++] = (int)v;
             }
             if (!n_ranks) die_input("--ranks: expected a list like 2,4");
-        } else die_input("unknown option '%s' (expected --out, --ranks, --quick, --best, --share-only)", argv[i]);
+        } else die_input("unknown option '%s' (expected --out, --ranks, --quick, --best, --refresh, --threads)", argv[i]);
     }
-    if (share_from) return share_update(share_from, out_path, ranks, n_ranks);
+    if (refresh_from) return refresh_profile(refresh_from, out_path, ranks, n_ranks);
     {   // fail now, not after the measurements, when the output cannot be written
         char probe[1100];
         xsnprintf(probe, sizeof probe, "%s.tmp", out_path);
@@ -728,12 +881,13 @@ int main(int argc, char **argv) {
     snprintf(p.device, sizeof p.device, "%.100s (%ld cores)", cpu, cores);
     snprintf(p.description, sizeof p.description, "this machine (%s), measured by build/calibrate on %s", host, date);
 
+    use_threads(rank_threads(1));   // every timing below with one rank's threads
     Backend *bk = backend_cpu(DT_F32);
     // 1. GEMM grid: M = tokens of a micro-batch, N and K down to the bottleneck widths
     static const int Ms[] = { 64, 256, 1024, 4096 }, Ns[] = { 16, 64, 256, 1024, 4096 }, Ks[] = { 16, 64, 256, 1024, 4096 };
-    static const int qMs[] = { 256, 2048 }, qNs[] = { 16, 1024 }, qKs[] = { 16, 1024 };
+    static const int qMs[] = { 32, 128, 512, 2048 }, qNs[] = { 32, 128, 512, 2048 }, qKs[] = { 32, 128, 512, 2048 };
     double peak0 = measure_sgemm_peak_gflops() * 1e9;
-    if (quick) measure_gemm(bk, &p.gemm[SP_FP32], qMs, 2, qNs, 2, qKs, 2, 1, 0.005);
+    if (quick) measure_gemm(bk, &p.gemm[SP_FP32], qMs, 4, qNs, 4, qKs, 4, 1, 0.005);
     else measure_gemm(bk, &p.gemm[SP_FP32], Ms, 4, Ns, 5, Ks, 5, 3, 0.005);
     // 2. the engine's peak
     // the peak before and after the grid, the larger (the machine is shared)
@@ -752,39 +906,14 @@ int main(int argc, char **argv) {
     p.op_overhead_s = measure_op_overhead(bk);
     printf("   op overhead (op_add on 64 floats, %s of 201 calls): %.2f us per op\n", use_best ? "best" : "median",
            p.op_overhead_s * 1e6);
-    // the reference of the rank share (5.): the GEMM table's own rate at the share GEMM's
-    // shape (the model scales the table's rates by the share, so the share is relative to it;
-    // a separate all-core timing would add its own noise: 2-thread sgemm here ranges 118-201
-    // GFLOP/s from one minute to the next)
-    double share_ref = 2.0 * SHARE_M * SHARE_N * SHARE_K / sim_gemm_rate(&p, SP_FP32, SHARE_M, SHARE_N, SHARE_K, 1);
-    // 4. attention
-    static const int shapes[2][4] = { { 8, 128, 2, 32 }, { 4, 256, 4, 32 } };
-    double ef = 0, eb = 0;
-    printf("\n4. attention (the engine's causal flash attention, FLOPs as its ops count them) over the sgemm peak\n");
-    printf("   %4s %5s %3s %4s  %12s %12s\n", "B", "T", "H", "hd", "fwd GFLOP/s", "bwd GFLOP/s");
-    for (int s = 0; s < 2; s++) {
-        double rf, rb;
-        measure_attention(bk, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], &rf, &rb);
-        printf("   %4d %5d %3d %4d  %12.2f %12.2f\n", shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], rf / 1e9, rb / 1e9);
-        ef += rf / peak / 2;
-        eb += rb / peak / 2;
-    }
-    NamedRate named[4];
-    int nn = measure_named_ops(bk, named);
-    printf("\n4b. ops with their own kernels (LaX's crossing, N 1024, r 32 = 4 x 8, %s of 7 calls)\n", use_best ? "best" : "median");
-    for (int i = 0; i < nn; i++) {
-        HwOpRate *r = &p.op_rates[SP_FP32][p.n_op_rates[SP_FP32]++];
-        snprintf(r->name, sizeof r->name, "%s", named[i].name);
-        r->per_byte = named[i].per_byte;
-        r->rate = named[i].rate;
-        printf("   %-20s %10.3f %s\n", r->name, r->rate / 1e9, r->per_byte ? "GB/s" : "GFLOP/s");
-    }
+    // 4. attention, 4b. the ops timed as themselves
+    measure_kernels(bk, &p);
     backend_free(bk);
-    p.attention[SP_FP32] = (HwAttention){ 1, ef > 1 ? 1 : ef, eb > 1 ? 1 : eb };
-    printf("   efficiency (mean of the shapes): forward %.3f, backward %.3f\n", p.attention[SP_FP32].forward,
-           p.attention[SP_FP32].backward);
 
-    // 5. collectives
+    // 5. collectives, and the rank share against its reference measured here just before
+    double share_flops = 2.0 * SHARE_M * SHARE_N * SHARE_K, share_one = share_reference_seconds();
+    printf("\n5. the rank share's reference: 1 rank alone (%d thread%s) at %.2f GFLOP/s on %dx%dx%d\n", rank_threads(1),
+           rank_threads(1) > 1 ? "s" : "", share_flops / share_one / 1e9, SHARE_M, SHARE_N, SHARE_K);
     Meas *meas = xcalloc(4096, sizeof *meas);
     int nm = 0, max_n = 0;
     for (int r = 0; r < n_ranks; r++) {
@@ -795,13 +924,13 @@ int main(int argc, char **argv) {
         int n;
         double S, t;
         while (nm < 4096 && fscanf(f, "%31s %d %lf %lf", kind, &n, &S, &t) == 4) {
-            if (!strcmp(kind, "share_gemm")) {   // one rank's GEMM while n ranks compute at once
+            if (!strcmp(kind, "share_gemm")) {   // one rank's GEMM while n ranks compute at once (S: its threads)
                 CHECK(p.n_share < HW_BUSBW_MAX, "calibrate: too many rank counts");
                 p.share_n[p.n_share] = n;
-                p.share[p.n_share] = share_ref / t;
-                printf("   rank share: %d ranks each at %.2f GFLOP/s on %dx%dx%d (the GEMM table there: %.2f): %.3f\n",
-                       n, 2.0 * SHARE_M * SHARE_N * SHARE_K / t / 1e9, SHARE_M, SHARE_N, SHARE_K,
-                       2.0 * SHARE_M * SHARE_N * SHARE_K / share_ref / 1e9, p.share[p.n_share]);
+                p.share[p.n_share] = share_one / t;
+                printf("   rank share: %d ranks (%.0f thread%s each) each at %.2f GFLOP/s on %dx%dx%d (1 rank alone: %.2f): %.3f\n",
+                       n, S, S > 1 ? "s" : "", share_flops / t / 1e9, SHARE_M, SHARE_N, SHARE_K, share_flops / share_one / 1e9,
+                       p.share[p.n_share]);
                 p.n_share++;
                 continue;
             }
@@ -849,10 +978,11 @@ int main(int argc, char **argv) {
              "cpu-local: THIS machine, measured by build/calibrate (src/tools/calibrate.c). Do not edit by\n"
              "hand: rerun `build/calibrate` (about a minute and a half) to refresh it.\n"
              "measured: %s on host %s\n"
-             "CPU: %s, %ld cores; OpenBLAS and OpenMP with all cores (threads %d)\n"
+             "CPU: %s, %ld cores; OpenBLAS and OpenMP with one rank's threads (%d%s)\n"
              "load average before: %.2f %.2f %.2f, after: %.2f %.2f %.2f\n"
              "(other processes share this machine: timings are not properties of the code)\n"
-             "calibration took %.0f s", date, host, cpu, cores, omp_get_max_threads(), la0[0], la0[1], la0[2],
+             "calibration took %.0f s", date, host, cpu, cores, omp_get_max_threads(),
+             threads_opt > 0 ? ", --threads" : ": all cores", la0[0], la0[1], la0[2],
              la1[0], la1[1], la1[2], took);
     const char *c_peak =
         "peak: the engine's sgemm peak (backend/cpu/peak.c measure_sgemm_peak_gflops: best-of-3 2048^3),\n"
@@ -870,9 +1000,8 @@ int main(int argc, char **argv) {
         "op_overhead_s: the %s of 201 op_add calls on 64 floats (dispatch, an OpenMP region)", stat, stat);
     snprintf(c_att, sizeof c_att,
         "attention: the engine's flash attention (op_attention_forward/backward) at B,T,H,hd =\n"
-        "8,128,2,32 and 4,256,4,32 (%s of 7 calls each); FLOPs as the ops count them (FlashAttention-2's\n"
-        "convention: 2*2*hd per causal (query, key) pair forward, 2.5x backward) over the sgemm peak,\n"
-        "mean of the two shapes", stat);
+        "8,128,4,32, the CPU recipes' shape (%s of 7 calls); FLOPs as the ops count them (FlashAttention-2's\n"
+        "convention: 2*2*hd per causal (query, key) pair forward, 2.5x backward) over the sgemm peak", stat);
     char rank_list[64] = "";
     for (int r = 0; r < n_ranks; r++)
         snprintf(rank_list + strlen(rank_list), sizeof rank_list - strlen(rank_list), "%s%d", r ? (r == n_ranks - 1 ? " and " : ", ") : "", ranks[r]);
@@ -883,20 +1012,24 @@ int main(int argc, char **argv) {
              "alphas; model error over all points median %.1f%%, max %.1f%% (%d points left out of the\n"
              "fit). p2p is a sendrecv exchange (both directions at once); its latency is all base_s",
              rank_list, cores, stat, 100 * med, 100 * mx, dropped);
-    char c_share[600];
+    char c_share[700], share_threads[64] = "threads cores / R, at least 1";
+    if (threads_opt > 0) snprintf(share_threads, sizeof share_threads, "%d thread%s (--threads)", threads_opt, threads_opt > 1 ? "s" : "");
     snprintf(c_share, sizeof c_share,
              "rank_share: with R ranks on this host (make exp at tp R), one rank's ops run at this fraction of\n"
-             "the rates above (measured all-core, one process): every rank times op_gemm %dx%dx%d with the\n"
-             "threads a training rank gets (cores / R, at least 1), each followed by a one-float all-reduce,\n"
-             "for the same %.1f s window (window / iterations, less the all-reduce alone: time not scheduled\n"
-             "counts), the median over the ranks, over the GEMM table's rate at that shape. Applied to every\n"
-             "op (GEMM, attention, memory-bound) of a rank; collectives are measured as such.",
-             SHARE_M, SHARE_N, SHARE_K, SHARE_WINDOW_S);
-    char c_named[400];
+             "the rates above: op_gemm %dx%dx%d timed over a %.1f s window (window / iterations: time not\n"
+             "scheduled counts) in R ranks at once under mpirun (%s each, no collective between\n"
+             "the GEMMs), the median rank, against the same window in this process alone (threads as\n"
+             "above): the same measurement but for the ranks beside it, so in (0, 1] but for noise. Applied to\n"
+             "every op (GEMM, attention, memory-bound) of a rank; collectives are measured as such.",
+             SHARE_M, SHARE_N, SHARE_K, SHARE_WINDOW_S, share_threads);
+    char c_named[700];
     snprintf(c_named, sizeof c_named,
-             "op_rates: LaX's crossing ops are custom loops, not sgemm: the engine's own kron_gate and layernorm\n"
-             "ops timed as themselves at N 1024, r 32 = 4 x 8 (the recipes' LaX), %s of 7 calls; FLOP/s or bytes/s\n"
-             "as their OpInfo counts them", use_best ? "best" : "median");
+             "op_rates: ops the GEMM table and the streaming bandwidth do not describe, each timed as itself:\n"
+             "LaX's crossing ops (custom loops, not sgemm: kron_gate, layernorm) at N 1024, r 32 = 4 x 8, and the\n"
+             "CPU back end's row and element-wise kernels that do more than stream (an exp, division or square\n"
+             "root per element, a reduction, a gather) at N 1024, d 128, V 2048, 2^20 parameters, operands in\n"
+             "the caches as in a step; %s of 7 calls; FLOP/s (kron gate) or bytes/s as their OpInfo counts them",
+             use_best ? "best" : "median");
     const char *comments[HW_SEC_COUNT] = { c_peak, c_gemm, c_mem, c_att, c_links, c_share, c_named };
     // Validate before replacing the old profile: write a copy under a temporary directory
     // (its file name must be the profile's name), load it, then write the real file via
