@@ -171,14 +171,14 @@ TEST(gemm_gradcheck) {
 typedef struct { float *y, *rstd, *x, *gamma, *w; int N, d; float eps; } RmsCtx;
 static double rms_obj(void *p) {
     RmsCtx *c = p;
-    rmsnorm_forward(c->y, c->rstd, c->x, c->gamma, c->N, c->d, c->eps);
+    cpu_rmsnorm_forward(c->y, c->rstd, c->x, c->gamma, c->N, c->d, c->eps);
     return dot_d(c->y, c->w, (size_t)c->N * c->d);
 }
 
 TEST(rmsnorm_forward_reference) {
     int N = 7, d = 13; float eps = 1e-5f;
     float *x = grand(N * d, 2), *gamma = grand(d, 1.5f), *y = galloc(N * d), *rstd = galloc(N), *ref = galloc(N * d);
-    rmsnorm_forward(y, rstd, x, gamma, N, d, eps);
+    cpu_rmsnorm_forward(y, rstd, x, gamma, N, d, eps);
     for (int n = 0; n < N; n++) {
         double ss = 0; for (int j = 0; j < d; j++) ss += (double)x[n * d + j] * x[n * d + j];
         double r = 1.0 / sqrt(ss / d + eps);
@@ -198,7 +198,7 @@ TEST(rmsnorm_gradcheck) {
         c.x = grand(nd, 2); c.gamma = grand(c.d, 1.5f); c.y = galloc(nd); c.rstd = galloc(c.N); c.w = grand(nd, 1);
         rms_obj(&c);
         float *dx = gzeros(nd), *dg = gzeros(c.d);
-        rmsnorm_backward(dx, dg, c.w, c.x, c.gamma, c.rstd, c.N, c.d, 1, 1);
+        cpu_rmsnorm_backward(dx, dg, c.w, c.x, c.gamma, c.rstd, c.N, c.d, 1, 1);
         FD_EXPECT("rmsnorm dx", rms_obj, &c, c.x, dx, nd);
         FD_EXPECT("rmsnorm dgamma", rms_obj, &c, c.gamma, dg, c.d);
     }
@@ -215,36 +215,36 @@ TEST(sharded_rmsnorm_equals_rmsnorm) {
     // and ÷rms_full (scale_rows) gives the same as normalising with the full statistic.
     int N = 9, d = 26, h = 13; float eps = 1e-5f;
     float *x = grand((size_t)N * d, 2), *gamma = grand(d, 1.5f), *y = galloc((size_t)N * d), *rstd = galloc(N);
-    rmsnorm_forward(y, rstd, x, gamma, N, d, eps);
+    cpu_rmsnorm_forward(y, rstd, x, gamma, N, d, eps);
     float *x0 = galloc((size_t)N * h), *x1 = galloc((size_t)N * h), *S0 = galloc(N), *S1 = galloc(N), *S = galloc(N);
     for (int n = 0; n < N; n++) { memcpy(x0 + n * h, x + n * d, 4 * h); memcpy(x1 + n * h, x + n * d + h, 4 * h); }
-    rowsumsq(S0, x0, N, h); rowsumsq(S1, x1, N, h);
+    cpu_rowsumsq(S0, x0, N, h); cpu_rowsumsq(S1, x1, N, h);
     for (int n = 0; n < N; n++) {
         S[n] = S0[n] + S1[n];
         double ss = 0; for (int j = 0; j < d; j++) ss += (double)x[n * d + j] * x[n * d + j];
         EXPECT(fabs(S[n] - ss) <= 1e-5 * ss, "rowsumsq row %d: %.8g vs %.8g", n, S[n], ss);
     }
     float *y0 = galloc((size_t)N * h), *y1 = galloc((size_t)N * h), *got = galloc((size_t)N * d);
-    rownorm(y0, x0, gamma, S, N, h, d, eps); rownorm(y1, x1, gamma + h, S, N, h, d, eps);
+    cpu_rownorm(y0, x0, gamma, S, N, h, d, eps); cpu_rownorm(y1, x1, gamma + h, S, N, h, d, eps);
     for (int n = 0; n < N; n++) { memcpy(got + n * d, y0 + n * h, 4 * h); memcpy(got + n * d + h, y1 + n * h, 4 * h); }
     CLOSE_EXPECT("sync: shards normalised with the full statistic", got, y, (size_t)N * d, 1e-6, 1e-5);
     // online steps 2-3, 5, 7 on one shard, as a G = 2 bottleneck of r = h/2 (two slots)
-    rownorm(y0, x0, gamma, S0, N, h, h, eps);                      // local scale
+    cpu_rownorm(y0, x0, gamma, S0, N, h, h, eps);                      // local scale
     SlotView v = { .N = N, .G = 2, .r = 6, .ld = 13, .off = { 0, 6 } };  // 12 of 13 columns as 2 slots
     float *P = gcopy(y0, (size_t)N * h);
-    scale_rows(P, &v, S0, h, eps, +1);
-    scale_rows(P, &v, S, d, eps, -1);
+    cpu_scale_rows(P, &v, S0, h, eps, +1);
+    cpu_scale_rows(P, &v, S, d, eps, -1);
     float *want = galloc((size_t)N * h);
-    rownorm(want, x0, gamma, S, N, h, d, eps);
+    cpu_rownorm(want, x0, gamma, S, N, h, d, eps);
     int ok = 1;
     for (int n = 0; n < N; n++) {
         for (int k = 0; k < 12; k++) if (fabs(P[n * h + k] - want[n * h + k]) > 1e-6 + 1e-5 * fabs(want[n * h + k])) ok = 0;
         if (P[n * h + 12] != y0[n * h + 12]) ok = 0;   // column 12 is outside the view: untouched
     }
-    EXPECT(ok, "online: scale_rows(+1 local, -1 full) differs from normalising with the full statistic");
+    EXPECT(ok, "online: cpu_scale_rows(+1 local, -1 full) differs from normalising with the full statistic");
     // rowdot over two slots of the view
     float *dot = galloc(N), *Q = grand((size_t)N * h, 1);
-    rowdot(dot, P, Q, &v);
+    cpu_rowdot(dot, P, Q, &v);
     for (int n = 0; n < N; n++) {
         double r = 0; for (int k = 0; k < 12; k++) r += (double)P[n * h + k] * Q[n * h + k];
         EXPECT(fabs(dot[n] - r) <= 1e-6 + 1e-5 * fabs(r), "rowdot row %d: %.8g vs %.8g", n, dot[n], r);
@@ -258,8 +258,8 @@ TEST(sharded_rmsnorm_equals_rmsnorm) {
 typedef struct { float *x, *gamma, *S, *a, *w; int N, d; float eps; } ShCtx;
 static double sh_obj(void *p) {
     ShCtx *c = p;
-    rowsumsq(c->S, c->x, c->N, c->d);
-    rownorm(c->a, c->x, c->gamma, c->S, c->N, c->d, c->d, c->eps);
+    cpu_rowsumsq(c->S, c->x, c->N, c->d);
+    cpu_rownorm(c->a, c->x, c->gamma, c->S, c->N, c->d, c->d, c->eps);
     return dot_d(c->a, c->w, (size_t)c->N * c->d);
 }
 TEST(sharded_rmsnorm_gradcheck) {
@@ -271,14 +271,14 @@ TEST(sharded_rmsnorm_gradcheck) {
         sh_obj(&c);
         float *dot = galloc(c.N), *dx = gzeros(nd), *dg = gzeros(c.d);
         SlotView row = { .N = c.N, .G = 1, .r = c.d, .ld = c.d };
-        rowdot(dot, c.w, c.a, &row);
-        sharded_rmsnorm_backward(dx, dg, c.w, c.x, c.gamma, c.S, dot, c.N, c.d, c.d, c.eps, 1);
+        cpu_rowdot(dot, c.w, c.a, &row);
+        cpu_sharded_rmsnorm_backward(dx, dg, c.w, c.x, c.gamma, c.S, dot, c.N, c.d, c.d, c.eps, 1);
         FD_EXPECT("sharded rmsnorm dx", sh_obj, &c, c.x, dx, nd);
         FD_EXPECT("sharded rmsnorm dgamma", sh_obj, &c, c.gamma, dg, c.d);
         // and it is RMSNorm's own backward
         float *rstd = galloc(c.N), *y = galloc(nd), *rdx = gzeros(nd), *rdg = gzeros(c.d);
-        rmsnorm_forward(y, rstd, c.x, c.gamma, c.N, c.d, c.eps);
-        rmsnorm_backward(rdx, rdg, c.w, c.x, c.gamma, rstd, c.N, c.d, 1, 1);
+        cpu_rmsnorm_forward(y, rstd, c.x, c.gamma, c.N, c.d, c.eps);
+        cpu_rmsnorm_backward(rdx, rdg, c.w, c.x, c.gamma, rstd, c.N, c.d, 1, 1);
         CLOSE_EXPECT("sharded vs full rmsnorm dx", dx, rdx, nd, 1e-6, 1e-4);
         CLOSE_EXPECT("sharded vs full rmsnorm dgamma", dg, rdg, c.d, 1e-6, 1e-4);
     }
@@ -291,8 +291,8 @@ TEST(sharded_rmsnorm_gradcheck) {
 typedef struct { float *z, *g, *u, *w; size_t n; int mode; } ActCtx;   // mode: 0 silu, 1 swiglu, 2 g*u
 static double act_obj(void *p) {
     ActCtx *c = p;
-    if (c->mode == 0) silu_forward(c->z, c->g, c->n);
-    else swiglu_forward(c->z, c->g, c->u, c->n, c->mode == 1);
+    if (c->mode == 0) cpu_silu_forward(c->z, c->g, c->n);
+    else cpu_swiglu_forward(c->z, c->g, c->u, c->n, c->mode == 1);
     return dot_d(c->z, c->w, c->n);
 }
 
@@ -300,17 +300,17 @@ TEST(activation_forward_reference) {
     size_t n = 1000;
     float *g = grand(n, 12), *u = grand(n, 2), *z = galloc(n), *ref = galloc(n);
     g[0] = -100.0f; g[1] = 100.0f; g[2] = 0.0f;    // saturated ends of the sigmoid
-    silu_forward(z, g, n);
+    cpu_silu_forward(z, g, n);
     for (size_t i = 0; i < n; i++) ref[i] = (float)(g[i] / (1.0 + exp(-(double)g[i])));
     CLOSE_EXPECT("silu", z, ref, n, 1e-7, 1e-6);
-    swiglu_forward(z, g, u, n, 1);
+    cpu_swiglu_forward(z, g, u, n, 1);
     for (size_t i = 0; i < n; i++) ref[i] = (float)(g[i] / (1.0 + exp(-(double)g[i])) * u[i]);
     CLOSE_EXPECT("swiglu silu", z, ref, n, 1e-7, 1e-6);
-    swiglu_forward(z, g, u, n, 0);
+    cpu_swiglu_forward(z, g, u, n, 0);
     for (size_t i = 0; i < n; i++) ref[i] = g[i] * u[i];
     SAME_EXPECT("swiglu plain", z, ref, n);
     float *x = gcopy(g, n);
-    add_inplace(x, u, n);
+    cpu_add_inplace(x, u, n);
     for (size_t i = 0; i < n; i++) ref[i] = g[i] + u[i];
     SAME_EXPECT("add_inplace", x, ref, n);
     GUARDS_EXPECT();
@@ -323,16 +323,16 @@ TEST(activation_gradcheck) {
         ActCtx c = { .n = n, .mode = mode };
         c.g = grand(n, 4); c.u = grand(n, 2); c.z = galloc(n); c.w = grand(n, 1);
         float *dg = gzeros(n), *du = gzeros(n);
-        if (mode == 0) silu_backward(dg, c.w, c.g, n);
-        else swiglu_backward(dg, du, c.w, c.g, c.u, n, mode == 1);
+        if (mode == 0) cpu_silu_backward(dg, c.w, c.g, n);
+        else cpu_swiglu_backward(dg, du, c.w, c.g, c.u, n, mode == 1);
         const char *name = mode == 0 ? "silu dx" : mode == 1 ? "swiglu(silu) dg" : "swiglu(plain) dg";
         FD_EXPECT(name, act_obj, &c, c.g, dg, n);
         if (mode) {
             FD_EXPECT(mode == 1 ? "swiglu(silu) du" : "swiglu(plain) du", act_obj, &c, c.u, du, n);
             // one gradient at a time (NULL other) gives the same values
             float *dg2 = gzeros(n), *du2 = gzeros(n);
-            swiglu_backward(dg2, NULL, c.w, c.g, c.u, n, mode == 1);
-            swiglu_backward(NULL, du2, c.w, c.g, c.u, n, mode == 1);
+            cpu_swiglu_backward(dg2, NULL, c.w, c.g, c.u, n, mode == 1);
+            cpu_swiglu_backward(NULL, du2, c.w, c.g, c.u, n, mode == 1);
             CLOSE_EXPECT("swiglu dg alone", dg2, dg, n, 1e-7, 1e-6);
             CLOSE_EXPECT("swiglu du alone", du2, du, n, 1e-7, 1e-6);
         }
@@ -348,7 +348,7 @@ static double rope_obj(void *p) {
     RopeCtx *c = p;
     size_t n = (size_t)c->B * c->T * c->H * c->hd;
     memcpy(c->buf, c->x, sizeof(float) * n);
-    rope_forward(c->buf, c->B, c->T, c->H, c->hd, c->theta);
+    cpu_rope_forward(c->buf, c->B, c->T, c->H, c->hd, c->theta);
     return dot_d(c->buf, c->w, n);
 }
 // Double-precision reference of the documented formula.
@@ -371,11 +371,11 @@ TEST(rope_reference_and_identity) {
         int B = cases[s][0], T = cases[s][1], H = cases[s][2], hd = cases[s][3];
         size_t n = (size_t)B * T * H * hd;
         float *x = grand(n, 1), *y = gcopy(x, n), *ref = galloc(n);
-        rope_forward(y, B, T, H, hd, 10000.0f);
+        cpu_rope_forward(y, B, T, H, hd, 10000.0f);
         rope_ref(ref, x, B, T, H, hd, 10000.0);
         CLOSE_EXPECT("rope vs double reference", y, ref, n, 2e-6, 1e-5);
-        rope_backward(y, B, T, H, hd, 10000.0f);    // inverse rotation
-        CLOSE_EXPECT("rope_backward(rope_forward(x)) == x", y, x, n, 2e-6, 1e-5);
+        cpu_rope_backward(y, B, T, H, hd, 10000.0f);    // inverse rotation
+        CLOSE_EXPECT("rope_backward(cpu_rope_forward(x)) == x", y, x, n, 2e-6, 1e-5);
     }
     GUARDS_EXPECT();
     gfree_all();
@@ -388,7 +388,7 @@ TEST(rope_gradcheck) {
         size_t n = 2 * 5 * 3 * 6;
         c.x = grand(n, 1); c.buf = galloc(n); c.w = grand(n, 1);
         float *dx = gcopy(c.w, n);
-        rope_backward(dx, c.B, c.T, c.H, c.hd, c.theta);   // in place: dL/dx from dL/dy
+        cpu_rope_backward(dx, c.B, c.T, c.H, c.hd, c.theta);   // in place: dL/dx from dL/dy
         FD_EXPECT("rope dx", rope_obj, &c, c.x, dx, n);
     }
     GUARDS_EXPECT();
@@ -400,7 +400,7 @@ TEST(rope_gradcheck) {
 typedef struct { float *out, *lse, *q, *k, *v, *w; int B, T, H, Hkv, hd; } AttCtx;
 static double att_obj(void *p) {
     AttCtx *c = p;
-    attention_forward(c->out, c->lse, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
+    cpu_attention_forward(c->out, c->lse, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
     return dot_d(c->out, c->w, (size_t)c->B * c->T * c->H * c->hd);
 }
 
@@ -463,8 +463,8 @@ static void att_check_naive(const char *label, int B, int T, int H, int Hkv, int
     float *out = galloc(nq), *lse = galloc(nl), *rout = galloc(nq), *rlse = galloc(nl);
     float *dq = gzeros(nq), *dk = gzeros(nk), *dv = gzeros(nk);
     float *rdq = gzeros(nq), *rdk = gzeros(nk), *rdv = gzeros(nk);
-    attention_forward(out, lse, q, k, v, B, T, H, Hkv, hd);
-    attention_backward(dq, dk, dv, dout, out, q, k, v, lse, B, T, H, Hkv, hd);
+    cpu_attention_forward(out, lse, q, k, v, B, T, H, Hkv, hd);
+    cpu_attention_backward(dq, dk, dv, dout, out, q, k, v, lse, B, T, H, Hkv, hd);
     att_ref(rout, rlse, rdq, rdk, rdv, dout, q, k, v, B, T, H, Hkv, hd);
     const float *got[5] = { out, lse, dq, dk, dv }, *want[5] = { rout, rlse, rdq, rdk, rdv };
     const char *nm[5] = { "out", "lse", "dq", "dk", "dv" };
@@ -493,22 +493,22 @@ TEST(attention_gradcheck) {
     // target shape of the vector kernels) and, last, the scalar kernels at an odd head dim.
     int cases[][5] = { {2, 5, 3, 1, 6}, {1, 7, 2, 2, 4}, {1, 70, 2, 1, 4}, {1, 260, 1, 1, 2}, {1, 70, 2, 1, 64},
                        {1, 70, 2, 1, 12} };
-    const char *was = attention_isa();
+    const char *was = cpu_attention_isa();
     for (int s = 0; s < 6; s++) {
-        if (s == 5) attention_use_isa("scalar");
+        if (s == 5) cpu_attention_use_isa("scalar");
         AttCtx c = { .B = cases[s][0], .T = cases[s][1], .H = cases[s][2], .Hkv = cases[s][3], .hd = cases[s][4] };
         size_t nq = (size_t)c.B * c.T * c.H * c.hd, nk = (size_t)c.B * c.T * c.Hkv * c.hd;
         c.q = grand(nq, 1.5f); c.k = grand(nk, 1.5f); c.v = grand(nk, 1); c.w = grand(nq, 1);
         c.out = galloc(nq); c.lse = galloc((size_t)c.B * c.H * c.T);
         att_obj(&c);
         float *dq = gzeros(nq), *dk = gzeros(nk), *dv = gzeros(nk);
-        attention_backward(dq, dk, dv, c.w, c.out, c.q, c.k, c.v, c.lse, c.B, c.T, c.H, c.Hkv, c.hd);
+        cpu_attention_backward(dq, dk, dv, c.w, c.out, c.q, c.k, c.v, c.lse, c.B, c.T, c.H, c.Hkv, c.hd);
         char what[64];
-        snprintf(what, sizeof what, "attention %s hd=%d dq", attention_isa(), c.hd); FD_EXPECT(what, att_obj, &c, c.q, dq, nq);
-        snprintf(what, sizeof what, "attention %s hd=%d dk", attention_isa(), c.hd); FD_EXPECT(what, att_obj, &c, c.k, dk, nk);
-        snprintf(what, sizeof what, "attention %s hd=%d dv", attention_isa(), c.hd); FD_EXPECT(what, att_obj, &c, c.v, dv, nk);
+        snprintf(what, sizeof what, "attention %s hd=%d dq", cpu_attention_isa(), c.hd); FD_EXPECT(what, att_obj, &c, c.q, dq, nq);
+        snprintf(what, sizeof what, "attention %s hd=%d dk", cpu_attention_isa(), c.hd); FD_EXPECT(what, att_obj, &c, c.k, dk, nk);
+        snprintf(what, sizeof what, "attention %s hd=%d dv", cpu_attention_isa(), c.hd); FD_EXPECT(what, att_obj, &c, c.v, dv, nk);
     }
-    attention_use_isa(was);
+    cpu_attention_use_isa(was);
     GUARDS_EXPECT();
     gfree_all();
 }
@@ -523,15 +523,15 @@ static const char *ATT_ISAS[] = { "avx512", "avx2", "scalar" };
 TEST(attention_kernels_match_float64) {
     int cases[][5] = { {1, 1, 2, 1, 64}, {2, 5, 3, 1, 16}, {1, 37, 4, 2, 64}, {1, 64, 2, 2, 32}, {2, 100, 4, 2, 64},
                        {1, 130, 6, 2, 48}, {1, 200, 2, 1, 128}, {1, 67, 2, 1, 20}, {2, 150, 4, 2, 8} };
-    const char *was = attention_isa();
+    const char *was = cpu_attention_isa();
     int ran = 0;
     for (int is = 0; is < 3; is++) {
-        if (!attention_use_isa(ATT_ISAS[is])) { printf("  (attention kernels %s: not in this build)\n", ATT_ISAS[is]); continue; }
+        if (!cpu_attention_use_isa(ATT_ISAS[is])) { printf("  (attention kernels %s: not in this build)\n", ATT_ISAS[is]); continue; }
         ran++;
         for (int s = 0; s < 9; s++) att_check_naive(ATT_ISAS[is], cases[s][0], cases[s][1], cases[s][2], cases[s][3], cases[s][4]);
     }
-    attention_use_isa(was);
-    EXPECT(ran >= 1 && !strcmp(attention_isa(), was), "kernel selection: %d sets ran, %s restored as %s", ran, was, attention_isa());
+    cpu_attention_use_isa(was);
+    EXPECT(ran >= 1 && !strcmp(cpu_attention_isa(), was), "kernel selection: %d sets ran, %s restored as %s", ran, was, cpu_attention_isa());
 }
 
 // Forward and backward (from zero gradients) into new buffers: r = { out, lse, dq, dk, dv }.
@@ -540,8 +540,8 @@ static void att_run(float *r[5], const float *q, const float *k, const float *v,
                     int B, int T, int H, int Hkv, int hd) {
     size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
     r[0] = galloc(nq); r[1] = galloc((size_t)B * H * T); r[2] = gzeros(nq); r[3] = gzeros(nk); r[4] = gzeros(nk);
-    attention_forward(r[0], r[1], q, k, v, B, T, H, Hkv, hd);
-    attention_backward(r[2], r[3], r[4], dout, r[0], q, k, v, r[1], B, T, H, Hkv, hd);
+    cpu_attention_forward(r[0], r[1], q, k, v, B, T, H, Hkv, hd);
+    cpu_attention_backward(r[2], r[3], r[4], dout, r[0], q, k, v, r[1], B, T, H, Hkv, hd);
 }
 
 // The vector kernels against the scalar ones on a longer sequence (T = 300: five key tiles,
@@ -551,14 +551,14 @@ TEST(attention_vector_matches_scalar) {
     size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, nl = (size_t)B * H * T;
     float *q = grand(nq, 2), *k = grand(nk, 2), *v = grand(nk, 1), *dout = grand(nq, 1);
     float *res[3][5];
-    const char *was = attention_isa();
+    const char *was = cpu_attention_isa();
     int have[3] = { 0 };
     for (int is = 0; is < 3; is++) {
-        if (!attention_use_isa(ATT_ISAS[is])) continue;
+        if (!cpu_attention_use_isa(ATT_ISAS[is])) continue;
         have[is] = 1;
         att_run(res[is], q, k, v, dout, B, T, H, Hkv, hd);
     }
-    attention_use_isa(was);
+    cpu_attention_use_isa(was);
     size_t len[5] = { nq, nl, nq, nk, nk };
     int compared = 0;
     for (int is = 0; is < 2; is++) {
@@ -606,7 +606,7 @@ TEST(attention_threads_bit_identical) {
 typedef struct { float *out, *wte, *w; const int32_t *tok; int N, d; } EmbCtx;
 static double emb_obj(void *p) {
     EmbCtx *c = p;
-    embedding_forward_shard(c->out, c->tok, c->wte, c->N, c->d, 0, 5);
+    cpu_embedding_forward_shard(c->out, c->tok, c->wte, c->N, c->d, 0, 5);
     return dot_d(c->out, c->w, (size_t)c->N * c->d);
 }
 
@@ -622,12 +622,12 @@ TEST(embedding_forward_and_gradcheck) {
         for (int i = 0; i < N; i++) if (memcmp(c.out + i * d, c.wte + tok[i] * d, sizeof(float) * d)) ok = 0;
         EXPECT(ok, "embedding_forward did not copy the rows");
         float *dw = gzeros((size_t)V * d);
-        embedding_backward_shard(dw, c.w, tok, N, d, 0, V, 1);
+        cpu_embedding_backward_shard(dw, c.w, tok, N, d, 0, V, 1);
         FD_EXPECT("embedding dwte", emb_obj, &c, c.wte, dw, (size_t)V * d);
         // a shard of rows [2, 4): its rows, zeros for the other tokens; gradient only there
         float *part = galloc((size_t)N * d), *dpart = gzeros((size_t)2 * d);
-        embedding_forward_shard(part, tok, c.wte + 2 * d, N, d, 2, 2);
-        embedding_backward_shard(dpart, c.w, tok, N, d, 2, 2, 1);
+        cpu_embedding_forward_shard(part, tok, c.wte + 2 * d, N, d, 2, 2);
+        cpu_embedding_backward_shard(dpart, c.w, tok, N, d, 2, 2, 1);
         int okp = 1;
         for (int i = 0; i < N; i++)
             for (int j = 0; j < d; j++)
@@ -644,8 +644,8 @@ TEST(embedding_forward_and_gradcheck) {
 typedef struct { float *logits, *losses, *lmax; double *sumexp, *tlogit; const int32_t *tgt; int N, V; float dscale; } CeCtx;
 static double ce_obj(void *p) {
     CeCtx *c = p;
-    xent_forward(c->lmax, c->sumexp, c->tlogit, c->logits, c->tgt, c->N, c->V, 0);
-    return c->dscale * xent_loss(c->losses, c->sumexp, c->lmax, c->tlogit, c->N);
+    cpu_xent_forward(c->lmax, c->sumexp, c->tlogit, c->logits, c->tgt, c->N, c->V, 0);
+    return c->dscale * cpu_xent_loss(c->losses, c->sumexp, c->lmax, c->tlogit, c->N);
 }
 static void ce_alloc(CeCtx *c) {
     c->losses = galloc(c->N); c->lmax = galloc(c->N);
@@ -658,7 +658,7 @@ TEST(crossentropy_gradcheck) {
     c.logits = grand(44, 3); ce_alloc(&c);
     ce_obj(&c);
     float *dl = galloc(44);
-    xent_backward(dl, c.logits, c.lmax, c.sumexp, tgt, 4, 11, 0, c.dscale);
+    cpu_xent_backward(dl, c.logits, c.lmax, c.sumexp, tgt, 4, 11, 0, c.dscale);
     FD_EXPECT("crossentropy dlogits", ce_obj, &c, c.logits, dl, 44);
     free(c.sumexp); free(c.tlogit);
     GUARDS_EXPECT();
@@ -673,9 +673,9 @@ TEST(crossentropy_reference_inplace_and_shards) {
     c.logits = grand((size_t)N * V, 20); ce_alloc(&c);
     c.logits[3 * V + 17] = 200.0f;   // one dominant logit (all other exps underflow)
     float dscale = 1.0f / N, *dl = galloc((size_t)N * V), *rl = galloc(N), *rdl = galloc((size_t)N * V);
-    xent_forward(c.lmax, c.sumexp, c.tlogit, c.logits, tgt, N, V, 0);
-    double tot = xent_loss(c.losses, c.sumexp, c.lmax, c.tlogit, N);
-    xent_backward(dl, c.logits, c.lmax, c.sumexp, tgt, N, V, 0, dscale);
+    cpu_xent_forward(c.lmax, c.sumexp, c.tlogit, c.logits, tgt, N, V, 0);
+    double tot = cpu_xent_loss(c.losses, c.sumexp, c.lmax, c.tlogit, N);
+    cpu_xent_backward(dl, c.logits, c.lmax, c.sumexp, tgt, N, V, 0, dscale);
     double rtot = 0;
     for (int n = 0; n < N; n++) {
         const float *x = c.logits + (size_t)n * V;
@@ -691,14 +691,14 @@ TEST(crossentropy_reference_inplace_and_shards) {
     CLOSE_EXPECT("crossentropy dlogits", dl, rdl, (size_t)N * V, 1e-9, 1e-5);
     // in place (dlogits == logits) gives the same bits
     float *inplace = gcopy(c.logits, (size_t)N * V);
-    xent_backward(inplace, inplace, c.lmax, c.sumexp, tgt, N, V, 0, dscale);
+    cpu_xent_backward(inplace, inplace, c.lmax, c.sumexp, tgt, N, V, 0, dscale);
     SAME_EXPECT("in-place dlogits", inplace, dl, (size_t)N * V);
     // the tp = 1 fused pass: the forward's statistics and the backward's gradient, same bits,
     // out of place and in place
     for (int ip = 0; ip < 2; ip++) {
         float *lg = gcopy(c.logits, (size_t)N * V), *fm = galloc(N), *fg = ip ? lg : galloc((size_t)N * V);
         double fs[5], ft[5];
-        xent_fused(fg, fm, fs, ft, lg, tgt, N, V, 0, dscale);
+        cpu_xent_fused(fg, fm, fs, ft, lg, tgt, N, V, 0, dscale);
         SAME_EXPECT(ip ? "xent_fused in place: dlogits" : "xent_fused: dlogits", fg, dl, (size_t)N * V);
         SAME_EXPECT("xent_fused: lmax", fm, c.lmax, N);
         EXPECT(!memcmp(fs, c.sumexp, sizeof fs) && !memcmp(ft, c.tlogit, sizeof ft), "xent_fused: sumexp, tlogit differ");
@@ -712,17 +712,17 @@ TEST(crossentropy_reference_inplace_and_shards) {
         memcpy(L1 + (size_t)n * V1, c.logits + (size_t)n * V + V0, 4 * (size_t)V1);
     }
     double s0[5], s1[5], t0[5], t1[5];
-    xent_forward(m0, s0, t0, L0, tgt, N, V0, 0);
-    xent_forward(m1, s1, t1, L1, tgt, N, V1, V0);
+    cpu_xent_forward(m0, s0, t0, L0, tgt, N, V0, 0);
+    cpu_xent_forward(m1, s1, t1, L1, tgt, N, V1, V0);
     for (int n = 0; n < N; n++) g[n] = m0[n] > m1[n] ? m0[n] : m1[n];
-    xent_rescale(s0, m0, g, N); xent_rescale(s1, m1, g, N);
+    cpu_xent_rescale(s0, m0, g, N); cpu_xent_rescale(s1, m1, g, N);
     for (int n = 0; n < N; n++) { s0[n] += s1[n]; t0[n] += t1[n]; }
     float *sl = galloc(N);
-    double stot = xent_loss(sl, s0, g, t0, N);
+    double stot = cpu_xent_loss(sl, s0, g, t0, N);
     CLOSE_EXPECT("two shards: losses", sl, c.losses, N, 1e-6, 1e-6);
     EXPECT(fabs(stot - tot) <= 1e-6 * fabs(tot), "two shards: sum %.10g vs %.10g", stot, tot);
     float *d1 = galloc((size_t)N * V1);
-    xent_backward(d1, L1, g, s0, tgt, N, V1, V0, dscale);
+    cpu_xent_backward(d1, L1, g, s0, tgt, N, V1, V0, dscale);
     int okd = 1;
     for (int n = 0; n < N; n++)
         for (int j = 0; j < V1; j++)
@@ -744,7 +744,7 @@ TEST(adamw_matches_scalar_reference) {
     for (int t = 1; t <= 3; t++) {
         float *g = grand(n, 1);
         float *gsave = gcopy(g, n);
-        adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, t, 1.0f);
+        cpu_adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, t, 1.0f);
         SAME_EXPECT("adamw leaves grad untouched", g, gsave, n);
         for (size_t i = 0; i < n; i++) {   // the formula in ops.h, in double
             rm[i] = b1 * rm[i] + (1.0 - b1) * g[i];
@@ -772,11 +772,11 @@ TEST(adamw_grad_scale_is_the_scale_pass) {
     size_t n = 1031;
     float gs = 0.3713f;
     float *g = grand(n, 1), *gscaled = gcopy(g, n);
-    scale_inplace(gscaled, gs, n);
+    cpu_scale_inplace(gscaled, gs, n);
     float *p1 = grand(n, 1), *p2 = gcopy(p1, n), *m1 = gzeros(n), *m2 = gzeros(n), *v1 = gzeros(n), *v2 = gzeros(n);
     for (int t = 1; t <= 2; t++) {
-        adamw_update(p1, g, m1, v1, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t, gs);
-        adamw_update(p2, gscaled, m2, v2, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t, 1.0f);
+        cpu_adamw_update(p1, g, m1, v1, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t, gs);
+        cpu_adamw_update(p2, gscaled, m2, v2, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t, 1.0f);
     }
     SAME_EXPECT("adamw param (folded vs separate clip)", p1, p2, n);
     SAME_EXPECT("adamw m", m1, m2, n);
@@ -789,11 +789,11 @@ TEST(sumsq_and_scale) {
     size_t n = 2 * 65536 + 17;   // straddles the fixed reduction chunks
     float *x = grand(n, 3);
     double ref = 0; for (size_t i = 0; i < n; i++) ref += (double)x[i] * x[i];
-    double s = sumsq(x, n);
+    double s = cpu_sumsq(x, n);
     EXPECT(fabs(s - ref) <= 1e-12 * ref, "sumsq %.15g vs %.15g", s, ref);
-    EXPECT(sumsq(x, 0) == 0.0, "sumsq of nothing");
+    EXPECT(cpu_sumsq(x, 0) == 0.0, "sumsq of nothing");
     float *y = gcopy(x, n), *ry = galloc(n);
-    scale_inplace(y, 0.37f, n);
+    cpu_scale_inplace(y, 0.37f, n);
     for (size_t i = 0; i < n; i++) ry[i] = x[i] * 0.37f;
     SAME_EXPECT("scale_inplace", y, ry, n);
     GUARDS_EXPECT();
@@ -834,12 +834,12 @@ TEST(lax_layernorm_forward_reference) {
     float *x = grand((size_t)N * ldx, 2), *g = grand(r, 1.5f), *b = grand(r, 1);
     for (int n = 0; n < N; n++) x[n * ldx] += 3.0f;   // a mean far from 0
     float *y = grand((size_t)N * ldy, 1), *ref = gcopy(y, (size_t)N * ldy), *mean = galloc(N), *rstd = galloc(N);
-    layernorm_forward(y, ldy, mean, rstd, x, ldx, g, b, N, r, eps);
+    cpu_layernorm_forward(y, ldy, mean, rstd, x, ldx, g, b, N, r, eps);
     ln_ref(ref, ldy, x, ldx, g, b, N, r, eps);
     CLOSE_EXPECT("layernorm y (padding untouched)", y, ref, (size_t)N * ldy, 1e-6, 1e-5);
     // in place (y = x, same ld) gives the same values
     float *xi = gcopy(x, (size_t)N * ldx), *m2 = galloc(N), *r2 = galloc(N), *ri = gcopy(x, (size_t)N * ldx);
-    layernorm_forward(xi, ldx, m2, r2, xi, ldx, g, b, N, r, eps);
+    cpu_layernorm_forward(xi, ldx, m2, r2, xi, ldx, g, b, N, r, eps);
     ln_ref(ri, ldx, x, ldx, g, b, N, r, eps);
     CLOSE_EXPECT("layernorm in place", xi, ri, (size_t)N * ldx, 1e-6, 1e-5);
     SAME_EXPECT("layernorm statistics in place", m2, mean, N);
@@ -851,7 +851,7 @@ TEST(lax_layernorm_forward_reference) {
 typedef struct { float *y, *mean, *rstd, *x, *g, *b, *w; int N, r, ldx, ldy; } LnCtx;
 static double ln_obj(void *p) {
     LnCtx *c = p;
-    layernorm_forward(c->y, c->ldy, c->mean, c->rstd, c->x, c->ldx, c->g, c->b, c->N, c->r, 1e-5f);
+    cpu_layernorm_forward(c->y, c->ldy, c->mean, c->rstd, c->x, c->ldx, c->g, c->b, c->N, c->r, 1e-5f);
     return dot_d(c->y, c->w, (size_t)c->N * c->ldy);
 }
 TEST(lax_layernorm_gradcheck) {
@@ -864,7 +864,7 @@ TEST(lax_layernorm_gradcheck) {
         for (int n = 0; n < c.N; n++) for (int j = c.r; j < c.ldy; j++) c.w[n * c.ldy + j] = 0;   // padding: no loss
         ln_obj(&c);
         float *dx = gzeros(nx), *dg = gzeros(c.r), *db = gzeros(c.r);
-        layernorm_backward(dx, c.ldx, dg, db, c.w, c.ldy, c.x, c.ldx, c.mean, c.rstd, c.g, c.N, c.r, 1, 1);
+        cpu_layernorm_backward(dx, c.ldx, dg, db, c.w, c.ldy, c.x, c.ldx, c.mean, c.rstd, c.g, c.N, c.r, 1, 1);
         FD_EXPECT("layernorm dx", ln_obj, &c, c.x, dx, nx);
         FD_EXPECT("layernorm dgamma", ln_obj, &c, c.g, dg, c.r);
         FD_EXPECT("layernorm dbeta", ln_obj, &c, c.b, db, c.r);
@@ -880,8 +880,8 @@ static double gate_obj(void *p) {
     size_t no = (size_t)c->N * c->ldo;
     memcpy(c->out, c->out0, no * sizeof(float));
     int r = c->r1 * c->r2;
-    if (c->kron) kron_gate_forward(c->out, c->ldo, c->z, c->ldz, c->G1, c->G2, c->N, c->r1, c->r2);
-    else dense_gate_forward(c->out, c->ldo, c->z, c->ldz, c->W, c->bias, c->N, r);
+    if (c->kron) cpu_kron_gate_forward(c->out, c->ldo, c->z, c->ldz, c->G1, c->G2, c->N, c->r1, c->r2);
+    else cpu_dense_gate_forward(c->out, c->ldo, c->z, c->ldz, c->W, c->bias, c->N, r);
     return dot_d(c->out, c->w, no);
 }
 static GateCtx gate_ctx(int N, int r1, int r2, int kron) {
@@ -929,12 +929,12 @@ TEST(lax_gates_gradcheck) {
             char what[64];
             if (kron) {
                 float *d1 = gzeros((size_t)r1 * r1), *d2 = gzeros((size_t)r2 * r2);
-                kron_gate_backward(dz, c.ldz, d1, d2, c.w, c.ldo, c.z, c.ldz, c.G1, c.G2, N, r1, r2, 1, 1);
+                cpu_kron_gate_backward(dz, c.ldz, d1, d2, c.w, c.ldo, c.z, c.ldz, c.G1, c.G2, N, r1, r2, 1, 1);
                 snprintf(what, sizeof what, "kron (%d, %d) dG1", r1, r2); FD_EXPECT(what, gate_obj, &c, c.G1, d1, (size_t)r1 * r1);
                 snprintf(what, sizeof what, "kron (%d, %d) dG2", r1, r2); FD_EXPECT(what, gate_obj, &c, c.G2, d2, (size_t)r2 * r2);
             } else {
                 float *dW = gzeros((size_t)r * r), *db = gzeros(r);
-                dense_gate_backward(dz, c.ldz, dW, db, c.w, c.ldo, c.z, c.ldz, c.W, N, r, 1, 1);
+                cpu_dense_gate_backward(dz, c.ldz, dW, db, c.w, c.ldo, c.z, c.ldz, c.W, N, r, 1, 1);
                 snprintf(what, sizeof what, "dense r %d dW", r); FD_EXPECT(what, gate_obj, &c, c.W, dW, (size_t)r * r);
                 snprintf(what, sizeof what, "dense r %d db", r); FD_EXPECT(what, gate_obj, &c, c.bias, db, r);
             }
@@ -1039,21 +1039,21 @@ typedef struct { const float *a, *b, *c, *d, *e; const int32_t *tok; int i0, i1,
 static const float *g_att_lse;   // the forward's lse for bw_att
 static int g_acc = 1;            // the acc flag the wrappers below pass (ops.h: 1 +=, 0 store)
 static void bw_sharded(float **g, void *p) { AnyCtx *c = p;
-    sharded_rmsnorm_backward(g[0], g[1], c->a, c->b, c->c, c->d, c->e, c->i0, c->i1, c->i2, 1e-5f, g_acc); }
+    cpu_sharded_rmsnorm_backward(g[0], g[1], c->a, c->b, c->c, c->d, c->e, c->i0, c->i1, c->i2, 1e-5f, g_acc); }
 static void bw_rms(float **g, void *p) { AnyCtx *c = p;
-    rmsnorm_backward(g[0], g[1], c->a, c->b, c->c, c->d, c->i0, c->i1, g_acc, g_acc); }
-static void bw_silu(float **g, void *p) { AnyCtx *c = p; silu_backward(g[0], c->a, c->b, (size_t)c->i0); }
-static void bw_swiglu(float **g, void *p) { AnyCtx *c = p; swiglu_backward(g[0], g[1], c->a, c->b, c->c, (size_t)c->i0, c->i1); }
+    cpu_rmsnorm_backward(g[0], g[1], c->a, c->b, c->c, c->d, c->i0, c->i1, g_acc, g_acc); }
+static void bw_silu(float **g, void *p) { AnyCtx *c = p; cpu_silu_backward(g[0], c->a, c->b, (size_t)c->i0); }
+static void bw_swiglu(float **g, void *p) { AnyCtx *c = p; cpu_swiglu_backward(g[0], g[1], c->a, c->b, c->c, (size_t)c->i0, c->i1); }
 static void bw_att(float **g, void *p) { AnyCtx *c = p;
-    attention_backward(g[0], g[1], g[2], c->a, c->e, c->b, c->c, c->d, g_att_lse, c->i0, c->i1, c->i2, c->i3, c->i4); }
+    cpu_attention_backward(g[0], g[1], g[2], c->a, c->e, c->b, c->c, c->d, g_att_lse, c->i0, c->i1, c->i2, c->i3, c->i4); }
 static void bw_emb(float **g, void *p) { AnyCtx *c = p;   // i2 rows
-    embedding_backward_shard(g[0], c->a, c->tok, c->i0, c->i1, 0, c->i2, g_acc); }
+    cpu_embedding_backward_shard(g[0], c->a, c->tok, c->i0, c->i1, 0, c->i2, g_acc); }
 static void bw_ln(float **g, void *p) { AnyCtx *c = p;   // [N, i1] views with ld i2
-    layernorm_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->d, c->e, c->c, c->i0, c->i1, g_acc, g_acc); }
+    cpu_layernorm_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->d, c->e, c->c, c->i0, c->i1, g_acc, g_acc); }
 static void bw_kron(float **g, void *p) { AnyCtx *c = p;   // G1 = c, G2 = d; (r1, r2) = (i1, i3)
-    kron_gate_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->c, c->d, c->i0, c->i1, c->i3, g_acc, g_acc); }
+    cpu_kron_gate_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->c, c->d, c->i0, c->i1, c->i3, g_acc, g_acc); }
 static void bw_dense(float **g, void *p) { AnyCtx *c = p;
-    dense_gate_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->c, c->i0, c->i1, g_acc, g_acc); }
+    cpu_dense_gate_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->c, c->i0, c->i1, g_acc, g_acc); }
 // With acc 0 the same op STORES: from any G0 (random here) the result is, bit for bit, that of
 // += on zeros. view: gradient 0 is a [rows, cols] view with row stride ld (0: all of it), and
 // the elements between its rows must stay as they were.
@@ -1091,7 +1091,7 @@ TEST(backward_accumulates_or_stores) {
         EXPECT(sharded_stores(&c, N, d), "sharded_rmsnorm_backward does not store dgamma"); }
     {   int N = 7, d = 70;
         float *x = grand(N * d, 2), *gm = grand(d, 1), *y = galloc(N * d), *rs = galloc(N);
-        rmsnorm_forward(y, rs, x, gm, N, d, 1e-5f);
+        cpu_rmsnorm_forward(y, rs, x, gm, N, d, 1e-5f);
         AnyCtx c = { grand(N * d, 1), x, gm, rs, 0, 0, N, d, 0, 0, 0 };
         size_t sz[2] = { (size_t)N * d, (size_t)d };
         r = accum_ratio(bw_rms, &c, 2, sz); EXPECT(r <= 1, "rmsnorm_backward (ratio %.3g)", r);
@@ -1111,7 +1111,7 @@ TEST(backward_accumulates_or_stores) {
     {   int B = 2, T = 70, H = 4, Hkv = 2, hd = 8;
         size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
         float *q = grand(nq, 1), *k = grand(nk, 1), *v = grand(nk, 1), *o = galloc(nq), *lse = galloc((size_t)B * H * T);
-        attention_forward(o, lse, q, k, v, B, T, H, Hkv, hd);
+        cpu_attention_forward(o, lse, q, k, v, B, T, H, Hkv, hd);
         g_att_lse = lse;
         AnyCtx c = { grand(nq, 1), q, k, v, o, 0, B, T, H, Hkv, hd };
         size_t sz[3] = { nq, nk, nk };
@@ -1128,7 +1128,7 @@ TEST(backward_accumulates_or_stores) {
     {   int N = 9, w = 70, ld = 73;   // LaX: strided views, two dgamma column blocks
         float *x = grand((size_t)N * ld, 2), *g = grand(w, 1), *b = grand(w, 1), *mean = galloc(N), *rstd = galloc(N);
         float *y = galloc((size_t)N * ld);
-        layernorm_forward(y, ld, mean, rstd, x, ld, g, b, N, w, 1e-5f);
+        cpu_layernorm_forward(y, ld, mean, rstd, x, ld, g, b, N, w, 1e-5f);
         AnyCtx c = { grand((size_t)N * ld, 1), x, g, mean, rstd, 0, N, w, ld, 0, 0 };
         size_t sz[3] = { (size_t)N * ld, (size_t)w, (size_t)w };
         r = accum_ratio(bw_ln, &c, 3, sz); EXPECT(r <= 1, "layernorm_backward (ratio %.3g)", r);
@@ -1154,37 +1154,37 @@ TEST(deterministic) {
         float *x = grand(nd, 2), *gm = grand(d, 1), *dy = grand(nd, 1);
         float *y1 = galloc(nd), *y2 = galloc(nd), *r1 = galloc(N), *r2 = galloc(N);
         float *dx1 = gzeros(nd), *dx2 = gzeros(nd), *dg1 = gzeros(d), *dg2 = gzeros(d);
-        rmsnorm_forward(y1, r1, x, gm, N, d, 1e-6f); rmsnorm_forward(y2, r2, x, gm, N, d, 1e-6f);
-        rmsnorm_backward(dx1, dg1, dy, x, gm, r1, N, d, 1, 1); rmsnorm_backward(dx2, dg2, dy, x, gm, r2, N, d, 1, 1);
+        cpu_rmsnorm_forward(y1, r1, x, gm, N, d, 1e-6f); cpu_rmsnorm_forward(y2, r2, x, gm, N, d, 1e-6f);
+        cpu_rmsnorm_backward(dx1, dg1, dy, x, gm, r1, N, d, 1, 1); cpu_rmsnorm_backward(dx2, dg2, dy, x, gm, r2, N, d, 1, 1);
         SAME_EXPECT("rmsnorm y", y1, y2, nd); SAME_EXPECT("rmsnorm dx", dx1, dx2, nd); SAME_EXPECT("rmsnorm dgamma", dg1, dg2, d); }
     {   int B = 2, T = 300, H = 4, Hkv = 2, hd = 16;
         size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T;
         float *q = grand(nq, 1), *k = grand(nk, 1), *v = grand(nk, 1), *dout = grand(nq, 1);
         float *o1 = galloc(nq), *o2 = galloc(nq), *a1 = galloc(na), *a2 = galloc(na);
         float *dq1 = gzeros(nq), *dq2 = gzeros(nq), *dk1 = gzeros(nk), *dk2 = gzeros(nk), *dv1 = gzeros(nk), *dv2 = gzeros(nk);
-        attention_forward(o1, a1, q, k, v, B, T, H, Hkv, hd); attention_forward(o2, a2, q, k, v, B, T, H, Hkv, hd);
-        attention_backward(dq1, dk1, dv1, dout, o1, q, k, v, a1, B, T, H, Hkv, hd);
-        attention_backward(dq2, dk2, dv2, dout, o2, q, k, v, a2, B, T, H, Hkv, hd);
+        cpu_attention_forward(o1, a1, q, k, v, B, T, H, Hkv, hd); cpu_attention_forward(o2, a2, q, k, v, B, T, H, Hkv, hd);
+        cpu_attention_backward(dq1, dk1, dv1, dout, o1, q, k, v, a1, B, T, H, Hkv, hd);
+        cpu_attention_backward(dq2, dk2, dv2, dout, o2, q, k, v, a2, B, T, H, Hkv, hd);
         SAME_EXPECT("attention out", o1, o2, nq); SAME_EXPECT("attention lse", a1, a2, na);
         SAME_EXPECT("attention dq", dq1, dq2, nq); SAME_EXPECT("attention dk", dk1, dk2, nk); SAME_EXPECT("attention dv", dv1, dv2, nk); }
     {   int N = 64, V = 1000; size_t nv = (size_t)N * V;
         int32_t tgt[64]; for (int i = 0; i < N; i++) tgt[i] = (i * 37) % V;
         float *lg = grand(nv, 5), *d1 = galloc(nv), *d2 = galloc(nv), *l1 = galloc(N), *l2 = galloc(N), *mx = galloc(N);
         double se[64], tl[64];
-        xent_forward(mx, se, tl, lg, tgt, N, V, 0);
-        double s1 = xent_loss(l1, se, mx, tl, N), s2 = xent_loss(l2, se, mx, tl, N);
-        xent_backward(d1, lg, mx, se, tgt, N, V, 0, 0.5f);
-        xent_backward(d2, lg, mx, se, tgt, N, V, 0, 0.5f);
+        cpu_xent_forward(mx, se, tl, lg, tgt, N, V, 0);
+        double s1 = cpu_xent_loss(l1, se, mx, tl, N), s2 = cpu_xent_loss(l2, se, mx, tl, N);
+        cpu_xent_backward(d1, lg, mx, se, tgt, N, V, 0, 0.5f);
+        cpu_xent_backward(d2, lg, mx, se, tgt, N, V, 0, 0.5f);
         EXPECT(s1 == s2, "crossentropy loss sum"); SAME_EXPECT("crossentropy dlogits", d1, d2, nv); SAME_EXPECT("crossentropy losses", l1, l2, N); }
     {   int N = 300, d = 100; int32_t tok[300]; for (int i = 0; i < N; i++) tok[i] = (i * i) % 7;
         float *dout = grand((size_t)N * d, 1), *w1 = gzeros(7 * d), *w2 = gzeros(7 * d);
-        embedding_backward_shard(w1, dout, tok, N, d, 0, 7, 1); embedding_backward_shard(w2, dout, tok, N, d, 0, 7, 1);
+        cpu_embedding_backward_shard(w1, dout, tok, N, d, 0, 7, 1); cpu_embedding_backward_shard(w2, dout, tok, N, d, 0, 7, 1);
         SAME_EXPECT("embedding dwte", w1, w2, 7 * d); }
     {   size_t n = 300001; float *x = grand(n, 1);
-        EXPECT(sumsq(x, n) == sumsq(x, n), "sumsq");
+        EXPECT(cpu_sumsq(x, n) == cpu_sumsq(x, n), "sumsq");
         float *g = grand(n, 1), *p1 = grand(n, 1), *p2 = gcopy(p1, n), *m1 = gzeros(n), *m2 = gzeros(n), *v1 = gzeros(n), *v2 = gzeros(n);
-        adamw_update(p1, g, m1, v1, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1, 1.0f);
-        adamw_update(p2, g, m2, v2, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1, 1.0f);
+        cpu_adamw_update(p1, g, m1, v1, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1, 1.0f);
+        cpu_adamw_update(p2, g, m2, v2, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1, 1.0f);
         SAME_EXPECT("adamw param", p1, p2, n); }
     {   // LaX: the LayerNorm and kron-gate reductions are bit-identical for 1 and 2 threads
         int N = 257, r1 = 8, r2 = 16, w = 128, nth = omp_get_max_threads();
@@ -1195,10 +1195,10 @@ TEST(deterministic) {
             omp_set_num_threads(t == 0 ? 1 : 2);
             float *y = galloc(nv), *m = galloc(N), *rs = galloc(N), *dx = gzeros(nv), *dg = gzeros(w), *db = gzeros(w);
             float *o = gzeros(nv), *dz = gzeros(nv), *d1 = gzeros(64), *d2 = gzeros(256);
-            layernorm_forward(y, w, m, rs, x, w, g, b, N, w, 1e-6f);
-            layernorm_backward(dx, w, dg, db, dy, w, x, w, m, rs, g, N, w, 1, 1);
-            kron_gate_forward(o, w, x, w, G1, G2, N, r1, r2);
-            kron_gate_backward(dz, w, d1, d2, dy, w, x, w, G1, G2, N, r1, r2, 1, 1);
+            cpu_layernorm_forward(y, w, m, rs, x, w, g, b, N, w, 1e-6f);
+            cpu_layernorm_backward(dx, w, dg, db, dy, w, x, w, m, rs, g, N, w, 1, 1);
+            cpu_kron_gate_forward(o, w, x, w, G1, G2, N, r1, r2);
+            cpu_kron_gate_backward(dz, w, d1, d2, dy, w, x, w, G1, G2, N, r1, r2, 1, 1);
             float *all[7] = { y, dx, dg, o, dz, d1, d2 };
             memcpy(res[t], all, sizeof all);
         }

@@ -202,7 +202,7 @@ struct Backend {
     // The GEMM rate (GFLOP/s) that MFU is measured against, and whose it is: peak_per_host
     // = 1 when the rate is the whole host's, shared by the ranks on it (cpu: OpenBLAS sgemm
     // with every core), 0 when it is this process's device's. NULL: the back end has no
-    // measurement of its own and MFU uses the host's sgemm (measure_sgemm_peak_gflops).
+    // measurement of its own and MFU uses the host's sgemm (cpu_sgemm_peak_gflops).
     double (*peak_gflops)(Backend *b);
     int peak_per_host;
     const char *peak_label;    // what the peak is, in the run line: "sgemm" (NULL), "GPU datasheet", ...
@@ -275,4 +275,4 @@ void bk_observe(Backend *b, const OpObserver *obs, void *ctx);
 
 // Best-of-3 GFLOP/s of a 2048³ fp32 sgemm on this CPU with the current thread count: the
 // "peak" that CPU MFU is measured against (backend/cpu/peak.c; 0.4 s).
-double measure_sgemm_peak_gflops(void);
+double cpu_sgemm_peak_gflops(void);

@@ -2,7 +2,7 @@
 #include <unistd.h>
 #include "env.h"
 
-void ensure_passive_omp(char **argv) {
+void env_passive_waiting(char **argv) {
     int set = 0;
     if (!getenv("OMP_WAIT_POLICY")) { setenv("OMP_WAIT_POLICY", "passive", 1); set = 1; }
     // 2^4 cycles, OpenBLAS's least: its workers go to sleep right after a GEMM

@@ -9,7 +9,7 @@
 // optimizer regions that follow a GEMM run beside a spinning thread per core. Each unset
 // variable is set ("passive"; "4", OpenBLAS's shortest busy wait) and the binary re-execs
 // itself once. Call first thing in main(). A variable the user set is left as it is.
-void ensure_passive_omp(char **argv);
+void env_passive_waiting(char **argv);
 
 // This process's index among the processes of its node, and their number (local_ranks may
 // be NULL), from the launcher's variables: Open MPI (OMPI_COMM_WORLD_LOCAL_RANK/_SIZE), MPICH

@@ -256,7 +256,7 @@ static void json_write(const char *path, const KindResult *res, int n, const Con
 }
 
 int main(int argc, char **argv) {
-    ensure_passive_omp(argv);   // see core/env.h: OpenMP spin-waiting starves OpenBLAS
+    env_passive_waiting(argv);   // see core/env.h: OpenMP spin-waiting starves OpenBLAS
     const char *preset = "cola-60m", *linears = "dense,cola,svd", *json = NULL, *precisions = "fp32";
     const char *switches = "vanilla,btp,btp+online,btp+online+grouping,btp+online+grouping+lowrank,full";
     int seq = 256, batch = 4, steps = 6, warmup = 2, threads = 0, profile = 3, peak_only = 0;
@@ -288,7 +288,7 @@ int main(int argc, char **argv) {
     threads = trainer_set_threads(threads);
     if (peak_only) {   // best of three measurements of the best-of-3 sgemm
         double p = 0;
-        for (int i = 0; i < 3; i++) { double x = measure_sgemm_peak_gflops(); if (x > p) p = x; }
+        for (int i = 0; i < 3; i++) { double x = cpu_sgemm_peak_gflops(); if (x > p) p = x; }
         printf("{\"peak_gflops\": %.3f, \"threads\": %d}\n", p, threads);
         return 0;
     }
@@ -351,7 +351,7 @@ int main(int argc, char **argv) {
     // of all measurements is used.
     double peaks[56];
     int n_peaks = 0;
-    peaks[n_peaks++] = measure_sgemm_peak_gflops();
+    peaks[n_peaks++] = cpu_sgemm_peak_gflops();
     double peak = peaks[0];
     const ModelConfig *m0 = &cfgs[0].model;
     printf("bench | preset %s: L=%d d=%d H=%d/%d d_ff=%d V=%d | batch %d x seq %d = %d tokens/step | "
@@ -370,7 +370,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < n_runs; k++) {
         int is_switch = k >= first_switch;
         run_kind(&res[k], &cfgs[k], batch, is_switch ? 1 : steps, is_switch ? 1 : warmup, profile);
-        peaks[n_peaks] = measure_sgemm_peak_gflops();
+        peaks[n_peaks] = cpu_sgemm_peak_gflops();
         if (peaks[n_peaks] > peak) peak = peaks[n_peaks];
         n_peaks++;
         fprintf(stderr, "  %s done: %.1f ms/step\n", res[k].label, res[k].ms_step);

@@ -12,7 +12,7 @@
 // exp and masking are not counted. Counted here, independent of the model's FLOP module.
 // Timing: one warm-up call, then calls until --min-time seconds have passed (at least 3);
 // the best call is reported (the least disturbed by other work on a shared machine). The
-// peak is OpenBLAS's 2048³ sgemm, best of 3 (measure_sgemm_peak_gflops, the MFU
+// peak is OpenBLAS's 2048³ sgemm, best of 3 (cpu_sgemm_peak_gflops, the MFU
 // denominator), measured before each row and after the table; % uses the largest. On a
 // shared machine wall times mostly measure the other work, so each call and the sgemm are
 // also timed in CPU seconds of all threads (idle OpenMP threads sleep: OMP_WAIT_POLICY is
@@ -71,7 +71,7 @@ static Timing time_calls(void (*fn)(void *), void *ctx, double min_time) {
     return t;
 }
 
-// The same 2048³ sgemm as measure_sgemm_peak_gflops, timed by CPU seconds: FLOPs per
+// The same 2048³ sgemm as cpu_sgemm_peak_gflops, timed by CPU seconds: FLOPs per
 // CPU-second of the threads, the per-core rate that time slices taken by other processes
 // do not dilute. Best of 3 after a warm-up.
 typedef struct { float *a, *b, *c; } Gemm;
@@ -89,10 +89,10 @@ static double sgemm_cpu_gflops(void) {
 }
 
 typedef struct { int B, T, H, Hkv, hd; float *q, *k, *v, *o, *lse, *dout, *dq, *dk, *dv; } Case;
-static void fwd(void *p) { Case *c = p; attention_forward(c->o, c->lse, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd); }
+static void fwd(void *p) { Case *c = p; cpu_attention_forward(c->o, c->lse, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd); }
 static void bwd(void *p) {   // accumulates: a few dozen calls keep dq/dk/dv far from overflow
     Case *c = p;
-    attention_backward(c->dq, c->dk, c->dv, c->dout, c->o, c->q, c->k, c->v, c->lse, c->B, c->T, c->H, c->Hkv, c->hd);
+    cpu_attention_backward(c->dq, c->dk, c->dv, c->dout, c->o, c->q, c->k, c->v, c->lse, c->B, c->T, c->H, c->Hkv, c->hd);
 }
 
 static float *rand_buf(size_t n, Rng *r) {
@@ -102,7 +102,7 @@ static float *rand_buf(size_t n, Rng *r) {
 }
 
 int main(int argc, char **argv) {
-    ensure_passive_omp(argv);
+    env_passive_waiting(argv);
     int B = 1, H = 8, Hkv = 8, hd = 64, seqs[16] = { 256, 512, 1024, 2048 }, nseq = 4;
     double min_time = 0.5;
     const char *isa_name = NULL;
@@ -133,9 +133,9 @@ int main(int argc, char **argv) {
         } else { fprintf(stderr, "bench_attention: unknown option '%s'\n" USAGE, a); return EXIT_BAD_INPUT; }
     }
     if (H % Hkv) { fprintf(stderr, "bench_attention: --heads %d is not a multiple of --kv-heads %d\n", H, Hkv); return EXIT_BAD_INPUT; }
-    if (isa_name && !attention_use_isa(isa_name)) {
+    if (isa_name && !cpu_attention_use_isa(isa_name)) {
         fprintf(stderr, "bench_attention: --isa '%s': not in this build (expected avx512, avx2 or scalar; this build uses %s)\n",
-                isa_name, attention_isa());
+                isa_name, cpu_attention_isa());
         return EXIT_BAD_INPUT;
     }
 
@@ -152,12 +152,12 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nseq; i++) {
         c.T = seqs[i];
         memset(c.dq, 0, nq * 4); memset(c.dk, 0, nk * 4); memset(c.dv, 0, nk * 4);
-        peaks[i] = measure_sgemm_peak_gflops();
+        peaks[i] = cpu_sgemm_peak_gflops();
         cpu_peaks[i] = sgemm_cpu_gflops();
         tf[i] = time_calls(fwd, &c, min_time);
         tb[i] = time_calls(bwd, &c, min_time);
     }
-    peaks[nseq] = measure_sgemm_peak_gflops();
+    peaks[nseq] = cpu_sgemm_peak_gflops();
     cpu_peaks[nseq] = sgemm_cpu_gflops();
     double load1 = host_load_average(), peak = 0, peak_lo = 1e30, cpeak = 0, cpeak_lo = 1e30;
     for (int i = 0; i <= nseq; i++) {
@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
     }
 
     int nth = omp_get_max_threads();
-    printf("bench_attention: CPU fp32 causal flash attention, kernels %s, %d thread%s\n", attention_isa(), nth, nth == 1 ? "" : "s");
+    printf("bench_attention: CPU fp32 causal flash attention, kernels %s, %d thread%s\n", cpu_attention_isa(), nth, nth == 1 ? "" : "s");
     printf("cpu: %s\n", hf.cpu_model);
     printf("load (1-min average): %.2f before, %.2f after; sgemm peak (2048^3, best of 3, before each row and after): "
            "%.1f-%.1f GFLOP/s\n", load0, load1, peak_lo, peak);

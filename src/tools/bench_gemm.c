@@ -289,7 +289,7 @@ static void sample_load(double l[3]) { if (getloadavg(l, 3) < 0) l[0] = -1; }
 
 // ---- main ---------------------------------------------------------------------------------
 int main(int argc, char **argv) {
-    ensure_passive_omp(argv);
+    env_passive_waiting(argv);
     Args a = parse_args(argc, argv);
     int threads = trainer_set_threads(a.threads);
     Config cfg;
@@ -310,7 +310,7 @@ int main(int argc, char **argv) {
     double load_before[3], load_after[3], peak = 0;
     sample_load(load_before);
     if (!a.bf16)
-        for (int i = 0; i < 3; i++) { double p = measure_sgemm_peak_gflops(); if (p > peak) peak = p; }
+        for (int i = 0; i < 3; i++) { double p = cpu_sgemm_peak_gflops(); if (p > peak) peak = p; }
     for (int s = 0; s < n_rows; s++) {
         Row *r = &rows[s];
         Operands op = operands_make(&r->g, a.bf16, &rng);
@@ -337,7 +337,7 @@ int main(int argc, char **argv) {
         }
         operands_free(&op);
     }
-    if (!a.bf16) { double p = measure_sgemm_peak_gflops(); if (p > peak) peak = p; }
+    if (!a.bf16) { double p = cpu_sgemm_peak_gflops(); if (p > peak) peak = p; }
     sample_load(load_after);
     operands_free(&ref);
     qsort(rows, (size_t)n_rows, sizeof *rows, by_fp32_step_time);

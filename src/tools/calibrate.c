@@ -12,7 +12,7 @@
 //   1. GEMMs through the engine's CPU fp32 back end (op_gemm: OpenBLAS sgemm, row-major NN,
 //      one rank's threads) on a grid of shapes M × N × K, the skinny low-rank ones included (N or K
 //      = 16 … 64): the profile's GEMM table;
-//   2. the engine's sgemm peak (measure_sgemm_peak_gflops: best-of-3 2048³, what the
+//   2. the engine's sgemm peak (cpu_sgemm_peak_gflops: best-of-3 2048³, what the
 //      trainer's MFU uses);
 //   3. memory bandwidth: the engine's op_add (x += y) over 2 × 64 MiB, bytes as its OpInfo
 //      counts them (2 reads + 1 write);
@@ -816,7 +816,7 @@ int main(int argc, char **argv) {
         }
         return mpi_worker(argc, argv, argv[2]);
     }
-    ensure_passive_omp(argv);
+    env_passive_waiting(argv);
     const char *out_path = "experiments/hardware/cpu-local.yaml";
     const char *refresh_from = NULL;
     int ranks[4] = { 2, 4 }, n_ranks = 2, quick = 0;
@@ -886,12 +886,12 @@ int main(int argc, char **argv) {
     // 1. GEMM grid: M = tokens of a micro-batch, N and K down to the bottleneck widths
     static const int Ms[] = { 64, 256, 1024, 4096 }, Ns[] = { 16, 64, 256, 1024, 4096 }, Ks[] = { 16, 64, 256, 1024, 4096 };
     static const int qMs[] = { 32, 128, 512, 2048 }, qNs[] = { 32, 128, 512, 2048 }, qKs[] = { 32, 128, 512, 2048 };
-    double peak0 = measure_sgemm_peak_gflops() * 1e9;
+    double peak0 = cpu_sgemm_peak_gflops() * 1e9;
     if (quick) measure_gemm(bk, &p.gemm[SP_FP32], qMs, 4, qNs, 4, qKs, 4, 1, 0.005);
     else measure_gemm(bk, &p.gemm[SP_FP32], Ms, 4, Ns, 5, Ks, 5, 3, 0.005);
     // 2. the engine's peak
     // the peak before and after the grid, the larger (the machine is shared)
-    double peak1 = measure_sgemm_peak_gflops() * 1e9, peak = peak0 > peak1 ? peak0 : peak1;
+    double peak1 = cpu_sgemm_peak_gflops() * 1e9, peak = peak0 > peak1 ? peak0 : peak1;
     p.peak_flops[SP_FP32] = peak;
     printf("\n2. sgemm peak (best-of-3 2048^3, the trainer's MFU reference, before and after the grid): %.2f and %.2f "
            "GFLOP/s: %.2f\n", peak0 / 1e9, peak1 / 1e9, peak / 1e9);
@@ -985,7 +985,7 @@ int main(int argc, char **argv) {
              threads_opt > 0 ? ", --threads" : ": all cores", la0[0], la0[1], la0[2],
              la1[0], la1[1], la1[2], took);
     const char *c_peak =
-        "peak: the engine's sgemm peak (backend/cpu/peak.c measure_sgemm_peak_gflops: best-of-3 2048^3),\n"
+        "peak: the engine's sgemm peak (backend/cpu/peak.c cpu_sgemm_peak_gflops: best-of-3 2048^3),\n"
         "the reference of the trainer's MFU, the larger of before and after the grid; no nominal CPU\n"
         "peak is assumed";
     const char *stat = use_best ? "best" : "median";

@@ -472,7 +472,7 @@ static int print_compare(const char *db_path, const char *experiment, const int6
 }
 
 int main(int argc, char **argv) {
-    ensure_passive_omp(argv);
+    env_passive_waiting(argv);
     const char *name = NULL, *only = NULL;
     int resume = 0, dry = 0, summary = 0, repeat = 1;
     const char *simulate = NULL;
@@ -662,7 +662,7 @@ int main(int argc, char **argv) {
             xsnprintf(li.hardware, sizeof li.hardware, "%s", hw.name);
         } else {
             trainer_set_threads(0);
-            peak_check = measure_sgemm_peak_gflops();
+            peak_check = cpu_sgemm_peak_gflops();
             peak = host_peak_for_launch(db, &li.host, li.load_avg, peak_check, measure_peak);
             li.peak_gflops = peak;
         }

@@ -40,7 +40,7 @@ static void row(const char *name, double s, double bytes, double copy_gbs) {
 }
 
 int main(int argc, char **argv) {
-    ensure_passive_omp(argv);
+    env_passive_waiting(argv);
     int N = 1024, V = 32000, threads = 0, reps = 7;
     size_t P = 42770944;
     for (int i = 1; i < argc; i++) {
@@ -76,18 +76,18 @@ int main(int argc, char **argv) {
     AdamWSpan span = { p, g, m, v, NULL, P, 0.1f };
     for (int r = 0; r <= reps; r++) {
         double t0 = now_seconds();
-        xent_forward(lmax, se, tl, L, tg, N, V, 0);
+        cpu_xent_forward(lmax, se, tl, L, tg, N, V, 0);
         double t1 = now_seconds();
         copy_omp(G, L, nl);
         double t2 = now_seconds();
-        xent_backward(G, G, lmax, se, tg, N, V, 0, 1.0f / (float)N);
+        cpu_xent_backward(G, G, lmax, se, tg, N, V, 0, 1.0f / (float)N);
         double t3 = now_seconds();
         copy_omp(G, L, nl);
         double t4 = now_seconds();
-        double ss = sumsq(g, P);
+        double ss = cpu_sumsq(g, P);
         double t5 = now_seconds();
         AdamWHyper h = { 1e-3f, 0.9f, 0.95f, 1e-8f, r + 1, ss > 1.0 ? (float)(1.0 / ss) : 1.0f };
-        adamw_multi(1, &span, &h);
+        cpu_adamw_multi(1, &span, &h);
         double t6 = now_seconds();
         copy_omp(m, g, P);
         double t7 = now_seconds();
@@ -118,9 +118,9 @@ int main(int argc, char **argv) {
     double t_rope = 1e30, t_silu = 1e30, t_c = 1e30;
     for (int r = 0; r <= reps; r++) {
         double t0 = now_seconds();
-        rope_forward(Q, B, T, 8, 64, 10000.0f);
+        cpu_rope_forward(Q, B, T, 8, 64, 10000.0f);
         double t1 = now_seconds();
-        silu_forward(Y, Q, nr);
+        cpu_silu_forward(Y, Q, nr);
         double t2 = now_seconds();
         copy_omp(Y, Q, nq);
         double t3 = now_seconds();

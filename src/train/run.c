@@ -395,7 +395,7 @@ static double host_peak_gflops(const RunOptions *opt, Comm *comm, Backend *bk, d
     if (comm->rank == 0 && !(peak > 0)) {
         int threads = opt->cfg.train.threads;
         trainer_set_threads(0);
-        peak = bk->peak_gflops ? bk->peak_gflops(bk) : measure_sgemm_peak_gflops();
+        peak = bk->peak_gflops ? bk->peak_gflops(bk) : cpu_sgemm_peak_gflops();
         trainer_set_threads(threads);
         if (bk->peak_gflops && !bk->peak_per_host) peak *= opt->ranks_per_host > 0 ? opt->ranks_per_host : 1;
     }

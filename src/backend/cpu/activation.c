@@ -8,14 +8,14 @@
 static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
 
 // y[n] = x * sigmoid(x); x[n]
-FM_WIDE void silu_forward(float *y, const float *x, size_t n) {
+FM_WIDE void cpu_silu_forward(float *y, const float *x, size_t n) {
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) y[i] = x[i] * sigmoidf_(x[i]);
 }
 
 // dx[n] = dy * silu'(x), silu'(x) = s * (1 + x * (1 - s)); dy[n], x[n]. Overwrites dx: its
 // callers' dx is a scratch buffer written here first, so no zero pass is needed before.
-FM_WIDE void silu_backward(float *dx, const float *dy, const float *x, size_t n) {
+FM_WIDE void cpu_silu_backward(float *dx, const float *dy, const float *x, size_t n) {
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
         float s = sigmoidf_(x[i]);
@@ -24,7 +24,7 @@ FM_WIDE void silu_backward(float *dx, const float *dy, const float *x, size_t n)
 }
 
 // z[n] = act(g) * u with act = silu (gate_silu) or identity (CoLA's only_lr_act); g[n], u[n]
-FM_WIDE void swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate_silu) {
+FM_WIDE void cpu_swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate_silu) {
     if (gate_silu) {
         #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) z[i] = g[i] * sigmoidf_(g[i]) * u[i];
@@ -36,7 +36,7 @@ FM_WIDE void swiglu_forward(float *z, const float *g, const float *u, size_t n, 
 
 // dg[n] = dz * u * act'(g), du[n] = dz * act(g) (overwritten, as silu_backward); dz[n], g[n],
 // u[n]. Either grad may be NULL. The NULL tests stay outside the loops so that every loop vectorises.
-FM_WIDE void swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu) {
+FM_WIDE void cpu_swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu) {
     if (gate_silu && dg && du) {
         #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) {
@@ -69,13 +69,13 @@ FM_WIDE void swiglu_backward(float *dg, float *du, const float *dz, const float 
 }
 
 // x[n] += y[n]
-void add_inplace(float *x, const float *y, size_t n) {
+void cpu_add_inplace(float *x, const float *y, size_t n) {
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
 // dst[rows,cols] (row stride ldd) += src[rows,cols] (row stride lds)
-void add2d(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols) {
+void cpu_add2d(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols) {
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < rows; i++) {
         float *d = dst + (size_t)i * ldd;

@@ -2,8 +2,8 @@
 // (global gradient norm, clipping). Memory-bound elementwise loops.
 //
 // A step is two passes over the gradients, the fewest that global-norm clipping allows
-// when the norm is not known before the update: sumsq_multi (reads each gradient once) and
-// adamw_multi (reads each parameter, gradient and moment once, writes each parameter and
+// when the norm is not known before the update: cpu_sumsq_multi (reads each gradient once) and
+// cpu_adamw_multi (reads each parameter, gradient and moment once, writes each parameter and
 // moment once, the clipping factor applied as the gradient is read). Each is ONE parallel
 // region over fixed chunks of all the tensors: a region per tensor (~130 at cola-60m) wakes
 // the threads ~130 times per pass, which costs more than the small tensors' work.
@@ -42,7 +42,7 @@ FM_WIDE static void adamw_range(float *restrict param, const float *restrict gra
 // vhat = v / (1 - beta2^t); t is the 1-based step. Bias corrections in double: at
 // beta2 = 0.999 and small t, 1 - beta2^t in fp32 loses several digits. The product grad·gs
 // is the one a separate scale pass would have stored, so the result is bit-identical to it.
-void adamw_update(float *param, const float *grad, float *m, float *v, size_t n,
+void cpu_adamw_update(float *param, const float *grad, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int t, float gs) {
     CHECK(t >= 1, "adamw: step t=%d must be >= 1", t);
     float bc1 = bias_correction(beta1, t), bc2 = bias_correction(beta2, t);
@@ -59,7 +59,7 @@ void adamw_update(float *param, const float *grad, float *m, float *v, size_t n,
 #define SUMSQ_CHUNK 65536
 
 // x[n] -> sum of x^2 in double
-double sumsq(const float *x, size_t n) {
+double cpu_sumsq(const float *x, size_t n) {
     size_t nch = (n + SUMSQ_CHUNK - 1) / SUMSQ_CHUNK;
     if (nch == 0) return 0.0;
     double *part = xmalloc(sizeof(double) * nch);
@@ -93,7 +93,7 @@ static Chunk *chunks_of(int n, const size_t *len, size_t chunk, size_t *n_chunks
     return c;
 }
 
-double sumsq_multi(int n, const float *const *x, const size_t *len, const double *w) {
+double cpu_sumsq_multi(int n, const float *const *x, const size_t *len, const double *w) {
     size_t nc;
     Chunk *c = chunks_of(n, len, SUMSQ_CHUNK, &nc);
     double *part = xmalloc(sizeof(double) * (nc + 1));
@@ -105,7 +105,7 @@ double sumsq_multi(int n, const float *const *x, const size_t *len, const double
         for (size_t i = c[k].lo; i < c[k].hi; i++) s += (double)p[i] * p[i];
         part[k] = s;
     }
-    // serially, tensor by tensor in chunk order: the sums of sumsq() per tensor, weighted
+    // serially, tensor by tensor in chunk order: the sums of cpu_sumsq() per tensor, weighted
     double total = 0.0;
     for (size_t k = 0; k < nc;) {
         int t = c[k].t;
@@ -117,7 +117,7 @@ double sumsq_multi(int n, const float *const *x, const size_t *len, const double
     return total;
 }
 
-void adamw_multi(int n, const AdamWSpan *s, const AdamWHyper *h) {
+void cpu_adamw_multi(int n, const AdamWSpan *s, const AdamWHyper *h) {
     CHECK(h->t >= 1, "adamw: step t=%d must be >= 1", h->t);
     size_t *len = xmalloc(sizeof(size_t) * ((size_t)n + 1));
     for (int i = 0; i < n; i++) len[i] = s[i].n;
@@ -135,7 +135,7 @@ void adamw_multi(int n, const AdamWSpan *s, const AdamWHyper *h) {
 }
 
 // x[n] *= s
-void scale_inplace(float *x, float s, size_t n) {
+void cpu_scale_inplace(float *x, float s, size_t n) {
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }

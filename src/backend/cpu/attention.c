@@ -54,8 +54,8 @@ static const AttnIsa *isa(void) {   // called outside parallel regions only
     if (!g_isa) g_isa = isa_best();
     return g_isa;
 }
-const char *attention_isa(void) { return isa()->name; }
-const char *attention_use_isa(const char *name) {
+const char *cpu_attention_isa(void) { return isa()->name; }
+const char *cpu_attention_use_isa(const char *name) {
     const AttnIsa *want = !strcmp(name, "avx512") ? attn_isa_avx512 : !strcmp(name, "avx2") ? attn_isa_avx2
                         : !strcmp(name, "scalar") ? &attn_isa_scalar : NULL;
     if (!want) return NULL;
@@ -208,7 +208,7 @@ static void fwd_block(float *out, float *lse, const float *q, const float *k, co
 }
 
 // out[B,T,H,hd], lse[B,H,T]; q[B,T,H,hd], k,v[B,T,Hkv,hd]
-void attention_forward(float *out, float *lse, const float *q, const float *k, const float *v,
+void cpu_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v,
                        int B, int T, int H, int Hkv, int hd) {
     Att a = att_shape(B, T, H, Hkv, hd);
     int nqb = (T + ATT_BQ - 1) / ATT_BQ;
@@ -295,7 +295,7 @@ static void bwd_dq_block(const Grads *g, int b, int h, int i0, int m, int what, 
 // dq[B,T,H,hd] =, dk,dv[B,T,Hkv,hd] = (stored; not read); dout, out[B,T,H,hd], q[B,T,H,hd],
 // k,v[B,T,Hkv,hd], lse[B,H,T]. Every gradient element is its tile contributions summed from 0
 // in tile order (dK/dV rows over (head, query block), dQ rows over key tiles) on both paths.
-void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
+void cpu_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                         const float *q, const float *k, const float *v, const float *lse,
                         int B, int T, int H, int Hkv, int hd) {
     Att a = att_shape(B, T, H, Hkv, hd);

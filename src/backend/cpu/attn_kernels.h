@@ -2,7 +2,7 @@
 // per instruction set: AVX-512 (attn_avx512.c), AVX2+FMA (attn_avx2.c), both compiled from
 // the template attn_simd.h where the compiler targets them, and a portable scalar set
 // (attn_scalar.c) that is always there. attention.c picks the widest one this build has;
-// attention_use_isa() forces another (the tests compare them with each other).
+// cpu_attention_use_isa() forces another (the tests compare them with each other).
 //
 // The tiles (row-major, every pointer a float buffer):
 //  * qk:  C[r][j] = Σ_c A[r][c] · Bt[c][j]   r < m, j < n, c < k     Bt: ldb, C: ldc
@@ -47,6 +47,6 @@ extern const AttnIsa *const attn_isa_avx512;   // NULL where the build does not 
 // The kernels attention_forward/backward use: "avx512", "avx2" or "scalar". Returns the name
 // of the set used before the call, or NULL (and changes nothing) when this build lacks the
 // one asked for. Not thread-safe: call it between attention calls (tests, the benchmark).
-const char *attention_use_isa(const char *name);
+const char *cpu_attention_use_isa(const char *name);
 // The name of the set in use.
-const char *attention_isa(void);
+const char *cpu_attention_isa(void);

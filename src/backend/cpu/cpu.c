@@ -59,7 +59,7 @@ GemmArgs cpu_gemm_into_args(const GemmArgs *g, void *D, int ldd, size_t es) {
 
 // ---- fp32 entries ------------------------------------------------------------------------
 static void f_add2d(Backend *b, void *dst, size_t ldd, const void *src, size_t lds, int rows, int cols) {
-    (void)b; add2d(dst, ldd, src, lds, rows, cols);
+    (void)b; cpu_add2d(dst, ldd, src, lds, rows, cols);
 }
 static void f_gemm(Backend *b, const GemmArgs *g) { (void)b; cpu_sgemm(g); }
 static void f_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd) {
@@ -69,113 +69,113 @@ static void f_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd) {
 }
 static void f_gemm_group(Backend *b, int count, const GemmArgs *g) { (void)b; for (int i = 0; i < count; i++) cpu_sgemm(&g[i]); }
 static void f_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps) {
-    (void)b; rmsnorm_forward(y, rstd, x, gamma, N, d, eps);
+    (void)b; cpu_rmsnorm_forward(y, rstd, x, gamma, N, d, eps);
 }
 static void f_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *dy, const void *x, const void *gamma,
                                const float *rstd, int N, int d, int acc_dx, int acc_dgamma) {
-    (void)b; rmsnorm_backward(dx, dgamma, dy, x, gamma, rstd, N, d, acc_dx, acc_dgamma);
+    (void)b; cpu_rmsnorm_backward(dx, dgamma, dy, x, gamma, rstd, N, d, acc_dx, acc_dgamma);
 }
-static void f_rowsumsq(Backend *b, void *S, const void *x, int N, int d) { (void)b; rowsumsq(S, x, N, d); }
+static void f_rowsumsq(Backend *b, void *S, const void *x, int N, int d) { (void)b; cpu_rowsumsq(S, x, N, d); }
 static void f_rownorm(Backend *b, void *y, const void *x, const void *gamma, const void *S, int N, int d, int width, float eps) {
-    (void)b; rownorm(y, x, gamma, S, N, d, width, eps);
+    (void)b; cpu_rownorm(y, x, gamma, S, N, d, width, eps);
 }
 static void f_scale_rows(Backend *b, void *P, const SlotView *v, const void *S, int width, float eps, int power) {
-    (void)b; scale_rows(P, v, S, width, eps, power);
+    (void)b; cpu_scale_rows(P, v, S, width, eps, power);
 }
-static void f_rowdot(Backend *b, float *dot, const void *X, const void *Y, const SlotView *v) { (void)b; rowdot(dot, X, Y, v); }
+static void f_rowdot(Backend *b, float *dot, const void *X, const void *Y, const SlotView *v) { (void)b; cpu_rowdot(dot, X, Y, v); }
 static void f_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *da, const void *x, const void *gamma,
                                        const void *S, const float *dot, int N, int d, int d_full, float eps,
                                        int acc_dgamma) {
-    (void)b; sharded_rmsnorm_backward(dx, dgamma, da, x, gamma, S, dot, N, d, d_full, eps, acc_dgamma);
+    (void)b; cpu_sharded_rmsnorm_backward(dx, dgamma, da, x, gamma, S, dot, N, d, d_full, eps, acc_dgamma);
 }
-static void f_silu_forward(Backend *b, void *y, const void *x, size_t n) { (void)b; silu_forward(y, x, n); }
-static void f_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) { (void)b; silu_backward(dx, dy, x, n); }
-static void f_swiglu_forward(Backend *b, void *z, const void *g, const void *u, size_t n, int gs) { (void)b; swiglu_forward(z, g, u, n, gs); }
+static void f_silu_forward(Backend *b, void *y, const void *x, size_t n) { (void)b; cpu_silu_forward(y, x, n); }
+static void f_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) { (void)b; cpu_silu_backward(dx, dy, x, n); }
+static void f_swiglu_forward(Backend *b, void *z, const void *g, const void *u, size_t n, int gs) { (void)b; cpu_swiglu_forward(z, g, u, n, gs); }
 static void f_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u, size_t n, int gs) {
-    (void)b; swiglu_backward(dg, du, dz, g, u, n, gs);
+    (void)b; cpu_swiglu_backward(dg, du, dz, g, u, n, gs);
 }
-static void f_add(Backend *b, void *x, const void *y, size_t n) { (void)b; add_inplace(x, y, n); }
-static void f_scale(Backend *b, void *x, float s, size_t n) { (void)b; scale_inplace(x, s, n); }
+static void f_add(Backend *b, void *x, const void *y, size_t n) { (void)b; cpu_add_inplace(x, y, n); }
+static void f_scale(Backend *b, void *x, float s, size_t n) { (void)b; cpu_scale_inplace(x, s, n); }
 static void f_rope(Backend *b, void *x, int B, int T, int H, int hd, float theta, int inverse) {
     (void)b;
-    if (inverse) rope_backward(x, B, T, H, hd, theta);
-    else rope_forward(x, B, T, H, hd, theta);
+    if (inverse) cpu_rope_backward(x, B, T, H, hd, theta);
+    else cpu_rope_forward(x, B, T, H, hd, theta);
 }
 static void f_attention_forward(Backend *b, void *out, float *lse, const void *q, const void *k, const void *v,
                                 int B, int T, int H, int Hkv, int hd) {
-    (void)b; attention_forward(out, lse, q, k, v, B, T, H, Hkv, hd);
+    (void)b; cpu_attention_forward(out, lse, q, k, v, B, T, H, Hkv, hd);
 }
 static void f_attention_backward(Backend *b, void *dq, void *dk, void *dv, const void *dout, const void *out,
                                  const void *q, const void *k, const void *v, const float *lse,
                                  int B, int T, int H, int Hkv, int hd) {
-    (void)b; attention_backward(dq, dk, dv, dout, out, q, k, v, lse, B, T, H, Hkv, hd);
+    (void)b; cpu_attention_backward(dq, dk, dv, dout, out, q, k, v, lse, B, T, H, Hkv, hd);
 }
 static void f_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V) {
-    (void)b; embedding_forward_shard(out, tokens, wte, N, d, v0, V);
+    (void)b; cpu_embedding_forward_shard(out, tokens, wte, N, d, v0, V);
 }
 static void f_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V,
                                  int acc) {
-    (void)b; embedding_backward_shard(dwte, dout, tokens, N, d, v0, V, acc);
+    (void)b; cpu_embedding_backward_shard(dwte, dout, tokens, N, d, v0, V, acc);
 }
 static void f_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                            const int32_t *targets, int N, int V, int v0) {
-    (void)b; xent_forward(lmax, sumexp, tlogit, logits, targets, N, V, v0);
+    (void)b; cpu_xent_forward(lmax, sumexp, tlogit, logits, targets, N, V, v0);
 }
-void cpu_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N) {
-    (void)b; xent_rescale(sumexp, lmax, gmax, N);
+void cpu_op_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N) {
+    (void)b; cpu_xent_rescale(sumexp, lmax, gmax, N);
 }
 // The sum of this micro-batch's losses into the loss scalar (host memory here): written, or
 // added when accumulating — the same double additions, in the same order, as summing on the host.
-void cpu_xent_loss(Backend *b, double *loss, float *losses, const double *sumexp, const float *gmax, const double *tlogit,
+void cpu_op_xent_loss(Backend *b, double *loss, float *losses, const double *sumexp, const float *gmax, const double *tlogit,
                    int N, int accumulate) {
     (void)b;
-    double s = xent_loss(losses, sumexp, gmax, tlogit, N);
+    double s = cpu_xent_loss(losses, sumexp, gmax, tlogit, N);
     *loss = accumulate ? *loss + s : s;
 }
 static void f_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
                             const int32_t *targets, int N, int V, int v0, float scale) {
-    (void)b; xent_backward(dlogits, logits, gmax, sumexp, targets, N, V, v0, scale);
+    (void)b; cpu_xent_backward(dlogits, logits, gmax, sumexp, targets, N, V, v0, scale);
 }
 static void f_xent_fused(Backend *b, void *dlogits, float *lmax, double *sumexp, double *tlogit, const void *logits,
                          const int32_t *targets, int N, int V, int v0, float scale) {
-    (void)b; xent_fused(dlogits, lmax, sumexp, tlogit, logits, targets, N, V, v0, scale);
+    (void)b; cpu_xent_fused(dlogits, lmax, sumexp, tlogit, logits, targets, N, V, v0, scale);
 }
 static double f_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w) {
-    (void)b; return sumsq_multi(n, (const float *const *)x, len, w);
+    (void)b; return cpu_sumsq_multi(n, (const float *const *)x, len, w);
 }
 static void f_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHyper *h) {
     (void)b;
     for (int i = 0; i < n; i++)
         CHECK(s[i].param == NULL, "cpu fp32: the master weights are the parameters (param must be NULL)");
-    adamw_multi(n, s, h);
+    cpu_adamw_multi(n, s, h);
 }
 
 // LaX latent crossing (lax.c)
 static void f_layernorm_forward(Backend *b, void *y, int ldy, float *mean, float *rstd, const void *x, int ldx,
                                 const void *gamma, const void *beta, int N, int r, float eps) {
-    (void)b; layernorm_forward(y, ldy, mean, rstd, x, ldx, gamma, beta, N, r, eps);
+    (void)b; cpu_layernorm_forward(y, ldy, mean, rstd, x, ldx, gamma, beta, N, r, eps);
 }
 static void f_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
                                  const void *x, int ldx, const float *mean, const float *rstd, const void *gamma,
                                  int N, int r, int acc_dx, int acc_dw) {
-    (void)b; layernorm_backward(dx, lddx, dgamma, dbeta, dy, lddy, x, ldx, mean, rstd, gamma, N, r, acc_dx, acc_dw);
+    (void)b; cpu_layernorm_backward(dx, lddx, dgamma, dbeta, dy, lddy, x, ldx, mean, rstd, gamma, N, r, acc_dx, acc_dw);
 }
 static void f_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *W,
                                  const void *bias, int N, int r) {
-    (void)b; dense_gate_forward(out, ldo, z, ldz, W, bias, N, r);
+    (void)b; cpu_dense_gate_forward(out, ldo, z, ldz, W, bias, N, r);
 }
 static void f_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
                                   const void *z, int ldz, const void *W, int N, int r, int acc_dz, int acc_dw) {
-    (void)b; dense_gate_backward(dz, lddz, dW, dbias, dout, lddo, z, ldz, W, N, r, acc_dz, acc_dw);
+    (void)b; cpu_dense_gate_backward(dz, lddz, dW, dbias, dout, lddo, z, ldz, W, N, r, acc_dz, acc_dw);
 }
 static void f_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1,
                                 const void *G2, int N, int r1, int r2) {
-    (void)b; kron_gate_forward(out, ldo, z, ldz, G1, G2, N, r1, r2);
+    (void)b; cpu_kron_gate_forward(out, ldo, z, ldz, G1, G2, N, r1, r2);
 }
 static void f_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
                                  const void *z, int ldz, const void *G1, const void *G2, int N, int r1, int r2,
                                  int acc_dz, int acc_dw) {
-    (void)b; kron_gate_backward(dz, lddz, dG1, dG2, dout, lddo, z, ldz, G1, G2, N, r1, r2, acc_dz, acc_dw);
+    (void)b; cpu_kron_gate_backward(dz, lddz, dG1, dG2, dout, lddo, z, ldz, G1, G2, N, r1, r2, acc_dz, acc_dw);
 }
 
 static const BackendOps cpu_f32_ops = {
@@ -190,7 +190,7 @@ static const BackendOps cpu_f32_ops = {
     .add = f_add, .scale = f_scale, .rope = f_rope,
     .attention_forward = f_attention_forward, .attention_backward = f_attention_backward,
     .embedding_forward = f_embedding_forward, .embedding_backward = f_embedding_backward,
-    .xent_forward = f_xent_forward, .xent_rescale = cpu_xent_rescale, .xent_loss = cpu_xent_loss,
+    .xent_forward = f_xent_forward, .xent_rescale = cpu_op_xent_rescale, .xent_loss = cpu_op_xent_loss,
     .xent_backward = f_xent_backward, .xent_fused = f_xent_fused,
     .sumsq_multi = f_sumsq_multi, .adamw_multi = f_adamw_multi,
     .layernorm_forward = f_layernorm_forward, .layernorm_backward = f_layernorm_backward,
@@ -198,7 +198,7 @@ static const BackendOps cpu_f32_ops = {
     .kron_gate_forward = f_kron_gate_forward, .kron_gate_backward = f_kron_gate_backward,
 };
 
-static double cpu_peak_gflops(Backend *b) { (void)b; return measure_sgemm_peak_gflops(); }
+static double cpu_peak_gflops(Backend *b) { (void)b; return cpu_sgemm_peak_gflops(); }
 
 Backend *backend_cpu(DType dtype) {
     CHECK(dtype == DT_F32 || dtype == DT_BF16, "the CPU back end computes in fp32 or bf16, not %s", dtype_name(dtype));

@@ -14,8 +14,8 @@ void cpu_sgemm(const GemmArgs *g);
 // gemm_into's D ≠ C on host memory: copies C into D (es bytes per element) unless beta is 0
 // and returns g's arguments in place in D (C = D, ldc = ldd).
 GemmArgs cpu_gemm_into_args(const GemmArgs *g, void *D, int ldd, size_t es);
-void cpu_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
-void cpu_xent_loss(Backend *b, double *loss, float *losses, const double *sumexp, const float *gmax, const double *tlogit,
+void cpu_op_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
+void cpu_op_xent_loss(Backend *b, double *loss, float *losses, const double *sumexp, const float *gmax, const double *tlogit,
                    int N, int accumulate);
 
 extern const BackendOps cpu_bf16_ops;

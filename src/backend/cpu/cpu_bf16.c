@@ -157,7 +157,7 @@ static void h_add2d(Backend *b, void *dst, size_t ldd, const void *src, size_t l
     (void)b;
     size_t nd = span((size_t)rows, (size_t)cols, ldd), ns = span((size_t)rows, (size_t)cols, lds);
     float *d = up(dst, nd), *s = up(src, ns);
-    add2d(d, ldd, s, lds, rows, cols);
+    cpu_add2d(d, ldd, s, lds, rows, cols);
     down(dst, d, nd); scratch_put(s);
 }
 
@@ -217,7 +217,7 @@ static void h_gemm_group(Backend *b, int count, const GemmArgs *g) { (void)b; fo
 typedef struct { float *rstd; const float *gamma; int d; float eps; } RmsArgs;
 static void k_rmsnorm_forward(float *const *f, int r0, int rows, const void *arg) {
     const RmsArgs *a = arg;
-    rmsnorm_forward(f[1], a->rstd + r0, f[0], a->gamma, rows, a->d, a->eps);
+    cpu_rmsnorm_forward(f[1], a->rstd + r0, f[0], a->gamma, rows, a->d, a->eps);
 }
 static void h_rmsnorm_forward(Backend *b, void *y, float *rstd, const void *x, const void *gamma, int N, int d, float eps) {
     (void)b;
@@ -232,34 +232,34 @@ static void h_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *d
     size_t n = (size_t)N * d;
     float *fdx = out_buf(dx, n, acc_dx), *fdg = out_buf(dgamma, (size_t)d, acc_dgamma), *fdy = up(dy, n), *fx = up(x, n),
           *fg = up(gamma, (size_t)d);
-    rmsnorm_backward(fdx, fdg, fdy, fx, fg, rstd, N, d, acc_dx, acc_dgamma);
+    cpu_rmsnorm_backward(fdx, fdg, fdy, fx, fg, rstd, N, d, acc_dx, acc_dgamma);
     down(dx, fdx, n); down(dgamma, fdg, (size_t)d); scratch_put(fdy); scratch_put(fx); scratch_put(fg);
 }
 static void h_rowsumsq(Backend *b, void *S, const void *x, int N, int d) {
     (void)b;
     float *fx = up(x, (size_t)N * d), *fs = scratch_get((size_t)N);
-    rowsumsq(fs, fx, N, d);
+    cpu_rowsumsq(fs, fx, N, d);
     down(S, fs, (size_t)N); scratch_put(fx);
 }
 static void h_rownorm(Backend *b, void *y, const void *x, const void *gamma, const void *S, int N, int d, int width, float eps) {
     (void)b;
     size_t n = (size_t)N * d;
     float *fx = up(x, n), *fg = up(gamma, (size_t)d), *fs = up(S, (size_t)N), *fy = scratch_get(n);
-    rownorm(fy, fx, fg, fs, N, d, width, eps);
+    cpu_rownorm(fy, fx, fg, fs, N, d, width, eps);
     down(y, fy, n); scratch_put(fx); scratch_put(fg); scratch_put(fs);
 }
 static void h_scale_rows(Backend *b, void *P, const SlotView *v, const void *S, int width, float eps, int power) {
     (void)b;
     size_t n = view_span(v);
     float *fp = up(P, n), *fs = up(S, (size_t)v->N);
-    scale_rows(fp, v, fs, width, eps, power);
+    cpu_scale_rows(fp, v, fs, width, eps, power);
     down(P, fp, n); scratch_put(fs);
 }
 static void h_rowdot(Backend *b, float *dot, const void *X, const void *Y, const SlotView *v) {
     (void)b;
     size_t n = view_span(v);
     float *fx = up(X, n), *fy = up(Y, n);
-    rowdot(dot, fx, fy, v);
+    cpu_rowdot(dot, fx, fy, v);
     scratch_put(fx); scratch_put(fy);
 }
 static void h_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *da, const void *x, const void *gamma,
@@ -269,37 +269,37 @@ static void h_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const
     size_t n = (size_t)N * d;
     float *fdx = up(dx, n), *fdg = out_buf(dgamma, (size_t)d, acc_dgamma), *fda = up(da, n), *fx = up(x, n),
           *fg = up(gamma, (size_t)d), *fs = up(S, (size_t)N);
-    sharded_rmsnorm_backward(fdx, fdg, fda, fx, fg, fs, dot, N, d, d_full, eps, acc_dgamma);
+    cpu_sharded_rmsnorm_backward(fdx, fdg, fda, fx, fg, fs, dot, N, d, d_full, eps, acc_dgamma);
     down(dx, fdx, n); down(dgamma, fdg, (size_t)d); scratch_put(fda); scratch_put(fx); scratch_put(fg); scratch_put(fs);
 }
-static void k_silu_forward(float *const *f, size_t n, const void *arg) { (void)arg; silu_forward(f[1], f[0], n); }
+static void k_silu_forward(float *const *f, size_t n, const void *arg) { (void)arg; cpu_silu_forward(f[1], f[0], n); }
 static void h_silu_forward(Backend *b, void *y, const void *x, size_t n) {
     (void)b;
     ew_blocked(1, (const void *[]){ x }, 1, (void *[]){ y }, 0, n, k_silu_forward, NULL);
 }
-static void k_silu_backward(float *const *f, size_t n, const void *arg) { (void)arg; silu_backward(f[2], f[0], f[1], n); }
+static void k_silu_backward(float *const *f, size_t n, const void *arg) { (void)arg; cpu_silu_backward(f[2], f[0], f[1], n); }
 static void h_silu_backward(Backend *b, void *dx, const void *dy, const void *x, size_t n) {
     (void)b;   // dx: overwritten
     ew_blocked(2, (const void *[]){ dy, x }, 1, (void *[]){ dx }, 0, n, k_silu_backward, NULL);
 }
-static void k_swiglu_forward(float *const *f, size_t n, const void *arg) { swiglu_forward(f[2], f[0], f[1], n, *(const int *)arg); }
+static void k_swiglu_forward(float *const *f, size_t n, const void *arg) { cpu_swiglu_forward(f[2], f[0], f[1], n, *(const int *)arg); }
 static void h_swiglu_forward(Backend *b, void *z, const void *g, const void *u, size_t n, int gs) {
     (void)b;
     ew_blocked(2, (const void *[]){ g, u }, 1, (void *[]){ z }, 0, n, k_swiglu_forward, &gs);
 }
 static void k_swiglu_backward(float *const *f, size_t n, const void *arg) {
-    swiglu_backward(f[3], f[4], f[0], f[1], f[2], n, *(const int *)arg);
+    cpu_swiglu_backward(f[3], f[4], f[0], f[1], f[2], n, *(const int *)arg);
 }
 static void h_swiglu_backward(Backend *b, void *dg, void *du, const void *dz, const void *g, const void *u, size_t n, int gs) {
     (void)b;   // dg, du: overwritten (not read); either may be NULL
     ew_blocked(3, (const void *[]){ dz, g, u }, 2, (void *[]){ dg, du }, 0, n, k_swiglu_backward, &gs);
 }
-static void k_add(float *const *f, size_t n, const void *arg) { (void)arg; add_inplace(f[1], f[0], n); }
+static void k_add(float *const *f, size_t n, const void *arg) { (void)arg; cpu_add_inplace(f[1], f[0], n); }
 static void h_add(Backend *b, void *x, const void *y, size_t n) {
     (void)b;
     ew_blocked(1, (const void *[]){ y }, 1, (void *[]){ x }, 1, n, k_add, NULL);
 }
-static void k_scale(float *const *f, size_t n, const void *arg) { scale_inplace(f[0], *(const float *)arg, n); }
+static void k_scale(float *const *f, size_t n, const void *arg) { cpu_scale_inplace(f[0], *(const float *)arg, n); }
 static void h_scale(Backend *b, void *x, float s, size_t n) {
     (void)b;
     ew_blocked(0, NULL, 1, (void *[]){ x }, 1, n, k_scale, &s);
@@ -308,8 +308,8 @@ typedef struct { int T, H, hd, inverse; float theta; } RopeArgs;
 static void k_rope(float *const *f, int r0, int rows, const void *arg) {
     (void)r0;   // whole sequences: the angle depends on the position within one
     const RopeArgs *a = arg;
-    if (a->inverse) rope_backward(f[0], rows, a->T, a->H, a->hd, a->theta);
-    else rope_forward(f[0], rows, a->T, a->H, a->hd, a->theta);
+    if (a->inverse) cpu_rope_backward(f[0], rows, a->T, a->H, a->hd, a->theta);
+    else cpu_rope_forward(f[0], rows, a->T, a->H, a->hd, a->theta);
 }
 static void h_rope(Backend *b, void *x, int B, int T, int H, int hd, float theta, int inverse) {
     (void)b;
@@ -321,7 +321,7 @@ static void h_attention_forward(Backend *b, void *out, float *lse, const void *q
     (void)b;
     size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
     float *fq = up(q, nq), *fk = up(k, nk), *fv = up(v, nk), *fo = scratch_get(nq);
-    attention_forward(fo, lse, fq, fk, fv, B, T, H, Hkv, hd);
+    cpu_attention_forward(fo, lse, fq, fk, fv, B, T, H, Hkv, hd);
     down(out, fo, nq); scratch_put(fq); scratch_put(fk); scratch_put(fv);
 }
 static void h_attention_backward(Backend *b, void *dq, void *dk, void *dv, const void *dout, const void *out,
@@ -331,7 +331,7 @@ static void h_attention_backward(Backend *b, void *dq, void *dk, void *dv, const
     size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
     float *fdq = scratch_get(nq), *fdk = scratch_get(nk), *fdv = scratch_get(nk), *fdo = up(dout, nq), *fo = up(out, nq),
           *fq = up(q, nq), *fk = up(k, nk), *fv = up(v, nk);
-    attention_backward(fdq, fdk, fdv, fdo, fo, fq, fk, fv, lse, B, T, H, Hkv, hd);
+    cpu_attention_backward(fdq, fdk, fdv, fdo, fo, fq, fk, fv, lse, B, T, H, Hkv, hd);
     down(dq, fdq, nq); down(dk, fdk, nk); down(dv, fdv, nk);
     scratch_put(fdo); scratch_put(fo); scratch_put(fq); scratch_put(fk); scratch_put(fv);
 }
@@ -374,7 +374,7 @@ static void h_embedding_backward(Backend *b, void *dwte, const void *dout, const
         for (int v = 0; v < V; v++)
             if (slot[v] < 0) memset(w + (size_t)v * d, 0, sizeof(bf16) * d);
     }
-    embedding_backward_shard(fdw, fdo, local, N, d, 0, nrows, acc);
+    cpu_embedding_backward_shard(fdw, fdo, local, N, d, 0, nrows, acc);
     #pragma omp parallel for schedule(static)
     for (int r = 0; r < nrows; r++)
         for (int j = 0; j < d; j++) w[(size_t)row[r] * d + j] = bf16_from_f32(fdw[(size_t)r * d + j]);
@@ -384,7 +384,7 @@ static void h_embedding_backward(Backend *b, void *dwte, const void *dout, const
 typedef struct { float *lmax; double *sumexp, *tlogit; const float *gmax; const double *sexp; const int32_t *targets; int V, v0; float scale; } XentArgs;
 static void k_xent_forward(float *const *f, int r0, int rows, const void *arg) {
     const XentArgs *a = arg;
-    xent_forward(a->lmax + r0, a->sumexp + r0, a->tlogit + r0, f[0], a->targets + r0, rows, a->V, a->v0);
+    cpu_xent_forward(a->lmax + r0, a->sumexp + r0, a->tlogit + r0, f[0], a->targets + r0, rows, a->V, a->v0);
 }
 static void h_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                            const int32_t *targets, int N, int V, int v0) {
@@ -394,7 +394,7 @@ static void h_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlog
 }
 static void k_xent_backward(float *const *f, int r0, int rows, const void *arg) {
     const XentArgs *a = arg;
-    xent_backward(f[1], f[0], a->gmax + r0, a->sexp + r0, a->targets + r0, rows, a->V, a->v0, a->scale);
+    cpu_xent_backward(f[1], f[0], a->gmax + r0, a->sexp + r0, a->targets + r0, rows, a->V, a->v0, a->scale);
 }
 static void h_xent_backward(Backend *b, void *dlogits, const void *logits, const float *gmax, const double *sumexp,
                             const int32_t *targets, int N, int V, int v0, float scale) {
@@ -404,7 +404,7 @@ static void h_xent_backward(Backend *b, void *dlogits, const void *logits, const
 }
 static void k_xent_fused(float *const *f, int r0, int rows, const void *arg) {
     const XentArgs *a = arg;
-    xent_fused(f[1], a->lmax + r0, a->sumexp + r0, a->tlogit + r0, f[0], a->targets + r0, rows, a->V, a->v0, a->scale);
+    cpu_xent_fused(f[1], a->lmax + r0, a->sumexp + r0, a->tlogit + r0, f[0], a->targets + r0, rows, a->V, a->v0, a->scale);
 }
 static void h_xent_fused(Backend *b, void *dlogits, float *lmax, double *sumexp, double *tlogit, const void *logits,
                          const int32_t *targets, int N, int V, int v0, float scale) {
@@ -455,7 +455,7 @@ static void h_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHype
                 size_t m = hi - i0 < EW_BLOCK ? hi - i0 : EW_BLOCK;
                 for (size_t k = 0; k < m; k++) g[k] = bf16_to_f32(grad[i0 + k]);
                 float *master = s[i].master + i0;
-                adamw_update(master, g, s[i].m + i0, s[i].v + i0, m, h->lr, h->beta1, h->beta2, h->eps,
+                cpu_adamw_update(master, g, s[i].m + i0, s[i].v + i0, m, h->lr, h->beta1, h->beta2, h->eps,
                              s[i].weight_decay, h->t, h->grad_scale);
                 for (size_t k = 0; k < m; k++) param[i0 + k] = bf16_from_f32(master[k]);
             }
@@ -469,7 +469,7 @@ static void h_layernorm_forward(Backend *b, void *y, int ldy, float *mean, float
     (void)b;
     size_t nx = span((size_t)N, (size_t)r, (size_t)ldx), ny = span((size_t)N, (size_t)r, (size_t)ldy);
     float *fx = up(x, nx), *fy = up(y, ny), *fg = up(gamma, (size_t)r), *fb = up(beta, (size_t)r);
-    layernorm_forward(fy, ldy, mean, rstd, fx, ldx, fg, fb, N, r, eps);
+    cpu_layernorm_forward(fy, ldy, mean, rstd, fx, ldx, fg, fb, N, r, eps);
     down(y, fy, ny); scratch_put(fx); scratch_put(fg); scratch_put(fb);
 }
 static void h_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, void *dbeta, const void *dy, int lddy,
@@ -480,7 +480,7 @@ static void h_layernorm_backward(Backend *b, void *dx, int lddx, void *dgamma, v
            nx = span((size_t)N, (size_t)r, (size_t)ldx);
     float *fdx = up(dx, ndx), *fdg = out_buf(dgamma, (size_t)r, acc_dw), *fdb = out_buf(dbeta, (size_t)r, acc_dw),
           *fdy = up(dy, ndy), *fx = up(x, nx), *fg = up(gamma, (size_t)r);
-    layernorm_backward(fdx, lddx, fdg, fdb, fdy, lddy, fx, ldx, mean, rstd, fg, N, r, acc_dx, acc_dw);
+    cpu_layernorm_backward(fdx, lddx, fdg, fdb, fdy, lddy, fx, ldx, mean, rstd, fg, N, r, acc_dx, acc_dw);
     down(dx, fdx, ndx); down(dgamma, fdg, (size_t)r); down(dbeta, fdb, (size_t)r);
     scratch_put(fdy); scratch_put(fx); scratch_put(fg);
 }
@@ -489,7 +489,7 @@ static void h_dense_gate_forward(Backend *b, void *out, int ldo, const void *z, 
     (void)b;
     size_t no = span((size_t)N, (size_t)r, (size_t)ldo), nz = span((size_t)N, (size_t)r, (size_t)ldz);
     float *fo = up(out, no), *fz = up(z, nz), *fw = up(W, (size_t)r * r), *fb = up(bias, (size_t)r);
-    dense_gate_forward(fo, ldo, fz, ldz, fw, fb, N, r);
+    cpu_dense_gate_forward(fo, ldo, fz, ldz, fw, fb, N, r);
     down(out, fo, no); scratch_put(fz); scratch_put(fw); scratch_put(fb);
 }
 static void h_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void *dbias, const void *dout, int lddo,
@@ -499,7 +499,7 @@ static void h_dense_gate_backward(Backend *b, void *dz, int lddz, void *dW, void
            nz = span((size_t)N, (size_t)r, (size_t)ldz), rr = (size_t)r * r;
     float *fdz = up(dz, ndz), *fdw = out_buf(dW, rr, acc_dw), *fdb = out_buf(dbias, (size_t)r, acc_dw), *fdo = up(dout, ndo),
           *fz = up(z, nz), *fw = up(W, rr);
-    dense_gate_backward(fdz, lddz, fdw, fdb, fdo, lddo, fz, ldz, fw, N, r, acc_dz, acc_dw);
+    cpu_dense_gate_backward(fdz, lddz, fdw, fdb, fdo, lddo, fz, ldz, fw, N, r, acc_dz, acc_dw);
     down(dz, fdz, ndz); down(dW, fdw, rr); down(dbias, fdb, (size_t)r); scratch_put(fdo); scratch_put(fz); scratch_put(fw);
 }
 static void h_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, int ldz, const void *G1,
@@ -507,7 +507,7 @@ static void h_kron_gate_forward(Backend *b, void *out, int ldo, const void *z, i
     (void)b;
     size_t r = (size_t)r1 * r2, no = span((size_t)N, r, (size_t)ldo), nz = span((size_t)N, r, (size_t)ldz);
     float *fo = up(out, no), *fz = up(z, nz), *f1 = up(G1, (size_t)r1 * r1), *f2 = up(G2, (size_t)r2 * r2);
-    kron_gate_forward(fo, ldo, fz, ldz, f1, f2, N, r1, r2);
+    cpu_kron_gate_forward(fo, ldo, fz, ldz, f1, f2, N, r1, r2);
     down(out, fo, no); scratch_put(fz); scratch_put(f1); scratch_put(f2);
 }
 static void h_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void *dG2, const void *dout, int lddo,
@@ -518,7 +518,7 @@ static void h_kron_gate_backward(Backend *b, void *dz, int lddz, void *dG1, void
            nz = span((size_t)N, r, (size_t)ldz), n1 = (size_t)r1 * r1, n2 = (size_t)r2 * r2;
     float *fdz = up(dz, ndz), *fd1 = out_buf(dG1, n1, acc_dw), *fd2 = out_buf(dG2, n2, acc_dw), *fdo = up(dout, ndo),
           *fz = up(z, nz), *f1 = up(G1, n1), *f2 = up(G2, n2);
-    kron_gate_backward(fdz, lddz, fd1, fd2, fdo, lddo, fz, ldz, f1, f2, N, r1, r2, acc_dz, acc_dw);
+    cpu_kron_gate_backward(fdz, lddz, fd1, fd2, fdo, lddo, fz, ldz, f1, f2, N, r1, r2, acc_dz, acc_dw);
     down(dz, fdz, ndz); down(dG1, fd1, n1); down(dG2, fd2, n2); scratch_put(fdo); scratch_put(fz); scratch_put(f1); scratch_put(f2);
 }
 
@@ -534,7 +534,7 @@ const BackendOps cpu_bf16_ops = {
     .add = h_add, .scale = h_scale, .rope = h_rope,
     .attention_forward = h_attention_forward, .attention_backward = h_attention_backward,
     .embedding_forward = h_embedding_forward, .embedding_backward = h_embedding_backward,
-    .xent_forward = h_xent_forward, .xent_rescale = cpu_xent_rescale, .xent_loss = cpu_xent_loss,
+    .xent_forward = h_xent_forward, .xent_rescale = cpu_op_xent_rescale, .xent_loss = cpu_op_xent_loss,
     .xent_backward = h_xent_backward, .xent_fused = h_xent_fused,
     .sumsq_multi = h_sumsq_multi, .adamw_multi = h_adamw_multi,
     .layernorm_forward = h_layernorm_forward, .layernorm_backward = h_layernorm_backward,

@@ -42,7 +42,7 @@ XENT_ROW void xent_row_grad(float *g, const float *x, int V, int t, float mx, do
 }
 
 // lmax[N], sumexp[N] (double), tlogit[N] (double); logits[N,V], targets[N]
-FM_WIDE void xent_forward(float *lmax, double *sumexp, double *tlogit, const float *logits, const int32_t *targets,
+FM_WIDE void cpu_xent_forward(float *lmax, double *sumexp, double *tlogit, const float *logits, const int32_t *targets,
                   int N, int V, int v0) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
@@ -50,13 +50,13 @@ FM_WIDE void xent_forward(float *lmax, double *sumexp, double *tlogit, const flo
 }
 
 // sumexp[N] *= exp(lmax - gmax): the local sums re-based on the global max
-void xent_rescale(double *sumexp, const float *lmax, const float *gmax, int N) {
+void cpu_xent_rescale(double *sumexp, const float *lmax, const float *gmax, int N) {
     for (int n = 0; n < N; n++) sumexp[n] *= exp((double)lmax[n] - (double)gmax[n]);
 }
 
 // losses[N] = -log softmax[target] = log(sumexp) + gmax - tlogit. The total is summed
 // serially in row order from the double losses: deterministic.
-double xent_loss(float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N) {
+double cpu_xent_loss(float *losses, const double *sumexp, const float *gmax, const double *tlogit, int N) {
     double total = 0.0;
     for (int n = 0; n < N; n++) {
         double loss = log(sumexp[n]) + (double)gmax[n] - tlogit[n];
@@ -67,7 +67,7 @@ double xent_loss(float *losses, const double *sumexp, const float *gmax, const d
 }
 
 // dlogits[N,V] = scale * (softmax - onehot) over the local columns; in place allowed.
-FM_WIDE void xent_backward(float *dlogits, const float *logits, const float *gmax, const double *sumexp,
+FM_WIDE void cpu_xent_backward(float *dlogits, const float *logits, const float *gmax, const double *sumexp,
                    const int32_t *targets, int N, int V, int v0, float scale) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
@@ -76,7 +76,7 @@ FM_WIDE void xent_backward(float *dlogits, const float *logits, const float *gma
 
 // Both in one pass per row (tp = 1: gmax = lmax, no rescale): the statistics of the row, read
 // from memory once, then its gradient written over it while it is still in cache.
-FM_WIDE void xent_fused(float *dlogits, float *lmax, double *sumexp, double *tlogit, const float *logits,
+FM_WIDE void cpu_xent_fused(float *dlogits, float *lmax, double *sumexp, double *tlogit, const float *logits,
                         const int32_t *targets, int N, int V, int v0, float scale) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {

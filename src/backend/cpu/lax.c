@@ -12,7 +12,7 @@
 
 // ---- LayerNorm over r ---------------------------------------------------------------------
 // y = (x − μ)·rstd ⊙ gamma + beta; μ, var (biased) in double; y may be x (same ld).
-void layernorm_forward(float *y, int ldy, float *mean, float *rstd, const float *x, int ldx, const float *gamma,
+void cpu_layernorm_forward(float *y, int ldy, float *mean, float *rstd, const float *x, int ldx, const float *gamma,
                        const float *beta, int N, int r, float eps) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
@@ -33,7 +33,7 @@ void layernorm_forward(float *y, int ldy, float *mean, float *rstd, const float 
 
 // x̂ = (x − μ)·rstd, h = dy ⊙ gamma:  dx (+)= rstd·(h − mean_r(h) − x̂·mean_r(h ⊙ x̂)) (acc_dx),
 // dgamma (+)= Σ_n dy ⊙ x̂, dbeta (+)= Σ_n dy (acc_dw). Any output may be NULL.
-void layernorm_backward(float *dx, int lddx, float *dgamma, float *dbeta, const float *dy, int lddy, const float *x,
+void cpu_layernorm_backward(float *dx, int lddx, float *dgamma, float *dbeta, const float *dy, int lddy, const float *x,
                         int ldx, const float *mean, const float *rstd, const float *gamma, int N, int r,
                         int acc_dx, int acc_dw) {
     if (dx) {
@@ -89,7 +89,7 @@ static void column_sums(float *dcol, const float *x, int ldx, int N, int r, int 
 
 // ---- dense gate: g(z) = z @ W + b ---------------------------------------------------------
 // out[N,r] += z[N,r] @ W[r,r] + bias[r]
-void dense_gate_forward(float *out, int ldo, const float *z, int ldz, const float *W, const float *bias, int N, int r) {
+void cpu_dense_gate_forward(float *out, int ldo, const float *z, int ldz, const float *W, const float *bias, int N, int r) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, r, r, 1.0f, z, ldz, W, r, 1.0f, out, ldo);
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
@@ -97,7 +97,7 @@ void dense_gate_forward(float *out, int ldo, const float *z, int ldz, const floa
 }
 
 // dz (+)= dout @ Wᵀ (acc_dz), dW (+)= zᵀ @ dout, dbias (+)= Σ_n dout (acc_dw) (any may be NULL)
-void dense_gate_backward(float *dz, int lddz, float *dW, float *dbias, const float *dout, int lddo, const float *z,
+void cpu_dense_gate_backward(float *dz, int lddz, float *dW, float *dbias, const float *dout, int lddo, const float *z,
                          int ldz, const float *W, int N, int r, int acc_dz, int acc_dw) {
     if (dz) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, r, r, 1.0f, dout, lddo, W, r, acc_dz ? 1.0f : 0.0f, dz, lddz);
     if (dW) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r, r, N, 1.0f, z, ldz, dout, lddo, acc_dw ? 1.0f : 0.0f, dW, r);
@@ -124,7 +124,7 @@ static void kron_T(float *t, const float *z, int ldz, const float *G2, int N, in
 }
 
 // out[N, r1·r2] += vec(G1ᵀ·Z[n]·G2) for every token; G1 [r1,r1], G2 [r2,r2]
-void kron_gate_forward(float *out, int ldo, const float *z, int ldz, const float *G1, const float *G2, int N, int r1, int r2) {
+void cpu_kron_gate_forward(float *out, int ldo, const float *z, int ldz, const float *G1, const float *G2, int N, int r1, int r2) {
     int r = r1 * r2;
     float *t = xmalloc(((size_t)N * r + 1) * sizeof(float));
     kron_T(t, z, ldz, G2, N, r1, r2);
@@ -145,7 +145,7 @@ void kron_gate_forward(float *out, int ldo, const float *z, int ldz, const float
 // With dO[n] = dout[n] as [r1, r2], T[n] = Z[n]·G2 and dT[n] = G1·dO[n]:
 //   dz[n] (+)= dT[n]·G2ᵀ (acc_dz),   dG1 (+)= Σ_n T[n]·dO[n]ᵀ,   dG2 (+)= Σ_n Z[n]ᵀ·dT[n] (acc_dw)
 //   (any may be NULL)
-void kron_gate_backward(float *dz, int lddz, float *dG1, float *dG2, const float *dout, int lddo, const float *z,
+void cpu_kron_gate_backward(float *dz, int lddz, float *dG1, float *dG2, const float *dout, int lddo, const float *z,
                         int ldz, const float *G1, const float *G2, int N, int r1, int r2, int acc_dz, int acc_dw) {
     int r = r1 * r2;
     float *dt = xmalloc(((size_t)N * r + 1) * sizeof(float));

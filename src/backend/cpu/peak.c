@@ -6,7 +6,7 @@
 #include "../../core/check.h"
 #include "../../core/timer.h"
 
-double measure_sgemm_peak_gflops(void) {
+double cpu_sgemm_peak_gflops(void) {
     const int n = 2048;
     float *a = xaligned_alloc((size_t)n * n * sizeof(float));
     float *b = xaligned_alloc((size_t)n * n * sizeof(float));

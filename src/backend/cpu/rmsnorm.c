@@ -5,7 +5,7 @@
 #include <math.h>
 
 // y[N,d], rstd[N] (saved for backward), x[N,d], gamma[d]
-void rmsnorm_forward(float *y, float *rstd, const float *x, const float *gamma, int N, int d, float eps) {
+void cpu_rmsnorm_forward(float *y, float *rstd, const float *x, const float *gamma, int N, int d, float eps) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *xr = x + (size_t)n * d;
@@ -27,7 +27,7 @@ void rmsnorm_forward(float *y, float *rstd, const float *x, const float *gamma, 
 // With xh = x*r (r = rstd): y = xh*gamma, so
 //   dgamma_j = sum_n dy_nj * xh_nj
 //   dx_j     = r * (gamma_j dy_j - xh_j * mean_k(gamma_k dy_k xh_k))
-void rmsnorm_backward(float *dx, float *dgamma, const float *dy, const float *x, const float *gamma,
+void cpu_rmsnorm_backward(float *dx, float *dgamma, const float *dy, const float *x, const float *gamma,
                       const float *rstd, int N, int d, int acc_dx, int acc_dgamma) {
     if (dx) {
         #pragma omp parallel for schedule(static)

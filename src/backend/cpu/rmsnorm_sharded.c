@@ -1,10 +1,10 @@
 // rmsnorm_sharded.c — RMSNorm of a residual stream that is split by columns over the TP
 // ranks (bottleneck-aware TP, docs/boost.md): the statistic Σx² of a row needs every
 // shard, so the norm is cut into pieces around the collective that completes it.
-//   SyncRMSNorm:    S = rowsumsq(x_i); AR(S); a = rownorm(x_i, width = d);  P = a @ A_i; AR(P)
-//   online RMSNorm: S = rowsumsq(x_i); ŷ = rownorm(x_i, width = d/tp); H = ŷ @ A_i;
-//                   scale_rows(H, +1, width = d/tp); AR([H | S]); scale_rows(H, -1, width = d)
-// and the backward of either from the replicated bottleneck gradient: dot = rowdot(dP, P)
+//   SyncRMSNorm:    S = cpu_rowsumsq(x_i); AR(S); a = cpu_rownorm(x_i, width = d);  P = a @ A_i; AR(P)
+//   online RMSNorm: S = cpu_rowsumsq(x_i); ŷ = cpu_rownorm(x_i, width = d/tp); H = ŷ @ A_i;
+//                   cpu_scale_rows(H, +1, width = d/tp); AR([H | S]); cpu_scale_rows(H, -1, width = d)
+// and the backward of either from the replicated bottleneck gradient: dot = cpu_rowdot(dP, P)
 // gives the full row's Σ da·a for free, then sharded_rmsnorm_backward.
 #include <math.h>
 #include "kernels.h"
@@ -14,7 +14,7 @@ static inline float inv_rms(float S, int width, float eps) { return (float)(1.0 
 static inline float rms(float S, int width, float eps) { return (float)sqrt((double)S / width + (double)eps); }
 
 // S[N] = Σ x² per row (double accumulation, stored fp32); x[N,d]
-void rowsumsq(float *S, const float *x, int N, int d) {
+void cpu_rowsumsq(float *S, const float *x, int N, int d) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *xr = x + (size_t)n * d;
@@ -25,7 +25,7 @@ void rowsumsq(float *S, const float *x, int N, int d) {
 }
 
 // y[N,d] = x·gamma·inv_rms(S, width)
-void rownorm(float *y, const float *x, const float *gamma, const float *S, int N, int d, int width, float eps) {
+void cpu_rownorm(float *y, const float *x, const float *gamma, const float *S, int N, int d, int width, float eps) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         float sc = inv_rms(S[n], width, eps);
@@ -36,7 +36,7 @@ void rownorm(float *y, const float *x, const float *gamma, const float *S, int N
 }
 
 // P's payload rows (view v) *= rms(S)^power, power = +1 or -1
-void scale_rows(float *P, const SlotView *v, const float *S, int width, float eps, int power) {
+void cpu_scale_rows(float *P, const SlotView *v, const float *S, int width, float eps, int power) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < v->N; n++) {
         float sc = power > 0 ? rms(S[n], width, eps) : inv_rms(S[n], width, eps);
@@ -48,7 +48,7 @@ void scale_rows(float *P, const SlotView *v, const float *S, int width, float ep
 }
 
 // dot[N] = Σ_j Σ_k X_j[n,k]·Y_j[n,k]
-void rowdot(float *dot, const float *X, const float *Y, const SlotView *v) {
+void cpu_rowdot(float *dot, const float *X, const float *Y, const SlotView *v) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < v->N; n++) {
         double s = 0.0;
@@ -65,7 +65,7 @@ void rowdot(float *dot, const float *X, const float *Y, const SlotView *v) {
 
 // With a = x·rstd·gamma (rstd of the full row), P = a @ A, c = dot/d_full = Σ_full da·a / d_full:
 // dx += rstd·(gamma⊙da − x·rstd·c);  dgamma (+)= Σ_n da⊙x·rstd (acc_dgamma)
-void sharded_rmsnorm_backward(float *dx, float *dgamma, const float *da, const float *x, const float *gamma,
+void cpu_sharded_rmsnorm_backward(float *dx, float *dgamma, const float *da, const float *x, const float *gamma,
                               const float *S, const float *dot, int N, int d, int d_full, float eps, int acc_dgamma) {
     if (dx) {
         #pragma omp parallel for schedule(static)

@@ -71,5 +71,5 @@ static void rope_apply(float *x, int B, int T, int H, int hd, float theta, float
     if (owned) free((void *)cs);
 }
 
-void rope_forward(float *x, int B, int T, int H, int hd, float theta) { rope_apply(x, B, T, H, hd, theta, 1.0f); }
-void rope_backward(float *dx, int B, int T, int H, int hd, float theta) { rope_apply(dx, B, T, H, hd, theta, -1.0f); }
+void cpu_rope_forward(float *x, int B, int T, int H, int hd, float theta) { rope_apply(x, B, T, H, hd, theta, 1.0f); }
+void cpu_rope_backward(float *dx, int B, int T, int H, int hd, float theta) { rope_apply(dx, B, T, H, hd, theta, -1.0f); }

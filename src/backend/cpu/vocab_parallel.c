@@ -6,7 +6,7 @@
 #include "../../core/check.h"
 
 // out[N,d] = wte_local[tokens[i]-v0] if tokens[i] in [v0,v0+V), else 0
-void embedding_forward_shard(float *out, const int32_t *tokens, const float *wte_local,
+void cpu_embedding_forward_shard(float *out, const int32_t *tokens, const float *wte_local,
                              int N, int d, int v0, int V) {
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
@@ -21,7 +21,7 @@ void embedding_forward_shard(float *out, const int32_t *tokens, const float *wte
 // thread that sums its tokens' rows in position order: no float atomics, bit-identical for
 // any thread count. acc 0: each row is stored once — 0 + the first token's row + the next
 // ones, the sums += gives on a zeroed buffer — and a row no token hits is zeroed.
-void embedding_backward_shard(float *dwte_local, const float *dout, const int32_t *tokens,
+void cpu_embedding_backward_shard(float *dwte_local, const float *dout, const int32_t *tokens,
                               int N, int d, int v0, int V, int acc) {
     if (V <= 0 || d <= 0) return;
     int *start = xcalloc((size_t)V + 1, sizeof(int)), *pos = xmalloc((size_t)(N > 0 ? N : 1) * sizeof(int));
