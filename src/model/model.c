@@ -269,6 +269,11 @@ void model_fuse_loss_grad(Model *mdl, float loss_scale) {
           (double)loss_scale);
     mdl->fuse_loss_scale = loss_scale;
 }
+void model_step_begin(Model *mdl, float loss_scale) {
+    model_grads_overwrite(mdl);
+    model_fuse_loss_grad(mdl, loss_scale);
+    model_loss_begin(mdl);
+}
 
 // ---------------------------------------------------------------------------------
 void *model_stage_input(Model *mdl, int slot) { return mdl->slots[slot].layers[0].x; }

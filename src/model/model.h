@@ -278,3 +278,8 @@ void model_grads_overwrite(Model *mdl);
 // a backward, e.g. validation, keep their logits). At tp > 1 the TP all-reduces of the row maxima
 // and sums sit between the loss and its gradient: two passes, fused or not.
 void model_fuse_loss_grad(Model *mdl, float loss_scale);
+// The start of a training step, as the trainer, the simulator and the benchmarks take it: the
+// gradients to be stored by their first writers (model_grads_overwrite), the loss gradient fused
+// at this loss_scale (model_fuse_loss_grad), the loss sum started (model_loss_begin). Turn the
+// fusion off (model_fuse_loss_grad 0) before forwards that have no backward.
+void model_step_begin(Model *mdl, float loss_scale);

@@ -90,8 +90,7 @@ static int parse_int(const char *opt, const char *v, int lo) {
 static double one_step(Model *m, Optimizer *o, const TrainConfig *tc, const int32_t *in, const int32_t *tg,
                        int t, double *fwd, double *bwd, double *opt) {
     double t0 = now_seconds();
-    model_grads_overwrite(m);                    // as trainer_step: no zero pass, one loss pass
-    model_fuse_loss_grad(m, 1.0f / (float)m->N);
+    model_step_begin(m, 1.0f / (float)m->N);     // as trainer_step: no zero pass, one loss pass
     double loss = model_forward(m, in, tg);
     double t1 = now_seconds();
     model_backward(m, 1.0f / (float)m->N);

@@ -165,8 +165,7 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     int32_t *tokens = xcalloc((size_t)m.N, sizeof(int32_t));   // never read on the dry back end
     float scale = (float)(1.0 / ((double)K * tc->batch_size * m.T));
 
-    model_grads_overwrite(&m);           // as trainer_step: no zero pass, the loss gradient fused at tp = 1
-    model_fuse_loss_grad(&m, scale);
+    model_step_begin(&m, scale);         // as trainer_step: no zero pass, the loss gradient fused at tp = 1
     st->head = take_seconds(t);
     // the trainer's micro-batch loop (train/step_loop.c), each action priced alone
     PipeStep *steps = xcalloc((size_t)2 * K, sizeof(PipeStep));
@@ -243,8 +242,7 @@ static double record_steps(const Config *cfg, Backend *bk, int steps, int timed,
     for (int step = 0; step <= steps; step++) {
         if (step == 1) op_profile_attach(prof, bk, timed, 1);
         double t0 = omp_get_wtime();
-        model_grads_overwrite(&m);                    // as trainer_step
-        model_fuse_loss_grad(&m, x.scale);
+        model_step_begin(&m, x.scale);                // as trainer_step
         step_micro_batches(&m, &c, K, NULL, 0, &h);   // the trainer's micro-batch loop (pp 1)
         optimizer_reduce_grads(&o, &m, 0);
         optimizer_clip(&o, &m, tc->grad_clip);

@@ -215,15 +215,13 @@ static void mb_backward(void *ctx, int slot, int mb) {
     MbCtx *x = ctx;
     model_stage_backward(&x->tr->model, slot, x->scale);
 }
-// The step's first backward on this stage stores the gradients (no zero pass over them:
-// model_grads_overwrite), the later ones add; at tp = 1 each micro-batch's loss and its
-// gradient come from one pass over the logits (model_fuse_loss_grad), off again afterwards
-// for validation's forwards.
+// The step's first backward on this stage stores the gradients (no zero pass over them), the
+// later ones add; at tp = 1 each micro-batch's loss and its gradient come from one pass over
+// the logits (model_step_begin), the fusion off again afterwards for validation's forwards.
 static void run_micro_batches(Trainer *tr, float scale) {
     MbCtx x = { tr, scale };
     StepHooks h = { mb_forward, mb_backward, NULL, &x };
-    model_grads_overwrite(&tr->model);
-    model_fuse_loss_grad(&tr->model, scale);
+    model_step_begin(&tr->model, scale);
     step_micro_batches(&tr->model, tr->comm, tr->cfg.train.grad_accum, tr->pipe_actions, tr->n_pipe_actions, &h);
     model_fuse_loss_grad(&tr->model, 0);
 }
@@ -240,7 +238,6 @@ StepMetrics trainer_step(Trainer *tr) {
         loader_train_batch(&tr->loader, tr->samples_seen + (uint64_t)k * B + (uint64_t)c->dp_rank * Bl,
                            Bl, mb_inputs(tr, k), mb_targets(tr, k));
     double n_tokens = (double)K * B * mdl->T;             // tokens of the whole step
-    model_loss_begin(mdl);
     run_micro_batches(tr, (float)(1.0 / n_tokens));
     // Data parallel: every rank's gradient is of (its tokens' loss sum)/n_tokens, so the
     // sum over DP is the gradient of the step's mean loss. ZeRO-1 needs only this rank's
