@@ -54,7 +54,15 @@ def run(cmd, env):
 
 def peak(env, threads, bench="build/bench"):
     out, _ = run([bench, "--peak-only"] + (["--threads", str(threads)] if threads else []), env)
-    return json.loads(out)["peak_gflops"]
+    js = json.loads(out)
+    # The engine sets OPENBLAS_CORETYPE for itself when the system OpenBLAS does not know this
+    # CPU (src/core/env.h: its generic SSE3 kernels run 5x slower on an Emerald Rapids Xeon).
+    # The whole series then runs with the same kernels, so that the peer linked to the same
+    # OpenBLAS (Debian's PyTorch) and a baseline binary from before the fix are not measured
+    # on the slow ones.
+    if js.get("blas_core_forced") and "OPENBLAS_CORETYPE" not in env:
+        env["OPENBLAS_CORETYPE"] = js["blas_core"]
+    return js["peak_gflops"]
 
 
 def arg_value(args, name, default):
@@ -162,7 +170,8 @@ def main():
     peer_desc = (f"PyTorch {peer.get('torch', '?')} ({a.torch_python}; BLAS {peer.get('blas', '?')}; attention "
                  f"{st.get('attention', '?')}; AdamW {st.get('adamw', '?')}; torch.compile {'yes' if st.get('compile') else 'no'})")
     letters = "".join({"baseline": "B ", "boost-c": "E ", "pytorch": "P "}[w] for w in who_all).strip()
-    print(f"\nboost-c vs PyTorch, interleaved {letters} x {a.repeat} | {shape} | {threads} threads, OMP_WAIT_POLICY=passive")
+    core = f", OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']}" if "OPENBLAS_CORETYPE" in env else ""
+    print(f"\nboost-c vs PyTorch, interleaved {letters} x {a.repeat} | {shape} | {threads} threads, OMP_WAIT_POLICY=passive{core}")
     if a.baseline:
         print(f"baseline (B): {a.baseline}")
     print(peer_desc if not a.no_torch else "PyTorch: not measured (--no-torch)")

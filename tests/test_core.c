@@ -10,6 +10,7 @@
 #include "testlib.h"
 #include "../src/core/check.h"
 #include "../src/core/crc32.h"
+#include "../src/core/env.h"
 #include "../src/core/fileio.h"
 #include "../src/core/json.h"
 TL_MAIN_DEFS
@@ -116,6 +117,25 @@ TEST(read_regular_refuses_the_rest) {
     free(text);
 }
 
+TEST(blas_core_for_isa) {
+    // the kernel set each ISA gets, and the ranks that decide whether OpenBLAS's own choice stands
+    EXPECT(strcmp(env_blas_core_for_isa(1, 1, 1, 1), "Cooperlake") == 0, "AVX-512 + BF16");
+    EXPECT(strcmp(env_blas_core_for_isa(1, 1, 1, 0), "SkylakeX") == 0, "AVX-512");
+    EXPECT(strcmp(env_blas_core_for_isa(1, 1, 0, 0), "Haswell") == 0, "AVX2");
+    EXPECT(strcmp(env_blas_core_for_isa(1, 0, 0, 0), "Sandybridge") == 0, "AVX");
+    EXPECT(env_blas_core_for_isa(0, 0, 0, 0) == NULL, "SSE only: OpenBLAS's choice");
+    EXPECT(env_blas_core_rank("Prescott") == 0 && env_blas_core_rank("prescott") == 0, "Prescott (any case) is SSE");
+    EXPECT(env_blas_core_rank("Zen") == 2 && env_blas_core_rank("SapphireRapids") == 4, "Zen, SapphireRapids");
+    EXPECT(env_blas_core_rank("GraniteRapidsX") == -1 && env_blas_core_rank(NULL) == -1, "unknown names");
+    for (int a = 0; a < 16; a++) {   // the kernels chosen for an ISA are never ranked below it
+        const char *c = env_blas_core_for_isa(a & 1, a >> 1 & 1, a >> 2 & 1, a >> 3 & 1);
+        if (c) EXPECT(env_blas_core_rank(c) >= 1, "%s", c);
+    }
+    setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+    EXPECT(env_blas_core_wanted() == NULL, "the user's OPENBLAS_CORETYPE stands");
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
 int main(void) {
     if (tl_tmpdir(TMPD, sizeof TMPD, "test_core")) return 1;
     RUN(crc32_known_values);
@@ -124,5 +144,6 @@ int main(void) {
     RUN(atomic_write_commits_and_cleans);
     RUN(atomic_write_full_disk);
     RUN(read_regular_refuses_the_rest);
+    RUN(blas_core_for_isa);
     return tl_finish(TMPD);
 }

@@ -1,15 +1,28 @@
 // env.h — process environment set-up shared by the binaries.
 #pragma once
-// The two thread pools of a step, OpenMP's (our kernels) and OpenBLAS's (its pthreads, the
-// GEMMs), take turns on the same cores, and either one spin-waiting after its work steals
-// the cores from the other. libgomp reads OMP_WAIT_POLICY and OpenBLAS reads
-// OPENBLAS_THREAD_TIMEOUT when they load, before main(): unset, OpenMP's threads spin
-// (measured: sgemm inside the training loop at 87-90 GFLOP/s instead of 124-129 on 2 cores)
-// and OpenBLAS's spin for 2^28 cycles (~0.1 s) after every GEMM, so the attention, loss and
-// optimizer regions that follow a GEMM run beside a spinning thread per core. Each unset
-// variable is set ("passive"; "4", OpenBLAS's shortest busy wait) and the binary re-execs
+// Set-up before the libraries do their own, from the environment, when they load (before
+// main()); each variable this sets, it sets only when unset, and then the binary re-execs
 // itself once. Call first thing in main(). A variable the user set is left as it is.
-void env_passive_waiting(char **argv);
+// - The two thread pools of a step, OpenMP's (our kernels) and OpenBLAS's (its pthreads, the
+//   GEMMs), take turns on the same cores, and either one spin-waiting after its work steals
+//   the cores from the other. Unset, libgomp's threads spin (measured: sgemm inside the
+//   training loop at 87-90 GFLOP/s instead of 124-129 on 2 cores) and OpenBLAS's spin for
+//   2^28 cycles (~0.1 s) after every GEMM: OMP_WAIT_POLICY=passive, OPENBLAS_THREAD_TIMEOUT=4
+//   (OpenBLAS's shortest busy wait).
+// - OPENBLAS_CORETYPE when OpenBLAS loaded kernels for an older ISA than this CPU has (a CPU
+//   newer than the library: env_blas_core_wanted); BOOST_BLAS_CORE_CHOSEN then says what
+//   OpenBLAS had chosen by itself, for the run's record.
+void env_runtime_setup(char **argv);
+
+// OpenBLAS's kernel set for this CPU when the one it loaded needs less than the CPU has (an
+// x86-64 CPU newer than the library gets its generic SSE3 "Prescott" kernels), else NULL
+// (OPENBLAS_CORETYPE already set, OpenBLAS not linked, an unknown core name, not x86-64).
+const char *env_blas_core_wanted(void);
+// The best of OpenBLAS's x86-64 kernel sets for an ISA: "Cooperlake" (AVX-512 + BF16),
+// "SkylakeX" (AVX-512 F/BW/VL/DQ), "Haswell" (AVX2 + FMA), "Sandybridge" (AVX), else NULL.
+const char *env_blas_core_for_isa(int avx, int avx2_fma, int avx512, int avx512_bf16);
+// The ISA rank of an OpenBLAS core name (0 SSE .. 4 AVX-512 BF16; case-insensitive), -1 unknown.
+int env_blas_core_rank(const char *name);
 
 // This process's index among the processes of its node, and their number (local_ranks may
 // be NULL), from the launcher's variables: Open MPI (OMPI_COMM_WORLD_LOCAL_RANK/_SIZE), MPICH

@@ -17,6 +17,7 @@
 #include "../core/check.h"
 
 extern char *openblas_get_config(void);
+extern char *openblas_get_corename(void);
 
 void host_name(char *buf, size_t n) {
     if (gethostname(buf, n) != 0) snprintf(buf, n, "unknown");
@@ -97,7 +98,13 @@ static void gpu_model(char *buf, size_t n) {
 static void library_versions(char *buf, size_t n) {
     char ob[256], h5[32], mpi[MPI_MAX_LIBRARY_VERSION_STRING + 1];
     const char *obc = openblas_get_config();
-    snprintf(ob, sizeof ob, "%s", obc ? obc : "unknown");   // "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."
+    // "OpenBLAS 0.3.21 DYNAMIC_ARCH ... core Cooperlake" and, when env_runtime_setup had to
+    // set OPENBLAS_CORETYPE (core/env.h), " (OPENBLAS_CORETYPE set by boost-c; OpenBLAS chose Prescott)"
+    const char *core = openblas_get_corename(), *chosen = getenv("BOOST_BLAS_CORE_CHOSEN");
+    const char *user = getenv("OPENBLAS_CORETYPE");
+    snprintf(ob, sizeof ob, "%s core %s%s%s%s", obc ? obc : "unknown", core ? core : "unknown",
+             chosen ? " (OPENBLAS_CORETYPE set by boost-c; OpenBLAS chose " : user ? " (OPENBLAS_CORETYPE set by the user)" : "",
+             chosen ? chosen : "", chosen ? ")" : "");
     unsigned maj = 0, min = 0, rel = 0;
     if (H5get_libversion(&maj, &min, &rel) < 0) snprintf(h5, sizeof h5, "unknown");
     else snprintf(h5, sizeof h5, "%u.%u.%u", maj, min, rel);

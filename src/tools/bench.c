@@ -255,7 +255,7 @@ static void json_write(const char *path, const KindResult *res, int n, const Con
 }
 
 int main(int argc, char **argv) {
-    env_passive_waiting(argv);   // see core/env.h: OpenMP spin-waiting starves OpenBLAS
+    env_runtime_setup(argv);   // see core/env.h: OpenMP spin-waiting starves OpenBLAS
     const char *preset = "cola-60m", *linears = "dense,cola,svd", *json = NULL, *precisions = "fp32";
     const char *switches = "vanilla,btp,btp+online,btp+online+grouping,btp+online+grouping+lowrank,full";
     int seq = 256, batch = 4, steps = 6, warmup = 2, threads = 0, profile = 3, peak_only = 0;
@@ -288,7 +288,9 @@ int main(int argc, char **argv) {
     if (peak_only) {   // best of three measurements of the best-of-3 sgemm
         double p = 0;
         for (int i = 0; i < 3; i++) { double x = cpu_sgemm_peak_gflops(); if (x > p) p = x; }
-        printf("{\"peak_gflops\": %.3f, \"threads\": %d}\n", p, threads);
+        const char *chosen = getenv("BOOST_BLAS_CORE_CHOSEN");   // core/env.h
+        printf("{\"peak_gflops\": %.3f, \"threads\": %d, \"blas_core\": \"%s\", \"blas_core_forced\": %s}\n", p,
+               threads, openblas_get_corename(), chosen && getenv("OPENBLAS_CORETYPE") ? "true" : "false");
         return 0;
     }
 
@@ -361,9 +363,11 @@ int main(int argc, char **argv) {
     // two thread pools share the cores (docs/benchmarks.md) — record them with the numbers.
     int par = openblas_get_parallel();
     const char *wp = getenv("OMP_WAIT_POLICY");
-    printf("threading | OpenBLAS %s (%s, core %s) | OMP_WAIT_POLICY=%s\n", openblas_get_config(),
+    const char *chosen = getenv("BOOST_BLAS_CORE_CHOSEN");   // set by env_runtime_setup with OPENBLAS_CORETYPE
+    printf("threading | OpenBLAS %s (%s, core %s%s%s%s) | OMP_WAIT_POLICY=%s\n", openblas_get_config(),
            par == 0 ? "sequential" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "?",
-           openblas_get_corename(), wp ? wp : "(unset)");
+           openblas_get_corename(), chosen ? ", OPENBLAS_CORETYPE set by boost-c: OpenBLAS chose " : "",
+           chosen ? chosen : "", chosen ? " for this CPU" : "", wp ? wp : "(unset)");
     fflush(stdout);
 
     for (int k = 0; k < n_runs; k++) {

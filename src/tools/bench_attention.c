@@ -102,7 +102,7 @@ static float *rand_buf(size_t n, Rng *r) {
 }
 
 int main(int argc, char **argv) {
-    env_passive_waiting(argv);
+    env_runtime_setup(argv);
     int B = 1, H = 8, Hkv = 8, hd = 64, seqs[16] = { 256, 512, 1024, 2048 }, nseq = 4;
     double min_time = 0.5;
     const char *isa_name = NULL;

@@ -289,7 +289,7 @@ static void sample_load(double l[3]) { if (getloadavg(l, 3) < 0) l[0] = -1; }
 
 // ---- main ---------------------------------------------------------------------------------
 int main(int argc, char **argv) {
-    env_passive_waiting(argv);
+    env_runtime_setup(argv);
     Args a = parse_args(argc, argv);
     int threads = trainer_set_threads(a.threads);
     Config cfg;

@@ -816,7 +816,7 @@ int main(int argc, char **argv) {
         }
         return mpi_worker(argc, argv, argv[2]);
     }
-    env_passive_waiting(argv);
+    env_runtime_setup(argv);
     const char *out_path = "experiments/hardware/cpu-local.yaml";
     const char *refresh_from = NULL;
     int ranks[4] = { 2, 4 }, n_ranks = 2, quick = 0;

@@ -472,7 +472,7 @@ static int print_compare(const char *db_path, const char *experiment, const int6
 }
 
 int main(int argc, char **argv) {
-    env_passive_waiting(argv);
+    env_runtime_setup(argv);
     const char *name = NULL, *only = NULL;
     int resume = 0, dry = 0, summary = 0, repeat = 1;
     const char *simulate = NULL;

@@ -40,7 +40,7 @@ static void row(const char *name, double s, double bytes, double copy_gbs) {
 }
 
 int main(int argc, char **argv) {
-    env_passive_waiting(argv);
+    env_runtime_setup(argv);
     int N = 1024, V = 32000, threads = 0, reps = 7;
     size_t P = 42770944;
     for (int i = 1; i < argc; i++) {

@@ -97,7 +97,7 @@ static int pick(const float *logits, int V, double temperature, Rng *rng) {
 }
 
 int main(int argc, char **argv) {
-    env_passive_waiting(argv);
+    env_runtime_setup(argv);
     const char *path = NULL, *prompt = "In the beginning", *device = "cpu", *precision = "fp32", *tok_path = NULL;
     long n_new = 48;
     double temperature = 0;

@@ -71,7 +71,7 @@ static int merge_overrides(char **stored, int n_stored, const char **given, int 
 }
 
 int main(int argc, char **argv) {
-    env_passive_waiting(argv);
+    env_runtime_setup(argv);
     stop_signals_init();
     RunOptions opt; memset(&opt, 0, sizeof opt);
     opt.use_db = 1; opt.variant_name = ""; opt.resume_uid = ""; opt.print_config = 1; opt.train_command = argv[0];

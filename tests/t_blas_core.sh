@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# OpenBLAS's kernels match the CPU (src/core/env.h): a DYNAMIC_ARCH OpenBLAS older than the CPU
+# loads its generic SSE3 kernels (Debian 12's 0.3.21 on an Emerald Rapids Xeon: 5x slower
+# GEMMs), and the engine's binaries then set OPENBLAS_CORETYPE for themselves; the user's own
+# OPENBLAS_CORETYPE is left alone; a run records which kernels it ran on.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+# The ISA rank of an OpenBLAS core name, written out here independently of src/core/env.c.
+rank() {
+    case "$1" in
+        Cooperlake|SapphireRapids) echo 4 ;; SkylakeX) echo 3 ;; Haswell|Zen) echo 2 ;;
+        Sandybridge|Bulldozer|Piledriver|Steamroller|Excavator) echo 1 ;;
+        Katmai|Coppermine|Northwood|Prescott|Banias|Atom|Core2|Penryn|Dunnington|Nehalem|Opteron|Barcelona|Bobcat) echo 0 ;;
+        *) echo -1 ;;
+    esac
+}
+flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+has() { [[ "$flags" == *" $1 "* ]]; }
+best=0
+has avx && best=1
+has avx2 && has fma && best=2
+has avx512f && has avx512bw && has avx512vl && has avx512dq && best=3
+[ $best = 3 ] && has avx512_bf16 && best=4
+peak() { env -u OPENBLAS_CORETYPE -u BOOST_BLAS_CORE_CHOSEN "$@" "$BUILD/bench" --peak-only --threads 1; }
+field() { sed -n "s/.*\"$1\": \"\{0,1\}\([A-Za-z0-9]*\).*/\1/p"; }
+if [ "$(uname -m)" != x86_64 ]; then
+    skip engine_blas_kernels_not_below_cpu "not x86-64 ($(uname -m)): OpenBLAS's choice is kept"
+else
+    out=$(peak) || fail engine_blas_kernels_not_below_cpu "build/bench --peak-only failed: $out"
+    core=$(field blas_core <<<"$out")
+    r=$(rank "$core")
+    if [ "$r" = -1 ]; then pass "engine_blas_kernels_not_below_cpu (core $core: newer than the table, OpenBLAS's own choice)"
+    elif [ "$r" -ge "$best" ]; then pass "engine_blas_kernels_not_below_cpu (core $core, rank $r, CPU rank $best; forced $(field blas_core_forced <<<"$out"))"
+    else fail engine_blas_kernels_not_below_cpu "OpenBLAS runs $core (ISA rank $r) on a CPU of rank $best: $out"; fi
+    if [ $best -ge 2 ]; then
+        out=$(peak OPENBLAS_CORETYPE=Haswell)
+        if [ "$(field blas_core <<<"$out")" = Haswell ] && [ "$(field blas_core_forced <<<"$out")" = false ]; then
+            pass user_coretype_left_alone
+        else fail user_coretype_left_alone "OPENBLAS_CORETYPE=Haswell gave: $out"; fi
+    else skip user_coretype_left_alone "the CPU has no AVX2: Haswell's kernels cannot run here"; fi
+fi
+# ... and a run's record names the kernels (runs.library_versions' openblas entry)
+cat > "$TMP/blascore.yaml" <<YAML
+manifest_version: 1
+name: blascore
+version: 1
+model: {linear: cola, vocab_size: 256, n_layers: 1, d_model: 32, n_heads: 2, d_ff: 64, seq_len: 16}
+data: {dataset: synthetic}
+train: {batch_size: 2, steps: 2, warmup_steps: 1, log_every: 1}
+run: {db: $TMP/runs.db, checkpoint_dir: $TMP/ckpt}
+YAML
+if env -u OPENBLAS_CORETYPE -u BOOST_BLAS_CORE_CHOSEN "$BUILD/train" "$TMP/blascore.yaml" >"$TMP/t.log" 2>&1; then
+    lib=$(sqlite3 "$TMP/runs.db" "SELECT json_extract(library_versions, '\$.openblas') FROM runs ORDER BY id DESC LIMIT 1")
+    if [[ "$lib" == *" core "* ]]; then pass "run_records_blas_core ($lib)"
+    else fail run_records_blas_core "runs.library_versions' openblas: '$lib'"; fi
+else fail run_records_blas_core "train failed: $(tail -3 "$TMP/t.log")"; fi
