@@ -106,7 +106,7 @@ TEST(gemm_bf16_path_within_bounds) {
 }
 
 // The path's choice: fp32 forced by argument and by BOOST_CPU_BF16_GEMM, auto = bf16 exactly
-// where oneDNN has bf16 units, and bad values refused with exit 2 (in a child process).
+// where oneDNN has AMX, bf16 forced wherever it has bf16 units, and bad values refused with exit 2 (in a child process).
 static int child_exit(const char *env) {
     pid_t pid = fork();
     if (pid == 0) {
@@ -126,9 +126,15 @@ TEST(gemm_path_selection) {
     setenv("BOOST_CPU_BF16_GEMM", "fp32", 1);
     EXPECT(cpu_bf16_gemm_choose(NULL, 1) == BF16_GEMM_FP32, "BOOST_CPU_BF16_GEMM=fp32");
     unsetenv("BOOST_CPU_BF16_GEMM");
+    int amx = have && onednn_bf16_amx();   // auto takes bf16 arithmetic only with AMX (onednn.h)
     Bf16GemmPath a = cpu_bf16_gemm_choose(NULL, 1);
-    EXPECT(a == (have ? BF16_GEMM_BF16 : BF16_GEMM_FP32), "auto chose %d with bf16 units %s", (int)a, have ? "present" : "absent");
-    EXPECT(strstr(cpu_bf16_gemm_describe(), have ? "bf16 arithmetic" : "widened"), "log line: %s", cpu_bf16_gemm_describe());
+    EXPECT(a == (amx ? BF16_GEMM_BF16 : BF16_GEMM_FP32), "auto chose %d with bf16 units %s, AMX %s", (int)a,
+           have ? "present" : "absent", amx ? "present" : "absent");
+    EXPECT(strstr(cpu_bf16_gemm_describe(), amx ? "bf16 arithmetic" : "widened"), "log line: %s", cpu_bf16_gemm_describe());
+    if (have && !amx)
+        EXPECT(strstr(cpu_bf16_gemm_describe(), "without AMX") && strstr(cpu_bf16_gemm_describe(), "BOOST_CPU_BF16_GEMM=bf16"),
+               "the fallback says why and how to force bf16: %s", cpu_bf16_gemm_describe());
+    if (have) EXPECT(cpu_bf16_gemm_choose("bf16", 1) == BF16_GEMM_BF16, "bf16 forced with the units (AMX or not)");
     EXPECT(child_exit("fast") == 2, "BOOST_CPU_BF16_GEMM=fast must be refused with exit 2");
     EXPECT(child_exit("bf16") == (have ? 0 : 2), "BOOST_CPU_BF16_GEMM=bf16 with bf16 units %s", have ? "present" : "absent");
     // the first GEMM of a back end chooses from the environment when nothing chose before:

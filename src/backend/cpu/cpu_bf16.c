@@ -168,13 +168,18 @@ static char gemm_line[256];
 Bf16GemmPath cpu_bf16_gemm_choose(const char *request, int quiet) {
     const char *env = getenv("BOOST_CPU_BF16_GEMM");
     const char *req = request ? request : env && *env ? env : "auto";
-    const char *hint = "set BOOST_CPU_BF16_GEMM to auto (bf16 where the CPU has it, else fp32), bf16 or fp32";
+    const char *hint = "set BOOST_CPU_BF16_GEMM to auto (bf16 where the CPU has AMX, else fp32), bf16 or fp32";
     if (strcmp(req, "auto") && strcmp(req, "bf16") && strcmp(req, "fp32"))
         die_input_hint(hint, "BOOST_CPU_BF16_GEMM is '%s'; expected auto, bf16 or fp32", req);
     char isa[64] = "", why[160] = "";
     int have = strcmp(req, "fp32") ? onednn_bf16_supported(isa, sizeof isa, why, sizeof why) : 0;
     if (!strcmp(req, "bf16") && !have)
         die_input_hint(hint, "BOOST_CPU_BF16_GEMM is bf16 but %s", why);
+    if (!strcmp(req, "auto") && have && !onednn_bf16_amx()) {   // onednn.h: slower than sgemm there
+        have = 0;
+        xsnprintf(why, sizeof why, "oneDNN's ISA on this CPU is %s: AVX512-BF16 without AMX, where its bf16 matmul "
+                  "is slower than fp32 sgemm; BOOST_CPU_BF16_GEMM=bf16 uses it anyway", isa);
+    }
     gemm_path = have ? BF16_GEMM_BF16 : BF16_GEMM_FP32;
     if (have)
         xsnprintf(gemm_line, sizeof gemm_line, "cpu bf16: GEMMs in bf16 arithmetic, fp32 accumulation (%s matmul, ISA %s; "

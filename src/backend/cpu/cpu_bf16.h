@@ -10,7 +10,7 @@
 // (docs/cpu-bf16.md states the bounds the tests check).
 //
 // BOOST_CPU_BF16_GEMM chooses, read on the first GEMM of the process:
-//   auto (default)  bf16 where oneDNN finds AVX512-BF16 or AMX on this CPU, else fp32
+//   auto (default)  bf16 where oneDNN finds AMX on this CPU (onednn_bf16_amx), else fp32
 //   bf16            bf16 or an error naming what is missing
 //   fp32            fp32 (the reference; forces the fallback)
 // One line on stderr says which path the process uses and why.

@@ -27,6 +27,11 @@ int onednn_bf16_supported(char *isa, size_t isa_n, char *why, size_t why_n) {
     return 0;
 }
 
+int onednn_bf16_amx(void) {
+    dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
+    return ((unsigned)e & (unsigned)dnnl_cpu_isa_avx512_core_amx) == (unsigned)dnnl_cpu_isa_avx512_core_amx;
+}
+
 const char *onednn_version(void) {
     static char buf[32];
     const dnnl_version_t *v = dnnl_version();

@@ -11,6 +11,11 @@
 // else 0 with the reason in why. isa (may be NULL) gets the ISA's name either way.
 int onednn_bf16_supported(char *isa, size_t isa_n, char *why, size_t why_n);
 
+// 1 when oneDNN's effective ISA has AMX tiles (avx512_core_amx and above); `auto` takes the
+// bf16 path only then (cpu_bf16.h): on AVX512-BF16 alone oneDNN 2.6's bf16 matmul ran at
+// 0.74x of fp32 sgemm (an Emerald Rapids guest without AMX exposed, docs/cpu-bf16.md).
+int onednn_bf16_amx(void);
+
 // "oneDNN 2.6.3": the library this process loaded.
 const char *onednn_version(void);
 
