@@ -590,7 +590,11 @@ void cuda_attention_forward(Backend *b, void *out, float *lse, const void *q, co
     if (B == 0 || T == 0) return;
     if (try_cudnn(b)) {
         char why[512];
-        if (!cudnn_att_forward(stream_of(b), out, lse, q, k, v, B, T, H, Hkv, hd, why, sizeof why)) { used(b, "cudnn"); return; }
+        if (!cudnn_att_forward(stream_of(b), out, lse, q, k, v, B, T, H, Hkv, hd, why, sizeof why)) {
+            LAUNCH_CHECK();                        // BOOST_CUDA_DEBUG=1: a fault in cuDNN's kernel, named here
+            used(b, "cudnn");
+            return;
+        }
         cudnn_refused(b, 0, why, B, T, H, Hkv, hd);
     }
     used(b, "flash");
@@ -613,6 +617,7 @@ void cuda_attention_backward(Backend *b, void *dq, void *dk, void *dv, const voi
         bf16 *g = (bf16 *)cuda_scratch(b, SCR_ATT_GRAD, sizeof(bf16) * (nq + 2 * nk));
         char why[512];
         if (!cudnn_att_backward(stream_of(b), g, g + nq, g + nq + nk, dout, out, q, k, v, lse, B, T, H, Hkv, hd, why, sizeof why)) {
+            LAUNCH_CHECK();                        // BOOST_CUDA_DEBUG=1: a fault in cuDNN's kernel, named here
             CUDA_CHECK(cudaMemcpyAsync(dq, g, sizeof(bf16) * nq, cudaMemcpyDeviceToDevice, stream_of(b)));
             CUDA_CHECK(cudaMemcpyAsync(dk, g + nq, sizeof(bf16) * nk, cudaMemcpyDeviceToDevice, stream_of(b)));
             CUDA_CHECK(cudaMemcpyAsync(dv, g + nq + nk, sizeof(bf16) * nk, cudaMemcpyDeviceToDevice, stream_of(b)));

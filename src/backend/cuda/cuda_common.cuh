@@ -154,6 +154,19 @@ static inline unsigned grid_for(size_t n, int threads) {
     return (unsigned)g;
 }
 
+// Elementwise work over rows: blocks of 32 columns (a warp, coalesced) × 8 rows, the columns
+// strided by gridDim.x·32 and the rows by gridDim.y·8 — a row and a column index per thread
+// with no division per element (a flat loop over N·d divides a 64-bit index by d each time).
+enum { RC_COLS = 32, RC_ROWS = 8 };
+static inline dim3 rc_block() { return dim3(RC_COLS, RC_ROWS); }
+static inline dim3 rc_grid(int N, int cols) {
+    unsigned gx = (unsigned)((cols + RC_COLS - 1) / RC_COLS), gy = (unsigned)((N + RC_ROWS - 1) / RC_ROWS);
+    return dim3(gx < 1 ? 1 : gx > 16 ? 16 : gx, gy < 1 ? 1 : gy > 65535 ? 65535 : gy);
+}
+// The row and column loops of such a kernel (n over N rows, j over `cols` columns).
+#define RC_ROWS_LOOP(n, N) for (int n = blockIdx.y * RC_ROWS + threadIdx.y; n < (N); n += gridDim.y * RC_ROWS)
+#define RC_COLS_LOOP(j, cols) for (int j = blockIdx.x * RC_COLS + threadIdx.x; j < (cols); j += gridDim.x * RC_COLS)
+
 // ---- reductions --------------------------------------------------------------------------------
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

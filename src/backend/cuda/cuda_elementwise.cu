@@ -63,17 +63,16 @@ void cuda_cast(Backend *b, void *dst, DType dt, const void *src, DType st, size_
 // ---- dst[rows, cols] (ldd) += src[rows, cols] (lds) ------------------------------------------
 template <typename T>
 __global__ void add2d_kernel(T *dst, size_t ldd, const T *src, size_t lds, int rows, int cols) {
-    size_t n = (size_t)rows * cols;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        size_t r = i / cols, c = i % cols;
-        T *d = dst + r * ldd + c;
-        *d = stf<T>(ldf(*d) + ldf(src[r * lds + c]));
+    RC_ROWS_LOOP(r, rows) {
+        T *d = dst + (size_t)r * ldd;
+        const T *s = src + (size_t)r * lds;
+        RC_COLS_LOOP(c, cols) d[c] = stf<T>(ldf(d[c]) + ldf(s[c]));
     }
 }
 void cuda_add2d(Backend *b, void *dst, size_t ldd, const void *src, size_t lds, int rows, int cols) {
     if (rows <= 0 || cols <= 0) return;
-    unsigned g = grid_for((size_t)rows * cols, EW_THREADS);
-    DISPATCH(b->dtype, T, (LAUNCH(g, EW_THREADS, 0, stream_of(b), add2d_kernel<T>)((T *)dst, ldd, (const T *)src, lds, rows, cols)));
+    DISPATCH(b->dtype, T, (LAUNCH(rc_grid(rows, cols), rc_block(), 0, stream_of(b), add2d_kernel<T>)(
+        (T *)dst, ldd, (const T *)src, lds, rows, cols)));
 }
 
 // ---- SiLU, SwiGLU --------------------------------------------------------------------------
@@ -165,18 +164,17 @@ __global__ void rope_table_kernel(float2 *cs, int T, int hd, double theta) {
 // x[B,T,H,hd] in place: pairs (i, i + hd/2) rotated by +angle (dir = 1) or −angle (dir = −1).
 template <typename T>
 __global__ void rope_kernel(T *x, const float2 *cs, int B, int T_, int H, int hd, float dir) {
-    int half = hd / 2;
-    size_t n = (size_t)B * T_ * H * half;
-    GRID_STRIDE(idx, n) {
-        int i = (int)(idx % half);
-        size_t row = idx / half;                       // (b·T + t)·H + h
-        int t = (int)((row / H) % T_);
-        float2 c = cs[(size_t)t * half + i];
-        float co = c.x, si = dir * c.y;
-        T *xr = x + row * hd;
-        float x0 = ldf(xr[i]), x1 = ldf(xr[i + half]);
-        xr[i] = stf<T>(x0 * co - x1 * si);
-        xr[i + half] = stf<T>(x0 * si + x1 * co);
+    int half = hd / 2, rows = B * T_ * H;               // row = (b·T + t)·H + h (B·T·H < 2^31: checked)
+    RC_ROWS_LOOP(row, rows) {
+        int t = (row / H) % T_;                        // one 32-bit division per row, none per element
+        const float2 *ct = cs + (size_t)t * half;
+        T *xr = x + (size_t)row * hd;
+        RC_COLS_LOOP(i, half) {
+            float co = ct[i].x, si = dir * ct[i].y;
+            float x0 = ldf(xr[i]), x1 = ldf(xr[i + half]);
+            xr[i] = stf<T>(x0 * co - x1 * si);
+            xr[i + half] = stf<T>(x0 * si + x1 * co);
+        }
     }
 }
 
@@ -198,8 +196,8 @@ void cuda_rope(Backend *b, void *x, int B, int T, int H, int hd, float theta, in
         LAUNCH_CHECK();
         im->rope_T = T; im->rope_hd = hd; im->rope_theta = theta;
     }
-    size_t n = (size_t)B * T * H * (hd / 2);
+    CHECK((size_t)B * T * H < (1u << 31), "rope: B·T·H = %zu rows (at most 2^31 - 1)", (size_t)B * T * H);
     float dir = inverse ? -1.0f : 1.0f;
-    DISPATCH(b->dtype, Tt, (LAUNCH(grid_for(n, EW_THREADS), EW_THREADS, 0, im->stream, rope_kernel<Tt>)(
+    DISPATCH(b->dtype, Tt, (LAUNCH(rc_grid(B * T * H, hd / 2), rc_block(), 0, im->stream, rope_kernel<Tt>)(
         (Tt *)x, im->rope_cs, B, T, H, hd, dir)));
 }

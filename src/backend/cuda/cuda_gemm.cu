@@ -160,11 +160,9 @@ static void gemm_ex(Backend *b, const GemmArgs *g) {
 // D[M,N] (row stride ldd) += bias[N] per row (the fallback's epilogue), compute dtype
 template <typename T>
 __global__ void add_bias_kernel(T *D, int ldd, const T *bias, int M, int N) {
-    size_t n_el = (size_t)M * N;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_el; i += (size_t)gridDim.x * blockDim.x) {
-        size_t m = i / N; int j = (int)(i % N);
-        T *d = D + m * ldd + j;
-        *d = stf<T>(ldf(*d) + ldf(bias[j]));
+    RC_ROWS_LOOP(m, M) {
+        T *d = D + (size_t)m * ldd;
+        RC_COLS_LOOP(j, N) d[j] = stf<T>(ldf(d[j]) + ldf(bias[j]));
     }
 }
 
@@ -215,7 +213,7 @@ void cuda_gemm_into(Backend *b, const GemmArgs *g, void *D, int ldd, const void 
     gemm_ex(b, &gd);
     LAUNCH_CHECK();
     if (bias) {
-        DISPATCH(b->dtype, T, (LAUNCH(grid_for((size_t)g->M * g->N, 256), 256, 0, im->stream, add_bias_kernel<T>)(
+        DISPATCH(b->dtype, T, (LAUNCH(rc_grid(g->M, g->N), rc_block(), 0, im->stream, add_bias_kernel<T>)(
             (T *)D, ldd, (const T *)bias, g->M, g->N)));
     }
 }

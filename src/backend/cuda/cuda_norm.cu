@@ -12,15 +12,6 @@ enum { ROW_THREADS = 256, ROWS_PER_BLOCK = ROW_THREADS / 32, COL_THREADS = 256, 
 
 static unsigned row_blocks(int N) { return (unsigned)((N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK); }
 
-// Elementwise work over rows: blocks of 32 columns (a warp, coalesced) × 8 rows, the columns
-// strided by gridDim.x·32 and the rows by gridDim.y·8 — a row and a column index per thread
-// with no division per element (a flat loop over N·d divides a 64-bit index by d each time).
-enum { RC_COLS = 32, RC_ROWS = 8 };
-static dim3 rc_block() { return dim3(RC_COLS, RC_ROWS); }
-static dim3 rc_grid(int N, int cols) {
-    unsigned gx = (unsigned)((cols + RC_COLS - 1) / RC_COLS), gy = (unsigned)((N + RC_ROWS - 1) / RC_ROWS);
-    return dim3(gx < 1 ? 1 : gx > 16 ? 16 : gx, gy < 1 ? 1 : gy > 65535 ? 65535 : gy);
-}
 
 // ---- the per-row factor from a sum of squares ---------------------------------------------------
 // f[n] = (S[n]/width + eps)^(-1/2) (power −1: rstd) or ^(+1/2) (power +1: rms), in double.
@@ -193,11 +184,10 @@ void cuda_rowdot(Backend *b, float *dot, const void *X, const void *Y, const Slo
 template <typename T>
 __global__ void sharded_dx_kernel(T *dx, const T *da, const T *x, const T *gamma, const float *rs, const float *dot,
                                   int N, int d, int d_full) {
-    size_t n_el = (size_t)N * d;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_el; i += (size_t)gridDim.x * blockDim.x) {
-        size_t n = i / d; int j = (int)(i % d);
+    RC_ROWS_LOOP(n, N) {
+        size_t o = (size_t)n * d;
         float r = rs[n], c = dot[n] / (float)d_full;
-        dx[i] = stf<T>(ldf(dx[i]) + r * (ldf(gamma[j]) * ldf(da[i]) - ldf(x[i]) * r * c));
+        RC_COLS_LOOP(j, d) dx[o + j] = stf<T>(ldf(dx[o + j]) + r * (ldf(gamma[j]) * ldf(da[o + j]) - ldf(x[o + j]) * r * c));
     }
 }
 void cuda_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const void *da, const void *x,
@@ -206,7 +196,7 @@ void cuda_sharded_rmsnorm_backward(Backend *b, void *dx, void *dgamma, const voi
     if (N <= 0 || d <= 0 || (!dx && !dgamma)) return;
     const float *rs = row_factors(b, S, N, d_full, eps, -1);
     if (dx)
-        DISPATCH(b->dtype, T, (LAUNCH(grid_for((size_t)N * d, 256), 256, 0, stream_of(b), sharded_dx_kernel<T>)(
+        DISPATCH(b->dtype, T, (LAUNCH(rc_grid(N, d), rc_block(), 0, stream_of(b), sharded_dx_kernel<T>)(
             (T *)dx, (const T *)da, (const T *)x, (const T *)gamma, rs, dot, N, d, d_full)));
     if (dgamma) colsum_scaled(b, dgamma, da, x, rs, N, d, acc_dgamma);   // Σ_n da·(x·rstd)
 }

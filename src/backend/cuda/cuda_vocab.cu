@@ -17,16 +17,16 @@ enum { XENT_THREADS = 512, EMB_THREADS = 256 };
 // out[N,d] = wte[tokens[i] − v0] for tokens in range, else 0
 template <typename T>
 __global__ void embedding_fwd_kernel(T *out, const int32_t *tokens, const T *wte, int N, int d, int v0, int V) {
-    size_t n_el = (size_t)N * d;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_el; i += (size_t)gridDim.x * blockDim.x) {
-        size_t n = i / d; int j = (int)(i % d);
+    RC_ROWS_LOOP(n, N) {
         int t = tokens[n] - v0;
-        out[i] = (t >= 0 && t < V) ? wte[(size_t)t * d + j] : stf<T>(0.0f);
+        T *o = out + (size_t)n * d;
+        if (t >= 0 && t < V) { const T *w = wte + (size_t)t * d; RC_COLS_LOOP(j, d) o[j] = w[j]; }
+        else RC_COLS_LOOP(j, d) o[j] = stf<T>(0.0f);
     }
 }
 void cuda_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V) {
     if (N <= 0 || d <= 0) return;
-    DISPATCH(b->dtype, T, (LAUNCH(grid_for((size_t)N * d, EMB_THREADS), EMB_THREADS, 0, stream_of(b), embedding_fwd_kernel<T>)(
+    DISPATCH(b->dtype, T, (LAUNCH(rc_grid(N, d), rc_block(), 0, stream_of(b), embedding_fwd_kernel<T>)(
         (T *)out, tokens, (const T *)wte, N, d, v0, V)));
 }
 
