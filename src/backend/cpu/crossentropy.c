@@ -74,15 +74,34 @@ FM_WIDE void cpu_xent_backward(float *dlogits, const float *logits, const float 
         xent_row_grad(dlogits + (size_t)n * V, logits + (size_t)n * V, V, targets[n] - v0, gmax[n], sumexp[n], scale);
 }
 
+// One row at tp = 1 with one exp per element where the two ops take two: exp(x − max) is
+// stored into g as Σ is summed (the loop of xent_row_stats, plus the store), then g is scaled
+// by the factor xent_row_grad multiplies its exp by — the same float operations on the same
+// values, so the same bits (tests/test_ops.c compares them). g may be x: the target's logit
+// is read before the row is overwritten.
+XENT_ROW void xent_row_fused(float *g, const float *x, int V, int t, float *lmax, double *sumexp, double *tlogit,
+                             float scale) {
+    float mx = -INFINITY;
+    #pragma omp simd reduction(max:mx)
+    for (int j = 0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
+    *tlogit = (t >= 0 && t < V) ? (double)x[t] : 0.0;
+    double s = 0.0;
+    #pragma omp simd reduction(+:s)
+    for (int j = 0; j < V; j++) { float e = fast_expf(x[j] - mx); g[j] = e; s += e; }
+    *lmax = mx;
+    *sumexp = s;
+    float f = (float)(scale / s);
+    #pragma omp simd
+    for (int j = 0; j < V; j++) g[j] *= f;
+    if (t >= 0 && t < V) g[t] -= scale;
+}
+
 // Both in one pass per row (tp = 1: gmax = lmax, no rescale): the statistics of the row, read
 // from memory once, then its gradient written over it while it is still in cache.
 FM_WIDE void cpu_xent_fused(float *dlogits, float *lmax, double *sumexp, double *tlogit, const float *logits,
                         const int32_t *targets, int N, int V, int v0, float scale) {
     #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        const float *x = logits + (size_t)n * V;
-        int t = targets[n] - v0;
-        xent_row_stats(x, V, t, &lmax[n], &sumexp[n], &tlogit[n]);
-        xent_row_grad(dlogits + (size_t)n * V, x, V, t, lmax[n], sumexp[n], scale);
-    }
+    for (int n = 0; n < N; n++)
+        xent_row_fused(dlogits + (size_t)n * V, logits + (size_t)n * V, V, targets[n] - v0, &lmax[n], &sumexp[n],
+                       &tlogit[n], scale);
 }
