@@ -32,6 +32,11 @@ else
     if [ "$r" = -1 ]; then pass "engine_blas_kernels_not_below_cpu (core $core: newer than the table, OpenBLAS's own choice)"
     elif [ "$r" -ge "$best" ]; then pass "engine_blas_kernels_not_below_cpu (core $core, rank $r, CPU rank $best; forced $(field blas_core_forced <<<"$out"))"
     else fail engine_blas_kernels_not_below_cpu "OpenBLAS runs $core (ISA rank $r) on a CPU of rank $best: $out"; fi
+    # an empty OPENBLAS_CORETYPE is no choice (OpenBLAS ignores it too): the same kernels
+    core=$(field blas_core <<<"$(peak OPENBLAS_CORETYPE=)")
+    r=$(rank "$core")
+    if [ "$r" = -1 ] || [ "$r" -ge "$best" ]; then pass "empty_coretype_is_no_choice (core $core)"
+    else fail empty_coretype_is_no_choice "OPENBLAS_CORETYPE= gave $core (ISA rank $r) on a CPU of rank $best"; fi
     if [ $best -ge 2 ]; then
         out=$(peak OPENBLAS_CORETYPE=Haswell)
         if [ "$(field blas_core <<<"$out")" = Haswell ] && [ "$(field blas_core_forced <<<"$out")" = false ]; then

@@ -88,7 +88,8 @@ const char *env_blas_core_for_isa(int avx, int avx2_fma, int avx512, int avx512_
 }
 
 const char *env_blas_core_wanted(void) {
-    if (getenv("OPENBLAS_CORETYPE") || !openblas_get_corename) return NULL;   // the user's choice stands
+    const char *user = getenv("OPENBLAS_CORETYPE");
+    if ((user && *user) || !openblas_get_corename) return NULL;   // the user's choice stands (empty: none)
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     const char *best = env_blas_core_for_isa(

@@ -100,8 +100,9 @@ static void library_versions(char *buf, size_t n) {
     const char *obc = openblas_get_config();
     // "OpenBLAS 0.3.21 DYNAMIC_ARCH ... core Cooperlake" and, when env_runtime_setup had to
     // set OPENBLAS_CORETYPE (core/env.h), " (OPENBLAS_CORETYPE set by boost-c; OpenBLAS chose Prescott)"
-    const char *core = openblas_get_corename(), *chosen = getenv("BOOST_BLAS_CORE_CHOSEN");
-    const char *user = getenv("OPENBLAS_CORETYPE");
+    const char *core = openblas_get_corename(), *user = getenv("OPENBLAS_CORETYPE");
+    const char *chosen = user && *user ? getenv("BOOST_BLAS_CORE_CHOSEN") : NULL;   // both set by env_runtime_setup
+    if (user && !*user) user = NULL;
     snprintf(ob, sizeof ob, "%s core %s%s%s%s", obc ? obc : "unknown", core ? core : "unknown",
              chosen ? " (OPENBLAS_CORETYPE set by boost-c; OpenBLAS chose " : user ? " (OPENBLAS_CORETYPE set by the user)" : "",
              chosen ? chosen : "", chosen ? ")" : "");
