@@ -1,5 +1,4 @@
 #include <stdlib.h>
-#include <string.h>
 #include <strings.h>
 #include <unistd.h>
 #include "env.h"
@@ -104,4 +103,9 @@ const char *env_blas_core_wanted(void) {
 #else
     return NULL;
 #endif
+}
+
+const char *env_blas_core_chosen(void) {
+    const char *forced = getenv("OPENBLAS_CORETYPE"), *chosen = getenv("BOOST_BLAS_CORE_CHOSEN");
+    return forced && *forced && chosen && *chosen ? chosen : NULL;
 }

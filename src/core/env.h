@@ -21,6 +21,9 @@ const char *env_blas_core_wanted(void);
 // The best of OpenBLAS's x86-64 kernel sets for an ISA: "Cooperlake" (AVX-512 + BF16),
 // "SkylakeX" (AVX-512 F/BW/VL/DQ), "Haswell" (AVX2 + FMA), "Sandybridge" (AVX), else NULL.
 const char *env_blas_core_for_isa(int avx, int avx2_fma, int avx512, int avx512_bf16);
+// What OpenBLAS had chosen by itself when env_runtime_setup set OPENBLAS_CORETYPE for this
+// process (or its launcher), else NULL: the one test the run's record and bench's output use.
+const char *env_blas_core_chosen(void);
 // The ISA rank of an OpenBLAS core name (0 SSE .. 4 AVX-512 BF16; case-insensitive), -1 unknown.
 int env_blas_core_rank(const char *name);
 

@@ -15,6 +15,7 @@
 
 #include "util.h"
 #include "../core/check.h"
+#include "../core/env.h"
 
 extern char *openblas_get_config(void);
 extern char *openblas_get_corename(void);
@@ -101,7 +102,7 @@ static void library_versions(char *buf, size_t n) {
     // "OpenBLAS 0.3.21 DYNAMIC_ARCH ... core Cooperlake" and, when env_runtime_setup had to
     // set OPENBLAS_CORETYPE (core/env.h), " (OPENBLAS_CORETYPE set by boost-c; OpenBLAS chose Prescott)"
     const char *core = openblas_get_corename(), *user = getenv("OPENBLAS_CORETYPE");
-    const char *chosen = user && *user ? getenv("BOOST_BLAS_CORE_CHOSEN") : NULL;   // both set by env_runtime_setup
+    const char *chosen = env_blas_core_chosen();
     if (user && !*user) user = NULL;
     snprintf(ob, sizeof ob, "%s core %s%s%s%s", obc ? obc : "unknown", core ? core : "unknown",
              chosen ? " (OPENBLAS_CORETYPE set by boost-c; OpenBLAS chose " : user ? " (OPENBLAS_CORETYPE set by the user)" : "",

@@ -288,9 +288,8 @@ int main(int argc, char **argv) {
     if (peak_only) {   // best of three measurements of the best-of-3 sgemm
         double p = 0;
         for (int i = 0; i < 3; i++) { double x = cpu_sgemm_peak_gflops(); if (x > p) p = x; }
-        const char *chosen = getenv("BOOST_BLAS_CORE_CHOSEN");   // core/env.h
         printf("{\"peak_gflops\": %.3f, \"threads\": %d, \"blas_core\": \"%s\", \"blas_core_forced\": %s}\n", p,
-               threads, openblas_get_corename(), chosen && getenv("OPENBLAS_CORETYPE") ? "true" : "false");
+               threads, openblas_get_corename(), env_blas_core_chosen() ? "true" : "false");
         return 0;
     }
 
@@ -363,7 +362,7 @@ int main(int argc, char **argv) {
     // two thread pools share the cores (docs/benchmarks.md) — record them with the numbers.
     int par = openblas_get_parallel();
     const char *wp = getenv("OMP_WAIT_POLICY");
-    const char *chosen = getenv("BOOST_BLAS_CORE_CHOSEN");   // set by env_runtime_setup with OPENBLAS_CORETYPE
+    const char *chosen = env_blas_core_chosen();
     printf("threading | OpenBLAS %s (%s, core %s%s%s%s) | OMP_WAIT_POLICY=%s\n", openblas_get_config(),
            par == 0 ? "sequential" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "?",
            openblas_get_corename(), chosen ? ", OPENBLAS_CORETYPE set by boost-c: OpenBLAS chose " : "",

@@ -21,11 +21,15 @@
 
 #define XENT_ROW static inline __attribute__((always_inline))
 
-// One row x[V]: its max, Σ exp(x − max) (double) and the target's logit (t local, else 0).
-XENT_ROW void xent_row_stats(const float *x, int V, int t, float *lmax, double *sumexp, double *tlogit) {
+XENT_ROW float xent_row_max(const float *x, int V) {
     float mx = -INFINITY;
     #pragma omp simd reduction(max:mx)
     for (int j = 0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
+    return mx;
+}
+// One row x[V]: its max, Σ exp(x − max) (double) and the target's logit (t local, else 0).
+XENT_ROW void xent_row_stats(const float *x, int V, int t, float *lmax, double *sumexp, double *tlogit) {
+    float mx = xent_row_max(x, V);
     double s = 0.0;
     #pragma omp simd reduction(+:s)
     for (int j = 0; j < V; j++) s += fast_expf(x[j] - mx);
@@ -81,9 +85,7 @@ FM_WIDE void cpu_xent_backward(float *dlogits, const float *logits, const float 
 // is read before the row is overwritten.
 XENT_ROW void xent_row_fused(float *g, const float *x, int V, int t, float *lmax, double *sumexp, double *tlogit,
                              float scale) {
-    float mx = -INFINITY;
-    #pragma omp simd reduction(max:mx)
-    for (int j = 0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
+    float mx = xent_row_max(x, V);
     *tlogit = (t >= 0 && t < V) ? (double)x[t] : 0.0;
     double s = 0.0;
     #pragma omp simd reduction(+:s)
