@@ -163,22 +163,22 @@ static void h_add2d(Backend *b, void *dst, size_t ldd, const void *src, size_t l
 
 // ---- GEMMs: the path (cpu_bf16.h) ---------------------------------------------------------
 static int gemm_path = -1;   // Bf16GemmPath, -1 until chosen
-static char gemm_line[256];
+static char gemm_line[384];
 
 Bf16GemmPath cpu_bf16_gemm_choose(const char *request, int quiet) {
     const char *env = getenv("BOOST_CPU_BF16_GEMM");
     const char *req = request ? request : env && *env ? env : "auto";
-    const char *hint = "set BOOST_CPU_BF16_GEMM to auto (bf16 where the CPU has AMX, else fp32), bf16 or fp32";
+    const char *hint = "set BOOST_CPU_BF16_GEMM to auto (bf16 where it is the faster path: AMX, or AVX512-BF16 on AMD; else fp32), bf16 or fp32";
     if (strcmp(req, "auto") && strcmp(req, "bf16") && strcmp(req, "fp32"))
         die_input_hint(hint, "BOOST_CPU_BF16_GEMM is '%s'; expected auto, bf16 or fp32", req);
-    char isa[64] = "", why[160] = "";
+    char isa[64] = "", why[256] = "";
     int have = strcmp(req, "fp32") ? onednn_bf16_supported(isa, sizeof isa, why, sizeof why) : 0;
     if (!strcmp(req, "bf16") && !have)
         die_input_hint(hint, "BOOST_CPU_BF16_GEMM is bf16 but %s", why);
-    if (!strcmp(req, "auto") && have && !onednn_bf16_amx()) {   // onednn.h: slower than sgemm there
+    if (!strcmp(req, "auto") && have && !onednn_bf16_faster(why, sizeof why)) {   // onednn.h
         have = 0;
-        xsnprintf(why, sizeof why, "oneDNN's ISA on this CPU is %s: AVX512-BF16 without AMX, where its bf16 matmul "
-                  "is slower than fp32 sgemm; BOOST_CPU_BF16_GEMM=bf16 uses it anyway", isa);
+        size_t n = strlen(why);
+        xsnprintf(why + n, sizeof why - n, "; BOOST_CPU_BF16_GEMM=bf16 uses it anyway");
     }
     gemm_path = have ? BF16_GEMM_BF16 : BF16_GEMM_FP32;
     if (have)
@@ -191,6 +191,7 @@ Bf16GemmPath cpu_bf16_gemm_choose(const char *request, int quiet) {
     return (Bf16GemmPath)gemm_path;
 }
 const char *cpu_bf16_gemm_describe(void) { return gemm_line; }
+int cpu_bf16_has_units(void) { return onednn_bf16_supported(NULL, 0, NULL, 0); }
 
 // bf16 arithmetic on the operands as stored: no copies.
 static void gemm_bf16(const GemmArgs *g) { onednn_bf16_gemm(g); }

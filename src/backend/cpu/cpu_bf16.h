@@ -10,7 +10,8 @@
 // (docs/cpu-bf16.md states the bounds the tests check).
 //
 // BOOST_CPU_BF16_GEMM chooses, read on the first GEMM of the process:
-//   auto (default)  bf16 where oneDNN finds AMX on this CPU (onednn_bf16_amx), else fp32
+//   auto (default)  bf16 where oneDNN's bf16 matmul is the faster path on this CPU (AMX, or
+//                   AVX512-BF16 on AMD: onednn_bf16_faster), else fp32
 //   bf16            bf16 or an error naming what is missing
 //   fp32            fp32 (the reference; forces the fallback)
 // One line on stderr says which path the process uses and why.
@@ -23,5 +24,7 @@ typedef enum { BF16_GEMM_FP32 = 0, BF16_GEMM_BF16 = 1 } Bf16GemmPath;
 // auto) and returns it; a bad value or an unavailable "bf16" is a clear error. Later GEMMs
 // use it until the next call. quiet: no log line.
 Bf16GemmPath cpu_bf16_gemm_choose(const char *request, int quiet);
+// 1 when this CPU has bf16 arithmetic at all (what "bf16" needs), whatever auto would take.
+int cpu_bf16_has_units(void);
 // The line logged for the current path ("" before the first choice).
 const char *cpu_bf16_gemm_describe(void);

@@ -2,6 +2,7 @@
 // a primitive per distinct GEMM (shape, strides, transposes, alpha, beta), created on first
 // use and kept: a training step repeats the same few dozen shapes, and creating a primitive
 // costs far more than a small GEMM.
+#include <cpuid.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <stdio.h>
@@ -27,9 +28,25 @@ int onednn_bf16_supported(char *isa, size_t isa_n, char *why, size_t why_n) {
     return 0;
 }
 
-int onednn_bf16_amx(void) {
+// The CPU's vendor from CPUID leaf 0 ("AuthenticAMD", "GenuineIntel", ...).
+static void cpu_vendor(char out[13]) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    memset(out, 0, 13);
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+    memcpy(out, &b, 4); memcpy(out + 4, &d, 4); memcpy(out + 8, &c, 4);
+}
+
+int onednn_bf16_faster(char *why, size_t why_n) {
     dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
-    return ((unsigned)e & (unsigned)dnnl_cpu_isa_avx512_core_amx) == (unsigned)dnnl_cpu_isa_avx512_core_amx;
+    const char *name = dnnl_cpu_isa2str(e);
+    if (!strncmp(name, "cpu_isa_", 8)) name += 8;
+    if (((unsigned)e & (unsigned)dnnl_cpu_isa_avx512_core_amx) == (unsigned)dnnl_cpu_isa_avx512_core_amx) return 1;
+    char vendor[13];
+    cpu_vendor(vendor);
+    if (!strcmp(vendor, "AuthenticAMD")) return 1;
+    if (why) snprintf(why, why_n, "oneDNN's ISA on this CPU is %s: AVX512-BF16 without AMX on a %s CPU, where "
+                      "its bf16 matmul was slower than fp32 sgemm", name, *vendor ? vendor : "non-AMD");
+    return 0;
 }
 
 const char *onednn_version(void) {

@@ -11,10 +11,15 @@
 // else 0 with the reason in why. isa (may be NULL) gets the ISA's name either way.
 int onednn_bf16_supported(char *isa, size_t isa_n, char *why, size_t why_n);
 
-// 1 when oneDNN's effective ISA has AMX tiles (avx512_core_amx and above); `auto` takes the
-// bf16 path only then (cpu_bf16.h): on AVX512-BF16 alone oneDNN 2.6's bf16 matmul ran at
-// 0.74x of fp32 sgemm (an Emerald Rapids guest without AMX exposed, docs/cpu-bf16.md).
-int onednn_bf16_amx(void);
+// Of a CPU with bf16 arithmetic (onednn_bf16_supported): 1 where oneDNN's bf16 matmul is
+// the faster path, so `auto` takes it (cpu_bf16.h), else 0 with the reason in why. Measured
+// (docs/cpu-bf16.md): AMX tiles (a Sapphire Rapids-class guest, CoLA step 1.99x fp32) and
+// AVX512-BF16 on AMD Zen 4 (1.85x) are faster; AVX512-BF16 alone on Intel (an Emerald
+// Rapids guest without AMX exposed) ran the GEMMs at 0.74x sgemm and the step at 0.58x.
+// Zen 4's VDPBF16PS does twice an FMA's multiply-adds at the same rate; Intel's does not
+// beat its two FMA ports. Decided by the CPU, never by timing, so a run's arithmetic does
+// not depend on the machine's load.
+int onednn_bf16_faster(char *why, size_t why_n);
 
 // "oneDNN 2.6.3": the library this process loaded.
 const char *onednn_version(void);
