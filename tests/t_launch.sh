@@ -46,8 +46,8 @@ gemm_table() {   # NAME CELLS LINE COLUMN ARGS...: CELLS cells per table line; a
         pass "$name"
     else fail "$name" "exit $rc, $n distinct GEMMs, $rows rows, $bad lines without $cells cells: $(head -3 <<<"$out" | tr '\n' ' ')"; fi
 }
-gemm_table bench_gemm_fp32_table 19 '^sgemm peak [0-9.]+ GFLOP/s' '%ref'
-gemm_table bench_gemm_bf16_table 18 '^bf16 path: ' 'max rel err' --bf16
+gemm_table bench_gemm_fp32_table 19 '^fp32 GEMMs: (oneDNN|OpenBLAS) ' '%ref'
+gemm_table bench_gemm_bf16_table 18 '^bf16 path taken by auto: ' 'max rel err' --bf16
 expect_error bench_gemm_unknown_argument "unknown argument '--bogus' (options: --bf16 --preset" 2 "$BUILD/bench_gemm" --bogus
 expect_error bench_gemm_malformed_value "--reps expects an integer >= 1, got 'x'" 2 "$BUILD/bench_gemm" --reps x
 expect_error bench_gemm_hint "hint: a valid call: build/bench_gemm --preset" 2 "$BUILD/bench_gemm" --seq

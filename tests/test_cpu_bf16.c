@@ -6,6 +6,9 @@
 // Where the CPU has no bf16 units (oneDNN reports no AVX512-BF16 / AMX), the tests of the
 // bf16 path say SKIP and why; the selection tests run everywhere.
 #include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -14,6 +17,7 @@
 #include "backend/bf16.h"
 #include "backend/cpu/cpu_bf16.h"
 #include "backend/cpu/onednn.h"
+#include "backend/cpu/sgemm.h"
 #include "backend/ops.h"
 #include "core/rng.h"
 #include "model/model.h"
@@ -219,7 +223,78 @@ TEST(training_run_tracks_fp32) {
            "vs fp32 %.4f, vs fallback %.4f\n", S, l32[0], l32[S - 1], l16[0], l16[S - 1], lfb[0], lfb[S - 1], w32, wfb);
 }
 
+// The fp32 GEMM's library (sgemm.h): auto takes oneDNN on AMD with AVX-512 (written out here
+// from /proc/cpuinfo), a bad BOOST_CPU_GEMM is refused with exit 2; both libraries agree
+// within fp32 accumulation bounds, and oneDNN's product has the same bits for 1 and 2 threads.
+static int child_gemm_exit(const char *env) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stderr);
+        setenv("BOOST_CPU_GEMM", env, 1);
+        cpu_sgemm_choose(NULL);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+TEST(fp32_gemm_library) {
+    int amd_avx512 = cpuinfo_has("AuthenticAMD") && cpuinfo_has("avx512f") && cpuinfo_has("avx512bw") && cpuinfo_has("avx512vl");
+    unsetenv("BOOST_CPU_GEMM");
+    SgemmLib a = cpu_sgemm_choose(NULL);
+    EXPECT(a == (amd_avx512 ? SGEMM_ONEDNN : SGEMM_OPENBLAS), "auto chose %s (AMD with AVX-512: %s): %s",
+           a == SGEMM_ONEDNN ? "onednn" : "openblas", amd_avx512 ? "yes" : "no", cpu_sgemm_describe());
+    EXPECT(strstr(cpu_sgemm_describe(), "BOOST_CPU_GEMM=auto"), "the line says why: %s", cpu_sgemm_describe());
+    EXPECT(child_gemm_exit("mkl") == 2, "BOOST_CPU_GEMM=mkl must be refused with exit 2");
+    EXPECT(child_gemm_exit("onednn") == 0 && child_gemm_exit("openblas") == 0, "both libraries can be forced");
+    // shapes of a step (transposes, strides wider than the matrix, alpha, beta) and an odd one
+    struct { Trans ta, tb; int M, N, K; float alpha, beta; } sh[] = {
+        { TR_N, TR_N, 256, 96, 128, 1.0f, 0.0f }, { TR_T, TR_N, 96, 128, 256, 1.0f, 1.0f },
+        { TR_N, TR_T, 256, 128, 96, 0.5f, 0.0f }, { TR_T, TR_T, 37, 53, 29, 1.0f, 0.25f } };
+    Rng rng = { .state = 99 };
+    for (int i = 0; i < 4; i++) {
+        int M = sh[i].M, N = sh[i].N, K = sh[i].K, pad = 3;
+        int lda = (sh[i].ta == TR_N ? K : M) + pad, ldb = (sh[i].tb == TR_N ? N : K) + pad, ldc = N + pad;
+        size_t na = (size_t)(sh[i].ta == TR_N ? M : K) * lda, nb = (size_t)(sh[i].tb == TR_N ? K : N) * ldb, nc = (size_t)M * ldc;
+        float *A = malloc(na * 4), *B = malloc(nb * 4), *C0 = malloc(nc * 4), *C[3];
+        for (size_t j = 0; j < na; j++) A[j] = 2.0f * rng_uniform(&rng) - 1.0f;
+        for (size_t j = 0; j < nb; j++) B[j] = 2.0f * rng_uniform(&rng) - 1.0f;
+        for (size_t j = 0; j < nc; j++) C0[j] = 2.0f * rng_uniform(&rng) - 1.0f;
+        const char *lib[3] = { "openblas", "onednn", "onednn" };
+        int threads[3] = { 2, 1, 2 };
+        for (int k = 0; k < 3; k++) {
+            C[k] = malloc(nc * 4);
+            memcpy(C[k], C0, nc * 4);
+            cpu_sgemm_choose(lib[k]);
+            omp_set_num_threads(threads[k]);
+            GemmArgs g = { sh[i].ta, sh[i].tb, M, N, K, sh[i].alpha, A, lda, B, ldb, sh[i].beta, C[k], ldc };
+            cpu_sgemm(&g);
+        }
+        double worst = 0;   // |difference| / (alpha · Σ|a||b| + |beta·c|): fp32 accumulation, K terms
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                double bound = fabs(sh[i].beta * C0[(size_t)m * ldc + n]);
+                for (int k = 0; k < K; k++) {
+                    float av = sh[i].ta == TR_N ? A[(size_t)m * lda + k] : A[(size_t)k * lda + m];
+                    float bv = sh[i].tb == TR_N ? B[(size_t)k * ldb + n] : B[(size_t)n * ldb + k];
+                    bound += fabs(sh[i].alpha * av * bv);
+                }
+                double d = fabs((double)C[0][(size_t)m * ldc + n] - C[1][(size_t)m * ldc + n]) / bound;
+                if (d > worst) worst = d;
+            }
+        EXPECT(worst < K * 1.2e-7, "shape %d: openblas vs onednn differ by %.3g of the magnitude (bound %.3g)", i, worst, K * 1.2e-7);
+        EXPECT(!memcmp(C[1], C[2], nc * 4), "shape %d: onednn's bits differ between 1 and 2 threads", i);
+        int pad_ok = 1;   // the columns past N of each row are not written
+        for (int m = 0; m < M; m++) for (int n = N; n < ldc; n++) pad_ok &= C[1][(size_t)m * ldc + n] == C0[(size_t)m * ldc + n];
+        EXPECT(pad_ok, "shape %d: onednn wrote past N in the row stride", i);
+        free(A); free(B); free(C0); for (int k = 0; k < 3; k++) free(C[k]);
+    }
+    omp_set_num_threads(2);
+    cpu_sgemm_choose(NULL);
+}
+
 int main(void) {
+    RUN(fp32_gemm_library);
     RUN(gemm_path_selection);
     RUN(gemm_bf16_path_within_bounds);
     RUN(training_run_tracks_fp32);

@@ -206,6 +206,9 @@ struct Backend {
     double (*peak_gflops)(Backend *b);
     int peak_per_host;
     const char *peak_label;    // what the peak is, in the run line: "sgemm" (NULL), "GPU datasheet", ...
+    // The library the GEMMs run on and why, one line for the run's record (runs.library_versions
+    // "gemm"); NULL: nothing to say beyond the libraries every run records.
+    const char *(*gemm_library)(Backend *b);
     // Collectives on the device (NCCL): the CUDA device index and the CUDA stream
     // (cudaStream_t) its work is queued on. NULL on back ends whose buffers NCCL cannot use.
     int (*cuda_device)(const Backend *b);

@@ -56,6 +56,8 @@ typedef struct {
 
 // Copy the host facts into a RunInfo (host, pid, cpu/gpu, compiler, cflags, libraries, git).
 void runinfo_set_host(RunInfo *ri, const HostFacts *h);
+// library_versions (after runinfo_set_host) gains "key": "value" (JSON-escaped).
+void runinfo_add_library(RunInfo *ri, const char *key, const char *value);
 // host_facts() + runinfo_set_host(): collects everything now.
 void runinfo_host_facts(RunInfo *ri);
 

@@ -76,6 +76,20 @@ void rundb_end_launch(RunDB *db, int64_t launch, const char *status) {
 // ---------------------------------------------------------------------------------
 // Runs
 
+void runinfo_add_library(RunInfo *ri, const char *key, const char *value) {
+    char *buf = ri->library_versions;
+    size_t n = sizeof ri->library_versions, l = strlen(buf);
+    CHECK(l >= 2 && buf[l - 1] == '}', "runinfo_add_library: library_versions is not a JSON object: %s", buf);
+    buf[l - 1] = 0;   // reopen the object: {..., "key": "value"}
+    xsnprintf(buf + l - 1, n - (l - 1), "%s", l > 2 ? ", " : "");
+    store_json_str(buf, n, key);
+    l = strlen(buf);
+    xsnprintf(buf + l, n - l, ": ");
+    store_json_str(buf, n, value);
+    l = strlen(buf);
+    xsnprintf(buf + l, n - l, "}");
+}
+
 void runinfo_set_host(RunInfo *ri, const HostFacts *h) {
     xsnprintf(ri->host, sizeof ri->host, "%s", h->host);
     ri->pid = h->pid;

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../backend/cpu/cpu_bf16.h"
+#include "../backend/cpu/sgemm.h"
 #include "../backend/ops.h"
 #include "../backend/profile.h"
 #include "../config/config.h"
@@ -288,8 +289,9 @@ int main(int argc, char **argv) {
     if (peak_only) {   // best of three measurements of the best-of-3 sgemm
         double p = 0;
         for (int i = 0; i < 3; i++) { double x = cpu_sgemm_peak_gflops(); if (x > p) p = x; }
-        printf("{\"peak_gflops\": %.3f, \"threads\": %d, \"blas_core\": \"%s\", \"blas_core_forced\": %s}\n", p,
-               threads, openblas_get_corename(), env_blas_core_chosen() ? "true" : "false");
+        printf("{\"peak_gflops\": %.3f, \"threads\": %d, \"blas_core\": \"%s\", \"blas_core_forced\": %s, \"gemm\": \"%s\"}\n", p,
+               threads, openblas_get_corename(), env_blas_core_chosen() ? "true" : "false",
+               cpu_sgemm_choose(NULL) == SGEMM_ONEDNN ? "onednn" : "openblas");
         return 0;
     }
 
@@ -367,6 +369,7 @@ int main(int argc, char **argv) {
            par == 0 ? "sequential" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "?",
            openblas_get_corename(), chosen ? ", OPENBLAS_CORETYPE set by boost-c: OpenBLAS chose " : "",
            chosen ? chosen : "", chosen ? " for this CPU" : "", wp ? wp : "(unset)");
+    printf("fp32 GEMMs | %s\n", cpu_sgemm_describe());
     fflush(stdout);
 
     for (int k = 0; k < n_runs; k++) {

@@ -12,13 +12,12 @@
 // exp and masking are not counted. Counted here, independent of the model's FLOP module.
 // Timing: one warm-up call, then calls until --min-time seconds have passed (at least 3);
 // the best call is reported (the least disturbed by other work on a shared machine). The
-// peak is OpenBLAS's 2048³ sgemm, best of 3 (cpu_sgemm_peak_gflops, the MFU
+// peak is the CPU back end's 2048³ sgemm (cpu_sgemm), best of 3 (cpu_sgemm_peak_gflops, the MFU
 // denominator), measured before each row and after the table; % uses the largest. On a
 // shared machine wall times mostly measure the other work, so each call and the sgemm are
 // also timed in CPU seconds of all threads (idle OpenMP threads sleep: OMP_WAIT_POLICY is
 // passive), and "% cpu" compares GFLOP per CPU-second. The 1-minute load average is
 // printed before and after: numbers taken under load are not results.
-#include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 #include "../backend/backend.h"
 #include "../backend/cpu/attn_kernels.h"
 #include "../backend/cpu/kernels.h"
+#include "../backend/cpu/sgemm.h"
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../core/rng.h"
@@ -77,7 +77,8 @@ static Timing time_calls(void (*fn)(void *), void *ctx, double min_time) {
 typedef struct { float *a, *b, *c; } Gemm;
 static void gemm_call(void *p) {
     Gemm *g = p;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 2048, 2048, 2048, 1.0f, g->a, 2048, g->b, 2048, 0.0f, g->c, 2048);
+    GemmArgs a = { TR_N, TR_N, 2048, 2048, 2048, 1.0f, g->a, 2048, g->b, 2048, 0.0f, g->c, 2048 };
+    cpu_sgemm(&a);
 }
 static double sgemm_cpu_gflops(void) {
     size_t n = (size_t)2048 * 2048;

@@ -37,6 +37,7 @@
 #include "../backend/bf16.h"
 #include "../backend/cpu/cpu.h"
 #include "../backend/cpu/cpu_bf16.h"
+#include "../backend/cpu/sgemm.h"
 #include "../backend/ops.h"
 #include "../config/config.h"
 #include "../core/check.h"
@@ -349,6 +350,7 @@ int main(int argc, char **argv) {
     printf("bench_gemm | %s | %s, %d threads | preset %s, linear %s, batch %d x seq %d = %d tokens | %d distinct GEMMs "
            "of one step, best of %d interleaved reps\n", a.bf16 ? "bf16 back end: fp32 sgemm vs bf16 vs fallback" :
            "fp32 sgemm per shape", host.cpu_model, threads, a.preset, a.linear, a.batch, cfg.model.seq_len, N, n_rows, a.reps);
+    printf("fp32 GEMMs: %s\n", cpu_sgemm_describe());
     if (a.bf16) printf("bf16 path taken by auto: %s\n", path_line);
     else printf("sgemm peak %.1f GFLOP/s (2048^3, best of the measurements before and after)\n", peak);
     print_load("before", load_before);

@@ -665,6 +665,7 @@ static void run_register(RunCtx *ctx) {
         RunInfo ri;
         memset(&ri, 0, sizeof ri);
         runinfo_set_host(&ri, &ctx->host);
+        if (tr->bk->gemm_library) runinfo_add_library(&ri, "gemm", tr->bk->gemm_library(tr->bk));
         xsnprintf(ri.uid, sizeof ri.uid, "%s", ctx->uid);
         xsnprintf(ri.experiment, sizeof ri.experiment, "%s", ctx->experiment);
         xsnprintf(ri.variant, sizeof ri.variant, "%s", ctx->variant);

@@ -79,6 +79,7 @@ static const char *impl_used(Backend *b) {
     return b->name;
 }
 
+#ifdef BOOST_CUDA   // the cuDNN-against-flash comparison only
 // One forward and backward from zeroed gradients; the five results as fp32 on the host.
 typedef struct { float *t[5]; size_t n[5]; } Result;
 static const char *const RESULT_NAMES[5] = { "out", "lse", "dq", "dk", "dv" };
@@ -101,7 +102,6 @@ static Result one_pass(Attn *a) {
     return r;
 }
 
-#ifdef BOOST_CUDA
 // --compare: flash against cuDNN on the same inputs; returns 0 (PASS or SKIP) or 1 (FAIL).
 static int compare(Attn *a, int reps, FILE *fj) {
     Backend *b = a->b;

@@ -1,9 +1,9 @@
 // cpu.c — the CPU back end's op table in fp32: the reference every other back end is tested
 // against. Buffers are host memory; every entry forwards to a kernel of kernels.h.
-#include <cblas.h>
 #include <string.h>
 #include "cpu.h"
 #include "kernels.h"
+#include "sgemm.h"
 #include "../bf16.h"
 #include "../../core/check.h"
 
@@ -34,11 +34,6 @@ void cpu_cast(Backend *b, void *dst, DType dt, const void *src, DType st, size_t
         return;
     }
     DIE("cast from %s to %s is not supported", dtype_name(st), dtype_name(dt));
-}
-
-void cpu_sgemm(const GemmArgs *g) {
-    cblas_sgemm(CblasRowMajor, g->ta == TR_T ? CblasTrans : CblasNoTrans, g->tb == TR_T ? CblasTrans : CblasNoTrans,
-                g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta, g->C, g->ldc);
 }
 
 // gemm_into on host memory: D = C first (nothing to copy when D is C or beta is 0: the
@@ -198,6 +193,7 @@ static const BackendOps cpu_f32_ops = {
     .kron_gate_forward = f_kron_gate_forward, .kron_gate_backward = f_kron_gate_backward,
 };
 
+static const char *cpu_f32_gemm_library(Backend *b) { (void)b; return cpu_sgemm_describe(); }
 static double cpu_peak_gflops(Backend *b) { (void)b; return cpu_sgemm_peak_gflops(); }
 
 Backend *backend_cpu(DType dtype) {
@@ -209,5 +205,6 @@ Backend *backend_cpu(DType dtype) {
     b->layer = -1;
     b->peak_gflops = cpu_peak_gflops;   // the host's sgemm with its current thread count
     b->peak_per_host = 1;
+    b->gemm_library = dtype == DT_F32 ? cpu_f32_gemm_library : cpu_bf16_gemm_library;
     return b;
 }

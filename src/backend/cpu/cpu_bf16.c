@@ -191,10 +191,17 @@ Bf16GemmPath cpu_bf16_gemm_choose(const char *request, int quiet) {
     return (Bf16GemmPath)gemm_path;
 }
 const char *cpu_bf16_gemm_describe(void) { return gemm_line; }
+const char *cpu_bf16_gemm_library(Backend *b) {
+    (void)b;
+    static char both[720];
+    if (gemm_path < 0) cpu_bf16_gemm_choose(NULL, 0);
+    xsnprintf(both, sizeof both, "%s; fp32 products: %s", gemm_line, cpu_sgemm_describe());
+    return both;
+}
 int cpu_bf16_has_units(void) { return onednn_bf16_supported(NULL, 0, NULL, 0); }
 
 // bf16 arithmetic on the operands as stored: no copies.
-static void gemm_bf16(const GemmArgs *g) { onednn_bf16_gemm(g); }
+static void gemm_bf16(const GemmArgs *g) { onednn_gemm(g, DT_BF16); }
 
 // The fp32 reference: widen the spans of A, B (and C) to fp32, sgemm, round C once.
 static void gemm_fp32(const GemmArgs *g) {

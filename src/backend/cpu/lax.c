@@ -5,9 +5,9 @@
 //
 // Every reduction runs in double in a fixed order (tokens in order, per output element or
 // per column block), so the results are bit-identical for any thread count.
-#include <cblas.h>
 #include <math.h>
 #include "kernels.h"
+#include "sgemm.h"
 #include "../../core/check.h"
 
 // ---- LayerNorm over r ---------------------------------------------------------------------
@@ -90,7 +90,8 @@ static void column_sums(float *dcol, const float *x, int ldx, int N, int r, int 
 // ---- dense gate: g(z) = z @ W + b ---------------------------------------------------------
 // out[N,r] += z[N,r] @ W[r,r] + bias[r]
 void cpu_dense_gate_forward(float *out, int ldo, const float *z, int ldz, const float *W, const float *bias, int N, int r) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, r, r, 1.0f, z, ldz, W, r, 1.0f, out, ldo);
+    GemmArgs g = { TR_N, TR_N, N, r, r, 1.0f, z, ldz, W, r, 1.0f, out, ldo };
+    cpu_sgemm(&g);
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
         for (int j = 0; j < r; j++) out[(size_t)n * ldo + j] += bias[j];
@@ -99,8 +100,10 @@ void cpu_dense_gate_forward(float *out, int ldo, const float *z, int ldz, const 
 // dz (+)= dout @ Wᵀ (acc_dz), dW (+)= zᵀ @ dout, dbias (+)= Σ_n dout (acc_dw) (any may be NULL)
 void cpu_dense_gate_backward(float *dz, int lddz, float *dW, float *dbias, const float *dout, int lddo, const float *z,
                          int ldz, const float *W, int N, int r, int acc_dz, int acc_dw) {
-    if (dz) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, r, r, 1.0f, dout, lddo, W, r, acc_dz ? 1.0f : 0.0f, dz, lddz);
-    if (dW) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r, r, N, 1.0f, z, ldz, dout, lddo, acc_dw ? 1.0f : 0.0f, dW, r);
+    GemmArgs gz = { TR_N, TR_T, N, r, r, 1.0f, dout, lddo, W, r, acc_dz ? 1.0f : 0.0f, dz, lddz };
+    GemmArgs gw = { TR_T, TR_N, r, r, N, 1.0f, z, ldz, dout, lddo, acc_dw ? 1.0f : 0.0f, dW, r };
+    if (dz) cpu_sgemm(&gz);
+    if (dW) cpu_sgemm(&gw);
     if (dbias) column_sums(dbias, dout, lddo, N, r, acc_dw);
 }
 

@@ -1,7 +1,8 @@
-// onednn.c — bf16 matmul through oneDNN (onednn.h). One engine and stream for the process;
-// a primitive per distinct GEMM (shape, strides, transposes, alpha, beta), created on first
-// use and kept: a training step repeats the same few dozen shapes, and creating a primitive
-// costs far more than a small GEMM.
+// onednn.c — fp32 and bf16 matmul through oneDNN (onednn.h). One engine and stream for the
+// process; a primitive per distinct GEMM (element type, shape, strides, transposes, alpha,
+// beta), created on first use and kept: a training step repeats the same few dozen shapes,
+// and creating a primitive costs far more than a small GEMM. The cache holds at most
+// CACHE_MAX primitives (a workload of many shapes, a test sweep say, replaces the oldest).
 #include <cpuid.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -56,7 +57,28 @@ const char *onednn_version(void) {
     return buf;
 }
 
+// Of a CPU with AVX-512 (oneDNN's effective ISA avx512_core or above): 1 where oneDNN's fp32
+// matmul is the faster fp32 GEMM, so cpu_sgemm's `auto` takes it (sgemm.c), else 0 with the
+// reason in why. Measured per GEMM shape of the CoLA and dense steps against OpenBLAS 0.3.21
+// (docs/benchmarks.md): on AMD Zen 4 oneDNN 2.6.3 was faster on every shape (1.01-1.19x, the
+// 2048^3 square 1.04x); on an Intel Emerald Rapids guest it was faster on the skinny factor
+// GEMMs and slower on the LM head (0.81-0.90x), even over the step. From the CPU, never from
+// a timing: a run's arithmetic does not depend on the machine's load.
+int onednn_f32_faster(char *why, size_t why_n) {
+    dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
+    const char *name = dnnl_cpu_isa2str(e);
+    if (!strncmp(name, "cpu_isa_", 8)) name += 8;
+    char vendor[13];
+    cpu_vendor(vendor);
+    int avx512 = ((unsigned)e & (unsigned)dnnl_cpu_isa_avx512_core) == (unsigned)dnnl_cpu_isa_avx512_core;
+    if (avx512 && !strcmp(vendor, "AuthenticAMD")) return 1;
+    if (why) snprintf(why, why_n, "%s CPU, oneDNN's ISA %s: oneDNN's fp32 matmul is measured faster only on AMD with AVX-512",
+                      *vendor ? vendor : "an unknown", name);
+    return 0;
+}
+
 typedef struct {
+    DType dt;
     Trans ta, tb;
     int M, N, K, lda, ldb, ldc;
     float alpha, beta;
@@ -64,38 +86,49 @@ typedef struct {
     dnnl_memory_t a, b, c;
 } MatmulEntry;
 
+enum { CACHE_MAX = 512 };
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
-static MatmulEntry *cache;
-static int n_cache, cap_cache;
+static MatmulEntry cache[CACHE_MAX];
+static int n_cache, next_evict, n_created;
 
-static int same(const MatmulEntry *e, const GemmArgs *g) {
-    return e->ta == g->ta && e->tb == g->tb && e->M == g->M && e->N == g->N && e->K == g->K && e->lda == g->lda &&
-           e->ldb == g->ldb && e->ldc == g->ldc && e->alpha == g->alpha && e->beta == g->beta;
+static int same(const MatmulEntry *e, const GemmArgs *g, DType dt) {
+    return e->dt == dt && e->ta == g->ta && e->tb == g->tb && e->M == g->M && e->N == g->N && e->K == g->K &&
+           e->lda == g->lda && e->ldb == g->ldb && e->ldc == g->ldc && e->alpha == g->alpha && e->beta == g->beta;
 }
 
-// A [rows, cols] bf16 matrix view: row-major with row stride ld, or its transpose (column
-// stride ld) — oneDNN takes both as strides, no copy here.
-static void md_2d(dnnl_memory_desc_t *md, int rows, int cols, int ld, int transposed) {
+// A [rows, cols] matrix view: row-major with row stride ld, or its transpose (column stride
+// ld) — oneDNN takes both as strides, no copy here.
+static void md_2d(dnnl_memory_desc_t *md, int rows, int cols, int ld, int transposed, dnnl_data_type_t t) {
     dnnl_dims_t dims = { rows, cols }, strides = { ld, 1 };
     if (transposed) { strides[0] = 1; strides[1] = ld; }
-    DNNL_CHECK(dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_bf16, strides));
+    DNNL_CHECK(dnnl_memory_desc_init_by_strides(md, 2, dims, t, strides));
 }
 
-static MatmulEntry *entry_for(const GemmArgs *g) {
-    for (int i = 0; i < n_cache; i++) if (same(&cache[i], g)) return &cache[i];
+static void entry_destroy(MatmulEntry *e) {
+    DNNL_CHECK(dnnl_primitive_destroy(e->prim));
+    DNNL_CHECK(dnnl_memory_destroy(e->a));
+    DNNL_CHECK(dnnl_memory_destroy(e->b));
+    DNNL_CHECK(dnnl_memory_destroy(e->c));
+}
+
+static MatmulEntry *entry_for(const GemmArgs *g, DType dt) {
+    for (int i = 0; i < n_cache; i++) if (same(&cache[i], g, dt)) return &cache[i];
     if (!engine) {
         DNNL_CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0));
         DNNL_CHECK(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
     }
-    MatmulEntry *e = vec_grow(cache, &n_cache, &cap_cache, sizeof *cache);
-    cache = e; e = &cache[n_cache - 1];
-    *e = (MatmulEntry){ .ta = g->ta, .tb = g->tb, .M = g->M, .N = g->N, .K = g->K, .lda = g->lda, .ldb = g->ldb,
-                        .ldc = g->ldc, .alpha = g->alpha, .beta = g->beta };
+    MatmulEntry *e;
+    if (n_cache < CACHE_MAX) e = &cache[n_cache++];
+    else { e = &cache[next_evict]; next_evict = (next_evict + 1) % CACHE_MAX; entry_destroy(e); }
+    n_created++;
+    *e = (MatmulEntry){ .dt = dt, .ta = g->ta, .tb = g->tb, .M = g->M, .N = g->N, .K = g->K, .lda = g->lda,
+                        .ldb = g->ldb, .ldc = g->ldc, .alpha = g->alpha, .beta = g->beta };
+    dnnl_data_type_t t = dt == DT_BF16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t a, b, c;
-    md_2d(&a, g->M, g->K, g->lda, g->ta == TR_T);   // op(A) [M, K]
-    md_2d(&b, g->K, g->N, g->ldb, g->tb == TR_T);   // op(B) [K, N]
-    md_2d(&c, g->M, g->N, g->ldc, 0);               // C [M, N]
+    md_2d(&a, g->M, g->K, g->lda, g->ta == TR_T, t);   // op(A) [M, K]
+    md_2d(&b, g->K, g->N, g->ldb, g->tb == TR_T, t);   // op(B) [K, N]
+    md_2d(&c, g->M, g->N, g->ldc, 0, t);               // C [M, N]
     dnnl_matmul_desc_t desc;
     DNNL_CHECK(dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c));
     dnnl_primitive_attr_t attr;
@@ -119,9 +152,10 @@ static MatmulEntry *entry_for(const GemmArgs *g) {
     return e;
 }
 
-void onednn_bf16_gemm(const GemmArgs *g) {
-    CHECK(g->M > 0 && g->N > 0 && g->K > 0, "onednn_bf16_gemm: empty GEMM %dx%dx%d", g->M, g->N, g->K);
-    MatmulEntry *e = entry_for(g);
+void onednn_gemm(const GemmArgs *g, DType dt) {
+    CHECK(g->M > 0 && g->N > 0 && g->K > 0, "onednn_gemm: empty GEMM %dx%dx%d", g->M, g->N, g->K);
+    CHECK(dt == DT_F32 || dt == DT_BF16, "onednn_gemm: element type %s", dtype_name(dt));
+    MatmulEntry *e = entry_for(g, dt);
     DNNL_CHECK(dnnl_memory_set_data_handle(e->a, (void *)g->A));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->b, (void *)g->B));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->c, g->C));
@@ -130,4 +164,5 @@ void onednn_bf16_gemm(const GemmArgs *g) {
     DNNL_CHECK(dnnl_stream_wait(stream));
 }
 
-int onednn_bf16_cached(void) { return n_cache; }
+int onednn_cached(void) { return n_cache; }
+int onednn_created(void) { return n_created; }

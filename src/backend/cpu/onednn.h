@@ -1,8 +1,9 @@
-// onednn.h — bf16 GEMMs in bf16 arithmetic on the CPU through oneDNN's matmul primitive:
-// AMX tiles (TDPBF16PS) or AVX512-BF16 dot products (VDPBF16PS), whichever oneDNN's own
-// CPU dispatch picks (it also asks Linux for the AMX tile state, ARCH_REQ_XCOMP_PERM).
+// onednn.h — GEMMs on the CPU through oneDNN's matmul primitive, in fp32 or in bf16.
+// bf16: AMX tiles (TDPBF16PS) or AVX512-BF16 dot products (VDPBF16PS), whichever oneDNN's
+// own CPU dispatch picks (it also asks Linux for the AMX tile state, ARCH_REQ_XCOMP_PERM).
 // Products of two bf16 values are exact in fp32 and are accumulated in fp32; the output is
-// rounded to bf16 once. Used by the bf16-storage CPU back end (cpu_bf16.c).
+// rounded to bf16 once. Used by the bf16-storage CPU back end (cpu_bf16.c). fp32: the fp32
+// GEMM of the CPU back ends where it is the faster library (sgemm.c).
 #pragma once
 #include <stddef.h>
 #include "../backend.h"
@@ -24,10 +25,14 @@ int onednn_bf16_faster(char *why, size_t why_n);
 // "oneDNN 2.6.3": the library this process loaded.
 const char *onednn_version(void);
 
-// C[M,N] = alpha·op(A)·op(B) + beta·C, every matrix bf16 (GemmArgs' row-major convention;
-// beta 0: C is not read). One matmul primitive per distinct shape, created on first use.
-// M, N, K ≥ 1. Not thread-safe: called from one thread (each op runs threaded inside).
-void onednn_bf16_gemm(const GemmArgs *g);
+int onednn_f32_faster(char *why, size_t why_n);   // defined and explained in onednn.c
 
-// Primitives created so far (each distinct GEMM shape of the run is one).
-int onednn_bf16_cached(void);
+// C[M,N] = alpha·op(A)·op(B) + beta·C, every matrix of element type dt (DT_F32 or DT_BF16;
+// GemmArgs' row-major convention; beta 0: C is not read). One matmul primitive per distinct
+// GEMM, created on first use. M, N, K ≥ 1. Not thread-safe: called from one thread (each op
+// runs threaded inside, on OpenMP's threads). Bit-identical for any thread count.
+void onednn_gemm(const GemmArgs *g, DType dt);
+
+// Primitives held now, and created so far (each distinct GEMM of the run is one).
+int onednn_cached(void);
+int onednn_created(void);

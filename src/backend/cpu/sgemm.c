@@ -1,0 +1,43 @@
+// sgemm.c — the CPU back ends' fp32 GEMM and its library (sgemm.h).
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sgemm.h"
+#include "onednn.h"
+#include "../../core/check.h"
+
+static int lib = -1;   // SgemmLib, -1 until chosen
+static char line[320];
+
+SgemmLib cpu_sgemm_choose(const char *request) {
+    const char *env = getenv("BOOST_CPU_GEMM");
+    const char *req = request ? request : env && *env ? env : "auto";
+    const char *hint = "set BOOST_CPU_GEMM to auto (oneDNN where it is the faster library: AMD with AVX-512; "
+                       "else OpenBLAS), openblas or onednn";
+    if (strcmp(req, "auto") && strcmp(req, "openblas") && strcmp(req, "onednn"))
+        die_input_hint(hint, "BOOST_CPU_GEMM is '%s'; expected auto, openblas or onednn", req);
+    char why[200] = "";
+    if (!strcmp(req, "auto")) lib = onednn_f32_faster(why, sizeof why) ? SGEMM_ONEDNN : SGEMM_OPENBLAS;
+    else lib = !strcmp(req, "onednn") ? SGEMM_ONEDNN : SGEMM_OPENBLAS;
+    if (lib == SGEMM_ONEDNN)
+        xsnprintf(line, sizeof line, "%s fp32 matmul (%s)", onednn_version(),
+                  !strcmp(req, "auto") ? "BOOST_CPU_GEMM=auto: AMD with AVX-512, where it is the faster library; "
+                                         "BOOST_CPU_GEMM=openblas for OpenBLAS" : "BOOST_CPU_GEMM=onednn");
+    else
+        xsnprintf(line, sizeof line, "OpenBLAS sgemm (%s%s)", !strcmp(req, "auto") ? "BOOST_CPU_GEMM=auto: " : "BOOST_CPU_GEMM=openblas",
+                  !strcmp(req, "auto") ? why : "");
+    return (SgemmLib)lib;
+}
+
+const char *cpu_sgemm_describe(void) {
+    if (lib < 0) cpu_sgemm_choose(NULL);
+    return line;
+}
+
+void cpu_sgemm(const GemmArgs *g) {
+    if (lib < 0) cpu_sgemm_choose(NULL);
+    if (lib == SGEMM_ONEDNN && g->M > 0 && g->N > 0 && g->K > 0) { onednn_gemm(g, DT_F32); return; }
+    // OpenBLAS, and the empty products (K 0: C = beta·C) on either library
+    cblas_sgemm(CblasRowMajor, g->ta == TR_T ? CblasTrans : CblasNoTrans, g->tb == TR_T ? CblasTrans : CblasNoTrans,
+                g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta, g->C, g->ldc);
+}
