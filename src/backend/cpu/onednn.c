@@ -17,14 +17,22 @@
         if (st_ != dnnl_success) die_at(__FILE__, __LINE__, "%s failed: %s", #call, dnnl_status2str(st_)); \
     } while (0)
 
-int onednn_bf16_supported(char *isa, size_t isa_n, char *why, size_t why_n) {
+// oneDNN's effective ISA on this CPU (ONEDNN_MAX_CPU_ISA caps it) and its name without the
+// "cpu_isa_" prefix. The ISA values are bit sets: a level contains the bits of every level
+// below it (avx512_core_amx contains avx512_core_bf16's, which contains avx512_core's).
+static dnnl_cpu_isa_t effective_isa(const char **name) {
     dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
-    const char *name = dnnl_cpu_isa2str(e);
-    if (!strncmp(name, "cpu_isa_", 8)) name += 8;
+    *name = dnnl_cpu_isa2str(e);
+    if (!strncmp(*name, "cpu_isa_", 8)) *name += 8;
+    return e;
+}
+static int isa_has(dnnl_cpu_isa_t e, dnnl_cpu_isa_t level) { return ((unsigned)e & (unsigned)level) == (unsigned)level; }
+
+int onednn_bf16_supported(char *isa, size_t isa_n, char *why, size_t why_n) {
+    const char *name;
+    dnnl_cpu_isa_t e = effective_isa(&name);
     if (isa) snprintf(isa, isa_n, "%s", name);
-    // the ISA values are bit sets: every bf16-capable level contains avx512_core_bf16's bits
-    // (avx512_core_amx included); ONEDNN_MAX_CPU_ISA caps it
-    if (((unsigned)e & (unsigned)dnnl_cpu_isa_avx512_core_bf16) == (unsigned)dnnl_cpu_isa_avx512_core_bf16) return 1;
+    if (isa_has(e, dnnl_cpu_isa_avx512_core_bf16)) return 1;
     if (why) snprintf(why, why_n, "oneDNN's ISA on this CPU is %s, without AVX512-BF16 or AMX", name);
     return 0;
 }
@@ -38,10 +46,8 @@ static void cpu_vendor(char out[13]) {
 }
 
 int onednn_bf16_faster(char *why, size_t why_n) {
-    dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
-    const char *name = dnnl_cpu_isa2str(e);
-    if (!strncmp(name, "cpu_isa_", 8)) name += 8;
-    if (((unsigned)e & (unsigned)dnnl_cpu_isa_avx512_core_amx) == (unsigned)dnnl_cpu_isa_avx512_core_amx) return 1;
+    const char *name;
+    if (isa_has(effective_isa(&name), dnnl_cpu_isa_avx512_core_amx)) return 1;
     char vendor[13];
     cpu_vendor(vendor);
     if (!strcmp(vendor, "AuthenticAMD")) return 1;
@@ -57,20 +63,11 @@ const char *onednn_version(void) {
     return buf;
 }
 
-// Of a CPU with AVX-512 (oneDNN's effective ISA avx512_core or above): 1 where oneDNN's fp32
-// matmul is the faster fp32 GEMM, so cpu_sgemm's `auto` takes it (sgemm.c), else 0 with the
-// reason in why. Measured per GEMM shape of the CoLA and dense steps against OpenBLAS 0.3.21
-// (docs/benchmarks.md): on AMD Zen 4 oneDNN 2.6.3 was faster on every shape (1.01-1.19x, the
-// 2048^3 square 1.04x); on an Intel Emerald Rapids guest it was faster on the skinny factor
-// GEMMs and slower on the LM head (0.81-0.90x), even over the step. From the CPU, never from
-// a timing: a run's arithmetic does not depend on the machine's load.
 int onednn_f32_faster(char *why, size_t why_n) {
-    dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
-    const char *name = dnnl_cpu_isa2str(e);
-    if (!strncmp(name, "cpu_isa_", 8)) name += 8;
+    const char *name;
+    int avx512 = isa_has(effective_isa(&name), dnnl_cpu_isa_avx512_core);
     char vendor[13];
     cpu_vendor(vendor);
-    int avx512 = ((unsigned)e & (unsigned)dnnl_cpu_isa_avx512_core) == (unsigned)dnnl_cpu_isa_avx512_core;
     if (avx512 && !strcmp(vendor, "AuthenticAMD")) return 1;
     if (why) snprintf(why, why_n, "%s CPU, oneDNN's ISA %s: oneDNN's fp32 matmul is measured faster only on AMD with AVX-512",
                       *vendor ? vendor : "an unknown", name);
@@ -90,7 +87,7 @@ enum { CACHE_MAX = 512 };
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static MatmulEntry cache[CACHE_MAX];
-static int n_cache, next_evict, n_created;
+static int n_cache, next_evict;
 
 static int same(const MatmulEntry *e, const GemmArgs *g, DType dt) {
     return e->dt == dt && e->ta == g->ta && e->tb == g->tb && e->M == g->M && e->N == g->N && e->K == g->K &&
@@ -121,7 +118,6 @@ static MatmulEntry *entry_for(const GemmArgs *g, DType dt) {
     MatmulEntry *e;
     if (n_cache < CACHE_MAX) e = &cache[n_cache++];
     else { e = &cache[next_evict]; next_evict = (next_evict + 1) % CACHE_MAX; entry_destroy(e); }
-    n_created++;
     *e = (MatmulEntry){ .dt = dt, .ta = g->ta, .tb = g->tb, .M = g->M, .N = g->N, .K = g->K, .lda = g->lda,
                         .ldb = g->ldb, .ldc = g->ldc, .alpha = g->alpha, .beta = g->beta };
     dnnl_data_type_t t = dt == DT_BF16 ? dnnl_bf16 : dnnl_f32;
@@ -165,4 +161,3 @@ void onednn_gemm(const GemmArgs *g, DType dt) {
 }
 
 int onednn_cached(void) { return n_cache; }
-int onednn_created(void) { return n_created; }

@@ -25,14 +25,21 @@ int onednn_bf16_faster(char *why, size_t why_n);
 // "oneDNN 2.6.3": the library this process loaded.
 const char *onednn_version(void);
 
-int onednn_f32_faster(char *why, size_t why_n);   // defined and explained in onednn.c
+// Of a CPU with AVX-512 (oneDNN's effective ISA avx512_core or above): 1 where oneDNN's fp32
+// matmul is the faster fp32 GEMM, so cpu_sgemm's `auto` takes it (sgemm.h), else 0 with the
+// reason in why. Measured per GEMM shape of the CoLA and dense steps against OpenBLAS 0.3.21
+// (docs/benchmarks.md): on AMD Zen 4 oneDNN 2.6.3 was faster on every shape (1.01-1.19x, the
+// 2048^3 square 1.04x); on an Intel Emerald Rapids guest it was faster on the skinny factor
+// GEMMs and slower on the LM head (0.81-0.90x), even over the step. From the CPU, never from
+// a timing: a run's arithmetic does not depend on the machine's load.
+int onednn_f32_faster(char *why, size_t why_n);
 
 // C[M,N] = alpha·op(A)·op(B) + beta·C, every matrix of element type dt (DT_F32 or DT_BF16;
 // GemmArgs' row-major convention; beta 0: C is not read). One matmul primitive per distinct
 // GEMM, created on first use. M, N, K ≥ 1. Not thread-safe: called from one thread (each op
-// runs threaded inside, on OpenMP's threads). Bit-identical for any thread count.
+// runs threaded inside, on OpenMP's threads). fp32: the same bits for 1 and 2 threads
+// (test_cpu_bf16 fp32_gemm_library).
 void onednn_gemm(const GemmArgs *g, DType dt);
 
-// Primitives held now, and created so far (each distinct GEMM of the run is one).
+// Primitives held now (each distinct GEMM of the run is one, at most the cache's bound).
 int onednn_cached(void);
-int onednn_created(void);

@@ -17,15 +17,16 @@ SgemmLib cpu_sgemm_choose(const char *request) {
     if (strcmp(req, "auto") && strcmp(req, "openblas") && strcmp(req, "onednn"))
         die_input_hint(hint, "BOOST_CPU_GEMM is '%s'; expected auto, openblas or onednn", req);
     char why[200] = "";
-    if (!strcmp(req, "auto")) lib = onednn_f32_faster(why, sizeof why) ? SGEMM_ONEDNN : SGEMM_OPENBLAS;
+    int is_auto = !strcmp(req, "auto");
+    if (is_auto) lib = onednn_f32_faster(why, sizeof why) ? SGEMM_ONEDNN : SGEMM_OPENBLAS;
     else lib = !strcmp(req, "onednn") ? SGEMM_ONEDNN : SGEMM_OPENBLAS;
     if (lib == SGEMM_ONEDNN)
         xsnprintf(line, sizeof line, "%s fp32 matmul (%s)", onednn_version(),
-                  !strcmp(req, "auto") ? "BOOST_CPU_GEMM=auto: AMD with AVX-512, where it is the faster library; "
-                                         "BOOST_CPU_GEMM=openblas for OpenBLAS" : "BOOST_CPU_GEMM=onednn");
+                  is_auto ? "BOOST_CPU_GEMM=auto: AMD with AVX-512, where it is the faster library; "
+                            "BOOST_CPU_GEMM=openblas for OpenBLAS" : "BOOST_CPU_GEMM=onednn");
     else
-        xsnprintf(line, sizeof line, "OpenBLAS sgemm (%s%s)", !strcmp(req, "auto") ? "BOOST_CPU_GEMM=auto: " : "BOOST_CPU_GEMM=openblas",
-                  !strcmp(req, "auto") ? why : "");
+        xsnprintf(line, sizeof line, "OpenBLAS sgemm (%s%s)", is_auto ? "BOOST_CPU_GEMM=auto: " : "BOOST_CPU_GEMM=openblas",
+                  why);
     return (SgemmLib)lib;
 }
 

@@ -11,7 +11,7 @@
 //   openblas, onednn  that library
 // Both are deterministic and give the same bits for any thread count; they differ from each
 // other by the order of the fp32 accumulation (within the tests' fp32 bounds). The choice is
-// recorded with the run (runs.library_versions "cpu_gemm") and printed by build/bench.
+// recorded with the run (runs.library_versions "gemm") and printed by build/bench.
 #pragma once
 #include "../backend.h"
 
