@@ -115,7 +115,7 @@ test: all
 # the run as TERM to build/exp does; exp then hands make the signal, so the shell sees exp's
 # 128+N (make would turn any exit code into its own 2).
 exp: all
-	@export OMP_WAIT_POLICY=passive BOOST_EXP_UNDER_MAKE=1; exec $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
+	@export BOOST_EXP_UNDER_MAKE=1; exec $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
 	  $(if $(filter 1,$(value RESUME)),--resume) $(if $(filter 1,$(value DRY_RUN)),--dry-run) \
 	  $(if $(filter 1,$(value SUMMARY)),--summary) $(if $(filter 1,$(value MEASURE_PEAK)),--measure-peak) \
 	  $(if $(filter 1,$(value SIMULATE)),--simulate $(if $(value HARDWARE),$(call qvar,HARDWARE),a100-80gb-node4)) \

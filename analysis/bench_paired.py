@@ -7,8 +7,13 @@
 
 A benchmark whose two sides are not measured at the same moment cannot be quoted on a shared
 machine, so the engine (build/bench) and PyTorch (analysis/torch_bench.py) run interleaved,
-E P E P ..., --repeat times, with the same arguments (shape, steps, threads) and the same
-OpenMP wait policy (passive: the engine's own setting and PyTorch's best here). Around the
+E P E P ..., --repeat times, with the same arguments (shape, steps, threads). Each side waits
+for work the way it runs best: the engine as it sets itself up (src/core/env.h: passive, or a
+short spin where its GEMMs run on OpenMP's threads), PyTorch by --torch-wait: `auto` gives it
+OMP_WAIT_POLICY=passive where its BLAS is the system's (Debian's PyTorch on OpenBLAS's own
+pthreads: measured 468/482 tokens/s passive against 323/300 with libgomp's default spin, CoLA-60M
+on a Zen 4 guest) and libgomp's default where it is MKL on OpenMP's threads (PyPI's wheels:
+504/542 against 477/445 passive, the same series). Around the
 whole series it records the load average and the sgemm peak (build/bench --peak-only) before
 and after. Per kind it reports the median and min-max of each engine's tokens/s and the ratio
 of the medians; MFU uses the largest peak measured. With --profile the engine's per-op profile
@@ -66,6 +71,27 @@ def peak(env, threads, bench="build/bench"):
     return js["peak_gflops"]
 
 
+def torch_wait_policy(choice, python):
+    """(OMP_WAIT_POLICY value or None for libgomp's default, a description) for the PyTorch runs."""
+    if choice == "auto":
+        code = "import sys; sys.path.insert(0, 'analysis'); import torch_bench; print(torch_bench.blas_info())"
+        out, _ = run([python, "-c", code], dict(os.environ))
+        blas = out.strip().splitlines()[-1] if out.strip() else "?"
+        choice = "passive" if blas == "the system libblas.so.3" else "default"
+        why = f"auto, BLAS {blas}"
+    else:
+        why = "--torch-wait"
+    return (("passive", f"OMP_WAIT_POLICY=passive ({why})") if choice == "passive"
+            else (None, f"libgomp's default spin ({why})"))
+
+
+def torch_env(env, wait):
+    e = {k: v for k, v in env.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if wait[0]:
+        e["OMP_WAIT_POLICY"] = wait[0]
+    return e
+
+
 def arg_value(args, name, default):
     return args[args.index(name) + 1] if name in args else default
 
@@ -114,6 +140,9 @@ def main():
     ap.add_argument("--baseline", default=None, help="a second build/bench (before a change), interleaved in the series")
     ap.add_argument("--bench", default="build/bench", help="the engine binary measured as this build (default %(default)s)")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out of the series")
+    ap.add_argument("--torch-wait", choices=("auto", "passive", "default"), default="auto",
+                    help="PyTorch's OpenMP waiting: passive, libgomp's default, or auto (passive where its BLAS "
+                         "is the system's OpenBLAS, the default for MKL; default %(default)s)")
     ap.add_argument("bench_args", nargs="*", help="arguments for both build/bench and torch_bench.py")
     a = ap.parse_args()
     if a.repeat < 1:
@@ -124,7 +153,7 @@ def main():
     if a.baseline is not None and not os.access(a.baseline, os.X_OK):
         sys.exit(f"bench_paired: --baseline {a.baseline}: not an executable file (build it first: "
                  f"git worktree add DIR COMMIT && make -C DIR build/bench)")
-    env = dict(os.environ, OMP_WAIT_POLICY="passive")
+    env = dict(os.environ)   # the engine's: it sets its own waiting (src/core/env.h) unless the user did
     threads = int(arg_value(a.bench_args, "--threads", 0)) or os.cpu_count()
     bargs = [x for x in a.bench_args]
     targs = [x for x in a.bench_args if x != "--threads"]
@@ -133,12 +162,14 @@ def main():
         targs = a.bench_args[:i] + a.bench_args[i + 2:]
     targs += ["--threads", str(threads)] + a.torch_args.split()
 
+    torch_wait = None if a.no_torch else torch_wait_policy(a.torch_wait, a.torch_python)
     load0 = os.getloadavg()
     peak0 = peak(env, threads, a.bench)
     tmp = tempfile.mkdtemp(prefix="bench-paired.")
     eng, tor, base = {}, {}, {}
     order = []
     peer = {}
+    eng_wait = "?"
     who_all = (("baseline",) if a.baseline else ()) + ("boost-c",) + (() if a.no_torch else ("pytorch",))
     for r in range(a.repeat):
         for who in who_all:
@@ -148,12 +179,15 @@ def main():
             else:
                 exe = a.baseline if who == "baseline" else a.bench
                 cmd = [exe] + bargs + ["--no-profile", "--no-switches", "--json", js]
-            _, secs = run(cmd, env)
+            _, secs = run(cmd, torch_env(env, torch_wait) if who == "pytorch" else env)
             order.append(f"{who}#{r + 1} {secs:.0f}s (load {os.getloadavg()[0]:.1f})")
             with open(js) as f:
                 res = json.load(f)
             if who == "pytorch":
                 peer = res
+            elif who == "boost-c":   # the waiting the engine set itself up with, as its JSON says
+                eng_wait = (f"OMP_WAIT_POLICY={res.get('omp_wait_policy') or '(unset)'} "
+                            f"GOMP_SPINCOUNT={res.get('gomp_spincount') or '(unset)'}")
             for x in res["results"]:
                 {"boost-c": eng, "pytorch": tor, "baseline": base}[who].setdefault(x["kind"], []).append(x)
             print(f"  {order[-1]}", file=sys.stderr, flush=True)
@@ -184,7 +218,8 @@ def main():
                  f"{st.get('attention', '?')}; AdamW {st.get('adamw', '?')}; torch.compile {'yes' if st.get('compile') else 'no'})")
     letters = "".join({"baseline": "B ", "boost-c": "E ", "pytorch": "P "}[w] for w in who_all).strip()
     core = f", OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']}" if "OPENBLAS_CORETYPE" in env else ""
-    print(f"\nboost-c vs PyTorch, interleaved {letters} x {a.repeat} | {shape} | {threads} threads, OMP_WAIT_POLICY=passive{core}")
+    waits = f"boost-c waiting: {eng_wait}" + ("" if a.no_torch else f"; PyTorch: {torch_wait[1]}")
+    print(f"\nboost-c vs PyTorch, interleaved {letters} x {a.repeat} | {shape} | {threads} threads | {waits}{core}")
     if a.baseline:
         print(f"baseline (B): {a.baseline}")
     print(peer_desc if not a.no_torch else "PyTorch: not measured (--no-torch)")
@@ -207,7 +242,7 @@ def main():
                 print(f"| {r['kind']} | {r['baseline_median']:.0f} ({min(bs):.0f}–{max(bs):.0f}) | "
                       f"{r['engine_median']:.0f} ({min(e):.0f}–{max(e):.0f}) | {r['speedup_over_baseline']:.2f}x |")
     out = {"args": a.bench_args, "repeat": a.repeat, "baseline": a.baseline, "threads": threads, "peer": peer_desc, "load_before": load0, "load_after": load1,
-           "peak_before": peak0, "peak_after": peak1, "order": order, "rows": rows,
+           "peak_before": peak0, "peak_after": peak1, "order": order, "rows": rows, "waiting": waits,
            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)), exist_ok=True)
     with open(os.path.join(ROOT, a.out), "w") as f:

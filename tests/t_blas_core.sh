@@ -59,3 +59,31 @@ if env -u OPENBLAS_CORETYPE -u BOOST_BLAS_CORE_CHOSEN "$BUILD/train" "$TMP/blasc
     if [[ "$lib" == *" core "* ]]; then pass "run_records_blas_core ($lib)"
     else fail run_records_blas_core "runs.library_versions' openblas: '$lib'"; fi
 else fail run_records_blas_core "train failed: $(tail -3 "$TMP/t.log")"; fi
+
+# OpenMP's waiting (src/core/env.h): passive where OpenBLAS's pthreads run the GEMMs (a
+# spinning OpenMP thread takes their core), a short spin (GOMP_SPINCOUNT) where oneDNN runs
+# them on OpenMP's own threads; either variable set by the user leaves both alone.
+waiting() { env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$@" "$BUILD/bench" --peak-only --threads 1; }
+out=$(waiting BOOST_CPU_GEMM=openblas)
+if [ "$(field omp_wait_policy <<<"$out")" = passive ] && [ -z "$(field gomp_spincount <<<"$out")" ]; then
+    pass openmp_passive_beside_openblas
+else fail openmp_passive_beside_openblas "BOOST_CPU_GEMM=openblas: $out"; fi
+out=$(waiting BOOST_CPU_GEMM=onednn)
+if [ -z "$(field omp_wait_policy <<<"$out")" ] && [ "$(field gomp_spincount <<<"$out")" = 10000 ]; then
+    pass openmp_short_spin_beside_onednn
+else fail openmp_short_spin_beside_onednn "BOOST_CPU_GEMM=onednn: $out"; fi
+out=$(waiting BOOST_CPU_GEMM=onednn OMP_WAIT_POLICY=active)
+o2=$(waiting BOOST_CPU_GEMM=openblas GOMP_SPINCOUNT=500)
+if [ "$(field omp_wait_policy <<<"$out")" = active ] && [ -z "$(field gomp_spincount <<<"$out")" ] &&
+   [ -z "$(field omp_wait_policy <<<"$o2")" ] && [ "$(field gomp_spincount <<<"$o2")" = 500 ]; then
+    pass user_openmp_waiting_left_alone
+else fail user_openmp_waiting_left_alone "OMP_WAIT_POLICY=active: $out; GOMP_SPINCOUNT=500: $o2"; fi
+# a bad BOOST_CPU_GEMM is still the first GEMM's clear error, not the set-up's
+out=$(waiting BOOST_CPU_GEMM=mkl 2>&1); rc=$?
+if [ $rc = 2 ] && [[ "$out" == *"BOOST_CPU_GEMM is 'mkl'"* ]]; then pass bad_cpu_gemm_after_setup
+else fail bad_cpu_gemm_after_setup "rc $rc: $out"; fi
+if [ -f "$TMP/runs.db" ]; then
+    w=$(sqlite3 "$TMP/runs.db" "SELECT json_extract(library_versions, '\$.openmp') FROM runs ORDER BY id DESC LIMIT 1")
+    if [[ "$w" == "OMP_WAIT_POLICY="*" GOMP_SPINCOUNT="* ]]; then pass "run_records_openmp_waiting ($w)"
+    else fail run_records_openmp_waiting "runs.library_versions' openmp: '$w'"; fi
+else fail run_records_openmp_waiting "no runs.db from the run above"; fi

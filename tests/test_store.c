@@ -125,7 +125,7 @@ TEST(db_schema_round_trip) {
     EXPECT(strcmp(t, "exp1.cola.20240101-000000.1|exp1|cola|3") == 0, "identity %s", t);
     q_text(s, "SELECT library_versions FROM runs", t, sizeof t);
     EXPECT(strstr(t, "\"hdf5\": \"1.") && strstr(t, "\"sqlite\": \"3.") && strstr(t, "\"openblas\"") &&
-           strstr(t, "\"libfyaml\"") && strstr(t, "\"mpi\""), "library_versions %s", t);
+           strstr(t, "\"libfyaml\"") && strstr(t, "\"mpi\"") && strstr(t, "\"openmp\": \"OMP_WAIT_POLICY="), "library_versions %s", t);
     q_text(s, "SELECT json_extract(library_versions, '$.sqlite') FROM runs", t, sizeof t);
     EXPECT(strcmp(t, sqlite3_libversion()) == 0, "library_versions is not valid JSON: %s", t);
     q_text(s, "SELECT host || '|' || pid || '|' || cpu_model || '|' || compiler FROM runs", t, sizeof t);

@@ -6,10 +6,17 @@
 // OpenBLAS's own report of the kernels it loaded. Weak: the fuzz harnesses link core/ without
 // OpenBLAS, and there is nothing to choose then.
 extern char *openblas_get_corename(void) __attribute__((weak));
+// The CPU back end's answer to "do the fp32 GEMMs run on OpenMP's threads?" (backend/cpu/sgemm.h).
+// Weak, like the above: a binary without the CPU back end keeps passive waiting.
+extern int cpu_sgemm_on_openmp(void) __attribute__((weak));
 
 void env_runtime_setup(char **argv) {
     int set = 0;
-    if (!getenv("OMP_WAIT_POLICY")) { setenv("OMP_WAIT_POLICY", "passive", 1); set = 1; }
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
+        if (cpu_sgemm_on_openmp && cpu_sgemm_on_openmp()) setenv("GOMP_SPINCOUNT", ENV_OPENMP_SPIN, 1);
+        else setenv("OMP_WAIT_POLICY", "passive", 1);
+        set = 1;
+    }
     // 2^4 cycles, OpenBLAS's least: its workers go to sleep right after a GEMM
     if (!getenv("OPENBLAS_THREAD_TIMEOUT")) { setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1); set = 1; }
     const char *core = env_blas_core_wanted();

@@ -9,10 +9,17 @@
 //   training loop at 87-90 GFLOP/s instead of 124-129 on 2 cores) and OpenBLAS's spin for
 //   2^28 cycles (~0.1 s) after every GEMM: OMP_WAIT_POLICY=passive, OPENBLAS_THREAD_TIMEOUT=4
 //   (OpenBLAS's shortest busy wait).
+//   Where the fp32 GEMMs run on oneDNN (cpu_sgemm_on_openmp: OpenMP's own threads, so no pool
+//   waits for the other), a short spin instead: GOMP_SPINCOUNT=ENV_OPENMP_SPIN (libgomp's
+//   "about 100000 spins per ms": ~0.1 ms) and no OMP_WAIT_POLICY. A sleeping thread takes
+//   tens of microseconds to wake, and a CoLA-60M step makes 574 back-end calls, nearly each a
+//   parallel region of its own; on a Zen 4 guest the step's work outside GEMMs went from 14.5 % to
+//   13.8 % (docs/benchmarks.md). Neither is set when the user set either.
 // - OPENBLAS_CORETYPE when OpenBLAS loaded kernels for an older ISA than this CPU has (a CPU
 //   newer than the library: env_blas_core_wanted); BOOST_BLAS_CORE_CHOSEN then says what
 //   OpenBLAS had chosen by itself, for the run's record.
 void env_runtime_setup(char **argv);
+#define ENV_OPENMP_SPIN "10000"
 
 // OpenBLAS's kernel set for this CPU when the one it loaded needs less than the CPU has (an
 // x86-64 CPU newer than the library gets its generic SSE3 "Prescott" kernels), else NULL

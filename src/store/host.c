@@ -115,11 +115,15 @@ static void library_versions(char *buf, size_t n) {
     mpi[sizeof mpi - 1] = 0;
     mpi[strcspn(mpi, ",\r\n")] = 0;   // "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4"
     const char *fy = fy_library_version();
+    // How OpenMP's idle threads wait (core/env.h sets one of the two): it moves timings.
+    char omp[160];
+    const char *wp = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+    snprintf(omp, sizeof omp, "OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s", wp ? wp : "(unset)", spin ? spin : "(unset)");
     buf[0] = 0;
-    const char *keys[] = { "openblas", "hdf5", "sqlite", "libfyaml", "mpi" };
-    const char *vals[] = { ob, h5, sqlite3_libversion(), fy ? fy : "unknown", mpi };
+    const char *keys[] = { "openblas", "hdf5", "sqlite", "libfyaml", "mpi", "openmp" };
+    const char *vals[] = { ob, h5, sqlite3_libversion(), fy ? fy : "unknown", mpi, omp };
     xsnprintf(buf, n, "{");
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         size_t l = strlen(buf);
         xsnprintf(buf + l, n - l, "%s", i ? ", " : "");
         store_json_str(buf, n, keys[i]);

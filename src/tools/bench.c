@@ -225,12 +225,12 @@ static void json_write(const char *path, const KindResult *res, int n, const Con
                        int steps, int warmup, int threads, double peak) {
     FILE *f = fopen(path, "w");
     CHECK_ERRNO(!f, path);
-    const char *wp = getenv("OMP_WAIT_POLICY");
+    const char *wp = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
     fprintf(f, "{\"engine\": \"boost-c\", \"preset\": \"%s\", \"batch\": %d, \"seq\": %d, \"steps\": %d, "
                "\"warmup\": %d, \"threads\": %d, \"peak_gflops\": %.3f, \"openblas_parallel\": %d, "
-               "\"omp_wait_policy\": \"%s\", \"results\": [\n",
+               "\"omp_wait_policy\": \"%s\", \"gomp_spincount\": \"%s\", \"results\": [\n",
             base->model.preset, batch, base->model.seq_len, steps, warmup, threads, peak,
-            openblas_get_parallel(), wp ? wp : "");
+            openblas_get_parallel(), wp ? wp : "", spin ? spin : "");
     for (int i = 0; i < n; i++) {
         const KindResult *R = &res[i];
         fprintf(f, "  {\"kind\": \"%s\", \"precision\": \"%s\", \"label\": \"%s\", \"params\": %lld, \"flops_per_token\": %.6g, \"ms_per_step\": %.4f, "
@@ -289,9 +289,11 @@ int main(int argc, char **argv) {
     if (peak_only) {   // best of three measurements of the best-of-3 sgemm
         double p = 0;
         for (int i = 0; i < 3; i++) { double x = cpu_sgemm_peak_gflops(); if (x > p) p = x; }
-        printf("{\"peak_gflops\": %.3f, \"threads\": %d, \"blas_core\": \"%s\", \"blas_core_forced\": %s, \"gemm\": \"%s\"}\n", p,
+        const char *wp = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+        printf("{\"peak_gflops\": %.3f, \"threads\": %d, \"blas_core\": \"%s\", \"blas_core_forced\": %s, \"gemm\": \"%s\", "
+               "\"omp_wait_policy\": \"%s\", \"gomp_spincount\": \"%s\"}\n", p,
                threads, openblas_get_corename(), env_blas_core_chosen() ? "true" : "false",
-               cpu_sgemm_choose(NULL) == SGEMM_ONEDNN ? "onednn" : "openblas");
+               cpu_sgemm_choose(NULL) == SGEMM_ONEDNN ? "onednn" : "openblas", wp ? wp : "", spin ? spin : "");
         return 0;
     }
 
@@ -363,12 +365,12 @@ int main(int argc, char **argv) {
     // Threading setup: libgomp's wait policy and OpenBLAS's threading model decide how the
     // two thread pools share the cores (docs/benchmarks.md) — record them with the numbers.
     int par = openblas_get_parallel();
-    const char *wp = getenv("OMP_WAIT_POLICY");
+    const char *wp = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
     const char *chosen = env_blas_core_chosen();
-    printf("threading | OpenBLAS %s (%s, core %s%s%s%s) | OMP_WAIT_POLICY=%s\n", openblas_get_config(),
+    printf("threading | OpenBLAS %s (%s, core %s%s%s%s) | OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s\n", openblas_get_config(),
            par == 0 ? "sequential" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "?",
            openblas_get_corename(), chosen ? ", OPENBLAS_CORETYPE set by boost-c: OpenBLAS chose " : "",
-           chosen ? chosen : "", chosen ? " for this CPU" : "", wp ? wp : "(unset)");
+           chosen ? chosen : "", chosen ? " for this CPU" : "", wp ? wp : "(unset)", spin ? spin : "(unset)");
     printf("fp32 GEMMs | %s\n", cpu_sgemm_describe());
     fflush(stdout);
 

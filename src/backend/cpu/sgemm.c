@@ -9,17 +9,27 @@
 static int lib = -1;   // SgemmLib, -1 until chosen
 static char line[320];
 
-SgemmLib cpu_sgemm_choose(const char *request) {
+// The library a request names (NULL: BOOST_CPU_GEMM, unset or empty = auto), -1 for a bad
+// request; why: auto's reason where it takes OpenBLAS (may be NULL).
+static int request_lib(const char *request, const char **req, char *why, size_t why_n) {
     const char *env = getenv("BOOST_CPU_GEMM");
-    const char *req = request ? request : env && *env ? env : "auto";
-    const char *hint = "set BOOST_CPU_GEMM to auto (oneDNN where it is the faster library: AMD with AVX-512; "
-                       "else OpenBLAS), openblas or onednn";
-    if (strcmp(req, "auto") && strcmp(req, "openblas") && strcmp(req, "onednn"))
-        die_input_hint(hint, "BOOST_CPU_GEMM is '%s'; expected auto, openblas or onednn", req);
+    *req = request ? request : env && *env ? env : "auto";
+    if (!strcmp(*req, "auto")) return onednn_f32_faster(why, why_n) ? SGEMM_ONEDNN : SGEMM_OPENBLAS;
+    return !strcmp(*req, "onednn") ? SGEMM_ONEDNN : !strcmp(*req, "openblas") ? SGEMM_OPENBLAS : -1;
+}
+
+int cpu_sgemm_on_openmp(void) {
+    const char *req;
+    return request_lib(NULL, &req, NULL, 0) == SGEMM_ONEDNN;
+}
+
+SgemmLib cpu_sgemm_choose(const char *request) {
+    const char *req, *hint = "set BOOST_CPU_GEMM to auto (oneDNN where it is the faster library: AMD with AVX-512; "
+                             "else OpenBLAS), openblas or onednn";
     char why[200] = "";
+    lib = request_lib(request, &req, why, sizeof why);
+    if (lib < 0) die_input_hint(hint, "BOOST_CPU_GEMM is '%s'; expected auto, openblas or onednn", req);
     int is_auto = !strcmp(req, "auto");
-    if (is_auto) lib = onednn_f32_faster(why, sizeof why) ? SGEMM_ONEDNN : SGEMM_OPENBLAS;
-    else lib = !strcmp(req, "onednn") ? SGEMM_ONEDNN : SGEMM_OPENBLAS;
     if (lib == SGEMM_ONEDNN)
         xsnprintf(line, sizeof line, "%s fp32 matmul (%s)", onednn_version(),
                   is_auto ? "BOOST_CPU_GEMM=auto: AMD with AVX-512, where it is the faster library; "

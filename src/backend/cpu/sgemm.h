@@ -21,6 +21,11 @@ typedef enum { SGEMM_OPENBLAS = 0, SGEMM_ONEDNN = 1 } SgemmLib;
 // or empty = auto) and returns it; a bad value is a clear error (exit 2). Later GEMMs use it
 // until the next call.
 SgemmLib cpu_sgemm_choose(const char *request);
+// 1 where the fp32 GEMMs run on OpenMP's threads (oneDNN: BOOST_CPU_GEMM=onednn, or auto on
+// a CPU where oneDNN is the faster library), 0 for OpenBLAS's own pthreads or a bad
+// BOOST_CPU_GEMM (which the first GEMM reports). Chooses nothing and never fails:
+// env_runtime_setup asks before the libraries load, to set OpenMP's waiting (core/env.h).
+int cpu_sgemm_on_openmp(void);
 // One line: the library in use and why ("" never: chooses from the environment first).
 const char *cpu_sgemm_describe(void);
 // C[M,N] = alpha·op(A)·op(B) + beta·C in fp32 host memory (beta 0: C is not read).
