@@ -13,8 +13,8 @@
 //   waits for the other), a short spin instead: GOMP_SPINCOUNT=ENV_OPENMP_SPIN (libgomp's
 //   "about 100000 spins per ms": ~0.1 ms) and no OMP_WAIT_POLICY. A sleeping thread takes
 //   tens of microseconds to wake, and a CoLA-60M step makes 574 back-end calls, nearly each a
-//   parallel region of its own; on a Zen 4 guest the step's work outside GEMMs went from 14.5 % to
-//   13.8 % (docs/benchmarks.md). Neither is set when the user set either.
+//   parallel region of its own; on a Zen 4 guest the step's work outside GEMMs went from
+//   14.5 % to 13.9 % of the step (docs/benchmarks.md). Neither is set when the user set either.
 // - OPENBLAS_CORETYPE when OpenBLAS loaded kernels for an older ISA than this CPU has (a CPU
 //   newer than the library: env_blas_core_wanted); BOOST_BLAS_CORE_CHOSEN then says what
 //   OpenBLAS had chosen by itself, for the run's record.
