@@ -16,6 +16,8 @@
 //    visited, and on the diagonal tile the kernels skip the register blocks above the
 //    diagonal (8 × 32 for QKᵀ, exact key ranges per 6-row block for the products with P).
 //    Masked entries inside a computed block are written as exact zeros.
+//  * The backward's inputs were written a forward pass earlier and come from DRAM: the next
+//    block's rows are prefetched while the current one is computed (prefetch_rows).
 //  * The softmax runs in base 2: p = 2^(s·scale·log2 e − m), so one FMA and a vector exp2
 //    (vscalefps) per score.
 //  * Threads (OpenMP): the forward is split over (batch, head, query block) items, each of
@@ -165,8 +167,9 @@ static int visible(int r, int off, int n) { return r + off + 1 < n ? r + off + 1
 // Software prefetch (into L2) of n rows of hd floats, ld apart. The backward's inputs were
 // written a whole forward pass earlier and come from DRAM, 256-byte rows 2 KiB apart, which
 // the hardware prefetchers follow poorly (the cold-cache backward took ~25 % longer than a
-// hot one). A task asks for the rows of its next query block, and for a slice of the next
-// task's keys and values, while it computes the current one. Hints only: no result depends on them.
+// hot one). A backward task asks for the rows of its next query block, and for a slice of
+// the next task's keys and values, while it computes the current one; a forward item asks for
+// the next item's queries (and keys and values on a new head). Hints only: no result depends on them.
 static void prefetch_rows(const float *x, size_t ld, int n, int hd) {
     for (int t = 0; t < n; t++)
         for (int c = 0; c < hd; c += 16) __builtin_prefetch(x + (size_t)t * ld + c, 0, 2);
@@ -306,7 +309,6 @@ static void bwd_tile(int i0, int m, int j0, int what, const Att *a, Work *w) {
     if (what & BWD_Q)
         K->acc(w->dQc, hd, w->dP, ATT_BK, 1, w->Kc + (size_t)j0 * hd, hd, m, n, hd, CAUSAL_ROWS, off, ACC_ADD, NULL);
 }
-
 
 // All key tiles of query block [i0, i0+m) of head (b, h) into dq: dQc from 0, tile by tile.
 static void bwd_dq_block(const Grads *g, int b, int h, int i0, int m, int what, const Att *a, Work *w, NextRows nx) {
