@@ -15,8 +15,9 @@
 // peak is the CPU back end's 2048³ sgemm (cpu_sgemm), best of 3 (cpu_sgemm_peak_gflops, the MFU
 // denominator), measured before each row and after the table; % uses the largest. On a
 // shared machine wall times mostly measure the other work, so each call and the sgemm are
-// also timed in CPU seconds of all threads (idle OpenMP threads sleep: OMP_WAIT_POLICY is
-// passive), and "% cpu" compares GFLOP per CPU-second. The 1-minute load average is
+// also timed in CPU seconds of all threads (idle OpenMP threads sleep, beside oneDNN after a
+// ~0.1 ms spin that a call of milliseconds hardly counts: core/env.h), and "% cpu" compares
+// GFLOP per CPU-second. The 1-minute load average is
 // printed before and after: numbers taken under load are not results.
 #include <omp.h>
 #include <stdio.h>
