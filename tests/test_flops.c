@@ -6,6 +6,7 @@
 // its GEMM part flops_gemm_per_token × tokens. So MFU (train/trainer.c, tools/bench.c) and
 // `build/info`, which print the module's count, agree with the op profile and the simulator.
 // And the dry back end runs the same ops, in the same order, as the cpu (dry_trace_equals_cpu_trace).
+// At tp = 1 the step has no `add` op: the residual adds run inside their GEMMs.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,13 +20,15 @@
 
 TL_MAIN_DEFS
 
-typedef struct { double gemm, attention; long ops; } Sum;
+typedef struct { double gemm, attention; long ops, adds; } Sum;
 
-// Σ over the recorded trace of the GEMM-class and attention ops' FLOPs (recompute excluded).
+// Σ over the recorded trace of the GEMM-class and attention ops' FLOPs (recompute excluded),
+// and the number of `add` ops (recompute included).
 static Sum sum_trace(const OpProfile *p) {
     Sum s = {0};
     for (size_t i = 0; i < p->n_trace; i++) {
         const OpInfo *op = &p->trace[i].op;
+        s.adds += !strcmp(op->name, "add");
         if (op->phase == PHASE_RECOMPUTE) continue;
         if (op->cls == OPC_GEMM) s.gemm += op->flops;
         else if (op->cls == OPC_ATTENTION) s.attention += op->flops;
@@ -67,6 +70,8 @@ static void check_kind(const char *linear, const char *const *sets, const char *
     double N = 2.0 * c.model.seq_len;
     double want_gemm = flops_gemm_per_token(&c.model) * N, want = flops_train_per_token(&c.model) * N;
     EXPECT(s.ops > 0, "%s: the dry step reported no op", label);
+    // tp 1: the Megatron block's residual adds are inside the o and down GEMMs (layer_megatron.c)
+    EXPECT(s.adds == 0, "%s: %ld add op(s) in a tp 1 step (the residual adds belong in the GEMMs)", label, s.adds);
     EXPECT(s.gemm == want_gemm, "%s: the GEMM ops report %.0f FLOPs, flops_gemm_per_token x %g tokens = %.0f", label,
            s.gemm, N, want_gemm);
     EXPECT(s.gemm + s.attention == want, "%s: the op profile sums to %.0f FLOPs (attention %.0f), "
@@ -79,6 +84,8 @@ TEST(step_flops_equal_op_profile) {
     check_kind("dense", NULL, "dense");
     check_kind("cola", NULL, "cola");
     check_kind("svd", NULL, "svd");
+    static const char *const recompute[] = { "boost.full_recompute=true", NULL };
+    check_kind("cola", recompute, "cola full recompute");
     static const char *const gates[][3] = {
         { "model.lax_gate=identity", "model.lax_norm=none", NULL },
         { "model.lax_gate=dense", "model.lax_norm=layernorm", NULL },

@@ -43,9 +43,12 @@ typedef struct Kind {
     // ---- Megatron / Vanilla-TP: one projection p (LX_Q .. LX_DOWN) of global layer gl, local
     // math on this rank's weights (layer_megatron.c places the collectives around it; a latent
     // kind's own gathers are inside). prev: the previous layer's latents (NULL in layer 0), out:
-    // where this projection's latent also goes (NULL: nowhere). y[N,dout] = lin(x[N,din]).
-    void (*forward)(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout, int r,
-                    int p, int gl, const struct Lat *prev, const struct Lat *out);
+    // where this projection's latent also goes (NULL: nowhere). y[N,dout] = lin(x[N,din]), or
+    // y = res + lin(x) when add_res (res [N,dout], may be y): the block's residual add inside
+    // the kind's last GEMM (mm_forward_to), where no all-reduce completes y first.
+    void (*forward)(Model *m, void *y, const void *res, int add_res, LowRankActs *la, const void *x,
+                    const LinearW *w, int din, int dout, int r, int p, int gl, const struct Lat *prev,
+                    const struct Lat *out);
     // dx[N,din] = beta_dx·dx + ... (0: dx's first writer), dw (+)= ... (grad_acc); s: the layer's scratch
     // (a latent kind reads and rewrites its carry there).
     void (*backward)(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
@@ -101,8 +104,9 @@ int64_t kind_factor_params(const ModelConfig *m, int64_t din, int64_t dout, int6
 double kind_factor_flops(const ModelConfig *m, int din, int dout, int r, int layer);
 void kind_describe_none(const ModelConfig *m, char *buf, size_t n);   // nothing to add
 // forward/backward of a plain factor pair (cola, svd): linear.c's, σ by the kind's `silu`.
-void kind_factor_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout, int r,
-                         int p, int gl, const struct Lat *prev, const struct Lat *out);
+void kind_factor_forward(Model *m, void *y, const void *res, int add_res, LowRankActs *la, const void *x,
+                         const LinearW *w, int din, int dout, int r, int p, int gl, const struct Lat *prev,
+                         const struct Lat *out);
 void kind_factor_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                           const LinearW *w, int din, int dout, int r, int p, int gl, const struct Lat *prev,
                           struct Scratch *s, float beta_dx);

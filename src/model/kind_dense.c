@@ -17,10 +17,10 @@ static LinearW dense_take(ParamWalk *wk, const char *prefix, int din, int dout, 
 }
 static int dense_own_z(const ModelConfig *c) { (void)c; return 0; }   // no bottleneck at all
 
-static void dense_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout,
-                          int r, int p, int gl, const Lat *prev, const Lat *out) {
+static void dense_forward(Model *m, void *y, const void *res, int add_res, LowRankActs *la, const void *x,
+                          const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, const Lat *out) {
     (void)la; (void)r; (void)p; (void)gl; (void)prev; (void)out;
-    mm_forward(m, y, x, w->W, m->N, din, dout, 0.0f);                      // y = x@W
+    mm_forward_to(m, y, res, add_res, x, w->W, m->N, din, dout);           // y = (res +) x@W
 }
 static void dense_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                            const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, Scratch *s,

@@ -196,8 +196,8 @@ static void split_fwd_backward(Model *m, void *dZ, const void *slice, int rl, in
                             PHASE_BACKWARD, gl);
 }
 
-static void lax_linear_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout,
-                        int p, int gl, const Lat *prev, const Lat *out) {
+static void lax_linear_forward(Model *m, void *y, const void *res, int add_res, LowRankActs *la, const void *x,
+                               const LinearW *w, int din, int dout, int p, int gl, const Lat *prev, const Lat *out) {
     const Layout *L = &m->lay;
     int N = m->N, rl = p < LX_GATE ? L->ra : L->rm, rf = lax_width(L, p), gathered = L->lax_gathered;
     int cross = gl >= 1;
@@ -217,7 +217,8 @@ static void lax_linear_forward(Model *m, void *y, LowRankActs *la, const void *x
     lat_store(m, out, Z, p);
     // split_fwd: this rank's columns of Z against its rows of B (a partial sum: g completes it)
     const void *zi = gathered ? at(m, la->z, (size_t)L->tp_rank * rl) : la->z;
-    op_gemm(m->bk, TR_N, TR_N, N, dout, rl, 1.0f, zi, rf, w->B, dout, 0.0f, y, dout);
+    if (add_res) op_gemm_into(m->bk, TR_N, TR_N, N, dout, rl, 1.0f, zi, rf, w->B, dout, 1.0f, res, dout, y, dout);
+    else op_gemm(m->bk, TR_N, TR_N, N, dout, rl, 1.0f, zi, rf, w->B, dout, 0.0f, y, dout);   // y = (res +) zi @ B_i
 }
 
 static void lax_linear_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
@@ -310,10 +311,10 @@ static void lax_layout(Layout *lay, const ModelConfig *c) {
 }
 
 // ---- the Kind's hooks ----------------------------------------------------------------------------
-static void lax_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout, int r,
-                        int p, int gl, const Lat *prev, const Lat *out) {
+static void lax_forward(Model *m, void *y, const void *res, int add_res, LowRankActs *la, const void *x,
+                        const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, const Lat *out) {
     (void)r;   // the widths are the layout's (lax_width, ra/rm)
-    lax_linear_forward(m, y, la, x, w, din, dout, p, gl, prev, out);
+    lax_linear_forward(m, y, res, add_res, la, x, w, din, dout, p, gl, prev, out);
 }
 static void lax_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                          const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, Scratch *s,

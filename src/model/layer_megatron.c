@@ -29,9 +29,10 @@ static void f_backward(Model *mdl, void *buf, size_t n, int layer) { tp_all_redu
 
 // One projection: its kind's local math (kind.h), p its index LX_* (a latent kind crosses it
 // with the same projection of the previous layer).
-static void lin_forward(Model *mdl, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout,
-                        int r, int p, int gl, const Lat *prev, const Lat *out) {
-    mdl->kind->forward(mdl, y, la, x, w, din, dout, r, p, gl, prev, out);
+// y = res + lin(x) when add_res (the residual add inside the kind's last GEMM).
+static void lin_forward(Model *mdl, void *y, const void *res, int add_res, LowRankActs *la, const void *x,
+                        const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, const Lat *out) {
+    mdl->kind->forward(mdl, y, res, add_res, la, x, w, din, dout, r, p, gl, prev, out);
 }
 static void lin_backward(Model *mdl, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                          const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, Scratch *s,
@@ -53,9 +54,9 @@ void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const
     op_rmsnorm_forward(bk, la->a, la->rstd1, la->x, w->input_norm, N, d, c->norm_eps);
     // f(a): identity forward. Dense: q,k,v of the local heads. Low-rank: full-width
     // partial sums over the r/tp slice, completed by g.
-    lin_forward(mdl, la->q, &la->lq, la->a, &w->q, d, L->dq, L->ra, LX_Q, gl, prev, out);
-    lin_forward(mdl, la->k, &la->lk, la->a, &w->k, d, L->dkv, L->ra, LX_K, gl, prev, out);
-    lin_forward(mdl, la->v, &la->lv, la->a, &w->v, d, L->dkv, L->ra, LX_V, gl, prev, out);
+    lin_forward(mdl, la->q, NULL, 0, &la->lq, la->a, &w->q, d, L->dq, L->ra, LX_Q, gl, prev, out);
+    lin_forward(mdl, la->k, NULL, 0, &la->lk, la->a, &w->k, d, L->dkv, L->ra, LX_K, gl, prev, out);
+    lin_forward(mdl, la->v, NULL, 0, &la->lv, la->a, &w->v, d, L->dkv, L->ra, LX_V, gl, prev, out);
     if (lr) {
         g_forward(mdl, la->q, (size_t)N * L->dq, gl);
         g_forward(mdl, la->k, (size_t)N * L->dkv, gl);
@@ -63,22 +64,25 @@ void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const
     }
     attention_core_forward(mdl, la);
     // o: dense row-parallel over the local heads; low-rank A_o column-parallel over r.
-    lin_forward(mdl, la->x_mid, &la->lo, la->y, &w->o, L->dq, d, L->ra, LX_O, gl, prev, out);
+    // At tp = 1 no all-reduce completes o's and down's outputs, so the residual add goes inside
+    // their last GEMM (C = the residual, D = the output: no pass of its own).
+    const int fold = L->tp == 1;
+    lin_forward(mdl, la->x_mid, la->x, fold, &la->lo, la->y, &w->o, L->dq, d, L->ra, LX_O, gl, prev, out);
     g_forward(mdl, la->x_mid, Nd, gl);            // full o output
-    op_add(bk, la->x_mid, la->x, Nd);            // x_mid = x + o(y)
+    if (!fold) op_add(bk, la->x_mid, la->x, Nd); // x_mid = x + o(y)
 
     // ---- MLP -----------------------------------------------------------------------
     op_rmsnorm_forward(bk, la->m, la->rstd2, la->x_mid, w->post_attn_norm, N, d, c->norm_eps);
-    lin_forward(mdl, la->g, &la->lg, la->m, &w->gate, d, L->dff, L->rm, LX_GATE, gl, prev, out);
-    lin_forward(mdl, la->u, &la->lu, la->m, &w->up, d, L->dff, L->rm, LX_UP, gl, prev, out);
+    lin_forward(mdl, la->g, NULL, 0, &la->lg, la->m, &w->gate, d, L->dff, L->rm, LX_GATE, gl, prev, out);
+    lin_forward(mdl, la->u, NULL, 0, &la->lu, la->m, &w->up, d, L->dff, L->rm, LX_UP, gl, prev, out);
     if (lr) {
         g_forward(mdl, la->g, (size_t)N * L->dff, gl);
         g_forward(mdl, la->u, (size_t)N * L->dff, gl);
     }
     op_swiglu_forward(bk, la->gu, la->g, la->u, (size_t)N * L->dff, gate_silu(c));
-    lin_forward(mdl, x_out, &la->ld, la->gu, &w->down, L->dff, d, L->rm, LX_DOWN, gl, prev, out);
+    lin_forward(mdl, x_out, la->x_mid, fold, &la->ld, la->gu, &w->down, L->dff, d, L->rm, LX_DOWN, gl, prev, out);
     g_forward(mdl, x_out, Nd, gl);                // full down output
-    op_add(bk, x_out, la->x_mid, Nd);            // x_out = x_mid + down(gu)
+    if (!fold) op_add(bk, x_out, la->x_mid, Nd); // x_out = x_mid + down(gu)
 }
 
 // On entry s->dx = d(x_out); on exit s->dx = d(x) (the block input).

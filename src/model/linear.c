@@ -8,11 +8,11 @@
 #include "flops.h"
 #include "../core/check.h"
 
-void factor_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int N, int din, int dout,
-                    int r, int silu) {
+void factor_forward(Model *m, void *y, const void *res, int add_res, LowRankActs *la, const void *x,
+                    const LinearW *w, int N, int din, int dout, int r, int silu) {
     mm_forward(m, la->h, x, w->A, N, din, r, 0.0f);                         // h = x@A   [N,r]
     if (silu) op_silu_forward(m->bk, la->z, la->h, (size_t)N * r);           // z = σ(h)
-    mm_forward(m, y, la->z, w->B, N, r, dout, 0.0f);                        // y = z@B   [N,dout]
+    mm_forward_to(m, y, res, add_res, la->z, w->B, N, r, dout);             // y = (res +) z@B   [N,dout]
 }
 
 void factor_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
@@ -55,10 +55,10 @@ const void *kind_bn_input_kept(Model *m, const Bn *b, int p0, void *P, LinearW *
     (void)m; (void)b; (void)p0; (void)W; (void)gl; (void)prev; (void)s;
     return P;
 }
-void kind_factor_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int din, int dout, int r,
-                         int p, int gl, const Lat *prev, const Lat *out) {
+void kind_factor_forward(Model *m, void *y, const void *res, int add_res, LowRankActs *la, const void *x,
+                         const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, const Lat *out) {
     (void)p; (void)gl; (void)prev; (void)out;
-    factor_forward(m, y, la, x, w, m->N, din, dout, r, m->kind->silu);
+    factor_forward(m, y, res, add_res, la, x, w, m->N, din, dout, r, m->kind->silu);
 }
 void kind_factor_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                           const LinearW *w, int din, int dout, int r, int p, int gl, const Lat *prev, Scratch *s,

@@ -44,6 +44,15 @@ static inline void mm_forward_residual(Model *m, void *y, const void *r, const v
                                        int dout) {
     op_gemm_into(m->bk, TR_N, TR_N, N, dout, din, 1.0f, x, din, W, dout, 1.0f, r, dout, y, dout);
 }
+// A linear's last product, with or without its residual: y = x@W (add_res 0) or y = res + x@W
+// (add_res 1: the residual add inside the GEMM; y may be res). A kind's forward ends with this,
+// so that a driver can hand it the residual (kind.h). A flag, not a NULL test: on the dry back
+// end every pointer is NULL and the trace must hold the same GEMM.
+static inline void mm_forward_to(Model *m, void *y, const void *res, int add_res, const void *x, const void *W, int N,
+                                 int din, int dout) {
+    if (add_res) mm_forward_residual(m, y, res, x, W, N, din, dout);
+    else mm_forward(m, y, x, W, N, din, dout, 0.0f);
+}
 // dx[N,din] = beta_dx·dx + dy[N,dout] @ W^T (beta_dx 0: this GEMM is dx's first writer, no
 // zero pass before it; 1: +=) ; dW[din,dout] (+)= x^T @ dy (grad_beta). Both are always issued
 // (no NULL test: on the dry back end every pointer is NULL and the trace must still hold both GEMMs).
@@ -188,10 +197,10 @@ void *walk_take(ParamWalk *wk, const char *name, int ndim, int64_t rows, int64_t
                 int decay, InitKind init, float std);
 
 // linear.c — the factor pair A [din, r], B [r, dout] of the low-rank kinds, local math on this
-// rank's factors, no communication: y[N,dout] = σ(x[N,din] @ A) @ B, σ = SiLU when silu
-// (cola), else the identity (svd: z is h).
-void factor_forward(Model *m, void *y, LowRankActs *la, const void *x, const LinearW *w, int N, int din, int dout,
-                    int r, int silu);
+// rank's factors, no communication: y[N,dout] = (res +) σ(x[N,din] @ A) @ B, σ = SiLU when silu
+// (cola), else the identity (svd: z is h); res [N,dout] added when add_res (mm_forward_to).
+void factor_forward(Model *m, void *y, const void *res, int add_res, LowRankActs *la, const void *x,
+                    const LinearW *w, int N, int din, int dout, int r, int silu);
 // dx[N,din] = beta_dx·dx + ... (0: dx's first writer), dw (+)= ... (grad_acc); dz, dh: scratch [N,r]
 void factor_backward(Model *m, void *dx, LinearW *dw, const void *dy, const void *x, const LowRankActs *la,
                      const LinearW *w, int N, int din, int dout, int r, void *dz, void *dh, float beta_dx, int silu);

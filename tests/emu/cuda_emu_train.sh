@@ -6,7 +6,9 @@
 # max|a-b| <= 1e-4·max|b| per tensor (exact fp32 on both: train.tf32 false; the emulator's
 # GEMM and the CPU's sum in different orders).
 #
-# Cases: tp 2; tp 2 × pp 2; tp 2 × dp 2 with ZeRO-1; BTP with every BOOST switch at tp 2.
+# Cases: tp 2; tp 2 × pp 2; tp 2 × dp 2 with ZeRO-1; BTP with every BOOST switch at tp 2; and
+# tp 1 × dp 2 with ZeRO-1, where the Megatron block's residual adds run inside the o and down
+# GEMMs (cuBLASLt with C ≠ D: layer_megatron.c).
 # Each case runs twice on the emulator: build/emu/train, whose ranks communicate through MPI
 # with host staging — the path that copies each device buffer with cudaMemcpy, which the
 # emulator refuses for a host pointer — and build/emu/train_nccl, whose ranks take the NCCL
@@ -74,6 +76,7 @@ case_run emu_cuda_train_tp2_pp2 4 --set parallel.tp=2 --set parallel.pp=2
 case_run emu_cuda_train_tp2_dp2_zero1 4 --set parallel.tp=2 --set parallel.dp=2 --set parallel.zero1=true
 case_run emu_cuda_train_tp2_btp_every_switch 2 --set parallel.tp=2 --set boost.btp=true --set boost.online_rmsnorm=true \
     --set boost.grouping=true --set boost.lowrank_ckpt=true
+case_run emu_cuda_train_tp1_dp2_zero1 2 --set parallel.tp=1 --set parallel.dp=2 --set parallel.zero1=true
 
 # ---- NCCL failures end the run, recorded 'failed' with the reason, never a hang (issue 18) ----
 # The emulator's NCCL stand-in injects the fault (EMU_NCCL_FAULT, emu/emu_nccl.cpp) into world
