@@ -9,7 +9,8 @@
 //   S = Q·K^T · scale; S = (row >= col) ? S : -inf; M = rowmax S; E = exp(S − M);
 //   Z = rowsum E; stats = M + log Z; out = (E / Z)·V
 // Backward (FlashAttention-2's algorithm):
-//   D = rowsum(dO ⊙ O) (fp32 workspace); P = exp(mask(Q·K^T · scale) − stats);
+//   D = rowsum(dO ⊙ O) (fp32 workspace); P = exp(mask(Q·K^T · scale − stats)) (or the frontend's
+//   older order, mask before − stats: backward_graph);
 //   dV = P^T·dO; dS = P ⊙ (dO·V^T − D) · scale; dK = dS^T·Q; dQ = dS·K (fp32 accumulator,
 //   workspace, copied to bf16); with Hkv < H, dK and dV are summed over each group's heads.
 //
@@ -111,7 +112,7 @@ static int load_api(void) {
 
 // ---- per device: a handle and a workspace that grows ----------------------------------------
 enum { MAX_DEVICES = 64 };
-static struct { cudnnHandle_t h; void *ws; size_t ws_size; char why[512]; int tried; } dev[MAX_DEVICES];
+static struct { cudnnHandle_t h; void *ws; size_t ws_size; char why[512]; int tried, sm_major; } dev[MAX_DEVICES];
 
 static int current_device(char *why, size_t why_len) {
     int d = -1;
@@ -126,8 +127,14 @@ static int current_device(char *why, size_t why_len) {
 static cudnnHandle_t handle_of(int d, char *why, size_t why_len) {
     if (!dev[d].tried) {
         dev[d].tried = 1;
-        cudnnStatus_t s = api.Create(&dev[d].h);
-        if (s != CUDNN_STATUS_SUCCESS) { status_text(dev[d].why, sizeof dev[d].why, "cudnnCreate", s); dev[d].h = NULL; }
+        cudaError_t e = cudaDeviceGetAttribute(&dev[d].sm_major, cudaDevAttrComputeCapabilityMajor, d);
+        cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+        if (e != cudaSuccess)
+            snprintf(dev[d].why, sizeof dev[d].why, "cudaDeviceGetAttribute(compute capability) failed: %s",
+                     cudaGetErrorString(e));
+        else if ((s = api.Create(&dev[d].h)) != CUDNN_STATUS_SUCCESS)
+            status_text(dev[d].why, sizeof dev[d].why, "cudnnCreate", s);
+        if (e != cudaSuccess || s != CUDNN_STATUS_SUCCESS) dev[d].h = NULL;
     }
     if (!dev[d].h) snprintf(why, why_len, "%s", dev[d].why);
     return dev[d].h;
@@ -268,17 +275,15 @@ static Dims scores_dims(Shape s) { return {{s.B, s.H, s.T, s.T}, {s.H * s.T * s.
 static Dims scoresT_dims(Shape s) { return {{s.B, s.H, s.T, s.T}, {s.H * s.T * s.T, s.T * s.T, 1, s.T}}; }
 static Dims full_head_dims(Shape s) { return {{s.B, s.H, s.T, s.hd}, {s.H * s.T * s.hd, s.T * s.hd, s.hd, 1}}; }
 
-// S' = scale·S with keys after the query set to -inf (the frontend's causal_mask)
-static Desc scaled_causal(Graph &g, Shape s, Desc S, Desc scale, Desc neg) {
+// X with keys after the query set to neg (-inf: the frontend's causal_mask), X [B,H,T,T] fp32
+static Desc causal(Graph &g, Shape s, Desc X, Desc neg) {
     Dims sd = scores_dims(s);
-    Desc S1 = virt(g, CUDNN_DATA_FLOAT, sd);
-    pointwise(g, CUDNN_POINTWISE_MUL, S, scale, NULL, S1);
     Desc row = virt(g, CUDNN_DATA_INT32, sd), col = virt(g, CUDNN_DATA_INT32, sd), keep = virt(g, CUDNN_DATA_BOOLEAN, sd);
-    pointwise(g, CUDNN_POINTWISE_GEN_INDEX, S1, NULL, NULL, row, CUDNN_DATA_INT32, 2);
-    pointwise(g, CUDNN_POINTWISE_GEN_INDEX, S1, NULL, NULL, col, CUDNN_DATA_INT32, 3);
+    pointwise(g, CUDNN_POINTWISE_GEN_INDEX, X, NULL, NULL, row, CUDNN_DATA_INT32, 2);
+    pointwise(g, CUDNN_POINTWISE_GEN_INDEX, X, NULL, NULL, col, CUDNN_DATA_INT32, 3);
     pointwise(g, CUDNN_POINTWISE_CMP_GE, row, col, NULL, keep, CUDNN_DATA_BOOLEAN);
     Desc S2 = virt(g, CUDNN_DATA_FLOAT, sd);
-    pointwise(g, CUDNN_POINTWISE_BINARY_SELECT, S1, neg, keep, S2);   // keep ? S1 : neg
+    pointwise(g, CUDNN_POINTWISE_BINARY_SELECT, X, neg, keep, S2);   // keep ? X : neg
     return S2;
 }
 
@@ -290,9 +295,10 @@ static void forward_graph(Graph &g, Shape s) {
     Desc stats = tensor(g, U_STATS, CUDNN_DATA_FLOAT, rows_dims(s), false);
     Desc scale = scalar(g, U_SCALE), neg = scalar(g, U_NEG);
     Dims sd = scores_dims(s), rd = rows_dims(s);
-    Desc S = virt(g, CUDNN_DATA_FLOAT, sd);
+    Desc S = virt(g, CUDNN_DATA_FLOAT, sd), S1 = virt(g, CUDNN_DATA_FLOAT, sd);
     matmul(g, Q, KT, S);
-    Desc Sm = scaled_causal(g, s, S, scale, neg);
+    pointwise(g, CUDNN_POINTWISE_MUL, S, scale, NULL, S1);
+    Desc Sm = causal(g, s, S1, neg);                 // scale, then mask (the frontend's forward)
     Desc M = virt(g, CUDNN_DATA_FLOAT, rd), Z = virt(g, CUDNN_DATA_FLOAT, rd), logZ = virt(g, CUDNN_DATA_FLOAT, rd);
     Desc C = virt(g, CUDNN_DATA_FLOAT, sd), E = virt(g, CUDNN_DATA_FLOAT, sd), P = virt(g, CUDNN_DATA_BFLOAT16, sd);
     reduction(g, CUDNN_REDUCE_TENSOR_MAX, Sm, M);
@@ -313,7 +319,12 @@ static void head_grouped_matmul(Graph &g, Shape s, Desc a, Desc b, Desc y) {
     reduction(g, CUDNN_REDUCE_TENSOR_ADD, full, y);
 }
 
-static void backward_graph(Graph &g, Shape s) {
+// The backward's P in either of the two orders cudnn-frontend has emitted: mask_last (its
+// releases from 1.10 on) P = exp(mask(scale·S − stats)), else (1.8, 1.9: this file's first
+// form) P = exp(mask(scale·S) − stats). The same numbers (a masked entry is -inf or the most
+// negative float either way, and exp gives 0); plan_for tries the current order first and the
+// older one if cuDNN offers no engine for it.
+static void backward_graph(Graph &g, Shape s, bool mask_last) {
     Desc Q = tensor(g, U_Q, CUDNN_DATA_BFLOAT16, q_dims(s), false);
     Desc KT = tensor(g, U_K, CUDNN_DATA_BFLOAT16, kvT_dims(s), false);
     Desc VT = tensor(g, U_V, CUDNN_DATA_BFLOAT16, kvT_dims(s), false);
@@ -334,13 +345,18 @@ static void backward_graph(Graph &g, Shape s) {
     pointwise(g, CUDNN_POINTWISE_MUL, dO, O, NULL, dOO);
     reduction(g, CUDNN_REDUCE_TENSOR_ADD, dOO, D0);
     pointwise(g, CUDNN_POINTWISE_MUL, D0, one, NULL, Dsum);
-    // P = exp(mask(scale·Q·K^T) − stats)
-    Desc S = virt(g, CUDNN_DATA_FLOAT, sd);
+    // P = exp(mask(scale·Q·K^T − stats)) or exp(mask(scale·Q·K^T) − stats)
+    Desc S = virt(g, CUDNN_DATA_FLOAT, sd), S1 = virt(g, CUDNN_DATA_FLOAT, sd);
     matmul(g, Q, KT, S);
-    Desc Sm = scaled_causal(g, s, S, scale, neg);
+    pointwise(g, CUDNN_POINTWISE_MUL, S, scale, NULL, S1);
     Desc C = virt(g, CUDNN_DATA_FLOAT, sd), P = virt(g, CUDNN_DATA_FLOAT, sd);
-    pointwise(g, CUDNN_POINTWISE_SUB, Sm, stats, NULL, C);
-    pointwise(g, CUDNN_POINTWISE_EXP, C, NULL, NULL, P);
+    if (mask_last) {
+        pointwise(g, CUDNN_POINTWISE_SUB, S1, stats, NULL, C);
+        pointwise(g, CUDNN_POINTWISE_EXP, causal(g, s, C, neg), NULL, NULL, P);
+    } else {
+        pointwise(g, CUDNN_POINTWISE_SUB, causal(g, s, S1, neg), stats, NULL, C);
+        pointwise(g, CUDNN_POINTWISE_EXP, C, NULL, NULL, P);
+    }
     // dV = P^T·dO
     Desc PT = virt(g, CUDNN_DATA_BFLOAT16, scoresT_dims(s));
     reshape(g, P, PT);
@@ -424,15 +440,22 @@ static Plan *plan_for(int device, int backward, Shape s, cudnnHandle_t h) {
             p->s.Hkv == s.Hkv && p->s.hd == s.hd) return p;
     Plan *p = new Plan();
     p->device = device; p->backward = backward; p->s = s;
-    Graph g;
-    g.handle = h;
-    if (backward) backward_graph(g, s); else forward_graph(g, s);
-    p->plan = build_plan(g, &p->ws_bytes);
-    if (!p->plan) {
-        snprintf(p->why, sizeof p->why, "%s", g.why);
+    // the backward in the frontend's current order first, then its older one (backward_graph)
+    for (int attempt = 0; attempt < (backward ? 2 : 1) && !p->plan; attempt++) {
+        Graph g;
+        g.handle = h;
+        if (backward) backward_graph(g, s, attempt == 0); else forward_graph(g, s);
+        p->plan = build_plan(g, &p->ws_bytes);
+        if (p->plan) { p->keep = g.all; break; }
+        if (attempt == 0) snprintf(p->why, sizeof p->why, "%s", g.why);
+        else {   // both orders refused: say both
+            char first[512];
+            snprintf(first, sizeof first, "%s", p->why);
+            snprintf(p->why, sizeof p->why, "mask after the statistics: %.200s; mask before them: %.200s", first, g.why);
+        }
         for (Desc d : g.all) api.BackendDestroyDescriptor(d);   // a refused graph keeps nothing
-    } else {
-        p->keep = g.all;
+    }
+    if (p->plan) {
         p->extra_bytes = backward ? al256((size_t)(s.B * s.H * s.T) * sizeof(float)) + (size_t)(s.B * s.H * s.T * s.hd) * sizeof(float) : 0;
     }
     plans.push_back(p);
@@ -444,7 +467,18 @@ static int run(int backward, void *stream, int B, int T, int H, int Hkv, int hd,
                const int64_t *uids, void **ptrs, int n, char *why, size_t why_len) {
     if (!load_api()) { snprintf(why, why_len, "%s", api.why); return 1; }
     if (B < 1 || T < 1 || Hkv < 1 || H % Hkv) { snprintf(why, why_len, "shape B=%d T=%d H=%d Hkv=%d", B, T, H, Hkv); return 1; }
-    if (hd % 8 || hd > 256) { snprintf(why, why_len, "head_dim %d (cuDNN's fused attention needs a multiple of 8, at most 256)", hd); return 1; }
+    if (hd < 8 || hd % 8 || hd > 256) { snprintf(why, why_len, "head_dim %d (cuDNN's fused attention needs a multiple of 8, at most 256)", hd); return 1; }
+    // cudnn-frontend and Transformer Engine refuse bf16 fused attention on 9.10.0 and 9.10.1
+    // ("known bugs"); the backend may accept the graph and run with the bug, so refuse here too
+    if (api.ver == 91000 || api.ver == 91001) {
+        snprintf(why, why_len, "cuDNN %s has known bugs in bf16 fused attention (cudnn-frontend refuses 9.10.0 and "
+                 "9.10.1; use 9.10.2 or newer)", api.version);
+        return 1;
+    }
+    if (backward && T == 1) {   // the frontend's backward refuses s_q = s_kv = 1
+        snprintf(why, why_len, "T 1: cuDNN's fused attention backward does not take a sequence of one");
+        return 1;
+    }
     if (backward && T % 128 && api.ver <= 91500) {   // cudnn-frontend pads such shapes with a mask on these versions
         snprintf(why, why_len, "T %d is not a multiple of 128, which cuDNN %s's backward needs without a padding mask", T, api.version);
         return 1;
@@ -453,6 +487,16 @@ static int run(int backward, void *stream, int B, int T, int H, int Hkv, int hd,
     if (d < 0) return 1;
     cudnnHandle_t h = handle_of(d, why, why_len);
     if (!h) return 1;
+    // the frontend's support surface by architecture: SM80 and newer; head dims above 128 on
+    // Hopper only in the backward (9.5+), forward from 9.1 on Hopper and 9.10.2 elsewhere
+    int sm = dev[d].sm_major;
+    if (sm < 8) { snprintf(why, why_len, "SM %d.x: cuDNN's fused attention needs SM 8.0 or newer", sm); return 1; }
+    if (hd > 128 && !(backward ? sm == 9 && api.ver >= 90500 : (sm == 9 ? api.ver >= 90100 : api.ver >= 91002))) {
+        snprintf(why, why_len, "head_dim %d > 128 %s on SM %d.x with cuDNN %s (cudnn-frontend's support surface: %s)", hd,
+                 backward ? "backward" : "forward", sm, api.version,
+                 backward ? "Hopper with 9.5 or newer" : "Hopper with 9.1+, other GPUs 9.10.2+");
+        return 1;
+    }
     Plan *p = plan_for(d, backward, Shape{B, T, H, Hkv, hd}, h);
     if (!p->plan) { snprintf(why, why_len, "%s", p->why); return 1; }
 
