@@ -111,6 +111,9 @@ static int load_api(void) {
 }
 
 // ---- per device: a handle and a workspace that grows ----------------------------------------
+// One of each per device, so every cuDNN attention call on a device must come from one host
+// thread onto one stream (true: one back end per device). Two streams would race on the
+// workspace and the backward's D and dQ regions.
 enum { MAX_DEVICES = 64 };
 static struct { cudnnHandle_t h; void *ws; size_t ws_size; char why[512]; int tried, sm_major; } dev[MAX_DEVICES];
 
@@ -247,7 +250,8 @@ static void matmul(Graph &g, Desc a, Desc b, Desc c) {
               { { CUDNN_ATTR_OPERATION_MATMUL_ADESC, a }, { CUDNN_ATTR_OPERATION_MATMUL_BDESC, b },
                 { CUDNN_ATTR_OPERATION_MATMUL_CDESC, c }, { CUDNN_ATTR_OPERATION_MATMUL_DESC, mm } });
 }
-// y = reduce(x) over the dimensions where y has size 1
+// y = reduce(x) to y's shape: over the dimensions where y has size 1 (row max and sums), or
+// over groups of a dimension y has fewer of (GQA: H query heads summed into Hkv, contiguous groups)
 static void reduction(Graph &g, cudnnReduceTensorOp_t mode, Desc x, Desc y) {
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;
     Desc rd = make(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, "cudnnBackendCreateDescriptor(REDUCTION)");
@@ -456,7 +460,7 @@ static Plan *plan_for(int device, int backward, Shape s, cudnnHandle_t h) {
         for (Desc d : g.all) api.BackendDestroyDescriptor(d);   // a refused graph keeps nothing
     }
     if (p->plan) {
-        p->extra_bytes = backward ? al256((size_t)(s.B * s.H * s.T) * sizeof(float)) + (size_t)(s.B * s.H * s.T * s.hd) * sizeof(float) : 0;
+        p->extra_bytes = backward ? al256((size_t)s.B * s.H * s.T * sizeof(float)) + (size_t)s.B * s.H * s.T * s.hd * sizeof(float) : 0;
     }
     plans.push_back(p);
     return p;
@@ -515,7 +519,7 @@ static int run(int backward, void *stream, int B, int T, int H, int Hkv, int hd,
     u.push_back(U_SCALE); v.push_back(&scale);
     u.push_back(U_NEG); v.push_back(&neg);
     if (backward) {
-        size_t dsum_bytes = al256((size_t)(B * H * T) * sizeof(float));
+        size_t dsum_bytes = al256((size_t)B * H * T * sizeof(float));
         u.push_back(U_ONE); v.push_back(&one);
         u.push_back(U_DSUM); v.push_back(ws);
         u.push_back(U_DQACC); v.push_back(ws + dsum_bytes);
