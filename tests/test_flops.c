@@ -61,6 +61,9 @@ static void step_trace(const char *linear, const char *const *sets, Backend *bk,
     model_free(&m);
 }
 
+// The overrides of a step with boost.full_recompute (both tests run one).
+static const char *const full_recompute[] = { "boost.full_recompute=true", NULL };
+
 static void check_kind(const char *linear, const char *const *sets, const char *label) {
     Config c;
     Backend *dry = backend_dry(DT_F32);
@@ -84,8 +87,7 @@ TEST(step_flops_equal_op_profile) {
     check_kind("dense", NULL, "dense");
     check_kind("cola", NULL, "cola");
     check_kind("svd", NULL, "svd");
-    static const char *const recompute[] = { "boost.full_recompute=true", NULL };
-    check_kind("cola", recompute, "cola full recompute");
+    check_kind("cola", full_recompute, "cola full recompute");
     static const char *const gates[][3] = {
         { "model.lax_gate=identity", "model.lax_norm=none", NULL },
         { "model.lax_gate=dense", "model.lax_norm=layernorm", NULL },
@@ -150,9 +152,9 @@ TEST(dry_trace_equals_cpu_trace) {
                                          "boost.lowrank_ckpt=true", NULL };
     check_same_trace("cola", boost, "cola btp, every switch");
     check_same_trace("svd", boost, "svd btp, every switch");
-    static const char *const btp_only[] = { "boost.btp=true", NULL }, *const recompute[] = { "boost.full_recompute=true", NULL };
+    static const char *const btp_only[] = { "boost.btp=true", NULL };
     check_same_trace("cola", btp_only, "cola btp");
-    check_same_trace("cola", recompute, "cola full recompute");
+    check_same_trace("cola", full_recompute, "cola full recompute");
 }
 
 // The kinds' per-linear counts add up to the closed form the tests of test_config.c check by

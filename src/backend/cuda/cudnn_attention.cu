@@ -445,7 +445,7 @@ static Plan *plan_for(int device, int backward, Shape s, cudnnHandle_t h) {
     Plan *p = new Plan();
     p->device = device; p->backward = backward; p->s = s;
     // the backward in the frontend's current order first, then its older one (backward_graph)
-    for (int attempt = 0; attempt < (backward ? 2 : 1) && !p->plan; attempt++) {
+    for (int attempt = 0; attempt < (backward ? 2 : 1); attempt++) {
         Graph g;
         g.handle = h;
         if (backward) backward_graph(g, s, attempt == 0); else forward_graph(g, s);
