@@ -44,6 +44,14 @@ typedef struct {
     char *run_uid;
     char *variant;
     char *tokenizer_path;
+    // The tokenizer itself (group /tokenizer): checkpoint_write embeds the bytes of the file
+    // at tokenizer_path; the readers fill these from the file (tokenizer_bin NULL and
+    // tokenizer_sha256 "" when it has none: synthetic data, or written before checkpoints
+    // embedded it). tokenizer_sha256 is the hex SHA-256 of the bytes (= sha256sum of the
+    // tokenizer.bin they were read from).
+    uint8_t *tokenizer_bin;
+    size_t tokenizer_bin_n;
+    char tokenizer_sha256[65];
 } CheckpointMeta;
 
 // Write the params, m and v families of the unsharded state `s` and `meta` to `path`
