@@ -17,6 +17,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include "../config/config.h"
 #include "../model/state.h"
 
 #define CHECKPOINT_FORMAT "boost-c checkpoint"
@@ -71,6 +72,15 @@ void checkpoint_meta_free(CheckpointMeta *meta);
 // verifies the file as checkpoint_verify does, then 1 and *out (free with
 // checkpoint_meta_free); else 0 and the reason in why (never exits).
 int checkpoint_read_meta(const char *path, CheckpointMeta *out, char *why, size_t n);
+// The configuration a checkpoint was trained with (its attribute config, the JSON of
+// config_to_json) into c, finalized; keys this build does not know keep their defaults. A
+// text that is not such JSON: exit 2 naming `where` (the file).
+void checkpoint_config(Config *c, const char *config_json, const char *where);
+// The checkpoint a user names (build/sample, build/export): a file as it is, or a run's
+// folder's newest checkpoint that verifies (its path into file), verified, with its
+// metadata (free with checkpoint_meta_free) and configuration; exit 2 with a message
+// naming the file otherwise.
+void checkpoint_open(const char *path, char *file, size_t n, CheckpointMeta *meta, Config *cfg);
 // Verify a checkpoint without a model: format and version, the structure (every /model
 // tensor has its m and v of the same shape, all float32), every tensor and the metadata
 // against their checksums. 1 if good; else 0 and the reason in why (never exits).

@@ -7,7 +7,6 @@
 // logits / T. Checkpoints are unsharded fp32, so any back end loads them: the CPU in fp32
 // (the reference) or bf16, or a GPU (--device cuda). `sample --help` lists the options.
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +16,7 @@
 #include "../config/manifest.h"
 #include "../core/check.h"
 #include "../core/env.h"
+#include "../core/json.h"
 #include "../core/rng.h"
 #include "../data/data.h"
 #include "../model/model.h"
@@ -44,49 +44,11 @@ static const char *USAGE =
 "                     their tokenizer (checked against the model's vocabulary); with an\n"
 "                     embedded one it must be the same file (its sha256), else it is refused\n"
 "  --logits FILE      also write the logits of every prompt position, from the model's own\n"
-"                     forward pass, as JSON {\"ids\": [...], \"logits\": [[V floats], ...]}\n"
+"                     forward pass, as JSON {\"prompt\": TEXT, \"ids\": [...], \"logits\":\n"
+"                     [[V floats], ...]}\n"
 "                     (the prompt must fit model.seq_len; the reference build/export's\n"
 "                     files are checked against)\n"
 "Exit 0, or 2 on bad input (a damaged or unknown checkpoint, a missing or foreign tokenizer).\n";
-
-// The configuration a checkpoint was trained with, from its JSON (config_to_json): each
-// section.key through config_set_key, as a manifest would set it. The JSON is parsed by
-// SQLite's json_each (linked anyway for the run database).
-static void config_from_json(Config *c, const char *json, const char *where) {
-    config_defaults(c);
-    Config defaults;
-    config_defaults(&defaults);
-    int nk; const ConfigKey *keys = config_schema(&nk);
-    sqlite3 *h = NULL;
-    sqlite3_stmt *st = NULL;
-    CHECK(sqlite3_open(":memory:", &h) == SQLITE_OK, "sqlite3_open(:memory:)");
-    CHECK(sqlite3_prepare_v2(h, "SELECT s.key || '.' || k.key, k.type, CAST(k.atom AS TEXT) FROM json_each(?1) s, "
-                                "json_each(s.value) k WHERE s.type = 'object'", -1, &st, NULL) == SQLITE_OK,
-          "preparing the configuration query: %s", sqlite3_errmsg(h));
-    sqlite3_bind_text(st, 1, json, -1, SQLITE_TRANSIENT);
-    int rc, n = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *key = (const char *)sqlite3_column_text(st, 0), *type = (const char *)sqlite3_column_text(st, 1);
-        const char *val = (const char *)sqlite3_column_text(st, 2);
-        int ki = config_key_index(key);
-        if (ki < 0) continue;   // a key of another engine's version: its default
-        const char *text = !strcmp(type, "true") ? "true" : !strcmp(type, "false") ? "false" : val ? val : "";
-        char dv[1100];
-        config_format_value(&defaults, &keys[ki], dv, sizeof dv);
-        if (!strcmp(dv, text)) continue;   // as the default: left unset, as the manifest left it (finalize's checks)
-        char w[1200];
-        snprintf(w, sizeof w, "%.900s: config %.200s", where, key);
-        int is_null = !strcmp(type, "null");
-        config_set_key(c, key, text, is_null, w);
-        n++;
-    }
-    if (rc != SQLITE_DONE || (n == 0 && !strstr(json, "\"model\"")))
-        die_input("%s: the checkpoint's configuration (attribute config) is not the JSON of a configuration: %s", where,
-                  rc != SQLITE_DONE ? sqlite3_errmsg(h) : "no keys");
-    sqlite3_finalize(st);
-    sqlite3_close(h);
-    config_finalize(c);
-}
 
 static int pick(const float *logits, int V, double temperature, Rng *rng) {
     int best = 0;
@@ -161,10 +123,14 @@ static void logits_row(Backend *bk, const Model *mdl, size_t p, int V, float *ro
 }
 
 // --logits FILE: the prompt's ids and every position's logits, as JSON (%.9g: float32 exact).
-static void write_logits(const char *path, const int32_t *ids, size_t n, const float *logits, int V) {
+static void write_logits(const char *path, const char *prompt, const int32_t *ids, size_t n, const float *logits, int V) {
     FILE *f = fopen(path, "w");
     if (!f) die_input("--logits %s: cannot write it: %s", path, strerror(errno));
-    fprintf(f, "{\"ids\": [");
+    size_t need = json_escape(NULL, 0, prompt) + 1;
+    char *lit = xmalloc(need);
+    json_escape(lit, need, prompt);
+    fprintf(f, "{\"prompt\": %s,\n \"ids\": [", lit);
+    free(lit);
     for (size_t i = 0; i < n; i++) fprintf(f, "%s%d", i ? ", " : "", (int)ids[i]);
     fprintf(f, "],\n \"logits\": [");
     for (size_t i = 0; i < n; i++) {
@@ -209,25 +175,10 @@ int main(int argc, char **argv) {
     }
     if (!path) die_input_hint(USAGE, "sample: no checkpoint given (checkpoints/<run uid>/step_<N>.h5)");
 
-    // a run's folder: its newest checkpoint that verifies
     char file[1200];
-    struct stat sb;
-    if (stat(path, &sb) != 0) die_input_hint("checkpoints are checkpoints/<run uid>/step_<N>.h5", "%s: no such file or folder", path);
-    if (S_ISDIR(sb.st_mode)) {
-        int64_t step;
-        char dir[1100];
-        snprintf(dir, sizeof dir, "%s", path);
-        for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/'; l--) dir[l - 1] = 0;
-        if (!checkpoint_latest_good(dir, file, sizeof file, &step, NULL, NULL))
-            die_input("%s: no checkpoint there that verifies (step_<N>.h5)", path);
-    } else {
-        snprintf(file, sizeof file, "%s", path);
-    }
     CheckpointMeta meta;
-    char why[1500];
-    if (!checkpoint_read_meta(file, &meta, why, sizeof why)) die_input("%s: %s", file, why);
     Config cfg;
-    config_from_json(&cfg, meta.config_json, file);
+    checkpoint_open(path, file, sizeof file, &meta, &cfg);
     config_set_key(&cfg, "run.device", device, 0, "--device");         // the schema's names and messages
     config_set_key(&cfg, "train.precision", precision, 0, "--precision");
     const ModelConfig *mc = &cfg.model;
@@ -275,7 +226,7 @@ int main(int argc, char **argv) {
         if (t == 0 && logits_path) {   // every prompt position of this first forward pass
             float *all = xmalloc(w * (size_t)V * sizeof *all);
             for (size_t p = 0; p < w; p++) logits_row(bk, &mdl, p, V, all + p * (size_t)V, row16);
-            write_logits(logits_path, ids, w, all, V);
+            write_logits(logits_path, prompt, ids, w, all, V);
             free(all);
         }
         for (int i = tok.vocab_size; i < V; i++) row[i] = -INFINITY;   // ids the tokenizer cannot decode
