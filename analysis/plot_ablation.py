@@ -21,7 +21,7 @@ something to show (a single process has no collectives, a lone architecture no p
      stacked (the largest rank's), and above them, up to the peak resident set (the line),
      what the process holds outside the model's buffers: shared libraries, Open MPI,
      OpenBLAS/oneDNN thread buffers, the data shards, checkpoint staging, the allocator's
-     free memory (about 80 MiB on one CPU process, whatever the model's size);
+     free memory (50-80 MiB on one CPU process here, whatever the model's size);
   5. loss parity: each variant's training loss minus its same-architecture baseline (the
      first earlier variant of its launch with the same model section: BOOST - Vanilla-TP,
      never - dense);

@@ -66,15 +66,17 @@ def plot_curves(con, args, sel, xkey, xlabel):
                 if not pts:
                     continue
                 x, y = [p[0] for p in pts], [p[1] for p in pts]
-                ys = pc.trailing_mean(y, args.smooth)
-                if args.smooth > 1:
+                smooth = 1 if key == "lr" else args.smooth   # (the schedule is exact: nothing to smooth)
+                ys = pc.trailing_mean(y, smooth)
+                if smooth > 1:
                     a.plot(x, y, color=st["color"], lw=0.7, alpha=0.25)
                 name = label + (f" #{r.get('repeat_index', ri)}" if len(rs) > 1 else "") + f" (run {r['id']})"
                 a.plot(x, ys, color=st["color"], linestyle=pc.LINESTYLES[ri % len(pc.LINESTYLES)], lw=1.6,
                        marker=st["marker"], markersize=4, markevery=pc.markevery(gi, len(groups), len(x)), label=name)
                 drawn[key] += 1
     for (key, title, logy), a in zip(series, axes.flat):
-        a.set_title(title + (f", trailing mean of {args.smooth} steps" if args.smooth > 1 and drawn[key] else ""), fontsize=10)
+        a.set_title(title + (f", trailing mean of {args.smooth} steps" if args.smooth > 1 and drawn[key] and key != "lr" else ""),
+                    fontsize=10)
         a.grid(alpha=0.3)
         if not drawn[key]:
             a.text(0.5, 0.5, f"no {title} recorded", ha="center", va="center", transform=a.transAxes)
