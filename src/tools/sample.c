@@ -46,8 +46,8 @@ static const char *USAGE =
 "  --logits FILE      also write the logits of every prompt position, from the model's own\n"
 "                     forward pass, as JSON {\"prompt\": TEXT, \"ids\": [...], \"logits\":\n"
 "                     [[V floats], ...]}\n"
-"                     (the prompt must fit model.seq_len; the reference build/export's\n"
-"                     files are checked against)\n"
+"                     (the prompt must fit model.seq_len): what analysis/load_export.py\n"
+"                     checks an export of the checkpoint against (docs/export.md)\n"
 "Exit 0, or 2 on bad input (a damaged or unknown checkpoint, a missing or foreign tokenizer).\n";
 
 static int pick(const float *logits, int V, double temperature, Rng *rng) {
