@@ -37,9 +37,8 @@ typedef struct {
     char *manifest;         // full manifest text
     char *config_json;      // resolved configuration (config_to_json)
     char *git_commit;
-    // What the file is, so that it can be used alone (build/sample): the run's uid (its
-    // runs.uid and folder), its variant and the tokenizer its data was encoded with (an
-    // absolute path; "" for synthetic data). Covered by the root attribute identity_crc32,
+    // Where the file comes from: the run's uid (its runs.uid and folder), its variant and the
+    // path of the tokenizer its data was encoded with (absolute; "" for synthetic data). Covered by the root attribute identity_crc32,
     // not by meta_crc32, so that older builds still read these files; files written before
     // them read back as "".
     char *run_uid;
