@@ -145,6 +145,11 @@ def main():
             die(f"{args.check_logits}: not the JSON of build/sample --logits ({e})")
     import torch
     if args.transformers:
+        with open(os.path.join(args.dir, "config.json")) as f:
+            layout = json.load(f).get("boost_c", {}).get("layout")
+        if layout != "hf-llama":
+            die(f"{args.dir} is a {layout or 'non-boost-c'} export, which no Hugging Face class reads: "
+                f"check it without --transformers")
         try:
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as e:

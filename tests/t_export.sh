@@ -17,6 +17,7 @@ export OMP_NUM_THREADS=1
 cd "$ROOT"
 PY=/usr/bin/python3
 HF=${EXPORT_PYTHON:-$ROOT/build/venv-export/bin/python}
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1   # (a local folder: nothing to fetch)
 if ! $PY -c "import torch, numpy" 2>/dev/null; then skip export "no torch/numpy for $PY (python3-torch)"; exit 0; fi
 hf_reason=""
 if ! "$HF" -c "import transformers, tokenizers" 2>/dev/null; then

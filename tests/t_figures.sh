@@ -107,13 +107,14 @@ if "$BUILD/exp" "$TMP/solo.yaml" "${SETS[@]}" >"$TMP/solo.log" 2>&1 &&
 else fail figures_single_process "$(tail -3 "$TMP/solo.log" "$TMP/f5.err" 2>/dev/null)"; fi
 
 # ---- two launches, two runs overlaid ------------------------------------------------------
-"$BUILD/exp" "$TMP/gridfig.yaml" "${SETS[@]}" >"$TMP/train2.log" 2>&1 || fail figures_second_launch "$(tail -3 "$TMP/train2.log")"
-L3=$(sqlite3 "$DB" "SELECT MAX(id) FROM launches WHERE experiment = 'gridfig'")
-figs LAUNCH="1 $L3" >"$TMP/f6.log" 2>"$TMP/f6.err"; rc=$?
-v=$(side "$FIG/gridfig_L1+${L3}_ablation.json" "sorted({x.split()[0] for x in d['variants']})")
-c=$(side "$FIG/gridfig_L1+${L3}_curves.json" "[(x['title'].split(',')[0], x['lines']) for x in p]")
-if [ $rc = 0 ] && [ ! -s "$TMP/f6.err" ] && [ "$v" = "['L1', 'L$L3']" ] &&
-   [ "$c" = "[('training loss', 8), ('learning rate', 8), ('gradient norm (before clipping)', 8), ('step time (ms)', 8)]" ]
+# (the grid's launch 1, four variants, and a second launch of the single-process one)
+"$BUILD/exp" "$TMP/solo.yaml" "${SETS[@]}" >"$TMP/solo2.log" 2>&1 || fail figures_second_launch "$(tail -3 "$TMP/solo2.log")"
+L3=$(sqlite3 "$DB" "SELECT MAX(id) FROM launches WHERE experiment = 'solo'")
+make -s --no-print-directory figures LAUNCH="1 $L3" DB="$DB" FIG_DIR="$FIG" >"$TMP/f6.log" 2>"$TMP/f6.err"; rc=$?
+v=$(side "$FIG/gridfig+solo_L1+${L3}_ablation.json" "[x.split()[0] for x in d['variants']]")
+c=$(side "$FIG/gridfig+solo_L1+${L3}_curves.json" "[(x['title'].split(',')[0], x['lines']) for x in p]")
+if [ $rc = 0 ] && [ ! -s "$TMP/f6.err" ] && [ "$v" = "['L1', 'L1', 'L1', 'L1', 'L$L3']" ] &&
+   [ "$c" = "[('training loss', 5), ('learning rate', 5), ('gradient norm (before clipping)', 5), ('step time (ms)', 5)]" ]
 then pass figures_two_launches_overlaid; else fail figures_two_launches_overlaid "exit $rc; $v; $c; $(head -2 "$TMP/f6.err")"; fi
 figs RUNS="1 2" >"$TMP/f7.log" 2>"$TMP/f7.err"; rc=$?
 v=$(side "$FIG/gridfig_R1+2_loss.json" "d['variants']")
