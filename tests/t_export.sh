@@ -3,7 +3,8 @@
 #   dense: Hugging Face LlamaForCausalLM, loaded by transformers (AutoModelForCausalLM,
 #     AutoTokenizer) from the folder alone, whose logits match the engine's own forward pass
 #     (build/sample --logits) within the float32 tolerance, untied at tp 1 and tied from a
-#     tp 2 run (the checkpoint holds the gathered tensors); its tokenizer.json gives the
+#     tp 2 run (the checkpoint holds the gathered tensors) on a corpus whose tokenizer
+#     saturates below model.vocab_size (generation suppresses the rest); its tokenizer.json gives the
 #     engine's ids of a generated hostile corpus (UTF-8 of 1 to 4 bytes, runs of every
 #     whitespace, punctuation, digits, words and whitespace longer than the 256-byte cap) —
 #     the whole token stream the engine wrote for it — and decodes it back to the text;
@@ -11,6 +12,7 @@
 #     logits within the same tolerance (Debian's python3 alone: always runs);
 #   refusals: a folder that is not empty, a file as the folder, a damaged checkpoint, no
 #   arguments; synthetic data exports without a tokenizer, saying so.
+# generation_config.json: greedy, the trained window, the ids no text decodes to suppressed.
 # The transformers checks need build/venv-export (bash .ci/deps.sh --export); SKIP without it.
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1
@@ -54,14 +56,29 @@ for _ in range(6000):
             out.append(rnd.choice(pool)); break
 open(sys.argv[1], "w", encoding="utf-8", newline="").write("".join(out))
 PY
+# a corpus too small for its vocabulary: BPE saturates below model.vocab_size
+for i in $(seq 40); do echo "In the beginning God created the heaven and the earth. And the earth was without form."; done >"$TMP/small.txt"
 if train dense --set model.linear=dense --set model.vocab_size=700 --set data.dataset="text:$TMP/hostile.txt" &&
-   train dense_tied tp2 --set model.linear=dense --set model.tie_embeddings=true --set parallel.tp=2; then
+   train dense_tied tp2 --set model.linear=dense --set model.tie_embeddings=true --set parallel.tp=2 \
+       --set model.vocab_size=400 --set data.dataset="text:$TMP/small.txt"; then
     for name in dense dense_tied; do
         out=$("$BUILD/export" "$TMP/ckpt/$name/"*/ "$TMP/x_$name" 2>&1); rc=$?
         files=$(ls "$TMP/x_$name" 2>/dev/null | tr '\n' ' ')
         if [ $rc = 0 ] && [ "$files" = "config.json generation_config.json model.safetensors tokenizer.bin tokenizer.json tokenizer_config.json " ] &&
            grep -q "Hugging Face LlamaForCausalLM" <<<"$out"; then pass "export_${name}_writes_hf_files"
         else fail "export_${name}_writes_hf_files" "exit $rc: $files $(tail -2 <<<"$out")"; fi
+        # generation settings: greedy over the trained window, the ids past the tokenizer's
+        # vocabulary suppressed (none when the tokenizer fills model.vocab_size)
+        r=$($PY - "$TMP/x_$name" <<'PY' 2>&1
+import json, struct, sys
+d = sys.argv[1]
+g, c = json.load(open(d + "/generation_config.json")), json.load(open(d + "/config.json"))
+tv = struct.unpack("<I", open(d + "/tokenizer.bin", "rb").read()[12:16])[0]
+assert g["do_sample"] is False and g["max_length"] == c["max_position_embeddings"], g
+assert g.get("suppress_tokens", []) == list(range(tv, c["vocab_size"])), (tv, c["vocab_size"], g.get("suppress_tokens", [])[:3])
+print(f"tokenizer {tv}, model {c['vocab_size']}")
+PY
+        ) && pass "export_${name}_generation_config ($r)" || fail "export_${name}_generation_config" "$r"
         # the engine's logits of the prompt, from the run's own folder
         "$BUILD/sample" "$TMP/ckpt/$name/"*/ --prompt "$PROMPT" --tokens 1 --logits "$TMP/logits_$name.json" >/dev/null 2>&1
         # the PyTorch reference model, from the export folder alone (Debian's python3)

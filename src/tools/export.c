@@ -309,7 +309,8 @@ static const char *short_float(float v, char buf[32]) {
     return buf;
 }
 
-static void write_hf_config(const char *dir, const ModelConfig *mc, const char *file, const CheckpointMeta *m) {
+// tok_vocab: the embedded tokenizer's vocabulary (0: none).
+static void write_hf_config(const char *dir, const ModelConfig *mc, const char *file, const CheckpointMeta *m, int tok_vocab) {
     Buf b = {0};
     char eps[32], theta[32], std[32];
     bprintf(&b, "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
@@ -326,10 +327,18 @@ static void write_hf_config(const char *dir, const ModelConfig *mc, const char *
     bprintf(&b, "\n}\n");
     write_file(dir, "config.json", b.s, b.n);
     free(b.s);
-    // build/sample's defaults: greedy, the window of one training sequence
+    // build/sample's defaults: greedy, the window of one training sequence, and the ids past
+    // the tokenizer's vocabulary never generated (a corpus whose BPE saturated below
+    // model.vocab_size leaves embedding rows no text decodes to; sample masks them too)
     b = (Buf){0};
     bprintf(&b, "{\n  \"do_sample\": false,\n  \"max_length\": %d,\n  \"bos_token_id\": null,\n  \"eos_token_id\": null,\n"
-                "  \"pad_token_id\": null\n}\n", mc->seq_len);
+                "  \"pad_token_id\": null", mc->seq_len);
+    if (tok_vocab > 0 && tok_vocab < mc->vocab_size) {
+        bprintf(&b, ",\n  \"suppress_tokens\": [");
+        for (int i = tok_vocab; i < mc->vocab_size; i++) bprintf(&b, "%s%d", i > tok_vocab ? ", " : "", i);
+        bprintf(&b, "]");
+    }
+    bprintf(&b, "\n}\n");
     write_file(dir, "generation_config.json", b.s, b.n);
     free(b.s);
 }
@@ -401,7 +410,7 @@ int main(int argc, char **argv) {
     bprintf(&md, ", \"boost_c_step\": \"%" PRId64 "\"}", meta.step);
     write_safetensors(out, t, n, md.s);
     free(md.s);
-    if (hf) write_hf_config(out, mc, file, &meta);
+    if (hf) write_hf_config(out, mc, file, &meta, meta.tokenizer_bin ? tok.vocab_size : 0);
     else write_lowrank_config(out, mc, file, &meta);
     char tok_note[600] = "", why[400];
     if (meta.tokenizer_bin) {
