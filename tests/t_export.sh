@@ -150,4 +150,22 @@ if train synthetic --set model.linear=svd --set data.dataset=synthetic; then
     [ $rc = 0 ] && grep -q "no tokenizer: the checkpoint holds none (synthetic data)" <<<"$out" && [ ! -e "$TMP/x_synthetic/tokenizer.json" ] &&
         pass export_synthetic_data_has_no_tokenizer || fail export_synthetic_data_has_no_tokenizer "exit $rc: $out"
 fi
+# a tokenizer that makes one string two ways (merges (ab)c and a(bc)): Hugging Face's BPE
+# cannot hold it, so no tokenizer.json, and the export says which tokens collide
+cp "$CK" "$TMP/twoways.h5"
+$PY - "$TMP/twoways.h5" <<'PY'
+import hashlib, struct, sys, zlib, h5py, numpy as np
+merges = [(97, 98), (98, 99), (256, 99), (97, 257)]           # ab, bc, abc, abc
+tok = b"BOOSTBPE" + struct.pack("<III", 1, 256 + len(merges), len(merges)) + b"".join(struct.pack("<II", *m) for m in merges)
+with h5py.File(sys.argv[1], "r+") as f:
+    del f["tokenizer/bpe"]
+    d = f.create_dataset("tokenizer/bpe", data=np.frombuffer(tok, dtype=np.uint8))
+    d.attrs.create("crc32", zlib.crc32(tok), dtype=np.uint32)
+    f["tokenizer"].attrs["sha256"] = np.bytes_(hashlib.sha256(tok).hexdigest().encode())
+PY
+"$BUILD/test_store" --reseal "$TMP/twoways.h5" 3 >/dev/null 2>&1
+out=$("$BUILD/export" "$TMP/twoways.h5" "$TMP/x_twoways" 2>&1); rc=$?
+[ $rc = 0 ] && grep -q "no tokenizer.json: tokens 258 and 259 are the same 3 bytes" <<<"$out" && [ -s "$TMP/x_twoways/tokenizer.bin" ] &&
+    [ ! -e "$TMP/x_twoways/tokenizer.json" ] && pass export_tokenizer_hf_cannot_hold_refused ||
+    fail export_tokenizer_hf_cannot_hold_refused "exit $rc: $out"
 expect_ok export_help "$BUILD/export" --help
