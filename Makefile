@@ -57,8 +57,9 @@ help:
 	@echo "make bench-scaling   tokens/s, MFU and memory against size, sequence length, threads and tp"
 	@echo "make bench-comm      per-layer TP communication: 7B by accounting, small model measured"
 	@echo "make bench-attention CPU attention forward/backward GFLOP/s and % of the sgemm peak, s 256-2048, hd 64"
-	@echo "make figures EXP=x [LAUNCH=id] [X=step|tokens|time] [SMOOTH=n]   loss curves and ablation panels of a"
-	@echo "                     launch of x: analysis/figures/<x>_L<id>_*.png (a simulated launch: its step split)"
+	@echo "make figures EXP=x [LAUNCH=id] [X=step|tokens|time] [SMOOTH=n]   loss curves, training curves and ablation"
+	@echo "                     panels of a launch of x: analysis/figures/<x>_L<id>_*.png (a simulated launch: its step"
+	@echo "                     split); LAUNCH=\"2 3\" or RUNS=\"7 9\": several launches or runs overlaid"
 	@echo "make compare [LAUNCH=\"5 6\"] [RUNS=\"7 9\"] [FORMAT=csv|json] [STEPS=1]   launches or runs side by side,"
 	@echo "                     the configuration keys that differ as columns (default: the latest two launches of EXP)"
 	@echo "make watch [EXP=x | LAUNCH=id] [ONCE=1]   every run of a running launch: step, loss, ETA of the launch"
@@ -155,14 +156,19 @@ bench-scaling: all
 
 # Figures of EXP from runs/boost.db, from the runs of one launch (the latest, or LAUNCH=id),
 # into analysis/figures/<EXP>_L<launch>_<kind>.png (each launch its own files): loss curves
-# with their differences (X=step|tokens|time, SMOOTH=N steps), and the ablation panels (step
-# time compute/comm with spread, collective calls, bytes per layer and embedding/head, memory,
-# loss parity); a simulated launch: its modeled step split and memory (_split.png), no loss.
+# with their differences and the training curves (loss, lr, grad norm, step time; X=step|
+# tokens|time, SMOOTH=N steps), and the ablation panels (step time compute/comm with spread,
+# collective calls, bytes per layer and embedding/head, memory, loss parity); a simulated
+# launch: its modeled step split and memory (_split.png), no loss.
 .PHONY: figures bench-comm bench-scaling docs-keys reproduce validate-cpu loss-parity
+# What a figure shows: EXP's latest launch, LAUNCH="2 3" (one or several launches; EXP may
+# be left out) or RUNS="7 9" (runs named one by one); DB=, FIG_DIR= (exit 2 when a file).
+fig_select = $(if $(or $(filter command line environment,$(origin EXP)),$(if $(or $(value LAUNCH),$(value RUNS)),,1)),$(call qvar,EXP)) \
+  --db $(if $(value DB),$(call qvar,DB),runs/boost.db) --out $(if $(value FIG_DIR),$(call qvar,FIG_DIR),analysis/figures) \
+  $(foreach l,$(value LAUNCH),--launch $(call shq,$(l))) $(foreach r,$(value RUNS),--run $(call shq,$(r)))
 figures:
-	$(PYTHON) analysis/plot_losses.py $(call qvar,EXP) --db $(if $(value DB),$(call qvar,DB),runs/boost.db) --out $(if $(value FIG_DIR),$(call qvar,FIG_DIR),analysis/figures) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
-	  --skip-simulated $(if $(value X),--x $(call qvar,X)) $(if $(value SMOOTH),--smooth $(call qvar,SMOOTH))
-	$(PYTHON) analysis/plot_ablation.py $(call qvar,EXP) --db $(if $(value DB),$(call qvar,DB),runs/boost.db) --out $(if $(value FIG_DIR),$(call qvar,FIG_DIR),analysis/figures) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH))
+	$(PYTHON) analysis/plot_losses.py $(fig_select) --skip-simulated $(if $(value X),--x $(call qvar,X)) $(if $(value SMOOTH),--smooth $(call qvar,SMOOTH))
+	$(PYTHON) analysis/plot_ablation.py $(fig_select)
 
 # Several launches or runs side by side (build/exp --compare): LAUNCH="5 6", RUNS="7 9", or
 # neither: the latest two launches of EXP; FORMAT=csv|json exports, STEPS=1 the step series;

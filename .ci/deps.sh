@@ -4,22 +4,40 @@
 # of tests/t_torch_reference.sh and of `make bench`; `--bench` is kept as an alias.
 # `--fuzz` (make fuzz only, never make test): clang and its libFuzzer/sanitizer runtimes.
 # libdnnl-dev (oneDNN): the bf16 CPU back end's GEMMs in bf16 arithmetic (AMX / AVX512-BF16).
+# `--export` (CI; tests/t_export.sh skips without it): Hugging Face transformers from PyPI,
+# which checks build/export's files, in a virtual environment over Debian's python3 and its
+# packages (torch, numpy): build/venv-export. The version is pinned to one that runs on
+# Debian 12's PyTorch 1.13 (later ones need PyTorch 2).
 set -euo pipefail
+TRANSFORMERS=transformers==4.46.3
 pkgs=(build-essential pkg-config libopenmpi-dev openmpi-bin libopenblas-dev libfyaml-dev
       libhdf5-dev hdf5-tools libsqlite3-dev sqlite3 bible-kjv
       python3-numpy python3-h5py python3-matplotlib python3-torch
       libdnnl-dev)
 if [ "${1:-}" = --fuzz ]; then pkgs+=(clang libclang-rt-14-dev); fi
+if [ "${1:-}" = --export ]; then pkgs+=(python3-venv); fi
+export_venv() {
+    local venv
+    venv="$(cd "$(dirname "$0")/.." && pwd)/build/venv-export"
+    "$venv/bin/python" -c "import transformers" 2>/dev/null && return 0
+    echo "installing $TRANSFORMERS from PyPI into $venv (over Debian's python3, torch and numpy)"
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "$TRANSFORMERS"
+}
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+    if [ "${1:-}" = --export ]; then export_venv; fi
+    exit 0
+fi
 if [ "$(id -u)" = 0 ]; then
     echo "installing missing Debian packages: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    if [ "${1:-}" = --export ]; then export_venv; fi
 else
     echo "error: missing Debian packages. Run as root:" >&2
     echo "  apt-get update && apt-get install -y ${missing[*]}" >&2

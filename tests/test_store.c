@@ -20,12 +20,14 @@
 #include "storetestlib.h"
 #include "../src/core/check.h"
 #include "../src/core/rng.h"
+#include "../src/config/manifest.h"
 #include "../src/model/model.h"
 #include "../src/model/state.h"
 #include "../src/train/state_io.h"
 #include "../src/store/checkpoint.h"
 #include "../src/store/db.h"
 #include "../src/store/dump.h"
+#include "../src/store/util.h"
 TL_MAIN_DEFS
 
 
@@ -325,6 +327,81 @@ TEST(ckpt_round_trip_svd) { ckpt_round_trip(LINEAR_SVD, 0, "svd"); }
 TEST(ckpt_round_trip_cola_tied) { ckpt_round_trip(LINEAR_COLA, 1, "cola_tied"); }
 TEST(ckpt_round_trip_dense_tied) { ckpt_round_trip(LINEAR_DENSE, 1, "dense_tied"); }
 TEST(ckpt_round_trip_lax) { ckpt_round_trip(LINEAR_LAX, 0, "lax"); }
+
+// The embedded tokenizer (group /tokenizer): any bytes at the tokenizer path come back
+// exactly with their sha256, for generated sizes and contents; a changed byte or a changed
+// sha256 attribute (resealed, so the file checksum passes) is refused naming the group; no
+// path (synthetic data) or a path that is gone writes no group, and the file still loads.
+static void rewrite_tokenizer(const char *path, const uint8_t *bytes, size_t n, const char *sha) {
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (bytes) {
+        hid_t d = H5Dopen2(f, "/tokenizer/bpe", H5P_DEFAULT);
+        H5Dwrite(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes);
+        H5Dclose(d);
+    }
+    if (sha) {
+        hid_t g = H5Gopen2(f, "/tokenizer", H5P_DEFAULT);
+        hid_t a = H5Aopen(g, "sha256", H5P_DEFAULT), t = H5Aget_type(a);
+        H5Awrite(a, t, sha);
+        H5Tclose(t); H5Aclose(a); H5Gclose(g);
+    }
+    H5Fclose(f);
+    char err[600];
+    EXPECT(checkpoint_seal(path, 5, err, sizeof err) == 0, "reseal %s: %s", path, err);
+}
+TEST(ckpt_tokenizer_embedded) {
+    ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 8);
+    ModelState a;
+    state_make(&a, c, 1);
+    Rng rng = { .state = 77 };
+    const size_t sizes[] = { 1, 20, 1 + (size_t)(rng_uniform(&rng) * 5000), 100003 };
+    for (int k = 0; k < 4; k++) {
+        size_t n = sizes[k];
+        uint8_t *bytes = xmalloc(n);
+        for (size_t i = 0; i < n; i++) bytes[i] = (uint8_t)(rng_uniform(&rng) * 256);
+        char tok[300], path[300], name[64], why[800] = "", hex[65];
+        snprintf(name, sizeof name, "tok_%d/tokenizer.bin", k); tmp_path(tok, sizeof tok, name);
+        snprintf(name, sizeof name, "tok_%d/step_5.h5", k); tmp_path(path, sizeof path, name);
+        store_mkdir_parent(tok);
+        FILE *fp = fopen(tok, "wb"); fwrite(bytes, 1, n, fp); fclose(fp);
+        sha256_hex(bytes, n, hex);
+        CheckpointMeta meta = { .step = 5, .adam_t = 5, .manifest = "m", .config_json = "{}", .git_commit = "g",
+                                .run_uid = "r", .variant = "v", .tokenizer_path = tok };
+        checkpoint_write(path, &a, &meta);
+        CheckpointMeta got;
+        int ok = checkpoint_read_meta(path, &got, why, sizeof why);
+        EXPECT(ok, "%zu bytes: %s", n, why);
+        if (!ok) { free(bytes); continue; }
+        EXPECT(got.tokenizer_bin_n == n && !memcmp(got.tokenizer_bin, bytes, n) && !strcmp(got.tokenizer_sha256, hex),
+               "%zu bytes: the embedded tokenizer differs (n %zu, sha %s vs %s)", n, got.tokenizer_bin_n,
+               got.tokenizer_sha256, hex);
+        checkpoint_meta_free(&got);
+        size_t at = (size_t)(rng_uniform(&rng) * (double)n);
+        bytes[at] ^= (uint8_t)(1 + rng_uniform(&rng) * 255);
+        rewrite_tokenizer(path, bytes, n, NULL);
+        EXPECT(!checkpoint_verify(path, why, sizeof why) && strstr(why, "/tokenizer/bpe: checksum mismatch"),
+               "%zu bytes: byte %zu changed: %s", n, at, why);
+        bytes[at] = 0;
+        checkpoint_write(path, &a, &meta);   // the original again, then another sha256
+        rewrite_tokenizer(path, NULL, 0, "0000000000000000000000000000000000000000000000000000000000000000");
+        EXPECT(!checkpoint_verify(path, why, sizeof why) && strstr(why, "/tokenizer/bpe: its sha256 is"),
+               "%zu bytes: a changed sha256 attribute: %s", n, why);
+        free(bytes);
+    }
+    char path[300], why[800];
+    const char *none[2] = { "", "/nonexistent/tokenizer.bin" };
+    for (int k = 0; k < 2; k++) {
+        tmp_path(path, sizeof path, k ? "tok_gone/step_5.h5" : "tok_none/step_5.h5");
+        CheckpointMeta meta = { .step = 5, .adam_t = 5, .manifest = "m", .config_json = "{}", .git_commit = "g",
+                                .run_uid = "r", .variant = "v", .tokenizer_path = (char *)none[k] };
+        checkpoint_write(path, &a, &meta);
+        CheckpointMeta got;
+        int ok = checkpoint_read_meta(path, &got, why, sizeof why);
+        EXPECT(ok && got.tokenizer_bin == NULL && got.tokenizer_sha256[0] == 0, "tokenizer path '%s': %s", none[k], ok ? "a group" : why);
+        if (ok) checkpoint_meta_free(&got);
+    }
+    model_state_free(&a);
+}
 
 // The model is built in the parent: OpenMP (used by the init) must not run in a forked child.
 typedef struct { const char *path; ModelState m; } ReadArg;
@@ -756,6 +833,7 @@ int main(int argc, char **argv) {
     RUN(db_newer_schema_refused);
     RUN(db_logging_cost);
     RUN(ckpt_round_trip_dense);
+    RUN(ckpt_tokenizer_embedded);
     RUN(ckpt_round_trip_cola);
     RUN(ckpt_round_trip_svd);
     RUN(ckpt_round_trip_cola_tied);

@@ -33,6 +33,9 @@ void tokenizer_train(Tokenizer *t, const uint8_t *text, size_t n, int vocab_size
 void tokenizer_save(const Tokenizer *t, const char *path);
 // Validates magic/version; any problem: error naming the file + a hint to rebuild, exit 2.
 void tokenizer_load(Tokenizer *t, const char *path);
+// The same from the bytes of a tokenizer file held in memory (a checkpoint's embedded copy);
+// `where` names them in messages ("step_40.h5: the embedded tokenizer").
+void tokenizer_load_bytes(Tokenizer *t, const uint8_t *bytes, size_t n, const char *where);
 void tokenizer_free(Tokenizer *t);
 // Returns malloc'd ids, *n_out set.
 int32_t *tokenizer_encode(const Tokenizer *t, const uint8_t *text, size_t n, size_t *n_out);

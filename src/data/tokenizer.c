@@ -443,10 +443,14 @@ void tokenizer_save(const Tokenizer *t, const char *path) {
     free(buf);
 }
 
+// The file's name, or for a tokenizer read from memory (tokenizer_load_bytes) the text
+// naming where the bytes came from; such bytes have no cache entry to rebuild.
+static __thread int g_from_memory;
 static void bad_tokenizer(const char *path, const char *fmt, ...) {
     char msg[1200], hint[PATH_MAX + 1024];
     va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
-    data_damage_hint(hint, sizeof hint, path, "tokenizer");   // (never "rm -rf ." : cache_hint.h)
+    if (g_from_memory) snprintf(hint, sizeof hint, "the tokenizer was stored damaged; give its tokenizer.bin with --tokenizer PATH");
+    else data_damage_hint(hint, sizeof hint, path, "tokenizer");   // (never "rm -rf ." : cache_hint.h)
     die_input_hint(hint, "%s: %s", path, msg);
 }
 
@@ -518,9 +522,9 @@ int tokenizer_file_vocab(const char *path) {
     return (int)(256 + M);
 }
 
-void tokenizer_load(Tokenizer *t, const char *path) {
+// The bytes of a tokenizer file (header and merges) into t; `path` names them in messages.
+static void parse_tokenizer(Tokenizer *t, const uint8_t *buf, size_t len, const char *path) {
     memset(t, 0, sizeof *t);
-    size_t len; uint8_t *buf = read_whole(path, &len, "tokenizer");
     uint32_t M = check_header(buf, len, path);
     t->n_merges = (int)M;
     t->vocab_size = (int)(256 + M);
@@ -538,9 +542,21 @@ void tokenizer_load(Tokenizer *t, const char *path) {
                           i, (long long)tl[256 + i], BPE_MAX_CHUNK);
         t->merges[i][0] = (int32_t)a; t->merges[i][1] = (int32_t)b;
     }
-    free(tl); free(buf);
+    free(tl);
     build_token_bytes(t);
     build_encode_index(t, path);
+}
+
+void tokenizer_load(Tokenizer *t, const char *path) {
+    size_t len; uint8_t *buf = read_whole(path, &len, "tokenizer");
+    parse_tokenizer(t, buf, len, path);
+    free(buf);
+}
+
+void tokenizer_load_bytes(Tokenizer *t, const uint8_t *bytes, size_t n, const char *where) {
+    g_from_memory = 1;
+    parse_tokenizer(t, bytes, n, where);
+    g_from_memory = 0;
 }
 
 // ---- encoding ----------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include "../core/check.h"
 #include "../core/crc32.h"
 #include "../core/fileio.h"
+#include "../config/manifest.h"
 
 // Checksums are of the stored bytes: little-endian float32, which is the host's layout.
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "checkpoint checksums assume a little-endian host");
@@ -179,6 +180,37 @@ static void write_family(H5Job *j, hid_t f, const ModelState *m, const char *fam
     }
 }
 
+// ---- the embedded tokenizer ---------------------------------------------------------
+// /tokenizer/bpe: the bytes of the tokenizer.bin the run's data was encoded with
+// (docs/data-format.md), uint8 [n] with its crc32; the group's attribute sha256 is the hex
+// SHA-256 of those bytes (= `sha256sum tokenizer.bin`), what build/sample compares a
+// --tokenizer file against. Older builds list only /model and /optimizer: they read
+// these files unchanged.
+#define TOKENIZER_GROUP "/tokenizer"
+#define TOKENIZER_DATASET "/tokenizer/bpe"
+#define TOKENIZER_FORMAT "boost-c tokenizer.bin"
+#define TOKENIZER_MAX_BYTES ((size_t)1 << 28)   // tokenizer.bin is at most 20 + 8 * 2^24 bytes
+
+static void write_tokenizer(H5Job *j, hid_t f, const char *ckpt, const char *tok_path) {
+    if (!tok_path || !tok_path[0]) return;   // synthetic data: token ids without text
+    char *buf, err[1300], hex[65];
+    size_t n;
+    if (file_read_regular(tok_path, TOKENIZER_MAX_BYTES, "tokenizer", &buf, &n, err, sizeof err) != 0) {
+        // the checkpoint still resumes the run; only its use alone (build/sample) needs the file
+        fprintf(stderr, "warning: %s is written without its tokenizer: %s (build/sample then needs --tokenizer PATH)\n",
+                ckpt, err);
+        return;
+    }
+    sha256_hex(buf, n, hex);
+    uint32_t crc = crc32_update(0, buf, n);
+    h5j_write(j, f, TOKENIZER_DATASET, 1, (int64_t)n, 0, H5T_STD_U8LE, H5T_NATIVE_UINT8, buf, &crc);
+    hid_t g = h5j_group(j, f, TOKENIZER_GROUP);
+    h5j_attr_fixed_str(j, g, "format", TOKENIZER_FORMAT);
+    h5j_attr_fixed_str(j, g, "sha256", hex);
+    h5j_close(j, g);
+    free(buf);
+}
+
 void checkpoint_write(const char *path, const ModelState *m, const CheckpointMeta *meta) {
     store_check_param_names(m);   // before anything is open
     char tmp[1200], now[32];
@@ -201,6 +233,7 @@ void checkpoint_write(const char *path, const ModelState *m, const CheckpointMet
     h5j_attr_fixed_str(&j, f, "variant", meta->variant);
     h5j_attr_fixed_str(&j, f, "tokenizer", meta->tokenizer_path);
     h5j_attr_u32(&j, f, "identity_crc32", identity_crc(meta));
+    write_tokenizer(&j, f, path, meta->tokenizer_path);
     write_family(&j, f, m, "model", m->params);
     write_family(&j, f, m, "m", m->m);
     write_family(&j, f, m, "v", m->v);
@@ -500,6 +533,64 @@ static int read_meta(H5Job *j, hid_t f, CheckpointMeta *meta, char *err, size_t 
     return LOAD_OK;
 }
 
+// The group /tokenizer when the file has one: its bytes against their crc32 and sha256.
+// LOAD_OK with meta's tokenizer_bin (NULL when there is no group), or why not in err.
+static int read_tokenizer(H5Job *j, hid_t f, uint64_t file_size, CheckpointMeta *meta, char *err, size_t n) {
+    int64_t has = H5J(j, H5Lexists(f, TOKENIZER_GROUP + 1, H5P_DEFAULT), "looking up", TOKENIZER_GROUP);
+    if (has <= 0) return has < 0 ? LOAD_DAMAGED : LOAD_OK;   // synthetic data, or written before it was embedded
+    int kind = LOAD_DAMAGED;
+    hid_t g = H5J(j, H5Gopen2(f, TOKENIZER_GROUP, H5P_DEFAULT), "opening", TOKENIZER_GROUP);
+    hid_t ds = -1, sp = -1, t = -1;
+    char *fmt = NULL, *sha = NULL;
+    uint8_t *buf = NULL;
+    int64_t stored = -1;
+    hsize_t dims[1] = {0};
+    if (g < 0) goto done;
+    int r1 = h5j_attr_read_str(j, g, "format", &fmt, 0), r2 = h5j_attr_read_str(j, g, "sha256", &sha, 0);
+    if (r1 < 0 || r2 < 0) goto done;
+    if (!r1 || strcmp(fmt, TOKENIZER_FORMAT) || !r2 || strlen(sha) != 64) {
+        snprintf(err, n, TOKENIZER_GROUP " lacks its attributes format \"" TOKENIZER_FORMAT "\" and sha256 (64 hex digits)");
+        goto done;
+    }
+    if (H5J(j, H5Lexists(f, TOKENIZER_DATASET + 1, H5P_DEFAULT), "looking up", TOKENIZER_DATASET) <= 0) {
+        if (!j->failed) snprintf(err, n, TOKENIZER_DATASET " is missing");
+        goto done;
+    }
+    ds = H5J(j, H5Dopen2(f, TOKENIZER_DATASET, H5P_DEFAULT), "opening", TOKENIZER_DATASET);
+    sp = H5J(j, H5Dget_space(ds), "reading the shape of", TOKENIZER_DATASET);
+    t = H5J(j, H5Dget_type(ds), "reading the type of", TOKENIZER_DATASET);
+    if (j->failed) goto done;
+    if (H5Sget_simple_extent_ndims(sp) != 1 || H5Tget_class(t) != H5T_INTEGER || H5Tget_size(t) != 1 ||
+        H5J(j, H5Sget_simple_extent_dims(sp, dims, NULL), "reading the shape of", TOKENIZER_DATASET) < 0 ||
+        dims[0] == 0 || dims[0] > TOKENIZER_MAX_BYTES || dims[0] > file_size) {
+        if (!j->failed) snprintf(err, n, TOKENIZER_DATASET ": expected the bytes of a tokenizer.bin (uint8, one dimension, "
+                                 "1 to %zu bytes, within the file)", TOKENIZER_MAX_BYTES);
+        goto done;
+    }
+    buf = xmalloc((size_t)dims[0]);
+    if (H5J(j, H5Dread(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), "reading", TOKENIZER_DATASET) < 0) goto done;
+    int r = h5j_attr_read_i64(j, ds, "crc32", &stored);
+    if (r < 0) goto done;
+    uint32_t crc = crc32_update(0, buf, (size_t)dims[0]);
+    if (r == 0 || stored != (int64_t)crc) {
+        snprintf(err, n, TOKENIZER_DATASET ": checksum mismatch (stored crc32 %08" PRIx64 ", computed %08x)",
+                 (uint64_t)(r ? stored : 0), crc);
+        goto done;
+    }
+    char hex[65];
+    sha256_hex(buf, (size_t)dims[0], hex);
+    if (strcmp(hex, sha)) { snprintf(err, n, TOKENIZER_DATASET ": its sha256 is %s but the group says %.64s", hex, sha); goto done; }
+    meta->tokenizer_bin = buf;
+    meta->tokenizer_bin_n = (size_t)dims[0];
+    memcpy(meta->tokenizer_sha256, hex, sizeof hex);
+    buf = NULL;
+    kind = LOAD_OK;
+done:
+    h5j_close(j, t); h5j_close(j, sp); h5j_close(j, ds); h5j_close(j, g);
+    free(fmt); free(sha); free(buf);
+    return kind;
+}
+
 // One pass over a checkpoint: open, format, list the tensors, match them against the
 // model (m) or check their structure (m NULL: verify only), read and checksum every
 // tensor, read and checksum the metadata. Returns LOAD_*; err says what, without the
@@ -541,6 +632,7 @@ static int load(const char *path, ModelState *m, CheckpointMeta *meta_out, char 
     if (kind != LOAD_OK) goto done;
     if ((kind = read_tensors(&j, f, &L, file_size, err, n)) != LOAD_OK) goto done;
     kind = read_meta(&j, f, &meta, err, n);
+    if (kind == LOAD_OK) kind = read_tokenizer(&j, f, file_size, &meta, err, n);
     if (kind == LOAD_OK && meta.step != block_step) {
         snprintf(err, n, "the step attribute (%" PRId64 ") differs from the checksum block's (%" PRId64 ")", meta.step, block_step);
         kind = LOAD_DAMAGED;
@@ -586,9 +678,12 @@ int checkpoint_verify(const char *path, char *why, size_t n) {
 
 void checkpoint_meta_free(CheckpointMeta *meta) {
     free(meta->manifest); free(meta->config_json); free(meta->git_commit);
-    free(meta->run_uid); free(meta->variant); free(meta->tokenizer_path);
+    free(meta->run_uid); free(meta->variant); free(meta->tokenizer_path); free(meta->tokenizer_bin);
     meta->manifest = meta->config_json = meta->git_commit = NULL;
     meta->run_uid = meta->variant = meta->tokenizer_path = NULL;
+    meta->tokenizer_bin = NULL;
+    meta->tokenizer_bin_n = 0;
+    meta->tokenizer_sha256[0] = 0;
 }
 
 void checkpoint_path(char *buf, size_t n, const char *dir, int64_t step) {

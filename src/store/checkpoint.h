@@ -17,6 +17,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include "../config/config.h"
 #include "../model/state.h"
 
 #define CHECKPOINT_FORMAT "boost-c checkpoint"
@@ -36,14 +37,21 @@ typedef struct {
     char *manifest;         // full manifest text
     char *config_json;      // resolved configuration (config_to_json)
     char *git_commit;
-    // What the file is, so that it can be used alone (build/sample): the run's uid (its
-    // runs.uid and folder), its variant and the tokenizer its data was encoded with (an
-    // absolute path; "" for synthetic data). Covered by the root attribute identity_crc32,
+    // Where the file comes from: the run's uid (its runs.uid and folder), its variant and the
+    // path of the tokenizer its data was encoded with (absolute; "" for synthetic data). Covered by the root attribute identity_crc32,
     // not by meta_crc32, so that older builds still read these files; files written before
     // them read back as "".
     char *run_uid;
     char *variant;
     char *tokenizer_path;
+    // The tokenizer itself (group /tokenizer): checkpoint_write embeds the bytes of the file
+    // at tokenizer_path; the readers fill these from the file (tokenizer_bin NULL and
+    // tokenizer_sha256 "" when it has none: synthetic data, or written before checkpoints
+    // embedded it). tokenizer_sha256 is the hex SHA-256 of the bytes (= sha256sum of the
+    // tokenizer.bin they were read from).
+    uint8_t *tokenizer_bin;
+    size_t tokenizer_bin_n;
+    char tokenizer_sha256[65];
 } CheckpointMeta;
 
 // Write the params, m and v families of the unsharded state `s` and `meta` to `path`
@@ -63,6 +71,15 @@ void checkpoint_meta_free(CheckpointMeta *meta);
 // verifies the file as checkpoint_verify does, then 1 and *out (free with
 // checkpoint_meta_free); else 0 and the reason in why (never exits).
 int checkpoint_read_meta(const char *path, CheckpointMeta *out, char *why, size_t n);
+// The configuration a checkpoint was trained with (its attribute config, the JSON of
+// config_to_json) into c, finalized; keys this build does not know keep their defaults. A
+// text that is not such JSON: exit 2 naming `where` (the file).
+void checkpoint_config(Config *c, const char *config_json, const char *where);
+// The checkpoint a user names (build/sample, build/export): a file as it is, or a run's
+// folder's newest checkpoint that verifies (its path into file), verified, with its
+// metadata (free with checkpoint_meta_free) and configuration; exit 2 with a message
+// naming the file otherwise.
+void checkpoint_open(const char *path, char *file, size_t n, CheckpointMeta *meta, Config *cfg);
 // Verify a checkpoint without a model: format and version, the structure (every /model
 // tensor has its m and v of the same shape, all float32), every tensor and the metadata
 // against their checksums. 1 if good; else 0 and the reason in why (never exits).

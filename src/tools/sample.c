@@ -7,15 +7,16 @@
 // logits / T. Checkpoints are unsharded fp32, so any back end loads them: the CPU in fp32
 // (the reference) or bf16, or a GPU (--device cuda). `sample --help` lists the options.
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "../backend/bf16.h"
 #include "../backend/ops.h"
 #include "../config/config.h"
+#include "../config/manifest.h"
 #include "../core/check.h"
 #include "../core/env.h"
+#include "../core/json.h"
 #include "../core/rng.h"
 #include "../data/data.h"
 #include "../model/model.h"
@@ -39,48 +40,15 @@ static const char *USAGE =
 "  --seed S           the sampling seed (default 1): the same seed, the same text\n"
 "  --device D         cpu (default) or cuda (one GPU; the CUDA build)\n"
 "  --precision P      fp32 (default; the reference) or bf16\n"
-"  --tokenizer PATH   another tokenizer file (a checkpoint written before the tokenizer was\n"
-"                     stored, or data moved since)\n"
-"Exit 0, or 2 on bad input (a damaged or unknown checkpoint, a missing tokenizer).\n";
-
-// The configuration a checkpoint was trained with, from its JSON (config_to_json): each
-// section.key through config_set_key, as a manifest would set it. The JSON is parsed by
-// SQLite's json_each (linked anyway for the run database).
-static void config_from_json(Config *c, const char *json, const char *where) {
-    config_defaults(c);
-    Config defaults;
-    config_defaults(&defaults);
-    int nk; const ConfigKey *keys = config_schema(&nk);
-    sqlite3 *h = NULL;
-    sqlite3_stmt *st = NULL;
-    CHECK(sqlite3_open(":memory:", &h) == SQLITE_OK, "sqlite3_open(:memory:)");
-    CHECK(sqlite3_prepare_v2(h, "SELECT s.key || '.' || k.key, k.type, CAST(k.atom AS TEXT) FROM json_each(?1) s, "
-                                "json_each(s.value) k WHERE s.type = 'object'", -1, &st, NULL) == SQLITE_OK,
-          "preparing the configuration query: %s", sqlite3_errmsg(h));
-    sqlite3_bind_text(st, 1, json, -1, SQLITE_TRANSIENT);
-    int rc, n = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *key = (const char *)sqlite3_column_text(st, 0), *type = (const char *)sqlite3_column_text(st, 1);
-        const char *val = (const char *)sqlite3_column_text(st, 2);
-        int ki = config_key_index(key);
-        if (ki < 0) continue;   // a key of another engine's version: its default
-        const char *text = !strcmp(type, "true") ? "true" : !strcmp(type, "false") ? "false" : val ? val : "";
-        char dv[1100];
-        config_format_value(&defaults, &keys[ki], dv, sizeof dv);
-        if (!strcmp(dv, text)) continue;   // as the default: left unset, as the manifest left it (finalize's checks)
-        char w[1200];
-        snprintf(w, sizeof w, "%.900s: config %.200s", where, key);
-        int is_null = !strcmp(type, "null");
-        config_set_key(c, key, text, is_null, w);
-        n++;
-    }
-    if (rc != SQLITE_DONE || (n == 0 && !strstr(json, "\"model\"")))
-        die_input("%s: the checkpoint's configuration (attribute config) is not the JSON of a configuration: %s", where,
-                  rc != SQLITE_DONE ? sqlite3_errmsg(h) : "no keys");
-    sqlite3_finalize(st);
-    sqlite3_close(h);
-    config_finalize(c);
-}
+"  --tokenizer PATH   a tokenizer.bin for a checkpoint written before checkpoints embedded\n"
+"                     their tokenizer (checked against the model's vocabulary); with an\n"
+"                     embedded one it must be the same file (its sha256), else it is refused\n"
+"  --logits FILE      also write the logits of every prompt position, from the model's own\n"
+"                     forward pass, as JSON {\"prompt\": TEXT, \"ids\": [...], \"logits\":\n"
+"                     [[V floats], ...]}\n"
+"                     (the prompt must fit model.seq_len): what analysis/load_export.py\n"
+"                     checks an export of the checkpoint against (docs/export.md)\n"
+"Exit 0, or 2 on bad input (a damaged or unknown checkpoint, a missing or foreign tokenizer).\n";
 
 static int pick(const float *logits, int V, double temperature, Rng *rng) {
     int best = 0;
@@ -96,9 +64,88 @@ static int pick(const float *logits, int V, double temperature, Rng *rng) {
     return best;
 }
 
+// The tokenizer a checkpoint's model reads: the one embedded in the file, or `given`
+// (--tokenizer), which must then be that one (its sha256); a file written before
+// checkpoints embedded their tokenizer takes `given` or the path it names, checked against
+// the model's vocabulary only (a note says so). *desc says which one was used.
+static void load_tokenizer(Tokenizer *tok, const CheckpointMeta *meta, const char *given, const char *file, int model_vocab,
+                           char *desc, size_t n) {
+    if (meta->tokenizer_bin) {
+        char where[1300];
+        snprintf(where, sizeof where, "%.1200s: the embedded tokenizer", file);
+        tokenizer_load_bytes(tok, meta->tokenizer_bin, meta->tokenizer_bin_n, where);
+        snprintf(desc, n, "embedded (sha256 %.12s, vocab %d)", meta->tokenizer_sha256, tok->vocab_size);
+        if (given) {
+            char hex[65];
+            Tokenizer other;
+            tokenizer_load(&other, given);   // a damaged or foreign file: refused by name
+            if (sha256_file_hex(given, hex) != 0) die_input("--tokenizer %s: cannot read it", given);
+            if (strcmp(hex, meta->tokenizer_sha256))
+                die_input_hint("leave out --tokenizer: the checkpoint carries its own",
+                               "--tokenizer %s (sha256 %.12s, vocab %d) is not the tokenizer %s was trained with "
+                               "(sha256 %.12s, vocab %d)", given, hex, other.vocab_size, file, meta->tokenizer_sha256,
+                               tok->vocab_size);
+            tokenizer_free(&other);
+            snprintf(desc, n, "%.900s (the embedded one: sha256 %.12s, vocab %d)", given, hex, tok->vocab_size);
+        }
+    } else {
+        const char *path = given ? given : meta->tokenizer_path;
+        if (!path || !path[0])
+            die_input_hint("give it with --tokenizer PATH (datasets/cache/<dataset>-v<vocab>-*/tokenizer.bin)",
+                           "%s: the checkpoint holds no tokenizer (%s)", file,
+                           meta->run_uid && meta->run_uid[0] && meta->tokenizer_path && !meta->tokenizer_path[0]
+                               ? "its data was synthetic: token ids without text"
+                               : "written before checkpoints stored it");
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            die_input_hint("give another with --tokenizer PATH, or prepare the data again (build/prepare, or a run of the experiment)",
+                           "%s: the tokenizer %s the checkpoint names is not there", file, path);
+        tokenizer_load(tok, path);
+        fprintf(stderr, "note: %s was written before checkpoints embedded their tokenizer: %s is checked against the "
+                        "model's vocabulary (%d) only\n", file, path, model_vocab);
+        snprintf(desc, n, "%.1000s", path);
+    }
+    if (tok->vocab_size > model_vocab)
+        die_input("%s: the tokenizer %s has %d tokens, more than the model's vocabulary (%d): not the tokenizer of this model",
+                  file, desc, tok->vocab_size, model_vocab);
+}
+
+// The logits of position p of the last forward pass, as float32 on the host (row16: a
+// scratch row for a bf16 back end).
+static void logits_row(Backend *bk, const Model *mdl, size_t p, int V, float *row, uint16_t *row16) {
+    const char *src = (const char *)mdl->acts.logits + p * (size_t)V * (bk->dtype == DT_BF16 ? 2 : 4);
+    if (bk->dtype == DT_BF16) {
+        op_to_host(bk, row16, src, (size_t)V, DT_BF16);
+        for (int i = 0; i < V; i++) row[i] = bf16_to_f32(row16[i]);
+    } else {
+        op_to_host(bk, row, src, (size_t)V, DT_F32);
+    }
+}
+
+// --logits FILE: the prompt's ids and every position's logits, as JSON (%.9g: float32 exact).
+static void write_logits(const char *path, const char *prompt, const int32_t *ids, size_t n, const float *logits, int V) {
+    FILE *f = fopen(path, "w");
+    if (!f) die_input("--logits %s: cannot write it: %s", path, strerror(errno));
+    size_t need = json_escape(NULL, 0, prompt) + 1;
+    char *lit = xmalloc(need);
+    json_escape(lit, need, prompt);
+    fprintf(f, "{\"prompt\": %s,\n \"ids\": [", lit);
+    free(lit);
+    for (size_t i = 0; i < n; i++) fprintf(f, "%s%d", i ? ", " : "", (int)ids[i]);
+    fprintf(f, "],\n \"logits\": [");
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "%s\n  [", i ? "," : "");
+        for (int v = 0; v < V; v++) fprintf(f, "%s%.9g", v ? ", " : "", (double)logits[i * (size_t)V + (size_t)v]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "]}\n");
+    if (ferror(f) | (fclose(f) != 0)) die_input("--logits %s: cannot write it: %s", path, strerror(errno));
+}
+
 int main(int argc, char **argv) {
     env_runtime_setup(argv);
-    const char *path = NULL, *prompt = "In the beginning", *device = "cpu", *precision = "fp32", *tok_path = NULL;
+    const char *path = NULL, *prompt = "In the beginning", *device = "cpu", *precision = "fp32", *tok_path = NULL,
+               *logits_path = NULL;
     long n_new = 48;
     double temperature = 0;
     unsigned long long seed = 1;
@@ -112,6 +159,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--device")) device = argv[++i];
         else if (!strcmp(a, "--precision")) precision = argv[++i];
         else if (!strcmp(a, "--tokenizer")) tok_path = argv[++i];
+        else if (!strcmp(a, "--logits")) logits_path = argv[++i];
         else if (!strcmp(a, "--tokens")) {
             n_new = strtol(argv[++i], &end, 10);
             if (!*argv[i] || *end || n_new < 1 || n_new > 100000) die_input("--tokens: expected 1..100000, got '%s'", argv[i]);
@@ -127,42 +175,16 @@ int main(int argc, char **argv) {
     }
     if (!path) die_input_hint(USAGE, "sample: no checkpoint given (checkpoints/<run uid>/step_<N>.h5)");
 
-    // a run's folder: its newest checkpoint that verifies
     char file[1200];
-    struct stat sb;
-    if (stat(path, &sb) != 0) die_input_hint("checkpoints are checkpoints/<run uid>/step_<N>.h5", "%s: no such file or folder", path);
-    if (S_ISDIR(sb.st_mode)) {
-        int64_t step;
-        char dir[1100];
-        snprintf(dir, sizeof dir, "%s", path);
-        for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/'; l--) dir[l - 1] = 0;
-        if (!checkpoint_latest_good(dir, file, sizeof file, &step, NULL, NULL))
-            die_input("%s: no checkpoint there that verifies (step_<N>.h5)", path);
-    } else {
-        snprintf(file, sizeof file, "%s", path);
-    }
     CheckpointMeta meta;
-    char why[1500];
-    if (!checkpoint_read_meta(file, &meta, why, sizeof why)) die_input("%s: %s", file, why);
     Config cfg;
-    config_from_json(&cfg, meta.config_json, file);
+    checkpoint_open(path, file, sizeof file, &meta, &cfg);
     config_set_key(&cfg, "run.device", device, 0, "--device");         // the schema's names and messages
     config_set_key(&cfg, "train.precision", precision, 0, "--precision");
     const ModelConfig *mc = &cfg.model;
-    if (!tok_path) tok_path = meta.tokenizer_path;
-    if (!tok_path || !tok_path[0])
-        die_input_hint("give it with --tokenizer PATH (datasets/cache/<dataset>-v<vocab>-*/tokenizer.bin)",
-                       "%s: the checkpoint names no tokenizer (%s)", file,
-                       meta.run_uid && meta.run_uid[0] ? "its data was synthetic: token ids without text"
-                                                       : "written before checkpoints stored it");
-    if (stat(tok_path, &sb) != 0)
-        die_input_hint("give another with --tokenizer PATH, or prepare the data again (build/prepare, or a run of the experiment)",
-                       "%s: the tokenizer %s the checkpoint names is not there", file, tok_path);
     Tokenizer tok;
-    tokenizer_load(&tok, tok_path);
-    if (tok.vocab_size > mc->vocab_size)
-        die_input("%s: the tokenizer %s has %d tokens, more than the model's vocabulary (%d): not the tokenizer of this model",
-                  file, tok_path, tok.vocab_size, mc->vocab_size);
+    char tok_desc[1100];
+    load_tokenizer(&tok, &meta, tok_path, file, mc->vocab_size, tok_desc, sizeof tok_desc);
 
     // the model on the chosen back end, its weights from the file
     ModelState st;
@@ -178,6 +200,9 @@ int main(int argc, char **argv) {
     size_t n_prompt = 0;
     int32_t *ids = tokenizer_encode(&tok, (const uint8_t *)prompt, strlen(prompt), &n_prompt);
     if (n_prompt == 0) die_input("--prompt: empty (nothing to continue)");
+    if (logits_path && n_prompt > (size_t)T)
+        die_input("--logits: the prompt is %zu tokens, more than the model's window (model.seq_len %d): give a shorter one",
+                  n_prompt, T);
     size_t cap = n_prompt + (size_t)n_new;
     ids = realloc(ids, cap * sizeof *ids);
     CHECK(ids, "out of memory");
@@ -188,7 +213,7 @@ int main(int argc, char **argv) {
     printf("checkpoint %s: step %lld of run %s (variant %s); model %s%s%s, on %s in %s; tokenizer %s\n", file,
            (long long)meta.step, meta.run_uid && meta.run_uid[0] ? meta.run_uid : "? (written before checkpoints named it)",
            meta.variant && meta.variant[0] ? meta.variant : "?", linear_kind_name(mc->linear), mc->preset[0] ? " preset " : "",
-           mc->preset, device, precision, tok_path);
+           mc->preset, device, precision, tok_desc);
     printf("%s, %ld tokens, seed %llu; the prompt is %zu token%s\n---\n",
            temperature > 0 ? "sampled" : "greedy", n_new, seed, n_prompt, n_prompt == 1 ? "" : "s");
     size_t n = n_prompt;
@@ -197,12 +222,12 @@ int main(int argc, char **argv) {
         memset(in, 0, (size_t)T * sizeof *in);
         memcpy(in, ids + first, w * sizeof *in);
         model_forward(&mdl, in, tg);
-        const char *lrow = (const char *)mdl.acts.logits + (w - 1) * (size_t)V * (bk->dtype == DT_BF16 ? 2 : 4);
-        if (bk->dtype == DT_BF16) {
-            op_to_host(bk, row16, lrow, (size_t)V, DT_BF16);
-            for (int i = 0; i < V; i++) row[i] = bf16_to_f32(row16[i]);
-        } else {
-            op_to_host(bk, row, lrow, (size_t)V, DT_F32);
+        logits_row(bk, &mdl, w - 1, V, row, row16);
+        if (t == 0 && logits_path) {   // every prompt position of this first forward pass
+            float *all = xmalloc(w * (size_t)V * sizeof *all);
+            for (size_t p = 0; p < w; p++) logits_row(bk, &mdl, p, V, all + p * (size_t)V, row16);
+            write_logits(logits_path, prompt, ids, w, all, V);
+            free(all);
         }
         for (int i = tok.vocab_size; i < V; i++) row[i] = -INFINITY;   // ids the tokenizer cannot decode
         ids[n++] = pick(row, V, temperature, &rng);
