@@ -7,7 +7,8 @@ own file; long variant names as their aliases, the full names in a key):
   1. step time: the median step time after warm-up split into communication (the
      collectives' seconds of the step, rank 0) and the rest (compute); the error bar is the
      spread: min..max of the run medians over the repeats (REPEAT >= 2), else the 10th..90th
-     percentile of the single run's steps;
+     percentile of the single run's steps; over each bar, whether it differs from the first
+     variant beyond the runs' noise (the verdicts of build/exp --compare --verdicts --json);
   2. collective calls per step by phase (rank 0), with the largest rank's total per step
      as a marker (pipeline stages other than rank 0 included: comm_ranks);
   3. bytes per step by phase: the transformer layers (solid) kept apart from layer -1
@@ -59,6 +60,29 @@ def variant_numbers(con, runs):
                 layer_bytes={p: (layer_bytes.get(p) or 0) / nsteps for p in pc.PHASES},
                 head_bytes={p: (head_bytes.get(p) or 0) / nsteps for p in pc.PHASES},
                 mem={c: mem.get(c) or 0 for c in MEM_PARTS + ["peak_rss"]}, loss=loss)
+
+
+def draw_verdicts(ax, args, launch, names, tops):
+    """Whether each variant's step time differs from the first variant's beyond the runs' noise,
+    written over its bar: the verdicts of build/exp --compare --verdicts --json (computed there,
+    src/core/stats.h, never here; docs/database.md "Timing verdicts")."""
+    exe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "exp")
+    if launch is None or not os.access(exe, os.X_OK):
+        print("timing verdicts not drawn: " + ("runs without a launch" if launch is None else f"{exe} is not built (make)"))
+        return
+    import json, subprocess, textwrap
+    cmd = [exe, "--compare", "--launch", str(launch["id"]), "--db", args.db, "--verdicts", "--json"]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        print(f"timing verdicts not drawn: {' '.join(cmd)} failed: {res.stderr.strip()}")
+        return
+    for v in json.loads(res.stdout):
+        if v["scope"] == f"launch {launch['id']}" and v["b"] in names:
+            i = names.index(v["b"])
+            ax.text(i, tops[i], "\n".join(textwrap.wrap(v["text"], 24)), ha="center", va="bottom", fontsize=6.5,
+                    color="C2" if v["verdict"] in ("faster", "slower") else "0.35")
+            print(f"{pc.variant_alias(v['b'])} vs {pc.variant_alias(v['a'])}: {v['text']}")
+    ax.set_title(f"step time; each bar against {pc.variant_alias(names[0])}: runs' medians, exact test, 95 %", fontsize=9)
 
 
 def plot_simulated(con, args):
@@ -158,6 +182,7 @@ def main():
     a.set_xticks(x, labels, rotation=20, ha="right"); a.set_ylabel("median ms per step after warm-up")
     a.set_ylim(0, 1.35 * max([rows[v]["hi"] for v in names if rows[v]["hi"] == rows[v]["hi"]] or [1]))
     a.set_title("step time"); a.legend(fontsize=7, loc="upper left")
+    draw_verdicts(a, args, launch, names, [max(rows[v]["hi"], rows[v]["step_ms"]) if rows[v]["hi"] == rows[v]["hi"] else rows[v]["step_ms"] for v in names])
 
     # 2. collective calls per step
     a = axes[0][1]
