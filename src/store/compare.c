@@ -330,8 +330,8 @@ int compare_print(RunDB *db, const int64_t *ids, int n, OutputFormat format, FIL
         if (any_loaded) store_print_peak_legend(out);
         CompareVerdict *v = NULL;
         int nv = compare_verdicts(db, ids, n, &v);
-        int scoped = 0;
-        for (int i = 1; i < nv; i++) scoped |= strcmp(v[i].scope, v[0].scope) != 0;
+        int scoped = 0;   // name the launch of each line unless all are of one launch
+        for (int i = 0; i < nv; i++) scoped |= strcmp(v[i].scope, v[0].scope) != 0 || v[i].launch_a != v[i].launch_b;
         compare_print_verdicts(v, nv, FORMAT_TABLE, scoped, out);
         free(v);
         for (int i = 0; i < g.rows * g.cols; i++) free(g.cell[i]);
