@@ -297,6 +297,18 @@ int rundb_config_differs(RunDB *db, int64_t run_a, int64_t run_b, const char *do
                          char *value_a, char *value_b, size_t n);
 
 // ---- the comparison table ----------------------------------------------------------------
+// SQL of a run's timed steps (the rows of `steps` aliased s; RUN: the run's id as an SQL
+// expression, "?1" or "r.id"): after warm-up, the first max(1, last_step/10) steps, unless the
+// run has a single step (a simulated run). The views (db_schema.c) say the same.
+#define RUNDB_TIMED_STEPS_SQL(RUN) \
+    "s.run_id = " RUN " AND s.step_seconds > 0 AND (s.step > (SELECT MAX(1, MAX(step) / 10) FROM steps WHERE run_id = " RUN ") " \
+    "OR (SELECT COUNT(*) FROM steps WHERE run_id = " RUN ") = 1)"
+// A run's median step time in ms over those steps (the middle one, or the mean of the two
+// middle ones): run_summary.median_ms_per_step for one run, cheap inside a query over a few
+// runs (make watch) where the view would summarise every run of the database.
+#define RUNDB_MEDIAN_MS_SQL(RUN) \
+    "(SELECT 1000.0 * AVG(step_seconds) FROM (SELECT s.step_seconds, ROW_NUMBER() OVER (ORDER BY s.step_seconds) AS i, " \
+    "COUNT(*) OVER () AS n FROM steps s WHERE " RUNDB_TIMED_STEPS_SQL(RUN) ") WHERE i IN ((n + 1) / 2, (n + 2) / 2))"
 // One row per variant. Only completed runs enter the numbers; the others are counted
 // (n_runs - n_completed) and listed by the caller from rundb_launch_runs.
 typedef struct {

@@ -270,10 +270,7 @@ static double q_run_double(RunDB *db, const char *sql, int64_t run) {
     return v;
 }
 
-// The timed steps of run ?1 (table alias s): after warm-up, the first max(1, last_step/10)
-// steps, unless the run has a single step (a simulated run). The views say the same.
-#define TIMED_STEP_SQL "s.run_id=?1 AND s.step_seconds > 0 AND (s.step > (SELECT MAX(1, MAX(step) / 10) FROM steps WHERE run_id=?1) " \
-                       "OR (SELECT COUNT(*) FROM steps WHERE run_id=?1) = 1)"
+#define TIMED_STEP_SQL RUNDB_TIMED_STEPS_SQL("?1")
 
 // Per run: its step times after warm-up, sorted. Returns the count; *out malloc'd.
 static int timed_steps(RunDB *db, int64_t run, double **out, double *tokens_per_step) {

@@ -14,13 +14,14 @@
 #include "../config/manifest.h"
 #include "../core/check.h"
 #include "../store/compare.h"
+#include "../store/db.h"
 
 static const char *USAGE =
 "usage: watch [NAME|PATH] [--launch ID] [--db PATH] [--every SECONDS] [--once]\n"
 "\n"
 "The runs of a launch (the latest of experiment NAME, or --launch ID) while it runs: each\n"
 "planned run (variant x repeat) with its status, step of its total, last training loss and\n"
-"median step time so far (after warm-up: run_summary.median_ms_per_step, the statistic of the\n"
+"median step time so far (after warm-up: as run_summary.median_ms_per_step, the statistic of the\n"
 "make exp table), and the ETA of the launch (the remaining steps of every run not finished,\n"
 "at its own step time, or its variant's, or the launch's mean). Read-only.\n"
 "\n"
@@ -102,8 +103,8 @@ static int watch_once(sqlite3 *h, int64_t launch, const Manifest *man) {
         "SELECT r.variant, r.repeat_index, r.status, COALESCE(json_extract(r.config_json, '$.train.steps'), 0), "
         "  (SELECT MAX(step) FROM steps WHERE run_id = r.id), "
         "  (SELECT loss FROM steps WHERE run_id = r.id ORDER BY step DESC LIMIT 1), "
-        "  s.median_ms_per_step "   // the statistic of make exp's table and the README's query (docs/database.md)
-        "FROM runs r LEFT JOIN run_summary s ON s.run_id = r.id WHERE r.launch_id = ?1 ORDER BY r.id");
+        "  " RUNDB_MEDIAN_MS_SQL("r.id") " "   // run_summary.median_ms_per_step: the statistic of make exp's table
+        "FROM runs r WHERE r.launch_id = ?1 ORDER BY r.id");
     sqlite3_bind_int64(st, 1, launch);
     while (sqlite3_step(st) == SQLITE_ROW) {
         char variant[256];
