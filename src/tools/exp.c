@@ -283,9 +283,10 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         if (strcmp(alias, vs[i].variant)) printf("  %s = %s\n", alias, vs[i].variant);
     }
     if (simulated)
-        printf("modeled: one simulated step per run on profile %s (no loss: nothing is computed). ms/step: the modeled\n"
+        printf("modeled: one simulated step per run on profile %s (no loss: nothing is computed). median ms: the modeled\n"
                "step time; MFU against the profile's peak x devices; peak mem: the largest rank's modeled total;\n"
-               "comm/step: rank 0's collectives. The split: sqlite3 %s \"SELECT * FROM simulated_runs WHERE launch_id = %lld\"\n",
+               "comm/step: rank 0's collectives; coll ms: their modeled time (the model has no waiting: \"(-)\").\n"
+               "The split: sqlite3 %s \"SELECT * FROM simulated_runs WHERE launch_id = %lld\"\n",
                launch->hardware, rundb_path(db), (long long)launch->id);
     else
     {
