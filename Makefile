@@ -60,8 +60,9 @@ help:
 	@echo "make figures EXP=x [LAUNCH=id] [X=step|tokens|time] [SMOOTH=n]   loss curves, training curves and ablation"
 	@echo "                     panels of a launch of x: analysis/figures/<x>_L<id>_*.png (a simulated launch: its step"
 	@echo "                     split); LAUNCH=\"2 3\" or RUNS=\"7 9\": several launches or runs overlaid"
-	@echo "make compare [LAUNCH=\"5 6\"] [RUNS=\"7 9\"] [FORMAT=csv|json] [STEPS=1]   launches or runs side by side,"
-	@echo "                     the configuration keys that differ as columns (default: the latest two launches of EXP)"
+	@echo "make compare [LAUNCH=\"5 6\"] [RUNS=\"7 9\"] [FORMAT=csv|json] [STEPS=1|VERDICTS=1]   launches or runs side by"
+	@echo "                     side, the configuration keys that differ as columns, and whether each variant's step time"
+	@echo "                     differs beyond the runs' noise (default: the latest two launches of EXP)"
 	@echo "make watch [EXP=x | LAUNCH=id] [ONCE=1]   every run of a running launch: step, loss, ETA of the launch"
 	@echo "build/sample CHECKPOINT [--prompt TEXT] [--temperature T]   text from a checkpoint (build/sample --help)"
 	@echo "make reproduce [HARDWARE=profile] [TRACKED=1]   the paper's figures and tables from the performance model,"
@@ -171,14 +172,15 @@ figures:
 	$(PYTHON) analysis/plot_ablation.py $(fig_select)
 
 # Several launches or runs side by side (build/exp --compare): LAUNCH="5 6", RUNS="7 9", or
-# neither: the latest two launches of EXP; FORMAT=csv|json exports, STEPS=1 the step series;
-# DB=path another run database (default: EXP's run.db).
+# neither: the latest two launches of EXP; FORMAT=csv|json exports, STEPS=1 the step series
+# (CSV unless FORMAT=json), VERDICTS=1 only the timing verdicts; DB=path another run database
+# (default: EXP's run.db).
 .PHONY: compare
 compare: $(BUILD)/exp
 	@$(BUILD)/exp --compare $(if $(or $(value LAUNCH),$(value RUNS)),,$(call qvar,EXP)) \
 	  $(foreach l,$(value LAUNCH),--launch $(call shq,$(l))) $(foreach r,$(value RUNS),--run $(call shq,$(r))) \
 	  $(if $(value DB),--db $(call qvar,DB)) $(if $(filter csv json,$(value FORMAT)),--$(value FORMAT)) \
-	  $(if $(filter 1,$(value STEPS)),--steps)
+	  $(if $(filter 1,$(value STEPS)),--steps) $(if $(filter 1,$(value VERDICTS)),--verdicts)
 
 # The runs of a launch while it trains (build/watch): step, loss, ETA of the whole launch,
 # from the database, read-only. EXP=name (its latest launch) or LAUNCH=id; DB=path; ONCE=1.

@@ -70,9 +70,11 @@ def tp_point(env, tmp, tp):
     ms, tps = con.execute("SELECT avg(step_seconds)*1e3, avg(tokens_per_s) FROM steps WHERE run_id=? AND step > 2", (rid,)).fetchone()
     # tp 1 communicates nothing: no comm rows, SUM is NULL
     comm = (con.execute("SELECT sum(seconds)*1e3 FROM comm WHERE run_id=? AND step > 2", (rid,)).fetchone()[0] or 0.0) / 6
+    # of which waiting for the other ranks to arrive (comm.wait_seconds, docs/database.md): the rest moved data
+    wait = (con.execute("SELECT sum(wait_seconds)*1e3 FROM comm WHERE run_id=? AND step > 2", (rid,)).fetchone()[0] or 0.0) / 6
     rss = con.execute("SELECT bytes FROM memory WHERE run_id=? AND category='peak_rss'", (rid,)).fetchone()
     con.close()
-    return {"tp": tp, "ms_per_step": ms, "tokens_per_s": tps, "comm_ms": comm, "comm_share": comm / ms,
+    return {"tp": tp, "ms_per_step": ms, "tokens_per_s": tps, "comm_ms": comm, "comm_share": comm / ms, "comm_wait_ms": wait,
             "max_rss_gib": (rss[0] if rss else 0) / 2**30, "load": os.getloadavg()[0]}
 
 
@@ -116,11 +118,13 @@ def main():
         print(f"| {p['threads']} | {p['tokens_per_s']:.0f} | {100 * p['mfu']:.1f}% | {p['ms_per_step']:.0f} | "
               f"{p['mem_peak_gib']:.2f} | {p['load']:.1f} |")
     print("\ntensor parallelism (BOOST, small cola model on kjv, 8 x 128 tokens; mpirun, 2 cores)")
-    print("| tp | ms/step | tokens/s | comm ms/step | share in collectives | max RSS GiB/rank | load |")
-    print("|---|---|---|---|---|---|---|")
+    print("| tp | ms/step | tokens/s | comm ms/step | of which waiting | share in collectives | moving data | max RSS GiB/rank | load |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for p in out["tp"]:
-        print(f"| {p['tp']} | {p['ms_per_step']:.1f} | {p['tokens_per_s']:.0f} | {p['comm_ms']:.1f} | "
-              f"{100 * p['comm_share']:.0f}% | {p['max_rss_gib']:.2f} | {p['load']:.1f} |")
+        print(f"| {p['tp']} | {p['ms_per_step']:.1f} | {p['tokens_per_s']:.0f} | {p['comm_ms']:.1f} | {p['comm_wait_ms']:.1f} | "
+              f"{100 * p['comm_share']:.0f}% | {100 * (p['comm_ms'] - p['comm_wait_ms']) / p['ms_per_step']:.0f}% | "
+              f"{p['max_rss_gib']:.2f} | {p['load']:.1f} |")
+    print("(waiting: rank 0's time in collectives until the group's last rank arrived; the rest moved data)")
 
     import matplotlib
     matplotlib.use("Agg")
@@ -147,7 +151,10 @@ def main():
     tp = out["tp"]
     comp = [p["ms_per_step"] - p["comm_ms"] for p in tp]
     ax[1][1].bar([str(p["tp"]) for p in tp], comp, label="outside collectives")
-    ax[1][1].bar([str(p["tp"]) for p in tp], [p["comm_ms"] for p in tp], bottom=comp, label="inside collectives")
+    moving = [p["comm_ms"] - p["comm_wait_ms"] for p in tp]
+    ax[1][1].bar([str(p["tp"]) for p in tp], moving, bottom=comp, label="in collectives: moving data")
+    ax[1][1].bar([str(p["tp"]) for p in tp], [p["comm_wait_ms"] for p in tp], bottom=[c + m for c, m in zip(comp, moving)],
+                 label="in collectives: waiting for the other ranks")
     ax[1][1].set_title("tp (BOOST, small model, mpirun on 2 cores)"); ax[1][1].set_ylabel("ms/step"); ax[1][1].legend()
     fig.suptitle(f"boost-c cost scaling on this CPU — {out['date']}, load {load0[0]:.1f}→{out['load_after'][0]:.1f}, one run per point")
     fig.tight_layout()

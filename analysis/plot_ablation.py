@@ -11,7 +11,9 @@ something to show (a single process has no collectives, a lone architecture no p
   1. step time: the median step time after warm-up split into communication (the
      collectives' seconds of the step, rank 0) and the rest (compute); the error bar is the
      spread: min..max of the run medians over the repeats (REPEAT >= 2), else the 10th..90th
-     percentile of the single run's steps;
+     percentile of the single run's steps; over each bar, whether it differs from the first
+     variant of its launch beyond the runs' noise (the verdicts of build/exp --compare
+     --verdicts --json, computed there, never here; runs named one by one get none);
   2. collective calls per step by phase (rank 0), with the largest rank's total per step
      as a marker (pipeline stages other than rank 0 included: comm_ranks);
   3. bytes per step by phase: the transformer layers (solid) kept apart from layer -1
@@ -73,6 +75,46 @@ def variant_numbers(con, runs):
                 layer_bytes={p: (layer_bytes.get(p) or 0) / nsteps for p in pc.PHASES},
                 head_bytes={p: (head_bytes.get(p) or 0) / nsteps for p in pc.PHASES},
                 mem={c: mem.get(c) or 0 for c in MEM_PARTS + ["peak_rss"]}, loss=loss)
+
+
+def fetch_verdicts(args, sel):
+    """{figure label: verdict} for every variant drawn against the first variant of its launch:
+    build/exp --compare --verdicts --json (src/core/stats.h; docs/database.md "Timing verdicts"),
+    one call for the launches drawn. Empty, with the reason printed, where there are none."""
+    exe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "exp")
+    if sel.mode == "runs" or not sel.launches:
+        print("timing verdicts not drawn: runs named one by one or made by hand belong to no launch")
+        return {}
+    if not os.access(exe, os.X_OK):
+        print(f"timing verdicts not drawn: {exe} is not built (make)")
+        return {}
+    import json, subprocess
+    cmd = [exe, "--compare", "--db", args.db, "--verdicts", "--json"]
+    for l in sel.launches:
+        cmd += ["--launch", str(l["id"])]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        print(f"timing verdicts not drawn: {' '.join(cmd)} failed: {res.stderr.strip()}")
+        return {}
+    several = len(sel.launches) > 1
+    out = {}
+    for v in json.loads(res.stdout):
+        for l in sel.launches:
+            if v["scope"] == f"launch {l['id']}":
+                alias = pc.variant_alias(v["b"])
+                out[f"L{l['id']} {alias}" if several else alias] = v
+                print(f"launch {l['id']}: {alias} vs {pc.variant_alias(v['a'])}: {v['text']}")
+    return out
+
+
+def draw_verdicts(a, rows, names, verdicts):
+    """Each bar's verdict written over it (fetch_verdicts)."""
+    import textwrap
+    for i, v in enumerate(names):
+        if v in verdicts:
+            top = rows[v]["hi"] if rows[v]["hi"] == rows[v]["hi"] else rows[v]["step_ms"]
+            a.text(i, max(top, rows[v]["step_ms"]), "\n".join(textwrap.wrap(verdicts[v]["text"], 24)), ha="center",
+                   va="bottom", fontsize=6.5, color="C2" if verdicts[v]["verdict"] in ("faster", "slower") else "0.35")
 
 
 GAP_LABEL = "rest of the process: libraries, MPI,\nBLAS threads, data, staging, allocator"
@@ -177,9 +219,9 @@ def plot_simulated(con, args, sel):
 
 
 # ---- the panels of a trained launch: each draws on its axes and returns nothing --------------
-def panel_step_time(a, rows, names):
+def panel_step_time(a, rows, names, verdicts):
     """1. The headline: median step time split into compute and communication, the spread
-    as an error bar. (The top third of the axis is left free for annotations.)"""
+    as an error bar, the timing verdicts in the top third of the axis."""
     x = list(range(len(names)))
     comp = [rows[v]["step_ms"] - rows[v]["comm_ms"] for v in names]
     comm = [rows[v]["comm_ms"] for v in names]
@@ -192,6 +234,7 @@ def panel_step_time(a, rows, names):
     a.set_ylim(0, 1.5 * max([rows[v]["hi"] for v in names if rows[v]["hi"] == rows[v]["hi"]] or [1]))
     pc.variant_ticks(a, x, names)
     pc.legend(a, fontsize=7, loc="upper left")
+    draw_verdicts(a, rows, names, verdicts)
 
 
 def panel_calls(a, rows, names, phase_colors):
@@ -288,6 +331,7 @@ def main():
     rows = {v: variant_numbers(con, rs) for v, rs in sel.groups.items()}
     names = list(rows)
     base = pc.same_architecture_baseline(sel.groups)
+    verdicts = fetch_verdicts(args, sel)
 
     import matplotlib
     matplotlib.use("Agg")
@@ -299,7 +343,7 @@ def main():
     has_mem = any(rows[v]["mem"]["peak_rss"] or sum(rows[v]["mem"][c] for c in MEM_PARTS) for v in names)
     has_parity = any(base[v] is not None for v in names)
     # (title, function of (axes, names), the values that decide its scale groups)
-    panels = [("step time", lambda a, ns: panel_step_time(a, rows, ns), "median ms per step after warm-up",
+    panels = [("step time" + ("\nover each bar: its verdict against the first variant (runs' medians,\nexact rank-sum test, 95 %)" if verdicts else ""), lambda a, ns: panel_step_time(a, rows, ns, verdicts), "median ms per step after warm-up",
                [rows[v]["step_ms"] for v in names])]
     if has_calls:
         panels.append(("collective calls", lambda a, ns: panel_calls(a, rows, ns, phase_colors), "collective calls per step (rank 0)",

@@ -77,6 +77,30 @@ printed=$("$BUILD/exp" quickstart --summary --launch 2 --set run.db="$DB" | awk 
 stored=$(sqlite3 "$DB" "SELECT printf('%.1f', median_ms_per_step) FROM run_summary WHERE launch_id = 2")
 [ -n "$printed" ] && [ "$printed" = "$stored" ] && pass "run_summary_median_is_the_table ($printed ms)" ||
     fail run_summary_median_is_the_table "printed '$printed', view '$stored'"
+# JSON keeps the configuration's types: parallel.tp is the number 2, not the string "2"
+json=$("$BUILD/exp" --compare --db "$DB" --launch 1 --launch 2 --json)
+grep -q '"parallel.tp": 2,\? \?' <<<"$json" && ! grep -q '"parallel.tp": "' <<<"$json" && pass compare_json_config_values_typed ||
+    fail compare_json_config_values_typed "$(grep -o '"config": {[^}]*}' <<<"$json" | head -2 | tr '\n' ' ')"
+# STEPS=1 alone: the step series as CSV (no usage text)
+out=$(make -s --no-print-directory compare RUNS="1 2" STEPS=1 DB="$DB" 2>&1); rc=$?
+[ $rc = 0 ] && [ "$(head -1 <<<"$out" | cut -d, -f1-4)" = "run_id,launch_id,variant,step" ] && [ "$(wc -l <<<"$out")" = 13 ] &&
+    pass compare_steps_alone_is_csv || fail compare_steps_alone_is_csv "exit $rc: $(head -3 <<<"$out" | tr '\n' ' ')"
+# the verdicts: one launch against the other, one run each: too few runs, said in JSON and text
+v=$("$BUILD/exp" --compare --db "$DB" --launch 1 --launch 2 --verdicts --json)
+vt=$("$BUILD/exp" --compare --db "$DB" --launch 1 --launch 2 | tail -2)
+if grep -q '"scope": "launch 2 against launch 1"' <<<"$v" && grep -q '"verdict": "too few runs"' <<<"$v" &&
+   grep -q '"n_a": 1, "n_b": 1, "min_runs": 4' <<<"$v" && grep -q "launch 2 against launch 1: default: 1 and 1 run: no verdict possible" <<<"$vt"
+then pass compare_verdicts_too_few_runs; else fail compare_verdicts_too_few_runs "$v / $vt"; fi
+# waiting apart from moving data: every collective of the tp = 2 run has its wait, 0 <= wait <= seconds
+w=$(sqlite3 "$DB" "SELECT COUNT(*), SUM(wait_seconds IS NULL), SUM(wait_seconds < 0 OR wait_seconds > seconds + 1e-9) FROM comm
+                   WHERE run_id = (SELECT id FROM runs WHERE launch_id = 2) AND kind NOT IN ('send', 'recv')")
+[ "${w%%|*}" -gt 0 ] && [ "${w#*|}" = "0|0" ] && pass "comm_wait_measured_and_bounded ($w)" || fail comm_wait_measured_and_bounded "rows|null|out of bounds: $w"
+# the peak's load and note: a note exactly when the load was above a quarter of the cores; a run carries its launch's
+cores=$(nproc)
+p=$(sqlite3 "$DB" "SELECT SUM((l.peak_note IS NULL) = (l.peak_load_1m IS NOT NULL AND l.peak_load_1m <= 0.25 * $cores)),
+                   SUM(r.peak_note IS l.peak_note AND r.peak_load_1m IS l.peak_load_1m), COUNT(*)
+                   FROM runs r JOIN launches l ON l.id = r.launch_id WHERE l.kind = 'measured'")
+[ "${p##*|}" -ge 2 ] && [ "$p" = "${p##*|}|${p##*|}|${p##*|}" ] && pass "peak_note_follows_the_load ($p)" || fail peak_note_follows_the_load "$p"
 bools=$(sqlite3 "$DB" "SELECT DISTINCT value FROM config_diff WHERE key LIKE 'boost.%' ORDER BY value")
 [ "$bools" = $'false\ntrue' ] && pass config_diff_booleans_as_in_the_manifest || fail config_diff_booleans_as_in_the_manifest "'$bools'"
 

@@ -86,6 +86,9 @@ runs=$(q "SELECT group_concat(variant || ':' || status, ' ') FROM runs WHERE lau
 if [ $rc = 130 ] && [ "$st" = interrupted ] && [ "$runs" = "a:interrupted" ] &&
    grep -q "interrupted: resume with .*--resume --launch $L" "$TMP/int.log"; then pass ctrl_c_interrupts_the_launch
 else fail ctrl_c_interrupts_the_launch "exit $rc, launch '$st', runs '$runs'"; fi
+# the table of a launch without a completed run says so in words (no "spread: -.")
+if grep -q "spread: none (no completed run has timed steps)" "$TMP/int.log" && ! grep -q "spread: -" "$TMP/int.log"
+then pass interrupted_table_says_no_spread; else fail interrupted_table_says_no_spread "$(grep 'spread' "$TMP/int.log")"; fi
 "$BUILD/exp" "$TMP/duo.yaml" --resume >"$TMP/res.log" 2>&1; rc=$?
 runs=$(q "SELECT group_concat(variant || repeat_index || ':' || status || ':' || resumed_count, ' ') FROM runs WHERE launch_id=$L")
 ov=$(q "SELECT COUNT(*) FROM runs WHERE launch_id=$L AND overrides = '[\"train.lr=2e-3\"]'")

@@ -3,7 +3,8 @@
 # A launch of two variants x REPEAT=2 runs in the background; while its first run trains,
 # watch shows that run `running` at its step, the others `pending`, and an ETA for the whole
 # launch; after the launch, watch (without --once) returns by itself and shows every run
-# completed. The launch is not disturbed (it completes, every step recorded).
+# completed, each with the median step time the table of make exp prints. The launch is not
+# disturbed (it completes, every step recorded).
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1
 cd "$ROOT"
@@ -31,6 +32,12 @@ out=$(timeout 600 "$BUILD/watch" "$TMP/duo.yaml" --db "$DB" --every 0.5 2>&1 | t
 wait $launcher; lrc=$?
 if [ $rc = 0 ] && [ $lrc = 0 ] && grep -q "4 of 4 runs finished; the launch is completed" <<<"$out"; then pass watch_returns_when_the_launch_ends
 else fail watch_returns_when_the_launch_ends "watch exit $rc, launch exit $lrc: $out"; fi
+# one statistic: watch's median ms of each run is run_summary's median_ms_per_step (what the
+# table of make exp prints and the README queries)
+shown=$("$BUILD/watch" "$TMP/duo.yaml" --db "$DB" --once | awk '$3 == "completed" {print $6}' | tr '\n' ' ')
+stored=$(sqlite3 "$DB" "SELECT printf('%.1f', median_ms_per_step) FROM run_summary ORDER BY run_id" | tr '\n' ' ')
+[ -n "$shown" ] && [ "$shown" = "$stored" ] && pass "watch_shows_the_tables_median ($shown)" ||
+    fail watch_shows_the_tables_median "watch '$shown', run_summary '$stored'"
 n=$(sqlite3 "$DB" "SELECT COUNT(*) FROM steps")
 [ "$n" = 160 ] && pass "watch_disturbs_nothing (160 steps recorded)" || fail watch_disturbs_nothing "$n steps recorded, expected 160"
 expect_error watch_unknown_launch "no launch 99" 2 "$BUILD/watch" --db "$DB" --launch 99 --once

@@ -7,6 +7,7 @@
 // ("PASS name" / "FAIL name: ...") and the failing ranks print details ("  rank r: ...") to
 // stderr. tests/t_comm.sh runs the grids 1×1×1 2×1×1 4×1×1 2×2×1 2×1×2 1×2×2.
 #include <math.h>
+#include <time.h>
 #define TL_USAGE "the accounted collectives over a tp x pp x dp grid: test_comm [tp pp dp] under mpirun -np tp*pp*dp\n"
 #include "testlib.h"
 #define MPI_TL_MAX_DETAILS 6
@@ -296,6 +297,48 @@ TEST(accounting_exact) {
     bufs_free(&B);
 }
 
+// Waiting apart from moving data (comm_measure_waits): in every group that holds rank 0, each
+// member in turn arrives DELAY late at an all-reduce, a gather and a barrier; rank 0's rows then
+// say it waited about DELAY when another member was late and hardly at all when it was late
+// itself; 0 <= wait <= seconds, every call's wait measured, the results untouched.
+TEST(wait_split_finds_the_late_rank) {
+    const double DELAY = 0.12;
+    comm_set_n_layers(&G, 1);
+    for (int g = 0; g < GROUP_COUNT; g++) {
+        if (G.size[g] < 2 || member(&G, (CommGroup)g, 0) != 0) continue;
+        for (int late = 0; late < G.size[g]; late++) {
+            comm_stats_reset(&G);
+            float x[64], y[64 * 8];
+            for (int i = 0; i < 64; i++) x[i] = (float)(G.grank[g] + i);
+            for (int k = 0; k < 3; k++) {
+                CHECK_MPI(MPI_Barrier(G.mpi[g]));   // raw MPI: not in the table
+                if (G.grank[g] == late) { struct timespec ts = { 0, (long)(DELAY * 1e9) }; nanosleep(&ts, NULL); }
+                if (k == 0) comm_all_reduce(&G, (CommGroup)g, x, 64, DTYPE_F32, OP_SUM, PHASE_OTHER, 0);
+                else if (k == 1) comm_all_gather(&G, (CommGroup)g, x, y, 64, DTYPE_F32, PHASE_OTHER, 0);
+                else comm_barrier(&G, (CommGroup)g, PHASE_OTHER, 0);
+            }
+            comm_measure_waits(&G);
+            float want = 0;
+            for (int r = 0; r < G.size[g]; r++) want += (float)r;
+            CK(x[0] == want, "group %s: the all-reduce's result %g, expected %g", comm_group_name((CommGroup)g), x[0], want);
+            if (my_rank != 0) continue;
+            const CommKind kinds[3] = { COMM_ALL_REDUCE, COMM_ALL_GATHER, COMM_BARRIER };
+            for (int k = 0; k < 3; k++) {
+                CommStat s = comm_stats_sum(&G, kinds[k], PHASE_OTHER, g, 0);
+                CK(s.calls == 1 && s.waited_calls == 1, "%s over %s: %llu calls, %llu waits measured", comm_kind_name(kinds[k]),
+                   comm_group_name((CommGroup)g), (unsigned long long)s.calls, (unsigned long long)s.waited_calls);
+                CK(s.wait_seconds >= 0 && s.wait_seconds <= s.seconds, "%s over %s: wait %g of %g s", comm_kind_name(kinds[k]),
+                   comm_group_name((CommGroup)g), s.wait_seconds, s.seconds);
+                if (late == 0) CK(s.wait_seconds < DELAY / 2, "%s over %s, rank 0 late by %g s: it waited %g s",
+                                  comm_kind_name(kinds[k]), comm_group_name((CommGroup)g), DELAY, s.wait_seconds);
+                else CK(s.wait_seconds > DELAY / 2, "%s over %s, member %d late by %g s: rank 0 waited only %g s",
+                        comm_kind_name(kinds[k]), comm_group_name((CommGroup)g), late, DELAY, s.wait_seconds);
+            }
+        }
+    }
+    comm_stats_reset(&G);
+}
+
 TEST(account_only_moves_no_data) {
     comm_set_n_layers(&G, 3);
     // every operation on every group of size > 1 leaves its buffers as they were
@@ -575,6 +618,7 @@ int main(int argc, char **argv) {
     RUN_ALL(collectives_results);
     RUN_ALL(collectives_split_messages);
     RUN_ALL(accounting_exact);
+    RUN_ALL(wait_split_finds_the_late_rank);
     RUN_ALL(account_only_moves_no_data);
     RUN_ALL(size1_group_not_counted);
     RUN_ALL(virtual_grid_accounting);

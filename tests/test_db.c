@@ -11,7 +11,9 @@
 #include "testlib.h"
 #include "storetestlib.h"
 #include "store/db.h"
+#include "store/compare.h"
 #include "core/check.h"
+#include "core/rng.h"
 
 TL_MAIN_DEFS
 
@@ -102,6 +104,12 @@ TEST(db_migrates_schema_1) {
     rundb_close(db);
 }
 
+// Schema 5's columns taken away again (the views that read them are dropped first).
+#define SCHEMA5_DOWN \
+    "ALTER TABLE runs DROP COLUMN peak_load_1m; ALTER TABLE runs DROP COLUMN peak_note;" \
+    "ALTER TABLE launches DROP COLUMN peak_load_1m; ALTER TABLE launches DROP COLUMN peak_note;" \
+    "ALTER TABLE comm DROP COLUMN wait_seconds;"
+
 // ---- schema 2 files are migrated: runs and launches gain kind and hardware ----------------------
 // A schema-2 file is made from a fresh one by taking schema 3's additions away again (the
 // columns schema 3 added come last, as ALTER TABLE ADD COLUMN puts them).
@@ -121,7 +129,7 @@ TEST(db_migrates_schema_2) {
         "DROP TABLE simulation;"
         "ALTER TABLE runs DROP COLUMN kind; ALTER TABLE runs DROP COLUMN hardware;"
         "ALTER TABLE launches DROP COLUMN kind; ALTER TABLE launches DROP COLUMN hardware;"
-        "ALTER TABLE launches DROP COLUMN peak_check_gflops;"
+        "ALTER TABLE launches DROP COLUMN peak_check_gflops;" SCHEMA5_DOWN
         "PRAGMA user_version=2;";
     EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-2 file: %s", sqlite3_errmsg(s));
     EXPECT(q_num(s, "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='kind'") == 0, "no kind column in schema 2");
@@ -154,7 +162,7 @@ TEST(db_migrates_schema_3) {
     const char *down =
         "DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW config_diff; DROP VIEW run_config; DROP TABLE host_peaks;"
         "CREATE VIEW run_summary AS SELECT r.id AS run_id, r.uid FROM runs r;"
-        "CREATE VIEW latest_runs AS SELECT * FROM run_summary; ALTER TABLE launches DROP COLUMN peak_check_gflops;"
+        "CREATE VIEW latest_runs AS SELECT * FROM run_summary; ALTER TABLE launches DROP COLUMN peak_check_gflops;" SCHEMA5_DOWN
         "PRAGMA user_version=3;";
     EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-3 file: %s", sqlite3_errmsg(s));
     sqlite3_close(s);
@@ -167,6 +175,38 @@ TEST(db_migrates_schema_3) {
     EXPECT(q_num(s, "SELECT COUNT(*) FROM host_peaks") == 0, "the host_peaks table exists");
     EXPECT(q_num(s, "SELECT COUNT(*) FROM config_diff") == 0, "the config_diff view exists (a run without a launch: no rows)");
     sqlite3_close(s);
+    rundb_close(db);
+}
+
+// ---- schema 4 files are migrated: the peak's load and note, the collectives' wait -----------
+TEST(db_migrates_schema_4) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "v4.db");
+    RunDB *db = rundb_open(path);
+    RunInfo ri = make_info("old4", "v", "old4.v.1");
+    int64_t id = rundb_begin_run(db, &ri);
+    log_steps(db, id, 10, 0.1);
+    for (int s = 1; s <= 10; s++) rundb_log_comm(db, id, s, "all_reduce", "forward", "tp", 0, 2, 100, 400, 0.01, NAN);
+    rundb_end_run(db, id, "completed", NULL);
+    rundb_close(db);
+    sqlite3 *s = raw_open(path);
+    const char *down =
+        "DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW launch_summary; DROP VIEW simulated_runs;"
+        "DROP VIEW config_diff; DROP VIEW run_config;" SCHEMA5_DOWN
+        "PRAGMA user_version=4;";
+    EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-4 file: %s", sqlite3_errmsg(s));
+    sqlite3_close(s);
+    db = rundb_open(path);
+    s = raw_open(path);
+    EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
+    q_text(s, "SELECT printf('%.1f', comm_ms_per_step) || '|' || COALESCE(comm_wait_ms_per_step, 'null') || '|' || "
+              "COALESCE(peak_load_1m, 'null') || '|' || COALESCE(peak_note, 'null') FROM run_summary WHERE uid='old4.v.1'", t, sizeof t);
+    EXPECT(!strcmp(t, "10.0|null|null|null"), "a migrated run: its collectives' time kept, their wait and its peak's load unknown: %s", t);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM pragma_table_info('launches') WHERE name IN ('peak_load_1m', 'peak_note')") == 2,
+           "launches gained the peak's load and note");
+    sqlite3_close(s);
+    rundb_close(db);
+    db = rundb_open(path);   // opening again changes nothing
     rundb_close(db);
 }
 
@@ -193,7 +233,7 @@ TEST(db_simulated_run) {
     int64_t id = rundb_begin_run(db, &ri);
     StepMetrics sm = { .step = 1, .loss = NAN, .seconds = 0.5, .tokens_per_s = 16384 / 0.5, .tokens_seen = 16384 };
     rundb_log_step(db, id, &sm);
-    rundb_log_comm(db, id, 1, "all_reduce", "forward", "tp", 0, 4, 400, 800, 0.002);
+    rundb_log_comm(db, id, 1, "all_reduce", "forward", "tp", 0, 4, 400, 800, 0.002, NAN);
     rundb_set_memory(db, id, "parameters", 1000);
     rundb_set_memory(db, id, "activations", 3000);
     RunSimulation rs;
@@ -334,6 +374,135 @@ TEST(db_summary_medians_spread_rates) {
 }
 
 // ---- end statuses recorded by several processes ----------------------------------------------
+// ---- the timing verdicts of launches (compare_verdicts) ------------------------------------------
+// A launch of `repeat` rounds of variants base and fast whose runs' median steps are given
+// (the other steps around them), in one database; config_json per variant. Returns the ids.
+static int64_t verdict_launch(RunDB *db, int repeat, const double *base_s, const double *fast_s, const char *fast_cfg,
+                              int64_t *ids) {
+    LaunchInfo li;
+    memset(&li, 0, sizeof li);
+    snprintf(li.experiment, sizeof li.experiment, "vx");
+    snprintf(li.manifest_sha256, sizeof li.manifest_sha256, "%064d", 7);
+    li.repeat = repeat; li.load_avg = -1; li.peak_gflops = 100; host_facts(&li.host);
+    int64_t L = rundb_begin_launch(db, &li);
+    static int uid = 0;
+    for (int r = 0; r < repeat; r++)
+        for (int v = 0; v < 2; v++) {
+            char u[64]; snprintf(u, sizeof u, "vx.%d", uid++);
+            RunInfo ri = make_info("vx", v ? "fast" : "base", u);
+            ri.launch_id = L; ri.repeat_index = r;
+            ri.config_json = v ? fast_cfg : "{\"boost\": {\"online_rmsnorm\": false}, \"train\": {\"threads\": 1}}";
+            int64_t id = rundb_begin_run(db, &ri);
+            double med = v ? fast_s[r] : base_s[r];
+            for (int s = 1; s <= 21; s++) {   // step 1 and 2 warm-up; 19 timed around the median
+                StepMetrics sm = { .step = s, .loss = 3, .seconds = s <= 2 ? 1.0 : med * (1 + 0.01 * (s - 12)) };
+                sm.tokens_per_s = 100 / sm.seconds; sm.tokens_seen = 100LL * s;
+                rundb_log_step(db, id, &sm);
+            }
+            rundb_end_run(db, id, "completed", NULL);
+            if (ids) ids[r * 2 + v] = id;
+        }
+    return L;
+}
+
+TEST(db_timing_verdicts_of_launches) {
+    char path[300];
+    tmp_path(path, sizeof path, "verdicts.db");
+    RunDB *db = rundb_open(path);
+    const char *fast_cfg = "{\"boost\": {\"online_rmsnorm\": true}, \"train\": {\"threads\": 2}}";
+    Rng r = { 0x7e4d1c75ull };
+    // REPEAT=4, a 20 % faster variant with 1 % noise between runs: faster, the ratio inside
+    double b4[4], f4[4];
+    for (int i = 0; i < 4; i++) { b4[i] = 0.1 * (1 + 0.01 * (rng_uniform(&r) - 0.5)); f4[i] = 0.08 * (1 + 0.01 * (rng_uniform(&r) - 0.5)); }
+    int64_t ids[8];
+    int64_t L1 = verdict_launch(db, 4, b4, f4, fast_cfg, ids);
+    CompareVerdict *v = NULL;
+    int n = compare_verdicts(db, ids, 8, &v);
+    EXPECT(n == 1 && !strcmp(v[0].a, "base") && !strcmp(v[0].b, "fast") && v[0].v.verdict == STATS_FASTER &&
+           v[0].v.n_a == 4 && v[0].v.lo <= 0.8 * 1.02 && v[0].v.hi >= 0.8 * 0.98 && strstr(v[0].text, "% faster") &&
+           strstr(v[0].text, "over 4 repeats"), "REPEAT=4, 20 %% faster: %d verdicts, %s", n, n ? v[0].text : "");
+    for (int i = 0; i < 4; i++)
+        EXPECT(fabs(rundb_run_median_step(db, ids[2 * i]) - b4[i]) < 1e-12, "run %d's median is its middle timed step", i);
+    free(v);
+    // two REPEAT=1 launches whose one run each says 2.9x slower and 1.2x faster: no verdict in
+    // either, none across launches; pooled (2 and 2 runs) still none
+    double b1[1] = { 0.1 }, s1[1] = { 0.29 }, b2[1] = { 0.12 }, s2[1] = { 0.1 };
+    int64_t a_ids[2], c_ids[2];
+    int64_t L2 = verdict_launch(db, 1, b1, s1, fast_cfg, a_ids);
+    int64_t L3 = verdict_launch(db, 1, b2, s2, fast_cfg, c_ids);
+    int64_t both[4] = { a_ids[0], a_ids[1], c_ids[0], c_ids[1] };
+    n = compare_verdicts(db, both, 4, &v);
+    int too_few = 0, pooled = 0, across = 0;
+    for (int i = 0; i < n; i++) {
+        too_few += v[i].v.verdict == STATS_TOO_FEW;
+        pooled += strstr(v[i].scope, "pooled") != NULL;
+        across += strstr(v[i].scope, "against") != NULL;
+    }
+    EXPECT(n == 5 && too_few == 5 && pooled == 1 && across == 2 && strstr(v[0].text, "REPEAT=1: no verdict possible; use REPEAT>=4"),
+           "two REPEAT=1 launches: %d verdicts (%d too few, %d pooled, %d across): %s", n, too_few, pooled, across, n ? v[0].text : "");
+    free(v);
+    // a launch pooled with L1 whose fast runs ran another configuration: not pooled, the key named
+    double b4b[4], f4b[4];
+    for (int i = 0; i < 4; i++) { b4b[i] = b4[i]; f4b[i] = f4[i]; }
+    int64_t ids2[8];
+    verdict_launch(db, 4, b4b, f4b, "{\"boost\": {\"online_rmsnorm\": true}, \"train\": {\"threads\": 2, \"lr\": 0.5}}", ids2);
+    int64_t all[16];
+    for (int i = 0; i < 8; i++) { all[i] = ids[i]; all[8 + i] = ids2[i]; }
+    n = compare_verdicts(db, all, 16, &v);
+    int not_pooled = 0;
+    for (int i = 0; i < n; i++) not_pooled += v[i].not_pooled && strstr(v[i].text, "train.lr");
+    EXPECT(not_pooled == 1, "launches whose runs differ on train.lr are not pooled (%d verdicts)", n);
+    // the same launches without the odd key pool to 8 + 8 runs (train.threads is not compared)
+    int64_t ids3[8];
+    verdict_launch(db, 4, b4b, f4b, fast_cfg, ids3);
+    for (int i = 0; i < 8; i++) all[8 + i] = ids3[i];
+    free(v);
+    n = compare_verdicts(db, all, 16, &v);
+    int pooled8 = 0;
+    for (int i = 0; i < n; i++) pooled8 += strstr(v[i].scope, "pooled") && v[i].v.n_a == 8 && v[i].v.verdict == STATS_FASTER;
+    EXPECT(pooled8 == 1, "two REPEAT=4 launches pooled: 8 and 8 runs, faster (%d verdicts)", n);
+    free(v);
+    (void)L1; (void)L2; (void)L3;
+    rundb_close(db);
+}
+
+// ---- the peak MFU is relative to: generated sequences of checks at generated loads -------------
+TEST(db_peak_decision) {
+    char path[300];
+    tmp_path(path, sizeof path, "peak.db");
+    RunDB *db = rundb_open(path);
+    HostFacts h;
+    host_facts(&h);
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    Rng r = { 0x9e4c0001ull };
+    double peak = 0, prev = 0;
+    for (int i = 0; i < 120; i++) {
+        double check = 50 + 300 * rng_uniform(&r), load = i % 7 == 6 ? -1 : 4 * cores * rng_uniform(&r);
+        int remeasure = i % 23 == 22;
+        PeakDecision d;
+        rundb_decide_peak(db, &h, check, load, remeasure, &d);
+        double drift = prev > 0 ? check / prev - 1 : 0;
+        if (i == 0 || remeasure) EXPECT(d.gflops == check, "case %d: a first or requested measurement is the peak", i);
+        else if (drift > RUNDB_PEAK_MARGIN) EXPECT(d.gflops == check && strstr(d.message, "warning: this sgemm check is +"),
+                                                  "case %d: a check %.0f%% above replaces the peak and warns", i, 100 * drift);
+        else EXPECT(d.gflops == prev, "case %d: a check within the margin or below keeps the peak", i);
+        if (!(i == 0 || remeasure)) {
+            EXPECT(d.gflops >= prev, "case %d: the peak fell without MEASURE_PEAK=1 (%g -> %g)", i, prev, d.gflops);
+            EXPECT((drift < -RUNDB_PEAK_MARGIN) == (strstr(d.message, "below the stored peak") != NULL),
+                   "case %d: a check %.0f%% off: the below-margin warning", i, 100 * drift);
+        }
+        EXPECT(d.check == check && d.gflops * (1 + RUNDB_PEAK_MARGIN) >= check * (1 - 1e-12), "case %d: a check far above the peak kept", i);
+        HostPeak hp;
+        EXPECT(rundb_host_peak(db, &h, &hp) && hp.gflops == d.gflops && hp.id == d.id, "case %d: the stored peak is the decision", i);
+        int loaded = d.load_avg < 0 || d.load_avg > RUNDB_PEAK_QUIET_LOAD * cores;
+        EXPECT(loaded == (d.note[0] != 0) && (!loaded || strstr(d.message, "MEASURE_PEAK=1")),
+               "case %d: peak load %.2f on %d cores: note '%s'", i, d.load_avg, cores, d.note);
+        prev = peak = d.gflops;
+    }
+    (void)peak;
+    rundb_close(db);
+}
+
 TEST(db_end_status_rules) {
     char path[300], t[512];
     tmp_path(path, sizeof path, "status.db");
@@ -463,9 +632,12 @@ int main(void) {
     RUN(db_migrates_schema_1);
     RUN(db_migrates_schema_2);
     RUN(db_migrates_schema_3);
+    RUN(db_migrates_schema_4);
     RUN(db_simulated_run);
     RUN(db_launch_overrides_views);
     RUN(db_summary_medians_spread_rates);
+    RUN(db_timing_verdicts_of_launches);
+    RUN(db_peak_decision);
     RUN(db_end_status_rules);
     RUN(db_busy_keeps_rows_and_retries);
     RUN(db_full_disk_clean_error);

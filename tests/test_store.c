@@ -100,8 +100,8 @@ TEST(db_schema_round_trip) {
     int64_t run = rundb_begin_run(db, &ri);
     for (int s = 1; s <= 5; s++) { StepMetrics sm = mk_step(s, 5.0 - s * 0.5); rundb_log_step(db, run, &sm); }
     rundb_log_val(db, run, 5, 500, 2.75);
-    rundb_log_comm(db, run, 5, "all_reduce", "backward", "tp", -1, 3, 1000, 4000, 0.01);
-    rundb_log_comm(db, run, 5, "all_gather", "forward", "tp", 1, 2, 500, 2000, 0.02);
+    rundb_log_comm(db, run, 5, "all_reduce", "backward", "tp", -1, 3, 1000, 4000, 0.01, 0.004);
+    rundb_log_comm(db, run, 5, "all_gather", "forward", "tp", 1, 2, 500, 2000, 0.02, NAN);
     rundb_set_memory(db, run, "parameters", 1 << 20);
     rundb_set_memory(db, run, "peak_rss", 50 << 20);
     rundb_event(db, run, 5, "checkpoint", "checkpoints/x/step_5.h5");
@@ -118,6 +118,8 @@ TEST(db_schema_round_trip) {
     EXPECT(q_num(s, "SELECT loss FROM validation WHERE step=5") == 2.75, "val");
     EXPECT(q_num(s, "SELECT SUM(bytes) FROM comm") == 6000, "comm");
     EXPECT(q_num(s, "SELECT layer FROM comm WHERE kind='all_reduce'") == -1, "comm layer");
+    q_text(s, "SELECT group_concat(COALESCE(wait_seconds, 'null'), '|') FROM (SELECT wait_seconds FROM comm ORDER BY kind DESC)", t, sizeof t);
+    EXPECT(strcmp(t, "0.004|null") == 0, "comm wait_seconds (an unmeasured wait stored NULL): %s", t);
     EXPECT(q_num(s, "SELECT bytes FROM memory WHERE category='peak_rss'") == 50 << 20, "memory");
     q_text(s, "SELECT kind || ':' || detail FROM events", t, sizeof t);
     EXPECT(strcmp(t, "checkpoint:checkpoints/x/step_5.h5") == 0, "event %s", t);

@@ -57,10 +57,12 @@ void comm_set_n_layers(Comm *c, int n_layers) {
     free(c->stats);
     c->n_layers = n_layers;
     c->stats = xcalloc(table_len(c), sizeof *c->stats);
+    for (int g = 0; g < GROUP_COUNT; g++) c->n_timed[g] = 0;   // their cells were the old table's
 }
 void comm_stats_reset(Comm *c) {
     comm_flush_timing(c);
     memset(c->stats, 0, table_len(c) * sizeof *c->stats);
+    for (int g = 0; g < GROUP_COUNT; g++) c->n_timed[g] = 0;
 }
 
 // Buffers on a device back end: the staging and gather buffers made for the previous
@@ -137,10 +139,42 @@ static double timer_start(Comm *c, const CommBackend *be) {
     if (be->time_begin) { be->time_begin(c); return 0.0; }
     return MPI_Wtime();
 }
+// A collective timed on the host is remembered, per group in call order, for comm_measure_waits
+// (sends and receives are not: a pipeline's peers make different calls).
 static double timer_stop(Comm *c, const CommBackend *be, double t0, CommKind k, CommPhase phase, CommGroup g, int layer) {
     if (c->is_virtual || c->account_only) return 0.0;
     if (be->time_end) { be->time_end(c, cell_index(c, k, phase, g, layer)); return 0.0; }
-    return MPI_Wtime() - t0;
+    double dt = MPI_Wtime() - t0;
+    if (k != COMM_SEND && k != COMM_RECV) {
+        if (c->n_timed[g] == c->cap_timed[g]) {
+            c->cap_timed[g] = c->cap_timed[g] ? 2 * c->cap_timed[g] : 64;
+            c->timed[g] = realloc(c->timed[g], (size_t)c->cap_timed[g] * sizeof *c->timed[g]);
+            CHECK(c->timed[g], "out of memory");
+        }
+        c->timed[g][c->n_timed[g]++] = (struct CommTimedCall){ cell_index(c, k, phase, g, layer), dt };
+    }
+    return dt;
+}
+
+void comm_measure_waits(Comm *c) {
+    int split = !c->is_virtual && !c->account_only && !(c->backend && c->backend->time_end);
+    for (int g = 0; g < GROUP_COUNT && split; g++) {
+        int n = c->n_timed[g];
+        // every member made the same collectives on the group (MPI's rule), so n agrees; only
+        // the groups that hold world rank 0 exchange, since only its rows are stored
+        if (c->size[g] < 2 || n == 0 || grid_member(c, (CommGroup)g, 0) != 0) continue;
+        double *own = xmalloc((size_t)n * sizeof *own), *least = xmalloc((size_t)n * sizeof *least);
+        for (int i = 0; i < n; i++) own[i] = c->timed[g][i].seconds;
+        CHECK_MPI(MPI_Reduce(own, least, n, MPI_DOUBLE, MPI_MIN, 0, c->mpi[g]));
+        if (c->rank == 0)
+            for (int i = 0; i < n; i++) {
+                CommStat *s = &c->stats[c->timed[g][i].cell];
+                s->wait_seconds += own[i] - least[i];
+                s->waited_calls++;
+            }
+        free(own); free(least);
+    }
+    for (int g = 0; g < GROUP_COUNT; g++) c->n_timed[g] = 0;
 }
 
 // The operations that exist in two forms (buffers where comm_set_device says, or host
@@ -320,6 +354,7 @@ CommStat comm_stats_sum(const Comm *c, int kind, int phase, int group, int layer
     for (int l = -1; l < c->n_layers; l++) if (matches(layer, l)) {
         const CommStat *s = &c->stats[cell_index(c, k, p, g, l)];
         t.calls += s->calls; t.elements += s->elements; t.bytes += s->bytes; t.seconds += s->seconds;
+        t.wait_seconds += s->wait_seconds; t.waited_calls += s->waited_calls;
     }
     return t;
 }

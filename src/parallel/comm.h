@@ -35,6 +35,18 @@
 // the back end has time_begin/time_end (NCCL: CUDA events on the stream, since the call
 // only enqueues work); then the back end adds the seconds to the call's row itself, once
 // the events have completed (comm_flush_timing, called by every query of the table).
+//
+// Waiting apart from moving data: a collective cannot finish before the last rank of its
+// group arrives, so a rank's time in it is waiting for the latest one plus the data's
+// movement. Every rank leaves at about the same moment, so the rank that arrived last spent
+// the least time in the call: that time is the movement, and the rest of any rank's time
+// the wait. comm_measure_waits (after a step, outside its timed region) reduces each
+// host-timed collective's seconds over the group (MPI_MIN, to rank 0's groups only: rank 0's
+// rows are the ones stored) and books wait = own - min on world rank 0. No clocks are
+// compared across ranks (it holds across nodes). Pipeline sends and receives are not split
+// (their waiting is the pipeline's bubble); a broadcast's root may leave before the data
+// arrives, so its receivers' wait is an upper bound. The NCCL back end is not split (its
+// calls are timed on the device, asynchronously): nothing is exchanged there.
 #pragma once
 #include <mpi.h>
 #include <stddef.h>
@@ -61,7 +73,10 @@ typedef enum { OP_SUM, OP_MAX, OP_MIN } CommOp;
 // Wildcard for comm_stats_sum (kind, phase, group or layer).
 #define COMM_ANY (-2)
 
-typedef struct { uint64_t calls, elements, bytes; double seconds; } CommStat;
+// wait_seconds: of `seconds`, the time spent waiting for the group's last rank, summed over
+// the waited_calls calls whose wait was measured (comm_measure_waits; world rank 0 only):
+// the split is known for the row when waited_calls == calls.
+typedef struct { uint64_t calls, elements, bytes; double seconds; double wait_seconds; uint64_t waited_calls; } CommStat;
 // One exported row (SQLite comm table: run_id, step, kind, phase, [group,] layer, calls,
 // elements, bytes, seconds — run_id and step are the caller's).
 typedef struct { CommKind kind; CommPhase phase; CommGroup group; int layer; CommStat s; } CommStatRow;
@@ -137,6 +152,10 @@ struct Comm {
     CommStat *stats;                  // [kind][phase][group][n_layers + 1]
     CommObserver observer;            // called for every accounted call (NULL = none)
     void *observer_ctx;
+    // the collectives timed on the host since comm_stats_reset, per group in call order: the
+    // table cell and the seconds of each (comm_measure_waits)
+    struct CommTimedCall { size_t cell; double seconds; } *timed[GROUP_COUNT];
+    int n_timed[GROUP_COUNT], cap_timed[GROUP_COUNT];
 };
 
 // ---- process grid (grid.c) ----
@@ -196,6 +215,12 @@ int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len);
 void comm_detach_device(Comm *c);
 // Resolve pending device timings into the table (waits for the timed calls to finish).
 void comm_flush_timing(Comm *c);
+// Collective over the world, on every rank at the same point (after a step): split the
+// collectives timed since comm_stats_reset into waiting and moving data (the header's
+// "Waiting apart from moving data"); world rank 0's table gains their wait_seconds. One
+// MPI_Reduce of one double per call, per group of size > 1 that holds world rank 0; nothing
+// on a virtual grid, in account-only mode or on the NCCL back end.
+void comm_measure_waits(Comm *c);
 
 // ---- operations (comm.c) ----
 // One entry per collective; the element type is an argument (CommDtype t): DTYPE_F32 for

@@ -126,6 +126,7 @@ void comm_free(Comm *c) {
     for (int g = 0; g < GROUP_COUNT; g++)
         if (c->mpi[g] != MPI_COMM_NULL && !finalized) CHECK_MPI(MPI_Comm_free(&c->mpi[g]));
     free(c->stats);
+    for (int g = 0; g < GROUP_COUNT; g++) free(c->timed[g]);
     free(c->scratch);
     free(c->gbuf);
     memset(c, 0, sizeof *c);

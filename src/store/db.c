@@ -112,7 +112,7 @@ const char *rundb_path(const RunDB *db) { return db->path; }
 
 typedef struct { int64_t run; StepMetrics sm; } StepRow;
 typedef struct { int64_t run; int step; int64_t tokens; double loss; } ValRow;
-typedef struct { int64_t run; int step; const char *kind, *phase, *group; int layer; int64_t calls, elements, bytes; double seconds; } CommRow;
+typedef struct { int64_t run; int step; const char *kind, *phase, *group; int layer; int64_t calls, elements, bytes; double seconds, wait; } CommRow;
 typedef struct { int64_t run; int step, rank, tp, pp, dp; int64_t calls, elements, bytes; double seconds; } CommRankRow;
 typedef struct { int64_t run; const char *category; int64_t bytes; } MemRow;
 typedef struct { int64_t run; int step; char at[32]; const char *kind; char *detail; } EventRow;
@@ -172,6 +172,7 @@ int rundb_write_buffers(RunDB *db, void *unused) {
         sqlite3_bind_int64(st, 1, r->run); sqlite3_bind_int64(st, 2, r->step); rundb_bind_text(st, 3, r->kind); rundb_bind_text(st, 4, r->phase);
         sqlite3_bind_int64(st, 5, r->layer); sqlite3_bind_int64(st, 6, r->calls); sqlite3_bind_int64(st, 7, r->elements);
         sqlite3_bind_int64(st, 8, r->bytes); sqlite3_bind_double(st, 9, r->seconds); rundb_bind_text(st, 10, r->group);
+        sqlite3_bind_double(st, 11, r->wait);   // NaN: not measured, stored NULL
         TRY(rundb_step_done(st));
     }
     for (int i = 0; i < b->ranks.n; i++) {
@@ -328,7 +329,8 @@ static int schema_body(RunDB *db, void *from_version) {
     int bad = 0, v = user_version(db, &bad);
     if (v < 0) return bad;
     if (v == RUNDB_SCHEMA_VERSION) return SQLITE_OK;   // another process won the race
-    const char *sql = v == 0 ? RUNDB_SCHEMA_SQL : v == 1 ? RUNDB_MIGRATE_V1_SQL : v == 2 ? RUNDB_MIGRATE_V2_SQL : RUNDB_MIGRATE_V3_SQL;
+    const char *sql = v == 0 ? RUNDB_SCHEMA_SQL : v == 1 ? RUNDB_MIGRATE_V1_SQL : v == 2 ? RUNDB_MIGRATE_V2_SQL
+                    : v == 3 ? RUNDB_MIGRATE_V3_SQL : RUNDB_MIGRATE_V4_SQL;
     int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK) return rc;
     if (v == 1) {   // every row must still point at its run (ids were kept)
@@ -458,8 +460,8 @@ RunDB *rundb_open(const char *path) {
     db->ins_step = prep_persistent(db, "INSERT OR REPLACE INTO steps(run_id, step, tokens_seen, loss, lr, grad_norm, step_seconds, "
                                        "tokens_per_s, mfu) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)");
     db->ins_val = prep_persistent(db, "INSERT OR REPLACE INTO validation(run_id, step, tokens_seen, loss) VALUES (?1,?2,?3,?4)");
-    db->ins_comm = prep_persistent(db, "INSERT OR REPLACE INTO comm(run_id, step, kind, phase, layer, calls, elements, bytes, seconds, grp) "
-                                       "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
+    db->ins_comm = prep_persistent(db, "INSERT OR REPLACE INTO comm(run_id, step, kind, phase, layer, calls, elements, bytes, seconds, grp, wait_seconds) "
+                                       "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
     db->ins_comm_rank = prep_persistent(db, "INSERT OR REPLACE INTO comm_ranks(run_id, step, rank, tp_rank, pp_rank, dp_rank, "
                                             "calls, elements, bytes, seconds) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
     db->ins_mem = prep_persistent(db, "INSERT OR REPLACE INTO memory(run_id, category, bytes) VALUES (?1,?2,?3)");
@@ -538,13 +540,13 @@ void rundb_log_val(RunDB *db, int64_t run, int step, int64_t tokens_seen, double
 }
 
 void rundb_log_comm(RunDB *db, int64_t run, int step, const char *kind, const char *phase, const char *group,
-                    int layer, int64_t calls, int64_t elements, int64_t bytes, double seconds) {
+                    int layer, int64_t calls, int64_t elements, int64_t bytes, double seconds, double wait_seconds) {
     CommRow *r = VEC_PUSH(db->buf->comms);
     r->run = run; r->step = step; r->layer = layer;
     r->group = comm_spelling("comm group", group, GROUP_COUNT, group_of);
     r->kind = comm_spelling("comm kind", kind, COMM_KIND_COUNT, kind_of);
     r->phase = comm_spelling("comm phase", phase, PHASE_COUNT, phase_of);
-    r->calls = calls; r->elements = elements; r->bytes = bytes; r->seconds = seconds;
+    r->calls = calls; r->elements = elements; r->bytes = bytes; r->seconds = seconds; r->wait = wait_seconds;
     maybe_autoflush(db);
 }
 

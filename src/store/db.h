@@ -17,7 +17,7 @@
 #include "host.h"
 #include "../core/metrics.h"
 
-#define RUNDB_SCHEMA_VERSION 4   // PRAGMA user_version of databases this build writes (1, 2 and 3 are migrated)
+#define RUNDB_SCHEMA_VERSION 5   // PRAGMA user_version of databases this build writes (1 to 4 are migrated)
 
 typedef struct RunDB RunDB;
 
@@ -109,6 +109,8 @@ typedef struct {
     int repeat;
     double peak_gflops, load_avg;
     double peak_check_gflops;    // the sgemm measured at the launch's start (NAN: none)
+    double peak_load;            // the 1-minute load its peak was measured at (NAN: unknown)
+    char peak_note[400];         // "" when that peak was measured quietly (rundb_peak_note)
     char host[256];
     char kind[16], hardware[128];// "measured" or "simulated"; the profile of a simulated launch
     int n_overrides;
@@ -122,14 +124,42 @@ int rundb_latest_launch(RunDB *db, const char *experiment, LaunchRow *out);
 int rundb_previous_launch(RunDB *db, const char *experiment, int64_t before, LaunchRow *out);
 void rundb_launch_row_free(LaunchRow *row);
 
-// ---- the sgemm peak of a host (host_peaks): measured once, reused by every launch --------
+// ---- the sgemm peak of a host (host_peaks): one place decides the peak MFU is relative to ---
+// A peak measured while other work takes cores is too low, and MFU against it too high (a
+// launch stored 100 GFLOP/s at load 4 where later checks reached 315). So: the peak of a
+// machine (host name, CPU model, cores) is its newest host_peaks row; every launch (and every
+// run made by hand on the CPU) measures the sgemm again as a check; a check more than
+// RUNDB_PEAK_MARGIN above the peak replaces it (the best of the checks is kept: an sgemm can
+// only be slowed by other work), one more than RUNDB_PEAK_MARGIN below it warns that this
+// machine is busy now; MEASURE_PEAK=1 stores a new measurement whatever it is. A peak
+// measured at a 1-minute load above RUNDB_PEAK_QUIET_LOAD per core is "under load": the
+// tables mark MFU against it, and runs.peak_note / launches.peak_note say so.
+#define RUNDB_PEAK_MARGIN 0.10
+#define RUNDB_PEAK_QUIET_LOAD 0.25
 typedef struct { int64_t id; double gflops, load_avg; char measured_at[32]; } HostPeak;
 // The newest stored peak of this machine (host name, CPU model, core count): 1, or 0.
 int rundb_host_peak(RunDB *db, const HostFacts *h, HostPeak *out);
 // A new measurement of this machine (load_avg: the 1-minute load while it ran, -1 unknown).
 int64_t rundb_store_host_peak(RunDB *db, const HostFacts *h, double gflops, double load_avg);
-// The sgemm measured at a launch's start, beside the stored peak it uses (launches.peak_check_gflops).
-void rundb_set_launch_peak_check(RunDB *db, int64_t launch, double gflops);
+typedef struct {
+    double gflops;               // the peak MFU is relative to
+    double load_avg;             // the 1-minute load it was measured at (-1 unknown)
+    int64_t id;                  // its host_peaks row
+    char measured_at[32];
+    double check, check_load;    // this measurement and the load at it
+    char note[400];              // "" for a peak measured quietly; else why MFU against it may be high
+    char message[1600];          // what was decided, and any warning: lines for the console
+} PeakDecision;
+// The one decision (above): check_gflops measured now at check_load; remeasure: store it as
+// the new peak (MEASURE_PEAK=1). Stores the check when it becomes the peak.
+void rundb_decide_peak(RunDB *db, const HostFacts *h, double check_gflops, double check_load, int remeasure, PeakDecision *out);
+// The note for a peak measured at `load_avg` on `cores` cores: "" when quiet (at most
+// RUNDB_PEAK_QUIET_LOAD per core), else one sentence (an unknown load, -1, is said too).
+void rundb_peak_note(double gflops, double load_avg, int cores, char *buf, size_t n);
+// A launch's check beside its peak: launches.peak_check_gflops, peak_load_1m, peak_note.
+void rundb_set_launch_peak(RunDB *db, int64_t launch, const PeakDecision *d);
+// The load and note of the peak a run's MFU is relative to (runs.peak_load_1m, peak_note).
+void rundb_set_run_peak(RunDB *db, int64_t run, double load_avg, const char *note);
 
 // ---- runs ------------------------------------------------------------------------------
 // New run, status 'running', started_at now. Returns runs.id.
@@ -140,9 +170,10 @@ void rundb_log_step(RunDB *db, int64_t run, const StepMetrics *sm);
 void rundb_log_val(RunDB *db, int64_t run, int step, int64_t tokens_seen, double loss);
 // kind: all_reduce|all_gather|reduce_scatter|broadcast|send|recv|barrier;
 // phase: forward|backward|recompute|optimizer|pipeline|other; group: tp|dp|pp|world
-// (the process group the collective ran over); layer -1 = not layer-specific.
+// (the process group the collective ran over); layer -1 = not layer-specific. wait_seconds:
+// the part of seconds spent waiting for the group's last rank to arrive (NAN: not measured).
 void rundb_log_comm(RunDB *db, int64_t run, int step, const char *kind, const char *phase, const char *group,
-                    int layer, int64_t calls, int64_t elements, int64_t bytes, double seconds);
+                    int layer, int64_t calls, int64_t elements, int64_t bytes, double seconds, double wait_seconds);
 // One rank's communication totals of one step (all kinds, phases, groups and layers).
 void rundb_log_comm_rank(RunDB *db, int64_t run, int step, int rank, int tp_rank, int pp_rank, int dp_rank,
                          int64_t calls, int64_t elements, int64_t bytes, double seconds);
@@ -266,6 +297,18 @@ int rundb_config_differs(RunDB *db, int64_t run_a, int64_t run_b, const char *do
                          char *value_a, char *value_b, size_t n);
 
 // ---- the comparison table ----------------------------------------------------------------
+// SQL of a run's timed steps (the rows of `steps` aliased s; RUN: the run's id as an SQL
+// expression, "?1" or "r.id"): after warm-up, the first max(1, last_step/10) steps, unless the
+// run has a single step (a simulated run). The views (db_schema.c) say the same.
+#define RUNDB_TIMED_STEPS_SQL(RUN) \
+    "s.run_id = " RUN " AND s.step_seconds > 0 AND (s.step > (SELECT MAX(1, MAX(step) / 10) FROM steps WHERE run_id = " RUN ") " \
+    "OR (SELECT COUNT(*) FROM steps WHERE run_id = " RUN ") = 1)"
+// A run's median step time in ms over those steps (the middle one, or the mean of the two
+// middle ones): run_summary.median_ms_per_step for one run, cheap inside a query over a few
+// runs (make watch) where the view would summarise every run of the database.
+#define RUNDB_MEDIAN_MS_SQL(RUN) \
+    "(SELECT 1000.0 * AVG(step_seconds) FROM (SELECT s.step_seconds, ROW_NUMBER() OVER (ORDER BY s.step_seconds) AS i, " \
+    "COUNT(*) OVER () AS n FROM steps s WHERE " RUNDB_TIMED_STEPS_SQL(RUN) ") WHERE i IN ((n + 1) / 2, (n + 2) / 2))"
 // One row per variant. Only completed runs enter the numbers; the others are counted
 // (n_runs - n_completed) and listed by the caller from rundb_launch_runs.
 typedef struct {
@@ -286,11 +329,19 @@ typedef struct {
     int64_t peak_memory;         // bytes: peak_rss if recorded, else the sum of the categories (0: none)
     int64_t comm_bytes;          // per step, rank 0's view: all comm rows / steps that have comm rows
     int64_t comm_calls;          // collective calls per step, same rows
+    double comm_ms;              // rank 0's ms inside collectives per step (median over the timed steps,
+                                 // then over the completed runs; NAN: no collectives)
+    double comm_wait_ms;         // the part of comm_ms spent waiting for the last peer to arrive (same
+                                 // medians; NAN: not measured): comm_ms - comm_wait_ms moved data
+    int peak_loaded;             // the reference run's peak was measured under load (runs.peak_note)
 } VariantSummary;
 // The runs of a launch, in the order they ran (repeat-interleaved). *out malloc'd.
 int rundb_launch_runs(RunDB *db, int64_t launch, RunRow **out);
 // One row per variant of the given runs (variants in order of first appearance).
 int rundb_summarize(RunDB *db, const int64_t *run_ids, int n_runs, VariantSummary **out);
+// A run's median step time after warm-up, in seconds (NAN: no timed step): the number that
+// stands for the run in the table's medians and in the timing verdicts (compare.h).
+double rundb_run_median_step(RunDB *db, int64_t run);
 // The latest run of each variant of `experiment` (for runs made without a launch), in
 // order of each variant's first run. Returns the count; *out malloc'd (free it).
 int rundb_compare(RunDB *db, const char *experiment, VariantSummary **out);

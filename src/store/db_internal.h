@@ -6,10 +6,11 @@
 
 // The schema this build writes (db_schema.c; docs/database.md shows the same statements).
 extern const char *const RUNDB_SCHEMA_SQL;
-// Schema 1 -> 4, 2 -> 4 and 3 -> 4, run inside the caller's transaction with foreign keys off.
+// Schema 1, 2, 3 and 4 -> 5, run inside the caller's transaction with foreign keys off.
 extern const char *const RUNDB_MIGRATE_V1_SQL;
 extern const char *const RUNDB_MIGRATE_V2_SQL;
 extern const char *const RUNDB_MIGRATE_V3_SQL;
+extern const char *const RUNDB_MIGRATE_V4_SQL;
 
 struct RunDB {
     sqlite3 *db;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../core/check.h"
+#include "../core/stats.h"
 
 // ---------------------------------------------------------------------------------
 // Runs
@@ -216,9 +217,11 @@ static void read_launch(RunDB *db, sqlite3_stmt *st, LaunchRow *l) {
     db_col_text(st, 12, l->kind, sizeof l->kind);
     db_col_text(st, 13, l->hardware, sizeof l->hardware);
     l->peak_check_gflops = db_col_dbl(st, 14);
+    l->peak_load = db_col_dbl(st, 15);
+    db_col_text(st, 16, l->peak_note, sizeof l->peak_note);
 }
 #define LAUNCH_COLS "id, experiment, status, started_at, experiment_version, manifest_sha256, variant_filter, repeat, " \
-                    "peak_gflops, load_avg_1m, host, overrides, kind, hardware, peak_check_gflops"
+                    "peak_gflops, load_avg_1m, host, overrides, kind, hardware, peak_check_gflops, peak_load_1m, peak_note"
 
 int rundb_launch(RunDB *db, int64_t id, LaunchRow *out) {
     rundb_flush(db);
@@ -259,22 +262,6 @@ void rundb_launch_row_free(LaunchRow *row) {
 // ---------------------------------------------------------------------------------
 // The comparison table
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-// Quantile q (0..1) of sorted v[0..n) by linear interpolation; NAN when n = 0.
-static double quantile(const double *v, int n, double q) {
-    if (n == 0) return NAN;
-    double pos = q * (n - 1);
-    int i = (int)pos;
-    return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[i];
-}
-static double median_of(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return quantile(v, n, 0.5);
-}
-
 static double q_run_double(RunDB *db, const char *sql, int64_t run) {
     sqlite3_stmt *st = db_prep(db, sql);
     db_bind_i64(db, st, 1, run);
@@ -283,13 +270,12 @@ static double q_run_double(RunDB *db, const char *sql, int64_t run) {
     return v;
 }
 
-// Per run: its step times after warm-up, sorted (the first max(1, last_step/10) steps are
-// warm-up, unless the run has a single step). Returns the count; *out malloc'd.
+#define TIMED_STEP_SQL RUNDB_TIMED_STEPS_SQL("?1")
+
+// Per run: its step times after warm-up, sorted. Returns the count; *out malloc'd.
 static int timed_steps(RunDB *db, int64_t run, double **out, double *tokens_per_step) {
-    sqlite3_stmt *st = db_prep(db,
-        "SELECT step_seconds, tokens_per_s * step_seconds FROM steps WHERE run_id=?1 AND step_seconds > 0 AND "
-        "(step > (SELECT MAX(1, MAX(step) / 10) FROM steps WHERE run_id=?1) OR (SELECT COUNT(*) FROM steps WHERE run_id=?1) = 1) "
-        "ORDER BY step_seconds");
+    sqlite3_stmt *st = db_prep(db, "SELECT s.step_seconds, s.tokens_per_s * s.step_seconds FROM steps s WHERE " TIMED_STEP_SQL
+                                   " ORDER BY s.step_seconds");
     db_bind_i64(db, st, 1, run);
     int n = 0, cap = 64;
     double *v = xmalloc((size_t)cap * sizeof *v);
@@ -302,6 +288,43 @@ static int timed_steps(RunDB *db, int64_t run, double **out, double *tokens_per_
     db_finalize(db, st);
     *out = v;
     return n;
+}
+
+double rundb_run_median_step(RunDB *db, int64_t run) {
+    rundb_flush(db);
+    double *t, tps;
+    int n = timed_steps(db, run, &t, &tps);
+    double m = stats_quantile_sorted(t, n, 0.5);
+    free(t);
+    return m;
+}
+
+// Per run: the median over its timed steps of rank 0's seconds inside collectives per step,
+// and of the part of them spent waiting for the last peer (NAN when a call's wait was not
+// measured: simulated runs, NCCL, runs recorded before it was). NAN, NAN: no collectives.
+static void run_comm_medians(RunDB *db, int64_t run, double *comm_s, double *wait_s) {
+    sqlite3_stmt *st = db_prep(db,
+        "SELECT COALESCE(SUM(c.seconds), 0), SUM(c.wait_seconds), COUNT(c.wait_seconds) = COUNT(c.run_id), COUNT(c.run_id) "
+        "FROM steps s LEFT JOIN comm c ON c.run_id = s.run_id AND c.step = s.step WHERE " TIMED_STEP_SQL " GROUP BY s.step");
+    db_bind_i64(db, st, 1, run);
+    int n = 0, cap = 64, waits = 1, any = 0;
+    double *c = xmalloc((size_t)cap * sizeof *c), *w = xmalloc((size_t)cap * sizeof *w);
+    while (db_next_row(db, st, "reading a run's collective times")) {
+        if (n == cap) {
+            cap *= 2;
+            c = realloc(c, (size_t)cap * sizeof *c); w = realloc(w, (size_t)cap * sizeof *w);
+            CHECK(c && w, "out of memory");
+        }
+        c[n] = sqlite3_column_double(st, 0);
+        w[n] = db_col_dbl(st, 1);
+        waits &= sqlite3_column_int(st, 2);
+        any |= sqlite3_column_int(st, 3) > 0;
+        n++;
+    }
+    db_finalize(db, st);
+    *comm_s = any ? stats_median(c, n) : NAN;
+    *wait_s = any && waits ? stats_median(w, n) : NAN;
+    free(c); free(w);
 }
 
 int rundb_summarize(RunDB *db, const int64_t *run_ids, int n_runs, VariantSummary **out) {
@@ -323,10 +346,13 @@ int rundb_summarize(RunDB *db, const int64_t *run_ids, int n_runs, VariantSummar
     double *meds = xmalloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *meds);
     double *losses = xmalloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *losses);
     double *vals = xmalloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *vals);
+    double *cms = xmalloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *cms);
+    double *wms = xmalloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *wms);
     for (int k = 0; k < n; k++) {
         VariantSummary *s = &rows[k];
-        int nm = 0, nl = 0, nv = 0;
+        int nm = 0, nl = 0, nv = 0, nc = 0, nw = 0;
         s->final_loss = s->val_loss = s->ms_per_step = s->ms_lo = s->ms_hi = NAN;
+        s->comm_ms = s->comm_wait_ms = NAN;
         s->tokens_per_step = s->tokens_per_s = s->mfu = NAN;
         for (int i = 0; i < n_runs; i++) {
             if (which[i] != k) continue;
@@ -350,12 +376,12 @@ int rundb_summarize(RunDB *db, const int64_t *run_ids, int n_runs, VariantSummar
             double *t, tps;
             int nt = timed_steps(db, r->id, &t, &tps);
             if (nt > 0) {
-                meds[nm++] = quantile(t, nt, 0.5);
+                meds[nm++] = stats_quantile_sorted(t, nt, 0.5);
                 if (s->n_completed == 1) {
                     s->timed_steps = nt;
                     if (nt > 1) {   // one step (a simulated run) has no spread
-                        s->ms_lo = 1e3 * quantile(t, nt, 0.1);
-                        s->ms_hi = 1e3 * quantile(t, nt, 0.9);
+                        s->ms_lo = 1e3 * stats_quantile_sorted(t, nt, 0.1);
+                        s->ms_hi = 1e3 * stats_quantile_sorted(t, nt, 0.9);
                     }
                     s->tokens_per_step = tps;
                     double fpt = q_run_double(db, "SELECT flops_per_token FROM runs WHERE id=?1", r->id);
@@ -364,7 +390,16 @@ int rundb_summarize(RunDB *db, const int64_t *run_ids, int n_runs, VariantSummar
                 }
             }
             free(t);
+            double cs, ws;
+            run_comm_medians(db, r->id, &cs, &ws);
+            if (!isnan(cs)) { cms[nc++] = cs; if (!isnan(ws)) wms[nw++] = ws; }
             if (s->n_completed == 1) {
+                char note[8] = "";
+                sqlite3_stmt *st = db_prep(db, "SELECT COALESCE(peak_note, '') FROM runs WHERE id=?1");
+                db_bind_i64(db, st, 1, r->id);
+                if (db_next_row(db, st, "reading a run's peak note")) db_col_text(st, 0, note, sizeof note);
+                db_finalize(db, st);
+                s->peak_loaded = note[0] != 0;
                 double mem = q_run_double(db, "SELECT COALESCE((SELECT bytes FROM memory WHERE run_id=?1 AND category='peak_rss'), "
                                               "(SELECT SUM(bytes) FROM memory WHERE run_id=?1), 0)", r->id);
                 s->peak_memory = isnan(mem) ? 0 : (int64_t)mem;
@@ -374,18 +409,20 @@ int rundb_summarize(RunDB *db, const int64_t *run_ids, int n_runs, VariantSummar
                 s->comm_calls = isnan(c) ? 0 : (int64_t)llround(c);
             }
         }
-        if (nl) s->final_loss = median_of(losses, nl);
-        if (nv) s->val_loss = median_of(vals, nv);
+        if (nl) s->final_loss = stats_median(losses, nl);
+        if (nv) s->val_loss = stats_median(vals, nv);
+        if (nc) s->comm_ms = 1e3 * stats_median(cms, nc);
+        if (nc && nw == nc) s->comm_wait_ms = 1e3 * stats_median(wms, nw);
         if (nm) {
-            s->ms_per_step = 1e3 * median_of(meds, nm);
-            if (nm > 1) { s->ms_lo = 1e3 * meds[0]; s->ms_hi = 1e3 * meds[nm - 1]; }   // sorted by median_of
+            s->ms_per_step = 1e3 * stats_median(meds, nm);
+            if (nm > 1) { s->ms_lo = 1e3 * meds[0]; s->ms_hi = 1e3 * meds[nm - 1]; }   // sorted by stats_median
             s->tokens_per_s = s->tokens_per_step / (s->ms_per_step / 1e3);
             s->mfu *= s->tokens_per_s;
         } else {
             s->mfu = NAN;
         }
     }
-    free(meds); free(losses); free(vals); free(which); free(rr);
+    free(meds); free(losses); free(vals); free(cms); free(wms); free(which); free(rr);
     *out = rows;
     return n;
 }

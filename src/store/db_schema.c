@@ -1,4 +1,4 @@
-// db_schema.c — the run database's tables, views and the migrations from schemas 1, 2 and 3
+// db_schema.c — the run database's tables, views and the migrations from schemas 1 to 4
 // (docs/database.md shows the same statements and explains every column).
 #include "db_internal.h"
 
@@ -11,7 +11,21 @@
 #define KIND_COLUMN "kind TEXT NOT NULL DEFAULT 'measured' CHECK (kind IN ('measured','simulated'))"
 #define RUN_KIND_COLUMNS \
 "  " KIND_COLUMN ",\n" \
-"  hardware           TEXT\n"
+"  hardware           TEXT,\n"
+
+// Schema 5: the load at which the sgemm peak MFU is relative to was measured, and a note when
+// that load was above the quiet bound (runs and launches); each collective's time spent
+// waiting for the last peer of its group (comm.wait_seconds). Older files gain the columns by
+// SCHEMA5_ALTERS (ALTER TABLE puts them last, where the tables below have them too).
+#define PEAK_COLUMNS \
+"  peak_load_1m       REAL,\n" \
+"  peak_note          TEXT\n"
+#define SCHEMA5_ALTERS \
+"ALTER TABLE runs ADD COLUMN peak_load_1m REAL;\n" \
+"ALTER TABLE runs ADD COLUMN peak_note TEXT;\n" \
+"ALTER TABLE launches ADD COLUMN peak_load_1m REAL;\n" \
+"ALTER TABLE launches ADD COLUMN peak_note TEXT;\n" \
+"ALTER TABLE comm ADD COLUMN wait_seconds REAL;\n"
 
 #define RUNS_TABLE(name) \
 "CREATE TABLE " name " (\n" \
@@ -49,6 +63,7 @@
 "  flops_per_token    REAL,\n" \
 "  peak_gflops        REAL,\n" \
 RUN_KIND_COLUMNS \
+PEAK_COLUMNS \
 ");\n"
 
 #define EVENTS_TABLE(name) \
@@ -85,7 +100,8 @@ RUN_KIND_COLUMNS \
 "  peak_gflops        REAL,\n" \
 "  " KIND_COLUMN ",\n" \
 "  hardware           TEXT,\n" \
-"  peak_check_gflops  REAL\n" \
+"  peak_check_gflops  REAL,\n" \
+PEAK_COLUMNS \
 ");\n" \
 "CREATE INDEX launches_by_experiment ON launches(experiment, id);\n"
 
@@ -186,7 +202,10 @@ RUN_KIND_COLUMNS \
 "                (SELECT SUM(bytes) FROM memory WHERE run_id = r.id)) AS peak_memory_bytes,\n" \
 "       (SELECT SUM(bytes) * 1.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_bytes_per_step,\n" \
 "       (SELECT SUM(calls) * 1.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_calls_per_step,\n" \
-"       (SELECT SUM(seconds) * 1000.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_ms_per_step\n" \
+"       (SELECT SUM(seconds) * 1000.0 / COUNT(DISTINCT step) FROM comm WHERE run_id = r.id) AS comm_ms_per_step,\n" \
+"       (SELECT CASE WHEN COUNT(wait_seconds) = COUNT(*) THEN SUM(wait_seconds) * 1000.0 / COUNT(DISTINCT step) END\n" \
+"        FROM comm WHERE run_id = r.id) AS comm_wait_ms_per_step,\n" \
+"       r.peak_load_1m, r.peak_note\n" \
 "FROM runs r\n" \
 "LEFT JOIN (SELECT id, " RUN_CONFIG_SQL("runs") " AS json FROM runs) c ON c.id = r.id\n" \
 "LEFT JOIN (\n" \
@@ -277,6 +296,7 @@ RUN_KIND_COLUMNS \
 "  elements INTEGER NOT NULL,\n" \
 "  bytes    INTEGER NOT NULL,\n" \
 "  seconds  REAL,\n" \
+"  wait_seconds REAL,\n" \
 "  PRIMARY KEY (run_id, step, kind, phase, grp, layer)\n" \
 ") WITHOUT ROWID;\n" \
 "CREATE TABLE memory (\n" \
@@ -298,7 +318,7 @@ const char *const RUNDB_SCHEMA_SQL =
     HOST_PEAKS_TABLE
     VIEWS;
 
-// Schema 1 -> 4: new tables (launches, comm_ranks, host_peaks) and views; `runs` gains launch_id,
+// Schema 1 -> 5: new tables (launches, comm_ranks, host_peaks) and views; `runs` gains launch_id,
 // repeat_index, overrides and manifest_format, its `manifest_version` (which held the
 // experiment's `version:`) becomes `experiment_version`, and the status CHECK admits
 // 'diverged'; `events` admits 'diverged' and 'warning'. SQLite cannot alter a CHECK, so
@@ -326,9 +346,10 @@ const char *const RUNDB_MIGRATE_V1_SQL =
     COMM_RANKS_TABLE
     SIMULATION_TABLE
     HOST_PEAKS_TABLE
+    "ALTER TABLE comm ADD COLUMN wait_seconds REAL;\n"
     VIEWS;
 
-// Schema 2 -> 4: runs and launches gain `kind` and `hardware` (every existing row is a
+// Schema 2 -> 5: runs and launches gain `kind` and `hardware` (every existing row is a
 // measured one: the default), the simulation and host_peaks tables, and the views are recreated (they
 // gained columns, and a run of one step is timed).
 const char *const RUNDB_MIGRATE_V2_SQL =
@@ -337,15 +358,24 @@ const char *const RUNDB_MIGRATE_V2_SQL =
     "ALTER TABLE launches ADD COLUMN " KIND_COLUMN ";\n"
     "ALTER TABLE launches ADD COLUMN hardware TEXT;\n"
     "ALTER TABLE launches ADD COLUMN peak_check_gflops REAL;\n"
+    SCHEMA5_ALTERS
     SIMULATION_TABLE
     HOST_PEAKS_TABLE
     DROP_VIEWS
     VIEWS;
 
-// Schema 3 -> 4: the host_peaks table and launches.peak_check_gflops; the views are recreated (run_summary gained the
+// Schema 3 -> 5: the host_peaks table and launches.peak_check_gflops; the views are recreated (run_summary gained the
 // key configuration columns and the median step time; run_config and config_diff are new).
 const char *const RUNDB_MIGRATE_V3_SQL =
     "ALTER TABLE launches ADD COLUMN peak_check_gflops REAL;\n"
+    SCHEMA5_ALTERS
     HOST_PEAKS_TABLE
+    DROP_VIEWS
+    VIEWS;
+
+// Schema 4 -> 5: the peak's load and note (runs, launches) and comm.wait_seconds; the views
+// are recreated (run_summary gained comm_wait_ms_per_step, peak_load_1m, peak_note).
+const char *const RUNDB_MIGRATE_V4_SQL =
+    SCHEMA5_ALTERS
     DROP_VIEWS
     VIEWS;

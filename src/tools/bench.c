@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "../backend/cpu/cpu_bf16.h"
 #include "../backend/cpu/sgemm.h"
 #include "../backend/ops.h"
@@ -44,6 +45,8 @@
 #include "../core/rng.h"
 #include "../core/timer.h"
 #include "../model/model.h"
+#include "../store/db.h"
+#include "../store/host.h"
 #include "../model/kind.h"
 #include "../train/optimizer.h"
 #include "../train/trainer.h"
@@ -385,6 +388,19 @@ int main(int argc, char **argv) {
     printf("sgemm peak measurements (GFLOP/s):");
     for (int i = 0; i < n_peaks; i++) printf(" %.1f", peaks[i]);
     printf(" -> using the maximum, %.1f\n", peak);
+    {   // the margin and the quiet bound of the peak that launches use (store/db.h)
+        double lo = peak, load = host_load_average();
+        for (int i = 0; i < n_peaks; i++) if (peaks[i] < lo) lo = peaks[i];
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        if (lo > 0 && peak / lo - 1 > RUNDB_PEAK_MARGIN)
+            printf("warning: the sgemm measurements spread %.0f%% (%.1f-%.1f GFLOP/s), more than the %.0f%% margin: other work "
+                   "slowed some of them, so the steps measured then are slow too; MFU is against the maximum; rerun on a "
+                   "quieter machine (load now %.2f on %ld cores)\n", 100 * (peak / lo - 1), lo, peak,
+                   100 * RUNDB_PEAK_MARGIN, load, cores);
+        if (load < 0 || load > RUNDB_PEAK_QUIET_LOAD * cores)
+            printf("note: the load is %.2f on %ld cores (above the quiet bound %.2f): the sgemm peak may be below this machine's "
+                   "and MFU above it; rerun on a quieter machine\n", load, cores, RUNDB_PEAK_QUIET_LOAD * cores);
+    }
     for (int k = 0; k < n_runs; k++)
         res[k].mfu = res[k].tokens_per_s * res[k].flops_per_token / (peak * 1e9);
     const KindResult *dense = NULL;

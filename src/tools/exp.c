@@ -28,8 +28,8 @@
 static const char *USAGE =
 "usage: exp NAME|PATH [--variant V] [--set key=value]... [--repeat N] [--dry-run]\n"
 "       exp NAME|PATH --resume [--launch ID] [--set key=value]...\n"
-"       exp NAME|PATH --summary [--launch ID] [--csv|--json] [--steps]\n"
-"       exp [NAME|PATH] --compare [--launch ID]... [--run ID]... [--db PATH] [--csv|--json] [--steps]\n"
+"       exp NAME|PATH --summary [--launch ID] [--csv|--json] [--steps|--verdicts]\n"
+"       exp [NAME|PATH] --compare [--launch ID]... [--run ID]... [--db PATH] [--csv|--json] [--steps|--verdicts]\n"
 "       exp NAME|PATH --simulate PROFILE [--variant V] [--set key=value]... [--dry-run]\n"
 "\n"
 "Runs experiments/NAME.yaml as one launch: each variant (those marked run.on_demand only\n"
@@ -39,10 +39,13 @@ static const char *USAGE =
 "  --variant V        only this variant (make exp VARIANT=V)\n"
 "  --set key=value    override a configuration key in every variant (make exp SET=\"k=v k2=v2\")\n"
 "  --repeat N         run the variants N times, interleaved A B A B ... (make exp REPEAT=N):\n"
-"                     the table gives the median step time and its min..max over the repeats\n"
+"                     the table gives the median step time and its min..max over the repeats, and\n"
+"                     whether each variant is faster or slower than the first beyond the runs' noise\n"
+"                     (4 repeats are the fewest that can give that verdict)\n"
 "  --dry-run          print each variant's launch command and configuration; run nothing\n"
-"  --measure-peak     measure this host's sgemm peak again and store it (make exp MEASURE_PEAK=1); by\n"
-"                     default the peak stored for this machine (host, CPU model, cores) is reused\n"
+"  --measure-peak     store this launch's sgemm measurement as this host's peak (make exp MEASURE_PEAK=1);\n"
+"                     by default the peak stored for this machine (host, CPU model, cores) is reused,\n"
+"                     raised when the launch's measurement is more than 10 % above it\n"
 "  --resume           continue a launch (the latest, or --launch ID): runs not completed\n"
 "                     resume from their newest checkpoint with their stored overrides (one\n"
 "                     stopped before its first checkpoint: from step 0, as the same run),\n"
@@ -56,7 +59,10 @@ static const char *USAGE =
 "  --run ID           a run for --compare (repeatable)\n"
 "  --db PATH          the run database of --compare (default: NAME's run.db, else runs/boost.db)\n"
 "  --csv, --json      --summary and --compare as CSV or JSON on stdout (make compare FORMAT=csv|json)\n"
-"  --steps            with --csv/--json: every logged step of the runs instead (make compare STEPS=1)\n"
+"  --steps            every logged step of the runs instead, as CSV (or --json) (make compare STEPS=1)\n"
+"  --verdicts         only the timing verdicts: per pair of variants faster, slower, not distinguishable\n"
+"                     or too few runs, with the time ratio and its 95 % interval (text, --csv or --json;\n"
+"                     docs/database.md \"Timing verdicts\")\n"
 "  --simulate PROFILE price every variant (on-demand ones included) with build/simulate on the\n"
 "                     hardware profile experiments/hardware/PROFILE.yaml instead of training it\n"
 "                     (make exp SIMULATE=1 [HARDWARE=PROFILE], default a100-80gb-node4): one\n"
@@ -197,32 +203,6 @@ static void warn_config_differences(RunDB *db, const Manifest *man, const RunRow
     }
 }
 
-// ---- the host's sgemm peak: measured once per machine, stored, reused ----------------------
-// MFU of two launches is comparable only against one peak: the stored one of this machine
-// (host name, CPU model, cores) is reused; the first launch on a machine, or --measure-peak,
-// stores `measured` (this launch's sgemm, taken at load `load`). Returns the peak to use.
-static double host_peak_for_launch(RunDB *db, const HostFacts *h, double load, double measured, int remeasure) {
-    HostPeak hp;
-    int have = rundb_host_peak(db, h, &hp);
-    if (have && !remeasure) {
-        printf("sgemm peak of this machine: %.1f GFLOP/s, measured %s at load %.2f (host_peaks %lld; MEASURE_PEAK=1 "
-               "measures it again)\n", hp.gflops, hp.measured_at, hp.load_avg, (long long)hp.id);
-        if (load >= 0 && hp.load_avg >= 0 && fabs(load - hp.load_avg) >= 1.0)
-            printf("warning: the load is %.2f now and was %.2f when the peak was measured: the runs' speed (and MFU) "
-                   "is not comparable with launches at another load\n", load, hp.load_avg);
-        return hp.gflops;
-    }
-    int64_t id = rundb_store_host_peak(db, h, measured, load);
-    printf("sgemm peak of this machine: %.1f GFLOP/s, measured now at load %.2f and stored (host_peaks %lld)%s\n", measured,
-           load, (long long)id, have ? ", replacing the earlier one for later launches" : ": later launches reuse it");
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (load >= (double)cores)
-        printf("warning: the peak was measured at load %.2f on %ld cores: other work took cores from it, so it is likely "
-               "below this machine's peak and MFU above it; measure it again on a quieter machine (MEASURE_PEAK=1)\n",
-               load, cores);
-    return measured;
-}
-
 // The peak check after the table: this launch's sgemm against the stored peak its MFU uses.
 // A drift beyond the runs' own spread means MFU (and speed) of this launch cannot be
 // compared with other launches' to better than that drift.
@@ -260,6 +240,7 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
                launch->repeat, launch->variant_filter[0] ? ", VARIANT=" : "", launch->variant_filter,
                launch->n_overrides ? ", SET given" : "");
         for (int i = 0; i < launch->n_overrides; i++) printf("  SET %s\n", launch->overrides[i]);
+        if (!simulated && launch->peak_note[0]) printf("note: %s\n", launch->peak_note);
     }
     VariantSummary *vs = NULL;
     int n = 0;
@@ -273,19 +254,22 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         printf("\n%s — no launch recorded: the latest run of each variant (runs made by hand; they may differ in settings)\n",
                experiment);
     }
-    printf("%-28s %5s %6s %9s %9s %9s %21s %10s %6s %10s %11s %8s\n", "variant", "runs", "steps", "loss", "val loss",
-           "ms/step", "spread", "tokens/s", "MFU", "peak mem", "comm/step", "calls");
-    int spread_runs = 0, spread_steps = 0;
+    printf("%-28s %5s %6s %9s %9s %9s %21s %10s %7s %10s %11s %6s %15s\n", "variant", "runs", "steps", "loss", "val loss",
+           "median ms", "spread", "tokens/s", "MFU", "peak mem", "comm/step", "calls", "coll ms (wait)");
+    int spread_runs = 0, spread_steps = 0, loaded = 0, any_comm = 0;
     for (int i = 0; i < n; i++) {
         const VariantSummary *s = &vs[i];
-        char mem[32], comm[32], val[32], loss[32], ms[32], spread[48], tps[32], mfu[32], runs_col[16];
+        char mem[32], comm[32], val[32], loss[32], ms[32], spread[48], tps[32], mfu[32], runs_col[16], coll[48];
         store_format_bytes(mem, sizeof mem, (double)s->peak_memory);
         store_format_comm_bytes(comm, sizeof comm, (double)s->comm_bytes);
         snprintf(loss, sizeof loss, isnan(s->final_loss) ? "-" : "%.4f", s->final_loss);
         snprintf(val, sizeof val, isnan(s->val_loss) ? "-" : "%.4f", s->val_loss);
         snprintf(ms, sizeof ms, isnan(s->ms_per_step) ? "-" : s->ms_per_step < 10 ? "%.3f" : "%.1f", s->ms_per_step);
         snprintf(tps, sizeof tps, isnan(s->tokens_per_s) ? "-" : "%.0f", s->tokens_per_s);
-        snprintf(mfu, sizeof mfu, isnan(s->mfu) ? "-" : "%.1f%%", 100 * s->mfu);
+        snprintf(mfu, sizeof mfu, isnan(s->mfu) ? "-" : s->peak_loaded ? "%.1f%%*" : "%.1f%%", 100 * s->mfu);
+        loaded |= s->peak_loaded && !isnan(s->mfu);
+        store_format_comm_ms(coll, sizeof coll, s->comm_ms, s->comm_wait_ms);
+        any_comm |= !isnan(s->comm_ms);
         if (isnan(s->ms_lo)) snprintf(spread, sizeof spread, "-");
         else snprintf(spread, sizeof spread, "%.1f-%.1f %s", s->ms_lo, s->ms_hi, s->n_completed > 1 ? "runs" : "p10-90");
         if (s->n_completed > 1) spread_runs = 1; else if (!isnan(s->ms_lo)) spread_steps = 1;
@@ -293,8 +277,8 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         if (s->n_completed == 0) { snprintf(mem, sizeof mem, "-"); snprintf(comm, sizeof comm, "-"); }
         char alias[64];
         store_variant_alias(s->variant, alias, sizeof alias);   // a long grid name: a short alias, the key below
-        printf("%-28s %5s %6d %9s %9s %9s %21s %10s %6s %10s %11s %8lld\n", alias, runs_col, s->steps, loss, val, ms,
-               spread, tps, mfu, mem, comm, (long long)s->comm_calls);
+        printf("%-28s %5s %6d %9s %9s %9s %21s %10s %7s %10s %11s %6lld %15s\n", alias, runs_col, s->steps, loss, val, ms,
+               spread, tps, mfu, mem, comm, (long long)s->comm_calls, coll);
     }
     for (int i = 0; i < n; i++) {
         char alias[64];
@@ -302,21 +286,44 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         if (strcmp(alias, vs[i].variant)) printf("  %s = %s\n", alias, vs[i].variant);
     }
     if (simulated)
-        printf("modeled: one simulated step per run on profile %s (no loss: nothing is computed). ms/step: the modeled\n"
+        printf("modeled: one simulated step per run on profile %s (no loss: nothing is computed). median ms: the modeled\n"
                "step time; MFU against the profile's peak x devices; peak mem: the largest rank's modeled total;\n"
-               "comm/step: rank 0's collectives. The split: sqlite3 %s \"SELECT * FROM simulated_runs WHERE launch_id = %lld\"\n",
+               "comm/step: rank 0's collectives; coll ms: their modeled time (the model has no waiting: \"(-)\").\n"
+               "The split: sqlite3 %s \"SELECT * FROM simulated_runs WHERE launch_id = %lld\"\n",
                launch->hardware, rundb_path(db), (long long)launch->id);
     else
-    printf("runs: completed/total (only completed runs enter the numbers). ms/step: median step time after warm-up\n"
-           "(the first max(1, steps/10) steps), median over the runs. spread: %s%s%s. tokens/s = tokens per step /\n"
-           "median step time. MFU against the %s sgemm peak. peak mem: the largest peak resident set (RSS) of any\n"
-           "rank's process. comm/step and calls: rank 0's collectives per step (all phases, forward and backward).\n",
-           spread_runs ? "min-max of the run medians (\"runs\")" : "", spread_runs && spread_steps ? "; " : "",
-           spread_steps ? "10th-90th percentile of the single run's steps (\"p10-90\")" : !spread_runs ? "-" : "",
-           launch ? "host's stored (host_peaks, the launch's peak_gflops)" : "runs'");
+    {
+        char spread_s[160];
+        if (spread_runs || spread_steps)
+            snprintf(spread_s, sizeof spread_s, "%s%s%s", spread_runs ? "min-max of the run medians (\"runs\")" : "",
+                     spread_runs && spread_steps ? "; " : "",
+                     spread_steps ? "10th-90th percentile of the single run's steps (\"p10-90\")" : "");
+        else
+            snprintf(spread_s, sizeof spread_s, "none (no completed run has timed steps)");
+        printf("runs: completed/total (only completed runs enter the numbers). median ms: median step time after warm-up\n"
+               "(the first max(1, steps/10) steps; run_summary.median_ms_per_step), median over the runs; tokens/s = tokens per\n"
+               "step / median ms. spread: %s.\n"
+               "MFU against the %s sgemm peak. peak mem: the largest peak resident set (RSS) of any rank's\n"
+               "process. comm/step and calls: rank 0's collectives per step (all phases, forward and backward).\n",
+               spread_s, launch ? "host's stored (host_peaks; the launch's peak_gflops)" : "runs'");
+        if (any_comm) store_print_comm_ms_legend(stdout);
+        if (loaded) store_print_peak_legend(stdout);
+    }
     if (launch && !simulated && launch->repeat == 1 && n > 0)
-        printf("REPEAT=1: one run per variant gives no spread over runs; p10-90 is the spread of one run's steps, and a\n"
-               "difference between variants smaller than the machine's noise between runs cannot be told apart (REPEAT=3).\n");
+        printf("REPEAT=1: one run per variant gives no spread over runs; p10-90 is the spread of one run's steps, which says\n"
+               "nothing about the next run: a difference between variants needs REPEAT>=%d to be told apart from that noise.\n",
+               stats_min_runs());
+    if (!simulated && n > 1) {   // each variant against the first, over the runs (core/stats.h)
+        int64_t *ids = xcalloc((size_t)(n_runs + n + 1), sizeof *ids);
+        int k = 0;
+        if (launch) for (int i = 0; i < n_runs; i++) ids[k++] = runs[i].id;
+        else for (int i = 0; i < n; i++) ids[k++] = vs[i].run_id;
+        CompareVerdict *v = NULL;
+        int nv = compare_verdicts(db, ids, k, &v);
+        compare_print_verdicts(v, nv, FORMAT_TABLE, 0, stdout);
+        free(v);
+        free(ids);
+    }
     if (launch && !simulated) warn_peak_drift(launch, vs, n);
     for (int i = 0; i < n && launch && !simulated; i++)
         if (vs[i].mfu > 1) {
@@ -422,7 +429,7 @@ static int merge_sets(char **first, int n1, const char **second, int n2, const c
 // two launches of the experiment); --summary --csv/--json: the runs of one launch. Text,
 // CSV or JSON summaries (compare.h), or the step series with --steps.
 static int print_compare(const char *db_path, const char *experiment, const int64_t *launches, int n_launches,
-                         const int64_t *run_ids, int n_run_ids, OutputFormat format, int steps) {
+                         const int64_t *run_ids, int n_run_ids, OutputFormat format, int steps, int verdicts) {
     struct stat st;
     if (stat(db_path, &st) != 0)
         die_input_hint("run an experiment first (make exp EXP=name), or name the database (make compare DB=path)",
@@ -441,7 +448,7 @@ static int print_compare(const char *db_path, const char *experiment, const int6
         LaunchRow prev;
         if (rundb_previous_launch(db, experiment, latest[0], &prev)) { latest[n_launches++] = prev.id; rundb_launch_row_free(&prev); }
         launches = latest;
-        if (format == FORMAT_TABLE)
+        if (format == FORMAT_TABLE && !verdicts)
         {
             if (n_launches > 1) printf("%s: the latest two launches, %lld and %lld\n", experiment, (long long)latest[1], (long long)latest[0]);
             else printf("%s: its only launch, %lld\n", experiment, (long long)latest[0]);
@@ -465,6 +472,13 @@ static int print_compare(const char *db_path, const char *experiment, const int6
     CHECK(ids, "out of memory");
     for (int i = 0; i < n_run_ids; i++) ids[n++] = run_ids[i];
     if (steps) compare_steps(db, ids, n, format, stdout);
+    else if (verdicts) {
+        CompareVerdict *v = NULL;
+        int nv = compare_verdicts(db, ids, n, &v);
+        compare_print_verdicts(v, nv, format, 1, stdout);
+        if (!nv && format == FORMAT_TABLE) printf("no pair of variants to compare\n");
+        free(v);
+    }
     else compare_print(db, ids, n, format, stdout);
     free(ids);
     rundb_close(db);
@@ -477,7 +491,7 @@ int main(int argc, char **argv) {
     int resume = 0, dry = 0, summary = 0, repeat = 1;
     const char *simulate = NULL;
     int64_t launch_id = 0;
-    int compare = 0, measure_peak = 0, steps_out = 0, n_launch_ids = 0, n_run_ids = 0;
+    int compare = 0, measure_peak = 0, steps_out = 0, verdicts = 0, n_launch_ids = 0, n_run_ids = 0;
     OutputFormat format = FORMAT_TABLE;
     const char *db_opt = NULL;
     int64_t *launch_ids = xcalloc((size_t)argc + 1, sizeof *launch_ids), *run_ids = xcalloc((size_t)argc + 1, sizeof *run_ids);
@@ -497,6 +511,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--csv")) format = FORMAT_CSV;
         else if (!strcmp(a, "--json")) format = FORMAT_JSON;
         else if (!strcmp(a, "--steps")) steps_out = 1;
+        else if (!strcmp(a, "--verdicts")) verdicts = 1;
         else if (!strcmp(a, "--db")) { if (!has_val) usage_error("--db needs a path"); db_opt = argv[++i]; }
         else if (!strcmp(a, "--repeat") || !strcmp(a, "--launch") || !strcmp(a, "--run")) {
             if (!has_val) usage_error("--repeat, --launch and --run need a number");
@@ -511,8 +526,10 @@ int main(int argc, char **argv) {
         else if (!name) name = a;
         else usage_error("one experiment at a time");
     }
-    if (steps_out && format == FORMAT_TABLE) usage_error("--steps goes with --csv or --json");
-    if ((format != FORMAT_TABLE || steps_out) && !compare && !summary) usage_error("--csv, --json and --steps go with --summary or --compare");
+    if (steps_out && format == FORMAT_TABLE) format = FORMAT_CSV;   // the step series is a table of numbers
+    if (steps_out && verdicts) die_input("--steps and --verdicts exclude each other (make compare STEPS=1 or VERDICTS=1)");
+    if ((format != FORMAT_TABLE || steps_out || verdicts) && !compare && !summary)
+        usage_error("--csv, --json, --steps and --verdicts go with --summary or --compare");
     if ((n_run_ids || db_opt) && !compare) usage_error("--run and --db go with --compare");
     if (compare) {
         if (resume || dry || summary || simulate || only || repeat > 1)
@@ -524,11 +541,11 @@ int main(int argc, char **argv) {
             resolve_path(name, cpath, sizeof cpath);
             Manifest *m = manifest_load_with(cpath, sets, n_sets);
             if (!dbp) { xsnprintf(db_from, sizeof db_from, "%s", m->variants[0].config.run.db); dbp = db_from; }
-            int rc = print_compare(dbp, m->name, launch_ids, n_launch_ids, run_ids, n_run_ids, format, steps_out);
+            int rc = print_compare(dbp, m->name, launch_ids, n_launch_ids, run_ids, n_run_ids, format, steps_out, verdicts);
             manifest_free(m);
             return rc;
         }
-        return print_compare(dbp ? dbp : "runs/boost.db", NULL, launch_ids, n_launch_ids, run_ids, n_run_ids, format, steps_out);
+        return print_compare(dbp ? dbp : "runs/boost.db", NULL, launch_ids, n_launch_ids, run_ids, n_run_ids, format, steps_out, verdicts);
     }
     if (n_launch_ids > 1) usage_error("several launches side by side: --compare --launch ID --launch ID (make compare LAUNCH=\"5 6\")");
     if (!name || !*name) usage_error("no experiment named (make exp EXP=name)");
@@ -567,13 +584,13 @@ int main(int argc, char **argv) {
         if (launch_id && !have) die_input("no launch %lld in %s", (long long)launch_id, db_path);
         if (have && strcmp(lr.experiment, man->name))
             die_input("launch %lld is of experiment %s, not %s", (long long)launch_id, lr.experiment, man->name);
-        if (format != FORMAT_TABLE) {
+        if (format != FORMAT_TABLE || verdicts) {
             if (!have) die_input_hint("run it first: make exp EXP=<name>", "no launch of %s in %s", man->name, db_path);
             int64_t one = lr.id;
             rundb_launch_row_free(&lr);
             rundb_close(db);
             manifest_free(man);
-            return print_compare(db_path, NULL, &one, 1, NULL, 0, format, steps_out);
+            return print_compare(db_path, NULL, &one, 1, NULL, 0, format, steps_out, verdicts);
         }
         print_table(db, man, man->name, have ? &lr : NULL);
         if (have) rundb_launch_row_free(&lr);
@@ -633,6 +650,8 @@ int main(int argc, char **argv) {
 
     // ---- a new launch: one load reading and one sgemm peak for all its runs -------------
     double peak = resume ? launch.peak_gflops : 0, peak_check = 0;
+    PeakDecision pd;
+    memset(&pd, 0, sizeof pd);
     if (!dry && !resume) {
         db = rundb_open(db_path);
         rundb_mark_stale(db);
@@ -663,11 +682,13 @@ int main(int argc, char **argv) {
         } else {
             trainer_set_threads(0);
             peak_check = cpu_sgemm_peak_gflops();
-            peak = host_peak_for_launch(db, &li.host, li.load_avg, peak_check, measure_peak);
+            rundb_decide_peak(db, &li.host, peak_check, li.load_avg, measure_peak, &pd);   // the one decision (db.h)
+            fputs(pd.message, stdout);
+            peak = pd.gflops;
             li.peak_gflops = peak;
         }
         int64_t id = rundb_begin_launch(db, &li);
-        if (!simulate) rundb_set_launch_peak_check(db, id, peak_check);
+        if (!simulate) rundb_set_launch_peak(db, id, &pd);
         free(text);
         CHECK(rundb_launch(db, id, &launch), "launch %lld vanished", (long long)id);
         if (simulate)

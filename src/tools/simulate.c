@@ -587,7 +587,7 @@ static void record_run(const SimRun *s, const char *json, int64_t launch_id, int
     for (int i = 0; i < s->st[0].n_rows; i++) {
         const CommStatRow *r = &s->st[0].rows[i];
         rundb_log_comm(db, run, 1, comm_kind_name(r->kind), comm_phase_name(r->phase), comm_group_name(r->group), r->layer,
-                       (int64_t)r->s.calls, (int64_t)r->s.elements, (int64_t)r->s.bytes, r->s.seconds);
+                       (int64_t)r->s.calls, (int64_t)r->s.elements, (int64_t)r->s.bytes, r->s.seconds, NAN);   // the model has no waiting
     }
     const ParallelConfig *pc = &c->parallel;
     for (int rank = 0; rank < s->world; rank++) {

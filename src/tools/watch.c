@@ -14,14 +14,16 @@
 #include "../config/manifest.h"
 #include "../core/check.h"
 #include "../store/compare.h"
+#include "../store/db.h"
 
 static const char *USAGE =
 "usage: watch [NAME|PATH] [--launch ID] [--db PATH] [--every SECONDS] [--once]\n"
 "\n"
 "The runs of a launch (the latest of experiment NAME, or --launch ID) while it runs: each\n"
 "planned run (variant x repeat) with its status, step of its total, last training loss and\n"
-"median step time so far, and the ETA of the launch (the remaining steps of every run not\n"
-"finished, at its own step time, or its variant's, or the launch's mean). Read-only.\n"
+"median step time so far (after warm-up: as run_summary.median_ms_per_step, the statistic of the\n"
+"make exp table), and the ETA of the launch (the remaining steps of every run not finished,\n"
+"at its own step time, or its variant's, or the launch's mean). Read-only.\n"
 "\n"
 "  --launch ID      the launch (make watch LAUNCH=ID; default: the latest launch of NAME,\n"
 "                   else the latest launch in the database)\n"
@@ -33,7 +35,7 @@ static const char *USAGE =
 typedef struct {
     char variant[256], status[16];
     int repeat, step, total, have;   // have: a runs row exists
-    double loss, ms;                 // last loss, median ms per step so far (NAN: none)
+    double loss, ms;                 // last loss, median ms per step after warm-up so far (NAN: none)
 } WatchRow;
 
 static sqlite3 *open_ro(const char *path) {
@@ -101,9 +103,7 @@ static int watch_once(sqlite3 *h, int64_t launch, const Manifest *man) {
         "SELECT r.variant, r.repeat_index, r.status, COALESCE(json_extract(r.config_json, '$.train.steps'), 0), "
         "  (SELECT MAX(step) FROM steps WHERE run_id = r.id), "
         "  (SELECT loss FROM steps WHERE run_id = r.id ORDER BY step DESC LIMIT 1), "
-        "  (SELECT AVG(step_seconds) FROM (SELECT step_seconds, ROW_NUMBER() OVER (ORDER BY step_seconds) AS i, COUNT(*) OVER () AS c "
-        "     FROM steps WHERE run_id = r.id AND step_seconds > 0 AND (step > 1 OR (SELECT COUNT(*) FROM steps WHERE run_id = r.id) = 1)) "
-        "   WHERE i IN ((c + 1) / 2, (c + 2) / 2)) "
+        "  " RUNDB_MEDIAN_MS_SQL("r.id") " "   // run_summary.median_ms_per_step: the statistic of make exp's table
         "FROM runs r WHERE r.launch_id = ?1 ORDER BY r.id");
     sqlite3_bind_int64(st, 1, launch);
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -125,7 +125,7 @@ static int watch_once(sqlite3 *h, int64_t launch, const Manifest *man) {
         if (!strcmp(kind, "simulated")) w->total = 1;   // one modeled step
         w->step = sqlite3_column_int(st, 4);
         w->loss = col_or_nan(st, 5);
-        w->ms = 1e3 * col_or_nan(st, 6);
+        w->ms = col_or_nan(st, 6);
     }
     sqlite3_finalize(st);
 
@@ -141,7 +141,7 @@ static int watch_once(sqlite3 *h, int64_t launch, const Manifest *man) {
     if (isatty(STDOUT_FILENO)) printf("\033[H\033[2J");
     printf("launch %lld of %s (%s, started %s) at %s UTC%s\n", (long long)launch, experiment, status, started, stamp,
            planned_known ? "" : " — the manifest is not the launch's own: only the runs recorded so far");
-    printf("%-20s %6s %-11s %13s %9s %9s %9s\n", "variant", "repeat", "status", "step", "loss", "ms/step", "left");
+    printf("%-20s %6s %-11s %13s %9s %9s %9s\n", "variant", "repeat", "status", "step", "loss", "median ms", "left");
     for (int i = 0; i < n; i++) {
         WatchRow *w = &rows[i];
         int finished = strcmp(w->status, "running") && strcmp(w->status, "pending");

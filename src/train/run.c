@@ -259,6 +259,8 @@ typedef struct {
     Trainer tr;
     int trainer_up;            // tr was initialised (teardown frees it)
     double host_peak;          // GFLOP/s of one host: the launch's, the resumed run's, or the back end's
+    double peak_load;          // rank 0: the 1-minute load that peak was measured at (-1 unknown)
+    char peak_note[400];       // rank 0: "" when measured quietly, else why MFU may be high (rundb_peak_note)
     int hosts;
     char resume_cmd[2048];
     // the end
@@ -378,26 +380,54 @@ static void log_comm_rows(RunCtx *ctx, int step) {
     int it = 0; CommStatRow r;
     while (comm_stats_next(ctx->comm, &it, &r)) {
         rundb_log_comm(ctx->db, ctx->run_id, step, comm_kind_name(r.kind), comm_phase_name(r.phase),
-                       comm_group_name(r.group), r.layer,
-                       (int64_t)r.s.calls, (int64_t)r.s.elements, (int64_t)r.s.bytes, r.s.seconds);
+                       comm_group_name(r.group), r.layer, (int64_t)r.s.calls, (int64_t)r.s.elements, (int64_t)r.s.bytes,
+                       r.s.seconds, r.s.waited_calls == r.s.calls ? r.s.wait_seconds : NAN);
     }
 }
 
-// The GEMM peak of one host that MFU is measured against: the launch's (measured once by exp),
-// a resumed run's own, or the back end's own measurement (backend.h peak_gflops: the cpu's
-// sgemm with all cores; a back end without one: the host's sgemm), made by rank 0 while the
-// other ranks wait without spinning (a busy wait would take the cores being measured).
-// A back end whose peak is its device's (peak_per_host 0) counts once per rank of the host.
-// The launch's peak is the host's sgemm: a device's own peak (a GPU's) replaces it.
-static double host_peak_gflops(const RunOptions *opt, Comm *comm, Backend *bk, double resumed_peak) {
-    if (opt->peak_gflops > 0 && !(bk->peak_gflops && !bk->peak_per_host)) return opt->peak_gflops;
+// The GEMM peak of one host that MFU is measured against: the launch's (exp decided it), a
+// resumed run's own, or, for a run made by hand, the one decision of store/db.h
+// (rundb_decide_peak: the host's stored sgemm peak, raised by this run's measurement when that
+// is higher by more than the margin) fed with the back end's own measurement (backend.h
+// peak_gflops: the cpu's sgemm with all cores; a back end without one: the host's sgemm), made
+// by rank 0 while the other ranks wait without spinning (a busy wait would take the cores
+// being measured). A back end whose peak is its device's (peak_per_host 0) counts once per
+// rank of the host: the launch's peak is the host's sgemm, and a device's own (a GPU's)
+// replaces it. Rank 0 keeps the load the peak was measured at and its note (rundb_peak_note).
+static double host_peak_gflops(RunCtx *ctx, Backend *bk, double resumed_peak) {
+    const RunOptions *opt = ctx->opt;
+    Comm *comm = ctx->comm;
+    int device_peak = bk->peak_gflops && !bk->peak_per_host;
+    ctx->peak_load = -1;
+    ctx->peak_note[0] = 0;
+    if (opt->peak_gflops > 0 && !device_peak) {
+        LaunchRow lr;
+        if (ctx->root && ctx->db && opt->launch_id > 0 && rundb_launch(ctx->db, opt->launch_id, &lr)) {
+            ctx->peak_load = isnan(lr.peak_load) ? -1 : lr.peak_load;
+            xsnprintf(ctx->peak_note, sizeof ctx->peak_note, "%s", lr.peak_note);
+            rundb_launch_row_free(&lr);
+        }
+        return opt->peak_gflops;
+    }
     double peak = resumed_peak;   // rank 0: a resumed run keeps the peak it started with
     if (comm->rank == 0 && !(peak > 0)) {
         int threads = opt->cfg.train.threads;
         trainer_set_threads(0);
+        double load = host_load_average();
         peak = bk->peak_gflops ? bk->peak_gflops(bk) : cpu_sgemm_peak_gflops();
         trainer_set_threads(threads);
-        if (bk->peak_gflops && !bk->peak_per_host) peak *= opt->ranks_per_host > 0 ? opt->ranks_per_host : 1;
+        if (device_peak) peak *= opt->ranks_per_host > 0 ? opt->ranks_per_host : 1;
+        else if (ctx->db) {
+            PeakDecision d;
+            rundb_decide_peak(ctx->db, &ctx->host, peak, load, 0, &d);
+            fputs(d.message, stdout);
+            peak = d.gflops;
+            ctx->peak_load = d.load_avg;
+            xsnprintf(ctx->peak_note, sizeof ctx->peak_note, "%s", d.note);
+        } else {
+            ctx->peak_load = load;
+            rundb_peak_note(peak, load, (int)sysconf(_SC_NPROCESSORS_ONLN), ctx->peak_note, sizeof ctx->peak_note);
+        }
     }
     if (comm->world == 1) return peak;
     MPI_Request rq;
@@ -613,7 +643,7 @@ static void run_start_trainer(RunCtx *ctx) {
     ctx->hosts = comm->world / ranks_per_host > 0 ? comm->world / ranks_per_host : 1;
     trainer_init(tr, cfg, comm);
     ctx->trainer_up = 1;
-    ctx->host_peak = host_peak_gflops(opt, comm, tr->bk, ctx->resumed_peak / ctx->hosts);
+    ctx->host_peak = host_peak_gflops(ctx, tr->bk, ctx->resumed_peak / ctx->hosts);
     tr->peak_gflops = ctx->host_peak / ranks_per_host;     // per process: MFU = achieved / (peak x hosts)
     if (ctx->root) {
         ctx->full = xcalloc(1, sizeof(ModelState));
@@ -683,6 +713,7 @@ static void run_register(RunCtx *ctx) {
         ri.flops_per_token = tr->flops_per_token;
         ri.peak_gflops = ctx->host_peak * ctx->hosts;
         ctx->run_id = rundb_begin_run(ctx->db, &ri);
+        rundb_set_run_peak(ctx->db, ctx->run_id, ctx->peak_load, ctx->peak_note);
     }
     int64_t run_id = ctx->run_id;
     broadcast_bytes(comm, &run_id, sizeof run_id);
@@ -703,6 +734,7 @@ static void run_register(RunCtx *ctx) {
                tr->flops_per_token, tr->bk->peak_label ? tr->bk->peak_label : "sgemm", ctx->host_peak, ctx->hosts,
                ctx->hosts == 1 ? "" : "s", opt->peak_gflops > 0 && !(tr->bk->peak_gflops && !tr->bk->peak_per_host) ? " (the launch's)" : "",
                tr->data.dir, tr->data.vocab_size);
+        if (ctx->peak_note[0] && !ctx->resume_run) printf("note: %s\n", ctx->peak_note);
         if (opt->n_overrides) {
             char line[4096] = "";
             for (int i = 0; i < opt->n_overrides; i++) shell_append_word(line, sizeof line, opt->overrides[i]);
@@ -777,6 +809,7 @@ static void run_steps(RunCtx *ctx) {
     while (tr->step < tc->steps) {
         comm_stats_reset(comm);
         StepMetrics sm = trainer_step(tr);
+        comm_measure_waits(comm);   // every rank, outside the step's timing: the collectives' wait apart
         if (root && ctx->db) { rundb_log_step(ctx->db, ctx->run_id, &sm); log_comm_rows(ctx, sm.step); }
         int stop = exchange_verdicts(ctx, sm.step, step_verdict(ctx, &sm, &first_loss), per_rank);
 
