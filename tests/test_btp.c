@@ -122,6 +122,7 @@ static double run_parallel(Model *m) {
         CHECK_MPI(MPI_Recv(model_stage_grad(m), (int)n_act, MPI_FLOAT, G.pp_rank + 1, 2, pp, MPI_STATUS_IGNORE));
     }
     model_stage_backward(m, 0, 1.0f / N_);
+    model_finish_grads(m);   // sequence parallelism: the norm gains' gradients summed over TP
     if (!m->lay.first_stage)
         CHECK_MPI(MPI_Send(model_stage_grad(m), (int)n_act, MPI_FLOAT, G.pp_rank - 1, 2, pp));
     double mine = (m->lay.last_stage && G.tp_rank == 0) ? loss / N_ : 0.0, sum = 0;
@@ -142,6 +143,11 @@ static void check_comm(const Model *m, const char *label) {
         return;
     }
     uint64_t fc, fe, bc, be;
+    // sequence parallelism (docs/parallelism.md §8): per layer forward 2 all-gathers (a, m) and
+    // 2 reduce-scatters (o, down outputs) of N·d; backward 4 all-gathers (2 output gradients, a
+    // and m again) and 2 reduce-scatters (the q/k/v and gate/up input gradients), which replace
+    // the block-boundary all-reduces
+    uint64_t sgf = L->sp ? 2 : 0, sgb = L->sp ? 4 : 0, srf = L->sp ? 2 : 0, srb = L->sp ? 2 : 0;
     if (L->scheme == TP_BTP) {
         // SyncRMSNorm in the authors' form also all-reduces Σ da·a [N] before each norm's backward
         int sync_ar = !b->online_rmsnorm && b->sync_norm_backward == SYNC_NORM_BWD_ALLREDUCE;
@@ -149,45 +155,72 @@ static void check_comm(const Model *m, const char *label) {
         fe = 4 * N * ra + 3 * N * rm + 2 * N;
         bc = (b->grouping ? 4 : 7) + (sync_ar ? 2 : 0);
         be = 4 * N * ra + 3 * N * rm + (sync_ar ? 2 * N : 0);
-    } else {   // Vanilla-TP
-        fc = 7; fe = N * (3 * d + 2 * kvd + 2 * (uint64_t)c->d_ff);
-        bc = 4; be = N * (3 * d + (uint64_t)c->d_ff);
+    } else if (c->linear == LINEAR_DENSE) {   // FullRank-TP: after o and down; q/k/v and gate/up input gradients
+        fc = L->sp ? 0 : 2; fe = fc * N * d;
+        bc = L->sp ? 0 : 2; be = bc * N * d;
+    } else {   // Vanilla-TP (sequence parallelism: the o, down outputs and the 2 fused input gradients leave)
+        fc = L->sp ? 5 : 7; fe = N * ((L->sp ? 1 : 3) * d + 2 * kvd + 2 * (uint64_t)c->d_ff);
+        bc = L->sp ? 2 : 4; be = N * ((L->sp ? 1 : 3) * d + (uint64_t)c->d_ff);
     }
     // LaX under Vanilla-TP case (b) (docs/lax.md §6.2): all-gathers of the latents' full width,
     // 7 forward in every layer (L ≥ 2), 7 backward in layers ≥ 1; under BTP and case (a) none.
     uint64_t lat = N * (4 * ra + 3 * rm);
     for (int l = L->layer_begin; l < L->layer_end; l++) {
         uint64_t gfc = L->lax_gathered ? 7 : 0, gbc = L->lax_gathered && l >= 1 ? 7 : 0;
-        uint64_t rc = m->ckpt == CKPT_FULL ? fc + gfc : 0, re = m->ckpt == CKPT_FULL ? fe + gfc * lat / 7 : 0;
+        uint64_t gfe = gfc * lat / 7 + sgf * N * d, gbe = gbc * lat / 7 + sgb * N * d;   // all-gathers: LaX's, the sequence's
+        gfc += sgf; gbc += sgb;
+        uint64_t rc = m->ckpt == CKPT_FULL ? fc + gfc + srf : 0, re = m->ckpt == CKPT_FULL ? fe + gfe + srf * N * d : 0;
         CommStat f = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, l);
         CommStat k = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_BACKWARD, GROUP_TP, l);
         CommStat gf = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_FORWARD, GROUP_TP, l);
         CommStat gb = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_BACKWARD, GROUP_TP, l);
+        CommStat sf = comm_stats_sum(&G, COMM_REDUCE_SCATTER, PHASE_FORWARD, GROUP_TP, l);
+        CommStat sb = comm_stats_sum(&G, COMM_REDUCE_SCATTER, PHASE_BACKWARD, GROUP_TP, l);
         CommStat r = comm_stats_sum(&G, COMM_ANY, PHASE_RECOMPUTE, COMM_ANY, l);
         CommStat any = comm_stats_sum(&G, COMM_ANY, COMM_ANY, COMM_ANY, l);
         CK(f.calls == fc && f.elements == fe, "%s layer %d forward: %llu calls %llu elements, expected %llu %llu",
            label, l, (unsigned long long)f.calls, (unsigned long long)f.elements, (unsigned long long)fc, (unsigned long long)fe);
         CK(k.calls == bc && k.elements == be, "%s layer %d backward: %llu calls %llu elements, expected %llu %llu",
            label, l, (unsigned long long)k.calls, (unsigned long long)k.elements, (unsigned long long)bc, (unsigned long long)be);
-        CK(gf.calls == gfc && gf.elements == gfc * lat / 7 && gb.calls == gbc && gb.elements == gbc * lat / 7,
+        CK(gf.calls == gfc && gf.elements == gfe && gb.calls == gbc && gb.elements == gbe,
            "%s layer %d all-gathers: forward %llu/%llu backward %llu/%llu, expected %llu/%llu %llu/%llu", label, l,
            (unsigned long long)gf.calls, (unsigned long long)gf.elements, (unsigned long long)gb.calls,
-           (unsigned long long)gb.elements, (unsigned long long)gfc, (unsigned long long)(gfc * lat / 7),
-           (unsigned long long)gbc, (unsigned long long)(gbc * lat / 7));
+           (unsigned long long)gb.elements, (unsigned long long)gfc, (unsigned long long)gfe,
+           (unsigned long long)gbc, (unsigned long long)gbe);
+        CK(sf.calls == srf && sf.elements == srf * N * d && sb.calls == srb && sb.elements == srb * N * d,
+           "%s layer %d reduce-scatters: forward %llu/%llu backward %llu/%llu, expected %llu/%llu %llu/%llu", label, l,
+           (unsigned long long)sf.calls, (unsigned long long)sf.elements, (unsigned long long)sb.calls,
+           (unsigned long long)sb.elements, (unsigned long long)srf, (unsigned long long)(srf * N * d),
+           (unsigned long long)srb, (unsigned long long)(srb * N * d));
         CK(r.calls == rc && r.elements == re, "%s layer %d recompute: %llu calls %llu elements, expected %llu %llu",
            label, l, (unsigned long long)r.calls, (unsigned long long)r.elements, (unsigned long long)rc, (unsigned long long)re);
-        CK(any.calls == f.calls + k.calls + gf.calls + gb.calls + r.calls, "%s layer %d: other collectives (%llu calls in all)",
-           label, l, (unsigned long long)any.calls);
+        CK(any.calls == f.calls + k.calls + gf.calls + gb.calls + sf.calls + sb.calls + r.calls,
+           "%s layer %d: other collectives (%llu calls in all)", label, l, (unsigned long long)any.calls);
     }
-    // layer -1: embedding, final-norm gather, vocab-parallel head and loss
-    int g = L->scheme == TP_BTP;
-    uint64_t want_fc = 0, want_fe = 0, want_bc = 0, want_be = 0, gfc = 0, gbc = 0;
-    if (L->first_stage) { want_fc += 1; want_fe += N * d; gbc += g; }
-    if (L->last_stage) { want_fc += 3; want_fe += 3 * N; want_bc += 1; want_be += N * d; gfc += g; }
+    // layer -1: embedding, final-norm gather, vocab-parallel head and loss. Sequence parallelism:
+    // the embedding's all-reduce becomes a reduce-scatter (backward: an all-gather), the head
+    // all-gathers the final norm's output (forward, and again backward) and reduce-scatters its
+    // input gradient in place of the all-reduce; the gains' gradients: one all-reduce of
+    // (2·layers + last stage)·d in the optimizer phase.
+    int g = L->scheme == TP_BTP || L->sp, sp = L->sp;
+    uint64_t want_fc = 0, want_fe = 0, want_bc = 0, want_be = 0, gfc = 0, gbc = 0, rsf = 0, rsb = 0;
+    if (L->first_stage) { want_fc += !sp; want_fe += sp ? 0 : N * d; gbc += g; rsf += sp; }
+    if (L->last_stage) {
+        want_fc += 3; want_fe += 3 * N; want_bc += !sp; want_be += sp ? 0 : N * d; gfc += g; gbc += sp; rsb += sp;
+    }
     CommStat f = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, -1);
     CommStat k = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_BACKWARD, GROUP_TP, -1);
     CommStat gf = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_FORWARD, GROUP_TP, -1);
     CommStat gb = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_BACKWARD, GROUP_TP, -1);
+    CommStat sf = comm_stats_sum(&G, COMM_REDUCE_SCATTER, PHASE_FORWARD, GROUP_TP, -1);
+    CommStat sb = comm_stats_sum(&G, COMM_REDUCE_SCATTER, PHASE_BACKWARD, GROUP_TP, -1);
+    CommStat go = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_TP, -1);
+    uint64_t gains = sp ? (uint64_t)(2 * (L->layer_end - L->layer_begin) + L->last_stage) * d : 0;
+    CK(sf.calls == rsf && sf.elements == rsf * N * d && sb.calls == rsb && sb.elements == rsb * N * d,
+       "%s layer -1 reduce-scatter: fwd %llu bwd %llu calls, expected %llu %llu", label,
+       (unsigned long long)sf.calls, (unsigned long long)sb.calls, (unsigned long long)rsf, (unsigned long long)rsb);
+    CK(go.calls == (gains > 0) && go.elements == gains, "%s: gains' gradients %llu calls %llu elements, expected %d %llu",
+       label, (unsigned long long)go.calls, (unsigned long long)go.elements, gains > 0, (unsigned long long)gains);
     CK(f.calls == want_fc && f.elements == want_fe && k.calls == want_bc && k.elements == want_be,
        "%s layer -1 all-reduce: fwd %llu/%llu bwd %llu/%llu, expected %llu/%llu %llu/%llu", label,
        (unsigned long long)f.calls, (unsigned long long)f.elements, (unsigned long long)k.calls,
@@ -209,7 +242,7 @@ static void run_case(const Ref *ref, BoostConfig bc, const char *label) {
     if (ref->cfg.linear == LINEAR_LAX) {   // the pipeline message: residual slice + latents (docs/lax.md §6.6)
         const Layout *L = &m.lay;
         int sliced = !L->lax_gathered && L->scheme == TP_MEGATRON;
-        size_t want = (size_t)N_ * L->d_res + (size_t)N_ * (4 * 8 + 3 * 8) / (sliced ? L->tp : 1);
+        size_t want = (size_t)m.N_res * L->d_res + (size_t)N_ * (4 * 8 + 3 * 8) / (sliced ? L->tp : 1);
         CK(model_stage_elems(&m) == want, "%s: pipeline message %zu elements, expected %zu", label, model_stage_elems(&m), want);
     }
     if (verbose && my_rank == 0) {   // layer 0's TP all-reduces: calls/elements per phase
@@ -249,9 +282,10 @@ static BoostConfig boost_of(int btp, int online, int grouping, int lowrank, int 
     return b;
 }
 static void label_of(char *buf, size_t n, const char *kind, BoostConfig b) {   // kind: kind_label()
-    snprintf(buf, n, "%s btp=%d online=%d grouping=%d lowrank=%d full=%d%s tp=%d pp=%d", kind, b.btp,
+    snprintf(buf, n, "%s btp=%d online=%d grouping=%d lowrank=%d full=%d%s%s%s tp=%d pp=%d", kind, b.btp,
              b.online_rmsnorm, b.grouping, b.lowrank_ckpt, b.full_recompute,
-             b.sync_norm_backward == SYNC_NORM_BWD_BOTTLENECK ? " sync-bwd=bottleneck" : "", G.tp, G.pp);
+             b.sync_norm_backward == SYNC_NORM_BWD_BOTTLENECK ? " sync-bwd=bottleneck" : "",
+             b.selective_recompute ? " selective=1" : "", b.sequence_parallel ? " sp=1" : "", G.tp, G.pp);
 }
 
 // All 16 combinations of the four BOOST switches (the model ignores the three that need BTP
@@ -338,6 +372,73 @@ TEST(gqa_silu_gate_tied) {
     }
 }
 
+// Sequence parallelism under FullRank-TP and Vanilla-TP (docs/parallelism.md §8) and selective
+// recomputation under every scheme (docs/boost.md §4), for every kind: the same loss and
+// gradients, the collectives of check_comm (sequence parallelism's all-gathers and
+// reduce-scatters; nothing more for the selective replay). With full recompute the replay
+// repeats the sequence collectives; GQA and tied embeddings too.
+TEST(sequence_parallel_selective) {
+    for (int k = 0; k <= 3; k++) {   // dense, cola, svd, LaX (defaults): LinearKind 0..3
+        for (int v = 0; v < 2; v++) {   // the kind as is; then GQA (2 kv heads) with tied embeddings
+            ModelConfig c = tiny_cfg((LinearKind)k, v ? 2 : 4);
+            if (v && (c.n_kv_heads % G.tp || G.pp > 1 || k == LINEAR_LAX)) continue;
+            c.tie_embeddings = v;
+            Ref ref; ref_make(&ref, &c);
+            char kind[64]; kind_label(&c, kind, sizeof kind);
+            if (v) snprintf(kind + strlen(kind), sizeof kind - strlen(kind), " gqa tied");
+            BoostConfig cases[5] = { boost_of(0, 0, 0, 0, 0), boost_of(0, 0, 0, 0, 1), boost_of(0, 0, 0, 0, 0),
+                                     boost_of(0, 0, 0, 0, 0), boost_of(k != LINEAR_DENSE, 1, 1, 0, 0) };
+            cases[0].sequence_parallel = cases[1].sequence_parallel = cases[2].sequence_parallel = 1;
+            cases[2].selective_recompute = cases[3].selective_recompute = cases[4].selective_recompute = 1;
+            for (int i = 0; i < 5; i++) {
+                if (i == 4 && k == LINEAR_DENSE) continue;   // BTP needs a low-rank model
+                char label[192]; label_of(label, sizeof label, kind, cases[i]);
+                run_case(&ref, cases[i], label);
+            }
+            ref_free(&ref);
+        }
+    }
+}
+
+// The activation family of sequence parallelism and of selective recomputation against the
+// plain model of the same kind (docs/parallelism.md §8, docs/boost.md §6): sequence parallelism
+// keeps each layer's x, a, x_mid, m and both rstd, the stage output and the final norm's output
+// and rstd for N_res = N/tp tokens instead of N; selective recomputation keeps the attention
+// output y and lse once (the working set) instead of once per layer.
+static size_t R16(size_t n);
+static size_t acts_floats(const ModelConfig *c, BoostConfig b, Model *m) {
+    model_init_parallel(m, c, B_, T_, SEED, &G, &b, 1, NULL, 1);
+    return m->act_bytes / 4;
+}
+TEST(sequence_parallel_selective_memory) {
+    for (int k = 0; k <= 3; k++) {
+        ModelConfig c = tiny_cfg((LinearKind)k, 4);
+        Model m0, msp, msel, mbsel, mb0;
+        BoostConfig b0 = boost_of(0, 0, 0, 0, 0), bsp = b0, bsel = b0, bb = boost_of(k != 0, 1, 1, 0, 0), bbsel = bb;
+        bsp.sequence_parallel = 1; bsel.selective_recompute = 1; bbsel.selective_recompute = 1;
+        size_t f0 = acts_floats(&c, b0, &m0), fsp = acts_floats(&c, bsp, &msp), fsel = acts_floats(&c, bsel, &msel);
+        size_t fb0 = acts_floats(&c, bb, &mb0), fbsel = acts_floats(&c, bbsel, &mbsel);
+        const Layout *L = &msp.lay;
+        size_t N = N_, Nr = (size_t)msp.N_res, d = c.d_model, nl = (size_t)(L->layer_end - L->layer_begin);
+        CK(Nr * (size_t)(L->sp ? G.tp : 1) == N && L->sp == (G.tp > 1), "N_res %zu, sp %d at tp %d", Nr, L->sp, G.tp);
+        size_t lat = k == LINEAR_LAX && L->pp > 1 ? (size_t)m0.N * (4 * (size_t)L->lra + 3 * (size_t)L->lrm) : 0;
+        size_t e0 = L->first_stage ? 0 : lat, eo = L->last_stage ? 0 : lat;
+        size_t want = R16(N * d + e0) - R16(Nr * d + e0) + (nl - 1) * (R16(N * d) - R16(Nr * d))   // x
+                    + nl * (3 * (R16(N * d) - R16(Nr * d)) + 2 * (R16(N) - R16(Nr)))             // a, x_mid, m, rstd1, rstd2
+                    + R16(N * d + eo) - R16(Nr * d + eo)                                          // the stage output
+                    + (L->last_stage ? R16(N * d) - R16(Nr * d) + R16(N) - R16(Nr) : 0);         // xf, rstdf
+        CK(f0 - fsp == want, "%s: sequence parallelism saves %zu floats, formula %zu", linear_kind_name(k), f0 - fsp, want);
+        size_t core = R16(N * (size_t)m0.lay.dq) + R16((size_t)B_ * m0.lay.H * T_);
+        CK(f0 - fsel == (nl - 1) * core, "%s: selective saves %zu floats, formula %zu", linear_kind_name(k), f0 - fsel,
+           (nl - 1) * core);
+        size_t bcore = R16(N * (size_t)mb0.lay.dq) + R16((size_t)B_ * mb0.lay.H * T_);
+        CK(fb0 - fbsel == (nl - 1) * bcore, "%s btp: selective saves %zu floats, formula %zu", linear_kind_name(k),
+           fb0 - fbsel, (nl - 1) * bcore);
+        CK(msel.ckpt == CKPT_SELECTIVE && msp.ckpt == CKPT_NONE, "ckpt modes %d %d", msel.ckpt, msp.ckpt);
+        model_free(&m0); model_free(&msp); model_free(&msel); model_free(&mb0); model_free(&mbsel);
+    }
+}
+
 // mdl->ckpt after the fall-backs, and bytes_acts vs the formulas of docs/boost.md; for LaX
 // (docs/lax.md §7) those plus: the latents in the stage messages (layer 0's input of a stage
 // p > 0, the stage output of p < pp−1), the forward latent buffer of CKPT_LOWRANK, each layer's
@@ -409,6 +510,8 @@ int main(int argc, char **argv) {
     RUN_ALL(lax_gate_norm_forms);
     RUN_ALL(full_recompute);
     RUN_ALL(gqa_silu_gate_tied);
+    RUN_ALL(sequence_parallel_selective);
+    RUN_ALL(sequence_parallel_selective_memory);
     RUN_ALL(activation_memory);
     if (verbose && my_rank == 0) fprintf(stderr, "  worst gradient tolerance ratio (tp %d pp %d): %.3g\n", tp, pp, worst_ratio);
     comm_free(&G);

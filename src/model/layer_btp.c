@@ -296,6 +296,7 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
     }
     bn_all_reduce(mdl, &bo, s->dzb, 0, PHASE_BACKWARD, gl);        // (2') AR dZ_o [N,r]
     dP = bn_latent_backward(mdl, &bo, LX_O, s->dzb, la->po, Wo, dWo, gl, prev, s);
+    if (mdl->ckpt == CKPT_SELECTIVE) attention_core_replay(mdl, la, gl);   // y, lse from q, k, v
     mm_backward(mdl, s->dy, dw->o.A, dP, la->y, w->o.A, N, L->dq, L->ra, 0.0f);  // A_o: local
     attention_core_backward(mdl, la, s);
     {
