@@ -645,6 +645,9 @@ static void config_check_recompute_sp(const Config *c, const char *pre) {
                        "(and more): choose one", pre, b->full_recompute ? "full_recompute" : "lowrank_ckpt");
     if (!b->sequence_parallel) return;
     int tp = c->parallel.tp, T = c->model.seq_len;
+    if (b->btp)
+        die_input_hint("set boost.btp: false (Megatron-TP with sequence parallelism), or parallel.sequence_parallel: false",
+                       "%sparallel.sequence_parallel with boost.btp is not implemented", pre);
     if (tp == 1)
         die_input_hint("set parallel.tp: 2 or more, or parallel.sequence_parallel: false",
                        "%sparallel.sequence_parallel cuts each micro-batch's tokens over the TP group and does "
