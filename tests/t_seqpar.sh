@@ -75,8 +75,14 @@ refuse refuse_selective_full "boost.selective_recompute replays the attention co
     "boost.full_recompute=false" boost.selective_recompute=true boost.full_recompute=true
 refuse refuse_selective_lowrank "boost.selective_recompute replays the attention core only; boost.lowrank_ckpt already recomputes it" \
     "boost.lowrank_ckpt=false" boost.selective_recompute=true boost.btp=true boost.lowrank_ckpt=true
-refuse refuse_sp_btp "parallel.sequence_parallel with boost.btp is not implemented" \
-    "boost.btp=false" parallel.tp=2 parallel.sequence_parallel=true boost.btp=true
+cfg lax lax
+expect_error refuse_sp_btp_lax "parallel.sequence_parallel with boost.btp is not implemented for model.linear lax" 2 \
+    "$INFO" --config "$TMP/lax.yaml" --set parallel.tp=2 --set parallel.sequence_parallel=true --set boost.btp=true
+expect_ok refuse_sp_btp_lax_hint_accepted "$INFO" --config "$TMP/lax.yaml" --set parallel.tp=2 --set boost.btp=true \
+    --set parallel.sequence_parallel=false
+refuse refuse_sp_btp_two_call "parallel.sequence_parallel with boost.btp does not implement boost.rmsnorm_variant = two_call" \
+    "boost.rmsnorm_variant=paper" parallel.tp=2 parallel.sequence_parallel=true boost.btp=true boost.online_rmsnorm=true \
+    boost.rmsnorm_variant=two_call
 
 # ---- the collectives of a training run (rank 0, step 1: K = 2 micro-batches) ---------------
 K=2; BS=64; D=32; FF=48; L=2

@@ -645,9 +645,15 @@ static void config_check_recompute_sp(const Config *c, const char *pre) {
                        "(and more): choose one", pre, b->full_recompute ? "full_recompute" : "lowrank_ckpt");
     if (!b->sequence_parallel) return;
     int tp = c->parallel.tp, T = c->model.seq_len;
-    if (b->btp)
-        die_input_hint("set boost.btp: false (Megatron-TP with sequence parallelism), or parallel.sequence_parallel: false",
-                       "%sparallel.sequence_parallel with boost.btp is not implemented", pre);
+    // BTP's form (docs/boost.md §8) cuts its bottlenecks; LaX's latents and the authors' two-call
+    // statistic would travel cut too, which is not built
+    if (b->btp && c->model.linear == LINEAR_LAX)
+        die_input_hint("set parallel.sequence_parallel: false, or model.linear: cola or svd",
+                       "%sparallel.sequence_parallel with boost.btp is not implemented for model.linear lax (its "
+                       "crossing and latents would be cut by tokens too)", pre);
+    if (b->btp && b->rmsnorm_variant == RMSNORM_TWO_CALL)
+        die_input_hint("set boost.rmsnorm_variant: paper (the same maths, the statistic in the payload's call)",
+                       "%sparallel.sequence_parallel with boost.btp does not implement boost.rmsnorm_variant = two_call", pre);
     if (tp == 1)
         die_input_hint("set parallel.tp: 2 or more, or parallel.sequence_parallel: false",
                        "%sparallel.sequence_parallel cuts each micro-batch's tokens over the TP group and does "

@@ -27,7 +27,7 @@ void embed_forward(Model *mdl, void *x0, const int32_t *tokens) {
     const Layout *L = &mdl->lay;
     int N = mdl->N, d = mdl->cfg.d_model, dr = L->d_res;
     bk_label(mdl->bk, PHASE_FORWARD, -1);
-    if (L->sp) {   // the partial lookup of every token, reduce-scattered to this rank's tokens
+    if (seq_residual(L)) {   // the partial lookup of every token, reduce-scattered to this rank's tokens
         Scratch s; scratch_view(mdl, &s);
         op_embedding_forward(mdl->bk, s.seq_full, tokens, mdl->w.embed, N, d, L->v0, L->V);
         tp_seq_scatter(mdl, x0, s.seq_full, (size_t)d, PHASE_FORWARD, -1);
@@ -50,7 +50,7 @@ void embed_backward(Model *mdl, void *dx0, const int32_t *tokens) {
     int N = mdl->N, d = mdl->cfg.d_model, dr = L->d_res;
     bk_label(mdl->bk, PHASE_BACKWARD, -1);
     const void *dfull = dx0;
-    if (L->sp) {
+    if (seq_residual(L)) {
         Scratch s; scratch_view(mdl, &s);
         tp_seq_gather(mdl, s.seq_full, dx0, (size_t)d, PHASE_BACKWARD, -1);
         dfull = s.seq_full;
@@ -77,7 +77,7 @@ static void head_logits(Model *mdl, Acts *A, const void *xf) {
 // The final norm's output of every token: A->xf itself, or under sequence parallelism this
 // rank's tokens of it gathered into the scratch (forward, and again in the head's backward).
 static const void *head_input(Model *mdl, Acts *A, Scratch *s, int phase) {
-    if (!mdl->lay.sp) return A->xf;
+    if (!seq_residual(&mdl->lay)) return A->xf;
     tp_seq_gather(mdl, s->seq_full, A->xf, (size_t)mdl->cfg.d_model, phase, -1);
     return s->seq_full;
 }
@@ -148,7 +148,7 @@ void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s) {
         op_gemm(bk, TR_N, TR_N, N, d, L->V, 1.0f, A->logits, L->V, mdl->w.embed, d, 0.0f, s->da, d);
         op_gemm(bk, TR_T, TR_N, L->V, d, N, 1.0f, A->logits, L->V, xf, d, grad_beta(mdl), mdl->dw.embed, d);
     }
-    if (L->sp) tp_seq_scatter(mdl, s->da, s->da, (size_t)d, PHASE_BACKWARD, -1);   // this rank's tokens
+    if (seq_residual(L)) tp_seq_scatter(mdl, s->da, s->da, (size_t)d, PHASE_BACKWARD, -1);   // this rank's tokens
     else tp_all_reduce(mdl, s->da, (size_t)N * d, PHASE_BACKWARD, -1);        // f backward
     // the final norm's dx is its first writer: stored (acc_dx 0)
     if (btp_sharded(L)) {   // d(x_full) is replicated: keep this rank's column slice

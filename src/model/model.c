@@ -44,6 +44,22 @@ static void carve_layer(Carve *cv, LayerActs *la, const Model *mdl) {
     int latent = mdl->kind->latent;
     int ra = latent ? L->lra : L->ra, rm = latent ? L->lrm : L->rm;   // widths of h, z (a latent's)
     memset(la, 0, sizeof *la);
+    if (L->scheme == TP_BTP && L->sp) {   // p: this rank's tokens; z (every token) always its own
+        Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
+        int rows = mdl->N / L->tp;
+        la->pqkv = carve(cv, bn_rows(&bq, rows).size, t); la->zqkv = carve(cv, bq.size, t);
+        la->stat_qkv = at(mdl, la->zqkv, bq.stat);
+        la->q = carve(cv, N * L->dq, t); la->k = carve(cv, N * L->dkv, t); la->v = carve(cv, N * L->dkv, t);
+        la->lse = keep_core ? carve_lse(cv, mdl) : mdl->work.lse;
+        la->y = keep_core ? carve(cv, N * L->dq, t) : mdl->work.y;
+        la->po = carve(cv, bn_rows(&bo, rows).size, t); la->zo = carve(cv, bo.size, t);
+        la->x_mid = carve(cv, N * dr, t);
+        la->pgu = carve(cv, bn_rows(&bg, rows).size, t); la->zgu = carve(cv, bg.size, t);
+        la->stat_gu = at(mdl, la->zgu, bg.stat);
+        la->g = carve(cv, N * L->dff, t); la->u = carve(cv, N * L->dff, t); la->gu = carve(cv, N * L->dff, t);
+        la->pd = carve(cv, bn_rows(&bd, rows).size, t); la->zd = carve(cv, bd.size, t);
+        return;
+    }
     if (L->scheme == TP_BTP) {
         Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
         la->pqkv = carve(cv, bq.size, t); la->zqkv = cola ? carve(cv, bq.size, t) : la->pqkv;
@@ -82,7 +98,7 @@ static void carve_lowrank_work(Carve *cv, LayerActs *w, const Model *mdl) {
     const Layout *L = &mdl->lay;
     DType t = mdl->bk->dtype;
     size_t N = (size_t)mdl->N;
-    int cola = mdl->kind->own_z(&mdl->cfg);
+    int cola = mdl->kind->own_z(&mdl->cfg) || L->sp;   // (sequence parallelism: z of every token always)
     memset(w, 0, sizeof *w);
     if (mdl->kind->latent) w->zin = carve(cv, lax_elems(mdl), t);
     if (cola) { w->zo = carve(cv, bn_o(mdl).size, t); w->zd = carve(cv, bn_down(mdl).size, t); }
@@ -121,14 +137,17 @@ static void carve_acts(Carve *cv, Acts *A, const Model *mdl) {
             la = mdl->work;
             la.zin = !mdl->kind->latent || gl == 0 ? NULL : l == 0 ? A->lat_in : carve(cv, lax_elems(mdl), t);
         } else {                                     // CKPT_LOWRANK: 2 residual slices + 4 bottlenecks
-            la = mdl->work;
-            la.zin = NULL;
-            la.pqkv = carve(cv, bn_qkv(mdl).size, t);
-            la.po = carve(cv, bn_o(mdl).size, t);
+            la = mdl->work;                          // (sequence parallelism: this rank's tokens of them,
+            la.zin = NULL;                           //  and the two norms' full-row statistics)
+            int rows = L->sp ? mdl->N / L->tp : mdl->N;
+            Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
+            la.pqkv = carve(cv, bn_rows(&bq, rows).size, t);
+            la.po = carve(cv, bn_rows(&bo, rows).size, t);
             la.x_mid = carve(cv, N * dr, t);
-            la.pgu = carve(cv, bn_gu(mdl).size, t);
-            la.pd = carve(cv, bn_down(mdl).size, t);
-            if (!mdl->kind->own_z(c)) { la.zqkv = la.pqkv; la.zo = la.po; la.zgu = la.pgu; la.zd = la.pd; }
+            la.pgu = carve(cv, bn_rows(&bg, rows).size, t);
+            la.pd = carve(cv, bn_rows(&bd, rows).size, t);
+            if (L->sp) { la.stat_qkv = carve(cv, N, t); la.stat_gu = carve(cv, N, t); }
+            else if (!mdl->kind->own_z(c)) { la.zqkv = la.pqkv; la.zo = la.po; la.zgu = la.pgu; la.zd = la.pd; }
         }
         la.x = x;
         A->layers[l] = la;
@@ -189,13 +208,15 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
         die_input("impossible layout: %s", msg);
     // Sequence parallelism cuts the micro-batch's tokens, not a tensor of the parameter table
     // (the layout of the weights is the same with it and without).
+    // (Under BTP the residual stays a column slice of every token: the bottlenecks are cut.)
     mdl->lay.sp = mdl->boost.sequence_parallel && comm->tp > 1;
-    if (mdl->lay.sp && scheme == TP_BTP)
-        die_input("boost.btp with parallel.sequence_parallel is not implemented");
     if (mdl->lay.sp && mdl->N % comm->tp)
         die_input("impossible layout: sequence parallelism needs the micro-batch's %d x %d tokens divisible by "
                   "parallel.tp = %d (model.seq_len a multiple of tp)", B, T, comm->tp);
-    mdl->N_res = mdl->lay.sp ? mdl->N / comm->tp : mdl->N;
+    if (mdl->lay.sp && scheme == TP_BTP && (mdl->kind->latent || mdl->boost.rmsnorm_variant == RMSNORM_TWO_CALL))
+        die_input("impossible layout: BTP with sequence parallelism supports neither LaX nor "
+                  "boost.rmsnorm_variant two_call (docs/boost.md §8)");
+    mdl->N_res = seq_residual(&mdl->lay) ? mdl->N / comm->tp : mdl->N;
     const Layout *L = &mdl->lay;
     param_table_build(&mdl->table, cfg, L);
     // Parameters and gradients: one family each, padded to equal ZeRO-1 slices (the padding
@@ -302,7 +323,9 @@ size_t model_stage_elems(const Model *mdl) {
 
 void model_finish_grads(Model *mdl) {
     const Layout *L = &mdl->lay;
-    if (!L->sp) return;
+    // (BTP with sequence parallelism: its norm gains are column slices whose gradients sum over
+    // every token, and the A's and B's see every token: nothing is partial)
+    if (!seq_residual(L)) return;
     // the replicated gains of this stage, packed into one buffer: one all-reduce, not 2L + 1
     Scratch s; scratch_view(mdl, &s);
     size_t d = (size_t)mdl->cfg.d_model, n = 0;

@@ -130,6 +130,11 @@ typedef struct {
     // the layout of btp_bn() (model_internal.h): q|k|v and gate|up grouped [N,G·r] or as
     // G blocks [N,r], the full-row Σx² of the norm input [N] after the q|k|v, gate|up payload.
     void *pqkv, *zqkv, *po, *zo, *pgu, *zgu, *pd, *zd;
+    // BTP with sequence parallelism (Layout.sp; docs/boost.md §8): the p buffers hold this rank's
+    // N/tp tokens (the layout of btp_bn for N/tp), the z buffers every token, and the norms'
+    // full-row Σx² of every token is kept here [N] (the z buffer's statistic slot, or a buffer of
+    // its own under CKPT_LOWRANK, where z is the working set's). NULL otherwise.
+    void *stat_qkv, *stat_gu;
     // LaX (docs/lax.md §6): the p buffers hold U = P + g(Z_prev) after the crossing (P itself
     // in layer 0); z = σ(LN(U)) always has its own buffer. Under CKPT_FULL each layer also keeps
     // its incoming latents zin [N, 4·lra + 3·lrm] (the message layout of model_stage_input).

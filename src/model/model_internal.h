@@ -39,6 +39,9 @@ static inline void tp_all_reduce(Model *m, void *buf, size_t n, int phase, int l
 //   gather:  full [N, width] = the group's shards [N_res, width], rank i's at row i·N_res
 //   scatter: shard [N_res, width] = Σ over the group of rows [i·N_res, ...) of everyone's full
 //            [N, width] (reduce-scatter; shard may be full: the result in its first rows)
+// Whether the residual stream holds this rank's tokens only (sequence parallelism under the
+// Megatron scheme; under BTP it cuts the bottlenecks, the residual stays a column slice).
+static inline int seq_residual(const Layout *L) { return L->sp && L->scheme == TP_MEGATRON; }
 static inline void tp_seq_gather(Model *m, void *full, const void *shard, size_t width, int phase, int layer) {
     comm_all_gather(m->comm, GROUP_TP, shard, full, (size_t)m->N_res * width, (CommDtype)m->comm_dtype,
                     (CommPhase)phase, layer);
@@ -94,6 +97,11 @@ typedef struct Scratch {
     void *acat, *dacat;  // [d_res, max(3·ra, 2·rm)] grouped A_q|A_k|A_v or A_gate|A_up, its gradient
     void *dzb, *dpb;     // btp_bn size: gradient of a bottleneck's σ output and of its input
     void *dfull;         // [N,d] full-width embedding output / d(x_full) (tp > 1)
+    // BTP with sequence parallelism only (NULL otherwise): a bottleneck of this rank's tokens (the
+    // kind's Z or dZ of them), and the staging of a collective whose statistic rides with the
+    // payload (each rank's chunk: its payload rows, then their statistic)
+    void *bns;           // btp_bn size for N/tp tokens
+    void *stage;         // btp_bn size for N tokens
     // Sequence parallelism only (NULL otherwise):
     void *seq_full;      // [N,d] a normed input (a, m, xf) or an output gradient gathered along the
                          // sequence; the embedding's and o's / down's full outputs before their scatter
@@ -174,6 +182,11 @@ static inline Bn btp_bn(int N, int G, int r, int grouped, int with_stat) {
     b.stat = b.grouped ? (size_t)G * nr : nr;
     b.size = (size_t)G * nr + ns;
     return b;
+}
+// The same bottleneck for `rows` tokens (BTP with sequence parallelism: this rank's N/tp).
+static inline Bn bn_rows(const Bn *b, int rows) {
+    int with_stat = b->size > (size_t)b->v.G * b->v.N * b->v.r;
+    return btp_bn(rows, b->v.G, b->v.r, b->grouped, with_stat);
 }
 static inline Bn bn_qkv(const Model *m) { return btp_bn(m->N, 3, m->lay.ra, m->boost.grouping, 1); }
 static inline Bn bn_o(const Model *m) { return btp_bn(m->N, 1, m->lay.ra, 1, 0); }

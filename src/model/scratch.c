@@ -29,8 +29,12 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
         s->acat = carve(cv, dr * gr, t); s->dacat = carve(cv, dr * gr, t);
         s->dzb = carve(cv, N * gr + N, t); s->dpb = carve(cv, N * gr + N, t);   // ≥ every btp_bn size
         s->dfull = carve(cv, N * d, t);
+        if (L->sp) {
+            s->bns = carve(cv, (N / (size_t)L->tp) * (gr + 1), t);
+            s->stage = carve(cv, N * gr + N, t);
+        }
     }
-    if (L->sp) {
+    if (seq_residual(L)) {
         size_t gains = (size_t)(2 * (L->layer_end - L->layer_begin) + L->last_stage) * d;
         s->seq_full = carve(cv, N * d, t);
         s->gains = carve(cv, gains, t);
