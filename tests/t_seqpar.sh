@@ -69,8 +69,6 @@ refuse() {  # NAME "message part" "the hint's fix (--set list)" sets...
     for s in $fix; do fsets+=(--set "$s"); done
     expect_ok "${name}_hint_accepted" "$INFO" --config "$TMP/cola.yaml" "${sets[@]}" "${fsets[@]}"
 }
-refuse refuse_sp_tp1 "parallel.sequence_parallel cuts each micro-batch's tokens over the TP group and does nothing at parallel.tp = 1" \
-    "parallel.tp=2" parallel.sequence_parallel=true
 refuse refuse_selective_full "boost.selective_recompute replays the attention core only; boost.full_recompute already recomputes it" \
     "boost.full_recompute=false" boost.selective_recompute=true boost.full_recompute=true
 refuse refuse_selective_lowrank "boost.selective_recompute replays the attention core only; boost.lowrank_ckpt already recomputes it" \
@@ -80,9 +78,7 @@ expect_error refuse_sp_btp_lax "parallel.sequence_parallel with boost.btp is not
     "$INFO" --config "$TMP/lax.yaml" --set parallel.tp=2 --set parallel.sequence_parallel=true --set boost.btp=true
 expect_ok refuse_sp_btp_lax_hint_accepted "$INFO" --config "$TMP/lax.yaml" --set parallel.tp=2 --set boost.btp=true \
     --set parallel.sequence_parallel=false
-refuse refuse_sp_btp_two_call "parallel.sequence_parallel with boost.btp does not implement boost.rmsnorm_variant = two_call" \
-    "boost.rmsnorm_variant=paper" parallel.tp=2 parallel.sequence_parallel=true boost.btp=true boost.online_rmsnorm=true \
-    boost.rmsnorm_variant=two_call
+
 
 # ---- the collectives of a training run (rank 0, step 1: K = 2 micro-batches) ---------------
 K=2; BS=64; D=32; FF=48; L=2

@@ -159,9 +159,9 @@ static void check_comm(const Model *m, const char *label) {
         } else {   // docs/boost.md §8: each bottleneck all-reduce → reduce-scatter + all-gather, the
                    // statistic riding both ways with online RMSNorm; backward the c-term's Σ dP·P
                    // rides the gather unless the authors' SyncRMSNorm all-reduces Σ da·a
-            int dot = !local && !sync_ar;
+            int dot = !local && !sync_ar, two = b->rmsnorm_variant == RMSNORM_TWO_CALL;   // (two: its own calls)
             arf = (CE){ 2 * sync, 2 * N * sync };
-            rsf = (CE){ per, r7 + 2 * N * b->online_rmsnorm };
+            rsf = (CE){ per + 2 * two, r7 + 2 * N * b->online_rmsnorm };
             agf = rsf;
             rsb = (CE){ per, r7 };
             agb = (CE){ per, r7 + 2 * N * dot };
@@ -329,9 +329,10 @@ static BoostConfig boost_of(int btp, int online, int grouping, int lowrank, int 
     return b;
 }
 static void label_of(char *buf, size_t n, const char *kind, BoostConfig b) {   // kind: kind_label()
-    snprintf(buf, n, "%s btp=%d online=%d grouping=%d lowrank=%d full=%d%s%s%s tp=%d pp=%d", kind, b.btp,
+    snprintf(buf, n, "%s btp=%d online=%d grouping=%d lowrank=%d full=%d%s%s%s%s tp=%d pp=%d", kind, b.btp,
              b.online_rmsnorm, b.grouping, b.lowrank_ckpt, b.full_recompute,
              b.sync_norm_backward == SYNC_NORM_BWD_BOTTLENECK ? " sync-bwd=bottleneck" : "",
+             b.rmsnorm_variant == RMSNORM_TWO_CALL ? " two_call" : "",
              b.selective_recompute ? " selective=1" : "", b.sequence_parallel ? " sp=1" : "", G.tp, G.pp);
 }
 
@@ -343,7 +344,7 @@ static void matrix_cfg(ModelConfig c) {
     char kind[64]; kind_label(&c, kind, sizeof kind);
     for (int mask = 0; mask < 16; mask++) {
         BoostConfig b = boost_of(mask & 1, (mask >> 1) & 1, (mask >> 2) & 1, (mask >> 3) & 1, 0);
-        char label[160]; label_of(label, sizeof label, kind, b);
+        char label[256]; label_of(label, sizeof label, kind, b);
         run_case(&ref, b, label);
         if (b.btp && !b.online_rmsnorm) {
             b.sync_norm_backward = SYNC_NORM_BWD_BOTTLENECK;
@@ -377,7 +378,7 @@ TEST(lax_gate_norm_forms) {
         Ref ref; ref_make(&ref, &c);
         char kind[64]; kind_label(&c, kind, sizeof kind);
         for (int i = 0; i < 5; i++) {
-            char label[160]; label_of(label, sizeof label, kind, cases[i]);
+            char label[256]; label_of(label, sizeof label, kind, cases[i]);
             run_case(&ref, cases[i], label);
         }
         ref_free(&ref);
@@ -393,7 +394,7 @@ TEST(full_recompute) {
                                  boost_of(1, 1, 1, 1, 1) };   // both switches: full_recompute wins
         char kind[64]; kind_label(&c, kind, sizeof kind);
         for (int i = 0; i < 4; i++) {
-            char label[160]; label_of(label, sizeof label, kind, cases[i]);
+            char label[256]; label_of(label, sizeof label, kind, cases[i]);
             run_case(&ref, cases[i], label);
         }
         ref_free(&ref);
@@ -412,7 +413,7 @@ TEST(gqa_silu_gate_tied) {
         const char *name = v == 0 ? "cola gqa" : v == 1 ? "cola silu-gate" : "cola tied";
         BoostConfig cases[3] = { boost_of(1, 1, 1, 1, 0), boost_of(1, 0, 0, 0, 0), boost_of(1, 1, 0, 1, 0) };
         for (int i = 0; i < 3; i++) {
-            char label[160]; label_of(label, sizeof label, name, cases[i]);
+            char label[256]; label_of(label, sizeof label, name, cases[i]);
             run_case(&ref, cases[i], label);
         }
         ref_free(&ref);
@@ -439,7 +440,7 @@ TEST(sequence_parallel_selective) {
             cases[2].selective_recompute = cases[3].selective_recompute = cases[4].selective_recompute = 1;
             for (int i = 0; i < 5; i++) {
                 if (i == 4 && k == LINEAR_DENSE) continue;   // BTP needs a low-rank model
-                char label[192]; label_of(label, sizeof label, kind, cases[i]);
+                char label[256]; label_of(label, sizeof label, kind, cases[i]);
                 run_case(&ref, cases[i], label);
             }
             ref_free(&ref);
@@ -448,8 +449,8 @@ TEST(sequence_parallel_selective) {
 }
 
 // BTP with sequence parallelism (docs/boost.md §8), cola and svd: every combination of online
-// RMSNorm, grouping and low-rank checkpointing; SyncRMSNorm's two backward forms; full and
-// selective recomputation; GQA. Parity and the exact collectives of
+// RMSNorm, grouping and low-rank checkpointing; SyncRMSNorm's two backward forms; the authors'
+// two-call online RMSNorm; full and selective recomputation; GQA. Parity and the exact collectives of
 // check_comm (each bottleneck all-reduce a reduce-scatter + an all-gather, the statistic and the
 // c-term riding; the low-rank recompute's all-gathers).
 TEST(btp_sequence_parallel) {
@@ -467,9 +468,10 @@ TEST(btp_sequence_parallel) {
             }
             cases[n++] = boost_of(1, 1, 1, 0, 1);
             cases[n] = boost_of(1, 1, 1, 0, 0); cases[n++].selective_recompute = 1;
+            cases[n] = boost_of(1, 1, 1, 1, 0); cases[n++].rmsnorm_variant = RMSNORM_TWO_CALL;   // the authors' online form
             for (int i = 0; i < n; i++) {
                 cases[i].sequence_parallel = 1;
-                char label[192]; label_of(label, sizeof label, kind, cases[i]);
+                char label[256]; label_of(label, sizeof label, kind, cases[i]);
                 run_case(&ref, cases[i], label);
             }
             ref_free(&ref);

@@ -163,7 +163,7 @@ static const ConfigKey SCHEMA[] = {
     {"parallel", "zero1", CK_BOOL, F(parallel, zero1), ANY, NULL, NULL,
      "ZeRO-1: shard the AdamW state over the dp ranks (reduce-scatter gradients, all-gather weights)"},
     {"parallel", "sequence_parallel", CK_BOOL, F(boost, sequence_parallel), ANY, NULL, NULL,
-     "sequence parallelism (tp > 1): norms and residual adds on seq_len/tp-token shards, reduce-scatter and all-gather along the sequence in place of each all-reduce (Megatron-LM; with boost.btp: the bottleneck's σ region sharded); model.seq_len divisible by tp"},
+     "sequence parallelism: norms and residual adds on seq_len/tp-token shards, reduce-scatter and all-gather along the sequence in place of each all-reduce (Megatron-LM; with boost.btp: the bottlenecks cut by tokens, docs/boost.md §8); model.seq_len divisible by tp; no effect at tp = 1"},
     // ---- boost ----
     {"boost", "btp", CK_BOOL, F(boost, btp), ANY, NULL, NULL,
      "bottleneck-aware tensor parallelism (needs model.linear cola or svd)"},
@@ -643,21 +643,16 @@ static void config_check_recompute_sp(const Config *c, const char *pre) {
                                          : "set boost.lowrank_ckpt: false, or boost.selective_recompute: false",
                        "%sboost.selective_recompute replays the attention core only; boost.%s already recomputes it "
                        "(and more): choose one", pre, b->full_recompute ? "full_recompute" : "lowrank_ckpt");
+    // (at tp = 1 it has nothing to cut and no effect, as parallel.zero1 at dp = 1: one override
+    // can then cover a manifest whose variants have several grids)
     if (!b->sequence_parallel) return;
     int tp = c->parallel.tp, T = c->model.seq_len;
-    // BTP's form (docs/boost.md §8) cuts its bottlenecks; LaX's latents and the authors' two-call
-    // statistic would travel cut too, which is not built
-    if (b->btp && c->model.linear == LINEAR_LAX)
+    // BTP's form (docs/boost.md §8) cuts its bottlenecks by tokens; LaX's crossing, latents and
+    // their messages would be cut too, which is not built
+    if (b->btp && c->model.linear == LINEAR_LAX && tp > 1)
         die_input_hint("set parallel.sequence_parallel: false, or model.linear: cola or svd",
                        "%sparallel.sequence_parallel with boost.btp is not implemented for model.linear lax (its "
                        "crossing and latents would be cut by tokens too)", pre);
-    if (b->btp && b->rmsnorm_variant == RMSNORM_TWO_CALL)
-        die_input_hint("set boost.rmsnorm_variant: paper (the same maths, the statistic in the payload's call)",
-                       "%sparallel.sequence_parallel with boost.btp does not implement boost.rmsnorm_variant = two_call", pre);
-    if (tp == 1)
-        die_input_hint("set parallel.tp: 2 or more, or parallel.sequence_parallel: false",
-                       "%sparallel.sequence_parallel cuts each micro-batch's tokens over the TP group and does "
-                       "nothing at parallel.tp = 1", pre);
     if (T % tp) {
         char hint[160];
         xsnprintf(hint, sizeof hint, "set model.seq_len to a multiple of %d (e.g. %d), or parallel.sequence_parallel: false",

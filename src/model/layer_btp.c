@@ -271,20 +271,26 @@ static void bn_gather(Model *mdl, const Bn *bs, const void *shard, const Bn *b, 
 // RMSNorm: the statistic riding, then step 7 on those tokens), the kind's Z of them, gathered to
 // every token into Z (the statistic riding again into S_full, the norm backward's). normed 0:
 // a bottleneck without a norm (o, down). S_full without online RMSNorm: Pp's statistic as it is
-// (sync: all-reduced already; shard_local: the rank's own).
+// (sync: all-reduced already; shard_local: the rank's own). The authors' two-call form
+// (boost.rmsnorm_variant two_call) moves the statistic by calls of its own, both ways.
 static void seq_bn_forward(Model *mdl, const Bn *b, const void *Pp, void *P, void *Z, int normed, void *S_full, int p0,
                            LinearW *const *W, int gl, const Lat *prev, const Lat *out, Scratch *s) {
     Backend *bk = mdl->bk;
     int rows = mdl->N / mdl->lay.tp, ph = mdl->fwd_phase, own = mdl->kind->own_z(&mdl->cfg);
-    int ride = normed && mdl->boost.online_rmsnorm;
+    int online = normed && mdl->boost.online_rmsnorm, two = online && mdl->boost.rmsnorm_variant == RMSNORM_TWO_CALL;
+    int ride = online && !two;
+    CommDtype t = (CommDtype)mdl->comm_dtype;
     Bn bs = bn_rows(b, rows);
-    if (normed && !ride) copy_t(mdl, S_full, at(mdl, Pp, b->stat), (size_t)mdl->N);
+    if (normed && !online) copy_t(mdl, S_full, at(mdl, Pp, b->stat), (size_t)mdl->N);
     bn_scatter(mdl, b, Pp, &bs, P, ride, ph, gl, s);
-    if (ride) op_scale_rows(bk, P, &bs.v, at(mdl, P, bs.stat), mdl->cfg.d_model, mdl->cfg.norm_eps, -1);   // step 7
+    if (two) comm_reduce_scatter(mdl->comm, GROUP_TP, at(mdl, Pp, b->stat), at(mdl, P, bs.stat), (size_t)rows, t,
+                                 (CommPhase)ph, gl);
+    if (online) op_scale_rows(bk, P, &bs.v, at(mdl, P, bs.stat), mdl->cfg.d_model, mdl->cfg.norm_eps, -1);   // step 7
     void *Zs = own ? s->bns : P;                  // (svd: Z is P)
     bn_latent_forward(mdl, &bs, p0, Zs, P, W, gl, prev, out);
     if (ride && own) copy_t(mdl, at(mdl, Zs, bs.stat), at(mdl, P, bs.stat), (size_t)rows);
     bn_gather(mdl, &bs, Zs, b, Z, ride, S_full, ph, gl, s);
+    if (two) comm_all_gather(mdl->comm, GROUP_TP, at(mdl, P, bs.stat), S_full, (size_t)rows, t, (CommPhase)ph, gl);
 }
 // CKPT_LOWRANK's recompute of Z from the kept P of this rank's tokens: the kind's Z of them,
 // gathered to every token (the recompute's one collective per bottleneck).

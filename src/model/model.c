@@ -213,9 +213,8 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     if (mdl->lay.sp && mdl->N % comm->tp)
         die_input("impossible layout: sequence parallelism needs the micro-batch's %d x %d tokens divisible by "
                   "parallel.tp = %d (model.seq_len a multiple of tp)", B, T, comm->tp);
-    if (mdl->lay.sp && scheme == TP_BTP && (mdl->kind->latent || mdl->boost.rmsnorm_variant == RMSNORM_TWO_CALL))
-        die_input("impossible layout: BTP with sequence parallelism supports neither LaX nor "
-                  "boost.rmsnorm_variant two_call (docs/boost.md §8)");
+    if (mdl->lay.sp && scheme == TP_BTP && mdl->kind->latent)
+        die_input("impossible layout: BTP with sequence parallelism does not support LaX (docs/boost.md §8)");
     mdl->N_res = seq_residual(&mdl->lay) ? mdl->N / comm->tp : mdl->N;
     const Layout *L = &mdl->lay;
     param_table_build(&mdl->table, cfg, L);
