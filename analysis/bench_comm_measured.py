@@ -3,9 +3,10 @@
 
     /usr/bin/python3 analysis/bench_comm_measured.py [--repeat 3] [--tp 2,4] [--steps 10]
 
-FullRank-TP, Vanilla-TP and BOOST (BTP + online RMSNorm + grouping) train the same small model
-on kjv at each tp on this machine (MPI over shared memory). The three schemes run interleaved
-(F V B F V B ...) --repeat times, so that a change of load hits all three alike; the load
+FullRank-TP, Vanilla-TP and BOOST (BTP + online RMSNorm + grouping), each also with sequence
+parallelism (docs/parallelism.md §8, docs/boost.md §8), train the same small model on kjv at each
+tp on this machine (MPI over shared memory). The schemes run interleaved (F V B F+SP V+SP B+SP
+F V ...) --repeat times, so that a change of load hits all of them alike; the load
 average is recorded before and after. Per scheme and tp: the per-layer communication of layer 1
 (exact, from the run database), and the median with min-max over the repeats of the step time
 (steps after the 2nd) and of the time inside collectives per step (rank 0).
@@ -28,6 +29,8 @@ SCHEMES = {
     "vanilla-tp": [],
     "boost": ["--set", "boost.btp=true", "--set", "boost.online_rmsnorm=true", "--set", "boost.grouping=true"],
 }
+SP = ["--set", "parallel.sequence_parallel=true"]
+SCHEMES.update({f"{k}+sp": v + SP for k, v in list(SCHEMES.items())})
 
 
 def main():
@@ -67,11 +70,11 @@ def main():
                 print(f"  {scheme} tp {tp} #{r + 1}: {ms[0]:.1f} ms/step (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
     load1 = os.getloadavg()
     print(f"\nmeasured on this machine, interleaved x {a.repeat}; load average before {load0[0]:.2f}, after {load1[0]:.2f}")
-    print(f"{'scheme':<12} {'tp':>3} {'fwd calls':>9} {'fwd elements':>13} {'bwd calls':>9} {'bwd elements':>13} "
+    print(f"{'scheme':<15} {'tp':>3} {'fwd calls':>9} {'fwd elements':>13} {'bwd calls':>9} {'bwd elements':>13} "
           f"{'ms/step median (min-max)':>26} {'comm ms median (min-max)':>26}")
     for (scheme, tp), e in res.items():
         m, c = e["ms"], e["comm"]
-        print(f"{scheme:<12} {tp:>3} {e['fwd'][0]:>9} {e['fwd'][1]:>13} {e['bwd'][0]:>9} {e['bwd'][1]:>13} "
+        print(f"{scheme:<15} {tp:>3} {e['fwd'][0]:>9} {e['fwd'][1]:>13} {e['bwd'][0]:>9} {e['bwd'][1]:>13} "
               f"{statistics.median(m):>10.1f} ({min(m):.1f}-{max(m):.1f}) {statistics.median(c):>10.1f} ({min(c):.1f}-{max(c):.1f})")
     print("(per layer and micro-batch of 8x128 tokens; comm ms = seconds inside collectives per step on rank 0, all layers)")
 

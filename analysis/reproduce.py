@@ -32,6 +32,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import yaml12  # noqa: E402
 import reproduction_bands as rb  # noqa: E402
+import reproduce_sp  # noqa: E402  (the extension section: BOOST against Megatron-TP + sequence parallelism)
 from validate_cpu import TARGET_MEDIAN, TARGET_WORST, TARGET_RATIO  # noqa: E402  (the CPU validation's targets)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -1190,6 +1191,7 @@ def main():
              f"model prices the shapes the drivers issue.")
     L += cpu_validation_misses(vpath, vtext if vpath else "")
     L.append("")
+    section(reproduce_sp.TITLE).append(reproduce_sp.report(Model, m, hw, tmp, a.no_bands, paper, out, plt, a.hardware))
     L = section("Known limits of the model")
     g = hw["gemm"]["bf16"]
     at = hw["attention"]["bf16"]

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Parallel engine vs the single-process run (issue: distributed training).
 # For dense, cola and svd (and LaX on a smaller set of layouts, docs/lax.md §9): after one optimizer step (2 micro-batches) at tp=2, tp=4,
-# pp=2, dp=2, tp2xpp2, tp2xdp2 and dp=2 with ZeRO-1 the loss, every gradient (step dump at step 1) and
+# pp=2, dp=2, tp2xpp2, tp2xdp2 and dp=2 with ZeRO-1 — and with sequence parallelism at tp=2, tp2xpp2
+# and tp2xdp2 with ZeRO-1 (docs/parallelism.md §8; LaX at tp2xpp2; BTP's form, docs/boost.md §8,
+# at tp2xpp2 for cola and tp2xdp2 with ZeRO-1 for svd) — the loss, every gradient (step dump at step 1) and
 # every updated weight and AdamW moment (checkpoint after step 1) equal the
 # single-process run. Tolerance per tensor: max|a-b| <= 1e-6 + 1e-4*max|b| for the loss,
 # gradients and moments — the layouts sum the same fp32 terms in a different order
@@ -54,15 +56,26 @@ vs_single() {
     else fail "${kind}_${name}_matches_single" "$(echo "$r1"; echo "$r2" | tail -3)"; fi
 }
 
+BTP_ALL=(--set boost.btp=true --set boost.online_rmsnorm=true --set boost.grouping=true --set boost.lowrank_ckpt=true)
 for kind in dense cola svd; do
     make_cfg $kind
     if ! run_layout $kind single 1 1 1; then fail "${kind}_single_run" "$(tail -3 "$TMP/$kind-single.log")"; continue; fi
-    for layout in "tp2 2 1 1" "tp4 4 1 1" "pp2 1 2 1" "dp2 1 1 2" "tp2pp2 2 2 1" "tp2dp2 2 1 2" "dp2zero1 1 1 2 z"; do
+    for layout in "tp2 2 1 1" "tp4 4 1 1" "pp2 1 2 1" "dp2 1 1 2" "tp2pp2 2 2 1" "tp2dp2 2 1 2" "dp2zero1 1 1 2 z" \
+                  "tp2sp 2 1 1 s" "tp2pp2sp 2 2 1 s" "tp2dp2zero1sp 2 1 2 zs"; do
         set -- $layout
         extra=()
-        [ "${5:-}" = z ] && extra=(--set parallel.zero1=true)
+        [[ "${5:-}" == *z* ]] && extra+=(--set parallel.zero1=true)
+        [[ "${5:-}" == *s* ]] && extra+=(--set parallel.sequence_parallel=true)
         vs_single $kind "$1" "$2" "$3" "$4" "${extra[@]}"
     done
+    # BTP with sequence parallelism (docs/boost.md §8), every BOOST switch: cola through the
+    # pipeline, svd with ZeRO-1 (test_btp covers every switch on every grid at the model level)
+    if [ $kind = cola ]; then
+        vs_single $kind btp_all_sp_tp2pp2 2 2 1 "${BTP_ALL[@]}" --set parallel.sequence_parallel=true
+    elif [ $kind = svd ]; then
+        vs_single $kind btp_all_sp_tp2dp2zero1 2 1 2 "${BTP_ALL[@]}" --set parallel.sequence_parallel=true \
+            --set parallel.zero1=true
+    fi
 done
 
 # ---- LaX (docs/lax.md §6, §9): the same parity under Vanilla-TP (the default gate and norm:
@@ -71,12 +84,12 @@ done
 # each with its received latents), ZeRO-1, and BTP with every switch / full recompute --------
 make_cfg lax
 sed 's/n_layers: 2/n_layers: 3/' "$TMP/lax.yaml" > "$TMP/lax3.yaml"
-BTP_ALL=(--set boost.btp=true --set boost.online_rmsnorm=true --set boost.grouping=true --set boost.lowrank_ckpt=true)
 if run_layout lax single 1 1 1 && run_layout lax3 single 1 1 1; then
     vs_single lax tp2 2 1 1
     vs_single lax pp2 1 2 1
     vs_single lax tp2pp2 2 2 1
     vs_single lax dp2zero1 1 1 2 --set parallel.zero1=true
+    vs_single lax tp2pp2sp 2 2 1 --set parallel.sequence_parallel=true
     vs_single lax btp_all_tp2pp2 2 2 1 "${BTP_ALL[@]}"
     vs_single lax btp_full_recompute_tp2 2 1 1 --set boost.btp=true --set boost.full_recompute=true
     vs_single lax3 pp3 1 3 1

@@ -148,7 +148,7 @@ print("ok")' 2>&1)
 # the bands are the same code on more profiles)
 if /usr/bin/python3 analysis/reproduce.py --no-bands --out "$TMP/repro" >"$TMP/rep.log" 2>&1; then
     missing=""
-    for f in REPORT.md fig1.png fig1.csv fig5.png fig5.csv fig6.png fig6.csv fig7.png fig7.csv tab2.csv tab3.csv rmsnorm.csv ladder.csv r30b.csv bands.csv; do
+    for f in REPORT.md fig1.png fig1.csv fig5.png fig5.csv fig6.png fig6.csv fig7.png fig7.csv tab2.csv tab3.csv rmsnorm.csv ladder.csv r30b.csv bands.csv sp.png sp.csv; do
         [ -s "$TMP/repro/$f" ] || missing+=" $f"
     done
     head=$(head -1 "$TMP/repro/fig5.csv")

@@ -122,6 +122,7 @@ static double run_parallel(Model *m) {
         CHECK_MPI(MPI_Recv(model_stage_grad(m), (int)n_act, MPI_FLOAT, G.pp_rank + 1, 2, pp, MPI_STATUS_IGNORE));
     }
     model_stage_backward(m, 0, 1.0f / N_);
+    model_finish_grads(m);   // sequence parallelism: the norm gains' gradients summed over TP
     if (!m->lay.first_stage)
         CHECK_MPI(MPI_Send(model_stage_grad(m), (int)n_act, MPI_FLOAT, G.pp_rank - 1, 2, pp));
     double mine = (m->lay.last_stage && G.tp_rank == 0) ? loss / N_ : 0.0, sum = 0;
@@ -141,53 +142,98 @@ static void check_comm(const Model *m, const char *label) {
         CK(t.calls == 0, "%s: %llu TP calls at tp = 1", label, (unsigned long long)t.calls);
         return;
     }
-    uint64_t fc, fe, bc, be;
+    // Per layer, each (calls, elements): all-reduces, all-gathers and reduce-scatters forward and
+    // backward; the recompute's collectives of every kind.
+    typedef struct { uint64_t c, e; } CE;
+    CE arf = {0}, arb = {0}, agf = {0}, agb = {0}, rsf = {0}, rsb = {0}, rec = {0};
+    uint64_t r7 = 4 * N * ra + 3 * N * rm;        // the seven bottlenecks, N·(4r_a + 3r_m)
+    int per = b->grouping ? 4 : 7;                  // bottleneck collectives per direction (BTP)
     if (L->scheme == TP_BTP) {
-        // SyncRMSNorm in the authors' form also all-reduces Σ da·a [N] before each norm's backward
-        int sync_ar = !b->online_rmsnorm && b->sync_norm_backward == SYNC_NORM_BWD_ALLREDUCE;
-        fc = (b->grouping ? 4 : 7) + (b->online_rmsnorm ? 0 : 2);
-        fe = 4 * N * ra + 3 * N * rm + 2 * N;
-        bc = (b->grouping ? 4 : 7) + (sync_ar ? 2 : 0);
-        be = 4 * N * ra + 3 * N * rm + (sync_ar ? 2 * N : 0);
-    } else {   // Vanilla-TP
-        fc = 7; fe = N * (3 * d + 2 * kvd + 2 * (uint64_t)c->d_ff);
-        bc = 4; be = N * (3 * d + (uint64_t)c->d_ff);
+        // SyncRMSNorm: an AR of Σx² [N] before each norm; in the authors' backward form also of
+        // Σ da·a [N] before each norm's backward; the authors' 7B form (shard_local): neither
+        int local = b->rmsnorm_variant == RMSNORM_SHARD_LOCAL, sync = !b->online_rmsnorm && !local;
+        int sync_ar = sync && b->sync_norm_backward == SYNC_NORM_BWD_ALLREDUCE;
+        if (!L->sp) {
+            arf = (CE){ per + 2 * sync, r7 + (local ? 0 : 2 * N) };
+            arb = (CE){ per + 2 * sync_ar, r7 + 2 * N * sync_ar };
+        } else {   // docs/boost.md §8: each bottleneck all-reduce → reduce-scatter + all-gather, the
+                   // statistic riding both ways with online RMSNorm; backward the c-term's Σ dP·P
+                   // rides the gather unless the authors' SyncRMSNorm all-reduces Σ da·a
+            int dot = !local && !sync_ar, two = b->rmsnorm_variant == RMSNORM_TWO_CALL;   // (two: its own calls)
+            arf = (CE){ 2 * sync, 2 * N * sync };
+            rsf = (CE){ per + 2 * two, r7 + 2 * N * b->online_rmsnorm };
+            agf = rsf;
+            rsb = (CE){ per, r7 };
+            agb = (CE){ per, r7 + 2 * N * dot };
+            arb = (CE){ 2 * sync_ar, 2 * N * sync_ar };
+            if (m->ckpt == CKPT_LOWRANK) rec = (CE){ per, r7 };   // each Z of every token gathered again
+        }
+    } else if (c->linear == LINEAR_DENSE) {   // FullRank-TP: after o and down; q/k/v and gate/up input gradients
+        arf = (CE){ L->sp ? 0 : 2, L->sp ? 0 : 2 * N * d };
+        arb = arf;
+    } else {   // Vanilla-TP (sequence parallelism: the o, down outputs and the 2 fused input gradients leave)
+        arf = (CE){ L->sp ? 5 : 7, N * ((L->sp ? 1 : 3) * d + 2 * kvd + 2 * (uint64_t)c->d_ff) };
+        arb = (CE){ L->sp ? 2 : 4, N * ((L->sp ? 1 : 3) * d + (uint64_t)c->d_ff) };
+    }
+    if (L->sp && L->scheme == TP_MEGATRON) {
+        // sequence parallelism (docs/parallelism.md §8): forward 2 all-gathers (a, m) and 2
+        // reduce-scatters (o, down outputs) of N·d; backward 4 all-gathers (2 output gradients, a
+        // and m again) and 2 reduce-scatters (the q/k/v and gate/up input gradients), which replace
+        // the block-boundary all-reduces
+        agf = (CE){ 2, 2 * N * d }; rsf = agf;
+        agb = (CE){ 4, 4 * N * d }; rsb = (CE){ 2, 2 * N * d };
     }
     // LaX under Vanilla-TP case (b) (docs/lax.md §6.2): all-gathers of the latents' full width,
     // 7 forward in every layer (L ≥ 2), 7 backward in layers ≥ 1; under BTP and case (a) none.
     uint64_t lat = N * (4 * ra + 3 * rm);
     for (int l = L->layer_begin; l < L->layer_end; l++) {
         uint64_t gfc = L->lax_gathered ? 7 : 0, gbc = L->lax_gathered && l >= 1 ? 7 : 0;
-        uint64_t rc = m->ckpt == CKPT_FULL ? fc + gfc : 0, re = m->ckpt == CKPT_FULL ? fe + gfc * lat / 7 : 0;
+        CE gF = { agf.c + gfc, agf.e + gfc * lat / 7 }, gB = { agb.c + gbc, agb.e + gbc * lat / 7 };
+        CE rc = m->ckpt == CKPT_FULL ? (CE){ arf.c + gF.c + rsf.c, arf.e + gF.e + rsf.e } : rec;
         CommStat f = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, l);
         CommStat k = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_BACKWARD, GROUP_TP, l);
         CommStat gf = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_FORWARD, GROUP_TP, l);
         CommStat gb = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_BACKWARD, GROUP_TP, l);
+        CommStat sf = comm_stats_sum(&G, COMM_REDUCE_SCATTER, PHASE_FORWARD, GROUP_TP, l);
+        CommStat sb = comm_stats_sum(&G, COMM_REDUCE_SCATTER, PHASE_BACKWARD, GROUP_TP, l);
         CommStat r = comm_stats_sum(&G, COMM_ANY, PHASE_RECOMPUTE, COMM_ANY, l);
         CommStat any = comm_stats_sum(&G, COMM_ANY, COMM_ANY, COMM_ANY, l);
-        CK(f.calls == fc && f.elements == fe, "%s layer %d forward: %llu calls %llu elements, expected %llu %llu",
-           label, l, (unsigned long long)f.calls, (unsigned long long)f.elements, (unsigned long long)fc, (unsigned long long)fe);
-        CK(k.calls == bc && k.elements == be, "%s layer %d backward: %llu calls %llu elements, expected %llu %llu",
-           label, l, (unsigned long long)k.calls, (unsigned long long)k.elements, (unsigned long long)bc, (unsigned long long)be);
-        CK(gf.calls == gfc && gf.elements == gfc * lat / 7 && gb.calls == gbc && gb.elements == gbc * lat / 7,
-           "%s layer %d all-gathers: forward %llu/%llu backward %llu/%llu, expected %llu/%llu %llu/%llu", label, l,
-           (unsigned long long)gf.calls, (unsigned long long)gf.elements, (unsigned long long)gb.calls,
-           (unsigned long long)gb.elements, (unsigned long long)gfc, (unsigned long long)(gfc * lat / 7),
-           (unsigned long long)gbc, (unsigned long long)(gbc * lat / 7));
-        CK(r.calls == rc && r.elements == re, "%s layer %d recompute: %llu calls %llu elements, expected %llu %llu",
-           label, l, (unsigned long long)r.calls, (unsigned long long)r.elements, (unsigned long long)rc, (unsigned long long)re);
-        CK(any.calls == f.calls + k.calls + gf.calls + gb.calls + r.calls, "%s layer %d: other collectives (%llu calls in all)",
-           label, l, (unsigned long long)any.calls);
+        const CommStat got[7] = { f, k, gf, gb, sf, sb, r };
+        const CE want[7] = { arf, arb, gF, gB, rsf, rsb, rc };
+        static const char *const what[7] = { "all-reduce forward", "all-reduce backward", "all-gather forward",
+                                              "all-gather backward", "reduce-scatter forward", "reduce-scatter backward",
+                                              "recompute" };
+        for (int i = 0; i < 7; i++)
+            CK(got[i].calls == want[i].c && got[i].elements == want[i].e, "%s layer %d %s: %llu calls %llu elements, "
+               "expected %llu %llu", label, l, what[i], (unsigned long long)got[i].calls,
+               (unsigned long long)got[i].elements, (unsigned long long)want[i].c, (unsigned long long)want[i].e);
+        CK(any.calls == f.calls + k.calls + gf.calls + gb.calls + sf.calls + sb.calls + r.calls,
+           "%s layer %d: other collectives (%llu calls in all)", label, l, (unsigned long long)any.calls);
     }
-    // layer -1: embedding, final-norm gather, vocab-parallel head and loss
-    int g = L->scheme == TP_BTP;
-    uint64_t want_fc = 0, want_fe = 0, want_bc = 0, want_be = 0, gfc = 0, gbc = 0;
-    if (L->first_stage) { want_fc += 1; want_fe += N * d; gbc += g; }
-    if (L->last_stage) { want_fc += 3; want_fe += 3 * N; want_bc += 1; want_be += N * d; gfc += g; }
+    // layer -1: embedding, final-norm gather, vocab-parallel head and loss. Sequence parallelism:
+    // the embedding's all-reduce becomes a reduce-scatter (backward: an all-gather), the head
+    // all-gathers the final norm's output (forward, and again backward) and reduce-scatters its
+    // input gradient in place of the all-reduce; the gains' gradients: one all-reduce of
+    // (2·layers + last stage)·d in the optimizer phase.
+    int g = L->scheme == TP_BTP || L->sp, sp = L->sp && L->scheme == TP_MEGATRON;
+    uint64_t want_fc = 0, want_fe = 0, want_bc = 0, want_be = 0, gfc = 0, gbc = 0, hrsf = 0, hrsb = 0;
+    if (L->first_stage) { want_fc += !sp; want_fe += sp ? 0 : N * d; gbc += g; hrsf += sp; }
+    if (L->last_stage) {
+        want_fc += 3; want_fe += 3 * N; want_bc += !sp; want_be += sp ? 0 : N * d; gfc += g; gbc += sp; hrsb += sp;
+    }
     CommStat f = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, -1);
     CommStat k = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_BACKWARD, GROUP_TP, -1);
     CommStat gf = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_FORWARD, GROUP_TP, -1);
     CommStat gb = comm_stats_sum(&G, COMM_ALL_GATHER, PHASE_BACKWARD, GROUP_TP, -1);
+    CommStat sf = comm_stats_sum(&G, COMM_REDUCE_SCATTER, PHASE_FORWARD, GROUP_TP, -1);
+    CommStat sb = comm_stats_sum(&G, COMM_REDUCE_SCATTER, PHASE_BACKWARD, GROUP_TP, -1);
+    CommStat go = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_TP, -1);
+    uint64_t gains = sp ? (uint64_t)(2 * (L->layer_end - L->layer_begin) + L->last_stage) * d : 0;
+    CK(sf.calls == hrsf && sf.elements == hrsf * N * d && sb.calls == hrsb && sb.elements == hrsb * N * d,
+       "%s layer -1 reduce-scatter: fwd %llu bwd %llu calls, expected %llu %llu", label,
+       (unsigned long long)sf.calls, (unsigned long long)sb.calls, (unsigned long long)hrsf, (unsigned long long)hrsb);
+    CK(go.calls == (gains > 0) && go.elements == gains, "%s: gains' gradients %llu calls %llu elements, expected %d %llu",
+       label, (unsigned long long)go.calls, (unsigned long long)go.elements, gains > 0, (unsigned long long)gains);
     CK(f.calls == want_fc && f.elements == want_fe && k.calls == want_bc && k.elements == want_be,
        "%s layer -1 all-reduce: fwd %llu/%llu bwd %llu/%llu, expected %llu/%llu %llu/%llu", label,
        (unsigned long long)f.calls, (unsigned long long)f.elements, (unsigned long long)k.calls,
@@ -198,6 +244,39 @@ static void check_comm(const Model *m, const char *label) {
        (unsigned long long)gf.calls, (unsigned long long)gb.calls, (unsigned long long)gfc, (unsigned long long)gbc);
 }
 
+// The same step of this rank on the dry back end over a virtual grid counts every cell of the
+// communication table (kind, phase, group, layer: calls and elements) as the run did: a driver
+// that chose a collective by testing a buffer pointer (all NULL on dry) would have the simulator,
+// bench_comm and the memory report price communication the engine never does.
+static void check_dry_comm(const ModelConfig *cfg, BoostConfig bc, const char *label) {
+    Comm V;
+    comm_init_virtual_at(&V, G.tp, G.pp, 1, my_rank);
+    comm_set_n_layers(&V, cfg->n_layers);
+    Backend *dry = backend_dry(DT_F32);
+    Model dm;
+    model_init_parallel(&dm, cfg, B_, T_, SEED, &V, &bc, 1, dry, 1);
+    comm_stats_reset(&V);
+    model_grads_overwrite(&dm);
+    model_fuse_loss_grad(&dm, 1.0f / N_);
+    model_loss_begin(&dm);
+    model_stage_forward(&dm, 0, NULL, NULL);
+    model_stage_backward(&dm, 0, 1.0f / N_);
+    model_finish_grads(&dm);
+    int bad = 0;
+    for (int k = 0; k < COMM_KIND_COUNT; k++)
+        for (int ph = 0; ph < PHASE_COUNT; ph++)
+            for (int l = -1; l < cfg->n_layers; l++) {
+                CommStat a = comm_stats_sum(&G, k, ph, GROUP_TP, l), b = comm_stats_sum(&V, k, ph, GROUP_TP, l);
+                if ((a.calls != b.calls || a.elements != b.elements) && bad++ < 3)
+                    CK(0, "%s: %s %s layer %d: %llu calls %llu elements run, %llu %llu on dry", label,
+                       comm_kind_name((CommKind)k), comm_phase_name((CommPhase)ph), l, (unsigned long long)a.calls,
+                       (unsigned long long)a.elements, (unsigned long long)b.calls, (unsigned long long)b.elements);
+            }
+    model_free(&dm);
+    backend_free(dry);
+    comm_free(&V);
+}
+
 // Build the parallel model for `bc`, run it, compare with the reference, check the comm.
 static void run_case(const Ref *ref, BoostConfig bc, const char *label) {
     Model m;
@@ -206,10 +285,11 @@ static void run_case(const Ref *ref, BoostConfig bc, const char *label) {
     comm_stats_reset(&G);
     double loss = run_parallel(&m);
     check_comm(&m, label);
+    check_dry_comm(&ref->cfg, bc, label);
     if (ref->cfg.linear == LINEAR_LAX) {   // the pipeline message: residual slice + latents (docs/lax.md §6.6)
         const Layout *L = &m.lay;
         int sliced = !L->lax_gathered && L->scheme == TP_MEGATRON;
-        size_t want = (size_t)N_ * L->d_res + (size_t)N_ * (4 * 8 + 3 * 8) / (sliced ? L->tp : 1);
+        size_t want = (size_t)m.N_res * L->d_res + (size_t)N_ * (4 * 8 + 3 * 8) / (sliced ? L->tp : 1);
         CK(model_stage_elems(&m) == want, "%s: pipeline message %zu elements, expected %zu", label, model_stage_elems(&m), want);
     }
     if (verbose && my_rank == 0) {   // layer 0's TP all-reduces: calls/elements per phase
@@ -249,9 +329,11 @@ static BoostConfig boost_of(int btp, int online, int grouping, int lowrank, int 
     return b;
 }
 static void label_of(char *buf, size_t n, const char *kind, BoostConfig b) {   // kind: kind_label()
-    snprintf(buf, n, "%s btp=%d online=%d grouping=%d lowrank=%d full=%d%s tp=%d pp=%d", kind, b.btp,
+    snprintf(buf, n, "%s btp=%d online=%d grouping=%d lowrank=%d full=%d%s%s%s%s tp=%d pp=%d", kind, b.btp,
              b.online_rmsnorm, b.grouping, b.lowrank_ckpt, b.full_recompute,
-             b.sync_norm_backward == SYNC_NORM_BWD_BOTTLENECK ? " sync-bwd=bottleneck" : "", G.tp, G.pp);
+             b.sync_norm_backward == SYNC_NORM_BWD_BOTTLENECK ? " sync-bwd=bottleneck" : "",
+             b.rmsnorm_variant == RMSNORM_TWO_CALL ? " two_call" : "",
+             b.selective_recompute ? " selective=1" : "", b.sequence_parallel ? " sp=1" : "", G.tp, G.pp);
 }
 
 // All 16 combinations of the four BOOST switches (the model ignores the three that need BTP
@@ -262,7 +344,7 @@ static void matrix_cfg(ModelConfig c) {
     char kind[64]; kind_label(&c, kind, sizeof kind);
     for (int mask = 0; mask < 16; mask++) {
         BoostConfig b = boost_of(mask & 1, (mask >> 1) & 1, (mask >> 2) & 1, (mask >> 3) & 1, 0);
-        char label[160]; label_of(label, sizeof label, kind, b);
+        char label[256]; label_of(label, sizeof label, kind, b);
         run_case(&ref, b, label);
         if (b.btp && !b.online_rmsnorm) {
             b.sync_norm_backward = SYNC_NORM_BWD_BOTTLENECK;
@@ -296,7 +378,7 @@ TEST(lax_gate_norm_forms) {
         Ref ref; ref_make(&ref, &c);
         char kind[64]; kind_label(&c, kind, sizeof kind);
         for (int i = 0; i < 5; i++) {
-            char label[160]; label_of(label, sizeof label, kind, cases[i]);
+            char label[256]; label_of(label, sizeof label, kind, cases[i]);
             run_case(&ref, cases[i], label);
         }
         ref_free(&ref);
@@ -312,7 +394,7 @@ TEST(full_recompute) {
                                  boost_of(1, 1, 1, 1, 1) };   // both switches: full_recompute wins
         char kind[64]; kind_label(&c, kind, sizeof kind);
         for (int i = 0; i < 4; i++) {
-            char label[160]; label_of(label, sizeof label, kind, cases[i]);
+            char label[256]; label_of(label, sizeof label, kind, cases[i]);
             run_case(&ref, cases[i], label);
         }
         ref_free(&ref);
@@ -331,10 +413,108 @@ TEST(gqa_silu_gate_tied) {
         const char *name = v == 0 ? "cola gqa" : v == 1 ? "cola silu-gate" : "cola tied";
         BoostConfig cases[3] = { boost_of(1, 1, 1, 1, 0), boost_of(1, 0, 0, 0, 0), boost_of(1, 1, 0, 1, 0) };
         for (int i = 0; i < 3; i++) {
-            char label[160]; label_of(label, sizeof label, name, cases[i]);
+            char label[256]; label_of(label, sizeof label, name, cases[i]);
             run_case(&ref, cases[i], label);
         }
         ref_free(&ref);
+    }
+}
+
+// Sequence parallelism under FullRank-TP and Vanilla-TP (docs/parallelism.md §8) and selective
+// recomputation under every scheme (docs/boost.md §4), for every kind: the same loss and
+// gradients, the collectives of check_comm (sequence parallelism's all-gathers and
+// reduce-scatters; nothing more for the selective replay). With full recompute the replay
+// repeats the sequence collectives; GQA and tied embeddings too.
+TEST(sequence_parallel_selective) {
+    for (int k = 0; k <= 3; k++) {   // dense, cola, svd, LaX (defaults): LinearKind 0..3
+        for (int v = 0; v < 2; v++) {   // the kind as is; then GQA (2 kv heads) with tied embeddings
+            ModelConfig c = tiny_cfg((LinearKind)k, v ? 2 : 4);
+            if (v && (c.n_kv_heads % G.tp || G.pp > 1 || k == LINEAR_LAX)) continue;
+            c.tie_embeddings = v;
+            Ref ref; ref_make(&ref, &c);
+            char kind[64]; kind_label(&c, kind, sizeof kind);
+            if (v) snprintf(kind + strlen(kind), sizeof kind - strlen(kind), " gqa tied");
+            BoostConfig cases[5] = { boost_of(0, 0, 0, 0, 0), boost_of(0, 0, 0, 0, 1), boost_of(0, 0, 0, 0, 0),
+                                     boost_of(0, 0, 0, 0, 0), boost_of(k != LINEAR_DENSE, 1, 1, 0, 0) };
+            cases[0].sequence_parallel = cases[1].sequence_parallel = cases[2].sequence_parallel = 1;
+            cases[2].selective_recompute = cases[3].selective_recompute = cases[4].selective_recompute = 1;
+            for (int i = 0; i < 5; i++) {
+                if (i == 4 && k == LINEAR_DENSE) continue;   // BTP needs a low-rank model
+                char label[256]; label_of(label, sizeof label, kind, cases[i]);
+                run_case(&ref, cases[i], label);
+            }
+            ref_free(&ref);
+        }
+    }
+}
+
+// BTP with sequence parallelism (docs/boost.md §8), cola and svd: every combination of online
+// RMSNorm, grouping and low-rank checkpointing; SyncRMSNorm's two backward forms; the authors'
+// two-call online RMSNorm; full and selective recomputation; GQA. Parity and the exact collectives of
+// check_comm (each bottleneck all-reduce a reduce-scatter + an all-gather, the statistic and the
+// c-term riding; the low-rank recompute's all-gathers).
+TEST(btp_sequence_parallel) {
+    for (int k = 1; k <= 2; k++) {
+        for (int v = 0; v < 2; v++) {
+            ModelConfig c = tiny_cfg((LinearKind)k, v ? 2 : 4);
+            if (v && c.n_kv_heads % G.tp) continue;
+            Ref ref; ref_make(&ref, &c);
+            char kind[64]; kind_label(&c, kind, sizeof kind);
+            if (v) snprintf(kind + strlen(kind), sizeof kind - strlen(kind), " gqa");
+            BoostConfig cases[16]; int n = 0;
+            for (int mask = 0; mask < 8 && !v; mask++) {
+                cases[n++] = boost_of(1, mask & 1, (mask >> 1) & 1, (mask >> 2) & 1, 0);
+                if (!(mask & 1)) { cases[n] = cases[n - 1]; cases[n++].sync_norm_backward = SYNC_NORM_BWD_BOTTLENECK; }
+            }
+            cases[n++] = boost_of(1, 1, 1, 0, 1);
+            cases[n] = boost_of(1, 1, 1, 0, 0); cases[n++].selective_recompute = 1;
+            cases[n] = boost_of(1, 1, 1, 1, 0); cases[n++].rmsnorm_variant = RMSNORM_TWO_CALL;   // the authors' online form
+            for (int i = 0; i < n; i++) {
+                cases[i].sequence_parallel = 1;
+                char label[256]; label_of(label, sizeof label, kind, cases[i]);
+                run_case(&ref, cases[i], label);
+            }
+            ref_free(&ref);
+        }
+    }
+}
+
+// The activation family of sequence parallelism and of selective recomputation against the
+// plain model of the same kind (docs/parallelism.md §8, docs/boost.md §6): sequence parallelism
+// keeps each layer's x, a, x_mid, m and both rstd, the stage output and the final norm's output
+// and rstd for N_res = N/tp tokens instead of N; selective recomputation keeps the attention
+// output y and lse once (the working set) instead of once per layer.
+static size_t R16(size_t n);
+static size_t acts_floats(const ModelConfig *c, BoostConfig b, Model *m) {
+    model_init_parallel(m, c, B_, T_, SEED, &G, &b, 1, NULL, 1);
+    return m->act_bytes / 4;
+}
+TEST(sequence_parallel_selective_memory) {
+    for (int k = 0; k <= 3; k++) {
+        ModelConfig c = tiny_cfg((LinearKind)k, 4);
+        Model m0, msp, msel, mbsel, mb0;
+        BoostConfig b0 = boost_of(0, 0, 0, 0, 0), bsp = b0, bsel = b0, bb = boost_of(k != 0, 1, 1, 0, 0), bbsel = bb;
+        bsp.sequence_parallel = 1; bsel.selective_recompute = 1; bbsel.selective_recompute = 1;
+        size_t f0 = acts_floats(&c, b0, &m0), fsp = acts_floats(&c, bsp, &msp), fsel = acts_floats(&c, bsel, &msel);
+        size_t fb0 = acts_floats(&c, bb, &mb0), fbsel = acts_floats(&c, bbsel, &mbsel);
+        const Layout *L = &msp.lay;
+        size_t N = N_, Nr = (size_t)msp.N_res, d = c.d_model, nl = (size_t)(L->layer_end - L->layer_begin);
+        CK(Nr * (size_t)(L->sp ? G.tp : 1) == N && L->sp == (G.tp > 1), "N_res %zu, sp %d at tp %d", Nr, L->sp, G.tp);
+        size_t lat = k == LINEAR_LAX && L->pp > 1 ? (size_t)m0.N * (4 * (size_t)L->lra + 3 * (size_t)L->lrm) : 0;
+        size_t e0 = L->first_stage ? 0 : lat, eo = L->last_stage ? 0 : lat;
+        size_t want = R16(N * d + e0) - R16(Nr * d + e0) + (nl - 1) * (R16(N * d) - R16(Nr * d))   // x
+                    + nl * (3 * (R16(N * d) - R16(Nr * d)) + 2 * (R16(N) - R16(Nr)))             // a, x_mid, m, rstd1, rstd2
+                    + R16(N * d + eo) - R16(Nr * d + eo)                                          // the stage output
+                    + (L->last_stage ? R16(N * d) - R16(Nr * d) + R16(N) - R16(Nr) : 0);         // xf, rstdf
+        CK(f0 - fsp == want, "%s: sequence parallelism saves %zu floats, formula %zu", linear_kind_name(k), f0 - fsp, want);
+        size_t core = R16(N * (size_t)m0.lay.dq) + R16((size_t)B_ * m0.lay.H * T_);
+        CK(f0 - fsel == (nl - 1) * core, "%s: selective saves %zu floats, formula %zu", linear_kind_name(k), f0 - fsel,
+           (nl - 1) * core);
+        size_t bcore = R16(N * (size_t)mb0.lay.dq) + R16((size_t)B_ * mb0.lay.H * T_);
+        CK(fb0 - fbsel == (nl - 1) * bcore, "%s btp: selective saves %zu floats, formula %zu", linear_kind_name(k),
+           fb0 - fbsel, (nl - 1) * bcore);
+        CK(msel.ckpt == CKPT_SELECTIVE && msp.ckpt == CKPT_NONE, "ckpt modes %d %d", msel.ckpt, msp.ckpt);
+        model_free(&m0); model_free(&msp); model_free(&msel); model_free(&mb0); model_free(&mbsel);
     }
 }
 
@@ -386,6 +566,22 @@ TEST(activation_memory) {
         CK(low_f < none_f, "lowrank %zu floats not below none %zu", low_f, none_f);
         CK(vlow.act_bytes == vnone.act_bytes, "lowrank_ckpt without BTP: %zu bytes, not those of no checkpointing %zu",
            vlow.act_bytes, vnone.act_bytes);
+        if (!lax && G.tp > 1) {   // BTP with sequence parallelism (docs/boost.md §8), low-rank checkpointing: each
+            // layer keeps its tokens' N/tp rows of the four bottlenecks and the two norms' statistics
+            // of every token [N]; the working set holds every token's Z (its own buffer, svd too)
+            BoostConfig bsp = bl; bsp.sequence_parallel = 1;
+            Model lsp; model_init_parallel(&lsp, &c, B_, T_, SEED, &G, &bsp, 1, NULL, 1);
+            size_t Nr = N / (size_t)G.tp;
+            size_t kept_sp = 2 * R16(N * dr) + R16(3 * Nr * ra + Nr) + R16(Nr * ra) + R16(2 * Nr * rm + Nr) + R16(Nr * rm)
+                           + 2 * R16(N);
+            size_t attn_sp = R16(3 * N * ra + N) + 2 * R16(N * L->dq) + 2 * R16(N * L->dkv) + R16((size_t)B_ * L->H * T_);
+            size_t mlp_sp = R16(2 * N * rm + N) + 3 * R16(N * L->dff);
+            size_t work_sp = R16(N * ra) + R16(N * rm) + (attn_sp > mlp_sp ? attn_sp : mlp_sp);
+            size_t want = io + head + nl * kept_sp + x0 + work_sp;
+            CK(lsp.act_bytes / 4 == want, "%s lowrank + sequence parallelism: %zu floats, formula %zu", kn,
+               lsp.act_bytes / 4, want);
+            model_free(&lsp);
+        }
         if (verbose && my_rank == 0)
             fprintf(stderr, "  %s acts floats (tp %d): none %zu lowrank %zu full %zu (scratch %zu)\n", kn,
                     L->tp, none_f, low_f, full_f, low.scratch_bytes / 4);
@@ -409,6 +605,9 @@ int main(int argc, char **argv) {
     RUN_ALL(lax_gate_norm_forms);
     RUN_ALL(full_recompute);
     RUN_ALL(gqa_silu_gate_tied);
+    RUN_ALL(sequence_parallel_selective);
+    RUN_ALL(btp_sequence_parallel);
+    RUN_ALL(sequence_parallel_selective_memory);
     RUN_ALL(activation_memory);
     if (verbose && my_rank == 0) fprintf(stderr, "  worst gradient tolerance ratio (tp %d pp %d): %.3g\n", tp, pp, worst_ratio);
     comm_free(&G);

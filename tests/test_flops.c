@@ -61,8 +61,10 @@ static void step_trace(const char *linear, const char *const *sets, Backend *bk,
     model_free(&m);
 }
 
-// The overrides of a step with boost.full_recompute (both tests run one).
+// The overrides of a step with boost.full_recompute, and with boost.selective_recompute (both
+// tests run each: the replays are PHASE_RECOMPUTE ops, outside the model's FLOPs).
 static const char *const full_recompute[] = { "boost.full_recompute=true", NULL };
+static const char *const selective[] = { "boost.selective_recompute=true", NULL };
 
 static void check_kind(const char *linear, const char *const *sets, const char *label) {
     Config c;
@@ -88,6 +90,7 @@ TEST(step_flops_equal_op_profile) {
     check_kind("cola", NULL, "cola");
     check_kind("svd", NULL, "svd");
     check_kind("cola", full_recompute, "cola full recompute");
+    check_kind("dense", selective, "dense selective recompute");
     static const char *const gates[][3] = {
         { "model.lax_gate=identity", "model.lax_norm=none", NULL },
         { "model.lax_gate=dense", "model.lax_norm=layernorm", NULL },
@@ -155,6 +158,7 @@ TEST(dry_trace_equals_cpu_trace) {
     static const char *const btp_only[] = { "boost.btp=true", NULL };
     check_same_trace("cola", btp_only, "cola btp");
     check_same_trace("cola", full_recompute, "cola full recompute");
+    check_same_trace("svd", selective, "svd selective recompute");
 }
 
 // The kinds' per-linear counts add up to the closed form the tests of test_config.c check by

@@ -303,6 +303,63 @@ TEST(grads_overwrite_and_fused_loss_are_zero_and_accumulate) {
     }
 }
 
+// Selective recomputation (boost.selective_recompute, docs/boost.md §4) replays flash attention's
+// forward from the kept q, k, v before each layer's attention backward: the same kernel on the
+// same inputs, so the loss and every gradient are bit for bit those of the model that keeps y
+// and the lse — for every kind, LaX's gates and norms, odd shapes, tied embeddings and GQA,
+// under the Megatron block and BTP's (tp = 1), on the fp32 and bf16 CPU back ends; and it keeps
+// less: the attention output and lse of every layer but one's.
+static void selective_matches(ModelConfig c, int btp, DType dt, const char *label) {
+    int B = 2, T = c.seq_len, N = B * T;
+    int32_t in[64], tg[64];
+    random_batch(in, tg, N, c.vocab_size, 31);
+    Model m[2];
+    double loss[2];
+    for (int k = 0; k < 2; k++) {
+        BoostConfig b = { .btp = btp, .online_rmsnorm = btp, .grouping = btp, .selective_recompute = k };
+        Backend *bk = dt == DT_F32 ? NULL : backend_cpu(dt);
+        model_init_parallel(&m[k], &c, B, T, 7, comm_single(), &b, 1, bk, 1);
+        model_zero_grads(&m[k]);
+        loss[k] = model_forward(&m[k], in, tg);
+        model_backward(&m[k], 1.0f / N);
+    }
+    size_t es = dtype_size(m[0].bk->dtype);
+    const char *bad = NULL;
+    for (int i = 0; i < m[0].table.n_specs && !bad; i++) {
+        const ParamSpec *p = &m[0].table.specs[i];
+        if (memcmp((char *)m[0].grads + p->offset * es, (char *)m[1].grads + p->offset * es, p->numel * es)) bad = p->name;
+    }
+    EXPECT(loss[0] == loss[1] && !bad, "%s%s (%s): %s%s", label, btp ? " btp" : "", dtype_name(dt),
+           loss[0] != loss[1] ? "the losses differ" : "a gradient differs: ", bad ? bad : "");
+    EXPECT(m[1].ckpt == CKPT_SELECTIVE && m[1].act_bytes < m[0].act_bytes, "%s: selective keeps %zu bytes, plain %zu",
+           label, m[1].act_bytes, m[0].act_bytes);
+    for (int k = 0; k < 2; k++) {
+        Backend *bk = m[k].bk;
+        model_free(&m[k]);
+        if (dt != DT_F32) backend_free(bk);
+    }
+}
+TEST(selective_recompute_same_bits) {
+    for (int dt = 0; dt < 2; dt++) {
+        DType t = dt ? DT_BF16 : DT_F32;
+        for (int k = 0; k < 3; k++)
+            for (int odd = 0; odd < 2; odd++)
+                for (int btp = 0; btp < 1 + (k != LINEAR_DENSE); btp++) {
+                    ModelConfig c = small_cfg((LinearKind)k, odd);
+                    c.tie_embeddings = odd;
+                    char label[64];
+                    snprintf(label, sizeof label, "%s%s", linear_kind_name((LinearKind)k), odd ? " odd tied" : "");
+                    selective_matches(c, btp, t, label);
+                }
+        for (int g = 0; g < 3; g++) {
+            ModelConfig c = small_cfg(LINEAR_LAX, 0);
+            c.lax_gate = g; c.lax_norm = g % 2; c.n_layers = 3;
+            selective_matches(c, 0, t, "lax");
+            selective_matches(c, 1, t, "lax");
+        }
+    }
+}
+
 int main(void) {
     RUN(param_table_matches_closed_form);
     RUN(init_is_layout_independent);
@@ -320,5 +377,6 @@ int main(void) {
     RUN(grad_lax_silu_gate_tied);
     RUN(initial_loss_and_determinism);
     RUN(grads_overwrite_and_fused_loss_are_zero_and_accumulate);
+    RUN(selective_recompute_same_bits);
     TL_EXIT();
 }

@@ -162,6 +162,8 @@ static const ConfigKey SCHEMA[] = {
      "micro-batches per optimizer step (same as train.grad_accum; set one of them)"},
     {"parallel", "zero1", CK_BOOL, F(parallel, zero1), ANY, NULL, NULL,
      "ZeRO-1: shard the AdamW state over the dp ranks (reduce-scatter gradients, all-gather weights)"},
+    {"parallel", "sequence_parallel", CK_BOOL, F(boost, sequence_parallel), ANY, NULL, NULL,
+     "sequence parallelism: norms and residual adds on seq_len/tp-token shards, reduce-scatter and all-gather along the sequence in place of each all-reduce (Megatron-LM; with boost.btp: the bottlenecks cut by tokens, docs/boost.md §8); model.seq_len divisible by tp; no effect at tp = 1"},
     // ---- boost ----
     {"boost", "btp", CK_BOOL, F(boost, btp), ANY, NULL, NULL,
      "bottleneck-aware tensor parallelism (needs model.linear cola or svd)"},
@@ -177,6 +179,8 @@ static const ConfigKey SCHEMA[] = {
      "SyncRMSNorm's backward (boost.btp without boost.online_rmsnorm): allreduce = the authors' all-reduce of the local Σ da·a (2 more collectives per layer); bottleneck = from the replicated bottleneck gradient, no collective"},
     {"boost", "rmsnorm_variant", CK_ENUM, F(boost, rmsnorm_variant), ANY, rmsnorm_variant_names, NULL,
      "BTP's norm: paper = as the paper describes it; two_call = the authors' online RMSNorm (payload all-reduce, then the fp32 statistic: same maths, one more collective per norm; needs boost.online_rmsnorm); shard_local = the authors' 7B default, statistics over d/tp only: a different function at tp > 1, no statistic collective (needs boost.online_rmsnorm: false)"},
+    {"boost", "selective_recompute", CK_BOOL, F(boost, selective_recompute), ANY, NULL, NULL,
+     "selective recomputation: keep q, k, v; drop the attention core's output and row log-sum-exp and replay flash attention's forward (scores, softmax, P·V; no collective) before each layer's attention backward (the scores themselves are never stored: flash attention)"},
     // ---- run ----
     {"run", "db", CK_STRING, F(run, db), 0, 0, CKF_NONEMPTY, NULL, NULL, "SQLite run registry"},
     {"run", "checkpoint_dir", CK_STRING, F(run, checkpoint_dir), 0, 0, CKF_NONEMPTY, NULL, NULL,
@@ -630,6 +634,34 @@ void config_for_shape(Config *c, const char *preset, const char *linear, int seq
     config_finalize(c);
 }
 
+// Selective recomputation and sequence parallelism: a switch that would do nothing, or a
+// layout it cannot cut, is refused (docs/boost.md §4, docs/parallelism.md §8).
+static void config_check_recompute_sp(const Config *c, const char *pre) {
+    const BoostConfig *b = &c->boost;
+    if (b->selective_recompute && (b->full_recompute || b->lowrank_ckpt))
+        die_input_hint(b->full_recompute ? "set boost.full_recompute: false, or boost.selective_recompute: false"
+                                         : "set boost.lowrank_ckpt: false, or boost.selective_recompute: false",
+                       "%sboost.selective_recompute replays the attention core only; boost.%s already recomputes it "
+                       "(and more): choose one", pre, b->full_recompute ? "full_recompute" : "lowrank_ckpt");
+    // (at tp = 1 it has nothing to cut and no effect, as parallel.zero1 at dp = 1: one override
+    // can then cover a manifest whose variants have several grids)
+    if (!b->sequence_parallel) return;
+    int tp = c->parallel.tp, T = c->model.seq_len;
+    // BTP's form (docs/boost.md §8) cuts its bottlenecks by tokens; LaX's crossing, latents and
+    // their messages would be cut too, which is not built
+    if (b->btp && c->model.linear == LINEAR_LAX && tp > 1)
+        die_input_hint("set parallel.sequence_parallel: false, or model.linear: cola or svd",
+                       "%sparallel.sequence_parallel with boost.btp is not implemented for model.linear lax (its "
+                       "crossing and latents would be cut by tokens too)", pre);
+    if (T % tp) {
+        char hint[160];
+        xsnprintf(hint, sizeof hint, "set model.seq_len to a multiple of %d (e.g. %d), or parallel.sequence_parallel: false",
+                  tp, (T + tp - 1) / tp * tp);
+        die_input_hint(hint, "%sparallel.sequence_parallel needs model.seq_len = %d divisible by parallel.tp = %d "
+                       "(each micro-batch's b·seq_len tokens are cut into tp equal shards, Megatron-LM's rule)", pre, T, tp);
+    }
+}
+
 void config_finalize(Config *c) {
     char pre[1300];
     ctx_prefix(c, pre, sizeof pre);
@@ -726,6 +758,7 @@ void config_finalize(Config *c) {
         die_input("%sboost.sync_norm_backward chooses SyncRMSNorm's backward; it has no effect %s", pre,
                   !c->boost.btp ? "without boost.btp" : c->boost.online_rmsnorm ? "with boost.online_rmsnorm (whose backward needs no collective)"
                   : "with boost.rmsnorm_variant = shard_local (a per-shard norm: no collective)");
+    config_check_recompute_sp(c, pre);
 
     // parallel.micro_batches and train.grad_accum name one number
     int idx_mb = config_key_index("parallel.micro_batches"), idx_ga = config_key_index("train.grad_accum");

@@ -115,6 +115,11 @@ typedef struct {
     int full_recompute;     // baseline: keep block inputs only; recompute whole blocks
     int sync_norm_backward; // SyncNormBackward (SyncRMSNorm only): allreduce (authors') | bottleneck
     int rmsnorm_variant;    // RmsnormVariant (BTP only): paper | two_call (authors') | shard_local (authors' 7B)
+    int selective_recompute; // keep q, k, v; replay the attention core (flash forward) before its backward
+    // The YAML key parallel.sequence_parallel (docs/parallelism.md §8), kept with the switches
+    // the model is built with: the residual stream, norms and residual adds on N/tp-token
+    // shards, reduce-scatter / all-gather along the sequence in place of the all-reduces.
+    int sequence_parallel;
 } BoostConfig;
 
 // Where results go and what is saved (docs/database.md, docs/checkpoint-format.md).

@@ -2,7 +2,11 @@
 // final norm, LM head and cross-entropy (last stage), with Megatron's collectives in plain
 // sight. Under BTP with tp > 1 the residual stream is a d/tp column slice: the embedding's
 // full [N,d] output is cut to this rank's columns, and the last block's slices are
-// all-gathered before the (replicated) final norm.
+// all-gathered before the (replicated) final norm. Under sequence parallelism (Megatron
+// scheme, Layout.sp) the residual holds this rank's N_res tokens: the embedding's partial
+// lookup is reduce-scattered to them (in place of the all-reduce), the final norm runs on them,
+// and its output is all-gathered before the column-parallel head (again in the head's
+// backward, whose input gradient is reduce-scattered), as in Megatron-LM.
 #include "drivers.h"
 #include "../core/check.h"
 
@@ -17,11 +21,18 @@ static void embed_full(Model *mdl, void *out, const int32_t *tokens) {
     tp_all_reduce(mdl, out, (size_t)N * d, PHASE_FORWARD, -1);
 }
 
-// x0[N,d_res] = the embedding of tokens[N] (this rank's columns under BTP).
+// x0[N,d_res] = the embedding of tokens[N] (this rank's columns under BTP, its tokens under
+// sequence parallelism).
 void embed_forward(Model *mdl, void *x0, const int32_t *tokens) {
     const Layout *L = &mdl->lay;
     int N = mdl->N, d = mdl->cfg.d_model, dr = L->d_res;
     bk_label(mdl->bk, PHASE_FORWARD, -1);
+    if (seq_residual(L)) {   // the partial lookup of every token, reduce-scattered to this rank's tokens
+        Scratch s; scratch_view(mdl, &s);
+        op_embedding_forward(mdl->bk, s.seq_full, tokens, mdl->w.embed, N, d, L->v0, L->V);
+        tp_seq_scatter(mdl, x0, s.seq_full, (size_t)d, PHASE_FORWARD, -1);
+        return;
+    }
     if (!btp_sharded(L)) { embed_full(mdl, x0, tokens); return; }
     Scratch s; scratch_view(mdl, &s);
     embed_full(mdl, s.dfull, tokens);                                    // [N,d]
@@ -32,13 +43,18 @@ void embed_forward(Model *mdl, void *x0, const int32_t *tokens) {
 // dE[local rows] (+)= the gradient of the embedding output: the embedding's own gradient is
 // stored (grad_acc); a tied one adds to what the head's GEMM stored before it (the same stage:
 // params.c refuses tied embeddings with pp > 1). Under BTP the slices are all-gathered first;
-// otherwise dx0 is replicated on the TP ranks: no collective.
+// under sequence parallelism the tokens' gradients are all-gathered (the reduce-scatter's
+// backward); otherwise dx0 is replicated on the TP ranks: no collective.
 void embed_backward(Model *mdl, void *dx0, const int32_t *tokens) {
     const Layout *L = &mdl->lay;
     int N = mdl->N, d = mdl->cfg.d_model, dr = L->d_res;
     bk_label(mdl->bk, PHASE_BACKWARD, -1);
     const void *dfull = dx0;
-    if (btp_sharded(L)) {
+    if (seq_residual(L)) {
+        Scratch s; scratch_view(mdl, &s);
+        tp_seq_gather(mdl, s.seq_full, dx0, (size_t)d, PHASE_BACKWARD, -1);
+        dfull = s.seq_full;
+    } else if (btp_sharded(L)) {
         Scratch s; scratch_view(mdl, &s);
         comm_all_gather_cols(mdl->comm, GROUP_TP, dx0, s.dfull, (size_t)N, (size_t)dr,
                                 (CommDtype)mdl->comm_dtype, PHASE_BACKWARD, -1);
@@ -49,14 +65,21 @@ void embed_backward(Model *mdl, void *dx0, const int32_t *tokens) {
 }
 
 // logits_i = xf @ H_i [N, V/tp] with H = lm_head [d,V] (column block) or E^T (tied: E's
-// row block).
-static void head_logits(Model *mdl, Acts *A) {
+// row block); xf [N,d] the final norm's output of every token.
+static void head_logits(Model *mdl, Acts *A, const void *xf) {
     const Layout *L = &mdl->lay;
     int N = mdl->N, d = mdl->cfg.d_model;
     // by the configuration, never by the pointer: the dry back end allocates nothing, so a NULL
     // test would take the tied path there (tests/test_flops.c dry_trace_equals_cpu_trace)
-    if (!mdl->cfg.tie_embeddings) mm_forward(mdl, A->logits, A->xf, mdl->w.lm_head, N, d, L->V, 0.0f);
-    else op_gemm(mdl->bk, TR_N, TR_T, N, L->V, d, 1.0f, A->xf, d, mdl->w.embed, d, 0.0f, A->logits, L->V);
+    if (!mdl->cfg.tie_embeddings) mm_forward(mdl, A->logits, xf, mdl->w.lm_head, N, d, L->V, 0.0f);
+    else op_gemm(mdl->bk, TR_N, TR_T, N, L->V, d, 1.0f, xf, d, mdl->w.embed, d, 0.0f, A->logits, L->V);
+}
+// The final norm's output of every token: A->xf itself, or under sequence parallelism this
+// rank's tokens of it gathered into the scratch (forward, and again in the head's backward).
+static const void *head_input(Model *mdl, Acts *A, Scratch *s, int phase) {
+    if (!seq_residual(&mdl->lay)) return A->xf;
+    tp_seq_gather(mdl, s->seq_full, A->xf, (size_t)mdl->cfg.d_model, phase, -1);
+    return s->seq_full;
 }
 
 // The all-gather (BTP), final norm, head and loss of one micro-batch: loss[0] (f64 on the back
@@ -75,9 +98,9 @@ void head_loss_forward(Model *mdl, Acts *A, double *loss, int accumulate) {
     if (btp_sharded(L))   // the hidden slices -> [N,d] for the replicated final norm
         comm_all_gather_cols(mdl->comm, GROUP_TP, A->x_final, A->x_full, (size_t)N, (size_t)L->d_res,
                                 (CommDtype)mdl->comm_dtype, PHASE_FORWARD, -1);
-    op_rmsnorm_forward(bk, A->xf, A->rstdf, A->x_full, mdl->w.final_norm, N, d, c->norm_eps);
-    head_logits(mdl, A);
+    op_rmsnorm_forward(bk, A->xf, A->rstdf, A->x_full, mdl->w.final_norm, mdl->N_res, d, c->norm_eps);
     Scratch s; scratch_view(mdl, &s);
+    head_logits(mdl, A, head_input(mdl, A, &s, PHASE_FORWARD));
     A->dlogits_scale = 0;
     if (L->tp == 1 && mdl->fuse_loss_scale > 0) {
         op_xent_fused(bk, A->logits, s.lmax, s.sumexp, s.tlogit, A->logits, A->targets, N, L->V, L->v0,
@@ -118,13 +141,15 @@ void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s) {
         const float *gmax = L->tp > 1 ? s->gmax : s->lmax;
         op_xent_backward(bk, A->logits, A->logits, gmax, s->sumexp, A->targets, N, L->V, L->v0, loss_scale);
     }
+    const void *xf = head_input(mdl, A, s, PHASE_BACKWARD);
     if (!c->tie_embeddings) {   // s->da's first writer: beta 0 (by the configuration, as head_logits)
-        mm_backward(mdl, s->da, mdl->dw.lm_head, A->logits, A->xf, mdl->w.lm_head, N, d, L->V, 0.0f);
+        mm_backward(mdl, s->da, mdl->dw.lm_head, A->logits, xf, mdl->w.lm_head, N, d, L->V, 0.0f);
     } else {   // tied: dxf = dlogits @ E, dE (+)= dlogits^T @ xf (E's first writer; the embedding adds)
         op_gemm(bk, TR_N, TR_N, N, d, L->V, 1.0f, A->logits, L->V, mdl->w.embed, d, 0.0f, s->da, d);
-        op_gemm(bk, TR_T, TR_N, L->V, d, N, 1.0f, A->logits, L->V, A->xf, d, grad_beta(mdl), mdl->dw.embed, d);
+        op_gemm(bk, TR_T, TR_N, L->V, d, N, 1.0f, A->logits, L->V, xf, d, grad_beta(mdl), mdl->dw.embed, d);
     }
-    tp_all_reduce(mdl, s->da, (size_t)N * d, PHASE_BACKWARD, -1);        // f backward
+    if (seq_residual(L)) tp_seq_scatter(mdl, s->da, s->da, (size_t)d, PHASE_BACKWARD, -1);   // this rank's tokens
+    else tp_all_reduce(mdl, s->da, (size_t)N * d, PHASE_BACKWARD, -1);        // f backward
     // the final norm's dx is its first writer: stored (acc_dx 0)
     if (btp_sharded(L)) {   // d(x_full) is replicated: keep this rank's column slice
         op_rmsnorm_backward(bk, s->dfull, mdl->dw.final_norm, s->da, A->x_full, mdl->w.final_norm, A->rstdf, N, d, 0,
@@ -132,7 +157,7 @@ void head_loss_backward(Model *mdl, Acts *A, float loss_scale, Scratch *s) {
         op_copy2d(bk, s->dx, (size_t)dr, at(mdl, s->dfull, (size_t)L->tp_rank * dr), (size_t)d,
                   (size_t)N, (size_t)dr, bk->dtype);
     } else {
-        op_rmsnorm_backward(bk, s->dx, mdl->dw.final_norm, s->da, A->x_final, mdl->w.final_norm, A->rstdf, N, d, 0,
-                            grad_acc(mdl));
+        op_rmsnorm_backward(bk, s->dx, mdl->dw.final_norm, s->da, A->x_final, mdl->w.final_norm, A->rstdf, mdl->N_res,
+                            d, 0, grad_acc(mdl));
     }
 }

@@ -85,13 +85,22 @@ static void concat_A(Model *mdl, void *acat, LinearW *const *A, int G, int dr, i
 // The authors' 7B norm (boost.rmsnorm_variant = shard_local): RMSNorm over this rank's d/tp
 // columns only — a different function from RMSNorm(x_full) at tp > 1, the same at tp 1.
 static int norm_is_shard_local(const Model *mdl) { return mdl->boost.rmsnorm_variant == RMSNORM_SHARD_LOCAL; }
+// The norm backward's c-term Σ_full-row da·a as Σ dP·P over the bottleneck (online RMSNorm, or
+// SyncRMSNorm's `bottleneck` form), not the authors' all-reduce of the local Σ da·a nor a
+// per-shard norm's local sum.
+static int c_term_from_bottleneck(const Model *mdl) {
+    return !norm_is_shard_local(mdl) &&
+           (mdl->boost.online_rmsnorm || mdl->boost.sync_norm_backward != SYNC_NORM_BWD_ALLREDUCE);
+}
 
 // ---- chunk boundary into a bottleneck: P = RMSNorm(x_full) @ [A_1|..|A_G] --------------
 // x [N,dr] this rank's residual slice, gamma [dr]. Writes P's payload (all-reduced, full)
 // and its statistic slot (the full-row Σx²). Collectives: sync: AR(S) [N] then the
-// payload AR(s); online: the payload AR(s) carrying S.
+// payload AR(s); online: the payload AR(s) carrying S. reduce 0 (sequence parallelism)
+// stops before the payload's collective: P holds this rank's partial sums (online: scaled by
+// the local rms, the local Σx² in the statistic slot; sync: the all-reduced Σx² there).
 static void norm_down_forward(Model *mdl, const Bn *b, void *P, const void *x, const void *gamma,
-                              LinearW *const *A, int gl, Scratch *s) {
+                              LinearW *const *A, int gl, Scratch *s, int reduce) {
     const ModelConfig *c = &mdl->cfg;
     Backend *bk = mdl->bk;
     int N = mdl->N, dr = mdl->lay.d_res, d = c->d_model, G = b->v.G, r = b->v.r;
@@ -113,6 +122,7 @@ static void norm_down_forward(Model *mdl, const Bn *b, void *P, const void *x, c
             op_gemm(bk, TR_N, TR_N, N, r, dr, 1.0f, s->xn, dr, A[j]->A, r, 0.0f, at(mdl, P, b->v.off[j]), b->v.ld);
     }
     if (online) op_scale_rows(bk, P, &b->v, S, dr, eps, +1);       // step 5: undo the local scale
+    if (!reduce) return;
     if (online && mdl->boost.rmsnorm_variant == RMSNORM_TWO_CALL) {  // authors' code: payload, then the statistic
         bn_all_reduce(mdl, b, P, 0, mdl->fwd_phase, gl);
         tp_all_reduce(mdl, S, (size_t)N, mdl->fwd_phase, gl);
@@ -125,14 +135,15 @@ static void norm_down_forward(Model *mdl, const Bn *b, void *P, const void *x, c
 // (+)= (grad_acc), dx += (this rank's slice). The c-term Σ_full-row da·a comes for free from the
 // replicated bottleneck (Σ dP·P), except in the authors' SyncRMSNorm form
 // (boost.sync_norm_backward = allreduce), which all-reduces the local Σ da·a instead.
-static void norm_down_backward(Model *mdl, const Bn *b, const void *P, const void *dP,
+// S [N]: the full-row Σx² of every token. dot_ready: s->dot already holds the c-term's Σ dP·P of
+// every token (sequence parallelism: each rank's tokens' sums, gathered with dP; P unused).
+static void norm_down_backward(Model *mdl, const Bn *b, const void *P, const void *S, const void *dP,
                                const void *x, const void *gamma, LinearW *const *A,
-                               LinearW *const *dA, void *dgamma, void *dx, int gl, Scratch *s) {
+                               LinearW *const *dA, void *dgamma, void *dx, int gl, Scratch *s, int dot_ready) {
     const ModelConfig *c = &mdl->cfg;
     Backend *bk = mdl->bk;
     int N = mdl->N, dr = mdl->lay.d_res, d = c->d_model, G = b->v.G, r = b->v.r;
     float eps = c->norm_eps;
-    const void *S = at(mdl, P, b->stat);
     int dn = norm_is_shard_local(mdl) ? dr : d;                     // the width the statistic was taken over
     op_rownorm(bk, s->xn, x, gamma, S, N, dr, dn, eps);            // the forward's a = x·rstd·γ
     // da = dP @ A^T, dA += a^T dP
@@ -155,10 +166,10 @@ static void norm_down_backward(Model *mdl, const Bn *b, const void *P, const voi
     SlotView slice = { .N = N, .G = 1, .r = dr, .ld = dr };         // Σ over the local columns
     if (norm_is_shard_local(mdl)) {   // a per-shard RMSNorm: its c-term is the local Σ da·a, no collective
         op_rowdot(bk, s->dot, s->da, s->xn, &slice);
-    } else if (!mdl->boost.online_rmsnorm && mdl->boost.sync_norm_backward == SYNC_NORM_BWD_ALLREDUCE) {
+    } else if (!c_term_from_bottleneck(mdl)) {
         op_rowdot(bk, s->dot, s->da, s->xn, &slice);
         comm_all_reduce(mdl->comm, GROUP_TP, s->dot, (size_t)N, DTYPE_F32, OP_SUM, PHASE_BACKWARD, gl);
-    } else {
+    } else if (!dot_ready) {
         op_rowdot(bk, s->dot, dP, P, &b->v);                        // Σ over the replicated bottleneck
     }
     op_sharded_rmsnorm_backward(bk, dx, dgamma, s->da, x, gamma, S, s->dot, N, dr, dn, eps, grad_acc(mdl));
@@ -210,34 +221,178 @@ static void mlp_chunk(Model *mdl, LayerActs *la, LayerW *w) {
     op_swiglu_forward(mdl->bk, la->gu, la->g, la->u, (size_t)mdl->N * L->dff, gate_silu(&mdl->cfg));
 }
 
+// ---- sequence parallelism at the bottlenecks (Layout.sp; docs/boost.md §8) ---------------
+// A bottleneck b of every token and the same bottleneck bs of this rank's N/tp tokens (rows
+// [i·N/tp, (i+1)·N/tp) on TP rank i). Each payload segment (grouped: one; else G) is one
+// collective over TP whose rank-i chunk is rank i's rows; the segment that carries a statistic
+// (grouped: the one; else slot 0's) is packed through the staging buffer so that rank i's chunk
+// is its payload rows followed by their statistic: one call carries both, as in BTP's all-reduce.
+static void bn_scatter(Model *mdl, const Bn *b, const void *full, const Bn *bs, void *shard, int with_stat, int phase,
+                       int gl, Scratch *s) {
+    Backend *bk = mdl->bk;
+    size_t tp = (size_t)mdl->lay.tp, rows = (size_t)bs->v.N;
+    size_t seg = (b->grouped ? (size_t)b->v.G : 1) * rows * b->v.r;   // one rank's payload of a segment
+    for (int j = 0; j < (b->grouped ? 1 : b->v.G); j++) {
+        const void *in = at(mdl, full, b->v.off[j]);
+        size_t chunk = seg;
+        if (with_stat && j == 0) {   // [payload rows | statistic] per rank
+            op_copy2d(bk, s->stage, seg + rows, in, seg, tp, seg, bk->dtype);
+            op_copy2d(bk, at(mdl, s->stage, seg), seg + rows, at(mdl, full, b->stat), rows, tp, rows, bk->dtype);
+            in = s->stage;
+            chunk += rows;
+        }
+        comm_reduce_scatter(mdl->comm, GROUP_TP, in, at(mdl, shard, bs->v.off[j]), chunk, (CommDtype)mdl->comm_dtype,
+                            (CommPhase)phase, gl);
+    }
+}
+// The inverse: every rank's tokens of bs gathered into the bottleneck of every token; with_stat:
+// the statistic after slot 0's (or the grouped) payload rides too and lands in stat_full [N].
+// (Flags, not NULL tests, choose the collectives: the dry back end's pointers are all NULL.)
+static void bn_gather(Model *mdl, const Bn *bs, const void *shard, const Bn *b, void *full, int with_stat,
+                      void *stat_full, int phase, int gl, Scratch *s) {
+    Backend *bk = mdl->bk;
+    size_t tp = (size_t)mdl->lay.tp, rows = (size_t)bs->v.N;
+    size_t seg = (b->grouped ? (size_t)b->v.G : 1) * rows * b->v.r;
+    for (int j = 0; j < (b->grouped ? 1 : b->v.G); j++) {
+        const void *in = at(mdl, shard, bs->v.off[j]);
+        void *out = at(mdl, full, b->v.off[j]);
+        if (!with_stat || j) {
+            comm_all_gather(mdl->comm, GROUP_TP, in, out, seg, (CommDtype)mdl->comm_dtype, (CommPhase)phase, gl);
+            continue;
+        }
+        comm_all_gather(mdl->comm, GROUP_TP, in, s->stage, seg + rows, (CommDtype)mdl->comm_dtype, (CommPhase)phase, gl);
+        op_copy2d(bk, out, seg, s->stage, seg + rows, tp, seg, bk->dtype);
+        op_copy2d(bk, stat_full, rows, at(mdl, s->stage, seg), seg + rows, tp, rows, bk->dtype);
+    }
+}
+
+// Forward at a bottleneck: Pp holds this rank's partial sums of every token (the A GEMM, or
+// norm_down_forward before its collective). Reduce-scattered to this rank's tokens P (online
+// RMSNorm: the statistic riding, then step 7 on those tokens), the kind's Z of them, gathered to
+// every token into Z (the statistic riding again into S_full, the norm backward's). normed 0:
+// a bottleneck without a norm (o, down). S_full without online RMSNorm: Pp's statistic as it is
+// (sync: all-reduced already; shard_local: the rank's own). The authors' two-call form
+// (boost.rmsnorm_variant two_call) moves the statistic by calls of its own, both ways.
+static void seq_bn_forward(Model *mdl, const Bn *b, const void *Pp, void *P, void *Z, int normed, void *S_full, int p0,
+                           LinearW *const *W, int gl, const Lat *prev, const Lat *out, Scratch *s) {
+    Backend *bk = mdl->bk;
+    int rows = mdl->N / mdl->lay.tp, ph = mdl->fwd_phase, own = mdl->kind->own_z(&mdl->cfg);
+    int online = normed && mdl->boost.online_rmsnorm, two = online && mdl->boost.rmsnorm_variant == RMSNORM_TWO_CALL;
+    int ride = online && !two;
+    CommDtype t = (CommDtype)mdl->comm_dtype;
+    Bn bs = bn_rows(b, rows);
+    if (normed && !online) copy_t(mdl, S_full, at(mdl, Pp, b->stat), (size_t)mdl->N);
+    bn_scatter(mdl, b, Pp, &bs, P, ride, ph, gl, s);
+    if (two) comm_reduce_scatter(mdl->comm, GROUP_TP, at(mdl, Pp, b->stat), at(mdl, P, bs.stat), (size_t)rows, t,
+                                 (CommPhase)ph, gl);
+    if (online) op_scale_rows(bk, P, &bs.v, at(mdl, P, bs.stat), mdl->cfg.d_model, mdl->cfg.norm_eps, -1);   // step 7
+    void *Zs = own ? s->bns : P;                  // (svd: Z is P)
+    bn_latent_forward(mdl, &bs, p0, Zs, P, W, gl, prev, out);
+    if (ride && own) copy_t(mdl, at(mdl, Zs, bs.stat), at(mdl, P, bs.stat), (size_t)rows);
+    bn_gather(mdl, &bs, Zs, b, Z, ride, S_full, ph, gl, s);
+    if (two) comm_all_gather(mdl->comm, GROUP_TP, at(mdl, P, bs.stat), S_full, (size_t)rows, t, (CommPhase)ph, gl);
+}
+// CKPT_LOWRANK's recompute of Z from the kept P of this rank's tokens: the kind's Z of them,
+// gathered to every token (the recompute's one collective per bottleneck).
+static void seq_bn_recompute(Model *mdl, const Bn *b, void *Z, void *P, LinearW *const *W, int gl, Scratch *s) {
+    Bn bs = bn_rows(b, mdl->N / mdl->lay.tp);
+    void *Zs = mdl->kind->own_z(&mdl->cfg) ? s->bns : P;
+    bn_latent_recompute(mdl, &bs, Zs, P, W, gl);
+    bn_gather(mdl, &bs, Zs, b, Z, 0, NULL, PHASE_RECOMPUTE, gl, s);
+}
+// Backward at a bottleneck: dZp, this rank's partial dZ of every token (up_backward),
+// reduce-scattered to its tokens, the kind's dP of them (P: the kept P of those tokens), with
+// with_dot the c-term's Σ dP·P of each token riding, and dP gathered to every token into dZp's
+// buffer, which it returns (the gathered Σ dP·P in s->dot).
+static void *seq_bn_backward(Model *mdl, const Bn *b, void *dZp, void *P, int p0, LinearW *const *W,
+                             LinearW *const *dW, int gl, const Lat *prev, Scratch *s, int with_dot) {
+    Backend *bk = mdl->bk;
+    int rows = mdl->N / mdl->lay.tp;
+    Bn bs = bn_rows(b, rows);
+    bn_scatter(mdl, b, dZp, &bs, s->bns, 0, PHASE_BACKWARD, gl, s);
+    void *dPs = bn_latent_backward(mdl, &bs, p0, s->bns, P, W, dW, gl, prev, s);
+    if (with_dot) {   // Σ dP·P of this rank's tokens, carried in dP's statistic slot (compute dtype)
+        op_rowdot(bk, s->dot, dPs, P, &bs.v);
+        op_cast(bk, at(mdl, dPs, bs.stat), bk->dtype, s->dot, DT_F32, (size_t)rows);
+    }
+    bn_gather(mdl, &bs, dPs, b, dZp, with_dot, at(mdl, dZp, b->stat), PHASE_BACKWARD, gl, s);
+    if (with_dot) op_cast(bk, s->dot, DT_F32, at(mdl, dZp, b->stat), bk->dtype, (size_t)mdl->N);
+    return dZp;
+}
+
+// Into bottleneck b from the residual (q|k|v, gate|up): P, Z and (sequence parallelism) S_full
+// of the layer; x, gamma the norm's input slice and gain.
+static void norm_bn_forward(Model *mdl, const Bn *b, void *P, void *Z, void *S_full, const void *x, const void *gamma,
+                            LinearW *const *A, int p0, int gl, const Lat *prev, const Lat *out, Scratch *s) {
+    if (!mdl->lay.sp) {
+        norm_down_forward(mdl, b, P, x, gamma, A, gl, s, 1);
+        bn_latent_forward(mdl, b, p0, Z, P, A, gl, prev, out);
+        return;
+    }
+    norm_down_forward(mdl, b, s->dpb, x, gamma, A, gl, s, 0);
+    seq_bn_forward(mdl, b, s->dpb, P, Z, 1, S_full, p0, A, gl, prev, out, s);
+}
+// Into bottleneck b from a local product (o, down): Pp = in @ A (row-parallel), then the
+// bottleneck's collective(s) and the kind's Z.
+static void plain_bn_forward(Model *mdl, const Bn *b, void *P, void *Z, const void *in, LinearW *const *A, int din,
+                             int p0, int gl, const Lat *prev, const Lat *out, Scratch *s) {
+    void *Pp = mdl->lay.sp ? s->dpb : P;
+    mm_forward(mdl, Pp, in, A[0]->A, mdl->N, din, b->v.r, 0.0f);
+    if (!mdl->lay.sp) {
+        bn_all_reduce(mdl, b, P, 0, mdl->fwd_phase, gl);
+        bn_latent_forward(mdl, b, p0, Z, P, A, gl, prev, out);
+        return;
+    }
+    seq_bn_forward(mdl, b, Pp, P, Z, 0, NULL, p0, A, gl, prev, out, s);
+}
+// Backward at bottleneck b from dZp [b] (this rank's partial sums, in s->dzb): dP of every token
+// (replicated), as the A's backward needs it.
+static void *bn_backward(Model *mdl, const Bn *b, void *P, int p0, LinearW *const *W, LinearW *const *dW, int gl,
+                         const Lat *prev, Scratch *s, int with_dot) {
+    if (mdl->lay.sp) return seq_bn_backward(mdl, b, s->dzb, P, p0, W, dW, gl, prev, s, with_dot);
+    bn_all_reduce(mdl, b, s->dzb, 0, PHASE_BACKWARD, gl);
+    return bn_latent_backward(mdl, b, p0, s->dzb, P, W, dW, gl, prev, s);
+}
+static void bn_recompute(Model *mdl, const Bn *b, void *Z, void *P, LinearW *const *W, int gl, Scratch *s) {
+    if (mdl->lay.sp) seq_bn_recompute(mdl, b, Z, P, W, gl, s);
+    else bn_latent_recompute(mdl, b, Z, P, W, gl);
+}
+// Backward of norm_bn_forward from dP (every token's): the A's, the gain, s->dx +=.
+static void norm_bn_backward(Model *mdl, const Bn *b, void *P, const void *S_full, const void *dP, const void *x,
+                             const void *gamma, LinearW *const *A, LinearW *const *dA, void *dgamma, int p0, int gl,
+                             const Lat *prev, Scratch *s) {
+    if (mdl->lay.sp) {   // the c-term's Σ dP·P came with dP (when the norm takes it from the bottleneck)
+        norm_down_backward(mdl, b, NULL, S_full, dP, x, gamma, A, dA, dgamma, s->dx, gl, s, c_term_from_bottleneck(mdl));
+        return;
+    }
+    const void *Pin = bn_p(mdl, b, p0, P, A, gl, prev, s);
+    norm_down_backward(mdl, b, Pin, at(mdl, Pin, b->stat), dP, x, gamma, A, dA, dgamma, s->dx, gl, s, 0);
+}
+
 void btp_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const Lat *prev, const Lat *out) {
     const Layout *L = &mdl->lay;
     LayerW *w = &mdl->w.layers[l];
     int gl = L->layer_begin + l;                  // global layer index (accounting)
-    int N = mdl->N, dr = L->d_res, ph = mdl->fwd_phase;
+    int N = mdl->N, dr = L->d_res;
     Scratch s; scratch_view(mdl, &s);
     Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
 
     // ---- attention ------------------------------------------------------------------
     LinearW *Aqkv[3] = { &w->q, &w->k, &w->v };
-    norm_down_forward(mdl, &bq, la->pqkv, la->x, w->input_norm, Aqkv, gl, &s);  // (1) AR [N,3r] (+S)
-    bn_latent_forward(mdl, &bq, LX_Q, la->zqkv, la->pqkv, Aqkv, gl, prev, out);
+    norm_bn_forward(mdl, &bq, la->pqkv, la->zqkv, la->stat_qkv, la->x, w->input_norm, Aqkv, LX_Q, gl, prev, out,
+                    &s);                                            // (1) AR [N,3r] (+S)
     attn_chunk(mdl, la, w);
-    mm_forward(mdl, la->po, la->y, w->o.A, N, L->dq, L->ra, 0.0f);  // A_o row-parallel (local heads)
-    bn_all_reduce(mdl, &bo, la->po, 0, ph, gl);                     // (2) AR [N,r]
-    LinearW *Ao[1] = { &w->o };
-    bn_latent_forward(mdl, &bo, LX_O, la->zo, la->po, Ao, gl, prev, out);
+    LinearW *Ao[1] = { &w->o };                                     // A_o row-parallel (local heads)
+    plain_bn_forward(mdl, &bo, la->po, la->zo, la->y, Ao, L->dq, LX_O, gl, prev, out, &s);   // (2) AR [N,r]
     mm_forward_residual(mdl, la->x_mid, la->x, la->zo, w->o.B, N, L->ra, dr);   // x_mid = x + σ(P_o) @ B_o (slice)
 
     // ---- MLP ------------------------------------------------------------------------
     LinearW *Agu[2] = { &w->gate, &w->up };
-    norm_down_forward(mdl, &bg, la->pgu, la->x_mid, w->post_attn_norm, Agu, gl, &s); // (3) AR [N,2r] (+S)
-    bn_latent_forward(mdl, &bg, LX_GATE, la->zgu, la->pgu, Agu, gl, prev, out);
+    norm_bn_forward(mdl, &bg, la->pgu, la->zgu, la->stat_gu, la->x_mid, w->post_attn_norm, Agu, LX_GATE, gl, prev, out,
+                    &s);                                            // (3) AR [N,2r] (+S)
     mlp_chunk(mdl, la, w);
-    mm_forward(mdl, la->pd, la->gu, w->down.A, N, L->dff, L->rm, 0.0f); // A_down row-parallel (local d_ff)
-    bn_all_reduce(mdl, &bd, la->pd, 0, ph, gl);                     // (4) AR [N,r]
-    LinearW *Ad[1] = { &w->down };
-    bn_latent_forward(mdl, &bd, LX_DOWN, la->zd, la->pd, Ad, gl, prev, out);
+    LinearW *Ad[1] = { &w->down };                                  // A_down row-parallel (local d_ff)
+    plain_bn_forward(mdl, &bd, la->pd, la->zd, la->gu, Ad, L->dff, LX_DOWN, gl, prev, out, &s);   // (4) AR [N,r]
     mm_forward_residual(mdl, x_out, la->x_mid, la->zd, w->down.B, N, L->rm, dr);  // x_out = x_mid + σ(P_d) @ B_down
 }
 
@@ -249,7 +404,7 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
     LayerW *w = &mdl->w.layers[l], *dw = &mdl->dw.layers[l];
     int gl = L->layer_begin + l;
     int N = mdl->N, dr = L->d_res;
-    int recompute = mdl->ckpt == CKPT_LOWRANK;
+    int recompute = mdl->ckpt == CKPT_LOWRANK, dot = c_term_from_bottleneck(mdl);
     Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
     size_t Nff = (size_t)N * L->dff;
     void *dP;
@@ -260,8 +415,8 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
     // ---- MLP: s->dx is d(x_out), and d(x_mid) before the norm path is added -----------
     if (recompute) {                              // chunks 3 and 4 from P_gu, P_d
         bk_label(bk, PHASE_RECOMPUTE, gl);
-        bn_latent_recompute(mdl, &bd, la->zd, la->pd, Wd, gl);
-        bn_latent_recompute(mdl, &bg, la->zgu, la->pgu, Wgu, gl);
+        bn_recompute(mdl, &bd, la->zd, la->pd, Wd, gl, s);
+        bn_recompute(mdl, &bg, la->zgu, la->pgu, Wgu, gl, s);
         mlp_chunk(mdl, la, w);
         bk_label(bk, PHASE_BACKWARD, gl);
     }
@@ -269,24 +424,22 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
         void *dout[1] = { s->dx }; int wd[1] = { dr };
         up_backward(mdl, &bd, s->dzb, la->zd, Wd, dWd, dout, wd);
     }
-    bn_all_reduce(mdl, &bd, s->dzb, 0, PHASE_BACKWARD, gl);        // (4') AR dZ_d [N,r]
-    dP = bn_latent_backward(mdl, &bd, LX_DOWN, s->dzb, la->pd, Wd, dWd, gl, prev, s);
+    dP = bn_backward(mdl, &bd, la->pd, LX_DOWN, Wd, dWd, gl, prev, s, 0);   // (4') AR dZ_d [N,r]
     mm_backward(mdl, s->dgu, dw->down.A, dP, la->gu, w->down.A, N, L->dff, L->rm, 0.0f);  // A_down: local
     op_swiglu_backward(bk, s->dg, s->du, s->dgu, la->g, la->u, Nff, gate_silu(c));
     {
         void *dout[2] = { s->dg, s->du }; int wd[2] = { L->dff, L->dff };
         up_backward(mdl, &bg, s->dzb, la->zgu, Wgu, dWgu, dout, wd);
     }
-    bn_all_reduce(mdl, &bg, s->dzb, 0, PHASE_BACKWARD, gl);        // (3') AR dZ_gu [N,2r] or 2×[N,r]
-    dP = bn_latent_backward(mdl, &bg, LX_GATE, s->dzb, la->pgu, Wgu, dWgu, gl, prev, s);
-    norm_down_backward(mdl, &bg, bn_p(mdl, &bg, LX_GATE, la->pgu, Wgu, gl, prev, s), dP, la->x_mid,
-                       w->post_attn_norm, Wgu, dWgu, dw->post_attn_norm, s->dx, gl, s);   // s->dx = d(x_mid)
+    dP = bn_backward(mdl, &bg, la->pgu, LX_GATE, Wgu, dWgu, gl, prev, s, dot);   // (3') AR dZ_gu [N,2r] or 2×[N,r]
+    norm_bn_backward(mdl, &bg, la->pgu, la->stat_gu, dP, la->x_mid, w->post_attn_norm, Wgu, dWgu, dw->post_attn_norm,
+                     LX_GATE, gl, prev, s);     // s->dx = d(x_mid)
 
     // ---- attention ------------------------------------------------------------------
     if (recompute) {                              // chunks 2 and 1 from P_o, P_qkv
         bk_label(bk, PHASE_RECOMPUTE, gl);
-        bn_latent_recompute(mdl, &bo, la->zo, la->po, Wo, gl);
-        bn_latent_recompute(mdl, &bq, la->zqkv, la->pqkv, Wqkv, gl);
+        bn_recompute(mdl, &bo, la->zo, la->po, Wo, gl, s);
+        bn_recompute(mdl, &bq, la->zqkv, la->pqkv, Wqkv, gl, s);
         attn_chunk(mdl, la, w);
         bk_label(bk, PHASE_BACKWARD, gl);
     }
@@ -294,16 +447,15 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
         void *dout[1] = { s->dx }; int wd[1] = { dr };
         up_backward(mdl, &bo, s->dzb, la->zo, Wo, dWo, dout, wd);
     }
-    bn_all_reduce(mdl, &bo, s->dzb, 0, PHASE_BACKWARD, gl);        // (2') AR dZ_o [N,r]
-    dP = bn_latent_backward(mdl, &bo, LX_O, s->dzb, la->po, Wo, dWo, gl, prev, s);
+    dP = bn_backward(mdl, &bo, la->po, LX_O, Wo, dWo, gl, prev, s, 0);   // (2') AR dZ_o [N,r]
+    if (mdl->ckpt == CKPT_SELECTIVE) attention_core_replay(mdl, la, gl);   // y, lse from q, k, v
     mm_backward(mdl, s->dy, dw->o.A, dP, la->y, w->o.A, N, L->dq, L->ra, 0.0f);  // A_o: local
     attention_core_backward(mdl, la, s);
     {
         void *dout[3] = { s->dq, s->dk, s->dv }; int wd[3] = { L->dq, L->dkv, L->dkv };
         up_backward(mdl, &bq, s->dzb, la->zqkv, Wqkv, dWqkv, dout, wd);
     }
-    bn_all_reduce(mdl, &bq, s->dzb, 0, PHASE_BACKWARD, gl);        // (1') AR dZ_qkv [N,3r] or 3×[N,r]
-    dP = bn_latent_backward(mdl, &bq, LX_Q, s->dzb, la->pqkv, Wqkv, dWqkv, gl, prev, s);
-    norm_down_backward(mdl, &bq, bn_p(mdl, &bq, LX_Q, la->pqkv, Wqkv, gl, prev, s), dP, la->x, w->input_norm,
-                       Wqkv, dWqkv, dw->input_norm, s->dx, gl, s);   // s->dx = d(x)
+    dP = bn_backward(mdl, &bq, la->pqkv, LX_Q, Wqkv, dWqkv, gl, prev, s, dot);   // (1') AR dZ_qkv [N,3r] or 3×[N,r]
+    norm_bn_backward(mdl, &bq, la->pqkv, la->stat_qkv, dP, la->x, w->input_norm, Wqkv, dWqkv, dw->input_norm, LX_Q, gl,
+                     prev, s);                  // s->dx = d(x)
 }

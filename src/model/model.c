@@ -33,21 +33,39 @@ static float *carve_lse(Carve *cv, const Model *mdl) {
     return carve(cv, (size_t)mdl->B * mdl->lay.H * mdl->T, DT_F32);
 }
 // One layer's activations but its input x, everything kept (CKPT_NONE; also the one-block
-// working set of CKPT_FULL), for this layout's scheme.
+// working set of CKPT_FULL), for this layout's scheme. CKPT_SELECTIVE: the attention core's
+// output y and lse are the working set's (mdl->work), replayed in backward.
 static void carve_layer(Carve *cv, LayerActs *la, const Model *mdl) {
     const Layout *L = &mdl->lay;
     DType t = mdl->bk->dtype;
-    size_t N = (size_t)mdl->N, dr = L->d_res;
+    size_t N = (size_t)mdl->N, dr = L->d_res, Nr = (size_t)mdl->N_res;   // Nr: the residual's tokens here
+    int keep_core = mdl->ckpt != CKPT_SELECTIVE;
     int cola = mdl->kind->own_z(&mdl->cfg);   // z has its own buffer (cola; LaX but svd without a norm)
     int latent = mdl->kind->latent;
     int ra = latent ? L->lra : L->ra, rm = latent ? L->lrm : L->rm;   // widths of h, z (a latent's)
     memset(la, 0, sizeof *la);
+    if (L->scheme == TP_BTP && L->sp) {   // p: this rank's tokens; z (every token) always its own
+        Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
+        int rows = mdl->N / L->tp;
+        la->pqkv = carve(cv, bn_rows(&bq, rows).size, t); la->zqkv = carve(cv, bq.size, t);
+        la->stat_qkv = at(mdl, la->zqkv, bq.stat);
+        la->q = carve(cv, N * L->dq, t); la->k = carve(cv, N * L->dkv, t); la->v = carve(cv, N * L->dkv, t);
+        la->lse = keep_core ? carve_lse(cv, mdl) : mdl->work.lse;
+        la->y = keep_core ? carve(cv, N * L->dq, t) : mdl->work.y;
+        la->po = carve(cv, bn_rows(&bo, rows).size, t); la->zo = carve(cv, bo.size, t);
+        la->x_mid = carve(cv, N * dr, t);
+        la->pgu = carve(cv, bn_rows(&bg, rows).size, t); la->zgu = carve(cv, bg.size, t);
+        la->stat_gu = at(mdl, la->zgu, bg.stat);
+        la->g = carve(cv, N * L->dff, t); la->u = carve(cv, N * L->dff, t); la->gu = carve(cv, N * L->dff, t);
+        la->pd = carve(cv, bn_rows(&bd, rows).size, t); la->zd = carve(cv, bd.size, t);
+        return;
+    }
     if (L->scheme == TP_BTP) {
         Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
         la->pqkv = carve(cv, bq.size, t); la->zqkv = cola ? carve(cv, bq.size, t) : la->pqkv;
         la->q = carve(cv, N * L->dq, t); la->k = carve(cv, N * L->dkv, t); la->v = carve(cv, N * L->dkv, t);
-        la->lse = carve_lse(cv, mdl);
-        la->y = carve(cv, N * L->dq, t);
+        la->lse = keep_core ? carve_lse(cv, mdl) : mdl->work.lse;
+        la->y = keep_core ? carve(cv, N * L->dq, t) : mdl->work.y;
         la->po = carve(cv, bo.size, t); la->zo = cola ? carve(cv, bo.size, t) : la->po;
         la->x_mid = carve(cv, N * dr, t);
         la->pgu = carve(cv, bg.size, t); la->zgu = cola ? carve(cv, bg.size, t) : la->pgu;
@@ -55,16 +73,16 @@ static void carve_layer(Carve *cv, LayerActs *la, const Model *mdl) {
         la->pd = carve(cv, bd.size, t); la->zd = cola ? carve(cv, bd.size, t) : la->pd;
         return;
     }
-    la->a = carve(cv, N * dr, t); la->rstd1 = carve(cv, N, DT_F32);
+    la->a = carve(cv, Nr * dr, t); la->rstd1 = carve(cv, Nr, DT_F32);
     la->lq = carve_lowrank(cv, mdl, ra);
     la->lk = carve_lowrank(cv, mdl, ra);
     la->lv = carve_lowrank(cv, mdl, ra);
     la->q = carve(cv, N * L->dq, t); la->k = carve(cv, N * L->dkv, t); la->v = carve(cv, N * L->dkv, t);
-    la->lse = carve_lse(cv, mdl);
-    la->y = carve(cv, N * L->dq, t);
+    la->lse = keep_core ? carve_lse(cv, mdl) : mdl->work.lse;
+    la->y = keep_core ? carve(cv, N * L->dq, t) : mdl->work.y;
     la->lo = carve_lowrank(cv, mdl, ra);
-    la->x_mid = carve(cv, N * dr, t);
-    la->m = carve(cv, N * dr, t); la->rstd2 = carve(cv, N, DT_F32);
+    la->x_mid = carve(cv, Nr * dr, t);
+    la->m = carve(cv, Nr * dr, t); la->rstd2 = carve(cv, Nr, DT_F32);
     la->lg = carve_lowrank(cv, mdl, rm);
     la->lu = carve_lowrank(cv, mdl, rm);
     la->g = carve(cv, N * L->dff, t); la->u = carve(cv, N * L->dff, t); la->gu = carve(cv, N * L->dff, t);
@@ -80,7 +98,7 @@ static void carve_lowrank_work(Carve *cv, LayerActs *w, const Model *mdl) {
     const Layout *L = &mdl->lay;
     DType t = mdl->bk->dtype;
     size_t N = (size_t)mdl->N;
-    int cola = mdl->kind->own_z(&mdl->cfg);
+    int cola = mdl->kind->own_z(&mdl->cfg) || L->sp;   // (sequence parallelism: z of every token always)
     memset(w, 0, sizeof *w);
     if (mdl->kind->latent) w->zin = carve(cv, lax_elems(mdl), t);
     if (cola) { w->zo = carve(cv, bn_o(mdl).size, t); w->zd = carve(cv, bn_down(mdl).size, t); }
@@ -102,7 +120,7 @@ static void carve_acts(Carve *cv, Acts *A, const Model *mdl) {
     const ModelConfig *c = &mdl->cfg;
     const Layout *L = &mdl->lay;
     DType t = mdl->bk->dtype;
-    size_t N = (size_t)mdl->N, dr = L->d_res, d = c->d_model;
+    size_t N = (size_t)mdl->N, dr = L->d_res, d = c->d_model, Nr = (size_t)mdl->N_res;
     A->inputs = carve(cv, N, DT_I32);
     A->targets = carve(cv, N, DT_I32);
     // LaX: a stage's input and output messages carry the latents right after the residual
@@ -111,31 +129,34 @@ static void carve_acts(Carve *cv, Acts *A, const Model *mdl) {
     for (int l = 0; l < L->layer_end - L->layer_begin; l++) {
         LayerActs la;
         int gl = L->layer_begin + l;
-        void *x = carve(cv, N * dr + (l == 0 && !L->first_stage ? nlat : 0), t);
-        if (l == 0 && nlat && !L->first_stage) A->lat_in = at(mdl, x, N * dr);
-        if (mdl->ckpt == CKPT_NONE) {
+        void *x = carve(cv, Nr * dr + (l == 0 && !L->first_stage ? nlat : 0), t);
+        if (l == 0 && nlat && !L->first_stage) A->lat_in = at(mdl, x, Nr * dr);
+        if (mdl->ckpt == CKPT_NONE || mdl->ckpt == CKPT_SELECTIVE) {
             carve_layer(cv, &la, mdl);
         } else if (mdl->ckpt == CKPT_FULL) {         // the block input only (LaX: and its incoming latents)
             la = mdl->work;
             la.zin = !mdl->kind->latent || gl == 0 ? NULL : l == 0 ? A->lat_in : carve(cv, lax_elems(mdl), t);
         } else {                                     // CKPT_LOWRANK: 2 residual slices + 4 bottlenecks
-            la = mdl->work;
-            la.zin = NULL;
-            la.pqkv = carve(cv, bn_qkv(mdl).size, t);
-            la.po = carve(cv, bn_o(mdl).size, t);
+            la = mdl->work;                          // (sequence parallelism: this rank's tokens of them,
+            la.zin = NULL;                           //  and the two norms' full-row statistics)
+            int rows = L->sp ? mdl->N / L->tp : mdl->N;
+            Bn bq = bn_qkv(mdl), bo = bn_o(mdl), bg = bn_gu(mdl), bd = bn_down(mdl);
+            la.pqkv = carve(cv, bn_rows(&bq, rows).size, t);
+            la.po = carve(cv, bn_rows(&bo, rows).size, t);
             la.x_mid = carve(cv, N * dr, t);
-            la.pgu = carve(cv, bn_gu(mdl).size, t);
-            la.pd = carve(cv, bn_down(mdl).size, t);
-            if (!mdl->kind->own_z(c)) { la.zqkv = la.pqkv; la.zo = la.po; la.zgu = la.pgu; la.zd = la.pd; }
+            la.pgu = carve(cv, bn_rows(&bg, rows).size, t);
+            la.pd = carve(cv, bn_rows(&bd, rows).size, t);
+            if (L->sp) { la.stat_qkv = carve(cv, N, t); la.stat_gu = carve(cv, N, t); }
+            else if (!mdl->kind->own_z(c)) { la.zqkv = la.pqkv; la.zo = la.po; la.zgu = la.pgu; la.zd = la.pd; }
         }
         la.x = x;
         A->layers[l] = la;
     }
-    A->x_final = carve(cv, N * dr + (!L->last_stage ? nlat : 0), t);
-    if (nlat && !L->last_stage) A->lat_out = at(mdl, A->x_final, N * dr);
+    A->x_final = carve(cv, Nr * dr + (!L->last_stage ? nlat : 0), t);
+    if (nlat && !L->last_stage) A->lat_out = at(mdl, A->x_final, Nr * dr);
     if (L->last_stage) {
         A->x_full = L->scheme == TP_BTP && L->tp > 1 ? carve(cv, N * d, t) : A->x_final;
-        A->xf = carve(cv, N * d, t); A->rstdf = carve(cv, N, DT_F32);
+        A->xf = carve(cv, Nr * d, t); A->rstdf = carve(cv, Nr, DT_F32);
         A->logits = carve(cv, N * (size_t)L->V, t);
         A->losses = carve(cv, N, DT_F32);
     }
@@ -145,9 +166,14 @@ static void carve_acts(Carve *cv, Acts *A, const Model *mdl) {
 static void carve_all(Carve *cv, Model *mdl) {
     if (mdl->ckpt == CKPT_FULL) {
         carve_layer(cv, &mdl->work, mdl);
-        mdl->work.x = carve(cv, (size_t)mdl->N * mdl->lay.d_res, mdl->bk->dtype);   // the replay's output
+        mdl->work.x = carve(cv, (size_t)mdl->N_res * mdl->lay.d_res, mdl->bk->dtype);   // the replay's output
     }
     else if (mdl->ckpt == CKPT_LOWRANK) carve_lowrank_work(cv, &mdl->work, mdl);
+    else if (mdl->ckpt == CKPT_SELECTIVE) {   // one layer's attention output and lse, replayed
+        memset(&mdl->work, 0, sizeof mdl->work);
+        mdl->work.lse = carve_lse(cv, mdl);
+        mdl->work.y = carve(cv, (size_t)mdl->N * mdl->lay.dq, mdl->bk->dtype);
+    }
     for (int s = 0; s < mdl->n_slots; s++) carve_acts(cv, &mdl->slots[s], mdl);
 }
 
@@ -180,6 +206,16 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     char msg[512];
     if (!layout_make(&mdl->lay, cfg, scheme, comm->tp, comm->tp_rank, comm->pp, comm->pp_rank, msg, sizeof msg))
         die_input("impossible layout: %s", msg);
+    // Sequence parallelism cuts the micro-batch's tokens, not a tensor of the parameter table
+    // (the layout of the weights is the same with it and without).
+    // (Under BTP the residual stays a column slice of every token: the bottlenecks are cut.)
+    mdl->lay.sp = mdl->boost.sequence_parallel && comm->tp > 1;
+    if (mdl->lay.sp && mdl->N % comm->tp)
+        die_input("impossible layout: sequence parallelism needs the micro-batch's %d x %d tokens divisible by "
+                  "parallel.tp = %d (model.seq_len a multiple of tp)", B, T, comm->tp);
+    if (mdl->lay.sp && scheme == TP_BTP && mdl->kind->latent)
+        die_input("impossible layout: BTP with sequence parallelism does not support LaX (docs/boost.md §8)");
+    mdl->N_res = seq_residual(&mdl->lay) ? mdl->N / comm->tp : mdl->N;
     const Layout *L = &mdl->lay;
     param_table_build(&mdl->table, cfg, L);
     // Parameters and gradients: one family each, padded to equal ZeRO-1 slices (the padding
@@ -197,7 +233,8 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     // Checkpointing in effect: full_recompute (any scheme) wins over lowrank_ckpt, which
     // needs BTP's bottlenecks (config_finalize refuses lowrank_ckpt without btp).
     mdl->ckpt = mdl->boost.full_recompute ? CKPT_FULL
-              : mdl->boost.lowrank_ckpt && scheme == TP_BTP ? CKPT_LOWRANK : CKPT_NONE;
+              : mdl->boost.lowrank_ckpt && scheme == TP_BTP ? CKPT_LOWRANK
+              : mdl->boost.selective_recompute ? CKPT_SELECTIVE : CKPT_NONE;
     mdl->fwd_phase = PHASE_FORWARD;
     mdl->n_slots = n_slots < 1 ? 1 : n_slots;
     mdl->slots = xcalloc((size_t)mdl->n_slots, sizeof(Acts));
@@ -280,11 +317,34 @@ void *model_stage_input(Model *mdl, int slot) { return mdl->slots[slot].layers[0
 void *model_stage_output(Model *mdl, int slot) { return mdl->slots[slot].x_final; }
 void *model_stage_grad(Model *mdl) { return mdl->scratch; /* Scratch.dx (+ carry) is carved first */ }
 size_t model_stage_elems(const Model *mdl) {
-    return (size_t)mdl->N * mdl->lay.d_res + (mdl->kind->latent ? lax_elems(mdl) : 0);
+    return (size_t)mdl->N_res * mdl->lay.d_res + (mdl->kind->latent ? lax_elems(mdl) : 0);
+}
+
+void model_finish_grads(Model *mdl) {
+    const Layout *L = &mdl->lay;
+    // (BTP with sequence parallelism: its norm gains are column slices whose gradients sum over
+    // every token, and the A's and B's see every token: nothing is partial)
+    if (!seq_residual(L)) return;
+    // the replicated gains of this stage, packed into one buffer: one all-reduce, not 2L + 1
+    Scratch s; scratch_view(mdl, &s);
+    size_t d = (size_t)mdl->cfg.d_model, n = 0;
+    int n_local = L->layer_end - L->layer_begin;
+    for (int l = 0; l < n_local; l++) {
+        copy_t(mdl, at(mdl, s.gains, n), mdl->dw.layers[l].input_norm, d); n += d;
+        copy_t(mdl, at(mdl, s.gains, n), mdl->dw.layers[l].post_attn_norm, d); n += d;
+    }
+    if (L->last_stage) { copy_t(mdl, at(mdl, s.gains, n), mdl->dw.final_norm, d); n += d; }
+    comm_all_reduce(mdl->comm, GROUP_TP, s.gains, n, (CommDtype)mdl->comm_dtype, OP_SUM, PHASE_OPTIMIZER, -1);
+    n = 0;
+    for (int l = 0; l < n_local; l++) {
+        copy_t(mdl, mdl->dw.layers[l].input_norm, at(mdl, s.gains, n), d); n += d;
+        copy_t(mdl, mdl->dw.layers[l].post_attn_norm, at(mdl, s.gains, n), d); n += d;
+    }
+    if (L->last_stage) copy_t(mdl, mdl->dw.final_norm, at(mdl, s.gains, n), d);
 }
 
 // ---- LaX: where each layer's latents come from and go (docs/lax.md §6.4-§6.6) -----------
-// Views of layer la's own latents Z (CKPT_NONE keeps them).
+// Views of layer la's own latents Z (CKPT_NONE and CKPT_SELECTIVE keep them).
 static Lat lat_of_layer(const Model *mdl, const LayerActs *la) {
     Lat t;
     if (mdl->lay.scheme == TP_BTP) {
@@ -299,14 +359,14 @@ static Lat lat_of_layer(const Model *mdl, const LayerActs *la) {
     return t;
 }
 // The latents local layer l crosses with: none in global layer 0; the received ones in a
-// stage's first layer; else layer l−1's — kept (CKPT_NONE), kept as layer l's input (CKPT_FULL),
+// stage's first layer; else layer l−1's — kept (CKPT_NONE, CKPT_SELECTIVE), kept as layer l's input (CKPT_FULL),
 // or, under CKPT_LOWRANK, the forward latent buffer (forward) or recomputed from layer l−1's
 // kept U into the scratch (backward: local ops, no collective).
 static const Lat *lat_prev(Model *mdl, Acts *A, int l, int backward, Lat *buf) {
     if (!mdl->kind->latent || mdl->lay.layer_begin + l == 0) return NULL;
     if (l == 0) *buf = lat_message(mdl, A->lat_in);
     else if (mdl->ckpt == CKPT_FULL) *buf = lat_message(mdl, A->layers[l].zin);
-    else if (mdl->ckpt == CKPT_NONE) *buf = lat_of_layer(mdl, &A->layers[l - 1]);
+    else if (mdl->ckpt == CKPT_NONE || mdl->ckpt == CKPT_SELECTIVE) *buf = lat_of_layer(mdl, &A->layers[l - 1]);
     else if (!backward) *buf = lat_message(mdl, mdl->work.zin);
     else {
         Scratch s; scratch_view(mdl, &s);

@@ -68,6 +68,11 @@ typedef struct {
     // norm; or a single layer), else r (the latent chain is gathered and replicated).
     int lra, lrm;
     int lax_gathered;            // Vanilla-TP LaX case (b): P all-gathered, Z replicated
+    // Sequence parallelism in effect (boost.sequence_parallel at tp > 1; docs/parallelism.md §8):
+    // the residual stream, the norms and the residual adds hold N/tp tokens here (Model.N_res),
+    // all-gathered along the sequence before a column-parallel group and reduce-scattered after
+    // a row-parallel linear (Megatron-LM's mappings).
+    int sp;
 } Layout;
 
 typedef struct {
@@ -107,6 +112,7 @@ typedef struct { void *h, *z; } LowRankActs;
 // One block's activations (compute dtype unless marked f32). Which of them a layer keeps
 // depends on the checkpointing in effect (CkptMode); the rest point into the shared working
 // set Model.work.
+// Under sequence parallelism (Layout.sp) x, a, rstd1, x_mid, m and rstd2 hold N_res = N/tp rows.
 typedef struct {
     void *x;                   // [N,d_res] block input (residual stream)
     void *a; float *rstd1;     // [N,d], [N] f32  input RMSNorm
@@ -124,6 +130,11 @@ typedef struct {
     // the layout of btp_bn() (model_internal.h): q|k|v and gate|up grouped [N,G·r] or as
     // G blocks [N,r], the full-row Σx² of the norm input [N] after the q|k|v, gate|up payload.
     void *pqkv, *zqkv, *po, *zo, *pgu, *zgu, *pd, *zd;
+    // BTP with sequence parallelism (Layout.sp; docs/boost.md §8): the p buffers hold this rank's
+    // N/tp tokens (the layout of btp_bn for N/tp), the z buffers every token, and the norms'
+    // full-row Σx² of every token is kept here [N] (the z buffer's statistic slot, or a buffer of
+    // its own under CKPT_LOWRANK, where z is the working set's). NULL otherwise.
+    void *stat_qkv, *stat_gu;
     // LaX (docs/lax.md §6): the p buffers hold U = P + g(Z_prev) after the crossing (P itself
     // in layer 0); z = σ(LN(U)) always has its own buffer. Under CKPT_FULL each layer also keeps
     // its incoming latents zin [N, 4·lra + 3·lrm] (the message layout of model_stage_input).
@@ -133,9 +144,10 @@ typedef struct {
 typedef struct {
     int32_t *inputs, *targets; // [N] token ids (the back end's memory)
     LayerActs *layers;         // [L]
-    void *x_final;             // [N,d_res] output of the last block
+    void *x_final;             // [N,d_res] output of the last block ([N_res,d] under sequence parallelism)
     void *x_full;              // [N,d] x_final all-gathered (BTP, tp > 1; else == x_final)
-    void *xf; float *rstdf;    // [N,d], [N] f32  final RMSNorm
+    void *xf; float *rstdf;    // [N,d], [N] f32  final RMSNorm ([N_res,d], [N_res] under sequence
+                               // parallelism: all-gathered before the head, again in its backward)
     void *logits;              // [N,V] (overwritten in place by dlogits in backward, or by the
                                // fused forward: model_fuse_loss_grad)
     float dlogits_scale;       // > 0: logits already hold the loss gradient at this loss_scale
@@ -152,7 +164,11 @@ typedef struct {
 // recomputes each chunk's interior in backward with no collective (BTP only);
 // CKPT_FULL keeps each block's input only and replays the whole block (collectives
 // included, counted under PHASE_RECOMPUTE) before its backward (any scheme).
-typedef enum { CKPT_NONE = 0, CKPT_LOWRANK = 1, CKPT_FULL = 2 } CkptMode;
+// CKPT_SELECTIVE keeps everything but the attention core's output y and its row log-sum-exp
+// (boost.selective_recompute): the backward replays flash attention's forward from the kept
+// q, k, v first (no collective). The scores and probabilities are never stored in any mode
+// (flash attention): Korthikanti et al.'s "selective" saving is the kernel's own.
+typedef enum { CKPT_NONE = 0, CKPT_LOWRANK = 1, CKPT_FULL = 2, CKPT_SELECTIVE = 3 } CkptMode;
 
 // Parameters, gradients and activations of this rank's part of the model, in the buffers
 // of one back end. The optimizer state (fp32 master weights, AdamW m and v, ZeRO-1 shards)
@@ -161,6 +177,8 @@ typedef struct {
     ModelConfig cfg;
     const struct Kind *kind;   // the linear kind of cfg.linear (kind.h): what differs between kinds
     int B, T, N;               // micro-batch shape the activations are sized for
+    int N_res;                 // tokens of the residual stream held here: N, or N/tp under
+                               // sequence parallelism (Layout.sp; a contiguous block of the B·T)
     Layout lay;
     BoostConfig boost;         // which BOOST techniques are on (as requested)
     CkptMode ckpt;             // checkpointing in effect (boost switches after fall-backs)
@@ -253,6 +271,11 @@ size_t model_stage_elems(const Model *mdl);
 // first stage) model_stage_grad() holds the gradient of the stage input, to send back.
 void model_stage_backward(Model *mdl, int slot, float loss_scale);
 void *model_stage_grad(Model *mdl);                // [N, d_res] (+ LaX carry)
+// After the step's last backward on this stage, before the gradients are reduced over DP:
+// under sequence parallelism the replicated norm gains' gradients hold this rank's tokens only,
+// and one TP all-reduce (phase optimizer, layer −1) sums them, as Megatron-LM's
+// finalize_model_grads does. Nothing otherwise. The step loop (train/step_loop.c) calls it.
+void model_finish_grads(Model *mdl);
 
 // Single-stage convenience (slot 0):
 // Forward over inputs/targets [B,T] (copied into acts). Returns the mean loss over

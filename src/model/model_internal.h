@@ -33,6 +33,24 @@ static inline void tp_all_reduce(Model *m, void *buf, size_t n, int phase, int l
     comm_all_reduce(m->comm, GROUP_TP, buf, n, (CommDtype)m->comm_dtype, OP_SUM, (CommPhase)phase, layer);
 }
 
+// Sequence parallelism (Layout.sp; docs/parallelism.md §8): TP rank i holds rows
+// [i·N_res, (i+1)·N_res) of every [N, width] tensor of the residual stream. The two
+// collectives along the sequence, in the compute dtype (Megatron-LM's mappings):
+//   gather:  full [N, width] = the group's shards [N_res, width], rank i's at row i·N_res
+//   scatter: shard [N_res, width] = Σ over the group of rows [i·N_res, ...) of everyone's full
+//            [N, width] (reduce-scatter; shard may be full: the result in its first rows)
+// Whether the residual stream holds this rank's tokens only (sequence parallelism under the
+// Megatron scheme; under BTP it cuts the bottlenecks, the residual stays a column slice).
+static inline int seq_residual(const Layout *L) { return L->sp && L->scheme == TP_MEGATRON; }
+static inline void tp_seq_gather(Model *m, void *full, const void *shard, size_t width, int phase, int layer) {
+    comm_all_gather(m->comm, GROUP_TP, shard, full, (size_t)m->N_res * width, (CommDtype)m->comm_dtype,
+                    (CommPhase)phase, layer);
+}
+static inline void tp_seq_scatter(Model *m, void *shard, const void *full, size_t width, int phase, int layer) {
+    comm_reduce_scatter(m->comm, GROUP_TP, full, shard, (size_t)m->N_res * width, (CommDtype)m->comm_dtype,
+                        (CommPhase)phase, layer);
+}
+
 // Products of a linear layer, y = x @ W with W [din, dout] (row-major, as the paper notes):
 // y[N,dout] (beta 1: +=) x[N,din] @ W[din,dout]
 static inline void mm_forward(Model *m, void *y, const void *x, const void *W, int N, int din, int dout, float beta) {
@@ -64,8 +82,9 @@ static inline void mm_backward(Model *m, void *dx, void *dW, const void *dy, con
 
 // Backward working set of one layer (reused layer by layer), carved from mdl->scratch.
 typedef struct Scratch {
-    void *dx;            // [N,d_res] running gradient of the residual stream (stage grad)
-    void *da;            // [N,d_res] gradient of a normed input (a, m); also [N,d] xf
+    void *dx;            // [N_res,d_res] running gradient of the residual stream (stage grad)
+    void *da;            // [N,d_res] gradient of a normed input (a, m); also [N,d] xf (sequence
+                         // parallelism: [N,d], reduce-scattered in place to its first N_res rows)
     void *dq, *dk, *dv;  // [N,dq], [N,dkv], [N,dkv]
     void *dy;            // [N,dq]
     void *dg, *du, *dgu; // [N,dff]
@@ -78,6 +97,16 @@ typedef struct Scratch {
     void *acat, *dacat;  // [d_res, max(3·ra, 2·rm)] grouped A_q|A_k|A_v or A_gate|A_up, its gradient
     void *dzb, *dpb;     // btp_bn size: gradient of a bottleneck's σ output and of its input
     void *dfull;         // [N,d] full-width embedding output / d(x_full) (tp > 1)
+    // BTP with sequence parallelism only (NULL otherwise): a bottleneck of this rank's tokens (the
+    // kind's Z or dZ of them), and the staging of a collective whose statistic rides with the
+    // payload (each rank's chunk: its payload rows, then their statistic)
+    void *bns;           // btp_bn size for N/tp tokens
+    void *stage;         // btp_bn size for N tokens
+    // Sequence parallelism only (NULL otherwise):
+    void *seq_full;      // [N,d] a normed input (a, m, xf) or an output gradient gathered along the
+                         // sequence; the embedding's and o's / down's full outputs before their scatter
+    void *gains;         // [(2·layers here + last stage)·d] the norm gains' gradients packed for
+                         // their TP all-reduce (model_finish_grads)
     // LaX only (NULL otherwise; docs/lax.md §6-§7):
     void *carry;         // [N, 4·lra + 3·lrm] dL/dZ of the previous layer's latents (message
                          // layout), right after dx: the stage gradient carries it back
@@ -112,6 +141,16 @@ static inline void attention_core_backward(Model *m, const LayerActs *la, Scratc
     op_rope_backward(m->bk, s->dk, m->B, m->T, L->Hkv, hd, c->rope_theta);
 }
 
+// CKPT_SELECTIVE (model.h): y and lse of a layer from its kept q, k, v — flash attention's
+// forward replayed before the layer's attention backward (no collective; PHASE_RECOMPUTE).
+static inline void attention_core_replay(Model *m, LayerActs *la, int gl) {
+    const ModelConfig *c = &m->cfg;
+    const Layout *L = &m->lay;
+    bk_label(m->bk, PHASE_RECOMPUTE, gl);
+    op_attention_forward(m->bk, la->y, la->lse, la->q, la->k, la->v, m->B, m->T, L->H, L->Hkv, c->d_model / c->n_heads);
+    bk_label(m->bk, PHASE_BACKWARD, gl);
+}
+
 // Carving a family buffer in bytes: two passes (count with base == NULL, then assign).
 // Every tensor starts on a 64-byte boundary.
 typedef struct { void *base; size_t off; } Carve;
@@ -143,6 +182,11 @@ static inline Bn btp_bn(int N, int G, int r, int grouped, int with_stat) {
     b.stat = b.grouped ? (size_t)G * nr : nr;
     b.size = (size_t)G * nr + ns;
     return b;
+}
+// The same bottleneck for `rows` tokens (BTP with sequence parallelism: this rank's N/tp).
+static inline Bn bn_rows(const Bn *b, int rows) {
+    int with_stat = b->size > (size_t)b->v.G * b->v.N * b->v.r;
+    return btp_bn(rows, b->v.G, b->v.r, b->grouped, with_stat);
 }
 static inline Bn bn_qkv(const Model *m) { return btp_bn(m->N, 3, m->lay.ra, m->boost.grouping, 1); }
 static inline Bn bn_o(const Model *m) { return btp_bn(m->N, 1, m->lay.ra, 1, 0); }

@@ -13,8 +13,8 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
     memset(s, 0, sizeof *s);
     // first: the stage gradient (model_stage_grad); LaX: the carry right after it (one message)
     size_t nlat = mdl->kind->latent ? lax_elems(mdl) : 0;
-    s->dx = carve(cv, N * dr + nlat, t);
-    if (nlat) s->carry = at(mdl, s->dx, N * dr);
+    s->dx = carve(cv, (size_t)mdl->N_res * dr + nlat, t);
+    if (nlat) s->carry = at(mdl, s->dx, (size_t)mdl->N_res * dr);
     s->da = carve(cv, N * (dr > d ? dr : d), t);
     s->dq = carve(cv, N * L->dq, t); s->dk = carve(cv, N * L->dkv, t); s->dv = carve(cv, N * L->dkv, t);
     s->dy = carve(cv, N * L->dq, t);
@@ -29,6 +29,15 @@ size_t scratch_carve(Carve *cv, Scratch *s, const Model *mdl) {
         s->acat = carve(cv, dr * gr, t); s->dacat = carve(cv, dr * gr, t);
         s->dzb = carve(cv, N * gr + N, t); s->dpb = carve(cv, N * gr + N, t);   // ≥ every btp_bn size
         s->dfull = carve(cv, N * d, t);
+        if (L->sp) {
+            s->bns = carve(cv, (N / (size_t)L->tp) * (gr + 1), t);
+            s->stage = carve(cv, N * gr + N, t);
+        }
+    }
+    if (seq_residual(L)) {
+        size_t gains = (size_t)(2 * (L->layer_end - L->layer_begin) + L->last_stage) * d;
+        s->seq_full = carve(cv, N * d, t);
+        s->gains = carve(cv, gains, t);
     }
     if (nlat) {   // LaX (kind_lax.c): the crossing's recompute and backward on full-width latents
         size_t ra = (size_t)c->rank_attn, rm = (size_t)c->rank_mlp, r = ra > rm ? ra : rm;

@@ -363,17 +363,32 @@ static void measure_ops(const SimRun *s, DType dt, int steps, const char *csv_pa
     op_profile_detach(&dry);
 }
 
-static void print_per_layer(const StageSim *st, int stage, int K) {
+// One row per run of consecutive layers with the same times (layer −1, the embedding and head,
+// apart), with how many layers it stands for: the blocks of a stage are usually all alike.
+static void layer_times(const StageSim *st, int l, int K, double t[6]) {
     static const Phase ph[3] = { PHASE_FORWARD, PHASE_BACKWARD, PHASE_RECOMPUTE };
+    for (int i = 0; i < 3; i++) {
+        t[2 * i] = 1e3 * sim_tracer_layer_compute(&st->tracer, ph[i], l) / K;
+        t[2 * i + 1] = 1e3 * sim_tracer_layer_comm(&st->tracer, ph[i], l) / K;
+    }
+}
+static void print_per_layer(const StageSim *st, int stage, int K) {
     printf("\nstage %d per layer and micro-batch, ms (compute / exposed communication)\n", stage);
-    printf("%6s  %17s  %17s  %17s\n", "layer", "forward", "backward", "recompute");
-    for (int l = -1; l < st->tracer.n_layers; l++) {
-        if (l >= 0 && (l < st->layer_begin || l >= st->layer_end)) continue;
-        printf("%6d ", l);
-        for (int i = 0; i < 3; i++)
-            printf("  %8.3f / %6.3f", 1e3 * sim_tracer_layer_compute(&st->tracer, ph[i], l) / K,
-                   1e3 * sim_tracer_layer_comm(&st->tracer, ph[i], l) / K);
+    printf("%-12s %6s  %17s  %17s  %17s\n", "layers", "count", "forward", "backward", "recompute");
+    for (int l = -1; l < st->layer_end; ) {
+        if (l >= 0 && l < st->layer_begin) { l = st->layer_begin; continue; }
+        double t[6], u[6];
+        layer_times(st, l, K, t);
+        int last = l;
+        while (l >= 0 && last + 1 < st->layer_end && (layer_times(st, last + 1, K, u), !memcmp(t, u, sizeof t))) last++;
+        char name[32];
+        if (l < 0) snprintf(name, sizeof name, "-1 (ends)");
+        else if (last == l) snprintf(name, sizeof name, "%d", l);
+        else snprintf(name, sizeof name, "%d-%d", l, last);
+        printf("%-12s %6d ", name, l < 0 ? 1 : last - l + 1);
+        for (int i = 0; i < 3; i++) printf("  %8.3f / %6.3f", t[2 * i], t[2 * i + 1]);
         printf("\n");
+        l = last + 1;
     }
 }
 

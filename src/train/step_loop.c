@@ -1,7 +1,16 @@
 // step_loop.c — the micro-batch loop of one training step (step_loop.h).
 #include "step_loop.h"
 
+// The stage's micro-batches (pp 1: forward then backward each; else the 1F1B action list),
+// then the gradients of this stage completed over TP where sequence parallelism left them
+// partial (model_finish_grads).
+static void run_actions(Model *mdl, Comm *c, int K, const PipeAction *acts, int n_acts, const StepHooks *h);
 void step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, int n_acts, const StepHooks *h) {
+    run_actions(mdl, c, K, acts, n_acts, h);
+    model_finish_grads(mdl);
+}
+
+static void run_actions(Model *mdl, Comm *c, int K, const PipeAction *acts, int n_acts, const StepHooks *h) {
     if (c->pp == 1) {
         for (int k = 0; k < K; k++) {
             h->forward(h->ctx, 0, k);
@@ -9,7 +18,9 @@ void step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, int 
         }
         return;
     }
-    size_t n_act = model_stage_elems(mdl);   // one micro-batch's residual slice (+ LaX latents)
+    // one micro-batch's residual (a column slice under BTP, this rank's tokens under sequence
+    // parallelism) + LaX's latents
+    size_t n_act = model_stage_elems(mdl);
     CommDtype t = (CommDtype)mdl->comm_dtype;
     int prev = c->pp_rank - 1, next = c->pp_rank + 1;
     for (int i = 0; i < n_acts; i++) {

@@ -8,7 +8,10 @@
 #
 # Cases: tp 2; tp 2 × pp 2; tp 2 × dp 2 with ZeRO-1; BTP with every BOOST switch at tp 2; and
 # tp 1 × dp 2 with ZeRO-1, where the Megatron block's residual adds run inside the o and down
-# GEMMs (cuBLASLt with C ≠ D: layer_megatron.c).
+# GEMMs (cuBLASLt with C ≠ D: layer_megatron.c); sequence parallelism (docs/parallelism.md §8)
+# with selective recomputation at tp 2 × pp 2 (reduce-scatters, in place among them, and
+# all-gathers along the sequence on NCCL; the gains' all-reduce; the sharded pipeline message),
+# and BTP with every switch and sequence parallelism (docs/boost.md §8: the packed statistic).
 # Each case runs twice on the emulator: build/emu/train, whose ranks communicate through MPI
 # with host staging — the path that copies each device buffer with cudaMemcpy, which the
 # emulator refuses for a host pointer — and build/emu/train_nccl, whose ranks take the NCCL
@@ -77,6 +80,10 @@ case_run emu_cuda_train_tp2_dp2_zero1 4 --set parallel.tp=2 --set parallel.dp=2 
 case_run emu_cuda_train_tp2_btp_every_switch 2 --set parallel.tp=2 --set boost.btp=true --set boost.online_rmsnorm=true \
     --set boost.grouping=true --set boost.lowrank_ckpt=true
 case_run emu_cuda_train_tp1_dp2_zero1 2 --set parallel.tp=1 --set parallel.dp=2 --set parallel.zero1=true
+case_run emu_cuda_train_tp2_pp2_sp_selective 4 --set parallel.tp=2 --set parallel.pp=2 --set parallel.sequence_parallel=true \
+    --set boost.btp=false --set boost.selective_recompute=true
+case_run emu_cuda_train_tp2_btp_sp_every_switch 2 --set parallel.tp=2 --set boost.btp=true --set boost.online_rmsnorm=true \
+    --set boost.grouping=true --set boost.lowrank_ckpt=true --set parallel.sequence_parallel=true
 
 # ---- NCCL failures end the run, recorded 'failed' with the reason, never a hang (issue 18) ----
 # The emulator's NCCL stand-in injects the fault (EMU_NCCL_FAULT, emu/emu_nccl.cpp) into world
