@@ -65,7 +65,9 @@ static size_t layer_slot(const SimTracer *t, int phase, int layer) {
 
 void sim_tracer_op(void *ctx, const OpInfo *op) {
     SimTracer *t = ctx;
-    double s = sim_op_time(t->hw, t->prec, op) / t->share;
+    double s = (op->cls == OPC_ATTENTION && t->attention != SIM_ATT_FLASH
+                    ? sim_attention_materialized_time(t->hw, t->prec, op, t->attention == SIM_ATT_MATERIALIZED_DROPOUT)
+                    : sim_op_time(t->hw, t->prec, op)) / t->share;
     t->cur.compute_s += s;
     t->cur.flops += op->flops;
     if (op->cls == OPC_GEMM) t->cur.gemm_flops += op->flops;
@@ -95,6 +97,7 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
         return;
     }
     double s = sim_collective_time(t->hw, r->kind, (double)r->bytes, t->place[r->group]);
+    if (r->group == GROUP_DP && r->phase == PHASE_OPTIMIZER) s = sim_grad_reduction_exposed(t, r, s);
     t->cur.comm_s += s;
     t->layer_comm[layer_slot(t, r->phase, r->layer)] += s;
     t->comm_group_s[r->phase][r->group] += s;
@@ -106,6 +109,12 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
         e->cls = r->kind; e->group = r->group; e->phase = r->phase;
         e->bytes = (double)r->bytes; e->seconds = s;
     }
+}
+
+double sim_grad_reduction_exposed(const SimTracer *t, const CommRecord *r, double seconds) {
+    (void)t;
+    (void)r;
+    return seconds;   // reduced after the last backward, nothing overlaps it (docs/performance-model.md §11, 7.)
 }
 
 SimCost sim_tracer_take(SimTracer *t) {

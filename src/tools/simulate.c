@@ -3,7 +3,7 @@
 //
 //   build/simulate experiments/X.yaml [--variant V] --hardware a100-80gb-node4 [--set k=v]...
 //                  [--per-layer] [--json FILE] [--trace-layer L]
-//                  [--record [--launch ID] [--repeat-index R]]
+//                  [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|materialized|materialized-dropout]
 //   build/simulate --hardware NAME --gemm M,N,K[,COUNT] [--precision bf16]
 //   build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]
 //
@@ -77,6 +77,7 @@ typedef struct {
     HwProfile hw;
     char hw_sha256[65];
     SimPrecision prec;
+    SimAttentionKernel att;  // how the attention ops are priced (--attention-kernel)
     int P, K, world, nodes, trace_stage, trace_layer;
     double tokens, step, model_flops, hw_flops;
     StageSim *st;
@@ -135,7 +136,7 @@ static void sim_after_transfer(void *ctx, const PipeAction *a) {
 
 // One pipeline stage: build it on the dry back end and run the trainer's step through it.
 static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw, SimPrecision prec, DType dt, int stage,
-                           int trace_layer) {
+                           int trace_layer, SimAttentionKernel att) {
     const ParallelConfig *pc = &cfg->parallel;
     const TrainConfig *tc = &cfg->train;
     int K = tc->grad_accum, rank = grid_world_rank(pc->tp, pc->dp, 0, 0, stage);
@@ -153,6 +154,7 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     // price everything from here on: the set-up above is not part of a step
     sim_tracer_init(&st->tracer, hw, prec, pc->tp, pc->dp, pc->pp, 0, 0, stage, cfg->model.n_layers);
     SimTracer *t = &st->tracer;
+    t->attention = att;
     int traced = trace_layer >= st->layer_begin && trace_layer < st->layer_end;
     if (traced) sim_tracer_trace_layer(t, trace_layer, 0);
     OpObserver obs = { NULL, sim_tracer_op };
@@ -509,7 +511,8 @@ static void write_json(FILE *f, const SimRun *s) {
     fprintf(f, ", \"ranks_per_node\": %d, ", hw->ranks_per_node);
     json_kv(f, "peak_flops", hw->peak_flops[s->prec], 0);
     json_kv(f, "memory_bytes", hw->memory_bytes, 1);
-    fprintf(f, "},\n  \"precision\": \"%s\",\n  \"model\": {\"linear\": \"%s\", \"preset\": ", sim_precision_name(s->prec),
+    fprintf(f, "},\n  \"precision\": \"%s\",\n  \"attention_kernel\": \"%s\",\n  \"model\": {\"linear\": \"%s\", \"preset\": ",
+            sim_precision_name(s->prec), sim_attention_kernel_name(s->att),
             linear_kind_name((LinearKind)mc->linear));
     json_str(f, mc->preset);
     fprintf(f, ", \"n_layers\": %d, \"d_model\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, \"d_ff\": %d, \"rank_attn\": %d, "
@@ -666,7 +669,7 @@ static int gemm_query(const char *hardware, const char *shape, const char *preci
 static void usage(FILE *f) {
     fputs("usage: build/simulate experiments/X.yaml [--variant V] --hardware PROFILE [--set k=v]...\n"
           "                      [--per-layer] [--json FILE] [--trace-layer L]\n"
-          "                      [--record [--launch ID] [--repeat-index R]]\n"
+          "                      [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|materialized|materialized-dropout]\n"
           "       build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16|tf32|fp32]\n"
           "       build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]\n"
           "One training step of a manifest variant priced on a hardware profile (experiments/hardware/*.yaml):\n"
@@ -675,6 +678,8 @@ static void usage(FILE *f) {
           "tokens/s, MFU and memory per rank. --json writes the full report, --record stores a run of kind\n"
           "'simulated' in run.db, --gemm prices one GEMM. --measure-ops (one rank) also runs the step on the CPU\n"
           "back end, times every op and prices the same op records: the op layer of make validate-cpu.\n"
+          "--attention-kernel prices attention as a published system ran it (materialised s x s scores, with or\n"
+          "without dropout) instead of this engine's flash kernel: the check against published throughputs.\n"
           "See docs/performance-model.md.\n", f);
 }
 
@@ -689,7 +694,7 @@ int main(int argc, char **argv) {
     const char *manifest = NULL, *variant = NULL, *hardware = NULL, *json_path = NULL, *gemm = NULL, *precision = "bf16";
     const char *sets[MAX_SETS];
     int n_sets = 0, per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0, measure_steps = 0;
-    const char *ops_csv = NULL;
+    const char *ops_csv = NULL, *att_kernel = "flash";
     int64_t launch_id = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
@@ -711,11 +716,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--trace-layer")) { trace_layer = (int)parse_count(argv[i], argv[i + 1], 0); i++; }
         else if (!strcmp(argv[i], "--measure-ops")) { measure_steps = (int)parse_count(argv[i], argv[i + 1], 1); i++; }
         else if (!strcmp(argv[i], "--ops-csv")) ops_csv = argv[++i];
+        else if (!strcmp(argv[i], "--attention-kernel")) att_kernel = argv[++i];
         else if (!strcmp(argv[i], "--set")) {
             if (n_sets == MAX_SETS) die_input("at most %d --set overrides", MAX_SETS);
             sets[n_sets++] = argv[++i];
         } else die_input("unknown option '%s' (expected --variant, --hardware, --set, --per-layer, --json, --trace-layer, "
-                         "--record, --launch, --repeat-index, --gemm, --precision, --measure-ops, --ops-csv)", argv[i]);
+                         "--record, --launch, --repeat-index, --gemm, --precision, --measure-ops, --ops-csv, --attention-kernel)", argv[i]);
     }
     if (gemm) {
         if (!hardware || manifest) die_input("usage: build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16]");
@@ -730,6 +736,16 @@ int main(int argc, char **argv) {
     SimRun s;
     memset(&s, 0, sizeof s);
     s.manifest = manifest;
+    s.att = SIM_ATT_COUNT;
+    for (int k = 0; k < SIM_ATT_COUNT; k++)
+        if (!strcmp(att_kernel, sim_attention_kernel_name((SimAttentionKernel)k))) s.att = (SimAttentionKernel)k;
+    if (s.att == SIM_ATT_COUNT)
+        die_input_hint("--attention-kernel flash prices the engine's kernel; materialized and materialized-dropout price the "
+                       "s x s scores of published runs without a flash kernel (docs/performance-model.md §11)",
+                       "--attention-kernel %s: expected flash, materialized or materialized-dropout", att_kernel);
+    if (s.att != SIM_ATT_FLASH && (record || measure_steps))
+        die_input("--attention-kernel %s prices a published system's kernel, not this engine's: it does not go with --record "
+                  "or --measure-ops", att_kernel);
     Manifest *man = manifest_load_with(manifest, sets, n_sets);
     s.man = man;
     s.mv = manifest_variant(man, variant);
@@ -762,14 +778,15 @@ int main(int argc, char **argv) {
     s.nodes = (s.world + s.hw.ranks_per_node - 1) / s.hw.ranks_per_node;
     s.trace_layer = trace_layer;
     s.trace_stage = -1;
-    printf("simulate: %s, variant %s, on %s (%s), %s\n", manifest, s.mv->name, s.hw.name, s.hw.device, sim_precision_name(s.prec));
+    printf("simulate: %s, variant %s, on %s (%s), %s%s%s\n", manifest, s.mv->name, s.hw.name, s.hw.device, sim_precision_name(s.prec),
+           s.att != SIM_ATT_FLASH ? ", attention priced as " : "", s.att != SIM_ATT_FLASH ? sim_attention_kernel_name(s.att) : "");
     printf("grid tp x pp x dp = %d x %d x %d: %d device%s on %d node%s of %d; %d micro-batch%s of %d x %d tokens per step "
            "(%.0f tokens)\n", pc->tp, pc->pp, pc->dp, s.world, s.world > 1 ? "s" : "", s.nodes, s.nodes > 1 ? "s" : "",
            s.hw.ranks_per_node, s.K, s.K > 1 ? "es" : "", s.cfg.train.batch_size, s.cfg.model.seq_len, s.tokens);
 
     s.st = xcalloc((size_t)s.P, sizeof *s.st);
     for (int p = 0; p < s.P; p++) {
-        simulate_stage(&s.st[p], &s.cfg, &s.hw, s.prec, dt, p, trace_layer);
+        simulate_stage(&s.st[p], &s.cfg, &s.hw, s.prec, dt, p, trace_layer, s.att);
         if (trace_layer >= s.st[p].layer_begin && trace_layer < s.st[p].layer_end) s.trace_stage = p;
         trainer_memory_report(&s.cfg, grid_world_rank(pc->tp, pc->dp, 0, 0, p), dt, &s.st[p].mem);
     }
