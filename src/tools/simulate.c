@@ -379,9 +379,42 @@ static void print_per_layer(const StageSim *st, int stage, int K) {
     }
 }
 
+// Does every stage's memory fit the profile's capacity? The stage that needs the most, in *worst.
+static int run_fits(const SimRun *s, int *worst) {
+    int w = 0;
+    for (int p = 1; p < s->P; p++)
+        if (s->st[p].mem.total > s->st[w].mem.total) w = p;
+    if (worst) *worst = w;
+    return s->st[w].mem.total <= s->hw.memory_bytes;
+}
+
 // ---- the text report ---------------------------------------------------------------------
-static void print_report(const SimRun *s, int per_layer) {
+static void print_memory(const SimRun *s) {
     const HwProfile *hw = &s->hw;
+    printf("\nmemory per rank, GiB (dry back end; tp rank 0, dp rank 0 of each stage), capacity %.2f GiB:\n",
+           hw->memory_bytes / 1073741824.0);
+    printf("%5s", "stage");
+    for (int i = 0; i < MEM_COUNT; i++) printf(" %9s", mem_category_name((MemCategory)i));
+    printf(" %9s\n", "peak");
+    for (int p = 0; p < s->P; p++) {
+        const MemReport *mr = &s->st[p].mem;
+        printf("%5d", p);
+        for (int i = 0; i < MEM_COUNT; i++) printf(" %9.3f", mr->bytes[i] / 1073741824.0);
+        printf(" %9.3f  %s\n", mr->total / 1073741824.0, mr->total <= hw->memory_bytes ? "fits" : "DOES NOT FIT");
+    }
+}
+
+static void print_report(const SimRun *s, int per_layer) {
+    int worst;
+    if (!run_fits(s, &worst)) {
+        // a step that cannot run has no time: the memory that rules it out, and nothing else
+        print_memory(s);
+        printf("\nthe configuration does not fit: stage %d needs %.1f GiB per device of the profile's %.1f GiB, so the step\n"
+               "cannot run and no time is shown (--json still carries the model's times, flagged \"fits\": false, for the\n"
+               "check of published systems whose memory layout differs from this engine's)\n",
+               worst, s->st[worst].mem.total / 1073741824.0, s->hw.memory_bytes / 1073741824.0);
+        return;
+    }
     printf("\n%5s %7s %11s %11s %10s %10s %10s %10s %10s\n", "stage", "layers", "fwd/mb ms", "bwd/mb ms", "compute s",
            "comm s", "p2p s", "idle s", "end s");
     for (int p = 0; p < s->P; p++) {
@@ -394,17 +427,7 @@ static void print_report(const SimRun *s, int per_layer) {
     }
     printf("\nthe step, as the busiest stage (%d) spends it:\n", s->crit);
     sim_report_print(&s->r, stdout);
-    printf("\nmemory per rank, GiB (dry back end; tp rank 0, dp rank 0 of each stage), capacity %.2f GiB:\n",
-           hw->memory_bytes / 1073741824.0);
-    printf("%5s", "stage");
-    for (int i = 0; i < MEM_COUNT; i++) printf(" %9s", mem_category_name((MemCategory)i));
-    printf(" %9s\n", "peak");
-    for (int p = 0; p < s->P; p++) {
-        const MemReport *mr = &s->st[p].mem;
-        printf("%5d", p);
-        for (int i = 0; i < MEM_COUNT; i++) printf(" %9.3f", mr->bytes[i] / 1073741824.0);
-        printf(" %9.3f  %s\n", mr->total / 1073741824.0, mr->total <= hw->memory_bytes ? "fits" : "DOES NOT FIT");
-    }
+    print_memory(s);
     if (per_layer)
         for (int p = 0; p < s->P; p++) print_per_layer(&s->st[p], p, s->K);
 }
@@ -511,8 +534,8 @@ static void write_json(FILE *f, const SimRun *s) {
     fprintf(f, ", \"ranks_per_node\": %d, ", hw->ranks_per_node);
     json_kv(f, "peak_flops", hw->peak_flops[s->prec], 0);
     json_kv(f, "memory_bytes", hw->memory_bytes, 1);
-    fprintf(f, "},\n  \"precision\": \"%s\",\n  \"attention_kernel\": \"%s\",\n  \"model\": {\"linear\": \"%s\", \"preset\": ",
-            sim_precision_name(s->prec), sim_attention_kernel_name(s->att),
+    fprintf(f, "},\n  \"fits\": %s,\n  \"precision\": \"%s\",\n  \"attention_kernel\": \"%s\",\n  \"model\": {\"linear\": \"%s\", \"preset\": ",
+            run_fits(s, NULL) ? "true" : "false", sim_precision_name(s->prec), sim_attention_kernel_name(s->att),
             linear_kind_name((LinearKind)mc->linear));
     json_str(f, mc->preset);
     fprintf(f, ", \"n_layers\": %d, \"d_model\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, \"d_ff\": %d, \"rank_attn\": %d, "
