@@ -608,6 +608,50 @@ def cpu_validation_misses(vpath, vtext):
     return [line]
 
 
+CPU_TITLE = "The model's credential: predicted against measured on this machine (cpu-local)"
+
+
+def cpu_section(vpath, commit):
+    """(stamp, lines) of REPORT.md's CPU section: the run's own tables (validation_cpu.md), then
+    what misses and why from its CSV. The same text whether make reproduce writes the report or
+    make validate-cpu replaces this section after a new run."""
+    if not vpath:
+        return (f"*Section generated at commit `{commit}`; no CPU validation run in this checkout.*\n",
+                ["Not run in this checkout: `make validate-cpu` writes build/reproduction/validation_cpu.md (TRACKED=1: the "
+                 "tracked copy), which this report then includes.\n"])
+    with open(vpath) as fh:
+        vtext = fh.read()
+    vcommit = next((ln[len("Commit: "):].strip() for ln in vtext.splitlines() if ln.startswith("Commit: ")), None)
+    stamp = (f"*Section measured at commit `{vcommit}` ({os.path.relpath(vpath, ROOT)}); included at commit `{commit}`.*\n"
+             if vcommit else f"*Section from {os.path.relpath(vpath, ROOT)}: that run recorded no commit; included at commit "
+                             f"`{commit}`.*\n")
+    lines = [f"From `{os.path.relpath(vpath, ROOT)}` (`make validate-cpu`; cells: measured = on the host and date it names, "
+             f"predicted = modeled (cpu-local)).\n", vtext, "### What misses and why\n"]
+    lines += cpu_validation_misses(vpath, vtext)
+    lines.append("")
+    return stamp, lines
+
+
+def replace_cpu_section(folder, vpath):
+    """Replace the CPU section of folder/REPORT.md with the run at vpath (make validate-cpu); the
+    report's path, or None when the folder has no report."""
+    path = os.path.join(folder, "REPORT.md")
+    if not os.path.exists(path):
+        return None
+    with open(path) as fh:
+        text = fh.read()
+    head = f"## {CPU_TITLE}\n"
+    if head not in text:
+        sys.exit(f"reproduce: {path} has no section '{CPU_TITLE}': regenerate it with make reproduce")
+    a = text.index(head)
+    b = text.find("\n## ", a + len(head))
+    stamp, lines = cpu_section(vpath, git_commit())
+    body = "\n".join([head, stamp] + lines) + "\n"
+    with open(path, "w") as fh:
+        fh.write(text[:a] + body + (text[b + 1:] if b >= 0 else ""))
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hardware", default="a100-80gb-node4")
@@ -1184,24 +1228,9 @@ def main():
     # ---- the CPU validation
     vpath = next((p for p in (os.path.join(out, "validation_cpu.md"), os.path.join(ROOT, "analysis/reproduction/validation_cpu.md"))
                   if os.path.exists(p)), None)
-    vcommit = None
-    if vpath:
-        with open(vpath) as fh:
-            vtext = fh.read()
-        for line in vtext.splitlines():
-            if line.startswith("Commit: "):
-                vcommit = line[len("Commit: "):].strip()
-    vstamp = (f"*Section measured at commit `{vcommit}` ({os.path.relpath(vpath, ROOT)}); included at commit `{commit}`.*\n" if vcommit else
-              f"*Section from {os.path.relpath(vpath, ROOT) if vpath else 'no validation run'}: that run recorded no commit "
-              f"(it predates the commit stamp); included at commit `{commit}`.*\n")
-    L = section("The model's credential: predicted against measured on this machine (cpu-local)", vstamp)
-    if vpath:
-        L.append(f"From `{os.path.relpath(vpath, ROOT)}` (`make validate-cpu`; cells: measured = on the host and date it "
-                 f"names, predicted = modeled (cpu-local)).\n")
-        L.append(vtext)
-    else:
-        L.append("Not run in this checkout: `make validate-cpu` writes build/reproduction/validation_cpu.md, which this report "
-                 "then includes.\n")
+    vst, vlines = cpu_section(vpath, commit)
+    L = section(CPU_TITLE, vst)
+    L += vlines
 
     # ---- the published measurements
     L = section("The model against published measurements nobody here made",
@@ -1357,7 +1386,8 @@ def main():
                  "TP communication with the GEMMs and shards the norms with sequence parallelism while this engine exposes every "
                  f"TP all-reduce (a feature of the published system); the other held-out rows: {rng(rest)} "
                  f"({', '.join(x[0]['id'] for x in rest)}). None of this was changed after the rows were priced.")
-    L += cpu_validation_misses(vpath, vtext if vpath else "")
+    L.append(f"- **The CPU validation**: its misses and their mechanisms are in its own section (*{CPU_TITLE}*), written from "
+             f"its own run, so that one rerun of `make validate-cpu TRACKED=1` updates both.")
     L.append("")
     L = section("Known limits of the model")
     g = hw["gemm"]["bf16"]

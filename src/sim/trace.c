@@ -144,7 +144,9 @@ void sim_report_fill(SimStepReport *r, double step_s, const SimCost *stage, doub
     // the parts come from one stage's own time line, which the step contains
     CHECK(r->bubble_s > -1e-9 * (step_s > 1 ? step_s : 1), "sim report: the parts (%.9g s) exceed the step (%.9g s)",
           r->compute_s + r->comm_s + r->p2p_s, step_s);
-    if (r->bubble_s < 0) r->bubble_s = 0;
+    // The step and its parts are sums of the same seconds in another order: a difference within
+    // their rounding (a relative 1e-12 of the step) is no idle time, not 5.6e-17 s of it.
+    if (r->bubble_s < 1e-12 * step_s) r->bubble_s = 0;
     r->tokens_per_s = step_s > 0 ? tokens / step_s : 0;
     r->model_flops = model_flops;
     r->hw_flops = hw_flops;
