@@ -325,7 +325,7 @@ def compute(m, cfg7):
 
 
 def verdicts(V, paper):
-    """The issue's targets on one set of modelled numbers: ([Fig. 5 misses], [Fig. 1 misses]); a ratio
+    """The reproduction's targets on one set of modelled numbers: ([Fig. 5 misses], [Fig. 1 misses]); a ratio
     whose configuration does not fit in memory (None) is neither a miss nor within."""
     m5 = [(size, other) for size, key, *_ in SIZES for other, pkey, _ in SCHEMES[:2]
           if V[f"fig5x/{size}/{other}"] is not None and
@@ -874,7 +874,7 @@ def main():
         for key, alt, vals in runs:
             m5, m1 = verdicts(vals, paper)
             rows.append([key, alt, f"{10 - len(m5)} of 10", f"{6 - len(m1)} of 6" + (" (flips to missed)" if m1 and not base1 else "")])
-        L.append("The issue's targets (below) under each alternative, one constant moved at a time — how much the verdicts "
+        L.append("The reproduction's targets (below) under each alternative, one constant moved at a time — how much the verdicts "
                  "hang on the chosen constants:\n")
         L.append(md_table(["constant", "alternative", "Fig. 5 ratios within 15 %", "Fig. 1 parts within 25 %"], rows) + "\n")
         ov = [vals for key, _, vals in runs if key == "epilogue"]
@@ -916,7 +916,7 @@ def main():
              "against the FLOPs they imply in their own section.\n")
 
     # ---- the target
-    L = section("The issue's target")
+    L = section("The reproduction's targets")
     L.append(f"*With `a100-80gb-node4` and no constant fitted to the paper's timings: the modeled speed-ups of BOOST over "
              f"FullRank-TP and over Vanilla-TP within {100 * FIG5_TOL:.0f} % of the paper's Fig. 5 ratios at every size "
              f"1B–30B; the Fig. 1 compute/communication split at 7B within {100 * FIG1_TOL:.0f} % for each scheme.*\n")
@@ -1352,7 +1352,7 @@ def main():
         for part in ("compute", "comm"):
             d = V[f"fig1/{s_}/{part}"] / R.pv(f"fig1.{pk}.{part}") - 1
             if abs(d) > 0.15:
-                L.append(f"- **Fig. 1, {name} {part}** ({100 * d:+.1f} %, within the issue's 25 %): "
+                L.append(f"- **Fig. 1, {name} {part}** ({100 * d:+.1f} %, within the target's 25 %): "
                          + ("Vanilla-TP's layer as the authors run it computes the attention core and g⊙u replicated on every "
                             "TP rank; so do this engine's drivers (the model prices the same trace): **unexplained**."
                             if s_ == "vanilla-tp" else "**unexplained**."))

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """validate_cpu.py — the performance model against measurements on this machine, in layers
-(issue 20, item 2; docs/performance-model.md §8).
+(docs/performance-model.md §8).
 
     /usr/bin/python3 analysis/validate_cpu.py [--repeat 5] [--steps 8] [--layouts tp1,tp2,pp2,dp2]
         [--recipe boost-vs-baselines] [--calibrate interleave|once|none] [--full-calibration]
@@ -75,7 +75,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGET_MEDIAN, TARGET_WORST, TARGET_RATIO = 0.10, 0.20, 0.10   # issue 20: whole steps, and ratios between variants
+TARGET_MEDIAN, TARGET_WORST, TARGET_RATIO = 0.10, 0.20, 0.10   # whole steps, and ratios between variants
 QUIET_OTHER = 0.10  # cores: other processes (or the hypervisor's steal) above a tenth of one core, before a series or
                     # during one of its commands, mark the session as not quiet
 TOP_OPS = 6         # the op layer's table of the ops off by the most

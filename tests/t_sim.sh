@@ -36,7 +36,7 @@ expect_error simulate_refuses_repeat "a simulation is deterministic" 2 build/exp
 expect_error simulate_refuses_resume "nothing to resume" 2 build/exp ablation-btp --simulate cpu-local --resume "${SETS[@]}"
 expect_error simulate_unknown_profile "experiments/hardware/no-such.yaml" 2 build/exp ablation-btp --simulate no-such "${SETS[@]}"
 # an fp32 variant on a bf16-only GPU profile: priced as the bf16 run it is on GPUs, with one
-# note, and recorded so (issue 21: make exp EXP=ablation-online-rmsnorm SIMULATE=1 as documented)
+# note, and recorded so (make exp EXP=ablation-online-rmsnorm SIMULATE=1 as documented)
 out=$(build/exp ablation-btp --simulate a100-80gb-node4 --variant btp "${SETS[@]}" 2>&1); rc=$?
 prec=$(sqlite3 "$DB" "SELECT s.precision || '|' || r.precision FROM simulation s JOIN run_summary r ON r.run_id = s.run_id
                       ORDER BY s.run_id DESC LIMIT 1")
@@ -155,7 +155,7 @@ if /usr/bin/python3 analysis/reproduce.py --no-bands --out "$TMP/repro" >"$TMP/r
     rows=$(($(wc -l <"$TMP/repro/fig5.csv") - 1))
     # 15 weak-scaling rows and the architectures panel's SVD and LaX (its CoLA bars are the 7B rows: once)
     if [ -z "$missing" ] && [ "$head" = "size,arch,scheme,gpus,tp,pp,paper_s,paper_provenance,model_s,model_lo,model_hi,measured_s,fits_in_memory" ] &&
-       [ "$rows" = 21 ] && grep -q "## The issue's target" "$TMP/repro/REPORT.md" && grep -q "modeled (a100-80gb-node4)" "$TMP/repro/REPORT.md"; then
+       [ "$rows" = 21 ] && grep -q "## The reproduction's targets" "$TMP/repro/REPORT.md" && grep -q "modeled (a100-80gb-node4)" "$TMP/repro/REPORT.md"; then
         pass "reproduce_writes_every_figure_and_the_report ($rows Fig. 5 rows)"
     else fail reproduce_writes_every_figure_and_the_report "missing:$missing; header '$head'; $rows rows"; fi
     # every section carries its commit: each "## " heading is followed by a blank line and the stamp

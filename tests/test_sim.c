@@ -946,7 +946,7 @@ TEST(simulate_refuses_bad_input) {
     EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "experiments/hardware/no-such-profile.yaml"), "unknown profile: %s", out);
     snprintf(cmd, sizeof cmd, "build/simulate %s", m);
     EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "--hardware"), "no --hardware: %s", out);
-    // fp32 on a bf16-only profile: priced as the bf16 run it is on GPUs, said in one note (issue 21)
+    // fp32 on a bf16-only profile: priced as the bf16 run it is on GPUs, said in one note
     snprintf(cmd, sizeof cmd, "build/simulate %s --hardware a100-80gb-node4", m);
     EXPECT(run_capture(cmd, out, sizeof out) == 0 && strstr(out, "priced as bf16") && strstr(out, "recorded with train.precision=bf16"),
            "fp32 on a100: %s", out);
