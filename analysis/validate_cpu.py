@@ -13,7 +13,7 @@ every target. On a 2-core machine: tp1, tp2, pp2, dp2.
 
 One session:
   1. build/calibrate --quick --ranks 2 --threads 1 (--full-calibration: the full grid) writes the
-     session's profile OUT's folder/validation-profile/cpu-local.yaml (GEMM table, attention,
+     session's profile build/reproduction/validation-profile/cpu-local.yaml (GEMM table, attention,
      memory, op overhead, the rank share, the MPI collectives), measured now with the runs'
      one thread per rank; the tracked
      experiments/hardware/cpu-local.yaml is left alone (--calibrate none prices with it);
@@ -335,11 +335,12 @@ def main():
     other0, steal0, busy0 = idle_state()
     print(f"validate_cpu: {started}, host {host}, {ncores} cores, other processes {other0:.2f} cores, steal {steal0:.2f} "
           f"(busy: {busy0}); log {logpath}", flush=True)
-    # the session's profile: in the output folder (its name is its stem: cpu-local), the tracked
-    # experiments/hardware/cpu-local.yaml left alone; --calibrate none prices with the tracked one
+    # the session's profile: under build/ (its name is its stem: cpu-local; a generated file is no
+    # part of the tracked tree, --tracked or not), the tracked experiments/hardware/cpu-local.yaml
+    # left alone; --calibrate none prices with the tracked one
     base_profile = "experiments/hardware/cpu-local.yaml"
     if a.calibrate != "none":
-        base_profile = os.path.join(os.path.dirname(a.out) or ".", "validation-profile", "cpu-local.yaml")
+        base_profile = os.path.join("build", "reproduction", "validation-profile", "cpu-local.yaml")
         os.makedirs(os.path.join(ROOT, os.path.dirname(base_profile)), exist_ok=True)
         print(f"1. build/calibrate{'' if a.full_calibration else ' --quick'} --ranks 2 --threads 1 -> {base_profile} ...", flush=True)
         rc, out = run(["build/calibrate", "--out", base_profile, "--ranks", "2", "--threads", "1"] +
