@@ -180,7 +180,8 @@ def section(doc, V, B, X, md_table):
         shape = f"{row['params_b']}B: {row['layers']}×{row['hidden']}, {row['heads']} heads"
         rows.append([row["id"], row["split"].replace("_", "-"), row.get("gpu") or src["gpu"], shape,
                      f"{row['tp']}/{row['pp']}/{row['dp']} ({row['gpus']})", row["micro_batch"] or "1*", row["batch"], row["seq"],
-                     f"{p:.3f}", f"{m:.3f}{band}", _pct(e), "yes" if X[f"pubfit/{row['id']}"] else "no", row["system"]])
+                     f"{p:.3f}", f"{m:.3f}{band}", _pct(e), "yes" if X[f"pubfit/{row['id']}"] else "no",
+                     row["system"].replace("|", "\\|")])   # a pipe of the text is no column border
     L.append(md_table(["row", "split", "GPU", "model", "tp/pp/dp (GPUs)", "micro-batch", "batch", "seq", "published s",
                        "model s [band]", "error", "engine fits", "what the published system does that this engine's trace does not"],
                       rows) + "\n")
