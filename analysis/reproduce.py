@@ -1247,7 +1247,8 @@ def main():
 
 
     # ---- the loss-parity curve (measured)
-    lp_dir = next((d for d in (out, os.path.join(ROOT, "build/reproduction")) if os.path.exists(os.path.join(d, "loss_parity.md"))), None)
+    # make loss-parity writes build/reproduction: a fresh measurement there is taken over the copy in out
+    lp_dir = next((d for d in (os.path.join(ROOT, "build/reproduction"), out) if os.path.exists(os.path.join(d, "loss_parity.md"))), None)
     lcommit, ltext = None, None
     if lp_dir:
         if lp_dir != out:   # the tracked copy takes the measurement along
