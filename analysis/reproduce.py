@@ -1265,6 +1265,17 @@ def main():
     L.append(ltext if ltext else "Not run in this checkout: `make loss-parity` writes build/reproduction/loss_parity.md, "
              "which this report then includes.\n")
 
+    # ---- extension sections: analysis/reproduce_sp.py (sequence parallelism and selective
+    # recomputation), when it exists, adds its own: sections(model, commit, hardware) returns
+    # [(title, [lines])], priced on this run's model; one call, before the misses
+    try:
+        import reproduce_sp
+    except ImportError:
+        reproduce_sp = None
+    if reproduce_sp is not None:
+        for title, lines in reproduce_sp.sections(m, commit, a.hardware):
+            section(title).extend(lines)
+
     # ---- misses
     L = section("What misses and why")
     c7 = cfgs["7B"]
