@@ -68,7 +68,8 @@ help:
 	@echo "make reproduce [HARDWARE=profile] [TRACKED=1]   the paper's figures and tables from the performance model,"
 	@echo "                     with bands: build/reproduction/REPORT.md, PNG + CSV (TRACKED=1: analysis/reproduction)"
 	@echo "make loss-parity     TP vs DP loss curves by real CPU training (build/reproduction/loss_parity.*, ~3 min)"
-	@echo "make validate-cpu [REPEAT=n]   predicted vs measured step times, one pinned rank per core (quiet machine)"
+	@echo "make validate-cpu [REPEAT=n] [TRACKED=1]   predicted vs measured step times, one pinned rank per core (TRACKED=1:"
+	@echo "                     analysis/reproduction/validation_cpu.* and REPORT.md's CPU section from this run)"
 	@echo "make gpu-check       the device check on a GPU machine, at most 7 minutes, results under --out (docs/gpu.md)"
 	@echo "make gpu-bundle      binaries + libraries for a GPU machine without the -dev packages (docs/gpu.md)"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
@@ -212,7 +213,7 @@ reproduce: all
 # The model's credential: predicted vs measured step time of every ablation recipe at tp 1 and
 # 2 (one pinned single-thread rank per core) on this machine, calibrated in the same session (REPEAT=n).
 validate-cpu: all
-	$(PYTHON) analysis/validate_cpu.py $(if $(value REPEAT),--repeat $(call qvar,REPEAT))
+	$(PYTHON) analysis/validate_cpu.py $(if $(value REPEAT),--repeat $(call qvar,REPEAT)) $(if $(filter 1,$(value TRACKED)),--tracked)
 
 # The TP-vs-DP loss-parity curve measured by real CPU training (tp-parity.yaml: tp 2 x dp 1
 # against tp 1 x dp 2): build/reproduction/loss_parity.png/.csv/.md, which make reproduce includes.

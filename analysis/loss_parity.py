@@ -8,7 +8,7 @@ largest difference.
     /usr/bin/python3 analysis/loss_parity.py [--steps 100] [--out build/reproduction] [--db DB]
 
 Writes OUT/loss_parity.png, .csv (step, loss of each run) and .md (the runs, the maximum
-|difference|, the host and load); make reproduce includes the .md in REPORT.md when it is there.
+|difference|, the host and its CPU: the loss difference is arithmetic, not timing, so no load is recorded); make reproduce includes the .md in REPORT.md when it is there.
 The runs are recorded in DB (default build/reproduction/loss_parity.db, not tracked).
 """
 import argparse
@@ -42,7 +42,6 @@ def main():
     os.makedirs(out, exist_ok=True)
     db = a.db or os.path.join(out, "loss_parity.db")
     commit = git_commit()
-    load0 = os.getloadavg()[0]
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     runs = {}
     for v, _ in VARIANTS:
@@ -88,10 +87,9 @@ def main():
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     fig.savefig(os.path.join(out, "loss_parity.png"), dpi=110)
     plt.close(fig)
-    load1 = os.getloadavg()[0]
     md = [f"Commit: {commit}\n",
-          f"Measured on host `{platform.node()}` ({runs['tp2']['cpu']}), {started}, load average {load0:.2f} before, "
-          f"{load1:.2f} after (`/usr/bin/python3 analysis/loss_parity.py`, runs {runs['tp2']['id']} and {runs['dp2']['id']} in "
+          f"Measured on host `{platform.node()}` ({runs['tp2']['cpu']}), {started} (`/usr/bin/python3 analysis/loss_parity.py`, "
+          f"runs {runs['tp2']['id']} and {runs['dp2']['id']} in "
           f"`{os.path.relpath(db, ROOT)}`).\n",
           "![loss parity](loss_parity.png)\n",
           f"experiments/tp-parity.yaml, {a.steps} steps each, the same global batch, data and seed: "

@@ -28,11 +28,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import yaml12  # noqa: E402
 import reproduction_bands as rb  # noqa: E402
 import reproduce_sp  # noqa: E402  (the extension section: BOOST against Megatron-TP + sequence parallelism)
+import reproduce_published as rp  # noqa: E402
 from validate_cpu import TARGET_MEDIAN, TARGET_WORST, TARGET_RATIO  # noqa: E402  (the CPU validation's targets)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,9 +47,9 @@ F1 = {"fullrank-tp": ("paper-ablations", "fullrank-tp", "fullrank", "FullRank-TP
       "vanilla-tp": ("paper-ablations", "vanilla-tp", "vanilla", "Vanilla-TP"),
       "btp": ("paper-ablations", "btp-online-grouped", "btp", "BTP")}
 # The 30B row's readings of "micro-batch x grad-accumulation" (sequences of 4096 tokens per iteration)
-R30 = [("mb4 x ga4", "micro-batch 4 × accumulation 4 (the authors' 30B file)", ["train.grad_accum=4"]),
-       ("mb4 x ga1", "micro-batch 4 × accumulation 1 (the recipes' assumption)", []),
-       ("mb1 x ga4", "micro-batch 1 × accumulation 4", ["train.batch_size=1", "train.grad_accum=4"])]
+R30 = [("mb4 x ga4", "micro-batch 4 × accumulation 4 (the configuration table, the authors' 30B file: the recipes)", []),
+       ("mb4 x ga1", "micro-batch 4 × accumulation 1", ["train.grad_accum=1"]),
+       ("mb1 x ga4", "micro-batch 1 × accumulation 4", ["train.batch_size=1"])]
 LADDER = [("vanilla-tp", "Vanilla-TP"), ("btp", "+ BTP (SyncRMSNorm, ungrouped)"), ("btp-online", "+ online RMSNorm"),
           ("btp-online-grouped", "+ grouping (= BOOST)"), ("boost-lowrank-ckpt", "+ low-rank checkpointing")]
 T1_SCHEMES = (("FullRank (dense)", "7b-fullrank-tp"), ("Vanilla-TP (CoLA)", "7b-vanilla-tp"), ("BOOST (CoLA)", "7b-boost"))
@@ -67,23 +70,44 @@ def load_paper():
     return nums, doc
 
 
+class Progress:
+    """`make reproduce` says what it is doing: a line per phase and one per 100 simulations (stderr)."""
+
+    def __init__(self):
+        self.n, self.t0, self.lock = 0, time.time(), threading.Lock()
+
+    def say(self, what):
+        print(f"reproduce: {what} ({time.time() - self.t0:.0f} s, {self.n} simulations so far)", file=sys.stderr, flush=True)
+
+    def tick(self):
+        with self.lock:
+            self.n += 1
+            if self.n % 100 == 0:
+                self.say("simulating")
+
+
+PROGRESS = Progress()
+
+
 class Model:
     """build/simulate on one profile (a name or a path), cached: one JSON report per
-    (manifest, variant, overrides)."""
+    (manifest, variant, overrides, extra options)."""
 
     def __init__(self, hardware, tmp):
         self.hw, self.tmp, self.cache, self.n = hardware, tmp, {}, 0
         os.makedirs(tmp, exist_ok=True)
 
-    def run(self, manifest, variant, sets=()):
-        key = (manifest, variant, tuple(sets))
+    def run(self, manifest, variant, sets=(), extra=()):
+        key = (manifest, variant, tuple(sets), tuple(extra))
         if key in self.cache:
             return self.cache[key]
         self.n += 1
+        PROGRESS.tick()
         out = os.path.join(self.tmp, f"sim{self.n}.json")
         cmd = ["build/simulate", f"experiments/{manifest}.yaml", "--variant", variant, "--hardware", self.hw, "--json", out]
         for s in sets:
             cmd += ["--set", s]
+        cmd += list(extra)
         p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if p.returncode:
             sys.exit(f"reproduce: {' '.join(cmd)} failed (exit {p.returncode}):\n{p.stdout[-2000:]}")
@@ -188,17 +212,25 @@ def compute(m, cfg7):
     V, X = {}, {}
     for size, key, *_ in SIZES:
         for variant, _, _ in SCHEMES:
-            V[f"fig5/{size}/{variant}"] = m.run("paper-weak-scaling", f"{key}-{variant}")["step"]["seconds"]
-        for other in ("fullrank-tp", "vanilla-tp"):
-            V[f"fig5x/{size}/{other}"] = V[f"fig5/{size}/{other}"] / V[f"fig5/{size}/boost"]
+            r = m.run("paper-weak-scaling", f"{key}-{variant}")
+            V[f"fig5/{size}/{variant}"] = r["step"]["seconds"]
+            X[f"fits/fig5/{size}/{variant}"] = r["fits"]
+            X[f"mem/fig5/{size}/{variant}"] = max(st["memory_bytes"]["total"] for st in r["stages"]) / 2 ** 30
+        for other in ("fullrank-tp", "vanilla-tp"):   # a ratio needs both steps to run
+            both = X[f"fits/fig5/{size}/{other}"] and X[f"fits/fig5/{size}/boost"]
+            V[f"fig5x/{size}/{other}"] = V[f"fig5/{size}/{other}"] / V[f"fig5/{size}/boost"] if both else None
     for arch in ARCHS:
         for variant, _, _ in SCHEMES:
             v = "fullrank-tp" if variant == "fullrank-tp" else f"{arch}-{variant}"
-            V[f"fig5r/{arch}/{variant}"] = m.run("paper-architectures", v)["step"]["seconds"]
+            r = m.run("paper-architectures", v)
+            V[f"fig5r/{arch}/{variant}"] = r["step"]["seconds"]
+            X[f"fits/fig5r/{arch}/{variant}"] = r["fits"]
+            X[f"mem/fig5r/{arch}/{variant}"] = max(st["memory_bytes"]["total"] for st in r["stages"]) / 2 ** 30
         for other in ("fullrank-tp", "vanilla-tp"):
-            V[f"fig5rx/{arch}/{other}"] = V[f"fig5r/{arch}/{other}"] / V[f"fig5r/{arch}/boost"]
+            both = X[f"fits/fig5r/{arch}/{other}"] and X[f"fits/fig5r/{arch}/boost"]
+            V[f"fig5rx/{arch}/{other}"] = V[f"fig5r/{arch}/{other}"] / V[f"fig5r/{arch}/boost"] if both else None
     for other in ("fullrank-tp", "vanilla-tp"):   # the abstract's ranges: 3B-30B (at 1B, tp 1, no TP scheme differs)
-        rs = [V[f"fig5x/{s[0]}/{other}"] for s in SIZES[1:]]
+        rs = [V[f"fig5x/{s[0]}/{other}"] for s in SIZES[1:] if V[f"fig5x/{s[0]}/{other}"] is not None]
         V[f"abstract/{other}/min"], V[f"abstract/{other}/max"] = min(rs), max(rs)
     for rk, _, sets in R30:
         for variant, _, _ in SCHEMES:
@@ -214,6 +246,8 @@ def compute(m, cfg7):
         for cls in ("gemm", "attention", "memory", "comm"):
             V[f"comp/{s}/{cls}"] = 1e3 * sum(e["seconds"] for e in layer_events(r)
                                              if (e["type"] == "comm" and cls == "comm") or (e["type"] == "op" and e["class"] == cls))
+        gm = [e for e in layer_events(r) if is_gemm(e)]   # the arithmetic-intensity claim: FLOPs per byte of the GEMMs
+        X[f"ai/{s}"] = sum(e["flops"] for e in gm) / sum(e["bytes"] for e in gm)
         tp = [e for e in layer_events(r) if e["type"] == "comm" and e["group"] == "tp"]
         V[f"fig7/{s}/ms"] = 1e3 * sum(e["seconds"] for e in tp)
         X[f"fig7/{s}/bytes"], X[f"fig7/{s}/calls"] = sum(e["bytes"] for e in tp), len(tp)
@@ -281,45 +315,27 @@ def compute(m, cfg7):
     prev = None
     for v, _ in LADDER:
         r = m.run("paper-ablations", v)
-        V[f"ladder/{v}/s"] = t = r["step"]["seconds"]
-        V[f"ladder/{v}/vs_prev"] = prev / t if prev else None
-        V[f"ladder/{v}/vs_vanilla"] = V["ladder/vanilla-tp/s"] / t
+        V[f"ladder/{v}/s"] = t = r["step"]["seconds"] if r["fits"] else None   # a step that does not fit has no time
+        X[f"ladder/{v}/fits"] = r["fits"]
+        X[f"ladder/{v}/peak_GiB"] = max(x["memory_bytes"]["total"] for x in r["stages"]) / 2 ** 30
+        V[f"ladder/{v}/vs_prev"] = prev / t if prev and t else None
+        V[f"ladder/{v}/vs_vanilla"] = V["ladder/vanilla-tp/s"] / t if V["ladder/vanilla-tp/s"] and t else None
         X[f"ladder/{v}/acts_GiB"] = mem_acts(r) / 2 ** 30
         prev = t
     return V, X
 
 
-PUB_HW = "dgx-a100-80gb-node8"
-PUB_MB = (1, 2, 4)   # sequences per replica and micro-batch: Table 1 does not state it; 1 was chosen before pricing
-
-
-def load_published():
-    with open(os.path.join(ROOT, "analysis/reproduction/published_a100.yaml")) as fh:
-        return yaml12.load(fh)
-
-
-def megatron_flops(row, seq, vocab):
-    """FLOPs per iteration as Narayanan et al. (SC21) Eq. (3) defines them (recompute included)."""
-    B, l, h = row["batch"], row["layers"], row["hidden"]
-    return 96 * B * seq * l * h * h * (1 + seq / (6 * h) + vocab / (16 * l * h))
-
-
-def compute_published(m, pub, mbs):
-    """The published configurations on m: {"pub/<id>/<mb>": predicted teraFLOP/s per GPU}."""
-    V = {}
-    for row in pub["rows"]:
-        dp = row["gpus"] // (row["tp"] * row["pp"])
-        for mb in mbs:
-            sets = [f"train.batch_size={mb * dp}", f"train.grad_accum={row['batch'] // (mb * dp)}"]
-            t = m.run("published-a100", row["id"], sets)["step"]["seconds"]
-            V[f"pub/{row['id']}/{mb}"] = megatron_flops(row, pub["seq_len"], pub["vocab"]) / (t * row["gpus"]) / 1e12
-    return V
+def n_ratios(V):
+    """How many of Fig. 5's 10 ratios have both steps fitting in memory (the others have no ratio)."""
+    return sum(V[f"fig5x/{size}/{other}"] is not None for size, *_ in SIZES for other, _, _ in SCHEMES[:2])
 
 
 def verdicts(V, paper):
-    """The issue's targets on one set of modelled numbers: ([Fig. 5 misses], [Fig. 1 misses])."""
+    """The reproduction's targets on one set of modelled numbers: ([Fig. 5 misses], [Fig. 1 misses]); a ratio
+    whose configuration does not fit in memory (None) is neither a miss nor within."""
     m5 = [(size, other) for size, key, *_ in SIZES for other, pkey, _ in SCHEMES[:2]
-          if abs(V[f"fig5x/{size}/{other}"] / (paper[f"fig5.{key}.{pkey}"]["value"] / paper[f"fig5.{key}.boost"]["value"]) - 1) > FIG5_TOL]
+          if V[f"fig5x/{size}/{other}"] is not None and
+          abs(V[f"fig5x/{size}/{other}"] / (paper[f"fig5.{key}.{pkey}"]["value"] / paper[f"fig5.{key}.boost"]["value"]) - 1) > FIG5_TOL]
     m1 = [(s, part) for s, (_, _, pk, _) in F1.items() for part, pp in (("compute", "compute"), ("comm", "comm"))
           if abs(V[f"fig1/{s}/{part}"] / paper[f"fig1.{pk}.{pp}"]["value"] - 1) > FIG1_TOL]
     return m5, m1
@@ -390,21 +406,32 @@ class Report:
 
 # ---- figures ----------------------------------------------------------------------------------
 def err(V, B, names):
-    """matplotlib yerr rows from the bands of the named values."""
-    lo = [V[n] - B[n][0] if n in B else 0 for n in names]
-    hi = [B[n][1] - V[n] if n in B else 0 for n in names]
+    """matplotlib yerr rows from the bands of the named values (0 where a value is missing)."""
+    lo = [V[n] - B[n][0] if n in B and V.get(n) is not None else 0 for n in names]
+    hi = [B[n][1] - V[n] if n in B and V.get(n) is not None else 0 for n in names]
     return [lo, hi]
 
 
-def ratio_panel(ax, V, B, groups, metric, paper_ratio, hollow, ticks, title):
+def bars(ax, xs, names, V, B, width, no_fit, **kw):
+    """Bars of the named modelled values with their bands; a configuration that does not fit in
+    memory (no_fit(name)) has no time: no bar, the words "does not fit" where it would stand."""
+    vals = [None if no_fit(n) else V.get(n) for n in names]
+    ax.bar(xs, [v or 0 for v in vals], width, yerr=err({n: v for n, v in zip(names, vals)}, B, names), **kw)
+    for x, v in zip(xs, vals):
+        if v is None:
+            ax.text(x, 0.05, "does not fit\n(memory)", rotation=90, ha="center", va="bottom", fontsize=6.5, color="#b00000")
+
+
+def ratio_panel(ax, V, B, groups, metric, paper_ratio, hollow, ticks, title, ncol=2, top=3.6):
     """Bars of BOOST's modelled speed-up over each baseline per group (band as error bars), the
-    paper's ratios as diamonds (hollow: provenance reading-notes, i.e. approximate)."""
+    paper's ratios as diamonds (hollow: provenance reading-notes, i.e. approximate); a ratio whose
+    configuration does not fit in memory (None) has no bar."""
     w = 0.36
     for j, (other, pkey, name) in enumerate(SCHEMES[:2]):
         xs = [i + (j - 0.5) * w for i in range(len(groups))]
         names = [metric(g, other) for g in groups]
-        ax.bar(xs, [V[n] for n in names], w * 0.9, color=COLORS[other], yerr=err(V, B, names), capsize=3,
-               label=f"model: BOOST over {name} (band: chosen constants)")
+        bars(ax, xs, names, V, B, w * 0.9, lambda n: V.get(n) is None, color=COLORS[other], capsize=3,
+             label=f"model: BOOST over {name} (band: chosen constants)")
         pr = [paper_ratio(g, pkey) for g in groups]
         for fill, lab in ((False, "paper (authors' README)"), (True, "paper (reading notes: approx.)")):
             sel = [k for k, g in enumerate(groups) if hollow(g) == fill]
@@ -415,12 +442,12 @@ def ratio_panel(ax, V, B, groups, metric, paper_ratio, hollow, ticks, title):
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(ticks, fontsize=8)
     ax.set_ylabel("speed-up of BOOST (baseline s / BOOST s)")
-    ax.set_ylim(0, 3.2)
+    ax.set_ylim(0, top)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="upper left", ncol=ncol)
 
 
-def plot_fig5(plt, out, V, B, paper, hwname):
+def plot_fig5(plt, out, V, B, X, paper, hwname):
     fig, ax = plt.subplots(2, 2, figsize=(13, 8.6), gridspec_kw={"width_ratios": [5, 3]})
     pv = lambda i: paper[i]["value"]  # noqa: E731
     ratio_panel(ax[0][0], V, B, SIZES, lambda s, o: f"fig5x/{s[0]}/{o}", lambda s, k: pv(f"fig5.{s[1]}.{k}") / pv(f"fig5.{s[1]}.boost"),
@@ -428,28 +455,28 @@ def plot_fig5(plt, out, V, B, paper, hwname):
                 [f"{s[0]}\n{s[2]} GPU{'s' if s[2] > 1 else ''}\ntp {s[3]}, pp {s[4]}" for s in SIZES],
                 "Fig. 5 left as the paper's claims: BOOST's speed-up, CoLA, weak scaling")
     ratio_panel(ax[0][1], V, B, ARCHS, lambda a, o: f"fig5rx/{a}/{o}", lambda a, k: pv(f"fig5r.{a}.{k}") / pv(f"fig5r.{a}.boost"),
-                lambda a: True, ["SVD", "CoLA", "LaX"], "Fig. 5 right as claims: architectures at 7B, tp 4")
+                lambda a: True, ["SVD", "CoLA", "LaX"], "Fig. 5 right as claims: architectures at 7B, tp 4", ncol=1, top=4.2)
     # bottom: absolute seconds
     w = 0.13
     for j, (variant, pkey, name) in enumerate(SCHEMES):
         xs = [i + (j - 1) * 2 * w for i in range(len(SIZES))]
         names = [f"fig5/{s[0]}/{variant}" for s in SIZES]
-        ax[1][0].bar([x - w / 2 for x in xs], [V[n] for n in names], w, color=COLORS[variant], yerr=err(V, B, names), capsize=2,
-                     label=f"{name}, model")
+        bars(ax[1][0], [x - w / 2 for x in xs], names, V, B, w, lambda n: not X[f"fits/{n}"], color=COLORS[variant], capsize=2,
+             label=f"{name}, model")
         ax[1][0].bar([x + w / 2 for x in xs], [paper[f"fig5.{s[1]}.{pkey}"]["value"] for s in SIZES], w, color=COLORS[variant],
                      alpha=0.35, hatch="//", edgecolor=COLORS[variant], label=f"{name}, paper (30B: reading notes)")
         xs = [i + (j - 1) * 2 * w for i in range(len(ARCHS))]
         names = [f"fig5r/{a}/{variant}" for a in ARCHS]
-        ax[1][1].bar([x - w / 2 for x in xs], [V[n] for n in names], w, color=COLORS[variant], yerr=err(V, B, names), capsize=2,
-                     label=f"{name}, model")
+        bars(ax[1][1], [x - w / 2 for x in xs], names, V, B, w, lambda n: not X[f"fits/{n}"], color=COLORS[variant], capsize=2,
+             label=f"{name}, model")
         ax[1][1].bar([x + w / 2 for x in xs], [paper[f"fig5r.{a}.{pkey}"]["value"] for a in ARCHS], w, color=COLORS[variant],
                      alpha=0.35, hatch="//", edgecolor=COLORS[variant], label=f"{name}, paper (approx.)")
     ax[1][0].set_xticks(range(len(SIZES)))
     ax[1][0].set_xticklabels([s[0] for s in SIZES])
     ax[1][0].set_ylabel("seconds per iteration")
-    ax[1][0].set_title(f"absolute: seconds per iteration (solid: modeled on {hwname}, bars = band; hatched: paper)", fontsize=10)
+    ax[1][0].set_title(f"seconds per iteration: solid = modeled on {hwname} (error bar: band), hatched = paper", fontsize=10)
     ax[1][0].legend(fontsize=6.5, ncol=2, loc="upper left")
-    ax[1][0].set_ylim(0, 1.35 * max(max(V[f"fig5/{s[0]}/{v}"] for s in SIZES for v, _, _ in SCHEMES),
+    ax[1][0].set_ylim(0, 1.35 * max(max(V[f"fig5/{s[0]}/{v}"] for s in SIZES for v, _, _ in SCHEMES if X[f"fits/fig5/{s[0]}/{v}"]),
                                     max(paper[f"fig5.{s[1]}.{k}"]["value"] for s in SIZES for _, k, _ in SCHEMES)))
     ax[1][1].set_xticks(range(len(ARCHS)))
     ax[1][1].set_xticklabels(["SVD", "CoLA", "LaX"])
@@ -478,7 +505,8 @@ def plot_fig1(plt, out, V, B, paper, hwname):
     ax.set_xticks(range(len(F1)))
     ax.set_xticklabels([v[3] for v in F1.values()])
     ax.set_ylabel("ms per layer, forward, micro-batch 4")
-    ax.set_title(f"Fig. 1: per-layer runtime, 7B, tp 4 (left bars: modeled on {hwname}; right: paper, read off its figure)", fontsize=9)
+    ax.set_title(f"Fig. 1: per-layer runtime, 7B, tp 4 (left: modeled on {hwname}; right: paper, read off the authors' figure)",
+                 fontsize=9)
     ax.legend(fontsize=7.5)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "fig1.png"), dpi=120)
@@ -490,18 +518,20 @@ def plot_fig6(plt, out, V, B, paper, hwname):
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     names = [f"fig6/{p}/{s}/util" for p, s in keys]
     ax.bar(range(4), [V[n] for n in names], 0.5, color="#4c72b0", yerr=err(V, B, names), capsize=3,
-           label=f"model on {hwname} (band: chosen constants)")
+           label=f"model on {hwname} (band)")
     # the paper gives one Vanilla-TP utilisation for both pairs: one line across both
-    vu = paper["fig6.util.vanilla"]["value"]
-    ax.hlines(vu, -0.4, 2.4, colors="#d95f02", linestyles="--", label=f"paper, Vanilla-TP (one value, ~{vu:.0f} %, approx.)")
+    vu = paper["fig6.util.vanilla"]["value"]   # one value for both Vanilla-TP pairs: a mark over each of their bars only
+    ax.hlines([vu, vu], [-0.3, 1.7], [0.3, 2.3], colors="#d95f02", linestyles="--", lw=2,
+              label=f"paper, Vanilla-TP (~{vu:.0f} %, one value for both)")
     ax.scatter([1, 3], [paper["fig6.util.btp_attention"]["value"], paper["fig6.util.btp_mlp"]["value"]], marker="D",
                facecolors="white", edgecolors="black", zorder=3, label="paper, BTP (approx.)")
     ax.set_xticks(range(4))
     ax.set_xticklabels([f"{p}\n{s}" for p, s in keys])
     ax.set_ylabel("GEMM utilisation of peak, %")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(0, 118)
+    ax.set_yticks(range(0, 101, 20))
     ax.set_title("Fig. 6: one low-rank pair (A then B), 7B, micro-batch 4, tp 4", fontsize=10)
-    ax.legend(fontsize=7.5, loc="lower right")
+    ax.legend(fontsize=7.5, loc="upper center", ncol=2)   # above the bars: no bar base or top hidden
     fig.tight_layout()
     fig.savefig(os.path.join(out, "fig6.png"), dpi=120)
     plt.close(fig)
@@ -521,11 +551,14 @@ def plot_fig7(plt, out, V, B, X, paper, hwname):
     ax[1].bar([i + 0.18 for i in range(3)], [paper[f"fig7.{k}.time"]["value"] for _, k in ks], 0.34, color="#55a868",
               alpha=0.35, hatch="//", label="paper (approx.)")
     ax[1].set_ylabel("ms per layer, forward")
-    for a, t in zip(ax, ("volume", "time")):
+    tops = ([max(X[f"fig7/{s}/bytes"] / 2 ** 30, paper[f"fig7.{k}.volume"]["value"]) for s, k in ks],
+            [max(B.get(f"fig7/{s}/ms", (0, V[f"fig7/{s}/ms"]))[1], paper[f"fig7.{k}.time"]["value"]) for s, k in ks])
+    for a, t, top in zip(ax, ("volume", "time"), tops):
         a.set_xticks(range(3))
         a.set_xticklabels(["FullRank-TP", "Vanilla-TP", "BTP"])
         a.set_title(t, fontsize=10)
-        a.legend(fontsize=8, loc="upper left")   # (upper right covered the Vanilla-TP band)
+        a.set_ylim(0, 1.4 * max(top))   # room above the tallest bar and its band for the legend
+        a.legend(fontsize=8, loc="upper left")
     fig.suptitle("Fig. 7: TP communication per layer, 7B, micro-batch 4, s 4096, tp 4", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
     fig.savefig(os.path.join(out, "fig7.png"), dpi=120)
@@ -556,14 +589,13 @@ def cpu_validation_misses(vpath, vtext):
                                                     f"{100 * TARGET_RATIO:.0f} %)" if med["ratios"] else ""))
     if not missed:
         return [f"- **The CPU validation** meets its targets: {summary_}."]
-    quiet = "The machine was not quiet" not in vtext
     sign = statistics.median(float(r["error"]) for r in rows if r["layer"] == "steps")
     line = (f"- **The CPU validation misses its target for {' and '.join(missed)}** (its section above): {summary_}; the "
             f"model's median whole-step error {100 * sign:+.1f} %")
     line += "".join(f"; {name} median |error| {100 * med[k][0]:.1f} %" for k, name in (("ops", "ops (tp1, all classes)"),
                                                                                       ("collectives", "collectives")) if med[k])
-    line += "." if quiet else (". **Measured on a machine that was not quiet** (its section says how busy): the errors hold "
-                               "other processes' use of the cores, not only the model's.")
+    line += (". The machine's state during the run is recorded in its section and explains none of it: a miss is the "
+             "model's until a quiet rerun shows otherwise.")
     # the op layer: which class carries the miss, summed over the variants
     cls = {}
     for r in rows:
@@ -580,6 +612,50 @@ def cpu_validation_misses(vpath, vtext):
                  "whose ops evict each other's operands does not keep; a collective's measured time holds the wait for a "
                  "peer still computing, which the model's α-β time of the collective alone does not.")
     return [line]
+
+
+CPU_TITLE = "The model's credential: predicted against measured on this machine (cpu-local)"
+
+
+def cpu_section(vpath, commit):
+    """(stamp, lines) of REPORT.md's CPU section: the run's own tables (validation_cpu.md), then
+    what misses and why from its CSV. The same text whether make reproduce writes the report or
+    make validate-cpu replaces this section after a new run."""
+    if not vpath:
+        return (f"*Section generated at commit `{commit}`; no CPU validation run in this checkout.*\n",
+                ["Not run in this checkout: `make validate-cpu` writes build/reproduction/validation_cpu.md (TRACKED=1: the "
+                 "tracked copy), which this report then includes.\n"])
+    with open(vpath) as fh:
+        vtext = fh.read()
+    vcommit = next((ln[len("Commit: "):].strip() for ln in vtext.splitlines() if ln.startswith("Commit: ")), None)
+    stamp = (f"*Section measured at commit `{vcommit}` ({os.path.relpath(vpath, ROOT)}); included at commit `{commit}`.*\n"
+             if vcommit else f"*Section from {os.path.relpath(vpath, ROOT)}: that run recorded no commit; included at commit "
+                             f"`{commit}`.*\n")
+    lines = [f"From `{os.path.relpath(vpath, ROOT)}` (`make validate-cpu`; cells: measured = on the host and date it names, "
+             f"predicted = modeled (cpu-local)).\n", vtext, "### What misses and why\n"]
+    lines += cpu_validation_misses(vpath, vtext)
+    lines.append("")
+    return stamp, lines
+
+
+def replace_cpu_section(folder, vpath):
+    """Replace the CPU section of folder/REPORT.md with the run at vpath (make validate-cpu); the
+    report's path, or None when the folder has no report."""
+    path = os.path.join(folder, "REPORT.md")
+    if not os.path.exists(path):
+        return None
+    with open(path) as fh:
+        text = fh.read()
+    head = f"## {CPU_TITLE}\n"
+    if head not in text:
+        sys.exit(f"reproduce: {path} has no section '{CPU_TITLE}': regenerate it with make reproduce")
+    a = text.index(head)
+    b = text.find("\n## ", a + len(head))
+    stamp, lines = cpu_section(vpath, git_commit())
+    body = "\n".join([head, stamp] + lines) + "\n"
+    with open(path, "w") as fh:
+        fh.write(text[:a] + body + (text[b + 1:] if b >= 0 else ""))
+    return path
 
 
 def main():
@@ -608,12 +684,14 @@ def main():
     tmp = tempfile.mkdtemp(prefix="reproduce.")
     label = f"modeled ({a.hardware})"
     commit = git_commit()
+    PROGRESS.say(f"the paper's figures on {a.hardware}")
     m = Model(a.hardware, os.path.join(tmp, "base"))
     V, X = compute(m, cfgs["7B"])
     n_sims = m.n
     runs = []
     if not a.no_bands:
         alts = rb.perturbed_profiles(hw, tmp)
+        PROGRESS.say(f"the bands: the figures once per alternative of {len(rb.CONSTANTS)} chosen constants ({len(alts)} profiles)")
 
         def one(i_alt):
             i, (key, alt, path) = i_alt
@@ -624,23 +702,37 @@ def main():
             for key, alt, vals, n in ex.map(one, enumerate(alts)):
                 runs.append((key, alt, vals))
                 n_sims += n
-    # the published measurements, on their own cluster's profile (same chosen constants, the same alternatives)
-    pub = load_published()
-    with open(os.path.join(ROOT, "experiments/hardware", PUB_HW + ".yaml")) as fh:
-        pub_hw = yaml12.load(fh)
-    pub_runs = []   # the alternatives on the published cluster's profile (their own numbers only)
-    mp = Model(PUB_HW, os.path.join(tmp, "pub"))
-    V.update(compute_published(mp, pub, PUB_MB))
-    n_sims += mp.n
-    if not a.no_bands:
-        palts = rb.perturbed_profiles(pub_hw, os.path.join(tmp, "pubbands"))
+    # the published measurements, each on its own cluster's profile, with that profile's alternatives
+    PROGRESS.say("the published throughputs")
+    pubdoc = rp.load()
+    pub_models = {}
 
-        def one_pub(i_alt):
-            i, (key, alt, path) = i_alt
-            mm = Model(path, os.path.join(tmp, f"pubrun{i}"))
-            return key, alt, compute_published(mm, pub, PUB_MB[:1]), mm.n
+    def pub_model(hwname):
+        if hwname not in pub_models:
+            pub_models[hwname] = Model(hwname, os.path.join(tmp, "pub", hwname))
+        return pub_models[hwname]
+    PV, PX = rp.compute(pub_model, pubdoc)
+    V.update(PV)
+    X.update(PX)
+    n_sims += sum(mm.n for mm in pub_models.values())
+    pub_runs = []
+    if not a.no_bands:
+        hw_names = sorted({rp.hardware_of(pubdoc, row) for row in pubdoc["rows"]})
+        jobs = []   # (key, alt, {hardware: perturbed profile path})
+        per_hw = {}
+        for h in hw_names:
+            with open(os.path.join(ROOT, "experiments/hardware", h + ".yaml")) as fh:
+                per_hw[h] = rb.perturbed_profiles(yaml12.load(fh), os.path.join(tmp, "pubbands", h))
+        for i, (key, alt, _) in enumerate(per_hw[hw_names[0]]):
+            jobs.append((i, key, alt, {h: per_hw[h][i][2] for h in hw_names}))
+
+        def one_pub(job):
+            i, key, alt, paths = job
+            ms = {h: Model(paths[h], os.path.join(tmp, f"pubrun{i}", h)) for h in paths}
+            vals, _ = rp.compute(lambda h: ms[h], pubdoc)
+            return key, alt, vals, sum(mm.n for mm in ms.values())
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
-            for key, alt, vals, n in ex.map(one_pub, enumerate(palts)):
+            for key, alt, vals, n in ex.map(one_pub, jobs):
                 pub_runs.append((key, alt, vals))
                 n_sims += n
     B = rb.bands(V, runs + pub_runs)
@@ -661,15 +753,20 @@ def main():
     for size, key, gpus, tp, pp in SIZES:
         for variant, pkey, _ in SCHEMES:
             n = f"fig5/{size}/{variant}"
+            fits = X[f"fits/{n}"]
             rows.append([size, "cola", variant, gpus, tp, pp, paper[f"fig5.{key}.{pkey}"]["value"],
-                         paper[f"fig5.{key}.{pkey}"]["provenance"], V[n], B[n][0], B[n][1], None])
+                         paper[f"fig5.{key}.{pkey}"]["provenance"], V[n] if fits else None, B[n][0] if fits else None,
+                         B[n][1] if fits else None, None, "yes" if fits else "no"])
     for arch in ARCHS:
+        if arch == "cola":   # the right panel's CoLA bars are the left panel's 7B: once in the CSV
+            continue
         for variant, pkey, _ in SCHEMES:
             n = f"fig5r/{arch}/{variant}"
             rows.append(["7B", arch, variant, 4, 4, 1, paper[f"fig5r.{arch}.{pkey}"]["value"], paper[f"fig5r.{arch}.{pkey}"]["provenance"],
-                         V[n], B[n][0], B[n][1], None])
+                         V[n] if X[f"fits/{n}"] else None, B[n][0] if X[f"fits/{n}"] else None,
+                         B[n][1] if X[f"fits/{n}"] else None, None, "yes" if X[f"fits/{n}"] else "no"])
     write_csv(os.path.join(out, "fig5.csv"), ["size", "arch", "scheme", "gpus", "tp", "pp", "paper_s", "paper_provenance", "model_s",
-                                              "model_lo", "model_hi", "measured_s"], rows)
+                                              "model_lo", "model_hi", "measured_s", "fits_in_memory"], rows)
     write_csv(os.path.join(out, "fig1.csv"), ["scheme", "part", "paper_ms_approx", "model_ms", "model_lo", "model_hi", "label"],
               [[s, part, paper[f"fig1.{pk}.{pp}"]["value"], V[f"fig1/{s}/{part}"], B[f"fig1/{s}/{part}"][0], B[f"fig1/{s}/{part}"][1], label]
                for s, (_, _, pk, _) in F1.items() for part, pp in (("compute", "compute"), ("comm", "comm"))])
@@ -700,8 +797,8 @@ def main():
                 V[f"rmsnorm/{mb}/speedup"], R.pv(f"rmsnorm.mb{mb}.speedup"), label] for mb in (1, 4)])
     write_csv(os.path.join(out, "ladder.csv"), ["variant", "step", "model_s", "model_lo", "model_hi", "speedup_vs_vanilla",
                                                 "activations_GiB_exact", "label"],
-              [[v, name, V[f"ladder/{v}/s"], B[f"ladder/{v}/s"][0], B[f"ladder/{v}/s"][1], V[f"ladder/{v}/vs_vanilla"],
-                X[f"ladder/{v}/acts_GiB"], label] for v, name in LADDER])
+              [[v, name, V[f"ladder/{v}/s"], B.get(f"ladder/{v}/s", (None,))[0], B.get(f"ladder/{v}/s", (None, None))[1],
+                V[f"ladder/{v}/vs_vanilla"], X[f"ladder/{v}/acts_GiB"], label] for v, name in LADDER])
     peak = hw["peak_flops"]["bf16"]
     gpus30 = cfgs["30B"]["gpus"]
     r30rows = []
@@ -714,7 +811,8 @@ def main():
     write_csv(os.path.join(out, "r30b.csv"), ["reading", "scheme", "tokens", "flops_exact", "lower_bound_s_at_peak", "paper_s",
                                               "reading_is", "model_s"], r30rows)
 
-    plot_fig5(plt, out, V, B, paper, a.hardware)
+    write_csv(os.path.join(out, "published.csv"), *rp.csv_rows(pubdoc, V, B, X))
+    plot_fig5(plt, out, V, B, X, paper, a.hardware)
     plot_fig1(plt, out, V, B, paper, a.hardware)
     plot_fig6(plt, out, V, B, paper, a.hardware)
     plot_fig7(plt, out, V, B, X, paper, a.hardware)
@@ -739,32 +837,59 @@ def main():
          f"`build/simulate` on the hardware profile `{a.hardware}` ({hw['description']}) and on its "
          f"{len(runs)} variants of one chosen constant each (the bands), the exact accounting of `build/bench_comm`, and "
          f"the CPU validation of `analysis/validate_cpu.py` where it has been run. The paper's numbers come from "
-         f"`analysis/reproduction/paper_numbers.yaml`, each shown with its provenance (paper-text, paper-table, "
-         f"paper-figure = read off a plot, approximate, marked ~; paper-abstract; authors-readme; authors-code; "
-         f"reading-notes = a third-party reading that names no source). Every value carries its label: **exact** "
+         f"`analysis/reproduction/paper_numbers.yaml`, each shown with its provenance, one class per value, checked "
+         f"against the team's notes (`analysis/reproduce_provenance.py`): paper-abstract (the only part of the paper's own "
+         f"text available); authors-readme (the authors' README and its figures, labelled there as the paper's; ~ = read off "
+         f"a figure, approximate); authors-code (their benchmark configurations and scripts); reading-notes (a third-party "
+         f"reading that names no source); computed-here (arithmetic on the paper's formulas, never shown as a paper "
+         f"value). Every value carries its label: **exact** "
          f"(counted by the real drivers in accounting mode), **{label}** (the performance model, docs/performance-model.md), "
          f"or **measured** (machine and date). No GPU has run these recipes: there are no measured GPU cells, and "
          f"`measured_s` in fig5.csv is empty.\n"]
 
+    # ---- the published measurements
+    L = section("The model against published measurements nobody here made",
+                f"*Section generated at commit `{commit}` on the profiles its rows name.*\n")
+    L += rp.section(pubdoc, V, B, X, md_table)
+
     L = section("What was chosen, and when")
     L.append("No per-size or per-figure factor is fitted to the paper's timings: one profile serves every figure, and its "
-             "specified numbers are vendor specifications and published measurements (its comments cite each). Eight of its "
-             "constants could not be sourced and were chosen; the table gives each, the range a reader could defend, and when "
-             "it was chosen. Two were chosen while the paper's numbers were in view: split-K (on, with the first paper "
+             "numbers are vendor specifications and published measurements (its comments cite each; the mechanisms and "
+             "their sources: docs/performance-model.md §11). The constants below could not be pinned by one source and were "
+             "chosen, or are a measurement transferred from another machine; the table gives each, the range a reader could "
+             "defend, and why. Two were chosen while the paper's numbers were in view: split-K (on, with the first paper "
              "recipes, commit 5693321) and the **serial GEMM epilogue** (commit 6a14b4c), **added after the model had missed "
              "the paper's Fig. 6 utilisations**. The epilogue term is therefore not independent of the paper; its effect on "
              "the targets is in the next table.\n")
+    L.append("**Every change made after a result was seen, with before and after** (the rest of the model was set from "
+             "sources before its results were looked at):\n")
+    L.append(md_table(["when", "what changed", "seen before", "before", "after"], [
+        ["commit 6a14b4c", "the serial GEMM epilogue (A100)", "the paper's Fig. 6 utilisations", "Fig. 6 missed", "Fig. 6 met"],
+        ["commits 3891806 (written), 10912ed (priced)", "the mechanisms of docs/performance-model.md §11 (size curves, NICs, "
+         "STREAM bandwidth, the A100 GEMM pin, materialised attention of 2021 systems)",
+         "REPORT.md at 7034904: every Fig. 5 ratio too high, every SC21 row too fast",
+         "SC21 (calibration) median |error| 23.4 %, worst 37.9 %, 6 too fast",
+         "SC21 median 5.4 %, worst 16.7 %, 2 too fast, 4 too slow; the held-out rows priced once, after (their section)"],
+        ["the CPU model (cpu-local), 2026-12-01 … 12-02", "the rank share, the quick GEMM grid, op rates timed as themselves, "
+         "the single count of waiting (docs/performance-model.md §3, §8)", "CPU validation runs", "whole steps median 28.6 %",
+         "41.6 %, then 14.6 % (each after the run before it was seen)"],
+        ["this revision", "the CPU validation's statistic (median with a bootstrap interval) and its calibration shapes apart "
+         "from the validated ones (no CPU-model mechanism changed)", "the run of 2026-12-02 06:14", "whole steps median 14.6 %",
+         "its own section, from its own run"],
+    ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")
     if runs:
         base5, base1 = verdicts(V, paper)
-        rows = [["(the profile as it is)", "—", f"{10 - len(base5)} of 10", f"{6 - len(base1)} of 6"]]
+        rows = [["(the profile as it is)", "—", f"{n_ratios(V) - len(base5)} of {n_ratios(V)}", f"{6 - len(base1)} of 6"]]
         for key, alt, vals in runs:
             m5, m1 = verdicts(vals, paper)
-            rows.append([key, alt, f"{10 - len(m5)} of 10", f"{6 - len(m1)} of 6" + (" (flips to missed)" if m1 and not base1 else "")])
-        L.append("The issue's targets (below) under each alternative, one constant moved at a time — how much the verdicts "
+            rows.append([key, alt, f"{n_ratios(vals) - len(m5)} of {n_ratios(vals)}",
+                         f"{6 - len(m1)} of 6" + (" (flips to missed)" if m1 and not base1 else "")])
+        L.append("The reproduction's targets (below) under each alternative, one constant moved at a time — how much the verdicts "
                  "hang on the chosen constants:\n")
-        L.append(md_table(["constant", "alternative", "Fig. 5 ratios within 15 %", "Fig. 1 parts within 25 %"], rows) + "\n")
+        L.append(md_table(["constant", "alternative", "Fig. 5 ratios within 15 % (of those whose steps fit in memory)",
+                           "Fig. 1 parts within 25 %"], rows) + "\n")
         ov = [vals for key, _, vals in runs if key == "epilogue"]
         if ov:
             _, m1 = verdicts(ov[0], paper)
@@ -788,18 +913,23 @@ def main():
         L.append("(--no-bands: the sweep over the chosen constants was skipped; no bands below.)\n")
 
     L = section("Assumption: micro-batches per iteration")
+    c7 = cfgs["7B"]
+    fr_c, fr_m = paper["fig1.fullrank.compute"]["value"], paper["fig1.fullrank.comm"]["value"]
+    fr_it = c7["layers"] * (3 * fr_c + 2 * fr_m) / 1e3
     L.append("The paper does not state it; the authors' benchmark files do (provenance authors-code): micro-batch 4 with "
              "grad-accumulation 1 for 3B, 7B and 13B, micro-batch 4 × accumulation 4 with layer recompute for 30B; their 1B "
              "and 7B files use micro-batch 1–2 with accumulation 4–16 while the README says the reported numbers use "
-             "micro-batch 4. The recipes use one micro-batch of 4 sequences per iteration (`train.grad_accum: 1`) for every "
-             "size: the paper's own Fig. 1 per-layer forward times × 3 (forward + backward) × "
-             f"{cfgs['7B']['layers']} layers give FullRank-TP "
-             f"{3 * cfgs['7B']['layers'] * (paper['fig1.fullrank.compute']['value'] + paper['fig1.fullrank.comm']['value']) / 1e3:.2f} s "
-             f"against its 7B iteration of {paper['fig5.7b.fullrank']['value']} s, which a larger count would not. The 30B "
-             "row's readings are checked against the FLOPs they imply in their own section.\n")
+             "micro-batch 4. The recipes run the configuration table: one micro-batch of 4 sequences per iteration for "
+             "1B–13B, 4 × accumulation 4 for 30B. A check of the 7B reading against the paper's own Fig. 1: a layer's "
+             "forward compute and communication (FullRank-TP "
+             f"{fr_c} + {fr_m} ms) make an iteration of {c7['layers']} layers × (3 × compute — forward, and a backward of "
+             f"twice its FLOPs — + 2 × communication — the forward's all-reduces and as many in the backward, Megatron's f and "
+             f"g operators) = {fr_it:.2f} s against its 7B iteration of {paper['fig5.7b.fullrank']['value']} s: one "
+             "micro-batch, as the configuration table says (a second would double it). The 30B row's readings are checked "
+             "against the FLOPs they imply in their own section.\n")
 
     # ---- the target
-    L = section("The issue's target")
+    L = section("The reproduction's targets")
     L.append(f"*With `a100-80gb-node4` and no constant fitted to the paper's timings: the modeled speed-ups of BOOST over "
              f"FullRank-TP and over Vanilla-TP within {100 * FIG5_TOL:.0f} % of the paper's Fig. 5 ratios at every size "
              f"1B–30B; the Fig. 1 compute/communication split at 7B within {100 * FIG1_TOL:.0f} % for each scheme.*\n")
@@ -809,9 +939,15 @@ def main():
         for other, pkey, name in SCHEMES[:2]:
             pr = paper[f"fig5.{key}.{pkey}"]["value"] / paper[f"fig5.{key}.boost"]["value"]
             n = f"fig5x/{size}/{other}"
+            prov = paper[f"fig5.{key}.boost"]["provenance"]
+            if V[n] is None:   # one of the two configurations does not fit in memory: no time, no ratio
+                nofit = [sc for sc in (other, "boost") if not X[f"fits/fig5/{size}/{sc}"]]
+                rows.append([size, f"over {name}", f"{pr:.2f} ({prov})", "—", "—", "—",
+                             "no ratio: " + ", ".join(f"{dict((v, nm) for v, _, nm in SCHEMES)[sc]} does not fit "
+                                                      f"({X[f'mem/fig5/{size}/{sc}']:.1f} GiB per GPU)" for sc in nofit), "—"])
+                continue
             d = V[n] / pr - 1
             errs.append(d)
-            prov = paper[f"fig5.{key}.boost"]["provenance"]
             rows.append([size, f"over {name}", f"{pr:.2f} ({prov})", R.v(n, 2), f"{100 * d:+.1f}%",
                          f"{100 * (B[n][0] / pr - 1):+.0f}% … {100 * (B[n][1] / pr - 1):+.0f}%" if n in B else "—",
                          "**MISSED**" if (size, other) in m5 else "within", R.drv(n)])
@@ -832,11 +968,14 @@ def main():
             rows.append([name, part, R.p(f"fig1.{pk}.{pp}", 1), R.v(n, 2), f"{100 * (V[n] / p - 1):+.1f}%",
                          "**MISSED**" if (s, part) in m1 else "within", R.drv(n)])
         pc, pm = paper[f"fig1.{pk}.compute"]["value"], paper[f"fig1.{pk}.comm"]["value"]
-        rows.append([name, "communication share", f"{100 * pm / (pc + pm):.1f}%", f"{100 * V[f'fig1/{s}/share']:.1f}%",
+        rows.append([name, "communication share", f"{100 * pm / (pc + pm):.1f}% (computed-here from the two above)",
+                     f"{100 * V[f'fig1/{s}/share']:.1f}%",
                      f"{100 * (V[f'fig1/{s}/share'] / (pm / (pc + pm)) - 1):+.1f}%", "(share)", R.drv(f"fig1/{s}/share")])
-    L.append("**Fig. 1: per-layer forward compute and communication at 7B, tp 4, ms** (the paper's values read off its figure)\n")
+    L.append("**Fig. 1: per-layer forward compute and communication at 7B, tp 4, ms** (the paper's values read off the "
+             "figure in the authors' repository)\n")
     L.append(md_table(["scheme", "part", "paper", f"model [band]", "model / paper − 1", f"{100 * FIG1_TOL:.0f} %", "moved most by"], rows) + "\n")
-    verdict5 = "met" if not m5 else f"NOT met at {len(m5)} of 10 ratios"
+    verdict5 = (f"met at every one of the {n_ratios(V)} ratios whose steps fit in memory" if not m5 else
+                f"NOT met at {len(m5)} of the {n_ratios(V)} ratios whose steps fit in memory")
     verdict1 = "met" if not m1 else f"NOT met for {len(m1)} of 6 parts"
     L.append(f"**Verdict: Fig. 5 ratios {verdict5}; Fig. 1 split {verdict1}** (at the profile's choices; under the "
              f"alternatives: *What was chosen, and when*). Where and why the model misses: *What misses and why*.\n")
@@ -856,21 +995,30 @@ def main():
     L = section("Fig. 5: seconds per iteration")
     L.append("![Fig. 5](fig5.png)\n")
     L.append("Top: the paper's claims, as ratios (black diamonds; hollow = provenance reading-notes); bottom: absolute "
-             "seconds. Error bars: the bands over the chosen constants.\n")
+             "seconds. Error bars: the bands over the chosen constants. A configuration that does not fit the GPU's memory "
+             "(this engine's exact memory report) has no time and no ratio. The architectures' CoLA row is the weak-scaling "
+             "7B row (fig5.csv holds it once).\n")
     rows = []
     for size, key, gpus, tp, pp in SIZES:
         for variant, pkey, name in SCHEMES:
             n = f"fig5/{size}/{variant}"
-            rows.append([size, f"{gpus} (tp {tp}, pp {pp})", name, R.p(f"fig5.{key}.{pkey}"), R.v(n), R.drv(n),
-                         f(V[n] / paper[f"fig5.{key}.{pkey}"]["value"], 2)])
-    L.append(md_table(["size", "GPUs", "scheme", "paper s (provenance)", f"model s [band] ({label})", "moved most by", "model / paper"], rows) + "\n")
+            fits = X[f"fits/{n}"]
+            rows.append([size, f"{gpus} (tp {tp}, pp {pp})", name, R.p(f"fig5.{key}.{pkey}"),
+                         R.v(n) if fits else "**does not fit**", f"{X[f'mem/{n}']:.1f}" + ("" if fits else " (> 80)"),
+                         R.drv(n) if fits else "—", f(V[n] / paper[f"fig5.{key}.{pkey}"]["value"], 2) if fits else "—"])
+    L.append(md_table(["size", "GPUs", "scheme", "paper s (provenance)", f"model s [band] ({label})", "peak GiB per GPU (exact)",
+                       "moved most by", "model / paper"], rows) + "\n")
     L.append("Architectures at 7B, tp 4 (Fig. 5 right):\n")
     rows = []
     for arch in ARCHS:
         for variant, pkey, name in SCHEMES:
             n = f"fig5r/{arch}/{variant}"
-            rows.append([arch, name, R.p(f"fig5r.{arch}.{pkey}"), R.v(n), R.drv(n), f(V[n] / paper[f"fig5r.{arch}.{pkey}"]["value"], 2)])
-    L.append(md_table(["architecture", "scheme", "paper s (provenance)", f"model s [band] ({label})", "moved most by", "model / paper"], rows) + "\n")
+            fits = X[f"fits/{n}"]
+            rows.append([arch, name, R.p(f"fig5r.{arch}.{pkey}"), R.v(n) if fits else "**does not fit**",
+                         f"{X[f'mem/{n}']:.1f}" + ("" if fits else " (> 80)"), R.drv(n) if fits else "—",
+                         f(V[n] / paper[f"fig5r.{arch}.{pkey}"]["value"], 2) if fits else "—"])
+    L.append(md_table(["architecture", "scheme", "paper s (provenance)", f"model s [band] ({label})", "peak GiB per GPU (exact)",
+                       "moved most by", "model / paper"], rows) + "\n")
 
     # ---- the 30B row
     L = section("The 30B row: which readings are physically possible")
@@ -899,8 +1047,10 @@ def main():
                        + "/".join(f"{V[f'r30/{rk}/{v}'] / paper[f'fig5.30b.{k}']['value']:.2f}" for v, k, _ in SCHEMES)
                        + "× the paper's" for rk in poss) +
              f" (paper {paper['fig5.30b.fullrank']['value'] / paper['fig5.30b.boost']['value']:.2f} and "
-             f"{paper['fig5.30b.vanilla']['value'] / paper['fig5.30b.boost']['value']:.2f}). The table above (Fig. 5) uses "
-             f"mb4 x ga1.\n")
+             f"{paper['fig5.30b.vanilla']['value'] / paper['fig5.30b.boost']['value']:.2f}). Fig. 5's table uses the "
+             f"configuration table's mb4 x ga4 (the recipes), the reading this section shows to be impossible for two of the "
+             f"three schemes: its model seconds are 3–4× the paper's because the paper's seconds are below what 16 A100s can "
+             f"execute for that reading.\n")
 
     # ---- Fig. 1
     L = section("Fig. 1: per-layer compute and communication (7B, tp 4, forward, micro-batch 4)")
@@ -908,7 +1058,9 @@ def main():
     rows = []
     for s, (_, _, _, name) in F1.items():
         rows.append([name] + [R.v(f"comp/{s}/{c}", 2) for c in ("gemm", "attention", "memory", "comm")] + [label])
-    L.append("What the model's forward layer is made of, ms [band]:\n")
+    L.append("What the model's forward layer is made of, ms [band] (one layer's kernels and collectives: Vanilla-TP's whole "
+             "7B step does not fit the A100's memory in this engine's layout, Fig. 5, but its layer's ops are priced as they "
+             "run):\n")
     L.append(md_table(["scheme", "GEMMs", "attention core", "memory-bound ops", "collectives", "label"], rows) + "\n")
 
     # ---- Fig. 6
@@ -943,8 +1095,9 @@ def main():
     L.append(md_table(["scheme", "calls (exact)", "GiB (exact)", "paper GB", "ratio", f"ms [band] ({label})", "paper ms", "ratio"], rows) + "\n")
     L.append(f"BTP's forward TP communication is {R.v('fig7/vanilla_over_btp', 1)}× faster than Vanilla-TP's ({label}; paper "
              f"{R.p('fig7.btp_speedup_vs_vanilla', 1)}×); volume ratios (exact): FullRank-TP / BTP "
-             f"{X['fig7/fullrank-tp/bytes'] / X['fig7/btp/bytes']:.3f} (paper {R.p('comm.ratio.fullrank_over_btp', 3)}), "
-             f"Vanilla-TP / BTP {X['fig7/vanilla-tp/bytes'] / X['fig7/btp/bytes']:.2f} (paper {R.p('comm.ratio.vanilla_over_btp', 1)}). "
+             f"{X['fig7/fullrank-tp/bytes'] / X['fig7/btp/bytes']:.3f} (the paper's formula evaluated here: "
+             f"{R.p('comm.ratio.fullrank_over_btp', 3)}), Vanilla-TP / BTP {X['fig7/vanilla-tp/bytes'] / X['fig7/btp/bytes']:.2f} "
+             f"(the formula: {R.p('comm.ratio.vanilla_over_btp', 1)}). "
              f"BTP's time against FullRank-TP's: {pband('fig7/btp_vs_fullrank')} at 7B, micro-batch 4 (paper: up to "
              f"−{R.pv('fig7.boost_below_fullrank_max'):.0f} % across 7B/13B and several micro-batches, "
              f"{paper['fig7.boost_below_fullrank_max']['provenance']}). The volumes agree with `build/bench_comm`'s table (checked).\n")
@@ -956,13 +1109,15 @@ def main():
     L.append(f"Across the sweep BOOST's TP time is {pct(min(sw))} to {pct(max(sw))} against FullRank-TP's (paper: up to "
              f"−{R.pv('fig7.boost_below_fullrank_max'):.0f} %). The exact volume ratio is 7r/2d = "
              f"{7 * cfgs['7B']['r'] / (2 * cfgs['7B']['d']):.3f} at r = d/4 for every size and micro-batch; the time ratio "
-             f"moves only through the α-β latency of BOOST's 4 calls against FullRank-TP's 2.\n")
+             f"moves through the per-call costs of BOOST's 4 calls against FullRank-TP's 2: the measured bandwidth by message "
+             f"size (docs/performance-model.md §11, 1.) at each call's size.\n")
 
     # ---- Fig. 3
     L = section("Fig. 3: the bottleneck's payload per collective (7B, micro-batch 4, s 4096, tp 4, forward)")
     f3 = X["fig3/fullrank-tp/max_bytes"] / X["fig3/btp/max_bytes"]
-    L.append(f"Read as issue 20's review reads the figure (the team's notes do not describe Fig. 3; "
-             f"{paper['fig3.payload_reduction']['provenance']}): BTP communicates at the bottleneck `[b·s, r]` where "
+    L.append(f"The team's notes describe Fig. 3 as the figure's annotation in the authors' repository and README: "
+             f"{paper['fig3.payload_reduction']['value']:.0f}× less per collective ({paper['fig3.payload_reduction']['provenance']}). "
+             f"BTP communicates at the bottleneck `[b·s, r]` where "
              f"FullRank-TP communicates at full width `[b·s, d]`. Counted by the drivers in one layer's forward (**exact**): "
              f"FullRank-TP's {X['fig3/fullrank-tp/n_max']} all-reduces carry {X['fig3/fullrank-tp/max_bytes'] / 2 ** 20:.1f} MiB "
              f"each; BTP's (ungrouped) {X['fig3/btp/n_max']} bottleneck all-reduces {X['fig3/btp/max_bytes'] / 2 ** 20:.1f} MiB "
@@ -978,15 +1133,33 @@ def main():
     for scheme, _ in T1_SCHEMES:
         for lay, _ in T1_LAYOUTS:
             k = f"tab1/{scheme}/{lay}"
-            rows.append([scheme, lay, R.v(f"{k}/s"), R.v(f"{k}/tp_s"), R.v(f"{k}/dp_s"), R.v(f"{k}/p2p_s"),
-                         X[f"{k}/tp_calls"], f"{X[f'{k}/grad_bytes'] / 2 ** 30:.2f}", f"{X[f'{k}/peak_GiB']:.1f}" +
-                         ("" if X[f"{k}/fits"] else " (**does not fit** 80 GiB)")])
+            fits = X[f"{k}/fits"]
+            rows.append([scheme, lay] + ([R.v(f"{k}/s"), R.v(f"{k}/tp_s"), R.v(f"{k}/dp_s"), R.v(f"{k}/p2p_s")] if fits else
+                                         ["**does not fit**", "—", "—", "—"]) +
+                        [X[f"{k}/tp_calls"], f"{X[f'{k}/grad_bytes'] / 2 ** 30:.2f}", f"{X[f'{k}/peak_GiB']:.1f}" +
+                         ("" if fits else " (**does not fit** 80 GiB)")])
     L.append(md_table(["scheme", "layout", "s/iteration [band]", "TP comm s", "DP comm s", "PP p2p s", "TP calls per layer forward (exact)",
                        "gradient GiB per GPU (exact: the DP all-reduce's payload)", "peak GiB per GPU (exact)"], rows) + "\n")
     L.append("The layouts of the paper's analysis priced on the drivers: the same 7B recipe and global batch (4 sequences) with tp 4, or dp 4 (one sequence per replica), or pp 4 (one "
              "micro-batch per iteration, so pp 4 runs its stages one after another; the pipelined variant unties the "
-             "embeddings). The paper's own Table 1 values are not among the numbers collected in paper_numbers.yaml, so there "
-             "is no paper column: this is the analysis, not a comparison.\n")
+             "embeddings). A layout that does not fit the A100's 80 GiB has no time.\n")
+    gf = X["tab1/FullRank (dense)/dp 4/grad_bytes"] / X["tab1/BOOST (CoLA)/dp 4/grad_bytes"]
+    gt = X["tab1/FullRank (dense)/tp 4/grad_bytes"] / X["tab1/BOOST (CoLA)/tp 4/grad_bytes"]
+    L.append(f"**The DP-traffic claim** (\"≈{R.pv('comm.ratio.dp_gradient_bytes'):.1f}× less DP gradient traffic\", "
+             f"{paper['comm.ratio.dp_gradient_bytes']['provenance']}, {paper['comm.ratio.dp_gradient_bytes']['source']}): the "
+             f"data-parallel all-reduce's payload, full-rank over CoLA, counted by the drivers (**exact**): {gf:.2f}× per GPU at "
+             f"dp 4 (the whole model), {gt:.2f}× per GPU at tp 4 (a TP shard; the embedding's share differs); the claim is "
+             f"{100 * (gf / R.pv('comm.ratio.dp_gradient_bytes') - 1):+.1f} % off the dp 4 count.\n")
+    ai = {s_: X[f"ai/{s_}"] for s_ in F1}
+    c1, c2 = ai["vanilla-tp"] / ai["fullrank-tp"], ai["btp"] / ai["vanilla-tp"]
+    L.append(f"**The arithmetic-intensity claim** (Vanilla-TP about {R.pv('ai.ratio.vanilla_over_fullrank'):.1f}× FullRank-TP's, "
+             f"BTP about {R.pv('ai.ratio.btp_over_vanilla'):.1f}× Vanilla-TP's; {paper['ai.ratio.btp_over_vanilla']['provenance']}): "
+             f"the FLOPs per byte of every GEMM of one 7B layer's forward at tp 4, micro-batch 4 (**exact**, the drivers' "
+             f"records: Σ FLOPs / Σ bytes read and written): FullRank-TP {ai['fullrank-tp']:.0f}, Vanilla-TP {ai['vanilla-tp']:.0f}, "
+             f"BTP {ai['btp']:.0f} FLOP/byte: Vanilla-TP / FullRank-TP = **{c1:.2f}** (claim "
+             f"{R.pv('ai.ratio.vanilla_over_fullrank'):.1f}, {100 * (c1 / R.pv('ai.ratio.vanilla_over_fullrank') - 1):+.0f} %), "
+             f"BTP / Vanilla-TP = **{c2:.2f}** (claim {R.pv('ai.ratio.btp_over_vanilla'):.1f}, "
+             f"{100 * (c2 / R.pv('ai.ratio.btp_over_vanilla') - 1):+.0f} %).\n")
 
     # ---- Tab. 2
     L = section("Table 2: linear-layer grouping, op level (7B CoLA, tp 4, BTP + online RMSNorm), µs")
@@ -998,7 +1171,8 @@ def main():
             rows.append([mb, part, R.v(f"tab2/{mb}/{part}/ungrouped", 0), f(pu, 0), f(un / pu, 2) if pu else "—",
                          R.v(f"tab2/{mb}/{part}/grouped", 0), f(pg, 0), f(gr / pg, 2) if pg else "—",
                          R.v(f"tab2/{mb}/{part}/speedup", 2), f(pu / pg, 2) if pu and pg else "—"])
-    L.append(md_table(["micro-batch", "part", "ungrouped [band]", "paper (paper-table)", "ratio", "grouped [band]", "paper", "ratio",
+    L.append(md_table(["micro-batch", "part", "ungrouped [band]", f"paper ({paper['tab2.mb1.layer.ungrouped']['provenance']}; "
+                       f"micro-batch 4: {paper['tab2.mb4.layer.ungrouped']['provenance']})", "ratio", "grouped [band]", "paper", "ratio",
                        "speed-up [band]", "paper"], rows) + "\n")
     L.append("Parts, from the traced layer's forward in the drivers' order, as the paper counts them: QKV compute = the "
              "down-factor GEMM(s) A_q, A_k, A_v (grouped: one [d/tp, 3r] GEMM) **and** the batched up-factor GEMM of B_q, "
@@ -1018,8 +1192,9 @@ def main():
     L.append(md_table(["micro-batch", "checkpointing", "MB saved per GPU (exact)", "ms added per iteration [band]", "MB/ms [band]",
                        "paper MB/ms", "collectives in one layer's recompute (exact)"], rows) + "\n")
     for mb in (4, 8):
-        L.append(f"- micro-batch {mb}: BTP's checkpointing is {R.v(f'tab3/{mb}/ratio', 2)}× as efficient as Vanilla-TP's "
-                 f"(paper {R.pv(f'tab3.mb{mb}.btp') / R.pv(f'tab3.mb{mb}.vanilla'):.2f}×).")
+        given = (f"the paper: {R.p(f'tab3.mb{mb}.ratio', 2)}" if f"tab3.mb{mb}.ratio" in paper else
+                 f"computed-here from the paper's two values: {R.pv(f'tab3.mb{mb}.btp') / R.pv(f'tab3.mb{mb}.vanilla'):.2f}")
+        L.append(f"- micro-batch {mb}: BTP's checkpointing is {R.v(f'tab3/{mb}/ratio', 2)}× as efficient as Vanilla-TP's ({given}).")
     L.append(f"\n**The recompute-communication claim (exact):** low-rank checkpointing recomputes a layer with "
              f"{X['tab3/4/btp/recompute_calls']} collectives (its chunks' inputs are the already all-reduced bottleneck "
              f"activations); Vanilla-TP's full-layer recompute replays {X['tab3/4/vanilla-tp/recompute_calls']} per layer "
@@ -1055,71 +1230,26 @@ def main():
     rows = []
     for v, name in LADDER:
         pv = R.pv("fig5.7b.vanilla") if v == "vanilla-tp" else R.pv("fig5.7b.boost") if v == "btp-online-grouped" else None
-        rows.append([name, R.v(f"ladder/{v}/s"), R.v(f"ladder/{v}/vs_prev", 3), R.v(f"ladder/{v}/vs_vanilla", 2),
+        rows.append([name, R.v(f"ladder/{v}/s") if X[f"ladder/{v}/fits"] else f"**does not fit** ({X[f'ladder/{v}/peak_GiB']:.1f} GiB)",
+                     R.v(f"ladder/{v}/vs_prev", 3), R.v(f"ladder/{v}/vs_vanilla", 2),
                      f"{pv:.2f}" if pv else "—", f"{R.pv('fig5.7b.vanilla') / pv:.2f}" if pv else "—", f"{X[f'ladder/{v}/acts_GiB']:.1f}"])
     L.append(md_table(["step", "model s/iteration [band]", "speed-up over the step before", "over Vanilla-TP", "paper s (authors-readme)",
                        "paper over Vanilla-TP", "activations + working set GiB per GPU (exact)"], rows) + "\n")
     L.append("The paper gives only the ladder's ends (Vanilla-TP and BOOST in Fig. 5); low-rank checkpointing trades time "
-             "for memory, so its step is a slow-down by design (Table 3 measures what it buys).\n")
+             "for memory, so its step is a slow-down by design (Table 3 measures what it buys). A step that does not fit the "
+             "A100's memory in this engine's layout has no time, and no speed-up is taken against it.\n")
 
     # ---- the CPU validation
     vpath = next((p for p in (os.path.join(out, "validation_cpu.md"), os.path.join(ROOT, "analysis/reproduction/validation_cpu.md"))
                   if os.path.exists(p)), None)
-    vcommit = None
-    if vpath:
-        with open(vpath) as fh:
-            vtext = fh.read()
-        for line in vtext.splitlines():
-            if line.startswith("Commit: "):
-                vcommit = line[len("Commit: "):].strip()
-    vstamp = (f"*Section measured at commit `{vcommit}` ({os.path.relpath(vpath, ROOT)}); included at commit `{commit}`.*\n" if vcommit else
-              f"*Section from {os.path.relpath(vpath, ROOT) if vpath else 'no validation run'}: that run recorded no commit "
-              f"(it predates the commit stamp); included at commit `{commit}`.*\n")
-    L = section("The model's credential: predicted against measured on this machine (cpu-local)", vstamp)
-    if vpath:
-        L.append(f"From `{os.path.relpath(vpath, ROOT)}` (`make validate-cpu`; cells: measured = on the host and date it "
-                 f"names, predicted = modeled (cpu-local)).\n")
-        L.append(vtext)
-    else:
-        L.append("Not run in this checkout: `make validate-cpu` writes build/reproduction/validation_cpu.md, which this report "
-                 "then includes.\n")
+    vst, vlines = cpu_section(vpath, commit)
+    L = section(CPU_TITLE, vst)
+    L += vlines
 
-    # ---- the published measurements
-    L = section("The model against published measurements nobody here made", stamp.replace(a.hardware, PUB_HW))
-    L.append(f"Source: {pub['source']} (analysis/reproduction/published_a100.yaml): GPT models trained end to end on "
-             f"NVIDIA Selene (DGX A100), sequence {pub['seq_len']}, vocabulary {pub['vocab']}, activation recomputation. "
-             f"Priced with `build/simulate` on `{PUB_HW}` ({pub_hw['description']}), written from public specifications "
-             f"and the same published NCCL measurement as the A100 profile, with the A100 profile's chosen constants; "
-             f"nothing refitted (experiments/published-a100.yaml maps each row onto this engine). Predicted teraFLOP/s per "
-             f"GPU = the paper's Eq. (3) FLOPs per iteration / (modelled iteration seconds × GPUs), the definition of the "
-             f"published figure.\n")
-    rows, errs = [], {mb: [] for mb in PUB_MB}
-    for row in pub["rows"]:
-        cells = []
-        for mb in PUB_MB:
-            v = V[f"pub/{row['id']}/{mb}"]
-            errs[mb].append(v / row["tflops_per_gpu"] - 1)
-            cells.append((R.v(f"pub/{row['id']}/{mb}", 0) if mb == PUB_MB[0] else f"{v:.0f}") + f" ({pct(v / row['tflops_per_gpu'] - 1)})")
-        rows.append([f"{row['params_b']}B: h {row['hidden']}, {row['layers']} layers, {row['heads']} heads", row["tp"], row["pp"],
-                     row["gpus"] // (row["tp"] * row["pp"]), row["gpus"], row["batch"], row["tflops_per_gpu"]] + cells +
-                    [R.drv(f"pub/{row['id']}/{PUB_MB[0]}")])
-    L.append(md_table(["configuration (GPT)", "tp", "pp", "dp", "GPUs", "batch", "published TFLOP/s per GPU (Table 1)"] +
-                      [f"model, micro-batch {mb}" + (" [band] (chosen before pricing)" if mb == PUB_MB[0] else "") for mb in PUB_MB] +
-                      ["moved most by"], rows) + "\n")
-    L.append("Median |error|: " + "; ".join(f"micro-batch {mb}: {100 * statistics.median([abs(e) for e in errs[mb]]):.1f}% "
-                                            f"(worst {100 * max(abs(e) for e in errs[mb]):.1f}%)" for mb in PUB_MB) +
-             f". Target: median |error| ≤ 15 % — **{'met' if statistics.median([abs(e) for e in errs[PUB_MB[0]]]) <= 0.15 else 'NOT met'}** "
-             f"at micro-batch {PUB_MB[0]}, the reading chosen before pricing.\n")
-    L.append("How the rows are mapped, and what this engine cannot do as Megatron did: GPT's LayerNorm, GELU MLP of width "
-             "4h and learned positions become this engine's RMSNorm, SwiGLU of width 8h/3 (the same 8h² MLP weights and GEMM "
-             "FLOPs) and RoPE; the embedding and LM head are untied when pipelined (Megatron ties them across the first and "
-             "last stage); plain 1F1B (the paper's larger runs use its interleaved schedule and the scatter/gather "
-             "optimisation); attention priced as FlashAttention-2 (the 2021 runs materialised the s×s scores: the model is "
-             "optimistic there); data-parallel gradient all-reduce not overlapped with the backward (neither in Megatron-LM of "
-             "2021 by default). Nothing in the model or the profiles was changed after these numbers were seen.\n")
 
     # ---- the loss-parity curve (measured)
-    lp_dir = next((d for d in (out, os.path.join(ROOT, "build/reproduction")) if os.path.exists(os.path.join(d, "loss_parity.md"))), None)
+    # make loss-parity writes build/reproduction: a fresh measurement there is taken over the copy in out
+    lp_dir = next((d for d in (os.path.join(ROOT, "build/reproduction"), out) if os.path.exists(os.path.join(d, "loss_parity.md"))), None)
     lcommit, ltext = None, None
     if lp_dir:
         if lp_dir != out:   # the tracked copy takes the measurement along
@@ -1139,57 +1269,136 @@ def main():
     # ---- misses
     L = section("What misses and why")
     c7 = cfgs["7B"]
-    L.append(f"- **BTP's compute in Fig. 1** ({V['fig1/btp/compute']:.2f} ms modeled vs {R.p('fig1.btp.compute', 1)} ms): the "
-             f"model's BTP layer is {V['comp/btp/gemm']:.2f} ms of GEMMs, {V['comp/btp/attention']:.2f} ms of attention core "
-             f"and {V['comp/btp/memory']:.2f} ms of memory-bound ops (FullRank-TP: {V['comp/fullrank-tp/gemm']:.2f} / "
-             f"{V['comp/fullrank-tp/attention']:.2f} / {V['comp/fullrank-tp/memory']:.2f}). The paper's own numbers put the "
-             f"difference between the two layers at {R.pv('fig1.fullrank.compute') - R.pv('fig1.btp.compute'):.1f} ms, the "
-             f"model at {V['fig1/fullrank-tp/compute'] - V['fig1/btp/compute']:.2f} ms: the model's BTP loses less to its many "
-             f"small element-wise ops (memory-bound ops at the datasheet bandwidth, no kernel-launch gaps: both chosen "
-             f"constants, whose alternatives move the BTP compute to {B['fig1/btp/compute'][1]:.2f} ms at most) and to its "
-             f"GEMMs ({V['fig6/mlp/BTP/util']:.0f} % and {V['fig6/attention/BTP/util']:.0f} % utilisation for the MLP and "
-             f"attention pairs against the paper's {R.p('fig6.util.btp_mlp', 0, False)} % and "
-             f"{R.p('fig6.util.btp_attention', 0, False)} %) than the authors' PyTorch code does. This is the source of the "
-             f"positive bias of every Fig. 5 ratio." if "fig1/btp/compute" in B else "- **BTP's compute in Fig. 1**: see above.")
+    alt = {(k, lab): vals for k, lab, vals in runs}   # the alternatives' numbers, for the evidence below
+
+    def alt_v(key, name):
+        """The value of `name` under each alternative of the constant `key`: 'lab v, lab v'."""
+        return ", ".join(f"{lab} {vals[name]:.3f}" for (k, lab), vals in alt.items() if k == key and vals.get(name) is not None)
+    L.append("Every paper value the model misses by more than 15 %, with the mechanism that explains it or **unexplained** "
+             "and the evidence gathered; then the published measurements' misses and the CPU validation's.\n")
+    # the systematic part of Fig. 5: BOOST's absolute seconds
+    bo = [V[f"fig5/{s_[0]}/boost"] / paper[f"fig5.{s_[1]}.boost"]["value"] for s_ in SIZES[:4]]
+    fr = [V[f"fig5/{s_[0]}/fullrank-tp"] / paper[f"fig5.{s_[1]}.fullrank"]["value"] for s_ in SIZES[:4]]
+    L.append(f"- **Fig. 5's positive bias** (the model's ratios are mostly above the paper's): the model's BOOST iteration is "
+             f"{min(bo):.2f}–{max(bo):.2f}× the paper's at 1B–13B, its FullRank-TP iteration {min(fr):.2f}–{max(fr):.2f}×: the "
+             f"model's BOOST is faster relative to the paper than its baseline is. Its BTP layer's forward compute is "
+             f"{V['fig1/btp/compute']:.2f} ms against the paper's Fig. 1 {R.p('fig1.btp.compute', 1)} ms "
+             f"({V['comp/btp/gemm']:.2f} GEMMs, {V['comp/btp/attention']:.2f} attention core, {V['comp/btp/memory']:.2f} "
+             f"memory-bound), FullRank-TP's {V['fig1/fullrank-tp/compute']:.2f} against {R.p('fig1.fullrank.compute', 1)}: BTP "
+             f"issues many more, smaller kernels (its GEMMs at {V['fig6/mlp/BTP/util']:.0f} % and "
+             f"{V['fig6/attention/BTP/util']:.0f} % of peak, the bottleneck's element-wise ops) and the model prices no "
+             f"per-kernel launch gap (op_overhead_s 0; with 5 µs per op the BTP layer's compute is "
+             f"{alt_v('op_overhead_s', 'fig1/btp/compute') or 'not priced here (--no-bands)'} ms). The mechanism is named, "
+             f"its size is not sourced: **unexplained in magnitude**.")
     for size, other in m5:
         key = next(k for sz, k, *_ in SIZES if sz == size)
         okey = "fullrank" if other == "fullrank-tp" else "vanilla"
         name = "FullRank-TP" if other == "fullrank-tp" else "Vanilla-TP"
         pr = R.pv(f"fig5.{key}.{okey}") / R.pv(f"fig5.{key}.boost")
-        line = f"- **Fig. 5, {size}, over {name}**: the modeled speed-up is {100 * (V[f'fig5x/{size}/{other}'] / pr - 1):+.1f}% off the paper's."
-        if size != "7B":
-            g_p = R.pv(f"fig5.{key}.{okey}") / R.pv(f"fig5.7b.{okey}")
-            g_b = R.pv(f"fig5.{key}.boost") / R.pv("fig5.7b.boost")
-            m_p = V[f"fig5/{size}/{other}"] / V[f"fig5/7B/{other}"]
-            m_b = V[f"fig5/{size}/boost"] / V["fig5/7B/boost"]
-            line += (f" From 7B to {size} the paper's {name} iteration grows {g_p:.2f}× and its BOOST iteration {g_b:.2f}×; "
-                     f"the model's grow {m_p:.2f}× and {m_b:.2f}× (the drivers' layer arithmetic on the same profile). The "
-                     f"paper's {name} scales unlike its other two schemes; the model cannot follow a scaling that its own "
-                     f"layer costs do not produce.")
-        else:
-            layers = c7["layers"]
-            bt_fix = V["fig5/7B/boost"] + 3 * layers * (R.pv("fig1.btp.compute") - V["fig1/btp/compute"]) / 1e3
-            fr_fix = V[f"fig5/7B/{other}"] + (3 * layers * (R.pv("fig1.fullrank.compute") - V["fig1/fullrank-tp/compute"]) / 1e3
-                                             if other == "fullrank-tp" else 0)
-            line += (f" With the paper's Fig. 1 compute per layer in place of the model's (× 3 for forward and backward, × "
-                     f"{layers} layers) the speed-up would be {fr_fix / bt_fix:.2f} against the paper's {pr:.2f}: the shortfall "
-                     f"is BTP's compute, the item above.")
+        line = (f"- **Fig. 5, {size}, over {name}** ({100 * (V[f'fig5x/{size}/{other}'] / pr - 1):+.1f} %): **unexplained**. "
+                f"Evidence: from 7B to {size} the paper's iterations grow {R.pv(f'fig5.{key}.fullrank') / R.pv('fig5.7b.fullrank'):.2f}× "
+                f"(FullRank-TP), {R.pv(f'fig5.{key}.vanilla') / R.pv('fig5.7b.vanilla'):.2f}× (Vanilla-TP) and "
+                f"{R.pv(f'fig5.{key}.boost') / R.pv('fig5.7b.boost'):.2f}× (BOOST); the model's FullRank-TP and BOOST grow "
+                f"{V[f'fig5/{size}/fullrank-tp'] / V['fig5/7B/fullrank-tp']:.2f}× and {V[f'fig5/{size}/boost'] / V['fig5/7B/boost']:.2f}× "
+                f"(its 7B Vanilla-TP does not fit this engine's memory). The paper's Vanilla-TP grows less than its own "
+                f"FullRank-TP although it does more communication per FLOP; the model's layer costs give no such scaling.")
         L.append(line)
+    # Table 2
+    t2 = []
+    for mb in (1, 4):
+        for part in ("mlp1_compute", "mlp1_comm", "qkv_compute", "qkv_comm", "layer"):
+            for var in ("ungrouped", "grouped", "speedup"):
+                pid = f"tab2.mb{mb}.{part}.{var}"
+                if pid in paper and V.get(f"tab2/{mb}/{part}/{var}") and abs(V[f"tab2/{mb}/{part}/{var}"] / R.pv(pid) - 1) > 0.15:
+                    t2.append((mb, part, var, V[f"tab2/{mb}/{part}/{var}"], R.pv(pid)))
+    if t2:
+        L.append("- **Table 2** (" + "; ".join(f"micro-batch {mb} {part} {var} {v:.0f} vs {p_:.0f}" if var != "speedup" else
+                                               f"micro-batch {mb} {part} speed-up {v:.2f} vs {p_:.2f}" for mb, part, var, v, p_ in t2) +
+                 "): the misses are at micro-batch 1, where the kernels are shortest, and in the ungrouped variant, which "
+                 "launches three down-factor GEMMs and three all-reduces where the grouped one launches one of each. "
+                 "Mechanism: a fixed cost per kernel and per collective call (host launch of an eager PyTorch op, the "
+                 "collective's synchronisation), which the model does not price (op_overhead_s 0). Evidence: with 5 µs per op "
+                 f"the ungrouped layer at micro-batch 1 is {alt_v('op_overhead_s', 'tab2/1/layer/ungrouped') or '(--no-bands)'} µs "
+                 f"(paper {R.pv('tab2.mb1.layer.ungrouped'):.0f}); no per-call cost was found in a source, so the magnitude is "
+                 "**unexplained**.")
+    # Table 3
+    t3 = [(mb, sc) for mb in (4, 8) for sc in ("btp", "vanilla-tp")
+          if V.get(f"tab3/{mb}/{sc}/eff") and abs(V[f"tab3/{mb}/{sc}/eff"] / R.pv(f"tab3.mb{mb}.{'btp' if sc == 'btp' else 'vanilla'}") - 1) > 0.15]
+    if t3:
+        ev = "; ".join(f"micro-batch {mb}: the model's {X[f'tab3/{mb}/btp/saved_MB']:.0f} MB at the paper's "
+                       f"{R.pv(f'tab3.mb{mb}.btp'):.1f} MB/ms would take {X[f'tab3/{mb}/btp/saved_MB'] / R.pv(f'tab3.mb{mb}.btp'):.0f} ms, "
+                       f"the model adds {V[f'tab3/{mb}/btp/added_ms']:.0f}" for mb in (4, 8))
+        got = ", ".join("micro-batch %d %.0f MB/ms" % (mb, V["tab3/%d/%s/eff" % (mb, sc)]) for mb, sc in t3)
+        want = ", ".join("%.1f" % R.pv("tab3.mb%d.%s" % (mb, "btp" if sc == "btp" else "vanilla")) for mb, sc in t3)
+        L.append(f"- **Table 3** (BTP's checkpointing {got} against the paper's {want}; the ratio to Vanilla-TP "
+                 f"{V['tab3/4/ratio']:.2f} and {V['tab3/8/ratio']:.2f} against {R.pv('tab3.mb4.ratio'):.2f} and "
+                 f"{R.pv('tab3.mb8.btp') / R.pv('tab3.mb8.vanilla'):.2f}, the latter computed-here from its two values): **unexplained**. Evidence: Vanilla-TP's full-layer recompute agrees "
+                 f"({V['tab3/4/vanilla-tp/eff']:.1f} and {V['tab3/8/vanilla-tp/eff']:.1f} against {R.pv('tab3.mb4.vanilla')} and "
+                 f"{R.pv('tab3.mb8.vanilla')} MB/ms), so the time model of a recompute is not off in general; {ev}. Either the "
+                 "authors' low-rank checkpointing saves less memory than this engine's (the MB are this engine's exact "
+                 "memory report, not the authors' allocator) or its recompute costs more than its forward (the model prices "
+                 "the recomputed chunks as their forward ops); the notes give neither number (provenance reading-notes).")
+    # online RMSNorm
     ps1 = R.pv("rmsnorm.mb1.sync")
-    L.append(f"- **Online RMSNorm, op level**: the model prices SyncRMSNorm's own all-reduce of a [N] statistic as NCCL's "
-             f"small-message latency ({V['rmsnorm/1/sync']:.3f} ms for the whole sync norm at micro-batch 1 against the "
-             f"paper's {ps1}), and online RMSNorm's rescales of the [N, 3r] bottleneck at memory bandwidth: the model finds "
-             f"the online form slower at the op level ({V['rmsnorm/1/online']:.3f} ms). The paper's {ps1} ms for a small "
-             f"all-reduce plus two element-wise ops holds costs the α-β model has no term for (launch and synchronisation of "
-             f"a separate collective in the authors' PyTorch code; the per-op overhead alternative moves it to "
-             f"{B['rmsnorm/1/sync'][1]:.3f} ms)." if "rmsnorm/1/sync" in B else "- **Online RMSNorm, op level**: see the table.")
-    d1 = V["fig5/1B/vanilla-tp"] / V["fig5/1B/boost"] - 1
-    p1 = R.pv("fig5.1b.vanilla") / R.pv("fig5.1b.boost") - 1
-    L.append(f"- **1B, BOOST against Vanilla-TP**: at tp 1 there is no tensor parallelism; the paper's BOOST is "
-             f"{abs(100 * p1):.0f} % {'slower' if p1 < 0 else 'faster'} than its Vanilla-TP there, the model's BOOST is "
-             f"{abs(100 * d1):.0f} % {'faster' if d1 > 0 else 'slower'} because its grouped GEMMs fill the A100 better — the "
-             f"model prices the shapes the drivers issue.")
-    L += cpu_validation_misses(vpath, vtext if vpath else "")
+    L.append(f"- **Online RMSNorm, op level** (SyncRMSNorm {V['rmsnorm/1/sync']:.3f} vs {ps1} ms, online "
+             f"{V['rmsnorm/1/online']:.3f} vs {R.pv('rmsnorm.mb1.online')} ms, speed-up {V['rmsnorm/1/speedup']:.2f} vs "
+             f"{R.pv('rmsnorm.mb1.speedup')} at micro-batch 1; {V['rmsnorm/4/speedup']:.2f} vs {R.pv('rmsnorm.mb4.speedup')} at 4): "
+             f"the model contradicts the paper's direction. Mechanism: the model prices SyncRMSNorm's all-reduce of a [N] fp32 "
+             f"statistic (16 KB at micro-batch 1) at NCCL's measured time for that size (the size curve: tens of µs) and "
+             f"online RMSNorm's rescales of the [N, 3r] bottleneck at memory bandwidth, so the saved call is worth less than "
+             f"the added passes. The paper's {ps1} ms for one small all-reduce and two element-wise ops is ~10× what NCCL "
+             f"takes for such a call [AZ-A100]: it holds a per-call cost of a separate collective in the authors' eager "
+             f"PyTorch code (launch, stream synchronisation) that the model has no term for. The direction follows from that "
+             f"term; its size has no source here: **unexplained in magnitude**.")
+    # the 30B row
+    L.append(f"- **The 30B row** (model {V['fig5/30B/fullrank-tp']:.2f} / {V['fig5/30B/vanilla-tp']:.2f} / "
+             f"{V['fig5/30B/boost']:.2f} s against {R.pv('fig5.30b.fullrank')} / {R.pv('fig5.30b.vanilla')} / "
+             f"{R.pv('fig5.30b.boost')} s): explained by the reading, not by the model. The recipes run the configuration "
+             f"table's micro-batch 4 × accumulation 4; at that reading the FLOPs the iteration must execute exceed what 16 "
+             f"A100s do at their peak in the paper's time for FullRank-TP and BOOST (*The 30B row*); the paper's seconds "
+             f"fit a reading with a quarter of the tokens (micro-batch 1 × accumulation 4: model "
+             f"{V['r30/mb1 x ga4/fullrank-tp']:.2f} / {V['r30/mb1 x ga4/vanilla-tp']:.2f} / {V['r30/mb1 x ga4/boost']:.2f} s).")
+    # Fig. 1 parts above 15 %
+    for s_, (_, _, pk, name) in F1.items():
+        for part in ("compute", "comm"):
+            d = V[f"fig1/{s_}/{part}"] / R.pv(f"fig1.{pk}.{part}") - 1
+            if abs(d) > 0.15:
+                L.append(f"- **Fig. 1, {name} {part}** ({100 * d:+.1f} %, within the target's 25 %): "
+                         + ("Vanilla-TP's layer as the authors run it computes the attention core and g⊙u replicated on every "
+                            "TP rank; so do this engine's drivers (the model prices the same trace): **unexplained**."
+                            if s_ == "vanilla-tp" else "**unexplained**."))
+    # the published measurements
+    errs_p = rp.errors(pubdoc, V)
+    held = [x for x in errs_p if x[0]["split"] == "held_out"]
+    if held and not all(rp.verdict(rp.summary(held))):
+        by = {}
+        for x in held:
+            by.setdefault(x[0]["source"], []).append(x)
+        parts = []
+        for key, xs in by.items():
+            lo, hi = min(x[3] for x in xs), max(x[3] for x in xs)
+            parts.append(f"{key} {100 * lo:+.0f} … {100 * hi:+.0f} %")
+        def rng(xs):
+            return f"{100 * min(x[3] for x in xs):+.0f} … {100 * max(x[3] for x in xs):+.0f} %" if xs else "none"
+        gpu = lambda x: x[0].get("gpu") or pubdoc["sources"][x[0]["source"]]["gpu"]  # noqa: E731
+        small_h100 = [x for x in held if gpu(x).startswith("H100") and x[0]["params_b"] <= 13]
+        fsdp_a100 = [x for x in held if x[0]["source"] == "mosaicml" and gpu(x).startswith("A100")]
+        tp8 = [x for x in held if x[0]["source"] == "mcore_h100" and x[0]["tp"] == 8 and x[0]["pp"] <= 2]
+        rest = [x for x in held if x not in small_h100 + fsdp_a100 + tp8]
+        L.append("- **The held-out published measurements miss their targets** (" + "; ".join(parts) + "). By mechanism, from "
+                 f"the rows' configurations: (a) small models on H100 ({len(small_h100)} rows, {rng(small_h100)}): the model's "
+                 "H100 kernels (GEMMs at the MAMF table's 80 % of peak, no per-kernel gap) run them much faster than the "
+                 "published PyTorch systems do; per-kernel launch gaps, which the model does not price, weigh most at these "
+                 "sizes (**unexplained in magnitude**); (b) MosaicML on A100 ("
+                 f"{len(fsdp_a100)} rows, {rng(fsdp_a100)}): FSDP gathers every layer's parameters twice per micro-batch and "
+                 "reduce-scatters its gradients (about 4.5× this engine's data-parallel bytes), overlapped with and contending "
+                 "for the compute; the ZeRO-1 mapping issues none of it (a feature of the published system); (c) Megatron-Core "
+                 f"with tp 8 and at most 2 stages ({len(tp8)} rows, {rng(tp8)}): too slow, because Megatron-Core overlaps its "
+                 "TP communication with the GEMMs and shards the norms with sequence parallelism while this engine exposes every "
+                 f"TP all-reduce (a feature of the published system); the other held-out rows: {rng(rest)} "
+                 f"({', '.join(x[0]['id'] for x in rest)}). None of this was changed after the rows were priced.")
+    L.append(f"- **The CPU validation**: its misses and their mechanisms are in its own section (*{CPU_TITLE}*), written from "
+             f"its own run, so that one rerun of `make validate-cpu TRACKED=1` updates both.")
     L.append("")
     section(reproduce_sp.TITLE).append(reproduce_sp.report(Model, m, hw, tmp, a.no_bands, paper, out, plt, a.hardware))
     L = section("Known limits of the model")
@@ -1207,14 +1416,15 @@ def main():
     L.append("- The authors' two RMSNorm forms (two-call online; the shard-local norm of their 7B configuration, a "
              "different function at tp > 1) are options of the engine and the model (`boost.rmsnorm_variant`, docs/boost.md); "
              "every figure above follows the paper's description except where the online-RMSNorm section names them.")
-    L.append("- Fig. 3 is reproduced as issue 20's review reads it (the payload of one collective at the bottleneck; the "
-             "team's notes do not describe the figure). Not reproduced: Table 1's own values (not collected: the section "
-             "above gives the analysis without a paper column).")
+    L.append("- Not reproduced: Table 1's own timings (the notes give only its ≈2.5× DP-traffic claim, compared in the "
+             "Table 1 section).")
 
     L.append("")
     L = section("Files")
     L.append(f"In this folder: fig1, fig5, fig6, fig7 (.png/.csv; fig5.csv: `size,arch,scheme,gpus,tp,pp,paper_s,"
-             "paper_provenance,model_s,model_lo,model_hi,measured_s`), tab2.csv, tab3.csv, rmsnorm.csv, ladder.csv, r30b.csv, "
+             "paper_provenance,model_s,model_lo,model_hi,measured_s,fits_in_memory`, the architectures panel's CoLA bars once, "
+             "as the 7B rows; a configuration that does not fit has no model_s), tab2.csv, tab3.csv, rmsnorm.csv, ladder.csv, "
+             "r30b.csv, published.csv (the published throughputs: each row, its published and modelled seconds, its error), "
              "bands.csv (every modelled number, its band and the constant that moves it most). Regenerate: `make reproduce` "
              "(build/reproduction, not tracked), `make reproduce TRACKED=1` (the tracked copy analysis/reproduction), "
              "HARDWARE=profile for another profile.")

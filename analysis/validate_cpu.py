@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """validate_cpu.py — the performance model against measurements on this machine, in layers
-(issue 20, item 2; docs/performance-model.md §8).
+(docs/performance-model.md §8).
 
     /usr/bin/python3 analysis/validate_cpu.py [--repeat 5] [--steps 8] [--layouts tp1,tp2,pp2,dp2]
         [--recipe boost-vs-baselines] [--calibrate interleave|once|none] [--full-calibration]
-        [--db runs/validation.db] [--out build/reproduction/validation_cpu]
+        [--db runs/validation.db] [--out build/reproduction/validation_cpu | --tracked]
 
 The domain: one pinned single-thread rank per core (OMP_NUM_THREADS=1, OpenBLAS 1 thread,
 train.threads=1, Open MPI bound to cores). A layout with more ranks than cores is refused
@@ -13,7 +13,7 @@ every target. On a 2-core machine: tp1, tp2, pp2, dp2.
 
 One session:
   1. build/calibrate --quick --ranks 2 --threads 1 (--full-calibration: the full grid) writes the
-     session's profile OUT's folder/validation-profile/cpu-local.yaml (GEMM table, attention,
+     session's profile build/reproduction/validation-profile/cpu-local.yaml (GEMM table, attention,
      memory, op overhead, the rank share, the MPI collectives), measured now with the runs'
      one thread per rank; the tracked
      experiments/hardware/cpu-local.yaml is left alone (--calibrate none prices with it);
@@ -36,7 +36,8 @@ One session:
                     target: median |error| <= 10 %, worst <= 20 %;
        ratios       each variant's step over the recipe's first variant at the same layout,
                     measured against predicted; target within 10 %.
-     Every cell is the median over the repeats with a 95 % t-interval of the mean.
+     Every cell is the median over the repeats with its 95 % bootstrap interval (the statistic
+     printed is the statistic computed: the median); every summary's median |error| has its own.
 
 Waiting is counted once: the rank share (calibrate) is measured with the ranks computing
 GEMMs side by side without any collective between them (compute contention only), and the
@@ -44,13 +45,18 @@ time a rank waits for a peer is in the measured α-β collectives alone (it used
 the share came from a GEMM + all-reduce loop). The share's reference is the same GEMM window in
 one lone process with the same one thread, not the GEMM table: so it is at most 1 but for noise.
 
-Quiet: other processes and the steal at most QUIET_OTHER cores before every series and during
-every command. The 1-minute load average is not the judge: it still counts this session's own
-runs of the last minutes (it rose from 0.3 to 1.5 over the run of 2026-12-02 00:54, in which
-ps saw no other busy process).
+The machine's state: other processes' busy cores and the hypervisor's steal before every series
+and during every command, recorded with the host and its CPU model, and never used to excuse a
+miss (a run under load reports the model's errors under that load, and says so). The 1-minute
+load average is not recorded: it still counts this session's own runs, and inside a container it
+is the host's.
 
-Writes OUT.md (the four tables with their conditions; analysis/reproduce.py puts it into
-REPORT.md) and OUT.csv (one row per layer, layout, variant, item). Exit 0 when every launch ran
+Writes OUT.md (the four tables with their conditions and what misses; analysis/reproduce.py puts
+it into REPORT.md) and OUT.csv (one row per layer, layout, variant, item). --tracked writes the
+tracked analysis/reproduction/validation_cpu.* and replaces the CPU section of
+analysis/reproduction/REPORT.md with this run's (`make validate-cpu TRACKED=1`): one rerun
+updates the report; without it nothing tracked is written (build/reproduction/REPORT.md's
+section is replaced when that report exists). Exit 0 when every launch ran
 (the targets are reported, not enforced), 1 when one failed, 2 for a layout outside the domain.
 Every command and its output: runs/<OUT's name>.log.
 """
@@ -69,11 +75,11 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGET_MEDIAN, TARGET_WORST, TARGET_RATIO = 0.10, 0.20, 0.10   # issue 20: whole steps, and ratios between variants
+TARGET_MEDIAN, TARGET_WORST, TARGET_RATIO = 0.10, 0.20, 0.10   # whole steps, and ratios between variants
 QUIET_OTHER = 0.10  # cores: other processes (or the hypervisor's steal) above a tenth of one core, before a series or
                     # during one of its commands, mark the session as not quiet
 TOP_OPS = 6         # the op layer's table of the ops off by the most
-T95 = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}
+BOOT = 2000         # bootstrap resamples of a median (a fixed seed: the same data give the same interval)
 
 
 # ---- pure helpers (tests/t_sim.sh checks them) ------------------------------------------------
@@ -94,14 +100,18 @@ def in_domain(layout, cores):
     return tp * pp * dp <= cores
 
 
-def ci95(xs):
-    """95 % confidence interval of the mean (Student t), or None below 2 values."""
+def median_ci(xs, level=0.95, n_boot=BOOT, seed=20):
+    """The percentile-bootstrap interval of the median of xs (the statistic the tables print), or
+    None below 2 values. Deterministic: a fixed seed."""
+    import random
     n = len(xs)
     if n < 2:
         return None
-    t = T95.get(n, 2.0)
-    mu, sd = statistics.mean(xs), statistics.stdev(xs)
-    return mu - t * sd / n ** 0.5, mu + t * sd / n ** 0.5
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choice(xs) for _ in range(n)) for _ in range(n_boot))
+    lo = meds[int((1 - level) / 2 * n_boot)]
+    hi = meds[min(n_boot - 1, int((1 + level) / 2 * n_boot))]
+    return lo, hi
 
 
 def summary(errors):
@@ -110,11 +120,34 @@ def summary(errors):
     return (statistics.median(a), a[-1]) if a else (float("nan"), float("nan"))
 
 
+def summary_ci(errors):
+    """The bootstrap interval of the median |error| (None below 2 errors)."""
+    return median_ci([abs(e) for e in errors])
+
+
+def ci_text(errors):
+    """' (95 % bootstrap interval a–b %)' of the median |error| of a list, or '' below 2 errors."""
+    ci = summary_ci(errors)
+    return f" (95 % bootstrap interval {100 * ci[0]:.1f}–{100 * ci[1]:.1f} %)" if ci else ""
+
+
 def cell(xs):
-    """'median (lo-hi)' of a list of seconds, in ms, with the 95 % CI of the mean when defined."""
+    """'median (lo-hi)' of a list of seconds, in ms, with the median's 95 % bootstrap interval when defined."""
     m = statistics.median(xs)
-    ci = ci95(xs)
+    ci = median_ci(xs)
     return f"{1e3 * m:.2f}" + (f" ({1e3 * ci[0]:.2f}-{1e3 * ci[1]:.2f})" if ci else "")
+
+
+def cpu_model():
+    """The CPU's model name (/proc/cpuinfo), or the platform's processor string."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
 # ---- the machine and the run database --------------------------------------------------------
@@ -252,7 +285,11 @@ def main():
     ap.add_argument("--full-calibration", action="store_true", help="the full GEMM grid (about twice as long) instead of --quick")
     ap.add_argument("--db", default="runs/validation.db")
     ap.add_argument("--out", default="build/reproduction/validation_cpu")
+    ap.add_argument("--tracked", action="store_true", help="write analysis/reproduction/validation_cpu.* and replace REPORT.md's "
+                    "CPU section there with this run's")
     a = ap.parse_args()
+    if a.tracked:
+        a.out = "analysis/reproduction/validation_cpu"
     ncores = len(os.sched_getaffinity(0))   # the cores this process may use (a cgroup or taskset may allow fewer)
     try:
         layouts = [x.strip() for x in a.layouts.split(",") if x.strip()]
@@ -298,11 +335,12 @@ def main():
     other0, steal0, busy0 = idle_state()
     print(f"validate_cpu: {started}, host {host}, {ncores} cores, other processes {other0:.2f} cores, steal {steal0:.2f} "
           f"(busy: {busy0}); log {logpath}", flush=True)
-    # the session's profile: in the output folder (its name is its stem: cpu-local), the tracked
-    # experiments/hardware/cpu-local.yaml left alone; --calibrate none prices with the tracked one
+    # the session's profile: under build/ (its name is its stem: cpu-local; a generated file is no
+    # part of the tracked tree, --tracked or not), the tracked experiments/hardware/cpu-local.yaml
+    # left alone; --calibrate none prices with the tracked one
     base_profile = "experiments/hardware/cpu-local.yaml"
     if a.calibrate != "none":
-        base_profile = os.path.join(os.path.dirname(a.out) or ".", "validation-profile", "cpu-local.yaml")
+        base_profile = os.path.join("build", "reproduction", "validation-profile", "cpu-local.yaml")
         os.makedirs(os.path.join(ROOT, os.path.dirname(base_profile)), exist_ok=True)
         print(f"1. build/calibrate{'' if a.full_calibration else ' --quick'} --ranks 2 --threads 1 -> {base_profile} ...", flush=True)
         rc, out = run(["build/calibrate", "--out", base_profile, "--ranks", "2", "--threads", "1"] +
@@ -392,14 +430,14 @@ def main():
 
     # ---- layer 1: ops
     L = [f"Commit: {commit}\n",
-         f"Measured on host `{host}` ({ncores} cores), {started}, in {elapsed / 60:.1f} min; other processes kept "
+         f"Measured on host `{host}` ({cpu_model()}, {ncores} cores), {started}, in {elapsed / 60:.1f} min; other processes kept "
          f"{other0:.2f} cores busy at the start (busy: {busy0}), {other1:.2f} at the end"
          f"{f', {calib_during[0]:.2f} during the calibration' if calib_during else ''}. Profile `cpu-local` "
          f"{'as tracked, NOT recalibrated (--calibrate none)' if a.calibrate == 'none' else f'calibrated in the same session ({base_profile})'} "
          f"({'; '.join(profile_head)})"
          f"{'; its rank share, op overhead, attention and op rates measured again before every run (build/calibrate --refresh)' if a.calibrate == 'interleave' else ''}. "
          f"Recipe `{a.recipe}`, {a.repeat} interleaved rounds over the layouts {', '.join(layouts)}, {a.steps} steps per run. "
-         f"Cells: median over the rounds (95 % t-interval of the mean), ms.",
+         f"Cells: median over the rounds (its 95 % bootstrap interval), ms.",
          "",
          f"Domain: one pinned single-thread rank per core ({ncores} cores: OMP_NUM_THREADS=1, OpenBLAS 1 thread, "
          f"train.threads=1, Open MPI bound to cores). Waiting for a peer is counted once: in the measured collectives, not in "
@@ -425,7 +463,7 @@ def main():
         csv_rows.append(dict(layer="ops", layout="tp1", variant=v, item=k, measured_ms=1e3 * statistics.median(m),
                              modeled_ms=1e3 * statistics.median(p), error=e, domain="inside"))
     med, worst = summary(op_err)
-    L.append(f"\nOps, all classes per variant: median |error| {100 * med:.1f}%, worst {100 * worst:.1f}%." if op_err else
+    L.append(f"\nOps, all classes per variant: median |error| {100 * med:.1f}%{ci_text(op_err)}, worst {100 * worst:.1f}%." if op_err else
              "\nOps: not measured (no tp1 layout).")
     # where the miss is: per variant, the ops whose modeled time is off by the most milliseconds
     by_op = {}
@@ -464,7 +502,7 @@ def main():
         csv_rows.append(dict(layer="collectives", layout=lay, variant=v, item="collectives", measured_ms=1e3 * statistics.median(mc),
                              modeled_ms=1e3 * statistics.median(pc), error=e, domain=dom[lay]))
     med, worst = summary(coll_err)
-    L.append(f"\nCollectives (inside the domain): median |error| {100 * med:.1f}%, worst {100 * worst:.1f}%." if coll_err else
+    L.append(f"\nCollectives (inside the domain): median |error| {100 * med:.1f}%{ci_text(coll_err)}, worst {100 * worst:.1f}%." if coll_err else
              "\nCollectives: none measured.")
 
     # ---- layer 3: whole steps
@@ -481,19 +519,18 @@ def main():
                              modeled_ms=1e3 * statistics.median(p), error=e, domain=dom[lay]))
     med, worst = summary(step_err)
     verdict = "met" if step_err and med <= TARGET_MEDIAN and worst <= TARGET_WORST else "NOT met" if step_err else "not measured"
-    L.append(f"\n**Whole steps (inside the domain): median |error| {100 * med:.1f}%, worst {100 * worst:.1f}%. Target: median "
+    L.append(f"\n**Whole steps (inside the domain): median |error| {100 * med:.1f}%{ci_text(step_err)}, worst {100 * worst:.1f}%, "
+             f"{sum(e > 0 for e in step_err)} predicted slow and {sum(e < 0 for e in step_err)} fast. Target: median "
              f"within {100 * TARGET_MEDIAN:.0f} %, none beyond {100 * TARGET_WORST:.0f} % — {verdict}.**")
     worst_before = max([x[2] for x in idle] + [other0])
     worst_during = max([x[5] for x in idle] + ([calib_during[0]] if calib_during else []))
     worst_steal = max([x[3] for x in idle] + [x[6] for x in idle] + [steal0] + ([calib_during[1]] if calib_during else []))
-    if max(worst_before, worst_during, worst_steal) > QUIET_OTHER:
-        L.append(f"\n**The machine was not quiet**: other processes kept up to {worst_before:.2f} cores busy before a series and "
-                 f"{worst_during:.2f} during one of its commands, the hypervisor's steal up to {worst_steal:.2f} cores (quiet: at "
-                 f"most {QUIET_OTHER:.2f} each; /proc/stat's busy time less this session's own processes'). They took the cores "
-                 f"these numbers were measured on, so the numbers test the method, not the model. Rerun on an idle machine.")
-    else:
-        L.append(f"\nThe machine was quiet: other processes kept at most {worst_before:.2f} cores busy before a series and "
-                 f"{worst_during:.2f} during its commands, steal at most {worst_steal:.2f} (limit {QUIET_OTHER:.2f} each).")
+    # the machine's state is recorded, never used to excuse a miss: the errors above are the model's under it
+    L.append(f"\nThe machine during the run (recorded, not used to judge): other processes kept up to {worst_before:.2f} cores "
+             f"busy before a series and {worst_during:.2f} during one of its commands, the hypervisor's steal up to "
+             f"{worst_steal:.2f} cores ({'above' if max(worst_before, worst_during, worst_steal) > QUIET_OTHER else 'within'} "
+             f"the {QUIET_OTHER:.2f} of a quiet machine; /proc/stat's busy time less this session's own processes'; every "
+             f"series: the last table).")
 
     # ---- layer 4: ratios between variants at a fixed layout
     L += ["", "### Layer 4: ratios between variants at a fixed layout", "",
@@ -508,13 +545,13 @@ def main():
             e = statistics.median(pr) / statistics.median(mr) - 1
             if dom[lay] == "inside":
                 ratio_err.append(e)
-            ci = ci95(mr)
+            ci = median_ci(mr)
             L.append(f"| {lay} | {v} / {vs[0]} | {statistics.median(mr):.3f}{f' ({ci[0]:.3f}-{ci[1]:.3f})' if ci else ''} | "
                      f"{statistics.median(pr):.3f} | {100 * e:+.1f}% | {dom[lay]} |")
             csv_rows.append(dict(layer="ratios", layout=lay, variant=v, item=f"{v} / {vs[0]}", measured_ms=statistics.median(mr),
                                  modeled_ms=statistics.median(pr), error=e, domain=dom[lay]))
     med, worst = summary(ratio_err)
-    L.append(f"\nRatios (inside the domain): median |error| {100 * med:.1f}%, worst {100 * worst:.1f}% — "
+    L.append(f"\nRatios (inside the domain): median |error| {100 * med:.1f}%{ci_text(ratio_err)}, worst {100 * worst:.1f}% — "
              f"{'within' if ratio_err and worst <= TARGET_RATIO else 'NOT within'} {100 * TARGET_RATIO:.0f} %." if ratio_err else
              "\nRatios: none (one variant).")
 
@@ -535,6 +572,10 @@ def main():
             w.writerow({k: (f"{x:.6g}" if isinstance(x, float) else x) for k, x in row.items()})
     print("\n" + "\n".join(L[2:]))
     print(f"\nwrote {a.out}.md, {a.out}.csv in {elapsed / 60:.1f} min; the runs are in {a.db}")
+    import reproduce   # the report's CPU section from this run (reproduce.py imports this module's targets: imported here)
+    rep = reproduce.replace_cpu_section(os.path.dirname(os.path.join(ROOT, a.out)), os.path.join(ROOT, a.out + ".md"))
+    print(f"replaced the CPU section of {os.path.relpath(rep, ROOT)} with this run's" if rep else
+          "no REPORT.md beside it: make reproduce includes this run when it writes one")
     return 1 if failures else 0
 
 

@@ -23,9 +23,21 @@ import sys, validate_cpu as v
 assert v.parse_layout("tp1") == (1, 1, 1) and v.parse_layout("tp2") == (2, 1, 1)
 assert v.parse_layout("pp2") == (1, 2, 1) and v.parse_layout("dp2") == (1, 1, 2) and v.parse_layout("tp2pp2") == (2, 2, 1)
 assert all(v.in_domain(x, 2) for x in ("tp1", "tp2", "pp2", "dp2")) and not v.in_domain("tp4", 2) and not v.in_domain("tp2dp2", 2)
-lo, hi = v.ci95([1, 2, 3, 4, 5])                     # mean 3, s 1.5811, t(4) 2.78
-assert abs(lo - (3 - 2.78 * 1.5811388 / 5 ** 0.5)) < 1e-6 and abs(hi - (3 + 2.78 * 1.5811388 / 5 ** 0.5)) < 1e-6, (lo, hi)
-assert v.ci95([7]) is None and v.ci95([2, 2, 2]) == (2, 2)
+# the printed statistic is the median, and its interval is the median's (percentile bootstrap), on generated samples:
+# it holds the sample median, lies within the sample, repeats exactly (a fixed seed), narrows as the sample grows
+import random, statistics
+rng = random.Random(5)
+for n in (3, 5, 9, 25):
+    for _ in range(20):
+        xs = [rng.lognormvariate(0, 0.3) for _ in range(n)]
+        lo, hi = v.median_ci(xs)
+        assert min(xs) <= lo <= statistics.median(xs) <= hi <= max(xs), (xs, lo, hi)
+        assert v.median_ci(xs) == (lo, hi)
+wide = [v.median_ci([rng.gauss(0, 1) for _ in range(5)]) for _ in range(40)]
+narrow = [v.median_ci([rng.gauss(0, 1) for _ in range(81)]) for _ in range(40)]
+assert statistics.median(h - l for l, h in narrow) < statistics.median(h - l for l, h in wide)
+assert v.median_ci([7]) is None and v.median_ci([2, 2, 2]) == (2, 2)
+assert "bootstrap" in v.ci_text([0.1, -0.2, 0.05]) and v.ci_text([0.1]) == ""
 assert v.summary([-0.1, 0.05, 0.3]) == (0.1, 0.3)
 ops = v.read_ops_csv(sys.argv[1])
 assert abs(ops["gemm"][0] - 0.012) < 1e-12 and abs(ops["gemm"][1] - 0.011) < 1e-12, ops

@@ -53,7 +53,7 @@ typedef struct {
     OpClass cls;
     double flops;          // floating-point operations (2·M·N·K for a GEMM)
     double bytes;          // bytes read + written, at the dtypes involved
-    int M, N, K;           // GEMM shape (0 for other ops); a GEMM group reports its first
+    int M, N, K;           // GEMM shape; attention: batch × heads, sequence, head dim; 0 otherwise. A GEMM group reports its first
     int count;             // GEMMs in a group (1 otherwise)
     Phase phase;           // labels from bk_label()
     int layer;             // global layer index, -1 = embedding / head / optimizer

@@ -24,7 +24,8 @@
 //
 // Row: X(RET, name, "label", (params), entry, (call args), when, class, flops, bytes, shape)
 //   RET void or double (double: 0 on the dry back end); "label" the OpInfo name the observer
-//   sees; shape a comma expression setting i.M, i.N, i.K, i.count ((void)0: none).
+//   sees; shape a comma expression setting i.M, i.N, i.K, i.count ((void)0: none; attention: M =
+//   batch × heads, N = sequence, K = head dim, which the performance model's materialised pricing reads).
 #pragma once
 #include "backend.h"
 
@@ -146,7 +147,8 @@ X(void, rope_backward, "rope_backward", (Backend *b, void *dx, int B, int T, int
 X(void, attention_forward, "attention_forward", (Backend *b, void *out, float *lse, const void *q,      \
   const void *k, const void *v, int B, int T, int H, int Hkv, int hd), attention_forward,             \
   (b, out, lse, q, k, v, B, T, H, Hkv, hd), 1, OPC_ATTENTION, flops_attention_forward(B, T, H, hd),    \
-  es(b) * ((double)B * T * hd * (2.0 * H + 2.0 * Hkv)) + 4.0 * B * H * T, (void)0)                     \
+  es(b) * ((double)B * T * hd * (2.0 * H + 2.0 * Hkv)) + 4.0 * B * H * T,                             \
+  (i.M = B * H, i.N = T, i.K = hd))                                                                  \
 /* Backward, recomputing the probabilities tile by tile from lse, with D = rowsum(dout⊙out):        \
    dq[B,T,H,hd] =, dk, dv[B,T,Hkv,hd] = (stored, not read). Bytes: reads q k v out dout, writes      \
    dq dk dv */                                                                                       \
@@ -155,7 +157,8 @@ X(void, attention_backward, "attention_backward", (Backend *b, void *dq, void *d
   int B, int T, int H, int Hkv, int hd), attention_backward,                                         \
   (b, dq, dk, dv, dout, out, q, k, v, lse, B, T, H, Hkv, hd), 1, OPC_ATTENTION,                       \
   flops_attention_backward(B, T, H, hd),                                                             \
-  es(b) * ((double)B * T * hd * (3.0 * H + 2.0 * Hkv + H + 2.0 * Hkv)) + 4.0 * B * H * T, (void)0)       \
+  es(b) * ((double)B * T * hd * (3.0 * H + 2.0 * Hkv + H + 2.0 * Hkv)) + 4.0 * B * H * T,               \
+  (i.M = B * H, i.N = T, i.K = hd))                                                                  \
 /* ---- vocabulary-parallel embedding and loss (rows/columns [v0, v0+V) held here) ---- */          \
 /* out[N,d] = wte[tokens[i] - v0] for tokens in range, else 0; tokens[N] i32, wte[V,d] */            \
 X(void, embedding_forward, "embedding_forward", (Backend *b, void *out, const int32_t *tokens,         \

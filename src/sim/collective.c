@@ -1,6 +1,7 @@
-// collective.c — α-β time of a collective on the link its group's placement uses (sim.h).
-// The per-step latency and the bandwidth of a ring are those of its slowest link: a ring
-// that leaves the node runs every step at the inter-node link's latency and bandwidth.
+// collective.c — the time of a collective on the link its group's placement uses (sim.h,
+// docs/performance-model.md §1 and §11): inside a node the measured size curve where the
+// profile has one, else α-β; across nodes NCCL's latency model (only the node-crossing steps
+// pay the network latency) and the NICs the group shares.
 #include <math.h>
 
 #include "../core/check.h"
@@ -31,7 +32,7 @@ SimPlacement sim_placement(const int *world_ranks, int n, int ranks_per_node) {
 SimPlacement sim_group_placement(int tp, int dp, int pp, int tp_rank, int dp_rank, int pp_rank,
                                  CommGroup g, int ranks_per_node) {
     int size = g == GROUP_TP ? tp : g == GROUP_DP ? dp : g == GROUP_PP ? pp : tp * dp * pp;
-    CHECK(size >= 1 && size <= 4096, "sim_group_placement: group of %d ranks", size);
+    CHECK(size >= 1 && size <= (1 << 20), "sim_group_placement: group of %d ranks", size);
     int *r = xcalloc((size_t)size, sizeof *r);
     for (int i = 0; i < size; i++) {
         int t = tp_rank, d = dp_rank, p = pp_rank;
@@ -69,14 +70,58 @@ static const HwLink *link_for(const HwProfile *hw, SimPlacement pl) {
     return l;
 }
 
-// base + steps·hop + bytes·factor/busbw with the link's large-message costs, or with its
-// small-message protocol when that is faster.
-static double alpha_beta(const HwLink *l, HwColl k, int n, double steps, double bytes_on_bus) {
+// The measured size curve's shape at x bytes: log-log interpolation between its points; below
+// the first point a constant time (the shape falls with the size), above the last its value.
+static double curve_frac(const HwSizeCurve *cv, double x) {
+    if (x >= cv->bytes[cv->n - 1]) return cv->frac[cv->n - 1];
+    if (x <= cv->bytes[0]) return cv->frac[0] * (x > 0 ? x / cv->bytes[0] : 0);
+    int i = 0;
+    while (cv->bytes[i + 1] < x) i++;
+    double w = log(x / cv->bytes[i]) / log(cv->bytes[i + 1] / cv->bytes[i]);
+    return exp((1 - w) * log(cv->frac[i]) + w * log(cv->frac[i + 1]));
+}
+
+// Bus bandwidth of a ring collective of `bytes` on the group placed pl (§11, 1. and 2.).
+// Inside a node: the profile's busbw for n ranks, shaped by the measured size curve at the
+// per-rank slice when the link has one. Across nodes with nics_per_node: the group's share of
+// its nodes' NICs (k ranks per node of ranks_per_node: nics·k/ranks_per_node of them) at one
+// NIC's achieved busbw, never above the intra-node rings' busbw; without nics_per_node the
+// inter-node link's busbw.
+static double ring_busbw(const HwProfile *hw, HwColl k, SimPlacement pl, double bytes) {
+    const HwLink *l = link_for(hw, pl);
+    if (pl.n_nodes == 1) {
+        double bw = hw_busbw(&l->coll[k], pl.n);
+        if (l->curve.n) {
+            double f = curve_frac(&l->curve, bytes * l->curve.ranks / pl.n);
+            bw *= f > 0 ? f : 1e-12;
+        }
+        return bw;
+    }
+    if (!l->nics_per_node) return hw_busbw(&l->coll[k], pl.n);
+    double nics = (double)l->nics_per_node * pl.per_node / hw->ranks_per_node;
+    double bw = nics * hw_busbw(&l->coll[k], pl.n);
+    if (pl.per_node > 1) {
+        double intra = hw_busbw(&hw->link[HW_INTRA].coll[k], pl.per_node);
+        if (intra < bw) bw = intra;
+    }
+    return bw;
+}
+
+// A ring of n ranks over pl.n_nodes nodes: `steps` steps of which `inter_steps` cross a node
+// boundary (NCCL's tuning model: only those pay the network latency), `bus` bytes on the bus.
+// Inside a node with a measured size curve the curve holds the latencies; otherwise the α-β
+// form, with the small-message protocol (ll) when it is faster.
+static double ring_time(const HwProfile *hw, HwColl k, SimPlacement pl, double steps, double inter_steps, double bus,
+                        double bytes) {
+    const HwLink *l = link_for(hw, pl), *in = &hw->link[HW_INTRA];
+    double bw = ring_busbw(hw, k, pl, bytes);
+    if (pl.n_nodes == 1 && l->curve.n) return bus / bw;
     const HwCollCost *c = &l->coll[k];
-    double bw = hw_busbw(c, n);
-    double t = c->base_s + steps * c->hop_s + bytes_on_bus / bw;
+    double hop_in = pl.n_nodes > 1 && in->present ? in->coll[k].hop_s : c->hop_s;
+    double t = c->base_s + (steps - inter_steps) * hop_in + inter_steps * c->hop_s + bus / bw;
     if (l->has_ll) {
-        double t_ll = l->ll_base_s + steps * l->ll_hop_s + bytes_on_bus / (bw * l->ll_bw_fraction);
+        double ll_in = pl.n_nodes > 1 && in->present && in->has_ll ? in->ll_hop_s : l->ll_hop_s;
+        double t_ll = l->ll_base_s + (steps - inter_steps) * ll_in + inter_steps * l->ll_hop_s + bus / (bw * l->ll_bw_fraction);
         if (t_ll < t) t = t_ll;
     }
     return t;
@@ -85,11 +130,12 @@ static double alpha_beta(const HwLink *l, HwColl k, int n, double steps, double 
 double sim_all_reduce_ring(const HwProfile *hw, double bytes, SimPlacement pl) {
     if (pl.n <= 1) return 0;
     double n = pl.n;
-    return alpha_beta(link_for(hw, pl), HW_ALL_REDUCE, pl.n, 2 * (n - 1), bytes * 2 * (n - 1) / n);
+    return ring_time(hw, HW_ALL_REDUCE, pl, 2 * (n - 1), 2.0 * (pl.n_nodes - 1), bytes * 2 * (n - 1) / n, bytes);
 }
 
 // Pipelined tree (a chain inside each node, a binary tree across nodes): reduce up, then
-// broadcast down; the busiest rank moves 2S (NCCL's tree: algbw = busbw / 2).
+// broadcast down; the busiest rank moves 2S (NCCL's tree: algbw = busbw / 2), at the group's
+// bandwidth (ring_busbw: the NICs it shares when it leaves the node).
 double sim_all_reduce_tree(const HwProfile *hw, double bytes, SimPlacement pl) {
     if (pl.n <= 1) return 0;
     const HwLink *intra = pl.per_node > 1 ? &hw->link[HW_INTRA] : NULL, *bott = link_for(hw, pl);
@@ -97,7 +143,26 @@ double sim_all_reduce_tree(const HwProfile *hw, double bytes, SimPlacement pl) {
     double lat = bott->coll[HW_ALL_REDUCE].base_s;
     if (intra) lat += 2.0 * (pl.per_node - 1) * intra->coll[HW_ALL_REDUCE].hop_s;
     if (pl.n_nodes > 1) lat += 2.0 * ceil(log2(pl.n_nodes)) * hw->link[HW_INTER].coll[HW_ALL_REDUCE].hop_s;
-    return lat + 2 * bytes / hw_busbw(&bott->coll[HW_ALL_REDUCE], pl.n);
+    return lat + 2 * bytes / ring_busbw(hw, HW_ALL_REDUCE, pl, bytes);
+}
+
+// One message between two ranks (a pipeline send): α-β on the pair's link; across nodes with
+// nics_per_node, every rank of the node sends at once (a stage's TP ranks), so one rank has
+// min(1, nics_per_node / ranks_per_node) NICs.
+static double send_time(const HwProfile *hw, double bytes, SimPlacement pl) {
+    const HwLink *l = link_for(hw, pl);
+    const HwCollCost *c = &l->coll[HW_P2P];
+    double bw = hw_busbw(c, 2);
+    if (pl.n_nodes > 1 && l->nics_per_node) {
+        double share = (double)l->nics_per_node / hw->ranks_per_node;
+        bw *= share < 1 ? share : 1;
+    }
+    double t = c->base_s + c->hop_s + bytes / bw;
+    if (l->has_ll) {
+        double t_ll = l->ll_base_s + l->ll_hop_s + bytes / (bw * l->ll_bw_fraction);
+        if (t_ll < t) t = t_ll;
+    }
+    return t;
 }
 
 double sim_collective_time(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl) {
@@ -113,13 +178,13 @@ double sim_collective_time(const HwProfile *hw, CommKind kind, double bytes, Sim
         return r < t ? r : t;
     }
     case COMM_ALL_GATHER:
-        return alpha_beta(link_for(hw, pl), HW_ALL_GATHER, pl.n, n - 1, bytes * (n - 1) / n);
+        return ring_time(hw, HW_ALL_GATHER, pl, n - 1, pl.n_nodes - 1.0, bytes * (n - 1) / n, bytes);
     case COMM_REDUCE_SCATTER:
-        return alpha_beta(link_for(hw, pl), HW_REDUCE_SCATTER, pl.n, n - 1, bytes * (n - 1) / n);
+        return ring_time(hw, HW_REDUCE_SCATTER, pl, n - 1, pl.n_nodes - 1.0, bytes * (n - 1) / n, bytes);
     case COMM_BROADCAST:
-        return alpha_beta(link_for(hw, pl), HW_ALL_GATHER, pl.n, n - 1, bytes);
+        return ring_time(hw, HW_ALL_GATHER, pl, n - 1, pl.n_nodes - 1.0, bytes, bytes);
     case COMM_SEND:
-        return alpha_beta(link_for(hw, pl), HW_P2P, 2, 1, bytes);
+        return send_time(hw, bytes, pl);
     case COMM_RECV:
         return 0;
     default:

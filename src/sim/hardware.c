@@ -413,12 +413,56 @@ double hw_rank_share(const HwProfile *p, int ranks_on_node) {
     return p->share[i];
 }
 
-static void parse_link(Ctx *c, HwLink *l, const YamlNode *map, int line, const char *where) {
-    static const char *const keys[] = { "all_reduce", "all_gather", "reduce_scatter", "p2p", "ll", NULL };
+// size_curve: {ranks: R, points: [[bytes, busbw], ...]}: ascending sizes, stored as the shape
+// busbw / busbw(largest).
+static void parse_curve(Ctx *c, HwSizeCurve *cv, const YamlNode *map, int line, const char *where) {
+    static const char *const keys[] = { "ranks", "points", NULL };
+    char w[128];
+    snprintf(w, sizeof w, "%s.size_curve", where);
+    expect_map(c, map, line, w);
+    check_keys(c, map, line, w, keys, keys);
+    cv->ranks = int_key(c, map, line, w, "ranks", 2, 1 << 20);
+    const YamlNode *pts = lookup(map, "points");
+    int kl = key_line(map, "points", line);
+    if (!is_seq(pts) || pts->n < 2 || pts->n > HW_CURVE_MAX)
+        fail(c, kl, "%s.points: expected a list of 2 to %d [bytes, busbw] pairs, got %s", w, HW_CURVE_MAX, kind_of(pts));
+    double bw[HW_CURVE_MAX];
+    for (int i = 0; i < pts->n; i++) {
+        const YamlNode *q = pts->e[i].val;
+        int ql = node_line(is_seq(q) && q->n ? q->e[0].val : q, kl);
+        char what[160];
+        snprintf(what, sizeof what, "%s.points[%d]", w, i);
+        if (!is_seq(q) || q->n != 2) fail(c, ql, "%s: expected [bytes, busbw], got %s", what, kind_of(q));
+        cv->bytes[i] = num_node(c, q->e[0].val, ql, what, 0, 1, 1e15);
+        bw[i] = num_node(c, q->e[1].val, ql, what, 0, 1, 1e16);
+        if (i && !(cv->bytes[i] > cv->bytes[i - 1])) fail(c, ql, "%s: sizes must ascend (%g after %g)", what, cv->bytes[i], cv->bytes[i - 1]);
+    }
+    cv->n = pts->n;
+    for (int i = 0; i < cv->n; i++) {
+        cv->frac[i] = bw[i] / bw[cv->n - 1];
+        if (cv->frac[i] > 1.5) fail(c, kl, "%s.points: busbw %g at %g bytes is %.2f× the largest message's: not a size curve", w,
+                                    bw[i], cv->bytes[i], cv->frac[i]);
+    }
+    // A larger message never takes less time: where a measurement's busbw grows faster than the
+    // size (noise of the smallest sizes), the shape is held to the size's ratio; log-log
+    // interpolation between points then keeps the time non-decreasing.
+    for (int i = 1; i < cv->n; i++) {
+        double cap = cv->frac[i - 1] * cv->bytes[i] / cv->bytes[i - 1];
+        if (cv->frac[i] > cap) cv->frac[i] = cap;
+    }
+}
+
+static void parse_link(Ctx *c, HwLink *l, const YamlNode *map, int line, const char *where, int inter) {
+    static const char *const keys[] = { "all_reduce", "all_gather", "reduce_scatter", "p2p", "ll", "size_curve", "nics_per_node", NULL };
     static const char *const cost_keys[] = { "base_s", "hop_s", "busbw", NULL };
     static const char *const ll_keys[] = { "base_s", "hop_s", "bw_fraction", NULL };
     expect_map(c, map, line, where);
     check_keys(c, map, line, where, keys, coll_names);
+    if (lookup(map, inter ? "size_curve" : "nics_per_node"))
+        fail(c, key_line(map, inter ? "size_curve" : "nics_per_node", line), "%s.%s: only links.%s has it", where,
+             inter ? "size_curve" : "nics_per_node", inter ? "intra_node" : "inter_node");
+    if (lookup(map, "size_curve")) parse_curve(c, &l->curve, lookup(map, "size_curve"), key_line(map, "size_curve", line), where);
+    if (lookup(map, "nics_per_node")) l->nics_per_node = int_key(c, map, line, where, "nics_per_node", 1, 1 << 10);
     for (int k = 0; k < HW_COLL_COUNT; k++) {
         const YamlNode *v = lookup(map, coll_names[k]);
         int vl = key_line(map, coll_names[k], line);
@@ -498,7 +542,7 @@ static void parse_root(Ctx *c, HwProfile *p, const YamlNode *root) {
         if (v) {
             char w[64];
             snprintf(w, sizeof w, "links.%s", link_names[k]);
-            parse_link(c, &p->link[k], v, key_line(links, link_names[k], ll), w);
+            parse_link(c, &p->link[k], v, key_line(links, link_names[k], ll), w, k == HW_INTER);
         }
     }
     if (p->ranks_per_node > 1 && !p->link[HW_INTRA].present)

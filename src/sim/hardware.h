@@ -32,7 +32,8 @@
 //       reduce_scatter: {...}
 //       p2p:            {...}
 //       ll: {base_s: 6.6e-6, hop_s: 0.6e-6, bw_fraction: 0.25}   # optional small-message protocol
-//     inter_node: {...}                   # optional; without it the profile is one node
+//       size_curve: {ranks: 8, points: [[1024, 0.04e9], ..., [8589934592, 231.6e9]]}   # optional
+//     inter_node: {..., nics_per_node: 8} # optional; without it the profile is one node
 //   rank_share: {2: 0.5, 4: 0.25}         # optional: ranks of a node share one device (a CPU host)
 //   op_rates:                             # optional: named ops measured as themselves
 //     fp32: {kron_gate_forward: {flop_per_s: 2e9}, layernorm_backward: {byte_per_s: 5e9}}
@@ -70,6 +71,19 @@ typedef struct {
 } HwCollCost;
 double hw_busbw(const HwCollCost *c, int n);
 
+// A measured bus-bandwidth curve of one collective by message size on `ranks` ranks of one
+// node (nccl-tests all_reduce_perf): its shape, busbw(bytes) / busbw(largest), read at the
+// per-rank slice (a group of n ranks moving S bytes reads it at S·ranks/n). A link with a
+// curve prices its ring collectives as bytes-on-bus / (busbw_n · shape): the measurement holds
+// every latency (docs/performance-model.md §11, 1.).
+#define HW_CURVE_MAX 40
+typedef struct {
+    int n;                       // points; 0 = no curve
+    int ranks;                   // the group size it was measured on
+    double bytes[HW_CURVE_MAX];  // ascending message sizes
+    double frac[HW_CURVE_MAX];   // busbw / busbw of the largest message, in (0, 1.5]
+} HwSizeCurve;
+
 typedef struct {
     int present;
     HwCollCost coll[HW_COLL_COUNT];
@@ -77,6 +91,12 @@ typedef struct {
     // The time of a call is the smaller of the two protocols' times.
     int has_ll;
     double ll_base_s, ll_hop_s, ll_bw_fraction;
+    HwSizeCurve curve;           // intra_node only (optional)
+    // inter_node only (optional): NICs per node. With it, the link's busbw is the achieved
+    // bandwidth of one NIC, and a group leaving a node shares the node's NICs with the
+    // concurrent groups of the other coordinates (§11, 2.); without it (0) every group that
+    // leaves a node runs at the link's busbw.
+    int nics_per_node;
 } HwLink;
 enum { HW_INTRA, HW_INTER, HW_LINK_COUNT };
 

@@ -88,6 +88,12 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
         }
         if (k->has_ll)
             fprintf(f, "    ll: {base_s: %.6g, hop_s: %.6g, bw_fraction: %.6g}\n", k->ll_base_s, k->ll_hop_s, k->ll_bw_fraction);
+        if (k->curve.n) {   // the shape, written as busbw fractions of the largest message (it reads back the same)
+            fprintf(f, "    size_curve: {ranks: %d, points: [", k->curve.ranks);
+            for (int i = 0; i < k->curve.n; i++) fprintf(f, "%s[%.17g, %.17g]", i ? ", " : "", k->curve.bytes[i], k->curve.frac[i]);
+            fprintf(f, "]}\n");
+        }
+        if (k->nics_per_node) fprintf(f, "    nics_per_node: %d\n", k->nics_per_node);
     }
     int any_rates = 0;
     for (int i = 0; i < SP_COUNT; i++) any_rates |= p->n_op_rates[i] > 0;

@@ -76,3 +76,37 @@ double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op) {
         DIE("sim_op_time: op '%s' has unknown class %d", op->name ? op->name : "?", (int)op->cls);
     }
 }
+
+const char *sim_attention_kernel_name(SimAttentionKernel k) {
+    static const char *const names[SIM_ATT_COUNT] = { "flash", "materialized", "materialized-dropout" };
+    return (unsigned)k < SIM_ATT_COUNT ? names[k] : "?";
+}
+
+// One memory pass over `bytes` at the profile's achieved bandwidth, as one kernel.
+static double mem_pass(const HwProfile *hw, double bytes) {
+    return bytes / (hw->memory_bandwidth * hw->memory_efficiency) + hw->op_overhead_s;
+}
+// One strided-batched GEMM launch of `count` [M, K] x [K, N] products at elem bytes c.
+static double bgemm(const HwProfile *hw, SimPrecision p, double M, double N, double K, double count, double c) {
+    int n = count > 1 ? (count < 1 << 30 ? (int)count : 1 << 30) : 1;
+    return sim_gemm_time(hw, p, M, N, K, n, 2 * M * N * K * count, c * count * (M * K + K * N + M * N));
+}
+
+double sim_attention_materialized_time(const HwProfile *hw, SimPrecision p, const OpInfo *op, int dropout) {
+    CHECK(op->M > 0 && op->N > 0 && op->K > 0, "sim: attention op '%s' carries no shape (batch x heads, sequence, head dim)",
+          op->name ? op->name : "?");
+    double BH = op->M, T = op->N, hd = op->K, c = p == SP_BF16 ? 2.0 : 4.0, s2 = BH * T * T;
+    if (!(op->name && strstr(op->name, "backward"))) {
+        double t = bgemm(hw, p, T, T, hd, BH, c)           // S = Q·Kᵀ (baddbmm)
+                 + mem_pass(hw, 2 * c * s2)                // fused scale-mask-softmax: read S, write P
+                 + bgemm(hw, p, T, hd, T, BH, c);          // O = P·V (bmm)
+        if (dropout) t += mem_pass(hw, (2 * c + 1) * s2);  // read P, write P', write the mask
+        return t;
+    }
+    double t = bgemm(hw, p, T, T, hd, BH, c)               // dP = dO·Vᵀ
+             + bgemm(hw, p, T, hd, T, BH, c)               // dV = Pᵀ·dO
+             + mem_pass(hw, 3 * c * s2)                    // softmax backward: read P, dP, write dS
+             + 2 * bgemm(hw, p, T, hd, T, BH, c);          // dQ = dS·K, dK = dSᵀ·Q
+    if (dropout) t += mem_pass(hw, (2 * c + 1) * s2);      // read dP', the mask, write dP
+    return t;
+}

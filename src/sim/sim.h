@@ -29,7 +29,8 @@
 //   pipeline    1F1B (parallel/schedule.h, fused exchanges as the trainer runs them) with
 //               per-action durations and blocking (rendezvous) transfers.
 // There is no overlap of communication with computation in this engine (nor in the paper's
-// BTP code): every collective is exposed, and the model says so by adding it.
+// BTP code): every collective is exposed, and the model says so by adding it (the gradient
+// reduction's exposure is decided in one place: sim_grad_reduction_exposed).
 #pragma once
 #include "hardware.h"
 #include "roofline.h"
@@ -44,6 +45,14 @@ double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, do
                      double flops, double bytes);
 // Seconds of one traced op (any class). The profile must cover p (hw_check_precision).
 double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op);
+// The attention kernel a priced run uses: the engine's flash kernel, or the materialised
+// s × s scores of published systems that ran without one (docs/performance-model.md §11, 6.).
+typedef enum { SIM_ATT_FLASH, SIM_ATT_MATERIALIZED, SIM_ATT_MATERIALIZED_DROPOUT, SIM_ATT_COUNT } SimAttentionKernel;
+const char *sim_attention_kernel_name(SimAttentionKernel k);   // "flash", "materialized", "materialized-dropout"
+// Seconds of one attention op (OpInfo M = batch × heads, N = sequence, K = head dim) run as
+// materialised attention: Q·Kᵀ and P·V (backward: dP, dV, dQ, dK) as strided-batched GEMMs over
+// the full s × s, the scale-mask-softmax pass, with dropout its pass and one-byte mask.
+double sim_attention_materialized_time(const HwProfile *hw, SimPrecision p, const OpInfo *op, int dropout);
 
 // ---- collectives (collective.c) -------------------------------------------------------------
 // Where a group's ranks sit: n ranks over n_nodes nodes, at most per_node on one node.
@@ -97,6 +106,7 @@ typedef struct {
     SimPrecision prec;
     SimPlacement place[GROUP_COUNT];
     double share;                              // hw_rank_share of this rank's node: ops take 1/share as long
+    SimAttentionKernel attention;              // how attention ops are priced (default: the engine's flash kernel)
     SimCost cur, total;
     int n_layers;                              // per-layer tables: layers -1 .. n_layers-1
     double *layer_compute, *layer_comm;        // [PHASE_COUNT][n_layers + 1] seconds
@@ -114,6 +124,10 @@ void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int t
 void sim_tracer_free(SimTracer *t);
 void sim_tracer_op(void *ctx, const OpInfo *op);            // OpObserver.end
 void sim_tracer_comm(void *ctx, const CommRecord *r);       // CommObserver
+// The exposed seconds of a data-parallel gradient reduction that takes `seconds` on the wire:
+// the one place that decides how much of it the step waits for. This engine reduces the
+// gradients after the last backward and overlaps nothing: all of it.
+double sim_grad_reduction_exposed(const SimTracer *t, const CommRecord *r, double seconds);
 SimCost sim_tracer_take(SimTracer *t);
 // Record every op and collective of `layer` from now on while `on` (the layer trace).
 void sim_tracer_trace_layer(SimTracer *t, int layer, int on);

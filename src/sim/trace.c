@@ -65,7 +65,9 @@ static size_t layer_slot(const SimTracer *t, int phase, int layer) {
 
 void sim_tracer_op(void *ctx, const OpInfo *op) {
     SimTracer *t = ctx;
-    double s = sim_op_time(t->hw, t->prec, op) / t->share;
+    double s = (op->cls == OPC_ATTENTION && t->attention != SIM_ATT_FLASH
+                    ? sim_attention_materialized_time(t->hw, t->prec, op, t->attention == SIM_ATT_MATERIALIZED_DROPOUT)
+                    : sim_op_time(t->hw, t->prec, op)) / t->share;
     t->cur.compute_s += s;
     t->cur.flops += op->flops;
     if (op->cls == OPC_GEMM) t->cur.gemm_flops += op->flops;
@@ -95,6 +97,7 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
         return;
     }
     double s = sim_collective_time(t->hw, r->kind, (double)r->bytes, t->place[r->group]);
+    if (r->group == GROUP_DP && r->phase == PHASE_OPTIMIZER) s = sim_grad_reduction_exposed(t, r, s);
     t->cur.comm_s += s;
     t->layer_comm[layer_slot(t, r->phase, r->layer)] += s;
     t->comm_group_s[r->phase][r->group] += s;
@@ -106,6 +109,12 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
         e->cls = r->kind; e->group = r->group; e->phase = r->phase;
         e->bytes = (double)r->bytes; e->seconds = s;
     }
+}
+
+double sim_grad_reduction_exposed(const SimTracer *t, const CommRecord *r, double seconds) {
+    (void)t;
+    (void)r;
+    return seconds;   // reduced after the last backward, nothing overlaps it (docs/performance-model.md §11, 7.)
 }
 
 SimCost sim_tracer_take(SimTracer *t) {
@@ -135,7 +144,9 @@ void sim_report_fill(SimStepReport *r, double step_s, const SimCost *stage, doub
     // the parts come from one stage's own time line, which the step contains
     CHECK(r->bubble_s > -1e-9 * (step_s > 1 ? step_s : 1), "sim report: the parts (%.9g s) exceed the step (%.9g s)",
           r->compute_s + r->comm_s + r->p2p_s, step_s);
-    if (r->bubble_s < 0) r->bubble_s = 0;
+    // The step and its parts are sums of the same seconds in another order: a difference within
+    // their rounding (a relative 1e-12 of the step) is no idle time, not 5.6e-17 s of it.
+    if (r->bubble_s < 1e-12 * step_s) r->bubble_s = 0;
     r->tokens_per_s = step_s > 0 ? tokens / step_s : 0;
     r->model_flops = model_flops;
     r->hw_flops = hw_flops;

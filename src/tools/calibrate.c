@@ -243,19 +243,20 @@ static void measure_attention(Backend *b, int B, int T, int H, int hd, double *f
 // Ops whose kernels the GEMM table and the streaming bandwidth do not describe are measured
 // as themselves, each at a recipe-sized shape, and priced so (op_rates: named ops, whole calls):
 //  * LaX's crossing ops (docs/lax.md): custom loops, not sgemm — FLOP/s of the kron gate,
-//    bytes/s of LayerNorm over r, at N 1024 tokens, r 32 = 4 × 8;
+//    bytes/s of LayerNorm over r, at N 1536 tokens, r 40 = 5 × 8;
 //  * the CPU back end's element-wise and row kernels that do more than stream their bytes:
 //    an exp, a division or a square root per element (cross-entropy, SiLU, SwiGLU, RMSNorm,
 //    AdamW), a reduction along each row or over a tensor (rowsumsq, rowdot, sumsq_multi), a
-//    gather or scatter (the embedding) — at the recipes' sizes (N 1024 tokens of d 128, SwiGLU
-//    at the MLP's d_ff 344, a vocabulary of 2048, a BTP bottleneck of 3 slots of r 32, 2^20
-//    parameters), whose activations sit in the caches, these kernels are bound by their
+//    gather or scatter (the embedding) — at sizes of the recipes' kind that the CPU validation
+//    does not check (N 1536 tokens of d 160, SwiGLU at d_ff 432, a vocabulary of 2560, a BTP
+//    bottleneck of 3 slots of r 40, 1.25 × 2^20 parameters: the validated recipe has N 1024,
+//    d 128, d_ff 344, r 32, V 2048), whose activations sit in the caches, these kernels are bound by their
 //    arithmetic or by a reduction's dependency chain, not by the DRAM bandwidth of op_add over
 //    64 MiB (3.): priced at it,
 //    cross-entropy's forward and rowsumsq took 4–5× their modeled time inside real steps
 //    (thread CPU time, 2026-12-02). bytes/s as their OpInfo counts them;
 //  * the streaming ops on a step's activations ([N, d] residual adds, RoPE on q and k of
-//    micro-batch 8 × 128 tokens, 4 heads of 32): their tensors (0.5 MiB) sit in L2, where
+//    12 × 128 tokens, 5 heads of 32): their tensors (~1 MiB) sit in L2, where
 //    3.'s DRAM stream over 64 MiB priced them 2–4× slow (and moves with what other guests on
 //    the host do to DRAM, which a cache-resident op does not meet). The streaming ops on whole
 //    parameter or gradient buffers (zero, copy, cast) stay on 3.'s bandwidth.
@@ -273,8 +274,10 @@ static const char *const named_ops[] = {
     "xent_forward", "xent_backward", "xent_fused", "sumsq_multi", "adamw", "add", "rope_forward", "rope_backward" };
 enum { N_NAMED = (int)(sizeof named_ops / sizeof *named_ops) };
 static int measure_named_ops(Backend *b, NamedRate *out) {
-    const int N = 1024, r1 = 4, r2 = 8, r = r1 * r2, d = 128, d_ff = 344, V = 2048, G = 3;
-    const size_t P = (size_t)1 << 20, big = (size_t)N * V;   // parameters; logits
+    // Shapes of the recipes' kind but none the CPU validation checks (its recipe: N 1024 or 512
+    // tokens, d 128, d_ff 344, r 32, V 2048, 4 heads of 32): a rate is measured out of sample.
+    const int N = 1536, r1 = 5, r2 = 8, r = r1 * r2, d = 160, d_ff = 432, V = 2560, G = 3;
+    const size_t P = (size_t)5 << 18, big = (size_t)N * V;   // parameters; logits
     void *X = rand_buf(b, P, 11), *Y = rand_buf(b, P, 12), *Z = rand_buf(b, P, 13), *W = rand_buf(b, P, 14);
     void *L = bk_alloc(b, big, DT_F32, MEM_WORK), *L0 = rand_buf(b, big, 15);   // the logits, refreshed from L0
     void *G1 = rand_buf(b, (size_t)r1 * r1, 16), *G2 = rand_buf(b, (size_t)r2 * r2, 17);
@@ -708,13 +711,14 @@ static void host_facts(char *host, size_t nh, char *cpu, size_t nc) {
 }
 
 // 4. and 4b. into p: the attention efficiencies (over p's peak) and the op rates of the ops
-// timed as themselves (measure_named_ops), printed. The attention at the CPU recipes' own shape
-// (experiments/base/boost-cpu.yaml, quickstart: micro-batch 8 of 128 tokens, 4 heads of 32):
-// the causal kernel's efficiency depends on T (the diagonal tiles' share: 2 of the 3 tiles the
+// timed as themselves (measure_named_ops), printed. The attention at the CPU recipes' T and head
+// dim (experiments/base/boost-cpu.yaml: 128 tokens, heads of 32) with another batch and head
+// count than the validated recipe's (8 × 4; here 12 × 5: no validated shape is calibrated): the
+// causal kernel's efficiency depends on T (the diagonal tiles' share: 2 of the 3 tiles the
 // 64-query blocks visit at T 128, 4 of 10 at T 256; the mean with a T 256 shape this used to
 // take priced the recipes' attention at a T they do not have).
 static void measure_kernels(Backend *bk, HwProfile *p) {
-    static const int shapes[1][4] = { { 8, 128, 4, 32 } };
+    static const int shapes[1][4] = { { 12, 128, 5, 32 } };
     enum { N_ATT = (int)(sizeof shapes / sizeof *shapes) };
     double ef = 0, eb = 0, peak = p->peak_flops[SP_FP32];
     printf("\n4. attention (the engine's causal flash attention, FLOPs as its ops count them) over the sgemm peak\n");
@@ -730,8 +734,8 @@ static void measure_kernels(Backend *bk, HwProfile *p) {
     printf("   efficiency: forward %.3f, backward %.3f\n", p->attention[SP_FP32].forward, p->attention[SP_FP32].backward);
     NamedRate named[N_NAMED];
     int nn = measure_named_ops(bk, named);
-    printf("\n4b. ops timed as themselves (LaX's crossing at N 1024, r 32 = 4 x 8; the row, element-wise and activation "
-           "streaming kernels at N 1024, d 128, V 2048, 2^20 parameters; %s of 7 calls)\n", use_best ? "best" : "median");
+    printf("\n4b. ops timed as themselves (LaX's crossing at N 1536, r 40 = 5 x 8; the row, element-wise and activation "
+           "streaming kernels at N 1536, d 160, V 2560, 1.25 x 2^20 parameters; %s of 7 calls)\n", use_best ? "best" : "median");
     p->n_op_rates[SP_FP32] = 0;
     for (int i = 0; i < nn; i++) {
         HwOpRate *r = &p->op_rates[SP_FP32][p->n_op_rates[SP_FP32]++];
@@ -885,7 +889,10 @@ int main(int argc, char **argv) {
     Backend *bk = backend_cpu(DT_F32);
     // 1. GEMM grid: M = tokens of a micro-batch, N and K down to the bottleneck widths
     static const int Ms[] = { 64, 256, 1024, 4096 }, Ns[] = { 16, 64, 256, 1024, 4096 }, Ks[] = { 16, 64, 256, 1024, 4096 };
-    static const int qMs[] = { 32, 128, 512, 2048 }, qNs[] = { 32, 128, 512, 2048 }, qKs[] = { 32, 128, 512, 2048 };
+    // the quick grid brackets the CPU recipes' dimensions (32 … 2048) within a factor of 5 and holds
+    // none of the validated recipe's (32, 64, 96, 128, 172, 344, 512, 1024, 2048): no validated
+    // GEMM shape is a calibrated point
+    static const int qMs[] = { 24, 80, 400, 1600 }, qNs[] = { 24, 80, 400, 1600 }, qKs[] = { 24, 80, 400, 1600 };
     double peak0 = cpu_sgemm_peak_gflops() * 1e9;
     if (quick) measure_gemm(bk, &p.gemm[SP_FP32], qMs, 4, qNs, 4, qKs, 4, 1, 0.005);
     else measure_gemm(bk, &p.gemm[SP_FP32], Ms, 4, Ns, 5, Ks, 5, 3, 0.005);
@@ -1000,7 +1007,7 @@ int main(int argc, char **argv) {
         "op_overhead_s: the %s of 201 op_add calls on 64 floats (dispatch, an OpenMP region)", stat, stat);
     snprintf(c_att, sizeof c_att,
         "attention: the engine's flash attention (op_attention_forward/backward) at B,T,H,hd =\n"
-        "8,128,4,32, the CPU recipes' shape (%s of 7 calls); FLOPs as the ops count them (FlashAttention-2's\n"
+        "12,128,5,32, the CPU recipes' T and head dim, not their validated shape (%s of 7 calls); FLOPs as the ops count them (FlashAttention-2's\n"
         "convention: 2*2*hd per causal (query, key) pair forward, 2.5x backward) over the sgemm peak", stat);
     char rank_list[64] = "";
     for (int r = 0; r < n_ranks; r++)
@@ -1025,9 +1032,10 @@ int main(int argc, char **argv) {
     char c_named[700];
     snprintf(c_named, sizeof c_named,
              "op_rates: ops the GEMM table and the streaming bandwidth do not describe, each timed as itself:\n"
-             "LaX's crossing ops (custom loops, not sgemm: kron_gate, layernorm) at N 1024, r 32 = 4 x 8, and the\n"
+             "LaX's crossing ops (custom loops, not sgemm: kron_gate, layernorm) at N 1536, r 40 = 5 x 8, and the\n"
              "CPU back end's row and element-wise kernels that do more than stream (an exp, division or square\n"
-             "root per element, a reduction, a gather) at N 1024, d 128, V 2048, 2^20 parameters, operands in\n"
+             "root per element, a reduction, a gather) at N 1536, d 160, V 2560, 1.25 x 2^20 parameters (none a\n"
+             "shape the CPU validation checks), operands in\n"
              "the caches as in a step; %s of 7 calls; FLOP/s (kron gate) or bytes/s as their OpInfo counts them",
              use_best ? "best" : "median");
     const char *comments[HW_SEC_COUNT] = { c_peak, c_gemm, c_mem, c_att, c_links, c_share, c_named };

@@ -6,6 +6,7 @@
 // options; `make exp EXP=name [VARIANT=v] [SET="k=v ..."] [REPEAT=n] [RESUME=1]
 // [LAUNCH=id] [SUMMARY=1] [DRY_RUN=1]` calls this.
 #include <dirent.h>
+#include <sqlite3.h>
 #include <libgen.h>
 #include <math.h>
 #include <signal.h>
@@ -224,6 +225,19 @@ static void warn_peak_drift(const LaunchRow *launch, const VariantSummary *vs, i
 }
 
 // ---- the comparison table ------------------------------------------------------------------
+// A simulated run whose configuration does not fit the profile's memory (the simulation row's
+// memory_fits): the launch table shows it as not fitting, never with a time.
+static int simulated_run_fits(RunDB *db, int64_t run) {
+    sqlite3_stmt *st = NULL;
+    int fits = 1;
+    if (sqlite3_prepare_v2(rundb_handle(db), "SELECT memory_fits FROM simulation WHERE run_id = ?1", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, run);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) fits = sqlite3_column_int(st, 0);
+    }
+    sqlite3_finalize(st);
+    return fits;
+}
+
 static void print_table(RunDB *db, const Manifest *man, const char *experiment, const LaunchRow *launch) {
     RunRow *runs = NULL;
     int n_runs = 0;
@@ -256,7 +270,7 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
     }
     printf("%-28s %5s %6s %9s %9s %9s %21s %10s %7s %10s %11s %6s %15s\n", "variant", "runs", "steps", "loss", "val loss",
            "median ms", "spread", "tokens/s", "MFU", "peak mem", "comm/step", "calls", "coll ms (wait)");
-    int spread_runs = 0, spread_steps = 0, loaded = 0, any_comm = 0;
+    int spread_runs = 0, spread_steps = 0, loaded = 0, any_comm = 0, unfit = 0;
     for (int i = 0; i < n; i++) {
         const VariantSummary *s = &vs[i];
         char mem[32], comm[32], val[32], loss[32], ms[32], spread[48], tps[32], mfu[32], runs_col[16], coll[48];
@@ -275,6 +289,13 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         if (s->n_completed > 1) spread_runs = 1; else if (!isnan(s->ms_lo)) spread_steps = 1;
         snprintf(runs_col, sizeof runs_col, "%d/%d", s->n_completed, s->n_runs);
         if (s->n_completed == 0) { snprintf(mem, sizeof mem, "-"); snprintf(comm, sizeof comm, "-"); }
+        if (simulated && !simulated_run_fits(db, s->run_id)) {   // a step that cannot run has no time
+            snprintf(ms, sizeof ms, "no fit");
+            snprintf(tps, sizeof tps, "-");
+            snprintf(mfu, sizeof mfu, "-");
+            snprintf(spread, sizeof spread, "does not fit (mem)");
+            unfit++;
+        }
         char alias[64];
         store_variant_alias(s->variant, alias, sizeof alias);   // a long grid name: a short alias, the key below
         printf("%-28s %5s %6d %9s %9s %9s %21s %10s %7s %10s %11s %6lld %15s\n", alias, runs_col, s->steps, loss, val, ms,
@@ -285,14 +306,22 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
         store_variant_alias(vs[i].variant, alias, sizeof alias);
         if (strcmp(alias, vs[i].variant)) printf("  %s = %s\n", alias, vs[i].variant);
     }
-    if (simulated)
+    if (simulated) {
         printf("modeled: one simulated step per run on profile %s (no loss: nothing is computed). median ms: the modeled\n"
                "step time; MFU against the profile's peak x devices; peak mem: the largest rank's modeled total;\n"
                "comm/step: rank 0's collectives; coll ms: their modeled time (the model has no waiting: \"(-)\").\n"
                "The split: sqlite3 %s \"SELECT * FROM simulated_runs WHERE launch_id = %lld\"\n",
                launch->hardware, rundb_path(db), (long long)launch->id);
-    else
-    {
+        if (unfit)
+            printf("no fit: %d variant%s do%s not fit the profile's memory per device (peak mem): no time is shown for %s\n",
+                   unfit, unfit > 1 ? "s" : "", unfit > 1 ? "" : "es", unfit > 1 ? "them" : "it");
+        for (int i = 0; i < man->n_variants; i++)
+            if (man->variants[i].config.boost.online_rmsnorm) {
+                printf("online RMSNorm: the modeled op-level speed-up over SyncRMSNorm contradicts the paper's measured one; the\n"
+                       "mechanism: analysis/reproduction/REPORT.md, \"What misses and why\"\n");
+                break;
+            }
+    } else {
         char spread_s[160];
         if (spread_runs || spread_steps)
             snprintf(spread_s, sizeof spread_s, "%s%s%s", spread_runs ? "min-max of the run medians (\"runs\")" : "",

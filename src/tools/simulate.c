@@ -3,7 +3,7 @@
 //
 //   build/simulate experiments/X.yaml [--variant V] --hardware a100-80gb-node4 [--set k=v]...
 //                  [--per-layer] [--json FILE] [--trace-layer L]
-//                  [--record [--launch ID] [--repeat-index R]]
+//                  [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|materialized|materialized-dropout]
 //   build/simulate --hardware NAME --gemm M,N,K[,COUNT] [--precision bf16]
 //   build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]
 //
@@ -77,6 +77,7 @@ typedef struct {
     HwProfile hw;
     char hw_sha256[65];
     SimPrecision prec;
+    SimAttentionKernel att;  // how the attention ops are priced (--attention-kernel)
     int P, K, world, nodes, trace_stage, trace_layer;
     double tokens, step, model_flops, hw_flops;
     StageSim *st;
@@ -135,7 +136,7 @@ static void sim_after_transfer(void *ctx, const PipeAction *a) {
 
 // One pipeline stage: build it on the dry back end and run the trainer's step through it.
 static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw, SimPrecision prec, DType dt, int stage,
-                           int trace_layer) {
+                           int trace_layer, SimAttentionKernel att) {
     const ParallelConfig *pc = &cfg->parallel;
     const TrainConfig *tc = &cfg->train;
     int K = tc->grad_accum, rank = grid_world_rank(pc->tp, pc->dp, 0, 0, stage);
@@ -153,6 +154,7 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     // price everything from here on: the set-up above is not part of a step
     sim_tracer_init(&st->tracer, hw, prec, pc->tp, pc->dp, pc->pp, 0, 0, stage, cfg->model.n_layers);
     SimTracer *t = &st->tracer;
+    t->attention = att;
     int traced = trace_layer >= st->layer_begin && trace_layer < st->layer_end;
     if (traced) sim_tracer_trace_layer(t, trace_layer, 0);
     OpObserver obs = { NULL, sim_tracer_op };
@@ -392,9 +394,42 @@ static void print_per_layer(const StageSim *st, int stage, int K) {
     }
 }
 
+// Does every stage's memory fit the profile's capacity? The stage that needs the most, in *worst.
+static int run_fits(const SimRun *s, int *worst) {
+    int w = 0;
+    for (int p = 1; p < s->P; p++)
+        if (s->st[p].mem.total > s->st[w].mem.total) w = p;
+    if (worst) *worst = w;
+    return s->st[w].mem.total <= s->hw.memory_bytes;
+}
+
 // ---- the text report ---------------------------------------------------------------------
-static void print_report(const SimRun *s, int per_layer) {
+static void print_memory(const SimRun *s) {
     const HwProfile *hw = &s->hw;
+    printf("\nmemory per rank, GiB (dry back end; tp rank 0, dp rank 0 of each stage), capacity %.2f GiB:\n",
+           hw->memory_bytes / 1073741824.0);
+    printf("%5s", "stage");
+    for (int i = 0; i < MEM_COUNT; i++) printf(" %9s", mem_category_name((MemCategory)i));
+    printf(" %9s\n", "peak");
+    for (int p = 0; p < s->P; p++) {
+        const MemReport *mr = &s->st[p].mem;
+        printf("%5d", p);
+        for (int i = 0; i < MEM_COUNT; i++) printf(" %9.3f", mr->bytes[i] / 1073741824.0);
+        printf(" %9.3f  %s\n", mr->total / 1073741824.0, mr->total <= hw->memory_bytes ? "fits" : "DOES NOT FIT");
+    }
+}
+
+static void print_report(const SimRun *s, int per_layer) {
+    int worst;
+    if (!run_fits(s, &worst)) {
+        // a step that cannot run has no time: the memory that rules it out, and nothing else
+        print_memory(s);
+        printf("\nthe configuration does not fit: stage %d needs %.1f GiB per device of the profile's %.1f GiB, so the step\n"
+               "cannot run and no time is shown (--json still carries the model's times, flagged \"fits\": false, for the\n"
+               "check of published systems whose memory layout differs from this engine's)\n",
+               worst, s->st[worst].mem.total / 1073741824.0, s->hw.memory_bytes / 1073741824.0);
+        return;
+    }
     printf("\n%5s %7s %11s %11s %10s %10s %10s %10s %10s\n", "stage", "layers", "fwd/mb ms", "bwd/mb ms", "compute s",
            "comm s", "p2p s", "idle s", "end s");
     for (int p = 0; p < s->P; p++) {
@@ -407,17 +442,7 @@ static void print_report(const SimRun *s, int per_layer) {
     }
     printf("\nthe step, as the busiest stage (%d) spends it:\n", s->crit);
     sim_report_print(&s->r, stdout);
-    printf("\nmemory per rank, GiB (dry back end; tp rank 0, dp rank 0 of each stage), capacity %.2f GiB:\n",
-           hw->memory_bytes / 1073741824.0);
-    printf("%5s", "stage");
-    for (int i = 0; i < MEM_COUNT; i++) printf(" %9s", mem_category_name((MemCategory)i));
-    printf(" %9s\n", "peak");
-    for (int p = 0; p < s->P; p++) {
-        const MemReport *mr = &s->st[p].mem;
-        printf("%5d", p);
-        for (int i = 0; i < MEM_COUNT; i++) printf(" %9.3f", mr->bytes[i] / 1073741824.0);
-        printf(" %9.3f  %s\n", mr->total / 1073741824.0, mr->total <= hw->memory_bytes ? "fits" : "DOES NOT FIT");
-    }
+    print_memory(s);
     if (per_layer)
         for (int p = 0; p < s->P; p++) print_per_layer(&s->st[p], p, s->K);
 }
@@ -524,7 +549,8 @@ static void write_json(FILE *f, const SimRun *s) {
     fprintf(f, ", \"ranks_per_node\": %d, ", hw->ranks_per_node);
     json_kv(f, "peak_flops", hw->peak_flops[s->prec], 0);
     json_kv(f, "memory_bytes", hw->memory_bytes, 1);
-    fprintf(f, "},\n  \"precision\": \"%s\",\n  \"model\": {\"linear\": \"%s\", \"preset\": ", sim_precision_name(s->prec),
+    fprintf(f, "},\n  \"fits\": %s,\n  \"precision\": \"%s\",\n  \"attention_kernel\": \"%s\",\n  \"model\": {\"linear\": \"%s\", \"preset\": ",
+            run_fits(s, NULL) ? "true" : "false", sim_precision_name(s->prec), sim_attention_kernel_name(s->att),
             linear_kind_name((LinearKind)mc->linear));
     json_str(f, mc->preset);
     fprintf(f, ", \"n_layers\": %d, \"d_model\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, \"d_ff\": %d, \"rank_attn\": %d, "
@@ -681,7 +707,7 @@ static int gemm_query(const char *hardware, const char *shape, const char *preci
 static void usage(FILE *f) {
     fputs("usage: build/simulate experiments/X.yaml [--variant V] --hardware PROFILE [--set k=v]...\n"
           "                      [--per-layer] [--json FILE] [--trace-layer L]\n"
-          "                      [--record [--launch ID] [--repeat-index R]]\n"
+          "                      [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|materialized|materialized-dropout]\n"
           "       build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16|tf32|fp32]\n"
           "       build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]\n"
           "One training step of a manifest variant priced on a hardware profile (experiments/hardware/*.yaml):\n"
@@ -690,6 +716,8 @@ static void usage(FILE *f) {
           "tokens/s, MFU and memory per rank. --json writes the full report, --record stores a run of kind\n"
           "'simulated' in run.db, --gemm prices one GEMM. --measure-ops (one rank) also runs the step on the CPU\n"
           "back end, times every op and prices the same op records: the op layer of make validate-cpu.\n"
+          "--attention-kernel prices attention as a published system ran it (materialised s x s scores, with or\n"
+          "without dropout) instead of this engine's flash kernel: the check against published throughputs.\n"
           "See docs/performance-model.md.\n", f);
 }
 
@@ -704,7 +732,7 @@ int main(int argc, char **argv) {
     const char *manifest = NULL, *variant = NULL, *hardware = NULL, *json_path = NULL, *gemm = NULL, *precision = "bf16";
     const char *sets[MAX_SETS];
     int n_sets = 0, per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0, measure_steps = 0;
-    const char *ops_csv = NULL;
+    const char *ops_csv = NULL, *att_kernel = "flash";
     int64_t launch_id = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
@@ -726,11 +754,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--trace-layer")) { trace_layer = (int)parse_count(argv[i], argv[i + 1], 0); i++; }
         else if (!strcmp(argv[i], "--measure-ops")) { measure_steps = (int)parse_count(argv[i], argv[i + 1], 1); i++; }
         else if (!strcmp(argv[i], "--ops-csv")) ops_csv = argv[++i];
+        else if (!strcmp(argv[i], "--attention-kernel")) att_kernel = argv[++i];
         else if (!strcmp(argv[i], "--set")) {
             if (n_sets == MAX_SETS) die_input("at most %d --set overrides", MAX_SETS);
             sets[n_sets++] = argv[++i];
         } else die_input("unknown option '%s' (expected --variant, --hardware, --set, --per-layer, --json, --trace-layer, "
-                         "--record, --launch, --repeat-index, --gemm, --precision, --measure-ops, --ops-csv)", argv[i]);
+                         "--record, --launch, --repeat-index, --gemm, --precision, --measure-ops, --ops-csv, --attention-kernel)", argv[i]);
     }
     if (gemm) {
         if (!hardware || manifest) die_input("usage: build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16]");
@@ -745,6 +774,16 @@ int main(int argc, char **argv) {
     SimRun s;
     memset(&s, 0, sizeof s);
     s.manifest = manifest;
+    s.att = SIM_ATT_COUNT;
+    for (int k = 0; k < SIM_ATT_COUNT; k++)
+        if (!strcmp(att_kernel, sim_attention_kernel_name((SimAttentionKernel)k))) s.att = (SimAttentionKernel)k;
+    if (s.att == SIM_ATT_COUNT)
+        die_input_hint("--attention-kernel flash prices the engine's kernel; materialized and materialized-dropout price the "
+                       "s x s scores of published runs without a flash kernel (docs/performance-model.md §11)",
+                       "--attention-kernel %s: expected flash, materialized or materialized-dropout", att_kernel);
+    if (s.att != SIM_ATT_FLASH && (record || measure_steps))
+        die_input("--attention-kernel %s prices a published system's kernel, not this engine's: it does not go with --record "
+                  "or --measure-ops", att_kernel);
     Manifest *man = manifest_load_with(manifest, sets, n_sets);
     s.man = man;
     s.mv = manifest_variant(man, variant);
@@ -777,14 +816,15 @@ int main(int argc, char **argv) {
     s.nodes = (s.world + s.hw.ranks_per_node - 1) / s.hw.ranks_per_node;
     s.trace_layer = trace_layer;
     s.trace_stage = -1;
-    printf("simulate: %s, variant %s, on %s (%s), %s\n", manifest, s.mv->name, s.hw.name, s.hw.device, sim_precision_name(s.prec));
+    printf("simulate: %s, variant %s, on %s (%s), %s%s%s\n", manifest, s.mv->name, s.hw.name, s.hw.device, sim_precision_name(s.prec),
+           s.att != SIM_ATT_FLASH ? ", attention priced as " : "", s.att != SIM_ATT_FLASH ? sim_attention_kernel_name(s.att) : "");
     printf("grid tp x pp x dp = %d x %d x %d: %d device%s on %d node%s of %d; %d micro-batch%s of %d x %d tokens per step "
            "(%.0f tokens)\n", pc->tp, pc->pp, pc->dp, s.world, s.world > 1 ? "s" : "", s.nodes, s.nodes > 1 ? "s" : "",
            s.hw.ranks_per_node, s.K, s.K > 1 ? "es" : "", s.cfg.train.batch_size, s.cfg.model.seq_len, s.tokens);
 
     s.st = xcalloc((size_t)s.P, sizeof *s.st);
     for (int p = 0; p < s.P; p++) {
-        simulate_stage(&s.st[p], &s.cfg, &s.hw, s.prec, dt, p, trace_layer);
+        simulate_stage(&s.st[p], &s.cfg, &s.hw, s.prec, dt, p, trace_layer, s.att);
         if (trace_layer >= s.st[p].layer_begin && trace_layer < s.st[p].layer_end) s.trace_stage = p;
         trainer_memory_report(&s.cfg, grid_world_rank(pc->tp, pc->dp, 0, 0, p), dt, &s.st[p].mem);
     }
