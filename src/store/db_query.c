@@ -216,9 +216,11 @@ static void read_launch(RunDB *db, sqlite3_stmt *st, LaunchRow *l) {
     db_col_text(st, 12, l->kind, sizeof l->kind);
     db_col_text(st, 13, l->hardware, sizeof l->hardware);
     l->peak_check_gflops = db_col_dbl(st, 14);
+    db_col_text(st, 15, l->launcher, sizeof l->launcher);
+    db_col_text(st, 16, l->error, sizeof l->error);
 }
 #define LAUNCH_COLS "id, experiment, status, started_at, experiment_version, manifest_sha256, variant_filter, repeat, " \
-                    "peak_gflops, load_avg_1m, host, overrides, kind, hardware, peak_check_gflops"
+                    "peak_gflops, load_avg_1m, host, overrides, kind, hardware, peak_check_gflops, launcher, error"
 
 int rundb_launch(RunDB *db, int64_t id, LaunchRow *out) {
     rundb_flush(db);

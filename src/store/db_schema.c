@@ -149,6 +149,19 @@ RUN_KIND_COLUMNS \
 // (the statistic `make exp` prints: the middle timed step, or the mean of the two middle
 // ones), tokens_per_s and mfu from that median, as the table; run_config holds every
 // key of every run's configuration, config_diff the keys that differ within a launch.
+// launch_summary (schema 5): created by the 4 -> 5 step (RUNDB_MIGRATE_V4_SQL), which every
+// database passes through, a new one included.
+#define LAUNCH_SUMMARY_VIEW \
+"CREATE VIEW launch_summary AS\n" \
+"SELECT l.id AS launch_id, l.experiment, l.experiment_version, l.kind, l.hardware, l.status, l.started_at, l.ended_at,\n" \
+"       l.repeat, l.variant_filter, l.overrides, l.host, l.load_avg_1m, l.peak_gflops, l.launcher, l.error,\n" \
+"       COUNT(r.id) AS runs,\n" \
+"       COALESCE(SUM(r.status = 'completed'), 0) AS completed,\n" \
+"       COALESCE(SUM(r.status <> 'completed'), 0) AS not_completed,\n" \
+"       group_concat(DISTINCT r.variant) AS variants\n" \
+"FROM launches l LEFT JOIN runs r ON r.launch_id = l.id\n" \
+"GROUP BY l.id;\n"
+
 #define VIEWS \
 "CREATE VIEW run_config AS\n" \
 "SELECT r.id AS run_id, r.launch_id, r.experiment, r.variant, r.repeat_index, s.key || '.' || k.key AS key,\n" \
@@ -208,15 +221,6 @@ RUN_KIND_COLUMNS \
 "SELECT * FROM run_summary rs\n" \
 "WHERE rs.run_id = (SELECT id FROM runs r2 WHERE r2.experiment = rs.experiment AND r2.variant = rs.variant\n" \
 "                   ORDER BY r2.started_at DESC, r2.id DESC LIMIT 1);\n" \
-"CREATE VIEW launch_summary AS\n" \
-"SELECT l.id AS launch_id, l.experiment, l.experiment_version, l.kind, l.hardware, l.status, l.started_at, l.ended_at,\n" \
-"       l.repeat, l.variant_filter, l.overrides, l.host, l.load_avg_1m, l.peak_gflops,\n" \
-"       COUNT(r.id) AS runs,\n" \
-"       COALESCE(SUM(r.status = 'completed'), 0) AS completed,\n" \
-"       COALESCE(SUM(r.status <> 'completed'), 0) AS not_completed,\n" \
-"       group_concat(DISTINCT r.variant) AS variants\n" \
-"FROM launches l LEFT JOIN runs r ON r.launch_id = l.id\n" \
-"GROUP BY l.id;\n" \
 "CREATE VIEW simulated_runs AS\n" \
 "SELECT r.id AS run_id, r.launch_id, r.experiment, r.variant, r.hardware, s.precision, r.tp, r.pp, r.dp, r.world_size,\n" \
 "       s.micro_batches, s.step_seconds, s.compute_seconds, s.comm_seconds, s.p2p_seconds, s.bubble_seconds,\n" \
@@ -344,6 +348,15 @@ const char *const RUNDB_MIGRATE_V2_SQL =
 
 // Schema 3 -> 4: the host_peaks table and launches.peak_check_gflops; the views are recreated (run_summary gained the
 // key configuration columns and the median step time; run_config and config_diff are new).
+// Schema 4 -> 5: how a launch started its ranks (launches.launcher: "mpirun", "srun --mpi=pmix", ...) and
+// why a launch was refused before any rank started (launches.error: the pre-flight's message). Applied after
+// every older step (and to a new file: the tables above are schema 4's). launch_summary shows both.
+const char *const RUNDB_MIGRATE_V4_SQL =
+    "ALTER TABLE launches ADD COLUMN launcher TEXT;\n"
+    "ALTER TABLE launches ADD COLUMN error TEXT;\n"
+    "DROP VIEW IF EXISTS launch_summary;\n"
+    LAUNCH_SUMMARY_VIEW;
+
 const char *const RUNDB_MIGRATE_V3_SQL =
     "ALTER TABLE launches ADD COLUMN peak_check_gflops REAL;\n"
     HOST_PEAKS_TABLE
