@@ -167,16 +167,16 @@ int plan_preflight(const Config *c, const char *experiment, const char *variant,
         trainer_memory_report(c, r, dt, &m);
         if (m.total > need) need = m.total;
     }
-    char simulate[2600], reduce[] = "lower train.batch_size, raise parallel.tp or parallel.pp, or turn on "
+    char simulate[1500], reduce[] = "lower train.batch_size, raise parallel.tp or parallel.pp, or turn on "
                                     "boost.lowrank_ckpt / boost.full_recompute";
-    char manifest[1100];
-    if (c->source_path[0]) snprintf(manifest, sizeof manifest, "%s", c->source_path);
-    else snprintf(manifest, sizeof manifest, "experiments/%s.yaml", experiment);
-    snprintf(simulate, sizeof simulate, "make exp EXP=%s VARIANT=%s SIMULATE=1 prices it on a GPU profile without one; "
-             "build/info --config %s --variant %s --memory shows its memory", experiment, variant, manifest, variant);
+    char manifest[400];
+    if (c->source_path[0]) snprintf(manifest, sizeof manifest, "%.399s", c->source_path);
+    else snprintf(manifest, sizeof manifest, "experiments/%.300s.yaml", experiment);
+    snprintf(simulate, sizeof simulate, "make exp EXP=%.200s VARIANT=%.200s SIMULATE=1 prices it on a GPU profile without one; "
+             "build/info --config %s --variant %.200s --memory shows its memory", experiment, variant, manifest, variant);
     if (kind->per_rank_device) {
         if (res->n_devices <= 0) {
-            char hint[2048];
+            char hint[4096];
             snprintf(hint, sizeof hint, "launch it where the ranks get a GPU (inside a GPU allocation: salloc/sbatch with "
                      "--gpus-per-node, docs/gpu.md), or set run.device=cpu; %s", simulate);
             out->preflight = 1;
@@ -192,7 +192,7 @@ int plan_preflight(const Config *c, const char *experiment, const char *variant,
         for (int d = 0; d < res->n_devices; d++)
             if (res->device_memory[d] > 0 && res->device_memory[d] < smallest) { smallest = res->device_memory[d]; which = d; }
         if (isfinite(smallest) && need * per_device > smallest) {
-            char hint[2048];
+            char hint[4096];
             snprintf(hint, sizeof hint, "%s; or a device with more memory; %s", reduce, simulate);
             out->preflight = 1;
             return refuse(out, hint, "variant %s needs %.1f GiB per device (%d rank%s of %.1f GiB each on a device, the dry "
@@ -205,7 +205,7 @@ int plan_preflight(const Config *c, const char *experiment, const char *variant,
     if (!(res->mem_available > 0)) return 0;
     double avail = res->mem_available / ranks_per_node;
     if (need <= avail) return 0;
-    char hint[2400];
+    char hint[4096];
     snprintf(hint, sizeof hint, "%s; a paper-scale variant runs on GPUs: the GPU recipes are experiments/paper-*.yaml "
              "(e.g. make exp EXP=paper-ablations on a 4-GPU node, docs/gpu.md); %s", reduce, simulate);
     out->preflight = 1;

@@ -24,7 +24,7 @@ typedef struct {
     int refused;            // 1: nothing may start
     int preflight;          // 1: by the pre-flight (device, memory): a new launch records it (launches.error)
     char message[3072];
-    char hint[2048];        // a command or setting that is itself valid ("" = none)
+    char hint[4096];        // a command or setting that is itself valid ("" = none)
 } PlanRefusal;
 
 // ---- where the ranks run: what the pre-flight checks against ---------------------------------
