@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "storetestlib.h"
 #include "core/check.h"
 #include "core/env.h"
 #include "store/checkpoint.h"
+#include "store/db.h"
 #include "train/plan.h"
 #include "train/trainer.h"
 
@@ -676,7 +676,6 @@ TEST(run_plan_resume_generated) {
 
 int main(void) {
     if (tl_tmpdir(g_dir, sizeof g_dir, "test_plan")) return 1;
-    snprintf(TMPDIR_, sizeof TMPDIR_, "%s", g_dir);
     snprintf(g_db, sizeof g_db, "%s/gen.db", g_dir);
     host_facts(&g_host);
     fake_launchers();
