@@ -295,7 +295,7 @@ static int choose_launcher(const LaunchEnv *e, PlanLauncher *l, PlanRefusal *r) 
                 : e->openmpi && (!strcmp(first, "mpirun") || !strcmp(first, "mpiexec") || !strcmp(first, "orterun"))
                 ? LAUNCHER_MPIRUN : LAUNCHER_OTHER;
         for (int i = 0; i < e->n_words; i++) words_add(&w, e->words[i]);
-        snprintf(l->why, sizeof l->why, "LAUNCHER=");
+        snprintf(l->why, sizeof l->why, "named by LAUNCHER=");
     } else if (e->slurm_job[0]) {
         l->kind = LAUNCHER_SRUN;
         words_add(&w, "srun");
