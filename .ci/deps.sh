@@ -3,6 +3,10 @@
 # the exact apt-get line (not root). PyTorch (python3-torch) is the independent reference
 # of tests/t_torch_reference.sh and of `make bench`; `--bench` is kept as an alias.
 # `--fuzz` (make fuzz only, never make test): clang and its libFuzzer/sanitizer runtimes.
+# `--slurm` (CI; tests/t_slurm.sh SKIPs without them): slurm-wlm and munge, for the one-node Slurm
+# cluster the test starts by itself. Not in the default list: Debian enables slurmctld, slurmd and
+# munge as services at boot when they are installed, which no researcher's machine should get
+# from `make`.
 # libdnnl-dev (oneDNN): the bf16 CPU back end's GEMMs in bf16 arithmetic (AMX / AVX512-BF16).
 set -euo pipefail
 pkgs=(build-essential pkg-config libopenmpi-dev openmpi-bin libopenblas-dev libfyaml-dev
@@ -10,6 +14,7 @@ pkgs=(build-essential pkg-config libopenmpi-dev openmpi-bin libopenblas-dev libf
       python3-numpy python3-h5py python3-matplotlib python3-torch
       libdnnl-dev)
 if [ "${1:-}" = --fuzz ]; then pkgs+=(clang libclang-rt-14-dev); fi
+if [ "${1:-}" = --slurm ]; then pkgs+=(slurm-wlm munge); fi
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -503,7 +503,8 @@ TEST(resources_round_trip) {
     for (int c = 0; c < 50; c++) {
         PlanResources a, b;
         memset(&a, 0, sizeof a);
-        snprintf(a.where, sizeof a.where, "node n%d, probed through srun", c);
+        snprintf(a.where, sizeof a.where, "node n%d (probed through srun)", c);
+        snprintf(a.host, sizeof a.host, "n%d", c);
         a.mem_available = rnd(2) ? -1 : (double)(1 + rnd(1 << 20)) * 4096;
         a.cores = rnd(256);
         a.n_devices = rnd(9);
@@ -514,7 +515,7 @@ TEST(resources_round_trip) {
         FILE *f = open_memstream(&text, &len);
         plan_resources_print(&a, f);
         fclose(f);
-        int ok = plan_resources_parse(text, &b) && !strcmp(a.where, b.where) && a.mem_available == b.mem_available &&
+        int ok = plan_resources_parse(text, &b) && !strcmp(a.where, b.where) && !strcmp(a.host, b.host) && a.mem_available == b.mem_available &&
                  a.cores == b.cores && a.n_devices == b.n_devices && !strcmp(a.device_name, b.device_name) &&
                  !strcmp(a.no_device, b.no_device);
         for (int d = 0; d < a.n_devices; d++) ok &= a.device_memory[d] == b.device_memory[d];

@@ -688,8 +688,7 @@ int main(int argc, char **argv) {
                                "the pre-flight could not look where the ranks run: %s exited %d%s", line, rc,
                                rc == 0 ? " without its report" : "");
             }
-            snprintf(res.where + strlen(res.where), sizeof res.where - strlen(res.where), ", probed through %s",
-                     plan.launcher.words[0]);
+            snprintf(res.where, sizeof res.where, "node %.200s (probed through %.60s)", res.host, plan.launcher.words[0]);
             plan_free_words(probe_argv);
         } else plan_resources_here(&res);
         if (plan_launch_preflight(&plan, &res)) {

@@ -101,9 +101,8 @@ static int physical_cores(void) {
 
 void plan_resources_here(PlanResources *r) {
     memset(r, 0, sizeof *r);
-    char host[256] = "";
-    if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
-    snprintf(r->where, sizeof r->where, "this host (%s)", host);
+    if (gethostname(r->host, sizeof r->host - 1) != 0) snprintf(r->host, sizeof r->host, "?");
+    snprintf(r->where, sizeof r->where, "this host (%.250s)", r->host);
     r->mem_available = -1;
     FILE *f = fopen("/proc/meminfo", "r");
     if (f) {
@@ -121,8 +120,8 @@ void plan_resources_here(PlanResources *r) {
 }
 
 void plan_resources_print(const PlanResources *r, FILE *f) {
-    fprintf(f, "boost-resources 1\nwhere %s\nmem_available %.0f\ncores %d\ndevices %d\n", r->where, r->mem_available,
-            r->cores, r->n_devices);
+    fprintf(f, "boost-resources 1\nwhere %s\nhost %s\nmem_available %.0f\ncores %d\ndevices %d\n", r->where, r->host,
+            r->mem_available, r->cores, r->n_devices);
     for (int d = 0; d < r->n_devices; d++) fprintf(f, "device_memory %d %.0f\n", d, r->device_memory[d]);
     if (r->device_name[0]) fprintf(f, "device_name %s\n", r->device_name);
     if (r->no_device[0]) fprintf(f, "no_device %s\n", r->no_device);
@@ -140,6 +139,7 @@ int plan_resources_parse(const char *text, PlanResources *r) {
         int d; double x;
         if (!strncmp(line, "boost-resources ", 16)) seen = 1;
         else if (!strncmp(line, "where ", 6)) snprintf(r->where, sizeof r->where, "%.299s", line + 6);
+        else if (!strncmp(line, "host ", 5)) snprintf(r->host, sizeof r->host, "%.255s", line + 5);
         else if (sscanf(line, "mem_available %lf", &x) == 1) r->mem_available = x;
         else if (sscanf(line, "cores %d", &d) == 1) r->cores = d;
         else if (sscanf(line, "devices %d", &d) == 1) r->n_devices = d >= 0 && d <= PLAN_MAX_DEVICES ? d : PLAN_MAX_DEVICES;

@@ -30,7 +30,8 @@ typedef struct {
 // ---- where the ranks run: what the pre-flight checks against ---------------------------------
 #define PLAN_MAX_DEVICES 64
 typedef struct {
-    char where[300];                         // "this host (vm)", or "node gpu01, probed through srun"
+    char where[300];                         // "this host (vm)", or "node gpu01 (probed through srun)"
+    char host[256];                          // the host's name
     double mem_available;                    // bytes (MemAvailable; -1 unknown)
     int cores;                               // physical cores this process may use (0 unknown)
     int n_devices;                           // visible CUDA devices (0: none)
