@@ -14,19 +14,7 @@ export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 cd "$ROOT"
 DB=$TMP/runs.db
 q() { sqlite3 "$DB" "$1"; }
-cat > "$TMP/duo.yaml" <<YAML
-manifest_version: 1
-name: duo
-version: 1
-description: a single-process and a tp=2 variant
-model: {linear: cola, vocab_size: 256, n_layers: 2, d_model: 32, n_heads: 4, d_ff: 48, seq_len: 16, rank_attn: 8, rank_mlp: 8}
-data: {dataset: kjv, cache_dir: $TMP/cache}
-train: {batch_size: 4, steps: 6, lr: 3e-3, warmup_steps: 1, log_every: 3, val_every: 3, threads: 1}
-run: {db: $DB, checkpoint_dir: $TMP/ckpt, checkpoint_every: 3}
-variants:
-  a: {train.lr: 3e-3}
-  b: {parallel.tp: 2}
-YAML
+duo_manifest "$TMP/duo.yaml" "$DB"
 
 # ---- tools answer --help; unknown names get a suggestion; no limit on --set --------------
 for tool in exp train info prepare simulate calibrate bench bench_comm bench_gemm attention_bench; do

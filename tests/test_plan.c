@@ -72,6 +72,7 @@ TEST(slurm_task_lists) {
 
 // ---- manifests -----------------------------------------------------------------------------------
 static char g_dir[256], g_db[300];
+#define IN_TMP(buf, name) snprintf(buf, sizeof buf, "%s/%s", g_dir, name)
 
 // A manifest of n variants v0..v{n-1}, variant i with tp[i], on demand where od[i]; all recording in db.
 static void write_manifest(const char *path, const char *name, int n, const int *tp, const int *od, const char *db,
@@ -100,7 +101,7 @@ static LaunchEnv plain_env(void) {
 // mpirun must be found for multi-rank variants: a PATH with a fake one, and srun beside it
 static char g_bin[300];
 static void fake_launchers(void) {
-    snprintf(g_bin, sizeof g_bin, "%s/bin", g_dir);
+    IN_TMP(g_bin, "bin");
     mkdir(g_bin, 0755);
     const char *names[] = { "mpirun", "srun", "mpiexec.hydra", NULL };
     for (int i = 0; names[i]; i++) {
@@ -116,7 +117,7 @@ static void fake_launchers(void) {
 
 TEST(fresh_launch_generated) {
     char path[400];
-    snprintf(path, sizeof path, "%s/gen.yaml", g_dir);
+    IN_TMP(path, "gen.yaml");
     for (int c = 0; c < 40; c++) {
         int n = 1 + rnd(4), tp[4], od[4];
         for (int i = 0; i < n; i++) { tp[i] = rnd(2) ? 2 : 1; od[i] = rnd(4) == 0; }
@@ -169,9 +170,9 @@ TEST(fresh_launch_generated) {
 // ---- the launcher ---------------------------------------------------------------------------------
 TEST(launcher_generated) {
     char path[400], hf_slots[400], hf_plain[400];
-    snprintf(path, sizeof path, "%s/launch.yaml", g_dir);
-    snprintf(hf_slots, sizeof hf_slots, "%s/hosts-slots", g_dir);
-    snprintf(hf_plain, sizeof hf_plain, "%s/hosts-plain", g_dir);
+    IN_TMP(path, "launch.yaml");
+    IN_TMP(hf_slots, "hosts-slots");
+    IN_TMP(hf_plain, "hosts-plain");
     FILE *f = fopen(hf_slots, "w"); fputs("# two hosts\nnode1 slots=4\nnode2 slots=2 max_slots=8\n", f); fclose(f);
     f = fopen(hf_plain, "w"); fputs("node1\nnode2\nnode3\n", f); fclose(f);
     const char *launchers[][4] = { { NULL }, { "mpirun", NULL }, { "srun", NULL }, { "srun", "--mpi=pmi2", NULL },
@@ -300,8 +301,8 @@ static int64_t add_launch(RunDB *db, const Manifest *m, const char *path, const 
 
 TEST(resume_each_end_status) {
     char path[400], db_path[400];
-    snprintf(path, sizeof path, "%s/res.yaml", g_dir);
-    snprintf(db_path, sizeof db_path, "%s/res.db", g_dir);
+    IN_TMP(path, "res.yaml");
+    IN_TMP(db_path, "res.db");
     const char *statuses[] = { "completed", "completed-short", "failed", "interrupted", "diverged", "running", "absent" };
     const int ns = 7;
     int tp[2] = { 1, 2 };
@@ -364,9 +365,9 @@ TEST(resume_each_end_status) {
 // ---- refused launches and resumes -------------------------------------------------------------------
 TEST(refused_launches) {
     char path[400], db_path[400], other[400];
-    snprintf(path, sizeof path, "%s/ref.yaml", g_dir);
-    snprintf(other, sizeof other, "%s/other.yaml", g_dir);
-    snprintf(db_path, sizeof db_path, "%s/ref.db", g_dir);
+    IN_TMP(path, "ref.yaml");
+    IN_TMP(other, "other.yaml");
+    IN_TMP(db_path, "ref.db");
     int tp[2] = { 1, 1 };
     write_manifest(path, "ref", 2, tp, NULL, db_path, NULL);
     write_manifest(other, "other", 2, tp, NULL, db_path, NULL);
@@ -433,7 +434,7 @@ static double largest_rank(const Config *c) {
 
 TEST(preflight_generated) {
     char path[400];
-    snprintf(path, sizeof path, "%s/pf.yaml", g_dir);
+    IN_TMP(path, "pf.yaml");
     int tp[4] = { 1, 2, 4, 2 };
     write_manifest(path, "pf", 4, tp, NULL, g_db, NULL);
     Manifest *m = manifest_load(path);
@@ -548,13 +549,18 @@ static int locked_elsewhere(const char *dir) {
     return held;
 }
 
+// <name>.yaml: one single-process variant v0 recording into <name>.db (path, db_path: 400 bytes each).
+static Manifest *one_variant(const char *name, char *path, char *db_path) {
+    snprintf(path, 400, "%s/%s.yaml", g_dir, name);
+    snprintf(db_path, 400, "%s/%s.db", g_dir, name);
+    int tp[1] = { 1 };
+    write_manifest(path, name, 1, tp, NULL, db_path, NULL);
+    return manifest_load(path);
+}
+
 TEST(run_plan_new_run) {
     char path[400], db_path[400];
-    snprintf(path, sizeof path, "%s/run.yaml", g_dir);
-    snprintf(db_path, sizeof db_path, "%s/run.db", g_dir);
-    int tp[1] = { 1 };
-    write_manifest(path, "run", 1, tp, NULL, db_path, NULL);
-    Manifest *m = manifest_load(path);
+    Manifest *m = one_variant("run", path, db_path);
     const Config *cfg = &m->variants[0].config;
     RunDB *db = rundb_open(db_path);
     RunRequest rq = { .cfg = cfg, .experiment = "run", .variant = "v0", .stamp = "20260101-000000", .pid = 31337 };
@@ -599,11 +605,7 @@ TEST(run_plan_new_run) {
 
 TEST(run_plan_resume_generated) {
     char path[400], db_path[400];
-    snprintf(path, sizeof path, "%s/rr.yaml", g_dir);
-    snprintf(db_path, sizeof db_path, "%s/rr.db", g_dir);
-    int tp[1] = { 1 };
-    write_manifest(path, "rr", 1, tp, NULL, db_path, NULL);
-    Manifest *m = manifest_load(path);
+    Manifest *m = one_variant("rr", path, db_path);
     Config cfg = m->variants[0].config;
     cfg.train.steps = 12;
     RunDB *db = rundb_open(db_path);
@@ -677,7 +679,7 @@ TEST(run_plan_resume_generated) {
 
 int main(void) {
     if (tl_tmpdir(g_dir, sizeof g_dir, "test_plan")) return 1;
-    snprintf(g_db, sizeof g_db, "%s/gen.db", g_dir);
+    IN_TMP(g_db, "gen.db");
     host_facts(&g_host);
     fake_launchers();
     RUN(slurm_task_lists);
