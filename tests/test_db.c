@@ -122,6 +122,7 @@ TEST(db_migrates_schema_2) {
         "ALTER TABLE runs DROP COLUMN kind; ALTER TABLE runs DROP COLUMN hardware;"
         "ALTER TABLE launches DROP COLUMN kind; ALTER TABLE launches DROP COLUMN hardware;"
         "ALTER TABLE launches DROP COLUMN peak_check_gflops;"
+        "ALTER TABLE launches DROP COLUMN launcher; ALTER TABLE launches DROP COLUMN error;"
         "PRAGMA user_version=2;";
     EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-2 file: %s", sqlite3_errmsg(s));
     EXPECT(q_num(s, "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='kind'") == 0, "no kind column in schema 2");
@@ -155,6 +156,8 @@ TEST(db_migrates_schema_3) {
         "DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW config_diff; DROP VIEW run_config; DROP TABLE host_peaks;"
         "CREATE VIEW run_summary AS SELECT r.id AS run_id, r.uid FROM runs r;"
         "CREATE VIEW latest_runs AS SELECT * FROM run_summary; ALTER TABLE launches DROP COLUMN peak_check_gflops;"
+        "DROP VIEW launch_summary; ALTER TABLE launches DROP COLUMN launcher; ALTER TABLE launches DROP COLUMN error;"
+        "CREATE VIEW launch_summary AS SELECT l.id AS launch_id FROM launches l;"
         "PRAGMA user_version=3;";
     EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-3 file: %s", sqlite3_errmsg(s));
     sqlite3_close(s);
@@ -168,6 +171,48 @@ TEST(db_migrates_schema_3) {
     EXPECT(q_num(s, "SELECT COUNT(*) FROM config_diff") == 0, "the config_diff view exists (a run without a launch: no rows)");
     sqlite3_close(s);
     rundb_close(db);
+}
+
+// ---- schema 4 files are migrated: launches gain launcher and error, launch_summary shows them --
+TEST(db_migrates_schema_4) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "v4.db");
+    RunDB *db = rundb_open(path);
+    LaunchInfo li;
+    memset(&li, 0, sizeof li);
+    snprintf(li.experiment, sizeof li.experiment, "old4");
+    snprintf(li.manifest_sha256, sizeof li.manifest_sha256, "%064d", 4);
+    li.repeat = 1;
+    int64_t L = rundb_begin_launch(db, &li);
+    RunInfo ri = make_info("old4", "v", "old4.v.1");
+    ri.launch_id = L;
+    rundb_end_run(db, rundb_begin_run(db, &ri), "completed", NULL);
+    rundb_end_launch(db, L, "completed");
+    rundb_close(db);
+    sqlite3 *s = raw_open(path);
+    const char *down =
+        "DROP VIEW launch_summary; ALTER TABLE launches DROP COLUMN launcher; ALTER TABLE launches DROP COLUMN error;"
+        "CREATE VIEW launch_summary AS SELECT l.id AS launch_id, l.experiment, l.status FROM launches l;"
+        "PRAGMA user_version=4;";
+    EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-4 file: %s", sqlite3_errmsg(s));
+    sqlite3_close(s);
+    db = rundb_open(path);
+    li.launcher[0] = 0;
+    snprintf(li.launcher, sizeof li.launcher, "srun --mpi=pmix");
+    int64_t L2 = rundb_begin_launch(db, &li);
+    rundb_refuse_launch(db, L2, "no usable CUDA device");
+    LaunchRow a, b;
+    EXPECT(rundb_launch(db, L, &a) && rundb_launch(db, L2, &b), "the launches");
+    EXPECT(!strcmp(a.status, "completed") && !a.launcher[0] && !a.error[0] && !strcmp(b.status, "failed") &&
+           !strcmp(b.launcher, "srun --mpi=pmix") && !strcmp(b.error, "no usable CUDA device"),
+           "migrated launch %s '%s' '%s'; new one %s '%s' '%s'", a.status, a.launcher, a.error, b.status, b.launcher, b.error);
+    rundb_launch_row_free(&a); rundb_launch_row_free(&b);
+    rundb_close(db);
+    s = raw_open(path);
+    EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
+    q_text(s, "SELECT group_concat(runs || ':' || COALESCE(launcher, '-') || ':' || COALESCE(error, '-'), ' ') FROM launch_summary", t, sizeof t);
+    EXPECT(!strcmp(t, "1:-:- 0:srun --mpi=pmix:no usable CUDA device"), "launch_summary after the migration: %s", t);
+    sqlite3_close(s);
 }
 
 // ---- a simulated run: kind, hardware, its one step, the simulation row, the views ------------
@@ -463,6 +508,7 @@ int main(void) {
     RUN(db_migrates_schema_1);
     RUN(db_migrates_schema_2);
     RUN(db_migrates_schema_3);
+    RUN(db_migrates_schema_4);
     RUN(db_simulated_run);
     RUN(db_launch_overrides_views);
     RUN(db_summary_medians_spread_rates);

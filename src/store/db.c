@@ -328,11 +328,12 @@ static int schema_body(RunDB *db, void *from_version) {
     int bad = 0, v = user_version(db, &bad);
     if (v < 0) return bad;
     if (v == RUNDB_SCHEMA_VERSION) return SQLITE_OK;   // another process won the race
-    // to schema 4 in one step (a new file: schema 4's tables), then 4 -> 5
+    // a launches table of schema 2 to 4 gains schema 5's columns first (the later steps' views read them)
+    int rc = v >= 2 ? sqlite3_exec(db->db, RUNDB_MIGRATE_V4_SQL, NULL, NULL, NULL) : SQLITE_OK;
+    if (rc != SQLITE_OK) return rc;
     const char *sql = v == 0 ? RUNDB_SCHEMA_SQL : v == 1 ? RUNDB_MIGRATE_V1_SQL : v == 2 ? RUNDB_MIGRATE_V2_SQL :
-                      v == 3 ? RUNDB_MIGRATE_V3_SQL : "";
-    int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(db->db, RUNDB_MIGRATE_V4_SQL, NULL, NULL, NULL);
+                      v == 3 ? RUNDB_MIGRATE_V3_SQL : RUNDB_MIGRATE_V4_VIEWS_SQL;
+    rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK) return rc;
     if (v == 1) {   // every row must still point at its run (ids were kept)
         sqlite3_stmt *st = NULL;

@@ -85,7 +85,9 @@ RUN_KIND_COLUMNS \
 "  peak_gflops        REAL,\n" \
 "  " KIND_COLUMN ",\n" \
 "  hardware           TEXT,\n" \
-"  peak_check_gflops  REAL\n" \
+"  peak_check_gflops  REAL,\n" \
+"  launcher           TEXT,\n" \
+"  error              TEXT\n" \
 ");\n" \
 "CREATE INDEX launches_by_experiment ON launches(experiment, id);\n"
 
@@ -149,8 +151,7 @@ RUN_KIND_COLUMNS \
 // (the statistic `make exp` prints: the middle timed step, or the mean of the two middle
 // ones), tokens_per_s and mfu from that median, as the table; run_config holds every
 // key of every run's configuration, config_diff the keys that differ within a launch.
-// launch_summary (schema 5): created by the 4 -> 5 step (RUNDB_MIGRATE_V4_SQL), which every
-// database passes through, a new one included.
+// launch_summary: also recreated alone by the 4 -> 5 step (it gained launcher and error).
 #define LAUNCH_SUMMARY_VIEW \
 "CREATE VIEW launch_summary AS\n" \
 "SELECT l.id AS launch_id, l.experiment, l.experiment_version, l.kind, l.hardware, l.status, l.started_at, l.ended_at,\n" \
@@ -161,7 +162,6 @@ RUN_KIND_COLUMNS \
 "       group_concat(DISTINCT r.variant) AS variants\n" \
 "FROM launches l LEFT JOIN runs r ON r.launch_id = l.id\n" \
 "GROUP BY l.id;\n"
-
 #define VIEWS \
 "CREATE VIEW run_config AS\n" \
 "SELECT r.id AS run_id, r.launch_id, r.experiment, r.variant, r.repeat_index, s.key || '.' || k.key AS key,\n" \
@@ -221,6 +221,7 @@ RUN_KIND_COLUMNS \
 "SELECT * FROM run_summary rs\n" \
 "WHERE rs.run_id = (SELECT id FROM runs r2 WHERE r2.experiment = rs.experiment AND r2.variant = rs.variant\n" \
 "                   ORDER BY r2.started_at DESC, r2.id DESC LIMIT 1);\n" \
+LAUNCH_SUMMARY_VIEW \
 "CREATE VIEW simulated_runs AS\n" \
 "SELECT r.id AS run_id, r.launch_id, r.experiment, r.variant, r.hardware, s.precision, r.tp, r.pp, r.dp, r.world_size,\n" \
 "       s.micro_batches, s.step_seconds, s.compute_seconds, s.comm_seconds, s.p2p_seconds, s.bubble_seconds,\n" \
@@ -302,7 +303,7 @@ const char *const RUNDB_SCHEMA_SQL =
     HOST_PEAKS_TABLE
     VIEWS;
 
-// Schema 1 -> 4: new tables (launches, comm_ranks, host_peaks) and views; `runs` gains launch_id,
+// Schema 1 -> 5: new tables (launches, comm_ranks, host_peaks) and views; `runs` gains launch_id,
 // repeat_index, overrides and manifest_format, its `manifest_version` (which held the
 // experiment's `version:`) becomes `experiment_version`, and the status CHECK admits
 // 'diverged'; `events` admits 'diverged' and 'warning'. SQLite cannot alter a CHECK, so
@@ -332,7 +333,7 @@ const char *const RUNDB_MIGRATE_V1_SQL =
     HOST_PEAKS_TABLE
     VIEWS;
 
-// Schema 2 -> 4: runs and launches gain `kind` and `hardware` (every existing row is a
+// Schema 2 -> 5 (after RUNDB_MIGRATE_V4_SQL): runs and launches gain `kind` and `hardware` (every existing row is a
 // measured one: the default), the simulation and host_peaks tables, and the views are recreated (they
 // gained columns, and a run of one step is timed).
 const char *const RUNDB_MIGRATE_V2_SQL =
@@ -346,14 +347,17 @@ const char *const RUNDB_MIGRATE_V2_SQL =
     DROP_VIEWS
     VIEWS;
 
-// Schema 3 -> 4: the host_peaks table and launches.peak_check_gflops; the views are recreated (run_summary gained the
+// Schema 3 -> 5 (after RUNDB_MIGRATE_V4_SQL): the host_peaks table and launches.peak_check_gflops; the views are recreated (run_summary gained the
 // key configuration columns and the median step time; run_config and config_diff are new).
-// Schema 4 -> 5: how a launch started its ranks (launches.launcher: "mpirun", "srun --mpi=pmix", ...) and
-// why a launch was refused before any rank started (launches.error: the pre-flight's message). Applied after
-// every older step (and to a new file: the tables above are schema 4's). launch_summary shows both.
+// Schema 2, 3 or 4 -> 5: how a launch started its ranks (launches.launcher: "mpirun", "srun --mpi=pmix",
+// ...) and why a launch was refused before any rank started (launches.error: the pre-flight's message).
+// The columns come first (the views of the 2 and 3 steps read them); a schema-4 file then gets its
+// launch_summary again (RUNDB_MIGRATE_V4_VIEWS_SQL). A schema-1 file gains the whole launches table
+// of schema 5 in its own step.
 const char *const RUNDB_MIGRATE_V4_SQL =
     "ALTER TABLE launches ADD COLUMN launcher TEXT;\n"
-    "ALTER TABLE launches ADD COLUMN error TEXT;\n"
+    "ALTER TABLE launches ADD COLUMN error TEXT;\n";
+const char *const RUNDB_MIGRATE_V4_VIEWS_SQL =
     "DROP VIEW IF EXISTS launch_summary;\n"
     LAUNCH_SUMMARY_VIEW;
 
