@@ -173,15 +173,21 @@ TEST(db_migrates_schema_3) {
     rundb_close(db);
 }
 
+// A launch of `exp` whose manifest hash is the number `sha` written out.
+static LaunchInfo launch_info(const char *exp, int sha) {
+    LaunchInfo li;
+    memset(&li, 0, sizeof li);
+    snprintf(li.experiment, sizeof li.experiment, "%s", exp);
+    snprintf(li.manifest_sha256, sizeof li.manifest_sha256, "%064d", sha);
+    return li;
+}
+
 // ---- schema 4 files are migrated: launches gain launcher and error, launch_summary shows them --
 TEST(db_migrates_schema_4) {
     char path[300], t[512];
     tmp_path(path, sizeof path, "v4.db");
     RunDB *db = rundb_open(path);
-    LaunchInfo li;
-    memset(&li, 0, sizeof li);
-    snprintf(li.experiment, sizeof li.experiment, "old4");
-    snprintf(li.manifest_sha256, sizeof li.manifest_sha256, "%064d", 4);
+    LaunchInfo li = launch_info("old4", 4);
     li.repeat = 1;
     int64_t L = rundb_begin_launch(db, &li);
     RunInfo ri = make_info("old4", "v", "old4.v.1");
@@ -220,10 +226,7 @@ TEST(db_simulated_run) {
     char path[300], t[512];
     tmp_path(path, sizeof path, "sim.db");
     RunDB *db = rundb_open(path);
-    LaunchInfo li;
-    memset(&li, 0, sizeof li);
-    snprintf(li.experiment, sizeof li.experiment, "ex");
-    snprintf(li.manifest_sha256, sizeof li.manifest_sha256, "%064d", 1);
+    LaunchInfo li = launch_info("ex", 1);
     snprintf(li.kind, sizeof li.kind, "simulated");
     snprintf(li.hardware, sizeof li.hardware, "a100-80gb-node4");
     li.repeat = 1; li.load_avg = -1; host_facts(&li.host);
