@@ -173,6 +173,13 @@ TEST(db_migrates_schema_3) {
     rundb_close(db);
 }
 
+// An older schema made from a file of this one by SQL that takes the newer parts away.
+static void downgrade(const char *path, const char *sql) {
+    sqlite3 *s = raw_open(path);
+    EXPECT(sqlite3_exec(s, sql, NULL, NULL, NULL) == SQLITE_OK, "making an older file: %s", sqlite3_errmsg(s));
+    sqlite3_close(s);
+}
+
 // A launch of `exp` whose manifest hash is the number `sha` written out.
 static LaunchInfo launch_info(const char *exp, int sha) {
     LaunchInfo li;
@@ -195,13 +202,9 @@ TEST(db_migrates_schema_4) {
     rundb_end_run(db, rundb_begin_run(db, &ri), "completed", NULL);
     rundb_end_launch(db, L, "completed");
     rundb_close(db);
-    sqlite3 *s = raw_open(path);
-    const char *down =
-        "DROP VIEW launch_summary; ALTER TABLE launches DROP COLUMN launcher; ALTER TABLE launches DROP COLUMN error;"
-        "CREATE VIEW launch_summary AS SELECT l.id AS launch_id, l.experiment, l.status FROM launches l;"
-        "PRAGMA user_version=4;";
-    EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-4 file: %s", sqlite3_errmsg(s));
-    sqlite3_close(s);
+    downgrade(path, "DROP VIEW launch_summary; ALTER TABLE launches DROP COLUMN launcher; ALTER TABLE launches DROP COLUMN error;"
+                    "CREATE VIEW launch_summary AS SELECT l.id AS launch_id, l.experiment, l.status FROM launches l;"
+                    "PRAGMA user_version=4;");
     db = rundb_open(path);
     li.launcher[0] = 0;
     snprintf(li.launcher, sizeof li.launcher, "srun --mpi=pmix");
@@ -214,7 +217,7 @@ TEST(db_migrates_schema_4) {
            "migrated launch %s '%s' '%s'; new one %s '%s' '%s'", a.status, a.launcher, a.error, b.status, b.launcher, b.error);
     rundb_launch_row_free(&a); rundb_launch_row_free(&b);
     rundb_close(db);
-    s = raw_open(path);
+    sqlite3 *s = raw_open(path);
     EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
     q_text(s, "SELECT group_concat(runs || ':' || COALESCE(launcher, '-') || ':' || COALESCE(error, '-'), ' ') FROM launch_summary", t, sizeof t);
     EXPECT(!strcmp(t, "1:-:- 0:srun --mpi=pmix:no usable CUDA device"), "launch_summary after the migration: %s", t);
