@@ -1,6 +1,7 @@
 // test_plan.c — the launch and run decisions (train/plan.h) against a temporary database,
 // without MPI or fork: generated cases rather than listed ones.
 //   - Slurm's task lists ("2(x3),1") against the counts they were built from, and malformed ones;
+//     a rank's local rank and count under srun;
 //   - fresh launches of generated manifests (variants, tp, on-demand, REPEAT, VARIANT=): the runs
 //     interleaved, the argument vectors (launcher, overrides, launch id, peak);
 //   - the launcher over generated environments (Slurm or not, LAUNCHER=, LAUNCHER_ARGS=, HOSTFILE=,
@@ -68,6 +69,29 @@ TEST(slurm_task_lists) {
     }
     const char *bad[] = { "", "x", "2(", "2(x)", "2(3)", "2(x0)", "2,", ",2", "2(x3", "-1", "2 ,3", "2(x3)x", NULL };
     for (int i = 0; bad[i]; i++) EXPECT(env_slurm_tasks(bad[i], 0, NULL, NULL) == -1, "'%s' accepted", bad[i]);
+}
+
+// A rank started by srun: its local rank and the ranks of its node from SLURM_LOCALID and the
+// step's task list at SLURM_NODEID (SLURM_NTASKS_PER_NODE is set only with --ntasks-per-node).
+TEST(slurm_local_rank) {
+    const char *others[] = { "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK", NULL };
+    for (int i = 0; others[i]; i++) unsetenv(others[i]);
+    for (int c = 0; c < 200; c++) {
+        int per[3] = { 1 + rnd(8), 1 + rnd(8), 1 + rnd(8) }, node = rnd(3), mode = rnd(3);
+        char spec[64], v[16];
+        snprintf(spec, sizeof spec, "%d,%d(x1),%d", per[0], per[1], per[2]);
+        int local = rnd(per[node]);
+        snprintf(v, sizeof v, "%d", local); setenv("SLURM_LOCALID", v, 1);
+        snprintf(v, sizeof v, "%d", node); setenv("SLURM_NODEID", v, 1);
+        unsetenv("SLURM_STEP_TASKS_PER_NODE"); unsetenv("SLURM_NTASKS_PER_NODE");
+        int want = local + 1;   // nothing says more: at least this rank and those before it
+        if (mode == 0) { setenv("SLURM_STEP_TASKS_PER_NODE", spec, 1); want = per[node]; }
+        if (mode == 1) { snprintf(v, sizeof v, "%d", per[node]); setenv("SLURM_NTASKS_PER_NODE", v, 1); want = per[node]; }
+        int n = -1, r = env_local_rank(&n);
+        EXPECT(r == local && n == want, "case %d (mode %d, %s, node %d): local rank %d of %d, want %d of %d", c, mode, spec,
+               node, r, n, local, want);
+    }
+    unsetenv("SLURM_LOCALID"); unsetenv("SLURM_NODEID"); unsetenv("SLURM_STEP_TASKS_PER_NODE"); unsetenv("SLURM_NTASKS_PER_NODE");
 }
 
 // ---- manifests -----------------------------------------------------------------------------------
@@ -683,6 +707,7 @@ int main(void) {
     host_facts(&g_host);
     fake_launchers();
     RUN(slurm_task_lists);
+    RUN(slurm_local_rank);
     RUN(fresh_launch_generated);
     RUN(launcher_generated);
     RUN(resume_each_end_status);
