@@ -1,6 +1,7 @@
 // exp — run an experiment as one launch: every variant of experiments/<name>.yaml (or
 // one), REPEAT times interleaved (A B A B ...), each run its own training process (under
-// mpirun when the variant asks for several ranks), all recorded under one `launches` row
+// the launcher — mpirun, or srun in a Slurm allocation — when the variant asks for several
+// ranks), checked before any rank starts (plan_preflight), all recorded under one `launches` row
 // (manifest text and hash, overrides, host, load, one measured sgemm peak); then the
 // table comparing the variants from the runs of that launch. `exp --help` lists the
 // options; `make exp EXP=name [VARIANT=v] [SET="k=v ..."] [REPEAT=n] [RESUME=1]
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "../backend/backend.h"
 #include "../config/manifest.h"
@@ -177,8 +179,11 @@ static int run_command(char *const *argv, const char *srun_step) {
     int status, forwarded = 0;
     for (;;) {
         if (g_stop && srun_step && !forwarded) { forwarded = 1; signal_srun_step(pid, srun_step, g_stop); }
-        if (waitpid(pid, &status, 0) == pid) break;
-        CHECK_ERRNO(errno != EINTR, "waitpid");
+        // under srun: look every 0.1 s, so that a signal arriving just before the wait is passed on too
+        pid_t w = waitpid(pid, &status, srun_step && !forwarded ? WNOHANG : 0);
+        if (w == pid) break;
+        CHECK_ERRNO(w < 0 && errno != EINTR, "waitpid");
+        if (w == 0) { struct timespec ts = { 0, 100000000 }; nanosleep(&ts, NULL); }
     }
     g_child = 0;
     g_child_srun = 0;
