@@ -67,6 +67,13 @@ if grep -qE '^a +2/2 +6 ' <<<"$out" && grep -qE '^b +2/2 +6 .* runs ' <<<"$out" 
    grep -q 'runs (runs.id):  1 2 3 4' <<<"$out"; then pass repeat_table_median_spread_and_pointers
 else fail repeat_table_median_spread_and_pointers "$(grep -E '^(a|b) ' <<<"$out" | tr '\n' ' ')"; fi
 
+# a launch prints a few lines of the configuration, and a command that prints all of it
+cmd=$(sed -n 's/^  the whole configuration: //p' <<<"$out" | head -1)
+full=$(eval "$cmd" 2>&1)
+if [ -n "$cmd" ] && ! grep -q '^model.d_model ' <<<"$out" && [ "$(grep -c '^configuration: cola, 2 layers, d_model 32' <<<"$out")" = 1 ] &&
+   [ "$(grep -c '^model.d_model  *32$' <<<"$full")" = 1 ] && grep -q '^train.seed  *7$' <<<"$full"; then pass launch_prints_a_short_configuration
+else fail launch_prints_a_short_configuration "command '$cmd': $(head -2 <<<"$full" | tr '\n' ' ')"; fi
+
 # ---- Ctrl-C: the run records 'interrupted', the launch stops, RESUME=1 finishes it --------
 # (BOOST_FAULT sends SIGINT to the process group after step 4 of the first run: what a
 # terminal's Ctrl-C does to make, exp and train)

@@ -215,8 +215,9 @@ static void print_config_brief(const Config *c, const char *path, const char *va
     if (b->btp || b->lowrank_ckpt || b->full_recompute)
         printf(" | boost:%s%s%s%s%s", b->btp ? " btp" : "", b->online_rmsnorm ? " online_rmsnorm" : "",
                b->grouping ? " grouping" : "", b->lowrank_ckpt ? " lowrank_ckpt" : "", b->full_recompute ? " full_recompute" : "");
-    printf("\n  train: %d steps of batch %d x %d, lr %g, %s on %s | data %s\n", c->train.steps, c->train.batch_size,
-           c->train.grad_accum, c->train.lr, c->train.precision == PRECISION_BF16 ? "bf16" : "fp32",
+    printf("\n  train: %d steps, batch %d", c->train.steps, c->train.batch_size);
+    if (c->train.grad_accum > 1) printf(" x %d accumulated", c->train.grad_accum);
+    printf(", lr %g, %s on %s | data %s\n", c->train.lr, c->train.precision == PRECISION_BF16 ? "bf16" : "fp32",
            config_device_name(c->run.device), c->data.dataset);
     char line[8192] = "";
     shell_append_word(line, sizeof line, "build/info"); shell_append_word(line, sizeof line, "--config");
