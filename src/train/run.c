@@ -1,10 +1,8 @@
 // run.c — the run loop (see run.h).
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -16,7 +14,6 @@
 #include "watchdog.h"
 #include "trainer.h"
 #include "../core/check.h"
-#include "../core/crc32.h"
 #include "../core/fs.h"
 #include "../core/shellword.h"
 #include "../core/timer.h"
