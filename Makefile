@@ -36,6 +36,20 @@ include mk/gpu.mk
 shq  = '$(subst ','\'',$(1))'
 qvar = $(call shq,$(value $(1)))
 
+# The one check of the user variables, before any recipe (and so any shell) sees them: a
+# line break cannot be quoted into one recipe line (make would cut the command there and
+# the shell report a syntax error), so a variable holding one stops make here, naming it.
+define nl
+
+
+endef
+USER_VARS := EXP VARIANT SET REPEAT LAUNCH RESUME DRY_RUN SUMMARY MEASURE_PEAK SIMULATE HARDWARE \
+             LAUNCHER LAUNCHER_ARGS HOSTFILE RUNS DB FORMAT STEPS ONCE FIG_DIR X SMOOTH PRESET LINEAR \
+             ARGS BENCH_ARGS TORCH_PYTHON TORCH_ARGS BENCH_COMM_ARGS BENCH_ATTENTION_ARGS TRACKED
+$(foreach v,$(USER_VARS),$(if $(findstring $(nl),$(value $(v))),$(error $(v)='$(subst $(nl),\n,$(value $(v)))' \
+  holds a line break; each make variable is one line (words separated by spaces), e.g. make exp EXP=quickstart \
+  LAUNCHER="srun --mpi=pmix")))
+
 .PHONY: all deps test exp info bench help clean
 all: $(TOOLS) $(TESTS)
 
@@ -50,6 +64,8 @@ help:
 	@echo "make exp EXP=name SIMULATE=1 [HARDWARE=profile]  every variant priced by build/simulate (default"
 	@echo "                     profile a100-80gb-node4; cpu-local prices fp32 runs on this machine)"
 	@echo "make exp ... MEASURE_PEAK=1   measure this machine's sgemm peak again (default: the stored one, host_peaks)"
+	@echo "make exp ... LAUNCHER=\"srun --mpi=pmix\" LAUNCHER_ARGS=\"...\" HOSTFILE=hosts   how multi-rank runs start (default:"
+	@echo "                     srun inside a Slurm allocation, else mpirun; --oversubscribe only beyond the slots)"
 	@echo "make info PRESET=cola-60m LINEAR=cola   parameter count and FLOPs per token"
 	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU), paired with PyTorch (REPEAT=3;"
 	@echo "                     TORCH_PYTHON=venv/bin/python [TORCH_ARGS=--compile]: a PyTorch 2 venv as the peer)"
@@ -114,6 +130,9 @@ test: all
 #                   (default a100-80gb-node4) instead of trained: runs of kind `simulated`
 #          EXP=name RESUME=1 [LAUNCH=id] [SET=...]   continue a launch (the latest by default)
 #          EXP=name SUMMARY=1 [LAUNCH=id]            the comparison table of a launch
+#          ... LAUNCHER="srun --mpi=pmix" LAUNCHER_ARGS="--map-by ppr:4:node -x NCCL_DEBUG" HOSTFILE=hosts
+#                   how the ranks start (each word its own argument, no shell; default: srun inside
+#                   a Slurm allocation, else mpirun)
 # exec: make's child is exp itself, so TERM to make (which make passes to its child) stops
 # the run as TERM to build/exp does; exp then hands make the signal, so the shell sees exp's
 # 128+N (make would turn any exit code into its own 2).
@@ -123,7 +142,9 @@ exp: all
 	  $(if $(filter 1,$(value SUMMARY)),--summary) $(if $(filter 1,$(value MEASURE_PEAK)),--measure-peak) \
 	  $(if $(filter 1,$(value SIMULATE)),--simulate $(if $(value HARDWARE),$(call qvar,HARDWARE),a100-80gb-node4)) \
 	  $(if $(value REPEAT),--repeat $(call qvar,REPEAT)) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
-	  $(foreach s,$(value SET),--set $(call shq,$(s)))
+	  $(foreach s,$(value SET),--set $(call shq,$(s))) \
+	  $(foreach w,$(value LAUNCHER),--launcher $(call shq,$(w))) $(foreach w,$(value LAUNCHER_ARGS),--launcher-arg $(call shq,$(w))) \
+	  $(if $(value HOSTFILE),--hostfile $(call qvar,HOSTFILE))
 
 info: all
 	$(BUILD)/info $(if $(value PRESET),--preset $(call qvar,PRESET)) $(if $(value LINEAR),--linear $(call qvar,LINEAR)) $(foreach a,$(value ARGS),$(call shq,$(a)))

@@ -294,7 +294,9 @@ run: {db: '${QD//\'/\'\'}/q.db', checkpoint_dir: '${QD//\'/\'\'}/ck', checkpoint
 YAML
     OUT=$(BOOST_FAULT=signal=0@1:TERM:parent timeout "$T" "$B/exp" "$QD/quo.yaml" 2>&1)
     l_run=$(grep -m1 '^\$ ' <<<"$OUT" | sed 's/^\$ //')
-    l_fig=$(grep -m1 '^  figures: ' <<<"$OUT" | sed 's/^  figures: *//')
+    # (a figures line comes once a run of the launch completed: from the resume that finishes it)
+    OUT2=$(timeout "$T" "$B/exp" "$QD/quo.yaml" --resume 2>&1)
+    l_fig=$(grep -m1 '^  figures: ' <<<"$OUT2" | sed 's/^  figures: *//')
     l_q=$(grep -m1 '^  query: ' <<<"$OUT" | sed 's/^  query: *//')
     l_res=$(grep -m1 '^interrupted: resume with ' <<<"$OUT" | sed 's/^interrupted: resume with *//')
     l_tr=$(grep -m1 '^resume with: ' <<<"$OUT" | sed 's/^resume with: *//')
