@@ -33,7 +33,8 @@ ref=$(last_run)
 run=$(last_run)
 dir=$(ls -d "$TMP"/ckpt/tiny.default.* | tail -1)
 damage "$dir/step_6.h5" /model/layers/0/attn/q/A
-"$BUILD/train" "$TMP/tiny.yaml" --resume --set train.steps=8 >"$TMP/b.log" 2>"$TMP/b.err"; rc=$?
+# (a longer run: --allow-change train.steps, with the schedule constant here)
+"$BUILD/train" "$TMP/tiny.yaml" --resume --set train.steps=8 --allow-change train.steps >"$TMP/b.log" 2>"$TMP/b.err"; rc=$?
 if [ $rc = 0 ] && grep -q "warning: skipping checkpoint $dir/step_6.h5: damaged: its bytes do not match the file checksum" "$TMP/b.err" &&
    grep -q "falling back to $dir/step_4.h5 (step 4), the newest checkpoint that verifies" "$TMP/b.err" &&
    grep -q "from $dir/step_4.h5 (step 4)" "$TMP/b.log"; then
@@ -80,7 +81,7 @@ expect_error restart_with_other_model_refused "model.d_model is 32 in its record
 d2=$(ls -d "$TMP"/ckpt2/tiny.default.* | tail -1)
 head -c 3000 /dev/urandom > "$d2/step_1.h5"          # garbage under a checkpoint's name
 mkdir "$d2/step_3.h5"                                # a name that cannot be unlinked
-"$BUILD/train" "$TMP/tiny.yaml" --set run.checkpoint_dir="$TMP/ckpt2" --resume --set train.steps=8 \
+"$BUILD/train" "$TMP/tiny.yaml" --set run.checkpoint_dir="$TMP/ckpt2" --resume --set train.steps=8 --allow-change train.steps \
     --set run.keep_last=1 >"$TMP/d.log" 2>"$TMP/d.err"; rc=$?
 # (garbage under a checkpoint's name is not a boost-c file: left alone, with a warning; issue 17)
 if [ $rc = 0 ] && [ "$(ls "$d2" | tr '\n' ' ')" = "step_1.h5 step_3.h5 step_8.h5 " ] && grep -q "$d2/step_1.h5 is named like a checkpoint but is not one" "$TMP/d.err" &&

@@ -178,7 +178,7 @@ resume_probe() {   # NAME DAMAGE-COMMAND...
     restore
     "$@" "$RUN/step_4.h5"
     if [ -f "$RUN/step_4.h5" ] && cmp -s "$RUN/step_4.h5" "$C/ckpt.pristine/$(basename "$RUN")/step_4.h5"; then record checkpoint "$name" accepted "(damage changed no byte)"; return; fi
-    run "$B/train" "$C/tiny.yaml" --resume --set train.steps=6
+    run "$B/train" "$C/tiny.yaml" --resume --allow-change train.steps --set train.steps=6
     if [ $RC = 124 ] || [ $RC = 137 ]; then record checkpoint "$name" hang ""
     elif [ $RC -gt 128 ]; then record checkpoint "$name" crash "signal $((RC - 128)): $(tail -2 <<<"$OUT")"
     elif [ $RC = 0 ] && grep -q "skipping checkpoint $RUN/step_4.h5" <<<"$OUT" && grep -q "(step 2)" <<<"$OUT"; then

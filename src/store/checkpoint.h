@@ -93,6 +93,12 @@ int checkpoint_list(const char *dir, CheckpointEntry **out);
 // Resume uses it: a damaged newest checkpoint falls back to the one before, saying so.
 int checkpoint_latest_good(const char *dir, char *path, size_t n, int64_t *step,
                            CheckpointSkip **skipped, int *n_skipped);
+// The same for a resume: the newest checkpoint at or below max_step that verifies and
+// belongs to run_uid (its run_uid attribute; NULL: any run), its metadata into *meta when
+// meta is not NULL (free with checkpoint_meta_free). A checkpoint of another run (copied
+// into this run's folder) is skipped with a warning naming its run, as a damaged one is.
+int checkpoint_latest_of_run(const char *dir, const char *run_uid, int64_t max_step, char *path, size_t n, int64_t *step,
+                             CheckpointMeta *meta, CheckpointSkip **skipped, int *n_skipped);
 // Keep the newest keep_last checkpoints that verify (keep_last >= 1): deletes older
 // step_<N>.h5 files (good or damaged), and leftovers step_<N>.h5.tmp.<pid> whose N is
 // below the newest good step or whose writer (pid, this host) is gone. Damaged or

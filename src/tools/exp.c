@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "../backend/backend.h"
 #include "../config/manifest.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../core/fs.h"
 #include "../core/shellword.h"
@@ -27,7 +28,7 @@
 
 static const char *USAGE =
 "usage: exp NAME|PATH [--variant V] [--set key=value]... [--repeat N] [--dry-run]\n"
-"       exp NAME|PATH --resume [--launch ID] [--set key=value]...\n"
+"       exp NAME|PATH --resume [--launch ID] [--set key=value]... [--allow-change KEY]...\n"
 "       exp NAME|PATH --summary [--launch ID] [--csv|--json] [--steps]\n"
 "       exp [NAME|PATH] --compare [--launch ID]... [--run ID]... [--db PATH] [--csv|--json] [--steps]\n"
 "       exp NAME|PATH --simulate PROFILE [--variant V] [--set key=value]... [--dry-run]\n"
@@ -47,6 +48,8 @@ static const char *USAGE =
 "                     resume from their newest checkpoint with their stored overrides (one\n"
 "                     stopped before its first checkpoint: from step 0, as the same run),\n"
 "                     runs not started start, completed runs are left alone (make exp RESUME=1)\n"
+"  --allow-change KEY with --resume: a resumed run may change KEY although that changes its meaning\n"
+"                     (repeatable; make exp RESUME=1 ALLOW_CHANGE=\"KEY ...\"; build/train --help)\n"
 "  --summary          print the comparison table of a launch (the latest, or --launch ID)\n"
 "  --launch ID        the launch for --resume or --summary (make exp LAUNCH=ID); --compare: repeatable\n"
 "  --compare          the runs of several launches (--launch ID ..., make compare LAUNCH=\"5 6\") or\n"
@@ -56,6 +59,7 @@ static const char *USAGE =
 "  --run ID           a run for --compare (repeatable)\n"
 "  --db PATH          the run database of --compare (default: NAME's run.db, else runs/boost.db)\n"
 "  --csv, --json      --summary and --compare as CSV or JSON on stdout (make compare FORMAT=csv|json)\n"
+"  --format F         the same: table (the default), csv or json\n"
 "  --steps            with --csv/--json: every logged step of the runs instead (make compare STEPS=1)\n"
 "  --simulate PROFILE price every variant (on-demand ones included) with build/simulate on the\n"
 "                     hardware profile experiments/hardware/PROFILE.yaml instead of training it\n"
@@ -482,6 +486,7 @@ int main(int argc, char **argv) {
     const char *db_opt = NULL;
     int64_t *launch_ids = xcalloc((size_t)argc + 1, sizeof *launch_ids), *run_ids = xcalloc((size_t)argc + 1, sizeof *run_ids);
     const char **sets = xcalloc((size_t)argc + 1, sizeof(char *)); int n_sets = 0;
+    const char **allow = xcalloc((size_t)argc + 1, sizeof(char *)); int n_allow = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -497,6 +502,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--csv")) format = FORMAT_CSV;
         else if (!strcmp(a, "--json")) format = FORMAT_JSON;
         else if (!strcmp(a, "--steps")) steps_out = 1;
+        else if (!strcmp(a, "--format")) {   // (the schema's enum parsing and message: config/options.h)
+            static const char *const formats[] = { "table", "csv", "json", NULL };
+            static const ToolOption spec = OPT_ENUM_ROW("format", formats, NULL);
+            int f = 0;
+            if (!has_val) usage_error("--format needs table, csv or json");
+            opt_value("exp", "format", &spec, argv[++i], &f);
+            format = f == 1 ? FORMAT_CSV : f == 2 ? FORMAT_JSON : FORMAT_TABLE;
+        }
+        else if (!strcmp(a, "--allow-change")) { if (!has_val) usage_error("--allow-change needs a key"); allow[n_allow++] = argv[++i]; }
         else if (!strcmp(a, "--db")) { if (!has_val) usage_error("--db needs a path"); db_opt = argv[++i]; }
         else if (!strcmp(a, "--repeat") || !strcmp(a, "--launch") || !strcmp(a, "--run")) {
             if (!has_val) usage_error("--repeat, --launch and --run need a number");
@@ -536,6 +550,7 @@ int main(int argc, char **argv) {
     if (resume + summary + dry > 1) usage_error("--resume, --summary and --dry-run exclude each other");
     if (repeat > 1 && (resume || summary)) usage_error("--repeat starts a new launch (a resume keeps the launch's REPEAT)");
     if (launch_id && !resume && !summary) usage_error("--launch goes with --resume or --summary");
+    if (n_allow && !resume) usage_error("--allow-change goes with --resume (a new launch has nothing to change)");
     if (simulate && !*simulate) simulate = "a100-80gb-node4";
     if (simulate && (resume || summary))
         usage_error("--simulate starts a new launch of simulated runs (a simulation has nothing to resume; "
@@ -747,6 +762,7 @@ int main(int argc, char **argv) {
                 args_push(&cmd, resume_arg);
                 args_push(&cmd, "--peak-gflops"); args_push(&cmd, peak_s);   // the launch's one peak, again
                 for (int s = 0; s < n_sets; s++) { args_push(&cmd, "--set"); args_push(&cmd, sets[s]); }   // new ones only: train adds the stored
+                for (int s = 0; s < n_allow; s++) { args_push(&cmd, "--allow-change"); args_push(&cmd, allow[s]); }
             } else {
                 for (int s = 0; s < n_all; s++) { args_push(&cmd, "--set"); args_push(&cmd, all_sets[s]); }
                 if (!dry) {
