@@ -7,13 +7,14 @@
 // logits / T. Checkpoints are unsharded fp32, so any back end loads them: the CPU in fp32
 // (the reference) or bf16, or a GPU (--device cuda). `sample --help` lists the options.
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "../backend/bf16.h"
 #include "../backend/ops.h"
 #include "../config/config.h"
+#include "../config/config_diff.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../core/rng.h"
@@ -43,45 +44,6 @@ static const char *USAGE =
 "                     stored, or data moved since)\n"
 "Exit 0, or 2 on bad input (a damaged or unknown checkpoint, a missing tokenizer).\n";
 
-// The configuration a checkpoint was trained with, from its JSON (config_to_json): each
-// section.key through config_set_key, as a manifest would set it. The JSON is parsed by
-// SQLite's json_each (linked anyway for the run database).
-static void config_from_json(Config *c, const char *json, const char *where) {
-    config_defaults(c);
-    Config defaults;
-    config_defaults(&defaults);
-    int nk; const ConfigKey *keys = config_schema(&nk);
-    sqlite3 *h = NULL;
-    sqlite3_stmt *st = NULL;
-    CHECK(sqlite3_open(":memory:", &h) == SQLITE_OK, "sqlite3_open(:memory:)");
-    CHECK(sqlite3_prepare_v2(h, "SELECT s.key || '.' || k.key, k.type, CAST(k.atom AS TEXT) FROM json_each(?1) s, "
-                                "json_each(s.value) k WHERE s.type = 'object'", -1, &st, NULL) == SQLITE_OK,
-          "preparing the configuration query: %s", sqlite3_errmsg(h));
-    sqlite3_bind_text(st, 1, json, -1, SQLITE_TRANSIENT);
-    int rc, n = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *key = (const char *)sqlite3_column_text(st, 0), *type = (const char *)sqlite3_column_text(st, 1);
-        const char *val = (const char *)sqlite3_column_text(st, 2);
-        int ki = config_key_index(key);
-        if (ki < 0) continue;   // a key of another engine's version: its default
-        const char *text = !strcmp(type, "true") ? "true" : !strcmp(type, "false") ? "false" : val ? val : "";
-        char dv[1100];
-        config_format_value(&defaults, &keys[ki], dv, sizeof dv);
-        if (!strcmp(dv, text)) continue;   // as the default: left unset, as the manifest left it (finalize's checks)
-        char w[1200];
-        snprintf(w, sizeof w, "%.900s: config %.200s", where, key);
-        int is_null = !strcmp(type, "null");
-        config_set_key(c, key, text, is_null, w);
-        n++;
-    }
-    if (rc != SQLITE_DONE || (n == 0 && !strstr(json, "\"model\"")))
-        die_input("%s: the checkpoint's configuration (attribute config) is not the JSON of a configuration: %s", where,
-                  rc != SQLITE_DONE ? sqlite3_errmsg(h) : "no keys");
-    sqlite3_finalize(st);
-    sqlite3_close(h);
-    config_finalize(c);
-}
-
 static int pick(const float *logits, int V, double temperature, Rng *rng) {
     int best = 0;
     for (int i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
@@ -98,33 +60,22 @@ static int pick(const float *logits, int V, double temperature, Rng *rng) {
 
 int main(int argc, char **argv) {
     env_runtime_setup(argv);
-    const char *path = NULL, *prompt = "In the beginning", *device = "cpu", *precision = "fp32", *tok_path = NULL;
-    long n_new = 48;
+    const char *path = NULL, *prompt = "In the beginning", *tok_path = NULL;
+    int n_new = 48, device = DEVICE_CPU, prec = PRECISION_FP32, n_pos = 0;
     double temperature = 0;
-    unsigned long long seed = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        char *end = NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(USAGE, stdout); return 0; }
-        else if (!has && a[0] == '-') die_input_hint(USAGE, "sample: %s needs a value", a);
-        else if (!strcmp(a, "--prompt")) prompt = argv[++i];
-        else if (!strcmp(a, "--device")) device = argv[++i];
-        else if (!strcmp(a, "--precision")) precision = argv[++i];
-        else if (!strcmp(a, "--tokenizer")) tok_path = argv[++i];
-        else if (!strcmp(a, "--tokens")) {
-            n_new = strtol(argv[++i], &end, 10);
-            if (!*argv[i] || *end || n_new < 1 || n_new > 100000) die_input("--tokens: expected 1..100000, got '%s'", argv[i]);
-        } else if (!strcmp(a, "--temperature")) {
-            temperature = strtod(argv[++i], &end);
-            if (!*argv[i] || *end || !(temperature >= 0 && temperature <= 100)) die_input("--temperature: expected 0..100 (0: greedy), got '%s'", argv[i]);
-        } else if (!strcmp(a, "--seed")) {
-            seed = strtoull(argv[++i], &end, 10);
-            if (!*argv[i] || *end) die_input("--seed: expected a whole number, got '%s'", argv[i]);
-        } else if (a[0] == '-') die_input_hint(USAGE, "sample: unknown option '%s'", a);
-        else if (!path) path = a;
-        else die_input_hint(USAGE, "sample: one checkpoint at a time");
-    }
+    uint64_t seed = 1;
+    // the options through the schema's types and messages (config/options.h); --device and
+    // --precision are the keys run.device and train.precision
+    const ToolOption opts[] = {
+        OPT_STR_ROW("prompt", &prompt),
+        OPT_INT_ROW("tokens", 1, 100000, &n_new),
+        OPT_REAL_ROW("temperature", 0, 100, &temperature),
+        { .name = "seed", .kind = OPT_VALUE, .type = CK_UINT64, .min = 0, .flags = CKF_MIN, .dst = &seed },
+        OPT_KEY_ROW("device", "run.device", &device),
+        OPT_KEY_ROW("precision", "train.precision", &prec),
+        OPT_STR_ROW("tokenizer", &tok_path),
+        OPT_END };
+    opt_parse("sample", opts, argc, argv, &path, 1, &n_pos, USAGE);
     if (!path) die_input_hint(USAGE, "sample: no checkpoint given (checkpoints/<run uid>/step_<N>.h5)");
 
     // a run's folder: its newest checkpoint that verifies
@@ -145,9 +96,13 @@ int main(int argc, char **argv) {
     char why[1500];
     if (!checkpoint_read_meta(file, &meta, why, sizeof why)) die_input("%s: %s", file, why);
     Config cfg;
-    config_from_json(&cfg, meta.config_json, file);
-    config_set_key(&cfg, "run.device", device, 0, "--device");         // the schema's names and messages
-    config_set_key(&cfg, "train.precision", precision, 0, "--precision");
+    char where[1300];
+    snprintf(where, sizeof where, "%s (its attribute config)", file);
+    config_from_json(&cfg, meta.config_json, where);
+    config_finalize(&cfg);
+    cfg.run.device = device;
+    cfg.train.precision = prec;
+    const char *precision = prec == PRECISION_BF16 ? "bf16" : "fp32";
     const ModelConfig *mc = &cfg.model;
     if (!tok_path) tok_path = meta.tokenizer_path;
     if (!tok_path || !tok_path[0])
@@ -188,11 +143,11 @@ int main(int argc, char **argv) {
     printf("checkpoint %s: step %lld of run %s (variant %s); model %s%s%s, on %s in %s; tokenizer %s\n", file,
            (long long)meta.step, meta.run_uid && meta.run_uid[0] ? meta.run_uid : "? (written before checkpoints named it)",
            meta.variant && meta.variant[0] ? meta.variant : "?", linear_kind_name(mc->linear), mc->preset[0] ? " preset " : "",
-           mc->preset, device, precision, tok_path);
-    printf("%s, %ld tokens, seed %llu; the prompt is %zu token%s\n---\n",
-           temperature > 0 ? "sampled" : "greedy", n_new, seed, n_prompt, n_prompt == 1 ? "" : "s");
+           mc->preset, config_device_name(cfg.run.device), precision, tok_path);
+    printf("%s, %d tokens, seed %llu; the prompt is %zu token%s\n---\n",
+           temperature > 0 ? "sampled" : "greedy", n_new, (unsigned long long)seed, n_prompt, n_prompt == 1 ? "" : "s");
     size_t n = n_prompt;
-    for (long t = 0; t < n_new; t++) {
+    for (int t = 0; t < n_new; t++) {
         size_t w = n < (size_t)T ? n : (size_t)T, first = n - w;   // the last T tokens
         memset(in, 0, (size_t)T * sizeof *in);
         memcpy(in, ids + first, w * sizeof *in);
