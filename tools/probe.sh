@@ -235,6 +235,18 @@ fi
 source tests/proc.sh   # proc_pids, proc_signal (no procps needed)
 source tools/probe_runs.sh
 
+# ---- generated from the schema, the tools' option tables and the Makefile -------------------
+# tools/probe_keys.py: every key of build/info --keys-tsv (type and precision boundaries,
+# overflow, NaN/inf, each spelling twice in one mapping); tools/probe_options.py: every option
+# of every tool's table (BOOST_OPTIONS=list) and every switch variable of the Makefile. A new
+# key, option or switch is probed without a line here; "silent" for them: the value used (read
+# back: build/info --json, BOOST_OPTIONS=values) is not the value given at its type.
+: >"$TMP/generated.counts"
+for gen in "tools/probe_keys.py $B $TMP/generated" "tools/probe_options.py $B"; do
+    while IFS=$'\t' read -r k name outcome detail; do record "$k" "$name" "$outcome" "$detail"
+    done < <(timeout -k 5 600 /usr/bin/python3 $gen 2>>"$TMP/generated.counts")
+done
+
 # ---- the table ----------------------------------------------------------------------------
 printf '\n%-11s %6s %6s %9s %6s %6s %7s %7s %6s\n' kind tried clean accepted crash hang silent unsafe other
 tot=(0 0 0 0 0 0 0 0)
@@ -243,6 +255,7 @@ for k in "${KINDS[@]}"; do
     tot=($((tot[0] + N[$k])) $((tot[1] + CLEAN[$k])) $((tot[2] + ACCEPTED[$k])) $((tot[3] + CRASH[$k])) $((tot[4] + HANG[$k])) $((tot[5] + SILENT[$k])) $((tot[6] + UNSAFE[$k])) $((tot[7] + OTHER[$k])))
 done
 printf '%-11s %6d %6d %9d %6d %6d %7d %7d %6d\n' total "${tot[@]}"
+sed 's/^/  /' "$TMP/generated.counts"
 echo "(one line per probe: $LOG)"
 grep -E ' (crash|hang|silent|unsafe|other) ' "$LOG" | sed 's/^/  /'
 grep -m1 'kill -STOP' "$LOG"

@@ -185,7 +185,8 @@ static void keys_markdown(void) {
 }
 
 // The schema for programs (tools/probe_keys.py): key, type, lower and upper bound ('>' or
-// '<' before an exclusive one), enum names, the default, the change class; tab-separated.
+// '<' before an exclusive one), enum names, the default, the change class, a string's most
+// characters, the accepted values as the docs say them; tab-separated.
 static void keys_tsv(void) {
     Config d;
     config_defaults(&d);
@@ -202,7 +203,10 @@ static void keys_tsv(void) {
         printf("\t");
         const char *const *names = k->type == CK_PRESET ? preset_names() : k->enum_names;
         for (int j = 0; names && names[j]; j++) printf("%s%s", j ? "," : "", names[j]);
-        printf("\t%s\t%s\n", def, config_change_class_name(k->change));
+        char want[600];
+        config_describe_key(k, want, sizeof want);
+        printf("\t%s\t%s\t%zu\t%s\n", def, config_change_class_name(k->change),
+               k->type == CK_STRING || k->type == CK_PRESET ? k->size - 1 : 0, want);
     }
 }
 
