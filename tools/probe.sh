@@ -37,6 +37,7 @@ record() {   # KIND NAME OUTCOME DETAIL
         silent) SILENT[$k]=$((SILENT[$k] + 1)) ;; unsafe) UNSAFE[$k]=$((UNSAFE[$k] + 1)) ;; *) OTHER[$k]=$((OTHER[$k] + 1)) ;;
     esac
     printf '%-10s %-44s %-8s %s\n' "$k" "$2" "$3" "$(head -c 300 <<<"$4" | tr '\n' ' ')" >>"$LOG"
+    case $3 in clean|accepted) ;; *) tail -1 "$LOG" >>"$TMP/bad" ;; esac   # (listed under the table)
 }
 
 # run CMD... : sets RC and OUT (stderr+stdout), with the timeout
@@ -257,6 +258,6 @@ done
 printf '%-11s %6d %6d %9d %6d %6d %7d %7d %6d\n' total "${tot[@]}"
 sed 's/^/  /' "$TMP/generated.counts"
 echo "(one line per probe: $LOG)"
-grep -E ' (crash|hang|silent|unsafe|other) ' "$LOG" | sed 's/^/  /'
+[ -f "$TMP/bad" ] && sed 's/^/  /' "$TMP/bad"
 grep -m1 'kill -STOP' "$LOG"
 [ "${tot[3]}" = 0 ] && [ "${tot[4]}" = 0 ] && [ "${tot[5]}" = 0 ] && [ "${tot[6]}" = 0 ] && [ "${tot[7]}" = 0 ]

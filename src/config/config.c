@@ -150,7 +150,8 @@ static const ConfigKey SCHEMA[] = {
      "true: LM head = embedding^T (BOOST configs); false: separate LM head (CoLA)", .change = CHANGE_MODEL},
     {"model", "only_lr_act", CK_BOOL, F(model, only_lr_act), ANY, NULL, NULL,
      "cola (and lax on the cola base) only: true = z = g*u (SiLU only in the bottlenecks); false = SiLU(g)*u (CoLA 60M/130M)", .change = CHANGE_MODEL},
-    {"model", "norm_eps", CK_FLOAT, F(model, norm_eps), GT(0), NULL, NULL, "RMSNorm epsilon", .change = CHANGE_MODEL},
+    {"model", "norm_eps", CK_FLOAT, F(model, norm_eps), IN_LEFTOPEN(0, 1), NULL, NULL,
+     "RMSNorm epsilon (at most 1: a larger one outweighs the mean square it guards)", .change = CHANGE_MODEL},
     {"model", "rope_theta", CK_FLOAT, F(model, rope_theta), GT(0), NULL, NULL, "RoPE base", .change = CHANGE_MODEL},
     {"model", "embed_std", CK_FLOAT, F(model, embed_std), IN_LEFTOPEN(0, 1), NULL, NULL,
      "init std of the embedding and LM head (at most 1: the initial logits grow as std^2 * d_model)", .change = CHANGE_MODEL},
@@ -183,7 +184,8 @@ static const ConfigKey SCHEMA[] = {
      "decoupled AdamW weight decay (2-D weights only)", .change = CHANGE_OPTIMIZER},
     {"train", "beta1", CK_FLOAT, F(train, beta1), IN_HALFOPEN(0, 1), NULL, NULL, "AdamW beta1", .change = CHANGE_OPTIMIZER},
     {"train", "beta2", CK_FLOAT, F(train, beta2), IN_HALFOPEN(0, 1), NULL, NULL, "AdamW beta2", .change = CHANGE_OPTIMIZER},
-    {"train", "adam_eps", CK_FLOAT, F(train, adam_eps), GT(0), NULL, NULL, "AdamW epsilon", .change = CHANGE_OPTIMIZER},
+    {"train", "adam_eps", CK_FLOAT, F(train, adam_eps), IN_LEFTOPEN(0, 1), NULL, NULL,
+     "AdamW epsilon (at most 1: a larger one outweighs sqrt(v), and the update vanishes)", .change = CHANGE_OPTIMIZER},
     {"train", "grad_clip", CK_DOUBLE, F(train, grad_clip), GE(0), NULL, NULL,
      "global L2 gradient-norm clip (0 = off)", .change = CHANGE_OPTIMIZER},
     {"train", "val_every", CK_INT, F(train, val_every), GE(0), NULL, NULL,
@@ -672,7 +674,7 @@ int config_parse_value(const ConfigKey *k, const char *text, void *dst, char *wh
         if (r == 0) {
             int hexfloat = (text[0] == '0' || text[1] == '0') && strpbrk(text, "xX") && strpbrk(text, "pP");
             snprintf(why, n, "expected %s, got '%s'%s", want, text,
-                     hexfloat ? " (a hexadecimal float: YAML has none, so other readers of the file see text; write it in decimal)" : "");
+                     hexfloat ? " (a hexadecimal float: YAML has none, and readers of the file such as PyYAML see text; write it in decimal)" : "");
             return -1;
         }
         if (r == -1) { snprintf(why, n, "expected %s, got '%s' (not a finite number)", want, text); return -1; }
