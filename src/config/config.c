@@ -672,7 +672,7 @@ int config_parse_value(const ConfigKey *k, const char *text, void *dst, char *wh
     case CK_FLOAT: case CK_DOUBLE: {
         int r = parse_real(text, &dv);
         if (r == 0) {
-            int hexfloat = (text[0] == '0' || text[1] == '0') && strpbrk(text, "xX") && strpbrk(text, "pP");
+            int hexfloat = (strstr(text, "0x") || strstr(text, "0X")) && strpbrk(text, "pP");
             snprintf(why, n, "expected %s, got '%s'%s", want, text,
                      hexfloat ? " (a hexadecimal float: YAML has none, and readers of the file such as PyYAML see text; write it in decimal)" : "");
             return -1;

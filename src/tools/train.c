@@ -146,7 +146,7 @@ int main(int argc, char **argv) {
     manifest_free(man);
     if (effective != sets) free(effective);
     rundb_free_strings(stored, n_stored);
-    free(sets);
+    free(sets); free(allow_list.v);
     if (use_mpi) CHECK_MPI(MPI_Finalize());
     return rc;
 }
