@@ -22,77 +22,32 @@ Prints one line per probe, "KIND<TAB>NAME<TAB>OUTCOME<TAB>DETAIL", and on stderr
 import json
 import math
 import os
-import struct
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import probe_values as pv
+from probe_values import F32_MAX, F32_MIN_NORMAL, INT_LIMITS, emit, f32, f32_next
 
 B, TMP = sys.argv[1], sys.argv[2]
 TIMEOUT = int(os.environ.get("PROBE_TIMEOUT", "60"))
 INFO = os.path.join(B, "info")
 os.makedirs(TMP, exist_ok=True)
-INT_LIMITS = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1), "uint64": (0, 2**64 - 1)}
-F32_MAX, F32_MIN_NORMAL = struct.unpack("f", b"\xff\xff\x7f\x7f")[0], 2.0**-126
-n_probes = 0
-
-
-def emit(kind, name, outcome, detail):
-    global n_probes
-    n_probes += 1
-    print(f"{kind}\t{name}\t{outcome}\t{' '.join(detail.split())[:300]}", flush=True)
 
 
 def run(args):
-    try:
-        p = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT, errors="replace")
-    except subprocess.TimeoutExpired:
-        return None, ""
-    return p.returncode, p.stdout + p.stderr
+    rc, out, err = pv.run(args, TIMEOUT)
+    return rc, out + err
 
 
-def f32(x):
-    """x correctly rounded to fp32 (inf beyond it), as a double."""
-    try:
-        return struct.unpack("f", struct.pack("f", x))[0]
-    except OverflowError:
-        return math.copysign(math.inf, x)
-
-
-def f32_next(x, toward):
-    """The fp32 number next to the fp32 number x in the direction of toward."""
-    if x == toward: return x
-    if x == 0: return math.copysign(2.0**-149, toward)
-    b = struct.unpack("<I", struct.pack("<f", x))[0]
-    b = b + 1 if (toward > x) == (x > 0) else b - 1
-    return struct.unpack("<f", struct.pack("<I", b))[0]
-
-
-def parse_bound(s):
-    if not s:
-        return None, False
-    excl = s[0] in "<>"
-    return float(s[1:] if excl else s), excl
-
-
-class Key:
+class Key(pv.Range):
     def __init__(self, line):
         f = line.rstrip("\n").split("\t")
         self.name, self.type = f[0], f[1]
-        self.lo, self.lo_excl = parse_bound(f[2])
-        self.hi, self.hi_excl = parse_bound(f[3])
+        self.lo, self.lo_excl = pv.parse_bound(f[2])
+        self.hi, self.hi_excl = pv.parse_bound(f[3])
         self.names = f[4].split(",") if f[4] else []
         self.default, self.change, self.max_len, self.accepted = f[5], f[6], int(f[7]), f[8]
         self.section, self.leaf = self.name.split(".", 1)
-
-    def int_range(self):
-        lo, hi = INT_LIMITS[self.type]
-        if self.lo is not None: lo = max(lo, int(self.lo) + (1 if self.lo_excl else 0))
-        if self.hi is not None: hi = min(hi, int(self.hi) - (1 if self.hi_excl else 0))
-        return lo, hi
-
-    def in_range(self, x):
-        if self.lo is not None and not (x > self.lo if self.lo_excl else x >= self.lo): return False
-        if self.hi is not None and not (x < self.hi if self.hi_excl else x <= self.hi): return False
-        return True
 
 
 def read_back(key, out):
@@ -103,45 +58,9 @@ def read_back(key, out):
     raise ValueError("no JSON in the output")
 
 
-def expected_value(key, text):
-    """What a correct parser makes of text at the key's type (None: it must be refused)."""
-    t = key.type
-    try:
-        if t in INT_LIMITS:
-            s = text.replace("_", "")
-            if s.lower().startswith(("0x", "+0x", "-0x")):
-                v = int(s, 16)
-            elif any(c in s for c in ".eE"):
-                from decimal import Decimal
-                d = Decimal(s)
-                if d != d.to_integral_value(): return None
-                v = int(d)
-            else:
-                v = int(s, 10)
-            lo, hi = key.int_range()
-            return v if lo <= v <= hi else None
-        if t in ("fp32", "fp64"):
-            if any(c in text for c in "xXpP_ ") or text.lower().strip("+-.") in ("inf", "nan", "infinity"): return None
-            x = float(text)
-            if not math.isfinite(x) or not key.in_range(x): return None
-            used = f32(x) if t == "fp32" else x
-            tiny = F32_MIN_NORMAL if t == "fp32" else sys.float_info.min
-            if not math.isfinite(used) or not key.in_range(used): return None
-            if used == 0 and any(c in "123456789" for c in text.split("e")[0].split("E")[0]): return None
-            if used != 0 and abs(used) < tiny: return None
-            return used
-        if t == "bool":
-            return {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}.get(text)
-        if t == "enum":
-            return text if text in key.names else None
-    except (ValueError, ArithmeticError):
-        return None
-    return "?"   # strings: decided by the engine's own checks (length checked below)
-
-
 def probe_value(key, label, text):
-    """One value of one key through --set; classified against expected_value."""
-    want = expected_value(key, text)
+    """One value of one key through --set; classified against the value it must take."""
+    want = key.value_of(text)
     rc, out = run([INFO, "--set", f"{key.name}={text}", "--json"])
     name = f"{key.name}={label}"
     if rc is None: return emit("keys", name, "hang", f"no answer in {TIMEOUT}s")
@@ -153,12 +72,10 @@ def probe_value(key, label, text):
             got = read_back(key, out)
         except (ValueError, KeyError) as e:
             return emit("keys", name, "other", f"accepted, no value to read back: {e}")
-        if key.type in ("string",) and want == "?":
-            ok = got == text or (text.startswith(("'", '"')) and got == text[1:-1])
-        elif key.type == "fp32":
-            ok = isinstance(got, (int, float)) and f32(float(got)) == want
+        if want == "?":   # a string: taken as written (YAML quotes removed)
+            ok = got == text or (text[:1] in "'\"" and got == text[1:-1])
         else:
-            ok = got == want
+            ok = key.same(want, got if key.type in ("bool", "enum", "string") else str(got))
         return emit("keys", name, "accepted" if ok else "silent",
                     "" if ok else f"given {text!r}, used {got!r} (at {key.type}: {want!r})")
     if rc == 2 and err:
@@ -252,7 +169,7 @@ def main():
         for label, text in values_of(key):
             probe_value(key, label, text)
         probe_duplicates(key)
-    print(f"probe_keys: {len(keys)} keys of the schema, {n_probes} probes (values and spellings)", file=sys.stderr)
+    print(f"probe_keys: {len(keys)} keys of the schema, {pv.n_probes} probes (values and spellings)", file=sys.stderr)
 
 
 main()

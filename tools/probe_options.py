@@ -18,117 +18,52 @@ import glob
 import math
 import os
 import re
-import struct
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import probe_values as pv
+from probe_values import INT_LIMITS, emit
+
 B = sys.argv[1]
 TIMEOUT = int(os.environ.get("PROBE_TIMEOUT", "60"))
-INT_LIMITS = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1), "uint64": (0, 2**64 - 1)}
-F32_MIN_NORMAL = 2.0**-126
-n_probes = 0
 
 
-def emit(kind, name, outcome, detail):
-    global n_probes
-    n_probes += 1
-    print(f"{kind}\t{name}\t{outcome}\t{' '.join(detail.split())[:300]}", flush=True)
+def run(args, mode):
+    return pv.run(args, TIMEOUT, dict(os.environ, BOOST_OPTIONS=mode))
 
 
-def run(args, env_mode=None):
-    env = dict(os.environ)
-    if env_mode: env["BOOST_OPTIONS"] = env_mode
-    try:
-        p = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT, env=env, errors="replace")
-    except subprocess.TimeoutExpired:
-        return None, "", ""
-    return p.returncode, p.stdout, p.stderr
-
-
-def f32(x):
-    try:
-        return struct.unpack("f", struct.pack("f", x))[0]
-    except OverflowError:
-        return math.copysign(math.inf, x)
-
-
-def bound(s):
-    if not s: return None, False
-    return (float(s[1:]), True) if s[0] in "<>" else (float(s), False)
-
-
-class Option:
+class Option(pv.Range):
     def __init__(self, tool, line, key_len):
         f = line.split("\t")
         self.tool, self.name, self.kind, self.type = tool, f[0][2:], f[1], f[2]
-        self.lo, self.lo_excl = bound(f[3])
-        self.hi, self.hi_excl = bound(f[4])
+        self.lo, self.lo_excl = pv.parse_bound(f[3])
+        self.hi, self.hi_excl = pv.parse_bound(f[4])
         self.names = f[5].split(",") if f[5] else []
         self.key = f[6] if len(f) > 6 else ""
         self.max_len = key_len.get(self.key, 0)
 
-    def int_range(self):
-        lo, hi = INT_LIMITS[self.type]
-        if self.lo is not None: lo = max(lo, int(self.lo) + (1 if self.lo_excl else 0))
-        if self.hi is not None: hi = min(hi, int(self.hi) - (1 if self.hi_excl else 0))
-        return lo, hi
-
-    def in_range(self, x):
-        if self.lo is not None and not (x > self.lo if self.lo_excl else x >= self.lo): return False
-        if self.hi is not None and not (x < self.hi if self.hi_excl else x <= self.hi): return False
-        return True
-
     def expected(self, text):
-        """The value the option must take from text, as printed by BOOST_OPTIONS=values; None: refused."""
-        t = self.type
-        try:
-            if t in INT_LIMITS:
-                s = text.replace("_", "")
-                if s.lower().startswith(("0x", "+0x", "-0x")): v = int(s, 16)
-                elif any(c in s for c in ".eE"):
-                    from decimal import Decimal
-                    d = Decimal(s)
-                    if d != d.to_integral_value(): return None
-                    v = int(d)
-                else: v = int(s, 10)
-                lo, hi = self.int_range()
-                return str(v) if lo <= v <= hi else None
-            if t in ("fp32", "fp64"):
-                if any(c in text for c in "xXpP_ ") or text.lower().strip("+-.") in ("inf", "nan", "infinity"): return None
-                x = float(text)
-                used = f32(x) if t == "fp32" else x
-                if not math.isfinite(x) or not self.in_range(x) or not math.isfinite(used) or not self.in_range(used): return None
-                tiny = F32_MIN_NORMAL if t == "fp32" else sys.float_info.min
-                if used == 0 and any(c in "123456789" for c in re.split("[eE]", text)[0]): return None
-                if used != 0 and abs(used) < tiny: return None
-                return ("f32", used) if t == "fp32" else ("f64", used)
-            if t == "enum": return text if text in self.names else None
-            if t == "string":
-                if self.max_len and len(text.encode()) > self.max_len: return None
-                # a schema key's string has the key's own checks (a corpus name, non-empty): either
-                # outcome may be right; taken, it must be read back as given
-                return ("either", text) if self.key else text
-        except (ValueError, ArithmeticError):
-            return None
-        return None
+        """What BOOST_OPTIONS=values must print for text: a value at the type, None (refused),
+        or ("either", text) for a schema key's string (its own checks decide; taken, as given)."""
+        if self.type == "string":
+            if self.max_len and len(text.encode()) > self.max_len: return None
+            return ("either", text) if self.key else text
+        v = self.value_of(text)
+        return None if v == "?" else v
 
-
-def matches(want, got):
-    if isinstance(want, tuple) and want[0] == "either":
-        return got == want[1]
-    if isinstance(want, tuple):
+    def matches(self, want, got):
+        if isinstance(want, tuple): return got == want[1]
+        if self.type == "string": return got == want
         try:
-            x = float(got)
+            return self.same(want, got)
         except ValueError:
             return False
-        return (f32(x) if want[0] == "f32" else x) == want[1]
-    return got == want
 
 
-def check(opt, label, args, want, env_args=None):
-    """Run the tool's parser on args (BOOST_OPTIONS=values); want: the value printed for the
-    option (None: must be refused)."""
+def check(opt, label, args, want):
+    """Run the tool's parser on args (BOOST_OPTIONS=values); want: the option's value as it
+    must be printed (None: it must be refused)."""
     rc, out, err = run([os.path.join(B, opt.tool)] + args, "values")
     name = f"{opt.tool} --{opt.name} {label}"
     e = next((l for l in err.splitlines() if l.startswith("error: ")), "")
@@ -138,9 +73,12 @@ def check(opt, label, args, want, env_args=None):
         if want is None: return emit("options", name, "silent", f"accepted {args!r}")
         got = next((l.split("\t", 1)[1] for l in out.splitlines() if l.startswith(f"--{opt.name}\t")), None)
         if got is None: return emit("options", name, "other", "no value printed")
-        ok = matches(want, got)
+        if opt.kind == "list" and not isinstance(want, tuple) and isinstance(want, str) and "\x1f" in want:
+            ok = got == want
+        else:
+            ok = opt.matches(want, got.split("\x1f")[-1] if opt.kind == "list" else got)
         return emit("options", name, "accepted" if ok else "silent", "" if ok else f"given {args!r}, used {got!r}")
-    either = isinstance(want, tuple) and want[0] == "either"
+    either = isinstance(want, tuple)
     if rc == 2 and want is not None and not either: return emit("options", name, "other", f"a valid value refused: {e}")
     if rc == 2 and (f"{opt.tool} --{opt.name}" in e or f"{opt.tool}: unknown option" in e): return emit("options", name, "clean", e)
     return emit("options", name, "other", f"exit {rc}: {e or err[-200:]}")
@@ -217,7 +155,7 @@ def makefile_switches():
 
 
 def main():
-    rc, out, _ = run([os.path.join(B, "info"), "--keys-tsv"])
+    rc, out, _ = pv.run([os.path.join(B, "info"), "--keys-tsv"], TIMEOUT)
     key_len = {l.split("\t")[0]: int(l.split("\t")[7]) for l in out.splitlines() if l.strip()}
     tools = sorted(os.path.basename(p)[:-2] for p in glob.glob("src/tools/*.c"))
     n_opts, covered, uncovered = 0, [], []
@@ -235,9 +173,9 @@ def main():
         for line in rows:
             probe_option(Option(tool, line, key_len))
             n_opts += 1
-    n_before = n_probes
+    n_before = pv.n_probes
     makefile_switches()
-    print(f"probe_options: {n_opts} options of {len(covered)} tools, {n_before} probes; {n_probes - n_before} make switch "
+    print(f"probe_options: {n_opts} options of {len(covered)} tools, {n_before} probes; {pv.n_probes - n_before} make switch "
           f"variables" + (f"; no option table (not probed): {', '.join(uncovered)}" if uncovered else ""), file=sys.stderr)
 
 
