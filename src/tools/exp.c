@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "../backend/backend.h"
 #include "../config/manifest.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../core/fs.h"
 #include "../core/shellword.h"
@@ -33,7 +34,7 @@
 
 static const char *USAGE =
 "usage: exp NAME|PATH [--variant V] [--set key=value]... [--repeat N] [--dry-run]\n"
-"       exp NAME|PATH --resume [--launch ID] [--set key=value]...\n"
+"       exp NAME|PATH --resume [--launch ID] [--set key=value]... [--allow-change KEY]...\n"
 "       exp NAME|PATH --summary [--launch ID] [--csv|--json] [--steps|--verdicts]\n"
 "       exp [NAME|PATH] --compare [--launch ID]... [--run ID]... [--db PATH] [--csv|--json] [--steps|--verdicts]\n"
 "       exp NAME|PATH --simulate PROFILE [--variant V] [--set key=value]... [--dry-run]\n"
@@ -56,6 +57,8 @@ static const char *USAGE =
 "                     resume from their newest checkpoint with their stored overrides (one\n"
 "                     stopped before its first checkpoint: from step 0, as the same run),\n"
 "                     runs not started start, completed runs are left alone (make exp RESUME=1)\n"
+"  --allow-change KEY with --resume: a resumed run may change KEY although that changes its meaning\n"
+"                     (repeatable; make exp RESUME=1 ALLOW_CHANGE=\"KEY ...\"; build/train --help)\n"
 "  --summary          print the comparison table of a launch (the latest, or --launch ID)\n"
 "  --launch ID        the launch for --resume or --summary (make exp LAUNCH=ID); --compare: repeatable\n"
 "  --compare          the runs of several launches (--launch ID ..., make compare LAUNCH=\"5 6\") or\n"
@@ -65,6 +68,7 @@ static const char *USAGE =
 "  --run ID           a run for --compare (repeatable)\n"
 "  --db PATH          the run database of --compare (default: NAME's run.db, else runs/boost.db)\n"
 "  --csv, --json      --summary and --compare as CSV or JSON on stdout (make compare FORMAT=csv|json)\n"
+"  --format F         the same: table (the default), csv or json\n"
 "  --steps            every logged step of the runs instead, as CSV (or --json) (make compare STEPS=1)\n"
 "  --verdicts         only the timing verdicts: per pair of variants faster, slower, not distinguishable\n"
 "                     or too few runs, with the time ratio and its 95 % interval (text, --csv or --json;\n"
@@ -577,6 +581,7 @@ int main(int argc, char **argv) {
     const char **launcher = xcalloc((size_t)argc + 1, sizeof(char *)), **launcher_args = xcalloc((size_t)argc + 1, sizeof(char *));
     int n_launcher = 0, n_launcher_args = 0, probe = 0;
     const char *hostfile = NULL;
+    const char **allow = xcalloc((size_t)argc + 1, sizeof(char *)); int n_allow = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -593,6 +598,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--json")) format = FORMAT_JSON;
         else if (!strcmp(a, "--steps")) steps_out = 1;
         else if (!strcmp(a, "--verdicts")) verdicts = 1;
+        else if (!strcmp(a, "--format")) {   // (the schema's enum parsing and message: config/options.h)
+            static const char *const formats[] = { "table", "csv", "json", NULL };
+            static const ToolOption spec = OPT_ENUM_ROW("format", formats, NULL);
+            int f = 0;
+            if (!has_val) usage_error("--format needs table, csv or json");
+            opt_value("exp", "format", &spec, argv[++i], &f);
+            format = f == 1 ? FORMAT_CSV : f == 2 ? FORMAT_JSON : FORMAT_TABLE;
+        }
+        else if (!strcmp(a, "--allow-change")) { if (!has_val) usage_error("--allow-change needs a key"); allow[n_allow++] = argv[++i]; }
         else if (!strcmp(a, "--db")) { if (!has_val) usage_error("--db needs a path"); db_opt = argv[++i]; }
         else if (!strcmp(a, "--launcher")) { if (!has_val) usage_error("--launcher needs a word"); launcher[n_launcher++] = argv[++i]; }
         else if (!strcmp(a, "--launcher-arg")) { if (!has_val) usage_error("--launcher-arg needs a word"); launcher_args[n_launcher_args++] = argv[++i]; }
@@ -644,6 +658,7 @@ int main(int argc, char **argv) {
     if (resume + summary + dry > 1) usage_error("--resume, --summary and --dry-run exclude each other");
     if (repeat > 1 && (resume || summary)) usage_error("--repeat starts a new launch (a resume keeps the launch's REPEAT)");
     if (launch_id && !resume && !summary) usage_error("--launch goes with --resume or --summary");
+    if (n_allow && !resume) usage_error("--allow-change goes with --resume (a new launch has nothing to change)");
     if (simulate && !*simulate) simulate = "a100-80gb-node4";
     if (simulate && (resume || summary))
         usage_error("--simulate starts a new launch of simulated runs (a simulation has nothing to resume; "
@@ -701,7 +716,7 @@ int main(int argc, char **argv) {
     env.args = launcher_args; env.n_args = n_launcher_args;
     env.hostfile = hostfile;
     LaunchRequest rq = {
-        .path = path, .sets = sets, .n_sets = n_sets, .only = only, .repeat = repeat, .resume = resume,
+        .path = path, .sets = sets, .n_sets = n_sets, .allow_change = allow, .n_allow_change = n_allow, .only = only, .repeat = repeat, .resume = resume,
         .launch_id = launch_id, .dry = dry, .simulate_profile = simulate ? hw.path : NULL,
         .train_bin = train_bin, .sim_bin = sim_bin, .env = &env,
     };

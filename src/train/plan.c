@@ -570,6 +570,7 @@ void plan_commands(LaunchPlan *p, int64_t launch_id, double peak) {
             words_add(&w, "--peak-gflops"); words_add(&w, peak_s);   // the launch's one peak, again
             // new overrides only: train adds the run's stored ones
             for (int s = 0; s < p->n_new; s++) { words_add(&w, "--set"); words_add(&w, p->new_sets[s]); }
+            for (int s = 0; s < rq->n_allow_change; s++) { words_add(&w, "--allow-change"); words_add(&w, rq->allow_change[s]); }
         } else {
             for (int s = 0; s < p->n_all; s++) { words_add(&w, "--set"); words_add(&w, p->all_sets[s]); }
             if (!p->dry) {
@@ -702,7 +703,9 @@ static int plan_resume(RunDB *db, const RunRequest *rq, RunPlan *p) {
         lock_run_dir(p->ckpt_dir, p->uid, &p->lock_fd, &p->refusal))
         return 1;
     int n_damaged = 0;
-    if (!checkpoint_latest_good(p->ckpt_dir, p->resume_path, sizeof p->resume_path, &p->resume_step, NULL, &n_damaged)) {
+    CheckpointMeta meta = {0};
+    if (!checkpoint_latest_of_run(p->ckpt_dir, p->uid, INT64_MAX, p->resume_path, sizeof p->resume_path, &p->resume_step,
+                                  &meta, NULL, &n_damaged)) {
         // None there. A run that never wrote one (stopped before its first checkpoint) trains
         // again from step 0 as the same run (its row, uid and folder): never a second run beside
         // an orphaned first. One whose checkpoints are damaged, or recorded and gone, is refused:
@@ -710,7 +713,7 @@ static int plan_resume(RunDB *db, const RunRequest *rq, RunPlan *p) {
         char recorded[1500];
         int rec_step = rundb_last_checkpoint(db, row->id, recorded, sizeof recorded);
         if (n_damaged)
-            return refuse(&p->refusal, NULL, "RESUME: run %s has no checkpoint that verifies in %s (%d damaged: see the warnings above)",
+            return refuse(&p->refusal, NULL, "RESUME: run %s has no checkpoint that verifies and is its own in %s (%d skipped: see the warnings above)",
                           p->uid, p->ckpt_dir, n_damaged);
         if (rec_step >= 0)
             return refuse(&p->refusal, "restore the run's checkpoint folder (or its newest checkpoint), or start a new run (without --resume)",
@@ -719,23 +722,28 @@ static int plan_resume(RunDB *db, const RunRequest *rq, RunPlan *p) {
                           "recorded steps", p->uid, p->ckpt_dir, cfg->run.db, rec_step, recorded);
         p->restart = 1;
         p->restart_stopped_at = row->last_step;
-        p->restart_config = rundb_run_config(db, row->id);
+        p->resume_config = rundb_run_config(db, row->id);
+    } else {
+        p->resume_config = meta.config_json;
+        meta.config_json = NULL;
+        checkpoint_meta_free(&meta);
     }
     // Rows lost to a failing database (a full disk) are recomputed: the resume starts from a
     // checkpoint whose steps all have their rows.
     int rows_upto = rundb_steps_contiguous(db, row->id);
     if (!p->restart && p->resume_step > rows_upto) {
-        CheckpointEntry *all;
-        int n = checkpoint_list(p->ckpt_dir, &all);
-        char why[1300], newest[1500];
+        char newest[1500];
         snprintf(newest, sizeof newest, "%s", p->resume_path);
-        p->resume_path[0] = 0;
-        for (int i = n - 1; i >= 0 && !p->resume_path[0]; i--)
-            if (all[i].step <= rows_upto && checkpoint_verify(all[i].path, why, sizeof why)) {
-                xsnprintf(p->resume_path, sizeof p->resume_path, "%s", all[i].path);
-                p->resume_step = all[i].step;
-            }
-        free(all);
+        free(p->resume_config);
+        p->resume_config = NULL;
+        if (checkpoint_latest_of_run(p->ckpt_dir, p->uid, rows_upto, p->resume_path, sizeof p->resume_path, &p->resume_step,
+                                     &meta, NULL, NULL)) {
+            p->resume_config = meta.config_json;
+            meta.config_json = NULL;
+            checkpoint_meta_free(&meta);
+        } else {
+            p->resume_path[0] = 0;
+        }
         if (!p->resume_path[0])
             return refuse(&p->refusal, "start a new run (without --resume): this one cannot be completed truthfully",
                           "RESUME: run %s: %s has the step rows only up to step %d, and no checkpoint at or before "
@@ -820,6 +828,6 @@ int plan_run(RunDB *db, const RunRequest *rq, RunPlan *p) {
 }
 
 void plan_run_free(RunPlan *p) {
-    free(p->restart_config);
-    p->restart_config = NULL;
+    free(p->resume_config);
+    p->resume_config = NULL;
 }

@@ -95,6 +95,7 @@ void plan_free_words(char **words);
 typedef struct {
     const char *path;                        // the manifest file
     const char *const *sets; int n_sets;     // --set given now
+    const char *const *allow_change; int n_allow_change;   // --allow-change KEY for resumed runs (config/config_diff.h)
     const char *only;                        // --variant (NULL or "": every variant not on demand)
     int repeat;                              // --repeat (a resume keeps the launch's)
     int resume; int64_t launch_id;           // --resume [--launch ID] (0: the latest)
@@ -167,7 +168,8 @@ typedef struct {
     double resumed_peak;      // its recorded peak (host peak x hosts)
     int restart;              // resumed from step 0 (it stopped before its first checkpoint) ...
     int restart_stopped_at;   // ... at this step ...
-    char *restart_config;     // ... recorded with this configuration (malloc'd; plan_run_free)
+    char *resume_config;      // the configuration the resumed run ran with: its checkpoint's, or its
+                              // recorded one when it restarts from step 0 (malloc'd; plan_run_free)
     char new_dirs[2][1400];   // folders made for a new run (rmdir them on a failure before it is registered)
     int lock_fd;              // the run folder's lock: held until the process exits (-1: none)
     char warning[4096];       // printed by the tool ("" = none)

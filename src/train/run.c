@@ -13,6 +13,7 @@
 #include "stop.h"
 #include "watchdog.h"
 #include "trainer.h"
+#include "../config/config_diff.h"
 #include "../core/check.h"
 #include "../core/fs.h"
 #include "../core/shellword.h"
@@ -51,84 +52,6 @@ static Faults parse_faults(void) {
         }
     }
     return f;
-}
-
-// ---- the run context -----------------------------------------------------------------------
-// The value of "key" in the flat JSON object `obj` (the checkpoint's "model": {...},
-// written by config_to_json): the token unquoted (string escapes decoded) into v.
-// Returns 1 if found, 0 if the key is absent, -1 if the text is not what config_to_json
-// writes. Keys are matched whole ("rope_theta" never matches inside another key).
-static int json_flat_value(const char *obj, const char *key, char *v, size_t n) {
-    const char *p = strchr(obj, '{');
-    if (!p) return -1;
-    p++;
-    size_t kl = strlen(key);
-    for (;;) {
-        while (*p == ' ' || *p == ',') p++;
-        if (*p == '}') return 0;
-        if (*p != '"') return -1;
-        const char *k0 = ++p;
-        while (*p && *p != '"') { if (*p == '\\' && p[1]) p++; p++; }
-        if (!*p) return -1;
-        int match = (size_t)(p - k0) == kl && !strncmp(k0, key, kl);
-        p++;
-        while (*p == ' ') p++;
-        if (*p++ != ':') return -1;
-        while (*p == ' ') p++;
-        size_t len = 0;
-        if (*p == '"') {
-            for (p++; *p && *p != '"'; p++) {
-                char c = *p;
-                if (c == '\\') {
-                    p++;
-                    c = *p == 'n' ? '\n' : *p == 't' ? '\t' : *p == '"' || *p == '\\' || *p == '/' ? *p : 0;
-                    if (!c) return -1;   // (config values hold no other escapes)
-                }
-                if (len + 1 < n) v[len++] = c;
-            }
-            if (*p++ != '"') return -1;
-        } else {
-            while (*p && *p != ',' && *p != '}' && *p != ' ') { if (len + 1 < n) v[len++] = *p; p++; }
-        }
-        v[len] = 0;
-        if (match) return 1;
-        if (!*p) return -1;
-    }
-}
-
-// Refuse a checkpoint written by another model: every key of the model section (the
-// preset name aside) is parsed from the checkpoint's configuration as the manifest's
-// value would be, and compared as a value (100000 is not 10000; 1.5e-3 is 0.0015); the
-// first key that differs is named with both values. A key the checkpoint's engine did
-// not have yet (model.lax_*) is the same model if this run keeps the key's default.
-// `name` `verb` a different model: "step_4.h5" "was written by" (held in "the checkpoint"),
-// or for a run resumed from step 0, "run X" "was started with" ("its recorded configuration").
-static void check_same_model(const char *name, const char *verb, const char *held_in, const Config *cfg, const char *json) {
-    const char *ms = json ? strstr(json, "\"model\": {") : NULL;
-    if (!ms) return;
-    int nk; const ConfigKey *keys = config_schema(&nk);
-    Config ck; config_defaults(&ck);
-    for (int i = 0; i < nk; i++) {
-        if (strcmp(keys[i].section, "model") || !strcmp(keys[i].key, "preset")) continue;
-        char dotted[200], now[1100], then[1100], text[1100];
-        snprintf(dotted, sizeof dotted, "model.%s", keys[i].key);
-        config_format_value(cfg, &keys[i], now, sizeof now);
-        int found = json_flat_value(ms + strlen("\"model\": "), keys[i].key, text, sizeof text);
-        if (found < 0)
-            die_input("RESUME: %s: its stored configuration (model section) is not readable near model.%s; "
-                      "it was not written by this engine", name, keys[i].key);
-        if (found == 0) { config_format_value(&ck, &keys[i], then, sizeof then); }   // (the default)
-        else {
-            char where[1700];
-            snprintf(where, sizeof where, "%s (the configuration stored in %s)", name, held_in);
-            config_set_key(&ck, dotted, text, !strcmp(text, "null"), where);
-            config_format_value(&ck, &keys[i], then, sizeof then);
-        }
-        if (strcmp(now, then))
-            die_input_hint("resume with the model the run was trained with, or start a new run (without --resume)",
-                           "RESUME: %s %s a different model: model.%s is %s in %s and %s now; "
-                           "resuming with a different model is refused", name, verb, keys[i].key, then, held_in, now);
-    }
 }
 
 // A checkpoint holds what a healthy run wrote: every weight and moment finite (a run
@@ -181,7 +104,9 @@ typedef struct {
     int64_t resume_run;        // rank 0: the run row resumed (0 = a new run)
     int restart;               // rank 0: resumed from step 0 (it stopped before its first checkpoint) ...
     int restart_stopped_at;    // ... at this step
-    char *restart_config;      // ... and was recorded with this configuration (malloc'd)
+    char *resume_config;       // rank 0: the configuration the resumed run ran with (its checkpoint's,
+                               // or its recorded one when it restarts from step 0; malloc'd)
+    char *resume_changes;      // rank 0: the changes of its meaning allowed at this resume (malloc'd)
     double resumed_peak;       // rank 0: its stored peak (host peak x hosts)
     // the training
     Trainer tr;
@@ -437,7 +362,8 @@ static int run_decide(RunCtx *ctx) {
         noop = plan.noop;
         if (noop)
             printf("run %s (%s/%s, run_id %lld) already completed its %d steps: nothing to do "
-                   "(raise train.steps to continue it)\n", plan.row.uid, ctx->experiment, ctx->variant,
+                   "(to continue it: raise train.steps and --allow-change train.steps, which stretches its schedule)\n",
+                   plan.row.uid, ctx->experiment, ctx->variant,
                    (long long)plan.row.id, plan.row.last_step);
         xsnprintf(ctx->uid, sizeof ctx->uid, "%s", plan.uid);
         xsnprintf(ctx->ckpt_dir, sizeof ctx->ckpt_dir, "%s", plan.ckpt_dir);
@@ -448,13 +374,17 @@ static int run_decide(RunCtx *ctx) {
         ctx->resumed_peak = plan.resumed_peak;
         ctx->restart = plan.restart;
         ctx->restart_stopped_at = plan.restart_stopped_at;
-        ctx->restart_config = plan.restart_config;   // (the context frees it)
-        plan.restart_config = NULL;
+        ctx->resume_config = plan.resume_config;   // (the context frees it)
+        plan.resume_config = NULL;
         plan_run_free(&plan);
-        if (ctx->restart) {
-            char name[400];
-            snprintf(name, sizeof name, "run %s", ctx->uid);
-            check_same_model(name, "was started with", "its recorded configuration", cfg, ctx->restart_config);
+        if (ctx->resume_run) {
+            // What the run resumes with against what it ran with: every change printed; the
+            // model, and the run's meaning unless allowed, refused (config/config_diff.h).
+            char run_name[300];
+            snprintf(run_name, sizeof run_name, "run %s", ctx->uid);
+            ResumeSource src = ctx->restart ? (ResumeSource){ run_name, "was started with", "its recorded configuration" }
+                                            : (ResumeSource){ ctx->resume_path, "was written by", "the checkpoint" };
+            ctx->resume_changes = config_resume_changes(ctx->resume_config, cfg, opt->allow_change, opt->n_allow_change, &src, stdout);
         }
     }
     broadcast_bytes(comm, &noop, sizeof noop);
@@ -463,6 +393,20 @@ static int run_decide(RunCtx *ctx) {
     broadcast_bytes(comm, ctx->ckpt_dir, sizeof ctx->ckpt_dir);
     broadcast_bytes(comm, ctx->resume_path, sizeof ctx->resume_path);
     return 1;
+}
+
+// A resume with another configuration: the one in effect from `step` (a config_change
+// event, what the run_config view reads) and the changes of the run's meaning that were
+// allowed, with the flag that allowed them (a warning event).
+static void record_config_change(RunCtx *ctx, int step) {
+    if (ctx->resume_config && strcmp(ctx->resume_config, ctx->config_json))
+        rundb_event(ctx->db, ctx->run_id, step, "config_change", ctx->config_json);
+    if (ctx->resume_changes) {
+        char *d = xmalloc(strlen(ctx->resume_changes) + 128);
+        sprintf(d, "resumed with changes of the run's meaning, allowed by --allow-change: %s", ctx->resume_changes);
+        rundb_event(ctx->db, ctx->run_id, step, "warning", d);
+        free(d);
+    }
 }
 
 // Every rank: the trainer on this run's grid and back end, the peak, the resumed state.
@@ -489,8 +433,7 @@ static void run_start_trainer(RunCtx *ctx) {
     if (ctx->resume_path[0]) {
         ModelState full; model_state_init(&full, &cfg->model, STATE_PARAMS | STATE_OPTIM);
         CheckpointMeta meta;
-        checkpoint_read(ctx->resume_path, &full, &meta);
-        check_same_model(ctx->resume_path, "was written by", "the checkpoint", cfg, meta.config_json);
+        checkpoint_read(ctx->resume_path, &full, &meta);   // (its configuration was compared in run_decide)
         check_finite_state(ctx->resume_path, &full);
         trainer_scatter_state(tr, &full);
         tr->step = (int)meta.step; tr->tokens_seen = meta.tokens_seen; tr->samples_seen = meta.samples_seen;
@@ -499,8 +442,7 @@ static void run_start_trainer(RunCtx *ctx) {
             if (ctx->db) {
                 rundb_resume_run(ctx->db, ctx->resume_run, (int)meta.step, opt->overrides, opt->n_overrides);
                 ctx->run_id = ctx->resume_run;
-                if (meta.config_json && strcmp(meta.config_json, ctx->config_json))
-                    rundb_event(ctx->db, ctx->run_id, (int)meta.step, "config_change", ctx->config_json);
+                record_config_change(ctx, (int)meta.step);
             }
         }
         checkpoint_meta_free(&meta);
@@ -511,8 +453,7 @@ static void run_start_trainer(RunCtx *ctx) {
                ctx->uid, ctx->restart_stopped_at, cfg->run.checkpoint_every, (long long)ctx->resume_run);
         rundb_resume_run(ctx->db, ctx->resume_run, 0, opt->overrides, opt->n_overrides);
         ctx->run_id = ctx->resume_run;
-        if (ctx->restart_config && strcmp(ctx->restart_config, ctx->config_json))
-            rundb_event(ctx->db, ctx->run_id, 0, "config_change", ctx->config_json);
+        record_config_change(ctx, 0);
     }
 }
 
@@ -733,7 +674,7 @@ static void run_free(RunCtx *ctx) {
     ctx->db = NULL;
     if (ctx->full) { model_state_free(ctx->full); free(ctx->full); }
     if (ctx->trainer_up) trainer_free(&ctx->tr);
-    free(ctx->config_json); free(ctx->manifest_text); free(ctx->restart_config);
+    free(ctx->config_json); free(ctx->manifest_text); free(ctx->resume_config); free(ctx->resume_changes);
 }
 
 // ---- the run: setup, step loop, teardown ---------------------------------------------------
