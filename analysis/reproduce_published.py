@@ -11,14 +11,17 @@ modeled seconds - 1 (positive: the model is too fast). A row with `excluded:` (a
 keeps it out) is priced and shown but counts in no statistic.
 
     /usr/bin/python3 analysis/reproduce_published.py     # the table alone, on stdout
+    /usr/bin/python3 analysis/reproduce_published.py --check [--probe N]   # the set's rules, and N hostile edits refused
 reproduce.py imports compute() and section() for REPORT.md and published.csv.
 """
+import copy
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import yaml12  # noqa: E402
+import reproduce_provenance  # noqa: E402  (the probes of a rule)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SET = "analysis/reproduction/published_throughputs.yaml"
@@ -69,6 +72,87 @@ def counted(row):
     return not row.get("excluded")
 
 
+def manifest_variants():
+    """The variant names of experiments/published-throughputs.yaml."""
+    with open(os.path.join(ROOT, "experiments", MANIFEST + ".yaml")) as fh:
+        return set(yaml12.load(fh)["variants"])
+
+
+METRICS = ("tflops_per_gpu_sc21_eq3", "tflops_per_gpu_mcore_2024", "tokens_per_s_per_gpu", "tokens_per_s_total",
+           "seconds_per_iteration")
+ATTENTION = ("flash", "flash1", "materialized", "materialized-dropout")
+
+
+def problems(doc, variants):
+    """What is wrong with the set: [message] naming the row or source and the field (empty: none).
+    A held-out row may not carry `excluded` (a rule that keeps a row out is decided before it is
+    held out); every row needs its variant, a known split, source, schedule and positive value."""
+    out = []
+    for key, src in doc.get("sources", {}).items():
+        if src.get("metric") not in METRICS:
+            out.append(f"source {key}: metric {src.get('metric')!r}: expected one of {', '.join(METRICS)}")
+        if src.get("attention") not in ATTENTION:
+            out.append(f"source {key}: attention {src.get('attention')!r}: expected one of {', '.join(ATTENTION)}")
+    seen = set()
+    for i, row in enumerate(doc.get("rows", [])):
+        rid = row.get("id", f"#{i}")
+        if rid in seen:
+            out.append(f"row {rid}: a second row with this id")
+        seen.add(rid)
+        if row.get("split") not in SPLIT_LABEL:
+            out.append(f"row {rid}: split {row.get('split')!r}: expected one of {', '.join(SPLIT_LABEL)}")
+        if row.get("source") not in doc.get("sources", {}):
+            out.append(f"row {rid}: source {row.get('source')!r} is not in sources")
+        if rid not in variants:
+            out.append(f"row {rid}: experiments/{MANIFEST}.yaml has no variant {rid}")
+        if row.get("split") == "held_out" and row.get("excluded"):
+            out.append(f"row {rid}: a held-out row carries excluded: (the rules decide admission before a row is held out)")
+        sch = row.get("schedule", "1f1b")
+        if not (sch == "1f1b" or (sch.startswith("interleaved-") and sch[12:].isdigit() and int(sch[12:]) >= 2)):
+            out.append(f"row {rid}: schedule {sch!r}: expected 1f1b or interleaved-V (V >= 2)")
+        v = row.get("value")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
+            out.append(f"row {rid}: value {v!r}: expected a positive number")
+        for k in ("batch", "seq", "layers", "hidden", "gpus", "tp", "pp", "dp"):
+            if not isinstance(row.get(k), int) or row[k] < 1:
+                out.append(f"row {rid}: {k} {row.get(k)!r}: expected a positive whole number")
+        if all(isinstance(row.get(k), int) for k in ("tp", "pp", "dp", "gpus")) and row["tp"] * row["pp"] * row["dp"] != row["gpus"]:
+            out.append(f"row {rid}: tp x pp x dp = {row['tp'] * row['pp'] * row['dp']}, gpus {row['gpus']}")
+    return out
+
+
+def hostile(doc, variants, rng):
+    """One generated edit that problems() must refuse: ((the set, the manifest's variant names), what it is)."""
+    d = copy.deepcopy(doc)
+    rows = d["rows"]
+    row = rng.choice(rows)
+    kind = rng.randrange(8)
+    if kind == 0:
+        row["split"] = rng.choice(["heldout", "test", "", "calibrate"])
+        return (d, variants), f"{row['id']}: split {row['split']!r}"
+    if kind == 1:   # a rule that keeps a row out, added after it was held out
+        r = rng.choice([x for x in rows if x["split"] == "held_out"])
+        r["excluded"] = "R6: decided after pricing"
+        return (d, variants), f"{r['id']}: held out and excluded"
+    if kind == 2:
+        return (d, variants - {row["id"]}), f"{row['id']}: its variant removed"
+    if kind == 3:
+        row["schedule"] = rng.choice(["interleaved", "interleaved-1", "interleaved-x", "gpipe"])
+        return (d, variants), f"{row['id']}: schedule {row['schedule']!r}"
+    if kind == 4:
+        row["dp"] = row["dp"] + rng.randrange(1, 4)
+        return (d, variants), f"{row['id']}: dp no longer tp x pp x dp = gpus"
+    if kind == 5:
+        row["value"] = rng.choice([0, -1.5, "fast", None])
+        return (d, variants), f"{row['id']}: value {row['value']!r}"
+    if kind == 6:
+        rows.append(copy.deepcopy(row))
+        return (d, variants), f"{row['id']}: twice"
+    key = rng.choice(sorted(d["sources"]))
+    d["sources"][key][rng.choice(["metric", "attention"])] = rng.choice(["tflops", "flash3", "", "materialised"])
+    return (d, variants), f"source {key}: metric or attention unknown"
+
+
 def seconds_of(doc, row):
     """The published number as seconds per iteration, by its source's definition."""
     metric = doc["sources"][row["source"]]["metric"]
@@ -89,7 +173,10 @@ def seconds_of(doc, row):
 
 def compute(model_for, doc):
     """{"pubs/<id>": modeled seconds} on the models model_for(hardware) returns (reproduce.Model),
-    and {"pubfit/<id>": every stage fits the profile's memory}."""
+    and {"pubfit/<id>": every stage fits the profile's memory}. A set with problems is refused."""
+    bad = problems(doc, manifest_variants())
+    if bad:
+        raise SystemExit(f"{SET}:\n  " + "\n  ".join(bad))
     V, X = {}, {}
     for row in doc["rows"]:
         r = model_for(hardware_of(doc, row)).run(MANIFEST, row["id"], (), options_of(doc, row))
@@ -118,7 +205,24 @@ def verdict(s):
     return (med <= TARGET_MEDIAN, worst <= TARGET_WORST, sign <= TARGET_SIGN)
 
 
+def check_main():
+    """--check [--probe N]: the set's rules (problems()), and N generated hostile edits each refused."""
+    doc, variants = load(), manifest_variants()
+    bad = problems(doc, variants)
+    for b in bad:
+        print(f"{SET}: {b}")
+    if "--probe" in sys.argv:
+        k = int(sys.argv[sys.argv.index("--probe") + 1])
+        missed = reproduce_provenance.probes(k, 41, lambda rng: hostile(doc, variants, rng), lambda dv: problems(*dv))
+        bad = bad + missed
+        print(f"published set: {k} generated hostile edits, {k - len(missed)} refused")
+    print(f"published set: {'OK' if not bad else f'{len(bad)} problem(s)'} ({len(doc['rows'])} rows, {len(doc['sources'])} sources)")
+    sys.exit(1 if bad else 0)
+
+
 def main():
+    if "--check" in sys.argv:
+        check_main()
     import subprocess
     import json
     import tempfile
