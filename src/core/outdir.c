@@ -97,8 +97,13 @@ int outdir_mkdir_p(const char *dir, char *err, size_t n) {
         if (*p != '/' && *p != 0) continue;
         char c = *p;
         *p = 0;
+        struct stat st;
         if (mkdir(buf, 0777) == 0) { remember(buf); trace("mkdir", buf, NULL); }
         else if (errno != EEXIST) return outdir_fail(err, n, "cannot create directory %s: %s", buf, strerror(errno));
+        else if (stat(buf, &st) == 0 && !S_ISDIR(st.st_mode)) {
+            errno = ENOTDIR;
+            return outdir_fail(err, n, "cannot create %s: it exists but is not a directory (%s)", buf, kind_of(st.st_mode));
+        }
         if (c == 0) break;
         *p = c;
     }

@@ -216,7 +216,11 @@ static void write_in(const OutDir *d, const char *name, const ModelState *m, con
     h5j_begin(&j, path);
     // (a leftover "<name>.tmp.<pid>" of this project's, an earlier process with this pid, is replaced)
     hid_t f = h5j_create_in(&j, d, name, CKPT_BLOCK, owned_at);
-    if (j.fd >= 0 && !j.failed) {   // marked as this project's from the start: a crash leaves a file pruning may delete
+    if (j.fd < 0)   // nothing was created: something is at the temporary name, or the folder refuses it
+        die_input_hint("remove what is at that name (a run folder holds only what boost-c wrote there), or set "
+                       "run.checkpoint_dir to a writable directory; the checkpoints written before are intact",
+                       "cannot write checkpoint %s: %s", path, j.msg);
+    if (!j.failed) {   // marked as this project's from the start: a crash leaves a file pruning may delete
         char block[CKPT_BLOCK] = BLOCK_UNSEALED;
         if (pwrite(j.fd, block, sizeof block, 0) != (ssize_t)sizeof block) h5j_fail(&j, "writing %s: %s", j.tmp, strerror(errno));
     }

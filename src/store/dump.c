@@ -86,6 +86,9 @@ void dump_write_in(const OutDir *d, const char *name, const ModelState *m, const
     H5Job j;
     h5j_begin(&j, path);
     hid_t f = h5j_create_in(&j, d, name, 0, NULL);
+    if (j.fd < 0)   // nothing was created: something is at the temporary name, or the folder refuses it
+        die_input_hint("remove what is at that name, or set run.dump_dir to a writable directory",
+                       "cannot write step dump %s: %s", path, j.msg);
     h5j_attr_str(&j, f, "format", DUMP_FORMAT);
     h5j_attr_i32(&j, f, "format_version", DUMP_FORMAT_VERSION);
     h5j_attr_i64(&j, f, "step", step);

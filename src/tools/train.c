@@ -32,6 +32,8 @@ static const char *USAGE =
 "                      as the same run (its row and uid)\n"
 "  --resume=UID        continue that run (runs.uid; the variant is taken from it)\n"
 "  --no-db             do not record the run (stdout only; no resume possible)\n"
+"  --signals           the signals this program stops, checkpoints, ignores or leaves at\n"
+"                      their default on, one a line (docs/reliability.md)\n"
 "  --help              this text\n"
 "options set by `exp` (make exp):\n"
 "  --launch ID --repeat-index N   the launch and repetition this run belongs to\n"
@@ -80,6 +82,12 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(USAGE, stdout); return 0; }
+        if (!strcmp(a, "--signals")) {
+            int n;
+            const StopSignal *t = stop_signal_table(&n);
+            for (int k = 0; k < n; k++) printf("%s\t%s\t%s\n", t[k].name, stop_action_name(t[k].action), t[k].why);
+            return 0;
+        }
         else if (!strcmp(a, "--set")) { if (!has_val) usage_error("--set needs key=value"); sets[n_sets++] = argv[++i]; }
         else if (!strncmp(a, "--set=", 6)) sets[n_sets++] = a + 6;
         else if (!strcmp(a, "--variant")) { if (!has_val) usage_error("--variant needs a name"); opt.variant_name = argv[++i]; }

@@ -17,6 +17,7 @@
 #include "../core/check.h"
 #include "../core/crc32.h"
 #include "../core/fs.h"
+#include "../core/outdir.h"
 #include "../core/shellword.h"
 #include "../core/timer.h"
 #include "../store/checkpoint.h"
@@ -27,6 +28,14 @@
 
 // ---- fault injection (tests; run.h) ------------------------------------------------------
 typedef struct { int kill_after_ckpt, fail_rank, fail_step, sig_rank, sig_step, sig; char sig_target[8]; } Faults;
+
+// A signal by its name in stop.h's table ("TERM"), or 0.
+static int signal_named(const char *name) {
+    int n;
+    const StopSignal *t = stop_signal_table(&n);
+    for (int i = 0; i < n; i++) if (t[i].sig && !strcmp(t[i].name, name)) return t[i].sig;
+    return 0;
+}
 
 static Faults parse_faults(void) {
     Faults f = { .kill_after_ckpt = -1, .fail_rank = -1, .sig_rank = -1 };
@@ -40,35 +49,29 @@ static Faults parse_faults(void) {
         int a, b, k = 0, k2 = 0;
         if (sscanf(tok, "kill_after_checkpoint=%d%n", &a, &k) == 1 && !tok[k]) f.kill_after_ckpt = a;
         else if (sscanf(tok, "fail=%d@%d%n", &a, &b, &k) == 2 && !tok[k]) { f.fail_rank = a; f.fail_step = b; }
-        else if (sscanf(tok, "signal=%d@%d:%7[A-Z]%n", &a, &b, sig, &k) == 3 &&
+        else if (sscanf(tok, "signal=%d@%d:%7[A-Z0-9]%n", &a, &b, sig, &k) == 3 &&
                  (!tok[k] || (sscanf(tok + k, ":%7[a-z]%n", target, &k2) == 1 && !tok[k + k2])) &&
-                 (!strcmp(sig, "INT") || !strcmp(sig, "TERM") || !strcmp(sig, "HUP")) &&
+                 signal_named(sig) > 0 &&
                  (!strcmp(target, "self") || !strcmp(target, "group") || !strcmp(target, "parent"))) {
             f.sig_rank = a; f.sig_step = b;
-            f.sig = !strcmp(sig, "INT") ? SIGINT : !strcmp(sig, "TERM") ? SIGTERM : SIGHUP;
+            f.sig = signal_named(sig);
             xsnprintf(f.sig_target, sizeof f.sig_target, "%s", target);
         } else {
             die_input("BOOST_FAULT: unknown fault '%s' (expected kill_after_checkpoint=N, fail=RANK@STEP or "
-                      "signal=RANK@STEP:INT|TERM|HUP[:self|group|parent], comma-separated)", tok);
+                      "signal=RANK@STEP:NAME[:self|group|parent] with a signal of build/train --signals, comma-separated)", tok);
         }
     }
     return f;
 }
 
 // ---- output directories and the run lock -------------------------------------------------
-// mkdir -p `dir` and prove it writable by creating and removing a file: an unwritable
-// checkpoint or dump directory stops the run before step 1, not after the training.
-static void ensure_writable_dir(const char *dir, const char *key) {
-    char failed[4096];
-    int e = fs_mkdir_p(dir, failed, sizeof failed);
-    if (e) die_input("%s: cannot create %s: %s (choose a writable %s)", key, failed, strerror(e), key);
-    char probe[1500];
-    xsnprintf(probe, sizeof probe, "%s/.write-test.%d", dir, (int)getpid());
-    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || write(fd, "x", 1) != 1 || close(fd) != 0)
-        die_input("%s: cannot write to %s: %s (the run would lose its output; choose a writable %s)",
-                  key, dir, strerror(errno), key);
-    unlink(probe);
+// Open (mkdir -p) an output folder as a handle (core/outdir.h: never a link) and prove it
+// writable by creating and removing a file: an unwritable checkpoint or dump directory stops
+// the run before step 1, not after the training.
+static void open_writable_dir(OutDir *d, const char *dir, const char *key) {
+    char err[2000];
+    if (outdir_open(d, dir, 1, err, sizeof err) != 0 || outdir_probe_writable(d, err, sizeof err) != 0)
+        die_input("%s: %s (the run would lose its output; choose a writable %s)", key, err, key);
 }
 
 // A run uid names a folder under run.checkpoint_dir: one path component of
@@ -86,14 +89,20 @@ static void check_uid(const char *uid, const char *where) {
                        "not starting with '.', at most 255 bytes); it is never used as a path", where, uid);
 }
 
-// The run's own folder: a real directory, never a symlink (a folder replaced by a link to
-// another run's would resume that run and write into it).
-static void check_run_dir_not_link(const char *dir) {
-    struct stat st;
-    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
-        die_input_hint("remove the link (rm on the link itself) or restore the run's own folder",
-                       "run folder %s is a symbolic link; a run's folder must be its own directory "
-                       "(a link could make this run resume from and write into another run's)", dir);
+// The run's own folder <run.checkpoint_dir>/<uid>, made if absent: a real directory, never a
+// link (a folder replaced by a link to another run's would resume that run and write into it),
+// proven writable; everything of the run is written through this handle.
+static void open_run_dir(OutDir *root, OutDir *run, const char *checkpoint_dir, const char *uid) {
+    char err[2000];
+    open_writable_dir(root, checkpoint_dir, "run.checkpoint_dir");
+    if (outdir_sub(run, root, uid, 1, err, sizeof err) != 0) {
+        if (errno == ELOOP)
+            die_input_hint("remove the link (rm on the link itself) or restore the run's own folder",
+                           "run folder %s is a symbolic link; a run's folder must be its own directory "
+                           "(a link could make this run resume from and write into another run's)", run->path);
+        die_input("run.checkpoint_dir: %s (choose a writable run.checkpoint_dir)", err);
+    }
+    if (outdir_probe_writable(run, err, sizeof err) != 0) die_input("run.checkpoint_dir: %s", err);
 }
 
 // <experiment>.<variant>.<stamp>.<pid>, within a folder name's 255 bytes: a longer pair of
@@ -110,19 +119,17 @@ static void new_run_uid(char *uid, size_t n, const char *experiment, const char 
     xsnprintf(uid, n, "%s%s", pair, tail);
 }
 
-// One owner per run: an exclusive flock on the run's checkpoint directory, held until
-// this process exits. A second process (a --resume of a live run) is refused.
-static void lock_run_dir(const char *dir, const char *uid) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) die_input("run folder %s: cannot open it: %s (a run's folder must be its own directory)", dir, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+// One owner per run: an exclusive flock on the run's folder (its handle), held until this
+// process exits. A second process (a --resume of a live run) is refused.
+static void lock_run_dir(const OutDir *run, const char *uid) {
+    if (flock(run->fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK)
             die_input_hint("wait for it to end, or stop it (Ctrl-C / kill -TERM): it records 'interrupted' and can then be resumed",
                            "run %s is live: another process holds its lock on %s (a run is never trained or resumed by two processes at once)",
-                           uid, dir);
-        DIE("flock %s failed: %s", dir, strerror(errno));
+                           uid, run->path);
+        DIE("flock %s failed: %s", run->path, strerror(errno));
     }
-    // fd stays open: the lock lives as long as this process
+    // the handle stays open (RunCtx.run_dir): the lock lives as long as the run
 }
 
 // ---- the run context -----------------------------------------------------------------------
@@ -238,10 +245,11 @@ typedef struct {
     const char *variant;       // "default" for the only variant
     RunDB *db;                 // rank 0's connection (NULL: --no-db, or closed)
     int64_t run_id;            // the run row once registered (0 before; every rank learns it)
-    char new_dirs[2][1400];    // rank 0: folders made for a new run, removed on a failure before
-                               // the run is registered (rmdir: only if still empty)
+    int registered;            // folders made before this are removed on a failure (core/outdir.h)
     char uid[256];
     char ckpt_dir[1300];
+    OutDir ckpt_root, run_dir; // rank 0: run.checkpoint_dir and the run's own folder (locked)
+    OutDir dump_out;           // rank 0: where step dumps go (run.dump_dir or <run folder>/dumps)
     char *config_json;
     char *manifest_text;
     ModelState *full;          // rank 0: the unsharded state (checkpoints, dumps)
@@ -265,12 +273,13 @@ typedef struct {
     int exit_code;
     char end_message[4096];    // (room for the resume command and its prefix)
     double loop_t0;
+    double last_loss;          // rank 0: the training loss of the last step run (NAN: none)
 } RunCtx;
 
 // A fatal error on any rank records the run 'failed' with that rank's message (the first
 // failure wins: rundb_end_run keeps an earlier 'failed').
-// Before the run is registered nothing is recorded; the empty folders made for a new run
-// are removed again.
+// Before the run is registered nothing is recorded; the folders made for it (still empty)
+// are removed again: a refusal leaves nothing behind.
 static void on_die(void *vctx, const char *message, int code) {
     (void)code;
     RunCtx *ctx = vctx;
@@ -285,19 +294,16 @@ static void on_die(void *vctx, const char *message, int code) {
     } else {
         stop_record_failure(message);
     }
-    if (!ctx->run_id)
-        for (int i = 1; i >= 0; i--) if (ctx->new_dirs[i][0]) rmdir(ctx->new_dirs[i]);
+    if (!ctx->registered) outdir_undo_created();
 }
 
-// <run.dump_dir or <checkpoint dir>/<uid>/dumps>/step_<N>.h5
-static void dump_dir(char *buf, size_t n, const RunCtx *ctx, const Config *cfg) {
-    if (cfg->run.dump_dir[0]) xsnprintf(buf, n, "%s", cfg->run.dump_dir);
-    else xsnprintf(buf, n, "%s/dumps", ctx->ckpt_dir);
-}
-static void dump_path(char *buf, size_t n, const RunCtx *ctx, const Config *cfg, int step) {
-    char dir[1400];
-    dump_dir(dir, sizeof dir, ctx, cfg);
-    xsnprintf(buf, n, "%s/step_%d.h5", dir, step);
+// Step dumps go to run.dump_dir, or <run folder>/dumps: opened as a handle in run_decide.
+static void open_dump_dir(RunCtx *ctx, const Config *cfg) {
+    char err[2000];
+    if (cfg->run.dump_dir[0]) { open_writable_dir(&ctx->dump_out, cfg->run.dump_dir, "run.dump_dir"); return; }
+    if (outdir_sub(&ctx->dump_out, &ctx->run_dir, "dumps", 1, err, sizeof err) != 0 ||
+        outdir_probe_writable(&ctx->dump_out, err, sizeof err) != 0)
+        die_input("run.checkpoint_dir: %s (the run's step dumps go there)", err);
 }
 
 // Step dump hook (before clipping and the update): the weights this step used, its
@@ -312,14 +318,15 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     int B = cfg->train.batch_size, K = cfg->train.grad_accum, T = tr->model.T;
     trainer_gather_state(tr, ctx->full, STATE_PARAMS | STATE_GRADS);
     if (c->rank != 0) return;
-    char path[1500];
-    dump_path(path, sizeof path, ctx, cfg, step);
+    char name[64], path[1600];
+    xsnprintf(name, sizeof name, "step_%d.h5", step);
+    xsnprintf(path, sizeof path, "%s/%s", ctx->dump_out.path, name);
     if (checkpoint_written_here(path))
         die_input_hint("set run.dump_dir to a folder of its own (or leave it unset: <run folder>/dumps)",
                        "run.dump_dir: %s is a checkpoint; a step dump never overwrites a checkpoint (of this run or another)", path);
     if (c->world == 1) {   // the batch is this process's own; activations only here
-        dump_write(path, ctx->full, cfg->run.dump_activations ? &tr->model : NULL, step, ctx->config_json,
-                   tr->inputs, tr->targets, K * B, T, loss);
+        dump_write_in(&ctx->dump_out, name, ctx->full, cfg->run.dump_activations ? &tr->model : NULL, step, ctx->config_json,
+                      tr->inputs, tr->targets, K * B, T, loss);
         if (ctx->db) rundb_event(ctx->db, ctx->run_id, step, "dump", path);
         return;
     }
@@ -328,7 +335,7 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     uint64_t first = tr->samples_seen - (uint64_t)K * B;     // the step's first sample
     for (int k = 0; k < K; k++)
         loader_train_batch(&tr->loader, first + (uint64_t)k * B, B, in + (size_t)k * B * T, tg + (size_t)k * B * T);
-    dump_write(path, ctx->full, NULL, step, ctx->config_json, in, tg, K * B, T, loss);
+    dump_write_in(&ctx->dump_out, name, ctx->full, NULL, step, ctx->config_json, in, tg, K * B, T, loss);
     if (ctx->db) rundb_event(ctx->db, ctx->run_id, step, "dump", path);
     free(in); free(tg);
 }
@@ -359,13 +366,13 @@ static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     meta.run_uid = ctx->uid; meta.variant = tr->cfg.variant[0] ? tr->cfg.variant : "default"; meta.tokenizer_path = tok;
     char path[1500];
     checkpoint_path(path, sizeof path, ctx->ckpt_dir, tr->step);
-    checkpoint_write(path, ctx->full, &meta);
+    checkpoint_write_in(&ctx->run_dir, ctx->full, &meta);
     if (ctx->faults.kill_after_ckpt == tr->step) {
         fprintf(stderr, "BOOST_FAULT: killing this process (SIGKILL) right after the checkpoint of step %d\n", tr->step);
         fflush(stderr);
         kill(getpid(), SIGKILL);
     }
-    checkpoint_prune(ctx->ckpt_dir, tr->cfg.run.keep_last);
+    checkpoint_prune_in(&ctx->run_dir, tr->cfg.run.keep_last);
     if (ctx->db) { rundb_event(ctx->db, ctx->run_id, tr->step, "checkpoint", path); rundb_flush(ctx->db); }
 }
 
@@ -508,11 +515,10 @@ static int run_decide(RunCtx *ctx) {
                 check_uid(row.uid, where);
                 xsnprintf(ctx->uid, sizeof ctx->uid, "%s", row.uid);
                 xsnprintf(ctx->ckpt_dir, sizeof ctx->ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx->uid);
-                check_run_dir_not_link(ctx->ckpt_dir);
-                ensure_writable_dir(ctx->ckpt_dir, "run.checkpoint_dir");
-                lock_run_dir(ctx->ckpt_dir, ctx->uid);
+                open_run_dir(&ctx->ckpt_root, &ctx->run_dir, cfg->run.checkpoint_dir, ctx->uid);
+                lock_run_dir(&ctx->run_dir, ctx->uid);
                 int n_damaged = 0;
-                if (!checkpoint_latest_good(ctx->ckpt_dir, ctx->resume_path, sizeof ctx->resume_path, &resume_step, NULL, &n_damaged)) {
+                if (!checkpoint_latest_good_in(&ctx->run_dir, ctx->resume_path, sizeof ctx->resume_path, &resume_step, NULL, &n_damaged)) {
                     // None there. A run that never wrote one (stopped before its first checkpoint) trains
                     // again from step 0 as the same run (its row, uid and folder): never a second run
                     // beside an orphaned first. One whose checkpoints are damaged, or recorded and gone,
@@ -539,7 +545,7 @@ static int run_decide(RunCtx *ctx) {
                 int rows_upto = ctx->db ? rundb_steps_contiguous(ctx->db, row.id) : (int)resume_step;
                 if (!ctx->restart && resume_step > rows_upto) {
                     CheckpointEntry *all;
-                    int n = checkpoint_list(ctx->ckpt_dir, &all);
+                    int n = checkpoint_list_in(&ctx->run_dir, &all);
                     char why[1300], newest[1500];
                     snprintf(newest, sizeof newest, "%s", ctx->resume_path);
                     ctx->resume_path[0] = 0;
@@ -570,15 +576,12 @@ static int run_decide(RunCtx *ctx) {
             new_run_uid(ctx->uid, sizeof ctx->uid, experiment, alias, stamp);
             check_uid(ctx->uid, "the new run");
             xsnprintf(ctx->ckpt_dir, sizeof ctx->ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx->uid);
-            check_run_dir_not_link(ctx->ckpt_dir);
-            ensure_writable_dir(ctx->ckpt_dir, "run.checkpoint_dir");
-            xsnprintf(ctx->new_dirs[0], sizeof ctx->new_dirs[0], "%s", ctx->ckpt_dir);
-            lock_run_dir(ctx->ckpt_dir, ctx->uid);
+            open_run_dir(&ctx->ckpt_root, &ctx->run_dir, cfg->run.checkpoint_dir, ctx->uid);
+            lock_run_dir(&ctx->run_dir, ctx->uid);
         }
         if (!noop && cfg->run.dump_steps[0]) {
-            char dd[1400];
-            dump_dir(dd, sizeof dd, ctx, cfg);
-            ensure_writable_dir(dd, cfg->run.dump_dir[0] ? "run.dump_dir" : "run.checkpoint_dir");
+            open_dump_dir(ctx, cfg);
+            const char *dd = ctx->dump_out.path;
             if (cfg->run.dump_dir[0]) {
                 // never inside run.checkpoint_dir except below this run's own folder
                 char rd[PATH_MAX], rc_[PATH_MAX], own[PATH_MAX];
@@ -592,7 +595,6 @@ static int run_decide(RunCtx *ctx) {
                                        "a run never writes into another run's checkpoints", cfg->run.dump_dir, cfg->run.checkpoint_dir);
                 }
             }
-            if (!ctx->resume_run) xsnprintf(ctx->new_dirs[1], sizeof ctx->new_dirs[1], "%s", dd);
         }
     }
     broadcast_bytes(comm, &noop, sizeof noop);
@@ -687,6 +689,8 @@ static void run_register(RunCtx *ctx) {
     int64_t run_id = ctx->run_id;
     broadcast_bytes(comm, &run_id, sizeof run_id);
     if (!ctx->root) ctx->run_id = run_id;
+    ctx->registered = 1;
+    outdir_keep_created();   // the run's folders are the run's now
     broadcast_bytes(comm, &ctx->launch_id, sizeof ctx->launch_id);
     resume_command(ctx->resume_cmd, sizeof ctx->resume_cmd, opt, ctx->launch_id, ctx->experiment, ctx->variant, ctx->uid, comm->world);
     stop_set_run(opt->use_db && run_id ? cfg->run.db : "", run_id, comm->rank, comm->world, ctx->resume_cmd);
@@ -777,6 +781,7 @@ static void run_steps(RunCtx *ctx) {
     while (tr->step < tc->steps) {
         comm_stats_reset(comm);
         StepMetrics sm = trainer_step(tr);
+        if (root) ctx->last_loss = sm.loss;
         if (root && ctx->db) { rundb_log_step(ctx->db, ctx->run_id, &sm); log_comm_rows(ctx, sm.step); }
         int stop = exchange_verdicts(ctx, sm.step, step_verdict(ctx, &sm, &first_loss), per_rank);
 
@@ -807,10 +812,13 @@ static void run_steps(RunCtx *ctx) {
                 if (ctx->db) rundb_log_val(ctx->db, ctx->run_id, sm.step, sm.tokens_seen, vl);
             }
         }
-        if ((rc->checkpoint_every > 0 && sm.step % rc->checkpoint_every == 0) || sm.step == tc->steps)
-            save_checkpoint(ctx, tr);
+        int saved = (rc->checkpoint_every > 0 && sm.step % rc->checkpoint_every == 0) || sm.step == tc->steps;
+        if (saved) save_checkpoint(ctx, tr);
         if (root && ctx->db && sm.step % rc->flush_every == 0) rundb_flush(ctx->db);
         if (root) fflush(stdout);
+        stop_check_output();   // (a closed output stops the run at the next step's verdict)
+        // a scheduler's warning (stop.h): this step's checkpoint, so the resume loses nothing
+        if (stop && stop < STOP_DIVERGED && stop_signal_action(stop) == STOP_SIG_CHECKPOINT && !saved) save_checkpoint(ctx, tr);
         if (stop) {   // a signal: this step (and its checkpoint, if one was due) is complete
             snprintf(ctx->end_message, sizeof ctx->end_message, "%s after step %d; resume with: %s", strsignal(stop), sm.step, ctx->resume_cmd);
             if (root) fprintf(stderr, "interrupted by %s after step %d\n", strsignal(stop), sm.step);
@@ -822,6 +830,25 @@ static void run_steps(RunCtx *ctx) {
 }
 
 // ---- teardown: memory, the end of the run, the summary line --------------------------------
+// 'completed' is a fact, checked before it is recorded (run.h): every planned step, a plausible
+// loss, and (with a database) every row written into the intact file opened. 1, or 0 and why;
+// *db_problem says the results are not where the run would say they are.
+static int run_end_is_fact(RunCtx *ctx, char *why, size_t n, int *db_problem) {
+    const TrainConfig *tc = &ctx->cfg->train;
+    int V = ctx->cfg->model.vocab_size;
+    double bound = PLAUSIBLE_LOSS_FACTOR * log((double)V);
+    *db_problem = 0;
+    if (ctx->tr.step < tc->steps) { snprintf(why, n, "it stopped at step %d of %d", ctx->tr.step, tc->steps); return 0; }
+    if (!(ctx->last_loss <= bound)) {
+        snprintf(why, n, "the loss of its last step (%d) is %.4g, more than %g x ln(vocab %d) = %.4g, where a model that "
+                 "predicts every token uniformly scores ln %d = %.4g: the model did not train (look at its initialization: "
+                 "model.embed_std, and at train.lr)", ctx->tr.step, ctx->last_loss, PLAUSIBLE_LOSS_FACTOR, V, bound, V, log((double)V));
+        return 0;
+    }
+    if (ctx->db && !rundb_run_complete(ctx->db, ctx->run_id, ctx->uid, tc->steps, why, n)) { *db_problem = 1; return 0; }
+    return 1;
+}
+
 static void run_finish(RunCtx *ctx) {
     const RunOptions *opt = ctx->opt;
     Comm *comm = ctx->comm;
@@ -836,10 +863,23 @@ static void run_finish(RunCtx *ctx) {
     stop_clear_run();
     set_die_hook(NULL, NULL);
     int results_lost = 0;   // rows or the end not in the database at its path: never "results <db>"
-    if (ctx->root && ctx->db) {
+    if (ctx->root && ctx->exit_code == 0) {
+        if (ctx->db) for (int i = 0; i < RUN_MEM_COUNT; i++) rundb_set_memory(ctx->db, ctx->run_id, RUNDB_MEMORY_NAMES[i], (int64_t)mem[i]);
+        char why[3000];
+        int db_problem = 0;
+        if (!run_end_is_fact(ctx, why, sizeof why, &db_problem)) {
+            snprintf(ctx->end_message, sizeof ctx->end_message, "not completed: %s", why);
+            fprintf(stderr, "error: run %s is not recorded as completed: %s\n", ctx->uid, why);
+            ctx->exit_code = EXIT_INTERNAL;
+            results_lost = db_problem;
+        }
+    } else if (ctx->root && ctx->db) {
         for (int i = 0; i < RUN_MEM_COUNT; i++) rundb_set_memory(ctx->db, ctx->run_id, RUNDB_MEMORY_NAMES[i], (int64_t)mem[i]);
+    }
+    if (ctx->root && ctx->db) {
         int ex = ctx->exit_code;
-        const char *status = RUNDB_END_STATUS[ex == 0 ? RUN_END_COMPLETED : ex == EXIT_DIVERGED ? RUN_END_DIVERGED : RUN_END_INTERRUPTED];
+        const char *status = RUNDB_END_STATUS[ex == 0 ? RUN_END_COMPLETED : ex == EXIT_DIVERGED ? RUN_END_DIVERGED
+                                              : ex == EXIT_INTERNAL ? RUN_END_FAILED : RUN_END_INTERRUPTED];
         int lost = rundb_end_run(ctx->db, ctx->run_id, status, ctx->end_message[0] ? ctx->end_message : NULL);
         lost |= rundb_close(ctx->db);
         ctx->db = NULL;
@@ -853,9 +893,9 @@ static void run_finish(RunCtx *ctx) {
         format_duration(d, sizeof d, secs);
         printf("run %s (run_id %lld) %s at step %d after %s | checkpoints %s/ | results %s",
                ctx->uid, (long long)ctx->run_id,
-               ex == 0 ? "completed" : ex == EXIT_DIVERGED ? "diverged" : ex >= 128 ? "interrupted" : "ended",
+               ex == 0 ? "completed" : ex == EXIT_DIVERGED ? "diverged" : ex >= 128 ? "interrupted" : ex == EXIT_INTERNAL ? "failed" : "ended",
                tr->step, d, ctx->ckpt_dir, results_lost ? "NOT all recorded (see the error above)" : opt->use_db ? ctx->cfg->run.db : "not recorded (--no-db)");
-        if (opt->use_db && !ctx->launch_id) printf(" | figures: make figures EXP=%s", ctx->experiment);
+        if (opt->use_db && !ctx->launch_id && !results_lost) printf(" | figures: make figures EXP=%s", ctx->experiment);
         printf("\n");
         fflush(stdout);
     }
@@ -868,6 +908,7 @@ static void run_free(RunCtx *ctx) {
     ctx->db = NULL;
     if (ctx->full) { model_state_free(ctx->full); free(ctx->full); }
     if (ctx->trainer_up) trainer_free(&ctx->tr);
+    outdir_close(&ctx->dump_out); outdir_close(&ctx->run_dir); outdir_close(&ctx->ckpt_root);   // (the run's lock with it)
     free(ctx->config_json); free(ctx->manifest_text); free(ctx->restart_config);
 }
 
@@ -881,6 +922,8 @@ int run_training(const RunOptions *opt, Comm *comm) {
     ctx->launch_id = opt->launch_id;
     ctx->experiment = opt->manifest ? opt->manifest->name : "adhoc";
     ctx->variant = ctx->cfg->variant[0] ? ctx->cfg->variant : "default";
+    ctx->ckpt_root.fd = ctx->run_dir.fd = ctx->dump_out.fd = -1;
+    ctx->last_loss = NAN;
     set_die_hook(on_die, ctx);
     ctx->faults = parse_faults();
     ctx->config_json = config_to_json(ctx->cfg);
