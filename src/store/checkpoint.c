@@ -309,8 +309,7 @@ static herr_t visit_cb(hid_t g, const char *name, const H5L_info_t *info, void *
         else {
             if (L->n == L->cap) {
                 L->cap = L->cap ? 2 * L->cap : 64;
-                L->v = realloc(L->v, sizeof(DsInfo) * (size_t)L->cap);
-                CHECK(L->v, "out of memory");
+                L->v = xrealloc(L->v, sizeof(DsInfo) * (size_t)L->cap);
             }
             DsInfo *d = &L->v[L->n++];
             memset(d, 0, sizeof *d);
@@ -720,9 +719,8 @@ static int scan(const OutDir *d, int tmp, CheckpointEntry **out, long **pids) {
         }
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
-            v = realloc(v, sizeof *v * (size_t)cap);
-            pv = realloc(pv, sizeof *pv * (size_t)cap);
-            CHECK(v && pv, "out of memory");
+            v = xrealloc(v, sizeof *v * (size_t)cap);
+            pv = xrealloc(pv, sizeof *pv * (size_t)cap);
         }
         v[n].step = s;
         pv[n] = pid;
@@ -768,8 +766,7 @@ int checkpoint_latest_good_in(const OutDir *d, char *path, size_t n, int64_t *st
         snprintf(s.path, sizeof s.path, "%s", all[i].path);
         if (!verify_step(d, all[i].path, all[i].step, s.reason, sizeof s.reason)) {
             fprintf(stderr, "warning: skipping checkpoint %s: %s\n", s.path, s.reason);
-            sk = realloc(sk, sizeof *sk * (size_t)(ns + 1));
-            CHECK(sk, "out of memory");
+            sk = xrealloc(sk, sizeof *sk * (size_t)(ns + 1));
             sk[ns++] = s;
             continue;
         }

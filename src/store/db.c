@@ -91,7 +91,7 @@ int db_json_strings(sqlite3 *h, const char *json, char ***out) {
     int n = 0, cap = 0;
     char **v = NULL;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        if (n == cap) { cap = cap ? 2 * cap : 8; v = realloc(v, (size_t)cap * sizeof *v); CHECK(v, "out of memory"); }
+        if (n == cap) { cap = cap ? 2 * cap : 8; v = xrealloc(v, (size_t)cap * sizeof *v); }
         const unsigned char *t = sqlite3_column_text(st, 0);
         v[n++] = xstrdup(t ? (const char *)t : "");
     }

@@ -23,6 +23,7 @@
 #include "../store/db.h"
 #include "../store/host.h"
 #include "../sim/hardware.h"
+#include "../train/memory_fit.h"
 #include "../train/trainer.h"
 
 static const char *USAGE =
@@ -342,39 +343,11 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
 }
 
 // ---- a variant that cannot fit this machine ----------------------------------------------
-// A CPU variant whose memory per rank (the dry back end's accounting, trainer.h) exceeds
-// what this machine has available per rank is refused here, once, before mpirun starts its
-// ranks (each would print the same refusal, then mpirun its own boilerplate): a paper-scale
-// variant belongs on GPUs, or to the performance model (SIMULATE=1).
+// Refused here, once, before mpirun starts its ranks (each would print the same refusal, then
+// mpirun its own boilerplate): the pre-flight build/train makes too (train/memory_fit.h).
 static void refuse_if_too_big(const ManifestVariant *v, const char *experiment) {
     const Config *c = &v->config;
-    const BackendKind *kind = backend_kind(config_device_name(c->run.device));
-    if (!kind || kind->per_rank_device) return;   // its memory is the device's, not this host's
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return;
-    char line[256];
-    double kb = -1;
-    while (fgets(line, sizeof line, f)) if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-    fclose(f);
-    if (kb < 0) return;
-    int world = c->parallel.tp * c->parallel.pp * c->parallel.dp;
-    double avail = kb * 1024.0 / world, need = 0;
-    DType dt = c->train.precision == PRECISION_BF16 ? DT_BF16 : DT_F32;
-    for (int r = 0; r < world; r++) {   // the largest rank (pipeline stages differ)
-        MemReport m;
-        trainer_memory_report(c, r, dt, &m);
-        if (m.total > need) need = m.total;
-    }
-    if (need <= avail) return;
-    char hint[2400];
-    snprintf(hint, sizeof hint,
-             "a paper-scale variant runs on GPUs: the GPU recipes are experiments/paper-*.yaml (e.g. make exp EXP=paper-ablations "
-             "on a 4-GPU node, docs/gpu.md); here its step can be priced by the performance model: "
-             "make exp EXP=%s VARIANT=%s SIMULATE=1 (build/info --config experiments/%s.yaml --variant %s --memory: its memory)",
-             experiment, v->name, experiment, v->name);
-    die_input_hint(hint, "variant %s needs %.1f GiB per rank (%d rank%s, the dry back end's accounting) but this machine has "
-                   "%.1f GiB available per rank: refused before starting it", v->name, need / 1073741824.0, world,
-                   world == 1 ? "" : "s", avail / 1073741824.0);
+    trainer_refuse_unless_fits(c, -1, c->parallel.tp * c->parallel.pp * c->parallel.dp, experiment, v->name);
 }
 
 // ---- the experiment's file ------------------------------------------------------------------

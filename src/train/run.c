@@ -14,6 +14,7 @@
 #include "stop.h"
 #include "watchdog.h"
 #include "trainer.h"
+#include "memory_fit.h"
 #include "../core/check.h"
 #include "../core/crc32.h"
 #include "../core/fs.h"
@@ -928,6 +929,9 @@ int run_training(const RunOptions *opt, Comm *comm) {
     ctx->faults = parse_faults();
     ctx->config_json = config_to_json(ctx->cfg);
     ctx->manifest_text = fs_read_text(opt->config_path);   // stored in every checkpoint
+    // The memory pre-flight of `make exp` (train/memory_fit.h), before a folder or the database is made.
+    if (ctx->root) trainer_refuse_unless_fits(ctx->cfg, -1, opt->ranks_per_host, opt->manifest ? ctx->experiment : NULL,
+                                              opt->manifest ? ctx->variant : NULL);
     if (run_decide(ctx)) {
         run_start_trainer(ctx);
         run_register(ctx);

@@ -148,7 +148,7 @@ void stop_signals_init(void) {
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     rc = pthread_create(&S.thread, &attr, signal_thread, NULL);
-    CHECK(rc == 0, "pthread_create (signal thread) failed: %s", strerror(rc));
+    check_resource(rc, "starting the signal thread (pthread_create)");
     pthread_attr_destroy(&attr);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -187,10 +187,10 @@ void watchdog_start(const char *run_dir, int rank, int world, unsigned long long
                        "cannot write the heartbeat file: %s", err);
     write_beat(0, 0);
     int rc = pthread_create(&W.beat, NULL, beat_thread, NULL);
-    CHECK(rc == 0, "pthread_create (heartbeat) failed: %s", strerror(rc));
+    check_resource(rc, "starting the heartbeat thread (pthread_create)");
     if (world > 1) {
         rc = pthread_create(&W.watch, NULL, watch_thread, NULL);
-        CHECK(rc == 0, "pthread_create (watchdog) failed: %s", strerror(rc));
+        check_resource(rc, "starting the watchdog thread (pthread_create)");
     }
     W.on = 1;
 }
