@@ -235,6 +235,25 @@ fi
 source tests/proc.sh   # proc_pids, proc_signal (no procps needed)
 source tools/probe_runs.sh
 
+# ---- generated: a link at every name the engine writes, every signal of its table ------------
+# The cases are not listed here: tools/probe_paths.sh takes the names from the engine's traced
+# writes (BOOST_TRACE_WRITES), tools/probe_signals.sh the signals from build/train --signals.
+GEN_COUNTS=""
+generated() {   # KIND SCRIPT
+    local k=$1 script=$2 name outcome detail
+    bash "$script" "$B" "$TMP/$k" >"$TMP/$k.out" 2>"$TMP/$k.err"
+    while IFS=$'\t' read -r name outcome detail; do
+        [ "$outcome" = refused ] && outcome=clean
+        record "$k" "$name" "$outcome" "$detail"
+    done < <(grep -P '\t' "$TMP/$k.out")
+    local count; count=$(grep -v -P '\t' "$TMP/$k.out" | tail -1)
+    [ -n "$count" ] || record "$k" generator other "$(tail -2 "$TMP/$k.err")"
+    GEN_COUNTS+="  $k: $count"$'\n'
+    echo "$k: $count" >>"$LOG"
+}
+generated gen-paths tools/probe_paths.sh
+generated gen-signals tools/probe_signals.sh
+
 # ---- the table ----------------------------------------------------------------------------
 printf '\n%-11s %6s %6s %9s %6s %6s %7s %7s %6s\n' kind tried clean accepted crash hang silent unsafe other
 tot=(0 0 0 0 0 0 0 0)
@@ -244,6 +263,7 @@ for k in "${KINDS[@]}"; do
 done
 printf '%-11s %6d %6d %9d %6d %6d %7d %7d %6d\n' total "${tot[@]}"
 echo "(one line per probe: $LOG)"
+printf 'generated:\n%s' "$GEN_COUNTS"
 grep -E ' (crash|hang|silent|unsafe|other) ' "$LOG" | sed 's/^/  /'
 grep -m1 'kill -STOP' "$LOG"
 [ "${tot[3]}" = 0 ] && [ "${tot[4]}" = 0 ] && [ "${tot[5]}" = 0 ] && [ "${tot[6]}" = 0 ] && [ "${tot[7]}" = 0 ]

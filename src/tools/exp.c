@@ -24,6 +24,7 @@
 #include "../store/host.h"
 #include "../sim/hardware.h"
 #include "../train/memory_fit.h"
+#include "../train/stop.h"
 #include "../train/trainer.h"
 
 static const char *USAGE =
@@ -75,8 +76,9 @@ static volatile pid_t g_child;
 static void on_signal(int sig) {
     if (!g_stop) g_stop = sig;
     // Ctrl-C reaches the whole foreground process group (the child too); a signal sent to
-    // this process alone is passed on, so the run records 'interrupted' itself.
-    if (sig != SIGINT && g_child > 0) kill(g_child, SIGTERM);
+    // this process alone is passed on, so the run records 'interrupted' itself (a scheduler's
+    // warning as itself: the run then writes its checkpoint; train/stop.h).
+    if (sig != SIGINT && g_child > 0) kill(g_child, stop_signal_action(sig) == STOP_SIG_CHECKPOINT ? sig : SIGTERM);
 }
 
 // Is the parent process make (the Makefile's exp recipe execs this process)? Only then is
@@ -657,7 +659,11 @@ int main(int argc, char **argv) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL); sigaction(SIGTERM, &sa, NULL); sigaction(SIGHUP, &sa, NULL);
+    int n_sig;   // the signals build/train stops or checkpoints on (train/stop.h's table); PIPE ignored as it does
+    const StopSignal *sigs = stop_signal_table(&n_sig);
+    for (int k = 0; k < n_sig; k++)
+        if (sigs[k].action == STOP_SIG_STOP || sigs[k].action == STOP_SIG_CHECKPOINT) sigaction(sigs[k].sig, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
     int failures = 0, completed = 0, planned = 0;
     const ManifestVariant *base = NULL;
     int mpirun_checked = 0;

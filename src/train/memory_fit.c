@@ -1,6 +1,7 @@
 // memory_fit.c — see memory_fit.h.
 #include "memory_fit.h"
 
+#include <cblas.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -11,6 +12,11 @@
 #include "../core/check.h"
 
 extern int openblas_get_num_threads(void);
+extern void openblas_set_num_threads(int);
+
+// The BLAS threads whose buffers this process has mapped (map_blas_buffers): a later check
+// counts only the ones beyond them.
+static int blas_mapped_threads = 0;
 
 #define GIB 1073741824.0
 
@@ -41,11 +47,15 @@ static double cgroup_value(const char *name) {
     return v;
 }
 
-static int blas_threads(const Config *c, int ranks_on_host) {
+// The most BLAS threads this process runs GEMMs on: its own (train.threads), the pool OpenBLAS
+// started with when it was loaded, and every core (the sgemm peak is measured on all of them).
+static int blas_threads(const Config *c) {
     int t = c->train.threads;
-    if (t <= 0) { long p = sysconf(_SC_NPROCESSORS_ONLN) / ranks_on_host; t = p < 1 ? 1 : (int)p; }
-    int pool = openblas_get_num_threads();   // (the pool OpenBLAS started with when it was loaded)
-    return pool > t ? pool : t;
+    int pool = openblas_get_num_threads();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (pool > t) t = pool;
+    if (cores > t) t = (int)cores;
+    return t < 1 ? 1 : t;
 }
 
 int trainer_memory_fits(const Config *c, int rank, int ranks_on_host, char *why, size_t n) {
@@ -76,8 +86,8 @@ int trainer_memory_fits(const Config *c, int rank, int ranks_on_host, char *why,
                  "(memory.max %.2f GiB, %.2f GiB in use, %s)", need / GIB, (max - cur) / ranks_on_host / GIB, max / GIB, cur / GIB, ranks);
         return 0;
     }
-    int threads = blas_threads(c, ranks_on_host);
-    double blas = threads * BLAS_BUFFER_BYTES;
+    int threads = blas_threads(c);
+    double blas = (threads > blas_mapped_threads ? threads - blas_mapped_threads : 0) * BLAS_BUFFER_BYTES;
     const struct { int res; const char *name, *status, *ulimit; } lim[2] = {
         { RLIMIT_AS, "address-space", "VmSize", "ulimit -v" }, { RLIMIT_DATA, "data-segment", "VmData", "ulimit -d" } };
     for (int i = 0; i < 2; i++) {
@@ -96,9 +106,25 @@ int trainer_memory_fits(const Config *c, int rank, int ranks_on_host, char *why,
     return 1;
 }
 
+// OpenBLAS maps its buffer at a thread's first GEMM and, when it cannot, retries forever. Once
+// the pre-flight has found the room, one GEMM (beyond OpenBLAS's small-matrix path, which takes
+// no buffer) maps it now: the process's later allocations may fail, and then they fail cleanly
+// (core/check.h die_out_of_memory), never inside OpenBLAS.
+static void map_blas_buffers(const Config *c) {
+    enum { N = 512 };   // (large enough to be split over every thread)
+    int threads = blas_threads(c), before = openblas_get_num_threads();
+    if (threads <= blas_mapped_threads) return;
+    float *a = xcalloc((size_t)3 * N * N, sizeof(float));
+    openblas_set_num_threads(threads);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, a + N * N, N, 0.0f, a + 2 * N * N, N);
+    openblas_set_num_threads(before);
+    free(a);
+    blas_mapped_threads = threads;
+}
+
 void trainer_refuse_unless_fits(const Config *c, int rank, int ranks_on_host, const char *experiment, const char *variant) {
     char why[1500];
-    if (trainer_memory_fits(c, rank, ranks_on_host, why, sizeof why)) return;
+    if (trainer_memory_fits(c, rank, ranks_on_host, why, sizeof why)) { map_blas_buffers(c); return; }
     fprintf(stderr, "The memory of this run per pipeline stage (the dry back end's accounting):\n");
     trainer_memory_print(c, stderr);
     char hint[2600];

@@ -12,7 +12,8 @@
 //             less what it has mapped already, where the BLAS library's buffers count too:
 //             OpenBLAS maps BLAS_BUFFER_BYTES per thread, and where it cannot, it retries
 //             without end (a tiny run under `ulimit -v 200000` spun forever)
-// A run that does not fit is refused (exit 2) naming the limit that binds.
+// A run that does not fit is refused (exit 2) naming the limit that binds; one that fits has
+// OpenBLAS map its buffer at once, while the room is there.
 #pragma once
 #include <stddef.h>
 #include "../config/config.h"
@@ -25,6 +26,6 @@
 // what does not (the need, the limit that binds, what it leaves) in why.
 int trainer_memory_fits(const Config *cfg, int rank, int ranks_on_host, char *why, size_t n);
 // Refuse (exit 2) a run that does not fit: the per-stage memory table on stderr, the reason
-// and a hint. experiment/variant: the manifest's names, for the performance model's command in
+// and a hint; for one that fits, map OpenBLAS's buffer now (one GEMM). experiment/variant: the manifest's names, for the performance model's command in
 // the hint (NULL: no manifest).
 void trainer_refuse_unless_fits(const Config *cfg, int rank, int ranks_on_host, const char *experiment, const char *variant);
