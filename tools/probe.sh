@@ -231,7 +231,7 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
         record write full_tmpfs clean "$(grep -m1 error: <<<"$OUT")" || record write full_tmpfs other "$OUT"
 fi
 
-# ---- issue 17: ownership, the model at resume, paths, signals and liveness, completion, quoting, values
+# ---- runs under hostile conditions: ownership, the model at resume, paths, signals and liveness, completion, quoting, values, the database, resources
 source tests/proc.sh   # proc_pids, proc_signal (no procps needed)
 source tools/probe_runs.sh
 

@@ -1,6 +1,7 @@
 // memory_fit.h — does a run fit this machine's memory? The one memory pre-flight, made before
 // anything is allocated or created: by `make exp` (once, before it starts the ranks), by
-// build/train (rank 0, before its run folder and database) and by trainer_init.
+// build/train (rank 0 for the largest rank, before its run folder and database; every rank
+// for its own part, before the trainer allocates it).
 //
 // The need is the dry back end's accounting of the run's largest rank (trainer_memory_report:
 // nothing is allocated). Each rank on this host may have the least of:

@@ -614,6 +614,7 @@ static void run_start_trainer(RunCtx *ctx) {
     Trainer *tr = &ctx->tr;
     int ranks_per_host = opt->ranks_per_host > 0 ? opt->ranks_per_host : 1;
     ctx->hosts = comm->world / ranks_per_host > 0 ? comm->world / ranks_per_host : 1;
+    trainer_refuse_unless_fits(cfg, comm->rank, comm_ranks_on_node(comm), NULL, NULL);   // this rank's part (memory_fit.h)
     trainer_init(tr, cfg, comm);
     ctx->trainer_up = 1;
     ctx->host_peak = host_peak_gflops(opt, comm, tr->bk, ctx->resumed_peak / ctx->hosts);

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "trainer.h"
-#include "memory_fit.h"
 #include "state_io.h"
 #include "step_loop.h"
 #include "../backend/ops.h"
@@ -139,7 +138,6 @@ void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
     tr->B_local = tc->batch_size / comm->dp;
     tr->bk = trainer_backend(&tr->cfg);
     place_comm(comm, tr->bk);
-    trainer_refuse_unless_fits(&tr->cfg, comm->rank, comm_ranks_on_node(comm), NULL, NULL);   // (train/memory_fit.h)
     // Every rank prepares through the cache; rank 0 first so the others only read it.
     dataset_set_quiet(comm->rank != 0);   // "data: reading kjv ..." once per run, not once per rank
     if (comm->rank == 0) dataset_prepare(&tr->cfg.data, mc->vocab_size, tc->seed, &tr->data);

@@ -1,6 +1,6 @@
 // watchdog.h — liveness of every rank of a run: a heartbeat per rank and a watchdog on
-// every rank that reads the others' (issue 17: a rank stopped by kill -STOP left rank 0
-// spinning in a collective forever, the run 'running'; a rank killed by kill -9 was
+// every rank that reads the others' (without them a rank stopped by kill -STOP left rank 0
+// spinning in a collective forever, the run 'running', and a rank killed by kill -9 was
 // recorded as "Terminated received by rank 0").
 //
 // Each rank's heartbeat thread rewrites <run folder>/.heartbeat/rank_<R> once a second (the
