@@ -16,6 +16,9 @@ while IFS=$'\t' read -r name outcome detail; do
     esac
 done < <(grep -P '\t' <<<"$out")
 count=$(grep '^names ' <<<"$out")
+left=$(sed -n 's/.*; \([0-9]*\) holding another.*/\1/p' <<<"$count")
 # the cycle writes at least the checkpoint, its temporary, the dump, its temporary and the write tests
-if [ "$n" -ge 6 ] && [ -n "$count" ]; then pass "names_from_the_trace ($count)"
+if [ -n "$count" ] && [ $((n + ${left:-0})) -ge 6 ]; then pass "names_from_the_trace ($count)"
 else fail names_from_the_trace "$n names: $(tail -3 "$TMP/err")"; fi
+[ "${left:-0}" -gt 0 ] && skip links_at_names_holding_the_pid "$left names hold the writer's pid, the same in the next run only in a pid namespace (unshare -p: root)"
+true
