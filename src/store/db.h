@@ -70,6 +70,15 @@ RunDB *rundb_open(const char *path);
 // rows could not be written (one error line on stderr says how many and why).
 int rundb_close(RunDB *db);
 const char *rundb_path(const RunDB *db);
+// The database is held by identity: the file opened (its device and inode, a descriptor of
+// it kept open) must still be the file at its path. rundb_intact: 1 if it is and, with deep,
+// PRAGMA quick_check passes; else 0 and what is wrong in why (a database moved, deleted or
+// replaced, a copy written over it in place).
+int rundb_intact(RunDB *db, int deep, char *why, size_t n);
+// Before a run is recorded 'completed': every buffered row written, the database intact
+// (rundb_intact, deep), the run's row there with its uid, and a step row for every step
+// 1..steps. 1, or 0 and what is wrong in why. Never dies (a damaged file is a reason).
+int rundb_run_complete(RunDB *db, int64_t run, const char *uid, int steps, char *why, size_t n);
 
 // How long a write waits for a busy database. busy_ms: SQLite's busy timeout of one
 // attempt (default 2000 ms); final_s: how long rundb_close, rundb_end_run and the other

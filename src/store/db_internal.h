@@ -24,7 +24,9 @@ struct RunDB {
     int failing;
     double fail_since, next_try, backoff, last_warned;
     char last_error[512];
-    unsigned long long dev, ino;       // the file opened: a database moved or deleted under a run is noticed at close
+    unsigned long long dev, ino;       // the file opened: a database moved or deleted under a run is noticed
+    int anchor;                        // a descriptor of that file, held open for the connection's life
+                                       // (its identity: device and inode), -1 when none
 };
 
 // Reads and set-up: a failure here is an internal error (file:line + SQLite's message).
