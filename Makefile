@@ -5,8 +5,20 @@
 # is a test binary build/test_<x>. Adding a file needs no Makefile edit.
 
 CC       := mpicc
-OPT      ?= -O3 -march=native
+# The CPU the binaries are built for: this machine's (-march=native) unless they are meant to be
+# copied. PORTABLE=1 (the bundle, a login node building for compute nodes of another CPU
+# generation) targets x86-64-v3 (AVX2 + FMA: Haswell, Zen 1 and later) or armv8.2-a; the
+# GEMMs are unaffected (OpenBLAS and oneDNN pick their kernels at run time), the CPU attention
+# uses its AVX2 kernels (the AVX-512 ones are compiled in only for an AVX-512 target).
+PORTABLE ?= 0
+portable_march = $(if $(filter aarch64 arm64,$(shell uname -m)),armv8.2-a,x86-64-v3)
+OPT      ?= -O3 -march=$(if $(filter 1,$(PORTABLE)),$(portable_march),native)
+# Warnings are errors in the project's own CI and developer builds (WERROR=1: .ci/run sets it,
+# a developer exports it), never in a researcher's build, whose newer compiler may warn about
+# what ours does not (docs/architecture.md).
+WERROR   ?= 0
 CFLAGS   ?= $(OPT) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -Wall -Wextra -Wno-unused-parameter -g
+override CFLAGS += $(if $(filter 1,$(WERROR)),-Werror)
 # pkg-config is asked lazily, the first time a recipe needs it: by then $(DEPS_STAMP) has
 # installed the packages (a ':=' here ran before the install on a fresh machine and the
 # first build failed with "hdf5.h: No such file"). The $(eval) memoises the answer.
@@ -26,6 +38,9 @@ HEADERS  := $(wildcard src/*/*.h src/*/*/*.h) $(wildcard tests/*.h)
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 EXP      ?= quickstart
+
+# `make` alone builds everything (mk/gpu.mk, included first, defines targets of its own).
+.DEFAULT_GOAL := all
 
 # The GPU run path: NCCL back end, placement, gpu-check, gpu-bundle (mk/gpu.mk).
 include mk/gpu.mk

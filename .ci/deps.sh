@@ -3,6 +3,8 @@
 # the exact apt-get line (not root). PyTorch (python3-torch) is the independent reference
 # of tests/t_torch_reference.sh and of `make bench`; `--bench` is kept as an alias.
 # `--fuzz` (make fuzz only, never make test): clang and its libFuzzer/sanitizer runtimes.
+# `--bundle` (make gpu-bundle and make bundle-check only): patchelf (the bundle's run paths) and
+# debootstrap (the bare Debian 12 root the bundle is checked in).
 # libdnnl-dev (oneDNN): the bf16 CPU back end's GEMMs in bf16 arithmetic (AMX / AVX512-BF16).
 set -euo pipefail
 pkgs=(build-essential pkg-config libopenmpi-dev openmpi-bin libopenblas-dev libfyaml-dev
@@ -10,6 +12,7 @@ pkgs=(build-essential pkg-config libopenmpi-dev openmpi-bin libopenblas-dev libf
       python3-numpy python3-h5py python3-matplotlib python3-torch
       libdnnl-dev)
 if [ "${1:-}" = --fuzz ]; then pkgs+=(clang libclang-rt-14-dev); fi
+if [ "${1:-}" = --bundle ]; then pkgs+=(patchelf debootstrap); fi
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -170,6 +170,42 @@ TEST(db_migrates_schema_3) {
     rundb_close(db);
 }
 
+// ---- schema 4 files are migrated: events admit 'backend', nothing lost ------------------------
+// A schema-4 file: a fresh one whose events table has schema 4's CHECK (no 'backend'); its views
+// (which read events) go with it, as the migration recreates them.
+TEST(db_migrates_schema_4) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "v4.db");
+    RunDB *db = rundb_open(path);
+    RunInfo ri = make_info("old4", "v", "old4.v.1");
+    int64_t id = rundb_begin_run(db, &ri);
+    rundb_event(db, id, 3, "checkpoint", "ckpt/step_3.h5");
+    rundb_end_run(db, id, "completed", NULL);
+    rundb_close(db);
+    sqlite3 *s = raw_open(path);
+    const char *down =
+        "CREATE TABLE events_v4 (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+        " step INTEGER, at TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('checkpoint','resumed','error','interrupted',"
+        "'diverged','dump','config_change','warning')), detail TEXT);"
+        "INSERT INTO events_v4 SELECT * FROM events; DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW launch_summary;"
+        "DROP VIEW simulated_runs; DROP VIEW run_config; DROP VIEW config_diff; DROP TABLE events;"
+        "ALTER TABLE events_v4 RENAME TO events; CREATE INDEX events_by_run ON events(run_id, id);"
+        "PRAGMA user_version=4;";
+    EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-4 file: %s", sqlite3_errmsg(s));
+    EXPECT(sqlite3_exec(s, "INSERT INTO events (run_id, at, kind) VALUES (1, 'x', 'backend')", NULL, NULL, NULL) != SQLITE_OK,
+           "schema 4 refuses the new kind");
+    sqlite3_close(s);
+    db = rundb_open(path);
+    rundb_event(db, id, 1, "backend", "attention forward B 2 T 128 H 4 Hkv 2 hd 64: the flash kernel (fp32)");
+    rundb_close(db);
+    s = raw_open(path);
+    EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
+    q_text(s, "SELECT group_concat(kind || ':' || COALESCE(step, '-'), ',') FROM (SELECT * FROM events WHERE run_id = 1 ORDER BY id)", t, sizeof t);
+    EXPECT(!strcmp(t, "checkpoint:3,backend:1"), "events after the migration: %s", t);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM run_config") >= 0, "the views read events again");
+    sqlite3_close(s);
+}
+
 // ---- a simulated run: kind, hardware, its one step, the simulation row, the views ------------
 TEST(db_simulated_run) {
     char path[300], t[512];
@@ -461,6 +497,7 @@ TEST(db_damaged_refused) {
 int main(void) {
     if (tl_tmpdir(TMPDIR_, sizeof TMPDIR_, "test_db")) return 1;
     RUN(db_migrates_schema_1);
+    RUN(db_migrates_schema_4);
     RUN(db_migrates_schema_2);
     RUN(db_migrates_schema_3);
     RUN(db_simulated_run);

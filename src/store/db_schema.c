@@ -57,9 +57,18 @@ RUN_KIND_COLUMNS \
 "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
 "  step   INTEGER,\n" \
 "  at     TEXT NOT NULL,\n" \
-"  kind   TEXT NOT NULL CHECK (kind IN ('checkpoint','resumed','error','interrupted','diverged','dump','config_change','warning')),\n" \
+"  kind   TEXT NOT NULL CHECK (kind IN ('checkpoint','resumed','error','interrupted','diverged','dump','config_change','warning','backend')),\n" \
 "  detail TEXT\n" \
 ");\n"
+
+// The events table rebuilt with this schema's kinds (SQLite cannot alter a CHECK): new table,
+// copy with the same ids, drop, rename. Views read events, so a migration drops them first.
+#define EVENTS_REBUILD \
+    EVENTS_TABLE("events_v2") \
+    "INSERT INTO events_v2 (id, run_id, step, at, kind, detail) SELECT id, run_id, step, at, kind, detail FROM events;\n" \
+    "DROP TABLE events;\n" \
+    "ALTER TABLE events_v2 RENAME TO events;\n" \
+    "CREATE INDEX events_by_run ON events(run_id, id);\n"
 
 #define LAUNCHES_TABLE \
 "CREATE TABLE launches (\n" \
@@ -298,13 +307,13 @@ const char *const RUNDB_SCHEMA_SQL =
     HOST_PEAKS_TABLE
     VIEWS;
 
-// Schema 1 -> 4: new tables (launches, comm_ranks, host_peaks) and views; `runs` gains launch_id,
+// Schema 1 -> 5: new tables (launches, comm_ranks, host_peaks) and views; `runs` gains launch_id,
 // repeat_index, overrides and manifest_format, its `manifest_version` (which held the
 // experiment's `version:`) becomes `experiment_version`, and the status CHECK admits
 // 'diverged'; `events` admits 'diverged' and 'warning'. SQLite cannot alter a CHECK, so
 // both tables are rebuilt (the procedure of sqlite.org/lang_altertable.html: foreign keys
 // off, new table, copy, drop, rename; ids kept, so every reference stays valid). The
-// rebuilt tables and the new ones are schema 4's (every run of schema 1 was measured).
+// rebuilt tables and the new ones are schema 5's (every run of schema 1 was measured).
 const char *const RUNDB_MIGRATE_V1_SQL =
     LAUNCHES_TABLE
     RUNS_TABLE("runs_v2")
@@ -318,19 +327,15 @@ const char *const RUNDB_MIGRATE_V1_SQL =
     "DROP TABLE runs;\n"
     "ALTER TABLE runs_v2 RENAME TO runs;\n"
     RUN_INDEXES
-    EVENTS_TABLE("events_v2")
-    "INSERT INTO events_v2 (id, run_id, step, at, kind, detail) SELECT id, run_id, step, at, kind, detail FROM events;\n"
-    "DROP TABLE events;\n"
-    "ALTER TABLE events_v2 RENAME TO events;\n"
-    "CREATE INDEX events_by_run ON events(run_id, id);\n"
+    EVENTS_REBUILD
     COMM_RANKS_TABLE
     SIMULATION_TABLE
     HOST_PEAKS_TABLE
     VIEWS;
 
-// Schema 2 -> 4: runs and launches gain `kind` and `hardware` (every existing row is a
-// measured one: the default), the simulation and host_peaks tables, and the views are recreated (they
-// gained columns, and a run of one step is timed).
+// Schema 2 -> 5: runs and launches gain `kind` and `hardware` (every existing row is a
+// measured one: the default), the simulation and host_peaks tables, events admit 'backend', and
+// the views are recreated (they gained columns, and a run of one step is timed).
 const char *const RUNDB_MIGRATE_V2_SQL =
     "ALTER TABLE runs ADD COLUMN " KIND_COLUMN ";\n"
     "ALTER TABLE runs ADD COLUMN hardware TEXT;\n"
@@ -340,12 +345,22 @@ const char *const RUNDB_MIGRATE_V2_SQL =
     SIMULATION_TABLE
     HOST_PEAKS_TABLE
     DROP_VIEWS
+    EVENTS_REBUILD
     VIEWS;
 
-// Schema 3 -> 4: the host_peaks table and launches.peak_check_gflops; the views are recreated (run_summary gained the
-// key configuration columns and the median step time; run_config and config_diff are new).
+// Schema 3 -> 5: the host_peaks table and launches.peak_check_gflops, events admit 'backend';
+// the views are recreated (run_summary gained the key configuration columns and the median
+// step time; run_config and config_diff are new).
 const char *const RUNDB_MIGRATE_V3_SQL =
     "ALTER TABLE launches ADD COLUMN peak_check_gflops REAL;\n"
     HOST_PEAKS_TABLE
     DROP_VIEWS
+    EVENTS_REBUILD
+    VIEWS;
+
+// Schema 4 -> 5: events admit 'backend' (what a back end decided for the run: which attention
+// ran for each shape, and why).
+const char *const RUNDB_MIGRATE_V4_SQL =
+    DROP_VIEWS
+    EVENTS_REBUILD
     VIEWS;
