@@ -24,9 +24,11 @@ CUDA_NVCC  = $(eval CUDA_NVCC := $$(if $$(filter 0,$$(CUDA)),,$$(shell bash mk/f
 GPU_LIBS   = $(eval GPU_LIBS := $$(shell bash mk/find-gpu-libs.sh --make))$(if $(filter GPU_LIBS_ERROR=%,$(GPU_LIBS)),$(error              the GPU build stopped: see the message above (CUDA=0 builds without the GPU back end)))$(GPU_LIBS)
 gpu_lib    = $(patsubst $(1)=%,%,$(filter $(1)=%,$(GPU_LIBS)))
 cuda_comma    := ,
-# -L, -rpath and -l for the toolkit's libraries, cuDNN's folder (dlopen searches the binary's
-# run path) and NCCL's; the bundle replaces the run path with its own (tests/gpu/make-bundle.sh)
-gpu_rpath  = $(foreach d,$(sort $(call gpu_lib,CUDA_LIBDIR) $(filter-out none,$(call gpu_lib,CUDNN_LIBDIR)) $(call gpu_lib,NCCL_LIBDIR)),-Wl$(cuda_comma)-rpath$(cuda_comma)$(d))
+# The run path: NCCL's and cuDNN's folders (dlopen of libcudnn.so.9 searches the binary's run
+# path) before the toolkit's, which may hold copies of its own: CUDNN_HOME and NCCL_HOME win.
+# The bundle replaces the run path with its own (tests/gpu/make-bundle.sh).
+uniq_words = $(if $(1),$(firstword $(1)) $(call uniq_words,$(filter-out $(firstword $(1)),$(1))))
+gpu_rpath  = $(foreach d,$(call uniq_words,$(call gpu_lib,NCCL_LIBDIR) $(filter-out none,$(call gpu_lib,CUDNN_LIBDIR)) $(call gpu_lib,CUDA_LIBDIR)),-Wl$(cuda_comma)-rpath$(cuda_comma)$(d))
 
 # sm_80 (A100) and sm_90 (H100/H200) machine code, plus compute_90 PTX for later GPUs.
 NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \

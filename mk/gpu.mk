@@ -12,7 +12,7 @@ $(BUILD)/obj/parallel/comm_nccl.o $(BUILD)/obj/parallel/gpu_setup.o: \
     override CFLAGS += $(if $(GPU_CUDA),-DBOOST_CUDA -isystem $(call gpu_lib,CUDA_INC) -isystem $(call gpu_lib,NCCL_INC))
 LDLIBS += $(if $(GPU_CUDA),-L$(call gpu_lib,NCCL_LIBDIR) $(call gpu_lib,NCCL_LINK))
 
-.PHONY: gpu-libs selftest gpu-check gpu-bundle bundle-check
+.PHONY: gpu-libs selftest gpu-check gpu-bundle bundle-check wheel-build-check
 # What the GPU build finds where (mk/find-gpu-libs.sh --report): nvcc, the toolkit, cuDNN,
 # NCCL, nvrtc, the pip wheels, MPI.
 gpu-libs:
@@ -51,6 +51,12 @@ gpu-bundle:
 # and fail loudly with a CUDA library hidden (tests/gpu/bundle-check.sh).
 bundle-check: gpu-bundle
 	@bash tests/gpu/bundle-check.sh build/gpu-bundle
+
+# The GPU build against cuDNN and NCCL from their pip wheels (pip download into a temporary
+# folder, CUDNN_HOME and NCCL_HOME there; about 700 MB and a CUDA build; SKIP offline or without
+# nvcc; WHEELS=dir for wheels already downloaded): tests/gpu/wheel-build.sh. Not part of make test.
+wheel-build-check:
+	@out=$$(bash tests/gpu/wheel-build.sh); echo "$$out"; ! echo "$$out" | grep -q '^FAIL'
 
 # build/gpu_probe: the device, the driver and the GPU libraries, and whether this build can use
 # them (tests/gpu/gpu_probe.c); build/attention_bench: boost-c's attention timed at one shape;

@@ -11,7 +11,7 @@
 #             engines compile with it)
 #   ompi/     Open MPI's mpirun (orterun), orted, its components and help files, relocated with
 #             OPAL_PREFIX (env.sh); one node: shared memory and TCP
-#   tests/    the self-test and the device check; analysis/ the PyTorch comparison scripts
+#   tests/    the self-test and the device check; experiments/ the manifests; analysis/ the PyTorch comparison scripts
 #             (used only where the node has PyTorch); data/ a text corpus; sanitizer/ the CUDA
 #             installation's compute-sanitizer when it has one; Makefile, README.md, BUNDLE
 #
@@ -178,6 +178,7 @@ MK
 cp "$ROOT"/tests/lib.sh "$ROOT"/tests/proc.sh "$OUT/tests/"
 cp "$ROOT"/tests/gpu/*.sh "$OUT/tests/gpu/"
 cp "$ROOT"/analysis/torch_gpu_bench.py "$ROOT"/analysis/torch_model.py "$OUT/analysis/"
+cp -r "$ROOT/experiments" "$OUT/experiments"
 cp "$ROOT/docs/gpu.md" "$OUT/README.md"
 if command -v bible >/dev/null 2>&1; then bible -f Gen1:1-Rev22:21 > "$OUT/data/kjv.txt" 2>/dev/null || rm -f "$OUT/data/kjv.txt"; fi
 
