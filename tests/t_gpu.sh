@@ -2,7 +2,8 @@
 # t_gpu.sh — the GPU run path (docs/gpu.md).
 #   Everywhere: build/train started without an MPI launcher and with tp·pp·dp = 1 never
 #   calls MPI_Init (a preloaded MPI_Init that exits 99 proves it), and does call it under
-#   a launcher or with a larger grid.
+#   a launcher or with a larger grid. The build compiles for this CPU without -Werror unless
+#   asked (PORTABLE=1, WERROR=1).
 #   Failure is loud, never a skip: without a GPU, build/gpu_probe says there is none (exit 1)
 #   and the node self-test and the device check stop there, exit 0; with a GPU assumed present
 #   (BOOST_GPU_ASSUME_DEVICE=1; here it has no driver, or the build no CUDA) the probe, the
@@ -46,6 +47,13 @@ C
     if [ $rc -eq 99 ]; then pass train_under_launcher_initialises_mpi
     else fail train_under_launcher_initialises_mpi "exit $rc (expected the trap's 99): $(tail -2 "$TMP/l.log" | tr '\n' ' ')"; fi
 fi
+
+# ---- the build's switches: a researcher's build keeps warnings warnings and this CPU's ISA --------
+flags() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u WERROR -u PORTABLE -u OPT -u CFLAGS make -n -s -C "$ROOT" BUILD="$TMP/flags" CUDA=0 "$@" "$TMP/flags/obj/core/check.o" 2>&1 | grep -oE -- '-march=[^ ]+|-Werror' | sort -u | tr '\n' ' '; }
+f0=$(flags); f1=$(flags PORTABLE=1 WERROR=1)
+if [ "$f0" = "-march=native " ] && [ "$f1" = "-Werror -march=x86-64-v3 " -o "$f1" = "-Werror -march=armv8.2-a " ]; then
+    pass "build_flags_default_native_portable_and_werror_on_request (default: $f0; PORTABLE=1 WERROR=1: $f1)"
+else fail build_flags_default_native_portable_and_werror_on_request "default '$f0', PORTABLE=1 WERROR=1 '$f1'"; fi
 
 # ---- failure is loud: the probe, the self-test and the device check ------------------------------
 gpu_probe_state

@@ -58,7 +58,7 @@ step() {
     echo "\$ $cmd"
     local out rc lines=${BUNDLE_CHECK_LINES:-40}
     out=$(chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb \
-          bash -c "cd /opt/gpu-bundle 2>/dev/null || cd /opt; $cmd" 2>&1); rc=$?
+          bash -c "set -o pipefail; cd /opt/gpu-bundle 2>/dev/null || cd /opt; $cmd" 2>&1); rc=$?
     echo "$out" | head -"$lines" | sed 's/^/    /'
     [ "$(echo "$out" | wc -l)" -gt "$lines" ] && echo "    [... $(($(echo "$out" | wc -l) - lines)) more lines]"
     if [ "$rc" -ne "$want" ]; then echo "FAIL $name: exit $rc, expected $want"; n_fail=$((n_fail + 1)); return; fi
@@ -80,14 +80,14 @@ step no_driver 0 "! ls /usr/lib/x86_64-linux-gnu/libcuda.so* /dev/nvidia* 2>/dev
 step every_library_inside_the_bundle 0 "bash tests/gpu/bundle-ldd.sh /opt/gpu-bundle" "every library resolves inside the bundle"
 step every_binary_starts 0 "for b in bin/*; do head -c4 \$b | grep -q ELF || continue; bin/\$(basename \$b) --help >/dev/null 2>&1 || { echo \"\$b --help failed: \$(bin/\$(basename \$b) --help 2>&1 | head -3)\"; exit 1; }; echo \"\$b --help: ok\"; done" "train --help: ok"
 step gpu_probe_no_gpu_libraries_from_the_bundle 1 "bin/gpu_probe" "usable: no: no NVIDIA GPU on this host"
-step gpu_probe_cudnn_and_nvrtc_load 0 "out=\$(bin/gpu_probe); grep -E '^  (cuDNN|nvrtc|cuBLAS|NCCL|    libcudnn)' <<<\"\$out\"; grep -qE '^  cuDNN +9[.0-9]* /opt/gpu-bundle/(bin/\\.\\./)?lib/libcudnn.so.9' <<<\"\$out\" && grep -qE '^  nvrtc .* /opt/gpu-bundle/(bin/\\.\\./)?lib/libnvrtc.so.[0-9]+, compiles a kernel: yes' <<<\"\$out\" && ! grep -q 'NOT' <<<\"\$out\"" "compiles a kernel: yes"
-step info_all 0 "bin/info --all | tail -3" "boost-1b"
-step train_cpu_without_mpirun 0 "set -o pipefail; bin/train /opt/tiny.yaml --no-db 2>&1 | grep -E '^(data|run|step|val) '" "step +3/3 \\| loss"
+step gpu_probe_cudnn_and_nvrtc_load 0 "out=\$(bin/gpu_probe); grep -E '^  (cuDNN|nvrtc|cuBLAS|NCCL|  libcudnn)' <<<\"\$out\"; grep -qE '^  cuDNN +9[.0-9]* /opt/gpu-bundle/(bin/\\.\\./)?lib/libcudnn.so.9' <<<\"\$out\" && grep -qE '^  nvrtc .* /opt/gpu-bundle/(bin/\\.\\./)?lib/libnvrtc.so.[0-9]+, compiles a kernel: yes' <<<\"\$out\" && ! grep -q 'NOT' <<<\"\$out\"" "compiles a kernel: yes"
+step info_all 0 "bin/info --all | grep -E 'preset|boost-1b '" "boost-1b "
+step train_cpu_without_mpirun 0 "bin/train /opt/tiny.yaml --no-db 2>&1 | grep -E '^(data|run|step|val) '" "step +3/3 \\| loss"
 step mpirun_comm_device_2_ranks 0 "bin/mpirun -np 2 bin/test_comm_device 2 1 1 | tail -3" "PASS nccl_switch_refuses_cleanly"
-step mpirun_train_tp2_2_ranks 0 "set -o pipefail; bin/mpirun -np 2 bin/train /opt/tiny.yaml --no-db --set parallel.tp=2 2>&1 | grep -E '^(run|step|val) '" "step +3/3 \\| loss"
+step mpirun_train_tp2_2_ranks 0 "bin/mpirun -np 2 bin/train /opt/tiny.yaml --no-db --set parallel.tp=2 2>&1 | grep -E '^(run|step|val) '" "step +3/3 \\| loss"
 step h5compare_without_python 0 "bin/train /opt/tiny.yaml --no-db --set run.dump_steps=1 --set run.dump_dir=/tmp/d1 >/dev/null 2>&1 && bin/train /opt/tiny.yaml --no-db --set run.dump_steps=1 --set run.dump_dir=/tmp/d2 >/dev/null 2>&1 && bin/h5compare /tmp/d1/step_1.h5 /tmp/d2/step_1.h5 --exact" "beyond tolerance"
 step selftest_stops_at_no_gpu 0 "bin/selftest --out /tmp/selftest | tail -9" "no NVIDIA GPU on this host"
-step gpu_check_stops_at_no_gpu 0 "bin/gpu-check --out /tmp/gpu-check | tail -4" "nothing to measure: no NVIDIA GPU"
+step gpu_check_stops_at_no_gpu 0 "bin/gpu-check --out /tmp/gpu-check | grep -E '^(gpu-check|SKIP)'" "nothing to measure: no NVIDIA GPU"
 step selftest_fails_loudly_without_a_driver 1 "BOOST_GPU_ASSUME_DEVICE=1 bin/selftest --out /tmp/selftest2 | tail -9" "FAILED .*libcuda.so.1 cannot be loaded"
 step gpu_check_fails_loudly_with_cublaslt_hidden 1 "cp -al /opt/gpu-bundle /tmp/broken && rm /tmp/broken/lib/libcublasLt.so.* && mkdir -p /tmp/empty && LD_LIBRARY_PATH=/tmp/empty /tmp/broken/bin/gpu-check --out /tmp/gc-broken | grep -E '^(FAIL|gpu-check)'" "FAIL gpu_check_device: the binaries cannot start: libcublasLt.so.13 is missing"
 

@@ -56,17 +56,20 @@ gpu_probe_state() {
     GPU_STATE=broken; GPU_WHY=""; GPU_PROBE_OUT=""
     if [ ! -x "$BUILD/gpu_probe" ]; then GPU_WHY="$BUILD/gpu_probe is not built (make $BUILD/gpu_probe)"; return; fi
     GPU_PROBE_OUT=$("$BUILD/gpu_probe" 2>&1); rc=$?
-    case $rc in
-        0) GPU_STATE=usable ;;
-        1) GPU_STATE=none; GPU_WHY=$(sed -n 's/^usable: no: //p' <<<"$GPU_PROBE_OUT") ;;
-        2) GPU_WHY=$(sed -n 's/^usable: no: //p' <<<"$GPU_PROBE_OUT") ;;
-        *) lib=$(sed -nE 's/.*error while loading shared libraries: ([^:]+):.*/\1/p' <<<"$GPU_PROBE_OUT" | head -1)
-           if [ -n "$lib" ]; then
-               GPU_WHY="the binaries cannot start: $lib is missing (the loader: $(head -1 <<<"$GPU_PROBE_OUT")). From the bundle: keep its lib/ beside bin/ (unpack it whole; nothing needs LD_LIBRARY_PATH); from a build: the library moved since it was built (make gpu-libs shows what is found where; rebuild)"
-           else
-               GPU_WHY="$BUILD/gpu_probe failed (exit $rc): $(tail -2 <<<"$GPU_PROBE_OUT" | tr '\n' ' ')"
-           fi ;;
-    esac
+    local said; said=$(sed -n 's/^usable: no: //p' <<<"$GPU_PROBE_OUT")
+    if [ $rc -eq 0 ] && grep -q '^usable: yes' <<<"$GPU_PROBE_OUT"; then GPU_STATE=usable
+    elif [ $rc -eq 1 ] && [ -n "$said" ]; then GPU_STATE=none; GPU_WHY=$said
+    elif [ $rc -eq 2 ] && [ -n "$said" ]; then GPU_WHY=$said
+    else   # the probe did not get to say: the dynamic loader stopped it, or it crashed
+        lib=$(sed -nE 's/.*error while loading shared libraries: ([^:]+):.*/\1/p' <<<"$GPU_PROBE_OUT" | head -1)
+        if [ -n "$lib" ]; then
+            GPU_WHY="the binaries cannot start: $lib is missing (the loader: $(head -1 <<<"$GPU_PROBE_OUT")). From the bundle: keep its lib/ beside bin/ (unpack it whole; nothing needs LD_LIBRARY_PATH); from a build: the library moved since it was built (make gpu-libs shows what is found where; rebuild)"
+        elif grep -q "version .* not found" <<<"$GPU_PROBE_OUT"; then
+            GPU_WHY="the binaries cannot start: this system's C or C++ runtime is older than they need ($(grep -m1 'version .* not found' <<<"$GPU_PROBE_OUT")); the bundle's BUNDLE file names the oldest glibc and libstdc++ it accepts: build it on a system no newer than the nodes'"
+        else
+            GPU_WHY="$BUILD/gpu_probe failed (exit $rc): $(tail -2 <<<"$GPU_PROBE_OUT" | tr '\n' ' ')"
+        fi
+    fi
 }
 
 # The --set arguments that put a run on the device under test in a precision (the

@@ -31,7 +31,8 @@ OUT=$2; shift 2
 BINS=("$@")
 die() { echo "make-bundle: $*" >&2; exit 1; }
 command -v patchelf >/dev/null || die "patchelf is missing (apt-get install patchelf; make gpu-bundle installs it when run as root)"
-"$BUILD_DIR/gpu_probe" 2>/dev/null | grep -q '^cuda build: yes' ||
+probe=$("$BUILD_DIR/gpu_probe" 2>&1 || true)   # (exit 1 without a GPU)
+grep -q '^cuda build: yes' <<<"$probe" ||
     die "$BUILD_DIR has no CUDA back end (built with CUDA=0, or without nvcc): the bundle is for GPU nodes (make gpu-libs)"
 # the run-time loaded libraries' folders: the one place that knows where they are
 gpu_libs=$(bash "$ROOT/mk/find-gpu-libs.sh" --make) || die "the GPU libraries are not found (above)"

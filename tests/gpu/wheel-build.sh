@@ -59,4 +59,4 @@ probe=$(env -u LD_LIBRARY_PATH "$B/gpu_probe" 2>&1)
 if grep -qE "^  NCCL +$nccl_ver $NCCL_HOME/lib/libnccl.so.2" <<<"$probe" && grep -qE "^  cuDNN +$cudnn_ver $CUDNN_HOME/lib/libcudnn.so.9" <<<"$probe" &&
    ! grep -q 'NOT' <<<"$probe"; then
     pass "wheel_build_runs_with_the_wheels (NCCL $nccl_ver, cuDNN $cudnn_ver and its engine libraries from the wheels' folders)"
-else fail wheel_build_runs_with_the_wheels "$(grep -E '^  (NCCL|cuDNN|nvrtc|    libcudnn)' <<<"$probe" | tr '\n' ';')"; fi
+else fail wheel_build_runs_with_the_wheels "$(grep -E '^  (NCCL|cuDNN|nvrtc|  libcudnn)' <<<"$probe" | tr '\n' ';')"; fi

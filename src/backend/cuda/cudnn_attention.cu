@@ -251,15 +251,17 @@ extern "C" int cudnn_att_libraries(char *report, size_t report_len, char *why, s
         snprintf(file, sizeof file, "%s/%s", dir, engines[i]);
         void *h = dlopen(file, RTLD_LAZY | RTLD_LOCAL);
         if (h) { dlclose(h); add(report, report_len, "    %s: loads\n", engines[i]); continue; }
-        const char *e = dlerror();
+        char e[512];   // (copied: the next dlopen overwrites dlerror's text)
+        const char *de = dlerror();
+        snprintf(e, sizeof e, "%s", de ? de : "?");
         if (driver < 0) driver = driver_loadable();
-        if (!driver && e && strstr(e, "libcuda.so")) {
+        if (!driver && strstr(e, "libcuda.so")) {
             add(report, report_len, "    %s: needs the NVIDIA driver's libcuda.so.1 (none here)\n", engines[i]);
             continue;
         }
-        add(report, report_len, "    %s: NOT LOADABLE: %s\n", engines[i], e ? e : "?");
+        add(report, report_len, "    %s: NOT LOADABLE: %s\n", engines[i], e);
         if (!rc) snprintf(why, why_len, "cuDNN %s's %s cannot be loaded (%s): cuDNN would refuse or fall back; install cuDNN's "
-                          "complete library set beside %s", api.version, engines[i], e ? e : "?", path);
+                          "complete library set beside %s", api.version, engines[i], e, path);
         rc = 1;
     }
     char nv_why[512] = "";
