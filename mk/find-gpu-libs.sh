@@ -10,7 +10,8 @@
 #   find-gpu-libs.sh --make              one line of make words NAME=value (below), or
 #                                        GPU_LIBS_ERROR=1 with the reason on stderr
 #   find-gpu-libs.sh --report            what was found, where, and every place it looked
-#   find-gpu-libs.sh --runtime-dirs      the folders of the run-time libraries, one a line
+#   find-gpu-libs.sh --runtime-dirs      the folders of the run-time libraries, one a line (also on a
+#                                        node without nvcc: the slim bundle's env.sh asks it)
 #
 # Where it looks, first hit wins (a variable that is set but wrong is an error, never skipped):
 #   nvcc / the toolkit  NVCC; CUDA_HOME, CUDA_PATH, CUDA_ROOT, CUDA_TOOLKIT_ROOT_DIR; environment
@@ -219,7 +220,22 @@ case "$mode" in
     say "MPI" "${mpicc:-NOT FOUND (MPICC, mpicc on PATH)}${mpi_flags:+: $mpi_flags}"
     exit 0 ;;
 --runtime-dirs)
-    for d in "$cuda_libdir" "$cudnn_libdir" "$nccl_libdir" "$nvrtc_libdir"; do
+    # A node without the toolkit (no nvcc) may still have its libraries: CUDA_HOME's, the
+    # versioned folders', the pip wheels' (nvidia/cu13/lib, nvidia/cublas/lib, ...), LD_LIBRARY_PATH's
+    extra=()
+    if [ -z "$cuda_libdir" ]; then
+        for d in ${CUDA_HOME:+"$CUDA_HOME/lib64"} ${CUDA_PATH:+"$CUDA_PATH/lib64"} /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 \
+                 $(echo "${LD_LIBRARY_PATH:-}" | tr ':' ' '); do
+            compgen -G "$d/libcublasLt.so.*" >/dev/null && { extra+=("$d"); break; }
+        done
+        while read -r w; do
+            [ -n "$w" ] || continue
+            for d in "$w/cu13/lib" "$w/cublas/lib" "$w/cuda_runtime/lib" "$w/cuda_nvrtc/lib"; do
+                compgen -G "$d/lib*.so.*" >/dev/null && extra+=("$d")
+            done
+        done <<<"$WHEELS"
+    fi
+    for d in "$cuda_libdir" "${extra[@]}" "$cudnn_libdir" "$nccl_libdir" "$nvrtc_libdir"; do
         [ -n "$d" ] && [ "$d" != none ] && echo "$d"
     done | awk '!seen[$0]++'
     exit 0 ;;

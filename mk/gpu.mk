@@ -40,10 +40,12 @@ gpu-check: $(GPU_CHECK_BINS)
 # library but the NVIDIA driver's and the C/C++ runtime's, found through $$ORIGIN run paths, the
 # MPI runtime, the self-test and the device check (tests/gpu/make-bundle.sh; docs/gpu.md).
 BUNDLE_BINS := train exp prepare info sample gpu_probe attention_bench nccl_bench h5compare test_backend_ops test_comm_device
+# SLIM=1: build/gpu-bundle-slim(.tar.xz), which leaves CUDA's own libraries to a node that has
+# them (tens of MB instead of 1.5 GB; make-bundle.sh --slim).
 gpu-bundle:
 	@bash .ci/deps.sh --bundle
 	@$(MAKE) --no-print-directory BUILD=build/bundle-obj PORTABLE=1 $(addprefix build/bundle-obj/,$(BUNDLE_BINS))
-	@bash tests/gpu/make-bundle.sh build/bundle-obj build/gpu-bundle $(BUNDLE_BINS)
+	@bash tests/gpu/make-bundle.sh $(if $(filter 1,$(SLIM)),--slim build/bundle-obj build/gpu-bundle-slim,build/bundle-obj build/gpu-bundle) $(BUNDLE_BINS)
 
 # The bundle in a bare Debian 12 root (debootstrap; root; minutes, not part of make test): every
 # library of every binary resolves inside the bundle, the binaries start, a CPU step on 2 ranks

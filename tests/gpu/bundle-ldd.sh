@@ -10,6 +10,7 @@
 set -uo pipefail
 B=$(cd "${1:?usage: bundle-ldd.sh BUNDLE_DIR}" && pwd -P)
 source "$(dirname "${BASH_SOURCE[0]}")/bundle-lib.sh"
+grep -q '^slim:' "$B/BUNDLE" 2>/dev/null && BUNDLE_SLIM=1   # CUDA's libraries are the node's too
 n=0; bad=0
 while IFS= read -r -d '' f; do
     head -c 4 "$f" 2>/dev/null | grep -q 'ELF' || continue
@@ -20,7 +21,7 @@ while IFS= read -r -d '' f; do
         name=$(awk '{print $1}' <<<"$line"); path=$(awk '$2 == "=>" {print $3} $2 != "=>" && $1 ~ /^\// {print $1}' <<<"$line")
         [ -n "$name" ] || continue
         base=$(basename "$name")
-        system_lib "$base" && continue
+        node_lib "$base" && continue
         if [ -z "$path" ] || [ "$path" = not ]; then
             echo "bundle-ldd: $f: $base not found"; bad=$((bad + 1)); continue
         fi

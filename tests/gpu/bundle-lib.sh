@@ -13,3 +13,7 @@ system_lib() {
     esac
     return 1
 }
+# The slim bundle (make gpu-bundle SLIM=1) leaves CUDA's own libraries to the node as well: cudart,
+# cuBLAS, cuBLASLt, NCCL, cuDNN and nvrtc, found at run time by its env.sh.
+cuda_lib() { case "$1" in libcudart.so*|libcublas*.so*|libnccl.so*|libcudnn*.so*|libnvrtc*.so*) return 0 ;; esac; return 1; }
+node_lib() { system_lib "$1" || { [ "${BUNDLE_SLIM:-0}" = 1 ] && cuda_lib "$1"; }; }

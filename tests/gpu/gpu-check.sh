@@ -103,7 +103,7 @@ if [ "$GPU_STATE" = broken ] && [ "$GPU_DEVICE" = cuda ]; then
     echo
     fail gpu_check_device "$GPU_WHY"
     for s in "${SECTIONS[@]:1}"; do skip "gpu_check_${s%%:*}" "the GPU is not usable (FAIL gpu_check_device above)"; done
-    echo "gpu-check: FAILED: the GPU is not usable; $(grep -c '^FAIL ' "$OUTDIR/gpu-check.log") failed; files in $OUTDIR"
+    echo "gpu-check: FAILED: the GPU is not usable (the FAIL line above); files in $OUTDIR"
     exit 1
 fi
 PY=python3   # the one with PyTorch (the GPU machine's first python3; Debian's here)

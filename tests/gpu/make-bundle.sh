@@ -23,8 +23,15 @@
 # which must match the kernel module). tests/gpu/bundle-ldd.sh checks exactly that, here and in a
 # bare Debian 12 root (make bundle-check). BUNDLE records the versions and the oldest glibc and
 # libstdc++ the binaries accept.
+#
+# --slim leaves CUDA's own libraries to the node too (cudart, cuBLAS, cuBLASLt, NCCL, cuDNN,
+# nvrtc: 1.4 GB of the 1.5): for a node that has CUDA 13's libraries (modules, a toolkit, or the
+# pip wheels), which env.sh puts on LD_LIBRARY_PATH (BOOST_CUDA_LIBS, else the folders
+# mk/find-gpu-libs.sh --runtime-dirs finds there); the scripts source env.sh, a researcher
+# running bin/train directly sources it first. Written as OUT_DIR.tar.xz.
 set -euo pipefail
-[ $# -ge 3 ] || { echo "usage: make-bundle.sh BUILD_DIR OUT_DIR BIN..." >&2; exit 2; }
+BUNDLE_SLIM=0; [ "${1:-}" = --slim ] && { BUNDLE_SLIM=1; shift; }
+[ $# -ge 3 ] || { echo "usage: make-bundle.sh [--slim] BUILD_DIR OUT_DIR BIN..." >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD_DIR=$(cd "$1" && pwd)
 OUT=$2; shift 2
@@ -38,10 +45,12 @@ grep -q '^cuda build: yes' <<<"$probe" ||
 gpu_libs=$(bash "$ROOT/mk/find-gpu-libs.sh" --make) || die "the GPU libraries are not found (above)"
 gpu_lib() { tr ' ' '\n' <<<"$gpu_libs" | sed -n "s/^$1=//p"; }
 CUDNN_LIBDIR=$(gpu_lib CUDNN_LIBDIR); NVRTC_LIBDIR=$(gpu_lib NVRTC_LIBDIR)
-[ "$CUDNN_LIBDIR" != none ] || die "cuDNN's library (libcudnn.so.9) is not found beside its headers (set CUDNN_HOME to a folder with include/ and lib/)"
-[ "$NVRTC_LIBDIR" != none ] || die "nvrtc (libnvrtc.so.*) is not found (the CUDA toolkit's lib64, or the pip wheel nvidia-cuda-nvrtc)"
+if [ $BUNDLE_SLIM = 0 ]; then
+    [ "$CUDNN_LIBDIR" != none ] || die "cuDNN's library (libcudnn.so.9) is not found beside its headers (set CUDNN_HOME to a folder with include/ and lib/)"
+    [ "$NVRTC_LIBDIR" != none ] || die "nvrtc (libnvrtc.so.*) is not found (the CUDA toolkit's lib64, or the pip wheel nvidia-cuda-nvrtc)"
+fi
 
-rm -rf "$OUT" "$OUT.tar.gz"
+rm -rf "$OUT" "$OUT.tar.gz" "$OUT.tar.xz"
 mkdir -p "$OUT"/{bin,lib,tests/gpu,analysis,data}
 OUT=$(cd "$OUT" && pwd)
 
@@ -54,7 +63,7 @@ copy_deps() {
         while read -r line; do
             name=$(awk '{print $1}' <<<"$line"); path=$(awk '$2 == "=>" {print $3}' <<<"$line")
             [ -n "$name" ] && [ "${name#/}" = "$name" ] || continue
-            system_lib "$name" && continue
+            node_lib "$name" && continue
             [ -n "$path" ] && [ "$path" != not ] || die "$f needs $name, which is not found here"
             [ -e "$OUT/lib/$name" ] || cp -L "$path" "$OUT/lib/$name"
         done < <(ldd "$f" | grep -v 'statically linked')
@@ -70,6 +79,7 @@ done
 copy_deps "$OUT"/bin/*
 
 # ---- what they load at run time: cuDNN and its engines, nvrtc and its builtins ----
+if [ $BUNDLE_SLIM = 0 ]; then
 shopt -s nullglob
 for f in "$CUDNN_LIBDIR"/libcudnn*.so.[0-9] "$NVRTC_LIBDIR"/libnvrtc.so.[0-9]* "$NVRTC_LIBDIR"/libnvrtc-builtins.so.[0-9]*; do
     cp -L "$f" "$OUT/lib/$(basename "$f")"
@@ -82,6 +92,7 @@ for f in "$OUT"/lib/libcudnn*.so.[0-9] "$OUT"/lib/libnvrtc.so.[0-9]*; do
     ln -sf "$(basename "$f")" "$OUT/lib/$(basename "$f" | sed -E 's/\.so\..*/.so/')"
 done
 copy_deps "$OUT"/lib/libcudnn*.so.[0-9] "$OUT"/lib/libnvrtc*.so.[0-9]*
+fi
 
 # ---- Open MPI's runtime, relocated with OPAL_PREFIX (one node: mpirun forks the ranks) ----
 ompi_path() { ompi_info --path "$1" --parsable 2>/dev/null | sed -n "s/^path:$1://p"; }
@@ -150,6 +161,11 @@ if [ -d "$BUNDLE/ompi" ]; then
     # root may run it (containers); more ranks than cores (two ranks on one GPU)
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 fi
+# the slim bundle: CUDA's libraries are the node's (BOOST_CUDA_LIBS=dir1:dir2 names them)
+if grep -q '^slim:' "$BUNDLE/BUNDLE" 2>/dev/null && [ -z "${BOOST_BUNDLE_CUDA_LIBS:-}" ]; then
+    BOOST_BUNDLE_CUDA_LIBS=${BOOST_CUDA_LIBS:-$(bash "$BUNDLE/mk/find-gpu-libs.sh" --runtime-dirs 2>/dev/null | tr '\n' ':' | sed 's/:$//')}
+    export BOOST_BUNDLE_CUDA_LIBS LD_LIBRARY_PATH="$BOOST_BUNDLE_CUDA_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 SH
 if [ -d "$OUT/ompi" ]; then
     cat > "$OUT/bin/mpirun" <<'SH'
@@ -177,6 +193,7 @@ gpu-check:
 	@bin/gpu-check $(out_arg)
 MK
 cp "$ROOT"/tests/lib.sh "$ROOT"/tests/proc.sh "$OUT/tests/"
+mkdir -p "$OUT/mk" && cp "$ROOT/mk/find-gpu-libs.sh" "$OUT/mk/"
 cp "$ROOT"/tests/gpu/*.sh "$OUT/tests/gpu/"
 cp "$ROOT"/analysis/torch_gpu_bench.py "$ROOT"/analysis/torch_model.py "$OUT/analysis/"
 cp -r "$ROOT/experiments" "$OUT/experiments"
@@ -196,13 +213,16 @@ libver() { sed -nE "s/^  $1 +([0-9.]+) .*/\\1/p" <<<"$probe" | head -1; }
     echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME") for any $(uname -m) CPU of its portable level (make PORTABLE=1)"
     echo "CUDA runtime $(libver cudart), cuBLASLt $(libver cuBLASLt), cuDNN $(libver cuDNN), NCCL $(libver NCCL), nvrtc $(libver nvrtc); $ompi_note"
     echo "the node provides: the NVIDIA driver (CUDA $(libver cudart) needs 580 or newer), glibc $(max_version GLIBC) or newer, libstdc++ with GLIBCXX_$(max_version GLIBCXX)"
+    [ $BUNDLE_SLIM = 1 ] && echo "slim: the node provides CUDA 13's cudart, cuBLAS, cuBLASLt, NCCL, cuDNN 9 and nvrtc too (env.sh puts them on LD_LIBRARY_PATH: BOOST_CUDA_LIBS, else mk/find-gpu-libs.sh --runtime-dirs: CUDA_HOME, /usr/local/cuda*, the pip wheels)"
     echo "compute-sanitizer: $san_note"
     echo "libraries: $(cd "$OUT/lib" && ls | tr '\n' ' ')"
 } > "$OUT/BUNDLE"
 
 bash "$ROOT/tests/gpu/bundle-ldd.sh" "$OUT" | tail -3
-tar -C "$(dirname "$OUT")" -czf "$OUT.tar.gz" "$(basename "$OUT")"
+TAR=$OUT.tar.gz
+if [ $BUNDLE_SLIM = 1 ]; then TAR=$OUT.tar.xz; XZ_OPT="-6 -T2" tar -C "$(dirname "$OUT")" -cJf "$TAR" "$(basename "$OUT")"
+else tar -C "$(dirname "$OUT")" -czf "$TAR" "$(basename "$OUT")"; fi
 kib() { du -sk "$1" 2>/dev/null | cut -f1; }
 echo "bundle: $OUT: $(( $(kib "$OUT") / 1024 )) MiB (bin $(( $(kib "$OUT/bin") / 1024 )) MiB, lib $(( $(kib "$OUT/lib") / 1024 )) MiB in $(ls "$OUT/lib" | wc -l) files, Open MPI runtime $(( $(kib "$OUT/ompi") / 1024 )) MiB)"
-echo "tarball: $OUT.tar.gz: $(( $(kib "$OUT.tar.gz") / 1024 )) MiB; on the node: tar xzf $(basename "$OUT").tar.gz && $(basename "$OUT")/bin/selftest"
+echo "tarball: $TAR: $(( $(kib "$TAR") / 1024 )) MiB; on the node: tar xf $(basename "$TAR") && $(basename "$OUT")/bin/selftest"
 sed -n '2,5p' "$OUT/BUNDLE"
