@@ -30,4 +30,4 @@ while IFS= read -r -d '' f; do
     done <<<"$out"
 done < <(find "$B/bin" "$B/lib" "$B/ompi" "$B/sanitizer" -type f -print0 2>/dev/null)
 if [ "$bad" -gt 0 ]; then echo "bundle-ldd: $bad libraries of $n files not inside the bundle"; exit 1; fi
-echo "bundle-ldd: $n files, every library resolves inside the bundle (glibc, libstdc++, libgcc_s and the NVIDIA driver left to the node)"
+echo "bundle-ldd: $n files, every library resolves inside the bundle (glibc, libstdc++, libgcc_s$([ "${BUNDLE_SLIM:-0}" = 1 ] && echo ", CUDA's libraries (slim)") and the NVIDIA driver left to the node)"
