@@ -65,6 +65,7 @@ int gpu_nvidia_present(char *what, size_t n) {
     return 0;
 }
 
+#ifdef BOOST_CUDA
 // The NVIDIA kernel module's version ("580.65.06"), or "" (no driver loaded, or not readable).
 static void driver_module_version(char *out, size_t n) {
     out[0] = 0;
@@ -77,6 +78,7 @@ static void driver_module_version(char *out, size_t n) {
     }
     fclose(f);
 }
+#endif
 
 int gpu_device_count(char *why, size_t why_len) {
     if (why && why_len) why[0] = 0;
