@@ -7,6 +7,8 @@
 # cluster the test starts by itself. Not in the default list: Debian enables slurmctld, slurmd and
 # munge as services at boot when they are installed, which no researcher's machine should get
 # from `make`.
+# `--bundle` (make gpu-bundle and make bundle-check only): patchelf (the bundle's run paths) and
+# debootstrap (the bare Debian 12 root the bundle is checked in).
 # libdnnl-dev (oneDNN): the bf16 CPU back end's GEMMs in bf16 arithmetic (AMX / AVX512-BF16).
 # `--export` (CI; tests/t_export.sh skips without it): Hugging Face transformers from PyPI,
 # which checks build/export's files, in a virtual environment over Debian's python3 and its
@@ -29,6 +31,7 @@ export_venv() {
     "$venv/bin/pip" install -q --disable-pip-version-check "$TRANSFORMERS"
 }
 if [ "${1:-}" = --slurm ]; then pkgs+=(slurm-wlm munge); fi
+if [ "${1:-}" = --bundle ]; then pkgs+=(patchelf debootstrap); fi
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

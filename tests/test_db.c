@@ -269,6 +269,41 @@ TEST(db_migrates_schema_5) {
 }
 
 // ---- a simulated run: kind, hardware, its one step, the simulation row, the views ------------
+// ---- schema 6 files are migrated: events admit 'backend', nothing lost ------------------------
+// A schema-6 file: a fresh one whose events table has schema 6's CHECK (no 'backend'); its views
+// (which read events) go with it, as the migration recreates them.
+TEST(db_migrates_schema_6) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "v6.db");
+    RunDB *db = rundb_open(path);
+    RunInfo ri = make_info("old6", "v", "old6.v.1");
+    int64_t id = rundb_begin_run(db, &ri);
+    rundb_event(db, id, 3, "checkpoint", "ckpt/step_3.h5");
+    rundb_end_run(db, id, "completed", NULL);
+    rundb_close(db);
+    downgrade(path,
+        "CREATE TABLE events_v6 (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+        " step INTEGER, at TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('checkpoint','resumed','error','interrupted',"
+        "'diverged','dump','config_change','warning')), detail TEXT);"
+        "INSERT INTO events_v6 SELECT * FROM events; DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW launch_summary;"
+        "DROP VIEW simulated_runs; DROP VIEW run_config; DROP VIEW config_diff; DROP TABLE events;"
+        "ALTER TABLE events_v6 RENAME TO events; CREATE INDEX events_by_run ON events(run_id, id);"
+        "PRAGMA user_version=6;");
+    sqlite3 *s = raw_open(path);
+    EXPECT(sqlite3_exec(s, "INSERT INTO events (run_id, at, kind) VALUES (1, 'x', 'backend')", NULL, NULL, NULL) != SQLITE_OK,
+           "schema 6 refuses the new kind");
+    sqlite3_close(s);
+    db = rundb_open(path);
+    rundb_event(db, id, 1, "backend", "attention forward B 2 T 128 H 4 Hkv 2 hd 64: the flash kernel (fp32)");
+    rundb_close(db);
+    s = raw_open(path);
+    EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
+    q_text(s, "SELECT group_concat(kind || ':' || COALESCE(step, '-'), ',') FROM (SELECT * FROM events WHERE run_id = 1 ORDER BY id)", t, sizeof t);
+    EXPECT(!strcmp(t, "checkpoint:3,backend:1"), "events after the migration: %s", t);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM run_config") >= 0, "the views read events again");
+    sqlite3_close(s);
+}
+
 TEST(db_simulated_run) {
     char path[300], t[512];
     tmp_path(path, sizeof path, "sim.db");
@@ -828,6 +863,7 @@ int main(void) {
     RUN(db_migrates_schema_3);
     RUN(db_migrates_schema_4);
     RUN(db_migrates_schema_5);
+    RUN(db_migrates_schema_6);
     RUN(db_simulated_run);
     RUN(db_launch_overrides_views);
     RUN(db_summary_medians_spread_rates);

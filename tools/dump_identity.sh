@@ -10,13 +10,12 @@
 # recompute, and dense/cola at dp 2 with ZeRO-1: two optimizer steps of two micro-
 # batches each. Each case keeps its step dumps of steps 1 and 2 (loss, weights, gradients), its
 # checkpoint after step 2 (weights, AdamW moments) and its log. `compare` runs
-# analysis/compare_h5.py --exact over every group of every file and compares the log lines
+# build/h5compare --exact over every group of every file and compares the log lines
 # that carry numbers (losses, communication counts) after dropping timings and paths.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMP_NUM_THREADS=1
-PY=/usr/bin/python3
 
 cases() {  # name np linear extra --set ...
     cat <<'EOF'
@@ -77,7 +76,7 @@ compare() {
             [ "${rel%%/*}" = ckpt ] && fb=$(ls "$b/$name"/ckpt/*/"$(basename "$f")" 2>/dev/null)
             [ -n "$fb" ] || { echo "MISSING $name: $rel not in $b"; bad=$((bad + 1)); continue; }
             g=model,grads,loss; [ "${rel%%/*}" = ckpt ] && g=model,optimizer
-            if out=$($PY "$ROOT/analysis/compare_h5.py" "$f" "$fb" --groups "$g" --exact 2>&1); then n=$((n + 1))
+            if out=$("$ROOT/build/h5compare" "$f" "$fb" --groups "$g" --exact 2>&1); then n=$((n + 1))
             else echo "DIFFER $name $rel: $(echo "$out" | tail -3)"; bad=$((bad + 1)); fi
         done
         if ! diff <(numbers_of "$a/$name/log") <(numbers_of "$b/$name/log") >/dev/null; then

@@ -339,7 +339,8 @@ static int schema_body(RunDB *db, void *from_version) {
     TRY(user_version(db, &v));
     if (v == RUNDB_SCHEMA_VERSION) return SQLITE_OK;   // another process won the race
     const char *sql = v == 0 ? RUNDB_SCHEMA_SQL : v == 1 ? RUNDB_MIGRATE_V1_SQL : v == 2 ? RUNDB_MIGRATE_V2_SQL
-                    : v == 3 ? RUNDB_MIGRATE_V3_SQL : v == 4 ? RUNDB_MIGRATE_V4_SQL : RUNDB_MIGRATE_V5_SQL;
+                    : v == 3 ? RUNDB_MIGRATE_V3_SQL : v == 4 ? RUNDB_MIGRATE_V4_SQL : v == 5 ? RUNDB_MIGRATE_V5_SQL
+                    : RUNDB_MIGRATE_V6_SQL;
     int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK) return rc;
     if (v == 1) {   // every row must still point at its run (ids were kept)
@@ -711,7 +712,7 @@ static const char *phase_of(int i) { return comm_phase_name((CommPhase)i); }
 static const char *group_of(int i) { return comm_group_name((CommGroup)i); }
 const char *const RUNDB_MEMORY_NAMES[RUN_MEM_COUNT + 1] = { "parameters", "gradients", "optimizer", "activations", "peak_rss", NULL };
 static const char *const EVENT_KINDS[] = { "checkpoint", "resumed", "error", "interrupted", "diverged", "dump",
-                                           "config_change", "warning", NULL };
+                                           "config_change", "warning", "backend", NULL };
 const char *const RUNDB_END_STATUS[RUN_END_COUNT + 1] = { "completed", "failed", "interrupted", "diverged", NULL };
 const char *const RUNDB_LAUNCH_END_STATUS[] = { "completed", "failed", "interrupted", NULL };
 

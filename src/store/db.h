@@ -17,7 +17,7 @@
 #include "host.h"
 #include "../core/metrics.h"
 
-#define RUNDB_SCHEMA_VERSION 6   // PRAGMA user_version of databases this build writes (1 to 5 are migrated)
+#define RUNDB_SCHEMA_VERSION 7   // PRAGMA user_version of databases this build writes (1 to 6 are migrated)
 
 typedef struct RunDB RunDB;
 
@@ -202,7 +202,8 @@ typedef enum { RUN_MEM_PARAMETERS, RUN_MEM_GRADIENTS, RUN_MEM_OPTIMIZER, RUN_MEM
 extern const char *const RUNDB_MEMORY_NAMES[RUN_MEM_COUNT + 1];   // "parameters", ..., NULL
 // category: one of RUNDB_MEMORY_NAMES
 void rundb_set_memory(RunDB *db, int64_t run, const char *category, int64_t bytes);
-// kind: checkpoint|resumed|error|interrupted|diverged|dump|config_change|warning; step -1 = none (NULL).
+// kind: checkpoint|resumed|error|interrupted|diverged|dump|config_change|warning|backend (what the back end
+// decided for the run: which attention ran for a shape, and why); step -1 = none (NULL).
 void rundb_event(RunDB *db, int64_t run, int step, const char *kind, const char *detail);
 // Write all buffered rows in one transaction. Never dies on a busy, full or unwritable
 // database: returns 0 when everything is written, 1 when rows stay buffered (a warning

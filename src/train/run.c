@@ -593,6 +593,9 @@ static void run_steps(RunCtx *ctx) {
         comm_measure_waits(comm);   // every rank, outside the step's timing: the collectives' wait apart
         if (root) ctx->last_loss = sm.loss;
         if (root && ctx->db) { rundb_log_step(ctx->db, ctx->run_id, &sm); log_comm_rows(ctx, sm.step); }
+        // what the back end decided during the step (which attention ran for a new shape, and why)
+        for (const char *note; tr->bk->take_note && (note = tr->bk->take_note(tr->bk));)
+            if (root && ctx->db) rundb_event(ctx->db, ctx->run_id, sm.step, "backend", note);
         int stop = exchange_verdicts(ctx, sm.step, step_verdict(ctx, &sm, &first_loss), per_rank);
 
         if (root && (sm.step % tc->log_every == 0 || sm.step == 1 || sm.step == tc->steps || stop)) {
