@@ -14,6 +14,7 @@
 #include "gemm_choice.h"
 #include "onednn.h"
 #include "../../core/check.h"
+#include "../../core/crc32.h"
 
 // Seconds a new shape's measurement aims at (at least 7 rounds of every library): about 30 s
 // for the ~30 distinct GEMMs of the CoLA-60M bench, once per host.
@@ -100,6 +101,17 @@ static void per_shape_setup(const char *req, int table) {
     if (S.writable) cpu_gemm_table_load(S.path, -1, &S.host, 0, &S.table, &S.n_table, &S.cap_table);
 }
 
+// The table's lines that apply, as the run's record names them: CRC-32 of each shape and its
+// library, in the file's order (a table that gained lines since has another digest).
+static uint32_t table_digest(void) {
+    uint32_t crc = 0;
+    for (int i = 0; i < S.n_table; i++) {
+        crc = crc32_update(crc, &S.table[i].key, sizeof S.table[i].key);
+        crc = crc32_update(crc, &S.table[i].lib, sizeof S.table[i].lib);
+    }
+    return crc;
+}
+
 int cpu_sgemm_choose(const char *request) {
     const char *req;
     int table;
@@ -131,12 +143,12 @@ int cpu_sgemm_choose(const char *request) {
         if (per[l]) xsnprintf(counts + k, sizeof counts - k, "%s%s %d", k ? ", " : "", cpu_gemm_lib_name((GemmLib)l), per[l]);
     }
     if (table)
-        xsnprintf(S.line, sizeof S.line, "per shape from %s (BOOST_CPU_GEMM=%s: %d shapes%s%s%s; a shape not in it: %s)",
-                  S.path, req, S.n_table, counts[0] ? ": " : "", counts, "", cpu_gemm_lib_name(S.def));
+        xsnprintf(S.line, sizeof S.line, "per shape from %s (BOOST_CPU_GEMM=%s: %d shapes%s%s, crc32 %08x; a shape not "
+                  "in it: %s)", S.path, req, S.n_table, counts[0] ? ": " : "", counts, table_digest(), cpu_gemm_lib_name(S.def));
     else if (S.writable)
         xsnprintf(S.line, sizeof S.line, "per shape, the faster of %s, measured on this host (BOOST_CPU_GEMM=auto; "
-                  "%s holds %d shapes of this host%s%s, a new shape is measured on first use)", libs, S.path, S.n_table,
-                  counts[0] ? ": " : "", counts);
+                  "%s holds %d shapes of this host%s%s, crc32 %08x; a new shape is measured on first use and added)", libs,
+                  S.path, S.n_table, counts[0] ? ": " : "", counts, table_digest());
     else
         xsnprintf(S.line, sizeof S.line, "%s for every shape (BOOST_CPU_GEMM=auto without a table: no folder for %s, "
                   "so nothing is measured; the CPU's default: %s)", cpu_gemm_lib_version(S.def), S.path,
