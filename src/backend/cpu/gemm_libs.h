@@ -8,7 +8,7 @@
 //   onednn    oneDNN's fp32 matmul primitive on OpenMP's threads (onednn.h)
 //   blis      BLIS's bli_sgemm from Debian's libblis4-openmp (libblis.so.4), on OpenMP's threads
 //   mkl       Intel MKL's cblas_sgemm from libmkl_rt (PyPI's `mkl` wheel: .ci/deps.sh --mkl puts
-//             it in build/venv-mkl), GNU threading layer (OpenMP's threads), conditional
+//             it in build/venv-mkl; else the loader's path, or the file BOOST_MKL names), GNU threading layer (OpenMP's threads), conditional
 //             numerical reproducibility on (MKL_CBWR_AUTO | STRICT: the same bits run to run)
 // The two loaded libraries are opened RTLD_LOCAL | RTLD_DEEPBIND, so their BLAS symbols and
 // OpenBLAS's never stand in for each other.
