@@ -334,10 +334,45 @@ TEST(damaged_table_lines_refused) {
     printf("  %d of %d damaged tables refused\n", refused, cases);
 }
 
+// The measurement's rule on generated shapes, with every installed library: OpenBLAS's ratio
+// is 1, each library's quartiles hold its median, and the choice is the lowest median unless
+// that is within CHOICE_MARGIN of the default's, which then stays.
+TEST(measurement_rule) {
+    GemmLib libs[GEMM_N_LIBS];
+    int n = 0;
+    for (int l = 0; l < GEMM_N_LIBS; l++) if (cpu_gemm_lib_available((GemmLib)l, NULL, 0)) libs[n++] = (GemmLib)l;
+    Rng rng = { .state = 0x3ea5 };
+    for (int i = 0; i < 4; i++) {
+        Shape s = shape_make(&rng);
+        float *C = malloc(s.nc * 4);
+        s.g.C = C;
+        for (int d = 0; d < 2; d++) {
+            GemmLib def = d ? GEMM_ONEDNN : GEMM_OPENBLAS;
+            GemmChoice c;
+            cpu_gemm_measure(&s.g, libs, n, def, 0.01, &c);
+            EXPECT(c.med[GEMM_OPENBLAS] == 1.0f && c.rounds >= 7, "shape %d: OpenBLAS's ratio %g, %d rounds", i,
+                   c.med[GEMM_OPENBLAS], c.rounds);
+            float lowest = 1e30f;
+            for (int k = 0; k < n; k++) {
+                GemmLib l = libs[k];
+                EXPECT(c.q1[l] <= c.med[l] && c.med[l] <= c.q3[l], "shape %d, %s: quartiles %g %g %g", i,
+                       cpu_gemm_lib_name(l), c.q1[l], c.med[l], c.q3[l]);
+                if (c.med[l] < lowest) lowest = c.med[l];
+            }
+            int ok = c.med[c.lib] == lowest || (c.lib == def && lowest > (1 - CHOICE_MARGIN) * c.med[def]);
+            EXPECT(ok, "shape %d, default %s: chose %s (median %g), the lowest median is %g", i, cpu_gemm_lib_name(def),
+                   cpu_gemm_lib_name(c.lib), c.med[c.lib], lowest);
+        }
+        free(C);
+        shape_free(&s);
+    }
+}
+
 int main(void) {
     if (tl_tmpdir(dir, sizeof dir, "test_sgemm")) return 1;
     RUN(every_library_within_fp32_bounds);
     RUN(modes_and_default);
+    RUN(measurement_rule);
     RUN(table_measured_once_and_read_back);
     RUN(damaged_table_lines_refused);
     return tl_finish(dir);

@@ -28,7 +28,8 @@ static double timed(GemmLib l, const GemmArgs *g) {
     cpu_gemm_lib_run(l, g);
     return now_seconds() - t0;
 }
-enum { MIN_ROUNDS = 7, MAX_ROUNDS = 31 };
+enum { MIN_ROUNDS = 7, MAX_ROUNDS = 31, CUT = 3 };
+#define SLOW 1.5
 static int cmp_float(const void *a, const void *b) { float x = *(const float *)a, y = *(const float *)b; return (x > y) - (x < y); }
 
 void cpu_gemm_measure(const GemmArgs *g, const GemmLib *libs, int n, GemmLib def, double budget_s, GemmChoice *out) {
@@ -54,11 +55,25 @@ void cpu_gemm_measure(const GemmArgs *g, const GemmLib *libs, int n, GemmLib def
     int rounds = round_s > 0 ? (int)(budget_s / round_s) : MAX_ROUNDS;
     if (rounds < MIN_ROUNDS) rounds = MIN_ROUNDS;
     if (rounds > MAX_ROUNDS) rounds = MAX_ROUNDS;
+    // A library slower than SLOW x the round's fastest in each of the first CUT rounds is out
+    // for the rest (its ratios are those rounds'): BLIS's AVX2 kernels at 2-13x OpenBLAS on an
+    // AVX-512 CPU would otherwise make each round as long as theirs. OpenBLAS, the ratios'
+    // reference, stays.
     float ratio[GEMM_N_LIBS][MAX_ROUNDS];
+    int nr[GEMM_N_LIBS] = { 0 }, slow[GEMM_N_LIBS] = { 0 }, live[GEMM_N_LIBS];
+    for (int i = 0; i < n; i++) live[i] = 1;
     for (int r = 0; r < rounds; r++) {
-        double t[GEMM_N_LIBS];
-        for (int j = 0; j < n; j++) { int i = (j + r) % n; t[i] = timed(libs[i], &h); }
-        for (int i = 0; i < n; i++) ratio[i][r] = (float)(t[i] / (t[0] > 0 ? t[0] : 1e-9));
+        double t[GEMM_N_LIBS], fastest = 1e30;
+        for (int j = 0; j < n; j++) {
+            int i = (j + r) % n;
+            if (live[i]) { t[i] = timed(libs[i], &h); if (t[i] < fastest) fastest = t[i]; }
+        }
+        for (int i = 0; i < n; i++) {
+            if (!live[i]) continue;
+            ratio[i][nr[i]++] = (float)(t[i] / (t[0] > 0 ? t[0] : 1e-9));
+            slow[i] += t[i] > SLOW * fastest;
+            if (i > 0 && r == CUT - 1 && slow[i] == CUT) live[i] = 0;
+        }
     }
     free(A); free(B); free(C);
 
@@ -67,11 +82,12 @@ void cpu_gemm_measure(const GemmArgs *g, const GemmLib *libs, int n, GemmLib def
     for (int l = 0; l < GEMM_N_LIBS; l++) out->med[l] = out->q1[l] = out->q3[l] = NAN;
     int best = 0;
     for (int i = 0; i < n; i++) {
-        qsort(ratio[i], (size_t)rounds, sizeof(float), cmp_float);
+        int k = nr[i];
+        qsort(ratio[i], (size_t)k, sizeof(float), cmp_float);
         GemmLib l = libs[i];
-        out->med[l] = rounds % 2 ? ratio[i][rounds / 2] : 0.5f * (ratio[i][rounds / 2 - 1] + ratio[i][rounds / 2]);
-        out->q1[l] = ratio[i][(rounds - 1) / 4];
-        out->q3[l] = ratio[i][(3 * (rounds - 1) + 3) / 4];
+        out->med[l] = k % 2 ? ratio[i][k / 2] : 0.5f * (ratio[i][k / 2 - 1] + ratio[i][k / 2]);
+        out->q1[l] = ratio[i][(k - 1) / 4];
+        out->q3[l] = ratio[i][(3 * (k - 1) + 3) / 4];
         if (out->med[l] < out->med[libs[best]]) best = i;
     }
     out->lib = libs[best];

@@ -6,7 +6,8 @@
 // the shape, one warm-up call each, then rounds in which each library runs once, in an order
 // that rotates from round to round; each round gives each library's time over OpenBLAS's in
 // the same round (paired: a burst of other work hits the pair alike), and the median of
-// those ratios over the rounds decides. A library other than the CPU's default (sgemm.h
+// those ratios over the rounds decides. A library 1.5x slower than the round's fastest in each
+// of the first 3 rounds sits out the rest (its ratios are those 3 rounds'). A library other than the CPU's default (sgemm.h
 // cpu_sgemm_default_lib) is taken only when its median is at least CHOICE_MARGIN faster than
 // the default's, so a tie does not flip between hosts or measurements.
 //
