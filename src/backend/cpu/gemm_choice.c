@@ -30,6 +30,7 @@ static double timed(GemmLib l, const GemmArgs *g) {
 }
 enum { MIN_ROUNDS = 7, MAX_ROUNDS = 31, CUT = 3 };
 #define SLOW 1.5
+#define WIN_SHARE (2.0 / 3.0)
 static int cmp_float(const void *a, const void *b) { float x = *(const float *)a, y = *(const float *)b; return (x > y) - (x < y); }
 
 void cpu_gemm_measure(const GemmArgs *g, const GemmLib *libs, int n, GemmLib def, double budget_s, GemmChoice *out) {
@@ -59,20 +60,20 @@ void cpu_gemm_measure(const GemmArgs *g, const GemmLib *libs, int n, GemmLib def
     // for the rest (its ratios are those rounds'): BLIS's AVX2 kernels at 2-13x OpenBLAS on an
     // AVX-512 CPU would otherwise make each round as long as theirs. OpenBLAS, the ratios'
     // reference, stays.
-    float ratio[GEMM_N_LIBS][MAX_ROUNDS];
-    int nr[GEMM_N_LIBS] = { 0 }, slow[GEMM_N_LIBS] = { 0 }, live[GEMM_N_LIBS];
+    double tt[GEMM_N_LIBS][MAX_ROUNDS];   // seconds per round (NAN: sat out)
+    int slow[GEMM_N_LIBS] = { 0 }, live[GEMM_N_LIBS];
     for (int i = 0; i < n; i++) live[i] = 1;
     for (int r = 0; r < rounds; r++) {
-        double t[GEMM_N_LIBS], fastest = 1e30;
+        double fastest = 1e30;
         for (int j = 0; j < n; j++) {
             int i = (j + r) % n;
-            if (live[i]) { t[i] = timed(libs[i], &h); if (t[i] < fastest) fastest = t[i]; }
+            tt[i][r] = live[i] ? timed(libs[i], &h) : NAN;
+            if (live[i] && tt[i][r] < fastest) fastest = tt[i][r];
         }
-        for (int i = 0; i < n; i++) {
+        for (int i = 1; i < n; i++) {
             if (!live[i]) continue;
-            ratio[i][nr[i]++] = (float)(t[i] / (t[0] > 0 ? t[0] : 1e-9));
-            slow[i] += t[i] > SLOW * fastest;
-            if (i > 0 && r == CUT - 1 && slow[i] == CUT) live[i] = 0;
+            slow[i] += tt[i][r] > SLOW * fastest;
+            if (r == CUT - 1 && slow[i] == CUT) live[i] = 0;
         }
     }
     free(A); free(B); free(C);
@@ -80,19 +81,33 @@ void cpu_gemm_measure(const GemmArgs *g, const GemmLib *libs, int n, GemmLib def
     memset(out, 0, sizeof *out);
     out->key = cpu_gemm_key(g, omp_get_max_threads());
     for (int l = 0; l < GEMM_N_LIBS; l++) out->med[l] = out->q1[l] = out->q3[l] = NAN;
-    int best = 0;
+    int best = 0, idef = 0;
     for (int i = 0; i < n; i++) {
-        int k = nr[i];
-        qsort(ratio[i], (size_t)k, sizeof(float), cmp_float);
+        float ratio[MAX_ROUNDS];
+        int k = 0;
+        for (int r = 0; r < rounds; r++) if (!isnan(tt[i][r])) ratio[k++] = (float)(tt[i][r] / tt[0][r]);
+        qsort(ratio, (size_t)k, sizeof(float), cmp_float);
         GemmLib l = libs[i];
-        out->med[l] = k % 2 ? ratio[i][k / 2] : 0.5f * (ratio[i][k / 2 - 1] + ratio[i][k / 2]);
-        out->q1[l] = ratio[i][(k - 1) / 4];
-        out->q3[l] = ratio[i][(3 * (k - 1) + 3) / 4];
+        out->med[l] = k % 2 ? ratio[k / 2] : 0.5f * (ratio[k / 2 - 1] + ratio[k / 2]);
+        out->q1[l] = ratio[(k - 1) / 4];
+        out->q3[l] = ratio[(3 * (k - 1) + 3) / 4];
         if (out->med[l] < out->med[libs[best]]) best = i;
+        if (l == def) idef = i;
     }
     out->lib = libs[best];
-    // a tie keeps the default: another library must be CHOICE_MARGIN faster than it
-    if (out->lib != def && !isnan(out->med[def]) && out->med[out->lib] > (1 - CHOICE_MARGIN) * out->med[def]) out->lib = def;
+    // Against the default, paired round by round: the other library must be CHOICE_MARGIN
+    // faster on the median of its time over the default's and faster in WIN_SHARE of the
+    // rounds both ran; else (a tie, or a lead that a burst of load could have made) the
+    // default stays. A choice persists in the table, so a doubtful one costs every later run.
+    if (best != idef && libs[idef] == def) {
+        float q[MAX_ROUNDS];
+        int k = 0, wins = 0;
+        for (int r = 0; r < rounds; r++)
+            if (!isnan(tt[best][r]) && !isnan(tt[idef][r])) { q[k] = (float)(tt[best][r] / tt[idef][r]); wins += q[k] < 1; k++; }
+        qsort(q, (size_t)k, sizeof(float), cmp_float);
+        float mq = k % 2 ? q[k / 2] : 0.5f * (q[k / 2 - 1] + q[k / 2]);
+        if (!(mq < 1 - CHOICE_MARGIN) || wins < WIN_SHARE * k) out->lib = def;
+    }
     out->rounds = rounds;
     double l1;
     out->load = getloadavg(&l1, 1) == 1 ? l1 : -1;

@@ -7,9 +7,11 @@
 // that rotates from round to round; each round gives each library's time over OpenBLAS's in
 // the same round (paired: a burst of other work hits the pair alike), and the median of
 // those ratios over the rounds decides. A library 1.5x slower than the round's fastest in each
-// of the first 3 rounds sits out the rest (its ratios are those 3 rounds'). A library other than the CPU's default (sgemm.h
-// cpu_sgemm_default_lib) is taken only when its median is at least CHOICE_MARGIN faster than
-// the default's, so a tie does not flip between hosts or measurements.
+// of the first 3 rounds sits out the rest (its ratios are those 3 rounds'). A library other
+// than the CPU's default (sgemm.h cpu_sgemm_default_lib) is taken only when, paired round by
+// round against the default, its median time over the default's is CHOICE_MARGIN below 1 and
+// it was faster in two thirds of the rounds: a tie, or a lead a burst of load could have made,
+// keeps the default (a choice persists in the table).
 //
 // The table (cpu_gemm_table_*): a tab-separated file, appended to under an exclusive lock
 // (flock) so that the processes of one host (MPI ranks, concurrent runs) measure each shape

@@ -141,6 +141,16 @@ int cpu_gemm_lib_available(GemmLib l, char *why, size_t why_n) {
     return L->ok;
 }
 
+int cpu_gemm_lib_below_cpu(GemmLib l, char *why, size_t why_n) {
+    if (l != GEMM_BLIS || !cpu_gemm_lib_available(l, NULL, 0)) return 0;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f")) return 0;
+    static const char *const avx512[] = { " skx", " knl", " zen4", " zen5" };
+    for (int i = 0; i < 4; i++) if (strstr(blis.version, avx512[i])) return 0;
+    if (why) snprintf(why, why_n, "%s, no AVX-512 kernels", blis.version);
+    return 1;
+}
+
 const char *cpu_gemm_lib_version(GemmLib l) {
     static char ob[96];
     switch (l) {

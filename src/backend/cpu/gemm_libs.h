@@ -25,6 +25,10 @@ int cpu_gemm_lib_by_name(const char *name);
 // 1 when the library can run here (loading it the first time), else 0 with the reason in
 // why (may be NULL): not installed, or no AVX-512 kernels where the CPU has AVX-512.
 int cpu_gemm_lib_available(GemmLib l, char *why, size_t why_n);
+// 1 where the library is installed but runs kernels for a lower ISA than the CPU has (BLIS's
+// haswell kernels on an AVX-512 CPU: Debian's 0.9.0 has no skx set), with the reason in why:
+// auto leaves it out of the measurement (it can still be forced).
+int cpu_gemm_lib_below_cpu(GemmLib l, char *why, size_t why_n);
 // "OpenBLAS 0.3.21 Cooperlake", "oneDNN 2.6.3", "BLIS 0.9.0 haswell", "MKL 2026.2.0": the
 // version and kernels this process runs (of an available library).
 const char *cpu_gemm_lib_version(GemmLib l);

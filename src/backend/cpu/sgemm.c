@@ -1,6 +1,7 @@
 // sgemm.c — the CPU back ends' fp32 GEMM: the mode, the per-shape choice and the dispatch
 // (sgemm.h).
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
@@ -43,7 +44,8 @@ static struct {
     Used *used;
     int n_used, cap_used, last;
     GemmLib def;                   // cpu_sgemm_default_lib
-    char line[640];
+    char left_out[300];            // an installed library auto does not measure, and why
+    char line[520];                // the describe line, capped: it goes into the run's 1 KiB library record
 } S = { .mode = -1 };
 
 GemmLib cpu_sgemm_default_lib(char *why, size_t why_n) {
@@ -67,6 +69,15 @@ int cpu_sgemm_on_openmp(void) {
     return m >= 0 && (m == SGEMM_PER_SHAPE || cpu_gemm_lib_on_openmp((GemmLib)m));
 }
 
+// The describe line; one longer than its buffer (a long BOOST_CPU_GEMM_CACHE path) ends in "...".
+__attribute__((format(printf, 1, 2))) static void set_line(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(S.line, sizeof S.line, fmt, ap);
+    va_end(ap);
+    if (k >= (int)sizeof S.line) memcpy(S.line + sizeof S.line - 4, "...", 4);
+}
+
 static void forget_shapes(void) {
     free(S.table); free(S.used);
     S.table = NULL; S.n_table = S.cap_table = 0;
@@ -76,7 +87,12 @@ static void forget_shapes(void) {
 // A library per shape: which file, and what this host's lines of it say.
 static void per_shape_setup(const char *req, int table) {
     S.n_libs = 0;
-    for (int l = 0; l < GEMM_N_LIBS; l++) if (cpu_gemm_lib_available((GemmLib)l, NULL, 0)) S.libs[S.n_libs++] = (GemmLib)l;
+    S.left_out[0] = 0;
+    for (int l = 0; l < GEMM_N_LIBS; l++) {
+        if (!cpu_gemm_lib_available((GemmLib)l, NULL, 0)) continue;
+        if (cpu_gemm_lib_below_cpu((GemmLib)l, S.left_out, sizeof S.left_out)) continue;
+        S.libs[S.n_libs++] = (GemmLib)l;
+    }
     cpu_gemm_host(&S.host, S.libs, S.n_libs);
     S.table_mode = table;
     S.writable = 0;
@@ -96,9 +112,12 @@ static void per_shape_setup(const char *req, int table) {
     xsnprintf(dir, sizeof dir, "%s", S.path);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0; else xsnprintf(dir, sizeof dir, ".");
+    // measured into where the folder can take a new file and the file (if any) can be appended
+    // to; a table that exists but cannot be written is still read
     struct stat st;
-    S.writable = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK) == 0;
-    if (S.writable) cpu_gemm_table_load(S.path, -1, &S.host, 0, &S.table, &S.n_table, &S.cap_table);
+    int have = access(S.path, F_OK) == 0;
+    S.writable = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK) == 0 && (!have || access(S.path, W_OK) == 0);
+    if (have) cpu_gemm_table_load(S.path, -1, &S.host, 0, &S.table, &S.n_table, &S.cap_table);
 }
 
 // The table's lines that apply, as the run's record names them: CRC-32 of each shape and its
@@ -126,7 +145,7 @@ int cpu_sgemm_choose(const char *request) {
     S.mode = m;
     S.def = cpu_sgemm_default_lib(why, sizeof why);
     if (m != SGEMM_PER_SHAPE) {
-        xsnprintf(S.line, sizeof S.line, "%s (BOOST_CPU_GEMM=%s)", cpu_gemm_lib_version((GemmLib)m), req);
+        set_line("%s (BOOST_CPU_GEMM=%s)", cpu_gemm_lib_version((GemmLib)m), req);
         return m;
     }
     per_shape_setup(req, table);
@@ -143,14 +162,19 @@ int cpu_sgemm_choose(const char *request) {
         if (per[l]) xsnprintf(counts + k, sizeof counts - k, "%s%s %d", k ? ", " : "", cpu_gemm_lib_name((GemmLib)l), per[l]);
     }
     if (table)
-        xsnprintf(S.line, sizeof S.line, "per shape from %s (BOOST_CPU_GEMM=%s: %d shapes%s%s, crc32 %08x; a shape not "
+        set_line("per shape from %s (BOOST_CPU_GEMM=%s: %d shapes%s%s, crc32 %08x; a shape not "
                   "in it: %s)", S.path, req, S.n_table, counts[0] ? ": " : "", counts, table_digest(), cpu_gemm_lib_name(S.def));
     else if (S.writable)
-        xsnprintf(S.line, sizeof S.line, "per shape, the faster of %s, measured on this host (BOOST_CPU_GEMM=auto; "
-                  "%s holds %d shapes of this host%s%s, crc32 %08x; a new shape is measured on first use and added)", libs,
-                  S.path, S.n_table, counts[0] ? ": " : "", counts, table_digest());
+        set_line("per shape, the faster of %s, measured on this host (BOOST_CPU_GEMM=auto; "
+                  "%s holds %d shapes of this host%s%s, crc32 %08x; a new shape is measured on first use and added%s%s)",
+                  libs, S.path, S.n_table, counts[0] ? ": " : "", counts, table_digest(), S.left_out[0] ? "; left out: " : "",
+                  S.left_out);
+    else if (S.n_table)
+        set_line("per shape from %s, which cannot be written (BOOST_CPU_GEMM=auto: %d shapes of "
+                  "this host%s%s, crc32 %08x; a shape not in it is not measured and runs on %s)", S.path, S.n_table,
+                  counts[0] ? ": " : "", counts, table_digest(), cpu_gemm_lib_name(S.def));
     else
-        xsnprintf(S.line, sizeof S.line, "%s for every shape (BOOST_CPU_GEMM=auto without a table: no folder for %s, "
+        set_line("%s for every shape (BOOST_CPU_GEMM=auto without a table: %s cannot be written, "
                   "so nothing is measured; the CPU's default: %s)", cpu_gemm_lib_version(S.def), S.path,
                   S.def == GEMM_ONEDNN ? "AMD with AVX-512" : why);
     return m;
@@ -232,7 +256,11 @@ static Used *shape_of(const GemmArgs *g) {
                     S.path, s, cpu_gemm_lib_name(S.def));
         }
     } else if (S.writable) u.source = decide_auto(g, &k, &u.c);
-    else { u.c.lib = S.def; u.source = SRC_DEFAULT; }
+    else {   // a table that cannot be written: its lines, the default for the rest
+        const GemmChoice *t = table_find(&k);
+        if (t) { u.c = *t; u.source = SRC_TABLE; }
+        else { u.c.lib = S.def; u.source = SRC_DEFAULT; }
+    }
     if (!cpu_gemm_lib_available(u.c.lib, NULL, 0)) {   // a forced table naming a library not installed here
         char why[400];
         cpu_gemm_lib_available(u.c.lib, why, sizeof why);

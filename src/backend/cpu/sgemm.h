@@ -7,8 +7,9 @@
 //                   (gemm_choice.h; BOOST_CPU_GEMM_CACHE, default runs/gemm-choices.tsv beside
 //                   the default run database) names it, and a shape the table lacks is measured
 //                   on its first use and added, under a file lock (the ranks of a host agree).
-//                   Without the table's folder nothing is measured: every shape runs on the
-//                   CPU's default (cpu_sgemm_default_lib), and the line says so.
+//                   Where the table cannot be written (no folder for it, or a read-only
+//                   file) nothing is measured: a shape it lacks runs on the CPU's default
+//                   (cpu_sgemm_default_lib), and the line says so.
 //   openblas, onednn, blis, mkl   that library for every product (one not installed: exit 2)
 //   table:PATH      per shape as the table at PATH says (every line of it, any host), never
 //                   measuring; a shape it lacks runs on the CPU's default (said once on stderr)
