@@ -176,7 +176,7 @@ TEST(utf8_rule_is_rfc3629) {
         b[0] = (unsigned char)(0xF0 | (b[0] & 0x0F));   // 4-byte leads and their neighbours
         if (utf8_seq_len(b, 4) != utf8_reference(b, 4)) { EXPECT(0, "4 bytes %02x %02x %02x %02x", b[0], b[1], b[2], b[3]); bad++; }
     }
-    // the two of the issue, in text: an overlong '/' and a surrogate, counted as bad bytes
+    // two bad sequences in text: an overlong '/' and a surrogate, counted as bad bytes
     const unsigned char t[] = { 'a', 0xC0, 0xAF, 'b', 0xED, 0xA0, 0x80, 0xC3, 0xA9 };
     EXPECT(utf8_first_invalid(t, sizeof t) == 1 && utf8_count_invalid(t, sizeof t) == 5, "first %ld, count %zu",
            utf8_first_invalid(t, sizeof t), utf8_count_invalid(t, sizeof t));

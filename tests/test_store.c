@@ -500,7 +500,7 @@ static void write_ckpt(const char *path, const ModelState *a, int64_t step) {
     checkpoint_write(path, a, &meta);
 }
 
-// The probe of issue 13: random 256-byte blocks overwritten inside the file. Every trial
+// The corruption probe: random 256-byte blocks overwritten inside the file. Every trial
 // must be refused by name (exit 2, "damaged") or, when the blocks fell on bytes the file
 // does not use, load bit-identical: never a different state, never a crash.
 TEST(ckpt_damaged_blocks_refused_or_identical) {

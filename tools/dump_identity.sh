@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bit-identity of two builds of the engine (issue 19: a restructuring changes no number).
+# Bit-identity of two builds of the engine (a restructuring changes no number).
 #
 #   tools/dump_identity.sh record BUILD OUT    run the reference cases with BUILD/train into OUT
 #   tools/dump_identity.sh compare OUT_A OUT_B  every dataset bit for bit, logs' counts equal
@@ -59,7 +59,7 @@ YAML
 
 numbers_of() {  # what must not change: the configuration echo (paths dropped), each step's loss
     # and gradient norm, validation losses, communication counts; no timings, FLOP or MFU figures
-    # (issue 19 unifies the FLOP convention, so FLOPs/token may move; nothing else may);
+    # (a change of the FLOP convention may move FLOPs/token; nothing else may);
     # seconds ("0.02s", the tokenizer's and the cache's) are timings too
     sed -E -e 's/\b[0-9]+(\.[0-9]+)?s\b/Ns/g' -e 's/^step +([0-9]+)\/([0-9]+) \| (loss [0-9.]+) \| lr ([^|]+)\| (norm +[0-9.]+) .*/step \1 of \2 \3 lr \4 \5/' "$1" |
         grep -v -E '/|^run |^overrides:'
