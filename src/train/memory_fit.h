@@ -1,5 +1,6 @@
 // memory_fit.h — does a run fit this machine's memory? The one memory pre-flight, made before
-// anything is allocated or created: by `make exp` (once, before it starts the ranks), by
+// anything is allocated or created: by `make exp` (once, before it starts the ranks, through
+// the launch plan's pre-flight, train/plan.h, when the ranks run on this host), by
 // build/train (rank 0 for the largest rank, before its run folder and database; every rank
 // for its own part, before the trainer allocates it).
 //

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "plan.h"
+#include "memory_fit.h"
 #include "trainer.h"
 #include "../backend/backend.h"
 #include "../core/check.h"
@@ -103,6 +104,7 @@ void plan_resources_here(PlanResources *r) {
     memset(r, 0, sizeof *r);
     if (gethostname(r->host, sizeof r->host - 1) != 0) snprintf(r->host, sizeof r->host, "?");
     snprintf(r->where, sizeof r->where, "this host (%.250s)", r->host);
+    r->here = 1;
     r->mem_available = -1;
     FILE *f = fopen("/proc/meminfo", "r");
     if (f) {
@@ -202,12 +204,18 @@ int plan_preflight(const Config *c, const char *experiment, const char *variant,
         }
         return 0;
     }
-    if (!(res->mem_available > 0)) return 0;
-    double avail = res->mem_available / ranks_per_node;
-    if (need <= avail) return 0;
     char hint[4096];
     snprintf(hint, sizeof hint, "%s; a paper-scale variant runs on GPUs: the GPU recipes are experiments/paper-*.yaml "
              "(e.g. make exp EXP=paper-ablations on a 4-GPU node, docs/gpu.md); %s", reduce, simulate);
+    if (res->here) {   // this host: the one memory pre-flight build/train makes too (MemAvailable, cgroup, ulimit)
+        char why[1500];
+        if (trainer_memory_fits(c, -1, ranks_per_node, why, sizeof why)) return 0;
+        out->preflight = 1;
+        return refuse(out, hint, "variant %s does not fit: %s; refused before starting it", variant, why);
+    }
+    if (!(res->mem_available > 0)) return 0;
+    double avail = res->mem_available / ranks_per_node;
+    if (need <= avail) return 0;
     out->preflight = 1;
     return refuse(out, hint, "variant %s needs %.1f GiB per rank (%d rank%s on a node, the dry back end's accounting) but "
                   "%s has %.1f GiB available per rank: refused before starting it", variant, need / GIB, ranks_per_node,

@@ -39,6 +39,8 @@ typedef struct {
     double device_memory[PLAN_MAX_DEVICES];  // bytes each, as the driver reports it (0 unknown)
     char device_name[128];                   // the first device's name
     char no_device[300];                     // why there is none ("" when there are devices)
+    int here;                                // this process's host (plan_resources_here): its memory is
+                                             // checked by train/memory_fit.h, the same check build/train makes
 } PlanResources;
 // This host's: /proc/meminfo, the cores of this process's CPU set, the CUDA devices.
 void plan_resources_here(PlanResources *r);
