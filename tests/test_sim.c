@@ -380,8 +380,8 @@ TEST(tracer_rank_share_and_layer_trace) {
     sim_tracer_trace_layer(&two, 1, 1);
     sim_tracer_op(&one, &m);
     sim_tracer_op(&two, &m);
-    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 1, 2, 1000, 2000 };
-    CommRecord other = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000, 2000 };
+    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 1, 2, 1000, 2000, COMM_RECORD_CALL, 0 };
+    CommRecord other = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000, 2000, COMM_RECORD_CALL, 0 };
     sim_tracer_comm(&two, &ar);
     sim_tracer_comm(&two, &other);
     EXPECT(close_rel(sim_tracer_take(&two).compute_s, 2 * sim_tracer_take(&one).compute_s, 1e-12), "half the rate on a shared node");
@@ -765,9 +765,9 @@ TEST(tracer_prices_records) {
     OpInfo m = { .name = "silu_forward", .cls = OPC_MEMORY, .flops = 1e6, .bytes = 4e6, .phase = PHASE_BACKWARD, .layer = -1 };
     obs.end(&t, &g);
     obs.end(&t, &m);
-    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000000, 2000000 };
-    CommRecord sd = { COMM_SEND, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000 };
-    CommRecord rv = { COMM_RECV, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000 };
+    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000000, 2000000, COMM_RECORD_CALL, 0 };
+    CommRecord sd = { COMM_SEND, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000, COMM_RECORD_CALL, 0 };
+    CommRecord rv = { COMM_RECV, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000, COMM_RECORD_CALL, 0 };
     cobs(&t, &ar);
     cobs(&t, &sd);
     cobs(&t, &rv);
