@@ -35,6 +35,23 @@ include mk/gpu.mk
 # command: `make exp 'EXP=$$(touch x)'` names an experiment called "$$(touch x)".
 shq  = '$(subst ','\'',$(1))'
 qvar = $(call shq,$(value $(1)))
+# A switch variable (RESUME=1, STEPS=1, ...): 1 turns it on, 0 or unset leaves it off, and
+# anything else stops make with the variable named, never a silently ignored value.
+flag = $(if $(filter-out 0 1,$(value $(1))),$(error $(1)=$(value $(1)): expected 1 or 0 (or leave it unset)),$(filter 1,$(value $(1))))
+
+# The one check of the user variables, before any recipe (and so any shell) sees them: a
+# line break cannot be quoted into one recipe line (make would cut the command there and
+# the shell report a syntax error), so a variable holding one stops make here, naming it.
+define nl
+
+
+endef
+USER_VARS := EXP VARIANT SET REPEAT LAUNCH RESUME DRY_RUN SUMMARY MEASURE_PEAK SIMULATE HARDWARE \
+             LAUNCHER LAUNCHER_ARGS HOSTFILE ALLOW_CHANGE RUNS DB FORMAT STEPS VERDICTS ONCE FIG_DIR X SMOOTH PRESET LINEAR \
+             ARGS BENCH_ARGS TORCH_PYTHON TORCH_ARGS BENCH_COMM_ARGS BENCH_ATTENTION_ARGS TRACKED
+$(foreach v,$(USER_VARS),$(if $(findstring $(nl),$(value $(v))),$(error $(v)='$(subst $(nl),\n,$(value $(v)))' \
+  holds a line break; each make variable is one line (words separated by spaces), e.g. make exp EXP=quickstart \
+  LAUNCHER="srun --mpi=pmix")))
 
 .PHONY: all deps test exp info bench help clean
 all: $(TOOLS) $(TESTS)
@@ -45,11 +62,14 @@ help:
 	@echo "make test            build and run the whole test suite"
 	@echo "make exp EXP=name    run experiments/<name>.yaml as one launch (default: quickstart);"
 	@echo "                     VARIANT=v  SET=\"k=v ...\"  REPEAT=n (interleaved repeats)  DRY_RUN=1"
-	@echo "make exp EXP=name RESUME=1 [LAUNCH=id]   continue a launch (interrupted or failed runs)"
+	@echo "make exp EXP=name RESUME=1 [LAUNCH=id] [ALLOW_CHANGE=\"key ...\"]   continue a launch (interrupted or failed"
+	@echo "                     runs); ALLOW_CHANGE: keys whose change of a run's meaning the resume may make"
 	@echo "make exp EXP=name SUMMARY=1 [LAUNCH=id]  the comparison table of a launch (default: the latest)"
 	@echo "make exp EXP=name SIMULATE=1 [HARDWARE=profile]  every variant priced by build/simulate (default"
 	@echo "                     profile a100-80gb-node4; cpu-local prices fp32 runs on this machine)"
 	@echo "make exp ... MEASURE_PEAK=1   measure this machine's sgemm peak again (default: the stored one, host_peaks)"
+	@echo "make exp ... LAUNCHER=\"srun --mpi=pmix\" LAUNCHER_ARGS=\"...\" HOSTFILE=hosts   how multi-rank runs start (default:"
+	@echo "                     srun inside a Slurm allocation, else mpirun; --oversubscribe only beyond the slots)"
 	@echo "make info PRESET=cola-60m LINEAR=cola   parameter count and FLOPs per token"
 	@echo "make bench           dense vs CoLA tokens/s and MFU at the CoLA-60M shape (CPU), paired with PyTorch (REPEAT=3;"
 	@echo "                     TORCH_PYTHON=venv/bin/python [TORCH_ARGS=--compile]: a PyTorch 2 venv as the peer)"
@@ -112,18 +132,24 @@ test: all
 #          EXP=name SIMULATE=1 [HARDWARE=profile] [VARIANT=v] [SET=...]   every variant (on-demand
 #                   ones too) priced by build/simulate on experiments/hardware/<profile>.yaml
 #                   (default a100-80gb-node4) instead of trained: runs of kind `simulated`
-#          EXP=name RESUME=1 [LAUNCH=id] [SET=...]   continue a launch (the latest by default)
+#          EXP=name RESUME=1 [LAUNCH=id] [SET=...] [ALLOW_CHANGE="key ..."]   continue a launch (the latest
+#                   by default); ALLOW_CHANGE: keys a resumed run may change although that changes its meaning
 #          EXP=name SUMMARY=1 [LAUNCH=id]            the comparison table of a launch
+#          ... LAUNCHER="srun --mpi=pmix" LAUNCHER_ARGS="--map-by ppr:4:node -x NCCL_DEBUG" HOSTFILE=hosts
+#                   how the ranks start (each word its own argument, no shell; default: srun inside
+#                   a Slurm allocation, else mpirun)
 # exec: make's child is exp itself, so TERM to make (which make passes to its child) stops
 # the run as TERM to build/exp does; exp then hands make the signal, so the shell sees exp's
 # 128+N (make would turn any exit code into its own 2).
 exp: all
 	@export BOOST_EXP_UNDER_MAKE=1; exec $(BUILD)/exp $(call qvar,EXP) $(if $(value VARIANT),--variant $(call qvar,VARIANT)) \
-	  $(if $(filter 1,$(value RESUME)),--resume) $(if $(filter 1,$(value DRY_RUN)),--dry-run) \
-	  $(if $(filter 1,$(value SUMMARY)),--summary) $(if $(filter 1,$(value MEASURE_PEAK)),--measure-peak) \
-	  $(if $(filter 1,$(value SIMULATE)),--simulate $(if $(value HARDWARE),$(call qvar,HARDWARE),a100-80gb-node4)) \
+	  $(if $(call flag,RESUME),--resume) $(if $(call flag,DRY_RUN),--dry-run) \
+	  $(if $(call flag,SUMMARY),--summary) $(if $(call flag,MEASURE_PEAK),--measure-peak) \
+	  $(if $(call flag,SIMULATE),--simulate $(if $(value HARDWARE),$(call qvar,HARDWARE),a100-80gb-node4)) \
 	  $(if $(value REPEAT),--repeat $(call qvar,REPEAT)) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
-	  $(foreach s,$(value SET),--set $(call shq,$(s)))
+	  $(foreach s,$(value SET),--set $(call shq,$(s))) $(foreach k,$(value ALLOW_CHANGE),--allow-change $(call shq,$(k))) \
+	  $(foreach w,$(value LAUNCHER),--launcher $(call shq,$(w))) $(foreach w,$(value LAUNCHER_ARGS),--launcher-arg $(call shq,$(w))) \
+	  $(if $(value HOSTFILE),--hostfile $(call qvar,HOSTFILE))
 
 info: all
 	$(BUILD)/info $(if $(value PRESET),--preset $(call qvar,PRESET)) $(if $(value LINEAR),--linear $(call qvar,LINEAR)) $(foreach a,$(value ARGS),$(call shq,$(a)))
@@ -180,15 +206,15 @@ figures:
 compare: $(BUILD)/exp
 	@$(BUILD)/exp --compare $(if $(or $(value LAUNCH),$(value RUNS)),,$(call qvar,EXP)) \
 	  $(foreach l,$(value LAUNCH),--launch $(call shq,$(l))) $(foreach r,$(value RUNS),--run $(call shq,$(r))) \
-	  $(if $(value DB),--db $(call qvar,DB)) $(if $(filter csv json,$(value FORMAT)),--$(value FORMAT)) \
-	  $(if $(filter 1,$(value STEPS)),--steps) $(if $(filter 1,$(value VERDICTS)),--verdicts)
+	  $(if $(value DB),--db $(call qvar,DB)) $(if $(value FORMAT),--format $(call qvar,FORMAT)) \
+	  $(if $(call flag,STEPS),--steps) $(if $(call flag,VERDICTS),--verdicts)
 
 # The runs of a launch while it trains (build/watch): step, loss, ETA of the whole launch,
 # from the database, read-only. EXP=name (its latest launch) or LAUNCH=id; DB=path; ONCE=1.
 .PHONY: watch
 watch: $(BUILD)/watch
 	@$(BUILD)/watch $(if $(value LAUNCH),,$(call qvar,EXP)) $(if $(value LAUNCH),--launch $(call qvar,LAUNCH)) \
-	  $(if $(value DB),--db $(call qvar,DB)) $(if $(filter 1,$(value ONCE)),--once)
+	  $(if $(value DB),--db $(call qvar,DB)) $(if $(call flag,ONCE),--once)
 
 # Per-layer TP communication of FullRank-TP, Vanilla-TP and BTP: at the paper's 7B shape by
 # accounting (no math), then measured on a small model at tp = 2 and 4, the schemes
@@ -208,7 +234,7 @@ bench-attention: $(BUILD)/bench_attention
 # it exists: PNG + CSV per figure and REPORT.md in build/reproduction (not tracked; TRACKED=1
 # writes the tracked copy analysis/reproduction), bands over the profile's chosen constants.
 reproduce: all
-	$(PYTHON) analysis/reproduce.py $(if $(value HARDWARE),--hardware $(call qvar,HARDWARE)) $(if $(filter 1,$(value TRACKED)),--tracked)
+	$(PYTHON) analysis/reproduce.py $(if $(value HARDWARE),--hardware $(call qvar,HARDWARE)) $(if $(call flag,TRACKED),--tracked)
 
 # The model's credential: predicted vs measured step time of every ablation recipe at tp 1 and
 # 2 (one pinned single-thread rank per core) on this machine, calibrated in the same session (REPEAT=n).

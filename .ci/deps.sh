@@ -3,6 +3,10 @@
 # the exact apt-get line (not root). PyTorch (python3-torch) is the independent reference
 # of tests/t_torch_reference.sh and of `make bench`; `--bench` is kept as an alias.
 # `--fuzz` (make fuzz only, never make test): clang and its libFuzzer/sanitizer runtimes.
+# `--slurm` (CI; tests/t_slurm.sh SKIPs without them): slurm-wlm and munge, for the one-node Slurm
+# cluster the test starts by itself. Not in the default list: Debian enables slurmctld, slurmd and
+# munge as services at boot when they are installed, which no researcher's machine should get
+# from `make`.
 # libdnnl-dev (oneDNN): the bf16 CPU back end's GEMMs in bf16 arithmetic (AMX / AVX512-BF16).
 # `--export` (CI; tests/t_export.sh skips without it): Hugging Face transformers from PyPI,
 # which checks build/export's files, in a virtual environment over Debian's python3 and its
@@ -24,6 +28,7 @@ export_venv() {
     /usr/bin/python3 -m venv --system-site-packages "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check "$TRANSFORMERS"
 }
+if [ "${1:-}" = --slurm ]; then pkgs+=(slurm-wlm munge); fi
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -14,6 +14,24 @@ source "$ROOT/tests/proc.sh"   # proc_pids, proc_signal: pgrep/pkill without pro
 # default busy timeout of 0.
 sqlite3() { command sqlite3 -cmd ".timeout 10000" "$@"; }
 
+# duo_manifest FILE DB: a two-variant experiment "duo" (a: one process; b: tp 2), a tiny CoLA
+# model on the KJV text, 6 steps, recording into DB, checkpoints and data under $TMP.
+duo_manifest() {
+    cat >"$1" <<YAML
+manifest_version: 1
+name: duo
+version: 1
+description: a single-process and a tp=2 variant
+model: {linear: cola, vocab_size: 256, n_layers: 2, d_model: 32, n_heads: 4, d_ff: 48, seq_len: 16, rank_attn: 8, rank_mlp: 8}
+data: {dataset: kjv, cache_dir: $TMP/cache}
+train: {batch_size: 4, steps: 6, lr: 3e-3, warmup_steps: 1, log_every: 3, val_every: 3, threads: 1}
+run: {db: $2, checkpoint_dir: $TMP/ckpt, checkpoint_every: 3}
+variants:
+  a: {train.lr: 3e-3}
+  b: {parallel.tp: 2}
+YAML
+}
+
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 skip() { echo "SKIP $1: $2"; }

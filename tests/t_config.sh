@@ -19,11 +19,11 @@ expect_error key_in_wrong_section "unknown key 'model.lr'; did you mean 'train.l
 y dotted 'train.lrr: 0.1\n'
 expect_error unknown_dotted_key "dotted.yaml:1: unknown key 'train.lrr'; did you mean 'train.lr'?" 2 "$INFO" --config "$TMP/dotted.yaml"
 y type 'model:\n  n_layers: abc\n'
-expect_error wrong_type "type.yaml:2: model.n_layers: expected an integer >= 1, got 'abc'" 2 "$INFO" --config "$TMP/type.yaml"
+expect_error wrong_type "type.yaml:2: model.n_layers: expected an integer in [1, 65536], got 'abc'" 2 "$INFO" --config "$TMP/type.yaml"
 y float_int 'train:\n  steps: 1.5\n'
-expect_error float_for_integer "train.steps: expected an integer >= 1, got '1.5'" 2 "$INFO" --config "$TMP/float_int.yaml"
+expect_error float_for_integer "train.steps: expected an integer in [1, 2147483647], got '1.5'" 2 "$INFO" --config "$TMP/float_int.yaml"
 y range 'train:\n  lr: -1\n'
-expect_error out_of_range "range.yaml:2: train.lr: expected a number > 0, got '-1'" 2 "$INFO" --config "$TMP/range.yaml"
+expect_error out_of_range "range.yaml:2: train.lr: expected an fp32 number > 0, got '-1'" 2 "$INFO" --config "$TMP/range.yaml"
 y valfrac 'data:\n  val_fraction: 0.5\n'
 expect_error val_fraction_range "data.val_fraction: expected a number in (0, 0.5), got '0.5'" 2 "$INFO" --config "$TMP/valfrac.yaml"
 y enum 'model:\n  linear: lora\n'
@@ -34,9 +34,9 @@ y dataset 'data:\n  dataset: c4\n'
 expect_error bad_dataset "data.dataset: expected one of kjv, synthetic, tinyshakespeare, text:PATH, got 'c4'" 2 \
     "$INFO" --config "$TMP/dataset.yaml"
 y empty_val 'train:\n  lr:\n'
-expect_error empty_value "empty_val.yaml:2: train.lr: expected a number > 0, got an empty value" 2 "$INFO" --config "$TMP/empty_val.yaml"
+expect_error empty_value "empty_val.yaml:2: train.lr: expected an fp32 number > 0, got an empty value" 2 "$INFO" --config "$TMP/empty_val.yaml"
 y mapval 'model:\n  d_model: {a: 1}\n'
-expect_error mapping_for_scalar "model.d_model: expected an integer >= 2, got a mapping" 2 "$INFO" --config "$TMP/mapval.yaml"
+expect_error mapping_for_scalar "model.d_model: expected an integer in [2, 16777216], got a mapping" 2 "$INFO" --config "$TMP/mapval.yaml"
 y scalarsec 'model: 5\n'
 expect_error scalar_section "'model' must be a mapping of keys" 2 "$INFO" --config "$TMP/scalarsec.yaml"
 y toplist '- 1\n- 2\n'
@@ -94,13 +94,13 @@ y orphan 'manifest_version: 1\nextends: base/missing.yaml\n'
 expect_error extends_missing "orphan.yaml:2: extends: cannot find 'base/missing.yaml'" 2 "$INFO" --config "$TMP/orphan.yaml"
 y parent_bad 'model:\n  n_layers: zero\n'
 y child_ok 'extends: parent_bad.yaml\n'
-expect_error error_in_parent_names_parent "parent_bad.yaml:2: model.n_layers: expected an integer >= 1, got 'zero'" 2 \
+expect_error error_in_parent_names_parent "parent_bad.yaml:2: model.n_layers: expected an integer in [1, 65536], got 'zero'" 2 \
     "$INFO" --config "$TMP/child_ok.yaml"
 y vkey 'variants:\n  a: {train.lr: 1e-3}\n  b:\n    model.d_modle: 64\n'
 expect_error variant_unknown_key "vkey.yaml:4: variant 'b': unknown key 'model.d_modle'; did you mean 'model.d_model'?" 2 \
     "$INFO" --config "$TMP/vkey.yaml"
 y vval 'variants:\n  fast:\n    train:\n      lr: fast\n'
-expect_error variant_bad_value "vval.yaml:4: variant 'fast': train.lr: expected a number > 0, got 'fast'" 2 "$INFO" --config "$TMP/vval.yaml"
+expect_error variant_bad_value "vval.yaml:4: variant 'fast': train.lr: expected an fp32 number > 0, got 'fast'" 2 "$INFO" --config "$TMP/vval.yaml"
 y vfin 'model:\n  rank_attn: 8\nvariants:\n  d: {model.linear: dense}\n  c: {}\n'
 expect_error variant_finalize_names_variant "vfin.yaml (variant 'd'): model.rank_attn is set but model.linear is dense" 2 \
     "$INFO" --config "$TMP/vfin.yaml"
@@ -152,25 +152,73 @@ expect_error variant_name_too_long "variants: a variant name must have 1 to 127 
     "$INFO" --config "$TMP/longvar.yaml"
 expect_error rank_above_d_model "model.rank_attn = 200 exceeds model.d_model = 128: a low-rank factorisation needs r <= d_model" 2 \
     "$INFO" --set model.d_model=128 --set model.rank_attn=200
-expect_error threads_upper_bound "train.threads = 5000 exceeds the limit of 1024" 2 "$INFO" --set train.threads=5000
+expect_error threads_upper_bound "train.threads: expected an integer in [0, 1024], got '5000'" 2 "$INFO" --set train.threads=5000
 expect_error tokens_per_batch_overflow "train.batch_size * model.seq_len = 65536 * 65536 exceeds the limit of 2147483647" 2 \
     "$INFO" --set train.batch_size=65536 --set model.seq_len=65536
-expect_error dimension_limit "model.vocab_size = 2000000000 exceeds the limit of 16777216" 2 "$INFO" --set model.vocab_size=2000000000
+expect_error dimension_limit "model.vocab_size: expected an integer in [2, 16777216], got '2000000000'" 2 "$INFO" --set model.vocab_size=2000000000
 expect_error run_tokens_overflow "overflows a 64-bit count" 2 \
     "$INFO" --set train.steps=2000000000 --set train.grad_accum=2000000000 --set train.batch_size=1000
 expect_error parameter_limit "the model has more than 1099511627776 parameters" 2 \
     "$INFO" --linear dense --set model.n_layers=60000 --set model.d_model=1000000 --set model.n_heads=1 --set model.d_ff=1000000
-expect_error synthetic_tokens_limit "data.synthetic_tokens = 99999999999999 exceeds the limit of 17179869184" 2 \
+expect_error synthetic_tokens_limit "data.synthetic_tokens: expected an integer in [1, 17179869184], got '99999999999999'" 2 \
     "$INFO" --set data.synthetic_tokens=99999999999999
 
+# ---- values at the type they are used at: the instances of the reliability round ----------
+# (tests/test_config.c generates the classes over every key; these are the cases as reported)
+expect_error beta2_rounds_to_1 "train.beta2: 0.9999999999 rounds to 1 in fp32, the precision it is used at; expected an fp32 number in [0, 1) (at most 0.99999994)" 2 \
+    "$INFO" --set train.beta2=0.9999999999
+expect_error beta1_rounds_to_1 "train.beta1: 0.9999999999 rounds to 1 in fp32" 2 "$INFO" --set train.beta1=0.9999999999
+expect_error dump_step_past_2_64 "run.dump_steps: step 99999999999999999999 is too large: a step number is a 32-bit integer" 2 \
+    "$INFO" --set run.dump_steps=99999999999999999999
+expect_error dump_step_beyond_steps "run.dump_steps lists step 1000, beyond train.steps = 3: it would never be dumped" 2 \
+    "$INFO" --set train.steps=3 --set train.warmup_steps=0 --set run.dump_steps=1000
+expect_error checkpoint_every_too_large "run.checkpoint_every: 99999999999 is too large: the engine holds it in a 32-bit integer (at most 2147483647)" 2 \
+    "$INFO" --set run.checkpoint_every=99999999999
+expect_error embed_std_1e300 "model.embed_std: expected an fp32 number in (0, 1], got '1e300'" 2 "$INFO" --set model.embed_std=1e300
+expect_error embed_std_1e30 "model.embed_std: expected an fp32 number in (0, 1], got '1e30'" 2 "$INFO" --set model.embed_std=1e30
+expect_error rope_theta_1e300 "model.rope_theta: 1e300 is too large for fp32, the precision it is used at (at most 3.4028235e+38)" 2 \
+    "$INFO" --set model.rope_theta=1e300
+expect_error lr_rounds_to_0 "train.lr: 1e-50 rounds to 0 in fp32" 2 "$INFO" --set train.lr=1e-50
+expect_error hex_float_refused "train.lr: expected an fp32 number > 0, got '0x1p-10' (a hexadecimal float: YAML has none" 2 \
+    "$INFO" --set train.lr=0x1p-10
+expect_error float_literal_not_an_integer "train.steps: expected an integer in [1, 2147483647], got '2.0000000001e6'" 2 \
+    "$INFO" --set train.steps=2.0000000001e6
+
+# ---- one spelling of every key per file, generated over the schema (build/info --keys-tsv) ---
+# Each key given twice in one mapping, dotted then nested, is refused naming both lines: in a
+# file and in a variant's overrides. A variant setting what its file set is not a duplicate.
+n=0; bad=""
+while IFS= read -r line; do
+    key=$(cut -f1 <<<"$line"); def=$(cut -f6 <<<"$line")   # (fields may be empty: cut, not read's IFS)
+    sec=${key%%.*}; leaf=${key#*.}; v=${def:-'""'}
+    printf '%s: %s\n%s:\n  %s: %s\n' "$key" "$v" "$sec" "$leaf" "$v" >"$TMP/dupkey.yaml"
+    out=$("$INFO" --config "$TMP/dupkey.yaml" 2>&1); rc=$?
+    [ $rc = 2 ] && grep -qF "dupkey.yaml:3: $key is given twice in one mapping: as '$key: ...' at line 1 and as '$sec: {$leaf: ...}' at line 3" <<<"$out" ||
+        bad+="[$key file: $rc $(head -1 <<<"$out")] "
+    printf 'variants:\n  v:\n    %s:\n      %s: %s\n    %s: %s\n' "$sec" "$leaf" "$v" "$key" "$v" >"$TMP/dupvar.yaml"
+    out=$("$INFO" --config "$TMP/dupvar.yaml" 2>&1); rc=$?
+    [ $rc = 2 ] && grep -qF "variant 'v': $key is given twice in one mapping" <<<"$out" || bad+="[$key variant: $rc $(head -1 <<<"$out")] "
+    n=$((n + 1))
+done < <("$INFO" --keys-tsv)
+[ "$n" -ge 50 ] && [ -z "$bad" ] && pass "duplicate_key_in_every_spelling ($n keys)" || fail duplicate_key_in_every_spelling "$n keys; $bad"
+y varover 'train:\n  lr: 1e-3\nvariants:\n  v: {train.lr: 2e-3}\n'
+expect_ok variant_may_set_its_files_key "$INFO" --config "$TMP/varover.yaml"
+y twodocs 'train: {lr: 1e-3}\n---\ntrain: {lr: 5}\n'
+expect_error second_yaml_document "twodocs.yaml:2: a second YAML document ('---'); a manifest is one document" 2 \
+    "$INFO" --config "$TMP/twodocs.yaml"
+y nonascii 'variants:\n  caf\xc3\xa9: {}\n'
+expect_error non_ascii_variant_name_shown_whole "variants: name 'café' holds 'é' (U+00E9)" 2 "$INFO" --config "$TMP/nonascii.yaml"
+y ctlname "variants:\n  \"a\\tb\": {}\n"
+expect_error control_character_in_name_escaped "variants: name 'a\\x09b' holds control character U+0009" 2 "$INFO" --config "$TMP/ctlname.yaml"
+
 # ---- --set and the command line -----------------------------------------------------------
-expect_error set_bad_value "--set train.lr=abc: train.lr: expected a number > 0, got 'abc'" 2 "$INFO" --set train.lr=abc
+expect_error set_bad_value "--set train.lr=abc: train.lr: expected an fp32 number > 0, got 'abc'" 2 "$INFO" --set train.lr=abc
 expect_error set_unknown_key "--set train.lrr=1: unknown key 'train.lrr'; did you mean 'train.lr'?" 2 "$INFO" --set train.lrr=1
 expect_error set_no_equals "--set expects KEY=VALUE, got 'train.lr'" 2 "$INFO" --set train.lr
-expect_error set_on_manifest "--set model.n_layers=0: model.n_layers: expected an integer >= 1, got '0'" 2 \
+expect_error set_on_manifest "--set model.n_layers=0: model.n_layers: expected an integer in [1, 65536], got '0'" 2 \
     "$INFO" --config experiments/quickstart.yaml --set model.n_layers=0
 expect_error bad_linear_flag "model.linear: expected one of dense, cola, svd, lax, got 'lora'" 2 "$INFO" --linear lora
-expect_error unknown_argument "info: unknown argument '--bogus'" 2 "$INFO" --bogus
+expect_error unknown_argument "info: unknown option '--bogus'" 2 "$INFO" --bogus
 
 # ---- good paths -------------------------------------------------------------------------
 out=$("$INFO" --preset cola-60m --linear cola 2>&1)

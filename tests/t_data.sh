@@ -91,12 +91,22 @@ damaged; patch_bytes "$TMP/bad/tokenizer.bin" 20 '\000\001\000\000'
 expect_error tokenizer_bad_merge "merge 0 = (256, " 2 "$P" --check "$TMP/bad"
 expect_error decode_out_of_range "outside the tokenizer's vocabulary" 2 "$P" --decode "$D/tokenizer.bin" 300
 
+# a text: corpus that is not valid UTF-8 is warned about, whatever breaks the rule (core/utf8.h:
+# overlong forms, surrogates, past U+10FFFF, stray or cut sequences); valid multi-byte text is not
+for seq in 'c0af' 'e080af' 'eda080' 'edbfbf' 'f4908080' 'f5' '80' 'c3' 'e282' 'c3a9' 'f09f9982' 'e282ac'; do
+    { cat "$TMP/corpus.txt"; printf "$(sed 's/../\\x&/g' <<<"$seq")"; } >"$TMP/u8-$seq.txt"
+    err=$("$P" --dataset "text:$TMP/u8-$seq.txt" --vocab 300 --cache-dir "$TMP/u8cache" --val-fraction 0.1 2>&1 >/dev/null)
+    case "$seq" in c3a9|f09f9982|e282ac) want=no ;; *) want=yes ;; esac
+    got=no; grep -q "is not valid UTF-8" <<<"$err" && got=yes
+    [ "$got" = "$want" ] && pass "utf8_warning_$seq" || fail "utf8_warning_$seq" "warning: $got, expected $want ($err)"
+done
+
 # bad datasets and arguments
 expect_error missing_text_file "cannot open corpus '$TMP/nope.txt'" 2 "$P" --dataset "text:$TMP/nope.txt" --vocab 300 --cache-dir "$C"
 : >"$TMP/empty.txt"
 expect_error empty_text_file "is empty" 2 "$P" --dataset "text:$TMP/empty.txt" --vocab 300 --cache-dir "$C"
-expect_error unknown_dataset 'unknown dataset "wikitext"' 2 "$P" --dataset wikitext --vocab 300 --cache-dir "$C"
-expect_error unknown_dataset_hint "kjv, tinyshakespeare, synthetic, text:PATH" 2 "$P" --dataset wikitext --vocab 300 --cache-dir "$C"
+expect_error unknown_dataset "prepare --dataset: expected one of kjv, synthetic, tinyshakespeare, text:PATH, got 'wikitext'" 2 "$P" --dataset wikitext --vocab 300 --cache-dir "$C"
+expect_error unknown_dataset_hint "hint: prepare --help lists the options" 2 "$P" --dataset wikitext --vocab 300 --cache-dir "$C"
 # (a fresh machine has neither curl nor wget: the message says so instead; make fresh-check)
 if command -v curl >/dev/null || command -v wget >/dev/null; then why="no network?"; else why="neither curl nor wget is installed"; fi
 expect_error tinyshakespeare_offline "could not download tinyshakespeare from http://127.0.0.1:9/input.txt ($why)" 2 \
@@ -106,9 +116,9 @@ expect_error tinyshakespeare_offline_hint "put the file at $TMP/c2/downloads/tin
 mkdir -p "$TMP/emptybin"
 expect_error kjv_without_bible "apt-get install bible-kjv" 2 env PATH="$TMP/emptybin" "$P" --dataset kjv --vocab 300 --cache-dir "$C"
 expect_error vocab_too_small "expected 256.." 2 "$P" --dataset "text:$TMP/corpus.txt" --vocab 100 --cache-dir "$C"
-expect_error vocab_not_a_number "--vocab expects an integer" 2 "$P" --dataset kjv --vocab lots
-expect_error val_fraction_range "data.val_fraction must be in [0, 1)" 2 "$P" --dataset "text:$TMP/corpus.txt" --vocab 300 --val-fraction 1.5 --cache-dir "$C"
-expect_error unknown_option 'unknown option "--vocabulary"' 2 "$P" --dataset kjv --vocabulary 300
+expect_error vocab_not_a_number "prepare --vocab: expected an integer in [2, 16777216], got 'lots'" 2 "$P" --dataset kjv --vocab lots
+expect_error val_fraction_range "prepare --val-fraction: expected a number in (0, 0.5), got '1.5'" 2 "$P" --dataset "text:$TMP/corpus.txt" --vocab 300 --val-fraction 1.5 --cache-dir "$C"
+expect_error unknown_option "prepare: unknown option '--vocabulary'" 2 "$P" --dataset kjv --vocabulary 300
 expect_error no_arguments "usage:" 2 "$P"
 
 # what is not a regular file is refused at once, never read without end or waited on

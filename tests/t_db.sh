@@ -72,6 +72,15 @@ csv=$("$BUILD/exp" --compare --db "$DB" --launch 1 --launch 2 --csv)
 if [ "$(wc -l <<<"$csv")" = 3 ] && [ "$(awk -F, 'NR == 2 {print $6}' <<<"$csv")" = 1 ] &&
    [ "$(awk -F, 'NR == 3 {print $6}' <<<"$csv")" = 2 ]; then pass compare_csv_rows_and_keys
 else fail compare_csv_rows_and_keys "$(head -3 <<<"$csv")"; fi
+# each run counts once, and every run, format and switch given is one there is: never ignored
+r1=$(sqlite3 "$DB" "SELECT min(id) FROM runs WHERE launch_id = 1")
+expect_error compare_run_named_twice "run $r1 is compared twice" 2 make -s --no-print-directory compare RUNS="$r1 $r1" DB="$DB"
+expect_error compare_run_also_in_a_launch "run $r1 is compared twice" 2 "$BUILD/exp" --compare --db "$DB" --launch 1 --run "$r1"
+expect_error compare_unknown_run "no run 999 in $DB" 2 "$BUILD/exp" --compare --db "$DB" --run 999
+expect_error compare_unknown_format "exp --format: expected one of table, csv, json, got 'xml'" 2 \
+    make -s --no-print-directory compare LAUNCH=1 FORMAT=xml DB="$DB"
+expect_error compare_switch_not_0_or_1 "STEPS=yes: expected 1 or 0 (or leave it unset)" 2 \
+    make -s --no-print-directory compare LAUNCH=1 FORMAT=csv STEPS=yes DB="$DB"
 # the view equals the printed table: median ms/step of launch 2's run as printed and as stored
 printed=$("$BUILD/exp" quickstart --summary --launch 2 --set run.db="$DB" | awk '$1 == "default" {print $6}')
 stored=$(sqlite3 "$DB" "SELECT printf('%.1f', median_ms_per_step) FROM run_summary WHERE launch_id = 2")

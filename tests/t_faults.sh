@@ -33,7 +33,8 @@ ref=$(last_run)
 run=$(last_run)
 dir=$(ls -d "$TMP"/ckpt/tiny.default.* | tail -1)
 damage "$dir/step_6.h5" /model/layers/0/attn/q/A
-"$BUILD/train" "$TMP/tiny.yaml" --resume --set train.steps=8 >"$TMP/b.log" 2>"$TMP/b.err"; rc=$?
+# (a longer run: --allow-change train.steps, with the schedule constant here)
+"$BUILD/train" "$TMP/tiny.yaml" --resume --set train.steps=8 --allow-change train.steps >"$TMP/b.log" 2>"$TMP/b.err"; rc=$?
 if [ $rc = 0 ] && grep -q "warning: skipping checkpoint $dir/step_6.h5: damaged: its bytes do not match the file checksum" "$TMP/b.err" &&
    grep -q "falling back to $dir/step_4.h5 (step 4), the newest checkpoint that verifies" "$TMP/b.err" &&
    grep -q "from $dir/step_4.h5 (step 4)" "$TMP/b.log"; then
@@ -75,12 +76,45 @@ BOOST_FAULT=signal=0@1:TERM "$BUILD/train" "$TMP/tiny.yaml" "${S[@]}" >/dev/null
 expect_error restart_with_other_model_refused "model.d_model is 32 in its recorded configuration and 48 now" 2 \
     "$BUILD/train" "$TMP/tiny.yaml" "${S[@]}" --resume --set model.d_model=48
 
+# ---- a checkpoint of another run in this run's folder is never resumed from ----------------
+# (run A killed after its step-4 checkpoint; run B, the same model, to step 6; B's step_6.h5
+# copied into A's folder: A resumes from its own step 4 and ends as an uninterrupted run)
+O=(--set "run.db=$TMP/o.db" --set "run.checkpoint_dir=$TMP/ckpt4")
+(BOOST_FAULT=kill_after_checkpoint=4 "$BUILD/train" "$TMP/tiny.yaml" "${O[@]}" >/dev/null 2>&1; exit $?) 2>/dev/null
+ua=$(sqlite3 "$TMP/o.db" "SELECT uid FROM runs WHERE id=1")
+"$BUILD/train" "$TMP/tiny.yaml" "${O[@]}" >/dev/null 2>&1
+ub=$(sqlite3 "$TMP/o.db" "SELECT uid FROM runs WHERE id=2")
+cp "$TMP/ckpt4/$ub/step_6.h5" "$TMP/ckpt4/$ua/"
+"$BUILD/train" "$TMP/tiny.yaml" "${O[@]}" --resume="$ua" >"$TMP/o.log" 2>&1; rc=$?
+got=$(sqlite3 "$TMP/o.db" "SELECT printf('%d %.17g', step, loss) FROM steps WHERE run_id=1 ORDER BY step")
+if [ $rc = 0 ] && grep -q "skipping checkpoint $TMP/ckpt4/$ua/step_6.h5: it belongs to run $ub (its run_uid), not to run $ua" "$TMP/o.log" &&
+   grep -q "resumed $ua from $TMP/ckpt4/$ua/step_4.h5 (step 4)" "$TMP/o.log" &&
+   [ "$got" = "$(sqlite3 "$TMP/o.db" "SELECT printf('%d %.17g', step, loss) FROM steps WHERE run_id=2 ORDER BY step")" ]; then
+    pass checkpoint_of_another_run_skipped
+else fail checkpoint_of_another_run_skipped "exit $rc: $(grep -E 'skipping|resumed|error' "$TMP/o.log" | head -3)"; fi
+
+# ---- a resume that changes the run's meaning: refused unless allowed, then recorded --------
+(BOOST_FAULT=kill_after_checkpoint=4 "$BUILD/train" "$TMP/tiny.yaml" "${O[@]}" >/dev/null 2>&1; exit $?) 2>/dev/null
+uc=$(sqlite3 "$TMP/o.db" "SELECT uid FROM runs WHERE id=3")
+for kv in train.lr=2e-3:schedule train.seed=7:seed train.batch_size=4:batch data.synthetic_tokens=30000:data \
+          train.beta2=0.99:optimizer train.precision=bf16:numerics; do
+    set_kv=${kv%:*}; cls=${kv##*:}
+    expect_error "resume_change_refused_${set_kv%%=*}" "1 change of the run's meaning since the checkpoint: ${set_kv%%=*} ($cls)" 2 \
+        "$BUILD/train" "$TMP/tiny.yaml" "${O[@]}" --resume="$uc" --set "$set_kv"
+done
+"$BUILD/train" "$TMP/tiny.yaml" "${O[@]}" --resume="$uc" --set train.lr=2e-3 --allow-change train.lr --set train.log_every=2 \
+    >"$TMP/oc.log" 2>&1; rc=$?
+ev=$(sqlite3 "$TMP/o.db" "SELECT detail FROM events WHERE run_id=3 AND kind='warning'")
+if [ $rc = 0 ] && grep -q "train.log_every .* (recording: accepted" "$TMP/oc.log" && grep -q "train.lr .*allowed by --allow-change" "$TMP/oc.log" &&
+   grep -q "allowed by --allow-change: train.lr 0.003 -> 0.002 (schedule)" <<<"$ev"; then pass resume_change_allowed_and_recorded
+else fail resume_change_allowed_and_recorded "exit $rc, event '$ev': $(grep -E 'resume|error' "$TMP/oc.log" | head -4)"; fi
+
 # ---- pruning does not die on a bad old file or one it cannot delete ---------------------
 "$BUILD/train" "$TMP/tiny.yaml" --set run.checkpoint_dir="$TMP/ckpt2" >"$TMP/c.log" 2>&1
 d2=$(ls -d "$TMP"/ckpt2/tiny.default.* | tail -1)
 head -c 3000 /dev/urandom > "$d2/step_1.h5"          # garbage under a checkpoint's name
 mkdir "$d2/step_3.h5"                                # a name that cannot be unlinked
-"$BUILD/train" "$TMP/tiny.yaml" --set run.checkpoint_dir="$TMP/ckpt2" --resume --set train.steps=8 \
+"$BUILD/train" "$TMP/tiny.yaml" --set run.checkpoint_dir="$TMP/ckpt2" --resume --set train.steps=8 --allow-change train.steps \
     --set run.keep_last=1 >"$TMP/d.log" 2>"$TMP/d.err"; rc=$?
 # (garbage under a checkpoint's name is not a boost-c file: left alone, with a warning; issue 17)
 if [ $rc = 0 ] && [ "$(ls "$d2" | tr '\n' ' ')" = "step_1.h5 step_3.h5 step_8.h5 " ] && grep -q "$d2/step_1.h5 is named like a checkpoint but is not one" "$TMP/d.err" &&

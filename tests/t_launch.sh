@@ -5,25 +5,16 @@
 # resume with a new SET warned about in the comparison, the per-variant configuration
 # printed as differences, did-you-mean for an unknown experiment, any number of --set,
 # --help of the tools, build/bench_gemm's two modes on a tiny step (the tables' structure, no
-# timings) and its argument errors, and a missing mpirun reported as an environment error.
+# timings) and its argument errors, a missing mpirun reported as an environment error, the words
+# of LAUNCHER= and LAUNCHER_ARGS= reaching the launcher as given, and the pre-flight (a cuda
+# variant without a device, a variant too big for this machine) refusing before any rank starts,
+# with the launch recorded.
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "$ROOT"
 DB=$TMP/runs.db
 q() { sqlite3 "$DB" "$1"; }
-cat > "$TMP/duo.yaml" <<YAML
-manifest_version: 1
-name: duo
-version: 1
-description: a single-process and a tp=2 variant
-model: {linear: cola, vocab_size: 256, n_layers: 2, d_model: 32, n_heads: 4, d_ff: 48, seq_len: 16, rank_attn: 8, rank_mlp: 8}
-data: {dataset: kjv, cache_dir: $TMP/cache}
-train: {batch_size: 4, steps: 6, lr: 3e-3, warmup_steps: 1, log_every: 3, val_every: 3, threads: 1}
-run: {db: $DB, checkpoint_dir: $TMP/ckpt, checkpoint_every: 3}
-variants:
-  a: {train.lr: 3e-3}
-  b: {parallel.tp: 2}
-YAML
+duo_manifest "$TMP/duo.yaml" "$DB"
 
 # ---- tools answer --help; unknown names get a suggestion; no limit on --set --------------
 for tool in exp train info prepare simulate calibrate bench bench_comm bench_gemm attention_bench; do
@@ -48,9 +39,9 @@ gemm_table() {   # NAME CELLS LINE COLUMN ARGS...: CELLS cells per table line; a
 }
 gemm_table bench_gemm_fp32_table 19 '^fp32 GEMMs: (oneDNN|OpenBLAS) ' '%ref'
 gemm_table bench_gemm_bf16_table 18 '^bf16 path taken by auto: ' 'max rel err' --bf16
-expect_error bench_gemm_unknown_argument "unknown argument '--bogus' (options: --bf16 --preset" 2 "$BUILD/bench_gemm" --bogus
-expect_error bench_gemm_malformed_value "--reps expects an integer >= 1, got 'x'" 2 "$BUILD/bench_gemm" --reps x
-expect_error bench_gemm_hint "hint: a valid call: build/bench_gemm --preset" 2 "$BUILD/bench_gemm" --seq
+expect_error bench_gemm_unknown_argument "bench_gemm: unknown option '--bogus'" 2 "$BUILD/bench_gemm" --bogus
+expect_error bench_gemm_malformed_value "bench_gemm --reps: expected an integer in [1, 1000000], got 'x'" 2 "$BUILD/bench_gemm" --reps x
+expect_error bench_gemm_hint "hint: bench_gemm --help lists the options" 2 "$BUILD/bench_gemm" --seq
 expect_error exp_did_you_mean "did you mean 'quickstart'?" 2 "$BUILD/exp" quickstrat
 sets=(); for i in $(seq 1 80); do sets+=(--set "train.log_every=$i"); done
 out=$("$BUILD/exp" quickstart --dry-run "${sets[@]}" 2>&1); rc=$?
@@ -76,6 +67,13 @@ if grep -qE '^a +2/2 +6 ' <<<"$out" && grep -qE '^b +2/2 +6 .* runs ' <<<"$out" 
    grep -q 'runs (runs.id):  1 2 3 4' <<<"$out"; then pass repeat_table_median_spread_and_pointers
 else fail repeat_table_median_spread_and_pointers "$(grep -E '^(a|b) ' <<<"$out" | tr '\n' ' ')"; fi
 
+# a launch prints a few lines of the configuration, and a command that prints all of it
+cmd=$(sed -n 's/^  the whole configuration: //p' <<<"$out" | head -1)
+full=$(eval "$cmd" 2>&1)
+if [ -n "$cmd" ] && ! grep -q '^model.d_model ' <<<"$out" && [ "$(grep -c '^configuration: cola, 2 layers, d_model 32' <<<"$out")" = 1 ] &&
+   [ "$(grep -c '^model.d_model  *32$' <<<"$full")" = 1 ] && grep -q '^train.seed  *7$' <<<"$full"; then pass launch_prints_a_short_configuration
+else fail launch_prints_a_short_configuration "command '$cmd': $(head -2 <<<"$full" | tr '\n' ' ')"; fi
+
 # ---- Ctrl-C: the run records 'interrupted', the launch stops, RESUME=1 finishes it --------
 # (BOOST_FAULT sends SIGINT to the process group after step 4 of the first run: what a
 # terminal's Ctrl-C does to make, exp and train)
@@ -100,7 +98,8 @@ if [ $rc = 0 ] && [ "$(grep -c 'already completed its 6 steps: nothing to do' <<
 else fail resume_of_completed_launch_is_noop "exit $rc: $(grep '==' <<<"$out" | head -2)"; fi
 
 # ---- a resume with a new SET: the comparison warns about the differing key -----------------
-out=$("$BUILD/exp" "$TMP/duo.yaml" --resume --launch 1 --variant a --set train.steps=9 2>&1); rc=$?
+# (a longer run stretches the schedule: a change of the run's meaning, allowed explicitly)
+out=$("$BUILD/exp" "$TMP/duo.yaml" --resume --launch 1 --variant a --set train.steps=9 --allow-change train.steps 2>&1); rc=$?
 if [ $rc = 0 ] && grep -q "warning: the compared runs differ on train.steps beyond their variants' overrides" <<<"$out"; then
     pass comparison_warns_about_keys_beyond_overrides
 else fail comparison_warns_about_keys_beyond_overrides "exit $rc: $(grep -iE 'warning|error' <<<"$out" | head -3)"; fi
@@ -137,6 +136,48 @@ n0=$(q "SELECT COUNT(*) FROM runs")
 mkdir -p "$TMP/bin"; ln -sf "$(command -v sqlite3)" "$TMP/bin/sqlite3"
 expect_error exp_without_mpirun "mpirun is not on PATH" 2 env PATH="$TMP/bin" "$BUILD/exp" "$TMP/duo.yaml" --variant b
 [ "$(q "SELECT COUNT(*) FROM runs")" = "$n0" ] && pass exp_without_mpirun_runs_nothing || fail exp_without_mpirun_runs_nothing "a run was recorded"
+
+# ---- LAUNCHER= through make: every word reaches the launcher as given (no shell) ---------------
+# A launcher that records its argument vector, then starts the ranks with mpirun.
+cat > "$TMP/bin/wrap" <<'SH'
+#!/bin/sh
+printf '%s\n' "$@" > "$WRAP_LOG"
+np=; while [ $# -gt 0 ]; do case "$1" in -np) np=$2; shift 2;; */train) break;; *) shift;; esac; done
+exec mpirun --oversubscribe -np "$np" "$@"
+SH
+chmod +x "$TMP/bin/wrap"
+out=$(WRAP_LOG=$TMP/wrap.log make -s exp "EXP=$TMP/duo.yaml" VARIANT=b "LAUNCHER=$TMP/bin/wrap --flag" \
+      "LAUNCHER_ARGS=--tag \$(touch $TMP/hit) ;x" 2>&1); rc=$?
+L=$(q "SELECT MAX(id) FROM launches")
+want=$(printf '%s\n' -np 2 --flag --tag "\$(touch" "$TMP/hit)" ";x" "$ROOT/build/train")
+got=$(sed -n '1,/\/train$/p' "$TMP/wrap.log" 2>/dev/null)
+row=$(q "SELECT l.launcher || '|' || r.status FROM launches l JOIN runs r ON r.launch_id = l.id WHERE l.id = $L")
+if [ $rc = 0 ] && [ "$got" = "$want" ] && [ "$row" = "$TMP/bin/wrap --flag --tag \$(touch $TMP/hit) ;x|completed" ] &&
+   [ ! -e "$TMP/hit" ] && grep -q "^launcher: $TMP/bin/wrap --flag" <<<"$out"; then pass make_exp_launcher_words_as_given
+else fail make_exp_launcher_words_as_given "exit $rc, launch '$row', argv: $(tr '\n' ' ' <<<"$got")"; fi
+
+# ---- the pre-flight: refused before any rank starts, in one message, recorded ----------------
+preflight() {   # NAME EXPECTED-TEXT ARGS...: exit 2, one message, the launch recorded 'failed' with it, no run
+    local name=$1 expect=$2; shift 2
+    local n0; n0=$(q "SELECT COUNT(*) FROM runs")
+    out=$("$BUILD/exp" "$@" 2>&1); rc=$?
+    local L; L=$(q "SELECT MAX(id) FROM launches")
+    local row; row=$(q "SELECT status || '|' || error FROM launches WHERE id = $L")
+    if [ $rc = 2 ] && [ "$(grep -c "^error: " <<<"$out")" = 1 ] && grep -q "$expect" <<<"$out" && [[ "$row" == "failed|"*"$expect"* ]] &&
+       [ "$(q "SELECT COUNT(*) FROM runs")" = "$n0" ] && ! grep -q "make figures" <<<"$out" && ! grep -qi "mpirun\|MPI_ABORT" <<<"$(grep -v '^launcher:' <<<"$out")"; then
+        pass "$name"
+    else fail "$name" "exit $rc, launch '$row': $(tail -3 <<<"$out" | tr '\n' ' ')"; fi
+}
+if "$BUILD/gpu_probe" >/dev/null 2>&1; then
+    echo "SKIP preflight_cuda_without_device: a CUDA device is usable here"
+else
+    preflight preflight_cuda_without_device "has no usable CUDA device" "$TMP/duo.yaml" --variant b --set run.device=cuda
+fi
+avail_gib=$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)
+if [ "${avail_gib:-0}" -lt 100 ]; then   # the paper's 7B at tp 4 needs about 150 GiB per rank in fp32
+    preflight preflight_variant_too_big "GiB available per rank: refused before starting it" boost-vs-baselines \
+        --variant paper-7b-boost --set "run.db=$DB"
+else echo "SKIP preflight_variant_too_big: this machine has $avail_gib GiB available, enough for the 7B variant"; fi
 
 # ---- figures of a launch: completed runs only, the others named --------------------------
 PY=/usr/bin/python3

@@ -27,3 +27,19 @@ grep -qF "no experiment '\$\$(touch $TMP/hit-1)'" "$TMP/make_exp_dollar_paren.lo
     || fail make_exp_literal_name "$(head -2 "$TMP/make_exp_dollar_paren.log")"
 grep -qF "no variant 'x; touch $TMP/hit-3 #'" "$TMP/make_variant_semicolon.log" && pass make_variant_literal_name \
     || fail make_variant_literal_name "$(head -2 "$TMP/make_variant_semicolon.log")"
+probe make_launcher_payload exp EXP=quickstart DRY_RUN=1 "LAUNCHER=mpirun \$\$(touch $TMP/hit-13)" \
+    "LAUNCHER_ARGS=-x \`touch $TMP/hit-14\` ;touch $TMP/hit-15" "HOSTFILE=h; touch $TMP/hit-16"
+
+# ---- a line break in any user variable: one message naming it, before any shell runs --------
+# (the list is the Makefile's own USER_VARS, so a variable added there is probed too; EXP names no
+# experiment, so a variable the check missed fails fast instead of training)
+vars=$(make -s -pn -f Makefile help 2>/dev/null | sed -n 's/^USER_VARS := //p')
+n=0; bad=""
+for v in $vars; do
+    n=$((n + 1))
+    out=$(make -s exp EXP=no-such-experiment "$v=one"$'\n'"two; touch $TMP/hit-nl" 2>&1); rc=$?
+    if [ $rc != 2 ] || ! grep -qF "$v='one\ntwo; touch $TMP/hit-nl' holds a line break" <<<"$out" ||
+       grep -q "Syntax error" <<<"$out" || [ -e "$TMP/hit-nl" ]; then bad="$bad $v(exit $rc: $(head -c 120 <<<"$out"))"; fi
+done
+if [ "$n" -ge 20 ] && [ -z "$bad" ]; then pass make_line_break_in_any_variable_refused
+else fail make_line_break_in_any_variable_refused "$n variables; wrong for:$bad"; fi

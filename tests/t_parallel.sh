@@ -201,7 +201,8 @@ if [ -n "$ck" ]; then
     timeout 120 mpirun -np 2 "$BUILD/train" "$TMP/cola.yaml" --set parallel.tp=2 --set run.dump_steps= \
         --set run.db="$TMP/lay.db" --set run.checkpoint_dir="$TMP/ck-lay" --set run.checkpoint_every=1 >"$TMP/lay1.log" 2>&1
     # (a resume re-applies the run's stored overrides: the new layout is named explicitly)
-    timeout 120 "$BUILD/train" "$TMP/cola.yaml" --resume --set parallel.tp=1 --set train.steps=2 --set run.dump_steps=2 \
+    # (one step more: --allow-change train.steps; the layout may change freely)
+    timeout 120 "$BUILD/train" "$TMP/cola.yaml" --resume --set parallel.tp=1 --set train.steps=2 --allow-change train.steps --set run.dump_steps=2 \
         --set run.dump_dir="$TMP/lay-dump" --set run.db="$TMP/lay.db" --set run.checkpoint_dir="$TMP/ck-lay" >"$TMP/lay2.log" 2>&1
     saved=$(ls "$TMP"/ck-lay/*/step_1.h5 | head -1)
     if [ -f "$TMP/lay-dump/step_2.h5" ] && grep -q "resumed" "$TMP/lay2.log" &&

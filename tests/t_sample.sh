@@ -120,6 +120,6 @@ fi
 head -c 4000 "$CK" >"$TMP/cut.h5"
 expect_error sample_damaged_refused "truncated" 2 "$S" "$TMP/cut.h5"
 expect_error sample_missing_file "no such file or folder" 2 "$S" "$TMP/none.h5"
-expect_error sample_bad_temperature "expected 0..100" 2 "$S" "$CK" --temperature -1
-expect_error sample_bad_device "run.device: expected one of cpu, cuda, got 'tpu'" 2 "$S" "$CK" --device tpu
+expect_error sample_bad_temperature "sample --temperature: expected a number in [0, 100], got '-1'" 2 "$S" "$CK" --temperature -1
+expect_error sample_bad_device "sample --device: expected one of cpu, cuda, got 'tpu'" 2 "$S" "$CK" --device tpu
 expect_ok sample_help "$S" --help

@@ -142,7 +142,7 @@ resume_flip() {  # FROM TO (true/false)
     timeout 120 mpirun -np 2 "$TRAIN" "$TMP/cola.yaml" --set parallel.tp=2 --set parallel.sequence_parallel=$from \
         --set run.db="$d/a.db" --set run.checkpoint_dir="$d/ck" --set run.checkpoint_every=1 >"$d/a.log" 2>&1 &&
     timeout 120 mpirun -np 2 "$TRAIN" "$TMP/cola.yaml" --resume --set parallel.tp=2 --set parallel.sequence_parallel=$to \
-        --set train.steps=2 --set run.dump_steps=2 --set run.dump_dir="$d/dump-b" --set run.db="$d/a.db" \
+        --set train.steps=2 --allow-change train.steps --set run.dump_steps=2 --set run.dump_dir="$d/dump-b" --set run.db="$d/a.db" \
         --set run.checkpoint_dir="$d/ck" >"$d/b.log" 2>&1 &&
     timeout 120 mpirun -np 2 "$TRAIN" "$TMP/cola.yaml" --set parallel.tp=2 --set parallel.sequence_parallel=$from \
         --set train.steps=2 --set run.dump_steps=2 --set run.dump_dir="$d/dump-c" --no-db \

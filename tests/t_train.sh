@@ -62,12 +62,19 @@ out=$("$BUILD/train" "$TMP/small.yaml" --resume 2>&1); rc=$?
 if [ $rc = 0 ] && grep -q "already completed its 60 steps: nothing to do" <<<"$out" &&
    [ "$(sqlite3 "$TMP/runs.db" "SELECT resumed_count FROM runs WHERE id=$rk")" = 1 ]; then pass resume_completed_is_noop
 else fail resume_completed_is_noop "exit $rc: $(tail -2 <<<"$out")"; fi
-# a changed model is refused; a changed step count is accepted
+# a changed model is refused; a changed step count (the schedule: a change of the run's
+# meaning) only with --allow-change train.steps, and the choice is recorded
 expect_error resume_changed_model_refused "resuming with a different model is refused" 2 \
     "$BUILD/train" "$TMP/small.yaml" --resume --set model.rank_attn=8 --set train.steps=70
-expect_ok resume_more_steps_allowed "$BUILD/train" "$TMP/small.yaml" --resume --set train.steps=62 --set run.checkpoint_every=20
+expect_error resume_more_steps_needs_allow "1 change of the run's meaning since the checkpoint: train.steps (schedule)" 2 \
+    "$BUILD/train" "$TMP/small.yaml" --resume --set train.steps=62 --set run.checkpoint_every=20
+expect_ok resume_more_steps_allowed "$BUILD/train" "$TMP/small.yaml" --resume --set train.steps=62 --set run.checkpoint_every=20 \
+    --allow-change train.steps
 ev=$(sqlite3 "$TMP/runs.db" "SELECT count(*) FROM events WHERE run_id=$rk AND kind='config_change'")
 [ "$ev" -ge 1 ] && pass config_change_recorded || fail config_change_recorded "no config_change event"
+ev=$(sqlite3 "$TMP/runs.db" "SELECT detail FROM events WHERE run_id=$rk AND kind='warning' ORDER BY id DESC LIMIT 1")
+grep -q "allowed by --allow-change: train.steps 60 -> 62 (schedule)" <<<"$ev" && pass allowed_change_recorded \
+    || fail allowed_change_recorded "last warning event: '$ev'"
 
 # ---- how a run ends: signal, lock, divergence, unwritable output --------------------------
 # SIGTERM (here sent by the run to itself after step 6, BOOST_FAULT) stops it after that

@@ -75,7 +75,7 @@ PY
 
 # ---- --refresh: the rank share against the same window in a lone process, with the runs' threads;
 # ---- the kernels timed as themselves again
-expect_error calibrate_refuses_bad_threads "--threads: expected a thread count" 2 build/calibrate --threads 0 --out "$TMP/x.yaml"
+expect_error calibrate_refuses_bad_threads "calibrate --threads: expected an integer in [1, 1024], got '0'" 2 build/calibrate --threads 0 --out "$TMP/x.yaml"
 mkdir -p "$TMP/share"
 if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --refresh experiments/hardware/cpu-local.yaml --ranks 2 \
          --threads 1 --out "$TMP/share/cpu-local.yaml" </dev/null 2>&1); then

@@ -6,7 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <float.h>
+#include <sys/wait.h>
+
 #include "config/config.h"
+#include "config/config_diff.h"
 #include "config/manifest.h"
 #include "model/flops.h"
 #include "testlib.h"
@@ -263,7 +267,7 @@ TEST(defaults_and_finalize) {
     EXPECT(c.model.preset[0] == 0 && c.model.linear == LINEAR_COLA && c.model.vocab_size == 512, "defaults");
     EXPECT(c.model.rank_attn == 0, "rank unset before finalize");
     EXPECT(!strcmp(c.data.dataset, "kjv") && !strcmp(c.data.cache_dir, "datasets/cache"), "data defaults");
-    EXPECT(c.train.seed == 42 && c.train.lr == 3e-3 && c.train.grad_clip == 0.5 && c.train.steps == 100, "train defaults");
+    EXPECT(c.train.seed == 42 && c.train.lr == 3e-3f && c.train.grad_clip == 0.5 && c.train.steps == 100, "train defaults");
     config_finalize(&c);
     EXPECT(c.model.rank_attn == 16 && c.model.rank_mlp == 16, "ranks = d_model/4: %d %d", c.model.rank_attn, c.model.rank_mlp);
     EXPECT(c.model.n_kv_heads == 2, "kv heads of the tiny shape");
@@ -299,7 +303,7 @@ TEST(overrides) {
     config_set_override(&c, " data.synthetic_tokens = 2e6 ");
     config_set_override(&c, "train.steps=1_000");
     config_set_override(&c, "model.norm_eps=1e-5");
-    EXPECT(c.train.lr == 3e-4, "lr %g", c.train.lr);
+    EXPECT(c.train.lr == 3e-4f, "lr %g", c.train.lr);
     EXPECT(c.train.seed == UINT64_MAX, "seed");
     EXPECT(c.model.tie_embeddings == 1 && c.model.linear == LINEAR_SVD, "bool/enum");
     EXPECT(!strcmp(c.data.dataset, "text:/tmp/a b.txt"), "quoted string '%s'", c.data.dataset);
@@ -366,7 +370,7 @@ TEST(load_file_preset_first) {
     EXPECT(c.model.d_model == 96 && c.model.n_heads == 6 && c.model.n_layers == 3 && c.model.d_ff == 70,
            "preset then keys: d %d h %d L %d", c.model.d_model, c.model.n_heads, c.model.n_layers);
     EXPECT(!strcmp(c.model.preset, "tiny-odd"), "preset recorded");
-    EXPECT(c.train.lr == 1e-3 && c.train.steps == 20 && c.data.val_fraction == 0.1, "other keys");
+    EXPECT(c.train.lr == 1e-3f && c.train.steps == 20 && c.data.val_fraction == 0.1, "other keys");
     EXPECT(!strcmp(c.source_path, tpath("plain.yaml")), "source_path '%s'", c.source_path);
     // --set after the file: later keys override
     config_set_override(&c, "model.d_model=48");
@@ -385,9 +389,9 @@ TEST(manifest_aliases_and_merge_keys) {
     EXPECT(m->n_variants == 3, "variants %d", m->n_variants);
     if (m->n_variants == 3) {
         const TrainConfig *a = &m->variants[0].config.train, *b = &m->variants[1].config.train, *c = &m->variants[2].config.train;
-        EXPECT(a->lr == 0.002 && a->steps == 30 && a->warmup_steps == 3, "alias: lr %g steps %d", a->lr, a->steps);
-        EXPECT(b->lr == 0.002 && b->steps == 40 && b->warmup_steps == 3, "merge: lr %g steps %d", b->lr, b->steps);
-        EXPECT(c->lr == 0.002 && c->steps == 50, "merge list after the key: lr %g steps %d", c->lr, c->steps);
+        EXPECT(a->lr == 0.002f && a->steps == 30 && a->warmup_steps == 3, "alias: lr %g steps %d", a->lr, a->steps);
+        EXPECT(b->lr == 0.002f && b->steps == 40 && b->warmup_steps == 3, "merge: lr %g steps %d", b->lr, b->steps);
+        EXPECT(c->lr == 0.002f && c->steps == 50, "merge list after the key: lr %g steps %d", c->lr, c->steps);
     }
     manifest_free(m);
 }
@@ -416,7 +420,7 @@ TEST(manifest_extends_deep_merge) {
     const Config *c = &manifest_variant(m, NULL)->config;
     EXPECT(c->model.d_model == 96 && c->model.n_heads == 4 && c->model.n_layers == 3, "merged model d %d h %d L %d",
            c->model.d_model, c->model.n_heads, c->model.n_layers);
-    EXPECT(c->train.lr == 2e-3 && c->train.steps == 50 && c->train.warmup_steps == 5, "merged train");
+    EXPECT(c->train.lr == 2e-3f && c->train.steps == 50 && c->train.warmup_steps == 5, "merged train");
     EXPECT(c->model.rank_attn == 24, "finalized: rank = 96/4, got %d", c->model.rank_attn);
     EXPECT(!strcmp(c->source_path, tpath("experiments/study/child.yaml")), "source_path");
     manifest_free(m);
@@ -434,7 +438,7 @@ TEST(manifest_extends_deep_merge) {
     write_file("experiments/study/grandchild.yaml", "extends: child\ntrain: {steps: 60}\n");
     m = manifest_load(tpath("experiments/study/grandchild.yaml"));
     c = &m->variants[0].config;
-    EXPECT(m->n_sources == 3 && c->train.steps == 60 && c->train.lr == 2e-3 && c->model.d_model == 96, "3 levels");
+    EXPECT(m->n_sources == 3 && c->train.steps == 60 && c->train.lr == 2e-3f && c->model.d_model == 96, "3 levels");
     manifest_free(m);
 }
 
@@ -457,8 +461,8 @@ TEST(manifest_named_variants) {
                "names in file order");
         const Config *s = &manifest_variant(m, "small")->config, *b = &manifest_variant(m, "big")->config;
         const Config *z = &manifest_variant(m, "base")->config, *d = &manifest_variant(m, "dense")->config;
-        EXPECT(s->model.rank_attn == 8 && s->model.rank_mlp == 16 && s->train.lr == 1e-3, "small");
-        EXPECT(b->model.rank_attn == 32 && b->model.rank_mlp == 24 && b->train.lr == 3e-3, "big");
+        EXPECT(s->model.rank_attn == 8 && s->model.rank_mlp == 16 && s->train.lr == 1e-3f, "small");
+        EXPECT(b->model.rank_attn == 32 && b->model.rank_mlp == 24 && b->train.lr == 3e-3f, "big");
         EXPECT(z->model.rank_attn == 16, "base");
         EXPECT(d->model.linear == LINEAR_DENSE && d->model.rank_attn == 0, "dense");
         EXPECT(s->train.steps == 12 && d->train.steps == 12, "--set applies to every variant");
@@ -475,7 +479,7 @@ TEST(manifest_grid) {
     EXPECT(m->n_variants == 6, "2 x 3 = 6 variants, got %d", m->n_variants);
     const char *want[] = {"linear=dense,lr=0.001", "linear=dense,lr=0.003", "linear=dense,lr=1e-2",
                           "linear=cola,lr=0.001",  "linear=cola,lr=0.003",  "linear=cola,lr=1e-2"};
-    double lr[] = {0.001, 0.003, 1e-2};
+    float lr[] = {0.001f, 0.003f, 1e-2f};
     for (int i = 0; i < 6 && i < m->n_variants; i++) {
         const ManifestVariant *v = &m->variants[i];
         EXPECT(!strcmp(v->name, want[i]), "variant %d: '%s', want '%s'", i, v->name, want[i]);
@@ -483,6 +487,190 @@ TEST(manifest_grid) {
                "variant %d values", i);
     }
     manifest_free(m);
+}
+
+// ---- values at the type they are used at (generated over the schema) ------------------------
+// Every numeric key of the schema, its own bounds and its type's: what is accepted is read back
+// as the value correctly rounded to the field's type, and what is refused says why in those
+// terms. Generated from the schema rows: a new key is checked without a line here.
+
+static int parse_ok(const ConfigKey *k, const char *text, void *dst, char *why, size_t n) {
+    return config_parse_value(k, text, dst, why, n) == 0;
+}
+
+// Random decimal text: sign, 1-25 digits around a point, an exponent in [-60, 60].
+static void random_decimal(unsigned long long *st, char *buf, size_t n) {
+    *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+    unsigned long long r = *st >> 11;
+    int nd = 1 + (int)(r % 25), point = (int)((r >> 5) % (unsigned)(nd + 1)), e = (int)((r >> 10) % 121) - 60;
+    size_t o = 0;
+    if ((r >> 20) & 1) buf[o++] = '-';
+    for (int i = 0; i < nd && o + 8 < n; i++) {
+        if (i == point && i) buf[o++] = '.';
+        *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+        buf[o++] = (char)('0' + (*st >> 33) % 10);
+    }
+    snprintf(buf + o, n - o, "e%d", e);
+}
+
+TEST(values_at_the_type_of_use) {
+    int nk;
+    const ConfigKey *keys = config_schema(&nk);
+    const char *const *names = config_key_names();
+    unsigned long long st = 12345;
+    int n_checked = 0;
+    for (int i = 0; i < nk; i++) {
+        const ConfigKey *k = &keys[i];
+        char why[1400], text[128];
+        union { int i; int64_t l; uint64_t u; float f; double d; } v;
+        int is_int = k->type == CK_INT || k->type == CK_INT64 || k->type == CK_UINT64;
+        if (!is_int && k->type != CK_FLOAT && k->type != CK_DOUBLE) continue;
+        n_checked++;
+        // not numbers, not finite, not YAML's decimal form: refused whatever the key
+        const char *never[] = { ".nan", ".inf", "-.inf", "nan", "inf", "0x1p-10", "1e", "", " 1", "1 ", "1_0.5", "++1" };
+        for (size_t j = 0; j < sizeof never / sizeof *never; j++)
+            EXPECT(!parse_ok(k, never[j], &v, why, sizeof why), "%s accepted '%s'", names[i], never[j]);
+        if (is_int) {
+            // one past the type's own limit: "too large", or outside the key's own range
+            const char *past = k->type == CK_INT ? "2147483648" : k->type == CK_INT64 ? "9223372036854775808" : "18446744073709551616";
+            EXPECT(!parse_ok(k, past, &v, why, sizeof why) && (strstr(why, "too large") || strstr(why, "expected an integer in")),
+                   "%s = %s: %s", names[i], past, why);
+            EXPECT(!parse_ok(k, "99999999999999999999999", &v, why, sizeof why), "%s: 10^23 accepted", names[i]);
+            EXPECT(!parse_ok(k, "2.5", &v, why, sizeof why) && !parse_ok(k, "2.0000000000000000001e0", &v, why, sizeof why),
+                   "%s: a fraction accepted", names[i]);
+            // the bounds the docs state ("an integer in [lo, hi]") are accepted and read back exactly
+            char desc[600], lo[40], hi[40];
+            config_describe_key(k, desc, sizeof desc);
+            EXPECT(sscanf(desc, "an integer in [%39[^,], %39[^]]]", lo, hi) == 2, "%s: '%s'", names[i], desc);
+            const char *ends[2] = { lo, hi };
+            for (int e = 0; e < 2; e++) {
+                Config c;
+                config_defaults(&c);
+                EXPECT(parse_ok(k, ends[e], (char *)&c + k->offset, why, sizeof why), "%s = %s refused: %s", names[i], ends[e], why);
+                char back[64];
+                config_format_value(&c, k, back, sizeof back);
+                EXPECT(!strcmp(back, ends[e]), "%s = %s reads back as %s", names[i], ends[e], back);
+            }
+            continue;
+        }
+        int f32 = k->type == CK_FLOAT;
+        // beyond the type: too large for it (unless the key's own range says so first)
+        EXPECT(!parse_ok(k, f32 ? "1e39" : "1e309", &v, why, sizeof why) &&
+               (strstr(why, "too large") || strstr(why, "expected")), "%s: %s", names[i], why);
+        // nonzero values that round to 0 or below the smallest normal of the type: refused
+        EXPECT(!parse_ok(k, f32 ? "1e-46" : "1e-330", &v, why, sizeof why), "%s: a value rounding to 0 accepted", names[i]);
+        EXPECT(!parse_ok(k, f32 ? "1e-40" : "1e-310", &v, why, sizeof why), "%s: a subnormal accepted", names[i]);
+        // an exclusive bound: the nearest value written in decimal that rounds onto it is refused
+        // ("rounds to"), the nearest value of the type inside it is accepted
+        for (int side = 0; side < 2; side++) {
+            unsigned excl = side ? CKF_MAX_EXCL : CKF_MIN_EXCL, has = side ? CKF_MAX : CKF_MIN;
+            if (!(k->flags & has) || !(k->flags & excl)) continue;
+            double b = side ? k->max : k->min;
+            if (b == 0) continue;   // (0: the tests above)
+            double onto = nextafter(b, side ? -INFINITY : INFINITY);   // a double inside, rounding onto b in fp32
+            snprintf(text, sizeof text, "%.17g", onto);
+            if (f32 && (float)onto == (float)b)
+                EXPECT(!parse_ok(k, text, &v, why, sizeof why) && strstr(why, "rounds to"), "%s = %s: %s", names[i], text, why);
+            double inside = f32 ? (double)nextafterf((float)b, side ? -INFINITY : INFINITY) : onto;
+            snprintf(text, sizeof text, "%.17g", inside);
+            EXPECT(parse_ok(k, text, &v, why, sizeof why), "%s = %s refused: %s", names[i], text, why);
+        }
+        // random decimals: accepted exactly when the correctly rounded value is in range and a
+        // normal number of the type (or 0), and then read back as that value
+        for (int r = 0; r < 400; r++) {
+            random_decimal(&st, text, sizeof text);
+            double x = strtod(text, NULL);
+            double used = f32 ? (double)(float)x : x;
+            double tiny = f32 ? FLT_MIN : DBL_MIN, lim = f32 ? FLT_MAX : DBL_MAX;
+            int in = 1;
+            if (k->flags & CKF_MIN) in &= (k->flags & CKF_MIN_EXCL) ? x > k->min && used > k->min : x >= k->min && used >= k->min;
+            if (k->flags & CKF_MAX) in &= (k->flags & CKF_MAX_EXCL) ? x < k->max && used < k->max : x <= k->max && used <= k->max;
+            int normal = fabs(x) <= lim && (used == 0 ? strspn(text, "-0.") == strcspn(text, "e") : fabs(used) >= tiny);
+            int ok = parse_ok(k, text, &v, why, sizeof why);
+            EXPECT(ok == (in && normal), "%s = %s: %s (%s)", names[i], text, ok ? "accepted" : "refused", ok ? "" : why);
+            if (ok) EXPECT(f32 ? v.f == (float)x : v.d == x, "%s = %s read back as %.9g", names[i], text, f32 ? v.f : v.d);
+        }
+    }
+    EXPECT(n_checked >= 30, "only %d numeric keys", n_checked);
+}
+
+TEST(every_key_has_a_change_class) {
+    int nk;
+    const ConfigKey *keys = config_schema(&nk);
+    for (int i = 0; i < nk; i++)
+        EXPECT(keys[i].change > CHANGE_UNSET && keys[i].change < CHANGE_CLASS_COUNT, "%s.%s has no change class",
+               keys[i].section, keys[i].key);
+}
+
+// A valid value of key k other than the default's (the schema's bounds and names).
+static void other_value(const ConfigKey *k, const Config *d, char *buf, size_t n) {
+    char def[1100];
+    config_format_value(d, k, def, sizeof def);
+    switch (k->type) {
+    case CK_BOOL: snprintf(buf, n, "%s", strcmp(def, "true") ? "true" : "false"); return;
+    case CK_ENUM: {
+        int nn = 0, cur = *(const int *)((const char *)d + k->offset);
+        while (k->enum_names[nn]) nn++;
+        snprintf(buf, n, "%s", k->enum_names[(cur + 1) % nn]);
+        return;
+    }
+    case CK_PRESET: snprintf(buf, n, "tiny-odd"); return;
+    case CK_STRING:
+        if (k->check) snprintf(buf, n, "%s", !strcmp(def, "kjv") ? "synthetic" : "1");
+        else snprintf(buf, n, "%s.other", def);
+        return;
+    case CK_FLOAT: case CK_DOUBLE: {
+        double x = strtod(def, NULL);
+        snprintf(buf, n, "%.9g", x > 0 ? x / 2 : 0.25);
+        return;
+    }
+    default: {
+        long long x = strtoll(def, NULL, 10) + 1;
+        if ((k->flags & CKF_MAX) && x > (long long)k->max) x -= 2;
+        snprintf(buf, n, "%lld", x);
+    }
+    }
+}
+
+// Resuming with key K changed (generated for every key): refused for the model; refused for
+// the run's meaning unless --allow-change K; accepted for the layout and the recording.
+TEST(resume_changes_by_class) {
+    int nk;
+    const ConfigKey *keys = config_schema(&nk);
+    const char *const *names = config_key_names();
+    Config d;
+    config_defaults(&d);
+    char *before = config_to_json(&d);
+    ResumeSource src = { "step_4.h5", "was written by", "the checkpoint" };
+    for (int i = 0; i < nk; i++) {
+        char val[1200], set[1400];
+        other_value(&keys[i], &d, val, sizeof val);
+        snprintf(set, sizeof set, "%s=%s", names[i], val);
+        for (int allow = 0; allow < 2; allow++) {
+            fflush(stdout);
+            pid_t pid = fork();
+            if (pid == 0) {
+                FILE *null = fopen("/dev/null", "w");
+                if (!freopen("/dev/null", "w", stderr)) _exit(9);
+                Config now;
+                config_defaults(&now);
+                config_set_override(&now, set);
+                const char *allowed[1] = { names[i] };
+                char *rec = config_resume_changes(before, &now, allowed, allow, &src, null);
+                _exit(rec ? 3 : 0);
+            }
+            int status = 0;
+            waitpid(pid, &status, 0);
+            int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+            ConfigChangeClass c = keys[i].change;
+            int want = c == CHANGE_MODEL ? 2 : config_change_is_free(c) ? 0 : allow ? 3 : 2;
+            // (model.preset tiny-odd changes the shape keys too: a model change)
+            if (keys[i].type == CK_PRESET) want = 2;
+            EXPECT(rc == want, "resume with %s (%s)%s: exit %d, want %d", set, config_change_class_name(c),
+                   allow ? " allowed" : "", rc, want);
+        }
+    }
+    free(before);
 }
 
 int main(void) {
@@ -503,5 +691,8 @@ int main(void) {
     RUN(manifest_extends_deep_merge);
     RUN(manifest_named_variants);
     RUN(manifest_grid);
+    RUN(values_at_the_type_of_use);
+    RUN(every_key_has_a_change_class);
+    RUN(resume_changes_by_class);
     return tl_finish(tmpdir);
 }

@@ -11,6 +11,7 @@
 #include "../src/core/check.h"
 #include "../src/core/crc32.h"
 #include "../src/core/env.h"
+#include "../src/core/utf8.h"
 #include "../src/core/fileio.h"
 #include "../src/core/json.h"
 TL_MAIN_DEFS
@@ -136,9 +137,58 @@ TEST(blas_core_for_isa) {
     unsetenv("OPENBLAS_CORETYPE");
 }
 
+// The UTF-8 rule against its definition, on every sequence of 1 to 3 bytes and a sample of
+// 4: valid exactly when the bytes are the shortest encoding of a code point <= U+10FFFF
+// that is not a surrogate (RFC 3629), decoded here independently of src/core/utf8.c.
+static size_t utf8_reference(const unsigned char *p, size_t n) {
+    static const unsigned lead_bits[5] = { 0, 0x7F, 0x1F, 0x0F, 0x07 }, min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+    size_t k = p[0] < 0x80 ? 1 : (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (!k || k > n) return 0;
+    unsigned cp = p[0] & lead_bits[k];
+    for (size_t j = 1; j < k; j++) {
+        if ((p[j] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (p[j] & 0x3F);
+    }
+    if (cp < min_cp[k] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return k;
+}
+
+TEST(utf8_rule_is_rfc3629) {
+    unsigned char b[4];
+    long bad = 0;
+    for (unsigned x = 0; x < (1u << 24) && bad < 5; x++) {
+        b[0] = (unsigned char)(x >> 16); b[1] = (unsigned char)(x >> 8); b[2] = (unsigned char)x;
+        for (size_t n = 1; n <= 3; n++) {
+            if (n < 3 && (x & ((1u << (8 * (3 - n))) - 1))) continue;   // (shorter ones: once each)
+            if (utf8_seq_len(b, n) != utf8_reference(b, n)) {
+                EXPECT(0, "bytes %02x %02x %02x (n %zu): rule %zu, definition %zu", b[0], b[1], b[2], n, utf8_seq_len(b, n),
+                       utf8_reference(b, n));
+                bad++;
+            }
+        }
+    }
+    unsigned long long st = 7;
+    for (int i = 0; i < 2000000 && bad < 10; i++) {
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        memcpy(b, &st, 4);
+        b[0] = (unsigned char)(0xF0 | (b[0] & 0x0F));   // 4-byte leads and their neighbours
+        if (utf8_seq_len(b, 4) != utf8_reference(b, 4)) { EXPECT(0, "4 bytes %02x %02x %02x %02x", b[0], b[1], b[2], b[3]); bad++; }
+    }
+    // the two of the issue, in text: an overlong '/' and a surrogate, counted as bad bytes
+    const unsigned char t[] = { 'a', 0xC0, 0xAF, 'b', 0xED, 0xA0, 0x80, 0xC3, 0xA9 };
+    EXPECT(utf8_first_invalid(t, sizeof t) == 1 && utf8_count_invalid(t, sizeof t) == 5, "first %ld, count %zu",
+           utf8_first_invalid(t, sizeof t), utf8_count_invalid(t, sizeof t));
+    char d[64];
+    EXPECT(utf8_describe_char("\xC3\xA9x", d, sizeof d) == 2 && !strcmp(d, "'\xC3\xA9' (U+00E9)"), "%s", d);
+    EXPECT(utf8_describe_char("\xC0\xAF", d, sizeof d) == 1 && !strcmp(d, "byte 0xC0"), "%s", d);
+    utf8_printable("a\nb\xFF\xC3\xA9", d, sizeof d);
+    EXPECT(!strcmp(d, "a\\x0Ab\\xFF\xC3\xA9"), "printable: %s", d);
+}
+
 int main(void) {
     if (tl_tmpdir(TMPD, sizeof TMPD, "test_core")) return 1;
     RUN(crc32_known_values);
+    RUN(utf8_rule_is_rfc3629);
     RUN(json_escape_cases);
     RUN(tmp_names);
     RUN(atomic_write_commits_and_cleans);

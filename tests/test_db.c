@@ -105,6 +105,7 @@ TEST(db_migrates_schema_1) {
 }
 
 // Schema 5's columns taken away again (the views that read them are dropped first).
+#define SCHEMA6_DOWN "ALTER TABLE launches DROP COLUMN launcher; ALTER TABLE launches DROP COLUMN error;"
 #define SCHEMA5_DOWN \
     "ALTER TABLE runs DROP COLUMN peak_load_1m; ALTER TABLE runs DROP COLUMN peak_note;" \
     "ALTER TABLE launches DROP COLUMN peak_load_1m; ALTER TABLE launches DROP COLUMN peak_note;" \
@@ -129,7 +130,7 @@ TEST(db_migrates_schema_2) {
         "DROP TABLE simulation;"
         "ALTER TABLE runs DROP COLUMN kind; ALTER TABLE runs DROP COLUMN hardware;"
         "ALTER TABLE launches DROP COLUMN kind; ALTER TABLE launches DROP COLUMN hardware;"
-        "ALTER TABLE launches DROP COLUMN peak_check_gflops;" SCHEMA5_DOWN
+        "ALTER TABLE launches DROP COLUMN peak_check_gflops;" SCHEMA6_DOWN SCHEMA5_DOWN
         "PRAGMA user_version=2;";
     EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-2 file: %s", sqlite3_errmsg(s));
     EXPECT(q_num(s, "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='kind'") == 0, "no kind column in schema 2");
@@ -162,7 +163,9 @@ TEST(db_migrates_schema_3) {
     const char *down =
         "DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW config_diff; DROP VIEW run_config; DROP TABLE host_peaks;"
         "CREATE VIEW run_summary AS SELECT r.id AS run_id, r.uid FROM runs r;"
-        "CREATE VIEW latest_runs AS SELECT * FROM run_summary; ALTER TABLE launches DROP COLUMN peak_check_gflops;" SCHEMA5_DOWN
+        "CREATE VIEW latest_runs AS SELECT * FROM run_summary; ALTER TABLE launches DROP COLUMN peak_check_gflops;"
+        "DROP VIEW launch_summary;" SCHEMA6_DOWN SCHEMA5_DOWN
+        "CREATE VIEW launch_summary AS SELECT l.id AS launch_id FROM launches l;"
         "PRAGMA user_version=3;";
     EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-3 file: %s", sqlite3_errmsg(s));
     sqlite3_close(s);
@@ -176,6 +179,22 @@ TEST(db_migrates_schema_3) {
     EXPECT(q_num(s, "SELECT COUNT(*) FROM config_diff") == 0, "the config_diff view exists (a run without a launch: no rows)");
     sqlite3_close(s);
     rundb_close(db);
+}
+
+// An older schema made from a file of this one by SQL that takes the newer parts away.
+static void downgrade(const char *path, const char *sql) {
+    sqlite3 *s = raw_open(path);
+    EXPECT(sqlite3_exec(s, sql, NULL, NULL, NULL) == SQLITE_OK, "making an older file: %s", sqlite3_errmsg(s));
+    sqlite3_close(s);
+}
+
+// A launch of `exp` whose manifest hash is the number `sha` written out.
+static LaunchInfo launch_info(const char *exp, int sha) {
+    LaunchInfo li;
+    memset(&li, 0, sizeof li);
+    snprintf(li.experiment, sizeof li.experiment, "%s", exp);
+    snprintf(li.manifest_sha256, sizeof li.manifest_sha256, "%064d", sha);
+    return li;
 }
 
 // ---- schema 4 files are migrated: the peak's load and note, the collectives' wait -----------
@@ -192,7 +211,7 @@ TEST(db_migrates_schema_4) {
     sqlite3 *s = raw_open(path);
     const char *down =
         "DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW launch_summary; DROP VIEW simulated_runs;"
-        "DROP VIEW config_diff; DROP VIEW run_config;" SCHEMA5_DOWN
+        "DROP VIEW config_diff; DROP VIEW run_config;" SCHEMA6_DOWN SCHEMA5_DOWN
         "PRAGMA user_version=4;";
     EXPECT(sqlite3_exec(s, down, NULL, NULL, NULL) == SQLITE_OK, "making a schema-4 file: %s", sqlite3_errmsg(s));
     sqlite3_close(s);
@@ -210,15 +229,47 @@ TEST(db_migrates_schema_4) {
     rundb_close(db);
 }
 
+// ---- schema 5 files are migrated: launches gain launcher and error, launch_summary shows them --
+TEST(db_migrates_schema_5) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "v5.db");
+    RunDB *db = rundb_open(path);
+    LaunchInfo li = launch_info("old5", 5);
+    li.repeat = 1;
+    int64_t L = rundb_begin_launch(db, &li);
+    RunInfo ri = make_info("old5", "v", "old5.v.1");
+    ri.launch_id = L;
+    rundb_end_run(db, rundb_begin_run(db, &ri), "completed", NULL);
+    rundb_end_launch(db, L, "completed");
+    rundb_close(db);
+    downgrade(path, "DROP VIEW launch_summary; ALTER TABLE launches DROP COLUMN launcher; ALTER TABLE launches DROP COLUMN error;"
+                    "CREATE VIEW launch_summary AS SELECT l.id AS launch_id, l.experiment, l.status FROM launches l;"
+                    "PRAGMA user_version=5;");
+    db = rundb_open(path);
+    li.launcher[0] = 0;
+    snprintf(li.launcher, sizeof li.launcher, "srun --mpi=pmix");
+    int64_t L2 = rundb_begin_launch(db, &li);
+    rundb_refuse_launch(db, L2, "no usable CUDA device");
+    LaunchRow a, b;
+    EXPECT(rundb_launch(db, L, &a) && rundb_launch(db, L2, &b), "the launches");
+    EXPECT(!strcmp(a.status, "completed") && !a.launcher[0] && !a.error[0] && !strcmp(b.status, "failed") &&
+           !strcmp(b.launcher, "srun --mpi=pmix") && !strcmp(b.error, "no usable CUDA device"),
+           "migrated launch %s '%s' '%s'; new one %s '%s' '%s'", a.status, a.launcher, a.error, b.status, b.launcher, b.error);
+    rundb_launch_row_free(&a); rundb_launch_row_free(&b);
+    rundb_close(db);
+    sqlite3 *s = raw_open(path);
+    EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
+    q_text(s, "SELECT group_concat(runs || ':' || COALESCE(launcher, '-') || ':' || COALESCE(error, '-'), ' ') FROM launch_summary", t, sizeof t);
+    EXPECT(!strcmp(t, "1:-:- 0:srun --mpi=pmix:no usable CUDA device"), "launch_summary after the migration: %s", t);
+    sqlite3_close(s);
+}
+
 // ---- a simulated run: kind, hardware, its one step, the simulation row, the views ------------
 TEST(db_simulated_run) {
     char path[300], t[512];
     tmp_path(path, sizeof path, "sim.db");
     RunDB *db = rundb_open(path);
-    LaunchInfo li;
-    memset(&li, 0, sizeof li);
-    snprintf(li.experiment, sizeof li.experiment, "ex");
-    snprintf(li.manifest_sha256, sizeof li.manifest_sha256, "%064d", 1);
+    LaunchInfo li = launch_info("ex", 1);
     snprintf(li.kind, sizeof li.kind, "simulated");
     snprintf(li.hardware, sizeof li.hardware, "a100-80gb-node4");
     li.repeat = 1; li.load_avg = -1; host_facts(&li.host);
@@ -633,6 +684,7 @@ int main(void) {
     RUN(db_migrates_schema_2);
     RUN(db_migrates_schema_3);
     RUN(db_migrates_schema_4);
+    RUN(db_migrates_schema_5);
     RUN(db_simulated_run);
     RUN(db_launch_overrides_views);
     RUN(db_summary_medians_spread_rates);

@@ -666,6 +666,31 @@ TEST(ckpt_latest_good_falls_back) {
     model_state_free(&a);
 }
 
+// A resume takes only its own run's checkpoints: the newest file of another run (copied into
+// this run's folder) is skipped naming that run, and its metadata is what the resume gets.
+TEST(ckpt_of_another_run_is_skipped) {
+    ModelConfig c = tiny_cfg(LINEAR_DENSE, 0, 8);
+    ModelState a; state_make(&a, c, 1);
+    char dir[300], p2[400], p4[400], got[1024] = "";
+    tmp_path(dir, sizeof dir, "owner");
+    CheckpointMeta mine = { .step = 2, .adam_t = 2, .config_json = "{\"mine\": 1}", .run_uid = "r.a.1", .variant = "a" };
+    CheckpointMeta other = { .step = 4, .adam_t = 4, .config_json = "{\"other\": 1}", .run_uid = "r.a.2", .variant = "a" };
+    checkpoint_path(p2, sizeof p2, dir, 2); checkpoint_write(p2, &a, &mine);
+    checkpoint_path(p4, sizeof p4, dir, 4); checkpoint_write(p4, &a, &other);
+    int64_t step = -1; CheckpointSkip *sk = NULL; int ns = 0;
+    CheckpointMeta meta = {0};
+    int found = checkpoint_latest_of_run(dir, "r.a.1", INT64_MAX, got, sizeof got, &step, &meta, &sk, &ns);
+    EXPECT(found && step == 2 && !strcmp(got, p2) && meta.config_json && !strcmp(meta.config_json, "{\"mine\": 1}"),
+           "found %d step %lld config %s", found, (long long)step, meta.config_json ? meta.config_json : "-");
+    EXPECT(ns == 1 && sk[0].step == 4 && strstr(sk[0].reason, "belongs to run r.a.2 (its run_uid), not to run r.a.1"),
+           "skipped %d: %s", ns, ns ? sk[0].reason : "");
+    checkpoint_meta_free(&meta); free(sk);
+    // any run (sample, the listing): the newest; below a step: the newest at or below it
+    EXPECT(checkpoint_latest_of_run(dir, NULL, INT64_MAX, got, sizeof got, &step, NULL, NULL, NULL) && step == 4, "any: %lld", (long long)step);
+    EXPECT(checkpoint_latest_of_run(dir, "r.a.2", 3, got, sizeof got, &step, NULL, NULL, &ns) == 0 && ns == 1, "r.a.2 <= 3");
+    model_state_free(&a);
+}
+
 TEST(ckpt_killed_midway_latest_is_older_good_one) {
     ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 8);
     ModelState a; state_make(&a, c, 1);
@@ -848,6 +873,7 @@ int main(int argc, char **argv) {
     RUN(ckpt_damaged_object_header_clean_error);
     RUN(ckpt_metadata_checksum_and_old_version);
     RUN(ckpt_latest_good_falls_back);
+    RUN(ckpt_of_another_run_is_skipped);
     RUN(dump_write_reads_back);
     return tl_finish(TMPDIR_);
 }

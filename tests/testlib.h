@@ -64,7 +64,7 @@ static inline int tl_tmpdir(char *dir, size_t size, const char *name) {
 }
 static inline int tl_finish(const char *dir) {
     char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    snprintf(cmd, sizeof cmd, "/bin/rm -rf '%s'", dir);   // absolute: a test may narrow PATH (test_plan's fake launchers)
     if (!tl_n_fail && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
     return tl_n_fail ? 1 : 0;
 }

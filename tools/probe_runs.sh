@@ -14,15 +14,15 @@ for kv in model.rope_theta=100000 model.rope_theta=1000 model.norm_eps=0.0015 mo
           model.n_kv_heads=2; do
     restore
     key=${kv%%=*}
-    run "$B/train" "$C/tiny.yaml" --resume --set train.steps=6 --set "$kv" $PK
+    run "$B/train" "$C/tiny.yaml" --resume --allow-change train.steps --set train.steps=6 --set "$kv" $PK
     if [ $RC = 2 ] && grep -q "^error: .*step_4.h5" <<<"$OUT" && { grep -q "$key is " <<<"$OUT" || grep -qi "shape\|size\|mismatch\|expected" <<<"$OUT"; }; then
         record model "resume_with_$kv" clean "$(grep -m1 '^error: ' <<<"$OUT")"
     elif [ $RC = 0 ]; then record model "resume_with_$kv" silent "resumed with a different model"
     elif [ $RC -gt 128 ]; then record model "resume_with_$kv" crash "signal $((RC - 128))"
     else record model "resume_with_$kv" other "exit $RC: $(tail -2 <<<"$OUT")"; fi
 done
-restore; expect_accepted model resume_same_model_other_spelling "$B/train" "$C/tiny.yaml" --resume --set train.steps=6 --set model.rope_theta=1e4 $PK
-restore; expect_accepted model resume_same_model "$B/train" "$C/tiny.yaml" --resume --set train.steps=6 $PK
+restore; expect_accepted model resume_same_model_other_spelling "$B/train" "$C/tiny.yaml" --resume --allow-change train.steps --set train.steps=6 --set model.rope_theta=1e4 $PK
+restore; expect_accepted model resume_same_model "$B/train" "$C/tiny.yaml" --resume --allow-change train.steps --set train.steps=6 $PK
 
 # ---- messages: a non-finite weight or moment in a resealed checkpoint is named -------------
 for what in "/model/final_norm:nan" "/model/layers/0/attn/q/A:inf" "/optimizer/v/final_norm:-1"; do
@@ -41,7 +41,7 @@ with h5py.File(sys.argv[1], "r+") as f:
     if "crc32" in d.attrs: d.attrs["crc32"] = type(d.attrs["crc32"])(zlib.crc32(d[()].tobytes()))
 PY
     reseal "$RUN/step_4.h5"
-    run "$B/train" "$C/tiny.yaml" --resume --set train.steps=6 $PK
+    run "$B/train" "$C/tiny.yaml" --resume --allow-change train.steps --set train.steps=6 $PK
     if [ $RC = 2 ] && grep -q "non-finite value\|negative value" <<<"$OUT"; then record message "nonfinite_${val}_in_checkpoint" clean "$(grep -m1 '^error: ' <<<"$OUT")"
     elif [ $RC = 2 ] && grep -q "^error: .*step_4.h5" <<<"$OUT" && ! grep -q diverged <<<"$OUT"; then record message "nonfinite_${val}_in_checkpoint" clean "$(grep -m1 '^error: ' <<<"$OUT")"
     elif [ $RC = 0 ] && grep -q "(step 2)" <<<"$OUT"; then record message "nonfinite_${val}_in_checkpoint" clean "fell back past it"
@@ -58,20 +58,20 @@ V=$TMP/victim; mkdir -p "$V/inner"; echo keep >"$V/step_1.h5"; echo keep >"$V/st
 for bad in '../../victim' "../$(basename "$TMP")/victim" '/abs/path'; do
     restore
     q1 "$C/runs.db" "UPDATE runs SET uid='$bad' WHERE id=(SELECT max(id) FROM runs)"
-    run "$B/train" "$C/tiny.yaml" --resume --set train.steps=6 --set run.keep_last=1 $PK
+    run "$B/train" "$C/tiny.yaml" --resume --allow-change train.steps --set train.steps=6 --set run.keep_last=1 $PK
     if [ -f "$V/step_1.h5" ] && [ -f "$V/step_2.h5" ] && [ $RC = 2 ] && grep -q "not a plain folder name" <<<"$OUT"; then record paths "db_uid_${bad:0:24}" clean "$(grep -m1 '^error: ' <<<"$OUT")"
     elif [ ! -f "$V/step_1.h5" ]; then record paths "db_uid_${bad:0:24}" unsafe "deleted a file outside checkpoints/"
     else record paths "db_uid_${bad:0:24}" other "exit $RC: $(tail -2 <<<"$OUT")"; fi
 done
 restore
 mv "$RUN" "$RUN.real"; cp -r "$RUN.real" "$C/other_run"; ln -s "$C/other_run" "$RUN"
-expect_refused paths run_folder_is_symlink "symbolic link" "$B/train" "$C/tiny.yaml" --resume --set train.steps=6 $PK
+expect_refused paths run_folder_is_symlink "symbolic link" "$B/train" "$C/tiny.yaml" --resume --allow-change train.steps --set train.steps=6 $PK
 rm "$RUN"; mv "$RUN.real" "$RUN"; rm -rf "$C/other_run"
 restore; echo 'a user file' >"$RUN/step_1.h5"
-run "$B/train" "$C/tiny.yaml" --resume --set train.steps=8 --set run.keep_last=1 --set run.checkpoint_every=2 $PK
+run "$B/train" "$C/tiny.yaml" --resume --allow-change train.steps --set train.steps=8 --set run.keep_last=1 --set run.checkpoint_every=2 $PK
 [ $RC = 0 ] && [ "$(cat "$RUN/step_1.h5")" = "a user file" ] && record paths prune_keeps_foreign_file clean "kept" || record paths prune_keeps_foreign_file unsafe "exit $RC, step_1.h5: $(head -c 40 "$RUN/step_1.h5" 2>&1)"
 restore; ln -s "$V/step_2.h5" "$RUN/step_1.h5"
-run "$B/train" "$C/tiny.yaml" --resume --set train.steps=8 --set run.keep_last=1 $PK
+run "$B/train" "$C/tiny.yaml" --resume --allow-change train.steps --set train.steps=8 --set run.keep_last=1 $PK
 [ -f "$V/step_2.h5" ] && [ -L "$RUN/step_1.h5" ] && record paths prune_keeps_symlink clean "kept" || record paths prune_keeps_symlink unsafe "exit $RC"
 restore
 OTHER=$C/ckpt/tiny.default.other; cp -r "$RUN" "$OTHER"; sum=$(md5sum <"$OTHER/step_4.h5")
@@ -148,14 +148,14 @@ fi
 restore
 # step rows lost before the newest checkpoint: the resume recomputes them
 q1 "$C/runs.db" "DELETE FROM steps WHERE step = 3"
-run "$B/train" "$C/tiny.yaml" --resume --set train.steps=6 $PK
+run "$B/train" "$C/tiny.yaml" --resume --allow-change train.steps --set train.steps=6 $PK
 n=$(q1 "$C/runs.db" "SELECT count(DISTINCT step) FROM steps WHERE run_id=(SELECT max(id) FROM runs) AND step BETWEEN 1 AND 6")
 st=$(q1 "$C/runs.db" "SELECT status FROM runs ORDER BY id DESC LIMIT 1")
 if [ $RC = 0 ] && [ "$n" = 6 ] && [ "$st" = completed ] && grep -q "rows were lost" <<<"$OUT"; then record completion lost_rows_recomputed clean "resumed from step 2"
 elif [ "$st" = completed ] && [ "$n" != 6 ]; then record completion lost_rows_recomputed silent "completed with $n of 6 step rows"
 else record completion lost_rows_recomputed other "exit $RC, $n rows, $st"; fi
 restore; q1 "$C/runs.db" "DELETE FROM steps WHERE step = 1"
-run "$B/train" "$C/tiny.yaml" --resume --set train.steps=6 $PK
+run "$B/train" "$C/tiny.yaml" --resume --allow-change train.steps --set train.steps=6 $PK
 st=$(q1 "$C/runs.db" "SELECT status FROM runs ORDER BY id DESC LIMIT 1")
 [ $RC = 2 ] && grep -q "step rows only up to step 0" <<<"$OUT" && record completion lost_first_row_refused clean "$(grep -m1 '^error' <<<"$OUT")" ||
     { [ "$st" = completed ] && record completion lost_first_row_refused silent "completed" || record completion lost_first_row_refused other "exit $RC: $(tail -1 <<<"$OUT")"; }
@@ -294,7 +294,9 @@ run: {db: '${QD//\'/\'\'}/q.db', checkpoint_dir: '${QD//\'/\'\'}/ck', checkpoint
 YAML
     OUT=$(BOOST_FAULT=signal=0@1:TERM:parent timeout "$T" "$B/exp" "$QD/quo.yaml" 2>&1)
     l_run=$(grep -m1 '^\$ ' <<<"$OUT" | sed 's/^\$ //')
-    l_fig=$(grep -m1 '^  figures: ' <<<"$OUT" | sed 's/^  figures: *//')
+    # (a figures line comes once a run of the launch completed: from the resume that finishes it)
+    OUT2=$(timeout "$T" "$B/exp" "$QD/quo.yaml" --resume 2>&1)
+    l_fig=$(grep -m1 '^  figures: ' <<<"$OUT2" | sed 's/^  figures: *//')
     l_q=$(grep -m1 '^  query: ' <<<"$OUT" | sed 's/^  query: *//')
     l_res=$(grep -m1 '^interrupted: resume with ' <<<"$OUT" | sed 's/^interrupted: resume with *//')
     l_tr=$(grep -m1 '^resume with: ' <<<"$OUT" | sed 's/^resume with: *//')

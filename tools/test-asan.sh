@@ -47,7 +47,7 @@ for v in lowrank-ckpt full-recompute; do
 done
 # the resume path (checkpoint read, scatter) under the sanitizers, 2 more steps
 log=$TMP/train-resume.log
-"${MPIRUN[@]}" "$B/train" tools/sanitizers/tp2-btp.yaml --variant lowrank-ckpt "${SETS[@]}" --resume --set train.steps=6 \
+"${MPIRUN[@]}" "$B/train" tools/sanitizers/tp2-btp.yaml --variant lowrank-ckpt "${SETS[@]}" --resume --allow-change train.steps --set train.steps=6 \
     >"$log" 2>&1; rc=$?
 grep -q 'resumed .* (step 4)' "$log" && grep -q 'step     6/6' "$log" || { [ "$rc" = 0 ] && rc=1; }
 check asan_train_tp2_btp_resume "$log" "$rc"

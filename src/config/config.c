@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -32,47 +33,89 @@ static const char *const rmsnorm_variant_names[] = {"paper", "two_call", "shard_
 
 // data.dataset: a known corpus name or text:PATH. Extend this list with new corpora.
 static const char *const dataset_names[] = {"kjv", "synthetic", "tinyshakespeare", NULL};
-static const char *check_dataset(const char *v) {
+static const char *check_dataset(const char *v, char *why, size_t n) {
+    (void)why; (void)n;
     for (int i = 0; dataset_names[i]; i++)
         if (!strcmp(v, dataset_names[i])) return NULL;
     if (!strncmp(v, "text:", 5) && v[5]) return NULL;
     return "one of kjv, synthetic, tinyshakespeare, text:PATH";
 }
 
-// run.dump_steps: "" or comma-separated positive integers ("1,10,100"; "[1,10]" too).
-static const char *check_step_list(const char *v) {
-    const char *p = v;
-    size_t n = strlen(v);
-    if (n && v[0] == '[') {
-        if (v[n - 1] != ']') return "comma-separated positive step numbers, e.g. \"1,100\"";
-        char inner[256];
-        xsnprintf(inner, sizeof inner, "%.*s", (int)(n - 2), v + 1);
-        return check_step_list(inner);
+// run.dump_steps: "" or comma-separated step numbers ("1,10,100"; "[1,10]" too). A step
+// number has the type of train.steps, a 32-bit integer, and counts from 1; config_finalize
+// refuses one beyond train.steps (it would never be dumped).
+#define STEP_LIST_EXPECTED "comma-separated step numbers >= 1, e.g. \"1,100\""
+
+// The list without its brackets into buf; NULL if the brackets do not match.
+static const char *step_list_body(const char *v, char *buf, size_t n) {
+    size_t l = strlen(v);
+    if (!l || v[0] != '[') return v;
+    if (l < 2 || v[l - 1] != ']') return NULL;
+    snprintf(buf, n, "%.*s", (int)(l - 2), v + 1);
+    return buf;
+}
+
+// The next step of a list body from *pp: 1 and *step; 0 at the end; -1 when the text is not
+// a list of steps (why: the precise reason when there is one, else left empty).
+static int step_list_next(const char **pp, int *step, char *why, size_t n) {
+    const char *p = *pp;
+    while (*p == ' ') p++;
+    if (!*p) return 0;
+    if (!isdigit((unsigned char)*p)) return -1;
+    const char *d = p;
+    uint64_t v = 0;
+    while (isdigit((unsigned char)*p)) { if (v <= INT32_MAX) v = v * 10 + (uint64_t)(*p - '0'); p++; }
+    if (v > INT32_MAX || v < 1) {
+        if (why) snprintf(why, n, v ? "step %.*s is too large: a step number is a 32-bit integer (at most 2147483647)"
+                                    : "step %.*s: steps count from 1", (int)(p - d) > 40 ? 40 : (int)(p - d), d);
+        return -1;
     }
-    while (*p) {
-        if (!isdigit((unsigned char)*p)) return "comma-separated positive step numbers, e.g. \"1,100\"";
-        long x = strtol(p, (char **)&p, 10);
-        if (x < 1) return "comma-separated positive step numbers, e.g. \"1,100\"";
-        while (*p == ' ') p++;
-        if (*p == ',') { p++; while (*p == ' ') p++; if (!*p) return "comma-separated positive step numbers, e.g. \"1,100\""; }
-        else if (*p) return "comma-separated positive step numbers, e.g. \"1,100\"";
-    }
-    return NULL;
+    while (*p == ' ') p++;
+    if (*p == ',') { p++; while (*p == ' ') p++; if (!*p) return -1; }
+    else if (*p) return -1;
+    *pp = p;
+    *step = (int)v;
+    return 1;
+}
+
+static const char *check_step_list(const char *v, char *why, size_t n) {
+    char buf[256];
+    const char *p = step_list_body(v, buf, sizeof buf);
+    if (why && n) why[0] = 0;
+    if (!p) return STEP_LIST_EXPECTED;
+    int r, step;
+    while ((r = step_list_next(&p, &step, why, n)) > 0) {}
+    return r < 0 ? STEP_LIST_EXPECTED : NULL;
 }
 
 int config_step_listed(const char *list, int step) {
-    const char *p = list;
-    if (*p == '[') p++;
-    while (*p && *p != ']') {
-        char *end;
-        long x = strtol(p, &end, 10);
-        if (end == p) return 0;
-        if (x == step) return 1;
-        p = end;
-        while (*p == ',' || *p == ' ') p++;
-    }
+    char buf[256];
+    const char *p = step_list_body(list, buf, sizeof buf);
+    int s;
+    while (p && step_list_next(&p, &s, NULL, 0) > 0)
+        if (s == step) return 1;
     return 0;
 }
+
+// The largest step of a valid list (0 for an empty one).
+static int step_list_max(const char *list) {
+    char buf[256];
+    const char *p = step_list_body(list, buf, sizeof buf);
+    int s, mx = 0;
+    while (p && step_list_next(&p, &s, NULL, 0) > 0)
+        if (s > mx) mx = s;
+    return mx;
+}
+
+// Limits of sizes (docs/configuration.md, "Limits"): the ranges of single keys below, and the
+// products of keys checked in config_finalize ("Size limits").
+#define LIMIT_DIM (1 << 24)                 // vocab_size, d_model, d_ff, seq_len, heads, ranks
+#define LIMIT_LAYERS (1 << 16)
+#define LIMIT_TOKENS_PER_BATCH 2147483647LL // batch_size * seq_len: the model counts tokens in an int
+#define LIMIT_ELEMENTS (1LL << 40)          // one tensor or activation buffer, in elements
+#define LIMIT_PARAMS (1LL << 40)            // all parameters together
+#define LIMIT_THREADS 1024                  // train.threads
+#define LIMIT_SYNTHETIC_TOKENS (1LL << 34)  // data.synthetic_tokens (held in memory as int32)
 
 #define F(sec, fld) offsetof(Config, sec.fld), sizeof(((Config *)0)->sec.fld)
 #define GE(x) (x), 0, CKF_MIN
@@ -81,127 +124,130 @@ int config_step_listed(const char *list, int step) {
 #define IN(a, b) (a), (b), CKF_MIN | CKF_MAX                       // [a, b]
 #define IN_HALFOPEN(a, b) (a), (b), CKF_MIN | CKF_MAX | CKF_MAX_EXCL // [a, b)
 #define IN_OPEN(a, b) (a), (b), CKF_MIN | CKF_MAX | CKF_MIN_EXCL | CKF_MAX_EXCL
+#define IN_LEFTOPEN(a, b) (a), (b), CKF_MIN | CKF_MAX | CKF_MIN_EXCL  // (a, b]
 
 static const ConfigKey SCHEMA[] = {
     // ---- model ----
     {"model", "preset", CK_PRESET, F(model, preset), 0, 0, CKF_FIRST, NULL, NULL,
-     "named shape (cola-60m ... boost-30b, tiny, tiny-odd); applied before the other model keys of the same file, which override it"},
+     "named shape (cola-60m ... boost-30b, tiny, tiny-odd); applied before the other model keys of the same file, which override it", .change = CHANGE_RECORDING},
     {"model", "linear", CK_ENUM, F(model, linear), ANY, linear_names, NULL,
-     "linear layers: dense (full rank), cola (SiLU bottleneck), svd (plain low rank), lax (latent crossing on a cola or svd base, docs/lax.md)"},
-    {"model", "vocab_size", CK_INT, F(model, vocab_size), GE(2), NULL, NULL,
-     "embedding rows; also the BPE vocabulary size trained for the dataset"},
-    {"model", "n_layers", CK_INT, F(model, n_layers), GE(1), NULL, NULL, "transformer blocks"},
-    {"model", "d_model", CK_INT, F(model, d_model), GE(2), NULL, NULL, "residual width d"},
-    {"model", "n_heads", CK_INT, F(model, n_heads), GE(1), NULL, NULL,
-     "attention heads; d_model/n_heads must be an even integer (RoPE)"},
-    {"model", "n_kv_heads", CK_INT, F(model, n_kv_heads), GE(1), NULL, NULL,
-     "key/value heads (grouped-query attention); must divide n_heads; unless set itself, equals n_heads whenever n_heads is set"},
-    {"model", "d_ff", CK_INT, F(model, d_ff), GE(1), NULL, NULL, "MLP hidden width (SwiGLU)"},
-    {"model", "rank_attn", CK_INT, F(model, rank_attn), GE(1), NULL, NULL,
-     "cola/svd/lax: rank r of q,k,v,o (default d_model/4); an error for dense"},
-    {"model", "rank_mlp", CK_INT, F(model, rank_mlp), GE(1), NULL, NULL,
-     "cola/svd/lax: rank r of gate,up,down (default d_model/4); an error for dense"},
-    {"model", "seq_len", CK_INT, F(model, seq_len), GE(1), NULL, NULL, "training context length T"},
+     "linear layers: dense (full rank), cola (SiLU bottleneck), svd (plain low rank), lax (latent crossing on a cola or svd base, docs/lax.md)", .change = CHANGE_MODEL},
+    {"model", "vocab_size", CK_INT, F(model, vocab_size), IN(2, LIMIT_DIM), NULL, NULL,
+     "embedding rows; also the BPE vocabulary size trained for the dataset", .change = CHANGE_MODEL},
+    {"model", "n_layers", CK_INT, F(model, n_layers), IN(1, LIMIT_LAYERS), NULL, NULL, "transformer blocks", .change = CHANGE_MODEL},
+    {"model", "d_model", CK_INT, F(model, d_model), IN(2, LIMIT_DIM), NULL, NULL, "residual width d", .change = CHANGE_MODEL},
+    {"model", "n_heads", CK_INT, F(model, n_heads), IN(1, LIMIT_DIM), NULL, NULL,
+     "attention heads; d_model/n_heads must be an even integer (RoPE)", .change = CHANGE_MODEL},
+    {"model", "n_kv_heads", CK_INT, F(model, n_kv_heads), IN(1, LIMIT_DIM), NULL, NULL,
+     "key/value heads (grouped-query attention); must divide n_heads; unless set itself, equals n_heads whenever n_heads is set", .change = CHANGE_MODEL},
+    {"model", "d_ff", CK_INT, F(model, d_ff), IN(1, LIMIT_DIM), NULL, NULL, "MLP hidden width (SwiGLU)", .change = CHANGE_MODEL},
+    {"model", "rank_attn", CK_INT, F(model, rank_attn), IN(1, LIMIT_DIM), NULL, NULL,
+     "cola/svd/lax: rank r of q,k,v,o (default d_model/4); an error for dense", .change = CHANGE_MODEL},
+    {"model", "rank_mlp", CK_INT, F(model, rank_mlp), IN(1, LIMIT_DIM), NULL, NULL,
+     "cola/svd/lax: rank r of gate,up,down (default d_model/4); an error for dense", .change = CHANGE_MODEL},
+    {"model", "seq_len", CK_INT, F(model, seq_len), IN(1, LIMIT_DIM), NULL, NULL, "training context length T", .change = CHANGE_MODEL},
     {"model", "tie_embeddings", CK_BOOL, F(model, tie_embeddings), ANY, NULL, NULL,
-     "true: LM head = embedding^T (BOOST configs); false: separate LM head (CoLA)"},
+     "true: LM head = embedding^T (BOOST configs); false: separate LM head (CoLA)", .change = CHANGE_MODEL},
     {"model", "only_lr_act", CK_BOOL, F(model, only_lr_act), ANY, NULL, NULL,
-     "cola (and lax on the cola base) only: true = z = g*u (SiLU only in the bottlenecks); false = SiLU(g)*u (CoLA 60M/130M)"},
-    {"model", "norm_eps", CK_FLOAT, F(model, norm_eps), GT(0), NULL, NULL, "RMSNorm epsilon"},
-    {"model", "rope_theta", CK_FLOAT, F(model, rope_theta), GT(0), NULL, NULL, "RoPE base"},
-    {"model", "embed_std", CK_FLOAT, F(model, embed_std), GT(0), NULL, NULL,
-     "init std of the embedding and LM head"},
+     "cola (and lax on the cola base) only: true = z = g*u (SiLU only in the bottlenecks); false = SiLU(g)*u (CoLA 60M/130M)", .change = CHANGE_MODEL},
+    {"model", "norm_eps", CK_FLOAT, F(model, norm_eps), IN_LEFTOPEN(0, 1), NULL, NULL,
+     "RMSNorm epsilon (at most 1: a larger one outweighs the mean square it guards)", .change = CHANGE_MODEL},
+    {"model", "rope_theta", CK_FLOAT, F(model, rope_theta), GT(0), NULL, NULL, "RoPE base", .change = CHANGE_MODEL},
+    {"model", "embed_std", CK_FLOAT, F(model, embed_std), IN_LEFTOPEN(0, 1), NULL, NULL,
+     "init std of the embedding and LM head (at most 1: the initial logits grow as std^2 * d_model)", .change = CHANGE_MODEL},
     {"model", "lax_base", CK_ENUM, F(model, lax_base), ANY, lax_base_names, NULL,
-     "lax only: the low-rank layer being crossed, cola (SiLU latent) or svd (plain); docs/lax.md"},
+     "lax only: the low-rank layer being crossed, cola (SiLU latent) or svd (plain); docs/lax.md", .change = CHANGE_MODEL},
     {"model", "lax_gate", CK_ENUM, F(model, lax_gate), ANY, lax_gate_names, NULL,
-     "lax only: g(z_prev) = z (identity), z @ W + b (dense), or z @ (G1 ⊗ G2) (kron, the authors' default)"},
+     "lax only: g(z_prev) = z (identity), z @ W + b (dense), or z @ (G1 ⊗ G2) (kron, the authors' default)", .change = CHANGE_MODEL},
     {"model", "lax_norm", CK_ENUM, F(model, lax_norm), ANY, lax_norm_names, NULL,
-     "lax only: a LayerNorm over r after the crossing sum (layernorm, the authors' default) or none"},
+     "lax only: a LayerNorm over r after the crossing sum (layernorm, the authors' default) or none", .change = CHANGE_MODEL},
     // ---- data ----
     {"data", "dataset", CK_STRING, F(data, dataset), 0, 0, CKF_NONEMPTY, NULL, check_dataset,
-     "corpus: a built-in name, or text:PATH for a UTF-8 text file"},
+     "corpus: a built-in name, or text:PATH for a UTF-8 text file", .change = CHANGE_DATA},
     {"data", "cache_dir", CK_STRING, F(data, cache_dir), 0, 0, CKF_NONEMPTY, NULL, NULL,
-     "where prepared tokenizers and token shards are cached"},
+     "where prepared tokenizers and token shards are cached", .change = CHANGE_RECORDING},
     {"data", "val_fraction", CK_DOUBLE, F(data, val_fraction), IN_OPEN(0, 0.5), NULL, NULL,
-     "tail fraction of the corpus held out for validation"},
-    {"data", "synthetic_tokens", CK_INT64, F(data, synthetic_tokens), GE(1), NULL, NULL,
-     "size of the synthetic corpus (data.dataset: synthetic)"},
+     "tail fraction of the corpus held out for validation", .change = CHANGE_DATA},
+    {"data", "synthetic_tokens", CK_INT64, F(data, synthetic_tokens), IN(1, LIMIT_SYNTHETIC_TOKENS), NULL, NULL,
+     "size of the synthetic corpus (data.dataset: synthetic)", .change = CHANGE_DATA},
     // ---- train ----
-    {"train", "seed", CK_UINT64, F(train, seed), ANY, NULL, NULL, "base seed (init, data order)"},
-    {"train", "batch_size", CK_INT, F(train, batch_size), GE(1), NULL, NULL, "sequences per micro-batch"},
-    {"train", "grad_accum", CK_INT, F(train, grad_accum), GE(1), NULL, NULL, "micro-batches per optimizer step"},
-    {"train", "steps", CK_INT, F(train, steps), GE(1), NULL, NULL, "optimizer steps"},
-    {"train", "lr", CK_DOUBLE, F(train, lr), GT(0), NULL, NULL, "peak learning rate"},
+    {"train", "seed", CK_UINT64, F(train, seed), GE(0), NULL, NULL, "base seed (init, data order)", .change = CHANGE_SEED},
+    {"train", "batch_size", CK_INT, F(train, batch_size), GE(1), NULL, NULL, "sequences per micro-batch", .change = CHANGE_BATCH},
+    {"train", "grad_accum", CK_INT, F(train, grad_accum), GE(1), NULL, NULL, "micro-batches per optimizer step", .change = CHANGE_BATCH},
+    {"train", "steps", CK_INT, F(train, steps), GE(1), NULL, NULL, "optimizer steps", .change = CHANGE_SCHEDULE},
+    {"train", "lr", CK_FLOAT, F(train, lr), GT(0), NULL, NULL, "peak learning rate (the update takes the scheduled rate as fp32)", .change = CHANGE_SCHEDULE},
     {"train", "min_lr_ratio", CK_DOUBLE, F(train, min_lr_ratio), IN(0, 1), NULL, NULL,
-     "cosine decays to lr * min_lr_ratio"},
+     "cosine decays to lr * min_lr_ratio", .change = CHANGE_SCHEDULE},
     {"train", "warmup_steps", CK_INT, F(train, warmup_steps), GE(0), NULL, NULL,
-     "linear warm-up from 0 (<= steps)"},
-    {"train", "weight_decay", CK_DOUBLE, F(train, weight_decay), GE(0), NULL, NULL,
-     "decoupled AdamW weight decay (2-D weights only)"},
-    {"train", "beta1", CK_DOUBLE, F(train, beta1), IN_HALFOPEN(0, 1), NULL, NULL, "AdamW beta1"},
-    {"train", "beta2", CK_DOUBLE, F(train, beta2), IN_HALFOPEN(0, 1), NULL, NULL, "AdamW beta2"},
-    {"train", "adam_eps", CK_DOUBLE, F(train, adam_eps), GT(0), NULL, NULL, "AdamW epsilon"},
+     "linear warm-up from 0 (<= steps)", .change = CHANGE_SCHEDULE},
+    {"train", "weight_decay", CK_FLOAT, F(train, weight_decay), GE(0), NULL, NULL,
+     "decoupled AdamW weight decay (2-D weights only)", .change = CHANGE_OPTIMIZER},
+    {"train", "beta1", CK_FLOAT, F(train, beta1), IN_HALFOPEN(0, 1), NULL, NULL, "AdamW beta1", .change = CHANGE_OPTIMIZER},
+    {"train", "beta2", CK_FLOAT, F(train, beta2), IN_HALFOPEN(0, 1), NULL, NULL, "AdamW beta2", .change = CHANGE_OPTIMIZER},
+    {"train", "adam_eps", CK_FLOAT, F(train, adam_eps), IN_LEFTOPEN(0, 1), NULL, NULL,
+     "AdamW epsilon (at most 1: a larger one outweighs sqrt(v), and the update vanishes)", .change = CHANGE_OPTIMIZER},
     {"train", "grad_clip", CK_DOUBLE, F(train, grad_clip), GE(0), NULL, NULL,
-     "global L2 gradient-norm clip (0 = off)"},
+     "global L2 gradient-norm clip (0 = off)", .change = CHANGE_OPTIMIZER},
     {"train", "val_every", CK_INT, F(train, val_every), GE(0), NULL, NULL,
-     "validate every N steps (0 = only at the end)"},
-    {"train", "val_batches", CK_INT, F(train, val_batches), GE(1), NULL, NULL, "micro-batches per validation"},
-    {"train", "log_every", CK_INT, F(train, log_every), GE(1), NULL, NULL, "print a step line every N steps"},
-    {"train", "threads", CK_INT, F(train, threads), GE(0), NULL, NULL,
-     "OpenMP/BLAS threads per process (0 = the cores divided among the ranks on the node)"},
+     "validate every N steps (0 = only at the end)", .change = CHANGE_RECORDING},
+    {"train", "val_batches", CK_INT, F(train, val_batches), GE(1), NULL, NULL, "micro-batches per validation", .change = CHANGE_EVALUATION},
+    {"train", "log_every", CK_INT, F(train, log_every), GE(1), NULL, NULL, "print a step line every N steps", .change = CHANGE_RECORDING},
+    {"train", "threads", CK_INT, F(train, threads), IN(0, LIMIT_THREADS), NULL, NULL,
+     "OpenMP/BLAS threads per process (0 = the cores divided among the ranks on the node)", .change = CHANGE_LAYOUT},
     {"train", "precision", CK_ENUM, F(train, precision), ANY, precision_names, NULL,
-     "dtype of weights, activations and gradients: fp32, or bf16 with fp32 master weights and optimizer state (docs/gpu.md)"},
+     "dtype of weights, activations and gradients: fp32, or bf16 with fp32 master weights and optimizer state (docs/gpu.md)", .change = CHANGE_NUMERICS},
     {"train", "tf32", CK_BOOL, F(train, tf32), ANY, NULL, NULL,
-     "run.device cuda with train.precision fp32: GEMMs use TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation); false = exact fp32 (the parity tests)"},
+     "run.device cuda with train.precision fp32: GEMMs use TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation); false = exact fp32 (the parity tests)", .change = CHANGE_NUMERICS},
     {"train", "attention", CK_ENUM, F(train, attention), ANY, attention_names, NULL,
-     "run.device cuda: auto = cuDNN's fused flash attention for bf16 where cuDNN loads and accepts the shape, else the hand-written flash kernel (a note says why); cudnn = cuDNN or an error; flash = the hand-written kernel (docs/gpu.md)"},
+     "run.device cuda: auto = cuDNN's fused flash attention for bf16 where cuDNN loads and accepts the shape, else the hand-written flash kernel (a note says why); cudnn = cuDNN or an error; flash = the hand-written kernel (docs/gpu.md)", .change = CHANGE_NUMERICS},
     // ---- parallel ----
-    {"parallel", "tp", CK_INT, F(parallel, tp), GE(1), NULL, NULL, "tensor-parallel ranks (varies fastest)"},
-    {"parallel", "pp", CK_INT, F(parallel, pp), GE(1), NULL, NULL, "pipeline stages (1F1B schedule)"},
-    {"parallel", "dp", CK_INT, F(parallel, dp), GE(1), NULL, NULL, "data-parallel replicas"},
+    {"parallel", "tp", CK_INT, F(parallel, tp), GE(1), NULL, NULL, "tensor-parallel ranks (varies fastest)", .change = CHANGE_LAYOUT},
+    {"parallel", "pp", CK_INT, F(parallel, pp), GE(1), NULL, NULL, "pipeline stages (1F1B schedule)", .change = CHANGE_LAYOUT},
+    {"parallel", "dp", CK_INT, F(parallel, dp), GE(1), NULL, NULL, "data-parallel replicas", .change = CHANGE_LAYOUT},
     {"parallel", "micro_batches", CK_INT, F(parallel, micro_batches), GE(1), NULL, NULL,
-     "micro-batches per optimizer step (same as train.grad_accum; set one of them)"},
+     "micro-batches per optimizer step (same as train.grad_accum; set one of them)", .change = CHANGE_BATCH},
     {"parallel", "zero1", CK_BOOL, F(parallel, zero1), ANY, NULL, NULL,
-     "ZeRO-1: shard the AdamW state over the dp ranks (reduce-scatter gradients, all-gather weights)"},
+     "ZeRO-1: shard the AdamW state over the dp ranks (reduce-scatter gradients, all-gather weights)", .change = CHANGE_LAYOUT},
     {"parallel", "overlap", CK_BOOL, F(parallel, overlap), ANY, NULL, NULL,
-     "communication off the compute stream: each layer's data-parallel gradient reduction starts as its gradients become final and overlaps the rest of the backward, and some TP collectives overlap GEMMs (NCCL: own streams and events; MPI: non-blocking calls); false = every collective blocking on the compute stream, the same bits (docs/parallelism.md §9)"},
+     "communication off the compute stream: each layer's data-parallel gradient reduction starts as its gradients become final and overlaps the rest of the backward, and some TP collectives overlap GEMMs (NCCL: own streams and events; MPI: non-blocking calls); false = every collective blocking on the compute stream, the same bits (docs/parallelism.md)", .change = CHANGE_LAYOUT},
     {"parallel", "sequence_parallel", CK_BOOL, F(boost, sequence_parallel), ANY, NULL, NULL,
-     "sequence parallelism: norms and residual adds on seq_len/tp-token shards, reduce-scatter and all-gather along the sequence in place of each all-reduce (Megatron-LM; with boost.btp: the bottlenecks cut by tokens, docs/boost.md §8); model.seq_len divisible by tp; no effect at tp = 1"},
+     "sequence parallelism: norms and residual adds on seq_len/tp-token shards, reduce-scatter and all-gather along the sequence in place of each all-reduce (Megatron-LM; with boost.btp: the bottlenecks cut by tokens, docs/boost.md §8); model.seq_len divisible by tp; no effect at tp = 1", .change = CHANGE_LAYOUT},
     // ---- boost ----
     {"boost", "btp", CK_BOOL, F(boost, btp), ANY, NULL, NULL,
-     "bottleneck-aware tensor parallelism (needs model.linear cola or svd)"},
+     "bottleneck-aware tensor parallelism (needs model.linear cola or svd)", .change = CHANGE_LAYOUT},
     {"boost", "online_rmsnorm", CK_BOOL, F(boost, online_rmsnorm), ANY, NULL, NULL,
-     "RMSNorm statistics travel in the bottleneck all-reduce (with boost.btp)"},
+     "RMSNorm statistics travel in the bottleneck all-reduce (with boost.btp)", .change = CHANGE_LAYOUT},
     {"boost", "grouping", CK_BOOL, F(boost, grouping), ANY, NULL, NULL,
-     "group A_q|A_k|A_v and A_gate|A_up into one GEMM and one all-reduce; batch the B's"},
+     "group A_q|A_k|A_v and A_gate|A_up into one GEMM and one all-reduce; batch the B's", .change = CHANGE_LAYOUT},
     {"boost", "lowrank_ckpt", CK_BOOL, F(boost, lowrank_ckpt), ANY, NULL, NULL,
-     "low-rank activation checkpointing: keep the bottleneck activations, recompute in backward"},
+     "low-rank activation checkpointing: keep the bottleneck activations, recompute in backward", .change = CHANGE_LAYOUT},
     {"boost", "full_recompute", CK_BOOL, F(boost, full_recompute), ANY, NULL, NULL,
-     "baseline checkpointing: keep block inputs, recompute whole blocks (replays collectives)"},
+     "baseline checkpointing: keep block inputs, recompute whole blocks (replays collectives)", .change = CHANGE_LAYOUT},
     {"boost", "sync_norm_backward", CK_ENUM, F(boost, sync_norm_backward), ANY, sync_norm_backward_names, NULL,
-     "SyncRMSNorm's backward (boost.btp without boost.online_rmsnorm): allreduce = the authors' all-reduce of the local Σ da·a (2 more collectives per layer); bottleneck = from the replicated bottleneck gradient, no collective"},
+     "SyncRMSNorm's backward (boost.btp without boost.online_rmsnorm): allreduce = the authors' all-reduce of the local Σ da·a (2 more collectives per layer); bottleneck = from the replicated bottleneck gradient, no collective", .change = CHANGE_LAYOUT},
     {"boost", "rmsnorm_variant", CK_ENUM, F(boost, rmsnorm_variant), ANY, rmsnorm_variant_names, NULL,
-     "BTP's norm: paper = as the paper describes it; two_call = the authors' online RMSNorm (payload all-reduce, then the fp32 statistic: same maths, one more collective per norm; needs boost.online_rmsnorm); shard_local = the authors' 7B default, statistics over d/tp only: a different function at tp > 1, no statistic collective (needs boost.online_rmsnorm: false)"},
+     "BTP's norm: paper = as the paper describes it; two_call = the authors' online RMSNorm (payload all-reduce, then the fp32 statistic: same maths, one more collective per norm; needs boost.online_rmsnorm); shard_local = the authors' 7B default, statistics over d/tp only: a different function at tp > 1, no statistic collective (needs boost.online_rmsnorm: false)", .change = CHANGE_NUMERICS},
     {"boost", "selective_recompute", CK_BOOL, F(boost, selective_recompute), ANY, NULL, NULL,
-     "selective recomputation: keep q, k, v; drop the attention core's output and row log-sum-exp and replay flash attention's forward (scores, softmax, P·V; no collective) before each layer's attention backward (the scores themselves are never stored: flash attention)"},
+     "selective recomputation: keep q, k, v; drop the attention core's output and row log-sum-exp and replay flash attention's forward (scores, softmax, P·V; no collective) before each layer's attention backward (the scores themselves are never stored: flash attention)", .change = CHANGE_LAYOUT},
     // ---- run ----
-    {"run", "db", CK_STRING, F(run, db), 0, 0, CKF_NONEMPTY, NULL, NULL, "SQLite run registry"},
+    {"run", "db", CK_STRING, F(run, db), 0, 0, CKF_NONEMPTY, NULL, NULL, "SQLite run registry", .change = CHANGE_RECORDING},
     {"run", "checkpoint_dir", CK_STRING, F(run, checkpoint_dir), 0, 0, CKF_NONEMPTY, NULL, NULL,
-     "checkpoints go to <checkpoint_dir>/<run uid>/step_<N>.h5"},
+     "checkpoints go to <checkpoint_dir>/<run uid>/step_<N>.h5", .change = CHANGE_RECORDING},
     {"run", "checkpoint_every", CK_INT, F(run, checkpoint_every), GE(0), NULL, NULL,
-     "steps between checkpoints (0 = only at the end)"},
-    {"run", "keep_last", CK_INT, F(run, keep_last), GE(1), NULL, NULL, "complete checkpoints kept per run"},
+     "steps between checkpoints (0 = only at the end)", .change = CHANGE_RECORDING},
+    {"run", "keep_last", CK_INT, F(run, keep_last), GE(1), NULL, NULL, "complete checkpoints kept per run", .change = CHANGE_RECORDING},
     {"run", "dump_steps", CK_STRING, F(run, dump_steps), 0, 0, 0, NULL, check_step_list,
-     "steps that write a step dump (HDF5 with weights, batch, loss, gradients), e.g. \"1,100\""},
+     "steps that write a step dump (HDF5 with weights, batch, loss, gradients), e.g. \"1,100\"", .change = CHANGE_RECORDING},
     {"run", "dump_activations", CK_BOOL, F(run, dump_activations), ANY, NULL, NULL,
-     "step dumps also hold the activations of the last micro-batch"},
+     "step dumps also hold the activations of the last micro-batch", .change = CHANGE_RECORDING},
     {"run", "dump_dir", CK_STRING, F(run, dump_dir), 0, 0, 0, NULL, NULL,
-     "folder for step dumps (empty: <checkpoint_dir>/<run uid>/dumps)"},
+     "folder for step dumps (empty: <checkpoint_dir>/<run uid>/dumps)", .change = CHANGE_RECORDING},
     {"run", "on_demand", CK_BOOL, F(run, on_demand), ANY, NULL, NULL,
-     "make exp runs this variant only when it is named (VARIANT=...), e.g. paper-scale GPU variants"},
+     "make exp runs this variant only when it is named (VARIANT=...), e.g. paper-scale GPU variants", .change = CHANGE_RECORDING},
     {"run", "flush_every", CK_INT, F(run, flush_every), GE(1), NULL, NULL,
-     "steps between SQLite writes (metrics are buffered in between)"},
+     "steps between SQLite writes (metrics are buffered in between)", .change = CHANGE_RECORDING},
     {"run", "device", CK_ENUM, F(run, device), ANY, device_names, NULL,
-     "where the ops run: cpu (OpenBLAS/OpenMP), or cuda (one GPU per rank; docs/gpu.md)"},
+     "where the ops run: cpu (OpenBLAS/OpenMP), or cuda (one GPU per rank; docs/gpu.md)", .change = CHANGE_NUMERICS},
 };
 #define N_SCHEMA ((int)(sizeof SCHEMA / sizeof SCHEMA[0]))
 _Static_assert(sizeof SCHEMA / sizeof SCHEMA[0] <= CONFIG_MAX_KEYS, "raise CONFIG_MAX_KEYS");
@@ -239,6 +285,28 @@ int config_key_was_set(const Config *c, const char *dotted) {
     int i = config_key_index(dotted);
     CHECK(i >= 0, "config_key_was_set: no key '%s'", dotted);
     return c->key_set[i];
+}
+
+const char *config_change_class_name(ConfigChangeClass c) {
+    static const char *const names[CHANGE_CLASS_COUNT] = {
+        [CHANGE_UNSET] = "unclassified", [CHANGE_MODEL] = "model", [CHANGE_DATA] = "data", [CHANGE_BATCH] = "batch",
+        [CHANGE_SEED] = "seed", [CHANGE_SCHEDULE] = "schedule", [CHANGE_OPTIMIZER] = "optimizer",
+        [CHANGE_NUMERICS] = "numerics", [CHANGE_EVALUATION] = "evaluation", [CHANGE_LAYOUT] = "layout",
+        [CHANGE_RECORDING] = "recording" };
+    return c >= 0 && c < CHANGE_CLASS_COUNT ? names[c] : "?";
+}
+
+const char *config_type_name(ConfigKeyType t) {
+    switch (t) {
+    case CK_INT: return "int32";
+    case CK_INT64: return "int64";
+    case CK_UINT64: return "uint64";
+    case CK_FLOAT: return "fp32";
+    case CK_DOUBLE: return "fp64";
+    case CK_BOOL: return "bool";
+    case CK_ENUM: return "enum";
+    default: return "string";
+    }
 }
 
 const char *linear_kind_name(LinearKind k) {
@@ -370,13 +438,44 @@ void config_die_unknown_key(const char *where, const char *key, const char *cons
 // Scalar parsing
 // ---------------------------------------------------------------------------------
 
+// ---- values at the type they are used at ----------------------------------------------
+// A value is checked after its conversion to the C type of its field, the type the engine
+// uses it at: a 32-bit int, an fp32 the optimizer reads, ... Its range is the declared
+// range within that type's own, stated in those terms ("an integer in [0, 2147483647]",
+// "an fp32 number in [0, 1)"), and a refusal names the real reason: too large for the type,
+// rounds to a bound (or to 0) in fp32, not finite, beyond train.steps.
+
+static void fmt_real(double x, int is_float, char *buf, size_t n);   // (Output, below)
+
 static void fmt_num(double x, char *buf, size_t n) {
-    if (x == floor(x) && fabs(x) < 1e15) snprintf(buf, n, "%.0f", x);
+    if (x == floor(x) && fabs(x) < 1e19) snprintf(buf, n, "%.0f", x);
     else snprintf(buf, n, "%g", x);
 }
 
+// The type's own limits (integers exactly, as long double).
+static void type_limits(ConfigKeyType t, long double *lo, long double *hi) {
+    switch (t) {
+    case CK_INT: *lo = INT32_MIN; *hi = INT32_MAX; break;
+    case CK_INT64: *lo = (long double)INT64_MIN; *hi = (long double)INT64_MAX; break;
+    case CK_UINT64: *lo = 0; *hi = (long double)UINT64_MAX; break;
+    case CK_FLOAT: *lo = -FLT_MAX; *hi = FLT_MAX; break;
+    default: *lo = -DBL_MAX; *hi = DBL_MAX; break;
+    }
+}
+
+static const char *type_words(ConfigKeyType t) {
+    switch (t) {
+    case CK_INT: return "a 32-bit integer";
+    case CK_INT64: return "a 64-bit integer";
+    case CK_UINT64: return "an unsigned 64-bit integer";
+    case CK_FLOAT: return "fp32";
+    default: return "fp64";
+    }
+}
+
+static int is_integer_type(ConfigKeyType t) { return t == CK_INT || t == CK_INT64 || t == CK_UINT64; }
+
 void config_describe_key(const ConfigKey *k, char *buf, size_t n) {
-    const char *what = "a number";
     switch (k->type) {
     case CK_BOOL: snprintf(buf, n, "true or false"); return;
     case CK_ENUM: {
@@ -393,19 +492,32 @@ void config_describe_key(const ConfigKey *k, char *buf, size_t n) {
         return;
     }
     case CK_STRING: {
-        const char *c = k->check ? k->check("\x01") : NULL;
+        const char *c = k->check ? k->check("\x01", NULL, 0) : NULL;
         if (c) snprintf(buf, n, "%s", c);
         else snprintf(buf, n, "%s", (k->flags & CKF_NONEMPTY) ? "a non-empty string" : "a string");
         return;
     }
-    case CK_INT: case CK_INT64: what = "an integer"; break;
-    case CK_UINT64: snprintf(buf, n, "a non-negative integer"); return;
-    case CK_FLOAT: case CK_DOUBLE: what = "a number"; break;
+    default: break;
     }
-    char a[32], b[32];
+    unsigned f = k->flags;
+    char a[40], b[40];
+    if (is_integer_type(k->type)) {
+        // integers: the closed range within the type ("an integer in [1, 2147483647]")
+        long double lo, hi;
+        type_limits(k->type, &lo, &hi);
+        long double tlo = lo, thi = hi;
+        if (f & CKF_MIN) lo = (long double)k->min + ((f & CKF_MIN_EXCL) ? 1 : 0);
+        if (f & CKF_MAX) hi = (long double)k->max - ((f & CKF_MAX_EXCL) ? 1 : 0);
+        if (lo < tlo) lo = tlo;   // (a bound written as a double, INT64_MAX, is the type's own)
+        if (hi > thi) hi = thi;
+        snprintf(a, sizeof a, "%.0Lf", lo);
+        snprintf(b, sizeof b, "%.0Lf", hi);
+        snprintf(buf, n, "an integer in [%s, %s]", a, b);
+        return;
+    }
+    const char *what = k->type == CK_FLOAT ? "an fp32 number" : "a number";
     fmt_num(k->min, a, sizeof a);
     fmt_num(k->max, b, sizeof b);
-    unsigned f = k->flags;
     if ((f & CKF_MIN) && (f & CKF_MAX))
         snprintf(buf, n, "%s in %c%s, %s%c", what, (f & CKF_MIN_EXCL) ? '(' : '[', a, b, (f & CKF_MAX_EXCL) ? ')' : ']');
     else if (f & CKF_MIN) snprintf(buf, n, "%s %s %s", what, (f & CKF_MIN_EXCL) ? ">" : ">=", a);
@@ -413,24 +525,26 @@ void config_describe_key(const ConfigKey *k, char *buf, size_t n) {
     else snprintf(buf, n, "%s", what);
 }
 
-static int in_range(const ConfigKey *k, double x) {
-    if (k->flags & CKF_MIN) { if ((k->flags & CKF_MIN_EXCL) ? !(x > k->min) : !(x >= k->min)) return 0; }
-    if (k->flags & CKF_MAX) { if ((k->flags & CKF_MAX_EXCL) ? !(x < k->max) : !(x <= k->max)) return 0; }
+static int in_range_ld(const ConfigKey *k, long double x) {
+    if (k->flags & CKF_MIN) { if ((k->flags & CKF_MIN_EXCL) ? !(x > (long double)k->min) : !(x >= (long double)k->min)) return 0; }
+    if (k->flags & CKF_MAX) { if ((k->flags & CKF_MAX_EXCL) ? !(x < (long double)k->max) : !(x <= (long double)k->max)) return 0; }
     return 1;
 }
+static int in_range(const ConfigKey *k, double x) { return in_range_ld(k, x); }
 
-// Integer in YAML form: [+-]digits (underscores allowed between digits), 0x.., 0o..,
-// or a float literal that is exactly an integer (2e6). Result: sign and magnitude.
+// An integer as YAML writes one: [+-]digits (underscores between digits), 0x.., 0o.., or a
+// decimal number that is exactly an integer (2e6, 1.5e3; not 2.0000000001e6), decided on
+// the digits, never through a double. 1 with sign and magnitude; 0 if the text is no
+// integer; -1 if it is one beyond 2^64 - 1 (too large for any integer type here).
 static int parse_integer(const char *s, int *neg_out, uint64_t *mag_out) {
     char buf[128];
     size_t j = 0;
     for (size_t i = 0; s[i]; i++) {
         if (s[i] == '_' && i > 0 && isxdigit((unsigned char)s[i - 1]) && isxdigit((unsigned char)s[i + 1])) continue;
-        if (j + 1 >= sizeof buf) return 0;
+        if (j + 1 >= sizeof buf) return strspn(s, "+-0123456789_") == strlen(s) ? -1 : 0;
         buf[j++] = s[i];
     }
     buf[j] = 0;
-    if (!buf[0]) return 0;
     const char *p = buf;
     int neg = 0;
     if (*p == '+' || *p == '-') { neg = *p == '-'; p++; }
@@ -438,35 +552,85 @@ static int parse_integer(const char *s, int *neg_out, uint64_t *mag_out) {
     int base = 10;
     if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) { base = 16; p += 2; }
     else if (p[0] == '0' && p[1] == 'o') { base = 8; p += 2; }
-    int all_digits = *p != 0;
-    for (const char *q = p; *q; q++)
-        if (!(base == 16 ? isxdigit((unsigned char)*q) : (*q >= '0' && *q <= (base == 8 ? '7' : '9')))) all_digits = 0;
-    if (all_digits) {
-        errno = 0;
-        unsigned long long v = strtoull(p, NULL, base);
-        if (errno == ERANGE) return 0;
+    if (base != 10) {
+        if (!*p) return 0;
+        uint64_t v = 0;
+        int over = 0;
+        for (const char *q = p; *q; q++) {
+            int d = isdigit((unsigned char)*q) ? *q - '0' : isxdigit((unsigned char)*q) ? tolower((unsigned char)*q) - 'a' + 10 : 99;
+            if (d >= base) return 0;
+            if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) over = 1;
+            else v = v * (uint64_t)base + (uint64_t)d;
+        }
+        if (over) return -1;
         *neg_out = neg && v != 0;
         *mag_out = v;
         return 1;
     }
-    if (base != 10 || !strpbrk(buf, "eE.") || strpbrk(buf, "xXpP")) return 0;
-    char *end;
-    errno = 0;
-    double d = strtod(buf, &end);
-    if (*end || errno == ERANGE || !isfinite(d) || d != floor(d) || fabs(d) >= 1.8e19) return 0;
-    *neg_out = d < 0;
-    *mag_out = (uint64_t)fabs(d);
+    // decimal: digits [. digits] [e [+-] digits], at least one digit in the mantissa
+    char digits[128];
+    int nd = 0, point = -1, any = 0;
+    for (; isdigit((unsigned char)*p) || *p == '.'; p++) {
+        if (*p == '.') { if (point >= 0) return 0; point = nd; continue; }
+        any = 1;
+        digits[nd++] = *p;
+    }
+    if (!any) return 0;
+    if (point < 0) point = nd;
+    long exp10 = 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        int eneg = 0;
+        if (*p == '+' || *p == '-') { eneg = *p == '-'; p++; }
+        if (!isdigit((unsigned char)*p)) return 0;
+        for (; isdigit((unsigned char)*p); p++) if (exp10 < 100000) exp10 = exp10 * 10 + (*p - '0');
+        if (eneg) exp10 = -exp10;
+    }
+    if (*p) return 0;
+    // the integer part is digits[0 .. point + exp10); every digit after it must be 0
+    long ip = point + exp10;
+    for (long i = ip < 0 ? 0 : ip; i < nd; i++) if (digits[i] != '0') return 0;
+    uint64_t v = 0;
+    int over = 0;
+    for (long i = 0; i < ip; i++) {
+        int d = i < nd ? digits[i] - '0' : 0;
+        if (v > (UINT64_MAX - (uint64_t)d) / 10) { over = 1; if (d || v) break; }
+        else v = v * 10 + (uint64_t)d;
+    }
+    if (over) return -1;
+    *neg_out = neg && v != 0;
+    *mag_out = v;
     return 1;
 }
 
+// A number as YAML 1.2 writes a decimal one: [+-] (digits [. digits] | . digits) [e [+-]
+// digits]. Hexadecimal floats (0x1p-10) are not YAML numbers (PyYAML, which analysis/ reads
+// manifests with, takes them for text), nor are words strtod reads (inf, nan, infinity).
+// 1 and *out; 0 if the text is no number; -1 if it is YAML's .inf or .nan; -2 if it is
+// beyond any double (1e400: *out is +-inf); -3 if it is not 0 but rounds to 0 or below the
+// smallest normal double (1e-400: *out is what strtod made of it).
 static int parse_real(const char *s, double *out) {
-    if (!*s || isspace((unsigned char)*s) || strpbrk(s, "xXpP")) return 0;
-    char *end;
+    static const char *const nonfinite[] = {".inf", "+.inf", "-.inf", ".Inf", "+.Inf", "-.Inf", ".INF", "+.INF", "-.INF",
+                                            ".nan", ".NaN", ".NAN", NULL};
+    for (int i = 0; nonfinite[i]; i++) if (!strcmp(s, nonfinite[i])) return -1;
+    const char *p = s;
+    if (*p == '+' || *p == '-') p++;
+    int mant = 0, nonzero = 0;
+    for (; isdigit((unsigned char)*p); p++) { mant = 1; nonzero |= *p != '0'; }
+    if (*p == '.') for (p++; isdigit((unsigned char)*p); p++) { mant = 1; nonzero |= *p != '0'; }
+    if (!mant) return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!isdigit((unsigned char)*p)) return 0;
+        while (isdigit((unsigned char)*p)) p++;
+    }
+    if (*p) return 0;
     errno = 0;
-    double d = strtod(s, &end);
-    if (*end || !isfinite(d)) return 0;
-    if (errno == ERANGE && d != 0) return 0;
+    double d = strtod(s, NULL);
     *out = d;
+    if (isinf(d)) return -2;
+    if (nonzero && (d == 0 || fabs(d) < DBL_MIN)) return -3;
     return 1;
 }
 
@@ -476,18 +640,119 @@ static int parse_bool(const char *s, int *out) {
     return 0;
 }
 
+// The value inside the range nearest to an exclusive bound, in the key's type: the largest
+// fp32 below 1 for [0, 1) (0.99999994), for a refusal that says what is allowed.
+static double nearest_inside(const ConfigKey *k, int at_max) {
+    double b = at_max ? k->max : k->min;
+    if (k->type == CK_FLOAT) {
+        float f = (float)b;
+        return nextafterf(f, at_max ? -INFINITY : INFINITY);
+    }
+    return nextafter(b, at_max ? -INFINITY : INFINITY);
+}
+
+int config_parse_value(const ConfigKey *k, const char *text, void *dst, char *why, size_t n) {
+    char want[512];
+    config_describe_key(k, want, sizeof want);
+    int neg = 0, bv;
+    uint64_t mag = 0;
+    double dv;
+    switch (k->type) {
+    case CK_INT: case CK_INT64: case CK_UINT64: {
+        int r = parse_integer(text, &neg, &mag);
+        if (r == 0) { snprintf(why, n, "expected %s, got '%s'", want, text); return -1; }
+        long double v = r < 0 ? (text[0] == '-' ? -INFINITY : INFINITY) : neg ? -(long double)mag : (long double)mag;
+        if (!in_range_ld(k, v)) { snprintf(why, n, "expected %s, got '%s'", want, text); return -1; }
+        long double lo, hi;
+        type_limits(k->type, &lo, &hi);
+        if (v > hi || v < lo) {
+            snprintf(why, n, "%s is too %s: the engine holds it in %s (%s %.0Lf)", text, v > hi ? "large" : "small",
+                     type_words(k->type), v > hi ? "at most" : "at least", v > hi ? hi : lo);
+            return -1;
+        }
+        if (!dst) return 0;
+        if (k->type == CK_INT) *(int *)dst = neg ? (int)(-(int64_t)mag) : (int)mag;
+        else if (k->type == CK_INT64) *(int64_t *)dst = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+        else *(uint64_t *)dst = mag;
+        return 0;
+    }
+    case CK_FLOAT: case CK_DOUBLE: {
+        int r = parse_real(text, &dv);
+        if (r == 0) {
+            int hexfloat = (strstr(text, "0x") || strstr(text, "0X")) && strpbrk(text, "pP");
+            snprintf(why, n, "expected %s, got '%s'%s", want, text,
+                     hexfloat ? " (a hexadecimal float: YAML has none, and readers of the file such as PyYAML see text; write it in decimal)" : "");
+            return -1;
+        }
+        if (r == -1) { snprintf(why, n, "expected %s, got '%s' (not a finite number)", want, text); return -1; }
+        int f32 = k->type == CK_FLOAT;
+        double lim = f32 ? FLT_MAX : DBL_MAX, tiny = f32 ? FLT_MIN : DBL_MIN;
+        char m[40];
+        if (r != -3 && !in_range(k, dv)) { snprintf(why, n, "expected %s, got '%s'", want, text); return -1; }
+        if (r == -2 || fabs(dv) > lim) {
+            fmt_real(lim, f32, m, sizeof m);
+            snprintf(why, n, "%s is too large for %s, the precision it is used at (at most %s)", text, type_words(k->type), m);
+            return -1;
+        }
+        double used = f32 ? (double)(float)dv : dv;
+        if (r == -3 || (dv != 0 && fabs(used) < tiny)) {
+            // 0 or a subnormal: the value would be used as 0 or with less than the type's precision
+            fmt_real(tiny, f32, m, sizeof m);
+            if (used == 0) snprintf(why, n, "%s rounds to 0 in %s, the precision it is used at (the smallest normal %s number is %s)",
+                                    text, type_words(k->type), type_words(k->type), m);
+            else snprintf(why, n, "%s is below the smallest normal %s number (%s): %s would hold it with less than its "
+                          "precision", text, type_words(k->type), m, type_words(k->type));
+            return -1;
+        }
+        if (!in_range(k, used)) {
+            // valid as written, not as used: it rounds onto an excluded bound
+            char u[40], in[40];
+            fmt_real(used, f32, u, sizeof u);
+            int at_max = (k->flags & CKF_MAX) && !(used < k->max) ;
+            fmt_real(nearest_inside(k, at_max), f32, in, sizeof in);
+            snprintf(why, n, "%s rounds to %s in %s, the precision it is used at; expected %s (%s %s)", text, u,
+                     type_words(k->type), want, at_max ? "at most" : "at least", in);
+            return -1;
+        }
+        if (!dst) return 0;
+        if (f32) *(float *)dst = (float)dv;
+        else *(double *)dst = dv;
+        return 0;
+    }
+    case CK_BOOL:
+        if (!parse_bool(text, &bv)) { snprintf(why, n, "expected %s, got '%s'", want, text); return -1; }
+        if (dst) *(int *)dst = bv;
+        return 0;
+    case CK_ENUM: {
+        int found = -1;
+        for (int i = 0; k->enum_names[i]; i++)
+            if (!strcmp(text, k->enum_names[i])) found = i;
+        if (found < 0) { snprintf(why, n, "expected %s, got '%s'", want, text); return -1; }
+        if (dst) *(int *)dst = found;
+        return 0;
+    }
+    case CK_STRING: {
+        char reason[300] = "";
+        if (((k->flags & CKF_NONEMPTY) && !*text) || (k->check && k->check(text, reason, sizeof reason))) {
+            if (reason[0]) snprintf(why, n, "%s (expected %s)", reason, want);
+            else snprintf(why, n, "expected %s, got '%s'", want, text);
+            return -1;
+        }
+        if (strlen(text) >= k->size) { snprintf(why, n, "value longer than %zu characters", k->size - 1); return -1; }
+        if (dst) memcpy(dst, text, strlen(text) + 1);
+        return 0;
+    }
+    case CK_PRESET: break;
+    }
+    snprintf(why, n, "expected %s, got '%s'", want, text);
+    return -1;
+}
+
 // Keys a preset writes (cleared from key_set when a preset is applied).
 static const char *const preset_keys[] = {
     "model.vocab_size", "model.n_layers", "model.d_model", "model.n_heads", "model.n_kv_heads",
     "model.d_ff", "model.rank_attn", "model.rank_mlp", "model.seq_len", "model.tie_embeddings",
     "model.only_lr_act", NULL};
-
-__attribute__((noreturn)) static void die_value(const char *where, const ConfigKey *k, const char *text, int is_null) {
-    char want[512];
-    config_describe_key(k, want, sizeof want);
-    if (is_null) die_input("%s: %s.%s: expected %s, got an empty value", where, k->section, k->key, want);
-    die_input("%s: %s.%s: expected %s, got '%s'", where, k->section, k->key, want, text);
-}
 
 void config_set_key(Config *c, const char *dotted, const char *text, int is_null, const char *where) {
     int idx = config_key_index(dotted);
@@ -496,75 +761,31 @@ void config_set_key(Config *c, const char *dotted, const char *text, int is_null
     void *p = (char *)c + k->offset;
     // An empty value clears a string key that may be empty (run.dump_steps=, ...).
     if ((is_null || !text) && k->type == CK_STRING && !(k->flags & CKF_NONEMPTY)) { text = ""; is_null = 0; }
-    if (is_null || !text) die_value(where, k, "", 1);
-    int neg;
-    uint64_t mag;
-    double dv;
-    int bv;
-    switch (k->type) {
-    case CK_INT:
-        if (!parse_integer(text, &neg, &mag) || mag > (neg ? 2147483648ULL : 2147483647ULL) ||
-            !in_range(k, neg ? -(double)mag : (double)mag))
-            die_value(where, k, text, 0);
-        *(int *)p = neg ? (int)(-(int64_t)mag) : (int)mag;
-        break;
-    case CK_INT64:
-        if (!parse_integer(text, &neg, &mag) || mag > (neg ? 9223372036854775808ULL : 9223372036854775807ULL) ||
-            !in_range(k, neg ? -(double)mag : (double)mag))
-            die_value(where, k, text, 0);
-        *(int64_t *)p = neg ? (int64_t)(0 - mag) : (int64_t)mag;
-        break;
-    case CK_UINT64:
-        if (!parse_integer(text, &neg, &mag) || neg) die_value(where, k, text, 0);
-        *(uint64_t *)p = mag;
-        break;
-    case CK_FLOAT:
-        if (!parse_real(text, &dv) || !in_range(k, dv) || fabs(dv) > 3.4e38) die_value(where, k, text, 0);
-        *(float *)p = (float)dv;
-        break;
-    case CK_DOUBLE:
-        if (!parse_real(text, &dv) || !in_range(k, dv)) die_value(where, k, text, 0);
-        *(double *)p = dv;
-        break;
-    case CK_BOOL:
-        if (!parse_bool(text, &bv)) die_value(where, k, text, 0);
-        *(int *)p = bv;
-        break;
-    case CK_ENUM: {
-        int found = -1;
-        for (int i = 0; k->enum_names[i]; i++)
-            if (!strcmp(text, k->enum_names[i])) found = i;
-        if (found < 0) die_value(where, k, text, 0);
-        *(int *)p = found;
-        break;
+    if (is_null || !text) {
+        char want[512];
+        config_describe_key(k, want, sizeof want);
+        die_input("%s: %s.%s: expected %s, got an empty value", where, k->section, k->key, want);
     }
-    case CK_STRING: {
-        if ((k->flags & CKF_NONEMPTY) && !*text) die_value(where, k, text, 0);
-        if (k->check && k->check(text)) die_value(where, k, text, 0);
-        if (strlen(text) >= k->size)
-            die_input("%s: %s.%s: value longer than %zu characters", where, k->section, k->key, k->size - 1);
-        memcpy(p, text, strlen(text) + 1);
-        break;
-    }
-    case CK_PRESET: {
+    if (k->type == CK_PRESET) {
         if (!*text) {  // preset: "" = none (leaves the shape as it is)
             c->model.preset[0] = 0;
-            break;
+        } else {
+            ModelConfig tmp = c->model;
+            if (!preset_apply(text, &tmp)) {
+                const char *s = config_suggest(text, preset_names());
+                char known[512] = "known presets: ";
+                size_t used = strlen(known);
+                for (const char *const *q = preset_names(); *q && used < sizeof known; q++)
+                    used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", q == preset_names() ? "" : ", ", *q);
+                if (s) die_input_hint(known, "%s: model.preset: unknown preset '%s'; did you mean '%s'?", where, text, s);
+                die_input_hint(known, "%s: model.preset: unknown preset '%s'", where, text);
+            }
+            c->model = tmp;
+            for (int i = 0; preset_keys[i]; i++) c->key_set[config_key_index(preset_keys[i])] = 0;
         }
-        ModelConfig tmp = c->model;
-        if (!preset_apply(text, &tmp)) {
-            const char *s = config_suggest(text, preset_names());
-            char known[512] = "known presets: ";
-            size_t used = strlen(known);
-            for (const char *const *q = preset_names(); *q && used < sizeof known; q++)
-                used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", q == preset_names() ? "" : ", ", *q);
-            if (s) die_input_hint(known, "%s: model.preset: unknown preset '%s'; did you mean '%s'?", where, text, s);
-            die_input_hint(known, "%s: model.preset: unknown preset '%s'", where, text);
-        }
-        c->model = tmp;
-        for (int i = 0; preset_keys[i]; i++) c->key_set[config_key_index(preset_keys[i])] = 0;
-        break;
-    }
+    } else {
+        char why[1400];
+        if (config_parse_value(k, text, p, why, sizeof why) != 0) die_input("%s: %s.%s: %s", where, k->section, k->key, why);
     }
     c->key_set[idx] = 1;
 }
@@ -694,7 +915,7 @@ void config_finalize(Config *c) {
             const char *s = p;
             config_describe_key(k, want, sizeof want);
             if (!memchr(s, 0, k->size)) die_input("%s%s.%s: not terminated", pre, k->section, k->key);
-            if (((k->flags & CKF_NONEMPTY) && !*s) || (k->check && k->check(s)))
+            if (((k->flags & CKF_NONEMPTY) && !*s) || (k->check && k->check(s, NULL, 0)))
                 die_input("%s%s.%s = '%s': expected %s", pre, k->section, k->key, s, want);
             continue;
         }
@@ -797,6 +1018,10 @@ void config_finalize(Config *c) {
     TrainConfig *t = &c->train;
     if (t->warmup_steps > t->steps)
         die_input("%strain.warmup_steps = %d exceeds train.steps = %d", pre, t->warmup_steps, t->steps);
+    int last_dump = step_list_max(c->run.dump_steps);
+    if (last_dump > t->steps)
+        die_input_hint("list steps within train.steps, or raise train.steps",
+                       "%srun.dump_steps lists step %d, beyond train.steps = %d: it would never be dumped", pre, last_dump, t->steps);
     check_size_limits(c, pre);
 }
 
@@ -806,21 +1031,9 @@ void config_finalize(Config *c) {
 // valid keys can wrap later (B*T in the model, tensor sizes, vocab*d, tokens per run).
 // ---------------------------------------------------------------------------------
 
-#define LIMIT_DIM (1 << 24)                 // vocab_size, d_model, d_ff, seq_len, heads, ranks
-#define LIMIT_LAYERS (1 << 16)
-#define LIMIT_TOKENS_PER_BATCH 2147483647LL // batch_size * seq_len: the model counts tokens in an int
-#define LIMIT_ELEMENTS (1LL << 40)          // one tensor or activation buffer, in elements
-#define LIMIT_PARAMS (1LL << 40)            // all parameters together
-#define LIMIT_THREADS 1024                  // train.threads
-#define LIMIT_SYNTHETIC_TOKENS (1LL << 34)  // data.synthetic_tokens (held in memory as int32)
-
 // a * b into *out; 0 if it overflows int64 or exceeds `limit`.
 static int mul_within(int64_t a, int64_t b, int64_t limit, int64_t *out) {
     return !__builtin_mul_overflow(a, b, out) && *out <= limit;
-}
-
-static void check_dim(const char *pre, const char *key, int64_t v, int64_t limit) {
-    if (v > limit) die_input("%s%s = %lld exceeds the limit of %lld", pre, key, (long long)v, (long long)limit);
 }
 
 // A product of keys above its limit: names the keys, the product and the limit.
@@ -832,16 +1045,6 @@ static void die_product(const char *pre, const char *what, const char *formula, 
 static void check_size_limits(Config *c, const char *pre) {
     const ModelConfig *m = &c->model;
     const TrainConfig *t = &c->train;
-    check_dim(pre, "model.vocab_size", m->vocab_size, LIMIT_DIM);
-    check_dim(pre, "model.d_model", m->d_model, LIMIT_DIM);
-    check_dim(pre, "model.d_ff", m->d_ff, LIMIT_DIM);
-    check_dim(pre, "model.seq_len", m->seq_len, LIMIT_DIM);
-    check_dim(pre, "model.n_heads", m->n_heads, LIMIT_DIM);
-    check_dim(pre, "model.rank_attn", m->rank_attn, LIMIT_DIM);
-    check_dim(pre, "model.rank_mlp", m->rank_mlp, LIMIT_DIM);
-    check_dim(pre, "model.n_layers", m->n_layers, LIMIT_LAYERS);
-    check_dim(pre, "train.threads", t->threads, LIMIT_THREADS);
-    check_dim(pre, "data.synthetic_tokens", c->data.synthetic_tokens, LIMIT_SYNTHETIC_TOKENS);
     // a rank above d_model is not low rank: A [d, r] alone would outgrow the dense [d, d]
     if (m->linear != LINEAR_DENSE && (m->rank_attn > m->d_model || m->rank_mlp > m->d_model))
         die_input_hint("lower the rank, or use model.linear: dense",

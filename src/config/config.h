@@ -79,11 +79,14 @@ typedef struct {
     int batch_size;         // sequences per micro-batch
     int grad_accum;         // micro-batches per optimizer step
     int steps;              // optimizer steps
-    double lr;              // peak learning rate
+    // Each field has the type the engine uses the value at (the schema checks a value
+    // after converting it to that type): the optimizer's constants are fp32 (AdamWHyper),
+    // the schedule and the clip are computed in double.
+    float lr;               // peak learning rate (the update takes the scheduled lr as fp32)
     double min_lr_ratio;    // cosine decays to lr * min_lr_ratio
     int warmup_steps;       // linear warm-up from 0
-    double weight_decay;    // decoupled (AdamW), 2-D weight matrices only
-    double beta1, beta2, adam_eps;
+    float weight_decay;     // decoupled (AdamW), 2-D weight matrices only
+    float beta1, beta2, adam_eps;
     double grad_clip;       // global L2 norm clip; 0 = off
     int val_every;          // validate every N steps (0 = only at the end)
     int val_batches;        // micro-batches per validation
@@ -202,12 +205,16 @@ static inline int latent_silu(const ModelConfig *m) {
 // JSON, `info --keys-markdown` and docs/configuration.md. To add a key: add the field to
 // the struct above and one row to the table in config.c (a new section: also a new
 // member of Config; the section name is the row's `section`).
+// A key's type is the C type of its field, which is the type the engine uses the value at:
+// a value is accepted only if it is valid after its conversion to that type (an integer
+// within int32, a number that does not round to a bound or to 0 in fp32), and the range
+// the docs state is in those terms.
 typedef enum {
-    CK_INT,      // int
+    CK_INT,      // int (32 bits)
     CK_INT64,    // int64_t
     CK_UINT64,   // uint64_t
-    CK_FLOAT,    // float
-    CK_DOUBLE,   // double
+    CK_FLOAT,    // float (fp32): finite, 0 or a normal fp32 number
+    CK_DOUBLE,   // double: finite, 0 or a normal double
     CK_BOOL,     // int, 0/1; YAML true/false
     CK_ENUM,     // int (an enum), YAML name from enum_names[value]
     CK_STRING,   // char[size]
@@ -221,6 +228,23 @@ enum {
     CKF_FIRST = 32,                      // applied before the other keys of a file
 };
 
+// What a change of the key means for a run that resumes (config_diff.h, docs/configuration.md
+// "Resuming with changes"). Every key has one (tests/test_config.c checks it).
+typedef enum {
+    CHANGE_UNSET = 0,
+    CHANGE_MODEL,      // the model's function or shapes: never (the checkpoint holds another model)
+    CHANGE_DATA,       // the corpus or its split                       } the run's meaning:
+    CHANGE_BATCH,      // sequences per optimizer step                  } refused at resume
+    CHANGE_SEED,       // initialisation and data order                 } unless asked for
+    CHANGE_SCHEDULE,   // the learning-rate schedule and its length     } (--allow-change
+    CHANGE_OPTIMIZER,  // AdamW's constants and the clip                }  KEY), and then
+    CHANGE_NUMERICS,   // the arithmetic (precision, device, kernels)   }  recorded
+    CHANGE_EVALUATION, // what the validation loss is measured on       }
+    CHANGE_LAYOUT,     // the same function computed on another layout: printed, accepted
+    CHANGE_RECORDING,  // where and how often things are written: printed, accepted
+    CHANGE_CLASS_COUNT
+} ConfigChangeClass;
+
 typedef struct {
     const char *section, *key;     // "model", "d_model" -> YAML model.d_model
     ConfigKeyType type;
@@ -228,11 +252,13 @@ typedef struct {
     double min, max;               // with CKF_MIN / CKF_MAX
     unsigned flags;
     const char *const *enum_names; // CK_ENUM: NULL-terminated, indexed by value
-    // Extra validation of strings: NULL if fine, else the "expected ..." text (static).
-    // It must return that text for any invalid value: it is also called with "\x01" to
-    // describe the key in messages and docs.
-    const char *(*check)(const char *value);
+    // Extra validation of strings: NULL if fine, else the "expected ..." text (static),
+    // and when there is a more precise reason (a step beyond the range of a step), that
+    // reason in why[0..n) (why may be NULL). It must return the "expected" text for any
+    // invalid value: it is also called with "\x01" to describe the key in messages and docs.
+    const char *(*check)(const char *value, char *why, size_t n);
     const char *help;
+    ConfigChangeClass change;      // what changing it at a resume means
 } ConfigKey;
 
 const ConfigKey *config_schema(int *n_keys);
@@ -241,6 +267,16 @@ int config_key_was_set(const Config *c, const char *dotted); // explicitly set?
 // Set one key from its YAML scalar text (is_null: the YAML value was empty/null).
 // `where` prefixes every message ("FILE:LINE", "--set k=v"). Errors exit(2).
 void config_set_key(Config *c, const char *dotted, const char *text, int is_null, const char *where);
+// Parse `text` as the value of key k at the type the engine uses it at, into dst (the
+// field; NULL: check only): 0, or -1 with the reason, to follow "KEY: ", in why ("expected
+// an integer in [1, 2147483647], got 'x'", "0.9999999999 rounds to 1 in fp32, ..."). The
+// one parser of values: manifests, --set and the tools' options (options.h) use it.
+int config_parse_value(const ConfigKey *k, const char *text, void *dst, char *why, size_t n);
+// "int32", "int64", "uint64", "fp32", "fp64", "bool", "enum", "string": the type
+// a key's value is used at, as the docs and the probes name it.
+const char *config_type_name(ConfigKeyType t);
+// "model", "data", ... "recording": the name of a change class (docs, messages).
+const char *config_change_class_name(ConfigChangeClass c);
 // The key's current value as text ("512", "cola", "true", "3e-4"); buf >= 64 bytes.
 void config_format_value(const Config *c, const ConfigKey *k, char *buf, size_t n);
 // "an integer >= 1", "one of dense, cola, svd", ... (what the key accepts).

@@ -22,6 +22,7 @@
 
 #include "../core/check.h"
 #include "../core/fileio.h"
+#include "../core/utf8.h"
 #include "../core/yaml_walk.h"
 
 // ---------------------------------------------------------------------------------
@@ -31,6 +32,8 @@
 #define MANIFEST_MAX_BYTES (1 << 20)   // a manifest file
 
 static int name_char_ok(char ch);
+static void check_name_chars(const char *name, const char *file, int line, const char *what, const char *rule,
+                             const char *hint);
 
 static const YamlKind MANIFEST_YAML = { "manifest", "write the values out, or use extends: for shared settings" };
 
@@ -93,9 +96,34 @@ static void where_of(char *buf, size_t n, const char *file, int line, const char
     else snprintf(buf, n, "%s:%d", file, line);
 }
 
+// Where each key of one layer (a file's mapping, a variant's overrides) was given: a key is
+// given once per layer, in whatever spelling (train.lr dotted, train: {lr: } nested, or
+// through a merge key), never twice with one of them silently winning.
+typedef struct { const char *file; int line; char spelling[160]; } KeySeen;
+
+static void note_key(KeySeen *seen, int idx, const char *full, const char *path, const YamlEntry *e, const char *variant) {
+    KeySeen *s = &seen[idx];
+    char spelling[160];
+    if (path[0]) snprintf(spelling, sizeof spelling, "%s: {%s: ...}", path, e->key);
+    else snprintf(spelling, sizeof spelling, "%s: ...", e->key);
+    if (s->file) {
+        char where[1400];
+        where_of(where, sizeof where, e->val->file, e->line, variant);
+        die_input_hint("keep one of them (a variant or a file that extends this one may set it again)",
+                       "%s: %s is given twice in one mapping: as '%s' at line %d%s%s and as '%s' at line %d; "
+                       "a key is set once per file (or variant)", where, full, s->spelling, s->line,
+                       strcmp(s->file, e->val->file) ? " of " : "", strcmp(s->file, e->val->file) ? s->file : "",
+                       spelling, e->line);
+    }
+    s->file = e->val->file;
+    s->line = e->line;
+    memcpy(s->spelling, spelling, sizeof spelling);
+}
+
 // Walk a mapping; `path` is the dotted prefix ("" at the top). pass 0: validate all
-// names and apply CKF_FIRST keys; pass 1: apply the other keys.
-static void apply_map(Config *c, const YamlNode *map, const char *path, int pass, int allow_meta, const char *variant) {
+// names, note where each key is given and apply CKF_FIRST keys; pass 1: apply the other keys.
+static void apply_map(Config *c, const YamlNode *map, const char *path, int pass, int allow_meta, const char *variant,
+                      KeySeen *seen) {
     int nk;
     const ConfigKey *schema = config_schema(&nk);
     for (int i = 0; i < map->n; i++) {
@@ -114,6 +142,7 @@ static void apply_map(Config *c, const YamlNode *map, const char *path, int pass
                 config_describe_key(&schema[idx], want, sizeof want);
                 die_input("%s: %s: expected %s, got %s", where, full, want, yaml_kind_name(v));
             }
+            if (pass == 0) note_key(seen, idx, full, path, e, variant);
             if (pass == (first ? 0 : 1)) {
                 where_of(where, sizeof where, v->file, v->kind == YAML_SCALAR ? v->line : e->line, variant);
                 config_set_key(c, full, v->text, v->kind == YAML_NULL, where);
@@ -131,13 +160,15 @@ static void apply_map(Config *c, const YamlNode *map, const char *path, int pass
         if (v->kind != YAML_MAP)
             die_input("%s: '%s' must be a mapping of keys (%s.KEY: value), got %s%s%s%s", where, full, full, yaml_kind_name(v),
                       v->text ? " '" : "", v->text ? v->text : "", v->text ? "'" : "");
-        apply_map(c, v, full, pass, 0, variant);
+        apply_map(c, v, full, pass, 0, variant, seen);
     }
 }
 
 static void apply_layer(Config *c, const YamlNode *root, int allow_meta, const char *variant) {
-    apply_map(c, root, "", 0, allow_meta, variant);
-    apply_map(c, root, "", 1, allow_meta, variant);
+    KeySeen seen[CONFIG_MAX_KEYS];
+    memset(seen, 0, sizeof seen);
+    apply_map(c, root, "", 0, allow_meta, variant, seen);
+    apply_map(c, root, "", 1, allow_meta, variant, seen);
 }
 
 // ---------------------------------------------------------------------------------
@@ -192,11 +223,8 @@ static void check_meta(const YamlNode *root, const char *file) {
     if (v) {
         char stem[256];
         path_stem(file, stem, sizeof stem);
-        for (const char *c = v->text; *c; c++)
-            if (!name_char_ok(*c))
-                die_input_hint("rename the file (and its name:) with letters, digits and ._-+=,@%:",
-                               "%s:%d: name '%s' holds '%c'; an experiment name (it names folders and is printed in "
-                               "commands) has only letters, digits and ._-+=,@%%:", file, line, v->text, *c);
+        check_name_chars(v->text, file, line, "name", "an experiment name (it names folders and is printed in commands) "
+                         "has only letters, digits and ._-+=,@%:", "rename the file (and its name:) with letters, digits and ._-+=,@%:");
         if (strlen(v->text) > 127)   // (docs/configuration.md: with a 127-character variant, a run uid still fits a folder name)
             die_input_hint("use a shorter file name", "%s:%d: name '%.40s...' has %zu characters; an experiment name has at most 127",
                            file, line, v->text, strlen(v->text));
@@ -331,7 +359,22 @@ typedef struct {
 #define VARIANT_NAME_MAX ((int)sizeof(((Config *)0)->variant) - 1)
 
 static int name_char_ok(char ch) {
-    return isalnum((unsigned char)ch) || strchr("._-+=,@%:", ch);
+    return isalnum((unsigned char)ch) || (ch && strchr("._-+=,@%:", ch));
+}
+
+// A name of letters, digits and ._-+=,@%: (it names folders and is printed in commands), or
+// a refusal that shows the name printably and its first other character whole, with its
+// code point ('é' (U+00E9), never one byte of it).
+static void check_name_chars(const char *name, const char *file, int line, const char *what, const char *rule,
+                             const char *hint) {
+    for (const char *p = name; *p; p++) {
+        if (name_char_ok(*p)) continue;
+        char shown[600], ch[64];
+        utf8_printable(name, shown, sizeof shown);
+        utf8_describe_char(p, ch, sizeof ch);
+        if (hint) die_input_hint(hint, "%s:%d: %s '%s' holds %s; %s", file, line, what, shown, ch, rule);
+        die_input("%s:%d: %s '%s' holds %s; %s", file, line, what, shown, ch, rule);
+    }
 }
 
 static void sanitize(char *s) {
@@ -423,10 +466,7 @@ static VariantSpec *expand_variants(Chain *ch, int *n_out) {
             if (!e->key[0] || strlen(e->key) > VARIANT_NAME_MAX)
                 die_input("%s:%d: variants: a variant name must have 1 to %d characters (this one has %zu)", file, e->line,
                           VARIANT_NAME_MAX, strlen(e->key));
-            for (const char *p = e->key; *p; p++)
-                if (!name_char_ok(*p))
-                    die_input("%s:%d: variants: name '%s' has the character '%c'; use letters, digits and ._-+=,@%%:",
-                              file, e->line, e->key, *p);
+            check_name_chars(e->key, file, e->line, "variants: name", "use letters, digits and ._-+=,@%:", NULL);
             if (e->val->kind != YAML_MAP && e->val->kind != YAML_NULL)
                 die_input("%s:%d: variant '%s': expected a mapping of overrides (KEY: value), got %s", file, e->line,
                           e->key, yaml_kind_name(e->val));

@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 #include <unistd.h>
 #include "env.h"
@@ -43,6 +44,33 @@ static int env_uint(const char *name, int *out) {
     return 1;
 }
 
+int env_slurm_tasks(const char *spec, int node, int *total, int *nodes) {
+    if (!spec || !*spec) return -1;
+    int sum = 0, count = 0, here = -1;
+    const char *p = spec;
+    for (;;) {
+        char *end;
+        long t = strtol(p, &end, 10), rep = 1;
+        if (end == p || t < 0 || t > (1 << 24)) return -1;
+        p = end;
+        if (*p == '(') {   // "2(x3)": 2 tasks on each of 3 nodes
+            if (p[1] != 'x') return -1;
+            rep = strtol(p + 2, &end, 10);
+            if (end == p + 2 || *end != ')' || rep < 1 || rep > (1 << 20)) return -1;
+            p = end + 1;
+        }
+        if (node >= count && node < count + rep) here = (int)t;
+        sum += (int)(t * rep);
+        count += (int)rep;
+        if (sum > (1 << 24)) return -1;
+        if (!*p) break;
+        if (*p++ != ',') return -1;
+    }
+    if (total) *total = sum;
+    if (nodes) *nodes = count;
+    return here < 0 ? 0 : here;
+}
+
 int env_local_rank(int *local_ranks) {
     static const char *const pairs[][2] = {
         { "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE" },
@@ -54,6 +82,14 @@ int env_local_rank(int *local_ranks) {
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
         int r, n;
         if (env_uint(pairs[i][0], &r)) {
+            int node;
+            // srun sets SLURM_NTASKS_PER_NODE only when it was asked for (--ntasks-per-node);
+            // the step's own list "2(x3),1", indexed by this node, always holds the count
+            if (!strcmp(pairs[i][0], "SLURM_LOCALID") && env_uint("SLURM_NODEID", &node) &&
+                (n = env_slurm_tasks(getenv("SLURM_STEP_TASKS_PER_NODE"), node, NULL, NULL)) > r) {
+                if (local_ranks) *local_ranks = n;
+                return r;
+            }
             if (!env_uint(pairs[i][1], &n) || n <= r) n = r + 1;
             if (local_ranks) *local_ranks = n;
             return r;

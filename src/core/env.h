@@ -36,8 +36,15 @@ int env_blas_core_rank(const char *name);
 
 // This process's index among the processes of its node, and their number (local_ranks may
 // be NULL), from the launcher's variables: Open MPI (OMPI_COMM_WORLD_LOCAL_RANK/_SIZE), MPICH
-// and Intel MPI (MPI_LOCALRANKID/MPI_LOCALNRANKS), MVAPICH2, Slurm (SLURM_LOCALID/
-// SLURM_NTASKS_PER_NODE), torchrun (LOCAL_RANK/LOCAL_WORLD_SIZE); 0 of 1 when there is none.
+// and Intel MPI (MPI_LOCALRANKID/MPI_LOCALNRANKS), MVAPICH2, Slurm (SLURM_LOCALID; the count
+// from the step's SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID, which srun always sets, else
+// SLURM_NTASKS_PER_NODE, set only with --ntasks-per-node), torchrun (LOCAL_RANK/
+// LOCAL_WORLD_SIZE); 0 of 1 when there is none.
 // The one parser of these variables: gpu_local_rank (parallel/gpu_setup.h, which prefers MPI's
 // shared-memory split once MPI is up) and the CUDA back end's default device use it.
 int env_local_rank(int *local_ranks);
+
+// Slurm's task lists ("2(x3),1": 2 tasks on each of 3 nodes, then 1; SLURM_TASKS_PER_NODE of an
+// allocation, SLURM_STEP_TASKS_PER_NODE of a step): the tasks on node `node` (0-based; 0 past
+// the end), and in *total and *nodes (may be NULL) the sums. -1 when spec is not such a list.
+int env_slurm_tasks(const char *spec, int node, int *total, int *nodes);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "utf8.h"
 
 // ---- arena --------------------------------------------------------------------------------
 
@@ -206,26 +207,6 @@ static YamlNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
     return y;
 }
 
-// The first byte that breaks strict UTF-8 (no overlong forms, no surrogates, <= U+10FFFF),
-// or -1. YAML text is Unicode; libfyaml 0.8 loops forever on some invalid sequences (a
-// directive line "%" followed by bytes such as D3 DF, found by fuzz/fuzz_manifest.c), so
-// nothing else reaches it.
-static long invalid_utf8(const unsigned char *p, size_t n) {
-    for (size_t i = 0; i < n;) {
-        unsigned c = p[i];
-        size_t k = c < 0x80 ? 0 : (c >= 0xC2 && c <= 0xDF) ? 1 : (c >= 0xE0 && c <= 0xEF) ? 2 : (c >= 0xF0 && c <= 0xF4) ? 3 : 9;
-        if (k == 9 || i + k >= n + (k == 0)) return (long)i;
-        if (k >= 1) {
-            unsigned lo = 0x80, hi = 0xBF;   // the second byte's range excludes overlongs and surrogates
-            if (c == 0xE0) lo = 0xA0; else if (c == 0xED) hi = 0x9F; else if (c == 0xF0) lo = 0x90; else if (c == 0xF4) hi = 0x8F;
-            if (p[i + 1] < lo || p[i + 1] > hi) return (long)i;
-            for (size_t j = 2; j <= k; j++) if ((p[i + j] & 0xC0) != 0x80) return (long)i;
-        }
-        i += k + 1;
-    }
-    return -1;
-}
-
 // A diag that collects errors instead of printing them (nothing printed by the library);
 // dies if libfyaml cannot make one.
 static struct fy_diag *diag_collecting(void) {
@@ -242,7 +223,10 @@ static struct fy_diag *diag_collecting(void) {
 YamlNode *yaml_parse(YamlArena *a, const char *path, const YamlKind *kind, const char *buf, size_t len, YamlError *err) {
     err->msg[0] = 0;
     err->hint = NULL;
-    long bad = invalid_utf8((const unsigned char *)buf, len);
+    // YAML text is Unicode; libfyaml 0.8 loops forever on some invalid sequences (a directive
+    // line "%" followed by bytes such as D3 DF, found by fuzz/fuzz_manifest.c), so nothing
+    // else reaches it (the one UTF-8 rule: core/utf8.h)
+    long bad = utf8_first_invalid((const unsigned char *)buf, len);
     if (bad >= 0) {
         int line = 1, col = 1;
         for (long i = 0; i < bad; i++) { if (buf[i] == '\n') { line++; col = 1; } else col++; }
@@ -255,26 +239,44 @@ YamlNode *yaml_parse(YamlArena *a, const char *path, const YamlKind *kind, const
     struct fy_parse_cfg pc = {0};
     pc.flags = FYPCF_QUIET;   // no FYPCF_RESOLVE_DOCUMENT: aliases are expanded by convert(), within a budget
     pc.diag = diag;
+    // One document per file: a parser, so that a second document ("---" and more keys) is
+    // refused rather than silently left unread.
+    struct fy_parser *fyp = fy_parser_create(&pc);
+    CHECK(fyp, "fy_parser_create failed");
     /* volatile: assigned after setjmp, and refuse() longjmps back here */
-    struct fy_document *volatile doc = NULL;
+    struct fy_document *volatile doc = NULL, *volatile more = NULL;
     if (setjmp(b.jb)) {
-        if (doc) fy_document_destroy(doc);
+        if (more) fy_parse_document_destroy(fyp, more);
+        if (doc) fy_parse_document_destroy(fyp, doc);
+        fy_parser_destroy(fyp);
         fy_diag_destroy(diag);
         return NULL;
     }
-    doc = len ? fy_document_build_from_string(&pc, buf, len) : NULL;
+    if (len) {
+        CHECK(fy_parser_set_string(fyp, buf, len) == 0, "fy_parser_set_string failed");
+        doc = fy_parse_load_document(fyp);
+        if (doc && !fy_diag_got_error(diag)) more = fy_parse_load_document(fyp);
+    }
     void *it = NULL;
     struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
     if (e) refuse(&b, NULL, "%s:%d: YAML syntax error: %s (column %d)", b.file, e->line > 0 ? e->line : 1, e->msg ? e->msg : "?",
                   e->column);
     if (doc && fy_diag_got_error(diag)) refuse(&b, NULL, "%s: YAML syntax error", b.file);
+    if (more) {
+        struct fy_document_state *ds = fy_document_get_document_state(more);
+        const struct fy_mark *m = ds ? fy_document_state_start_mark(ds) : NULL;
+        refuse(&b, "put every key in the first document (one mapping), or use extends: for another file",
+               "%s:%d: a second YAML document ('---'); a %s is one document, and nothing after the first would be read",
+               b.file, m ? m->line + 1 : 1, kind->noun);
+    }
     // no document and no message: nothing but blanks and comments
     struct fy_node *r = doc ? fy_document_root(doc) : NULL;
     YamlNode *root = NULL;
     if (r && !(fy_node_is_scalar(r) && !fy_node_is_alias(r) && fy_node_get_style(r) == FYNS_PLAIN &&
                is_null_word(fy_node_get_scalar0(r) ? fy_node_get_scalar0(r) : "")))
         root = convert(&b, r, 1, 0);
-    if (doc) fy_document_destroy(doc);
+    if (doc) fy_parse_document_destroy(fyp, doc);
+    fy_parser_destroy(fyp);
     fy_diag_destroy(diag);
     return root;
 }

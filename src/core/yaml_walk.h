@@ -1,7 +1,9 @@
 // yaml_walk.h — the engine's one YAML front end, shared by manifests (src/config/manifest.c)
 // and hardware profiles (src/sim/hardware.c): a file's text (libfyaml) becomes a small tree
 // with the file and the line on every node, so that every message about a value can say
-// "FILE:LINE: key: what was expected". The text must be strict UTF-8; aliases (*name) are
+// "FILE:LINE: key: what was expected". A file is one YAML document (a second one, after
+// "---", is refused rather than left unread). The text must be strict UTF-8 (core/utf8.h);
+// aliases (*name) are
 // expanded here node by node within a budget (a 600-byte "billion laughs" file would
 // otherwise grow without bound); YAML merge keys (<<) are applied; mapping keys are plain
 // names; the plain null words (~, null, empty) become YAML_NULL.

@@ -11,6 +11,7 @@
 #include "../core/fileio.h"
 #include "../core/rng.h"
 #include "../core/timer.h"
+#include "../core/utf8.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
@@ -135,17 +136,9 @@ static uint8_t *read_text(const char *path, size_t *n) {
     if (*n == 0)
         die_input_hint("point data.dataset at a non-empty text file",
                        "dataset text:%s: %s is empty", path, path);
-    // UTF-8 is expected but any bytes tokenize; warn once if it isn't valid UTF-8
-    size_t i = 0, bad = 0;
-    while (i < *n) {
-        uint8_t c = p[i];
-        int k = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
-        if (k < 0 || i + (size_t)k >= *n) { bad++; i++; continue; }
-        int ok = 1;
-        for (int j = 1; j <= k; j++) if ((p[i + (size_t)j] & 0xC0) != 0x80) ok = 0;
-        if (!ok) { bad++; i++; continue; }
-        i += (size_t)k + 1;
-    }
+    // UTF-8 is expected but any bytes tokenize; warn once if it isn't valid UTF-8 (the one
+    // rule of core/utf8.h: overlong forms and surrogates are invalid too)
+    size_t bad = utf8_count_invalid(p, *n);
     if (bad) data_log("data: warning: %s is not valid UTF-8 (%zu bad bytes); tokenizing the raw bytes anyway\n", path, bad);
     return p;
 }

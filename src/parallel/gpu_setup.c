@@ -73,6 +73,19 @@ void gpu_device_describe(int device, char *out, size_t n) {
 #endif
 }
 
+double gpu_device_memory(int device, char *name, size_t n) {
+    if (name && n) name[0] = 0;
+#ifdef BOOST_CUDA
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) { (void)cudaGetLastError(); return 0; }
+    if (name && n) snprintf(name, n, "%s", prop.name);
+    return (double)prop.totalGlobalMem;
+#else
+    (void)device;
+    return 0;
+#endif
+}
+
 int gpu_place(GpuPlacement *p, char *why, size_t why_len) {
     memset(p, 0, sizeof *p);
     p->device = -1;

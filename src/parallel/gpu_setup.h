@@ -43,6 +43,9 @@ void gpu_local_rank(int *local_rank, int *local_ranks);
 int gpu_device_count(char *why, size_t why_len);
 // "NVIDIA H200, sm_90, 139.8 GiB" for a visible device (or the reason it cannot be read).
 void gpu_device_describe(int device, char *out, size_t n);
+// A visible device's memory in bytes as the driver reports it (its total, without creating a
+// context), and its name into name[n] (may be NULL); 0 when it cannot be read or there is no CUDA.
+double gpu_device_memory(int device, char *name, size_t n);
 // Fill p: local rank, devices, this rank's device. Returns 0, or 1 and a reason in why
 // when there is no device to take (the caller decides: error or skip).
 int gpu_place(GpuPlacement *p, char *why, size_t why_len);

@@ -785,15 +785,42 @@ static int verify_step(const char *path, int64_t step, char *why, size_t n) {
     return 1;
 }
 
-int checkpoint_latest_good(const char *dir, char *path, size_t n, int64_t *step,
-                           CheckpointSkip **skipped, int *n_skipped) {
+// A checkpoint that verifies (checkpoint_verify), holds the step of its name and, when
+// run_uid is given, belongs to that run (its run_uid attribute): 1 and *meta (when not NULL);
+// else 0 and why. A file written before checkpoints stored their run names none: accepted,
+// with a warning that its owner cannot be checked.
+static int verify_own(const char *path, int64_t step, const char *run_uid, CheckpointMeta *meta, char *why, size_t n) {
+    CheckpointMeta m = {0};
+    char err[1500];
+    int kind = load(path, NULL, &m, err, sizeof err);
+    if (kind != LOAD_OK) { snprintf(why, n, "%s%.600s", kind == LOAD_DAMAGED ? "damaged: " : "", err); return 0; }
+    int ok = 1;
+    if (m.step != step) {
+        snprintf(why, n, "its step (%" PRId64 ") does not match the file name", m.step);
+        ok = 0;
+    } else if (run_uid && m.run_uid[0] && strcmp(m.run_uid, run_uid)) {
+        snprintf(why, n, "it belongs to run %.255s (its run_uid), not to run %.255s: a run resumes only from its own "
+                 "checkpoints (move it back to its run's folder)", m.run_uid, run_uid);
+        ok = 0;
+    } else if (run_uid && !m.run_uid[0]) {
+        fprintf(stderr, "warning: %s names no run (written before checkpoints stored their run uid): that it belongs to "
+                "run %s cannot be checked\n", path, run_uid);
+    }
+    if (ok && meta) *meta = m;
+    else checkpoint_meta_free(&m);
+    return ok;
+}
+
+int checkpoint_latest_of_run(const char *dir, const char *run_uid, int64_t max_step, char *path, size_t n, int64_t *step,
+                             CheckpointMeta *meta, CheckpointSkip **skipped, int *n_skipped) {
     CheckpointEntry *all;
     int cnt = scan(dir, 0, &all, NULL), found = 0, ns = 0;
     CheckpointSkip *sk = NULL;
     for (int i = cnt - 1; i >= 0 && !found; i--) {   // newest first: stop at the first good one
+        if (all[i].step > max_step) continue;
         CheckpointSkip s = { .step = all[i].step };
         snprintf(s.path, sizeof s.path, "%s", all[i].path);
-        if (!verify_step(all[i].path, all[i].step, s.reason, sizeof s.reason)) {
+        if (!verify_own(all[i].path, all[i].step, run_uid, meta, s.reason, sizeof s.reason)) {
             fprintf(stderr, "warning: skipping checkpoint %s: %s\n", s.path, s.reason);
             sk = realloc(sk, sizeof *sk * (size_t)(ns + 1));
             CHECK(sk, "out of memory");
@@ -803,14 +830,20 @@ int checkpoint_latest_good(const char *dir, char *path, size_t n, int64_t *step,
         xsnprintf(path, n, "%s", all[i].path);
         if (step) *step = all[i].step;
         found = 1;
-        if (ns) fprintf(stderr, "warning: falling back to %s (step %" PRId64 "), the newest checkpoint that verifies; "
-                                "%d newer one%s skipped\n", path, all[i].step, ns, ns == 1 ? "" : "s");
+        if (ns) fprintf(stderr, "warning: falling back to %s (step %" PRId64 "), the newest checkpoint that verifies%s; "
+                                "%d newer one%s skipped\n", path, all[i].step, run_uid ? " and is this run's" : "", ns,
+                        ns == 1 ? "" : "s");
     }
     free(all);
     if (skipped) *skipped = sk;
     else free(sk);
     if (n_skipped) *n_skipped = ns;
     return found;
+}
+
+int checkpoint_latest_good(const char *dir, char *path, size_t n, int64_t *step,
+                           CheckpointSkip **skipped, int *n_skipped) {
+    return checkpoint_latest_of_run(dir, NULL, INT64_MAX, path, n, step, NULL, skipped, n_skipped);
 }
 
 static int pid_gone(long pid) {

@@ -71,14 +71,10 @@ void checkpoint_meta_free(CheckpointMeta *meta);
 // verifies the file as checkpoint_verify does, then 1 and *out (free with
 // checkpoint_meta_free); else 0 and the reason in why (never exits).
 int checkpoint_read_meta(const char *path, CheckpointMeta *out, char *why, size_t n);
-// The configuration a checkpoint was trained with (its attribute config, the JSON of
-// config_to_json) into c, finalized; keys this build does not know keep their defaults. A
-// text that is not such JSON: exit 2 naming `where` (the file).
-void checkpoint_config(Config *c, const char *config_json, const char *where);
 // The checkpoint a user names (build/sample, build/export): a file as it is, or a run's
 // folder's newest checkpoint that verifies (its path into file), verified, with its
-// metadata (free with checkpoint_meta_free) and configuration; exit 2 with a message
-// naming the file otherwise.
+// metadata (free with checkpoint_meta_free) and configuration (config_from_json, finalized);
+// exit 2 with a message naming the file otherwise.
 void checkpoint_open(const char *path, char *file, size_t n, CheckpointMeta *meta, Config *cfg);
 // Verify a checkpoint without a model: format and version, the structure (every /model
 // tensor has its m and v of the same shape, all float32), every tensor and the metadata
@@ -110,6 +106,12 @@ int checkpoint_list(const char *dir, CheckpointEntry **out);
 // Resume uses it: a damaged newest checkpoint falls back to the one before, saying so.
 int checkpoint_latest_good(const char *dir, char *path, size_t n, int64_t *step,
                            CheckpointSkip **skipped, int *n_skipped);
+// The same for a resume: the newest checkpoint at or below max_step that verifies and
+// belongs to run_uid (its run_uid attribute; NULL: any run), its metadata into *meta when
+// meta is not NULL (free with checkpoint_meta_free). A checkpoint of another run (copied
+// into this run's folder) is skipped with a warning naming its run, as a damaged one is.
+int checkpoint_latest_of_run(const char *dir, const char *run_uid, int64_t max_step, char *path, size_t n, int64_t *step,
+                             CheckpointMeta *meta, CheckpointSkip **skipped, int *n_skipped);
 // Keep the newest keep_last checkpoints that verify (keep_last >= 1): deletes older
 // step_<N>.h5 files (good or damaged), and leftovers step_<N>.h5.tmp.<pid> whose N is
 // below the newest good step or whose writer (pid, this host) is gone. Damaged or

@@ -193,8 +193,29 @@ static int summarize_groups(RunDB *db, const int64_t *ids, int n, Row **out) {
 
 static void fmt(char *b, size_t n, const char *f, double v) { if (isnan(v)) snprintf(b, n, "-"); else snprintf(b, n, f, v); }
 
+// The runs to compare, each once and each there: a run named twice (RUNS="3 3", or a run of
+// a launch that is also given) would be counted twice ("runs 2/2"), an unknown id would
+// leave no row without a word.
+static void check_run_ids(RunDB *db, const int64_t *ids, int n) {
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < i; j++)
+            if (ids[j] == ids[i])
+                die_input_hint("name each run once, and leave out runs of the launches given (make compare LAUNCH=\"5\" RUNS=\"9\")",
+                               "run %lld is compared twice: it is named twice (RUNS, --run) or is also a run of a launch given "
+                               "(LAUNCH, --launch); each run counts once", (long long)ids[i]);
+        sqlite3_stmt *st = db_prep(db, "SELECT 1 FROM runs WHERE id=?1");
+        db_bind_i64(db, st, 1, ids[i]);
+        int there = db_next_row(db, st, "looking up a run");
+        db_finalize(db, st);
+        if (!there)
+            die_input_hint("the runs: sqlite3 DB \"SELECT id, experiment, variant, status FROM runs\"", "no run %lld in %s",
+                           (long long)ids[i], rundb_path(db));
+    }
+}
+
 int compare_print(RunDB *db, const int64_t *ids, int n, OutputFormat format, FILE *out) {
     rundb_flush(db);
+    check_run_ids(db, ids, n);
     Row *rows = NULL;
     int nr = summarize_groups(db, ids, n, &rows);
     char **keys = NULL;
@@ -345,6 +366,7 @@ int compare_print(RunDB *db, const int64_t *ids, int n, OutputFormat format, FIL
 
 void compare_steps(RunDB *db, const int64_t *ids, int n, OutputFormat format, FILE *out) {
     rundb_flush(db);
+    check_run_ids(db, ids, n);
     if (format == FORMAT_CSV) fputs("run_id,launch_id,variant,step,tokens_seen,loss,lr,grad_norm,step_seconds,tokens_per_s,mfu\n", out);
     else fputs("[", out);
     for (int i = 0; i < n; i++) {

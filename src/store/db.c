@@ -330,7 +330,7 @@ static int schema_body(RunDB *db, void *from_version) {
     if (v < 0) return bad;
     if (v == RUNDB_SCHEMA_VERSION) return SQLITE_OK;   // another process won the race
     const char *sql = v == 0 ? RUNDB_SCHEMA_SQL : v == 1 ? RUNDB_MIGRATE_V1_SQL : v == 2 ? RUNDB_MIGRATE_V2_SQL
-                    : v == 3 ? RUNDB_MIGRATE_V3_SQL : RUNDB_MIGRATE_V4_SQL;
+                    : v == 3 ? RUNDB_MIGRATE_V3_SQL : v == 4 ? RUNDB_MIGRATE_V4_SQL : RUNDB_MIGRATE_V5_SQL;
     int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK) return rc;
     if (v == 1) {   // every row must still point at its run (ids were kept)

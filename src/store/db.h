@@ -17,7 +17,7 @@
 #include "host.h"
 #include "../core/metrics.h"
 
-#define RUNDB_SCHEMA_VERSION 5   // PRAGMA user_version of databases this build writes (1 to 4 are migrated)
+#define RUNDB_SCHEMA_VERSION 6   // PRAGMA user_version of databases this build writes (1 to 5 are migrated)
 
 typedef struct RunDB RunDB;
 
@@ -95,11 +95,16 @@ typedef struct {
     HostFacts host;
     char kind[16];               // "measured" ("" means the same) or "simulated" (make exp SIMULATE=1)
     char hardware[128];          // a simulated launch's hardware profile
+    char launcher[512];          // how the ranks are started: "mpirun", "srun --mpi=pmix", ... ("" = none:
+                                 // every run one process, or simulated)
 } LaunchInfo;
 // New launch, status 'running'. Returns launches.id.
 int64_t rundb_begin_launch(RunDB *db, const LaunchInfo *li);
 // status: completed | failed | interrupted.
 void rundb_end_launch(RunDB *db, int64_t launch, const char *status);
+// A launch refused before any rank started (the pre-flight: no device, not enough memory):
+// status 'failed', launches.error := why.
+void rundb_refuse_launch(RunDB *db, int64_t launch, const char *why);
 
 typedef struct {
     int64_t id;
@@ -113,6 +118,8 @@ typedef struct {
     char peak_note[400];         // "" when that peak was measured quietly (rundb_peak_note)
     char host[256];
     char kind[16], hardware[128];// "measured" or "simulated"; the profile of a simulated launch
+    char launcher[512];          // launches.launcher ("" = none)
+    char error[1024];            // launches.error: why it was refused before any rank started ("" = it was not)
     int n_overrides;
     char **overrides;            // malloc'd (rundb_launch_row_free)
 } LaunchRow;

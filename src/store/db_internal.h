@@ -11,6 +11,7 @@ extern const char *const RUNDB_MIGRATE_V1_SQL;
 extern const char *const RUNDB_MIGRATE_V2_SQL;
 extern const char *const RUNDB_MIGRATE_V3_SQL;
 extern const char *const RUNDB_MIGRATE_V4_SQL;
+extern const char *const RUNDB_MIGRATE_V5_SQL;
 
 struct RunDB {
     sqlite3 *db;

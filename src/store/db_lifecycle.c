@@ -25,8 +25,8 @@ static int begin_launch_body(RunDB *db, void *varg) {
     TRY(sqlite3_prepare_v2(db->db,
         "INSERT INTO launches(experiment, manifest_path, experiment_version, manifest_format, manifest_sha256, "
         "manifest_text, overrides, variant_filter, repeat, status, started_at, host, pid, cpu_model, git_commit, "
-        "git_dirty, load_avg_1m, peak_gflops, kind, hardware) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,'running',?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
+        "git_dirty, load_avg_1m, peak_gflops, kind, hardware, launcher) "
+        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,'running',?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)",
         -1, &st, NULL));
     rundb_bind_text(st, 1, li->experiment); rundb_bind_text(st, 2, li->manifest_path); rundb_bind_text(st, 3, li->experiment_version);
     if (li->manifest_format > 0) sqlite3_bind_int(st, 4, li->manifest_format); else sqlite3_bind_null(st, 4);
@@ -39,6 +39,7 @@ static int begin_launch_body(RunDB *db, void *varg) {
     if (li->peak_gflops > 0) sqlite3_bind_double(st, 17, li->peak_gflops); else sqlite3_bind_null(st, 17);
     rundb_bind_text(st, 18, li->kind[0] ? li->kind : "measured");
     rundb_bind_text(st, 19, li->hardware[0] ? li->hardware : NULL);
+    rundb_bind_text(st, 20, li->launcher[0] ? li->launcher : NULL);
     int rc = rundb_step_done(st);
     sqlite3_finalize(st);
     a->id = sqlite3_last_insert_rowid(db->db);
@@ -53,25 +54,29 @@ int64_t rundb_begin_launch(RunDB *db, const LaunchInfo *li) {
     return a.id;
 }
 
-typedef struct { int64_t id; const char *status; } EndLaunchArgs;
+typedef struct { int64_t id; const char *status, *error; } EndLaunchArgs;
 static int end_launch_body(RunDB *db, void *varg) {
     EndLaunchArgs *a = varg;
     char now[32];
     store_iso_now(now);
     sqlite3_stmt *st = NULL;
-    TRY(sqlite3_prepare_v2(db->db, "UPDATE launches SET status=?1, ended_at=?2 WHERE id=?3", -1, &st, NULL));
+    TRY(sqlite3_prepare_v2(db->db, a->error ? "UPDATE launches SET status=?1, ended_at=?2, error=?4 WHERE id=?3"
+                                            : "UPDATE launches SET status=?1, ended_at=?2 WHERE id=?3", -1, &st, NULL));
     rundb_bind_text(st, 1, a->status); rundb_bind_text(st, 2, now); sqlite3_bind_int64(st, 3, a->id);
+    if (a->error) rundb_bind_text(st, 4, a->error);
     int rc = rundb_step_done(st);
     sqlite3_finalize(st);
     return rc;
 }
 
-void rundb_end_launch(RunDB *db, int64_t launch, const char *status) {
-    EndLaunchArgs a = { launch, rundb_one_of("launch end status", status, RUNDB_LAUNCH_END_STATUS) };
+static void end_launch(RunDB *db, int64_t launch, const char *status, const char *error) {
+    EndLaunchArgs a = { launch, rundb_one_of("launch end status", status, RUNDB_LAUNCH_END_STATUS), error };
     if (rundb_tx_retry(db, end_launch_body, &a, db->final_s, "ending the launch") != SQLITE_OK)
         fprintf(stderr, "error: run database %s: could not record the end of launch %" PRId64 ": %s\n",
                 db->path, launch, db->last_error);
 }
+void rundb_end_launch(RunDB *db, int64_t launch, const char *status) { end_launch(db, launch, status, NULL); }
+void rundb_refuse_launch(RunDB *db, int64_t launch, const char *why) { end_launch(db, launch, "failed", why ? why : ""); }
 
 // ---------------------------------------------------------------------------------
 // Runs

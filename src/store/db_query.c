@@ -219,9 +219,12 @@ static void read_launch(RunDB *db, sqlite3_stmt *st, LaunchRow *l) {
     l->peak_check_gflops = db_col_dbl(st, 14);
     l->peak_load = db_col_dbl(st, 15);
     db_col_text(st, 16, l->peak_note, sizeof l->peak_note);
+    db_col_text(st, 17, l->launcher, sizeof l->launcher);
+    db_col_text(st, 18, l->error, sizeof l->error);
 }
 #define LAUNCH_COLS "id, experiment, status, started_at, experiment_version, manifest_sha256, variant_filter, repeat, " \
-                    "peak_gflops, load_avg_1m, host, overrides, kind, hardware, peak_check_gflops, peak_load_1m, peak_note"
+                    "peak_gflops, load_avg_1m, host, overrides, kind, hardware, peak_check_gflops, peak_load_1m, peak_note, " \
+                    "launcher, error"
 
 int rundb_launch(RunDB *db, int64_t id, LaunchRow *out) {
     rundb_flush(db);

@@ -1,4 +1,4 @@
-// db_schema.c — the run database's tables, views and the migrations from schemas 1 to 4
+// db_schema.c — the run database's tables, views and the migrations from schemas 1 to 5
 // (docs/database.md shows the same statements and explains every column).
 #include "db_internal.h"
 
@@ -17,15 +17,24 @@
 // that load was above the quiet bound (runs and launches); each collective's time spent
 // waiting for the last peer of its group (comm.wait_seconds). Older files gain the columns by
 // SCHEMA5_ALTERS (ALTER TABLE puts them last, where the tables below have them too).
-#define PEAK_COLUMNS \
+#define PEAK_COLUMNS_LIST \
 "  peak_load_1m       REAL,\n" \
-"  peak_note          TEXT\n"
+"  peak_note          TEXT"
+#define PEAK_COLUMNS PEAK_COLUMNS_LIST "\n"
 #define SCHEMA5_ALTERS \
 "ALTER TABLE runs ADD COLUMN peak_load_1m REAL;\n" \
 "ALTER TABLE runs ADD COLUMN peak_note TEXT;\n" \
 "ALTER TABLE launches ADD COLUMN peak_load_1m REAL;\n" \
 "ALTER TABLE launches ADD COLUMN peak_note TEXT;\n" \
 "ALTER TABLE comm ADD COLUMN wait_seconds REAL;\n"
+
+// Schema 6: how a launch started its ranks (launches.launcher: "mpirun", "srun --mpi=pmix", ...)
+// and why a launch was refused before any rank started (launches.error: the pre-flight's
+// message). Older files gain them by SCHEMA6_ALTERS, after SCHEMA5_ALTERS (the same order as the
+// table below), before their views are recreated (launch_summary reads them).
+#define SCHEMA6_ALTERS \
+"ALTER TABLE launches ADD COLUMN launcher TEXT;\n" \
+"ALTER TABLE launches ADD COLUMN error TEXT;\n"
 
 #define RUNS_TABLE(name) \
 "CREATE TABLE " name " (\n" \
@@ -101,7 +110,9 @@ PEAK_COLUMNS \
 "  " KIND_COLUMN ",\n" \
 "  hardware           TEXT,\n" \
 "  peak_check_gflops  REAL,\n" \
-PEAK_COLUMNS \
+PEAK_COLUMNS_LIST ",\n" \
+"  launcher           TEXT,\n" \
+"  error              TEXT\n" \
 ");\n" \
 "CREATE INDEX launches_by_experiment ON launches(experiment, id);\n"
 
@@ -165,6 +176,16 @@ PEAK_COLUMNS \
 // (the statistic `make exp` prints: the middle timed step, or the mean of the two middle
 // ones), tokens_per_s and mfu from that median, as the table; run_config holds every
 // key of every run's configuration, config_diff the keys that differ within a launch.
+#define LAUNCH_SUMMARY_VIEW \
+"CREATE VIEW launch_summary AS\n" \
+"SELECT l.id AS launch_id, l.experiment, l.experiment_version, l.kind, l.hardware, l.status, l.started_at, l.ended_at,\n" \
+"       l.repeat, l.variant_filter, l.overrides, l.host, l.load_avg_1m, l.peak_gflops, l.launcher, l.error,\n" \
+"       COUNT(r.id) AS runs,\n" \
+"       COALESCE(SUM(r.status = 'completed'), 0) AS completed,\n" \
+"       COALESCE(SUM(r.status <> 'completed'), 0) AS not_completed,\n" \
+"       group_concat(DISTINCT r.variant) AS variants\n" \
+"FROM launches l LEFT JOIN runs r ON r.launch_id = l.id\n" \
+"GROUP BY l.id;\n"
 #define VIEWS \
 "CREATE VIEW run_config AS\n" \
 "SELECT r.id AS run_id, r.launch_id, r.experiment, r.variant, r.repeat_index, s.key || '.' || k.key AS key,\n" \
@@ -227,15 +248,7 @@ PEAK_COLUMNS \
 "SELECT * FROM run_summary rs\n" \
 "WHERE rs.run_id = (SELECT id FROM runs r2 WHERE r2.experiment = rs.experiment AND r2.variant = rs.variant\n" \
 "                   ORDER BY r2.started_at DESC, r2.id DESC LIMIT 1);\n" \
-"CREATE VIEW launch_summary AS\n" \
-"SELECT l.id AS launch_id, l.experiment, l.experiment_version, l.kind, l.hardware, l.status, l.started_at, l.ended_at,\n" \
-"       l.repeat, l.variant_filter, l.overrides, l.host, l.load_avg_1m, l.peak_gflops,\n" \
-"       COUNT(r.id) AS runs,\n" \
-"       COALESCE(SUM(r.status = 'completed'), 0) AS completed,\n" \
-"       COALESCE(SUM(r.status <> 'completed'), 0) AS not_completed,\n" \
-"       group_concat(DISTINCT r.variant) AS variants\n" \
-"FROM launches l LEFT JOIN runs r ON r.launch_id = l.id\n" \
-"GROUP BY l.id;\n" \
+LAUNCH_SUMMARY_VIEW \
 "CREATE VIEW simulated_runs AS\n" \
 "SELECT r.id AS run_id, r.launch_id, r.experiment, r.variant, r.hardware, s.precision, r.tp, r.pp, r.dp, r.world_size,\n" \
 "       s.micro_batches, s.step_seconds, s.compute_seconds, s.comm_seconds, s.p2p_seconds, s.bubble_seconds,\n" \
@@ -318,13 +331,13 @@ const char *const RUNDB_SCHEMA_SQL =
     HOST_PEAKS_TABLE
     VIEWS;
 
-// Schema 1 -> 5: new tables (launches, comm_ranks, host_peaks) and views; `runs` gains launch_id,
+// Schema 1 -> 6: new tables (launches, comm_ranks, host_peaks) and views; `runs` gains launch_id,
 // repeat_index, overrides and manifest_format, its `manifest_version` (which held the
 // experiment's `version:`) becomes `experiment_version`, and the status CHECK admits
 // 'diverged'; `events` admits 'diverged' and 'warning'. SQLite cannot alter a CHECK, so
 // both tables are rebuilt (the procedure of sqlite.org/lang_altertable.html: foreign keys
 // off, new table, copy, drop, rename; ids kept, so every reference stays valid). The
-// rebuilt tables and the new ones are schema 4's (every run of schema 1 was measured).
+// rebuilt tables and the new ones are the current schema's (every run of schema 1 was measured).
 const char *const RUNDB_MIGRATE_V1_SQL =
     LAUNCHES_TABLE
     RUNS_TABLE("runs_v2")
@@ -349,9 +362,9 @@ const char *const RUNDB_MIGRATE_V1_SQL =
     "ALTER TABLE comm ADD COLUMN wait_seconds REAL;\n"
     VIEWS;
 
-// Schema 2 -> 5: runs and launches gain `kind` and `hardware` (every existing row is a
-// measured one: the default), the simulation and host_peaks tables, and the views are recreated (they
-// gained columns, and a run of one step is timed).
+// Schema 2 -> 6: runs and launches gain `kind` and `hardware` (every existing row is a
+// measured one: the default), the simulation and host_peaks tables, schema 5's and 6's
+// columns, and the views are recreated (they gained columns, and a run of one step is timed).
 const char *const RUNDB_MIGRATE_V2_SQL =
     "ALTER TABLE runs ADD COLUMN " KIND_COLUMN ";\n"
     "ALTER TABLE runs ADD COLUMN hardware TEXT;\n"
@@ -359,23 +372,34 @@ const char *const RUNDB_MIGRATE_V2_SQL =
     "ALTER TABLE launches ADD COLUMN hardware TEXT;\n"
     "ALTER TABLE launches ADD COLUMN peak_check_gflops REAL;\n"
     SCHEMA5_ALTERS
+    SCHEMA6_ALTERS
     SIMULATION_TABLE
     HOST_PEAKS_TABLE
     DROP_VIEWS
     VIEWS;
 
-// Schema 3 -> 5: the host_peaks table and launches.peak_check_gflops; the views are recreated (run_summary gained the
-// key configuration columns and the median step time; run_config and config_diff are new).
+// Schema 3 -> 6: the host_peaks table, launches.peak_check_gflops, schema 5's and 6's columns;
+// the views are recreated (run_summary gained the key configuration columns and the median
+// step time; run_config and config_diff are new).
 const char *const RUNDB_MIGRATE_V3_SQL =
     "ALTER TABLE launches ADD COLUMN peak_check_gflops REAL;\n"
     SCHEMA5_ALTERS
+    SCHEMA6_ALTERS
     HOST_PEAKS_TABLE
     DROP_VIEWS
     VIEWS;
 
-// Schema 4 -> 5: the peak's load and note (runs, launches) and comm.wait_seconds; the views
-// are recreated (run_summary gained comm_wait_ms_per_step, peak_load_1m, peak_note).
+// Schema 4 -> 6: the peak's load and note (runs, launches), comm.wait_seconds, the launcher and
+// the pre-flight's refusal; the views are recreated (run_summary gained comm_wait_ms_per_step,
+// peak_load_1m, peak_note; launch_summary launcher and error).
 const char *const RUNDB_MIGRATE_V4_SQL =
     SCHEMA5_ALTERS
+    SCHEMA6_ALTERS
+    DROP_VIEWS
+    VIEWS;
+
+// Schema 5 -> 6: the launcher and the pre-flight's refusal (launches); launch_summary shows them.
+const char *const RUNDB_MIGRATE_V5_SQL =
+    SCHEMA6_ALTERS
     DROP_VIEWS
     VIEWS;

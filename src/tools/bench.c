@@ -40,6 +40,7 @@
 #include "../backend/ops.h"
 #include "../backend/profile.h"
 #include "../config/config.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../core/rng.h"
@@ -69,25 +70,15 @@ static void fill_random(int32_t *x, size_t n, int V, Rng *r) {
     for (size_t i = 0; i < n; i++) x[i] = (int32_t)(rng_next(r) % (uint64_t)V);
 }
 
-static void usage_to(FILE *f, int code) {
-    fprintf(f,
-            "usage: bench [--preset NAME] [--seq T] [--batch B] [--steps N] [--warmup W]\n"
-            "             [--linears dense,cola,svd] [--threads N] [--profile R | --no-profile]\n"
-            "             [--switches LIST | --no-switches] [--precision LIST] [--json OUT] [--set key=value]...\n"
-            "       bench --peak-only [--threads N]\n"
-            "  LIST: comma-separated BOOST settings profiled on the low-rank kinds at tp = 1, each one of\n"
-            "        vanilla, btp, btp+online, btp+online+grouping, btp+online+grouping+lowrank, full\n"
-            "  --precision LIST: comma-separated fp32, bf16, run in that order for each kind (fp32,bf16,fp32,bf16)\n");
-    exit(code);
-}
-static void usage(void) { usage_to(stderr, EXIT_BAD_INPUT); }
+#define BENCH_USAGE \
+   "usage: bench [--preset NAME] [--seq T] [--batch B] [--steps N] [--warmup W]\n" \
+   "             [--linears dense,cola,svd] [--threads N] [--profile R | --no-profile]\n" \
+   "             [--switches LIST | --no-switches] [--precision LIST] [--json OUT] [--set key=value]...\n" \
+   "       bench --peak-only [--threads N]\n" \
+   "  LIST: comma-separated BOOST settings profiled on the low-rank kinds at tp = 1, each one of\n" \
+   "        vanilla, btp, btp+online, btp+online+grouping, btp+online+grouping+lowrank, full\n" \
+   "  --precision LIST: comma-separated fp32, bf16, run in that order for each kind (fp32,bf16,fp32,bf16)\n"
 
-static int parse_int(const char *opt, const char *v, int lo) {
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*v == 0 || *end || x < lo || x > 1000000) die_input("%s expects an integer >= %d, got '%s'", opt, lo, v);
-    return (int)x;
-}
 
 // One step as trainer_step does it for a single micro-batch; returns the loss and the
 // forward/backward/optimizer split.
@@ -263,31 +254,30 @@ int main(int argc, char **argv) {
     const char *preset = "cola-60m", *linears = "dense,cola,svd", *json = NULL, *precisions = "fp32";
     const char *switches = "vanilla,btp,btp+online,btp+online+grouping,btp+online+grouping+lowrank,full";
     int seq = 256, batch = 4, steps = 6, warmup = 2, threads = 0, profile = 3, peak_only = 0;
-    const char **sets = xcalloc((size_t)argc, sizeof(char *));
-    int n_sets = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define OPT(name) (strcmp(a, name) == 0 && (v || (die_input("%s needs a value", name), 0)) && ++i)
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) usage_to(stdout, 0);
-        else if (OPT("--preset")) preset = v;
-        else if (OPT("--seq")) seq = parse_int(a, v, 1);
-        else if (OPT("--batch")) batch = parse_int(a, v, 1);
-        else if (OPT("--steps")) steps = parse_int(a, v, 1);
-        else if (OPT("--warmup")) warmup = parse_int(a, v, 0);
-        else if (OPT("--linears")) linears = v;
-        else if (OPT("--threads")) threads = parse_int(a, v, 0);
-        else if (OPT("--json")) json = v;
-        else if (OPT("--set")) sets[n_sets++] = v;
-        else if (OPT("--profile")) profile = parse_int(a, v, 0);
-        else if (OPT("--switches")) switches = v;
-        else if (OPT("--precision")) precisions = v;
-        else if (strcmp(a, "--no-profile") == 0) profile = 0;
-        else if (strcmp(a, "--no-switches") == 0) switches = "";
-        else if (strcmp(a, "--peak-only") == 0) peak_only = 1;
-        else { fprintf(stderr, "bench: unknown argument '%s'\n", a); usage(); }
-#undef OPT
-    }
+    OptList set_list = {0};
+    int no_profile = 0, no_switches = 0;
+    const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
+        OPT_STR_ROW("preset", &preset),
+        OPT_INT_ROW("seq", 1, 1000000, &seq),
+        OPT_INT_ROW("batch", 1, 1000000, &batch),
+        OPT_INT_ROW("steps", 1, 1000000, &steps),
+        OPT_INT_ROW("warmup", 0, 1000000, &warmup),
+        OPT_STR_ROW("linears", &linears),
+        OPT_KEY_ROW("threads", "train.threads", &threads),
+        OPT_STR_ROW("json", &json),
+        OPT_LIST_ROW("set", &set_list),
+        OPT_INT_ROW("profile", 0, 1000000, &profile),
+        OPT_STR_ROW("switches", &switches),
+        OPT_STR_ROW("precision", &precisions),
+        OPT_FLAG_ROW("no-profile", &no_profile),
+        OPT_FLAG_ROW("no-switches", &no_switches),
+        OPT_FLAG_ROW("peak-only", &peak_only),
+        OPT_END };
+    opt_parse("bench", opts, argc, argv, NULL, 0, NULL, BENCH_USAGE);
+    if (no_profile) profile = 0;
+    if (no_switches) switches = "";
+    const char **sets = set_list.v;
+    int n_sets = set_list.n;
     threads = trainer_set_threads(threads);
     if (peak_only) {   // best of three measurements of the best-of-3 sgemm
         double p = 0;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include "../backend/backend.h"
+#include "../config/options.h"
 #include "../backend/cpu/attn_kernels.h"
 #include "../backend/cpu/kernels.h"
 #include "../backend/cpu/sgemm.h"
@@ -36,16 +37,6 @@
 
 #define USAGE "usage: bench_attention [--batch B] [--heads H] [--kv-heads HKV] [--hd HD] [--seq T1,T2,...] " \
               "[--min-time SECONDS] [--isa avx512|avx2|scalar]\n"
-
-static int int_arg(const char *flag, const char *s, int lo) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end || v < lo || v > 1 << 20) {
-        fprintf(stderr, "bench_attention: %s '%s': expected an integer >= %d\n" USAGE, flag, s, lo);
-        exit(EXIT_BAD_INPUT);
-    }
-    return (int)v;
-}
 
 // CPU seconds of every thread of this process (OpenMP waits passively: idle threads sleep).
 static double cpu_seconds(void) {
@@ -107,33 +98,18 @@ int main(int argc, char **argv) {
     env_runtime_setup(argv);
     int B = 1, H = 8, Hkv = 8, hd = 64, seqs[16] = { 256, 512, 1024, 2048 }, nseq = 4;
     double min_time = 0.5;
-    const char *isa_name = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(USAGE, stdout); return 0; }
-        if (!v) { fprintf(stderr, "bench_attention: %s needs a value\n" USAGE, a); return EXIT_BAD_INPUT; }
-        i++;
-        if (!strcmp(a, "--batch")) B = int_arg(a, v, 1);
-        else if (!strcmp(a, "--heads")) H = int_arg(a, v, 1);
-        else if (!strcmp(a, "--kv-heads")) Hkv = int_arg(a, v, 1);
-        else if (!strcmp(a, "--hd")) hd = int_arg(a, v, 1);
-        else if (!strcmp(a, "--min-time")) {
-            char *end; min_time = strtod(v, &end);
-            if (*end || !(min_time >= 0 && min_time <= 600)) {
-                fprintf(stderr, "bench_attention: --min-time '%s': expected seconds in [0, 600]\n" USAGE, v);
-                return EXIT_BAD_INPUT;
-            }
-        } else if (!strcmp(a, "--isa")) isa_name = v;
-        else if (!strcmp(a, "--seq")) {
-            char buf[256]; snprintf(buf, sizeof buf, "%s", v);
-            nseq = 0;
-            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-                if (nseq == 16) { fprintf(stderr, "bench_attention: --seq: at most 16 lengths\n"); return EXIT_BAD_INPUT; }
-                seqs[nseq++] = int_arg("--seq", t, 1);
-            }
-            if (!nseq) { fprintf(stderr, "bench_attention: --seq '%s': expected lengths like 256,512\n" USAGE, v); return EXIT_BAD_INPUT; }
-        } else { fprintf(stderr, "bench_attention: unknown option '%s'\n" USAGE, a); return EXIT_BAD_INPUT; }
-    }
+    const char *isa_name = NULL, *seq_list = NULL;
+    const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
+        OPT_INT_ROW("batch", 1, 1 << 20, &B),
+        OPT_INT_ROW("heads", 1, 1 << 20, &H),
+        OPT_INT_ROW("kv-heads", 1, 1 << 20, &Hkv),
+        OPT_INT_ROW("hd", 1, 1 << 20, &hd),
+        OPT_REAL_ROW("min-time", 0, 600, &min_time),
+        OPT_STR_ROW("isa", &isa_name),
+        OPT_STR_ROW("seq", &seq_list),
+        OPT_END };
+    opt_parse("bench_attention", opts, argc, argv, NULL, 0, NULL, USAGE);
+    if (seq_list) nseq = opt_int_list("bench_attention", "seq", seq_list, 1, 1 << 20, seqs, 16);
     if (H % Hkv) { fprintf(stderr, "bench_attention: --heads %d is not a multiple of --kv-heads %d\n", H, Hkv); return EXIT_BAD_INPUT; }
     if (isa_name && !cpu_attention_use_isa(isa_name)) {
         fprintf(stderr, "bench_attention: --isa '%s': not in this build (expected avx512, avx2 or scalar; this build uses %s)\n",

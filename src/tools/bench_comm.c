@@ -11,6 +11,7 @@
 // all-gather or reduce-scatter — where the two forms are equal.
 #include <stdio.h>
 #include "../config/config.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../model/model.h"
 #include "../backend/backend.h"
@@ -58,24 +59,18 @@ static LayerComm account(const ModelConfig *base, const Scheme *s, int tp, int B
 int main(int argc, char **argv) {
     const char *preset = "boost-7b";
     int tp = 4, B = 4, T = 4096, layer = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: bench_comm [--preset boost-7b] [--tp 4] [--batch 4] [--seq 4096] [--layer 0]\n"
-                   "Per-layer tensor-parallel communication (calls, elements, bf16 GiB, the ring traffic a rank\n"
-                   "sends; forward, backward, recompute) of FullRank-TP, Vanilla-TP and every BTP variant, each\n"
-                   "also with sequence parallelism, at the given shape, counted by the model's own drivers on the\n"
-                   "dry back end (no memory, no math), next to the paper's formulas.\n");
-            return 0;
-        }
-        if (i + 1 >= argc) die_input("option %s needs a value (bench_comm --help)", argv[i]);
-        if (!strcmp(argv[i], "--preset")) preset = argv[++i];
-        else if (!strcmp(argv[i], "--tp")) tp = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--batch")) B = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--seq")) T = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--layer")) layer = atoi(argv[++i]);
-        else die_input("unknown option '%s' (expected --preset, --tp, --batch, --seq, --layer)", argv[i]);
-    }
-    if (tp < 1 || B < 1 || T < 1) die_input("--tp, --batch and --seq must be >= 1");
+    const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
+        OPT_STR_ROW("preset", &preset),
+        OPT_INT_ROW("tp", 1, 4096, &tp),
+        OPT_INT_ROW("batch", 1, 1 << 24, &B),
+        OPT_KEY_ROW("seq", "model.seq_len", &T),
+        OPT_INT_ROW("layer", 0, 65535, &layer),
+        OPT_END };
+    opt_parse("bench_comm", opts, argc, argv, NULL, 0, NULL,
+              "usage: bench_comm [--preset boost-7b] [--tp 4] [--batch 4] [--seq 4096] [--layer 0]\n"
+              "Per-layer tensor-parallel communication (calls, elements, bf16 GiB; forward, backward,\n"
+              "recompute) of FullRank-TP, Vanilla-TP and every BTP variant at the given shape, counted by\n"
+              "the model's own drivers on the dry back end (no memory, no math), next to the paper's formulas.");
     Config cfg;
     config_defaults(&cfg);
     if (!preset_apply(preset, &cfg.model)) die_input("unknown preset '%s'", preset);

@@ -40,6 +40,7 @@
 #include "../backend/cpu/sgemm.h"
 #include "../backend/ops.h"
 #include "../config/config.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../core/phase.h"
@@ -63,38 +64,22 @@ static const char USAGE[] =
     "  every GEMM of one training step replayed shape by shape on this CPU\n"
     "  default: fp32 sgemm per shape: GFLOP/s, % of the sgemm peak, %ref, 1-thread rate, ms/step\n"
     "  --bf16:  fp32 sgemm against the bf16 back end's oneDNN path and its fp32 fallback, max rel err\n";
-#define OPTIONS "--bf16 --preset --linear --seq --batch --threads --reps --set"
-#define VALID_CALL "a valid call: build/bench_gemm --preset cola-60m --reps 5 (add --bf16 for the bf16 comparison; --help)"
-
-static int parse_int(const char *opt, const char *v, int lo) {
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*v == 0 || *end || x < lo || x > 1000000)
-        die_input_hint(VALID_CALL, "bench_gemm: %s expects an integer >= %d, got '%s'", opt, lo, v);
-    return (int)x;
-}
-
 static Args parse_args(int argc, char **argv) {
-    Args a = { .preset = "cola-60m", .linear = "cola", .seq = 256, .batch = 4, .reps = 5,
-               .sets = xcalloc((size_t)argc, sizeof(char *)) };
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) { fputs(USAGE, stdout); exit(0); }
-        if (!strcmp(o, "--bf16")) { a.bf16 = 1; continue; }
-        static const char *const valued[] = { "--preset", "--linear", "--seq", "--batch", "--threads", "--reps", "--set" };
-        int k = 0, n = (int)(sizeof valued / sizeof valued[0]);
-        while (k < n && strcmp(o, valued[k])) k++;
-        if (k == n) die_input_hint(VALID_CALL, "bench_gemm: unknown argument '%s' (options: " OPTIONS ")", o);
-        if (!v) die_input_hint(VALID_CALL, "bench_gemm: %s needs a value (options: " OPTIONS ")", o);
-        if (!strcmp(o, "--preset")) a.preset = v;
-        else if (!strcmp(o, "--linear")) a.linear = v;
-        else if (!strcmp(o, "--seq")) a.seq = parse_int(o, v, 1);
-        else if (!strcmp(o, "--batch")) a.batch = parse_int(o, v, 1);
-        else if (!strcmp(o, "--threads")) a.threads = parse_int(o, v, 0);
-        else if (!strcmp(o, "--reps")) a.reps = parse_int(o, v, 1);
-        else a.sets[a.n_sets++] = v;   // --set
-        i++;
-    }
+    Args a = { .preset = "cola-60m", .linear = "cola", .seq = 256, .batch = 4, .reps = 5 };
+    OptList set_list = {0};
+    const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
+        OPT_FLAG_ROW("bf16", &a.bf16),
+        OPT_STR_ROW("preset", &a.preset),
+        OPT_STR_ROW("linear", &a.linear),
+        OPT_INT_ROW("seq", 1, 1000000, &a.seq),
+        OPT_INT_ROW("batch", 1, 1000000, &a.batch),
+        OPT_KEY_ROW("threads", "train.threads", &a.threads),
+        OPT_INT_ROW("reps", 1, 1000000, &a.reps),
+        OPT_LIST_ROW("set", &set_list),
+        OPT_END };
+    opt_parse("bench_gemm", opts, argc, argv, NULL, 0, NULL, USAGE);
+    a.sets = set_list.v;
+    a.n_sets = set_list.n;
     return a;
 }
 

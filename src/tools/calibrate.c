@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "../backend/ops.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../core/timer.h"
@@ -803,14 +804,6 @@ static int refresh_profile(const char *from, const char *out_path, const int *ra
     return 0;
 }
 
-// --threads' value: a count in 1..1024.
-static long parse_threads(const char *v) {
-    char *e;
-    long n = strtol(v, &e, 10);
-    if (e == v || *e || n < 1 || n > 1024) die_input("--threads: expected a thread count in 1..1024, got '%s'", v);
-    return n;
-}
-
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "--mpi-worker")) {
         for (int i = 3; i < argc; i++) {
@@ -823,38 +816,30 @@ int main(int argc, char **argv) {
     env_runtime_setup(argv);
     const char *out_path = "experiments/hardware/cpu-local.yaml";
     const char *refresh_from = NULL;
-    int ranks[4] = { 2, 4 }, n_ranks = 2, quick = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            puts("usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best] [--threads N]\n"
-                 "       build/calibrate --refresh PROFILE [--out FILE] [--ranks 2,4] [--threads N]\n"
-                 "Measures this machine for the performance model and writes the cpu-local hardware profile\n"
-                 "(default experiments/hardware/cpu-local.yaml): op_gemm FLOP/s over a grid of shapes, memory\n"
-                 "bandwidth and op overhead, MPI shared-memory collectives over sizes, and the compute share of\n"
-                 "ranks that share the host. Every timing is repeated; the median is kept (--best: the fastest).\n"
-                 "--quick: a smaller grid. --refresh: the rank share, the op overhead, the attention and the ops\n"
-                 "timed as themselves, measured again in a few seconds, written into a copy of PROFILE. --threads N: every timing with N threads per rank\n"
-                 "(default: as the trainer gives them, the cores divided among the ranks). See\n"
-                 "docs/performance-model.md section 3.");
-            return 0;
-        }
-        if (!strcmp(argv[i], "--quick")) { quick = 1; continue; }
-        if (!strcmp(argv[i], "--best")) { use_best = 1; continue; }
-        if (i + 1 >= argc) die_input("option %s needs a value (usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best] "
-                                     "[--refresh PROFILE] [--threads N])", argv[i]);
-        if (!strcmp(argv[i], "--out")) out_path = argv[++i];
-        else if (!strcmp(argv[i], "--threads")) threads_opt = (int)parse_threads(argv[++i]);
-        else if (!strcmp(argv[i], "--refresh")) { refresh_from = argv[++i]; refresh_only = 1; }
-        else if (!strcmp(argv[i], "--ranks")) {
-            n_ranks = 0;
-            for (char *s = argv[++i], *e; *s && n_ranks < 4; s = *e ? e + 1 : e) {
-                long v = strtol(s, &e, 10);
-                if (e == s || (*e && *e != ',') || v < 2 || v > 16) die_input("--ranks: expected a list like 2,4 of counts in 2..16, got '%s'", argv[i]);
-                ranks[n_ranks++] = (int)v;
-            }
-            if (!n_ranks) die_input("--ranks: expected a list like 2,4");
-        } else die_input("unknown option '%s' (expected --out, --ranks, --quick, --best, --refresh, --threads)", argv[i]);
-    }
+    int ranks[4] = { 2, 4 }, n_ranks = 2, quick = 0, best = 0;
+    const char *ranks_opt = NULL;
+    const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
+        OPT_FLAG_ROW("quick", &quick),
+        OPT_FLAG_ROW("best", &best),
+        OPT_STR_ROW("out", &out_path),
+        OPT_INT_ROW("threads", 1, 1024, &threads_opt),
+        OPT_STR_ROW("refresh", &refresh_from),
+        OPT_STR_ROW("ranks", &ranks_opt),
+        OPT_END };
+    opt_parse("calibrate", opts, argc, argv, NULL, 0, NULL,
+              "usage: build/calibrate [--out FILE] [--ranks 2,4] [--quick] [--best] [--threads N]\n"
+              "       build/calibrate --refresh PROFILE [--out FILE] [--ranks 2,4] [--threads N]\n"
+              "Measures this machine for the performance model and writes the cpu-local hardware profile\n"
+              "(default experiments/hardware/cpu-local.yaml): op_gemm FLOP/s over a grid of shapes, memory\n"
+              "bandwidth and op overhead, MPI shared-memory collectives over sizes, and the compute share of\n"
+              "ranks that share the host. Every timing is repeated; the median is kept (--best: the fastest).\n"
+              "--quick: a smaller grid. --refresh: the rank share, the op overhead, the attention and the ops\n"
+              "timed as themselves, measured again in a few seconds, written into a copy of PROFILE. --threads N: every timing with N threads per rank\n"
+              "(default: as the trainer gives them, the cores divided among the ranks). See\n"
+              "docs/performance-model.md section 3.");
+    use_best = best;
+    if (refresh_from) refresh_only = 1;
+    if (ranks_opt) n_ranks = opt_int_list("calibrate", "ranks", ranks_opt, 2, 16, ranks, 4);
     if (refresh_from) return refresh_profile(refresh_from, out_path, ranks, n_ranks);
     {   // fail now, not after the measurements, when the output cannot be written
         char probe[1100];

@@ -1,10 +1,13 @@
 // exp — run an experiment as one launch: every variant of experiments/<name>.yaml (or
 // one), REPEAT times interleaved (A B A B ...), each run its own training process (under
-// mpirun when the variant asks for several ranks), all recorded under one `launches` row
+// the launcher — mpirun, or srun in a Slurm allocation — when the variant asks for several
+// ranks), checked before any rank starts (plan_preflight), all recorded under one `launches` row
 // (manifest text and hash, overrides, host, load, one measured sgemm peak); then the
 // table comparing the variants from the runs of that launch. `exp --help` lists the
 // options; `make exp EXP=name [VARIANT=v] [SET="k=v ..."] [REPEAT=n] [RESUME=1]
-// [LAUNCH=id] [SUMMARY=1] [DRY_RUN=1]` calls this.
+// [LAUNCH=id] [SUMMARY=1] [DRY_RUN=1] [LAUNCHER=...] [LAUNCHER_ARGS=...] [HOSTFILE=...]`
+// calls this. What the launch does (its runs, launcher, commands, refusals) is decided by
+// train/plan.h; this file keeps the command line, the processes and the printing.
 #include <dirent.h>
 #include <sqlite3.h>
 #include <libgen.h>
@@ -13,9 +16,11 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "../backend/backend.h"
 #include "../config/manifest.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../core/fs.h"
 #include "../core/shellword.h"
@@ -24,11 +29,12 @@
 #include "../store/db.h"
 #include "../store/host.h"
 #include "../sim/hardware.h"
+#include "../train/plan.h"
 #include "../train/trainer.h"
 
 static const char *USAGE =
 "usage: exp NAME|PATH [--variant V] [--set key=value]... [--repeat N] [--dry-run]\n"
-"       exp NAME|PATH --resume [--launch ID] [--set key=value]...\n"
+"       exp NAME|PATH --resume [--launch ID] [--set key=value]... [--allow-change KEY]...\n"
 "       exp NAME|PATH --summary [--launch ID] [--csv|--json] [--steps|--verdicts]\n"
 "       exp [NAME|PATH] --compare [--launch ID]... [--run ID]... [--db PATH] [--csv|--json] [--steps|--verdicts]\n"
 "       exp NAME|PATH --simulate PROFILE [--variant V] [--set key=value]... [--dry-run]\n"
@@ -51,6 +57,8 @@ static const char *USAGE =
 "                     resume from their newest checkpoint with their stored overrides (one\n"
 "                     stopped before its first checkpoint: from step 0, as the same run),\n"
 "                     runs not started start, completed runs are left alone (make exp RESUME=1)\n"
+"  --allow-change KEY with --resume: a resumed run may change KEY although that changes its meaning\n"
+"                     (repeatable; make exp RESUME=1 ALLOW_CHANGE=\"KEY ...\"; build/train --help)\n"
 "  --summary          print the comparison table of a launch (the latest, or --launch ID)\n"
 "  --launch ID        the launch for --resume or --summary (make exp LAUNCH=ID); --compare: repeatable\n"
 "  --compare          the runs of several launches (--launch ID ..., make compare LAUNCH=\"5 6\") or\n"
@@ -60,15 +68,26 @@ static const char *USAGE =
 "  --run ID           a run for --compare (repeatable)\n"
 "  --db PATH          the run database of --compare (default: NAME's run.db, else runs/boost.db)\n"
 "  --csv, --json      --summary and --compare as CSV or JSON on stdout (make compare FORMAT=csv|json)\n"
+"  --format F         the same: table (the default), csv or json\n"
 "  --steps            every logged step of the runs instead, as CSV (or --json) (make compare STEPS=1)\n"
 "  --verdicts         only the timing verdicts: per pair of variants faster, slower, not distinguishable\n"
 "                     or too few runs, with the time ratio and its 95 % interval (text, --csv or --json;\n"
 "                     docs/database.md \"Timing verdicts\")\n"
+"  --launcher WORD    the MPI launcher, one word per option (make exp LAUNCHER=\"srun --mpi=pmix\"); default:\n"
+"                     srun inside a Slurm allocation (SLURM_JOB_ID set), else mpirun\n"
+"  --launcher-arg W   one more word for the launcher (make exp LAUNCHER_ARGS=\"--map-by ppr:4:node -x NCCL_DEBUG\")\n"
+"  --hostfile PATH    the hosts of the ranks (make exp HOSTFILE=hosts): mpirun --hostfile, srun --nodefile\n"
+"  --probe-resources  print this host's memory, cores and CUDA devices (the pre-flight runs it where the\n"
+"                     ranks run, through the launcher) and exit\n"
 "  --simulate PROFILE price every variant (on-demand ones included) with build/simulate on the\n"
 "                     hardware profile experiments/hardware/PROFILE.yaml instead of training it\n"
 "                     (make exp SIMULATE=1 [HARDWARE=PROFILE], default a100-80gb-node4): one\n"
 "                     launch whose runs are of kind `simulated` (docs/performance-model.md)\n"
 "  --help             this text\n"
+"\n"
+"Before any rank starts, every variant is checked where its ranks run: a cuda variant needs a visible\n"
+"device, and the largest rank's memory (the dry back end's accounting) must fit the device or the node;\n"
+"a refused launch is recorded with its reason (launches.error) and exits 2.\n"
 "\n"
 "Exit: 0 every run completed (or nothing left to do), 1 a run failed or diverged,\n"
 "2 bad input or environment, 128+N interrupted by signal N (resume with --resume).\n";
@@ -78,11 +97,13 @@ static void usage_error(const char *what) { die_input_hint(USAGE, "exp: %s", wha
 // ---- signals: the launcher stops launching, lets the running variant record itself ---
 static volatile sig_atomic_t g_stop;
 static volatile pid_t g_child;
+static volatile sig_atomic_t g_child_srun;   // the child is srun: its ranks are signalled through their step
 static void on_signal(int sig) {
     if (!g_stop) g_stop = sig;
     // Ctrl-C reaches the whole foreground process group (the child too); a signal sent to
-    // this process alone is passed on, so the run records 'interrupted' itself.
-    if (sig != SIGINT && g_child > 0) kill(g_child, SIGTERM);
+    // this process alone is passed on, so the run records 'interrupted' itself. srun answers
+    // SIGTERM by killing its ranks at once: its step is signalled instead (run_command).
+    if (sig != SIGINT && g_child > 0 && !g_child_srun) kill(g_child, SIGTERM);
 }
 
 // Is the parent process make (the Makefile's exp recipe execs this process)? Only then is
@@ -99,47 +120,86 @@ static int parent_is_make(void) {
 }
 
 // ---- launching ---------------------------------------------------------------------------
-typedef struct { const char **v; int n, cap; } Args;
-static void args_push(Args *a, const char *s) {
-    if (a->n + 2 > a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 32;
-        a->v = realloc(a->v, (size_t)a->cap * sizeof *a->v);
-        CHECK(a->v, "out of memory");
-    }
-    a->v[a->n++] = s;
-    a->v[a->n] = NULL;
-}
-
-static int run_command(const char *const *argv) {
+// fork + exec (no shell); stdout into out[n] when out is given. Returns the exit code, or
+// 128 + the signal that ended it, 127 when it could not be run.
+static int spawn(char *const *argv, char *out, size_t n) {
+    int fd[2] = { -1, -1 };
+    if (out) CHECK_ERRNO(pipe(fd) != 0, "pipe");
     pid_t pid = fork();
     CHECK_ERRNO(pid < 0, "fork");
     if (pid == 0) {
-        execvp(argv[0], (char *const *)argv);
+        if (out) { dup2(fd[1], STDOUT_FILENO); close(fd[0]); close(fd[1]); }
+        execvp(argv[0], argv);
         fprintf(stderr, "error: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    g_child = pid;
+    if (out) {
+        close(fd[1]);
+        size_t len = 0;
+        for (;;) {
+            char buf[4096];
+            ssize_t k = read(fd[0], buf, sizeof buf);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) break;
+            size_t take = len + (size_t)k < n ? (size_t)k : n - 1 - len;
+            memcpy(out + len, buf, take);
+            len += take;
+        }
+        out[len] = 0;
+        close(fd[0]);
+    }
     int status;
     while (waitpid(pid, &status, 0) < 0) CHECK_ERRNO(errno != EINTR, "waitpid");
-    g_child = 0;
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-// Is `prog` an executable on PATH? (A missing mpirun is the environment's fault: exit 2
-// before anything runs, not a failed variant.)
-static int on_path(const char *prog) {
-    const char *path = getenv("PATH");
-    if (!path) return 0;
-    char *copy = xstrdup(path), *save = NULL;
-    int found = 0;
-    for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-        char p[2048];
-        snprintf(p, sizeof p, "%s/%s", d, prog);
-        found = access(p, X_OK) == 0;
+// The stop signal to the ranks of the srun job step named `step` in this allocation: scancel
+// --signal reaches them as a signal (they record 'interrupted' and end), where srun itself
+// would kill them at once. The step is found by its name (plan_launcher_argv: --job-name).
+// Without it (outside an allocation, or not registered yet) srun gets SIGTERM: the ranks
+// end at once and exp records the run 'interrupted' for them.
+static void signal_srun_step(pid_t srun, const char *step, int sig) {
+    const char *job = getenv("SLURM_JOB_ID");
+    char list[8192] = "", id[64] = "";
+    if (job && *job) {
+        char *q[] = { "squeue", "--steps", "--jobs", (char *)job, "--noheader", "--format", "%i %j", NULL };
+        if (spawn(q, list, sizeof list) == 0)
+            for (char *line = strtok(list, "\n"); line && !id[0]; line = strtok(NULL, "\n")) {
+                char sid[64], name[256];
+                if (sscanf(line, "%63s %255s", sid, name) == 2 && !strcmp(name, step)) snprintf(id, sizeof id, "%s", sid);
+            }
     }
-    free(copy);
-    return found;
+    char sig_s[16];
+    snprintf(sig_s, sizeof sig_s, "--signal=%s", sig == SIGINT ? "INT" : sig == SIGHUP ? "HUP" : "TERM");
+    char *c[] = { "scancel", sig_s, id, NULL };
+    if (!id[0] || spawn(c, NULL, 0) != 0) kill(srun, SIGTERM);
+}
+
+// Run one variant's command; srun_step: its job step's name when the command is srun's.
+static int run_command(char *const *argv, const char *srun_step) {
+    g_child_srun = srun_step != NULL;
+    pid_t pid = fork();
+    CHECK_ERRNO(pid < 0, "fork");
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        fprintf(stderr, "error: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    g_child = pid;
+    int status, forwarded = 0;
+    for (;;) {
+        if (g_stop && srun_step && !forwarded) { forwarded = 1; signal_srun_step(pid, srun_step, g_stop); }
+        // under srun: look every 0.1 s, so that a signal arriving just before the wait is passed on too
+        pid_t w = waitpid(pid, &status, srun_step && !forwarded ? WNOHANG : 0);
+        if (w == pid) break;
+        CHECK_ERRNO(w < 0 && errno != EINTR, "waitpid");
+        if (w == 0) { struct timespec ts = { 0, 100000000 }; nanosleep(&ts, NULL); }
+    }
+    g_child = 0;
+    g_child_srun = 0;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 // Print `words` (NULL-terminated) as one shell command line: each one shell word, quoted
@@ -154,6 +214,31 @@ static void print_command(const char *prefix, const char *const *words, const ch
 }
 
 // ---- configurations ------------------------------------------------------------------------
+// The few lines a launch prints of a variant's configuration; the whole resolved one is one
+// command away (printed with it) and stored with every run (runs.config_json, run_config).
+static void print_config_brief(const Config *c, const char *path, const char *variant, const char *const *sets, int n_sets) {
+    const ModelConfig *m = &c->model;
+    printf("configuration: %s, %d layers, d_model %d, %d heads, d_ff %d", linear_kind_name(m->linear), m->n_layers,
+           m->d_model, m->n_heads, m->d_ff);
+    if (m->linear != LINEAR_DENSE) printf(", rank %d/%d", m->rank_attn, m->rank_mlp);
+    printf(", seq %d, vocab %d | tp %d pp %d dp %d", m->seq_len, m->vocab_size, c->parallel.tp, c->parallel.pp, c->parallel.dp);
+    const BoostConfig *b = &c->boost;
+    if (b->btp || b->lowrank_ckpt || b->full_recompute)
+        printf(" | boost:%s%s%s%s%s", b->btp ? " btp" : "", b->online_rmsnorm ? " online_rmsnorm" : "",
+               b->grouping ? " grouping" : "", b->lowrank_ckpt ? " lowrank_ckpt" : "", b->full_recompute ? " full_recompute" : "");
+    printf("\n  train: %d steps, batch %d", c->train.steps, c->train.batch_size);
+    if (c->train.grad_accum > 1) printf(" x %d accumulated", c->train.grad_accum);
+    printf(", lr %g, %s on %s | data %s\n", c->train.lr, c->train.precision == PRECISION_BF16 ? "bf16" : "fp32",
+           config_device_name(c->run.device), c->data.dataset);
+    char line[8192] = "";
+    shell_append_word(line, sizeof line, "build/info"); shell_append_word(line, sizeof line, "--config");
+    shell_append_word(line, sizeof line, path); shell_append_word(line, sizeof line, "--variant");
+    shell_append_word(line, sizeof line, variant);
+    for (int i = 0; i < n_sets; i++) { shell_append_word(line, sizeof line, "--set"); shell_append_word(line, sizeof line, sets[i]); }
+    shell_append_word(line, sizeof line, "--print-config");
+    printf("  the whole configuration: %s\n", line);
+}
+
 // The keys of `c` whose value differs from `base` (the whole configuration is in the
 // database; the console shows what distinguishes a variant).
 static void print_config_diff(const Config *base, const char *base_name, const Config *c) {
@@ -377,42 +462,6 @@ static void print_table(RunDB *db, const Manifest *man, const char *experiment, 
     free(runs);
 }
 
-// ---- a variant that cannot fit this machine ----------------------------------------------
-// A CPU variant whose memory per rank (the dry back end's accounting, trainer.h) exceeds
-// what this machine has available per rank is refused here, once, before mpirun starts its
-// ranks (each would print the same refusal, then mpirun its own boilerplate): a paper-scale
-// variant belongs on GPUs, or to the performance model (SIMULATE=1).
-static void refuse_if_too_big(const ManifestVariant *v, const char *experiment) {
-    const Config *c = &v->config;
-    const BackendKind *kind = backend_kind(config_device_name(c->run.device));
-    if (!kind || kind->per_rank_device) return;   // its memory is the device's, not this host's
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return;
-    char line[256];
-    double kb = -1;
-    while (fgets(line, sizeof line, f)) if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-    fclose(f);
-    if (kb < 0) return;
-    int world = c->parallel.tp * c->parallel.pp * c->parallel.dp;
-    double avail = kb * 1024.0 / world, need = 0;
-    DType dt = c->train.precision == PRECISION_BF16 ? DT_BF16 : DT_F32;
-    for (int r = 0; r < world; r++) {   // the largest rank (pipeline stages differ)
-        MemReport m;
-        trainer_memory_report(c, r, dt, &m);
-        if (m.total > need) need = m.total;
-    }
-    if (need <= avail) return;
-    char hint[2400];
-    snprintf(hint, sizeof hint,
-             "a paper-scale variant runs on GPUs: the GPU recipes are experiments/paper-*.yaml (e.g. make exp EXP=paper-ablations "
-             "on a 4-GPU node, docs/gpu.md); here its step can be priced by the performance model: "
-             "make exp EXP=%s VARIANT=%s SIMULATE=1 (build/info --config experiments/%s.yaml --variant %s --memory: its memory)",
-             experiment, v->name, experiment, v->name);
-    die_input_hint(hint, "variant %s needs %.1f GiB per rank (%d rank%s, the dry back end's accounting) but this machine has "
-                   "%.1f GiB available per rank: refused before starting it", v->name, need / 1073741824.0, world,
-                   world == 1 ? "" : "s", avail / 1073741824.0);
-}
-
 // ---- the experiment's file ------------------------------------------------------------------
 // NAME -> experiments/NAME.yaml (a path is taken as it is); an unknown name gets the
 // closest experiment's name.
@@ -435,22 +484,6 @@ static void resolve_path(const char *name, char *path, size_t n) {
     const char *hint = "the experiments are the files in experiments/ (make exp EXP=<file stem>; ls experiments)";
     if (s) die_input_hint(hint, "no experiment '%s': %s does not exist; did you mean '%s'?", name, path, s);
     die_input_hint(hint, "no experiment '%s': %s does not exist", name, path);
-}
-
-// The launch's overrides, then the new ones; one assignment per key (the last wins).
-static int merge_sets(char **first, int n1, const char **second, int n2, const char **out) {
-    const char **all = xcalloc((size_t)(n1 + n2 + 1), sizeof *all);
-    int n = 0, k = 0;
-    for (int i = 0; i < n1; i++) all[n++] = first[i];
-    for (int i = 0; i < n2; i++) all[n++] = second[i];
-    for (int i = 0; i < n; i++) {
-        size_t kl = strcspn(all[i], "=");
-        int later = 0;
-        for (int j = i + 1; j < n && !later; j++) later = strcspn(all[j], "=") == kl && !strncmp(all[i], all[j], kl);
-        if (!later) out[k++] = all[i];
-    }
-    free(all);
-    return k;
 }
 
 // ---- several launches or runs side by side, and exports ---------------------------------
@@ -514,6 +547,26 @@ static int print_compare(const char *db_path, const char *experiment, const int6
     return 0;
 }
 
+// The launch row of a plan (its manifest text: malloc'd, returned; free it after recording).
+static char *launch_info(LaunchInfo *li, const LaunchPlan *plan) {
+    const Manifest *man = plan->man;
+    memset(li, 0, sizeof *li);
+    xsnprintf(li->experiment, sizeof li->experiment, "%s", man->name);
+    xsnprintf(li->manifest_path, sizeof li->manifest_path, "%s", plan->path);
+    xsnprintf(li->experiment_version, sizeof li->experiment_version, "%s", man->version);
+    xsnprintf(li->manifest_sha256, sizeof li->manifest_sha256, "%s", man->sha256);
+    li->manifest_format = man->manifest_version;
+    char *text = fs_read_text(plan->path);
+    li->manifest_text = text;
+    li->overrides = (const char *const *)plan->all_sets; li->n_overrides = plan->n_all;
+    xsnprintf(li->variant_filter, sizeof li->variant_filter, "%s", plan->only);
+    li->repeat = plan->repeat;
+    li->load_avg = host_load_average();
+    host_facts(&li->host);
+    if (plan->uses_launcher) xsnprintf(li->launcher, sizeof li->launcher, "%s", plan->launcher.label);
+    return text;
+}
+
 int main(int argc, char **argv) {
     env_runtime_setup(argv);
     const char *name = NULL, *only = NULL;
@@ -525,6 +578,10 @@ int main(int argc, char **argv) {
     const char *db_opt = NULL;
     int64_t *launch_ids = xcalloc((size_t)argc + 1, sizeof *launch_ids), *run_ids = xcalloc((size_t)argc + 1, sizeof *run_ids);
     const char **sets = xcalloc((size_t)argc + 1, sizeof(char *)); int n_sets = 0;
+    const char **launcher = xcalloc((size_t)argc + 1, sizeof(char *)), **launcher_args = xcalloc((size_t)argc + 1, sizeof(char *));
+    int n_launcher = 0, n_launcher_args = 0, probe = 0;
+    const char *hostfile = NULL;
+    const char **allow = xcalloc((size_t)argc + 1, sizeof(char *)); int n_allow = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -541,7 +598,20 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--json")) format = FORMAT_JSON;
         else if (!strcmp(a, "--steps")) steps_out = 1;
         else if (!strcmp(a, "--verdicts")) verdicts = 1;
+        else if (!strcmp(a, "--format")) {   // (the schema's enum parsing and message: config/options.h)
+            static const char *const formats[] = { "table", "csv", "json", NULL };
+            static const ToolOption spec = OPT_ENUM_ROW("format", formats, NULL);
+            int f = 0;
+            if (!has_val) usage_error("--format needs table, csv or json");
+            opt_value("exp", "format", &spec, argv[++i], &f);
+            format = f == 1 ? FORMAT_CSV : f == 2 ? FORMAT_JSON : FORMAT_TABLE;
+        }
+        else if (!strcmp(a, "--allow-change")) { if (!has_val) usage_error("--allow-change needs a key"); allow[n_allow++] = argv[++i]; }
         else if (!strcmp(a, "--db")) { if (!has_val) usage_error("--db needs a path"); db_opt = argv[++i]; }
+        else if (!strcmp(a, "--launcher")) { if (!has_val) usage_error("--launcher needs a word"); launcher[n_launcher++] = argv[++i]; }
+        else if (!strcmp(a, "--launcher-arg")) { if (!has_val) usage_error("--launcher-arg needs a word"); launcher_args[n_launcher_args++] = argv[++i]; }
+        else if (!strcmp(a, "--hostfile")) { if (!has_val) usage_error("--hostfile needs a path"); hostfile = argv[++i]; }
+        else if (!strcmp(a, "--probe-resources")) probe = 1;
         else if (!strcmp(a, "--repeat") || !strcmp(a, "--launch") || !strcmp(a, "--run")) {
             if (!has_val) usage_error("--repeat, --launch and --run need a number");
             char *end = NULL;
@@ -554,6 +624,12 @@ int main(int argc, char **argv) {
         else if (a[0] == '-') die_input("unknown option '%s' (see exp --help)", a);
         else if (!name) name = a;
         else usage_error("one experiment at a time");
+    }
+    if (probe) {   // the pre-flight's facts of the host this process runs on (plan_probe_argv)
+        PlanResources res;
+        plan_resources_here(&res);
+        plan_resources_print(&res, stdout);
+        return 0;
     }
     if (steps_out && format == FORMAT_TABLE) format = FORMAT_CSV;   // the step series is a table of numbers
     if (steps_out && verdicts) die_input("--steps and --verdicts exclude each other (make compare STEPS=1 or VERDICTS=1)");
@@ -582,31 +658,25 @@ int main(int argc, char **argv) {
     if (resume + summary + dry > 1) usage_error("--resume, --summary and --dry-run exclude each other");
     if (repeat > 1 && (resume || summary)) usage_error("--repeat starts a new launch (a resume keeps the launch's REPEAT)");
     if (launch_id && !resume && !summary) usage_error("--launch goes with --resume or --summary");
+    if (n_allow && !resume) usage_error("--allow-change goes with --resume (a new launch has nothing to change)");
     if (simulate && !*simulate) simulate = "a100-80gb-node4";
     if (simulate && (resume || summary))
         usage_error("--simulate starts a new launch of simulated runs (a simulation has nothing to resume; "
                     "the table of a simulated launch: --summary without --simulate)");
     if (simulate && repeat > 1) usage_error("--simulate: a simulation is deterministic, REPEAT would give the same run again");
+    if ((n_launcher || n_launcher_args || hostfile) && (summary || simulate))
+        usage_error("--launcher, --launcher-arg and --hostfile go with a launch that trains (not --summary or --simulate)");
     HwProfile hw;
     memset(&hw, 0, sizeof hw);
     if (simulate) hw_load_or_die(simulate, "experiments/hardware", &hw);   // an unknown profile: exit 2 before anything
     char path[1024];
     resolve_path(name, path, sizeof path);
-    Manifest *man = manifest_load_with(path, sets, n_sets);
-    if (only) (void)manifest_variant(man, only);    // dies listing the names if unknown
-    char db_path[1024];   // (man is reloaded by a resume)
-    xsnprintf(db_path, sizeof db_path, "%s", man->variants[0].config.run.db);
-    // A launch and its runs live in one database: a variant recording elsewhere would put
-    // its run under a launch id that means another launch (or nothing) in that database.
-    for (int v = 1; v < man->n_variants; v++)
-        if (strcmp(man->variants[v].config.run.db, db_path) && (!only || !strcmp(man->variants[v].name, only)))
-            die_input_hint("set run.db once for the whole experiment (top-level run: db:), not per variant",
-                           "%s: variant %s sets run.db=%s, but the launch is recorded in %s (the first variant's); "
-                           "a launch and all its runs must be in one database", path, man->variants[v].name,
-                           man->variants[v].config.run.db, db_path);
 
     // ---- the table of an earlier launch -------------------------------------------------
     if (summary) {
+        Manifest *man = manifest_load_with(path, sets, n_sets);
+        if (only) (void)manifest_variant(man, only);    // dies listing the names if unknown
+        const char *db_path = man->variants[0].config.run.db;
         RunDB *db = rundb_open(db_path);
         LaunchRow lr;
         int have = launch_id ? rundb_launch(db, launch_id, &lr) : rundb_latest_launch(db, man->name, &lr);
@@ -616,10 +686,12 @@ int main(int argc, char **argv) {
         if (format != FORMAT_TABLE || verdicts) {
             if (!have) die_input_hint("run it first: make exp EXP=<name>", "no launch of %s in %s", man->name, db_path);
             int64_t one = lr.id;
+            char dbp[1024];
+            xsnprintf(dbp, sizeof dbp, "%s", db_path);
             rundb_launch_row_free(&lr);
             rundb_close(db);
             manifest_free(man);
-            return print_compare(db_path, NULL, &one, 1, NULL, 0, format, steps_out, verdicts);
+            return print_compare(dbp, NULL, &one, 1, NULL, 0, format, steps_out, verdicts);
         }
         print_table(db, man, man->name, have ? &lr : NULL);
         if (have) rundb_launch_row_free(&lr);
@@ -628,83 +700,90 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    // ---- a resume continues a launch with its own overrides ----------------------------
-    RunDB *db = NULL;
-    LaunchRow launch = {0};
-    const char **all_sets = sets; int n_all = n_sets;
-    if (resume) {
-        db = rundb_open(db_path);
-        rundb_mark_stale(db);
-        int have = launch_id ? rundb_launch(db, launch_id, &launch) : rundb_latest_launch(db, man->name, &launch);
-        if (!have) {
-            const char *hint = "start one with make exp EXP=<name>; a run made by hand resumes with build/train FILE --variant V --resume";
-            if (launch_id) die_input_hint(hint, "no launch %lld in %s", (long long)launch_id, db_path);
-            die_input_hint(hint, "no launch of %s in %s to resume", man->name, db_path);
-        }
-        if (strcmp(launch.experiment, man->name))
-            die_input("launch %lld is of experiment %s, not %s", (long long)launch.id, launch.experiment, man->name);
-        if (strcmp(launch.manifest_sha256, man->sha256))
-            die_input_hint("restore the manifest of the launch, or start a new launch (make exp without RESUME)",
-                           "%s changed since launch %lld (sha256 %.12s..., now %.12s...): a launch is resumed with its own manifest",
-                           path, (long long)launch.id, launch.manifest_sha256, man->sha256);
-        all_sets = xcalloc((size_t)(launch.n_overrides + n_sets + 1), sizeof *all_sets);
-        n_all = merge_sets(launch.overrides, launch.n_overrides, sets, n_sets, all_sets);
-        manifest_free(man);
-        man = manifest_load_with(path, all_sets, n_all);
-        if (!only && launch.variant_filter[0]) only = launch.variant_filter;
-        if (only) (void)manifest_variant(man, only);
-        repeat = launch.repeat;
-    }
-
-    // The train binary next to this one.
+    // ---- the plan: which runs, which launcher, which commands, what is refused ----------
     char self[1024], train_bin[1100], sim_bin[1100];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
     CHECK_ERRNO(k < 0, "readlink /proc/self/exe");
     self[k] = 0;
+    char exp_bin[1024];
+    xsnprintf(exp_bin, sizeof exp_bin, "%s", self);
     const char *bin_dir = dirname(self);   // (dirname may modify self: called once)
     xsnprintf(train_bin, sizeof train_bin, "%s/train", bin_dir);
     xsnprintf(sim_bin, sizeof sim_bin, "%s/simulate", bin_dir);
+    LaunchEnv env;
+    plan_launch_env(&env);
+    env.words = launcher; env.n_words = n_launcher;
+    env.args = launcher_args; env.n_args = n_launcher_args;
+    env.hostfile = hostfile;
+    LaunchRequest rq = {
+        .path = path, .sets = sets, .n_sets = n_sets, .allow_change = allow, .n_allow_change = n_allow, .only = only, .repeat = repeat, .resume = resume,
+        .launch_id = launch_id, .dry = dry, .simulate_profile = simulate ? hw.path : NULL,
+        .train_bin = train_bin, .sim_bin = sim_bin, .env = &env,
+    };
+    RunDB *db = NULL;
+    if (resume || !dry) {
+        // the database named by the manifest (plan_launch refuses variants that name another)
+        Manifest *m0 = manifest_load_with(path, sets, n_sets);
+        db = rundb_open(m0->variants[0].config.run.db);
+        manifest_free(m0);
+        rundb_mark_stale(db);
+    }
+    LaunchPlan plan;
+    if (plan_launch(&rq, db, &plan)) die_input_hint(plan.refusal.hint[0] ? plan.refusal.hint : NULL, "%s", plan.refusal.message);
+    const Manifest *man = plan.man;
+    const char *db_path = plan.db_path;
+    repeat = plan.repeat;
 
     printf("experiment %s version %s (%s, sha256 %.12s) — %d variant%s%s\n", man->name,
            man->version[0] ? man->version : "-", path, man->sha256, man->n_variants, man->n_variants == 1 ? "" : "s",
            repeat > 1 ? ", each run REPEAT times interleaved" : "");
     if (man->description[0]) printf("  %s\n", man->description);
+    if (plan.uses_launcher)
+        printf("launcher: %s (%s; slots: %s)\n", plan.launcher.label, plan.launcher.why, plan.launcher.slots_from);
 
-    // A variant too big for this machine: refused before the launch is recorded or anything runs.
-    if (!simulate && !dry)
-        for (int i = 0; i < man->n_variants; i++) {
-            const ManifestVariant *v = &man->variants[i];
-            if (only ? !strcmp(v->name, only) : !v->config.run.on_demand) refuse_if_too_big(v, man->name);
+    // ---- the pre-flight: every variant checked where its ranks run, before any starts ---
+    if (!simulate && !dry && plan.n_to_run) {
+        PlanResources res;
+        char **probe_argv = plan_probe_argv(&plan, exp_bin);
+        if (probe_argv) {
+            char out[16384];
+            int rc = spawn(probe_argv, out, sizeof out);
+            if (rc != 0 || !plan_resources_parse(out, &res)) {
+                char line[4096] = "";
+                for (char **w = probe_argv; *w; w++) shell_append_word(line, sizeof line, *w);
+                die_input_hint("check that the launcher works here (the line above, by hand), or name another one with LAUNCHER=",
+                               "the pre-flight could not look where the ranks run: %s exited %d%s", line, rc,
+                               rc == 0 ? " without its report" : "");
+            }
+            snprintf(res.where, sizeof res.where, "node %.200s (probed through %.60s)", res.host, plan.launcher.words[0]);
+            plan_free_words(probe_argv);
+        } else plan_resources_here(&res);
+        if (plan_launch_preflight(&plan, &res)) {
+            if (!resume) {   // the refused launch is recorded with its reason; nothing ran
+                LaunchInfo li;
+                char *text = launch_info(&li, &plan);
+                int64_t id = rundb_begin_launch(db, &li);
+                rundb_refuse_launch(db, id, plan.refusal.message);
+                free(text);
+                char q[128];
+                snprintf(q, sizeof q, "SELECT error FROM launches WHERE id = %lld", (long long)id);
+                const char *w[] = { "sqlite3", db_path, q, NULL };
+                printf("launch %lld refused before any rank started; its record: ", (long long)id);
+                print_command("", w, "\n");
+            }
+            rundb_close(db);
+            die_input_hint(plan.refusal.hint[0] ? plan.refusal.hint : NULL, "%s", plan.refusal.message);
         }
+    }
 
     // ---- a new launch: one load reading and one sgemm peak for all its runs -------------
-    double peak = resume ? launch.peak_gflops : 0, peak_check = 0;
+    LaunchRow *launch = &plan.launch;
+    double peak = resume ? launch->peak_gflops : 0, peak_check = 0;
     PeakDecision pd;
     memset(&pd, 0, sizeof pd);
     if (!dry && !resume) {
-        db = rundb_open(db_path);
-        rundb_mark_stale(db);
-        // An edited manifest must get a new version: results of one version come from one text.
-        RunRow first;
-        int nc = rundb_manifest_conflicts(db, man->name, man->version, man->sha256, &first);
-        if (nc > 0)
-            die_input_hint("bump `version:` in the manifest (results of one version must come from one text), or use another run.db",
-                           "%s changed since run %s (version %s, sha256 %.12s...) was recorded in %s; its content is now %.12s...",
-                           path, first.uid, man->version, first.manifest_sha256, db_path, man->sha256);
         LaunchInfo li;
-        memset(&li, 0, sizeof li);
-        xsnprintf(li.experiment, sizeof li.experiment, "%s", man->name);
-        xsnprintf(li.manifest_path, sizeof li.manifest_path, "%s", path);
-        xsnprintf(li.experiment_version, sizeof li.experiment_version, "%s", man->version);
-        xsnprintf(li.manifest_sha256, sizeof li.manifest_sha256, "%s", man->sha256);
-        li.manifest_format = man->manifest_version;
-        char *text = fs_read_text(path);
-        li.manifest_text = text;
-        li.overrides = sets; li.n_overrides = n_sets;
-        xsnprintf(li.variant_filter, sizeof li.variant_filter, "%s", only ? only : "");
-        li.repeat = repeat;
-        li.load_avg = host_load_average();
-        host_facts(&li.host);
+        char *text = launch_info(&li, &plan);
         if (simulate) {   // nothing runs on this host's cores: no peak to measure
             xsnprintf(li.kind, sizeof li.kind, "simulated");
             xsnprintf(li.hardware, sizeof li.hardware, "%s", hw.name);
@@ -719,7 +798,7 @@ int main(int argc, char **argv) {
         int64_t id = rundb_begin_launch(db, &li);
         if (!simulate) rundb_set_launch_peak(db, id, &pd);
         free(text);
-        CHECK(rundb_launch(db, id, &launch), "launch %lld vanished", (long long)id);
+        CHECK(rundb_launch(db, id, launch), "launch %lld vanished", (long long)id);
         if (simulate)
             printf("launch %lld: every variant simulated on %s (%s) by build/simulate; nothing is trained\n", (long long)id,
                    hw.name, hw.device);
@@ -729,139 +808,98 @@ int main(int argc, char **argv) {
                (long long)id, li.host.host, li.load_avg, peak, sysconf(_SC_NPROCESSORS_ONLN), peak_check,
                100 * (peak_check / peak - 1));
     }
+    plan_commands(&plan, launch->id, peak);
 
-    // ---- the plan: REPEAT rounds of the variants, interleaved ---------------------------
+    // ---- the runs, in the plan's order ---------------------------------------------------
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL); sigaction(SIGTERM, &sa, NULL); sigaction(SIGHUP, &sa, NULL);
     int failures = 0, completed = 0, planned = 0;
     const ManifestVariant *base = NULL;
-    int mpirun_checked = 0;
-    char peak_s[40], launch_s[32];
-    snprintf(peak_s, sizeof peak_s, "%.17g", peak);   // exact: runs record the launch's peak
-    snprintf(launch_s, sizeof launch_s, "%lld", (long long)launch.id);
-    for (int r = 0; r < repeat && !g_stop; r++) {
-        for (int i = 0; i < man->n_variants && !g_stop; i++) {
-            const ManifestVariant *v = &man->variants[i];
-            if (only && strcmp(v->name, only)) continue;
-            if (!only && v->config.run.on_demand && !simulate) {
-                if (r == 0) {
-                    char e[600], vv[600];
-                    snprintf(e, sizeof e, "EXP=%s", man->name); snprintf(vv, sizeof vv, "VARIANT=%s", v->name);
-                    const char *w[] = { "make", "exp", e, vv, NULL };
-                    printf("\n== variant %s: on demand only (", v->name);
-                    print_command("", w, ") ==\n");
-                }
-                continue;
-            }
-            planned++;
-            const ParallelConfig *pc = &v->config.parallel;
-            int world = pc->tp * pc->pp * pc->dp;
-            char np[16], rep_s[16];
-            snprintf(np, sizeof np, "%d", world);
-            snprintf(rep_s, sizeof rep_s, "%d", r);
-            RunRow prior;
-            int have_prior = resume && rundb_launch_run(db, launch.id, v->name, r, &prior);
-            if (have_prior && !strcmp(prior.status, "completed") && prior.last_step >= v->config.train.steps) {
-                printf("\n== variant %s, repeat %d/%d: run %lld (%s) already completed its %d steps: nothing to do ==\n",
-                       v->name, r + 1, repeat, (long long)prior.id, prior.uid, prior.last_step);
-                completed++;
-                continue;
-            }
-            Args cmd = {0};
-            if (simulate) {   // the simulated run records itself (kind simulated) in the launch
-                args_push(&cmd, sim_bin); args_push(&cmd, path); args_push(&cmd, "--variant"); args_push(&cmd, v->name);
-                args_push(&cmd, "--hardware"); args_push(&cmd, hw.path);
-                for (int s = 0; s < n_all; s++) { args_push(&cmd, "--set"); args_push(&cmd, all_sets[s]); }
-                if (!dry) {
-                    args_push(&cmd, "--record");
-                    args_push(&cmd, "--launch"); args_push(&cmd, launch_s);
-                    args_push(&cmd, "--repeat-index"); args_push(&cmd, rep_s);
-                }
-            } else if (world > 1) {
-                if (!mpirun_checked++ && !on_path("mpirun"))
-                    die_input("variant %s needs %d ranks, but mpirun is not on PATH (Debian: apt-get install openmpi-bin)",
-                              v->name, world);
-                args_push(&cmd, "mpirun"); args_push(&cmd, "-np"); args_push(&cmd, np); args_push(&cmd, "--oversubscribe");
-                if (geteuid() == 0) args_push(&cmd, "--allow-run-as-root");
-                // mpirun sends SIGTERM then SIGKILL: leave the ranks time to record 'interrupted'
-                args_push(&cmd, "--mca"); args_push(&cmd, "odls_base_sigkill_timeout"); args_push(&cmd, "5");
-            }
-            if (!simulate) { args_push(&cmd, train_bin); args_push(&cmd, path); args_push(&cmd, "--variant"); args_push(&cmd, v->name);
-            args_push(&cmd, "--no-config-table"); }
-            char resume_arg[300];
-            if (simulate) {
-            } else if (have_prior) {
-                snprintf(resume_arg, sizeof resume_arg, "--resume=%s", prior.uid);
-                args_push(&cmd, resume_arg);
-                args_push(&cmd, "--peak-gflops"); args_push(&cmd, peak_s);   // the launch's one peak, again
-                for (int s = 0; s < n_sets; s++) { args_push(&cmd, "--set"); args_push(&cmd, sets[s]); }   // new ones only: train adds the stored
-            } else {
-                for (int s = 0; s < n_all; s++) { args_push(&cmd, "--set"); args_push(&cmd, all_sets[s]); }
-                if (!dry) {
-                    args_push(&cmd, "--launch"); args_push(&cmd, launch_s);
-                    args_push(&cmd, "--repeat-index"); args_push(&cmd, rep_s);
-                    args_push(&cmd, "--peak-gflops"); args_push(&cmd, peak_s);
-                }
-            }
-            if (simulate) printf("\n== variant %s (simulated: %d device%s of %s)", v->name, world, world == 1 ? "" : "s", hw.name);
-            else printf("\n== variant %s (%d rank%s)", v->name, world, world == 1 ? "" : "s");
-            if (repeat > 1) printf(", repeat %d/%d", r + 1, repeat);
-            printf(" ==\n");
-            print_command("$ ", cmd.v, "\n");
-            if (r == 0) {
-                if (!base) { base = v; config_print_table(&v->config, stdout); }
-                else print_config_diff(&base->config, base->name, &v->config);
-            }
-            fflush(stdout);
-            if (dry) {   // and the memory per rank (dry back end: nothing allocated)
-                if (r == 0 && !simulate) { printf("\n"); trainer_memory_print(&v->config, stdout); }
-                free(cmd.v);
-                continue;
-            }
-            int rc = run_command(cmd.v);
-            free(cmd.v);
-            // A process that ended without recording its end (SIGKILL, an MPI abort) is
-            // recorded by the launcher.
-            RunRow after;
-            if (rundb_launch_run(db, launch.id, v->name, r, &after) && !strcmp(after.status, "running")) {
-                char msg[256];
-                snprintf(msg, sizeof msg, "the run's process ended (%s %d) without recording its end (seen by exp)",
-                         rc >= 128 ? "signal" : "exit", rc >= 128 ? rc - 128 : rc);
-                // only if its owner is gone: a refused second resume leaves the live run alone
-                rundb_mark_orphan(db_path, after.id, rc >= 128 || g_stop ? "interrupted" : "failed", msg);
-            }
-            if (rc == 0) completed++;
-            else if (!g_stop) { fprintf(stderr, "variant %s failed (exit %d)\n", v->name, rc); failures++; }
+    for (int r = 0; r < plan.n_runs && !g_stop; r++) {
+        const PlannedRun *pr = &plan.runs[r];
+        const ManifestVariant *v = &man->variants[pr->variant];
+        if (pr->action == PLAN_RUN_ON_DEMAND) {
+            char e[600], vv[600];
+            snprintf(e, sizeof e, "EXP=%s", man->name); snprintf(vv, sizeof vv, "VARIANT=%s", v->name);
+            const char *w[] = { "make", "exp", e, vv, NULL };
+            printf("\n== variant %s: on demand only (", v->name);
+            print_command("", w, ") ==\n");
+            continue;
         }
+        planned++;
+        if (pr->action == PLAN_RUN_DONE) {
+            printf("\n== variant %s, repeat %d/%d: run %lld (%s) already completed its %d steps: nothing to do ==\n",
+                   v->name, pr->repeat_index + 1, repeat, (long long)pr->prior.id, pr->prior.uid, pr->prior.last_step);
+            completed++;
+            continue;
+        }
+        if (simulate) printf("\n== variant %s (simulated: %d device%s of %s)", v->name, pr->world, pr->world == 1 ? "" : "s", hw.name);
+        else printf("\n== variant %s (%d rank%s)", v->name, pr->world, pr->world == 1 ? "" : "s");
+        if (repeat > 1) printf(", repeat %d/%d", pr->repeat_index + 1, repeat);
+        printf(" ==\n");
+        print_command("$ ", (const char *const *)pr->argv, "\n");
+        if (pr->oversubscribed)
+            printf("(%d ranks on %d slot%s (%s): the launcher was told to oversubscribe them)\n", pr->world,
+                   plan.launcher.slots, plan.launcher.slots == 1 ? "" : "s", plan.launcher.slots_from);
+        if (pr->repeat_index == 0) {
+            if (!base) {
+                base = v;
+                if (dry) config_print_table(&v->config, stdout);
+                else print_config_brief(&v->config, path, v->name, (const char *const *)plan.all_sets, plan.n_all);
+            } else print_config_diff(&base->config, base->name, &v->config);
+        }
+        fflush(stdout);
+        if (dry) {   // and the memory per rank (dry back end: nothing allocated)
+            if (pr->repeat_index == 0 && !simulate) { printf("\n"); trainer_memory_print(&v->config, stdout); }
+            continue;
+        }
+        char step[64];
+        snprintf(step, sizeof step, "boost.%ld.%d", env.pid, r);
+        int rc = run_command(pr->argv, pr->under_launcher && plan.launcher.kind == LAUNCHER_SRUN ? step : NULL);
+        // A process that ended without recording its end (SIGKILL, an MPI abort) is
+        // recorded by the launcher.
+        RunRow after;
+        if (rundb_launch_run(db, launch->id, v->name, pr->repeat_index, &after) && !strcmp(after.status, "running")) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "the run's process ended (%s %d) without recording its end (seen by exp)",
+                     rc >= 128 ? "signal" : "exit", rc >= 128 ? rc - 128 : rc);
+            // only if its owner is gone: a refused second resume leaves the live run alone
+            rundb_mark_orphan(db_path, after.id, rc >= 128 || g_stop ? "interrupted" : "failed", msg);
+        }
+        if (rc == 0) completed++;
+        else if (!g_stop) { fprintf(stderr, "variant %s failed (exit %d)\n", v->name, rc); failures++; }
     }
-    if (dry) { manifest_free(man); return 0; }
+    if (dry) { if (db) rundb_close(db); plan_free(&plan); hw_free(&hw); return 0; }
 
     const char *status = g_stop ? "interrupted" : failures ? "failed" : "completed";
-    rundb_end_launch(db, launch.id, status);
-    print_table(db, man, man->name, &launch);
+    rundb_end_launch(db, launch->id, status);
+    print_table(db, man, man->name, launch);
     RunRow *runs;
-    int n_runs = rundb_launch_runs(db, launch.id, &runs);
-    printf("\nlaunch %lld %s: %d of %d planned runs completed\n", (long long)launch.id, status, completed, planned);
+    int n_runs = rundb_launch_runs(db, launch->id, &runs), n_done = 0;
+    for (int i = 0; i < n_runs; i++) n_done += !strcmp(runs[i].status, "completed");
+    printf("\nlaunch %lld %s: %d of %d planned runs completed\n", (long long)launch->id, status, completed, planned);
     printf("  runs (runs.id):  ");
     for (int i = 0; i < n_runs; i++) printf("%lld ", (long long)runs[i].id);
     printf("%s\n", n_runs ? "" : "none (no run was recorded)");
     if (n_runs && !simulate) printf("  checkpoints:     %s/<uid>/ (e.g. %s/%s/)\n", man->variants[0].config.run.checkpoint_dir,
                        man->variants[0].config.run.checkpoint_dir, runs[n_runs - 1].uid);
     int in_experiments = !strncmp(path, "experiments/", 12);
+    char launch_s[32];
+    snprintf(launch_s, sizeof launch_s, "%lld", (long long)launch->id);
     if (simulate) {
         char sq[128];
-        snprintf(sq, sizeof sq, "SELECT * FROM simulated_runs WHERE launch_id = %lld", (long long)launch.id);
+        snprintf(sq, sizeof sq, "SELECT * FROM simulated_runs WHERE launch_id = %lld", (long long)launch->id);
         const char *w[] = { "sqlite3", "-header", "-column", db_path, sq, NULL };
         print_command("  the split:       ", w, "\n");
     }
     char e_s[600], l_s[64], q_s[128];
     snprintf(e_s, sizeof e_s, "EXP=%s", man->name);
-    snprintf(l_s, sizeof l_s, "LAUNCH=%lld", (long long)launch.id);
-    snprintf(q_s, sizeof q_s, "SELECT * FROM run_summary WHERE launch_id = %lld", (long long)launch.id);
-    if (simulate) {
-        // a simulated launch: the split above (make figures draws it too)
+    snprintf(l_s, sizeof l_s, "LAUNCH=%lld", (long long)launch->id);
+    snprintf(q_s, sizeof q_s, "SELECT * FROM run_summary WHERE launch_id = %lld", (long long)launch->id);
+    if (simulate || !n_done) {
+        // a simulated launch: the split above (make figures draws it too); no completed run: nothing to draw
     } else if (in_experiments) {
         const char *w[] = { "make", "figures", e_s, l_s, NULL };
         print_command("  figures:         ", w, "\n");
@@ -873,7 +911,7 @@ int main(int argc, char **argv) {
     if (g_stop) {
         // the launch keeps its overrides, except the one that says where it is recorded
         const char *db_set = NULL;
-        for (int i = 0; i < n_all; i++) if (!strncmp(all_sets[i], "run.db=", 7)) db_set = all_sets[i];
+        for (int i = 0; i < plan.n_all; i++) if (!strncmp(plan.all_sets[i], "run.db=", 7)) db_set = plan.all_sets[i];
         char set_s[1100];
         snprintf(set_s, sizeof set_s, "SET=%s", db_set ? db_set : "");
         if (in_experiments) {
@@ -886,11 +924,9 @@ int main(int argc, char **argv) {
     }
     free(runs);
     rundb_close(db);
-    rundb_launch_row_free(&launch);
-    if (all_sets != sets) free(all_sets);
     hw_free(&hw);
-    manifest_free(man);
-    free(sets);
+    plan_free(&plan);
+    free(sets); free(launcher); free(launcher_args); free(launch_ids); free(run_ids);
     if (g_stop) {
         fflush(stdout); fflush(stderr);
         // Under `make exp` (the Makefile sets BOOST_EXP_UNDER_MAKE and execs this process,

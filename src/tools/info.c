@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../config/config_diff.h"
 #include "../config/manifest.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../train/trainer.h"
 #include "../model/kind.h"
@@ -21,7 +23,7 @@ static const char *USAGE =
     "usage: info [--preset NAME] [--linear dense|cola|svd|lax] [--config FILE [--variant NAME]]\n"
     "            [--set KEY=VALUE]... [--print-config] [--json] [--memory]\n"
     "       info --all [--set KEY=VALUE]...\n"
-    "       info --keys-markdown\n"
+    "       info --keys-markdown | --keys-tsv\n"
     "       info --memory-table";
 
 static void group(int64_t x, char *buf, size_t n) {  // 12345678 -> "12,345,678"
@@ -149,23 +151,23 @@ static void md_cell(const char *s) {  // a table cell: escape the column separat
     }
 }
 
+// What a change of the key at a resume does (config_diff.h).
+static const char *change_cell(ConfigChangeClass c) {
+    static char buf[64];
+    snprintf(buf, sizeof buf, "%s%s", config_change_class_name(c),
+             c == CHANGE_MODEL ? ": refused" : config_change_is_free(c) ? ": accepted" : ": --allow-change");
+    return buf;
+}
+
 static void keys_markdown(void) {
     Config d;
     config_defaults(&d);
     int n;
     const ConfigKey *s = config_schema(&n);
-    printf("| key | type | default | accepted values | description |\n");
-    printf("|---|---|---|---|---|\n");
+    printf("| key | type | default | accepted values | at a resume | description |\n");
+    printf("|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         const ConfigKey *k = &s[i];
-        const char *type = "";
-        switch (k->type) {
-        case CK_INT: case CK_INT64: case CK_UINT64: type = "integer"; break;
-        case CK_FLOAT: case CK_DOUBLE: type = "number"; break;
-        case CK_BOOL: type = "boolean"; break;
-        case CK_ENUM: type = "enum"; break;
-        case CK_STRING: case CK_PRESET: type = "string"; break;
-        }
         char def[1100], want[600];
         config_format_value(&d, k, def, sizeof def);
         config_describe_key(k, want, sizeof want);
@@ -173,12 +175,38 @@ static void keys_markdown(void) {
             snprintf(def, sizeof def, "d_model/4");
         if (!strcmp(k->section, "model") && !strcmp(k->key, "n_kv_heads") && d.model.n_kv_heads == 0)
             snprintf(def, sizeof def, "n_heads");
-        printf("| `%s.%s` | %s | %s%s%s | ", k->section, k->key, type, def[0] ? "`" : "", def[0] ? def : "\"\"",
-               def[0] ? "`" : "");
+        printf("| `%s.%s` | %s | %s%s%s | ", k->section, k->key, config_type_name(k->type), def[0] ? "`" : "",
+               def[0] ? def : "\"\"", def[0] ? "`" : "");
         md_cell(want);
-        printf(" | ");
+        printf(" | %s | ", change_cell(k->change));
         md_cell(k->help);
         printf(" |\n");
+    }
+}
+
+// The schema for programs (tools/probe_keys.py): key, type, lower and upper bound ('>' or
+// '<' before an exclusive one), enum names, the default, the change class, a string's most
+// characters, the accepted values as the docs say them; tab-separated.
+static void keys_tsv(void) {
+    Config d;
+    config_defaults(&d);
+    int n;
+    const ConfigKey *s = config_schema(&n);
+    for (int i = 0; i < n; i++) {
+        const ConfigKey *k = &s[i];
+        char def[1100];
+        config_format_value(&d, k, def, sizeof def);
+        printf("%s.%s\t%s\t", k->section, k->key, config_type_name(k->type));
+        if (k->flags & CKF_MIN) printf("%s%.17g", (k->flags & CKF_MIN_EXCL) ? ">" : "", k->min);
+        printf("\t");
+        if (k->flags & CKF_MAX) printf("%s%.17g", (k->flags & CKF_MAX_EXCL) ? "<" : "", k->max);
+        printf("\t");
+        const char *const *names = k->type == CK_PRESET ? preset_names() : k->enum_names;
+        for (int j = 0; names && names[j]; j++) printf("%s%s", j ? "," : "", names[j]);
+        char want[600];
+        config_describe_key(k, want, sizeof want);
+        printf("\t%s\t%s\t%zu\t%s\n", def, config_change_class_name(k->change),
+               k->type == CK_STRING || k->type == CK_PRESET ? k->size - 1 : 0, want);
     }
 }
 
@@ -227,45 +255,39 @@ static void memory_table(void) {
 
 int main(int argc, char **argv) {
     const char *config_path = NULL, *variant = NULL;
-    const char **sets = xcalloc((size_t)argc + 1, sizeof *sets);
-    int n_sets = 0, all = 0, md = 0, print_cfg = 0, json = 0, memory = 0, mem_table = 0;
-    char **owned = xcalloc((size_t)argc + 1, sizeof *owned);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { puts(USAGE); return 0; }
-        else if (!strcmp(a, "--all")) all = 1;
-        else if (!strcmp(a, "--keys-markdown")) md = 1;
-        else if (!strcmp(a, "--print-config")) print_cfg = 1;
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--memory")) memory = 1;
-        else if (!strcmp(a, "--memory-table")) mem_table = 1;
-        else if (!strcmp(a, "--preset") || !strcmp(a, "--linear")) {
-            if (!has_val) die_input_hint(USAGE, "info: %s needs a value", a);
-            size_t n = strlen(argv[i + 1]) + 32;
-            owned[i] = xmalloc(n);
-            snprintf(owned[i], n, "model.%s=%s", a + 2, argv[i + 1]);
-            sets[n_sets++] = owned[i];
-            i++;
-        } else if (!strcmp(a, "--set")) {
-            if (!has_val) die_input_hint(USAGE, "info: --set needs KEY=VALUE");
-            sets[n_sets++] = argv[++i];
-        } else if (!strcmp(a, "--config")) {
-            if (!has_val) die_input_hint(USAGE, "info: --config needs a file");
-            config_path = argv[++i];
-        } else if (!strcmp(a, "--variant")) {
-            if (!has_val) die_input_hint(USAGE, "info: --variant needs a name");
-            variant = argv[++i];
-        } else {
-            die_input_hint(USAGE, "info: unknown argument '%s'", a);
-        }
-    }
+    const char *preset = NULL, *linear = NULL;
+    int all = 0, md = 0, tsv = 0, print_cfg = 0, json = 0, memory = 0, mem_table = 0;
+    OptList set_list = {0};
+    const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
+        OPT_FLAG_ROW("all", &all),
+        OPT_FLAG_ROW("keys-markdown", &md),
+        OPT_FLAG_ROW("keys-tsv", &tsv),
+        OPT_FLAG_ROW("print-config", &print_cfg),
+        OPT_FLAG_ROW("json", &json),
+        OPT_FLAG_ROW("memory", &memory),
+        OPT_FLAG_ROW("memory-table", &mem_table),
+        OPT_STR_ROW("preset", &preset),
+        OPT_STR_ROW("linear", &linear),
+        OPT_LIST_ROW("set", &set_list),
+        OPT_STR_ROW("config", &config_path),
+        OPT_STR_ROW("variant", &variant),
+        OPT_END };
+    opt_parse("info", opts, argc, argv, NULL, 0, NULL, USAGE);
+    // --preset and --linear are the keys model.preset and model.linear, applied before --set
+    const char **sets = xcalloc((size_t)set_list.n + 3, sizeof *sets);
+    char *owned[2] = { NULL, NULL };
+    int n_sets = 0;
+    if (preset) { owned[0] = xmalloc(strlen(preset) + 16); sprintf(owned[0], "model.preset=%s", preset); sets[n_sets++] = owned[0]; }
+    if (linear) { owned[1] = xmalloc(strlen(linear) + 16); sprintf(owned[1], "model.linear=%s", linear); sets[n_sets++] = owned[1]; }
+    for (int i = 0; i < set_list.n; i++) sets[n_sets++] = set_list.v[i];
     if (variant && !config_path) die_input_hint(USAGE, "info: --variant needs --config FILE");
     if (all && config_path) die_input_hint(USAGE, "info: --all takes no --config");
     if (mem_table) {
         memory_table();
     } else if (md) {
         keys_markdown();
+    } else if (tsv) {
+        keys_tsv();
     } else if (all) {
         all_table(sets, n_sets);
     } else if (config_path) {
@@ -299,8 +321,7 @@ int main(int argc, char **argv) {
             if (print_cfg) { printf("\n"); config_print_table(&c, stdout); }
         }
     }
-    for (int i = 0; i < argc; i++) free(owned[i]);
-    free(owned);
-    free(sets);
+    free(owned[0]); free(owned[1]);
+    free(sets); free(set_list.v);
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../backend/cpu/kernels.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../core/timer.h"
@@ -27,13 +28,6 @@ static void fill(float *x, size_t n, float scale, float shift) {
     for (size_t i = 0; i < n; i++) x[i] = (float)((i * 2654435761u) % 1000) * scale + shift;
 }
 
-static int parse_count(const char *opt, const char *v, long lo, long hi) {
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*v == 0 || *end || x < lo || x > hi) die_input("kernel_bench: %s expects an integer in [%ld, %ld], got '%s'", opt, lo, hi, v);
-    return (int)x;
-}
-
 static void row(const char *name, double s, double bytes, double copy_gbs) {
     double gbs = bytes / s * 1e-9;
     printf("%-28s %9.3f %10.1f %8.1f %7.0f%%\n", name, 1e3 * s, bytes * 1e-6, gbs, 100 * gbs / copy_gbs);
@@ -42,23 +36,18 @@ static void row(const char *name, double s, double bytes, double copy_gbs) {
 int main(int argc, char **argv) {
     env_runtime_setup(argv);
     int N = 1024, V = 32000, threads = 0, reps = 7;
-    size_t P = 42770944;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            printf("usage: kernel_bench [--tokens N] [--vocab V] [--params P] [--threads T] [--reps R]\n"
-                   "  cross-entropy, the optimizer's passes, RoPE and SiLU against a plain copy's GB/s\n");
-            return 0;
-        }
-        if (!v) die_input("kernel_bench: %s needs a value (options: --tokens --vocab --params --threads --reps)", a);
-        if (strcmp(a, "--tokens") == 0) N = parse_count(a, v, 1, 1 << 20);
-        else if (strcmp(a, "--vocab") == 0) V = parse_count(a, v, 2, 1 << 22);
-        else if (strcmp(a, "--params") == 0) P = (size_t)parse_count(a, v, 1, 1 << 30);
-        else if (strcmp(a, "--threads") == 0) threads = parse_count(a, v, 0, 1024);
-        else if (strcmp(a, "--reps") == 0) reps = parse_count(a, v, 1, 1000);
-        else die_input("kernel_bench: unknown argument '%s' (options: --tokens --vocab --params --threads --reps)", a);
-        i++;
-    }
+    int64_t P64 = 42770944;
+    const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
+        OPT_INT_ROW("tokens", 1, 1 << 20, &N),
+        OPT_INT_ROW("vocab", 2, 1 << 22, &V),
+        OPT_INT64_ROW("params", 1, 1 << 30, &P64),
+        OPT_INT_ROW("threads", 0, 1024, &threads),
+        OPT_INT_ROW("reps", 1, 1000, &reps),
+        OPT_END };
+    opt_parse("kernel_bench", opts, argc, argv, NULL, 0, NULL,
+              "usage: kernel_bench [--tokens N] [--vocab V] [--params P] [--threads T] [--reps R]\n"
+              "  cross-entropy, the optimizer's passes, RoPE and SiLU against a plain copy's GB/s");
+    size_t P = (size_t)P64;
     threads = trainer_set_threads(threads);
     size_t nl = (size_t)N * V;
     float *L = xaligned_alloc(nl * 4), *G = xaligned_alloc(nl * 4);

@@ -8,6 +8,7 @@
 //                 open DIR/{tokenizer.bin,train.tok,val.tok} exactly like training does
 #include "../data/data.h"
 #include "../config/config.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../core/timer.h"
 #include <inttypes.h>
@@ -28,28 +29,6 @@ static void usage_error(const char *fmt, const char *arg) {
     exit(EXIT_BAD_INPUT);
 }
 
-static int64_t parse_int(const char *flag, const char *s, int64_t lo, int64_t hi) {
-    char *end; errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fflush(stdout);
-        fprintf(stderr, "error: %s expects an integer in [%lld, %lld], got \"%s\"\n%s\n",
-                flag, (long long)lo, (long long)hi, s, USAGE);
-        exit(EXIT_BAD_INPUT);
-    }
-    return v;
-}
-static double parse_double(const char *flag, const char *s) {
-    char *end; errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end) {
-        fflush(stdout);
-        fprintf(stderr, "error: %s expects a number, got \"%s\"\n%s\n", flag, s, USAGE);
-        exit(EXIT_BAD_INPUT);
-    }
-    return v;
-}
-
 int main(int argc, char **argv) {
     // defaults = the training defaults, so a prepared entry is exactly the one a
     // training run with the same data.* keys and train.seed will find in the cache
@@ -62,11 +41,10 @@ int main(int argc, char **argv) {
     const char *check_dir = NULL;
 
     if (argc < 2) usage_error("%s", "no arguments");
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { printf("%s\n", USAGE); return 0; }
+    {   // --encode / --decode: a form of their own (the first argument)
+        const char *a = argv[1];
         if (!strcmp(a, "--encode") || !strcmp(a, "--decode")) {
-            if (i != 1 || argc < 4) usage_error("%s needs a tokenizer file and input", a);
+            if (argc < 4) usage_error("%s needs a tokenizer file and input", a);
             Tokenizer t;
             tokenizer_load(&t, argv[2]);
             if (!strcmp(a, "--encode")) {
@@ -80,7 +58,8 @@ int main(int argc, char **argv) {
             } else {
                 size_t n = (size_t)(argc - 3), nb;
                 int32_t *ids = xmalloc(n * sizeof(int32_t));
-                for (size_t k = 0; k < n; k++) ids[k] = (int32_t)parse_int("--decode", argv[3 + k], 0, INT32_MAX);
+                static const ToolOption id = OPT_INT_ROW("decode", 0, INT32_MAX, NULL);
+                for (size_t k = 0; k < n; k++) opt_value("prepare", "decode", &id, argv[3 + k], &ids[k]);
                 uint8_t *bytes = tokenizer_decode(&t, ids, n, &nb);
                 CHECK_ERRNO(fwrite(bytes, 1, nb, stdout) != nb, "fwrite(stdout)");
                 printf("\n");
@@ -89,19 +68,20 @@ int main(int argc, char **argv) {
             tokenizer_free(&t);
             return 0;
         }
-        if (i + 1 >= argc) usage_error("%s needs a value", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--dataset")) xsnprintf(dc.dataset, sizeof dc.dataset, "%s", v);
-        else if (!strcmp(a, "--vocab")) vocab = (int)parse_int(a, v, 2, INT32_MAX);
-        else if (!strcmp(a, "--cache-dir")) xsnprintf(dc.cache_dir, sizeof dc.cache_dir, "%s", v);
-        else if (!strcmp(a, "--val-fraction")) dc.val_fraction = parse_double(a, v);
-        else if (!strcmp(a, "--synthetic-tokens")) dc.synthetic_tokens = parse_int(a, v, 2, INT64_MAX / 8);
-        else if (!strcmp(a, "--seed")) seed = (uint64_t)parse_int(a, v, 0, INT64_MAX);
-        else if (!strcmp(a, "--check")) check_dir = v;
-        else if (!strcmp(a, "--seq-len")) T = (int)parse_int(a, v, 1, 1 << 24);
-        else if (!strcmp(a, "--model-vocab")) model_vocab = (int)parse_int(a, v, 1, INT32_MAX);
-        else usage_error("unknown option \"%s\"", a);
     }
+    // the options are the schema's keys where they set one (config/options.h)
+    const ToolOption opts[] = {
+        OPT_KEY_ROW("dataset", "data.dataset", dc.dataset),
+        OPT_KEY_ROW("vocab", "model.vocab_size", &vocab),
+        OPT_KEY_ROW("cache-dir", "data.cache_dir", dc.cache_dir),
+        OPT_KEY_ROW("val-fraction", "data.val_fraction", &dc.val_fraction),
+        OPT_KEY_ROW("synthetic-tokens", "data.synthetic_tokens", &dc.synthetic_tokens),
+        OPT_KEY_ROW("seed", "train.seed", &seed),
+        OPT_STR_ROW("check", &check_dir),
+        OPT_KEY_ROW("seq-len", "model.seq_len", &T),
+        OPT_KEY_ROW("model-vocab", "model.vocab_size", &model_vocab),
+        OPT_END };
+    opt_parse("prepare", opts, argc, argv, NULL, 0, NULL, USAGE);
 
     if (check_dir) {
         PreparedData p;

@@ -14,6 +14,7 @@
 #include "../backend/ops.h"
 #include "../config/config.h"
 #include "../config/manifest.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../core/json.h"
@@ -144,43 +145,32 @@ static void write_logits(const char *path, const char *prompt, const int32_t *id
 
 int main(int argc, char **argv) {
     env_runtime_setup(argv);
-    const char *path = NULL, *prompt = "In the beginning", *device = "cpu", *precision = "fp32", *tok_path = NULL,
-               *logits_path = NULL;
-    long n_new = 48;
+    const char *path = NULL, *prompt = "In the beginning", *tok_path = NULL, *logits_path = NULL;
+    int n_new = 48, device = DEVICE_CPU, prec = PRECISION_FP32, n_pos = 0;
     double temperature = 0;
-    unsigned long long seed = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        char *end = NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(USAGE, stdout); return 0; }
-        else if (!has && a[0] == '-') die_input_hint(USAGE, "sample: %s needs a value", a);
-        else if (!strcmp(a, "--prompt")) prompt = argv[++i];
-        else if (!strcmp(a, "--device")) device = argv[++i];
-        else if (!strcmp(a, "--precision")) precision = argv[++i];
-        else if (!strcmp(a, "--tokenizer")) tok_path = argv[++i];
-        else if (!strcmp(a, "--logits")) logits_path = argv[++i];
-        else if (!strcmp(a, "--tokens")) {
-            n_new = strtol(argv[++i], &end, 10);
-            if (!*argv[i] || *end || n_new < 1 || n_new > 100000) die_input("--tokens: expected 1..100000, got '%s'", argv[i]);
-        } else if (!strcmp(a, "--temperature")) {
-            temperature = strtod(argv[++i], &end);
-            if (!*argv[i] || *end || !(temperature >= 0 && temperature <= 100)) die_input("--temperature: expected 0..100 (0: greedy), got '%s'", argv[i]);
-        } else if (!strcmp(a, "--seed")) {
-            seed = strtoull(argv[++i], &end, 10);
-            if (!*argv[i] || *end) die_input("--seed: expected a whole number, got '%s'", argv[i]);
-        } else if (a[0] == '-') die_input_hint(USAGE, "sample: unknown option '%s'", a);
-        else if (!path) path = a;
-        else die_input_hint(USAGE, "sample: one checkpoint at a time");
-    }
+    uint64_t seed = 1;
+    // the options through the schema's types and messages (config/options.h); --device and
+    // --precision are the keys run.device and train.precision
+    const ToolOption opts[] = {
+        OPT_STR_ROW("prompt", &prompt),
+        OPT_INT_ROW("tokens", 1, 100000, &n_new),
+        OPT_REAL_ROW("temperature", 0, 100, &temperature),
+        { .name = "seed", .kind = OPT_VALUE, .type = CK_UINT64, .min = 0, .flags = CKF_MIN, .dst = &seed },
+        OPT_KEY_ROW("device", "run.device", &device),
+        OPT_KEY_ROW("precision", "train.precision", &prec),
+        OPT_STR_ROW("tokenizer", &tok_path),
+        OPT_STR_ROW("logits", &logits_path),
+        OPT_END };
+    opt_parse("sample", opts, argc, argv, &path, 1, &n_pos, USAGE);
     if (!path) die_input_hint(USAGE, "sample: no checkpoint given (checkpoints/<run uid>/step_<N>.h5)");
 
     char file[1200];
     CheckpointMeta meta;
     Config cfg;
     checkpoint_open(path, file, sizeof file, &meta, &cfg);
-    config_set_key(&cfg, "run.device", device, 0, "--device");         // the schema's names and messages
-    config_set_key(&cfg, "train.precision", precision, 0, "--precision");
+    cfg.run.device = device;         // (the keys run.device and train.precision: parsed above)
+    cfg.train.precision = prec;
+    const char *precision = prec == PRECISION_BF16 ? "bf16" : "fp32";
     const ModelConfig *mc = &cfg.model;
     Tokenizer tok;
     char tok_desc[1100];
@@ -213,11 +203,11 @@ int main(int argc, char **argv) {
     printf("checkpoint %s: step %lld of run %s (variant %s); model %s%s%s, on %s in %s; tokenizer %s\n", file,
            (long long)meta.step, meta.run_uid && meta.run_uid[0] ? meta.run_uid : "? (written before checkpoints named it)",
            meta.variant && meta.variant[0] ? meta.variant : "?", linear_kind_name(mc->linear), mc->preset[0] ? " preset " : "",
-           mc->preset, device, precision, tok_desc);
-    printf("%s, %ld tokens, seed %llu; the prompt is %zu token%s\n---\n",
-           temperature > 0 ? "sampled" : "greedy", n_new, seed, n_prompt, n_prompt == 1 ? "" : "s");
+           mc->preset, config_device_name(cfg.run.device), precision, tok_desc);
+    printf("%s, %d tokens, seed %llu; the prompt is %zu token%s\n---\n",
+           temperature > 0 ? "sampled" : "greedy", n_new, (unsigned long long)seed, n_prompt, n_prompt == 1 ? "" : "s");
     size_t n = n_prompt;
-    for (long t = 0; t < n_new; t++) {
+    for (int t = 0; t < n_new; t++) {
         size_t w = n < (size_t)T ? n : (size_t)T, first = n - w;   // the last T tokens
         memset(in, 0, (size_t)T * sizeof *in);
         memcpy(in, ids + first, w * sizeof *in);

@@ -42,6 +42,7 @@
 #include "../backend/backend.h"
 #include "../backend/profile.h"
 #include "../config/manifest.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../model/model.h"
 #include "../parallel/comm.h"
@@ -51,8 +52,6 @@
 #include "../train/optimizer.h"
 #include "../train/step_loop.h"
 #include "../train/trainer.h"
-
-#define MAX_SETS 64
 
 static const char *const OP_CLASS_NAMES[OPC_COUNT] = { "gemm", "attention", "memory", "transfer" };
 
@@ -706,63 +705,47 @@ static int gemm_query(const char *hardware, const char *shape, const char *preci
     return 0;
 }
 
-static void usage(FILE *f) {
-    fputs("usage: build/simulate experiments/X.yaml [--variant V] --hardware PROFILE [--set k=v]...\n"
-          "                      [--per-layer] [--json FILE] [--trace-layer L]\n"
-          "                      [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|materialized|materialized-dropout]\n"
-          "       build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16|tf32|fp32]\n"
-          "       build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]\n"
-          "One training step of a manifest variant priced on a hardware profile (experiments/hardware/*.yaml):\n"
-          "the real drivers run on the accounting back end and every op and collective is timed by the\n"
-          "profile. Prints the step split into compute, exposed communication, pipeline transfers and bubble,\n"
-          "tokens/s, MFU and memory per rank. --json writes the full report, --record stores a run of kind\n"
-          "'simulated' in run.db, --gemm prices one GEMM. --measure-ops (one rank) also runs the step on the CPU\n"
-          "back end, times every op and prices the same op records: the op layer of make validate-cpu.\n"
-          "--attention-kernel prices attention as a published system ran it (materialised s x s scores, with or\n"
-          "without dropout) instead of this engine's flash kernel: the check against published throughputs.\n"
-          "See docs/performance-model.md.\n", f);
-}
-
-static long parse_count(const char *opt, const char *s, long lo) {
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > 1000000000L) die_input("%s: expected a whole number >= %ld, got '%s'", opt, lo, s);
-    return v;
-}
+static const char *USAGE =
+    "usage: build/simulate experiments/X.yaml [--variant V] --hardware PROFILE [--set k=v]...\n"
+    "                      [--per-layer] [--json FILE] [--trace-layer L]\n"
+    "                      [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|materialized|materialized-dropout]\n"
+    "       build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16|tf32|fp32]\n"
+    "       build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]\n"
+    "One training step of a manifest variant priced on a hardware profile (experiments/hardware/*.yaml):\n"
+    "the real drivers run on the accounting back end and every op and collective is timed by the\n"
+    "profile. Prints the step split into compute, exposed communication, pipeline transfers and bubble,\n"
+    "tokens/s, MFU and memory per rank. --json writes the full report, --record stores a run of kind\n"
+    "'simulated' in run.db, --gemm prices one GEMM. --measure-ops (one rank) also runs the step on the CPU\n"
+    "back end, times every op and prices the same op records: the op layer of make validate-cpu.\n"
+    "--attention-kernel prices attention as a published system ran it (materialised s x s scores, with or\n"
+    "without dropout) instead of this engine's flash kernel: the check against published throughputs.\n"
+    "See docs/performance-model.md.\n";
 
 int main(int argc, char **argv) {
     const char *manifest = NULL, *variant = NULL, *hardware = NULL, *json_path = NULL, *gemm = NULL, *precision = "bf16";
-    const char *sets[MAX_SETS];
-    int n_sets = 0, per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0, measure_steps = 0;
+    int per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0, measure_steps = 0, n_pos = 0;
     const char *ops_csv = NULL, *att_kernel = "flash";
     int64_t launch_id = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
-        if (!strcmp(argv[i], "--per-layer")) { per_layer = 1; continue; }
-        if (!strcmp(argv[i], "--record")) { record = 1; continue; }
-        if (argv[i][0] != '-') {
-            if (manifest) die_input("one manifest expected, got '%s' and '%s'", manifest, argv[i]);
-            manifest = argv[i];
-            continue;
-        }
-        if (i + 1 >= argc) die_input("option %s needs a value", argv[i]);
-        if (!strcmp(argv[i], "--variant")) variant = argv[++i];
-        else if (!strcmp(argv[i], "--hardware")) hardware = argv[++i];
-        else if (!strcmp(argv[i], "--json")) json_path = argv[++i];
-        else if (!strcmp(argv[i], "--gemm")) gemm = argv[++i];
-        else if (!strcmp(argv[i], "--precision")) precision = argv[++i];
-        else if (!strcmp(argv[i], "--launch")) { launch_id = parse_count(argv[i], argv[i + 1], 1); i++; }
-        else if (!strcmp(argv[i], "--repeat-index")) { repeat_index = (int)parse_count(argv[i], argv[i + 1], 0); i++; }
-        else if (!strcmp(argv[i], "--trace-layer")) { trace_layer = (int)parse_count(argv[i], argv[i + 1], 0); i++; }
-        else if (!strcmp(argv[i], "--measure-ops")) { measure_steps = (int)parse_count(argv[i], argv[i + 1], 1); i++; }
-        else if (!strcmp(argv[i], "--ops-csv")) ops_csv = argv[++i];
-        else if (!strcmp(argv[i], "--attention-kernel")) att_kernel = argv[++i];
-        else if (!strcmp(argv[i], "--set")) {
-            if (n_sets == MAX_SETS) die_input("at most %d --set overrides", MAX_SETS);
-            sets[n_sets++] = argv[++i];
-        } else die_input("unknown option '%s' (expected --variant, --hardware, --set, --per-layer, --json, --trace-layer, "
-                         "--record, --launch, --repeat-index, --gemm, --precision, --measure-ops, --ops-csv, --attention-kernel)", argv[i]);
-    }
+    OptList set_list = {0};
+    const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
+        OPT_FLAG_ROW("per-layer", &per_layer),
+        OPT_FLAG_ROW("record", &record),
+        OPT_STR_ROW("variant", &variant),
+        OPT_STR_ROW("hardware", &hardware),
+        OPT_STR_ROW("json", &json_path),
+        OPT_STR_ROW("gemm", &gemm),
+        OPT_STR_ROW("precision", &precision),
+        OPT_INT64_ROW("launch", 1, INT64_MAX, &launch_id),
+        OPT_INT_ROW("repeat-index", 0, INT32_MAX, &repeat_index),
+        OPT_INT_ROW("trace-layer", 0, 65535, &trace_layer),
+        OPT_INT_ROW("measure-ops", 1, 1000000000, &measure_steps),
+        OPT_STR_ROW("ops-csv", &ops_csv),
+        OPT_STR_ROW("attention-kernel", &att_kernel),
+        OPT_LIST_ROW("set", &set_list),
+        OPT_END };
+    opt_parse("simulate", opts, argc, argv, &manifest, 1, &n_pos, USAGE);
+    const char **sets = set_list.v;
+    int n_sets = set_list.n;
     if (gemm) {
         if (!hardware || manifest) die_input("usage: build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16]");
         return gemm_query(hardware, gemm, precision);

@@ -8,6 +8,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include "../config/manifest.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../parallel/comm.h"
@@ -18,7 +19,7 @@
 #include "../train/trainer.h"
 
 static const char *USAGE =
-"usage: train FILE.yaml [--variant NAME] [--set key=value]... [--resume[=UID]] [--no-db]\n"
+"usage: train FILE.yaml [--variant NAME] [--set key=value]... [--resume[=UID] [--allow-change KEY]...] [--no-db]\n"
 "\n"
 "Trains one variant of a manifest (experiments/*.yaml) or a plain configuration file,\n"
 "on one process or under `mpirun -np tp*pp*dp`. Every run is recorded in run.db.\n"
@@ -31,6 +32,9 @@ static const char *USAGE =
 "                      one stopped before its first checkpoint trains again from step 0\n"
 "                      as the same run (its row and uid)\n"
 "  --resume=UID        continue that run (runs.uid; the variant is taken from it)\n"
+"  --allow-change KEY  a resume may change KEY although that changes the run's meaning (data,\n"
+"                      batch, seed, schedule, optimizer, numerics, evaluation; repeatable); the\n"
+"                      change is printed and recorded with the run (docs/configuration.md)\n"
 "  --no-db             do not record the run (stdout only; no resume possible)\n"
 "  --help              this text\n"
 "options set by `exp` (make exp):\n"
@@ -43,13 +47,6 @@ static const char *USAGE =
 
 static void usage_error(const char *what) { die_input_hint(USAGE, "train: %s", what); }
 
-
-static double parse_number(const char *opt, const char *s, double lo) {
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (!*s || *end || !(v >= lo)) die_input("%s: expected a number >= %g, got '%s'", opt, lo, s);
-    return v;
-}
 
 // stored overrides, then the new ones; one assignment per key (the last wins, as when
 // they are applied in order).
@@ -75,25 +72,29 @@ int main(int argc, char **argv) {
     stop_signals_init();
     RunOptions opt; memset(&opt, 0, sizeof opt);
     opt.use_db = 1; opt.variant_name = ""; opt.resume_uid = ""; opt.print_config = 1; opt.train_command = argv[0];
-    const char **sets = xcalloc((size_t)argc + 1, sizeof(char *)); int n_sets = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(USAGE, stdout); return 0; }
-        else if (!strcmp(a, "--set")) { if (!has_val) usage_error("--set needs key=value"); sets[n_sets++] = argv[++i]; }
-        else if (!strncmp(a, "--set=", 6)) sets[n_sets++] = a + 6;
-        else if (!strcmp(a, "--variant")) { if (!has_val) usage_error("--variant needs a name"); opt.variant_name = argv[++i]; }
-        else if (!strcmp(a, "--resume")) opt.resume = 1;
-        else if (!strncmp(a, "--resume=", 9)) { opt.resume = 1; opt.resume_uid = a + 9; }
-        else if (!strcmp(a, "--no-db")) opt.use_db = 0;
-        else if (!strcmp(a, "--no-config-table")) opt.print_config = 0;
-        else if (!strcmp(a, "--launch")) { if (!has_val) usage_error("--launch needs an id"); opt.launch_id = (int64_t)parse_number(a, argv[++i], 1); }
-        else if (!strcmp(a, "--repeat-index")) { if (!has_val) usage_error("--repeat-index needs a number"); opt.repeat_index = (int)parse_number(a, argv[++i], 0); }
-        else if (!strcmp(a, "--peak-gflops")) { if (!has_val) usage_error("--peak-gflops needs a number"); opt.peak_gflops = parse_number(a, argv[++i], 0); }
-        else if (a[0] == '-') die_input("unknown option '%s' (expected --variant, --set, --resume, --no-db; see train --help)", a);
-        else if (!opt.config_path) opt.config_path = a;
-        else usage_error("one configuration file only");
-    }
+    OptList set_list = {0}, allow_list = {0};
+    const char *resume = NULL;
+    int no_db = 0, no_table = 0, n_pos = 0;
+    // the options through the schema's types and messages (config/options.h)
+    const ToolOption opts[] = {
+        OPT_STR_ROW("variant", &opt.variant_name),
+        OPT_LIST_ROW("set", &set_list),
+        { .name = "resume", .kind = OPT_FLAG_OR_VALUE, .type = CK_STRING, .dst = &resume },
+        OPT_LIST_ROW("allow-change", &allow_list),
+        OPT_FLAG_ROW("no-db", &no_db),
+        OPT_FLAG_ROW("no-config-table", &no_table),
+        OPT_INT64_ROW("launch", 1, INT64_MAX, &opt.launch_id),
+        OPT_INT_ROW("repeat-index", 0, INT32_MAX, &opt.repeat_index),
+        { .name = "peak-gflops", .kind = OPT_VALUE, .type = CK_DOUBLE, .min = 0, .flags = CKF_MIN, .dst = &opt.peak_gflops },
+        OPT_END };
+    opt_parse("train", opts, argc, argv, &opt.config_path, 1, &n_pos, USAGE);
+    const char **sets = set_list.v; int n_sets = set_list.n;
+    if (resume) { opt.resume = 1; opt.resume_uid = resume; }
+    opt.use_db = !no_db;
+    opt.print_config = !no_table;
+    opt.allow_change = allow_list.v; opt.n_allow_change = allow_list.n;
+    if (allow_list.n && !opt.resume)
+        usage_error("--allow-change goes with --resume (a new run has nothing to change)");
     if (!opt.config_path) usage_error("no configuration file");
     // Parse before MPI: a bad manifest is reported once per rank but costs nothing.
     Manifest *man = manifest_load_with(opt.config_path, sets, n_sets);
@@ -145,7 +146,7 @@ int main(int argc, char **argv) {
     manifest_free(man);
     if (effective != sets) free(effective);
     rundb_free_strings(stored, n_stored);
-    free(sets);
+    free(sets); free(allow_list.v);
     if (use_mpi) CHECK_MPI(MPI_Finalize());
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "../config/manifest.h"
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../store/compare.h"
 #include "../store/db.h"
@@ -188,28 +189,16 @@ static void on_signal(int sig) { g_stop = sig; }
 
 int main(int argc, char **argv) {
     const char *name = NULL, *db = NULL;
-    long launch = 0;
+    int64_t launch = 0;
     double every = 5;
-    int once = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        char *end = NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(USAGE, stdout); return 0; }
-        else if (!strcmp(a, "--once")) once = 1;
-        else if (!strcmp(a, "--db")) { if (!has) die_input_hint(USAGE, "--db needs a path"); db = argv[++i]; }
-        else if (!strcmp(a, "--launch")) {
-            if (!has) die_input_hint(USAGE, "--launch needs a number");
-            launch = strtol(argv[++i], &end, 10);
-            if (!*argv[i] || *end || launch < 1) die_input("--launch: expected a whole number >= 1, got '%s'", argv[i]);
-        } else if (!strcmp(a, "--every")) {
-            if (!has) die_input_hint(USAGE, "--every needs seconds");
-            every = strtod(argv[++i], &end);
-            if (!*argv[i] || *end || !(every >= 0.2 && every <= 3600)) die_input("--every: expected seconds in 0.2..3600, got '%s'", argv[i]);
-        } else if (a[0] == '-') die_input_hint(USAGE, "watch: unknown option '%s'", a);
-        else if (!name) name = a;
-        else die_input_hint(USAGE, "watch: one experiment at a time");
-    }
+    int once = 0, n_pos = 0;
+    const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
+        OPT_FLAG_ROW("once", &once),
+        OPT_STR_ROW("db", &db),
+        OPT_INT64_ROW("launch", 1, INT64_MAX, &launch),
+        OPT_REAL_ROW("every", 0.2, 3600, &every),
+        OPT_END };
+    opt_parse("watch", opts, argc, argv, &name, 1, &n_pos, USAGE);
     Manifest *man = NULL;
     char path[1100] = "";
     if (name && *name) {

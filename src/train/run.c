@@ -1,21 +1,20 @@
 // run.c — the run loop (see run.h).
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "plan.h"
 #include "run.h"
 #include "state_io.h"
 #include "stop.h"
 #include "watchdog.h"
 #include "trainer.h"
+#include "../config/config_diff.h"
 #include "../core/check.h"
-#include "../core/crc32.h"
 #include "../core/fs.h"
 #include "../core/shellword.h"
 #include "../core/timer.h"
@@ -53,154 +52,6 @@ static Faults parse_faults(void) {
         }
     }
     return f;
-}
-
-// ---- output directories and the run lock -------------------------------------------------
-// mkdir -p `dir` and prove it writable by creating and removing a file: an unwritable
-// checkpoint or dump directory stops the run before step 1, not after the training.
-static void ensure_writable_dir(const char *dir, const char *key) {
-    char failed[4096];
-    int e = fs_mkdir_p(dir, failed, sizeof failed);
-    if (e) die_input("%s: cannot create %s: %s (choose a writable %s)", key, failed, strerror(e), key);
-    char probe[1500];
-    xsnprintf(probe, sizeof probe, "%s/.write-test.%d", dir, (int)getpid());
-    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || write(fd, "x", 1) != 1 || close(fd) != 0)
-        die_input("%s: cannot write to %s: %s (the run would lose its output; choose a writable %s)",
-                  key, dir, strerror(errno), key);
-    unlink(probe);
-}
-
-// A run uid names a folder under run.checkpoint_dir: one path component of
-// [A-Za-z0-9._+=,@%:~-], not starting with '.', at most 255 bytes. A uid from the database or
-// the command line that is anything else (`../../victim`, `a/b`) is refused, never used
-// as a path.
-static void check_uid(const char *uid, const char *where) {
-    size_t n = strlen(uid);
-    int ok = n > 0 && n <= 255 && uid[0] != '.';
-    for (const char *p = uid; ok && *p; p++)
-        ok = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+=,@%:~-", *p) != NULL;
-    if (!ok)
-        die_input_hint("resume a run by the uid exp or train printed (sqlite3 RUN_DB 'SELECT uid FROM runs')",
-                       "%s: run uid '%.300s' is not a plain folder name (one path component of letters, digits and ._+=,@%%:~-, "
-                       "not starting with '.', at most 255 bytes); it is never used as a path", where, uid);
-}
-
-// The run's own folder: a real directory, never a symlink (a folder replaced by a link to
-// another run's would resume that run and write into it).
-static void check_run_dir_not_link(const char *dir) {
-    struct stat st;
-    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
-        die_input_hint("remove the link (rm on the link itself) or restore the run's own folder",
-                       "run folder %s is a symbolic link; a run's folder must be its own directory "
-                       "(a link could make this run resume from and write into another run's)", dir);
-}
-
-// <experiment>.<variant>.<stamp>.<pid>, within a folder name's 255 bytes: a longer pair of
-// names is cut and followed by the CRC-32 of the full pair (docs/configuration.md).
-static void new_run_uid(char *uid, size_t n, const char *experiment, const char *variant, const char *stamp) {
-    char tail[64], pair[600];
-    snprintf(tail, sizeof tail, ".%s.%d", stamp, (int)getpid());
-    snprintf(pair, sizeof pair, "%s.%s", experiment, variant);
-    size_t room = 255 - strlen(tail);
-    if (strlen(pair) > room) {
-        uint32_t c = crc32_update(0, pair, strlen(pair));
-        snprintf(pair + room - 9, sizeof pair - (room - 9), "~%08x", c);
-    }
-    xsnprintf(uid, n, "%s%s", pair, tail);
-}
-
-// One owner per run: an exclusive flock on the run's checkpoint directory, held until
-// this process exits. A second process (a --resume of a live run) is refused.
-static void lock_run_dir(const char *dir, const char *uid) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) die_input("run folder %s: cannot open it: %s (a run's folder must be its own directory)", dir, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        if (errno == EWOULDBLOCK)
-            die_input_hint("wait for it to end, or stop it (Ctrl-C / kill -TERM): it records 'interrupted' and can then be resumed",
-                           "run %s is live: another process holds its lock on %s (a run is never trained or resumed by two processes at once)",
-                           uid, dir);
-        DIE("flock %s failed: %s", dir, strerror(errno));
-    }
-    // fd stays open: the lock lives as long as this process
-}
-
-// ---- the run context -----------------------------------------------------------------------
-// The value of "key" in the flat JSON object `obj` (the checkpoint's "model": {...},
-// written by config_to_json): the token unquoted (string escapes decoded) into v.
-// Returns 1 if found, 0 if the key is absent, -1 if the text is not what config_to_json
-// writes. Keys are matched whole ("rope_theta" never matches inside another key).
-static int json_flat_value(const char *obj, const char *key, char *v, size_t n) {
-    const char *p = strchr(obj, '{');
-    if (!p) return -1;
-    p++;
-    size_t kl = strlen(key);
-    for (;;) {
-        while (*p == ' ' || *p == ',') p++;
-        if (*p == '}') return 0;
-        if (*p != '"') return -1;
-        const char *k0 = ++p;
-        while (*p && *p != '"') { if (*p == '\\' && p[1]) p++; p++; }
-        if (!*p) return -1;
-        int match = (size_t)(p - k0) == kl && !strncmp(k0, key, kl);
-        p++;
-        while (*p == ' ') p++;
-        if (*p++ != ':') return -1;
-        while (*p == ' ') p++;
-        size_t len = 0;
-        if (*p == '"') {
-            for (p++; *p && *p != '"'; p++) {
-                char c = *p;
-                if (c == '\\') {
-                    p++;
-                    c = *p == 'n' ? '\n' : *p == 't' ? '\t' : *p == '"' || *p == '\\' || *p == '/' ? *p : 0;
-                    if (!c) return -1;   // (config values hold no other escapes)
-                }
-                if (len + 1 < n) v[len++] = c;
-            }
-            if (*p++ != '"') return -1;
-        } else {
-            while (*p && *p != ',' && *p != '}' && *p != ' ') { if (len + 1 < n) v[len++] = *p; p++; }
-        }
-        v[len] = 0;
-        if (match) return 1;
-        if (!*p) return -1;
-    }
-}
-
-// Refuse a checkpoint written by another model: every key of the model section (the
-// preset name aside) is parsed from the checkpoint's configuration as the manifest's
-// value would be, and compared as a value (100000 is not 10000; 1.5e-3 is 0.0015); the
-// first key that differs is named with both values. A key the checkpoint's engine did
-// not have yet (model.lax_*) is the same model if this run keeps the key's default.
-// `name` `verb` a different model: "step_4.h5" "was written by" (held in "the checkpoint"),
-// or for a run resumed from step 0, "run X" "was started with" ("its recorded configuration").
-static void check_same_model(const char *name, const char *verb, const char *held_in, const Config *cfg, const char *json) {
-    const char *ms = json ? strstr(json, "\"model\": {") : NULL;
-    if (!ms) return;
-    int nk; const ConfigKey *keys = config_schema(&nk);
-    Config ck; config_defaults(&ck);
-    for (int i = 0; i < nk; i++) {
-        if (strcmp(keys[i].section, "model") || !strcmp(keys[i].key, "preset")) continue;
-        char dotted[200], now[1100], then[1100], text[1100];
-        snprintf(dotted, sizeof dotted, "model.%s", keys[i].key);
-        config_format_value(cfg, &keys[i], now, sizeof now);
-        int found = json_flat_value(ms + strlen("\"model\": "), keys[i].key, text, sizeof text);
-        if (found < 0)
-            die_input("RESUME: %s: its stored configuration (model section) is not readable near model.%s; "
-                      "it was not written by this engine", name, keys[i].key);
-        if (found == 0) { config_format_value(&ck, &keys[i], then, sizeof then); }   // (the default)
-        else {
-            char where[1700];
-            snprintf(where, sizeof where, "%s (the configuration stored in %s)", name, held_in);
-            config_set_key(&ck, dotted, text, !strcmp(text, "null"), where);
-            config_format_value(&ck, &keys[i], then, sizeof then);
-        }
-        if (strcmp(now, then))
-            die_input_hint("resume with the model the run was trained with, or start a new run (without --resume)",
-                           "RESUME: %s %s a different model: model.%s is %s in %s and %s now; "
-                           "resuming with a different model is refused", name, verb, keys[i].key, then, held_in, now);
-    }
 }
 
 // A checkpoint holds what a healthy run wrote: every weight and moment finite (a run
@@ -253,7 +104,9 @@ typedef struct {
     int64_t resume_run;        // rank 0: the run row resumed (0 = a new run)
     int restart;               // rank 0: resumed from step 0 (it stopped before its first checkpoint) ...
     int restart_stopped_at;    // ... at this step
-    char *restart_config;      // ... and was recorded with this configuration (malloc'd)
+    char *resume_config;       // rank 0: the configuration the resumed run ran with (its checkpoint's,
+                               // or its recorded one when it restarts from step 0; malloc'd)
+    char *resume_changes;      // rank 0: the changes of its meaning allowed at this resume (malloc'd)
     double resumed_peak;       // rank 0: its stored peak (host peak x hosts)
     // the training
     Trainer tr;
@@ -292,13 +145,9 @@ static void on_die(void *vctx, const char *message, int code) {
 }
 
 // <run.dump_dir or <checkpoint dir>/<uid>/dumps>/step_<N>.h5
-static void dump_dir(char *buf, size_t n, const RunCtx *ctx, const Config *cfg) {
-    if (cfg->run.dump_dir[0]) xsnprintf(buf, n, "%s", cfg->run.dump_dir);
-    else xsnprintf(buf, n, "%s/dumps", ctx->ckpt_dir);
-}
 static void dump_path(char *buf, size_t n, const RunCtx *ctx, const Config *cfg, int step) {
     char dir[1400];
-    dump_dir(dir, sizeof dir, ctx, cfg);
+    plan_dump_dir(cfg, ctx->ckpt_dir, dir, sizeof dir);
     xsnprintf(buf, n, "%s/step_%d.h5", dir, step);
 }
 
@@ -487,15 +336,13 @@ static void format_duration(char *buf, size_t n, double s) {
 }
 
 // ---- setup: decide the run (new, or resume one), start the trainer, register the run ----
-// Rank 0 decides a new run or the run to resume, makes and locks its folder; the other ranks
-// learn the decision. Returns 1 to train, 0 when there is nothing to do (a resume of a
-// completed run).
+// Rank 0 decides a new run or the run to resume, makes and locks its folder (plan_run: the one
+// place of that decision); the other ranks learn the decision. Returns 1 to train, 0 when
+// there is nothing to do (a resume of a completed run).
 static int run_decide(RunCtx *ctx) {
     const RunOptions *opt = ctx->opt;
     const Config *cfg = ctx->cfg;
     Comm *comm = ctx->comm;
-    const char *experiment = ctx->experiment, *variant = ctx->variant;
-    int64_t resume_step = 0;
     int noop = 0;
     if (ctx->root) {
         if (opt->print_config) config_print_table(cfg, stdout);
@@ -504,125 +351,40 @@ static int run_decide(RunCtx *ctx) {
             ctx->db = rundb_open(cfg->run.db);
             rundb_mark_stale(ctx->db);
         }
-        if (opt->launch_id > 0 && ctx->db) {
-            // A run joins a launch only of its own experiment and manifest, in this database.
-            LaunchRow lr;
-            if (!rundb_launch(ctx->db, opt->launch_id, &lr))
-                die_input("--launch %lld: %s has no launch %lld (a run is recorded in the database of its launch)",
-                          (long long)opt->launch_id, cfg->run.db, (long long)opt->launch_id);
-            int mine = !strcmp(lr.experiment, experiment) && (!opt->manifest || !strcmp(lr.manifest_sha256, opt->manifest->sha256));
-            char other[300];
-            snprintf(other, sizeof other, "%s", lr.experiment);
-            rundb_launch_row_free(&lr);
-            if (!mine)
-                die_input("--launch %lld: launch %lld in %s is of experiment %s%s, not of this manifest (%s); "
-                          "a run never joins another experiment's launch", (long long)opt->launch_id, (long long)opt->launch_id,
-                          cfg->run.db, other, strcmp(other, experiment) ? "" : " with another manifest text", experiment);
-        }
-        if (opt->resume) {
-            RunRow row;
-            const char *uid = opt->resume_uid ? opt->resume_uid : "";
-            if (uid[0]) check_uid(uid, "--resume");
-            if (!ctx->db || !(uid[0] ? rundb_run_by_uid(ctx->db, uid, &row) : rundb_latest_run(ctx->db, experiment, variant, &row)))
-                die_input("RESUME: no run %s%s%s/%s in %s to resume", uid[0] ? uid : "of ", uid[0] ? " (" : "",
-                          experiment, variant, opt->use_db ? cfg->run.db : "(--no-db)");
-            if (uid[0] && (strcmp(row.experiment, experiment) || strcmp(row.variant, variant)))
-                die_input("RESUME: run %s is of %s/%s, not of %s/%s", uid, row.experiment, row.variant, experiment, variant);
-            if (!strcmp(row.status, RUNDB_END_STATUS[RUN_END_COMPLETED]) && row.last_step >= cfg->train.steps) {
-                printf("run %s (%s/%s, run_id %lld) already completed its %d steps: nothing to do "
-                       "(raise train.steps to continue it)\n", row.uid, experiment, variant, (long long)row.id, row.last_step);
-                noop = 1;
-            } else {
-                char where[1200];
-                snprintf(where, sizeof where, "%s: run %lld", cfg->run.db, (long long)row.id);
-                check_uid(row.uid, where);
-                xsnprintf(ctx->uid, sizeof ctx->uid, "%s", row.uid);
-                xsnprintf(ctx->ckpt_dir, sizeof ctx->ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx->uid);
-                check_run_dir_not_link(ctx->ckpt_dir);
-                ensure_writable_dir(ctx->ckpt_dir, "run.checkpoint_dir");
-                lock_run_dir(ctx->ckpt_dir, ctx->uid);
-                int n_damaged = 0;
-                if (!checkpoint_latest_good(ctx->ckpt_dir, ctx->resume_path, sizeof ctx->resume_path, &resume_step, NULL, &n_damaged)) {
-                    // None there. A run that never wrote one (stopped before its first checkpoint) trains
-                    // again from step 0 as the same run (its row, uid and folder): never a second run
-                    // beside an orphaned first. One whose checkpoints are damaged, or recorded and gone,
-                    // is refused: starting it again would discard its recorded steps.
-                    char recorded[1500];
-                    int rec_step = rundb_last_checkpoint(ctx->db, row.id, recorded, sizeof recorded);
-                    if (n_damaged)
-                        die_input("RESUME: run %s has no checkpoint that verifies in %s (%d damaged: see the warnings above)",
-                                  ctx->uid, ctx->ckpt_dir, n_damaged);
-                    if (rec_step >= 0)
-                        die_input_hint("restore the run's checkpoint folder (or its newest checkpoint), or start a new run (without --resume)",
-                                       "RESUME: run %s has no checkpoint in %s, but %s records its checkpoint of step %d (%s): "
-                                       "its checkpoints were moved or deleted; starting it again from step 0 would discard its "
-                                       "recorded steps", ctx->uid, ctx->ckpt_dir, cfg->run.db, rec_step, recorded);
-                    ctx->restart = 1;
-                    ctx->restart_stopped_at = row.last_step;
-                    ctx->restart_config = rundb_run_config(ctx->db, row.id);
-                    char name[400];
-                    snprintf(name, sizeof name, "run %s", ctx->uid);
-                    check_same_model(name, "was started with", "its recorded configuration", cfg, ctx->restart_config);
-                }
-                // Rows lost to a failing database (a full disk) are recomputed: the resume
-                // starts from a checkpoint whose steps all have their rows.
-                int rows_upto = ctx->db ? rundb_steps_contiguous(ctx->db, row.id) : (int)resume_step;
-                if (!ctx->restart && resume_step > rows_upto) {
-                    CheckpointEntry *all;
-                    int n = checkpoint_list(ctx->ckpt_dir, &all);
-                    char why[1300], newest[1500];
-                    snprintf(newest, sizeof newest, "%s", ctx->resume_path);
-                    ctx->resume_path[0] = 0;
-                    for (int i = n - 1; i >= 0 && !ctx->resume_path[0]; i--)
-                        if (all[i].step <= rows_upto && checkpoint_verify(all[i].path, why, sizeof why)) {
-                            xsnprintf(ctx->resume_path, sizeof ctx->resume_path, "%s", all[i].path);
-                            resume_step = all[i].step;
-                        }
-                    free(all);
-                    if (!ctx->resume_path[0])
-                        die_input_hint("start a new run (without --resume): this one cannot be completed truthfully",
-                                       "RESUME: run %s: %s has the step rows only up to step %d, and no checkpoint at or before "
-                                       "it verifies (the newest, %s, is later); resuming would record a run with missing rows",
-                                       ctx->uid, cfg->run.db, rows_upto, newest);
-                    fprintf(stderr, "warning: %s has the step rows of run %s only up to step %d (rows were lost: a full disk?); "
-                            "resuming from %s (step %lld) so that the lost steps are recomputed\n",
-                            cfg->run.db, ctx->uid, rows_upto, ctx->resume_path, (long long)resume_step);
-                }
-                ctx->resume_run = row.id;
-                ctx->launch_id = row.launch_id;
-                ctx->resumed_peak = row.peak_gflops;   // host peak x hosts (divided below)
-            }
-        } else {
-            char stamp[32]; time_t now = time(NULL); struct tm tmv; gmtime_r(&now, &tmv);
-            strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
-            char alias[64];   // a long (grid) variant name: its short alias in the uid and folder name
-            store_variant_alias(variant, alias, sizeof alias);
-            new_run_uid(ctx->uid, sizeof ctx->uid, experiment, alias, stamp);
-            check_uid(ctx->uid, "the new run");
-            xsnprintf(ctx->ckpt_dir, sizeof ctx->ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, ctx->uid);
-            check_run_dir_not_link(ctx->ckpt_dir);
-            ensure_writable_dir(ctx->ckpt_dir, "run.checkpoint_dir");
-            xsnprintf(ctx->new_dirs[0], sizeof ctx->new_dirs[0], "%s", ctx->ckpt_dir);
-            lock_run_dir(ctx->ckpt_dir, ctx->uid);
-        }
-        if (!noop && cfg->run.dump_steps[0]) {
-            char dd[1400];
-            dump_dir(dd, sizeof dd, ctx, cfg);
-            ensure_writable_dir(dd, cfg->run.dump_dir[0] ? "run.dump_dir" : "run.checkpoint_dir");
-            if (cfg->run.dump_dir[0]) {
-                // never inside run.checkpoint_dir except below this run's own folder
-                char rd[PATH_MAX], rc_[PATH_MAX], own[PATH_MAX];
-                if (realpath(dd, rd) && realpath(cfg->run.checkpoint_dir, rc_) && realpath(ctx->ckpt_dir, own)) {
-                    size_t lc = strlen(rc_), lo = strlen(own);
-                    int in_ckpt = !strncmp(rd, rc_, lc) && (rd[lc] == '/' || !rd[lc]);
-                    int in_own = !strncmp(rd, own, lo) && (rd[lo] == '/' || !rd[lo]);
-                    if (in_ckpt && !in_own)
-                        die_input_hint("set run.dump_dir outside run.checkpoint_dir (or leave it unset: <run folder>/dumps)",
-                                       "run.dump_dir=%s is inside run.checkpoint_dir (%s) but not inside this run's folder; "
-                                       "a run never writes into another run's checkpoints", cfg->run.dump_dir, cfg->run.checkpoint_dir);
-                }
-            }
-            if (!ctx->resume_run) xsnprintf(ctx->new_dirs[1], sizeof ctx->new_dirs[1], "%s", dd);
+        RunRequest rq = {
+            .cfg = cfg, .experiment = ctx->experiment, .variant = ctx->variant,
+            .manifest_sha256 = opt->manifest ? opt->manifest->sha256 : NULL,
+            .resume = opt->resume, .resume_uid = opt->resume_uid, .launch_id = opt->launch_id,
+        };
+        RunPlan plan;
+        if (plan_run(ctx->db, &rq, &plan)) die_input_hint(plan.refusal.hint[0] ? plan.refusal.hint : NULL, "%s", plan.refusal.message);
+        if (plan.warning[0]) fprintf(stderr, "%s\n", plan.warning);
+        noop = plan.noop;
+        if (noop)
+            printf("run %s (%s/%s, run_id %lld) already completed its %d steps: nothing to do "
+                   "(to continue it: raise train.steps and --allow-change train.steps, which stretches its schedule)\n",
+                   plan.row.uid, ctx->experiment, ctx->variant,
+                   (long long)plan.row.id, plan.row.last_step);
+        xsnprintf(ctx->uid, sizeof ctx->uid, "%s", plan.uid);
+        xsnprintf(ctx->ckpt_dir, sizeof ctx->ckpt_dir, "%s", plan.ckpt_dir);
+        xsnprintf(ctx->resume_path, sizeof ctx->resume_path, "%s", plan.resume_path);
+        memcpy(ctx->new_dirs, plan.new_dirs, sizeof ctx->new_dirs);
+        ctx->resume_run = plan.resume_run;
+        if (plan.resume_run) ctx->launch_id = plan.launch_id;
+        ctx->resumed_peak = plan.resumed_peak;
+        ctx->restart = plan.restart;
+        ctx->restart_stopped_at = plan.restart_stopped_at;
+        ctx->resume_config = plan.resume_config;   // (the context frees it)
+        plan.resume_config = NULL;
+        plan_run_free(&plan);
+        if (ctx->resume_run) {
+            // What the run resumes with against what it ran with: every change printed; the
+            // model, and the run's meaning unless allowed, refused (config/config_diff.h).
+            char run_name[300];
+            snprintf(run_name, sizeof run_name, "run %s", ctx->uid);
+            ResumeSource src = ctx->restart ? (ResumeSource){ run_name, "was started with", "its recorded configuration" }
+                                            : (ResumeSource){ ctx->resume_path, "was written by", "the checkpoint" };
+            ctx->resume_changes = config_resume_changes(ctx->resume_config, cfg, opt->allow_change, opt->n_allow_change, &src, stdout);
         }
     }
     broadcast_bytes(comm, &noop, sizeof noop);
@@ -631,6 +393,20 @@ static int run_decide(RunCtx *ctx) {
     broadcast_bytes(comm, ctx->ckpt_dir, sizeof ctx->ckpt_dir);
     broadcast_bytes(comm, ctx->resume_path, sizeof ctx->resume_path);
     return 1;
+}
+
+// A resume with another configuration: the one in effect from `step` (a config_change
+// event, what the run_config view reads) and the changes of the run's meaning that were
+// allowed, with the flag that allowed them (a warning event).
+static void record_config_change(RunCtx *ctx, int step) {
+    if (ctx->resume_config && strcmp(ctx->resume_config, ctx->config_json))
+        rundb_event(ctx->db, ctx->run_id, step, "config_change", ctx->config_json);
+    if (ctx->resume_changes) {
+        char *d = xmalloc(strlen(ctx->resume_changes) + 128);
+        sprintf(d, "resumed with changes of the run's meaning, allowed by --allow-change: %s", ctx->resume_changes);
+        rundb_event(ctx->db, ctx->run_id, step, "warning", d);
+        free(d);
+    }
 }
 
 // Every rank: the trainer on this run's grid and back end, the peak, the resumed state.
@@ -657,8 +433,7 @@ static void run_start_trainer(RunCtx *ctx) {
     if (ctx->resume_path[0]) {
         ModelState full; model_state_init(&full, &cfg->model, STATE_PARAMS | STATE_OPTIM);
         CheckpointMeta meta;
-        checkpoint_read(ctx->resume_path, &full, &meta);
-        check_same_model(ctx->resume_path, "was written by", "the checkpoint", cfg, meta.config_json);
+        checkpoint_read(ctx->resume_path, &full, &meta);   // (its configuration was compared in run_decide)
         check_finite_state(ctx->resume_path, &full);
         trainer_scatter_state(tr, &full);
         tr->step = (int)meta.step; tr->tokens_seen = meta.tokens_seen; tr->samples_seen = meta.samples_seen;
@@ -667,8 +442,7 @@ static void run_start_trainer(RunCtx *ctx) {
             if (ctx->db) {
                 rundb_resume_run(ctx->db, ctx->resume_run, (int)meta.step, opt->overrides, opt->n_overrides);
                 ctx->run_id = ctx->resume_run;
-                if (meta.config_json && strcmp(meta.config_json, ctx->config_json))
-                    rundb_event(ctx->db, ctx->run_id, (int)meta.step, "config_change", ctx->config_json);
+                record_config_change(ctx, (int)meta.step);
             }
         }
         checkpoint_meta_free(&meta);
@@ -679,8 +453,7 @@ static void run_start_trainer(RunCtx *ctx) {
                ctx->uid, ctx->restart_stopped_at, cfg->run.checkpoint_every, (long long)ctx->resume_run);
         rundb_resume_run(ctx->db, ctx->resume_run, 0, opt->overrides, opt->n_overrides);
         ctx->run_id = ctx->resume_run;
-        if (ctx->restart_config && strcmp(ctx->restart_config, ctx->config_json))
-            rundb_event(ctx->db, ctx->run_id, 0, "config_change", ctx->config_json);
+        record_config_change(ctx, 0);
     }
 }
 
@@ -901,7 +674,7 @@ static void run_free(RunCtx *ctx) {
     ctx->db = NULL;
     if (ctx->full) { model_state_free(ctx->full); free(ctx->full); }
     if (ctx->trainer_up) trainer_free(&ctx->tr);
-    free(ctx->config_json); free(ctx->manifest_text); free(ctx->restart_config);
+    free(ctx->config_json); free(ctx->manifest_text); free(ctx->resume_config); free(ctx->resume_changes);
 }
 
 // ---- the run: setup, step loop, teardown ---------------------------------------------------

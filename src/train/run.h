@@ -34,6 +34,8 @@ typedef struct {
     int use_db;                    // record in run.db (0: --no-db, stdout only)
     const char *const *overrides;  // the --set strings in effect (a resume: stored ones, then new ones)
     int n_overrides;
+    const char *const *allow_change; // a resume: keys whose change of the run's meaning is allowed
+    int n_allow_change;              // (--allow-change KEY; config/config_diff.h)
     int64_t launch_id;             // the launch (exp) this run belongs to; 0 = run by hand
     int repeat_index;              // its repetition inside the launch (REPEAT=N)
     double peak_gflops;            // sgemm peak of one host with all its cores, measured once by the
