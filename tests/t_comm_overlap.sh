@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# t_comm_overlap.sh — communication off the compute stream changes no bit (docs/parallelism.md,
+# "Overlap"). Each case trains two steps of two micro-batches at tp 2 × dp 2 (4 ranks) twice:
+# parallel.overlap true (the data-parallel reduction of each gradient bucket started in the
+# last backward, the TP collectives started beside GEMMs, non-blocking MPI) and false (every
+# collective completed where it is started: the blocking form). The step dumps (loss, weights,
+# gradients before each update) and the checkpoint after step 2 (weights, AdamW moments) must
+# be bit-identical (compare_h5.py --exact), and the logs' numbers equal (losses, gradient
+# norms, communication counts; timings dropped).
+#
+# The cases are generated: every model.linear kind (dense, cola, svd, lax) with every BOOST
+# switch its tensor-parallel scheme takes (cola/svd: BTP with online RMSNorm, grouping and
+# the low-rank checkpoint; dense and lax: Vanilla-TP, which the switches need BTP for), crossed
+# with the two ways a bucket is reduced (all-reduce; ZeRO-1's reduce-scatter along the DP
+# slices) and, for half of them, sequence parallelism (which changes the TP collectives that
+# overlap: reduce-scatters in place of all-reduces), the half taken by the case's index so
+# every kind meets both.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMP_NUM_THREADS=1
+PY=/usr/bin/python3
+if [ ! -x "$BUILD/train" ]; then fail comm_overlap_build "$BUILD/train not built (make $BUILD/train)"; exit 0; fi
+if ! command -v mpirun >/dev/null; then fail comm_overlap_mpirun "mpirun not found (Debian: openmpi-bin)"; exit 0; fi
+if ! $PY -c 'import h5py' 2>/dev/null; then skip comm_overlap "no h5py for $PY (analysis/compare_h5.py)"; exit 0; fi
+
+switches_of() {  # the BOOST switches a linear kind takes (as --set arguments)
+    case $1 in
+        cola|svd) echo "--set boost.btp=true --set boost.online_rmsnorm=true --set boost.grouping=true --set boost.lowrank_ckpt=true" ;;
+        *) echo "--set boost.btp=false" ;;
+    esac
+}
+cfg() {  # KIND -> $TMP/KIND.yaml
+    cat > "$TMP/$1.yaml" <<YAML
+model: {linear: $1, vocab_size: 256, n_layers: 2, d_model: 32, n_heads: 4, n_kv_heads: 4, d_ff: 48, seq_len: 16, rank_attn: 8, rank_mlp: 8}
+data: {dataset: kjv, cache_dir: $TMP/cache}
+train: {batch_size: 4, grad_accum: 2, steps: 2, lr: 1e-2, warmup_steps: 0, threads: 1, val_batches: 1}
+run: {dump_steps: "1,2"}
+YAML
+    [ "$1" = dense ] && sed -i 's/, rank_attn: 8, rank_mlp: 8//' "$TMP/$1.yaml"
+}
+run() {  # NAME KIND OVERLAP [--set ...]
+    local name=$1 kind=$2 ov=$3; shift 3
+    local d="$TMP/$name-$ov"
+    timeout 300 mpirun -np 4 "$BUILD/train" "$TMP/$kind.yaml" --no-db --set parallel.tp=2 --set parallel.dp=2 \
+        --set parallel.overlap="$ov" --set run.dump_dir="$d/dump" --set run.checkpoint_dir="$d/ckpt" "$@" \
+        </dev/null >"$d.log" 2>&1
+}
+numbers_of() {  # losses, norms, counts: the log without timings, paths and the switch itself
+    sed -E -e 's/\b[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?[mun]?s\b/Ns/g' \
+        -e 's/^step +([0-9]+)\/([0-9]+) \| (loss [0-9.]+) \| lr ([^|]+)\| (norm +[0-9.]+) .*/step \1 of \2 \3 lr \4 \5/' "$1" |
+        grep -v -E '/|^run |^overrides:|^(data|bpe): |overlap|tok/s|MFU|elapsed'
+}
+compare_case() {  # NAME: overlap true against false
+    local name=$1 a="$TMP/$1-true" b="$TMP/$1-false" f fb rel g out n=0
+    for f in "$b"/dump/*.h5 "$b"/ckpt/*/*.h5; do
+        [ -e "$f" ] || { echo "no files under $b"; return 1; }
+        rel=${f#"$b/"}
+        if [ "${rel%%/*}" = ckpt ]; then fb=$(ls "$a"/ckpt/*/"$(basename "$f")" 2>/dev/null); g=model,optimizer
+        else fb="$a/$rel"; g=model,grads,loss; fi
+        [ -e "$fb" ] || { echo "$rel missing with overlap"; return 1; }
+        out=$($PY "$ROOT/analysis/compare_h5.py" "$fb" "$f" --groups "$g" --exact 2>&1) || { echo "$rel: $(tail -3 <<<"$out" | tr '\n' ' ')"; return 1; }
+        n=$((n + 1))
+    done
+    if ! diff <(numbers_of "$a.log") <(numbers_of "$b.log") >"$TMP/$name.diff"; then
+        echo "the logs' numbers differ: $(head -6 "$TMP/$name.diff" | tr '\n' ' ')"; return 1
+    fi
+    echo "$n files"
+}
+
+i=0
+for kind in dense cola svd lax; do
+    cfg "$kind"
+    for reduce in allreduce zero1; do
+        sets=($(switches_of "$kind"))
+        name="${kind}_$reduce"
+        [ $reduce = zero1 ] && sets+=(--set parallel.zero1=true)
+        if [ $(((i + ${#kind}) % 2)) = 1 ]; then
+            sets+=(--set parallel.sequence_parallel=true); name="${name}_sp"
+        fi
+        i=$((i + 1))
+        test="comm_overlap_bit_identical_${name}_tp2_dp2"
+        ok=1
+        for ov in true false; do
+            if ! run "$name" "$kind" "$ov" "${sets[@]}"; then
+                fail "$test" "the run with parallel.overlap $ov failed: $(tail -2 "$TMP/$name-$ov.log" | tr '\n' ' ')"; ok=0; break
+            fi
+        done
+        [ $ok = 1 ] || continue
+        if r=$(compare_case "$name"); then pass "$test ($r bit-identical, logs' numbers equal)"
+        else fail "$test" "$r"; fi
+    done
+done
