@@ -156,19 +156,22 @@ static double timer_start(Comm *c, const CommBackend *be) {
     return MPI_Wtime();
 }
 // A collective timed on the host is remembered, per group in call order, for comm_measure_waits
-// (sends and receives are not: a pipeline's peers make different calls).
+// (sends and receives are not: a pipeline's peers make different calls). A started call is
+// remembered at its wait, with the host's time in its start and wait (every member waits for
+// the same calls in the same order).
+static void remember_timed(Comm *c, CommGroup g, size_t cell, double seconds) {
+    if (c->n_timed[g] == c->cap_timed[g]) {
+        c->cap_timed[g] = c->cap_timed[g] ? 2 * c->cap_timed[g] : 64;
+        c->timed[g] = realloc(c->timed[g], (size_t)c->cap_timed[g] * sizeof *c->timed[g]);
+        CHECK(c->timed[g], "out of memory");
+    }
+    c->timed[g][c->n_timed[g]++] = (struct CommTimedCall){ cell, seconds };
+}
 static double timer_stop(Comm *c, const CommBackend *be, double t0, CommKind k, CommPhase phase, CommGroup g, int layer) {
     if (c->is_virtual || c->account_only) return 0.0;
     if (be->time_end) { be->time_end(c, cell_index(c, k, phase, g, layer)); return 0.0; }
     double dt = MPI_Wtime() - t0;
-    if (k != COMM_SEND && k != COMM_RECV) {
-        if (c->n_timed[g] == c->cap_timed[g]) {
-            c->cap_timed[g] = c->cap_timed[g] ? 2 * c->cap_timed[g] : 64;
-            c->timed[g] = realloc(c->timed[g], (size_t)c->cap_timed[g] * sizeof *c->timed[g]);
-            CHECK(c->timed[g], "out of memory");
-        }
-        c->timed[g][c->n_timed[g]++] = (struct CommTimedCall){ cell_index(c, k, phase, g, layer), dt };
-    }
+    if (k != COMM_SEND && k != COMM_RECV) remember_timed(c, g, cell_index(c, k, phase, g, layer), dt);
     return dt;
 }
 
@@ -474,7 +477,10 @@ static void wait_slot(Comm *c, int i) {
     if (s->req) {
         double t0 = be->time_end ? 0.0 : MPI_Wtime();
         be->wait(c, s->req, s->cell);   // (time_end: the back end books the compute's wait in the cell)
-        if (!be->time_end) s->seconds += MPI_Wtime() - t0;
+        if (!be->time_end) {
+            s->seconds += MPI_Wtime() - t0;
+            remember_timed(c, s->group, s->cell, s->seconds);
+        }
     }
     c->stats[s->cell].seconds += s->seconds;
     notify(c, s->kind, s->phase, s->group, s->layer, s->elements, s->bytes, COMM_RECORD_WAIT, s->seq);

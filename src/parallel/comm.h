@@ -338,9 +338,10 @@ void comm_host_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int 
 // itself sums in its algorithm's order, fixed for a given call). Accounting: counted when started (the
 // same cell, elements and bytes as the blocking call); its seconds are what the caller lost
 // to it — the host's time in start and wait (MPI), or the compute stream's stall at the wait
-// (NCCL, CUDA events) — not its time on the wire, which overlapped compute. Not part of
-// comm_measure_waits' split. Size-1 groups: a local no-op (in place: nothing; in → out: a
-// copy), not counted, the handle done at once.
+// (NCCL, CUDA events) — not its time on the wire, which overlapped compute; on MPI,
+// comm_measure_waits splits those seconds as a blocking call's (less the group's least).
+// Size-1 groups: a local no-op (in place: nothing; in → out: a copy), not counted, the handle
+// done at once.
 CommHandle comm_all_reduce_start(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
                                  CommPhase phase, int layer);
 // As comm_reduce_scatter (in [g·n_chunk] → out [n_chunk]; in == out allowed).
