@@ -17,7 +17,10 @@
 # emulator refuses for a host pointer — and build/emu/train_nccl, whose ranks take the NCCL
 # code path (comm_nccl.c) on the emulator's NCCL stand-in (emu/emu_nccl.cpp), which refuses a
 # host pointer at the call as NCCL does. Both fail with the host-scalar fix of issue 18
-# reverted (docs/gpu.md, "The emulator"). Run by `make cuda-emu-test` (which builds build/emu/train),
+# reverted (docs/gpu.md, "The emulator"). The NCCL runs overlap communication (parallel.overlap,
+# the default: collectives on their own streams ordered by events); the blocking form must give
+# the same bits, and dropping one event wait must give wrong results (below, "communication off
+# the compute stream"). Run by `make cuda-emu-test` (which builds build/emu/train),
 # not by tests/run.sh: the emulator plays each CUDA thread with an OS thread, so a step
 # takes seconds, and the whole script a few minutes on 2 cores.
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
