@@ -129,6 +129,21 @@ def hostile(doc, rng):
     return d, f"{n['id']}: a computed value under another class"
 
 
+def probes(k, seed, edit, problems_of):
+    """k generated hostile edits, edit(rng) -> (edited input, what it is), each of which
+    problems_of(edited input) must refuse (a non-empty list): the ones it did not refuse, each
+    printed. Shared by the rules of the report's inputs (here and reproduce_published.py)."""
+    rng = random.Random(seed)
+    missed = []
+    for _ in range(k):
+        d, what = edit(rng)
+        if not problems_of(d):
+            missed.append(what)
+    for w in missed:
+        print(f"probe not refused: {w}")
+    return missed
+
+
 def main():
     with open(FILE) as fh:
         doc = yaml12.load(fh)
@@ -141,14 +156,7 @@ def main():
         print(f"{os.path.relpath(FILE, ROOT)}: {b}")
     if "--probe" in sys.argv:
         k = int(sys.argv[sys.argv.index("--probe") + 1])
-        rng = random.Random(33)
-        missed = []
-        for _ in range(k):
-            d, what = hostile(doc, rng)
-            if not check(d, notes):
-                missed.append(what)
-        for w in missed:
-            print(f"probe not refused: {w}")
+        missed = probes(k, 33, lambda rng: hostile(doc, rng), lambda d: check(d, notes))
         bad += missed
         print(f"provenance: {k} generated hostile edits, {k - len(missed)} refused")
     print(f"provenance: {'OK' if not bad else f'{len(bad)} problem(s)'} ({len(doc['numbers'])} values; notes "

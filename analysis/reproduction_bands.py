@@ -107,6 +107,10 @@ CONSTANTS = [
     ("op_overhead_s", "per-op overhead (kernel launch)", "0 s",
      [("5 µs", _set_root("op_overhead_s", 5e-6))],
      "0 = none; eager PyTorch launches cost a few µs per kernel when the GPU waits on the host"),
+    ("launch_s", "the host's launch of one kernel or collective (the launch queue)", "5 µs",
+     [("0 (no queue: the model before round 2)", _set_root("launch_s", 0)), ("20 µs", _set_root("launch_s", 20e-6))],
+     "the range of the CPU-side launch in PyTorch training traces, 5-20 µs [HTA] (docs/performance-model.md §12, 1.): "
+     "its lower end for this engine's C host, its upper end; 0 is the model before the queue was priced"),
     ("size_curve", "collective bandwidth by message size", "the measured 8-GPU curve",
      [("none (α-β)", _drop_size_curve)],
      "the measured curve (§11, 1.) against NCCL's α-β tuning model alone (the model before it)"),

@@ -752,6 +752,129 @@ TEST(pipeline_transfers_and_uneven_stages) {
     EXPECT(t1 > t0, "transfers: %.3f vs %.3f", t1, t0);
 }
 
+// ---- round 2: the launch queue, FlashAttention v1, interleaved schedules ----------------------
+
+TEST(launch_queue) {
+    // generated sequences of op times against the two clocks written out here: the host issues a
+    // call every L seconds, the device runs it when issued and free; a call is priced its own time
+    // plus the device's wait. Closed forms: n calls shorter than L take n·L + t_last; a long call
+    // first lets the host run ahead.
+    char text[4096], err[1024];
+    HwProfile p, q = small_profile();
+    patched(text, sizeof text, "queue", 10, "op_overhead_s: 0\nlaunch_s: 5e-6");
+    EXPECT(load_text("queue", text, &p, err, sizeof err) == 0, "%s", err);
+    EXPECT(p.launch_s == 5e-6 && q.launch_s == 0, "the key, optional");
+    expect_refused("queue_neg", 10, "op_overhead_s: 0\nlaunch_s: -1e-6", "launch_s");
+    uint64_t st = 5;
+    for (int c = 0; c < 30; c++) {
+        SimTracer t, u;
+        sim_tracer_init(&t, &p, SP_BF16, 1, 1, 1, 0, 0, 0, 1);
+        sim_tracer_init(&u, &q, SP_BF16, 1, 1, 1, 0, 0, 0, 1);
+        int n = 1 + (int)((st = st * 6364136223846793005ULL + 1442695040888963407ULL) >> 33) % 40;
+        double host = 0, dev = 0, plain = 0, wait = 0;
+        for (int i = 0; i < n; i++) {
+            st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+            double bytes = 1e3 * pow(10, (double)((st >> 40) % 6));   // 1 ns ... 100 µs at 1e12 B/s
+            OpInfo m = { .name = "add", .cls = OPC_MEMORY, .flops = 1, .bytes = bytes };
+            double k = sim_op_time(&q, SP_BF16, &m);
+            host += 5e-6;
+            double w = host > dev ? host - dev : 0;
+            dev += w + k;
+            wait += w;
+            plain += k;
+            sim_tracer_op(&t, &m);
+            sim_tracer_op(&u, &m);
+        }
+        SimCost a = sim_tracer_take(&t), b = sim_tracer_take(&u);
+        EXPECT(close_rel(a.compute_s, dev, 1e-12) && close_rel(a.launch_wait_s, wait, 1e-12), "case %d: %g vs %g", c, a.compute_s, dev);
+        EXPECT(b.compute_s == plain && b.launch_wait_s == 0, "without launch_s: the plain sum, bit for bit");
+        EXPECT(a.compute_s >= n * 5e-6 * (1 - 1e-12) && a.compute_s >= plain, "never below either bound");
+        // the clocks meet at a take: the next span starts fresh
+        OpInfo m = { .name = "add", .cls = OPC_MEMORY, .flops = 1, .bytes = 1e3 };
+        sim_tracer_op(&t, &m);
+        EXPECT(close_rel(sim_tracer_take(&t).compute_s, 5e-6 + 1e3 / 1e12, 1e-12), "a fresh span waits for one launch");
+        sim_tracer_free(&t);
+        sim_tracer_free(&u);
+    }
+    {   // closed forms: n short calls; one long call then n short ones (the host ran ahead)
+        SimTracer t;
+        sim_tracer_init(&t, &p, SP_BF16, 1, 1, 1, 0, 0, 0, 1);
+        OpInfo sh = { .name = "add", .cls = OPC_MEMORY, .flops = 1, .bytes = 1e6 };   // 1 µs
+        OpInfo lg = { .name = "add", .cls = OPC_MEMORY, .flops = 1, .bytes = 1e9 };   // 1 ms
+        for (int i = 0; i < 10; i++) sim_tracer_op(&t, &sh);
+        EXPECT(close_rel(sim_tracer_take(&t).compute_s, 10 * 5e-6 + 1e-6, 1e-12), "10 short calls: 10 launches + the last");
+        sim_tracer_op(&t, &lg);
+        for (int i = 0; i < 10; i++) sim_tracer_op(&t, &sh);
+        EXPECT(close_rel(sim_tracer_take(&t).compute_s, 5e-6 + 1e-3 + 10 * 1e-6, 1e-12), "after a long call: no wait");
+        // a collective is a launch too
+        CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 0, 2, 10, 20, COMM_RECORD_CALL, 0 };
+        SimTracer v;
+        sim_tracer_init(&v, &p, SP_BF16, 2, 1, 1, 0, 0, 0, 1);
+        sim_tracer_comm(&v, &ar);
+        sim_tracer_comm(&v, &ar);
+        SimPlacement tp = { 2, 1, 2 };
+        double one = sim_collective_time(&p, COMM_ALL_REDUCE, 20, tp);
+        EXPECT(close_rel(sim_tracer_take(&v).comm_s, 5e-6 + 2 * one + (one < 5e-6 ? 5e-6 - one : 0), 1e-12), "two collectives queued");
+        sim_tracer_free(&v);
+        sim_tracer_free(&t);
+    }
+    hw_free(&p);
+    hw_free(&q);
+}
+
+TEST(flash1_attention) {
+    // FlashAttention v1 = the flash pricing on a profile whose efficiencies are halved (generated
+    // records, compute- and memory-bound); the tracer uses it when told
+    HwProfile p = small_profile(), h = small_profile();
+    h.attention[SP_BF16].forward *= 0.5;
+    h.attention[SP_BF16].backward *= 0.5;
+    uint64_t st = 77;
+    for (int c = 0; c < 20; c++) {
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        double fl = 1e6 * pow(10, (double)((st >> 33) % 7)), by = 1e3 * pow(10, (double)((st >> 40) % 7));
+        OpInfo a = { .name = (st >> 50) & 1 ? "attention_backward" : "attention_forward", .cls = OPC_ATTENTION, .flops = fl, .bytes = by,
+                     .M = 4, .N = 256, .K = 64 };
+        EXPECT(close_rel(sim_attention_kernel_time(&p, SP_BF16, &a, SIM_ATT_FLASH1), sim_op_time(&h, SP_BF16, &a), 1e-12),
+               "%s flops %g bytes %g", a.name, fl, by);
+        EXPECT(sim_attention_kernel_time(&p, SP_BF16, &a, SIM_ATT_FLASH) == sim_op_time(&p, SP_BF16, &a), "flash is the op time");
+    }
+    SimTracer t;
+    sim_tracer_init(&t, &p, SP_BF16, 1, 1, 1, 0, 0, 0, 1);
+    t.attention = SIM_ATT_FLASH1;
+    OpInfo a = { .name = "attention_forward", .cls = OPC_ATTENTION, .flops = 1e12, .bytes = 1e6, .M = 8, .N = 1024, .K = 128 };
+    sim_tracer_op(&t, &a);
+    EXPECT(close_rel(sim_tracer_take(&t).compute_s, 2 * sim_op_time(&p, SP_BF16, &a), 1e-12), "compute-bound: twice the time");
+    EXPECT(!strcmp(sim_attention_kernel_name(SIM_ATT_FLASH1), "flash1"), "its name");
+    sim_tracer_free(&t);
+    hw_free(&h);
+    hw_free(&p);
+}
+
+TEST(pipeline_interleaved_closed_form) {
+    // generated uniform pipelines: this engine's 1F1B simulated, then the interleaved pricing of its
+    // critical stage must give Narayanan et al.'s m·(f+b) + (p−1)·(f+b)/v; v = 1 is the step itself
+    uint64_t st = 91;
+    for (int c = 0; c < 30; c++) {
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        int P = 2 + (int)(st >> 33) % 7, M = P * (1 + (int)(st >> 40) % 4), v = 1 + (int)(st >> 50) % 4;
+        double f[8], b[8], fb = 0.5 + (double)((st >> 20) % 8);
+        for (int i = 0; i < P; i++) { f[i] = fb / 3; b[i] = 2 * fb / 3; }
+        SimStageTime tm[8];
+        double step = run_pipe(P, M, f, b, 0, tm);
+        EXPECT(sim_pipeline_interleaved(step, tm[0].wait_s, tm[0].xfer_s, 1) == step, "v = 1");
+        for (int i = 0; i < P; i++) {
+            double iv = sim_pipeline_interleaved(step, tm[i].wait_s, tm[i].xfer_s, v);
+            EXPECT(close_rel(iv, M * fb + (P - 1) * fb / v, 1e-12), "P %d M %d v %d stage %d: %g vs %g", P, M, v, i, iv,
+                   M * fb + (P - 1) * fb / v);
+        }
+        // transfers are counted v times
+        double x = 0.01 * fb;
+        step = run_pipe(P, M, f, b, x, tm);
+        double iv = sim_pipeline_interleaved(step, tm[0].wait_s, tm[0].xfer_s, v);
+        EXPECT(close_rel(iv, step - (1 - 1.0 / v) * tm[0].wait_s + (v - 1) * tm[0].xfer_s, 1e-15), "with transfers");
+    }
+}
+
 // ---- trace and report ------------------------------------------------------------------------
 
 TEST(tracer_prices_records) {
@@ -1029,6 +1152,19 @@ TEST(simulate_refuses_bad_input) {
            "fp32 on a100: %s", out);
     snprintf(cmd, sizeof cmd, "build/simulate %s --hardware h200-1 --set train.precision=bf16", m);   // tp 4 on one GPU
     EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "no inter-node link"), "tp 4 on h200-1: %s", out);
+    // a published system's interleaved schedule and FlashAttention v1: never recorded as this engine's
+    // run, and the schedule only where Megatron's conditions hold (pp > 1, whole chunks, whole rounds)
+    snprintf(cmd, sizeof cmd, "build/simulate %s --hardware a100-80gb-node4 --virtual-stages 2", m);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "needs pp > 1"), "interleaved at pp 1: %s", out);
+    const char *t = "experiments/ablation-btp.yaml --variant btp --hardware cpu-local --set parallel.pp=2";
+    snprintf(cmd, sizeof cmd, "build/simulate %s --set train.grad_accum=3 --virtual-stages 2", t);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "divisible by pp"), "3 micro-batches on 2 stages: %s", out);
+    snprintf(cmd, sizeof cmd, "build/simulate %s --set train.grad_accum=4 --virtual-stages 3", t);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "pp x V = 6 equal chunks"), "4 layers in 6 chunks: %s", out);
+    snprintf(cmd, sizeof cmd, "build/simulate %s --set train.grad_accum=4 --virtual-stages 2 --record", t);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "does not go with --record"), "interleaved recorded: %s", out);
+    snprintf(cmd, sizeof cmd, "build/simulate %s --attention-kernel flash1 --record", t);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "does not go with --record"), "flash1 recorded: %s", out);
 }
 
 // A recipe variant end to end: the split adds up to the step. The dry trace must be complete
@@ -1054,6 +1190,8 @@ TEST(simulate_7b_boost_a100) {
 }
 TEST(simulate_tiny_pp2_cpu_local) {
     simulate_case("experiments/ablation-btp.yaml --variant btp --hardware cpu-local --set parallel.pp=2 --set train.grad_accum=4");
+    simulate_case("experiments/ablation-btp.yaml --variant btp --hardware cpu-local --set parallel.pp=2 --set train.grad_accum=4 "
+                  "--virtual-stages 2");
 }
 
 int main(void) {
@@ -1078,6 +1216,9 @@ int main(void) {
     RUN(pipeline_uniform_closed_form);
     RUN(pipeline_matches_the_engine_schedule_simulation);
     RUN(pipeline_transfers_and_uneven_stages);
+    RUN(launch_queue);
+    RUN(flash1_attention);
+    RUN(pipeline_interleaved_closed_form);
     RUN(tracer_prices_records);
     RUN(tracer_started_calls_exposure);
     RUN(report_split_and_mfu);

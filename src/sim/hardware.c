@@ -491,7 +491,7 @@ static void parse_link(Ctx *c, HwLink *l, const YamlNode *map, int line, const c
 
 static void parse_root(Ctx *c, HwProfile *p, const YamlNode *root) {
     static const char *const keys[] = { "profile_version", "name", "description", "device", "ranks_per_node",
-        "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "sm_count",
+        "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "launch_s", "sm_count",
         "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", "rank_share", "op_rates", NULL };
     static const char *const required[] = { "profile_version", "name", "description", "device", "ranks_per_node",
         "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "sm_count",
@@ -518,6 +518,7 @@ static void parse_root(Ctx *c, HwProfile *p, const YamlNode *root) {
     p->memory_efficiency = num_key(c, root, 1, "", "memory_efficiency", 0, 1, 1);
     p->host_bandwidth = num_key(c, root, 1, "", "host_bandwidth", 0, 1, 1e16);
     p->op_overhead_s = num_key(c, root, 1, "", "op_overhead_s", 0, 0, 1);
+    if (lookup(root, "launch_s")) p->launch_s = num_key(c, root, 1, "", "launch_s", 0, 0, 1);
     p->sm_count = int_key(c, root, 1, "", "sm_count", 0, 1 << 20);
     p->all_reduce_algorithm = (AllReduceAlgo)enum_key(c, root, 1, "all_reduce_algorithm", "all_reduce_algorithm", algos);
     const YamlNode *share = lookup(root, "rank_share");

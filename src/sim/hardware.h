@@ -15,6 +15,8 @@
 //   memory_efficiency: 1.0                # fraction of memory_bandwidth they reach
 //   host_bandwidth: 32e9                  # bytes/s, host <-> device transfers
 //   op_overhead_s: 0                      # fixed cost per op (kernel launch, call)
+//   launch_s: 5e-6                        # optional: host seconds to issue one kernel or collective
+//                                         # (the launch queue, sim.h); default 0 = no queue
 //   sm_count: 108                         # roofline GEMMs: wave quantization (0 = off)
 //   peak_flops: {fp32: 19.5e12, tf32: 156e12, bf16: 312e12}
 //   gemm:                                 # one entry per precision that has a model
@@ -149,6 +151,7 @@ typedef struct {
     int ranks_per_node;
     double memory_bytes;
     double memory_bandwidth, memory_efficiency, host_bandwidth, op_overhead_s;
+    double launch_s;                      // host seconds per issued kernel or collective; 0: no queue
     int sm_count;
     double peak_flops[SP_COUNT];          // 0 = not given
     HwGemm gemm[SP_COUNT];

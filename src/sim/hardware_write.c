@@ -40,6 +40,7 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
     fprintf(f, "memory_bytes: %.6g\nmemory_bandwidth: %.6g\nmemory_efficiency: %.6g\nhost_bandwidth: %.6g\n"
                "op_overhead_s: %.6g\nsm_count: %d\n",
             p->memory_bytes, p->memory_bandwidth, p->memory_efficiency, p->host_bandwidth, p->op_overhead_s, p->sm_count);
+    if (p->launch_s > 0) fprintf(f, "launch_s: %.6g\n", p->launch_s);
     comment_lines(f, section(comments, HW_SEC_PEAK), "");
     fprintf(f, "peak_flops:\n");
     for (int i = 0; i < SP_COUNT; i++)

@@ -54,6 +54,16 @@ double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, do
     return (t_mem > t ? t_mem : t) + hw->op_overhead_s;
 }
 
+// A flash-attention kernel at `speed` × the profile's efficiencies (FlashAttention-2's; an op
+// whose name contains "backward" uses the backward one), under the memory roofline.
+static double flash_time(const HwProfile *hw, SimPrecision p, const OpInfo *op, double speed) {
+    const HwAttention *a = &hw->attention[p];
+    CHECK(a->present, "profile %s has no attention.%s efficiency", hw->name, sim_precision_name(p));
+    double eff = (op->name && strstr(op->name, "backward") ? a->backward : a->forward) * speed;
+    double t = op->flops / (hw->peak_flops[p] * eff), mem = op->bytes / (hw->memory_bandwidth * hw->memory_efficiency);
+    return (t > mem ? t : mem) + hw->op_overhead_s;
+}
+
 double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op) {
     const HwOpRate *named = hw_op_rate(hw, p, op->name);   // measured as itself: whole calls
     if (named) return (named->per_byte ? op->bytes : op->flops) / named->rate;
@@ -61,13 +71,8 @@ double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op) {
     switch (op->cls) {
     case OPC_GEMM:
         return sim_gemm_time(hw, p, op->M, op->N, op->K, op->count, op->flops, op->bytes);
-    case OPC_ATTENTION: {
-        const HwAttention *a = &hw->attention[p];
-        CHECK(a->present, "profile %s has no attention.%s efficiency", hw->name, sim_precision_name(p));
-        double eff = op->name && strstr(op->name, "backward") ? a->backward : a->forward;
-        double t = op->flops / (hw->peak_flops[p] * eff);
-        return (t > mem ? t : mem) + hw->op_overhead_s;
-    }
+    case OPC_ATTENTION:
+        return flash_time(hw, p, op, 1.0);
     case OPC_MEMORY:
         return mem + hw->op_overhead_s;
     case OPC_TRANSFER:
@@ -78,7 +83,7 @@ double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op) {
 }
 
 const char *sim_attention_kernel_name(SimAttentionKernel k) {
-    static const char *const names[SIM_ATT_COUNT] = { "flash", "materialized", "materialized-dropout" };
+    static const char *const names[SIM_ATT_COUNT] = { "flash", "materialized", "materialized-dropout", "flash1" };
     return (unsigned)k < SIM_ATT_COUNT ? names[k] : "?";
 }
 
@@ -109,4 +114,19 @@ double sim_attention_materialized_time(const HwProfile *hw, SimPrecision p, cons
              + 2 * bgemm(hw, p, T, hd, T, BH, c);          // dQ = dS·K, dK = dSᵀ·Q
     if (dropout) t += mem_pass(hw, (2 * c + 1) * s2);      // read dP', the mask, write dP
     return t;
+}
+
+// FlashAttention-2 "is about 2x faster than its previous version" (Dao 2023; FlashAttention v1
+// reached "25-40% of the theoretical maximum FLOPs/s"): v1 runs at half the profile's efficiencies
+// (docs/performance-model.md §12, 2.).
+#define SIM_FLASH1_SPEED 0.5
+
+double sim_attention_kernel_time(const HwProfile *hw, SimPrecision p, const OpInfo *op, SimAttentionKernel k) {
+    switch (k) {
+    case SIM_ATT_FLASH: return sim_op_time(hw, p, op);
+    case SIM_ATT_FLASH1: return flash_time(hw, p, op, SIM_FLASH1_SPEED);
+    case SIM_ATT_MATERIALIZED: return sim_attention_materialized_time(hw, p, op, 0);
+    case SIM_ATT_MATERIALIZED_DROPOUT: return sim_attention_materialized_time(hw, p, op, 1);
+    default: DIE("sim: attention kernel %d", (int)k);
+    }
 }

@@ -144,3 +144,9 @@ out:
     free(st);
     return result;
 }
+
+double sim_pipeline_interleaved(double step_s, double idle_s, double xfer_s, int v) {
+    CHECK(v >= 1 && idle_s >= 0 && xfer_s >= 0 && idle_s <= step_s, "sim_pipeline_interleaved: v %d, idle %g s, xfer %g s, step %g s",
+          v, idle_s, xfer_s, step_s);
+    return step_s - (1.0 - 1.0 / v) * idle_s + (v - 1) * xfer_s;
+}

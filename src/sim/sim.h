@@ -14,6 +14,10 @@
 //   memory ops  bytes / (bw · mem_eff);  host transfers  bytes / host_bandwidth
 //   named ops   an op listed in the profile's op_rates: flops / flop_per_s (or bytes / byte_per_s)
 //   every op    + op_overhead_s (not a table GEMM nor a named op: their timings hold the call)
+//   launches    (profiles with launch_s > 0) the host issues each op and collective in launch_s;
+//               within one action (a micro-batch's forward or backward, the head, the tail) a
+//               host and a device clock: host += launch_s; wait = max(0, host − device);
+//               device += wait + t. The op is priced t + wait (the GPU waited for the host).
 //   shared node ops / rank_share(R) with R ranks on the rank's node (a CPU host's cores)
 //   collectives α-β on the link the group's placement uses (intra-node when all its ranks
 //               share a node, else inter-node), S = the record's bytes, n = group size:
@@ -49,10 +53,13 @@ double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, do
                      double flops, double bytes);
 // Seconds of one traced op (any class). The profile must cover p (hw_check_precision).
 double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op);
-// The attention kernel a priced run uses: the engine's flash kernel, or the materialised
-// s × s scores of published systems that ran without one (docs/performance-model.md §11, 6.).
-typedef enum { SIM_ATT_FLASH, SIM_ATT_MATERIALIZED, SIM_ATT_MATERIALIZED_DROPOUT, SIM_ATT_COUNT } SimAttentionKernel;
-const char *sim_attention_kernel_name(SimAttentionKernel k);   // "flash", "materialized", "materialized-dropout"
+// The attention kernel a priced run uses: the engine's flash kernel, the materialised s × s
+// scores of published systems that ran without one (docs/performance-model.md §11, 6.), or
+// FlashAttention v1 at half the profile's (FlashAttention-2) efficiencies (§12, 2.).
+typedef enum { SIM_ATT_FLASH, SIM_ATT_MATERIALIZED, SIM_ATT_MATERIALIZED_DROPOUT, SIM_ATT_FLASH1, SIM_ATT_COUNT } SimAttentionKernel;
+const char *sim_attention_kernel_name(SimAttentionKernel k);   // "flash", "materialized", "materialized-dropout", "flash1"
+// Seconds of one attention op run as kernel k (SIM_ATT_FLASH: sim_op_time).
+double sim_attention_kernel_time(const HwProfile *hw, SimPrecision p, const OpInfo *op, SimAttentionKernel k);
 // Seconds of one attention op (OpInfo M = batch × heads, N = sequence, K = head dim) run as
 // materialised attention: Q·Kᵀ and P·V (backward: dP, dV, dQ, dK) as strided-batched GEMMs over
 // the full s × s, the scale-mask-softmax pass, with dropout its pass and one-byte mask.
@@ -85,6 +92,7 @@ typedef struct {
     double compute_s;     // ops
     double comm_s;        // collectives (TP, DP, world): what the compute waits for (exposed)
     double p2p_bytes;     // pipeline sends (PHASE_PIPELINE send records): priced by the pipeline
+    double launch_wait_s; // of compute_s + comm_s: the device waiting for the host's launches
     double flops;         // traced op FLOPs (recompute included: hardware FLOPs)
     double gemm_flops;    // of which GEMMs
     long n_ops, n_calls;
@@ -111,6 +119,7 @@ typedef struct {
     SimPlacement place[GROUP_COUNT];
     double share;                              // hw_rank_share of this rank's node: ops take 1/share as long
     SimAttentionKernel attention;              // how attention ops are priced (default: the engine's flash kernel)
+    double host_s, dev_s;                      // the launch queue's clocks within the current span
     SimCost cur, total;
     int n_layers;                              // per-layer tables: layers -1 .. n_layers-1
     double *layer_compute, *layer_comm;        // [PHASE_COUNT][n_layers + 1] seconds
@@ -147,6 +156,8 @@ void sim_tracer_comm(void *ctx, const CommRecord *r);       // CommObserver
 // backward compute that follows its start (its wait is in the optimizer), the TP collectives
 // behind the GEMMs the drivers run before their waits, and never more.
 double sim_comm_exposed(SimTracer *t, const CommRecord *r, double seconds);
+// The cost since the last take; the launch queue's clocks meet again (a span ends at a point
+// where the host waits for the device).
 SimCost sim_tracer_take(SimTracer *t);
 // Record every op and collective of `layer` from now on while `on` (the layer trace).
 void sim_tracer_trace_layer(SimTracer *t, int layer, int on);
@@ -183,11 +194,17 @@ typedef struct {
 double sim_pipeline(const SimPipeIn *in, SimStageTime *out, char *msg, size_t n);
 // Closed form for uniform stages without transfers: (M + P − 1)·(f + b).
 double sim_pipeline_uniform(int n_stages, int n_micro, double f, double b);
+// A published run's interleaved schedule with v model chunks per device, from this engine's
+// 1F1B step and its critical stage's idle time and transfer time: the bubble / v, the transfers
+// × v (Narayanan et al. SC21 §2.2.2; docs/performance-model.md §12, 3.):
+// step − (1 − 1/v)·idle + (v − 1)·xfer. v = 1 gives the step back.
+double sim_pipeline_interleaved(double step_s, double idle_s, double xfer_s, int v);
 
 // ---- report (trace.c) -----------------------------------------------------------------------
 typedef struct {
     double step_s;
     double compute_s, comm_s, p2p_s, bubble_s;   // of the reported stage; sum = step_s
+    double launch_wait_s;                        // of compute_s + comm_s: waiting for the host's launches
     double tokens_per_s;
     double model_flops;      // per step, whole grid (6·params + attention, no recompute)
     double hw_flops;         // per step, whole grid, as traced (recompute included)

@@ -67,11 +67,21 @@ static size_t layer_slot(const SimTracer *t, int phase, int layer) {
     return (size_t)phase * (size_t)(t->n_layers + 1) + (size_t)(layer + 1);
 }
 
+// The launch queue (sim.h): the seconds the device spends on a call of t seconds, its wait for
+// the host's launch included. Without launch_s the call's own seconds, bit for bit.
+static double queued(SimTracer *t, double s) {
+    if (!(t->hw->launch_s > 0)) return s;
+    t->host_s += t->hw->launch_s;
+    double wait = t->host_s > t->dev_s ? t->host_s - t->dev_s : 0;
+    t->dev_s += wait + s;
+    t->cur.launch_wait_s += wait;
+    return s + wait;
+}
+
 void sim_tracer_op(void *ctx, const OpInfo *op) {
     SimTracer *t = ctx;
-    double s = (op->cls == OPC_ATTENTION && t->attention != SIM_ATT_FLASH
-                    ? sim_attention_materialized_time(t->hw, t->prec, op, t->attention == SIM_ATT_MATERIALIZED_DROPOUT)
-                    : sim_op_time(t->hw, t->prec, op)) / t->share;
+    double s = queued(t, (op->cls == OPC_ATTENTION ? sim_attention_kernel_time(t->hw, t->prec, op, t->attention)
+                                                   : sim_op_time(t->hw, t->prec, op)) / t->share);
     t->cur.compute_s += s;
     t->clock_s += s;
     t->cur.flops += op->flops;
@@ -103,6 +113,9 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
     }
     double s = sim_comm_exposed(t, r, r->type == COMM_RECORD_WAIT ? 0.0
                                       : sim_collective_time(t->hw, r->kind, (double)r->bytes, t->place[r->group]));
+    // a blocking call waits in the launch queue as an op does; a started call runs on its own
+    // stream and its wait launches nothing on the compute stream
+    if (r->type == COMM_RECORD_CALL) s = queued(t, s);
     t->clock_s += s;
     t->cur.comm_s += s;
     t->layer_comm[layer_slot(t, r->phase, r->layer)] += s;
@@ -161,12 +174,14 @@ SimCost sim_tracer_take(SimTracer *t) {
     SimCost c = t->cur;
     t->total.compute_s += c.compute_s;
     t->total.comm_s += c.comm_s;
+    t->total.launch_wait_s += c.launch_wait_s;
     t->total.p2p_bytes += c.p2p_bytes;
     t->total.flops += c.flops;
     t->total.gemm_flops += c.gemm_flops;
     t->total.n_ops += c.n_ops;
     t->total.n_calls += c.n_calls;
     memset(&t->cur, 0, sizeof t->cur);
+    t->host_s = t->dev_s = 0;
     return c;
 }
 
@@ -179,6 +194,7 @@ void sim_report_fill(SimStepReport *r, double step_s, const SimCost *stage, doub
     r->step_s = step_s;
     r->compute_s = stage->compute_s;
     r->comm_s = stage->comm_s;
+    r->launch_wait_s = stage->launch_wait_s;
     r->p2p_s = stage_xfer_s;
     r->bubble_s = step_s - r->compute_s - r->comm_s - r->p2p_s;
     // the parts come from one stage's own time line, which the step contains
@@ -201,6 +217,9 @@ void sim_report_print(const SimStepReport *r, FILE *f) {
     fprintf(f, "  compute        %10.4f s  %5.1f%%\n", r->compute_s, 100 * r->compute_s / s);
     fprintf(f, "  communication  %10.4f s  %5.1f%%  (exposed: what the compute waits for; parallel.overlap)\n",
             r->comm_s, 100 * r->comm_s / s);
+    if (r->launch_wait_s > 0)
+        fprintf(f, "  (of compute and communication, waiting for the host's launches %.4f s, %.1f%%)\n", r->launch_wait_s,
+                100 * r->launch_wait_s / s);
     fprintf(f, "  pipeline p2p   %10.4f s  %5.1f%%\n", r->p2p_s, 100 * r->p2p_s / s);
     fprintf(f, "  bubble / idle  %10.4f s  %5.1f%%\n", r->bubble_s, 100 * r->bubble_s / s);
     fprintf(f, "tokens/s         %10.0f\n", r->tokens_per_s);

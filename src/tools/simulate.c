@@ -3,7 +3,8 @@
 //
 //   build/simulate experiments/X.yaml [--variant V] --hardware a100-80gb-node4 [--set k=v]...
 //                  [--per-layer] [--json FILE] [--trace-layer L]
-//                  [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|materialized|materialized-dropout]
+//                  [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|flash1|materialized|materialized-dropout]
+//                  [--virtual-stages V]
 //   build/simulate --hardware NAME --gemm M,N,K[,COUNT] [--precision bf16]
 //   build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]
 //
@@ -78,6 +79,7 @@ typedef struct {
     char hw_sha256[65];
     SimPrecision prec;
     SimAttentionKernel att;  // how the attention ops are priced (--attention-kernel)
+    int vstages;             // a published run's interleaved schedule (--virtual-stages; 1: this engine's 1F1B)
     int P, K, world, nodes, trace_stage, trace_layer;
     double tokens, step, model_flops, hw_flops;
     StageSim *st;
@@ -441,6 +443,10 @@ static void print_report(const SimRun *s, int per_layer) {
                1e3 * f / s->K, 1e3 * b / s->K, st->total.compute_s, st->total.comm_s, s->tm[p].xfer_s, s->tm[p].wait_s,
                s->tm[p].end_s);
     }
+    if (s->vstages > 1)
+        printf("\nthe table is this engine's 1F1B; the step below prices a published interleaved schedule of %d chunks per device:\n"
+               "the busiest stage's idle time / %d and its pipeline transfers x %d (docs/performance-model.md §12, 3.)\n",
+               s->vstages, s->vstages, s->vstages);
     printf("\nthe step, as the busiest stage (%d) spends it:\n", s->crit);
     sim_report_print(&s->r, stdout);
     print_memory(s);
@@ -476,6 +482,7 @@ static void json_stage(FILE *f, const SimRun *s, int p) {
     json_kv(f, "backward_s_per_micro_batch", bw / s->K, 0);
     json_kv(f, "head_s", st->head, 0); json_kv(f, "tail_s", st->tail, 0);
     json_kv(f, "compute_s", st->total.compute_s, 0); json_kv(f, "comm_s", st->total.comm_s, 0);
+    json_kv(f, "launch_wait_s", st->total.launch_wait_s, 0);
     json_kv(f, "xfer_s", s->tm[p].xfer_s, 0); json_kv(f, "idle_s", s->tm[p].wait_s, 0);
     json_kv(f, "busy_s", s->tm[p].busy_s, 0); json_kv(f, "end_s", s->tm[p].end_s, 0);
     json_kv(f, "flops", st->total.flops, 0); json_kv(f, "gemm_flops", st->total.gemm_flops, 0);
@@ -550,8 +557,9 @@ static void write_json(FILE *f, const SimRun *s) {
     fprintf(f, ", \"ranks_per_node\": %d, ", hw->ranks_per_node);
     json_kv(f, "peak_flops", hw->peak_flops[s->prec], 0);
     json_kv(f, "memory_bytes", hw->memory_bytes, 1);
-    fprintf(f, "},\n  \"fits\": %s,\n  \"precision\": \"%s\",\n  \"attention_kernel\": \"%s\",\n  \"model\": {\"linear\": \"%s\", \"preset\": ",
-            run_fits(s, NULL) ? "true" : "false", sim_precision_name(s->prec), sim_attention_kernel_name(s->att),
+    fprintf(f, "},\n  \"fits\": %s,\n  \"precision\": \"%s\",\n  \"attention_kernel\": \"%s\",\n  \"virtual_stages\": %d,\n"
+               "  \"model\": {\"linear\": \"%s\", \"preset\": ",
+            run_fits(s, NULL) ? "true" : "false", sim_precision_name(s->prec), sim_attention_kernel_name(s->att), s->vstages,
             linear_kind_name((LinearKind)mc->linear));
     json_str(f, mc->preset);
     fprintf(f, ", \"n_layers\": %d, \"d_model\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, \"d_ff\": %d, \"rank_attn\": %d, "
@@ -569,7 +577,8 @@ static void write_json(FILE *f, const SimRun *s) {
     fputs(",\n  \"step\": {", f);
     const SimStepReport *r = &s->r;
     json_kv(f, "seconds", r->step_s, 0); json_kv(f, "compute_s", r->compute_s, 0); json_kv(f, "comm_s", r->comm_s, 0);
-    json_kv(f, "p2p_s", r->p2p_s, 0); json_kv(f, "bubble_s", r->bubble_s, 0); json_kv(f, "tokens_per_s", r->tokens_per_s, 0);
+    json_kv(f, "p2p_s", r->p2p_s, 0); json_kv(f, "bubble_s", r->bubble_s, 0); json_kv(f, "launch_wait_s", r->launch_wait_s, 0);
+    json_kv(f, "tokens_per_s", r->tokens_per_s, 0);
     json_kv(f, "mfu", r->mfu, 0); json_kv(f, "hfu", r->hfu, 0); json_kv(f, "model_flops", r->model_flops, 0);
     json_kv(f, "hw_flops", r->hw_flops, 0);
     fprintf(f, "\"critical_stage\": %d},\n  \"stages\": [\n", s->crit);
@@ -708,7 +717,8 @@ static int gemm_query(const char *hardware, const char *shape, const char *preci
 static const char *USAGE =
     "usage: build/simulate experiments/X.yaml [--variant V] --hardware PROFILE [--set k=v]...\n"
     "                      [--per-layer] [--json FILE] [--trace-layer L]\n"
-    "                      [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|materialized|materialized-dropout]\n"
+    "                      [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|flash1|materialized|materialized-dropout]\n"
+    "                      [--virtual-stages V]\n"
     "       build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16|tf32|fp32]\n"
     "       build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]\n"
     "One training step of a manifest variant priced on a hardware profile (experiments/hardware/*.yaml):\n"
@@ -718,12 +728,14 @@ static const char *USAGE =
     "'simulated' in run.db, --gemm prices one GEMM. --measure-ops (one rank) also runs the step on the CPU\n"
     "back end, times every op and prices the same op records: the op layer of make validate-cpu.\n"
     "--attention-kernel prices attention as a published system ran it (materialised s x s scores, with or\n"
-    "without dropout) instead of this engine's flash kernel: the check against published throughputs.\n"
+    "without dropout, or FlashAttention v1) instead of this engine's flash kernel, and --virtual-stages V a\n"
+    "published interleaved pipeline schedule (V model chunks per device) instead of this engine's 1F1B: the\n"
+    "check against published throughputs.\n"
     "See docs/performance-model.md.\n";
 
 int main(int argc, char **argv) {
     const char *manifest = NULL, *variant = NULL, *hardware = NULL, *json_path = NULL, *gemm = NULL, *precision = "bf16";
-    int per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0, measure_steps = 0, n_pos = 0;
+    int per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0, measure_steps = 0, n_pos = 0, vstages = 1;
     const char *ops_csv = NULL, *att_kernel = "flash";
     int64_t launch_id = 0;
     OptList set_list = {0};
@@ -741,6 +753,7 @@ int main(int argc, char **argv) {
         OPT_INT_ROW("measure-ops", 1, 1000000000, &measure_steps),
         OPT_STR_ROW("ops-csv", &ops_csv),
         OPT_STR_ROW("attention-kernel", &att_kernel),
+        OPT_INT_ROW("virtual-stages", 1, 1000000000, &vstages),
         OPT_LIST_ROW("set", &set_list),
         OPT_END };
     opt_parse("simulate", opts, argc, argv, &manifest, 1, &n_pos, USAGE);
@@ -764,11 +777,15 @@ int main(int argc, char **argv) {
         if (!strcmp(att_kernel, sim_attention_kernel_name((SimAttentionKernel)k))) s.att = (SimAttentionKernel)k;
     if (s.att == SIM_ATT_COUNT)
         die_input_hint("--attention-kernel flash prices the engine's kernel; materialized and materialized-dropout price the "
-                       "s x s scores of published runs without a flash kernel (docs/performance-model.md §11)",
-                       "--attention-kernel %s: expected flash, materialized or materialized-dropout", att_kernel);
+                       "s x s scores of published runs without a flash kernel, flash1 FlashAttention v1 (docs/performance-model.md "
+                       "§11, §12)", "--attention-kernel %s: expected flash, flash1, materialized or materialized-dropout", att_kernel);
     if (s.att != SIM_ATT_FLASH && (record || measure_steps))
         die_input("--attention-kernel %s prices a published system's kernel, not this engine's: it does not go with --record "
                   "or --measure-ops", att_kernel);
+    if (vstages > 1 && (record || measure_steps))
+        die_input("--virtual-stages %d prices a published system's interleaved schedule, not this engine's 1F1B: it does not go "
+                  "with --record or --measure-ops", vstages);
+    s.vstages = vstages;
     Manifest *man = manifest_load_with(manifest, sets, n_sets);
     s.man = man;
     s.mv = manifest_variant(man, variant);
@@ -796,13 +813,22 @@ int main(int argc, char **argv) {
     if (sim_check_grid(&s.hw, pc->tp, pc->dp, pc->pp, why, sizeof why)) die_input("%s", why);
     if (trace_layer >= s.cfg.model.n_layers)
         die_input("--trace-layer %d: the model has %d layers (0..%d)", trace_layer, s.cfg.model.n_layers, s.cfg.model.n_layers - 1);
+    // Megatron's conditions of the interleaved schedule: whole chunks of layers, whole rounds of micro-batches
+    if (vstages > 1 && (pc->pp < 2 || s.cfg.model.n_layers % (pc->pp * vstages) || s.cfg.train.grad_accum % pc->pp))
+        die_input_hint("--virtual-stages 1, or a layout with parallel.pp > 1, model.n_layers divisible by pp x V and "
+                       "train.grad_accum divisible by pp",
+                       "--virtual-stages %d: an interleaved schedule needs pp > 1 (here %d), the %d layers in pp x V = %d equal "
+                       "chunks and the %d micro-batches per step divisible by pp", vstages, pc->pp, s.cfg.model.n_layers,
+                       pc->pp * vstages, s.cfg.train.grad_accum);
     s.P = pc->pp; s.K = s.cfg.train.grad_accum; s.world = pc->tp * pc->pp * pc->dp;
     s.tokens = (double)s.K * s.cfg.train.batch_size * s.cfg.model.seq_len;
     s.nodes = (s.world + s.hw.ranks_per_node - 1) / s.hw.ranks_per_node;
     s.trace_layer = trace_layer;
     s.trace_stage = -1;
-    printf("simulate: %s, variant %s, on %s (%s), %s%s%s\n", manifest, s.mv->name, s.hw.name, s.hw.device, sim_precision_name(s.prec),
+    printf("simulate: %s, variant %s, on %s (%s), %s%s%s", manifest, s.mv->name, s.hw.name, s.hw.device, sim_precision_name(s.prec),
            s.att != SIM_ATT_FLASH ? ", attention priced as " : "", s.att != SIM_ATT_FLASH ? sim_attention_kernel_name(s.att) : "");
+    if (vstages > 1) printf(", pipeline priced as interleaved with %d chunks per device", vstages);
+    printf("\n");
     printf("grid tp x pp x dp = %d x %d x %d: %d device%s on %d node%s of %d; %d micro-batch%s of %d x %d tokens per step "
            "(%.0f tokens)\n", pc->tp, pc->pp, pc->dp, s.world, s.world > 1 ? "s" : "", s.nodes, s.nodes > 1 ? "s" : "",
            s.hw.ranks_per_node, s.K, s.K > 1 ? "es" : "", s.cfg.train.batch_size, s.cfg.model.seq_len, s.tokens);
@@ -860,7 +886,13 @@ int main(int argc, char **argv) {
         s.hw_flops += s.st[p].total.flops * pc->tp * pc->dp;
     }
     s.model_flops = flops_train_per_token(&s.cfg.model) * s.tokens;
-    sim_report_fill(&s.r, s.step, &s.st[s.crit].total, s.tm[s.crit].xfer_s, s.tokens, s.model_flops, s.hw_flops,
+    // a published interleaved schedule: this 1F1B step with the critical stage's bubble / V and transfers × V
+    double xfer = s.tm[s.crit].xfer_s;
+    if (vstages > 1) {
+        s.step = sim_pipeline_interleaved(s.step, s.tm[s.crit].wait_s, xfer, vstages);
+        xfer *= vstages;
+    }
+    sim_report_fill(&s.r, s.step, &s.st[s.crit].total, xfer, s.tokens, s.model_flops, s.hw_flops,
                     s.hw.peak_flops[s.prec], s.world);
     print_report(&s, per_layer);
 
