@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# t_comm_overlap.sh — communication off the compute stream changes no bit (docs/parallelism.md,
-# "Overlap"). Each case trains two steps of two micro-batches at tp 2 × dp 2 (4 ranks) twice:
+# t_comm_overlap.sh — communication off the compute stream changes no bit (docs/parallelism.md
+# §9). Each case trains two steps of two micro-batches at tp 2 × dp 2 (4 ranks) twice:
 # parallel.overlap true (the data-parallel reduction of each gradient bucket started in the
 # last backward, the TP collectives started beside GEMMs, non-blocking MPI) and false (every
 # collective completed where it is started: the blocking form). The step dumps (loss, weights,
@@ -14,7 +14,7 @@
 # with the two ways a bucket is reduced (all-reduce; ZeRO-1's reduce-scatter along the DP
 # slices) and, for half of them, sequence parallelism (which changes the TP collectives that
 # overlap: reduce-scatters in place of all-reduces), the half taken by the case's index so
-# every kind meets both.
+# every kind meets both. One more case at pp 2 × dp 2 (the pipeline's order of final gradients).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMP_NUM_THREADS=1
@@ -38,10 +38,10 @@ run: {dump_steps: "1,2"}
 YAML
     [ "$1" = dense ] && sed -i 's/, rank_attn: 8, rank_mlp: 8//' "$TMP/$1.yaml"
 }
-run() {  # NAME KIND OVERLAP [--set ...]
+run() {  # NAME KIND OVERLAP [--set ...] (the grid among them: 4 ranks)
     local name=$1 kind=$2 ov=$3; shift 3
     local d="$TMP/$name-$ov"
-    timeout 300 mpirun -np 4 "$BUILD/train" "$TMP/$kind.yaml" --no-db --set parallel.tp=2 --set parallel.dp=2 \
+    timeout 300 mpirun -np 4 "$BUILD/train" "$TMP/$kind.yaml" --no-db \
         --set parallel.overlap="$ov" --set run.dump_dir="$d/dump" --set run.checkpoint_dir="$d/ckpt" "$@" \
         </dev/null >"$d.log" 2>&1
 }
@@ -67,6 +67,17 @@ compare_case() {  # NAME: overlap true against false
     echo "$n files"
 }
 
+overlap_pair() {  # NAME KIND [--set ...]: the run with overlap against the blocking one
+    local name=$1 kind=$2 ov r; shift 2
+    local test="comm_overlap_bit_identical_$name"
+    for ov in true false; do
+        if ! run "$name" "$kind" "$ov" "$@"; then
+            fail "$test" "the run with parallel.overlap $ov failed: $(tail -2 "$TMP/$name-$ov.log" | tr '\n' ' ')"; return
+        fi
+    done
+    if r=$(compare_case "$name"); then pass "$test ($r bit-identical, logs' numbers equal)"
+    else fail "$test" "$r"; fi
+}
 i=0
 for kind in dense cola svd lax; do
     cfg "$kind"
@@ -78,18 +89,12 @@ for kind in dense cola svd lax; do
             sets+=(--set parallel.sequence_parallel=true); name="${name}_sp"
         fi
         i=$((i + 1))
-        test="comm_overlap_bit_identical_${name}_tp2_dp2"
-        ok=1
-        for ov in true false; do
-            if ! run "$name" "$kind" "$ov" "${sets[@]}"; then
-                fail "$test" "the run with parallel.overlap $ov failed: $(tail -2 "$TMP/$name-$ov.log" | tr '\n' ' ')"; ok=0; break
-            fi
-        done
-        [ $ok = 1 ] || continue
-        if r=$(compare_case "$name"); then pass "$test ($r bit-identical, logs' numbers equal)"
-        else fail "$test" "$r"; fi
+        overlap_pair "${name}_tp2_dp2" "$kind" --set parallel.tp=2 --set parallel.dp=2 "${sets[@]}"
     done
 done
+# and in pipeline order: the buckets start in each stage's last backward action of the 1F1B
+# schedule (cola, BTP with every switch, ZeRO-1 at pp 2 × dp 2)
+overlap_pair cola_zero1_pp2_dp2 cola --set parallel.pp=2 --set parallel.dp=2 --set parallel.zero1=true $(switches_of cola)
 
 # ---- the performance model prices the overlap the engine does, no more ----------------------
 # build/simulate on the dry trace, parallel.overlap true against false, over generated grids
