@@ -5,8 +5,20 @@
 # is a test binary build/test_<x>. Adding a file needs no Makefile edit.
 
 CC       := mpicc
-OPT      ?= -O3 -march=native
+# The CPU the binaries are built for: this machine's (-march=native) unless they are meant to be
+# copied. PORTABLE=1 (the bundle, a login node building for compute nodes of another CPU
+# generation) targets x86-64-v3 (AVX2 + FMA: Haswell, Zen 1 and later) or armv8.2-a; the
+# GEMMs are unaffected (OpenBLAS and oneDNN pick their kernels at run time), the CPU attention
+# uses its AVX2 kernels (the AVX-512 ones are compiled in only for an AVX-512 target).
+PORTABLE ?= 0
+portable_march = $(if $(filter aarch64 arm64,$(shell uname -m)),armv8.2-a,x86-64-v3)
+OPT      ?= -O3 -march=$(if $(filter 1,$(PORTABLE)),$(portable_march),native)
+# Warnings are errors in the project's own CI and developer builds (WERROR=1: .ci/run sets it,
+# a developer exports it), never in a researcher's build, whose newer compiler may warn about
+# what ours does not (docs/architecture.md).
+WERROR   ?= 0
 CFLAGS   ?= $(OPT) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -Wall -Wextra -Wno-unused-parameter -g
+override CFLAGS += $(if $(filter 1,$(WERROR)),-Werror)
 # pkg-config is asked lazily, the first time a recipe needs it: by then $(DEPS_STAMP) has
 # installed the packages (a ':=' here ran before the install on a fresh machine and the
 # first build failed with "hdf5.h: No such file"). The $(eval) memoises the answer.
@@ -26,6 +38,9 @@ HEADERS  := $(wildcard src/*/*.h src/*/*/*.h) $(wildcard tests/*.h)
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 EXP      ?= quickstart
+
+# `make` alone builds everything (mk/gpu.mk, included first, defines targets of its own).
+.DEFAULT_GOAL := all
 
 # The GPU run path: NCCL back end, placement, gpu-check, gpu-bundle (mk/gpu.mk).
 include mk/gpu.mk
@@ -90,8 +105,13 @@ help:
 	@echo "make loss-parity     TP vs DP loss curves by real CPU training (build/reproduction/loss_parity.*, ~3 min)"
 	@echo "make validate-cpu [REPEAT=n] [TRACKED=1]   predicted vs measured step times, one pinned rank per core (TRACKED=1:"
 	@echo "                     analysis/reproduction/validation_cpu.* and REPORT.md's CPU section from this run)"
-	@echo "make gpu-check       the device check on a GPU machine, at most 7 minutes, results under --out (docs/gpu.md)"
-	@echo "make gpu-bundle      binaries + libraries for a GPU machine without the -dev packages (docs/gpu.md)"
+	@echo "make selftest [OUT_DIR=dir]   the node self-test on a GPU machine, at most 5 minutes (docs/gpu.md)"
+	@echo "make gpu-check [OUT_DIR=dir]  the device check with throughput figures, at most 7 minutes (docs/gpu.md)"
+	@echo "make gpu-libs        where the GPU build finds CUDA, cuDNN, NCCL, nvrtc and MPI"
+	@echo "make gpu-bundle      everything a GPU node needs but its driver: build/gpu-bundle(.tar.gz) (docs/gpu.md)"
+	@echo "make bundle-check    the bundle in a bare Debian 12 root (root, debootstrap; minutes)"
+	@echo "make wheel-build-check   the GPU build against cuDNN and NCCL from their pip wheels (downloads ~700 MB)"
+	@echo "make ... WERROR=1    warnings as errors (CI and developers); PORTABLE=1: binaries for any x86-64-v3 CPU"
 	@echo "make docs-keys       regenerate the key table in docs/configuration.md"
 	@echo "make test-asan       unit tests and a tp=2 BTP run built with ASan+UBSan (build-asan/)"
 	@echo "make fuzz            libFuzzer harnesses, FUZZ_SECONDS each (default 60; needs clang)"

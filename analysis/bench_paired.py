@@ -96,7 +96,7 @@ def arg_value(args, name, default):
     return args[args.index(name) + 1] if name in args else default
 
 
-# Issue 22's targets, judged on the paired medians (one series, one machine state): CoLA fp32
+# The CPU engine's targets (docs/benchmarks.md), judged on the paired medians (one series, one machine state): CoLA fp32
 # end to end at >= 70 % of the measured sgemm peak, >= 2.0x PyTorch 1.x and >= 1.4x PyTorch 2.x
 # with torch.compile; from the --profile run, everything but GEMMs <= 15 % of the CoLA step.
 def print_targets(rows, peer):
@@ -117,7 +117,7 @@ def print_targets(rows, peer):
                 lines.append(f"  cola {r['ratio_of_medians']:.2f}x {what}, ratio of medians (target >= {goal:.1f}x): "
                              f"{'met' if r['ratio_of_medians'] >= goal else 'MISSED'}")
     if lines:
-        print("\ntargets (issue 22, on the medians above):")
+        print("\ntargets (docs/benchmarks.md, on the medians above):")
         print("\n".join(lines))
 
 
@@ -126,7 +126,7 @@ def print_share_target(prof):
     mt = re.search(r"all GEMMs: [0-9.]+ ms = ([0-9.]+)% of the profiled step", prof)
     if mt:
         rest = 100 - float(mt.group(1))
-        print(f"target (issue 22): everything but GEMMs {rest:.1f}% of the profiled CoLA step (target <= 15%): "
+        print(f"target: everything but GEMMs {rest:.1f}% of the profiled CoLA step (target <= 15%): "
               f"{'met' if rest <= 15 else 'MISSED'}")
 
 
@@ -253,7 +253,11 @@ def main():
         for exe in [a.bench] + ([a.baseline] if a.baseline else []):
             prof, _ = run([exe] + bargs + ["--steps", "1", "--warmup", "1", "--profile", "3"]
                           + (["--no-switches"] if a.baseline else []), env)
+            # the fp32 GEMM library of each shape the profile run ran (sgemm.h), then the profiles
+            c = prof.find("fp32 GEMM library per shape")
             i = prof.find("per-op time")
+            if c >= 0 and i > c:
+                print(f"\n[{exe}] " + prof[c:i].rstrip())
             prof = prof[i:] if i >= 0 else prof
             # the profile run's own target lines judge one unpaired step: the paired medians above do
             j = prof.find("\ntargets:")

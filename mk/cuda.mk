@@ -1,28 +1,43 @@
 # mk/cuda.mk — the CUDA back end (src/backend/cuda/, docs/gpu.md), included at the end of
 # the Makefile.
 #
-#   make          builds it whenever nvcc is found: $(NVCC) if set, else $(CUDA_HOME)/bin/nvcc,
-#                 else nvcc on PATH; the engine binaries then link cuBLASLt, cuBLAS and cudart
+#   make          builds it whenever nvcc is found; the engine binaries then link cuBLASLt,
+#                 cuBLAS, cudart and NCCL, and load cuDNN at run time
 #   make CUDA=0   skips it: src/backend/no_cuda.c makes backend_cuda() return NULL with the
 #                 reason "built without CUDA ..."
 # A CUDA build defines BOOST_CUDA for every C file (no_cuda.c then compiles to nothing, and C
 # code may call the functions of src/backend/cuda/cuda_backend.h under #ifdef BOOST_CUDA).
 #
-# nvcc is looked for lazily, the first time a recipe or libboost.a's prerequisite list
-# (secondary expansion, below) needs the answer — never while the Makefile is read (see the
-# comment on pkg-config in the Makefile); the $(eval) memoises it. Switching between the two
-# modes (or changing the nvcc flags) rewrites $(CUDA_MODE), which rebuilds the objects and
-# so the library.
+# Where nvcc, the toolkit's libraries, cuDNN's headers and NCCL are is decided in one place,
+# mk/find-gpu-libs.sh (CUDA_HOME / CUDA_PATH, CUDNN_HOME / CUDNN_PATH, NCCL_HOME, environment
+# modules, the pip wheels' nvidia/<name>/ folders; `make gpu-libs` prints what it found and
+# where it looked). It is asked lazily, the first time a recipe or libboost.a's prerequisite
+# list (secondary expansion, below) needs the answer — never while the Makefile is read (see
+# the comment on pkg-config in the Makefile); the $(eval)s memoise it. A missing piece stops
+# the build with its name, the places looked in and a hint. Switching between the two modes
+# (or changing the nvcc flags or the cuDNN headers) rewrites $(CUDA_MODE), which rebuilds the
+# objects and so the library.
 
-CUDA_HOME ?= /usr/local/cuda
 CUDA      ?= 1
-CUDA_NVCC  = $(eval CUDA_NVCC := $$(if $$(filter 0,$$(CUDA)),,$$(firstword $$(shell command -v $$(or $$(NVCC),$$(CUDA_HOME)/bin/nvcc) nvcc 2>/dev/null))))$(CUDA_NVCC)
+CUDA_NVCC  = $(eval CUDA_NVCC := $$(if $$(filter 0,$$(CUDA)),,$$(shell bash mk/find-gpu-libs.sh --nvcc)))$(CUDA_NVCC)
+# The answer of find-gpu-libs.sh --make (NAME=value words), and one value of it
+GPU_LIBS   = $(eval GPU_LIBS := $$(shell bash mk/find-gpu-libs.sh --make))$(if $(filter GPU_LIBS_ERROR=%,$(GPU_LIBS)),$(error              the GPU build stopped: see the message above (CUDA=0 builds without the GPU back end)))$(GPU_LIBS)
+gpu_lib    = $(patsubst $(1)=%,%,$(filter $(1)=%,$(GPU_LIBS)))
+cuda_comma    := ,
+# The run path: NCCL's and cuDNN's folders (dlopen of libcudnn.so.9 searches the binary's run
+# path) before the toolkit's, which may hold copies of its own: CUDNN_HOME and NCCL_HOME win.
+# The bundle replaces the run path with its own (tests/gpu/make-bundle.sh).
+uniq_words = $(if $(1),$(firstword $(1)) $(call uniq_words,$(filter-out $(firstword $(1)),$(1))))
+gpu_rpath  = $(foreach d,$(call uniq_words,$(call gpu_lib,NCCL_LIBDIR) $(filter-out none,$(call gpu_lib,CUDNN_LIBDIR)) $(call gpu_lib,CUDA_LIBDIR)),-Wl$(cuda_comma)-rpath$(cuda_comma)$(d))
 
 # sm_80 (A100) and sm_90 (H100/H200) machine code, plus compute_90 PTX for later GPUs.
 NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
                 -gencode arch=compute_90,code=compute_90
 NVCC_FLAGS   ?= -O3 -std=c++20 -lineinfo
-NVCC_WERROR  := -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror
+# Warnings are errors in the project's CI and developer builds only (WERROR=1, docs/gpu.md):
+# a researcher's newer nvcc or gcc may warn about what ours does not.
+NVCC_WARN     = -Xcompiler -Wall,-Wextra $(if $(filter 1,$(WERROR)),-Werror all-warnings -Xcompiler -Werror)
+NVCC_INC      = -isystem $(call gpu_lib,CUDNN_INC)
 
 CUDA_SRC      := $(wildcard src/backend/cuda/*.cu)
 CUDA_OBJ      := $(patsubst src/%.cu,$(BUILD)/obj/%.o,$(CUDA_SRC))
@@ -30,24 +45,26 @@ CUDA_HDR      := $(wildcard src/backend/cuda/*.h src/backend/cuda/*.cuh) src/bac
                  src/core/check.h src/core/phase.h
 CUDA_MODE     := $(BUILD)/obj/backend/cuda/.mode
 CUDA_LIB_OBJ   = $(if $(CUDA_NVCC),$(CUDA_OBJ))
-cuda_comma    := ,
-CUDA_LDLIBS    = $(if $(CUDA_NVCC),-L$(CUDA_HOME)/lib64 -Wl$(cuda_comma)-rpath$(cuda_comma)$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++)
+CUDA_LDLIBS    = $(if $(CUDA_NVCC),-L$(call gpu_lib,CUDA_LIBDIR) $(gpu_rpath) $(subst $(cuda_comma), ,$(call gpu_lib,CUDA_LINK)) -lstdc++ -ldl)
 LDLIBS        += $(CUDA_LDLIBS)
 override CFLAGS += $(if $(CUDA_NVCC),-DBOOST_CUDA)
 
 # The mode stamp: rewritten only when its text changes (the recipe always runs).
 $(CUDA_MODE): cuda-mode-check
 	@mkdir -p $(dir $@)
-	@m='$(if $(CUDA_NVCC),nvcc $(CUDA_NVCC) $(NVCC_FLAGS) $(NVCC_GENCODE),none)'; \
+	@m='$(if $(CUDA_NVCC),nvcc $(CUDA_NVCC) $(NVCC_FLAGS) $(NVCC_GENCODE) $(NVCC_INC),none)'; \
 	  if [ "$$(cat $@ 2>/dev/null)" != "$$m" ]; then echo "$$m" > $@; fi
 .PHONY: cuda-mode-check
 cuda-mode-check:
 
 $(BUILD)/obj/backend/cuda/%.o: src/backend/cuda/%.cu $(CUDA_HDR) $(CUDA_MODE)
 	@mkdir -p $(dir $@)
-	$(CUDA_NVCC) $(NVCC_FLAGS) $(NVCC_GENCODE) $(NVCC_WERROR) -Isrc -c $< -o $@
-# Objects whose content depends on BOOST_CUDA
-$(BUILD)/obj/backend/no_cuda.o $(BUILD)/test_backend_ops: $(CUDA_MODE)
+	$(CUDA_NVCC) $(NVCC_FLAGS) $(NVCC_GENCODE) $(NVCC_WARN) $(NVCC_INC) -Isrc -c $< -o $@
+# Objects whose content depends on BOOST_CUDA: every source that names it (a build switched
+# between CUDA=0 and a CUDA build recompiles them, never mixing the two modes)
+CUDA_MODE_SRC := $(shell grep -l BOOST_CUDA $(wildcard src/*/*.c) /dev/null)
+CUDA_MODE_BIN := $(patsubst tests/%.c,$(BUILD)/%,$(patsubst tests/gpu/%.c,$(BUILD)/%,$(shell grep -l BOOST_CUDA $(wildcard tests/*.c tests/gpu/*.c) /dev/null)))
+$(patsubst src/%.c,$(BUILD)/obj/%.o,$(CUDA_MODE_SRC)) $(CUDA_MODE_BIN): $(CUDA_MODE)
 
 .SECONDEXPANSION:
 $(BUILD)/libboost.a: $$(CUDA_LIB_OBJ)

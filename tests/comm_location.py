@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """comm_location.py — no collective on host memory through a device-bound entry point.
 
-The collectives of src/parallel/comm.h come in two forms (issue 18): comm_host_* take host
+The collectives of src/parallel/comm.h come in two forms: comm_host_* take host
 memory always; every other operation takes buffers where comm_set_device says (the device
 on a GPU run). This scans C sources for calls of the device-bound operations and flags a
 buffer argument that is host memory by its look in that file:

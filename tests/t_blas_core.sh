@@ -79,11 +79,29 @@ if [ "$(field omp_wait_policy <<<"$out")" = active ] && [ -z "$(field gomp_spinc
     pass user_openmp_waiting_left_alone
 else fail user_openmp_waiting_left_alone "OMP_WAIT_POLICY=active: $out; GOMP_SPINCOUNT=500: $o2"; fi
 # a bad BOOST_CPU_GEMM is still the first GEMM's clear error, not the set-up's
-out=$(waiting BOOST_CPU_GEMM=mkl 2>&1); rc=$?
-if [ $rc = 2 ] && [[ "$out" == *"BOOST_CPU_GEMM is 'mkl'"* ]]; then pass bad_cpu_gemm_after_setup
+out=$(waiting BOOST_CPU_GEMM=fastest 2>&1); rc=$?
+if [ $rc = 2 ] && [[ "$out" == *"BOOST_CPU_GEMM is 'fastest'"* ]]; then pass bad_cpu_gemm_after_setup
 else fail bad_cpu_gemm_after_setup "rc $rc: $out"; fi
 if [ -f "$TMP/runs.db" ]; then
     w=$(sqlite3 "$TMP/runs.db" "SELECT json_extract(library_versions, '\$.openmp') FROM runs ORDER BY id DESC LIMIT 1")
     if [[ "$w" == "OMP_WAIT_POLICY="*" GOMP_SPINCOUNT="* ]]; then pass "run_records_openmp_waiting ($w)"
     else fail run_records_openmp_waiting "runs.library_versions' openmp: '$w'"; fi
 else fail run_records_openmp_waiting "no runs.db from the run above"; fi
+
+# The per-shape choice (src/backend/cpu/sgemm.h) in a run: auto measures the run's shapes into
+# the host's table (BOOST_CPU_GEMM_CACHE) and the run's record names the table; a second run
+# measures nothing; table:PATH forces the same table and its record says so.
+mkdir -p "$TMP/two"
+sed -e "s|runs.db|runs2.db|" -e "s|ckpt}|ckpt2}|" "$TMP/blascore.yaml" > "$TMP/two/blascore.yaml"
+gemm_of() { sqlite3 "$TMP/runs2.db" "SELECT json_extract(library_versions, '\$.gemm') FROM runs ORDER BY id DESC LIMIT 1"; }
+tab="$TMP/choices.tsv"
+if BOOST_CPU_GEMM_CACHE="$tab" "$BUILD/train" "$TMP/two/blascore.yaml" >"$TMP/t2.log" 2>&1; then
+    n1=$(grep -vc '^#' "$tab" 2>/dev/null); g=$(gemm_of)
+    if [ "${n1:-0}" -ge 4 ] && [[ "$g" == *"per shape"*"$tab"* ]]; then pass "run_measures_into_host_table ($n1 shapes)"
+    else fail run_measures_into_host_table "$n1 lines in $tab; gemm: '$g'"; fi
+    BOOST_CPU_GEMM_CACHE="$tab" "$BUILD/train" "$TMP/two/blascore.yaml" --set train.seed=2 >"$TMP/t3.log" 2>&1 || true
+    BOOST_CPU_GEMM="table:$tab" "$BUILD/train" "$TMP/two/blascore.yaml" --set train.seed=3 >"$TMP/t4.log" 2>&1; rc=$?
+    n2=$(grep -vc '^#' "$tab"); g=$(gemm_of)
+    if [ "$n2" = "$n1" ] && [ $rc = 0 ] && [[ "$g" == "per shape from $tab"* ]]; then pass "table_read_back_and_forced"
+    else fail table_read_back_and_forced "lines $n1 -> $n2, forced run rc $rc, gemm: '$g'"; fi
+else fail run_measures_into_host_table "train failed: $(tail -3 "$TMP/t2.log")"; fi

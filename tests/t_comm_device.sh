@@ -15,7 +15,6 @@ mpi_grids comm_device "$BIN" "$(grep -c '^    RUN_ALL(' "$ROOT/tests/test_comm_d
 # BOOST switches, against the fp32 single process within the bounds of the GPU bf16 check
 # (tests/gpu/checks.sh: loss 1e-2·|loss|, each gradient 1e-1·max|g|). bf16 at tp 1 is held
 # to the same bounds, so that a failure points at the collectives, not at bf16 itself.
-PY=/usr/bin/python3
 cat > "$TMP/b16.yaml" <<YAML
 model: {linear: cola, vocab_size: 256, n_layers: 2, d_model: 32, n_heads: 4, n_kv_heads: 4, d_ff: 48, seq_len: 16, rank_attn: 8, rank_mlp: 8}
 data: {dataset: synthetic, cache_dir: $TMP/cache}
@@ -28,8 +27,8 @@ b16_run() {  # NAME NP [--set ...]
         --set run.dump_dir="$TMP/$name" --set run.checkpoint_dir="$TMP/ck-$name" "$@" >"$TMP/$name.log" 2>&1
 }
 if b16_run f32 1 && b16_run b16tp1 1 --set train.precision=bf16; then
-    if $PY "$ROOT/analysis/compare_h5.py" "$TMP/b16tp1/step_1.h5" "$TMP/f32/step_1.h5" --groups loss --atol 0 --rtol 1e-2 >/dev/null 2>&1 &&
-       g=$($PY "$ROOT/analysis/compare_h5.py" "$TMP/b16tp1/step_1.h5" "$TMP/f32/step_1.h5" --groups grads --atol 0 --rtol 1e-1 2>&1); then
+    if "$BUILD/h5compare" "$TMP/b16tp1/step_1.h5" "$TMP/f32/step_1.h5" --groups loss --atol 0 --rtol 1e-2 >/dev/null 2>&1 &&
+       g=$("$BUILD/h5compare" "$TMP/b16tp1/step_1.h5" "$TMP/f32/step_1.h5" --groups grads --atol 0 --rtol 1e-1 2>&1); then
         pass "bf16_tp1_within_bounds_of_fp32 ($(tail -1 <<<"$g" | sed 's/.*worst/worst/'))"
     else fail bf16_tp1_within_bounds_of_fp32 "$(tail -3 <<<"$g" | tr '\n' ' ')"; fi
     for case in "tp2" "tp2_boost --set boost.btp=true --set boost.online_rmsnorm=true --set boost.grouping=true"; do
@@ -37,11 +36,11 @@ if b16_run f32 1 && b16_run b16tp1 1 --set train.precision=bf16; then
         if ! b16_run "$name" 2 --set train.precision=bf16 --set parallel.tp=2 "$@"; then
             fail "$name" "run failed: $(tail -2 "$TMP/$name.log" | tr '\n' ' ')"; continue
         fi
-        l=$($PY "$ROOT/analysis/compare_h5.py" "$TMP/$name/step_1.h5" "$TMP/f32/step_1.h5" --groups loss --atol 0 --rtol 1e-2 2>&1)
+        l=$("$BUILD/h5compare" "$TMP/$name/step_1.h5" "$TMP/f32/step_1.h5" --groups loss --atol 0 --rtol 1e-2 2>&1)
         lr=$?
-        g=$($PY "$ROOT/analysis/compare_h5.py" "$TMP/$name/step_1.h5" "$TMP/f32/step_1.h5" --groups grads --atol 0 --rtol 1e-1 2>&1)
+        g=$("$BUILD/h5compare" "$TMP/$name/step_1.h5" "$TMP/f32/step_1.h5" --groups grads --atol 0 --rtol 1e-1 2>&1)
         gr=$?
-        g1=$($PY "$ROOT/analysis/compare_h5.py" "$TMP/b16tp1/step_1.h5" "$TMP/f32/step_1.h5" --groups grads --atol 0 --rtol 1e-1 2>&1 | tail -1)
+        g1=$("$BUILD/h5compare" "$TMP/b16tp1/step_1.h5" "$TMP/f32/step_1.h5" --groups grads --atol 0 --rtol 1e-1 2>&1 | tail -1)
         if [ $lr -eq 0 ] && [ $gr -eq 0 ]; then pass "$name (grads: $(tail -1 <<<"$g" | sed 's/.*worst/worst/'); bf16 tp 1: $(sed 's/.*worst/worst/' <<<"$g1"))"
         else fail "$name" "loss: $(tail -1 <<<"$l"); grads: $(tail -3 <<<"$g" | tr '\n' ' ')"; fi
     done

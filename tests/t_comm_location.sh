@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_comm_location.sh — the location of a collective's buffer is part of the call (issue 18):
+# t_comm_location.sh — the location of a collective's buffer is part of the call:
 # no collective in src/ passes host memory through a device-bound entry point (comm.h: the
 # comm_host_* forms take host memory, the others the memory comm_set_device names — the GPU
 # on a cuda run). tests/comm_location.py flags a device-bound call whose buffer is, by its

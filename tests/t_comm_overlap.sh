@@ -5,7 +5,7 @@
 # last backward, the TP collectives started beside GEMMs, non-blocking MPI) and false (every
 # collective completed where it is started: the blocking form). The step dumps (loss, weights,
 # gradients before each update) and the checkpoint after step 2 (weights, AdamW moments) must
-# be bit-identical (compare_h5.py --exact), and the logs' numbers equal (losses, gradient
+# be bit-identical (build/h5compare --exact), and the logs' numbers equal (losses, gradient
 # norms, communication counts; timings dropped).
 #
 # The cases are generated: every model.linear kind (dense, cola, svd, lax) with every BOOST
@@ -21,7 +21,7 @@ export OMP_NUM_THREADS=1
 PY=/usr/bin/python3
 if [ ! -x "$BUILD/train" ]; then fail comm_overlap_build "$BUILD/train not built (make $BUILD/train)"; exit 0; fi
 if ! command -v mpirun >/dev/null; then fail comm_overlap_mpirun "mpirun not found (Debian: openmpi-bin)"; exit 0; fi
-if ! $PY -c 'import h5py' 2>/dev/null; then skip comm_overlap "no h5py for $PY (analysis/compare_h5.py)"; exit 0; fi
+if [ ! -x "$BUILD/h5compare" ]; then fail comm_overlap_build "$BUILD/h5compare not built (make $BUILD/h5compare)"; exit 0; fi
 
 switches_of() {  # the BOOST switches a linear kind takes (as --set arguments)
     case $1 in
@@ -58,7 +58,7 @@ compare_case() {  # NAME: overlap true against false
         if [ "${rel%%/*}" = ckpt ]; then fb=$(ls "$a"/ckpt/*/"$(basename "$f")" 2>/dev/null); g=model,optimizer
         else fb="$a/$rel"; g=model,grads,loss; fi
         [ -e "$fb" ] || { echo "$rel missing with overlap"; return 1; }
-        out=$($PY "$ROOT/analysis/compare_h5.py" "$fb" "$f" --groups "$g" --exact 2>&1) || { echo "$rel: $(tail -3 <<<"$out" | tr '\n' ' ')"; return 1; }
+        out=$("$BUILD/h5compare" "$fb" "$f" --groups "$g" --exact 2>&1) || { echo "$rel: $(tail -3 <<<"$out" | tr '\n' ' ')"; return 1; }
         n=$((n + 1))
     done
     if ! diff <(numbers_of "$a.log") <(numbers_of "$b.log") >"$TMP/$name.diff"; then

@@ -27,7 +27,7 @@ rm "$D/prepared.ok"
 if grep -q "preparing" "$TMP/err" && [ -f "$D/prepared.ok" ]; then pass half_prepared_rebuilt; else fail half_prepared_rebuilt "$(head -2 "$TMP/err")"; fi
 
 # a missing val.tok is rebuilt like a missing train.tok; a prepared.ok that disagrees with
-# the files it describes is not believed (issue 13)
+# the files it describes is not believed
 prep() { "$P" --dataset "text:$TMP/corpus.txt" --vocab 300 --cache-dir "$C" --val-fraction 0.1 >/dev/null 2>"$TMP/err"; }
 rm "$D/val.tok"; prep
 if grep -q "is not usable (.*val.tok.*): rebuilding" "$TMP/err" && [ -f "$D/val.tok" ]; then pass missing_val_rebuilt
@@ -55,7 +55,7 @@ damaged; truncate -s -1 "$TMP/bad/train.tok"
 expect_error shard_truncated "(truncated or padded)" 2 "$P" --check "$TMP/bad"
 # a cache entry boost-c made (prepared.ok): deleting it is suggested, by its absolute path
 expect_error shard_truncated_hint "hint: this shard: the cache entry is damaged or from another version; delete it (rm -rf $(realpath "$TMP/bad"))" 2 "$P" --check "$TMP/bad"
-# any other folder: never a deletion (issue 17: "rm -rf ." was suggested)
+# any other folder: never a deletion (a hint once suggested "rm -rf .")
 rm -f "$TMP/bad/prepared.ok"
 out=$(cd "$TMP/bad" && "$P" --check . 2>&1); rc=$?
 [ $rc = 2 ] && ! grep -q "rm -rf" <<<"$out" && grep -q "replace it with a good copy" <<<"$out" && pass shard_hint_never_deletes_a_user_folder \

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# t_faults.sh — the engine under damaged files and hostile input, through the real
-# binaries (issue 13): a damaged newest checkpoint makes resume fall back to the newest
-# good one, saying so, and the continued run is bit-identical to an uninterrupted one;
-# pruning survives a bad old file; a run stopped before its first checkpoint resumes as
-# the same run from step 0. (tools/probe.sh runs the wider probe set.)
+# t_faults.sh — the engine under damaged files, hostile input, signals and limits, through
+# the real binaries: a damaged newest checkpoint makes resume fall back to the newest good
+# one, saying so, and the continued run is bit-identical to an uninterrupted one; pruning
+# survives a bad old file; a run stopped before its first checkpoint resumes as the same run
+# from step 0; a scheduler's warning (USR1) writes a checkpoint at the stop and the resume is
+# bit-identical; a closed standard output stops the run 'interrupted'; a run whose loss is
+# implausible is never 'completed'; an address-space limit is a memory refusal, never a hang.
+# (tools/probe.sh runs the wider probe set.)
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1
 PY=/usr/bin/python3
@@ -116,7 +119,7 @@ head -c 3000 /dev/urandom > "$d2/step_1.h5"          # garbage under a checkpoin
 mkdir "$d2/step_3.h5"                                # a name that cannot be unlinked
 "$BUILD/train" "$TMP/tiny.yaml" --set run.checkpoint_dir="$TMP/ckpt2" --resume --set train.steps=8 --allow-change train.steps \
     --set run.keep_last=1 >"$TMP/d.log" 2>"$TMP/d.err"; rc=$?
-# (garbage under a checkpoint's name is not a boost-c file: left alone, with a warning; issue 17)
+# (garbage under a checkpoint's name is not a boost-c file: left alone, with a warning)
 if [ $rc = 0 ] && [ "$(ls "$d2" | tr '\n' ' ')" = "step_1.h5 step_3.h5 step_8.h5 " ] && grep -q "$d2/step_1.h5 is named like a checkpoint but is not one" "$TMP/d.err" &&
    grep -q "is named like a checkpoint but is not one written by boost-c" "$TMP/d.err"; then
     pass prune_survives_bad_old_files
@@ -130,3 +133,51 @@ out=$(echo 'train: {steps: 1}' | timeout 20 "$BUILD/train" /dev/stdin --no-db 2>
 [ $rc = 2 ] && grep -q "manifest '/dev/stdin' is a FIFO (pipe)" <<<"$out" && pass train_dev_stdin || fail train_dev_stdin "exit $rc: $out"
 : > "$TMP/empty.yaml"
 expect_error train_empty_manifest "empty.yaml is empty" 2 timeout 20 "$BUILD/train" "$TMP/empty.yaml" --no-db
+
+# ---- a scheduler's warning (USR1): a checkpoint at the stop, and a bit-identical resume ----
+# (step 3 is no checkpoint step of checkpoint_every 2: the warning writes it)
+W=(--set "run.db=$TMP/w.db" --set "run.checkpoint_dir=$TMP/ckw" --set train.steps=8)
+BOOST_FAULT=signal=0@3:USR1 "$BUILD/train" "$TMP/tiny.yaml" "${W[@]}" >"$TMP/w0.log" 2>&1; rc0=$?
+st=$(sqlite3 "$TMP/w.db" "SELECT status FROM runs")
+ck=$(ls "$TMP"/ckw/*/ | tr '\n' ' ')
+"$BUILD/train" "$TMP/tiny.yaml" "${W[@]}" --resume >"$TMP/w1.log" 2>&1; rc1=$?
+got=$(sqlite3 "$TMP/w.db" "SELECT printf('%d %.17g', step, loss) FROM steps WHERE run_id=1 ORDER BY step")
+if [ $rc0 = 138 ] && [ "$st" = interrupted ] && [[ "$ck" == *step_3.h5* ]] && [ $rc1 = 0 ] && grep -q "(step 3)" "$TMP/w1.log" &&
+   [ "$got" = "$(losses $ref)" ]; then pass usr1_checkpoints_and_resumes_bit_exact
+else fail usr1_checkpoints_and_resumes_bit_exact "exits $rc0 $rc1, run $st, checkpoints: $ck; $(grep -m1 -E 'resumed|error' "$TMP/w1.log")"; fi
+
+# ---- a closed standard output (| head -1): the run stops 'interrupted', exit 141 -------------
+P=(--set "run.db=$TMP/p.db" --set "run.checkpoint_dir=$TMP/ckp" --set train.steps=100000000 --set run.checkpoint_every=0)
+timeout -k 5 120 "$BUILD/train" "$TMP/tiny.yaml" "${P[@]}" 2>"$TMP/p.err" | head -1 >/dev/null; rc=${PIPESTATUS[0]}
+row=$(sqlite3 "$TMP/p.db" "SELECT status || '|' || error FROM runs")
+[ "$rc" = 141 ] && [[ "$row" == "interrupted|Broken pipe: the standard output of rank 0"* ]] && pass closed_stdout_interrupts \
+    || fail closed_stdout_interrupts "exit $rc, run '$row'"
+
+# ---- a plainly broken run (a loss near 9 x ln V at every step: the largest embedding scale,
+# d_model 256, a learning rate that changes nothing) is never 'completed' ---------------------
+"$BUILD/train" "$TMP/tiny.yaml" --set "run.db=$TMP/e.db" --set "run.checkpoint_dir=$TMP/cke" --set model.embed_std=1 \
+    --set model.d_model=256 --set model.d_ff=512 --set train.lr=1e-9 \
+    >"$TMP/e.log" 2>&1; rc=$?
+row=$(sqlite3 "$TMP/e.db" "SELECT status || '|' || error FROM runs")
+[ $rc = 1 ] && [[ "$row" == "failed|not completed: the loss of its last step (6) is "* ]] && grep -q "ln(vocab 64)" <<<"$row" &&
+    grep -q "failed at step 6" "$TMP/e.log" && pass implausible_loss_not_completed || fail implausible_loss_not_completed "exit $rc, run '$row'"
+
+# ---- an address-space limit: a memory refusal (exit 2), never a hang -------------------------
+# The smallest of these limits under which the binary loads at all (a CUDA build's libraries
+# alone map about a gigabyte): too small for OpenBLAS's buffers, which it would retry forever.
+rc=127
+for kb in 200000 400000 800000 900000 1000000 1100000 1200000; do
+    out=$(bash -c 'ulimit -v "$1"; shift; exec timeout -k 5 60 "$@"' _ "$kb" "$BUILD/train" "$TMP/tiny.yaml" \
+          --set "run.db=$TMP/m.db" --set "run.checkpoint_dir=$TMP/ckm" 2>&1); rc=$?
+    [ $rc = 127 ] && grep -q "error while loading shared libraries" <<<"$out" && continue
+    # A CUDA build: cuBLASLt's own initializer (run by the loader before main, so before any
+    # code of this project) crashes when its allocations fail; the next limit is tried.
+    [ $rc -gt 128 ] && [ -z "$out" ] && ldd "$BUILD/train" | grep -q libcublasLt && rc=127 && continue
+    break
+done
+if [ $rc = 127 ]; then skip address_space_limit_refused "the binary does not load (or its CUDA libraries' initializers crash before main) under 1.2 GB of address space"
+elif [ $rc = 0 ] && grep -q "completed at step 6" <<<"$out"; then
+    skip address_space_limit_refused "the smallest limit under which it loads ($kb KiB) is room enough to train"
+elif [ $rc = 2 ] && grep -q "^error: out of \(memory\|resources\)" <<<"$out" && [ ! -e "$TMP/m.db" ] && [ ! -e "$TMP/ckm" ]; then
+    pass "address_space_limit_refused (ulimit -v $kb)"
+else fail address_space_limit_refused "ulimit -v $kb: exit $rc (124: a hang): $(grep -m1 -E '^(error|fatal)' <<<"$out" || tail -1 <<<"$out")"; fi

@@ -37,7 +37,7 @@ gemm_table() {   # NAME CELLS LINE COLUMN ARGS...: CELLS cells per table line; a
         pass "$name"
     else fail "$name" "exit $rc, $n distinct GEMMs, $rows rows, $bad lines without $cells cells: $(head -3 <<<"$out" | tr '\n' ' ')"; fi
 }
-gemm_table bench_gemm_fp32_table 19 '^fp32 GEMMs: (oneDNN|OpenBLAS) ' '%ref'
+gemm_table bench_gemm_fp32_table 19 '^fp32 GEMMs: (oneDNN|OpenBLAS|BLIS|MKL|per shape,) ' '%ref'
 gemm_table bench_gemm_bf16_table 18 '^bf16 path taken by auto: ' 'max rel err' --bf16
 expect_error bench_gemm_unknown_argument "bench_gemm: unknown option '--bogus'" 2 "$BUILD/bench_gemm" --bogus
 expect_error bench_gemm_malformed_value "bench_gemm --reps: expected an integer in [1, 1000000], got 'x'" 2 "$BUILD/bench_gemm" --reps x

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_layers.sh — the module rules of src/ (issue 19 item 6; docs/architecture.md, "What each
+# t_layers.sh — the module rules of src/ (docs/architecture.md, "What each
 # folder may include"): tools/include_graph.py finds no include between folders that the
 # rules forbid, no circle of includes between folders, and (over the build's objects) no circle
 # of calls through a file of a checked module. Both checks can fail: an include of backend/

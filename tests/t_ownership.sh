@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_ownership.sh — who may end a run, and how it ends (issues 17 and 21): TERM and
+# t_ownership.sh — who may end a run, and how it ends: TERM and
 # Ctrl-C to `make exp` stop the run, record it 'interrupted', print the resume command
 # and hand exp's 128+N to the shell; a second resume of a live run is refused and leaves
 # the live run alone (it ends 'completed'), also when the run was killed before its first

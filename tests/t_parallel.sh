@@ -19,8 +19,7 @@
 source "$(dirname "$0")/lib.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMP_NUM_THREADS=1
-PY=/usr/bin/python3
-CMP="$PY $ROOT/analysis/compare_h5.py"
+CMP="$BUILD/h5compare"
 
 make_cfg() {  # $1 = linear kind
     cat > "$TMP/$1.yaml" <<YAML

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The back-end seam (issue 8): the model drivers in src/model/ read as ops plus named
+# The back-end seam: the model drivers in src/model/ read as ops plus named
 # collectives. They call no BLAS, open no OpenMP region and include neither header; the math
 # lives in the back ends (src/backend/cpu, src/backend/cuda) behind src/backend/ops.h.
 source "$(dirname "$0")/lib.sh"

@@ -19,7 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 export OMP_NUM_THREADS=1
 INFO=$BUILD/info TRAIN=$BUILD/train
 PY=/usr/bin/python3
-CMP="$PY $ROOT/analysis/compare_h5.py"
+CMP="$BUILD/h5compare"
 for b in "$INFO" "$TRAIN"; do [ -x "$b" ] || { fail seqpar_build "$b not built (run make)"; exit 0; }; done
 command -v mpirun >/dev/null || { fail seqpar_mpirun "mpirun not found (Debian: openmpi-bin)"; exit 0; }
 
@@ -172,8 +172,9 @@ report_acts() {  # sp -> the dry report's activations + working set of the run, 
     $PY -c "import json,sys; m = json.load(open(sys.argv[1]))['stages'][0]['memory_bytes']; print(m['activations'] + m['working'])" \
         "$TMP/mem-$1.json"
 }
-mem_run() {  # sp
-    timeout 180 mpirun -np 2 "$TRAIN" "$TMP/mem.yaml" --set parallel.sequence_parallel=$1 \
+mem_run() {  # sp (OpenBLAS for every GEMM: the report counts the engine's buffers, not a GEMM
+             # library's workspace, which differs by library and the per-shape choice differs by layout)
+    BOOST_CPU_GEMM=openblas timeout 180 mpirun -x BOOST_CPU_GEMM -np 2 "$TRAIN" "$TMP/mem.yaml" --set parallel.sequence_parallel=$1 \
         --set run.db="$TMP/mem-$1.db" --set run.checkpoint_dir="$TMP/ck-mem" >"$TMP/mem-$1.log" 2>&1
 }
 mem() { sqlite3 "$TMP/mem-$1.db" "SELECT bytes FROM memory WHERE category='$2'"; }

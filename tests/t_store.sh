@@ -97,7 +97,7 @@ else
     fail ckpt_write "$out"
 fi
 
-# ---- a full disk (issue 13): a clean error naming the checkpoint and the cause, exit 2,
+# ---- a full disk: a clean error naming the checkpoint and the cause, exit 2,
 # no crash, no *.tmp.<pid> left, and the checkpoint written before still verifies.
 # RLIMIT_FSIZE works anywhere (SIGXFSZ ignored: writes then fail with EFBIG); a real
 # full file system (a 64 KiB tmpfs in a private mount namespace) where we may mount.

@@ -1,6 +1,7 @@
 // test_core.c — the shared pieces under everything: CRC-32 (known vectors, chained
 // pieces), the one JSON string escape, the one crash-safe file write and the bounded
-// reader of regular files (FIFOs and devices refused without blocking, size limits).
+// reader of regular files (FIFOs and devices refused without blocking, size limits), the
+// output folders (core/outdir.h: nothing written or deleted through a link).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -14,6 +15,7 @@
 #include "../src/core/utf8.h"
 #include "../src/core/fileio.h"
 #include "../src/core/json.h"
+#include "../src/core/outdir.h"
 TL_MAIN_DEFS
 
 static char TMPD[256];
@@ -174,7 +176,7 @@ TEST(utf8_rule_is_rfc3629) {
         b[0] = (unsigned char)(0xF0 | (b[0] & 0x0F));   // 4-byte leads and their neighbours
         if (utf8_seq_len(b, 4) != utf8_reference(b, 4)) { EXPECT(0, "4 bytes %02x %02x %02x %02x", b[0], b[1], b[2], b[3]); bad++; }
     }
-    // the two of the issue, in text: an overlong '/' and a surrogate, counted as bad bytes
+    // two bad sequences in text: an overlong '/' and a surrogate, counted as bad bytes
     const unsigned char t[] = { 'a', 0xC0, 0xAF, 'b', 0xED, 0xA0, 0x80, 0xC3, 0xA9 };
     EXPECT(utf8_first_invalid(t, sizeof t) == 1 && utf8_count_invalid(t, sizeof t) == 5, "first %ld, count %zu",
            utf8_first_invalid(t, sizeof t), utf8_count_invalid(t, sizeof t));
@@ -183,6 +185,115 @@ TEST(utf8_rule_is_rfc3629) {
     EXPECT(utf8_describe_char("\xC0\xAF", d, sizeof d) == 1 && !strcmp(d, "byte 0xC0"), "%s", d);
     utf8_printable("a\nb\xFF\xC3\xA9", d, sizeof d);
     EXPECT(!strcmp(d, "a\\x0Ab\\xFF\xC3\xA9"), "printable: %s", d);
+}
+
+// ---- output folders: never through a link -------------------------------------------------
+static int owned_if_ours(int dirfd, const char *name) {
+    char buf[8] = "";
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW);
+    if (fd < 0) return 0;
+    ssize_t k = read(fd, buf, 4);
+    close(fd);
+    return k == 4 && !memcmp(buf, "ours", 4);
+}
+static void put(const char *path, const char *text) { FILE *f = fopen(path, "w"); if (f) { fputs(text, f); fclose(f); } }
+static int has(const char *path, const char *text) {
+    char buf[64] = ""; FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t k = fread(buf, 1, sizeof buf - 1, f); buf[k] = 0; fclose(f);
+    return !strcmp(buf, text);
+}
+
+TEST(outdir_never_through_a_link) {
+    char base[300], out[300], p[400], err[2000];
+    tpath(base, sizeof base, "od");
+    tpath(out, sizeof out, "od_outside");
+    mkdir(out, 0755);
+    snprintf(p, sizeof p, "%s/victim", out); put(p, "keep");
+    OutDir d, sub;
+    EXPECT(outdir_open(&d, base, 1, err, sizeof err) == 0, "%s", err);
+    // a folder below it replaced by a link: refused by name
+    snprintf(p, sizeof p, "%s/linked", base);
+    EXPECT(symlink(out, p) == 0, "symlink");
+    EXPECT(outdir_sub(&sub, &d, "linked", 1, err, sizeof err) != 0 && strstr(err, "linked is a symbolic link"), "%s", err);
+    EXPECT(outdir_open(&sub, p, 1, err, sizeof err) != 0 && strstr(err, "is a symbolic link"), "%s", err);
+    snprintf(p, sizeof p, "%s/afile", base); put(p, "x");
+    EXPECT(outdir_sub(&sub, &d, "afile", 1, err, sizeof err) != 0 && strstr(err, "is a regular file, not a directory"), "%s", err);
+    // names inside: a link, a file of someone else's, a leftover of ours
+    snprintf(p, sizeof p, "%s/victim", out);
+    char name[64]; snprintf(name, sizeof name, "f.tmp.%ld", (long)getpid());
+    char at[400]; snprintf(at, sizeof at, "%s/%s", base, name);
+    EXPECT(symlink(p, at) == 0, "symlink");
+    char tmp[128];
+    EXPECT(outdir_tmp_create(&d, "f", tmp, sizeof tmp, owned_if_ours, err, sizeof err) < 0 && strstr(err, "is a symbolic link"), "%s", err);
+    EXPECT(outdir_remove(&d, name, owned_if_ours, err, sizeof err) == 0 && strstr(err, "symbolic link"), "a link removed: %s", err);
+    unlink(at); put(at, "theirs");
+    EXPECT(outdir_tmp_create(&d, "f", tmp, sizeof tmp, owned_if_ours, err, sizeof err) < 0 && strstr(err, "did not write"), "%s", err);
+    EXPECT(outdir_remove(&d, name, owned_if_ours, err, sizeof err) == 0 && has(at, "theirs"), "a foreign file removed: %s", err);
+    put(at, "ours, left by an earlier process");
+    int fd = outdir_tmp_create(&d, "f", tmp, sizeof tmp, owned_if_ours, err, sizeof err);
+    EXPECT(fd >= 0 && !strcmp(tmp, name), "a leftover of ours is replaced: %s", err);
+    EXPECT(write(fd, "new", 3) == 3, "write");
+    // the final name a link: renameat replaces the link, never writes its target
+    snprintf(at, sizeof at, "%s/f", base);
+    EXPECT(symlink(p, at) == 0, "symlink");
+    EXPECT(outdir_commit(&d, fd, tmp, "f", err, sizeof err) == 0, "%s", err);
+    struct stat st;
+    EXPECT(lstat(at, &st) == 0 && S_ISREG(st.st_mode) && has(at, "new") && has(p, "keep"), "commit over a link");
+    snprintf(p, sizeof p, "%s/victim", out);
+    EXPECT(has(p, "keep"), "the file outside changed");
+    // held: removed only while it is still the file created
+    fd = outdir_create(&d, "held", NULL, err, sizeof err);
+    snprintf(at, sizeof at, "%s/held", base); unlink(at); put(at, "replaced");
+    EXPECT(fd >= 0 && outdir_remove_held(&d, "held", fd) == 0 && has(at, "replaced"), "a replaced file was removed");
+    close(fd);
+    EXPECT(outdir_probe_writable(&d, err, sizeof err) == 0, "%s", err);
+    outdir_close(&d);
+}
+
+TEST(outdir_undo_removes_only_what_it_made) {
+    char base[300], p[400], err[2000];
+    tpath(base, sizeof base, "undo");
+    mkdir(base, 0755);
+    snprintf(p, sizeof p, "%s/kept", base); mkdir(p, 0755);   // there before: kept
+    outdir_keep_created();
+    OutDir d, sub;
+    snprintf(p, sizeof p, "%s/kept/a/b", base);
+    EXPECT(outdir_open(&d, p, 1, err, sizeof err) == 0, "%s", err);
+    EXPECT(outdir_sub(&sub, &d, "c", 1, err, sizeof err) == 0, "%s", err);
+    snprintf(p, sizeof p, "%s/kept/x", base);
+    OutDir x;
+    EXPECT(outdir_open(&x, p, 1, err, sizeof err) == 0, "%s", err);
+    snprintf(p, sizeof p, "%s/kept/x/user.txt", base); put(p, "a file made meanwhile");
+    outdir_close(&d); outdir_close(&sub); outdir_close(&x);
+    outdir_undo_created();
+    snprintf(p, sizeof p, "%s/kept/a", base);
+    char px[400]; snprintf(px, sizeof px, "%s/kept/x/user.txt", base);
+    char pk[400]; snprintf(pk, sizeof pk, "%s/kept", base);
+    EXPECT(access(p, F_OK) != 0 && access(px, F_OK) == 0 && access(pk, F_OK) == 0,
+           "undo: a %s, x/user.txt %s, kept %s", access(p, F_OK) ? "gone" : "left", access(px, F_OK) ? "gone" : "kept",
+           access(pk, F_OK) ? "gone" : "kept");
+}
+
+TEST(outdir_trace_lists_the_writes) {
+    char base[300], trace[300], err[2000];
+    tpath(base, sizeof base, "traced");
+    tpath(trace, sizeof trace, "trace.txt");
+    setenv("BOOST_TRACE_WRITES", trace, 1);
+    OutDir d;
+    EXPECT(outdir_open(&d, base, 1, err, sizeof err) == 0, "%s", err);
+    char tmp[128];
+    int fd = outdir_tmp_create(&d, "out.bin", tmp, sizeof tmp, NULL, err, sizeof err);
+    EXPECT(fd >= 0 && outdir_commit(&d, fd, tmp, "out.bin", err, sizeof err) == 0, "%s", err);
+    unsetenv("BOOST_TRACE_WRITES");
+    outdir_close(&d);
+    char want[3][700];
+    snprintf(want[0], sizeof want[0], "mkdir\t%s\n", base);
+    snprintf(want[1], sizeof want[1], "create\t%s/out.bin.tmp.%ld\n", base, (long)getpid());
+    snprintf(want[2], sizeof want[2], "replace\t%s/out.bin\n", base);
+    char got[4000] = ""; FILE *f = fopen(trace, "r");
+    if (f) { size_t k = fread(got, 1, sizeof got - 1, f); got[k] = 0; fclose(f); }
+    for (int i = 0; i < 3; i++) EXPECT(strstr(got, want[i]), "trace lacks '%s': %s", want[i], got);
 }
 
 int main(void) {
@@ -195,5 +306,8 @@ int main(void) {
     RUN(atomic_write_full_disk);
     RUN(read_regular_refuses_the_rest);
     RUN(blas_core_for_isa);
+    RUN(outdir_never_through_a_link);
+    RUN(outdir_undo_removes_only_what_it_made);
+    RUN(outdir_trace_lists_the_writes);
     return tl_finish(TMPD);
 }

@@ -111,19 +111,6 @@ TEST(gemm_bf16_path_within_bounds) {
 
 // The path's choice: fp32 forced by argument and by BOOST_CPU_BF16_GEMM, auto = bf16 exactly
 // where oneDNN has AMX, bf16 forced wherever it has bf16 units, and bad values refused with exit 2 (in a child process).
-// A word of /proc/cpuinfo (a flag such as amx_bf16, or the vendor_id) on its first CPU.
-static int cpuinfo_has(const char *word) {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return 0;
-    char line[8192];
-    int found = 0, cpus = 0;
-    while (!found && fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "processor", 9) && ++cpus > 1) break;
-        for (char *t = strtok(line, " \t\n:"); t && !found; t = strtok(NULL, " \t\n:")) found = !strcmp(t, word);
-    }
-    fclose(f);
-    return found;
-}
 
 static int child_exit(const char *env) {
     pid_t pid = fork();
@@ -146,10 +133,10 @@ TEST(gemm_path_selection) {
     unsetenv("BOOST_CPU_BF16_GEMM");
     // auto takes bf16 arithmetic where it is the faster path (onednn.h): AMX, or AVX512-BF16
     // on AMD. Written out here from /proc/cpuinfo, apart from onednn.c's CPUID reading.
-    int fast = have && (cpuinfo_has("amx_bf16") || cpuinfo_has("AuthenticAMD"));
+    int fast = have && (tl_cpuinfo_has("amx_bf16") || tl_cpuinfo_has("AuthenticAMD"));
     Bf16GemmPath a = cpu_bf16_gemm_choose(NULL, 1);
     EXPECT(a == (fast ? BF16_GEMM_BF16 : BF16_GEMM_FP32), "auto chose %d with bf16 units %s, AMX %s, AMD %s", (int)a,
-           have ? "present" : "absent", cpuinfo_has("amx_bf16") ? "yes" : "no", cpuinfo_has("AuthenticAMD") ? "yes" : "no");
+           have ? "present" : "absent", tl_cpuinfo_has("amx_bf16") ? "yes" : "no", tl_cpuinfo_has("AuthenticAMD") ? "yes" : "no");
     EXPECT(strstr(cpu_bf16_gemm_describe(), fast ? "bf16 arithmetic" : "widened"), "log line: %s", cpu_bf16_gemm_describe());
     if (have && !fast)
         EXPECT(strstr(cpu_bf16_gemm_describe(), "without AMX") && strstr(cpu_bf16_gemm_describe(), "BOOST_CPU_BF16_GEMM=bf16"),
@@ -223,78 +210,7 @@ TEST(training_run_tracks_fp32) {
            "vs fp32 %.4f, vs fallback %.4f\n", S, l32[0], l32[S - 1], l16[0], l16[S - 1], lfb[0], lfb[S - 1], w32, wfb);
 }
 
-// The fp32 GEMM's library (sgemm.h): auto takes oneDNN on AMD with AVX-512 (written out here
-// from /proc/cpuinfo), a bad BOOST_CPU_GEMM is refused with exit 2; both libraries agree
-// within fp32 accumulation bounds, and oneDNN's product has the same bits for 1 and 2 threads.
-static int child_gemm_exit(const char *env) {
-    pid_t pid = fork();
-    if (pid == 0) {
-        freopen("/dev/null", "w", stderr);
-        setenv("BOOST_CPU_GEMM", env, 1);
-        cpu_sgemm_choose(NULL);
-        _exit(0);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-TEST(fp32_gemm_library) {
-    int amd_avx512 = cpuinfo_has("AuthenticAMD") && cpuinfo_has("avx512f") && cpuinfo_has("avx512bw") && cpuinfo_has("avx512vl");
-    unsetenv("BOOST_CPU_GEMM");
-    SgemmLib a = cpu_sgemm_choose(NULL);
-    EXPECT(a == (amd_avx512 ? SGEMM_ONEDNN : SGEMM_OPENBLAS), "auto chose %s (AMD with AVX-512: %s): %s",
-           a == SGEMM_ONEDNN ? "onednn" : "openblas", amd_avx512 ? "yes" : "no", cpu_sgemm_describe());
-    EXPECT(strstr(cpu_sgemm_describe(), "BOOST_CPU_GEMM=auto"), "the line says why: %s", cpu_sgemm_describe());
-    EXPECT(child_gemm_exit("mkl") == 2, "BOOST_CPU_GEMM=mkl must be refused with exit 2");
-    EXPECT(child_gemm_exit("onednn") == 0 && child_gemm_exit("openblas") == 0, "both libraries can be forced");
-    // shapes of a step (transposes, strides wider than the matrix, alpha, beta) and an odd one
-    struct { Trans ta, tb; int M, N, K; float alpha, beta; } sh[] = {
-        { TR_N, TR_N, 256, 96, 128, 1.0f, 0.0f }, { TR_T, TR_N, 96, 128, 256, 1.0f, 1.0f },
-        { TR_N, TR_T, 256, 128, 96, 0.5f, 0.0f }, { TR_T, TR_T, 37, 53, 29, 1.0f, 0.25f } };
-    Rng rng = { .state = 99 };
-    for (int i = 0; i < 4; i++) {
-        int M = sh[i].M, N = sh[i].N, K = sh[i].K, pad = 3;
-        int lda = (sh[i].ta == TR_N ? K : M) + pad, ldb = (sh[i].tb == TR_N ? N : K) + pad, ldc = N + pad;
-        size_t na = (size_t)(sh[i].ta == TR_N ? M : K) * lda, nb = (size_t)(sh[i].tb == TR_N ? K : N) * ldb, nc = (size_t)M * ldc;
-        float *A = malloc(na * 4), *B = malloc(nb * 4), *C0 = malloc(nc * 4), *C[3];
-        for (size_t j = 0; j < na; j++) A[j] = 2.0f * rng_uniform(&rng) - 1.0f;
-        for (size_t j = 0; j < nb; j++) B[j] = 2.0f * rng_uniform(&rng) - 1.0f;
-        for (size_t j = 0; j < nc; j++) C0[j] = 2.0f * rng_uniform(&rng) - 1.0f;
-        const char *lib[3] = { "openblas", "onednn", "onednn" };
-        int threads[3] = { 2, 1, 2 };
-        for (int k = 0; k < 3; k++) {
-            C[k] = malloc(nc * 4);
-            memcpy(C[k], C0, nc * 4);
-            cpu_sgemm_choose(lib[k]);
-            omp_set_num_threads(threads[k]);
-            GemmArgs g = { sh[i].ta, sh[i].tb, M, N, K, sh[i].alpha, A, lda, B, ldb, sh[i].beta, C[k], ldc };
-            cpu_sgemm(&g);
-        }
-        double worst = 0;   // |difference| / (alpha · Σ|a||b| + |beta·c|): fp32 accumulation, K terms
-        for (int m = 0; m < M; m++)
-            for (int n = 0; n < N; n++) {
-                double bound = fabs(sh[i].beta * C0[(size_t)m * ldc + n]);
-                for (int k = 0; k < K; k++) {
-                    float av = sh[i].ta == TR_N ? A[(size_t)m * lda + k] : A[(size_t)k * lda + m];
-                    float bv = sh[i].tb == TR_N ? B[(size_t)k * ldb + n] : B[(size_t)n * ldb + k];
-                    bound += fabs(sh[i].alpha * av * bv);
-                }
-                double d = fabs((double)C[0][(size_t)m * ldc + n] - C[1][(size_t)m * ldc + n]) / bound;
-                if (d > worst) worst = d;
-            }
-        EXPECT(worst < K * 1.2e-7, "shape %d: openblas vs onednn differ by %.3g of the magnitude (bound %.3g)", i, worst, K * 1.2e-7);
-        EXPECT(!memcmp(C[1], C[2], nc * 4), "shape %d: onednn's bits differ between 1 and 2 threads", i);
-        int pad_ok = 1;   // the columns past N of each row are not written
-        for (int m = 0; m < M; m++) for (int n = N; n < ldc; n++) pad_ok &= C[1][(size_t)m * ldc + n] == C0[(size_t)m * ldc + n];
-        EXPECT(pad_ok, "shape %d: onednn wrote past N in the row stride", i);
-        free(A); free(B); free(C0); for (int k = 0; k < 3; k++) free(C[k]);
-    }
-    omp_set_num_threads(2);
-    cpu_sgemm_choose(NULL);
-}
-
 int main(void) {
-    RUN(fp32_gemm_library);
     RUN(gemm_path_selection);
     RUN(gemm_bf16_path_within_bounds);
     RUN(training_run_tracks_fp32);

@@ -2,7 +2,11 @@
 // migration of schema-1 files, launches, stored overrides, the views, the comparison
 // table's medians, spreads and rates, the end-status rules when several ranks record
 // (first failure wins, interrupted only replaces running), and the database that never
-// kills training: busy (a lock held by another process), full, damaged.
+// kills training: busy (a lock held by another process), full, damaged; a database of
+// another schema refused by name (every column of the schema taken away in turn); paths
+// refused before anything is made; a database written over in place under a run is never
+// its 'completed'.
+#include <dirent.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -265,6 +269,41 @@ TEST(db_migrates_schema_5) {
 }
 
 // ---- a simulated run: kind, hardware, its one step, the simulation row, the views ------------
+// ---- schema 6 files are migrated: events admit 'backend', nothing lost ------------------------
+// A schema-6 file: a fresh one whose events table has schema 6's CHECK (no 'backend'); its views
+// (which read events) go with it, as the migration recreates them.
+TEST(db_migrates_schema_6) {
+    char path[300], t[512];
+    tmp_path(path, sizeof path, "v6.db");
+    RunDB *db = rundb_open(path);
+    RunInfo ri = make_info("old6", "v", "old6.v.1");
+    int64_t id = rundb_begin_run(db, &ri);
+    rundb_event(db, id, 3, "checkpoint", "ckpt/step_3.h5");
+    rundb_end_run(db, id, "completed", NULL);
+    rundb_close(db);
+    downgrade(path,
+        "CREATE TABLE events_v6 (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+        " step INTEGER, at TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('checkpoint','resumed','error','interrupted',"
+        "'diverged','dump','config_change','warning')), detail TEXT);"
+        "INSERT INTO events_v6 SELECT * FROM events; DROP VIEW latest_runs; DROP VIEW run_summary; DROP VIEW launch_summary;"
+        "DROP VIEW simulated_runs; DROP VIEW run_config; DROP VIEW config_diff; DROP TABLE events;"
+        "ALTER TABLE events_v6 RENAME TO events; CREATE INDEX events_by_run ON events(run_id, id);"
+        "PRAGMA user_version=6;");
+    sqlite3 *s = raw_open(path);
+    EXPECT(sqlite3_exec(s, "INSERT INTO events (run_id, at, kind) VALUES (1, 'x', 'backend')", NULL, NULL, NULL) != SQLITE_OK,
+           "schema 6 refuses the new kind");
+    sqlite3_close(s);
+    db = rundb_open(path);
+    rundb_event(db, id, 1, "backend", "attention forward B 2 T 128 H 4 Hkv 2 hd 64: the flash kernel (fp32)");
+    rundb_close(db);
+    s = raw_open(path);
+    EXPECT(q_num(s, "PRAGMA user_version") == RUNDB_SCHEMA_VERSION, "user_version");
+    q_text(s, "SELECT group_concat(kind || ':' || COALESCE(step, '-'), ',') FROM (SELECT * FROM events WHERE run_id = 1 ORDER BY id)", t, sizeof t);
+    EXPECT(!strcmp(t, "checkpoint:3,backend:1"), "events after the migration: %s", t);
+    EXPECT(q_num(s, "SELECT COUNT(*) FROM run_config") >= 0, "the views read events again");
+    sqlite3_close(s);
+}
+
 TEST(db_simulated_run) {
     char path[300], t[512];
     tmp_path(path, sizeof path, "sim.db");
@@ -678,6 +717,145 @@ TEST(db_damaged_refused) {
            after.st_mtim.tv_nsec == damaged.st_mtim.tv_nsec, "the damaged file was written by the refused open");
 }
 
+// ---- another schema: refused by name, whatever is missing -----------------------------------
+// A column of every table of the schema this build writes (read from a new database, not
+// listed here; table k loses its column k mod its width, so the cases move through the
+// columns) is taken away: each file is refused naming the table and the column.
+static void drop_column(const char *path, const char *table, const char *column, const char *keep) {
+    sqlite3 *s = raw_open(path);
+    char sql[8192] = "PRAGMA foreign_keys=OFF; ", view[128];
+    sqlite3_stmt *st = NULL;   // every view first (they name the tables)
+    sqlite3_prepare_v2(s, "SELECT name FROM sqlite_master WHERE type='view'", -1, &st, NULL);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        snprintf(view, sizeof view, "%s", sqlite3_column_text(st, 0));
+        size_t l = strlen(sql); snprintf(sql + l, sizeof sql - l, "DROP VIEW %s; ", view);
+    }
+    sqlite3_finalize(st);
+    size_t l = strlen(sql);
+    snprintf(sql + l, sizeof sql - l, "CREATE TABLE x_new AS SELECT %s FROM %s; DROP TABLE %s; ALTER TABLE x_new RENAME TO %s;",
+             keep, table, table, table);
+    char *e = NULL;
+    if (sqlite3_exec(s, sql, NULL, NULL, &e) != SQLITE_OK) fprintf(stderr, "drop %s.%s: %s\n", table, column, e);
+    sqlite3_free(e);
+    sqlite3_close(s);
+}
+
+TEST(db_other_schema_refused_by_name) {
+    char fresh[300], path[300], err[4096];
+    tmp_path(fresh, sizeof fresh, "fresh.db");
+    rundb_close(rundb_open(fresh));
+    sqlite3 *s = raw_open(fresh);
+    sqlite3_exec(s, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
+    sqlite3_stmt *tables = NULL, *cols = NULL;
+    sqlite3_prepare_v2(s, "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name", -1, &tables, NULL);
+    int cases = 0, clean = 0, k = 0;
+    while (sqlite3_step(tables) == SQLITE_ROW) {
+        char table[128];
+        snprintf(table, sizeof table, "%s", sqlite3_column_text(tables, 0));
+        char names[64][64]; int n = 0;
+        sqlite3_prepare_v2(s, "SELECT name FROM pragma_table_info(?1)", -1, &cols, NULL);
+        sqlite3_bind_text(cols, 1, table, -1, SQLITE_TRANSIENT);
+        while (sqlite3_step(cols) == SQLITE_ROW && n < 64) snprintf(names[n++], 64, "%s", sqlite3_column_text(cols, 0));
+        sqlite3_finalize(cols);
+        for (int drop = k++ % (n ? n : 1); drop < n; drop = n) {
+            char keep[4096] = "";
+            for (int i = 0; i < n; i++) if (i != drop) { size_t l = strlen(keep); snprintf(keep + l, sizeof keep - l, "%s%.63s", l ? ", " : "", names[i]); }
+            if (!keep[0]) continue;
+            tmp_path(path, sizeof path, "dropped.db");
+            char cmd[700]; snprintf(cmd, sizeof cmd, "cp '%s' '%s'", fresh, path);
+            if (system(cmd) != 0) continue;
+            drop_column(path, table, names[drop], keep);
+            cases++;
+            int rc = in_child(rundb_open_child, path, err, sizeof err);
+            char want[300]; snprintf(want, sizeof want, "table %s without its column %s", table, names[drop]);
+            if (rc == 2 && strstr(err, want) && !strstr(err, "fatal:")) clean++;
+            else EXPECT(0, "without %s.%s: exit %d: %.300s", table, names[drop], rc, err);
+        }
+    }
+    sqlite3_finalize(tables);
+    sqlite3_close(s);
+    printf("INFO another schema: a column taken away from each of %d tables, %d refused by name\n", cases, clean);
+    EXPECT(cases >= 8 && clean == cases, "%d of %d", clean, cases);
+    // schema versions that are none of this build's: refused naming the version
+    const int versions[] = { -1, -2147483647 - 1, RUNDB_SCHEMA_VERSION + 1, 99 };
+    for (int i = 0; i < 4; i++) {
+        tmp_path(path, sizeof path, "version.db");
+        char cmd[700]; snprintf(cmd, sizeof cmd, "cp '%s' '%s'", fresh, path);
+        EXPECT(system(cmd) == 0, "cp");
+        sqlite3 *v = raw_open(path);
+        char sql[64]; snprintf(sql, sizeof sql, "PRAGMA user_version=%d", versions[i]);
+        sqlite3_exec(v, sql, NULL, NULL, NULL);
+        sqlite3_close(v);
+        int rc = in_child(rundb_open_child, path, err, sizeof err);
+        char want[64]; snprintf(want, sizeof want, versions[i] < 0 ? "(PRAGMA user_version) is %d" : "schema version %d", versions[i]);
+        EXPECT(rc == 2 && strstr(err, want) && !strstr(err, "not an error"), "user_version %d: exit %d: %s", versions[i], rc, err);
+    }
+}
+
+// ---- run.db paths refused before anything is made ---------------------------------------------
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return -1;
+    for (struct dirent *e; (e = readdir(d)); ) n += e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, ".."));
+    closedir(d);
+    return n;
+}
+
+TEST(db_path_refusals_make_nothing) {
+    char dir[300], link[400], err[4096];
+    tmp_path(dir, sizeof dir, "paths");
+    mkdir(dir, 0755);
+    snprintf(link, sizeof link, "%s/dangling.db", dir);
+    EXPECT(symlink("/nonexistent/boost-c-test/x.db", link) == 0, "symlink");
+    const char *names[] = { "x.db/", "new/sub/x.db/", "new/.", "new/..", "dangling.db" };
+    for (int i = 0; i < 5; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        int before = count_entries(dir);
+        int rc = in_child(rundb_open_child, path, err, sizeof err);
+        EXPECT(rc == 2 && strstr(err, "run.db=") && count_entries(dir) == before,
+               "%s: exit %d, %d entries before, %d after: %s", names[i], rc, before, count_entries(dir), err);
+    }
+    struct stat st;
+    EXPECT(stat("/nonexistent/boost-c-test", &st) != 0, "a file was created through the dangling link");
+}
+
+// ---- written over in place under a run: never 'completed' --------------------------------------
+// An older copy written over the file (cp older.db run.db) after the WAL was checkpointed into
+// it: this connection's cache still shows its own pages, a fresh reader sees the damage or
+// another run table. rundb_run_complete says so; a database left alone is complete.
+TEST(db_replaced_in_place_not_complete) {
+    char path[300], older[300], why[2000];
+    tmp_path(path, sizeof path, "inplace.db");
+    tmp_path(older, sizeof older, "older.db");
+    RunDB *db = rundb_open(path);
+    RunInfo r0 = make_info("p", "v", "p.v.0");
+    int64_t first = rundb_begin_run(db, &r0);
+    log_steps(db, first, 10, 0.1);
+    rundb_end_run(db, first, "completed", NULL);
+    EXPECT(rundb_run_complete(db, first, "p.v.0", 10, why, sizeof why), "a database left alone: %s", why);
+    sqlite3 *s = raw_open(path);
+    sqlite3_exec(s, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+    sqlite3_close(s);
+    char cmd[700]; snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path, older);
+    EXPECT(system(cmd) == 0, "cp");
+    RunInfo r1 = make_info("p", "v", "p.v.1");
+    int64_t run = rundb_begin_run(db, &r1);
+    log_steps(db, run, 3000, 0.1);
+    rundb_flush(db);
+    s = raw_open(path);
+    sqlite3_exec(s, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);   // (the run's pages in the file)
+    sqlite3_close(s);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", older, path);                   // written over, in place
+    EXPECT(system(cmd) == 0, "cp");
+    log_steps(db, run, 3000, 0.1);
+    EXPECT(!rundb_run_complete(db, run, "p.v.1", 3000, why, sizeof why) &&
+           (strstr(why, "integrity check") || strstr(why, "not this run")), "written over in place: complete? %s", why);
+    printf("INFO written over in place: %s\n", why);
+    rundb_close(db);
+}
+
 int main(void) {
     if (tl_tmpdir(TMPDIR_, sizeof TMPDIR_, "test_db")) return 1;
     RUN(db_migrates_schema_1);
@@ -685,6 +863,7 @@ int main(void) {
     RUN(db_migrates_schema_3);
     RUN(db_migrates_schema_4);
     RUN(db_migrates_schema_5);
+    RUN(db_migrates_schema_6);
     RUN(db_simulated_run);
     RUN(db_launch_overrides_views);
     RUN(db_summary_medians_spread_rates);
@@ -694,5 +873,8 @@ int main(void) {
     RUN(db_busy_keeps_rows_and_retries);
     RUN(db_full_disk_clean_error);
     RUN(db_damaged_refused);
+    RUN(db_other_schema_refused_by_name);
+    RUN(db_path_refusals_make_nothing);
+    RUN(db_replaced_in_place_not_complete);
     return tl_finish(TMPDIR_);
 }

@@ -582,6 +582,12 @@ static Manifest *one_variant(const char *name, char *path, char *db_path) {
     return manifest_load(path);
 }
 
+// What run.c does with a plan: its handles closed (the lock with them), its text freed.
+static void close_plan(RunPlan *p) {
+    outdir_close(&p->dump_out); outdir_close(&p->run_dir); outdir_close(&p->ckpt_root);
+    plan_run_free(p);
+}
+
 TEST(run_plan_new_run) {
     char path[400], db_path[400];
     Manifest *m = one_variant("run", path, db_path);
@@ -592,15 +598,15 @@ TEST(run_plan_new_run) {
     EXPECT(!plan_run(db, &rq, &p), "a new run refused: %s", p.refusal.message);
     struct stat st;
     EXPECT(!strcmp(p.uid, "run.v0.20260101-000000.31337") && stat(p.ckpt_dir, &st) == 0 && S_ISDIR(st.st_mode) &&
-           !strcmp(p.new_dirs[0], p.ckpt_dir) && !p.resume_run && !p.resume_path[0] && locked_elsewhere(p.ckpt_dir),
+           p.run_dir.fd >= 0 && !p.resume_run && !p.resume_path[0] && locked_elsewhere(p.ckpt_dir),
            "uid %s, folder %s, locked %d", p.uid, p.ckpt_dir, locked_elsewhere(p.ckpt_dir));
+    outdir_keep_created();   // (as a registered run does: its folders are its own now)
     // the same folder again (same stamp and pid): its lock refuses a second owner, and the
     // refusal leaves the first run's folder in place
     RunPlan q;
     EXPECT(plan_run(db, &rq, &q) && strstr(q.refusal.message, "is live") && stat(p.ckpt_dir, &st) == 0,
            "a second owner: %s", q.refusal.message);
-    close(p.lock_fd);
-    plan_run_free(&p);
+    close_plan(&p);
     // a dump folder inside another run's folder: refused, and the new folders are removed again
     Config c2 = *cfg;
     snprintf(c2.run.dump_steps, sizeof c2.run.dump_steps, "1");
@@ -613,9 +619,10 @@ TEST(run_plan_new_run) {
     EXPECT(!plan_run(db, &rq, &q), "dumps in the run's folder refused: %s", q.refusal.message);
     char want[1500];
     snprintf(want, sizeof want, "%s/dumps", q.ckpt_dir);
-    EXPECT(!strcmp(q.dump_dir, want) && !strcmp(q.new_dirs[1], want) && stat(want, &st) == 0, "dump folder %s", q.dump_dir);
-    close(q.lock_fd);
-    plan_run_free(&q);
+    EXPECT(!strcmp(q.dump_dir, want) && q.dump_out.fd >= 0 && !strcmp(q.dump_out.path, want) && stat(want, &st) == 0,
+           "dump folder %s", q.dump_dir);
+    outdir_keep_created();
+    close_plan(&q);
     // a --launch of another experiment, and one that does not exist
     int64_t other;
     { Manifest *mo = manifest_load(path); snprintf(mo->name, sizeof mo->name, "else"); other = add_launch(db, mo, path, NULL, 0, 1); manifest_free(mo); }
@@ -685,9 +692,8 @@ TEST(run_plan_resume_generated) {
                (long long)p.resume_step, p.restart);
         if (!refused && !p.noop) {
             EXPECT(locked_elsewhere(dir), "case %d: the run folder is not locked", c);
-            close(p.lock_fd);
         }
-        plan_run_free(&p);
+        close_plan(&p);
     }
     // a uid that is not a plain folder name is never used as a path
     const char *bad[] = { "../../victim", "a/b", ".hidden", "", NULL };

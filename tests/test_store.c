@@ -10,6 +10,8 @@
 //   test_store --verify PATH              "ok" (exit 0) or why the checkpoint does not verify (exit 1)
 //   test_store --read-checkpoint PATH [dense|cola|svd|lax|lax-svd-dense]   checkpoint_read into a tiny model
 #include <hdf5.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -498,7 +500,7 @@ static void write_ckpt(const char *path, const ModelState *a, int64_t step) {
     checkpoint_write(path, a, &meta);
 }
 
-// The probe of issue 13: random 256-byte blocks overwritten inside the file. Every trial
+// The corruption probe: random 256-byte blocks overwritten inside the file. Every trial
 // must be refused by name (exit 2, "damaged") or, when the blocks fell on bytes the file
 // does not use, load bit-identical: never a different state, never a crash.
 TEST(ckpt_damaged_blocks_refused_or_identical) {
@@ -726,6 +728,8 @@ TEST(ckpt_killed_midway_latest_is_older_good_one) {
 }
 
 static void touch(const char *path) { FILE *f = fopen(path, "w"); if (f) { fputs("x", f); fclose(f); } }
+// A writer's leftover as the checkpoint writer leaves it: its block marked from the first bytes.
+static void leftover(const char *path) { FILE *f = fopen(path, "w"); if (f) { fputs("boost-c checkpoint\nunsealed: being written\n", f); fclose(f); } }
 
 static pid_t dead_pid(void) {
     pid_t p = fork();
@@ -735,7 +739,9 @@ static pid_t dead_pid(void) {
 }
 
 // keep_last counts only checkpoints that verify; a damaged one never stops pruning;
-// leftovers of writers: older than the newest good step, or of a process that is gone.
+// leftovers of writers: older than the newest good step, or of a process that is gone, and
+// only those that start with the block's magic text (a file of the same name that does not
+// is not boost-c's: kept).
 TEST(ckpt_prune_keeps_last_k) {
     ModelConfig c = tiny_cfg(LINEAR_SVD, 1, 4);
     ModelState a; state_make(&a, c, 1);
@@ -748,14 +754,16 @@ TEST(ckpt_prune_keeps_last_k) {
     }
     char foreign[400];
     checkpoint_path(foreign, sizeof foreign, dir, 5); touch(foreign);        // an old file boost-c did not write: kept
-    snprintf(p, sizeof p, "%s/step_20.h5.tmp.%d", dir, (int)dead_pid()); touch(p);
-    snprintf(p, sizeof p, "%s/step_20.h5.tmp", dir); touch(p);              // an older build's leftover
-    snprintf(p, sizeof p, "%s/step_70.h5.tmp.%d", dir, (int)dead_pid()); touch(p);  // newer, but its writer is gone
-    char live[400];
-    snprintf(live, sizeof live, "%s/step_60.h5.tmp.1", dir); touch(live);   // newer, writer alive: may be in progress
+    snprintf(p, sizeof p, "%s/step_20.h5.tmp.%d", dir, (int)dead_pid()); leftover(p);
+    snprintf(p, sizeof p, "%s/step_20.h5.tmp", dir); leftover(p);           // an older build's name
+    snprintf(p, sizeof p, "%s/step_70.h5.tmp.%d", dir, (int)dead_pid()); leftover(p);  // newer, but its writer is gone
+    char live[400], unmarked[400];
+    snprintf(live, sizeof live, "%s/step_60.h5.tmp.1", dir); leftover(live);   // newer, writer alive: may be in progress
+    snprintf(unmarked, sizeof unmarked, "%s/step_30.h5.tmp.%d", dir, (int)dead_pid()); touch(unmarked);   // not boost-c's
     int removed = checkpoint_prune(dir, 2);
     EXPECT(removed == 6, "removed %d, expected 6 (steps 10,20,30 and three leftovers)", removed);
     EXPECT(access(foreign, F_OK) == 0, "a file named like a checkpoint but not written by boost-c was removed");
+    EXPECT(access(unmarked, F_OK) == 0, "a file named like a leftover but not written by boost-c was removed");
     CheckpointEntry *list; int n = checkpoint_list(dir, &list);
     EXPECT(n == 2 && list[0].step == 40 && list[1].step == 50, "kept %d", n);
     free(list);
@@ -774,6 +782,114 @@ TEST(ckpt_prune_keeps_last_k) {
            "with a damaged newest: removed %d, %d good left (expected 0 removed, 40 and 50 good, 60 kept)", removed, n);
     free(list);
     model_state_free(&a);
+}
+
+// ---- never through a link: the names a checkpoint or a dump write ----------------------------
+typedef struct { char path[400]; ModelState *m; const char *plant; const char *outside; } WriteArg;
+static void read_text(const char *path, char *out, size_t n) {
+    out[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) { size_t k = fread(out, 1, n - 1, f); out[k] = 0; fclose(f); }
+}
+// In a child: plant `plant` ("link", "leftover" or "foreign") at the temporary name this
+// process will use, then write the checkpoint.
+static void write_over_planted_tmp(void *p) {
+    WriteArg *a = p;
+    char tmp[500];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", a->path, (long)getpid());
+    if (!strcmp(a->plant, "link")) { if (symlink(a->outside, tmp) != 0) _exit(98); }
+    else if (!strcmp(a->plant, "leftover")) leftover(tmp);
+    else touch(tmp);
+    CheckpointMeta meta = { .step = 9 };
+    checkpoint_write(a->path, a->m, &meta);
+}
+static void dump_over_planted_link(void *p) {
+    WriteArg *a = p;
+    char tmp[500];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", a->path, (long)getpid());
+    if (symlink(a->outside, tmp) != 0) _exit(98);
+    int32_t tok[8] = {0};
+    dump_write(a->path, a->m, NULL, 1, NULL, tok, tok, 1, 8, 1.0);
+}
+
+TEST(ckpt_never_writes_through_a_link) {
+    ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 4);
+    ModelState a; state_make(&a, c, 1);
+    char outside[300], text[64], err[4096];
+    tmp_path(outside, sizeof outside, "outside.txt");
+    FILE *f = fopen(outside, "w"); fputs("keep", f); fclose(f);
+    WriteArg w = { .m = &a, .outside = outside };
+    tmp_path(w.path, sizeof w.path, "links/step_9.h5");
+    // the final name a link: the link is replaced by the checkpoint, its target untouched
+    CheckpointMeta meta = { .step = 9 };
+    checkpoint_write(w.path, &a, &meta);   // (creates the folder)
+    unlink(w.path);
+    EXPECT(symlink(outside, w.path) == 0, "symlink");
+    checkpoint_write(w.path, &a, &meta);
+    struct stat st;
+    read_text(outside, text, sizeof text);
+    EXPECT(lstat(w.path, &st) == 0 && S_ISREG(st.st_mode) && !strcmp(text, "keep") && checkpoint_written_here(w.path),
+           "a link at the final name: %s, outside '%s'", S_ISLNK(st.st_mode) ? "still a link" : "a file", text);
+    // the temporary name a link, or a file boost-c did not write: refused by name, nothing outside written
+    const char *refused[2] = { "link", "foreign" };
+    for (int i = 0; i < 2; i++) {
+        w.plant = refused[i];
+        int rc = in_child(write_over_planted_tmp, &w, err, sizeof err);
+        read_text(outside, text, sizeof text);
+        EXPECT(rc == 2 && strstr(err, ".tmp.") && strstr(err, i == 0 ? "is a symbolic link" : "boost-c did not write") &&
+               !strcmp(text, "keep"), "a %s at the temporary name: exit %d, outside '%s': %s", refused[i], rc, text, err);
+    }
+    // a leftover of this project's own (an earlier process with the same pid): replaced
+    w.plant = "leftover";
+    int rc = in_child(write_over_planted_tmp, &w, err, sizeof err);
+    char why[800] = "";
+    EXPECT(rc == 0 && checkpoint_verify(w.path, why, sizeof why), "over a marked leftover: exit %d %s %s", rc, err, why);
+    // a dump's temporary name a link: refused, nothing outside written
+    tmp_path(w.path, sizeof w.path, "links/dumps/step_1.h5");
+    dump_write(w.path, &a, NULL, 1, NULL, (int32_t[8]){0}, (int32_t[8]){0}, 1, 8, 1.0);   // (creates the folder)
+    rc = in_child(dump_over_planted_link, &w, err, sizeof err);
+    read_text(outside, text, sizeof text);
+    EXPECT(rc == 2 && strstr(err, "is a symbolic link") && !strcmp(text, "keep"), "dump: exit %d, outside '%s': %s", rc, text, err);
+    model_state_free(&a);
+}
+
+// Where /proc does not name the temporary file (a container without /proc), HDF5 builds the
+// file in memory and its image is written through the descriptor: the same checkpoint and dump.
+static void write_without_proc(void *p) {
+    WriteArg *a = p;
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 || umount2("/proc", MNT_DETACH) != 0) _exit(77);
+    struct stat st;
+    if (stat("/proc/self/fd", &st) == 0) _exit(78);
+    CheckpointMeta meta = { .step = 11, .manifest = "name: m\n", .config_json = "{}" };
+    char path[500];
+    snprintf(path, sizeof path, "%s/step_11.h5", a->path);
+    checkpoint_write(path, a->m, &meta);
+    snprintf(path, sizeof path, "%s/dump_1.h5", a->path);
+    dump_write(path, a->m, NULL, 1, NULL, (int32_t[8]){0}, (int32_t[8]){0}, 1, 8, 2.5);
+}
+TEST(ckpt_and_dump_written_in_memory_without_proc) {
+    ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 4);
+    ModelState a, b; state_make(&a, c, 1); state_make(&b, c, 2);
+    fill_family(&a, a.m, 100); fill_family(&a, a.v, 200);
+    WriteArg w = { .m = &a };
+    tmp_path(w.path, sizeof w.path, "noproc");
+    mkdir(w.path, 0755);
+    char err[4096];
+    int rc = in_child(write_without_proc, &w, err, sizeof err);
+    if (rc == 77 || rc == 78) { printf("SKIP ckpt_and_dump_written_in_memory_without_proc: no mount namespace here (not root?)\n"); return; }
+    char path[500], why[800] = "";
+    snprintf(path, sizeof path, "%s/step_11.h5", w.path);
+    EXPECT(rc == 0 && checkpoint_verify(path, why, sizeof why), "exit %d: %s %s", rc, err, why);
+    checkpoint_read(path, &b, NULL);
+    size_t bytes = a.table.n_params * sizeof(float);
+    EXPECT(!memcmp(a.params, b.params, bytes) && !memcmp(a.m, b.m, bytes) && !memcmp(a.v, b.v, bytes), "tensors differ");
+    snprintf(path, sizeof path, "%s/dump_1.h5", w.path);
+    H5Job j; h5j_begin(&j, path);
+    hid_t f = h5j_open_read(&j, path);
+    int64_t step = -1;
+    EXPECT(f >= 0 && h5j_attr_read_i64(&j, f, "step", &step) == 1 && step == 1, "dump: %s", j.msg);
+    h5j_close(&j, f);
+    model_state_free(&a); model_state_free(&b);
 }
 
 // ---- dumps --------------------------------------------------------------------------
@@ -875,5 +991,7 @@ int main(int argc, char **argv) {
     RUN(ckpt_latest_good_falls_back);
     RUN(ckpt_of_another_run_is_skipped);
     RUN(dump_write_reads_back);
+    RUN(ckpt_never_writes_through_a_link);
+    RUN(ckpt_and_dump_written_in_memory_without_proc);
     return tl_finish(TMPDIR_);
 }

@@ -69,6 +69,21 @@ static inline int tl_finish(const char *dir) {
     return tl_n_fail ? 1 : 0;
 }
 
+// A word of /proc/cpuinfo (a flag such as amx_bf16, or the vendor_id) on its first CPU: what
+// a test writes out independently of the engine's own CPU detection.
+static inline int tl_cpuinfo_has(const char *word) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return 0;
+    char line[8192];
+    int found = 0, cpus = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "processor", 9) && ++cpus > 1) break;
+        for (char *t = strtok(line, " \t\n:"); t && !found; t = strtok(NULL, " \t\n:")) found = !strcmp(t, word);
+    }
+    fclose(f);
+    return found;
+}
+
 // max_i |a_i - b_i| / (atol + rtol*|b_i|)  <= 1 means "close".
 static inline double tl_close_ratio(const float *a, const float *b, size_t n, double atol, double rtol, size_t *worst) {
     double r = 0; size_t w = 0;

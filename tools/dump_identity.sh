@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bit-identity of two builds of the engine (issue 19: a restructuring changes no number).
+# Bit-identity of two builds of the engine (a restructuring changes no number).
 #
 #   tools/dump_identity.sh record BUILD OUT    run the reference cases with BUILD/train into OUT
 #   tools/dump_identity.sh compare OUT_A OUT_B  every dataset bit for bit, logs' counts equal
@@ -10,13 +10,12 @@
 # recompute, and dense/cola at dp 2 with ZeRO-1: two optimizer steps of two micro-
 # batches each. Each case keeps its step dumps of steps 1 and 2 (loss, weights, gradients), its
 # checkpoint after step 2 (weights, AdamW moments) and its log. `compare` runs
-# analysis/compare_h5.py --exact over every group of every file and compares the log lines
+# build/h5compare --exact over every group of every file and compares the log lines
 # that carry numbers (losses, communication counts) after dropping timings and paths.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMP_NUM_THREADS=1
-PY=/usr/bin/python3
 
 cases() {  # name np linear extra --set ...
     cat <<'EOF'
@@ -60,7 +59,7 @@ YAML
 
 numbers_of() {  # what must not change: the configuration echo (paths dropped), each step's loss
     # and gradient norm, validation losses, communication counts; no timings, FLOP or MFU figures
-    # (issue 19 unifies the FLOP convention, so FLOPs/token may move; nothing else may);
+    # (a change of the FLOP convention may move FLOPs/token; nothing else may);
     # seconds ("0.02s", the tokenizer's and the cache's) are timings too
     sed -E -e 's/\b[0-9]+(\.[0-9]+)?s\b/Ns/g' -e 's/^step +([0-9]+)\/([0-9]+) \| (loss [0-9.]+) \| lr ([^|]+)\| (norm +[0-9.]+) .*/step \1 of \2 \3 lr \4 \5/' "$1" |
         grep -v -E '/|^run |^overrides:'
@@ -77,7 +76,7 @@ compare() {
             [ "${rel%%/*}" = ckpt ] && fb=$(ls "$b/$name"/ckpt/*/"$(basename "$f")" 2>/dev/null)
             [ -n "$fb" ] || { echo "MISSING $name: $rel not in $b"; bad=$((bad + 1)); continue; }
             g=model,grads,loss; [ "${rel%%/*}" = ckpt ] && g=model,optimizer
-            if out=$($PY "$ROOT/analysis/compare_h5.py" "$f" "$fb" --groups "$g" --exact 2>&1); then n=$((n + 1))
+            if out=$("$ROOT/build/h5compare" "$f" "$fb" --groups "$g" --exact 2>&1); then n=$((n + 1))
             else echo "DIFFER $name $rel: $(echo "$out" | tail -3)"; bad=$((bad + 1)); fi
         done
         if ! diff <(numbers_of "$a/$name/log") <(numbers_of "$b/$name/log") >/dev/null; then

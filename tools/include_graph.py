@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""include_graph.py — the module graph of src/ and its rules (issue 19 item 6: no circles).
+"""include_graph.py — the module graph of src/ and its rules (no circles).
 
 Each source file belongs to a module (MODULES: the longest matching path prefix wins). Two
 checks, each printing what it found:
@@ -59,7 +59,7 @@ ALLOWED = {
 
 # Modules whose files may be in no circle of calls.
 CHECKED = {'core', 'config', 'data', 'backend', 'backend/select', 'parallel', 'store', 'train', 'tools'}
-# Modules whose internal circles their owners are breaking (issue 19): reported, not failed.
+# Modules whose internal circles their owners are breaking: reported, not failed.
 OWNED_ELSEWHERE = {'model', 'sim', 'backend/cpu', 'backend/cuda'}
 
 SRC_EXT = ('.c', '.h', '.cu', '.cuh')

@@ -1,6 +1,7 @@
-# probe_runs.sh — sourced by tools/probe.sh: the probes of issue 17 (run identity and
+# probe_runs.sh — sourced by tools/probe.sh: runs under hostile conditions (run identity and
 # ownership, the model at resume, paths, signals and liveness, truthful completion,
-# quoted output, strict values, internal errors, messages), through the real binaries.
+# quoted output, strict values, internal errors, messages, the database's identity and
+# schema, resources), through the real binaries.
 # Uses probe.sh's helpers (run, record, expect_refused, expect_accepted) and its tiny
 # checkpointed run ($C/tiny.yaml, $RUN, restore).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -174,6 +175,56 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
     else record completion db_full_disk clean "$(grep -m1 'could not be written\|error:' <<<"$OUT")"; fi
 fi
 
+# ---- the database's identity and schema: refused by name, nothing made before a refusal -------
+rm -rf "$C/xdir.db"
+expect_refused internal run_db_trailing_slash "names a directory" "$B/train" "$C/tiny.yaml" --set "run.db=$C/xdir.db/" $PK
+[ -e "$C/xdir.db" ] && record internal run_db_trailing_slash_made_nothing silent "left $C/xdir.db behind"
+ln -sf "$C/nowhere/x.db" "$C/dangling.db"
+expect_refused internal run_db_dangling_link "symbolic link to nothing" "$B/train" "$C/tiny.yaml" --set "run.db=$C/dangling.db" $PK
+[ -e "$C/nowhere" ] && record internal run_db_dangling_link_made_nothing unsafe "created $C/nowhere through the link"
+cp "$C/pristine.db" "$C/uv.db"; sqlite3 "$C/uv.db" "PRAGMA user_version=-1"
+expect_refused internal schema_user_version_minus_1 "(PRAGMA user_version) is -1" "$B/train" "$C/tiny.yaml" --set "run.db=$C/uv.db" $PK
+cp "$C/pristine.db" "$C/col.db"
+sqlite3 "$C/col.db" "SELECT 'DROP VIEW ' || name || ';' FROM sqlite_master WHERE type = 'view'" | sqlite3 "$C/col.db"
+sqlite3 "$C/col.db" "ALTER TABLE steps DROP COLUMN mfu"
+expect_refused internal schema_4_steps_without_a_column "table steps without its column mfu" "$B/train" "$C/tiny.yaml" --set "run.db=$C/col.db" $PK
+
+# ---- completion: a run's end is a fact --------------------------------------------------------
+# a run plainly broken (a loss of 2.6e31 at every step): never 'completed'
+run "$B/train" "$C/tiny.yaml" --set model.embed_std=1e30 --set "run.db=$C/e.db" $PK
+st=$(q1 "$C/e.db" "SELECT status FROM runs ORDER BY id DESC LIMIT 1" 2>/dev/null)
+if [ $RC = 1 ] && [ "$st" = failed ] && grep -q "did not train" <<<"$OUT"; then record completion embed_std_1e30 clean "$(grep -m1 '^error: ' <<<"$OUT" | head -c 200)"
+elif [ $RC = 2 ] && grep -q "^error: .*model.embed_std" <<<"$OUT"; then record completion embed_std_1e30 clean "refused: $(grep -m1 '^error: ' <<<"$OUT")"
+elif [ "$st" = completed ] || [ $RC = 0 ]; then record completion embed_std_1e30 silent "recorded $st, exit $RC"
+else record completion embed_std_1e30 other "exit $RC, $st: $(tail -2 <<<"$OUT")"; fi
+# the database written over in place mid-run by an older copy (after its WAL went into the file)
+restore; cp "$C/pristine.db" "$C/ip.db"
+( "$B/train" "$C/tiny.yaml" --set train.steps=6000 --set run.checkpoint_every=1000 --set "run.db=$C/ip.db" $PK >"$C/ip.log" 2>&1; echo "rc=$?" >>"$C/ip.log" ) &
+for _ in $(seq 1 240); do grep -q "^step " "$C/ip.log" 2>/dev/null && break; sleep 0.25; done
+sqlite3 "$C/ip.db" "PRAGMA wal_checkpoint(PASSIVE)" >/dev/null 2>&1; cp "$C/pristine.db" "$C/ip.db"; wait
+if grep -q "completed at step .* results $C/ip.db" "$C/ip.log"; then record completion db_written_over_in_place silent "reported completed into $C/ip.db"
+elif grep -q "not recorded as completed\|moved, deleted or replaced" "$C/ip.log" && ! grep -q "^rc=0$" "$C/ip.log"; then
+    record completion db_written_over_in_place clean "$(grep -m1 '^error: ' "$C/ip.log" | head -c 200)"
+else record completion db_written_over_in_place other "$(tail -2 "$C/ip.log" | tr '\n' ' ')"; fi
+
+# ---- resources: a memory message and exit 2, never a hang --------------------------------------
+mem_probe() {   # NAME ULIMIT-KB ARGS...
+    local name=$1 kb=$2; shift 2
+    run bash -c 'ulimit -v "$1"; shift; exec "$@"' _ "$kb" "$B/train" "$C/tiny.yaml" --set "run.db=$C/mem.db" "$@" $PK
+    if [ $RC = 124 ] || [ $RC = 137 ]; then record resources "$name" hang "no end in ${T}s"
+    elif [ $RC = 2 ] && grep -q "^error: out of \(memory\|resources\)" <<<"$OUT"; then record resources "$name" clean "$(grep -m1 '^error: ' <<<"$OUT" | head -c 200)"
+    elif [ $RC = 127 ] && grep -q "error while loading shared libraries" <<<"$OUT"; then
+        record resources "$name" clean "the loader refused: the binary's libraries alone need more ($(head -c 120 <<<"$OUT"))"
+    elif [ $RC -gt 128 ]; then record resources "$name" crash "signal $((RC - 128)): $(tail -2 <<<"$OUT")"
+    else record resources "$name" other "exit $RC: $(grep -m1 -E '^(error|fatal)' <<<"$OUT" || tail -2 <<<"$OUT")"; fi
+}
+mem_probe ulimit_v_200000_tiny 200000
+mem_probe ulimit_v_1000000_cola_350m 1000000 --set model.preset=cola-350m
+# nothing made before the memory refusal: a new database path and run folder stay absent
+rm -rf "$C/memnew"
+run bash -c 'ulimit -v 1000000; exec "$@"' _ "$B/train" "$C/tiny.yaml" --set model.preset=cola-350m --set "run.db=$C/memnew/runs.db" --set "run.checkpoint_dir=$C/memnew/ck" $PK
+[ -e "$C/memnew" ] && record resources memory_refusal_made_nothing silent "left $(ls "$C/memnew")" || record resources memory_refusal_made_nothing clean "nothing made"
+
 # ---- ownership: launches, live runs ------------------------------------------------------
 O=$TMP/own; mkdir -p "$O"
 mkexp() {   # NAME DB [VARIANT-DB]
@@ -264,6 +315,14 @@ for how in STOP KILL; do
     [ $how = STOP ] && STOP_SECONDS=$secs
 done
 echo "kill -STOP of rank 1 at tp 2: ended after $STOP_SECONDS s (watchdog timeout $(( ${BOOST_LIVENESS_TIMEOUT:-30} )) s)" >>"$LOG"
+
+# a closed output: build/train ... | head -1 stops the run as SIGPIPE would, recorded 'interrupted'
+timeout -k 5 "$T" "$B/train" "$O/tp.yaml" --set parallel.tp=1 --set "run.db=$O/pipe.db" $PK 2>"$O/pipe.err" </dev/null | head -1 >/dev/null
+rc=${PIPESTATUS[0]}
+row=$(q1 "$O/pipe.db" "SELECT status || '|' || coalesce(error, '') FROM runs ORDER BY id DESC LIMIT 1" 2>/dev/null)
+if [ "$rc" = 141 ] && [[ "$row" == interrupted\|* ]]; then record signals stdout_closed_head_1 clean "exit 141, ${row:0:100}"
+elif [[ "$row" == running\|* ]]; then record signals stdout_closed_head_1 silent "exit $rc, the run left 'running'"
+else record signals stdout_closed_head_1 other "exit $rc, run '${row:0:100}'"; fi
 
 # ---- quoted output: every printed command pastes as exactly itself ----------------------------
 # Folders with shell syntax in their names hold the manifest, the database and the

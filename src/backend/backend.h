@@ -223,6 +223,10 @@ struct Backend {
     // Choose the attention kernels (train.attention's values, CudaAttention); 0, or 1 and a
     // reason. NULL: one attention implementation, nothing to choose.
     int (*set_attention)(Backend *b, int mode, char *why, size_t why_len);
+    // What the back end decided that belongs in the run's record, one line at a time: the next
+    // line not yet taken, or NULL (cuda: which attention ran for each direction and shape, and
+    // why; the run loop stores them as events of kind 'backend'). NULL: nothing to record.
+    const char *(*take_note)(Backend *b);
     void *impl;                // the back end's private state (handles, streams, workspaces)
     // labels for OpInfo (bk_label)
     Phase phase;

@@ -31,8 +31,7 @@ static void on_end(void *ctx, const OpInfo *op) {
     if (p->keep_trace) {
         if (p->n_trace == p->cap_trace) {
             p->cap_trace = p->cap_trace ? 2 * p->cap_trace : 1024;
-            p->trace = realloc(p->trace, p->cap_trace * sizeof *p->trace);
-            CHECK(p->trace, "out of memory");
+            p->trace = xrealloc(p->trace, p->cap_trace * sizeof *p->trace);
         }
         p->trace[p->n_trace].op = *op;
         p->trace[p->n_trace++].seconds = dt;

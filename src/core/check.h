@@ -36,8 +36,17 @@ typedef void (*DieHook)(void *ctx, const char *message, int exit_code);
 // ctx is handed back to the hook (the run's context); set_die_hook(NULL, NULL) removes it.
 void set_die_hook(DieHook hook, void *ctx);
 
+// The memory refusal (exit 2, "out of memory: allocating N bytes ... failed" and a hint): what
+// every checked allocator calls, and the place for an allocation of another library that fails.
+__attribute__((noreturn))
+void die_out_of_memory(size_t bytes);
+// A thread (or another resource) that could not be had for want of memory or a limit (rc:
+// pthread_create's EAGAIN, ENOMEM): the same kind of refusal, naming what and why; any other
+// rc is an internal failure (file:line). rc 0 returns.
+void check_resource(int rc, const char *what);
 void *xmalloc(size_t n);           // malloc that never returns NULL
 void *xcalloc(size_t n, size_t sz);
+void *xrealloc(void *p, size_t n);  // realloc that never returns NULL
 void *xaligned_alloc(size_t n);    // 64-byte aligned, zeroed; free() with free()
 // Appends one (uninitialised) element to an array of *n of *cap elements of elt bytes,
 // doubling the capacity when full; returns the possibly moved array (element *n - 1 is new).

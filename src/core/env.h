@@ -9,8 +9,8 @@
 //   training loop at 87-90 GFLOP/s instead of 124-129 on 2 cores) and OpenBLAS's spin for
 //   2^28 cycles (~0.1 s) after every GEMM: OMP_WAIT_POLICY=passive, OPENBLAS_THREAD_TIMEOUT=4
 //   (OpenBLAS's shortest busy wait).
-//   Where the fp32 GEMMs run on oneDNN (cpu_sgemm_on_openmp: OpenMP's own threads, so no pool
-//   waits for the other), a short spin instead: GOMP_SPINCOUNT=ENV_OPENMP_SPIN (libgomp's
+//   Where the fp32 GEMMs may run on OpenMP's own threads (cpu_sgemm_on_openmp: oneDNN, MKL and
+//   BLIS do; every BOOST_CPU_GEMM but openblas, since auto picks per shape), a short spin instead: GOMP_SPINCOUNT=ENV_OPENMP_SPIN (libgomp's
 //   "about 100000 spins per ms": ~0.1 ms) and no OMP_WAIT_POLICY. A sleeping thread takes
 //   tens of microseconds to wake, and a CoLA-60M step makes 574 back-end calls, nearly each a
 //   parallel region of its own; on a Zen 4 guest the step's work outside GEMMs went from

@@ -11,14 +11,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "outdir.h"
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t n, const char *fmt, ...) {
-    int e = errno;
-    if (err && n) { va_list ap; va_start(ap, fmt); vsnprintf(err, n, fmt, ap); va_end(ap); }
-    errno = e;
-    return -1;
-}
 
 void file_tmp_name(char *tmp, size_t cap, const char *path) {
     xsnprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
@@ -45,26 +39,7 @@ static void dir_part(const char *path, char *out, size_t n) {
     else *slash = 0;
 }
 
-int file_mkdir_p(const char *dir, char *err, size_t n) {
-    if (!dir || !dir[0] || !strcmp(dir, ".")) return 0;
-    char buf[4096];
-    if (strlen(dir) >= sizeof buf) { errno = ENAMETOOLONG; return fail(err, n, "%.200s...: path too long", dir); }
-    strcpy(buf, dir);
-    size_t len = strlen(buf);
-    while (len > 1 && buf[len - 1] == '/') buf[--len] = 0;
-    for (char *p = buf + 1; ; p++) {
-        if (*p != '/' && *p != 0) continue;
-        char c = *p;
-        *p = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return fail(err, n, "cannot create directory %s: %s", buf, strerror(errno));
-        if (c == 0) break;
-        *p = c;
-    }
-    struct stat st;
-    if (stat(buf, &st) != 0) return fail(err, n, "cannot create directory %s: %s", buf, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) { errno = ENOTDIR; return fail(err, n, "%s exists but is not a directory", buf); }
-    return 0;
-}
+int file_mkdir_p(const char *dir, char *err, size_t n) { return outdir_mkdir_p(dir, err, n); }
 
 int file_mkdir_parent(const char *path, char *err, size_t n) {
     char dir[4096];
@@ -74,14 +49,14 @@ int file_mkdir_parent(const char *path, char *err, size_t n) {
 
 static int fsync_at(const char *path, int flags, const char *what, char *err, size_t n) {
     int fd = open(path, flags);
-    if (fd < 0) return fail(err, n, "cannot open %s %s to fsync it: %s", what, path, strerror(errno));
+    if (fd < 0) return outdir_fail(err, n, "cannot open %s %s to fsync it: %s", what, path, strerror(errno));
     if (fsync(fd) != 0 && errno != EINVAL) {
         int e = errno;
         close(fd);
         errno = e;
-        return fail(err, n, "fsync of %s %s failed: %s", what, path, strerror(e));
+        return outdir_fail(err, n, "fsync of %s %s failed: %s", what, path, strerror(e));
     }
-    if (close(fd) != 0) return fail(err, n, "close of %s %s failed: %s", what, path, strerror(errno));
+    if (close(fd) != 0) return outdir_fail(err, n, "close of %s %s failed: %s", what, path, strerror(errno));
     return 0;
 }
 
@@ -103,28 +78,40 @@ int file_commit_tmp(const char *tmp, const char *path, char *err, size_t n) {
         int e = errno;
         unlink(tmp);
         errno = e;
-        return fail(err, n, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+        return outdir_fail(err, n, "cannot rename %s to %s: %s", tmp, path, strerror(e));
     }
     // the file is complete under its name; only the durability of the rename is left
     return file_fsync_dir_of(path, err, n);
 }
 
 // ---- stdio writers -------------------------------------------------------------------
+// Through core/outdir.h: the temporary file is created exclusively in path's folder (never
+// through a link), renamed there with renameat.
 __attribute__((noreturn))
 static void abandon(FILE *f, const char *tmp, const char *msg) {
+    OutDir d;
+    char name[1200], err[1200];
+    int fd = f ? dup(fileno(f)) : -1;
     if (f) fclose(f);
-    unlink(tmp);
+    if (fd >= 0 && outdir_open_parent(&d, tmp, 0, name, sizeof name, err, sizeof err) == 0) {
+        outdir_discard(&d, fd, name);
+        outdir_close(&d);
+    } else if (fd >= 0) close(fd);
     die_input_hint("free space on that file system, or choose another directory",
                    "%s (the partial file was removed)", msg);
 }
 
 FILE *file_atomic_open(const char *path, char *tmp, size_t tmp_cap) {
-    char err[1200];
-    if (file_mkdir_parent(path, err, sizeof err) != 0)
+    char err[1600], name[1024], tname[1100];
+    OutDir d;
+    if (outdir_open_parent(&d, path, 1, name, sizeof name, err, sizeof err) != 0)
         die_input_hint("choose a writable directory", "cannot write %s: %s", path, err);
+    int fd = outdir_tmp_create(&d, name, tname, sizeof tname, NULL, err, sizeof err);
+    outdir_close(&d);
+    if (fd < 0) die_input_hint("choose a writable directory", "cannot write %s: %s", path, err);
     file_tmp_name(tmp, tmp_cap, path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) die_input_hint("choose a writable directory", "cannot create %s: %s", tmp, strerror(errno));
+    FILE *f = fdopen(fd, "wb");
+    if (!f) { int e = errno; close(fd); die_input("cannot write %s: fdopen: %s", tmp, strerror(e)); }
     return f;
 }
 
@@ -137,19 +124,31 @@ void file_atomic_write(FILE *f, const void *data, size_t bytes, const char *tmp)
 }
 
 void file_atomic_commit(FILE *f, const char *tmp, const char *path) {
-    char msg[1300], err[1200];
-    if (fflush(f) != 0 || (fsync(fileno(f)) != 0 && errno != EINVAL)) {
+    char msg[1700], err[1600], name[1024];
+    if (fflush(f) != 0) {
         snprintf(msg, sizeof msg, "cannot write %s: %s", tmp, strerror(errno));
         abandon(f, tmp, msg);
     }
-    if (fclose(f) != 0) {
+    OutDir d;
+    if (outdir_open_parent(&d, path, 0, name, sizeof name, err, sizeof err) != 0) {
+        snprintf(msg, sizeof msg, "cannot write %s: %s", path, err);
+        abandon(f, tmp, msg);
+    }
+    int fd = dup(fileno(f));
+    if (fclose(f) != 0 || fd < 0) {
         snprintf(msg, sizeof msg, "cannot write %s: close failed: %s", tmp, strerror(errno));
+        const char *slash = strrchr(tmp, '/');
+        if (fd >= 0) outdir_discard(&d, fd, slash ? slash + 1 : tmp);
+        outdir_close(&d);
         abandon(NULL, tmp, msg);
     }
-    if (file_commit_tmp(tmp, path, err, sizeof err) != 0) {
+    const char *slash = strrchr(tmp, '/');
+    if (outdir_commit(&d, fd, slash ? slash + 1 : tmp, name, err, sizeof err) != 0) {
+        outdir_close(&d);
         snprintf(msg, sizeof msg, "cannot write %s: %s", path, err);
         abandon(NULL, tmp, msg);
     }
+    outdir_close(&d);
 }
 
 // ---- bounded reading -----------------------------------------------------------------
@@ -158,21 +157,21 @@ int file_read_regular(const char *path, size_t max_bytes, const char *what, char
     *out = NULL; *n = 0;
     // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return fail(err, errn, "cannot open %s '%s': %s", what, path, strerror(errno));
+    if (fd < 0) return outdir_fail(err, errn, "cannot open %s '%s': %s", what, path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0) { int e = errno; close(fd); errno = e; return fail(err, errn, "cannot stat %s '%s': %s", what, path, strerror(e)); }
+    if (fstat(fd, &st) != 0) { int e = errno; close(fd); errno = e; return outdir_fail(err, errn, "cannot stat %s '%s': %s", what, path, strerror(e)); }
     if (!S_ISREG(st.st_mode)) {
         const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO (pipe)"
                          : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
                          : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
         close(fd);
         errno = EINVAL;
-        return fail(err, errn, "%s '%s' is %s; expected a regular file", what, path, kind);
+        return outdir_fail(err, errn, "%s '%s' is %s; expected a regular file", what, path, kind);
     }
     if ((uint64_t)st.st_size > (uint64_t)max_bytes) {
         close(fd);
         errno = EFBIG;
-        return fail(err, errn, "%s '%s' is %lld bytes; the limit is %zu bytes", what, path, (long long)st.st_size, max_bytes);
+        return outdir_fail(err, errn, "%s '%s' is %lld bytes; the limit is %zu bytes", what, path, (long long)st.st_size, max_bytes);
     }
     size_t cap = (size_t)st.st_size + 1, len = 0;
     char *buf = xmalloc(cap + 1);
@@ -180,7 +179,7 @@ int file_read_regular(const char *path, size_t max_bytes, const char *what, char
         if (len == cap) {   // the file grew while we read it
             if (cap > max_bytes) {
                 free(buf); close(fd); errno = EFBIG;
-                return fail(err, errn, "%s '%s' grew past the limit of %zu bytes while being read", what, path, max_bytes);
+                return outdir_fail(err, errn, "%s '%s' grew past the limit of %zu bytes while being read", what, path, max_bytes);
             }
             size_t nc = cap * 2 > max_bytes + 1 ? max_bytes + 1 : cap * 2;
             char *nb = xmalloc(nc + 1);
@@ -190,12 +189,12 @@ int file_read_regular(const char *path, size_t max_bytes, const char *what, char
         }
         ssize_t k = read(fd, buf + len, cap - len);
         if (k < 0 && errno == EINTR) continue;
-        if (k < 0) { int e = errno; free(buf); close(fd); errno = e; return fail(err, errn, "cannot read %s '%s': %s", what, path, strerror(e)); }
+        if (k < 0) { int e = errno; free(buf); close(fd); errno = e; return outdir_fail(err, errn, "cannot read %s '%s': %s", what, path, strerror(e)); }
         if (k == 0) break;
         len += (size_t)k;
     }
     close(fd);
-    if (len > max_bytes) { free(buf); errno = EFBIG; return fail(err, errn, "%s '%s' grew past the limit of %zu bytes while being read", what, path, max_bytes); }
+    if (len > max_bytes) { free(buf); errno = EFBIG; return outdir_fail(err, errn, "%s '%s' grew past the limit of %zu bytes while being read", what, path, max_bytes); }
     buf[len] = 0;
     *out = buf; *n = len;
     return 0;

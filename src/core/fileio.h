@@ -20,7 +20,8 @@
 void file_tmp_name(char *tmp, size_t cap, const char *path);
 // Does `name` (a file name, no directory) end in ".tmp.<digits>"? Then *pid is those digits.
 int file_is_tmp_name(const char *name, long *pid);
-// mkdir -p; the directory itself may exist. An existing non-directory is an error.
+// mkdir -p (core/outdir.h outdir_mkdir_p); the directory itself may exist. An existing
+// non-directory is an error.
 int file_mkdir_p(const char *dir, char *err, size_t n);
 int file_mkdir_parent(const char *path, char *err, size_t n);
 // fsync of a file by name, and of the directory holding `path`.
@@ -33,8 +34,9 @@ int file_fsync_dir(const char *dir, char *err, size_t n);   // the directory its
 int file_commit_tmp(const char *tmp, const char *path, char *err, size_t n);
 
 // stdio writers: file_atomic_open creates "<path>.tmp.<pid>" (its name into tmp) after creating
-// path's directory; file_atomic_write is a checked fwrite; file_atomic_commit flushes, fsyncs,
-// closes and commits (file_commit_tmp).
+// path's directory, exclusively and never through a link (core/outdir.h); file_atomic_write is a
+// checked fwrite; file_atomic_commit flushes, fsyncs, closes and renames it over path in the
+// same folder (outdir_commit).
 FILE *file_atomic_open(const char *path, char *tmp, size_t tmp_cap);
 void file_atomic_write(FILE *f, const void *data, size_t bytes, const char *tmp);
 void file_atomic_commit(FILE *f, const char *tmp, const char *path);

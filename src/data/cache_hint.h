@@ -2,7 +2,7 @@
 // Deleting a folder is suggested only for a cache entry boost-c made (it holds the
 // `prepared.ok` marker that build/prepare writes), by its absolute path, shell-quoted;
 // for any other folder (`.`, a user's data folder) the hint is to rebuild the file, never
-// to delete the folder around it (issue 17: "rm -rf ." was suggested).
+// to delete the folder around it (a hint once suggested "rm -rf .").
 #pragma once
 #include <stddef.h>
 

@@ -72,8 +72,7 @@ static void bytes_append(Bytes *b, const void *src, size_t n) {
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 1 << 20;
         while (cap < b->n + n) cap *= 2;
-        b->p = realloc(b->p, cap);
-        CHECK(b->p, "out of memory (%zu bytes of corpus)", cap);
+        b->p = xrealloc(b->p, cap);
         b->cap = cap;
     }
     memcpy(b->p + b->n, src, n);

@@ -183,8 +183,7 @@ static inline int heap_better(const Trainer *t, HeapEnt x, HeapEnt y) {
 static void heap_push(Trainer *t, HeapEnt e) {
     if (t->hn == t->hcap) {
         t->hcap = t->hcap ? 2 * t->hcap : 1024;
-        t->heap = realloc(t->heap, t->hcap * sizeof(HeapEnt));
-        CHECK(t->heap, "out of memory (BPE heap)");
+        t->heap = xrealloc(t->heap, t->hcap * sizeof(HeapEnt));
     }
     size_t i = t->hn++;
     while (i > 0) {
@@ -213,8 +212,7 @@ static int32_t pair_get_or_add(Trainer *t, int32_t a, int32_t b, int *created) {
     if (*created) {
         if (t->np == t->pcap) {
             t->pcap = t->pcap ? 2 * t->pcap : 4096;
-            t->pairs = realloc(t->pairs, (size_t)t->pcap * sizeof(Pair));
-            CHECK(t->pairs, "out of memory (BPE pairs)");
+            t->pairs = xrealloc(t->pairs, (size_t)t->pcap * sizeof(Pair));
         }
         Pair *p = &t->pairs[t->np];
         memset(p, 0, sizeof *p);
@@ -227,8 +225,7 @@ static void pair_add_word(Pair *p, int32_t w) {
     if (p->wn && p->w[p->wn - 1] == w) return;
     if (p->wn == p->wcap) {
         p->wcap = p->wcap ? 2 * p->wcap : 4;
-        p->w = realloc(p->w, (size_t)p->wcap * sizeof(int32_t));
-        CHECK(p->w, "out of memory (BPE word lists)");
+        p->w = xrealloc(p->w, (size_t)p->wcap * sizeof(int32_t));
     }
     p->w[p->wn++] = w;
 }
@@ -252,8 +249,7 @@ void tokenizer_train(Tokenizer *tok, const uint8_t *text, size_t n, int vocab_si
             CHECK(nw < INT32_MAX, "too many distinct chunks for BPE training");
             if (nw == wcap) {
                 wcap = wcap ? 2 * wcap : 1 << 14;
-                wcount = realloc(wcount, wcap * sizeof(int64_t));
-                CHECK(wcount, "out of memory (BPE word counts)");
+                wcount = xrealloc(wcount, wcap * sizeof(int64_t));
             }
             e->val = (int32_t)nw; wcount[nw++] = 0;
         }
@@ -337,8 +333,7 @@ void tokenizer_train(Tokenizer *tok, const uint8_t *text, size_t n, int vocab_si
                 if (cr) {
                     if (nnp == npcap) {
                         npcap = npcap ? 2 * npcap : 256;
-                        newpairs = realloc(newpairs, npcap * sizeof(int32_t));
-                        CHECK(newpairs, "out of memory");
+                        newpairs = xrealloc(newpairs, npcap * sizeof(int32_t));
                     }
                     newpairs[nnp++] = p;
                 }
@@ -605,8 +600,7 @@ static void idbuf_reserve(IdBuf *b, size_t extra) {
     if (b->n + extra <= b->cap) return;
     size_t cap = b->cap ? b->cap : 1024;
     while (cap < b->n + extra) cap *= 2;
-    b->ids = realloc(b->ids, cap * sizeof(int32_t));
-    CHECK(b->ids, "out of memory (%zu token ids)", cap);
+    b->ids = xrealloc(b->ids, cap * sizeof(int32_t));
     b->cap = cap;
 }
 

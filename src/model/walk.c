@@ -14,8 +14,7 @@ void *walk_take(ParamWalk *wk, const char *name, int ndim, int64_t rows, int64_t
     size_t numel = (size_t)lr * (size_t)lc;
     if (wk->t) {
         ParamTable *t = wk->t;
-        t->specs = realloc(t->specs, sizeof(ParamSpec) * (size_t)(t->n_specs + 1));
-        CHECK(t->specs, "out of memory growing the parameter table");
+        t->specs = xrealloc(t->specs, sizeof(ParamSpec) * (size_t)(t->n_specs + 1));
         ParamSpec *s = &t->specs[t->n_specs++];
         memset(s, 0, sizeof *s);
         xsnprintf(s->name, sizeof s->name, "%s", name);

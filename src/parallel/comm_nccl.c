@@ -373,8 +373,7 @@ static void event_put_later(NcclState *s, cudaEvent_t e) {
 static void event_put(NcclState *s, cudaEvent_t e) {
     if (s->n_pool == s->cap_pool) {
         s->cap_pool = s->cap_pool ? 2 * s->cap_pool : 64;
-        cudaEvent_t *p = realloc(s->pool, (size_t)s->cap_pool * sizeof *p);
-        CHECK(p, "comm (nccl): out of memory for %d events", s->cap_pool);
+        cudaEvent_t *p = xrealloc(s->pool, (size_t)s->cap_pool * sizeof *p);
         s->pool = p;
     }
     s->pool[s->n_pool++] = e;
@@ -415,8 +414,7 @@ static void nccl_time_end(Comm *c, size_t cell) {
     if (s->n_pending == MAX_PENDING) nccl_time_flush(c);
     if (s->n_pending == s->cap_pending) {
         s->cap_pending = s->cap_pending ? 2 * s->cap_pending : 256;
-        PendingTiming *p = realloc(s->pending, (size_t)s->cap_pending * sizeof *p);
-        CHECK(p, "comm (nccl): out of memory for %d pending timings", s->cap_pending);
+        PendingTiming *p = xrealloc(s->pending, (size_t)s->cap_pending * sizeof *p);
         s->pending = p;
     }
     PendingTiming *p = &s->pending[s->n_pending++];

@@ -1,7 +1,9 @@
 // gpu_setup.c — launcher detection, one GPU per rank, and the choice between NCCL and MPI
 // with staging (gpu_setup.h). The CUDA parts are built only with CUDA (BOOST_CUDA, from
 // mk/gpu.mk); without it there are no devices and page-locked memory is plain malloc.
+#include <glob.h>
 #include <stdlib.h>
+#include <string.h>
 #include "gpu_setup.h"
 #include "../backend/backend.h"
 #include "../core/env.h"
@@ -42,18 +44,75 @@ void gpu_local_rank(int *local_rank, int *local_ranks) {
     *local_rank = env_local_rank(local_ranks);
 }
 
+int gpu_nvidia_present(char *what, size_t n) {
+    if (what && n) what[0] = 0;
+    const char *assume = getenv("BOOST_GPU_ASSUME_DEVICE");
+    if (assume && !strcmp(assume, "1")) {
+        if (what) snprintf(what, n, "assumed: BOOST_GPU_ASSUME_DEVICE=1");
+        return 1;
+    }
+    static const char *const globs[] = { "/dev/nvidia[0-9]*", "/proc/driver/nvidia/gpus/*" };
+    for (size_t i = 0; i < sizeof globs / sizeof *globs; i++) {
+        glob_t g;
+        int rc = glob(globs[i], 0, NULL, &g);
+        if (rc == 0 && g.gl_pathc > 0) {
+            if (what) snprintf(what, n, "%s%s", g.gl_pathv[0], g.gl_pathc > 1 ? " and more" : "");
+            globfree(&g);
+            return 1;
+        }
+        if (rc == 0) globfree(&g);
+    }
+    return 0;
+}
+
+#ifdef BOOST_CUDA
+// The NVIDIA kernel module's version ("580.65.06"), or "" (no driver loaded, or not readable).
+static void driver_module_version(char *out, size_t n) {
+    out[0] = 0;
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (!f) return;
+    char line[512];
+    if (fgets(line, sizeof line, f)) {
+        const char *k = strstr(line, "Kernel Module");
+        if (k && sscanf(k + strlen("Kernel Module"), " %63s", out) != 1) out[0] = 0;
+    }
+    fclose(f);
+}
+#endif
+
 int gpu_device_count(char *why, size_t why_len) {
     if (why && why_len) why[0] = 0;
 #ifdef BOOST_CUDA
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        if (why) snprintf(why, why_len, "no usable CUDA device: %s", cudaGetErrorString(e));
+    if (e != cudaSuccess || n == 0) {
         (void)cudaGetLastError();   // clear the sticky-free error so later calls start clean
+        if (!why) return 0;
+        char node[256], module[64];
+        int present = gpu_nvidia_present(node, sizeof node), drv = 0, rt = 0;
+        driver_module_version(module, sizeof module);
+        (void)cudaDriverGetVersion(&drv);   // 0: no libcuda.so.1
+        (void)cudaRuntimeGetVersion(&rt);
+        const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+        if (!present)
+            snprintf(why, why_len, "no NVIDIA GPU on this host (no /dev/nvidia*, no /proc/driver/nvidia/gpus)%s",
+                     e == cudaSuccess ? "" : drv ? "" : "; no NVIDIA driver either (libcuda.so.1)");
+        else if (e == cudaSuccess)
+            snprintf(why, why_len, "an NVIDIA GPU is present (%s) but CUDA sees none (CUDA_VISIBLE_DEVICES=%s): unset it or list a device",
+                     node, vis ? vis : "unset");
+        else if (!drv)
+            snprintf(why, why_len, "an NVIDIA GPU is present (%s) but the NVIDIA driver's libcuda.so.1 cannot be loaded%s%s: "
+                     "install the driver on the host (a container needs it mounted: docker --gpus all, or the cluster's GPU "
+                     "plugin)", node, module[0] ? "; kernel module " : "", module);
+        else if (e == cudaErrorInsufficientDriver)
+            snprintf(why, why_len, "the NVIDIA driver%s%s supports CUDA %d.%d, older than this build's CUDA runtime %d.%d: "
+                     "update the driver (CUDA 13 needs driver 580 or newer)", module[0] ? " " : "", module,
+                     drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+        else
+            snprintf(why, why_len, "an NVIDIA GPU is present (%s) but CUDA cannot use it: %s (%s; driver %s, CUDA %d.%d)", node,
+                     cudaGetErrorString(e), cudaGetErrorName(e), module[0] ? module : "?", drv / 1000, drv % 1000 / 10);
         return 0;
     }
-    if (n == 0 && why) snprintf(why, why_len, "no CUDA device visible (CUDA_VISIBLE_DEVICES=%s)",
-                                getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
     return n;
 #else
     if (why) snprintf(why, why_len, "built without CUDA (this build has no CUDA back end; docs/gpu.md says how to build it)");

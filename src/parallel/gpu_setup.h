@@ -38,8 +38,13 @@ typedef struct {
 // initialised (MPI_Comm_split_type shared), else from the launcher's variables
 // (core/env.h env_local_rank), else 0 of 1.
 void gpu_local_rank(int *local_rank, int *local_ranks);
-// The visible CUDA devices (0 when there are none, the driver is missing, or the build
-// has no CUDA; why then says which).
+// Is an NVIDIA GPU attached to this host, whatever the driver and the libraries can do with it:
+// its device nodes (/dev/nvidia0, ...) or the kernel module's list (/proc/driver/nvidia/gpus/*).
+// 1 (and what showed it in what), or 0. BOOST_GPU_ASSUME_DEVICE=1 answers 1: the GPU checks'
+// failure paths (a device without its libraries or driver) tried on a machine without one.
+int gpu_nvidia_present(char *what, size_t n);
+// The visible CUDA devices (0 when there are none, the driver is missing or too old, or the
+// build has no CUDA; why then says which, with the fix where there is one).
 int gpu_device_count(char *why, size_t why_len);
 // "NVIDIA H200, sm_90, 139.8 GiB" for a visible device (or the reason it cannot be read).
 void gpu_device_describe(int device, char *out, size_t n);

@@ -84,32 +84,53 @@ static int crc_after_block(int fd, uint64_t size, uint32_t *crc, char *err, size
     return 0;
 }
 
+// The checksum block of the open checkpoint file fd (shown: its name in messages).
+static int seal_fd(int fd, const char *shown, int64_t step, char *err, size_t n) {
+    struct stat st;
+    uint32_t crc = 0;
+    if (fstat(fd, &st) != 0) { snprintf(err, n, "cannot stat %s: %s", shown, strerror(errno)); return -1; }
+    if ((uint64_t)st.st_size < CKPT_BLOCK + sizeof HDF5_SIGNATURE) { snprintf(err, n, "%s is too short to be a checkpoint", shown); return -1; }
+    if (crc_after_block(fd, (uint64_t)st.st_size, &crc, err, n) != 0) return -1;
+    char block[CKPT_BLOCK] = {0};
+    snprintf(block, sizeof block, BLOCK_MAGIC "format_version %d\nstep %" PRId64 "\nsize %" PRIu64 "\ncrc32 %08x\n",
+             CHECKPOINT_FORMAT_VERSION, step, (uint64_t)st.st_size, crc);
+    if (pwrite(fd, block, sizeof block, 0) != (ssize_t)sizeof block) {
+        snprintf(err, n, "cannot write the checksum block of %s: %s", shown, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int checkpoint_seal(const char *path, int64_t step, char *err, size_t n) {
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) { snprintf(err, n, "cannot open %s to seal it: %s", path, strerror(errno)); return -1; }
-    struct stat st;
-    uint32_t crc = 0;
-    int rc = -1;
-    if (fstat(fd, &st) != 0) snprintf(err, n, "cannot stat %s: %s", path, strerror(errno));
-    else if ((uint64_t)st.st_size < CKPT_BLOCK + sizeof HDF5_SIGNATURE) snprintf(err, n, "%s is too short to be a checkpoint", path);
-    else if (crc_after_block(fd, (uint64_t)st.st_size, &crc, err, n) == 0) {
-        char block[CKPT_BLOCK] = {0};
-        snprintf(block, sizeof block, BLOCK_MAGIC "format_version %d\nstep %" PRId64 "\nsize %" PRIu64 "\ncrc32 %08x\n",
-                 CHECKPOINT_FORMAT_VERSION, step, (uint64_t)st.st_size, crc);
-        if (pwrite(fd, block, sizeof block, 0) != (ssize_t)sizeof block) snprintf(err, n, "cannot write the checksum block of %s: %s", path, strerror(errno));
-        else rc = 0;
-    }
+    int rc = seal_fd(fd, path, step, err, n);
     if (close(fd) != 0 && rc == 0) { snprintf(err, n, "cannot write %s: %s", path, strerror(errno)); rc = -1; }
     return rc;
+}
+
+// A file that starts with the block's magic text was written by boost-c: a sealed checkpoint,
+// or one being written (its block says "unsealed" until the checksum is in).
+#define BLOCK_UNSEALED BLOCK_MAGIC "unsealed: being written\n"
+static int starts_with_magic(int fd) {
+    char head[sizeof BLOCK_MAGIC];
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, head, sizeof head - 1, 0) == (ssize_t)(sizeof head - 1) &&
+           memcmp(head, BLOCK_MAGIC, sizeof head - 1) == 0;
+}
+static int owned_at(int dirfd, const char *name) {
+    int fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return 0;
+    int ours = starts_with_magic(fd);
+    close(fd);
+    return ours;
 }
 
 enum { LOAD_OK = 0, LOAD_UNREADABLE, LOAD_DAMAGED, LOAD_FORMAT, LOAD_MODEL };
 
 // The checksum block of `path`, verified against the whole file (no HDF5). LOAD_OK and
 // *step, or the kind of problem and what it is in err.
-static int check_block(const char *path, int64_t *step, char *err, size_t n) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) { snprintf(err, n, "cannot read it: %s", strerror(errno)); return LOAD_UNREADABLE; }
+static int check_block_fd(int fd, int64_t *step, char *err, size_t n) {
     struct stat st;
     char block[CKPT_BLOCK + 1] = {0};
     int kind = LOAD_OK;
@@ -163,6 +184,13 @@ static int check_block(const char *path, int64_t *step, char *err, size_t n) {
     }
     *step = bstep;
 done:
+    return kind;
+}
+
+static int check_block(const char *path, int64_t *step, char *err, size_t n) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) { snprintf(err, n, "cannot read it: %s", strerror(errno)); return LOAD_UNREADABLE; }
+    int kind = check_block_fd(fd, step, err, n);
     close(fd);
     return kind;
 }
@@ -211,13 +239,23 @@ static void write_tokenizer(H5Job *j, hid_t f, const char *ckpt, const char *tok
     free(buf);
 }
 
-void checkpoint_write(const char *path, const ModelState *m, const CheckpointMeta *meta) {
+static void write_in(const OutDir *d, const char *name, const ModelState *m, const CheckpointMeta *meta) {
     store_check_param_names(m);   // before anything is open
-    char tmp[1200], now[32];
+    char path[2600], now[32], err[1400];
+    xsnprintf(path, sizeof path, "%s/%s", d->path, name);
     store_iso_now(now);
     H5Job j;
     h5j_begin(&j, path);
-    hid_t f = h5j_create(&j, path, tmp, sizeof tmp, CKPT_BLOCK);
+    // (a leftover "<name>.tmp.<pid>" of this project's, an earlier process with this pid, is replaced)
+    hid_t f = h5j_create_in(&j, d, name, CKPT_BLOCK, owned_at);
+    if (j.fd < 0)   // nothing was created: something is at the temporary name, or the folder refuses it
+        die_input_hint("remove what is at that name (a run folder holds only what boost-c wrote there), or set "
+                       "run.checkpoint_dir to a writable directory; the checkpoints written before are intact",
+                       "cannot write checkpoint %s: %s", path, j.msg);
+    if (!j.failed) {   // marked as this project's from the start: a crash leaves a file pruning may delete
+        char block[CKPT_BLOCK] = BLOCK_UNSEALED;
+        if (pwrite(j.fd, block, sizeof block, 0) != (ssize_t)sizeof block) h5j_fail(&j, "writing %s: %s", j.tmp, strerror(errno));
+    }
     h5j_attr_fixed_str(&j, f, "format", CHECKPOINT_FORMAT);
     h5j_attr_i32(&j, f, "format_version", CHECKPOINT_FORMAT_VERSION);
     h5j_attr_i64(&j, f, "step", meta->step);
@@ -240,13 +278,29 @@ void checkpoint_write(const char *path, const ModelState *m, const CheckpointMet
     hid_t g = h5j_group(&j, f, "/optimizer");
     h5j_attr_i64(&j, g, "step", meta->adam_t);
     h5j_close(&j, g);
-    char err[1200];
-    if (h5j_close_file(&j, f, tmp) == 0 && checkpoint_seal(tmp, meta->step, err, sizeof err) != 0) { h5j_fail(&j, "%s", err); unlink(tmp); }
-    if (!j.failed && file_commit_tmp(tmp, path, err, sizeof err) != 0) h5j_fail(&j, "%s", err);
+    if (h5j_close_written(&j, f) == 0) {
+        if (seal_fd(j.fd, j.tmp, meta->step, err, sizeof err) != 0) { h5j_fail(&j, "%s", err); outdir_discard(d, j.fd, j.tmp); j.fd = -1; }
+        else h5j_commit(&j);
+    }
     if (j.failed)
         die_input_hint("free space on that file system, or set run.checkpoint_dir to a writable directory; "
                        "the checkpoints written before are intact",
-                       "cannot write checkpoint %s: %s (the partial file %s was removed)", path, j.msg, tmp);
+                       "cannot write checkpoint %s: %s (the partial file %s/%s was removed)", path, j.msg, d->path, j.tmp);
+}
+
+void checkpoint_write_in(const OutDir *d, const ModelState *m, const CheckpointMeta *meta) {
+    char name[64];
+    xsnprintf(name, sizeof name, "step_%" PRId64 ".h5", meta->step);
+    write_in(d, name, m, meta);
+}
+
+void checkpoint_write(const char *path, const ModelState *m, const CheckpointMeta *meta) {
+    OutDir d;
+    char name[1024], err[1600];
+    if (outdir_open_parent(&d, path, 1, name, sizeof name, err, sizeof err) != 0)
+        die_input_hint("set run.checkpoint_dir to a writable directory", "cannot write checkpoint %s: %s", path, err);
+    write_in(&d, name, m, meta);
+    outdir_close(&d);
 }
 
 // ---- reading ------------------------------------------------------------------------
@@ -288,8 +342,7 @@ static herr_t visit_cb(hid_t g, const char *name, const H5L_info_t *info, void *
         else {
             if (L->n == L->cap) {
                 L->cap = L->cap ? 2 * L->cap : 64;
-                L->v = realloc(L->v, sizeof(DsInfo) * (size_t)L->cap);
-                CHECK(L->v, "out of memory");
+                L->v = xrealloc(L->v, sizeof(DsInfo) * (size_t)L->cap);
             }
             DsInfo *d = &L->v[L->n++];
             memset(d, 0, sizeof *d);
@@ -711,11 +764,13 @@ static int64_t parse_name(const char *name, int tmp, long *pid) {
 }
 
 // The checksum block verifies (the whole file is read, HDF5 is not involved) and names
-// step N. 1, or 0 with why.
-static int looks_complete(const char *path, int64_t step, char *why, size_t n) {
+// step N. 1, or 0 with why. The entry is opened in its folder without following a link.
+static int looks_complete(const OutDir *d, const char *name, int64_t step, char *why, size_t n) {
     int64_t s = -1;
     char err[1000];
-    int kind = check_block(path, &s, err, sizeof err);
+    int fd = outdir_open_read(d, name), kind;
+    if (fd < 0) { snprintf(err, sizeof err, "cannot read it: %s", errno == ELOOP ? "it is a symbolic link" : strerror(errno)); kind = LOAD_UNREADABLE; }
+    else { kind = check_block_fd(fd, &s, err, sizeof err); close(fd); }
     if (kind != LOAD_OK) { snprintf(why, n, "%s%.600s", kind == LOAD_DAMAGED ? "damaged: " : "", err); return 0; }
     if (s != step) { snprintf(why, n, "its step (%" PRId64 ") does not match the file name", s); return 0; }
     return 1;
@@ -726,38 +781,49 @@ static int entry_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-// All step_<N>.h5 names (tmp = 0) or leftovers (tmp = 1, their pids in *pids), sorted
-// ascending. A directory that cannot be read is a warning (0 entries), never fatal.
-static int scan(const char *dir, int tmp, CheckpointEntry **out, long **pids) {
+static const char *base_name(const char *path) { const char *s = strrchr(path, '/'); return s ? s + 1 : path; }
+
+// All step_<N>.h5 names (tmp = 0) or leftovers (tmp = 1, their pids in *pids) of the folder,
+// sorted ascending. A checkpoint name that is a symbolic link is skipped with a warning: a
+// run's checkpoints are files in its own folder (a link could resume it from another run's).
+// A folder that cannot be read is a warning (0 entries), never fatal.
+static int scan(const OutDir *d, int tmp, CheckpointEntry **out, long **pids) {
     *out = NULL;
     if (pids) *pids = NULL;
-    DIR *d = opendir(dir);
-    if (!d) {
-        if (errno != ENOENT) fprintf(stderr, "warning: cannot list checkpoint directory %s: %s\n", dir, strerror(errno));
+    int dfd = dup(d->fd);
+    DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!dir) {
+        fprintf(stderr, "warning: cannot list checkpoint directory %s: %s\n", d->path, strerror(errno));
+        if (dfd >= 0) close(dfd);
         return 0;
     }
+    rewinddir(dir);
     int n = 0, cap = 0;
     CheckpointEntry *v = NULL;
     long *pv = NULL;
     struct dirent *e;
-    while ((errno = 0, e = readdir(d))) {
+    while ((errno = 0, e = readdir(dir))) {
         long pid = 0;
         int64_t s = parse_name(e->d_name, tmp, &pid);
         if (s < 0) continue;
-        if (snprintf(NULL, 0, "%s/%s", dir, e->d_name) >= (int)sizeof v[0].path) continue;
+        struct stat st;
+        if (!tmp && fstatat(d->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+            fprintf(stderr, "warning: skipping checkpoint %s/%s: a symbolic link (a run's checkpoints are files in its own "
+                    "folder, never links)\n", d->path, e->d_name);
+            continue;
+        }
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
-            v = realloc(v, sizeof *v * (size_t)cap);
-            pv = realloc(pv, sizeof *pv * (size_t)cap);
-            CHECK(v && pv, "out of memory");
+            v = xrealloc(v, sizeof *v * (size_t)cap);
+            pv = xrealloc(pv, sizeof *pv * (size_t)cap);
         }
         v[n].step = s;
         pv[n] = pid;
-        snprintf(v[n].path, sizeof v[n].path, "%s/%s", dir, e->d_name);
+        if (snprintf(v[n].path, sizeof v[n].path, "%s/%s", d->path, e->d_name) >= (int)sizeof v[n].path) continue;
         n++;
     }
-    if (errno) fprintf(stderr, "warning: reading checkpoint directory %s: %s\n", dir, strerror(errno));
-    closedir(d);
+    if (errno) fprintf(stderr, "warning: reading checkpoint directory %s: %s\n", d->path, strerror(errno));
+    closedir(dir);
     if (n && !pids) qsort(v, (size_t)n, sizeof *v, entry_cmp);   // (leftovers are not sorted: their order is free)
     *out = v;
     if (pids) *pids = pv;
@@ -765,12 +831,12 @@ static int scan(const char *dir, int tmp, CheckpointEntry **out, long **pids) {
     return n;
 }
 
-int checkpoint_list(const char *dir, CheckpointEntry **out) {
+int checkpoint_list_in(const OutDir *d, CheckpointEntry **out) {
     CheckpointEntry *all;
     char why[1300];
-    int n = scan(dir, 0, &all, NULL), k = 0;
+    int n = scan(d, 0, &all, NULL), k = 0;
     for (int i = 0; i < n; i++) {
-        if (looks_complete(all[i].path, all[i].step, why, sizeof why)) all[k++] = all[i];
+        if (looks_complete(d, base_name(all[i].path), all[i].step, why, sizeof why)) all[k++] = all[i];
         else fprintf(stderr, "warning: skipping checkpoint %s: %s\n", all[i].path, why);
     }
     if (k == 0) { free(all); all = NULL; }
@@ -779,9 +845,9 @@ int checkpoint_list(const char *dir, CheckpointEntry **out) {
 }
 
 // checkpoint_verify, and the step attribute must be the N of the name.
-static int verify_step(const char *path, int64_t step, char *why, size_t n) {
+static int verify_step(const OutDir *d, const char *path, int64_t step, char *why, size_t n) {
+    if (!looks_complete(d, base_name(path), step, why, n)) return 0;
     if (!checkpoint_verify(path, why, n)) return 0;
-    if (!looks_complete(path, step, why, n)) return 0;
     return 1;
 }
 
@@ -789,7 +855,8 @@ static int verify_step(const char *path, int64_t step, char *why, size_t n) {
 // run_uid is given, belongs to that run (its run_uid attribute): 1 and *meta (when not NULL);
 // else 0 and why. A file written before checkpoints stored their run names none: accepted,
 // with a warning that its owner cannot be checked.
-static int verify_own(const char *path, int64_t step, const char *run_uid, CheckpointMeta *meta, char *why, size_t n) {
+static int verify_own(const OutDir *d, const char *path, int64_t step, const char *run_uid, CheckpointMeta *meta, char *why, size_t n) {
+    if (!looks_complete(d, base_name(path), step, why, n)) return 0;
     CheckpointMeta m = {0};
     char err[1500];
     int kind = load(path, NULL, &m, err, sizeof err);
@@ -811,19 +878,18 @@ static int verify_own(const char *path, int64_t step, const char *run_uid, Check
     return ok;
 }
 
-int checkpoint_latest_of_run(const char *dir, const char *run_uid, int64_t max_step, char *path, size_t n, int64_t *step,
-                             CheckpointMeta *meta, CheckpointSkip **skipped, int *n_skipped) {
+int checkpoint_latest_of_run_in(const OutDir *d, const char *run_uid, int64_t max_step, char *path, size_t n,
+                                int64_t *step, CheckpointMeta *meta, CheckpointSkip **skipped, int *n_skipped) {
     CheckpointEntry *all;
-    int cnt = scan(dir, 0, &all, NULL), found = 0, ns = 0;
+    int cnt = scan(d, 0, &all, NULL), found = 0, ns = 0;
     CheckpointSkip *sk = NULL;
     for (int i = cnt - 1; i >= 0 && !found; i--) {   // newest first: stop at the first good one
         if (all[i].step > max_step) continue;
         CheckpointSkip s = { .step = all[i].step };
         snprintf(s.path, sizeof s.path, "%s", all[i].path);
-        if (!verify_own(all[i].path, all[i].step, run_uid, meta, s.reason, sizeof s.reason)) {
+        if (!verify_own(d, all[i].path, all[i].step, run_uid, meta, s.reason, sizeof s.reason)) {
             fprintf(stderr, "warning: skipping checkpoint %s: %s\n", s.path, s.reason);
-            sk = realloc(sk, sizeof *sk * (size_t)(ns + 1));
-            CHECK(sk, "out of memory");
+            sk = xrealloc(sk, sizeof *sk * (size_t)(ns + 1));
             sk[ns++] = s;
             continue;
         }
@@ -841,40 +907,72 @@ int checkpoint_latest_of_run(const char *dir, const char *run_uid, int64_t max_s
     return found;
 }
 
+// A folder given by path, for reading (a link to it is followed: a folder the user names);
+// 0 when it does not exist (nothing listed), -1 with a warning when it cannot be opened.
+static int open_for_listing(OutDir *d, const char *dir) {
+    d->fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    snprintf(d->path, sizeof d->path, "%s", dir);
+    if (d->fd >= 0) return 1;
+    if (errno != ENOENT) fprintf(stderr, "warning: cannot list checkpoint directory %s: %s\n", dir, strerror(errno));
+    return 0;
+}
+
+int checkpoint_list(const char *dir, CheckpointEntry **out) {
+    OutDir d;
+    *out = NULL;
+    if (!open_for_listing(&d, dir)) return 0;
+    int n = checkpoint_list_in(&d, out);
+    outdir_close(&d);
+    return n;
+}
+
 int checkpoint_latest_good(const char *dir, char *path, size_t n, int64_t *step,
                            CheckpointSkip **skipped, int *n_skipped) {
-    return checkpoint_latest_of_run(dir, NULL, INT64_MAX, path, n, step, NULL, skipped, n_skipped);
+    OutDir d;
+    if (skipped) *skipped = NULL;
+    if (n_skipped) *n_skipped = 0;
+    if (!open_for_listing(&d, dir)) return 0;
+    int found = checkpoint_latest_good_in(&d, path, n, step, skipped, n_skipped);
+    outdir_close(&d);
+    return found;
+}
+
+int checkpoint_latest_good_in(const OutDir *d, char *path, size_t n, int64_t *step,
+                              CheckpointSkip **skipped, int *n_skipped) {
+    return checkpoint_latest_of_run_in(d, NULL, INT64_MAX, path, n, step, NULL, skipped, n_skipped);
+}
+
+int checkpoint_latest_of_run(const char *dir, const char *run_uid, int64_t max_step, char *path, size_t n, int64_t *step,
+                             CheckpointMeta *meta, CheckpointSkip **skipped, int *n_skipped) {
+    OutDir d;
+    if (skipped) *skipped = NULL;
+    if (n_skipped) *n_skipped = 0;
+    if (!open_for_listing(&d, dir)) return 0;
+    int found = checkpoint_latest_of_run_in(&d, run_uid, max_step, path, n, step, meta, skipped, n_skipped);
+    outdir_close(&d);
+    return found;
 }
 
 static int pid_gone(long pid) {
     return pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-static int remove_file(const char *path, const char *what) {
-    if (unlink(path) == 0) return 1;
-    fprintf(stderr, "warning: cannot remove %s %s: %s\n", what, path, strerror(errno));
-    return 0;
-}
-
 int checkpoint_written_here(const char *path) {
-    struct stat st;
-    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;   // (a symlink is never ours)
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);   // (a symlink is never ours)
     if (fd < 0) return 0;
-    char head[sizeof BLOCK_MAGIC];
-    ssize_t k = pread(fd, head, sizeof head - 1, 0);
+    int ours = starts_with_magic(fd);
     close(fd);
-    return k == (ssize_t)(sizeof head - 1) && memcmp(head, BLOCK_MAGIC, sizeof head - 1) == 0;
+    return ours;
 }
 
-int checkpoint_prune(const char *dir, int keep_last) {
+int checkpoint_prune_in(const OutDir *d, int keep_last) {
     CHECK(keep_last >= 1, "checkpoint_prune: keep_last must be >= 1 (got %d)", keep_last);
     CheckpointEntry *all;
-    int n = scan(dir, 0, &all, NULL), good = 0, removed = 0;
+    int n = scan(d, 0, &all, NULL), good = 0, removed = 0;
     int64_t cut = INT64_MIN, newest = INT64_MIN;   // keep steps >= cut
     char why[1300];
     for (int i = n - 1; i >= 0 && good < keep_last; i--) {
-        if (!verify_step(all[i].path, all[i].step, why, sizeof why)) {
+        if (!verify_step(d, all[i].path, all[i].step, why, sizeof why)) {
             fprintf(stderr, "warning: checkpoint %s does not verify (%s); it is not counted as one of the %d kept\n",
                     all[i].path, why, keep_last);
             continue;
@@ -886,18 +984,35 @@ int checkpoint_prune(const char *dir, int keep_last) {
     for (int i = 0; i < n && all[i].step < cut; i++) {
         // Only a file that says it is a boost-c checkpoint (its first bytes) is deleted: a
         // name like step_3.h5 proves nothing (a run folder outside checkpoints/, a user's file).
-        if (checkpoint_written_here(all[i].path)) removed += remove_file(all[i].path, "old checkpoint");
-        else fprintf(stderr, "warning: %s is named like a checkpoint but is not one written by boost-c (its first bytes); "
-                     "left alone\n", all[i].path);
+        int r = outdir_remove(d, base_name(all[i].path), owned_at, why, sizeof why);
+        if (r > 0) removed++;
+        else if (r == 0) fprintf(stderr, "warning: %s is named like a checkpoint but is not one written by boost-c (its first "
+                                 "bytes); left alone\n", all[i].path);
+        else fprintf(stderr, "warning: cannot remove old checkpoint: %s\n", why);
     }
     free(all);
     long *pids;
-    n = scan(dir, 1, &all, &pids);
-    for (int i = 0; i < n; i++)
-        if ((newest != INT64_MIN && all[i].step < newest) || pid_gone(pids[i]))
-            removed += remove_file(all[i].path, "unfinished checkpoint");
+    n = scan(d, 1, &all, &pids);
+    for (int i = 0; i < n; i++) {
+        if (!((newest != INT64_MIN && all[i].step < newest) || pid_gone(pids[i]))) continue;
+        int r = outdir_remove(d, base_name(all[i].path), owned_at, why, sizeof why);
+        if (r > 0) removed++;
+        else fprintf(stderr, "warning: unfinished checkpoint %s: %s\n", all[i].path, r == 0 ? why : why);
+    }
     free(all); free(pids);
-    char err[1200];
-    if (removed && file_fsync_dir(dir, err, sizeof err) != 0) fprintf(stderr, "warning: %s\n", err);
+    char err[1600];
+    if (removed && outdir_fsync(d, err, sizeof err) != 0) fprintf(stderr, "warning: %s\n", err);
+    return removed;
+}
+
+int checkpoint_prune(const char *dir, int keep_last) {
+    OutDir d;
+    char err[1600];
+    if (outdir_open(&d, dir, 0, err, sizeof err) != 0) {
+        if (errno != ENOENT) fprintf(stderr, "warning: not pruning checkpoints: %s\n", err);
+        return 0;
+    }
+    int removed = checkpoint_prune_in(&d, keep_last);
+    outdir_close(&d);
     return removed;
 }

@@ -5,9 +5,10 @@
 // Files are named <dir>/step_<N>.h5. The first 512 bytes are a checksum block (an HDF5 user
 // block) holding the format version, the step and the CRC-32 of the rest of the file; it
 // is verified before HDF5 reads anything. A checkpoint is written to "<path>.tmp.<pid>",
-// flushed and fsync'ed, closed, renamed into place and the directory fsync'ed
-// (core/fileio.h): a file with the final name was complete when written; a crash leaves
-// at most a *.tmp.<pid>, which is never read. Every tensor carries the CRC-32 of its bytes
+// created exclusively and never through a link (core/outdir.h), marked as boost-c's from its
+// first bytes ("unsealed" until the checksum is in), flushed and fsync'ed, closed, renamed
+// into place with renameat and the directory fsync'ed: a file with the final name was
+// complete when written; a crash leaves at most a *.tmp.<pid>, which is never read. Every tensor carries the CRC-32 of its bytes
 // and the metadata one CRC-32 of their own, so damage that happens later (a bad disk, a
 // bad copy) is detected on load instead of being trained on.
 //
@@ -18,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../config/config.h"
+#include "../core/outdir.h"
 #include "../model/state.h"
 
 #define CHECKPOINT_FORMAT "boost-c checkpoint"
@@ -59,6 +61,8 @@ typedef struct {
 // unwritable directory) removes the partial file and exits 2 naming the checkpoint and
 // the failed operation; the checkpoints already there are untouched.
 void checkpoint_write(const char *path, const ModelState *s, const CheckpointMeta *meta);
+// The same as step_<meta->step>.h5 in the folder d (a run's folder handle).
+void checkpoint_write_in(const OutDir *d, const ModelState *s, const CheckpointMeta *meta);
 // Load a checkpoint into s (built with model_state_init(..., STATE_PARAMS | STATE_OPTIM)
 // for the configuration being resumed), verifying every checksum. Refuses (exit 2,
 // naming the file and the dataset) a file that is not a boost-c checkpoint of this
@@ -89,16 +93,19 @@ int checkpoint_seal(const char *path, int64_t step, char *err, size_t n);
 // "<dir>/step_<step>.h5"
 void checkpoint_path(char *buf, size_t n, const char *dir, int64_t step);
 // Is `path` a regular file (not a symlink) that starts with the checkpoint block's magic
-// text, i.e. one boost-c wrote? What pruning may delete and a step dump must not overwrite.
+// text, i.e. one boost-c wrote (sealed, or being written)? What pruning may delete and a
+// step dump must not overwrite.
 int checkpoint_written_here(const char *path);
 
 typedef struct { int64_t step; char path[1024]; } CheckpointEntry;
 typedef struct { int64_t step; char path[1024]; char reason[700]; } CheckpointSkip;
 // Checkpoints in dir whose checksum block verifies and names step N (the file is read;
 // HDF5 is not involved), ascending by step;
-// *.tmp.<pid> files are ignored, other files are skipped with a warning on stderr.
-// Returns the count (0 if dir does not exist); *out is malloc'd (free it; NULL when 0).
+// *.tmp.<pid> files are ignored, other files (and names that are symbolic links) are skipped
+// with a warning on stderr. Returns the count (0 if dir does not exist); *out is malloc'd
+// (free it; NULL when 0). The _in forms take the run's folder handle (core/outdir.h).
 int checkpoint_list(const char *dir, CheckpointEntry **out);
+int checkpoint_list_in(const OutDir *d, CheckpointEntry **out);
 // The newest checkpoint of dir that verifies (checkpoint_verify, and its step attribute
 // is N): 1 and path/step filled, or 0 if there is none. Every newer step_<N>.h5 that
 // does not verify is skipped with a warning on stderr naming it and the reason, and is
@@ -112,9 +119,16 @@ int checkpoint_latest_good(const char *dir, char *path, size_t n, int64_t *step,
 // into this run's folder) is skipped with a warning naming its run, as a damaged one is.
 int checkpoint_latest_of_run(const char *dir, const char *run_uid, int64_t max_step, char *path, size_t n, int64_t *step,
                              CheckpointMeta *meta, CheckpointSkip **skipped, int *n_skipped);
+int checkpoint_latest_of_run_in(const OutDir *d, const char *run_uid, int64_t max_step, char *path, size_t n,
+                                int64_t *step, CheckpointMeta *meta, CheckpointSkip **skipped, int *n_skipped);
+int checkpoint_latest_good_in(const OutDir *d, char *path, size_t n, int64_t *step,
+                              CheckpointSkip **skipped, int *n_skipped);
 // Keep the newest keep_last checkpoints that verify (keep_last >= 1): deletes older
 // step_<N>.h5 files (good or damaged), and leftovers step_<N>.h5.tmp.<pid> whose N is
-// below the newest good step or whose writer (pid, this host) is gone. Damaged or
-// unreadable files are warned about, never fatal; a file that cannot be deleted is a
-// warning. Returns the number of files removed.
+// below the newest good step or whose writer (pid, this host) is gone — each only if it is
+// a regular file that starts with the checkpoint block's magic text (never a link, never a
+// file boost-c did not write: those are left alone with a warning). Damaged or unreadable
+// files are warned about, never fatal; a file that cannot be deleted is a warning. Returns
+// the number of files removed. The folder is never followed through a link.
 int checkpoint_prune(const char *dir, int keep_last);
+int checkpoint_prune_in(const OutDir *d, int keep_last);

@@ -111,7 +111,7 @@ static int differing_keys(RunDB *db, const int64_t *ids, int n, char ***out) {
     int k = 0, cap = 8;
     char **keys = xmalloc((size_t)cap * sizeof *keys);
     while (db_next_row(db, st, "finding the configuration keys that differ")) {
-        if (k == cap) { cap *= 2; keys = realloc(keys, (size_t)cap * sizeof *keys); CHECK(keys, "out of memory"); }
+        if (k == cap) { cap *= 2; keys = xrealloc(keys, (size_t)cap * sizeof *keys); }
         keys[k++] = xstrdup((const char *)sqlite3_column_text(st, 0));
     }
     db_finalize(db, st);
@@ -177,8 +177,7 @@ static int summarize_groups(RunDB *db, const int64_t *ids, int n, Row **out) {
         for (int j = i; j < n; j++) if (launch[j] == launch[i] && !strcmp(exp[j], exp[i])) sub[m++] = ids[j];
         VariantSummary *vs = NULL;
         int k = rundb_summarize(db, sub, m, &vs);
-        rows = realloc(rows, (size_t)(nr + k + 1) * sizeof *rows);
-        CHECK(rows, "out of memory");
+        rows = xrealloc(rows, (size_t)(nr + k + 1) * sizeof *rows);
         for (int j = 0; j < k; j++) {
             rows[nr].launch = launch[i];
             xsnprintf(rows[nr].experiment, sizeof rows[nr].experiment, "%s", exp[i]);

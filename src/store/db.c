@@ -3,6 +3,7 @@
 // in db_lifecycle.c.
 #include "db_internal.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -11,7 +12,7 @@
 #include "util.h"
 #include "../parallel/comm.h"
 #include "../core/check.h"
-#include "../core/fs.h"
+#include "../core/outdir.h"
 #include "../core/timer.h"
 
 // ---------------------------------------------------------------------------------
@@ -90,7 +91,7 @@ int db_json_strings(sqlite3 *h, const char *json, char ***out) {
     int n = 0, cap = 0;
     char **v = NULL;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        if (n == cap) { cap = cap ? 2 * cap : 8; v = realloc(v, (size_t)cap * sizeof *v); CHECK(v, "out of memory"); }
+        if (n == cap) { cap = cap ? 2 * cap : 8; v = xrealloc(v, (size_t)cap * sizeof *v); }
         const unsigned char *t = sqlite3_column_text(st, 0);
         v[n++] = xstrdup(t ? (const char *)t : "");
     }
@@ -294,31 +295,39 @@ static void maybe_autoflush(RunDB *db) { if (rundb_n_buffered(db) >= AUTO_FLUSH_
 // ---------------------------------------------------------------------------------
 // Open and close
 
-static int user_version(RunDB *db, int *bad_rc) {
+// PRAGMA user_version into *v: SQLITE_OK, or the code of the failure (not an SQLite file...).
+static int user_version(RunDB *db, int *v) {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db->db, "PRAGMA user_version", -1, &st, NULL);
     if (rc == SQLITE_OK) {
         rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) { int v = sqlite3_column_int(st, 0); sqlite3_finalize(st); return v; }
+        if (rc == SQLITE_ROW) { *v = sqlite3_column_int(st, 0); rc = SQLITE_OK; }
+        else if (rc == SQLITE_DONE) rc = SQLITE_CORRUPT;
     }
     sqlite3_finalize(st);
-    *bad_rc = rc;
-    return -1;
+    return rc;
 }
 
-// PRAGMA quick_check: "ok", or the first problem it reports (damaged pages, broken
-// indexes). A damaged database is refused before anything is written to it.
-static void integrity_or_die(RunDB *db) {
+// PRAGMA quick_check: 1 if "ok", else 0 and the first problem it reports (damaged pages,
+// broken indexes, or why it could not run) in first[n].
+static int quick_check(RunDB *db, char *first, size_t n) {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db->db, "PRAGMA quick_check(1)", -1, &st, NULL);
-    char first[512] = "";
+    first[0] = 0;
     if (rc == SQLITE_OK) {
         rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) { db_col_text(st, 0, first, sizeof first); rc = SQLITE_OK; }
+        if (rc == SQLITE_ROW) { db_col_text(st, 0, first, n); rc = SQLITE_OK; }
     }
-    if (rc != SQLITE_OK) snprintf(first, sizeof first, "%s (%s)", sqlite3_errmsg(db->db), sqlite3_errstr(rc));
+    if (rc != SQLITE_OK) snprintf(first, n, "%s (%s)", sqlite3_errmsg(db->db), sqlite3_errstr(rc));
     sqlite3_finalize(st);
-    if (strcmp(first, "ok") != 0)
+    for (char *c = first; *c; c++) if (*c == '\n') *c = ' ';   // (one line in messages and the record)
+    return strcmp(first, "ok") == 0;
+}
+
+// A damaged database is refused before anything is written to it.
+static void integrity_or_die(RunDB *db) {
+    char first[512];
+    if (!quick_check(db, first, sizeof first))
         die_input_hint("move the file away (runs are then recorded in a new database), or salvage it: "
                        "sqlite3 DAMAGED.db .recover | sqlite3 NEW.db",
                        "%s: the run database is damaged (integrity check: %s); nothing was written to it",
@@ -326,11 +335,12 @@ static void integrity_or_die(RunDB *db) {
 }
 
 static int schema_body(RunDB *db, void *from_version) {
-    int bad = 0, v = user_version(db, &bad);
-    if (v < 0) return bad;
+    int v = 0;
+    TRY(user_version(db, &v));
     if (v == RUNDB_SCHEMA_VERSION) return SQLITE_OK;   // another process won the race
     const char *sql = v == 0 ? RUNDB_SCHEMA_SQL : v == 1 ? RUNDB_MIGRATE_V1_SQL : v == 2 ? RUNDB_MIGRATE_V2_SQL
-                    : v == 3 ? RUNDB_MIGRATE_V3_SQL : v == 4 ? RUNDB_MIGRATE_V4_SQL : RUNDB_MIGRATE_V5_SQL;
+                    : v == 3 ? RUNDB_MIGRATE_V3_SQL : v == 4 ? RUNDB_MIGRATE_V4_SQL : v == 5 ? RUNDB_MIGRATE_V5_SQL
+                    : RUNDB_MIGRATE_V6_SQL;
     int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK) return rc;
     if (v == 1) {   // every row must still point at its run (ids were kept)
@@ -347,18 +357,6 @@ static int schema_body(RunDB *db, void *from_version) {
     return sqlite3_exec(db->db, pragma, NULL, NULL, NULL);
 }
 
-// mkdir -p of the database's directory; a failure is the user's environment: exit 2.
-static void make_parent_dirs(const char *path) {
-    char dir[1024], failed[4096];
-    xsnprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir) return;
-    *slash = 0;
-    int e = fs_mkdir_p(dir, failed, sizeof failed);
-    if (e) die_input("%s: cannot create the run database's directory %s: %s (set run.db to a writable place)",
-                     path, failed, strerror(e));
-}
-
 // run.db must name a plain file this project can keep: not an in-memory or URI name (SQLite
 // would keep nothing, or read `file:...?mode=` as options), not a device or a FIFO
 // (/dev/null), on a writable file system (WAL mode writes two files beside it). Checked
@@ -366,6 +364,10 @@ static void make_parent_dirs(const char *path) {
 static void check_db_path(const char *path) {
     const char *hint = "set run.db to a file path, e.g. runs/boost.db";
     if (!path[0]) die_input_hint(hint, "run.db is empty");
+    size_t len = strlen(path);
+    if (path[len - 1] == '/' || (len >= 2 && !strcmp(path + len - 2, "/.")) || !strcmp(path, ".") ||
+        (len >= 3 && !strcmp(path + len - 3, "/..")) || !strcmp(path, ".."))
+        die_input_hint(hint, "run.db=%s names a directory (it ends in '/', '.' or '..'); the run database is a file", path);
     if (path[0] == ':' || !strncmp(path, "file:", 5))
         die_input_hint(hint, "run.db=%s: an in-memory or URI database name is refused (nothing would be kept, or the "
                        "text after '?' would be read as SQLite options); run.db is a plain file path", path);
@@ -387,22 +389,80 @@ static void check_db_path(const char *path) {
     if (access(path, F_OK) == 0 && access(path, W_OK) != 0)
         die_input_hint("set run.db to a file on a writable disk, or make the file writable",
                        "run.db=%s is not writable: %s", path, strerror(errno));
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && stat(path, &st) != 0)
+        die_input_hint(hint, "run.db=%s is a symbolic link to nothing (%s); boost-c never creates a file through a link",
+                       path, strerror(errno));
+}
+
+// The columns of `table` (PRAGMA table_info) as ",a,b,c," into out[n]; the SQLite code.
+static int table_columns(sqlite3 *h, const char *table, char *out, size_t n) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(h, "SELECT name FROM pragma_table_info(?1)", -1, &st, NULL);
+    snprintf(out, n, ",");
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_TRANSIENT);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            size_t l = strlen(out);
+            snprintf(out + l, n - l, "%s,", (const char *)sqlite3_column_text(st, 0));
+        }
+        if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+// A database at this build's schema version has every table and column this build writes:
+// the expectation is the schema itself (RUNDB_SCHEMA_SQL built in memory), never a hand list,
+// so a file whose `steps` lacks a column is refused by name here, not met later as "preparing
+// SQL failed".
+static void check_columns(RunDB *db) {
+    sqlite3 *mem = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(mem, RUNDB_SCHEMA_SQL, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(mem, "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+                                -1, &st, NULL);
+    char problem[900] = "";
+    while (rc == SQLITE_OK && !problem[0] && sqlite3_step(st) == SQLITE_ROW) {
+        char table[128], want[4096], have[4096];
+        db_col_text(st, 0, table, sizeof table);
+        if ((rc = table_columns(mem, table, want, sizeof want)) != SQLITE_OK) break;
+        if ((rc = table_columns(db->db, table, have, sizeof have)) != SQLITE_OK) break;
+        if (!strcmp(have, ",")) { snprintf(problem, sizeof problem, "has no table %s", table); break; }
+        for (char *c = want + 1; *c && !problem[0]; ) {
+            char *e = strchr(c, ',');
+            char col[200];
+            snprintf(col, sizeof col, ",%.*s,", (int)(e - c), c);
+            if (!strstr(have, col))
+                snprintf(problem, sizeof problem, "has a table %s without its column %.*s (this build writes %.*s)",
+                         table, (int)(e - c), c, (int)(strlen(want) - 2), want + 1);
+            c = e + 1;
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(mem);
+    if (rc != SQLITE_OK && !problem[0])
+        die_input("%s: cannot read the run database's tables: %s (%s)", db->path, sqlite3_errmsg(db->db), sqlite3_errstr(rc));
+    if (problem[0])
+        die_input_hint("move the file away (runs are then recorded in a new database), or restore it from a copy",
+                       "%s: the run database (schema version %d) %s; it is damaged, was edited, or was written by "
+                       "another build under the same version number", db->path, RUNDB_SCHEMA_VERSION, problem);
 }
 
 // A file with user_version 0 but tables of its own is another program's database: it is
-// refused, never given this schema. One at this schema version must have every table.
+// refused, never given this schema. One at this schema version must have every table and
+// column (check_columns).
 static void check_tables(RunDB *db, int version) {
-    static const char *const TABLES[] = { "runs", "launches", "steps", "validation", "comm", "comm_ranks", "memory", "events", NULL };
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db->db, "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
                                 -1, &st, NULL);
     char names[600] = "";
-    int n = 0, have[16] = {0};
+    int n = 0;
     while (rc == SQLITE_OK || rc == SQLITE_ROW) {
         if ((rc = sqlite3_step(st)) != SQLITE_ROW) break;
         char t[128];
         db_col_text(st, 0, t, sizeof t);
-        for (int i = 0; TABLES[i]; i++) if (!strcmp(t, TABLES[i])) have[i] = 1;
         if (n++ < 8) { size_t l = strlen(names); snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", t); }
     }
     if (rc == SQLITE_DONE) rc = SQLITE_OK;
@@ -413,33 +473,73 @@ static void check_tables(RunDB *db, int version) {
         die_input_hint("set run.db to a new file (or an existing run database)",
                        "%s is an SQLite database of something else (tables %s%s, no run-database schema version); "
                        "boost-c does not add its tables to another program's database", db->path, names, n > 8 ? ", ..." : "");
-    if (version == RUNDB_SCHEMA_VERSION)
-        for (int i = 0; TABLES[i]; i++)
-            if (!have[i])
-                die_input_hint("move the file away (runs are then recorded in a new database), or restore it from a copy",
-                               "%s: the run database (schema version %d) has no table %s; it is damaged or was edited",
-                               db->path, version, TABLES[i]);
+    if (version == RUNDB_SCHEMA_VERSION) check_columns(db);
+}
+
+// The database file: an existing one is opened as it is (a link the user placed to a database
+// is followed); a new one is created here, exclusively and never through a link
+// (core/outdir.h), before SQLite opens it. The descriptor is kept: the connection's file by
+// identity (device and inode) for as long as it is open.
+static int open_anchor(const char *path) {
+    OutDir dir;
+    char name[1024], err[2000];
+    if (outdir_open_parent(&dir, path, 1, name, sizeof name, err, sizeof err) != 0)
+        die_input("%s: cannot create the run database's directory: %s (set run.db to a writable place)", path, err);
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 3; attempt++) {
+        fd = openat(dir.fd, name, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 || errno != ENOENT) break;
+        fd = outdir_create(&dir, name, NULL, err, sizeof err);   // (EEXIST: another process made it meanwhile)
+        if (fd < 0 && errno != EEXIST) { outdir_close(&dir); die_input("run.db=%s: %s", path, err); }
+    }
+    int e = errno;
+    outdir_close(&dir);
+    if (fd < 0) die_input("run.db=%s: cannot open it: %s", path, strerror(e));
+    return fd;
+}
+
+// Is the file at the database's path still the one opened (the anchor's device and inode)?
+static int same_file_at_path(const RunDB *db, char *why, size_t n) {
+    struct stat fst;
+    if (!db->ino) return 1;
+    if (stat(db->path, &fst) != 0) { snprintf(why, n, "%s is gone (%s): it was moved or deleted while this process wrote it", db->path, strerror(errno)); return 0; }
+    if ((unsigned long long)fst.st_ino != db->ino || (unsigned long long)fst.st_dev != db->dev) {
+        snprintf(why, n, "%s is another file now: the database was moved or replaced while this process wrote it", db->path);
+        return 0;
+    }
+    return 1;
 }
 
 RunDB *rundb_open(const char *path) {
-    check_db_path(path);
-    make_parent_dirs(path);
+    check_db_path(path);   // (every refusal of the path comes before anything is created)
     RunDB *db = xcalloc(1, sizeof *db);
     db->buf = xcalloc(1, sizeof *db->buf);
     db->busy_ms = 2000;
     db->final_s = 600;
+    db->anchor = -1;
     xsnprintf(db->path, sizeof db->path, "%s", path);
-    int rc = sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    db->anchor = open_anchor(path);
+    struct stat fst;
+    if (fstat(db->anchor, &fst) != 0) die_input("run.db=%s: cannot stat it: %s", path, strerror(errno));
+    if (!S_ISREG(fst.st_mode)) die_input("run.db=%s is not a regular file", path);
+    db->dev = (unsigned long long)fst.st_dev; db->ino = (unsigned long long)fst.st_ino;
+    int rc = sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE, NULL);
     if (rc != SQLITE_OK)
         die_input("%s: cannot open the run database: %s", path, db->db ? sqlite3_errmsg(db->db) : sqlite3_errstr(rc));
     DB_OK(db, sqlite3_extended_result_codes(db->db, 1), "enabling extended result codes");
-    struct stat fst;
-    if (stat(path, &fst) == 0) { db->dev = (unsigned long long)fst.st_dev; db->ino = (unsigned long long)fst.st_ino; }
+    char why[1400];
+    if (!same_file_at_path(db, why, sizeof why)) die_input("run.db: %s", why);
     DB_OK(db, sqlite3_busy_timeout(db->db, db->busy_ms), "setting busy_timeout");
-    int bad = 0, v = user_version(db, &bad);
+    int v = 0;
+    rc = user_version(db, &v);
+    if (rc != SQLITE_OK)
+        die_input_hint("move it away, or choose another database path (run.db)",
+                       "%s: not a run database: SQLite cannot read it: %s (%s)", path, sqlite3_errmsg(db->db), sqlite3_errstr(rc));
     if (v < 0)
-        die_input("%s: not a run database: %s (%s); move it away or choose another database path (run.db)",
-                  path, sqlite3_errmsg(db->db), sqlite3_errstr(bad));
+        die_input_hint("move it away, or choose another database path (run.db)",
+                       "%s: not a run database: its schema version (PRAGMA user_version) is %d; a run database is 0 when "
+                       "new, 1 to %d (older builds' versions are migrated) or %d (this build's)",
+                       path, v, RUNDB_SCHEMA_VERSION - 1, RUNDB_SCHEMA_VERSION);
     if (v > RUNDB_SCHEMA_VERSION)
         die_input_hint("use the boost-c version that created it, or another database path",
                        "%s: run database schema version %d is newer than this build supports (%d)",
@@ -469,6 +569,95 @@ RunDB *rundb_open(const char *path) {
     return db;
 }
 
+// The checks read the file through a connection of their own: this connection's page cache
+// would still show the pages it read before a copy was written over the file in place (a
+// `cp` updates neither the WAL nor its index, so SQLite sees no change to invalidate).
+static sqlite3 *fresh_reader(RunDB *db, char *why, size_t n) {
+    sqlite3 *h = NULL;
+    int rc = sqlite3_open_v2(db->path, &h, SQLITE_OPEN_READONLY, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_busy_timeout(h, 10000);
+    if (rc != SQLITE_OK) {
+        snprintf(why, n, "%s cannot be opened to check it: %s", db->path, h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
+        sqlite3_close(h);
+        return NULL;
+    }
+    return h;
+}
+
+static int check_with(RunDB *db, sqlite3 *h, char *why, size_t n) {
+    RunDB view = *db;   // (quick_check on the fresh connection)
+    view.db = h;
+    char first[512];
+    if (!quick_check(&view, first, sizeof first)) {
+        snprintf(why, n, "%s fails its integrity check (PRAGMA quick_check: %s): it was damaged or written over while "
+                 "this process wrote it", db->path, first);
+        return 0;
+    }
+    return 1;
+}
+
+int rundb_intact(RunDB *db, int deep, char *why, size_t n) {
+    if (!same_file_at_path(db, why, n)) return 0;
+    if (!deep) return 1;
+    sqlite3 *h = fresh_reader(db, why, n);
+    int ok = h && check_with(db, h, why, n);
+    sqlite3_close(h);
+    return ok;
+}
+
+// One integer (and the text of column 1, if asked) from a query with one bound run id, never
+// dying: SQLITE_OK, SQLITE_NOTFOUND for no row, or the code.
+static int query_int(sqlite3 *h, const char *sql, int64_t run, int64_t *v, char *text, size_t n) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(h, sql, -1, &st, NULL);
+    *v = 0;
+    if (text) text[0] = 0;
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, run);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *v = sqlite3_column_int64(st, 0);
+            if (text && sqlite3_column_type(st, 1) != SQLITE_NULL) snprintf(text, n, "%s", (const char *)sqlite3_column_text(st, 1));
+            rc = SQLITE_OK;
+        } else if (rc == SQLITE_DONE) rc = SQLITE_NOTFOUND;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int rundb_run_complete(RunDB *db, int64_t run, const char *uid, int steps, char *why, size_t n) {
+    if (rundb_flush_wait(db, 60) != 0) {
+        snprintf(why, n, "%d rows could not be written to %s: %s", rundb_n_buffered(db), db->path, db->last_error);
+        return 0;
+    }
+    if (!same_file_at_path(db, why, n)) return 0;
+    sqlite3 *h = fresh_reader(db, why, n);
+    if (!h) return 0;
+    int ok = check_with(db, h, why, n);
+    int64_t one = 0, last = 0;
+    char got_uid[300];
+    int rc = ok ? query_int(h, "SELECT 1, uid FROM runs WHERE id=?1", run, &one, got_uid, sizeof got_uid) : SQLITE_OK;
+    if (ok && (rc == SQLITE_NOTFOUND || (rc == SQLITE_OK && strcmp(got_uid, uid)))) {
+        snprintf(why, n, "%s has %s as run %lld, not this run (%s): the database was replaced while this process wrote it",
+                 db->path, rc == SQLITE_OK ? got_uid : "no row", (long long)run, uid);
+        ok = 0;
+    }
+    if (ok && rc == SQLITE_OK)
+        rc = query_int(h, "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM steps WHERE run_id=?1 AND step=1) THEN 0 ELSE "
+                          "(SELECT min(s.step) FROM steps s WHERE s.run_id=?1 AND NOT EXISTS "
+                          "(SELECT 1 FROM steps t WHERE t.run_id=?1 AND t.step=s.step+1)) END", run, &last, NULL, 0);
+    if (ok && rc != SQLITE_OK) {
+        snprintf(why, n, "%s cannot be read: %s (%s)", db->path, sqlite3_errmsg(h), sqlite3_errstr(rc));
+        ok = 0;
+    }
+    if (ok && last < steps) {
+        snprintf(why, n, "%s has the step rows of this run only up to step %lld of %d", db->path, (long long)last, steps);
+        ok = 0;
+    }
+    sqlite3_close(h);
+    return ok;
+}
+
 void rundb_set_patience(RunDB *db, int busy_ms, double final_s) {
     db->busy_ms = busy_ms;
     db->final_s = final_s;
@@ -486,13 +675,13 @@ int rundb_close(RunDB *db) {
     }
     // Everything written went to the file opened; if that file is no longer at its path
     // (renamed, deleted, replaced) the results are not where the run says they are.
-    struct stat fst;
-    if (db->ino && (stat(db->path, &fst) != 0 || (unsigned long long)fst.st_ino != db->ino ||
-                    (unsigned long long)fst.st_dev != db->dev)) {
+    char why[1400];
+    if (!same_file_at_path(db, why, sizeof why)) {
         fprintf(stderr, "error: run database %s was moved, deleted or replaced while this process wrote it: its rows are not "
                 "in %s (look for the moved file; a deleted one is lost with them)\n", db->path, db->path);
         if (!lost) lost = 1;
     }
+    if (db->anchor >= 0) close(db->anchor);
     sqlite3_stmt *sts[] = { db->ins_step, db->ins_val, db->ins_comm, db->ins_comm_rank, db->ins_mem, db->ins_event };
     for (size_t i = 0; i < sizeof sts / sizeof *sts; i++) sqlite3_finalize(sts[i]);
     sqlite3_close(db->db);
@@ -523,7 +712,7 @@ static const char *phase_of(int i) { return comm_phase_name((CommPhase)i); }
 static const char *group_of(int i) { return comm_group_name((CommGroup)i); }
 const char *const RUNDB_MEMORY_NAMES[RUN_MEM_COUNT + 1] = { "parameters", "gradients", "optimizer", "activations", "peak_rss", NULL };
 static const char *const EVENT_KINDS[] = { "checkpoint", "resumed", "error", "interrupted", "diverged", "dump",
-                                           "config_change", "warning", NULL };
+                                           "config_change", "warning", "backend", NULL };
 const char *const RUNDB_END_STATUS[RUN_END_COUNT + 1] = { "completed", "failed", "interrupted", "diverged", NULL };
 const char *const RUNDB_LAUNCH_END_STATUS[] = { "completed", "failed", "interrupted", NULL };
 

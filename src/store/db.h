@@ -17,7 +17,7 @@
 #include "host.h"
 #include "../core/metrics.h"
 
-#define RUNDB_SCHEMA_VERSION 6   // PRAGMA user_version of databases this build writes (1 to 5 are migrated)
+#define RUNDB_SCHEMA_VERSION 7   // PRAGMA user_version of databases this build writes (1 to 6 are migrated)
 
 typedef struct RunDB RunDB;
 
@@ -70,6 +70,15 @@ RunDB *rundb_open(const char *path);
 // rows could not be written (one error line on stderr says how many and why).
 int rundb_close(RunDB *db);
 const char *rundb_path(const RunDB *db);
+// The database is held by identity: the file opened (its device and inode, a descriptor of
+// it kept open) must still be the file at its path. rundb_intact: 1 if it is and, with deep,
+// PRAGMA quick_check passes; else 0 and what is wrong in why (a database moved, deleted or
+// replaced, a copy written over it in place).
+int rundb_intact(RunDB *db, int deep, char *why, size_t n);
+// Before a run is recorded 'completed': every buffered row written, the database intact
+// (rundb_intact, deep), the run's row there with its uid, and a step row for every step
+// 1..steps. 1, or 0 and what is wrong in why. Never dies (a damaged file is a reason).
+int rundb_run_complete(RunDB *db, int64_t run, const char *uid, int steps, char *why, size_t n);
 
 // How long a write waits for a busy database. busy_ms: SQLite's busy timeout of one
 // attempt (default 2000 ms); final_s: how long rundb_close, rundb_end_run and the other
@@ -193,7 +202,8 @@ typedef enum { RUN_MEM_PARAMETERS, RUN_MEM_GRADIENTS, RUN_MEM_OPTIMIZER, RUN_MEM
 extern const char *const RUNDB_MEMORY_NAMES[RUN_MEM_COUNT + 1];   // "parameters", ..., NULL
 // category: one of RUNDB_MEMORY_NAMES
 void rundb_set_memory(RunDB *db, int64_t run, const char *category, int64_t bytes);
-// kind: checkpoint|resumed|error|interrupted|diverged|dump|config_change|warning; step -1 = none (NULL).
+// kind: checkpoint|resumed|error|interrupted|diverged|dump|config_change|warning|backend (what the back end
+// decided for the run: which attention ran for a shape, and why); step -1 = none (NULL).
 void rundb_event(RunDB *db, int64_t run, int step, const char *kind, const char *detail);
 // Write all buffered rows in one transaction. Never dies on a busy, full or unwritable
 // database: returns 0 when everything is written, 1 when rows stay buffered (a warning

@@ -12,6 +12,7 @@ extern const char *const RUNDB_MIGRATE_V2_SQL;
 extern const char *const RUNDB_MIGRATE_V3_SQL;
 extern const char *const RUNDB_MIGRATE_V4_SQL;
 extern const char *const RUNDB_MIGRATE_V5_SQL;
+extern const char *const RUNDB_MIGRATE_V6_SQL;
 
 struct RunDB {
     sqlite3 *db;
@@ -24,7 +25,9 @@ struct RunDB {
     int failing;
     double fail_since, next_try, backoff, last_warned;
     char last_error[512];
-    unsigned long long dev, ino;       // the file opened: a database moved or deleted under a run is noticed at close
+    unsigned long long dev, ino;       // the file opened: a database moved or deleted under a run is noticed
+    int anchor;                        // a descriptor of that file, held open for the connection's life
+                                       // (its identity: device and inode), -1 when none
 };
 
 // Reads and set-up: a failure here is an internal error (file:line + SQLite's message).

@@ -66,7 +66,7 @@ int rundb_launch_runs(RunDB *db, int64_t launch, RunRow **out) {
     int n = 0, cap = 8;
     RunRow *v = xmalloc((size_t)cap * sizeof *v);
     while (db_next_row(db, st, "listing the runs of a launch")) {
-        if (n == cap) { cap *= 2; v = realloc(v, (size_t)cap * sizeof *v); CHECK(v, "out of memory"); }
+        if (n == cap) { cap *= 2; v = xrealloc(v, (size_t)cap * sizeof *v); }
         read_runrow(st, &v[n++]);
     }
     db_finalize(db, st);
@@ -284,7 +284,7 @@ static int timed_steps(RunDB *db, int64_t run, double **out, double *tokens_per_
     double *v = xmalloc((size_t)cap * sizeof *v);
     *tokens_per_step = NAN;
     while (db_next_row(db, st, "reading step times")) {
-        if (n == cap) { cap *= 2; v = realloc(v, (size_t)cap * sizeof *v); CHECK(v, "out of memory"); }
+        if (n == cap) { cap *= 2; v = xrealloc(v, (size_t)cap * sizeof *v); }
         v[n++] = sqlite3_column_double(st, 0);
         *tokens_per_step = db_col_dbl(st, 1);
     }
@@ -439,7 +439,7 @@ int rundb_compare(RunDB *db, const char *experiment, VariantSummary **out) {
     int n = 0, cap = 8;
     int64_t *ids = xmalloc((size_t)cap * sizeof *ids);
     while (db_next_row(db, st, "listing the latest run of each variant")) {
-        if (n == cap) { cap *= 2; ids = realloc(ids, (size_t)cap * sizeof *ids); CHECK(ids, "out of memory"); }
+        if (n == cap) { cap *= 2; ids = xrealloc(ids, (size_t)cap * sizeof *ids); }
         ids[n++] = sqlite3_column_int64(st, 0);
     }
     db_finalize(db, st);

@@ -1,4 +1,4 @@
-// db_schema.c — the run database's tables, views and the migrations from schemas 1 to 5
+// db_schema.c — the run database's tables, views and the migrations from schemas 1 to 6
 // (docs/database.md shows the same statements and explains every column).
 #include "db_internal.h"
 
@@ -81,9 +81,18 @@ PEAK_COLUMNS \
 "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
 "  step   INTEGER,\n" \
 "  at     TEXT NOT NULL,\n" \
-"  kind   TEXT NOT NULL CHECK (kind IN ('checkpoint','resumed','error','interrupted','diverged','dump','config_change','warning')),\n" \
+"  kind   TEXT NOT NULL CHECK (kind IN ('checkpoint','resumed','error','interrupted','diverged','dump','config_change','warning','backend')),\n" \
 "  detail TEXT\n" \
 ");\n"
+
+// The events table rebuilt with this schema's kinds (SQLite cannot alter a CHECK): new table,
+// copy with the same ids, drop, rename. Views read events, so a migration drops them first.
+#define EVENTS_REBUILD \
+    EVENTS_TABLE("events_v2") \
+    "INSERT INTO events_v2 (id, run_id, step, at, kind, detail) SELECT id, run_id, step, at, kind, detail FROM events;\n" \
+    "DROP TABLE events;\n" \
+    "ALTER TABLE events_v2 RENAME TO events;\n" \
+    "CREATE INDEX events_by_run ON events(run_id, id);\n"
 
 #define LAUNCHES_TABLE \
 "CREATE TABLE launches (\n" \
@@ -331,7 +340,7 @@ const char *const RUNDB_SCHEMA_SQL =
     HOST_PEAKS_TABLE
     VIEWS;
 
-// Schema 1 -> 6: new tables (launches, comm_ranks, host_peaks) and views; `runs` gains launch_id,
+// Schema 1 -> 7: new tables (launches, comm_ranks, host_peaks) and views; `runs` gains launch_id,
 // repeat_index, overrides and manifest_format, its `manifest_version` (which held the
 // experiment's `version:`) becomes `experiment_version`, and the status CHECK admits
 // 'diverged'; `events` admits 'diverged' and 'warning'. SQLite cannot alter a CHECK, so
@@ -351,20 +360,17 @@ const char *const RUNDB_MIGRATE_V1_SQL =
     "DROP TABLE runs;\n"
     "ALTER TABLE runs_v2 RENAME TO runs;\n"
     RUN_INDEXES
-    EVENTS_TABLE("events_v2")
-    "INSERT INTO events_v2 (id, run_id, step, at, kind, detail) SELECT id, run_id, step, at, kind, detail FROM events;\n"
-    "DROP TABLE events;\n"
-    "ALTER TABLE events_v2 RENAME TO events;\n"
-    "CREATE INDEX events_by_run ON events(run_id, id);\n"
+    EVENTS_REBUILD
     COMM_RANKS_TABLE
     SIMULATION_TABLE
     HOST_PEAKS_TABLE
     "ALTER TABLE comm ADD COLUMN wait_seconds REAL;\n"
     VIEWS;
 
-// Schema 2 -> 6: runs and launches gain `kind` and `hardware` (every existing row is a
+// Schema 2 -> 7: runs and launches gain `kind` and `hardware` (every existing row is a
 // measured one: the default), the simulation and host_peaks tables, schema 5's and 6's
-// columns, and the views are recreated (they gained columns, and a run of one step is timed).
+// columns, events admit 'backend', and the views are recreated (they gained columns, and a run
+// of one step is timed).
 const char *const RUNDB_MIGRATE_V2_SQL =
     "ALTER TABLE runs ADD COLUMN " KIND_COLUMN ";\n"
     "ALTER TABLE runs ADD COLUMN hardware TEXT;\n"
@@ -376,10 +382,11 @@ const char *const RUNDB_MIGRATE_V2_SQL =
     SIMULATION_TABLE
     HOST_PEAKS_TABLE
     DROP_VIEWS
+    EVENTS_REBUILD
     VIEWS;
 
-// Schema 3 -> 6: the host_peaks table, launches.peak_check_gflops, schema 5's and 6's columns;
-// the views are recreated (run_summary gained the key configuration columns and the median
+// Schema 3 -> 7: the host_peaks table, launches.peak_check_gflops, schema 5's and 6's columns,
+// events admit 'backend'; the views are recreated (run_summary gained the key configuration columns and the median
 // step time; run_config and config_diff are new).
 const char *const RUNDB_MIGRATE_V3_SQL =
     "ALTER TABLE launches ADD COLUMN peak_check_gflops REAL;\n"
@@ -387,19 +394,30 @@ const char *const RUNDB_MIGRATE_V3_SQL =
     SCHEMA6_ALTERS
     HOST_PEAKS_TABLE
     DROP_VIEWS
+    EVENTS_REBUILD
     VIEWS;
 
-// Schema 4 -> 6: the peak's load and note (runs, launches), comm.wait_seconds, the launcher and
-// the pre-flight's refusal; the views are recreated (run_summary gained comm_wait_ms_per_step,
-// peak_load_1m, peak_note; launch_summary launcher and error).
+// Schema 4 -> 7: the peak's load and note (runs, launches), comm.wait_seconds, the launcher and
+// the pre-flight's refusal, events admit 'backend'; the views are recreated (run_summary gained
+// comm_wait_ms_per_step, peak_load_1m, peak_note; launch_summary launcher and error).
 const char *const RUNDB_MIGRATE_V4_SQL =
     SCHEMA5_ALTERS
     SCHEMA6_ALTERS
     DROP_VIEWS
+    EVENTS_REBUILD
     VIEWS;
 
-// Schema 5 -> 6: the launcher and the pre-flight's refusal (launches); launch_summary shows them.
+// Schema 5 -> 7: the launcher and the pre-flight's refusal (launches; launch_summary shows them),
+// events admit 'backend'.
 const char *const RUNDB_MIGRATE_V5_SQL =
     SCHEMA6_ALTERS
     DROP_VIEWS
+    EVENTS_REBUILD
+    VIEWS;
+
+// Schema 6 -> 7: events admit 'backend' (what a back end decided for the run: which attention
+// ran for each shape, and why). SQLite cannot alter a CHECK: the table is rebuilt, ids kept.
+const char *const RUNDB_MIGRATE_V6_SQL =
+    DROP_VIEWS
+    EVENTS_REBUILD
     VIEWS;

@@ -75,16 +75,20 @@ static void write_activations(H5Job *j, hid_t f, const Model *m, int rows) {
     h5j_write(j, f, "/activations/losses", 1, N, 0, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, m->acts.losses, NULL);
 }
 
-void dump_write(const char *path, const ModelState *m, const Model *acts, int64_t step,
-                const char *config_json, const int32_t *inputs, const int32_t *targets, int rows, int T,
-                double loss) {
+void dump_write_in(const OutDir *d, const char *name, const ModelState *m, const Model *acts, int64_t step,
+                   const char *config_json, const int32_t *inputs, const int32_t *targets, int rows, int T,
+                   double loss) {
     CHECK(rows >= 1 && T >= 1, "dump_write: bad batch shape [%d,%d]", rows, T);
     store_check_param_names(m);   // before anything is open
-    char tmp[1200], now[32];
+    char path[2600], now[32];
+    xsnprintf(path, sizeof path, "%s/%s", d->path, name);
     store_iso_now(now);
     H5Job j;
     h5j_begin(&j, path);
-    hid_t f = h5j_create(&j, path, tmp, sizeof tmp, 0);
+    hid_t f = h5j_create_in(&j, d, name, 0, NULL);
+    if (j.fd < 0)   // nothing was created: something is at the temporary name, or the folder refuses it
+        die_input_hint("remove what is at that name, or set run.dump_dir to a writable directory",
+                       "cannot write step dump %s: %s", path, j.msg);
     h5j_attr_str(&j, f, "format", DUMP_FORMAT);
     h5j_attr_i32(&j, f, "format_version", DUMP_FORMAT_VERSION);
     h5j_attr_i64(&j, f, "step", step);
@@ -96,7 +100,18 @@ void dump_write(const char *path, const ModelState *m, const Model *acts, int64_
     h5j_write(&j, f, "/batch/targets", 2, rows, T, H5T_STD_I32LE, H5T_NATIVE_INT32, targets, NULL);
     h5j_write(&j, f, "/loss", 0, 0, 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &loss, NULL);
     if (acts) write_activations(&j, f, acts, rows);
-    if (h5j_close_commit(&j, f, tmp, path) != 0)
+    if (h5j_close_commit(&j, f) != 0)
         die_input_hint("free space on that file system, or set run.dump_dir to a writable directory",
-                       "cannot write step dump %s: %s (the partial file %s was removed)", path, j.msg, tmp);
+                       "cannot write step dump %s: %s (the partial file %s/%s was removed)", path, j.msg, d->path, j.tmp);
+}
+
+void dump_write(const char *path, const ModelState *m, const Model *acts, int64_t step,
+                const char *config_json, const int32_t *inputs, const int32_t *targets, int rows, int T,
+                double loss) {
+    OutDir d;
+    char name[1024], err[1600];
+    if (outdir_open_parent(&d, path, 1, name, sizeof name, err, sizeof err) != 0)
+        die_input_hint("set run.dump_dir to a writable directory", "cannot write step dump %s: %s", path, err);
+    dump_write_in(&d, name, m, acts, step, config_json, inputs, targets, rows, T, loss);
+    outdir_close(&d);
 }

@@ -57,6 +57,7 @@ void store_h5_init(void) {
 void h5j_begin(H5Job *j, const char *file) {
     store_h5_init();
     memset(j, 0, sizeof *j);
+    j->fd = -1;
     snprintf(j->file, sizeof j->file, "%s", file);
 }
 
@@ -139,15 +140,71 @@ hid_t h5j_open_read(H5Job *j, const char *path) {
     return f;
 }
 
-hid_t h5j_create(H5Job *j, const char *path, char *tmp, size_t tmp_cap, size_t userblock) {
-    char err[1200];
-    file_tmp_name(tmp, tmp_cap, path);
-    if (file_mkdir_parent(path, err, sizeof err) != 0) { h5j_fail(j, "%s", err); return -1; }
+// The in-memory file (the core driver's buffer, through HDF5's file-image callbacks): grown
+// with zeros, and at the file's close written through the descriptor after its user block.
+static void *image_malloc(size_t size, H5FD_file_image_op_t op, void *u) {
+    (void)op;
+    H5Job *j = u;
+    void *p = calloc(1, size ? size : 1);
+    if (p) j->image_size = size;
+    return p;
+}
+static void *image_memcpy(void *dest, const void *src, size_t size, H5FD_file_image_op_t op, void *u) {
+    (void)op; (void)u;
+    return memcpy(dest, src, size);
+}
+static void *image_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *u) {
+    (void)op;
+    H5Job *j = u;
+    size_t old = ptr ? j->image_size : 0;
+    char *p = realloc(ptr, size ? size : 1);
+    if (!p) return NULL;
+    if (size > old) memset(p + old, 0, size - old);   // beyond HDF5's end of file: zeros, never stale heap bytes
+    j->image_size = size;
+    return p;
+}
+static herr_t image_free(void *ptr, H5FD_file_image_op_t op, void *u) {
+    H5Job *j = u;
+    if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && ptr && !j->failed) {
+        const char *img = ptr;
+        for (size_t off = j->userblock; off < j->image_size && !j->failed; ) {
+            ssize_t k = pwrite(j->fd, img + off, j->image_size - off, (off_t)off);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) h5j_fail(j, "writing %s/%s: %s", j->dir->path, j->tmp, k < 0 ? strerror(errno) : "no progress");
+            else off += (size_t)k;
+        }
+        if (!j->failed && ftruncate(j->fd, (off_t)j->image_size) != 0)
+            h5j_fail(j, "writing %s/%s: %s", j->dir->path, j->tmp, strerror(errno));
+    }
+    free(ptr);
+    return 0;
+}
+static void *image_udata_copy(void *u) { return u; }
+static herr_t image_udata_free(void *u) { (void)u; return 0; }
+
+hid_t h5j_create_in(H5Job *j, const OutDir *d, const char *name, size_t userblock, OutOwned owned) {
+    char err[1400];
+    j->dir = d;
+    j->userblock = userblock;
+    snprintf(j->name, sizeof j->name, "%s", name);
+    j->fd = outdir_tmp_create(d, name, j->tmp, sizeof j->tmp, owned, err, sizeof err);
+    if (j->fd < 0) { h5j_fail(j, "%s", err); return -1; }
+    char via[64], shown[2600];
+    snprintf(via, sizeof via, "/proc/self/fd/%d", j->fd);
+    snprintf(shown, sizeof shown, "%s/%s", d->path, j->tmp);
+    struct stat a, b;
+    j->in_memory = !(stat(via, &a) == 0 && fstat(j->fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino);
     hid_t fapl = file_access(j, 1);
+    if (j->in_memory) {
+        H5FD_file_image_callbacks_t cb = { image_malloc, image_memcpy, image_realloc, image_free,
+                                           image_udata_copy, image_udata_free, j };
+        H5J(j, H5Pset_fapl_core(fapl, 1 << 16, 0), "setting", "the in-memory driver");
+        H5J(j, H5Pset_file_image_callbacks(fapl, &cb), "setting", "the in-memory image's callbacks");
+    }
     hid_t fcpl = H5J(j, H5Pcreate(H5P_FILE_CREATE), "creating", "a file creation list");
     if (userblock) H5J(j, H5Pset_userblock(fcpl, (hsize_t)userblock), "reserving", "the user block");
     errno = 0;
-    hid_t f = H5J(j, H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl), "creating", tmp);
+    hid_t f = H5J(j, H5Fcreate(j->in_memory ? shown : via, H5F_ACC_TRUNC, fcpl, fapl), "creating", shown);
     h5j_close(j, fcpl);
     if (f < 0 && errno && j->failed) {   // the system's reason says more than HDF5's
         char m[sizeof j->msg];
@@ -158,18 +215,23 @@ hid_t h5j_create(H5Job *j, const char *path, char *tmp, size_t tmp_cap, size_t u
     return f;
 }
 
-int h5j_close_file(H5Job *j, hid_t file, const char *tmp) {
-    H5J(j, H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing", tmp);
-    h5j_close(j, file);
-    if (j->failed) { unlink(tmp); return -1; }
+int h5j_close_written(H5Job *j, hid_t file) {
+    H5J(j, H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing", j->tmp);
+    h5j_close(j, file);   // (in memory: the image is written through the descriptor here)
+    if (j->failed) { outdir_discard(j->dir, j->fd, j->tmp); j->fd = -1; return -1; }
     return 0;
 }
 
-int h5j_close_commit(H5Job *j, hid_t file, const char *tmp, const char *path) {
-    if (h5j_close_file(j, file, tmp) != 0) return -1;
-    char err[1200];   // fsync (by name: it covers every descriptor of the file), rename, fsync of the directory
-    if (file_commit_tmp(tmp, path, err, sizeof err) != 0) return h5j_fail(j, "%s", err);
-    return 0;
+int h5j_commit(H5Job *j) {
+    char err[1400];
+    int rc = outdir_commit(j->dir, j->fd, j->tmp, j->name, err, sizeof err);
+    j->fd = -1;
+    return rc != 0 ? h5j_fail(j, "%s", err) : 0;
+}
+
+int h5j_close_commit(H5Job *j, hid_t file) {
+    if (h5j_close_written(j, file) != 0) return -1;
+    return h5j_commit(j);
 }
 
 // ---- attributes ---------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <hdf5.h>
+#include "../core/outdir.h"
 #include "../model/state.h"
 
 // mkdir -p `dir` / the directory part of `path` (no-op for "" or "."); exit 2 with a
@@ -32,6 +33,12 @@ typedef struct {
     char file[1100];   // the file, as messages name it
     int failed;
     char msg[1200];    // "<operation>: <HDF5's message>" of the first failure
+    // a file being written (h5j_create_in): its folder, its temporary file and descriptor
+    const OutDir *dir;
+    int fd;            // the temporary file, created by core/outdir.h (-1: none)
+    int in_memory;     // HDF5 builds the file in memory; its image is written through fd at its close
+    size_t userblock, image_size;
+    char tmp[1100], name[1100];
 } H5Job;
 
 // Turns HDF5's automatic error-stack printing off (once): failures are reported by the
@@ -53,17 +60,27 @@ void h5j_close(H5Job *j, hid_t id);
 // if it is not a readable HDF5 file). Both use the strong close degree: closing the
 // file closes whatever of it is still open.
 hid_t h5j_open_read(H5Job *j, const char *path);
-// Creates "<path>.tmp.<pid>" (name into tmp) for writing, after creating path's directory.
-// The format is pinned to HDF5 1.8-1.10 object headers and superblock, whose metadata
-// carry checksums (a damaged header is then detected, not parsed). userblock: 0, or the
-// bytes reserved at the start of the file for the caller (a power of 2 >= 512).
-hid_t h5j_create(H5Job *j, const char *path, char *tmp, size_t tmp_cap, size_t userblock);
-// Flush + close. After a failure anywhere (before, or here) the file is closed and tmp
-// removed; returns 0 on success, -1 when the job failed.
-int h5j_close_file(H5Job *j, hid_t file, const char *tmp);
-// h5j_close_file, then the crash-safe commit: fsync, rename into place, fsync of the
-// directory (core/fileio.h).
-int h5j_close_commit(H5Job *j, hid_t file, const char *tmp, const char *path);
+// Writing `name` in the folder `d`: the temporary "<name>.tmp.<pid>" is created by
+// core/outdir.h (exclusively, never through a link; `owned` may prove a leftover of the same
+// name ours) and HDF5 writes that very file: through /proc/self/fd/<fd>, the descriptor's own
+// file whatever is at its name by then, or, where /proc does not name it, in memory (the core
+// driver, no backing store), whose final image is written through the descriptor when HDF5
+// closes the file (its file-image callbacks: the buffer HDF5 frees at the close is the
+// complete file; an image taken while the file is open has a stale superblock checksum in
+// HDF5 1.10).
+// The format is pinned to HDF5 1.8-1.10 object headers and superblock, whose metadata carry
+// checksums (a damaged header is then detected, not parsed). userblock: 0, or the bytes
+// reserved at the start of the file for the caller (a power of 2 >= 512), which HDF5 never
+// writes: the caller writes them through j->fd.
+hid_t h5j_create_in(H5Job *j, const OutDir *d, const char *name, size_t userblock, OutOwned owned);
+// Flush and close; in memory, the image is written through j->fd. After a failure anywhere
+// (before, or here) the temporary file is removed; returns 0, or -1 when the job failed.
+int h5j_close_written(H5Job *j, hid_t file);
+// The crash-safe commit of a closed file (core/outdir.h outdir_commit: fsync, rename over
+// `name`, fsync of the folder); on failure the temporary file is removed. 0 or -1.
+int h5j_commit(H5Job *j);
+// h5j_close_written, then h5j_commit.
+int h5j_close_commit(H5Job *j, hid_t file);
 
 // Attributes on `loc` (file, group or dataset).
 void h5j_attr_str(H5Job *j, hid_t loc, const char *name, const char *text);   // variable-length UTF-8

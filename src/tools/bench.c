@@ -286,7 +286,7 @@ int main(int argc, char **argv) {
         printf("{\"peak_gflops\": %.3f, \"threads\": %d, \"blas_core\": \"%s\", \"blas_core_forced\": %s, \"gemm\": \"%s\", "
                "\"omp_wait_policy\": \"%s\", \"gomp_spincount\": \"%s\"}\n", p,
                threads, openblas_get_corename(), env_blas_core_chosen() ? "true" : "false",
-               cpu_sgemm_choose(NULL) == SGEMM_ONEDNN ? "onednn" : "openblas", wp ? wp : "", spin ? spin : "");
+               cpu_sgemm_mode_name(), wp ? wp : "", spin ? spin : "");
         return 0;
     }
 
@@ -391,6 +391,8 @@ int main(int argc, char **argv) {
             printf("note: the load is %.2f on %ld cores (above the quiet bound %.2f): the sgemm peak may be below this machine's "
                    "and MFU above it; rerun on a quieter machine\n", load, cores, RUNDB_PEAK_QUIET_LOAD * cores);
     }
+    printf("\nfp32 GEMM library per shape (%s):\n\n", cpu_sgemm_describe());
+    cpu_sgemm_print_choices(stdout);
     for (int k = 0; k < n_runs; k++)
         res[k].mfu = res[k].tokens_per_s * res[k].flops_per_token / (peak * 1e9);
     const KindResult *dense = NULL;

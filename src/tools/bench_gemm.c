@@ -53,22 +53,24 @@
 // ---- the command line ---------------------------------------------------------------------
 typedef struct {
     const char *preset, *linear;
-    int seq, batch, threads, reps, bf16;
+    int seq, batch, threads, reps, bf16, libs;
     const char **sets;
     int n_sets;
 } Args;
 
 static const char USAGE[] =
-    "usage: bench_gemm [--bf16] [--preset cola-60m] [--linear dense|cola|svd|lax] [--seq 256] [--batch 4]\n"
+    "usage: bench_gemm [--bf16 | --libs] [--preset cola-60m] [--linear dense|cola|svd|lax] [--seq 256] [--batch 4]\n"
     "                  [--threads N] [--reps 5] [--set key=value]...\n"
     "  every GEMM of one training step replayed shape by shape on this CPU\n"
     "  default: fp32 sgemm per shape: GFLOP/s, % of the sgemm peak, %ref, 1-thread rate, ms/step\n"
-    "  --bf16:  fp32 sgemm against the bf16 back end's oneDNN path and its fp32 fallback, max rel err\n";
+    "  --bf16:  fp32 sgemm against the bf16 back end's oneDNN path and its fp32 fallback, max rel err\n"
+    "  --libs:  every fp32 GEMM library installed here, per shape, against the one BOOST_CPU_GEMM gives the shape\n";
 static Args parse_args(int argc, char **argv) {
     Args a = { .preset = "cola-60m", .linear = "cola", .seq = 256, .batch = 4, .reps = 5 };
     OptList set_list = {0};
     const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
         OPT_FLAG_ROW("bf16", &a.bf16),
+        OPT_FLAG_ROW("libs", &a.libs),
         OPT_STR_ROW("preset", &a.preset),
         OPT_STR_ROW("linear", &a.linear),
         OPT_INT_ROW("seq", 1, 1000000, &a.seq),
@@ -92,6 +94,8 @@ typedef struct {
     long calls;              // per step
     int order;               // first call's position in the step (ties of the sort)
     double best[N_PATHS];    // seconds per call, each path's best; P_REF: the 1024³ product's
+    double lib[GEMM_N_LIBS]; // --libs: seconds per call on each library (0: not installed)
+    GemmLib chosen;          // --libs: the library cpu_sgemm gives the shape
     double t1;               // P_SGEMM on one thread (default mode)
     double err;              // max rel err of bf16 against the fallback (--bf16)
 } Row;
@@ -273,6 +277,86 @@ static void print_load(const char *when, const double l[3]) {
 }
 static void sample_load(double l[3]) { if (getloadavg(l, 3) < 0) l[0] = -1; }
 
+// ---- --libs: every installed library per shape ------------------------------------------
+// Each row's libraries interleaved (one warm-up round, then reps rounds, each library's best),
+// against the library BOOST_CPU_GEMM gives the shape (auto: the host's table, measuring the
+// shapes it lacks first). The totals weigh a shape by its calls per step.
+static void libs_mode(const Args *a, int threads, int N) {
+    GemmLib libs[GEMM_N_LIBS];
+    int nl = 0;
+    char missing[600] = "";
+    for (int l = 0; l < GEMM_N_LIBS; l++) {
+        char why[400];
+        if (cpu_gemm_lib_available((GemmLib)l, why, sizeof why)) libs[nl++] = (GemmLib)l;
+        else { size_t k = strlen(missing); xsnprintf(missing + k, sizeof missing - k, "  %s: %s\n", cpu_gemm_lib_name((GemmLib)l), why); }
+    }
+    for (int s = 0; s < n_rows; s++) rows[s].chosen = cpu_sgemm_lib_for(&rows[s].g);   // auto measures new shapes here
+    Rng rng = { .state = 0x9e3779b9u };
+    double load_before[3], load_after[3];
+    sample_load(load_before);
+    for (int s = 0; s < n_rows; s++) {
+        Row *r = &rows[s];
+        Operands op = operands_make(&r->g, 0, &rng);
+        for (int i = 0; i < nl; i++) r->lib[libs[i]] = 1e30;
+        for (int rep = 0; rep <= a->reps; rep++)
+            for (int j = 0; j < nl; j++) {
+                GemmLib l = libs[(j + rep) % nl];
+                double t0 = now_seconds();
+                cpu_gemm_lib_run(l, &op.g);
+                double dt = now_seconds() - t0;
+                if (rep > 0 && dt < r->lib[l]) r->lib[l] = dt;
+            }
+        r->best[P_SGEMM] = r->lib[r->chosen];
+        operands_free(&op);
+    }
+    sample_load(load_after);
+    qsort(rows, (size_t)n_rows, sizeof *rows, by_fp32_step_time);
+    HostFacts host;
+    host_facts(&host);
+    printf("bench_gemm --libs | %s, %d threads | preset %s, linear %s, batch %d x seq %d = %d tokens | %d distinct GEMMs of "
+           "one step, best of %d interleaved reps per library\n", host.cpu_model, threads, a->preset, a->linear, a->batch,
+           a->seq, N, n_rows, a->reps);
+    printf("fp32 GEMMs: %s\n", cpu_sgemm_describe());
+    for (int i = 0; i < nl; i++) printf("library %s: %s\n", cpu_gemm_lib_name(libs[i]), cpu_gemm_lib_version(libs[i]));
+    if (missing[0]) printf("not installed:\n%s", missing);
+    print_load("before", load_before);
+    print_load("after", load_after);
+    Column cols[24];
+    memcpy(cols, CALL_COLS, sizeof CALL_COLS);
+    int nc = N_CALL_COLS;
+    char names[GEMM_N_LIBS][32];
+    for (int i = 0; i < nl; i++) {
+        xsnprintf(names[i], sizeof names[i], "%s GFLOP/s", cpu_gemm_lib_name(libs[i]));
+        cols[nc++] = (Column){ names[i], (int)strlen(names[i]) };
+    }
+    cols[nc++] = (Column){ "choice", 8 };
+    cols[nc++] = (Column){ "best / choice", 13 };
+    printf("\n");
+    print_head(cols, nc);
+    double step[GEMM_N_LIBS] = { 0 }, chosen = 0, best_all = 0;
+    for (int s = 0; s < n_rows; s++) {
+        const Row *r = &rows[s];
+        char cells[24][32];
+        call_cells(r, cells);
+        double f = flops_of(&r->g), fastest = 1e30;
+        for (int i = 0; i < nl; i++) {
+            xsnprintf(cells[N_CALL_COLS + i], 32, "%.1f", f / r->lib[libs[i]] * 1e-9);
+            step[libs[i]] += (double)r->calls * r->lib[libs[i]];
+            if (r->lib[libs[i]] < fastest) fastest = r->lib[libs[i]];
+        }
+        xsnprintf(cells[N_CALL_COLS + nl], 32, "%s", cpu_gemm_lib_name(r->chosen));
+        xsnprintf(cells[N_CALL_COLS + nl + 1], 32, "%.2f", fastest / r->lib[r->chosen]);
+        chosen += (double)r->calls * r->lib[r->chosen];
+        best_all += (double)r->calls * fastest;
+        print_cells(cols, nc, cells);
+    }
+    printf("\nGEMM time per step:");
+    for (int i = 0; i < nl; i++) printf(" %s %.1f ms |", cpu_gemm_lib_name(libs[i]), 1e3 * step[libs[i]]);
+    printf(" the per-shape choice %.1f ms | the fastest of each row %.1f ms\n", 1e3 * chosen, 1e3 * best_all);
+    printf("(best-of-%d timings of this run; the choice itself is the host table's median of paired ratios: compare the "
+           "columns of one run only)\n", a->reps);
+}
+
 // ---- main ---------------------------------------------------------------------------------
 int main(int argc, char **argv) {
     env_runtime_setup(argv);
@@ -289,6 +373,14 @@ int main(int argc, char **argv) {
     if (a.bf16) cpu_bf16_gemm_choose("auto", 1);
     xsnprintf(path_line, sizeof path_line, "%s", cpu_bf16_gemm_describe());
     int have16 = a.bf16 && cpu_bf16_has_units();
+    if (a.libs && a.bf16)
+        die_input_hint("build/bench_gemm --preset cola-60m --libs (or --bf16; --help)", "bench_gemm: --libs and --bf16 are two modes; give one");
+    if (a.libs) {
+        libs_mode(&a, threads, N);
+        backend_free(bk);
+        free(rows); free(a.sets);
+        return 0;
+    }
 
     // ---- timing
     Rng rng = { .state = 0x9e3779b9u };

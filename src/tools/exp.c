@@ -30,6 +30,7 @@
 #include "../store/host.h"
 #include "../sim/hardware.h"
 #include "../train/plan.h"
+#include "../train/stop.h"
 #include "../train/trainer.h"
 
 static const char *USAGE =
@@ -101,9 +102,11 @@ static volatile sig_atomic_t g_child_srun;   // the child is srun: its ranks are
 static void on_signal(int sig) {
     if (!g_stop) g_stop = sig;
     // Ctrl-C reaches the whole foreground process group (the child too); a signal sent to
-    // this process alone is passed on, so the run records 'interrupted' itself. srun answers
+    // this process alone is passed on, so the run records 'interrupted' itself (a scheduler's
+    // warning as itself: the run then writes its checkpoint; train/stop.h). srun answers
     // SIGTERM by killing its ranks at once: its step is signalled instead (run_command).
-    if (sig != SIGINT && g_child > 0 && !g_child_srun) kill(g_child, SIGTERM);
+    if (sig != SIGINT && g_child > 0 && !g_child_srun)
+        kill(g_child, stop_signal_action(sig) == STOP_SIG_CHECKPOINT ? sig : SIGTERM);
 }
 
 // Is the parent process make (the Makefile's exp recipe execs this process)? Only then is
@@ -814,7 +817,11 @@ int main(int argc, char **argv) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL); sigaction(SIGTERM, &sa, NULL); sigaction(SIGHUP, &sa, NULL);
+    int n_sig;   // the signals build/train stops or checkpoints on (train/stop.h's table); PIPE ignored as it does
+    const StopSignal *sigs = stop_signal_table(&n_sig);
+    for (int k = 0; k < n_sig; k++)
+        if (sigs[k].action == STOP_SIG_STOP || sigs[k].action == STOP_SIG_CHECKPOINT) sigaction(sigs[k].sig, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
     int failures = 0, completed = 0, planned = 0;
     const ManifestVariant *base = NULL;
     for (int r = 0; r < plan.n_runs && !g_stop; r++) {

@@ -201,7 +201,7 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     CommStatRow row;
     st->rows = xcalloc((size_t)cap, sizeof *st->rows);
     while (comm_stats_next(&c, &it, &row)) {
-        if (st->n_rows == cap) { cap *= 2; st->rows = realloc(st->rows, (size_t)cap * sizeof *st->rows); CHECK(st->rows, "out of memory"); }
+        if (st->n_rows == cap) { cap *= 2; st->rows = xrealloc(st->rows, (size_t)cap * sizeof *st->rows); }
         row.s.seconds = row.kind == COMM_SEND || row.kind == COMM_RECV ? 0
                       : sim_tracer_comm_cell(t, row.kind, row.phase, row.group, row.layer);
         st->rows[st->n_rows++] = row;

@@ -36,6 +36,8 @@ static const char *USAGE =
 "                      batch, seed, schedule, optimizer, numerics, evaluation; repeatable); the\n"
 "                      change is printed and recorded with the run (docs/configuration.md)\n"
 "  --no-db             do not record the run (stdout only; no resume possible)\n"
+"  --signals           the signals this program stops, checkpoints, ignores or leaves at\n"
+"                      their default on, one a line (docs/reliability.md)\n"
 "  --help              this text\n"
 "options set by `exp` (make exp):\n"
 "  --launch ID --repeat-index N   the launch and repetition this run belongs to\n"
@@ -74,7 +76,7 @@ int main(int argc, char **argv) {
     opt.use_db = 1; opt.variant_name = ""; opt.resume_uid = ""; opt.print_config = 1; opt.train_command = argv[0];
     OptList set_list = {0}, allow_list = {0};
     const char *resume = NULL;
-    int no_db = 0, no_table = 0, n_pos = 0;
+    int no_db = 0, no_table = 0, n_pos = 0, signals = 0;
     // the options through the schema's types and messages (config/options.h)
     const ToolOption opts[] = {
         OPT_STR_ROW("variant", &opt.variant_name),
@@ -83,11 +85,18 @@ int main(int argc, char **argv) {
         OPT_LIST_ROW("allow-change", &allow_list),
         OPT_FLAG_ROW("no-db", &no_db),
         OPT_FLAG_ROW("no-config-table", &no_table),
+        OPT_FLAG_ROW("signals", &signals),
         OPT_INT64_ROW("launch", 1, INT64_MAX, &opt.launch_id),
         OPT_INT_ROW("repeat-index", 0, INT32_MAX, &opt.repeat_index),
         { .name = "peak-gflops", .kind = OPT_VALUE, .type = CK_DOUBLE, .min = 0, .flags = CKF_MIN, .dst = &opt.peak_gflops },
         OPT_END };
     opt_parse("train", opts, argc, argv, &opt.config_path, 1, &n_pos, USAGE);
+    if (signals) {   // train/stop.h's table: what each signal does to a run
+        int n;
+        const StopSignal *t = stop_signal_table(&n);
+        for (int k = 0; k < n; k++) printf("%s\t%s\t%s\n", t[k].name, stop_action_name(t[k].action), t[k].why);
+        return 0;
+    }
     const char **sets = set_list.v; int n_sets = set_list.n;
     if (resume) { opt.resume = 1; opt.resume_uid = resume; }
     opt.use_db = !no_db;

@@ -90,7 +90,7 @@ static int watch_once(sqlite3 *h, int64_t launch, const Manifest *man) {
             for (int i = 0; i < man->n_variants; i++) {
                 const ManifestVariant *v = &man->variants[i];
                 if (filter[0] ? strcmp(v->name, filter) : (v->config.run.on_demand && strcmp(kind, "simulated"))) continue;
-                if (n == cap) { cap *= 2; rows = realloc(rows, (size_t)cap * sizeof *rows); CHECK(rows, "out of memory"); }
+                if (n == cap) { cap *= 2; rows = xrealloc(rows, (size_t)cap * sizeof *rows); }
                 memset(&rows[n], 0, sizeof rows[n]);
                 snprintf(rows[n].variant, sizeof rows[n].variant, "%s", v->name);
                 if (!strcmp(kind, "simulated")) rows[n].total = 1;
@@ -113,7 +113,7 @@ static int watch_once(sqlite3 *h, int64_t launch, const Manifest *man) {
         int rep = sqlite3_column_int(st, 1), k = 0;
         while (k < n && (strcmp(rows[k].variant, variant) || rows[k].repeat != rep || rows[k].have)) k++;
         if (k == n) {
-            if (n == cap) { cap *= 2; rows = realloc(rows, (size_t)cap * sizeof *rows); CHECK(rows, "out of memory"); }
+            if (n == cap) { cap *= 2; rows = xrealloc(rows, (size_t)cap * sizeof *rows); }
             memset(&rows[n], 0, sizeof rows[n]);
             snprintf(rows[n].variant, sizeof rows[n].variant, "%s", variant);
             rows[n].repeat = rep;

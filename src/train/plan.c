@@ -610,52 +610,40 @@ static int check_uid(const char *uid, const char *where, PlanRefusal *r) {
                   "not starting with '.', at most 255 bytes); it is never used as a path", where, uid);
 }
 
-// The run's own folder: a real directory, never a symlink (a folder replaced by a link to
-// another run's would resume that run and write into it).
-static int check_not_link(const char *dir, PlanRefusal *r) {
-    struct stat st;
-    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
-        return refuse(r, "remove the link (rm on the link itself) or restore the run's own folder",
-                      "run folder %s is a symbolic link; a run's folder must be its own directory "
-                      "(a link could make this run resume from and write into another run's)", dir);
+// An output folder opened as a handle (mkdir -p; core/outdir.h: its last component never a
+// link) and proven writable: a checkpoint or dump folder that cannot be written stops the run
+// before step 1, not after the training.
+static int open_writable_dir(OutDir *d, const char *dir, const char *key, PlanRefusal *r) {
+    char err[2000];
+    if (outdir_open(d, dir, 1, err, sizeof err) != 0 || outdir_probe_writable(d, err, sizeof err) != 0)
+        return refuse(r, NULL, "%s: %s (the run would lose its output; choose a writable %s)", key, err, key);
     return 0;
 }
 
-// A checkpoint or dump folder that cannot be made or written stops the run before step 1,
-// not after the training.
-static int ensure_writable_dir(const char *dir, const char *key, PlanRefusal *r) {
-    char failed[4096];
-    int e = fs_mkdir_p(dir, failed, sizeof failed);
-    if (e) return refuse(r, NULL, "%s: cannot create %s: %s (choose a writable %s)", key, failed, strerror(e), key);
-    char probe[1500];
-    xsnprintf(probe, sizeof probe, "%s/.write-test.%d", dir, (int)getpid());
-    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int ok = fd >= 0 && write(fd, "x", 1) == 1;
-    int err = errno;
-    if (fd >= 0 && close(fd) != 0 && ok) ok = 0, err = errno;
-    if (!ok)
-        return refuse(r, NULL, "%s: cannot write to %s: %s (the run would lose its output; choose a writable %s)",
-                      key, dir, strerror(err), key);
-    unlink(probe);
-    return 0;
-}
-
-// One owner per run: an exclusive flock on the run's folder, held until this process exits. A
-// second process (a resume of a live run) is refused.
-static int lock_run_dir(const char *dir, const char *uid, int *fd_out, PlanRefusal *r) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return refuse(r, NULL, "run folder %s: cannot open it: %s (a run's folder must be its own directory)", dir, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        close(fd);
-        if (e == EWOULDBLOCK)
+// The run's own folder <run.checkpoint_dir>/<uid>, made if absent: a real directory, never a
+// link (a folder replaced by a link to another run's would resume that run and write into it),
+// proven writable, and locked: one owner per run, an exclusive flock on the folder's handle,
+// held until the process exits. A second process (a resume of a live run) is refused.
+// Everything of the run is written through this handle.
+static int open_run_dir(RunPlan *p, const char *checkpoint_dir, PlanRefusal *r) {
+    char err[2000];
+    if (open_writable_dir(&p->ckpt_root, checkpoint_dir, "run.checkpoint_dir", r)) return 1;
+    if (outdir_sub(&p->run_dir, &p->ckpt_root, p->uid, 1, err, sizeof err) != 0) {
+        if (errno == ELOOP)
+            return refuse(r, "remove the link (rm on the link itself) or restore the run's own folder",
+                          "run folder %s is a symbolic link; a run's folder must be its own directory "
+                          "(a link could make this run resume from and write into another run's)", p->ckpt_dir);
+        return refuse(r, NULL, "run.checkpoint_dir: %s (choose a writable run.checkpoint_dir)", err);
+    }
+    if (outdir_probe_writable(&p->run_dir, err, sizeof err) != 0)
+        return refuse(r, NULL, "run.checkpoint_dir: %s (choose a writable run.checkpoint_dir)", err);
+    if (flock(p->run_dir.fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
             return refuse(r, "wait for it to end, or stop it (Ctrl-C / kill -TERM): it records 'interrupted' and can then be resumed",
                           "run %s is live: another process holds its lock on %s (a run is never trained or resumed by two processes at once)",
-                          uid, dir);
-        DIE("flock %s failed: %s", dir, strerror(e));
+                          p->uid, p->ckpt_dir);
+        DIE("flock %s failed: %s", p->ckpt_dir, strerror(errno));
     }
-    *fd_out = fd;   // stays open: the lock lives as long as this process
     return 0;
 }
 
@@ -699,12 +687,10 @@ static int plan_resume(RunDB *db, const RunRequest *rq, RunPlan *p) {
     if (check_uid(row->uid, where, &p->refusal)) return 1;
     xsnprintf(p->uid, sizeof p->uid, "%s", row->uid);
     xsnprintf(p->ckpt_dir, sizeof p->ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, p->uid);
-    if (check_not_link(p->ckpt_dir, &p->refusal) || ensure_writable_dir(p->ckpt_dir, "run.checkpoint_dir", &p->refusal) ||
-        lock_run_dir(p->ckpt_dir, p->uid, &p->lock_fd, &p->refusal))
-        return 1;
+    if (open_run_dir(p, cfg->run.checkpoint_dir, &p->refusal)) return 1;
     int n_damaged = 0;
     CheckpointMeta meta = {0};
-    if (!checkpoint_latest_of_run(p->ckpt_dir, p->uid, INT64_MAX, p->resume_path, sizeof p->resume_path, &p->resume_step,
+    if (!checkpoint_latest_of_run_in(&p->run_dir, p->uid, INT64_MAX, p->resume_path, sizeof p->resume_path, &p->resume_step,
                                   &meta, NULL, &n_damaged)) {
         // None there. A run that never wrote one (stopped before its first checkpoint) trains
         // again from step 0 as the same run (its row, uid and folder): never a second run beside
@@ -736,7 +722,7 @@ static int plan_resume(RunDB *db, const RunRequest *rq, RunPlan *p) {
         snprintf(newest, sizeof newest, "%s", p->resume_path);
         free(p->resume_config);
         p->resume_config = NULL;
-        if (checkpoint_latest_of_run(p->ckpt_dir, p->uid, rows_upto, p->resume_path, sizeof p->resume_path, &p->resume_step,
+        if (checkpoint_latest_of_run_in(&p->run_dir, p->uid, rows_upto, p->resume_path, sizeof p->resume_path, &p->resume_step,
                                      &meta, NULL, NULL)) {
             p->resume_config = meta.config_json;
             meta.config_json = NULL;
@@ -788,19 +774,17 @@ static int plan_run_body(RunDB *db, const RunRequest *rq, RunPlan *p) {
         new_run_uid(p->uid, sizeof p->uid, rq->experiment, alias, stamp, rq->pid ? rq->pid : (long)getpid());
         if (check_uid(p->uid, "the new run", &p->refusal)) return 1;
         xsnprintf(p->ckpt_dir, sizeof p->ckpt_dir, "%s/%s", cfg->run.checkpoint_dir, p->uid);
-        if (check_not_link(p->ckpt_dir, &p->refusal)) return 1;
-        struct stat st;
-        int existed = stat(p->ckpt_dir, &st) == 0;
-        if (ensure_writable_dir(p->ckpt_dir, "run.checkpoint_dir", &p->refusal)) return 1;
-        if (!existed) xsnprintf(p->new_dirs[0], sizeof p->new_dirs[0], "%s", p->ckpt_dir);
-        if (lock_run_dir(p->ckpt_dir, p->uid, &p->lock_fd, &p->refusal)) return 1;
+        if (open_run_dir(p, cfg->run.checkpoint_dir, &p->refusal)) return 1;
     }
     plan_dump_dir(cfg, p->ckpt_dir, p->dump_dir, sizeof p->dump_dir);
     if (!cfg->run.dump_steps[0]) return 0;
-    struct stat st;
-    int existed = stat(p->dump_dir, &st) == 0;
-    if (ensure_writable_dir(p->dump_dir, cfg->run.dump_dir[0] ? "run.dump_dir" : "run.checkpoint_dir", &p->refusal)) return 1;
-    if (!p->resume_run && !existed) xsnprintf(p->new_dirs[1], sizeof p->new_dirs[1], "%s", p->dump_dir);
+    char err[2000];
+    if (cfg->run.dump_dir[0]) {
+        if (open_writable_dir(&p->dump_out, cfg->run.dump_dir, "run.dump_dir", &p->refusal)) return 1;
+    } else if (outdir_sub(&p->dump_out, &p->run_dir, "dumps", 1, err, sizeof err) != 0 ||
+               outdir_probe_writable(&p->dump_out, err, sizeof err) != 0) {
+        return refuse(&p->refusal, NULL, "run.checkpoint_dir: %s (the run's step dumps go there)", err);
+    }
     if (cfg->run.dump_dir[0]) {
         // never inside run.checkpoint_dir except below this run's own folder
         char rd[PATH_MAX], rc_[PATH_MAX], own[PATH_MAX];
@@ -819,11 +803,11 @@ static int plan_run_body(RunDB *db, const RunRequest *rq, RunPlan *p) {
 
 int plan_run(RunDB *db, const RunRequest *rq, RunPlan *p) {
     memset(p, 0, sizeof *p);
-    p->lock_fd = -1;
+    p->ckpt_root.fd = p->run_dir.fd = p->dump_out.fd = -1;
     if (!plan_run_body(db, rq, p)) return 0;
-    // refused: what this plan made is undone (the folders it created, its lock)
-    for (int i = 1; i >= 0; i--) if (p->new_dirs[i][0]) rmdir(p->new_dirs[i]);
-    if (p->lock_fd >= 0) close(p->lock_fd), p->lock_fd = -1;
+    // refused: what this plan made is undone (its handles and lock, the folders it created)
+    outdir_close(&p->dump_out); outdir_close(&p->run_dir); outdir_close(&p->ckpt_root);
+    outdir_undo_created();
     return 1;
 }
 

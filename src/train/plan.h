@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "../config/manifest.h"
+#include "../core/outdir.h"
 #include "../store/db.h"
 
 // ---- a refusal --------------------------------------------------------------------------------
@@ -170,8 +171,9 @@ typedef struct {
     int restart_stopped_at;   // ... at this step ...
     char *resume_config;      // the configuration the resumed run ran with: its checkpoint's, or its
                               // recorded one when it restarts from step 0 (malloc'd; plan_run_free)
-    char new_dirs[2][1400];   // folders made for a new run (rmdir them on a failure before it is registered)
-    int lock_fd;              // the run folder's lock: held until the process exits (-1: none)
+    OutDir ckpt_root, run_dir;   // handles (core/outdir.h) on run.checkpoint_dir and the run's own folder,
+                                 // which holds the run's lock (an flock held until the process exits)
+    OutDir dump_out;             // where step dumps go, when run.dump_steps is set (fd -1: none)
     char warning[4096];       // printed by the tool ("" = none)
     PlanRefusal refusal;
 } RunPlan;

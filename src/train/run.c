@@ -14,8 +14,10 @@
 #include "watchdog.h"
 #include "trainer.h"
 #include "../config/config_diff.h"
+#include "memory_fit.h"
 #include "../core/check.h"
 #include "../core/fs.h"
+#include "../core/outdir.h"
 #include "../core/shellword.h"
 #include "../core/timer.h"
 #include "../store/checkpoint.h"
@@ -26,6 +28,14 @@
 
 // ---- fault injection (tests; run.h) ------------------------------------------------------
 typedef struct { int kill_after_ckpt, fail_rank, fail_step, sig_rank, sig_step, sig; char sig_target[8]; } Faults;
+
+// A signal by its name in stop.h's table ("TERM"), or 0.
+static int signal_named(const char *name) {
+    int n;
+    const StopSignal *t = stop_signal_table(&n);
+    for (int i = 0; i < n; i++) if (t[i].sig && !strcmp(t[i].name, name)) return t[i].sig;
+    return 0;
+}
 
 static Faults parse_faults(void) {
     Faults f = { .kill_after_ckpt = -1, .fail_rank = -1, .sig_rank = -1 };
@@ -39,16 +49,16 @@ static Faults parse_faults(void) {
         int a, b, k = 0, k2 = 0;
         if (sscanf(tok, "kill_after_checkpoint=%d%n", &a, &k) == 1 && !tok[k]) f.kill_after_ckpt = a;
         else if (sscanf(tok, "fail=%d@%d%n", &a, &b, &k) == 2 && !tok[k]) { f.fail_rank = a; f.fail_step = b; }
-        else if (sscanf(tok, "signal=%d@%d:%7[A-Z]%n", &a, &b, sig, &k) == 3 &&
+        else if (sscanf(tok, "signal=%d@%d:%7[A-Z0-9]%n", &a, &b, sig, &k) == 3 &&
                  (!tok[k] || (sscanf(tok + k, ":%7[a-z]%n", target, &k2) == 1 && !tok[k + k2])) &&
-                 (!strcmp(sig, "INT") || !strcmp(sig, "TERM") || !strcmp(sig, "HUP")) &&
+                 signal_named(sig) > 0 &&
                  (!strcmp(target, "self") || !strcmp(target, "group") || !strcmp(target, "parent"))) {
             f.sig_rank = a; f.sig_step = b;
-            f.sig = !strcmp(sig, "INT") ? SIGINT : !strcmp(sig, "TERM") ? SIGTERM : SIGHUP;
+            f.sig = signal_named(sig);
             xsnprintf(f.sig_target, sizeof f.sig_target, "%s", target);
         } else {
             die_input("BOOST_FAULT: unknown fault '%s' (expected kill_after_checkpoint=N, fail=RANK@STEP or "
-                      "signal=RANK@STEP:INT|TERM|HUP[:self|group|parent], comma-separated)", tok);
+                      "signal=RANK@STEP:NAME[:self|group|parent] with a signal of build/train --signals, comma-separated)", tok);
         }
     }
     return f;
@@ -89,10 +99,11 @@ typedef struct {
     const char *variant;       // "default" for the only variant
     RunDB *db;                 // rank 0's connection (NULL: --no-db, or closed)
     int64_t run_id;            // the run row once registered (0 before; every rank learns it)
-    char new_dirs[2][1400];    // rank 0: folders made for a new run, removed on a failure before
-                               // the run is registered (rmdir: only if still empty)
+    int registered;            // folders made before this are removed on a failure (core/outdir.h)
     char uid[256];
     char ckpt_dir[1300];
+    OutDir ckpt_root, run_dir; // rank 0: run.checkpoint_dir and the run's own folder (locked)
+    OutDir dump_out;           // rank 0: where step dumps go (run.dump_dir or <run folder>/dumps)
     char *config_json;
     char *manifest_text;
     ModelState *full;          // rank 0: the unsharded state (checkpoints, dumps)
@@ -120,12 +131,13 @@ typedef struct {
     int exit_code;
     char end_message[4096];    // (room for the resume command and its prefix)
     double loop_t0;
+    double last_loss;          // rank 0: the training loss of the last step run (NAN: none)
 } RunCtx;
 
 // A fatal error on any rank records the run 'failed' with that rank's message (the first
 // failure wins: rundb_end_run keeps an earlier 'failed').
-// Before the run is registered nothing is recorded; the empty folders made for a new run
-// are removed again.
+// Before the run is registered nothing is recorded; the folders made for it (still empty)
+// are removed again: a refusal leaves nothing behind.
 static void on_die(void *vctx, const char *message, int code) {
     (void)code;
     RunCtx *ctx = vctx;
@@ -140,15 +152,7 @@ static void on_die(void *vctx, const char *message, int code) {
     } else {
         stop_record_failure(message);
     }
-    if (!ctx->run_id)
-        for (int i = 1; i >= 0; i--) if (ctx->new_dirs[i][0]) rmdir(ctx->new_dirs[i]);
-}
-
-// <run.dump_dir or <checkpoint dir>/<uid>/dumps>/step_<N>.h5
-static void dump_path(char *buf, size_t n, const RunCtx *ctx, const Config *cfg, int step) {
-    char dir[1400];
-    plan_dump_dir(cfg, ctx->ckpt_dir, dir, sizeof dir);
-    xsnprintf(buf, n, "%s/step_%d.h5", dir, step);
+    if (!ctx->registered) outdir_undo_created();
 }
 
 // Step dump hook (before clipping and the update): the weights this step used, its
@@ -163,14 +167,15 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     int B = cfg->train.batch_size, K = cfg->train.grad_accum, T = tr->model.T;
     trainer_gather_state(tr, ctx->full, STATE_PARAMS | STATE_GRADS);
     if (c->rank != 0) return;
-    char path[1500];
-    dump_path(path, sizeof path, ctx, cfg, step);
+    char name[64], path[1600];
+    xsnprintf(name, sizeof name, "step_%d.h5", step);
+    xsnprintf(path, sizeof path, "%s/%s", ctx->dump_out.path, name);
     if (checkpoint_written_here(path))
         die_input_hint("set run.dump_dir to a folder of its own (or leave it unset: <run folder>/dumps)",
                        "run.dump_dir: %s is a checkpoint; a step dump never overwrites a checkpoint (of this run or another)", path);
     if (c->world == 1) {   // the batch is this process's own; activations only here
-        dump_write(path, ctx->full, cfg->run.dump_activations ? &tr->model : NULL, step, ctx->config_json,
-                   tr->inputs, tr->targets, K * B, T, loss);
+        dump_write_in(&ctx->dump_out, name, ctx->full, cfg->run.dump_activations ? &tr->model : NULL, step, ctx->config_json,
+                      tr->inputs, tr->targets, K * B, T, loss);
         if (ctx->db) rundb_event(ctx->db, ctx->run_id, step, "dump", path);
         return;
     }
@@ -179,7 +184,7 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     uint64_t first = tr->samples_seen - (uint64_t)K * B;     // the step's first sample
     for (int k = 0; k < K; k++)
         loader_train_batch(&tr->loader, first + (uint64_t)k * B, B, in + (size_t)k * B * T, tg + (size_t)k * B * T);
-    dump_write(path, ctx->full, NULL, step, ctx->config_json, in, tg, K * B, T, loss);
+    dump_write_in(&ctx->dump_out, name, ctx->full, NULL, step, ctx->config_json, in, tg, K * B, T, loss);
     if (ctx->db) rundb_event(ctx->db, ctx->run_id, step, "dump", path);
     free(in); free(tg);
 }
@@ -210,13 +215,13 @@ static void save_checkpoint(RunCtx *ctx, Trainer *tr) {
     meta.run_uid = ctx->uid; meta.variant = tr->cfg.variant[0] ? tr->cfg.variant : "default"; meta.tokenizer_path = tok;
     char path[1500];
     checkpoint_path(path, sizeof path, ctx->ckpt_dir, tr->step);
-    checkpoint_write(path, ctx->full, &meta);
+    checkpoint_write_in(&ctx->run_dir, ctx->full, &meta);
     if (ctx->faults.kill_after_ckpt == tr->step) {
         fprintf(stderr, "BOOST_FAULT: killing this process (SIGKILL) right after the checkpoint of step %d\n", tr->step);
         fflush(stderr);
         kill(getpid(), SIGKILL);
     }
-    checkpoint_prune(ctx->ckpt_dir, tr->cfg.run.keep_last);
+    checkpoint_prune_in(&ctx->run_dir, tr->cfg.run.keep_last);
     if (ctx->db) { rundb_event(ctx->db, ctx->run_id, tr->step, "checkpoint", path); rundb_flush(ctx->db); }
 }
 
@@ -368,7 +373,7 @@ static int run_decide(RunCtx *ctx) {
         xsnprintf(ctx->uid, sizeof ctx->uid, "%s", plan.uid);
         xsnprintf(ctx->ckpt_dir, sizeof ctx->ckpt_dir, "%s", plan.ckpt_dir);
         xsnprintf(ctx->resume_path, sizeof ctx->resume_path, "%s", plan.resume_path);
-        memcpy(ctx->new_dirs, plan.new_dirs, sizeof ctx->new_dirs);
+        ctx->ckpt_root = plan.ckpt_root; ctx->run_dir = plan.run_dir; ctx->dump_out = plan.dump_out;   // (the context closes them)
         ctx->resume_run = plan.resume_run;
         if (plan.resume_run) ctx->launch_id = plan.launch_id;
         ctx->resumed_peak = plan.resumed_peak;
@@ -417,6 +422,7 @@ static void run_start_trainer(RunCtx *ctx) {
     Trainer *tr = &ctx->tr;
     int ranks_per_host = opt->ranks_per_host > 0 ? opt->ranks_per_host : 1;
     ctx->hosts = comm->world / ranks_per_host > 0 ? comm->world / ranks_per_host : 1;
+    trainer_refuse_unless_fits(cfg, comm->rank, comm_ranks_on_node(comm), NULL, NULL);   // this rank's part (memory_fit.h)
     trainer_init(tr, cfg, comm);
     ctx->trainer_up = 1;
     ctx->host_peak = host_peak_gflops(ctx, tr->bk, ctx->resumed_peak / ctx->hosts);
@@ -491,6 +497,8 @@ static void run_register(RunCtx *ctx) {
     int64_t run_id = ctx->run_id;
     broadcast_bytes(comm, &run_id, sizeof run_id);
     if (!ctx->root) ctx->run_id = run_id;
+    ctx->registered = 1;
+    outdir_keep_created();   // the run's folders are the run's now
     broadcast_bytes(comm, &ctx->launch_id, sizeof ctx->launch_id);
     resume_command(ctx->resume_cmd, sizeof ctx->resume_cmd, opt, ctx->launch_id, ctx->experiment, ctx->variant, ctx->uid, comm->world);
     stop_set_run(opt->use_db && run_id ? cfg->run.db : "", run_id, comm->rank, comm->world, ctx->resume_cmd);
@@ -583,7 +591,11 @@ static void run_steps(RunCtx *ctx) {
         comm_stats_reset(comm);
         StepMetrics sm = trainer_step(tr);
         comm_measure_waits(comm);   // every rank, outside the step's timing: the collectives' wait apart
+        if (root) ctx->last_loss = sm.loss;
         if (root && ctx->db) { rundb_log_step(ctx->db, ctx->run_id, &sm); log_comm_rows(ctx, sm.step); }
+        // what the back end decided during the step (which attention ran for a new shape, and why)
+        for (const char *note; tr->bk->take_note && (note = tr->bk->take_note(tr->bk));)
+            if (root && ctx->db) rundb_event(ctx->db, ctx->run_id, sm.step, "backend", note);
         int stop = exchange_verdicts(ctx, sm.step, step_verdict(ctx, &sm, &first_loss), per_rank);
 
         if (root && (sm.step % tc->log_every == 0 || sm.step == 1 || sm.step == tc->steps || stop)) {
@@ -613,10 +625,13 @@ static void run_steps(RunCtx *ctx) {
                 if (ctx->db) rundb_log_val(ctx->db, ctx->run_id, sm.step, sm.tokens_seen, vl);
             }
         }
-        if ((rc->checkpoint_every > 0 && sm.step % rc->checkpoint_every == 0) || sm.step == tc->steps)
-            save_checkpoint(ctx, tr);
+        int saved = (rc->checkpoint_every > 0 && sm.step % rc->checkpoint_every == 0) || sm.step == tc->steps;
+        if (saved) save_checkpoint(ctx, tr);
         if (root && ctx->db && sm.step % rc->flush_every == 0) rundb_flush(ctx->db);
         if (root) fflush(stdout);
+        stop_check_output();   // (a closed output stops the run at the next step's verdict)
+        // a scheduler's warning (stop.h): this step's checkpoint, so the resume loses nothing
+        if (stop && stop < STOP_DIVERGED && stop_signal_action(stop) == STOP_SIG_CHECKPOINT && !saved) save_checkpoint(ctx, tr);
         if (stop) {   // a signal: this step (and its checkpoint, if one was due) is complete
             snprintf(ctx->end_message, sizeof ctx->end_message, "%s after step %d; resume with: %s", strsignal(stop), sm.step, ctx->resume_cmd);
             if (root) fprintf(stderr, "interrupted by %s after step %d\n", strsignal(stop), sm.step);
@@ -628,6 +643,25 @@ static void run_steps(RunCtx *ctx) {
 }
 
 // ---- teardown: memory, the end of the run, the summary line --------------------------------
+// 'completed' is a fact, checked before it is recorded (run.h): every planned step, a plausible
+// loss, and (with a database) every row written into the intact file opened. 1, or 0 and why;
+// *db_problem says the results are not where the run would say they are.
+static int run_end_is_fact(RunCtx *ctx, char *why, size_t n, int *db_problem) {
+    const TrainConfig *tc = &ctx->cfg->train;
+    int V = ctx->cfg->model.vocab_size;
+    double bound = PLAUSIBLE_LOSS_FACTOR * log((double)V);
+    *db_problem = 0;
+    if (ctx->tr.step < tc->steps) { snprintf(why, n, "it stopped at step %d of %d", ctx->tr.step, tc->steps); return 0; }
+    if (!(ctx->last_loss <= bound)) {
+        snprintf(why, n, "the loss of its last step (%d) is %.4g, more than %g x ln(vocab %d) = %.4g, where a model that "
+                 "predicts every token uniformly scores ln %d = %.4g: the model did not train (look at its initialization: "
+                 "model.embed_std, and at train.lr)", ctx->tr.step, ctx->last_loss, PLAUSIBLE_LOSS_FACTOR, V, bound, V, log((double)V));
+        return 0;
+    }
+    if (ctx->db && !rundb_run_complete(ctx->db, ctx->run_id, ctx->uid, tc->steps, why, n)) { *db_problem = 1; return 0; }
+    return 1;
+}
+
 static void run_finish(RunCtx *ctx) {
     const RunOptions *opt = ctx->opt;
     Comm *comm = ctx->comm;
@@ -642,10 +676,23 @@ static void run_finish(RunCtx *ctx) {
     stop_clear_run();
     set_die_hook(NULL, NULL);
     int results_lost = 0;   // rows or the end not in the database at its path: never "results <db>"
-    if (ctx->root && ctx->db) {
+    if (ctx->root && ctx->exit_code == 0) {
+        if (ctx->db) for (int i = 0; i < RUN_MEM_COUNT; i++) rundb_set_memory(ctx->db, ctx->run_id, RUNDB_MEMORY_NAMES[i], (int64_t)mem[i]);
+        char why[3000];
+        int db_problem = 0;
+        if (!run_end_is_fact(ctx, why, sizeof why, &db_problem)) {
+            snprintf(ctx->end_message, sizeof ctx->end_message, "not completed: %s", why);
+            fprintf(stderr, "error: run %s is not recorded as completed: %s\n", ctx->uid, why);
+            ctx->exit_code = EXIT_INTERNAL;
+            results_lost = db_problem;
+        }
+    } else if (ctx->root && ctx->db) {
         for (int i = 0; i < RUN_MEM_COUNT; i++) rundb_set_memory(ctx->db, ctx->run_id, RUNDB_MEMORY_NAMES[i], (int64_t)mem[i]);
+    }
+    if (ctx->root && ctx->db) {
         int ex = ctx->exit_code;
-        const char *status = RUNDB_END_STATUS[ex == 0 ? RUN_END_COMPLETED : ex == EXIT_DIVERGED ? RUN_END_DIVERGED : RUN_END_INTERRUPTED];
+        const char *status = RUNDB_END_STATUS[ex == 0 ? RUN_END_COMPLETED : ex == EXIT_DIVERGED ? RUN_END_DIVERGED
+                                              : ex == EXIT_INTERNAL ? RUN_END_FAILED : RUN_END_INTERRUPTED];
         int lost = rundb_end_run(ctx->db, ctx->run_id, status, ctx->end_message[0] ? ctx->end_message : NULL);
         lost |= rundb_close(ctx->db);
         ctx->db = NULL;
@@ -659,9 +706,9 @@ static void run_finish(RunCtx *ctx) {
         format_duration(d, sizeof d, secs);
         printf("run %s (run_id %lld) %s at step %d after %s | checkpoints %s/ | results %s",
                ctx->uid, (long long)ctx->run_id,
-               ex == 0 ? "completed" : ex == EXIT_DIVERGED ? "diverged" : ex >= 128 ? "interrupted" : "ended",
+               ex == 0 ? "completed" : ex == EXIT_DIVERGED ? "diverged" : ex >= 128 ? "interrupted" : ex == EXIT_INTERNAL ? "failed" : "ended",
                tr->step, d, ctx->ckpt_dir, results_lost ? "NOT all recorded (see the error above)" : opt->use_db ? ctx->cfg->run.db : "not recorded (--no-db)");
-        if (opt->use_db && !ctx->launch_id) printf(" | figures: make figures EXP=%s", ctx->experiment);
+        if (opt->use_db && !ctx->launch_id && !results_lost) printf(" | figures: make figures EXP=%s", ctx->experiment);
         printf("\n");
         fflush(stdout);
     }
@@ -674,6 +721,7 @@ static void run_free(RunCtx *ctx) {
     ctx->db = NULL;
     if (ctx->full) { model_state_free(ctx->full); free(ctx->full); }
     if (ctx->trainer_up) trainer_free(&ctx->tr);
+    outdir_close(&ctx->dump_out); outdir_close(&ctx->run_dir); outdir_close(&ctx->ckpt_root);   // (the run's lock with it)
     free(ctx->config_json); free(ctx->manifest_text); free(ctx->resume_config); free(ctx->resume_changes);
 }
 
@@ -687,10 +735,15 @@ int run_training(const RunOptions *opt, Comm *comm) {
     ctx->launch_id = opt->launch_id;
     ctx->experiment = opt->manifest ? opt->manifest->name : "adhoc";
     ctx->variant = ctx->cfg->variant[0] ? ctx->cfg->variant : "default";
+    ctx->ckpt_root.fd = ctx->run_dir.fd = ctx->dump_out.fd = -1;
+    ctx->last_loss = NAN;
     set_die_hook(on_die, ctx);
     ctx->faults = parse_faults();
     ctx->config_json = config_to_json(ctx->cfg);
     ctx->manifest_text = fs_read_text(opt->config_path);   // stored in every checkpoint
+    // The memory pre-flight of `make exp` (train/memory_fit.h), before a folder or the database is made.
+    if (ctx->root) trainer_refuse_unless_fits(ctx->cfg, -1, opt->ranks_per_host, opt->manifest ? ctx->experiment : NULL,
+                                              opt->manifest ? ctx->variant : NULL);
     if (run_decide(ctx)) {
         run_start_trainer(ctx);
         run_register(ctx);

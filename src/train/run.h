@@ -23,6 +23,9 @@
 
 #define DIVERGE_FACTOR 2.0
 #define EXIT_DIVERGED 3
+// A trained model's loss is below ln V (an untrained one's is about ln V); a run that ends at
+// more than three times it has not trained (model.embed_std=1e30: 2.6e31 at every step).
+#define PLAUSIBLE_LOSS_FACTOR 3.0
 
 typedef struct {
     const Manifest *manifest;      // the manifest trained (its name is the experiment)

@@ -125,33 +125,6 @@ double trainer_memory_print(const Config *cfg, FILE *f) {
     return worst;
 }
 
-// Bytes this process may use: the machine's available memory divided among the ranks on the
-// node (CPU), or the device's free memory (a back end that reports it).
-static double available_bytes(Comm *comm, Backend *bk) {
-    if (bk->device_memory) return -1;   // the device back end checks its own allocations
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[256]; double kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-    fclose(f);
-    if (kb < 0) return -1;
-    return kb * 1024.0 / comm_ranks_on_node(comm);
-}
-
-static void check_memory_fits(const Config *cfg, Comm *comm, Backend *bk) {
-    MemReport r;
-    trainer_memory_report(cfg, comm->rank, bk->dtype, &r);
-    double avail = available_bytes(comm, bk);
-    if (avail < 0 || r.total <= avail) return;
-    fprintf(stderr, "This run needs %.2f GiB on rank %d but %.2f GiB are available to each rank here:\n",
-            r.total / 1073741824.0, comm->rank, avail / 1073741824.0);
-    trainer_memory_print(cfg, stderr);
-    die_input_hint("lower train.batch_size, raise parallel.tp/pp, or turn on boost.lowrank_ckpt / boost.full_recompute",
-                   "the model, optimizer and activations of this run do not fit this machine's memory (%.2f GiB needed per rank, %.2f GiB available)",
-                   r.total / 1073741824.0, avail / 1073741824.0);
-}
-
 void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
     memset(tr, 0, sizeof *tr);
     tr->cfg = *cfg;
@@ -166,7 +139,6 @@ void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
     comm->overlap = tr->cfg.parallel.overlap;   // started collectives overlap the compute, or block
     tr->bk = trainer_backend(&tr->cfg);
     place_comm(comm, tr->bk);
-    check_memory_fits(&tr->cfg, comm, tr->bk);
     // Every rank prepares through the cache; rank 0 first so the others only read it.
     dataset_set_quiet(comm->rank != 0);   // "data: reading kjv ..." once per run, not once per rank
     if (comm->rank == 0) dataset_prepare(&tr->cfg.data, mc->vocab_size, tc->seed, &tr->data);

@@ -44,9 +44,8 @@ typedef struct Trainer {
 // The back end of run.device and train.precision (cpu fp32/bf16, or cuda); dies with a
 // clear message when it is not available (no CUDA build, no GPU).
 Backend *trainer_backend(const Config *cfg);
-// Prepares data (cached), refuses a run whose memory (trainer_memory_report) cannot fit this
-// machine before allocating anything, then builds and initialises this rank's part of the
-// model and its optimizer. comm NULL = single process.
+// Prepares data (cached), then builds and initialises this rank's part of the model and its
+// optimizer (the caller has checked that it fits: train/memory_fit.h). comm NULL = single process.
 void trainer_init(Trainer *tr, const Config *cfg, Comm *comm);
 void trainer_free(Trainer *tr);
 // One optimizer step over train.grad_accum micro-batches.

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../core/check.h"
+#include "../core/outdir.h"
 
 #define REC 256   // bytes of one heartbeat record (fixed: rewritten in place)
 
@@ -24,7 +25,8 @@ static struct {
     int (*record_failure)(const char *message);   // the run's recorder (stop.h), given at start
     int on, rank, world, fd, timeout;
     unsigned long long session;   // the same on every rank of this start of the run
-    char dir[1400], path[1500], host[256];
+    OutDir run, hb;               // the run's folder and its .heartbeat (core/outdir.h: never a link)
+    char name[32], host[256];     // this rank's file in hb: rank_<R>
     atomic_int stop, finished;
     pthread_t beat, watch;
 } W;
@@ -68,9 +70,9 @@ typedef struct { int present, pid, finished; unsigned long long beat; char host[
 
 static Beat read_beat(int r) {
     Beat b = {0};
-    char path[1500], rec[REC + 1];
-    snprintf(path, sizeof path, "%s/rank_%d", W.dir, r);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    char name[32], rec[REC + 1];
+    snprintf(name, sizeof name, "rank_%d", r);
+    int fd = outdir_open_read(&W.hb, name);
     if (fd < 0) return b;
     ssize_t k = pread(fd, rec, REC, 0);
     close(fd);
@@ -144,7 +146,7 @@ static void *watch_thread(void *unused) {
                              r, n, b.pid, b.present == 1 ? b.host : "?", W.timeout, W.rank);
                 else
                     snprintf(msg, sizeof msg, "rank %d of %d never started its heartbeat within %d s (in %.600s); "
-                             "seen by rank %d's watchdog", r, n, W.timeout, W.dir, W.rank);
+                             "seen by rank %d's watchdog", r, n, W.timeout, W.hb.path, W.rank);
                 fail_run(msg, b.present == 1 && !strcmp(b.host, W.host) ? b.pid : 0);
             }
         }
@@ -153,26 +155,42 @@ static void *watch_thread(void *unused) {
     return NULL;
 }
 
+// A heartbeat file this project wrote (its first line): a file left by an earlier start of
+// the run (a dead rank of a resumed run) is replaced; anything else at the name is refused.
+static int heartbeat_owned(int dirfd, const char *name) {
+    static const char magic[] = "boost-c heartbeat\n";
+    char head[sizeof magic];
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t k = pread(fd, head, sizeof magic - 1, 0);
+    close(fd);
+    return k == (ssize_t)(sizeof magic - 1) && !memcmp(head, magic, sizeof magic - 1);
+}
+
 void watchdog_start(const char *run_dir, int rank, int world, unsigned long long session,
                     int (*record_failure)(const char *message)) {
     memset(&W, 0, sizeof W);
+    W.run.fd = W.hb.fd = W.fd = -1;
     W.record_failure = record_failure;
     W.session = session;
     W.rank = rank; W.world = world; W.timeout = watchdog_timeout_s();
     if (gethostname(W.host, sizeof W.host - 1) != 0) snprintf(W.host, sizeof W.host, "unknown");
     for (char *p = W.host; *p; p++) if (*p == ' ' || *p == '\n') *p = '_';
-    xsnprintf(W.dir, sizeof W.dir, "%s/.heartbeat", run_dir);
-    if (mkdir(W.dir, 0755) != 0 && errno != EEXIST)
-        die_input("cannot create the heartbeat folder %s: %s (the run folder must be writable)", W.dir, strerror(errno));
-    xsnprintf(W.path, sizeof W.path, "%s/rank_%d", W.dir, rank);
-    W.fd = open(W.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (W.fd < 0) die_input("cannot write the heartbeat file %s: %s", W.path, strerror(errno));
+    char err[2000];
+    if (outdir_open(&W.run, run_dir, 0, err, sizeof err) != 0 || outdir_sub(&W.hb, &W.run, ".heartbeat", 1, err, sizeof err) != 0)
+        die_input_hint("remove what is at that name (a run folder holds only what boost-c wrote there); the run can then be resumed",
+                       "cannot start this rank's heartbeat: %s", err);
+    xsnprintf(W.name, sizeof W.name, "rank_%d", rank);
+    W.fd = outdir_create(&W.hb, W.name, heartbeat_owned, err, sizeof err);
+    if (W.fd < 0)
+        die_input_hint("remove what is at that name (a run folder holds only what boost-c wrote there); the run can then be resumed",
+                       "cannot write the heartbeat file: %s", err);
     write_beat(0, 0);
     int rc = pthread_create(&W.beat, NULL, beat_thread, NULL);
-    CHECK(rc == 0, "pthread_create (heartbeat) failed: %s", strerror(rc));
+    check_resource(rc, "starting the heartbeat thread (pthread_create)");
     if (world > 1) {
         rc = pthread_create(&W.watch, NULL, watch_thread, NULL);
-        CHECK(rc == 0, "pthread_create (watchdog) failed: %s", strerror(rc));
+        check_resource(rc, "starting the watchdog thread (pthread_create)");
     }
     W.on = 1;
 }
@@ -185,9 +203,11 @@ void watchdog_finish(void) {
     pthread_join(W.beat, NULL);
     if (W.world > 1) pthread_join(W.watch, NULL);
     write_beat(~0ULL, 1);
+    outdir_remove_held(&W.hb, W.name, W.fd);   // (only the file this rank created)
     close(W.fd);
-    unlink(W.path);
-    rmdir(W.dir);   // (only once every rank removed its file)
+    outdir_close(&W.hb);
+    outdir_rmdir(&W.run, ".heartbeat");        // (only once every rank removed its file; never a link)
+    outdir_close(&W.run);
     W.on = 0;
 }
 

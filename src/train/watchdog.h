@@ -1,9 +1,12 @@
 // watchdog.h — liveness of every rank of a run: a heartbeat per rank and a watchdog on
-// every rank that reads the others' (issue 17: a rank stopped by kill -STOP left rank 0
-// spinning in a collective forever, the run 'running'; a rank killed by kill -9 was
+// every rank that reads the others' (without them a rank stopped by kill -STOP left rank 0
+// spinning in a collective forever, the run 'running', and a rank killed by kill -9 was
 // recorded as "Terminated received by rank 0").
 //
-// Each rank's heartbeat thread rewrites <run folder>/.heartbeat/rank_<R> once a second
+// Each rank's heartbeat thread rewrites <run folder>/.heartbeat/rank_<R> once a second (the
+// folder and the file made and removed through core/outdir.h: never through a link; a file
+// of the same name is replaced only if it is a heartbeat, and removed only if it is still
+// this rank's own)
 // ("session S / pid P / host H / beat N / state running|finished"). Each rank's watchdog thread reads
 // every other rank's file once a second and, with its own clock (no clock is compared
 // across hosts), decides:

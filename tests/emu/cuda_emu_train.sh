@@ -16,8 +16,8 @@
 # with host staging — the path that copies each device buffer with cudaMemcpy, which the
 # emulator refuses for a host pointer — and build/emu/train_nccl, whose ranks take the NCCL
 # code path (comm_nccl.c) on the emulator's NCCL stand-in (emu/emu_nccl.cpp), which refuses a
-# host pointer at the call as NCCL does. Both fail with the host-scalar fix of issue 18
-# reverted (docs/gpu.md, "The emulator"). The NCCL runs overlap communication (parallel.overlap,
+# host pointer at the call as NCCL does. Both fail when a host scalar is handed to a device
+# collective (docs/gpu.md, "The emulator"). The NCCL runs overlap communication (parallel.overlap,
 # the default: collectives on their own streams ordered by events); the blocking form must give
 # the same bits, and dropping one event wait must give wrong results (below, "communication off
 # the compute stream"). Run by `make cuda-emu-test` (which builds build/emu/train),
@@ -26,11 +26,11 @@
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 EMU_TRAIN=${EMU_TRAIN:-$BUILD/emu/train}
 EMU_TRAIN_NCCL=${EMU_TRAIN_NCCL:-$BUILD/emu/train_nccl}
-PY=/usr/bin/python3
 if [ ! -x "$EMU_TRAIN" ]; then fail cuda_emu_train_build "$EMU_TRAIN not built (make $EMU_TRAIN)"; exit 0; fi
-if [ ! -x "$BUILD/train" ]; then fail cuda_emu_train_build "$BUILD/train not built"; exit 0; fi
+for b in train h5compare; do
+    if [ ! -x "$BUILD/$b" ]; then fail cuda_emu_train_build "$BUILD/$b not built"; exit 0; fi
+done
 if ! command -v mpirun >/dev/null; then fail cuda_emu_train_mpirun "mpirun not found (Debian: openmpi-bin)"; exit 0; fi
-if ! $PY -c 'import h5py' 2>/dev/null; then skip cuda_emu_train "no h5py for $PY (analysis/compare_h5.py)"; exit 0; fi
 export OMP_NUM_THREADS=1
 # The emulated objects are built with a sanitizer: Open MPI's allocations at exit are not leaks of ours.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} TSAN_OPTIONS=${TSAN_OPTIONS:-}
@@ -56,7 +56,7 @@ compare_run() {  # NAME SUFFIX BIN COMM NP [--set ...]
     if ! grep -q "comm: $comm" "$TMP/$name-$suf.log"; then fail "$test" "the emulated run did not take the $comm path"; return; fi
     local s out worst=""
     for s in 1 2; do
-        if ! out=$($PY "$ROOT/analysis/compare_h5.py" "$TMP/$name-$suf/step_$s.h5" "$TMP/$name-cpu/step_$s.h5" \
+        if ! out=$("$BUILD/h5compare" "$TMP/$name-$suf/step_$s.h5" "$TMP/$name-cpu/step_$s.h5" \
                    --groups loss,grads --atol 0 --rtol 1e-4 2>&1); then
             fail "$test" "step $s: $(tail -3 <<<"$out" | tr '\n' ' ')"; return
         fi
@@ -107,7 +107,7 @@ overlap_identical() {  # NAME (a case_run name whose nccl run exists) NP [--set 
         fail "$test" "the blocking run failed: $(grep -m3 -E 'cuda emulator|error|failed' "$TMP/$name-blocking.log" | tr '\n' ' ')"; return
     fi
     for s in 1 2; do
-        if ! out=$($PY "$ROOT/analysis/compare_h5.py" "$TMP/$name-nccl/step_$s.h5" "$TMP/$name-blocking/step_$s.h5" \
+        if ! out=$("$BUILD/h5compare" "$TMP/$name-nccl/step_$s.h5" "$TMP/$name-blocking/step_$s.h5" \
                    --groups loss,grads,model --exact 2>&1); then
             fail "$test" "step $s: $(tail -3 <<<"$out" | tr '\n' ' ')"; return
         fi
@@ -127,7 +127,7 @@ dropped_dependency() {  # NAME NP [--set ...]: the CPU run NAME-cpu exists
         fail "$test" "the run did not say it dropped the dependency"; return
     fi
     for s in 1 2; do
-        if ! out=$($PY "$ROOT/analysis/compare_h5.py" "$TMP/$name-dropped/step_$s.h5" "$TMP/$name-cpu/step_$s.h5" \
+        if ! out=$("$BUILD/h5compare" "$TMP/$name-dropped/step_$s.h5" "$TMP/$name-cpu/step_$s.h5" \
                    --groups loss,grads --atol 0 --rtol 1e-4 2>&1); then bad="$bad step $s: $(tail -1 <<<"$out" | cut -c1-160)"; fi
     done
     if [ -n "$bad" ]; then pass "$test (the communication stream not waiting for the compute: wrong results as it must;$bad)"
@@ -135,7 +135,25 @@ dropped_dependency() {  # NAME NP [--set ...]: the CPU run NAME-cpu exists
 }
 dropped_dependency emu_cuda_train_tp2_dp2_zero1 4 --set parallel.tp=2 --set parallel.dp=2 --set parallel.zero1=true
 
-# ---- NCCL failures end the run, recorded 'failed' with the reason, never a hang (issue 18) ----
+# ---- which attention ran for each shape, and why: said once per shape, kept in the run's record ----
+# A bf16 run on the emulated back end (no cuDNN in the emulator's build): each direction's shape
+# is said once on stderr and stored as an event of kind 'backend'; a second step (the same
+# shapes) adds nothing.
+attention_record() {
+    local name=emu_cuda_attention_path_recorded db=$TMP/att.db rc rows said
+    timeout 600 "$EMU_TRAIN" "$TMP/m.yaml" --set run.db="$db" --set run.checkpoint_dir="$TMP/ck-att" --set run.dump_dir="$TMP/att-dump" \
+        --set run.device=cuda --set train.precision=bf16 >"$TMP/att.log" 2>&1 </dev/null; rc=$?
+    rows=$(sqlite3 "$db" "SELECT step || ': ' || detail FROM events WHERE kind = 'backend' ORDER BY id" 2>&1)
+    said=$(grep -c '^attention: ' "$TMP/att.log")
+    if [ $rc -eq 0 ] && [ "$(wc -l <<<"$rows")" -eq 2 ] && [ "$said" -eq 2 ] \
+       && grep -q '^1: attention forward B 2 T 8 H 4 Hkv 2 hd 8: the flash kernel: this build has no cuDNN' <<<"$rows" \
+       && grep -q '^1: attention backward B 2 T 8 H 4 Hkv 2 hd 8: the flash kernel: this build has no cuDNN' <<<"$rows"; then
+        pass "$name ($(tr '\n' ';' <<<"$rows"))"
+    else fail "$name" "exit $rc, $said lines on stderr, events: $(tr '\n' ';' <<<"$rows") $(tail -2 "$TMP/att.log" | tr '\n' ' ')"; fi
+}
+attention_record
+
+# ---- NCCL failures end the run, recorded 'failed' with the reason, never a hang ----
 # The emulator's NCCL stand-in injects the fault (EMU_NCCL_FAULT, emu/emu_nccl.cpp) into world
 # rank 1's 40th NCCL operation (in the first training steps): `hang` — the collective never
 # completes, the process stays alive (its heartbeat too, so the liveness watchdog cannot see it);

@@ -1,5 +1,5 @@
-// test_emu_cuda.cpp — the CUDA emulator fails where a GPU would (src/backend/cuda/emu/,
-// issue 18): device APIs refuse pointers from the wrong address space, naming the call, and
+// test_emu_cuda.cpp — the CUDA emulator fails where a GPU would (src/backend/cuda/emu/):
+// device APIs refuse pointers from the wrong address space, naming the call, and
 // asynchronous work runs asynchronously (a missing stream or event dependency is visible).
 // Built and run by `make cuda-emu-test` (build/emu/test_emu_cuda). The asynchrony checks are
 // deterministic: a stream is held at a gate (a queued task waiting for the test), so the

@@ -1,8 +1,10 @@
 // test_emu_peak.c — the GPU peak a GPU run's MFU divides by (backend_cuda_peak_gflops,
-// src/backend/cuda/cuda_backend.cu), on the emulated CUDA back end: the datasheet table by
-// device name (the figures docs/gpu.md quotes), an unknown device (the emulator's) giving 0
-// with its source named, and BOOST_GPU_PEAK_TFLOPS taking precedence. Built and run by
-// `make cuda-emu-test` (build/emu/test_emu_peak).
+// src/backend/cuda/cuda_backend.cu), on the emulated CUDA back end: the part is found from the
+// device's own name, SM count and clock (the emulator presents itself as a real part through
+// EMU_DEVICE_NAME / EMU_DEVICE_SMS / EMU_DEVICE_MHZ: an "NVIDIA H100" of 132 SMs at 1785 MHz is
+// an H100 NVL, at 1980 MHz an SXM5), an unknown device (the emulator's own name) gives 0 with
+// its source named, and BOOST_GPU_PEAK_TFLOPS takes precedence. The table itself is
+// tests/test_gpu_peaks.c's. Built and run by `make cuda-emu-test` (build/emu/test_emu_peak).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,23 +13,32 @@
 static int n_fail = 0;
 #define CK(name, cond) do { if (cond) printf("PASS %s\n", name); else { printf("FAIL %s: %s\n", name, #cond); n_fail++; } } while (0)
 
-int main(void) {
-    CK("peak_table_h200_bf16", cuda_datasheet_peak_tflops("NVIDIA H200", DT_BF16, 0) == 989.4);
-    CK("peak_table_h100_pcie_before_h100", cuda_datasheet_peak_tflops("NVIDIA H100 PCIe", DT_BF16, 0) == 756.0);
-    CK("peak_table_a100_tf32_and_fp32", cuda_datasheet_peak_tflops("NVIDIA A100-SXM4-80GB", DT_F32, 1) == 156.0 &&
-                                        cuda_datasheet_peak_tflops("NVIDIA A100-SXM4-80GB", DT_F32, 0) == 19.5);
-    CK("peak_table_unknown_is_zero", cuda_datasheet_peak_tflops("CPU emulator (src/backend/cuda/emu)", DT_BF16, 0) == 0.0 &&
-                                     cuda_datasheet_peak_tflops(NULL, DT_BF16, 0) == 0.0);
+// The peak (GFLOP/s) and its source of an emulated device that calls itself name, with sms SMs at mhz
+static double peak_of(const char *name, const char *sms, const char *mhz, DType dt, const char **src) {
+    if (name) setenv("EMU_DEVICE_NAME", name, 1); else unsetenv("EMU_DEVICE_NAME");
+    if (sms) setenv("EMU_DEVICE_SMS", sms, 1); else unsetenv("EMU_DEVICE_SMS");
+    if (mhz) setenv("EMU_DEVICE_MHZ", mhz, 1); else unsetenv("EMU_DEVICE_MHZ");
     char why[256] = "";
-    Backend *b = backend_cuda(DT_BF16, 0, why, sizeof why);
-    if (!b) { printf("FAIL peak_backend: no emulated back end: %s\n", why); return 1; }
+    Backend *b = backend_cuda(dt, 0, why, sizeof why);
+    if (!b) { printf("FAIL peak_backend: no emulated back end: %s\n", why); exit(1); }
+    double g = backend_cuda_peak_gflops(b, src);
+    backend_free(b);
+    return g;
+}
+
+int main(void) {
     const char *src = NULL;
     unsetenv("BOOST_GPU_PEAK_TFLOPS");
-    double g = backend_cuda_peak_gflops(b, &src);
+    double g = peak_of(NULL, NULL, NULL, DT_BF16, &src);
     CK("peak_of_the_emulated_device_is_unknown", g == 0.0 && src && !strcmp(src, "unknown device"));
+    g = peak_of("NVIDIA H100", "132", "1785", DT_BF16, &src);
+    CK("peak_of_a_bare_h100_name_at_the_nvl_clock", g == 835500.0 && src && !strcmp(src, "H100 NVL"));
+    g = peak_of("NVIDIA H100", "132", "1980", DT_BF16, &src);
+    CK("peak_of_a_bare_h100_name_at_the_sxm_clock", g == 989400.0 && src && !strcmp(src, "H100 SXM5"));
+    g = peak_of("NVIDIA H100 PCIe", "114", "1755", DT_F32, &src);
+    CK("peak_of_an_h100_pcie_in_fp32", g == 51200.0 && src && !strcmp(src, "H100 PCIe"));
     setenv("BOOST_GPU_PEAK_TFLOPS", "123.5", 1);
-    g = backend_cuda_peak_gflops(b, &src);
+    g = peak_of(NULL, NULL, NULL, DT_BF16, &src);
     CK("peak_from_the_environment", g == 123500.0 && src && !strcmp(src, "BOOST_GPU_PEAK_TFLOPS"));
-    backend_free(b);
     return n_fail ? 1 : 0;
 }

@@ -1,35 +1,39 @@
 #!/usr/bin/env bash
-# bundle-check.sh [BUNDLE_DIR] — proof that the GPU bundle (make gpu-bundle) starts where
-# none of the project's -dev packages are: a bare Debian 12 root made by debootstrap
-# (/var/tmp/fresh-check-base.tar, the root ../shared/tools/fresh-check uses; made here the
-# same way if missing), with the host's /usr/local/cuda mounted read-only in it, standing
-# in for the GPU machine's CUDA 13 installation (cuBLAS/NCCL are not bundled). There is no
-# NVIDIA driver in it, i.e. no GPU. Runs as root; not part of make test (minutes, mounts).
-#
-# Inside the chroot, with a clean environment, it runs:
-#   - the package check: none of libhdf5, libfyaml, libsqlite3-dev, libopenblas, Open MPI
-#   - ldd of every bundled binary through the bundle's environment: nothing "not found"
-#   - build/info --all; build/train on a tiny synthetic manifest on the CPU (no mpirun)
-#   - build/gpu_probe (must say "usable: no") and the op test (must SKIP, exit 0)
-#   - the bundle's mpirun: test_comm_device and a tp 2 training step on 2 ranks
-#   - tests/gpu/gpu-check.sh, which must report no GPU and stop cleanly
+# bundle-check.sh [BUNDLE_DIR] — the GPU bundle (make gpu-bundle) where none of the project's
+# packages and nothing of CUDA's are: its tarball unpacked in a bare Debian 12 root made by
+# debootstrap (/var/tmp/fresh-check-base.tar, the root the fresh-check makes; made here the same
+# way when missing), with no CUDA toolkit, no NVIDIA driver, no GPU. `make bundle-check`; a step
+# of .ci/run; not part of make test (root, mounts, minutes). In the root, with a clean
+# environment (no LD_LIBRARY_PATH), it checks:
+#   - none of the -dev packages, no CUDA library, no driver
+#   - every ELF file of the bundle finds its libraries inside it, but glibc, libstdc++, libgcc_s
+#     and the driver (tests/gpu/bundle-ldd.sh)
+#   - every binary starts (--help); gpu_probe says "no NVIDIA GPU" (exit 1) and shows cuDNN, its
+#     engine libraries and nvrtc loaded from the bundle, nvrtc compiling a kernel
+#   - build/info; a CPU training run without mpirun, and a tp 2 step on 2 ranks through the
+#     bundle's mpirun; the device-buffer collectives on 2 ranks
+#   - bin/selftest and bin/gpu-check stop at the missing GPU, saying so, exit 0
+#   - failures are loud: with a GPU assumed present (BOOST_GPU_ASSUME_DEVICE=1) the self-test
+#     fails naming the missing driver; with the bundle's libcublasLt moved away and
+#     LD_LIBRARY_PATH at an empty folder, the device check fails naming libcublasLt, exit 1
 # Prints each command and its output; the last line is "bundle-check: N passed, N failed".
 set -uo pipefail
 [ "$(id -u)" = 0 ] || { echo "bundle-check: run as root (chroot, mounts)" >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUNDLE=$(cd "${1:-$ROOT/build/gpu-bundle}" 2>/dev/null && pwd) || { echo "bundle-check: no bundle at ${1:-build/gpu-bundle} (make gpu-bundle)" >&2; exit 2; }
+[ -f "$BUNDLE.tar.gz" ] || { echo "bundle-check: no $BUNDLE.tar.gz (make gpu-bundle)" >&2; exit 2; }
 base=/var/tmp/fresh-check-base.tar
 root=$(mktemp -d /var/tmp/bundle-check.XXXXXX)
 
 cleanup() {
-    for m in "$root/usr/local/cuda" "$root/dev/pts" "$root/dev" "$root/sys" "$root/proc"; do
+    for m in "$root/dev/pts" "$root/dev" "$root/sys" "$root/proc"; do
         mountpoint -q "$m" 2>/dev/null && umount -l "$m"
     done
     rm -rf --one-file-system "$root"
 }
 trap cleanup EXIT
 
-if [ ! -f "$base" ]; then
+if [ ! -f "$base" ]; then   # the fresh-check's base root, made the same way
     command -v debootstrap >/dev/null || { echo "bundle-check: apt-get install -y debootstrap" >&2; exit 2; }
     mirror=$(awk '/^URIs:/ && !done {print $2; done=1}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
     [ -n "$mirror" ] || mirror=$(awk '$1=="deb" {print $2; exit}' /etc/apt/sources.list)
@@ -42,27 +46,23 @@ if [ ! -f "$base" ]; then
 fi
 tar -C "$root" -xf "$base"
 mount -t proc proc "$root/proc"; mount --rbind /sys "$root/sys"; mount --rbind /dev "$root/dev"
-cuda=$(readlink -f /usr/local/cuda 2>/dev/null || true)
-if [ -n "$cuda" ] && [ -d "$cuda" ]; then
-    mkdir -p "$root/usr/local/cuda"; mount --bind "$cuda" "$root/usr/local/cuda"; mount -o remount,bind,ro "$root/usr/local/cuda"
-fi
 mkdir -p "$root/opt"
-cp -a "$BUNDLE" "$root/opt/gpu-bundle"
+cp "$BUNDLE.tar.gz" "$root/opt/gpu-bundle.tar.gz"
 
 n_pass=0; n_fail=0
-# step NAME EXPECTED_RC 'command run by bash in the chroot' [grep pattern that must appear]
+# step NAME EXPECTED_RC 'command run by bash in the chroot, in /opt/gpu-bundle' [pattern that must appear]
 step() {
     local name=$1 want=$2 cmd=$3 pat=${4:-}
     echo
     echo "### $name"
     echo "\$ $cmd"
-    local out rc
+    local out rc lines=${BUNDLE_CHECK_LINES:-40}
     out=$(chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb \
-          bash -c "cd /opt/gpu-bundle && $cmd" 2>&1); rc=$?
-    echo "$out" | sed 's/^/    /' | head -${BUNDLE_CHECK_LINES:-40}
-    [ "$(echo "$out" | wc -l)" -gt "${BUNDLE_CHECK_LINES:-40}" ] && echo "    [... $(($(echo "$out" | wc -l) - ${BUNDLE_CHECK_LINES:-40})) more lines]"
+          bash -c "set -o pipefail; cd /opt/gpu-bundle 2>/dev/null || cd /opt; $cmd" 2>&1); rc=$?
+    echo "$out" | head -"$lines" | sed 's/^/    /'
+    [ "$(echo "$out" | wc -l)" -gt "$lines" ] && echo "    [... $(($(echo "$out" | wc -l) - lines)) more lines]"
     if [ "$rc" -ne "$want" ]; then echo "FAIL $name: exit $rc, expected $want"; n_fail=$((n_fail + 1)); return; fi
-    if [ -n "$pat" ] && ! grep -qE -- "$pat" <<<"$out"; then echo "FAIL $name: output lacks /$pat/"; n_fail=$((n_fail + 1)); return; fi
+    if [ -n "$pat" ] && ! grep -qE -- "$pat" <<<"$out"; then echo "FAIL $name: the output lacks /$pat/"; n_fail=$((n_fail + 1)); return; fi
     echo "PASS $name (exit $rc)"; n_pass=$((n_pass + 1))
 }
 
@@ -73,23 +73,23 @@ train: {batch_size: 4, grad_accum: 2, steps: 3, lr: 1e-2, warmup_steps: 0, threa
 run: {checkpoint_dir: /tmp/ckpt}
 YAML
 
-echo "bundle-check: $(head -1 "$BUNDLE/BUNDLE") from $BUNDLE, in a debootstrap root $(chroot "$root" cat /etc/debian_version) at $root"
-step no_dev_packages 0 "dpkg-query -W -f='\${Package}\n' | grep -E '^(libhdf5|libfyaml|libsqlite3-dev|libopenblas|libopenmpi|openmpi|libblas|libcurl4)' ; test \$? = 1 && echo 'none of libhdf5*, libfyaml*, libsqlite3-dev, libopenblas*, *openmpi*, libblas*, libcurl4 installed'" "none of"
-step no_driver 0 "ls /usr/lib/x86_64-linux-gnu/libcuda.so* 2>/dev/null; test \$? != 0 && echo 'no libcuda (no NVIDIA driver): no GPU here'" "no libcuda"
-step ldd_all_resolved 0 ". ./env.sh && for b in bin/* ompi/bin/*; do ldd \$b | grep -q 'not found' && { echo \"\$b:\"; ldd \$b | grep 'not found'; exit 1; }; done; echo \"every library of \$(ls bin ompi/bin | wc -l) binaries found; LD_LIBRARY_PATH=\$LD_LIBRARY_PATH\"" "every library"
-step info_all 0 "build/info --all" "boost-1b"
-step train_cpu_no_mpirun 0 "set -o pipefail; build/train /opt/tiny.yaml --no-db 2>&1 | grep -E '^(data|run|step|val) '" "step +3/3 \\| loss"
-step gpu_probe_says_no 1 "build/gpu_probe" "usable: no"
-step attention_bench_skips 0 "build/attention_bench" "^SKIP attention_bench"
-step attention_bench_on_cpu 0 "build/attention_bench --device cpu --precision fp32 --shape 1 4 256 32 --kv-heads 2 --reps 2" "forward\\+backward"
-if [ -x "$BUNDLE/bin/test_backend_ops" ]; then
-    step op_test_skips 0 "build/test_backend_ops; echo \"skipped: \$(build/test_backend_ops | grep -c '^SKIP ')\"" "^SKIP "
-else
-    echo; echo "### op_test_skips"; echo "    (no test_backend_ops in this bundle: the CUDA op test is not on this branch yet)"
-fi
-step mpirun_comm_device 0 "build/mpirun -np 2 build/test_comm_device 2 1 1" "PASS nccl_switch_refuses_cleanly"
-step mpirun_train_tp2 0 "set -o pipefail; build/mpirun -np 2 build/train /opt/tiny.yaml --no-db --set parallel.tp=2 2>&1 | grep -E '^(run|step|val) '" "step +3/3 \\| loss"
-step gpu_check_without_gpu 0 "tests/gpu/gpu-check.sh --out /tmp/gpu-check" "no GPU"
+echo "bundle-check: $(head -1 "$BUNDLE/BUNDLE") ($BUNDLE.tar.gz), in a debootstrap root $(chroot "$root" cat /etc/debian_version) at $root"
+step unpack 0 "cd /opt && tar xzf gpu-bundle.tar.gz && rm gpu-bundle.tar.gz && sed -n '1,5p' gpu-bundle/BUNDLE" "boost-c GPU bundle"
+step no_dev_packages_no_cuda 0 "dpkg-query -W -f='\${Package}\n' | grep -E '^(libhdf5|libfyaml|libsqlite3-dev|libopenblas|libopenmpi|openmpi|libblas|libcurl4|libdnnl|zlib1g-dev)'; test \$? = 1 || exit 1; ! ls -d /usr/local/cuda* 2>/dev/null || exit 1; ! ldconfig -p | grep -E 'libcublas|libcudnn|libnccl|libnvrtc|libcudart' || exit 1; echo 'none of the -dev packages, no CUDA toolkit, no CUDA library known to the loader'" "none of"
+step no_driver 0 "! ls /usr/lib/x86_64-linux-gnu/libcuda.so* /dev/nvidia* 2>/dev/null && echo 'no libcuda, no /dev/nvidia*: no NVIDIA driver, no GPU'" "no libcuda"
+step every_library_inside_the_bundle 0 "bash tests/gpu/bundle-ldd.sh /opt/gpu-bundle" "every library resolves inside the bundle"
+step every_binary_starts 0 "for b in bin/*; do head -c4 \$b | grep -q ELF || continue; bin/\$(basename \$b) --help >/dev/null 2>&1 || { echo \"\$b --help failed: \$(bin/\$(basename \$b) --help 2>&1 | head -3)\"; exit 1; }; echo \"\$b --help: ok\"; done" "train --help: ok"
+step gpu_probe_no_gpu_libraries_from_the_bundle 1 "bin/gpu_probe" "usable: no: no NVIDIA GPU on this host"
+step gpu_probe_cudnn_and_nvrtc_load 0 "out=\$(bin/gpu_probe); grep -E '^  (cuDNN|nvrtc|cuBLAS|NCCL|  libcudnn)' <<<\"\$out\"; grep -qE '^  cuDNN +9[.0-9]* /opt/gpu-bundle/(bin/\\.\\./)?lib/libcudnn.so.9' <<<\"\$out\" && grep -qE '^  nvrtc .* /opt/gpu-bundle/(bin/\\.\\./)?lib/libnvrtc.so.[0-9]+, compiles a kernel: yes' <<<\"\$out\" && ! grep -q 'NOT' <<<\"\$out\"" "compiles a kernel: yes"
+step info_all 0 "bin/info --all | grep -E 'preset|boost-1b '" "boost-1b "
+step train_cpu_without_mpirun 0 "bin/train /opt/tiny.yaml --no-db 2>&1 | grep -E '^(data|run|step|val) '" "step +3/3 \\| loss"
+step mpirun_comm_device_2_ranks 0 "bin/mpirun -np 2 bin/test_comm_device 2 1 1 | tail -3" "PASS nccl_switch_refuses_cleanly"
+step mpirun_train_tp2_2_ranks 0 "bin/mpirun -np 2 bin/train /opt/tiny.yaml --no-db --set parallel.tp=2 2>&1 | grep -E '^(run|step|val) '" "step +3/3 \\| loss"
+step h5compare_without_python 0 "bin/train /opt/tiny.yaml --no-db --set run.dump_steps=1 --set run.dump_dir=/tmp/d1 >/dev/null 2>&1 && bin/train /opt/tiny.yaml --no-db --set run.dump_steps=1 --set run.dump_dir=/tmp/d2 >/dev/null 2>&1 && bin/h5compare /tmp/d1/step_1.h5 /tmp/d2/step_1.h5 --exact" "beyond tolerance"
+step selftest_stops_at_no_gpu 0 "bin/selftest --out /tmp/selftest | tail -9" "no NVIDIA GPU on this host"
+step gpu_check_stops_at_no_gpu 0 "bin/gpu-check --out /tmp/gpu-check | grep -E '^(gpu-check|SKIP)'" "nothing to measure: no NVIDIA GPU"
+step selftest_fails_loudly_without_a_driver 1 "BOOST_GPU_ASSUME_DEVICE=1 bin/selftest --out /tmp/selftest2 | tail -9" "FAILED .*libcuda.so.1 cannot be loaded"
+step gpu_check_fails_loudly_with_cublaslt_hidden 1 "cp -al /opt/gpu-bundle /tmp/broken && rm /tmp/broken/lib/libcublasLt.so.* && mkdir -p /tmp/empty && LD_LIBRARY_PATH=/tmp/empty /tmp/broken/bin/gpu-check --out /tmp/gc-broken | grep -E '^(FAIL|gpu-check)'" "FAIL gpu_check_device: the binaries cannot start: libcublasLt.so.13 is missing"
 
 echo
 echo "bundle-check: $n_pass passed, $n_fail failed"

@@ -6,7 +6,7 @@
 #   gpu_step_fp32_<kind>     one optimizer step, CUDA fp32 (TF32 off: the CUDA back end's
 #                            default) against the CPU fp32 reference, dense/cola/svd: the
 #                            loss, every gradient and the weights, per tensor
-#                            max|a-b| <= 1e-7 + 1e-4·max|b| (step dump, compare_h5.py)
+#                            max|a-b| <= 1e-7 + 1e-4·max|b| (step dump, build/h5compare)
 #   gpu_step_bf16_<kind>     the same step in bf16 (fp32 master weights) against CPU fp32:
 #                            loss within 1e-2·|loss|, every gradient within 1e-1·max|g|
 #                            (twice the worst the CPU bf16 back end, which rounds where the
@@ -44,15 +44,32 @@ gpu_out_of_time() {  # TEST: 0 (and a SKIP line) when the budget is spent
     return 1
 }
 
-# A python3 with h5py and numpy (the device machine's first python3; Debian's here).
-gpu_python() {
-    local p
-    for p in "${PYTHON:-}" /usr/bin/python3 python3; do
-        [ -n "$p" ] || continue
-        command -v "$p" >/dev/null 2>&1 || continue
-        "$p" -c 'import h5py, numpy' >/dev/null 2>&1 && { echo "$p"; return 0; }
-    done
-    return 1
+# The state of this host's GPU, from build/gpu_probe (tests/gpu/gpu_probe.c): GPU_STATE is
+#   usable   a device this build can train on
+#   none     no NVIDIA GPU on this host: the GPU checks have nothing to test and skip
+#   broken   a GPU is present but cannot be used (no driver or one too old, a missing library,
+#            a build without CUDA), or the probe itself cannot start (a library it is linked
+#            with is missing: the loader names it): a failure, never a skip
+# GPU_WHY the reason with its fix; GPU_PROBE_OUT the probe's whole report.
+gpu_probe_state() {
+    local rc lib
+    GPU_STATE=broken; GPU_WHY=""; GPU_PROBE_OUT=""
+    if [ ! -x "$BUILD/gpu_probe" ]; then GPU_WHY="$BUILD/gpu_probe is not built (make $BUILD/gpu_probe)"; return; fi
+    GPU_PROBE_OUT=$("$BUILD/gpu_probe" 2>&1); rc=$?
+    local said; said=$(sed -n 's/^usable: no: //p' <<<"$GPU_PROBE_OUT")
+    if [ $rc -eq 0 ] && grep -q '^usable: yes' <<<"$GPU_PROBE_OUT"; then GPU_STATE=usable
+    elif [ $rc -eq 1 ] && [ -n "$said" ]; then GPU_STATE=none; GPU_WHY=$said
+    elif [ $rc -eq 2 ] && [ -n "$said" ]; then GPU_WHY=$said
+    else   # the probe did not get to say: the dynamic loader stopped it, or it crashed
+        lib=$(sed -nE 's/.*error while loading shared libraries: ([^:]+):.*/\1/p' <<<"$GPU_PROBE_OUT" | head -1)
+        if [ -n "$lib" ]; then
+            GPU_WHY="the binaries cannot start: $lib is missing (the loader: $(head -1 <<<"$GPU_PROBE_OUT")). From the bundle: keep its lib/ beside bin/ (unpack it whole; nothing needs LD_LIBRARY_PATH); from a build: the library moved since it was built (make gpu-libs shows what is found where; rebuild)"
+        elif grep -q "version .* not found" <<<"$GPU_PROBE_OUT"; then
+            GPU_WHY="the binaries cannot start: this system's C or C++ runtime is older than they need ($(grep -m1 'version .* not found' <<<"$GPU_PROBE_OUT")); the bundle's BUNDLE file names the oldest glibc and libstdc++ it accepts: build it on a system no newer than the nodes'"
+        else
+            GPU_WHY="$BUILD/gpu_probe failed (exit $rc): $(tail -2 <<<"$GPU_PROBE_OUT" | tr '\n' ' ')"
+        fi
+    fi
 }
 
 # The --set arguments that put a run on the device under test in a precision (the
@@ -93,10 +110,10 @@ gpu_run_failed() {  # TEST NAME: a FAIL line, or a SKIP line when the budget sto
     fail "$1" "run $2 failed (exit ${GPU_RC:-?}): $(grep -E 'error|hint|failed' "$TMP/$2.log" | head -3 | tr '\n' ' ')$(tail -2 "$TMP/$2.log" | tr '\n' ' ')"
 }
 
-# compare NAME A B GROUPS ATOL RTOL: one PASS/FAIL line with compare_h5.py's summary.
+# compare NAME A B GROUPS ATOL RTOL: one PASS/FAIL line with build/h5compare's summary.
 gpu_compare() {
     local name=$1 a=$2 b=$3 groups=$4 atol=$5 rtol=$6 out
-    out=$("$GPU_PY" "$ROOT/analysis/compare_h5.py" "$a" "$b" --groups "$groups" --atol "$atol" --rtol "$rtol" 2>&1)
+    out=$("$BUILD/h5compare" "$a" "$b" --groups "$groups" --atol "$atol" --rtol "$rtol" 2>&1)
     local rc=$?
     if [ $rc -eq 0 ]; then pass "$name ($(tail -1 <<<"$out"))"
     else fail "$name" "$(tail -4 <<<"$out" | tr '\n' ';')"; fi

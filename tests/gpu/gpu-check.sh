@@ -8,8 +8,10 @@
 #
 #   section    budget  what
 #   machine      10 s  build/gpu_probe, nvidia-smi (GPU clocks are recorded here, around the
-#                      throughput runs and at the end: DIR/clocks.csv); no usable GPU: the plan,
-#                      every section SKIP, exit 0
+#                      throughput runs and at the end: DIR/clocks.csv). No NVIDIA GPU on this
+#                      host: every section SKIP, exit 0. A GPU that cannot be used (no driver or
+#                      one too old, a missing library, binaries that cannot start): FAIL with the
+#                      reason and its fix, every later section skipped, exit 1
 #   sanitizer    75 s  compute-sanitizer memcheck (the op test's attention cases), racecheck, synccheck (the
 #                      flash kernel at a small shape); what the emulator cannot see
 #   ops          60 s  the op table, every op CPU against CUDA fp32 and bf16 (cuDNN attention
@@ -23,7 +25,7 @@
 #                      s 4096: boost-c (cuDNN and flash) vs SDPA
 #   curve        50 s  200 steps bf16 vs fp32
 #   tp2          30 s  two BOOST switch cases at tp 2, two ranks sharing the GPU (MPI staging)
-#   summary            the throughput table against the issue's targets, the sections' times
+#   summary            the throughput table against the targets of docs/gpu.md, the sections' times
 #
 # BOOST_GPU_TEST_DEVICE=cpu (tests/gpu/checks.sh) runs every section on the CPU, only to
 # debug this script without a GPU (with TP_PRESET=tiny TP_SEQ=32 for a small shape).
@@ -35,7 +37,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 OUTDIR=""; BUDGET=420; PLAN_ONLY=0
 while [ $# -gt 0 ]; do
     case "$1" in
-        --out) OUTDIR=$2; shift 2 ;;
+        --out) [ $# -ge 2 ] || { echo "gpu-check: --out needs a folder" >&2; exit 2; }; OUTDIR=$2; shift 2 ;;
         --budget) BUDGET=$2; shift 2 ;;
         --plan) PLAN_ONLY=1; shift ;;
         -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -50,9 +52,9 @@ print_plan() {
     echo "  (sum of the section budgets: ${total} s; results under ${OUTDIR:-build/gpu-check})"
 }
 if [ $PLAN_ONLY = 1 ]; then print_plan; exit 0; fi
-if [ -f "$ROOT/BUNDLE" ]; then   # inside the bundle: its wrappers, its libraries, its mpirun
+if [ -f "$ROOT/BUNDLE" ]; then   # inside the bundle: its binaries (their libraries beside them), its mpirun
     . "$ROOT/env.sh"
-    export BUILD="$ROOT/build"
+    export BUILD="$ROOT/bin"
 fi
 OUTDIR=${OUTDIR:-$ROOT/build/gpu-check}
 mkdir -p "$OUTDIR"
@@ -60,8 +62,6 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 source "$ROOT/tests/lib.sh"
 source "$HERE/checks.sh"
 exec > >(tee "$OUTDIR/gpu-check.log") 2>&1
-# the executable itself (compute-sanitizer follows no shell wrapper): the bundle's bin/ or build/
-realbin() { if [ -f "$ROOT/BUNDLE" ]; then echo "$ROOT/bin/$1"; else echo "$BUILD/$1"; fi; }
 # clocks TAG: one line of GPU clocks, temperature and power into DIR/clocks.csv and the log
 clocks() {
     command -v nvidia-smi >/dev/null 2>&1 || return 0
@@ -90,19 +90,26 @@ section_end() {
     SEC_S[$SEC_NAME]=$(( $(date +%s) - SEC_T0 ))
     echo "-- $SEC_NAME: ${SEC_S[$SEC_NAME]} s (total $(elapsed) s)"
 }
-PY=python3   # the one with PyTorch (the GPU machine's first python3; Debian's here)
-for p in python3 /usr/bin/python3; do
-    command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' >/dev/null 2>&1 && { PY=$p; break; }
-done
-GPU_PY=$(gpu_python || true)
 json_rows=$TMP/rows.jsonl; : > "$json_rows"
 emit() { echo "$1" >> "$json_rows"; }   # one JSON object per line, merged at the end
 
 # ---- 1 machine -----------------------------------------------------------------------
 section machine
 echo "gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname); $( [ -f "$ROOT/BUNDLE" ] && sed -n '1,3p' "$ROOT/BUNDLE" | tr '\n' ' ' || echo "build $BUILD, commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)")"
-probe=$("$BUILD/gpu_probe" 2>&1); probe_rc=$?
+gpu_probe_state
+probe=$GPU_PROBE_OUT
 echo "$probe"
+if [ "$GPU_STATE" = broken ] && [ "$GPU_DEVICE" = cuda ]; then
+    echo
+    fail gpu_check_device "$GPU_WHY"
+    for s in "${SECTIONS[@]:1}"; do skip "gpu_check_${s%%:*}" "the GPU is not usable (FAIL gpu_check_device above)"; done
+    echo "gpu-check: FAILED: the GPU is not usable (the FAIL line above); files in $OUTDIR"
+    exit 1
+fi
+PY=python3   # the one with PyTorch (the GPU machine's first python3; Debian's here)
+for p in python3 /usr/bin/python3; do
+    command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' >/dev/null 2>&1 && { PY=$p; break; }
+done
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/nvidia-smi: /'
 echo "tag, clocks.sm, clocks.mem, clocks.max.sm, temperature, power, throttle" > "$OUTDIR/clocks.csv"
 clocks start
@@ -110,13 +117,12 @@ clocks start
     sed 's/^/python: /' | grep . || echo "python: no PyTorch in $(command -v "$PY" || echo "$PY") (the pytorch section will say so)"
 GPU_NAME=$(sed -nE 's/^  0: ([^,]*),.*/\1/p' <<<"$probe")
 section_end
-if [ $probe_rc -ne 0 ] && [ "$GPU_DEVICE" = cuda ]; then
+if [ "$GPU_STATE" = none ] && [ "$GPU_DEVICE" = cuda ]; then
     echo
-    echo "gpu-check: no GPU ($(sed -n 's/^usable: no: //p' <<<"$probe")): nothing to measure; every section skipped."
-    for s in "${SECTIONS[@]:1}"; do skip "gpu_check_${s%%:*}" "no GPU"; done
+    echo "gpu-check: nothing to measure: $GPU_WHY; every section skipped."
+    for s in "${SECTIONS[@]:1}"; do skip "gpu_check_${s%%:*}" "no NVIDIA GPU on this host"; done
     exit 0
 fi
-[ -n "$GPU_PY" ] || echo "note: no python3 with h5py and numpy: the parity comparisons will fail"
 
 # ---- 2 compute-sanitizer ------------------------------------------------------------------
 find_sanitizer() {
@@ -145,9 +151,9 @@ if section sanitizer; then
         echo "compute-sanitizer: $SAN ($("$SAN" --version 2>&1 | tail -1))"
         # small shapes: every op of the op test under memcheck; the flash kernel (shared memory,
         # barriers) under racecheck and synccheck
-        sanitize memcheck 35 "$(realbin test_backend_ops)" --only attention
-        sanitize racecheck 20 "$(realbin attention_bench)" --attention flash --shape 1 2 160 64 --kv-heads 1 --reps 1
-        sanitize synccheck 15 "$(realbin attention_bench)" --attention flash --shape 1 2 160 64 --kv-heads 1 --reps 1
+        sanitize memcheck 35 "$BUILD/test_backend_ops" --only attention
+        sanitize racecheck 20 "$BUILD/attention_bench" --attention flash --shape 1 2 160 64 --kv-heads 1 --reps 1
+        sanitize synccheck 15 "$BUILD/attention_bench" --attention flash --shape 1 2 160 64 --kv-heads 1 --reps 1
     fi
 else skip gpu_check_sanitizer "budget spent"; fi
 section_end
@@ -184,10 +190,10 @@ section_end
 # build/train on the 1B shape, synthetic data; stopped (SIGKILL, by its pid) once it has
 # printed WARM + MEAS step lines: a 1B model's final checkpoint would take minutes.
 TP_PRESET=${TP_PRESET:-boost-1b}; TP_SEQ=${TP_SEQ:-2048}; TP_BATCH=${TP_BATCH:-4}; WARM=3; MEAS=6
-peak_bf16() {  # dense bf16 TFLOP/s of device 0 from gpu_probe (the back end's datasheet table,
-              # backend_cuda_peak_gflops), or BOOST_GPU_PEAK_TFLOPS when set, as the trainer's MFU
+peak_bf16() {  # dense bf16 TFLOP/s of device 0 from gpu_probe (the datasheet table of its part,
+              # cuda_peaks.c), or BOOST_GPU_PEAK_TFLOPS when set, as the trainer's MFU
     if [ -n "${BOOST_GPU_PEAK_TFLOPS:-}" ]; then echo "$BOOST_GPU_PEAK_TFLOPS"; return; fi
-    local p; p=$(sed -nE 's/^  0 peak TFLOP\/s \(datasheet, dense\): bf16 ([0-9.]+),.*/\1/p' <<<"$probe")
+    local p; p=$(sed -nE 's/^  0 peak TFLOP\/s \([^)]*, dense\): bf16 ([0-9.]+),.*/\1/p' <<<"$probe")
     echo "${p:-0}"
 }
 boostc_run() {  # KIND → "kind ms_median tok_s flops_per_token" on stdout
@@ -285,7 +291,7 @@ clocks end
 
 # ---- 9 summary -----------------------------------------------------------------------------
 echo
-echo "== summary ($TP_PRESET, batch $TP_BATCH x seq $TP_SEQ, bf16, $GPU_NAME; targets from the CUDA issue)"
+echo "== summary ($TP_PRESET, batch $TP_BATCH x seq $TP_SEQ, bf16, $GPU_NAME; the targets of docs/gpu.md)"
 "$PY" - "$TMP/boostc.txt" "$OUTDIR/torch.json" "$OUTDIR/attention.json" "$OUTDIR/torch-attention.json" "$PEAK" <<'PY'
 import json, os, sys
 bc_path, torch_path, battn_path, attn_path, peak = sys.argv[1:6]

@@ -490,7 +490,6 @@ static void check_shape(int B, int T, int H, int Hkv, int hd) {
 
 // ---- which attention runs: cuDNN's fused SDPA or the kernels above ------------------------------------
 static const char *const ATTN_MODES[] = { "auto", "cudnn", "flash" };
-enum { NOTE_CUDNN = 1, NOTE_FP32 = 2, NOTE_NO_CUDNN = 4, NOTE_REFUSED_FWD = 8, NOTE_REFUSED_BWD = 16 };
 
 // The launcher's rank of this process (Open MPI, MPICH / Intel MPI, Slurm); 0 when alone.
 static int world_rank(void) {
@@ -501,15 +500,33 @@ static int world_rank(void) {
     }
     return 0;
 }
-// One line on stderr, the first time `what` happens on b, from rank 0 only.
-__attribute__((format(printf, 3, 4)))
-static void note_once(CudaImpl *im, unsigned what, const char *fmt, ...) {
-    if (im->attn_noted & what) return;
-    im->attn_noted |= what;
-    if (world_rank() != 0) return;
-    va_list ap; va_start(ap, fmt);
-    fputs("attention: ", stderr); vfprintf(stderr, fmt, ap); fputc('\n', stderr);
-    va_end(ap);
+
+// What ran for this call, the first time its direction and shape occur on b: one line on stderr
+// (rank 0) "attention: forward B 4 T 2048 H 16 Hkv 16 hd 64: <what and why>", kept for the run's
+// record (cu_take_note). Later calls of a shape already seen return at the scan.
+__attribute__((format(printf, 8, 9)))
+static void decided(Backend *b, int backward, int B, int T, int H, int Hkv, int hd, const char *fmt, ...) {
+    CudaImpl *im = impl_of(b);
+    for (int i = 0; i < im->n_attn_seen; i++) {
+        const auto &s = im->attn_seen[i];
+        if (s.backward == backward && s.B == B && s.T == T && s.H == H && s.Hkv == Hkv && s.hd == hd) return;
+    }
+    if (im->n_attn_seen == ATTN_SHAPES_MAX) {
+        if (im->n_attn_notes == ATTN_SHAPES_MAX)   // once: the record says it stops here
+            im->attn_notes[im->n_attn_notes++] = xstrdup("attention: more shapes than the record keeps; the later ones are not listed");
+        return;
+    }
+    im->attn_seen[im->n_attn_seen++] = { backward, B, T, H, Hkv, hd };
+    char what[640], line[800];
+    va_list ap; va_start(ap, fmt); vsnprintf(what, sizeof what, fmt, ap); va_end(ap);
+    snprintf(line, sizeof line, "attention %s B %d T %d H %d Hkv %d hd %d: %s", backward ? "backward" : "forward", B, T, H, Hkv, hd, what);
+    im->attn_notes[im->n_attn_notes++] = xstrdup(line);
+    if (world_rank() == 0) fprintf(stderr, "attention: %s\n", line + strlen("attention "));
+}
+// Backend.take_note: the next recorded decision, or NULL
+static const char *cu_take_note(Backend *b) {
+    CudaImpl *im = impl_of(b);
+    return im->n_attn_taken < im->n_attn_notes ? im->attn_notes[im->n_attn_taken++] : NULL;
 }
 
 // Is cuDNN usable by b at all (asked once; the answer includes why not)?
@@ -532,6 +549,7 @@ void cuda_attention_init(Backend *b) {
     im->attn_mode = CUDA_ATTN_AUTO;
     im->attn_cudnn_ok = -1;
     im->attn_used = "";
+    b->take_note = cu_take_note;
     const char *env = getenv("BOOST_CUDA_ATTENTION");
     if (!env || !*env) return;
     for (int m = 0; m < 3; m++)
@@ -543,6 +561,12 @@ void cuda_attention_init(Backend *b) {
         }
     die_input_hint("BOOST_CUDA_ATTENTION=auto (cuDNN where it can, else the flash kernel), cudnn or flash",
                    "BOOST_CUDA_ATTENTION is '%s'; expected auto, cudnn or flash", env);
+}
+// The notes' memory (cu_destroy)
+void cuda_attention_free(Backend *b) {
+    CudaImpl *im = impl_of(b);
+    for (int i = 0; i < im->n_attn_notes; i++) free(im->attn_notes[i]);
+    im->n_attn_notes = im->n_attn_taken = 0;
 }
 
 extern "C" int backend_cuda_set_attention(Backend *b, int mode, char *why, size_t why_len) {
@@ -557,15 +581,15 @@ extern "C" int backend_cuda_set_attention(Backend *b, int mode, char *why, size_
 }
 extern "C" const char *backend_cuda_attention_used(const Backend *b) { return ((const CudaImpl *)b->impl)->attn_used; }
 
-// 1: offer this call to cuDNN first
-static int try_cudnn(Backend *b) {
+// 1: offer this call to cuDNN first; 0: the flash kernel, and why (recorded for the shape)
+static int try_cudnn(Backend *b, int backward, int B, int T, int H, int Hkv, int hd) {
     CudaImpl *im = impl_of(b);
-    if (im->attn_mode == CUDA_ATTN_FLASH) return 0;
-    if (cudnn_usable(b)) return 1;
-    note_once(im, b->dtype == DT_BF16 ? NOTE_NO_CUDNN : NOTE_FP32, "the hand-written flash kernel: %s", im->attn_cudnn_why);
+    if (im->attn_mode != CUDA_ATTN_FLASH && cudnn_usable(b)) return 1;
+    if (im->attn_mode == CUDA_ATTN_FLASH) decided(b, backward, B, T, H, Hkv, hd, "the flash kernel (train.attention flash)");
+    else decided(b, backward, B, T, H, Hkv, hd, "the flash kernel: %s", im->attn_cudnn_why);
     return 0;
 }
-// cuDNN refused a shape: an error when it was asked for, else a note (once per direction)
+// cuDNN refused a shape: an error when it was asked for, else the flash kernel, recorded with why
 static void cudnn_refused(Backend *b, int backward, const char *why, int B, int T, int H, int Hkv, int hd) {
     CudaImpl *im = impl_of(b);
     const char *dir = backward ? "backward" : "forward";
@@ -573,31 +597,28 @@ static void cudnn_refused(Backend *b, int backward, const char *why, int B, int 
         die_input_hint("set train.attention: auto (the flash kernel where cuDNN refuses) or flash",
                        "train.attention is cudnn but cuDNN refuses the attention %s at B %d T %d H %d Hkv %d hd %d: %s",
                        dir, B, T, H, Hkv, hd, why);
-    note_once(im, backward ? NOTE_REFUSED_BWD : NOTE_REFUSED_FWD,
-              "the hand-written flash kernel for the %s at B %d T %d H %d Hkv %d hd %d: cuDNN refuses it: %s",
-              dir, B, T, H, Hkv, hd, why);
+    decided(b, backward, B, T, H, Hkv, hd, "the flash kernel: cuDNN %s refuses it: %s", cudnn_att_version(), why);
 }
-static void used(Backend *b, const char *what) {
+static void ran_cudnn(Backend *b, int backward, int B, int T, int H, int Hkv, int hd) {
     CudaImpl *im = impl_of(b);
-    im->attn_used = what;
-    if (!strcmp(what, "cudnn"))
-        note_once(im, NOTE_CUDNN, "cuDNN %s fused flash attention (train.attention: %s)", cudnn_att_version(), ATTN_MODES[im->attn_mode]);
+    im->attn_used = "cudnn";
+    decided(b, backward, B, T, H, Hkv, hd, "cuDNN %s fused attention (train.attention %s)", cudnn_att_version(), ATTN_MODES[im->attn_mode]);
 }
 
 void cuda_attention_forward(Backend *b, void *out, float *lse, const void *q, const void *k, const void *v,
                             int B, int T, int H, int Hkv, int hd) {
     check_shape(B, T, H, Hkv, hd);
     if (B == 0 || T == 0) return;
-    if (try_cudnn(b)) {
+    if (try_cudnn(b, 0, B, T, H, Hkv, hd)) {
         char why[512];
         if (!cudnn_att_forward(stream_of(b), out, lse, q, k, v, B, T, H, Hkv, hd, why, sizeof why)) {
             LAUNCH_CHECK();                        // BOOST_CUDA_DEBUG=1: a fault in cuDNN's kernel, named here
-            used(b, "cudnn");
+            ran_cudnn(b, 0, B, T, H, Hkv, hd);
             return;
         }
         cudnn_refused(b, 0, why, B, T, H, Hkv, hd);
     }
-    used(b, "flash");
+    impl_of(b)->attn_used = "flash";
     float scale = (float)(1.0 / sqrt((double)hd));
     if (b->dtype == DT_BF16)
         HDP_SWITCH(hd, HDP, (fwd_launch<bf16, HDP>(b, (bf16 *)out, lse, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, B, T, H, Hkv, hd, scale)));
@@ -610,23 +631,19 @@ void cuda_attention_backward(Backend *b, void *dq, void *dk, void *dv, const voi
                              int B, int T, int H, int Hkv, int hd) {
     check_shape(B, T, H, Hkv, hd);
     if (B == 0 || T == 0) return;
-    if (try_cudnn(b)) {
-        // cuDNN writes its gradients and the op stores them (dq, dk, dv are not read): through
-        // scratch, copied (a failed cuDNN call must leave the outputs for the flash kernel)
-        size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd;
-        bf16 *g = (bf16 *)cuda_scratch(b, SCR_ATT_GRAD, sizeof(bf16) * (nq + 2 * nk));
+    if (try_cudnn(b, 1, B, T, H, Hkv, hd)) {
+        // cuDNN stores dq, dk, dv (the op's contract: they are not read) straight into the
+        // outputs; a refusal comes before anything is written, so the flash kernel then
+        // starts from untouched outputs (cudnn_attention.h)
         char why[512];
-        if (!cudnn_att_backward(stream_of(b), g, g + nq, g + nq + nk, dout, out, q, k, v, lse, B, T, H, Hkv, hd, why, sizeof why)) {
+        if (!cudnn_att_backward(stream_of(b), dq, dk, dv, dout, out, q, k, v, lse, B, T, H, Hkv, hd, why, sizeof why)) {
             LAUNCH_CHECK();                        // BOOST_CUDA_DEBUG=1: a fault in cuDNN's kernel, named here
-            CUDA_CHECK(cudaMemcpyAsync(dq, g, sizeof(bf16) * nq, cudaMemcpyDeviceToDevice, stream_of(b)));
-            CUDA_CHECK(cudaMemcpyAsync(dk, g + nq, sizeof(bf16) * nk, cudaMemcpyDeviceToDevice, stream_of(b)));
-            CUDA_CHECK(cudaMemcpyAsync(dv, g + nq + nk, sizeof(bf16) * nk, cudaMemcpyDeviceToDevice, stream_of(b)));
-            used(b, "cudnn");
+            ran_cudnn(b, 1, B, T, H, Hkv, hd);
             return;
         }
         cudnn_refused(b, 1, why, B, T, H, Hkv, hd);
     }
-    used(b, "flash");
+    impl_of(b)->attn_used = "flash";
     float scale = (float)(1.0 / sqrt((double)hd));
     float *D = (float *)cuda_scratch(b, SCR_ATT_D, sizeof(float) * (size_t)B * H * T);
     size_t rows = (size_t)B * T * H;

@@ -264,6 +264,8 @@ extern "C" Backend *backend_cuda(DType dtype, int device, char *why, size_t why_
     im->device = device;
     im->prop = prop;
     CUDA_CHECK(cudaDeviceGetAttribute(&im->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&im->clock_mhz, cudaDevAttrClockRate, device));
+    im->clock_mhz /= 1000;   // kHz
     CUDA_CHECK(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasLtCreate(&im->lt));
     CUBLAS_CHECK(cublasCreate(&im->blas));
@@ -315,6 +317,7 @@ static void cu_destroy(Backend *b) {
     CUDA_CHECK(cudaSetDevice(im->device));
     cuda_wait_stream(b, "the work queued before the back end is destroyed");
     cuda_gemm_free_plans(im);
+    cuda_attention_free(b);
     for (int s = 0; s < SCR_COUNT; s++) if (im->scr[s]) CUDA_CHECK(cudaFree(im->scr[s]));
     if (im->rope_cs) CUDA_CHECK(cudaFree(im->rope_cs));
     for (int k = 0; k < 2; k++) {
@@ -353,22 +356,8 @@ extern "C" double backend_cuda_timer_stop(Backend *b) {
 }
 
 // ---- the device's peak, for the MFU of a GPU run ------------------------------------------------
-// Dense (no sparsity) tensor-core peaks from NVIDIA's datasheets, TFLOP/s, matched on the
-// device name in this order (experiments/hardware/h200-1.yaml cites the H200 sheet):
-//   bf16 | tf32 | fp32 (no TF32)
-static const struct { const char *match; double bf16, tf32, fp32; } PEAKS[] = {
-    { "H200", 989.4, 494.7, 67.0 },      { "H100 SXM", 989.4, 494.7, 66.9 },
-    { "H100 80GB HBM3", 989.4, 494.7, 66.9 }, { "H100 PCIe", 756.0, 378.0, 51.2 },
-    { "H100", 989.4, 494.7, 66.9 },      { "A100", 312.0, 156.0, 19.5 },
-    { "L40S", 362.1, 183.0, 91.6 },
-};
-extern "C" double cuda_datasheet_peak_tflops(const char *device_name, DType dtype, int tf32) {
-    if (!device_name) return 0.0;
-    for (size_t i = 0; i < sizeof PEAKS / sizeof PEAKS[0]; i++)
-        if (strstr(device_name, PEAKS[i].match))
-            return dtype == DT_BF16 ? PEAKS[i].bf16 : tf32 ? PEAKS[i].tf32 : PEAKS[i].fp32;
-    return 0.0;
-}
+// The datasheet's dense peak of the device's part (cuda_peaks.c: the name, the SM count and the
+// clock tell SXM, PCIe and NVL apart), or BOOST_GPU_PEAK_TFLOPS.
 extern "C" double backend_cuda_peak_gflops(const Backend *b, const char **source) {
     const char *env = getenv("BOOST_GPU_PEAK_TFLOPS");
     if (env && *env) {
@@ -379,7 +368,10 @@ extern "C" double backend_cuda_peak_gflops(const Backend *b, const char **source
         if (source) *source = "BOOST_GPU_PEAK_TFLOPS";
         return t * 1e3;
     }
-    double t = cuda_datasheet_peak_tflops(backend_cuda_device_name(b), b->dtype, b->dtype == DT_F32 && b->tf32);
-    if (source) *source = t > 0 ? "datasheet" : "unknown device";
+    const CudaImpl *im = (const CudaImpl *)b->impl;
+    const CudaPart *part = NULL;
+    double t = backend_cuda_part_peak(im->prop.name, im->prop.multiProcessorCount, im->clock_mhz, b->dtype,
+                                      b->dtype == DT_F32 && b->tf32, &part);
+    if (source) *source = part ? part->part : "unknown device";
     return t * 1e3;
 }

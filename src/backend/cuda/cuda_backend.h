@@ -16,12 +16,11 @@ int backend_cuda_device(const Backend *b);
 const char *backend_cuda_device_name(const Backend *b);
 // The dense peak of b's device for b's compute dtype, in GFLOP/s, for the MFU of a GPU run
 // (docs/gpu.md, "MFU on a GPU"): BOOST_GPU_PEAK_TFLOPS when set (a measured or quoted peak,
-// TFLOP/s), else the datasheet's dense figure for the device name (bf16; fp32 with TF32 when
-// b->tf32, else exact fp32), else 0 (an unknown device: no MFU). *source (may be NULL) says
-// which: "BOOST_GPU_PEAK_TFLOPS", "datasheet" or "unknown device".
+// TFLOP/s), else the datasheet's dense figure for the device's part (cuda_peaks.h: its name,
+// SM count and clock; bf16; fp32 with TF32 when b->tf32, else exact fp32), else 0 (an unknown
+// device: no MFU). *source (may be NULL) says which: "BOOST_GPU_PEAK_TFLOPS", the part
+// ("H100 NVL") or "unknown device".
 double backend_cuda_peak_gflops(const Backend *b, const char **source);
-// The datasheet table itself, by device name (0: not in it); gpu_probe prints it.
-double cuda_datasheet_peak_tflops(const char *device_name, DType dtype, int tf32);
 // The stream every op of b is queued on (cudaStream_t). Collectives on b's buffers must be
 // ordered on it (NCCL: pass it to ncclAllReduce etc.).
 void *backend_cuda_stream(const Backend *b);

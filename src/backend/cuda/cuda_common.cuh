@@ -20,8 +20,10 @@ extern "C" {
 #include "../backend.h"
 #include "../../core/check.h"
 #include "cuda_backend.h"
+#include "cuda_peaks.h"
 }
 
+enum { ATTN_SHAPES_MAX = 32 };   // attention shapes whose choice a back end records (then one line says "more")
 typedef __nv_bfloat16 bf16;
 
 // ---- checked calls: file:line, the call, the library's own error text --------------------
@@ -52,7 +54,6 @@ enum {
     SCR_ROWS,       // per-row fp32 factors (rstd from S, ...)
     SCR_ATT_D,      // attention backward: D = rowsum(dout ⊙ out) [B,H,T]
     SCR_SORT,       // embedding backward: keys, positions and CUB's temporary storage
-    SCR_ATT_GRAD,   // attention backward through cuDNN: its dq, dk, dv before they are added into the op's
     SCR_COUNT
 };
 
@@ -61,6 +62,7 @@ struct GemmPlan;    // cuda_gemm.cu
 struct CudaImpl {
     int device;
     cudaDeviceProp prop;
+    int clock_mhz;                  // the SM clock's maximum (cudaDevAttrClockRate), for the peak's part
     int smem_optin;                 // max dynamic shared memory per block (bytes)
     cudaStream_t stream;
     cublasLtHandle_t lt;
@@ -82,7 +84,12 @@ struct CudaImpl {
     float2 *rope_cs; int rope_T, rope_hd; float rope_theta; size_t rope_cap;
     // attention (cuda_attention.cu): the CudaAttention mode, cuDNN's availability (-1 not yet
     // asked), and which one-time notes were printed
-    int attn_mode, attn_cudnn_ok; char attn_cudnn_why[512]; unsigned attn_noted; const char *attn_used;
+    int attn_mode, attn_cudnn_ok; char attn_cudnn_why[512]; const char *attn_used;
+    // which attention ran for each direction and shape met so far (cuda_attention.cu): said once
+    // on stderr and kept as a note for the run's record (Backend.take_note)
+    struct { int backward, B, T, H, Hkv, hd; } attn_seen[ATTN_SHAPES_MAX];
+    char *attn_notes[ATTN_SHAPES_MAX + 1];
+    int n_attn_seen, n_attn_notes, n_attn_taken;
     // timer (backend_cuda_timer_*)
     cudaEvent_t t0, t1;
     // how the host waits for the stream (Backend.set_wait): NULL = the driver's blocking wait;
@@ -228,7 +235,8 @@ void cuda_rope(Backend *b, void *x, int B, int T, int H, int hd, float theta, in
 // cuda_attention.cu
 void cuda_attention_forward(Backend *b, void *out, float *lse, const void *q, const void *k, const void *v,
                             int B, int T, int H, int Hkv, int hd);
-void cuda_attention_init(Backend *b);   // the mode from BOOST_CUDA_ATTENTION (default auto)
+void cuda_attention_init(Backend *b);   // the mode from BOOST_CUDA_ATTENTION (default auto); Backend.take_note
+void cuda_attention_free(Backend *b);   // the recorded decisions' memory
 void cuda_attention_backward(Backend *b, void *dq, void *dk, void *dv, const void *dout, const void *out,
                              const void *q, const void *k, const void *v, const float *lse,
                              int B, int T, int H, int Hkv, int hd);

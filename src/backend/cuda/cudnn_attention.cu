@@ -34,6 +34,10 @@ static int refuse_emu(char *why, size_t why_len) {
 }
 extern "C" int cudnn_att_available(char *why, size_t why_len) { refuse_emu(why, why_len); return 0; }
 extern "C" const char *cudnn_att_version(void) { return ""; }
+extern "C" int cudnn_att_libraries(char *report, size_t report_len, char *why, size_t why_len) {
+    if (report && report_len) snprintf(report, report_len, "  cuDNN      none: %s\n", EMU_WHY);
+    return refuse_emu(why, why_len);
+}
 extern "C" int cudnn_att_forward(void *, void *, float *, const void *, const void *, const void *,
                                  int, int, int, int, int, char *why, size_t why_len) {
     return refuse_emu(why, why_len);
@@ -49,6 +53,8 @@ extern "C" int cudnn_att_backward(void *, void *, void *, void *, const void *, 
 #include <cuda_runtime.h>
 #include <cudnn_graph.h>
 #include <dlfcn.h>
+#include <nvrtc.h>
+#include <stdarg.h>
 #include <math.h>
 #include <initializer_list>
 #include <limits>
@@ -161,6 +167,107 @@ extern "C" int cudnn_att_available(char *why, size_t why_len) {
     return d >= 0 && handle_of(d, why, why_len) != NULL;
 }
 extern "C" const char *cudnn_att_version(void) { return api.ok ? api.version : ""; }
+
+// ---- the node's libraries, without a device --------------------------------------------------
+// appends a printf'd line to report
+__attribute__((format(printf, 3, 4)))
+static void add(char *report, size_t n, const char *fmt, ...) {
+    size_t l = strlen(report);
+    if (l + 1 >= n) return;
+    va_list ap; va_start(ap, fmt); vsnprintf(report + l, n - l, fmt, ap); va_end(ap);
+}
+// The file a loaded symbol comes from ("?" when unknown)
+static const char *file_of(const void *sym) {
+    Dl_info info;
+    return sym && dladdr(sym, &info) && info.dli_fname ? info.dli_fname : "?";
+}
+static int driver_loadable(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (h) dlclose(h);
+    return h != NULL;
+}
+
+// nvrtc as cuDNN's runtime-compiled engines load it (libnvrtc.so.<CUDA major>): its version, and
+// a kernel compiled to PTX (which needs its builtins library beside it)
+static int check_nvrtc(char *report, size_t n, char *why, size_t why_len) {
+    char name[32];
+    snprintf(name, sizeof name, "libnvrtc.so.%d", CUDART_VERSION / 1000);
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        add(report, n, "  nvrtc      NOT FOUND: %s\n", e ? e : name);
+        snprintf(why, why_len, "%s cannot be loaded (%s): cuDNN's runtime-compiled engines need it; put it on the library path "
+                 "(the CUDA toolkit's lib64, or the pip wheel nvidia-cuda-nvrtc's nvidia/cu13/lib)", name, e ? e : "not found");
+        return 1;
+    }
+    auto ver = (decltype(&nvrtcVersion))dlsym(h, "nvrtcVersion");
+    auto create = (decltype(&nvrtcCreateProgram))dlsym(h, "nvrtcCreateProgram");
+    auto compile = (decltype(&nvrtcCompileProgram))dlsym(h, "nvrtcCompileProgram");
+    auto ptx_size = (decltype(&nvrtcGetPTXSize))dlsym(h, "nvrtcGetPTXSize");
+    auto destroy = (decltype(&nvrtcDestroyProgram))dlsym(h, "nvrtcDestroyProgram");
+    auto err = (decltype(&nvrtcGetErrorString))dlsym(h, "nvrtcGetErrorString");
+    int major = 0, minor = 0, rc = 1;
+    if (!ver || !create || !compile || !ptx_size || !destroy || !err) {
+        snprintf(why, why_len, "%s lacks the nvrtc API (nvrtcVersion, nvrtcCompileProgram, ...)", name);
+    } else {
+        ver(&major, &minor);
+        nvrtcProgram prog = NULL;
+        const char *src = "extern \"C\" __global__ void probe(float *x) { x[threadIdx.x] *= 2.0f; }";
+        const char *opts[] = { "--gpu-architecture=compute_80" };
+        size_t ptx = 0;
+        nvrtcResult r = create(&prog, src, "probe.cu", 0, NULL, NULL);
+        if (r == NVRTC_SUCCESS) r = compile(prog, 1, opts);
+        if (r == NVRTC_SUCCESS) r = ptx_size(prog, &ptx);
+        if (prog) destroy(&prog);
+        if (r == NVRTC_SUCCESS && ptx > 0) rc = 0;
+        else snprintf(why, why_len, "nvrtc %d.%d (%s) cannot compile a kernel: %s (its builtins library, libnvrtc-builtins.so, "
+                      "must be beside it)", major, minor, file_of((const void *)ver), err(r));
+    }
+    add(report, n, "  nvrtc      %d.%d %s, compiles a kernel: %s\n", major, minor, file_of((const void *)ver), rc ? "NO" : "yes");
+    dlclose(h);
+    return rc;
+}
+
+extern "C" int cudnn_att_libraries(char *report, size_t report_len, char *why, size_t why_len) {
+    if (report && report_len) report[0] = 0;
+    if (why && why_len) why[0] = 0;
+    if (!load_api()) {
+        add(report, report_len, "  cuDNN      NOT LOADED: %s\n", api.why);
+        snprintf(why, why_len, "%s; the bf16 attention would take the slower flash kernel", api.why);
+        return 1;
+    }
+    const char *path = file_of((const void *)api.GetVersion);
+    add(report, report_len, "  cuDNN      %s %s\n", api.version, path);
+    // the engine libraries libcudnn.so.9 opens from its own folder when a graph is built
+    static const char *const engines[] = { "libcudnn_graph.so.9", "libcudnn_heuristic.so.9",
+                                           "libcudnn_engines_precompiled.so.9", "libcudnn_engines_runtime_compiled.so.9" };
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0; else snprintf(dir, sizeof dir, ".");
+    int rc = 0, driver = -1;
+    for (size_t i = 0; i < sizeof engines / sizeof *engines; i++) {
+        char file[1100];
+        snprintf(file, sizeof file, "%s/%s", dir, engines[i]);
+        void *h = dlopen(file, RTLD_LAZY | RTLD_LOCAL);
+        if (h) { dlclose(h); add(report, report_len, "    %s: loads\n", engines[i]); continue; }
+        char e[512];   // (copied: the next dlopen overwrites dlerror's text)
+        const char *de = dlerror();
+        snprintf(e, sizeof e, "%s", de ? de : "?");
+        if (driver < 0) driver = driver_loadable();
+        if (!driver && strstr(e, "libcuda.so")) {
+            add(report, report_len, "    %s: needs the NVIDIA driver's libcuda.so.1 (none here)\n", engines[i]);
+            continue;
+        }
+        add(report, report_len, "    %s: NOT LOADABLE: %s\n", engines[i], e);
+        if (!rc) snprintf(why, why_len, "cuDNN %s's %s cannot be loaded (%s): cuDNN would refuse or fall back; install cuDNN's "
+                          "complete library set beside %s", api.version, engines[i], e, path);
+        rc = 1;
+    }
+    char nv_why[512] = "";
+    if (check_nvrtc(report, report_len, nv_why, sizeof nv_why) && !rc) { snprintf(why, why_len, "%s", nv_why); rc = 1; }
+    return rc;
+}
 
 // ---- graph building ------------------------------------------------------------------------------
 // A Graph collects every descriptor it makes (destroyed together) and the operations; the

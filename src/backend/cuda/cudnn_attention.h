@@ -24,6 +24,15 @@ int cudnn_att_available(char *why, size_t why_len);
 // "9.19.0" or "" when not loaded.
 const char *cudnn_att_version(void);
 
+// What cuDNN's fused attention needs of a node, checked without a device (gpu_probe, the node
+// self-test): libcudnn.so.9 loads (its version and file), each engine library beside it opens
+// (graph, heuristic, precompiled and runtime-compiled engines), and nvrtc — which the
+// runtime-compiled engines load — compiles a kernel. One line per library into report
+// ("  cuDNN 9.19.0 /path/libcudnn.so.9", ...). Returns 0 when everything loads, else 1 with the
+// first missing piece and the fix in why. A library that fails only for want of the NVIDIA
+// driver's libcuda.so.1 on a machine without the driver is reported, not counted.
+int cudnn_att_libraries(char *report, size_t report_len, char *why, size_t why_len);
+
 // Queue the attention on `stream` (a cudaStream_t) of the current device. Returns 0 when
 // queued; nonzero when cuDNN refuses the shape (no engine, a graph it does not support, not
 // loaded), with the reason in why — then nothing was written and the caller falls back.

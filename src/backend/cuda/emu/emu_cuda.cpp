@@ -288,6 +288,7 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
     case cudaErrorNotReady: return "device not ready";
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
     default: return "unspecified launch failure";
@@ -301,6 +302,7 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
     default: return "cudaErrorLaunchFailure";
@@ -313,11 +315,17 @@ cudaError_t cudaGetLastError(void) {
     return e;
 }
 cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+cudaError_t cudaDriverGetVersion(int *v) { *v = 13000; return cudaSuccess; }
+cudaError_t cudaRuntimeGetVersion(int *v) { *v = 13000; return cudaSuccess; }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int dev) {
     if (dev != 0) return cudaErrorInvalidValue;
     memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "CPU emulator (src/backend/cuda/emu)");
-    p->major = 8; p->minor = 0; p->multiProcessorCount = 2; p->totalGlobalMem = (size_t)8 << 30;
+    // EMU_DEVICE_NAME / EMU_DEVICE_SMS / EMU_DEVICE_MHZ: the emulated device presents itself as
+    // a real part (tests/emu/test_emu_peak.c: the peak for MFU from the device's own properties)
+    const char *nm = getenv("EMU_DEVICE_NAME"), *sms = getenv("EMU_DEVICE_SMS");
+    snprintf(p->name, sizeof p->name, "%s", nm && *nm ? nm : "CPU emulator (src/backend/cuda/emu)");
+    p->major = 8; p->minor = 0; p->multiProcessorCount = sms && atoi(sms) > 0 ? atoi(sms) : 2;
+    p->totalGlobalMem = (size_t)8 << 30;
     // uuid: zero, the same on every process (one "GPU" per machine), unless EMU_GPU_PER_RANK=1
     // gives each process its own "GPU" (the process id in the uuid): the NCCL stand-in's runs
     // (emu_nccl.cpp), where NCCL's one-GPU-per-rank rule must hold
@@ -330,10 +338,20 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int dev) {
     return cudaSuccess;
 }
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int dev) {
-    (void)dev;
-    if (a != cudaDevAttrMaxSharedMemoryPerBlockOptin) return cudaErrorInvalidValue;
-    *v = emu::SMEM_OPTIN;
-    return cudaSuccess;
+    if (dev != 0) return cudaErrorInvalidValue;
+    if (a == cudaDevAttrMaxSharedMemoryPerBlockOptin) { *v = emu::SMEM_OPTIN; return cudaSuccess; }
+    if (a == cudaDevAttrClockRate) {   // kHz
+        const char *mhz = getenv("EMU_DEVICE_MHZ");
+        *v = (mhz && atoi(mhz) > 0 ? atoi(mhz) : 1000) * 1000;
+        return cudaSuccess;
+    }
+    if (a == cudaDevAttrMultiProcessorCount) {
+        cudaDeviceProp p;
+        cudaGetDeviceProperties(&p, 0);
+        *v = p.multiProcessorCount;
+        return cudaSuccess;
+    }
+    return cudaErrorInvalidValue;
 }
 cudaError_t cudaSetDevice(int dev) { return dev == 0 ? cudaSuccess : cudaErrorInvalidValue; }
 cudaError_t cudaDeviceSynchronize(void) { emu::sync_all(); return cudaSuccess; }

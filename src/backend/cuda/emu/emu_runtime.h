@@ -13,12 +13,13 @@ extern "C" {
 
 typedef enum {
     cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-    cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevicePointer = 17, cudaErrorNoDevice = 100,
+    cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevicePointer = 17, cudaErrorInsufficientDriver = 35,
+    cudaErrorNoDevice = 100,
     cudaErrorIllegalAddress = 700, cudaErrorNotReady = 600, cudaErrorLaunchFailure = 719,
 } cudaError_t;
 typedef enum { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 } cudaMemcpyKind;
 typedef enum { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 } cudaFuncAttribute;
-typedef enum { cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 } cudaDeviceAttr;
+typedef enum { cudaDevAttrClockRate = 13, cudaDevAttrMultiProcessorCount = 16, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 } cudaDeviceAttr;
 enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
 typedef struct CUstream_st *cudaStream_t;   // emu_cuda.cpp: a queue and its worker thread
 typedef struct CUevent_st *cudaEvent_t;
@@ -29,6 +30,8 @@ const char *cudaGetErrorString(cudaError_t e);
 const char *cudaGetErrorName(cudaError_t e);
 cudaError_t cudaGetLastError(void);
 cudaError_t cudaGetDeviceCount(int *n);
+cudaError_t cudaDriverGetVersion(int *v);    // the emulator: the CUDA version this build is written for
+cudaError_t cudaRuntimeGetVersion(int *v);
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev);
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int dev);
 cudaError_t cudaSetDevice(int dev);
