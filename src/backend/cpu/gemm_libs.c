@@ -36,7 +36,13 @@ static void *sym(Loaded *L, const char *name) {
     if (!p) snprintf(L->why, sizeof L->why, "%s has no symbol %s", L->version, name);
     return p;
 }
-static void *open_local(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND); }
+// A process with AddressSanitizer's runtime in it (the sanitizer builds: make test-asan, make
+// cuda-emu-test) is aborted by that runtime on any RTLD_DEEPBIND dlopen: there the libraries
+// load without it (their symbols then resolve in the global scope first).
+static void *open_local(const char *path) {
+    int deep = dlsym(RTLD_DEFAULT, "__asan_init") ? 0 : RTLD_DEEPBIND;
+    return dlopen(path, RTLD_NOW | RTLD_LOCAL | deep);
+}
 
 // BLIS (typed API: general strides, no BLAS symbols): bli_sgemm(transa, transb, m, n, k,
 // alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc), dims and strides int64 (dim_t, inc_t of
