@@ -9,11 +9,13 @@ per launch and variant, "L2 <variant>", file _L2+3_) or runs (RUNS="7 9": one ba
 "r7 <variant>", file _R7+9_) are drawn side by side. Panels, each only where it has
 something to show (a single process has no collectives, a lone architecture no parity):
   1. step time: the median step time after warm-up split into communication (the
-     collectives' seconds of the step, rank 0) and the rest (compute); the error bar is the
+     collectives' seconds of the step, rank 0; where measured, split again into moving data
+     and waiting for the last peer of the group) and the rest (compute); the error bar is the
      spread: min..max of the run medians over the repeats (REPEAT >= 2), else the 10th..90th
      percentile of the single run's steps; over each bar, whether it differs from the first
      variant of its launch beyond the runs' noise (the verdicts of build/exp --compare
-     --verdicts --json, computed there, never here; runs named one by one get none);
+     --verdicts --json, computed there, never here; runs named one by one get none; one
+     verdict every bar shares, as REPEAT=1's, is said once in the title);
   2. collective calls per step by phase (rank 0), with the largest rank's total per step
      as a marker (pipeline stages other than rank 0 included: comm_ranks);
   3. bytes per step by phase: the transformer layers (solid) kept apart from layer -1
@@ -52,15 +54,20 @@ MEM_PARTS = ["parameters", "gradients", "optimizer", "activations"]
 
 def variant_numbers(con, runs):
     """The plotted numbers of one variant from its completed runs."""
-    step_ms, comm_ms = [], []
+    step_ms, comm_ms, wait_ms = [], [], []
     for r in runs:
         st = pc.steps_of(con, r["id"])
         t = pc.timed(st)
         comm_s = dict(con.execute("SELECT step, SUM(seconds) FROM comm WHERE run_id = ? GROUP BY step", (r["id"],)).fetchall())
+        # the part of it spent waiting for the last peer of the group (NULL: not measured, e.g. NCCL)
+        wait_s = dict(con.execute("SELECT step, SUM(wait_seconds) FROM comm WHERE run_id = ? GROUP BY step", (r["id"],)).fetchall())
         step_ms.append([1e3 * s["step_seconds"] for s in t if s["step_seconds"] is not None])
         comm_ms.append([1e3 * (comm_s.get(s["step"]) or 0.0) for s in t])
+        if t and all(wait_s.get(s["step"]) is not None for s in t):
+            wait_ms.append([1e3 * wait_s[s["step"]] for s in t])
     med, lo, hi = pc.median_and_spread(step_ms)
     cmed, _, _ = pc.median_and_spread(comm_ms)
+    wmed = pc.median_and_spread(wait_ms)[0] if wait_ms and len(wait_ms) == len(runs) else None
     r = runs[0]
     nsteps = con.execute("SELECT COUNT(DISTINCT step) FROM comm WHERE run_id = ?", (r["id"],)).fetchone()[0] or 1
     calls = dict(con.execute("SELECT phase, SUM(calls) FROM comm WHERE run_id = ? GROUP BY phase", (r["id"],)).fetchall())
@@ -70,7 +77,9 @@ def variant_numbers(con, runs):
                                  (r["id"],)).fetchone()[0] or 0
     mem = dict(con.execute("SELECT category, bytes FROM memory WHERE run_id = ?", (r["id"],)).fetchall())
     loss = {s["step"]: s["loss"] for s in pc.steps_of(con, r["id"])}
-    return dict(run=r["id"], n=len(runs), step_ms=med, lo=lo, hi=hi, comm_ms=min(cmed, med) if med == med else 0.0,
+    comm = min(cmed, med) if med == med else 0.0
+    return dict(run=r["id"], n=len(runs), step_ms=med, lo=lo, hi=hi, comm_ms=comm,
+                wait_ms=min(wmed, comm) if wmed is not None and wmed == wmed else None,
                 calls={p: (calls.get(p) or 0) / nsteps for p in pc.PHASES}, max_rank_calls=max_rank_calls,
                 layer_bytes={p: (layer_bytes.get(p) or 0) / nsteps for p in pc.PHASES},
                 head_bytes={p: (head_bytes.get(p) or 0) / nsteps for p in pc.PHASES},
@@ -107,14 +116,37 @@ def fetch_verdicts(args, sel):
     return out
 
 
-def draw_verdicts(a, rows, names, verdicts):
-    """Each bar's verdict written over it (fetch_verdicts)."""
+def step_time_title(verdicts):
+    """The step-time panel's title: how its verdicts read, or the one verdict every bar shares."""
     import textwrap
-    for i, v in enumerate(names):
-        if v in verdicts:
-            top = rows[v]["hi"] if rows[v]["hi"] == rows[v]["hi"] else rows[v]["step_ms"]
-            a.text(i, max(top, rows[v]["step_ms"]), "\n".join(textwrap.wrap(verdicts[v]["text"], 24)), ha="center",
-                   va="bottom", fontsize=6.5, color="C2" if verdicts[v]["verdict"] in ("faster", "slower") else "0.35")
+    texts = {v["text"] for v in verdicts.values()}
+    if len(verdicts) > 1 and len(texts) == 1:
+        return "step time\nagainst the first variant: " + "\n".join(textwrap.wrap(texts.pop(), 60))
+    if verdicts:
+        return "step time\nover each bar: its verdict against the first variant (runs' medians,\nexact rank-sum test, 95 %)"
+    return "step time"
+
+
+def draw_verdicts(a, rows, names, verdicts):
+    """Each bar's verdict over it (fetch_verdicts). A verdict every bar shares (REPEAT=1: none
+    possible) is written once, in the panel's title; beside more than 4 bars the verdicts
+    stand upright, so that neighbours never overlap."""
+    import textwrap
+    shown = [(i, v) for i, v in enumerate(names) if v in verdicts]
+    texts = {verdicts[v]["text"] for _, v in shown}
+    if len(shown) > 1 and len(texts) == 1:
+        return   # (step_time_title says it)
+    upright = len(names) > 4
+    tallest = 0.0
+    for i, v in shown:
+        top = rows[v]["hi"] if rows[v]["hi"] == rows[v]["hi"] else rows[v]["step_ms"]
+        top = max(top, rows[v]["step_ms"])
+        tallest = max(tallest, top)
+        text = verdicts[v]["text"] if upright else "\n".join(textwrap.wrap(verdicts[v]["text"], 24))
+        a.text(i, top, text, ha="center", va="bottom", rotation=90 if upright else 0, fontsize=6.5,
+               color="C2" if verdicts[v]["verdict"] in ("faster", "slower") else "0.35")
+    if upright and tallest > 0:   # room above the tallest bar for its upright text
+        a.set_ylim(top=max(a.get_ylim()[1], 2.6 * tallest))
 
 
 GAP_LABEL = "rest of the process: libraries, MPI,\nBLAS threads, data, staging, allocator"
@@ -226,7 +258,13 @@ def panel_step_time(a, rows, names, verdicts):
     comp = [rows[v]["step_ms"] - rows[v]["comm_ms"] for v in names]
     comm = [rows[v]["comm_ms"] for v in names]
     a.bar(x, comp, color="0.65", label="compute (step − communication)")
-    if any(comm):
+    waits = [rows[v]["wait_ms"] for v in names]
+    if any(comm) and all(w is not None for w in waits):   # the collectives' time: moving data, then waiting for a peer
+        moving = [c - w for c, w in zip(comm, waits)]
+        a.bar(x, moving, bottom=comp, color="C3", label="communication: moving data")
+        a.bar(x, waits, bottom=[c + m for c, m in zip(comp, moving)], color="C3", alpha=0.4, hatch="//",
+              label="communication: waiting for a peer")
+    elif any(comm):
         a.bar(x, comm, bottom=comp, color="C3", label="communication")
     err = [[rows[v]["step_ms"] - rows[v]["lo"] for v in names], [rows[v]["hi"] - rows[v]["step_ms"] for v in names]]
     a.errorbar(x, [rows[v]["step_ms"] for v in names], yerr=err, fmt="none", ecolor="k", capsize=5, lw=1.2,
@@ -343,7 +381,7 @@ def main():
     has_mem = any(rows[v]["mem"]["peak_rss"] or sum(rows[v]["mem"][c] for c in MEM_PARTS) for v in names)
     has_parity = any(base[v] is not None for v in names)
     # (title, function of (axes, names), the values that decide its scale groups)
-    panels = [("step time" + ("\nover each bar: its verdict against the first variant (runs' medians,\nexact rank-sum test, 95 %)" if verdicts else ""), lambda a, ns: panel_step_time(a, rows, ns, verdicts), "median ms per step after warm-up",
+    panels = [(step_time_title(verdicts), lambda a, ns: panel_step_time(a, rows, ns, verdicts), "median ms per step after warm-up",
                [rows[v]["step_ms"] for v in names])]
     if has_calls:
         panels.append(("collective calls", lambda a, ns: panel_calls(a, rows, ns, phase_colors), "collective calls per step (rank 0)",
