@@ -92,7 +92,7 @@ while IFS=$'\t' read -r name action why; do
                     else echo -e "$label\tother\t$follow, exit $rc, run '${row:0:90}'"; fi
                 elif [ $rc = $((128 + num)) ] || [ $rc = $((128 + num + 128)) ]; then
                     # ended by the system: recorded when the database is next opened, then resumed
-                    out=$("$B/train" "$W/sig.yaml" --resume --set train.steps=$((last + 1)) --peak-gflops 1 2>&1); rrc=$?
+                    out=$("$B/train" "$W/sig.yaml" --resume --set train.steps=$((last + 1)) --allow-change train.steps --peak-gflops 1 2>&1); rrc=$?
                     ev=$(q "SELECT count(*) FROM events WHERE run_id = $run AND kind = 'interrupted' AND detail LIKE '%is gone%'")
                     if [ "$ev" -ge 1 ] && [ $rrc = 0 ]; then echo -e "$label\tclean\tended by the system (exit $rc); recorded at the next open and resumed"
                     elif [ "$ev" = 0 ]; then echo -e "$label\tsilent\tended (exit $rc), never recorded: $(tail -1 <<<"$out")"
