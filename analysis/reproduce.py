@@ -1465,7 +1465,9 @@ def main():
                  "parameters twice per micro-batch and reduce-scatters its gradients, overlapped with and contending for the "
                  "compute; the engine has no FSDP; (c) Megatron-Core with tp 8 and at most 2 stages "
                  f"({len(tp8)} rows, {rng(tp8)}; kept out by R7): too slow, because Megatron-Core overlaps its TP communication "
-                 "with the GEMMs, which this engine exposes, now with sequence parallelism as Megatron-Core runs it (R4); "
+                 "with the GEMMs, which this engine, as priced here, does not (its partial overlap, docs/parallelism.md §9, is off "
+                 "in every recipe), now with sequence parallelism "
+                 "as Megatron-Core runs it (R4); "
                  f"the others: {rng(rest)} ({', '.join(x[0]['id'] for x in rest)}).")
     L.append(f"- **The CPU validation**: its misses and their mechanisms are in its own section (*{CPU_TITLE}*), written from "
              f"its own run, so that one rerun of `make validate-cpu TRACKED=1` updates both.")
@@ -1474,7 +1476,9 @@ def main():
     L = section("Known limits of the model")
     g = hw["gemm"]["bf16"]
     at = hw["attention"]["bf16"]
-    L.append("- No overlap of communication with computation (this engine has none; neither has the paper's BTP code).")
+    L.append("- Overlap of communication with computation: none, as every recipe here runs with `parallel.overlap` at its "
+             "default, off (the engine can start each layer's data-parallel reduction beside the rest of the backward and some "
+             "TP collectives beside GEMMs, docs/parallelism.md §9; not yet measured on a GPU); the paper's BTP code has none.")
     L.append(f"- GEMMs: a roofline with tile/wave quantization (tile {g['tile'][0]}×{g['tile'][1]} for every GEMM, no stream-K), "
              f"one efficiency pinned by a published maximum-achievable-matmul measurement, a {g.get('epilogue', 'overlapped')} "
              f"epilogue and split-K {'at the fastest slice count (an ideal library heuristic)' if g.get('split_k') else 'off'}.")

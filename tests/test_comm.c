@@ -605,6 +605,96 @@ TEST(pipeline_over_mpi) {
     G.mpi_max_count = INT32_MAX;
 }
 
+// ---- started collectives (comm.h: overlap) ----
+// Every element of a started sum is ((v0 + v1) + v2) ... over the group in group-rank order
+// (bf16: comm_bf16_reduce after each addition), whatever the buffer's length, how MPI cuts its
+// messages (mpi_max_count) or whether it overlaps (c->overlap 0: the blocking form); cutting a
+// buffer into two calls changes no bit; ZeRO-1's form leaves the other pieces untouched; each
+// start is counted once, as the blocking call. Values over 12 binades, so an order other than
+// that one would show.
+static float started_value(int grank, size_t i, int salt) {
+    uint32_t h = (uint32_t)(grank * 2654435761u) ^ (uint32_t)(i * 2246822519u) ^ (uint32_t)(salt * 3266489917u);
+    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+    return ldexpf((float)(h % 2001) - 1000.0f, (int)(h >> 28) - 6);
+}
+static uint16_t bf16_of(float f) { uint32_t u; memcpy(&u, &f, 4); return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); }
+static void fill_started(void *buf, size_t n, CommDtype t, int grank, int salt) {
+    for (size_t i = 0; i < n; i++) {
+        float v = started_value(grank, i, salt);
+        if (t == DTYPE_BF16) ((uint16_t *)buf)[i] = bf16_of(v); else ((float *)buf)[i] = v;
+    }
+}
+// The expected sum of element i (offset `at` into every rank's buffer) in group-rank order.
+static void expected_started(void *out, size_t i, size_t at, CommDtype t, int gs, int salt) {
+    if (t == DTYPE_BF16) {
+        uint16_t a = bf16_of(started_value(0, at + i, salt));
+        for (int r = 1; r < gs; r++) { uint16_t v = bf16_of(started_value(r, at + i, salt)); comm_bf16_reduce(&v, &a, 1, OP_SUM); }
+        ((uint16_t *)out)[i] = a;
+    } else {
+        float a = started_value(0, at + i, salt);
+        for (int r = 1; r < gs; r++) a += started_value(r, at + i, salt);
+        ((float *)out)[i] = a;
+    }
+}
+TEST(started_sums_in_group_rank_order) {
+    const size_t sizes[] = { 0, 1, 3, 5, 37, 1000 };
+    const CommGroup groups[] = { GROUP_TP, GROUP_DP, GROUP_WORLD };
+    const CommDtype types[] = { DTYPE_F32, DTYPE_BF16 };
+    int was_overlap = G.overlap;
+    for (int gi = 0; gi < 3; gi++) {
+        CommGroup g = groups[gi];
+        int gs = G.size[g], me = G.grank[g];
+        if (gs < 2) continue;
+        for (int ti = 0; ti < 2; ti++) for (int si = 0; si < 6; si++) for (int mode = 0; mode < 4; mode++) {
+            CommDtype t = types[ti];
+            size_t n = sizes[si], es = comm_dtype_size(t);
+            int salt = (int)(100 * gi + 10 * si + ti);
+            G.overlap = mode & 1;
+            G.mpi_max_count = mode & 2 ? 7 : INT32_MAX;
+            char *buf = xmalloc(n * es + 8), *want = xmalloc(n * es + 8);
+            for (size_t i = 0; i < n; i++) expected_started(want, i, 0, t, gs, salt);
+            comm_stats_reset(&G);
+            // the all-reduce, whole, then cut in two calls (started together, waited in reverse)
+            fill_started(buf, n, t, me, salt);
+            CommHandle h = comm_all_reduce_start(&G, g, buf, n, t, OP_SUM, PHASE_OPTIMIZER, -1);
+            comm_progress(&G);
+            comm_wait(&G, &h);
+            CK(!memcmp(buf, want, n * es), "all-reduce over %s of %zu %s (overlap %d, max count %zu): not the group-rank-order sum",
+               comm_group_name(g), n, t == DTYPE_BF16 ? "bf16" : "f32", G.overlap, G.mpi_max_count);
+            fill_started(buf, n, t, me, salt);
+            size_t cut = n / 3;
+            CommHandle h1 = comm_all_reduce_start(&G, g, buf, cut, t, OP_SUM, PHASE_OPTIMIZER, -1);
+            CommHandle h2 = comm_all_reduce_start(&G, g, buf + cut * es, n - cut, t, OP_SUM, PHASE_OPTIMIZER, -1);
+            comm_wait(&G, &h2);
+            comm_wait(&G, &h1);
+            CK(!memcmp(buf, want, n * es), "all-reduce over %s of %zu cut at %zu: other bits", comm_group_name(g), n, cut);
+            // ZeRO-1's form: pieces of generated lengths (some empty); this rank's piece summed, the rest untouched
+            size_t *cnt = xcalloc((size_t)gs, sizeof *cnt), total = 0, off = 0;
+            for (int r = 0; r < gs; r++) { cnt[r] = (size_t)((r * 7 + si * 3) % 5 == 0 ? 0 : (r + 1) * (si + 1)); total += cnt[r]; }
+            for (int r = 0; r < me; r++) off += cnt[r];
+            char *v = xmalloc(total * es + 8), *orig = xmalloc(total * es + 8), *wv = xmalloc(total * es + 8);
+            fill_started(v, total, t, me, salt);
+            memcpy(orig, v, total * es);
+            for (size_t i = 0; i < cnt[me]; i++) expected_started(wv, i, off, t, gs, salt);
+            CommHandle hv = comm_reduce_scatter_v_start(&G, g, v, cnt, t, PHASE_OPTIMIZER, -1);
+            comm_wait_group(&G, COMM_ANY);
+            comm_wait(&G, &hv);   // (done already: nothing)
+            CK(!memcmp(v + off * es, wv, cnt[me] * es) && !memcmp(v, orig, off * es) &&
+               !memcmp(v + (off + cnt[me]) * es, orig + (off + cnt[me]) * es, (total - off - cnt[me]) * es),
+               "reduce-scatter-v over %s of %zu: this rank's piece not the sum or another piece touched", comm_group_name(g), total);
+            CommStat ar = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_OPTIMIZER, g, -1),
+                     rs = comm_stats_sum(&G, COMM_REDUCE_SCATTER, PHASE_OPTIMIZER, g, -1);
+            CK(ar.calls == 3 && ar.elements == 2 * n && rs.calls == 1 && rs.elements == total,
+               "counts over %s: all-reduce %llu calls %llu elements, reduce-scatter %llu %llu", comm_group_name(g),
+               (unsigned long long)ar.calls, (unsigned long long)ar.elements, (unsigned long long)rs.calls, (unsigned long long)rs.elements);
+            free(buf); free(want); free(cnt); free(v); free(orig); free(wv);
+        }
+    }
+    G.overlap = was_overlap;
+    G.mpi_max_count = INT32_MAX;
+    comm_stats_reset(&G);
+}
+
 int main(int argc, char **argv) {
     CHECK_MPI(MPI_Init(&argc, &argv));
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &my_rank));
@@ -626,6 +716,7 @@ int main(int argc, char **argv) {
     RUN_ALL(schedule_steps_properties);
     RUN_ALL(schedule_simulation);
     RUN_ALL(pipeline_over_mpi);
+    RUN_ALL(started_sums_in_group_rank_order);
     comm_free(&G);
     CHECK_MPI(MPI_Finalize());
     TL_EXIT();

@@ -380,8 +380,8 @@ TEST(tracer_rank_share_and_layer_trace) {
     sim_tracer_trace_layer(&two, 1, 1);
     sim_tracer_op(&one, &m);
     sim_tracer_op(&two, &m);
-    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 1, 2, 1000, 2000 };
-    CommRecord other = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000, 2000 };
+    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 1, 2, 1000, 2000, COMM_RECORD_CALL, 0 };
+    CommRecord other = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000, 2000, COMM_RECORD_CALL, 0 };
     sim_tracer_comm(&two, &ar);
     sim_tracer_comm(&two, &other);
     EXPECT(close_rel(sim_tracer_take(&two).compute_s, 2 * sim_tracer_take(&one).compute_s, 1e-12), "half the rate on a shared node");
@@ -807,7 +807,7 @@ TEST(launch_queue) {
         for (int i = 0; i < 10; i++) sim_tracer_op(&t, &sh);
         EXPECT(close_rel(sim_tracer_take(&t).compute_s, 5e-6 + 1e-3 + 10 * 1e-6, 1e-12), "after a long call: no wait");
         // a collective is a launch too
-        CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 0, 2, 10, 20 };
+        CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 0, 2, 10, 20, COMM_RECORD_CALL, 0 };
         SimTracer v;
         sim_tracer_init(&v, &p, SP_BF16, 2, 1, 1, 0, 0, 0, 1);
         sim_tracer_comm(&v, &ar);
@@ -888,9 +888,9 @@ TEST(tracer_prices_records) {
     OpInfo m = { .name = "silu_forward", .cls = OPC_MEMORY, .flops = 1e6, .bytes = 4e6, .phase = PHASE_BACKWARD, .layer = -1 };
     obs.end(&t, &g);
     obs.end(&t, &m);
-    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000000, 2000000 };
-    CommRecord sd = { COMM_SEND, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000 };
-    CommRecord rv = { COMM_RECV, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000 };
+    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000000, 2000000, COMM_RECORD_CALL, 0 };
+    CommRecord sd = { COMM_SEND, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000, COMM_RECORD_CALL, 0 };
+    CommRecord rv = { COMM_RECV, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000, COMM_RECORD_CALL, 0 };
     cobs(&t, &ar);
     cobs(&t, &sd);
     cobs(&t, &rv);
@@ -908,6 +908,83 @@ TEST(tracer_prices_records) {
     EXPECT(c2.compute_s == 0 && c2.comm_s == 0 && c2.n_ops == 0, "take resets the span");
     EXPECT(close_rel(t.total.compute_s, tg + tm, 1e-12), "total");
     sim_tracer_free(&t);
+    hw_free(&p);
+}
+
+// Started collectives (sim_comm_exposed), on generated sequences of ops, started data-parallel
+// reductions and their waits: each wait exposes what is left of its call at the compute's clock,
+// the calls of a group running one after the other from their starts — recomputed here from
+// those rules; every wait exposes between 0 and its call's wire time; the sum is never above
+// the blocking form's (each call waited for at its start: all of it) and never below the wire
+// time less the compute between the first start and the last wait (all the schedule can hide).
+TEST(tracer_started_calls_exposure) {
+    HwProfile p = small_profile();
+    uint64_t rng = 12345;
+    int bad_rule = 0, bad_bound = 0, hid = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        SimTracer t, b;
+        sim_tracer_init(&t, &p, SP_BF16, 1, 2, 1, 0, 0, 0, 4);
+        sim_tracer_init(&b, &p, SP_BF16, 1, 2, 1, 0, 0, 0, 4);
+        SimPlacement dp = t.place[GROUP_DP];
+        double clock = 0, stream = 0, end[16], wire_all = 0, exposed_all = 0, compute_between = 0, first_start = -1;
+        int n_started = 0, n_waited = 0;
+        uint64_t seq = 0;
+        // every fourth sequence runs no op while a call is outstanding (the blocking form's order)
+        for (int step = 0; step < 40 || n_waited < n_started; step++) {
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            int what = (int)(rng >> 60) % 4;   // 0, 1: an op; 2: start a call; 3: wait for the oldest
+            if (what == 2 && n_started == 16) what = 3;
+            if (what == 3 && n_waited == n_started) what = 0;
+            if (what <= 1 && trial % 4 == 0 && n_waited < n_started) what = 3;
+            if (step >= 30) what = n_waited < n_started ? 3 : 0;
+            if (what <= 1) {
+                double bytes = 1e5 * (double)(1 + (rng >> 40) % 1000);
+                OpInfo m = { .name = "silu_backward", .cls = OPC_MEMORY, .flops = bytes / 4, .bytes = bytes,
+                             .phase = PHASE_BACKWARD, .layer = 1 };
+                sim_tracer_op(&t, &m);
+                sim_tracer_op(&b, &m);
+                double s = sim_op_time(&p, SP_BF16, &m) / t.share;
+                clock += s;
+                if (first_start >= 0 && n_waited < n_started) compute_between += s;
+            } else if (what == 2) {
+                uint64_t bytes = 4000 * (1 + (rng >> 36) % 5000);
+                CommRecord r = { COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_DP, 1, 2, bytes / 4, bytes, COMM_RECORD_START, ++seq };
+                CommRecord c = r;
+                c.type = COMM_RECORD_CALL; c.seq = 0;
+                sim_tracer_comm(&t, &r);
+                sim_tracer_comm(&b, &c);   // the blocking form: waited for where it starts
+                double w = sim_collective_time(&p, COMM_ALL_REDUCE, (double)bytes, dp);
+                stream = (clock > stream ? clock : stream) + w;
+                end[n_started++] = stream;
+                wire_all += w;
+                if (first_start < 0) first_start = clock;
+            } else {
+                CommRecord r = { COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_DP, 1, 2, 0, 0, COMM_RECORD_WAIT, (uint64_t)n_waited + 1 };
+                sim_tracer_take(&t);   // (the span so far: this wait's exposure alone in the next)
+                sim_tracer_comm(&t, &r);
+                double got = sim_tracer_take(&t).comm_s, want = end[n_waited] - clock > 0 ? end[n_waited] - clock : 0;
+                if (!close_rel(got, want, 1e-9) && fabs(got - want) > 1e-15) bad_rule++;
+                clock += want;
+                exposed_all += got;
+                n_waited++;
+            }
+        }
+        sim_tracer_take(&b);
+        double blocking = b.total.comm_s;
+        if (exposed_all > blocking * (1 + 1e-12) + 1e-18 || exposed_all < wire_all - compute_between - 1e-12 * wire_all ||
+            !close_rel(blocking, wire_all, 1e-9)) {
+            if (!bad_bound) printf("  sequence %d: exposed %.9g, blocking %.9g, wire %.9g, compute between %.9g\n", trial, exposed_all,
+                                   blocking, wire_all, compute_between);
+            bad_bound++;
+        }
+        hid += exposed_all < 0.99 * wire_all;
+        sim_tracer_free(&t);
+        sim_tracer_free(&b);
+    }
+    EXPECT(bad_rule == 0, "%d waits expose other than what is left of their call", bad_rule);
+    EXPECT(bad_bound == 0, "%d sequences outside [wire - compute between, blocking]", bad_bound);
+    EXPECT(hid >= 150 && hid <= 225, "%d of 300 sequences hide part of their reductions (the 75 without an op beside a "
+           "call cannot; nearly all others do)", hid);
     hw_free(&p);
 }
 
@@ -1143,6 +1220,7 @@ int main(void) {
     RUN(flash1_attention);
     RUN(pipeline_interleaved_closed_form);
     RUN(tracer_prices_records);
+    RUN(tracer_started_calls_exposure);
     RUN(report_split_and_mfu);
     RUN(paper_numbers_file);
     RUN_SKIPPABLE(simulate_refuses_bad_input);

@@ -208,6 +208,8 @@ static const ConfigKey SCHEMA[] = {
      "micro-batches per optimizer step (same as train.grad_accum; set one of them)", .change = CHANGE_BATCH},
     {"parallel", "zero1", CK_BOOL, F(parallel, zero1), ANY, NULL, NULL,
      "ZeRO-1: shard the AdamW state over the dp ranks (reduce-scatter gradients, all-gather weights)", .change = CHANGE_LAYOUT},
+    {"parallel", "overlap", CK_BOOL, F(parallel, overlap), ANY, NULL, NULL,
+     "communication off the compute stream (off by default: not yet measured on a GPU): each layer's data-parallel gradient reduction starts as its gradients become final and overlaps the rest of the backward, and some TP collectives overlap GEMMs (NCCL: own streams and events; MPI: non-blocking calls); false = every collective blocking on the compute stream, the same bits (docs/parallelism.md)", .change = CHANGE_LAYOUT},
     {"parallel", "sequence_parallel", CK_BOOL, F(boost, sequence_parallel), ANY, NULL, NULL,
      "sequence parallelism: norms and residual adds on seq_len/tp-token shards, reduce-scatter and all-gather along the sequence in place of each all-reduce (Megatron-LM; with boost.btp: the bottlenecks cut by tokens, docs/boost.md §8); model.seq_len divisible by tp; no effect at tp = 1", .change = CHANGE_LAYOUT},
     // ---- boost ----
@@ -363,6 +365,7 @@ void config_defaults(Config *c) {
     ParallelConfig *pc = &c->parallel;
     pc->tp = pc->pp = pc->dp = 1;
     pc->micro_batches = 1;
+    pc->overlap = 0;   // off until a GPU run has measured it (docs/parallelism.md §9)
 
     RunConfig *r = &c->run;
     xsnprintf(r->db, sizeof r->db, "runs/boost.db");

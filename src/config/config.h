@@ -105,6 +105,8 @@ typedef struct {
     int micro_batches;      // micro-batches per optimizer step: the same number as
                             // train.grad_accum (set either; both set and different = error)
     int zero1;              // ZeRO-1: AdamW state sharded over the dp ranks (no effect at dp = 1)
+    int overlap;            // communication off the compute stream: the data-parallel gradient
+                            // reduction and some TP collectives overlap compute (docs/parallelism.md §9)
 } ParallelConfig;
 
 // The four BOOST techniques (paper notes §3-§6), each a switch, plus the baseline

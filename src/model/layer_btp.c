@@ -185,18 +185,22 @@ static void up_forward(Model *mdl, const Bn *b, const void *Z, LinearW *const *W
     op_gemm_group(mdl->bk, b->v.G, g);
 }
 // dZ_j = dout_j @ B_j^T (partial over this rank's columns; the caller all-reduces) and
-// dB_j (+)= Z_j^T @ dout_j (grad_beta): two batched GEMMs.
-static void up_backward(Model *mdl, const Bn *b, void *dZ, const void *Z, LinearW *const *W, LinearW *const *dW,
-                        void *const *dout, const int *wd) {
-    GemmArgs gz[3], gw[3];
-    for (int j = 0; j < b->v.G; j++) {
-        gz[j] = (GemmArgs){ TR_N, TR_T, b->v.N, b->v.r, wd[j], 1.0f, dout[j], wd[j], W[j]->B, wd[j],
-                            0.0f, at(mdl, dZ, b->v.off[j]), b->v.ld };
-        gw[j] = (GemmArgs){ TR_T, TR_N, b->v.r, wd[j], b->v.N, 1.0f, at(mdl, Z, b->v.off[j]), b->v.ld,
-                            dout[j], wd[j], grad_beta(mdl), dW[j]->B, wd[j] };
-    }
-    op_gemm_group(mdl->bk, b->v.G, gz);
-    op_gemm_group(mdl->bk, b->v.G, gw);
+// dB_j (+)= Z_j^T @ dout_j (grad_beta): two batched GEMMs — dZ's, then (up_weight_backward)
+// dB's, which run while dZ's collective does (bn_backward_start / bn_backward).
+typedef struct { const Bn *b; void *dZ; const void *Z; LinearW *const *W, *const *dW; void *const *dout; const int *wd; } UpBwd;
+static void up_input_backward(Model *mdl, const UpBwd *u) {
+    GemmArgs gz[3];
+    for (int j = 0; j < u->b->v.G; j++)
+        gz[j] = (GemmArgs){ TR_N, TR_T, u->b->v.N, u->b->v.r, u->wd[j], 1.0f, u->dout[j], u->wd[j], u->W[j]->B, u->wd[j],
+                            0.0f, at(mdl, u->dZ, u->b->v.off[j]), u->b->v.ld };
+    op_gemm_group(mdl->bk, u->b->v.G, gz);
+}
+static void up_weight_backward(Model *mdl, const UpBwd *u) {
+    GemmArgs gw[3];
+    for (int j = 0; j < u->b->v.G; j++)
+        gw[j] = (GemmArgs){ TR_T, TR_N, u->b->v.r, u->wd[j], u->b->v.N, 1.0f, at(mdl, u->Z, u->b->v.off[j]), u->b->v.ld,
+                            u->dout[j], u->wd[j], grad_beta(mdl), u->dW[j]->B, u->wd[j] };
+    op_gemm_group(mdl->bk, u->b->v.G, gw);
 }
 
 // ---- chunk interiors (forward, and the recompute of CKPT_LOWRANK) ----------------------
@@ -227,8 +231,15 @@ static void mlp_chunk(Model *mdl, LayerActs *la, LayerW *w) {
 // collective over TP whose rank-i chunk is rank i's rows; the segment that carries a statistic
 // (grouped: the one; else slot 0's) is packed through the staging buffer so that rank i's chunk
 // is its payload rows followed by their statistic: one call carries both, as in BTP's all-reduce.
+// started: the reduce-scatters are started into it (a backward's, whose caller waits for them)
+// rather than blocking.
+typedef struct { CommHandle h[3]; int n; } Started;
+static void started_wait(Model *mdl, Started *st) {
+    for (int i = 0; i < st->n; i++) comm_wait(mdl->comm, &st->h[i]);
+    st->n = 0;
+}
 static void bn_scatter(Model *mdl, const Bn *b, const void *full, const Bn *bs, void *shard, int with_stat, int phase,
-                       int gl, Scratch *s) {
+                       int gl, Scratch *s, Started *started) {
     Backend *bk = mdl->bk;
     size_t tp = (size_t)mdl->lay.tp, rows = (size_t)bs->v.N;
     size_t seg = (b->grouped ? (size_t)b->v.G : 1) * rows * b->v.r;   // one rank's payload of a segment
@@ -241,8 +252,12 @@ static void bn_scatter(Model *mdl, const Bn *b, const void *full, const Bn *bs, 
             in = s->stage;
             chunk += rows;
         }
-        comm_reduce_scatter(mdl->comm, GROUP_TP, in, at(mdl, shard, bs->v.off[j]), chunk, (CommDtype)mdl->comm_dtype,
-                            (CommPhase)phase, gl);
+        if (started)
+            started->h[started->n++] = comm_reduce_scatter_start(mdl->comm, GROUP_TP, in, at(mdl, shard, bs->v.off[j]),
+                                                                 chunk, (CommDtype)mdl->comm_dtype, (CommPhase)phase, gl);
+        else
+            comm_reduce_scatter(mdl->comm, GROUP_TP, in, at(mdl, shard, bs->v.off[j]), chunk, (CommDtype)mdl->comm_dtype,
+                                (CommPhase)phase, gl);
     }
 }
 // The inverse: every rank's tokens of bs gathered into the bottleneck of every token; with_stat:
@@ -282,7 +297,7 @@ static void seq_bn_forward(Model *mdl, const Bn *b, const void *Pp, void *P, voi
     CommDtype t = (CommDtype)mdl->comm_dtype;
     Bn bs = bn_rows(b, rows);
     if (normed && !online) copy_t(mdl, S_full, at(mdl, Pp, b->stat), (size_t)mdl->N);
-    bn_scatter(mdl, b, Pp, &bs, P, ride, ph, gl, s);
+    bn_scatter(mdl, b, Pp, &bs, P, ride, ph, gl, s, NULL);
     if (two) comm_reduce_scatter(mdl->comm, GROUP_TP, at(mdl, Pp, b->stat), at(mdl, P, bs.stat), (size_t)rows, t,
                                  (CommPhase)ph, gl);
     if (online) op_scale_rows(bk, P, &bs.v, at(mdl, P, bs.stat), mdl->cfg.d_model, mdl->cfg.norm_eps, -1);   // step 7
@@ -300,16 +315,17 @@ static void seq_bn_recompute(Model *mdl, const Bn *b, void *Z, void *P, LinearW 
     bn_latent_recompute(mdl, &bs, Zs, P, W, gl);
     bn_gather(mdl, &bs, Zs, b, Z, 0, NULL, PHASE_RECOMPUTE, gl, s);
 }
-// Backward at a bottleneck: dZp, this rank's partial dZ of every token (up_backward),
-// reduce-scattered to its tokens, the kind's dP of them (P: the kept P of those tokens), with
-// with_dot the c-term's Σ dP·P of each token riding, and dP gathered to every token into dZp's
-// buffer, which it returns (the gathered Σ dP·P in s->dot).
+// Backward at a bottleneck: dZp, this rank's partial dZ of every token (up_input_backward),
+// reduce-scattered to its tokens (started by bn_backward_start, waited for here), the kind's dP
+// of them (P: the kept P of those tokens), with with_dot the c-term's Σ dP·P of each token
+// riding, and dP gathered to every token into dZp's buffer, which it returns (the gathered
+// Σ dP·P in s->dot).
 static void *seq_bn_backward(Model *mdl, const Bn *b, void *dZp, void *P, int p0, LinearW *const *W,
-                             LinearW *const *dW, int gl, const Lat *prev, Scratch *s, int with_dot) {
+                             LinearW *const *dW, int gl, const Lat *prev, Scratch *s, int with_dot, Started *st) {
     Backend *bk = mdl->bk;
     int rows = mdl->N / mdl->lay.tp;
     Bn bs = bn_rows(b, rows);
-    bn_scatter(mdl, b, dZp, &bs, s->bns, 0, PHASE_BACKWARD, gl, s);
+    started_wait(mdl, st);                        // dZp reduce-scattered into s->bns
     void *dPs = bn_latent_backward(mdl, &bs, p0, s->bns, P, W, dW, gl, prev, s);
     if (with_dot) {   // Σ dP·P of this rank's tokens, carried in dP's statistic slot (compute dtype)
         op_rowdot(bk, s->dot, dPs, P, &bs.v);
@@ -345,13 +361,40 @@ static void plain_bn_forward(Model *mdl, const Bn *b, void *P, void *Z, const vo
     }
     seq_bn_forward(mdl, b, Pp, P, Z, 0, NULL, p0, A, gl, prev, out, s);
 }
-// Backward at bottleneck b from dZp [b] (this rank's partial sums, in s->dzb): dP of every token
-// (replicated), as the A's backward needs it.
+// Backward at bottleneck b from dZp [b] (this rank's partial sums, in s->dzb), in two halves
+// around the B's weight gradients, which run while dZp's collective(s) do (comm.h: started
+// collectives; Megatron-LM overlaps a column-parallel input gradient's all-reduce with the
+// weight-gradient GEMM the same way): bn_backward_start starts the all-reduce(s) of dZp
+// (sequence parallelism: its reduce-scatter(s) to this rank's tokens); bn_backward waits for
+// them and returns dP of every token (replicated), as the A's backward needs it.
+static Started bn_backward_start(Model *mdl, const Bn *b, Scratch *s, int gl) {
+    Started st = { .n = 0 };
+    if (mdl->lay.sp) {
+        Bn bs = bn_rows(b, mdl->N / mdl->lay.tp);
+        bn_scatter(mdl, b, s->dzb, &bs, s->bns, 0, PHASE_BACKWARD, gl, s, &st);
+        return st;
+    }
+    size_t nr = (size_t)b->v.N * b->v.r;   // bn_all_reduce's calls, payload only
+    for (int j = 0; j < (b->grouped ? 1 : b->v.G); j++)
+        st.h[st.n++] = comm_all_reduce_start(mdl->comm, GROUP_TP, at(mdl, s->dzb, b->v.off[j]),
+                                             b->grouped ? (size_t)b->v.G * nr : nr, (CommDtype)mdl->comm_dtype, OP_SUM,
+                                             PHASE_BACKWARD, gl);
+    return st;
+}
 static void *bn_backward(Model *mdl, const Bn *b, void *P, int p0, LinearW *const *W, LinearW *const *dW, int gl,
-                         const Lat *prev, Scratch *s, int with_dot) {
-    if (mdl->lay.sp) return seq_bn_backward(mdl, b, s->dzb, P, p0, W, dW, gl, prev, s, with_dot);
-    bn_all_reduce(mdl, b, s->dzb, 0, PHASE_BACKWARD, gl);
+                         const Lat *prev, Scratch *s, int with_dot, Started *st) {
+    if (mdl->lay.sp) return seq_bn_backward(mdl, b, s->dzb, P, p0, W, dW, gl, prev, s, with_dot, st);
+    started_wait(mdl, st);
     return bn_latent_backward(mdl, b, p0, s->dzb, P, W, dW, gl, prev, s);
+}
+// From a bottleneck's output gradients dout to dP: dZ = dout @ B^T, its collective started, the
+// B's weight gradients meanwhile, then dP (bn_backward).
+static void *up_bn_backward(Model *mdl, const UpBwd *u, void *P, int p0, int gl, const Lat *prev, Scratch *s,
+                            int with_dot) {
+    up_input_backward(mdl, u);
+    Started st = bn_backward_start(mdl, u->b, s, gl);
+    up_weight_backward(mdl, u);
+    return bn_backward(mdl, u->b, P, p0, u->W, u->dW, gl, prev, s, with_dot, &st);
 }
 static void bn_recompute(Model *mdl, const Bn *b, void *Z, void *P, LinearW *const *W, int gl, Scratch *s) {
     if (mdl->lay.sp) seq_bn_recompute(mdl, b, Z, P, W, gl, s);
@@ -422,16 +465,16 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
     }
     {   // B_down: dZ_d = d(x_out) @ B_down^T, partial over this rank's residual columns
         void *dout[1] = { s->dx }; int wd[1] = { dr };
-        up_backward(mdl, &bd, s->dzb, la->zd, Wd, dWd, dout, wd);
+        UpBwd u = { &bd, s->dzb, la->zd, Wd, dWd, dout, wd };
+        dP = up_bn_backward(mdl, &u, la->pd, LX_DOWN, gl, prev, s, 0);   // (4') AR dZ_d [N,r] ‖ dB_down
     }
-    dP = bn_backward(mdl, &bd, la->pd, LX_DOWN, Wd, dWd, gl, prev, s, 0);   // (4') AR dZ_d [N,r]
     mm_backward(mdl, s->dgu, dw->down.A, dP, la->gu, w->down.A, N, L->dff, L->rm, 0.0f);  // A_down: local
     op_swiglu_backward(bk, s->dg, s->du, s->dgu, la->g, la->u, Nff, gate_silu(c));
     {
         void *dout[2] = { s->dg, s->du }; int wd[2] = { L->dff, L->dff };
-        up_backward(mdl, &bg, s->dzb, la->zgu, Wgu, dWgu, dout, wd);
+        UpBwd u = { &bg, s->dzb, la->zgu, Wgu, dWgu, dout, wd };
+        dP = up_bn_backward(mdl, &u, la->pgu, LX_GATE, gl, prev, s, dot);   // (3') AR dZ_gu [N,2r] or 2×[N,r] ‖ dB_gate|up
     }
-    dP = bn_backward(mdl, &bg, la->pgu, LX_GATE, Wgu, dWgu, gl, prev, s, dot);   // (3') AR dZ_gu [N,2r] or 2×[N,r]
     norm_bn_backward(mdl, &bg, la->pgu, la->stat_gu, dP, la->x_mid, w->post_attn_norm, Wgu, dWgu, dw->post_attn_norm,
                      LX_GATE, gl, prev, s);     // s->dx = d(x_mid)
 
@@ -445,17 +488,17 @@ void btp_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const Lat 
     }
     {
         void *dout[1] = { s->dx }; int wd[1] = { dr };
-        up_backward(mdl, &bo, s->dzb, la->zo, Wo, dWo, dout, wd);
+        UpBwd u = { &bo, s->dzb, la->zo, Wo, dWo, dout, wd };
+        dP = up_bn_backward(mdl, &u, la->po, LX_O, gl, prev, s, 0);   // (2') AR dZ_o [N,r] ‖ dB_o
     }
-    dP = bn_backward(mdl, &bo, la->po, LX_O, Wo, dWo, gl, prev, s, 0);   // (2') AR dZ_o [N,r]
     if (mdl->ckpt == CKPT_SELECTIVE) attention_core_replay(mdl, la, gl);   // y, lse from q, k, v
     mm_backward(mdl, s->dy, dw->o.A, dP, la->y, w->o.A, N, L->dq, L->ra, 0.0f);  // A_o: local
     attention_core_backward(mdl, la, s);
     {
         void *dout[3] = { s->dq, s->dk, s->dv }; int wd[3] = { L->dq, L->dkv, L->dkv };
-        up_backward(mdl, &bq, s->dzb, la->zqkv, Wqkv, dWqkv, dout, wd);
+        UpBwd u = { &bq, s->dzb, la->zqkv, Wqkv, dWqkv, dout, wd };
+        dP = up_bn_backward(mdl, &u, la->pqkv, LX_Q, gl, prev, s, dot);   // (1') AR dZ_qkv [N,3r] or 3×[N,r] ‖ dB_q|k|v
     }
-    dP = bn_backward(mdl, &bq, la->pqkv, LX_Q, Wqkv, dWqkv, gl, prev, s, dot);   // (1') AR dZ_qkv [N,3r] or 3×[N,r]
     norm_bn_backward(mdl, &bq, la->pqkv, la->stat_qkv, dP, la->x, w->input_norm, Wqkv, dWqkv, dw->input_norm, LX_Q, gl,
                      prev, s);                  // s->dx = d(x)
 }

@@ -38,7 +38,26 @@
 // Forward collectives use mdl->fwd_phase: PHASE_FORWARD, or PHASE_RECOMPUTE while
 // boost.full_recompute replays the block in backward (model.c).
 static void g_forward(Model *mdl, void *buf, size_t n, int layer) { tp_all_reduce(mdl, buf, n, mdl->fwd_phase, layer); }
-static void f_backward(Model *mdl, void *buf, size_t n, int layer) { tp_all_reduce(mdl, buf, n, PHASE_BACKWARD, layer); }
+
+// Communication beside compute (comm.h: started collectives, with comm->overlap), where the
+// block's order allows it:
+//   forward (Vanilla-TP)  g's all-reduce of q's (k's; gate's) output runs while the next
+//                         projection's GEMMs do; the attention core (g*u) waits for all three (two)
+//   backward              the input-gradient collective of a column-parallel group (f's
+//                         all-reduce, or sequence parallelism's reduce-scatter) and, under
+//                         Vanilla-TP, of A_down's and A_o's input gradients, runs while the weight
+//                         gradients of the linear that completed it are computed (Megatron-LM's
+//                         LinearWithGradAccumulationAndAsyncCommunication): that linear's dW GEMMs
+//                         are held back (mm_backward's queue) until the collective has started.
+// Only that last linear's: the kinds' backward of q and k reuse the scratch (dz, dh) that v's
+// rewrites, so their weight gradients run in place. Everything else here feeds the next op.
+static CommHandle g_forward_start(Model *mdl, void *buf, size_t n, int layer) {
+    return comm_all_reduce_start(mdl->comm, GROUP_TP, buf, n, (CommDtype)mdl->comm_dtype, OP_SUM,
+                                 (CommPhase)mdl->fwd_phase, layer);
+}
+// The next linear's weight gradients wait for the collective after it (with overlap only: in
+// the blocking form they run in place).
+static void hold_weight_grads(Model *mdl) { mdl->dw_defer = mdl->comm->overlap; }
 // Sequence parallelism: the input of a column-parallel group, gathered along the sequence into
 // the scratch's full [N,d] (forward, and again in backward for the weight gradients); returns
 // where the group reads it (the shard itself without sequence parallelism).
@@ -53,11 +72,23 @@ static void row_parallel_out(Model *mdl, void *out, const Scratch *s, int layer)
     if (mdl->lay.sp) tp_seq_scatter(mdl, out, s->seq_full, (size_t)mdl->cfg.d_model, mdl->fwd_phase, layer);
     else g_forward(mdl, out, (size_t)mdl->N * mdl->cfg.d_model, layer);
 }
+// A started input-gradient collective, with the held-back weight gradients meanwhile.
+static void beside_weight_grads(Model *mdl, CommHandle h) {
+    mm_weight_grads(mdl);
+    comm_wait(mdl->comm, &h);
+}
+// f's backward: the all-reduce of an input gradient (Vanilla-TP: also A_down's and A_o's).
+static void f_backward(Model *mdl, void *buf, size_t n, int layer) {
+    beside_weight_grads(mdl, comm_all_reduce_start(mdl->comm, GROUP_TP, buf, n, (CommDtype)mdl->comm_dtype, OP_SUM,
+                                                   PHASE_BACKWARD, layer));
+}
 // Backward of a column-parallel group's input: f's all-reduce of s->da [N,d], or the
 // reduce-scatter of it in place to this rank's tokens (its first N_res rows).
 static void col_parallel_in_backward(Model *mdl, Scratch *s, int layer) {
-    if (mdl->lay.sp) tp_seq_scatter(mdl, s->da, s->da, (size_t)mdl->cfg.d_model, PHASE_BACKWARD, layer);
-    else f_backward(mdl, s->da, (size_t)mdl->N * mdl->cfg.d_model, layer);
+    size_t d = (size_t)mdl->cfg.d_model;
+    if (!mdl->lay.sp) { f_backward(mdl, s->da, (size_t)mdl->N * d, layer); return; }
+    beside_weight_grads(mdl, comm_reduce_scatter_start(mdl->comm, GROUP_TP, s->da, s->da, (size_t)mdl->N_res * d,
+                                                       (CommDtype)mdl->comm_dtype, PHASE_BACKWARD, layer));
 }
 
 // One projection: its kind's local math (kind.h), p its index LX_* (a latent kind crosses it
@@ -91,14 +122,14 @@ void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const
     // f(a): identity forward (sequence parallelism: seq_gather). Dense: q,k,v of the local
     // heads. Low-rank: full-width partial sums over the r/tp slice, completed by g.
     const void *a = seq_gather(mdl, &s, la->a, mdl->fwd_phase, gl);
+    CommHandle hq = COMM_DONE, hk = COMM_DONE, hv = COMM_DONE;   // (low-rank: g's all-reduces, started)
     lin_forward(mdl, la->q, NULL, 0, &la->lq, a, &w->q, d, L->dq, L->ra, LX_Q, gl, prev, out);
+    if (lr) hq = g_forward_start(mdl, la->q, (size_t)N * L->dq, gl);
     lin_forward(mdl, la->k, NULL, 0, &la->lk, a, &w->k, d, L->dkv, L->ra, LX_K, gl, prev, out);
+    if (lr) hk = g_forward_start(mdl, la->k, (size_t)N * L->dkv, gl);
     lin_forward(mdl, la->v, NULL, 0, &la->lv, a, &w->v, d, L->dkv, L->ra, LX_V, gl, prev, out);
-    if (lr) {
-        g_forward(mdl, la->q, (size_t)N * L->dq, gl);
-        g_forward(mdl, la->k, (size_t)N * L->dkv, gl);
-        g_forward(mdl, la->v, (size_t)N * L->dkv, gl);
-    }
+    if (lr) hv = g_forward_start(mdl, la->v, (size_t)N * L->dkv, gl);
+    comm_wait(mdl->comm, &hq); comm_wait(mdl->comm, &hk); comm_wait(mdl->comm, &hv);
     attention_core_forward(mdl, la);
     // o: dense row-parallel over the local heads; low-rank A_o column-parallel over r.
     // At tp = 1 no all-reduce completes o's and down's outputs, so the residual add goes inside
@@ -111,12 +142,12 @@ void megatron_layer_forward(Model *mdl, LayerActs *la, int l, void *x_out, const
     // ---- MLP -----------------------------------------------------------------------
     op_rmsnorm_forward(bk, la->m, la->rstd2, la->x_mid, w->post_attn_norm, Nr, d, c->norm_eps);
     const void *m = seq_gather(mdl, &s, la->m, mdl->fwd_phase, gl);
+    CommHandle hg = COMM_DONE, hu = COMM_DONE;
     lin_forward(mdl, la->g, NULL, 0, &la->lg, m, &w->gate, d, L->dff, L->rm, LX_GATE, gl, prev, out);
+    if (lr) hg = g_forward_start(mdl, la->g, (size_t)N * L->dff, gl);
     lin_forward(mdl, la->u, NULL, 0, &la->lu, m, &w->up, d, L->dff, L->rm, LX_UP, gl, prev, out);
-    if (lr) {
-        g_forward(mdl, la->g, (size_t)N * L->dff, gl);
-        g_forward(mdl, la->u, (size_t)N * L->dff, gl);
-    }
+    if (lr) hu = g_forward_start(mdl, la->u, (size_t)N * L->dff, gl);
+    comm_wait(mdl->comm, &hg); comm_wait(mdl->comm, &hu);
     op_swiglu_forward(bk, la->gu, la->g, la->u, (size_t)N * L->dff, gate_silu(c));
     lin_forward(mdl, down_out, la->x_mid, fold, &la->ld, la->gu, &w->down, L->dff, d, L->rm, LX_DOWN, gl, prev, out);
     row_parallel_out(mdl, x_out, &s, gl);         // full down output (or this rank's tokens of it)
@@ -139,26 +170,30 @@ void megatron_layer_backward(Model *mdl, LayerActs *la, int l, Scratch *s, const
 
     // ---- MLP: s->dx passes through the residual to x_mid unchanged ------------------
     // (each scratch gradient's first writer overwrites it: beta 0 GEMMs, the SwiGLU backward)
+    if (lr) hold_weight_grads(mdl);
     lin_backward(mdl, s->dgu, &dw->down, dout, la->gu, &la->ld, &w->down, L->dff, d, L->rm, LX_DOWN, gl, prev, s, 0.0f);
-    if (lr) f_backward(mdl, s->dgu, Nff, gl);     // A_down's input gradient (partial over r)
+    if (lr) f_backward(mdl, s->dgu, Nff, gl);   // A_down's input gradient (partial over r) ‖ dA, dB of down
     op_swiglu_backward(bk, s->dg, s->du, s->dgu, la->g, la->u, Nff, gate_silu(c));
     const void *m = seq_gather(mdl, s, la->m, PHASE_BACKWARD, gl);   // (sequence parallelism: again)
     lin_backward(mdl, s->da, &dw->gate, s->dg, m, &la->lg, &w->gate, d, L->dff, L->rm, LX_GATE, gl, prev, s, 0.0f);
+    hold_weight_grads(mdl);
     lin_backward(mdl, s->da, &dw->up, s->du, m, &la->lu, &w->up, d, L->dff, L->rm, LX_UP, gl, prev, s, 1.0f);
-    col_parallel_in_backward(mdl, s, gl);         // gate/up input gradient (fused)
+    col_parallel_in_backward(mdl, s, gl);         // gate/up input gradient (fused) ‖ up's weight gradients
     op_rmsnorm_backward(bk, s->dx, dw->post_attn_norm, s->da, la->x_mid, w->post_attn_norm, la->rstd2, Nr, d, 1,
                         grad_acc(mdl));   // dx += (the residual's gradient is there)
 
     // ---- attention: s->dx is now d(x_mid) --------------------------------------------
     if (L->sp) { tp_seq_gather(mdl, s->seq_full, s->dx, (size_t)d, PHASE_BACKWARD, gl); dout = s->seq_full; }
     if (mdl->ckpt == CKPT_SELECTIVE) attention_core_replay(mdl, la, gl);   // y, lse from q, k, v
+    if (lr) hold_weight_grads(mdl);
     lin_backward(mdl, s->dy, &dw->o, dout, la->y, &la->lo, &w->o, L->dq, d, L->ra, LX_O, gl, prev, s, 0.0f);
-    if (lr) f_backward(mdl, s->dy, (size_t)N * L->dq, gl);   // A_o's input gradient
+    if (lr) f_backward(mdl, s->dy, (size_t)N * L->dq, gl);   // A_o's input gradient ‖ dA, dB of o
     attention_core_backward(mdl, la, s);
     const void *a = seq_gather(mdl, s, la->a, PHASE_BACKWARD, gl);   // (sequence parallelism: again)
     lin_backward(mdl, s->da, &dw->q, s->dq, a, &la->lq, &w->q, d, L->dq, L->ra, LX_Q, gl, prev, s, 0.0f);
     lin_backward(mdl, s->da, &dw->k, s->dk, a, &la->lk, &w->k, d, L->dkv, L->ra, LX_K, gl, prev, s, 1.0f);
+    hold_weight_grads(mdl);
     lin_backward(mdl, s->da, &dw->v, s->dv, a, &la->lv, &w->v, d, L->dkv, L->ra, LX_V, gl, prev, s, 1.0f);
-    col_parallel_in_backward(mdl, s, gl);         // q/k/v input gradient (fused)
+    col_parallel_in_backward(mdl, s, gl);         // q/k/v input gradient (fused) ‖ v's weight gradients
     op_rmsnorm_backward(bk, s->dx, dw->input_norm, s->da, la->x, w->input_norm, la->rstd1, Nr, d, 1, grad_acc(mdl));
 }

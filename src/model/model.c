@@ -325,6 +325,11 @@ void model_finish_grads(Model *mdl) {
     // (BTP with sequence parallelism: its norm gains are column slices whose gradients sum over
     // every token, and the A's and B's see every token: nothing is partial)
     if (!seq_residual(L)) return;
+    // The gains' gradients may be in their data-parallel reduction (started in the backward as
+    // their layer's gradients became final): it completes first, then the TP sum — over DP,
+    // then over TP, as Megatron-LM's finalize_model_grads (under ZeRO-1 only this rank's slice
+    // holds the DP sum, and only that slice is read)
+    comm_wait_group(mdl->comm, COMM_ANY);
     // the replicated gains of this stage, packed into one buffer: one all-reduce, not 2L + 1
     Scratch s; scratch_view(mdl, &s);
     size_t d = (size_t)mdl->cfg.d_model, n = 0;
@@ -432,13 +437,53 @@ double model_loss_read(Model *mdl) {
     return sum;
 }
 
+// ---- where gradients become final (the data-parallel reduction's buckets) -----------------
+int model_grad_parts(const Model *mdl, GradPart *out) {
+    const Layout *L = &mdl->lay;
+    const ParamTable *t = &mdl->table;
+    int n_local = L->layer_end - L->layer_begin, n = 0;
+    // the family: [embedding] layer_begin .. layer_end−1 [final norm, LM head] (params.c's walk);
+    // a layer's part starts at its first tensor, its input norm
+    size_t *start = xcalloc((size_t)n_local + 2, sizeof *start);
+    for (int l = 0; l < n_local; l++) {
+        char name[PARAM_NAME_MAX];
+        xsnprintf(name, sizeof name, "model/layers/%d/input_norm", L->layer_begin + l);
+        const ParamSpec *ps = param_find(t, name);
+        CHECK(ps, "model_grad_parts: no tensor %s in the parameter table", name);
+        start[l] = ps->offset;
+    }
+    const ParamSpec *fn = L->last_stage ? param_find(t, "model/final_norm") : NULL;
+    CHECK(!L->last_stage || fn, "model_grad_parts: no final norm on the last stage");
+    start[n_local] = fn ? fn->offset : t->n_params;
+#define PART(o, len, lay) do { if (out) out[n] = (GradPart){ (o), (len), (lay) }; n++; } while (0)
+    if (L->last_stage) PART(fn->offset, t->n_params - fn->offset, -1);
+    for (int l = n_local - 1; l >= 0; l--) PART(start[l], start[l + 1] - start[l], L->layer_begin + l);
+    if (start[0] > 0) PART(0, start[0], -1);   // the embedding (first stage, or tied to the head)
+#undef PART
+    free(start);
+    return n;
+}
+void model_grads_final_hook(Model *mdl, void (*fn)(void *ctx, int part), void *ctx) {
+    mdl->grads_final = fn;
+    mdl->grads_final_ctx = ctx;
+}
+void model_final_backward(Model *mdl, int last) { mdl->final_backward = last; }
+// The next part of the final backward is final (parts in model_grad_parts' order).
+static void part_final(Model *mdl, int *part) {
+    if (mdl->final_backward && mdl->grads_final) mdl->grads_final(mdl->grads_final_ctx, *part);
+    (*part)++;
+}
+
 void model_stage_backward(Model *mdl, int slot, float loss_scale) {
     const Layout *L = &mdl->lay;
     Acts *A = &mdl->slots[slot];
-    int n_local = L->layer_end - L->layer_begin;
+    int n_local = L->layer_end - L->layer_begin, part = 0;
     Scratch s; scratch_view(mdl, &s);
     // (LaX: the last layer reads no carry: no layer after it sends one)
-    if (L->last_stage) head_loss_backward(mdl, A, loss_scale, &s);   // loss -> s.dx
+    if (L->last_stage) {
+        head_loss_backward(mdl, A, loss_scale, &s);   // loss -> s.dx
+        part_final(mdl, &part);                       // final norm, LM head (tied: the embedding waits)
+    }
     for (int l = n_local - 1; l >= 0; l--) {
         LayerActs *la = &A->layers[l];
         if (mdl->ckpt == CKPT_FULL) {
@@ -450,9 +495,12 @@ void model_stage_backward(Model *mdl, int slot, float loss_scale) {
             mdl->fwd_phase = PHASE_FORWARD;
         }
         layer_backward(mdl, A, l, &s);
+        part_final(mdl, &part);
     }
     if (L->first_stage) embed_backward(mdl, s.dx, A->inputs);
+    if (L->first_stage || mdl->cfg.tie_embeddings) part_final(mdl, &part);
     mdl->grad_acc = 1;                           // every later backward of the step adds
+    mdl->final_backward = 0;
 }
 
 double model_forward(Model *mdl, const int32_t *inputs, const int32_t *targets) {

@@ -205,7 +205,23 @@ typedef struct {
     double *loss;              // last stage: [1] f64 on the back end, the token-loss sum of the
                                // forwards since model_loss_begin (NULL elsewhere)
     int loss_written;          // a forward wrote *loss since model_loss_begin (host flag)
+    // Where gradients become final (model_grads_final_hook): called by the backward that
+    // model_final_backward marked, once per part (model_grad_parts) as soon as it is final
+    int final_backward;
+    void (*grads_final)(void *ctx, int part);
+    void *grads_final_ctx;
+    // Weight gradients held back (layer_megatron.c, with comm->overlap): while dw_defer is set,
+    // mm_backward queues its weight-gradient GEMM here instead of running it; they run when the
+    // driver has started the collective of the input gradient they do not feed (Megatron-LM's
+    // overlap of a column-parallel linear's input-gradient all-reduce with its weight gradient)
+    int dw_defer, n_dw;
+    GemmArgs dw_queue[4];
 } Model;
+
+// A part of a stage's gradient family whose gradients become final together in a backward:
+// [off, off + n) of the family; layer its global layer (-1: the head's part — final norm and
+// LM head — or the embedding's).
+typedef struct { size_t off, n; int layer; } GradPart;
 
 // The layout of rank (tp_rank, pp_rank) in a tp x pp grid under `scheme`. Returns 0
 // and writes a message naming the key and the divisibility that fails, if impossible.
@@ -271,11 +287,25 @@ size_t model_stage_elems(const Model *mdl);
 // first stage) model_stage_grad() holds the gradient of the stage input, to send back.
 void model_stage_backward(Model *mdl, int slot, float loss_scale);
 void *model_stage_grad(Model *mdl);                // [N, d_res] (+ LaX carry)
-// After the step's last backward on this stage, before the gradients are reduced over DP:
-// under sequence parallelism the replicated norm gains' gradients hold this rank's tokens only,
-// and one TP all-reduce (phase optimizer, layer −1) sums them, as Megatron-LM's
-// finalize_model_grads does. Nothing otherwise. The step loop (train/step_loop.c) calls it.
+// After the step's last backward on this stage: under sequence parallelism the replicated norm
+// gains' gradients hold this rank's tokens only, and one TP all-reduce (phase optimizer, layer
+// −1) sums them, after their data-parallel reduction (started in the backward: waited for
+// here), as Megatron-LM's finalize_model_grads does. Nothing otherwise. The step loop
+// (train/step_loop.c) calls it.
 void model_finish_grads(Model *mdl);
+// The parts of this stage's gradient family in the order a backward makes them final: the
+// head's (last stage), each layer's from the last to the first, the embedding's (first stage,
+// or tied to the head); out may be NULL (count only). They cover [0, n_params), each tensor in
+// one part. Returns their number.
+int model_grad_parts(const Model *mdl, GradPart *out);
+// fn(ctx, i) is called with part i of model_grad_parts as soon as the backward marked by
+// model_final_backward has finished writing it (the step's last micro-batch on this stage: its
+// gradients are then final), so that their data-parallel reduction can start while the rest of
+// the backward runs (train/optimizer.c). NULL: none.
+void model_grads_final_hook(Model *mdl, void (*fn)(void *ctx, int part), void *ctx);
+// The next model_stage_backward is (1) or is not (0) the step's last on this stage (the step
+// loop marks it: train/step_loop.c).
+void model_final_backward(Model *mdl, int last);
 
 // Single-stage convenience (slot 0):
 // Forward over inputs/targets [B,T] (copied into acts). Returns the mean loss over

@@ -74,10 +74,24 @@ static inline void mm_forward_to(Model *m, void *y, const void *res, int add_res
 // dx[N,din] = beta_dx·dx + dy[N,dout] @ W^T (beta_dx 0: this GEMM is dx's first writer, no
 // zero pass before it; 1: +=) ; dW[din,dout] (+)= x^T @ dy (grad_beta). Both are always issued
 // (no NULL test: on the dry back end every pointer is NULL and the trace must still hold both GEMMs).
+// While m->dw_defer is set the dW GEMM is queued (Model.dw_queue; run by mm_weight_grads).
 static inline void mm_backward(Model *m, void *dx, void *dW, const void *dy, const void *x, const void *W,
                                int N, int din, int dout, float beta_dx) {
     op_gemm(m->bk, TR_N, TR_T, N, din, dout, 1.0f, dy, dout, W, dout, beta_dx, dx, din);
-    op_gemm(m->bk, TR_T, TR_N, din, dout, N, 1.0f, x, din, dy, dout, grad_beta(m), dW, dout);
+    GemmArgs w = { TR_T, TR_N, din, dout, N, 1.0f, x, din, dy, dout, grad_beta(m), dW, dout };
+    if (!m->dw_defer) { op_gemm(m->bk, w.ta, w.tb, w.M, w.N, w.K, w.alpha, w.A, w.lda, w.B, w.ldb, w.beta, w.C, w.ldc); return; }
+    CHECK(m->n_dw < (int)(sizeof m->dw_queue / sizeof *m->dw_queue), "mm_backward: more than %d weight gradients held back",
+          (int)(sizeof m->dw_queue / sizeof *m->dw_queue));
+    m->dw_queue[m->n_dw++] = w;
+}
+// The held-back weight-gradient GEMMs, in the order they were queued; deferring stops.
+static inline void mm_weight_grads(Model *m) {
+    for (int i = 0; i < m->n_dw; i++) {
+        const GemmArgs *w = &m->dw_queue[i];
+        op_gemm(m->bk, w->ta, w->tb, w->M, w->N, w->K, w->alpha, w->A, w->lda, w->B, w->ldb, w->beta, w->C, w->ldc);
+    }
+    m->n_dw = 0;
+    m->dw_defer = 0;
 }
 
 // Backward working set of one layer (reused layer by layer), carved from mdl->scratch.

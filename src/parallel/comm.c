@@ -53,6 +53,9 @@ void comm_flush_timing(Comm *c) {
 
 void comm_set_n_layers(Comm *c, int n_layers) {
     CHECK(n_layers >= 0, "comm_set_n_layers: n_layers = %d < 0", n_layers);
+    for (int g = 0; g < GROUP_COUNT; g++)
+        CHECK(!c->outstanding[g], "comm_set_n_layers: %d started calls on %s are not waited for (their cells would go)",
+              c->outstanding[g], comm_group_name((CommGroup)g));
     comm_flush_timing(c);   // pending timings name cells of the old table
     free(c->stats);
     c->n_layers = n_layers;
@@ -69,6 +72,9 @@ void comm_stats_reset(Comm *c) {
 // placement are released, the next call makes them where they now belong.
 static int on_device(const Comm *c) { return c->device && c->device->device_memory; }
 void comm_set_device(Comm *c, struct Backend *b, void *(*host_alloc)(size_t), void (*host_free)(void *)) {
+    for (int g = 0; g < GROUP_COUNT; g++)
+        CHECK(!c->outstanding[g], "comm_set_device: %d started calls on %s are not waited for",
+              c->outstanding[g], comm_group_name((CommGroup)g));
     comm_flush_timing(c);
     if (c->gbuf) {
         if (on_device(c)) bk_free(c->device, c->gbuf, c->gbuf_bytes / 4, DT_F32, MEM_COMM); else free(c->gbuf);
@@ -91,6 +97,7 @@ void comm_set_device(Comm *c, struct Backend *b, void *(*host_alloc)(size_t), vo
 // The back end that held the buffers is about to go: its NCCL communicators (which
 // synchronise its stream) and the staging and gather buffers (its memory) go first.
 void comm_detach_device(Comm *c) {
+    comm_wait_group(c, COMM_ANY);   // (a step waits for its calls; this is for a caller that did not)
     if (c->backend && c->backend->destroy) c->backend->destroy(c);   // NCCL: back to MPI
     comm_set_device(c, NULL, NULL, NULL);
 }
@@ -104,17 +111,26 @@ static void check_call(const Comm *c, const char *what, CommGroup g, CommPhase p
           "comm_set_n_layers(c, n_layers) after comm_init", what, layer, c->n_layers);
 }
 
-static void count(Comm *c, CommKind k, CommPhase phase, CommGroup g, int layer, size_t elements,
-                  size_t elem_bytes, double seconds) {
+static void notify(Comm *c, CommKind k, CommPhase phase, CommGroup g, int layer, uint64_t elements, uint64_t bytes,
+                   CommRecordType type, uint64_t seq) {
+    if (!c->observer) return;
+    CommRecord r = { k, phase, g, layer, c->size[g], elements, bytes, type, seq };
+    c->observer(c->observer_ctx, &r);
+}
+// One call in the table (calls, elements, bytes, seconds) and to the observer: a blocking call
+// (COMM_RECORD_CALL), or a started one (COMM_RECORD_START, its seq).
+static void count_as(Comm *c, CommKind k, CommPhase phase, CommGroup g, int layer, size_t elements,
+                     size_t elem_bytes, double seconds, CommRecordType type, uint64_t seq) {
     CommStat *s = &c->stats[cell_index(c, k, phase, g, layer)];
     s->calls += 1;
     s->elements += elements;
     s->bytes += (uint64_t)elements * elem_bytes;
     s->seconds += seconds;
-    if (c->observer) {
-        CommRecord r = { k, phase, g, layer, c->size[g], elements, (uint64_t)elements * elem_bytes };
-        c->observer(c->observer_ctx, &r);
-    }
+    notify(c, k, phase, g, layer, elements, (uint64_t)elements * elem_bytes, type, seq);
+}
+static void count(Comm *c, CommKind k, CommPhase phase, CommGroup g, int layer, size_t elements,
+                  size_t elem_bytes, double seconds) {
+    count_as(c, k, phase, g, layer, elements, elem_bytes, seconds, COMM_RECORD_CALL, 0);
 }
 
 // 1 = move data through the backend (timed); 0 = no backend call (account-only).
@@ -140,19 +156,22 @@ static double timer_start(Comm *c, const CommBackend *be) {
     return MPI_Wtime();
 }
 // A collective timed on the host is remembered, per group in call order, for comm_measure_waits
-// (sends and receives are not: a pipeline's peers make different calls).
+// (sends and receives are not: a pipeline's peers make different calls). A started call is
+// remembered at its wait, with the host's time in its start and wait (every member waits for
+// the same calls in the same order).
+static void remember_timed(Comm *c, CommGroup g, size_t cell, double seconds) {
+    if (c->n_timed[g] == c->cap_timed[g]) {
+        c->cap_timed[g] = c->cap_timed[g] ? 2 * c->cap_timed[g] : 64;
+        c->timed[g] = realloc(c->timed[g], (size_t)c->cap_timed[g] * sizeof *c->timed[g]);
+        CHECK(c->timed[g], "out of memory");
+    }
+    c->timed[g][c->n_timed[g]++] = (struct CommTimedCall){ cell, seconds };
+}
 static double timer_stop(Comm *c, const CommBackend *be, double t0, CommKind k, CommPhase phase, CommGroup g, int layer) {
     if (c->is_virtual || c->account_only) return 0.0;
     if (be->time_end) { be->time_end(c, cell_index(c, k, phase, g, layer)); return 0.0; }
     double dt = MPI_Wtime() - t0;
-    if (k != COMM_SEND && k != COMM_RECV) {
-        if (c->n_timed[g] == c->cap_timed[g]) {
-            c->cap_timed[g] = c->cap_timed[g] ? 2 * c->cap_timed[g] : 64;
-            c->timed[g] = realloc(c->timed[g], (size_t)c->cap_timed[g] * sizeof *c->timed[g]);
-            CHECK(c->timed[g], "out of memory");
-        }
-        c->timed[g][c->n_timed[g]++] = (struct CommTimedCall){ cell_index(c, k, phase, g, layer), dt };
-    }
+    if (k != COMM_SEND && k != COMM_RECV) remember_timed(c, g, cell_index(c, k, phase, g, layer), dt);
     return dt;
 }
 
@@ -181,10 +200,18 @@ void comm_measure_waits(Comm *c) {
 // memory) run through `be`: c->backend, or c->host_backend (comm_backend_mpi_host, set by
 // grid.c) for the comm_host_* forms. comm.c names no back end itself: the back ends use
 // its helpers (comm_dtype_size, the names), so naming one here would close a circle.
+// A blocking operation on device buffers (be == c->backend) first waits for the group's
+// started calls: one group's calls then never run out of order (NCCL needs that of the calls
+// on one communicator). The host forms run on other communicators.
+static void drain(Comm *c, const CommBackend *be, CommGroup g) {
+    if (be == c->backend && c->outstanding[g]) comm_wait_group(c, g);
+}
+
 static void all_reduce_on(Comm *c, const CommBackend *be, const char *what, CommGroup g, void *buf, size_t n,
                           CommDtype t, CommOp op, CommPhase phase, int layer) {
     check_call(c, what, g, phase, layer);
     if (c->size[g] == 1) return;
+    drain(c, be, g);
     double t0 = timer_start(c, be);
     if (live(c)) be->all_reduce(c, g, buf, n, t, op);
     count(c, COMM_ALL_REDUCE, phase, g, layer, n, acct_size(c, t),
@@ -204,6 +231,7 @@ void comm_all_gather(Comm *c, CommGroup g, const void *in, void *out, size_t n_c
     check_call(c, "comm_all_gather", g, phase, layer);
     size_t gs = (size_t)c->size[g];
     if (gs == 1) { local_copy(c, out, in, n_chunk, t); return; }
+    drain(c, c->backend, g);
     double t0 = timer_start(c, c->backend);
     if (live(c)) c->backend->all_gather(c, g, in, out, n_chunk, t);
     count(c, COMM_ALL_GATHER, phase, g, layer, n_chunk * gs, acct_size(c, t),
@@ -215,6 +243,7 @@ void comm_all_gather_cols(Comm *c, CommGroup g, const void *in, void *out, size_
     check_call(c, "comm_all_gather_cols", g, phase, layer);
     size_t gs = (size_t)c->size[g], blk = rows * cols_local, es = comm_dtype_size(t);
     if (gs == 1) { local_copy(c, out, in, blk, t); return; }
+    drain(c, c->backend, g);
     double t0 = timer_start(c, c->backend);
     if (live(c)) {
         // gbuf [g, rows, cols_local] ← all-gather of the contiguous blocks, then place them
@@ -248,6 +277,7 @@ void comm_reduce_scatter(Comm *c, CommGroup g, const void *in, void *out, size_t
     check_call(c, "comm_reduce_scatter", g, phase, layer);
     size_t gs = (size_t)c->size[g];
     if (gs == 1) { local_copy(c, out, in, n_chunk, t); return; }
+    drain(c, c->backend, g);
     double t0 = timer_start(c, c->backend);
     if (live(c)) c->backend->reduce_scatter(c, g, in, out, n_chunk, t, OP_SUM);
     count(c, COMM_REDUCE_SCATTER, phase, g, layer, n_chunk * gs, acct_size(c, t),
@@ -260,6 +290,7 @@ static void broadcast_on(Comm *c, const CommBackend *be, const char *what, CommG
     CHECK(root >= 0 && root < c->size[g], "%s: root %d outside the %s group of size %d",
           what, root, comm_group_name(g), c->size[g]);
     if (c->size[g] == 1) return;
+    drain(c, be, g);
     double t0 = timer_start(c, be);
     if (live(c)) be->broadcast(c, g, buf, n, t, root);
     count(c, COMM_BROADCAST, phase, g, layer, n, acct_size(c, t),
@@ -285,6 +316,7 @@ static void send_on(Comm *c, const CommBackend *be, const char *what, CommGroup 
                     CommDtype t, int peer, int tag, CommPhase phase, int layer) {
     check_call(c, what, g, phase, layer);
     check_peer(c, what, g, peer, tag);
+    drain(c, be, g);
     double t0 = timer_start(c, be);
     if (live(c)) be->send(c, g, buf, n, t, peer, tag);
     count(c, COMM_SEND, phase, g, layer, n, acct_size(c, t),
@@ -303,6 +335,7 @@ static void recv_on(Comm *c, const CommBackend *be, const char *what, CommGroup 
                     CommDtype t, int peer, int tag, CommPhase phase, int layer) {
     check_call(c, what, g, phase, layer);
     check_peer(c, what, g, peer, tag);
+    drain(c, be, g);
     double t0 = timer_start(c, be);
     if (live(c)) be->recv(c, g, buf, n, t, peer, tag);
     count(c, COMM_RECV, phase, g, layer, n, acct_size(c, t),
@@ -323,6 +356,7 @@ void comm_sendrecv(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, int
     check_call(c, "comm_sendrecv", g, phase, layer);
     check_peer(c, "comm_sendrecv", g, dest, send_tag);
     check_peer(c, "comm_sendrecv", g, src, recv_tag);
+    drain(c, c->backend, g);
     double t0 = timer_start(c, c->backend);
     if (live(c)) c->backend->sendrecv(c, g, sendbuf, n_send, dest, send_tag, recvbuf, n_recv, src, recv_tag, t);
     double dt = timer_stop(c, c->backend, t0, COMM_SEND, phase, g, layer);
@@ -334,10 +368,153 @@ void comm_sendrecv(Comm *c, CommGroup g, const void *sendbuf, size_t n_send, int
 void comm_barrier(Comm *c, CommGroup g, CommPhase phase, int layer) {
     check_call(c, "comm_barrier", g, phase, layer);
     if (c->size[g] == 1) return;
+    drain(c, c->backend, g);
     double t0 = timer_start(c, c->backend);
     if (live(c)) c->backend->barrier(c, g);
     count(c, COMM_BARRIER, phase, g, layer, 0, 0,
           timer_stop(c, c->backend, t0, COMM_BARRIER, phase, g, layer));
+}
+
+// ---- started collectives (comm.h: overlap) ----
+// A free slot of the started-call table (grown as needed).
+static int started_slot(Comm *c) {
+    for (int i = 0; i < c->cap_started; i++)
+        if (!c->started[i].active) return i;
+    int old = c->cap_started;
+    c->cap_started = old ? 2 * old : 16;
+    c->started = realloc(c->started, (size_t)c->cap_started * sizeof *c->started);
+    CHECK(c->started, "comm: out of memory for %d started calls", c->cap_started);
+    memset(c->started + old, 0, (size_t)(c->cap_started - old) * sizeof *c->started);
+    return old;
+}
+
+// What every start does around its back end's call `go` (which returns the request): with
+// overlap, counted as started (the host's time in the start kept for the wait) and a handle;
+// without, the blocking form: the start and its wait at once, timed and counted as a call.
+typedef struct {
+    const char *what; CommKind kind; CommGroup g; CommPhase phase; int layer; size_t elements; CommDtype t;
+} StartInfo;
+typedef void *(*StartFn)(Comm *c, const void *args);
+static CommHandle start_call(Comm *c, const StartInfo *si, StartFn go, const void *args) {
+    const CommBackend *be = c->backend;
+    size_t cell = cell_index(c, si->kind, si->phase, si->g, si->layer), es = acct_size(c, si->t);
+    CHECK(!live(c) || (be->wait && be->all_reduce_start && be->reduce_scatter_start && be->reduce_scatter_v_start),
+          "%s: the %s back end cannot start collectives", si->what, be->name);
+    uint64_t seq = ++c->started_seq[si->g];   // (the MPI back end tags the call's messages with it)
+    if (!c->overlap) {
+        double t0 = timer_start(c, be);
+        if (live(c)) be->wait(c, go(c, args), cell);
+        count(c, si->kind, si->phase, si->g, si->layer, si->elements, es,
+              timer_stop(c, be, t0, si->kind, si->phase, si->g, si->layer));
+        return COMM_DONE;
+    }
+    int h = started_slot(c);
+    struct CommStarted *s = &c->started[h];
+    *s = (struct CommStarted){ .active = 1, .group = si->g, .kind = si->kind, .phase = si->phase, .layer = si->layer,
+                               .id = ++c->last_id, .seq = seq, .elements = si->elements,
+                               .bytes = (uint64_t)si->elements * es, .cell = cell };
+    c->outstanding[si->g]++;
+    if (live(c)) {
+        double t0 = be->time_end ? 0.0 : MPI_Wtime();
+        void *req = go(c, args);
+        s = &c->started[h];
+        s->req = req;
+        if (!be->time_end) s->seconds = MPI_Wtime() - t0;
+    }
+    count_as(c, si->kind, si->phase, si->g, si->layer, si->elements, es, 0.0, COMM_RECORD_START, s->seq);
+    return s->id;
+}
+
+typedef struct { CommGroup g; void *buf; const void *in; size_t n; const size_t *counts; CommDtype t; } StartArgs;
+static void *go_all_reduce(Comm *c, const void *p) {
+    const StartArgs *a = p;
+    return c->backend->all_reduce_start(c, a->g, a->buf, a->n, a->t, OP_SUM);
+}
+static void *go_reduce_scatter(Comm *c, const void *p) {
+    const StartArgs *a = p;
+    return c->backend->reduce_scatter_start(c, a->g, a->in, a->buf, a->n, a->t, OP_SUM);
+}
+static void *go_reduce_scatter_v(Comm *c, const void *p) {
+    const StartArgs *a = p;
+    return c->backend->reduce_scatter_v_start(c, a->g, a->buf, a->counts, a->t, OP_SUM);
+}
+
+CommHandle comm_all_reduce_start(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
+                                 CommPhase phase, int layer) {
+    check_call(c, "comm_all_reduce_start", g, phase, layer);
+    CHECK(op == OP_SUM, "comm_all_reduce_start: only sums are started (op %d)", (int)op);
+    if (c->size[g] == 1) return COMM_DONE;
+    StartInfo si = { "comm_all_reduce_start", COMM_ALL_REDUCE, g, phase, layer, n, t };
+    StartArgs a = { g, buf, NULL, n, NULL, t };
+    return start_call(c, &si, go_all_reduce, &a);
+}
+
+CommHandle comm_reduce_scatter_start(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                                     CommPhase phase, int layer) {
+    check_call(c, "comm_reduce_scatter_start", g, phase, layer);
+    size_t gs = (size_t)c->size[g];
+    if (gs == 1) { local_copy(c, out, in, n_chunk, t); return COMM_DONE; }
+    StartInfo si = { "comm_reduce_scatter_start", COMM_REDUCE_SCATTER, g, phase, layer, n_chunk * gs, t };
+    StartArgs a = { g, out, in, n_chunk, NULL, t };
+    return start_call(c, &si, go_reduce_scatter, &a);
+}
+
+CommHandle comm_reduce_scatter_v_start(Comm *c, CommGroup g, void *buf, const size_t *counts, CommDtype t,
+                                       CommPhase phase, int layer) {
+    check_call(c, "comm_reduce_scatter_v_start", g, phase, layer);
+    if (c->size[g] == 1) return COMM_DONE;
+    size_t n = 0;
+    for (int i = 0; i < c->size[g]; i++) n += counts[i];
+    StartInfo si = { "comm_reduce_scatter_v_start", COMM_REDUCE_SCATTER, g, phase, layer, n, t };
+    StartArgs a = { g, buf, NULL, n, counts, t };
+    return start_call(c, &si, go_reduce_scatter_v, &a);
+}
+
+// Complete the started call in slot i.
+static void wait_slot(Comm *c, int i) {
+    struct CommStarted *s = &c->started[i];
+    const CommBackend *be = c->backend;
+    if (s->req) {
+        double t0 = be->time_end ? 0.0 : MPI_Wtime();
+        be->wait(c, s->req, s->cell);   // (time_end: the back end books the compute's wait in the cell)
+        if (!be->time_end) {
+            s->seconds += MPI_Wtime() - t0;
+            remember_timed(c, s->group, s->cell, s->seconds);
+        }
+    }
+    c->stats[s->cell].seconds += s->seconds;
+    notify(c, s->kind, s->phase, s->group, s->layer, s->elements, s->bytes, COMM_RECORD_WAIT, s->seq);
+    s->active = 0;
+    s->req = NULL;
+    c->outstanding[s->group]--;
+}
+
+void comm_wait(Comm *c, CommHandle *h) {
+    CHECK(*h <= c->last_id, "comm_wait: %llu is not a handle of this Comm", (unsigned long long)*h);
+    for (int i = 0; i < c->cap_started && *h != COMM_DONE; i++)
+        if (c->started[i].active && c->started[i].id == *h) wait_slot(c, i);
+    *h = COMM_DONE;
+}
+
+void comm_wait_group(Comm *c, int g) {
+    for (;;) {   // the oldest started call first (a group's seq orders its calls)
+        int best = -1;
+        for (int i = 0; i < c->cap_started; i++) {
+            const struct CommStarted *s = &c->started[i];
+            if (!s->active || (g != COMM_ANY && (int)s->group != g)) continue;
+            if (best < 0 || (s->group == c->started[best].group ? s->seq < c->started[best].seq : s->group < c->started[best].group))
+                best = i;
+        }
+        if (best < 0) return;
+        wait_slot(c, best);
+    }
+}
+
+void comm_progress(Comm *c) {
+    const CommBackend *be = c->backend;
+    if (!be || !be->test) return;
+    for (int i = 0; i < c->cap_started; i++)
+        if (c->started[i].active && c->started[i].req) be->test(c, c->started[i].req);
 }
 
 // ---- queries ----

@@ -86,12 +86,22 @@ struct Backend;   // backend/backend.h
 
 // One accounted call, as the observer sees it (the simulator's trace): the group's size and
 // the bytes at the accounted element size. A sendrecv exchange is two records (send, recv).
+// A started collective (comm_*_start, with c->overlap) is two records: COMM_RECORD_START when
+// it is started (counted then), and COMM_RECORD_WAIT where the compute waits for it (the same
+// kind, phase, group, layer, elements and bytes; not a call of its own: counted nothing).
+// seq numbers the started calls of a group from 1, the same on every member.
+typedef enum { COMM_RECORD_CALL = 0, COMM_RECORD_START, COMM_RECORD_WAIT } CommRecordType;
 typedef struct {
     CommKind kind; CommPhase phase; CommGroup group; int layer;
     int group_size;
     uint64_t elements, bytes;
+    CommRecordType type;          // CALL: a blocking call
+    uint64_t seq;                 // START / WAIT: the started call
 } CommRecord;
 typedef void (*CommObserver)(void *ctx, const CommRecord *r);
+// A started call (comm_*_start): its number in its Comm, from 1; COMM_DONE = 0: none, or complete.
+typedef uint64_t CommHandle;
+#define COMM_DONE ((CommHandle)0)
 
 // Backend: called only for groups of size > 1 and never in account-only mode. Peers and
 // roots are ranks inside the group. Element counts are size_t; a backend with a smaller
@@ -109,6 +119,19 @@ typedef struct CommBackend {
     void (*sendrecv)(Comm *c, CommGroup g, const void *sbuf, size_t ns, int dest, int stag,
                      void *rbuf, size_t nr, int src, int rtag, CommDtype t);
     void (*barrier)(Comm *c, CommGroup g);
+    // Started collectives (comm_*_start): each returns the back end's request, which `wait`
+    // completes (the buffers are the caller's again: a GPU's compute stream is ordered after
+    // the call). With c->overlap == 0 the front end calls `wait` right after the start (the
+    // blocking form; NCCL then runs the call on the compute stream). `test` (optional) lets a
+    // started request advance without blocking (MPI: a test call; progress needs MPI calls).
+    // With time_end the back end books, in c->stats[cell].seconds, the compute's wait at `wait`.
+    void *(*all_reduce_start)(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op);
+    void *(*reduce_scatter_start)(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t, CommOp op);
+    // buf [Σ counts]: piece i (counts[i] elements, pieces in group-rank order) summed over the
+    // group into this rank's piece, in place; the other pieces are left as they were
+    void *(*reduce_scatter_v_start)(Comm *c, CommGroup g, void *buf, const size_t *counts, CommDtype t, CommOp op);
+    void (*wait)(Comm *c, void *req, size_t cell);
+    void (*test)(Comm *c, void *req);
     // Optional (NULL: the front end times with MPI_Wtime). time_begin before the call;
     // time_end after it with the index of the table cell the call is counted in
     // (c->stats[cell]); the back end adds the call's seconds to c->stats[cell].seconds by
@@ -156,6 +179,24 @@ struct Comm {
     // table cell and the seconds of each (comm_measure_waits)
     struct CommTimedCall { size_t cell; double seconds; } *timed[GROUP_COUNT];
     int n_timed[GROUP_COUNT], cap_timed[GROUP_COUNT];
+    // Started collectives (comm_*_start; docs/parallelism.md §9). overlap: 1 = they run beside
+    // the compute until their comm_wait (parallel.overlap, the default); 0 = each completes at
+    // its start, on the compute stream (the blocking form, which gives the same bits).
+    int overlap;
+    struct CommStarted {
+        int active; CommGroup group; CommKind kind; CommPhase phase; int layer;
+        CommHandle id;                // its handle
+        uint64_t seq, elements, bytes;
+        size_t cell;
+        double seconds;               // the host's time in its start and wait (no time_end)
+        void *req;                    // the back end's request (NULL in account-only mode)
+    } *started;
+    int cap_started;
+    CommHandle last_id;               // the handles given so far
+    int outstanding[GROUP_COUNT];     // started and not yet waited, per group
+    uint64_t started_seq[GROUP_COUNT];
+    MPI_Comm mpi_async[GROUP_COUNT];  // the MPI back end's started calls' own communicators (a
+                                      // dup of mpi[g]: their messages never meet a blocking call's)
 };
 
 // ---- process grid (grid.c) ----
@@ -277,6 +318,47 @@ void comm_host_send(Comm *c, CommGroup g, const void *buf, size_t n, CommDtype t
                     CommPhase phase, int layer);
 void comm_host_recv(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int peer, int tag,
                     CommPhase phase, int layer);
+
+// ---- started collectives (overlap) ----
+// A collective started here and completed by comm_wait, so that the compute that does not
+// need its buffers runs meanwhile: with c->overlap, NCCL runs it on the group's communication
+// stream (after an event the compute stream records: the producers are done), and comm_wait
+// makes the compute stream wait for its end (an event; the host does not wait); MPI starts
+// non-blocking sends and receives and comm_wait completes them (comm_progress advances them
+// in between: MPI progresses only inside MPI calls). Between start and wait the caller neither
+// reads nor writes the call's buffers. A blocking (device-buffer) operation on a group first
+// waits for that group's started calls, so one group's calls never run out of order.
+//
+// Bits: with c->overlap == 0 each start completes before it returns, on the compute stream
+// (the blocking form): the same calls, so the same bits — whatever overlaps a call changes
+// only when it runs. On MPI the order is moreover the project's own: every element is summed
+// by one rank over the group in group-rank order ((v0 + v1) + v2 ...; bf16 rounded after each
+// addition, as comm_bf16_reduce) and the sum sent to the others, so its bits do not depend on
+// how a buffer is cut into calls either (the emulator's NCCL sums in the same order; NCCL
+// itself sums in its algorithm's order, fixed for a given call). Accounting: counted when started (the
+// same cell, elements and bytes as the blocking call); its seconds are what the caller lost
+// to it — the host's time in start and wait (MPI), or the compute stream's stall at the wait
+// (NCCL, CUDA events) — not its time on the wire, which overlapped compute; on MPI,
+// comm_measure_waits splits those seconds as a blocking call's (less the group's least).
+// Size-1 groups: a local no-op (in place: nothing; in → out: a copy), not counted, the handle
+// done at once.
+CommHandle comm_all_reduce_start(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op,
+                                 CommPhase phase, int layer);
+// As comm_reduce_scatter (in [g·n_chunk] → out [n_chunk]; in == out allowed).
+CommHandle comm_reduce_scatter_start(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                                     CommPhase phase, int layer);
+// ZeRO-1's form: buf [Σ counts] cut into g pieces in group-rank order (piece i: counts[i]
+// elements, any of them 0); this rank's piece becomes the sum over the group, in place; the
+// others are left as they were. Counted as one reduce-scatter of Σ counts elements.
+CommHandle comm_reduce_scatter_v_start(Comm *c, CommGroup g, void *buf, const size_t *counts, CommDtype t,
+                                       CommPhase phase, int layer);
+// Complete a started call (*h becomes COMM_DONE; nothing to do when it is COMM_DONE or the
+// call was completed already, by comm_wait_group).
+void comm_wait(Comm *c, CommHandle *h);
+// Every started call on group g (COMM_ANY: on every group), in the order they were started.
+void comm_wait_group(Comm *c, int g);
+// Let started calls advance without waiting for them (MPI: a test of each).
+void comm_progress(Comm *c);
 
 // ---- accounting ----
 void comm_stats_reset(Comm *c);

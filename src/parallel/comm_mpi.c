@@ -281,6 +281,195 @@ static void mpi_barrier(Comm *c, CommGroup g) {
     CHECK_MPI(MPI_Barrier(c->mpi[g]));
 }
 
+// ---- started reductions (comm.h: overlap) ------------------------------------------------------
+// The project's own order, whatever the message size or the number of calls a buffer is cut
+// into: the input is cut into g pieces in group-rank order; each rank sends piece j to group
+// rank j (phase 1), which sums the g copies of its piece in group-rank order — for every
+// element ((v0 + v1) + v2) + ... in the element type (bf16: rounded after each addition, as
+// comm_bf16_reduce) — and, for an all-reduce, sends the sum to every other rank (phase 2).
+// So every element's bits are those of that sum, and all ranks hold the same ones. Phase 1
+// and 2 are non-blocking sends and receives on the group's own communicator (mpi_async: they
+// never match a blocking call's messages), tagged by the call's number in the group (every
+// member starts the same calls in the same order); wait completes them, test advances them.
+// Device buffers are staged: the input copied to host memory at the start (the compute
+// stream synchronised: the producers are done), the result copied back at the end.
+typedef struct {
+    CommGroup g; CommDtype t; CommOp op;
+    int all;                     // all-reduce: phase 2 sends this rank's sum to everyone
+    size_t *cnt, *off;           // [gs] the pieces
+    char *in;                    // the (host) input, pieces at off[i]; all-reduce: also the output
+    char *res;                   // where this rank's sum goes (host)
+    char *recv;                  // [gs][cnt[me]] the other ranks' copies of this rank's piece
+    char *stage;                 // the host copy of a device buffer (NULL: host buffers)
+    void *dev_out; size_t dev_bytes; const char *res_stage;   // staged: where the result goes back
+    MPI_Request *req; int nreq, capreq;
+    int phase;                   // 1, 2, or 3 = complete
+    int tag;
+} MpiStarted;
+
+static void add_req(MpiStarted *r, MPI_Request q) {
+    if (r->nreq == r->capreq) {
+        r->capreq = r->capreq ? 2 * r->capreq : 8;
+        r->req = realloc(r->req, (size_t)r->capreq * sizeof *r->req);
+        CHECK(r->req, "comm: out of memory for %d MPI requests", r->capreq);
+    }
+    r->req[r->nreq++] = q;
+}
+// Non-blocking send / receive of n elements in pieces of at most mpi_max_count (the same limit
+// on every rank, so the pieces pair up; one (source, tag, communicator) keeps their order).
+static void isend(Comm *c, MpiStarted *r, const char *p, size_t n, int peer, int tag) {
+    size_t es = comm_dtype_size(r->t), mc = max_count(c);
+    for (size_t o = 0; o < n; o += mc) {
+        MPI_Request q;
+        CHECK_MPI(MPI_Isend(p + o * es, (int)(n - o < mc ? n - o : mc), mpi_type(r->t), peer, tag, c->mpi_async[r->g], &q));
+        add_req(r, q);
+    }
+}
+static void irecv(Comm *c, MpiStarted *r, char *p, size_t n, int peer, int tag) {
+    size_t es = comm_dtype_size(r->t), mc = max_count(c);
+    for (size_t o = 0; o < n; o += mc) {
+        MPI_Request q;
+        CHECK_MPI(MPI_Irecv(p + o * es, (int)(n - o < mc ? n - o : mc), mpi_type(r->t), peer, tag, c->mpi_async[r->g], &q));
+        add_req(r, q);
+    }
+}
+
+// out[k] = ((v[0][k] op v[1][k]) op v[2][k]) ... for k < n, element by element (out may be
+// one of the v: each element is read before it is written).
+static float op_f32(float a, float b, CommOp op) { return op == OP_SUM ? a + b : op == OP_MAX ? (a > b ? a : b) : (a < b ? a : b); }
+static double op_f64(double a, double b, CommOp op) { return op == OP_SUM ? a + b : op == OP_MAX ? (a > b ? a : b) : (a < b ? a : b); }
+static int32_t op_i32(int32_t a, int32_t b, CommOp op) { return op == OP_SUM ? a + b : op == OP_MAX ? (a > b ? a : b) : (a < b ? a : b); }
+static void reduce_in_order(char *out, const char *const *v, int gs, size_t n, CommDtype t, CommOp op) {
+    for (size_t k = 0; k < n; k++) {
+        switch (t) {
+        case DTYPE_F32: {
+            float a = ((const float *)v[0])[k];
+            for (int i = 1; i < gs; i++) a = op_f32(a, ((const float *)v[i])[k], op);
+            ((float *)out)[k] = a;
+            break;
+        }
+        case DTYPE_F64: {
+            double a = ((const double *)v[0])[k];
+            for (int i = 1; i < gs; i++) a = op_f64(a, ((const double *)v[i])[k], op);
+            ((double *)out)[k] = a;
+            break;
+        }
+        case DTYPE_I32: {
+            int32_t a = ((const int32_t *)v[0])[k];
+            for (int i = 1; i < gs; i++) a = op_i32(a, ((const int32_t *)v[i])[k], op);
+            ((int32_t *)out)[k] = a;
+            break;
+        }
+        case DTYPE_BF16: {
+            uint16_t a = ((const uint16_t *)v[0])[k];
+            for (int i = 1; i < gs; i++) comm_bf16_reduce(&((const uint16_t *)v[i])[k], &a, 1, op);
+            ((uint16_t *)out)[k] = a;
+            break;
+        }
+        default: DIE("comm: no started reduction of dtype %d", (int)t);
+        }
+    }
+}
+
+// Phase 1 done: sum this rank's piece; an all-reduce then sends it to everyone (phase 2).
+static void phase1_done(Comm *c, MpiStarted *r) {
+    int gs = c->size[r->g], me = c->grank[r->g];
+    size_t es = comm_dtype_size(r->t), m = r->cnt[me];
+    const char **v = xcalloc((size_t)gs, sizeof *v);
+    for (int i = 0; i < gs; i++) v[i] = i == me ? r->in + r->off[me] * es : r->recv + (size_t)i * m * es;
+    reduce_in_order(r->res, v, gs, m, r->t, r->op);
+    free(v);
+    r->nreq = 0;
+    if (!r->all) { r->phase = 3; return; }
+    for (int i = 0; i < gs; i++) {
+        if (i == me) continue;
+        irecv(c, r, r->in + r->off[i] * es, r->cnt[i], i, r->tag + 1);
+        isend(c, r, r->res, m, i, r->tag + 1);
+    }
+    r->phase = 2;
+}
+
+// A started reduction of the (possibly device) input `in` cut into pieces cnt[] (group-rank
+// order); this rank's sum to `out` (host, or device when staged; NULL: in place at its piece).
+static MpiStarted *started_new(Comm *c, CommGroup g, const void *in, void *out, const size_t *cnt, int all,
+                               CommDtype t, CommOp op) {
+    int gs = c->size[g], me = c->grank[g];
+    size_t es = comm_dtype_size(t), n = 0;
+    MpiStarted *r = xcalloc(1, sizeof *r);
+    r->g = g; r->t = t; r->op = op; r->all = all;
+    r->cnt = xcalloc((size_t)gs, sizeof *r->cnt);
+    r->off = xcalloc((size_t)gs, sizeof *r->off);
+    for (int i = 0; i < gs; i++) { r->off[i] = n; r->cnt[i] = cnt[i]; n += cnt[i]; }
+    size_t m = r->cnt[me];
+    Backend *b = staging(c);
+    if (b) {   // the input to the host now (the stream synchronised: its producers are done)
+        r->stage = xmalloc(n * es + 1);
+        if (n) { b->ops->to_host(b, r->stage, in, n * es); b->ops->sync(b); }
+        r->in = r->stage;
+        r->res = r->stage + r->off[me] * es;   // the host copy is ours to write
+        r->res_stage = all ? r->stage : r->res;
+        r->dev_out = all ? (void *)in : out ? out : (char *)in + r->off[me] * es;
+        r->dev_bytes = (all ? n : m) * es;
+    } else {
+        r->in = (char *)in;   // (an all-reduce and the in-place forms write it; comm.h's contract)
+        r->res = out ? (char *)out : r->in + r->off[me] * es;
+    }
+    r->recv = xmalloc((size_t)gs * m * es + 1);
+    r->tag = (int)(c->started_seq[g] % 8192) * 2;   // phase 1: tag, phase 2: tag + 1 (< 32768)
+    for (int i = 0; i < gs; i++) {
+        if (i == me) continue;
+        irecv(c, r, r->recv + (size_t)i * m * es, m, i, r->tag);
+        isend(c, r, r->in + r->off[i] * es, r->cnt[i], i, r->tag);
+    }
+    r->phase = 1;
+    return r;
+}
+
+static void started_test(Comm *c, void *p) {
+    MpiStarted *r = p;
+    while (r->phase < 3) {
+        int done = 0;
+        CHECK_MPI(MPI_Testall(r->nreq, r->req, &done, MPI_STATUSES_IGNORE));
+        if (!done) return;
+        if (r->phase == 1) phase1_done(c, r);
+        else { r->nreq = 0; r->phase = 3; }
+    }
+}
+
+static void started_wait(Comm *c, void *p, size_t cell) {
+    (void)cell;
+    MpiStarted *r = p;
+    while (r->phase < 3) {
+        CHECK_MPI(MPI_Waitall(r->nreq, r->req, MPI_STATUSES_IGNORE));
+        if (r->phase == 1) phase1_done(c, r);
+        else { r->nreq = 0; r->phase = 3; }
+    }
+    Backend *b = staging(c);
+    if (b && r->dev_bytes) from_host(b, r->dev_out, r->res_stage, r->dev_bytes);
+    free(r->cnt); free(r->off); free(r->recv); free(r->stage); free(r->req); free(r);
+}
+
+static void *mpi_all_reduce_start(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op) {
+    int gs = c->size[g];
+    size_t *cnt = xcalloc((size_t)gs, sizeof *cnt);
+    for (int i = 0; i < gs; i++) cnt[i] = n / (size_t)gs + ((size_t)i < n % (size_t)gs);   // balanced pieces
+    MpiStarted *r = started_new(c, g, buf, NULL, cnt, 1, t, op);
+    free(cnt);
+    return r;
+}
+static void *mpi_reduce_scatter_start(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                                      CommOp op) {
+    int gs = c->size[g];
+    size_t *cnt = xcalloc((size_t)gs, sizeof *cnt);
+    for (int i = 0; i < gs; i++) cnt[i] = n_chunk;
+    MpiStarted *r = started_new(c, g, in, out, cnt, 0, t, op);
+    free(cnt);
+    return r;
+}
+static void *mpi_reduce_scatter_v_start(Comm *c, CommGroup g, void *buf, const size_t *counts, CommDtype t, CommOp op) {
+    return started_new(c, g, buf, NULL, counts, 0, t, op);
+}
+
 const CommBackend comm_backend_mpi = {
     .name = "mpi",
     .all_reduce = mpi_all_reduce,
@@ -291,6 +480,11 @@ const CommBackend comm_backend_mpi = {
     .recv = mpi_recv,
     .sendrecv = mpi_sendrecv,
     .barrier = mpi_barrier,
+    .all_reduce_start = mpi_all_reduce_start,
+    .reduce_scatter_start = mpi_reduce_scatter_start,
+    .reduce_scatter_v_start = mpi_reduce_scatter_v_start,
+    .wait = started_wait,
+    .test = started_test,
 };
 
 // Host memory whatever comm_set_device says (the comm_host_* entry points of comm.c): MPI on

@@ -16,6 +16,14 @@
 //                  match in the order they are posted, which the pipeline schedule fixes
 //                  (tests/test_comm.c's schedule simulation)
 //   barrier        an all-reduce of one int, then a stream synchronise
+//   started calls  (comm.h: overlap) with c->overlap, on the communicator's own stream: the
+//                  compute stream records an event, the group's stream waits for it (the
+//                  producers are done), the call, an event there; comm_wait makes the compute
+//                  stream wait for that one (the consumers come after) and books the compute
+//                  stream's stall in the cell (CUDA events around the wait). The host waits for
+//                  neither. Without c->overlap they run on the compute stream like the others.
+//                  BOOST_OVERLAP_DROP_DEPENDENCY=producer|consumer (tests only) drops one of
+//                  the two waits, so that a test can show the wrong result it causes
 //   waiting        every host wait on the stream polls (below): this back end's own, and the
 //                  CUDA back end's (to_host, sync, staging, results, frees), whose waits it
 //                  takes over (Backend.set_wait) while NCCL shares the stream
@@ -46,6 +54,7 @@ typedef struct { cudaEvent_t start, stop; size_t cell; double running_since; } P
 typedef struct {
     ncclComm_t comm[GROUP_COUNT];   // NULL for groups of size 1 (never called)
     cudaStream_t stream;            // the CUDA back end's compute stream
+    cudaStream_t cstream[GROUP_COUNT];   // each communicator's stream for started calls (overlap)
     Backend *bk;                    // that back end (its host waits go through nccl_wait_event)
     int device;
     int *barrier_word;              // device int for the barrier's all-reduce
@@ -55,6 +64,7 @@ typedef struct {
     PendingTiming *pending; int n_pending, cap_pending;
     int first_open;                 // pending[0 .. first_open) have completed (stream order)
     cudaEvent_t *pool; int n_pool, cap_pool;   // idle events
+    cudaEvent_t *later; int n_later, cap_later;   // fences given back, idle once reached (event_get)
 } NcclState;
 
 static NcclState *state(Comm *c) { return (NcclState *)c->backend_state; }
@@ -97,17 +107,20 @@ static void nccl_all_gather(Comm *c, CommGroup g, const void *in, void *out, siz
 
 // Ours "in place" (in == out) leaves the result at out's start; NCCL's leaves it at
 // out + rank·n_chunk, so other ranks than 0 move it down afterwards (disjoint ranges).
-static void nccl_reduce_scatter(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t, CommOp op) {
+static void reduce_scatter_on(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                              CommOp op, cudaStream_t on) {
     if (!n_chunk) return;
-    NcclState *s = state(c);
     size_t chunk = n_chunk * comm_dtype_size(t), me = (size_t)c->grank[g];
     if (in == out && me > 0) {
         char *mine = (char *)out + me * chunk;
-        CHECK_NCCL(ncclReduceScatter(in, mine, n_chunk, nccl_type(t), nccl_op(op), group_comm(c, g), s->stream));
-        CHECK_CUDA(cudaMemcpyAsync(out, mine, chunk, cudaMemcpyDeviceToDevice, s->stream));
+        CHECK_NCCL(ncclReduceScatter(in, mine, n_chunk, nccl_type(t), nccl_op(op), group_comm(c, g), on));
+        CHECK_CUDA(cudaMemcpyAsync(out, mine, chunk, cudaMemcpyDeviceToDevice, on));
         return;
     }
-    CHECK_NCCL(ncclReduceScatter(in, out, n_chunk, nccl_type(t), nccl_op(op), group_comm(c, g), s->stream));
+    CHECK_NCCL(ncclReduceScatter(in, out, n_chunk, nccl_type(t), nccl_op(op), group_comm(c, g), on));
+}
+static void nccl_reduce_scatter(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t, CommOp op) {
+    reduce_scatter_on(c, g, in, out, n_chunk, t, op, state(c)->stream);
 }
 
 static void nccl_broadcast(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, int root) {
@@ -138,6 +151,98 @@ static void nccl_sendrecv(Comm *c, CommGroup g, const void *sbuf, size_t ns, int
     if (ns) CHECK_NCCL(ncclSend(sbuf, ns, nccl_type(t), dest, nc, s->stream));
     if (nr) CHECK_NCCL(ncclRecv(rbuf, nr, nccl_type(t), src, nc, s->stream));
     CHECK_NCCL(ncclGroupEnd());
+}
+
+// ---- started calls (comm.h: overlap) --------------------------------------------------------
+// BOOST_OVERLAP_DROP_DEPENDENCY (tests only: tests/emu/cuda_emu_train.sh shows the results go
+// wrong): producer = the communication stream does not wait for the compute stream before a
+// started call; consumer = the compute stream does not wait for its end at comm_wait.
+enum { DROP_NONE, DROP_PRODUCER, DROP_CONSUMER };
+static int dropped_dependency(void) {
+    static int d = -1;
+    if (d < 0) {
+        const char *v = getenv("BOOST_OVERLAP_DROP_DEPENDENCY");
+        d = !v || !*v ? DROP_NONE : !strcmp(v, "producer") ? DROP_PRODUCER : !strcmp(v, "consumer") ? DROP_CONSUMER : -2;
+        if (d == -2)
+            die_input_hint("unset it (it exists to show a test the wrong results a missing dependency causes)",
+                           "BOOST_OVERLAP_DROP_DEPENDENCY=%s is not producer or consumer", v);
+        if (d != DROP_NONE) fprintf(stderr, "comm (nccl): BOOST_OVERLAP_DROP_DEPENDENCY=%s: the %s's wait is dropped "
+                                    "(results will be wrong)\n", v, d == DROP_PRODUCER ? "communication stream" : "compute stream");
+    }
+    return d;
+}
+
+typedef struct { int inline_call; cudaEvent_t ready, done; } NcclStarted;
+static cudaEvent_t event_get(NcclState *s);
+static void event_put(NcclState *s, cudaEvent_t e);
+static void event_put_later(NcclState *s, cudaEvent_t e);
+// Where a started call runs: on the compute stream (no overlap: the blocking form), or on the
+// group's stream after the compute stream's work so far (its event).
+static NcclStarted *started_begin(Comm *c, CommGroup g, cudaStream_t *on) {
+    NcclState *s = state(c);
+    NcclStarted *r = xcalloc(1, sizeof *r);
+    if (!c->overlap) { r->inline_call = 1; *on = s->stream; return r; }
+    CHECK(s->cstream[g], "comm (nccl): no stream for the %s group", comm_group_name(g));
+    r->ready = event_get(s);
+    CHECK_CUDA(cudaEventRecord(r->ready, s->stream));
+    if (dropped_dependency() != DROP_PRODUCER) CHECK_CUDA(cudaStreamWaitEvent(s->cstream[g], r->ready, 0));
+    *on = s->cstream[g];
+    return r;
+}
+static void *started_end(Comm *c, CommGroup g, NcclStarted *r) {
+    if (r->inline_call) return r;
+    NcclState *s = state(c);
+    r->done = event_get(s);
+    CHECK_CUDA(cudaEventRecord(r->done, s->cstream[g]));
+    return r;
+}
+static void nccl_time_begin(Comm *c);
+static void nccl_time_end(Comm *c, size_t cell);
+// The compute stream waits for the call's end (the host does not); its stall is timed into the cell.
+static void nccl_started_wait(Comm *c, void *p, size_t cell) {
+    NcclStarted *r = p;
+    if (!r->inline_call) {
+        NcclState *s = state(c);
+        nccl_time_begin(c);
+        if (dropped_dependency() != DROP_CONSUMER) CHECK_CUDA(cudaStreamWaitEvent(s->stream, r->done, 0));
+        nccl_time_end(c, cell);
+        // (given back once reached: the emulator's events remember only their latest record)
+        event_put_later(s, r->ready);
+        event_put_later(s, r->done);
+    }
+    free(r);
+}
+
+static void *nccl_all_reduce_start(Comm *c, CommGroup g, void *buf, size_t n, CommDtype t, CommOp op) {
+    cudaStream_t on;
+    NcclStarted *r = started_begin(c, g, &on);
+    if (n) CHECK_NCCL(ncclAllReduce(buf, buf, n, nccl_type(t), nccl_op(op), group_comm(c, g), on));
+    return started_end(c, g, r);
+}
+static void reduce_scatter_on(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                              CommOp op, cudaStream_t on);
+static void *nccl_reduce_scatter_start(Comm *c, CommGroup g, const void *in, void *out, size_t n_chunk, CommDtype t,
+                                       CommOp op) {
+    cudaStream_t on;
+    NcclStarted *r = started_begin(c, g, &on);
+    reduce_scatter_on(c, g, in, out, n_chunk, t, op, on);
+    return started_end(c, g, r);
+}
+// One ncclReduce per piece, rooted at its owner, in one group (in place on the root; NCCL has
+// no reduce-scatter of unequal pieces).
+static void *nccl_reduce_scatter_v_start(Comm *c, CommGroup g, void *buf, const size_t *counts, CommDtype t, CommOp op) {
+    cudaStream_t on;
+    NcclStarted *r = started_begin(c, g, &on);
+    ncclComm_t nc = group_comm(c, g);
+    size_t es = comm_dtype_size(t), off = 0;
+    CHECK_NCCL(ncclGroupStart());
+    for (int i = 0; i < c->size[g]; i++) {
+        char *piece = (char *)buf + off * es;
+        if (counts[i]) CHECK_NCCL(ncclReduce(piece, piece, counts[i], nccl_type(t), nccl_op(op), i, nc, on));
+        off += counts[i];
+    }
+    CHECK_NCCL(ncclGroupEnd());
+    return started_end(c, g, r);
 }
 
 // ---- waiting without hanging ----
@@ -248,10 +353,22 @@ static void nccl_barrier(Comm *c, CommGroup g) {
 
 // ---- timing with CUDA events ----
 static cudaEvent_t event_get(NcclState *s) {
+    for (int i = 0; i < s->n_later; )   // the fences given back whose record has been reached
+        if (event_done(s->later[i])) { event_put(s, s->later[i]); s->later[i] = s->later[--s->n_later]; }
+        else i++;
     if (s->n_pool) return s->pool[--s->n_pool];
     cudaEvent_t e;
     CHECK_CUDA(cudaEventCreate(&e));
     return e;
+}
+static void event_put_later(NcclState *s, cudaEvent_t e) {
+    if (s->n_later == s->cap_later) {
+        s->cap_later = s->cap_later ? 2 * s->cap_later : 64;
+        cudaEvent_t *p = realloc(s->later, (size_t)s->cap_later * sizeof *p);
+        CHECK(p, "comm (nccl): out of memory for %d events", s->cap_later);
+        s->later = p;
+    }
+    s->later[s->n_later++] = e;
 }
 static void event_put(NcclState *s, cudaEvent_t e) {
     if (s->n_pool == s->cap_pool) {
@@ -316,15 +433,26 @@ static void nccl_destroy(Comm *c) {
     CHECK_CUDA(cudaEventRecord(e, s->stream));
     nccl_wait_event(c, e, "the collectives queued before the communicators are destroyed");
     event_put(s, e);
+    for (int g = 0; g < GROUP_COUNT; g++)
+        if (s->cstream[g]) {   // (every started call was waited for: this finds them done)
+            e = event_get(s);
+            CHECK_CUDA(cudaEventRecord(e, s->cstream[g]));
+            nccl_wait_event(c, e, "the started collectives before the communicators are destroyed");
+            event_put(s, e);
+        }
     if (s->bk->set_wait) s->bk->set_wait(s->bk, NULL, NULL);   // the back end waits by itself again
     for (int g = 0; g < GROUP_COUNT; g++)
         if (s->comm[g]) {
             CHECK_NCCL(ncclCommFinalize(s->comm[g]));   // flushes what was issued
             CHECK_NCCL(ncclCommDestroy(s->comm[g]));
         }
+    for (int i = 0; i < s->n_later; i++) CHECK_CUDA(cudaEventSynchronize(s->later[i]));   // (reached: streams synced above)
+    for (int i = 0; i < s->n_later; i++) CHECK_CUDA(cudaEventDestroy(s->later[i]));
     for (int i = 0; i < s->n_pool; i++) CHECK_CUDA(cudaEventDestroy(s->pool[i]));
+    for (int g = 0; g < GROUP_COUNT; g++)
+        if (s->cstream[g]) CHECK_CUDA(cudaStreamDestroy(s->cstream[g]));
     CHECK_CUDA(cudaFree(s->barrier_word));
-    free(s->pool); free(s->pending); free(s);
+    free(s->pool); free(s->later); free(s->pending); free(s);
     c->backend_state = NULL;
     c->backend = &comm_backend_mpi;
 }
@@ -339,6 +467,10 @@ static const CommBackend comm_backend_nccl = {
     .recv = nccl_recv,
     .sendrecv = nccl_sendrecv,
     .barrier = nccl_barrier,
+    .all_reduce_start = nccl_all_reduce_start,
+    .reduce_scatter_start = nccl_reduce_scatter_start,
+    .reduce_scatter_v_start = nccl_reduce_scatter_v_start,
+    .wait = nccl_started_wait,
     .time_begin = nccl_time_begin,
     .time_end = nccl_time_end,
     .time_flush = nccl_time_flush,
@@ -418,6 +550,7 @@ int comm_use_nccl(Comm *c, struct Backend *b, char *why, size_t why_len) {
         if (c->grank[g] == 0) CHECK_NCCL(ncclGetUniqueId(&id));
         CHECK_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, c->mpi[g]));
         CHECK_NCCL(ncclCommInitRank(&s->comm[g], c->size[g], id, c->grank[g]));
+        CHECK_CUDA(cudaStreamCreateWithFlags(&s->cstream[g], cudaStreamNonBlocking));   // its started calls
     }
     if (c->device != b) comm_set_device(c, b, c->host_alloc, c->host_free);
     c->backend_state = s;

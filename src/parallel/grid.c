@@ -43,8 +43,9 @@ static void grid_fill(Comm *c, int tp, int pp, int dp, int rank) {
     c->size[GROUP_WORLD] = c->world; c->grank[GROUP_WORLD] = rank;
     c->account_float_bytes = (int)sizeof(float);
     c->mpi_max_count = INT_MAX;
-    for (int g = 0; g < GROUP_COUNT; g++) c->mpi[g] = MPI_COMM_NULL;
+    for (int g = 0; g < GROUP_COUNT; g++) c->mpi[g] = c->mpi_async[g] = MPI_COMM_NULL;
     c->host_backend = &comm_backend_mpi_host;
+    c->overlap = 1;   // started collectives overlap the compute (parallel.overlap)
     comm_set_n_layers(c, 0);
 }
 
@@ -97,6 +98,7 @@ void comm_init(Comm *c, int tp, int pp, int dp) {
         CHECK_MPI(MPI_Comm_rank(c->mpi[g], &r));
         CHECK(s == c->size[g] && r == c->grank[g], "comm_init: %s group has size %d rank %d, expected %d %d",
               comm_group_name((CommGroup)g), s, r, c->size[g], c->grank[g]);
+        if (s > 1) CHECK_MPI(MPI_Comm_dup(c->mpi[g], &c->mpi_async[g]));   // the started calls' messages
     }
 }
 
@@ -123,14 +125,17 @@ void comm_free(Comm *c) {
     comm_detach_device(c);                                 // NCCL communicators, device-side buffers, pending timings
     int finalized = 0;
     if (!c->is_virtual) CHECK_MPI(MPI_Finalized(&finalized));
-    for (int g = 0; g < GROUP_COUNT; g++)
+    for (int g = 0; g < GROUP_COUNT; g++) {
         if (c->mpi[g] != MPI_COMM_NULL && !finalized) CHECK_MPI(MPI_Comm_free(&c->mpi[g]));
+        if (c->mpi_async[g] != MPI_COMM_NULL && !finalized) CHECK_MPI(MPI_Comm_free(&c->mpi_async[g]));
+    }
     free(c->stats);
+    free(c->started);
     for (int g = 0; g < GROUP_COUNT; g++) free(c->timed[g]);
     free(c->scratch);
     free(c->gbuf);
     memset(c, 0, sizeof *c);
-    for (int g = 0; g < GROUP_COUNT; g++) c->mpi[g] = MPI_COMM_NULL;
+    for (int g = 0; g < GROUP_COUNT; g++) c->mpi[g] = c->mpi_async[g] = MPI_COMM_NULL;
 }
 
 int comm_ranks_on_node(const Comm *c) {

@@ -32,9 +32,13 @@
 //               call takes the faster of the two protocols.
 //   pipeline    1F1B (parallel/schedule.h, fused exchanges as the trainer runs them) with
 //               per-action durations and blocking (rendezvous) transfers.
-// There is no overlap of communication with computation in this engine (nor in the paper's
-// BTP code): every collective is exposed, and the model says so by adding it (the gradient
-// reduction's exposure is decided in one place: sim_grad_reduction_exposed).
+// Overlap: the model prices what the engine does (comm.h: started collectives). A blocking
+// collective is exposed whole. A started one (the data-parallel gradient reduction of each
+// bucket, the TP collectives the drivers start beside GEMMs) runs on its group's stream from
+// when it is started — behind the calls started there before it — while the compute goes
+// on, and only the part still running when the compute waits for it is exposed. One
+// function decides it: sim_comm_exposed. With parallel.overlap false the engine waits for
+// every started call at once, and the model exposes it whole.
 #pragma once
 #include "hardware.h"
 #include "roofline.h"
@@ -86,7 +90,7 @@ int sim_check_grid(const HwProfile *hw, int tp, int dp, int pp, char *why, size_
 // What a span of the trace costs.
 typedef struct {
     double compute_s;     // ops
-    double comm_s;        // collectives (TP, DP, world); all exposed
+    double comm_s;        // collectives (TP, DP, world): what the compute waits for (exposed)
     double p2p_bytes;     // pipeline sends (PHASE_PIPELINE send records): priced by the pipeline
     double launch_wait_s; // of compute_s + comm_s: the device waiting for the host's launches
     double flops;         // traced op FLOPs (recompute included: hardware FLOPs)
@@ -126,6 +130,15 @@ typedef struct {
     int trace_layer, trace_on;
     SimEvent *events;
     int n_events, cap_events;
+    // Started collectives (sim_comm_exposed): the compute's clock (its ops and exposed waits,
+    // every span), when each group's stream is done with the calls started so far, and when
+    // each started call ends (per group, by its seq)
+    double clock_s;
+    double stream_end[GROUP_COUNT];
+    double *started_end[GROUP_COUNT];
+    int *started_event[GROUP_COUNT];  // its event in the layer trace + 1 (0: not traced): its wait's seconds go there
+    uint64_t cap_started[GROUP_COUNT];
+    double started_s, hidden_s;       // wire time of the started calls, and the part of it hidden
 } SimTracer;
 
 void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int tp, int dp, int pp,
@@ -133,10 +146,16 @@ void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int t
 void sim_tracer_free(SimTracer *t);
 void sim_tracer_op(void *ctx, const OpInfo *op);            // OpObserver.end
 void sim_tracer_comm(void *ctx, const CommRecord *r);       // CommObserver
-// The exposed seconds of a data-parallel gradient reduction that takes `seconds` on the wire:
-// the one place that decides how much of it the step waits for. This engine reduces the
-// gradients after the last backward and overlaps nothing: all of it.
-double sim_grad_reduction_exposed(const SimTracer *t, const CommRecord *r, double seconds);
+// The seconds the compute waits at collective record r, whose call takes `seconds` on the wire
+// (a WAIT record: the call it waits for; its `seconds` unused): the one place that decides
+// what overlaps. A blocking call (COMM_RECORD_CALL): all of it. A started one
+// (COMM_RECORD_START): nothing now; it runs on its group's stream from max(now, the end of the
+// calls started there before it) for `seconds`. Its wait (COMM_RECORD_WAIT): what is left of
+// it at the compute's clock — the part of the call that the compute between its start and its
+// wait did not hide. So the data-parallel reduction of each bucket is hidden behind the
+// backward compute that follows its start (its wait is in the optimizer), the TP collectives
+// behind the GEMMs the drivers run before their waits, and never more.
+double sim_comm_exposed(SimTracer *t, const CommRecord *r, double seconds);
 // The cost since the last take; the launch queue's clocks meet again (a span ends at a point
 // where the host waits for the device).
 SimCost sim_tracer_take(SimTracer *t);

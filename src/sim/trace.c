@@ -29,6 +29,10 @@ void sim_tracer_free(SimTracer *t) {
     free(t->layer_comm);
     free(t->comm_cell_s);
     free(t->events);
+    for (int g = 0; g < GROUP_COUNT; g++) {
+        free(t->started_end[g]); free(t->started_event[g]);
+        t->started_end[g] = NULL; t->started_event[g] = NULL; t->cap_started[g] = 0;
+    }
     t->layer_compute = t->layer_comm = t->comm_cell_s = NULL;
     t->events = NULL;
     t->n_events = t->cap_events = 0;
@@ -79,6 +83,7 @@ void sim_tracer_op(void *ctx, const OpInfo *op) {
     double s = queued(t, (op->cls == OPC_ATTENTION ? sim_attention_kernel_time(t->hw, t->prec, op, t->attention)
                                                    : sim_op_time(t->hw, t->prec, op)) / t->share);
     t->cur.compute_s += s;
+    t->clock_s += s;
     t->cur.flops += op->flops;
     if (op->cls == OPC_GEMM) t->cur.gemm_flops += op->flops;
     t->cur.n_ops++;
@@ -99,33 +104,70 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
     CHECK((unsigned)r->group < GROUP_COUNT, "sim tracer: group %d", (int)r->group);
     CHECK(r->group_size == t->place[r->group].n, "sim tracer: a %s record of a group of %d, the grid says %d",
           comm_group_name(r->group), r->group_size, t->place[r->group].n);
-    t->cur.n_calls++;
+    if (r->type != COMM_RECORD_WAIT) t->cur.n_calls++;   // (a wait is no call of its own)
     // Point-to-point messages are the pipeline's: their time depends on the stage boundary
     // they cross, which the pipeline simulation prices (sim_pipeline's transfer durations).
     if (r->kind == COMM_SEND || r->kind == COMM_RECV) {
         if (r->kind == COMM_SEND) t->cur.p2p_bytes += (double)r->bytes;
         return;
     }
-    double s = sim_collective_time(t->hw, r->kind, (double)r->bytes, t->place[r->group]);
-    if (r->group == GROUP_DP && r->phase == PHASE_OPTIMIZER) s = sim_grad_reduction_exposed(t, r, s);
-    s = queued(t, s);
+    double s = sim_comm_exposed(t, r, r->type == COMM_RECORD_WAIT ? 0.0
+                                      : sim_collective_time(t->hw, r->kind, (double)r->bytes, t->place[r->group]));
+    // a blocking call waits in the launch queue as an op does; a started call runs on its own
+    // stream and its wait launches nothing on the compute stream
+    if (r->type == COMM_RECORD_CALL) s = queued(t, s);
+    t->clock_s += s;
     t->cur.comm_s += s;
     t->layer_comm[layer_slot(t, r->phase, r->layer)] += s;
     t->comm_group_s[r->phase][r->group] += s;
     t->comm_cell_s[comm_cell(t, r->kind, r->phase, r->group, r->layer)] += s;
-    if (t->trace_on && r->layer == t->trace_layer) {
+    // The layer trace: one event per call; a started call's event gets the seconds its wait exposes.
+    if (r->type == COMM_RECORD_WAIT) {
+        int ev = t->started_event[r->group][r->seq];
+        if (ev) t->events[ev - 1].seconds += s;
+    } else if (t->trace_on && r->layer == t->trace_layer) {
         SimEvent *e = push_event(t);
         e->is_comm = 1;
         e->name = comm_kind_name(r->kind);
         e->cls = r->kind; e->group = r->group; e->phase = r->phase;
         e->bytes = (double)r->bytes; e->seconds = s;
+        if (r->type == COMM_RECORD_START) t->started_event[r->group][r->seq] = t->n_events;
     }
 }
 
-double sim_grad_reduction_exposed(const SimTracer *t, const CommRecord *r, double seconds) {
-    (void)t;
-    (void)r;
-    return seconds;   // reduced after the last backward, nothing overlaps it (docs/performance-model.md §11, 7.)
+double sim_comm_exposed(SimTracer *t, const CommRecord *r, double seconds) {
+    int g = r->group;
+    switch (r->type) {
+    case COMM_RECORD_CALL:
+        return seconds;                                // blocking: the compute waits for all of it
+    case COMM_RECORD_START: {                          // on the group's stream, behind the ones before it
+        double begin = t->clock_s > t->stream_end[g] ? t->clock_s : t->stream_end[g];
+        t->stream_end[g] = begin + seconds;
+        if (r->seq >= t->cap_started[g]) {
+            uint64_t cap = t->cap_started[g] ? 2 * t->cap_started[g] : 64;
+            while (cap <= r->seq) cap *= 2;
+            t->started_end[g] = realloc(t->started_end[g], (size_t)cap * sizeof *t->started_end[g]);
+            t->started_event[g] = realloc(t->started_event[g], (size_t)cap * sizeof *t->started_event[g]);
+            CHECK(t->started_end[g] && t->started_event[g], "sim tracer: out of memory for %llu started calls",
+                  (unsigned long long)cap);
+            t->cap_started[g] = cap;
+        }
+        t->started_end[g][r->seq] = t->stream_end[g];
+        t->started_event[g][r->seq] = 0;
+        t->started_s += seconds;
+        t->hidden_s += seconds;                        // (less what its wait exposes)
+        return 0.0;
+    }
+    case COMM_RECORD_WAIT: {                           // what is left of it now
+        CHECK(r->seq >= 1 && r->seq < t->cap_started[g], "sim tracer: a wait for %s call %llu, never started",
+              comm_group_name(r->group), (unsigned long long)r->seq);
+        double left = t->started_end[g][r->seq] - t->clock_s;
+        if (left < 0) left = 0;
+        t->hidden_s -= left;
+        return left;
+    }
+    }
+    DIE("sim tracer: collective record type %d", (int)r->type);
 }
 
 SimCost sim_tracer_take(SimTracer *t) {
@@ -173,7 +215,7 @@ void sim_report_print(const SimStepReport *r, FILE *f) {
     double s = r->step_s > 0 ? r->step_s : 1;
     fprintf(f, "step time        %10.4f s\n", r->step_s);
     fprintf(f, "  compute        %10.4f s  %5.1f%%\n", r->compute_s, 100 * r->compute_s / s);
-    fprintf(f, "  communication  %10.4f s  %5.1f%%  (exposed: this engine does not overlap communication)\n",
+    fprintf(f, "  communication  %10.4f s  %5.1f%%  (exposed: what the compute waits for; parallel.overlap)\n",
             r->comm_s, 100 * r->comm_s / s);
     if (r->launch_wait_s > 0)
         fprintf(f, "  (of compute and communication, waiting for the host's launches %.4f s, %.1f%%)\n", r->launch_wait_s,

@@ -16,8 +16,9 @@
 // the pipeline sends), the loss reduction, the data-parallel gradient reduction, clipping and
 // the AdamW step. Every op and every collective arrives at a SimTracer (sim.h) that prices it
 // with the profile; the per-action costs then go through the pipeline simulation. Printed:
-// each stage's costs, the step time split into compute, exposed communication (this engine
-// never overlaps communication with computation), pipeline transfers and bubble, tokens/s,
+// each stage's costs, the step time split into compute, exposed communication (what the compute
+// waits for: with parallel.overlap the engine's started collectives hide behind compute,
+// sim_comm_exposed), pipeline transfers and bubble, tokens/s,
 // MFU and HFU, and the memory per rank against the device's capacity.
 //
 // --json writes the same report (and more: time by op class and by group, every layer, the
@@ -144,6 +145,7 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     int zero1 = pc->zero1 && pc->dp > 1;
     Comm c;
     comm_init_virtual_at(&c, pc->tp, pc->pp, pc->dp, rank);
+    c.overlap = pc->overlap;   // the engine's started collectives: overlapped, or each waited at once
     Backend *bk = backend_dry(dt);
     Model m;
     Optimizer o;

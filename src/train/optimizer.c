@@ -17,6 +17,43 @@ double optimizer_lr_at(const TrainConfig *tc, int step) {
 
 static CommDtype comm_dtype_of(DType t) { return t == DT_BF16 ? DTYPE_BF16 : DTYPE_F32; }
 
+// ---- the data-parallel reduction in buckets (optimizer.h) -----------------------------------
+// Start bucket i's reduction (it is final): an all-reduce, or under ZeRO-1 the reduce-scatter
+// of its part of each DP rank's slice.
+static void bucket_start(Optimizer *o, int i) {
+    Comm *c = o->comm;
+    const GradPart *p = &o->parts[i];
+    CommDtype ct = comm_dtype_of(o->bk->dtype);
+    void *g = bk_at(o->bk, o->mdl->grads, p->off);
+    CHECK(!o->started[i], "optimizer: the gradient bucket of layer %d started twice in one step", p->layer);
+    o->started[i] = 1;
+    if (!o->zero1 || o->want_full) {
+        o->pending[i] = comm_all_reduce_start(c, GROUP_DP, g, p->n, ct, OP_SUM, PHASE_OPTIMIZER, p->layer);
+        return;
+    }
+    size_t *counts = xcalloc((size_t)c->dp, sizeof *counts);
+    for (int j = 0; j < c->dp; j++) {   // [off, off + n) ∩ slice j, in slice order
+        size_t lo = (size_t)j * o->shard_len, hi = lo + o->shard_len;
+        size_t a = p->off > lo ? p->off : lo, b = p->off + p->n < hi ? p->off + p->n : hi;
+        counts[j] = b > a ? b - a : 0;
+    }
+    o->pending[i] = comm_reduce_scatter_v_start(c, GROUP_DP, g, counts, ct, PHASE_OPTIMIZER, p->layer);
+    free(counts);
+}
+// The model's hook: part i of the step's last backward is final.
+static void bucket_final(void *ctx, int i) {
+    Optimizer *o = ctx;
+    CHECK(i >= 0 && i < o->n_parts, "optimizer: gradient part %d of %d", i, o->n_parts);
+    comm_progress(o->comm);   // (the buckets started before move on meanwhile)
+    bucket_start(o, i);
+}
+
+void optimizer_want_full(Optimizer *o, int want_full) {
+    for (int i = 0; i < o->n_parts; i++)
+        CHECK(!o->started[i], "optimizer_want_full: the step's gradient reduction has started already");
+    o->want_full = want_full;
+}
+
 void optimizer_init(Optimizer *o, Model *mdl, int zero1) {
     memset(o, 0, sizeof *o);
     Comm *c = mdl->comm;
@@ -54,6 +91,15 @@ void optimizer_init(Optimizer *o, Model *mdl, int zero1) {
     }
     o->m = bk_alloc(o->bk, o->shard_len, DT_F32, MEM_OPTIM);
     o->v = bk_alloc(o->bk, o->shard_len, DT_F32, MEM_OPTIM);
+    // the buckets: the model's gradient parts, each reduced as soon as the backward finishes it
+    o->mdl = mdl;
+    o->n_parts = model_grad_parts(mdl, NULL);
+    o->parts = xcalloc((size_t)o->n_parts + 1, sizeof *o->parts);
+    model_grad_parts(mdl, o->parts);
+    o->pending = xcalloc((size_t)o->n_parts + 1, sizeof *o->pending);
+    o->started = xcalloc((size_t)o->n_parts + 1, sizeof *o->started);
+    for (int i = 0; i < o->n_parts; i++) o->pending[i] = COMM_DONE;
+    if (c->dp > 1) model_grads_final_hook(mdl, bucket_final, o);
 }
 
 void optimizer_free(Optimizer *o) {
@@ -61,19 +107,26 @@ void optimizer_free(Optimizer *o) {
     bk_free(o->bk, o->m, o->shard_len, DT_F32, MEM_OPTIM);
     bk_free(o->bk, o->v, o->shard_len, DT_F32, MEM_OPTIM);
     free(o->spans);
+    if (o->mdl && o->mdl->grads_final_ctx == o) model_grads_final_hook(o->mdl, NULL, NULL);
+    free(o->parts); free(o->pending); free(o->started);
     memset(o, 0, sizeof *o);
 }
 
 void optimizer_reduce_grads(Optimizer *o, Model *mdl, int want_full) {
-    Comm *c = o->comm;
-    CommDtype ct = comm_dtype_of(o->bk->dtype);
-    if (o->zero1 && !want_full) {
-        comm_reduce_scatter(c, GROUP_DP, mdl->grads, mdl->grads, o->shard_len, ct, PHASE_OPTIMIZER, -1);
-        if (o->shard_off)   // the slice arrives at the front of the buffer (disjoint: off >= len)
-            op_copy(o->bk, bk_at(o->bk, mdl->grads, o->shard_off), mdl->grads, o->shard_len, o->bk->dtype);
-    } else {
-        comm_all_reduce(c, GROUP_DP, mdl->grads, o->zero1 ? o->n_alloc : o->n_params, ct, OP_SUM, PHASE_OPTIMIZER, -1);
+    CHECK(mdl == o->mdl, "optimizer_reduce_grads: not the optimizer's model");
+    int any = 0;
+    for (int i = 0; i < o->n_parts; i++) any |= o->started[i];
+    CHECK(!any || !want_full == !o->want_full, "optimizer_reduce_grads: the step's buckets were started with "
+          "want_full %d, now %d (optimizer_want_full before the step)", o->want_full, want_full);
+    o->want_full = want_full;
+    // the buckets no backward started (a caller without the step loop), in the same order
+    for (int i = 0; i < o->n_parts; i++)
+        if (!o->started[i]) bucket_start(o, i);
+    for (int i = 0; i < o->n_parts; i++) {
+        comm_wait(o->comm, &o->pending[i]);
+        o->started[i] = 0;
     }
+    o->want_full = 0;
 }
 
 double optimizer_clip(Optimizer *o, Model *mdl, double clip) {

@@ -7,6 +7,15 @@
 // padded to dp equal slices, model_family_len) is cut into dp slices; DP rank i keeps the
 // master weights, m and v of slice i only, receives that slice of the summed gradient by a
 // reduce-scatter, updates it, and the DP ranks all-gather the updated parameters.
+//
+// The data-parallel gradient reduction runs in buckets: the model's gradient parts
+// (model_grad_parts: the head's, each layer's, the embedding's). Each bucket's reduction
+// starts in the step's last backward as soon as its gradients are final (the model's hook,
+// model_grads_final_hook), so it overlaps the rest of that backward (comm.h: started
+// collectives; parallel.overlap false runs each at once, blocking); optimizer_reduce_grads
+// waits for them all. A bucket is an all-reduce, or under ZeRO-1 a reduce-scatter cut along
+// the DP slices (comm_reduce_scatter_v_start: each rank receives the sum of its slice's part
+// of the bucket), counted in phase optimizer at the bucket's layer (-1: head, embedding).
 #pragma once
 #include "../config/config.h"
 #include "../model/model.h"
@@ -30,14 +39,25 @@ typedef struct {
     int n_spans;               // the tensors' parts inside the shard
     float grad_scale;          // the clipping factor optimizer_clip found, for the next step (1: none)
     struct { size_t off, n; int decay; double norm_weight; } *spans;
+    // the data-parallel reduction's buckets (the model's gradient parts, in backward order)
+    Model *mdl;
+    GradPart *parts;
+    int n_parts;
+    CommHandle *pending;       // [n_parts] each bucket's reduction this step (COMM_DONE: none running)
+    int *started;              // [n_parts] started this step
+    int want_full;             // this step's buckets are all-reduces even under ZeRO-1 (optimizer_want_full)
 } Optimizer;
 
 // Set up for `mdl` (built with family_parts = dp when zero1), taking its current
 // parameters as the master weights; m = v = 0.
 void optimizer_init(Optimizer *o, Model *mdl, int zero1);
 void optimizer_free(Optimizer *o);
+// Before a step's micro-batches: its gradient reduction must leave the whole gradient on
+// every rank (a step dump wants it) even under ZeRO-1 (the buckets are all-reduces).
+void optimizer_want_full(Optimizer *o, int want_full);
 // Sum the gradients over DP: this rank's slice only (ZeRO-1 reduce-scatter) unless
-// `want_full` (a step dump wants the whole gradient), else an all-reduce.
+// `want_full` (as optimizer_want_full said before the step), else an all-reduce. Waits for the
+// buckets the backward started and starts (and waits for) those it did not.
 void optimizer_reduce_grads(Optimizer *o, Model *mdl, int want_full);
 // Global L2 norm of the whole model's gradients (over TP, PP and the ZeRO-1 slices; double
 // accumulation; a tensor replicated on the TP ranks counts once). If clip > 0 and the norm

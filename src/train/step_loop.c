@@ -11,13 +11,19 @@ void step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, int 
 }
 
 static void run_actions(Model *mdl, Comm *c, int K, const PipeAction *acts, int n_acts, const StepHooks *h) {
+    // The stage's last backward makes its gradients final, part by part (model_final_backward:
+    // each part's data-parallel reduction starts there, overlapping the rest of that backward)
     if (c->pp == 1) {
         for (int k = 0; k < K; k++) {
             h->forward(h->ctx, 0, k);
+            model_final_backward(mdl, k == K - 1);
             h->backward(h->ctx, 0, k);
         }
         return;
     }
+    int last_bwd = -1;
+    for (int i = 0; i < n_acts; i++)
+        if (acts[i].kind == PA_BACKWARD) last_bwd = i;
     // one micro-batch's residual (a column slice under BTP, this rank's tokens under sequence
     // parallelism) + LaX's latents
     size_t n_act = model_stage_elems(mdl);
@@ -31,6 +37,7 @@ static void run_actions(Model *mdl, Comm *c, int K, const PipeAction *acts, int 
             h->forward(h->ctx, slot, a->mb);
             continue;
         case PA_BACKWARD:
+            model_final_backward(mdl, i == last_bwd);
             h->backward(h->ctx, slot, a->mb);
             continue;
         case PA_RECV_FWD:

@@ -136,6 +136,7 @@ void trainer_init(Trainer *tr, const Config *cfg, Comm *comm) {
         die_input("train.batch_size = %d is not divisible by parallel.dp = %d (each data-parallel rank takes batch_size/dp sequences of every micro-batch)",
                   tc->batch_size, comm->dp);
     tr->B_local = tc->batch_size / comm->dp;
+    comm->overlap = tr->cfg.parallel.overlap;   // started collectives overlap the compute, or block
     tr->bk = trainer_backend(&tr->cfg);
     place_comm(comm, tr->bk);
     // Every rank prepares through the cache; rank 0 first so the others only read it.
@@ -210,11 +211,13 @@ StepMetrics trainer_step(Trainer *tr) {
         loader_train_batch(&tr->loader, tr->samples_seen + (uint64_t)k * B + (uint64_t)c->dp_rank * Bl,
                            Bl, mb_inputs(tr, k), mb_targets(tr, k));
     double n_tokens = (double)K * B * mdl->T;             // tokens of the whole step
-    run_micro_batches(tr, (float)(1.0 / n_tokens));
     // Data parallel: every rank's gradient is of (its tokens' loss sum)/n_tokens, so the
     // sum over DP is the gradient of the step's mean loss. ZeRO-1 needs only this rank's
-    // slice of it, except when a step dump wants the whole gradient.
+    // slice of it, except when a step dump wants the whole gradient. The sum starts bucket by
+    // bucket in the step's last backward (optimizer.h) and is complete after reduce_grads.
     int dump_step = tr->before_update && config_step_listed(tr->cfg.run.dump_steps, tr->step + 1);
+    optimizer_want_full(&tr->opt, dump_step);
+    run_micro_batches(tr, (float)(1.0 / n_tokens));
     optimizer_reduce_grads(&tr->opt, mdl, dump_step);
     // The step's one read of the loss, after the gradient reduction is queued (a GPU waits for
     // its stream here, not once per micro-batch). It lives on the last stage (identical on its

@@ -17,7 +17,10 @@
 # emulator refuses for a host pointer — and build/emu/train_nccl, whose ranks take the NCCL
 # code path (comm_nccl.c) on the emulator's NCCL stand-in (emu/emu_nccl.cpp), which refuses a
 # host pointer at the call as NCCL does. Both fail when a host scalar is handed to a device
-# collective (docs/gpu.md, "The emulator"). Run by `make cuda-emu-test` (which builds build/emu/train),
+# collective (docs/gpu.md, "The emulator"). The NCCL runs overlap communication (parallel.overlap,
+# the default: collectives on their own streams ordered by events); the blocking form must give
+# the same bits, and dropping one event wait must give wrong results (below, "communication off
+# the compute stream"). Run by `make cuda-emu-test` (which builds build/emu/train),
 # not by tests/run.sh: the emulator plays each CUDA thread with an OS thread, so a step
 # takes seconds, and the whole script a few minutes on 2 cores.
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -84,6 +87,53 @@ case_run emu_cuda_train_tp2_pp2_sp_selective 4 --set parallel.tp=2 --set paralle
     --set boost.btp=false --set boost.selective_recompute=true
 case_run emu_cuda_train_tp2_btp_sp_every_switch 2 --set parallel.tp=2 --set boost.btp=true --set boost.online_rmsnorm=true \
     --set boost.grouping=true --set boost.lowrank_ckpt=true --set parallel.sequence_parallel=true
+
+# ---- communication off the compute stream (parallel.overlap, docs/gpu.md "Overlap") ----
+# The NCCL runs above overlap (the default): the data-parallel reduction of each gradient
+# bucket and the started TP collectives run on each communicator's own stream, ordered by
+# events. Here: (1) the same run with parallel.overlap false (every collective on the compute
+# stream) is bit-identical to the overlapped one; (2) with one of those events' waits dropped
+# (BOOST_OVERLAP_DROP_DEPENDENCY=producer: the communication stream no longer waits for the
+# compute stream before a started call, comm_nccl.c) the results go wrong — the emulator runs
+# each stream on its own worker thread, so the reduction reads gradients the backward has not
+# finished — which shows the dependency is real and that check (1) and the runs above would
+# see one missing.
+overlap_identical() {  # NAME (a case_run name whose nccl run exists) NP [--set ...]
+    local name=$1 np=$2; shift 2
+    local test=${name/emu_cuda_train/emu_cuda_nccl_overlap_bit_identical} s out n=0
+    if [ ! -f "$TMP/$name-nccl/step_2.h5" ]; then fail "$test" "the overlapped NCCL run $name-nccl has no dumps"; return; fi
+    if ! EMU_GPU_PER_RANK=1 BOOST_COMM=nccl one "$EMU_TRAIN_NCCL" "$name-blocking" "$np" --set run.device=cuda \
+            --set parallel.overlap=false "$@"; then
+        fail "$test" "the blocking run failed: $(grep -m3 -E 'cuda emulator|error|failed' "$TMP/$name-blocking.log" | tr '\n' ' ')"; return
+    fi
+    for s in 1 2; do
+        if ! out=$("$BUILD/h5compare" "$TMP/$name-nccl/step_$s.h5" "$TMP/$name-blocking/step_$s.h5" \
+                   --groups loss,grads,model --exact 2>&1); then
+            fail "$test" "step $s: $(tail -3 <<<"$out" | tr '\n' ' ')"; return
+        fi
+        n=$((n + 1))
+    done
+    pass "$test (np $np: $n step dumps bit-identical, parallel.overlap true vs false)"
+}
+overlap_identical emu_cuda_train_tp2_dp2_zero1 4 --set parallel.tp=2 --set parallel.dp=2 --set parallel.zero1=true
+dropped_dependency() {  # NAME NP [--set ...]: the CPU run NAME-cpu exists
+    local name=$1 np=$2; shift 2
+    local test=emu_cuda_nccl_overlap_dropped_dependency_goes_wrong s out bad=""
+    if ! EMU_GPU_PER_RANK=1 BOOST_COMM=nccl BOOST_OVERLAP_DROP_DEPENDENCY=producer \
+            one "$EMU_TRAIN_NCCL" "$name-dropped" "$np" --set run.device=cuda "$@"; then
+        fail "$test" "the run failed rather than computing: $(grep -m3 -E 'cuda emulator|error|failed' "$TMP/$name-dropped.log" | tr '\n' ' ')"; return
+    fi
+    if ! grep -q "BOOST_OVERLAP_DROP_DEPENDENCY=producer" "$TMP/$name-dropped.log"; then
+        fail "$test" "the run did not say it dropped the dependency"; return
+    fi
+    for s in 1 2; do
+        if ! out=$("$BUILD/h5compare" "$TMP/$name-dropped/step_$s.h5" "$TMP/$name-cpu/step_$s.h5" \
+                   --groups loss,grads --atol 0 --rtol 1e-4 2>&1); then bad="$bad step $s: $(tail -1 <<<"$out" | cut -c1-160)"; fi
+    done
+    if [ -n "$bad" ]; then pass "$test (the communication stream not waiting for the compute: wrong results as it must;$bad)"
+    else fail "$test" "every gradient within tolerance of the CPU run although the reduction did not wait for the backward"; fi
+}
+dropped_dependency emu_cuda_train_tp2_dp2_zero1 4 --set parallel.tp=2 --set parallel.dp=2 --set parallel.zero1=true
 
 # ---- which attention ran for each shape, and why: said once per shape, kept in the run's record ----
 # A bf16 run on the emulated back end (no cuDNN in the emulator's build): each direction's shape

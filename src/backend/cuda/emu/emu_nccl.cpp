@@ -187,7 +187,7 @@ void reduce_slots(ncclComm *c, void *out, size_t n, ncclDataType_t t, ncclRedOp_
 }
 
 // ---- the operations, run on the stream's worker ---------------------------------------------
-enum Kind { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, BROADCAST, SEND, RECV };
+enum Kind { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, BROADCAST, REDUCE, SEND, RECV };
 struct Op {
     Kind kind;
     const void *send; void *recv;
@@ -251,6 +251,7 @@ const char *op_name(Kind k) {
     case ALL_GATHER: return "ncclAllGather";
     case REDUCE_SCATTER: return "ncclReduceScatter";
     case BROADCAST: return "ncclBroadcast";
+    case REDUCE: return "ncclReduce";
     case SEND: return "ncclSend";
     case RECV: return "ncclRecv";
     }
@@ -269,6 +270,16 @@ bool run_collective(Op &o) {
             if (!c->barrier(name)) return false;
             if (o.kind == ALL_REDUCE) reduce_slots(c, (char *)o.recv + off * es, m, o.type, o.op);
             else memmove((char *)o.recv + off * es, c->slot(o.root_or_peer), m * es);
+            if (!c->barrier(name)) return false;
+        }
+        return true;
+    }
+    if (o.kind == REDUCE) {       // recv[k] (on the root) = Σ_r rank r's send[k], in rank order
+        for (size_t off = 0; off < o.count; off += step) {
+            size_t m = std::min(step, o.count - off);
+            memcpy(c->slot(c->rank), (const char *)o.send + off * es, m * es);
+            if (!c->barrier(name)) return false;
+            if (c->rank == o.root_or_peer) reduce_slots(c, (char *)o.recv + off * es, m, o.type, o.op);
             if (!c->barrier(name)) return false;
         }
         return true;
@@ -381,13 +392,15 @@ ncclResult_t issue(const Op &o, cudaStream_t s, const char *call) {
     switch (o.kind) {
     case ALL_REDUCE: sbytes = rbytes = o.count * es; break;
     case BROADCAST: sbytes = o.comm->rank == o.root_or_peer ? o.count * es : 0; rbytes = o.count * es; break;
+    case REDUCE: sbytes = o.count * es; rbytes = o.comm->rank == o.root_or_peer ? o.count * es : 0; break;
     case ALL_GATHER: sbytes = o.count * es; rbytes = (size_t)n * o.count * es; break;
     case REDUCE_SCATTER: sbytes = (size_t)n * o.count * es; rbytes = o.count * es; break;
     case SEND: sbytes = o.count * es; break;
     case RECV: rbytes = o.count * es; break;
     }
-    if ((o.kind == BROADCAST || o.kind == SEND || o.kind == RECV) && (o.root_or_peer < 0 || o.root_or_peer >= n)) {
-        set_last_error("%s: %s %d is not a rank of this communicator of %d", call, o.kind == BROADCAST ? "root" : "peer", o.root_or_peer, n);
+    if ((o.kind == BROADCAST || o.kind == REDUCE || o.kind == SEND || o.kind == RECV) && (o.root_or_peer < 0 || o.root_or_peer >= n)) {
+        set_last_error("%s: %s %d is not a rank of this communicator of %d", call,
+                       o.kind == BROADCAST || o.kind == REDUCE ? "root" : "peer", o.root_or_peer, n);
         return ncclInvalidArgument;
     }
     if ((o.kind == SEND || o.kind == RECV) && o.root_or_peer == o.comm->rank) {
@@ -523,6 +536,10 @@ ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recv
 ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t t, int root,
                            ncclComm_t comm, cudaStream_t stream) {
     return issue(Op{ BROADCAST, sendbuff, recvbuff, count, t, ncclSum, root, comm }, stream, "ncclBroadcast");
+}
+ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t t, ncclRedOp_t op, int root,
+                        ncclComm_t comm, cudaStream_t stream) {
+    return issue(Op{ REDUCE, sendbuff, recvbuff, count, t, op, root, comm }, stream, "ncclReduce");
 }
 ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
     return issue(Op{ SEND, sendbuff, nullptr, count, t, ncclSum, peer, comm }, stream, "ncclSend");
