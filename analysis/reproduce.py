@@ -886,6 +886,12 @@ def main():
          "per-call cost", "calibration " + rp.CAL_BEFORE_ROUND2[1] + " (REPORT.md at " + rp.CAL_BEFORE_ROUND2[0] + ")",
          "calibration " + cal_s + "; the round-2 held-out rows priced once, after: " + rp.FIRST_ROUND2[1]
          + "; every paper number with and without the queue: the constant launch_s in bands.csv (alternative 0)"],
+        ["commit " + rp.AFTER_ROUND2[0], "the data-parallel reduction priced as the engine now runs it: per layer bucket, "
+         "started as its gradients become final, hidden behind the rest of the backward only with parallel.overlap on; the "
+         "key's default set to off after the report had been generated with it on", "the round-2 held-out rows (commit "
+         + rp.FIRST_ROUND2[0] + ") and their pricing with overlap on", "held out: " + rp.FIRST_ROUND2[1]
+         + "; with overlap on: worst 41.9 %, 15 too fast, 1 too slow", "the rows at this commit (the published-throughput "
+         "section; no longer held out from this change)"],
         ["the CPU model (cpu-local), 2026-12-01 … 12-02", "the rank share, the quick GEMM grid, op rates timed as themselves, "
          "the single count of waiting (docs/performance-model.md §3, §8)", "CPU validation runs", "whole steps median 28.6 %",
          "41.6 %, then 14.6 % (each after the run before it was seen)"],
