@@ -17,8 +17,8 @@
 # emulator refuses for a host pointer — and build/emu/train_nccl, whose ranks take the NCCL
 # code path (comm_nccl.c) on the emulator's NCCL stand-in (emu/emu_nccl.cpp), which refuses a
 # host pointer at the call as NCCL does. Both fail when a host scalar is handed to a device
-# collective (docs/gpu.md, "The emulator"). The NCCL runs overlap communication (parallel.overlap,
-# the default: collectives on their own streams ordered by events); the blocking form must give
+# collective (docs/gpu.md, "The emulator"). The NCCL runs overlap communication (parallel.overlap
+# set on here, off by default: collectives on their own streams ordered by events); the blocking form must give
 # the same bits, and dropping one event wait must give wrong results (below, "communication off
 # the compute stream"). Run by `make cuda-emu-test` (which builds build/emu/train),
 # not by tests/run.sh: the emulator plays each CUDA thread with an OS thread, so a step
@@ -72,7 +72,7 @@ case_run() {  # NAME NP [--set ...]
     compare_run "$name" cuda "$EMU_TRAIN" mpi "$np" "$@"
     # The NCCL code path (comm_nccl.c) on the emulator's stand-in: one emulated GPU per rank
     if [ -x "$EMU_TRAIN_NCCL" ]; then
-        EMU_GPU_PER_RANK=1 BOOST_COMM=nccl compare_run "$name" nccl "$EMU_TRAIN_NCCL" nccl "$np" "$@"
+        EMU_GPU_PER_RANK=1 BOOST_COMM=nccl compare_run "$name" nccl "$EMU_TRAIN_NCCL" nccl "$np" "$@" --set parallel.overlap=true
     else
         fail "${name/emu_cuda_train/emu_cuda_nccl_train}" "$EMU_TRAIN_NCCL not built (make $EMU_TRAIN_NCCL)"
     fi
@@ -89,7 +89,7 @@ case_run emu_cuda_train_tp2_btp_sp_every_switch 2 --set parallel.tp=2 --set boos
     --set boost.grouping=true --set boost.lowrank_ckpt=true --set parallel.sequence_parallel=true
 
 # ---- communication off the compute stream (parallel.overlap, docs/gpu.md "Overlap") ----
-# The NCCL runs above overlap (the default): the data-parallel reduction of each gradient
+# The NCCL runs above overlap (parallel.overlap=true): the data-parallel reduction of each gradient
 # bucket and the started TP collectives run on each communicator's own stream, ordered by
 # events. Here: (1) the same run with parallel.overlap false (every collective on the compute
 # stream) is bit-identical to the overlapped one; (2) with one of those events' waits dropped
@@ -120,7 +120,7 @@ dropped_dependency() {  # NAME NP [--set ...]: the CPU run NAME-cpu exists
     local name=$1 np=$2; shift 2
     local test=emu_cuda_nccl_overlap_dropped_dependency_goes_wrong s out bad=""
     if ! EMU_GPU_PER_RANK=1 BOOST_COMM=nccl BOOST_OVERLAP_DROP_DEPENDENCY=producer \
-            one "$EMU_TRAIN_NCCL" "$name-dropped" "$np" --set run.device=cuda "$@"; then
+            one "$EMU_TRAIN_NCCL" "$name-dropped" "$np" --set run.device=cuda "$@" --set parallel.overlap=true; then
         fail "$test" "the run failed rather than computing: $(grep -m3 -E 'cuda emulator|error|failed' "$TMP/$name-dropped.log" | tr '\n' ' ')"; return
     fi
     if ! grep -q "BOOST_OVERLAP_DROP_DEPENDENCY=producer" "$TMP/$name-dropped.log"; then
