@@ -130,6 +130,23 @@ def print_share_target(prof):
               f"{'met' if rest <= 15 else 'MISSED'}")
 
 
+def without_options(args, names):
+    """args less each option in names and its value (--name V or --name=V): the tools refuse an
+    option given twice, and the profile run sets its own."""
+    out, skip = [], False
+    for x in args:
+        if skip:
+            skip = False
+            continue
+        if x in names:
+            skip = True
+            continue
+        if any(x.startswith(n + "=") for n in names):
+            continue
+        out.append(x)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
@@ -251,7 +268,7 @@ def main():
     print(f"\nwrote {a.out}")
     if a.profile:
         for exe in [a.bench] + ([a.baseline] if a.baseline else []):
-            prof, _ = run([exe] + bargs + ["--steps", "1", "--warmup", "1", "--profile", "3"]
+            prof, _ = run([exe] + without_options(bargs, ("--steps", "--warmup")) + ["--steps", "1", "--warmup", "1", "--profile", "3"]
                           + (["--no-switches"] if a.baseline else []), env)
             # the fp32 GEMM library of each shape the profile run ran (sgemm.h), then the profiles
             c = prof.find("fp32 GEMM library per shape")
