@@ -928,13 +928,7 @@ int checkpoint_list(const char *dir, CheckpointEntry **out) {
 
 int checkpoint_latest_good(const char *dir, char *path, size_t n, int64_t *step,
                            CheckpointSkip **skipped, int *n_skipped) {
-    OutDir d;
-    if (skipped) *skipped = NULL;
-    if (n_skipped) *n_skipped = 0;
-    if (!open_for_listing(&d, dir)) return 0;
-    int found = checkpoint_latest_good_in(&d, path, n, step, skipped, n_skipped);
-    outdir_close(&d);
-    return found;
+    return checkpoint_latest_of_run(dir, NULL, INT64_MAX, path, n, step, NULL, skipped, n_skipped);
 }
 
 int checkpoint_latest_good_in(const OutDir *d, char *path, size_t n, int64_t *step,
