@@ -38,14 +38,10 @@ static void *sym(Loaded *L, const char *name) {
 }
 // RTLD_DEEPBIND: the library's own BLAS symbols bind to itself, never to OpenBLAS's. The address
 // sanitizer's runtime aborts the process on a DEEPBIND dlopen, so a sanitizer build (make
-// test-asan) loads neither optional library: they are left out, saying why.
-// (at run time too: the emulated CUDA binaries of make cuda-emu-test link this library, built
-// without the sanitizer, into a process that has its runtime)
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZER_BUILD 1
-#else
+// test-asan) loads neither optional library: they are left out, saying why. Asked of the
+// process, not of this file's build: the emulated CUDA binaries of make cuda-emu-test link this
+// library, built without the sanitizer, into a process that has its runtime.
 #define SANITIZER_BUILD (dlsym(RTLD_DEFAULT, "__asan_init") != NULL)
-#endif
 static const char SANITIZER_WHY[] = "left out in a sanitizer build (its runtime refuses the RTLD_DEEPBIND load)";
 static void *open_local(const char *path) {
     if (SANITIZER_BUILD) return NULL;
