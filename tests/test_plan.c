@@ -176,7 +176,7 @@ TEST(fresh_launch_generated) {
                 int t = argv_index(pr->argv, "/b/train");
                 ok &= tp[i] == 1 ? t == 0 : t > 0 && !strcmp(pr->argv[0], "mpirun") && argv_has(pr->argv, "-np");
                 ok &= pr->under_launcher == (tp[i] > 1);
-                char rep[8]; snprintf(rep, sizeof rep, "%d", r);
+                char rep[16]; snprintf(rep, sizeof rep, "%d", r);
                 int L = argv_index(pr->argv, "--launch"), R = argv_index(pr->argv, "--repeat-index"), P = argv_index(pr->argv, "--peak-gflops");
                 ok &= L > 0 && !strcmp(pr->argv[L + 1], "42") && R > 0 && !strcmp(pr->argv[R + 1], rep) && P > 0 &&
                       atof(pr->argv[P + 1]) == 123.5;
@@ -342,7 +342,7 @@ TEST(resume_each_end_status) {
             for (int v = 0; v < 2; v++) {
                 st[r][v] = rnd(ns);
                 if (st[r][v] == 6) continue;
-                char uid[128], vn[8];
+                char uid[128], vn[16];
                 snprintf(uid, sizeof uid, "res.v%d.c%d.r%d.L%lld", v, c, r, (long long)L);
                 snprintf(vn, sizeof vn, "v%d", v);
                 const char *s = st[r][v] == 1 ? "completed" : statuses[st[r][v]];
