@@ -36,6 +36,7 @@ TOOLS    := $(patsubst src/tools/%.c,$(BUILD)/%,$(wildcard src/tools/*.c))
 TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 HEADERS  := $(wildcard src/*/*.h src/*/*/*.h) $(wildcard tests/*.h)
 DEPS_STAMP := $(BUILD)/.deps-ok
+FLAGS_STAMP := $(BUILD)/obj/.flags   # (below: what it holds)
 
 EXP      ?= quickstart
 
@@ -126,7 +127,18 @@ $(DEPS_STAMP): .ci/deps.sh
 deps:
 	@bash .ci/deps.sh
 
-$(BUILD)/obj/%.o: src/%.c $(HEADERS) | $(DEPS_STAMP)
+# The flags stamp: the compiler, its flags and the libraries of this build folder, rewritten only
+# when that text changes (the recipe always runs). Every C object and binary depends on it, so a
+# folder built again with other flags (WERROR=1, PORTABLE=1, OPT=..., CUDA=0 against a CUDA
+# build's -DBOOST_CUDA) recompiles everything: an object of the other flags is never kept.
+$(FLAGS_STAMP): flags-check | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@f=$(call shq,$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDLIBS)); \
+	  if [ "$$(cat $@ 2>/dev/null)" != "$$f" ]; then printf '%s\n' "$$f" > $@; fi
+.PHONY: flags-check
+flags-check:
+
+$(BUILD)/obj/%.o: src/%.c $(HEADERS) $(FLAGS_STAMP) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
@@ -139,10 +151,10 @@ $(BUILD)/libboost.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%: src/tools/%.c $(BUILD)/libboost.a $(HEADERS)
+$(BUILD)/%: src/tools/%.c $(BUILD)/libboost.a $(HEADERS) $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $< $(BUILD)/libboost.a $(LDLIBS) -o $@
 
-$(BUILD)/test_%: tests/test_%.c $(BUILD)/libboost.a $(HEADERS)
+$(BUILD)/test_%: tests/test_%.c $(BUILD)/libboost.a $(HEADERS) $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc $< $(BUILD)/libboost.a $(LDLIBS) -o $@
 
 test: all

@@ -60,11 +60,8 @@ cuda-mode-check:
 $(BUILD)/obj/backend/cuda/%.o: src/backend/cuda/%.cu $(CUDA_HDR) $(CUDA_MODE)
 	@mkdir -p $(dir $@)
 	$(CUDA_NVCC) $(NVCC_FLAGS) $(NVCC_GENCODE) $(NVCC_WARN) $(NVCC_INC) -Isrc -c $< -o $@
-# Objects whose content depends on BOOST_CUDA: every source that names it (a build switched
-# between CUDA=0 and a CUDA build recompiles them, never mixing the two modes)
-CUDA_MODE_SRC := $(shell grep -l BOOST_CUDA $(wildcard src/*/*.c) /dev/null)
-CUDA_MODE_BIN := $(patsubst tests/%.c,$(BUILD)/%,$(patsubst tests/gpu/%.c,$(BUILD)/%,$(shell grep -l BOOST_CUDA $(wildcard tests/*.c tests/gpu/*.c) /dev/null)))
-$(patsubst src/%.c,$(BUILD)/obj/%.o,$(CUDA_MODE_SRC)) $(CUDA_MODE_BIN): $(CUDA_MODE)
+# (The C objects' -DBOOST_CUDA is in the flags stamp of the Makefile, FLAGS_STAMP: a build switched
+# between CUDA=0 and a CUDA build recompiles them, never mixing the two modes.)
 
 .SECONDEXPANSION:
 $(BUILD)/libboost.a: $$(CUDA_LIB_OBJ)

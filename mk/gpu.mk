@@ -64,5 +64,5 @@ wheel-build-check:
 # them (tests/gpu/gpu_probe.c); build/attention_bench: boost-c's attention timed at one shape;
 # build/nccl_bench: the all-reduce's bus bandwidth through the engine's collectives.
 all: $(BUILD)/gpu_probe $(BUILD)/attention_bench $(BUILD)/nccl_bench
-$(BUILD)/gpu_probe $(BUILD)/attention_bench $(BUILD)/nccl_bench: $(BUILD)/%: tests/gpu/%.c $(BUILD)/libboost.a $(HEADERS)
+$(BUILD)/gpu_probe $(BUILD)/attention_bench $(BUILD)/nccl_bench: $(BUILD)/%: tests/gpu/%.c $(BUILD)/libboost.a $(HEADERS) $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(if $(GPU_CUDA),-DBOOST_CUDA -isystem $(call gpu_lib,CUDA_INC)) $(PKG_CFLAGS) $< $(BUILD)/libboost.a $(LDLIBS) -o $@

@@ -43,3 +43,22 @@ for v in $vars; do
 done
 if [ "$n" -ge 20 ] && [ -z "$bad" ]; then pass make_line_break_in_any_variable_refused
 else fail make_line_break_in_any_variable_refused "$n variables; wrong for:$bad"; fi
+
+# ---- a build folder built again with other flags recompiles: never an object of the old flags ------
+# (each switch that enters the compile line, to it and back; a CUDA build against CUDA=0 where nvcc
+# is found: -DBOOST_CUDA changes what gpu_setup.c compiles to)
+objs="$TMP/fb/obj/core/check.o $TMP/fb/obj/parallel/gpu_setup.o"
+mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u WERROR -u PORTABLE -u OPT -u CFLAGS -u CUDA \
+         make --no-print-directory -C "$ROOT" BUILD="$TMP/fb" "$@" $objs 2>&1; }
+compiled() { grep -cE -- ' -c src/(core/check|parallel/gpu_setup)\.c ' <<<"$1"; }
+switches=("WERROR=1" "PORTABLE=1" "OPT=-O2 -march=native" "CFLAGS=-O1 -std=c11 -D_GNU_SOURCE -fopenmp")
+[ -n "$(bash "$ROOT/mk/find-gpu-libs.sh" --nvcc 2>/dev/null)" ] && switches+=("CUDA=1")
+out=$(mk CUDA=0); bad=""
+[ "$(compiled "$out")" = 2 ] || bad="$bad first build compiled $(compiled "$out") of 2: $(tail -2 <<<"$out");"
+for s in "${switches[@]}"; do
+    n1=$(compiled "$(mk CUDA=0 "$s")"); n2=$(compiled "$(mk CUDA=0 "$s")"); n3=$(compiled "$(mk CUDA=0)")
+    [ "$s" = CUDA=1 ] && { n1=$(compiled "$(mk "$s")"); n2=$(compiled "$(mk "$s")"); n3=$(compiled "$(mk CUDA=0)"); }
+    [ "$n1/$n2/$n3" = 2/0/2 ] || bad="$bad '$s': compiled $n1, again $n2, back $n3 (expected 2/0/2);"
+done
+if [ -z "$bad" ]; then pass "build_flags_change_recompiles (${#switches[@]} switches, to and back)"
+else fail build_flags_change_recompiles "$bad"; fi

@@ -26,7 +26,7 @@ int cpu_gemm_lib_on_openmp(GemmLib l) { return l != GEMM_OPENBLAS; }
 typedef struct {
     int tried, ok;
     void *h;
-    char why[300], version[96];
+    char why[PATH_MAX + 256], version[96];   // (why may name a path)
     int threads;   // the thread count last handed to the library (0: none yet)
 } Loaded;
 static Loaded blis, mkl;
