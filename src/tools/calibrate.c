@@ -88,6 +88,23 @@ static void timer_end(void *ctx, const OpInfo *op) {
 }
 static const OpObserver op_timer = { timer_begin, timer_end };
 
+// Operands as a training step meets them (docs/performance-model.md §13): an op's operands were
+// last touched several ops earlier and have left the core's private caches, where repeating a
+// call on the same operands keeps them. Before every timed call of the GEMM grid, the attention
+// and the ops timed as themselves, a read-modify-write sweep over 4 x the L2 size (4 MiB where
+// the size is not known) evicts L1 and L2; the sweep is outside the op observer's timing.
+static float *evict_buf;
+static size_t evict_n;
+static void evict_private_caches(void) {
+    if (!evict_buf) {
+        long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        size_t bytes = 4 * (size_t)(l2 > 0 ? l2 : 1 << 20);
+        evict_n = bytes / sizeof(float);
+        evict_buf = xcalloc(evict_n, sizeof(float));
+    }
+    for (size_t i = 0; i < evict_n; i += 16) evict_buf[i] += 1.0f;   // one float per 64-byte line
+}
+
 static float *rand_host(size_t n, unsigned seed) {
     float *p = xaligned_alloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++) {
@@ -108,21 +125,24 @@ static void *rand_buf(Backend *b, size_t n, unsigned seed) {
 // ---- 1. GEMM grid ---------------------------------------------------------------------------
 
 // Seconds of one C[M,N] = A[M,K] B[K,N] (op_gemm): the median (--best: the best) of >= 3
-// timed repetitions (more until min_total seconds are spent, at most 64) after a warm-up.
-// Small shapes repeat the call so that a repetition lasts >= 2 ms.
+// timed repetitions (more until min_total seconds are spent, at most 64) after a warm-up,
+// each call after evict_private_caches. Small shapes repeat the call so that a repetition
+// holds >= 2 ms of GEMM time (at most 64 calls: each costs a sweep).
 static double time_gemm(Backend *b, int M, int N, int K, double min_total) {
     void *A = rand_buf(b, (size_t)M * K, 1), *B = rand_buf(b, (size_t)K * N, 2), *C = bk_alloc(b, (size_t)M * N, DT_F32, MEM_WORK);
     OpTimer t = { 0 };
     bk_observe(b, &op_timer, &t);
+    evict_private_caches();
     op_gemm(b, TR_N, TR_N, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
-    int inner = t.seconds > 0 ? (int)ceil(2e-3 / t.seconds) : 1000;
+    int inner = t.seconds > 0 ? (int)ceil(2e-3 / t.seconds) : 64;
     if (inner < 1) inner = 1;
-    if (inner > 10000) inner = 10000;
+    if (inner > 64) inner = 64;
     double per[64], spent = 0;
     int reps = 0;
     for (; reps < 64 && (reps < 3 || spent < min_total); reps++) {
         double sum = 0;
         for (int i = 0; i < inner; i++) {
+            evict_private_caches();
             op_gemm(b, TR_N, TR_N, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
             sum += t.seconds;
         }
@@ -226,8 +246,10 @@ static void measure_attention(Backend *b, int B, int T, int H, int hd, double *f
     bk_observe(b, &op_timer, &t);
     double tf[7], tb[7], ff = 0, fb = 0;
     for (int r = 0; r < 8; r++) {   // r = 0: warm-up
+        evict_private_caches();
         op_attention_forward(b, out, lse, q, k, v, B, T, H, H, hd);
         if (r > 0) { tf[r - 1] = t.seconds; ff = t.flops; }
+        evict_private_caches();
         op_attention_backward(b, dq, dk, dv, dout, out, q, k, v, lse, B, T, H, H, hd);
         if (r > 0) { tb[r - 1] = t.seconds; fb = t.flops; }
     }
@@ -261,11 +283,10 @@ static void measure_attention(Backend *b, int B, int T, int H, int hd, double *f
 //    3.'s DRAM stream over 64 MiB priced them 2–4× slow (and moves with what other guests on
 //    the host do to DRAM, which a cache-resident op does not meet). The streaming ops on whole
 //    parameter or gradient buffers (zero, copy, cast) stay on 3.'s bandwidth.
-// Each: the median (--best: the best) of 7 calls after a warm-up, operands hot as in a step,
-// where the previous op has just written them (the state a step touches once — the embedding
-// table, the optimizer's weights, moments and gradients — is partly evicted in a step: timed
-// evicted, in one try of 2026-12-02 under load, AdamW came out at 1.6x its in-step time, hot at
-// 0.75x; hot is kept).
+// Each: the median (--best: the best) of 7 calls after a warm-up, each call after
+// evict_private_caches: the operands out of L1 and L2 as a step meets them (timed hot, the same
+// call repeated, ops at these very shapes ran 2x faster than inside a step: §13 of
+// docs/performance-model.md).
 typedef struct { const char *name; int per_byte; double rate; } NamedRate;
 static const char *const named_ops[] = {
     "kron_gate_forward", "kron_gate_backward",   // the first two per FLOP, the rest per byte
@@ -307,8 +328,10 @@ static int measure_named_ops(Backend *b, NamedRate *out) {
         double per[7];
         for (int k = 0; k < 8; k++) {   // k = 0: warm-up
             hyp.t = k + 1;
+            evict_private_caches();
             // the logits as the head's GEMM has just written them (the backward works in place
-            // as the head's does: model/head.c); the copy's own timing is replaced by the op's
+            // as the head's does: model/head.c), after the sweep; the copy's own timing is
+            // replaced by the op's
             if (op >= 17 && op <= 19) op_copy(b, L, L0, big, DT_F32);
             switch (op) {
             case 0: op_kron_gate_forward(b, Y, r, X, r, G1, G2, N, r1, r2); break;
@@ -981,18 +1004,21 @@ int main(int argc, char **argv) {
         "the reference of the trainer's MFU, the larger of before and after the grid; no nominal CPU\n"
         "peak is assumed";
     const char *stat = use_best ? "best" : "median";
-    char c_gemm[512], c_mem[512], c_att[512];
+    char c_gemm[1024], c_mem[512], c_att[1024];
     snprintf(c_gemm, sizeof c_gemm,
-        "gemm: measured op_gemm (CPU fp32 back end: OpenBLAS sgemm, row-major, no transpose) FLOP/s on\n"
-        "the grid, the %s of 3 sweeps of the %s of >= 3 timed repetitions each; the model interpolates in\n"
-        "log2(M, N, K) and clamps outside. Transposed operands (backward GEMMs) are priced with the same table.", stat, stat);
+        "gemm: measured op_gemm (CPU fp32 back end, its GEMM library per shape; row-major, no transpose)\n"
+        "FLOP/s on the grid, L1 and L2 evicted before each call (a sweep of 4 x L2, not timed) as a step\n"
+        "meets its operands; the %s of 3 sweeps of the %s of >= 3 timed repetitions each; the model\n"
+        "interpolates in log2(M, N, K) and clamps outside. Transposed operands (backward GEMMs) are priced\n"
+        "with the same table.", stat, stat);
     snprintf(c_mem, sizeof c_mem,
         "memory: the engine's op_add (x += y, 2 x 64 MiB; the %s pass after the first), bytes as\n"
         "its OpInfo counts them (2 reads + 1 write); memory_bytes = physical memory of the machine;\n"
         "op_overhead_s: the %s of 201 op_add calls on 64 floats (dispatch, an OpenMP region)", stat, stat);
     snprintf(c_att, sizeof c_att,
         "attention: the engine's flash attention (op_attention_forward/backward) at B,T,H,hd =\n"
-        "12,128,5,32, the CPU recipes' T and head dim, not their validated shape (%s of 7 calls); FLOPs as the ops count them (FlashAttention-2's\n"
+        "12,128,5,32, the CPU recipes' T and head dim, not their validated shape (%s of 7 calls, L1 and L2\n"
+        "evicted before each); FLOPs as the ops count them (FlashAttention-2's\n"
         "convention: 2*2*hd per causal (query, key) pair forward, 2.5x backward) over the sgemm peak", stat);
     char rank_list[64] = "";
     for (int r = 0; r < n_ranks; r++)
@@ -1014,14 +1040,14 @@ int main(int argc, char **argv) {
              "above): the same measurement but for the ranks beside it, so in (0, 1] but for noise. Applied to\n"
              "every op (GEMM, attention, memory-bound) of a rank; collectives are measured as such.",
              SHARE_M, SHARE_N, SHARE_K, SHARE_WINDOW_S, share_threads);
-    char c_named[700];
+    char c_named[1024];
     snprintf(c_named, sizeof c_named,
              "op_rates: ops the GEMM table and the streaming bandwidth do not describe, each timed as itself:\n"
              "LaX's crossing ops (custom loops, not sgemm: kron_gate, layernorm) at N 1536, r 40 = 5 x 8, and the\n"
              "CPU back end's row and element-wise kernels that do more than stream (an exp, division or square\n"
              "root per element, a reduction, a gather) at N 1536, d 160, V 2560, 1.25 x 2^20 parameters (none a\n"
-             "shape the CPU validation checks), operands in\n"
-             "the caches as in a step; %s of 7 calls; FLOP/s (kron gate) or bytes/s as their OpInfo counts them",
+             "shape the CPU validation checks), L1 and L2 evicted before each call as a step meets its\n"
+             "operands; %s of 7 calls; FLOP/s (kron gate) or bytes/s as their OpInfo counts them",
              use_best ? "best" : "median");
     const char *comments[HW_SEC_COUNT] = { c_peak, c_gemm, c_mem, c_att, c_links, c_share, c_named };
     // Validate before replacing the old profile: write a copy under a temporary directory
