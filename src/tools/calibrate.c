@@ -348,7 +348,7 @@ static int measure_named_ops(Backend *b, NamedRate *out) {
             case 11: op_silu_forward(b, Y, X, (size_t)N * d); break;
             case 12: op_silu_backward(b, Z, Y, X, (size_t)N * d); break;
             case 13: op_swiglu_forward(b, Z, X, Y, (size_t)N * d_ff, 1); break;   // the MLP's width
-            case 14: op_swiglu_backward(b, W, Z, Y, X, Y, (size_t)N * d_ff, 1); break;
+            case 14: op_swiglu_backward(b, W, Z, Y, X, L0, (size_t)N * d_ff, 1); break;   // 5 distinct streams, as its bytes count
             case 15: op_embedding_forward(b, Y, tok, W, N, d, 0, V); break;
             case 16: op_embedding_backward(b, W, Y, tok, N, d, 0, V, 1); break;
             case 17: op_xent_forward(b, mean, sumexp, tlogit, L, tok, N, V, 0); break;
