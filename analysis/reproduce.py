@@ -898,6 +898,15 @@ def main():
         ["this revision", "the CPU validation's statistic (median with a bootstrap interval) and its calibration shapes apart "
          "from the validated ones (no CPU-model mechanism changed)", "the run of 2026-12-02 06:14", "whole steps median 14.6 %",
          "its own section, from its own run"],
+        ["commits 7b3b1ef (written), dfc7cff (priced)", "round 3 (docs/performance-model.md §13): build/calibrate times each "
+         "GEMM, attention and op-rate call with its operands out of L1 and L2, as a step meets them (evidence at the "
+         "calibration's own shapes, none validated)", "the CPU validation of 3fe3bd9 (every step predicted fast)",
+         "whole steps median 31.2 %, worst 34.9 %, 12 of 12 fast; ops 30.2 %",
+         "20.8 %, worst 32.2 %, 12 of 12 fast; ops 20.9 % (validation of c00be36)"],
+        ["commit 6634e1d", "the swiglu_backward probe of build/calibrate given five distinct operands (it passed one buffer "
+         "as dz and u: four streams timed, five counted)", "round 3's validation", "whole steps median 20.8 %",
+         "17.5 %, worst 31.4 %, 12 of 12 fast (predictions +0.6 %; the rest is the measured side's spread between runs): the "
+         "CPU section below"],
     ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")
