@@ -38,6 +38,17 @@ else
     elif ! git cat-file -e "$stamp^{commit}" 2>/dev/null; then fail report_is_current "its stamp $stamp is not a commit of this history"
     elif git merge-base --is-ancestor "$last" "$stamp"; then pass "report_is_current (stamp $stamp; last change of its sources $last)"
     else fail report_is_current "REPORT.md is stamped $stamp, older than $last ($(git log -1 --format=%s "$last" | cut -c1-60)…), the last commit that changed ${SOURCES[*]}: regenerate with make reproduce TRACKED=1"; fi
+    # the CPU validation (REPORT.md's CPU section, validation_cpu.md) is current too: measured at or
+    # after the last commit that changed what it measures or how (the model, the calibration, the
+    # CPU back end whose steps it times, its recipe and its driver)
+    CPU_SOURCES=(src/sim src/model src/backend/dry.c src/backend/cpu src/train/step_loop.c src/tools/calibrate.c
+                 src/tools/simulate.c analysis/validate_cpu.py experiments/boost-vs-baselines.yaml experiments/base/boost-cpu.yaml)
+    vstamp=$(sed -n 's/^Commit: \([0-9a-f]*\).*/\1/p' analysis/reproduction/validation_cpu.md | head -1)
+    vlast=$(git log -1 --format=%h -- "${CPU_SOURCES[@]}")
+    if [ -z "$vstamp" ]; then fail cpu_validation_is_current "analysis/reproduction/validation_cpu.md carries no 'Commit:' line"
+    elif ! git cat-file -e "$vstamp^{commit}" 2>/dev/null; then fail cpu_validation_is_current "its commit $vstamp is not a commit of this history"
+    elif git merge-base --is-ancestor "$vlast" "$vstamp"; then pass "cpu_validation_is_current (measured at $vstamp; last change of its sources $vlast)"
+    else fail cpu_validation_is_current "validation_cpu.md was measured at $vstamp, older than $vlast ($(git log -1 --format=%s "$vlast" | cut -c1-60)…), the last commit that changed ${CPU_SOURCES[*]}: measure again on a quiet machine with make validate-cpu TRACKED=1"; fi
     # every measured section names a clean commit
     dirty=$(grep -nE 'measured at commit `[^`]*uncommitted|^Commit: .*uncommitted' analysis/reproduction/*.md | head -3)
     [ -z "$dirty" ] && pass report_measurements_from_clean_trees || fail report_measurements_from_clean_trees "$dirty"
