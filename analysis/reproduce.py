@@ -606,11 +606,13 @@ def cpu_validation_misses(vpath, vtext):
         order = sorted(cls, key=lambda k: -abs(cls[k][1] - cls[k][0]))
         line += (" Inside the tp1 steps (the op layer, summed over the variants), the model's op classes are off by " +
                  ", ".join(f"{k} {100 * (cls[k][1] / cls[k][0] - 1):+.0f} % ({cls[k][1] - cls[k][0]:+.1f} ms)" for k in order) +
-                 ". Mechanisms the CPU model does not have (docs/performance-model.md §1, §8): transposed GEMM operands (every "
-                 "backward GEMM) are priced with the row-major NN table, because the op records do not carry the "
-                 "transposition; every rate is measured with its operands hot in the caches (repeated calls), which a step "
-                 "whose ops evict each other's operands does not keep; a collective's measured time holds the wait for a "
-                 "peer still computing, which the model's α-β time of the collective alone does not.")
+                 ". What the CPU model does not have (docs/performance-model.md §13): where each operand of an op is inside a step. "
+                 "The calibration times every op with its operands out of L1 and L2 (round 3), but inside a step part of "
+                 "them come from DRAM: swiglu_backward at its calibrated size took 0.53 ms with its operands in L3, "
+                 "1.05–1.23 ms from DRAM and 0.83 ms inside a step (2026-12-06, seen after round 3, not priced). Transposed "
+                 "GEMM operands are priced with the row-major NN table (measured: NT differs from NN only at M ≤ 80, which no "
+                 "recipe GEMM has in that position; TN within 2 %). A collective's measured time holds the wait for a peer "
+                 "still computing, which the model's α-β time of the collective alone does not.")
     return [line]
 
 
