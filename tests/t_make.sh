@@ -55,9 +55,8 @@ switches=("WERROR=1" "PORTABLE=1" "OPT=-O2 -march=native" "CFLAGS=-O1 -std=c11 -
 [ -n "$(bash "$ROOT/mk/find-gpu-libs.sh" --nvcc 2>/dev/null)" ] && switches+=("CUDA=1")
 out=$(mk CUDA=0); bad=""
 [ "$(compiled "$out")" = 2 ] || bad="$bad first build compiled $(compiled "$out") of 2: $(tail -2 <<<"$out");"
-for s in "${switches[@]}"; do
+for s in "${switches[@]}"; do   # (the switch comes after CUDA=0: make's last assignment wins, so CUDA=1 is a CUDA build)
     n1=$(compiled "$(mk CUDA=0 "$s")"); n2=$(compiled "$(mk CUDA=0 "$s")"); n3=$(compiled "$(mk CUDA=0)")
-    [ "$s" = CUDA=1 ] && { n1=$(compiled "$(mk "$s")"); n2=$(compiled "$(mk "$s")"); n3=$(compiled "$(mk CUDA=0)"); }
     [ "$n1/$n2/$n3" = 2/0/2 ] || bad="$bad '$s': compiled $n1, again $n2, back $n3 (expected 2/0/2);"
 done
 if [ -z "$bad" ]; then pass "build_flags_change_recompiles (${#switches[@]} switches, to and back)"
