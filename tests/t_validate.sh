@@ -74,7 +74,7 @@ PY
 [ "$out" = ok ] && pass validate_cpu_quiet_check_and_collective_steps || fail validate_cpu_quiet_check_and_collective_steps "$out"
 
 # ---- --refresh: the rank share against the same window in a lone process, with the runs' threads;
-# ---- the kernels timed as themselves again
+# ---- the kernels timed as themselves again, and inside a training step (4c.: the GEMM table's in_step)
 expect_error calibrate_refuses_bad_threads "calibrate --threads: expected an integer in [1, 1024], got '0'" 2 build/calibrate --threads 0 --out "$TMP/x.yaml"
 mkdir -p "$TMP/share"
 if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --refresh experiments/hardware/cpu-local.yaml --ranks 2 \
@@ -82,6 +82,9 @@ if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --refresh expe
     share=$(grep '^rank_share:' "$TMP/share/cpu-local.yaml")
     if grep -q "1 rank alone (1 thread)" <<<"$out" && grep -q "2 ranks (1 thread each)" <<<"$out" && [[ $share == "rank_share: {2: "* ]] \
        && grep -q "^    xent_forward: {byte_per_s: " "$TMP/share/cpu-local.yaml" \
+       && grep -Eq "^    in_step: [0-9.e+-]+$" "$TMP/share/cpu-local.yaml" \
+       && grep -Eq "^   gemm +[0-9]+ .* ms .* ms +[0-9.]+ +\(the table's price" <<<"$out" \
+       && grep -Eq "^   adamw +[0-9]+ " <<<"$out" \
        && build/simulate experiments/boost-vs-baselines.yaml --variant boost --hardware "$TMP/share/cpu-local.yaml" >/dev/null 2>&1; then
         pass "calibrate_refresh_share_against_a_lone_process ($share)"
     else fail calibrate_refresh_share_against_a_lone_process "$share; $(tail -2 <<<"$out")"; fi

@@ -426,6 +426,50 @@ TEST(gemm_table_interpolation) {
     hw_free(&p);
 }
 
+// in_step (calibrate 4c.): every table GEMM takes in_step × the table's time, at any shape; it
+// survives a write and a load; out of range or on a roofline it is refused with the key named.
+TEST(gemm_table_in_step) {
+    static const char *const table = "[[64, 16, 16, 1e9], [64, 16, 256, 4e9], [64, 256, 16, 2e9], [64, 256, 256, 8e9], "
+                                     "[512, 16, 16, 2e9], [512, 16, 256, 8e9], [512, 256, 16, 4e9], [512, 256, 256, 16e9]]";
+    char text[4096], line[1024], err[1024], path[600];
+    HwProfile plain, scaled, back;
+    snprintf(line, sizeof line, "  bf16: {model: table, points: %s}", table);
+    patched(text, sizeof text, "tab", 14, line);
+    int rc = load_text("tab", text, &plain, err, sizeof err);
+    EXPECT(rc == 0, "%s", err);
+    snprintf(line, sizeof line, "  bf16: {model: table, in_step: 1.25, points: %s}", table);
+    patched(text, sizeof text, "tab", 14, line);
+    int rc2 = load_text("tab", text, &scaled, err, sizeof err);
+    EXPECT(rc2 == 0, "%s", err);
+    if (rc || rc2) return;
+    uint64_t x = 7;
+    for (int i = 0; i < 200; i++) {   // shapes on, between and beyond the grid points
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        double M = 4 << (x >> 60), N = 2 + (double)((x >> 40) % 1000), K = 1 + (double)((x >> 20) % 5000), fl = 2 * M * N * K;
+        double a = sim_gemm_time(&plain, SP_BF16, M, N, K, 1, fl, 4 * (M * K + K * N + M * N));
+        double b = sim_gemm_time(&scaled, SP_BF16, M, N, K, 1, fl, 4 * (M * K + K * N + M * N));
+        EXPECT(close_rel(b, 1.25 * a, 1e-12), "%gx%gx%g: %g s against 1.25 x %g", M, N, K, b, a);
+    }
+    snprintf(path, sizeof path, "%s/tab.yaml", tmpdir);
+    FILE *f = fopen(path, "w");
+    CHECK_ERRNO(!f, "fopen");
+    const char *comments[HW_SEC_COUNT] = { 0 };
+    hw_write_yaml(f, &scaled, "in_step round trip", comments);
+    fclose(f);
+    rc = hw_load(path, &back, err, sizeof err);
+    EXPECT(rc == 0 && close_rel(back.gemm[SP_BF16].in_step, 1.25, 1e-9), "in_step read back (%s)", rc ? err : "");
+    if (!rc) hw_free(&back);
+    hw_free(&plain);
+    hw_free(&scaled);
+    static const char *const bad[] = { "0", "-1", "0.01", "21", "fast" };
+    for (int i = 0; i < 5; i++) {
+        snprintf(line, sizeof line, "  bf16: {model: table, in_step: %s, points: %s}", bad[i], table);
+        expect_refused("tab", 14, line, "in_step");
+    }
+    expect_refused("roof", 14, "  bf16: {model: roofline, in_step: 1.2, tile: [128, 128], mamf: 50e12, mamf_shape: [4096, 4096, 4096]}",
+                   "in_step");
+}
+
 TEST(attention_and_memory_ops) {
     HwProfile p = small_profile();
     OpInfo f = { .name = "attention_forward", .cls = OPC_ATTENTION, .flops = 1e12, .bytes = 1e6 };
@@ -1205,6 +1249,7 @@ int main(void) {
     RUN(wave_quantization);
     RUN(gemm_roofline);
     RUN(gemm_table_interpolation);
+    RUN(gemm_table_in_step);
     RUN(gemm_split_k_and_named_ops);
     RUN(tracer_rank_share_and_layer_trace);
     RUN(attention_and_memory_ops);

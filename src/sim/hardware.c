@@ -260,7 +260,8 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNode *
     static const char *const roof_keys[] = { "model", "tile", "mamf", "mamf_shape", "epilogue", "split_k", NULL };
     static const char *const roof_required[] = { "model", "tile", "mamf", "mamf_shape", NULL };
     static const char *const epilogues[] = { "overlapped", "serial", NULL };
-    static const char *const table_keys[] = { "model", "points", NULL };
+    static const char *const table_keys[] = { "model", "points", "in_step", NULL };
+    static const char *const table_required[] = { "model", "points", NULL };
     HwGemm *g = &p->gemm[prec];
     expect_map(c, val, line, where);
     char what[96];
@@ -268,8 +269,9 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNode *
     g->model = (GemmModel)enum_key(c, val, line, what, "model", models);
     g->present = 1;
     if (g->model == GEMM_TABLE) {
-        check_keys(c, val, line, where, table_keys, table_keys);
+        check_keys(c, val, line, where, table_keys, table_required);
         parse_table(c, g, val, line, where);
+        if (lookup(val, "in_step")) g->in_step = num_key(c, val, line, where, "in_step", 0.05, 0, 20);
         return;
     }
     check_keys(c, val, line, where, roof_keys, roof_required);

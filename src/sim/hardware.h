@@ -129,7 +129,11 @@ typedef struct {
     // output tiles when the tiles alone leave processors idle (cuBLAS/CUTLASS split-K for
     // small M×N and long K), and reduces the fp32 partials (sim_gemm_split)
     int split_k;
-    // table: measured FLOP/s on a full grid, interpolated trilinearly in log2(M, N, K)
+    // table: measured FLOP/s on a full grid, interpolated trilinearly in log2(M, N, K), each
+    // call alone; in_step (optional, > 0; 0 when absent = 1): the seconds a GEMM takes inside a
+    // training step over the table's seconds for it (calibrate 4c.: the state the step leaves
+    // the operands in; docs/performance-model.md §14)
+    double in_step;
     int nM, nN, nK;
     int *Ms, *Ns, *Ks;           // ascending grid axes
     double *rate;                // [nM][nN][nK] FLOP/s

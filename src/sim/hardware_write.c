@@ -58,7 +58,9 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
             if (g->split_k) fprintf(f, "    split_k: true\n");
             continue;
         }
-        fprintf(f, "    model: table\n    points:   # [M, N, K, FLOP/s]\n");
+        fprintf(f, "    model: table\n");
+        if (g->in_step > 0) fprintf(f, "    in_step: %.6g\n", g->in_step);
+        fprintf(f, "    points:   # [M, N, K, FLOP/s]\n");
         for (int a = 0; a < g->nM; a++)
             for (int b = 0; b < g->nN; b++)
                 for (int k = 0; k < g->nK; k++)

@@ -48,8 +48,9 @@ double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, do
                      double flops, double bytes) {
     if (!(flops > 0) || M <= 0 || N <= 0 || K <= 0) return hw->op_overhead_s;   // an empty call
     double t = flops / sim_gemm_rate(hw, p, M, N, K, count);
-    // a table's rates were timed around whole calls: they hold the call's overhead already
-    if (hw->gemm[p].model == GEMM_TABLE) return t;
+    // a table's rates were timed around whole calls: they hold the call's overhead already;
+    // in_step: a call inside a step against the same call alone (calibrate 4c.)
+    if (hw->gemm[p].model == GEMM_TABLE) return hw->gemm[p].in_step > 0 ? t * hw->gemm[p].in_step : t;
     double t_mem = bytes / (hw->memory_bandwidth * hw->memory_efficiency);
     return (t_mem > t ? t_mem : t) + hw->op_overhead_s;
 }

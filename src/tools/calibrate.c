@@ -19,6 +19,10 @@
 //   4. the engine's causal flash attention (op_attention_forward/backward) at the CPU
 //      recipes' shape, as a fraction of the sgemm peak, FLOPs as its OpInfo counts
 //      them (FlashAttention-2's convention, docs/performance-model.md);
+//   4b. the row, element-wise and LaX ops timed as themselves; 4c. the same ops, the attention
+//      and the GEMMs inside real training steps of one rank at a configuration the CPU
+//      validation does not check: the in-step rates replace 4.'s and 4b.'s where the step runs
+//      the op, and the GEMM table gains in_step (the step's GEMM seconds over the table's);
 //   5. the engine's MPI collectives (parallel/comm.h: all-reduce, all-gather,
 //      reduce-scatter, sendrecv) at 2 and 4 ranks (4 oversubscribed on this 2-core
 //      machine) over message sizes 4 B … 16 MiB — each rank count in a child
@@ -42,12 +46,15 @@
 #include <unistd.h>
 
 #include "../backend/ops.h"
+#include "../backend/profile.h"
+#include "../config/config.h"
 #include "../config/options.h"
 #include "../core/check.h"
 #include "../core/env.h"
 #include "../core/timer.h"
 #include "../parallel/comm.h"
 #include "../sim/sim.h"
+#include "../train/step_record.h"
 
 // ---- helpers --------------------------------------------------------------------------------
 
@@ -379,6 +386,103 @@ static int measure_named_ops(Backend *b, NamedRate *out) {
     bk_free(b, sumexp, (size_t)N, DT_F64, MEM_WORK); bk_free(b, tlogit, (size_t)N, DT_F64, MEM_WORK);
     bk_free(b, tok, (size_t)N, DT_I32, MEM_WORK);
     return N_NAMED;
+}
+
+// ---- 4c. the ops inside a training step ----------------------------------------------------
+
+// 1.–4b. time each op alone, after a sweep that evicts L1 and L2. Inside a step an op meets its
+// operands where the step left them — the output of the op before in L1 or L2, the forward's
+// activations and the weights read by the backward further away, part of them in DRAM (the
+// host's L3 share of a guest is not known) — which no sweep reproduces (§13, §14 of
+// docs/performance-model.md). So the ops are also timed where the model prices them: the
+// trainer's step of one rank (train/step_record.c, op by op), of a configuration of the CPU
+// recipes' kind that the validation does not check (4b.'s sizes: 12 × 128 tokens, d 160, 5 heads
+// of 32, d_ff 432, V 2560, r 40; 4 layers), in the validated recipe's three kinds (dense; CoLA;
+// CoLA with BTP, online RMSNorm and grouping), 3 steps each after a warm-up. From its records:
+//  * every named op (4b.) the step runs takes its in-step rate, Σ bytes (or FLOPs) / Σ seconds,
+//    in place of the one timed alone; ops the step does not run (LaX's, the tp > 1 norm pieces)
+//    keep 4b.'s;
+//  * attention its in-step efficiency in place of 4.'s (the same T, 128);
+//  * the GEMM table keeps the shape dependence measured alone and gains in_step: the step's
+//    GEMM seconds over the table's price of the very same calls.
+static const char *const step_sizes[] = { "model.vocab_size=2560", "model.n_layers=4", "model.d_model=160",
+    "model.n_heads=5", "model.d_ff=432", "model.seq_len=128", "train.batch_size=12", "boost.lowrank_ckpt=false" };
+static const char *const step_kinds[3][4] = {
+    { "model.linear=dense", "boost.btp=false", "boost.online_rmsnorm=false", "boost.grouping=false" },
+    { "model.linear=cola", "boost.btp=false", "boost.online_rmsnorm=false", "boost.grouping=false" },
+    { "model.linear=cola", "boost.btp=true", "boost.online_rmsnorm=true", "boost.grouping=true" } };
+enum { STEP_SIZES = (int)(sizeof step_sizes / sizeof *step_sizes), STEP_KINDS = 3, STEP_TIMED = 3 };
+
+static void measure_in_step(Backend *bk, HwProfile *p) {
+    HwGemm *g = &p->gemm[SP_FP32];
+    CHECK(g->present && g->model == GEMM_TABLE, "calibrate: the in-step GEMMs need the GEMM table first");
+    g->in_step = 0;   // the table's own price below
+    int nr = p->n_op_rates[SP_FP32];
+    double *r_s = xcalloc((size_t)nr + 1, sizeof *r_s), *r_w = xcalloc((size_t)nr + 1, sizeof *r_w);
+    long *r_calls = xcalloc((size_t)nr + 1, sizeof *r_calls);
+    double gemm_s = 0, gemm_table_s = 0, att_s[2] = { 0, 0 }, att_f[2] = { 0, 0 };
+    long gemm_calls = 0, att_calls[2] = { 0, 0 };
+    for (int k = 0; k < STEP_KINDS; k++) {
+        Config cfg;
+        config_defaults(&cfg);
+        for (int i = 0; i < STEP_SIZES; i++) config_set_override(&cfg, step_sizes[i]);
+        for (int i = 0; i < 4; i++) config_set_override(&cfg, step_kinds[k][i]);
+        config_finalize(&cfg);
+        OpProfile prof;
+        memset(&prof, 0, sizeof prof);
+        step_record(&cfg, bk, STEP_TIMED, 1, &prof);
+        for (size_t i = 0; i < prof.n_trace; i++) {
+            const OpInfo *op = &prof.trace[i].op;
+            double sec = prof.trace[i].seconds;
+            int named = -1;
+            for (int j = 0; j < nr && op->name; j++)
+                if (!strcmp(p->op_rates[SP_FP32][j].name, op->name)) named = j;
+            if (named >= 0) {
+                r_s[named] += sec;
+                r_w[named] += p->op_rates[SP_FP32][named].per_byte ? op->bytes : op->flops;
+                r_calls[named]++;
+            } else if (op->cls == OPC_GEMM) {
+                gemm_s += sec;
+                gemm_table_s += sim_gemm_time(p, SP_FP32, op->M, op->N, op->K, op->count, op->flops, op->bytes);
+                gemm_calls++;
+            } else if (op->cls == OPC_ATTENTION) {
+                int b = op->name && strstr(op->name, "backward") != NULL;
+                att_s[b] += sec;
+                att_f[b] += op->flops;
+                att_calls[b]++;
+            }
+        }
+        op_profile_detach(&prof);
+    }
+    printf("\n4c. the ops inside a training step (one rank, %d thread%s: d 160, 5 heads of 32, d_ff 432, 12 x 128 tokens, "
+           "V 2560, 4 layers; dense, CoLA, CoLA + BTP/online/grouping; %d steps each after a warm-up)\n",
+           omp_get_max_threads(), omp_get_max_threads() > 1 ? "s" : "", STEP_TIMED);
+    printf("   %-24s %7s %12s %12s %8s\n", "op", "calls", "alone", "in the step", "ratio");
+    CHECK(gemm_calls > 0 && gemm_s > 0 && gemm_table_s > 0, "calibrate: the calibration step ran no GEMM");
+    g->in_step = gemm_s / gemm_table_s;
+    printf("   %-24s %7ld %10.2f ms %10.2f ms %8.3f   (the table's price of the same calls; in_step)\n", "gemm", gemm_calls,
+           gemm_table_s * 1e3, gemm_s * 1e3, g->in_step);
+    HwAttention *a = &p->attention[SP_FP32];
+    double peak = p->peak_flops[SP_FP32];
+    for (int b = 0; b < 2; b++) {
+        CHECK(att_calls[b] > 0 && att_s[b] > 0, "calibrate: the calibration step ran no attention %s", b ? "backward" : "forward");
+        double eff = att_f[b] / att_s[b] / peak, *slot = b ? &a->backward : &a->forward;
+        printf("   %-24s %7ld %9.3f eff %9.3f eff %8.3f\n", b ? "attention_backward" : "attention_forward", att_calls[b],
+               *slot, eff, *slot / eff);
+        *slot = eff > 1 ? 1 : eff;
+    }
+    for (int j = 0; j < nr; j++) {
+        HwOpRate *r = &p->op_rates[SP_FP32][j];
+        if (!r_calls[j]) continue;
+        CHECK(r_s[j] > 0 && r_w[j] > 0, "calibrate: op %s ran %ld calls in the step with no time or no work", r->name, r_calls[j]);
+        double rate = r_w[j] / r_s[j];
+        printf("   %-24s %7ld %7.3f %s %7.3f %s %8.3f\n", r->name, r_calls[j], r->rate / 1e9, r->per_byte ? "GB/s " : "GF/s ",
+               rate / 1e9, r->per_byte ? "GB/s " : "GF/s ", r->rate / rate);
+        r->rate = rate;
+    }
+    printf("   (ratio: alone over in the step, the factor by which the op takes longer inside the step; named ops the step\n"
+           "   does not run keep the rate timed alone)\n");
+    free(r_s); free(r_w); free(r_calls);
 }
 
 // ---- 5. collectives: the MPI worker ---------------------------------------------------------
@@ -771,7 +875,8 @@ static void measure_kernels(Backend *bk, HwProfile *p) {
 }
 
 // --refresh PROFILE: the machine as it is now, for a profile calibrated earlier: the op
-// overhead, the attention and the ops timed as themselves (4., 4b.) and the rank share with
+// overhead, the attention and the ops timed as themselves and in a step (4., 4b., 4c.: the
+// GEMM table's in_step too) and the rank share with
 // its reference (5.), measured again; the GEMM table, the bandwidth and the collectives kept.
 // A few seconds: analysis/validate_cpu.py runs it before every measured launch, since what
 // this machine's guests leave of its cores, caches and memory changes from one minute to the
@@ -791,6 +896,7 @@ static int refresh_profile(const char *from, const char *out_path, const int *ra
     Backend *bk = backend_cpu(DT_F32);
     p.op_overhead_s = measure_op_overhead(bk);
     measure_kernels(bk, &p);
+    measure_in_step(bk, &p);
     backend_free(bk);
     double flops = 2.0 * SHARE_M * SHARE_N * SHARE_K, one = share_reference_seconds();
     p.n_share = 0;
@@ -923,6 +1029,7 @@ int main(int argc, char **argv) {
            p.op_overhead_s * 1e6);
     // 4. attention, 4b. the ops timed as themselves
     measure_kernels(bk, &p);
+    measure_in_step(bk, &p);
     backend_free(bk);
 
     // 5. collectives, and the rank share against its reference measured here just before
@@ -1010,16 +1117,18 @@ int main(int argc, char **argv) {
         "FLOP/s on the grid, L1 and L2 evicted before each call (a sweep of 4 x L2, not timed) as a step\n"
         "meets its operands; the %s of 3 sweeps of the %s of >= 3 timed repetitions each; the model\n"
         "interpolates in log2(M, N, K) and clamps outside. Transposed operands (backward GEMMs) are priced\n"
-        "with the same table.", stat, stat);
+        "with the same table. in_step: the GEMMs of a real training step (4c.: one rank, d 160, 12 x 128\n"
+        "tokens, dense and CoLA; not a validated configuration) over the table's price of the same calls.", stat, stat);
     snprintf(c_mem, sizeof c_mem,
         "memory: the engine's op_add (x += y, 2 x 64 MiB; the %s pass after the first), bytes as\n"
         "its OpInfo counts them (2 reads + 1 write); memory_bytes = physical memory of the machine;\n"
         "op_overhead_s: the %s of 201 op_add calls on 64 floats (dispatch, an OpenMP region)", stat, stat);
     snprintf(c_att, sizeof c_att,
         "attention: the engine's flash attention (op_attention_forward/backward) at B,T,H,hd =\n"
-        "12,128,5,32, the CPU recipes' T and head dim, not their validated shape (%s of 7 calls, L1 and L2\n"
-        "evicted before each); FLOPs as the ops count them (FlashAttention-2's\n"
-        "convention: 2*2*hd per causal (query, key) pair forward, 2.5x backward) over the sgemm peak", stat);
+        "12,128,5,32, the CPU recipes' T and head dim, not their validated shape, timed inside the\n"
+        "training steps of 4c. (in gemm's comment; alone: %s of 7 calls, printed beside); FLOPs as the ops\n"
+        "count them (FlashAttention-2's convention: 2*2*hd per causal (query, key) pair forward, 2.5x\n"
+        "backward) over the sgemm peak", stat);
     char rank_list[64] = "";
     for (int r = 0; r < n_ranks; r++)
         snprintf(rank_list + strlen(rank_list), sizeof rank_list - strlen(rank_list), "%s%d", r ? (r == n_ranks - 1 ? " and " : ", ") : "", ranks[r]);
@@ -1046,8 +1155,9 @@ int main(int argc, char **argv) {
              "LaX's crossing ops (custom loops, not sgemm: kron_gate, layernorm) at N 1536, r 40 = 5 x 8, and the\n"
              "CPU back end's row and element-wise kernels that do more than stream (an exp, division or square\n"
              "root per element, a reduction, a gather) at N 1536, d 160, V 2560, 1.25 x 2^20 parameters (none a\n"
-             "shape the CPU validation checks), L1 and L2 evicted before each call as a step meets its\n"
-             "operands; %s of 7 calls; FLOP/s (kron gate) or bytes/s as their OpInfo counts them",
+             "shape the CPU validation checks), L1 and L2 evicted before each call; %s of 7 calls. Every op\n"
+             "the training steps of 4c. run (in gemm's comment) has its rate inside those steps instead:\n"
+             "where a step leaves its operands. FLOP/s (kron gate) or bytes/s as their OpInfo counts them",
              use_best ? "best" : "median");
     const char *comments[HW_SEC_COUNT] = { c_peak, c_gemm, c_mem, c_att, c_links, c_share, c_named };
     // Validate before replacing the old profile: write a copy under a temporary directory

@@ -52,6 +52,7 @@
 #include "../store/db.h"
 #include "../train/optimizer.h"
 #include "../train/step_loop.h"
+#include "../train/step_record.h"
 #include "../train/trainer.h"
 
 static const char *const OP_CLASS_NAMES[OPC_COUNT] = { "gemm", "attention", "memory", "transfer" };
@@ -215,53 +216,7 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
 }
 
 // ---- the op layer of the CPU validation (--measure-ops) -------------------------------------
-typedef struct { Model *m; int32_t *tokens; float scale; } MeasMb;
-static void meas_forward(void *ctx, int slot, int mb) {
-    MeasMb *x = ctx;
-    model_stage_forward(x->m, slot, x->tokens, x->tokens);
-}
-static void meas_backward(void *ctx, int slot, int mb) {
-    MeasMb *x = ctx;
-    model_stage_backward(x->m, slot, x->scale);
-}
-
 typedef struct { const char *name; int cls; long calls, dry_calls; double measured, modeled, dry; } OpRow;
-
-// 1 + steps training steps of one rank on back end bk; the op records of the last `steps`
-// (step 0 warms the caches and the allocator) into prof (timed: each op's seconds too).
-// Returns the wall seconds of those steps.
-static double record_steps(const Config *cfg, Backend *bk, int steps, int timed, OpProfile *prof) {
-    const TrainConfig *tc = &cfg->train;
-    Comm c;
-    comm_init_virtual_at(&c, 1, 1, 1, 0);
-    Model m;
-    Optimizer o;
-    model_init_parallel(&m, &cfg->model, tc->batch_size, cfg->model.seq_len, tc->seed, &c, &cfg->boost, 1, bk, 1);
-    optimizer_init(&o, &m, 0);
-    int32_t *tokens = xcalloc((size_t)m.N, sizeof(int32_t));
-    for (int i = 0; i < m.N; i++) tokens[i] = (int32_t)((i * 7919L) % cfg->model.vocab_size);
-    int K = tc->grad_accum;
-    MeasMb x = { &m, tokens, (float)(1.0 / ((double)K * tc->batch_size * m.T)) };
-    StepHooks h = { meas_forward, meas_backward, NULL, &x };
-    double wall = 0;
-    for (int step = 0; step <= steps; step++) {
-        if (step == 1) op_profile_attach(prof, bk, timed, 1);
-        double t0 = omp_get_wtime();
-        model_step_begin(&m, x.scale);                // as trainer_step
-        step_micro_batches(&m, &c, K, NULL, 0, &h);   // the trainer's micro-batch loop (pp 1)
-        optimizer_reduce_grads(&o, &m, 0);
-        optimizer_clip(&o, &m, tc->grad_clip);
-        optimizer_step(&o, &m, tc, optimizer_lr_at(tc, step), step + 1);
-        if (step >= 1) wall += omp_get_wtime() - t0;
-    }
-    bk_observe(bk, NULL, NULL);   // the trace stays in prof, detached (the back end is freed first)
-    prof->bk = NULL;
-    free(tokens);
-    optimizer_free(&o);
-    model_free(&m);
-    comm_free(&c);
-    return wall;
-}
 
 // The row of (name, class), added when new.
 static OpRow *op_row(OpRow *rows, int *nr, const OpInfo *op) {
@@ -292,10 +247,10 @@ static void measure_ops(const SimRun *s, DType dt, int steps, const char *csv_pa
     memset(&prof, 0, sizeof prof);
     memset(&dry, 0, sizeof dry);
     Backend *bk = backend_cpu(dt);
-    double wall = record_steps(cfg, bk, steps, 1, &prof);
+    double wall = step_record(cfg, bk, steps, 1, &prof);
     backend_free(bk);
     bk = backend_dry(dt);
-    record_steps(cfg, bk, steps, 0, &dry);
+    step_record(cfg, bk, steps, 0, &dry);
     backend_free(bk);
     // price every record with the simulation's tracer (its rank share for one rank)
     SimTracer t;
