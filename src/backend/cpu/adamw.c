@@ -11,6 +11,7 @@
 #include "../../core/check.h"
 #include <math.h>
 #include "fastmath.h"
+#include "reduce.h"
 
 // Chunk length of an AdamW pass: 256 KB per stream, long enough that a chunk's start costs
 // nothing, short enough that two threads share even a small model's span evenly.
@@ -54,22 +55,19 @@ void cpu_adamw_update(float *param, const float *grad, float *m, float *v, size_
     }
 }
 
-// Fixed-size chunks, each summed by one thread, partials added serially in chunk order:
-// the result is bit-identical for any thread count.
+// Fixed-size chunks, each summed by one thread (rd_sumsq: several partial sums, see
+// reduce.h), partials added serially in chunk order: bit-identical for any thread count.
 #define SUMSQ_CHUNK 65536
 
 // x[n] -> sum of x^2 in double
-double cpu_sumsq(const float *x, size_t n) {
+FM_WIDE double cpu_sumsq(const float *x, size_t n) {
     size_t nch = (n + SUMSQ_CHUNK - 1) / SUMSQ_CHUNK;
     if (nch == 0) return 0.0;
     double *part = xmalloc(sizeof(double) * nch);
     #pragma omp parallel for schedule(static)
     for (size_t c = 0; c < nch; c++) {
         size_t i0 = c * SUMSQ_CHUNK, i1 = i0 + SUMSQ_CHUNK < n ? i0 + SUMSQ_CHUNK : n;
-        double s = 0.0;
-        #pragma omp simd reduction(+:s)
-        for (size_t i = i0; i < i1; i++) s += (double)x[i] * x[i];
-        part[c] = s;
+        part[c] = rd_sumsq(x + i0, i1 - i0);
     }
     double total = 0.0;
     for (size_t c = 0; c < nch; c++) total += part[c];
@@ -93,17 +91,13 @@ static Chunk *chunks_of(int n, const size_t *len, size_t chunk, size_t *n_chunks
     return c;
 }
 
-double cpu_sumsq_multi(int n, const float *const *x, const size_t *len, const double *w) {
+FM_WIDE double cpu_sumsq_multi(int n, const float *const *x, const size_t *len, const double *w) {
     size_t nc;
     Chunk *c = chunks_of(n, len, SUMSQ_CHUNK, &nc);
     double *part = xmalloc(sizeof(double) * (nc + 1));
     #pragma omp parallel for schedule(static)
     for (size_t k = 0; k < nc; k++) {
-        const float *p = x[c[k].t];
-        double s = 0.0;
-        #pragma omp simd reduction(+:s)
-        for (size_t i = c[k].lo; i < c[k].hi; i++) s += (double)p[i] * p[i];
-        part[k] = s;
+        part[k] = rd_sumsq(x[c[k].t] + c[k].lo, c[k].hi - c[k].lo);
     }
     // serially, tensor by tensor in chunk order: the sums of cpu_sumsq() per tensor, weighted
     double total = 0.0;
