@@ -18,23 +18,47 @@
 #include <math.h>
 #include "kernels.h"
 #include "fastmath.h"
+#include "reduce.h"
 
 #define XENT_ROW static inline __attribute__((always_inline))
 
+// The max is exact in any order: RD_LANES partial maxima only break the latency chain of one.
 XENT_ROW float xent_row_max(const float *x, int V) {
-    float mx = -INFINITY;
-    #pragma omp simd reduction(max:mx)
-    for (int j = 0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
+    float m[RD_LANES];
+    for (int k = 0; k < RD_LANES; k++) m[k] = -INFINITY;
+    int j = 0;
+    for (; j + RD_LANES <= V; j += RD_LANES)
+        for (int k = 0; k < RD_LANES; k++) m[k] = x[j + k] > m[k] ? x[j + k] : m[k];
+    for (int k = 0; j + k < V; k++) m[k] = x[j + k] > m[k] ? x[j + k] : m[k];
+    float mx = m[0];
+    for (int k = 1; k < RD_LANES; k++) mx = m[k] > mx ? m[k] : mx;
     return mx;
 }
+// Σ exp(x − mx) over a row in double (reduce.h's partial sums: one accumulator was latency-
+// bound), each exp also stored to g[j] when g is not NULL (g may be x). `next` (may be NULL):
+// the row this thread handles next, prefetched into L2 a line per 16 exps, so that its read
+// from memory overlaps this row's exps instead of stalling the next max pass.
+XENT_ROW double xent_row_sumexp(float *g, const float *x, int V, float mx, const float *next) {
+    double acc[RD_LANES] = {0};
+    int j = 0;
+    for (; j + RD_LANES <= V; j += RD_LANES) {
+        if (next) { __builtin_prefetch(next + j, 0, 2); __builtin_prefetch(next + j + 16, 0, 2); }
+        if (g) {
+            #pragma omp simd
+            for (int k = 0; k < RD_LANES; k++) { float e = fast_expf(x[j + k] - mx); g[j + k] = e; acc[k] += e; }
+        } else {
+            #pragma omp simd
+            for (int k = 0; k < RD_LANES; k++) acc[k] += fast_expf(x[j + k] - mx);
+        }
+    }
+    for (int k = 0; j + k < V; k++) { float e = fast_expf(x[j + k] - mx); if (g) g[j + k] = e; acc[k] += e; }
+    return rd_fold(acc);
+}
 // One row x[V]: its max, Σ exp(x − max) (double) and the target's logit (t local, else 0).
-XENT_ROW void xent_row_stats(const float *x, int V, int t, float *lmax, double *sumexp, double *tlogit) {
+XENT_ROW void xent_row_stats(const float *x, int V, int t, float *lmax, double *sumexp, double *tlogit, const float *next) {
     float mx = xent_row_max(x, V);
-    double s = 0.0;
-    #pragma omp simd reduction(+:s)
-    for (int j = 0; j < V; j++) s += fast_expf(x[j] - mx);
     *lmax = mx;
-    *sumexp = s;
+    *sumexp = xent_row_sumexp(NULL, x, V, mx, next);
     *tlogit = (t >= 0 && t < V) ? (double)x[t] : 0.0;
 }
 // g[V] = scale·(exp(x − mx)/sumexp − [j = t]); g may be x.
@@ -50,7 +74,8 @@ FM_WIDE void cpu_xent_forward(float *lmax, double *sumexp, double *tlogit, const
                   int N, int V, int v0) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
-        xent_row_stats(logits + (size_t)n * V, V, targets[n] - v0, &lmax[n], &sumexp[n], &tlogit[n]);
+        xent_row_stats(logits + (size_t)n * V, V, targets[n] - v0, &lmax[n], &sumexp[n], &tlogit[n],
+                       n + 1 < N ? logits + (size_t)(n + 1) * V : NULL);
 }
 
 // sumexp[N] *= exp(lmax - gmax): the local sums re-based on the global max
@@ -79,17 +104,15 @@ FM_WIDE void cpu_xent_backward(float *dlogits, const float *logits, const float 
 }
 
 // One row at tp = 1 with one exp per element where the two ops take two: exp(x − max) is
-// stored into g as Σ is summed (the loop of xent_row_stats, plus the store), then g is scaled
+// stored into g as Σ is summed (xent_row_sumexp, the loop of xent_row_stats, plus the store), then g is scaled
 // by the factor xent_row_grad multiplies its exp by — the same float operations on the same
 // values, so the same bits (tests/test_ops.c compares them). g may be x: the target's logit
 // is read before the row is overwritten.
 XENT_ROW void xent_row_fused(float *g, const float *x, int V, int t, float *lmax, double *sumexp, double *tlogit,
-                             float scale) {
+                             float scale, const float *next) {
     float mx = xent_row_max(x, V);
     *tlogit = (t >= 0 && t < V) ? (double)x[t] : 0.0;
-    double s = 0.0;
-    #pragma omp simd reduction(+:s)
-    for (int j = 0; j < V; j++) { float e = fast_expf(x[j] - mx); g[j] = e; s += e; }
+    double s = xent_row_sumexp(g, x, V, mx, next);
     *lmax = mx;
     *sumexp = s;
     float f = (float)(scale / s);
@@ -105,5 +128,5 @@ FM_WIDE void cpu_xent_fused(float *dlogits, float *lmax, double *sumexp, double 
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
         xent_row_fused(dlogits + (size_t)n * V, logits + (size_t)n * V, V, targets[n] - v0, &lmax[n], &sumexp[n],
-                       &tlogit[n], scale);
+                       &tlogit[n], scale, n + 1 < N ? logits + (size_t)(n + 1) * V : NULL);
 }
