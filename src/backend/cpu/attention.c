@@ -8,20 +8,25 @@
 //  * The products of a tile are computed by our own register-blocked micro-kernels
 //    (attn_kernels.h: AVX-512, AVX2 or scalar, the widest the build targets), not by sgemm
 //    calls (with K = hd = 64 the sgemm-per-tile version reached 14–37 % of the sgemm peak,
-//    docs/benchmarks.md). Kᵀ and Vᵀ of a head are packed once (the qk kernel broadcasts a
-//    query and loads 32 keys' worth of one head-dim coordinate); each query block is packed
-//    in 8-row panels once and reused by every key tile; V, K, Q, dO and the accumulators
-//    are contiguous copies (see pack_tiles_t).
+//    docs/benchmarks.md). Kᵀ and Vᵀ of a head are packed once per thread and head (the qk
+//    kernel broadcasts a query and loads 32 keys' worth of one head-dim coordinate; pack_t
+//    transposes 16 × 16 blocks in registers); a query block is copied once into contiguous
+//    rows that the qk kernel broadcasts from and every key tile reuses; V, K, Q, dO and the
+//    accumulators are contiguous copies (see pack_tiles_t).
 //  * Causality: query block [i0, i1) only touches keys [0, i1); key tiles past it are never
 //    visited, and on the diagonal tile the kernels skip the register blocks above the
 //    diagonal (8 × 32 for QKᵀ, exact key ranges per 6-row block for the products with P).
 //    Masked entries inside a computed block are written as exact zeros.
-//  * The backward's inputs were written a forward pass earlier and come from DRAM: the next
-//    block's rows are prefetched while the current one is computed (prefetch_rows).
+//  * The operands come from L3 or DRAM inside a training step: the rows the next query block
+//    and the next item (head) will read, and the output rows they will write, are prefetched
+//    a tile ahead while the current tiles are computed (Prefetch).
 //  * The softmax runs in base 2: p = 2^(s·scale·log2 e − m), so one FMA and a vector exp2
 //    (vscalefps) per score.
-//  * Threads (OpenMP): the forward is split over (batch, head, query block) items, each of
-//    which writes its own rows of out and lse. The backward is split over (batch, kv head)
+//  * Threads (OpenMP): the forward is split over whole heads where there are at least 4 per
+//    thread (B·H = 32 in a CoLA-60M step at batch 4), else over chunks of a head's query
+//    blocks, paired first with last so that chunks cost the same under the causal mask; each
+//    item writes its own rows of out and lse. (Items of single query blocks had both threads
+//    pack the keys and values of every head.) The backward is split over (batch, kv head)
 //    tasks: the H/Hkv query heads sharing a kv head accumulate into the same dk/dv rows, so
 //    they run in one task, in order. With fewer tasks than threads the backward runs in two
 //    parallel passes instead — dk/dv by key tile, then dq by query block — recomputing the
@@ -90,23 +95,17 @@ static size_t kv_off(const Att *a, int b, int kh) { return (size_t)b * a->T * a-
 // sets (conflict misses that halved the kernels' speed).
 //
 // Key tiles transposed, one [hd, ATT_BK] block per tile: Xt[tile][c][t − j0] = X[t][c],
-// 0 for t ≥ T — the keys as the qk kernels read them (ldb = ATT_BK).
+// 0 for t ≥ T — the keys as the qk kernels read them (ldb = ATT_BK). The kernel set's pack_t
+// transposes 16 × 16 (8 × 8) blocks in registers.
 static void pack_tiles_t(float *Xt, const float *X, int ld, const Att *a) {
-    int T = a->T, hd = a->hd;
-    for (int j0 = 0; j0 < T; j0 += ATT_BK) {
-        float *blk = Xt + (size_t)(j0 / ATT_BK) * hd * ATT_BK;
-        int n = T - j0 < ATT_BK ? T - j0 : ATT_BK;
-        for (int t0 = 0; t0 < n; t0 += 16) {
-            int t1 = t0 + 16 < n ? t0 + 16 : n;
-            for (int c = 0; c < hd; c++)
-                for (int t = t0; t < t1; t++) blk[(size_t)c * ATT_BK + t] = X[(size_t)(j0 + t) * ld + c];
-        }
-        for (int c = 0; c < hd; c++) memset(blk + (size_t)c * ATT_BK + n, 0, sizeof(float) * (size_t)(ATT_BK - n));
+    for (int j0 = 0; j0 < a->T; j0 += ATT_BK) {
+        int n = a->T - j0 < ATT_BK ? a->T - j0 : ATT_BK;
+        a->isa->pack_t(Xt + (size_t)(j0 / ATT_BK) * a->hd * ATT_BK, ATT_BK, X + (size_t)j0 * ld, ld, n, a->hd);
     }
 }
 static const float *tile_t(const float *Xt, int j0, const Att *a) { return Xt + (size_t)(j0 / ATT_BK) * a->hd * ATT_BK; }
 
-// n rows of X [., hd] (ld) as contiguous rows [n, hd]: the Y operand of the acc kernels.
+// n rows of X [., hd] (ld) as contiguous rows [n, hd]: the A operand of qk, the Y operand of acc.
 static void pack_rows(float *Xc, const float *X, int ld, int n, int hd) {
     for (int t = 0; t < n; t++) memcpy(Xc + (size_t)t * hd, X + (size_t)t * ld, sizeof(float) * (size_t)hd);
 }
@@ -116,26 +115,16 @@ static void store_rows(float *X, int ld, const float *Xc, int n, int hd) {
     for (int t = 0; t < n; t++) memcpy(X + (size_t)t * ld, Xc + (size_t)t * hd, sizeof(float) * (size_t)hd);
 }
 
-// m rows of X [., hd] (ld) as 8-row panels: P[(r0 + i)·8 … ] = X[r0..r0+8)[i], rows past m 0.
-static void pack_panels(float *P, const float *X, int ld, int m, int hd) {
-    int mp = (m + ATT_PANEL - 1) / ATT_PANEL * ATT_PANEL;
-    for (int r = 0; r < mp; r++) {
-        float *p = P + (size_t)(r / ATT_PANEL) * ATT_PANEL * hd + r % ATT_PANEL;
-        if (r < m) { const float *x = X + (size_t)r * ld; for (int i = 0; i < hd; i++) p[(size_t)i * ATT_PANEL] = x[i]; }
-        else for (int i = 0; i < hd; i++) p[(size_t)i * ATT_PANEL] = 0.0f;
-    }
-}
-
 typedef struct {
     float *Kt, *Vt;          // [nkt, hd, ATT_BK] key tiles of kv head `packed`, transposed: K; V (backward)
     float *Kc, *Vc;          // [T, hd] contiguous rows: K (backward); V (forward)
     long packed;             // b·Hkv + kh of the packed copies, −1 for none
-    float *Ap, *Bp;          // [ATT_BQ, hd] panels: Q block; dO block (backward)
     float *Qc, *dOc, *Oc;    // [ATT_BQ, hd] contiguous: Q, dO block (backward); O accumulator (forward)
     float *dKc, *dVc, *dQc;  // backward accumulators, contiguous: [T, hd] dK, dV of the kv head; [ATT_BQ, hd] dQ
     float *S, *dP;           // [ATT_BQ, ATT_BK] scores → P; dP → dS (backward)
     float *mrow, *alpha, *lrow, *D;   // [ATT_BQ] row statistics
     double *l;               // [ATT_BQ] running softmax sums (up to T terms)
+    int *blk;                // [nqb] the query blocks of a forward item
 } Work;
 
 static Work work_alloc(const Att *a, int backward) {
@@ -145,8 +134,7 @@ static Work work_alloc(const Att *a, int backward) {
     w.Kt = xaligned_alloc(kt); w.Vt = backward ? xaligned_alloc(kt) : NULL;
     w.Kc = backward ? xaligned_alloc(kc) : NULL; w.Vc = backward ? NULL : xaligned_alloc(kc);
     w.packed = -1;
-    w.Ap = xaligned_alloc(blk); w.Bp = backward ? xaligned_alloc(blk) : NULL;
-    w.Qc = backward ? xaligned_alloc(blk) : NULL; w.dOc = backward ? xaligned_alloc(blk) : NULL;
+    w.Qc = xaligned_alloc(blk); w.dOc = backward ? xaligned_alloc(blk) : NULL;
     w.Oc = backward ? NULL : xaligned_alloc(blk);
     w.dKc = backward ? xaligned_alloc(kc) : NULL; w.dVc = backward ? xaligned_alloc(kc) : NULL;
     w.dQc = backward ? xaligned_alloc(blk) : NULL;
@@ -154,53 +142,72 @@ static Work work_alloc(const Att *a, int backward) {
     w.mrow = xaligned_alloc(sizeof(float) * ATT_BQ); w.alpha = xaligned_alloc(sizeof(float) * ATT_BQ);
     w.lrow = xaligned_alloc(sizeof(float) * ATT_BQ); w.D = xaligned_alloc(sizeof(float) * ATT_BQ);
     w.l = xaligned_alloc(sizeof(double) * ATT_BQ);
+    w.blk = xaligned_alloc(sizeof(int) * (size_t)(a->T + ATT_BQ - 1) / ATT_BQ);
     return w;
 }
 static void work_free(Work *w) {
-    free(w->Kt); free(w->Vt); free(w->Kc); free(w->Vc); free(w->Ap); free(w->Bp); free(w->Qc); free(w->dOc);
-    free(w->Oc); free(w->dKc); free(w->dVc); free(w->dQc); free(w->S); free(w->dP); free(w->mrow); free(w->alpha); free(w->lrow); free(w->D); free(w->l);
+    free(w->Kt); free(w->Vt); free(w->Kc); free(w->Vc); free(w->Qc); free(w->dOc); free(w->Oc); free(w->dKc);
+    free(w->dVc); free(w->dQc); free(w->S); free(w->dP); free(w->mrow); free(w->alpha); free(w->lrow); free(w->D);
+    free(w->l); free(w->blk);
 }
 
 // The visible keys of row r of a tile whose first query is off positions past its first key.
 static int visible(int r, int off, int n) { return r + off + 1 < n ? r + off + 1 : n; }
+// The rows of query block i0 and the key tiles it visits.
+static int block_rows(int i0, const Att *a) { return a->T - i0 < ATT_BQ ? a->T - i0 : ATT_BQ; }
+static int block_tiles(int i0, const Att *a) { return (i0 + block_rows(i0, a) + ATT_BK - 1) / ATT_BK; }
 
-// Software prefetch (into L2) of n rows of hd floats, ld apart. The backward's inputs were
-// written a whole forward pass earlier and come from DRAM, 256-byte rows 2 KiB apart, which
-// the hardware prefetchers follow poorly (the cold-cache backward took ~25 % longer than a
-// hot one). A backward task asks for the rows of its next query block, and for a slice of
-// the next task's keys and values, while it computes the current one; a forward item asks for
-// the next item's queries (and keys and values on a new head). Hints only: no result depends on them.
-static void prefetch_rows(const float *x, size_t ld, int n, int hd) {
-    for (int t = 0; t < n; t++)
-        for (int c = 0; c < hd; c += 16) __builtin_prefetch(x + (size_t)t * ld + c, 0, 2);
+// ---- software prefetch streams --------------------------------------------------------
+// The operands come from L3 or DRAM in a training step (written by other ops, or a whole
+// forward pass earlier): 256-byte rows 2 KiB apart, which the hardware prefetchers follow
+// poorly. A stream is a list of row ranges (rows of hd floats, ld apart) that the work after
+// the current one will read (or write: prefetchw, so the stores of a gradient or output row
+// do not wait for the line): the next query block's rows, the next item's keys and values.
+// It is issued before each tile, one tile ahead of the computation and in proportion to the
+// tiles done. Hints only: no result depends on them.
+enum { PF_MAXREG = 8 };
+typedef struct { const float *p; size_t ld; int rows, write; } PfReg;
+typedef struct { PfReg reg[PF_MAXREG]; int nreg, lpr, ri, row, li; long total, done; } Pf;
+
+static void pf_init(Pf *pf, int hd) { memset(pf, 0, sizeof *pf); pf->lpr = (hd + 15) / 16; }
+static void pf_add(Pf *pf, const float *p, size_t ld, int rows, int write) {
+    if (rows <= 0 || pf->nreg == PF_MAXREG) return;
+    pf->reg[pf->nreg++] = (PfReg){ p, ld, rows, write };
+    pf->total += (long)rows * pf->lpr;
 }
-typedef struct { int b, h, i0, m; } NextRows;   // b < 0: none
+// Issue the stream up to the fraction num/den of its cache lines.
+static void pf_upto(Pf *pf, long num, long den) {
+    long target = num >= den ? pf->total : pf->total * num / den;
+    while (pf->done < target) {
+        const PfReg *r = &pf->reg[pf->ri];
+        const float *x = r->p + (size_t)pf->row * r->ld + (size_t)pf->li * 16;
+        if (r->write) __builtin_prefetch(x, 1, 2); else __builtin_prefetch(x, 0, 2);
+        pf->done++;
+        if (++pf->li == pf->lpr) { pf->li = 0; if (++pf->row == r->rows) { pf->row = 0; pf->ri++; } }
+    }
+}
+// A block stream (the next query block's rows, over the tiles of the current block) and an
+// item stream (the next item's, over all tiles of the current item), advanced together.
+typedef struct { Pf blk, item; int nblk; long nitem, done; } Prefetch;
+static void pf_tile(Prefetch *p, int j) {   // before tile j of the block
+    pf_upto(&p->blk, j + 1, p->nblk);
+    pf_upto(&p->item, ++p->done, p->nitem);
+}
 
 // ---- forward --------------------------------------------------------------------------
-// One query block [i0, i0+m) of head (b, h): O = softmax(scale·Q Kᵀ, causal) V, lse.
-static void fwd_block(float *out, float *lse, const float *q, const float *k, const float *v,
-                      int b, int h, int i0, const Att *a, Work *w, NextRows nx) {
-    int T = a->T, hd = a->hd, kh = h / a->G, m = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + m;
+// One query block [i0, i0+m) of head (b, h): O = softmax(scale·Q Kᵀ, causal) V, lse. The
+// keys and values of the head are packed (fwd_item).
+static void fwd_block(float *out, float *lse, const float *q, int b, int h, int i0, const Att *a, Work *w,
+                      Prefetch *pf) {
+    int T = a->T, hd = a->hd, m = block_rows(i0, a), nk = i0 + m;
     const AttnIsa *K = a->isa;
-    long key = (long)b * a->Hkv + kh;
-    if (w->packed != key) {
-        pack_tiles_t(w->Kt, k + kv_off(a, b, kh), a->ldkv, a);
-        pack_rows(w->Vc, v + kv_off(a, b, kh), a->ldkv, T, hd);
-        w->packed = key;
-    }
     float *O = w->Oc;   // [m, hd]
-    pack_panels(w->Ap, q + q_off(a, b, h) + (size_t)i0 * a->ldq, a->ldq, m, hd);
-    if (nx.b >= 0) {   // the next item's queries, and its keys and values where its kv head differs
-        prefetch_rows(q + q_off(a, nx.b, nx.h) + (size_t)nx.i0 * a->ldq, a->ldq, nx.m, hd);
-        if ((long)nx.b * a->Hkv + nx.h / a->G != key) {
-            prefetch_rows(k + kv_off(a, nx.b, nx.h / a->G), a->ldkv, T, hd);
-            prefetch_rows(v + kv_off(a, nx.b, nx.h / a->G), a->ldkv, T, hd);
-        }
-    }
+    pack_rows(w->Qc, q + q_off(a, b, h) + (size_t)i0 * a->ldq, a->ldq, m, hd);
     for (int r = 0; r < m; r++) { w->mrow[r] = -INFINITY; w->l[r] = 0.0; }
     for (int j0 = 0; j0 < nk; j0 += ATT_BK) {
         int n = nk - j0 < ATT_BK ? nk - j0 : ATT_BK, off = i0 - j0;
-        K->qk(w->S, ATT_BK, w->Ap, 0, tile_t(w->Kt, j0, a), ATT_BK, m, n, hd, off);  // S = Q Kᵀ (unscaled)
+        pf_tile(pf, j0 / ATT_BK);
+        K->qk(w->S, ATT_BK, w->Qc, hd, tile_t(w->Kt, j0, a), ATT_BK, m, n, hd, off);  // S = Q Kᵀ (unscaled)
         for (int r = 0; r < m; r++) {
             float *s = w->S + (size_t)r * ATT_BK;
             int nv = visible(r, off, n);
@@ -228,26 +235,75 @@ static void fwd_block(float *out, float *lse, const float *q, const float *k, co
     }
 }
 
+// A forward item: head bh = b·H + h and the query-block pairs [u0, u1) of it, pair u = blocks
+// u and nqb−1−u (one when they coincide): equal work per pair under the causal mask. Its
+// blocks in order into blk; returns their number.
+typedef struct { int nqb, npair, nch; } FwdSplit;
+static int fwd_item(const FwdSplit *sp, long it, int *bh, int *blk) {
+    int ch = (int)(it % sp->nch), u0 = (int)((long)sp->npair * ch / sp->nch), u1 = (int)((long)sp->npair * (ch + 1) / sp->nch), n = 0;
+    *bh = (int)(it / sp->nch);
+    for (int u = u0; u < u1; u++) {
+        blk[n++] = u;
+        if (sp->nqb - 1 - u != u) blk[n++] = sp->nqb - 1 - u;
+    }
+    return n;
+}
+
 // out[B,T,H,hd], lse[B,H,T]; q[B,T,H,hd], k,v[B,T,Hkv,hd]
 void cpu_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v,
                        int B, int T, int H, int Hkv, int hd) {
     Att a = att_shape(B, T, H, Hkv, hd);
-    int nqb = (T + ATT_BQ - 1) / ATT_BQ;
-    long nitem = (long)B * H * nqb;   // (b, h, query block), head-major: a thread's next item
-                                      // usually shares its packed keys
+    int nthr = omp_get_max_threads();
+    FwdSplit sp = { (T + ATT_BQ - 1) / ATT_BQ, 0, 1 };
+    sp.npair = (sp.nqb + 1) / 2;
+    // Whole heads where there are enough of them (each thread packs the keys and values of
+    // its heads once), else each head split into chunks of block pairs.
+    while (sp.nch < sp.npair && (long)B * H * sp.nch < 4L * nthr) sp.nch *= 2;
+    if (sp.nch > sp.npair) sp.nch = sp.npair;
+    long nitem = (long)B * H * sp.nch;   // head-major
     #pragma omp parallel
     {
         Work w = work_alloc(&a, 0);
-        long nthr = omp_get_num_threads();
+        int *nblk = xaligned_alloc(sizeof(int) * (size_t)sp.nqb);
         #pragma omp for schedule(dynamic, 1)
         for (long it = 0; it < nitem; it++) {
-            int bh = (int)(it / nqb), qb = (int)(it % nqb);
-            long nt = it + nthr;   // usually this thread's next item (see the backward)
-            int nbh = (int)(nt / nqb), nqb0 = (int)(nt % nqb) * ATT_BQ;
-            NextRows nx = { -1, 0, 0, 0 };
-            if (nt < nitem) nx = (NextRows){ nbh / H, nbh % H, nqb0, T - nqb0 < ATT_BQ ? T - nqb0 : ATT_BQ };
-            fwd_block(out, lse, q, k, v, bh / H, bh % H, qb * ATT_BQ, &a, &w, nx);
+            int bh, nb = fwd_item(&sp, it, &bh, w.blk), b = bh / H, h = bh % H, kh = h / a.G;
+            long key = (long)b * Hkv + kh;
+            if (w.packed != key) {
+                pack_tiles_t(w.Kt, k + kv_off(&a, b, kh), a.ldkv, &a);
+                pack_rows(w.Vc, v + kv_off(&a, b, kh), a.ldkv, T, hd);
+                w.packed = key;
+            }
+            // With dynamic scheduling of near-equal items a thread's next item is usually
+            // it + nthr: its keys and values (on a new kv head) and first block's rows.
+            Prefetch pf = { .nitem = 0 };
+            pf_init(&pf.item, hd);
+            for (int i = 0; i < nb; i++) pf.nitem += block_tiles(w.blk[i] * ATT_BQ, &a);
+            long nt = it + nthr;
+            if (nt < nitem) {
+                int nbh, nnb = fwd_item(&sp, nt, &nbh, nblk), nb0 = nblk[0] * ATT_BQ, nkend = 0;
+                int b2 = nbh / H, h2 = nbh % H;
+                for (int i = 0; i < nnb; i++) { int e = nblk[i] * ATT_BQ + block_rows(nblk[i] * ATT_BQ, &a); nkend = e > nkend ? e : nkend; }
+                if ((long)b2 * Hkv + h2 / a.G != key) {
+                    pf_add(&pf.item, k + kv_off(&a, b2, h2 / a.G), a.ldkv, nkend, 0);
+                    pf_add(&pf.item, v + kv_off(&a, b2, h2 / a.G), a.ldkv, nkend, 0);
+                }
+                pf_add(&pf.item, q + q_off(&a, b2, h2) + (size_t)nb0 * a.ldq, a.ldq, block_rows(nb0, &a), 0);
+                pf_add(&pf.item, out + q_off(&a, b2, h2) + (size_t)nb0 * a.ldq, a.ldq, block_rows(nb0, &a), 1);
+            }
+            for (int i = 0; i < nb; i++) {
+                int i0 = w.blk[i] * ATT_BQ;
+                pf_init(&pf.blk, hd);
+                pf.nblk = block_tiles(i0, &a);
+                if (i + 1 < nb) {   // the next block's queries and output rows
+                    int n0 = w.blk[i + 1] * ATT_BQ;
+                    pf_add(&pf.blk, q + q_off(&a, b, h) + (size_t)n0 * a.ldq, a.ldq, block_rows(n0, &a), 0);
+                    pf_add(&pf.blk, out + q_off(&a, b, h) + (size_t)n0 * a.ldq, a.ldq, block_rows(n0, &a), 1);
+                }
+                fwd_block(out, lse, q, b, h, i0, &a, &w, &pf);
+            }
         }
+        free(nblk);
         work_free(&w);
     }
 }
@@ -272,16 +328,14 @@ static void bwd_pack_kv(const Grads *g, int b, int kh, const Att *a, Work *w) {
     w->packed = key;
 }
 
-// The query block [i0, i0+m) of head (b, h): panels of Q and dO, D and lse in base 2.
+// The query block [i0, i0+m) of head (b, h): contiguous Q and dO, D and lse in base 2.
 static void bwd_rows(const Grads *g, int b, int h, int i0, int m, const Att *a, Work *w) {
     size_t qo = q_off(a, b, h) + (size_t)i0 * a->ldq;
-    pack_panels(w->Ap, g->q + qo, a->ldq, m, a->hd);
-    pack_panels(w->Bp, g->dout + qo, a->ldq, m, a->hd);
     pack_rows(w->Qc, g->q + qo, a->ldq, m, a->hd);
     pack_rows(w->dOc, g->dout + qo, a->ldq, m, a->hd);
     const float *L = g->lse + ((size_t)b * a->H + h) * a->T + i0;
     for (int r = 0; r < m; r++) {
-        const float *x = g->dout + qo + (size_t)r * a->ldq, *y = g->out + qo + (size_t)r * a->ldq;
+        const float *x = w->dOc + (size_t)r * a->hd, *y = g->out + qo + (size_t)r * a->ldq;
         double dd = 0.0;
         for (int c = 0; c < a->hd; c++) dd += (double)x[c] * y[c];
         w->D[r] = (float)dd;
@@ -291,11 +345,12 @@ static void bwd_rows(const Grads *g, int b, int h, int i0, int m, const Att *a, 
 
 // One tile: query block [i0, i0+m) (after bwd_rows) against keys [j0, j0+n) of the packed
 // kv head; `what` selects the products into the dK/dV and/or dQ accumulators.
-static void bwd_tile(int i0, int m, int j0, int what, const Att *a, Work *w) {
+static void bwd_tile(int i0, int m, int j0, int what, const Att *a, Work *w, Prefetch *pf) {
     int hd = a->hd, n = i0 + m - j0 < ATT_BK ? i0 + m - j0 : ATT_BK, off = i0 - j0;
     const AttnIsa *K = a->isa;
-    K->qk(w->S, ATT_BK, w->Ap, 0, tile_t(w->Kt, j0, a), ATT_BK, m, n, hd, off);    // S (unscaled)
-    K->qk(w->dP, ATT_BK, w->Bp, 0, tile_t(w->Vt, j0, a), ATT_BK, m, n, hd, off);   // dP = dO Vᵀ
+    if (pf) pf_tile(pf, j0 / ATT_BK);
+    K->qk(w->S, ATT_BK, w->Qc, hd, tile_t(w->Kt, j0, a), ATT_BK, m, n, hd, off);    // S (unscaled)
+    K->qk(w->dP, ATT_BK, w->dOc, hd, tile_t(w->Vt, j0, a), ATT_BK, m, n, hd, off);  // dP = dO Vᵀ
     for (int r = 0; r < m; r++) {
         float *s = w->S + (size_t)r * ATT_BK, *d = w->dP + (size_t)r * ATT_BK;
         int nv = visible(r, off, n);
@@ -311,17 +366,21 @@ static void bwd_tile(int i0, int m, int j0, int what, const Att *a, Work *w) {
 }
 
 // All key tiles of query block [i0, i0+m) of head (b, h) into dq: dQc from 0, tile by tile.
-static void bwd_dq_block(const Grads *g, int b, int h, int i0, int m, int what, const Att *a, Work *w, NextRows nx) {
+static void bwd_dq_block(const Grads *g, int b, int h, int i0, int m, int what, const Att *a, Work *w, Prefetch *pf) {
     bwd_rows(g, b, h, i0, m, a, w);
-    if (nx.b >= 0) {
-        size_t qo = q_off(a, nx.b, nx.h) + (size_t)nx.i0 * a->ldq;
-        prefetch_rows(g->q + qo, a->ldq, nx.m, a->hd);
-        prefetch_rows(g->dout + qo, a->ldq, nx.m, a->hd);
-        prefetch_rows(g->out + qo, a->ldq, nx.m, a->hd);
-    }
     memset(w->dQc, 0, sizeof(float) * (size_t)m * a->hd);
-    for (int j0 = 0; j0 < i0 + m; j0 += ATT_BK) bwd_tile(i0, m, j0, what, a, w);
+    for (int j0 = 0; j0 < i0 + m; j0 += ATT_BK) bwd_tile(i0, m, j0, what, a, w, pf);
     store_rows(g->dq + q_off(a, b, h) + (size_t)i0 * a->ldq, a->ldq, w->dQc, m, a->hd);
+}
+
+// The rows of query block i0 of head (b, h) that bwd_dq_block reads and writes, into a stream.
+static void pf_add_block(Pf *pf, const Grads *g, int b, int h, int i0, const Att *a) {
+    size_t qo = q_off(a, b, h) + (size_t)i0 * a->ldq;
+    int m = block_rows(i0, a);
+    pf_add(pf, g->q + qo, a->ldq, m, 0);
+    pf_add(pf, g->dout + qo, a->ldq, m, 0);
+    pf_add(pf, g->out + qo, a->ldq, m, 0);
+    pf_add(pf, g->dq + qo, a->ldq, m, 1);
 }
 
 // dq[B,T,H,hd] =, dk,dv[B,T,Hkv,hd] = (stored; not read); dout, out[B,T,H,hd], q[B,T,H,hd],
@@ -336,6 +395,9 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, const float *dout, 
     size_t kvrow = (size_t)hd;
     if (ntask >= nthr || nthr == 1) {
         // one task per (b, kv head): heads of the group, query blocks, key tiles, in order
+        long ntile = 0;
+        for (int i0 = 0; i0 < T; i0 += ATT_BQ) ntile += block_tiles(i0, &a);
+        ntile *= a.G;
         #pragma omp parallel
         {
             Work w = work_alloc(&a, 1);
@@ -345,22 +407,26 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, const float *dout, 
                 bwd_pack_kv(&g, b, kh, &a, &w);
                 memset(w.dKc, 0, sizeof(float) * T * kvrow);
                 memset(w.dVc, 0, sizeof(float) * T * kvrow);
-                // With dynamic scheduling of equal tasks a thread's next task is usually
-                // task + nthr; its keys and values are prefetched a slice per query block.
-                int nt = task + nthr, nblk = a.G * nqb, blk = 0;
+                // Over the task: its dk and dv rows (written at its end), then what the next
+                // task reads first (with dynamic scheduling of equal tasks a thread's next task
+                // is usually task + nthr): its keys, values and first query block.
+                Prefetch pf = { .nitem = ntile };
+                pf_init(&pf.item, hd);
+                pf_add(&pf.item, dk + kv_off(&a, b, kh), a.ldkv, T, 1);
+                pf_add(&pf.item, dv + kv_off(&a, b, kh), a.ldkv, T, 1);
+                int nt = task + nthr;
+                if (nt < ntask) {
+                    pf_add(&pf.item, k + kv_off(&a, nt / Hkv, nt % Hkv), a.ldkv, T, 0);
+                    pf_add(&pf.item, v + kv_off(&a, nt / Hkv, nt % Hkv), a.ldkv, T, 0);
+                    pf_add_block(&pf.item, &g, nt / Hkv, nt % Hkv * a.G, 0, &a);
+                }
                 for (int h = kh * a.G; h < (kh + 1) * a.G; h++)
-                    for (int i0 = 0; i0 < T; i0 += ATT_BQ, blk++) {
-                        NextRows nx = { -1, 0, 0, 0 };
-                        if (i0 + ATT_BQ < T) nx = (NextRows){ b, h, i0 + ATT_BQ, T - i0 - ATT_BQ < ATT_BQ ? T - i0 - ATT_BQ : ATT_BQ };
-                        else if (h + 1 < (kh + 1) * a.G) nx = (NextRows){ b, h + 1, 0, T < ATT_BQ ? T : ATT_BQ };
-                        else if (nt < ntask) nx = (NextRows){ nt / Hkv, nt % Hkv * a.G, 0, T < ATT_BQ ? T : ATT_BQ };
-                        if (nt < ntask) {
-                            int r0 = (int)((long)T * blk / nblk), r1 = (int)((long)T * (blk + 1) / nblk);
-                            size_t ko = kv_off(&a, nt / Hkv, nt % Hkv) + (size_t)r0 * a.ldkv;
-                            prefetch_rows(k + ko, a.ldkv, r1 - r0, hd);
-                            prefetch_rows(v + ko, a.ldkv, r1 - r0, hd);
-                        }
-                        bwd_dq_block(&g, b, h, i0, T - i0 < ATT_BQ ? T - i0 : ATT_BQ, BWD_KV | BWD_Q, &a, &w, nx);
+                    for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
+                        pf_init(&pf.blk, hd);   // the next block of the task, over this one's tiles
+                        pf.nblk = block_tiles(i0, &a);
+                        if (i0 + ATT_BQ < T) pf_add_block(&pf.blk, &g, b, h, i0 + ATT_BQ, &a);
+                        else if (h + 1 < (kh + 1) * a.G) pf_add_block(&pf.blk, &g, b, h + 1, 0, &a);
+                        bwd_dq_block(&g, b, h, i0, block_rows(i0, &a), BWD_KV | BWD_Q, &a, &w, &pf);
                     }
                 store_rows(dk + kv_off(&a, b, kh), a.ldkv, w.dKc, T, hd);
                 store_rows(dv + kv_off(&a, b, kh), a.ldkv, w.dVc, T, hd);
@@ -382,10 +448,10 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, const float *dout, 
             memset(w.dVc + j0 * kvrow, 0, sizeof(float) * n * kvrow);
             for (int h = kh * a.G; h < (kh + 1) * a.G; h++)
                 for (int i0 = j0 / ATT_BQ * ATT_BQ; i0 < T; i0 += ATT_BQ) {
-                    int m = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
+                    int m = block_rows(i0, &a);
                     if (j0 >= i0 + m) continue;
                     bwd_rows(&g, b, h, i0, m, &a, &w);
-                    bwd_tile(i0, m, j0, BWD_KV, &a, &w);
+                    bwd_tile(i0, m, j0, BWD_KV, &a, &w, NULL);
                 }
             store_rows(dk + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dKc + j0 * kvrow, n, hd);
             store_rows(dv + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dVc + j0 * kvrow, n, hd);
@@ -394,7 +460,7 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, const float *dout, 
         for (long it = 0; it < (long)B * H * nqb; it++) {
             int bh = (int)(it / nqb), i0 = (int)(it % nqb) * ATT_BQ, b = bh / H, h = bh % H;
             bwd_pack_kv(&g, b, h / a.G, &a, &w);
-            bwd_dq_block(&g, b, h, i0, T - i0 < ATT_BQ ? T - i0 : ATT_BQ, BWD_Q, &a, &w, (NextRows){ -1, 0, 0, 0 });
+            bwd_dq_block(&g, b, h, i0, block_rows(i0, &a), BWD_Q, &a, &w, NULL);
         }
         work_free(&w);
     }

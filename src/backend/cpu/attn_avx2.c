@@ -53,6 +53,20 @@ static inline float vhmax(__m256 v) {
 #define vscale2n(p, n) _mm256_mul_ps((p), _mm256_castsi256_ps(_mm256_slli_epi32( \
     _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)))
 
+// The cross-lane step of vtranspose (attn_simd.h): r[4i + j] lane L holds rows 4i..4i+3 of
+// column 4L + j; column c = 4L + j is lane L of r[j] and of r[4 + j] (permute2f128).
+#define vunpacklo(a, b) _mm256_unpacklo_ps((a), (b))
+#define vunpackhi(a, b) _mm256_unpackhi_ps((a), (b))
+#define vshuffle(a, b, imm) _mm256_shuffle_ps((a), (b), (imm))
+static inline void vtranspose_across(__m256 r[8]) {
+    __m256 t[8];
+    for (int j = 0; j < 4; j++) {
+        t[j] = _mm256_permute2f128_ps(r[j], r[4 + j], 0x20);
+        t[4 + j] = _mm256_permute2f128_ps(r[j], r[4 + j], 0x31);
+    }
+    for (int i = 0; i < 8; i++) r[i] = t[i];
+}
+
 #include "attn_simd.h"
 const AttnIsa *const attn_isa_avx2 = &attn_isa_avx2_table;
 #else

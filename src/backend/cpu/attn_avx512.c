@@ -36,6 +36,26 @@
 #define vround(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define vscale2n(p, n) _mm512_scalef_ps((p), (n))   // vscalefps
 
+// The cross-lane step of vtranspose (attn_simd.h): r[4i + j] lane L holds rows 4i..4i+3 of
+// column 4L + j; column c = 4L + j gathers lane L of r[j], r[4 + j], r[8 + j], r[12 + j]
+// (two rounds of shuffle_f32x4).
+#define vunpacklo(a, b) _mm512_unpacklo_ps((a), (b))
+#define vunpackhi(a, b) _mm512_unpackhi_ps((a), (b))
+#define vshuffle(a, b, imm) _mm512_shuffle_ps((a), (b), (imm))
+static inline void vtranspose_across(__m512 r[16]) {
+    __m512 t[16];
+    for (int j = 0; j < 4; j++) {
+        t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88); t[j + 4] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+        t[j + 8] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88); t[j + 12] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+    }
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+        r[4 + j] = _mm512_shuffle_f32x4(t[j + 4], t[j + 12], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xDD);
+        r[12 + j] = _mm512_shuffle_f32x4(t[j + 4], t[j + 12], 0xDD);
+    }
+}
+
 #include "attn_simd.h"
 const AttnIsa *const attn_isa_avx512 = &attn_isa_avx512_table;
 #else

@@ -5,14 +5,13 @@
 // cpu_attention_use_isa() forces another (the tests compare them with each other).
 //
 // The tiles (row-major, every pointer a float buffer):
-//  * qk:  C[r][j] = Σ_c A[r][c] · Bt[c][j]   r < m, j < n, c < k     Bt: ldb, C: ldc
-//         — S = Q Kᵀ and dP = dO Vᵀ. A is packed in panels of ATT_PANEL rows, k-major inside
-//         a panel (attn_pack_panels: the 8 broadcasts of one k step are consecutive), rows
-//         zero-padded to a multiple of ATT_PANEL; Bt is Kᵀ/Vᵀ of the head (rows = the head
-//         dim), zero-padded to a multiple of 32 columns. C needs room for round_up(m, 8)
-//         rows and round_up(n, 32) columns. Causal: only the columns j ≤ r + off are needed;
-//         column blocks past every row of a panel are skipped, and the entries past a row's
-//         last visible key are left undefined.
+//  * qk:  C[r][j] = Σ_c A[r][c] · Bt[c][j]   r < m, j < n, c < k     A: lda, Bt: ldb, C: ldc
+//         — S = Q Kᵀ and dP = dO Vᵀ. A is row-major (lda; a contiguous copy of the query
+//         block: its ATT_PANEL rows of one register block stay in L1); Bt is Kᵀ/Vᵀ of the
+//         head (rows = the head dim), zero-padded to a multiple of 32 columns. C needs room
+//         for m rows and round_up(n, 32) columns. Causal: only the columns j ≤ r + off are
+//         needed; column blocks past every row of a register block are skipped, and the
+//         entries past a row's last visible key are left undefined.
 //  * acc: C[r][:hd] (∘)= Σ_k X[r·xr + k·xk] · Y[k][:hd]   r < rows, k < kn   Y: ldy, C: ldc
 //         — O = P V and dQ = dS K (xr = ldP, xk = 1; causal: k ≤ r + off), dV = Pᵀ dO and
 //         dK = dSᵀ Q (xr = 1, xk = ldP; causal: k ≥ r − off). Entries of X that the causal
@@ -23,21 +22,24 @@
 //  * softmax_row: p[j] = 2^(s[j]·c − mx) for j < nv, 0 for nv ≤ j < n, in place; returns Σ p.
 //  * dsoftmax_row: p = 2^(s·c − l), ds = scale · p · (dp − D) for j < nv (s → p, dp → ds in
 //         place), both 0 for nv ≤ j < n.
+//  * pack_t: Xt[c][t] = X[t·ld + c] for t < n, 0 for n ≤ t < ldt (c < hd): keys or values
+//         transposed into a tile (an exact copy: which set packs does not change any result).
 #pragma once
 
-#define ATT_PANEL 8   // rows of one qk register block (and of a packed panel)
+#define ATT_PANEL 8   // rows of one qk register block
 
 enum { ACC_SET, ACC_ADD, ACC_RESCALE };
 enum { CAUSAL_NONE, CAUSAL_ROWS, CAUSAL_COLS };   // acc's causal range: k ≤ r+off / k ≥ r−off
 
 typedef struct {
     const char *name;
-    void (*qk)(float *C, int ldc, const float *Ap, int lda, const float *Bt, int ldb, int m, int n, int k, int off);
+    void (*qk)(float *C, int ldc, const float *A, int lda, const float *Bt, int ldb, int m, int n, int k, int off);
     void (*acc)(float *C, int ldc, const float *X, int xr, int xk, const float *Y, int ldy, int rows, int kn, int hd,
                 int causal, int off, int mode, const float *alpha);
     float (*rowmax)(const float *s, int n);
     float (*softmax_row)(float *s, int nv, int n, float c, float mx);
     void (*dsoftmax_row)(float *s, float *dp, int nv, int n, float c, float l, float D, float scale);
+    void (*pack_t)(float *Xt, int ldt, const float *X, int ld, int n, int hd);
 } AttnIsa;
 
 extern const AttnIsa attn_isa_scalar;

@@ -7,15 +7,14 @@
 
 // Loops ordered so the innermost one runs along contiguous memory (the compiler may vectorise
 // it across output elements); each element is still summed over k in order from 0.
-static void qk(float *C, int ldc, const float *Ap, int lda, const float *Bt, int ldb, int m, int n, int k, int off) {
-    (void)lda;
+static void qk(float *C, int ldc, const float *A, int lda, const float *Bt, int ldb, int m, int n, int k, int off) {
     for (int r = 0; r < m; r++) {
         int nv = r + off + 1 < n ? r + off + 1 : n;
         float *c = C + (size_t)r * ldc;
-        const float *a = Ap + (size_t)(r / ATT_PANEL) * ATT_PANEL * k + r % ATT_PANEL;   // A[r][i] = a[i·ATT_PANEL]
+        const float *a = A + (size_t)r * lda;
         for (int j = 0; j < nv; j++) c[j] = 0.0f;
         for (int i = 0; i < k; i++) {
-            float x = a[(size_t)i * ATT_PANEL];
+            float x = a[i];
             const float *b = Bt + (size_t)i * ldb;
             for (int j = 0; j < nv; j++) c[j] += x * b[j];
         }
@@ -68,4 +67,12 @@ static void dsoftmax_row(float *s, float *dp, int nv, int n, float c, float l, f
     for (int j = nv; j < n; j++) { s[j] = 0.0f; dp[j] = 0.0f; }
 }
 
-const AttnIsa attn_isa_scalar = { "scalar", qk, acc, rowmax, softmax_row, dsoftmax_row };
+static void pack_t(float *Xt, int ldt, const float *X, int ld, int n, int hd) {
+    for (int c = 0; c < hd; c++) {
+        float *xt = Xt + (size_t)c * ldt;
+        for (int t = 0; t < n; t++) xt[t] = X[(size_t)t * ld + c];
+        for (int t = n; t < ldt; t++) xt[t] = 0.0f;
+    }
+}
+
+const AttnIsa attn_isa_scalar = { "scalar", qk, acc, rowmax, softmax_row, dsoftmax_row, pack_t };

@@ -4,12 +4,13 @@
 //   VT, VL (lanes), vzero(), vset1(x), vload(p), vstore(p, v), vloadn(p, n) / vstoren(p, v, n)
 //   (lanes < n only; the others are not touched in memory, read as 0), vkeep(v, n, fill)
 //   (lanes >= n set to fill), vfma(a, b, c) = a·b + c, vadd, vsub, vmul, vmax, vmin, vround (to nearest),
-//   vscale2n(p, n) = p·2^n (n integral), vhsum, vhmax;
+//   vscale2n(p, n) = p·2^n (n integral), vhsum, vhmax; vunpacklo, vunpackhi, vshuffle(a, b, imm)
+//   (within 128-bit lanes) and vtranspose_across (the rest of a VL x VL transpose, below);
 //   NV_A (vectors per register row of qk), MR_B/NV_B (rows and vectors of acc's register
 //   block), ISA_NAME and ISA_TABLE (the AttnIsa it defines).
 //
-// Register blocks: qk keeps an ATT_PANEL × NV_A·VL block of C in registers (A packed in
-// panels, so the broadcasts of one k step are 8 consecutive floats); acc keeps MR_B rows of
+// Register blocks: qk keeps an ATT_PANEL × NV_A·VL block of C in registers (broadcasting
+// A from its rows, 8 rows of a contiguous block: L1-resident); acc keeps MR_B rows of
 // C × NV_B·VL columns, broadcasting X and loading rows of Y. Each k step of a block is
 // register-only except for its loads: 2·8 and 4·6 FMAs per step with AVX-512.
 // The loops over rows and vectors have compile-time bounds (the always_inline block
@@ -37,41 +38,88 @@ static inline VT vexp2(VT x) {
 }
 
 // ---- qk: C = A·Bt over one tile ------------------------------------------------------
-// One panel of ATT_PANEL rows against columns [0, ncol) (a multiple of NV_A·VL).
-AI_ void qk_panel(float *C, int ldc, const float *Ap, const float *Bt, int ldb, int k, int ncol) {
+// MRV rows of A (row-major, lda) against columns [0, ncol) (a multiple of NV_A·VL).
+AI_ void qk_blk(const int MRV, float *C, int ldc, const float *A, int lda, const float *Bt, int ldb, int k, int ncol) {
     for (int c0 = 0; c0 < ncol; c0 += NV_A * VL) {
         VT acc[ATT_PANEL][NV_A];
         #pragma GCC unroll 8
-        for (int r = 0; r < ATT_PANEL; r++)
+        for (int r = 0; r < MRV; r++)
             #pragma GCC unroll 4
             for (int v = 0; v < NV_A; v++) acc[r][v] = vzero();
-        const float *b = Bt + c0, *a = Ap;
-        for (int i = 0; i < k; i++, b += ldb, a += ATT_PANEL) {
+        const float *b = Bt + c0;
+        for (int i = 0; i < k; i++, b += ldb) {
             VT bv[NV_A];
             #pragma GCC unroll 4
             for (int v = 0; v < NV_A; v++) bv[v] = vload(b + v * VL);
             #pragma GCC unroll 8
-            for (int r = 0; r < ATT_PANEL; r++) {
-                VT av = vset1(a[r]);
+            for (int r = 0; r < MRV; r++) {
+                VT av = vset1(A[(size_t)r * lda + i]);
                 #pragma GCC unroll 4
                 for (int v = 0; v < NV_A; v++) acc[r][v] = vfma(av, bv[v], acc[r][v]);
             }
         }
         #pragma GCC unroll 8
-        for (int r = 0; r < ATT_PANEL; r++)
+        for (int r = 0; r < MRV; r++)
             #pragma GCC unroll 4
             for (int v = 0; v < NV_A; v++) vstore(C + (size_t)r * ldc + c0 + v * VL, acc[r][v]);
     }
 }
 
-static void qk(float *C, int ldc, const float *Ap, int lda, const float *Bt, int ldb, int m, int n, int k, int off) {
-    (void)lda;
+// Rows [r0, r0 + MRV): the columns [0, need) hold every visible key of the block.
+AI_ void qk_rows(const int MRV, float *C, int ldc, const float *A, int lda, const float *Bt, int ldb, int r0, int n,
+                 int k, int off) {
     const int W = NV_A * VL;
-    for (int r0 = 0; r0 < m; r0 += ATT_PANEL) {
-        int need = r0 + ATT_PANEL + off;   // columns [0, need) hold every visible key of the panel
-        if (need > n) need = n;
-        if (need <= 0) continue;
-        qk_panel(C + (size_t)r0 * ldc, ldc, Ap + (size_t)r0 * k, Bt, ldb, k, (need + W - 1) / W * W);
+    int need = r0 + MRV + off;
+    if (need > n) need = n;
+    if (need <= 0) return;
+    qk_blk(MRV, C + (size_t)r0 * ldc, ldc, A + (size_t)r0 * lda, lda, Bt, ldb, k, (need + W - 1) / W * W);
+}
+
+static void qk(float *C, int ldc, const float *A, int lda, const float *Bt, int ldb, int m, int n, int k, int off) {
+    int r0 = 0;
+    for (; r0 + ATT_PANEL <= m; r0 += ATT_PANEL) qk_rows(ATT_PANEL, C, ldc, A, lda, Bt, ldb, r0, n, k, off);
+    int rest = m - r0;   // < 8: blocks of 4, 2 and 1 rows (constant heights)
+    if (rest & 4) { qk_rows(4, C, ldc, A, lda, Bt, ldb, r0, n, k, off); r0 += 4; }
+    if (rest & 2) { qk_rows(2, C, ldc, A, lda, Bt, ldb, r0, n, k, off); r0 += 2; }
+    if (rest & 1) qk_rows(1, C, ldc, A, lda, Bt, ldb, r0, n, k, off);
+}
+
+// ---- pack_t: Xt[c][t] = X[t][c] (t < n), 0 (n <= t < ldt) ---------------------------
+// A VL x VL block in registers, r[i] = row i → r[c] = column c: within each 128-bit lane the
+// 4 x 4 blocks (unpack, shuffle: r[4i + j] lane L = rows 4i..4i+3 of column 4L + j), then
+// across the lanes (the ISA's vtranspose_across).
+static inline void vtranspose(VT r[VL]) {
+    VT t[VL];
+    for (int i = 0; i < VL / 2; i++) { t[2 * i] = vunpacklo(r[2 * i], r[2 * i + 1]); t[2 * i + 1] = vunpackhi(r[2 * i], r[2 * i + 1]); }
+    for (int i = 0; i < VL / 4; i++) {
+        r[4 * i] = vshuffle(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = vshuffle(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = vshuffle(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = vshuffle(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    vtranspose_across(r);
+}
+
+// VL x VL blocks transposed in registers (vtranspose); the ragged edges element by element.
+static void pack_t(float *Xt, int ldt, const float *X, int ld, int n, int hd) {
+    int t0 = 0;
+    for (; t0 + VL <= n; t0 += VL) {
+        int c0 = 0;
+        for (; c0 + VL <= hd; c0 += VL) {
+            VT r[VL];
+            #pragma GCC unroll 16
+            for (int i = 0; i < VL; i++) r[i] = vload(X + (size_t)(t0 + i) * ld + c0);
+            vtranspose(r);
+            #pragma GCC unroll 16
+            for (int i = 0; i < VL; i++) vstore(Xt + (size_t)(c0 + i) * ldt + t0, r[i]);
+        }
+        for (; c0 < hd; c0++)
+            for (int i = 0; i < VL; i++) Xt[(size_t)c0 * ldt + t0 + i] = X[(size_t)(t0 + i) * ld + c0];
+    }
+    for (int c = 0; c < hd; c++) {
+        float *xt = Xt + (size_t)c * ldt;
+        for (int t = t0; t < n; t++) xt[t] = X[(size_t)t * ld + c];
+        for (int t = n; t < ldt; t++) xt[t] = 0.0f;
     }
 }
 
@@ -183,4 +231,4 @@ static void dsoftmax_row(float *s, float *dp, int nv, int n, float c, float l, f
     for (; j < n; j++) { s[j] = 0.0f; dp[j] = 0.0f; }
 }
 
-static const AttnIsa ISA_TABLE = { ISA_NAME, qk, acc, rowmax, softmax_row, dsoftmax_row };
+static const AttnIsa ISA_TABLE = { ISA_NAME, qk, acc, rowmax, softmax_row, dsoftmax_row, pack_t };
