@@ -12,7 +12,8 @@
 //    kernel broadcasts a query and loads 32 keys' worth of one head-dim coordinate; pack_t
 //    transposes 16 × 16 blocks in registers); a query block is copied once into contiguous
 //    rows that the qk kernel broadcasts from and every key tile reuses; V, K, Q, dO and the
-//    accumulators are contiguous copies (see pack_tiles_t).
+//    forward's O accumulator are contiguous copies (see pack_tiles_t); the backward's
+//    products accumulate straight into the rows of dq, dk and dv (TileOut).
 //  * Causality: query block [i0, i1) only touches keys [0, i1); key tiles past it are never
 //    visited, and on the diagonal tile the kernels skip the register blocks above the
 //    diagonal (8 × 32 for QKᵀ, exact key ranges per 6-row block for the products with P).
@@ -109,46 +110,58 @@ static const float *tile_t(const float *Xt, int j0, const Att *a) { return Xt + 
 static void pack_rows(float *Xc, const float *X, int ld, int n, int hd) {
     for (int t = 0; t < n; t++) memcpy(Xc + (size_t)t * hd, X + (size_t)t * ld, sizeof(float) * (size_t)hd);
 }
-// X[t][:hd] (ld) = Xc[t][:hd] for t < n: a finished accumulator into the caller's gradient
-// (each gradient row is stored once, by the task that owns it).
-static void store_rows(float *X, int ld, const float *Xc, int n, int hd) {
-    for (int t = 0; t < n; t++) memcpy(X + (size_t)t * ld, Xc + (size_t)t * hd, sizeof(float) * (size_t)hd);
-}
-
 typedef struct {
     float *Kt, *Vt;          // [nkt, hd, ATT_BK] key tiles of kv head `packed`, transposed: K; V (backward)
     float *Kc, *Vc;          // [T, hd] contiguous rows: K (backward); V (forward)
     long packed;             // b·Hkv + kh of the packed copies, −1 for none
     float *Qc, *dOc, *Oc;    // [ATT_BQ, hd] contiguous: Q, dO block (backward); O accumulator (forward)
-    float *dKc, *dVc, *dQc;  // backward accumulators, contiguous: [T, hd] dK, dV of the kv head; [ATT_BQ, hd] dQ
     float *S, *dP;           // [ATT_BQ, ATT_BK] scores → P; dP → dS (backward)
     float *mrow, *alpha, *lrow, *D;   // [ATT_BQ] row statistics
     double *l;               // [ATT_BQ] running softmax sums (up to T terms)
-    int *blk;                // [nqb] the query blocks of a forward item
+    int *blk, *nblk;         // [nqb] the query blocks of a forward item; of the next one
 } Work;
+
+// The buffers of a Work are carved from one block per thread that lives as long as the
+// thread (OpenMP's pool: the process) and grows when a call needs more. Allocated per call,
+// the blocks of a few hundred KiB came back from the kernel each time: page faults and
+// zeroing were ~5 % of a B 4, s 256 backward (perf). Nothing is read before it is written.
+static _Thread_local char *g_scratch;
+static _Thread_local size_t g_scratch_n;
+static size_t r64(size_t n) { return (n + 63) / 64 * 64; }
+static void *take(char **at, size_t n) { void *p = *at; *at += r64(n); return p; }
 
 static Work work_alloc(const Att *a, int backward) {
     Work w;
     size_t kt = sizeof(float) * (size_t)a->nkt * a->hd * ATT_BK, kc = sizeof(float) * (size_t)a->T * a->hd;
     size_t blk = sizeof(float) * ATT_BQ * (size_t)a->hd, tile = sizeof(float) * ATT_BQ * ATT_BK;
-    w.Kt = xaligned_alloc(kt); w.Vt = backward ? xaligned_alloc(kt) : NULL;
-    w.Kc = backward ? xaligned_alloc(kc) : NULL; w.Vc = backward ? NULL : xaligned_alloc(kc);
+    size_t nqb = (size_t)(a->T + ATT_BQ - 1) / ATT_BQ, row = sizeof(float) * ATT_BQ;
+    size_t need = r64(kt) + r64(blk) + r64(tile) + r64(row) + r64(sizeof(double) * ATT_BQ)   // what both take
+                + (backward ? r64(kt) + r64(kc) + r64(blk) + r64(tile) + 2 * r64(row)
+                            : r64(kc) + r64(blk) + r64(row) + 2 * r64(sizeof(int) * nqb));
+    if (need > g_scratch_n) {
+        free(g_scratch);
+        g_scratch = xaligned_alloc(need);
+        g_scratch_n = need;
+    }
+    char *at = g_scratch;
+    memset(&w, 0, sizeof w);
     w.packed = -1;
-    w.Qc = xaligned_alloc(blk); w.dOc = backward ? xaligned_alloc(blk) : NULL;
-    w.Oc = backward ? NULL : xaligned_alloc(blk);
-    w.dKc = backward ? xaligned_alloc(kc) : NULL; w.dVc = backward ? xaligned_alloc(kc) : NULL;
-    w.dQc = backward ? xaligned_alloc(blk) : NULL;
-    w.S = xaligned_alloc(tile); w.dP = backward ? xaligned_alloc(tile) : NULL;
-    w.mrow = xaligned_alloc(sizeof(float) * ATT_BQ); w.alpha = xaligned_alloc(sizeof(float) * ATT_BQ);
-    w.lrow = xaligned_alloc(sizeof(float) * ATT_BQ); w.D = xaligned_alloc(sizeof(float) * ATT_BQ);
-    w.l = xaligned_alloc(sizeof(double) * ATT_BQ);
-    w.blk = xaligned_alloc(sizeof(int) * (size_t)(a->T + ATT_BQ - 1) / ATT_BQ);
+    w.Kt = take(&at, kt);
+    w.Qc = take(&at, blk);
+    w.S = take(&at, tile);
+    w.mrow = take(&at, sizeof(float) * ATT_BQ);
+    w.l = take(&at, sizeof(double) * ATT_BQ);
+    if (backward) {
+        w.Vt = take(&at, kt); w.Kc = take(&at, kc);
+        w.dOc = take(&at, blk); w.dP = take(&at, tile);
+        w.lrow = take(&at, sizeof(float) * ATT_BQ); w.D = take(&at, sizeof(float) * ATT_BQ);
+    } else {
+        w.Vc = take(&at, kc); w.Oc = take(&at, blk);
+        w.alpha = take(&at, sizeof(float) * ATT_BQ);
+        w.blk = take(&at, sizeof(int) * nqb); w.nblk = take(&at, sizeof(int) * nqb);
+    }
+    CHECK((size_t)(at - g_scratch) <= g_scratch_n, "attention: scratch of %zu bytes overrun (%zu)", g_scratch_n, (size_t)(at - g_scratch));
     return w;
-}
-static void work_free(Work *w) {
-    free(w->Kt); free(w->Vt); free(w->Kc); free(w->Vc); free(w->Qc); free(w->dOc); free(w->Oc); free(w->dKc);
-    free(w->dVc); free(w->dQc); free(w->S); free(w->dP); free(w->mrow); free(w->alpha); free(w->lrow); free(w->D);
-    free(w->l); free(w->blk);
 }
 
 // The visible keys of row r of a tile whose first query is off positions past its first key.
@@ -264,7 +277,7 @@ void cpu_attention_forward(float *out, float *lse, const float *q, const float *
     #pragma omp parallel
     {
         Work w = work_alloc(&a, 0);
-        int *nblk = xaligned_alloc(sizeof(int) * (size_t)sp.nqb);
+        int *nblk = w.nblk;
         #pragma omp for schedule(dynamic, 1)
         for (long it = 0; it < nitem; it++) {
             int bh, nb = fwd_item(&sp, it, &bh, w.blk), b = bh / H, h = bh % H, kh = h / a.G;
@@ -303,8 +316,6 @@ void cpu_attention_forward(float *out, float *lse, const float *q, const float *
                 fwd_block(out, lse, q, b, h, i0, &a, &w, &pf);
             }
         }
-        free(nblk);
-        work_free(&w);
     }
 }
 
@@ -328,6 +339,17 @@ static void bwd_pack_kv(const Grads *g, int b, int kh, const Att *a, Work *w) {
     w->packed = key;
 }
 
+// Σ x[c]·y[c] in double, as 8 interleaved partial sums added pairwise (GCC makes the 8 lanes
+// one or two vectors; a single running sum was ~6 % of a B 4, s 256 backward).
+static float dot8(const float *x, const float *y, int n) {
+    double acc[8] = { 0 };
+    int c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (int i = 0; i < 8; i++) acc[i] += (double)x[c + i] * y[c + i];
+    for (int i = 0; c + i < n; i++) acc[i] += (double)x[c + i] * y[c + i];
+    return (float)(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])));
+}
+
 // The query block [i0, i0+m) of head (b, h): contiguous Q and dO, D and lse in base 2.
 static void bwd_rows(const Grads *g, int b, int h, int i0, int m, const Att *a, Work *w) {
     size_t qo = q_off(a, b, h) + (size_t)i0 * a->ldq;
@@ -335,17 +357,27 @@ static void bwd_rows(const Grads *g, int b, int h, int i0, int m, const Att *a, 
     pack_rows(w->dOc, g->dout + qo, a->ldq, m, a->hd);
     const float *L = g->lse + ((size_t)b * a->H + h) * a->T + i0;
     for (int r = 0; r < m; r++) {
-        const float *x = w->dOc + (size_t)r * a->hd, *y = g->out + qo + (size_t)r * a->ldq;
-        double dd = 0.0;
-        for (int c = 0; c < a->hd; c++) dd += (double)x[c] * y[c];
-        w->D[r] = (float)dd;
+        w->D[r] = dot8(w->dOc + (size_t)r * a->hd, g->out + qo + (size_t)r * a->ldq, a->hd);
         w->lrow[r] = (float)(L[r] * LOG2E);
     }
 }
 
+// Where a tile's gradient products go: dk, dv of the kv head from its row 0 (ld ldkv) and
+// dq of the query block (ld ldq). The products accumulate straight into the caller's rows
+// (the C rows of an acc block are touched once per block, so their 2 KiB stride costs no
+// L1 conflicts); the first contribution to a row sets it (ACC_SET) instead of adding to a
+// zeroed copy that is stored at the end.
+typedef struct { float *dk, *dv, *dq; int kv_first; } TileOut;
+
+// Rows [j0, j0+n) of x (ld) = 0.
+static void zero_rows(float *x, size_t ld, int j0, int n, int hd) {
+    for (int t = j0; t < j0 + n; t++) memset(x + (size_t)t * ld, 0, sizeof(float) * (size_t)hd);
+}
+
 // One tile: query block [i0, i0+m) (after bwd_rows) against keys [j0, j0+n) of the packed
-// kv head; `what` selects the products into the dK/dV and/or dQ accumulators.
-static void bwd_tile(int i0, int m, int j0, int what, const Att *a, Work *w, Prefetch *pf) {
+// kv head; `what` selects the products into dk/dv and/or dq. o.kv_first: the first block to
+// reach this key tile (it sets the tile's dk, dv rows); j0 = 0 sets dq.
+static void bwd_tile(int i0, int m, int j0, int what, const Att *a, Work *w, Prefetch *pf, TileOut o) {
     int hd = a->hd, n = i0 + m - j0 < ATT_BK ? i0 + m - j0 : ATT_BK, off = i0 - j0;
     const AttnIsa *K = a->isa;
     if (pf) pf_tile(pf, j0 / ATT_BK);
@@ -358,19 +390,29 @@ static void bwd_tile(int i0, int m, int j0, int what, const Att *a, Work *w, Pre
         K->dsoftmax_row(s, d, nv, n, a->c, w->lrow[r], w->D[r], a->scale);   // S → P, dP → scale·dS
     }
     if (what & BWD_KV) {
-        K->acc(w->dVc + (size_t)j0 * hd, hd, w->S, 1, ATT_BK, w->dOc, hd, n, m, hd, CAUSAL_COLS, off, ACC_ADD, NULL);
-        K->acc(w->dKc + (size_t)j0 * hd, hd, w->dP, 1, ATT_BK, w->Qc, hd, n, m, hd, CAUSAL_COLS, off, ACC_ADD, NULL);
+        int tn = a->T - j0 < ATT_BK ? a->T - j0 : ATT_BK, mode = ACC_ADD;   // the key tile's rows
+        if (o.kv_first && n == tn) mode = ACC_SET;
+        else if (o.kv_first) { zero_rows(o.dk, a->ldkv, j0, tn, hd); zero_rows(o.dv, a->ldkv, j0, tn, hd); }
+        size_t kr = (size_t)j0 * a->ldkv;
+        K->acc(o.dv + kr, a->ldkv, w->S, 1, ATT_BK, w->dOc, hd, n, m, hd, CAUSAL_COLS, off, mode, NULL);
+        K->acc(o.dk + kr, a->ldkv, w->dP, 1, ATT_BK, w->Qc, hd, n, m, hd, CAUSAL_COLS, off, mode, NULL);
     }
     if (what & BWD_Q)
-        K->acc(w->dQc, hd, w->dP, ATT_BK, 1, w->Kc + (size_t)j0 * hd, hd, m, n, hd, CAUSAL_ROWS, off, ACC_ADD, NULL);
+        K->acc(o.dq, a->ldq, w->dP, ATT_BK, 1, w->Kc + (size_t)j0 * hd, hd, m, n, hd, CAUSAL_ROWS, off,
+               j0 ? ACC_ADD : ACC_SET, NULL);
 }
 
-// All key tiles of query block [i0, i0+m) of head (b, h) into dq: dQc from 0, tile by tile.
-static void bwd_dq_block(const Grads *g, int b, int h, int i0, int m, int what, const Att *a, Work *w, Prefetch *pf) {
+// All key tiles of query block [i0, i0+m) of head (b, h), tile by tile: into dq (set by the
+// first tile), and with BWD_KV into dk, dv of its kv head (kv_first: the first head of the
+// group, whose blocks reach each key tile first).
+static void bwd_dq_block(const Grads *g, int b, int h, int i0, int m, int what, int kv_first, const Att *a, Work *w,
+                         Prefetch *pf) {
     bwd_rows(g, b, h, i0, m, a, w);
-    memset(w->dQc, 0, sizeof(float) * (size_t)m * a->hd);
-    for (int j0 = 0; j0 < i0 + m; j0 += ATT_BK) bwd_tile(i0, m, j0, what, a, w, pf);
-    store_rows(g->dq + q_off(a, b, h) + (size_t)i0 * a->ldq, a->ldq, w->dQc, m, a->hd);
+    TileOut o = { g->dk + kv_off(a, b, h / a->G), g->dv + kv_off(a, b, h / a->G), g->dq + q_off(a, b, h) + (size_t)i0 * a->ldq, 0 };
+    for (int j0 = 0; j0 < i0 + m; j0 += ATT_BK) {
+        o.kv_first = kv_first && i0 == j0 / ATT_BQ * ATT_BQ;   // the first block that reaches key tile j0
+        bwd_tile(i0, m, j0, what, a, w, pf, o);
+    }
 }
 
 // The rows of query block i0 of head (b, h) that bwd_dq_block reads and writes, into a stream.
@@ -384,15 +426,15 @@ static void pf_add_block(Pf *pf, const Grads *g, int b, int h, int i0, const Att
 }
 
 // dq[B,T,H,hd] =, dk,dv[B,T,Hkv,hd] = (stored; not read); dout, out[B,T,H,hd], q[B,T,H,hd],
-// k,v[B,T,Hkv,hd], lse[B,H,T]. Every gradient element is its tile contributions summed from 0
-// in tile order (dK/dV rows over (head, query block), dQ rows over key tiles) on both paths.
+// k,v[B,T,Hkv,hd], lse[B,H,T]. Every gradient element is its tile contributions summed in
+// tile order, set by the first (dK/dV rows over (head, query block), dQ rows over key
+// tiles), on both paths.
 void cpu_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                         const float *q, const float *k, const float *v, const float *lse,
                         int B, int T, int H, int Hkv, int hd) {
     Att a = att_shape(B, T, H, Hkv, hd);
     Grads g = { dq, dk, dv, dout, out, q, k, v, lse };
     int ntask = B * Hkv, nthr = omp_get_max_threads(), nqb = (T + ATT_BQ - 1) / ATT_BQ;
-    size_t kvrow = (size_t)hd;
     if (ntask >= nthr || nthr == 1) {
         // one task per (b, kv head): heads of the group, query blocks, key tiles, in order
         long ntile = 0;
@@ -405,9 +447,7 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, const float *dout, 
             for (int task = 0; task < ntask; task++) {
                 int b = task / Hkv, kh = task % Hkv;
                 bwd_pack_kv(&g, b, kh, &a, &w);
-                memset(w.dKc, 0, sizeof(float) * T * kvrow);
-                memset(w.dVc, 0, sizeof(float) * T * kvrow);
-                // Over the task: its dk and dv rows (written at its end), then what the next
+                // Over the task: its dk and dv rows (accumulated from its first block), then what the next
                 // task reads first (with dynamic scheduling of equal tasks a thread's next task
                 // is usually task + nthr): its keys, values and first query block.
                 Prefetch pf = { .nitem = ntile };
@@ -426,12 +466,9 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, const float *dout, 
                         pf.nblk = block_tiles(i0, &a);
                         if (i0 + ATT_BQ < T) pf_add_block(&pf.blk, &g, b, h, i0 + ATT_BQ, &a);
                         else if (h + 1 < (kh + 1) * a.G) pf_add_block(&pf.blk, &g, b, h + 1, 0, &a);
-                        bwd_dq_block(&g, b, h, i0, block_rows(i0, &a), BWD_KV | BWD_Q, &a, &w, &pf);
+                        bwd_dq_block(&g, b, h, i0, block_rows(i0, &a), BWD_KV | BWD_Q, h == kh * a.G, &a, &w, &pf);
                     }
-                store_rows(dk + kv_off(&a, b, kh), a.ldkv, w.dKc, T, hd);
-                store_rows(dv + kv_off(&a, b, kh), a.ldkv, w.dVc, T, hd);
             }
-            work_free(&w);
         }
         return;
     }
@@ -442,26 +479,22 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, const float *dout, 
         #pragma omp for schedule(dynamic, 1)
         for (long it = 0; it < (long)ntask * a.nkt; it++) {
             int task = (int)(it / a.nkt), j0 = (int)(it % a.nkt) * ATT_BK, b = task / Hkv, kh = task % Hkv;
-            int n = T - j0 < ATT_BK ? T - j0 : ATT_BK;
             bwd_pack_kv(&g, b, kh, &a, &w);
-            memset(w.dKc + j0 * kvrow, 0, sizeof(float) * n * kvrow);
-            memset(w.dVc + j0 * kvrow, 0, sizeof(float) * n * kvrow);
+            TileOut o = { dk + kv_off(&a, b, kh), dv + kv_off(&a, b, kh), NULL, 1 };
             for (int h = kh * a.G; h < (kh + 1) * a.G; h++)
                 for (int i0 = j0 / ATT_BQ * ATT_BQ; i0 < T; i0 += ATT_BQ) {
                     int m = block_rows(i0, &a);
                     if (j0 >= i0 + m) continue;
                     bwd_rows(&g, b, h, i0, m, &a, &w);
-                    bwd_tile(i0, m, j0, BWD_KV, &a, &w, NULL);
+                    bwd_tile(i0, m, j0, BWD_KV, &a, &w, NULL, o);   // the same order as one task per kv head
+                    o.kv_first = 0;
                 }
-            store_rows(dk + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dKc + j0 * kvrow, n, hd);
-            store_rows(dv + kv_off(&a, b, kh) + (size_t)j0 * a.ldkv, a.ldkv, w.dVc + j0 * kvrow, n, hd);
         }
         #pragma omp for schedule(dynamic, 1)
         for (long it = 0; it < (long)B * H * nqb; it++) {
             int bh = (int)(it / nqb), i0 = (int)(it % nqb) * ATT_BQ, b = bh / H, h = bh % H;
             bwd_pack_kv(&g, b, h / a.G, &a, &w);
-            bwd_dq_block(&g, b, h, i0, block_rows(i0, &a), BWD_Q, &a, &w, NULL);
+            bwd_dq_block(&g, b, h, i0, block_rows(i0, &a), BWD_Q, 0, &a, &w, NULL);
         }
-        work_free(&w);
     }
 }

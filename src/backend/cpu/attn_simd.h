@@ -38,41 +38,49 @@ static inline VT vexp2(VT x) {
 }
 
 // ---- qk: C = A·Bt over one tile ------------------------------------------------------
-// MRV rows of A (row-major, lda) against columns [0, ncol) (a multiple of NV_A·VL).
-AI_ void qk_blk(const int MRV, float *C, int ldc, const float *A, int lda, const float *Bt, int ldb, int k, int ncol) {
-    for (int c0 = 0; c0 < ncol; c0 += NV_A * VL) {
+// MRV rows of A (row-major, lda) against columns [0, ncol) (a multiple of NV·VL), NV ≤ NV_A
+// vectors of columns at a time.
+AI_ void qk_blk(const int MRV, const int NV, float *C, int ldc, const float *A, int lda, const float *Bt, int ldb,
+                int k, int ncol) {
+    for (int c0 = 0; c0 < ncol; c0 += NV * VL) {
         VT acc[ATT_PANEL][NV_A];
         #pragma GCC unroll 8
         for (int r = 0; r < MRV; r++)
             #pragma GCC unroll 4
-            for (int v = 0; v < NV_A; v++) acc[r][v] = vzero();
+            for (int v = 0; v < NV; v++) acc[r][v] = vzero();
         const float *b = Bt + c0;
         for (int i = 0; i < k; i++, b += ldb) {
             VT bv[NV_A];
             #pragma GCC unroll 4
-            for (int v = 0; v < NV_A; v++) bv[v] = vload(b + v * VL);
+            for (int v = 0; v < NV; v++) bv[v] = vload(b + v * VL);
             #pragma GCC unroll 8
             for (int r = 0; r < MRV; r++) {
                 VT av = vset1(A[(size_t)r * lda + i]);
                 #pragma GCC unroll 4
-                for (int v = 0; v < NV_A; v++) acc[r][v] = vfma(av, bv[v], acc[r][v]);
+                for (int v = 0; v < NV; v++) acc[r][v] = vfma(av, bv[v], acc[r][v]);
             }
         }
         #pragma GCC unroll 8
         for (int r = 0; r < MRV; r++)
             #pragma GCC unroll 4
-            for (int v = 0; v < NV_A; v++) vstore(C + (size_t)r * ldc + c0 + v * VL, acc[r][v]);
+            for (int v = 0; v < NV; v++) vstore(C + (size_t)r * ldc + c0 + v * VL, acc[r][v]);
     }
 }
 
-// Rows [r0, r0 + MRV): the columns [0, need) hold every visible key of the block.
+// Rows [r0, r0 + MRV): the columns [0, need) hold every visible key of the block; they are
+// computed in whole vectors, the last (on a diagonal tile) one vector wide where NV_A·VL
+// columns would be more than needed (a 64 x 64 diagonal tile: 2560 products instead of 3072).
+_Static_assert(NV_A <= 2, "qk's column tail is one vector");
 AI_ void qk_rows(const int MRV, float *C, int ldc, const float *A, int lda, const float *Bt, int ldb, int r0, int n,
                  int k, int off) {
-    const int W = NV_A * VL;
     int need = r0 + MRV + off;
     if (need > n) need = n;
     if (need <= 0) return;
-    qk_blk(MRV, C + (size_t)r0 * ldc, ldc, A + (size_t)r0 * lda, lda, Bt, ldb, k, (need + W - 1) / W * W);
+    int nvec = (need + VL - 1) / VL, full = nvec / NV_A * NV_A;
+    C += (size_t)r0 * ldc;
+    A += (size_t)r0 * lda;
+    qk_blk(MRV, NV_A, C, ldc, A, lda, Bt, ldb, k, full * VL);
+    if (nvec > full) qk_blk(MRV, 1, C + full * VL, ldc, A, lda, Bt + full * VL, ldb, k, VL);
 }
 
 static void qk(float *C, int ldc, const float *A, int lda, const float *Bt, int ldb, int m, int n, int k, int off) {
