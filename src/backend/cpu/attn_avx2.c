@@ -50,6 +50,7 @@ static inline float vhmax(__m256 v) {
 #define vmin(a, b) _mm256_min_ps((a), (b))
 #define vround(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 // p·2^n with 2^n = (n + 127) << 23 in the exponent bits (n in [−126, 127] after the clamp)
+#define VEXP2_CLAMP 1
 #define vscale2n(p, n) _mm256_mul_ps((p), _mm256_castsi256_ps(_mm256_slli_epi32( \
     _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)))
 

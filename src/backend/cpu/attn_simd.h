@@ -22,10 +22,14 @@
 _Static_assert(MR_B <= 8, "acc's remainder rows are split into blocks of 4, 2 and 1");
 
 // 2^x: n = round(x), f = x − n in [−½, ½], 2^f by Cephes exp2f's degree-6 minimax polynomial
-// (relative error ~1e-7), times 2^n (vscale2n). x is clamped to [−126, 127]; a NaN passes
-// (max/min return their second operand when one is NaN).
+// (relative error ~1e-7), times 2^n (vscale2n). Where vscale2n builds 2^n in the exponent
+// bits (VEXP2_CLAMP: AVX2) x is clamped to [−126, 127] first; AVX-512's vscalefps takes any n
+// (underflow to 0, overflow to inf) and needs no clamp: two operations less per score. A NaN
+// passes (max/min return their second operand when one is NaN).
 static inline VT vexp2(VT x) {
+#ifdef VEXP2_CLAMP
     x = vmin(vset1(127.0f), vmax(vset1(-126.0f), x));
+#endif
     VT n = vround(x), f = vsub(x, n);
     VT p = vset1(1.535336188319500e-4f);
     p = vfma(p, f, vset1(1.339887440266574e-3f));
