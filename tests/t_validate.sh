@@ -90,6 +90,19 @@ if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --refresh expe
     else fail calibrate_refresh_share_against_a_lone_process "$share; $(tail -2 <<<"$out")"; fi
 else fail calibrate_refresh_share_against_a_lone_process "exit $?: $(tail -2 <<<"$out")"; fi
 
+# ---- a whole quick calibration: the collectives inside real steps (5b.) become the link's in_step,
+# ---- and the profile it writes prices a tp 2 step
+mkdir -p "$TMP/full"
+if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --quick --ranks 2 --threads 1 --out "$TMP/full/cpu-local.yaml" \
+         </dev/null 2>&1); then
+    ins=$(grep -E '^    in_step: \{2: [0-9.e+-]+\}$' "$TMP/full/cpu-local.yaml")
+    if [ -n "$ins" ] && grep -Eq "^ +2 +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+   all of them: in_step" <<<"$out" \
+       && grep -Eq "tp-boost all_reduce" <<<"$out" && grep -Eq "dp-dense all_reduce" <<<"$out" \
+       && build/simulate experiments/boost-vs-baselines.yaml --variant boost --hardware "$TMP/full/cpu-local.yaml" >/dev/null 2>&1; then
+        pass "calibrate_collectives_in_step ($(sed 's/^ *//' <<<"$ins"))"
+    else fail calibrate_collectives_in_step "$ins; $(grep -A3 '^5b' <<<"$out" | tail -2)"; fi
+else fail calibrate_collectives_in_step "exit $?: $(tail -2 <<<"$out")"; fi
+
 # ---- the op layer: measured and modeled are the same records of the same steps; the dry back ----
 # ---- end's records of those steps are exactly what the simulation prices -----------------------
 ARGS=(experiments/boost-vs-baselines.yaml --variant boost --hardware cpu-local --set parallel.tp=1 --set train.threads=1

@@ -426,6 +426,58 @@ TEST(gemm_table_interpolation) {
     hw_free(&p);
 }
 
+// links.intra_node.in_step (calibrate 5b.): a collective of a group of n ranks inside one node
+// takes the factor of the largest listed size <= n (none below the smallest); sends are priced
+// alone; the factor survives a write and a load; bad values and an inter-node one are refused.
+TEST(collective_in_step) {
+    char text[4096], err[1024], path[600];
+    HwProfile plain, scaled, back;
+    patched(text, sizeof text, "coll", 23, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}");
+    int rc = load_text("coll", text, &plain, err, sizeof err);
+    EXPECT(rc == 0, "%s", err);
+    patched(text, sizeof text, "coll", 23, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    in_step: {4: 3, 2: 1.5}");
+    int rc2 = load_text("coll", text, &scaled, err, sizeof err);
+    EXPECT(rc2 == 0, "%s", err);
+    if (rc || rc2) return;
+    static const CommKind kinds[] = { COMM_ALL_REDUCE, COMM_ALL_GATHER, COMM_REDUCE_SCATTER, COMM_BROADCAST, COMM_SEND };
+    for (int n = 2; n <= 8; n++)
+        for (int k = 0; k < 5; k++)
+            for (double bytes = 8; bytes < 1e9; bytes *= 7.3) {
+                SimPlacement pl = { n, 1, n };
+                double a = sim_collective_time(&plain, kinds[k], bytes, pl), b = sim_collective_time(&scaled, kinds[k], bytes, pl);
+                double want = kinds[k] == COMM_SEND ? 1.0 : n >= 4 ? 3.0 : 1.5;
+                EXPECT(close_rel(b, want * a, 1e-12), "%s on %d ranks, %g bytes: %g s against %g x %g", comm_kind_name(kinds[k]), n,
+                       bytes, b, want, a);
+            }
+    EXPECT(hw_link_in_step(&scaled.link[HW_INTRA], 1) == 1 && hw_link_in_step(&plain.link[HW_INTRA], 4) == 1, "no factor: 1");
+    snprintf(path, sizeof path, "%s/coll.yaml", tmpdir);
+    FILE *f = fopen(path, "w");
+    CHECK_ERRNO(!f, "fopen");
+    const char *comments[HW_SEC_COUNT] = { 0 };
+    hw_write_yaml(f, &scaled, "collective in_step round trip", comments);
+    fclose(f);
+    rc = hw_load(path, &back, err, sizeof err);
+    EXPECT(rc == 0 && back.link[HW_INTRA].n_in_step == 2 && back.link[HW_INTRA].in_step_n[0] == 2 &&
+           close_rel(back.link[HW_INTRA].in_step[1], 3, 1e-9), "in_step read back (%s)", rc ? err : "");
+    if (!rc) hw_free(&back);
+    hw_free(&plain);
+    hw_free(&scaled);
+    static const char *const bad[] = { "{2: 0}", "{2: 0.01}", "{2: 21}", "{1: 2}", "{2: fast}", "1.5" };
+    for (int i = 0; i < 6; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    in_step: %s", bad[i]);
+        expect_refused("coll", 23, line, "in_step");
+    }
+    // an inter-node link with a factor (the text appended: patched() rewrites one short line)
+    patched(text, sizeof text, "coll", 0, "");
+    strncat(text, "  inter_node:\n    all_reduce: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
+                  "    all_gather: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n    reduce_scatter: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
+                  "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    in_step: {2: 1.5}\n", sizeof text - strlen(text) - 1);
+    rc = load_text("coll", text, &back, err, sizeof err);
+    EXPECT(rc == 1 && strstr(err, "only links.intra_node has it"), "an inter-node in_step: rc %d, '%s'", rc, err);
+    if (rc == 0) hw_free(&back);
+}
+
 // in_step (calibrate 4c.): every table GEMM takes in_step × the table's time, at any shape; it
 // survives a write and a load; out of range or on a roofline it is refused with the key named.
 TEST(gemm_table_in_step) {
@@ -1250,6 +1302,7 @@ int main(void) {
     RUN(gemm_roofline);
     RUN(gemm_table_interpolation);
     RUN(gemm_table_in_step);
+    RUN(collective_in_step);
     RUN(gemm_split_k_and_named_ops);
     RUN(tracer_rank_share_and_layer_trace);
     RUN(attention_and_memory_ops);

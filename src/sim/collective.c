@@ -165,7 +165,17 @@ static double send_time(const HwProfile *hw, double bytes, SimPlacement pl) {
     return t;
 }
 
+static double collective_alone(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl);
+
+// A collective inside one node takes the link's in_step factor × its time alone (the factor
+// measured in real steps: hardware.h); sends and receives are priced alone.
 double sim_collective_time(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl) {
+    double t = collective_alone(hw, kind, bytes, pl);
+    if (pl.n > 1 && pl.n_nodes == 1 && kind != COMM_SEND && kind != COMM_RECV) t *= hw_link_in_step(&hw->link[HW_INTRA], pl.n);
+    return t;
+}
+
+static double collective_alone(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl) {
     if (pl.n <= 1) return 0;
     double n = pl.n;
     switch (kind) {

@@ -408,6 +408,13 @@ static void parse_op_rates(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNo
     }
 }
 
+double hw_link_in_step(const HwLink *l, int n) {
+    if (l->n_in_step == 0 || n < l->in_step_n[0]) return 1.0;
+    int i = 0;
+    while (i + 1 < l->n_in_step && l->in_step_n[i + 1] <= n) i++;
+    return l->in_step[i];
+}
+
 double hw_rank_share(const HwProfile *p, int ranks_on_node) {
     if (p->n_share == 0 || ranks_on_node < p->share_n[0]) return 1.0;
     int i = 0;
@@ -455,7 +462,8 @@ static void parse_curve(Ctx *c, HwSizeCurve *cv, const YamlNode *map, int line, 
 }
 
 static void parse_link(Ctx *c, HwLink *l, const YamlNode *map, int line, const char *where, int inter) {
-    static const char *const keys[] = { "all_reduce", "all_gather", "reduce_scatter", "p2p", "ll", "size_curve", "nics_per_node", NULL };
+    static const char *const keys[] = { "all_reduce", "all_gather", "reduce_scatter", "p2p", "ll", "size_curve", "nics_per_node",
+                                        "in_step", NULL };
     static const char *const cost_keys[] = { "base_s", "hop_s", "busbw", NULL };
     static const char *const ll_keys[] = { "base_s", "hop_s", "bw_fraction", NULL };
     expect_map(c, map, line, where);
@@ -465,6 +473,17 @@ static void parse_link(Ctx *c, HwLink *l, const YamlNode *map, int line, const c
              inter ? "size_curve" : "nics_per_node", inter ? "intra_node" : "inter_node");
     if (lookup(map, "size_curve")) parse_curve(c, &l->curve, lookup(map, "size_curve"), key_line(map, "size_curve", line), where);
     if (lookup(map, "nics_per_node")) l->nics_per_node = int_key(c, map, line, where, "nics_per_node", 1, 1 << 10);
+    const YamlNode *ins = lookup(map, "in_step");
+    if (ins) {
+        int il = key_line(map, "in_step", line);
+        char w[96];
+        snprintf(w, sizeof w, "%s.in_step", where);
+        if (inter) fail(c, il, "%s: only links.intra_node has it", w);
+        if (!is_map(ins)) fail(c, il, "%s: expected a mapping {group size: factor}, got %s", w, kind_of(ins));
+        l->n_in_step = parse_count_table(c, ins, il, w, 2, 20, l->in_step_n, l->in_step);
+        for (int i = 0; i < l->n_in_step; i++)
+            if (l->in_step[i] < 0.05) fail(c, il, "%s: factor %g for %d ranks: expected a number in [0.05, 20]", w, l->in_step[i], l->in_step_n[i]);
+    }
     for (int k = 0; k < HW_COLL_COUNT; k++) {
         const YamlNode *v = lookup(map, coll_names[k]);
         int vl = key_line(map, coll_names[k], line);

@@ -99,7 +99,16 @@ typedef struct {
     // concurrent groups of the other coordinates (§11, 2.); without it (0) every group that
     // leaves a node runs at the link's busbw.
     int nics_per_node;
+    // intra_node only (optional): in_step {group size: f}: a collective inside a training step
+    // takes f × the seconds above, which were timed alone between barriers (calibrate 5b.: the
+    // engine's TP and DP collectives in real steps of a configuration not validated, waiting
+    // for a peer included; docs/performance-model.md §15). Sends are not scaled.
+    int n_in_step;
+    int in_step_n[HW_BUSBW_MAX];
+    double in_step[HW_BUSBW_MAX];
 } HwLink;
+// The in_step factor of a group of n ranks: the entry of the largest size <= n; 1 without one.
+double hw_link_in_step(const HwLink *l, int n);
 enum { HW_INTRA, HW_INTER, HW_LINK_COUNT };
 
 typedef enum { GEMM_ROOFLINE, GEMM_TABLE } GemmModel;

@@ -97,6 +97,8 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
             fprintf(f, "]}\n");
         }
         if (k->nics_per_node) fprintf(f, "    nics_per_node: %d\n", k->nics_per_node);
+        for (int i = 0; i < k->n_in_step; i++)
+            fprintf(f, "%s%d: %.6g%s", i ? ", " : "    in_step: {", k->in_step_n[i], k->in_step[i], i + 1 == k->n_in_step ? "}\n" : "");
     }
     int any_rates = 0;
     for (int i = 0; i < SP_COUNT; i++) any_rates |= p->n_op_rates[i] > 0;

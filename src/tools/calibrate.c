@@ -30,6 +30,8 @@
 //      latency) and β (bus bandwidth) per collective by least squares on relative error;
 //      in the same workers, the rank share: every rank times one GEMM while all compute at
 //      once (ranks share this host's cores), against the same timing in this process alone;
+//   5b. in the same workers, real training steps on tp = N and dp = N grids: their collectives
+//      against the fits' price of the same calls (links.intra_node.in_step);
 //   and the fixed cost of one op call (op_overhead_s).
 // Then writes the profile with the date, host, CPU and load average in its comments.
 // Takes about a minute and a half on 2 cores. Timings on a shared machine vary: rerun when
@@ -430,7 +432,7 @@ static void measure_in_step(Backend *bk, HwProfile *p) {
         config_finalize(&cfg);
         OpProfile prof;
         memset(&prof, 0, sizeof prof);
-        step_record(&cfg, bk, STEP_TIMED, 1, &prof);
+        step_record(&cfg, bk, NULL, STEP_TIMED, 1, &prof);
         for (size_t i = 0; i < prof.n_trace; i++) {
             const OpInfo *op = &prof.trace[i].op;
             double sec = prof.trace[i].seconds;
@@ -580,6 +582,48 @@ static double rank_share_seconds(Comm *c, int world) {
     return world % 2 ? all[world / 2] : 0.5 * (all[world / 2 - 1] + all[world / 2]);
 }
 
+// 5b. The collectives inside real training steps (§15 of docs/performance-model.md): the
+// α-β points above time each call alone, between barriers, on a buffer the loop keeps hot. In
+// a step a collective follows the compute that produced its buffer, the ranks arrive when
+// their compute ends, and what the step keeps in the caches is not the collective's. Here the
+// world runs the trainer's step (train/step_record.c) as a tp = world grid and as a dp = world
+// grid, in the validated recipe's three kinds, at a configuration not validated (d 160, 8
+// heads of 20 so that tp 2 and 4 divide them, d_ff 432, 12 × 128 tokens, V 2560, 4 layers),
+// 3 steps after a warm-up, and rank 0 writes its comm table's rows: "in_step KIND n calls
+// bytes seconds" (seconds: rank 0's time inside the calls, waiting for a peer included — what
+// the validation's collectives measure). The parent prices the same calls with the fitted
+// α-β and keeps measured / priced per rank count as links.intra_node.in_step.
+static const char *const coll_step_sizes[] = { "model.vocab_size=2560", "model.n_layers=4", "model.d_model=160",
+    "model.n_heads=8", "model.d_ff=432", "model.seq_len=128", "train.batch_size=12", "boost.lowrank_ckpt=false" };
+static void collectives_in_step(int world, FILE *f) {
+    use_threads(rank_threads(world));
+    for (int layout = 0; layout < 2; layout++)
+        for (int k = 0; k < STEP_KINDS; k++) {
+            Config cfg;
+            config_defaults(&cfg);
+            for (int i = 0; i < (int)(sizeof coll_step_sizes / sizeof *coll_step_sizes); i++) config_set_override(&cfg, coll_step_sizes[i]);
+            for (int i = 0; i < 4; i++) config_set_override(&cfg, step_kinds[k][i]);
+            char grid[48];
+            snprintf(grid, sizeof grid, "parallel.%s=%d", layout ? "dp" : "tp", world);
+            config_set_override(&cfg, grid);
+            config_finalize(&cfg);
+            Comm c;
+            comm_init(&c, layout ? 1 : world, 1, layout ? world : 1);
+            Backend *bk = backend_cpu(DT_F32);
+            step_record(&cfg, bk, &c, STEP_TIMED, 0, NULL);
+            int it = 0;
+            CommStatRow r;
+            while (f && comm_stats_next(&c, &it, &r))
+                if (r.s.calls && c.size[r.group] > 1
+                    && (r.kind == COMM_ALL_REDUCE || r.kind == COMM_ALL_GATHER || r.kind == COMM_REDUCE_SCATTER))
+                    fprintf(f, "in_step %s%s %s %d %llu %llu %.9g\n", layout ? "dp" : "tp", k == 0 ? "-dense" : k == 1 ? "-cola" : "-boost",
+                            comm_kind_name(r.kind), c.size[r.group], (unsigned long long)r.s.calls,
+                            (unsigned long long)r.s.bytes, r.s.seconds);
+            backend_free(bk);
+            comm_free(&c);
+        }
+}
+
 static int refresh_only = 0;   // --refresh: the machine now (refresh_profile), the workers only the rank share
 
 static int mpi_worker(int argc, char **argv, const char *path) {
@@ -626,9 +670,10 @@ static int mpi_worker(int argc, char **argv, const char *path) {
             CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, per, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
             if (f) fprintf(f, "%s %d %zu %.9g\n", kind_names[k], world, S, pick(per, reps));
         }
-    if (f) CHECK_ERRNO(fclose(f) != 0, path);
     free(buf); free(out);
     comm_free(&c);
+    collectives_in_step(world, f);
+    if (f) CHECK_ERRNO(fclose(f) != 0, path);
     CHECK_MPI(MPI_Finalize());
     return 0;
 }
@@ -701,6 +746,13 @@ static void worker_results_close(FILE *f, const char *path) {
 // latency is all base).
 
 typedef struct { int kind, n; double bytes, t; int used; } Meas;   // used: kept by the fit
+// A row of 5b.: `calls` collectives of `kind` on n ranks moving `bytes` in all, in `t` seconds.
+typedef struct { char layout[32]; CommKind kind; int n; double calls, bytes, t, priced; } StepRow;
+static CommKind comm_kind_named(const char *name) {
+    for (int k = 0; k < COMM_KIND_COUNT; k++)
+        if (!strcmp(comm_kind_name((CommKind)k), name)) return (CommKind)k;
+    DIE("calibrate: the worker wrote an unknown collective '%s'", name);
+}
 
 static double ring_steps(int k, int n) { return k == K_AR ? 2.0 * (n - 1) : k == K_P2P ? 1.0 : n - 1.0; }
 static double bus_bytes(int k, int n, double S) {
@@ -1037,15 +1089,24 @@ int main(int argc, char **argv) {
     printf("\n5. the rank share's reference: 1 rank alone (%d thread%s) at %.2f GFLOP/s on %dx%dx%d\n", rank_threads(1),
            rank_threads(1) > 1 ? "s" : "", share_flops / share_one / 1e9, SHARE_M, SHARE_N, SHARE_K);
     Meas *meas = xcalloc(4096, sizeof *meas);
-    int nm = 0, max_n = 0;
+    int nm = 0, max_n = 0, n_steprows = 0;
+    StepRow *steprows = xcalloc(4096, sizeof *steprows);
     for (int r = 0; r < n_ranks; r++) {
         printf("\n5. collectives at %d ranks%s (mpirun ... --mpi-worker)\n", ranks[r], ranks[r] > cores ? ", oversubscribed" : "");
         char tmp[64];
         FILE *f = worker_results(ranks[r], tmp, sizeof tmp, " (is mpirun installed?)");
-        char kind[32];
+        char kind[32], line[256], ckind[32];
         int n;
-        double S, t;
-        while (nm < 4096 && fscanf(f, "%31s %d %lf %lf", kind, &n, &S, &t) == 4) {
+        double S, t, calls;
+        while (nm < 4096 && fgets(line, sizeof line, f)) {
+            char lay[32];
+            if (sscanf(line, "in_step %31s %31s %d %lf %lf %lf", lay, ckind, &n, &calls, &S, &t) == 6) {   // 5b.
+                CHECK(n_steprows < 4096, "calibrate: too many in-step rows");
+                steprows[n_steprows] = (StepRow){ "", comm_kind_named(ckind), n, calls, S, t, 0 };
+                snprintf(steprows[n_steprows++].layout, sizeof steprows->layout, "%s", lay);
+                continue;
+            }
+            CHECK(sscanf(line, "%31s %d %lf %lf", kind, &n, &S, &t) == 4, "calibrate: unreadable line '%s' in %s", line, tmp);
             if (!strcmp(kind, "share_gemm")) {   // one rank's GEMM while n ranks compute at once (S: its threads)
                 CHECK(p.n_share < HW_BUSBW_MAX, "calibrate: too many rank counts");
                 p.share_n[p.n_share] = n;
@@ -1089,13 +1150,57 @@ int main(int argc, char **argv) {
     printf("   fit error over all %d points: median %.1f%%, max %.1f%% (%d points left out of the fit)\n", ne, 100 * med, 100 * mx, dropped);
     free(meas);
     p.all_reduce_algorithm = AR_RING;
+    // 5b. the collectives inside real steps against the fits' price of the same calls (the price
+    // is affine in the bytes, so a row's calls priced at their mean size sum exactly)
+    printf("\n5b. the collectives inside training steps (tp = n and dp = n grids; d 160, 8 heads, d_ff 432, 12 x 128 tokens,\n"
+           "    V 2560; dense, CoLA, CoLA + BOOST's switches; rank 0's seconds, waiting included) against the fits above\n");
+    printf("   %5s %7s %12s %12s %8s\n", "ranks", "calls", "priced ms", "in step ms", "in_step");
+    l->n_in_step = 0;
+    for (int i = 0; i < n_steprows; i++) {
+        int n = steprows[i].n, seen = 0;
+        for (int j = 0; j < i; j++) seen |= steprows[j].n == n;
+        if (seen) continue;
+        double priced = 0, in_step = 0, calls = 0;
+        for (int j = i; j < n_steprows; j++) {
+            if (steprows[j].n != n) continue;
+            SimPlacement pl = { n, 1, n };
+            double pj = steprows[j].calls * sim_collective_time(&p, steprows[j].kind, steprows[j].bytes / steprows[j].calls, pl);
+            steprows[j].priced = pj;
+            priced += pj;
+            in_step += steprows[j].t;
+            calls += steprows[j].calls;
+        }
+        CHECK(priced > 0 && in_step > 0, "calibrate: 5b. at %d ranks measured %g s against %g priced", n, in_step, priced);
+        for (int j = i; j < n_steprows; j++) {   // by layout and kind (the rows are per phase and layer)
+            int first = steprows[j].n == n;
+            for (int q = i; q < j && first; q++)
+                first = !(steprows[q].n == n && steprows[q].kind == steprows[j].kind && !strcmp(steprows[q].layout, steprows[j].layout));
+            if (!first) continue;
+            double pc = 0, tc = 0, cc = 0, bc = 0;
+            for (int q = j; q < n_steprows; q++)
+                if (steprows[q].n == n && steprows[q].kind == steprows[j].kind && !strcmp(steprows[q].layout, steprows[j].layout)) {
+                    pc += steprows[q].priced; tc += steprows[q].t; cc += steprows[q].calls; bc += steprows[q].bytes;
+                }
+            printf("   %5d %7.0f %12.3f %12.3f %8.3f   %s %s, %.0f bytes per call on average\n", n, cc, pc * 1e3, tc * 1e3, tc / pc,
+                   steprows[j].layout, comm_kind_name(steprows[j].kind), bc / cc);
+        }
+        CHECK(l->n_in_step < HW_BUSBW_MAX, "calibrate: too many rank counts");
+        double fct = in_step / priced;
+        if (fct > 20) fct = 20;   // the profile's bound: a machine this loaded prices nothing
+        int at = l->n_in_step++;
+        while (at > 0 && l->in_step_n[at - 1] > n) { l->in_step_n[at] = l->in_step_n[at - 1]; l->in_step[at] = l->in_step[at - 1]; at--; }
+        l->in_step_n[at] = n;
+        l->in_step[at] = fct < 0.05 ? 0.05 : fct;
+        printf("   %5d %7.0f %12.3f %12.3f %8.3f   all of them: in_step\n", n, calls, priced * 1e3, in_step * 1e3, fct);
+    }
+    free(steprows);
 
     load_average(la1);
     double took = now_seconds() - t_start;
     printf("\nload average after: %.2f %.2f %.2f; calibration took %.0f s\n", la1[0], la1[1], la1[2], took);
 
     // write the profile
-    char header[2048], c_links[1024];
+    char header[2048], c_links[1400];
     snprintf(header, sizeof header,
              "cpu-local: THIS machine, measured by build/calibrate (src/tools/calibrate.c). Do not edit by\n"
              "hand: rerun `build/calibrate` (about a minute and a half) to refresh it.\n"
@@ -1137,7 +1242,11 @@ int main(int argc, char **argv) {
              "%s of 10-300 calls, each timed between barriers (the slowest rank's time). Per rank count\n"
              "alpha + bytes/busbw fitted in log space (busbw per rank count), base and hop through the\n"
              "alphas; model error over all points median %.1f%%, max %.1f%% (%d points left out of the\n"
-             "fit). p2p is a sendrecv exchange (both directions at once); its latency is all base_s",
+             "fit). p2p is a sendrecv exchange (both directions at once); its latency is all base_s.\n"
+             "in_step {R: f}: rank 0's seconds inside the TP and DP collectives of real training steps on R\n"
+             "ranks (5b.: tp = R and dp = R grids, d 160, 8 heads, 12 x 128 tokens; not a validated\n"
+             "configuration) over these fits' price of the same calls; every intra-node collective but a\n"
+             "send is priced at f x its time alone",
              rank_list, cores, stat, 100 * med, 100 * mx, dropped);
     char c_share[700], share_threads[64] = "threads cores / R, at least 1";
     if (threads_opt > 0) snprintf(share_threads, sizeof share_threads, "%d thread%s (--threads)", threads_opt, threads_opt > 1 ? "s" : "");

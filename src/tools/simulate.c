@@ -247,10 +247,10 @@ static void measure_ops(const SimRun *s, DType dt, int steps, const char *csv_pa
     memset(&prof, 0, sizeof prof);
     memset(&dry, 0, sizeof dry);
     Backend *bk = backend_cpu(dt);
-    double wall = step_record(cfg, bk, steps, 1, &prof);
+    double wall = step_record(cfg, bk, NULL, steps, 1, &prof);
     backend_free(bk);
     bk = backend_dry(dt);
-    step_record(cfg, bk, steps, 0, &dry);
+    step_record(cfg, bk, NULL, steps, 0, &dry);
     backend_free(bk);
     // price every record with the simulation's tracer (its rank share for one rank)
     SimTracer t;
