@@ -606,13 +606,15 @@ def cpu_validation_misses(vpath, vtext):
         order = sorted(cls, key=lambda k: -abs(cls[k][1] - cls[k][0]))
         line += (" Inside the tp1 steps (the op layer, summed over the variants), the model's op classes are off by " +
                  ", ".join(f"{k} {100 * (cls[k][1] / cls[k][0] - 1):+.0f} % ({cls[k][1] - cls[k][0]:+.1f} ms)" for k in order) +
-                 ". What the CPU model does not have (docs/performance-model.md §13): where each operand of an op is inside a step. "
-                 "The calibration times every op with its operands out of L1 and L2 (round 3), but inside a step part of "
-                 "them come from DRAM: swiglu_backward at its calibrated size took 0.53 ms with its operands in L3, "
-                 "1.05–1.23 ms from DRAM and 0.83 ms inside a step (2026-12-06, seen after round 3, not priced). Transposed "
-                 "GEMM operands are priced with the row-major NN table (measured: NT differs from NN only at M ≤ 80, which no "
-                 "recipe GEMM has in that position; TN within 2 %). A collective's measured time holds the wait for a peer "
-                 "still computing, which the model's α-β time of the collective alone does not.")
+                 ". What the CPU model measures, and where that misleads it (docs/performance-model.md §14, §15): the "
+                 "ops, attention, GEMMs and collectives are priced at their rates inside real training steps of a "
+                 "configuration that is not validated (d 160, 12 × 128 tokens), whose tensors are 1.25–1.6× the "
+                 "validated ones; where more of a step's operands leave the caches there than in the validated step, those "
+                 "rates price the validated step slow (the overshoot §14 foresaw before it was priced). Transposed GEMM "
+                 "operands are priced with the row-major NN table and its in-step factor (measured alone: NT differs from NN "
+                 "only at M ≤ 80, which no recipe GEMM has in that position; TN within 2 %). The pipeline layout's "
+                 "collectives are a few world all-reduces of 8 bytes (the loss, the gradient norm): tens of µs, whose "
+                 "relative error says little about the step.")
     return [line]
 
 
@@ -907,8 +909,18 @@ def main():
          "20.8 %, worst 32.2 %, 12 of 12 fast; ops 20.9 % (validation of c00be36)"],
         ["commit 6634e1d", "the swiglu_backward probe of build/calibrate given five distinct operands (it passed one buffer "
          "as dz and u: four streams timed, five counted)", "round 3's validation", "whole steps median 20.8 %",
-         "17.5 %, worst 31.4 %, 12 of 12 fast (predictions +0.6 %; the rest is the measured side's spread between runs): the "
-         "CPU section below"],
+         "17.5 %, worst 31.4 %, 12 of 12 fast (predictions +0.6 %; the rest is the measured side's spread between runs)"],
+        ["commits bd535e5 (written), 946aa8c (priced)", "round 4 (docs/performance-model.md §14): build/calibrate times the "
+         "named ops, attention and GEMMs inside real training steps of one rank at a configuration not validated (their "
+         "in-step rates; the GEMM table's in_step factor)", "round 3's validation (6634e1d: every step predicted fast)",
+         "whole steps median 17.5 %, worst 31.4 %, 12 of 12 fast; ops 15.7 %; collectives 48.6 %",
+         "7.3 %, worst 18.2 %, 2 fast and 10 slow; ops 9.8 %; collectives 54.9 %; ratios worst 18.2 % (an untracked "
+         "validation at 3d664d9, 12:21 UTC; that commit also has the day's faster CPU attention and memory-bound "
+         "kernels, on both sides of every comparison)"],
+        ["commits a4d42a0 (written), 69f3dc9 (priced)", "round 5 (§15): the collectives timed inside real tp 2 and dp 2 "
+         "training steps at a configuration not validated (links.intra_node.in_step)", "round 4's validation (12:21 UTC)",
+         "collectives median 54.9 %; whole steps 7.3 %, worst 18.2 %, 2 fast and 10 slow; ratios worst 18.2 %",
+         "collectives 17.1 %; whole steps 9.9 %, worst 20.7 %, 12 of 12 slow; ratios worst 9.2 %: the CPU section below"],
     ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")
