@@ -920,7 +920,8 @@ def main():
         ["commits a4d42a0 (written), 69f3dc9 (priced)", "round 5 (§15): the collectives timed inside real tp 2 and dp 2 "
          "training steps at a configuration not validated (links.intra_node.in_step)", "round 4's validation (12:21 UTC)",
          "collectives median 54.9 %; whole steps 7.3 %, worst 18.2 %, 2 fast and 10 slow; ratios worst 18.2 %",
-         "collectives 17.1 %; whole steps 9.9 %, worst 20.7 %, 12 of 12 slow; ratios worst 9.2 %: the CPU section below"],
+         "collectives 17.1 %; whole steps 9.9 %, worst 20.7 %, 12 of 12 slow; ratios worst 9.2 % (the run of 69f3dc9; the CPU "
+         "section below is the same model measured again after the attention scratch's leak fix, which changes no timing)"],
     ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")

@@ -36,6 +36,8 @@
 //    results are bit-identical run to run and for any thread count.
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include "kernels.h"
 #include "attn_kernels.h"
@@ -125,8 +127,17 @@ typedef struct {
 // thread (OpenMP's pool: the process) and grows when a call needs more. Allocated per call,
 // the blocks of a few hundred KiB came back from the kernel each time: page faults and
 // zeroing were ~5 % of a B 4, s 256 backward (perf). Nothing is read before it is written.
+// The block is also the value of a pthread key whose destructor frees it when its thread
+// ends: OpenMP's pool shrinks when a caller asks for fewer threads, and a _Thread_local
+// pointer alone would lose the block with the thread (LeakSanitizer reports it).
 static _Thread_local char *g_scratch;
 static _Thread_local size_t g_scratch_n;
+static pthread_key_t g_scratch_key;
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+static void scratch_free(void *p) { free(p); }
+static void scratch_key_create(void) {
+    CHECK(pthread_key_create(&g_scratch_key, scratch_free) == 0, "attention: pthread_key_create failed");
+}
 static size_t r64(size_t n) { return (n + 63) / 64 * 64; }
 static void *take(char **at, size_t n) { void *p = *at; *at += r64(n); return p; }
 
@@ -139,9 +150,11 @@ static Work work_alloc(const Att *a, int backward) {
                 + (backward ? r64(kt) + r64(kc) + r64(blk) + r64(tile) + 2 * r64(row)
                             : r64(kc) + r64(blk) + r64(row) + 2 * r64(sizeof(int) * nqb));
     if (need > g_scratch_n) {
+        CHECK(pthread_once(&g_scratch_once, scratch_key_create) == 0, "attention: pthread_once failed");
         free(g_scratch);
         g_scratch = xaligned_alloc(need);
         g_scratch_n = need;
+        CHECK(pthread_setspecific(g_scratch_key, g_scratch) == 0, "attention: pthread_setspecific failed");
     }
     char *at = g_scratch;
     memset(&w, 0, sizeof w);
