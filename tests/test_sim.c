@@ -426,11 +426,23 @@ TEST(gemm_table_interpolation) {
     hw_free(&p);
 }
 
+// hw_write_yaml of a, loaded back into back (the same stem): hw_load's return code.
+static int write_and_load(const HwProfile *a, const char *stem, HwProfile *back, char *err, size_t n) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s.yaml", tmpdir, stem);
+    FILE *f = fopen(path, "w");
+    CHECK_ERRNO(!f, "fopen");
+    const char *comments[HW_SEC_COUNT] = { 0 };
+    hw_write_yaml(f, a, "round trip", comments);
+    fclose(f);
+    return hw_load(path, back, err, n);
+}
+
 // links.intra_node.in_step (calibrate 5b.): a collective of a group of n ranks inside one node
 // takes the factor of the largest listed size <= n (none below the smallest); sends are priced
 // alone; the factor survives a write and a load; bad values and an inter-node one are refused.
 TEST(collective_in_step) {
-    char text[4096], err[1024], path[600];
+    char text[4096], err[1024];
     HwProfile plain, scaled, back;
     patched(text, sizeof text, "coll", 23, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}");
     int rc = load_text("coll", text, &plain, err, sizeof err);
@@ -450,13 +462,7 @@ TEST(collective_in_step) {
                        bytes, b, want, a);
             }
     EXPECT(hw_link_in_step(&scaled.link[HW_INTRA], 1) == 1 && hw_link_in_step(&plain.link[HW_INTRA], 4) == 1, "no factor: 1");
-    snprintf(path, sizeof path, "%s/coll.yaml", tmpdir);
-    FILE *f = fopen(path, "w");
-    CHECK_ERRNO(!f, "fopen");
-    const char *comments[HW_SEC_COUNT] = { 0 };
-    hw_write_yaml(f, &scaled, "collective in_step round trip", comments);
-    fclose(f);
-    rc = hw_load(path, &back, err, sizeof err);
+    rc = write_and_load(&scaled, "coll", &back, err, sizeof err);
     EXPECT(rc == 0 && back.link[HW_INTRA].n_in_step == 2 && back.link[HW_INTRA].in_step_n[0] == 2 &&
            close_rel(back.link[HW_INTRA].in_step[1], 3, 1e-9), "in_step read back (%s)", rc ? err : "");
     if (!rc) hw_free(&back);
@@ -483,7 +489,7 @@ TEST(collective_in_step) {
 TEST(gemm_table_in_step) {
     static const char *const table = "[[64, 16, 16, 1e9], [64, 16, 256, 4e9], [64, 256, 16, 2e9], [64, 256, 256, 8e9], "
                                      "[512, 16, 16, 2e9], [512, 16, 256, 8e9], [512, 256, 16, 4e9], [512, 256, 256, 16e9]]";
-    char text[4096], line[1024], err[1024], path[600];
+    char text[4096], line[1024], err[1024];
     HwProfile plain, scaled, back;
     snprintf(line, sizeof line, "  bf16: {model: table, points: %s}", table);
     patched(text, sizeof text, "tab", 14, line);
@@ -502,13 +508,7 @@ TEST(gemm_table_in_step) {
         double b = sim_gemm_time(&scaled, SP_BF16, M, N, K, 1, fl, 4 * (M * K + K * N + M * N));
         EXPECT(close_rel(b, 1.25 * a, 1e-12), "%gx%gx%g: %g s against 1.25 x %g", M, N, K, b, a);
     }
-    snprintf(path, sizeof path, "%s/tab.yaml", tmpdir);
-    FILE *f = fopen(path, "w");
-    CHECK_ERRNO(!f, "fopen");
-    const char *comments[HW_SEC_COUNT] = { 0 };
-    hw_write_yaml(f, &scaled, "in_step round trip", comments);
-    fclose(f);
-    rc = hw_load(path, &back, err, sizeof err);
+    rc = write_and_load(&scaled, "tab", &back, err, sizeof err);
     EXPECT(rc == 0 && close_rel(back.gemm[SP_BF16].in_step, 1.25, 1e-9), "in_step read back (%s)", rc ? err : "");
     if (!rc) hw_free(&back);
     hw_free(&plain);
