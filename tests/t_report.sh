@@ -23,9 +23,10 @@ if [ $? -eq 0 ]; then pass "published_set_by_rule ($(grep -o "[0-9]* generated h
 else fail published_set_by_rule "$(grep -v 'generated hostile' <<<"$out" | head -5 | tr '\n' ' ')"; fi
 
 # ---- current by construction -------------------------------------------------------------------
-# What the report's numbers come from: the model, the drivers' traces, the hardware profiles, the
-# recipes and the two sets of numbers it compares with.
-SOURCES=(src/sim src/model src/backend/dry.c src/train/step_loop.c experiments/hardware experiments/paper-weak-scaling.yaml
+# What the report's numbers come from: the model, the drivers' traces (the trainer's step, its
+# optimizer and schedules: all of src/train and src/parallel), the hardware profiles, the recipes
+# and the two sets of numbers it compares with.
+SOURCES=(src/sim src/model src/backend/dry.c src/train src/parallel experiments/hardware experiments/paper-weak-scaling.yaml
          experiments/paper-architectures.yaml experiments/paper-ablations.yaml experiments/published-throughputs.yaml
          analysis/reproduction/paper_numbers.yaml analysis/reproduction/published_throughputs.yaml)
 # current NAME FILE STAMP REDO SOURCES...: FILE, stamped at commit STAMP, was made at or after the
@@ -47,11 +48,12 @@ else
         "regenerate with make reproduce TRACKED=1" "${SOURCES[@]}"
     # the CPU validation (REPORT.md's CPU section, validation_cpu.md) is current too: measured at or
     # after the last commit that changed what it measures or how (the model, the calibration, the
-    # CPU back end whose steps it times, its recipe and its driver)
+    # CPU back end whose steps it times, the trainer and the communication it times, its recipe
+    # and its driver)
     current cpu_validation_is_current analysis/reproduction/validation_cpu.md \
         "$(sed -n 's/^Commit: \([0-9a-f]*\).*/\1/p' analysis/reproduction/validation_cpu.md | head -1)" \
         "measure again on a quiet machine with make validate-cpu TRACKED=1" \
-        src/sim src/model src/backend/dry.c src/backend/cpu src/train/step_loop.c src/tools/calibrate.c \
+        src/sim src/model src/backend/dry.c src/backend/cpu src/train src/parallel src/tools/calibrate.c \
         src/tools/simulate.c analysis/validate_cpu.py experiments/boost-vs-baselines.yaml experiments/base/boost-cpu.yaml
     # every measured section names a clean commit
     dirty=$(grep -nE 'measured at commit `[^`]*uncommitted|^Commit: .*uncommitted' analysis/reproduction/*.md | head -3)

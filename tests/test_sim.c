@@ -438,17 +438,23 @@ static int write_and_load(const HwProfile *a, const char *stem, HwProfile *back,
     return hw_load(path, back, err, n);
 }
 
+// The "coll" profile with its intra-node p2p line and `extra` lines after it (in-step keys).
+static int load_coll(const char *extra, HwProfile *p, char *err, size_t n) {
+    char text[4096], line[1024];
+    snprintf(line, sizeof line, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}%s", extra);
+    patched(text, sizeof text, "coll", 23, line);
+    return load_text("coll", text, p, err, n);
+}
+
 // links.intra_node.in_step (calibrate 5b.): a collective of a group of n ranks inside one node
 // takes the factor of the largest listed size <= n (none below the smallest); sends are priced
 // alone; the factor survives a write and a load; bad values and an inter-node one are refused.
 TEST(collective_in_step) {
     char text[4096], err[1024];
     HwProfile plain, scaled, back;
-    patched(text, sizeof text, "coll", 23, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}");
-    int rc = load_text("coll", text, &plain, err, sizeof err);
+    int rc = load_coll("", &plain, err, sizeof err);
     EXPECT(rc == 0, "%s", err);
-    patched(text, sizeof text, "coll", 23, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    in_step: {4: 3, 2: 1.5}");
-    int rc2 = load_text("coll", text, &scaled, err, sizeof err);
+    int rc2 = load_coll("\n    in_step: {4: 3, 2: 1.5}", &scaled, err, sizeof err);
     EXPECT(rc2 == 0, "%s", err);
     if (rc || rc2) return;
     static const CommKind kinds[] = { COMM_ALL_REDUCE, COMM_ALL_GATHER, COMM_REDUCE_SCATTER, COMM_BROADCAST, COMM_SEND };
@@ -461,10 +467,11 @@ TEST(collective_in_step) {
                 EXPECT(close_rel(b, want * a, 1e-12), "%s on %d ranks, %g bytes: %g s against %g x %g", comm_kind_name(kinds[k]), n,
                        bytes, b, want, a);
             }
-    EXPECT(hw_link_in_step(&scaled.link[HW_INTRA], 1) == 1 && hw_link_in_step(&plain.link[HW_INTRA], 4) == 1, "no factor: 1");
+    EXPECT(hw_link_in_step(&scaled.link[HW_INTRA], -1, HW_ALL_REDUCE, 1) == 1 &&
+           hw_link_in_step(&plain.link[HW_INTRA], GROUP_TP, HW_ALL_REDUCE, 4) == 1, "no factor: 1");
     rc = write_and_load(&scaled, "coll", &back, err, sizeof err);
-    EXPECT(rc == 0 && back.link[HW_INTRA].n_in_step == 2 && back.link[HW_INTRA].in_step_n[0] == 2 &&
-           close_rel(back.link[HW_INTRA].in_step[1], 3, 1e-9), "in_step read back (%s)", rc ? err : "");
+    EXPECT(rc == 0 && back.link[HW_INTRA].in_step.n == 2 && back.link[HW_INTRA].in_step.at[0] == 2 &&
+           close_rel(back.link[HW_INTRA].in_step.v[1], 3, 1e-9), "in_step read back (%s)", rc ? err : "");
     if (!rc) hw_free(&back);
     hw_free(&plain);
     hw_free(&scaled);
@@ -482,6 +489,90 @@ TEST(collective_in_step) {
     rc = load_text("coll", text, &back, err, sizeof err);
     EXPECT(rc == 1 && strstr(err, "only links.intra_node has it"), "an inter-node in_step: rc %d, '%s'", rc, err);
     if (rc == 0) hw_free(&back);
+}
+
+// in_step_by and in_step_call_s (calibrate 5b., §16): at generated group sizes, groups, kinds
+// and sizes, a collective inside one node takes s + f × (its time alone − the time of 0 bytes
+// alone), f the entry of its group and kind where listed, else in_step's, else 1; without s,
+// f × its time alone; sends and a group of one are unchanged; the tables survive a write and a
+// load; bad keys, values and an inter-node entry are refused.
+TEST(collective_in_step_by_group) {
+    char text[4096], err[1024];
+    HwProfile plain, by, back;
+    static const char *const tables = "\n    in_step: {2: 1.5}\n"
+        "    in_step_by: {tp_all_reduce: {2: 1.25, 4: 2.5}, dp_all_reduce: {2: 3}, tp_all_gather: {4: 7}}\n"
+        "    in_step_call_s: {2: 2e-5, 4: 3e-5}";
+    int rc = load_coll("", &plain, err, sizeof err);
+    EXPECT(rc == 0, "%s", err);
+    int rc2 = load_coll(tables, &by, err, sizeof err);
+    EXPECT(rc2 == 0, "%s", err);
+    if (rc || rc2) return;
+    static const CommKind kinds[] = { COMM_ALL_REDUCE, COMM_ALL_GATHER, COMM_REDUCE_SCATTER, COMM_BROADCAST, COMM_BARRIER, COMM_SEND };
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    int checked = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int n = 1 + (int)(seed >> 60) % 8, g = (int)((seed >> 40) % (GROUP_COUNT + 1)) - 1, k = (int)((seed >> 20) % 6);
+        double bytes = kinds[k] == COMM_BARRIER ? 0 : pow(10, 1 + (double)((seed >> 8) % 800) / 100);
+        SimPlacement pl = { n, 1, n };
+        double alone = sim_collective_time(&plain, kinds[k], bytes, pl), zero = sim_collective_time(&plain, kinds[k], 0, pl);
+        double got = sim_collective_in_group(&by, kinds[k], g, bytes, pl);
+        HwColl hk = kinds[k] == COMM_ALL_GATHER || kinds[k] == COMM_BROADCAST ? HW_ALL_GATHER
+                  : kinds[k] == COMM_REDUCE_SCATTER ? HW_REDUCE_SCATTER : HW_ALL_REDUCE;
+        double f = n >= 2 ? 1.5 : 1, s = n >= 4 ? 3e-5 : 2e-5;   // in_step, in_step_call_s
+        if (g == GROUP_TP && hk == HW_ALL_REDUCE) f = n >= 4 ? 2.5 : 1.25;
+        if (g == GROUP_DP && hk == HW_ALL_REDUCE && n >= 2) f = 3;
+        if (g == GROUP_TP && hk == HW_ALL_GATHER && n >= 4) f = 7;
+        double want = n == 1 ? 0 : kinds[k] == COMM_SEND ? alone : s + f * (alone - zero);
+        EXPECT(close_rel(got, want, 1e-12), "%s of group %d on %d ranks, %g bytes: %g s, want %g", comm_kind_name(kinds[k]), g, n,
+               bytes, got, want);
+        checked++;
+    }
+    EXPECT(checked == 400, "every generated call checked");
+    // without in_step_call_s the factor multiplies the whole time alone
+    memset(&by.link[HW_INTRA].in_step_call_s, 0, sizeof by.link[HW_INTRA].in_step_call_s);
+    SimPlacement two = { 2, 1, 2 };
+    EXPECT(close_rel(sim_collective_in_group(&by, COMM_ALL_REDUCE, GROUP_DP, 1e6, two),
+                     3 * sim_collective_time(&plain, COMM_ALL_REDUCE, 1e6, two), 1e-12), "no call seconds: f x alone");
+    hw_free(&by);
+    rc = load_coll(tables, &by, err, sizeof err);   // (the tables again, for the round trip)
+    EXPECT(rc == 0, "%s", err);
+    if (rc) { hw_free(&plain); return; }
+    rc = write_and_load(&by, "coll", &back, err, sizeof err);
+    EXPECT(rc == 0, "read back: %s", err);
+    if (!rc) {
+        const HwLink *a = &by.link[HW_INTRA], *b = &back.link[HW_INTRA];
+        for (int g = 0; g < GROUP_COUNT; g++)
+            for (int k = 0; k < HW_COLL_COUNT; k++) {
+                EXPECT(a->in_step_by[g][k].n == b->in_step_by[g][k].n, "in_step_by %d %d: %d entries read back", g, k, b->in_step_by[g][k].n);
+                for (int i = 0; i < a->in_step_by[g][k].n && i < b->in_step_by[g][k].n; i++)
+                    EXPECT(a->in_step_by[g][k].at[i] == b->in_step_by[g][k].at[i] &&
+                           close_rel(b->in_step_by[g][k].v[i], a->in_step_by[g][k].v[i], 1e-9), "in_step_by %d %d entry %d", g, k, i);
+            }
+        EXPECT(b->in_step_call_s.n == 2 && close_rel(b->in_step_call_s.v[1], 3e-5, 1e-9), "in_step_call_s read back");
+        hw_free(&back);
+    }
+    hw_free(&plain);
+    hw_free(&by);
+    static const char *const bad[] = { "in_step_by: {tp_all_reduce: {2: 0.01}}", "in_step_by: {tp_all_reduce: {2: 25}}",
+        "in_step_by: {tp_p2p: {2: 2}}", "in_step_by: {xx_all_reduce: {2: 2}}", "in_step_by: {tp: {2: 2}}",
+        "in_step_by: {tp_all_reduce: 2}", "in_step_by: [2]", "in_step_by: {tp_all_reduce: {1: 2}}",
+        "in_step_call_s: {2: -1}", "in_step_call_s: {2: 1}", "in_step_call_s: 1e-5", "in_step_call_s: {2: slow}" };
+    for (int i = 0; i < (int)(sizeof bad / sizeof *bad); i++) {
+        char line[256];
+        snprintf(line, sizeof line, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    %s", bad[i]);
+        expect_refused("coll", 23, line, strstr(bad[i], "call") ? "in_step_call_s" : "in_step_by");
+    }
+    for (int i = 0; i < 2; i++) {   // an inter-node link with either table
+        patched(text, sizeof text, "coll", 0, "");
+        strncat(text, "  inter_node:\n    all_reduce: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
+                      "    all_gather: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n    reduce_scatter: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
+                      "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n", sizeof text - strlen(text) - 1);
+        strncat(text, i ? "    in_step_call_s: {2: 1e-5}\n" : "    in_step_by: {tp_all_reduce: {2: 2}}\n", sizeof text - strlen(text) - 1);
+        rc = load_text("coll", text, &back, err, sizeof err);
+        EXPECT(rc == 1 && strstr(err, "only links.intra_node has it"), "an inter-node %s: rc %d, '%s'", i ? "in_step_call_s" : "in_step_by", rc, err);
+        if (rc == 0) hw_free(&back);
+    }
 }
 
 // in_step (calibrate 4c.): every table GEMM takes in_step × the table's time, at any shape; it
@@ -1003,6 +1094,14 @@ TEST(tracer_prices_records) {
     SimCost c2 = sim_tracer_take(&t);
     EXPECT(c2.compute_s == 0 && c2.comm_s == 0 && c2.n_ops == 0, "take resets the span");
     EXPECT(close_rel(t.total.compute_s, tg + tm, 1e-12), "total");
+    // a record is priced with its group's in-step terms (the tracer passes the record's group)
+    p.link[HW_INTRA].in_step_by[GROUP_TP][HW_ALL_REDUCE] = (HwRankTable){ 1, { 2 }, { 3.0 } };
+    p.link[HW_INTRA].in_step_call_s = (HwRankTable){ 1, { 2 }, { 7e-6 } };
+    cobs(&t, &ar);
+    double by_group = sim_collective_in_group(&p, COMM_ALL_REDUCE, GROUP_TP, 2e6, tp);
+    SimCost c3 = sim_tracer_take(&t);
+    EXPECT(close_rel(c3.comm_s, by_group, 1e-12) && !close_rel(by_group, sim_collective_time(&p, COMM_ALL_REDUCE, 2e6, tp), 1e-3),
+           "the tp all-reduce at tp's in-step terms: %g s, want %g", c3.comm_s, by_group);
     sim_tracer_free(&t);
     hw_free(&p);
 }
@@ -1303,6 +1402,7 @@ int main(void) {
     RUN(gemm_table_interpolation);
     RUN(gemm_table_in_step);
     RUN(collective_in_step);
+    RUN(collective_in_step_by_group);
     RUN(gemm_split_k_and_named_ops);
     RUN(tracer_rank_share_and_layer_trace);
     RUN(attention_and_memory_ops);

@@ -167,12 +167,27 @@ static double send_time(const HwProfile *hw, double bytes, SimPlacement pl) {
 
 static double collective_alone(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl);
 
-// A collective inside one node takes the link's in_step factor × its time alone (the factor
-// measured in real steps: hardware.h); sends and receives are priced alone.
-double sim_collective_time(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl) {
+HwColl sim_coll_priced_as(CommKind kind) {
+    return kind == COMM_ALL_GATHER || kind == COMM_BROADCAST ? HW_ALL_GATHER : kind == COMM_REDUCE_SCATTER ? HW_REDUCE_SCATTER
+                                                                                                          : HW_ALL_REDUCE;
+}
+
+// A collective inside one node, as a training step meets it (hardware.h, docs/performance-model.md
+// §15–16): the link's in_step factor of its group and kind × its time alone, or with
+// in_step_call_s, the call's fixed seconds in a step + the factor × its time alone beyond the
+// same call of 0 bytes. Sends and receives are priced alone (the pipeline's bubble holds their
+// waiting).
+double sim_collective_in_group(const HwProfile *hw, CommKind kind, int group, double bytes, SimPlacement pl) {
     double t = collective_alone(hw, kind, bytes, pl);
-    if (pl.n > 1 && pl.n_nodes == 1 && kind != COMM_SEND && kind != COMM_RECV) t *= hw_link_in_step(&hw->link[HW_INTRA], pl.n);
-    return t;
+    if (pl.n <= 1 || pl.n_nodes != 1 || kind == COMM_SEND || kind == COMM_RECV) return t;
+    const HwLink *l = &hw->link[HW_INTRA];
+    double f = hw_link_in_step(l, group, sim_coll_priced_as(kind), pl.n), call = hw_rank_table_at(&l->in_step_call_s, pl.n, -1);
+    if (call < 0) return f * t;
+    return call + f * (t - collective_alone(hw, kind, 0, pl));
+}
+
+double sim_collective_time(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl) {
+    return sim_collective_in_group(hw, kind, -1, bytes, pl);
 }
 
 static double collective_alone(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl) {

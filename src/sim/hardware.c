@@ -271,7 +271,7 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNode *
     if (g->model == GEMM_TABLE) {
         check_keys(c, val, line, where, table_keys, table_required);
         parse_table(c, g, val, line, where);
-        if (lookup(val, "in_step")) g->in_step = num_key(c, val, line, where, "in_step", 0.05, 0, 20);
+        if (lookup(val, "in_step")) g->in_step = num_key(c, val, line, where, "in_step", HW_IN_STEP_MIN, 0, HW_IN_STEP_MAX);
         return;
     }
     check_keys(c, val, line, where, roof_keys, roof_required);
@@ -408,11 +408,17 @@ static void parse_op_rates(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNo
     }
 }
 
-double hw_link_in_step(const HwLink *l, int n) {
-    if (l->n_in_step == 0 || n < l->in_step_n[0]) return 1.0;
+double hw_rank_table_at(const HwRankTable *t, int n, double none) {
+    if (t->n == 0 || n < t->at[0]) return none;
     int i = 0;
-    while (i + 1 < l->n_in_step && l->in_step_n[i + 1] <= n) i++;
-    return l->in_step[i];
+    while (i + 1 < t->n && t->at[i + 1] <= n) i++;
+    return t->v[i];
+}
+
+double hw_link_in_step(const HwLink *l, int group, HwColl kind, int n) {
+    double f = hw_rank_table_at(&l->in_step, n, 1.0);
+    if (group >= 0 && group < GROUP_COUNT) f = hw_rank_table_at(&l->in_step_by[group][kind], n, f);
+    return f;
 }
 
 double hw_rank_share(const HwProfile *p, int ranks_on_node) {
@@ -461,9 +467,33 @@ static void parse_curve(Ctx *c, HwSizeCurve *cv, const YamlNode *map, int line, 
     }
 }
 
+// key {group size: number} of map, each number in [lo, hi] (lo 0: >= 0), into t; an
+// inter-node link has none of the in_step keys.
+static void parse_in_step(Ctx *c, HwRankTable *t, const YamlNode *map, int line, const char *where, const char *key, int inter,
+                          double lo, double hi) {
+    const YamlNode *v = lookup(map, key);
+    int kl = key_line(map, key, line);
+    char w[160];
+    snprintf(w, sizeof w, "%.80s.%.60s", where, key);
+    if (inter) fail(c, kl, "%s: only links.intra_node has it", w);
+    if (!is_map(v)) fail(c, kl, "%s: expected a mapping {group size: number}, got %s", w, kind_of(v));
+    t->n = parse_count_table(c, v, kl, w, 2, hi, t->at, t->v);
+    for (int i = 0; i < t->n; i++)
+        if (t->v[i] < lo) fail(c, kl, "%s: %g for %d ranks: expected a number in [%g, %g]", w, t->v[i], t->at[i], lo, hi);
+}
+
+// in_step_by's keys: "tp_all_reduce" is group GROUP_TP and kind HW_ALL_REDUCE (k -1: the group
+// prefix alone).
+static int in_step_key_is(const char *key, int g, int k) {
+    const char *gn = comm_group_name((CommGroup)g);
+    size_t n = strlen(gn);
+    if (strncmp(key, gn, n) || key[n] != '_') return 0;
+    return k < 0 || !strcmp(key + n + 1, coll_names[k]);
+}
+
 static void parse_link(Ctx *c, HwLink *l, const YamlNode *map, int line, const char *where, int inter) {
     static const char *const keys[] = { "all_reduce", "all_gather", "reduce_scatter", "p2p", "ll", "size_curve", "nics_per_node",
-                                        "in_step", NULL };
+                                        "in_step", "in_step_by", "in_step_call_s", NULL };
     static const char *const cost_keys[] = { "base_s", "hop_s", "busbw", NULL };
     static const char *const ll_keys[] = { "base_s", "hop_s", "bw_fraction", NULL };
     expect_map(c, map, line, where);
@@ -473,16 +503,25 @@ static void parse_link(Ctx *c, HwLink *l, const YamlNode *map, int line, const c
              inter ? "size_curve" : "nics_per_node", inter ? "intra_node" : "inter_node");
     if (lookup(map, "size_curve")) parse_curve(c, &l->curve, lookup(map, "size_curve"), key_line(map, "size_curve", line), where);
     if (lookup(map, "nics_per_node")) l->nics_per_node = int_key(c, map, line, where, "nics_per_node", 1, 1 << 10);
-    const YamlNode *ins = lookup(map, "in_step");
-    if (ins) {
-        int il = key_line(map, "in_step", line);
+    if (lookup(map, "in_step")) parse_in_step(c, &l->in_step, map, line, where, "in_step", inter, HW_IN_STEP_MIN, HW_IN_STEP_MAX);
+    if (lookup(map, "in_step_call_s")) parse_in_step(c, &l->in_step_call_s, map, line, where, "in_step_call_s", inter, 0, 0.1);
+    const YamlNode *by = lookup(map, "in_step_by");
+    if (by) {
+        int bl = key_line(map, "in_step_by", line);
         char w[96];
-        snprintf(w, sizeof w, "%s.in_step", where);
-        if (inter) fail(c, il, "%s: only links.intra_node has it", w);
-        if (!is_map(ins)) fail(c, il, "%s: expected a mapping {group size: factor}, got %s", w, kind_of(ins));
-        l->n_in_step = parse_count_table(c, ins, il, w, 2, 20, l->in_step_n, l->in_step);
-        for (int i = 0; i < l->n_in_step; i++)
-            if (l->in_step[i] < 0.05) fail(c, il, "%s: factor %g for %d ranks: expected a number in [0.05, 20]", w, l->in_step[i], l->in_step_n[i]);
+        snprintf(w, sizeof w, "%.80s.in_step_by", where);
+        if (inter) fail(c, bl, "%s: only links.intra_node has it", w);
+        if (!is_map(by)) fail(c, bl, "%s: expected a mapping {GROUP_KIND: {group size: factor}}, got %s", w, kind_of(by));
+        for (int e = 0; e < by->n; e++) {
+            int g = 0, k = 0;
+            while (g < GROUP_COUNT && !in_step_key_is(by->e[e].key, g, -1)) g++;
+            while (g < GROUP_COUNT && k < HW_P2P && !in_step_key_is(by->e[e].key, g, k)) k++;
+            if (g == GROUP_COUNT || k == HW_P2P)
+                fail(c, by->e[e].line, "%s: unknown key '%s': expected GROUP_KIND, GROUP one of tp, dp, pp, world and KIND one "
+                     "of all_reduce, all_gather, reduce_scatter (for example tp_all_reduce)", w, by->e[e].key);
+            if (l->in_step_by[g][k].n) fail(c, by->e[e].line, "%s: '%s' listed twice", w, by->e[e].key);
+            parse_in_step(c, &l->in_step_by[g][k], by, bl, w, by->e[e].key, 0, HW_IN_STEP_MIN, HW_IN_STEP_MAX);
+        }
     }
     for (int k = 0; k < HW_COLL_COUNT; k++) {
         const YamlNode *v = lookup(map, coll_names[k]);

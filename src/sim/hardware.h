@@ -65,6 +65,20 @@ const char *hw_coll_name(HwColl k);                      // the YAML keys
 // A size not in the table takes the entry of the largest listed size below it (the
 // smallest entry below the table).
 #define HW_BUSBW_MAX 8
+// A number per group size: the entry of the largest listed size <= n; `none` below the smallest
+// (hw_rank_table_at).
+typedef struct {
+    int n;                       // entries; 0 = absent
+    int at[HW_BUSBW_MAX];        // ascending group sizes
+    double v[HW_BUSBW_MAX];
+} HwRankTable;
+double hw_rank_table_at(const HwRankTable *t, int n, double none);
+// The bounds of every in_step factor (GEMM table and links): a measurement outside them is a
+// machine too loaded (or a clock too coarse) to price anything.
+#define HW_IN_STEP_MIN 0.05
+#define HW_IN_STEP_MAX 20.0
+// A collective's bytes up to which calibrate 5b. counts it as a scalar call (in_step_call_s).
+#define HW_SCALAR_CALL_BYTES 64
 typedef struct {
     double base_s, hop_s;
     int n_bw;                    // >= 1
@@ -99,16 +113,23 @@ typedef struct {
     // concurrent groups of the other coordinates (§11, 2.); without it (0) every group that
     // leaves a node runs at the link's busbw.
     int nics_per_node;
-    // intra_node only (optional): in_step {group size: f}: a collective inside a training step
-    // takes f × the seconds above, which were timed alone between barriers (calibrate 5b.: the
-    // engine's TP and DP collectives in real steps of a configuration not validated, waiting
-    // for a peer included; docs/performance-model.md §15). Sends are not scaled.
-    int n_in_step;
-    int in_step_n[HW_BUSBW_MAX];
-    double in_step[HW_BUSBW_MAX];
+    // intra_node only (optional): a collective inside a training step against the same call
+    // alone, between barriers, on a buffer kept hot (calibrate 5b.: the engine's collectives in
+    // real steps of a configuration not validated, waiting for a peer included; sends are not
+    // scaled; docs/performance-model.md §15, §16):
+    //   in_step {n: f}                 every collective of a group of n ranks: f × its time alone
+    //   in_step_by {GROUP_KIND: {n: f}} (tp_all_reduce, dp_all_reduce, tp_all_gather, ...): the
+    //                                  factor of one group's calls of one kind, before in_step
+    //   in_step_call_s {n: s}          a call's fixed seconds inside a step (the step's scalar
+    //                                  collectives); with it a call takes s + f × (its time
+    //                                  alone − the same call of 0 bytes alone)
+    HwRankTable in_step;
+    HwRankTable in_step_by[GROUP_COUNT][HW_COLL_COUNT];
+    HwRankTable in_step_call_s;
 } HwLink;
-// The in_step factor of a group of n ranks: the entry of the largest size <= n; 1 without one.
-double hw_link_in_step(const HwLink *l, int n);
+// The in_step factor of a call of `group` (-1: none known) and `kind` on n ranks: in_step_by's
+// entry, else in_step's, else 1.
+double hw_link_in_step(const HwLink *l, int group, HwColl kind, int n);
 enum { HW_INTRA, HW_INTER, HW_LINK_COUNT };
 
 typedef enum { GEMM_ROOFLINE, GEMM_TABLE } GemmModel;

@@ -27,6 +27,13 @@ static void quoted(FILE *f, const char *s) {
 
 static const char *section(const char *const *comments, int k) { return comments ? comments[k] : NULL; }
 
+// "PREFIX{n: v, ...}END" for a table with entries; nothing for an absent one. %.9g: a factor
+// or a latency reads back within 1e-9.
+static void write_rank_table(FILE *f, const char *prefix, const HwRankTable *t, const char *end) {
+    for (int i = 0; i < t->n; i++) fprintf(f, "%s%s%d: %.9g%s", i ? "" : prefix, i ? ", " : "{", t->at[i], t->v[i], i + 1 == t->n ? "}" : "");
+    if (t->n) fputs(end, f);
+}
+
 void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *const *comments) {
     static const char *const links[HW_LINK_COUNT] = { "intra_node", "inter_node" };
     static const char *const algos[] = { "ring", "tree", "auto" };
@@ -97,8 +104,18 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
             fprintf(f, "]}\n");
         }
         if (k->nics_per_node) fprintf(f, "    nics_per_node: %d\n", k->nics_per_node);
-        for (int i = 0; i < k->n_in_step; i++)
-            fprintf(f, "%s%d: %.6g%s", i ? ", " : "    in_step: {", k->in_step_n[i], k->in_step[i], i + 1 == k->n_in_step ? "}\n" : "");
+        write_rank_table(f, "    in_step: ", &k->in_step, "\n");
+        int any_by = 0;
+        for (int g = 0; g < GROUP_COUNT; g++)
+            for (int c = 0; c < HW_P2P; c++)
+                if (k->in_step_by[g][c].n) {
+                    char key[64];
+                    snprintf(key, sizeof key, "%s%s_%s: ", any_by++ ? ", " : "    in_step_by: {", comm_group_name((CommGroup)g),
+                             hw_coll_name((HwColl)c));
+                    write_rank_table(f, key, &k->in_step_by[g][c], "");
+                }
+        if (any_by) fprintf(f, "}\n");
+        write_rank_table(f, "    in_step_call_s: ", &k->in_step_call_s, "\n");
     }
     int any_rates = 0;
     for (int i = 0; i < SP_COUNT; i++) any_rates |= p->n_op_rates[i] > 0;

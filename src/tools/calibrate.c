@@ -30,8 +30,9 @@
 //      latency) and β (bus bandwidth) per collective by least squares on relative error;
 //      in the same workers, the rank share: every rank times one GEMM while all compute at
 //      once (ranks share this host's cores), against the same timing in this process alone;
-//   5b. in the same workers, real training steps on tp = N and dp = N grids: their collectives
-//      against the fits' price of the same calls (links.intra_node.in_step);
+//   5b. in the same workers, real training steps on tp = N and dp = N grids: their scalar
+//      collectives' seconds per call, and the others by group and kind against the fits' price
+//      of the same calls (links.intra_node.in_step_call_s, in_step_by, in_step);
 //   and the fixed cost of one op call (op_overhead_s).
 // Then writes the profile with the date, host, CPU and load average in its comments.
 // Takes about a minute and a half on 2 cores. Timings on a shared machine vary: rerun when
@@ -415,6 +416,20 @@ static const char *const step_kinds[3][4] = {
     { "model.linear=cola", "boost.btp=true", "boost.online_rmsnorm=true", "boost.grouping=true" } };
 enum { STEP_SIZES = (int)(sizeof step_sizes / sizeof *step_sizes), STEP_KINDS = 3, STEP_TIMED = 3 };
 
+// The calibration step's configuration: step_sizes with n_heads heads, of kind k, on a
+// tp × dp grid (4c.: 5 heads on one rank; 5b.: 8, so that tp 2 and 4 divide them).
+static void step_config(Config *cfg, int n_heads, int k, int tp, int dp) {
+    config_defaults(cfg);
+    for (int i = 0; i < STEP_SIZES; i++) config_set_override(cfg, step_sizes[i]);
+    char o[3][48];
+    snprintf(o[0], sizeof o[0], "model.n_heads=%d", n_heads);
+    snprintf(o[1], sizeof o[1], "parallel.tp=%d", tp);
+    snprintf(o[2], sizeof o[2], "parallel.dp=%d", dp);
+    for (int i = 0; i < 3; i++) config_set_override(cfg, o[i]);
+    for (int i = 0; i < 4; i++) config_set_override(cfg, step_kinds[k][i]);
+    config_finalize(cfg);
+}
+
 static void measure_in_step(Backend *bk, HwProfile *p) {
     HwGemm *g = &p->gemm[SP_FP32];
     CHECK(g->present && g->model == GEMM_TABLE, "calibrate: the in-step GEMMs need the GEMM table first");
@@ -426,10 +441,7 @@ static void measure_in_step(Backend *bk, HwProfile *p) {
     long gemm_calls = 0, att_calls[2] = { 0, 0 };
     for (int k = 0; k < STEP_KINDS; k++) {
         Config cfg;
-        config_defaults(&cfg);
-        for (int i = 0; i < STEP_SIZES; i++) config_set_override(&cfg, step_sizes[i]);
-        for (int i = 0; i < 4; i++) config_set_override(&cfg, step_kinds[k][i]);
-        config_finalize(&cfg);
+        step_config(&cfg, 5, k, 1, 1);
         OpProfile prof;
         memset(&prof, 0, sizeof prof);
         step_record(&cfg, bk, NULL, STEP_TIMED, 1, &prof);
@@ -582,31 +594,22 @@ static double rank_share_seconds(Comm *c, int world) {
     return world % 2 ? all[world / 2] : 0.5 * (all[world / 2 - 1] + all[world / 2]);
 }
 
-// 5b. The collectives inside real training steps (§15 of docs/performance-model.md): the
+// 5b. The collectives inside real training steps (§15, §16 of docs/performance-model.md): the
 // α-β points above time each call alone, between barriers, on a buffer the loop keeps hot. In
 // a step a collective follows the compute that produced its buffer, the ranks arrive when
-// their compute ends, and what the step keeps in the caches is not the collective's. Here the
-// world runs the trainer's step (train/step_record.c) as a tp = world grid and as a dp = world
-// grid, in the validated recipe's three kinds, at a configuration not validated (d 160, 8
-// heads of 20 so that tp 2 and 4 divide them, d_ff 432, 12 × 128 tokens, V 2560, 4 layers),
-// 3 steps after a warm-up, and rank 0 writes its comm table's rows: "in_step KIND n calls
-// bytes seconds" (seconds: rank 0's time inside the calls, waiting for a peer included — what
-// the validation's collectives measure). The parent prices the same calls with the fitted
-// α-β and keeps measured / priced per rank count as links.intra_node.in_step.
-static const char *const coll_step_sizes[] = { "model.vocab_size=2560", "model.n_layers=4", "model.d_model=160",
-    "model.n_heads=8", "model.d_ff=432", "model.seq_len=128", "train.batch_size=12", "boost.lowrank_ckpt=false" };
+// their compute ends, and the step's compute has pushed the transport's buffers and state out
+// of the caches. Here the world runs the trainer's step (train/step_record.c) as a tp = world
+// grid and as a dp = world grid, in the validated recipe's three kinds, at 4c.'s configuration
+// not validated, with 8 heads of 20 so that tp 2 and 4 divide them, 3 steps after a warm-up,
+// and rank 0 writes its comm table's rows: "in_step LAYOUT KIND GROUP n calls bytes seconds"
+// (seconds: rank 0's time inside the calls, waiting for a peer included — what the
+// validation's collectives measure). The parent prices them (in_step_fit).
 static void collectives_in_step(int world, FILE *f) {
     use_threads(rank_threads(world));
     for (int layout = 0; layout < 2; layout++)
         for (int k = 0; k < STEP_KINDS; k++) {
             Config cfg;
-            config_defaults(&cfg);
-            for (int i = 0; i < (int)(sizeof coll_step_sizes / sizeof *coll_step_sizes); i++) config_set_override(&cfg, coll_step_sizes[i]);
-            for (int i = 0; i < 4; i++) config_set_override(&cfg, step_kinds[k][i]);
-            char grid[48];
-            snprintf(grid, sizeof grid, "parallel.%s=%d", layout ? "dp" : "tp", world);
-            config_set_override(&cfg, grid);
-            config_finalize(&cfg);
+            step_config(&cfg, 8, k, layout ? 1 : world, layout ? world : 1);
             Comm c;
             comm_init(&c, layout ? 1 : world, 1, layout ? world : 1);
             Backend *bk = backend_cpu(DT_F32);
@@ -616,8 +619,8 @@ static void collectives_in_step(int world, FILE *f) {
             while (f && comm_stats_next(&c, &it, &r))
                 if (r.s.calls && c.size[r.group] > 1
                     && (r.kind == COMM_ALL_REDUCE || r.kind == COMM_ALL_GATHER || r.kind == COMM_REDUCE_SCATTER))
-                    fprintf(f, "in_step %s%s %s %d %llu %llu %.9g\n", layout ? "dp" : "tp", k == 0 ? "-dense" : k == 1 ? "-cola" : "-boost",
-                            comm_kind_name(r.kind), c.size[r.group], (unsigned long long)r.s.calls,
+                    fprintf(f, "in_step %s%s %s %s %d %llu %llu %.9g\n", layout ? "dp" : "tp", k == 0 ? "-dense" : k == 1 ? "-cola" : "-boost",
+                            comm_kind_name(r.kind), comm_group_name(r.group), c.size[r.group], (unsigned long long)r.s.calls,
                             (unsigned long long)r.s.bytes, r.s.seconds);
             backend_free(bk);
             comm_free(&c);
@@ -747,11 +750,94 @@ static void worker_results_close(FILE *f, const char *path) {
 
 typedef struct { int kind, n; double bytes, t; int used; } Meas;   // used: kept by the fit
 // A row of 5b.: `calls` collectives of `kind` on n ranks moving `bytes` in all, in `t` seconds.
-typedef struct { char layout[32]; CommKind kind; int n; double calls, bytes, t, priced; } StepRow;
+typedef struct { char layout[32]; CommKind kind; CommGroup group; int n; double calls, bytes, t; } StepRow;
+
+// One rank count's entry of a HwRankTable (ascending sizes; a size already there is replaced).
+static void rank_table_put(HwRankTable *t, int n, double v) {
+    int at = 0;
+    while (at < t->n && t->at[at] < n) at++;
+    if (at == t->n || t->at[at] != n) {
+        CHECK(t->n < HW_BUSBW_MAX, "calibrate: too many rank counts");
+        memmove(t->at + at + 1, t->at + at, (size_t)(t->n - at) * sizeof *t->at);
+        memmove(t->v + at + 1, t->v + at, (size_t)(t->n - at) * sizeof *t->v);
+        t->n++;
+    }
+    t->at[at] = n;
+    t->v[at] = v;
+}
+
+static double clamp_in_step(double f) { return f < HW_IN_STEP_MIN ? HW_IN_STEP_MIN : f > HW_IN_STEP_MAX ? HW_IN_STEP_MAX : f; }
+
+// 5b.'s pricing (§16 of docs/performance-model.md), per rank count n:
+//  * in_step_call_s: the median, over the step's scalar collectives (<= HW_SCALAR_CALL_BYTES:
+//    the gradient norm's and the loss's sums), of rank 0's seconds per call — what a call costs
+//    in a step before it moves any data;
+//  * in_step_by GROUP_KIND: over the other calls of that group and kind, their seconds beyond
+//    that fixed cost against the fitted α-β's price beyond a call of 0 bytes (the price is
+//    affine in the bytes, so a row's calls priced at their mean size sum exactly);
+//  * in_step: the same over all the non-scalar calls (groups and kinds not measured).
+// Without a scalar call at n, the factors are seconds over the whole α-β price (§15).
+static void in_step_fit(HwProfile *p, const StepRow *rows, int n_rows) {
+    HwLink *l = &p->link[HW_INTRA];
+    memset(&l->in_step, 0, sizeof l->in_step);
+    memset(l->in_step_by, 0, sizeof l->in_step_by);
+    memset(&l->in_step_call_s, 0, sizeof l->in_step_call_s);   // the α-β alone from here
+    printf("\n5b. the collectives inside training steps (tp = n and dp = n grids; d 160, 8 heads, d_ff 432, 12 x 128 tokens,\n"
+           "    V 2560; dense, CoLA, CoLA + BOOST's switches; rank 0's seconds, waiting included) against the fits above\n");
+    double *per = xcalloc((size_t)n_rows + 1, sizeof *per);
+    for (int i = 0; i < n_rows; i++) {
+        int n = rows[i].n, seen = 0;
+        for (int j = 0; j < i; j++) seen |= rows[j].n == n;
+        if (seen) continue;
+        SimPlacement pl = { n, 1, n };
+        int ns = 0;
+        for (int j = i; j < n_rows; j++)
+            if (rows[j].n == n && rows[j].bytes / rows[j].calls <= HW_SCALAR_CALL_BYTES) per[ns++] = rows[j].t / rows[j].calls;
+        double call = ns ? median(per, ns) : -1;
+        printf("   %d ranks: %d rows of scalar collectives, %s", n, ns, ns ? "" : "none: the factors price the whole alpha-beta time\n");
+        if (ns) printf("rank 0's seconds per call, median %.2f us (the alpha-beta alone: %.2f us): in_step_call_s\n", call * 1e6,
+                       sim_collective_time(p, COMM_ALL_REDUCE, 8, pl) * 1e6);
+        printf("   %-22s %7s %10s %12s %12s %8s\n", "group and kind", "calls", "MB/call", "alone ms", "in step ms", "factor");
+        double all_x = 0, all_p = 0, all_c = 0, all_t = 0, all_a = 0;
+        for (int g = 0; g <= GROUP_COUNT; g++)   // GROUP_COUNT: all of them, in_step
+            for (int k = 0; k < HW_P2P; k++) {
+                double x = 0, pr = 0, c = 0, b = 0, t = 0, a = 0;
+                for (int j = i; j < n_rows; j++) {
+                    const StepRow *r = &rows[j];
+                    double bc = r->bytes / r->calls;
+                    if (r->n != n || bc <= HW_SCALAR_CALL_BYTES || (g < GROUP_COUNT && (int)r->group != g)) continue;
+                    if ((int)sim_coll_priced_as(r->kind) != k) continue;
+                    double alone = sim_collective_time(p, r->kind, bc, pl), lat = sim_collective_time(p, r->kind, 0, pl);
+                    x += call < 0 ? r->t : r->t - r->calls * call;
+                    pr += r->calls * (call < 0 ? alone : alone - lat);
+                    c += r->calls; b += r->bytes; t += r->t; a += r->calls * alone;
+                }
+                if (g == GROUP_COUNT) { all_x += x; all_p += pr; all_c += c; all_t += t; all_a += a; continue; }
+                if (c == 0) continue;
+                CHECK(pr > 0, "calibrate: 5b. %s %s at %d ranks priced %g s", comm_group_name((CommGroup)g), hw_coll_name((HwColl)k), n, pr);
+                double f = clamp_in_step(x / pr);
+                rank_table_put(&l->in_step_by[g][k], n, f);
+                printf("   %-4s %-17s %7.0f %10.3f %12.3f %12.3f %8.3f\n", comm_group_name((CommGroup)g), hw_coll_name((HwColl)k), c,
+                       b / c / 1e6, a * 1e3, t * 1e3, f);
+            }
+        CHECK(all_c > 0 && all_p > 0, "calibrate: 5b. at %d ranks no collective beyond %d bytes", n, HW_SCALAR_CALL_BYTES);
+        rank_table_put(&l->in_step, n, clamp_in_step(all_x / all_p));
+        printf("   %-22s %7.0f %10s %12.3f %12.3f %8.3f   (in_step: a group or kind not measured)\n", "all of them", all_c, "",
+               all_a * 1e3, all_t * 1e3, clamp_in_step(all_x / all_p));
+        if (call >= 0) rank_table_put(&l->in_step_call_s, n, call);
+    }
+    free(per);
+}
+
 static CommKind comm_kind_named(const char *name) {
     for (int k = 0; k < COMM_KIND_COUNT; k++)
         if (!strcmp(comm_kind_name((CommKind)k), name)) return (CommKind)k;
     DIE("calibrate: the worker wrote an unknown collective '%s'", name);
+}
+static CommGroup comm_group_named(const char *name) {
+    for (int g = 0; g < GROUP_COUNT; g++)
+        if (!strcmp(comm_group_name((CommGroup)g), name)) return (CommGroup)g;
+    DIE("calibrate: the worker wrote an unknown group '%s'", name);
 }
 
 static double ring_steps(int k, int n) { return k == K_AR ? 2.0 * (n - 1) : k == K_P2P ? 1.0 : n - 1.0; }
@@ -1100,9 +1186,11 @@ int main(int argc, char **argv) {
         double S, t, calls;
         while (nm < 4096 && fgets(line, sizeof line, f)) {
             char lay[32];
-            if (sscanf(line, "in_step %31s %31s %d %lf %lf %lf", lay, ckind, &n, &calls, &S, &t) == 6) {   // 5b.
+            char grp[32];
+            if (sscanf(line, "in_step %31s %31s %31s %d %lf %lf %lf", lay, ckind, grp, &n, &calls, &S, &t) == 7) {   // 5b.
                 CHECK(n_steprows < 4096, "calibrate: too many in-step rows");
-                steprows[n_steprows] = (StepRow){ "", comm_kind_named(ckind), n, calls, S, t, 0 };
+                CHECK(calls > 0, "calibrate: an in-step row of no calls in %s", tmp);
+                steprows[n_steprows] = (StepRow){ "", comm_kind_named(ckind), comm_group_named(grp), n, calls, S, t };
                 snprintf(steprows[n_steprows++].layout, sizeof steprows->layout, "%s", lay);
                 continue;
             }
@@ -1150,49 +1238,7 @@ int main(int argc, char **argv) {
     printf("   fit error over all %d points: median %.1f%%, max %.1f%% (%d points left out of the fit)\n", ne, 100 * med, 100 * mx, dropped);
     free(meas);
     p.all_reduce_algorithm = AR_RING;
-    // 5b. the collectives inside real steps against the fits' price of the same calls (the price
-    // is affine in the bytes, so a row's calls priced at their mean size sum exactly)
-    printf("\n5b. the collectives inside training steps (tp = n and dp = n grids; d 160, 8 heads, d_ff 432, 12 x 128 tokens,\n"
-           "    V 2560; dense, CoLA, CoLA + BOOST's switches; rank 0's seconds, waiting included) against the fits above\n");
-    printf("   %5s %7s %12s %12s %8s\n", "ranks", "calls", "priced ms", "in step ms", "in_step");
-    l->n_in_step = 0;
-    for (int i = 0; i < n_steprows; i++) {
-        int n = steprows[i].n, seen = 0;
-        for (int j = 0; j < i; j++) seen |= steprows[j].n == n;
-        if (seen) continue;
-        double priced = 0, in_step = 0, calls = 0;
-        for (int j = i; j < n_steprows; j++) {
-            if (steprows[j].n != n) continue;
-            SimPlacement pl = { n, 1, n };
-            double pj = steprows[j].calls * sim_collective_time(&p, steprows[j].kind, steprows[j].bytes / steprows[j].calls, pl);
-            steprows[j].priced = pj;
-            priced += pj;
-            in_step += steprows[j].t;
-            calls += steprows[j].calls;
-        }
-        CHECK(priced > 0 && in_step > 0, "calibrate: 5b. at %d ranks measured %g s against %g priced", n, in_step, priced);
-        for (int j = i; j < n_steprows; j++) {   // by layout and kind (the rows are per phase and layer)
-            int first = steprows[j].n == n;
-            for (int q = i; q < j && first; q++)
-                first = !(steprows[q].n == n && steprows[q].kind == steprows[j].kind && !strcmp(steprows[q].layout, steprows[j].layout));
-            if (!first) continue;
-            double pc = 0, tc = 0, cc = 0, bc = 0;
-            for (int q = j; q < n_steprows; q++)
-                if (steprows[q].n == n && steprows[q].kind == steprows[j].kind && !strcmp(steprows[q].layout, steprows[j].layout)) {
-                    pc += steprows[q].priced; tc += steprows[q].t; cc += steprows[q].calls; bc += steprows[q].bytes;
-                }
-            printf("   %5d %7.0f %12.3f %12.3f %8.3f   %s %s, %.0f bytes per call on average\n", n, cc, pc * 1e3, tc * 1e3, tc / pc,
-                   steprows[j].layout, comm_kind_name(steprows[j].kind), bc / cc);
-        }
-        CHECK(l->n_in_step < HW_BUSBW_MAX, "calibrate: too many rank counts");
-        double fct = in_step / priced;
-        if (fct > 20) fct = 20;   // the profile's bound: a machine this loaded prices nothing
-        int at = l->n_in_step++;
-        while (at > 0 && l->in_step_n[at - 1] > n) { l->in_step_n[at] = l->in_step_n[at - 1]; l->in_step[at] = l->in_step[at - 1]; at--; }
-        l->in_step_n[at] = n;
-        l->in_step[at] = fct < 0.05 ? 0.05 : fct;
-        printf("   %5d %7.0f %12.3f %12.3f %8.3f   all of them: in_step\n", n, calls, priced * 1e3, in_step * 1e3, fct);
-    }
+    in_step_fit(&p, steprows, n_steprows);
     free(steprows);
 
     load_average(la1);
@@ -1200,7 +1246,7 @@ int main(int argc, char **argv) {
     printf("\nload average after: %.2f %.2f %.2f; calibration took %.0f s\n", la1[0], la1[1], la1[2], took);
 
     // write the profile
-    char header[2048], c_links[1400];
+    char header[2048], c_links[2048];
     snprintf(header, sizeof header,
              "cpu-local: THIS machine, measured by build/calibrate (src/tools/calibrate.c). Do not edit by\n"
              "hand: rerun `build/calibrate` (about a minute and a half) to refresh it.\n"
@@ -1243,10 +1289,13 @@ int main(int argc, char **argv) {
              "alpha + bytes/busbw fitted in log space (busbw per rank count), base and hop through the\n"
              "alphas; model error over all points median %.1f%%, max %.1f%% (%d points left out of the\n"
              "fit). p2p is a sendrecv exchange (both directions at once); its latency is all base_s.\n"
-             "in_step {R: f}: rank 0's seconds inside the TP and DP collectives of real training steps on R\n"
+             "in_step*: rank 0's seconds inside the TP and DP collectives of real training steps on R\n"
              "ranks (5b.: tp = R and dp = R grids, d 160, 8 heads, 12 x 128 tokens; not a validated\n"
-             "configuration) over these fits' price of the same calls; every intra-node collective but a\n"
-             "send is priced at f x its time alone",
+             "configuration). in_step_call_s {R: s}: the median seconds of the steps' scalar collectives;\n"
+             "in_step_by {GROUP_KIND: {R: f}}: that group's calls of that kind, their seconds beyond s\n"
+             "over these fits' price beyond a call of 0 bytes; in_step {R: f}: the same over all of them\n"
+             "(a group or kind not measured). An intra-node collective but a send takes s + f x (its time\n"
+             "alone - the time of 0 bytes)",
              rank_list, cores, stat, 100 * med, 100 * mx, dropped);
     char c_share[700], share_threads[64] = "threads cores / R, at least 1";
     if (threads_opt > 0) snprintf(share_threads, sizeof share_threads, "%d thread%s (--threads)", threads_opt, threads_opt > 1 ? "s" : "");

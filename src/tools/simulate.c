@@ -187,11 +187,8 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     step_micro_batches(&m, &c, K, acts, na, &h);
     free(steps);
     free(acts);
-    // the rest of trainer_step: the loss over PP and DP, the gradient reduction, clip, AdamW
-    double loss = 0;
-    comm_host_all_reduce(&c, GROUP_PP, &loss, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
-    comm_host_all_reduce(&c, GROUP_DP, &loss, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
-    optimizer_reduce_grads(&o, &m, 0);
+    // the rest of trainer_step: the gradient reduction, the loss over PP and DP, clip, AdamW
+    step_reduce_and_read_loss(&m, &o, &c, 0);
     optimizer_clip(&o, &m, tc->grad_clip);
     optimizer_step(&o, &m, tc, optimizer_lr_at(tc, 0), 1);
     st->tail = take_seconds(t);

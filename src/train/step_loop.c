@@ -65,3 +65,12 @@ static void run_actions(Model *mdl, Comm *c, int K, const PipeAction *acts, int 
         if (h->after_transfer) h->after_transfer(h->ctx, a);
     }
 }
+
+double step_reduce_and_read_loss(Model *mdl, Optimizer *o, Comm *c, int want_full) {
+    optimizer_reduce_grads(o, mdl, want_full);
+    double loss_sum = model_loss_read(mdl);
+    // a host scalar: the host entry point
+    comm_host_all_reduce(c, GROUP_PP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
+    comm_host_all_reduce(c, GROUP_DP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
+    return loss_sum;
+}

@@ -10,6 +10,7 @@
 #include "../model/model.h"
 #include "../parallel/comm.h"
 #include "../parallel/schedule.h"
+#include "optimizer.h"
 
 typedef struct {
     // the forward of micro-batch mb in slot `slot` (the last stage adds its loss to the model's sum)
@@ -23,5 +24,12 @@ typedef struct {
 // The micro-batches of one step: K of them on one stage (pp 1: forward then backward each), or
 // the stage's action list acts[0..n_acts) (pp > 1).
 void step_micro_batches(Model *mdl, Comm *c, int K, const PipeAction *acts, int n_acts, const StepHooks *h);
+
+// What follows the micro-batches in every step (trainer, simulator, step_record): the gradient
+// reduction completed (its buckets started in the last backward; want_full: the whole gradient
+// under ZeRO-1), then the step's one read of the loss — after the reduction is queued, so a GPU
+// waits for its stream here, not once per micro-batch — summed over PP (it lives on the last
+// stage, identical on its TP ranks) and DP. Returns the sum (0 on the dry back end).
+double step_reduce_and_read_loss(Model *mdl, Optimizer *o, Comm *c, int want_full);
 
 #endif

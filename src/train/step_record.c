@@ -42,7 +42,7 @@ double step_record(const Config *cfg, Backend *bk, Comm *comm, int steps, int ti
         double t0 = omp_get_wtime();
         model_step_begin(&m, x.scale);               // as trainer_step
         step_micro_batches(&m, c, K, NULL, 0, &h);   // the trainer's micro-batch loop (pp 1)
-        optimizer_reduce_grads(&o, &m, 0);
+        step_reduce_and_read_loss(&m, &o, c, 0);
         optimizer_clip(&o, &m, tc->grad_clip);
         optimizer_step(&o, &m, tc, optimizer_lr_at(tc, step), step + 1);
         if (step >= 1) wall += omp_get_wtime() - t0;

@@ -218,13 +218,7 @@ StepMetrics trainer_step(Trainer *tr) {
     int dump_step = tr->before_update && config_step_listed(tr->cfg.run.dump_steps, tr->step + 1);
     optimizer_want_full(&tr->opt, dump_step);
     run_micro_batches(tr, (float)(1.0 / n_tokens));
-    optimizer_reduce_grads(&tr->opt, mdl, dump_step);
-    // The step's one read of the loss, after the gradient reduction is queued (a GPU waits for
-    // its stream here, not once per micro-batch). It lives on the last stage (identical on its
-    // TP ranks); sum over PP and DP — a host scalar: the host entry point.
-    double loss_sum = model_loss_read(mdl);
-    comm_host_all_reduce(c, GROUP_PP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
-    comm_host_all_reduce(c, GROUP_DP, &loss_sum, 1, DTYPE_F64, OP_SUM, PHASE_OTHER, -1);
+    double loss_sum = step_reduce_and_read_loss(mdl, &tr->opt, c, dump_step);
     tr->samples_seen += (uint64_t)K * B;
 
     StepMetrics sm = {0};
