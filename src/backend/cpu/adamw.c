@@ -59,22 +59,6 @@ void cpu_adamw_update(float *param, const float *grad, float *m, float *v, size_
 // reduce.h), partials added serially in chunk order: bit-identical for any thread count.
 #define SUMSQ_CHUNK 65536
 
-// x[n] -> sum of x^2 in double
-FM_WIDE double cpu_sumsq(const float *x, size_t n) {
-    size_t nch = (n + SUMSQ_CHUNK - 1) / SUMSQ_CHUNK;
-    if (nch == 0) return 0.0;
-    double *part = xmalloc(sizeof(double) * nch);
-    #pragma omp parallel for schedule(static)
-    for (size_t c = 0; c < nch; c++) {
-        size_t i0 = c * SUMSQ_CHUNK, i1 = i0 + SUMSQ_CHUNK < n ? i0 + SUMSQ_CHUNK : n;
-        part[c] = rd_sumsq(x + i0, i1 - i0);
-    }
-    double total = 0.0;
-    for (size_t c = 0; c < nch; c++) total += part[c];
-    free(part);
-    return total;
-}
-
 // The chunks of a multi-tensor pass: chunk c covers [lo, hi) of tensor `t`. Tensors are cut
 // at multiples of `chunk` from their own start, so a tensor's chunks (and sumsq's partial
 // sums) are the same as in a pass over that tensor alone.
@@ -91,14 +75,30 @@ static Chunk *chunks_of(int n, const size_t *len, size_t chunk, size_t *n_chunks
     return c;
 }
 
+// part[k] = rd_sumsq of chunk k. Runs of RD_WAYS chunks of one length are read at once
+// (rd_sumsq_ways: the same bits, more memory parallelism); the rest one by one.
+FM_WIDE static void sumsq_chunks(const float *const *x, const Chunk *c, size_t nc, double *part) {
+    size_t ng = (nc + RD_WAYS - 1) / RD_WAYS;
+    #pragma omp parallel for schedule(static)
+    for (size_t g = 0; g < ng; g++) {
+        size_t k0 = g * RD_WAYS, k1 = k0 + RD_WAYS < nc ? k0 + RD_WAYS : nc, n0 = c[k0].hi - c[k0].lo;
+        int same = k1 - k0 == RD_WAYS;
+        for (size_t k = k0; k < k1; k++) same = same && c[k].hi - c[k].lo == n0;
+        if (same) {
+            const float *p[RD_WAYS];
+            for (int s = 0; s < RD_WAYS; s++) p[s] = x[c[k0 + s].t] + c[k0 + s].lo;
+            rd_sumsq_ways(p, n0, part + k0);
+        } else {
+            for (size_t k = k0; k < k1; k++) part[k] = rd_sumsq(x[c[k].t] + c[k].lo, c[k].hi - c[k].lo);
+        }
+    }
+}
+
 FM_WIDE double cpu_sumsq_multi(int n, const float *const *x, const size_t *len, const double *w) {
     size_t nc;
     Chunk *c = chunks_of(n, len, SUMSQ_CHUNK, &nc);
     double *part = xmalloc(sizeof(double) * (nc + 1));
-    #pragma omp parallel for schedule(static)
-    for (size_t k = 0; k < nc; k++) {
-        part[k] = rd_sumsq(x[c[k].t] + c[k].lo, c[k].hi - c[k].lo);
-    }
+    sumsq_chunks(x, c, nc, part);
     // serially, tensor by tensor in chunk order: the sums of cpu_sumsq() per tensor, weighted
     double total = 0.0;
     for (size_t k = 0; k < nc;) {
@@ -109,6 +109,12 @@ FM_WIDE double cpu_sumsq_multi(int n, const float *const *x, const size_t *len, 
     }
     free(part); free(c);
     return total;
+}
+
+// x[n] -> sum of x^2 in double: the pass above on one tensor (weight 1: the same bits)
+double cpu_sumsq(const float *x, size_t n) {
+    const double one = 1.0;
+    return cpu_sumsq_multi(1, &x, &n, &one);
 }
 
 void cpu_adamw_multi(int n, const AdamWSpan *s, const AdamWHyper *h) {

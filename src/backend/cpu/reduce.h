@@ -28,3 +28,20 @@ static inline double rd_sumsq(const float *x, size_t n) {
     for (int k = 0; i + k < n; k++) acc[k] += (double)x[i + k] * x[i + k];
     return rd_fold(acc);
 }
+
+// rd_sumsq of RD_WAYS arrays of n floats each, read at once: out[s] = rd_sumsq(x[s], n), the
+// same bits (each array has its own accumulators, in the same order). One read stream per
+// core leaves the memory idle between misses; four streams keep more misses in flight (2
+// threads on Intel model 167: 24 GB/s against 18, the compute ~30 GB/s per core in L2).
+#define RD_WAYS 4
+static inline void rd_sumsq_ways(const float *const *x, size_t n, double *out) {
+    double acc[RD_WAYS][RD_LANES] = {{0}};
+    size_t i = 0;
+    for (; i + RD_LANES <= n; i += RD_LANES)
+        for (int s = 0; s < RD_WAYS; s++)
+            for (int k = 0; k < RD_LANES; k++) acc[s][k] += (double)x[s][i + k] * x[s][i + k];
+    for (int s = 0; s < RD_WAYS; s++) {
+        for (int k = 0; i + k < n; k++) acc[s][k] += (double)x[s][i + k] * x[s][i + k];
+        out[s] = rd_fold(acc[s]);
+    }
+}
