@@ -24,7 +24,9 @@
 // the process clock leaves out what the other threads ran since their last scheduler tick,
 // a large share of a call under a millisecond (it gave % cpu above 100 at s 256). The
 // sgemm, which may run on another library's threads, keeps the process clock (a 2048³ call
-// lasts ~50 ms). The 1-minute load average is printed before and after: numbers taken under
+// lasts ~50 ms). --cold writes a buffer of 256 MiB (untimed) before every timed call, so that the
+// operands come from memory as inside a training step, where other ops ran between (the warm
+// rows: from L2). The 1-minute load average is printed before and after: numbers taken under
 // load are not results.
 #include <omp.h>
 #include <stdio.h>
@@ -43,7 +45,7 @@
 #include "../store/host.h"
 
 #define USAGE "usage: bench_attention [--batch B1,B2,...] [--heads H] [--kv-heads HKV] [--hd HD] [--seq T1,T2,...] " \
-              "[--min-time SECONDS] [--isa avx512|avx2|scalar]\n"
+              "[--min-time SECONDS] [--isa avx512|avx2|scalar] [--cold]\n"
 
 // CPU seconds of every thread of this process (OpenMP waits passively: idle threads sleep).
 static double cpu_seconds(void) {
@@ -65,6 +67,15 @@ static double omp_cpu_seconds(void) {
     return sum;
 }
 
+// --cold: the caches' contents replaced by a buffer written before each timed call
+static float *g_evict;
+static size_t g_evict_n;
+static void evict_caches(void) {
+    if (!g_evict) return;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < g_evict_n; i++) g_evict[i] += 1.0f;
+}
+
 typedef struct { double best, best_cpu, total; int calls; } Timing;
 // fn(ctx) until min_time has passed and at least 3 calls; one warm-up call first. The best
 // wall time and the best CPU time (over all threads; cpu(): which clock) of one call.
@@ -72,6 +83,7 @@ static Timing time_calls(void (*fn)(void *), void *ctx, double min_time, double 
     fn(ctx);
     Timing t = { 1e30, 1e30, 0, 0 };
     while (t.calls < 3 || t.total < min_time) {
+        evict_caches();
         double c0 = cpu(), t0 = now_seconds();
         fn(ctx);
         double dt = now_seconds() - t0, dc = cpu() - c0;
@@ -119,6 +131,7 @@ int main(int argc, char **argv) {
     int batches[8] = { 1, 4 }, nbatch = 2, H = 8, Hkv = 8, hd = 64, seqs[16] = { 256, 512, 1024, 2048 }, nseq = 4;
     double min_time = 0.5;
     const char *isa_name = NULL, *seq_list = NULL, *batch_list = NULL;
+    int cold = 0;
     const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
         OPT_STR_ROW("batch", &batch_list),
         OPT_INT_ROW("heads", 1, 1 << 20, &H),
@@ -127,6 +140,7 @@ int main(int argc, char **argv) {
         OPT_REAL_ROW("min-time", 0, 600, &min_time),
         OPT_STR_ROW("isa", &isa_name),
         OPT_STR_ROW("seq", &seq_list),
+        OPT_FLAG_ROW("cold", &cold),
         OPT_END };
     opt_parse("bench_attention", opts, argc, argv, NULL, 0, NULL, USAGE);
     if (seq_list) nseq = opt_int_list("bench_attention", "seq", seq_list, 1, 1 << 20, seqs, 16);
@@ -138,6 +152,11 @@ int main(int argc, char **argv) {
         return EXIT_BAD_INPUT;
     }
 
+    if (cold) {
+        g_evict_n = (size_t)64 << 20;   // 256 MiB of floats
+        g_evict = xaligned_alloc(g_evict_n * sizeof(float));
+        memset(g_evict, 0, g_evict_n * sizeof(float));
+    }
     HostFacts hf; host_facts(&hf);
     enum { MAXROW = 16 * 8 };
     int nrow = nbatch * nseq;
@@ -175,7 +194,8 @@ int main(int argc, char **argv) {
            "%.1f-%.1f GFLOP/s\n", load0, load1, peak_lo, peak);
     printf("sgemm per CPU-second (the same product, FLOPs / CPU seconds of all threads, best of 3): %.1f-%.1f GFLOP/cpu-s\n",
            cpeak_lo, cpeak);
-    printf("shape: heads %d, kv heads %d, head dim %d; best of >= 3 calls (>= %.2f s each)\n", H, Hkv, hd, min_time);
+    printf("shape: heads %d, kv heads %d, head dim %d; best of >= 3 calls (>= %.2f s each)%s\n", H, Hkv, hd, min_time,
+           cold ? "; cold: 256 MiB written before each call" : "");
     printf("FLOPs, causal convention: pairs = B*H*T(T+1)/2; forward 4*hd*pairs (QK^T, PV), backward 10*hd*pairs "
            "(S, dP, dV, dQ, dK); %% peak: of the largest\n"
            "wall-clock peak; %% cpu: GFLOP per CPU-second (the OpenMP threads' clocks) against the sgemm's (the\n"
@@ -190,6 +210,6 @@ int main(int argc, char **argv) {
         printf("| %d | %d | %.2f | %.1f | %.1f %% | %.1f %% | %.2f | %.1f | %.1f %% | %.1f %% |\n", B, seqs[i % nseq], tf[i].best * 1e3, gf,
                100 * gf / peak, 100 * cf / cpeak, tb[i].best * 1e3, gb, 100 * gb / peak, 100 * cb / cpeak);
     }
-    free(c.q); free(c.k); free(c.v); free(c.o); free(c.lse); free(c.dout); free(c.dq); free(c.dk); free(c.dv);
+    free(c.q); free(c.k); free(c.v); free(c.o); free(c.lse); free(c.dout); free(c.dq); free(c.dk); free(c.dv); free(g_evict);
     return 0;
 }
