@@ -18,6 +18,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/attn_kernels.h"
 #include "backend/cpu/fastmath.h"
+#include "backend/cpu/reduce.h"
 #include "core/rng.h"
 
 TL_MAIN_DEFS
@@ -800,6 +801,33 @@ TEST(sumsq_and_scale) {
     gfree_all();
 }
 
+// The multi-tensor pass reads runs of 4 chunks at once (rd_sumsq_ways): the same bits as
+// each chunk summed alone (rd_sumsq), added in chunk order per tensor and weighted, for
+// 1 and 2 threads. The lengths give runs of 4 full chunks, runs cut by a tail, lone tails.
+TEST(sumsq_multi_chunks) {
+    enum { C = 65536, NT = 4 };
+    size_t len[NT] = { 5 * (size_t)C + 3, 4 * (size_t)C, 17, 3 * (size_t)C };
+    double w[NT] = { 1.0, 0.5, 2.0, 1.0 };
+    const float *x[NT];
+    double ref = 0.0, s0 = 0.0;
+    for (int t = 0; t < NT; t++) {
+        x[t] = grand(len[t], 1.0f + (float)t);
+        double s = 0.0;
+        for (size_t lo = 0; lo < len[t]; lo += C) s += rd_sumsq(x[t] + lo, len[t] - lo < C ? len[t] - lo : C);
+        ref += w[t] * s;
+        if (t == 0) s0 = s;
+    }
+    int nth = omp_get_max_threads();
+    for (int th = 1; th <= 2; th++) {
+        omp_set_num_threads(th);
+        double got = cpu_sumsq_multi(NT, x, len, w);
+        EXPECT(got == ref, "sumsq_multi at %d threads: %.17g vs chunk by chunk %.17g", th, got, ref);
+    }
+    omp_set_num_threads(nth);
+    EXPECT(cpu_sumsq(x[0], len[0]) == s0, "sumsq of one tensor: %.17g vs chunk by chunk %.17g", cpu_sumsq(x[0], len[0]), s0);
+    gfree_all();
+}
+
 TEST(fast_expf_accuracy) {
     double worst = 0;
     for (int i = 0; i <= 2000000; i++) {
@@ -1233,6 +1261,7 @@ int main(void) {
     RUN(adamw_matches_scalar_reference);
     RUN(adamw_grad_scale_is_the_scale_pass);
     RUN(sumsq_and_scale);
+    RUN(sumsq_multi_chunks);
     RUN(fast_expf_accuracy);
     RUN(lax_layernorm_forward_reference);
     RUN(lax_layernorm_gradcheck);
