@@ -606,15 +606,17 @@ def cpu_validation_misses(vpath, vtext):
         order = sorted(cls, key=lambda k: -abs(cls[k][1] - cls[k][0]))
         line += (" Inside the tp1 steps (the op layer, summed over the variants), the model's op classes are off by " +
                  ", ".join(f"{k} {100 * (cls[k][1] / cls[k][0] - 1):+.0f} % ({cls[k][1] - cls[k][0]:+.1f} ms)" for k in order) +
-                 ". What the CPU model measures, and where that misleads it (docs/performance-model.md §14, §15): the "
+                 ". What the CPU model measures, and where that misleads it (docs/performance-model.md §14–§16): the "
                  "ops, attention, GEMMs and collectives are priced at their rates inside real training steps of a "
                  "configuration that is not validated (d 160, 12 × 128 tokens), whose tensors are 1.25–1.6× the "
                  "validated ones; where more of a step's operands leave the caches there than in the validated step, those "
                  "rates price the validated step slow (the overshoot §14 foresaw before it was priced). Transposed GEMM "
                  "operands are priced with the row-major NN table and its in-step factor (measured alone: NT differs from NN "
-                 "only at M ≤ 80, which no recipe GEMM has in that position; TN within 2 %). The pipeline layout's "
-                 "collectives are a few world all-reduces of 8 bytes (the loss, the gradient norm): tens of µs, whose "
-                 "relative error says little about the step.")
+                 "only at M ≤ 80, which no recipe GEMM has in that position; TN within 2 %). A collective is priced at the "
+                 "seconds per call of those steps' scalar collectives plus its bytes at the factor of its group and kind "
+                 "(§16). The pipeline layout's collectives are two all-reduces of 8 bytes per step (the loss, the gradient "
+                 "norm): tens of µs, priced at those scalar calls' seconds, which follow less compute than the pipeline's "
+                 "loss sum (it follows a stage's whole backward); their relative error says little about the step.")
     return [line]
 
 
