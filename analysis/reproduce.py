@@ -924,6 +924,14 @@ def main():
          "collectives median 54.9 %; whole steps 7.3 %, worst 18.2 %, 2 fast and 10 slow; ratios worst 18.2 %",
          "collectives 17.1 %; whole steps 9.9 %, worst 20.7 %, 12 of 12 slow; ratios worst 9.2 % (the run of 69f3dc9; the CPU "
          "section below is the same model measured again after the attention scratch's leak fix, which changes no timing)"],
+        ["commits 6e6acfd (written), 1100c57 (priced)", "round 6 (§16): a collective's fixed seconds inside a step (the "
+         "calibration steps' scalar calls: in_step_call_s) and its bytes at a factor by group and kind (in_step_by); the "
+         "simulator's step tail in the trainer's order (GPU step times +≤ 5 µs)", "round 5's two validations (69f3dc9, 77da940)",
+         "collectives 17.1 % and 23.8 % (pipeline rows −94 … −96 %); whole steps 9.9 % / 3.7 %, worst 20.7 % / 8.0 %; "
+         "ratios worst 9.2 % / 8.1 %",
+         "collectives 23.0 % and 22.0 % (pipeline rows −52 … +23 %; dp2 still −17 … −28 %, tp2 fullrank-tp +20 %); whole "
+         "steps 8.9 % / 5.0 %, worst 23.9 % / 12.8 %; ratios worst 20.5 % / 11.5 % (two runs at f9834e8, 15:13 tracked and "
+         "15:16 UTC; the first run's tp1 rows, which no collective touches, +9 … +20 %)"],
     ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")
