@@ -176,7 +176,9 @@ static int cmp_double(const void *a, const void *b) {
 }
 // --precision with both: per kind, the median ms/step of the fp32 and of the bf16 runs (in
 // the listed order: interleaved when the list alternates) and the bf16 speed-up.
-static void print_precisions(const KindResult *res, int n) {
+// The fp32-vs-bf16 table; each kind's bf16 speed-up into speedup[kind] (0 where a kind lacks a run
+// of either precision).
+static void print_precisions(const KindResult *res, int n, double speedup[LINEAR_KIND_COUNT]) {
     printf("\nfp32 vs bf16 step (median of the runs of each, one process; %s)\n", cpu_bf16_gemm_describe());
     printf("| kind  | fp32 ms/step (min–max) | bf16 ms/step (min–max) | bf16 speed-up | runs | loss first→last fp32 / bf16 |\n");
     printf("|-------|------------------------|------------------------|---------------|------|-----------------------------|\n");
@@ -197,6 +199,7 @@ static void print_precisions(const KindResult *res, int n) {
             qsort(t[p], (size_t)c[p], sizeof(double), cmp_double);
             med[p] = c[p] % 2 ? t[p][c[p] / 2] : 0.5 * (t[p][c[p] / 2 - 1] + t[p][c[p] / 2]);
         }
+        speedup[res[k].kind] = med[0] / med[1];
         printf("| %-5s | %8.1f (%.1f–%.1f) | %8.1f (%.1f–%.1f) | %12.2fx | %d+%d | %.3f→%.3f / %.3f→%.3f |\n",
                linear_kind_name(res[k].kind), med[0], t[0][0], t[0][c[0] - 1], med[1], t[1][0], t[1][c[1] - 1],
                med[0] / med[1], c[0], c[1], last[0]->first_loss, last[0]->last_loss, last[1]->first_loss, last[1]->last_loss);
@@ -439,9 +442,18 @@ int main(int argc, char **argv) {
         }
     }
 
-    if (mixed) print_precisions(res, n_kinds);
+    double bf16_speedup[LINEAR_KIND_COUNT] = { 0 };
+    if (mixed) print_precisions(res, n_kinds, bf16_speedup);
 
     printf("\ntargets:\n");
+    // CPU bf16 >= 1.5x the fp32 step where auto takes bf16 arithmetic (the CPU's bf16 units win:
+    // docs/cpu-bf16.md); where auto keeps fp32 the target does not apply.
+    int bf16_taken = mixed && cpu_bf16_gemm_choose(NULL, 1) == BF16_GEMM_BF16;
+    for (int k = 0; k < LINEAR_KIND_COUNT; k++)
+        if (bf16_speedup[k] > 0)
+            printf("  %s bf16 step %.2fx the fp32 step (target >= 1.5x where bf16 arithmetic is taken): %s\n",
+                   linear_kind_name((LinearKind)k), bf16_speedup[k],
+                   !bf16_taken ? "not applicable (this path widens to fp32: docs/cpu-bf16.md)" : bf16_speedup[k] >= 1.5 ? "met" : "MISSED");
     if (dense)
         printf("  dense MFU %.1f%% of the measured sgemm peak (target >= 50%%): %s\n", 100 * dense->mfu,
                dense->mfu >= 0.5 ? "met" : "MISSED");
