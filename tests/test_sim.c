@@ -220,8 +220,7 @@ TEST(profile_write_roundtrip) {
     a.link[HW_INTER] = a.link[HW_INTRA];   // a network link with its NIC count
     a.link[HW_INTER].curve.n = 0;
     a.link[HW_INTER].nics_per_node = 4;
-    a.n_share = 2;   // a rank-share table and named op rates
-    a.share_n[0] = 2; a.share[0] = 0.5; a.share_n[1] = 4; a.share[1] = 0.2;
+    a.rank_share = (HwRankTable){ 2, { 2, 4 }, { 0.5, 0.2 } };   // a rank-share table and named op rates
     a.n_op_rates[SP_BF16] = 2;
     snprintf(a.op_rates[SP_BF16][0].name, 48, "kron_gate_forward"); a.op_rates[SP_BF16][0].rate = 3e9;
     snprintf(a.op_rates[SP_BF16][1].name, 48, "layernorm_forward"); a.op_rates[SP_BF16][1].rate = 5e9; a.op_rates[SP_BF16][1].per_byte = 1;

@@ -421,12 +421,7 @@ double hw_link_in_step(const HwLink *l, int group, HwColl kind, int n) {
     return f;
 }
 
-double hw_rank_share(const HwProfile *p, int ranks_on_node) {
-    if (p->n_share == 0 || ranks_on_node < p->share_n[0]) return 1.0;
-    int i = 0;
-    while (i + 1 < p->n_share && p->share_n[i + 1] <= ranks_on_node) i++;
-    return p->share[i];
-}
+double hw_rank_share(const HwProfile *p, int ranks_on_node) { return hw_rank_table_at(&p->rank_share, ranks_on_node, 1.0); }
 
 // size_curve: {ranks: R, points: [[bytes, busbw], ...]}: ascending sizes, stored as the shape
 // busbw / busbw(largest).
@@ -585,7 +580,7 @@ static void parse_root(Ctx *c, HwProfile *p, const YamlNode *root) {
     if (share) {
         int sl = key_line(root, "rank_share", 1);
         if (!is_map(share)) fail(c, sl, "rank_share: expected a mapping {rank count: fraction}, got %s", kind_of(share));
-        p->n_share = parse_count_table(c, share, sl, "rank_share", 1, 16, p->share_n, p->share);
+        p->rank_share.n = parse_count_table(c, share, sl, "rank_share", 1, 16, p->rank_share.at, p->rank_share.v);
     }
 
     each_precision(c, p, lookup(root, "peak_flops"), key_line(root, "peak_flops", 1), "peak_flops", parse_peak);

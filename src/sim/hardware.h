@@ -201,9 +201,7 @@ typedef struct {
     // for noise). A count not listed takes the largest listed count below it (below the
     // smallest listed: 1); a {1: s} entry would scale a single process too (calibrate no longer
     // writes one); without the key s = 1 throughout.
-    int n_share;
-    int share_n[HW_BUSBW_MAX];
-    double share[HW_BUSBW_MAX];
+    HwRankTable rank_share;
 } HwProfile;
 
 // The measured rate of the op `name` at precision p (op_rates), or NULL.

@@ -130,10 +130,8 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
                         p->op_rates[i][k].rate);
         }
     }
-    if (p->n_share) {
+    if (p->rank_share.n) {
         comment_lines(f, section(comments, HW_SEC_SHARE), "");
-        fprintf(f, "rank_share: ");
-        for (int i = 0; i < p->n_share; i++) fprintf(f, "%s%d: %.6g", i ? ", " : "{", p->share_n[i], p->share[i]);
-        fprintf(f, "}\n");
+        write_rank_table(f, "rank_share: ", &p->rank_share, "\n");
     }
 }

@@ -1037,7 +1037,7 @@ static int refresh_profile(const char *from, const char *out_path, const int *ra
     measure_in_step(bk, &p);
     backend_free(bk);
     double flops = 2.0 * SHARE_M * SHARE_N * SHARE_K, one = share_reference_seconds();
-    p.n_share = 0;
+    p.rank_share.n = 0;
     printf("calibrate --refresh %s (%s, load average %.2f): op overhead %.2f us; 1 rank alone (%d thread%s) %.2f GFLOP/s "
            "on %dx%dx%d\n", from, date, la[0], p.op_overhead_s * 1e6, rank_threads(1), rank_threads(1) > 1 ? "s" : "",
            flops / one / 1e9, SHARE_M, SHARE_N, SHARE_K);
@@ -1049,9 +1049,7 @@ static int refresh_profile(const char *from, const char *out_path, const int *ra
         double thr, t;   // the worker's threads per rank, its median rank's seconds per GEMM
         if (fscanf(f, "%31s %d %lf %lf", kind, &n, &thr, &t) != 4 || strcmp(kind, "share_gemm")) DIE("calibrate: no rank share in %s", tmp);
         worker_results_close(f, tmp);
-        CHECK(p.n_share < HW_BUSBW_MAX, "calibrate: too many rank counts");
-        p.share_n[p.n_share] = n;
-        p.share[p.n_share++] = one / t;
+        rank_table_put(&p.rank_share, n, one / t);
         printf("   rank share: %d ranks (%.0f thread%s each) each at %.2f GFLOP/s: %.3f\n", n, thr, thr > 1 ? "s" : "",
                flops / t / 1e9, one / t);
     }
@@ -1196,13 +1194,10 @@ int main(int argc, char **argv) {
             }
             CHECK(sscanf(line, "%31s %d %lf %lf", kind, &n, &S, &t) == 4, "calibrate: unreadable line '%s' in %s", line, tmp);
             if (!strcmp(kind, "share_gemm")) {   // one rank's GEMM while n ranks compute at once (S: its threads)
-                CHECK(p.n_share < HW_BUSBW_MAX, "calibrate: too many rank counts");
-                p.share_n[p.n_share] = n;
-                p.share[p.n_share] = share_one / t;
+                rank_table_put(&p.rank_share, n, share_one / t);
                 printf("   rank share: %d ranks (%.0f thread%s each) each at %.2f GFLOP/s on %dx%dx%d (1 rank alone: %.2f): %.3f\n",
                        n, S, S > 1 ? "s" : "", share_flops / t / 1e9, SHARE_M, SHARE_N, SHARE_K, share_flops / share_one / 1e9,
-                       p.share[p.n_share]);
-                p.n_share++;
+                       share_one / t);
                 continue;
             }
             int k = 0;
