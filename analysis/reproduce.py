@@ -930,8 +930,10 @@ def main():
          "collectives 17.1 % and 23.8 % (pipeline rows −94 … −96 %); whole steps 9.9 % / 3.7 %, worst 20.7 % / 8.0 %; "
          "ratios worst 9.2 % / 8.1 %",
          "collectives 23.0 % and 22.0 % (pipeline rows −52 … +23 %; dp2 still −17 … −28 %, tp2 fullrank-tp +20 %); whole "
-         "steps 8.9 % / 5.0 %, worst 23.9 % / 12.8 %; ratios worst 20.5 % / 11.5 % (two runs at f9834e8, 15:13 tracked and "
-         "15:16 UTC; the first run's tp1 rows, which no collective touches, +9 … +20 %)"],
+         "steps 8.9 % / 5.0 %, worst 23.9 % / 12.8 %; ratios worst 20.5 % / 11.5 % (two runs at f9834e8, 15:13 and "
+         "15:16 UTC; the first run's tp1 rows, which no collective touches, +9 … +20 %); a third run at ea66d47 (a refactor, "
+         "no price change; 16:14 UTC, the CPU section below): collectives 37.0 % (the calibration's dp factor 1.28), whole "
+         "steps 2.9 %, worst 8.4 %, ratios worst 8.2 %"],
     ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")
