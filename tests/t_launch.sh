@@ -42,6 +42,18 @@ gemm_table bench_gemm_bf16_table 18 '^bf16 path taken by auto: ' 'max rel err' -
 expect_error bench_gemm_unknown_argument "bench_gemm: unknown option '--bogus'" 2 "$BUILD/bench_gemm" --bogus
 expect_error bench_gemm_malformed_value "bench_gemm --reps: expected an integer in [1, 1000000], got 'x'" 2 "$BUILD/bench_gemm" --reps x
 expect_error bench_gemm_hint "hint: bench_gemm --help lists the options" 2 "$BUILD/bench_gemm" --seq
+# a comma list of integers with a value twice is refused before any measurement, whichever tool
+# and option reads it (config/options.c opt_int_list), at a generated place in the list
+for spec in "bench_attention seq 1 4096" "bench_attention batch 1 64" "calibrate ranks 2 16"; do
+    read -r tool opt lo hi <<<"$spec"
+    for trial in 1 2; do
+        n=$((2 + RANDOM % 2)); vals=(); v=$lo   # with the repeat at most 4: every list option takes that many
+        for ((i = 0; i < n; i++)); do vals+=("$v"); v=$((v + 1 + RANDOM % 3)); [ $v -gt "$hi" ] && v=$hi; done
+        dup=${vals[$((RANDOM % n))]}; at=$((RANDOM % (n + 1)))
+        full=$( (IFS=,; a=("${vals[@]:0:$at}" "$dup" "${vals[@]:$at}"); echo "${a[*]}") )
+        expect_error "${tool}_${opt}_listed_twice_$trial" "listed twice" 2 timeout 20 "$BUILD/$tool" --$opt "$full"
+    done
+done
 expect_error exp_did_you_mean "did you mean 'quickstart'?" 2 "$BUILD/exp" quickstrat
 sets=(); for i in $(seq 1 80); do sets+=(--set "train.log_every=$i"); done
 out=$("$BUILD/exp" quickstart --dry-run "${sets[@]}" 2>&1); rc=$?

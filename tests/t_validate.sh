@@ -90,18 +90,22 @@ if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --refresh expe
     else fail calibrate_refresh_share_against_a_lone_process "$share; $(tail -2 <<<"$out")"; fi
 else fail calibrate_refresh_share_against_a_lone_process "exit $?: $(tail -2 <<<"$out")"; fi
 
-# ---- a whole quick calibration: the collectives inside real steps (5b.) become the link's in-step
-# ---- terms (the scalar calls' seconds, the factors by group and kind, the pooled one), and the
-# ---- profile it writes prices a tp 2 step
+# ---- a whole quick calibration: the started (ordered) reductions get their own α-β (5.), the
+# ---- collectives inside the trainer's steps (5b.) become the link's in-step terms (the scalar
+# ---- calls' seconds, the factors by group and kind, the pooled one), and the profile it writes
+# ---- prices a tp 2 step
 mkdir -p "$TMP/full"
 if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --quick --ranks 2 --threads 1 --out "$TMP/full/cpu-local.yaml" \
          </dev/null 2>&1); then
     ins=$(grep -E '^    in_step: \{2: [0-9.e+-]+\}$' "$TMP/full/cpu-local.yaml")
     by=$(grep -E '^    in_step_by: \{.*tp_all_reduce: \{2: [0-9.e+-]+\}' "$TMP/full/cpu-local.yaml" | grep -E 'dp_all_reduce: \{2: [0-9.e+-]+\}')
     call=$(grep -E '^    in_step_call_s: \{2: [0-9.e+-]+\}$' "$TMP/full/cpu-local.yaml")
-    if [ -n "$ins" ] && [ -n "$by" ] && [ -n "$call" ] && grep -Eq "^   all of them +[0-9]+ .*\(in_step: a group or kind not measured\)" <<<"$out" \
+    ord=$(grep -E '^    ordered: \{all_reduce: \{base_s: [0-9.e+-]+, hop_s: [0-9.e+-]+, busbw: .*reduce_scatter: \{base_s' "$TMP/full/cpu-local.yaml")
+    if [ -n "$ins" ] && [ -n "$by" ] && [ -n "$call" ] && [ -n "$ord" ] && grep -Eq "^   all of them +[0-9]+ .*\(in_step: a group or kind not measured\)" <<<"$out" \
        && grep -Eq "^   tp +all_reduce +[0-9]+ " <<<"$out" && grep -Eq "^   dp +all_reduce +[0-9]+ " <<<"$out" \
        && grep -Eq "^   2 ranks: [0-9]+ rows of scalar collectives, rank 0's seconds per call, median" <<<"$out" \
+       && grep -Eq "^   ordered_all_reduce +base " <<<"$out" \
+       && cache=$(grep -Eo '/tmp/calibrate-data\.[A-Za-z0-9]+' <<<"$out" | head -1) && [ -n "$cache" ] && [ ! -e "$cache" ] \
        && build/simulate experiments/boost-vs-baselines.yaml --variant boost --hardware "$TMP/full/cpu-local.yaml" >/dev/null 2>&1; then
         pass "calibrate_collectives_in_step ($(sed 's/^ *//' <<<"$ins"))"
     else fail calibrate_collectives_in_step "$ins; $(grep -A3 '^5b' <<<"$out" | tail -2)"; fi

@@ -636,6 +636,16 @@ static void expected_started(void *out, size_t i, size_t at, CommDtype t, int gs
         ((float *)out)[i] = a;
     }
 }
+// The records of the observer by their started flag: a blocking call's CALL record is not
+// started; a start's records (its CALL in the blocking form, or START and WAIT) are.
+typedef struct { int blocking, started, other; } StartedSeen;
+static void see_started(void *ctx, const CommRecord *r) {
+    StartedSeen *s = ctx;
+    if (r->type == COMM_RECORD_CALL && !r->started && r->seq == 0) s->blocking++;
+    else if (r->started) s->started++;
+    else s->other++;
+}
+
 TEST(started_sums_in_group_rank_order) {
     const size_t sizes[] = { 0, 1, 3, 5, 37, 1000 };
     const CommGroup groups[] = { GROUP_TP, GROUP_DP, GROUP_WORLD };
@@ -687,6 +697,25 @@ TEST(started_sums_in_group_rank_order) {
             CK(ar.calls == 3 && ar.elements == 2 * n && rs.calls == 1 && rs.elements == total,
                "counts over %s: all-reduce %llu calls %llu elements, reduce-scatter %llu %llu", comm_group_name(g),
                (unsigned long long)ar.calls, (unsigned long long)ar.elements, (unsigned long long)rs.calls, (unsigned long long)rs.elements);
+            // every one of them made through a start (CommStat, CommRecord.started: §17 of
+            // docs/performance-model.md); a blocking call is not
+            CK(ar.started_calls == ar.calls && ar.started_bytes == ar.bytes && rs.started_calls == 1 && rs.started_bytes == rs.bytes,
+               "started counts over %s: all-reduce %llu of %llu calls, reduce-scatter %llu", comm_group_name(g),
+               (unsigned long long)ar.started_calls, (unsigned long long)ar.calls, (unsigned long long)rs.started_calls);
+            StartedSeen seen = { 0, 0, 0 };
+            G.observer = see_started;
+            G.observer_ctx = &seen;
+            fill_started(buf, n, t, me, salt);
+            comm_all_reduce(&G, g, buf, n, t, OP_SUM, PHASE_FORWARD, -1);
+            h = comm_all_reduce_start(&G, g, buf, n, t, OP_SUM, PHASE_FORWARD, -1);
+            comm_wait(&G, &h);
+            G.observer = NULL;
+            G.observer_ctx = NULL;
+            CommStat fw = comm_stats_sum(&G, COMM_ALL_REDUCE, PHASE_FORWARD, g, -1);
+            CK(fw.calls == 2 && fw.started_calls == 1 && fw.started_bytes == n * es, "a blocking and a started call: %llu started of %llu",
+               (unsigned long long)fw.started_calls, (unsigned long long)fw.calls);
+            CK(seen.blocking == 1 && seen.started == (G.overlap ? 2 : 1) && seen.other == 0,
+               "records (overlap %d): %d blocking, %d started, %d mislabelled", G.overlap, seen.blocking, seen.started, seen.other);
             free(buf); free(want); free(cnt); free(v); free(orig); free(wv);
         }
     }

@@ -379,8 +379,8 @@ TEST(tracer_rank_share_and_layer_trace) {
     sim_tracer_trace_layer(&two, 1, 1);
     sim_tracer_op(&one, &m);
     sim_tracer_op(&two, &m);
-    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 1, 2, 1000, 2000, COMM_RECORD_CALL, 0 };
-    CommRecord other = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000, 2000, COMM_RECORD_CALL, 0 };
+    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 1, 2, 1000, 2000, COMM_RECORD_CALL, 0, 0 };
+    CommRecord other = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000, 2000, COMM_RECORD_CALL, 0, 0 };
     sim_tracer_comm(&two, &ar);
     sim_tracer_comm(&two, &other);
     EXPECT(close_rel(sim_tracer_take(&two).compute_s, 2 * sim_tracer_take(&one).compute_s, 1e-12), "half the rate on a shared node");
@@ -515,7 +515,7 @@ TEST(collective_in_step_by_group) {
         double bytes = kinds[k] == COMM_BARRIER ? 0 : pow(10, 1 + (double)((seed >> 8) % 800) / 100);
         SimPlacement pl = { n, 1, n };
         double alone = sim_collective_time(&plain, kinds[k], bytes, pl), zero = sim_collective_time(&plain, kinds[k], 0, pl);
-        double got = sim_collective_in_group(&by, kinds[k], g, bytes, pl);
+        double got = sim_collective_in_group(&by, kinds[k], g, 0, bytes, pl);
         HwColl hk = kinds[k] == COMM_ALL_GATHER || kinds[k] == COMM_BROADCAST ? HW_ALL_GATHER
                   : kinds[k] == COMM_REDUCE_SCATTER ? HW_REDUCE_SCATTER : HW_ALL_REDUCE;
         double f = n >= 2 ? 1.5 : 1, s = n >= 4 ? 3e-5 : 2e-5;   // in_step, in_step_call_s
@@ -531,7 +531,7 @@ TEST(collective_in_step_by_group) {
     // without in_step_call_s the factor multiplies the whole time alone
     memset(&by.link[HW_INTRA].in_step_call_s, 0, sizeof by.link[HW_INTRA].in_step_call_s);
     SimPlacement two = { 2, 1, 2 };
-    EXPECT(close_rel(sim_collective_in_group(&by, COMM_ALL_REDUCE, GROUP_DP, 1e6, two),
+    EXPECT(close_rel(sim_collective_in_group(&by, COMM_ALL_REDUCE, GROUP_DP, 0, 1e6, two),
                      3 * sim_collective_time(&plain, COMM_ALL_REDUCE, 1e6, two), 1e-12), "no call seconds: f x alone");
     hw_free(&by);
     rc = load_coll(tables, &by, err, sizeof err);   // (the tables again, for the round trip)
@@ -572,6 +572,117 @@ TEST(collective_in_step_by_group) {
         EXPECT(rc == 1 && strstr(err, "only links.intra_node has it"), "an inter-node %s: rc %d, '%s'", i ? "in_step_call_s" : "in_step_by", rc, err);
         if (rc == 0) hw_free(&back);
     }
+}
+
+// links.intra_node.ordered (calibrate 5., §17): at generated group sizes, kinds, sizes and
+// started flags, a started all-reduce or reduce-scatter inside one node takes the ordered α-β
+// (the ring's steps and bus bytes, busbw by group size), any other call the link's own price;
+// a profile without `ordered` prices a started call as a blocking one; across nodes a started
+// call is the inter-node ring's; the in-step terms apply on top; the tracer prices a record by
+// its started flag; the table survives a write and a load; bad forms are refused.
+TEST(collective_ordered_started) {
+    char text[4096], err[1024];
+    HwProfile plain, ord, back;
+    static const char *const table = "\n    ordered: {all_reduce: {base_s: 3e-6, hop_s: 2e-6, busbw: {2: 4e9, 4: 2e9}}, "
+                                     "reduce_scatter: {base_s: 1e-6, hop_s: 5e-7, busbw: 3e9}}";
+    int rc = load_coll("", &plain, err, sizeof err);
+    EXPECT(rc == 0, "%s", err);
+    int rc2 = load_coll(table, &ord, err, sizeof err);
+    EXPECT(rc2 == 0, "%s", err);
+    if (rc || rc2) return;
+    static const CommKind kinds[] = { COMM_ALL_REDUCE, COMM_ALL_GATHER, COMM_REDUCE_SCATTER, COMM_BROADCAST, COMM_BARRIER, COMM_SEND };
+    uint64_t seed = 0x2545f4914f6cdd1dull;
+    int checked = 0, ordered_priced = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int n = 1 + (int)(seed >> 60) % 8, k = (int)((seed >> 20) % 6), started = (int)((seed >> 33) & 1);
+        double bytes = kinds[k] == COMM_BARRIER ? 0 : pow(10, 1 + (double)((seed >> 8) % 800) / 100), dn = n;
+        SimPlacement pl = { n, 1, n };
+        double plain_t = sim_collective_alone(&plain, kinds[k], started, bytes, pl);
+        double got = sim_collective_alone(&ord, kinds[k], started, bytes, pl), want = plain_t;
+        if (n > 1 && started && kinds[k] == COMM_ALL_REDUCE) {
+            want = 3e-6 + 2 * (dn - 1) * 2e-6 + bytes * 2 * (dn - 1) / dn / (n >= 4 ? 2e9 : 4e9);
+            ordered_priced++;
+        }
+        if (n > 1 && started && kinds[k] == COMM_REDUCE_SCATTER) {
+            want = 1e-6 + (dn - 1) * 5e-7 + bytes * (dn - 1) / dn / 3e9;
+            ordered_priced++;
+        }
+        EXPECT(close_rel(got, want, 1e-12), "%s on %d ranks, %g bytes, started %d: %g s, want %g", comm_kind_name(kinds[k]), n, bytes,
+               started, got, want);
+        EXPECT(close_rel(plain_t, sim_collective_alone(&plain, kinds[k], 0, bytes, pl), 1e-15), "no ordered table: started as blocking");
+        EXPECT(close_rel(sim_collective_alone(&ord, kinds[k], 0, bytes, pl), plain_t, 1e-15) || started,
+               "a blocking call does not read the ordered table");
+        checked++;
+    }
+    EXPECT(checked == 400 && ordered_priced > 50, "every generated call checked (%d by the ordered table)", ordered_priced);
+    // the in-step terms apply to the ordered price: s + f × (alone − alone of 0 bytes)
+    SimPlacement two = { 2, 1, 2 };
+    ord.link[HW_INTRA].in_step_by[GROUP_DP][HW_ALL_REDUCE] = (HwRankTable){ 1, { 2 }, { 1.7 } };
+    ord.link[HW_INTRA].in_step_call_s = (HwRankTable){ 1, { 2 }, { 9e-6 } };
+    double a = sim_collective_alone(&ord, COMM_ALL_REDUCE, 1, 1e6, two), z = sim_collective_alone(&ord, COMM_ALL_REDUCE, 1, 0, two);
+    EXPECT(close_rel(sim_collective_in_group(&ord, COMM_ALL_REDUCE, GROUP_DP, 1, 1e6, two), 9e-6 + 1.7 * (a - z), 1e-12),
+           "in-step terms over the ordered price");
+    // the tracer prices a record by its started flag
+    SimTracer t;
+    sim_tracer_init(&t, &ord, SP_BF16, 1, 2, 1, 0, 0, 0, 4);   // dp 2 on one node
+    for (int st = 0; st < 2; st++) {
+        CommRecord r = { COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_DP, 1, 2, 250000, 1000000, COMM_RECORD_CALL, 0, st };
+        sim_tracer_comm(&t, &r);
+        SimCost c = sim_tracer_take(&t);
+        double w = sim_collective_in_group(&ord, COMM_ALL_REDUCE, GROUP_DP, st, 1e6, two);
+        EXPECT(close_rel(c.comm_s, w, 1e-12), "tracer, started %d: %g s, want %g", st, c.comm_s, w);
+    }
+    sim_tracer_free(&t);
+    hw_free(&ord);
+    rc = load_coll(table, &ord, err, sizeof err);
+    EXPECT(rc == 0, "%s", err);
+    if (!rc) {
+        rc = write_and_load(&ord, "coll", &back, err, sizeof err);
+        EXPECT(rc == 0, "read back: %s", err);
+        if (!rc) {
+            const HwLink *x = &ord.link[HW_INTRA], *y = &back.link[HW_INTRA];
+            for (int k = 0; k < HW_COLL_COUNT; k++) {
+                EXPECT(x->has_ordered[k] == y->has_ordered[k], "ordered %s present read back", hw_coll_name((HwColl)k));
+                if (!x->has_ordered[k]) continue;
+                EXPECT(close_rel(x->ordered[k].base_s, y->ordered[k].base_s, 1e-6) && close_rel(x->ordered[k].hop_s, y->ordered[k].hop_s, 1e-6)
+                       && x->ordered[k].n_bw == y->ordered[k].n_bw && close_rel(x->ordered[k].bw[0], y->ordered[k].bw[0], 1e-6),
+                       "ordered %s read back", hw_coll_name((HwColl)k));
+            }
+            hw_free(&back);
+        }
+        hw_free(&ord);
+    }
+    // across nodes a started call is the inter-node ring's
+    patched(text, sizeof text, "coll", 23, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    ordered: {all_reduce: {base_s: 1, hop_s: 1, busbw: 1e3}}");
+    strncat(text, "  inter_node:\n    all_reduce: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
+                  "    all_gather: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n    reduce_scatter: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
+                  "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n", sizeof text - strlen(text) - 1);
+    rc = load_text("coll", text, &ord, err, sizeof err);
+    EXPECT(rc == 0, "%s", err);
+    if (!rc) {
+        SimPlacement nodes = { 4, 2, 2 };
+        EXPECT(close_rel(sim_collective_alone(&ord, COMM_ALL_REDUCE, 1, 1e6, nodes), sim_collective_alone(&ord, COMM_ALL_REDUCE, 0, 1e6, nodes),
+                         1e-15) && sim_collective_alone(&ord, COMM_ALL_REDUCE, 1, 1e6, nodes) < 0.1, "across nodes: the inter-node ring");
+        hw_free(&ord);
+    }
+    hw_free(&plain);
+    static const char *const bad[] = { "ordered: {}", "ordered: {all_gather: {base_s: 1e-6, hop_s: 0, busbw: 1e9}}",
+        "ordered: {all_reduce: {base_s: 1e-6}}", "ordered: {all_reduce: 5}", "ordered: [1]",
+        "ordered: {all_reduce: {base_s: -1, hop_s: 0, busbw: 1e9}}", "ordered: {all_reduce: {base_s: 1e-6, hop_s: 0, busbw: 0}}" };
+    for (int i = 0; i < (int)(sizeof bad / sizeof *bad); i++) {
+        char line[256];
+        snprintf(line, sizeof line, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    %s", bad[i]);
+        expect_refused("coll", 23, line, "ordered");
+    }
+    patched(text, sizeof text, "coll", 0, "");
+    strncat(text, "  inter_node:\n    all_reduce: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
+                  "    all_gather: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n    reduce_scatter: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
+                  "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    ordered: {all_reduce: {base_s: 1e-6, hop_s: 0, busbw: 1e9}}\n",
+            sizeof text - strlen(text) - 1);
+    rc = load_text("coll", text, &back, err, sizeof err);
+    EXPECT(rc == 1 && strstr(err, "only links.intra_node has it"), "an inter-node ordered: rc %d, '%s'", rc, err);
+    if (rc == 0) hw_free(&back);
 }
 
 // in_step (calibrate 4c.): every table GEMM takes in_step × the table's time, at any shape; it
@@ -993,7 +1104,7 @@ TEST(launch_queue) {
         for (int i = 0; i < 10; i++) sim_tracer_op(&t, &sh);
         EXPECT(close_rel(sim_tracer_take(&t).compute_s, 5e-6 + 1e-3 + 10 * 1e-6, 1e-12), "after a long call: no wait");
         // a collective is a launch too
-        CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 0, 2, 10, 20, COMM_RECORD_CALL, 0 };
+        CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 0, 2, 10, 20, COMM_RECORD_CALL, 0, 0 };
         SimTracer v;
         sim_tracer_init(&v, &p, SP_BF16, 2, 1, 1, 0, 0, 0, 1);
         sim_tracer_comm(&v, &ar);
@@ -1074,9 +1185,9 @@ TEST(tracer_prices_records) {
     OpInfo m = { .name = "silu_forward", .cls = OPC_MEMORY, .flops = 1e6, .bytes = 4e6, .phase = PHASE_BACKWARD, .layer = -1 };
     obs.end(&t, &g);
     obs.end(&t, &m);
-    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000000, 2000000, COMM_RECORD_CALL, 0 };
-    CommRecord sd = { COMM_SEND, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000, COMM_RECORD_CALL, 0 };
-    CommRecord rv = { COMM_RECV, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000, COMM_RECORD_CALL, 0 };
+    CommRecord ar = { COMM_ALL_REDUCE, PHASE_FORWARD, GROUP_TP, 2, 2, 1000000, 2000000, COMM_RECORD_CALL, 0, 0 };
+    CommRecord sd = { COMM_SEND, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000, COMM_RECORD_CALL, 0, 0 };
+    CommRecord rv = { COMM_RECV, PHASE_PIPELINE, GROUP_PP, -1, 2, 500, 1000, COMM_RECORD_CALL, 0, 0 };
     cobs(&t, &ar);
     cobs(&t, &sd);
     cobs(&t, &rv);
@@ -1097,7 +1208,7 @@ TEST(tracer_prices_records) {
     p.link[HW_INTRA].in_step_by[GROUP_TP][HW_ALL_REDUCE] = (HwRankTable){ 1, { 2 }, { 3.0 } };
     p.link[HW_INTRA].in_step_call_s = (HwRankTable){ 1, { 2 }, { 7e-6 } };
     cobs(&t, &ar);
-    double by_group = sim_collective_in_group(&p, COMM_ALL_REDUCE, GROUP_TP, 2e6, tp);
+    double by_group = sim_collective_in_group(&p, COMM_ALL_REDUCE, GROUP_TP, 0, 2e6, tp);
     SimCost c3 = sim_tracer_take(&t);
     EXPECT(close_rel(c3.comm_s, by_group, 1e-12) && !close_rel(by_group, sim_collective_time(&p, COMM_ALL_REDUCE, 2e6, tp), 1e-3),
            "the tp all-reduce at tp's in-step terms: %g s, want %g", c3.comm_s, by_group);
@@ -1142,7 +1253,7 @@ TEST(tracer_started_calls_exposure) {
                 if (first_start >= 0 && n_waited < n_started) compute_between += s;
             } else if (what == 2) {
                 uint64_t bytes = 4000 * (1 + (rng >> 36) % 5000);
-                CommRecord r = { COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_DP, 1, 2, bytes / 4, bytes, COMM_RECORD_START, ++seq };
+                CommRecord r = { COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_DP, 1, 2, bytes / 4, bytes, COMM_RECORD_START, ++seq, 1 };
                 CommRecord c = r;
                 c.type = COMM_RECORD_CALL; c.seq = 0;
                 sim_tracer_comm(&t, &r);
@@ -1153,7 +1264,7 @@ TEST(tracer_started_calls_exposure) {
                 wire_all += w;
                 if (first_start < 0) first_start = clock;
             } else {
-                CommRecord r = { COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_DP, 1, 2, 0, 0, COMM_RECORD_WAIT, (uint64_t)n_waited + 1 };
+                CommRecord r = { COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_DP, 1, 2, 0, 0, COMM_RECORD_WAIT, (uint64_t)n_waited + 1, 1 };
                 sim_tracer_take(&t);   // (the span so far: this wait's exposure alone in the next)
                 sim_tracer_comm(&t, &r);
                 double got = sim_tracer_take(&t).comm_s, want = end[n_waited] - clock > 0 ? end[n_waited] - clock : 0;
@@ -1402,6 +1513,7 @@ int main(void) {
     RUN(gemm_table_in_step);
     RUN(collective_in_step);
     RUN(collective_in_step_by_group);
+    RUN(collective_ordered_started);
     RUN(gemm_split_k_and_named_ops);
     RUN(tracer_rank_share_and_layer_trace);
     RUN(attention_and_memory_ops);

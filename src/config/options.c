@@ -53,6 +53,16 @@ int opt_int_list(const char *tool, const char *name, const char *text, int lo, i
         if (*p == ',') p++;
     }
     if (!n) die_input("%s --%s: expected a list like %d,%d, got '%s'", tool, name, lo, lo * 2, text);
+    // a value twice would be measured (and printed) twice: refused, the hint the list without repeats
+    char uniq[512] = "";
+    int twice = -1;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= out[j] == out[i];
+        if (seen) { if (twice < 0) twice = out[i]; continue; }
+        snprintf(uniq + strlen(uniq), sizeof uniq - strlen(uniq), "%s%d", uniq[0] ? "," : "", out[i]);
+    }
+    if (twice >= 0) die_input("%s --%s: %d listed twice in '%s'; hint: --%s %s", tool, name, twice, text, name, uniq);
     return n;
 }
 

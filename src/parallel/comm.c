@@ -112,25 +112,28 @@ static void check_call(const Comm *c, const char *what, CommGroup g, CommPhase p
 }
 
 static void notify(Comm *c, CommKind k, CommPhase phase, CommGroup g, int layer, uint64_t elements, uint64_t bytes,
-                   CommRecordType type, uint64_t seq) {
+                   CommRecordType type, uint64_t seq, int started) {
     if (!c->observer) return;
-    CommRecord r = { k, phase, g, layer, c->size[g], elements, bytes, type, seq };
+    CommRecord r = { k, phase, g, layer, c->size[g], elements, bytes, type, seq, started };
     c->observer(c->observer_ctx, &r);
 }
 // One call in the table (calls, elements, bytes, seconds) and to the observer: a blocking call
-// (COMM_RECORD_CALL), or a started one (COMM_RECORD_START, its seq).
+// (COMM_RECORD_CALL), or a started one (COMM_RECORD_START, its seq); `started`: made through a
+// start (its blocking form too).
 static void count_as(Comm *c, CommKind k, CommPhase phase, CommGroup g, int layer, size_t elements,
-                     size_t elem_bytes, double seconds, CommRecordType type, uint64_t seq) {
+                     size_t elem_bytes, double seconds, CommRecordType type, uint64_t seq, int started) {
     CommStat *s = &c->stats[cell_index(c, k, phase, g, layer)];
+    uint64_t bytes = (uint64_t)elements * elem_bytes;
     s->calls += 1;
     s->elements += elements;
-    s->bytes += (uint64_t)elements * elem_bytes;
+    s->bytes += bytes;
     s->seconds += seconds;
-    notify(c, k, phase, g, layer, elements, (uint64_t)elements * elem_bytes, type, seq);
+    if (started) { s->started_calls += 1; s->started_bytes += bytes; }
+    notify(c, k, phase, g, layer, elements, bytes, type, seq, started);
 }
 static void count(Comm *c, CommKind k, CommPhase phase, CommGroup g, int layer, size_t elements,
                   size_t elem_bytes, double seconds) {
-    count_as(c, k, phase, g, layer, elements, elem_bytes, seconds, COMM_RECORD_CALL, 0);
+    count_as(c, k, phase, g, layer, elements, elem_bytes, seconds, COMM_RECORD_CALL, 0, 0);
 }
 
 // 1 = move data through the backend (timed); 0 = no backend call (account-only).
@@ -404,8 +407,8 @@ static CommHandle start_call(Comm *c, const StartInfo *si, StartFn go, const voi
     if (!c->overlap) {
         double t0 = timer_start(c, be);
         if (live(c)) be->wait(c, go(c, args), cell);
-        count(c, si->kind, si->phase, si->g, si->layer, si->elements, es,
-              timer_stop(c, be, t0, si->kind, si->phase, si->g, si->layer));
+        count_as(c, si->kind, si->phase, si->g, si->layer, si->elements, es,
+                 timer_stop(c, be, t0, si->kind, si->phase, si->g, si->layer), COMM_RECORD_CALL, 0, 1);
         return COMM_DONE;
     }
     int h = started_slot(c);
@@ -421,7 +424,7 @@ static CommHandle start_call(Comm *c, const StartInfo *si, StartFn go, const voi
         s->req = req;
         if (!be->time_end) s->seconds = MPI_Wtime() - t0;
     }
-    count_as(c, si->kind, si->phase, si->g, si->layer, si->elements, es, 0.0, COMM_RECORD_START, s->seq);
+    count_as(c, si->kind, si->phase, si->g, si->layer, si->elements, es, 0.0, COMM_RECORD_START, s->seq, 1);
     return s->id;
 }
 
@@ -483,7 +486,7 @@ static void wait_slot(Comm *c, int i) {
         }
     }
     c->stats[s->cell].seconds += s->seconds;
-    notify(c, s->kind, s->phase, s->group, s->layer, s->elements, s->bytes, COMM_RECORD_WAIT, s->seq);
+    notify(c, s->kind, s->phase, s->group, s->layer, s->elements, s->bytes, COMM_RECORD_WAIT, s->seq, 1);
     s->active = 0;
     s->req = NULL;
     c->outstanding[s->group]--;
@@ -532,6 +535,7 @@ CommStat comm_stats_sum(const Comm *c, int kind, int phase, int group, int layer
         const CommStat *s = &c->stats[cell_index(c, k, p, g, l)];
         t.calls += s->calls; t.elements += s->elements; t.bytes += s->bytes; t.seconds += s->seconds;
         t.wait_seconds += s->wait_seconds; t.waited_calls += s->waited_calls;
+        t.started_calls += s->started_calls; t.started_bytes += s->started_bytes;
     }
     return t;
 }

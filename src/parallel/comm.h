@@ -75,8 +75,12 @@ typedef enum { OP_SUM, OP_MAX, OP_MIN } CommOp;
 
 // wait_seconds: of `seconds`, the time spent waiting for the group's last rank, summed over
 // the waited_calls calls whose wait was measured (comm_measure_waits; world rank 0 only):
-// the split is known for the row when waited_calls == calls.
-typedef struct { uint64_t calls, elements, bytes; double seconds; double wait_seconds; uint64_t waited_calls; } CommStat;
+// the split is known for the row when waited_calls == calls. started_calls, started_bytes: of
+// calls and bytes, those made through comm_*_start (CommRecord.started).
+typedef struct {
+    uint64_t calls, elements, bytes; double seconds; double wait_seconds; uint64_t waited_calls;
+    uint64_t started_calls, started_bytes;
+} CommStat;
 // One exported row (SQLite comm table: run_id, step, kind, phase, [group,] layer, calls,
 // elements, bytes, seconds — run_id and step are the caller's).
 typedef struct { CommKind kind; CommPhase phase; CommGroup group; int layer; CommStat s; } CommStatRow;
@@ -89,7 +93,9 @@ struct Backend;   // backend/backend.h
 // A started collective (comm_*_start, with c->overlap) is two records: COMM_RECORD_START when
 // it is started (counted then), and COMM_RECORD_WAIT where the compute waits for it (the same
 // kind, phase, group, layer, elements and bytes; not a call of its own: counted nothing).
-// seq numbers the started calls of a group from 1, the same on every member.
+// seq numbers the started calls of a group from 1, the same on every member. started: the call
+// was made through a start (either overlap), which a back end may run with another algorithm
+// than its blocking form (MPI: the engine's ordered reduction; docs/performance-model.md §17).
 typedef enum { COMM_RECORD_CALL = 0, COMM_RECORD_START, COMM_RECORD_WAIT } CommRecordType;
 typedef struct {
     CommKind kind; CommPhase phase; CommGroup group; int layer;
@@ -97,6 +103,7 @@ typedef struct {
     uint64_t elements, bytes;
     CommRecordType type;          // CALL: a blocking call
     uint64_t seq;                 // START / WAIT: the started call
+    int started;                  // made through comm_*_start (CALL: the blocking form of one)
 } CommRecord;
 typedef void (*CommObserver)(void *ctx, const CommRecord *r);
 // A started call (comm_*_start): its number in its Comm, from 1; COMM_DONE = 0: none, or complete.

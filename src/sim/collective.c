@@ -165,8 +165,6 @@ static double send_time(const HwProfile *hw, double bytes, SimPlacement pl) {
     return t;
 }
 
-static double collective_alone(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl);
-
 HwColl sim_coll_priced_as(CommKind kind) {
     return kind == COMM_ALL_GATHER || kind == COMM_BROADCAST ? HW_ALL_GATHER : kind == COMM_REDUCE_SCATTER ? HW_REDUCE_SCATTER
                                                                                                           : HW_ALL_REDUCE;
@@ -177,22 +175,35 @@ HwColl sim_coll_priced_as(CommKind kind) {
 // in_step_call_s, the call's fixed seconds in a step + the factor × its time alone beyond the
 // same call of 0 bytes. Sends and receives are priced alone (the pipeline's bubble holds their
 // waiting).
-double sim_collective_in_group(const HwProfile *hw, CommKind kind, int group, double bytes, SimPlacement pl) {
-    double t = collective_alone(hw, kind, bytes, pl);
+double sim_collective_in_group(const HwProfile *hw, CommKind kind, int group, int started, double bytes, SimPlacement pl) {
+    double t = sim_collective_alone(hw, kind, started, bytes, pl);
     if (pl.n <= 1 || pl.n_nodes != 1 || kind == COMM_SEND || kind == COMM_RECV) return t;
     const HwLink *l = &hw->link[HW_INTRA];
     double f = hw_link_in_step(l, group, sim_coll_priced_as(kind), pl.n), call = hw_rank_table_at(&l->in_step_call_s, pl.n, -1);
     if (call < 0) return f * t;
-    return call + f * (t - collective_alone(hw, kind, 0, pl));
+    return call + f * (t - sim_collective_alone(hw, kind, started, 0, pl));
 }
 
 double sim_collective_time(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl) {
-    return sim_collective_in_group(hw, kind, -1, bytes, pl);
+    return sim_collective_in_group(hw, kind, -1, 0, bytes, pl);
 }
 
-static double collective_alone(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl) {
+// A started all-reduce or reduce-scatter inside one node whose link has the `ordered` α-β of its
+// kind (the MPI back end's own reduction, §17): that α-β, with the ring's steps and bus bytes
+// (calibrate fits it in the same form). -1: not such a call.
+static double ordered_time(const HwProfile *hw, CommKind kind, int started, double bytes, SimPlacement pl) {
+    const HwLink *l = &hw->link[HW_INTRA];
+    HwColl k = kind == COMM_ALL_REDUCE ? HW_ALL_REDUCE : kind == COMM_REDUCE_SCATTER ? HW_REDUCE_SCATTER : HW_COLL_COUNT;
+    if (!started || pl.n_nodes != 1 || k == HW_COLL_COUNT || !l->present || !l->has_ordered[k]) return -1;
+    const HwCollCost *c = &l->ordered[k];
+    double n = pl.n, steps = k == HW_ALL_REDUCE ? 2 * (n - 1) : n - 1, bus = bytes * steps / n;
+    return c->base_s + steps * c->hop_s + bus / hw_busbw(c, pl.n);
+}
+
+double sim_collective_alone(const HwProfile *hw, CommKind kind, int started, double bytes, SimPlacement pl) {
     if (pl.n <= 1) return 0;
-    double n = pl.n;
+    double n = pl.n, ord = ordered_time(hw, kind, started, bytes, pl);
+    if (ord >= 0) return ord;
     switch (kind) {
     case COMM_ALL_REDUCE:
     case COMM_BARRIER: {

@@ -477,6 +477,16 @@ static void parse_in_step(Ctx *c, HwRankTable *t, const YamlNode *map, int line,
         if (t->v[i] < lo) fail(c, kl, "%s: %g for %d ranks: expected a number in [%g, %g]", w, t->v[i], t->at[i], lo, hi);
 }
 
+// One α-β cost {base_s, hop_s, busbw}.
+static void parse_cost(Ctx *c, HwCollCost *cost, const YamlNode *v, int vl, const char *w) {
+    static const char *const cost_keys[] = { "base_s", "hop_s", "busbw", NULL };
+    expect_map(c, v, vl, w);
+    check_keys(c, v, vl, w, cost_keys, cost_keys);
+    cost->base_s = num_key(c, v, vl, w, "base_s", 0, 0, 10);
+    cost->hop_s = num_key(c, v, vl, w, "hop_s", 0, 0, 10);
+    parse_busbw(c, cost, v, vl, w);
+}
+
 // in_step_by's keys: "tp_all_reduce" is group GROUP_TP and kind HW_ALL_REDUCE (k -1: the group
 // prefix alone).
 static int in_step_key_is(const char *key, int g, int k) {
@@ -488,8 +498,7 @@ static int in_step_key_is(const char *key, int g, int k) {
 
 static void parse_link(Ctx *c, HwLink *l, const YamlNode *map, int line, const char *where, int inter) {
     static const char *const keys[] = { "all_reduce", "all_gather", "reduce_scatter", "p2p", "ll", "size_curve", "nics_per_node",
-                                        "in_step", "in_step_by", "in_step_call_s", NULL };
-    static const char *const cost_keys[] = { "base_s", "hop_s", "busbw", NULL };
+                                        "in_step", "in_step_by", "in_step_call_s", "ordered", NULL };
     static const char *const ll_keys[] = { "base_s", "hop_s", "bw_fraction", NULL };
     expect_map(c, map, line, where);
     check_keys(c, map, line, where, keys, coll_names);
@@ -523,11 +532,26 @@ static void parse_link(Ctx *c, HwLink *l, const YamlNode *map, int line, const c
         int vl = key_line(map, coll_names[k], line);
         char w[96];
         snprintf(w, sizeof w, "%s.%s", where, coll_names[k]);
-        expect_map(c, v, vl, w);
-        check_keys(c, v, vl, w, cost_keys, cost_keys);
-        l->coll[k].base_s = num_key(c, v, vl, w, "base_s", 0, 0, 10);
-        l->coll[k].hop_s = num_key(c, v, vl, w, "hop_s", 0, 0, 10);
-        parse_busbw(c, &l->coll[k], v, vl, w);
+        parse_cost(c, &l->coll[k], v, vl, w);
+    }
+    const YamlNode *ord = lookup(map, "ordered");
+    if (ord) {
+        static const char *const ord_keys[] = { "all_reduce", "reduce_scatter", NULL };
+        int ol = key_line(map, "ordered", line);
+        char w[96];
+        snprintf(w, sizeof w, "%.80s.ordered", where);
+        if (inter) fail(c, ol, "%s: only links.intra_node has it", w);
+        expect_map(c, ord, ol, w);
+        check_keys(c, ord, ol, w, ord_keys, NULL);
+        if (!ord->n) fail(c, ol, "%s: expected all_reduce and/or reduce_scatter, each {base_s, hop_s, busbw}", w);
+        for (int k = 0; k < HW_COLL_COUNT; k++) {
+            const YamlNode *v = lookup(ord, coll_names[k]);
+            if (!v) continue;
+            char wk[128];
+            snprintf(wk, sizeof wk, "%s.%s", w, coll_names[k]);
+            parse_cost(c, &l->ordered[k], v, key_line(ord, coll_names[k], ol), wk);
+            l->has_ordered[k] = 1;
+        }
     }
     const YamlNode *ll = lookup(map, "ll");
     if (ll) {

@@ -126,6 +126,12 @@ typedef struct {
     HwRankTable in_step;
     HwRankTable in_step_by[GROUP_COUNT][HW_COLL_COUNT];
     HwRankTable in_step_call_s;
+    // intra_node only (optional): the α-β of a started all-reduce or reduce-scatter where the
+    // back end runs it with its own algorithm (MPI: the engine's ordered reduction, comm_mpi.c;
+    // docs/performance-model.md §17): ordered: {all_reduce: {...}, reduce_scatter: {...}}.
+    // A call made through a start (CommRecord.started) is priced with it, where present.
+    HwCollCost ordered[HW_COLL_COUNT];   // [HW_ALL_REDUCE], [HW_REDUCE_SCATTER] only
+    int has_ordered[HW_COLL_COUNT];
 } HwLink;
 // The in_step factor of a call of `group` (-1: none known) and `kind` on n ranks: in_step_by's
 // entry, else in_step's, else 1.

@@ -34,6 +34,16 @@ static void write_rank_table(FILE *f, const char *prefix, const HwRankTable *t, 
     if (t->n) fputs(end, f);
 }
 
+// "{base_s: .., hop_s: .., busbw: ..}" (busbw a number or {n: bw, ...}).
+static void write_cost(FILE *f, const HwCollCost *cc) {
+    fprintf(f, "{base_s: %.6g, hop_s: %.6g, busbw: ", cc->base_s, cc->hop_s);
+    if (cc->n_bw == 1 && cc->bw_n[0] == 0) fprintf(f, "%.6g}", cc->bw[0]);
+    else {
+        for (int i = 0; i < cc->n_bw; i++) fprintf(f, "%s%d: %.6g", i ? ", " : "{", cc->bw_n[i], cc->bw[i]);
+        fprintf(f, "}}");
+    }
+}
+
 void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *const *comments) {
     static const char *const links[HW_LINK_COUNT] = { "intra_node", "inter_node" };
     static const char *const algos[] = { "ring", "tree", "auto" };
@@ -88,14 +98,17 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
         if (!k->present) continue;
         fprintf(f, "  %s:\n", links[l]);
         for (int c = 0; c < HW_COLL_COUNT; c++) {
-            const HwCollCost *cc = &k->coll[c];
-            fprintf(f, "    %s: {base_s: %.6g, hop_s: %.6g, busbw: ", hw_coll_name((HwColl)c), cc->base_s, cc->hop_s);
-            if (cc->n_bw == 1 && cc->bw_n[0] == 0) fprintf(f, "%.6g}\n", cc->bw[0]);
-            else {
-                for (int i = 0; i < cc->n_bw; i++) fprintf(f, "%s%d: %.6g", i ? ", " : "{", cc->bw_n[i], cc->bw[i]);
-                fprintf(f, "}}\n");
-            }
+            fprintf(f, "    %s: ", hw_coll_name((HwColl)c));
+            write_cost(f, &k->coll[c]);
+            fprintf(f, "\n");
         }
+        int any_ordered = 0;
+        for (int c = 0; c < HW_COLL_COUNT; c++)
+            if (k->has_ordered[c]) {
+                fprintf(f, "%s%s: ", any_ordered++ ? ", " : "    ordered: {", hw_coll_name((HwColl)c));
+                write_cost(f, &k->ordered[c]);
+            }
+        if (any_ordered) fprintf(f, "}\n");
         if (k->has_ll)
             fprintf(f, "    ll: {base_s: %.6g, hop_s: %.6g, bw_fraction: %.6g}\n", k->ll_base_s, k->ll_hop_s, k->ll_bw_fraction);
         if (k->curve.n) {   // the shape, written as busbw fractions of the largest message (it reads back the same)

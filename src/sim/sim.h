@@ -79,10 +79,14 @@ SimPlacement sim_pair_placement(int world_a, int world_b, int ranks_per_node);
 // Seconds of one call of `kind` moving `bytes` (the CommRecord's bytes) on a group placed pl.
 // 0 for a group of one. Dies (internal) when the placement needs a link the profile lacks:
 // callers check sim_check_grid first. A call of `group` (a CommGroup, -1: none known) inside a
-// step takes the profile's in-step terms of that group and kind (hardware.h);
-// sim_collective_time: of no known group.
-double sim_collective_in_group(const HwProfile *hw, CommKind kind, int group, double bytes, SimPlacement pl);
+// step takes the profile's in-step terms of that group and kind (hardware.h); `started`: a call
+// made through a start (CommRecord.started), priced inside a node with the link's `ordered` α-β
+// where the profile has one for its kind (docs/performance-model.md §17).
+// sim_collective_time: of no known group, not started. sim_collective_alone: the call alone,
+// without the in-step terms.
+double sim_collective_in_group(const HwProfile *hw, CommKind kind, int group, int started, double bytes, SimPlacement pl);
 double sim_collective_time(const HwProfile *hw, CommKind kind, double bytes, SimPlacement pl);
+double sim_collective_alone(const HwProfile *hw, CommKind kind, int started, double bytes, SimPlacement pl);
 // The profile's kind whose in-step terms price a CommKind (broadcast: all_gather's, barrier:
 // all_reduce's).
 HwColl sim_coll_priced_as(CommKind kind);

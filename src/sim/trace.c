@@ -112,7 +112,7 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
         return;
     }
     double s = sim_comm_exposed(t, r, r->type == COMM_RECORD_WAIT ? 0.0
-                                      : sim_collective_in_group(t->hw, r->kind, r->group, (double)r->bytes, t->place[r->group]));
+                                      : sim_collective_in_group(t->hw, r->kind, r->group, r->started, (double)r->bytes, t->place[r->group]));
     // a blocking call waits in the launch queue as an op does; a started call runs on its own
     // stream and its wait launches nothing on the compute stream
     if (r->type == COMM_RECORD_CALL) s = queued(t, s);

@@ -44,6 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +60,7 @@
 #include "../parallel/comm.h"
 #include "../sim/sim.h"
 #include "../train/step_record.h"
+#include "../train/trainer.h"
 
 // ---- helpers --------------------------------------------------------------------------------
 
@@ -501,8 +504,13 @@ static void measure_in_step(Backend *bk, HwProfile *p) {
 
 // ---- 5. collectives: the MPI worker ---------------------------------------------------------
 
-enum { K_AR, K_AG, K_RS, K_P2P, K_N };
-static const char *const kind_names[K_N] = { "all_reduce", "all_gather", "reduce_scatter", "p2p" };
+// K_AR .. K_P2P are HwColl's order; K_OAR, K_ORS the started (ordered) all-reduce and
+// reduce-scatter of the MPI back end (links.intra_node.ordered; docs/performance-model.md §17).
+enum { K_AR, K_AG, K_RS, K_P2P, K_OAR, K_ORS, K_N };
+static const char *const kind_names[K_N] = { "all_reduce", "all_gather", "reduce_scatter", "p2p", "ordered_all_reduce",
+                                             "ordered_reduce_scatter" };
+// The ring form a kind's time is fitted in (an ordered kind: its collective's).
+static int ring_kind(int k) { return k == K_OAR ? K_AR : k == K_ORS ? K_RS : k; }
 
 // One call of kind k moving S bytes (the CommRecord's bytes) on the whole world as one TP group.
 static void one_call(Comm *c, int k, float *buf, float *out, size_t S) {
@@ -511,6 +519,16 @@ static void one_call(Comm *c, int k, float *buf, float *out, size_t S) {
     case K_AR: comm_all_reduce(c, GROUP_TP, buf, n, DTYPE_F32, OP_SUM, PHASE_OTHER, -1); break;
     case K_AG: comm_all_gather(c, GROUP_TP, buf, out, n / g, DTYPE_F32, PHASE_OTHER, -1); break;
     case K_RS: comm_reduce_scatter(c, GROUP_TP, buf, out, n / g, DTYPE_F32, PHASE_OTHER, -1); break;
+    case K_OAR: {   // started (c->overlap 0: completed at once), as the engine's started calls run
+        CommHandle h = comm_all_reduce_start(c, GROUP_TP, buf, n, DTYPE_F32, OP_SUM, PHASE_OTHER, -1);
+        comm_wait(c, &h);
+        break;
+    }
+    case K_ORS: {
+        CommHandle h = comm_reduce_scatter_start(c, GROUP_TP, buf, out, n / g, DTYPE_F32, PHASE_OTHER, -1);
+        comm_wait(c, &h);
+        break;
+    }
     default: {
         // pairs (0,1), (2,3): every rank sends S bytes and receives S bytes at once
         int peer = c->tp_rank ^ 1;
@@ -594,37 +612,71 @@ static double rank_share_seconds(Comm *c, int world) {
     return world % 2 ? all[world / 2] : 0.5 * (all[world / 2 - 1] + all[world / 2]);
 }
 
-// 5b. The collectives inside real training steps (§15, §16 of docs/performance-model.md): the
+// 5b. The collectives inside real training steps (§15–§17 of docs/performance-model.md): the
 // α-β points above time each call alone, between barriers, on a buffer the loop keeps hot. In
 // a step a collective follows the compute that produced its buffer, the ranks arrive when
 // their compute ends, and the step's compute has pushed the transport's buffers and state out
-// of the caches. Here the world runs the trainer's step (train/step_record.c) as a tp = world
-// grid and as a dp = world grid, in the validated recipe's three kinds, at 4c.'s configuration
-// not validated, with 8 heads of 20 so that tp 2 and 4 divide them, 3 steps after a warm-up,
-// and rank 0 writes its comm table's rows: "in_step LAYOUT KIND GROUP n calls bytes seconds"
+// of the caches. Here the world runs the trainer's own step (trainer_init, trainer_step: each DP
+// rank its share of the batch, parallel.overlap as the validated recipes have it; §17: the
+// step of train/step_record.c ran every rank on the whole batch with its started calls
+// overlapped, comm_init's default) as a tp = world grid and as a dp = world grid, in the
+// validated recipe's three kinds, at 4c.'s configuration not validated, with 8 heads of 20 so
+// that tp 2 and 4 divide them, on synthetic data, IN_STEP_TIMED steps after a warm-up (the
+// waits split after each, as the trainer's run loop does), and rank 0 writes its comm table's
+// rows: "in_step LAYOUT KIND GROUP n calls bytes seconds started_calls started_bytes"
 // (seconds: rank 0's time inside the calls, waiting for a peer included — what the
-// validation's collectives measure). The parent prices them (in_step_fit).
-static void collectives_in_step(int world, FILE *f) {
-    use_threads(rank_threads(world));
+// validation's collectives measure; started: those made through a start). The parent prices
+// them (in_step_fit).
+enum { IN_STEP_TIMED = 8 };
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st; (void)flag; (void)ftw;
+    return remove(path);
+}
+static void collectives_in_step(int world, FILE *f, int rank) {
+    int threads = rank_threads(world);
+    use_threads(threads);
+    // the synthetic tokens' cache: a directory of this run's own, removed after
+    char cache[64] = "";
+    if (rank == 0) {
+        xsnprintf(cache, sizeof cache, "/tmp/calibrate-data.XXXXXX");
+        CHECK_ERRNO(!mkdtemp(cache), "mkdtemp /tmp/calibrate-data.XXXXXX");
+    }
+    CHECK_MPI(MPI_Bcast(cache, sizeof cache, MPI_CHAR, 0, MPI_COMM_WORLD));
     for (int layout = 0; layout < 2; layout++)
         for (int k = 0; k < STEP_KINDS; k++) {
             Config cfg;
             step_config(&cfg, 8, k, layout ? 1 : world, layout ? world : 1);
+            char o[2][96];
+            xsnprintf(o[0], sizeof o[0], "data.cache_dir=%s", cache);
+            xsnprintf(o[1], sizeof o[1], "train.threads=%d", threads);
+            config_set_override(&cfg, "data.dataset=synthetic");
+            for (int i = 0; i < 2; i++) config_set_override(&cfg, o[i]);
+            config_finalize(&cfg);
             Comm c;
             comm_init(&c, layout ? 1 : world, 1, layout ? world : 1);
-            Backend *bk = backend_cpu(DT_F32);
-            step_record(&cfg, bk, &c, STEP_TIMED, 0, NULL);
+            Trainer tr;
+            trainer_init(&tr, &cfg, &c);
+            trainer_step(&tr);   // warm-up: its first calls set up the shared-memory connections
+            comm_measure_waits(&c);
+            comm_stats_reset(&c);
+            for (int s = 0; s < IN_STEP_TIMED; s++) {
+                trainer_step(&tr);
+                comm_measure_waits(&c);
+            }
             int it = 0;
             CommStatRow r;
             while (f && comm_stats_next(&c, &it, &r))
                 if (r.s.calls && c.size[r.group] > 1
                     && (r.kind == COMM_ALL_REDUCE || r.kind == COMM_ALL_GATHER || r.kind == COMM_REDUCE_SCATTER))
-                    fprintf(f, "in_step %s%s %s %s %d %llu %llu %.9g\n", layout ? "dp" : "tp", k == 0 ? "-dense" : k == 1 ? "-cola" : "-boost",
-                            comm_kind_name(r.kind), comm_group_name(r.group), c.size[r.group], (unsigned long long)r.s.calls,
-                            (unsigned long long)r.s.bytes, r.s.seconds);
-            backend_free(bk);
+                    fprintf(f, "in_step %s%s %s %s %d %llu %llu %.9g %llu %llu\n", layout ? "dp" : "tp",
+                            k == 0 ? "-dense" : k == 1 ? "-cola" : "-boost", comm_kind_name(r.kind), comm_group_name(r.group),
+                            c.size[r.group], (unsigned long long)r.s.calls, (unsigned long long)r.s.bytes, r.s.seconds,
+                            (unsigned long long)r.s.started_calls, (unsigned long long)r.s.started_bytes);
+            trainer_free(&tr);
             comm_free(&c);
         }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) CHECK_ERRNO(nftw(cache, remove_entry, 8, FTW_DEPTH | FTW_PHYS) != 0, cache);
 }
 
 static int refresh_only = 0;   // --refresh: the machine now (refresh_profile), the workers only the rank share
@@ -635,6 +687,7 @@ static int mpi_worker(int argc, char **argv, const char *path) {
     CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
     Comm c;
     comm_init(&c, world, 1, 1);
+    c.overlap = 0;   // a started call completes at once, as the engine's do with parallel.overlap off
     FILE *f = NULL;
     if (c.rank == 0) {
         f = fopen(path, "w");
@@ -674,8 +727,9 @@ static int mpi_worker(int argc, char **argv, const char *path) {
             if (f) fprintf(f, "%s %d %zu %.9g\n", kind_names[k], world, S, pick(per, reps));
         }
     free(buf); free(out);
+    int rank = c.rank;
     comm_free(&c);
-    collectives_in_step(world, f);
+    collectives_in_step(world, f, rank);
     if (f) CHECK_ERRNO(fclose(f) != 0, path);
     CHECK_MPI(MPI_Finalize());
     return 0;
@@ -750,7 +804,8 @@ static void worker_results_close(FILE *f, const char *path) {
 
 typedef struct { int kind, n; double bytes, t; int used; } Meas;   // used: kept by the fit
 // A row of 5b.: `calls` collectives of `kind` on n ranks moving `bytes` in all, in `t` seconds.
-typedef struct { char layout[32]; CommKind kind; CommGroup group; int n; double calls, bytes, t; } StepRow;
+// started_calls, started_bytes: of calls and bytes, those made through a start (§17)
+typedef struct { char layout[32]; CommKind kind; CommGroup group; int n; double calls, bytes, t, started_calls, started_bytes; } StepRow;
 
 // One rank count's entry of a HwRankTable (ascending sizes; a size already there is replaced).
 static void rank_table_put(HwRankTable *t, int n, double v) {
@@ -774,7 +829,8 @@ static double clamp_in_step(double f) { return f < HW_IN_STEP_MIN ? HW_IN_STEP_M
 //    in a step before it moves any data;
 //  * in_step_by GROUP_KIND: over the other calls of that group and kind, their seconds beyond
 //    that fixed cost against the fitted α-β's price beyond a call of 0 bytes (the price is
-//    affine in the bytes, so a row's calls priced at their mean size sum exactly);
+//    affine in the bytes, so a row's calls priced at their mean size sum exactly; a row's
+//    blocking and started calls each at their own α-β, §17);
 //  * in_step: the same over all the non-scalar calls (groups and kinds not measured).
 // Without a scalar call at n, the factors are seconds over the whole α-β price (§15).
 static void in_step_fit(HwProfile *p, const StepRow *rows, int n_rows) {
@@ -782,8 +838,9 @@ static void in_step_fit(HwProfile *p, const StepRow *rows, int n_rows) {
     memset(&l->in_step, 0, sizeof l->in_step);
     memset(l->in_step_by, 0, sizeof l->in_step_by);
     memset(&l->in_step_call_s, 0, sizeof l->in_step_call_s);   // the α-β alone from here
-    printf("\n5b. the collectives inside training steps (tp = n and dp = n grids; d 160, 8 heads, d_ff 432, 12 x 128 tokens,\n"
-           "    V 2560; dense, CoLA, CoLA + BOOST's switches; rank 0's seconds, waiting included) against the fits above\n");
+    printf("\n5b. the collectives inside the trainer's steps (tp = n and dp = n grids; d 160, 8 heads, d_ff 432, 12 x 128 tokens,\n"
+           "    V 2560; dense, CoLA, CoLA + BOOST's switches; %d steps after a warm-up; rank 0's seconds, waiting included)\n"
+           "    against the fits above (a started call against the ordered fit)\n", IN_STEP_TIMED);
     double *per = xcalloc((size_t)n_rows + 1, sizeof *per);
     for (int i = 0; i < n_rows; i++) {
         int n = rows[i].n, seen = 0;
@@ -796,7 +853,7 @@ static void in_step_fit(HwProfile *p, const StepRow *rows, int n_rows) {
         double call = ns ? median(per, ns) : -1;
         printf("   %d ranks: %d rows of scalar collectives, %s", n, ns, ns ? "" : "none: the factors price the whole alpha-beta time\n");
         if (ns) printf("rank 0's seconds per call, median %.2f us (the alpha-beta alone: %.2f us): in_step_call_s\n", call * 1e6,
-                       sim_collective_time(p, COMM_ALL_REDUCE, 8, pl) * 1e6);
+                       sim_collective_alone(p, COMM_ALL_REDUCE, 0, 8, pl) * 1e6);
         printf("   %-22s %7s %10s %12s %12s %8s\n", "group and kind", "calls", "MB/call", "alone ms", "in step ms", "factor");
         double all_x = 0, all_p = 0, all_c = 0, all_t = 0, all_a = 0;
         for (int g = 0; g <= GROUP_COUNT; g++)   // GROUP_COUNT: all of them, in_step
@@ -807,10 +864,18 @@ static void in_step_fit(HwProfile *p, const StepRow *rows, int n_rows) {
                     double bc = r->bytes / r->calls;
                     if (r->n != n || bc <= HW_SCALAR_CALL_BYTES || (g < GROUP_COUNT && (int)r->group != g)) continue;
                     if ((int)sim_coll_priced_as(r->kind) != k) continue;
-                    double alone = sim_collective_time(p, r->kind, bc, pl), lat = sim_collective_time(p, r->kind, 0, pl);
+                    // the row's blocking and started calls, each at its own price alone (§17)
+                    double alone = 0, lat = 0;
+                    for (int st = 0; st < 2; st++) {
+                        double nc = st ? r->started_calls : r->calls - r->started_calls;
+                        double nb = st ? r->started_bytes : r->bytes - r->started_bytes;
+                        if (nc <= 0) continue;
+                        alone += nc * sim_collective_alone(p, r->kind, st, nb / nc, pl);
+                        lat += nc * sim_collective_alone(p, r->kind, st, 0, pl);
+                    }
                     x += call < 0 ? r->t : r->t - r->calls * call;
-                    pr += r->calls * (call < 0 ? alone : alone - lat);
-                    c += r->calls; b += r->bytes; t += r->t; a += r->calls * alone;
+                    pr += call < 0 ? alone : alone - lat;
+                    c += r->calls; b += r->bytes; t += r->t; a += alone;
                 }
                 if (g == GROUP_COUNT) { all_x += x; all_p += pr; all_c += c; all_t += t; all_a += a; continue; }
                 if (c == 0) continue;
@@ -840,9 +905,21 @@ static CommGroup comm_group_named(const char *name) {
     DIE("calibrate: the worker wrote an unknown group '%s'", name);
 }
 
-static double ring_steps(int k, int n) { return k == K_AR ? 2.0 * (n - 1) : k == K_P2P ? 1.0 : n - 1.0; }
+static double ring_steps(int k, int n) {
+    k = ring_kind(k);
+    return k == K_AR ? 2.0 * (n - 1) : k == K_P2P ? 1.0 : n - 1.0;
+}
 static double bus_bytes(int k, int n, double S) {
+    k = ring_kind(k);
     return k == K_AR ? S * 2.0 * (n - 1) / n : k == K_P2P ? S : S * (n - 1.0) / n;
+}
+// Where kind k's fit goes in the link.
+static HwCollCost *cost_of(HwLink *l, int k) {
+    if (k == K_OAR || k == K_ORS) {
+        l->has_ordered[ring_kind(k)] = 1;
+        return &l->ordered[ring_kind(k)];
+    }
+    return &l->coll[k];
 }
 
 // Fit α, g = 1/β of the used points of (k, n); returns 0 when there are too few points.
@@ -1185,10 +1262,12 @@ int main(int argc, char **argv) {
         while (nm < 4096 && fgets(line, sizeof line, f)) {
             char lay[32];
             char grp[32];
-            if (sscanf(line, "in_step %31s %31s %31s %d %lf %lf %lf", lay, ckind, grp, &n, &calls, &S, &t) == 7) {   // 5b.
+            double sc, sb;
+            if (sscanf(line, "in_step %31s %31s %31s %d %lf %lf %lf %lf %lf", lay, ckind, grp, &n, &calls, &S, &t, &sc, &sb) == 9) {   // 5b.
                 CHECK(n_steprows < 4096, "calibrate: too many in-step rows");
-                CHECK(calls > 0, "calibrate: an in-step row of no calls in %s", tmp);
-                steprows[n_steprows] = (StepRow){ "", comm_kind_named(ckind), comm_group_named(grp), n, calls, S, t };
+                CHECK(calls > 0 && sc >= 0 && sc <= calls && sb >= 0 && sb <= S, "calibrate: an in-step row of %g calls (%g started) "
+                      "and %g bytes (%g started) in %s", calls, sc, S, sb, tmp);
+                steprows[n_steprows] = (StepRow){ "", comm_kind_named(ckind), comm_group_named(grp), n, calls, S, t, sc, sb };
                 snprintf(steprows[n_steprows++].layout, sizeof steprows->layout, "%s", lay);
                 continue;
             }
@@ -1211,22 +1290,23 @@ int main(int argc, char **argv) {
     p.ranks_per_node = max_n;
     HwLink *l = &p.link[HW_INTRA];
     l->present = 1;
-    for (int k = 0; k < K_N; k++) fit_kind(meas, nm, k, &l->coll[k]);
+    for (int k = 0; k < K_N; k++) fit_kind(meas, nm, k, cost_of(l, k));
     printf("\n   fitted: t = base + steps·hop + bytes·f/busbw(n) (steps, f: docs/performance-model.md)\n");
     for (int k = 0; k < K_N; k++) {
-        printf("   %-15s base %8.2f us  hop %8.2f us  busbw", kind_names[k], l->coll[k].base_s * 1e6, l->coll[k].hop_s * 1e6);
-        for (int j = 0; j < l->coll[k].n_bw; j++) printf("  %d ranks %.3f GB/s", l->coll[k].bw_n[j], l->coll[k].bw[j] / 1e9);
+        const HwCollCost *c = cost_of(l, k);
+        printf("   %-22s base %8.2f us  hop %8.2f us  busbw", kind_names[k], c->base_s * 1e6, c->hop_s * 1e6);
+        for (int j = 0; j < c->n_bw; j++) printf("  %d ranks %.3f GB/s", c->bw_n[j], c->bw[j] / 1e9);
         printf("\n");
     }
-    printf("\n   %-15s %5s %10s %12s %12s %8s\n", "collective", "ranks", "bytes", "measured us", "model us", "error");
+    printf("\n   %-22s %5s %10s %12s %12s %8s\n", "collective", "ranks", "bytes", "measured us", "model us", "error");
     double errs[4096];
     int ne = 0, dropped = 0;
     for (int i = 0; i < nm; i++) {
-        double model = model_time(&l->coll[meas[i].kind], &meas[i]);
+        double model = model_time(cost_of(l, meas[i].kind), &meas[i]);
         double e = (model - meas[i].t) / meas[i].t;
         errs[ne++] = fabs(e);
         dropped += !meas[i].used;
-        printf("   %-15s %5d %10.0f %12.2f %12.2f %+7.1f%%%s\n", kind_names[meas[i].kind], meas[i].n, meas[i].bytes,
+        printf("   %-22s %5d %10.0f %12.2f %12.2f %+7.1f%%%s\n", kind_names[meas[i].kind], meas[i].n, meas[i].bytes,
                meas[i].t * 1e6, model * 1e6, 100 * e, meas[i].used ? "" : "  (left out of the fit)");
     }
     double med = ne ? median(errs, ne) : 0, mx = ne ? errs[ne - 1] : 0;
