@@ -932,8 +932,19 @@ def main():
          "collectives 23.0 % and 22.0 % (pipeline rows −52 … +23 %; dp2 still −17 … −28 %, tp2 fullrank-tp +20 %); whole "
          "steps 8.9 % / 5.0 %, worst 23.9 % / 12.8 %; ratios worst 20.5 % / 11.5 % (two runs at f9834e8, 15:13 and "
          "15:16 UTC; the first run's tp1 rows, which no collective touches, +9 … +20 %); a third run at ea66d47 (a refactor, "
-         "no price change; 16:14 UTC, the CPU section below): collectives 37.0 % (the calibration's dp factor 1.28), whole "
+         "no price change; 16:14 UTC): collectives 37.0 % (the calibration's dp factor 1.28), whole "
          "steps 2.9 %, worst 8.4 %, ratios worst 8.2 %"],
+        ["commits d3a0d84 (written), bd41e1a (priced)", "round 7 (§17): the started collectives, which the MPI back end runs "
+         "as the engine's own ordered reduction, priced with their own α-β (links.intra_node.ordered); the in-step terms "
+         "timed in trainer_step (overlap off, as the recipes) over 8 steps instead of step_record's 3 (which ran its started "
+         "calls overlapped)", "round 6's three validations",
+         "collectives 23.0 %, 22.0 %, 37.0 % (dp2 −17 … −43 %, tp2 fullrank-tp about +20 %); whole steps worst 23.9 %, "
+         "12.8 %, 8.4 %; ratios worst 20.5 %, 11.5 %, 8.2 %",
+         "two runs at bd41e1a: 17:40 UTC (tracked, the CPU section below): collectives 45.7 % (that calibration's dp factor "
+         "4.50, where eight other quick calibrations of the hour gave 1.55–2.00: dp2 +135 … +174 %), whole steps 4.6 %, "
+         "worst 27.2 %, ratios worst 8.5 %; 17:45 UTC: collectives 16.3 % (dp2 +11 … +13 %, tp2 +7 … +18 %, the pipeline's "
+         "scalar calls +48 … +158 % of 0.02–0.08 ms), whole steps 13.5 %, worst 23.6 % (the op layer at 13.5 %), ratios "
+         "worst 15.5 %"],
     ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")
