@@ -1,7 +1,7 @@
 """reproduce_published.py — the performance model against published end-to-end training
 throughputs measured by others (analysis/reproduction/published_throughputs.yaml; its header
-states the sources, the splits — calibration, seen in round 1, held out in round 2 — and every
-mapping rule).
+states the sources, the splits — calibration, seen in round 1, held out in round 2, held out in
+round 3 — and every mapping rule).
 
 Each row's published number is converted to seconds per iteration by its source's own
 definition (seconds_of); the mapped variant (experiments/published-throughputs.yaml, same id) is
@@ -11,6 +11,7 @@ modeled seconds - 1 (positive: the model is too fast). A row with `excluded:` (a
 keeps it out) is priced and shown but counts in no statistic.
 
     /usr/bin/python3 analysis/reproduce_published.py     # the table alone, on stdout
+    /usr/bin/python3 analysis/reproduce_published.py --split held_out_round3   # one split's rows alone, priced and shown
     /usr/bin/python3 analysis/reproduce_published.py --check [--probe N]   # the set's rules, and N hostile edits refused
 reproduce.py imports compute() and section() for REPORT.md and published.csv.
 """
@@ -34,8 +35,14 @@ TARGET_MEDIAN, TARGET_WORST, TARGET_SIGN = 0.12, 0.25, 0.70
 SPLIT_COMMIT = "b65bf9b"
 SPLIT2_COMMIT = "946a068"
 MECH2_COMMIT = "af5e17c"
+# The commit that fixed round 3's held-out rows and its readings, before any of them was priced; no
+# model change in the round (docs: the set's header, ROUND 3)
+SPLIT3_COMMIT = "c396c95"
 # How each split is named in the report
-SPLIT_LABEL = {"calibration": "calibration", "seen": "seen in round 1", "held_out": "held out (round 2)"}
+SPLIT_LABEL = {"calibration": "calibration", "seen": "seen in round 1", "held_out": "held out (round 2)",
+               "held_out_round3": "held out (round 3)"}
+# The splits whose rows are held out (a rule that keeps a row out is decided before it is held out)
+HELD_OUT = ("held_out", "held_out_round3")
 
 
 def load():
@@ -48,7 +55,8 @@ def hardware_of(doc, row):
 
 
 def attention_of(doc, row):
-    return doc["sources"][row["source"]]["attention"]
+    """The attention kernel the row's system ran: the row's own `attention:` where it names one, else its source's."""
+    return row.get("attention") or doc["sources"][row["source"]]["attention"]
 
 
 def vstages_of(row):
@@ -79,7 +87,7 @@ def manifest_variants():
 
 
 METRICS = ("tflops_per_gpu_sc21_eq3", "tflops_per_gpu_mcore_2024", "tokens_per_s_per_gpu", "tokens_per_s_total",
-           "seconds_per_iteration")
+           "samples_per_s_total", "seconds_per_iteration")
 ATTENTION = ("flash", "flash1", "materialized", "materialized-dropout")
 
 
@@ -105,7 +113,9 @@ def problems(doc, variants):
             out.append(f"row {rid}: source {row.get('source')!r} is not in sources")
         if rid not in variants:
             out.append(f"row {rid}: experiments/{MANIFEST}.yaml has no variant {rid}")
-        if row.get("split") == "held_out" and row.get("excluded"):
+        if "attention" in row and row["attention"] not in ATTENTION:
+            out.append(f"row {rid}: attention {row['attention']!r}: expected one of {', '.join(ATTENTION)}")
+        if row.get("split") in HELD_OUT and row.get("excluded"):
             out.append(f"row {rid}: a held-out row carries excluded: (the rules decide admission before a row is held out)")
         sch = row.get("schedule", "1f1b")
         if not (sch == "1f1b" or (sch.startswith("interleaved-") and sch[12:].isdigit() and int(sch[12:]) >= 2)):
@@ -131,7 +141,7 @@ def hostile(doc, variants, rng):
         row["split"] = rng.choice(["heldout", "test", "", "calibrate"])
         return (d, variants), f"{row['id']}: split {row['split']!r}"
     if kind == 1:   # a rule that keeps a row out, added after it was held out
-        r = rng.choice([x for x in rows if x["split"] == "held_out"])
+        r = rng.choice([x for x in rows if x["split"] in HELD_OUT])
         r["excluded"] = "R6: decided after pricing"
         return (d, variants), f"{r['id']}: held out and excluded"
     if kind == 2:
@@ -166,6 +176,8 @@ def seconds_of(doc, row):
         return B * s / (x * gpus)
     if metric == "tokens_per_s_total":   # the whole system's tokens per second
         return B * s / x
+    if metric == "samples_per_s_total":   # the whole system's sequences per second
+        return B / x
     if metric == "seconds_per_iteration":
         return x
     raise SystemExit(f"{SET}: row {row['id']}: unknown metric {metric}")
@@ -242,8 +254,15 @@ def main():
             with open(out) as fh:
                 return json.load(fh)
     doc = load()
+    splits = ("calibration", "seen", "held_out", "held_out_round3")
+    if "--split" in sys.argv:   # price and show one split's rows only
+        i = sys.argv.index("--split")
+        if i + 1 >= len(sys.argv) or sys.argv[i + 1] not in SPLIT_LABEL:
+            sys.exit(f"--split needs one of {', '.join(SPLIT_LABEL)}")
+        splits = (sys.argv[i + 1],)
+        doc = dict(doc, rows=[row for row in doc["rows"] if row["split"] == splits[0]])
     V, X = compute(M, doc)
-    for split in ("calibration", "seen", "held_out"):
+    for split in splits:
         errs = [x for x in errors(doc, V) if x[0]["split"] == split]
         print(f"== {SPLIT_LABEL[split]}")
         for row, p, m, e in errs:
@@ -274,6 +293,10 @@ FIRST_ROUND2 = ("0b6c181", "median |error| 4.4 %, worst 37.1 %, 9 positive, 7 ne
 AFTER_ROUND2 = ("3fe3bd9", "the data-parallel reduction priced per layer bucket and, with parallel.overlap off (its "
                 "default, chosen after the held-out rows had been priced with it on: worst 41.9 %, 15 too fast, 1 too slow), "
                 "all of it exposed")
+# The first pricing of round 3's held-out rows (set fixed in SPLIT3_COMMIT), as analysis/reproduce_published.py
+# --split held_out_round3 printed it on the model of that commit, before anything else was changed; the
+# round-3 verdict is this pricing's
+FIRST_ROUND3 = ("the model of commit " + SPLIT3_COMMIT, "median |error| 21.5 %, worst 284.7 %, 14 positive, 3 negative")
 
 
 def _pct(x):
@@ -288,7 +311,7 @@ def csv_rows(doc, V, B, X):
     for row, p, m, e in errors(doc, V):
         src = doc["sources"][row["source"]]
         b = B.get(f"pubs/{row['id']}")
-        rows.append([row["id"], row["source"], row["split"], row.get("gpu") or src["gpu"], hardware_of(doc, row), src["attention"],
+        rows.append([row["id"], row["source"], row["split"], row.get("gpu") or src["gpu"], hardware_of(doc, row), attention_of(doc, row),
                      row.get("schedule", "1f1b"), row["tp"], row["pp"], row["dp"], row["gpus"], row["micro_batch"] or "1 (not stated)",
                      row["batch"], row["seq"], row["value"], src["metric"], p, m, b[0] if b else m, b[1] if b else m, e,
                      "yes" if X[f"pubfit/{row['id']}"] else "no", row.get("excluded", "")])
@@ -302,6 +325,25 @@ def _stats(xs):
     return f"median |error| {100 * med:.1f} %, worst {100 * worst:.1f} %, {pos} too fast, {neg} too slow"
 
 
+def _round3(held3):
+    """The lines of round 3: how its rows were fixed and priced, and their statistics at this commit."""
+    if not held3:
+        return []
+    n, med, worst, pos, neg = summary(held3)
+    ok_med, ok_worst, ok_sign = verdict(summary(held3))
+    L = [f"**Round 3, in the order git history shows it:** the {n} held-out rows, their sources' locations and the "
+         f"readings for what the sources leave unstated were committed in **{SPLIT3_COMMIT}** (\"nothing of the model changes "
+         f"in this commit\"; no round-3 row priced before it); the model was not changed in the round; the rows were then "
+         f"priced once"
+         + (f" ({FIRST_ROUND3[0]}: {FIRST_ROUND3[1]})." if FIRST_ROUND3 else " (this section is that pricing).")
+         + " The candidates R1–R11 kept out are listed in the set's header.\n"]
+    L.append(f"**Round-3 rows at this commit: median |error| {100 * med:.1f} % (target ≤ {100 * TARGET_MEDIAN:.0f} %: "
+             f"{'met' if ok_med else '**NOT met**'}), worst {100 * worst:.1f} % (target ≤ {100 * TARGET_WORST:.0f} %: "
+             f"{'met' if ok_worst else '**NOT met**'}), {pos} too fast and {neg} too slow ({100 * max(pos, neg) / n:.0f} % "
+             f"of one sign; target ≤ {100 * TARGET_SIGN:.0f} %: {'met' if ok_sign else '**NOT met**'}).**\n")
+    return L
+
+
 def section(doc, V, B, X, md_table):
     """The lines of REPORT.md's section on the published throughputs."""
     L = []
@@ -310,14 +352,18 @@ def section(doc, V, B, X, md_table):
     seen = [x for x in errs if x[0]["split"] == "seen"]
     held = [x for x in errs if x[0]["split"] == "held_out" and counted(x[0])]
     held_src = sorted({x[0]["source"] for x in held})
+    held3 = [x for x in errs if x[0]["split"] == "held_out_round3" and counted(x[0])]
+    held3_src = sorted({x[0]["source"] for x in held3})
     n, med, worst, pos, neg = summary(held)
     ok_med, ok_worst, ok_sign = verdict(summary(held)) if n else (False, False, False)
     L.append(f"The set: {len(errs)} published end-to-end training throughputs of transformers on A100 and H100 GPUs from "
              f"{len(doc['sources'])} sources (`{SET}`: each row's configuration, its source's location, the metric's "
              f"definition, the mapping rules; `experiments/published-throughputs.yaml`: the engine variant of each row), in "
-             f"three splits: **calibration** ({len(cal)} Megatron-LM SC21 rows whose errors had been seen before round 1), "
-             f"**seen in round 1** ({len(seen)} rows held out in round 1 and priced once there, seen since) and **held out "
-             f"(round 2)** ({n} rows from {len(held_src)} sources not used in round 1: {', '.join(held_src)}).\n")
+             f"four splits: **calibration** ({len(cal)} Megatron-LM SC21 rows whose errors had been seen before round 1), "
+             f"**seen in round 1** ({len(seen)} rows held out in round 1 and priced once there, seen since), **held out "
+             f"(round 2)** ({n} rows from {len(held_src)} sources not used in round 1: {', '.join(held_src)}) and **held out "
+             f"(round 3)** ({len(held3)} rows from {len(held3_src)} sources used in no earlier round: {', '.join(held3_src)}).\n")
+    L += _round3(held3)
     L.append(f"**Round 2, in the order git history shows it:** the held-out set and the mapping rules (R1–R11, which decide "
              f"how a published system the engine cannot express is mapped or kept out, applied to every row) were committed "
              f"in **{SPLIT2_COMMIT}** (\"nothing of the model changes in this commit\"); the mechanisms were written down with "
@@ -344,13 +390,13 @@ def section(doc, V, B, X, md_table):
              f"{CAL_BEFORE_ROUND2[1]}; before round 1's mechanisms, at 7034904: median 23.4 %, worst 37.9 %, 6 too fast).\n")
     L.append("error = published seconds per iteration / modeled − 1 (positive: the model is too fast); published seconds from "
              "each source's own metric (SC21: Eq. (3) teraFLOP/s; Megatron-Core: its FLOP count at f2e5db402c; MosaicML: "
-             "tokens/s/GPU; FlashAttention: tokens/s of the 8-GPU node; BLOOM, Korthikanti et al., Megatron-Turing NLG: seconds "
-             "per iteration as printed). Band: the model over the chosen constants' alternatives on that row's profile. "
+             "tokens/s/GPU; FlashAttention and Lambda: tokens/s of the whole run; FP8-LM: samples/s of the whole run; BLOOM, "
+             "Korthikanti et al., Megatron-Turing NLG, Nemotron-4 15B, llm.c: seconds per iteration as printed). Band: the model over the chosen constants' alternatives on that row's profile. "
              "*engine fits*: whether this engine's own memory layout fits the profile's memory (the published systems shard or "
              "recompute their own way; the time is priced either way). *kernel, schedule*: how the row's attention and "
              "pipeline are priced (R8, R9).\n")
     rows = []
-    order = {"held_out": 0, "seen": 1, "calibration": 2}
+    order = {"held_out_round3": 0, "held_out": 1, "seen": 2, "calibration": 3}
     for row, p, m, e in sorted(errs, key=lambda x: order[x[0]["split"]]):
         src = doc["sources"][row["source"]]
         b = B.get(f"pubs/{row['id']}")
@@ -360,13 +406,13 @@ def section(doc, V, B, X, md_table):
         note = row["system"] + (f"; **excluded ({row['excluded']})**" if not counted(row) else "")
         rows.append([row["id"], SPLIT_LABEL[row["split"]], row.get("gpu") or src["gpu"], shape,
                      f"{row['tp']}/{row['pp']}/{row['dp']} ({row['gpus']})", row["micro_batch"] or "1*", row["batch"], row["seq"],
-                     f"{src['attention']}, {sch}", f"{p:.3f}", f"{m:.3f}{band}", _pct(e),
+                     f"{attention_of(doc, row)}, {sch}", f"{p:.3f}", f"{m:.3f}{band}", _pct(e),
                      "yes" if X[f"pubfit/{row['id']}"] else "no", note.replace("|", "\\|")])   # a pipe of the text is no column border
     L.append(md_table(["row", "split", "GPU", "model", "tp/pp/dp (GPUs)", "micro-batch", "batch", "seq", "kernel, schedule",
                        "published s", "model s [band]", "error", "engine fits",
                        "what the published system does that this engine's trace does not"], rows) + "\n")
     L.append("\\* not stated by the source; 1 sequence per replica, chosen before pricing (the set's header, R10).\n")
-    for split in ("held_out", "seen"):
+    for split in ("held_out_round3", "held_out", "seen"):
         by = {}
         for x in errs:
             if x[0]["split"] == split and counted(x[0]):
