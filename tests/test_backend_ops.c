@@ -382,7 +382,7 @@ static double call_emb_fwd(Backend *b, void *const *p, const Case *c) {
 }
 // i = {N, d, v0, V}: p = tokens, dout, dwte
 static double call_emb_bwd(Backend *b, void *const *p, const Case *c) {
-    op_embedding_backward(b, p[2], p[1], p[0], c->i[0], c->i[1], c->i[2], c->i[3], ACC(c));
+    op_embedding_backward(b, p[2], p[1], p[0], c->i[0], c->i[1], c->i[2], c->i[3], ACC(c), NULL);
     return 0;
 }
 // i = {N, V, v0}: p = logits, targets, lmax, sumexp, tlogit
@@ -415,7 +415,7 @@ static double call_sumsq(Backend *b, void *const *p, const Case *c) {
     int n = c->i[0];
     const void *x[MAXARGS]; size_t len[MAXARGS]; double w[MAXARGS];
     for (int j = 0; j < n; j++) { x[j] = p[j]; len[j] = c->a[j].n; w[j] = c->f[j % 4]; }
-    return op_sumsq_multi(b, n, x, len, w);
+    return op_sumsq_multi(b, n, x, len, w, NULL);
 }
 // i = {n spans, t}: f = {lr, beta1, beta2, eps, grad_scale}: per span j: p[5j..5j+4] = master, grad, m,
 // v, param (param passed on bf16 back ends only: fp32 runs update the master in place);

@@ -623,12 +623,12 @@ TEST(embedding_forward_and_gradcheck) {
         for (int i = 0; i < N; i++) if (memcmp(c.out + i * d, c.wte + tok[i] * d, sizeof(float) * d)) ok = 0;
         EXPECT(ok, "embedding_forward did not copy the rows");
         float *dw = gzeros((size_t)V * d);
-        cpu_embedding_backward_shard(dw, c.w, tok, N, d, 0, V, 1);
+        cpu_embedding_backward_shard(dw, c.w, tok, N, d, 0, V, 1, NULL);
         FD_EXPECT("embedding dwte", emb_obj, &c, c.wte, dw, (size_t)V * d);
         // a shard of rows [2, 4): its rows, zeros for the other tokens; gradient only there
         float *part = galloc((size_t)N * d), *dpart = gzeros((size_t)2 * d);
         cpu_embedding_forward_shard(part, tok, c.wte + 2 * d, N, d, 2, 2);
-        cpu_embedding_backward_shard(dpart, c.w, tok, N, d, 2, 2, 1);
+        cpu_embedding_backward_shard(dpart, c.w, tok, N, d, 2, 2, 1, NULL);
         int okp = 1;
         for (int i = 0; i < N; i++)
             for (int j = 0; j < d; j++)
@@ -636,6 +636,46 @@ TEST(embedding_forward_and_gradcheck) {
         EXPECT(okp, "embedding shard rows");
         SAME_EXPECT("embedding shard gradient = rows 2..3 of the full one", dpart, dw + 2 * d, (size_t)2 * d);
     }
+    GUARDS_EXPECT();
+    gfree_all();
+}
+
+// The storing embedding backward with the hint nz (rows with nz[r] = 0 are zero already, the
+// model's embed_live): the same bits as without it, over generated cases — the buffer holding
+// the previous step's rows (nonzero exactly where nz is set, as the model keeps it), vocabulary
+// shards, row widths, 1 and 2 threads — and the rows it may skip are really left unwritten.
+TEST(embedding_backward_live_rows) {
+    int nth = omp_get_max_threads();
+    for (int ci = 0; ci < 24; ci++) {
+        int V = 1 + (int)(rng_uniform(&g_rng) * 700), d = ci % 3 ? 64 : 24 + ci, N = 1 + (int)(rng_uniform(&g_rng) * 300);
+        int v0 = ci % 4 == 3 ? V / 3 : 0;
+        int32_t *tok = malloc(sizeof(int32_t) * (size_t)N);
+        for (int i = 0; i < N; i++) tok[i] = (int32_t)(rng_uniform(&g_rng) * (V + v0 + 5));   // some out of the shard
+        unsigned char *nz = calloc((size_t)V + 1, 1);
+        float *prev = gzeros((size_t)V * d), *dout = grand((size_t)N * d, 1.0f);
+        for (int r = 0; r < V; r++)
+            if (rng_uniform(&g_rng) < 0.1) { nz[r] = 1; for (int j = 0; j < d; j++) prev[(size_t)r * d + j] = 1.0f + j; }
+        for (int th = 1; th <= 2; th++) {
+            omp_set_num_threads(th);
+            float *a = gcopy(prev, (size_t)V * d), *b = gcopy(prev, (size_t)V * d);
+            cpu_embedding_backward_shard(a, dout, tok, N, d, v0, V, 0, NULL);
+            cpu_embedding_backward_shard(b, dout, tok, N, d, v0, V, 0, nz);
+            SAME_EXPECT("embedding_backward with the live-rows hint", b, a, (size_t)V * d);
+            // a row marked zero that is not (a broken promise) stays as it was: the hint is taken
+            int r = 0;
+            while (r < V && nz[r]) r++;
+            int hit = 0;
+            for (int i = 0; i < N; i++) hit |= tok[i] - v0 == r;
+            if (r < V && !hit) {
+                float *c = gcopy(prev, (size_t)V * d);
+                c[(size_t)r * d] = 7.0f;
+                cpu_embedding_backward_shard(c, dout, tok, N, d, v0, V, 0, nz);
+                EXPECT(c[(size_t)r * d] == 7.0f, "a row the hint marks zero was written (V %d, row %d)", V, r);
+            }
+        }
+        free(tok); free(nz);
+    }
+    omp_set_num_threads(nth);
     GUARDS_EXPECT();
     gfree_all();
 }
@@ -820,11 +860,60 @@ TEST(sumsq_multi_chunks) {
     int nth = omp_get_max_threads();
     for (int th = 1; th <= 2; th++) {
         omp_set_num_threads(th);
-        double got = cpu_sumsq_multi(NT, x, len, w);
+        double got = cpu_sumsq_multi(NT, x, len, w, NULL);
         EXPECT(got == ref, "sumsq_multi at %d threads: %.17g vs chunk by chunk %.17g", th, got, ref);
     }
     omp_set_num_threads(nth);
     EXPECT(cpu_sumsq(x[0], len[0]) == s0, "sumsq of one tensor: %.17g vs chunk by chunk %.17g", cpu_sumsq(x[0], len[0]), s0);
+    gfree_all();
+}
+
+// The embedding gradient's norm read in its live rows only (SumsqLive): exactly the bits of
+// reading every row, over generated cases — row lengths that divide the 64 Ki chunk, 768 and
+// 1376 that straddle its ends, 48 (not a multiple of the 32 partial sums: the hint is
+// ignored) — live densities from none to all, the live tensor first of three or alone, 1 and
+// 2 threads.
+TEST(sumsq_multi_live) {
+    const size_t rls[] = { 32, 512, 768, 2048, 1376, 48 };
+    const double dens[] = { 0.0, 0.03, 0.5, 1.0 };
+    int nth = omp_get_max_threads(), ncase = 0, nskip = 0;
+    for (int ci = 0; ci < 48; ci++) {
+        size_t rl = rls[ci % 6], rows = 1 + (size_t)(rng_uniform(&g_rng) * (3.5 * 65536 / rl));
+        double den = dens[(ci / 6) % 4];
+        int alone = ci / 24;
+        unsigned char *live = calloc(rows + 1, 1);
+        float *e = grand(rows * rl, 2.0f);
+        for (size_t r = 0; r < rows; r++) {
+            live[r] = rng_uniform(&g_rng) < den;
+            if (!live[r]) memset(e + r * rl, 0, sizeof(float) * rl);
+        }
+        size_t len[3] = { rows * rl, 3 * 65536 + 40, 70001 };
+        const float *x[3] = { e, grand(len[1], 1.0f), grand(len[2], 0.5f) };
+        double w[3] = { 1.0, 0.25, 1.0 };
+        int n = alone ? 1 : 3;
+        SumsqLive h = { 0, rl, live };
+        for (int th = 1; th <= 2; th++) {
+            omp_set_num_threads(th);
+            double all = cpu_sumsq_multi(n, x, len, w, NULL), got = cpu_sumsq_multi(n, x, len, w, &h);
+            EXPECT(got == all, "sumsq live rows (row %zu, %zu rows, density %.2f, %d tensors, %d threads): %.17g vs %.17g",
+                   rl, rows, den, n, th, got, all);
+        }
+        // the hint is taken (a dead row is not read) where the row length allows it
+        size_t dead = 0;
+        while (dead < rows && live[dead]) dead++;
+        if (dead < rows) {
+            double before = cpu_sumsq_multi(n, x, len, w, &h);
+            e[dead * rl] = 1.0f;
+            EXPECT((cpu_sumsq_multi(n, x, len, w, &h) == before) == (rl % 32 == 0),
+                   "a dead row read (row %zu) or not (row %zu)", rl, rl);
+            e[dead * rl] = 0.0f;
+            nskip += rl % 32 == 0;
+        }
+        free(live);
+        ncase++;
+    }
+    omp_set_num_threads(nth);
+    EXPECT(ncase == 48 && nskip >= 20, "cases %d, with dead rows skipped %d", ncase, nskip);
     gfree_all();
 }
 
@@ -1075,7 +1164,7 @@ static void bw_swiglu(float **g, void *p) { AnyCtx *c = p; cpu_swiglu_backward(g
 static void bw_att(float **g, void *p) { AnyCtx *c = p;
     cpu_attention_backward(g[0], g[1], g[2], c->a, c->e, c->b, c->c, c->d, g_att_lse, c->i0, c->i1, c->i2, c->i3, c->i4); }
 static void bw_emb(float **g, void *p) { AnyCtx *c = p;   // i2 rows
-    cpu_embedding_backward_shard(g[0], c->a, c->tok, c->i0, c->i1, 0, c->i2, g_acc); }
+    cpu_embedding_backward_shard(g[0], c->a, c->tok, c->i0, c->i1, 0, c->i2, g_acc, NULL); }
 static void bw_ln(float **g, void *p) { AnyCtx *c = p;   // [N, i1] views with ld i2
     cpu_layernorm_backward(g[0], c->i2, g[1], g[2], c->a, c->i2, c->b, c->i2, c->d, c->e, c->c, c->i0, c->i1, g_acc, g_acc); }
 static void bw_kron(float **g, void *p) { AnyCtx *c = p;   // G1 = c, G2 = d; (r1, r2) = (i1, i3)
@@ -1206,7 +1295,7 @@ TEST(deterministic) {
         EXPECT(s1 == s2, "crossentropy loss sum"); SAME_EXPECT("crossentropy dlogits", d1, d2, nv); SAME_EXPECT("crossentropy losses", l1, l2, N); }
     {   int N = 300, d = 100; int32_t tok[300]; for (int i = 0; i < N; i++) tok[i] = (i * i) % 7;
         float *dout = grand((size_t)N * d, 1), *w1 = gzeros(7 * d), *w2 = gzeros(7 * d);
-        cpu_embedding_backward_shard(w1, dout, tok, N, d, 0, 7, 1); cpu_embedding_backward_shard(w2, dout, tok, N, d, 0, 7, 1);
+        cpu_embedding_backward_shard(w1, dout, tok, N, d, 0, 7, 1, NULL); cpu_embedding_backward_shard(w2, dout, tok, N, d, 0, 7, 1, NULL);
         SAME_EXPECT("embedding dwte", w1, w2, 7 * d); }
     {   size_t n = 300001; float *x = grand(n, 1);
         EXPECT(cpu_sumsq(x, n) == cpu_sumsq(x, n), "sumsq");
@@ -1262,6 +1351,8 @@ int main(void) {
     RUN(adamw_grad_scale_is_the_scale_pass);
     RUN(sumsq_and_scale);
     RUN(sumsq_multi_chunks);
+    RUN(sumsq_multi_live);
+    RUN(embedding_backward_live_rows);
     RUN(fast_expf_accuracy);
     RUN(lax_layernorm_forward_reference);
     RUN(lax_layernorm_gradcheck);

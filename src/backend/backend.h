@@ -97,6 +97,12 @@ typedef struct {
     float weight_decay;
 } AdamWSpan;
 
+// A hint to sumsq_multi: tensor t, [len / row_len rows, row_len], is zero outside the rows r
+// with live[r] != 0 (the embedding gradient: only the rows of the step's tokens; model.h
+// embed_live). A back end may read only the live rows or ignore the hint: a zero adds nothing
+// to a sum of squares, so the result is the same bits either way.
+typedef struct { int t; size_t row_len; const unsigned char *live; } SumsqLive;
+
 // grad_scale: every gradient is read as grad·grad_scale, the global-norm clipping factor
 // (1: no clipping) folded into the update instead of a pass of its own over the gradients.
 typedef struct { float lr, beta1, beta2, eps; int t; float grad_scale; } AdamWHyper;
@@ -159,7 +165,7 @@ typedef struct BackendOps {
     void (*embedding_forward)(Backend *b, void *out, const int32_t *tokens, const void *wte,
                               int N, int d, int v0, int V);
     void (*embedding_backward)(Backend *b, void *dwte, const void *dout, const int32_t *tokens,
-                               int N, int d, int v0, int V, int acc);
+                               int N, int d, int v0, int V, int acc, const unsigned char *nz);
     void (*xent_forward)(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                          const int32_t *targets, int N, int V, int v0);
     void (*xent_rescale)(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
@@ -171,7 +177,8 @@ typedef struct BackendOps {
     void (*xent_fused)(Backend *b, void *dlogits, float *lmax, double *sumexp, double *tlogit,
                        const void *logits, const int32_t *targets, int N, int V, int v0, float scale);
     // ---- optimizer ----
-    double (*sumsq_multi)(Backend *b, int n, const void *const *x, const size_t *len, const double *w);
+    double (*sumsq_multi)(Backend *b, int n, const void *const *x, const size_t *len, const double *w,
+                          const SumsqLive *live);
     void (*adamw_multi)(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h);
     // ---- LaX latent crossing (docs/lax.md §3; strided [N, r] views, ld in elements) ----
     void (*layernorm_forward)(Backend *b, void *y, int ldy, float *mean, float *rstd, const void *x, int ldx,

@@ -165,10 +165,12 @@ X(void, embedding_forward, "embedding_forward", (Backend *b, void *out, const in
   const void *wte, int N, int d, int v0, int V), embedding_forward, (b, out, tokens, wte, N, d, v0, V), \
   1, OPC_MEMORY, 0, es(b) * 2.0 * N * d + 4.0 * N, (void)0)                                            \
 /* dwte[V,d] += the rows of dout[N,d] whose token is in range (deterministic order); acc 0: every   \
-   row of dwte is stored once (the sum of its tokens' rows, 0 for a row no token hits) */           \
+   row of dwte is stored once (the sum of its tokens' rows, 0 for a row no token hits). nz: NULL,  \
+   or a hint (host [V]) that the rows r with nz[r] = 0 hold zeros already: with acc 0 a back end    \
+   may leave those no token hits unwritten (the same result; bytes count every row) */               \
 X(void, embedding_backward, "embedding_backward", (Backend *b, void *dwte, const void *dout,           \
-  const int32_t *tokens, int N, int d, int v0, int V, int acc), embedding_backward,                  \
-  (b, dwte, dout, tokens, N, d, v0, V, acc), 1, OPC_MEMORY, (double)N * d,                            \
+  const int32_t *tokens, int N, int d, int v0, int V, int acc, const unsigned char *nz),             \
+  embedding_backward, (b, dwte, dout, tokens, N, d, v0, V, acc, nz), 1, OPC_MEMORY, (double)N * d,   \
   es(b) * (acc ? 3.0 * N * d : (double)N * d + (double)V * d) + 4.0 * N, (void)0)                    \
 /* One pass over logits[N,V] (local columns): lmax[N] f32 = local row max, sumexp[N] f64 =            \
    Σ exp(x − lmax), tlogit[N] f64 = logits[n, target − v0] if the target is local, else 0 */         \
@@ -199,10 +201,11 @@ X(void, xent_fused, "xent_fused", (Backend *b, void *dlogits, float *lmax, doubl
   xent_fused, (b, dlogits, lmax, sumexp, tlogit, logits, targets, N, V, v0, scale), 1, OPC_MEMORY,    \
   7.0 * N * V, es(b) * 2.0 * N * V + 28.0 * N, (void)0)                                                \
 /* ---- optimizer ---- */                                                                            \
-/* Σ_i w[i]·Σ_j x_i[j]² in double over n tensors of the compute dtype (one launch) */                \
+/* Σ_i w[i]·Σ_j x_i[j]² in double over n tensors of the compute dtype (one launch); live: NULL or  \
+   which rows of one tensor may be nonzero (SumsqLive; the bytes count every row) */                  \
 X(double, sumsq_multi, "sumsq_multi", (Backend *b, int n, const void *const *x, const size_t *len,     \
-  const double *w), sumsq_multi, (b, n, x, len, w), n != 0, OPC_MEMORY, 2.0 * len_total(n, len),        \
-  es(b) * len_total(n, len), (void)0)                                                                  \
+  const double *w, const SumsqLive *live), sumsq_multi, (b, n, x, len, w, live), n != 0, OPC_MEMORY,   \
+  2.0 * len_total(n, len), es(b) * len_total(n, len), (void)0)                                        \
 /* AdamW (decoupled weight decay, bias corrections in double) on n tensors (one launch), each        \
    gradient read once and multiplied by h->grad_scale (the clipping factor, a finite > 0) as it      \
    is read. Bytes: master, m, v read + written (fp32), grad read; the compute-dtype copy written */  \

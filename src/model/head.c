@@ -60,8 +60,16 @@ void embed_backward(Model *mdl, void *dx0, const int32_t *tokens) {
                                 (CommDtype)mdl->comm_dtype, PHASE_BACKWARD, -1);
         dfull = s.dfull;
     }
+    // model.h embed_live: a storing backward zeroes only the rows live before (the hint), or
+    // every row while they are not known; then the rows of its tokens are the live ones, and
+    // each accumulating backward adds its own
+    unsigned char *live = mdl->embed_live;
     op_embedding_backward(mdl->bk, mdl->dw.embed, dfull, tokens, N, d, L->v0, L->V,
-                          mdl->cfg.tie_embeddings ? 1 : grad_acc(mdl));
+                          mdl->cfg.tie_embeddings ? 1 : grad_acc(mdl), mdl->embed_live_ok ? live : NULL);
+    if (!live) return;
+    if (!grad_acc(mdl)) { memset(live, 0, (size_t)L->V); mdl->embed_live_ok = 1; }
+    for (int i = 0; i < N; i++)
+        if (tokens[i] >= L->v0 && tokens[i] < L->v0 + L->V) live[tokens[i] - L->v0] = 1;
 }
 
 // logits_i = xf @ H_i [N, V/tp] with H = lm_head [d,V] (column block) or E^T (tied: E's

@@ -252,6 +252,8 @@ void model_init_parallel(Model *mdl, const ModelConfig *cfg, int B, int T, uint6
     mdl->scratch_bytes = scratch_carve(&cv, &s, mdl);
     mdl->scratch = bk_alloc(mdl->bk, mdl->scratch_bytes / 4, DT_F32, MEM_WORK);
     if (L->last_stage) mdl->loss = bk_alloc(mdl->bk, 1, DT_F64, MEM_WORK);
+    if (L->first_stage && !cfg->tie_embeddings && comm->dp == 1 && !mdl->bk->dry && !mdl->bk->device_memory)
+        mdl->embed_live = xcalloc((size_t)L->V + 1, 1);   // (model.h; the tokens are read on the host)
     if (!mdl->bk->dry) model_init_weights(mdl, seed);
 }
 
@@ -263,6 +265,7 @@ void model_free(Model *mdl) {
     bk_free(mdl->bk, mdl->scratch, mdl->scratch_bytes / 4, DT_F32, MEM_WORK);
     if (mdl->lay.last_stage) bk_free(mdl->bk, mdl->loss, 1, DT_F64, MEM_WORK);
     free(mdl->w.layers); free(mdl->dw.layers);
+    free(mdl->embed_live);
     for (int s = 0; s < mdl->n_slots; s++) free(mdl->slots[s].layers);
     free(mdl->slots);
     param_table_free(&mdl->table);
@@ -299,7 +302,11 @@ void model_init_weights(Model *mdl, uint64_t seed) {
     free(host);
 }
 
-void model_zero_grads(Model *mdl) { zero_t(mdl, mdl->grads, mdl->n_alloc); mdl->grad_acc = 1; }
+void model_zero_grads(Model *mdl) {
+    zero_t(mdl, mdl->grads, mdl->n_alloc);
+    mdl->grad_acc = 1;
+    if (mdl->embed_live) { memset(mdl->embed_live, 0, (size_t)mdl->lay.V); mdl->embed_live_ok = 1; }
+}
 void model_grads_overwrite(Model *mdl) { mdl->grad_acc = 0; }
 void model_fuse_loss_grad(Model *mdl, float loss_scale) {
     CHECK(loss_scale >= 0 && isfinite(loss_scale), "model_fuse_loss_grad: loss_scale %g must be finite and >= 0",

@@ -192,6 +192,18 @@ typedef struct {
     void *params, *grads;      // each [n_alloc >= n_params] of the compute dtype; one allocation per family
     int grad_acc;              // how the next backward writes the gradients: 1 adds (+=) into them;
                                // 0 (model_grads_overwrite) each one's first writer stores it
+    // The embedding gradient's rows that may be nonzero: with embed_live_ok, every row r of
+    // dw.embed with embed_live[r] = 0 is zero. Kept where embed_backward is the only writer of
+    // dw.embed (host back ends, first stage, untied, dp = 1: no DP reduction adds other ranks'
+    // rows), NULL elsewhere. Made valid by a storing backward (model_grads_overwrite) that
+    // wrote every row, or by model_zero_grads — not at creation: the caller may fill the
+    // gradients before the first step (a storing backward must not depend on what they held).
+    // Then each backward marks its tokens' rows, a storing one after zeroing only the rows live
+    // before; so a step's embedding backward and gradient norm touch the rows of its tokens
+    // (at most 1024 of 32000 in a CoLA-60M step) instead of the whole [V,d] (optimizer_clip).
+    // A caller that writes dw.embed itself after that calls model_zero_grads.
+    unsigned char *embed_live;
+    int embed_live_ok;
     float fuse_loss_scale;     // > 0: the last stage's forward at tp = 1 also writes the gradient
                                // of fuse_loss_scale · Σ token losses (model_fuse_loss_grad)
     size_t n_alloc;            // padded family length (n_params, or ZeRO-1 shards x dp)

@@ -363,11 +363,11 @@ static int measure_named_ops(Backend *b, NamedRate *out) {
             case 13: op_swiglu_forward(b, Z, X, Y, (size_t)N * d_ff, 1); break;   // the MLP's width
             case 14: op_swiglu_backward(b, W, Z, Y, X, L0, (size_t)N * d_ff, 1); break;   // 5 distinct streams, as its bytes count
             case 15: op_embedding_forward(b, Y, tok, W, N, d, 0, V); break;
-            case 16: op_embedding_backward(b, W, Y, tok, N, d, 0, V, 1); break;
+            case 16: op_embedding_backward(b, W, Y, tok, N, d, 0, V, 1, NULL); break;
             case 17: op_xent_forward(b, mean, sumexp, tlogit, L, tok, N, V, 0); break;
             case 18: op_xent_backward(b, L, L, mean, sumexp, tok, N, V, 0, 1.0f / N); break;
             case 19: op_xent_fused(b, L, mean, sumexp, tlogit, L, tok, N, V, 0, 1.0f / N); break;   // tp 1's loss
-            case 20: op_sumsq_multi(b, 1, xs, lens, ws); break;
+            case 20: op_sumsq_multi(b, 1, xs, lens, ws, NULL); break;
             case 21: op_adamw_multi(b, 1, &span, &hyp); break;
             case 22: op_add(b, Y, X, (size_t)N * d); break;
             case 23: op_rope_forward(b, Y, N / 128, 128, d / 32, 32, 10000.0f); break;

@@ -135,12 +135,17 @@ double optimizer_clip(Optimizer *o, Model *mdl, double clip) {
     const void **x = xcalloc((size_t)n + 1, sizeof *x);
     size_t *len = xcalloc((size_t)n + 1, sizeof *len);
     double *w = xcalloc((size_t)n + 1, sizeof *w);
+    // The embedding gradient is zero outside its live rows (model.h embed_live): its span is
+    // read in those rows only.
+    SumsqLive live = { -1, 0, NULL };
+    size_t d = (size_t)mdl->cfg.d_model, n_embed = (size_t)mdl->lay.V * d;
     for (int i = 0; i < n; i++) {
         x[i] = bk_at(o->bk, mdl->grads, o->spans[i].off);
         len[i] = o->spans[i].n;
         w[i] = o->spans[i].norm_weight;
+        if (mdl->embed_live_ok && x[i] == mdl->dw.embed && len[i] == n_embed) live = (SumsqLive){ i, d, mdl->embed_live };
     }
-    double ss = op_sumsq_multi(o->bk, n, x, len, w);
+    double ss = op_sumsq_multi(o->bk, n, x, len, w, live.t >= 0 ? &live : NULL);
     free(x); free(len); free(w);
     // Sum of squares of the FULL model: sharded tensors add up over TP and PP (and over the
     // ZeRO-1 slices of DP); a tensor replicated on the TP ranks is counted once.

@@ -76,29 +76,38 @@ static Chunk *chunks_of(int n, const size_t *len, size_t chunk, size_t *n_chunks
 }
 
 // part[k] = rd_sumsq of chunk k. Runs of RD_WAYS chunks of one length are read at once
-// (rd_sumsq_ways: the same bits, more memory parallelism); the rest one by one.
-FM_WIDE static void sumsq_chunks(const float *const *x, const Chunk *c, size_t nc, double *part) {
+// (rd_sumsq_ways: the same bits, more memory parallelism); the rest one by one; the chunks of
+// the live tensor (lt, rows of rl, -1: none) in their live rows only (rd_sumsq_live). Dynamic
+// schedule: the live tensor's groups cost next to nothing, so equal shares of groups are not
+// equal work (the partial sums do not depend on which thread computes them).
+FM_WIDE static void sumsq_chunks(const float *const *x, const Chunk *c, size_t nc, double *part, int lt, size_t rl,
+                                 const unsigned char *live) {
     size_t ng = (nc + RD_WAYS - 1) / RD_WAYS;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(dynamic, 1)
     for (size_t g = 0; g < ng; g++) {
         size_t k0 = g * RD_WAYS, k1 = k0 + RD_WAYS < nc ? k0 + RD_WAYS : nc, n0 = c[k0].hi - c[k0].lo;
         int same = k1 - k0 == RD_WAYS;
-        for (size_t k = k0; k < k1; k++) same = same && c[k].hi - c[k].lo == n0;
+        for (size_t k = k0; k < k1; k++) same = same && c[k].hi - c[k].lo == n0 && c[k].t != lt;
         if (same) {
             const float *p[RD_WAYS];
             for (int s = 0; s < RD_WAYS; s++) p[s] = x[c[k0 + s].t] + c[k0 + s].lo;
             rd_sumsq_ways(p, n0, part + k0);
         } else {
-            for (size_t k = k0; k < k1; k++) part[k] = rd_sumsq(x[c[k].t] + c[k].lo, c[k].hi - c[k].lo);
+            for (size_t k = k0; k < k1; k++)
+                part[k] = c[k].t == lt ? rd_sumsq_live(x[lt], c[k].lo, c[k].hi, rl, live)
+                                       : rd_sumsq(x[c[k].t] + c[k].lo, c[k].hi - c[k].lo);
         }
     }
 }
 
-FM_WIDE double cpu_sumsq_multi(int n, const float *const *x, const size_t *len, const double *w) {
+FM_WIDE double cpu_sumsq_multi(int n, const float *const *x, const size_t *len, const double *w, const SumsqLive *live) {
     size_t nc;
     Chunk *c = chunks_of(n, len, SUMSQ_CHUNK, &nc);
     double *part = xmalloc(sizeof(double) * (nc + 1));
-    sumsq_chunks(x, c, nc, part);
+    // the hint where rd_sumsq_live keeps the bits (rows and chunks on RD_LANES boundaries)
+    int lt = live && live->t >= 0 && live->t < n && live->row_len > 0 && live->row_len % RD_LANES == 0 &&
+             SUMSQ_CHUNK % RD_LANES == 0 && len[live->t] % live->row_len == 0 ? live->t : -1;
+    sumsq_chunks(x, c, nc, part, lt, lt >= 0 ? live->row_len : 0, lt >= 0 ? live->live : NULL);
     // serially, tensor by tensor in chunk order: the sums of cpu_sumsq() per tensor, weighted
     double total = 0.0;
     for (size_t k = 0; k < nc;) {
@@ -114,7 +123,7 @@ FM_WIDE double cpu_sumsq_multi(int n, const float *const *x, const size_t *len, 
 // x[n] -> sum of x^2 in double: the pass above on one tensor (weight 1: the same bits)
 double cpu_sumsq(const float *x, size_t n) {
     const double one = 1.0;
-    return cpu_sumsq_multi(1, &x, &n, &one);
+    return cpu_sumsq_multi(1, &x, &n, &one, NULL);
 }
 
 void cpu_adamw_multi(int n, const AdamWSpan *s, const AdamWHyper *h) {

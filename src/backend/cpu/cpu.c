@@ -109,8 +109,8 @@ static void f_embedding_forward(Backend *b, void *out, const int32_t *tokens, co
     (void)b; cpu_embedding_forward_shard(out, tokens, wte, N, d, v0, V);
 }
 static void f_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V,
-                                 int acc) {
-    (void)b; cpu_embedding_backward_shard(dwte, dout, tokens, N, d, v0, V, acc);
+                                 int acc, const unsigned char *nz) {
+    (void)b; cpu_embedding_backward_shard(dwte, dout, tokens, N, d, v0, V, acc, nz);
 }
 static void f_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                            const int32_t *targets, int N, int V, int v0) {
@@ -135,8 +135,9 @@ static void f_xent_fused(Backend *b, void *dlogits, float *lmax, double *sumexp,
                          const int32_t *targets, int N, int V, int v0, float scale) {
     (void)b; cpu_xent_fused(dlogits, lmax, sumexp, tlogit, logits, targets, N, V, v0, scale);
 }
-static double f_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w) {
-    (void)b; return cpu_sumsq_multi(n, (const float *const *)x, len, w);
+static double f_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w,
+                            const SumsqLive *live) {
+    (void)b; return cpu_sumsq_multi(n, (const float *const *)x, len, w, live);
 }
 static void f_adamw_multi(Backend *b, int n, const AdamWSpan *s, const AdamWHyper *h) {
     (void)b;

@@ -364,8 +364,8 @@ static void h_embedding_forward(Backend *b, void *out, const int32_t *tokens, co
     }
 }
 static void h_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V,
-                                 int acc) {
-    (void)b;
+                                 int acc, const unsigned char *nz) {
+    (void)b; (void)nz;   // every row written (the hint is optional)
     int *slot = xmalloc((size_t)V * sizeof(int)), *row = xmalloc((size_t)(N ? N : 1) * sizeof(int));
     int32_t *local = xmalloc((size_t)(N ? N : 1) * sizeof(int32_t));
     for (int v = 0; v < V; v++) slot[v] = -1;
@@ -387,7 +387,7 @@ static void h_embedding_backward(Backend *b, void *dwte, const void *dout, const
         for (int v = 0; v < V; v++)
             if (slot[v] < 0) memset(w + (size_t)v * d, 0, sizeof(bf16) * d);
     }
-    cpu_embedding_backward_shard(fdw, fdo, local, N, d, 0, nrows, acc);
+    cpu_embedding_backward_shard(fdw, fdo, local, N, d, 0, nrows, acc, NULL);
     #pragma omp parallel for schedule(static)
     for (int r = 0; r < nrows; r++)
         for (int j = 0; j < d; j++) w[(size_t)row[r] * d + j] = bf16_from_f32(fdw[(size_t)r * d + j]);
@@ -430,8 +430,9 @@ static void h_xent_fused(Backend *b, void *dlogits, float *lmax, double *sumexp,
 // order: the same for any thread count.
 #define SUMSQ_CHUNK 65536
 
-static double h_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w) {
-    (void)b;
+static double h_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w,
+                            const SumsqLive *live) {
+    (void)b; (void)live;   // every row read (the hint is optional)
     double total = 0;
     for (int i = 0; i < n; i++) {
         const bf16 *h = x[i];

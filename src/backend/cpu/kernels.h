@@ -73,9 +73,10 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, const float *dout, 
 // out[N,d] = wte_local[tokens[i]-v0] if tokens[i] in [v0,v0+V), else 0
 void cpu_embedding_forward_shard(float *out, const int32_t *tokens, const float *wte_local, int N, int d, int v0, int V);
 // dwte_local[V,d] += dout rows of tokens in range, each row summed in token order (deterministic);
-// acc 0: every row stored once (its tokens' sum, or 0)
+// acc 0: every row stored once (its tokens' sum, or 0), except with nz (NULL: none) the rows no
+// token hits and nz[r] = 0 marks as zero already: not written
 void cpu_embedding_backward_shard(float *dwte_local, const float *dout, const int32_t *tokens, int N, int d, int v0, int V,
-                              int acc);
+                              int acc, const unsigned char *nz);
 // lmax[N] = local row max, sumexp[N] = Σ exp(x - lmax), tlogit[N] = x[target-v0] or 0; logits[N,V]
 void cpu_xent_forward(float *lmax, double *sumexp, double *tlogit, const float *logits, const int32_t *targets,
                   int N, int V, int v0);
@@ -122,8 +123,9 @@ void cpu_adamw_update(float *param, const float *grad, float *m, float *v, size_
                   float lr, float beta1, float beta2, float eps, float wd, int t, float gs);
 // Sum of squares in double (fixed chunks: bit-identical for any thread count).
 double cpu_sumsq(const float *x, size_t n);
-// Σ_i w[i]·cpu_sumsq(x[i], len[i]), the same bits, in one parallel region over all the tensors.
-double cpu_sumsq_multi(int n, const float *const *x, const size_t *len, const double *w);
+// Σ_i w[i]·cpu_sumsq(x[i], len[i]), the same bits, in one parallel region over all the tensors;
+// live (NULL: none): tensor live->t is read only in its live rows (backend.h SumsqLive).
+double cpu_sumsq_multi(int n, const float *const *x, const size_t *len, const double *w, const SumsqLive *live);
 // adamw_update on every span (fp32 grad; param must be NULL: master is the parameter), the
 // same bits, in one parallel region over fixed chunks of all the spans.
 void cpu_adamw_multi(int n, const AdamWSpan *s, const AdamWHyper *h);

@@ -29,6 +29,21 @@ static inline double rd_sumsq(const float *x, size_t n) {
     return rd_fold(acc);
 }
 
+// rd_sumsq(x + lo, hi - lo) of an array of rows of rl floats that is zero outside the rows r
+// with live[r]: the same bits, reading only the live rows. A zero adds nothing to a partial
+// sum (acc + 0·0 = acc: acc is never −0), and with lo and rl multiples of RD_LANES every
+// element keeps its partial sum (its offset from lo mod RD_LANES) and its place in the order.
+static inline double rd_sumsq_live(const float *x, size_t lo, size_t hi, size_t rl, const unsigned char *live) {
+    double acc[RD_LANES] = {0};
+    for (size_t r = lo / rl; r * rl < hi; r++) {
+        if (!live[r]) continue;
+        size_t a = r * rl > lo ? r * rl : lo, b = (r + 1) * rl < hi ? (r + 1) * rl : hi;
+        for (size_t i = a; i < b; i += RD_LANES)
+            for (int k = 0; k < RD_LANES; k++) acc[k] += (double)x[i + k] * x[i + k];
+    }
+    return rd_fold(acc);
+}
+
 // rd_sumsq of RD_WAYS arrays of n floats each, read at once: out[s] = rd_sumsq(x[s], n), the
 // same bits (each array has its own accumulators, in the same order). One read stream per
 // core leaves the memory idle between misses; four streams keep more misses in flight (2

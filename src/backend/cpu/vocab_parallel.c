@@ -51,7 +51,7 @@ static void zero_stream(float *p, size_t n) {
 // (most of them: N tokens among V rows) is zeroed in one go (zero_stream), not per 2 KB row.
 #define EMB_ROWBLK 64
 void cpu_embedding_backward_shard(float *dwte_local, const float *dout, const int32_t *tokens,
-                              int N, int d, int v0, int V, int acc) {
+                              int N, int d, int v0, int V, int acc, const unsigned char *nz) {
     if (V <= 0 || d <= 0) return;
     int *start = xcalloc((size_t)V + 1, sizeof(int)), *pos = xmalloc((size_t)(N > 0 ? N : 1) * sizeof(int));
     for (int i = 0; i < N; i++) {
@@ -78,7 +78,10 @@ void cpu_embedding_backward_shard(float *dwte_local, const float *dout, const in
                 if (s0 == s1) {
                     int e = v + 1;   // the run of untouched rows [v, e)
                     while (e < v1 && start[e] == start[e + 1]) e++;
-                    if (!acc) zero_stream(w, (size_t)d * (size_t)(e - v));
+                    if (!acc && !nz) zero_stream(w, (size_t)d * (size_t)(e - v));
+                    else if (!acc)   // only the rows that may be nonzero (a step's tokens: a few %)
+                        for (int u = v; u < e; u++)
+                            if (nz[u]) zero_stream(dwte_local + (size_t)u * d, (size_t)d);
                     v = e - 1;
                     continue;
                 }

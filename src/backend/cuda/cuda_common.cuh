@@ -243,7 +243,7 @@ void cuda_attention_backward(Backend *b, void *dq, void *dk, void *dv, const voi
 // cuda_vocab.cu
 void cuda_embedding_forward(Backend *b, void *out, const int32_t *tokens, const void *wte, int N, int d, int v0, int V);
 void cuda_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V,
-                             int acc);
+                             int acc, const unsigned char *nz);
 void cuda_xent_forward(Backend *b, float *lmax, double *sumexp, double *tlogit, const void *logits,
                        const int32_t *targets, int N, int V, int v0);
 void cuda_xent_rescale(Backend *b, double *sumexp, const float *lmax, const float *gmax, int N);
@@ -254,5 +254,6 @@ void cuda_xent_backward(Backend *b, void *dlogits, const void *logits, const flo
 void cuda_xent_fused(Backend *b, void *dlogits, float *lmax, double *sumexp, double *tlogit, const void *logits,
                      const int32_t *targets, int N, int V, int v0, float scale);
 // cuda_optim.cu
-double cuda_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w);
+double cuda_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w,
+                        const SumsqLive *live);
 void cuda_adamw_multi(Backend *b, int n, const AdamWSpan *spans, const AdamWHyper *h);

@@ -55,7 +55,9 @@ __global__ void sumsq_multi_kernel(double *result, double *partial, unsigned int
     if (threadIdx.x == 0) { *result = tot; *counter = 0; }
 }
 
-double cuda_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w) {
+double cuda_sumsq_multi(Backend *b, int n, const void *const *x, const size_t *len, const double *w,
+                        const SumsqLive *live) {
+    (void)live;   // every row read (the hint is optional)
     if (n <= 0) return 0.0;
     CudaImpl *im = impl_of(b);
     SqSpan *tab = (SqSpan *)xmalloc(sizeof(SqSpan) * (size_t)n);

@@ -56,7 +56,8 @@ __global__ void embedding_runs_kernel(T *dwte, const T *dout, const int *key, co
 }
 
 void cuda_embedding_backward(Backend *b, void *dwte, const void *dout, const int32_t *tokens, int N, int d, int v0, int V,
-                             int acc) {
+                             int acc, const unsigned char *nz) {
+    (void)nz;   // every row written (the hint is optional)
     if (d <= 0 || V <= 0) return;
     cudaStream_t st = stream_of(b);
     if (!acc) CUDA_CHECK(cudaMemsetAsync(dwte, 0, (size_t)V * d * dtype_size(b->dtype), st));   // rows no token hits
