@@ -868,6 +868,62 @@ TEST(sumsq_multi_chunks) {
     gfree_all();
 }
 
+// AdamW with the live-rows hint (AdamWSpan.live: the embedding gradient's zero rows read from a
+// zero row that stays in cache): the same weights and moments bit for bit as reading every row,
+// over generated cases — row widths (one wider than the 64 Ki chunk: the hint is ignored), live
+// densities, the span among others, clipping factors, 1 and 2 threads — and a dead row's
+// gradient really not read.
+TEST(adamw_multi_live) {
+    const size_t rls[] = { 32, 512, 768, 100, 70000 };
+    int nth = omp_get_max_threads(), nskip = 0;
+    for (int ci = 0; ci < 20; ci++) {
+        size_t rl = rls[ci % 5], rows = 1 + (size_t)(rng_uniform(&g_rng) * (2.5 * 65536 / rl)), n0 = rows * rl, n1 = 65536 + 77;
+        double den = (ci / 5) % 4 * 0.3;
+        unsigned char *live = calloc(rows + 1, 1);
+        float *g0 = grand(n0, 1.0f), *g1 = grand(n1, 1.0f);
+        for (size_t r = 0; r < rows; r++)
+            if (!(live[r] = rng_uniform(&g_rng) < den)) memset(g0 + r * rl, 0, sizeof(float) * rl);
+        float *p0 = grand(n0, 1.0f), *m0 = grand(n0, 0.1f), *v0 = grand(n0, 0.1f), *p1 = grand(n1, 1.0f);
+        for (size_t i = 0; i < n0; i++) v0[i] = fabsf(v0[i]);
+        AdamWHyper h = { 1e-2f, 0.9f, 0.95f, 1e-8f, 1 + ci % 3, ci % 2 ? 0.5f : 1.0f };
+        for (int th = 1; th <= 2; th++) {
+            omp_set_num_threads(th);
+            float *st[2][4];   // [hint][p0, m0, v0, p1]
+            for (int k = 0; k < 2; k++) {
+                st[k][0] = gcopy(p0, n0); st[k][1] = gcopy(m0, n0); st[k][2] = gcopy(v0, n0); st[k][3] = gcopy(p1, n1);
+                float *m1 = gzeros(n1), *v1 = gzeros(n1);
+                AdamWSpan sp[2] = {
+                    { st[k][0], g0, st[k][1], st[k][2], NULL, n0, 0.1f, k ? live : NULL, k ? rl : 0 },
+                    { st[k][3], g1, m1, v1, NULL, n1, 0.0f, NULL, 0 },
+                };
+                cpu_adamw_multi(2, sp, &h);
+            }
+            for (int j = 0; j < 4; j++)
+                EXPECT(memcmp(st[0][j], st[1][j], sizeof(float) * (j == 3 ? n1 : n0)) == 0,
+                       "adamw with the live hint differs (row %zu, %zu rows, density %.1f, %d threads, array %d)", rl, rows, den, th, j);
+        }
+        // a dead row with a nonzero gradient: not read where the hint is taken (rl ≤ the chunk)
+        size_t dead = 0;
+        while (dead < rows && live[dead]) dead++;
+        if (dead < rows) {
+            float *pa = gcopy(p0, n0), *pb = gcopy(p0, n0), *ma = gcopy(m0, n0), *mb = gcopy(m0, n0), *va = gcopy(v0, n0), *vb = gcopy(v0, n0);
+            AdamWSpan a = { pa, g0, ma, va, NULL, n0, 0.1f, live, rl };
+            cpu_adamw_multi(1, &a, &h);
+            g0[dead * rl] = 3.0f;
+            AdamWSpan b = { pb, g0, mb, vb, NULL, n0, 0.1f, live, rl };
+            cpu_adamw_multi(1, &b, &h);
+            g0[dead * rl] = 0.0f;
+            EXPECT((pa[dead * rl] == pb[dead * rl]) == (rl <= 65536), "a dead row's gradient read (row %zu) or not", rl);
+            nskip += rl <= 65536;
+        }
+        free(live);
+        gfree_all();
+    }
+    omp_set_num_threads(nth);
+    EXPECT(nskip >= 8, "cases with a dead row skipped: %d", nskip);
+    gfree_all();
+}
+
 // The embedding gradient's norm read in its live rows only (SumsqLive): exactly the bits of
 // reading every row, over generated cases — row lengths that divide the 64 Ki chunk, 768 and
 // 1376 that straddle its ends, 48 (not a multiple of the 32 partial sums: the hint is
@@ -1352,6 +1408,7 @@ int main(void) {
     RUN(sumsq_and_scale);
     RUN(sumsq_multi_chunks);
     RUN(sumsq_multi_live);
+    RUN(adamw_multi_live);
     RUN(embedding_backward_live_rows);
     RUN(fast_expf_accuracy);
     RUN(lax_layernorm_forward_reference);

@@ -87,7 +87,9 @@ typedef struct { int N, G, r, ld; size_t off[3]; } SlotView;
 
 // One tensor of a multi-tensor optimizer launch. master: fp32 weights the update is applied
 // to; grad: compute dtype; m, v: fp32 moments; param: the compute-dtype copy written after
-// the update (NULL when master is itself the parameter, i.e. fp32 runs); n elements.
+// the update (NULL when master is itself the parameter, i.e. fp32 runs); n elements. live
+// (NULL: none): a hint that grad, [n / row_len rows, row_len], is zero outside the rows r with
+// live[r] != 0 (as SumsqLive below); a back end may skip reading the others (the same update).
 typedef struct {
     float *master;
     const void *grad;
@@ -95,6 +97,8 @@ typedef struct {
     void *param;
     size_t n;
     float weight_decay;
+    const unsigned char *live;
+    size_t row_len;
 } AdamWSpan;
 
 // A hint to sumsq_multi: tensor t, [len / row_len rows, row_len], is zero outside the rows r

@@ -332,7 +332,7 @@ static int measure_named_ops(Backend *b, NamedRate *out) {
     const void *xs[1] = { X };
     size_t lens[1] = { P };
     double ws[1] = { 1 };
-    AdamWSpan span = { X, Y, mo, vo, NULL, P, 0.01f };
+    AdamWSpan span = { X, Y, mo, vo, NULL, P, 0.01f, NULL, 0 };
     AdamWHyper hyp = { 1e-3f, 0.9f, 0.95f, 1e-8f, 1, 1.0f };
     op_rowsumsq(b, S, X, N, d);   // S > 0 before the ops that read it
     OpTimer t = { 0 };

@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
 
     // best-of-reps of each, a copy of the same size timed right after each rep
     double t_xf = 1e30, t_xb = 1e30, t_cl = 1e30, t_ss = 1e30, t_aw = 1e30, t_cp = 1e30;
-    AdamWSpan span = { p, g, m, v, NULL, P, 0.1f };
+    AdamWSpan span = { p, g, m, v, NULL, P, 0.1f, NULL, 0 };
     for (int r = 0; r <= reps; r++) {
         double t0 = now_seconds();
         cpu_xent_forward(lmax, se, tl, L, tg, N, V, 0);

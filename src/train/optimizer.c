@@ -171,6 +171,10 @@ void optimizer_step(Optimizer *o, Model *mdl, const TrainConfig *tc, double lr, 
                              .param = o->mixed ? bk_at(o->bk, mdl->params, off) : NULL,
                              .n = o->spans[i].n,
                              .weight_decay = o->spans[i].decay ? (float)tc->weight_decay : 0.0f };
+        if (mdl->embed_live_ok && sp[i].grad == mdl->dw.embed && sp[i].n == (size_t)mdl->lay.V * mdl->cfg.d_model) {
+            sp[i].live = mdl->embed_live;   // zero outside these rows (model.h embed_live)
+            sp[i].row_len = (size_t)mdl->cfg.d_model;
+        }
         if (o->bk->dry) sp[i].master = sp[i].m = sp[i].v = NULL;
     }
     AdamWHyper h = { (float)lr, (float)tc->beta1, (float)tc->beta2, (float)tc->adam_eps, t, o->grad_scale };
