@@ -199,8 +199,9 @@ typedef struct {
     // wrote every row, or by model_zero_grads — not at creation: the caller may fill the
     // gradients before the first step (a storing backward must not depend on what they held).
     // Then each backward marks its tokens' rows, a storing one after zeroing only the rows live
-    // before; so a step's embedding backward and gradient norm touch the rows of its tokens
-    // (at most 1024 of 32000 in a CoLA-60M step) instead of the whole [V,d] (optimizer_clip).
+    // before; so a step's embedding backward, gradient norm and AdamW touch the gradient rows of
+    // its tokens (at most 1024 of 32000 in a CoLA-60M step) instead of the whole [V,d]
+    // (optimizer_clip, optimizer_step).
     // A caller that writes dw.embed itself after that calls model_zero_grads.
     unsigned char *embed_live;
     int embed_live_ok;
