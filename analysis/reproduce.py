@@ -940,11 +940,14 @@ def main():
          "calls overlapped)", "round 6's three validations",
          "collectives 23.0 %, 22.0 %, 37.0 % (dp2 −17 … −43 %, tp2 fullrank-tp about +20 %); whole steps worst 23.9 %, "
          "12.8 %, 8.4 %; ratios worst 20.5 %, 11.5 %, 8.2 %",
-         "two runs at bd41e1a: 17:40 UTC (tracked, the CPU section below): collectives 45.7 % (that calibration's dp factor "
+         "two runs at bd41e1a: 17:40 UTC: collectives 45.7 % (that calibration's dp factor "
          "4.50, where eight other quick calibrations of the hour gave 1.55–2.00: dp2 +135 … +174 %), whole steps 4.6 %, "
          "worst 27.2 %, ratios worst 8.5 %; 17:45 UTC: collectives 16.3 % (dp2 +11 … +13 %, tp2 +7 … +18 %, the pipeline's "
          "scalar calls +48 … +158 % of 0.02–0.08 ms), whole steps 13.5 %, worst 23.6 % (the op layer at 13.5 %), ratios "
-         "worst 15.5 %"],
+         "worst 15.5 %; a third run at 7ad85bb (owed to the embedding gradient's live rows, a CPU back-end change that "
+         "prices nothing differently; 18:35 UTC, the CPU section below): collectives 12.3 % (target met: dp2 −12 … +5 %, "
+         "tp2 +4 … +14 %, the pipeline's scalar calls −63 … −69 %), whole steps 5.7 %, worst 24.3 % (dp2 vanilla-tp), "
+         "ratios worst 17.5 %"],
     ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")
