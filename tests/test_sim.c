@@ -438,6 +438,25 @@ static int write_and_load(const HwProfile *a, const char *stem, HwProfile *back,
 }
 
 // The "coll" profile with its intra-node p2p line and `extra` lines after it (in-step keys).
+// The "coll" profile (line 23 replaced by intra_line23, or as it is for "") with an inter-node link
+// whose last lines are `inter_extra` (appended: patched() rewrites one short line).
+static void coll_with_inter_link(char *text, size_t n, const char *intra_line23, const char *inter_extra) {
+    patched(text, n, "coll", *intra_line23 ? 23 : 0, intra_line23);
+    strncat(text, "  inter_node:\n    all_reduce: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
+                  "    all_gather: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n    reduce_scatter: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
+                  "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n", n - strlen(text) - 1);
+    strncat(text, inter_extra, n - strlen(text) - 1);
+}
+// An intra-node-only key (`line`, with its newline) on the inter-node link is refused.
+static void expect_inter_node_refused(const char *line, const char *what) {
+    char text[4096], err[1024];
+    HwProfile back;
+    coll_with_inter_link(text, sizeof text, "", line);
+    int rc = load_text("coll", text, &back, err, sizeof err);
+    EXPECT(rc == 1 && strstr(err, "only links.intra_node has it"), "an inter-node %s: rc %d, '%s'", what, rc, err);
+    if (rc == 0) hw_free(&back);
+}
+
 static int load_coll(const char *extra, HwProfile *p, char *err, size_t n) {
     char text[4096], line[1024];
     snprintf(line, sizeof line, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}%s", extra);
@@ -449,7 +468,7 @@ static int load_coll(const char *extra, HwProfile *p, char *err, size_t n) {
 // takes the factor of the largest listed size <= n (none below the smallest); sends are priced
 // alone; the factor survives a write and a load; bad values and an inter-node one are refused.
 TEST(collective_in_step) {
-    char text[4096], err[1024];
+    char err[1024];
     HwProfile plain, scaled, back;
     int rc = load_coll("", &plain, err, sizeof err);
     EXPECT(rc == 0, "%s", err);
@@ -480,14 +499,7 @@ TEST(collective_in_step) {
         snprintf(line, sizeof line, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    in_step: %s", bad[i]);
         expect_refused("coll", 23, line, "in_step");
     }
-    // an inter-node link with a factor (the text appended: patched() rewrites one short line)
-    patched(text, sizeof text, "coll", 0, "");
-    strncat(text, "  inter_node:\n    all_reduce: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
-                  "    all_gather: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n    reduce_scatter: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
-                  "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    in_step: {2: 1.5}\n", sizeof text - strlen(text) - 1);
-    rc = load_text("coll", text, &back, err, sizeof err);
-    EXPECT(rc == 1 && strstr(err, "only links.intra_node has it"), "an inter-node in_step: rc %d, '%s'", rc, err);
-    if (rc == 0) hw_free(&back);
+    expect_inter_node_refused("    in_step: {2: 1.5}\n", "in_step");
 }
 
 // in_step_by and in_step_call_s (calibrate 5b., §16): at generated group sizes, groups, kinds
@@ -496,7 +508,7 @@ TEST(collective_in_step) {
 // f × its time alone; sends and a group of one are unchanged; the tables survive a write and a
 // load; bad keys, values and an inter-node entry are refused.
 TEST(collective_in_step_by_group) {
-    char text[4096], err[1024];
+    char err[1024];
     HwProfile plain, by, back;
     static const char *const tables = "\n    in_step: {2: 1.5}\n"
         "    in_step_by: {tp_all_reduce: {2: 1.25, 4: 2.5}, dp_all_reduce: {2: 3}, tp_all_gather: {4: 7}}\n"
@@ -562,16 +574,8 @@ TEST(collective_in_step_by_group) {
         snprintf(line, sizeof line, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    %s", bad[i]);
         expect_refused("coll", 23, line, strstr(bad[i], "call") ? "in_step_call_s" : "in_step_by");
     }
-    for (int i = 0; i < 2; i++) {   // an inter-node link with either table
-        patched(text, sizeof text, "coll", 0, "");
-        strncat(text, "  inter_node:\n    all_reduce: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
-                      "    all_gather: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n    reduce_scatter: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
-                      "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n", sizeof text - strlen(text) - 1);
-        strncat(text, i ? "    in_step_call_s: {2: 1e-5}\n" : "    in_step_by: {tp_all_reduce: {2: 2}}\n", sizeof text - strlen(text) - 1);
-        rc = load_text("coll", text, &back, err, sizeof err);
-        EXPECT(rc == 1 && strstr(err, "only links.intra_node has it"), "an inter-node %s: rc %d, '%s'", i ? "in_step_call_s" : "in_step_by", rc, err);
-        if (rc == 0) hw_free(&back);
-    }
+    expect_inter_node_refused("    in_step_by: {tp_all_reduce: {2: 2}}\n", "in_step_by");
+    expect_inter_node_refused("    in_step_call_s: {2: 1e-5}\n", "in_step_call_s");
 }
 
 // links.intra_node.ordered (calibrate 5., §17): at generated group sizes, kinds, sizes and
@@ -654,10 +658,8 @@ TEST(collective_ordered_started) {
         hw_free(&ord);
     }
     // across nodes a started call is the inter-node ring's
-    patched(text, sizeof text, "coll", 23, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    ordered: {all_reduce: {base_s: 1, hop_s: 1, busbw: 1e3}}");
-    strncat(text, "  inter_node:\n    all_reduce: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
-                  "    all_gather: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n    reduce_scatter: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
-                  "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n", sizeof text - strlen(text) - 1);
+    coll_with_inter_link(text, sizeof text,
+                         "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    ordered: {all_reduce: {base_s: 1, hop_s: 1, busbw: 1e3}}", "");
     rc = load_text("coll", text, &ord, err, sizeof err);
     EXPECT(rc == 0, "%s", err);
     if (!rc) {
@@ -675,14 +677,7 @@ TEST(collective_ordered_started) {
         snprintf(line, sizeof line, "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    %s", bad[i]);
         expect_refused("coll", 23, line, "ordered");
     }
-    patched(text, sizeof text, "coll", 0, "");
-    strncat(text, "  inter_node:\n    all_reduce: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
-                  "    all_gather: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n    reduce_scatter: {base_s: 1e-5, hop_s: 1e-6, busbw: 100e9}\n"
-                  "    p2p: {base_s: 1e-5, hop_s: 1e-6, busbw: 50e9}\n    ordered: {all_reduce: {base_s: 1e-6, hop_s: 0, busbw: 1e9}}\n",
-            sizeof text - strlen(text) - 1);
-    rc = load_text("coll", text, &back, err, sizeof err);
-    EXPECT(rc == 1 && strstr(err, "only links.intra_node has it"), "an inter-node ordered: rc %d, '%s'", rc, err);
-    if (rc == 0) hw_free(&back);
+    expect_inter_node_refused("    ordered: {all_reduce: {base_s: 1e-6, hop_s: 0, busbw: 1e9}}\n", "ordered");
 }
 
 // in_step (calibrate 4c.): every table GEMM takes in_step × the table's time, at any shape; it
