@@ -94,6 +94,24 @@ else fail calibrate_refresh_share_against_a_lone_process "exit $?: $(tail -2 <<<
 # ---- collectives inside the trainer's steps (5b.) become the link's in-step terms (the scalar
 # ---- calls' seconds, the factors by group and kind, the pooled one), and the profile it writes
 # ---- prices a tp 2 step
+# Every in-step term is the median of its passes' values (docs/performance-model.md §18): each
+# printed row's median is that of the factors printed beside it, and the profile holds it.
+passes_ok() {
+    /usr/bin/python3 - "$2" <<PY
+import re, statistics, sys
+prof = open(sys.argv[1]).read()
+rows = re.findall(r"^   (tp|dp|all of them) +(\S+)? *[0-9]+ .*? ([0-9.]+)  ((?: [0-9.]+){3})", """$1""", re.M)
+assert len(rows) >= 3, rows
+for grp, kind, med, passes in rows:
+    v = [float(x) for x in passes.split()]
+    assert abs(statistics.median(v) - float(med)) <= 1e-3, (grp, kind, med, v)
+    key = "in_step: {2: " if grp == "all of them" else f"{grp}_{kind}: {{2: "
+    got = float(re.search(re.escape(key) + r"([0-9.e+-]+)", prof).group(1))
+    assert abs(got - float(med)) <= 1e-3, (key, got, med)
+call = re.search(r"median ([0-9.]+) us \(each pass's median: ([0-9. ]+);", """$1""")
+assert abs(statistics.median(float(x) for x in call.group(2).split()) - float(call.group(1))) <= 1e-2
+PY
+}
 mkdir -p "$TMP/full"
 if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --quick --ranks 2 --threads 1 --out "$TMP/full/cpu-local.yaml" \
          </dev/null 2>&1); then
@@ -103,7 +121,8 @@ if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --quick --rank
     ord=$(grep -E '^    ordered: \{all_reduce: \{base_s: [0-9.e+-]+, hop_s: [0-9.e+-]+, busbw: .*reduce_scatter: \{base_s' "$TMP/full/cpu-local.yaml")
     if [ -n "$ins" ] && [ -n "$by" ] && [ -n "$call" ] && [ -n "$ord" ] && grep -Eq "^   all of them +[0-9]+ .*\(in_step: a group or kind not measured\)" <<<"$out" \
        && grep -Eq "^   tp +all_reduce +[0-9]+ " <<<"$out" && grep -Eq "^   dp +all_reduce +[0-9]+ " <<<"$out" \
-       && grep -Eq "^   2 ranks: [0-9]+ rows of scalar collectives, rank 0's seconds per call, median" <<<"$out" \
+       && grep -Eq "^   2 ranks: scalar collectives in 3 of 3 passes, rank 0's seconds per call, median" <<<"$out" \
+       && passes_ok "$out" "$TMP/full/cpu-local.yaml" \
        && grep -Eq "^   ordered_all_reduce +base " <<<"$out" \
        && cache=$(grep -Eo '/tmp/calibrate-data\.[A-Za-z0-9]+' <<<"$out" | head -1) && [ -n "$cache" ] && [ ! -e "$cache" ] \
        && build/simulate experiments/boost-vs-baselines.yaml --variant boost --hardware "$TMP/full/cpu-local.yaml" >/dev/null 2>&1; then

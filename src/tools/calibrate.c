@@ -622,12 +622,14 @@ static double rank_share_seconds(Comm *c, int world) {
 // overlapped, comm_init's default) as a tp = world grid and as a dp = world grid, in the
 // validated recipe's three kinds, at 4c.'s configuration not validated, with 8 heads of 20 so
 // that tp 2 and 4 divide them, on synthetic data, IN_STEP_TIMED steps after a warm-up (the
-// waits split after each, as the trainer's run loop does), and rank 0 writes its comm table's
-// rows: "in_step LAYOUT KIND GROUP n calls bytes seconds started_calls started_bytes"
+// waits split after each, as the trainer's run loop does), in IN_STEP_PASSES passes over the
+// six configurations, interleaved as the validation's rounds are (§18: a slow stretch of the
+// machine then touches one pass of each, not every step of one), and rank 0 writes its comm
+// table's rows: "in_step PASS LAYOUT KIND GROUP n calls bytes seconds started_calls started_bytes"
 // (seconds: rank 0's time inside the calls, waiting for a peer included — what the
 // validation's collectives measure; started: those made through a start). The parent prices
-// them (in_step_fit).
-enum { IN_STEP_TIMED = 8 };
+// each pass and keeps the median over the passes (in_step_fit).
+enum { IN_STEP_TIMED = 8, IN_STEP_PASSES = 3 };
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     (void)st; (void)flag; (void)ftw;
     return remove(path);
@@ -642,6 +644,7 @@ static void collectives_in_step(int world, FILE *f, int rank) {
         CHECK_ERRNO(!mkdtemp(cache), "mkdtemp /tmp/calibrate-data.XXXXXX");
     }
     CHECK_MPI(MPI_Bcast(cache, sizeof cache, MPI_CHAR, 0, MPI_COMM_WORLD));
+    for (int pass = 0; pass < IN_STEP_PASSES; pass++)
     for (int layout = 0; layout < 2; layout++)
         for (int k = 0; k < STEP_KINDS; k++) {
             Config cfg;
@@ -668,7 +671,7 @@ static void collectives_in_step(int world, FILE *f, int rank) {
             while (f && comm_stats_next(&c, &it, &r))
                 if (r.s.calls && c.size[r.group] > 1
                     && (r.kind == COMM_ALL_REDUCE || r.kind == COMM_ALL_GATHER || r.kind == COMM_REDUCE_SCATTER))
-                    fprintf(f, "in_step %s%s %s %s %d %llu %llu %.9g %llu %llu\n", layout ? "dp" : "tp",
+                    fprintf(f, "in_step %d %s%s %s %s %d %llu %llu %.9g %llu %llu\n", pass, layout ? "dp" : "tp",
                             k == 0 ? "-dense" : k == 1 ? "-cola" : "-boost", comm_kind_name(r.kind), comm_group_name(r.group),
                             c.size[r.group], (unsigned long long)r.s.calls, (unsigned long long)r.s.bytes, r.s.seconds,
                             (unsigned long long)r.s.started_calls, (unsigned long long)r.s.started_bytes);
@@ -805,7 +808,8 @@ static void worker_results_close(FILE *f, const char *path) {
 typedef struct { int kind, n; double bytes, t; int used; } Meas;   // used: kept by the fit
 // A row of 5b.: `calls` collectives of `kind` on n ranks moving `bytes` in all, in `t` seconds.
 // started_calls, started_bytes: of calls and bytes, those made through a start (§17)
-typedef struct { char layout[32]; CommKind kind; CommGroup group; int n; double calls, bytes, t, started_calls, started_bytes; } StepRow;
+// pass: which of 5b.'s interleaved passes (§18).
+typedef struct { char layout[32]; int pass; CommKind kind; CommGroup group; int n; double calls, bytes, t, started_calls, started_bytes; } StepRow;
 
 // One rank count's entry of a HwRankTable (ascending sizes; a size already there is replaced).
 static void rank_table_put(HwRankTable *t, int n, double v) {
@@ -823,7 +827,7 @@ static void rank_table_put(HwRankTable *t, int n, double v) {
 
 static double clamp_in_step(double f) { return f < HW_IN_STEP_MIN ? HW_IN_STEP_MIN : f > HW_IN_STEP_MAX ? HW_IN_STEP_MAX : f; }
 
-// 5b.'s pricing (§16 of docs/performance-model.md), per rank count n:
+// 5b.'s pricing (§16 of docs/performance-model.md), per rank count n and per pass:
 //  * in_step_call_s: the median, over the step's scalar collectives (<= HW_SCALAR_CALL_BYTES:
 //    the gradient norm's and the loss's sums), of rank 0's seconds per call — what a call costs
 //    in a step before it moves any data;
@@ -833,6 +837,59 @@ static double clamp_in_step(double f) { return f < HW_IN_STEP_MIN ? HW_IN_STEP_M
 //    blocking and started calls each at their own α-β, §17);
 //  * in_step: the same over all the non-scalar calls (groups and kinds not measured).
 // Without a scalar call at n, the factors are seconds over the whole α-β price (§15).
+// Each term of the profile is the median of that term over the passes (§18).
+typedef struct {
+    double call;                                                      // -1: no scalar call
+    double calls[GROUP_COUNT + 1][HW_P2P], bytes[GROUP_COUNT + 1][HW_P2P],   // GROUP_COUNT: all
+           alone[GROUP_COUNT + 1][HW_P2P], t[GROUP_COUNT + 1][HW_P2P], f[GROUP_COUNT + 1][HW_P2P];
+} PassTerms;
+static void pass_terms(const HwProfile *p, const StepRow *rows, int n_rows, int n, int pass, PassTerms *out) {
+    SimPlacement pl = { n, 1, n };
+    memset(out, 0, sizeof *out);
+    double *per = xcalloc((size_t)n_rows + 1, sizeof *per);
+    int ns = 0;
+    for (int j = 0; j < n_rows; j++)
+        if (rows[j].n == n && rows[j].pass == pass && rows[j].bytes / rows[j].calls <= HW_SCALAR_CALL_BYTES)
+            per[ns++] = rows[j].t / rows[j].calls;
+    out->call = ns ? median(per, ns) : -1;
+    free(per);
+    double x[GROUP_COUNT + 1][HW_P2P] = { { 0 } }, pr[GROUP_COUNT + 1][HW_P2P] = { { 0 } };
+    for (int j = 0; j < n_rows; j++) {
+        const StepRow *r = &rows[j];
+        if (r->n != n || r->pass != pass || r->bytes / r->calls <= HW_SCALAR_CALL_BYTES) continue;
+        int k = (int)sim_coll_priced_as(r->kind);
+        if (k >= HW_P2P) continue;
+        // the row's blocking and started calls, each at its own price alone (§17)
+        double alone = 0, lat = 0;
+        for (int st = 0; st < 2; st++) {
+            double nc = st ? r->started_calls : r->calls - r->started_calls;
+            double nb = st ? r->started_bytes : r->bytes - r->started_bytes;
+            if (nc <= 0) continue;
+            alone += nc * sim_collective_alone(p, r->kind, st, nb / nc, pl);
+            lat += nc * sim_collective_alone(p, r->kind, st, 0, pl);
+        }
+        for (int g = (int)r->group; ; g = GROUP_COUNT) {   // its own group, then "all of them"
+            x[g][k] += out->call < 0 ? r->t : r->t - r->calls * out->call;
+            pr[g][k] += out->call < 0 ? alone : alone - lat;
+            out->calls[g][k] += r->calls; out->bytes[g][k] += r->bytes; out->t[g][k] += r->t; out->alone[g][k] += alone;
+            if (g == GROUP_COUNT) break;
+        }
+    }
+    double all_x = 0, all_p = 0;
+    for (int k = 0; k < HW_P2P; k++) { all_x += x[GROUP_COUNT][k]; all_p += pr[GROUP_COUNT][k]; }
+    for (int g = 0; g < GROUP_COUNT; g++)
+        for (int k = 0; k < HW_P2P; k++) {
+            if (out->calls[g][k] == 0) continue;
+            CHECK(pr[g][k] > 0, "calibrate: 5b. pass %d: %s %s at %d ranks priced %g s", pass + 1, comm_group_name((CommGroup)g),
+                  hw_coll_name((HwColl)k), n, pr[g][k]);
+            out->f[g][k] = clamp_in_step(x[g][k] / pr[g][k]);
+        }
+    CHECK(all_p > 0, "calibrate: 5b. pass %d: at %d ranks no collective beyond %d bytes", pass + 1, n, HW_SCALAR_CALL_BYTES);
+    out->f[GROUP_COUNT][0] = clamp_in_step(all_x / all_p);   // "all of them" pooled over kinds: in_step
+}
+static void print_passes(const double *v, int nv, double scale, const char *fmt) {
+    for (int i = 0; i < nv; i++) printf(fmt, v[i] * scale);
+}
 static void in_step_fit(HwProfile *p, const StepRow *rows, int n_rows) {
     HwLink *l = &p->link[HW_INTRA];
     memset(&l->in_step, 0, sizeof l->in_step);
@@ -840,58 +897,61 @@ static void in_step_fit(HwProfile *p, const StepRow *rows, int n_rows) {
     memset(&l->in_step_call_s, 0, sizeof l->in_step_call_s);   // the α-β alone from here
     printf("\n5b. the collectives inside the trainer's steps (tp = n and dp = n grids; d 160, 8 heads, d_ff 432, 12 x 128 tokens,\n"
            "    V 2560; dense, CoLA, CoLA + BOOST's switches; %d steps after a warm-up; rank 0's seconds, waiting included)\n"
-           "    against the fits above (a started call against the ordered fit)\n", IN_STEP_TIMED);
-    double *per = xcalloc((size_t)n_rows + 1, sizeof *per);
+           "    against the fits above (a started call against the ordered fit); %d interleaved passes, each term the median\n"
+           "    over them (docs/performance-model.md §18)\n", IN_STEP_TIMED, IN_STEP_PASSES);
+    PassTerms pt[IN_STEP_PASSES];
     for (int i = 0; i < n_rows; i++) {
         int n = rows[i].n, seen = 0;
         for (int j = 0; j < i; j++) seen |= rows[j].n == n;
         if (seen) continue;
-        SimPlacement pl = { n, 1, n };
-        int ns = 0;
-        for (int j = i; j < n_rows; j++)
-            if (rows[j].n == n && rows[j].bytes / rows[j].calls <= HW_SCALAR_CALL_BYTES) per[ns++] = rows[j].t / rows[j].calls;
-        double call = ns ? median(per, ns) : -1;
-        printf("   %d ranks: %d rows of scalar collectives, %s", n, ns, ns ? "" : "none: the factors price the whole alpha-beta time\n");
-        if (ns) printf("rank 0's seconds per call, median %.2f us (the alpha-beta alone: %.2f us): in_step_call_s\n", call * 1e6,
-                       sim_collective_alone(p, COMM_ALL_REDUCE, 0, 8, pl) * 1e6);
-        printf("   %-22s %7s %10s %12s %12s %8s\n", "group and kind", "calls", "MB/call", "alone ms", "in step ms", "factor");
-        double all_x = 0, all_p = 0, all_c = 0, all_t = 0, all_a = 0;
-        for (int g = 0; g <= GROUP_COUNT; g++)   // GROUP_COUNT: all of them, in_step
-            for (int k = 0; k < HW_P2P; k++) {
-                double x = 0, pr = 0, c = 0, b = 0, t = 0, a = 0;
-                for (int j = i; j < n_rows; j++) {
-                    const StepRow *r = &rows[j];
-                    double bc = r->bytes / r->calls;
-                    if (r->n != n || bc <= HW_SCALAR_CALL_BYTES || (g < GROUP_COUNT && (int)r->group != g)) continue;
-                    if ((int)sim_coll_priced_as(r->kind) != k) continue;
-                    // the row's blocking and started calls, each at its own price alone (§17)
-                    double alone = 0, lat = 0;
-                    for (int st = 0; st < 2; st++) {
-                        double nc = st ? r->started_calls : r->calls - r->started_calls;
-                        double nb = st ? r->started_bytes : r->bytes - r->started_bytes;
-                        if (nc <= 0) continue;
-                        alone += nc * sim_collective_alone(p, r->kind, st, nb / nc, pl);
-                        lat += nc * sim_collective_alone(p, r->kind, st, 0, pl);
+        for (int ps = 0; ps < IN_STEP_PASSES; ps++) pass_terms(p, rows, n_rows, n, ps, &pt[ps]);
+        double v[IN_STEP_PASSES], tmp[IN_STEP_PASSES];
+        int nv = 0;
+        for (int ps = 0; ps < IN_STEP_PASSES; ps++)
+            if (pt[ps].call >= 0) v[nv++] = pt[ps].call;
+        printf("   %d ranks: %s", n, nv ? "" : "no scalar collectives: the factors price the whole alpha-beta time\n");
+        if (nv) {
+            memcpy(tmp, v, sizeof v);
+            double call = median(tmp, nv);
+            rank_table_put(&l->in_step_call_s, n, call);
+            SimPlacement pl = { n, 1, n };
+            printf("scalar collectives in %d of %d passes, rank 0's seconds per call, median %.2f us (each pass's median:", nv,
+                   IN_STEP_PASSES, call * 1e6);
+            print_passes(v, nv, 1e6, " %.2f");
+            printf("; the alpha-beta alone: %.2f us): in_step_call_s\n", sim_collective_alone(p, COMM_ALL_REDUCE, 0, 8, pl) * 1e6);
+        }
+        printf("   %-22s %7s %10s %12s %12s %8s   %s\n", "group and kind", "calls", "MB/call", "alone ms", "in step ms", "factor",
+               "(each pass's factor; alone and in-step ms: the passes' median)");
+        for (int g = 0; g <= GROUP_COUNT; g++)
+            for (int k = 0; k < (g == GROUP_COUNT ? 1 : HW_P2P); k++) {
+                double f[IN_STEP_PASSES], a[IN_STEP_PASSES], t[IN_STEP_PASSES], c = 0, b = 0;
+                nv = 0;
+                for (int ps = 0; ps < IN_STEP_PASSES; ps++) {
+                    int kk = g == GROUP_COUNT ? -1 : k;   // "all of them": summed over kinds
+                    double pc = 0, pb = 0, pa = 0, ptt = 0;
+                    for (int q = (kk < 0 ? 0 : kk); q <= (kk < 0 ? HW_P2P - 1 : kk); q++) {
+                        pc += pt[ps].calls[g][q]; pb += pt[ps].bytes[g][q]; pa += pt[ps].alone[g][q]; ptt += pt[ps].t[g][q];
                     }
-                    x += call < 0 ? r->t : r->t - r->calls * call;
-                    pr += call < 0 ? alone : alone - lat;
-                    c += r->calls; b += r->bytes; t += r->t; a += alone;
+                    if (pc == 0) continue;
+                    f[nv] = pt[ps].f[g][k]; a[nv] = pa; t[nv] = ptt; c = pc; b = pb;
+                    nv++;
                 }
-                if (g == GROUP_COUNT) { all_x += x; all_p += pr; all_c += c; all_t += t; all_a += a; continue; }
-                if (c == 0) continue;
-                CHECK(pr > 0, "calibrate: 5b. %s %s at %d ranks priced %g s", comm_group_name((CommGroup)g), hw_coll_name((HwColl)k), n, pr);
-                double f = clamp_in_step(x / pr);
-                rank_table_put(&l->in_step_by[g][k], n, f);
-                printf("   %-4s %-17s %7.0f %10.3f %12.3f %12.3f %8.3f\n", comm_group_name((CommGroup)g), hw_coll_name((HwColl)k), c,
-                       b / c / 1e6, a * 1e3, t * 1e3, f);
+                if (!nv) continue;
+                double fs[IN_STEP_PASSES];
+                memcpy(fs, f, sizeof f);
+                double fm = median(fs, nv), am = median(a, nv), tm = median(t, nv);
+                if (g == GROUP_COUNT) {
+                    rank_table_put(&l->in_step, n, fm);
+                    printf("   %-22s %7.0f %10s %12.3f %12.3f %8.3f  ", "all of them", c, "", am * 1e3, tm * 1e3, fm);
+                } else {
+                    rank_table_put(&l->in_step_by[g][k], n, fm);
+                    printf("   %-4s %-17s %7.0f %10.3f %12.3f %12.3f %8.3f  ", comm_group_name((CommGroup)g), hw_coll_name((HwColl)k), c,
+                           b / c / 1e6, am * 1e3, tm * 1e3, fm);
+                }
+                print_passes(f, nv, 1, " %.3f");
+                printf("%s\n", g == GROUP_COUNT ? "   (in_step: a group or kind not measured)" : "");
             }
-        CHECK(all_c > 0 && all_p > 0, "calibrate: 5b. at %d ranks no collective beyond %d bytes", n, HW_SCALAR_CALL_BYTES);
-        rank_table_put(&l->in_step, n, clamp_in_step(all_x / all_p));
-        printf("   %-22s %7.0f %10s %12.3f %12.3f %8.3f   (in_step: a group or kind not measured)\n", "all of them", all_c, "",
-               all_a * 1e3, all_t * 1e3, clamp_in_step(all_x / all_p));
-        if (call >= 0) rank_table_put(&l->in_step_call_s, n, call);
     }
-    free(per);
 }
 
 static CommKind comm_kind_named(const char *name) {
@@ -1263,11 +1323,14 @@ int main(int argc, char **argv) {
             char lay[32];
             char grp[32];
             double sc, sb;
-            if (sscanf(line, "in_step %31s %31s %31s %d %lf %lf %lf %lf %lf", lay, ckind, grp, &n, &calls, &S, &t, &sc, &sb) == 9) {   // 5b.
+            int pass;
+            if (sscanf(line, "in_step %d %31s %31s %31s %d %lf %lf %lf %lf %lf", &pass, lay, ckind, grp, &n, &calls, &S, &t, &sc, &sb)
+                == 10) {   // 5b.
                 CHECK(n_steprows < 4096, "calibrate: too many in-step rows");
-                CHECK(calls > 0 && sc >= 0 && sc <= calls && sb >= 0 && sb <= S, "calibrate: an in-step row of %g calls (%g started) "
-                      "and %g bytes (%g started) in %s", calls, sc, S, sb, tmp);
-                steprows[n_steprows] = (StepRow){ "", comm_kind_named(ckind), comm_group_named(grp), n, calls, S, t, sc, sb };
+                CHECK(pass >= 0 && pass < IN_STEP_PASSES && calls > 0 && sc >= 0 && sc <= calls && sb >= 0 && sb <= S,
+                      "calibrate: an in-step row of pass %d, %g calls (%g started) and %g bytes (%g started) in %s", pass, calls, sc,
+                      S, sb, tmp);
+                steprows[n_steprows] = (StepRow){ "", pass, comm_kind_named(ckind), comm_group_named(grp), n, calls, S, t, sc, sb };
                 snprintf(steprows[n_steprows++].layout, sizeof steprows->layout, "%s", lay);
                 continue;
             }
@@ -1369,8 +1432,8 @@ int main(int argc, char **argv) {
              "configuration). in_step_call_s {R: s}: the median seconds of the steps' scalar collectives;\n"
              "in_step_by {GROUP_KIND: {R: f}}: that group's calls of that kind, their seconds beyond s\n"
              "over these fits' price beyond a call of 0 bytes; in_step {R: f}: the same over all of them\n"
-             "(a group or kind not measured). An intra-node collective but a send takes s + f x (its time\n"
-             "alone - the time of 0 bytes)",
+             "(a group or kind not measured); each the median over 3 interleaved passes. An intra-node\n"
+             "collective but a send takes s + f x (its time alone - the time of 0 bytes)",
              rank_list, cores, stat, 100 * med, 100 * mx, dropped);
     char c_share[700], share_threads[64] = "threads cores / R, at least 1";
     if (threads_opt > 0) snprintf(share_threads, sizeof share_threads, "%d thread%s (--threads)", threads_opt, threads_opt > 1 ? "s" : "");
