@@ -6,7 +6,7 @@ round 3, held out in round 4 — and every mapping rule).
 Each row's published number is converted to seconds per iteration by its source's own
 definition (seconds_of); the mapped variant (experiments/published-throughputs.yaml, same id) is
 priced by build/simulate on the row's hardware profile with the attention kernel its system ran
-and, for an interleaved schedule, its chunks per device (options_of). error = published seconds /
+and, for an interleaved schedule, its chunks per device, and the host that issued its kernels (options_of). error = published seconds /
 modeled seconds - 1 (positive: the model is too fast). A row with `excluded:` (a mapping rule
 keeps it out) is priced and shown but counts in no statistic.
 
@@ -40,7 +40,7 @@ MECH2_COMMIT = "af5e17c"
 SPLIT3_COMMIT = "c396c95"
 # The commit that fixed round 4's held-out rows and its readings, before any of them was priced and
 # before round 4's mechanisms were written (docs/performance-model.md, round 4 of the GPU model)
-SPLIT4_COMMIT = None   # set to the commit's hash once it exists; None: the rows are fixed in the working tree
+SPLIT4_COMMIT = "0c677c8"
 # How each split is named in the report
 SPLIT_LABEL = {"calibration": "calibration", "seen": "seen in round 1", "held_out": "held out (round 2)",
                "held_out_round3": "held out (round 3)", "held_out_round4": "held out (round 4)"}
@@ -62,6 +62,11 @@ def attention_of(doc, row):
     return row.get("attention") or doc["sources"][row["source"]]["attention"]
 
 
+def host_of(doc, row):
+    """How the row's program issues its kernels: the row's own `host:` where it names one, else its source's."""
+    return row.get("host") or doc["sources"][row["source"]]["host"]
+
+
 def vstages_of(row):
     """Model chunks per device of the row's pipeline schedule: 1 for 1F1B, v for interleaved-v."""
     sch = row.get("schedule", "1f1b")
@@ -75,7 +80,8 @@ def vstages_of(row):
 def options_of(doc, row):
     """build/simulate's options for the published system's kernel and schedule (R8, R9)."""
     v = vstages_of(row)
-    return ("--attention-kernel", attention_of(doc, row)) + (("--virtual-stages", str(v)) if v > 1 else ())
+    return (("--attention-kernel", attention_of(doc, row)) + (("--virtual-stages", str(v)) if v > 1 else ())
+            + (("--host", "python") if host_of(doc, row) == "python" else ()))
 
 
 def counted(row):
@@ -92,6 +98,7 @@ def manifest_variants():
 METRICS = ("tflops_per_gpu_sc21_eq3", "tflops_per_gpu_mcore_2024", "tokens_per_s_per_gpu", "tokens_per_s_total",
            "samples_per_s_total", "seconds_per_iteration")
 ATTENTION = ("flash", "flash1", "materialized", "materialized-dropout")
+HOSTS = ("c", "python")   # how the published program issues its kernels (docs/performance-model.md §18, 3.)
 
 
 def problems(doc, variants):
@@ -104,6 +111,8 @@ def problems(doc, variants):
             out.append(f"source {key}: metric {src.get('metric')!r}: expected one of {', '.join(METRICS)}")
         if src.get("attention") not in ATTENTION:
             out.append(f"source {key}: attention {src.get('attention')!r}: expected one of {', '.join(ATTENTION)}")
+        if src.get("host") not in HOSTS:
+            out.append(f"source {key}: host {src.get('host')!r}: expected one of {', '.join(HOSTS)}")
     seen = set()
     for i, row in enumerate(doc.get("rows", [])):
         rid = row.get("id", f"#{i}")
@@ -118,6 +127,8 @@ def problems(doc, variants):
             out.append(f"row {rid}: experiments/{MANIFEST}.yaml has no variant {rid}")
         if "attention" in row and row["attention"] not in ATTENTION:
             out.append(f"row {rid}: attention {row['attention']!r}: expected one of {', '.join(ATTENTION)}")
+        if "host" in row and row["host"] not in HOSTS:
+            out.append(f"row {rid}: host {row['host']!r}: expected one of {', '.join(HOSTS)}")
         if row.get("split") in HELD_OUT and row.get("excluded"):
             out.append(f"row {rid}: a held-out row carries excluded: (the rules decide admission before a row is held out)")
         sch = row.get("schedule", "1f1b")
@@ -162,8 +173,8 @@ def hostile(doc, variants, rng):
         rows.append(copy.deepcopy(row))
         return (d, variants), f"{row['id']}: twice"
     key = rng.choice(sorted(d["sources"]))
-    d["sources"][key][rng.choice(["metric", "attention"])] = rng.choice(["tflops", "flash3", "", "materialised"])
-    return (d, variants), f"source {key}: metric or attention unknown"
+    d["sources"][key][rng.choice(["metric", "attention", "host"])] = rng.choice(["tflops", "flash3", "", "materialised"])
+    return (d, variants), f"source {key}: metric, attention or host unknown"
 
 
 def seconds_of(doc, row):
