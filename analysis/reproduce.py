@@ -948,6 +948,16 @@ def main():
          "prices nothing differently; 18:35 UTC, the CPU section below): collectives 12.3 % (target met: dp2 −12 … +5 %, "
          "tp2 +4 … +14 %, the pipeline's scalar calls −63 … −69 %), whole steps 5.7 %, worst 24.3 % (dp2 vanilla-tp), "
          "ratios worst 17.5 %"],
+        ["commits eb7e9d7 (written), cd9b71e (priced)", "round 4 of the GPU model (docs/performance-model.md §19): H100's "
+         "compute-bound kernels at the clock a step sustains under the 700 W limit (1575 of 1980 MHz), flash kernels at the "
+         "useful share of their head dimension padded to a multiple of 32, the Python host of eager published programs "
+         "(host: python, 20 µs per issued kernel)", "round 3's held-out rows (priced once with the model of "
+         + rp.SPLIT3_COMMIT + "), round 1's seen H100 rows",
+         "calibration median 5.7 %, worst 17.0 %, 1 too fast, 5 too slow; round 3's 17 rows " + rp.FIRST_ROUND3[1]
+         + "; round 1's 19 rows median 21.5 %, worst 55.0 %, 12 too fast, 7 too slow",
+         "calibration unchanged; round 3's rows median 24.1 %, worst 228.8 %, 13 too fast, 4 too slow; round 1's median "
+         "22.9 %, worst 41.5 %, 11 too fast, 8 too slow; round 4's 23 held-out rows (fixed in " + rp.SPLIT4_COMMIT
+         + ", priced once after): " + rp.FIRST_ROUND4[1] + " — all three targets missed"],
     ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")

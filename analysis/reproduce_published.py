@@ -1,12 +1,12 @@
 """reproduce_published.py — the performance model against published end-to-end training
 throughputs measured by others (analysis/reproduction/published_throughputs.yaml; its header
 states the sources, the splits — calibration, seen in round 1, held out in round 2, held out in
-round 3 — and every mapping rule).
+round 3, held out in round 4 — and every mapping rule).
 
 Each row's published number is converted to seconds per iteration by its source's own
 definition (seconds_of); the mapped variant (experiments/published-throughputs.yaml, same id) is
 priced by build/simulate on the row's hardware profile with the attention kernel its system ran
-and, for an interleaved schedule, its chunks per device (options_of). error = published seconds /
+and, for an interleaved schedule, its chunks per device, and the host that issued its kernels (options_of). error = published seconds /
 modeled seconds - 1 (positive: the model is too fast). A row with `excluded:` (a mapping rule
 keeps it out) is priced and shown but counts in no statistic.
 
@@ -38,11 +38,14 @@ MECH2_COMMIT = "af5e17c"
 # The commit that fixed round 3's held-out rows and its readings, before any of them was priced; no
 # model change in the round (docs: the set's header, ROUND 3)
 SPLIT3_COMMIT = "c396c95"
+# The commit that fixed round 4's held-out rows and its readings, before any of them was priced and
+# before round 4's mechanisms were written (docs/performance-model.md, round 4 of the GPU model)
+SPLIT4_COMMIT = "0c677c8"
 # How each split is named in the report
 SPLIT_LABEL = {"calibration": "calibration", "seen": "seen in round 1", "held_out": "held out (round 2)",
-               "held_out_round3": "held out (round 3)"}
+               "held_out_round3": "held out (round 3)", "held_out_round4": "held out (round 4)"}
 # The splits whose rows are held out (a rule that keeps a row out is decided before it is held out)
-HELD_OUT = ("held_out", "held_out_round3")
+HELD_OUT = ("held_out", "held_out_round3", "held_out_round4")
 
 
 def load():
@@ -59,6 +62,11 @@ def attention_of(doc, row):
     return row.get("attention") or doc["sources"][row["source"]]["attention"]
 
 
+def host_of(doc, row):
+    """How the row's program issues its kernels: the row's own `host:` where it names one, else its source's."""
+    return row.get("host") or doc["sources"][row["source"]]["host"]
+
+
 def vstages_of(row):
     """Model chunks per device of the row's pipeline schedule: 1 for 1F1B, v for interleaved-v."""
     sch = row.get("schedule", "1f1b")
@@ -72,7 +80,8 @@ def vstages_of(row):
 def options_of(doc, row):
     """build/simulate's options for the published system's kernel and schedule (R8, R9)."""
     v = vstages_of(row)
-    return ("--attention-kernel", attention_of(doc, row)) + (("--virtual-stages", str(v)) if v > 1 else ())
+    return (("--attention-kernel", attention_of(doc, row)) + (("--virtual-stages", str(v)) if v > 1 else ())
+            + (("--host", "python") if host_of(doc, row) == "python" else ()))
 
 
 def counted(row):
@@ -89,6 +98,7 @@ def manifest_variants():
 METRICS = ("tflops_per_gpu_sc21_eq3", "tflops_per_gpu_mcore_2024", "tokens_per_s_per_gpu", "tokens_per_s_total",
            "samples_per_s_total", "seconds_per_iteration")
 ATTENTION = ("flash", "flash1", "materialized", "materialized-dropout")
+HOSTS = ("c", "python")   # how the published program issues its kernels (docs/performance-model.md §19, 3.)
 
 
 def problems(doc, variants):
@@ -101,6 +111,8 @@ def problems(doc, variants):
             out.append(f"source {key}: metric {src.get('metric')!r}: expected one of {', '.join(METRICS)}")
         if src.get("attention") not in ATTENTION:
             out.append(f"source {key}: attention {src.get('attention')!r}: expected one of {', '.join(ATTENTION)}")
+        if src.get("host") not in HOSTS:
+            out.append(f"source {key}: host {src.get('host')!r}: expected one of {', '.join(HOSTS)}")
     seen = set()
     for i, row in enumerate(doc.get("rows", [])):
         rid = row.get("id", f"#{i}")
@@ -115,6 +127,8 @@ def problems(doc, variants):
             out.append(f"row {rid}: experiments/{MANIFEST}.yaml has no variant {rid}")
         if "attention" in row and row["attention"] not in ATTENTION:
             out.append(f"row {rid}: attention {row['attention']!r}: expected one of {', '.join(ATTENTION)}")
+        if "host" in row and row["host"] not in HOSTS:
+            out.append(f"row {rid}: host {row['host']!r}: expected one of {', '.join(HOSTS)}")
         if row.get("split") in HELD_OUT and row.get("excluded"):
             out.append(f"row {rid}: a held-out row carries excluded: (the rules decide admission before a row is held out)")
         sch = row.get("schedule", "1f1b")
@@ -159,8 +173,8 @@ def hostile(doc, variants, rng):
         rows.append(copy.deepcopy(row))
         return (d, variants), f"{row['id']}: twice"
     key = rng.choice(sorted(d["sources"]))
-    d["sources"][key][rng.choice(["metric", "attention"])] = rng.choice(["tflops", "flash3", "", "materialised"])
-    return (d, variants), f"source {key}: metric or attention unknown"
+    d["sources"][key][rng.choice(["metric", "attention", "host"])] = rng.choice(["tflops", "flash3", "", "materialised"])
+    return (d, variants), f"source {key}: metric, attention or host unknown"
 
 
 def seconds_of(doc, row):
@@ -254,7 +268,7 @@ def main():
             with open(out) as fh:
                 return json.load(fh)
     doc = load()
-    splits = ("calibration", "seen", "held_out", "held_out_round3")
+    splits = ("calibration", "seen", "held_out", "held_out_round3", "held_out_round4")
     if "--split" in sys.argv:   # price and show one split's rows only
         i = sys.argv.index("--split")
         if i + 1 >= len(sys.argv) or sys.argv[i + 1] not in SPLIT_LABEL:
@@ -297,6 +311,8 @@ AFTER_ROUND2 = ("3fe3bd9", "the data-parallel reduction priced per layer bucket 
 # --split held_out_round3 printed it on the model of that commit, before anything else was changed; the
 # round-3 verdict is this pricing's
 FIRST_ROUND3 = ("the model of commit " + SPLIT3_COMMIT, "median |error| 21.5 %, worst 284.7 %, 14 positive, 3 negative")
+# The first pricing of round 4's held-out rows, after round 4's mechanisms were committed (None: not priced yet)
+FIRST_ROUND4 = ("the model of commit cd9b71e", "median |error| 28.0 %, worst 59.6 %, 22 positive, 1 negative")
 
 
 def _pct(x):
@@ -325,23 +341,36 @@ def _stats(xs):
     return f"median |error| {100 * med:.1f} %, worst {100 * worst:.1f} %, {pos} too fast, {neg} too slow"
 
 
-def _round3(held3):
-    """The lines of round 3: how its rows were fixed and priced, and their statistics at this commit."""
-    if not held3:
+def _verdict_line(k, held):
+    """Round k's held-out rows at this commit against the three targets (one line of REPORT.md)."""
+    n, med, worst, pos, neg = summary(held)
+    ok_med, ok_worst, ok_sign = verdict(summary(held))
+    return (f"**Round-{k} rows at this commit: median |error| {100 * med:.1f} % (target ≤ {100 * TARGET_MEDIAN:.0f} %: "
+            f"{'met' if ok_med else '**NOT met**'}), worst {100 * worst:.1f} % (target ≤ {100 * TARGET_WORST:.0f} %: "
+            f"{'met' if ok_worst else '**NOT met**'}), {pos} too fast and {neg} too slow ({100 * max(pos, neg) / n:.0f} % "
+            f"of one sign; target ≤ {100 * TARGET_SIGN:.0f} %: {'met' if ok_sign else '**NOT met**'}).**\n")
+
+
+def _round_lines(k, held, fixed_in, between, first):
+    """The lines of held-out round k: how its rows were fixed (commit fixed_in, None while uncommitted), what
+    happened to the model between that and the pricing (between), the first pricing (first, None: this one)."""
+    if not held:
         return []
-    n, med, worst, pos, neg = summary(held3)
-    ok_med, ok_worst, ok_sign = verdict(summary(held3))
-    L = [f"**Round 3, in the order git history shows it:** the {n} held-out rows, their sources' locations and the "
-         f"readings for what the sources leave unstated were committed in **{SPLIT3_COMMIT}** (\"nothing of the model changes "
-         f"in this commit\"; no round-3 row priced before it); the model was not changed in the round; the rows were then "
-         f"priced once"
-         + (f" ({FIRST_ROUND3[0]}: {FIRST_ROUND3[1]})." if FIRST_ROUND3 else " (this section is that pricing).")
-         + " The candidates R1–R11 kept out are listed in the set's header.\n"]
-    L.append(f"**Round-3 rows at this commit: median |error| {100 * med:.1f} % (target ≤ {100 * TARGET_MEDIAN:.0f} %: "
-             f"{'met' if ok_med else '**NOT met**'}), worst {100 * worst:.1f} % (target ≤ {100 * TARGET_WORST:.0f} %: "
-             f"{'met' if ok_worst else '**NOT met**'}), {pos} too fast and {neg} too slow ({100 * max(pos, neg) / n:.0f} % "
-             f"of one sign; target ≤ {100 * TARGET_SIGN:.0f} %: {'met' if ok_sign else '**NOT met**'}).**\n")
-    return L
+    return [f"**Round {k}, in the order git history shows it:** the {len(held)} held-out rows, their sources' locations "
+            f"and the readings for what the sources leave unstated were committed" + (f" in **{fixed_in}**" if fixed_in else "")
+            + f" (\"nothing of the model changes in this commit\"; no round-{k} row priced before it); {between}; the rows "
+            "were then priced once" + (f" ({first[0]}: {first[1]})." if first else " (this section is that pricing).")
+            + " The candidates R1–R11 kept out are listed in the set's header.\n", _verdict_line(k, held)]
+
+
+def _round3(held3):
+    return _round_lines(3, held3, SPLIT3_COMMIT, "the model was not changed in the round", FIRST_ROUND3)
+
+
+def _round4(held4):
+    return _round_lines(4, held4, SPLIT4_COMMIT, "the round-4 mechanisms were written down with their sources "
+                        "(docs/performance-model.md, round 4 of the GPU model) and committed before they were implemented "
+                        "and priced", FIRST_ROUND4)
 
 
 def section(doc, V, B, X, md_table):
@@ -354,15 +383,19 @@ def section(doc, V, B, X, md_table):
     held_src = sorted({x[0]["source"] for x in held})
     held3 = [x for x in errs if x[0]["split"] == "held_out_round3" and counted(x[0])]
     held3_src = sorted({x[0]["source"] for x in held3})
-    n, med, worst, pos, neg = summary(held)
-    ok_med, ok_worst, ok_sign = verdict(summary(held)) if n else (False, False, False)
+    held4 = [x for x in errs if x[0]["split"] == "held_out_round4" and counted(x[0])]
+    held4_src = sorted({x[0]["source"] for x in held4})
+    n = len(held)
     L.append(f"The set: {len(errs)} published end-to-end training throughputs of transformers on A100 and H100 GPUs from "
              f"{len(doc['sources'])} sources (`{SET}`: each row's configuration, its source's location, the metric's "
              f"definition, the mapping rules; `experiments/published-throughputs.yaml`: the engine variant of each row), in "
-             f"four splits: **calibration** ({len(cal)} Megatron-LM SC21 rows whose errors had been seen before round 1), "
+             f"five splits: **calibration** ({len(cal)} Megatron-LM SC21 rows whose errors had been seen before round 1), "
              f"**seen in round 1** ({len(seen)} rows held out in round 1 and priced once there, seen since), **held out "
-             f"(round 2)** ({n} rows from {len(held_src)} sources not used in round 1: {', '.join(held_src)}) and **held out "
-             f"(round 3)** ({len(held3)} rows from {len(held3_src)} sources used in no earlier round: {', '.join(held3_src)}).\n")
+             f"(round 2)** ({n} rows from {len(held_src)} sources not used in round 1: {', '.join(held_src)}) , **held out "
+             f"(round 3)** ({len(held3)} rows from {len(held3_src)} sources used in no earlier round: {', '.join(held3_src)}) and "
+             f"**held out (round 4)** ({len(held4)} rows from {len(held4_src)} sources used in no earlier round: "
+             f"{', '.join(held4_src)}).\n")
+    L += _round4(held4)
     L += _round3(held3)
     L.append(f"**Round 2, in the order git history shows it:** the held-out set and the mapping rules (R1–R11, which decide "
              f"how a published system the engine cannot express is mapped or kept out, applied to every row) were committed "
@@ -375,10 +408,7 @@ def section(doc, V, B, X, md_table):
                 f"the line below is the same rows at this commit, no longer held out from that change.\n"
                 if FIRST_ROUND2 and AFTER_ROUND2 else "\n"))
     if n:
-        L.append(f"**Round-2 rows at this commit: median |error| {100 * med:.1f} % (target ≤ {100 * TARGET_MEDIAN:.0f} %: "
-                 f"{'met' if ok_med else '**NOT met**'}), worst {100 * worst:.1f} % (target ≤ {100 * TARGET_WORST:.0f} %: "
-                 f"{'met' if ok_worst else '**NOT met**'}), {pos} too fast and {neg} too slow ({100 * max(pos, neg) / n:.0f} % "
-                 f"of one sign; target ≤ {100 * TARGET_SIGN:.0f} %: {'met' if ok_sign else '**NOT met**'}).**\n")
+        L.append(_verdict_line(2, held))
     L.append(f"**Round 1, as it was** (its held-out rows, priced once at commit {FIRST_HELD_OUT[0]}, split fixed in "
              f"{SPLIT_COMMIT}): {FIRST_HELD_OUT[1]} — median and worst targets missed, sign target met.\n")
     seen_c = [x for x in seen if counted(x[0])]
@@ -390,13 +420,13 @@ def section(doc, V, B, X, md_table):
              f"{CAL_BEFORE_ROUND2[1]}; before round 1's mechanisms, at 7034904: median 23.4 %, worst 37.9 %, 6 too fast).\n")
     L.append("error = published seconds per iteration / modeled − 1 (positive: the model is too fast); published seconds from "
              "each source's own metric (SC21: Eq. (3) teraFLOP/s; Megatron-Core: its FLOP count at f2e5db402c; MosaicML: "
-             "tokens/s/GPU; FlashAttention and Lambda: tokens/s of the whole run; FP8-LM: samples/s of the whole run; BLOOM, "
+             "tokens/s/GPU; FlashAttention and Lambda: tokens/s of the whole run; FP8-LM and FlagPerf's PaddleNLP cases: samples/s of the whole run; FlagPerf's Megatron-Core cases: tokens/s/GPU; BLOOM, "
              "Korthikanti et al., Megatron-Turing NLG, Nemotron-4 15B, llm.c: seconds per iteration as printed). Band: the model over the chosen constants' alternatives on that row's profile. "
              "*engine fits*: whether this engine's own memory layout fits the profile's memory (the published systems shard or "
              "recompute their own way; the time is priced either way). *kernel, schedule*: how the row's attention and "
              "pipeline are priced (R8, R9).\n")
     rows = []
-    order = {"held_out_round3": 0, "held_out": 1, "seen": 2, "calibration": 3}
+    order = {"held_out_round4": 0, "held_out_round3": 1, "held_out": 2, "seen": 3, "calibration": 4}
     for row, p, m, e in sorted(errs, key=lambda x: order[x[0]["split"]]):
         src = doc["sources"][row["source"]]
         b = B.get(f"pubs/{row['id']}")
@@ -412,7 +442,7 @@ def section(doc, V, B, X, md_table):
                        "published s", "model s [band]", "error", "engine fits",
                        "what the published system does that this engine's trace does not"], rows) + "\n")
     L.append("\\* not stated by the source; 1 sequence per replica, chosen before pricing (the set's header, R10).\n")
-    for split in ("held_out_round3", "held_out", "seen"):
+    for split in ("held_out_round4", "held_out_round3", "held_out", "seen"):
         by = {}
         for x in errs:
             if x[0]["split"] == split and counted(x[0]):

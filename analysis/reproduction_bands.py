@@ -81,6 +81,18 @@ def _mamf_table_pin(doc):
         g["mamf"], g["mamf_shape"] = 271.2e12, [1024, 10240, 5120]
 
 
+
+def _set_sustained_clock(mhz):
+    """The SM clock a step sustains (clock.sustained_mhz); a profile without a clock is left as it is."""
+    def f(doc):
+        if "clock" in doc:
+            doc["clock"]["sustained_mhz"] = mhz
+    return f
+
+
+def _drop_clock(doc):
+    doc.pop("clock", None)
+
 # (key, what it is, the profile's choice, [(alternative, mutation)], why this range)
 CONSTANTS = [
     ("gemm_tile", "GEMM thread-block tile (wave quantization)", "256×128",
@@ -111,6 +123,10 @@ CONSTANTS = [
      [("0 (no queue: the model before round 2)", _set_root("launch_s", 0)), ("20 µs", _set_root("launch_s", 20e-6))],
      "the range of the CPU-side launch in PyTorch training traces, 5-20 µs [HTA] (docs/performance-model.md §12, 1.): "
      "its lower end for this engine's C host, its upper end; 0 is the model before the queue was priced"),
+    ("sustained_clock", "the SM clock a training step sustains (H100)", "1575 of 1980 MHz (H100; A100: none)",
+     [("1500 MHz", _set_sustained_clock(1500)), ("none (boost: the model before round 4)", _drop_clock)],
+     "a Hopper GPU past its power limit, 1980 -> 1575 MHz (DeepGEMM#120); 1500 MHz the sustainable target at 700 W "
+     "(TileOPs#1587); none is the model before docs/performance-model.md §19, 1."),
     ("size_curve", "collective bandwidth by message size", "the measured 8-GPU curve",
      [("none (α-β)", _drop_size_curve)],
      "the measured curve (§11, 1.) against NCCL's α-β tuning model alone (the model before it)"),

@@ -1142,6 +1142,97 @@ TEST(flash1_attention) {
     hw_free(&p);
 }
 
+TEST(sustained_clock_and_padded_heads) {
+    // §19, 1. and 2.: a profile's clock multiplies every compute-bound kernel time by boost/sustained
+    // and leaves the memory roofline alone; a flash kernel's useful FLOP/s is the efficiency × d / (32 ⌈d/32⌉).
+    // Generated GEMMs and attention ops, compute- and memory-bound, on the small profile with and without
+    // a clock; the expected times are written out from the equations, not from the code under test.
+    char text[4096], err[1024];
+    HwProfile p = small_profile(), c;
+    patched(text, sizeof text, "clk", 10, "op_overhead_s: 0\nclock: {boost_mhz: 1980, sustained_mhz: 1575}");
+    EXPECT(load_text("clk", text, &c, err, sizeof err) == 0, "%s", err);
+    double f = 1980.0 / 1575.0;
+    EXPECT(close_rel(hw_clock_factor(&c), f, 1e-15) && hw_clock_factor(&p) == 1.0, "factor %g", hw_clock_factor(&c));
+    EXPECT(c.launch_python_s == c.launch_s && p.launch_python_s == 0, "launch_python_s defaults to launch_s");
+    uint64_t st = 2024;
+    int n_compute = 0, n_memory = 0;
+    for (int i = 0; i < 60; i++) {
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        double M = 16 << (st >> 33) % 8, N = 16 << (st >> 40) % 8, K = 1 << (st >> 47) % 14;
+        double fl = 2 * M * N * K, by = 2 * (M * K + K * N + M * N);
+        double tc = fl / sim_gemm_rate(&p, SP_BF16, M, N, K, 1), tm = by / 1e12;
+        double got = sim_gemm_time(&c, SP_BF16, M, N, K, 1, fl, by), plain = sim_gemm_time(&p, SP_BF16, M, N, K, 1, fl, by);
+        EXPECT(close_rel(plain, tc > tm ? tc : tm, 1e-12), "no clock: %gx%gx%g", M, N, K);
+        EXPECT(close_rel(got, tc * f > tm ? tc * f : tm, 1e-12), "clock: %gx%gx%g got %g", M, N, K, got);
+        if (tc * f > tm) n_compute++; else n_memory++;
+        int d = 1 + (int)((st >> 20) % 300);
+        double afl = 1e6 * pow(10, (double)((st >> 25) % 7)), aby = 1e3 * pow(10, (double)((st >> 30) % 7));
+        int bwd = (st >> 55) & 1;
+        OpInfo a = { .name = bwd ? "attention_backward" : "attention_forward", .cls = OPC_ATTENTION, .flops = afl,
+                     .bytes = aby, .M = 4, .N = 512, .K = d };
+        double frac = d / (32.0 * ((d + 31) / 32)), eff = (bwd ? 0.4 : 0.5) * frac;
+        double ac = afl / (100e12 * eff), am = aby / 1e12;
+        EXPECT(frac > 0 && frac <= 1 && (d % 32 || frac == 1), "d %d: fraction %g", d, frac);
+        EXPECT(close_rel(sim_flash_head_fraction(d), frac, 1e-15), "d %d", d);
+        EXPECT(close_rel(sim_op_time(&p, SP_BF16, &a), ac > am ? ac : am, 1e-12), "flash, d %d", d);
+        EXPECT(close_rel(sim_op_time(&c, SP_BF16, &a), ac * f > am ? ac * f : am, 1e-12), "flash at the clock, d %d", d);
+        EXPECT(close_rel(sim_attention_kernel_time(&c, SP_BF16, &a, SIM_ATT_FLASH1),
+                         (2 * ac * f > am ? 2 * ac * f : am), 1e-12), "flash1 at the clock, d %d", d);
+    }
+    EXPECT(n_compute > 5 && n_memory > 5, "the cases cover both rooflines (%d, %d)", n_compute, n_memory);
+    // head dimension 80 runs the 96 kernel, 40 the 64 one; an op without its shape keeps the efficiency
+    EXPECT(close_rel(sim_flash_head_fraction(80), 80.0 / 96, 1e-15) && close_rel(sim_flash_head_fraction(40), 40.0 / 64, 1e-15)
+           && sim_flash_head_fraction(128) == 1 && sim_flash_head_fraction(0) == 1, "80, 40, 128, none");
+    // the profiles: H100's clock, A100's none; the Python host never below launch_s
+    HwProfile h, a1, cpu;
+    if (!load_shipped("h100-sxm-node8", &h)) {
+        EXPECT(close_rel(hw_clock_factor(&h), 1980.0 / 1575, 1e-15) && close_rel(h.launch_python_s, 20e-6, 1e-15)
+               && close_rel(h.launch_s, 5e-6, 1e-15), "h100: clock %g, python %g", hw_clock_factor(&h), h.launch_python_s);
+        hw_free(&h);
+    }
+    if (!load_shipped("dgx-a100-80gb-node8", &a1)) {
+        EXPECT(hw_clock_factor(&a1) == 1 && close_rel(a1.launch_python_s, 20e-6, 1e-15), "a100: no clock");
+        hw_free(&a1);
+    }
+    if (!load_shipped("cpu-local", &cpu)) {
+        EXPECT(hw_clock_factor(&cpu) == 1 && cpu.launch_python_s == cpu.launch_s, "cpu-local: neither");
+        hw_free(&cpu);
+    }
+    // the keys written out and read back
+    char path[512];
+    snprintf(path, sizeof path, "%s/clk2.yaml", tmpdir);
+    snprintf(c.name, sizeof c.name, "clk2");
+    c.launch_s = 4e-6;
+    c.launch_python_s = 2.5e-5;
+    FILE *fw = fopen(path, "w");
+    CHECK_ERRNO(!fw, "fopen");
+    hw_write_yaml(fw, &c, NULL, NULL);
+    fclose(fw);
+    HwProfile r;
+    EXPECT(hw_load(path, &r, err, sizeof err) == 0, "%s", err);
+    EXPECT(r.clock_boost_mhz == 1980 && r.clock_sustained_mhz == 1575 && close_rel(r.launch_python_s, 2.5e-5, 1e-12)
+           && close_rel(r.launch_s, 4e-6, 1e-12), "round trip: clock %g/%g, python %g", r.clock_boost_mhz, r.clock_sustained_mhz,
+           r.launch_python_s);
+    hw_free(&r);
+    // refusals name the file, the line, the key and what was expected (each patch replaces line 10)
+    static const struct { const char *stem, *lines, *want; } bad[] = {
+        { "clkhi", "clock: {boost_mhz: 1500, sustained_mhz: 1600}",
+          "clkhi.yaml:11: clock.sustained_mhz 1600: expected at most clock.boost_mhz 1500" },
+        { "clkmiss", "clock: {boost_mhz: 1980}", "sustained_mhz" },
+        { "clkkey", "clock: {boost_mhz: 1980, sustained: 1575}", "clkkey.yaml:11: unknown key 'sustained'" },
+        { "clkneg", "clock: {boost_mhz: 1980, sustained_mhz: 0}", "clock.sustained_mhz: expected a number >" },
+        { "clkmap", "clock: 1.2", "clkmap.yaml:11: clock: expected a mapping" },
+        { "pylow", "launch_s: 5e-6\nlaunch_python_s: 1e-6", "pylow.yaml:12: launch_python_s 1e-06: expected at least launch_s 5e-06" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char line10[160];
+        snprintf(line10, sizeof line10, "op_overhead_s: 0\n%s", bad[i].lines);
+        expect_refused(bad[i].stem, 10, line10, bad[i].want);
+    }
+    hw_free(&c);
+    hw_free(&p);
+}
+
 TEST(pipeline_interleaved_closed_form) {
     // generated uniform pipelines: this engine's 1F1B simulated, then the interleaved pricing of its
     // critical stage must give Narayanan et al.'s m·(f+b) + (p−1)·(f+b)/v; v = 1 is the step itself
@@ -1465,6 +1556,21 @@ TEST(simulate_refuses_bad_input) {
     EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "does not go with --record"), "interleaved recorded: %s", out);
     snprintf(cmd, sizeof cmd, "build/simulate %s --attention-kernel flash1 --record", t);
     EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "does not go with --record"), "flash1 recorded: %s", out);
+    // a published program's Python host (§19, 3.): c or python, never recorded as this engine's run, and
+    // priced: the same step with the longer launch never faster, and said in the header
+    snprintf(cmd, sizeof cmd, "build/simulate %s --host java", t);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "--host java: expected c or python"), "--host java: %s", out);
+    snprintf(cmd, sizeof cmd, "build/simulate %s --host python --record", t);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "does not go with --record"), "python host recorded: %s", out);
+    const char *g = "experiments/ablation-btp.yaml --variant btp --hardware a100-80gb-node4 --set train.precision=bf16";
+    double step_c = 0, step_py = 0;
+    snprintf(cmd, sizeof cmd, "build/simulate %s --host c", g);
+    EXPECT(run_capture(cmd, out, sizeof out) == 0 && sscanf(strstr(out, "step time") ? strstr(out, "step time") : "", "step time %lf", &step_c) == 1,
+           "c host: %s", out);
+    snprintf(cmd, sizeof cmd, "build/simulate %s --host python", g);
+    EXPECT(run_capture(cmd, out, sizeof out) == 0 && strstr(out, "host priced as Python (2e-05 s per issued kernel)")
+           && sscanf(strstr(out, "step time") ? strstr(out, "step time") : "", "step time %lf", &step_py) == 1, "python host: %s", out);
+    EXPECT(step_py >= step_c && step_c > 0, "the Python host is never faster: %g against %g", step_py, step_c);
 }
 
 // A recipe variant end to end: the split adds up to the step. The dry trace must be complete
@@ -1522,6 +1628,7 @@ int main(void) {
     RUN(pipeline_transfers_and_uneven_stages);
     RUN(launch_queue);
     RUN(flash1_attention);
+    RUN(sustained_clock_and_padded_heads);
     RUN(pipeline_interleaved_closed_form);
     RUN(tracer_prices_records);
     RUN(tracer_started_calls_exposure);

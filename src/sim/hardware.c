@@ -570,8 +570,9 @@ static void parse_link(Ctx *c, HwLink *l, const YamlNode *map, int line, const c
 
 static void parse_root(Ctx *c, HwProfile *p, const YamlNode *root) {
     static const char *const keys[] = { "profile_version", "name", "description", "device", "ranks_per_node",
-        "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "launch_s", "sm_count",
-        "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", "rank_share", "op_rates", NULL };
+        "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "launch_s", "launch_python_s",
+        "clock", "sm_count", "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", "rank_share", "op_rates",
+        NULL };
     static const char *const required[] = { "profile_version", "name", "description", "device", "ranks_per_node",
         "memory_bytes", "memory_bandwidth", "memory_efficiency", "host_bandwidth", "op_overhead_s", "sm_count",
         "peak_flops", "gemm", "attention", "all_reduce_algorithm", "links", NULL };
@@ -598,6 +599,25 @@ static void parse_root(Ctx *c, HwProfile *p, const YamlNode *root) {
     p->host_bandwidth = num_key(c, root, 1, "", "host_bandwidth", 0, 1, 1e16);
     p->op_overhead_s = num_key(c, root, 1, "", "op_overhead_s", 0, 0, 1);
     if (lookup(root, "launch_s")) p->launch_s = num_key(c, root, 1, "", "launch_s", 0, 0, 1);
+    p->launch_python_s = p->launch_s;
+    if (lookup(root, "launch_python_s")) {
+        p->launch_python_s = num_key(c, root, 1, "", "launch_python_s", 0, 0, 1);
+        if (p->launch_python_s < p->launch_s)
+            fail(c, key_line(root, "launch_python_s", 1), "launch_python_s %g: expected at least launch_s %g (Python "
+                 "issues the same kernels through more host code)", p->launch_python_s, p->launch_s);
+    }
+    const YamlNode *clock = lookup(root, "clock");
+    if (clock) {
+        static const char *const clock_keys[] = { "boost_mhz", "sustained_mhz", NULL };
+        int cl = key_line(root, "clock", 1);
+        expect_map(c, clock, cl, "clock");
+        check_keys(c, clock, cl, "clock", clock_keys, clock_keys);
+        p->clock_boost_mhz = num_key(c, clock, cl, "clock", "boost_mhz", 0, 1, 1e5);
+        p->clock_sustained_mhz = num_key(c, clock, cl, "clock", "sustained_mhz", 0, 1, 1e5);
+        if (p->clock_sustained_mhz > p->clock_boost_mhz)
+            fail(c, key_line(clock, "sustained_mhz", cl), "clock.sustained_mhz %g: expected at most clock.boost_mhz %g "
+                 "(the clock a step sustains under the power limit)", p->clock_sustained_mhz, p->clock_boost_mhz);
+    }
     p->sm_count = int_key(c, root, 1, "", "sm_count", 0, 1 << 20);
     p->all_reduce_algorithm = (AllReduceAlgo)enum_key(c, root, 1, "all_reduce_algorithm", "all_reduce_algorithm", algos);
     const YamlNode *share = lookup(root, "rank_share");
@@ -679,6 +699,10 @@ void hw_free(HwProfile *p) {
         g->Ms = g->Ns = g->Ks = NULL;
         g->rate = NULL;
     }
+}
+
+double hw_clock_factor(const HwProfile *p) {
+    return p->clock_sustained_mhz > 0 ? p->clock_boost_mhz / p->clock_sustained_mhz : 1.0;
 }
 
 int hw_check_precision(const HwProfile *p, SimPrecision prec, char *why, size_t n) {

@@ -17,6 +17,11 @@
 //   op_overhead_s: 0                      # fixed cost per op (kernel launch, call)
 //   launch_s: 5e-6                        # optional: host seconds to issue one kernel or collective
 //                                         # (the launch queue, sim.h); default 0 = no queue
+//   launch_python_s: 20e-6                # optional: the same for a program issuing its ops from Python
+//                                         # (build/simulate --host python); default launch_s
+//   clock: {boost_mhz: 1980, sustained_mhz: 1575}   # optional: the SM clock of the rates' benchmarks and
+//                                         # the one a training step sustains; compute-bound kernel time
+//                                         # × boost / sustained (sustained <= boost); default: no change
 //   sm_count: 108                         # roofline GEMMs: wave quantization (0 = off)
 //   peak_flops: {fp32: 19.5e12, tf32: 156e12, bf16: 312e12}
 //   gemm:                                 # one entry per precision that has a model
@@ -192,6 +197,8 @@ typedef struct {
     double memory_bytes;
     double memory_bandwidth, memory_efficiency, host_bandwidth, op_overhead_s;
     double launch_s;                      // host seconds per issued kernel or collective; 0: no queue
+    double launch_python_s;               // the same for a program issuing its ops from Python (default launch_s)
+    double clock_boost_mhz, clock_sustained_mhz;   // clock: 0 = absent
     int sm_count;
     double peak_flops[SP_COUNT];          // 0 = not given
     HwGemm gemm[SP_COUNT];
@@ -212,6 +219,10 @@ typedef struct {
 
 // The measured rate of the op `name` at precision p (op_rates), or NULL.
 const HwOpRate *hw_op_rate(const HwProfile *p, SimPrecision prec, const char *name);
+
+// The factor on a compute-bound kernel's time for the SM clock a training step sustains
+// (clock: boost_mhz / sustained_mhz, >= 1); 1 for a profile without the key.
+double hw_clock_factor(const HwProfile *p);
 
 // The fraction of the profile's compute rates one rank gets when ranks_on_node ranks share
 // a node (rank_share); 1 for one rank or a profile without the key.

@@ -58,6 +58,9 @@ void hw_write_yaml(FILE *f, const HwProfile *p, const char *header, const char *
                "op_overhead_s: %.6g\nsm_count: %d\n",
             p->memory_bytes, p->memory_bandwidth, p->memory_efficiency, p->host_bandwidth, p->op_overhead_s, p->sm_count);
     if (p->launch_s > 0) fprintf(f, "launch_s: %.6g\n", p->launch_s);
+    if (p->launch_python_s != p->launch_s) fprintf(f, "launch_python_s: %.6g\n", p->launch_python_s);
+    if (p->clock_sustained_mhz > 0)
+        fprintf(f, "clock: {boost_mhz: %.6g, sustained_mhz: %.6g}\n", p->clock_boost_mhz, p->clock_sustained_mhz);
     comment_lines(f, section(comments, HW_SEC_PEAK), "");
     fprintf(f, "peak_flops:\n");
     for (int i = 0; i < SP_COUNT; i++)

@@ -51,17 +51,24 @@ double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, do
     // a table's rates were timed around whole calls: they hold the call's overhead already;
     // in_step: a call inside a step against the same call alone (calibrate 4c.)
     if (hw->gemm[p].model == GEMM_TABLE) return hw->gemm[p].in_step > 0 ? t * hw->gemm[p].in_step : t;
+    t *= hw_clock_factor(hw);   // the compute at the SM clock a step sustains (clock; §19, 1.)
     double t_mem = bytes / (hw->memory_bandwidth * hw->memory_efficiency);
     return (t_mem > t ? t_mem : t) + hw->op_overhead_s;
 }
 
+double sim_flash_head_fraction(double head_dim) {
+    if (!(head_dim > 0)) return 1.0;   // an op without its shape: the profile's efficiency as it is
+    return head_dim / (SIM_FLASH_HEAD_PAD * ceil(head_dim / SIM_FLASH_HEAD_PAD));
+}
+
 // A flash-attention kernel at `speed` × the profile's efficiencies (FlashAttention-2's; an op
-// whose name contains "backward" uses the backward one), under the memory roofline.
+// whose name contains "backward" uses the backward one) × the useful share of its padded head
+// dimension (OpInfo K), at the sustained clock, under the memory roofline.
 static double flash_time(const HwProfile *hw, SimPrecision p, const OpInfo *op, double speed) {
     const HwAttention *a = &hw->attention[p];
     CHECK(a->present, "profile %s has no attention.%s efficiency", hw->name, sim_precision_name(p));
-    double eff = (op->name && strstr(op->name, "backward") ? a->backward : a->forward) * speed;
-    double t = op->flops / (hw->peak_flops[p] * eff), mem = op->bytes / (hw->memory_bandwidth * hw->memory_efficiency);
+    double eff = (op->name && strstr(op->name, "backward") ? a->backward : a->forward) * speed * sim_flash_head_fraction(op->K);
+    double t = op->flops / (hw->peak_flops[p] * eff) * hw_clock_factor(hw), mem = op->bytes / (hw->memory_bandwidth * hw->memory_efficiency);
     return (t > mem ? t : mem) + hw->op_overhead_s;
 }
 

@@ -60,6 +60,11 @@ typedef enum { SIM_ATT_FLASH, SIM_ATT_MATERIALIZED, SIM_ATT_MATERIALIZED_DROPOUT
 const char *sim_attention_kernel_name(SimAttentionKernel k);   // "flash", "materialized", "materialized-dropout", "flash1"
 // Seconds of one attention op run as kernel k (SIM_ATT_FLASH: sim_op_time).
 double sim_attention_kernel_time(const HwProfile *hw, SimPrecision p, const OpInfo *op, SimAttentionKernel k);
+// The useful share of a flash kernel's work at head dimension d: FlashAttention-2 runs the kernel
+// compiled for the next multiple of 32 (static_switch.h HEADDIM_SWITCH, flash_api.cpp
+// head_size_rounded), d / (32 ⌈d / 32⌉); 1 for d <= 0 (an op without its shape). §19, 2.
+#define SIM_FLASH_HEAD_PAD 32.0
+double sim_flash_head_fraction(double head_dim);
 // Seconds of one attention op (OpInfo M = batch × heads, N = sequence, K = head dim) run as
 // materialised attention: Q·Kᵀ and P·V (backward: dP, dV, dQ, dK) as strided-batched GEMMs over
 // the full s × s, the scale-mask-softmax pass, with dropout its pass and one-byte mask.

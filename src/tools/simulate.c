@@ -4,7 +4,7 @@
 //   build/simulate experiments/X.yaml [--variant V] --hardware a100-80gb-node4 [--set k=v]...
 //                  [--per-layer] [--json FILE] [--trace-layer L]
 //                  [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|flash1|materialized|materialized-dropout]
-//                  [--virtual-stages V]
+//                  [--virtual-stages V] [--host c|python]
 //   build/simulate --hardware NAME --gemm M,N,K[,COUNT] [--precision bf16]
 //   build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]
 //
@@ -81,6 +81,7 @@ typedef struct {
     SimPrecision prec;
     SimAttentionKernel att;  // how the attention ops are priced (--attention-kernel)
     int vstages;             // a published run's interleaved schedule (--virtual-stages; 1: this engine's 1F1B)
+    int host_python;         // a published program issuing its ops from Python (--host python: launch_python_s)
     int P, K, world, nodes, trace_stage, trace_layer;
     double tokens, step, model_flops, hw_flops;
     StageSim *st;
@@ -509,10 +510,10 @@ static void write_json(FILE *f, const SimRun *s) {
     fprintf(f, ", \"ranks_per_node\": %d, ", hw->ranks_per_node);
     json_kv(f, "peak_flops", hw->peak_flops[s->prec], 0);
     json_kv(f, "memory_bytes", hw->memory_bytes, 1);
-    fprintf(f, "},\n  \"fits\": %s,\n  \"precision\": \"%s\",\n  \"attention_kernel\": \"%s\",\n  \"virtual_stages\": %d,\n"
+    fprintf(f, "},\n  \"fits\": %s,\n  \"precision\": \"%s\",\n  \"attention_kernel\": \"%s\",\n  \"virtual_stages\": %d,\n  \"host\": \"%s\",\n"
                "  \"model\": {\"linear\": \"%s\", \"preset\": ",
             run_fits(s, NULL) ? "true" : "false", sim_precision_name(s->prec), sim_attention_kernel_name(s->att), s->vstages,
-            linear_kind_name((LinearKind)mc->linear));
+            s->host_python ? "python" : "c", linear_kind_name((LinearKind)mc->linear));
     json_str(f, mc->preset);
     fprintf(f, ", \"n_layers\": %d, \"d_model\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, \"d_ff\": %d, \"rank_attn\": %d, "
                "\"rank_mlp\": %d, \"seq_len\": %d, \"vocab_size\": %d, \"tie_embeddings\": %s, \"params\": %lld},\n",
@@ -670,7 +671,7 @@ static const char *USAGE =
     "usage: build/simulate experiments/X.yaml [--variant V] --hardware PROFILE [--set k=v]...\n"
     "                      [--per-layer] [--json FILE] [--trace-layer L]\n"
     "                      [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|flash1|materialized|materialized-dropout]\n"
-    "                      [--virtual-stages V]\n"
+    "                      [--virtual-stages V] [--host c|python]\n"
     "       build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16|tf32|fp32]\n"
     "       build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]\n"
     "One training step of a manifest variant priced on a hardware profile (experiments/hardware/*.yaml):\n"
@@ -681,14 +682,15 @@ static const char *USAGE =
     "back end, times every op and prices the same op records: the op layer of make validate-cpu.\n"
     "--attention-kernel prices attention as a published system ran it (materialised s x s scores, with or\n"
     "without dropout, or FlashAttention v1) instead of this engine's flash kernel, and --virtual-stages V a\n"
-    "published interleaved pipeline schedule (V model chunks per device) instead of this engine's 1F1B: the\n"
-    "check against published throughputs.\n"
+    "published interleaved pipeline schedule (V model chunks per device) instead of this engine's 1F1B, and\n"
+    "--host python the host of a program that issues its ops from Python (the profile's launch_python_s per\n"
+    "kernel instead of launch_s): the check against published throughputs.\n"
     "See docs/performance-model.md.\n";
 
 int main(int argc, char **argv) {
     const char *manifest = NULL, *variant = NULL, *hardware = NULL, *json_path = NULL, *gemm = NULL, *precision = "bf16";
     int per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0, measure_steps = 0, n_pos = 0, vstages = 1;
-    const char *ops_csv = NULL, *att_kernel = "flash";
+    const char *ops_csv = NULL, *att_kernel = "flash", *host = "c";
     int64_t launch_id = 0;
     OptList set_list = {0};
     const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
@@ -706,6 +708,7 @@ int main(int argc, char **argv) {
         OPT_STR_ROW("ops-csv", &ops_csv),
         OPT_STR_ROW("attention-kernel", &att_kernel),
         OPT_INT_ROW("virtual-stages", 1, 1000000000, &vstages),
+        OPT_STR_ROW("host", &host),
         OPT_LIST_ROW("set", &set_list),
         OPT_END };
     opt_parse("simulate", opts, argc, argv, &manifest, 1, &n_pos, USAGE);
@@ -738,11 +741,19 @@ int main(int argc, char **argv) {
         die_input("--virtual-stages %d prices a published system's interleaved schedule, not this engine's 1F1B: it does not go "
                   "with --record or --measure-ops", vstages);
     s.vstages = vstages;
+    if (strcmp(host, "c") && strcmp(host, "python"))
+        die_input_hint("--host c prices this engine's host (its kernels issued from C), --host python a published program's "
+                       "(docs/performance-model.md §19, 3.)", "--host %s: expected c or python", host);
+    s.host_python = !strcmp(host, "python");
+    if (s.host_python && (record || measure_steps))
+        die_input("--host python prices a published program's host, not this engine's: it does not go with --record or "
+                  "--measure-ops");
     Manifest *man = manifest_load_with(manifest, sets, n_sets);
     s.man = man;
     s.mv = manifest_variant(man, variant);
     s.cfg = s.mv->config;
     hw_load_or_die(hardware, "experiments/hardware", &s.hw);
+    if (s.host_python) s.hw.launch_s = s.hw.launch_python_s;   // the launch queue at the Python host's cost (§19, 3.)
     if (sha256_file_hex(s.hw.path, s.hw_sha256)) s.hw_sha256[0] = 0;
     DType dt = s.cfg.train.precision == PRECISION_BF16 ? DT_BF16 : DT_F32;
     s.prec = sim_precision_of(dt, 0);
@@ -780,6 +791,7 @@ int main(int argc, char **argv) {
     printf("simulate: %s, variant %s, on %s (%s), %s%s%s", manifest, s.mv->name, s.hw.name, s.hw.device, sim_precision_name(s.prec),
            s.att != SIM_ATT_FLASH ? ", attention priced as " : "", s.att != SIM_ATT_FLASH ? sim_attention_kernel_name(s.att) : "");
     if (vstages > 1) printf(", pipeline priced as interleaved with %d chunks per device", vstages);
+    if (s.host_python) printf(", host priced as Python (%.3g s per issued kernel)", s.hw.launch_s);
     printf("\n");
     printf("grid tp x pp x dp = %d x %d x %d: %d device%s on %d node%s of %d; %d micro-batch%s of %d x %d tokens per step "
            "(%.0f tokens)\n", pc->tp, pc->pp, pc->dp, s.world, s.world > 1 ? "s" : "", s.nodes, s.nodes > 1 ? "s" : "",
