@@ -269,6 +269,19 @@ def read_ops_csv(path):
 
 # ---- the session -----------------------------------------------------------------------------
 
+def calibration_in_step(out):
+    """build/calibrate's 5b. table (its header through the pooled row), as printed: the in-step terms of the
+    profile the validation prices with, each beside the passes it is the median of."""
+    lines, keep = [], False
+    for line in out.splitlines():
+        keep = keep or line.startswith("5b. ")
+        if keep:
+            lines.append(line.rstrip())
+            if "(in_step: a group or kind not measured)" in line:
+                break
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (>= 5 for the confidence intervals)")
@@ -339,6 +352,7 @@ def main():
     # part of the tracked tree, --tracked or not), the tracked experiments/hardware/cpu-local.yaml
     # left alone; --calibrate none prices with the tracked one
     base_profile = "experiments/hardware/cpu-local.yaml"
+    in_step_table = []
     if a.calibrate != "none":
         base_profile = os.path.join("build", "reproduction", "validation-profile", "cpu-local.yaml")
         os.makedirs(os.path.join(ROOT, os.path.dirname(base_profile)), exist_ok=True)
@@ -351,6 +365,7 @@ def main():
         for line in out.splitlines():
             if "rank share" in line or "op overhead" in line:
                 print("   " + line.strip(), flush=True)
+        in_step_table = calibration_in_step(out)
     with open(os.path.join(ROOT, base_profile)) as f:
         profile_head = [l[2:].rstrip() for l in f.readlines()[:8] if l.startswith("# measured")]
     calib_during = during[-1] if during else None
@@ -504,6 +519,9 @@ def main():
     med, worst = summary(coll_err)
     L.append(f"\nCollectives (inside the domain): median |error| {100 * med:.1f}%{ci_text(coll_err)}, worst {100 * worst:.1f}%." if coll_err else
              "\nCollectives: none measured.")
+    if in_step_table:
+        L += ["", "The in-step terms these collectives are priced with, as this session's calibration printed them (build/calibrate "
+              "5b., a configuration not validated; docs/performance-model.md §15–§18):", "", "```"] + in_step_table + ["```"]
 
     # ---- layer 3: whole steps
     L += ["", "### Layer 3: whole steps", "",

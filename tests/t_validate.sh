@@ -112,6 +112,20 @@ call = re.search(r"median ([0-9.]+) us \(each pass's median: ([0-9. ]+);", """$1
 assert abs(statistics.median(float(x) for x in call.group(2).split()) - float(call.group(1))) <= 1e-2
 PY
 }
+# The validation's report carries that table as the calibration printed it (validate_cpu.py's
+# calibration_in_step): from its 5b. header through the pooled row, nothing after.
+report_keeps_in_step_table() {
+    CAL_OUT="$1" /usr/bin/python3 - <<'PY'
+import os, sys
+sys.path.insert(0, "analysis")
+import validate_cpu
+out = os.environ["CAL_OUT"]
+t = validate_cpu.calibration_in_step(out)
+assert t and t[0].startswith("5b. ") and t[-1].rstrip().endswith("(in_step: a group or kind not measured)"), t
+assert any(l.startswith("   tp   all_reduce") for l in t) and any(l.startswith("   dp   all_reduce") for l in t), t
+assert validate_cpu.calibration_in_step(out.replace("5b. ", "5c. ")) == []
+PY
+}
 mkdir -p "$TMP/full"
 if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --quick --ranks 2 --threads 1 --out "$TMP/full/cpu-local.yaml" \
          </dev/null 2>&1); then
@@ -123,6 +137,7 @@ if out=$(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build/calibrate --quick --rank
        && grep -Eq "^   tp +all_reduce +[0-9]+ " <<<"$out" && grep -Eq "^   dp +all_reduce +[0-9]+ " <<<"$out" \
        && grep -Eq "^   2 ranks: scalar collectives in 3 of 3 passes, rank 0's seconds per call, median" <<<"$out" \
        && passes_ok "$out" "$TMP/full/cpu-local.yaml" \
+       && report_keeps_in_step_table "$out" \
        && grep -Eq "^   ordered_all_reduce +base " <<<"$out" \
        && cache=$(grep -Eo '/tmp/calibrate-data\.[A-Za-z0-9]+' <<<"$out" | head -1) && [ -n "$cache" ] && [ ! -e "$cache" ] \
        && build/simulate experiments/boost-vs-baselines.yaml --variant boost --hardware "$TMP/full/cpu-local.yaml" >/dev/null 2>&1; then
