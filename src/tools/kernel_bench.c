@@ -1,6 +1,6 @@
 // kernel_bench — the memory-bound CPU kernels of a step against this machine's bandwidth:
-// cross-entropy forward and backward at the head's shape, the optimizer's two passes (the
-// global norm's sum of squares, AdamW) over a model's span, RoPE, SiLU. Each row: best-of-R
+// cross-entropy forward, backward and the tp = 1 fused pass at the head's shape, the optimizer's two passes (the
+// global norm's sum of squares, AdamW) over a model's span, RoPE, SiLU and SwiGLU. Each row: best-of-R
 // time, the bytes the kernel must move, GB/s, and that rate as a share of what a plain copy
 // (read + write, OpenMP, the same threads) reaches on the same buffers, measured next to it.
 //
@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
         OPT_END };
     opt_parse("kernel_bench", opts, argc, argv, NULL, 0, NULL,
               "usage: kernel_bench [--tokens N] [--vocab V] [--params P] [--threads T] [--reps R]\n"
-              "  cross-entropy, the optimizer's passes, RoPE and SiLU against a plain copy's GB/s");
+              "  cross-entropy, the optimizer's passes, RoPE, SiLU and SwiGLU against a plain copy's GB/s");
     size_t P = (size_t)P64;
     threads = trainer_set_threads(threads);
     size_t nl = (size_t)N * V;
@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
     fill(g, P, 1e-5f, -0.005f);
 
     // best-of-reps of each, a copy of the same size timed right after each rep
-    double t_xf = 1e30, t_xb = 1e30, t_cl = 1e30, t_ss = 1e30, t_aw = 1e30, t_cp = 1e30;
+    double t_xf = 1e30, t_xb = 1e30, t_xu = 1e30, t_cl = 1e30, t_ss = 1e30, t_aw = 1e30, t_cp = 1e30;
     AdamWSpan span = { p, g, m, v, NULL, P, 0.1f, NULL, 0 };
     for (int r = 0; r <= reps; r++) {
         double t0 = now_seconds();
@@ -73,6 +73,10 @@ int main(int argc, char **argv) {
         double t3 = now_seconds();
         copy_omp(G, L, nl);
         double t4 = now_seconds();
+        cpu_xent_fused(G, lmax, se, tl, G, tg, N, V, 0, 1.0f / (float)N);   // tp = 1: in place, as the head
+        double t4u = now_seconds();
+        copy_omp(G, L, nl);
+        double t4c = now_seconds();
         double ss = cpu_sumsq(g, P);
         double t5 = now_seconds();
         AdamWHyper h = { 1e-3f, 0.9f, 0.95f, 1e-8f, r + 1, ss > 1.0 ? (float)(1.0 / ss) : 1.0f };
@@ -85,7 +89,8 @@ int main(int argc, char **argv) {
         if (t3 - t2 < t_xb) t_xb = t3 - t2;
         if (t2 - t1 < t_cl) t_cl = t2 - t1;
         if (t4 - t3 < t_cl) t_cl = t4 - t3;
-        if (t5 - t4 < t_ss) t_ss = t5 - t4;
+        if (t4u - t4 < t_xu) t_xu = t4u - t4;
+        if (t5 - t4c < t_ss) t_ss = t5 - t4c;
         if (t6 - t5 < t_aw) t_aw = t6 - t5;
         if (t7 - t6 < t_cp) t_cp = t7 - t6;
     }
@@ -96,6 +101,7 @@ int main(int argc, char **argv) {
     printf("%-28s %9s %10s %8s %8s\n", "kernel", "ms", "MB moved", "GB/s", "of copy");
     row("xent_forward (read)", t_xf, (double)nl * 4, copy_l);
     row("xent_backward (read+write)", t_xb, 2.0 * nl * 4, copy_l);
+    row("xent_fused (read+write)", t_xu, 2.0 * nl * 4, copy_l);
     row("sumsq (read)", t_ss, (double)P * 4, copy_p);
     row("adamw (4 read, 3 write)", t_aw, 7.0 * P * 4, copy_p);
 
@@ -104,7 +110,11 @@ int main(int argc, char **argv) {
     float *Q = xaligned_alloc(nq * 4), *Y = xaligned_alloc(nq * 4);
     fill(Q, nq, 0.01f, -5.0f);
     int B = N / 256 > 0 ? N / 256 : 1, T = N >= 256 ? 256 : N;
-    double t_rope = 1e30, t_silu = 1e30, t_c = 1e30;
+    size_t nf = (size_t)N * 1376;   // the MLP's d_ff
+    float *F0 = xaligned_alloc(nf * 4), *F1 = xaligned_alloc(nf * 4), *F2 = xaligned_alloc(nf * 4),
+          *F3 = xaligned_alloc(nf * 4), *F4 = xaligned_alloc(nf * 4);
+    fill(F0, nf, 0.01f, -5.0f); fill(F1, nf, 0.003f, -1.5f); fill(F2, nf, 0.001f, -0.5f);
+    double t_rope = 1e30, t_silu = 1e30, t_silub = 1e30, t_swf = 1e30, t_swb = 1e30, t_c = 1e30;
     for (int r = 0; r <= reps; r++) {
         double t0 = now_seconds();
         cpu_rope_forward(Q, B, T, 8, 64, 10000.0f);
@@ -113,7 +123,16 @@ int main(int argc, char **argv) {
         double t2 = now_seconds();
         copy_omp(Y, Q, nq);
         double t3 = now_seconds();
+        cpu_silu_backward(Y, Q + nr, Q, nr);
+        double t3b = now_seconds();
+        cpu_swiglu_forward(F3, F0, F1, nf, 1);
+        double t3f = now_seconds();
+        cpu_swiglu_backward(F3, F4, F2, F0, F1, nf, 1);
+        double t3s = now_seconds();
         if (r == 0) continue;
+        if (t3b - t3 < t_silub) t_silub = t3b - t3;
+        if (t3f - t3b < t_swf) t_swf = t3f - t3b;
+        if (t3s - t3f < t_swb) t_swb = t3s - t3f;
         if (t1 - t0 < t_rope) t_rope = t1 - t0;
         if (t2 - t1 < t_silu) t_silu = t2 - t1;
         if (t3 - t2 < t_c) t_c = t3 - t2;
@@ -121,6 +140,10 @@ int main(int argc, char **argv) {
     double copy_s = 2.0 * nq * 4 / t_c * 1e-9;
     row("rope_forward [N,8,64]", t_rope, 2.0 * (double)B * T * 512 * 4, copy_s);
     row("silu_forward [N,128]", t_silu, 2.0 * nr * 4, copy_s);
+    row("silu_backward [N,128]", t_silub, 3.0 * nr * 4, copy_s);
+    row("swiglu_forward [N,1376]", t_swf, 3.0 * nf * 4, copy_s);
+    row("swiglu_backward [N,1376]", t_swb, 5.0 * nf * 4, copy_s);
+    free(F0); free(F1); free(F2); free(F3); free(F4);
     free(Q); free(Y); free(L); free(G); free(tg); free(lmax); free(se); free(tl); free(p); free(g); free(m); free(v);
     return 0;
 }
