@@ -774,6 +774,73 @@ TEST(crossentropy_reference_inplace_and_shards) {
     gfree_all();
 }
 
+// The vector kernels (fast_expf16 where built for AVX-512) against the scalar definitions
+// written with fast_expf, bit for bit: generated rows and lengths (tails of every size, rows
+// shorter than a block), logits spread wide enough that some exps underflow to subnormals.
+TEST(crossentropy_vector_bits) {
+    int ncase = 0;
+    for (int ci = 0; ci < 40; ci++) {
+        int V = ci < 34 ? 1 + ci : 1 + (int)(rng_uniform(&g_rng) * 3000), N = 1 + ci % 4;
+        float spread = ci % 3 == 0 ? 100.0f : 8.0f;
+        float *x = grand((size_t)N * V, spread), *g = galloc((size_t)N * V), *lmax = galloc(N), *ref = galloc((size_t)N * V);
+        int32_t tgt[4];
+        double se[4], tl[4];
+        for (int n = 0; n < N; n++) tgt[n] = (int32_t)(rng_uniform(&g_rng) * V);
+        cpu_xent_forward(lmax, se, tl, x, tgt, N, V, 0);
+        float scale = 0.37f;
+        cpu_xent_backward(g, x, lmax, se, tgt, N, V, 0, scale);
+        for (int n = 0; n < N; n++) {
+            const float *r = x + (size_t)n * V;
+            float mx = r[0];
+            for (int j = 1; j < V; j++) mx = r[j] > mx ? r[j] : mx;
+            double acc[RD_LANES] = {0};
+            for (int j = 0; j < V; j++) acc[j % RD_LANES] += fast_expf(r[j] - mx);
+            double sum = rd_fold(acc);
+            EXPECT(lmax[n] == mx && memcmp(&sum, &se[n], sizeof sum) == 0,
+                   "V %d row %d: max %.9g vs %.9g, sum of exps %.17g vs %.17g", V, n, lmax[n], mx, se[n], sum);
+            float f = (float)(scale / sum);
+            for (int j = 0; j < V; j++) ref[(size_t)n * V + j] = fast_expf(r[j] - mx) * f;
+            ref[(size_t)n * V + tgt[n]] -= scale;
+        }
+        SAME_EXPECT("xent_backward vs fast_expf", g, ref, (size_t)N * V);
+        GUARDS_EXPECT();
+        gfree_all();
+        ncase++;
+    }
+    EXPECT(ncase == 40, "cases %d", ncase);
+}
+
+TEST(activation_vector_bits) {
+    for (int ci = 0; ci < 60; ci++) {
+        size_t n = ci < 40 ? (size_t)ci + 1 : 1 + (size_t)(rng_uniform(&g_rng) * 5000);
+        float *x = grand(n, ci % 2 ? 100.0f : 6.0f), *u = grand(n, 2), *dz = grand(n, 1);
+        float *y = galloc(n), *dg = galloc(n), *du = galloc(n), *r0 = galloc(n), *r1 = galloc(n);
+        x[0] = ci % 4 == 0 ? -INFINITY : ci % 4 == 1 ? 89.0f : ci % 4 == 2 ? -0.0f : -88.0f;   // ends of the clamp
+        cpu_silu_forward(y, x, n);
+        for (size_t i = 0; i < n; i++) r0[i] = x[i] * (1.0f / (1.0f + fast_expf(-x[i])));
+        SAME_EXPECT("silu forward", y, r0, n);
+        cpu_silu_backward(dg, dz, x, n);
+        for (size_t i = 0; i < n; i++) {
+            float s = 1.0f / (1.0f + fast_expf(-x[i]));
+            r0[i] = dz[i] * s * (1.0f + x[i] * (1.0f - s));
+        }
+        SAME_EXPECT("silu backward", dg, r0, n);
+        cpu_swiglu_forward(y, x, u, n, 1);
+        for (size_t i = 0; i < n; i++) r0[i] = x[i] * (1.0f / (1.0f + fast_expf(-x[i]))) * u[i];
+        SAME_EXPECT("swiglu forward", y, r0, n);
+        cpu_swiglu_backward(dg, du, dz, x, u, n, 1);
+        for (size_t i = 0; i < n; i++) {
+            float s = 1.0f / (1.0f + fast_expf(-x[i]));
+            r0[i] = dz[i] * u[i] * s * (1.0f + x[i] * (1.0f - s));
+            r1[i] = dz[i] * x[i] * s;
+        }
+        SAME_EXPECT("swiglu backward dg", dg, r0, n);
+        SAME_EXPECT("swiglu backward du", du, r1, n);
+        GUARDS_EXPECT();
+        gfree_all();
+    }
+}
+
 // ====================================================================================
 // AdamW and the norm helpers
 TEST(adamw_matches_scalar_reference) {
@@ -986,6 +1053,44 @@ TEST(fast_expf_accuracy) {
     EXPECT(fast_expf(0.0f) == 1.0f, "exp(0) = %.9g", fast_expf(0.0f));
 }
 
+
+// fast_expf16 lane by lane against fast_expf: every float in [-90, -85] (the clamp and the
+// subnormal results), a dense sweep of [-90, 90], random bit patterns, and the specials.
+TEST(fast_expf16_same_bits) {
+#ifdef FM_AVX512
+    enum { B = 4096 };
+    static uint32_t in[B];
+    static float out[B];
+    long nbad = 0, ncmp = 0;
+    uint32_t lo, hi;
+    float f = -85.0f; memcpy(&lo, &f, 4); f = -90.0f; memcpy(&hi, &f, 4);   // negative: bits grow with |x|
+    uint32_t specials[] = { 0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+                            0x7f800001u /* signalling */, 0x00000001u, 0x807fffffu, 0x7f7fffffu, 0xff7fffffu };
+    uint64_t total = (uint64_t)(hi - lo + 1) + 2000000 + 1000000 + sizeof specials / 4;
+    for (uint64_t base = 0; base < total; base += B) {
+        int m = (int)(total - base < B ? total - base : B);
+        for (int i = 0; i < m; i++) {
+            uint64_t k = base + (uint64_t)i, span = (uint64_t)(hi - lo + 1);
+            if (k < span) in[i] = lo + (uint32_t)k;
+            else if ((k -= span) < 2000000) { float v = -90.0f + 180.0f * (float)k / 2000000.0f; memcpy(&in[i], &v, 4); }
+            else if ((k -= 2000000) < 1000000) in[i] = (uint32_t)(rng_uniform(&g_rng) * 4294967296.0);
+            else in[i] = specials[k - 1000000];
+        }
+        for (int i = 0; i < m; i += 16) {
+            __mmask16 mk = fm_mask16((size_t)i, (size_t)m);
+            _mm512_mask_storeu_ps(out + i, mk, fast_expf16(_mm512_maskz_loadu_ps(mk, in + i)));
+        }
+        for (int i = 0; i < m; i++) {
+            float x, e; memcpy(&x, &in[i], 4); e = fast_expf(x);
+            if (memcmp(&e, &out[i], 4)) { if (nbad++ < 3) fprintf(stderr, "  x %08x: %a vs %a\n", in[i], e, out[i]); }
+            ncmp++;
+        }
+    }
+    EXPECT(nbad == 0 && ncmp == (long)total, "fast_expf16 differs from fast_expf on %ld of %ld inputs", nbad, ncmp);
+#else
+    SKIP_TEST("this build has no fast_expf16 (AVX-512F and FMA not targeted)");
+#endif
+}
 
 // ====================================================================================
 // LaX latent crossing (lax.c; docs/lax.md §3): LayerNorm over r, dense gate, kron gate, each on
@@ -1393,6 +1498,7 @@ int main(void) {
     RUN(sharded_rmsnorm_gradcheck);
     RUN(activation_forward_reference);
     RUN(activation_gradcheck);
+    RUN(activation_vector_bits);
     RUN(rope_reference_and_identity);
     RUN(rope_gradcheck);
     RUN(attention_matches_naive);
@@ -1403,6 +1509,7 @@ int main(void) {
     RUN(embedding_forward_and_gradcheck);
     RUN(crossentropy_gradcheck);
     RUN(crossentropy_reference_inplace_and_shards);
+    RUN(crossentropy_vector_bits);
     RUN(adamw_matches_scalar_reference);
     RUN(adamw_grad_scale_is_the_scale_pass);
     RUN(sumsq_and_scale);
@@ -1411,6 +1518,7 @@ int main(void) {
     RUN(adamw_multi_live);
     RUN(embedding_backward_live_rows);
     RUN(fast_expf_accuracy);
+    RUN(fast_expf16_same_bits);
     RUN(lax_layernorm_forward_reference);
     RUN(lax_layernorm_gradcheck);
     RUN(lax_gates_forward_reference);

@@ -41,6 +41,24 @@ XENT_ROW float xent_row_max(const float *x, int V) {
 XENT_ROW double xent_row_sumexp(float *g, const float *x, int V, float mx, const float *next) {
     double acc[RD_LANES] = {0};
     int j = 0;
+#ifdef FM_AVX512
+    // fast_expf16 (fastmath.h) on the same lanes: element j + k still goes to acc[k], as a
+    // double added in the same order (4 zmm of 8 partial sums), so the same bits.
+    _Static_assert(RD_LANES == 32, "two blocks of 16 exps per step");
+    __m512d a[4] = { _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd() };
+    const __m512 vmx = _mm512_set1_ps(mx);
+    for (; j + RD_LANES <= V; j += RD_LANES) {
+        if (next) { __builtin_prefetch(next + j, 0, 2); __builtin_prefetch(next + j + 16, 0, 2); }
+        for (int h = 0; h < 2; h++) {
+            __m512 e = fast_expf16(_mm512_sub_ps(_mm512_loadu_ps(x + j + 16 * h), vmx));
+            if (g) _mm512_storeu_ps(g + j + 16 * h, e);
+            a[2 * h] = _mm512_add_pd(a[2 * h], _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+            a[2 * h + 1] = _mm512_add_pd(a[2 * h + 1],
+                _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+        }
+    }
+    for (int q = 0; q < 4; q++) _mm512_storeu_pd(acc + 8 * q, a[q]);
+#endif
     for (; j + RD_LANES <= V; j += RD_LANES) {
         if (next) { __builtin_prefetch(next + j, 0, 2); __builtin_prefetch(next + j + 16, 0, 2); }
         if (g) {
@@ -64,8 +82,17 @@ XENT_ROW void xent_row_stats(const float *x, int V, int t, float *lmax, double *
 // g[V] = scale·(exp(x − mx)/sumexp − [j = t]); g may be x.
 XENT_ROW void xent_row_grad(float *g, const float *x, int V, int t, float mx, double sumexp, float scale) {
     float s = (float)(scale / sumexp);
+#ifdef FM_AVX512
+    const __m512 vmx = _mm512_set1_ps(mx), vs = _mm512_set1_ps(s);
+    for (int j = 0; j < V; j += 16) {
+        __mmask16 m = fm_mask16((size_t)j, (size_t)V);
+        __m512 e = fast_expf16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), vmx));
+        _mm512_mask_storeu_ps(g + j, m, _mm512_mul_ps(e, vs));
+    }
+#else
     #pragma omp simd
     for (int j = 0; j < V; j++) g[j] = fast_expf(x[j] - mx) * s;
+#endif
     if (t >= 0 && t < V) g[t] -= scale;
 }
 

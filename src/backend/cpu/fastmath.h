@@ -18,6 +18,11 @@
 // loops (softmax, sigmoid) run about twice as fast, and the results are the same bits:
 // fast_expf is the same sequence of IEEE operations in every lane at either width (only a
 // reduction's order of summation can differ: the lanes it is split over).
+//
+// fast_expf16 is fast_expf on 16 lanes for the hottest loops (cross-entropy, the sigmoids),
+// where GCC's vectorisation of fast_expf spends a third of the time on the integer clamp and
+// the integer 2^n. The same IEEE operations give the same bits in every lane (compared on all
+// 2^32 inputs when written; tests/test_ops.c compares a sample of them and the kernels).
 #pragma once
 #include <math.h>
 #include <stdint.h>
@@ -39,6 +44,21 @@ static inline float fm_unord_(int32_t o) { int32_t b = o ^ ((o >> 31) & 0x7fffff
 #define FM_WIDE
 #endif
 
+// The constants of both forms below (fast_expf16 must give fast_expf's bits): the clamp,
+// round(x / ln2) by adding and subtracting 1.5·2^23, ln2 in two parts, the polynomial.
+#define FM_EXP_LO -87.33654f
+#define FM_EXP_HI 88.3762626647949f
+#define FM_LOG2E 1.44269504088896341f
+#define FM_ROUND 12582912.0f
+#define FM_LN2_HI -0.693359375f
+#define FM_LN2_LO 2.12194440e-4f
+#define FM_EXP_P0 1.9875691500e-4f
+#define FM_EXP_P1 1.3981999507e-3f
+#define FM_EXP_P2 8.3334519073e-3f
+#define FM_EXP_P3 4.1665795894e-2f
+#define FM_EXP_P4 1.6666665459e-1f
+#define FM_EXP_P5 5.0000001201e-1f
+
 static inline float fast_expf(float x) {
     // Clamp so that 2^n stays a normal float: exp(-87.34) ~ 1.2e-38 (0 for any softmax),
     // exp(88.38) ~ 2.4e38 (sigmoid(-88) ~ 4e-39 either way).
@@ -46,20 +66,20 @@ static inline float fast_expf(float x) {
     int32_t xb; memcpy(&xb, &x, 4);
     int nan = (xb & 0x7fffffff) > 0x7f800000;
     int32_t o = fm_ord_(x);
-    const int32_t lo = -1118743632 /* fm_ord_(-87.33654f) */, hi = 1118879909 /* fm_ord_(88.3762626647949f) */;
+    const int32_t lo = -1118743632 /* fm_ord_(FM_EXP_LO) */, hi = 1118879909 /* fm_ord_(FM_EXP_HI) */;
     o = o < lo ? lo : o;
     o = o > hi ? hi : o;
     x = fm_unord_(o);
-    float fx = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;   // round(x / ln2)
-    x = FM_FMA_(fx, -0.693359375f, x);                                  // r = x - n*ln2, in
-    x = FM_FMA_(fx, 2.12194440e-4f, x);                                 //   [-ln2/2, ln2/2]
+    float fx = (x * FM_LOG2E + FM_ROUND) - FM_ROUND;                    // round(x / ln2)
+    x = FM_FMA_(fx, FM_LN2_HI, x);                                      // r = x - n*ln2, in
+    x = FM_FMA_(fx, FM_LN2_LO, x);                                      //   [-ln2/2, ln2/2]
     float z = x * x;
-    float y = 1.9875691500e-4f;
-    y = FM_FMA_(y, x, 1.3981999507e-3f);
-    y = FM_FMA_(y, x, 8.3334519073e-3f);
-    y = FM_FMA_(y, x, 4.1665795894e-2f);
-    y = FM_FMA_(y, x, 1.6666665459e-1f);
-    y = FM_FMA_(y, x, 5.0000001201e-1f);
+    float y = FM_EXP_P0;
+    y = FM_FMA_(y, x, FM_EXP_P1);
+    y = FM_FMA_(y, x, FM_EXP_P2);
+    y = FM_FMA_(y, x, FM_EXP_P3);
+    y = FM_FMA_(y, x, FM_EXP_P4);
+    y = FM_FMA_(y, x, FM_EXP_P5);
     y = FM_FMA_(y, z, x) + 1.0f;                                        // e^r
     int32_t n = (int32_t)fx;
     uint32_t bits = (uint32_t)(n + 127) << 23;                          // 2^n
@@ -71,3 +91,35 @@ static inline float fast_expf(float x) {
     memcpy(&r, &rb, 4);
     return r;
 }
+
+#if defined(__AVX512F__) && defined(__FMA__)   // (the same fused steps as fast_expf)
+#include <immintrin.h>
+#define FM_AVX512 1
+// fast_expf of each lane, the same bits: for a non-NaN x, vmaxps/vminps clamp exactly as the
+// integer order does; round(x / ln2) is the same add and subtract of 1.5·2^23; vscalefps
+// multiplies y by 2^n with the one rounding of y·2^n (2^n is a normal float after the clamp,
+// so y·p2 above is that same correctly rounded product, subnormal results included); a NaN
+// lane returns x itself, as above.
+static inline __m512 fast_expf16(__m512 x) {
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    __m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(FM_EXP_LO)), _mm512_set1_ps(FM_EXP_HI));
+    const __m512 round = _mm512_set1_ps(FM_ROUND);
+    __m512 fx = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(c, _mm512_set1_ps(FM_LOG2E)), round), round);
+    __m512 r = _mm512_fmadd_ps(fx, _mm512_set1_ps(FM_LN2_HI), c);
+    r = _mm512_fmadd_ps(fx, _mm512_set1_ps(FM_LN2_LO), r);
+    __m512 z = _mm512_mul_ps(r, r);
+    __m512 y = _mm512_set1_ps(FM_EXP_P0);
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(FM_EXP_P1));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(FM_EXP_P2));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(FM_EXP_P3));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(FM_EXP_P4));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(FM_EXP_P5));
+    y = _mm512_add_ps(_mm512_fmadd_ps(y, z, r), _mm512_set1_ps(1.0f));
+    return _mm512_mask_mov_ps(_mm512_scalef_ps(y, fx), nan, x);
+}
+// the lanes of the 16-float block at i that lie below n (i < n): the last block is masked, so
+// a loop over blocks needs no scalar tail (masked-off lanes are neither read nor written)
+static inline __mmask16 fm_mask16(size_t i, size_t n) {
+    return n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+}
+#endif
