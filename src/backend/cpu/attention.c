@@ -29,7 +29,8 @@
 //    item writes its own rows of out and lse. (Items of single query blocks had both threads
 //    pack the keys and values of every head.) The backward is split over (batch, kv head)
 //    tasks: the H/Hkv query heads sharing a kv head accumulate into the same dk/dv rows, so
-//    they run in one task, in order. With fewer tasks than threads the backward runs in two
+//    they run in one task, in order. Each thread takes a contiguous share of the items or
+//    tasks (thread_range: the rows RoPE gave it). With fewer tasks than threads the backward runs in two
 //    parallel passes instead — dk/dv by key tile, then dq by query block — recomputing the
 //    probabilities in each (7 tile products instead of 5, on every thread). Every output
 //    element is summed in the same order on every path (tile by tile, in order), so the
@@ -220,6 +221,19 @@ static void pf_tile(Prefetch *p, int j) {   // before tile j of the block
     pf_upto(&p->item, ++p->done, p->nitem);
 }
 
+// ---- threads ---------------------------------------------------------------------------
+// Items [lo, hi) of n for the calling thread: contiguous equal shares in item order (batch
+// major). The ops around the attention split the tokens the same way (RoPE: static over
+// rows), so a thread reads mostly rows that it wrote itself, still in its own L2, and RoPE's
+// backward reads the dq, dk rows this thread wrote; a dynamic schedule dealt each batch's
+// heads to both threads in turn. The items cost the same (whole heads, or pairs of query
+// blocks of equal work under the causal mask), so equal shares balance.
+static void thread_range(long n, long *lo, long *hi) {
+    long t = omp_get_thread_num(), nt = omp_get_num_threads();
+    *lo = n * t / nt;
+    *hi = n * (t + 1) / nt;
+}
+
 // ---- forward --------------------------------------------------------------------------
 // One query block [i0, i0+m) of head (b, h): O = softmax(scale·Q Kᵀ, causal) V, lse. The
 // keys and values of the head are packed (fwd_item).
@@ -291,8 +305,9 @@ void cpu_attention_forward(float *out, float *lse, const float *q, const float *
     {
         Work w = work_alloc(&a, 0);
         int *nblk = w.nblk;
-        #pragma omp for schedule(dynamic, 1)
-        for (long it = 0; it < nitem; it++) {
+        long lo, hi;
+        thread_range(nitem, &lo, &hi);
+        for (long it = lo; it < hi; it++) {
             int bh, nb = fwd_item(&sp, it, &bh, w.blk), b = bh / H, h = bh % H, kh = h / a.G;
             long key = (long)b * Hkv + kh;
             if (w.packed != key) {
@@ -300,13 +315,12 @@ void cpu_attention_forward(float *out, float *lse, const float *q, const float *
                 pack_rows(w.Vc, v + kv_off(&a, b, kh), a.ldkv, T, hd);
                 w.packed = key;
             }
-            // With dynamic scheduling of near-equal items a thread's next item is usually
-            // it + nthr: its keys and values (on a new kv head) and first block's rows.
+            // The thread's next item: its keys and values (on a new kv head) and first block's rows.
             Prefetch pf = { .nitem = 0 };
             pf_init(&pf.item, hd);
             for (int i = 0; i < nb; i++) pf.nitem += block_tiles(w.blk[i] * ATT_BQ, &a);
-            long nt = it + nthr;
-            if (nt < nitem) {
+            long nt = it + 1;
+            if (nt < hi) {
                 int nbh, nnb = fwd_item(&sp, nt, &nbh, nblk), nb0 = nblk[0] * ATT_BQ, nkend = 0;
                 int b2 = nbh / H, h2 = nbh % H;
                 for (int i = 0; i < nnb; i++) { int e = nblk[i] * ATT_BQ + block_rows(nblk[i] * ATT_BQ, &a); nkend = e > nkend ? e : nkend; }
@@ -456,19 +470,19 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, const float *dout, 
         #pragma omp parallel
         {
             Work w = work_alloc(&a, 1);
-            #pragma omp for schedule(dynamic, 1)
-            for (int task = 0; task < ntask; task++) {
+            long lo, hi;
+            thread_range(ntask, &lo, &hi);
+            for (int task = (int)lo; task < hi; task++) {
                 int b = task / Hkv, kh = task % Hkv;
                 bwd_pack_kv(&g, b, kh, &a, &w);
-                // Over the task: its dk and dv rows (accumulated from its first block), then what the next
-                // task reads first (with dynamic scheduling of equal tasks a thread's next task
-                // is usually task + nthr): its keys, values and first query block.
+                // Over the task: its dk and dv rows (accumulated from its first block), then what the
+                // thread's next task reads first: its keys, values and first query block.
                 Prefetch pf = { .nitem = ntile };
                 pf_init(&pf.item, hd);
                 pf_add(&pf.item, dk + kv_off(&a, b, kh), a.ldkv, T, 1);
                 pf_add(&pf.item, dv + kv_off(&a, b, kh), a.ldkv, T, 1);
-                int nt = task + nthr;
-                if (nt < ntask) {
+                int nt = task + 1;
+                if (nt < hi) {
                     pf_add(&pf.item, k + kv_off(&a, nt / Hkv, nt % Hkv), a.ldkv, T, 0);
                     pf_add(&pf.item, v + kv_off(&a, nt / Hkv, nt % Hkv), a.ldkv, T, 0);
                     pf_add_block(&pf.item, &g, nt / Hkv, nt % Hkv * a.G, 0, &a);
