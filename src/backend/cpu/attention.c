@@ -215,10 +215,16 @@ static void pf_upto(Pf *pf, long num, long den) {
 }
 // A block stream (the next query block's rows, over the tiles of the current block) and an
 // item stream (the next item's, over all tiles of the current item), advanced together.
+// Each tile's share is issued in steps through the tile (before its products and every 4
+// rows of its softmax), not in one burst before it: a prefetch that misses holds one of the
+// core's line fill buffers, so a burst of hundreds of lines (512 per backward tile at B 4,
+// s 256) waited on the buffers — the prefetch instructions held ~25 % of the attention's
+// samples in a training step (perf) — where spread out the lines arrive while the tile computes.
 typedef struct { Pf blk, item; int nblk; long nitem, done; } Prefetch;
-static void pf_tile(Prefetch *p, int j) {   // before tile j of the block
-    pf_upto(&p->blk, j + 1, p->nblk);
-    pf_upto(&p->item, ++p->done, p->nitem);
+static void pf_step(Prefetch *p, int j, int s, int ns) {   // step s of ns in tile j of the block
+    pf_upto(&p->blk, (long)j * ns + s + 1, (long)p->nblk * ns);
+    pf_upto(&p->item, p->done * ns + s + 1, p->nitem * ns);
+    if (s == ns - 1) p->done++;
 }
 
 // ---- threads ---------------------------------------------------------------------------
@@ -246,11 +252,13 @@ static void fwd_block(float *out, float *lse, const float *q, int b, int h, int 
     for (int r = 0; r < m; r++) { w->mrow[r] = -INFINITY; w->l[r] = 0.0; }
     for (int j0 = 0; j0 < nk; j0 += ATT_BK) {
         int n = nk - j0 < ATT_BK ? nk - j0 : ATT_BK, off = i0 - j0;
-        pf_tile(pf, j0 / ATT_BK);
+        int jt = j0 / ATT_BK, ns = m + 2;   // prefetch steps: before qk, per row, before acc
+        pf_step(pf, jt, 0, ns);
         K->qk(w->S, ATT_BK, w->Qc, hd, tile_t(w->Kt, j0, a), ATT_BK, m, n, hd, off);  // S = Q Kᵀ (unscaled)
         for (int r = 0; r < m; r++) {
             float *s = w->S + (size_t)r * ATT_BK;
             int nv = visible(r, off, n);
+            if (r % 4 == 0) pf_step(pf, jt, 1 + r, ns);   // a step costs two divisions
             if (nv <= 0) {                                                           // no key of this tile
                 memset(s, 0, sizeof(float) * (size_t)n);
                 w->alpha[r] = 1.0f;
@@ -263,6 +271,7 @@ static void fwd_block(float *out, float *lse, const float *q, int b, int h, int 
             w->l[r] = w->l[r] * w->alpha[r] + sum;
             w->mrow[r] = mx;
         }
+        pf_step(pf, jt, ns - 1, ns);
         // O = alpha ⊙ O + P V_tile   (the first tile overwrites)
         K->acc(O, hd, w->S, ATT_BK, 1, w->Vc + (size_t)j0 * hd, hd, m, n, hd, CAUSAL_ROWS, off,
                j0 ? ACC_RESCALE : ACC_SET, w->alpha);
@@ -407,15 +416,19 @@ static void zero_rows(float *x, size_t ld, int j0, int n, int hd) {
 static void bwd_tile(int i0, int m, int j0, int what, const Att *a, Work *w, Prefetch *pf, TileOut o) {
     int hd = a->hd, n = i0 + m - j0 < ATT_BK ? i0 + m - j0 : ATT_BK, off = i0 - j0;
     const AttnIsa *K = a->isa;
-    if (pf) pf_tile(pf, j0 / ATT_BK);
+    int jt = j0 / ATT_BK, ns = m + 3;   // prefetch steps: before each qk, per row, before the accs
+    if (pf) pf_step(pf, jt, 0, ns);
     K->qk(w->S, ATT_BK, w->Qc, hd, tile_t(w->Kt, j0, a), ATT_BK, m, n, hd, off);    // S (unscaled)
+    if (pf) pf_step(pf, jt, 1, ns);
     K->qk(w->dP, ATT_BK, w->dOc, hd, tile_t(w->Vt, j0, a), ATT_BK, m, n, hd, off);  // dP = dO Vᵀ
     for (int r = 0; r < m; r++) {
         float *s = w->S + (size_t)r * ATT_BK, *d = w->dP + (size_t)r * ATT_BK;
         int nv = visible(r, off, n);
+        if (pf && r % 4 == 0) pf_step(pf, jt, 2 + r, ns);   // a step costs two divisions
         if (nv <= 0) { memset(s, 0, sizeof(float) * (size_t)n); memset(d, 0, sizeof(float) * (size_t)n); continue; }
         K->dsoftmax_row(s, d, nv, n, a->c, w->lrow[r], w->D[r], a->scale);   // S → P, dP → scale·dS
     }
+    if (pf) pf_step(pf, jt, ns - 1, ns);
     if (what & BWD_KV) {
         int tn = a->T - j0 < ATT_BK ? a->T - j0 : ATT_BK, mode = ACC_ADD;   // the key tile's rows
         if (o.kv_first && n == tn) mode = ACC_SET;
