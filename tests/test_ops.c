@@ -577,11 +577,20 @@ TEST(attention_vector_matches_scalar) {
 
 // Same bits for 1, 2 and 3 threads: the forward's (head, query block) items, the backward's
 // one-task-per-kv-head path (B·Hkv = 4 tasks) and its two-pass path (B·Hkv = 1 < threads)
-// sum every element in the same order.
+// sum every element in the same order, and the threads' contiguous shares of items and tasks
+// (uneven at 3 threads) cover each once. Two fixed cases, then generated shapes.
 TEST(attention_threads_bit_identical) {
-    int cases[][5] = { {2, 200, 4, 2, 64}, {1, 200, 3, 1, 32} };
+    int cases[8][5] = { {2, 200, 4, 2, 64}, {1, 200, 3, 1, 32} };
+    for (int s = 2; s < 8; s++) {   // B 1-4, Hkv 1-3, 1-3 query heads per kv head, T 1-260, hd 16/32/64
+        int Hkv = 1 + (int)(rng_uniform(&g_rng) * 3);
+        cases[s][0] = 1 + (int)(rng_uniform(&g_rng) * 4);
+        cases[s][1] = 1 + (int)(rng_uniform(&g_rng) * 260);
+        cases[s][2] = Hkv * (1 + (int)(rng_uniform(&g_rng) * 3));
+        cases[s][3] = Hkv;
+        cases[s][4] = 16 << (int)(rng_uniform(&g_rng) * 3);
+    }
     int nth = omp_get_max_threads();
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < 8; s++) {
         int B = cases[s][0], T = cases[s][1], H = cases[s][2], Hkv = cases[s][3], hd = cases[s][4];
         size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, nl = (size_t)B * H * T;
         float *q = grand(nq, 1.5f), *k = grand(nk, 1.5f), *v = grand(nk, 1), *dout = grand(nq, 1);
@@ -594,7 +603,9 @@ TEST(attention_threads_bit_identical) {
         size_t len[5] = { nq, nl, nq, nk, nk };
         for (int t = 1; t < 3; t++)
             for (int i = 0; i < 5; i++) {
-                char what[80]; snprintf(what, sizeof what, "attention B*Hkv=%d %s, 1 vs %d threads", B * Hkv, ATT_NAMES[i], t + 1);
+                char what[120];
+                snprintf(what, sizeof what, "attention B %d T %d H %d Hkv %d hd %d %s, 1 vs %d threads", B, T, H, Hkv, hd,
+                         ATT_NAMES[i], t + 1);
                 SAME_EXPECT(what, res[0][i], res[t][i], len[i]);
             }
     }
