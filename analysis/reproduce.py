@@ -958,6 +958,15 @@ def main():
          "calibration unchanged; round 3's rows median 24.1 %, worst 228.8 %, 13 too fast, 4 too slow; round 1's median "
          "22.9 %, worst 41.5 %, 11 too fast, 8 too slow; round 4's 23 held-out rows (fixed in " + rp.SPLIT4_COMMIT
          + ", priced once after): " + rp.FIRST_ROUND4[1] + " — all three targets missed"],
+        ["commits 275ae8a (written), 9d12092 (priced)", "round 8 (CPU, §18): calibrate 5b. runs its six configurations in "
+         "three interleaved passes and every in-step term is the median over the passes (the validation's own design; "
+         "round 7 had one pass, whose outlying dp factor 4.50 set a run's price)", "round 7's three validations",
+         "collectives 45.7 %, 16.3 %, 12.3 %; whole steps worst 27.2 %, 23.6 %, 24.3 %; ratios worst 8.5 %, 15.5 %, 17.5 %",
+         "two runs at d879cd9: 21:25 UTC: collectives 20.9 %, whole steps 5.5 %, worst 21.2 %, ratios worst 7.7 %; "
+         "21:29 UTC: collectives 9.2 % (its passes' dp factors 1.81–1.92), whole steps 6.0 %, worst 21.5 %, ratios worst "
+         "13.2 %; a third at 6f928b9 (owed to the CPU back end's faster exp and attention scheduling, which price nothing "
+         "differently; 22:09 UTC, the CPU section below): collectives 13.3 % (passes' dp factors 1.90–1.98), whole steps "
+         "10.3 %, worst 26.6 % (dp2 vanilla-tp, its collectives within 10 %: the op layer at +12.3 %), ratios worst 12.6 %"],
     ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")
