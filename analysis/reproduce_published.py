@@ -391,7 +391,7 @@ def section(doc, V, B, X, md_table):
              f"definition, the mapping rules; `experiments/published-throughputs.yaml`: the engine variant of each row), in "
              f"five splits: **calibration** ({len(cal)} Megatron-LM SC21 rows whose errors had been seen before round 1), "
              f"**seen in round 1** ({len(seen)} rows held out in round 1 and priced once there, seen since), **held out "
-             f"(round 2)** ({n} rows from {len(held_src)} sources not used in round 1: {', '.join(held_src)}) , **held out "
+             f"(round 2)** ({n} rows from {len(held_src)} sources not used in round 1: {', '.join(held_src)}), **held out "
              f"(round 3)** ({len(held3)} rows from {len(held3_src)} sources used in no earlier round: {', '.join(held3_src)}) and "
              f"**held out (round 4)** ({len(held4)} rows from {len(held4_src)} sources used in no earlier round: "
              f"{', '.join(held4_src)}).\n")
