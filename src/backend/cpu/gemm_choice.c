@@ -12,12 +12,12 @@
 #include "../../core/timer.h"
 
 GemmKey cpu_gemm_key(const GemmArgs *g, int threads) {
-    return (GemmKey){ g->ta == TR_T, g->tb == TR_T, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, g->beta != 0.0f, threads };
+    return (GemmKey){ g->ta == TR_T, g->tb == TR_T, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, threads };
 }
 int cpu_gemm_key_equal(const GemmKey *a, const GemmKey *b) { return !memcmp(a, b, sizeof *a); }
 void cpu_gemm_key_format(const GemmKey *k, char *buf, size_t n) {
-    snprintf(buf, n, "%c%c %dx%dx%d ld %d,%d,%d beta %d x%d", k->ta ? 'T' : 'N', k->tb ? 'T' : 'N', k->M, k->N, k->K,
-             k->lda, k->ldb, k->ldc, k->beta_nz, k->threads);
+    snprintf(buf, n, "%c%c %dx%dx%d ld %d,%d,%d x%d", k->ta ? 'T' : 'N', k->tb ? 'T' : 'N', k->M, k->N, k->K, k->lda,
+             k->ldb, k->ldc, k->threads);
 }
 
 // ---- the measurement ----------------------------------------------------------------------
@@ -80,6 +80,7 @@ void cpu_gemm_measure(const GemmArgs *g, const GemmLib *libs, int n, GemmLib def
 
     memset(out, 0, sizeof *out);
     out->key = cpu_gemm_key(g, omp_get_max_threads());
+    out->beta_nz = g->beta != 0.0f;
     for (int l = 0; l < GEMM_N_LIBS; l++) out->med[l] = out->q1[l] = out->q3[l] = NAN;
     int best = 0, idef = 0;
     for (int i = 0; i < n; i++) {
@@ -151,7 +152,8 @@ enum { F_HOST, F_CPU, F_CORES, F_LIBS, F_THREADS, F_OP, F_M, F_N, F_K, F_LDA, F_
 static const char HEADER[] =
     "# boost-c: the faster fp32 GEMM library per shape, measured on each host (src/backend/cpu/gemm_choice.h).\n"
     "# One line per shape; a line applies to its host, CPU, cores and library versions only. Delete a line (or the\n"
-    "# file) to have the shape measured again on its next use. ratios: time / OpenBLAS's time, median:q1:q3.\n"
+    "# file) to have the shape measured again on its next use. ratios: time / OpenBLAS's time, median:q1:q3;\n"
+    "# beta: measured with beta 1 (else 0); the choice holds for both (the same product, the same bits).\n"
     "# host\tcpu\tcores\tlibraries\tthreads\top\tM\tN\tK\tlda\tldb\tldc\tbeta\tchoice\tratios\trounds\tload\tmeasured\n";
 
 #define BAD(...) die_input_hint("delete the line (or the file): the shape is measured again on its next use", __VA_ARGS__)
@@ -207,8 +209,8 @@ static int parse_line(const char *path, int lineno, char *line, const GemmHost *
     k->lda = int_field(path, lineno, "lda", f[F_LDA], 1);
     k->ldb = int_field(path, lineno, "ldb", f[F_LDB], 1);
     k->ldc = int_field(path, lineno, "ldc", f[F_LDC], 1);
-    k->beta_nz = int_field(path, lineno, "beta", f[F_BETA], 0);
-    if (k->beta_nz > 1) BAD("%s:%d: beta is '%s'; expected 0 (beta 0) or 1 (beta not 0)", path, lineno, f[F_BETA]);
+    c->beta_nz = int_field(path, lineno, "beta", f[F_BETA], 0);   // the beta measured with (not the key)
+    if (c->beta_nz > 1) BAD("%s:%d: beta is '%s'; expected 0 (beta 0) or 1 (beta not 0)", path, lineno, f[F_BETA]);
     int lib = cpu_gemm_lib_by_name(f[F_CHOICE]);
     if (lib < 0) BAD("%s:%d: choice is '%s'; expected openblas, onednn, blis or mkl", path, lineno, f[F_CHOICE]);
     c->lib = (GemmLib)lib;
@@ -279,7 +281,7 @@ void cpu_gemm_table_append(const char *path, int fd, const GemmHost *h, const Ge
     const GemmKey *k = &c->key;
     int n = snprintf(line, sizeof line, "%s%s\t%s\t%d\t%s\t%d\t%c%c\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%.2f\t%s\n",
                      lseek(fd, 0, SEEK_END) == 0 ? HEADER : "", h->host, h->cpu, h->cores, h->libs, k->threads,
-                     k->ta ? 'T' : 'N', k->tb ? 'T' : 'N', k->M, k->N, k->K, k->lda, k->ldb, k->ldc, k->beta_nz,
+                     k->ta ? 'T' : 'N', k->tb ? 'T' : 'N', k->M, k->N, k->K, k->lda, k->ldb, k->ldc, c->beta_nz,
                      cpu_gemm_lib_name(c->lib), ratios, c->rounds, c->load, c->when);
     CHECK(n > 0 && (size_t)n < sizeof line, "%s: a table line of %d bytes", path, n);
     // one write of the whole line (O_APPEND): a reader never sees half of it

@@ -1,8 +1,10 @@
 // gemm_choice.h — which fp32 GEMM library is the faster for one GEMM shape on this host:
 // the measurement and the host's table of its results (a text file, one line per shape).
 //
-// A shape is the call's transposes, M, N, K, strides, whether beta is 0, and the thread
-// count. Measured by cpu_gemm_measure: every available library (gemm_libs.h) on operands of
+// A shape is the call's transposes, M, N, K, strides and the thread count. Not whether beta
+// is 0: a product that stores (beta 0, a gradient's first writer) and the same product added
+// into zeros (beta 1) must give the same bits, so they run on the same library; the beta a
+// shape was measured with is recorded beside it. Measured by cpu_gemm_measure: every available library (gemm_libs.h) on operands of
 // the shape, one warm-up call each, then rounds in which each library runs once, in an order
 // that rotates from round to round; each round gives each library's time over OpenBLAS's in
 // the same round (paired: a burst of other work hits the pair alike), and the median of
@@ -26,12 +28,13 @@
 #define CHOICE_MARGIN 0.02
 
 typedef struct {
-    int ta, tb, M, N, K, lda, ldb, ldc, beta_nz, threads;
+    int ta, tb, M, N, K, lda, ldb, ldc, threads;
 } GemmKey;
 
 typedef struct {
     GemmKey key;
     GemmLib lib;                                 // the choice
+    int beta_nz;                                 // measured with beta 1 (else 0); not part of the key
     float med[GEMM_N_LIBS], q1[GEMM_N_LIBS], q3[GEMM_N_LIBS];   // time / OpenBLAS's time; NAN: not measured
     int rounds;
     double load;                                 // 1-minute load average when measured (-1: unknown)
@@ -40,7 +43,7 @@ typedef struct {
 
 GemmKey cpu_gemm_key(const GemmArgs *g, int threads);
 int cpu_gemm_key_equal(const GemmKey *a, const GemmKey *b);
-// "NT 1024x128x1376 ld 1376,1376,128 beta 0 x2": a shape in a line of text.
+// "NT 1024x128x1376 ld 1376,1376,128 x2": a shape in a line of text.
 void cpu_gemm_key_format(const GemmKey *k, char *buf, size_t n);
 
 // Measures g's shape on the n libraries libs (each available; libs[0] must be OpenBLAS, the

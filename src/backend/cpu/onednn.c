@@ -74,6 +74,14 @@ int onednn_f32_faster(char *why, size_t why_n) {
     return 0;
 }
 
+int onednn_f32_thread_invariant(char *why, size_t why_n) {
+    const char *name;
+    if (isa_has(effective_isa(&name), dnnl_cpu_isa_avx512_core)) return 1;
+    if (why) snprintf(why, why_n, "oneDNN's ISA on this CPU is %s: its fp32 kernels below AVX-512 give other bits at another "
+                      "thread count", name);
+    return 0;
+}
+
 typedef struct {
     DType dt;
     Trans ta, tb;

@@ -37,9 +37,16 @@ int onednn_f32_faster(char *why, size_t why_n);
 // C[M,N] = alpha·op(A)·op(B) + beta·C, every matrix of element type dt (DT_F32 or DT_BF16;
 // GemmArgs' row-major convention; beta 0: C is not read). One matmul primitive per distinct
 // GEMM, created on first use. M, N, K ≥ 1. Not thread-safe: called from one thread (each op
-// runs threaded inside, on OpenMP's threads). fp32: the same bits for 1 and 2 threads
-// (test_cpu_bf16 fp32_gemm_library).
+// runs threaded inside, on OpenMP's threads). fp32: the same bits run to run at one thread
+// count; across thread counts only where onednn_f32_thread_invariant says so.
 void onednn_gemm(const GemmArgs *g, DType dt);
+
+// Whether oneDNN's fp32 matmul gives the same bits for 1 and 2 threads on this CPU: measured
+// so with its AVX-512 kernels (AMD Zen 4, Intel models 167 and 207); its AVX2 kernels split a
+// skinny product's work another way per thread count (AMD Zen 3: 60 of 400 generated shapes
+// differed, N < 64 with K > 120). Else 0 and the reason in why. (Nothing in the engine needs
+// it: the per-shape choice is keyed by the thread count, tests/test_sgemm.c asserts it.)
+int onednn_f32_thread_invariant(char *why, size_t why_n);
 
 // Primitives held now (each distinct GEMM of the run is one, at most the cache's bound).
 int onednn_cached(void);

@@ -291,15 +291,16 @@ void cpu_sgemm(const GemmArgs *g) {
 
 void cpu_sgemm_print_choices(FILE *f) {
     if (S.n_used == 0) return;
-    fprintf(f, "| op | M | N | K | lda | ldb | ldc | beta | threads | calls | library | from | time / OpenBLAS's "
+    fprintf(f, "| op | M | N | K | lda | ldb | ldc | beta measured | threads | calls | library | from | time / OpenBLAS's "
                "(median, quartiles) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < S.n_used; i++) {
         const Used *u = &S.used[i];
         const GemmKey *k = &u->c.key;
         char r[300];
         cpu_gemm_ratios_format(&u->c, r, sizeof r);
-        fprintf(f, "| %c%c | %d | %d | %d | %d | %d | %d | %d | %d | %ld | %s | %s | %s |\n", k->ta ? 'T' : 'N',
-                k->tb ? 'T' : 'N', k->M, k->N, k->K, k->lda, k->ldb, k->ldc, k->beta_nz, k->threads, u->calls,
+        fprintf(f, "| %c%c | %d | %d | %d | %d | %d | %d | %s | %d | %ld | %s | %s | %s |\n", k->ta ? 'T' : 'N',
+                k->tb ? 'T' : 'N', k->M, k->N, k->K, k->lda, k->ldb, k->ldc,
+                u->source == SRC_FORCED || u->source == SRC_DEFAULT ? "-" : u->c.beta_nz ? "1" : "0", k->threads, u->calls,
                 cpu_gemm_lib_name(u->c.lib), SRC_NAMES[u->source], r[0] ? r : "-");
     }
 }
