@@ -270,15 +270,15 @@ def read_ops_csv(path):
 # ---- the session -----------------------------------------------------------------------------
 
 def calibration_in_step(out):
-    """build/calibrate's 5b. table (its header through the pooled row), as printed: the in-step terms of the
-    profile the validation prices with, each beside the passes it is the median of."""
-    lines, keep = [], False
+    """build/calibrate's 5b. table as printed (its header and every rank count's rows: the indented lines
+    after it): the in-step terms of the profile the validation prices with, each beside the passes it is
+    the median of."""
+    lines = []
     for line in out.splitlines():
-        keep = keep or line.startswith("5b. ")
-        if keep:
+        if lines and not line[:1].isspace():   # a blank or unindented line: the next part of the output
+            break
+        if lines or line.startswith("5b. "):
             lines.append(line.rstrip())
-            if "(in_step: a group or kind not measured)" in line:
-                break
     return lines
 
 

@@ -113,7 +113,8 @@ assert abs(statistics.median(float(x) for x in call.group(2).split()) - float(ca
 PY
 }
 # The validation's report carries that table as the calibration printed it (validate_cpu.py's
-# calibration_in_step): from its 5b. header through the pooled row, nothing after.
+# calibration_in_step): from its 5b. header through the last rank count's pooled row, nothing
+# after (a second rank count, as --ranks 2,4 prints, made from the first, is kept too).
 report_keeps_in_step_table() {
     CAL_OUT="$1" /usr/bin/python3 - <<'PY'
 import os, sys
@@ -124,6 +125,15 @@ t = validate_cpu.calibration_in_step(out)
 assert t and t[0].startswith("5b. ") and t[-1].rstrip().endswith("(in_step: a group or kind not measured)"), t
 assert any(l.startswith("   tp   all_reduce") for l in t) and any(l.startswith("   dp   all_reduce") for l in t), t
 assert validate_cpu.calibration_in_step(out.replace("5b. ", "5c. ")) == []
+# the same output with a 4-rank block after the 2-rank one (calibrate prints one per rank count)
+i = t.index(next(l for l in t if l.startswith("   2 ranks:")))
+block4 = [l.replace("   2 ranks:", "   4 ranks:") for l in t[i:]]
+lines = out.splitlines()
+end = next(j for j, l in enumerate(lines) if l.rstrip() == t[-1]) + 1
+out4 = "\n".join(lines[:end] + block4 + lines[end:])
+t4 = validate_cpu.calibration_in_step(out4)
+assert t4 == t + block4, (t4[-3:], len(t4), len(t) + len(block4))
+assert sum(l.rstrip().endswith("(in_step: a group or kind not measured)") for l in t4) == 2, t4
 PY
 }
 mkdir -p "$TMP/full"
