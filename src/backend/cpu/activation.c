@@ -6,6 +6,9 @@
 // fast_expf (not libm expf) so the loops vectorise: the MLP gate is N*d_ff wide. The
 // sigmoid loops are FM_WIDE (fastmath.h): exp- and divide-bound, same bits at 512 bits.
 static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
+// silu'(x) = s * (1 + x * (1 - s)) with s = sigmoid(x): the factor after s, the one place the
+// derivative is written (callers multiply by s first: the order their bits were set in)
+static inline float silu_slope_(float x, float s) { return 1.0f + x * (1.0f - s); }
 
 // Where the build targets AVX-512, the sigmoid loops below run over blocks of 16 with
 // fast_expf16: the same operations in the same order as the scalar expressions (C11 does not
@@ -14,6 +17,10 @@ static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
 static inline __m512 sigmoid16_(__m512 x) {
     __m512 negx = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN)));
     return _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), fast_expf16(negx)));
+}
+static inline __m512 silu_slope16_(__m512 x, __m512 s) {
+    __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_add_ps(one, _mm512_mul_ps(x, _mm512_sub_ps(one, s)));
 }
 #define LD16(m, p) _mm512_maskz_loadu_ps((m), (p))
 #endif
@@ -27,10 +34,10 @@ FM_WIDE void cpu_silu_forward(float *y, const float *x, size_t n) {
         __m512 v = LD16(m, x + i);
         _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, sigmoid16_(v)));
     }
-#else
+    return;
+#endif
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) y[i] = x[i] * sigmoidf_(x[i]);
-#endif
 }
 
 // dx[n] = dy * silu'(x), silu'(x) = s * (1 + x * (1 - s)); dy[n], x[n]. Overwrites dx: its
@@ -40,9 +47,8 @@ FM_WIDE void cpu_silu_backward(float *dx, const float *dy, const float *x, size_
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 m = fm_mask16(i, n);
-        __m512 v = LD16(m, x + i), s = sigmoid16_(v), one = _mm512_set1_ps(1.0f);
-        __m512 d = _mm512_mul_ps(_mm512_mul_ps(LD16(m, dy + i), s),
-                                 _mm512_add_ps(one, _mm512_mul_ps(v, _mm512_sub_ps(one, s))));
+        __m512 v = LD16(m, x + i), s = sigmoid16_(v);
+        __m512 d = _mm512_mul_ps(_mm512_mul_ps(LD16(m, dy + i), s), silu_slope16_(v, s));
         _mm512_mask_storeu_ps(dx + i, m, d);
     }
     return;
@@ -50,7 +56,7 @@ FM_WIDE void cpu_silu_backward(float *dx, const float *dy, const float *x, size_
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
         float s = sigmoidf_(x[i]);
-        dx[i] = dy[i] * s * (1.0f + x[i] * (1.0f - s));
+        dx[i] = dy[i] * s * silu_slope_(x[i], s);
     }
 }
 
@@ -82,9 +88,8 @@ FM_WIDE void cpu_swiglu_backward(float *dg, float *du, const float *dz, const fl
         #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < n; i += 16) {
             __mmask16 m = fm_mask16(i, n);
-            __m512 gv = LD16(m, g + i), s = sigmoid16_(gv), dzv = LD16(m, dz + i), one = _mm512_set1_ps(1.0f);
-            __m512 d = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(dzv, LD16(m, u + i)), s),
-                                     _mm512_add_ps(one, _mm512_mul_ps(gv, _mm512_sub_ps(one, s))));
+            __m512 gv = LD16(m, g + i), s = sigmoid16_(gv), dzv = LD16(m, dz + i);
+            __m512 d = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(dzv, LD16(m, u + i)), s), silu_slope16_(gv, s));
             _mm512_mask_storeu_ps(dg + i, m, d);
             _mm512_mask_storeu_ps(du + i, m, _mm512_mul_ps(_mm512_mul_ps(dzv, gv), s));
         }
@@ -93,7 +98,7 @@ FM_WIDE void cpu_swiglu_backward(float *dg, float *du, const float *dz, const fl
         #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) {
             float s = sigmoidf_(g[i]);
-            dg[i] = dz[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+            dg[i] = dz[i] * u[i] * s * silu_slope_(g[i], s);
             du[i] = dz[i] * g[i] * s;
         }
     } else if (gate_silu) {
@@ -101,7 +106,7 @@ FM_WIDE void cpu_swiglu_backward(float *dg, float *du, const float *dz, const fl
             #pragma omp parallel for simd schedule(static)
             for (size_t i = 0; i < n; i++) {
                 float s = sigmoidf_(g[i]);
-                dg[i] = dz[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+                dg[i] = dz[i] * u[i] * s * silu_slope_(g[i], s);
             }
         }
         if (du) {
