@@ -6,7 +6,8 @@ round 3, held out in round 4, held out in round 5 — and every mapping rule).
 Each row's published number is converted to seconds per iteration by its source's own
 definition (seconds_of); the mapped variant (experiments/published-throughputs.yaml, same id) is
 priced by build/simulate on the row's hardware profile with the attention kernel its system ran
-and, for an interleaved schedule, its chunks per device, and the host that issued its kernels (options_of). error = published seconds /
+and, for an interleaved schedule, its chunks per device, the host that issued its kernels and the
+element-wise families it ran as eager compositions (options_of). error = published seconds /
 modeled seconds - 1 (positive: the model is too fast). A row with `excluded:` (a mapping rule
 keeps it out) is priced and shown but counts in no statistic.
 
@@ -71,6 +72,12 @@ def host_of(doc, row):
     return row.get("host") or doc["sources"][row["source"]]["host"]
 
 
+def unfused_of(doc, row):
+    """The element-wise families the row's program computes as eager compositions (docs/performance-model.md §20):
+    the row's own `unfused:` where it names one, else its source's."""
+    return row["unfused"] if "unfused" in row else doc["sources"][row["source"]]["unfused"]
+
+
 def vstages_of(row):
     """Model chunks per device of the row's pipeline schedule: 1 for 1F1B, v for interleaved-v."""
     sch = row.get("schedule", "1f1b")
@@ -83,9 +90,10 @@ def vstages_of(row):
 
 def options_of(doc, row):
     """build/simulate's options for the published system's kernel and schedule (R8, R9)."""
-    v = vstages_of(row)
+    v, u = vstages_of(row), unfused_of(doc, row)
     return (("--attention-kernel", attention_of(doc, row)) + (("--virtual-stages", str(v)) if v > 1 else ())
-            + (("--host", "python") if host_of(doc, row) == "python" else ()))
+            + (("--host", "python") if host_of(doc, row) == "python" else ())
+            + (("--unfused", ",".join(u)) if u else ()))
 
 
 def counted(row):
@@ -103,6 +111,14 @@ METRICS = ("tflops_per_gpu_sc21_eq3", "tflops_per_gpu_mcore_2024", "tokens_per_s
            "samples_per_s_total", "seconds_per_iteration")
 ATTENTION = ("flash", "flash1", "materialized", "materialized-dropout")
 HOSTS = ("c", "python")   # how the published program issues its kernels (docs/performance-model.md §19, 3.)
+UNFUSED = ("norm", "rope", "swiglu")   # element-wise families a program runs as eager compositions (§20)
+
+
+def unfused_problem(where, u):
+    """What is wrong with an `unfused:` declaration (None: nothing): a list of distinct families of UNFUSED."""
+    if not isinstance(u, list) or any(x not in UNFUSED for x in u) or len(set(u)) != len(u):
+        return f"{where}: unfused {u!r}: expected a list of distinct families among {', '.join(UNFUSED)} ([] for none)"
+    return None
 
 
 def problems(doc, variants):
@@ -117,6 +133,9 @@ def problems(doc, variants):
             out.append(f"source {key}: attention {src.get('attention')!r}: expected one of {', '.join(ATTENTION)}")
         if src.get("host") not in HOSTS:
             out.append(f"source {key}: host {src.get('host')!r}: expected one of {', '.join(HOSTS)}")
+        bad = unfused_problem(f"source {key}", src.get("unfused"))
+        if bad:
+            out.append(bad)
     seen = set()
     for i, row in enumerate(doc.get("rows", [])):
         rid = row.get("id", f"#{i}")
@@ -133,6 +152,8 @@ def problems(doc, variants):
             out.append(f"row {rid}: attention {row['attention']!r}: expected one of {', '.join(ATTENTION)}")
         if "host" in row and row["host"] not in HOSTS:
             out.append(f"row {rid}: host {row['host']!r}: expected one of {', '.join(HOSTS)}")
+        if "unfused" in row and unfused_problem(f"row {rid}", row["unfused"]):
+            out.append(unfused_problem(f"row {rid}", row["unfused"]))
         if row.get("split") in HELD_OUT and row.get("excluded"):
             out.append(f"row {rid}: a held-out row carries excluded: (the rules decide admission before a row is held out)")
         sch = row.get("schedule", "1f1b")
@@ -154,7 +175,7 @@ def hostile(doc, variants, rng):
     d = copy.deepcopy(doc)
     rows = d["rows"]
     row = rng.choice(rows)
-    kind = rng.randrange(8)
+    kind = rng.randrange(9)
     if kind == 0:
         row["split"] = rng.choice(["heldout", "test", "", "calibrate"])
         return (d, variants), f"{row['id']}: split {row['split']!r}"
@@ -176,6 +197,9 @@ def hostile(doc, variants, rng):
     if kind == 6:
         rows.append(copy.deepcopy(row))
         return (d, variants), f"{row['id']}: twice"
+    if kind == 7:   # an eager family the mechanism does not know, a family twice, or no list
+        row["unfused"] = rng.choice([["gelu"], ["rope", "rope"], "norm", None, ["Norm"]])
+        return (d, variants), f"{row['id']}: unfused {row['unfused']!r}"
     key = rng.choice(sorted(d["sources"]))
     d["sources"][key][rng.choice(["metric", "attention", "host"])] = rng.choice(["tflops", "flash3", "", "materialised"])
     return (d, variants), f"source {key}: metric, attention or host unknown"
@@ -440,7 +464,7 @@ def section(doc, V, B, X, md_table):
              "Korthikanti et al., Megatron-Turing NLG, Nemotron-4 15B, llm.c: seconds per iteration as printed). Band: the model over the chosen constants' alternatives on that row's profile. "
              "*engine fits*: whether this engine's own memory layout fits the profile's memory (the published systems shard or "
              "recompute their own way; the time is priced either way). *kernel, schedule*: how the row's attention and "
-             "pipeline are priced (R8, R9).\n")
+             "pipeline are priced (R8, R9), and the element-wise families the program ran unfused (docs/performance-model.md §20).\n")
     rows = []
     order = {"held_out_round5": 0, "held_out_round4": 1, "held_out_round3": 2, "held_out": 3, "seen": 4, "calibration": 5}
     for row, p, m, e in sorted(errs, key=lambda x: order[x[0]["split"]]):
@@ -452,7 +476,8 @@ def section(doc, V, B, X, md_table):
         note = row["system"] + (f"; **excluded ({row['excluded']})**" if not counted(row) else "")
         rows.append([row["id"], SPLIT_LABEL[row["split"]], row.get("gpu") or src["gpu"], shape,
                      f"{row['tp']}/{row['pp']}/{row['dp']} ({row['gpus']})", row["micro_batch"] or "1*", row["batch"], row["seq"],
-                     f"{attention_of(doc, row)}, {sch}", f"{p:.3f}", f"{m:.3f}{band}", _pct(e),
+                     f"{attention_of(doc, row)}, {sch}" + (f", unfused {'/'.join(unfused_of(doc, row))}" if unfused_of(doc, row) else ""),
+                     f"{p:.3f}", f"{m:.3f}{band}", _pct(e),
                      "yes" if X[f"pubfit/{row['id']}"] else "no", note.replace("|", "\\|")])   # a pipe of the text is no column border
     L.append(md_table(["row", "split", "GPU", "model", "tp/pp/dp (GPUs)", "micro-batch", "batch", "seq", "kernel, schedule",
                        "published s", "model s [band]", "error", "engine fits",
