@@ -43,8 +43,8 @@ SPLIT3_COMMIT = "c396c95"
 # before round 4's mechanisms were written (docs/performance-model.md, round 4 of the GPU model)
 SPLIT4_COMMIT = "0c677c8"
 # The commit that fixed round 5's held-out rows and its readings, before any of them was priced and
-# before round 5's mechanisms were written (None until it is known: the commit cannot name itself)
-SPLIT5_COMMIT = None
+# before round 5's mechanisms were written (docs/performance-model.md, round 5 of the GPU model)
+SPLIT5_COMMIT = "2d96df9"
 # How each split is named in the report
 SPLIT_LABEL = {"calibration": "calibration", "seen": "seen in round 1", "held_out": "held out (round 2)",
                "held_out_round3": "held out (round 3)", "held_out_round4": "held out (round 4)",
@@ -342,7 +342,7 @@ FIRST_ROUND3 = ("the model of commit " + SPLIT3_COMMIT, "median |error| 21.5 %, 
 # The first pricing of round 4's held-out rows, after round 4's mechanisms were committed (None: not priced yet)
 FIRST_ROUND4 = ("the model of commit cd9b71e", "median |error| 28.0 %, worst 59.6 %, 22 positive, 1 negative")
 # The first pricing of round 5's held-out rows, after round 5's mechanisms were committed (None: not priced yet)
-FIRST_ROUND5 = None
+FIRST_ROUND5 = ("the model of commit d06d700", "median |error| 26.6 %, worst 50.5 %, 18 positive, 0 negative")
 
 
 def _pct(x):
