@@ -967,6 +967,16 @@ def main():
          "13.2 %; a third at 6f928b9 (owed to the CPU back end's faster exp and attention scheduling, which price nothing "
          "differently; 22:09 UTC, the CPU section below): collectives 13.3 % (passes' dp factors 1.90–1.98), whole steps "
          "10.3 %, worst 26.6 % (dp2 vanilla-tp, its collectives within 10 %: the op layer at +12.3 %), ratios worst 12.6 %"],
+        ["commits 760186f (written), d06d700 (priced)", "round 5 of the GPU model (docs/performance-model.md §20): the "
+         "element-wise families (RMSNorm, rotary embedding, SwiGLU) a published program computes as eager compositions "
+         "of framework operations, priced kernel by kernel as memory passes with a launch each, declared per source "
+         "from its configuration and code (unfused:)", "round 4's held-out rows (priced once with the model of cd9b71e), "
+         "rounds 1–3's seen rows",
+         "calibration median 5.7 %, worst 17.0 %, 1 too fast, 5 too slow; round 4's 23 rows " + rp.FIRST_ROUND4[1]
+         + "; round 3's 17 rows median 24.1 %, worst 228.8 %, 13 too fast, 4 too slow",
+         "calibration, rounds 1 and 2 unchanged; round 4's rows median 22.6 %, worst 33.2 %, 22 too fast, 1 too slow; "
+         "round 3's median 24.1 %, worst 223.0 %, 13 too fast, 4 too slow; round 5's 18 held-out rows (fixed in "
+         + rp.SPLIT5_COMMIT + ", priced once after): " + rp.FIRST_ROUND5[1] + " — all three targets missed"],
     ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")

@@ -1,12 +1,13 @@
 """reproduce_published.py — the performance model against published end-to-end training
 throughputs measured by others (analysis/reproduction/published_throughputs.yaml; its header
 states the sources, the splits — calibration, seen in round 1, held out in round 2, held out in
-round 3, held out in round 4 — and every mapping rule).
+round 3, held out in round 4, held out in round 5 — and every mapping rule).
 
 Each row's published number is converted to seconds per iteration by its source's own
 definition (seconds_of); the mapped variant (experiments/published-throughputs.yaml, same id) is
 priced by build/simulate on the row's hardware profile with the attention kernel its system ran
-and, for an interleaved schedule, its chunks per device, and the host that issued its kernels (options_of). error = published seconds /
+and, for an interleaved schedule, its chunks per device, the host that issued its kernels and the
+element-wise families it ran as eager compositions (options_of). error = published seconds /
 modeled seconds - 1 (positive: the model is too fast). A row with `excluded:` (a mapping rule
 keeps it out) is priced and shown but counts in no statistic.
 
@@ -41,11 +42,15 @@ SPLIT3_COMMIT = "c396c95"
 # The commit that fixed round 4's held-out rows and its readings, before any of them was priced and
 # before round 4's mechanisms were written (docs/performance-model.md, round 4 of the GPU model)
 SPLIT4_COMMIT = "0c677c8"
+# The commit that fixed round 5's held-out rows and its readings, before any of them was priced and
+# before round 5's mechanisms were written (docs/performance-model.md, round 5 of the GPU model)
+SPLIT5_COMMIT = "2d96df9"
 # How each split is named in the report
 SPLIT_LABEL = {"calibration": "calibration", "seen": "seen in round 1", "held_out": "held out (round 2)",
-               "held_out_round3": "held out (round 3)", "held_out_round4": "held out (round 4)"}
+               "held_out_round3": "held out (round 3)", "held_out_round4": "held out (round 4)",
+               "held_out_round5": "held out (round 5)"}
 # The splits whose rows are held out (a rule that keeps a row out is decided before it is held out)
-HELD_OUT = ("held_out", "held_out_round3", "held_out_round4")
+HELD_OUT = ("held_out", "held_out_round3", "held_out_round4", "held_out_round5")
 
 
 def load():
@@ -67,6 +72,12 @@ def host_of(doc, row):
     return row.get("host") or doc["sources"][row["source"]]["host"]
 
 
+def unfused_of(doc, row):
+    """The element-wise families the row's program computes as eager compositions (docs/performance-model.md §20):
+    the row's own `unfused:` where it names one, else its source's."""
+    return row["unfused"] if "unfused" in row else doc["sources"][row["source"]]["unfused"]
+
+
 def vstages_of(row):
     """Model chunks per device of the row's pipeline schedule: 1 for 1F1B, v for interleaved-v."""
     sch = row.get("schedule", "1f1b")
@@ -79,9 +90,10 @@ def vstages_of(row):
 
 def options_of(doc, row):
     """build/simulate's options for the published system's kernel and schedule (R8, R9)."""
-    v = vstages_of(row)
+    v, u = vstages_of(row), unfused_of(doc, row)
     return (("--attention-kernel", attention_of(doc, row)) + (("--virtual-stages", str(v)) if v > 1 else ())
-            + (("--host", "python") if host_of(doc, row) == "python" else ()))
+            + (("--host", "python") if host_of(doc, row) == "python" else ())
+            + (("--unfused", ",".join(u)) if u else ()))
 
 
 def counted(row):
@@ -99,6 +111,14 @@ METRICS = ("tflops_per_gpu_sc21_eq3", "tflops_per_gpu_mcore_2024", "tokens_per_s
            "samples_per_s_total", "seconds_per_iteration")
 ATTENTION = ("flash", "flash1", "materialized", "materialized-dropout")
 HOSTS = ("c", "python")   # how the published program issues its kernels (docs/performance-model.md §19, 3.)
+UNFUSED = ("norm", "rope", "swiglu")   # element-wise families a program runs as eager compositions (§20)
+
+
+def unfused_problem(where, u):
+    """What is wrong with an `unfused:` declaration (None: nothing): a list of distinct families of UNFUSED."""
+    if not isinstance(u, list) or any(x not in UNFUSED for x in u) or len(set(u)) != len(u):
+        return f"{where}: unfused {u!r}: expected a list of distinct families among {', '.join(UNFUSED)} ([] for none)"
+    return None
 
 
 def problems(doc, variants):
@@ -113,6 +133,9 @@ def problems(doc, variants):
             out.append(f"source {key}: attention {src.get('attention')!r}: expected one of {', '.join(ATTENTION)}")
         if src.get("host") not in HOSTS:
             out.append(f"source {key}: host {src.get('host')!r}: expected one of {', '.join(HOSTS)}")
+        bad = unfused_problem(f"source {key}", src.get("unfused"))
+        if bad:
+            out.append(bad)
     seen = set()
     for i, row in enumerate(doc.get("rows", [])):
         rid = row.get("id", f"#{i}")
@@ -129,6 +152,8 @@ def problems(doc, variants):
             out.append(f"row {rid}: attention {row['attention']!r}: expected one of {', '.join(ATTENTION)}")
         if "host" in row and row["host"] not in HOSTS:
             out.append(f"row {rid}: host {row['host']!r}: expected one of {', '.join(HOSTS)}")
+        if "unfused" in row and unfused_problem(f"row {rid}", row["unfused"]):
+            out.append(unfused_problem(f"row {rid}", row["unfused"]))
         if row.get("split") in HELD_OUT and row.get("excluded"):
             out.append(f"row {rid}: a held-out row carries excluded: (the rules decide admission before a row is held out)")
         sch = row.get("schedule", "1f1b")
@@ -150,7 +175,7 @@ def hostile(doc, variants, rng):
     d = copy.deepcopy(doc)
     rows = d["rows"]
     row = rng.choice(rows)
-    kind = rng.randrange(8)
+    kind = rng.randrange(9)
     if kind == 0:
         row["split"] = rng.choice(["heldout", "test", "", "calibrate"])
         return (d, variants), f"{row['id']}: split {row['split']!r}"
@@ -172,6 +197,9 @@ def hostile(doc, variants, rng):
     if kind == 6:
         rows.append(copy.deepcopy(row))
         return (d, variants), f"{row['id']}: twice"
+    if kind == 7:   # an eager family the mechanism does not know, a family twice, or no list
+        row["unfused"] = rng.choice([["gelu"], ["rope", "rope"], "norm", None, ["Norm"]])
+        return (d, variants), f"{row['id']}: unfused {row['unfused']!r}"
     key = rng.choice(sorted(d["sources"]))
     d["sources"][key][rng.choice(["metric", "attention", "host"])] = rng.choice(["tflops", "flash3", "", "materialised"])
     return (d, variants), f"source {key}: metric, attention or host unknown"
@@ -268,7 +296,7 @@ def main():
             with open(out) as fh:
                 return json.load(fh)
     doc = load()
-    splits = ("calibration", "seen", "held_out", "held_out_round3", "held_out_round4")
+    splits = ("calibration", "seen", "held_out", "held_out_round3", "held_out_round4", "held_out_round5")
     if "--split" in sys.argv:   # price and show one split's rows only
         i = sys.argv.index("--split")
         if i + 1 >= len(sys.argv) or sys.argv[i + 1] not in SPLIT_LABEL:
@@ -313,6 +341,8 @@ AFTER_ROUND2 = ("3fe3bd9", "the data-parallel reduction priced per layer bucket 
 FIRST_ROUND3 = ("the model of commit " + SPLIT3_COMMIT, "median |error| 21.5 %, worst 284.7 %, 14 positive, 3 negative")
 # The first pricing of round 4's held-out rows, after round 4's mechanisms were committed (None: not priced yet)
 FIRST_ROUND4 = ("the model of commit cd9b71e", "median |error| 28.0 %, worst 59.6 %, 22 positive, 1 negative")
+# The first pricing of round 5's held-out rows, after round 5's mechanisms were committed (None: not priced yet)
+FIRST_ROUND5 = ("the model of commit d06d700", "median |error| 26.6 %, worst 50.5 %, 18 positive, 0 negative")
 
 
 def _pct(x):
@@ -373,6 +403,12 @@ def _round4(held4):
                         "and priced", FIRST_ROUND4)
 
 
+def _round5(held5):
+    return _round_lines(5, held5, SPLIT5_COMMIT, "the round-5 mechanisms were written down with their sources "
+                        "(docs/performance-model.md, round 5 of the GPU model) and committed before they were implemented "
+                        "and priced", FIRST_ROUND5)
+
+
 def section(doc, V, B, X, md_table):
     """The lines of REPORT.md's section on the published throughputs."""
     L = []
@@ -385,16 +421,20 @@ def section(doc, V, B, X, md_table):
     held3_src = sorted({x[0]["source"] for x in held3})
     held4 = [x for x in errs if x[0]["split"] == "held_out_round4" and counted(x[0])]
     held4_src = sorted({x[0]["source"] for x in held4})
+    held5 = [x for x in errs if x[0]["split"] == "held_out_round5" and counted(x[0])]
+    held5_src = sorted({x[0]["source"] for x in held5})
     n = len(held)
     L.append(f"The set: {len(errs)} published end-to-end training throughputs of transformers on A100 and H100 GPUs from "
              f"{len(doc['sources'])} sources (`{SET}`: each row's configuration, its source's location, the metric's "
              f"definition, the mapping rules; `experiments/published-throughputs.yaml`: the engine variant of each row), in "
-             f"five splits: **calibration** ({len(cal)} Megatron-LM SC21 rows whose errors had been seen before round 1), "
+             f"six splits: **calibration** ({len(cal)} Megatron-LM SC21 rows whose errors had been seen before round 1), "
              f"**seen in round 1** ({len(seen)} rows held out in round 1 and priced once there, seen since), **held out "
              f"(round 2)** ({n} rows from {len(held_src)} sources not used in round 1: {', '.join(held_src)}), **held out "
-             f"(round 3)** ({len(held3)} rows from {len(held3_src)} sources used in no earlier round: {', '.join(held3_src)}) and "
+             f"(round 3)** ({len(held3)} rows from {len(held3_src)} sources used in no earlier round: {', '.join(held3_src)}), "
              f"**held out (round 4)** ({len(held4)} rows from {len(held4_src)} sources used in no earlier round: "
-             f"{', '.join(held4_src)}).\n")
+             f"{', '.join(held4_src)}) and **held out (round 5)** ({len(held5)} rows from {len(held5_src)} sources used in "
+             f"no earlier round: {', '.join(held5_src)}).\n")
+    L += _round5(held5)
     L += _round4(held4)
     L += _round3(held3)
     L.append(f"**Round 2, in the order git history shows it:** the held-out set and the mapping rules (R1–R11, which decide "
@@ -420,13 +460,13 @@ def section(doc, V, B, X, md_table):
              f"{CAL_BEFORE_ROUND2[1]}; before round 1's mechanisms, at 7034904: median 23.4 %, worst 37.9 %, 6 too fast).\n")
     L.append("error = published seconds per iteration / modeled − 1 (positive: the model is too fast); published seconds from "
              "each source's own metric (SC21: Eq. (3) teraFLOP/s; Megatron-Core: its FLOP count at f2e5db402c; MosaicML: "
-             "tokens/s/GPU; FlashAttention and Lambda: tokens/s of the whole run; FP8-LM and FlagPerf's PaddleNLP cases: samples/s of the whole run; FlagPerf's Megatron-Core cases: tokens/s/GPU; BLOOM, "
+             "tokens/s/GPU; FlashAttention and Lambda: tokens/s of the whole run; FP8-LM, FlagPerf's PaddleNLP cases and Pax: samples/s of the whole run; FlagPerf's Megatron-Core cases and PaddleNLP's own table: tokens/s/GPU; NeMo Megatron: tokens/s of the whole run; BLOOM, "
              "Korthikanti et al., Megatron-Turing NLG, Nemotron-4 15B, llm.c: seconds per iteration as printed). Band: the model over the chosen constants' alternatives on that row's profile. "
              "*engine fits*: whether this engine's own memory layout fits the profile's memory (the published systems shard or "
              "recompute their own way; the time is priced either way). *kernel, schedule*: how the row's attention and "
-             "pipeline are priced (R8, R9).\n")
+             "pipeline are priced (R8, R9), and the element-wise families the program ran unfused (docs/performance-model.md §20).\n")
     rows = []
-    order = {"held_out_round4": 0, "held_out_round3": 1, "held_out": 2, "seen": 3, "calibration": 4}
+    order = {"held_out_round5": 0, "held_out_round4": 1, "held_out_round3": 2, "held_out": 3, "seen": 4, "calibration": 5}
     for row, p, m, e in sorted(errs, key=lambda x: order[x[0]["split"]]):
         src = doc["sources"][row["source"]]
         b = B.get(f"pubs/{row['id']}")
@@ -436,13 +476,14 @@ def section(doc, V, B, X, md_table):
         note = row["system"] + (f"; **excluded ({row['excluded']})**" if not counted(row) else "")
         rows.append([row["id"], SPLIT_LABEL[row["split"]], row.get("gpu") or src["gpu"], shape,
                      f"{row['tp']}/{row['pp']}/{row['dp']} ({row['gpus']})", row["micro_batch"] or "1*", row["batch"], row["seq"],
-                     f"{attention_of(doc, row)}, {sch}", f"{p:.3f}", f"{m:.3f}{band}", _pct(e),
+                     f"{attention_of(doc, row)}, {sch}" + (f", unfused {'/'.join(unfused_of(doc, row))}" if unfused_of(doc, row) else ""),
+                     f"{p:.3f}", f"{m:.3f}{band}", _pct(e),
                      "yes" if X[f"pubfit/{row['id']}"] else "no", note.replace("|", "\\|")])   # a pipe of the text is no column border
     L.append(md_table(["row", "split", "GPU", "model", "tp/pp/dp (GPUs)", "micro-batch", "batch", "seq", "kernel, schedule",
                        "published s", "model s [band]", "error", "engine fits",
                        "what the published system does that this engine's trace does not"], rows) + "\n")
     L.append("\\* not stated by the source; 1 sequence per replica, chosen before pricing (the set's header, R10).\n")
-    for split in ("held_out_round4", "held_out_round3", "held_out", "seen"):
+    for split in ("held_out_round5", "held_out_round4", "held_out_round3", "held_out", "seen"):
         by = {}
         for x in errs:
             if x[0]["split"] == split and counted(x[0]):

@@ -1044,6 +1044,83 @@ TEST(pipeline_transfers_and_uneven_stages) {
     EXPECT(t1 > t0, "transfers: %.3f vs %.3f", t1, t0);
 }
 
+// ---- round 5: the eager element-wise compositions of published programs ------------------------
+
+TEST(eager_element_wise_compositions) {
+    // §20, 1.: an op of a declared family is priced as its reference composition, each kernel a memory
+    // pass at the achieved bandwidth and a launch through the queue; any other op, and every op of an
+    // undeclared family, as before. Generated ops of every family and direction, with generated element
+    // counts and declared sets, on the small profile with a launch queue; the compositions' kernel counts
+    // and bytes per element are written out here from the sources' code ([HF-LLAMA]), not from the code
+    // under test.
+    static const struct { const char *name; int family; double flops_per_elem, bytes_per_elem, engine_bytes_per_elem; int kernels; } ops[] = {
+        { "rmsnorm_forward", SIM_UNFUSED_NORM, 4, 6 + 8 + 4 + 8 + 6 + 4, 4, 8 },
+        { "rmsnorm_backward", SIM_UNFUSED_NORM, 10, 4 + 6 + 2 + 6 + 8 + 12 + 4 + 4 + 12 + 12 + 6, 8, 12 },
+        { "rope_forward", SIM_UNFUSED_ROPE, 3, 2 + 4 + 4 + 4 + 6, 4, 5 },
+        { "rope_backward", SIM_UNFUSED_ROPE, 3, 4 + 4 + 2 + 4 + 4 + 6 + 6, 4, 7 },
+        { "swiglu_forward", SIM_UNFUSED_SWIGLU, 5, 4 + 6, 6, 2 },
+        { "swiglu_backward", SIM_UNFUSED_SWIGLU, 12, 6 + 6 + 6, 10, 3 },
+    };
+    EXPECT(!strcmp(sim_unfused_name(SIM_UNFUSED_NORM), "norm") && !strcmp(sim_unfused_name(SIM_UNFUSED_ROPE), "rope")
+           && !strcmp(sim_unfused_name(SIM_UNFUSED_SWIGLU), "swiglu"), "the families' names");
+    char text[4096], err[1024];
+    HwProfile p;
+    patched(text, sizeof text, "eager", 10, "op_overhead_s: 0\nlaunch_s: 5e-6");
+    EXPECT(load_text("eager", text, &p, err, sizeof err) == 0, "%s", err);
+    uint64_t st = 2026;
+    int n_slower = 0, n_same = 0;
+    for (int c = 0; c < 120; c++) {
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        int i = (int)((st >> 33) % 6);
+        unsigned mask = (unsigned)((st >> 40) % 8);
+        double n = 1e3 * pow(10, (double)((st >> 45) % 6));   // 1e3 ... 1e8 elements
+        OpInfo op = { .name = ops[i].name, .cls = OPC_MEMORY, .flops = ops[i].flops_per_elem * n,
+                      .bytes = ops[i].engine_bytes_per_elem * n, .phase = PHASE_FORWARD, .layer = 0 };
+        double bytes[SIM_UNFUSED_MAX_KERNELS];
+        int k = sim_unfused_kernels(&op, mask, bytes), declared = (mask >> ops[i].family) & 1;
+        EXPECT(k == (declared ? ops[i].kernels : 0), "case %d: %s under mask %u: %d kernels", c, ops[i].name, mask, k);
+        double sum = 0;
+        for (int j = 0; j < k; j++) sum += bytes[j];
+        EXPECT(!declared || close_rel(sum, ops[i].bytes_per_elem * n, 1e-12), "case %d: %s moves %g B, expected %g", c, ops[i].name,
+               sum, ops[i].bytes_per_elem * n);
+        // the tracer: the composition's kernels through the two clocks written out here, or the engine's one
+        SimTracer t;
+        sim_tracer_init(&t, &p, SP_BF16, 1, 1, 1, 0, 0, 0, 1);
+        t.unfused = mask;
+        sim_tracer_op(&t, &op);
+        double host = 0, dev = 0;
+        if (declared)
+            for (int j = 0; j < k; j++) {
+                host += 5e-6;
+                dev = (host > dev ? host : dev) + bytes[j] / 1e12;
+            }
+        else {
+            host += 5e-6;
+            dev = host + sim_op_time(&p, SP_BF16, &op);
+        }
+        double got = sim_tracer_take(&t).compute_s;
+        EXPECT(close_rel(got, dev, 1e-12), "case %d: %s under mask %u priced %g, expected %g", c, ops[i].name, mask, got, dev);
+        if (declared && n >= 1e7) {   // long kernels: the composition's extra bytes show, the engine's kernel is faster
+            EXPECT(got > 5e-6 + ops[i].engine_bytes_per_elem * n / 1e12, "case %d: %s not slower than the fused kernel", c, ops[i].name);
+            n_slower++;
+        }
+        if (!declared) n_same++;
+        sim_tracer_free(&t);
+    }
+    EXPECT(n_slower > 5 && n_same > 5, "the cases cover both (%d slower, %d as the engine's)", n_slower, n_same);
+    // ops of no family keep their price under every declaration
+    static const char *const others[] = { "add", "silu_forward", "xent_forward", "adamw", "embedding_forward" };
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        OpInfo op = { .name = others[i], .cls = OPC_MEMORY, .flops = 4e6, .bytes = 8e6 };
+        double bytes[SIM_UNFUSED_MAX_KERNELS];
+        EXPECT(sim_unfused_kernels(&op, 7, bytes) == 0, "%s is no member of a family", others[i]);
+    }
+    OpInfo g = { .name = "rmsnorm_forward", .cls = OPC_GEMM, .flops = 4e6, .bytes = 8e6, .M = 10, .N = 10, .K = 10 };
+    double bytes[SIM_UNFUSED_MAX_KERNELS];
+    EXPECT(sim_unfused_kernels(&g, 7, bytes) == 0, "only memory ops are compositions");
+    hw_free(&p);
+}
+
 // ---- round 2: the launch queue, FlashAttention v1, interleaved schedules ----------------------
 
 TEST(launch_queue) {
@@ -1571,6 +1648,20 @@ TEST(simulate_refuses_bad_input) {
     EXPECT(run_capture(cmd, out, sizeof out) == 0 && strstr(out, "host priced as Python (2e-05 s per issued kernel)")
            && sscanf(strstr(out, "step time") ? strstr(out, "step time") : "", "step time %lf", &step_py) == 1, "python host: %s", out);
     EXPECT(step_py >= step_c && step_c > 0, "the Python host is never faster: %g against %g", step_py, step_c);
+    // a published program's eager element-wise compositions (§20): known families, each once, never
+    // recorded as this engine's run, and priced: the same step with the compositions never faster
+    snprintf(cmd, sizeof cmd, "build/simulate %s --unfused norm,gelu", t);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "--unfused norm,gelu: 'gelu' is no family: expected none or a "
+           "comma-separated list of norm, rope, swiglu"), "--unfused gelu: %s", out);
+    snprintf(cmd, sizeof cmd, "build/simulate %s --unfused rope,rope", t);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "'rope' twice"), "--unfused rope,rope: %s", out);
+    snprintf(cmd, sizeof cmd, "build/simulate %s --unfused norm --record", t);
+    EXPECT(run_capture(cmd, out, sizeof out) == 2 && strstr(out, "does not go with --record"), "unfused recorded: %s", out);
+    double step_e = 0;
+    snprintf(cmd, sizeof cmd, "build/simulate %s --unfused norm,rope,swiglu", g);
+    EXPECT(run_capture(cmd, out, sizeof out) == 0 && strstr(out, "unfused norm,rope,swiglu")
+           && sscanf(strstr(out, "step time") ? strstr(out, "step time") : "", "step time %lf", &step_e) == 1, "unfused: %s", out);
+    EXPECT(step_e > step_c, "the eager compositions are slower: %g against %g", step_e, step_c);
 }
 
 // A recipe variant end to end: the split adds up to the step. The dry trace must be complete
@@ -1629,6 +1720,7 @@ int main(void) {
     RUN(launch_queue);
     RUN(flash1_attention);
     RUN(sustained_clock_and_padded_heads);
+    RUN(eager_element_wise_compositions);
     RUN(pipeline_interleaved_closed_form);
     RUN(tracer_prices_records);
     RUN(tracer_started_calls_exposure);

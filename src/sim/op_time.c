@@ -138,3 +138,43 @@ double sim_attention_kernel_time(const HwProfile *hw, SimPrecision p, const OpIn
     default: DIE("sim: attention kernel %d", (int)k);
     }
 }
+
+// ---- the eager element-wise compositions (docs/performance-model.md §20, 1.) ------------------
+// Bytes per element of each kernel of a family's reference composition (bf16 storage 2 B, fp32
+// intermediates 4 B; per-row values, cos and sin broadcast and not counted; views free; a framework
+// operation reads its inputs and writes its output once), and the FLOPs per element of the engine's
+// op (ops.h), which give the element count.
+typedef struct { const char *op; SimUnfused family; double flops_per_elem; int n; double bytes[SIM_UNFUSED_MAX_KERNELS]; } Composition;
+static const Composition COMPOSITIONS[] = {
+    // Hugging Face LlamaRMSNorm: to-fp32, pow, mean, +eps, rsqrt, × rsqrt, to-bf16, × weight
+    { "rmsnorm_forward", SIM_UNFUSED_NORM, 4, 8, { 6, 8, 4, 0, 0, 8, 6, 4 } },
+    // its autograd: × weight (input gradient; the weight gradient's product and row sum), to-bf16,
+    // × rsqrt (input gradient; the rsqrt gradient's product and row sum), rsqrt and +eps, mean, pow,
+    // the two fp32 input gradients summed, to-fp32
+    { "rmsnorm_backward", SIM_UNFUSED_NORM, 10, 12, { 4, 6, 2, 6, 8, 12, 4, 0, 4, 12, 12, 6 } },
+    // apply_rotary_pos_emb per tensor: −x2, cat, × cos, × sin, +
+    { "rope_forward", SIM_UNFUSED_ROPE, 3, 5, { 2, 4, 4, 4, 6 } },
+    // its autograd: × cos, × sin, the negation, the two slices into full-size gradients, two sums
+    { "rope_backward", SIM_UNFUSED_ROPE, 3, 7, { 4, 4, 2, 4, 4, 6, 6 } },
+    // act_fn(gate) * up: silu, ×
+    { "swiglu_forward", SIM_UNFUSED_SWIGLU, 5, 2, { 4, 6 } },
+    // its autograd: up's gradient (× silu(gate)), silu output's gradient (× up), silu's backward
+    { "swiglu_backward", SIM_UNFUSED_SWIGLU, 12, 3, { 6, 6, 6 } },
+};
+
+const char *sim_unfused_name(SimUnfused f) {
+    static const char *const names[SIM_UNFUSED_COUNT] = { "norm", "rope", "swiglu" };
+    return (unsigned)f < SIM_UNFUSED_COUNT ? names[f] : "?";
+}
+
+int sim_unfused_kernels(const OpInfo *op, unsigned mask, double bytes[SIM_UNFUSED_MAX_KERNELS]) {
+    if (!mask || !op->name || op->cls != OPC_MEMORY) return 0;
+    for (size_t i = 0; i < sizeof COMPOSITIONS / sizeof COMPOSITIONS[0]; i++) {
+        const Composition *c = &COMPOSITIONS[i];
+        if (!(mask & 1u << c->family) || strcmp(op->name, c->op)) continue;
+        double n = op->flops / c->flops_per_elem;
+        for (int k = 0; k < c->n; k++) bytes[k] = c->bytes[k] * n;
+        return c->n;
+    }
+    return 0;
+}

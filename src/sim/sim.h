@@ -70,6 +70,19 @@ double sim_flash_head_fraction(double head_dim);
 // the full s × s, the scale-mask-softmax pass, with dropout its pass and one-byte mask.
 double sim_attention_materialized_time(const HwProfile *hw, SimPrecision p, const OpInfo *op, int dropout);
 
+// The eager element-wise compositions of published programs (docs/performance-model.md §20): a
+// family a program computes as several framework operations, each its own kernel, instead of the
+// engine's one fused kernel. A run declares a set of them (bit 1 << family; build/simulate
+// --unfused); the engine's own runs declare none.
+typedef enum { SIM_UNFUSED_NORM, SIM_UNFUSED_ROPE, SIM_UNFUSED_SWIGLU, SIM_UNFUSED_COUNT } SimUnfused;
+const char *sim_unfused_name(SimUnfused f);   // "norm", "rope", "swiglu"
+#define SIM_UNFUSED_MAX_KERNELS 12
+// The kernels of `op` run as its family's reference composition when `mask` declares the family:
+// bytes[i] the memory traffic of kernel i (bytes per element × the op's element count, which its
+// FLOP count gives); returns how many (0: the op is no member of a declared family — the engine's
+// kernel prices it).
+int sim_unfused_kernels(const OpInfo *op, unsigned mask, double bytes[SIM_UNFUSED_MAX_KERNELS]);
+
 // ---- collectives (collective.c) -------------------------------------------------------------
 // Where a group's ranks sit: n ranks over n_nodes nodes, at most per_node on one node.
 typedef struct { int n, n_nodes, per_node; } SimPlacement;
@@ -134,6 +147,7 @@ typedef struct {
     SimPlacement place[GROUP_COUNT];
     double share;                              // hw_rank_share of this rank's node: ops take 1/share as long
     SimAttentionKernel attention;              // how attention ops are priced (default: the engine's flash kernel)
+    unsigned unfused;                          // the eager compositions declared (bit 1 << SimUnfused; default none)
     double host_s, dev_s;                      // the launch queue's clocks within the current span
     SimCost cur, total;
     int n_layers;                              // per-layer tables: layers -1 .. n_layers-1

@@ -80,8 +80,14 @@ static double queued(SimTracer *t, double s) {
 
 void sim_tracer_op(void *ctx, const OpInfo *op) {
     SimTracer *t = ctx;
-    double s = queued(t, (op->cls == OPC_ATTENTION ? sim_attention_kernel_time(t->hw, t->prec, op, t->attention)
-                                                   : sim_op_time(t->hw, t->prec, op)) / t->share);
+    double bytes[SIM_UNFUSED_MAX_KERNELS], s = 0;
+    int k = sim_unfused_kernels(op, t->unfused, bytes);
+    if (k)   // a published program's eager composition: each kernel a memory pass and a launch (§20)
+        for (int i = 0; i < k; i++)
+            s += queued(t, (bytes[i] / (t->hw->memory_bandwidth * t->hw->memory_efficiency) + t->hw->op_overhead_s) / t->share);
+    else
+        s = queued(t, (op->cls == OPC_ATTENTION ? sim_attention_kernel_time(t->hw, t->prec, op, t->attention)
+                                                : sim_op_time(t->hw, t->prec, op)) / t->share);
     t->cur.compute_s += s;
     t->clock_s += s;
     t->cur.flops += op->flops;

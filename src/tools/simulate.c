@@ -82,6 +82,7 @@ typedef struct {
     SimAttentionKernel att;  // how the attention ops are priced (--attention-kernel)
     int vstages;             // a published run's interleaved schedule (--virtual-stages; 1: this engine's 1F1B)
     int host_python;         // a published program issuing its ops from Python (--host python: launch_python_s)
+    unsigned unfused;        // a published program's eager element-wise compositions (--unfused; bit 1 << SimUnfused)
     int P, K, world, nodes, trace_stage, trace_layer;
     double tokens, step, model_flops, hw_flops;
     StageSim *st;
@@ -139,7 +140,7 @@ static void sim_after_transfer(void *ctx, const PipeAction *a) {
 }
 
 // One pipeline stage: build it on the dry back end and run the trainer's step through it.
-static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw, SimPrecision prec, DType dt, int stage,
+static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw, SimPrecision prec, unsigned unfused, DType dt, int stage,
                            int trace_layer, SimAttentionKernel att) {
     const ParallelConfig *pc = &cfg->parallel;
     const TrainConfig *tc = &cfg->train;
@@ -160,6 +161,7 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     sim_tracer_init(&st->tracer, hw, prec, pc->tp, pc->dp, pc->pp, 0, 0, stage, cfg->model.n_layers);
     SimTracer *t = &st->tracer;
     t->attention = att;
+    t->unfused = unfused;
     int traced = trace_layer >= st->layer_begin && trace_layer < st->layer_end;
     if (traced) sim_tracer_trace_layer(t, trace_layer, 0);
     OpObserver obs = { NULL, sim_tracer_op };
@@ -511,9 +513,12 @@ static void write_json(FILE *f, const SimRun *s) {
     json_kv(f, "peak_flops", hw->peak_flops[s->prec], 0);
     json_kv(f, "memory_bytes", hw->memory_bytes, 1);
     fprintf(f, "},\n  \"fits\": %s,\n  \"precision\": \"%s\",\n  \"attention_kernel\": \"%s\",\n  \"virtual_stages\": %d,\n  \"host\": \"%s\",\n"
-               "  \"model\": {\"linear\": \"%s\", \"preset\": ",
+               "  \"unfused\": [",
             run_fits(s, NULL) ? "true" : "false", sim_precision_name(s->prec), sim_attention_kernel_name(s->att), s->vstages,
-            s->host_python ? "python" : "c", linear_kind_name((LinearKind)mc->linear));
+            s->host_python ? "python" : "c");
+    for (int k = 0, n = 0; k < SIM_UNFUSED_COUNT; k++)
+        if (s->unfused & 1u << k) fprintf(f, "%s\"%s\"", n++ ? ", " : "", sim_unfused_name((SimUnfused)k));
+    fprintf(f, "],\n  \"model\": {\"linear\": \"%s\", \"preset\": ", linear_kind_name((LinearKind)mc->linear));
     json_str(f, mc->preset);
     fprintf(f, ", \"n_layers\": %d, \"d_model\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, \"d_ff\": %d, \"rank_attn\": %d, "
                "\"rank_mlp\": %d, \"seq_len\": %d, \"vocab_size\": %d, \"tie_embeddings\": %s, \"params\": %lld},\n",
@@ -667,11 +672,31 @@ static int gemm_query(const char *hardware, const char *shape, const char *preci
     return 0;
 }
 
+// --unfused: "none", or a comma-separated list of distinct families (norm, rope, swiglu): their bits.
+static unsigned parse_unfused(const char *arg) {
+    if (!strcmp(arg, "none")) return 0;
+    unsigned mask = 0;
+    const char *p = arg;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        int k = 0;
+        while (k < SIM_UNFUSED_COUNT && !(strlen(sim_unfused_name((SimUnfused)k)) == n && !strncmp(p, sim_unfused_name((SimUnfused)k), n))) k++;
+        if (k == SIM_UNFUSED_COUNT || mask & 1u << k)
+            die_input_hint("--unfused none prices this engine's fused kernels; a list of norm, rope and swiglu (each once) prices "
+                           "those families as a published program's eager compositions (docs/performance-model.md §20)",
+                           "--unfused %s: '%.*s' %s: expected none or a comma-separated list of norm, rope, swiglu", arg, (int)n, p,
+                           k == SIM_UNFUSED_COUNT ? "is no family" : "twice");
+        mask |= 1u << k;
+        if (!p[n]) return mask;
+        p += n + 1;
+    }
+}
+
 static const char *USAGE =
     "usage: build/simulate experiments/X.yaml [--variant V] --hardware PROFILE [--set k=v]...\n"
     "                      [--per-layer] [--json FILE] [--trace-layer L]\n"
     "                      [--record [--launch ID] [--repeat-index R]] [--attention-kernel flash|flash1|materialized|materialized-dropout]\n"
-    "                      [--virtual-stages V] [--host c|python]\n"
+    "                      [--virtual-stages V] [--host c|python] [--unfused none|norm,rope,swiglu]\n"
     "       build/simulate --hardware PROFILE --gemm M,N,K[,COUNT] [--precision bf16|tf32|fp32]\n"
     "       build/simulate experiments/X.yaml [--variant V] --hardware cpu-local --measure-ops STEPS [--ops-csv FILE]\n"
     "One training step of a manifest variant priced on a hardware profile (experiments/hardware/*.yaml):\n"
@@ -684,13 +709,15 @@ static const char *USAGE =
     "without dropout, or FlashAttention v1) instead of this engine's flash kernel, and --virtual-stages V a\n"
     "published interleaved pipeline schedule (V model chunks per device) instead of this engine's 1F1B, and\n"
     "--host python the host of a program that issues its ops from Python (the profile's launch_python_s per\n"
-    "kernel instead of launch_s): the check against published throughputs.\n"
+    "kernel instead of launch_s), --unfused the element-wise families (norm, rope, swiglu) a published program\n"
+    "computes as several framework operations, each priced as its reference composition's kernels: the\n"
+    "check against published throughputs.\n"
     "See docs/performance-model.md.\n";
 
 int main(int argc, char **argv) {
     const char *manifest = NULL, *variant = NULL, *hardware = NULL, *json_path = NULL, *gemm = NULL, *precision = "bf16";
     int per_layer = 0, record = 0, repeat_index = 0, trace_layer = 0, measure_steps = 0, n_pos = 0, vstages = 1;
-    const char *ops_csv = NULL, *att_kernel = "flash", *host = "c";
+    const char *ops_csv = NULL, *att_kernel = "flash", *host = "c", *unfused = "none";
     int64_t launch_id = 0;
     OptList set_list = {0};
     const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
@@ -709,6 +736,7 @@ int main(int argc, char **argv) {
         OPT_STR_ROW("attention-kernel", &att_kernel),
         OPT_INT_ROW("virtual-stages", 1, 1000000000, &vstages),
         OPT_STR_ROW("host", &host),
+        OPT_STR_ROW("unfused", &unfused),
         OPT_LIST_ROW("set", &set_list),
         OPT_END };
     opt_parse("simulate", opts, argc, argv, &manifest, 1, &n_pos, USAGE);
@@ -748,6 +776,10 @@ int main(int argc, char **argv) {
     if (s.host_python && (record || measure_steps))
         die_input("--host python prices a published program's host, not this engine's: it does not go with --record or "
                   "--measure-ops");
+    s.unfused = parse_unfused(unfused);
+    if (s.unfused && (record || measure_steps))
+        die_input("--unfused %s prices a published program's element-wise kernels, not this engine's: it does not go with "
+                  "--record or --measure-ops", unfused);
     Manifest *man = manifest_load_with(manifest, sets, n_sets);
     s.man = man;
     s.mv = manifest_variant(man, variant);
@@ -792,6 +824,7 @@ int main(int argc, char **argv) {
            s.att != SIM_ATT_FLASH ? ", attention priced as " : "", s.att != SIM_ATT_FLASH ? sim_attention_kernel_name(s.att) : "");
     if (vstages > 1) printf(", pipeline priced as interleaved with %d chunks per device", vstages);
     if (s.host_python) printf(", host priced as Python (%.3g s per issued kernel)", s.hw.launch_s);
+    if (s.unfused) printf(", unfused %s", unfused);
     printf("\n");
     printf("grid tp x pp x dp = %d x %d x %d: %d device%s on %d node%s of %d; %d micro-batch%s of %d x %d tokens per step "
            "(%.0f tokens)\n", pc->tp, pc->pp, pc->dp, s.world, s.world > 1 ? "s" : "", s.nodes, s.nodes > 1 ? "s" : "",
@@ -799,7 +832,7 @@ int main(int argc, char **argv) {
 
     s.st = xcalloc((size_t)s.P, sizeof *s.st);
     for (int p = 0; p < s.P; p++) {
-        simulate_stage(&s.st[p], &s.cfg, &s.hw, s.prec, dt, p, trace_layer, s.att);
+        simulate_stage(&s.st[p], &s.cfg, &s.hw, s.prec, s.unfused, dt, p, trace_layer, s.att);
         if (trace_layer >= s.st[p].layer_begin && trace_layer < s.st[p].layer_end) s.trace_stage = p;
         trainer_memory_report(&s.cfg, grid_world_rank(pc->tp, pc->dp, 0, 0, p), dt, &s.st[p].mem);
     }
