@@ -152,8 +152,9 @@ def problems(doc, variants):
             out.append(f"row {rid}: attention {row['attention']!r}: expected one of {', '.join(ATTENTION)}")
         if "host" in row and row["host"] not in HOSTS:
             out.append(f"row {rid}: host {row['host']!r}: expected one of {', '.join(HOSTS)}")
-        if "unfused" in row and unfused_problem(f"row {rid}", row["unfused"]):
-            out.append(unfused_problem(f"row {rid}", row["unfused"]))
+        bad = unfused_problem(f"row {rid}", row["unfused"]) if "unfused" in row else None
+        if bad:
+            out.append(bad)
         if row.get("split") in HELD_OUT and row.get("excluded"):
             out.append(f"row {rid}: a held-out row carries excluded: (the rules decide admission before a row is held out)")
         sch = row.get("schedule", "1f1b")
