@@ -785,7 +785,7 @@ TEST(crossentropy_reference_inplace_and_shards) {
     gfree_all();
 }
 
-// The vector kernels (fast_expf16 where built for AVX-512) against the scalar definitions
+// The vector kernels (fmv_exp where the build has FM_VEC: AVX-512 or AVX2 + FMA) against the scalar definitions
 // written with fast_expf, bit for bit: generated rows and lengths (tails of every size, rows
 // shorter than a block), logits spread wide enough that some exps underflow to subnormals.
 TEST(crossentropy_vector_bits) {
@@ -1065,10 +1065,11 @@ TEST(fast_expf_accuracy) {
 }
 
 
-// fast_expf16 lane by lane against fast_expf: every float in [-90, -85] (the clamp and the
-// subnormal results), a dense sweep of [-90, 90], random bit patterns, and the specials.
-TEST(fast_expf16_same_bits) {
-#ifdef FM_AVX512
+// fmv_exp (16 or 8 lanes, the build's widest) lane by lane against fast_expf: every
+// float in [-90, -85] (the clamp and the subnormal results), a dense sweep of [-90, 90], random
+// bit patterns, and the specials, in blocks whose last one is partial.
+TEST(vector_expf_same_bits) {
+#ifdef FM_VEC
     enum { B = 4096 };
     static uint32_t in[B];
     static float out[B];
@@ -1087,19 +1088,18 @@ TEST(fast_expf16_same_bits) {
             else if ((k -= 2000000) < 1000000) in[i] = (uint32_t)(rng_uniform(&g_rng) * 4294967296.0);
             else in[i] = specials[k - 1000000];
         }
-        for (int i = 0; i < m; i += 16) {
-            __mmask16 mk = fm_mask16((size_t)i, (size_t)m);
-            _mm512_mask_storeu_ps(out + i, mk, fast_expf16(_mm512_maskz_loadu_ps(mk, in + i)));
-        }
+        for (int i = 0; i < m; i += FMV_LANES)
+            fmv_storen(out, fmv_exp(fmv_loadn((const float *)in, (size_t)i, (size_t)m)), (size_t)i, (size_t)m);
         for (int i = 0; i < m; i++) {
             float x, e; memcpy(&x, &in[i], 4); e = fast_expf(x);
             if (memcmp(&e, &out[i], 4)) { if (nbad++ < 3) fprintf(stderr, "  x %08x: %a vs %a\n", in[i], e, out[i]); }
             ncmp++;
         }
     }
-    EXPECT(nbad == 0 && ncmp == (long)total, "fast_expf16 differs from fast_expf on %ld of %ld inputs", nbad, ncmp);
+    EXPECT(nbad == 0 && ncmp == (long)total, "fmv_exp (%d lanes) differs from fast_expf on %ld of %ld inputs", FMV_LANES,
+           nbad, ncmp);
 #else
-    SKIP_TEST("this build has no fast_expf16 (AVX-512F and FMA not targeted)");
+    SKIP_TEST("this build has no vector exp (neither AVX-512F nor AVX2 with FMA targeted)");
 #endif
 }
 
@@ -1529,7 +1529,7 @@ int main(void) {
     RUN(adamw_multi_live);
     RUN(embedding_backward_live_rows);
     RUN(fast_expf_accuracy);
-    RUN(fast_expf16_same_bits);
+    RUN(vector_expf_same_bits);
     RUN(lax_layernorm_forward_reference);
     RUN(lax_layernorm_gradcheck);
     RUN(lax_gates_forward_reference);

@@ -10,29 +10,24 @@ static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
 // derivative is written (callers multiply by s first: the order their bits were set in)
 static inline float silu_slope_(float x, float s) { return 1.0f + x * (1.0f - s); }
 
-// Where the build targets AVX-512, the sigmoid loops below run over blocks of 16 with
-// fast_expf16: the same operations in the same order as the scalar expressions (C11 does not
-// contract them), so the same bits (tests/test_ops.c activation_vector_bits).
-#ifdef FM_AVX512
-static inline __m512 sigmoid16_(__m512 x) {
-    __m512 negx = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN)));
-    return _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), fast_expf16(negx)));
-}
-static inline __m512 silu_slope16_(__m512 x, __m512 s) {
-    __m512 one = _mm512_set1_ps(1.0f);
-    return _mm512_add_ps(one, _mm512_mul_ps(x, _mm512_sub_ps(one, s)));
-}
-#define LD16(m, p) _mm512_maskz_loadu_ps((m), (p))
+// Where the build has FM_VEC (fastmath.h: AVX-512 or AVX2 + FMA), the sigmoid loops below run
+// over blocks of FMV_LANES with fmv_exp: the same operations in the same order as the scalar
+// expressions (C11 does not contract them), so the same bits (tests/test_ops.c
+// activation_vector_bits).
+#ifdef FM_VEC
+static inline fmv sigmoidv_(fmv x) { return fmv_div(fmv_set1(1.0f), fmv_add(fmv_set1(1.0f), fmv_exp(fmv_neg(x)))); }
+static inline fmv silu_slopev_(fmv x, fmv s) { return fmv_add(fmv_set1(1.0f), fmv_mul(x, fmv_sub(fmv_set1(1.0f), s))); }
+#define LDV(p) fmv_loadn((p), i, n)
+#define STV(p, v) fmv_storen((p), (v), i, n)
 #endif
 
 // y[n] = x * sigmoid(x); x[n]
 FM_WIDE void cpu_silu_forward(float *y, const float *x, size_t n) {
-#ifdef FM_AVX512
+#ifdef FM_VEC
     #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i += 16) {
-        __mmask16 m = fm_mask16(i, n);
-        __m512 v = LD16(m, x + i);
-        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, sigmoid16_(v)));
+    for (size_t i = 0; i < n; i += FMV_LANES) {
+        fmv v = LDV(x);
+        STV(y, fmv_mul(v, sigmoidv_(v)));
     }
     return;
 #endif
@@ -43,13 +38,11 @@ FM_WIDE void cpu_silu_forward(float *y, const float *x, size_t n) {
 // dx[n] = dy * silu'(x), silu'(x) = s * (1 + x * (1 - s)); dy[n], x[n]. Overwrites dx: its
 // callers' dx is a scratch buffer written here first, so no zero pass is needed before.
 FM_WIDE void cpu_silu_backward(float *dx, const float *dy, const float *x, size_t n) {
-#ifdef FM_AVX512
+#ifdef FM_VEC
     #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i += 16) {
-        __mmask16 m = fm_mask16(i, n);
-        __m512 v = LD16(m, x + i), s = sigmoid16_(v);
-        __m512 d = _mm512_mul_ps(_mm512_mul_ps(LD16(m, dy + i), s), silu_slope16_(v, s));
-        _mm512_mask_storeu_ps(dx + i, m, d);
+    for (size_t i = 0; i < n; i += FMV_LANES) {
+        fmv v = LDV(x), s = sigmoidv_(v);
+        STV(dx, fmv_mul(fmv_mul(LDV(dy), s), silu_slopev_(v, s)));
     }
     return;
 #endif
@@ -63,12 +56,11 @@ FM_WIDE void cpu_silu_backward(float *dx, const float *dy, const float *x, size_
 // z[n] = act(g) * u with act = silu (gate_silu) or identity (CoLA's only_lr_act); g[n], u[n]
 FM_WIDE void cpu_swiglu_forward(float *z, const float *g, const float *u, size_t n, int gate_silu) {
     if (gate_silu) {
-#ifdef FM_AVX512
+#ifdef FM_VEC
         #pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i += 16) {
-            __mmask16 m = fm_mask16(i, n);
-            __m512 v = LD16(m, g + i);
-            _mm512_mask_storeu_ps(z + i, m, _mm512_mul_ps(_mm512_mul_ps(v, sigmoid16_(v)), LD16(m, u + i)));
+        for (size_t i = 0; i < n; i += FMV_LANES) {
+            fmv v = LDV(g);
+            STV(z, fmv_mul(fmv_mul(v, sigmoidv_(v)), LDV(u)));
         }
         return;
 #endif
@@ -84,14 +76,12 @@ FM_WIDE void cpu_swiglu_forward(float *z, const float *g, const float *u, size_t
 // u[n]. Either grad may be NULL. The NULL tests stay outside the loops so that every loop vectorises.
 FM_WIDE void cpu_swiglu_backward(float *dg, float *du, const float *dz, const float *g, const float *u, size_t n, int gate_silu) {
     if (gate_silu && dg && du) {
-#ifdef FM_AVX512
+#ifdef FM_VEC
         #pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i += 16) {
-            __mmask16 m = fm_mask16(i, n);
-            __m512 gv = LD16(m, g + i), s = sigmoid16_(gv), dzv = LD16(m, dz + i);
-            __m512 d = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(dzv, LD16(m, u + i)), s), silu_slope16_(gv, s));
-            _mm512_mask_storeu_ps(dg + i, m, d);
-            _mm512_mask_storeu_ps(du + i, m, _mm512_mul_ps(_mm512_mul_ps(dzv, gv), s));
+        for (size_t i = 0; i < n; i += FMV_LANES) {
+            fmv gv = LDV(g), s = sigmoidv_(gv), dzv = LDV(dz);
+            STV(dg, fmv_mul(fmv_mul(fmv_mul(dzv, LDV(u)), s), silu_slopev_(gv, s)));
+            STV(du, fmv_mul(fmv_mul(dzv, gv), s));
         }
         return;
 #endif

@@ -11,8 +11,13 @@
 
 #define VT __m256
 #define VL 8
-#define NV_A 1   // qk block: 8 rows × 8 columns = 8 accumulators (16 ymm registers)
-#define MR_B 4   // acc block: 4 rows × 16 columns = 8 accumulators
+// 16 ymm registers. qk: 8 rows × 8 columns = 8 accumulators. acc: 6 rows × 16 columns = 12
+// accumulators + 2 rows of Y + a broadcast: 12 FMAs per 8 loads (4 rows: 8 per 6, and 8
+// chains barely cover the FMA latency). Measured on Zen 3 (docs/benchmarks.md): 6 rows ran the
+// backward 5-15 points of the peak faster than 4 at s 256-2048; 4 rows × 2 vectors for qk
+// was slower than 8 × 1. Which sums share registers does not change the bits.
+#define NV_A 1
+#define MR_B 6
 #define NV_B 2
 #define ISA_NAME "avx2"
 #define ISA_TABLE attn_isa_avx2_table

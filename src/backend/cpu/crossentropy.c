@@ -12,8 +12,9 @@
 // the logits in memory, the least a vocabulary-parallel loss allows. At tp = 1 nothing sits
 // between them: xent_fused reads each row from DRAM once, takes its statistics from L2 and
 // writes the gradient over it — one pass (one read and one write of the logits). What
-// remains is the exp (32M per pass at this shape), so the loops are FM_WIDE: at 512-bit width
-// they run at about twice the rate of 256 (the same exps, bit for bit). The three entry points
+// remains is the exp (32M per pass at this shape): FM_VEC's exp at the build's widest vectors
+// (fastmath.h; the same exps, bit for bit, at 16 or 8 lanes), and the loops left to GCC are
+// FM_WIDE. The three entry points
 // share the row code below, so the fused pass computes the same bits as the two ops.
 #include <math.h>
 #include "kernels.h"
@@ -41,23 +42,24 @@ XENT_ROW float xent_row_max(const float *x, int V) {
 XENT_ROW double xent_row_sumexp(float *g, const float *x, int V, float mx, const float *next) {
     double acc[RD_LANES] = {0};
     int j = 0;
-#ifdef FM_AVX512
-    // fast_expf16 (fastmath.h) on the same lanes: element j + k still goes to acc[k], as a
-    // double added in the same order (4 zmm of 8 partial sums), so the same bits.
-    _Static_assert(RD_LANES == 32, "two blocks of 16 exps per step");
-    __m512d a[4] = { _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd() };
-    const __m512 vmx = _mm512_set1_ps(mx);
+#ifdef FM_VEC
+    // fmv_exp (fastmath.h) on the same lanes: element j + k still goes to acc[k], as a double
+    // added in the same order (RD_LANES / FMV_LANES blocks of exps, each two vectors of
+    // partial sums), so the same bits.
+    enum { NB = RD_LANES / FMV_LANES };
+    _Static_assert(RD_LANES % FMV_LANES == 0, "whole blocks of exps per step");
+    fmvd a[2 * NB];
+    for (int q = 0; q < 2 * NB; q++) a[q] = fmvd_zero();
+    const fmv vmx = fmv_set1(mx);
     for (; j + RD_LANES <= V; j += RD_LANES) {
         if (next) { __builtin_prefetch(next + j, 0, 2); __builtin_prefetch(next + j + 16, 0, 2); }
-        for (int h = 0; h < 2; h++) {
-            __m512 e = fast_expf16(_mm512_sub_ps(_mm512_loadu_ps(x + j + 16 * h), vmx));
-            if (g) _mm512_storeu_ps(g + j + 16 * h, e);
-            a[2 * h] = _mm512_add_pd(a[2 * h], _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-            a[2 * h + 1] = _mm512_add_pd(a[2 * h + 1],
-                _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+        for (int h = 0; h < NB; h++) {
+            fmv e = fmv_exp(fmv_sub(fmv_load(x + j + FMV_LANES * h), vmx));
+            if (g) fmv_store(g + j + FMV_LANES * h, e);
+            fmvd_add_halves(&a[2 * h], &a[2 * h + 1], e);
         }
     }
-    for (int q = 0; q < 4; q++) _mm512_storeu_pd(acc + 8 * q, a[q]);
+    for (int q = 0; q < 2 * NB; q++) fmvd_store(acc + FMV_LANES / 2 * q, a[q]);
 #endif
     for (; j + RD_LANES <= V; j += RD_LANES) {
         if (next) { __builtin_prefetch(next + j, 0, 2); __builtin_prefetch(next + j + 16, 0, 2); }
@@ -82,13 +84,10 @@ XENT_ROW void xent_row_stats(const float *x, int V, int t, float *lmax, double *
 // g[V] = scale·(exp(x − mx)/sumexp − [j = t]); g may be x.
 XENT_ROW void xent_row_grad(float *g, const float *x, int V, int t, float mx, double sumexp, float scale) {
     float s = (float)(scale / sumexp);
-#ifdef FM_AVX512
-    const __m512 vmx = _mm512_set1_ps(mx), vs = _mm512_set1_ps(s);
-    for (int j = 0; j < V; j += 16) {
-        __mmask16 m = fm_mask16((size_t)j, (size_t)V);
-        __m512 e = fast_expf16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), vmx));
-        _mm512_mask_storeu_ps(g + j, m, _mm512_mul_ps(e, vs));
-    }
+#ifdef FM_VEC
+    const fmv vmx = fmv_set1(mx), vs = fmv_set1(s);
+    for (int j = 0; j < V; j += FMV_LANES)
+        fmv_storen(g, fmv_mul(fmv_exp(fmv_sub(fmv_loadn(x, (size_t)j, (size_t)V), vmx)), vs), (size_t)j, (size_t)V);
 #else
     #pragma omp simd
     for (int j = 0; j < V; j++) g[j] = fast_expf(x[j] - mx) * s;
