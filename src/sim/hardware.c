@@ -298,7 +298,7 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNode *
     double M = g->mamf_M, N = g->mamf_N, K = g->mamf_K;
     double q = hw_wave_quantization(p->sm_count, g->tile_m, g->tile_n, M, N, 1);
     double t_meas = 2 * M * N * K / g->mamf;
-    double t_mem = elem_bytes(prec) * (M * K + K * N + M * N) / (p->memory_bandwidth * p->memory_efficiency);
+    double t_mem = elem_bytes(prec) * (M * K + K * N + M * N) / hw_memory_rate(p);
     if (t_mem > t_meas)
         fail(c, ml, "%s: the mamf shape %d×%d×%d is memory-bound under this profile's memory bandwidth "
              "(%.3g s > %.3g s): the roofline cannot reproduce the measurement", where, g->mamf_M, g->mamf_N, g->mamf_K, t_mem, t_meas);
@@ -306,7 +306,7 @@ static void parse_gemm(Ctx *c, HwProfile *p, SimPrecision prec, const YamlNode *
     // output element, over whole tiles: q), then the stores of the useful outputs, elem_bytes
     // each, at the memory bandwidth B over the waves' tiles (q_w, tiles only): t = 2MNK/(x·q) +
     // M·N·c/(B·q_w). Pinned at the mamf shape: x = 2MNK / (q·(2MNK/mamf − M·N·c/(B·q_w))).
-    double B = p->memory_bandwidth * p->memory_efficiency, cb = elem_bytes(prec);
+    double B = hw_memory_rate(p), cb = elem_bytes(prec);
     double x = g->mamf / q;
     if (g->epilogue_serial) {
         double qw = hw_wave_fill(p->sm_count, g->tile_m, g->tile_n, M, N, 1);
@@ -700,6 +700,8 @@ void hw_free(HwProfile *p) {
         g->rate = NULL;
     }
 }
+
+double hw_memory_rate(const HwProfile *p) { return p->memory_bandwidth * p->memory_efficiency; }
 
 double hw_clock_factor(const HwProfile *p) {
     return p->clock_sustained_mhz > 0 ? p->clock_boost_mhz / p->clock_sustained_mhz : 1.0;

@@ -220,6 +220,10 @@ typedef struct {
 // The measured rate of the op `name` at precision p (op_rates), or NULL.
 const HwOpRate *hw_op_rate(const HwProfile *p, SimPrecision prec, const char *name);
 
+// The memory bandwidth a kernel achieves, bytes/s: memory_bandwidth × memory_efficiency (the one
+// place the two meet; every memory time of the model is bytes over this).
+double hw_memory_rate(const HwProfile *p);
+
 // The factor on a compute-bound kernel's time for the SM clock a training step sustains
 // (clock: boost_mhz / sustained_mhz, >= 1); 1 for a profile without the key.
 double hw_clock_factor(const HwProfile *p);

@@ -52,7 +52,7 @@ double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, do
     // in_step: a call inside a step against the same call alone (calibrate 4c.)
     if (hw->gemm[p].model == GEMM_TABLE) return hw->gemm[p].in_step > 0 ? t * hw->gemm[p].in_step : t;
     t *= hw_clock_factor(hw);   // the compute at the SM clock a step sustains (clock; §19, 1.)
-    double t_mem = bytes / (hw->memory_bandwidth * hw->memory_efficiency);
+    double t_mem = bytes / hw_memory_rate(hw);
     return (t_mem > t ? t_mem : t) + hw->op_overhead_s;
 }
 
@@ -68,14 +68,14 @@ static double flash_time(const HwProfile *hw, SimPrecision p, const OpInfo *op, 
     const HwAttention *a = &hw->attention[p];
     CHECK(a->present, "profile %s has no attention.%s efficiency", hw->name, sim_precision_name(p));
     double eff = (op->name && strstr(op->name, "backward") ? a->backward : a->forward) * speed * sim_flash_head_fraction(op->K);
-    double t = op->flops / (hw->peak_flops[p] * eff) * hw_clock_factor(hw), mem = op->bytes / (hw->memory_bandwidth * hw->memory_efficiency);
+    double t = op->flops / (hw->peak_flops[p] * eff) * hw_clock_factor(hw), mem = op->bytes / hw_memory_rate(hw);
     return (t > mem ? t : mem) + hw->op_overhead_s;
 }
 
 double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op) {
     const HwOpRate *named = hw_op_rate(hw, p, op->name);   // measured as itself: whole calls
     if (named) return (named->per_byte ? op->bytes : op->flops) / named->rate;
-    double mem = op->bytes / (hw->memory_bandwidth * hw->memory_efficiency);
+    double mem = op->bytes / hw_memory_rate(hw);
     switch (op->cls) {
     case OPC_GEMM:
         return sim_gemm_time(hw, p, op->M, op->N, op->K, op->count, op->flops, op->bytes);
@@ -95,10 +95,7 @@ const char *sim_attention_kernel_name(SimAttentionKernel k) {
     return (unsigned)k < SIM_ATT_COUNT ? names[k] : "?";
 }
 
-// One memory pass over `bytes` at the profile's achieved bandwidth, as one kernel.
-static double mem_pass(const HwProfile *hw, double bytes) {
-    return bytes / (hw->memory_bandwidth * hw->memory_efficiency) + hw->op_overhead_s;
-}
+double sim_memory_pass_time(const HwProfile *hw, double bytes) { return bytes / hw_memory_rate(hw) + hw->op_overhead_s; }
 // One strided-batched GEMM launch of `count` [M, K] x [K, N] products at elem bytes c.
 static double bgemm(const HwProfile *hw, SimPrecision p, double M, double N, double K, double count, double c) {
     int n = count > 1 ? (count < 1 << 30 ? (int)count : 1 << 30) : 1;
@@ -111,16 +108,16 @@ double sim_attention_materialized_time(const HwProfile *hw, SimPrecision p, cons
     double BH = op->M, T = op->N, hd = op->K, c = p == SP_BF16 ? 2.0 : 4.0, s2 = BH * T * T;
     if (!(op->name && strstr(op->name, "backward"))) {
         double t = bgemm(hw, p, T, T, hd, BH, c)           // S = Q·Kᵀ (baddbmm)
-                 + mem_pass(hw, 2 * c * s2)                // fused scale-mask-softmax: read S, write P
+                 + sim_memory_pass_time(hw, 2 * c * s2)                // fused scale-mask-softmax: read S, write P
                  + bgemm(hw, p, T, hd, T, BH, c);          // O = P·V (bmm)
-        if (dropout) t += mem_pass(hw, (2 * c + 1) * s2);  // read P, write P', write the mask
+        if (dropout) t += sim_memory_pass_time(hw, (2 * c + 1) * s2);  // read P, write P', write the mask
         return t;
     }
     double t = bgemm(hw, p, T, T, hd, BH, c)               // dP = dO·Vᵀ
              + bgemm(hw, p, T, hd, T, BH, c)               // dV = Pᵀ·dO
-             + mem_pass(hw, 3 * c * s2)                    // softmax backward: read P, dP, write dS
+             + sim_memory_pass_time(hw, 3 * c * s2)                    // softmax backward: read P, dP, write dS
              + 2 * bgemm(hw, p, T, hd, T, BH, c);          // dQ = dS·K, dK = dSᵀ·Q
-    if (dropout) t += mem_pass(hw, (2 * c + 1) * s2);      // read dP', the mask, write dP
+    if (dropout) t += sim_memory_pass_time(hw, (2 * c + 1) * s2);      // read dP', the mask, write dP
     return t;
 }
 

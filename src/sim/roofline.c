@@ -23,7 +23,7 @@ double hw_wave_quantization(int sm_count, int tile_m, int tile_n, double M, doub
 // over the waves' tiles; s > 1 writes and reads back s fp32 partial outputs (sim.h).
 double sim_roofline_seconds(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count, int s) {
     const HwGemm *g = &hw->gemm[p];
-    double bw = hw->memory_bandwidth * hw->memory_efficiency, flops = 2 * M * N * K * count;
+    double bw = hw_memory_rate(hw), flops = 2 * M * N * K * count;
     double t = flops / (hw->peak_flops[p] * g->eff_core * hw_wave_quantization(hw->sm_count, g->tile_m, g->tile_n, M, N, count * s));
     if (g->epilogue_serial)
         t += s * M * N * count * (p == SP_BF16 ? 2.0 : 4.0) / (bw * hw_wave_fill(hw->sm_count, g->tile_m, g->tile_n, M, N, count * s));

@@ -51,6 +51,9 @@ double sim_gemm_rate(const HwProfile *hw, SimPrecision p, double M, double N, do
 // Seconds of one GEMM launch doing `flops` with `bytes` of memory traffic.
 double sim_gemm_time(const HwProfile *hw, SimPrecision p, double M, double N, double K, int count,
                      double flops, double bytes);
+// Seconds of one kernel that makes one pass over `bytes` of memory at the profile's achieved
+// bandwidth (hw_memory_rate), its launch overhead included.
+double sim_memory_pass_time(const HwProfile *hw, double bytes);
 // Seconds of one traced op (any class). The profile must cover p (hw_check_precision).
 double sim_op_time(const HwProfile *hw, SimPrecision p, const OpInfo *op);
 // The attention kernel a priced run uses: the engine's flash kernel, the materialised s × s

@@ -84,7 +84,7 @@ void sim_tracer_op(void *ctx, const OpInfo *op) {
     int k = sim_unfused_kernels(op, t->unfused, bytes);
     if (k)   // a published program's eager composition: each kernel a memory pass and a launch (§20)
         for (int i = 0; i < k; i++)
-            s += queued(t, (bytes[i] / (t->hw->memory_bandwidth * t->hw->memory_efficiency) + t->hw->op_overhead_s) / t->share);
+            s += queued(t, sim_memory_pass_time(t->hw, bytes[i]) / t->share);
     else
         s = queued(t, (op->cls == OPC_ATTENTION ? sim_attention_kernel_time(t->hw, t->prec, op, t->attention)
                                                 : sim_op_time(t->hw, t->prec, op)) / t->share);
