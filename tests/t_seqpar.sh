@@ -176,7 +176,7 @@ report_acts() {  # sp -> the dry report's activations + working set of the run, 
         "$TMP/mem-$1.json"
 }
 mem_run() {  # sp i (OpenBLAS for every GEMM: the report counts the engine's buffers, not a GEMM
-               # library's workspace, which differs by library and the per-shape choice differs by layout)
+             # library's workspace, which differs by library and the per-shape choice differs by layout)
     BOOST_CPU_GEMM=openblas timeout 180 mpirun -x BOOST_CPU_GEMM -np 2 "$TRAIN" "$TMP/mem.yaml" --set parallel.sequence_parallel=$1 \
         --set run.db="$TMP/mem-$1-$2.db" --set run.checkpoint_dir="$TMP/ck-mem" >"$TMP/mem-$1-$2.log" 2>&1
 }

@@ -785,9 +785,10 @@ TEST(crossentropy_reference_inplace_and_shards) {
     gfree_all();
 }
 
-// The vector kernels (fmv_exp where the build has FM_VEC: AVX-512 or AVX2 + FMA) against the scalar definitions
-// written with fast_expf, bit for bit: generated rows and lengths (tails of every size, rows
-// shorter than a block), logits spread wide enough that some exps underflow to subnormals.
+// The vector kernels (fmv_exp where the build has FM_VEC: AVX-512 or AVX2 + FMA) against the
+// scalar definitions written with fast_expf, bit for bit: generated rows and lengths (tails of
+// every size, rows shorter than a block), logits spread wide enough that some exps underflow
+// to subnormals.
 TEST(crossentropy_vector_bits) {
     int ncase = 0;
     for (int ci = 0; ci < 40; ci++) {
