@@ -60,12 +60,14 @@ static int child_err_has(const char *s) {
 
 // ---- generated shapes ----------------------------------------------------------------------
 typedef struct { GemmArgs g; float *A, *B, *C0; size_t nc; } Shape;
-static Shape shape_make(Rng *r) {
+// long_side > 0: the longer of M and N set to it (the side the sliced runs cut).
+static Shape shape_make_long(Rng *r, int long_side) {
     Shape s;
     GemmArgs *g = &s.g;
     g->ta = rng_next(r) % 2 ? TR_T : TR_N;
     g->tb = rng_next(r) % 2 ? TR_T : TR_N;
     g->M = 1 + (int)(rng_next(r) % 70); g->N = 1 + (int)(rng_next(r) % 70); g->K = 1 + (int)(rng_next(r) % 90);
+    if (long_side > 0) { if (g->M >= g->N) g->M = long_side; else g->N = long_side; }
     int pad[3] = { (int)(rng_next(r) % 4), (int)(rng_next(r) % 4), (int)(rng_next(r) % 4) };
     g->lda = (g->ta == TR_N ? g->K : g->M) + pad[0];
     g->ldb = (g->tb == TR_N ? g->N : g->K) + pad[1];
@@ -81,6 +83,7 @@ static Shape shape_make(Rng *r) {
     g->A = s.A; g->B = s.B;
     return s;
 }
+static Shape shape_make(Rng *r) { return shape_make_long(r, 0); }
 static void shape_free(Shape *s) { free(s->A); free(s->B); free(s->C0); }
 
 // C of library l against float64: max |C - ref| / (alpha·Σ|a||b| + |beta·c0|) over M x N,
@@ -115,7 +118,8 @@ static double shape_error(const Shape *s, GemmLib l, int threads, float *C, int 
 // and the alpha/beta roundings) on generated shapes, nothing written past N, the same bits
 // run to run at one thread count, and the same bits for 1 and 2 threads (OpenBLAS; oneDNN
 // where onednn_f32_thread_invariant says so, its AVX-512 kernels; MKL with its reproducibility
-// mode across runs, not across thread counts).
+// mode across runs, not across thread counts; the sliced runs, whose slices follow the thread
+// count, across runs only).
 TEST(every_library_within_fp32_bounds) {
     Rng rng = { .state = 0x5e11 };
     int n_lib = 0, dnn_thread_bits = 0;
@@ -157,6 +161,33 @@ TEST(every_library_within_fp32_bounds) {
     EXPECT(n_lib >= 2, "OpenBLAS and oneDNN are linked: %d libraries available", n_lib);
     if (skipped[0]) printf("  not installed (not tested): %s\n", skipped);
     if (!dnn_invariant) printf("  oneDNN across thread counts not asserted (%s): %d of 12 shapes differed\n", dnn_why, dnn_thread_bits);
+}
+
+// The sliced runs cut C into one slice per thread along its longer side: at 1 to 5 threads, on
+// generated shapes up to 150 on a side (up to 9 slices' worth of 16), every element within the
+// fp32 bounds (a slice missed or done twice is far outside them) and nothing past N written.
+TEST(sliced_runs_cover_every_element) {
+    Rng rng = { .state = 0x511ce };
+    static const GemmLib sliced[] = { GEMM_OPENBLAS_SLICED, GEMM_ONEDNN_SLICED };
+    int checked = 0;
+    for (int i = 0; i < 20; i++) {
+        Shape s = shape_make_long(&rng, 16 + (int)(rng_next(&rng) % 135));
+        float *C = malloc(s.nc * 4);
+        for (int l = 0; l < 2; l++)
+            for (int t = 1; t <= 5; t++) {
+                int pad;
+                double e = shape_error(&s, sliced[l], t, C, &pad), bound = (s.g.K + 2) * 1.2e-7;
+                EXPECT(e <= bound && pad, "%s at %d threads, shape %d (%c%c %dx%dx%d ld %d,%d,%d beta %g): error %.3g of the "
+                       "magnitude (bound %.3g)%s", cpu_gemm_lib_name(sliced[l]), t, i, s.g.ta == TR_T ? 'T' : 'N',
+                       s.g.tb == TR_T ? 'T' : 'N', s.g.M, s.g.N, s.g.K, s.g.lda, s.g.ldb, s.g.ldc, s.g.beta, e, bound,
+                       pad ? "" : "; wrote past N");
+                checked++;
+            }
+        free(C);
+        shape_free(&s);
+    }
+    omp_set_num_threads(2);
+    printf("  %d sliced products checked\n", checked);
 }
 
 // The default (the tie-keeper, and every shape's library without a table): oneDNN on AMD with
@@ -444,6 +475,7 @@ TEST(store_and_accumulate_one_library_same_bits) {
 int main(void) {
     if (tl_tmpdir(dir, sizeof dir, "test_sgemm")) return 1;
     RUN(every_library_within_fp32_bounds);
+    RUN(sliced_runs_cover_every_element);
     RUN(modes_and_default);
     RUN(measurement_rule);
     RUN(table_measured_once_and_read_back);

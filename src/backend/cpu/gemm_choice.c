@@ -172,10 +172,10 @@ static void parse_ratios(const char *path, int line, char *s, GemmChoice *c) {
         char name[16];
         float m, a, b;
         int used = 0;
-        if (sscanf(tok, "%15[a-z]:%f:%f:%f%n", name, &m, &a, &b, &used) != 4 || tok[used] || cpu_gemm_lib_by_name(name) < 0 ||
+        if (sscanf(tok, "%15[a-z_]:%f:%f:%f%n", name, &m, &a, &b, &used) != 4 || tok[used] || cpu_gemm_lib_by_name(name) < 0 ||
             !(m > 0) || !(a > 0) || !(b > 0))
-            BAD("%s:%d: ratios has '%s'; expected library:median:q1:q3 (a library of openblas, onednn, blis, mkl; "
-                "positive numbers)", path, line, tok);
+            BAD("%s:%d: ratios has '%s'; expected library:median:q1:q3 (a library of %s; positive numbers)", path, line, tok,
+                cpu_gemm_lib_names());
         int l = cpu_gemm_lib_by_name(name);
         c->med[l] = m; c->q1[l] = a; c->q3[l] = b;
     }
@@ -212,7 +212,7 @@ static int parse_line(const char *path, int lineno, char *line, const GemmHost *
     c->beta_nz = int_field(path, lineno, "beta", f[F_BETA], 0);   // the beta measured with (not the key)
     if (c->beta_nz > 1) BAD("%s:%d: beta is '%s'; expected 0 (beta 0) or 1 (beta not 0)", path, lineno, f[F_BETA]);
     int lib = cpu_gemm_lib_by_name(f[F_CHOICE]);
-    if (lib < 0) BAD("%s:%d: choice is '%s'; expected openblas, onednn, blis or mkl", path, lineno, f[F_CHOICE]);
+    if (lib < 0) BAD("%s:%d: choice is '%s'; expected one of %s", path, lineno, f[F_CHOICE], cpu_gemm_lib_names());
     c->lib = (GemmLib)lib;
     char ratios[400];
     snprintf(ratios, sizeof ratios, "%s", f[F_RATIOS]);

@@ -13,9 +13,18 @@
 #include "onednn.h"
 #include "../../core/check.h"
 
-static const char *const NAMES[GEMM_N_LIBS] = { "openblas", "onednn", "blis", "mkl" };
+static const char *const NAMES[GEMM_N_LIBS] = { "openblas", "onednn", "blis", "mkl", "openblas_sliced", "onednn_sliced" };
 
 const char *cpu_gemm_lib_name(GemmLib l) { return l >= 0 && l < GEMM_N_LIBS ? NAMES[l] : "?"; }
+const char *cpu_gemm_lib_names(void) {
+    static char all[128];
+    if (!all[0])
+        for (int l = 0; l < GEMM_N_LIBS; l++) {
+            size_t k = strlen(all);
+            snprintf(all + k, sizeof all - k, "%s%s", l ? ", " : "", NAMES[l]);
+        }
+    return all;
+}
 int cpu_gemm_lib_by_name(const char *name) {
     for (int l = 0; l < GEMM_N_LIBS; l++) if (name && !strcmp(name, NAMES[l])) return l;
     return -1;
@@ -147,7 +156,7 @@ static void mkl_load(void) {
 
 int cpu_gemm_lib_available(GemmLib l, char *why, size_t why_n) {
     Loaded *L = l == GEMM_BLIS ? &blis : l == GEMM_MKL ? &mkl : NULL;
-    if (!L) return l == GEMM_OPENBLAS || l == GEMM_ONEDNN;
+    if (!L) return l == GEMM_OPENBLAS || l == GEMM_ONEDNN || l == GEMM_OPENBLAS_SLICED || l == GEMM_ONEDNN_SLICED;
     if (!L->tried) { if (l == GEMM_BLIS) blis_load(); else mkl_load(); }
     if (!L->ok && why) snprintf(why, why_n, "%s", L->why);
     return L->ok;
@@ -174,6 +183,12 @@ const char *cpu_gemm_lib_version(GemmLib l) {
         }
         return ob;
     case GEMM_ONEDNN: return onednn_version();
+    case GEMM_OPENBLAS_SLICED: case GEMM_ONEDNN_SLICED: {
+        static char sl[2][112];
+        int i = l == GEMM_ONEDNN_SLICED;
+        snprintf(sl[i], sizeof sl[i], "%s sliced", cpu_gemm_lib_version(i ? GEMM_ONEDNN : GEMM_OPENBLAS));
+        return sl[i];
+    }
     case GEMM_BLIS: return blis.version[0] ? blis.version : "BLIS";
     case GEMM_MKL: return mkl.version[0] ? mkl.version : "MKL";
     default: return "?";
@@ -188,8 +203,48 @@ static void follow_threads(Loaded *L, GemmLib l) {
     L->threads = t;
 }
 
+// The edge before slice i of n over len rows or columns: on a multiple of 16 (whole vector
+// blocks of the libraries' kernels in every slice but the last), at least 16 apart.
+static int slice_edge(int len, int n, int i) {
+    if (i == n) return len;
+    return (int)(((long)len * i / n + 8) / 16 * 16);
+}
+
+// C cut along its longer side into one slice per OpenMP thread (fewer where a side is short),
+// each slice one 1-thread call of the library: every element of C is summed by one call, so the
+// bits are the same run to run at a thread count. OpenBLAS is told 1 thread for the calls (its
+// own pool would otherwise start under each), then its count before.
+static void run_sliced(GemmLib base, const GemmArgs *g) {
+    int along_m = g->M >= g->N, len = along_m ? g->M : g->N;
+    int n = omp_get_max_threads();
+    if (n > len / 16) n = len / 16 > 0 ? len / 16 : 1;
+    int ob_threads = base == GEMM_OPENBLAS ? openblas_get_num_threads() : 0;
+    if (base == GEMM_OPENBLAS) openblas_set_num_threads(1);
+#pragma omp parallel num_threads(n)
+    for (int i = omp_get_thread_num(); i < n; i += omp_get_num_threads()) {   // a smaller team still covers C
+        int lo = slice_edge(len, n, i), hi = slice_edge(len, n, i + 1);
+        GemmArgs s = *g;
+        const float *A = g->A, *B = g->B;
+        float *C = g->C;
+        if (along_m) {
+            s.M = hi - lo;
+            s.A = g->ta == TR_T ? A + lo : A + (size_t)lo * g->lda;
+            s.C = C + (size_t)lo * g->ldc;
+        } else {
+            s.N = hi - lo;
+            s.B = g->tb == TR_T ? B + (size_t)lo * g->ldb : B + lo;
+            s.C = C + lo;
+        }
+        if (base == GEMM_OPENBLAS) cpu_gemm_lib_run(GEMM_OPENBLAS, &s);
+        else onednn_sgemm(&s);
+    }
+    if (base == GEMM_OPENBLAS) openblas_set_num_threads(ob_threads);
+}
+
 void cpu_gemm_lib_run(GemmLib l, const GemmArgs *g) {
     switch (l) {
+    case GEMM_OPENBLAS_SLICED: run_sliced(GEMM_OPENBLAS, g); return;
+    case GEMM_ONEDNN_SLICED: run_sliced(GEMM_ONEDNN, g); return;
     case GEMM_OPENBLAS:
         cblas_sgemm(CblasRowMajor, g->ta == TR_T ? CblasTrans : CblasNoTrans, g->tb == TR_T ? CblasTrans : CblasNoTrans,
                     g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta, g->C, g->ldc);

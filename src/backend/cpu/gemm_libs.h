@@ -10,16 +10,26 @@
 //   mkl       Intel MKL's cblas_sgemm from libmkl_rt (PyPI's `mkl` wheel: .ci/deps.sh --mkl puts
 //             it in build/venv-mkl; else the loader's path, or the file BOOST_MKL names), GNU threading layer (OpenMP's threads), conditional
 //             numerical reproducibility on (MKL_CBWR_AUTO | STRICT: the same bits run to run)
+//   openblas_sliced, onednn_sliced
+//             that library's one-thread kernel on each of OpenMP's threads, over one slice of C
+//             each (cut along its longer side; oneDNN's through dnnl_sgemm, which shares no
+//             state between concurrent calls): a product whose M x N is small beside K, or whose
+//             K is short, keeps every core busy where the library's own threading leaves them
+//             idle (a 2-vCPU Zen 3 guest took them for 11 of the CoLA step's 16 shapes, and
+//             its step ran 4.4 % shorter: docs/benchmarks.md section 2). Each slice's bits
+//             follow the slicing, so a sliced library's bits follow the thread count.
 // The two loaded libraries are opened RTLD_LOCAL | RTLD_DEEPBIND, so their BLAS symbols and
 // OpenBLAS's never stand in for each other.
 #pragma once
 #include <stddef.h>
 #include "../backend.h"
 
-typedef enum { GEMM_OPENBLAS = 0, GEMM_ONEDNN, GEMM_BLIS, GEMM_MKL, GEMM_N_LIBS } GemmLib;
+typedef enum { GEMM_OPENBLAS = 0, GEMM_ONEDNN, GEMM_BLIS, GEMM_MKL, GEMM_OPENBLAS_SLICED, GEMM_ONEDNN_SLICED, GEMM_N_LIBS } GemmLib;
 
-// "openblas", "onednn", "blis", "mkl".
+// "openblas", "onednn", "blis", "mkl", "openblas_sliced", "onednn_sliced".
 const char *cpu_gemm_lib_name(GemmLib l);
+// Every name, "openblas, onednn, ..., onednn_sliced" (for messages).
+const char *cpu_gemm_lib_names(void);
 // The library a name means (as cpu_gemm_lib_name), -1 for none.
 int cpu_gemm_lib_by_name(const char *name);
 // 1 when the library can run here (loading it the first time), else 0 with the reason in
@@ -29,10 +39,11 @@ int cpu_gemm_lib_available(GemmLib l, char *why, size_t why_n);
 // haswell kernels on an AVX-512 CPU: Debian's 0.9.0 has no skx set), with the reason in why:
 // auto leaves it out of the measurement (it can still be forced).
 int cpu_gemm_lib_below_cpu(GemmLib l, char *why, size_t why_n);
-// "OpenBLAS 0.3.21 Cooperlake", "oneDNN 2.6.3", "BLIS 0.9.0 haswell", "MKL 2026.2.0": the
-// version and kernels this process runs (of an available library).
+// "OpenBLAS 0.3.21 Cooperlake", "oneDNN 2.6.3", "BLIS 0.9.0 haswell", "MKL 2026.2.0",
+// "OpenBLAS 0.3.21 Cooperlake sliced": the version and kernels this process runs (of an
+// available library).
 const char *cpu_gemm_lib_version(GemmLib l);
-// 1 where the library's threads are OpenMP's (all but OpenBLAS's pthreads).
+// 1 where the library's threads are OpenMP's (all but OpenBLAS on its own pthreads).
 int cpu_gemm_lib_on_openmp(GemmLib l);
 // C[M,N] = alpha·op(A)·op(B) + beta·C on library l (available; M, N, K ≥ 1), with as many
 // threads as OpenMP's current maximum.

@@ -168,4 +168,9 @@ void onednn_gemm(const GemmArgs *g, DType dt) {
     DNNL_CHECK(dnnl_stream_wait(stream));
 }
 
+void onednn_sgemm(const GemmArgs *g) {
+    DNNL_CHECK(dnnl_sgemm(g->ta == TR_T ? 'T' : 'N', g->tb == TR_T ? 'T' : 'N', g->M, g->N, g->K, g->alpha, g->A, g->lda,
+                          g->B, g->ldb, g->beta, g->C, g->ldc));
+}
+
 int onednn_cached(void) { return n_cache; }

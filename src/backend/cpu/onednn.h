@@ -40,6 +40,9 @@ int onednn_f32_faster(char *why, size_t why_n);
 // runs threaded inside, on OpenMP's threads). fp32: the same bits run to run at one thread
 // count; across thread counts only where onednn_f32_thread_invariant says so.
 void onednn_gemm(const GemmArgs *g, DType dt);
+// The fp32 product through oneDNN's BLAS-like dnnl_sgemm (no primitive, no shared state: safe
+// to call from several threads at once), on one thread when called inside an OpenMP region.
+void onednn_sgemm(const GemmArgs *g);
 
 // Whether oneDNN's fp32 matmul gives the same bits for 1 and 2 threads on this CPU: measured
 // so with its AVX-512 kernels (AMD Zen 4, Intel models 167 and 207); its AVX2 kernels split a

@@ -135,9 +135,10 @@ int cpu_sgemm_choose(const char *request) {
     const char *req;
     int table;
     int m = request_mode(request, &req, &table);
-    const char *hint = "set BOOST_CPU_GEMM to auto (per shape, the faster library measured on this host), openblas, "
-                       "onednn, blis, mkl, or table:PATH (a table written by auto)";
-    if (m < 0) die_input_hint(hint, "BOOST_CPU_GEMM is '%s'; expected auto, openblas, onednn, blis, mkl or table:PATH", req);
+    char hint[300];
+    xsnprintf(hint, sizeof hint, "set BOOST_CPU_GEMM to auto (per shape, the faster library measured on this host), "
+              "one of %s, or table:PATH (a table written by auto)", cpu_gemm_lib_names());
+    if (m < 0) die_input_hint(hint, "BOOST_CPU_GEMM is '%s'; expected auto, one of %s, or table:PATH", req, cpu_gemm_lib_names());
     char why[400] = "";
     if (m != SGEMM_PER_SHAPE && !cpu_gemm_lib_available((GemmLib)m, why, sizeof why))
         die_input_hint(hint, "BOOST_CPU_GEMM is '%s', but %s", req, why);

@@ -1,6 +1,6 @@
 // sgemm.h — the fp32 GEMM of the CPU back ends (cpu_sgemm: every fp32 product of the fp32
 // table, the bf16 table's fp32 fallback, LaX's gates and the sgemm peak) and which library
-// runs each product (gemm_libs.h: openblas, onednn, blis, mkl).
+// runs each product (gemm_libs.h: openblas, onednn, blis, mkl and the first two sliced).
 //
 // BOOST_CPU_GEMM chooses, read on the first GEMM of the process:
 //   auto (default)  per shape, the faster library on this host: the host's table
@@ -10,7 +10,8 @@
 //                   Where the table cannot be written (no folder for it, or a read-only
 //                   file) nothing is measured: a shape it lacks runs on the CPU's default
 //                   (cpu_sgemm_default_lib), and the line says so.
-//   openblas, onednn, blis, mkl   that library for every product (one not installed: exit 2)
+//   openblas, onednn, blis, mkl, openblas_sliced, onednn_sliced
+//                   that library for every product (one not installed: exit 2)
 //   table:PATH      per shape as the table at PATH says (every line of it, any host), never
 //                   measuring; a shape it lacks runs on the CPU's default (said once on stderr)
 // Every library is deterministic for a given thread count; they differ from each other by
