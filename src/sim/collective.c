@@ -107,6 +107,13 @@ static double ring_busbw(const HwProfile *hw, HwColl k, SimPlacement pl, double 
     return bw;
 }
 
+// The α-β form every priced exchange takes (ring, send, ordered reduction): a fixed cost, the
+// steps inside a node and across nodes each at its own latency, the bus bytes at bw.
+static double alpha_beta(double base_s, double steps_in, double hop_in_s, double steps_across, double hop_across_s,
+                         double bus, double bw) {
+    return base_s + steps_in * hop_in_s + steps_across * hop_across_s + bus / bw;
+}
+
 // A ring of n ranks over pl.n_nodes nodes: `steps` steps of which `inter_steps` cross a node
 // boundary (NCCL's tuning model: only those pay the network latency), `bus` bytes on the bus.
 // Inside a node with a measured size curve the curve holds the latencies; otherwise the α-β
@@ -118,10 +125,10 @@ static double ring_time(const HwProfile *hw, HwColl k, SimPlacement pl, double s
     if (pl.n_nodes == 1 && l->curve.n) return bus / bw;
     const HwCollCost *c = &l->coll[k];
     double hop_in = pl.n_nodes > 1 && in->present ? in->coll[k].hop_s : c->hop_s;
-    double t = c->base_s + (steps - inter_steps) * hop_in + inter_steps * c->hop_s + bus / bw;
+    double t = alpha_beta(c->base_s, steps - inter_steps, hop_in, inter_steps, c->hop_s, bus, bw);
     if (l->has_ll) {
         double ll_in = pl.n_nodes > 1 && in->present && in->has_ll ? in->ll_hop_s : l->ll_hop_s;
-        double t_ll = l->ll_base_s + (steps - inter_steps) * ll_in + inter_steps * l->ll_hop_s + bus / (bw * l->ll_bw_fraction);
+        double t_ll = alpha_beta(l->ll_base_s, steps - inter_steps, ll_in, inter_steps, l->ll_hop_s, bus, bw * l->ll_bw_fraction);
         if (t_ll < t) t = t_ll;
     }
     return t;
@@ -157,9 +164,9 @@ static double send_time(const HwProfile *hw, double bytes, SimPlacement pl) {
         double share = (double)l->nics_per_node / hw->ranks_per_node;
         bw *= share < 1 ? share : 1;
     }
-    double t = c->base_s + c->hop_s + bytes / bw;
+    double t = alpha_beta(c->base_s, 1, c->hop_s, 0, 0, bytes, bw);
     if (l->has_ll) {
-        double t_ll = l->ll_base_s + l->ll_hop_s + bytes / (bw * l->ll_bw_fraction);
+        double t_ll = alpha_beta(l->ll_base_s, 1, l->ll_hop_s, 0, 0, bytes, bw * l->ll_bw_fraction);
         if (t_ll < t) t = t_ll;
     }
     return t;
@@ -197,7 +204,7 @@ static double ordered_time(const HwProfile *hw, CommKind kind, int started, doub
     if (!started || pl.n_nodes != 1 || k == HW_COLL_COUNT || !l->present || !l->has_ordered[k]) return -1;
     const HwCollCost *c = &l->ordered[k];
     double n = pl.n, steps = k == HW_ALL_REDUCE ? 2 * (n - 1) : n - 1, bus = bytes * steps / n;
-    return c->base_s + steps * c->hop_s + bus / hw_busbw(c, pl.n);
+    return alpha_beta(c->base_s, steps, c->hop_s, 0, 0, bus, hw_busbw(c, pl.n));
 }
 
 double sim_collective_alone(const HwProfile *hw, CommKind kind, int started, double bytes, SimPlacement pl) {

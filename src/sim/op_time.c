@@ -107,17 +107,17 @@ double sim_attention_materialized_time(const HwProfile *hw, SimPrecision p, cons
           op->name ? op->name : "?");
     double BH = op->M, T = op->N, hd = op->K, c = p == SP_BF16 ? 2.0 : 4.0, s2 = BH * T * T;
     if (!(op->name && strstr(op->name, "backward"))) {
-        double t = bgemm(hw, p, T, T, hd, BH, c)           // S = Q·Kᵀ (baddbmm)
-                 + sim_memory_pass_time(hw, 2 * c * s2)                // fused scale-mask-softmax: read S, write P
-                 + bgemm(hw, p, T, hd, T, BH, c);          // O = P·V (bmm)
-        if (dropout) t += sim_memory_pass_time(hw, (2 * c + 1) * s2);  // read P, write P', write the mask
+        double t = bgemm(hw, p, T, T, hd, BH, c)                           // S = Q·Kᵀ (baddbmm)
+                 + sim_memory_pass_time(hw, 2 * c * s2)                    // fused scale-mask-softmax: read S, write P
+                 + bgemm(hw, p, T, hd, T, BH, c);                          // O = P·V (bmm)
+        if (dropout) t += sim_memory_pass_time(hw, (2 * c + 1) * s2);      // read P, write P', write the mask
         return t;
     }
-    double t = bgemm(hw, p, T, T, hd, BH, c)               // dP = dO·Vᵀ
-             + bgemm(hw, p, T, hd, T, BH, c)               // dV = Pᵀ·dO
-             + sim_memory_pass_time(hw, 3 * c * s2)                    // softmax backward: read P, dP, write dS
-             + 2 * bgemm(hw, p, T, hd, T, BH, c);          // dQ = dS·K, dK = dSᵀ·Q
-    if (dropout) t += sim_memory_pass_time(hw, (2 * c + 1) * s2);      // read dP', the mask, write dP
+    double t = bgemm(hw, p, T, T, hd, BH, c)                               // dP = dO·Vᵀ
+             + bgemm(hw, p, T, hd, T, BH, c)                               // dV = Pᵀ·dO
+             + sim_memory_pass_time(hw, 3 * c * s2)                        // softmax backward: read P, dP, write dS
+             + 2 * bgemm(hw, p, T, hd, T, BH, c);                          // dQ = dS·K, dK = dSᵀ·Q
+    if (dropout) t += sim_memory_pass_time(hw, (2 * c + 1) * s2);          // read dP', the mask, write dP
     return t;
 }
 

@@ -14,8 +14,8 @@
 // writes the gradient over it — one pass (one read and one write of the logits). What
 // remains is the exp (32M per pass at this shape): FM_VEC's exp at the build's widest vectors
 // (fastmath.h; the same exps, bit for bit, at 16 or 8 lanes), and the loops left to GCC are
-// FM_WIDE. The three entry points
-// share the row code below, so the fused pass computes the same bits as the two ops.
+// FM_WIDE. The three entry points share the row code below, so the fused pass computes the
+// same bits as the two ops.
 #include <math.h>
 #include "kernels.h"
 #include "fastmath.h"

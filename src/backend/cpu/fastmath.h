@@ -96,7 +96,7 @@ static inline float fast_expf(float x) {
 }
 
 // ---- FM_VEC: fast_expf and the exp-bound loops at the widest width the build has ----------
-// fmv: FMV_LANES floats (AVX-512: 16, FM_AVX512; AVX2 + FMA: 8, FM_AVX2); fmvd: half as many
+// fmv: FMV_LANES floats (AVX-512: 16; AVX2 + FMA: 8); fmvd: half as many
 // doubles. Per instruction set only the primitives below; fmv_exp is written once over them.
 // fmv_loadn/fmv_storen: the block at p + i of a buffer of n floats (i < n), whole where
 // FMV_LANES fit, else only the lanes below n (the others read as 0, never written).
@@ -106,7 +106,6 @@ static inline float fast_expf(float x) {
 // fast_expf does). fmv_keep_nan(r, x): r, with x itself in the lanes where x is a NaN.
 #if defined(__AVX512F__) && defined(__FMA__)
 #include <immintrin.h>
-#define FM_AVX512 1
 #define FM_VEC 1
 #define FMV_LANES 16
 typedef __m512 fmv;
@@ -139,7 +138,6 @@ static inline void fmvd_add_halves(fmvd *lo, fmvd *hi, fmv e) {
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
-#define FM_AVX2 1
 #define FM_VEC 1
 #define FMV_LANES 8
 typedef __m256 fmv;
