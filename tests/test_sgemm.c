@@ -164,7 +164,7 @@ TEST(every_library_within_fp32_bounds) {
 }
 
 // The sliced runs cut C into one slice per thread along its longer side: at 1 to 5 threads, on
-// generated shapes up to 150 on a side (up to 9 slices' worth of 16), every element within the
+// generated shapes 16 to 150 on that side (1 to 5 slices), every element within the
 // fp32 bounds (a slice missed or done twice is far outside them) and nothing past N written.
 TEST(sliced_runs_cover_every_element) {
     Rng rng = { .state = 0x511ce };
