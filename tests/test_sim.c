@@ -971,7 +971,7 @@ static double run_pipe(int P, int M, const double *f, const double *b, double x,
         xf[p] = xb[p] = x;
         tail[p] = 0;
     }
-    SimPipeIn in = { P, M, (const double *const *)fw, (const double *const *)bw, xf, xb, tail, NULL };
+    SimPipeIn in = { P, M, (const double *const *)fw, (const double *const *)bw, xf, xb, tail, NULL, 0, NULL, NULL };
     char msg[256];
     double t = sim_pipeline(&in, out, msg, sizeof msg);
     EXPECT(t >= 0, "P=%d M=%d: %s", P, M, msg);
@@ -1336,6 +1336,131 @@ TEST(pipeline_interleaved_closed_form) {
 }
 
 // ---- trace and report ------------------------------------------------------------------------
+
+// The tails' joining calls (docs/performance-model.md §21), on generated pipelines: stages,
+// micro-batches, uneven durations and transfers, tails with 0 to 3 joining calls at generated
+// points. Each stage's time line is its own work plus its waits (end = actions' end + tail +
+// Σ waits); at every call some stage waited nothing (it was last) and every stage left it at
+// the same instant less its own call's seconds; joining never shortens the step nor lengthens it
+// by more than every segment's and call's slowest stage; the parts of each stage sum to the step;
+// one stage waits nothing; with no call the step is the unjoined one, bit for bit.
+TEST(pipeline_tails_join_at_their_calls) {
+    uint64_t rng = 2026;
+#define NEXT() (rng = rng * 6364136223846793005ULL + 1442695040888963407ULL, (double)(rng >> 11) / 9007199254740992.0)
+    for (int c = 0; c < 400; c++) {
+        int P = 1 + (int)(NEXT() * 6), M = 1 + (int)(NEXT() * 6), J = (int)(NEXT() * 4);
+        double *fw[6], *bw[6], xf[6], xb[6], tail[6], none[6];
+        SimSync *sy[6];
+        double *wt[6];
+        for (int p = 0; p < P; p++) {
+            fw[p] = xcalloc((size_t)M, sizeof(double));
+            bw[p] = xcalloc((size_t)M, sizeof(double));
+            for (int m = 0; m < M; m++) { fw[p][m] = 0.5 + NEXT(); bw[p][m] = 1 + 2 * NEXT(); }
+            xf[p] = xb[p] = 0.1 * NEXT();
+            sy[p] = xcalloc((size_t)J + 1, sizeof(SimSync));
+            wt[p] = xcalloc((size_t)J + 1, sizeof(double));
+            double at = 0;
+            for (int j = 0; j < J; j++) {
+                at += (c % 5 == 0 ? 0.25 : NEXT());     // every fifth case: the same tails on every stage
+                double call = c % 5 == 0 ? 0.125 : 0.01 + 0.1 * NEXT();
+                sy[p][j] = (SimSync){ at, call, COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_PP, -1 };
+                at += call;
+            }
+            tail[p] = at + (c % 5 == 0 ? 0.5 : NEXT());
+            none[p] = 0;
+        }
+        SimStageTime bare[6], loose[6], joined[6];
+        SimPipeIn in = { P, M, (const double *const *)fw, (const double *const *)bw, xf, xb, none, NULL, 0, NULL, NULL };
+        char msg[256];
+        double t0 = sim_pipeline(&in, bare, msg, sizeof msg);    // the actions alone: each stage's entry into its tail
+        in.tail = tail;
+        double t1 = sim_pipeline(&in, loose, msg, sizeof msg);   // tails not joined
+        in.n_sync = J; in.sync = (const SimSync *const *)sy; in.sync_wait = (double *const *)wt;
+        double t2 = sim_pipeline(&in, joined, msg, sizeof msg);
+        EXPECT(t0 >= 0 && t1 >= 0 && t2 >= 0, "case %d: %s", c, msg);
+        double bound = 0, seg_max = 0;
+        for (int p = 0; p < P; p++) if (bare[p].end_s > bound) bound = bare[p].end_s;
+        for (int j = 0; j <= J; j++) {   // the slowest stage of every segment and call
+            double worst_seg = 0, worst_call = 0;
+            for (int p = 0; p < P; p++) {
+                double from = j ? sy[p][j - 1].at_s + sy[p][j - 1].call_s : 0, to = j < J ? sy[p][j].at_s : tail[p];
+                if (to - from > worst_seg) worst_seg = to - from;
+                if (j < J && sy[p][j].call_s > worst_call) worst_call = sy[p][j].call_s;
+            }
+            seg_max += worst_seg + worst_call;
+        }
+        EXPECT(t2 >= t1 - 1e-12 && t2 <= bound + seg_max + 1e-9, "case %d: joined %.9g, unjoined %.9g, bound %.9g", c, t2, t1,
+               bound + seg_max);
+        if (J == 0) EXPECT(t2 == t1, "case %d: no call, the unjoined step bit for bit", c);
+        for (int p = 0; p < P; p++) {
+            double waits = 0;
+            for (int j = 0; j < J; j++) { EXPECT(wt[p][j] >= 0, "case %d: a negative wait", c); waits += wt[p][j]; }
+            EXPECT(close_rel(joined[p].sync_wait_s, waits, 1e-12) || waits == joined[p].sync_wait_s, "case %d: the stage's waits", c);
+            EXPECT(fabs(joined[p].end_s - (bare[p].end_s + tail[p] + waits)) < 1e-9, "case %d stage %d: end %.9g, want %.9g", c, p,
+                   joined[p].end_s, bare[p].end_s + tail[p] + waits);
+            EXPECT(fabs(joined[p].wait_s + joined[p].busy_s + joined[p].xfer_s + joined[p].sync_wait_s - t2) < 1e-9 && joined[p].wait_s > -1e-9,
+                   "case %d stage %d: the parts sum to the step", c, p);
+            if (P == 1) EXPECT(waits == 0, "case %d: one stage waits nothing", c);
+        }
+        for (int j = 0; j < J; j++) {
+            double least = 1e300, leave = -1;
+            int same = 1;
+            for (int p = 0; p < P; p++) {
+                if (wt[p][j] < least) least = wt[p][j];
+                // the instant stage p leaves call j, less its call: its entry plus its wait, from its own time line
+                double enter = bare[p].end_s + sy[p][j].at_s;
+                for (int i = 0; i < j; i++) enter += wt[p][i];
+                double l = enter + wt[p][j];
+                if (leave < 0) leave = l; else same &= fabs(l - leave) < 1e-9;
+            }
+            EXPECT(least == 0, "case %d call %d: the last stage to enter waits nothing (least %g)", c, j, least);
+            EXPECT(same, "case %d call %d: every stage leaves at the last entry", c, j);
+        }
+        for (int p = 0; p < P; p++) { free(fw[p]); free(bw[p]); free(sy[p]); free(wt[p]); }
+    }
+#undef NEXT
+}
+
+// The tracer records the joining calls only where asked, only blocking ones, only on groups
+// whose members run other stages (pp, world at pp > 1), each at the clock's seconds since the mark.
+TEST(tracer_records_joining_calls) {
+    HwProfile p;
+    if (load_shipped("a100-80gb-node4", &p)) return;
+    for (int pp = 1; pp <= 2; pp++) {
+        SimTracer t;
+        sim_tracer_init(&t, &p, SP_BF16, 1, 2, pp, 0, 0, 0, 4);
+        OpInfo m = { .name = "sumsq", .cls = OPC_MEMORY, .flops = 1e6, .bytes = 4e6, .phase = PHASE_OPTIMIZER, .layer = -1 };
+        CommRecord tp = { COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_TP, -1, 1, 1, 8, COMM_RECORD_CALL, 0, 0 };
+        CommRecord dp = { COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_DP, -1, 2, 1, 8, COMM_RECORD_CALL, 0, 0 };
+        CommRecord pl = { COMM_ALL_REDUCE, PHASE_OTHER, GROUP_PP, -1, pp, 1, 8, COMM_RECORD_CALL, 0, 0 };
+        CommRecord wd = { COMM_ALL_REDUCE, PHASE_OPTIMIZER, GROUP_WORLD, -1, 2 * pp, 1, 8, COMM_RECORD_CALL, 0, 0 };
+        sim_tracer_op(&t, &m);
+        sim_tracer_comm(&t, &pl);   // before the mark: not recorded
+        t.record_syncs = 1;
+        t.sync_from_s = t.clock_s;
+        sim_tracer_op(&t, &m);
+        double before = t.clock_s - t.sync_from_s;
+        sim_tracer_comm(&t, &pl);
+        sim_tracer_comm(&t, &tp);
+        sim_tracer_comm(&t, &dp);
+        sim_tracer_op(&t, &m);
+        double before_world = t.clock_s - t.sync_from_s;
+        sim_tracer_comm(&t, &wd);
+        if (pp == 1) EXPECT(t.n_syncs == 0, "pp 1: no call joins stages (%d recorded)", t.n_syncs);
+        else {
+            EXPECT(t.n_syncs == 2, "pp 2: the pipeline group's and the world's calls (%d recorded)", t.n_syncs);
+            if (t.n_syncs == 2) {
+                EXPECT(t.syncs[0].group == GROUP_PP && close_rel(t.syncs[0].at_s, before, 1e-12) && t.syncs[0].call_s > 0, "the pp call");
+                EXPECT(t.syncs[1].group == GROUP_WORLD && close_rel(t.syncs[1].at_s, before_world, 1e-12), "the world call");
+                double c0 = sim_tracer_comm_cell(&t, COMM_ALL_REDUCE, PHASE_OTHER, GROUP_PP, -1);
+                sim_tracer_book_wait(&t, &t.syncs[0], 0.5);
+                EXPECT(close_rel(sim_tracer_comm_cell(&t, COMM_ALL_REDUCE, PHASE_OTHER, GROUP_PP, -1), c0 + 0.5, 1e-12), "a wait booked to its cell");
+            }
+        }
+        sim_tracer_free(&t);
+    }
+    hw_free(&p);
+}
 
 TEST(tracer_prices_records) {
     HwProfile p = small_profile();
@@ -1722,6 +1847,8 @@ int main(void) {
     RUN(sustained_clock_and_padded_heads);
     RUN(eager_element_wise_compositions);
     RUN(pipeline_interleaved_closed_form);
+    RUN(pipeline_tails_join_at_their_calls);
+    RUN(tracer_records_joining_calls);
     RUN(tracer_prices_records);
     RUN(tracer_started_calls_exposure);
     RUN(report_split_and_mfu);

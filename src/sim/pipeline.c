@@ -3,7 +3,10 @@
 // takes its duration; a communication action has one or two ends (a send and/or a receive,
 // each with a peer stage, a direction and a micro-batch) and completes when every end has
 // met the matching end of its peer — at the later of the two posting times plus the
-// transfer's duration (blocking rendezvous, as MPI_Sendrecv of large messages).
+// transfer's duration (blocking rendezvous, as MPI_Sendrecv of large messages). After the
+// actions, the stages' tails meet at their blocking calls over stages (the loss's and the
+// gradient norm's sums): each leaves such a call at the last stage's entry plus the call
+// (MPI-4.0 §6.9.6; docs/performance-model.md §21).
 #include <string.h>
 
 #include "../core/check.h"
@@ -122,8 +125,7 @@ double sim_pipeline(const SimPipeIn *in, SimStageTime *out, char *msg, size_t ms
             }
         }
     }
-    double step = 0;
-    for (int p = 0; p < P; p++) {
+    for (int p = 0; p < P; p++)
         if (st[p].idx < st[p].n_acts) {
             if (msg) {
                 char a[64];
@@ -132,12 +134,36 @@ double sim_pipeline(const SimPipeIn *in, SimStageTime *out, char *msg, size_t ms
             }
             goto out;
         }
+    // The tails, joined at their blocking calls (§21): `pos` is how far into its tail a stage is.
+    double *pos = xcalloc((size_t)P, sizeof *pos);
+    for (int j = 0; j < in->n_sync; j++) {
+        double last = 0;
+        for (int p = 0; p < P; p++) {
+            const SimSync *y = &in->sync[p][j], *y0 = &in->sync[0][j];
+            CHECK(y->kind == y0->kind && y->group == y0->group && y->at_s >= pos[p] - 1e-12 * (1 + pos[p]),
+                  "sim_pipeline: stage %d's joining call %d is not stage 0's, or comes before the one ahead of it", p, j);
+            double enter = st[p].clock + (y->at_s - pos[p]);
+            if (p == 0 || enter > last) last = enter;
+        }
+        for (int p = 0; p < P; p++) {
+            const SimSync *y = &in->sync[p][j];
+            double w = last - (st[p].clock + (y->at_s - pos[p]));
+            if (in->sync_wait) in->sync_wait[p][j] = w;
+            out[p].sync_wait_s += w;
+            st[p].clock = last + y->call_s;
+            pos[p] = y->at_s + y->call_s;
+        }
+    }
+    double step = 0;
+    for (int p = 0; p < P; p++) {
         double tail = in->tail ? in->tail[p] : 0;
-        out[p].end_s = st[p].clock + tail;
+        CHECK(tail >= pos[p] - 1e-12 * (1 + tail), "sim_pipeline: stage %d's joining calls end %g s into a tail of %g s", p, pos[p], tail);
+        out[p].end_s = st[p].clock + (tail - pos[p]);
         out[p].busy_s += tail;
         if (out[p].end_s > step) step = out[p].end_s;
     }
-    for (int p = 0; p < P; p++) out[p].wait_s = step - out[p].busy_s - out[p].xfer_s;
+    free(pos);
+    for (int p = 0; p < P; p++) out[p].wait_s = step - out[p].busy_s - out[p].xfer_s - out[p].sync_wait_s;
     result = step;
 out:
     for (int p = 0; p < P; p++) free(st[p].acts);

@@ -144,6 +144,16 @@ typedef struct {
 
 // An OpObserver / CommObserver context that prices every record as it arrives, for one
 // rank of the grid. Spans: sim_tracer_take returns the cost since the last take.
+// A blocking collective that joins pipeline stages, met in a stage's tail: the tail's seconds
+// before the stage enters it, and the call's own priced seconds (docs/performance-model.md §21).
+typedef struct {
+    double at_s, call_s;
+    CommKind kind;
+    Phase phase;
+    CommGroup group;
+    int layer;
+} SimSync;
+
 typedef struct {
     const HwProfile *hw;
     SimPrecision prec;
@@ -171,6 +181,13 @@ typedef struct {
     int *started_event[GROUP_COUNT];  // its event in the layer trace + 1 (0: not traced): its wait's seconds go there
     uint64_t cap_started[GROUP_COUNT];
     double started_s, hidden_s;       // wire time of the started calls, and the part of it hidden
+    // The joins of the step's tail (docs/performance-model.md §21): while record_syncs is set,
+    // every blocking call on a group whose members run other pipeline stages (pp, and world at
+    // pp > 1), with the clock's seconds since sync_from_s at its entry.
+    int record_syncs;
+    double sync_from_s;
+    SimSync *syncs;
+    int n_syncs, cap_syncs;
 } SimTracer;
 
 void sim_tracer_init(SimTracer *t, const HwProfile *hw, SimPrecision prec, int tp, int dp, int pp,
@@ -191,6 +208,9 @@ double sim_comm_exposed(SimTracer *t, const CommRecord *r, double seconds);
 // The cost since the last take; the launch queue's clocks meet again (a span ends at a point
 // where the host waits for the device).
 SimCost sim_tracer_take(SimTracer *t);
+// Book a stage's wait inside a joining call (the pipeline simulation's, §21) into the per-layer,
+// per-group and per-cell tables, as the call's own seconds are.
+void sim_tracer_book_wait(SimTracer *t, const SimSync *y, double wait_s);
 // Record every op and collective of `layer` from now on while `on` (the layer trace).
 void sim_tracer_trace_layer(SimTracer *t, int layer, int on);
 // Seconds of the collectives of one (kind, phase, group, layer) cell: the modeled time of
@@ -208,18 +228,26 @@ double sim_tracer_layer_comm(const SimTracer *t, Phase ph, int layer);
 // gradients); tail[p]: seconds after its last backward (gradient reduction, optimizer); head
 // and tail may be NULL. A transfer completes when both ends have reached it plus its
 // duration (blocking sends, as the trainer's MPI exchanges).
+// sync[p][0 .. n_sync−1] (NULL when n_sync is 0): the blocking calls that join the stages in
+// their tails, the same calls in the same order on every stage (MPI's rule); every stage
+// leaves call j at the latest entry plus its own call_s, and the time before the latest entry
+// is its wait inside the call (§21). sync_wait[p][j], when not NULL, receives that wait.
 typedef struct {
     int n_stages, n_micro;
     const double *const *fwd, *const *bwd;
     const double *xfer_fwd, *xfer_bwd;
     const double *tail;
     const double *head;
+    int n_sync;
+    const SimSync *const *sync;
+    double *const *sync_wait;
 } SimPipeIn;
 typedef struct {
     double end_s;       // when the stage finished, tail included
     double busy_s;      // compute actions + head + tail
     double xfer_s;      // transfer durations of its communication actions
-    double wait_s;      // idle: waiting for a peer, and after its end until the step's end
+    double sync_wait_s; // waiting inside the tail's joining calls for the last stage to enter
+    double wait_s;      // idle: waiting for a peer's transfer, and after its end until the step's end
 } SimStageTime;
 // Returns the step time (the last stage end) and fills out[P]; −1 with msg on a malformed
 // schedule (cannot happen for 1F1B; kept as a check of the simulation).

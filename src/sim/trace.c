@@ -29,6 +29,9 @@ void sim_tracer_free(SimTracer *t) {
     free(t->layer_comm);
     free(t->comm_cell_s);
     free(t->events);
+    free(t->syncs);
+    t->syncs = NULL;
+    t->n_syncs = t->cap_syncs = 0;
     for (int g = 0; g < GROUP_COUNT; g++) {
         free(t->started_end[g]); free(t->started_event[g]);
         t->started_end[g] = NULL; t->started_event[g] = NULL; t->cap_started[g] = 0;
@@ -122,6 +125,12 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
     // a blocking call waits in the launch queue as an op does; a started call runs on its own
     // stream and its wait launches nothing on the compute stream
     if (r->type == COMM_RECORD_CALL) s = queued(t, s);
+    // a blocking call whose members run other stages joins their time lines (§21)
+    if (t->record_syncs && r->type == COMM_RECORD_CALL && r->group_size > 1 && t->place[GROUP_PP].n > 1
+        && (r->group == GROUP_PP || r->group == GROUP_WORLD)) {
+        t->syncs = vec_grow(t->syncs, &t->n_syncs, &t->cap_syncs, sizeof *t->syncs);
+        t->syncs[t->n_syncs - 1] = (SimSync){ t->clock_s - t->sync_from_s, s, r->kind, r->phase, r->group, r->layer };
+    }
     t->clock_s += s;
     t->cur.comm_s += s;
     t->layer_comm[layer_slot(t, r->phase, r->layer)] += s;
@@ -139,6 +148,13 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
         e->bytes = (double)r->bytes; e->seconds = s;
         if (r->type == COMM_RECORD_START) t->started_event[r->group][r->seq] = t->n_events;
     }
+}
+
+void sim_tracer_book_wait(SimTracer *t, const SimSync *y, double wait_s) {
+    CHECK(wait_s >= 0, "sim tracer: a wait of %g s", wait_s);
+    t->layer_comm[layer_slot(t, y->phase, y->layer)] += wait_s;
+    t->comm_group_s[y->phase][y->group] += wait_s;
+    t->comm_cell_s[comm_cell(t, y->kind, y->phase, y->group, y->layer)] += wait_s;
 }
 
 double sim_comm_exposed(SimTracer *t, const CommRecord *r, double seconds) {

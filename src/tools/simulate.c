@@ -190,10 +190,14 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     step_micro_batches(&m, &c, K, acts, na, &h);
     free(steps);
     free(acts);
-    // the rest of trainer_step: the gradient reduction, the loss over PP and DP, clip, AdamW
+    // the rest of trainer_step: the gradient reduction, the loss over PP and DP, clip, AdamW;
+    // its calls that join the stages recorded for the pipeline simulation (§21)
+    t->record_syncs = 1;
+    t->sync_from_s = t->clock_s;
     step_reduce_and_read_loss(&m, &o, &c, 0);
     optimizer_clip(&o, &m, tc->grad_clip);
     optimizer_step(&o, &m, tc, optimizer_lr_at(tc, 0), 1);
+    t->record_syncs = 0;
     st->tail = take_seconds(t);
     st->total = t->total;
     // the communication table of the step, each row with its modeled seconds (pipeline
@@ -438,6 +442,7 @@ static void json_stage(FILE *f, const SimRun *s, int p) {
     json_kv(f, "head_s", st->head, 0); json_kv(f, "tail_s", st->tail, 0);
     json_kv(f, "compute_s", st->total.compute_s, 0); json_kv(f, "comm_s", st->total.comm_s, 0);
     json_kv(f, "launch_wait_s", st->total.launch_wait_s, 0);
+    json_kv(f, "sync_wait_s", s->tm[p].sync_wait_s, 0);
     json_kv(f, "xfer_s", s->tm[p].xfer_s, 0); json_kv(f, "idle_s", s->tm[p].wait_s, 0);
     json_kv(f, "busy_s", s->tm[p].busy_s, 0); json_kv(f, "end_s", s->tm[p].end_s, 0);
     json_kv(f, "flops", st->total.flops, 0); json_kv(f, "gemm_flops", st->total.gemm_flops, 0);
@@ -873,11 +878,38 @@ int main(int argc, char **argv) {
             if (r->kind == COMM_SEND && r->phase == PHASE_PIPELINE)
                 r->s.seconds = s.K * ((p + 1 < P ? s.xf[p] : 0) + (p > 0 ? s.xb[p - 1] : 0));
         }
-    SimPipeIn in = { P, s.K, (const double *const *)fwd, (const double *const *)bwd, s.xf, s.xb, tail, head };
+    // the tails' calls that join the stages: the same calls in the same order on every stage
+    int n_sync = s.st[0].tracer.n_syncs;
+    const SimSync **sync = xcalloc((size_t)P, sizeof *sync);
+    double **sync_wait = xcalloc((size_t)P, sizeof *sync_wait);
+    for (int p = 0; p < P; p++) {
+        CHECK(s.st[p].tracer.n_syncs == n_sync, "simulate: stage %d makes %d calls that join the stages, stage 0 makes %d",
+              p, s.st[p].tracer.n_syncs, n_sync);
+        sync[p] = s.st[p].tracer.syncs;
+        sync_wait[p] = xcalloc((size_t)n_sync + 1, sizeof **sync_wait);
+    }
+    SimPipeIn in = { P, s.K, (const double *const *)fwd, (const double *const *)bwd, s.xf, s.xb, tail, head,
+                     n_sync, (const SimSync *const *)sync, (double *const *)sync_wait };
     s.tm = xcalloc((size_t)P, sizeof *s.tm);
     char msg[256];
     s.step = sim_pipeline(&in, s.tm, msg, sizeof msg);
     CHECK(s.step >= 0, "simulate: the pipeline simulation failed: %s", msg);
+    // a stage's wait inside a joining call is its time in that call, as the measured comm table
+    // books it: the stage's communication and the call's row
+    for (int p = 0; p < P; p++) {
+        for (int j = 0; j < n_sync; j++) {
+            const SimSync *y = &sync[p][j];
+            sim_tracer_book_wait(&s.st[p].tracer, y, sync_wait[p][j]);
+            for (int i = 0; i < s.st[p].n_rows; i++) {
+                CommStatRow *r = &s.st[p].rows[i];
+                if (r->kind == y->kind && r->phase == y->phase && r->group == y->group && r->layer == y->layer)
+                    r->s.seconds += sync_wait[p][j];
+            }
+        }
+        s.st[p].total.comm_s += s.tm[p].sync_wait_s;
+        free(sync_wait[p]);
+    }
+    free(sync); free(sync_wait);
     for (int p = 0; p < P; p++) {
         if (s.tm[p].busy_s > s.tm[s.crit].busy_s) s.crit = p;
         s.hw_flops += s.st[p].total.flops * pc->tp * pc->dp;
