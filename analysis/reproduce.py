@@ -977,6 +977,18 @@ def main():
          "calibration, rounds 1 and 2 unchanged; round 4's rows median 22.6 %, worst 33.2 %, 22 too fast, 1 too slow; "
          "round 3's median 24.1 %, worst 223.0 %, 13 too fast, 4 too slow; round 5's 18 held-out rows (fixed in "
          + rp.SPLIT5_COMMIT + ", priced once after): " + rp.FIRST_ROUND5[1] + " — all three targets missed"],
+        ["commits 84a49fc (written), 24256ae (priced)", "round 9 (CPU, §21): the stages' tails join at their blocking "
+         "calls over stages (the loss's and the gradient norm's sums): each stage leaves such a call at the last stage's "
+         "entry plus the call, its wait booked as that call's seconds (MPI-4.0 §6.9.6)", "the CPU validations since round 5 "
+         "(the pipeline layout's scalar calls priced fast in every run) and one pp2 launch's comm table (rank 0's wait at "
+         "the gradient norm's sum, 41–96 µs per step)",
+         "the validation of 4e007d8 (08:30 UTC): collectives 19.4 % (pp2 cells −73 … −77 %), whole steps 5.3 %, worst "
+         "10.7 %, ratios worst 5.9 %",
+         "two runs at 24256ae: 11:28 UTC: collectives 38.4 % (pp2 cells −74 … −80 %: unchanged, the model's rank 0 waits "
+         "0.03 µs because sumsq_multi's records count every embedding row while the CPU kernel reads the live rows; dp2 "
+         "+13 … +38 % at a DP in-step factor of 2.82), whole steps 4.4 %, worst 13.2 %, ratios worst 10.2 %; 11:33 UTC: "
+         "collectives 57.9 % (DP factor 3.74), whole steps 4.2 %, worst 16.4 %, ratios worst 17.7 %; GPU rows with pp = 1 "
+         "byte-identical, pp > 1 steps +≤ 0.0036 %"],
     ]) + "\n")
     L.append(md_table(["constant", "the profile's choice", "alternatives priced", "why this range"],
                       [[what, chosen, ", ".join(al for al, _ in alts), why] for _, what, chosen, alts, why in rb.CONSTANTS]) + "\n")
