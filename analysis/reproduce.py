@@ -979,7 +979,9 @@ def main():
          + rp.SPLIT5_COMMIT + ", priced once after): " + rp.FIRST_ROUND5[1] + " — all three targets missed"],
         ["commits 84a49fc (written), 24256ae (priced)", "round 9 (CPU, §21): the stages' tails join at their blocking "
          "calls over stages (the loss's and the gradient norm's sums): each stage leaves such a call at the last stage's "
-         "entry plus the call, its wait booked as that call's seconds (MPI-4.0 §6.9.6)", "the CPU validations since round 5 "
+         "entry plus the call, its wait booked as that call's seconds, and in the step's split as bubble (MPI-4.0 §6.9.6; "
+         "booked first as communication in the split too, which moved Korthikanti et al.'s interleaved rows +5 % in a "
+         "make reproduce never committed, and corrected before any report was)", "the CPU validations since round 5 "
          "(the pipeline layout's scalar calls priced fast in every run) and one pp2 launch's comm table (rank 0's wait at "
          "the gradient norm's sum, 41–96 µs per step)",
          "the validation of 4e007d8 (08:30 UTC): collectives 19.4 % (pp2 cells −73 … −77 %), whole steps 5.3 %, worst "

@@ -47,6 +47,41 @@ make -s exp EXP=quickstart SIMULATE=1 "HARDWARE=\$\$(touch $TMP/hit-1)" "SET=run
 if [ ! -e "$TMP/hit-1" ] && grep -qF "\$\$(touch $TMP/hit-1)" "$TMP/payload.log"; then pass make_hardware_payload_is_literal
 else fail make_hardware_payload_is_literal "$(head -2 "$TMP/payload.log")"; fi
 
+# ---- the stages' tails joined at their calls over stages (docs/performance-model.md §21) --------
+# pp 2 and pp 4 with 2 and 8 micro-batches: every stage's parts (its wait inside the joining calls part of
+# its comm) add up to the step; some stage waits; the step's split keeps the busiest stage's wait
+# in the bubble; an interleaved schedule shrinks that stage's idle time and its wait together.
+for lay in "2 2 4" "4 8 8"; do
+    set -- $lay
+    a=(experiments/boost-vs-baselines.yaml --variant boost --hardware cpu-local --set parallel.tp=1 --set parallel.pp=$1
+       --set train.grad_accum=$2 --set train.batch_size=$((8 * $2)) --set model.n_layers=$3)
+    if build/simulate "${a[@]}" --json "$TMP/j1.json" >"$TMP/j.log" 2>&1 &&
+       build/simulate "${a[@]}" --virtual-stages 2 --json "$TMP/j2.json" >>"$TMP/j.log" 2>&1; then
+        chk=$(/usr/bin/python3 - "$TMP/j1.json" "$TMP/j2.json" <<'EOF'
+import json, sys
+d, v = (json.load(open(f)) for f in sys.argv[1:3])
+step, st = d["step"], d["stages"]
+bad = []
+for s in st:
+    if abs(s["compute_s"] + s["comm_s"] + s["xfer_s"] + s["idle_s"] - step["seconds"]) > 1e-9 * step["seconds"]:
+        bad.append(f"stage {s['stage']}'s parts do not add up to the step")
+    if s["sync_wait_s"] < 0 or s["sync_wait_s"] > s["comm_s"]:
+        bad.append(f"stage {s['stage']}: its wait {s['sync_wait_s']} is not part of its comm {s['comm_s']}")
+if not any(s["sync_wait_s"] > 0 for s in st):
+    bad.append("no stage waits at the loss's sum")
+c = st[step["critical_stage"]]
+if abs(step["comm_s"] - (c["comm_s"] - c["sync_wait_s"])) > 1e-12 * step["seconds"]:
+    bad.append("the step's split books the busiest stage's wait as communication")
+want = step["seconds"] - 0.5 * (c["idle_s"] + c["sync_wait_s"]) + c["xfer_s"]
+if abs(v["step"]["seconds"] - want) > 1e-9 * want:
+    bad.append(f"interleaved step {v['step']['seconds']} s, want {want} s (idle and wait shrunk together)")
+print("; ".join(bad) or "ok")
+EOF
+)
+        [ "$chk" = ok ] && pass "simulate_tails_join_pp$1" || fail "simulate_tails_join_pp$1" "$chk"
+    else fail "simulate_tails_join_pp$1" "$(tail -3 "$TMP/j.log")"; fi
+done
+
 # ---- build/simulate --json: the report adds up -----------------------------------------------
 if build/simulate experiments/paper-ablations.yaml --variant btp-online-grouped --hardware a100-80gb-node4 --trace-layer 3 \
         --json "$TMP/r.json" >"$TMP/r.log" 2>&1; then
