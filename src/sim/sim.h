@@ -142,8 +142,6 @@ typedef struct {
     double seconds;
 } SimEvent;
 
-// An OpObserver / CommObserver context that prices every record as it arrives, for one
-// rank of the grid. Spans: sim_tracer_take returns the cost since the last take.
 // A blocking collective that joins pipeline stages, met in a stage's tail: the tail's seconds
 // before the stage enters it, and the call's own priced seconds (docs/performance-model.md §21).
 typedef struct {
@@ -154,6 +152,8 @@ typedef struct {
     int layer;
 } SimSync;
 
+// An OpObserver / CommObserver context that prices every record as it arrives, for one
+// rank of the grid. Spans: sim_tracer_take returns the cost since the last take.
 typedef struct {
     const HwProfile *hw;
     SimPrecision prec;

@@ -108,6 +108,14 @@ void sim_tracer_op(void *ctx, const OpInfo *op) {
     }
 }
 
+// Seconds of communication of one (kind, phase, group, layer): the per-layer, per-group and
+// per-cell tables (a call's own seconds, or a stage's wait inside a joining call).
+static void book_comm(SimTracer *t, CommKind kind, Phase ph, CommGroup g, int layer, double s) {
+    t->layer_comm[layer_slot(t, ph, layer)] += s;
+    t->comm_group_s[ph][g] += s;
+    t->comm_cell_s[comm_cell(t, kind, ph, g, layer)] += s;
+}
+
 void sim_tracer_comm(void *ctx, const CommRecord *r) {
     SimTracer *t = ctx;
     CHECK((unsigned)r->group < GROUP_COUNT, "sim tracer: group %d", (int)r->group);
@@ -133,9 +141,7 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
     }
     t->clock_s += s;
     t->cur.comm_s += s;
-    t->layer_comm[layer_slot(t, r->phase, r->layer)] += s;
-    t->comm_group_s[r->phase][r->group] += s;
-    t->comm_cell_s[comm_cell(t, r->kind, r->phase, r->group, r->layer)] += s;
+    book_comm(t, r->kind, r->phase, r->group, r->layer, s);
     // The layer trace: one event per call; a started call's event gets the seconds its wait exposes.
     if (r->type == COMM_RECORD_WAIT) {
         int ev = t->started_event[r->group][r->seq];
@@ -152,9 +158,7 @@ void sim_tracer_comm(void *ctx, const CommRecord *r) {
 
 void sim_tracer_book_wait(SimTracer *t, const SimSync *y, double wait_s) {
     CHECK(wait_s >= 0, "sim tracer: a wait of %g s", wait_s);
-    t->layer_comm[layer_slot(t, y->phase, y->layer)] += wait_s;
-    t->comm_group_s[y->phase][y->group] += wait_s;
-    t->comm_cell_s[comm_cell(t, y->kind, y->phase, y->group, y->layer)] += wait_s;
+    book_comm(t, y->kind, y->phase, y->group, y->layer, wait_s);
 }
 
 double sim_comm_exposed(SimTracer *t, const CommRecord *r, double seconds) {

@@ -200,15 +200,14 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     t->record_syncs = 0;
     st->tail = take_seconds(t);
     st->total = t->total;
-    // the communication table of the step, each row with its modeled seconds (pipeline
-    // sends get theirs from the pipeline simulation, main)
+    // the communication table of the step; each row's modeled seconds are filled in after the
+    // pipeline simulation (stage_comm_seconds), which prices the sends and the joins' waits
     int it = 0, cap = 64;
     CommStatRow row;
     st->rows = xcalloc((size_t)cap, sizeof *st->rows);
     while (comm_stats_next(&c, &it, &row)) {
         if (st->n_rows == cap) { cap *= 2; st->rows = xrealloc(st->rows, (size_t)cap * sizeof *st->rows); }
-        row.s.seconds = row.kind == COMM_SEND || row.kind == COMM_RECV ? 0
-                      : sim_tracer_comm_cell(t, row.kind, row.phase, row.group, row.layer);
+        row.s.seconds = 0;
         st->rows[st->n_rows++] = row;
     }
     free(tokens);
@@ -871,13 +870,6 @@ int main(int argc, char **argv) {
             s.xb[p] = sim_collective_time(&s.hw, COMM_SEND, s.st[p + 1].send_bwd_bytes, pair);
         }
     }
-    // the pipeline sends of each stage's communication table: K messages each way it sends
-    for (int p = 0; p < P; p++)
-        for (int i = 0; i < s.st[p].n_rows; i++) {
-            CommStatRow *r = &s.st[p].rows[i];
-            if (r->kind == COMM_SEND && r->phase == PHASE_PIPELINE)
-                r->s.seconds = s.K * ((p + 1 < P ? s.xf[p] : 0) + (p > 0 ? s.xb[p - 1] : 0));
-        }
     // the tails' calls that join the stages: the same calls in the same order on every stage
     int n_sync = s.st[0].tracer.n_syncs;
     const SimSync **sync = xcalloc((size_t)P, sizeof *sync);
@@ -895,21 +887,25 @@ int main(int argc, char **argv) {
     s.step = sim_pipeline(&in, s.tm, msg, sizeof msg);
     CHECK(s.step >= 0, "simulate: the pipeline simulation failed: %s", msg);
     // a stage's wait inside a joining call is its time in that call, as the measured comm table
-    // books it: the call's row and the stage table's communication; the step's split of its
-    // busiest stage keeps it in the bubble, which is what it is (an interleaved schedule shrinks it)
+    // books it: the call's cell, hence its row, and the stage table's communication; the step's
+    // split of its busiest stage keeps it in the bubble, which is what it is (an interleaved
+    // schedule shrinks it)
     for (int p = 0; p < P; p++) {
-        for (int j = 0; j < n_sync; j++) {
-            const SimSync *y = &sync[p][j];
-            sim_tracer_book_wait(&s.st[p].tracer, y, sync_wait[p][j]);
-            for (int i = 0; i < s.st[p].n_rows; i++) {
-                CommStatRow *r = &s.st[p].rows[i];
-                if (r->kind == y->kind && r->phase == y->phase && r->group == y->group && r->layer == y->layer)
-                    r->s.seconds += sync_wait[p][j];
-            }
-        }
+        for (int j = 0; j < n_sync; j++) sim_tracer_book_wait(&s.st[p].tracer, &sync[p][j], sync_wait[p][j]);
         free(sync_wait[p]);
     }
     free(sync); free(sync_wait);
+    // each row of a stage's communication table: a collective's the seconds of its cell; the
+    // pipeline sends K messages each way it sends
+    for (int p = 0; p < P; p++)
+        for (int i = 0; i < s.st[p].n_rows; i++) {
+            CommStatRow *r = &s.st[p].rows[i];
+            if (r->kind == COMM_SEND || r->kind == COMM_RECV)
+                r->s.seconds = r->kind == COMM_SEND && r->phase == PHASE_PIPELINE
+                             ? s.K * ((p + 1 < P ? s.xf[p] : 0) + (p > 0 ? s.xb[p - 1] : 0)) : 0;
+            else
+                r->s.seconds = sim_tracer_comm_cell(&s.st[p].tracer, r->kind, r->phase, r->group, r->layer);
+        }
     for (int p = 0; p < P; p++) {
         if (s.tm[p].busy_s > s.tm[s.crit].busy_s) s.crit = p;
         s.hw_flops += s.st[p].total.flops * pc->tp * pc->dp;
