@@ -60,7 +60,8 @@ static int child_err_has(const char *s) {
 
 // ---- generated shapes ----------------------------------------------------------------------
 typedef struct { GemmArgs g; float *A, *B, *C0; size_t nc; } Shape;
-// long_side > 0: the longer of M and N set to it (the side the sliced runs cut).
+// long_side > 0: the longer of M and N set to it; < 0: M and N both 32 .. 150 (the sliced runs
+// cut the longer side, or both).
 static Shape shape_make_long(Rng *r, int long_side) {
     Shape s;
     GemmArgs *g = &s.g;
@@ -68,6 +69,7 @@ static Shape shape_make_long(Rng *r, int long_side) {
     g->tb = rng_next(r) % 2 ? TR_T : TR_N;
     g->M = 1 + (int)(rng_next(r) % 70); g->N = 1 + (int)(rng_next(r) % 70); g->K = 1 + (int)(rng_next(r) % 90);
     if (long_side > 0) { if (g->M >= g->N) g->M = long_side; else g->N = long_side; }
+    if (long_side < 0) { g->M = 32 + (int)(rng_next(r) % 119); g->N = 32 + (int)(rng_next(r) % 119); }
     int pad[3] = { (int)(rng_next(r) % 4), (int)(rng_next(r) % 4), (int)(rng_next(r) % 4) };
     g->lda = (g->ta == TR_N ? g->K : g->M) + pad[0];
     g->ldb = (g->tb == TR_N ? g->N : g->K) + pad[1];
@@ -170,8 +172,8 @@ TEST(sliced_runs_cover_every_element) {
     Rng rng = { .state = 0x511ce };
     static const GemmLib sliced[] = { GEMM_OPENBLAS_SLICED, GEMM_ONEDNN_SLICED };
     int checked = 0;
-    for (int i = 0; i < 20; i++) {
-        Shape s = shape_make_long(&rng, 16 + (int)(rng_next(&rng) % 135));
+    for (int i = 0; i < 30; i++) {   // the last 10 with both sides long: cut in both at 4 and 5 threads
+        Shape s = shape_make_long(&rng, i < 20 ? 16 + (int)(rng_next(&rng) % 135) : -1);
         float *C = malloc(s.nc * 4);
         for (int l = 0; l < 2; l++)
             for (int t = 1; t <= 5; t++) {
@@ -411,6 +413,69 @@ TEST(measurement_rule) {
     }
 }
 
+// The decision alone, on generated rounds (2-5 libraries, 7-31 rounds, some sitting rounds out
+// after the third, times drawn around per-library speeds): the choice is the default or passes
+// the default's test (median time over the default's 2 % below 1, faster in two thirds of the
+// rounds both ran), and no other library that passes has a lower median over OpenBLAS. The
+// oracle tests every library by brute force; built cases where the fastest median fails the
+// test (one bad round too many) and a slower one passes check that the slower one is taken.
+static int passes(const double (*tt)[GEMM_MAX_ROUNDS], int rounds, int i, int ref) {
+    float q[GEMM_MAX_ROUNDS];
+    int k = 0, wins = 0;
+    for (int r = 0; r < rounds; r++)
+        if (!isnan(tt[i][r]) && !isnan(tt[ref][r])) { q[k] = (float)(tt[i][r] / tt[ref][r]); wins += q[k] < 1; k++; }
+    for (int a = 1; a < k; a++)   // insertion sort: the oracle shares no code with the rule
+        for (int b = a; b > 0 && q[b] < q[b - 1]; b--) { float x = q[b]; q[b] = q[b - 1]; q[b - 1] = x; }
+    float med = k % 2 ? q[k / 2] : 0.5f * (q[k / 2 - 1] + q[k / 2]);
+    return k > 0 && med < 1 - CHOICE_MARGIN && 3 * wins >= 2 * k;
+}
+TEST(choice_tests_every_library_against_the_default) {
+    Rng rng = { .state = 0xc401 };
+    int took_slower = 0;
+    for (int c = 0; c < 2000; c++) {
+        int n = 2 + (int)(rng_uniform(&rng) * (GEMM_N_LIBS - 1));
+        if (n > GEMM_N_LIBS) n = GEMM_N_LIBS;
+        int rounds = 7 + (int)(rng_uniform(&rng) * 25);
+        if (rounds > GEMM_MAX_ROUNDS) rounds = GEMM_MAX_ROUNDS;
+        GemmLib libs[GEMM_N_LIBS];
+        for (int i = 0; i < n; i++) libs[i] = (GemmLib)i;   // OpenBLAS first, as cpu_gemm_measure's
+        GemmLib def = (GemmLib)(rng_uniform(&rng) < 0.5 ? 0 : (int)(rng_uniform(&rng) * n) % n);
+        double tt[GEMM_N_LIBS][GEMM_MAX_ROUNDS], speed[GEMM_N_LIBS];
+        for (int i = 0; i < n; i++) speed[i] = 0.8 + 0.4 * rng_uniform(&rng);
+        for (int r = 0; r < rounds; r++)
+            for (int i = 0; i < n; i++) tt[i][r] = speed[i] * (1 + (rng_uniform(&rng) < 0.2 ? 0.5 : 0.05) * rng_uniform(&rng));
+        if (c % 4 == 3) {   // the fastest median loses the win share: a slow burst in over a third of its rounds
+            int f = 1 + c % (n - 1), s2 = f == n - 1 ? 1 : f + 1;
+            if (f != s2 && libs[f] != def && libs[s2] != def) {
+                for (int r = 0; r < rounds; r++) {
+                    tt[f][r] = tt[(int)def][r] * (r % 5 < 3 ? 0.7 : 1.2);
+                    tt[s2][r] = tt[(int)def][r] * 0.9;
+                }
+            }
+        }
+        for (int i = 1; i < n; i++)   // a library that sat out after the third round
+            if (rng_uniform(&rng) < 0.15) for (int r = 3; r < rounds; r++) tt[i][r] = NAN;
+        GemmChoice ch;
+        cpu_gemm_decide((const double (*)[GEMM_MAX_ROUNDS])tt, rounds, libs, n, def, &ch);
+        int ref = (int)def < n ? (int)def : 0, got = (int)ch.lib;
+        EXPECT(got == ref || passes((const double (*)[GEMM_MAX_ROUNDS])tt, rounds, got, ref),
+               "case %d: chose %s, which does not beat the default %s", c, cpu_gemm_lib_name(ch.lib), cpu_gemm_lib_name(def));
+        for (int i = 0; i < n; i++) {
+            if (i == ref || !passes((const double (*)[GEMM_MAX_ROUNDS])tt, rounds, i, ref)) continue;
+            EXPECT(got != ref && ch.med[i] >= ch.med[got], "case %d: %s beats the default %s with median %g, the choice %s has %g",
+                   c, cpu_gemm_lib_name((GemmLib)i), cpu_gemm_lib_name(def), ch.med[i], cpu_gemm_lib_name(ch.lib), ch.med[got]);
+        }
+        for (int i = 0; i < n; i++)
+            EXPECT(ch.q1[i] <= ch.med[i] && ch.med[i] <= ch.q3[i], "case %d, %s: quartiles %g %g %g", c,
+                   cpu_gemm_lib_name((GemmLib)i), ch.q1[i], ch.med[i], ch.q3[i]);
+        EXPECT(ch.med[0] == 1.0f && ch.rounds == rounds, "case %d: OpenBLAS's ratio %g, rounds %d of %d", c, ch.med[0], ch.rounds, rounds);
+        int lowest = 0;
+        for (int i = 1; i < n; i++) if (ch.med[i] < ch.med[lowest]) lowest = i;
+        took_slower += got != lowest && got != ref;
+    }
+    EXPECT(took_slower > 0, "no generated case took a library other than the fastest median (the built cases must)");
+}
+
 // A product that stores its result (beta 0: a gradient's first writer) and the same product
 // added into zeros (beta 1: zero + accumulate) run on one library and give the same bits,
 // whichever of the two a shape meets first (the measurement's beta) and whatever a table says:
@@ -478,6 +543,7 @@ int main(void) {
     RUN(sliced_runs_cover_every_element);
     RUN(modes_and_default);
     RUN(measurement_rule);
+    RUN(choice_tests_every_library_against_the_default);
     RUN(table_measured_once_and_read_back);
     RUN(damaged_table_lines_refused);
     RUN(store_and_accumulate_one_library_same_bits);

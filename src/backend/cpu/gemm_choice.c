@@ -28,10 +28,52 @@ static double timed(GemmLib l, const GemmArgs *g) {
     cpu_gemm_lib_run(l, g);
     return now_seconds() - t0;
 }
-enum { MIN_ROUNDS = 7, MAX_ROUNDS = 31, CUT = 3 };
+enum { MIN_ROUNDS = 7, MAX_ROUNDS = GEMM_MAX_ROUNDS, CUT = 3 };
 #define SLOW 1.5
 #define WIN_SHARE (2.0 / 3.0)
 static int cmp_float(const void *a, const void *b) { float x = *(const float *)a, y = *(const float *)b; return (x > y) - (x < y); }
+
+// The median of k > 0 sorted values.
+static float median_sorted(const float *v, int k) { return k % 2 ? v[k / 2] : 0.5f * (v[k / 2 - 1] + v[k / 2]); }
+
+// Whether library i beats library ref round by round (gemm_choice.h): its median time over
+// ref's, over the rounds both ran, CHOICE_MARGIN below 1, and faster in WIN_SHARE of them.
+static int beats(const double (*tt)[MAX_ROUNDS], int rounds, int i, int ref) {
+    float q[MAX_ROUNDS];
+    int k = 0, wins = 0;
+    for (int r = 0; r < rounds; r++)
+        if (!isnan(tt[i][r]) && !isnan(tt[ref][r])) { q[k] = (float)(tt[i][r] / tt[ref][r]); wins += q[k] < 1; k++; }
+    if (k == 0) return 0;
+    qsort(q, (size_t)k, sizeof(float), cmp_float);
+    return median_sorted(q, k) < 1 - CHOICE_MARGIN && wins >= WIN_SHARE * k;
+}
+
+void cpu_gemm_decide(const double (*tt)[MAX_ROUNDS], int rounds, const GemmLib *libs, int n, GemmLib def, GemmChoice *out) {
+    CHECK(n >= 1 && n <= GEMM_N_LIBS && libs[0] == GEMM_OPENBLAS && rounds >= 1 && rounds <= MAX_ROUNDS,
+          "cpu_gemm_decide: %d libraries (the first must be OpenBLAS), %d rounds", n, rounds);
+    memset(out, 0, sizeof *out);
+    for (int l = 0; l < GEMM_N_LIBS; l++) out->med[l] = out->q1[l] = out->q3[l] = NAN;
+    int ref = 0;   // the default where it is a candidate, else OpenBLAS
+    for (int i = 0; i < n; i++) {
+        float ratio[MAX_ROUNDS];
+        int k = 0;
+        for (int r = 0; r < rounds; r++) if (!isnan(tt[i][r])) ratio[k++] = (float)(tt[i][r] / tt[0][r]);
+        CHECK(k > 0, "cpu_gemm_decide: %s ran in no round", cpu_gemm_lib_name(libs[i]));
+        qsort(ratio, (size_t)k, sizeof(float), cmp_float);
+        GemmLib l = libs[i];
+        out->med[l] = median_sorted(ratio, k);
+        out->q1[l] = ratio[(k - 1) / 4];
+        out->q3[l] = ratio[(3 * (k - 1) + 3) / 4];
+        if (l == def) ref = i;
+    }
+    // Every candidate against the default, not only the fastest: the one of the lowest median
+    // among those that beat it clearly; none does: the default stays.
+    int pick = ref;
+    for (int i = 0; i < n; i++)
+        if (i != ref && (pick == ref || out->med[libs[i]] < out->med[libs[pick]]) && beats(tt, rounds, i, ref)) pick = i;
+    out->lib = libs[pick];
+    out->rounds = rounds;
+}
 
 void cpu_gemm_measure(const GemmArgs *g, const GemmLib *libs, int n, GemmLib def, double budget_s, GemmChoice *out) {
     CHECK(n >= 1 && n <= GEMM_N_LIBS && libs[0] == GEMM_OPENBLAS, "cpu_gemm_measure: %d libraries, the first must be OpenBLAS", n);
@@ -78,38 +120,10 @@ void cpu_gemm_measure(const GemmArgs *g, const GemmLib *libs, int n, GemmLib def
     }
     free(A); free(B); free(C);
 
-    memset(out, 0, sizeof *out);
-    out->key = cpu_gemm_key(g, omp_get_max_threads());
+    GemmKey key = cpu_gemm_key(g, omp_get_max_threads());
+    cpu_gemm_decide((const double (*)[MAX_ROUNDS])tt, rounds, libs, n, def, out);
+    out->key = key;
     out->beta_nz = g->beta != 0.0f;
-    for (int l = 0; l < GEMM_N_LIBS; l++) out->med[l] = out->q1[l] = out->q3[l] = NAN;
-    int best = 0, idef = 0;
-    for (int i = 0; i < n; i++) {
-        float ratio[MAX_ROUNDS];
-        int k = 0;
-        for (int r = 0; r < rounds; r++) if (!isnan(tt[i][r])) ratio[k++] = (float)(tt[i][r] / tt[0][r]);
-        qsort(ratio, (size_t)k, sizeof(float), cmp_float);
-        GemmLib l = libs[i];
-        out->med[l] = k % 2 ? ratio[k / 2] : 0.5f * (ratio[k / 2 - 1] + ratio[k / 2]);
-        out->q1[l] = ratio[(k - 1) / 4];
-        out->q3[l] = ratio[(3 * (k - 1) + 3) / 4];
-        if (out->med[l] < out->med[libs[best]]) best = i;
-        if (l == def) idef = i;
-    }
-    out->lib = libs[best];
-    // Against the default, paired round by round: the other library must be CHOICE_MARGIN
-    // faster on the median of its time over the default's and faster in WIN_SHARE of the
-    // rounds both ran; else (a tie, or a lead that a burst of load could have made) the
-    // default stays. A choice persists in the table, so a doubtful one costs every later run.
-    if (best != idef && libs[idef] == def) {
-        float q[MAX_ROUNDS];
-        int k = 0, wins = 0;
-        for (int r = 0; r < rounds; r++)
-            if (!isnan(tt[best][r]) && !isnan(tt[idef][r])) { q[k] = (float)(tt[best][r] / tt[idef][r]); wins += q[k] < 1; k++; }
-        qsort(q, (size_t)k, sizeof(float), cmp_float);
-        float mq = k % 2 ? q[k / 2] : 0.5f * (q[k / 2 - 1] + q[k / 2]);
-        if (!(mq < 1 - CHOICE_MARGIN) || wins < WIN_SHARE * k) out->lib = def;
-    }
-    out->rounds = rounds;
     double l1;
     out->load = getloadavg(&l1, 1) == 1 ? l1 : -1;
     time_t now = time(NULL);

@@ -13,7 +13,8 @@
 // than the CPU's default (sgemm.h cpu_sgemm_default_lib) is taken only when, paired round by
 // round against the default, its median time over the default's is CHOICE_MARGIN below 1 and
 // it was faster in two thirds of the rounds: a tie, or a lead a burst of load could have made,
-// keeps the default (a choice persists in the table).
+// keeps the default (a choice persists in the table). Every library is put to that test, and
+// of those that pass, the one of the lowest median over OpenBLAS is taken.
 //
 // The table (cpu_gemm_table_*): a tab-separated file, appended to under an exclusive lock
 // (flock) so that the processes of one host (MPI ranks, concurrent runs) measure each shape
@@ -50,6 +51,14 @@ void cpu_gemm_key_format(const GemmKey *k, char *buf, size_t n);
 // reference of the ratios) on operands of its own, and chooses (def: the library a tie
 // keeps). About budget_s seconds, within 7..31 rounds.
 void cpu_gemm_measure(const GemmArgs *g, const GemmLib *libs, int n, GemmLib def, double budget_s, GemmChoice *out);
+
+// The choice from the rounds' times: tt[i][r] the seconds of libs[i] in round r (NAN: it sat
+// that round out; each library ran in one round at least). Fills out's ratios, rounds and lib
+// (key, beta, load and time are the caller's): of the libraries that beat the default round
+// by round (the rule above), the one of the lowest median ratio; none: the default (OpenBLAS
+// where def is not among libs).
+enum { GEMM_MAX_ROUNDS = 31 };
+void cpu_gemm_decide(const double (*tt)[GEMM_MAX_ROUNDS], int rounds, const GemmLib *libs, int n, GemmLib def, GemmChoice *out);
 
 // The host's identity as the table's lines carry it: host name, CPU model, cores, and the
 // versions of the libraries available here.

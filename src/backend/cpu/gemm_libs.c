@@ -210,31 +210,42 @@ static int slice_edge(int len, int n, int i) {
     return (int)(((long)len * i / n + 8) / 16 * 16);
 }
 
-// C cut along its longer side into one slice per OpenMP thread (fewer where a side is short),
-// each slice one 1-thread call of the library: every element of C is summed by one call, so the
-// bits are the same run to run at a thread count. OpenBLAS is told 1 thread for the calls (its
-// own pool would otherwise start under each), then its count before.
+// The grid C is cut into for n threads: gm x gn <= n slices, each side at least 16 long. The
+// most slices, and of those the grid that reads the least of A and B (each slice reads its
+// rows of A and its columns of B: K·(M·gn + N·gm) elements), so a skinny C is cut along its
+// long side and a squarer one in both (at 2 threads: along the longer side, M on a tie).
+static void slice_grid(int M, int N, int n, int *gm, int *gn) {
+    int mm = M / 16 > 0 ? M / 16 : 1, mn = N / 16 > 0 ? N / 16 : 1;
+    *gm = *gn = 1;
+    for (int a = 1; a <= n && a <= mm; a++)
+        for (int b = 1; a * b <= n && b <= mn; b++) {
+            long cost = (long)M * b + (long)N * a, best = (long)M * *gn + (long)N * *gm;
+            if (a * b > *gm * *gn || (a * b == *gm * *gn && cost <= best)) { *gm = a; *gn = b; }   // a tie: rows
+        }
+}
+
+// C cut into a grid of slices (slice_grid), one per OpenMP thread, each slice one 1-thread call
+// of the library: every element of C is summed by one call, so the bits are the same run to run
+// at a thread count. OpenBLAS is told 1 thread for the calls (its own pool would otherwise start
+// under each), then its count before.
 static void run_sliced(GemmLib base, const GemmArgs *g) {
-    int along_m = g->M >= g->N, len = along_m ? g->M : g->N;
-    int n = omp_get_max_threads();
-    if (n > len / 16) n = len / 16 > 0 ? len / 16 : 1;
+    int gm, gn;
+    slice_grid(g->M, g->N, omp_get_max_threads(), &gm, &gn);
+    int n = gm * gn;
     int ob_threads = base == GEMM_OPENBLAS ? openblas_get_num_threads() : 0;
     if (base == GEMM_OPENBLAS) openblas_set_num_threads(1);
 #pragma omp parallel num_threads(n)
     for (int i = omp_get_thread_num(); i < n; i += omp_get_num_threads()) {   // a smaller team still covers C
-        int lo = slice_edge(len, n, i), hi = slice_edge(len, n, i + 1);
-        GemmArgs s = *g;
+        int m0 = slice_edge(g->M, gm, i / gn), m1 = slice_edge(g->M, gm, i / gn + 1);
+        int n0 = slice_edge(g->N, gn, i % gn), n1 = slice_edge(g->N, gn, i % gn + 1);
         const float *A = g->A, *B = g->B;
         float *C = g->C;
-        if (along_m) {
-            s.M = hi - lo;
-            s.A = g->ta == TR_T ? A + lo : A + (size_t)lo * g->lda;
-            s.C = C + (size_t)lo * g->ldc;
-        } else {
-            s.N = hi - lo;
-            s.B = g->tb == TR_T ? B + (size_t)lo * g->ldb : B + lo;
-            s.C = C + lo;
-        }
+        GemmArgs s = *g;
+        s.M = m1 - m0;
+        s.N = n1 - n0;
+        s.A = g->ta == TR_T ? A + m0 : A + (size_t)m0 * g->lda;
+        s.B = g->tb == TR_T ? B + (size_t)n0 * g->ldb : B + n0;
+        s.C = C + (size_t)m0 * g->ldc + n0;
         if (base == GEMM_OPENBLAS) cpu_gemm_lib_run(GEMM_OPENBLAS, &s);
         else onednn_sgemm(&s);
     }

@@ -12,7 +12,7 @@
 //             numerical reproducibility on (MKL_CBWR_AUTO | STRICT: the same bits run to run)
 //   openblas_sliced, onednn_sliced
 //             that library's one-thread kernel on each of OpenMP's threads, over one slice of C
-//             each (cut along its longer side; oneDNN's through dnnl_sgemm, which shares no
+//             each (a grid of slices, gemm_libs.c slice_grid; oneDNN's through dnnl_sgemm, which shares no
 //             state between concurrent calls): a product whose M x N is small beside K, or whose
 //             K is short, keeps every core busy where the library's own threading leaves them
 //             idle (a 2-vCPU Zen 3 guest took them for 11 of the CoLA step's 16 shapes, and
