@@ -249,3 +249,32 @@ if [ -f docs/configuration.md ]; then
     if [ "$doc" == "$("$INFO" --keys-markdown)" ]; then pass docs_keys_in_sync
     else fail docs_keys_in_sync "docs/configuration.md differs from 'build/info --keys-markdown'; regenerate it"; fi
 else fail docs_keys_in_sync "docs/configuration.md missing"; fi
+
+# ---- names that would be hidden folders, and a manifest's own keys inside a variant ----------
+# Generated: every leading-dot spelling as an experiment name (file and name: agree) and as a
+# variant name; every meta key of the manifest (read from src/config/manifest.c) inside a
+# variant. Each exits 2 naming the file, the line and the rule; a meta key's message never
+# suggests the key itself.
+bad=0; tried=0
+for nm in . .. ... .x .hidden .-a '.@b'; do
+    tried=$((tried + 1))
+    d="$TMP/dot$tried"; mkdir -p "$d"
+    printf 'manifest_version: 1\nname: "%s"\n' "$nm" > "$d/$nm.yaml"
+    out=$("$INFO" --config "$d/$nm.yaml" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "$nm.yaml:2: name '.*' begins with '.'" <<<"$out" || { bad=$((bad + 1)); echo "  name '$nm': exit $rc: $(head -1 <<<"$out")"; }
+    tried=$((tried + 1))
+    printf 'manifest_version: 1\nvariants:\n  "%s": {train.lr: 1e-3}\n' "$nm" > "$TMP/dotv.yaml"
+    out=$("$INFO" --config "$TMP/dotv.yaml" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "dotv.yaml:3: variants: name '.*' begins with '.'" <<<"$out" || { bad=$((bad + 1)); echo "  variant '$nm': exit $rc: $(head -1 <<<"$out")"; }
+done
+metas=$(sed -nE 's/^static const char \*const META_KEYS\[\] = \{(.*), NULL\};/\1/p' src/config/manifest.c | tr -d '" ' | tr ',' ' ')
+[ -n "$metas" ] || { bad=$((bad + 1)); echo "  META_KEYS not found in src/config/manifest.c"; }
+for k in $metas; do
+    tried=$((tried + 1))
+    printf 'manifest_version: 1\nvariants:\n  a:\n    %s: x\n' "$k" > "$TMP/metav.yaml"
+    out=$("$INFO" --config "$TMP/metav.yaml" 2>&1); rc=$?
+    if [ $rc -ne 2 ] || ! grep -q "metav.yaml:4: variant 'a': '$k' is a key of the manifest itself" <<<"$out" || grep -q "did you mean '$k'" <<<"$out"; then
+        bad=$((bad + 1)); echo "  '$k' in a variant: exit $rc: $(head -1 <<<"$out")"
+    fi
+done
+if [ $bad -eq 0 ]; then pass "names_and_meta_keys_refused ($tried generated cases)"; else fail names_and_meta_keys_refused "$bad of $tried"; fi

@@ -147,3 +147,52 @@ if [ $rc = 0 ] && [ "$row" = "completed 120 120" ]; then
     if grep -q "database is locked" "$TMP/busy.log"; then pass locked_database_loses_nothing
     else pass "locked_database_loses_nothing (the run ended before the lock: nothing to wait for)"; fi
 else fail locked_database_loses_nothing "exit $rc, '$row': $(grep -E 'warning|error' "$TMP/busy.log" | head -3)"; fi
+
+# ---- runs made by hand: the summary without a launch holds measured runs only ------------------
+# One run trained by hand (build/train, no launch), then the same experiment priced by
+# build/simulate --record on every shipped GPU profile (runs of kind `simulated`, each newer
+# than the trained one): the summary of runs made by hand still shows the trained run's step.
+HDB=$TMP/hand.db
+if "$BUILD/train" experiments/quickstart.yaml "${SHRINK[@]}" --set run.db="$HDB" >"$TMP/hand.log" 2>&1; then
+    bad=0; tried=0
+    want=$(sqlite3 "$HDB" "SELECT COUNT(*) FROM runs WHERE kind = 'measured'")
+    for hw in experiments/hardware/*.yaml; do
+        h=$(basename "$hw" .yaml)
+        [ "$h" = cpu-local ] && continue
+        tried=$((tried + 1))
+        "$BUILD/simulate" experiments/quickstart.yaml --hardware "$h" --record --set run.db="$HDB" >"$TMP/hsim.log" 2>&1 ||
+            { bad=$((bad + 1)); echo "  simulate on $h: $(tail -1 "$TMP/hsim.log")"; continue; }
+        out=$("$BUILD/exp" quickstart --summary --set run.db="$HDB" 2>&1)
+        row=$(awk '$1 == "default"' <<<"$out")
+        meas=$(sqlite3 "$HDB" "SELECT CAST(ROUND(tokens_per_s) AS INTEGER) FROM run_summary WHERE kind = 'measured'")
+        sim=$(sqlite3 "$HDB" "SELECT CAST(ROUND(tokens_per_s) AS INTEGER) FROM run_summary WHERE kind = 'simulated' ORDER BY run_id DESC LIMIT 1")
+        { grep -qw -- "$meas" <<<"$row" && ! grep -qw -- "$sim" <<<"$row"; } ||
+            { bad=$((bad + 1)); echo "  after a simulated run on $h ($sim tokens/s): the row '$row', the trained run's $meas tokens/s"; }
+    done
+    if [ "$want" = 1 ] && [ $tried -ge 3 ] && [ $bad -eq 0 ]; then pass "summary_by_hand_measured_only ($tried simulated runs added)"
+    else fail summary_by_hand_measured_only "$bad of $tried (measured runs: $want)"; fi
+else fail summary_by_hand_measured_only "build/train failed: $(tail -2 "$TMP/hand.log")"; fi
+
+# ---- reading commands leave no database behind --------------------------------------------------
+# --summary and --compare on a database that is not there (a missing folder or file, an empty
+# file, a directory, a FIFO): exit 2 naming it, and nothing created or written.
+bad=0; tried=0
+mkdir -p "$TMP/rd/dir"; : > "$TMP/rd/empty.db"; mkfifo "$TMP/rd/fifo.db"
+for p in "$TMP/rd/typo/x.db" "$TMP/rd/none.db" "$TMP/rd/empty.db" "$TMP/rd/dir" "$TMP/rd/fifo.db"; do
+    for how in summary summary_csv compare_launch compare_name; do
+        tried=$((tried + 1))
+        before=$(cd "$TMP/rd" && find . -printf '%p %s\n' | sort)
+        case $how in
+            summary) cmd=("$BUILD/exp" quickstart --summary --set run.db="$p") ;;
+            summary_csv) cmd=("$BUILD/exp" quickstart --summary --csv --set run.db="$p") ;;
+            compare_launch) cmd=("$BUILD/exp" --compare --db "$p" --launch 1) ;;
+            compare_name) cmd=("$BUILD/exp" --compare quickstart --db "$p") ;;
+        esac
+        out=$(timeout 30 "${cmd[@]}" 2>&1); rc=$?
+        after=$(cd "$TMP/rd" && find . -printf '%p %s\n' | sort)
+        if [ $rc -ne 2 ] || ! grep -q "no run database there" <<<"$out" || [ "$before" != "$after" ]; then
+            bad=$((bad + 1)); echo "  $how on $p: exit $rc: $(head -1 <<<"$out")$([ "$before" != "$after" ] && echo '; files changed')"
+        fi
+    done
+done
+if [ $bad -eq 0 ]; then pass "reading_commands_create_no_database ($tried cases)"; else fail reading_commands_create_no_database "$bad of $tried"; fi

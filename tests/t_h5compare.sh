@@ -62,7 +62,7 @@ fi
 # an unreadable file: exit 2 naming it
 head -c 300 /dev/urandom > "$TMP/junk.h5"
 expect_error h5compare_unreadable_file "junk.h5" 2 "$H5C" "$TMP/junk.h5" "$TMP/junk.h5"
-expect_error h5compare_bad_tolerance "--rtol 'x': expected a number >= 0" 2 "$H5C" a.h5 b.h5 --rtol x
+expect_error h5compare_bad_tolerance "h5compare --rtol" 2 "$H5C" a.h5 b.h5 --rtol x
 
 # real step dumps: a run against itself, and against another seed
 cat > "$TMP/m.yaml" <<YAML
@@ -82,3 +82,31 @@ if [ $rc -eq 0 ] && [ "${n:-0}" -gt 10 ]; then pass "h5compare_same_run_bit_iden
 out=$("$H5C" "$TMP/da/step_1.h5" "$TMP/dc/step_1.h5" 2>&1); rc=$?
 if [ $rc -eq 1 ] && grep -q 'beyond tolerance' <<<"$out" && ! grep -q ' 0 beyond' <<<"$out"; then pass h5compare_other_seed_differs
 else fail h5compare_other_seed_differs "exit $rc: $(tail -2 <<<"$out")"; fi
+# A comparison that compared nothing is no pass, whatever spelling names nothing (exit 2); a
+# tolerance that would pass any difference is refused; a FIFO is refused, not waited on.
+A=$TMP/da/step_1.h5; C=$TMP/dc/step_1.h5
+bad=0; tried=0
+for g in bogus grad '/nothing' 'bogus,other' 'model2' 'Model'; do
+    tried=$((tried + 1))
+    out=$("$H5C" "$A" "$C" --groups "$g" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "nothing to compare" <<<"$out" || { bad=$((bad + 1)); echo "  --groups '$g': exit $rc: $(tail -1 <<<"$out")"; }
+done
+for g in '' ',,' ',model' 'model,' 'model,,loss'; do
+    tried=$((tried + 1))
+    out=$("$H5C" "$A" "$C" --groups "$g" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "empty group name" <<<"$out" || { bad=$((bad + 1)); echo "  --groups '$g': exit $rc: $(tail -1 <<<"$out")"; }
+done
+for t in inf .inf 1e400 nan -1; do
+    for o in --atol --rtol; do
+        tried=$((tried + 1))
+        out=$("$H5C" "$A" "$C" $o "$t" 2>&1); rc=$?
+        [ $rc -eq 2 ] && grep -q "h5compare $o" <<<"$out" || { bad=$((bad + 1)); echo "  $o '$t': exit $rc: $(tail -1 <<<"$out")"; }
+    done
+done
+mkfifo "$TMP/fifo"
+for pair in "$TMP/fifo $A" "$A $TMP/fifo" "$TMP $A"; do
+    tried=$((tried + 1))
+    out=$(timeout 20 "$H5C" $pair 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "not a regular file" <<<"$out" || { bad=$((bad + 1)); echo "  $pair: exit $rc: $(tail -1 <<<"$out")"; }
+done
+if [ $bad -eq 0 ]; then pass "h5compare_refuses_what_compares_nothing ($tried cases)"; else fail h5compare_refuses_what_compares_nothing "$bad of $tried"; fi

@@ -94,6 +94,7 @@ def probe_option(opt):
     if opt.kind == "flag_or_value":
         check(opt, "bare", [dash], "")
         check(opt, "with_a_value", [dash + "=abc"], "abc")
+        check(opt, "empty_value", [dash + "="], None)
         check(opt, "twice", [dash, dash], None)
         return
     values = []

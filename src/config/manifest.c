@@ -132,6 +132,12 @@ static void apply_map(Config *c, const YamlNode *map, const char *path, int pass
         if (path[0]) snprintf(full, sizeof full, "%s.%s", path, e->key);
         else snprintf(full, sizeof full, "%s", e->key);
         if (!path[0] && allow_meta && is_meta(e->key)) continue;
+        if (!path[0] && is_meta(e->key)) {   // a manifest's own key inside a variant: the suggestion would be itself
+            where_of(where, sizeof where, e->val->file, e->line, variant);
+            die_input_hint("set it at the top of the manifest; a variant sets configuration keys (model.*, data.*, train.*, "
+                           "parallel.*, boost.*, run.*)",
+                           "%s: '%s' is a key of the manifest itself, not one a variant can set", where, e->key);
+        }
         int idx = config_key_index(full);
         const YamlNode *v = e->val;
         if (idx >= 0) {
@@ -224,7 +230,7 @@ static void check_meta(const YamlNode *root, const char *file) {
         char stem[256];
         path_stem(file, stem, sizeof stem);
         check_name_chars(v->text, file, line, "name", "an experiment name (it names folders and is printed in commands) "
-                         "has only letters, digits and ._-+=,@%:", "rename the file (and its name:) with letters, digits and ._-+=,@%:");
+                         "has only letters, digits and ._-+=,@%:", "rename the file (and its name:) with letters, digits and ._-+=,@%:, the first not '.'");
         if (strlen(v->text) > 127)   // (docs/configuration.md: with a 127-character variant, a run uid still fits a folder name)
             die_input_hint("use a shorter file name", "%s:%d: name '%.40s...' has %zu characters; an experiment name has at most 127",
                            file, line, v->text, strlen(v->text));
@@ -367,6 +373,15 @@ static int name_char_ok(char ch) {
 // code point ('é' (U+00E9), never one byte of it).
 static void check_name_chars(const char *name, const char *file, int line, const char *what, const char *rule,
                              const char *hint) {
+    // a leading dot: '.', '..' and hidden names are no folder of their own (a run uid begins with the name)
+    if (name[0] == '.') {
+        char shown[600];
+        utf8_printable(name, shown, sizeof shown);
+        if (hint) die_input_hint(hint, "%s:%d: %s '%s' begins with '.' (a hidden folder, or '.' or '..'); %s, the first not '.'",
+                                 file, line, what, shown, rule);
+        die_input("%s:%d: %s '%s' begins with '.' (a hidden folder, or '.' or '..'); %s, the first not '.'", file, line, what,
+                  shown, rule);
+    }
     for (const char *p = name; *p; p++) {
         if (name_char_ok(*p)) continue;
         char shown[600], ch[64];

@@ -156,6 +156,13 @@ void opt_parse(const char *tool, const ToolOption *opts, int argc, char **argv, 
         if (o->kind == OPT_FLAG_OR_VALUE) {
             if (given[oi]) die_input_hint("give it once", "%s --%s is given twice", tool, o->name);
             given[oi] = 1;
+            // "--name=" with nothing after it is no value: a script's --resume=$UID with UID unset
+            // must not turn into the bare option's meaning
+            if (eq && !*eq) {
+                char hint[160];
+                snprintf(hint, sizeof hint, "give --%s alone, or --%s=VALUE with a value", o->name, o->name);
+                die_input_hint(hint, "%s --%s= has an empty value", tool, o->name);
+            }
             ConfigKey k = row_of(o);
             if (eq) store(o, &k, tool, eq, o->dst);
             else *(const char **)o->dst = "";

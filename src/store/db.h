@@ -359,8 +359,8 @@ int rundb_summarize(RunDB *db, const int64_t *run_ids, int n_runs, VariantSummar
 // A run's median step time after warm-up, in seconds (NAN: no timed step): the number that
 // stands for the run in the table's medians and in the timing verdicts (compare.h).
 double rundb_run_median_step(RunDB *db, int64_t run);
-// The latest run of each variant of `experiment` (for runs made without a launch), in
-// order of each variant's first run. Returns the count; *out malloc'd (free it).
+// The latest measured run of each variant of `experiment` (for runs made without a launch;
+// simulated runs are not among them), in order of each variant's first run. Returns the count; *out malloc'd (free it).
 int rundb_compare(RunDB *db, const char *experiment, VariantSummary **out);
 
 // For tests: the connection (to provoke busy, full or damaged databases).

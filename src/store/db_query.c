@@ -432,9 +432,10 @@ int rundb_summarize(RunDB *db, const int64_t *run_ids, int n_runs, VariantSummar
 
 int rundb_compare(RunDB *db, const char *experiment, VariantSummary **out) {
     rundb_flush(db);
+    // measured runs only: a run priced by build/simulate --record is no run made by hand
     sqlite3_stmt *st = db_prep(db, "SELECT (SELECT id FROM runs r2 WHERE r2.experiment = r.experiment AND r2.variant = r.variant "
-                                   "ORDER BY started_at DESC, id DESC LIMIT 1), MIN(id) AS first "
-                                   "FROM runs r WHERE experiment=?1 GROUP BY variant ORDER BY first");
+                                   "AND r2.kind = 'measured' ORDER BY started_at DESC, id DESC LIMIT 1), MIN(id) AS first "
+                                   "FROM runs r WHERE experiment=?1 AND kind = 'measured' GROUP BY variant ORDER BY first");
     db_bind_text(db, st, 1, experiment);
     int n = 0, cap = 8;
     int64_t *ids = xmalloc((size_t)cap * sizeof *ids);

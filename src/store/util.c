@@ -126,7 +126,12 @@ hid_t h5j_open_read(H5Job *j, const char *path) {
     hid_t fapl = file_access(j, 0);
     hid_t f = -1;
     if (!j->failed) {
+        struct stat st;
         if (access(path, R_OK) != 0) h5j_fail(j, "cannot read it: %s", strerror(errno));
+        // a FIFO or a device would block or stream: only a regular file (or a link to one) is read
+        else if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            h5j_fail(j, "not a regular file (%s)", stat(path, &st) != 0 ? strerror(errno) : S_ISDIR(st.st_mode) ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
         else {
             f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
             if (f < 0) {

@@ -493,13 +493,21 @@ static void resolve_path(const char *name, char *path, size_t n) {
 // --compare: the runs of the launches and the runs named, in that order (no ids: the latest
 // two launches of the experiment); --summary --csv/--json: the runs of one launch. Text,
 // CSV or JSON summaries (compare.h), or the step series with --steps.
+// The run database a reading command (--summary, --compare) opens: it must exist and hold
+// something. rundb_open would create a missing one, or write the schema into an empty file,
+// and a reading command must leave no file behind (a typo in run.db or DB=).
+static RunDB *open_existing_db(const char *db_path) {
+    struct stat st;
+    if (stat(db_path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+        die_input_hint("run an experiment first (make exp EXP=name), or name the database (make compare DB=path)",
+                       "%s: no run database there (%s)", db_path,
+                       stat(db_path, &st) != 0 ? strerror(errno) : !S_ISREG(st.st_mode) ? "not a regular file" : "an empty file");
+    return rundb_open(db_path);
+}
+
 static int print_compare(const char *db_path, const char *experiment, const int64_t *launches, int n_launches,
                          const int64_t *run_ids, int n_run_ids, OutputFormat format, int steps, int verdicts) {
-    struct stat st;
-    if (stat(db_path, &st) != 0)
-        die_input_hint("run an experiment first (make exp EXP=name), or name the database (make compare DB=path)",
-                       "%s: no run database there", db_path);
-    RunDB *db = rundb_open(db_path);
+    RunDB *db = open_existing_db(db_path);
     int64_t *ids = NULL;
     int n = 0;
     int64_t latest[2];
@@ -680,7 +688,7 @@ int main(int argc, char **argv) {
         Manifest *man = manifest_load_with(path, sets, n_sets);
         if (only) (void)manifest_variant(man, only);    // dies listing the names if unknown
         const char *db_path = man->variants[0].config.run.db;
-        RunDB *db = rundb_open(db_path);
+        RunDB *db = open_existing_db(db_path);
         LaunchRow lr;
         int have = launch_id ? rundb_launch(db, launch_id, &lr) : rundb_latest_launch(db, man->name, &lr);
         if (launch_id && !have) die_input("no launch %lld in %s", (long long)launch_id, db_path);

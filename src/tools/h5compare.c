@@ -10,11 +10,13 @@
 // (--exact: bit-identical values; a NaN equals a NaN, and never a number). Values are compared in double precision
 // whatever their stored type. Prints one line per failing tensor and the summary
 //     "N tensors compared, K beyond tolerance, worst diff/allowed = W"
-// Exit 0 when every tensor is within tolerance, 1 when one is not, 2 on unreadable input.
+// Exit 0 when every tensor is within tolerance, 1 when one is not, 2 on unreadable input or
+// when no tensor is under the named groups in either file (nothing compared is no pass).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../config/options.h"
 #include "../core/check.h"
 #include "../store/util.h"
 
@@ -104,31 +106,35 @@ static void shape_text(const Tensor *t, char *buf, size_t n) {
     if (l < n) snprintf(buf + l, n - l, ")");
 }
 
-static double parse_tol(const char *flag, const char *v) {
-    char *end = NULL;
-    double x = v ? strtod(v, &end) : NAN;
-    if (!v || end == v || *end || !(x >= 0)) {
-        fprintf(stderr, "h5compare: %s '%s': expected a number >= 0\n" USAGE, flag, v ? v : "");
-        exit(EXIT_BAD_INPUT);
+// The group list: comma-separated names, none empty (",," or "" would name nothing and so
+// compare nothing).
+static void check_groups(const char *groups) {
+    const char *p = groups;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        if (n == 0)
+            die_input_hint("--groups model,grads,loss (the default; h5ls FILE lists a file's groups)",
+                           "h5compare --groups: an empty group name in '%s'", groups);
+        if (!p[n]) break;
+        p += n + 1;
     }
-    return x;
 }
 
 int main(int argc, char **argv) {
     const char *files[2] = { NULL, NULL }, *groups = "model,grads,loss";
     double atol = 1e-5, rtol = 1e-4;
     int exact = 0, nf = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
-        else if (!strcmp(a, "--groups") && i + 1 < argc) groups = argv[++i];
-        else if (!strcmp(a, "--atol")) atol = parse_tol(a, i + 1 < argc ? argv[++i] : NULL);
-        else if (!strcmp(a, "--rtol")) rtol = parse_tol(a, i + 1 < argc ? argv[++i] : NULL);
-        else if (!strcmp(a, "--exact")) exact = 1;
-        else if (a[0] == '-' || nf == 2) { fprintf(stderr, "h5compare: unexpected argument '%s'\n" USAGE, a); return EXIT_BAD_INPUT; }
-        else files[nf++] = a;
-    }
-    if (nf != 2) { fputs(USAGE, stderr); return EXIT_BAD_INPUT; }
+    // tolerances: finite, >= 0 (an infinite one would pass any difference)
+    const ToolOption opts[] = {
+        OPT_STR_ROW("groups", &groups),
+        OPT_REAL_ROW("atol", 0, 1e30, &atol),
+        OPT_REAL_ROW("rtol", 0, 1e30, &rtol),
+        OPT_FLAG_ROW("exact", &exact),
+        OPT_END,
+    };
+    opt_parse("h5compare", opts, argc, argv, files, 2, &nf, USAGE);
+    if (nf != 2) die_input_hint(USAGE, "h5compare: two files to compare, got %d", nf);
+    check_groups(groups);
     store_h5_init();
     Tensors ta = { 0 }, tb = { 0 };
     char err[1400];
@@ -136,6 +142,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         return EXIT_BAD_INPUT;
     }
+    // a comparison that found no tensor compared nothing: never a pass
+    if (ta.n == 0 && tb.n == 0)
+        die_input_hint("h5ls FILE lists a file's groups; --groups model,grads,loss is the default",
+                       "h5compare: no tensor under --groups %s in %s or %s: nothing to compare", groups, files[0], files[1]);
     int bad = 0, ia = 0, ib = 0, both = 0;
     double worst = 0;
     char only_a[512] = "", only_b[512] = "";
