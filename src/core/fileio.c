@@ -161,12 +161,9 @@ int file_read_regular(const char *path, size_t max_bytes, const char *what, char
     struct stat st;
     if (fstat(fd, &st) != 0) { int e = errno; close(fd); errno = e; return outdir_fail(err, errn, "cannot stat %s '%s': %s", what, path, strerror(e)); }
     if (!S_ISREG(st.st_mode)) {
-        const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO (pipe)"
-                         : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
-                         : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
         close(fd);
         errno = EINVAL;
-        return outdir_fail(err, errn, "%s '%s' is %s; expected a regular file", what, path, kind);
+        return outdir_fail(err, errn, "%s '%s' is %s; expected a regular file", what, path, file_kind_name(st.st_mode));
     }
     if ((uint64_t)st.st_size > (uint64_t)max_bytes) {
         close(fd);

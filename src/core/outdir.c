@@ -32,7 +32,7 @@ static void trace(const char *op, const char *dir, const char *name) {
 }
 
 // What an entry is, for messages ("a symbolic link").
-static const char *kind_of(mode_t m) {
+const char *file_kind_name(mode_t m) {
     return S_ISLNK(m) ? "a symbolic link" : S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO (pipe)"
          : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket"
          : S_ISREG(m) ? "a regular file" : "not a regular file";
@@ -78,7 +78,7 @@ static int open_dir_nofollow(int at, const char *name, const char *shown, char *
         if (S_ISLNK(st.st_mode))
             return outdir_fail(err, n, "%s is a symbolic link; boost-c never writes through a link in its folders "
                         "(a folder it writes must be its own: remove the link)", shown);
-        return outdir_fail(err, n, "%s exists but is %s, not a directory", shown, kind_of(st.st_mode));
+        return outdir_fail(err, n, "%s exists but is %s, not a directory", shown, file_kind_name(st.st_mode));
     }
     errno = e;
     return outdir_fail(err, n, "cannot open directory %s: %s", shown, strerror(e));
@@ -102,7 +102,7 @@ int outdir_mkdir_p(const char *dir, char *err, size_t n) {
         else if (errno != EEXIST) return outdir_fail(err, n, "cannot create directory %s: %s", buf, strerror(errno));
         else if (stat(buf, &st) == 0 && !S_ISDIR(st.st_mode)) {
             errno = ENOTDIR;
-            return outdir_fail(err, n, "cannot create %s: it exists but is not a directory (%s)", buf, kind_of(st.st_mode));
+            return outdir_fail(err, n, "cannot create %s: it exists but is not a directory (%s)", buf, file_kind_name(st.st_mode));
         }
         if (c == 0) break;
         *p = c;
@@ -185,7 +185,7 @@ int outdir_create(const OutDir *d, const char *name, OutOwned owned, char *err, 
         errno = EEXIST;
         return outdir_fail(err, n, "%s/%s exists and is %s%s; boost-c writes a new file there only where nothing is "
                     "(it never writes through a link or over a file it cannot prove it wrote): remove it",
-                    d->path, name, kind_of(st.st_mode), S_ISREG(st.st_mode) ? " boost-c did not write" : "");
+                    d->path, name, file_kind_name(st.st_mode), S_ISREG(st.st_mode) ? " boost-c did not write" : "");
     }
 }
 
@@ -263,7 +263,7 @@ int outdir_remove(const OutDir *d, const char *name, OutOwned owned, char *err, 
         return outdir_fail(err, n, "cannot stat %s/%s: %s", d->path, name, strerror(errno));
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(err, n, "%s/%s is %s, never one boost-c wrote; left alone", d->path, name, kind_of(st.st_mode));
+        snprintf(err, n, "%s/%s is %s, never one boost-c wrote; left alone", d->path, name, file_kind_name(st.st_mode));
         return 0;
     }
     if (!owned || !owned(d->fd, name)) {

@@ -27,6 +27,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+// What a file's mode makes it, for a refusal: "a directory", "a FIFO (pipe)", "a character
+// device", ... ("a regular file" for one).
+const char *file_kind_name(mode_t mode);
+
 typedef struct {
     int fd;              // O_DIRECTORY | O_NOFOLLOW handle (-1: closed)
     char path[1400];     // as messages name it

@@ -373,9 +373,7 @@ static void check_db_path(const char *path) {
                        "text after '?' would be read as SQLite options); run.db is a plain file path", path);
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        die_input_hint(hint, "run.db=%s is %s, not a regular file", path,
-                       S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ? "a character device" :
-                       S_ISFIFO(st.st_mode) ? "a FIFO (pipe)" : S_ISBLK(st.st_mode) ? "a block device" : "not a regular file");
+        die_input_hint(hint, "run.db=%s is %s, not a regular file", path, file_kind_name(st.st_mode));
     char dir[1024];
     xsnprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');

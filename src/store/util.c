@@ -11,6 +11,7 @@
 #include "../core/check.h"
 #include "../core/fileio.h"
 #include "../core/json.h"
+#include "../core/outdir.h"
 
 void store_mkdir_p(const char *dir) {
     char err[1200];
@@ -129,9 +130,8 @@ hid_t h5j_open_read(H5Job *j, const char *path) {
         struct stat st;
         if (access(path, R_OK) != 0) h5j_fail(j, "cannot read it: %s", strerror(errno));
         // a FIFO or a device would block or stream: only a regular file (or a link to one) is read
-        else if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-            h5j_fail(j, "not a regular file (%s)", stat(path, &st) != 0 ? strerror(errno) : S_ISDIR(st.st_mode) ? "a directory"
-                     : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
+        else if (stat(path, &st) != 0) h5j_fail(j, "cannot stat it: %s", strerror(errno));
+        else if (!S_ISREG(st.st_mode)) h5j_fail(j, "it is %s, not a regular file", file_kind_name(st.st_mode));
         else {
             f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
             if (f < 0) {

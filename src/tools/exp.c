@@ -23,6 +23,7 @@
 #include "../config/options.h"
 #include "../core/check.h"
 #include "../core/fs.h"
+#include "../core/outdir.h"
 #include "../core/shellword.h"
 #include "../core/env.h"
 #include "../store/compare.h"
@@ -498,10 +499,11 @@ static void resolve_path(const char *name, char *path, size_t n) {
 // and a reading command must leave no file behind (a typo in run.db or DB=).
 static RunDB *open_existing_db(const char *db_path) {
     struct stat st;
-    if (stat(db_path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+    int stat_rc = stat(db_path, &st), stat_errno = errno;
+    if (stat_rc != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
         die_input_hint("run an experiment first (make exp EXP=name), or name the database (make compare DB=path)",
                        "%s: no run database there (%s)", db_path,
-                       stat(db_path, &st) != 0 ? strerror(errno) : !S_ISREG(st.st_mode) ? "not a regular file" : "an empty file");
+                       stat_rc != 0 ? strerror(stat_errno) : !S_ISREG(st.st_mode) ? file_kind_name(st.st_mode) : "an empty file");
     return rundb_open(db_path);
 }
 
