@@ -420,13 +420,13 @@ TEST(measurement_rule) {
 // oracle tests every library by brute force; built cases where the fastest median fails the
 // test (one bad round too many) and a slower one passes check that the slower one is taken.
 static int passes(const double (*tt)[GEMM_MAX_ROUNDS], int rounds, int i, int ref) {
-    float q[GEMM_MAX_ROUNDS];
+    double q[GEMM_MAX_ROUNDS];
     int k = 0, wins = 0;
     for (int r = 0; r < rounds; r++)
-        if (!isnan(tt[i][r]) && !isnan(tt[ref][r])) { q[k] = (float)(tt[i][r] / tt[ref][r]); wins += q[k] < 1; k++; }
+        if (!isnan(tt[i][r]) && !isnan(tt[ref][r])) { q[k] = tt[i][r] / tt[ref][r]; wins += q[k] < 1; k++; }
     for (int a = 1; a < k; a++)   // insertion sort: the oracle shares no code with the rule
-        for (int b = a; b > 0 && q[b] < q[b - 1]; b--) { float x = q[b]; q[b] = q[b - 1]; q[b - 1] = x; }
-    float med = k % 2 ? q[k / 2] : 0.5f * (q[k / 2 - 1] + q[k / 2]);
+        for (int b = a; b > 0 && q[b] < q[b - 1]; b--) { double x = q[b]; q[b] = q[b - 1]; q[b - 1] = x; }
+    double med = k % 2 ? q[k / 2] : 0.5 * (q[k / 2 - 1] + q[k / 2]);
     return k > 0 && med < 1 - CHOICE_MARGIN && 3 * wins >= 2 * k;
 }
 TEST(choice_tests_every_library_against_the_default) {

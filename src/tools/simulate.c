@@ -200,8 +200,9 @@ static void simulate_stage(StageSim *st, const Config *cfg, const HwProfile *hw,
     t->record_syncs = 0;
     st->tail = take_seconds(t);
     st->total = t->total;
-    // the communication table of the step; each row's modeled seconds are filled in after the
-    // pipeline simulation (stage_comm_seconds), which prices the sends and the joins' waits
+    // the communication table of the step; each row's modeled seconds are filled in from the
+    // tracer's cells once main has run sim_pipeline, which prices the sends and
+    // the joins' waits
     int it = 0, cap = 64;
     CommStatRow row;
     st->rows = xcalloc((size_t)cap, sizeof *st->rows);
@@ -895,8 +896,8 @@ int main(int argc, char **argv) {
         free(sync_wait[p]);
     }
     free(sync); free(sync_wait);
-    // each row of a stage's communication table: a collective's the seconds of its cell; the
-    // pipeline sends K messages each way it sends
+    // each row of a stage's communication table: a collective takes the seconds of its cell
+    // (its calls and its joins' waits); a pipeline send, K micro-batches' transfers each way
     for (int p = 0; p < P; p++)
         for (int i = 0; i < s.st[p].n_rows; i++) {
             CommStatRow *r = &s.st[p].rows[i];

@@ -9,6 +9,7 @@
 #include "gemm_choice.h"
 #include "../../core/check.h"
 #include "../../core/rng.h"
+#include "../../core/stats.h"
 #include "../../core/timer.h"
 
 GemmKey cpu_gemm_key(const GemmArgs *g, int threads) {
@@ -31,21 +32,15 @@ static double timed(GemmLib l, const GemmArgs *g) {
 enum { MIN_ROUNDS = 7, MAX_ROUNDS = GEMM_MAX_ROUNDS, CUT = 3 };
 #define SLOW 1.5
 #define WIN_SHARE (2.0 / 3.0)
-static int cmp_float(const void *a, const void *b) { float x = *(const float *)a, y = *(const float *)b; return (x > y) - (x < y); }
-
-// The median of k > 0 sorted values.
-static float median_sorted(const float *v, int k) { return k % 2 ? v[k / 2] : 0.5f * (v[k / 2 - 1] + v[k / 2]); }
 
 // Whether library i beats library ref round by round (gemm_choice.h): its median time over
 // ref's, over the rounds both ran, CHOICE_MARGIN below 1, and faster in WIN_SHARE of them.
 static int beats(const double (*tt)[MAX_ROUNDS], int rounds, int i, int ref) {
-    float q[MAX_ROUNDS];
+    double q[MAX_ROUNDS];
     int k = 0, wins = 0;
     for (int r = 0; r < rounds; r++)
-        if (!isnan(tt[i][r]) && !isnan(tt[ref][r])) { q[k] = (float)(tt[i][r] / tt[ref][r]); wins += q[k] < 1; k++; }
-    if (k == 0) return 0;
-    qsort(q, (size_t)k, sizeof(float), cmp_float);
-    return median_sorted(q, k) < 1 - CHOICE_MARGIN && wins >= WIN_SHARE * k;
+        if (!isnan(tt[i][r]) && !isnan(tt[ref][r])) { q[k] = tt[i][r] / tt[ref][r]; wins += q[k] < 1; k++; }
+    return k > 0 && stats_median(q, k) < 1 - CHOICE_MARGIN && wins >= WIN_SHARE * k;
 }
 
 void cpu_gemm_decide(const double (*tt)[MAX_ROUNDS], int rounds, const GemmLib *libs, int n, GemmLib def, GemmChoice *out) {
@@ -55,15 +50,14 @@ void cpu_gemm_decide(const double (*tt)[MAX_ROUNDS], int rounds, const GemmLib *
     for (int l = 0; l < GEMM_N_LIBS; l++) out->med[l] = out->q1[l] = out->q3[l] = NAN;
     int ref = 0;   // the default where it is a candidate, else OpenBLAS
     for (int i = 0; i < n; i++) {
-        float ratio[MAX_ROUNDS];
+        double ratio[MAX_ROUNDS];
         int k = 0;
-        for (int r = 0; r < rounds; r++) if (!isnan(tt[i][r])) ratio[k++] = (float)(tt[i][r] / tt[0][r]);
+        for (int r = 0; r < rounds; r++) if (!isnan(tt[i][r])) ratio[k++] = tt[i][r] / tt[0][r];
         CHECK(k > 0, "cpu_gemm_decide: %s ran in no round", cpu_gemm_lib_name(libs[i]));
-        qsort(ratio, (size_t)k, sizeof(float), cmp_float);
         GemmLib l = libs[i];
-        out->med[l] = median_sorted(ratio, k);
-        out->q1[l] = ratio[(k - 1) / 4];
-        out->q3[l] = ratio[(3 * (k - 1) + 3) / 4];
+        out->med[l] = (float)stats_median(ratio, k);   // (sorts ratio)
+        out->q1[l] = (float)ratio[(k - 1) / 4];
+        out->q3[l] = (float)ratio[(3 * (k - 1) + 3) / 4];
         if (l == def) ref = i;
     }
     // Every candidate against the default, not only the fastest: the one of the lowest median
