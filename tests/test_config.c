@@ -1,6 +1,11 @@
 // test_config.c — configuration: presets and closed-form sizes (hand-derived numbers),
 // finalize defaults, overrides, YAML loading, manifests (extends, variants, grid), SHA-256.
 // Error paths (exit 2 + message) are covered by tests/t_config.sh.
+// `test_config --read-scalars FILE` is the engine's half of tests/config_scalars.py (below).
+#define TL_USAGE "runs every test of this binary (no arguments); prints PASS/FAIL/SKIP lines, exit 1 if one failed;\n" \
+    "  --read-scalars FILE: reads each case of FILE (KEY NEWLINE manifest text, cases ended by NUL) through the\n" \
+    "  manifest reader, one child per case; prints OK<TAB>value or the refusal, then END<TAB>exit status\n"
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,15 +305,15 @@ TEST(overrides) {
     config_set_override(&c, "model.tie_embeddings=true");
     config_set_override(&c, "model.linear=svd");
     config_set_override(&c, "data.dataset='text:/tmp/a b.txt'");
-    config_set_override(&c, " data.synthetic_tokens = 2e6 ");
-    config_set_override(&c, "train.steps=1_000");
+    config_set_override(&c, " data.synthetic_tokens = 2000000 ");
+    config_set_override(&c, "train.steps=0x3e8");
     config_set_override(&c, "model.norm_eps=1e-5");
     EXPECT(c.train.lr == 3e-4f, "lr %g", c.train.lr);
     EXPECT(c.train.seed == UINT64_MAX, "seed");
     EXPECT(c.model.tie_embeddings == 1 && c.model.linear == LINEAR_SVD, "bool/enum");
     EXPECT(!strcmp(c.data.dataset, "text:/tmp/a b.txt"), "quoted string '%s'", c.data.dataset);
-    EXPECT(c.data.synthetic_tokens == 2000000, "2e6 as integer: %lld", (long long)c.data.synthetic_tokens);
-    EXPECT(c.train.steps == 1000, "underscores");
+    EXPECT(c.data.synthetic_tokens == 2000000, "spaces around: %lld", (long long)c.data.synthetic_tokens);
+    EXPECT(c.train.steps == 1000, "hexadecimal");
     EXPECT(c.model.norm_eps == 1e-5f, "float");
     // a preset given later replaces the shape, and resets "explicitly set" for its keys
     config_set_override(&c, "model.rank_attn=8");
@@ -586,8 +591,11 @@ TEST(values_at_the_type_of_use) {
             if (k->flags & CKF_MIN) in &= (k->flags & CKF_MIN_EXCL) ? x > k->min && used > k->min : x >= k->min && used >= k->min;
             if (k->flags & CKF_MAX) in &= (k->flags & CKF_MAX_EXCL) ? x < k->max && used < k->max : x <= k->max && used <= k->max;
             int normal = fabs(x) <= lim && (used == 0 ? strspn(text, "-0.") == strcspn(text, "e") : fabs(used) >= tiny);
+            // (a leading zero, 012.5: refused by the one scalar rule, whatever the value)
+            const char *mant = text + (text[0] == '-');
+            int lead0 = mant[0] == '0' && isdigit((unsigned char)mant[1]);
             int ok = parse_ok(k, text, &v, why, sizeof why);
-            EXPECT(ok == (in && normal), "%s = %s: %s (%s)", names[i], text, ok ? "accepted" : "refused", ok ? "" : why);
+            EXPECT(ok == (in && normal && !lead0), "%s = %s: %s (%s)", names[i], text, ok ? "accepted" : "refused", ok ? "" : why);
             if (ok) EXPECT(f32 ? v.f == (float)x : v.d == x, "%s = %s read back as %.9g", names[i], text, f32 ? v.f : v.d);
         }
     }
@@ -673,7 +681,53 @@ TEST(resume_changes_by_class) {
     free(before);
 }
 
-int main(void) {
+// The engine's half of tests/config_scalars.py: each case (a key, a manifest setting it) read
+// by config_load_file in a child, as a run would read it; the child prints the key's value as
+// the engine holds it, or dies with the engine's own refusal (stderr joined to stdout).
+static int read_scalars(const char *list) {
+    FILE *f = fopen(list, "rb");
+    if (!f) { perror(list); return 1; }
+    static char buf[1 << 22];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    char path[300];
+    snprintf(path, sizeof path, "%s/case.yaml", tmpdir);
+    for (size_t at = 0; at < len;) {
+        char *c = buf + at, *nl = strchr(c, '\n');
+        at += strlen(c) + 1;
+        if (!nl) continue;
+        *nl = 0;
+        FILE *m = fopen(path, "w");
+        if (!m || fputs(nl + 1, m) < 0 || fclose(m) != 0) { perror(path); return 1; }
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) { perror("fork"); return 1; }
+        if (pid == 0) {
+            if (dup2(1, 2) < 0) _exit(9);
+            Config cfg;
+            config_defaults(&cfg);
+            config_load_file(&cfg, path);
+            int nk, i = config_key_index(c);
+            if (i < 0) { printf("no key %s\n", c); _exit(9); }
+            char v[1200];
+            config_format_value(&cfg, &config_schema(&nk)[i], v, sizeof v);
+            printf("OK\t%s\n", v);
+            fflush(stdout);
+            _exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        printf("END\t%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status));
+    }
+    return tl_finish(tmpdir);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--read-scalars")) {
+        if (tl_tmpdir(tmpdir, sizeof tmpdir, "test_config")) return 1;
+        return read_scalars(argv[2]);
+    }
     if (tl_tmpdir(tmpdir, sizeof tmpdir, "test_config")) return 1;
     RUN(sha256_vectors);
     RUN(param_count_cola60m);

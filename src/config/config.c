@@ -14,6 +14,7 @@
 
 #include "../core/check.h"
 #include "../core/json.h"
+#include "../core/yaml_walk.h"
 
 // ---------------------------------------------------------------------------------
 // Schema
@@ -532,37 +533,25 @@ static int in_range_ld(const ConfigKey *k, long double x) {
 }
 static int in_range(const ConfigKey *k, double x) { return in_range_ld(k, x); }
 
-// An integer as YAML writes one: [+-]digits (underscores between digits), 0x.., 0o.., or a
-// decimal number that is exactly an integer (2e6, 1.5e3; not 2.0000000001e6), decided on
-// the digits, never through a double. 1 with sign and magnitude; 0 if the text is no
-// integer; -1 if it is one beyond 2^64 - 1 (too large for any integer type here).
+// The magnitude and sign of an integer of the one scalar rule (yaml_plain_type: [+-]digits or
+// 0x..), or of a decimal number that is exactly an integer (2e6, 1.5e3: for the hint that
+// says how to write it as one), decided on the digits, never through a double. 1 with sign
+// and magnitude; 0 if the text is no integer; -1 if it is one beyond 2^64 - 1.
 static int parse_integer(const char *s, int *neg_out, uint64_t *mag_out) {
-    char buf[128];
-    size_t j = 0;
-    for (size_t i = 0; s[i]; i++) {
-        if (s[i] == '_' && i > 0 && isxdigit((unsigned char)s[i - 1]) && isxdigit((unsigned char)s[i + 1])) continue;
-        if (j + 1 >= sizeof buf) return strspn(s, "+-0123456789_") == strlen(s) ? -1 : 0;
-        buf[j++] = s[i];
-    }
-    buf[j] = 0;
-    const char *p = buf;
+    const char *p = s;
     int neg = 0;
     if (*p == '+' || *p == '-') { neg = *p == '-'; p++; }
-    if (!*p) return 0;
-    int base = 10;
-    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) { base = 16; p += 2; }
-    else if (p[0] == '0' && p[1] == 'o') { base = 8; p += 2; }
-    if (base != 10) {
+    if (!*p || strlen(p) > 120) return strspn(p, "0123456789") == strlen(p) && *p ? -1 : 0;
+    if (p[0] == '0' && p[1] == 'x') {
+        p += 2;
         if (!*p) return 0;
         uint64_t v = 0;
-        int over = 0;
         for (const char *q = p; *q; q++) {
-            int d = isdigit((unsigned char)*q) ? *q - '0' : isxdigit((unsigned char)*q) ? tolower((unsigned char)*q) - 'a' + 10 : 99;
-            if (d >= base) return 0;
-            if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) over = 1;
-            else v = v * (uint64_t)base + (uint64_t)d;
+            if (!isxdigit((unsigned char)*q)) return 0;
+            int d = isdigit((unsigned char)*q) ? *q - '0' : tolower((unsigned char)*q) - 'a' + 10;
+            if (v > (UINT64_MAX - (uint64_t)d) / 16) return -1;
+            v = v * 16 + (uint64_t)d;
         }
-        if (over) return -1;
         *neg_out = neg && v != 0;
         *mag_out = v;
         return 1;
@@ -603,41 +592,24 @@ static int parse_integer(const char *s, int *neg_out, uint64_t *mag_out) {
     return 1;
 }
 
-// A number as YAML 1.2 writes a decimal one: [+-] (digits [. digits] | . digits) [e [+-]
-// digits]. Hexadecimal floats (0x1p-10) are not YAML numbers (PyYAML, which analysis/ reads
-// manifests with, takes them for text), nor are words strtod reads (inf, nan, infinity).
-// 1 and *out; 0 if the text is no number; -1 if it is YAML's .inf or .nan; -2 if it is
-// beyond any double (1e400: *out is +-inf); -3 if it is not 0 but rounds to 0 or below the
-// smallest normal double (1e-400: *out is what strtod made of it).
+// The value of an integer or a number of the one scalar rule (yaml_plain_type: decimal as
+// YAML 1.2 writes it, 0x.., .inf, .nan). 1 and *out; -1 if it is .inf or .nan; -2 if it is
+// beyond any double (*out is +-inf); -3 if it is not 0 but rounds to 0 or below the smallest
+// normal double (*out is what strtod made of it).
 static int parse_real(const char *s, double *out) {
     static const char *const nonfinite[] = {".inf", "+.inf", "-.inf", ".Inf", "+.Inf", "-.Inf", ".INF", "+.INF", "-.INF",
                                             ".nan", ".NaN", ".NAN", NULL};
     for (int i = 0; nonfinite[i]; i++) if (!strcmp(s, nonfinite[i])) return -1;
-    const char *p = s;
-    if (*p == '+' || *p == '-') p++;
-    int mant = 0, nonzero = 0;
-    for (; isdigit((unsigned char)*p); p++) { mant = 1; nonzero |= *p != '0'; }
-    if (*p == '.') for (p++; isdigit((unsigned char)*p); p++) { mant = 1; nonzero |= *p != '0'; }
-    if (!mant) return 0;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-') p++;
-        if (!isdigit((unsigned char)*p)) return 0;
-        while (isdigit((unsigned char)*p)) p++;
-    }
-    if (*p) return 0;
+    const char *p = s + (*s == '+' || *s == '-');
+    int hex = p[0] == '0' && p[1] == 'x';
+    const char *m = p + (hex ? 2 : 0);
+    int nonzero = strcspn(m, hex ? "123456789abcdefABCDEF" : "123456789") < (hex ? strlen(m) : strcspn(m, "eE"));
     errno = 0;
     double d = strtod(s, NULL);
     *out = d;
     if (isinf(d)) return -2;
     if (nonzero && (d == 0 || fabs(d) < DBL_MIN)) return -3;
     return 1;
-}
-
-static int parse_bool(const char *s, int *out) {
-    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE")) { *out = 1; return 1; }
-    if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE")) { *out = 0; return 1; }
-    return 0;
 }
 
 // The value inside the range nearest to an exclusive bound, in the key's type: the largest
@@ -652,15 +624,27 @@ static double nearest_inside(const ConfigKey *k, int at_max) {
 }
 
 int config_parse_value(const ConfigKey *k, const char *text, void *dst, char *why, size_t n) {
-    char want[512];
+    char want[512], tw[700];
     config_describe_key(k, want, sizeof want);
-    int neg = 0, bv;
+    int neg = 0;
     uint64_t mag = 0;
     double dv;
+    // what the text is by the one scalar rule (core/yaml_walk.h), as analysis/ reads it too
+    YamlScalarType t = yaml_plain_type(text, tw, sizeof tw);
+    if (t == YS_BAD && k->type != CK_STRING && k->type != CK_ENUM && k->type != CK_PRESET) {
+        snprintf(why, n, "expected %s; %s", want, tw);
+        return -1;
+    }
     switch (k->type) {
     case CK_INT: case CK_INT64: case CK_UINT64: {
-        int r = parse_integer(text, &neg, &mag);
-        if (r == 0) { snprintf(why, n, "expected %s, got '%s'", want, text); return -1; }
+        int r = t == YS_INT || t == YS_FLOAT ? parse_integer(text, &neg, &mag) : 0;
+        if (t == YS_FLOAT && r == 1) {
+            // 2e6, 1000.0: a number with a point or an exponent is no integer to a YAML reader
+            snprintf(why, n, "expected %s, got '%s' (written with a point or an exponent, it is not an integer in YAML): "
+                     "write %s%" PRIu64, want, text, neg ? "-" : "", mag);
+            return -1;
+        }
+        if (t != YS_INT || r == 0) { snprintf(why, n, "expected %s, got '%s'", want, text); return -1; }
         long double v = r < 0 ? (text[0] == '-' ? -INFINITY : INFINITY) : neg ? -(long double)mag : (long double)mag;
         if (!in_range_ld(k, v)) { snprintf(why, n, "expected %s, got '%s'", want, text); return -1; }
         long double lo, hi;
@@ -677,7 +661,7 @@ int config_parse_value(const ConfigKey *k, const char *text, void *dst, char *wh
         return 0;
     }
     case CK_FLOAT: case CK_DOUBLE: {
-        int r = parse_real(text, &dv);
+        int r = t == YS_INT || t == YS_FLOAT ? parse_real(text, &dv) : 0;
         if (r == 0) {
             int hexfloat = (strstr(text, "0x") || strstr(text, "0X")) && strpbrk(text, "pP");
             snprintf(why, n, "expected %s, got '%s'%s", want, text,
@@ -720,8 +704,8 @@ int config_parse_value(const ConfigKey *k, const char *text, void *dst, char *wh
         return 0;
     }
     case CK_BOOL:
-        if (!parse_bool(text, &bv)) { snprintf(why, n, "expected %s, got '%s'", want, text); return -1; }
-        if (dst) *(int *)dst = bv;
+        if (t != YS_BOOL) { snprintf(why, n, "expected %s, got '%s'", want, text); return -1; }
+        if (dst) *(int *)dst = text[0] == 't' || text[0] == 'T';
         return 0;
     case CK_ENUM: {
         int found = -1;
@@ -754,17 +738,37 @@ static const char *const preset_keys[] = {
     "model.d_ff", "model.rank_attn", "model.rank_mlp", "model.seq_len", "model.tie_embeddings",
     "model.only_lr_act", NULL};
 
-void config_set_key(Config *c, const char *dotted, const char *text, int is_null, const char *where) {
+void config_set_key(Config *c, const char *dotted, const char *text, YamlScalarType type, const char *where) {
     int idx = config_key_index(dotted);
     if (idx < 0) config_die_unknown_key(where, dotted, NULL);
     const ConfigKey *k = &SCHEMA[idx];
     void *p = (char *)c + k->offset;
+    int is_null = type == YS_NULL;
     // An empty value clears a string key that may be empty (run.dump_steps=, ...).
-    if ((is_null || !text) && k->type == CK_STRING && !(k->flags & CKF_NONEMPTY)) { text = ""; is_null = 0; }
+    if ((is_null || !text) && k->type == CK_STRING && !(k->flags & CKF_NONEMPTY)) { text = ""; is_null = 0; type = YS_STR; }
     if (is_null || !text) {
         char want[512];
         config_describe_key(k, want, sizeof want);
         die_input("%s: %s.%s: expected %s, got an empty value", where, k->section, k->key, want);
+    }
+    // The value's YAML type (the one scalar rule, core/yaml_walk.h) is the key's: analysis/
+    // reads the file with the same rule and would see another value otherwise.
+    char want[512], tw[700];
+    config_describe_key(k, want, sizeof want);
+    YamlScalarType as_plain = yaml_plain_type(text, tw, sizeof tw);
+    int textual = k->type == CK_STRING || k->type == CK_ENUM || k->type == CK_PRESET;
+    if (textual && type == YS_BAD) die_input("%s: %s.%s: expected %s; %s", where, k->section, k->key, want, tw);
+    if (textual && type != YS_STR) {
+        char hint[1400];
+        snprintf(hint, sizeof hint, "quote it for text: %s.%s: '%s'", k->section, k->key, text);
+        die_input_hint(hint, "%s: %s.%s: expected %s, got %s (%s written plainly is %s in YAML)", where, k->section, k->key,
+                       want, yaml_type_name(type), text, yaml_type_name(type));
+    }
+    if (!textual && type == YS_STR && as_plain != YS_STR && as_plain != YS_BAD) {
+        char hint[1400];
+        snprintf(hint, sizeof hint, "write it without quotes: %s.%s: %s", k->section, k->key, text);
+        die_input_hint(hint, "%s: %s.%s: expected %s, got the quoted text '%s' (quotes make a YAML value text)", where,
+                       k->section, k->key, want, text);
     }
     if (k->type == CK_PRESET) {
         if (!*text) {  // preset: "" = none (leaves the shape as it is)
@@ -810,16 +814,23 @@ void config_set_override(Config *c, const char *assignment) {
     char val[1200];
     snprintf(val, sizeof val, "%s", v);
     for (char *e = val + strlen(val); e > val && isspace((unsigned char)e[-1]);) *--e = 0;
-    // YAML scalar: quoted strings lose their quotes; plain null words are null.
-    int is_null = !*val || !strcmp(val, "~") || !strcmp(val, "null") || !strcmp(val, "Null") || !strcmp(val, "NULL");
+    // A YAML scalar: a quoted one is text (without its quotes), a plain one is typed by the
+    // one scalar rule (core/yaml_walk.h), as in a manifest (but for text keys, below).
+    char why[8];
+    YamlScalarType type = yaml_plain_type(val, why, sizeof why);
     size_t vl = strlen(val);
     if (vl >= 2 && ((val[0] == '\'' && val[vl - 1] == '\'') || (val[0] == '"' && val[vl - 1] == '"'))) {
         memmove(val, val + 1, vl - 2);
         val[vl - 2] = 0;
-        is_null = 0;
+        type = YS_STR;
     }
-    if (config_key_index(ks) < 0) config_die_unknown_key(where, ks, NULL);
-    config_set_key(c, ks, val, is_null, where);
+    int idx = config_key_index(ks);
+    if (idx < 0) config_die_unknown_key(where, ks, NULL);
+    // a text key takes the command line's text as given (--set run.dump_steps=2): no file
+    // holds it, so no other reader can see another value
+    ConfigKeyType kt = SCHEMA[idx].type;
+    if ((kt == CK_STRING || kt == CK_ENUM || kt == CK_PRESET) && type != YS_NULL) type = YS_STR;
+    config_set_key(c, ks, val, type, where);
 }
 
 // ---------------------------------------------------------------------------------

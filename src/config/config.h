@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "linear_kinds.h"
+#include "../core/yaml_walk.h"
 
 // model.linear: LINEAR_DENSE, LINEAR_COLA, LINEAR_SVD, LINEAR_LAX, ... (linear_kinds.h)
 #define LINEAR_ENUM_ROW(NAME, name) LINEAR_##NAME,
@@ -264,9 +265,10 @@ typedef struct {
 const ConfigKey *config_schema(int *n_keys);
 int config_key_index(const char *dotted);                 // -1 if unknown
 int config_key_was_set(const Config *c, const char *dotted); // explicitly set?
-// Set one key from its YAML scalar text (is_null: the YAML value was empty/null).
-// `where` prefixes every message ("FILE:LINE", "--set k=v"). Errors exit(2).
-void config_set_key(Config *c, const char *dotted, const char *text, int is_null, const char *where);
+// Set one key from its YAML scalar text; type: the scalar's type by the one scalar rule
+// (core/yaml_walk.h: YS_STR for a quoted one, YS_NULL for an empty or null one), which must
+// be the key's. `where` prefixes every message ("FILE:LINE", "--set k=v"). Errors exit(2).
+void config_set_key(Config *c, const char *dotted, const char *text, YamlScalarType type, const char *where);
 // Parse `text` as the value of key k at the type the engine uses it at, into dst (the
 // field; NULL: check only): 0, or -1 with the reason, to follow "KEY: ", in why ("expected
 // an integer in [1, 2147483647], got 'x'", "0.9999999999 rounds to 1 in fp32, ..."). The

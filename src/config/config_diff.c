@@ -77,7 +77,7 @@ void config_from_json(Config *c, const char *json, const char *where) {
             p = skip_ws(p);
             if (*p++ != ':') { bad = "':' after a key"; break; }
             p = skip_ws(p);
-            int is_null = 0;
+            YamlScalarType type = YS_STR;   // (a JSON string; a bare value is a plain YAML scalar)
             if (*p == '"') {
                 if (!(p = read_string(p + 1, value, sizeof value))) { bad = "a string value"; break; }
             } else {
@@ -86,17 +86,18 @@ void config_from_json(Config *c, const char *json, const char *where) {
                 memcpy(value, p, len);
                 value[len] = 0;
                 p += len;
-                is_null = !strcmp(value, "null");
+                char why[8];
+                type = yaml_plain_type(value, why, sizeof why);
             }
             snprintf(dotted, sizeof dotted, "%s.%s", section, key);
             int ki = config_key_index(dotted);
             if (ki >= 0) {   // (a key of a newer engine: left out)
                 char dv[1100];
                 config_format_value(&defaults, &keys[ki], dv, sizeof dv);
-                if (is_null || strcmp(dv, value)) {   // as the default: left unset, as the manifest left it
+                if (type == YS_NULL || strcmp(dv, value)) {   // as the default: left unset, as the manifest left it
                     char w[1400];
                     snprintf(w, sizeof w, "%.1000s: %s", where, dotted);
-                    config_set_key(c, dotted, value, is_null, w);
+                    config_set_key(c, dotted, value, type, w);
                 }
                 n_keys++;
             }

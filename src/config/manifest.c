@@ -151,7 +151,7 @@ static void apply_map(Config *c, const YamlNode *map, const char *path, int pass
             if (pass == 0) note_key(seen, idx, full, path, e, variant);
             if (pass == (first ? 0 : 1)) {
                 where_of(where, sizeof where, v->file, v->kind == YAML_SCALAR ? v->line : e->line, variant);
-                config_set_key(c, full, v->text, v->kind == YAML_NULL, where);
+                config_set_key(c, full, v->text, v->kind == YAML_NULL ? YS_NULL : v->type, where);
             }
             continue;
         }

@@ -1,7 +1,9 @@
 // yaml_walk.c — see yaml_walk.h.
 #include "yaml_walk.h"
 
+#include <ctype.h>
 #include <libfyaml.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -63,6 +65,140 @@ const YamlEntry *yaml_map_find(const YamlNode *y, const char *key) {
     return NULL;
 }
 
+// ---- the one scalar rule -------------------------------------------------------------------
+
+static int word_in(const char *s, const char *const *words) {
+    for (; *words; words++)
+        if (!strcmp(s, *words)) return 1;
+    return 0;
+}
+static int all_of(const char *s, const char *set) { return *s && strspn(s, set) == strlen(s); }
+
+// [-+]? (. digits | digits [. digits?]) ([eE] [-+]? digits)?: YAML 1.2's decimal number.
+static int is_decimal(const char *p) {
+    if (*p == '+' || *p == '-') p++;
+    size_t ip = strspn(p, "0123456789");
+    p += ip;
+    size_t fp = 0;
+    if (*p == '.') { p++; fp = strspn(p, "0123456789"); p += fp; }
+    if (!ip && !fp) return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!isdigit((unsigned char)*p)) return 0;
+        p += strspn(p, "0123456789");
+    }
+    return !*p;
+}
+
+// YAML 1.1's base-60 numbers: [-+]? digit [0-9_]* (: [0-5]? digit)+ (and . [0-9_]* for a float).
+static int is_sexagesimal(const char *p) {
+    if (*p == '+' || *p == '-') p++;
+    if (!isdigit((unsigned char)*p)) return 0;
+    int first_nonzero = *p != '0';
+    p += strspn(p, "0123456789_");
+    int parts = 0;
+    while (*p == ':') {
+        p++;
+        size_t d = strspn(p, "0123456789");
+        if (d == 0 || d > 2 || (d == 2 && *p > '5')) return 0;
+        p += d;
+        parts++;
+    }
+    if (!parts) return 0;
+    if (*p == '.') return all_of(p + 1, "0123456789_") || !p[1];
+    return !*p && first_nonzero;
+}
+
+YamlScalarType yaml_plain_type(const char *s, char *why, size_t n) {
+    static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
+    static const char *const bools[] = {"true", "True", "TRUE", "false", "False", "FALSE", NULL};
+    static const char *const bools11[] = {"yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF",
+                                          "y", "Y", "n", "N", NULL};
+    static const char *const special[] = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
+                                          ".nan", ".NaN", ".NAN", NULL};
+    if (word_in(s, nulls)) return YS_NULL;
+    if (word_in(s, bools)) return YS_BOOL;
+    if (word_in(s, special)) return YS_FLOAT;
+    if (word_in(s, bools11)) {
+        snprintf(why, n, "'%s' is a boolean in YAML 1.1 and text in YAML 1.2: write true or false, or quote it ('%s') for text",
+                 s, s);
+        return YS_BAD;
+    }
+    size_t len = strlen(s);
+    if (len > 200) return YS_STR;   // (no number is this long; the buffers below hold any shorter one)
+    const char *p = s + (*s == '+' || *s == '-');
+    // digits grouped by '_' (1_000, 0x_ff): a number in YAML 1.1, text in YAML 1.2
+    if (strchr(s, '_')) {
+        char t[208], w2[8];
+        size_t j = 0;
+        for (const char *q = s; *q; q++) if (*q != '_') t[j++] = *q;
+        t[j] = 0;
+        YamlScalarType tt = is_sexagesimal(s) ? YS_BAD : yaml_plain_type(t, w2, sizeof w2);
+        if (tt == YS_INT || tt == YS_FLOAT) {
+            snprintf(why, n, "'%s' groups digits with '_': a number in YAML 1.1, text in YAML 1.2: write %s for the number, "
+                     "or quote it ('%s') for text", s, t, s);
+            return YS_BAD;
+        }
+    }
+    if (is_sexagesimal(s)) {
+        snprintf(why, n, "'%s' is a base-60 number in YAML 1.1 (1:30 is 90) and text in YAML 1.2: quote it ('%s') for text, "
+                 "or write the number in decimal", s, s);
+        return YS_BAD;
+    }
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'o' || p[1] == 'b')) {
+        const char *digits = p[1] == 'x' ? "0123456789abcdefABCDEF" : p[1] == 'o' ? "01234567" : "01";
+        if (all_of(p + 2, digits)) {
+            unsigned long long v = strtoull(p + 2, NULL, p[1] == 'x' ? 16 : p[1] == 'o' ? 8 : 2);
+            int overflow = strlen(p + 2) > (p[1] == 'x' ? 16u : p[1] == 'o' ? 21u : 64u);
+            char dec[40];
+            if (overflow) snprintf(dec, sizeof dec, "it in decimal");
+            else snprintf(dec, sizeof dec, "%s%llu", *s == '-' ? "-" : "", v);
+            if (p[1] == 'x' && p == s) return YS_INT;   // 0x10: 16 in YAML 1.1 and 1.2
+            if (p[1] == 'o' && p != s) return YS_STR;   // +0o10: text in both
+            snprintf(why, n, "'%s' is %s: write %s", s,
+                     p[1] == 'o' ? "an octal number in YAML 1.2 and text in YAML 1.1"
+                     : p[1] == 'b' ? "a binary number in YAML 1.1 and text in YAML 1.2"
+                                   : "a number in YAML 1.1 and text in YAML 1.2 (whose hexadecimal numbers have no sign)",
+                     dec);
+            return YS_BAD;
+        }
+    }
+    if (!is_decimal(s)) return YS_STR;
+    if (p[0] == '0' && isdigit((unsigned char)p[1])) {
+        // 010: octal 8 in YAML 1.1, 10 in YAML 1.2
+        char t[208];
+        size_t z = strspn(p, "0");
+        const char *rest = isdigit((unsigned char)p[z]) ? p + z : p + z - 1;
+        snprintf(t, sizeof t, "%.*s%s", (int)(p - s), s, rest);
+        snprintf(why, n, "'%s' has a leading zero, which YAML 1.1 reads as octal (010 is 8) and YAML 1.2 does not: write %s "
+                 "for the decimal number, or quote it ('%s') for text", s, t, s);
+        return YS_BAD;
+    }
+    if (strspn(p, "0123456789") == strlen(p)) return YS_INT;
+    // a decimal beyond a double: every YAML reader makes it infinite or 0, not what is written
+    double d = strtod(s, NULL);
+    size_t m = strcspn(p, "eE");
+    int nonzero = strcspn(p, "123456789") < m;
+    if (isinf(d) || (nonzero && d == 0)) {
+        snprintf(why, n, "'%s' is %s a double (YAML readers read it as %s): write a number within about 1e-308 ... 1.8e308",
+                 s, isinf(d) ? "too large for" : "too small for", isinf(d) ? "infinite" : "0");
+        return YS_BAD;
+    }
+    return YS_FLOAT;
+}
+
+const char *yaml_type_name(YamlScalarType t) {
+    switch (t) {
+    case YS_NULL: return "an empty value";
+    case YS_BOOL: return "a boolean";
+    case YS_INT: return "an integer";
+    case YS_FLOAT: return "a number";
+    case YS_STR: return "text";
+    default: return "a refused value";
+    }
+}
+
 // ---- building the tree from libfyaml's document --------------------------------------------
 
 typedef struct {
@@ -91,7 +227,8 @@ static int token_line(struct fy_node *fn) {
 }
 
 static int is_null_word(const char *s) {
-    return !strcmp(s, "") || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
+    char why[8];
+    return yaml_plain_type(s, why, sizeof why) == YS_NULL;
 }
 
 static YamlNode *convert(Build *b, struct fy_node *fn, int line, int depth);
@@ -137,6 +274,19 @@ static void apply_merge(Build *b, YamlNode *y, struct fy_node *v, int line, int 
     }
 }
 
+// A tag (!!int 5, !!str 5, !x) would give a value a type that the one scalar rule does not,
+// and readers differ on what each means: refused, naming the key.
+static void refuse_tag(Build *b, struct fy_node *fn, int line, const char *key) {
+    size_t tl = 0;
+    const char *tag = fy_node_get_tag(fn, &tl);
+    if (!tag) return;
+    size_t n = 0;
+    const char *s = fy_node_is_scalar(fn) ? fy_node_get_scalar(fn, &n) : NULL;
+    refuse(b, "remove the tag: a plain 5 is a number, a quoted '5' is text, true/false a boolean",
+           "%s:%d: %s%s%.*s %.*s: YAML tags are not read (the type of a value is that of its spelling)", b->file, line,
+           key ? key : "", key ? ": " : "", (int)tl, tag, (int)(s ? n : 0), s ? s : "");
+}
+
 static YamlNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
     count_node(b, line, depth);
     if (fn && fy_node_is_alias(fn)) {
@@ -149,6 +299,7 @@ static YamlNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
         }
         return convert(b, target, l ? l : line, depth + 1);
     }
+    if (fn) refuse_tag(b, fn, line, NULL);
     YamlNode *y = yaml_alloc(b->a, sizeof *y);
     y->file = b->file;
     y->line = line;
@@ -163,7 +314,9 @@ static YamlNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
             refuse(b, NULL, "%s:%d: a value holds a NUL character (an escaped \\0 or \\x00): '%.*s...'; values are plain text",
                    b->file, y->line, (int)strnlen(s, n), s);
         y->text = astrndup(b->a, s ? s : "", s ? n : 0);
-        y->kind = (fy_node_get_style(fn) == FYNS_PLAIN && is_null_word(y->text)) ? YAML_NULL : YAML_SCALAR;
+        char why[8];
+        y->type = fy_node_get_style(fn) == FYNS_PLAIN ? yaml_plain_type(y->text, why, sizeof why) : YS_STR;
+        y->kind = y->type == YS_NULL ? YAML_NULL : YAML_SCALAR;
         return y;
     }
     if (fy_node_is_sequence(fn)) {
@@ -201,6 +354,8 @@ static YamlNode *convert(Build *b, struct fy_node *fn, int line, int depth) {
             refuse(b, NULL, "%s:%d: a key holds a NUL character (an escaped \\0 or \\x00): '%.*s...'", b->file, kl,
                    (int)strnlen(ks, n), ks);
         const char *key = astrndup(b->a, ks ? ks : "", ks ? n : 0);
+        refuse_tag(b, k, kl, NULL);
+        if (v && !fy_node_is_alias(v)) refuse_tag(b, v, kl, key);
         yaml_push(b->a, y, key, kl, convert(b, v, kl, depth + 1));
     }
     for (int i = 0; i < n_merges; i++) apply_merge(b, y, merges[i], merge_lines[i], depth);

@@ -6,7 +6,8 @@
 // aliases (*name) are
 // expanded here node by node within a budget (a 600-byte "billion laughs" file would
 // otherwise grow without bound); YAML merge keys (<<) are applied; mapping keys are plain
-// names; the plain null words (~, null, empty) become YAML_NULL.
+// names; the plain null words (~, null, empty) become YAML_NULL; tags (!!int 5, !x) are
+// refused. Every scalar gets its type by the one scalar rule below (yaml_plain_type).
 //
 // What a key means is the caller's business: the walker only builds and reads the tree.
 #pragma once
@@ -20,6 +21,17 @@ char *yaml_strdup(YamlArena *a, const char *s);
 void yaml_arena_free(YamlArena *a);
 
 enum { YAML_NULL, YAML_SCALAR, YAML_MAP, YAML_SEQ };
+
+// The one scalar rule (docs/configuration.md "Values"), shared with analysis/yaml12.py
+// (tests/config_scalars.py checks that both read every spelling alike): a quoted or block
+// scalar is text; a plain one is typed by the YAML 1.2 core schema, except that a spelling
+// YAML 1.1 reads as another value (010 octal, 1_000, 0b101, -0x10, 1:30, yes/on/off/y/n),
+// 0o17, and a number beyond a double (1e400, 1e-400) are refused (YS_BAD).
+typedef enum { YS_BAD = -1, YS_NULL, YS_BOOL, YS_INT, YS_FLOAT, YS_STR } YamlScalarType;
+// The type of the plain scalar s; for YS_BAD, why[n] says what it is and what to write.
+YamlScalarType yaml_plain_type(const char *s, char *why, size_t n);
+// "text", "a boolean", ...: for "expected X, got Y".
+const char *yaml_type_name(YamlScalarType t);
 typedef struct YamlNode YamlNode;
 typedef struct {
     const char *key;  // mapping entries; NULL for list items
@@ -29,6 +41,8 @@ typedef struct {
 struct YamlNode {
     int kind;
     const char *text;     // YAML_SCALAR (may be ""); NULL otherwise
+    YamlScalarType type;  // YAML_SCALAR: yaml_plain_type of a plain one (YS_BAD kept for the
+                          // reader of the key to refuse, naming it), YS_STR of a quoted one
     const char *file;
     int line;             // 1-based: a scalar's own line; a mapping's or a list's: the line of its key
     int n, cap;           // entries (YAML_MAP, YAML_SEQ)
