@@ -6,7 +6,9 @@ and comments) for a key of each type (int32, uint64, fp32, fp64, bool, enum, str
 read by the engine (build/test_config --read-scalars: config_load_file, one child per case) and
 by yaml12.load. The analysis reads a key as the key's type: a value of another type, or outside
 the key's range at the precision the engine uses, is no value of that key. For every spelling:
-either both refuse, or both give the same typed value. Prints PASS/FAIL lines (tests/lib.sh).
+either both refuse, or both give the same typed value. The same for two numbers of a hardware
+profile (build/test_sim --read-profiles), which the analysis reads through yaml12 too. Prints
+PASS/FAIL lines (tests/lib.sh).
 usage: python3 tests/config_scalars.py BUILD_DIR
 """
 import math
@@ -170,5 +172,54 @@ def main():
     return 0
 
 
+def profiles(build):
+    """The hardware profiles' numbers by the same rule: a number of a profile (host_bandwidth, in
+    (0, 1e16]; sm_count, an integer in [0, 2^20]) spelled as above, plain and quoted, read by hw_load
+    (build/test_sim --read-profiles) and by yaml12.load (analysis/reproduce.py reads profiles so
+    for the bands): both refuse, or both read the same number."""
+    base_path = os.path.join(ROOT, "experiments", "hardware", "a100-80gb-node4.yaml")
+    base = open(base_path).read()
+    fields = {"host_bandwidth": ("host_bandwidth: 32e9 ", lambda v: type(v) in (int, float) and 0 < v <= 1e16),
+              "sm_count": ("sm_count: 108 ", lambda v: type(v) is int and 0 <= v <= 2**20)}
+    cases = []
+    for key, (line, _) in fields.items():
+        assert base.count("\n" + line) == 1, "%s: no line '%s'" % (base_path, line)
+        for b in bodies():   # (plain and quoted: a whole profile per case is slow to read)
+            for s in (b, "'" + b + "'") if b else (b,):
+                cases.append((key, s, base.replace("\n" + line, "\n%s: %s " % (key, s), 1)))
+    with tempfile.TemporaryDirectory() as tmp:
+        lst = os.path.join(tmp, "cases")
+        with open(lst, "wb") as f:
+            for _, _, text in cases:
+                f.write(text.encode() + b"\0")
+        out = subprocess.run([os.path.join(build, "test_sim"), "--read-profiles", lst], capture_output=True,
+                             text=True).stdout.splitlines()
+    if len(out) != len(cases):
+        print("FAIL profile_scalars_agree: the engine answered %d of %d cases" % (len(out), len(cases)))
+        return 1
+    bad = []
+    for (key, spelling, text), eng in zip(cases, out):
+        try:
+            raw = yaml12.load(text)[key]
+            want = float(raw) if fields[key][1](raw) else None
+            why = "reads %r%s" % (raw, "" if want is not None else ", no value of this key")
+        except Exception as e:   # (any exception: the analysis gets no value)
+            want, why = None, "refuses: %s" % str(e).splitlines()[0]
+        got = None
+        if eng.startswith("OK\t"):
+            hb, sm = eng.split("\t")[1:]
+            got = float(hb) if key == "host_bandwidth" else float(sm)
+        if (want is None) != (got is None) or (want is not None and want != got):
+            bad.append("%s: %s: yaml12 %s; the engine %s" % (key, spelling, why, eng))
+    if bad:
+        print("FAIL profile_scalars_agree: %d of %d spellings read differently; first ones:" % (len(bad), len(cases)))
+        for b in bad[:25]:
+            print("  " + b)
+        return 1
+    print("PASS profile_scalars_agree (%d spellings of %d profile numbers: both refuse or both read the same value)"
+          % (len(cases), len(fields)))
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main() | profiles(sys.argv[1]))

@@ -4,6 +4,10 @@
 // placement, the 1F1B pipeline against its closed form, the trace accumulation and the
 // step report. Every expected value is computed here from the equations in sim.h, not
 // read back from the code under test.
+// `test_sim --read-profiles FILE` is the engine's half of tests/config_scalars.py's profile check.
+#define TL_USAGE "runs every test of this binary (no arguments); prints PASS/FAIL/SKIP lines, exit 1 if one failed;\n" \
+    "  --read-profiles FILE: loads each profile of FILE (cases ended by NUL); prints OK<TAB>host_bandwidth<TAB>sm_count\n" \
+    "  or ERR<TAB>the refusal per case (tests/config_scalars.py)\n"
 #include <libfyaml.h>
 #include <math.h>
 #include <sys/wait.h>
@@ -1816,9 +1820,47 @@ TEST(simulate_tiny_pp2_cpu_local) {
                   "--virtual-stages 2");
 }
 
-int main(void) {
+// `test_sim --read-profiles FILE`, the engine's half of tests/config_scalars.py's profile check:
+// each case of FILE (a whole a100-80gb-node4 profile, cases ended by NUL) through hw_load;
+// prints OK<TAB>host_bandwidth<TAB>sm_count or ERR<TAB>the refusal, one line per case.
+static int read_profiles(const char *list) {
+    FILE *f = fopen(list, "rb");
+    if (!f) { perror(list); return 1; }
+    if (fseek(f, 0, SEEK_END) != 0) { perror(list); return 1; }
+    long size = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)size + 1);
+    size_t len = buf ? fread(buf, 1, (size_t)size, f) : 0;
+    fclose(f);
+    if (!buf || len != (size_t)size) { perror(list); return 1; }
+    buf[len] = 0;
+    char path[300];
+    snprintf(path, sizeof path, "%s/a100-80gb-node4.yaml", tmpdir);   // (a profile's name is its file's stem)
+    for (size_t at = 0; at < len;) {
+        const char *c = buf + at;
+        at += strlen(c) + 1;
+        FILE *m = fopen(path, "w");
+        if (!m || fputs(c, m) < 0 || fclose(m) != 0) { perror(path); return 1; }
+        HwProfile p;
+        char err[1024];
+        if (hw_load(path, &p, err, sizeof err) == 0) {
+            printf("OK\t%.17g\t%d\n", p.host_bandwidth, p.sm_count);
+            hw_free(&p);
+        } else {
+            for (char *q = err; *q; q++) if (*q == '\n') *q = ' ';
+            printf("ERR\t%s\n", err);
+        }
+    }
+    free(buf);
+    unlink(path);
+    rmdir(tmpdir);
+    return 0;
+}
+
+int main(int argc, char **argv) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_sim.XXXXXX");
     CHECK_ERRNO(!mkdtemp(tmpdir), "mkdtemp");
+    if (argc == 3 && !strcmp(argv[1], "--read-profiles")) return read_profiles(argv[2]);
     RUN(shipped_profiles_load);
     RUN(a100_profile_numbers);
     RUN(profile_errors_name_file_and_line);

@@ -106,10 +106,25 @@ static const char *scalar_text(Ctx *c, const YamlNode *n, int line, const char *
     return buf;
 }
 
+// A number is written as the one scalar rule types it (core/yaml_walk.h, as the manifests and
+// analysis/yaml12.py read it): plain, not quoted; an integer where one is wanted; no spelling the
+// rule refuses (010, 1_000, 0o17, ...), which another YAML reader would read as another value.
+static void plain_number(Ctx *c, const YamlNode *n, int line, const char *what, int integer) {
+    char why[256] = "";
+    YamlScalarType t = yaml_plain_type(n->text, why, sizeof why);   // (also a mapping key's text)
+    if (n->type == YS_STR && (t == YS_INT || t == YS_FLOAT))
+        fail(c, line, "%s: expected a number, got the text '%s' (quoted); write it without quotes", what, n->text);
+    if (n->type == YS_STR || t == YS_STR) fail(c, line, "%s: expected %s, got '%s'", what, integer ? "an integer" : "a number", n->text);
+    if (t == YS_BAD) fail(c, line, "%s: %s", what, why);
+    if (integer ? t != YS_INT : t != YS_INT && t != YS_FLOAT)
+        fail(c, line, "%s: expected %s, got %s '%s'", what, integer ? "an integer" : "a number", yaml_type_name(t), n->text);
+}
+
 // A finite number in [lo, hi] (lo_open: lo excluded).
 static double num_node(Ctx *c, const YamlNode *n, int line, const char *what, double lo, int lo_open, double hi) {
     char buf[64];
     scalar_text(c, n, line, what, buf, sizeof buf);
+    plain_number(c, n, line, what, 0);
     char *end = NULL;
     double v = strtod(buf, &end);
     if (!buf[0] || *end || !isfinite(v)) fail(c, line, "%s: expected a number, got '%s'", what, buf);
@@ -120,8 +135,9 @@ static double num_node(Ctx *c, const YamlNode *n, int line, const char *what, do
 static int int_node(Ctx *c, const YamlNode *n, int line, const char *what, long lo, long hi) {
     char buf[64];
     scalar_text(c, n, line, what, buf, sizeof buf);
+    plain_number(c, n, line, what, 1);
     char *end = NULL;
-    long v = strtol(buf, &end, 10);
+    long v = strtol(buf, &end, 0);   // (0x10 as the rule reads it: plain_number refused 010 and -0x10)
     if (!buf[0] || *end) fail(c, line, "%s: expected an integer, got '%s'", what, buf);
     if (v < lo || v > hi) fail(c, line, "%s: expected an integer in [%ld, %ld], got %ld", what, lo, hi, v);
     return (int)v;
