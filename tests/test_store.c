@@ -809,7 +809,7 @@ static void dump_over_planted_link(void *p) {
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", a->path, (long)getpid());
     if (symlink(a->outside, tmp) != 0) _exit(98);
     int32_t tok[8] = {0};
-    dump_write(a->path, a->m, NULL, 1, NULL, tok, tok, 1, 8, 1.0);
+    dump_write(a->path, "test-run", a->m, NULL, 1, NULL, tok, tok, 1, 8, 1.0);
 }
 
 TEST(ckpt_never_writes_through_a_link) {
@@ -846,7 +846,7 @@ TEST(ckpt_never_writes_through_a_link) {
     EXPECT(rc == 0 && checkpoint_verify(w.path, why, sizeof why), "over a marked leftover: exit %d %s %s", rc, err, why);
     // a dump's temporary name a link: refused, nothing outside written
     tmp_path(w.path, sizeof w.path, "links/dumps/step_1.h5");
-    dump_write(w.path, &a, NULL, 1, NULL, (int32_t[8]){0}, (int32_t[8]){0}, 1, 8, 1.0);   // (creates the folder)
+    dump_write(w.path, "test-run", &a, NULL, 1, NULL, (int32_t[8]){0}, (int32_t[8]){0}, 1, 8, 1.0);   // (creates the folder)
     rc = in_child(dump_over_planted_link, &w, err, sizeof err);
     read_text(outside, text, sizeof text);
     EXPECT(rc == 2 && strstr(err, "is a symbolic link") && !strcmp(text, "keep"), "dump: exit %d, outside '%s': %s", rc, text, err);
@@ -865,7 +865,7 @@ static void write_without_proc(void *p) {
     snprintf(path, sizeof path, "%s/step_11.h5", a->path);
     checkpoint_write(path, a->m, &meta);
     snprintf(path, sizeof path, "%s/dump_1.h5", a->path);
-    dump_write(path, a->m, NULL, 1, NULL, (int32_t[8]){0}, (int32_t[8]){0}, 1, 8, 2.5);
+    dump_write(path, "test-run", a->m, NULL, 1, NULL, (int32_t[8]){0}, (int32_t[8]){0}, 1, 8, 2.5);
 }
 TEST(ckpt_and_dump_written_in_memory_without_proc) {
     ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 4);
@@ -890,6 +890,83 @@ TEST(ckpt_and_dump_written_in_memory_without_proc) {
     EXPECT(f >= 0 && h5j_attr_read_i64(&j, f, "step", &step) == 1 && step == 1, "dump: %s", j.msg);
     h5j_close(&j, f);
     model_state_free(&a); model_state_free(&b);
+}
+
+// ---- a dump replaces only a dump of its own run ----------------------------------------------
+// Every kind of entry at a dump's name, planted: nothing and this run's dump are written over;
+// another run's dump, one that names no run, a checkpoint, an HDF5 file that is no dump, a link,
+// a folder, text and an empty file are refused by dump_may_write_in and dump_folder_is_runs
+// (naming what they are), and dump_write exits 2 with the entry left as it was.
+static void dump_as(void *p) {
+    WriteArg *a = p;
+    dump_write(a->path, a->plant, a->m, NULL, 1, NULL, (int32_t[8]){0}, (int32_t[8]){0}, 1, 8, 1.0);
+}
+// An HDF5 file with the dump's integer attributes only (format_version, step): a dump written
+// before dumps stored their run; with_attrs 0: an HDF5 file that is not a step dump.
+static void h5_without_run(const char *path, int with_attrs) {
+    H5Job j; h5j_begin(&j, path);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (with_attrs) { h5j_attr_i32(&j, f, "format_version", DUMP_FORMAT_VERSION); h5j_attr_i64(&j, f, "step", 1); }
+    H5Fclose(f);
+}
+static void fingerprint(const char *path, char *out, size_t n) {
+    struct stat st;
+    char text[64] = "";
+    if (lstat(path, &st) != 0) { snprintf(out, n, "absent"); return; }
+    if (S_ISREG(st.st_mode)) read_text(path, text, sizeof text);
+    snprintf(out, n, "mode %o size %lld ino %llu '%.20s'", (unsigned)st.st_mode, (long long)st.st_size,
+             (unsigned long long)st.st_ino, text);
+}
+TEST(dump_replaces_only_its_own_run) {
+    ModelConfig c = tiny_cfg(LINEAR_COLA, 0, 4);
+    ModelState a; state_make(&a, c, 1);
+    static const struct { const char *kind, *what; } K[] = {
+        { "nothing", NULL }, { "own dump", NULL }, { "other run's dump", "is a step dump of run run-b, not of run run-a" },
+        { "dump naming no run", "names no run" }, { "checkpoint", "is a checkpoint" },
+        { "hdf5 file", "an HDF5 file that is not a step dump" }, { "link", "is a symbolic link" }, { "folder", "is a folder" },
+        { "text", "a file boost-c did not write" }, { "empty", "a file boost-c did not write" },
+    };
+    char outside[300];
+    tmp_path(outside, sizeof outside, "dump-outside.txt");
+    FILE *o = fopen(outside, "w"); fputs("keep", o); fclose(o);
+    for (size_t k = 0; k < sizeof K / sizeof *K; k++) {
+        char dir[300], err[4096], before[300], after[300];
+        tmp_path(dir, sizeof dir, "dumpowner");
+        char sub[320]; snprintf(sub, sizeof sub, "%s/%zu", dir, k);
+        WriteArg w = { .m = &a };
+        snprintf(w.path, sizeof w.path, "%s/step_1.h5", sub);
+        mkdir(dir, 0755); mkdir(sub, 0755);
+        const char *kind = K[k].kind;
+        if (!strcmp(kind, "own dump") || !strcmp(kind, "other run's dump")) {
+            w.plant = !strcmp(kind, "own dump") ? "run-a" : "run-b";
+            EXPECT(in_child(dump_as, &w, err, sizeof err) == 0, "%s: planting: %s", kind, err);
+        } else if (!strcmp(kind, "dump naming no run")) h5_without_run(w.path, 1);
+        else if (!strcmp(kind, "hdf5 file")) h5_without_run(w.path, 0);
+        else if (!strcmp(kind, "checkpoint")) checkpoint_write(w.path, &a, &(CheckpointMeta){ .step = 1, .run_uid = "run-a" });
+        else if (!strcmp(kind, "link")) EXPECT(symlink(outside, w.path) == 0, "symlink");
+        else if (!strcmp(kind, "folder")) mkdir(w.path, 0755);
+        else if (!strcmp(kind, "text")) touch(w.path);
+        else if (!strcmp(kind, "empty")) { FILE *f = fopen(w.path, "w"); if (f) fclose(f); }
+        OutDir d;
+        EXPECT(outdir_open(&d, sub, 0, err, sizeof err) == 0, "open %s: %s", sub, err);
+        int may = dump_may_write_in(&d, "step_1.h5", "run-a", err, sizeof err);
+        int folder = dump_folder_is_runs(&d, "run-a", err, sizeof err);
+        outdir_close(&d);
+        fingerprint(w.path, before, sizeof before);
+        w.plant = "run-a";
+        int rc = in_child(dump_as, &w, err, sizeof err);
+        fingerprint(w.path, after, sizeof after);
+        if (!K[k].what) {
+            EXPECT(may == 0 && folder == 0 && rc == 0, "%s: may %d, folder %d, write exit %d: %s", kind, may, folder, rc, err);
+        } else {
+            EXPECT(may == -1 && folder == -1 && rc == 2 && strstr(err, K[k].what) && strstr(err, "step_1.h5") &&
+                   !strcmp(before, after), "%s: may %d, folder %d, write exit %d, '%s' -> '%s': %s", kind, may, folder, rc,
+                   before, after, err);
+        }
+    }
+    char text[64]; read_text(outside, text, sizeof text);
+    EXPECT(!strcmp(text, "keep"), "the link's target was written: '%s'", text);
+    model_state_free(&a);
 }
 
 // ---- dumps --------------------------------------------------------------------------
@@ -917,7 +994,7 @@ static void write_demo_dump(const char *path, ModelConfig c) {
     snprintf(json, sizeof json, "{\"model\": {\"linear\": \"%s\", \"lax_base\": \"%s\", \"lax_gate\": \"%s\", "
              "\"lax_norm\": \"%s\", \"norm_eps\": %g, \"only_lr_act\": %s}}", linear_kind_name(c.linear), base[c.lax_base],
              gate[c.lax_gate], norm[c.lax_norm], (double)c.norm_eps, c.only_lr_act ? "true" : "false");
-    dump_write(path, &full, &m, 1, json, in, tg, rows, T, loss / K);
+    dump_write(path, "test-run", &full, &m, 1, json, in, tg, rows, T, loss / K);
     free(in); free(tg);
     model_state_free(&full);
     model_free(&m);
@@ -993,5 +1070,6 @@ int main(int argc, char **argv) {
     RUN(dump_write_reads_back);
     RUN(ckpt_never_writes_through_a_link);
     RUN(ckpt_and_dump_written_in_memory_without_proc);
+    RUN(dump_replaces_only_its_own_run);
     return tl_finish(TMPDIR_);
 }

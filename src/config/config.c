@@ -242,7 +242,7 @@ static const ConfigKey SCHEMA[] = {
     {"run", "dump_activations", CK_BOOL, F(run, dump_activations), ANY, NULL, NULL,
      "step dumps also hold the activations of the last micro-batch", .change = CHANGE_RECORDING},
     {"run", "dump_dir", CK_STRING, F(run, dump_dir), 0, 0, 0, NULL, NULL,
-     "folder for step dumps (empty: <checkpoint_dir>/<run uid>/dumps)", .change = CHANGE_RECORDING},
+     "folder for step dumps (empty: <checkpoint_dir>/<run uid>/dumps); it holds one run's dumps", .change = CHANGE_RECORDING},
     {"run", "on_demand", CK_BOOL, F(run, on_demand), ANY, NULL, NULL,
      "make exp runs this variant only when it is named (VARIANT=...), e.g. paper-scale GPU variants", .change = CHANGE_RECORDING},
     {"run", "flush_every", CK_INT, F(run, flush_every), GE(1), NULL, NULL,

@@ -763,6 +763,8 @@ static int64_t parse_name(const char *name, int tmp, long *pid) {
     return -1;
 }
 
+int64_t checkpoint_name_step(const char *name) { return parse_name(name, 0, NULL); }
+
 // The checksum block verifies (the whole file is read, HDF5 is not involved) and names
 // step N. 1, or 0 with why. The entry is opened in its folder without following a link.
 static int looks_complete(const OutDir *d, const char *name, int64_t step, char *why, size_t n) {

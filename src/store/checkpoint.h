@@ -92,6 +92,8 @@ int checkpoint_seal(const char *path, int64_t step, char *err, size_t n);
 
 // "<dir>/step_<step>.h5"
 void checkpoint_path(char *buf, size_t n, const char *dir, int64_t step);
+// The N of a name "step_<N>.h5" (the name of checkpoints and step dumps), or -1.
+int64_t checkpoint_name_step(const char *name);
 // Is `path` a regular file (not a symlink) that starts with the checkpoint block's magic
 // text, i.e. one boost-c wrote (sealed, or being written)? What pruning may delete and a
 // step dump must not overwrite.

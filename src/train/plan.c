@@ -24,6 +24,7 @@
 #include "../parallel/gpu_setup.h"
 #include "../store/checkpoint.h"
 #include "../store/compare.h"
+#include "../store/dump.h"
 
 #define GIB 1073741824.0
 
@@ -747,9 +748,63 @@ static int plan_resume(RunDB *db, const RunRequest *rq, RunPlan *p) {
                  "a full disk?); resuming from %s (step %lld) so that the lost steps are recomputed", cfg->run.db, p->uid,
                  rows_upto, p->resume_path, (long long)p->resume_step);
     }
+    // A resume continues from its checkpoint: a run never goes back below a step it trained.
+    // (train.steps at the checkpoint's step ends the run there: nothing is left to train.)
+    if (!p->restart && cfg->train.steps < p->resume_step) {
+        char hint[300];
+        snprintf(hint, sizeof hint, "--set train.steps=%lld --allow-change train.steps ends the run at its checkpoint (a "
+                 "larger value trains on); or start a new run (without --resume)", (long long)p->resume_step);
+        return refuse(&p->refusal, hint,
+                      "RESUME: train.steps=%d is below step %lld of the checkpoint run %s resumes from (%s): a resume continues "
+                      "from its checkpoint and never trains a run back to fewer steps", cfg->train.steps,
+                      (long long)p->resume_step, p->uid, p->resume_path);
+    }
     p->resume_run = row->id;
     p->launch_id = row->launch_id;
     p->resumed_peak = row->peak_gflops;
+    return 0;
+}
+
+// Where the run's step dumps go: opened, proven writable, and the run's own. Never inside
+// run.checkpoint_dir except below this run's folder, and never that folder itself (its
+// checkpoints have the names of step dumps, step_<N>.h5). A dump folder holds the dumps of
+// one run: it is locked as the run's folder is (a second live run is refused), and every
+// step_<N>.h5 already in it must be this run's (a resume redoes its own): a second run given
+// the same run.dump_dir never overwrites another's dumps nor mixes its own in among them.
+static int open_dump_dir(RunPlan *p, const Config *cfg) {
+    char err[3000];
+    const char *key = cfg->run.dump_dir[0] ? "run.dump_dir" : "run.checkpoint_dir";
+    if (cfg->run.dump_dir[0]) {
+        if (open_writable_dir(&p->dump_out, cfg->run.dump_dir, "run.dump_dir", &p->refusal)) return 1;
+        char rd[PATH_MAX], rc_[PATH_MAX], own[PATH_MAX];
+        if (realpath(p->dump_dir, rd) && realpath(cfg->run.checkpoint_dir, rc_) && realpath(p->ckpt_dir, own)) {
+            size_t lc = strlen(rc_), lo = strlen(own);
+            int in_ckpt = !strncmp(rd, rc_, lc) && (rd[lc] == '/' || !rd[lc]);
+            int in_own = !strncmp(rd, own, lo) && (rd[lo] == '/' || !rd[lo]);
+            if (in_ckpt && !in_own)
+                return refuse(&p->refusal, "set run.dump_dir outside run.checkpoint_dir (or leave it unset: <run folder>/dumps)",
+                              "run.dump_dir=%s is inside run.checkpoint_dir (%s) but not inside this run's folder; "
+                              "a run never writes into another run's checkpoints", cfg->run.dump_dir, cfg->run.checkpoint_dir);
+            if (!strcmp(rd, own))
+                return refuse(&p->refusal, "set run.dump_dir to a folder of its own (or leave it unset: <run folder>/dumps)",
+                              "run.dump_dir=%s is the run's own folder, where its checkpoints step_<N>.h5 have the names of "
+                              "its step dumps: a dump never replaces a checkpoint, nor a checkpoint a dump", cfg->run.dump_dir);
+        }
+    } else if (outdir_sub(&p->dump_out, &p->run_dir, "dumps", 1, err, sizeof err) != 0 ||
+               outdir_probe_writable(&p->dump_out, err, sizeof err) != 0) {
+        return refuse(&p->refusal, NULL, "run.checkpoint_dir: %s (the run's step dumps go there)", err);
+    }
+    if (flock(p->dump_out.fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            return refuse(&p->refusal, "set run.dump_dir to a folder of its own (a new one, or leave it unset: <run folder>/dumps), "
+                          "or wait for that run to end", "%s: %s is in use: another live run writes its step dumps there (it holds the "
+                          "folder's lock); the step dumps of two runs never share a folder", key, p->dump_out.path);
+        DIE("flock %s failed: %s", p->dump_out.path, strerror(errno));
+    }
+    if (dump_folder_is_runs(&p->dump_out, p->uid, err, sizeof err) != 0)
+        return refuse(&p->refusal, "set run.dump_dir to a folder of its own (a new one, or leave it unset: <run folder>/dumps), "
+                      "or move the file named away from that folder", "%s: %s; a dump folder holds the step dumps of one run, and this run's would "
+                      "overwrite them or be mixed in among them", key, err);
     return 0;
 }
 
@@ -786,27 +841,7 @@ static int plan_run_body(RunDB *db, const RunRequest *rq, RunPlan *p) {
     }
     plan_dump_dir(cfg, p->ckpt_dir, p->dump_dir, sizeof p->dump_dir);
     if (!cfg->run.dump_steps[0]) return 0;
-    char err[2000];
-    if (cfg->run.dump_dir[0]) {
-        if (open_writable_dir(&p->dump_out, cfg->run.dump_dir, "run.dump_dir", &p->refusal)) return 1;
-    } else if (outdir_sub(&p->dump_out, &p->run_dir, "dumps", 1, err, sizeof err) != 0 ||
-               outdir_probe_writable(&p->dump_out, err, sizeof err) != 0) {
-        return refuse(&p->refusal, NULL, "run.checkpoint_dir: %s (the run's step dumps go there)", err);
-    }
-    if (cfg->run.dump_dir[0]) {
-        // never inside run.checkpoint_dir except below this run's own folder
-        char rd[PATH_MAX], rc_[PATH_MAX], own[PATH_MAX];
-        if (realpath(p->dump_dir, rd) && realpath(cfg->run.checkpoint_dir, rc_) && realpath(p->ckpt_dir, own)) {
-            size_t lc = strlen(rc_), lo = strlen(own);
-            int in_ckpt = !strncmp(rd, rc_, lc) && (rd[lc] == '/' || !rd[lc]);
-            int in_own = !strncmp(rd, own, lo) && (rd[lo] == '/' || !rd[lo]);
-            if (in_ckpt && !in_own)
-                return refuse(&p->refusal, "set run.dump_dir outside run.checkpoint_dir (or leave it unset: <run folder>/dumps)",
-                              "run.dump_dir=%s is inside run.checkpoint_dir (%s) but not inside this run's folder; "
-                              "a run never writes into another run's checkpoints", cfg->run.dump_dir, cfg->run.checkpoint_dir);
-        }
-    }
-    return 0;
+    return open_dump_dir(p, cfg);
 }
 
 int plan_run(RunDB *db, const RunRequest *rq, RunPlan *p) {

@@ -131,7 +131,9 @@ typedef struct {
     int exit_code;
     char end_message[4096];    // (room for the resume command and its prefix)
     double loop_t0;
-    double last_loss;          // rank 0: the training loss of the last step run (NAN: none)
+    int first_step;            // the step this process's loop began at (a resume: its checkpoint's)
+    double last_loss;          // rank 0: the training loss of the run's last step: of this process's last
+                               // step, or at a resume the recorded loss of the checkpoint's step (NAN: none)
 } RunCtx;
 
 // A fatal error on any rank records the run 'failed' with that rank's message (the first
@@ -170,11 +172,8 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     char name[64], path[1600];
     xsnprintf(name, sizeof name, "step_%d.h5", step);
     xsnprintf(path, sizeof path, "%s/%s", ctx->dump_out.path, name);
-    if (checkpoint_written_here(path))
-        die_input_hint("set run.dump_dir to a folder of its own (or leave it unset: <run folder>/dumps)",
-                       "run.dump_dir: %s is a checkpoint; a step dump never overwrites a checkpoint (of this run or another)", path);
     if (c->world == 1) {   // the batch is this process's own; activations only here
-        dump_write_in(&ctx->dump_out, name, ctx->full, cfg->run.dump_activations ? &tr->model : NULL, step, ctx->config_json,
+        dump_write_in(&ctx->dump_out, name, ctx->uid, ctx->full, cfg->run.dump_activations ? &tr->model : NULL, step, ctx->config_json,
                       tr->inputs, tr->targets, K * B, T, loss);
         if (ctx->db) rundb_event(ctx->db, ctx->run_id, step, "dump", path);
         return;
@@ -184,7 +183,7 @@ static void dump_hook(void *vctx, Trainer *tr, double loss) {
     uint64_t first = tr->samples_seen - (uint64_t)K * B;     // the step's first sample
     for (int k = 0; k < K; k++)
         loader_train_batch(&tr->loader, first + (uint64_t)k * B, B, in + (size_t)k * B * T, tg + (size_t)k * B * T);
-    dump_write_in(&ctx->dump_out, name, ctx->full, NULL, step, ctx->config_json, in, tg, K * B, T, loss);
+    dump_write_in(&ctx->dump_out, name, ctx->uid, ctx->full, NULL, step, ctx->config_json, in, tg, K * B, T, loss);
     if (ctx->db) rundb_event(ctx->db, ctx->run_id, step, "dump", path);
     free(in); free(tg);
 }
@@ -365,11 +364,12 @@ static int run_decide(RunCtx *ctx) {
         if (plan_run(ctx->db, &rq, &plan)) die_input_hint(plan.refusal.hint[0] ? plan.refusal.hint : NULL, "%s", plan.refusal.message);
         if (plan.warning[0]) fprintf(stderr, "%s\n", plan.warning);
         noop = plan.noop;
-        if (noop)
-            printf("run %s (%s/%s, run_id %lld) already completed its %d steps: nothing to do "
+        if (noop)   // (its row is left as it is: status, steps, loss)
+            printf("run %s (%s/%s, run_id %lld) already completed its %d steps: nothing to do%s "
                    "(to continue it: raise train.steps and --allow-change train.steps, which stretches its schedule)\n",
-                   plan.row.uid, ctx->experiment, ctx->variant,
-                   (long long)plan.row.id, plan.row.last_step);
+                   plan.row.uid, ctx->experiment, ctx->variant, (long long)plan.row.id, plan.row.last_step,
+                   cfg->train.steps < plan.row.last_step ? "; a completed run is never trained back to fewer steps (train.steps is "
+                   "below them)" : "");
         xsnprintf(ctx->uid, sizeof ctx->uid, "%s", plan.uid);
         xsnprintf(ctx->ckpt_dir, sizeof ctx->ckpt_dir, "%s", plan.ckpt_dir);
         xsnprintf(ctx->resume_path, sizeof ctx->resume_path, "%s", plan.resume_path);
@@ -449,6 +449,9 @@ static void run_start_trainer(RunCtx *ctx) {
                 rundb_resume_run(ctx->db, ctx->resume_run, (int)meta.step, opt->overrides, opt->n_overrides);
                 ctx->run_id = ctx->resume_run;
                 record_config_change(ctx, (int)meta.step);
+                // the run's last step so far is the checkpoint's: its loss decides the run's end
+                // when no step is left to train (train.steps at the checkpoint's step)
+                ctx->last_loss = rundb_step_loss(ctx->db, ctx->run_id, (int)meta.step);
             }
         }
         checkpoint_meta_free(&meta);
@@ -586,7 +589,10 @@ static void run_steps(RunCtx *ctx) {
     if (root && ctx->db && tr->step > 0) first_loss = rundb_step_loss(ctx->db, ctx->run_id, 1);   // resumed: NAN if absent
     double *per_rank = xcalloc((size_t)comm->world * 5, sizeof(double));   // [rank][calls, elements, bytes, seconds, stop code]
     ctx->loop_t0 = now_seconds();
-    int step0 = tr->step;
+    int step0 = ctx->first_step = tr->step;
+    if (root && step0 >= tc->steps)
+        printf("run %s: its checkpoint is at step %d, train.steps %d: no step is left to train; the run ends here, "
+               "checked from its recorded steps\n", ctx->uid, step0, tc->steps);
     while (tr->step < tc->steps) {
         comm_stats_reset(comm);
         StepMetrics sm = trainer_step(tr);
@@ -652,6 +658,10 @@ static int run_end_is_fact(RunCtx *ctx, char *why, size_t n, int *db_problem) {
     double bound = PLAUSIBLE_LOSS_FACTOR * log((double)V);
     *db_problem = 0;
     if (ctx->tr.step < tc->steps) { snprintf(why, n, "it stopped at step %d of %d", ctx->tr.step, tc->steps); return 0; }
+    if (isnan(ctx->last_loss)) {
+        snprintf(why, n, "no training loss is recorded for its last step (%d)", ctx->tr.step);
+        return 0;
+    }
     if (!(ctx->last_loss <= bound)) {
         snprintf(why, n, "the loss of its last step (%d) is %.4g, more than %g x ln(vocab %d) = %.4g, where a model that "
                  "predicts every token uniformly scores ln %d = %.4g: the model did not train (look at its initialization: "
@@ -676,8 +686,11 @@ static void run_finish(RunCtx *ctx) {
     stop_clear_run();
     set_die_hook(NULL, NULL);
     int results_lost = 0;   // rows or the end not in the database at its path: never "results <db>"
+    // The memory a run records is that of a process that trained: one that ran no step (a
+    // resume with nothing left to train) leaves the run's recorded memory as it is.
+    if (ctx->root && ctx->db && tr->step > ctx->first_step)
+        for (int i = 0; i < RUN_MEM_COUNT; i++) rundb_set_memory(ctx->db, ctx->run_id, RUNDB_MEMORY_NAMES[i], (int64_t)mem[i]);
     if (ctx->root && ctx->exit_code == 0) {
-        if (ctx->db) for (int i = 0; i < RUN_MEM_COUNT; i++) rundb_set_memory(ctx->db, ctx->run_id, RUNDB_MEMORY_NAMES[i], (int64_t)mem[i]);
         char why[3000];
         int db_problem = 0;
         if (!run_end_is_fact(ctx, why, sizeof why, &db_problem)) {
@@ -686,8 +699,6 @@ static void run_finish(RunCtx *ctx) {
             ctx->exit_code = EXIT_INTERNAL;
             results_lost = db_problem;
         }
-    } else if (ctx->root && ctx->db) {
-        for (int i = 0; i < RUN_MEM_COUNT; i++) rundb_set_memory(ctx->db, ctx->run_id, RUNDB_MEMORY_NAMES[i], (int64_t)mem[i]);
     }
     if (ctx->root && ctx->db) {
         int ex = ctx->exit_code;
