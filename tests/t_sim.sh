@@ -32,6 +32,44 @@ out=$(build/exp ablation-btp --summary "${SETS[@]}" 2>&1)
 grep -qE '^btp +1/1 +1 +- +- +[0-9.]+ +- ' <<<"$out" && pass simulated_launch_summary_table \
     || fail simulated_launch_summary_table "$(grep -E '^btp ' <<<"$out")"
 
+# ---- simulate --record --launch joins only a launch of its own experiment, manifest, kind, hardware --
+# (store/db.h rundb_launch_joinable, train's rule). Generated: copies of the simulated launch, each
+# with one field changed, ids that are not there, and ids that are no id; each refused by exit 2
+# naming what the launch is, with the database unchanged.
+L=$(sqlite3 "$DB" "SELECT MAX(id) FROM launches")
+mk_launch() {   # SET-CLAUSE: a copy of launch $L with that change; prints its id
+    sqlite3 "$DB" "CREATE TEMP TABLE t AS SELECT * FROM launches WHERE id = $L;
+                   UPDATE t SET id = (SELECT MAX(id) + 1 FROM launches), $1;
+                   INSERT INTO launches SELECT * FROM t; SELECT MAX(id) FROM launches"
+}
+cases=()
+for change in "experiment = 'quickstart'|is of experiment quickstart, kind simulated on cpu-local" \
+              "kind = 'measured'|kind measured; this run is of experiment ablation-btp, kind simulated" \
+              "hardware = 'a100-80gb-node4'|kind simulated on a100-80gb-node4; this run" \
+              "manifest_sha256 = 'ab'|its manifest text differs"; do
+    cases+=("$(mk_launch "${change%%|*}")|${change#*|}")
+done
+for id in $((L + 100)) 999999 9223372036854775807; do cases+=("$id|has no launch $id"); done
+for id in 0 -1 abc 1x "" 9223372036854775808 " "; do cases+=("$id|simulate --launch"); done
+sqlite3 "$DB" 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null
+before=$(sqlite3 "$DB" .dump | md5sum)
+n=0 bad=()
+for c in "${cases[@]}"; do
+    id=${c%%|*} want=${c#*|}
+    out=$(timeout 60 build/simulate experiments/ablation-btp.yaml --variant btp --hardware cpu-local "${SETS[@]}" \
+          --record --launch "$id" 2>&1 >/dev/null); rc=$?
+    n=$((n + 1))
+    if [ $rc != 2 ] || ! grep -qF -- "$want" <<<"$out" || grep -qi "FOREIGN KEY" <<<"$out"; then
+        bad+=("--launch '$id': exit $rc, wanted '$want': $(grep -m1 error <<<"$out")")
+    elif [[ "$want" != "simulate --launch" ]] && ! grep -qF "launch_summary" <<<"$out"; then
+        bad+=("--launch '$id': no hint listing the launches: $(head -c 300 <<<"$out")")
+    fi
+done
+after=$(sqlite3 "$DB" .dump | md5sum)
+if [ ${#bad[@]} = 0 ] && [ "$before" = "$after" ]; then pass "simulate_record_refuses_a_launch_it_may_not_join ($n cases)"
+else fail simulate_record_refuses_a_launch_it_may_not_join "${#bad[@]} of $n: $(printf '%s; ' "${bad[@]}")database changed: $([ "$before" = "$after" ] && echo no || echo yes)"; fi
+sqlite3 "$DB" "DELETE FROM launches WHERE id > $L"
+
 expect_error simulate_refuses_repeat "a simulation is deterministic" 2 build/exp ablation-btp --simulate cpu-local --repeat 2 "${SETS[@]}"
 expect_error simulate_refuses_resume "nothing to resume" 2 build/exp ablation-btp --simulate cpu-local --resume "${SETS[@]}"
 expect_error simulate_unknown_profile "experiments/hardware/no-such.yaml" 2 build/exp ablation-btp --simulate no-such "${SETS[@]}"

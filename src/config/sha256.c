@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "manifest.h"
+#include "../core/fileio.h"
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -93,7 +94,8 @@ void sha256_hex(const void *data, size_t n, char out[65]) {
 }
 
 int sha256_file_hex(const char *path, char out[65]) {
-    FILE *f = fopen(path, "rb");
+    char why[1400];
+    FILE *f = file_fopen_regular(path, "r", "file", why, sizeof why);   // (a FIFO is never waited on)
     if (!f) return -1;
     Sha256 s;
     sha256_init(&s);

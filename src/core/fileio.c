@@ -103,6 +103,8 @@ static void abandon(FILE *f, const char *tmp, const char *msg) {
 
 FILE *file_atomic_open(const char *path, char *tmp, size_t tmp_cap) {
     char err[1600], name[1024], tname[1100];
+    if (file_check_replace(path, err, sizeof err) != 0)
+        die_input_hint("remove it, or choose another path", "cannot write %s: %s", path, err);
     OutDir d;
     if (outdir_open_parent(&d, path, 1, name, sizeof name, err, sizeof err) != 0)
         die_input_hint("choose a writable directory", "cannot write %s: %s", path, err);
@@ -151,20 +153,82 @@ void file_atomic_commit(FILE *f, const char *tmp, const char *path) {
     outdir_close(&d);
 }
 
+// ---- user-given paths: regular files only ----------------------------------------------
+// open(2) failed with e: the reason, naming what is at path when that is the cause (a FIFO
+// without a reader is ENXIO, a directory opened for writing EISDIR, a link to nothing ENOENT).
+static int open_failed(const char *path, int e, int creating, const char *what, char *err, size_t n) {
+    struct stat st, lst;
+    errno = e;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return outdir_fail(err, n, "%s '%s' is %s; expected a regular file", what, path, file_kind_name(st.st_mode));
+    if (e == ENOENT && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+        return outdir_fail(err, n, "%s '%s' is a symbolic link to nothing; expected a regular file%s", what, path,
+                           creating ? " (or a new name)" : "");
+    return outdir_fail(err, n, "cannot open %s '%s': %s", what, path, strerror(e));
+}
+
+int file_open_regular(const char *path, int flags, const char *what, char *err, size_t n) {
+    // O_NONBLOCK: opening a FIFO must not wait for its other end (it is refused below)
+    int base = (flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_NONBLOCK | O_CLOEXEC;
+    int fd = open(path, base);
+    if (fd < 0 && errno == ENOENT && (flags & O_CREAT)) {
+        // a new file: exclusively and never through a link (a link to nothing would create its target)
+        fd = open(path, base | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+        if (fd < 0 && errno == EEXIST) fd = open(path, base);   // (made meanwhile, or a link: checked below)
+    }
+    if (fd < 0) return open_failed(path, errno, (flags & O_CREAT) != 0, what, err, n);
+    struct stat st;
+    if (fstat(fd, &st) != 0) { int e = errno; close(fd); errno = e; return outdir_fail(err, n, "cannot stat %s '%s': %s", what, path, strerror(e)); }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return outdir_fail(err, n, "%s '%s' is %s; expected a regular file", what, path, file_kind_name(st.st_mode));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 || ((flags & O_TRUNC) && ftruncate(fd, 0) != 0)) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return outdir_fail(err, n, "cannot open %s '%s': %s", what, path, strerror(e));
+    }
+    return fd;
+}
+
+FILE *file_fopen_regular(const char *path, const char *mode, const char *what, char *err, size_t n) {
+    int plus = strchr(mode, '+') != NULL;
+    int flags = mode[0] == 'r' ? (plus ? O_RDWR : O_RDONLY)
+              : mode[0] == 'w' ? (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC
+              : (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND;
+    int fd = file_open_regular(path, flags, what, err, n);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, mode);
+    if (!f) { int e = errno; close(fd); errno = e; outdir_fail(err, n, "cannot open %s '%s': fdopen: %s", what, path, strerror(e)); }
+    return f;
+}
+
+int file_check_regular(const char *path, const char *what, char *err, size_t n) {
+    int fd = file_open_regular(path, O_RDONLY, what, err, n);
+    if (fd < 0) return -1;
+    close(fd);
+    return 0;
+}
+
+int file_check_replace(const char *path, char *err, size_t n) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : outdir_fail(err, n, "cannot stat '%s': %s", path, strerror(errno));
+    if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return 0;
+    errno = EINVAL;
+    return outdir_fail(err, n, "'%s' is %s; expected a regular file or a new name", path, file_kind_name(st.st_mode));
+}
+
 // ---- bounded reading -----------------------------------------------------------------
 int file_read_regular(const char *path, size_t max_bytes, const char *what, char **out, size_t *n,
                       char *err, size_t errn) {
     *out = NULL; *n = 0;
-    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return outdir_fail(err, errn, "cannot open %s '%s': %s", what, path, strerror(errno));
+    int fd = file_open_regular(path, O_RDONLY, what, err, errn);
+    if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0) { int e = errno; close(fd); errno = e; return outdir_fail(err, errn, "cannot stat %s '%s': %s", what, path, strerror(e)); }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        errno = EINVAL;
-        return outdir_fail(err, errn, "%s '%s' is %s; expected a regular file", what, path, file_kind_name(st.st_mode));
-    }
     if ((uint64_t)st.st_size > (uint64_t)max_bytes) {
         close(fd);
         errno = EFBIG;

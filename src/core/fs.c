@@ -6,10 +6,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "fileio.h"
 
 char *fs_read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    CHECK_ERRNO(!f, path);
+    char err[1400];
+    FILE *f = file_fopen_regular(path, "r", "file", err, sizeof err);   // (a FIFO is never waited on)
+    if (!f) die_input("%s", err);
     CHECK_ERRNO(fseek(f, 0, SEEK_END) != 0, path);
     long n = ftell(f);
     CHECK_ERRNO(n < 0 || fseek(f, 0, SEEK_SET) != 0, path);

@@ -23,7 +23,7 @@ int outdir_fail(char *err, size_t n, const char *fmt, ...) {
 static void trace(const char *op, const char *dir, const char *name) {
     const char *file = getenv("BOOST_TRACE_WRITES");
     if (!file || !*file) return;
-    int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);   // (a FIFO never waited on)
     if (fd < 0) return;
     char line[3000];
     int k = snprintf(line, sizeof line, "%s\t%s%s%s\n", op, dir, name ? "/" : "", name ? name : "");

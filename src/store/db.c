@@ -485,7 +485,7 @@ static int open_anchor(const char *path) {
         die_input("%s: cannot create the run database's directory: %s (set run.db to a writable place)", path, err);
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 3; attempt++) {
-        fd = openat(dir.fd, name, O_RDONLY | O_CLOEXEC);
+        fd = openat(dir.fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);   // (a FIFO is never waited on: refused below)
         if (fd >= 0 || errno != ENOENT) break;
         fd = outdir_create(&dir, name, NULL, err, sizeof err);   // (EEXIST: another process made it meanwhile)
         if (fd < 0 && errno != EEXIST) { outdir_close(&dir); die_input("run.db=%s: %s", path, err); }

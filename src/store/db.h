@@ -139,6 +139,13 @@ int rundb_latest_launch(RunDB *db, const char *experiment, LaunchRow *out);
 // The launch of the experiment just before launch `before` (1), or 0.
 int rundb_previous_launch(RunDB *db, const char *experiment, int64_t before, LaunchRow *out);
 void rundb_launch_row_free(LaunchRow *row);
+// May a run join launch `id` (train --launch, simulate --record --launch)? The one rule: the
+// launch is in this database and is of the run's experiment, manifest text (manifest_sha256;
+// NULL: a plain YAML file, not compared), kind ("measured" or "simulated") and, for a simulated
+// launch, hardware profile. 1, or 0 with why (the launch named: its experiment, kind, hardware)
+// and a hint that is itself valid (how to list the launches; leave out --launch).
+int rundb_launch_joinable(RunDB *db, int64_t id, const char *experiment, const char *manifest_sha256, const char *kind,
+                          const char *hardware, char *why, size_t why_n, char *hint, size_t hint_n);
 
 // ---- the sgemm peak of a host (host_peaks): one place decides the peak MFU is relative to ---
 // A peak measured while other work takes cores is too low, and MFU against it too high (a

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../core/check.h"
+#include "../core/fileio.h"
 #include "../core/stats.h"
 
 // ---------------------------------------------------------------------------------
@@ -88,6 +89,8 @@ int rundb_peek_run(const char *path, const char *experiment, const char *variant
                    RunRow *out, char ***overrides, int *n_overrides) {
     *overrides = NULL; *n_overrides = 0;
     sqlite3 *h = NULL;
+    char err[1400];
+    if (file_check_regular(path, "run database", err, sizeof err) != 0) return 0;   // (rundb_open says why)
     if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) { sqlite3_close(h); return 0; }
     sqlite3_busy_timeout(h, 5000);
     // A schema-1 database has no overrides column: those runs had none stored.
@@ -260,6 +263,37 @@ int rundb_previous_launch(RunDB *db, const char *experiment, int64_t before, Lau
 void rundb_launch_row_free(LaunchRow *row) {
     rundb_free_strings(row->overrides, row->n_overrides);
     row->overrides = NULL; row->n_overrides = 0;
+}
+
+// "measured" is also spelled "" (rows written before launches had a kind)
+static const char *kind_or_measured(const char *k) { return k && k[0] ? k : "measured"; }
+
+int rundb_launch_joinable(RunDB *db, int64_t id, const char *experiment, const char *manifest_sha256, const char *kind,
+                          const char *hardware, char *why, size_t why_n, char *hint, size_t hint_n) {
+    snprintf(hint, hint_n, "the launches of %s: sqlite3 %s \"SELECT launch_id, experiment, kind, hardware, status FROM "
+             "launch_summary WHERE experiment = '%s'\"; or leave out --launch (a run of its own)", experiment, db->path, experiment);
+    LaunchRow lr;
+    if (id <= 0 || !rundb_launch(db, id, &lr)) {
+        snprintf(why, why_n, "--launch %lld: %s has no launch %lld (a run is recorded in the database of its launch)",
+                 (long long)id, db->path, (long long)id);
+        return 0;
+    }
+    const char *lk = kind_or_measured(lr.kind), *rk = kind_or_measured(kind);
+    int sim = !strcmp(rk, "simulated");
+    const char *differs = strcmp(lr.experiment, experiment) ? "experiment"
+                        : manifest_sha256 && strcmp(lr.manifest_sha256, manifest_sha256) ? "manifest text"
+                        : strcmp(lk, rk) ? "kind"
+                        : sim && strcmp(lr.hardware, hardware ? hardware : "") ? "hardware profile" : NULL;
+    if (differs) {
+        char hw_l[160] = "", hw_r[160] = "";
+        if (!strcmp(lk, "simulated")) snprintf(hw_l, sizeof hw_l, " on %s", lr.hardware);
+        if (sim) snprintf(hw_r, sizeof hw_r, " on %s", hardware ? hardware : "");
+        snprintf(why, why_n, "--launch %lld: launch %lld in %s is of experiment %s, kind %s%s; this run is of experiment %s, "
+                 "kind %s%s: its %s differs (a run joins only a launch of its own experiment, manifest text, kind and "
+                 "hardware)", (long long)id, (long long)id, db->path, lr.experiment, lk, hw_l, experiment, rk, hw_r, differs);
+    }
+    rundb_launch_row_free(&lr);
+    return !differs;
 }
 
 // ---------------------------------------------------------------------------------

@@ -38,6 +38,7 @@
 #include "../backend/cpu/cpu_bf16.h"
 #include "../backend/cpu/sgemm.h"
 #include "../backend/ops.h"
+#include "../core/fileio.h"
 #include "../backend/profile.h"
 #include "../config/config.h"
 #include "../config/options.h"
@@ -220,8 +221,9 @@ static const SwitchSet SWITCHES[] = {
 
 static void json_write(const char *path, const KindResult *res, int n, const Config *base, int batch,
                        int steps, int warmup, int threads, double peak) {
-    FILE *f = fopen(path, "w");
-    CHECK_ERRNO(!f, path);
+    char err[1400];
+    FILE *f = file_fopen_regular(path, "w", "--json", err, sizeof err);
+    if (!f) die_input_hint("--json names a regular file to write (or a new name)", "%s", err);
     const char *wp = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
     fprintf(f, "{\"engine\": \"boost-c\", \"preset\": \"%s\", \"batch\": %d, \"seq\": %d, \"steps\": %d, "
                "\"warmup\": %d, \"threads\": %d, \"peak_gflops\": %.3f, \"openblas_parallel\": %d, "

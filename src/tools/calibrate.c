@@ -56,6 +56,8 @@
 #include "../config/options.h"
 #include "../core/check.h"
 #include "../core/env.h"
+#include "../core/fileio.h"
+#include "../core/outdir.h"
 #include "../core/timer.h"
 #include "../parallel/comm.h"
 #include "../sim/sim.h"
@@ -1196,12 +1198,9 @@ static int refresh_profile(const char *from, const char *out_path, const int *ra
              "on %s (load average %.2f); everything else as calibrated there (see its comments)", p.name, from, date, la[0]);
     const char *comments[HW_SEC_COUNT] = { 0 };
     char tmp_out[1100];
-    xsnprintf(tmp_out, sizeof tmp_out, "%s.tmp", out_path);
-    FILE *f = fopen(tmp_out, "w");
-    if (!f) die_input("cannot write %s: %s", tmp_out, strerror(errno));
+    FILE *f = file_atomic_open(out_path, tmp_out, sizeof tmp_out);
     hw_write_yaml(f, &p, header, comments);
-    CHECK_ERRNO(fclose(f) != 0, tmp_out);
-    CHECK_ERRNO(rename(tmp_out, out_path) != 0, "rename");
+    file_atomic_commit(f, tmp_out, out_path);
     hw_free(&p);
     return 0;
 }
@@ -1242,15 +1241,19 @@ int main(int argc, char **argv) {
     use_best = best;
     if (refresh_from) refresh_only = 1;
     if (ranks_opt) n_ranks = opt_int_list("calibrate", "ranks", ranks_opt, 2, 16, ranks, 4);
-    if (refresh_from) return refresh_profile(refresh_from, out_path, ranks, n_ranks);
-    {   // fail now, not after the measurements, when the output cannot be written
-        char probe[1100];
-        xsnprintf(probe, sizeof probe, "%s.tmp", out_path);
-        FILE *f = fopen(probe, "w");
-        if (!f) die_input("cannot write %s: %s", probe, strerror(errno));
-        fclose(f);
-        unlink(probe);
+    {   // fail now, not after the measurements, when the output cannot be written: a FIFO, a device
+        // or a directory at --out (core/fileio.h), or a folder that takes no new file
+        char err[1600], name[1024];
+        OutDir d;
+        if (file_check_replace(out_path, err, sizeof err) != 0 ||
+            outdir_open_parent(&d, out_path, 0, name, sizeof name, err, sizeof err) != 0)
+            die_input_hint("--out names the profile to write: a regular file or a new name in a writable folder",
+                           "calibrate --out: %s", err);
+        int rc = outdir_probe_writable(&d, err, sizeof err);
+        outdir_close(&d);
+        if (rc) die_input_hint("--out names the profile to write in a writable folder", "calibrate --out %s: %s", out_path, err);
     }
+    if (refresh_from) return refresh_profile(refresh_from, out_path, ranks, n_ranks);
     char host[256], cpu[256], date[64];
     host_facts(host, sizeof host, cpu, sizeof cpu);
     time_t now = time(NULL);
@@ -1462,22 +1465,18 @@ int main(int argc, char **argv) {
     char dir[] = "/tmp/calibrate.XXXXXX", check_path[256], tmp_out[1100];
     CHECK_ERRNO(!mkdtemp(dir), "mkdtemp");
     xsnprintf(check_path, sizeof check_path, "%s/%s.yaml", dir, p.name);
-    xsnprintf(tmp_out, sizeof tmp_out, "%s.tmp", out_path);
-    const char *targets[2] = { check_path, tmp_out };
-    for (int t = 0; t < 2; t++) {
-        FILE *f = fopen(targets[t], "w");
-        if (!f) die_input("cannot write %s: %s", targets[t], strerror(errno));
-        hw_write_yaml(f, &p, header, comments);
-        CHECK_ERRNO(fclose(f) != 0, targets[t]);
-        if (t == 0) {
-            HwProfile check;
-            char err[1024];
-            if (hw_load(check_path, &check, err, sizeof err)) DIE("calibrate wrote a profile that does not load: %s", err);
-            hw_free(&check);
-            CHECK_ERRNO(unlink(check_path) != 0 || rmdir(dir) != 0, "removing the check copy");
-        }
-    }
-    CHECK_ERRNO(rename(tmp_out, out_path) != 0, "rename");
+    FILE *f = fopen(check_path, "w");   // (in the folder just made)
+    CHECK_ERRNO(!f, check_path);
+    hw_write_yaml(f, &p, header, comments);
+    CHECK_ERRNO(fclose(f) != 0, check_path);
+    HwProfile check;
+    char err[1024];
+    if (hw_load(check_path, &check, err, sizeof err)) DIE("calibrate wrote a profile that does not load: %s", err);
+    hw_free(&check);
+    CHECK_ERRNO(unlink(check_path) != 0 || rmdir(dir) != 0, "removing the check copy");
+    f = file_atomic_open(out_path, tmp_out, sizeof tmp_out);
+    hw_write_yaml(f, &p, header, comments);
+    file_atomic_commit(f, tmp_out, out_path);
     printf("wrote %s\n", out_path);
     hw_free(&p);
     return 0;

@@ -13,6 +13,7 @@
 #include "../backend/bf16.h"
 #include "../backend/ops.h"
 #include "../config/config.h"
+#include "../core/fileio.h"
 #include "../config/manifest.h"
 #include "../config/options.h"
 #include "../core/check.h"
@@ -125,8 +126,9 @@ static void logits_row(Backend *bk, const Model *mdl, size_t p, int V, float *ro
 
 // --logits FILE: the prompt's ids and every position's logits, as JSON (%.9g: float32 exact).
 static void write_logits(const char *path, const char *prompt, const int32_t *ids, size_t n, const float *logits, int V) {
-    FILE *f = fopen(path, "w");
-    if (!f) die_input("--logits %s: cannot write it: %s", path, strerror(errno));
+    char err[1400];
+    FILE *f = file_fopen_regular(path, "w", "--logits", err, sizeof err);
+    if (!f) die_input_hint("--logits names a regular file to write (or a new name)", "%s", err);
     size_t need = json_escape(NULL, 0, prompt) + 1;
     char *lit = xmalloc(need);
     json_escape(lit, need, prompt);

@@ -43,6 +43,7 @@
 #include "../backend/backend.h"
 #include "../backend/profile.h"
 #include "../config/manifest.h"
+#include "../core/fileio.h"
 #include "../config/options.h"
 #include "../core/check.h"
 #include "../model/model.h"
@@ -312,8 +313,9 @@ static void measure_ops(const SimRun *s, DType dt, int steps, const char *csv_pa
            "the CPU back end's; %d op name%s differ%s\n", 1e3 * dry_total / steps, 100 * (dry_total / model_total - 1), gaps,
            gaps == 1 ? "" : "s", gaps == 1 ? "s" : "");
     if (csv_path) {
-        FILE *f = fopen(csv_path, "w");
-        if (!f) die_input("--ops-csv %s: cannot write: %s", csv_path, strerror(errno));
+        char err[1400];
+        FILE *f = file_fopen_regular(csv_path, "w", "--ops-csv", err, sizeof err);
+        if (!f) die_input_hint("--ops-csv names a regular file to write (or a new name)", "%s", err);
         fprintf(f, "op,class,calls_per_step,measured_s,modeled_s,dry_calls_per_step,dry_modeled_s\n");
         for (int r = 0; r < nr; r++)
             fprintf(f, "%s,%s,%ld,%.9g,%.9g,%ld,%.9g\n", rows[r].name, OP_CLASS_NAMES[rows[r].cls], rows[r].calls / steps,
@@ -563,10 +565,22 @@ static char *json_text(const SimRun *s) {
 }
 
 // ---- the run database ----------------------------------------------------------------------
-static void record_run(const SimRun *s, const char *json, int64_t launch_id, int repeat_index,
+// The run database of --record, opened before anything is computed or written: a launch the run
+// may not join (store/db.h rundb_launch_joinable, train's rule) is refused with nothing recorded.
+static RunDB *record_open(const SimRun *s, int64_t launch_id) {
+    RunDB *db = rundb_open(s->cfg.run.db);
+    char why[2048], hint[2048];
+    if (launch_id && !rundb_launch_joinable(db, launch_id, s->man->name, s->man->sha256, "simulated", s->hw.name, why, sizeof why,
+                                            hint, sizeof hint)) {
+        rundb_close(db);
+        die_input_hint(hint, "%s", why);
+    }
+    return db;
+}
+
+static void record_run(RunDB *db, const SimRun *s, const char *json, int64_t launch_id, int repeat_index,
                        const char *const *sets, int n_sets) {
     const Config *c = &s->cfg;
-    RunDB *db = rundb_open(c->run.db);
     RunInfo ri;
     memset(&ri, 0, sizeof ri);
     runinfo_host_facts(&ri);
@@ -810,6 +824,7 @@ int main(int argc, char **argv) {
         die_input_hint("the GPU profiles price bf16 runs: add --set train.precision=bf16", "%s: the variant runs in %s; %s",
                        s.hw.path, sim_precision_name(s.prec), why);
     const ParallelConfig *pc = &s.cfg.parallel;
+    RunDB *db = record ? record_open(&s, launch_id) : NULL;
     if (sim_check_grid(&s.hw, pc->tp, pc->dp, pc->pp, why, sizeof why)) die_input("%s", why);
     if (trace_layer >= s.cfg.model.n_layers)
         die_input("--trace-layer %d: the model has %d layers (0..%d)", trace_layer, s.cfg.model.n_layers, s.cfg.model.n_layers - 1);
@@ -924,12 +939,13 @@ int main(int argc, char **argv) {
 
     char *json = json_path || record ? json_text(&s) : NULL;
     if (json_path) {
-        FILE *f = fopen(json_path, "w");
-        if (!f) die_input("--json %s: cannot write: %s", json_path, strerror(errno));
+        char err[1400];
+        FILE *f = file_fopen_regular(json_path, "w", "--json", err, sizeof err);
+        if (!f) die_input_hint("--json names a regular file to write (or a new name)", "%s", err);
         fputs(json, f);
         if (fclose(f) != 0) die_input("--json %s: writing failed: %s", json_path, strerror(errno));
     }
-    if (record) record_run(&s, json, launch_id, repeat_index, sets, n_sets);
+    if (record) record_run(db, &s, json, launch_id, repeat_index, sets, n_sets);
     if (measure_steps) measure_ops(&s, dt, measure_steps, ops_csv);
 
     free(json);

@@ -14,6 +14,7 @@
 #include "../config/manifest.h"
 #include "../config/options.h"
 #include "../core/check.h"
+#include "../core/fileio.h"
 #include "../store/compare.h"
 #include "../store/db.h"
 
@@ -42,6 +43,9 @@ typedef struct {
 static sqlite3 *open_ro(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) die_input_hint("start one: make exp EXP=<name>", "%s: no run database there", path);
+    char err[1400];
+    if (file_check_regular(path, "run database", err, sizeof err) != 0)
+        die_input_hint("--db names a run database file (runs/boost.db)", "%s", err);
     sqlite3 *h = NULL;
     if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
         die_input("%s: cannot open the run database read-only: %s", path, h ? sqlite3_errmsg(h) : "out of memory");

@@ -19,6 +19,7 @@
 #include "../backend/backend.h"
 #include "../core/check.h"
 #include "../core/crc32.h"
+#include "../core/fileio.h"
 #include "../core/env.h"
 #include "../core/fs.h"
 #include "../parallel/gpu_setup.h"
@@ -261,9 +262,10 @@ static int executable(const char *prog) {
 // A hostfile's hosts and slots: Open MPI's "host slots=N" lines (or a plain host per line, as
 // srun's --nodefile takes them). *slots 0 when a line gives none (the launcher then decides).
 static int read_hostfile(const char *path, int *hosts, int *slots, int *first, PlanRefusal *r) {
-    FILE *f = fopen(path, "r");
+    char err[1400];
+    FILE *f = file_fopen_regular(path, "r", "HOSTFILE", err, sizeof err);
     if (!f) return refuse(r, "HOSTFILE=path of a readable file: one host per line, \"host slots=N\" for Open MPI's mpirun",
-                          "HOSTFILE=%s: cannot read it: %s", path, strerror(errno));
+                          "%s", err);
     char line[1024];
     int n = 0, total = 0, unknown = 0;
     *first = 0;
@@ -810,20 +812,11 @@ static int open_dump_dir(RunPlan *p, const Config *cfg) {
 
 static int plan_run_body(RunDB *db, const RunRequest *rq, RunPlan *p) {
     const Config *cfg = rq->cfg;
-    if (rq->launch_id > 0 && db) {
-        // A run joins a launch only of its own experiment and manifest, in this database.
-        LaunchRow lr;
-        if (!rundb_launch(db, rq->launch_id, &lr))
-            return refuse(&p->refusal, NULL, "--launch %lld: %s has no launch %lld (a run is recorded in the database of its launch)",
-                          (long long)rq->launch_id, cfg->run.db, (long long)rq->launch_id);
-        int mine = !strcmp(lr.experiment, rq->experiment) && (!rq->manifest_sha256 || !strcmp(lr.manifest_sha256, rq->manifest_sha256));
-        char other[300];
-        snprintf(other, sizeof other, "%s", lr.experiment);
-        rundb_launch_row_free(&lr);
-        if (!mine)
-            return refuse(&p->refusal, NULL, "--launch %lld: launch %lld in %s is of experiment %s%s, not of this manifest (%s); "
-                          "a run never joins another experiment's launch", (long long)rq->launch_id, (long long)rq->launch_id,
-                          cfg->run.db, other, strcmp(other, rq->experiment) ? "" : " with another manifest text", rq->experiment);
+    if (rq->launch_id > 0 && db) {   // (store/db.h: the one rule of joining a launch)
+        char why[sizeof p->refusal.message], hint[sizeof p->refusal.hint];
+        if (!rundb_launch_joinable(db, rq->launch_id, rq->experiment, rq->manifest_sha256, "measured", NULL, why, sizeof why,
+                                   hint, sizeof hint))
+            return refuse(&p->refusal, hint, "%s", why);
     }
     if (rq->resume) {
         if (plan_resume(db, rq, p)) return 1;

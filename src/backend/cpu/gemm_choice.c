@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "gemm_choice.h"
 #include "../../core/check.h"
+#include "../../core/fileio.h"
 #include "../../core/rng.h"
 #include "../../core/stats.h"
 #include "../../core/timer.h"
@@ -247,9 +248,10 @@ void cpu_gemm_table_load(const char *path, int fd, const GemmHost *h, int any_ho
         CHECK_ERRNO(!f, path);
         CHECK_ERRNO(fseek(f, 0, SEEK_SET) != 0, path);
     } else {
-        f = fopen(path, "r");
+        char err[1400];
+        f = file_fopen_regular(path, "r", "GEMM choice table", err, sizeof err);
         if (!f && errno == ENOENT) return;
-        CHECK_ERRNO(!f, path);
+        if (!f) die_input_hint("BOOST_CPU_GEMM_CACHE (or BOOST_CPU_GEMM=table:PATH) names a regular file (or a new name)", "%s", err);
     }
     char *line = NULL;
     size_t lcap = 0;

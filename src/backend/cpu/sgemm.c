@@ -14,6 +14,7 @@
 #include "sgemm.h"
 #include "gemm_choice.h"
 #include "onednn.h"
+#include "../../core/fileio.h"
 #include "../../core/check.h"
 #include "../../core/crc32.h"
 
@@ -209,8 +210,9 @@ static const GemmChoice *table_find(const GemmKey *k) {
 static int decide_auto(const GemmArgs *g, const GemmKey *k, GemmChoice *c) {
     const GemmChoice *t = table_find(k);
     if (t) { *c = *t; return SRC_TABLE; }
-    int fd = open(S.path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    CHECK_ERRNO(fd < 0, S.path);
+    char err[1400];
+    int fd = file_open_regular(S.path, O_RDWR | O_CREAT | O_APPEND, "GEMM choice table", err, sizeof err);
+    if (fd < 0) die_input_hint("BOOST_CPU_GEMM_CACHE names a regular file (or a new name)", "%s", err);
     CHECK_ERRNO(flock(fd, LOCK_EX) != 0, S.path);
     S.n_table = 0;
     cpu_gemm_table_load(S.path, fd, &S.host, 0, &S.table, &S.n_table, &S.cap_table);
