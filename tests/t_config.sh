@@ -287,3 +287,31 @@ if python3 -c 'import yaml' 2>/dev/null; then
 else
     skip config_scalars_agree "no PyYAML for python3 (analysis/yaml12.py needs it)"
 fi
+
+# ---- a key that came into a variant from another one is named where it is written ----------
+# Generated: a mapping anchored inside variant a (a's own train: or model: section) merged
+# into variant b (<<: *t or <<: [*t]) where its keys are no keys at b's top level, with 0..2
+# variants before a and 0..1 between a and b. The message's line is in a's mapping: it must
+# name variant a, as merged into b, never b alone.
+bad=0; tried=0
+for kv in "train lr 1e-3" "train seed 3" "model d_model 64" "data val_fraction 0.1"; do
+    read -r sec key val <<<"$kv"
+    for before in 0 1 2; do
+        for between in 0 1; do
+            for form in '*t' '[*t]'; do
+                tried=$((tried + 1))
+                { printf 'manifest_version: 1\nname: merge\nvariants:\n'
+                  for i in $(seq 1 $before); do printf '  pre%d: {train.seed: %d}\n' "$i" "$i"; done
+                  printf '  a:\n    %s: &t\n      %s: %s\n' "$sec" "$key" "$val"
+                  for i in $(seq 1 $between); do printf '  mid%d: {train.seed: 9}\n' "$i"; done
+                  printf '  b:\n    <<: %s\n    train.log_every: 2\n' "$form"; } > "$TMP/merge.yaml"
+                out=$("$INFO" --config "$TMP/merge.yaml" 2>&1); rc=$?
+                line=$(grep -n "^      $key: $val" "$TMP/merge.yaml" | cut -d: -f1)
+                if [ $rc -ne 2 ] || ! grep -q "merge.yaml:$line: variant 'a' (merged into variant 'b'): unknown key '$key'" <<<"$out"; then
+                    bad=$((bad + 1)); echo "  $sec.$key merged by <<: $form ($before before, $between between): exit $rc: $(head -1 <<<"$out")"
+                fi
+            done
+        done
+    done
+done
+if [ $bad -eq 0 ]; then pass "merged_key_names_its_variant ($tried generated manifests)"; else fail merged_key_names_its_variant "$bad of $tried"; fi

@@ -4,7 +4,8 @@
 # printed in README.md and docs/database.md runs and returns rows; the schema printed in
 # docs/database.md is the one a new database gets; the comparison table of a chosen launch;
 # a database locked by another process for seconds while a run trains loses nothing and
-# stops nothing.
+# stops nothing; run.db paths and experiment paths across every length limit (refused, naming the
+# length and the limit, before anything is created).
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "$ROOT"
@@ -196,3 +197,64 @@ for p in "$TMP/rd/typo/x.db" "$TMP/rd/none.db" "$TMP/rd/empty.db" "$TMP/rd/dir" 
     done
 done
 if [ $bad -eq 0 ]; then pass "reading_commands_create_no_database ($tried cases)"; else fail reading_commands_create_no_database "$bad of $tried"; fi
+
+# ---- run.db paths across the length limits: taken whole, or refused before anything is created --
+# SQLite opens a database whose absolute path (from the working folder) leaves room for its
+# -journal file in 512 bytes: 504; a folder or file name holds NAME_MAX (255) bytes. Generated:
+# absolute and relative paths at each limit -1, 0, +1 and lengths between 500 and 5000 (those
+# above 1023 meet the key's own limit), and names of 254..256 bytes. Each one either records a
+# run there, or exits 2 naming run.db (its length) with nothing created; never SQLite's "unable
+# to open database file" after folders were made.
+LIMIT=504
+HW=$ROOT/experiments/hardware/a100-80gb-node4.yaml
+path_of_len() {   # BASE LEN: BASE/ddd.../x.db of LEN bytes, a folder every 200 bytes
+    local p=$1/ n=$2
+    while [ ${#p} -lt $((n - 5)) ]; do p=${p}d; [ $(( ${#p} % 200 )) = 0 ] && p=$p/; done
+    while [ ${#p} -lt $((n - 4)) ]; do p=${p}e; done
+    printf '%s' "${p}x.db"
+}
+bad=0; tried=0
+mkdir -p "$TMP/len"
+for rel in 0 1; do
+    for L in $((LIMIT - 1)) $LIMIT $((LIMIT + 1)) 500 511 512 513 700 1022 1023 1024 1025 2000 4095 4096 4097 5000; do
+        tried=$((tried + 1))
+        top=$TMP/len/t$tried
+        p=$(path_of_len "$top" "$L")
+        abs=$L
+        if [ $rel = 1 ]; then p=${p#"$TMP/len/"}; abs=$(( ${#TMP} + 5 + ${#p} )); fi   # from $TMP/len
+        out=$(cd "$TMP/len" && timeout 30 "$BUILD/simulate" "$ROOT/experiments/quickstart.yaml" --hardware "$HW" --record \
+              --set run.db="$p" 2>&1); rc=$?
+        if [ $abs -le $LIMIT ]; then
+            [ $rc = 0 ] && (cd "$TMP/len" && [ -s "$p" ]) || { bad=$((bad + 1)); echo "  $abs bytes ($([ $rel = 1 ] && echo relative || echo absolute)): exit $rc: $(grep error: <<<"$out" | cut -c1-200)"; }
+        elif [ $rc != 2 ] || ! grep -q "^error: .*run.db" <<<"$out" || [ -e "$top" ] || grep -q "unable to open" <<<"$out" ||
+             { [ ${#p} -lt 1024 ] && ! grep -q "is ${#p} bytes long, $abs as the absolute path" <<<"$out"; }; then
+            bad=$((bad + 1)); echo "  $abs bytes ($([ $rel = 1 ] && echo relative || echo absolute)): exit $rc, $([ -e "$top" ] && echo 'folders left behind, ')$(grep error: <<<"$out" | cut -c1-200)"
+        fi
+        rm -rf "$top"
+    done
+done
+for n in 254 255 256 300; do
+    tried=$((tried + 1))
+    top=$TMP/len/n$n
+    name=$(printf 'n%.0s' $(seq "$n"))
+    out=$(timeout 30 "$BUILD/simulate" experiments/quickstart.yaml --hardware "$HW" --record --set run.db="$top/$name/x.db" 2>&1); rc=$?
+    if [ $n -le 255 ]; then [ $rc = 0 ] || { bad=$((bad + 1)); echo "  a name of $n bytes: exit $rc: $(grep error: <<<"$out" | cut -c1-200)"; }
+    elif [ $rc != 2 ] || ! grep -q "a folder or file name of $n bytes" <<<"$out" || [ -e "$top" ]; then
+        bad=$((bad + 1)); echo "  a name of $n bytes: exit $rc$([ -e "$top" ] && echo ', folders left behind'): $(grep error: <<<"$out" | cut -c1-200)"
+    fi
+    rm -rf "$top"
+done
+if [ $bad -eq 0 ]; then pass "run_db_path_lengths ($tried generated paths)"; else fail run_db_path_lengths "$bad of $tried"; fi
+# the same class in the tools' own path buffers: an experiment path of any length to exp and
+# watch is taken or refused as input (exit 2, its length), never an internal error, never cut short
+bad=0; tried=0
+for L in 1000 1023 1024 1025 1100 4096 5000; do
+    p=$(path_of_len "$TMP/len/e" "$L"); p=${p%x.db}x.yaml
+    for tool in "exp" "watch --once"; do
+        tried=$((tried + 1))
+        out=$(timeout 30 "$BUILD"/$tool "$p" 2>&1); rc=$?
+        [ $rc = 2 ] && grep -q "^error: " <<<"$out" && ! grep -q "^fatal" <<<"$out" ||
+            { bad=$((bad + 1)); echo "  $tool on a $L-byte path: exit $rc: $(head -1 <<<"$out" | cut -c1-200)"; }
+    done
+done
+if [ $bad -eq 0 ]; then pass "long_experiment_paths_refused_as_input ($tried generated paths)"; else fail long_experiment_paths_refused_as_input "$bad of $tried"; fi

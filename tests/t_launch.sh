@@ -8,7 +8,8 @@
 # timings) and its argument errors, a missing mpirun reported as an environment error, the words
 # of LAUNCHER= and LAUNCHER_ARGS= reaching the launcher as given, and the pre-flight (a cuda
 # variant without a device, a variant too big for this machine) refusing before any rank starts,
-# with the launch recorded.
+# with the launch recorded; exp's options that exclude each other refused naming both, and a
+# refused launch leaving no database behind.
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "$ROOT"
@@ -21,6 +22,80 @@ for tool in exp train info prepare simulate calibrate bench bench_comm bench_gem
     out=$("$BUILD/$tool" --help 2>/dev/null); rc=$?
     if [ $rc = 0 ] && grep -q "usage" <<<"$out"; then pass "${tool}_help"; else fail "${tool}_help" "exit $rc: $(head -2 <<<"$out")"; fi
 done
+# ---- exp's options: through the one option parser; choices that exclude each other refused ----
+# Generated: every pair of options that exclude each other, in both orders (with what each needs
+# beside it), exits 2 naming both, and creates no database; every option that takes one value
+# given twice exits 2; the repeatable ones keep every value in order (--set: the last wins).
+excl_pairs=(
+    "--csv|--json" "--csv|--format=csv" "--json|--format=json" "--csv|--format=table" "--steps|--verdicts"
+    "--compare|--resume" "--compare|--dry-run" "--compare|--summary" "--compare|--simulate=cpu-local" "--compare|--variant=a"
+    "--compare|--repeat=2" "--compare|--measure-peak" "--compare|--allow-change=train.lr" "--compare|--launcher=mpirun"
+    "--compare|--launcher-arg=-x" "--compare|--hostfile=h"
+    "--resume|--summary" "--resume|--dry-run" "--summary|--dry-run" "--repeat=2|--resume" "--repeat=1|--summary"
+    "--simulate=cpu-local|--resume" "--simulate=cpu-local|--summary" "--simulate=cpu-local|--repeat=2"
+    "--launcher=mpirun|--summary" "--launcher-arg=-x|--summary" "--hostfile=h|--summary"
+    "--launcher=mpirun|--simulate=cpu-local" "--launcher-arg=-x|--simulate=cpu-local" "--hostfile=h|--simulate=cpu-local"
+    "--measure-peak|--resume" "--measure-peak|--summary" "--measure-peak|--dry-run" "--measure-peak|--simulate=cpu-local")
+bad=0; tried=0
+for pair in "${excl_pairs[@]}"; do
+    x=${pair%%|*}; y=${pair#*|}
+    for order in xy yx; do
+        tried=$((tried + 1))
+        if [ $order = xy ]; then args=("$x" "$y"); else args=("$y" "$x"); fi
+        # what each needs beside it, so that only the pair itself is wrong
+        extra=(); case "$x $y" in *--csv*|*--json*|*--format*|*--steps*|*--verdicts*) extra=(--summary) ;; esac
+        out=$("$BUILD/exp" "$TMP/duo.yaml" "${args[@]}" "${extra[@]}" --set run.db="$TMP/excl/x.db" 2>&1); rc=$?
+        xn=${x%%=*}; yn=${y%%=*}
+        if [ $rc != 2 ] || ! grep -qE "^error: exp: ($xn and $yn|$yn and $xn) exclude each other" <<<"$out" || [ -e "$TMP/excl" ]; then
+            bad=$((bad + 1)); echo "  exp ${args[*]} ${extra[*]}: exit $rc: $(head -1 <<<"$out")"
+        fi
+    done
+done
+# every option that takes one value (exp's own table), given twice
+while IFS=$'\t' read -r opt kind type _; do
+    [ "$kind" = value ] || continue
+    tried=$((tried + 1))
+    case $type in int32|int64) v=2 ;; enum) v=csv ;; *) v=x ;; esac
+    out=$(BOOST_OPTIONS=values "$BUILD/exp" "$opt" "$v" "$opt=$v" 2>&1); rc=$?
+    [ $rc = 2 ] && grep -q "exp $opt is given twice" <<<"$out" || { bad=$((bad + 1)); echo "  exp $opt twice: exit $rc: $(head -1 <<<"$out")"; }
+done < <(BOOST_OPTIONS=list "$BUILD/exp")
+for opt in set allow-change launcher launcher-arg launch run; do
+    tried=$((tried + 1))
+    case $opt in launch|run) a=3 b=1 ;; *) a=k=a b=k=b ;; esac
+    got=$(BOOST_OPTIONS=values "$BUILD/exp" --$opt "$a" --$opt="$b" --$opt "$a" | sed -n "s/^--$opt\t//p" | tr '\037' ' ')
+    [ "$got" = "$a $b $a" ] || { bad=$((bad + 1)); echo "  exp --$opt three times: '$got'"; }
+done
+if [ $bad -eq 0 ]; then pass "exp_options_exclusive_and_repeats ($tried generated cases)"; else fail exp_options_exclusive_and_repeats "$bad of $tried"; fi
+# the last of --set k=a --set k=b is the value (the dry run prints it)
+out=$("$BUILD/exp" "$TMP/duo.yaml" --dry-run --variant a --set train.lr=1e-3 --set train.lr=2e-3 2>&1)
+grep -qE "train\.lr +.*0\.002" <<<"$out" && ! grep -qE "train\.lr +.*0\.001\b" <<<"$out" && pass exp_set_last_wins ||
+    fail exp_set_last_wins "$(grep 'train.lr' <<<"$out" | head -2)"
+
+# ---- a refused launch leaves no database behind ------------------------------------------------
+# Generated refusals of a launch whose run.db is not there yet (a variant that records elsewhere,
+# chosen or not; no launcher for a tp=2 variant; an unknown variant; a resume of nothing): exit 2,
+# and neither the database nor its folder exists afterwards.
+bad=0; tried=0
+mkdir -p "$TMP/nolauncher"
+for how in variant_db variant_db_chosen no_launcher unknown_variant resume_nothing; do
+    tried=$((tried + 1))
+    d=$TMP/nodb/$how; m=$TMP/nodb_m/$how/duo.yaml
+    mkdir -p "$(dirname "$m")"; duo_manifest "$m" "$d/sub/runs.db"
+    case $how in
+        variant_db|variant_db_chosen) sed -i "s#  b: {parallel.tp: 2}#  b: {parallel.tp: 2, run.db: $d/other/b.db}#" "$m" ;;
+    esac
+    case $how in
+        variant_db) cmd=("$BUILD/exp" "$m"); why="variant b sets run.db" ;;
+        variant_db_chosen) cmd=("$BUILD/exp" "$m" --variant b); why="variant b sets run.db" ;;
+        no_launcher) cmd=(env PATH="$TMP/nolauncher" "$BUILD/exp" "$m" --variant b); why="mpirun is not on PATH" ;;
+        unknown_variant) cmd=("$BUILD/exp" "$m" --variant c); why="no variant 'c'" ;;
+        resume_nothing) cmd=("$BUILD/exp" "$m" --resume); why="no run database there" ;;
+    esac
+    out=$(timeout 60 "${cmd[@]}" 2>&1); rc=$?
+    if [ $rc != 2 ] || [ -e "$d" ] || ! grep -q "^error: .*$why" <<<"$out"; then bad=$((bad + 1)); echo "  $how: exit $rc$([ -e "$d" ] && echo ", left $(cd "$d" && find . -type f | tr '\n' ' ')"): $(grep '^error' <<<"$out" | head -1)"; fi
+done
+if [ $bad -eq 0 ]; then pass "refused_launch_creates_no_database ($tried generated refusals)"; else fail refused_launch_creates_no_database "$bad of $tried"; fi
+
 # build/bench_gemm, both modes on a tiny step: the header (CPU, threads, load before and
 # after), one row per distinct GEMM with every column, the totals; timings are not asserted
 gemm_table() {   # NAME CELLS LINE COLUMN ARGS...: CELLS cells per table line; a mode's own line and column

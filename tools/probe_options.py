@@ -13,6 +13,7 @@ option's range or type accepted, or read back different), crash, hang, other.
 The switch variables of the Makefile ($(call flag,NAME)) are tried with a value that is not
 0 or 1 (make -n): refused naming the variable. Also from the file, not from a list here.
 Prints one line per probe, "KIND<TAB>NAME<TAB>OUTCOME<TAB>DETAIL"; the counts on stderr.
+PROBE_TOOLS="exp train" probes those tools' options only (and no make switch).
 """
 import glob
 import math
@@ -159,6 +160,8 @@ def main():
     rc, out, _ = pv.run([os.path.join(B, "info"), "--keys-tsv"], TIMEOUT)
     key_len = {l.split("\t")[0]: int(l.split("\t")[7]) for l in out.splitlines() if l.strip()}
     tools = sorted(os.path.basename(p)[:-2] for p in glob.glob("src/tools/*.c"))
+    only = os.environ.get("PROBE_TOOLS", "").split()   # PROBE_TOOLS="exp train": those tools only, no make switches
+    if only: tools = [t for t in tools if t in only]
     n_opts, covered, uncovered = 0, [], []
     for tool in tools:
         path = os.path.join(B, tool)
@@ -175,7 +178,7 @@ def main():
             probe_option(Option(tool, line, key_len))
             n_opts += 1
     n_before = pv.n_probes
-    makefile_switches()
+    if not only: makefile_switches()
     print(f"probe_options: {n_opts} options of {len(covered)} tools, {n_before} probes; {pv.n_probes - n_before} make switch "
           f"variables" + (f"; no option table (not probed): {', '.join(uncovered)}" if uncovered else ""), file=sys.stderr)
 

@@ -91,9 +91,29 @@ static const char *const *toplevel_candidates(void) {
     return c;
 }
 
-static void where_of(char *buf, size_t n, const char *file, int line, const char *variant) {
-    if (variant) snprintf(buf, n, "%s:%d: variant '%s'", file, line, variant);
-    else snprintf(buf, n, "%s:%d", file, line);
+typedef struct {
+    char name[256];
+    YamlNode *override;  // mapping of (dotted or nested) keys; NULL = none
+    const char *file;    // a named variant: its file and the line of its name (0: a grid's)
+    int line;
+} VariantSpec;
+
+// The layer being applied, for messages: variant i of the file's n (NULL: a file's own keys).
+typedef struct { const VariantSpec *all; int n, i; } VariantAt;
+
+// "FILE:LINE: variant 'b'". A key written above the variant's own name came into it from
+// elsewhere (a merge key <<: *a or an alias *a: the anchor is always above): it is named where
+// it is written, "variant 'a' (merged into variant 'b')", so the message points at the variant
+// that holds it, not at the one that takes it.
+static void where_of(char *buf, size_t n, const char *file, int line, const VariantAt *va) {
+    if (!va) { snprintf(buf, n, "%s:%d", file, line); return; }
+    const VariantSpec *me = &va->all[va->i];
+    if (!me->line || strcmp(me->file, file) || line >= me->line) { snprintf(buf, n, "%s:%d: variant '%s'", file, line, me->name); return; }
+    const char *owner = NULL;   // the named variant whose mapping holds the line (variants are in file order)
+    for (int j = 0; j < va->i; j++)
+        if (va->all[j].line && va->all[j].line <= line && !strcmp(va->all[j].file, file)) owner = va->all[j].name;
+    if (owner) snprintf(buf, n, "%s:%d: variant '%s' (merged into variant '%s')", file, line, owner, me->name);
+    else snprintf(buf, n, "%s:%d (merged into variant '%s')", file, line, me->name);
 }
 
 // Where each key of one layer (a file's mapping, a variant's overrides) was given: a key is
@@ -101,7 +121,7 @@ static void where_of(char *buf, size_t n, const char *file, int line, const char
 // through a merge key), never twice with one of them silently winning.
 typedef struct { const char *file; int line; char spelling[160]; } KeySeen;
 
-static void note_key(KeySeen *seen, int idx, const char *full, const char *path, const YamlEntry *e, const char *variant) {
+static void note_key(KeySeen *seen, int idx, const char *full, const char *path, const YamlEntry *e, const VariantAt *variant) {
     KeySeen *s = &seen[idx];
     char spelling[160];
     if (path[0]) snprintf(spelling, sizeof spelling, "%s: {%s: ...}", path, e->key);
@@ -122,7 +142,7 @@ static void note_key(KeySeen *seen, int idx, const char *full, const char *path,
 
 // Walk a mapping; `path` is the dotted prefix ("" at the top). pass 0: validate all
 // names, note where each key is given and apply CKF_FIRST keys; pass 1: apply the other keys.
-static void apply_map(Config *c, const YamlNode *map, const char *path, int pass, int allow_meta, const char *variant,
+static void apply_map(Config *c, const YamlNode *map, const char *path, int pass, int allow_meta, const VariantAt *variant,
                       KeySeen *seen) {
     int nk;
     const ConfigKey *schema = config_schema(&nk);
@@ -170,7 +190,7 @@ static void apply_map(Config *c, const YamlNode *map, const char *path, int pass
     }
 }
 
-static void apply_layer(Config *c, const YamlNode *root, int allow_meta, const char *variant) {
+static void apply_layer(Config *c, const YamlNode *root, int allow_meta, const VariantAt *variant) {
     KeySeen seen[CONFIG_MAX_KEYS];
     memset(seen, 0, sizeof seen);
     apply_map(c, root, "", 0, allow_meta, variant, seen);
@@ -354,11 +374,6 @@ static const YamlEntry *chain_find(const Chain *ch, const char *key, const char 
 // Variants
 // ---------------------------------------------------------------------------------
 
-typedef struct {
-    char name[256];
-    YamlNode *override;  // mapping of (dotted or nested) keys; NULL = none
-} VariantSpec;
-
 #define MAX_VARIANTS 4096
 // A variant name goes into Config.variant (the run's uid, the run database): at most
 // sizeof(Config.variant) - 1 characters, checked here where the file and line are known.
@@ -487,6 +502,8 @@ static VariantSpec *expand_variants(Chain *ch, int *n_out) {
                           e->key, yaml_kind_name(e->val));
             snprintf(vs[i].name, sizeof vs[i].name, "%s", e->key);
             vs[i].override = e->val->kind == YAML_MAP ? e->val : NULL;
+            vs[i].file = file;
+            vs[i].line = e->line;
         }
         *n_out = v->n;
     }
@@ -512,7 +529,8 @@ void config_load_file(Config *c, const char *path) {
     for (int i = 0; i < nv; i++)
         if (vs[i].override) {
             Config scratch = *c;
-            apply_layer(&scratch, vs[i].override, 0, vs[i].name);
+            VariantAt at = { vs, nv, i };
+            apply_layer(&scratch, vs[i].override, 0, &at);
         }
     free(vs);
     xsnprintf(c->source_path, sizeof c->source_path, "%s", path);
@@ -558,7 +576,8 @@ Manifest *manifest_load_with(const char *path, const char *const *overrides, int
         snprintf(v->name, sizeof v->name, "%s", vs[i].name);
         Config *c = &v->config;
         *c = base;
-        if (vs[i].override) apply_layer(c, vs[i].override, 0, vs[i].name);
+        VariantAt at = { vs, nv, i };
+        if (vs[i].override) apply_layer(c, vs[i].override, 0, &at);
         xsnprintf(c->source_path, sizeof c->source_path, "%s", path);
         xsnprintf(c->variant, sizeof c->variant, "%s", vs[i].name);
         for (int k = 0; k < n_overrides; k++) config_set_override(c, overrides[k]);

@@ -92,7 +92,17 @@ static void print_values(const ToolOption *opts) {
         if (o->kind == OPT_FLAG) printf("%d", *(const int *)o->dst);
         else if (o->kind == OPT_LIST) {
             const OptList *l = o->dst;
-            for (int i = 0; i < l->n; i++) printf("%s%s", i ? "\x1f" : "", l->v[i]);
+            for (int i = 0; i < l->n; i++) {
+                printf("%s", i ? "\x1f" : "");
+                if (o->key || k.type == CK_STRING) { printf("%s", l->v[i]); continue; }
+                // a typed item as the tool reads it (opt_value), not as typed ("1e0" is 1)
+                union { int i; int64_t i64; uint64_t u64; float f; double d; } item;
+                char buf[64], why[400];
+                config_parse_value(&k, l->v[i], &item, why, sizeof why);   // (checked by opt_parse)
+                k.offset = 0;
+                config_format_value((const Config *)(void *)&item, &k, buf, sizeof buf);
+                printf("%s", buf);
+            }
         } else if (o->kind == OPT_FLAG_OR_VALUE || (!o->key && k.type == CK_STRING)) {
             const char *s = *(const char *const *)o->dst;
             printf("%s", s ? s : "");
@@ -177,7 +187,8 @@ void opt_parse(const char *tool, const ToolOption *opts, int argc, char **argv, 
         if (o->kind == OPT_LIST) {
             OptList *l = o->dst;
             const char *tmp;
-            store(o, &k, tool, v, o->key ? NULL : (void *)&tmp);
+            // (an own string item: store keeps the text in tmp; any other type: checked only)
+            store(o, &k, tool, v, !o->key && k.type == CK_STRING ? (void *)&tmp : NULL);
             l->v[l->n++] = v;
             continue;
         }

@@ -16,7 +16,8 @@
 typedef enum {
     OPT_FLAG,           // --name: *(int *)dst = 1
     OPT_VALUE,          // --name VALUE or --name=VALUE, at most once: dst has the value's type
-    OPT_LIST,           // --name VALUE, repeatable: dst is an OptList of the texts (each checked)
+    OPT_LIST,           // --name VALUE, repeatable: dst is an OptList of the texts, each checked at the
+                        // row's type (a list of ids: OPT_INT64_LIST_ROW; read one with opt_value)
     OPT_FLAG_OR_VALUE,  // --name or --name=VALUE: dst is a const char * ("" when given bare)
 } OptKind;
 
@@ -46,6 +47,8 @@ typedef struct {
 #define OPT_ENUM_ROW(nm, names, d) { .name = (nm), .kind = OPT_VALUE, .type = CK_ENUM, .enum_names = (names), .dst = (d) }
 #define OPT_STR_ROW(nm, d) { .name = (nm), .kind = OPT_VALUE, .type = CK_STRING, .dst = (d) }
 #define OPT_LIST_ROW(nm, d) { .name = (nm), .kind = OPT_LIST, .type = CK_STRING, .dst = (d) }
+#define OPT_INT64_LIST_ROW(nm, lo, hi, d) \
+    { .name = (nm), .kind = OPT_LIST, .type = CK_INT64, .min = (lo), .max = (hi), .flags = CKF_MIN | CKF_MAX, .dst = (d) }
 #define OPT_END { .name = NULL }
 
 // Parses argv[1..argc) against opts (ended by OPT_END) and up to max_pos positional

@@ -101,5 +101,10 @@ void xsnprintf(char *buf, size_t n, const char *fmt, ...) {
     va_list ap; va_start(ap, fmt);
     int k = vsnprintf(buf, n, fmt, ap);
     va_end(ap);
-    CHECK(k >= 0 && (size_t)k < n, "string too long for its %zu-byte buffer: '%.60s...'", n, buf);
+    CHECK(k >= 0, "xsnprintf: vsnprintf failed");
+    // what is too long is a path or a name someone gave (every buffer holds what the program
+    // makes itself): refused as input, never cut short to name another file
+    if ((size_t)k >= n)
+        die_input_hint("use a shorter path or name", "'%.60s...' is %d bytes long; a path or name here holds at most %zu",
+                       buf, k, n - 1);
 }

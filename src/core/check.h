@@ -52,6 +52,7 @@ void *xaligned_alloc(size_t n);    // 64-byte aligned, zeroed; free() with free(
 // doubling the capacity when full; returns the possibly moved array (element *n - 1 is new).
 void *vec_grow(void *v, int *n, int *cap, size_t elt);
 char *xstrdup(const char *s);
-// snprintf that dies on truncation (paths, names).
+// snprintf for paths and names: one that would not fit is refused as bad input (exit 2, its
+// length and the most the buffer holds), never cut short.
 __attribute__((format(printf, 3, 4)))
 void xsnprintf(char *buf, size_t n, const char *fmt, ...);

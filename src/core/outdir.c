@@ -151,7 +151,10 @@ int outdir_open_parent(OutDir *d, const char *path, int create, char *name, size
     if (snprintf(name, n_name, "%s", base) >= (int)n_name) { errno = ENAMETOOLONG; d->fd = -1; return outdir_fail(err, n, "%.200s...: name too long", path); }
     if (!slash) snprintf(dir, sizeof dir, ".");
     else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else if ((size_t)(slash - path) >= sizeof dir) {   // (cut short, it would name another folder)
+        errno = ENAMETOOLONG; d->fd = -1;
+        return outdir_fail(err, n, "%.200s...: a folder path of %zu bytes (at most %zu)", path, (size_t)(slash - path), sizeof dir - 1);
+    } else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     return outdir_open(d, dir, create, err, n);
 }
 

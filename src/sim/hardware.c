@@ -673,6 +673,10 @@ static const YamlKind PROFILE_YAML = { "hardware profile", "write the values out
 
 int hw_load(const char *path, HwProfile *p, char *err, size_t err_len) {
     memset(p, 0, sizeof *p);
+    if (strlen(path) >= sizeof p->path) {
+        snprintf(err, err_len, "hardware profile path of %zu bytes ('%.60s...'): at most %zu", strlen(path), path, sizeof p->path - 1);
+        return -1;
+    }
     snprintf(p->path, sizeof p->path, "%s", path);
     Ctx c = { .file = path, .err = err, .err_len = err_len };
     char *buf = NULL;

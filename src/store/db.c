@@ -4,6 +4,7 @@
 #include "db_internal.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -357,6 +358,46 @@ static int schema_body(RunDB *db, void *from_version) {
     return sqlite3_exec(db->db, pragma, NULL, NULL, NULL);
 }
 
+// The longest run.db SQLite opens: its unix VFS takes path names of mxPathname (512) bytes,
+// made absolute (from the working folder, symbolic links resolved), and the pager refuses a
+// database whose name leaves no room for its "-journal" file (8 more). A longer one would fail
+// in sqlite3_open as "unable to open database file", after its folders were created; refused
+// here instead, before anything is created, as is a folder or file name over NAME_MAX. The
+// limit is below every buffer that holds the path here (RunDB.path, the folder, 1024 bytes).
+static void check_db_path_length(const char *path, const char *hint) {
+    size_t len = strlen(path);
+    for (const char *p = path; *p;) {   // each folder or file name
+        size_t n = strcspn(p, "/");
+        if (n > NAME_MAX)
+            die_input_hint("use folder and file names of at most 255 bytes, e.g. runs/boost.db", "run.db=%.60s...: a folder or file name of %zu bytes ('%.30s...'); a name holds at most %d",
+                           path, n, p, NAME_MAX);
+        p += n;
+        while (*p == '/') p++;
+    }
+    sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
+    CHECK(vfs, "SQLite has no default VFS");
+    int limit = vfs->mxPathname - 8;   // (sqlite3PagerOpen: the name and "-journal" in mxPathname)
+    char cwd[PATH_MAX] = "";
+    size_t abs_len = len;
+    if (path[0] != '/') {
+        if (!getcwd(cwd, sizeof cwd)) die_input("run.db=%.60s...: cannot read the working folder: %s", path, strerror(errno));
+        abs_len += strlen(cwd) + 1;
+    }
+    // the name SQLite itself makes ("." and ".." folded, links resolved); when it cannot make
+    // one (too long for it), the length from the working folder says by how much
+    char *full = xcalloc((size_t)vfs->mxPathname + 1, 1);
+    int rc = vfs->xFullPathname(vfs, path, vfs->mxPathname + 1, full);
+    if (rc == SQLITE_OK) abs_len = strlen(full);
+    free(full);
+    if (abs_len > (size_t)limit) {
+        char h[200];
+        snprintf(h, sizeof h, "set run.db to a shorter path (at most %d bytes from /), e.g. runs/boost.db", limit);
+        die_input_hint(h, "run.db=%.60s... is %zu bytes long, %zu as the absolute path SQLite opens%s; SQLite opens at most %d "
+                       "(its %d-byte path names, less 8 for the database's -journal file)", path, len, abs_len,
+                       path[0] == '/' ? "" : " (from the working folder)", limit, vfs->mxPathname);
+    }
+}
+
 // run.db must name a plain file this project can keep: not an in-memory or URI name (SQLite
 // would keep nothing, or read `file:...?mode=` as options), not a device or a FIFO
 // (/dev/null), on a writable file system (WAL mode writes two files beside it). Checked
@@ -371,6 +412,7 @@ static void check_db_path(const char *path) {
     if (path[0] == ':' || !strncmp(path, "file:", 5))
         die_input_hint(hint, "run.db=%s: an in-memory or URI database name is refused (nothing would be kept, or the "
                        "text after '?' would be read as SQLite options); run.db is a plain file path", path);
+    check_db_path_length(path, hint);
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         die_input_hint(hint, "run.db=%s is %s, not a regular file", path, file_kind_name(st.st_mode));

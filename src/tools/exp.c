@@ -80,12 +80,17 @@ static const char *USAGE =
 "  --launcher-arg W   one more word for the launcher (make exp LAUNCHER_ARGS=\"--map-by ppr:4:node -x NCCL_DEBUG\")\n"
 "  --hostfile PATH    the hosts of the ranks (make exp HOSTFILE=hosts): mpirun --hostfile, srun --nodefile\n"
 "  --probe-resources  print this host's memory, cores and CUDA devices (the pre-flight runs it where the\n"
-"                     ranks run, through the launcher) and exit\n"
+"                     ranks run, through the launcher) and exit; given alone\n"
 "  --simulate PROFILE price every variant (on-demand ones included) with build/simulate on the\n"
 "                     hardware profile experiments/hardware/PROFILE.yaml instead of training it\n"
 "                     (make exp SIMULATE=1 [HARDWARE=PROFILE], default a100-80gb-node4): one\n"
 "                     launch whose runs are of kind `simulated` (docs/performance-model.md)\n"
 "  --help             this text\n"
+"\n"
+"An option with a value is given once, except --set, --allow-change, --launch, --run, --launcher and --launcher-arg\n"
+"(a later --set of the same key wins). Options that exclude each other (--csv, --json and --format;\n"
+"--compare, --summary, --resume and --dry-run, as the usage lines above combine them) are refused,\n"
+"naming both.\n"
 "\n"
 "Before any rank starts, every variant is checked where its ranks run: a cuda variant needs a visible\n"
 "device, and the largest rank's memory (the dry back end's accounting) must fit the device or the node;\n"
@@ -580,79 +585,112 @@ static char *launch_info(LaunchInfo *li, const LaunchPlan *plan) {
     return text;
 }
 
+// Two options given together that exclude each other: refused naming both, with why.
+typedef struct { const char *name; int on; } GivenOption;
+static int given(const GivenOption *g, const char *name) {
+    for (; g->name; g++)
+        if (!strcmp(g->name, name)) return g->on;
+    CHECK(0, "exp: no option --%s in the table of given options", name);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     env_runtime_setup(argv);
-    const char *name = NULL, *only = NULL;
-    int resume = 0, dry = 0, summary = 0, repeat = 1;
-    const char *simulate = NULL;
-    int64_t launch_id = 0;
-    int compare = 0, measure_peak = 0, steps_out = 0, verdicts = 0, n_launch_ids = 0, n_run_ids = 0;
-    OutputFormat format = FORMAT_TABLE;
-    const char *db_opt = NULL;
-    int64_t *launch_ids = xcalloc((size_t)argc + 1, sizeof *launch_ids), *run_ids = xcalloc((size_t)argc + 1, sizeof *run_ids);
-    const char **sets = xcalloc((size_t)argc + 1, sizeof(char *)); int n_sets = 0;
-    const char **launcher = xcalloc((size_t)argc + 1, sizeof(char *)), **launcher_args = xcalloc((size_t)argc + 1, sizeof(char *));
-    int n_launcher = 0, n_launcher_args = 0, probe = 0;
-    const char *hostfile = NULL;
-    const char **allow = xcalloc((size_t)argc + 1, sizeof(char *)); int n_allow = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(USAGE, stdout); return 0; }
-        else if (!strcmp(a, "--variant")) { if (!has_val) usage_error("--variant needs a name"); only = argv[++i]; }
-        else if (!strcmp(a, "--resume")) resume = 1;
-        else if (!strcmp(a, "--dry-run")) dry = 1;
-        else if (!strcmp(a, "--summary")) summary = 1;
-        else if (!strcmp(a, "--simulate")) { if (!has_val) usage_error("--simulate needs a hardware profile"); simulate = argv[++i]; }
-        else if (!strcmp(a, "--set")) { if (!has_val) usage_error("--set needs key=value"); sets[n_sets++] = argv[++i]; }
-        else if (!strcmp(a, "--compare")) compare = 1;
-        else if (!strcmp(a, "--measure-peak")) measure_peak = 1;
-        else if (!strcmp(a, "--csv")) format = FORMAT_CSV;
-        else if (!strcmp(a, "--json")) format = FORMAT_JSON;
-        else if (!strcmp(a, "--steps")) steps_out = 1;
-        else if (!strcmp(a, "--verdicts")) verdicts = 1;
-        else if (!strcmp(a, "--format")) {   // (the schema's enum parsing and message: config/options.h)
-            static const char *const formats[] = { "table", "csv", "json", NULL };
-            static const ToolOption spec = OPT_ENUM_ROW("format", formats, NULL);
-            int f = 0;
-            if (!has_val) usage_error("--format needs table, csv or json");
-            opt_value("exp", "format", &spec, argv[++i], &f);
-            format = f == 1 ? FORMAT_CSV : f == 2 ? FORMAT_JSON : FORMAT_TABLE;
-        }
-        else if (!strcmp(a, "--allow-change")) { if (!has_val) usage_error("--allow-change needs a key"); allow[n_allow++] = argv[++i]; }
-        else if (!strcmp(a, "--db")) { if (!has_val) usage_error("--db needs a path"); db_opt = argv[++i]; }
-        else if (!strcmp(a, "--launcher")) { if (!has_val) usage_error("--launcher needs a word"); launcher[n_launcher++] = argv[++i]; }
-        else if (!strcmp(a, "--launcher-arg")) { if (!has_val) usage_error("--launcher-arg needs a word"); launcher_args[n_launcher_args++] = argv[++i]; }
-        else if (!strcmp(a, "--hostfile")) { if (!has_val) usage_error("--hostfile needs a path"); hostfile = argv[++i]; }
-        else if (!strcmp(a, "--probe-resources")) probe = 1;
-        else if (!strcmp(a, "--repeat") || !strcmp(a, "--launch") || !strcmp(a, "--run")) {
-            if (!has_val) usage_error("--repeat, --launch and --run need a number");
-            char *end = NULL;
-            long v = strtol(argv[++i], &end, 10);
-            if (!*argv[i] || *end || v < 1 || v > 1000000000L) die_input("%s: expected a whole number >= 1, got '%s'", a, argv[i]);
-            if (!strcmp(a, "--repeat")) repeat = (int)v;
-            else if (!strcmp(a, "--run")) run_ids[n_run_ids++] = v;
-            else { launch_id = v; launch_ids[n_launch_ids++] = v; }
-        }
-        else if (a[0] == '-') die_input("unknown option '%s' (see exp --help)", a);
-        else if (!name) name = a;
-        else usage_error("one experiment at a time");
-    }
+    const char *name = NULL, *only = NULL, *simulate = NULL, *db_opt = NULL, *hostfile = NULL;
+    int resume = 0, dry = 0, summary = 0, repeat = 0, compare = 0, measure_peak = 0, steps_out = 0, verdicts = 0;
+    int csv = 0, json = 0, format_opt = -1, probe = 0, n_pos = 0;
+    OptList set_l, allow_l, launcher_l, launcher_arg_l, launch_l, run_l;
+    static const char *const formats[] = { "table", "csv", "json", NULL };
+    static const ToolOption ID_ROW = OPT_INT64_ROW("id", 1, INT64_MAX, NULL);   // a launch's or a run's id (as read back)
+    const ToolOption opts[] = {
+        OPT_STR_ROW("variant", &only),
+        OPT_LIST_ROW("set", &set_l),
+        OPT_INT_ROW("repeat", 1, 1000000000, &repeat),   // (0: not given)
+        OPT_FLAG_ROW("dry-run", &dry),
+        OPT_FLAG_ROW("measure-peak", &measure_peak),
+        OPT_FLAG_ROW("resume", &resume),
+        OPT_LIST_ROW("allow-change", &allow_l),
+        OPT_FLAG_ROW("summary", &summary),
+        OPT_INT64_LIST_ROW("launch", 1, INT64_MAX, &launch_l),
+        OPT_FLAG_ROW("compare", &compare),
+        OPT_INT64_LIST_ROW("run", 1, INT64_MAX, &run_l),
+        OPT_STR_ROW("db", &db_opt),
+        OPT_FLAG_ROW("csv", &csv),
+        OPT_FLAG_ROW("json", &json),
+        OPT_ENUM_ROW("format", formats, &format_opt),     // (-1: not given)
+        OPT_FLAG_ROW("steps", &steps_out),
+        OPT_FLAG_ROW("verdicts", &verdicts),
+        OPT_LIST_ROW("launcher", &launcher_l),
+        OPT_LIST_ROW("launcher-arg", &launcher_arg_l),
+        OPT_STR_ROW("hostfile", &hostfile),
+        OPT_FLAG_ROW("probe-resources", &probe),
+        OPT_STR_ROW("simulate", &simulate),
+        OPT_END };
+    opt_parse("exp", opts, argc, argv, &name, 1, &n_pos, USAGE);
     if (probe) {   // the pre-flight's facts of the host this process runs on (plan_probe_argv)
+        if (argc != 2) usage_error("--probe-resources takes nothing else: it prints this host's facts and exits");
         PlanResources res;
         plan_resources_here(&res);
         plan_resources_print(&res, stdout);
         return 0;
     }
+    const char **sets = set_l.v, **allow = allow_l.v, **launcher = launcher_l.v, **launcher_args = launcher_arg_l.v;
+    int n_sets = set_l.n, n_allow = allow_l.n, n_launcher = launcher_l.n, n_launcher_args = launcher_arg_l.n;
+    int n_launch_ids = launch_l.n, n_run_ids = run_l.n;
+    int64_t *launch_ids = xcalloc((size_t)n_launch_ids + 1, sizeof *launch_ids), *run_ids = xcalloc((size_t)n_run_ids + 1, sizeof *run_ids);
+    for (int i = 0; i < n_launch_ids; i++) opt_value("exp", "launch", &ID_ROW, launch_l.v[i], &launch_ids[i]);
+    for (int i = 0; i < n_run_ids; i++) opt_value("exp", "run", &ID_ROW, run_l.v[i], &run_ids[i]);
+    int64_t launch_id = n_launch_ids ? launch_ids[n_launch_ids - 1] : 0;
+
+    // ---- options that exclude each other, or go only with another: refused naming both -----
+    const GivenOption on[] = {
+        { "resume", resume }, { "dry-run", dry }, { "summary", summary }, { "compare", compare }, { "simulate", simulate != NULL },
+        { "variant", only != NULL }, { "repeat", repeat > 0 }, { "measure-peak", measure_peak }, { "csv", csv }, { "json", json },
+        { "format", format_opt >= 0 }, { "steps", steps_out }, { "verdicts", verdicts }, { "allow-change", n_allow > 0 },
+        { "launcher", n_launcher > 0 }, { "launcher-arg", n_launcher_args > 0 }, { "hostfile", hostfile != NULL },
+        { NULL, 0 } };
+    static const char *const COMPARE_ONLY = "--compare reads the database only: it takes --launch, --run, --db, --csv, --json, "
+                                            "--format, --steps, --verdicts (and --set run.db=PATH with an experiment name)";
+    static const char *const TRAINS = "they go with a launch that trains (not --summary, --compare or --simulate)";
+    static const char *const PEAK = "the peak is measured at the start of a new launch that trains";
+    static const struct { const char *a, *b, *why; } excl[] = {
+        { "csv", "json", "one output format (or --format table|csv|json)" },
+        { "csv", "format", "one output format (--format csv is --csv)" },
+        { "json", "format", "one output format (--format json is --json)" },
+        { "steps", "verdicts", "the step series or the timing verdicts (make compare STEPS=1 or VERDICTS=1)" },
+        { "compare", "resume", COMPARE_ONLY }, { "compare", "dry-run", COMPARE_ONLY }, { "compare", "summary", COMPARE_ONLY },
+        { "compare", "simulate", COMPARE_ONLY }, { "compare", "variant", COMPARE_ONLY }, { "compare", "repeat", COMPARE_ONLY },
+        { "compare", "measure-peak", COMPARE_ONLY }, { "compare", "allow-change", COMPARE_ONLY },
+        { "compare", "launcher", COMPARE_ONLY }, { "compare", "launcher-arg", COMPARE_ONLY }, { "compare", "hostfile", COMPARE_ONLY },
+        { "resume", "summary", "--resume continues a launch, --summary prints one: one at a time" },
+        { "resume", "dry-run", "--dry-run shows a new launch; a resume runs what is left of one" },
+        { "summary", "dry-run", "--dry-run shows a new launch; --summary prints the table of one" },
+        { "repeat", "resume", "a resume keeps the launch's REPEAT" },
+        { "repeat", "summary", "--repeat starts a new launch" },
+        { "simulate", "resume", "--simulate starts a new launch of simulated runs (a simulation has nothing to resume)" },
+        { "simulate", "summary", "the table of a simulated launch: --summary without --simulate" },
+        { "simulate", "repeat", "a simulation is deterministic, REPEAT would give the same run again" },
+        { "launcher", "summary", TRAINS }, { "launcher-arg", "summary", TRAINS }, { "hostfile", "summary", TRAINS },
+        { "launcher", "simulate", TRAINS }, { "launcher-arg", "simulate", TRAINS }, { "hostfile", "simulate", TRAINS },
+        { "measure-peak", "resume", PEAK }, { "measure-peak", "summary", PEAK }, { "measure-peak", "dry-run", PEAK },
+        { "measure-peak", "simulate", PEAK },
+    };
+    for (size_t i = 0; i < sizeof excl / sizeof excl[0]; i++)
+        if (given(on, excl[i].a) && given(on, excl[i].b))
+            die_input_hint("give one of them; exp --help says which options go together", "exp: --%s and --%s exclude each other: %s",
+                           excl[i].a, excl[i].b, excl[i].why);
+    static const char *const output[] = { "csv", "json", "format", "steps", "verdicts", NULL };
+    for (int i = 0; output[i]; i++)
+        if (given(on, output[i]) && !compare && !summary) {
+            char what[160];
+            snprintf(what, sizeof what, "--%s goes with --summary or --compare", output[i]);
+            usage_error(what);
+        }
+    if (n_run_ids && !compare) usage_error("--run goes with --compare");
+    if (db_opt && !compare) usage_error("--db goes with --compare (a launch's database: --set run.db=PATH)");
+    OutputFormat format = csv || format_opt == 1 ? FORMAT_CSV : json || format_opt == 2 ? FORMAT_JSON : FORMAT_TABLE;
     if (steps_out && format == FORMAT_TABLE) format = FORMAT_CSV;   // the step series is a table of numbers
-    if (steps_out && verdicts) die_input("--steps and --verdicts exclude each other (make compare STEPS=1 or VERDICTS=1)");
-    if ((format != FORMAT_TABLE || steps_out || verdicts) && !compare && !summary)
-        usage_error("--csv, --json, --steps and --verdicts go with --summary or --compare");
-    if ((n_run_ids || db_opt) && !compare) usage_error("--run and --db go with --compare");
     if (compare) {
-        if (resume || dry || summary || simulate || only || repeat > 1)
-            usage_error("--compare reads the database only: it takes --launch, --run, --db, --csv, --json, --steps "
-                        "(and --set run.db=PATH with an experiment name)");
         char cpath[1024], db_from[1024];
         const char *dbp = db_opt;
         if (name && *name) {
@@ -668,17 +706,10 @@ int main(int argc, char **argv) {
     if (n_launch_ids > 1) usage_error("several launches side by side: --compare --launch ID --launch ID (make compare LAUNCH=\"5 6\")");
     if (!name || !*name) usage_error("no experiment named (make exp EXP=name)");
     if (only && !*only) only = NULL;
-    if (resume + summary + dry > 1) usage_error("--resume, --summary and --dry-run exclude each other");
-    if (repeat > 1 && (resume || summary)) usage_error("--repeat starts a new launch (a resume keeps the launch's REPEAT)");
-    if (launch_id && !resume && !summary) usage_error("--launch goes with --resume or --summary");
+    if (repeat == 0) repeat = 1;
+    if (launch_id && !resume && !summary) usage_error("--launch goes with --resume, --summary or --compare");
     if (n_allow && !resume) usage_error("--allow-change goes with --resume (a new launch has nothing to change)");
     if (simulate && !*simulate) simulate = "a100-80gb-node4";
-    if (simulate && (resume || summary))
-        usage_error("--simulate starts a new launch of simulated runs (a simulation has nothing to resume; "
-                    "the table of a simulated launch: --summary without --simulate)");
-    if (simulate && repeat > 1) usage_error("--simulate: a simulation is deterministic, REPEAT would give the same run again");
-    if ((n_launcher || n_launcher_args || hostfile) && (summary || simulate))
-        usage_error("--launcher, --launcher-arg and --hostfile go with a launch that trains (not --summary or --simulate)");
     HwProfile hw;
     memset(&hw, 0, sizeof hw);
     if (simulate) hw_load_or_die(simulate, "experiments/hardware", &hw);   // an unknown profile: exit 2 before anything
@@ -733,16 +764,22 @@ int main(int argc, char **argv) {
         .launch_id = launch_id, .dry = dry, .simulate_profile = simulate ? hw.path : NULL,
         .train_bin = train_bin, .sim_bin = sim_bin, .env = &env,
     };
+    // The database named by the manifest (plan_launch refuses variants that name another): a
+    // resume reads one that is there; a new launch reads one if there (an edited manifest), and
+    // creates it only once the plan is accepted, so a refused launch leaves nothing behind.
     RunDB *db = NULL;
     if (resume || !dry) {
-        // the database named by the manifest (plan_launch refuses variants that name another)
         Manifest *m0 = manifest_load_with(path, sets, n_sets);
-        db = rundb_open(m0->variants[0].config.run.db);
+        const char *p0 = m0->variants[0].config.run.db;
+        struct stat st;
+        if (resume) db = open_existing_db(p0);
+        else if (lstat(p0, &st) == 0) db = rundb_open(p0);
         manifest_free(m0);
-        rundb_mark_stale(db);
     }
     LaunchPlan plan;
     if (plan_launch(&rq, db, &plan)) die_input_hint(plan.refusal.hint[0] ? plan.refusal.hint : NULL, "%s", plan.refusal.message);
+    if (!dry && !db) db = rundb_open(plan.db_path);
+    if (db) rundb_mark_stale(db);
     const Manifest *man = plan.man;
     const char *db_path = plan.db_path;
     repeat = plan.repeat;

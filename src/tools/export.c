@@ -63,7 +63,7 @@ static void bstr(Buf *b, const char *s) {   // a JSON string literal
 
 static void write_file(const char *dir, const char *name, const void *data, size_t n) {
     char path[1300], tmp[1400];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    xsnprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = file_atomic_open(path, tmp, sizeof tmp);
     file_atomic_write(f, data, n, tmp);
     file_atomic_commit(f, tmp, path);
@@ -96,7 +96,7 @@ static void write_safetensors(const char *dir, const Tensor *t, int n, const cha
     bprintf(&h, "}");
     while (h.n % 8) bprintf(&h, " ");
     char path[1300], tmp[1400];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    xsnprintf(path, sizeof path, "%s/model.safetensors", dir);
     FILE *f = file_atomic_open(path, tmp, sizeof tmp);
     unsigned char len[8];
     for (int k = 0; k < 8; k++) len[k] = (unsigned char)((uint64_t)h.n >> (8 * k));

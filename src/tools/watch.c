@@ -206,8 +206,8 @@ int main(int argc, char **argv) {
     Manifest *man = NULL;
     char path[1100] = "";
     if (name && *name) {
-        if (strchr(name, '/') || strstr(name, ".yaml")) snprintf(path, sizeof path, "%s", name);
-        else snprintf(path, sizeof path, "experiments/%s.yaml", name);
+        if (strchr(name, '/') || strstr(name, ".yaml")) xsnprintf(path, sizeof path, "%s", name);
+        else xsnprintf(path, sizeof path, "experiments/%s.yaml", name);
         man = manifest_load_with(path, NULL, 0);
     }
     char dbbuf[1024];
