@@ -246,10 +246,10 @@ mkexp second "$O/own.db" "$O/shared.db"
 expect_refused ownership variant_db_elsewhere "one database" "$B/exp" "$O/second.yaml"
 [ "$(q1 "$O/shared.db" "SELECT count(*) FROM runs WHERE launch_id=1 AND experiment<>'first'")" = 0 ] || record ownership launch_1_untouched silent "a foreign run joined launch 1"
 mkexp second "$O/shared.db"
-expect_refused ownership train_joins_foreign_launch "another experiment" "$B/train" "$O/second.yaml" --variant a --launch 1 $PK
+expect_refused ownership train_joins_foreign_launch "its experiment differs" "$B/train" "$O/second.yaml" --variant a --launch 1 $PK
 expect_refused ownership train_joins_missing_launch "has no launch 99" "$B/train" "$O/second.yaml" --variant a --launch 99 $PK
 cp "$O/first.yaml" "$O/first.orig"; sed -i 's/steps: 2,/steps: 3,/' "$O/first.yaml"
-expect_refused ownership train_joins_launch_other_text "another manifest text" "$B/train" "$O/first.yaml" --variant a --launch 1 $PK
+expect_refused ownership train_joins_launch_other_text "its manifest text differs" "$B/train" "$O/first.yaml" --variant a --launch 1 $PK
 mv "$O/first.orig" "$O/first.yaml"
 # A launch of one variant, stopped; then two resumes at once: the second is refused, the
 # variant keeps ONE run, completed. Variant a is stopped once its first checkpoint (step 500

@@ -686,9 +686,10 @@ static void run_finish(RunCtx *ctx) {
     stop_clear_run();
     set_die_hook(NULL, NULL);
     int results_lost = 0;   // rows or the end not in the database at its path: never "results <db>"
-    // The memory a run records is that of a process that trained: one that ran no step (a
-    // resume with nothing left to train) leaves the run's recorded memory as it is.
-    if (ctx->root && ctx->db && tr->step > ctx->first_step)
+    // The memory a run records is that of a process that trained, or of its first process
+    // (a new run that failed before its first step: what it had allocated); a resume that ran
+    // no step (nothing left to train) leaves the run's recorded memory as it is.
+    if (ctx->root && ctx->db && (tr->step > ctx->first_step || !ctx->resume_run))
         for (int i = 0; i < RUN_MEM_COUNT; i++) rundb_set_memory(ctx->db, ctx->run_id, RUNDB_MEMORY_NAMES[i], (int64_t)mem[i]);
     if (ctx->root && ctx->exit_code == 0) {
         char why[3000];
