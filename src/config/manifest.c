@@ -151,8 +151,9 @@ static void apply_map(Config *c, const YamlNode *map, const char *path, int pass
         char full[512], where[1400];
         if (path[0]) snprintf(full, sizeof full, "%s.%s", path, e->key);
         else snprintf(full, sizeof full, "%s", e->key);
-        if (!path[0] && allow_meta && is_meta(e->key)) continue;
-        if (!path[0] && is_meta(e->key)) {   // a manifest's own key inside a variant: the suggestion would be itself
+        if (!path[0] && is_meta(e->key)) {
+            if (allow_meta) continue;
+            // a manifest's own key inside a variant: the suggestion would be itself
             where_of(where, sizeof where, e->val->file, e->line, variant);
             die_input_hint("set it at the top of the manifest; a variant sets configuration keys (model.*, data.*, train.*, "
                            "parallel.*, boost.*, run.*)",
@@ -392,10 +393,8 @@ static void check_name_chars(const char *name, const char *file, int line, const
     if (name[0] == '.') {
         char shown[600];
         utf8_printable(name, shown, sizeof shown);
-        if (hint) die_input_hint(hint, "%s:%d: %s '%s' begins with '.' (a hidden folder, or '.' or '..'); %s, the first not '.'",
-                                 file, line, what, shown, rule);
-        die_input("%s:%d: %s '%s' begins with '.' (a hidden folder, or '.' or '..'); %s, the first not '.'", file, line, what,
-                  shown, rule);
+        die_input_hint(hint, "%s:%d: %s '%s' begins with '.' (a hidden folder, or '.' or '..'); %s, the first not '.'",
+                       file, line, what, shown, rule);   // (hint may be NULL)
     }
     for (const char *p = name; *p; p++) {
         if (name_char_ok(*p)) continue;
