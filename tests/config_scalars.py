@@ -109,6 +109,17 @@ def as_key(key, row, v):
     return v
 
 
+def report(name, bad, n, of_what):
+    """The PASS or FAIL line of one check over n spellings; bad: the spellings read differently."""
+    if bad:
+        print("FAIL %s: %d of %d spellings read differently; first ones:" % (name, len(bad), n))
+        for b in bad[:25]:
+            print("  " + b)
+        return 1
+    print("PASS %s (%d spellings of %s: both refuse or both read the same value)" % (name, n, of_what))
+    return 0
+
+
 def engine_value(row, text):
     t = row[0]
     if t in ("int32", "int64", "uint64"):
@@ -162,14 +173,7 @@ def main():
             bad.append("%s: %s: yaml12 %s; the engine refuses: %s" % (key, spelling, why, eng.splitlines()[-1]))
         elif want is not None and engine_value(row, eng) != want:
             bad.append("%s: %s: yaml12 %s; the engine reads %s" % (key, spelling, why, eng))
-    if bad:
-        print("FAIL config_scalars_agree: %d of %d spellings read differently; first ones:" % (len(bad), len(cases)))
-        for b in bad[:25]:
-            print("  " + b)
-        return 1
-    print("PASS config_scalars_agree (%d spellings of %d keys: both refuse or both read the same value)"
-          % (len(cases), len(KEYS)))
-    return 0
+    return report("config_scalars_agree", bad, len(cases), "%d keys" % len(KEYS))
 
 
 def profiles(build):
@@ -211,14 +215,7 @@ def profiles(build):
             got = float(hb) if key == "host_bandwidth" else float(sm)
         if (want is None) != (got is None) or (want is not None and want != got):
             bad.append("%s: %s: yaml12 %s; the engine %s" % (key, spelling, why, eng))
-    if bad:
-        print("FAIL profile_scalars_agree: %d of %d spellings read differently; first ones:" % (len(bad), len(cases)))
-        for b in bad[:25]:
-            print("  " + b)
-        return 1
-    print("PASS profile_scalars_agree (%d spellings of %d profile numbers: both refuse or both read the same value)"
-          % (len(cases), len(fields)))
-    return 0
+    return report("profile_scalars_agree", bad, len(cases), "%d profile numbers" % len(fields))
 
 
 if __name__ == "__main__":
