@@ -58,9 +58,27 @@ def run(cmd, env):
     return p.stdout, time.time() - t0
 
 
-def peak(env, threads, bench="build/bench"):
+def bench_peak_json(env, threads, bench):
     out, _ = run([bench, "--peak-only"] + (["--threads", str(threads)] if threads else []), env)
-    js = json.loads(out)
+    return json.loads(out)
+
+
+def drop_weak_blas_core(env, threads, bench):
+    """An OPENBLAS_CORETYPE from the environment that names kernels for less ISA than the CPU has
+    (a profile pinning "Haswell" on an AVX-512 machine: half the sgemm) would measure both sides,
+    and Debian's PyTorch above all, on kernels slower than the CPU runs: the series unsets it
+    (unless --keep-blas-core) and says so. Returns the value it unset, or None."""
+    js = bench_peak_json(env, threads, bench)
+    if not js.get("blas_core_user_below_best"):
+        return None
+    print(f"bench_paired: OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']} from the environment is below this CPU's "
+          f"best OpenBLAS kernels ({js.get('blas_core_best')}): unset for this series, on both sides "
+          f"(--keep-blas-core keeps it)", flush=True)
+    return env.pop("OPENBLAS_CORETYPE")
+
+
+def peak(env, threads, bench="build/bench"):
+    js = bench_peak_json(env, threads, bench)
     # The engine sets OPENBLAS_CORETYPE for itself when the system OpenBLAS does not know this
     # CPU (src/core/env.h: its generic SSE3 kernels run 5x slower on an Emerald Rapids Xeon).
     # The whole series then runs with the same kernels, so that the peer linked to the same
@@ -160,6 +178,9 @@ def main():
     ap.add_argument("--torch-wait", choices=("auto", "passive", "default"), default="auto",
                     help="PyTorch's OpenMP waiting: passive, libgomp's default, or auto (passive where its BLAS "
                          "is the system's OpenBLAS, the default for MKL; default %(default)s)")
+    ap.add_argument("--keep-blas-core", action="store_true",
+                    help="keep an OPENBLAS_CORETYPE from the environment that is below the CPU's best OpenBLAS "
+                         "kernels (by default the series unsets it for both sides)")
     ap.add_argument("bench_args", nargs="*", help="arguments for both build/bench and torch_bench.py")
     a = ap.parse_args()
     if a.repeat < 1:
@@ -181,6 +202,7 @@ def main():
 
     torch_wait = None if a.no_torch else torch_wait_policy(a.torch_wait, a.torch_python)
     load0 = os.getloadavg()
+    dropped_core = None if a.keep_blas_core else drop_weak_blas_core(env, threads, a.bench)
     peak0 = peak(env, threads, a.bench)
     tmp = tempfile.mkdtemp(prefix="bench-paired.")
     eng, tor, base = {}, {}, {}
@@ -234,7 +256,8 @@ def main():
     peer_desc = (f"PyTorch {peer.get('torch', '?')} ({a.torch_python}; BLAS {peer.get('blas', '?')}; attention "
                  f"{st.get('attention', '?')}; AdamW {st.get('adamw', '?')}; torch.compile {'yes' if st.get('compile') else 'no'})")
     letters = "".join({"baseline": "B ", "boost-c": "E ", "pytorch": "P "}[w] for w in who_all).strip()
-    core = f", OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']}" if "OPENBLAS_CORETYPE" in env else ""
+    core = (f", OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']}" if "OPENBLAS_CORETYPE" in env else
+            f", OPENBLAS_CORETYPE={dropped_core} of the environment unset (below the CPU's best)" if dropped_core else "")
     waits = f"boost-c waiting: {eng_wait}" + ("" if a.no_torch else f"; PyTorch: {torch_wait[1]}")
     print(f"\nboost-c vs PyTorch, interleaved {letters} x {a.repeat} | {shape} | {threads} threads | {waits}{core}")
     if a.baseline:

@@ -21,6 +21,7 @@ has avx && best=1
 has avx2 && has fma && best=2
 has avx512f && has avx512bw && has avx512vl && has avx512dq && best=3
 [ $best = 3 ] && has avx512_bf16 && best=4
+core_of_rank=(Prescott Sandybridge Haswell SkylakeX Cooperlake)   # the best kernel set of each rank
 peak() { env -u OPENBLAS_CORETYPE -u BOOST_BLAS_CORE_CHOSEN "$@" "$BUILD/bench" --peak-only --threads 1; }
 field() { sed -n "s/.*\"$1\": \"\{0,1\}\([A-Za-z0-9]*\).*/\1/p"; }
 if [ "$(uname -m)" != x86_64 ]; then
@@ -43,6 +44,29 @@ else
             pass user_coretype_left_alone
         else fail user_coretype_left_alone "OPENBLAS_CORETYPE=Haswell gave: $out"; fi
     else skip user_coretype_left_alone "the CPU has no AVX2: Haswell's kernels cannot run here"; fi
+    # A user's OPENBLAS_CORETYPE below the CPU's best is kept, and said: one name per rank up to
+    # the CPU's (kernels above it cannot run here), and a name the table does not know.
+    bad=""; n=0
+    for name in Prescott Sandybridge Haswell SkylakeX Cooperlake NoSuchCore; do
+        r=$(rank "$name"); [ "$r" -gt "$best" ] && continue
+        out=$(peak OPENBLAS_CORETYPE=$name); n=$((n + 1))
+        want=false; [ "$r" -ge 0 ] && [ "$r" -lt "$best" ] && want=true
+        got=$(field blas_core_user_below_best <<<"$out"); b=$(field blas_core_best <<<"$out")
+        [ "$got" = "$want" ] || bad="$bad $name: below_best $got, expected $want;"
+        [ "$best" -ge 1 ] && [ "$(rank "$b")" != "$best" ] && bad="$bad $name: blas_core_best '$b' is not of rank $best;"
+    done
+    if [ -z "$bad" ]; then pass "user_coretype_below_best_said ($n names, CPU rank $best)"
+    else fail user_coretype_below_best_said "$bad"; fi
+    # ... and make bench's pairing unsets it for both sides (analysis/bench_paired.py)
+    if [ $best -ge 2 ]; then
+        out=$(OPENBLAS_CORETYPE=Sandybridge python3 -c "
+import os, sys; sys.path.insert(0, 'analysis'); import bench_paired as b
+env = dict(os.environ); d = b.drop_weak_blas_core(env, 1, '$BUILD/bench')
+env2 = dict(os.environ, OPENBLAS_CORETYPE='${core_of_rank[$best]}')
+print('dropped', d, 'OPENBLAS_CORETYPE' in env, b.drop_weak_blas_core(env2, 1, '$BUILD/bench'))" 2>&1)
+        if [[ "$out" == *"dropped Sandybridge False None" ]]; then pass bench_pairing_drops_weak_coretype
+        else fail bench_pairing_drops_weak_coretype "$out"; fi
+    else skip bench_pairing_drops_weak_coretype "the CPU has no AVX2: nothing is below its best"; fi
 fi
 # ... and a run's record names the kernels (runs.library_versions' openblas entry)
 cat > "$TMP/blascore.yaml" <<YAML
@@ -59,6 +83,14 @@ if env -u OPENBLAS_CORETYPE -u BOOST_BLAS_CORE_CHOSEN "$BUILD/train" "$TMP/blasc
     if [[ "$lib" == *" core "* ]]; then pass "run_records_blas_core ($lib)"
     else fail run_records_blas_core "runs.library_versions' openblas: '$lib'"; fi
 else fail run_records_blas_core "train failed: $(tail -3 "$TMP/t.log")"; fi
+if [ "$(uname -m)" = x86_64 ] && [ $best -ge 2 ]; then
+    if OPENBLAS_CORETYPE=Sandybridge "$BUILD/train" "$TMP/blascore.yaml" --set train.seed=5 >"$TMP/t.log" 2>&1; then
+        lib=$(sqlite3 "$TMP/runs.db" "SELECT json_extract(library_versions, '\$.openblas') FROM runs ORDER BY id DESC LIMIT 1")
+        if [[ "$lib" == *"core Sandybridge (OPENBLAS_CORETYPE set by the user, below this CPU's best: "* ]]; then
+            pass "run_records_user_core_below_best ($lib)"
+        else fail run_records_user_core_below_best "runs.library_versions' openblas: '$lib'"; fi
+    else fail run_records_user_core_below_best "train failed: $(tail -3 "$TMP/t.log")"; fi
+else skip run_records_user_core_below_best "not x86-64 with AVX2: nothing is below the CPU's best"; fi
 
 # OpenMP's waiting (src/core/env.h): passive where OpenBLAS's pthreads run the GEMMs (a
 # spinning OpenMP thread takes their core), a short spin (GOMP_SPINCOUNT) where oneDNN runs

@@ -129,23 +129,34 @@ const char *env_blas_core_for_isa(int avx, int avx2_fma, int avx512, int avx512_
     return blas_core_of_rank[rank];
 }
 
-const char *env_blas_core_wanted(void) {
-    const char *user = getenv("OPENBLAS_CORETYPE");
-    if ((user && *user) || !openblas_get_corename) return NULL;   // the user's choice stands (empty: none)
+const char *env_blas_core_best(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    const char *best = env_blas_core_for_isa(
+    return env_blas_core_for_isa(
         __builtin_cpu_supports("avx"), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
         __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"),
         __builtin_cpu_supports("avx512bf16"));
+#else
+    return NULL;
+#endif
+}
+
+const char *env_blas_core_wanted(void) {
+    const char *user = getenv("OPENBLAS_CORETYPE");
+    if ((user && *user) || !openblas_get_corename) return NULL;   // the user's choice stands (empty: none)
+    const char *best = env_blas_core_best();
     int have = env_blas_core_rank(openblas_get_corename());
     // An unknown name is newer than this table (or not x86): OpenBLAS knows best then.
     if (!best || have < 0 || have >= env_blas_core_rank(best)) return NULL;
     return best;
-#else
-    return NULL;
-#endif
+}
+
+const char *env_blas_core_user_below_best(void) {
+    const char *user = getenv("OPENBLAS_CORETYPE"), *best = env_blas_core_best();
+    if (!user || !*user || env_blas_core_chosen() || !best) return NULL;
+    int rank = env_blas_core_rank(user);
+    return rank >= 0 && rank < env_blas_core_rank(best) ? best : NULL;
 }
 
 const char *env_blas_core_chosen(void) {

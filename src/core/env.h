@@ -25,6 +25,14 @@ void env_runtime_setup(char **argv);
 // x86-64 CPU newer than the library gets its generic SSE3 "Prescott" kernels), else NULL
 // (OPENBLAS_CORETYPE already set, OpenBLAS not linked, an unknown core name, not x86-64).
 const char *env_blas_core_wanted(void);
+// The best of OpenBLAS's kernel sets for this CPU's ISA (env_blas_core_for_isa), NULL when not x86-64.
+const char *env_blas_core_best(void);
+// When the user's OPENBLAS_CORETYPE names a kernel set for less ISA than this CPU has (a shell
+// or cluster profile that pins "Haswell" on an AVX-512 machine halves OpenBLAS's sgemm), the
+// best set's name; else NULL (unset, set by boost-c, unknown name, or not below). The user's
+// choice still stands; bench and the run's record say so, and `make bench` drops it for both
+// sides of its comparison (analysis/bench_paired.py).
+const char *env_blas_core_user_below_best(void);
 // The best of OpenBLAS's x86-64 kernel sets for an ISA: "Cooperlake" (AVX-512 + BF16),
 // "SkylakeX" (AVX-512 F/BW/VL/DQ), "Haswell" (AVX2 + FMA), "Sandybridge" (AVX), else NULL.
 const char *env_blas_core_for_isa(int avx, int avx2_fma, int avx512, int avx512_bf16);

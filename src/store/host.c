@@ -102,11 +102,14 @@ static void library_versions(char *buf, size_t n) {
     // "OpenBLAS 0.3.21 DYNAMIC_ARCH ... core Cooperlake" and, when env_runtime_setup had to
     // set OPENBLAS_CORETYPE (core/env.h), " (OPENBLAS_CORETYPE set by boost-c; OpenBLAS chose Prescott)"
     const char *core = openblas_get_corename(), *user = getenv("OPENBLAS_CORETYPE");
-    const char *chosen = env_blas_core_chosen();
+    // ... or " (OPENBLAS_CORETYPE set by the user, below this CPU's best: Cooperlake)"
+    const char *chosen = env_blas_core_chosen(), *below = env_blas_core_user_below_best();
     if (user && !*user) user = NULL;
     snprintf(ob, sizeof ob, "%s core %s%s%s%s", obc ? obc : "unknown", core ? core : "unknown",
-             chosen ? " (OPENBLAS_CORETYPE set by boost-c; OpenBLAS chose " : user ? " (OPENBLAS_CORETYPE set by the user)" : "",
-             chosen ? chosen : "", chosen ? ")" : "");
+             chosen ? " (OPENBLAS_CORETYPE set by boost-c; OpenBLAS chose "
+             : below ? " (OPENBLAS_CORETYPE set by the user, below this CPU's best: "
+             : user ? " (OPENBLAS_CORETYPE set by the user)" : "",
+             chosen ? chosen : below ? below : "", chosen || below ? ")" : "");
     unsigned maj = 0, min = 0, rel = 0;
     if (H5get_libversion(&maj, &min, &rel) < 0) snprintf(h5, sizeof h5, "unknown");
     else snprintf(h5, sizeof h5, "%u.%u.%u", maj, min, rel);

@@ -288,9 +288,12 @@ int main(int argc, char **argv) {
         double p = 0;
         for (int i = 0; i < 3; i++) { double x = cpu_sgemm_peak_gflops(); if (x > p) p = x; }
         const char *wp = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
-        printf("{\"peak_gflops\": %.3f, \"threads\": %d, \"blas_core\": \"%s\", \"blas_core_forced\": %s, \"gemm\": \"%s\", "
+        const char *best = env_blas_core_best(), *below = env_blas_core_user_below_best();
+        printf("{\"peak_gflops\": %.3f, \"threads\": %d, \"blas_core\": \"%s\", \"blas_core_forced\": %s, "
+               "\"blas_core_best\": \"%s\", \"blas_core_user_below_best\": %s, \"gemm\": \"%s\", "
                "\"omp_wait_policy\": \"%s\", \"gomp_spincount\": \"%s\"}\n", p,
                threads, openblas_get_corename(), env_blas_core_chosen() ? "true" : "false",
+               best ? best : "", below ? "true" : "false",
                cpu_sgemm_mode_name(), wp ? wp : "", spin ? spin : "");
         return 0;
     }
@@ -369,6 +372,11 @@ int main(int argc, char **argv) {
            par == 0 ? "sequential" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "?",
            openblas_get_corename(), chosen ? ", OPENBLAS_CORETYPE set by boost-c: OpenBLAS chose " : "",
            chosen ? chosen : "", chosen ? " for this CPU" : "", wp ? wp : "(unset)", spin ? spin : "(unset)");
+    const char *below = env_blas_core_user_below_best();
+    if (below)
+        printf("note | OPENBLAS_CORETYPE=%s from the environment is below this CPU's best OpenBLAS kernels (%s): "
+               "OpenBLAS's GEMMs here run slower than they can (unset it to let OpenBLAS or boost-c choose)\n",
+               getenv("OPENBLAS_CORETYPE"), below);
     printf("fp32 GEMMs | %s\n", cpu_sgemm_describe());
     fflush(stdout);
 
