@@ -1,7 +1,7 @@
 """reproduce_published.py — the performance model against published end-to-end training
 throughputs measured by others (analysis/reproduction/published_throughputs.yaml; its header
 states the sources, the splits — calibration, seen in round 1, held out in round 2, held out in
-round 3, held out in round 4, held out in round 5 — and every mapping rule).
+round 3, held out in round 4, held out in round 5, held out in round 6 — and every mapping rule).
 
 Each row's published number is converted to seconds per iteration by its source's own
 definition (seconds_of); the mapped variant (experiments/published-throughputs.yaml, same id) is
@@ -45,12 +45,15 @@ SPLIT4_COMMIT = "0c677c8"
 # The commit that fixed round 5's held-out rows and its readings, before any of them was priced and
 # before round 5's mechanisms were written (docs/performance-model.md, round 5 of the GPU model)
 SPLIT5_COMMIT = "2d96df9"
+# The commit that fixed round 6's held-out rows and its readings, before any of them was priced; no model change
+# in the round (None until it is known: the commit cannot name itself)
+SPLIT6_COMMIT = None
 # How each split is named in the report
 SPLIT_LABEL = {"calibration": "calibration", "seen": "seen in round 1", "held_out": "held out (round 2)",
                "held_out_round3": "held out (round 3)", "held_out_round4": "held out (round 4)",
-               "held_out_round5": "held out (round 5)"}
+               "held_out_round5": "held out (round 5)", "held_out_round6": "held out (round 6)"}
 # The splits whose rows are held out (a rule that keeps a row out is decided before it is held out)
-HELD_OUT = ("held_out", "held_out_round3", "held_out_round4", "held_out_round5")
+HELD_OUT = ("held_out", "held_out_round3", "held_out_round4", "held_out_round5", "held_out_round6")
 
 
 def load():
@@ -297,7 +300,8 @@ def main():
             with open(out) as fh:
                 return json.load(fh)
     doc = load()
-    splits = ("calibration", "seen", "held_out", "held_out_round3", "held_out_round4", "held_out_round5")
+    splits = ("calibration", "seen", "held_out", "held_out_round3", "held_out_round4", "held_out_round5",
+              "held_out_round6")
     if "--split" in sys.argv:   # price and show one split's rows only
         i = sys.argv.index("--split")
         if i + 1 >= len(sys.argv) or sys.argv[i + 1] not in SPLIT_LABEL:
@@ -344,6 +348,9 @@ FIRST_ROUND3 = ("the model of commit " + SPLIT3_COMMIT, "median |error| 21.5 %, 
 FIRST_ROUND4 = ("the model of commit cd9b71e", "median |error| 28.0 %, worst 59.6 %, 22 positive, 1 negative")
 # The first pricing of round 5's held-out rows, after round 5's mechanisms were committed (None: not priced yet)
 FIRST_ROUND5 = ("the model of commit d06d700", "median |error| 26.6 %, worst 50.5 %, 18 positive, 0 negative")
+# The first pricing of round 6's held-out rows, with the model as it stands after SPLIT6_COMMIT, unchanged (None: not
+# priced yet)
+FIRST_ROUND6 = None
 
 
 def _pct(x):
@@ -410,6 +417,10 @@ def _round5(held5):
                         "and priced", FIRST_ROUND5)
 
 
+def _round6(held6):
+    return _round_lines(6, held6, SPLIT6_COMMIT, "the model was not changed in the round", FIRST_ROUND6)
+
+
 def section(doc, V, B, X, md_table):
     """The lines of REPORT.md's section on the published throughputs."""
     L = []
@@ -424,17 +435,21 @@ def section(doc, V, B, X, md_table):
     held4_src = sorted({x[0]["source"] for x in held4})
     held5 = [x for x in errs if x[0]["split"] == "held_out_round5" and counted(x[0])]
     held5_src = sorted({x[0]["source"] for x in held5})
+    held6 = [x for x in errs if x[0]["split"] == "held_out_round6" and counted(x[0])]
+    held6_src = sorted({x[0]["source"] for x in held6})
     n = len(held)
     L.append(f"The set: {len(errs)} published end-to-end training throughputs of transformers on A100 and H100 GPUs from "
              f"{len(doc['sources'])} sources (`{SET}`: each row's configuration, its source's location, the metric's "
              f"definition, the mapping rules; `experiments/published-throughputs.yaml`: the engine variant of each row), in "
-             f"six splits: **calibration** ({len(cal)} Megatron-LM SC21 rows whose errors had been seen before round 1), "
+             f"seven splits: **calibration** ({len(cal)} Megatron-LM SC21 rows whose errors had been seen before round 1), "
              f"**seen in round 1** ({len(seen)} rows held out in round 1 and priced once there, seen since), **held out "
              f"(round 2)** ({n} rows from {len(held_src)} sources not used in round 1: {', '.join(held_src)}), **held out "
              f"(round 3)** ({len(held3)} rows from {len(held3_src)} sources used in no earlier round: {', '.join(held3_src)}), "
              f"**held out (round 4)** ({len(held4)} rows from {len(held4_src)} sources used in no earlier round: "
-             f"{', '.join(held4_src)}) and **held out (round 5)** ({len(held5)} rows from {len(held5_src)} sources used in "
-             f"no earlier round: {', '.join(held5_src)}).\n")
+             f"{', '.join(held4_src)}), **held out (round 5)** ({len(held5)} rows from {len(held5_src)} sources used in "
+             f"no earlier round: {', '.join(held5_src)}) and **held out (round 6)** ({len(held6)} rows from {len(held6_src)} "
+             f"sources used in no earlier round: {', '.join(held6_src)}).\n")
+    L += _round6(held6)
     L += _round5(held5)
     L += _round4(held4)
     L += _round3(held3)
@@ -461,13 +476,15 @@ def section(doc, V, B, X, md_table):
              f"{CAL_BEFORE_ROUND2[1]}; before round 1's mechanisms, at 7034904: median 23.4 %, worst 37.9 %, 6 too fast).\n")
     L.append("error = published seconds per iteration / modeled − 1 (positive: the model is too fast); published seconds from "
              "each source's own metric (SC21: Eq. (3) teraFLOP/s; Megatron-Core: its FLOP count at f2e5db402c; MosaicML: "
-             "tokens/s/GPU; FlashAttention and Lambda: tokens/s of the whole run; FP8-LM, FlagPerf's PaddleNLP cases and Pax: samples/s of the whole run; FlagPerf's Megatron-Core cases and PaddleNLP's own table: tokens/s/GPU; NeMo Megatron: tokens/s of the whole run; BLOOM, "
-             "Korthikanti et al., Megatron-Turing NLG, Nemotron-4 15B, llm.c: seconds per iteration as printed). Band: the model over the chosen constants' alternatives on that row's profile. "
+             "tokens/s/GPU; FlashAttention and Lambda: tokens/s of the whole run; FP8-LM, FlagPerf's PaddleNLP cases and Pax: samples/s of the whole run; FlagPerf's Megatron-Core cases, PaddleNLP's own table and Fast-LLM: tokens/s/GPU; NeMo Megatron: tokens/s of the whole run; BLOOM, "
+             "Korthikanti et al., Megatron-Turing NLG, Nemotron-4 15B, llm.c, Azure's NeMo Megatron benchmark: seconds per iteration as printed; "
+             "Aleph Alpha's layout sheets: seconds per iteration as stored). Band: the model over the chosen constants' alternatives on that row's profile. "
              "*engine fits*: whether this engine's own memory layout fits the profile's memory (the published systems shard or "
              "recompute their own way; the time is priced either way). *kernel, schedule*: how the row's attention and "
              "pipeline are priced (R8, R9), and the element-wise families the program ran unfused (docs/performance-model.md §20).\n")
     rows = []
-    order = {"held_out_round5": 0, "held_out_round4": 1, "held_out_round3": 2, "held_out": 3, "seen": 4, "calibration": 5}
+    order = {"held_out_round6": 0, "held_out_round5": 1, "held_out_round4": 2, "held_out_round3": 3, "held_out": 4, "seen": 5,
+             "calibration": 6}
     for row, p, m, e in sorted(errs, key=lambda x: order[x[0]["split"]]):
         src = doc["sources"][row["source"]]
         b = B.get(f"pubs/{row['id']}")
@@ -484,7 +501,7 @@ def section(doc, V, B, X, md_table):
                        "published s", "model s [band]", "error", "engine fits",
                        "what the published system does that this engine's trace does not"], rows) + "\n")
     L.append("\\* not stated by the source; 1 sequence per replica, chosen before pricing (the set's header, R10).\n")
-    for split in ("held_out_round5", "held_out_round4", "held_out_round3", "held_out", "seen"):
+    for split in ("held_out_round6", "held_out_round5", "held_out_round4", "held_out_round3", "held_out", "seen"):
         by = {}
         for x in errs:
             if x[0]["split"] == split and counted(x[0]):
