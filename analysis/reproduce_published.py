@@ -46,8 +46,8 @@ SPLIT4_COMMIT = "0c677c8"
 # before round 5's mechanisms were written (docs/performance-model.md, round 5 of the GPU model)
 SPLIT5_COMMIT = "2d96df9"
 # The commit that fixed round 6's held-out rows and its readings, before any of them was priced; no model change
-# in the round (None until it is known: the commit cannot name itself)
-SPLIT6_COMMIT = None
+# in the round (docs/performance-model.md §22)
+SPLIT6_COMMIT = "2efc3d6"
 # How each split is named in the report
 SPLIT_LABEL = {"calibration": "calibration", "seen": "seen in round 1", "held_out": "held out (round 2)",
                "held_out_round3": "held out (round 3)", "held_out_round4": "held out (round 4)",
