@@ -3,7 +3,8 @@
 # a configuration key) is a regular file or, for an output, a new name (core/fileio.h
 # file_open_regular, file_check_replace). Generated: each such path of each tool is tried as a
 # FIFO, a directory, a character device and a symbolic link to nothing; each must end (a FIFO
-# is never waited on: a hang is a FAIL) with exit 1 or 2 and a message naming the path.
+# is never waited on: a hang is a FAIL) with exit 1 or 2 and a message naming the path. Which
+# options are paths is the tools' own tables' word (path_options_each_tried below).
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 B=$BUILD
@@ -49,9 +50,10 @@ cases=(
   "h5compare|$B/h5compare @P@ $CK"
   "info --config|$B/info --config @P@"
   "watch --db|$B/watch $W/tiny.yaml --db @P@ --once"
-  "exp --compare --db|$B/exp --compare --db @P@"
+  "exp --db --compare|$B/exp --compare --db @P@"
+  "exp --simulate|$B/exp $W/tiny.yaml --simulate @P@"
   "exp --hostfile|$B/exp $W/tiny.yaml --hostfile @P@ --dry-run"
-  "prepare text:|$B/prepare --dataset text:@P@ --vocab 64"
+  "prepare --dataset text:|$B/prepare --dataset text:@P@ --vocab 64"
 )
 # folders the user names: each a directory or a new name (core/outdir.h), never another kind
 folders=(
@@ -59,7 +61,38 @@ folders=(
   "run.dump_dir|$B/train $W/tiny.yaml --peak-gflops 1 --set run.dump_steps=1 --set run.dump_dir=@P@"
   "data.cache_dir|$B/train $W/tiny.yaml --peak-gflops 1 --set data.cache_dir=@P@"
   "export folder|$B/export $CK @P@"
+  "prepare --cache-dir|$B/prepare --dataset text:$W/corpus.txt --vocab 256 --cache-dir @P@"
+  "prepare --check|$B/prepare --check @P@"
 )
+# The option tables say which options are paths (config/options.h OPT_PATH_ROW; BOOST_OPTIONS=list
+# marks them): each must have a case above, labelled "TOOL --NAME", and every other string option of
+# every table is named here as not a path, so that a new string option is decided either way.
+not_paths=" bench --preset|bench --linears|bench --set|bench --switches|bench --precision|bench_attention --batch|
+bench_attention --isa|bench_attention --seq|bench_comm --preset|bench_gemm --preset|bench_gemm --linear|bench_gemm --set|
+calibrate --ranks|exp --variant|exp --set|exp --allow-change|exp --launcher|exp --launcher-arg|h5compare --groups|
+info --preset|info --linear|info --set|info --variant|sample --prompt|simulate --variant|simulate --gemm|
+simulate --precision|simulate --attention-kernel|simulate --host|simulate --unfused|simulate --set|train --variant|
+train --set|train --resume|train --allow-change|"
+labels="|$(printf '%s|' "${cases[@]%%|*}" "${folders[@]%%|*}")"
+undecided=() uncovered=() n_path=0
+for src in src/tools/*.c; do
+    tool=$(basename "$src" .c)
+    [ -x "$B/$tool" ] || { undecided+=("$tool: not built"); continue; }
+    rows=$(BOOST_OPTIONS=list "$B/$tool" --help 2>/dev/null) || continue   # no option table (export)
+    # name, type and the path mark (columns 1, 3 and 8; empty columns kept: awk, not read's IFS)
+    while read -r name type path; do
+        [ "$type" = string ] || continue
+        if [ "$path" = path ]; then
+            n_path=$((n_path + 1))
+            [[ $labels == *"|$tool $name|"* || $labels == *"|$tool $name "* ]] || uncovered+=("$tool $name")
+        elif [[ $not_paths != *"$tool $name|"* ]]; then undecided+=("$tool $name")
+        fi
+    done < <(awk -F'\t' '{ print $1, $3, ($8 == "" ? "-" : $8) }' <<<"$rows")
+done
+if [ ${#uncovered[@]} = 0 ] && [ ${#undecided[@]} = 0 ] && [ $n_path -gt 0 ]; then
+    pass "path_options_each_tried ($n_path path options in the tables, each with a case)"
+else fail path_options_each_tried "path options without a case: ${uncovered[*]:-none}; string options neither marked a path nor named as not one: ${undecided[*]:-none}"; fi
+
 mkfifo "$W/fifo"; mkdir -p "$W/dir"; ln -s "$W/nothing-here" "$W/dangling"
 kinds=("fifo|$W/fifo" "directory|$W/dir" "char device|/dev/null" "dangling link|$W/dangling")
 n=0 bad=()

@@ -80,7 +80,7 @@ static void print_table(const ToolOption *opts) {
         if (k.flags & CKF_MAX) printf("%s%.17g", (k.flags & CKF_MAX_EXCL) ? "<" : "", k.max);
         printf("\t");
         for (int i = 0; k.enum_names && k.enum_names[i]; i++) printf("%s%s", i ? "," : "", k.enum_names[i]);
-        printf("\t%s\n", o->key ? o->key : "");
+        printf("\t%s\t%s\n", o->key ? o->key : "", o->is_path ? "path" : "");
     }
 }
 
@@ -192,7 +192,7 @@ void opt_parse(const char *tool, const ToolOption *opts, int argc, char **argv, 
             l->v[l->n++] = v;
             continue;
         }
-        if (given[oi]) die_input_hint("give it once", "%s --%s is given twice (%s); an option is given once", tool, o->name, v);
+        if (given[oi]) die_input_hint("give it once", "%s --%s is given twice (again as '%s'); an option is given once", tool, o->name, v);
         given[oi] = 1;
         store(o, &k, tool, v, o->dst);
     }

@@ -269,7 +269,7 @@ int main(int argc, char **argv) {
         OPT_INT_ROW("warmup", 0, 1000000, &warmup),
         OPT_STR_ROW("linears", &linears),
         OPT_KEY_ROW("threads", "train.threads", &threads),
-        OPT_STR_ROW("json", &json),
+        OPT_PATH_ROW("json", &json),
         OPT_LIST_ROW("set", &set_list),
         OPT_INT_ROW("profile", 0, 1000000, &profile),
         OPT_STR_ROW("switches", &switches),

@@ -1222,9 +1222,9 @@ int main(int argc, char **argv) {
     const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
         OPT_FLAG_ROW("quick", &quick),
         OPT_FLAG_ROW("best", &best),
-        OPT_STR_ROW("out", &out_path),
+        OPT_PATH_ROW("out", &out_path),
         OPT_INT_ROW("threads", 1, 1024, &threads_opt),
-        OPT_STR_ROW("refresh", &refresh_from),
+        OPT_PATH_ROW("refresh", &refresh_from),
         OPT_STR_ROW("ranks", &ranks_opt),
         OPT_END };
     opt_parse("calibrate", opts, argc, argv, NULL, 0, NULL,

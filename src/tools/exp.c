@@ -614,7 +614,7 @@ int main(int argc, char **argv) {
         OPT_INT64_LIST_ROW("launch", 1, INT64_MAX, &launch_l),
         OPT_FLAG_ROW("compare", &compare),
         OPT_INT64_LIST_ROW("run", 1, INT64_MAX, &run_l),
-        OPT_STR_ROW("db", &db_opt),
+        OPT_PATH_ROW("db", &db_opt),
         OPT_FLAG_ROW("csv", &csv),
         OPT_FLAG_ROW("json", &json),
         OPT_ENUM_ROW("format", formats, &format_opt),     // (-1: not given)
@@ -622,9 +622,9 @@ int main(int argc, char **argv) {
         OPT_FLAG_ROW("verdicts", &verdicts),
         OPT_LIST_ROW("launcher", &launcher_l),
         OPT_LIST_ROW("launcher-arg", &launcher_arg_l),
-        OPT_STR_ROW("hostfile", &hostfile),
+        OPT_PATH_ROW("hostfile", &hostfile),
         OPT_FLAG_ROW("probe-resources", &probe),
-        OPT_STR_ROW("simulate", &simulate),
+        OPT_PATH_ROW("simulate", &simulate),
         OPT_END };
     opt_parse("exp", opts, argc, argv, &name, 1, &n_pos, USAGE);
     if (probe) {   // the pre-flight's facts of the host this process runs on (plan_probe_argv)

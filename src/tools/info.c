@@ -269,7 +269,7 @@ int main(int argc, char **argv) {
         OPT_STR_ROW("preset", &preset),
         OPT_STR_ROW("linear", &linear),
         OPT_LIST_ROW("set", &set_list),
-        OPT_STR_ROW("config", &config_path),
+        OPT_PATH_ROW("config", &config_path),
         OPT_STR_ROW("variant", &variant),
         OPT_END };
     opt_parse("info", opts, argc, argv, NULL, 0, NULL, USAGE);

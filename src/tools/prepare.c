@@ -71,13 +71,13 @@ int main(int argc, char **argv) {
     }
     // the options are the schema's keys where they set one (config/options.h)
     const ToolOption opts[] = {
-        OPT_KEY_ROW("dataset", "data.dataset", dc.dataset),
+        OPT_KEY_PATH_ROW("dataset", "data.dataset", dc.dataset),
         OPT_KEY_ROW("vocab", "model.vocab_size", &vocab),
-        OPT_KEY_ROW("cache-dir", "data.cache_dir", dc.cache_dir),
+        OPT_KEY_PATH_ROW("cache-dir", "data.cache_dir", dc.cache_dir),
         OPT_KEY_ROW("val-fraction", "data.val_fraction", &dc.val_fraction),
         OPT_KEY_ROW("synthetic-tokens", "data.synthetic_tokens", &dc.synthetic_tokens),
         OPT_KEY_ROW("seed", "train.seed", &seed),
-        OPT_STR_ROW("check", &check_dir),
+        OPT_PATH_ROW("check", &check_dir),
         OPT_KEY_ROW("seq-len", "model.seq_len", &T),
         OPT_KEY_ROW("model-vocab", "model.vocab_size", &model_vocab),
         OPT_END };

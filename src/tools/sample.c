@@ -160,8 +160,8 @@ int main(int argc, char **argv) {
         { .name = "seed", .kind = OPT_VALUE, .type = CK_UINT64, .min = 0, .flags = CKF_MIN, .dst = &seed },
         OPT_KEY_ROW("device", "run.device", &device),
         OPT_KEY_ROW("precision", "train.precision", &prec),
-        OPT_STR_ROW("tokenizer", &tok_path),
-        OPT_STR_ROW("logits", &logits_path),
+        OPT_PATH_ROW("tokenizer", &tok_path),
+        OPT_PATH_ROW("logits", &logits_path),
         OPT_END };
     opt_parse("sample", opts, argc, argv, &path, 1, &n_pos, USAGE);
     if (!path) die_input_hint(USAGE, "sample: no checkpoint given (checkpoints/<run uid>/step_<N>.h5)");

@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
     int once = 0, n_pos = 0;
     const ToolOption opts[] = {   // (config/options.h: the schema's types and messages)
         OPT_FLAG_ROW("once", &once),
-        OPT_STR_ROW("db", &db),
+        OPT_PATH_ROW("db", &db),
         OPT_INT64_ROW("launch", 1, INT64_MAX, &launch),
         OPT_REAL_ROW("every", 0.2, 3600, &every),
         OPT_END };
