@@ -54,6 +54,7 @@ cases=(
   "exp --simulate|$B/exp $W/tiny.yaml --simulate @P@"
   "exp --hostfile|$B/exp $W/tiny.yaml --hostfile @P@ --dry-run"
   "prepare --dataset text:|$B/prepare --dataset text:@P@ --vocab 64"
+  "train data.dataset text:|$B/train $W/tiny.yaml --peak-gflops 1 --set data.dataset=text:@P@"
 )
 # folders the user names: each a directory or a new name (core/outdir.h), never another kind
 folders=(
@@ -65,8 +66,9 @@ folders=(
   "prepare --check|$B/prepare --check @P@"
 )
 # The option tables say which options are paths (config/options.h OPT_PATH_ROW; BOOST_OPTIONS=list
-# marks them): each must have a case above, labelled "TOOL --NAME", and every other string option of
-# every table is named here as not a path, so that a new string option is decided either way.
+# marks them), the schema which keys are (CKF_PATH): each must have a case above, labelled "TOOL
+# --NAME" or naming the key, and every other string option and key is named here as not a path, so
+# that a new one is decided either way.
 not_paths=" bench --preset|bench --linears|bench --set|bench --switches|bench --precision|bench_attention --batch|
 bench_attention --isa|bench_attention --seq|bench_comm --preset|bench_gemm --preset|bench_gemm --linear|bench_gemm --set|
 calibrate --ranks|exp --variant|exp --set|exp --allow-change|exp --launcher|exp --launcher-arg|h5compare --groups|
@@ -89,8 +91,20 @@ for src in src/tools/*.c; do
         fi
     done < <(awk -F'\t' '{ print $1, $3, ($8 == "" ? "-" : $8) }' <<<"$rows")
 done
-if [ ${#uncovered[@]} = 0 ] && [ ${#undecided[@]} = 0 ] && [ $n_path -gt 0 ]; then
-    pass "path_options_each_tried ($n_path path options in the tables, each with a case)"
+# ... and the same for the configuration's keys (CKF_PATH, "path" in info --keys-tsv): a case whose
+# label names the key, and the other string keys named here as not paths
+not_path_keys=" model.preset run.dump_steps "
+n_key=0
+while read -r key type path; do
+    [ "$type" = string ] || continue
+    if [ "$path" = path ]; then
+        n_key=$((n_key + 1))
+        [[ " ${labels//|/ } " == *" $key "* ]] || uncovered+=("$key")
+    elif [[ $not_path_keys != *" $key "* ]]; then undecided+=("$key")
+    fi
+done < <("$B/info" --keys-tsv | awk -F'\t' '{ print $1, $2, ($10 == "" ? "-" : $10) }')
+if [ ${#uncovered[@]} = 0 ] && [ ${#undecided[@]} = 0 ] && [ $n_path -gt 0 ] && [ $n_key -gt 0 ]; then
+    pass "path_options_each_tried ($n_path path options in the tables and $n_key path keys of the schema, each with a case)"
 else fail path_options_each_tried "path options without a case: ${uncovered[*]:-none}; string options neither marked a path nor named as not one: ${undecided[*]:-none}"; fi
 
 mkfifo "$W/fifo"; mkdir -p "$W/dir"; ln -s "$W/nothing-here" "$W/dangling"

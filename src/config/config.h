@@ -227,6 +227,8 @@ enum {
     CKF_MIN_EXCL = 4, CKF_MAX_EXCL = 8,  // ... and exclusive
     CKF_NONEMPTY = 16,                   // strings: must not be empty
     CKF_FIRST = 32,                      // applied before the other keys of a file
+    CKF_PATH = 64,                       // strings: names a file or folder (data.dataset: text:PATH) the
+                                         // engine reads or writes; tests/t_userpaths.sh must try each
 };
 
 // What a change of the key means for a run that resumes (config_diff.h, docs/configuration.md

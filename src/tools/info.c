@@ -186,7 +186,8 @@ static void keys_markdown(void) {
 
 // The schema for programs (tools/probe_keys.py): key, type, lower and upper bound ('>' or
 // '<' before an exclusive one), enum names, the default, the change class, a string's most
-// characters, the accepted values as the docs say them; tab-separated.
+// characters, the accepted values as the docs say them, "path" for a key that names a file or
+// folder (CKF_PATH); tab-separated.
 static void keys_tsv(void) {
     Config d;
     config_defaults(&d);
@@ -205,8 +206,8 @@ static void keys_tsv(void) {
         for (int j = 0; names && names[j]; j++) printf("%s%s", j ? "," : "", names[j]);
         char want[600];
         config_describe_key(k, want, sizeof want);
-        printf("\t%s\t%s\t%zu\t%s\n", def, config_change_class_name(k->change),
-               k->type == CK_STRING || k->type == CK_PRESET ? k->size - 1 : 0, want);
+        printf("\t%s\t%s\t%zu\t%s\t%s\n", def, config_change_class_name(k->change),
+               k->type == CK_STRING || k->type == CK_PRESET ? k->size - 1 : 0, want, (k->flags & CKF_PATH) ? "path" : "");
     }
 }
 
