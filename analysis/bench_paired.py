@@ -58,27 +58,10 @@ def run(cmd, env):
     return p.stdout, time.time() - t0
 
 
-def bench_peak_json(env, threads, bench):
+def peak_json(env, threads, bench="build/bench"):
+    """build/bench --peak-only's answer: the sgemm peak and the BLAS kernels it ran on."""
     out, _ = run([bench, "--peak-only"] + (["--threads", str(threads)] if threads else []), env)
-    return json.loads(out)
-
-
-def drop_weak_blas_core(env, threads, bench):
-    """An OPENBLAS_CORETYPE from the environment that names kernels for less ISA than the CPU has
-    (a profile pinning "Haswell" on an AVX-512 machine: half the sgemm) would measure both sides,
-    and Debian's PyTorch above all, on kernels slower than the CPU runs: the series unsets it
-    (unless --keep-blas-core) and says so. Returns the value it unset, or None."""
-    js = bench_peak_json(env, threads, bench)
-    if not js.get("blas_core_user_below_best"):
-        return None
-    print(f"bench_paired: OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']} from the environment is below this CPU's "
-          f"best OpenBLAS kernels ({js.get('blas_core_best')}): unset for this series, on both sides "
-          f"(--keep-blas-core keeps it)", flush=True)
-    return env.pop("OPENBLAS_CORETYPE")
-
-
-def peak(env, threads, bench="build/bench"):
-    js = bench_peak_json(env, threads, bench)
+    js = json.loads(out)
     # The engine sets OPENBLAS_CORETYPE for itself when the system OpenBLAS does not know this
     # CPU (src/core/env.h: its generic SSE3 kernels run 5x slower on an Emerald Rapids Xeon).
     # The whole series then runs with the same kernels, so that the peer linked to the same
@@ -86,7 +69,23 @@ def peak(env, threads, bench="build/bench"):
     # on the slow ones.
     if js.get("blas_core_forced") and "OPENBLAS_CORETYPE" not in env:
         env["OPENBLAS_CORETYPE"] = js["blas_core"]
-    return js["peak_gflops"]
+    return js
+
+
+def first_peak(env, threads, bench, keep_blas_core):
+    """The series' first peak, and the OPENBLAS_CORETYPE it unset (or None). A value from the
+    environment that names kernels for less ISA than the CPU has (a profile pinning "Haswell" on
+    an AVX-512 machine: half the sgemm) would measure both sides, and Debian's PyTorch above all,
+    on kernels slower than the CPU runs: the series unsets it (unless --keep-blas-core), says so,
+    and measures the peak again without it."""
+    js = peak_json(env, threads, bench)
+    if keep_blas_core or not js.get("blas_core_user_below_best"):
+        return js["peak_gflops"], None
+    print(f"bench_paired: OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']} from the environment is below this CPU's "
+          f"best OpenBLAS kernels ({js.get('blas_core_best')}): unset for this series, on both sides "
+          f"(--keep-blas-core keeps it)", flush=True)
+    dropped = env.pop("OPENBLAS_CORETYPE")
+    return peak_json(env, threads, bench)["peak_gflops"], dropped
 
 
 def torch_wait_policy(choice, python):
@@ -202,8 +201,7 @@ def main():
 
     torch_wait = None if a.no_torch else torch_wait_policy(a.torch_wait, a.torch_python)
     load0 = os.getloadavg()
-    dropped_core = None if a.keep_blas_core else drop_weak_blas_core(env, threads, a.bench)
-    peak0 = peak(env, threads, a.bench)
+    peak0, dropped_core = first_peak(env, threads, a.bench, a.keep_blas_core)
     tmp = tempfile.mkdtemp(prefix="bench-paired.")
     eng, tor, base = {}, {}, {}
     order = []
@@ -230,7 +228,7 @@ def main():
             for x in res["results"]:
                 {"boost-c": eng, "pytorch": tor, "baseline": base}[who].setdefault(x["kind"], []).append(x)
             print(f"  {order[-1]}", file=sys.stderr, flush=True)
-    peak1 = peak(env, threads, a.bench)
+    peak1 = peak_json(env, threads, a.bench)["peak_gflops"]
     load1 = os.getloadavg()
     pk = max(peak0, peak1)
 

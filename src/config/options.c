@@ -80,7 +80,7 @@ static void print_table(const ToolOption *opts) {
         if (k.flags & CKF_MAX) printf("%s%.17g", (k.flags & CKF_MAX_EXCL) ? "<" : "", k.max);
         printf("\t");
         for (int i = 0; k.enum_names && k.enum_names[i]; i++) printf("%s%s", i ? "," : "", k.enum_names[i]);
-        printf("\t%s\t%s\n", o->key ? o->key : "", o->is_path ? "path" : "");
+        printf("\t%s\t%s\n", o->key ? o->key : "", (k.flags & CKF_PATH) ? "path" : "");
     }
 }
 

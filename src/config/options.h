@@ -8,7 +8,7 @@
 // For make probes (tools/probe_options.py) every tool that parses through here answers two
 // questions without doing anything else: BOOST_OPTIONS=list prints its option table, one
 // option per line (name, kind, type, lower and upper bound, enum values, schema key, "path" for
-// an OPT_PATH_ROW; tab-separated);
+// a value that names a file or folder (CKF_PATH); tab-separated);
 // BOOST_OPTIONS=values parses the command line and prints each option's value as the tool
 // will use it ("--seed<TAB>7"), then exits 0.
 #pragma once
@@ -31,18 +31,15 @@ typedef struct {
                                      // field's type (a char[] for a string key); or NULL and:
     ConfigKeyType type;              // CK_INT, CK_INT64, CK_UINT64, CK_FLOAT, CK_DOUBLE, CK_ENUM or CK_STRING
     double min, max;                 // with the schema's CKF_* flags
-    unsigned flags;
+    unsigned flags;                  // CKF_PATH: the value names a file or folder (OPT_PATH_ROW; a key row
+                                     // takes its key's flags, so prepare --cache-dir is a path as data.cache_dir is)
     const char *const *enum_names;   // CK_ENUM: NULL-terminated
     void *dst;                       // int (CK_INT, CK_ENUM), int64_t, uint64_t, float, double, const char *
-    int is_path;                     // the value names a file or folder the tool reads or writes: marked in
-                                     // BOOST_OPTIONS=list, and tests/t_userpaths.sh must try it as a FIFO, a
-                                     // folder, a device and a dangling link (a string option is one or the other)
 } ToolOption;
 
 // Table rows. Bounds are inclusive.
 #define OPT_FLAG_ROW(nm, d) { .name = (nm), .kind = OPT_FLAG, .dst = (d) }
 #define OPT_KEY_ROW(nm, k, d) { .name = (nm), .kind = OPT_VALUE, .key = (k), .dst = (d) }
-#define OPT_KEY_PATH_ROW(nm, k, d) { .name = (nm), .kind = OPT_VALUE, .key = (k), .dst = (d), .is_path = 1 }
 #define OPT_INT_ROW(nm, lo, hi, d) \
     { .name = (nm), .kind = OPT_VALUE, .type = CK_INT, .min = (lo), .max = (hi), .flags = CKF_MIN | CKF_MAX, .dst = (d) }
 #define OPT_INT64_ROW(nm, lo, hi, d) \
@@ -51,7 +48,7 @@ typedef struct {
     { .name = (nm), .kind = OPT_VALUE, .type = CK_DOUBLE, .min = (lo), .max = (hi), .flags = CKF_MIN | CKF_MAX, .dst = (d) }
 #define OPT_ENUM_ROW(nm, names, d) { .name = (nm), .kind = OPT_VALUE, .type = CK_ENUM, .enum_names = (names), .dst = (d) }
 #define OPT_STR_ROW(nm, d) { .name = (nm), .kind = OPT_VALUE, .type = CK_STRING, .dst = (d) }
-#define OPT_PATH_ROW(nm, d) { .name = (nm), .kind = OPT_VALUE, .type = CK_STRING, .dst = (d), .is_path = 1 }
+#define OPT_PATH_ROW(nm, d) { .name = (nm), .kind = OPT_VALUE, .type = CK_STRING, .flags = CKF_PATH, .dst = (d) }
 #define OPT_LIST_ROW(nm, d) { .name = (nm), .kind = OPT_LIST, .type = CK_STRING, .dst = (d) }
 #define OPT_INT64_LIST_ROW(nm, lo, hi, d) \
     { .name = (nm), .kind = OPT_LIST, .type = CK_INT64, .min = (lo), .max = (hi), .flags = CKF_MIN | CKF_MAX, .dst = (d) }

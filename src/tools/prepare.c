@@ -71,9 +71,9 @@ int main(int argc, char **argv) {
     }
     // the options are the schema's keys where they set one (config/options.h)
     const ToolOption opts[] = {
-        OPT_KEY_PATH_ROW("dataset", "data.dataset", dc.dataset),
+        OPT_KEY_ROW("dataset", "data.dataset", dc.dataset),
         OPT_KEY_ROW("vocab", "model.vocab_size", &vocab),
-        OPT_KEY_PATH_ROW("cache-dir", "data.cache_dir", dc.cache_dir),
+        OPT_KEY_ROW("cache-dir", "data.cache_dir", dc.cache_dir),
         OPT_KEY_ROW("val-fraction", "data.val_fraction", &dc.val_fraction),
         OPT_KEY_ROW("synthetic-tokens", "data.synthetic_tokens", &dc.synthetic_tokens),
         OPT_KEY_ROW("seed", "train.seed", &seed),
